@@ -1,0 +1,550 @@
+//! The typed pieces of a message: [`Part`] and one struct per part type.
+//!
+//! # JSON shape
+//!
+//! A part is a JSON object tagged by `"type"` (snake_case): `text`,
+//! `reasoning`, `tool`, `file`, `image_url`, `step_start`, `step_finish`,
+//! `compaction`, `patch`, `agent`, `subtask`, `finish`. Times are integer
+//! milliseconds since the epoch.
+//!
+//! # Forward compatibility
+//!
+//! - A part whose `"type"` this build does not know decodes to
+//!   [`Part::Unknown`] holding the whole original object (tag included) and
+//!   encodes back to the same JSON value, so an older binary rewriting a
+//!   message never destroys a newer binary's parts.
+//! - Fields that a newer version adds inside a *known* type are kept in each
+//!   struct's `extra` map (`#[serde(flatten)]`) and written back. This costs one
+//!   empty map per part and means a rewrite (e.g. `update_part`) never drops
+//!   data it does not understand.
+//! - Round-trips are exact at the JSON *value* level. Key order is normalised
+//!   (serde_json sorts object keys unless its `preserve_order` feature is on),
+//!   so the text of an unknown part is byte-identical only if it was already
+//!   in canonical (sorted, compact) form — which is how Scribe writes it.
+//! - A *known* type whose fields are malformed is an error
+//!   ([`PartDecodeError::InvalidPart`]), not silently downgraded to
+//!   [`Part::Unknown`]: a corrupt row should be reported, not hidden.
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::role::FinishReason;
+use crate::tool_state::ToolState;
+use crate::usage::TokenUsage;
+
+/// Unknown fields of a known part type, kept verbatim.
+pub type Extra = Map<String, Value>;
+
+/// The tags of every part type this build knows, in declaration order.
+pub const KNOWN_PART_TYPES: [&str; 12] = [
+    "text",
+    "reasoning",
+    "tool",
+    "file",
+    "image_url",
+    "step_start",
+    "step_finish",
+    "compaction",
+    "patch",
+    "agent",
+    "subtask",
+    "finish",
+];
+
+/// One typed piece of a message.
+///
+/// Decode stored JSON with [`Part::from_json`] (never panics); encode with
+/// [`Part::to_json`]. `Serialize`/`Deserialize` are implemented with the same
+/// rules, so a `Part` can sit inside other serde types.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    /// Plain text from the user or the model.
+    Text(TextPart),
+    /// The model's visible or summarised reasoning.
+    Reasoning(ReasoningPart),
+    /// A tool call and its state.
+    Tool(ToolPart),
+    /// An attached file.
+    File(FilePart),
+    /// An image referenced by URL.
+    ImageUrl(ImageUrlPart),
+    /// The start of a model step.
+    StepStart(StepStartPart),
+    /// The end of a model step, with its usage and cost.
+    StepFinish(StepFinishPart),
+    /// Marks where the history was compacted.
+    Compaction(CompactionPart),
+    /// Files changed by the step, as a snapshot hash and paths.
+    Patch(PatchPart),
+    /// The agent the user addressed.
+    Agent(AgentPart),
+    /// A sub-task delegated to another agent.
+    Subtask(SubtaskPart),
+    /// Why and when the message ended.
+    Finish(FinishPart),
+    /// A part type this build does not know: the whole original JSON object,
+    /// `"type"` included, written back unchanged. Should hold an object with a
+    /// string `"type"`; anything else will not decode again.
+    #[serde(untagged)]
+    Unknown(Value),
+}
+
+/// Start and optional end of a timed part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartTime {
+    /// When the part started.
+    pub start: i64,
+    /// When the part ended, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<i64>,
+}
+
+/// `type: "text"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextPart {
+    /// The text.
+    pub text: String,
+    /// Injected by the agent rather than typed by the user or the model.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub synthetic: bool,
+    /// When the text was produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<PartTime>,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "reasoning"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningPart {
+    /// The reasoning text.
+    pub text: String,
+    /// The provider's signature over the reasoning, sent back verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Other provider details (redacted blocks, encrypted content, ids), verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// When the reasoning was produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<PartTime>,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "tool"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolPart {
+    /// The provider's id of the call, pairs the call with its result.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments the model passed, verbatim.
+    #[serde(default)]
+    pub input: Value,
+    /// Where the call is in its life.
+    pub state: ToolState,
+    /// When the output was cleared by compaction, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted_at: Option<i64>,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Where a file's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FileSource {
+    /// At a URL (`https:`, `file:`, `data:` …): `{"kind":"url","url":…}`.
+    Url {
+        /// The URL.
+        url: String,
+    },
+    /// Inline bytes: `{"kind":"inline","data":"<standard base64>"}`.
+    Inline {
+        /// The file's bytes.
+        #[serde(with = "base64_bytes")]
+        data: Vec<u8>,
+    },
+}
+
+/// `type: "file"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilePart {
+    /// The media type, e.g. `text/plain`.
+    pub mime: String,
+    /// The file's name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// Where the bytes are.
+    pub source: FileSource,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "image_url"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrlPart {
+    /// The image's URL.
+    pub url: String,
+    /// The provider's detail level (`low`, `high`, `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "step_start"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepStartPart {
+    /// Fields of newer versions (e.g. a snapshot id), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "step_finish"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFinishPart {
+    /// Why the step ended.
+    pub reason: FinishReason,
+    /// Tokens the step used.
+    #[serde(default)]
+    pub tokens: TokenUsage,
+    /// What the step cost, in US dollars.
+    #[serde(default)]
+    pub cost: f64,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "compaction"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionPart {
+    /// Triggered automatically (context nearly full) rather than by the user.
+    #[serde(default)]
+    pub auto: bool,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "patch"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PatchPart {
+    /// The snapshot hash the patch applies to.
+    pub hash: String,
+    /// The paths it changed.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "agent"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentPart {
+    /// The agent's name.
+    pub name: String,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "subtask"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubtaskPart {
+    /// The prompt given to the sub-agent.
+    pub prompt: String,
+    /// A short description for UIs.
+    #[serde(default)]
+    pub description: String,
+    /// The sub-agent's name.
+    pub agent: String,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "finish"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinishPart {
+    /// Why the message ended.
+    pub reason: FinishReason,
+    /// When it ended.
+    pub time: i64,
+    /// Fields of newer versions, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Stored part JSON that cannot be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum PartDecodeError {
+    /// The text is not JSON at all (or nests deeper than 128 levels).
+    #[error("malformed part json")]
+    Json(#[source] serde_json::Error),
+    /// The JSON is valid but not an object.
+    #[error("part json is {found}, expected an object")]
+    NotAnObject {
+        /// The JSON kind that was found (`an array`, `a string`, …).
+        found: &'static str,
+    },
+    /// The object has no `"type"` field.
+    #[error("part json has no \"type\" field")]
+    MissingType,
+    /// The `"type"` field is not a string.
+    #[error("part \"type\" is {found}, expected a string")]
+    TypeNotString {
+        /// The JSON kind that was found.
+        found: &'static str,
+    },
+    /// A known part type whose fields do not match its shape.
+    #[error("invalid {part_type:?} part")]
+    InvalidPart {
+        /// The part's `"type"`.
+        part_type: &'static str,
+        /// What serde rejected.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A part that cannot be encoded as JSON (not expected with these types,
+/// but reported instead of panicking).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot encode part as json")]
+pub struct PartEncodeError(#[from] serde_json::Error);
+
+impl Part {
+    /// Decodes a part from its stored JSON text. Never panics.
+    pub fn from_json(json: &str) -> Result<Part, PartDecodeError> {
+        let value: Value = serde_json::from_str(json).map_err(PartDecodeError::Json)?;
+        Part::from_value(value)
+    }
+
+    /// Decodes a part from a JSON value (see the module doc for the rules).
+    pub fn from_value(value: Value) -> Result<Part, PartDecodeError> {
+        let mut map = match value {
+            Value::Object(map) => map,
+            other => {
+                return Err(PartDecodeError::NotAnObject {
+                    found: json_kind(&other),
+                });
+            }
+        };
+        let tag = match map.get("type") {
+            Some(Value::String(tag)) => tag.as_str(),
+            Some(other) => {
+                return Err(PartDecodeError::TypeNotString {
+                    found: json_kind(other),
+                });
+            }
+            None => return Err(PartDecodeError::MissingType),
+        };
+        let Some(tag) = KNOWN_PART_TYPES.iter().copied().find(|known| *known == tag) else {
+            return Ok(Part::Unknown(Value::Object(map)));
+        };
+        // The tag lives in the enum variant, not in the struct's `extra`.
+        map.remove("type");
+        let body = Value::Object(map);
+        Ok(match tag {
+            "text" => Part::Text(decode(tag, body)?),
+            "reasoning" => Part::Reasoning(decode(tag, body)?),
+            "tool" => Part::Tool(decode(tag, body)?),
+            "file" => Part::File(decode(tag, body)?),
+            "image_url" => Part::ImageUrl(decode(tag, body)?),
+            "step_start" => Part::StepStart(decode(tag, body)?),
+            "step_finish" => Part::StepFinish(decode(tag, body)?),
+            "compaction" => Part::Compaction(decode(tag, body)?),
+            "patch" => Part::Patch(decode(tag, body)?),
+            "agent" => Part::Agent(decode(tag, body)?),
+            "subtask" => Part::Subtask(decode(tag, body)?),
+            _ => Part::Finish(decode(tag, body)?),
+        })
+    }
+
+    /// Encodes the part as compact JSON for storage.
+    pub fn to_json(&self) -> Result<String, PartEncodeError> {
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// Encodes the part as a JSON value.
+    pub fn to_value(&self) -> Result<Value, PartEncodeError> {
+        Ok(serde_json::to_value(self)?)
+    }
+
+    /// The `"type"` tag; for [`Part::Unknown`] the stored tag (or `"unknown"`
+    /// if the value has none).
+    pub fn type_name(&self) -> &str {
+        match self {
+            Part::Text(_) => "text",
+            Part::Reasoning(_) => "reasoning",
+            Part::Tool(_) => "tool",
+            Part::File(_) => "file",
+            Part::ImageUrl(_) => "image_url",
+            Part::StepStart(_) => "step_start",
+            Part::StepFinish(_) => "step_finish",
+            Part::Compaction(_) => "compaction",
+            Part::Patch(_) => "patch",
+            Part::Agent(_) => "agent",
+            Part::Subtask(_) => "subtask",
+            Part::Finish(_) => "finish",
+            Part::Unknown(value) => value
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown"),
+        }
+    }
+
+    /// The text the full-text indexes hold for this part (empty: not indexed).
+    ///
+    /// - text, reasoning: the text;
+    /// - tool: the tool name, the input and the result (the completed output
+    ///   or the error message), joined by `'\n'`, empty pieces skipped. The
+    ///   input is rendered like SQLite's `data ->> '$.input'`: a JSON string
+    ///   as its contents, `null` as nothing, anything else as compact JSON;
+    /// - every other type (and unknown types): nothing.
+    pub fn searchable_text(&self) -> String {
+        match self {
+            Part::Text(p) => p.text.clone(),
+            Part::Reasoning(p) => p.text.clone(),
+            Part::Tool(p) => {
+                let input = match &p.input {
+                    Value::Null => String::new(),
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let result = p
+                    .state
+                    .output()
+                    .or_else(|| p.state.error_message())
+                    .unwrap_or_default();
+                [p.tool.as_str(), input.as_str(), result]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// Whether this build knows the part's type.
+    pub fn is_known(&self) -> bool {
+        !matches!(self, Part::Unknown(_))
+    }
+
+    /// A plain text part.
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text(TextPart {
+            text: text.into(),
+            ..TextPart::default()
+        })
+    }
+
+    /// A pending tool call.
+    pub fn tool(call_id: impl Into<String>, tool: impl Into<String>, input: Value) -> Part {
+        Part::Tool(ToolPart {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            input,
+            state: ToolState::Pending,
+            compacted_at: None,
+            extra: Extra::new(),
+        })
+    }
+
+    /// A finish marker.
+    pub fn finish(reason: FinishReason, time: i64) -> Part {
+        Part::Finish(FinishPart {
+            reason,
+            time,
+            extra: Extra::new(),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Part::from_value(value).map_err(|e| match e {
+            PartDecodeError::InvalidPart { part_type, source } => {
+                D::Error::custom(format_args!("invalid {part_type:?} part: {source}"))
+            }
+            other => D::Error::custom(other),
+        })
+    }
+}
+
+macro_rules! impl_from_part {
+    ($($ty:ident => $variant:ident),* $(,)?) => {
+        $(impl From<$ty> for Part {
+            fn from(p: $ty) -> Part {
+                Part::$variant(p)
+            }
+        })*
+    };
+}
+
+impl_from_part!(
+    TextPart => Text,
+    ReasoningPart => Reasoning,
+    ToolPart => Tool,
+    FilePart => File,
+    ImageUrlPart => ImageUrl,
+    StepStartPart => StepStart,
+    StepFinishPart => StepFinish,
+    CompactionPart => Compaction,
+    PatchPart => Patch,
+    AgentPart => Agent,
+    SubtaskPart => Subtask,
+    FinishPart => Finish,
+);
+
+fn decode<T: DeserializeOwned>(part_type: &'static str, body: Value) -> Result<T, PartDecodeError> {
+    serde_json::from_value(body)
+        .map_err(|source| PartDecodeError::InvalidPart { part_type, source })
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Serde adapter: `Vec<u8>` as standard, padded base64.
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD
+            .decode(text.as_bytes())
+            .map_err(|e| D::Error::custom(format_args!("invalid base64: {e}")))
+    }
+}

@@ -1,0 +1,351 @@
+//! Turns any user search string into a safe query for one of three search paths.
+//!
+//! [`SearchQuery::parse`] never fails and never produces text that SQLite can
+//! reject: every term is emitted as an FTS5 string (`"…"`, inner `"` doubled),
+//! so no keyword, column filter (`col:`), `^`, `+`, `NEAR(…)` or bracket from
+//! the user ever reaches the FTS5 parser. Only `OR`, `NOT`, `*` and `(…)`
+//! written by this module do.
+//!
+//! # Grammar (what the user may type)
+//!
+//! ```text
+//! query   := item*
+//! item    := word | "phrase" | OR | AND | NOT
+//! word    := any run of characters other than whitespace, control
+//!            characters, '"', '(' and ')'; a trailing '*' makes it a prefix
+//! phrase  := '"' anything '"'   (an unclosed quote runs to the end;
+//!                                a '*' right after the closing quote makes a prefix)
+//! ```
+//!
+//! - Words next to each other are ANDed; `AND` is accepted and means the same.
+//! - `OR` separates alternatives; `NOT x` excludes `x` from its alternative.
+//!   Operators are uppercase only (as in FTS5): `or`, `and`, `not` are words.
+//! - Precedence: `NOT` binds to the next term, `OR` is loosest:
+//!   `a b NOT c OR d` means `(a AND b AND NOT c) OR d`.
+//!
+//! # Sanitizing rules
+//!
+//! 1. Whitespace, control characters, `(` and `)` separate words; brackets are
+//!    never honoured as grouping.
+//! 2. A word loses leading and trailing characters that are not letters or
+//!    digits (`C++` → `C`, `-foo` → `foo`, `100%` → `100`, `^x` → `x`,
+//!    `#tag` → `tag`); a word with none left (`*`, `++`, `-`) is dropped.
+//! 3. What remains is quoted as one FTS5 string, so inner punctuation makes it
+//!    a phrase of the tokens unicode61 produced for the document:
+//!    `chat-send` → `"chat-send"` (= chat, send), `P2.2`, `my-app.config.ts`,
+//!    `sp_new1`, `don't`, `foo:bar` (not a column filter), `a@b.com`.
+//! 4. Prefix: `conf*` → `"conf"*`.
+//! 5. Stray operators are dropped: leading or trailing `OR`/`AND`, repeated
+//!    operators (`a AND OR b` → `"a" OR "b"`), a `NOT` with nothing after it.
+//!    An alternative made only of `NOT` terms cannot be expressed by FTS5 and
+//!    is dropped (`NOT a` alone → [`SearchQuery::Empty`]); a leading `NOT`
+//!    otherwise attaches to its alternative (`NOT a b` → `"b" NOT "a"`).
+//! 6. At most [`MAX_TERMS`] terms are kept (FTS5 limits expression depth).
+//!
+//! # Routing
+//!
+//! - No term contains CJK (Han, kana, Hangul, Bopomofo) or another script
+//!   written without spaces (Thai, Lao, Khmer, Myanmar) → [`SearchQuery::Fts`]
+//!   for the `unicode61` word index.
+//! - Otherwise (or always, with [`SearchQuery::parse_substring`]) the same
+//!   expression is built for the `trigram` index ([`SearchQuery::Trigram`]),
+//!   without prefixes (trigram already matches substrings). Terms shorter than
+//!   three characters cannot use trigrams and are dropped from it (so a
+//!   short AND term widens the search and a short OR alternative is lost;
+//!   `中文 数据库` searches `数据库`).
+//! - If no term of three or more characters remains, the longest positive
+//!   term (the first among equals) becomes an escaped `LIKE` pattern
+//!   ([`SearchQuery::Like`]): `%term%` with `\`, `%` and `_` escaped by `\`,
+//!   to be used as `content LIKE ?1 ESCAPE '\'`.
+//! - Nothing searchable → [`SearchQuery::Empty`]: callers return no hits.
+
+/// The escape character of [`SearchQuery::Like`] patterns (`ESCAPE '\'`).
+pub const LIKE_ESCAPE: char = '\\';
+
+/// How many terms a query keeps; the rest are ignored.
+pub const MAX_TERMS: usize = 32;
+
+/// A sanitized user search, routed to the index that can answer it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SearchQuery {
+    /// A MATCH expression for the `unicode61` word index.
+    Fts(String),
+    /// A MATCH expression for the `trigram` index (CJK, substrings).
+    Trigram(String),
+    /// A `LIKE` pattern escaped with [`LIKE_ESCAPE`] (CJK shorter than 3 chars).
+    Like(String),
+    /// Nothing searchable: no hits, not an error.
+    Empty,
+}
+
+impl SearchQuery {
+    /// Sanitizes and routes a user search string (see the module doc). Never fails.
+    pub fn parse(input: &str) -> SearchQuery {
+        let groups = parse_groups(input);
+        let spaceless = groups
+            .iter()
+            .flat_map(|g| g.positive.iter().chain(&g.negative))
+            .any(|t| t.text.chars().any(is_spaceless_script));
+        if spaceless {
+            route_substring(groups)
+        } else if groups.is_empty() {
+            SearchQuery::Empty
+        } else {
+            SearchQuery::Fts(emit(&groups, true))
+        }
+    }
+
+    /// Like [`SearchQuery::parse`], but always a substring search: routes to
+    /// [`SearchQuery::Trigram`], [`SearchQuery::Like`] or [`SearchQuery::Empty`].
+    pub fn parse_substring(input: &str) -> SearchQuery {
+        route_substring(parse_groups(input))
+    }
+
+    /// Whether there is nothing to search for.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, SearchQuery::Empty)
+    }
+
+    /// The MATCH expression or LIKE pattern; `None` for [`SearchQuery::Empty`].
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            SearchQuery::Fts(s) | SearchQuery::Trigram(s) | SearchQuery::Like(s) => Some(s),
+            SearchQuery::Empty => None,
+        }
+    }
+}
+
+/// A sanitized term: the text to quote and whether it is a prefix.
+#[derive(Debug, Clone, PartialEq)]
+struct Term {
+    text: String,
+    prefix: bool,
+}
+
+/// One OR-alternative: all positive terms AND none of the negative ones.
+#[derive(Debug, Default)]
+struct Group {
+    positive: Vec<Term>,
+    negative: Vec<Term>,
+}
+
+#[derive(Debug)]
+enum Lexeme {
+    Term(Term),
+    Or,
+    And,
+    Not,
+}
+
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control() || c == '(' || c == ')'
+}
+
+fn lex(input: &str) -> Vec<Lexeme> {
+    let mut out = Vec::new();
+    let mut chars = input.chars().peekable();
+    let mut word = String::new();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            flush_word(&mut word, &mut out);
+            let mut phrase = String::new();
+            for c in chars.by_ref() {
+                if c == '"' {
+                    break;
+                }
+                // Control characters become spaces so the FTS5 string stays plain text.
+                phrase.push(if c.is_control() { ' ' } else { c });
+            }
+            let mut prefix = false;
+            while chars.next_if_eq(&'*').is_some() {
+                prefix = true;
+            }
+            if phrase.chars().any(char::is_alphanumeric) {
+                out.push(Lexeme::Term(Term {
+                    text: phrase.trim().to_owned(),
+                    prefix,
+                }));
+            }
+        } else if is_separator(c) {
+            flush_word(&mut word, &mut out);
+        } else {
+            word.push(c);
+        }
+    }
+    flush_word(&mut word, &mut out);
+    out
+}
+
+fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
+    if word.is_empty() {
+        return;
+    }
+    let raw = std::mem::take(word);
+    match raw.as_str() {
+        "OR" => out.push(Lexeme::Or),
+        "AND" => out.push(Lexeme::And),
+        "NOT" => out.push(Lexeme::Not),
+        _ => {
+            let trimmed_end = raw.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let prefix = raw[trimmed_end.len()..].contains('*');
+            let text = trimmed_end.trim_start_matches(|c: char| !c.is_alphanumeric());
+            if !text.is_empty() {
+                out.push(Lexeme::Term(Term {
+                    text: text.to_owned(),
+                    prefix,
+                }));
+            }
+        }
+    }
+}
+
+fn parse_groups(input: &str) -> Vec<Group> {
+    let mut groups = Vec::new();
+    let mut current = Group::default();
+    let mut negate = false;
+    let mut kept = 0;
+    for lexeme in lex(input) {
+        match lexeme {
+            Lexeme::Or => {
+                negate = false;
+                close_group(&mut current, &mut groups);
+            }
+            Lexeme::And => {}
+            Lexeme::Not => negate = true,
+            Lexeme::Term(term) => {
+                if kept == MAX_TERMS {
+                    break;
+                }
+                kept += 1;
+                if std::mem::take(&mut negate) {
+                    current.negative.push(term);
+                } else {
+                    current.positive.push(term);
+                }
+            }
+        }
+    }
+    close_group(&mut current, &mut groups);
+    groups
+}
+
+/// Keeps a finished alternative only if FTS5 can express it (it needs a positive term).
+fn close_group(current: &mut Group, groups: &mut Vec<Group>) {
+    let group = std::mem::take(current);
+    if !group.positive.is_empty() {
+        groups.push(group);
+    }
+}
+
+fn route_substring(groups: Vec<Group>) -> SearchQuery {
+    let long_enough = |t: &Term| t.text.chars().count() >= 3;
+    let like_term = groups
+        .iter()
+        .flat_map(|g| &g.positive)
+        .fold(None::<&Term>, |best, t| match best {
+            Some(b) if b.text.chars().count() >= t.text.chars().count() => Some(b),
+            _ => Some(t),
+        })
+        .map(|t| like_pattern(&t.text));
+    let trigram: Vec<Group> = groups
+        .iter()
+        .map(|g| Group {
+            positive: g
+                .positive
+                .iter()
+                .filter(|t| long_enough(t))
+                .cloned()
+                .collect(),
+            negative: g
+                .negative
+                .iter()
+                .filter(|t| long_enough(t))
+                .cloned()
+                .collect(),
+        })
+        .filter(|g| !g.positive.is_empty())
+        .collect();
+    if !trigram.is_empty() {
+        SearchQuery::Trigram(emit(&trigram, false))
+    } else if let Some(pattern) = like_term {
+        SearchQuery::Like(pattern)
+    } else {
+        SearchQuery::Empty
+    }
+}
+
+fn emit(groups: &[Group], prefixes: bool) -> String {
+    let several = groups.len() > 1;
+    let mut out = String::new();
+    for (i, group) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" OR ");
+        }
+        let wrap = several && group.positive.len() + group.negative.len() > 1;
+        if wrap {
+            out.push('(');
+        }
+        for (j, term) in group.positive.iter().enumerate() {
+            if j > 0 {
+                out.push(' ');
+            }
+            push_fts_string(&mut out, term, prefixes);
+        }
+        for term in &group.negative {
+            out.push_str(" NOT ");
+            push_fts_string(&mut out, term, prefixes);
+        }
+        if wrap {
+            out.push(')');
+        }
+    }
+    out
+}
+
+fn push_fts_string(out: &mut String, term: &Term, prefixes: bool) {
+    out.push('"');
+    out.push_str(&term.text.replace('"', "\"\""));
+    out.push('"');
+    if prefixes && term.prefix {
+        out.push('*');
+    }
+}
+
+fn like_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push(LIKE_ESCAPE);
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// Scripts that `unicode61` cannot split into words (no spaces between them).
+fn is_spaceless_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF     // Thai, Lao
+        | 0x1000..=0x109F   // Myanmar
+        | 0x1780..=0x17FF   // Khmer
+        | 0x1100..=0x11FF   // Hangul Jamo
+        | 0x2E80..=0x2FDF   // CJK radicals, Kangxi
+        | 0x3005..=0x3007   // 々 〆 〇
+        | 0x3021..=0x3029   // Hangzhou numerals
+        | 0x3040..=0x31FF   // kana, Bopomofo, Hangul compatibility Jamo
+        | 0x3400..=0x4DBF   // CJK extension A
+        | 0x4E00..=0x9FFF   // CJK unified ideographs
+        | 0xA960..=0xA97F   // Hangul Jamo extended A
+        | 0xAC00..=0xD7FF   // Hangul syllables, Jamo extended B
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0xFF66..=0xFFDC   // halfwidth kana and Hangul
+        | 0x20000..=0x3134F // CJK extensions B–G
+    )
+}
+
+#[cfg(test)]
+mod sqlite_tests;
+#[cfg(test)]
+mod tests;

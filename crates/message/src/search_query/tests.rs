@@ -1,0 +1,137 @@
+//! Table-driven tests of the sanitizer: input → exact route.
+
+use super::*;
+
+fn fts(s: &str) -> SearchQuery {
+    SearchQuery::Fts(s.to_owned())
+}
+fn tri(s: &str) -> SearchQuery {
+    SearchQuery::Trigram(s.to_owned())
+}
+fn like(s: &str) -> SearchQuery {
+    SearchQuery::Like(s.to_owned())
+}
+
+/// Input → exact route; the same table runs on real SQLite in `sqlite_tests`.
+#[test]
+fn sanitizer_table() {
+    for (input, expected) in cases() {
+        assert_eq!(SearchQuery::parse(input), expected, "input: {input:?}");
+    }
+}
+
+pub(super) fn cases() -> Vec<(&'static str, SearchQuery)> {
+    vec![
+        // plain words, AND, phrases, OR, NOT, prefix
+        ("hello", fts(r#""hello""#)),
+        ("hello world", fts(r#""hello" "world""#)),
+        ("hello AND world", fts(r#""hello" "world""#)),
+        (r#""exact phrase""#, fts(r#""exact phrase""#)),
+        ("docker OR kubernetes", fts(r#""docker" OR "kubernetes""#)),
+        ("python NOT java", fts(r#""python" NOT "java""#)),
+        ("deploy*", fts(r#""deploy"*"#)),
+        (r#""connection po"*"#, fts(r#""connection po"*"#)),
+        ("a b NOT c OR d", fts(r#"("a" "b" NOT "c") OR "d""#)),
+        // lowercase operators are words
+        ("cats or dogs", fts(r#""cats" "or" "dogs""#)),
+        // unbalanced quotes and brackets
+        (r#""hello world"#, fts(r#""hello world""#)),
+        (r#"say "hi"#, fts(r#""say" "hi""#)),
+        (r#"""#, SearchQuery::Empty),
+        ("(hello", fts(r#""hello""#)),
+        ("hello)", fts(r#""hello""#)),
+        ("((a OR b)", fts(r#""a" OR "b""#)),
+        ("[x]", fts(r#""x""#)),
+        ("{col}: x", fts(r#""col" "x""#)),
+        // stray operators
+        ("hello AND", fts(r#""hello""#)),
+        ("hello OR", fts(r#""hello""#)),
+        ("OR x", fts(r#""x""#)),
+        ("AND x", fts(r#""x""#)),
+        ("a AND OR b", fts(r#""a" OR "b""#)),
+        ("a OR OR b", fts(r#""a" OR "b""#)),
+        ("a NOT", fts(r#""a""#)),
+        ("a NOT NOT b", fts(r#""a" NOT "b""#)),
+        ("NOT x", SearchQuery::Empty),
+        ("NOT x y", fts(r#""y" NOT "x""#)),
+        ("a OR NOT b", fts(r#""a""#)),
+        ("OR AND NOT", SearchQuery::Empty),
+        // punctuation in and around words
+        ("C++", fts(r#""C""#)),
+        ("C#", fts(r#""C""#)),
+        ("don't", fts(r#""don't""#)),
+        ("foo:bar", fts(r#""foo:bar""#)),
+        ("content:secret", fts(r#""content:secret""#)),
+        ("-foo", fts(r#""foo""#)),
+        ("100%", fts(r#""100""#)),
+        ("user@example.com", fts(r#""user@example.com""#)),
+        ("^start", fts(r#""start""#)),
+        ("^", SearchQuery::Empty),
+        ("NEAR(a b)", fts(r#""NEAR" "a" "b""#)),
+        ("NEAR(", fts(r#""NEAR""#)),
+        ("*", SearchQuery::Empty),
+        ("* foo", fts(r#""foo""#)),
+        ("a + b", fts(r#""a" "b""#)),
+        ("", SearchQuery::Empty),
+        ("   \t\n", SearchQuery::Empty),
+        ("!!! ??? ---", SearchQuery::Empty),
+        // identifiers become phrases of their unicode61 tokens
+        ("chat-send", fts(r#""chat-send""#)),
+        ("P2.2", fts(r#""P2.2""#)),
+        ("my-app.config.ts", fts(r#""my-app.config.ts""#)),
+        ("sp_new1", fts(r#""sp_new1""#)),
+        ("sp_new*", fts(r#""sp_new"*"#)),
+        ("fix chat-send bug", fts(r#""fix" "chat-send" "bug""#)),
+        // quotes inside words start a phrase; nothing leaks
+        (r#"a"b"#, fts(r#""a" "b""#)),
+        (r#""a ""b""#, fts(r#""a" "b""#)),
+        ("résumé café", fts(r#""résumé" "café""#)),
+        ("a\u{0}b", fts(r#""a" "b""#)),
+        // CJK: trigram for 3+ characters, LIKE below
+        ("数据库连接池", tri(r#""数据库连接池""#)),
+        ("连接池", tri(r#""连接池""#)),
+        ("中文", like("%中文%")),
+        ("中", like("%中%")),
+        ("中文 数据库", tri(r#""数据库""#)),
+        ("数据库 OR 缓存", tri(r#""数据库""#)),
+        ("数据库 OR 缓存层", tri(r#""数据库" OR "缓存层""#)),
+        ("数据库 NOT 连接池", tri(r#""数据库" NOT "连接池""#)),
+        ("数据* rust", tri(r#""rust""#)),
+        ("数据*", like("%数据%")),
+        ("rust 数据库连接池", tri(r#""rust" "数据库连接池""#)),
+        ("「中文」", like("%中文%")),
+        ("NOT 中文", SearchQuery::Empty),
+        ("データベース", tri(r#""データベース""#)),
+        ("한국어", tri(r#""한국어""#)),
+    ]
+}
+
+#[test]
+fn substring_mode_always_uses_trigram_or_like() {
+    assert_eq!(SearchQuery::parse_substring("config"), tri(r#""config""#));
+    assert_eq!(SearchQuery::parse_substring("ab"), like("%ab%"));
+    assert_eq!(SearchQuery::parse_substring("50%_off"), tri(r#""50%_off""#));
+    assert_eq!(SearchQuery::parse_substring("a_%"), like(r"%a%"));
+    assert_eq!(SearchQuery::parse_substring(r#""a%""#), like(r"%a\%%"));
+    assert_eq!(SearchQuery::parse_substring(r#""\a""#), like(r"%\\a%"));
+    assert_eq!(SearchQuery::parse_substring("+++"), SearchQuery::Empty);
+}
+
+#[test]
+fn term_count_is_capped() {
+    let input = (0..100)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" NOT ");
+    let SearchQuery::Fts(expr) = SearchQuery::parse(&input) else {
+        panic!("expected fts");
+    };
+    assert_eq!(expr.matches('"').count(), 2 * MAX_TERMS);
+}
+
+#[test]
+fn accessors() {
+    assert!(SearchQuery::parse("").is_empty());
+    assert_eq!(SearchQuery::parse("x").as_str(), Some(r#""x""#));
+    assert_eq!(SearchQuery::Empty.as_str(), None);
+}
