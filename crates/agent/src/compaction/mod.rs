@@ -1,0 +1,35 @@
+//! Auto-compaction's pure core: when to compact ([`should_compact`]), which
+//! old tool outputs to clear ([`plan_prune`]), what the summariser is asked
+//! ([`summary_request`]) and what is sent after each step
+//! ([`clear_compacted_tool_outputs`], [`keep_from_last_user`],
+//! [`strip_media`], [`fit_messages`]).
+//!
+//! The steps, in order, stopping as soon as the next request fits:
+//!
+//! 1. **summarise** the history (a service stores the answer as a summary
+//!    message and sends from it on);
+//! 2. **prune** old tool outputs: [`plan_prune`] picks them, a service marks
+//!    them compacted (stored, searchable), and they are sent as
+//!    [`CLEARED_TOOL_OUTPUT`];
+//! 3. **progressive**: send only from the last user message;
+//! 4. **strip media**: attachments become `[Attached image/png: screenshot.png]`;
+//! 5. otherwise fail with [`DoesNotFit`], which says why.
+//!
+//! Nothing here touches a database; the session and message services drive
+//! these functions.
+
+mod prune;
+mod summary;
+mod transform;
+mod trigger;
+
+pub use prune::{PartRef, PruneMessage, PrunePart, PrunePlan, plan_prune};
+pub use summary::{SUMMARY_PROMPT, summary_request};
+pub use transform::{
+    CLEARED_TOOL_OUTPUT, DoesNotFit, FitStep, FittedMessages, clear_compacted_tool_outputs,
+    fit_messages, keep_from_last_user, media_description, strip_media,
+};
+pub use trigger::{
+    CompactionConfig, CompactionConfigError, CompactionStrategy, DEFAULT_RESERVE_CAP_TOKENS,
+    TriggerReason, should_compact,
+};

@@ -1,0 +1,326 @@
+//! When to compact: [`CompactionConfig`] and [`should_compact`].
+//!
+//! Two triggers, either one suffices:
+//!
+//! - **threshold**: the context *reaches* `threshold_fraction` of the model's
+//!   window (`tokens ≥ ⌈window × fraction⌉`; default 0.95, as OpenCode);
+//! - **overflow**: the context *exceeds* the window minus the tokens reserved
+//!   for the answer (`tokens > window − reserve`; default reserve
+//!   `min(20_000, max_output_tokens)`), i.e. the next answer might not fit.
+
+use serde::{Deserialize, Serialize};
+
+use crate::models::Model;
+
+/// Where a compaction's summary lives; serialized `in_place` / `continuation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStrategy {
+    /// In the same session: a summary message, and the session's
+    /// `summary_message_id` points at it.
+    #[default]
+    InPlace,
+    /// The session ends (reason `compression`) and a child continuation
+    /// session starts from the summary.
+    Continuation,
+}
+
+/// How an agent compacts its conversations.
+///
+/// Deserializable from an agent's configuration; missing fields take their
+/// defaults, unknown fields are refused. Call [`CompactionConfig::validate`]
+/// after reading one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// Compact when the context reaches this fraction of the window, in (0, 1].
+    pub threshold_fraction: f64,
+    /// Tokens kept free for the answer; `None`: `min(20_000, max output)`.
+    pub reserve_output_tokens: Option<u64>,
+    /// Where the summary lives.
+    pub strategy: CompactionStrategy,
+    /// Tool outputs this recent (in tokens, newest first) are never pruned.
+    pub prune_protect_tokens: u64,
+    /// The last this many user turns are never pruned.
+    pub protect_user_turns: usize,
+}
+
+/// The default reserve's cap: `min(this, model max output)`.
+pub const DEFAULT_RESERVE_CAP_TOKENS: u64 = 20_000;
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            threshold_fraction: 0.95,
+            reserve_output_tokens: None,
+            strategy: CompactionStrategy::InPlace,
+            prune_protect_tokens: 40_000,
+            protect_user_turns: 2,
+        }
+    }
+}
+
+/// A [`CompactionConfig`] that cannot work.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CompactionConfigError {
+    /// The fraction is not a number in (0, 1].
+    #[error("threshold_fraction must be greater than 0 and at most 1, got {0}")]
+    InvalidFraction(f64),
+}
+
+impl CompactionConfig {
+    /// Checks that the fraction is in (0, 1].
+    pub fn validate(&self) -> Result<(), CompactionConfigError> {
+        let f = self.threshold_fraction;
+        if f.is_nan() || f <= 0.0 || f > 1.0 {
+            return Err(CompactionConfigError::InvalidFraction(f));
+        }
+        Ok(())
+    }
+
+    /// The tokens reserved for the answer on `model`.
+    pub fn reserve_for(&self, model: &Model) -> u64 {
+        self.reserve_output_tokens
+            .unwrap_or_else(|| DEFAULT_RESERVE_CAP_TOKENS.min(model.max_output_tokens))
+    }
+
+    /// The smallest context size that reaches the threshold on `model`:
+    /// `⌈window × fraction⌉`, at least 1. An invalid fraction counts as 1.
+    pub fn threshold_tokens(&self, model: &Model) -> u64 {
+        let fraction = if self.validate().is_ok() {
+            self.threshold_fraction
+        } else {
+            1.0
+        };
+        let exact = model.context_window as f64 * fraction;
+        // 200_000 × 0.95 is 189_999.99999999997 in binary; don't let float
+        // noise move the boundary by a token.
+        let rounded = exact.round();
+        let tokens = if (exact - rounded).abs() < 1e-6 {
+            rounded
+        } else {
+            exact.ceil()
+        };
+        (tokens as u64).max(1)
+    }
+
+    /// The largest context that still leaves the reserve free: window − reserve.
+    pub fn usable_tokens(&self, model: &Model) -> u64 {
+        model.context_window.saturating_sub(self.reserve_for(model))
+    }
+
+    /// The largest context size that triggers nothing (what a request may hold).
+    pub fn max_context_tokens(&self, model: &Model) -> u64 {
+        self.usable_tokens(model)
+            .min(self.threshold_tokens(model) - 1)
+    }
+}
+
+/// Why compaction is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerReason {
+    /// The context leaves less than the reserve for the answer.
+    ExceedsUsable {
+        /// The context size.
+        context_tokens: u64,
+        /// window − reserve.
+        usable_tokens: u64,
+    },
+    /// The context reached the configured fraction of the window.
+    ThresholdReached {
+        /// The context size.
+        context_tokens: u64,
+        /// ⌈window × fraction⌉.
+        threshold_tokens: u64,
+    },
+}
+
+/// Whether a context of `context_tokens` on `model` must be compacted first.
+///
+/// When both triggers fire, [`TriggerReason::ExceedsUsable`] is reported: it
+/// is the one that would make the next answer fail. An empty context never
+/// triggers: there is nothing to compact.
+pub fn should_compact(
+    context_tokens: u64,
+    model: &Model,
+    config: &CompactionConfig,
+) -> Option<TriggerReason> {
+    if context_tokens == 0 {
+        return None;
+    }
+    let usable_tokens = config.usable_tokens(model);
+    if context_tokens > usable_tokens {
+        return Some(TriggerReason::ExceedsUsable {
+            context_tokens,
+            usable_tokens,
+        });
+    }
+    let threshold_tokens = config.threshold_tokens(model);
+    if context_tokens >= threshold_tokens {
+        return Some(TriggerReason::ThresholdReached {
+            context_tokens,
+            threshold_tokens,
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::Pricing;
+
+    fn model(window: u64, max_out: u64) -> Model {
+        Model {
+            id: "m".into(),
+            provider: "p".into(),
+            name: "M".into(),
+            context_window: window,
+            max_output_tokens: max_out,
+            pricing: Pricing::FREE,
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let c = CompactionConfig::default();
+        assert_eq!(c.threshold_fraction, 0.95);
+        assert_eq!(c.strategy, CompactionStrategy::InPlace);
+        assert_eq!(c.prune_protect_tokens, 40_000);
+        assert_eq!(c.protect_user_turns, 2);
+        assert_eq!(c.reserve_for(&model(200_000, 64_000)), 20_000);
+        assert_eq!(c.reserve_for(&model(128_000, 16_384)), 16_384);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn config_reads_from_json_with_defaults() {
+        let c: CompactionConfig =
+            serde_json::from_str(r#"{"threshold_fraction":0.8,"strategy":"continuation"}"#)
+                .unwrap();
+        assert_eq!(c.threshold_fraction, 0.8);
+        assert_eq!(c.strategy, CompactionStrategy::Continuation);
+        assert_eq!(c.prune_protect_tokens, 40_000);
+        assert!(serde_json::from_str::<CompactionConfig>(r#"{"treshold":1}"#).is_err());
+    }
+
+    #[test]
+    fn overflow_trigger_at_and_around_window_minus_reserve() {
+        // 200k window, 64k max output → reserve 20k → usable 180k; threshold 190k.
+        let m = model(200_000, 64_000);
+        let c = CompactionConfig::default();
+        assert_eq!(c.usable_tokens(&m), 180_000);
+        assert_eq!(should_compact(179_999, &m, &c), None);
+        assert_eq!(
+            should_compact(180_000, &m, &c),
+            None,
+            "exactly usable still fits"
+        );
+        assert_eq!(
+            should_compact(180_001, &m, &c),
+            Some(TriggerReason::ExceedsUsable {
+                context_tokens: 180_001,
+                usable_tokens: 180_000
+            })
+        );
+        // Both triggers: the overflow is reported.
+        assert!(matches!(
+            should_compact(195_000, &m, &c),
+            Some(TriggerReason::ExceedsUsable { .. })
+        ));
+        assert_eq!(c.max_context_tokens(&m), 180_000);
+        assert_eq!(should_compact(0, &m, &c), None);
+    }
+
+    #[test]
+    fn threshold_trigger_at_and_around_the_fraction() {
+        // Small reserve so that the fraction is the binding trigger.
+        let m = model(200_000, 64_000);
+        let c = CompactionConfig {
+            reserve_output_tokens: Some(1_000),
+            ..CompactionConfig::default()
+        };
+        assert_eq!(c.threshold_tokens(&m), 190_000);
+        assert_eq!(should_compact(189_999, &m, &c), None);
+        assert_eq!(
+            should_compact(190_000, &m, &c),
+            Some(TriggerReason::ThresholdReached {
+                context_tokens: 190_000,
+                threshold_tokens: 190_000
+            })
+        );
+        assert!(matches!(
+            should_compact(190_001, &m, &c),
+            Some(TriggerReason::ThresholdReached { .. })
+        ));
+        assert_eq!(c.max_context_tokens(&m), 189_999);
+        // Window − reserve still wins above 199k.
+        assert!(matches!(
+            should_compact(199_001, &m, &c),
+            Some(TriggerReason::ExceedsUsable { .. })
+        ));
+    }
+
+    #[test]
+    fn fractional_thresholds_round_up_and_float_noise_is_ignored() {
+        let c = CompactionConfig {
+            threshold_fraction: 0.95,
+            reserve_output_tokens: Some(0),
+            ..CompactionConfig::default()
+        };
+        // 1_001 × 0.95 = 950.95 → 951 reaches it, 950 does not.
+        let m = model(1_001, 100);
+        assert_eq!(c.threshold_tokens(&m), 951);
+        assert_eq!(should_compact(950, &m, &c), None);
+        assert!(should_compact(951, &m, &c).is_some());
+        for window in [100, 1_000, 128_000, 200_000, 1_047_576, 1_048_576] {
+            let m = model(window, 1);
+            let t = c.threshold_tokens(&m);
+            assert!((t as f64) >= window as f64 * 0.95 - 1e-6, "{window}");
+            assert!(((t - 1) as f64) < window as f64 * 0.95, "{window}");
+        }
+        let all = CompactionConfig {
+            threshold_fraction: 1.0,
+            reserve_output_tokens: Some(0),
+            ..CompactionConfig::default()
+        };
+        let m = model(1_000, 100);
+        assert_eq!(should_compact(999, &m, &all), None);
+        assert!(matches!(
+            should_compact(1_000, &m, &all),
+            Some(TriggerReason::ThresholdReached { .. })
+        ));
+    }
+
+    #[test]
+    fn explicit_and_oversized_reserves() {
+        let m = model(10_000, 4_000);
+        let c = CompactionConfig {
+            threshold_fraction: 1.0,
+            reserve_output_tokens: Some(12_000),
+            ..CompactionConfig::default()
+        };
+        assert_eq!(c.usable_tokens(&m), 0);
+        assert!(matches!(
+            should_compact(1, &m, &c),
+            Some(TriggerReason::ExceedsUsable { .. })
+        ));
+    }
+
+    #[test]
+    fn invalid_fractions_are_reported_and_treated_as_one() {
+        for f in [0.0, -0.5, 1.5, f64::NAN] {
+            let c = CompactionConfig {
+                threshold_fraction: f,
+                reserve_output_tokens: Some(0),
+                ..CompactionConfig::default()
+            };
+            assert!(c.validate().is_err(), "{f}");
+            assert_eq!(c.threshold_tokens(&model(1_000, 10)), 1_000);
+        }
+        assert_eq!(
+            CompactionConfigError::InvalidFraction(2.0).to_string(),
+            "threshold_fraction must be greater than 0 and at most 1, got 2"
+        );
+    }
+}
