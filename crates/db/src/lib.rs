@@ -1,1 +1,31 @@
-//! scribe-db
+//! scribe-db: Scribe's SQLite layer.
+//!
+//! - [`Database`]: opens the file (private modes, WAL, foreign keys, a short busy timeout),
+//!   migrates the schema from `sql/migrations`, and offers [`Database::write`] (retried
+//!   `BEGIN IMMEDIATE` transactions) and [`Database::read`] (read-only connections that
+//!   never take the write lock).
+//! - [`queries`]: the typed functions sqlgen generates from `sql/queries`.
+//! - [`filters`]: sea-query builders for the queries whose shape depends on the caller
+//!   (optional filters, IN lists, sort orders).
+//! - [`search`]: full-text search over parts (both indexes) with filters.
+//! - [`ids`]: prefixed, time-sortable ids and [`now_ms`].
+//!
+//! All SQL lives in `sql/` or in the builders here; services call typed functions only.
+
+mod database;
+mod error;
+pub mod filters;
+pub mod ids;
+mod info;
+mod migrate;
+pub mod queries;
+pub mod search;
+
+pub use database::{Database, Options};
+pub use error::{Error, Result};
+pub use ids::now_ms;
+pub use info::{DbInfo, TableCount};
+pub use migrate::{AppliedMigration, MigrationReport};
+
+/// Re-exported so dependants name the same driver version the generated code uses.
+pub use rusqlite;

@@ -1,0 +1,135 @@
+//! `scribe db info` and `scribe db migrate`.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use scribe_db::{Database, DbInfo};
+
+use crate::error::CliError;
+
+/// Database maintenance.
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Show the database's path, schema version, row counts and size.
+    ///
+    /// Like every command, this creates the database if it is missing and migrates an
+    /// older schema first.
+    Info(InfoArgs),
+    /// Create the database if needed and bring its schema up to date.
+    Migrate,
+}
+
+/// Options of `scribe db info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a `db` subcommand against the database at `path`.
+pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        DbCommand::Info(args) => {
+            let info = Database::open(path)?.info()?;
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&info_json(&info))?)?;
+            } else {
+                write_info(&mut out, &info)?;
+            }
+        }
+        DbCommand::Migrate => {
+            let db = Database::open(path)?;
+            let report = db.migration_report();
+            if report.applied.is_empty() {
+                writeln!(
+                    out,
+                    "{}: schema is up to date (version {})",
+                    path.display(),
+                    report.to
+                )?;
+            } else {
+                for m in &report.applied {
+                    writeln!(out, "applied V{}__{}", m.version, m.name)?;
+                }
+                writeln!(
+                    out,
+                    "{}: migrated schema from version {} to {}",
+                    path.display(),
+                    report.from,
+                    report.to
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_info(out: &mut impl Write, info: &DbInfo) -> std::io::Result<()> {
+    let path = info
+        .path
+        .as_deref()
+        .map_or_else(|| "(in memory)".to_owned(), |p| p.display().to_string());
+    writeln!(out, "path            {path}")?;
+    writeln!(
+        out,
+        "schema version  {} (this build knows {})",
+        info.schema_version, info.known_version
+    )?;
+    writeln!(
+        out,
+        "file size       {} (write-ahead log {})",
+        human_bytes(info.file_size),
+        human_bytes(info.wal_size)
+    )?;
+    writeln!(out, "rows")?;
+    for table in &info.tables {
+        writeln!(out, "  {:<12}  {:>10}", table.table, table.rows)?;
+    }
+    Ok(())
+}
+
+fn info_json(info: &DbInfo) -> serde_json::Value {
+    let tables: serde_json::Map<String, serde_json::Value> = info
+        .tables
+        .iter()
+        .map(|t| (t.table.to_owned(), t.rows.into()))
+        .collect();
+    serde_json::json!({
+        "path": info.path,
+        "schema_version": info.schema_version,
+        "known_version": info.known_version,
+        "file_size": info.file_size,
+        "wal_size": info.wal_size,
+        "rows": tables,
+    })
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    #[allow(clippy::cast_precision_loss)] // display only
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_read_naturally() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(2048), "2.0 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
+    }
+}

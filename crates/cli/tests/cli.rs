@@ -1,0 +1,121 @@
+//! The `scribe` binary end to end: database location, `db migrate`, `db info`, exit codes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+fn scribe(args: &[&str], db_env: Option<&std::path::Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+    cmd.args(args).env_remove("SCRIBE_DB");
+    if let Some(path) = db_env {
+        cmd.env("SCRIBE_DB", path);
+    }
+    cmd.output().unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn migrate_then_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data/scribe.db");
+    let p = path.to_str().unwrap();
+
+    let known = scribe_db::Database::known_schema_version();
+    let out = scribe(&["db", "migrate", "--db", p], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("applied V1__initial"), "{text}");
+    assert!(
+        text.contains(&format!("migrated schema from version 0 to {known}")),
+        "{text}"
+    );
+
+    let out = scribe(&["--db", p, "db", "migrate"], None);
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains(&format!("up to date (version {known})")),
+        "{}",
+        stdout(&out)
+    );
+
+    // SCRIBE_DB is used when --db is absent.
+    let out = scribe(&["db", "info"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(p), "{text}");
+    assert!(text.contains(&format!("schema version  {known}")), "{text}");
+    for table in ["sessions", "messages", "parts", "files"] {
+        assert!(text.contains(table), "{text}");
+    }
+
+    let out = scribe(&["db", "info", "--json", "--db", p], None);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["schema_version"], known);
+    assert_eq!(json["rows"]["sessions"], 0);
+}
+
+#[test]
+fn info_creates_a_missing_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fresh/scribe.db");
+    let out = scribe(&["db", "info", "--db", path.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(path.exists());
+    assert!(stdout(&out).contains("sessions"), "{}", stdout(&out));
+}
+
+#[test]
+fn an_unusable_path_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let path = file.join("scribe.db");
+    let out = scribe(&["db", "info", "--db", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("scribe: cannot prepare database path"),
+        "{err}"
+    );
+}
+
+#[test]
+fn newer_schema_is_refused_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    let p = path.to_str().unwrap();
+    assert!(scribe(&["db", "migrate", "--db", p], None).status.success());
+    stamp_future_version(&path);
+    let out = scribe(&["db", "info", "--db", p], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let known = scribe_db::Database::known_schema_version();
+    let want = format!("version 42 is newer than this build knows (version {known})");
+    assert!(err.contains(&want), "{err}");
+}
+
+/// Records schema version 42, as a newer Scribe would have.
+fn stamp_future_version(path: &std::path::Path) {
+    let conn = scribe_db::rusqlite::Connection::open(path).unwrap();
+    conn.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+         VALUES (42, 'future', '2030-01-01T00:00:00Z', '0')",
+        [],
+    )
+    .unwrap();
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = scribe(&["db", "frobnicate"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let out = scribe(&[], None);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,252 @@
+//! sea-query builders for queries whose shape depends on the caller: optional filters, IN
+//! lists and sort orders. Values are always bound (sea-query-rusqlite), never formatted
+//! into the SQL text.
+//!
+//! - [`list_sessions`] / [`count_sessions`]: sessions by [`SessionFilter`], returning the
+//!   generated [`SessionRow`].
+
+use rusqlite::{Connection, Row};
+use sea_query::{
+    Alias, Asterisk, Cond, Expr, ExprTrait, LikeExpr, Order, Query, SelectStatement,
+    SqliteQueryBuilder,
+};
+use sea_query_rusqlite::RusqliteBinder;
+
+use crate::queries::SessionRow;
+
+fn col(table: &str, column: &str) -> Expr {
+    Expr::col((Alias::new(table), Alias::new(column)))
+}
+
+/// Escapes `\`, `%` and `_` so `text` matches itself literally in `LIKE … ESCAPE '\'`.
+pub fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    for ch in text.chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// `%text%` with `text` escaped, for a LIKE "contains" match.
+fn contains_pattern(text: &str) -> LikeExpr {
+    LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\')
+}
+
+/// Which sessions by their parent link.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ParentFilter {
+    /// Any session.
+    #[default]
+    Any,
+    /// Only sessions without a parent (top-level conversations).
+    Root,
+    /// Only sessions with a parent (tasks, forks, continuations, title sessions).
+    Child,
+    /// Only the children of this session.
+    Of(String),
+}
+
+/// Sort order of [`list_sessions`]; ties are broken by id, newest first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SessionOrder {
+    /// Most recently active first.
+    #[default]
+    UpdatedDesc,
+    /// Newest first.
+    CreatedDesc,
+    /// Oldest first.
+    CreatedAsc,
+    /// Most tokens (all kinds) first.
+    TokensDesc,
+    /// Most estimated cost first.
+    CostDesc,
+}
+
+/// Optional conditions on sessions; every `None` / empty field means "any".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionFilter {
+    /// Only sessions from one of these sources.
+    pub sources: Vec<String>,
+    /// No sessions from these sources.
+    pub exclude_sources: Vec<String>,
+    /// Only sessions of this user.
+    pub user_id: Option<String>,
+    /// Only sessions of one of these kinds (`normal`, `title`, `task`, `fork`, `continuation`).
+    pub kinds: Vec<String>,
+    /// By parent link.
+    pub parent: ParentFilter,
+    /// `Some(true)`: only archived; `Some(false)`: only not archived.
+    pub archived: Option<bool>,
+    /// `Some(true)`: only ended; `Some(false)`: only active.
+    pub ended: Option<bool>,
+    /// Only sessions whose title contains this text (literally: `%` and `_` are not
+    /// wildcards).
+    pub title_contains: Option<String>,
+    /// Only sessions in this directory.
+    pub directory: Option<String>,
+    /// Only sessions created at or after this time (ms).
+    pub created_after: Option<i64>,
+    /// Only sessions created before this time (ms).
+    pub created_before: Option<i64>,
+    /// Sort order.
+    pub order: SessionOrder,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// Skip this many rows first.
+    pub offset: Option<u64>,
+}
+
+impl SessionFilter {
+    fn condition(&self) -> Cond {
+        let c = |name: &str| col("sessions", name);
+        let mut cond = Cond::all();
+        if !self.sources.is_empty() {
+            cond = cond.add(c("source").is_in(self.sources.iter().cloned()));
+        }
+        if !self.exclude_sources.is_empty() {
+            cond = cond.add(c("source").is_not_in(self.exclude_sources.iter().cloned()));
+        }
+        if let Some(user) = &self.user_id {
+            cond = cond.add(c("user_id").eq(user.as_str()));
+        }
+        if !self.kinds.is_empty() {
+            cond = cond.add(c("kind").is_in(self.kinds.iter().cloned()));
+        }
+        match &self.parent {
+            ParentFilter::Any => {}
+            ParentFilter::Root => cond = cond.add(c("parent_session_id").is_null()),
+            ParentFilter::Child => cond = cond.add(c("parent_session_id").is_not_null()),
+            ParentFilter::Of(id) => cond = cond.add(c("parent_session_id").eq(id.as_str())),
+        }
+        match self.archived {
+            Some(true) => cond = cond.add(c("archived_at").is_not_null()),
+            Some(false) => cond = cond.add(c("archived_at").is_null()),
+            None => {}
+        }
+        match self.ended {
+            Some(true) => cond = cond.add(c("ended_at").is_not_null()),
+            Some(false) => cond = cond.add(c("ended_at").is_null()),
+            None => {}
+        }
+        if let Some(text) = &self.title_contains {
+            cond = cond.add(c("title").like(contains_pattern(text)));
+        }
+        if let Some(dir) = &self.directory {
+            cond = cond.add(c("directory").eq(dir.as_str()));
+        }
+        if let Some(after) = self.created_after {
+            cond = cond.add(c("created_at").gte(after));
+        }
+        if let Some(before) = self.created_before {
+            cond = cond.add(c("created_at").lt(before));
+        }
+        cond
+    }
+
+    fn select(&self) -> SelectStatement {
+        let c = |name: &str| col("sessions", name);
+        let mut query = Query::select();
+        query
+            .column((Alias::new("sessions"), Asterisk))
+            .from(Alias::new("sessions"))
+            .cond_where(self.condition());
+        let (first, order) = match self.order {
+            SessionOrder::UpdatedDesc => (c("updated_at"), Order::Desc),
+            SessionOrder::CreatedDesc => (c("created_at"), Order::Desc),
+            SessionOrder::CreatedAsc => (c("created_at"), Order::Asc),
+            SessionOrder::TokensDesc => (
+                c("input_tokens")
+                    .add(c("output_tokens"))
+                    .add(c("cache_read_tokens"))
+                    .add(c("cache_write_tokens"))
+                    .add(c("reasoning_tokens")),
+                Order::Desc,
+            ),
+            SessionOrder::CostDesc => (c("estimated_cost_usd"), Order::Desc),
+        };
+        let tie = if order == Order::Asc {
+            Order::Asc
+        } else {
+            Order::Desc
+        };
+        query
+            .order_by_expr(first, order)
+            .order_by_expr(c("id"), tie);
+        // SQLite needs a LIMIT for an OFFSET; -1 means "no limit".
+        match (self.limit, self.offset) {
+            (Some(limit), offset) => {
+                query.limit(limit).offset(offset.unwrap_or(0));
+            }
+            (None, Some(offset)) => {
+                query.limit(i64::MAX.unsigned_abs()).offset(offset);
+            }
+            (None, None) => {}
+        }
+        query
+    }
+}
+
+/// The sessions matching `filter`, in its order.
+pub fn list_sessions(
+    conn: &Connection,
+    filter: &SessionFilter,
+) -> rusqlite::Result<Vec<SessionRow>> {
+    let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), session_row)?;
+    rows.collect()
+}
+
+/// How many sessions match `filter` (its order, limit and offset ignored).
+pub fn count_sessions(conn: &Connection, filter: &SessionFilter) -> rusqlite::Result<i64> {
+    let (sql, values) = Query::select()
+        .expr(Expr::col(Asterisk).count())
+        .from(Alias::new("sessions"))
+        .cond_where(filter.condition())
+        .build_rusqlite(SqliteQueryBuilder);
+    conn.prepare_cached(&sql)?
+        .query_row(&*values.as_params(), |row| row.get(0))
+}
+
+/// Maps a `sessions.*` row (schema column order) to the generated row struct.
+fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get(0)?,
+        parent_session_id: row.get(1)?,
+        kind: row.get(2)?,
+        source: row.get(3)?,
+        user_id: row.get(4)?,
+        directory: row.get(5)?,
+        title: row.get(6)?,
+        model: row.get(7)?,
+        model_config: row.get(8)?,
+        system_prompt: row.get(9)?,
+        permission: row.get(10)?,
+        message_count: row.get(11)?,
+        tool_call_count: row.get(12)?,
+        api_call_count: row.get(13)?,
+        input_tokens: row.get(14)?,
+        output_tokens: row.get(15)?,
+        cache_read_tokens: row.get(16)?,
+        cache_write_tokens: row.get(17)?,
+        reasoning_tokens: row.get(18)?,
+        estimated_cost_usd: row.get(19)?,
+        actual_cost_usd: row.get(20)?,
+        billing_provider: row.get(21)?,
+        billing_base_url: row.get(22)?,
+        billing_mode: row.get(23)?,
+        cost_status: row.get(24)?,
+        cost_source: row.get(25)?,
+        pricing_version: row.get(26)?,
+        summary_message_id: row.get(27)?,
+        created_at: row.get(28)?,
+        updated_at: row.get(29)?,
+        ended_at: row.get(30)?,
+        end_reason: row.get(31)?,
+        archived_at: row.get(32)?,
+        compacting_at: row.get(33)?,
+    })
+}

@@ -1,0 +1,74 @@
+//! [`Database::info`]: what `scribe db info` shows.
+
+use std::path::PathBuf;
+
+use sea_query::{Alias, Asterisk, Expr, ExprTrait, Query, SqliteQueryBuilder};
+use sea_query_rusqlite::RusqliteBinder;
+
+use crate::{Database, Result, migrate};
+
+/// The tables whose rows `info` counts, in display order.
+const TABLES: [&str; 4] = ["sessions", "messages", "parts", "files"];
+
+/// Row count of one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableCount {
+    /// The table's name.
+    pub table: &'static str,
+    /// How many rows it holds.
+    pub rows: i64,
+}
+
+/// A summary of a database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbInfo {
+    /// The file, or `None` in memory.
+    pub path: Option<PathBuf>,
+    /// Schema version recorded in the database.
+    pub schema_version: i64,
+    /// Highest schema version this build knows.
+    pub known_version: i64,
+    /// Rows per table.
+    pub tables: Vec<TableCount>,
+    /// Size of the main file in bytes (0 in memory).
+    pub file_size: u64,
+    /// Size of the write-ahead log in bytes (0 when absent).
+    pub wal_size: u64,
+}
+
+impl Database {
+    /// Path, schema versions, row counts and file sizes.
+    pub fn info(&self) -> Result<DbInfo> {
+        let (schema_version, tables) = self.read(|conn| {
+            let version = migrate::current_version(conn)?;
+            let mut tables = Vec::with_capacity(TABLES.len());
+            for table in TABLES {
+                // The table name varies, so the statement is built rather than written out.
+                let (sql, values) = Query::select()
+                    .expr(Expr::col(Asterisk).count())
+                    .from(Alias::new(table))
+                    .build_rusqlite(SqliteQueryBuilder);
+                let rows = conn.query_row(&sql, &*values.as_params(), |row| row.get(0))?;
+                tables.push(TableCount { table, rows });
+            }
+            Ok((version, tables))
+        })?;
+        let size = |suffix: &str| {
+            self.path()
+                .and_then(|p| {
+                    let mut name = p.as_os_str().to_owned();
+                    name.push(suffix);
+                    std::fs::metadata(PathBuf::from(name)).ok()
+                })
+                .map_or(0, |m| m.len())
+        };
+        Ok(DbInfo {
+            path: self.path().map(PathBuf::from),
+            schema_version,
+            known_version: migrate::known_version(),
+            tables,
+            file_size: size(""),
+            wal_size: size("-wal"),
+        })
+    }
+}

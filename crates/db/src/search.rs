@@ -1,0 +1,414 @@
+//! Full-text search over parts, with the filters a caller may combine: sources to include
+//! or exclude, roles, one session, a time range, limit and offset. One hit per message
+//! (its best-ranked part), with a snippet and the session's source, model and title.
+//!
+//! The caller chooses the path with [`TextQuery`]: the word index (`parts_fts`), the trigram
+//! index (`parts_fts_trigram`, CJK and substrings of 3+ characters) or an escaped LIKE for
+//! shorter substrings. FTS expressions must already be sanitized (crates/message does
+//! that); this module binds them as values, never splices them into SQL.
+
+use rusqlite::{Connection, Row};
+use sea_query::{
+    Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SqliteQueryBuilder,
+};
+use sea_query_rusqlite::RusqliteBinder;
+
+use crate::filters::escape_like;
+
+/// Marks the start of a match in [`SearchHit::snippet`].
+pub const MATCH_START: &str = ">>>";
+/// Marks the end of a match in [`SearchHit::snippet`].
+pub const MATCH_END: &str = "<<<";
+/// Stands for cut text at either end of a snippet.
+pub const ELLIPSIS: &str = "…";
+/// Roughly how many tokens (words) a snippet of the word index holds.
+const SNIPPET_TOKENS: i64 = 24;
+/// Characters of context on each side of a LIKE match.
+const LIKE_CONTEXT_CHARS: usize = 60;
+
+/// What to look for, and through which index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextQuery {
+    /// A sanitized FTS5 expression for the word index (unicode61, diacritics folded).
+    Words(String),
+    /// A sanitized FTS5 expression for the trigram index; every term needs 3+ characters.
+    Trigrams(String),
+    /// A literal substring (any length), matched with an escaped LIKE: slow on big
+    /// databases, meant for 1–2 character CJK queries the trigram index cannot serve.
+    Substring(String),
+}
+
+/// A search and its filters; empty lists and `None` mean "any".
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchFilter {
+    /// What to match.
+    pub query: TextQuery,
+    /// Only sessions from these sources.
+    pub sources: Vec<String>,
+    /// No sessions from these sources.
+    pub exclude_sources: Vec<String>,
+    /// Only messages with these roles.
+    pub roles: Vec<String>,
+    /// Only this session.
+    pub session_id: Option<String>,
+    /// Only messages created at or after this time (ms).
+    pub after: Option<i64>,
+    /// Only messages created before this time (ms).
+    pub before: Option<i64>,
+    /// At most this many hits.
+    pub limit: u64,
+    /// Skip this many hits first.
+    pub offset: u64,
+}
+
+impl SearchFilter {
+    /// A search for `query` with no filters and the first 20 hits.
+    pub fn new(query: TextQuery) -> Self {
+        SearchFilter {
+            query,
+            sources: Vec::new(),
+            exclude_sources: Vec::new(),
+            roles: Vec::new(),
+            session_id: None,
+            after: None,
+            before: None,
+            limit: 20,
+            offset: 0,
+        }
+    }
+}
+
+/// One matching message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The message.
+    pub message_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Its best-matching part.
+    pub part_id: String,
+    /// The message's role.
+    pub role: String,
+    /// When the message was created (ms).
+    pub created_at: i64,
+    /// Text around the match, matches between [`MATCH_START`] and [`MATCH_END`].
+    pub snippet: String,
+    /// FTS5 bm25 rank of the best part (lower is better; 0 for substring matches).
+    pub rank: f64,
+    /// The session's source.
+    pub source: String,
+    /// The session's model.
+    pub session_model: Option<String>,
+    /// The message's model (assistant messages).
+    pub message_model: Option<String>,
+    /// The session's title.
+    pub title: Option<String>,
+    /// When the session was created (ms).
+    pub session_created_at: i64,
+}
+
+fn c(table: &str, column: &str) -> Expr {
+    Expr::col((Alias::new(table), Alias::new(column)))
+}
+
+fn tc(table: &str, column: &str) -> (Alias, Alias) {
+    (Alias::new(table), Alias::new(column))
+}
+
+/// How the tables of a query are ordered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum JoinOrder {
+    /// As written (CROSS JOIN; SQLite keeps the left side outside, the ON goes to WHERE).
+    /// Ranking starts from the full-text match so its cost follows the matches: without
+    /// this, a filter such as `source IN (…)` can lead the planner to run the match once
+    /// per candidate part.
+    Fixed,
+    /// The planner's choice: with a session filter, walking that session's parts and
+    /// probing the index by rowid is the cheap plan.
+    Planner,
+}
+
+impl JoinOrder {
+    fn join_type(self) -> JoinType {
+        match self {
+            JoinOrder::Fixed => JoinType::CrossJoin,
+            JoinOrder::Planner => JoinType::InnerJoin,
+        }
+    }
+}
+
+/// Adds `table AS alias ON on` to `query` in `order`.
+fn join(query: &mut SelectStatement, order: JoinOrder, table: &str, alias: &str, on: Expr) {
+    query.join_as(
+        order.join_type(),
+        Alias::new(table),
+        Alias::new(alias),
+        on.clone(),
+    );
+    if order == JoinOrder::Fixed {
+        query.and_where(on);
+    }
+}
+
+/// Joins messages `m` and sessions `s` to parts `p` when the filters need them, and adds
+/// the filters.
+fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOrder, all: bool) {
+    let needs_message =
+        all || !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
+    let needs_session = all || !filter.sources.is_empty() || !filter.exclude_sources.is_empty();
+    if needs_message {
+        join(
+            query,
+            order,
+            "messages",
+            "m",
+            c("m", "id").equals(tc("p", "message_id")),
+        );
+    }
+    if needs_session {
+        join(
+            query,
+            order,
+            "sessions",
+            "s",
+            c("s", "id").equals(tc("p", "session_id")),
+        );
+    }
+    let mut cond = Cond::all();
+    if !filter.sources.is_empty() {
+        cond = cond.add(c("s", "source").is_in(filter.sources.iter().cloned()));
+    }
+    if !filter.exclude_sources.is_empty() {
+        cond = cond.add(c("s", "source").is_not_in(filter.exclude_sources.iter().cloned()));
+    }
+    if !filter.roles.is_empty() {
+        cond = cond.add(c("m", "role").is_in(filter.roles.iter().cloned()));
+    }
+    if let Some(session) = &filter.session_id {
+        cond = cond.add(c("p", "session_id").eq(session.as_str()));
+    }
+    if let Some(after) = filter.after {
+        cond = cond.add(c("m", "created_at").gte(after));
+    }
+    if let Some(before) = filter.before {
+        cond = cond.add(c("m", "created_at").lt(before));
+    }
+    query.cond_where(cond);
+}
+
+/// Output columns of a hit; `text` (snippet source) and `rank` differ by path.
+fn hit_columns(query: &mut SelectStatement, text: Expr, rank: Expr) {
+    query
+        .expr(c("p", "message_id"))
+        .expr(c("p", "session_id"))
+        .expr(c("p", "id"))
+        .expr(c("m", "role"))
+        .expr(c("m", "created_at"))
+        .expr(text)
+        .expr(rank)
+        .expr(c("s", "source"))
+        .expr(c("s", "model"))
+        .expr(c("m", "model"))
+        .expr(c("s", "title"))
+        .expr(c("s", "created_at"));
+}
+
+fn matches(index: &'static str, expr: &str) -> Expr {
+    Expr::cust_with_values(format!("\"{index}\" MATCH ?"), [expr])
+}
+
+/// The best `n` matching parts that pass the filters, best first, with snippets.
+///
+/// FTS5 hands rows over in rank order (it consumes `ORDER BY rank`), so the joins, the
+/// filters and snippet() only run for rows up to the limit: the cost is that of ranking
+/// the matches, as for a plain full-text query.
+fn ranked_hits(
+    conn: &Connection,
+    index: &'static str,
+    expr: &str,
+    filter: &SearchFilter,
+    n: u64,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let order = if filter.session_id.is_some() {
+        JoinOrder::Planner
+    } else {
+        JoinOrder::Fixed
+    };
+    let snippet = Expr::cust_with_values(
+        format!("snippet(\"{index}\", 0, ?, ?, ?, ?)"),
+        [
+            MATCH_START.into(),
+            MATCH_END.into(),
+            ELLIPSIS.into(),
+            sea_query::Value::from(SNIPPET_TOKENS),
+        ],
+    );
+    let mut query = Query::select();
+    hit_columns(&mut query, snippet, c(index, "rank"));
+    query.from(Alias::new(index));
+    join(
+        &mut query,
+        order,
+        "parts",
+        "p",
+        c("p", "seq").equals(tc(index, "rowid")),
+    );
+    filter_hits(&mut query, filter, order, true);
+    query
+        .and_where(matches(index, expr))
+        .order_by(tc(index, "rank"), Order::Asc)
+        .limit(n);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), |row| hit(row, None))?;
+    rows.collect()
+}
+
+fn fts_search(
+    conn: &Connection,
+    index: &'static str,
+    expr: &str,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    if filter.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let wanted = filter.offset.saturating_add(filter.limit);
+    // Most messages have one searchable part, so a few extra candidates usually cover the
+    // parts of a message that also match; when they don't, ask for more.
+    let mut batch = wanted.saturating_add(wanted / 2).saturating_add(4);
+    let unique = loop {
+        let candidates = ranked_hits(conn, index, expr, filter, batch)?;
+        let exhausted = (candidates.len() as u64) < batch;
+        let mut seen = std::collections::HashSet::new();
+        let unique: Vec<SearchHit> = candidates
+            .into_iter()
+            .filter(|hit| seen.insert(hit.message_id.clone()))
+            .collect();
+        if exhausted || unique.len() as u64 >= wanted {
+            break unique;
+        }
+        batch = batch.saturating_mul(4);
+    };
+    let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    Ok(unique.into_iter().skip(offset).take(limit).collect())
+}
+
+fn like_search(
+    conn: &Connection,
+    text: &str,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let mut query = Query::select();
+    // The part's text comes back whole; the snippet is cut in Rust around the match.
+    hit_columns(&mut query, c("p", "search_text"), Expr::val(0.0));
+    query
+        // Bare columns of an aggregate query come from the row with min(): the first
+        // matching part of each message.
+        .expr(c("p", "position").min())
+        .from_as(Alias::new("parts"), Alias::new("p"));
+    filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    query
+        .and_where(
+            c("p", "search_text")
+                .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\')),
+        )
+        .group_by_col(tc("p", "message_id"))
+        .order_by(tc("m", "created_at"), Order::Desc)
+        .order_by(tc("m", "id"), Order::Desc)
+        .limit(filter.limit)
+        .offset(filter.offset);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), |row| hit(row, Some(text)))?;
+    rows.collect()
+}
+
+/// A hit from a row of [`hit_columns`]; `like` is the substring to mark in the raw text.
+fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
+    let text: Option<String> = row.get(5)?;
+    let text = text.unwrap_or_default();
+    Ok(SearchHit {
+        message_id: row.get(0)?,
+        session_id: row.get(1)?,
+        part_id: row.get(2)?,
+        role: row.get(3)?,
+        created_at: row.get(4)?,
+        snippet: match like {
+            Some(needle) => like_snippet(&text, needle),
+            None => text,
+        },
+        rank: row.get(6)?,
+        source: row.get(7)?,
+        session_model: row.get(8)?,
+        message_model: row.get(9)?,
+        title: row.get(10)?,
+        session_created_at: row.get(11)?,
+    })
+}
+
+/// Runs the search described by `filter`: at most `limit` hits after skipping `offset`,
+/// best first (newest first for substring matches), never two for one message.
+pub fn search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
+    match &filter.query {
+        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, filter),
+        TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, filter),
+        TextQuery::Substring(text) => like_search(conn, text, filter),
+    }
+}
+
+/// The first occurrence of `needle` in `text` (ASCII case-insensitively, like SQLite's LIKE)
+/// with some context, marked like FTS5 snippets.
+fn like_snippet(text: &str, needle: &str) -> String {
+    let lower_text = text.to_ascii_lowercase();
+    let lower_needle = needle.to_ascii_lowercase();
+    let Some(start) = lower_text
+        .find(&lower_needle)
+        .filter(|_| !needle.is_empty())
+    else {
+        return text.chars().take(2 * LIKE_CONTEXT_CHARS).collect();
+    };
+    // ASCII lowercasing keeps byte offsets, so they are valid in `text` too.
+    let end = start + needle.len();
+    let before: String = {
+        let head = &text[..start];
+        let skip = head.chars().count().saturating_sub(LIKE_CONTEXT_CHARS);
+        let kept: String = head.chars().skip(skip).collect();
+        if skip > 0 {
+            format!("{ELLIPSIS}{kept}")
+        } else {
+            kept
+        }
+    };
+    let after: String = {
+        let tail = &text[end..];
+        let kept: String = tail.chars().take(LIKE_CONTEXT_CHARS).collect();
+        if kept.len() < tail.len() {
+            format!("{kept}{ELLIPSIS}")
+        } else {
+            kept
+        }
+    };
+    format!(
+        "{before}{MATCH_START}{}{MATCH_END}{after}",
+        &text[start..end]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_snippet_marks_the_match_with_context() {
+        assert_eq!(
+            like_snippet("数据库迁移失败", "迁移"),
+            "数据库>>>迁移<<<失败"
+        );
+        let long = format!("{}needle{}", "a".repeat(100), "b".repeat(100));
+        let s = like_snippet(&long, "NEEDLE");
+        assert!(s.starts_with(ELLIPSIS) && s.ends_with(ELLIPSIS), "{s}");
+        assert!(s.contains(">>>needle<<<"));
+    }
+}

@@ -1,0 +1,177 @@
+//! Helpers shared by the integration tests: fixture rows written the way services write
+//! them, and checks that derived data (counters, both search indexes) is exact.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use rusqlite::Connection;
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::queries as q;
+use scribe_db::{Database, now_ms};
+
+/// Creates a session through the generated layer; returns its id.
+pub fn session(db: &Database, source: &str) -> String {
+    let id = new_id(Prefix::Session);
+    db.write(|tx| {
+        q::create_session(tx, &new_session(&id, source))?;
+        Ok(())
+    })
+    .unwrap();
+    id
+}
+
+pub fn new_session<'a>(id: &'a str, source: &'a str) -> q::CreateSessionParams<'a> {
+    q::CreateSessionParams {
+        id,
+        parent_session_id: None,
+        kind: "normal",
+        source,
+        user_id: None,
+        directory: None,
+        title: None,
+        model: None,
+        model_config: None,
+        system_prompt: None,
+        permission: None,
+        billing_provider: None,
+        billing_base_url: None,
+        billing_mode: None,
+        now: now_ms(),
+    }
+}
+
+/// Inserts a message with one part (`data` JSON) in `tx`; returns (message id, part id).
+pub fn message_with_part(
+    tx: &Connection,
+    session_id: &str,
+    role: &str,
+    part_type: &str,
+    data: &str,
+) -> scribe_db::Result<(String, String)> {
+    let message_id = new_id(Prefix::Message);
+    let part_id = new_id(Prefix::Part);
+    let now = now_ms();
+    q::create_message(
+        tx,
+        &q::CreateMessageParams {
+            id: &message_id,
+            session_id,
+            parent_id: None,
+            role,
+            agent: None,
+            provider: None,
+            model: None,
+            finish_reason: None,
+            is_summary: false,
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            cost_usd: 0.0,
+            error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+        },
+    )?;
+    add_part(tx, &part_id, &message_id, session_id, 0, part_type, data)?;
+    Ok((message_id, part_id))
+}
+
+pub fn add_part(
+    tx: &Connection,
+    part_id: &str,
+    message_id: &str,
+    session_id: &str,
+    position: i64,
+    part_type: &str,
+    data: &str,
+) -> scribe_db::Result<()> {
+    let now = now_ms();
+    q::create_part(
+        tx,
+        &q::CreatePartParams {
+            id: part_id,
+            message_id,
+            session_id,
+            position,
+            r#type: part_type,
+            data,
+            created_at: now,
+            updated_at: now,
+        },
+    )?;
+    Ok(())
+}
+
+pub fn text(text: &str) -> String {
+    serde_json::json!({ "type": "text", "text": text }).to_string()
+}
+
+pub fn tool(name: &str, input: serde_json::Value, output: &str) -> String {
+    serde_json::json!({
+        "type": "tool", "tool": name, "call_id": "call_1", "input": input,
+        "state": { "status": "completed", "output": output, "title": "", "started_at": 1, "ended_at": 2 }
+    })
+    .to_string()
+}
+
+/// Part ids whose text matches `query` in the word index (`parts_fts`) or the trigram index.
+pub fn hits(conn: &Connection, index: &str, query: &str) -> Vec<String> {
+    let sql = format!(
+        "SELECT p.id FROM {index} JOIN parts AS p ON p.seq = {index}.rowid \
+         WHERE {index} MATCH ?1 ORDER BY p.id"
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    stmt.query_map([query], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Fails unless both search indexes hold exactly the searchable text of every part and
+/// every session counter equals a recount.
+pub fn assert_derived_exact(db: &Database) {
+    // The FTS5 integrity check is an INSERT command, so it needs the write connection.
+    db.write(|tx| {
+        check_derived(tx);
+        Ok(())
+    })
+    .unwrap();
+}
+
+fn check_derived(conn: &Connection) {
+    for index in ["parts_fts", "parts_fts_trigram"] {
+        // With rank 1, FTS5 also checks the index against the content table (parts).
+        conn.execute(
+            &format!("INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)"),
+            [],
+        )
+        .unwrap_or_else(|e| panic!("{index} out of sync: {e}"));
+        let indexed: i64 = conn
+            .query_row(&format!("SELECT count(*) FROM {index}_docsize"), [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let parts: i64 = conn
+            .query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(indexed, parts, "{index} row count");
+    }
+    let wrong: Vec<(String, i64, i64, i64, i64)> = conn
+        .prepare(
+            "SELECT s.id, s.message_count, \
+                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id), \
+                    s.tool_call_count, \
+                    (SELECT count(*) FROM parts p WHERE p.session_id = s.id AND p.type = 'tool') \
+             FROM sessions s",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|(_, mc, m, tc, t)| mc != m || tc != t)
+        .collect();
+    assert!(wrong.is_empty(), "counters differ from recount: {wrong:?}");
+}

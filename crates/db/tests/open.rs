@@ -1,0 +1,238 @@
+//! Opening a database: file modes, migrations in place, refusing newer schemas, and every
+//! static query in `sql/queries` preparing against the migrated schema.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use rusqlite::Connection;
+use scribe_db::{Database, Error};
+
+#[cfg(unix)]
+#[test]
+fn new_directory_and_file_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/deeper/scribe.db");
+    let db = Database::open(&path).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+    assert_eq!(mode(&dir.path().join("nested")), 0o700);
+    assert_eq!(mode(&path), 0o600);
+    db.write(|tx| {
+        tx.execute(
+            "INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)",
+            [],
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    // SQLite gives the WAL the main file's mode.
+    assert_eq!(mode(&dir.path().join("nested/deeper/scribe.db-wal")), 0o600);
+}
+
+#[test]
+fn pragmas_are_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("p.db")).unwrap();
+    let (journal, fk, sync): (String, i64, i64) = db
+        .write(|tx| {
+            Ok((
+                tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?,
+                tx.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?,
+                tx.query_row("PRAGMA synchronous", [], |r| r.get(0))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!((journal.as_str(), fk, sync), ("wal", 1, 1));
+    // Readers are separate connections that cannot write.
+    let err = db
+        .read(|c| {
+            c.execute(
+                "INSERT INTO sessions (id, created_at, updated_at) VALUES ('r', 1, 1)",
+                [],
+            )?;
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::Storage(_)), "{err:?}");
+}
+
+#[test]
+fn checkpoints_run_every_n_writes_and_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = scribe_db::Options {
+        checkpoint_every: 3,
+        ..scribe_db::Options::default()
+    };
+    let db = Database::open_with(dir.path().join("c.db"), options).unwrap();
+    let s = session(&db, "cli");
+    for i in 0..10 {
+        db.write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("m{i}"))))
+            .unwrap();
+    }
+    db.checkpoint().unwrap();
+    assert_derived_exact(&db);
+}
+
+#[test]
+fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let (sessions, messages) = {
+        let old = Database::open_at_version(&path, 1).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 1);
+        let mut messages = Vec::new();
+        let sessions: Vec<String> = (0..5).map(|i| session(&old, &format!("src{i}"))).collect();
+        for s in &sessions {
+            for i in 0..20 {
+                let (m, _) = old
+                    .write(|tx| {
+                        message_with_part(tx, s, "user", "text", &text(&format!("row {i}")))
+                    })
+                    .unwrap();
+                messages.push(m);
+            }
+        }
+        (sessions, messages)
+    };
+
+    let db = Database::open(&path).unwrap();
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
+    );
+    let report = db.migration_report();
+    assert_eq!(report.from, 1);
+    assert_eq!(report.to, Database::known_schema_version());
+    db.read(|c| {
+        let ids = |sql: &str| -> Vec<String> {
+            let mut stmt = c.prepare(sql).unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let mut want_sessions = sessions.clone();
+        want_sessions.sort();
+        assert_eq!(ids("SELECT id FROM sessions ORDER BY id"), want_sessions);
+        let mut want_messages = messages.clone();
+        want_messages.sort();
+        assert_eq!(ids("SELECT id FROM messages ORDER BY id"), want_messages);
+        assert_eq!(ids("SELECT id FROM parts").len(), messages.len());
+        assert_eq!(hits(c, "parts_fts", "row").len(), messages.len());
+        Ok(())
+    })
+    .unwrap();
+    assert_derived_exact(&db);
+}
+
+#[test]
+fn opening_twice_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("twice.db");
+    let first = Database::open(&path).unwrap();
+    assert_eq!(first.migration_report().from, 0);
+    assert!(!first.migration_report().applied.is_empty());
+    let s = session(&first, "cli");
+    drop(first);
+    let second = Database::open(&path).unwrap();
+    let report = second.migration_report();
+    assert!(report.applied.is_empty(), "{report:?}");
+    assert_eq!(report.from, report.to);
+    let n: i64 = second
+        .read(|c| {
+            Ok(
+                c.query_row("SELECT count(*) FROM sessions WHERE id = ?1", [&s], |r| {
+                    r.get(0)
+                })?,
+            )
+        })
+        .unwrap();
+    assert_eq!(n, 1);
+    // Two handles on one file at once are fine too.
+    let third = Database::open(&path).unwrap();
+    assert!(third.migration_report().applied.is_empty());
+}
+
+#[test]
+fn a_newer_schema_is_refused_naming_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    drop(Database::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+         VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z', '0')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = Database::open(&path).unwrap_err();
+    let known = Database::known_schema_version();
+    assert!(
+        matches!(err, Error::SchemaTooNew { found: 999, known: k } if k == known),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("999") && message.contains(&format!("version {known}")),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_edited_migration_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edited.db");
+    drop(Database::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE refinery_schema_history SET checksum = '1' WHERE version = 1",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = Database::open(&path).unwrap_err();
+    assert!(matches!(err, Error::Migration(_)), "{err:?}");
+}
+
+/// Every query in sql/queries prepares against the migrated schema (SQLite itself checks
+/// names and syntax), independent of the generator.
+#[test]
+fn every_static_query_prepares() {
+    let db = Database::open_in_memory().unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sql/queries");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for block in text.split("-- name: ").skip(1) {
+            let (name, sql) = block.split_once('\n').unwrap();
+            let sql = plain_sqlite(sql);
+            db.read(|c| {
+                c.prepare(&sql)
+                    .unwrap_or_else(|e| panic!("{}: {name}: {e}", path.display()));
+                Ok(())
+            })
+            .unwrap();
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} queries found");
+}
+
+/// Rewrites the generator's `sqlc.arg(x)`, `sqlc.narg(x)` and `sqlc.slice(x)` (an IN list;
+/// one element stands in for it) as SQLite's own `@x`.
+fn plain_sqlite(sql: &str) -> String {
+    let mut out = sql.to_owned();
+    for marker in ["sqlc.slice(", "sqlc.narg(", "sqlc.arg("] {
+        while let Some(start) = out.find(marker) {
+            let rest = &out[start + marker.len()..];
+            let end = rest.find(')').unwrap();
+            let name = rest[..end].trim().to_owned();
+            out.replace_range(start..start + marker.len() + end + 1, &format!("@{name}"));
+        }
+    }
+    out
+}

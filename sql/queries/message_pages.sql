@@ -1,0 +1,74 @@
+-- Message pages in creation order (MessageService::stream) and search-hit context.
+-- Newest-first pages use ListMessagesNewest / ListMessagesBefore in messages.sql.
+
+-- name: ListMessagesOldest :many
+-- The oldest @limit messages of a session, in creation order (the first forward page).
+SELECT * FROM messages
+WHERE session_id = @session_id
+ORDER BY created_at, id
+LIMIT @limit;
+
+-- name: ListMessagesAfter :many
+-- The @limit messages after the cursor (created_at, id), in creation order (later forward
+-- pages).
+SELECT * FROM messages
+WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+ORDER BY created_at, id
+LIMIT @limit;
+
+-- name: GetLatestSummaryMessage :one
+-- The newest compaction summary of a session (the conversation view starts there).
+SELECT * FROM messages
+WHERE session_id = @session_id AND is_summary
+ORDER BY created_at DESC, id DESC
+LIMIT 1;
+
+-- name: ListMessageNeighbors :many
+-- For each message, the messages just before and after it in its session (search-hit
+-- context), as (id, role) pairs.
+SELECT m.id,
+    (SELECT b.id FROM messages AS b
+     WHERE b.session_id = m.session_id AND (b.created_at, b.id) < (m.created_at, m.id)
+     ORDER BY b.created_at DESC, b.id DESC LIMIT 1) AS "before_id?: String",
+    (SELECT b.role FROM messages AS b
+     WHERE b.session_id = m.session_id AND (b.created_at, b.id) < (m.created_at, m.id)
+     ORDER BY b.created_at DESC, b.id DESC LIMIT 1) AS "before_role?: String",
+    (SELECT a.id FROM messages AS a
+     WHERE a.session_id = m.session_id AND (a.created_at, a.id) > (m.created_at, m.id)
+     ORDER BY a.created_at, a.id LIMIT 1) AS "after_id?: String",
+    (SELECT a.role FROM messages AS a
+     WHERE a.session_id = m.session_id AND (a.created_at, a.id) > (m.created_at, m.id)
+     ORDER BY a.created_at, a.id LIMIT 1) AS "after_role?: String"
+FROM messages AS m
+WHERE m.id IN (sqlc.slice(ids));
+
+-- name: ListMessageTexts :many
+-- The searchable text of the given messages' parts, each cut to @max_chars characters, in
+-- part order (search-hit context).
+SELECT message_id, substr(search_text, 1, @max_chars) AS "text!: String"
+FROM parts
+WHERE message_id IN (sqlc.slice(message_ids)) AND search_text IS NOT NULL
+ORDER BY message_id, position;
+
+-- name: ListSessionPartData :many
+-- Every part of a session in message order then part order, without the computed
+-- search_text (loading a conversation must not re-extract every part's text).
+SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
+FROM parts AS p
+JOIN messages AS m ON m.id = p.message_id
+WHERE p.session_id = @session_id
+ORDER BY m.created_at, m.id, p.position;
+
+-- name: ListPartDataByMessageIds :many
+-- The parts of the given messages, without the computed search_text.
+SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE message_id IN (sqlc.slice(message_ids))
+ORDER BY message_id, position;
+
+-- name: ListMessagePartData :many
+-- One message's parts in order, without the computed search_text.
+SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE message_id = @message_id
+ORDER BY position;

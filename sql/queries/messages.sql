@@ -1,0 +1,126 @@
+-- Messages: one row per turn; their content is in parts (parts.sql).
+-- The session's message_count is kept by triggers.
+
+-- name: CreateMessage :exec
+INSERT INTO messages (
+    id, session_id, parent_id, role, agent, provider, model, finish_reason, is_summary,
+    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+    cost_usd, error, created_at, updated_at, finished_at
+) VALUES (
+    @id, @session_id, @parent_id, @role, @agent, @provider, @model, @finish_reason, @is_summary,
+    @input_tokens, @output_tokens, @cache_read_tokens, @cache_write_tokens, @reasoning_tokens,
+    @cost_usd, @error, @created_at, @updated_at, @finished_at
+);
+
+-- name: GetMessage :one
+SELECT * FROM messages WHERE id = @id;
+
+-- name: MessageExists :one
+SELECT EXISTS (SELECT 1 FROM messages WHERE id = @id) AS "found!: bool";
+
+-- name: ListMessages :many
+-- Creation order.
+SELECT * FROM messages WHERE session_id = @session_id ORDER BY created_at, id;
+
+-- name: ListMessagesByIds :many
+SELECT * FROM messages WHERE id IN (sqlc.slice(ids)) ORDER BY created_at, id;
+
+-- name: ListMessagesNewest :many
+-- The newest @limit messages, newest first (the first page).
+SELECT * FROM messages
+WHERE session_id = @session_id
+ORDER BY created_at DESC, id DESC
+LIMIT @limit;
+
+-- name: ListMessagesBefore :many
+-- The @limit messages before the cursor (created_at, id), newest first (later pages).
+SELECT * FROM messages
+WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+ORDER BY created_at DESC, id DESC
+LIMIT @limit;
+
+-- name: ListMessagesFrom :many
+-- Messages from the cursor (created_at, id) on, in creation order: the conversation since a
+-- summary message.
+SELECT * FROM messages
+WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+ORDER BY created_at, id;
+
+-- name: GetPreviousMessage :one
+-- The message just before the cursor in its session (search context).
+SELECT * FROM messages
+WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+ORDER BY created_at DESC, id DESC
+LIMIT 1;
+
+-- name: GetNextMessage :one
+-- The message just after the cursor in its session (search context).
+SELECT * FROM messages
+WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+ORDER BY created_at, id
+LIMIT 1;
+
+-- name: GetLastMessage :one
+SELECT * FROM messages
+WHERE session_id = @session_id
+ORDER BY created_at DESC, id DESC
+LIMIT 1;
+
+-- name: CountMessages :one
+SELECT count(*) FROM messages WHERE session_id = @session_id;
+
+-- name: CountAllMessages :one
+SELECT count(*) FROM messages;
+
+-- name: UpdateMessage :execrows
+-- Everything about a message except its session, role and creation time.
+UPDATE messages
+SET parent_id = @parent_id,
+    agent = @agent,
+    provider = @provider,
+    model = @model,
+    finish_reason = @finish_reason,
+    is_summary = @is_summary,
+    input_tokens = @input_tokens,
+    output_tokens = @output_tokens,
+    cache_read_tokens = @cache_read_tokens,
+    cache_write_tokens = @cache_write_tokens,
+    reasoning_tokens = @reasoning_tokens,
+    cost_usd = @cost_usd,
+    error = @error,
+    finished_at = @finished_at,
+    updated_at = @now
+WHERE id = @id;
+
+-- name: FinishMessage :execrows
+UPDATE messages
+SET finish_reason = @finish_reason, finished_at = @now, updated_at = @now
+WHERE id = @id;
+
+-- name: AddMessageUsage :execrows
+-- Adds a step's usage to the message atomically.
+UPDATE messages
+SET input_tokens = input_tokens + @input_tokens,
+    output_tokens = output_tokens + @output_tokens,
+    cache_read_tokens = cache_read_tokens + @cache_read_tokens,
+    cache_write_tokens = cache_write_tokens + @cache_write_tokens,
+    reasoning_tokens = reasoning_tokens + @reasoning_tokens,
+    cost_usd = cost_usd + @cost_usd,
+    updated_at = @now
+WHERE id = @id;
+
+-- name: SetMessageError :execrows
+UPDATE messages SET error = @error, updated_at = @now WHERE id = @id;
+
+-- name: DeleteMessage :execrows
+-- Its parts go with it (cascade).
+DELETE FROM messages WHERE id = @id;
+
+-- name: DeleteSessionMessages :execrows
+-- Clears a session's conversation, keeping the session.
+DELETE FROM messages WHERE session_id = @session_id;
+
+-- name: DeleteMessagesFrom :execrows
+-- Messages after a point (revert / retry): everything from the cursor on.
+DELETE FROM messages
+WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT));

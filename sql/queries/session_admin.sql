@@ -1,0 +1,123 @@
+-- Session service queries beyond sessions.sql: usage deltas that return the new row,
+-- roll-up bookkeeping, prune candidates, exact restores for import, and usage statistics
+-- since a point in time.
+
+-- name: AddSessionUsageDelta :one
+-- Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
+-- the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
+-- is only for calls that are not stored as tool parts.
+UPDATE sessions
+SET input_tokens = input_tokens + @input_tokens,
+    output_tokens = output_tokens + @output_tokens,
+    cache_read_tokens = cache_read_tokens + @cache_read_tokens,
+    cache_write_tokens = cache_write_tokens + @cache_write_tokens,
+    reasoning_tokens = reasoning_tokens + @reasoning_tokens,
+    api_call_count = api_call_count + @api_call_count,
+    tool_call_count = tool_call_count + @tool_call_count,
+    estimated_cost_usd = estimated_cost_usd + @estimated_cost_usd,
+    updated_at = max(updated_at, @now)
+WHERE id = @id
+RETURNING *;
+
+-- name: MarkSessionRolledUp :execrows
+-- 1 when this call marked the child, 0 when it was marked before (or has no parent).
+INSERT OR IGNORE INTO session_rollups (child_id, parent_id, rolled_up_at)
+SELECT id, parent_session_id, @now FROM sessions
+WHERE id = @child_id AND parent_session_id IS NOT NULL;
+
+-- name: GetSessionRollUp :one
+SELECT * FROM session_rollups WHERE child_id = @child_id;
+
+-- name: ImportSessionRollUp :exec
+INSERT OR IGNORE INTO session_rollups (child_id, parent_id, rolled_up_at)
+VALUES (@child_id, @parent_id, @rolled_up_at);
+
+-- name: RestoreImportedSession :execrows
+-- After an import's messages are in: the columns ImportSession cannot set (the summary
+-- message did not exist yet; the counters were moved by the triggers).
+UPDATE sessions
+SET summary_message_id = @summary_message_id,
+    compacting_at = @compacting_at,
+    message_count = @message_count,
+    tool_call_count = @tool_call_count
+WHERE id = @id;
+
+-- name: RestoreSessionUpdatedAt :execrows
+-- Only when it differs: an update that leaves updated_at as it was makes sessions_touch
+-- move it to the current time.
+UPDATE sessions SET updated_at = @updated_at WHERE id = @id AND updated_at <> @updated_at;
+
+-- name: ImportFileVersion :exec
+INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
+VALUES (@id, @session_id, @path, @content, @version, @created_at, @updated_at);
+
+-- name: ListPrunableSessions :many
+-- Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
+SELECT * FROM sessions
+WHERE ended_at IS NOT NULL AND ended_at < @before
+ORDER BY ended_at, id;
+
+-- name: ListPrunableSessionsBySource :many
+SELECT * FROM sessions
+WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source
+ORDER BY ended_at, id;
+
+-- name: UsageByModelSince :many
+-- Sessions created at or after @since. A child whose usage was rolled into its parent is
+-- left out, so every token and cent is counted once (in the parent).
+SELECT coalesce(model, '') AS "key!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+FROM sessions
+WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups)
+GROUP BY coalesce(model, '')
+ORDER BY 9 DESC, 1;
+
+-- name: UsageBySourceSince :many
+SELECT source AS "key!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+FROM sessions
+WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups)
+GROUP BY source
+ORDER BY 9 DESC, 1;
+
+-- name: UsageByDaySince :many
+-- Days are UTC calendar days of created_at, oldest first.
+SELECT date(created_at / 1000, 'unixepoch') AS "key!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+FROM sessions
+WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups)
+GROUP BY date(created_at / 1000, 'unixepoch')
+ORDER BY 1;
+
+-- name: UsageTotalsSince :one
+SELECT count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+FROM sessions
+WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups);

@@ -1,0 +1,257 @@
+-- Sessions: lifecycle, titles, lineage, usage and cost, prune and stats.
+-- Session lists with optional filters are built in crates/db/src/filters.rs.
+
+-- name: CreateSession :one
+INSERT INTO sessions (
+    id, parent_session_id, kind, source, user_id, directory, title,
+    model, model_config, system_prompt, permission,
+    billing_provider, billing_base_url, billing_mode,
+    created_at, updated_at
+) VALUES (
+    @id, @parent_session_id, @kind, @source, @user_id, @directory, @title,
+    @model, @model_config, @system_prompt, @permission,
+    @billing_provider, @billing_base_url, @billing_mode,
+    @now, @now
+)
+RETURNING *;
+
+-- name: ImportSession :exec
+-- Inserts a whole session row as it was exported (import, tests): counters included, which
+-- the message and part triggers then keep adding to.
+INSERT INTO sessions (
+    id, parent_session_id, kind, source, user_id, directory, title,
+    model, model_config, system_prompt, permission,
+    api_call_count, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, reasoning_tokens, estimated_cost_usd, actual_cost_usd,
+    billing_provider, billing_base_url, billing_mode, cost_status, cost_source, pricing_version,
+    created_at, updated_at, ended_at, end_reason, archived_at
+) VALUES (
+    @id, @parent_session_id, @kind, @source, @user_id, @directory, @title,
+    @model, @model_config, @system_prompt, @permission,
+    @api_call_count, @input_tokens, @output_tokens, @cache_read_tokens,
+    @cache_write_tokens, @reasoning_tokens, @estimated_cost_usd, @actual_cost_usd,
+    @billing_provider, @billing_base_url, @billing_mode, @cost_status, @cost_source, @pricing_version,
+    @created_at, @updated_at, @ended_at, @end_reason, @archived_at
+);
+
+-- name: GetSession :one
+SELECT * FROM sessions WHERE id = @id;
+
+-- name: SessionExists :one
+SELECT EXISTS (SELECT 1 FROM sessions WHERE id = @id) AS "found!: bool";
+
+-- name: GetSessionByTitle :one
+SELECT * FROM sessions WHERE title = @title;
+
+-- name: ListSessions :many
+-- Newest first; for filtered lists use filters::list_sessions.
+SELECT * FROM sessions
+ORDER BY updated_at DESC, id DESC
+LIMIT @limit OFFSET @offset;
+
+-- name: ListChildSessions :many
+SELECT * FROM sessions
+WHERE parent_session_id = @parent_session_id
+ORDER BY created_at, id;
+
+-- name: CountSessions :one
+SELECT count(*) FROM sessions;
+
+-- name: UpdateSession :one
+-- The fields a user or the agent may change; counters and times have their own queries.
+UPDATE sessions
+SET title = @title,
+    directory = @directory,
+    model = @model,
+    model_config = @model_config,
+    system_prompt = @system_prompt,
+    permission = @permission,
+    summary_message_id = @summary_message_id,
+    billing_provider = @billing_provider,
+    billing_base_url = @billing_base_url,
+    billing_mode = @billing_mode,
+    cost_status = @cost_status,
+    cost_source = @cost_source,
+    pricing_version = @pricing_version,
+    updated_at = @now
+WHERE id = @id
+RETURNING *;
+
+-- name: SetSessionTitle :execrows
+UPDATE sessions SET title = @title, updated_at = @now WHERE id = @id;
+
+-- name: SetSessionModel :execrows
+UPDATE sessions SET model = @model, model_config = @model_config, updated_at = @now WHERE id = @id;
+
+-- name: SetSessionSummaryMessage :execrows
+UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now WHERE id = @id;
+
+-- name: SetSessionCompacting :execrows
+-- compacting_at marks a compaction in progress (NULL when none).
+UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now WHERE id = @id;
+
+-- name: EndSession :execrows
+-- The first end wins: ending an ended session changes nothing (0 rows).
+UPDATE sessions
+SET ended_at = @now, end_reason = @end_reason, updated_at = @now
+WHERE id = @id AND ended_at IS NULL;
+
+-- name: ReopenSession :execrows
+UPDATE sessions
+SET ended_at = NULL, end_reason = NULL, updated_at = @now
+WHERE id = @id;
+
+-- name: ArchiveSession :execrows
+UPDATE sessions SET archived_at = @now, updated_at = @now WHERE id = @id AND archived_at IS NULL;
+
+-- name: UnarchiveSession :execrows
+UPDATE sessions SET archived_at = NULL, updated_at = @now WHERE id = @id;
+
+-- name: DeleteSession :execrows
+-- Messages, parts and files go with it (cascade); children keep existing, unlinked.
+DELETE FROM sessions WHERE id = @id;
+
+-- name: AddSessionUsage :execrows
+-- Adds one model call's usage atomically, so concurrent writers all count.
+UPDATE sessions
+SET input_tokens = input_tokens + @input_tokens,
+    output_tokens = output_tokens + @output_tokens,
+    cache_read_tokens = cache_read_tokens + @cache_read_tokens,
+    cache_write_tokens = cache_write_tokens + @cache_write_tokens,
+    reasoning_tokens = reasoning_tokens + @reasoning_tokens,
+    api_call_count = api_call_count + @api_call_count,
+    estimated_cost_usd = estimated_cost_usd + @estimated_cost_usd,
+    updated_at = @now
+WHERE id = @id;
+
+-- name: AddSessionActualCost :execrows
+-- A billed amount reported by the provider; NULL + x counts as x.
+UPDATE sessions
+SET actual_cost_usd = coalesce(actual_cost_usd, 0) + @actual_cost_usd,
+    updated_at = @now
+WHERE id = @id;
+
+-- name: SetSessionCostStatus :execrows
+UPDATE sessions
+SET cost_status = @cost_status, cost_source = @cost_source, pricing_version = @pricing_version,
+    updated_at = @now
+WHERE id = @id;
+
+-- name: RollUpSessionUsage :execrows
+-- Rolls a child session's usage and cost into its parent (run once, when the child ends).
+UPDATE sessions
+SET input_tokens = sessions.input_tokens + child.input_tokens,
+    output_tokens = sessions.output_tokens + child.output_tokens,
+    cache_read_tokens = sessions.cache_read_tokens + child.cache_read_tokens,
+    cache_write_tokens = sessions.cache_write_tokens + child.cache_write_tokens,
+    reasoning_tokens = sessions.reasoning_tokens + child.reasoning_tokens,
+    api_call_count = sessions.api_call_count + child.api_call_count,
+    estimated_cost_usd = sessions.estimated_cost_usd + child.estimated_cost_usd,
+    actual_cost_usd = CASE
+        WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
+        ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd
+    END,
+    updated_at = @now
+FROM (SELECT * FROM sessions WHERE id = @child_id) AS child
+WHERE sessions.id = child.parent_session_id;
+
+-- name: ListSessionAncestors :many
+-- Root first, excluding the session itself.
+WITH RECURSIVE lineage (id, depth) AS (
+    SELECT parent_session_id, 1 FROM sessions WHERE id = @id AND parent_session_id IS NOT NULL
+    UNION ALL
+    SELECT s.parent_session_id, l.depth + 1
+    FROM sessions AS s JOIN lineage AS l ON s.id = l.id
+    WHERE s.parent_session_id IS NOT NULL AND l.depth < 1000
+)
+SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
+ORDER BY l.depth DESC;
+
+-- name: ListSessionDescendants :many
+-- Breadth first (children, then grandchildren …), excluding the session itself.
+WITH RECURSIVE tree (id, depth) AS (
+    SELECT id, 1 FROM sessions WHERE parent_session_id = @id
+    UNION ALL
+    SELECT s.id, t.depth + 1
+    FROM sessions AS s JOIN tree AS t ON s.parent_session_id = t.id
+    WHERE t.depth < 1000
+)
+SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
+ORDER BY t.depth, s.created_at, s.id;
+
+-- name: GetContinuationTip :one
+-- The newest end of a compaction chain: follows continuation children as deep as they go
+-- (the session itself when it has none).
+WITH RECURSIVE chain (id, depth) AS (
+    SELECT id, 0 FROM sessions WHERE id = @id
+    UNION ALL
+    SELECT s.id, c.depth + 1
+    FROM sessions AS s JOIN chain AS c ON s.parent_session_id = c.id
+    WHERE s.kind = 'continuation' AND c.depth < 1000
+)
+SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
+ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
+LIMIT 1;
+
+-- name: ListTitleLineage :many
+-- The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
+-- as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
+SELECT * FROM sessions
+WHERE title = @title
+   OR (title > @title || ' #' AND title < @title || ' $'
+       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
+       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'))
+ORDER BY CASE WHEN title = @title THEN 1
+              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END DESC,
+         created_at DESC;
+
+-- name: MaxTitleLineageNumber :one
+SELECT CAST(coalesce(max(CASE WHEN title = @title THEN 1
+                              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END), 0)
+            AS INTEGER) AS "n!"
+FROM sessions
+WHERE title = @title
+   OR (title > @title || ' #' AND title < @title || ' $'
+       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
+       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
+
+-- name: PruneEndedSessions :execrows
+-- Ended sessions that ended before @before; active sessions are never pruned.
+DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < @before;
+
+-- name: PruneEndedSessionsBySource :execrows
+DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source;
+
+-- name: UsageByModel :many
+SELECT coalesce(model, '') AS "model!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+FROM sessions
+GROUP BY coalesce(model, '')
+ORDER BY 9 DESC, 1;
+
+-- name: UsageBySource :many
+SELECT source,
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+FROM sessions
+GROUP BY source
+ORDER BY 9 DESC, 1;
+
+-- name: TopSessionsByTokens :many
+SELECT * FROM sessions
+ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
+         + reasoning_tokens DESC, id
+LIMIT @limit;
