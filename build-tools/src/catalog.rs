@@ -263,6 +263,11 @@ pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
                 }
                 continue;
             }
+            // PRAGMAs never change the schema, and sqlparser rejects valid ones such as
+            // `PRAGMA ignore_check_constraints = ON`.
+            if words.first() == Some(&Keyword::PRAGMA) {
+                continue;
+            }
             if is_trigger_if_not_exists(&words) {
                 err(
                     line,

@@ -487,7 +487,9 @@ fn render_query(out: &mut String, catalog: &Catalog, q: &QueryInfo) {
     let write_mapper = |out: &mut String, call: &str, tail: &str| match &mapper_head {
         None => {
             let line = format!("    {call}({bind}, |row| row.get(0)){tail}");
-            if line.len() <= MAX_WIDTH {
+            // rustfmt keeps a call on one line only if its arguments fit `fn_call_width` too.
+            let args = format!("{bind}, |row| row.get(0)");
+            if line.len() <= MAX_WIDTH && args.len() <= SHORT_WIDTH {
                 out.push_str(&line);
                 out.push('\n');
             } else {

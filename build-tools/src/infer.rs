@@ -645,7 +645,7 @@ impl<'a> Analyzer<'a> {
     /// Returns the output columns and whether the query always yields exactly one row.
     fn query(&mut self, q: &Query, hints: Option<&[Hint]>) -> (Vec<Col>, bool) {
         if self.frames.len() >= MAX_DEPTH / 4 {
-            self.err(pos_of(q.span()), "query nested too deeply".into());
+            self.err(pos_of(q.span()), crate::query::NESTED_TOO_DEEPLY.into());
             return (Vec::new(), false);
         }
         self.frames.push(Frame::default());
@@ -1316,15 +1316,131 @@ impl<'a> Analyzer<'a> {
 
     /// Types two operands that must agree, letting a parameter on either side take the other's type.
     fn pair(&mut self, l: &Expr, r: &Expr) -> (Typed, Typed) {
+        self.pair_with(l, r, false)
+    }
+
+    /// Like [`Self::pair`]; `null_ok` (for `IS`, which compares NULLs) lets a parameter be `None`.
+    /// Row values pair element by element, `(a, b) < (@a, @b)`, also against a subquery's columns.
+    fn pair_with(&mut self, l: &Expr, r: &Expr, null_ok: bool) -> (Typed, Typed) {
+        match (row_items(l), row_items(r), row_subquery(l), row_subquery(r)) {
+            (Some(a), Some(b), ..) => return self.pair_rows(a, b, r, null_ok),
+            (Some(a), None, _, Some(q)) => return self.row_vs_subquery(a, q, null_ok),
+            (None, Some(b), Some(q), _) => {
+                let (rt, lt) = self.row_vs_subquery(b, q, null_ok);
+                return (lt, rt);
+            }
+            (Some(_), None, ..) | (None, Some(_), ..) => {
+                let (row, other) = if row_items(l).is_some() {
+                    (l, r)
+                } else {
+                    (r, l)
+                };
+                self.err(
+                    pos_of(other.span()),
+                    "a row value can only be compared with a row value of the same size or a subquery"
+                        .into(),
+                );
+                // Already reported: keep its parameters from adding "cannot infer" noise.
+                let any = Hint::ty(SqlType::Any);
+                for e in row_items(row).unwrap_or_default() {
+                    self.expr(e, Some(&any));
+                }
+                self.expr(other, Some(&any));
+                return (
+                    Typed::new(SqlType::Any, true),
+                    Typed::new(SqlType::Any, true),
+                );
+            }
+            _ => {}
+        }
+        let with_null = |t: &Typed| Hint {
+            nullable: null_ok,
+            ..t.hint()
+        };
         if self.is_param(l) && !self.is_param(r) {
             let rt = self.expr(r, None);
-            let lt = self.expr(l, Some(&rt.hint()));
+            let lt = self.expr(l, Some(&with_null(&rt)));
             (lt, rt)
         } else {
             let lt = self.expr(l, None);
-            let rt = self.expr(r, Some(&lt.hint()));
+            let rt = self.expr(r, Some(&with_null(&lt)));
             (lt, rt)
         }
+    }
+
+    fn pair_rows(&mut self, a: &[Expr], b: &[Expr], r: &Expr, null_ok: bool) -> (Typed, Typed) {
+        if a.len() != b.len() {
+            self.err(
+                pos_of(r.span()),
+                format!(
+                    "row values of different sizes: {} and {} elements",
+                    a.len(),
+                    b.len()
+                ),
+            );
+        }
+        let (mut ln, mut rn) = (false, false);
+        for (x, y) in a.iter().zip(b) {
+            let (xt, yt) = self.pair_with(x, y, null_ok);
+            ln |= xt.nullable;
+            rn |= yt.nullable;
+        }
+        // Elements beyond the shorter row are still resolved so their own errors are reported;
+        // their parameters get no "cannot infer" on top of the size error.
+        let any = Hint::ty(SqlType::Any);
+        for e in a.iter().skip(b.len()).chain(b.iter().skip(a.len())) {
+            self.expr(e, Some(&any));
+        }
+        (Typed::new(SqlType::Any, ln), Typed::new(SqlType::Any, rn))
+    }
+
+    /// A row value against a subquery's columns: `(a, @b) = (SELECT x, y …)`,
+    /// `(a, b) IN (VALUES (@a, @b))`. Returns the row's and the subquery's types.
+    fn row_vs_subquery(&mut self, items: &[Expr], q: &Query, null_ok: bool) -> (Typed, Typed) {
+        let mut typed: Vec<Option<Typed>> = Vec::with_capacity(items.len());
+        let mut hints = Vec::with_capacity(items.len());
+        for e in items {
+            if self.is_param(e) {
+                typed.push(None);
+                hints.push(Hint::default());
+            } else {
+                let t = self.expr(e, None);
+                hints.push(Hint {
+                    nullable: null_ok,
+                    ..t.hint()
+                });
+                typed.push(Some(t));
+            }
+        }
+        let (cols, single) = self.query(q, Some(&hints));
+        if cols.len() != items.len() {
+            self.err(
+                pos_of(q.span()),
+                format!(
+                    "row value has {} elements but the subquery returns {} column{}",
+                    items.len(),
+                    cols.len(),
+                    if cols.len() == 1 { "" } else { "s" }
+                ),
+            );
+        }
+        let mut ln = false;
+        for (i, e) in items.iter().enumerate() {
+            let t = match typed.get_mut(i).and_then(Option::take) {
+                Some(t) => t,
+                None => {
+                    let h = cols.get(i).map(|c| Hint {
+                        ty: (c.ty != SqlType::Any).then_some(c.ty),
+                        nullable: null_ok,
+                        name: Some(c.name.clone()),
+                    });
+                    self.expr(e, h.as_ref())
+                }
+            };
+            ln |= t.nullable;
+        }
+        let rn = !single || cols.iter().any(|c| c.nullable);
+        (Typed::new(SqlType::Any, ln), Typed::new(SqlType::Any, rn))
     }
 
     fn subquery_scalar(&mut self, q: &Query, hint: Option<&Hint>) -> Typed {
@@ -1343,7 +1459,7 @@ impl<'a> Analyzer<'a> {
 
     fn expr(&mut self, e: &Expr, hint: Option<&Hint>) -> Typed {
         if self.depth >= MAX_DEPTH {
-            self.err(pos_of(e.span()), "expression nested too deeply".into());
+            self.err(pos_of(e.span()), crate::query::NESTED_TOO_DEEPLY.into());
             return Typed::new(SqlType::Any, true);
         }
         self.depth += 1;
@@ -1411,10 +1527,31 @@ impl<'a> Analyzer<'a> {
                 Typed::new(SqlType::Bool, false)
             }
             Expr::IsDistinctFrom(a, b) | Expr::IsNotDistinctFrom(a, b) => {
-                let (lt, rt) = self.pair(a, b);
-                self.allow_null_param(b, &lt);
-                self.allow_null_param(a, &rt);
+                self.pair_with(a, b, true);
                 Typed::new(SqlType::Bool, false)
+            }
+            Expr::In { expr, target, .. } if row_items(expr).is_some() => {
+                let t = match target {
+                    InTarget::List(list) => {
+                        let mut t = Typed::new(SqlType::Any, false);
+                        for item in list {
+                            t = self.pair(expr, item).0;
+                        }
+                        t
+                    }
+                    InTarget::Subquery(q) => match row_items(expr) {
+                        Some(items) => self.row_vs_subquery(items, q, false).0,
+                        None => Typed::new(SqlType::Any, true),
+                    },
+                    other => {
+                        self.err(
+                            pos_of(expr.span()),
+                            format!("unsupported IN target: {other}"),
+                        );
+                        Typed::new(SqlType::Any, true)
+                    }
+                };
+                Typed::new(SqlType::Bool, t.nullable)
             }
             Expr::In { expr, target, .. } => {
                 let lt = self.expr(expr, None);
@@ -1446,7 +1583,11 @@ impl<'a> Analyzer<'a> {
             Expr::Between {
                 expr, low, high, ..
             } => {
-                let t = if self.is_param(expr) && !self.is_param(low) {
+                let t = if row_items(expr).is_some() {
+                    let (t, _) = self.pair(expr, low);
+                    self.pair(expr, high);
+                    t
+                } else if self.is_param(expr) && !self.is_param(low) {
                     let lt = self.expr(low, None);
                     let t = self.expr(expr, Some(&lt.hint()));
                     self.expr(high, Some(&lt.hint()));
@@ -1612,19 +1753,6 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    /// `x IS ?` accepts NULL, so the parameter may be optional.
-    fn allow_null_param(&mut self, e: &Expr, other: &Typed) {
-        if let Expr::Value(v) = e
-            && let Value::Placeholder(_) = v.value
-            && let Some(&slot) = self.occ.get(&pos_of(v.span))
-            && let Some(st) = self.pstate.get_mut(slot)
-            && other.ty != SqlType::Any
-            && st.nullable == Some(false)
-        {
-            st.nullable = Some(true);
-        }
-    }
-
     fn binary(&mut self, l: &Expr, op: &BinaryOperator, r: &Expr, hint: Option<&Hint>) -> Typed {
         use BinaryOperator as B;
         match op {
@@ -1638,9 +1766,7 @@ impl<'a> Analyzer<'a> {
                 Typed::new(SqlType::Bool, a.nullable || b.nullable)
             }
             B::Is | B::IsNot => {
-                let (a, b) = self.pair(l, r);
-                self.allow_null_param(r, &a);
-                self.allow_null_param(l, &b);
+                self.pair_with(l, r, true);
                 Typed::new(SqlType::Bool, false)
             }
             B::Match | B::Glob | B::Regexp => {
@@ -1973,6 +2099,24 @@ fn leftmost(e: &SetExpr) -> &SetExpr {
     match e {
         SetExpr::SetOperation { left, .. } => leftmost(left),
         other => other,
+    }
+}
+
+/// The elements of a row value `(a, b, …)`, looking through redundant parentheses.
+fn row_items(e: &Expr) -> Option<&[Expr]> {
+    match e {
+        Expr::Tuple(items) => Some(items),
+        Expr::Nested(inner) => row_items(inner),
+        _ => None,
+    }
+}
+
+/// A scalar subquery operand, looking through redundant parentheses.
+fn row_subquery(e: &Expr) -> Option<&Query> {
+    match e {
+        Expr::Subquery(q) => Some(q),
+        Expr::Nested(inner) => row_subquery(inner),
+        _ => None,
     }
 }
 

@@ -139,7 +139,10 @@ pub fn check_complexity(tokens: &[TokenWithSpan]) -> Result<(), PosError> {
                 return Err((
                     t.span.start.line.max(1),
                     t.span.start.column.max(1),
-                    format!("statement too complex: more than {MAX_OPERATORS} operators; split it"),
+                    format!(
+                        "statement too complex: more than {MAX_OPERATORS} operators; \
+                         split it into smaller queries or move parts into a CTE"
+                    ),
                 ));
             }
         }
@@ -148,7 +151,59 @@ pub fn check_complexity(tokens: &[TokenWithSpan]) -> Result<(), PosError> {
 }
 
 /// Parses already tokenized statements, mapping parser errors to positions.
+///
+/// sqlparser cannot parse SQLite's `x NOT GLOB y` and `x NOT MATCH y`. When a statement
+/// fails to parse and contains them, it is parsed again without those `NOT`s: negation changes
+/// neither the operands' types nor the (boolean) result, and only this parse sees the change
+/// (generated SQL is cut from the original text), so inference is unaffected.
 pub fn parse_tokens(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError> {
+    let err = match parse_once(tokens) {
+        Ok(stmts) => return Ok(stmts),
+        Err(e) => e,
+    };
+    // Only when the parser stopped at such a GLOB/MATCH; an earlier error is the real one.
+    let Some(op) = (0..tokens.len()).find_map(|i| {
+        negated_glob_or_match(tokens, i)
+            .filter(|t| (t.span.start.line, t.span.start.column) == (err.0, err.1))
+            .map(|t| t.token.to_string().to_ascii_uppercase())
+    }) else {
+        return Err(err);
+    };
+    let stripped: Vec<TokenWithSpan> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| negated_glob_or_match(tokens, *i).is_none())
+        .map(|(_, t)| t.clone())
+        .collect();
+    parse_once(&stripped).map_err(|e| {
+        if (e.0, e.1) == (err.0, err.1) {
+            let (l, c, m) = err;
+            (
+                l,
+                c,
+                format!("{m}; write NOT (x {op} y) instead of x NOT {op} y"),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// If `tokens[i]` is the `NOT` of `NOT GLOB` / `NOT MATCH`, the GLOB/MATCH token.
+fn negated_glob_or_match(tokens: &[TokenWithSpan], i: usize) -> Option<&TokenWithSpan> {
+    use sqlparser::keywords::Keyword as K;
+    let unquoted = |t: &TokenWithSpan, k: &[K]| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && k.contains(&w.keyword));
+    if !unquoted(tokens.get(i)?, &[K::NOT]) {
+        return None;
+    }
+    tokens
+        .iter()
+        .skip(i + 1)
+        .find(|t| !matches!(t.token, Token::Whitespace(_)))
+        .filter(|t| unquoted(t, &[K::GLOB, K::MATCH]))
+}
+
+fn parse_once(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError> {
     let d = dialect();
     let parsed = Parser::new(&d)
         .with_tokens_with_locations(tokens.to_vec())
@@ -156,7 +211,10 @@ pub fn parse_tokens(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError
     parsed.map_err(|e| {
         let raw = match e {
             ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
-            ParserError::RecursionLimitExceeded => "expression nested too deeply".to_string(),
+            ParserError::RecursionLimitExceeded => {
+                let (line, col) = deepest_paren(tokens).unwrap_or((1, 1));
+                return (line, col, NESTED_TOO_DEEPLY.to_string());
+            }
         };
         let end = tokens
             .iter()
@@ -167,6 +225,30 @@ pub fn parse_tokens(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError
         let (line, col) = pos.unwrap_or(end);
         (line, col, format!("syntax error: {}", lower_first(&msg)))
     })
+}
+
+/// Shown when nesting exceeds sqlparser's recursion limit (50 levels) or sqlgen's own.
+pub const NESTED_TOO_DEEPLY: &str = "expression nested too deeply (the limit is about 50 levels of \
+     parentheses or subqueries); flatten it or move parts into a CTE";
+
+/// The first `(` at the greatest nesting depth: where the parser gave up (it reports no position).
+fn deepest_paren(tokens: &[TokenWithSpan]) -> Option<(u64, u64)> {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut at = None;
+    for t in tokens {
+        match t.token {
+            Token::LParen => {
+                depth += 1;
+                if depth > max {
+                    max = depth;
+                    at = Some((t.span.start.line.max(1), t.span.start.column.max(1)));
+                }
+            }
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    at
 }
 
 /// Splits `"… at Line: 3, Column: 5"` into the message and the position.
@@ -455,7 +537,9 @@ pub fn scan_params(body: &str, tokens: &[TokenWithSpan]) -> Result<ParamScan, Po
                 found = Some((ParamKey::Anon(anon), "?".into(), false, false, i));
             }
             Token::Placeholder(p) if p.starts_with('?') => {
-                let n: u64 = p[1..]
+                let n: u64 = p
+                    .get(1..)
+                    .unwrap_or_default()
                     .parse()
                     .map_err(|_| (pos.0, pos.1, format!("invalid parameter \"{p}\"")))?;
                 if n == 0 {
@@ -466,7 +550,7 @@ pub fn scan_params(body: &str, tokens: &[TokenWithSpan]) -> Result<ParamScan, Po
             }
             Token::Placeholder(p) if p.len() > 1 => {
                 found = Some((
-                    ParamKey::Named(p[1..].to_string()),
+                    ParamKey::Named(p.get(1..).unwrap_or_default().to_string()),
                     p.clone(),
                     false,
                     false,

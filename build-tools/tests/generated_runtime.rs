@@ -390,3 +390,88 @@ fn works_inside_a_transaction() {
     tx.rollback().unwrap();
     assert_eq!(q::count_sessions(&conn).unwrap(), 0);
 }
+
+#[test]
+fn row_values_is_and_negated_patterns() {
+    let conn = db();
+    session(&conn, "s", None, 1);
+    session(&conn, "c", Some("s"), 2);
+    for (id, at) in [("m1", 10), ("m2", 10), ("m3", 20), ("m4", 30)] {
+        message(&conn, id, "s", "hi", at);
+    }
+    // Keyset pagination walks (created_at, id) downwards without repeating a row.
+    let page = |created_at, id| {
+        q::messages_before(
+            &conn,
+            &q::MessagesBeforeParams {
+                session_id: "s",
+                created_at,
+                id,
+                limit: 2,
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(page(i64::MAX, ""), ["m4", "m3"]);
+    assert_eq!(page(20, "m3"), ["m2", "m1"]);
+    assert_eq!(page(10, "m1"), Vec::<String>::new());
+
+    let from = |updated_at, id| {
+        q::sessions_from(&conn, &q::SessionsFromParams { updated_at, id }).unwrap()
+    };
+    // Messages moved "s" to updated_at 30 (trigger); "c" stays at 2.
+    assert_eq!(from(1, "s"), ["c", "s"]);
+    assert_eq!(from(2, "c"), ["c", "s"]);
+    assert_eq!(from(2, "d"), ["s"]);
+    let at_rows = q::sessions_at_rows(
+        &conn,
+        &q::SessionsAtRowsParams {
+            created_at: 1,
+            title: "title s",
+            at: 2,
+            title_2: "title c",
+        },
+    )
+    .unwrap();
+    assert_eq!(at_rows, ["c", "s"]);
+    let either = q::messages_at_either(
+        &conn,
+        &q::MessagesAtEitherParams {
+            session_id: "s",
+            created_at: 20,
+            session_id_2: "s",
+            created_at_2: 30,
+        },
+    )
+    .unwrap();
+    assert_eq!(either, ["m3", "m4"]);
+
+    // `IS` matches NULL when given None, unlike `=`.
+    let by_summary = |summary, not_parent| {
+        q::sessions_by_summary(
+            &conn,
+            &q::SessionsBySummaryParams {
+                summary,
+                not_parent,
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(by_summary(None, None), ["c"]);
+    assert_eq!(by_summary(None, Some("s")), ["s"]);
+    assert!(by_summary(Some("x"), None).is_empty());
+
+    let plain = q::titles_not_matching(
+        &conn,
+        &q::TitlesNotMatchingParams {
+            pattern: "*c",
+            exclude: "%\\_%",
+        },
+    )
+    .unwrap();
+    let got: Vec<_> = plain.iter().map(|r| (r.id.as_str(), r.plain)).collect();
+    assert_eq!(got, [("c", false), ("s", true)]);
+}

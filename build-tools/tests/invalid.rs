@@ -287,3 +287,156 @@ fn is_comparisons_accept_optional_parameters() {
         .collect();
     assert_eq!(p, [("title", true), ("other", true)]);
 }
+
+#[test]
+fn row_values_must_pair_up() {
+    let e = errors(
+        "-- name: Size :many\n\
+         SELECT id FROM sessions WHERE (created_at, id) < (@created_at, @id, @x);\n\
+         -- name: Sub :many\n\
+         SELECT id FROM sessions WHERE (created_at, id) IN (SELECT created_at FROM messages);\n\
+         -- name: Scalar :many\n\
+         SELECT id FROM sessions WHERE (created_at, id) = @x;\n",
+    );
+    assert_eq!(
+        e,
+        [
+            "sql/queries/sessions.sql:2:51: Size: row values of different sizes: 2 and 3 elements",
+            "sql/queries/sessions.sql:4:52: Sub: row value has 2 elements but the subquery returns 1 column",
+            "sql/queries/sessions.sql:6:50: Scalar: a row value can only be compared with a row value of the same size or a subquery",
+        ]
+    );
+}
+
+#[test]
+fn row_value_parameters_take_their_partners_types() {
+    let m = [file("sql/migrations/V1__init.sql", SCHEMA)];
+    let q = [file(
+        "sql/queries/q.sql",
+        "-- name: Page :many\n\
+         SELECT id FROM messages WHERE (created_at, id) > (?, ?) \
+         AND (session_id, created_at) = (SELECT id, created_at FROM sessions WHERE title = ?) \
+         AND (created_at, id) BETWEEN (@lo, @lo_id) AND (@hi, @hi_id) \
+         AND (?, ?) IN (SELECT created_at, id FROM sessions);\n",
+    )];
+    let a = sqlgen::analyze_sources(&m, &q).unwrap();
+    let p: Vec<_> = a.queries[0]
+        .params
+        .iter()
+        .map(|p| (p.name.as_str(), p.ty.sql_name(), p.nullable))
+        .collect();
+    assert_eq!(
+        p,
+        [
+            ("created_at", "INTEGER", false),
+            ("id", "TEXT", false),
+            ("title", "TEXT", false),
+            ("lo", "INTEGER", false),
+            ("lo_id", "TEXT", false),
+            ("hi", "INTEGER", false),
+            ("hi_id", "TEXT", false),
+            ("created_at_2", "INTEGER", false),
+            ("id_2", "TEXT", false),
+        ]
+    );
+}
+
+#[test]
+fn is_parameters_are_optional_unless_required_elsewhere() {
+    let m = [file("sql/migrations/V1__init.sql", SCHEMA)];
+    let q = [file(
+        "sql/queries/q.sql",
+        "-- name: A :many\n\
+         SELECT id FROM sessions WHERE title IS NOT sqlc.arg(t) AND id IS (@i) \
+         AND (title, id) IS NOT (?, ?);\n\
+         -- name: B :many\n\
+         SELECT id FROM sessions WHERE title IS @t OR id = @t;\n",
+    )];
+    let a = sqlgen::analyze_sources(&m, &q).unwrap();
+    let params = |i: usize| -> Vec<(String, bool)> {
+        a.queries[i]
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.nullable))
+            .collect()
+    };
+    let owned = |v: &[(&str, bool)]| -> Vec<(String, bool)> {
+        v.iter().map(|(n, b)| (n.to_string(), *b)).collect()
+    };
+    assert_eq!(
+        params(0),
+        owned(&[("t", true), ("i", true), ("title", true), ("id", true)])
+    );
+    assert_eq!(params(1), owned(&[("t", false)]));
+}
+
+#[test]
+fn negated_glob_and_match_parse() {
+    let schema = format!(
+        "{SCHEMA}CREATE VIRTUAL TABLE docs USING fts5(body);\n\
+         CREATE TABLE codes (c TEXT NOT NULL CHECK (c NOT GLOB '*[^0-9]*'));\n"
+    );
+    let m = [file("sql/migrations/V1__init.sql", &schema)];
+    let q = [file(
+        "sql/queries/q.sql",
+        "-- name: A :many\n\
+         SELECT id, title NOT GLOB 'x*' AS plain FROM sessions WHERE title NOT GLOB @p \
+         AND title NOT LIKE @l ESCAPE '\\' AND title NOT REGEXP @r;\n\
+         -- name: B :many\n\
+         SELECT rowid FROM docs WHERE docs NOT MATCH @q;\n",
+    )];
+    let a = sqlgen::analyze_sources(&m, &q).unwrap();
+    assert_eq!(
+        a.explain(),
+        [
+            "A :many (p: &str, l: &str, r: &str) -> Vec<ARow> { id: String, plain: bool }",
+            "B :many (q: &str) -> Vec<i64>",
+        ]
+    );
+    // Errors elsewhere in such a statement are still reported where they are.
+    let e = errors(
+        "-- name: A :many\nSELECT id FROM sessions WHERE title NOT GLOB @p AND (;\n\
+         -- name: B :many\nSELECT id FROM sessions WHERE title NOT GLOB @p AND titel = 1;\n",
+    );
+    assert_eq!(
+        e,
+        [
+            "sql/queries/sessions.sql:2:54: A: syntax error: expected: an expression, found: ;",
+            "sql/queries/sessions.sql:4:53: B: no column \"titel\" in \"sessions\"; did you mean \"title\"?",
+        ]
+    );
+}
+
+#[test]
+fn limits_are_positioned_and_explained() {
+    let chain = vec!["id = ?"; 151].join(" OR ");
+    let parens = format!("{}1{}", "(".repeat(60), ")".repeat(60));
+    let e = errors(&format!(
+        "-- name: Long :many\nSELECT id FROM sessions WHERE {chain};\n\
+         -- name: Deep :one\nSELECT {parens} AS n;\n"
+    ));
+    assert_eq!(
+        e,
+        [
+            "sql/queries/sessions.sql:2:784: Long: statement too complex: more than 150 operators; \
+             split it into smaller queries or move parts into a CTE",
+            "sql/queries/sessions.sql:4:67: Deep: expression nested too deeply (the limit is about \
+             50 levels of parentheses or subqueries); flatten it or move parts into a CTE",
+        ]
+    );
+}
+
+#[test]
+fn pragmas_in_migrations_are_skipped() {
+    let schema = format!(
+        "PRAGMA ignore_check_constraints = ON;\n{SCHEMA}PRAGMA ignore_check_constraints = OFF;\n\
+         PRAGMA foreign_keys = off;\npragma user_version = 3;\nPRAGMA main.optimize;\n"
+    );
+    let m = [file("sql/migrations/V1__init.sql", &schema)];
+    let q = [file(
+        "sql/queries/q.sql",
+        "-- name: Count :one\nSELECT COUNT(*) AS n FROM messages;\n",
+    )];
+    let a = sqlgen::analyze_sources(&m, &q).unwrap();
+    assert_eq!(a.explain(), ["Count :one () -> i64"]);
+}
