@@ -65,21 +65,6 @@ pub struct MessageRow {
     pub finished_at: Option<i64>,
 }
 
-/// A row of table `parts`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PartRow {
-    pub seq: i64,
-    pub id: String,
-    pub message_id: String,
-    pub session_id: String,
-    pub position: i64,
-    pub r#type: String,
-    pub data: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub search_text: Option<String>,
-}
-
 /// A row of table `files`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileRow {
@@ -100,6 +85,21 @@ pub struct SessionRollupRow {
     pub rolled_up_at: i64,
 }
 
+/// A row of table `parts`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartRow {
+    pub seq: i64,
+    pub id: String,
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub r#type: String,
+    pub data: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub search_text: Option<String>,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();
@@ -112,6 +112,279 @@ fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> S
         *next += 1;
     }
     sql.replace(&format!("/*SLICE:{name}*/?"), &list)
+}
+
+/// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
+pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
+SET compacting_at = ?1, updated_at = ?1
+WHERE id = ?2
+  AND ended_at IS NULL
+  AND (compacting_at IS NULL OR compacting_at < ?3)";
+
+/// Parameters of [`claim_session_compaction`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimSessionCompactionParams<'a> {
+    pub now: i64,
+    pub id: &'a str,
+    pub stale_before: i64,
+}
+
+/// `ClaimSessionCompaction` (`:execrows`) from `sql/queries/agent.sql:3`.
+///
+/// Marks a compaction of an active session as running, unless one is already running and
+/// started at or after @stale_before (an older mark is left by a crashed process and is taken
+/// over). One statement, so two compactors can never both claim the session.
+pub fn claim_session_compaction(
+    conn: &rusqlite::Connection,
+    params: &ClaimSessionCompactionParams<'_>,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(CLAIM_SESSION_COMPACTION_SQL)?;
+    let values = rusqlite::params![params.now, params.id, params.stale_before];
+    stmt.execute(values)
+}
+
+/// SQL of `ListUnfinishedAssistantMessageIds` (sql/queries/agent_loop.sql:3).
+pub const LIST_UNFINISHED_ASSISTANT_MESSAGE_IDS_SQL: &str = "SELECT id FROM messages
+WHERE session_id = ?1 AND role = 'assistant' AND finished_at IS NULL
+ORDER BY created_at, id";
+
+/// `ListUnfinishedAssistantMessageIds` (`:many`) from `sql/queries/agent_loop.sql:3`.
+///
+/// Assistant messages left open (a dead process, or one still running), oldest first.
+pub fn list_unfinished_assistant_message_ids(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(LIST_UNFINISHED_ASSISTANT_MESSAGE_IDS_SQL)?;
+    let rows = stmt.query_map([session_id], |row| row.get(0))?;
+    rows.collect()
+}
+
+/// SQL of `GetLastAssistantModel` (sql/queries/agent_loop.sql:9).
+pub const GET_LAST_ASSISTANT_MODEL_SQL: &str = "SELECT model AS \"model!\" FROM messages
+WHERE session_id = ?1 AND role = 'assistant' AND model IS NOT NULL
+ORDER BY created_at DESC, id DESC
+LIMIT 1";
+
+/// `GetLastAssistantModel` (`:one`) from `sql/queries/agent_loop.sql:9`.
+///
+/// The model of the session's newest assistant message that names one.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_last_assistant_model(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare_cached(GET_LAST_ASSISTANT_MODEL_SQL)?;
+    stmt.query_row([session_id], |row| row.get(0))
+}
+
+/// SQL of `SetSessionPromptSettings` (sql/queries/agent_loop.sql:16).
+pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
+SET model = ?1,
+    permission = coalesce(?2, permission),
+    updated_at = ?3
+WHERE id = ?4";
+
+/// Parameters of [`set_session_prompt_settings`].
+#[derive(Debug, Clone, Copy)]
+pub struct SetSessionPromptSettingsParams<'a> {
+    pub model: Option<&'a str>,
+    pub permission: Option<&'a str>,
+    pub now: i64,
+    pub id: &'a str,
+}
+
+/// `SetSessionPromptSettings` (`:execrows`) from `sql/queries/agent_loop.sql:16`.
+///
+/// What a prompt changes on its session, in the transaction that saves the prompt: the model
+/// it used and, when the prompt had tool switches, the merged permission rules (NULL keeps
+/// the stored rules).
+pub fn set_session_prompt_settings(
+    conn: &rusqlite::Connection,
+    params: &SetSessionPromptSettingsParams<'_>,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(SET_SESSION_PROMPT_SETTINGS_SQL)?;
+    let values = rusqlite::params![params.model, params.permission, params.now, params.id];
+    stmt.execute(values)
+}
+
+/// SQL of `ListSessionPreviews` (sql/queries/cli.sql:4).
+pub const LIST_SESSION_PREVIEWS_SQL: &str =
+    "SELECT p.session_id, substr(p.search_text, 1, ?1) AS \"text!: String\"
+FROM parts AS p
+WHERE p.type = 'text'
+  AND coalesce(p.data ->> '$.synthetic', 0) = 0
+  AND p.message_id IN (
+      SELECT (SELECT m.id FROM messages AS m
+              WHERE m.session_id = s.id AND m.role = 'user'
+              ORDER BY m.created_at, m.id
+              LIMIT 1)
+      FROM sessions AS s
+      WHERE s.id IN (/*SLICE:session_ids*/?))
+ORDER BY p.session_id, p.position";
+
+/// A row returned by [`list_session_previews`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListSessionPreviewsRow {
+    pub session_id: String,
+    pub text: String,
+}
+
+/// Parameters of [`list_session_previews`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListSessionPreviewsParams<'a> {
+    pub max_chars: i64,
+    pub session_ids: &'a [&'a str],
+}
+
+/// `ListSessionPreviews` (`:many`) from `sql/queries/cli.sql:4`.
+///
+/// The text parts of each given session's first user message, in part order, each cut to
+/// @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
+/// of attached files) are left out: the preview is what the user typed. One indexed probe
+/// per session, never a whole conversation.
+pub fn list_session_previews(
+    conn: &rusqlite::Connection,
+    params: &ListSessionPreviewsParams<'_>,
+) -> rusqlite::Result<Vec<ListSessionPreviewsRow>> {
+    let mut next = 2;
+    let sql = sqlgen_expand_slice(
+        LIST_SESSION_PREVIEWS_SQL,
+        "session_ids",
+        &mut next,
+        params.session_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&params.max_chars];
+    values.extend(params.session_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListSessionPreviewsRow {
+            session_id: row.get(0)?,
+            text: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListSessionsByIdRange` (sql/queries/cli.sql:22).
+pub const LIST_SESSIONS_BY_ID_RANGE_SQL: &str = "SELECT * FROM sessions
+WHERE id >= ?1 AND id < ?2
+ORDER BY id
+LIMIT ?3";
+
+/// Parameters of [`list_sessions_by_id_range`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListSessionsByIdRangeParams<'a> {
+    pub lo: &'a str,
+    pub hi: &'a str,
+    pub limit: i64,
+}
+
+/// `ListSessionsByIdRange` (`:many`) from `sql/queries/cli.sql:22`.
+///
+/// Sessions whose id is in [@lo, @hi), by id: with @hi = @lo followed by U+10FFFF this is
+/// every id starting with @lo, found by the primary key rather than a LIKE scan.
+pub fn list_sessions_by_id_range(
+    conn: &rusqlite::Connection,
+    params: &ListSessionsByIdRangeParams<'_>,
+) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt = conn.prepare_cached(LIST_SESSIONS_BY_ID_RANGE_SQL)?;
+    let values = rusqlite::params![params.lo, params.hi, params.limit];
+    let rows = stmt.query_map(values, |row| {
+        Ok(SessionRow {
+            id: row.get(0)?,
+            parent_session_id: row.get(1)?,
+            kind: row.get(2)?,
+            source: row.get(3)?,
+            user_id: row.get(4)?,
+            directory: row.get(5)?,
+            title: row.get(6)?,
+            model: row.get(7)?,
+            model_config: row.get(8)?,
+            system_prompt: row.get(9)?,
+            permission: row.get(10)?,
+            message_count: row.get(11)?,
+            tool_call_count: row.get(12)?,
+            api_call_count: row.get(13)?,
+            input_tokens: row.get(14)?,
+            output_tokens: row.get(15)?,
+            cache_read_tokens: row.get(16)?,
+            cache_write_tokens: row.get(17)?,
+            reasoning_tokens: row.get(18)?,
+            estimated_cost_usd: row.get(19)?,
+            actual_cost_usd: row.get(20)?,
+            billing_provider: row.get(21)?,
+            billing_base_url: row.get(22)?,
+            billing_mode: row.get(23)?,
+            cost_status: row.get(24)?,
+            cost_source: row.get(25)?,
+            pricing_version: row.get(26)?,
+            summary_message_id: row.get(27)?,
+            created_at: row.get(28)?,
+            updated_at: row.get(29)?,
+            ended_at: row.get(30)?,
+            end_reason: row.get(31)?,
+            archived_at: row.get(32)?,
+            compacting_at: row.get(33)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListMessageIdsByRange` (sql/queries/cli.sql:30).
+pub const LIST_MESSAGE_IDS_BY_RANGE_SQL: &str = "SELECT id FROM messages
+WHERE session_id = ?1 AND id >= ?2 AND id < ?3
+ORDER BY id
+LIMIT ?4";
+
+/// Parameters of [`list_message_ids_by_range`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListMessageIdsByRangeParams<'a> {
+    pub session_id: &'a str,
+    pub lo: &'a str,
+    pub hi: &'a str,
+    pub limit: i64,
+}
+
+/// `ListMessageIdsByRange` (`:many`) from `sql/queries/cli.sql:30`.
+///
+/// The ids of a session's messages in [@lo, @hi) (a message id prefix, as above).
+pub fn list_message_ids_by_range(
+    conn: &rusqlite::Connection,
+    params: &ListMessageIdsByRangeParams<'_>,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(LIST_MESSAGE_IDS_BY_RANGE_SQL)?;
+    let values = rusqlite::params![params.session_id, params.lo, params.hi, params.limit];
+    let rows = stmt.query_map(values, |row| row.get(0))?;
+    rows.collect()
+}
+
+/// SQL of `CheckWordIndex` (sql/queries/cli.sql:37).
+pub const CHECK_WORD_INDEX_SQL: &str =
+    "INSERT INTO parts_fts (parts_fts, rank) VALUES ('integrity-check', 1)";
+
+/// `CheckWordIndex` (`:exec`) from `sql/queries/cli.sql:37`.
+///
+/// FTS5's integrity check of the word index against its content (parts): fails with
+/// SQLITE_CORRUPT_VTAB when they disagree.
+pub fn check_word_index(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(CHECK_WORD_INDEX_SQL)?;
+    stmt.execute([])?;
+    Ok(())
+}
+
+/// SQL of `CheckTrigramIndex` (sql/queries/cli.sql:42).
+pub const CHECK_TRIGRAM_INDEX_SQL: &str =
+    "INSERT INTO parts_fts_trigram (parts_fts_trigram, rank) VALUES ('integrity-check', 1)";
+
+/// `CheckTrigramIndex` (`:exec`) from `sql/queries/cli.sql:42`.
+///
+/// The same check for the trigram index.
+pub fn check_trigram_index(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(CHECK_TRIGRAM_INDEX_SQL)?;
+    stmt.execute([])?;
+    Ok(())
 }
 
 /// SQL of `CreateFileVersion` (sql/queries/files.sql:4).
@@ -639,9 +912,9 @@ pub fn list_message_texts(
 /// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:53).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM parts AS p
-JOIN messages AS m ON m.id = p.message_id
-WHERE p.session_id = ?1
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = ?1
 ORDER BY m.created_at, m.id, p.position";
 
 /// A row returned by [`list_session_part_data`].
@@ -658,7 +931,9 @@ pub struct ListSessionPartDataRow {
 /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:53`.
 ///
 /// Every part of a session in message order then part order, without the computed
-/// search_text (loading a conversation must not re-extract every part's text).
+/// search_text (loading a conversation must not re-extract every part's text). Driven by
+/// messages_session_created, so rows come out in message order and only each message's
+/// few parts are sorted.
 pub fn list_session_part_data(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -677,7 +952,7 @@ pub fn list_session_part_data(
     rows.collect()
 }
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:62).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:64).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -695,7 +970,7 @@ pub struct ListPartDataByMessageIdsRow {
     pub updated_at: i64,
 }
 
-/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:62`.
+/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:64`.
 ///
 /// The parts of the given messages, without the computed search_text.
 pub fn list_part_data_by_message_ids(
@@ -725,7 +1000,7 @@ pub fn list_part_data_by_message_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:69).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:71).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -743,7 +1018,7 @@ pub struct ListMessagePartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:69`.
+/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:71`.
 ///
 /// One message's parts in order, without the computed search_text.
 pub fn list_message_part_data(

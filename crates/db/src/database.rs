@@ -5,6 +5,11 @@
 //! busy handler waits only briefly; beyond that `write` retries the whole closure after a
 //! random pause, so competing processes don't retry in lock-step. Reads use a small pool of
 //! separate read-only connections, which in WAL mode never wait for a writer.
+//!
+//! [`Options::read_only`] opens an existing file for reading only: no file is created, no
+//! migration runs, every connection is opened `SQLITE_OPEN_READ_ONLY`, and `write` returns
+//! [`Error::ReadOnly`]. That is how a database on a read-only disk, or owned by another
+//! user, can still be read.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use rand::Rng;
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::error::is_busy;
 use crate::migrate::{self, MigrationReport};
@@ -39,6 +44,8 @@ pub struct Options {
     pub cache_kib: i64,
     /// Idle read connections kept open for reuse.
     pub max_idle_readers: usize,
+    /// Open an existing database for reading only (see [`Database::open_read_only`]).
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -52,6 +59,7 @@ impl Default for Options {
             checkpoint_every: 100,
             cache_kib: 16 * 1024,
             max_idle_readers: 4,
+            read_only: false,
         }
     }
 }
@@ -69,6 +77,8 @@ pub struct Database {
     readers: Mutex<Vec<Connection>>,
     writes: AtomicU64,
     migration: MigrationReport,
+    /// Read-only connections open the file `immutable` (see [`Database::open_read_only`]).
+    immutable: bool,
 }
 
 impl Database {
@@ -77,14 +87,43 @@ impl Database {
     ///
     /// A new parent directory is created with mode 0700 and a new file with mode 0600, as
     /// conversations are private. A database written by a newer Scribe is refused with
-    /// [`Error::SchemaTooNew`].
+    /// [`Error::SchemaTooNew`]. A file or directory this process may not write gives
+    /// [`Error::NotWritable`] (open it with [`Database::open_read_only`] instead), a file
+    /// that is not a database [`Error::NotADatabase`], a damaged one [`Error::Corrupt`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, Options::default())
     }
 
-    /// [`Database::open`] with explicit [`Options`].
+    /// Opens the existing database at `path` for reading only, with default [`Options`].
+    ///
+    /// Never creates, migrates or writes anything, so it works on a file or directory this
+    /// process may not write. Reading a WAL database alongside writers needs its `-shm`
+    /// file; when neither it nor the `-wal` file exists (as after every writer closed
+    /// cleanly) and they cannot be created (a read-only directory or medium), the file is
+    /// read as `immutable`: without locks, assuming no process writes it meanwhile (a
+    /// writer starting later may make reads fail or miss its changes).
+    ///
+    /// The schema must be exactly this build's version: a newer one gives
+    /// [`Error::SchemaTooNew`], an older one [`Error::SchemaTooOld`] (open it read-write once
+    /// to migrate it; this build's queries are written against the current schema only).
+    /// [`Database::write`] and [`Database::vacuum`] return [`Error::ReadOnly`];
+    /// [`Database::check`] skips the search-index checks, which FTS5 runs as writes.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        let options = Options {
+            read_only: true,
+            ..Options::default()
+        };
+        Self::open_with(path, options)
+    }
+
+    /// [`Database::open`] (or [`Database::open_read_only`] when [`Options::read_only`])
+    /// with explicit [`Options`].
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
-        Self::open_at(path.as_ref(), options, None)
+        if options.read_only {
+            Self::open_read_only_at(path.as_ref(), options)
+        } else {
+            Self::open_at(path.as_ref(), options, None)
+        }
     }
 
     /// Opens `path` and migrates it only up to version `target`; for tests of migrations
@@ -96,11 +135,16 @@ impl Database {
 
     fn open_at(path: &Path, options: Options, target: Option<i64>) -> Result<Self> {
         let path = absolute(path)?;
-        create_private_file(&path)?;
+        Self::open_read_write(&path, options, target)
+            .map_err(|err| classify_open_error(&path, err, true))
+    }
+
+    fn open_read_write(path: &Path, options: Options, target: Option<i64>) -> Result<Self> {
+        create_private_file(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&path, flags)?;
+        let mut conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(options.busy_timeout)?;
         // Switching to WAL needs a moment of exclusive access, which a concurrent opener may
         // hold; it is retried like any write.
@@ -112,20 +156,85 @@ impl Database {
             Ok(())
         })?;
         configure(&conn, &options)?;
-        let migration = retry(&options, || {
+        let migrated = retry(&options, || {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let report = migrate::migrate(&tx, target)?;
             tx.commit()?;
             Ok(report)
-        })?;
+        });
+        // A migration may switch CHECK constraints off to copy rows as they are (V3); it
+        // switches them back itself, unless it failed half-way.
+        conn.pragma_update(None, "ignore_check_constraints", false)?;
+        let migration = migrated?;
         Ok(Database {
-            path: Some(path),
+            path: Some(path.to_owned()),
             options,
             writer: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
             migration,
+            immutable: false,
         })
+    }
+
+    fn open_read_only_at(path: &Path, options: Options) -> Result<Self> {
+        let path = absolute(path)?;
+        let open = || -> Result<Self> {
+            // SQLite would report a missing file as "unable to open database file"; the
+            // operating system's "no such file" is clearer.
+            fs::metadata(&path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let probe = |immutable: bool| -> Result<(Connection, i64)> {
+                let conn = open_reader(&path, &options, immutable)?;
+                let found = retry(&options, || migrate::current_version(&conn))?;
+                Ok((conn, found))
+            };
+            // A WAL database needs its `-shm` file to be read safely alongside writers. When
+            // neither it nor the `-wal` file exists and they cannot be created (a read-only
+            // directory or medium), SQLite refuses; then nobody is writing the file right
+            // now, and it is read as immutable.
+            let (conn, found, immutable) = match probe(false) {
+                Ok((conn, found)) => (conn, found, false),
+                Err(err)
+                    if matches!(
+                        err.sqlite_code(),
+                        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+                    ) =>
+                {
+                    tracing::debug!(error = %err, "reading the database as immutable");
+                    let (conn, found) = probe(true)?;
+                    (conn, found, true)
+                }
+                Err(err) => return Err(err),
+            };
+            let known = migrate::known_version();
+            if found > known {
+                return Err(Error::SchemaTooNew { found, known });
+            }
+            if found < known {
+                return Err(Error::SchemaTooOld {
+                    path: path.clone(),
+                    found,
+                    known,
+                });
+            }
+            Ok(Database {
+                path: Some(path.clone()),
+                options: options.clone(),
+                writer: Mutex::new(conn),
+                readers: Mutex::new(Vec::new()),
+                writes: AtomicU64::new(0),
+                migration: MigrationReport {
+                    from: found,
+                    to: found,
+                    applied: Vec::new(),
+                },
+                immutable,
+            })
+        };
+        open().map_err(|err| classify_open_error(&path, err, false))
     }
 
     /// A private in-memory database with the current schema, for tests.
@@ -143,6 +252,7 @@ impl Database {
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
             migration,
+            immutable: false,
         })
     }
 
@@ -154,6 +264,16 @@ impl Database {
     /// The options this database was opened with.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// Whether this database was opened read-only ([`Options::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.options.read_only
+    }
+
+    /// Whether a read-only database is read as immutable (see [`Database::open_read_only`]).
+    pub(crate) fn is_immutable(&self) -> bool {
+        self.immutable
     }
 
     /// What opening did to the schema.
@@ -181,19 +301,42 @@ impl Database {
     ///
     /// Don't call [`Database::read`] or `write` from inside `f`: use `tx`, which sees the
     /// transaction's own changes.
+    ///
+    /// On a database opened read-only, returns [`Error::ReadOnly`] without running `f`. If
+    /// the file became unwritable after it was opened, SQLite's SQLITE_READONLY is returned
+    /// as [`Error::NotWritable`].
     pub fn write<T, F>(&self, mut f: F) -> Result<T>
     where
         F: FnMut(&rusqlite::Transaction<'_>) -> Result<T>,
     {
+        self.refuse_if_read_only()?;
         let value = retry(&self.options, || {
             let mut conn = self.writer();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = f(&tx)?;
             tx.commit()?;
             Ok(value)
+        })
+        .map_err(|err| match (&self.path, err) {
+            (Some(path), Error::Storage(source))
+                if source.sqlite_error_code() == Some(ErrorCode::ReadOnly) =>
+            {
+                Error::NotWritable {
+                    path: path.clone(),
+                    source: Box::new(source),
+                }
+            }
+            (_, err) => err,
         })?;
         self.after_write();
         Ok(value)
+    }
+
+    fn refuse_if_read_only(&self) -> Result<()> {
+        match &self.path {
+            Some(path) if self.options.read_only => Err(Error::ReadOnly { path: path.clone() }),
+            _ => Ok(()),
+        }
     }
 
     /// Runs `f` on a read-only connection inside one read transaction, so everything it
@@ -221,15 +364,16 @@ impl Database {
     }
 
     /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers.
+    /// Does nothing on a read-only database.
     pub fn checkpoint(&self) -> Result<()> {
-        if self.path.is_some() {
+        if self.path.is_some() && !self.options.read_only {
             let conn = self.writer();
             conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
         Ok(())
     }
 
-    fn writer(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
         // A panic inside a write closure rolled its transaction back (Transaction's drop),
         // so the connection behind a poisoned lock is still sound.
         self.writer
@@ -257,13 +401,7 @@ impl Database {
         if let Some(conn) = idle {
             return Ok(conn);
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)?;
-        conn.busy_timeout(self.options.busy_timeout)?;
-        configure(&conn, &self.options)?;
-        // Read-write at the file level (so it can map the WAL index) but unable to write.
-        conn.pragma_update(None, "query_only", true)?;
-        Ok(conn)
+        open_reader(path, &self.options, self.immutable)
     }
 
     fn return_reader(&self, conn: Connection) {
@@ -274,6 +412,128 @@ impl Database {
         if idle.len() < self.options.max_idle_readers && conn.is_autocommit() {
             idle.push(conn);
         }
+    }
+}
+
+/// A connection that cannot write: read-write at the file level (so it can map the WAL
+/// index) but `query_only`; or, for a read-only database, opened `SQLITE_OPEN_READ_ONLY`,
+/// and with `immutable` as an `immutable=1` URI (no locks, no `-shm`: only sound while
+/// nobody writes the file).
+pub(crate) fn open_reader(path: &Path, options: &Options, immutable: bool) -> Result<Connection> {
+    let access = if options.read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+    };
+    let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = if immutable {
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?
+    } else {
+        Connection::open_with_flags(path, flags)?
+    };
+    conn.busy_timeout(options.busy_timeout)?;
+    configure(&conn, options)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
+}
+
+/// `path` percent-encoded for a `file:` URI (everything but unreserved bytes and `/`).
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Turns an error from opening `path` into the variant that says what is wrong with the
+/// file: not a database, damaged, or (opening read-write) not writable.
+fn classify_open_error(path: &Path, err: Error, read_write: bool) -> Error {
+    let code = err.sqlite_code();
+    let not_writable = |err: Error| -> Error {
+        let source: Box<dyn std::error::Error + Send + Sync> = match err {
+            Error::Io { source, .. } => Box::new(source),
+            Error::Storage(source) => Box::new(source),
+            Error::Migration(source) => Box::new(source),
+            other => Box::new(other),
+        };
+        Error::NotWritable {
+            path: path.to_owned(),
+            source,
+        }
+    };
+    match err {
+        // Only an existing file can be offered read-only instead.
+        Error::Io { ref source, .. }
+            if read_write
+                && path.is_file()
+                && matches!(
+                    source.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+        {
+            not_writable(err)
+        }
+        Error::Storage(source) => match code {
+            Some(ErrorCode::NotADatabase) => Error::NotADatabase {
+                path: path.to_owned(),
+                source,
+            },
+            Some(ErrorCode::DatabaseCorrupt) => Error::Corrupt {
+                path: path.to_owned(),
+                source,
+            },
+            Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) if read_write => {
+                not_writable(Error::Storage(source))
+            }
+            // Also "is a directory" or a missing parent; only unwritable if it really is.
+            Some(ErrorCode::CannotOpen) if read_write && !writable(path) => {
+                not_writable(Error::Storage(source))
+            }
+            _ => Error::Storage(source),
+        },
+        Error::Migration(_)
+            if read_write
+                && matches!(
+                    code,
+                    Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied)
+                ) =>
+        {
+            not_writable(err)
+        }
+        other => other,
+    }
+}
+
+/// Whether this process can write the existing file `path` and create files beside it (the
+/// WAL and shared-memory files). Only asked after SQLite failed to open it, so the probe
+/// file it creates and removes costs nothing in the normal case.
+fn writable(path: &Path) -> bool {
+    if !path.is_file() {
+        return true;
+    }
+    if fs::OpenOptions::new().append(true).open(path).is_err() {
+        return false;
+    }
+    let Some(dir) = path.parent() else {
+        return true;
+    };
+    let probe = dir.join(format!(".scribe-write-probe-{}", std::process::id()));
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            true
+        }
+        Err(err) => err.kind() == std::io::ErrorKind::AlreadyExists,
     }
 }
 
@@ -288,7 +548,7 @@ fn configure(conn: &Connection, options: &Options) -> Result<()> {
 
 /// Runs `op` until it succeeds, fails with something other than busy, or has been tried
 /// `options.write_attempts` times (then [`Error::Locked`]).
-fn retry<T>(options: &Options, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+pub(crate) fn retry<T>(options: &Options, mut op: impl FnMut() -> Result<T>) -> Result<T> {
     let attempts = options.write_attempts.max(1);
     for attempt in 1..=attempts {
         match op() {

@@ -3,7 +3,8 @@
 //! - [`Database`]: opens the file (private modes, WAL, foreign keys, a short busy timeout),
 //!   migrates the schema from `sql/migrations`, and offers [`Database::write`] (retried
 //!   `BEGIN IMMEDIATE` transactions) and [`Database::read`] (read-only connections that
-//!   never take the write lock).
+//!   never take the write lock); [`Database::open_read_only`] for files this process may
+//!   not write; [`Database::check`] and [`Database::vacuum`] for maintenance.
 //! - [`queries`]: the typed functions sqlgen generates from `sql/queries`.
 //! - [`filters`]: sea-query builders for the queries whose shape depends on the caller
 //!   (optional filters, IN lists, sort orders).
@@ -17,6 +18,7 @@ mod error;
 pub mod filters;
 pub mod ids;
 mod info;
+mod maintenance;
 mod migrate;
 pub mod queries;
 pub mod search;
@@ -25,6 +27,7 @@ pub use database::{Database, Options};
 pub use error::{Error, Result};
 pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
+pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
 
 /// Re-exported so dependants name the same driver version the generated code uses.

@@ -8,7 +8,10 @@
 //!
 //! Consequence for future migrations: they run inside a transaction, where
 //! `PRAGMA foreign_keys` cannot change. A table rebuild (create new, copy, drop old,
-//! rename) should use `PRAGMA defer_foreign_keys = ON`, which does work there.
+//! rename) should use `PRAGMA defer_foreign_keys = ON`, which does work there (or, like V3,
+//! rely on no table referencing the rebuilt one). A migration that switches
+//! `ignore_check_constraints` on to copy damaged rows as they are must switch it off again;
+//! `Database::open` also resets it after every migration run.
 
 use refinery::{Migration, Runner};
 use refinery_core::traits::sync::{Migrate, Query, Transaction};

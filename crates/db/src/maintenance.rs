@@ -1,0 +1,199 @@
+//! [`Database::check`] and [`Database::vacuum`]: what `scribe db check` and
+//! `scribe db vacuum` run.
+//!
+//! The check runs on a fresh connection. A connection that has been open a while caches
+//! FTS5's index structure; after another connection rebuilt an index (a 'rebuild' command,
+//! or a trigger's rebuild after a damaged part changed), `PRAGMA integrity_check` on the old
+//! connection reports the index as corrupt although it is fine, so a pooled reader would
+//! raise false alarms.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode};
+
+use crate::database::{open_reader, retry};
+use crate::{Database, Error, Result};
+
+/// The search indexes [`Database::check`] verifies.
+const INDEXES: [&str; 2] = ["parts_fts", "parts_fts_trigram"];
+
+/// The findings of [`Database::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrityReport {
+    /// The lines of `PRAGMA integrity_check`: `["ok"]` for a sound file.
+    pub integrity_check: Vec<String>,
+    /// One entry per search index, in the order `parts_fts`, `parts_fts_trigram`.
+    pub indexes: Vec<IndexReport>,
+}
+
+/// The FTS5 `integrity-check` of one search index, including the comparison with the
+/// `parts` rows (`rank = 1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexReport {
+    /// The index: `parts_fts` or `parts_fts_trigram`.
+    pub index: &'static str,
+    /// What the check found.
+    pub status: IndexStatus,
+}
+
+/// The outcome of one index check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexStatus {
+    /// The index is sound and matches the rows.
+    Ok,
+    /// The index does not match the rows, or its structure is damaged (SQLite's message).
+    Mismatch(String),
+    /// Not checked: FTS5's check is written as an INSERT, which a read-only database
+    /// refuses.
+    SkippedReadOnly,
+}
+
+impl IntegrityReport {
+    /// Whether nothing was found wrong (indexes skipped on a read-only database count as
+    /// fine).
+    pub fn is_ok(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// One line per problem found, e.g. `parts_fts: database disk image is malformed`.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.integrity_check != ["ok"] {
+            problems.push(format!(
+                "integrity_check: {}",
+                self.integrity_check.join("; ")
+            ));
+        }
+        for index in &self.indexes {
+            if let IndexStatus::Mismatch(message) = &index.status {
+                problems.push(format!("{}: {message}", index.index));
+            }
+        }
+        problems
+    }
+}
+
+/// What [`Database::vacuum`] did to the size of the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VacuumReport {
+    /// Bytes of the file and its write-ahead log before.
+    pub bytes_before: u64,
+    /// Bytes of the file and its write-ahead log after.
+    pub bytes_after: u64,
+}
+
+impl Database {
+    /// Checks the whole database on a fresh connection: `PRAGMA integrity_check`, then each
+    /// search index's FTS5 `integrity-check` with `rank = 1`, which also compares the index
+    /// with the `parts` rows. Findings are returned in the report, not as errors; an error
+    /// means the check itself could not run (or stayed locked out by writers).
+    ///
+    /// The index checks are FTS5 commands written as INSERTs: they run in a write
+    /// transaction that is rolled back, so they wait for other writers like a write does,
+    /// and on a read-only database they are skipped ([`IndexStatus::SkippedReadOnly`]).
+    pub fn check(&self) -> Result<IntegrityReport> {
+        match self.path() {
+            Some(path) => {
+                let conn = self.fresh_connection(path)?;
+                check_on(&conn, self)
+            }
+            // A second connection to an in-memory database would see another, empty one.
+            None => {
+                let conn = self.writer();
+                check_on(&conn, self)
+            }
+        }
+    }
+
+    /// Rebuilds the file to drop free pages (`VACUUM`), then truncates the write-ahead log,
+    /// and reports the size before and after. Waits for other writers like a write does;
+    /// readers in other processes may make the log truncation partial, which is harmless.
+    /// [`Error::ReadOnly`] on a read-only database; nothing to do in memory.
+    ///
+    /// VACUUM keeps both search indexes valid: they are keyed by `parts.seq`, an INTEGER
+    /// PRIMARY KEY that VACUUM preserves.
+    pub fn vacuum(&self) -> Result<VacuumReport> {
+        let Some(path) = self.path().map(Path::to_path_buf) else {
+            return Ok(VacuumReport {
+                bytes_before: 0,
+                bytes_after: 0,
+            });
+        };
+        if self.is_read_only() {
+            return Err(Error::ReadOnly { path });
+        }
+        let bytes_before = size_on_disk(&path);
+        {
+            let conn = self.writer();
+            retry(self.options(), || {
+                conn.execute_batch("VACUUM")?;
+                Ok(())
+            })?;
+            retry(self.options(), || {
+                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+                Ok(())
+            })?;
+        }
+        Ok(VacuumReport {
+            bytes_before,
+            bytes_after: size_on_disk(&path),
+        })
+    }
+
+    fn fresh_connection(&self, path: &Path) -> Result<Connection> {
+        let conn = open_reader(path, self.options(), self.is_immutable())?;
+        // The index checks need to write (then roll back); query_only would refuse them.
+        if !self.is_read_only() {
+            conn.pragma_update(None, "query_only", false)?;
+        }
+        // One long wait instead of the write retries: a check is not latency-sensitive.
+        conn.busy_timeout(Duration::from_secs(10))?;
+        Ok(conn)
+    }
+}
+
+fn check_on(conn: &Connection, db: &Database) -> Result<IntegrityReport> {
+    let mut integrity_check = Vec::new();
+    conn.pragma_query(None, "integrity_check", |row| {
+        integrity_check.push(row.get::<_, String>(0)?);
+        Ok(())
+    })?;
+    let mut indexes = Vec::with_capacity(INDEXES.len());
+    for index in INDEXES {
+        let status = if db.is_read_only() {
+            IndexStatus::SkippedReadOnly
+        } else {
+            check_index(conn, index)?
+        };
+        indexes.push(IndexReport { index, status });
+    }
+    Ok(IntegrityReport {
+        integrity_check,
+        indexes,
+    })
+}
+
+fn check_index(conn: &Connection, index: &str) -> Result<IndexStatus> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = conn.execute(
+        &format!("INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)"),
+        [],
+    );
+    conn.execute_batch("ROLLBACK")?;
+    match result {
+        Ok(_) => Ok(IndexStatus::Ok),
+        Err(err) if err.sqlite_error_code() == Some(ErrorCode::DatabaseCorrupt) => {
+            Ok(IndexStatus::Mismatch(err.to_string()))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Bytes of `path` and its `-wal` file (0 for a missing one).
+fn size_on_disk(path: &Path) -> u64 {
+    let size = |p: PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    size(path.to_path_buf()) + size(PathBuf::from(wal))
+}

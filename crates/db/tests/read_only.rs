@@ -1,0 +1,183 @@
+//! Read-only mode: opens existing files only, never creates or migrates, refuses writes
+//! with a typed error naming the file, and reads what a read-write process writes.
+//! (Files this process may not write are covered by `tests/tests/faults.rs`, which needs
+//! a non-root user.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use scribe_db::{Database, Error, Options};
+
+fn count(db: &Database, sql: &str) -> i64 {
+    db.read(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+        .unwrap()
+}
+
+#[test]
+fn a_missing_file_is_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/none.db");
+    let err = Database::open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+    assert!(!path.exists() && !path.parent().unwrap().exists());
+}
+
+#[test]
+fn reads_work_and_writes_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    {
+        let db = Database::open(&path).unwrap();
+        let s = session(&db, "cli");
+        db.write(|tx| message_with_part(tx, &s, "user", "text", &text("hello reader")))
+            .unwrap();
+    }
+    let db = Database::open_read_only(&path).unwrap();
+    assert!(db.is_read_only());
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
+    );
+    assert!(db.migration_report().applied.is_empty());
+    assert_eq!(count(&db, "SELECT count(*) FROM messages"), 1);
+    assert_eq!(
+        db.read(|c| Ok(hits(c, "parts_fts", "reader")))
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = db
+        .write(|_| -> scribe_db::Result<()> { panic!("the closure must not run") })
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnly { path: p } if *p == path),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "database {} is open read-only; writes are refused",
+            path.display()
+        )
+    );
+    assert!(matches!(db.vacuum(), Err(Error::ReadOnly { .. })));
+    // Even SQL sent through read cannot write.
+    let sneaky = db.read(|c| Ok(c.execute("DELETE FROM messages", [])?));
+    assert!(sneaky.is_err());
+    assert_eq!(count(&db, "SELECT count(*) FROM messages"), 1);
+    db.checkpoint().unwrap();
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    assert!(
+        report
+            .indexes
+            .iter()
+            .all(|i| i.status == scribe_db::IndexStatus::SkippedReadOnly)
+    );
+}
+
+#[test]
+fn options_read_only_is_the_same_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.db");
+    drop(Database::open(&path).unwrap());
+    let options = Options {
+        read_only: true,
+        ..Options::default()
+    };
+    let db = Database::open_with(&path, options).unwrap();
+    assert!(db.is_read_only());
+    assert!(matches!(
+        scribe_db::Database::write(&db, |_| Ok(())),
+        Err(Error::ReadOnly { .. })
+    ));
+}
+
+#[test]
+fn sees_what_a_writer_commits_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let writer = Database::open(&path).unwrap();
+    let s = session(&writer, "cli");
+    let reader = Database::open_read_only(&path).unwrap();
+    assert_eq!(count(&reader, "SELECT count(*) FROM messages"), 0);
+    for i in 0..3 {
+        writer
+            .write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("live {i}"))))
+            .unwrap();
+        assert_eq!(count(&reader, "SELECT count(*) FROM messages"), i + 1);
+    }
+}
+
+#[test]
+fn an_older_schema_is_refused_and_left_unmigrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    drop(Database::open_at_version(&path, 1).unwrap());
+    let err = Database::open_read_only(&path).unwrap_err();
+    let known = Database::known_schema_version();
+    assert!(
+        matches!(&err, Error::SchemaTooOld { found: 1, known: k, .. } if *k == known),
+        "{err:?}"
+    );
+    let shown = err.to_string();
+    assert!(
+        shown.contains(&path.display().to_string()) && shown.contains("open it read-write once"),
+        "{shown}"
+    );
+    assert_eq!(
+        Database::open_at_version(&path, 1)
+            .unwrap()
+            .schema_version()
+            .unwrap(),
+        1
+    );
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    drop(Database::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+         VALUES (999, 'future', '2030-01-01T00:00:00Z', '0')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = Database::open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(err, Error::SchemaTooNew { found: 999, .. }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn an_empty_or_foreign_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let err = Database::open_read_only(&empty).unwrap_err();
+    assert!(
+        matches!(err, Error::SchemaTooOld { found: 0, .. }),
+        "{err:?}"
+    );
+    let text = dir.path().join("text.db");
+    std::fs::write(&text, "not a database at all, just some text ".repeat(100)).unwrap();
+    let err = Database::open_read_only(&text).unwrap_err();
+    assert!(
+        matches!(&err, Error::NotADatabase { path, .. } if *path == text),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+}
