@@ -52,11 +52,13 @@ ORDER BY message_id, position;
 
 -- name: ListSessionPartData :many
 -- Every part of a session in message order then part order, without the computed
--- search_text (loading a conversation must not re-extract every part's text).
+-- search_text (loading a conversation must not re-extract every part's text). Driven by
+-- messages_session_created, so rows come out in message order and only each message's
+-- few parts are sorted.
 SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM parts AS p
-JOIN messages AS m ON m.id = p.message_id
-WHERE p.session_id = @session_id
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = @session_id
 ORDER BY m.created_at, m.id, p.position;
 
 -- name: ListPartDataByMessageIds :many

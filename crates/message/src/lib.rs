@@ -1,6 +1,7 @@
-//! Messages, typed parts and full-text search queries for Scribe.
+//! Messages, typed parts, pagination, the conversation view and full-text search for
+//! Scribe.
 //!
-//! This crate currently holds the pure parts of the message layer:
+//! The model:
 //!
 //! - [`Role`] and [`FinishReason`]: who wrote a message and why a turn ended;
 //! - [`Part`]: the typed pieces of a message (text, reasoning, tool calls with
@@ -11,20 +12,49 @@
 //!   string into a safe FTS5 word query, a trigram query, an escaped `LIKE`
 //!   pattern, or nothing.
 //!
-//! The database-backed `MessageService` builds on these once `scribe-db` is ready.
+//! Storage (through `scribe-db`'s generated queries; no SQL text in this crate):
+//!
+//! - [`Message`] and [`StoredPart`]: a stored message with its parts;
+//! - [`store`]: transaction-level insert and load functions for other services;
+//! - [`MessageService`]: create, update, part changes, [`page`](MessageService::page) and
+//!   [`stream`](MessageService::stream), [`search`](MessageService::search) and the
+//!   [`conversation`](MessageService::conversation) view, with events published on two
+//!   `scribe_pubsub` brokers after commit (never for a change that rolled back).
+//!
+//! Errors are [`MessageError`]; a part row whose JSON cannot be decoded is reported as
+//! [`MessageError::CorruptPart`] naming the row, never a panic.
 
+pub mod conversation;
+mod error;
+pub mod message;
+pub mod page;
 pub mod part;
 pub mod role;
+pub mod search;
 pub mod search_query;
+pub mod service;
+pub mod store;
 pub mod tool_state;
 pub mod usage;
 
+pub use conversation::{
+    CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
+    INTERRUPTED_TOOL_OUTPUT,
+};
+pub use error::{MessageError, Result};
+pub use message::{Message, StoredPart};
+pub use page::{Cursor, MAX_PAGE, MessageStream, Page};
 pub use part::{
     AgentPart, CompactionPart, Extra, FilePart, FileSource, FinishPart, ImageUrlPart,
     KNOWN_PART_TYPES, Part, PartDecodeError, PartEncodeError, PartTime, PatchPart, ReasoningPart,
     StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolPart,
 };
 pub use role::{FinishReason, ParseRoleError, Role};
+pub use search::{
+    CONTEXT_CHARS, ContextMessage, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, SearchHit,
+    SearchOptions,
+};
 pub use search_query::{LIKE_ESCAPE, MAX_TERMS, SearchQuery};
+pub use service::{MessageService, MessageUpdate, NewMessage, PartEvent};
 pub use tool_state::{ToolState, ToolStateError};
 pub use usage::TokenUsage;

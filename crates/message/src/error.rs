@@ -1,0 +1,108 @@
+//! [`MessageError`]: everything that can go wrong storing, loading or searching messages.
+
+use crate::part::{PartDecodeError, PartEncodeError};
+use crate::tool_state::ToolStateError;
+
+/// Result with [`MessageError`].
+pub type Result<T, E = MessageError> = std::result::Result<T, E>;
+
+/// The error type of the message layer.
+#[derive(Debug, thiserror::Error)]
+pub enum MessageError {
+    /// The session, message or part a caller named does not exist.
+    #[error("{what} not found: {id}")]
+    NotFound {
+        /// The kind of row: `"session"`, `"message"` or `"part"`.
+        what: &'static str,
+        /// The id that was looked up.
+        id: String,
+    },
+    /// The caller's input was rejected before anything was written (a bad cursor, a zero
+    /// page size, an empty id …).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A stored part's JSON cannot be decoded; names the row so it can be repaired.
+    #[error("part {part_id} is corrupt")]
+    CorruptPart {
+        /// The id of the bad `parts` row.
+        part_id: String,
+        /// Why it could not be decoded.
+        #[source]
+        source: PartDecodeError,
+    },
+    /// A stored message row holds a value this build cannot read (an unknown role, an
+    /// error column that is not JSON).
+    #[error("message {message_id} is corrupt: {reason}")]
+    CorruptMessage {
+        /// The id of the bad `messages` row.
+        message_id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A part could not be encoded as JSON.
+    #[error("cannot encode part")]
+    Encode(#[from] PartEncodeError),
+    /// A tool part update asked for a state change the tool state machine forbids
+    /// (e.g. completed → running).
+    #[error("part {part_id}: illegal tool state change")]
+    IllegalToolTransition {
+        /// The tool part's id.
+        part_id: String,
+        /// The refused transition.
+        #[source]
+        source: ToolStateError,
+    },
+    /// The database failed or refused the change (busy through every retry, a conflict,
+    /// an I/O error …).
+    #[error("database error")]
+    Db(#[from] scribe_db::Error),
+}
+
+impl MessageError {
+    /// A [`MessageError::NotFound`] for `what` with `id`.
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        MessageError::NotFound {
+            what,
+            id: id.into(),
+        }
+    }
+
+    /// Whether this is a not-found error.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            MessageError::NotFound { .. } | MessageError::Db(scribe_db::Error::NotFound { .. })
+        )
+    }
+}
+
+impl From<rusqlite::Error> for MessageError {
+    fn from(err: rusqlite::Error) -> Self {
+        MessageError::Db(scribe_db::Error::from(err))
+    }
+}
+
+/// Lets callers use [`crate::store`] functions with `?` inside their own
+/// `Database::write`/`read` closures (which return `scribe_db::Result`).
+///
+/// `NotFound`, `InvalidInput` and `Db` map exactly; the others have no counterpart in
+/// `scribe_db::Error` and become `InvalidInput` carrying their message and its causes.
+impl From<MessageError> for scribe_db::Error {
+    fn from(err: MessageError) -> Self {
+        match err {
+            MessageError::NotFound { what, id } => scribe_db::Error::NotFound { what, id },
+            MessageError::InvalidInput(msg) => scribe_db::Error::InvalidInput(msg),
+            MessageError::Db(err) => err,
+            other => {
+                let mut text = other.to_string();
+                let mut source = std::error::Error::source(&other);
+                while let Some(cause) = source {
+                    text.push_str(": ");
+                    text.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                scribe_db::Error::InvalidInput(text)
+            }
+        }
+    }
+}

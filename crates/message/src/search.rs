@@ -1,0 +1,276 @@
+//! [`MessageService::search`]: full-text search over every session's messages.
+//!
+//! The user's string goes through [`SearchQuery::parse`] (which no input can make fail)
+//! and is routed to the word index, the trigram index (CJK and other spaceless scripts,
+//! three or more characters) or an escaped `LIKE` (shorter CJK); the filters of
+//! [`SearchOptions`] apply on every route. Each message appears at most once (its
+//! best-ranked part), best bm25 rank first (newest first on the `LIKE` route), with a
+//! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
+//! context on each side, and its session's source, model and title.
+//!
+//! Cost: one ranking statement (snippets computed only for the returned page) plus two
+//! small statements for the context of all hits together.
+
+use std::collections::HashMap;
+
+use scribe_db::queries;
+use scribe_db::search::{self as db_search, SearchFilter, TextQuery};
+
+pub use scribe_db::search::{ELLIPSIS, MATCH_END, MATCH_START};
+
+use crate::error::{MessageError, Result};
+use crate::role::Role;
+use crate::search_query::{LIKE_ESCAPE, SearchQuery};
+use crate::service::MessageService;
+
+/// The most hits one search returns; larger limits are lowered to this.
+pub const MAX_SEARCH_LIMIT: usize = 500;
+
+/// How many characters of a context message a hit carries.
+pub const CONTEXT_CHARS: usize = 200;
+
+/// Filters and paging of [`MessageService::search`]; empty lists and `None` mean "any".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Only sessions from one of these sources (`cli`, `tui`, `telegram` …).
+    pub sources: Vec<String>,
+    /// No sessions from these sources.
+    pub exclude_sources: Vec<String>,
+    /// Only messages with one of these roles.
+    pub roles: Vec<Role>,
+    /// Only this session.
+    pub session_id: Option<String>,
+    /// Only messages created at or after this time (ms).
+    pub since: Option<i64>,
+    /// Only messages created before this time (ms).
+    pub until: Option<i64>,
+    /// At most this many hits (0 returns none; capped at [`MAX_SEARCH_LIMIT`]).
+    pub limit: usize,
+    /// Skip this many hits first.
+    pub offset: usize,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            sources: Vec::new(),
+            exclude_sources: Vec::new(),
+            roles: Vec::new(),
+            session_id: None,
+            since: None,
+            until: None,
+            limit: 20,
+            offset: 0,
+        }
+    }
+}
+
+/// A neighbouring message shown around a hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextMessage {
+    /// Its id.
+    pub id: String,
+    /// Its role.
+    pub role: Role,
+    /// Its searchable text (text, reasoning, tool calls), cut to about
+    /// [`CONTEXT_CHARS`] characters.
+    pub text: String,
+}
+
+/// One matching message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The message.
+    pub message_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Its best-matching part.
+    pub part_id: String,
+    /// Its role.
+    pub role: Role,
+    /// Its creation time (ms).
+    pub created_at: i64,
+    /// Text around the match, each match between [`MATCH_START`] and [`MATCH_END`].
+    pub snippet: String,
+    /// bm25 rank of the best part (lower is better; 0 on the `LIKE` route).
+    pub rank: f64,
+    /// The message just before it in its session.
+    pub before: Option<ContextMessage>,
+    /// The message just after it in its session.
+    pub after: Option<ContextMessage>,
+    /// The session's source.
+    pub source: String,
+    /// The session's model.
+    pub model: Option<String>,
+    /// The message's own model (assistant messages).
+    pub message_model: Option<String>,
+    /// The session's title.
+    pub title: Option<String>,
+}
+
+impl MessageService {
+    /// Searches every session for `query` (see the module doc). Any string is accepted:
+    /// one with nothing searchable in it returns `Ok` with no hits.
+    pub fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
+        let limit = options.limit.min(MAX_SEARCH_LIMIT);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let text_query = match SearchQuery::parse(query) {
+            SearchQuery::Fts(expr) => TextQuery::Words(expr),
+            SearchQuery::Trigram(expr) => TextQuery::Trigrams(expr),
+            SearchQuery::Like(pattern) => TextQuery::Substring(unescape_like(&pattern)),
+            SearchQuery::Empty => return Ok(Vec::new()),
+        };
+        let filter = SearchFilter {
+            query: text_query,
+            sources: options.sources.clone(),
+            exclude_sources: options.exclude_sources.clone(),
+            roles: options
+                .roles
+                .iter()
+                .map(|r| r.as_str().to_owned())
+                .collect(),
+            session_id: options.session_id.clone(),
+            after: options.since,
+            before: options.until,
+            limit: u64::try_from(limit).unwrap_or(u64::MAX),
+            offset: u64::try_from(options.offset).unwrap_or(u64::MAX),
+        };
+        self.read(|conn| {
+            let rows = db_search::search(conn, &filter)?;
+            if rows.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ids: Vec<&str> = rows.iter().map(|r| r.message_id.as_str()).collect();
+            let neighbors = queries::list_message_neighbors(conn, &ids)?;
+            let context_ids: Vec<&str> = neighbors
+                .iter()
+                .flat_map(|n| [n.before_id.as_deref(), n.after_id.as_deref()])
+                .flatten()
+                .collect();
+            let mut texts: HashMap<String, String> = HashMap::new();
+            if !context_ids.is_empty() {
+                let max_chars = i64::try_from(CONTEXT_CHARS + 1).unwrap_or(i64::MAX);
+                for row in queries::list_message_texts(
+                    conn,
+                    &queries::ListMessageTextsParams {
+                        max_chars,
+                        message_ids: &context_ids,
+                    },
+                )? {
+                    let text = texts.entry(row.message_id).or_default();
+                    if text.chars().count() <= CONTEXT_CHARS {
+                        if !text.is_empty() {
+                            text.push(' ');
+                        }
+                        text.push_str(&row.text);
+                    }
+                }
+            }
+            let context = |id: Option<&String>, role: Option<&String>| -> Result<_> {
+                let (Some(id), Some(role)) = (id, role) else {
+                    return Ok(None);
+                };
+                Ok(Some(ContextMessage {
+                    id: id.clone(),
+                    role: parse_role(id, role)?,
+                    text: cut(texts.get(id).map(String::as_str).unwrap_or_default()),
+                }))
+            };
+            let by_id: HashMap<&str, &queries::ListMessageNeighborsRow> =
+                neighbors.iter().map(|n| (n.id.as_str(), n)).collect();
+            let mut hits = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let around = by_id.get(row.message_id.as_str());
+                let (before, after) = match around {
+                    Some(n) => (
+                        context(n.before_id.as_ref(), n.before_role.as_ref())?,
+                        context(n.after_id.as_ref(), n.after_role.as_ref())?,
+                    ),
+                    None => (None, None),
+                };
+                hits.push(SearchHit {
+                    message_id: row.message_id.clone(),
+                    session_id: row.session_id.clone(),
+                    part_id: row.part_id.clone(),
+                    role: parse_role(&row.message_id, &row.role)?,
+                    created_at: row.created_at,
+                    snippet: row.snippet.clone(),
+                    rank: row.rank,
+                    before,
+                    after,
+                    source: row.source.clone(),
+                    model: row.session_model.clone(),
+                    message_model: row.message_model.clone(),
+                    title: row.title.clone(),
+                });
+            }
+            Ok(hits)
+        })
+    }
+}
+
+fn parse_role(message_id: &str, role: &str) -> Result<Role> {
+    role.parse::<Role>()
+        .map_err(|e| MessageError::CorruptMessage {
+            message_id: message_id.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+/// `text` cut to [`CONTEXT_CHARS`] characters, with an ellipsis when cut.
+fn cut(text: &str) -> String {
+    let mut chars = text.char_indices();
+    match chars.nth(CONTEXT_CHARS) {
+        Some((end, _)) => format!("{}{ELLIPSIS}", text[..end].trim_end()),
+        None => text.to_owned(),
+    }
+}
+
+/// The literal text of a [`SearchQuery::Like`] pattern (`%…%`, escaped with
+/// [`LIKE_ESCAPE`]); the db layer escapes it again for its own `LIKE`.
+fn unescape_like(pattern: &str) -> String {
+    let inner = pattern.strip_prefix('%').unwrap_or(pattern);
+    let inner = inner.strip_suffix('%').unwrap_or(inner);
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == LIKE_ESCAPE {
+            if let Some(escaped) = chars.next() {
+                out.push(escaped);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_unescape_to_their_text() {
+        assert_eq!(unescape_like("%中文%"), "中文");
+        assert_eq!(unescape_like(r"%a\%b\_c\\%"), r"a%b_c\");
+        for text in ["中", r"x\%_y", "%"] {
+            if let SearchQuery::Like(p) = SearchQuery::parse_substring(text) {
+                assert_eq!(
+                    unescape_like(&p),
+                    text.trim_matches(|c: char| !c.is_alphanumeric())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cut_keeps_short_text_and_marks_long_text() {
+        assert_eq!(cut("short"), "short");
+        let long = "字".repeat(300);
+        let c = cut(&long);
+        assert_eq!(c.chars().count(), CONTEXT_CHARS + 1);
+        assert!(c.ends_with(ELLIPSIS));
+    }
+}

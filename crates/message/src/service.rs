@@ -1,0 +1,610 @@
+//! [`MessageService`]: creates, changes, loads and deletes messages and parts through the
+//! generated query layer, and publishes what changed — after commit, never for a change
+//! that rolled back.
+//!
+//! Two brokers:
+//! - [`MessageService::messages`] (`Broker<Message>`): `created` by [`MessageService::create`],
+//!   `updated` by [`update`](MessageService::update), [`finish`](MessageService::finish) and
+//!   [`add_usage`](MessageService::add_usage) (payload: the whole message after the change),
+//!   `deleted` by [`delete`](MessageService::delete) (payload: the message as it was).
+//! - [`MessageService::parts`] (`Broker<PartEvent>`): single-part changes —
+//!   [`append_part`](MessageService::append_part) (`created`),
+//!   [`update_part`](MessageService::update_part) (`updated`),
+//!   [`delete_part`](MessageService::delete_part) (`deleted`), and the finish part that
+//!   [`finish`](MessageService::finish) adds or replaces. Parts written by `create` arrive
+//!   inside the message's `created` event only.
+
+use std::sync::Arc;
+
+use rusqlite::{OptionalExtension, Transaction};
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::queries::{self, PartRow};
+use scribe_db::{Database, now_ms};
+use scribe_pubsub::{Broker, Subscription};
+use serde_json::Value;
+
+use crate::error::{MessageError, Result};
+use crate::message::{Message, StoredPart, message_from_row};
+use crate::part::Part;
+use crate::role::{FinishReason, Role};
+use crate::store;
+use crate::tool_state::{ToolState, ToolStateError};
+use crate::usage::TokenUsage;
+
+/// A single part changed on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartEvent {
+    /// The part's message.
+    pub message_id: String,
+    /// The message's session.
+    pub session_id: String,
+    /// The part after the change (for `deleted`: as it was).
+    pub part: StoredPart,
+}
+
+/// What [`MessageService::create`] needs; build it with [`NewMessage::new`] and set the
+/// optional fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    /// The session it belongs to (must exist).
+    pub session_id: String,
+    /// Who wrote it.
+    pub role: Role,
+    /// Its parts, in order.
+    pub parts: Vec<Part>,
+    /// The agent that produced or received it.
+    pub agent: Option<String>,
+    /// The model provider.
+    pub provider: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// The message it answers.
+    pub parent_id: Option<String>,
+    /// A compaction summary.
+    pub is_summary: bool,
+}
+
+impl NewMessage {
+    /// A message of `role` in `session_id` with `parts` and nothing else set.
+    pub fn new(session_id: impl Into<String>, role: Role, parts: Vec<Part>) -> Self {
+        NewMessage {
+            session_id: session_id.into(),
+            role,
+            parts,
+            agent: None,
+            provider: None,
+            model: None,
+            parent_id: None,
+            is_summary: false,
+        }
+    }
+}
+
+/// The mutable fields of a message; `None` leaves a field as it is, `Some(None)` clears a
+/// nullable one. Usage and cost set here are absolute; use
+/// [`MessageService::add_usage`] to add to them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MessageUpdate {
+    /// The message it answers.
+    pub parent_id: Option<Option<String>>,
+    /// The agent.
+    pub agent: Option<Option<String>>,
+    /// The model provider.
+    pub provider: Option<Option<String>>,
+    /// The model.
+    pub model: Option<Option<String>>,
+    /// Why it ended.
+    pub finish_reason: Option<Option<FinishReason>>,
+    /// When it ended (ms).
+    pub finished_at: Option<Option<i64>>,
+    /// A compaction summary.
+    pub is_summary: Option<bool>,
+    /// Token usage.
+    pub usage: Option<TokenUsage>,
+    /// Cost in US dollars (finite, not negative).
+    pub cost_usd: Option<f64>,
+    /// The error that ended it.
+    pub error: Option<Option<Value>>,
+}
+
+/// Messages and parts of every session, with change events.
+#[derive(Debug)]
+pub struct MessageService {
+    pub(crate) db: Arc<Database>,
+    messages: Broker<Message>,
+    parts: Broker<PartEvent>,
+}
+
+impl MessageService {
+    /// A service over `db` with fresh brokers.
+    pub fn new(db: Arc<Database>) -> Self {
+        MessageService {
+            db,
+            messages: Broker::new(),
+            parts: Broker::new(),
+        }
+    }
+
+    /// The database it works on.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// The broker of whole-message events (see the module doc).
+    pub fn messages(&self) -> &Broker<Message> {
+        &self.messages
+    }
+
+    /// The broker of single-part events (see the module doc).
+    pub fn parts(&self) -> &Broker<PartEvent> {
+        &self.parts
+    }
+
+    /// A subscription to message events.
+    pub fn subscribe(&self) -> Subscription<Message> {
+        self.messages.subscribe()
+    }
+
+    /// A subscription to part events.
+    pub fn subscribe_parts(&self) -> Subscription<PartEvent> {
+        self.parts.subscribe()
+    }
+
+    /// Persists a new message and all its parts in one transaction and publishes
+    /// `created`.
+    ///
+    /// A non-assistant message is complete when written (OpenCode's design): it gets a
+    /// finish part (reason `end_turn`, unless `parts` already ends with one),
+    /// `finish_reason` and `finished_at`. An assistant message stays open until
+    /// [`finish`](Self::finish). Unknown session → [`MessageError::NotFound`].
+    pub fn create(&self, new: NewMessage) -> Result<Message> {
+        if new.session_id.is_empty() {
+            return Err(MessageError::InvalidInput("session id is empty".into()));
+        }
+        let now = now_ms();
+        let mut parts = new.parts;
+        let mut finish_reason = None;
+        let mut finished_at = None;
+        if new.role != Role::Assistant {
+            let reason = match parts.last() {
+                Some(Part::Finish(finish)) => finish.reason.clone(),
+                _ => {
+                    parts.push(Part::finish(FinishReason::EndTurn, now));
+                    FinishReason::EndTurn
+                }
+            };
+            finish_reason = Some(reason);
+            finished_at = Some(now);
+        }
+        let msg = Message {
+            id: new_id(Prefix::Message),
+            session_id: new.session_id,
+            parent_id: new.parent_id,
+            role: new.role,
+            agent: new.agent,
+            provider: new.provider,
+            model: new.model,
+            finish_reason,
+            is_summary: new.is_summary,
+            usage: TokenUsage::default(),
+            cost_usd: 0.0,
+            error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at,
+            parts: parts
+                .into_iter()
+                .zip(0_i64..)
+                .map(|(part, position)| StoredPart {
+                    id: new_id(Prefix::Part),
+                    position,
+                    part,
+                    created_at: now,
+                    updated_at: now,
+                })
+                .collect(),
+        };
+        self.write(|tx| store::insert_message(tx, &msg))?;
+        self.messages.publish_created(msg.clone());
+        Ok(msg)
+    }
+
+    /// The message `id` with its parts.
+    pub fn get(&self, id: &str) -> Result<Message> {
+        self.read(|conn| store::load_message(conn, id))
+    }
+
+    /// Every message of a session in creation order, with parts (two queries). Unknown
+    /// session → [`MessageError::NotFound`].
+    pub fn list(&self, session_id: &str) -> Result<Vec<Message>> {
+        self.read(|conn| store::load_session_messages(conn, session_id))
+    }
+
+    /// Changes the mutable fields of message `id` and publishes `updated`.
+    pub fn update(&self, id: &str, update: MessageUpdate) -> Result<Message> {
+        if let Some(cost) = update.cost_usd {
+            check_cost(cost)?;
+        }
+        let msg = self.write(|tx| {
+            let mut current = store::load_message(tx, id)?;
+            apply_update(&mut current, update.clone());
+            let error = current.error.as_ref().map(Value::to_string);
+            queries::update_message(
+                tx,
+                &queries::UpdateMessageParams {
+                    parent_id: current.parent_id.as_deref(),
+                    agent: current.agent.as_deref(),
+                    provider: current.provider.as_deref(),
+                    model: current.model.as_deref(),
+                    finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
+                    is_summary: current.is_summary,
+                    input_tokens: current.usage.input,
+                    output_tokens: current.usage.output,
+                    cache_read_tokens: current.usage.cache_read,
+                    cache_write_tokens: current.usage.cache_write,
+                    reasoning_tokens: current.usage.reasoning,
+                    cost_usd: current.cost_usd,
+                    error: error.as_deref(),
+                    finished_at: current.finished_at,
+                    now: now_ms(),
+                    id,
+                },
+            )?;
+            store::load_message(tx, id)
+        })?;
+        self.messages.publish_updated(msg.clone());
+        Ok(msg)
+    }
+
+    /// Replaces the content of one part, leaving the message's other parts untouched, and
+    /// publishes a part `updated` event.
+    ///
+    /// A tool part keeps its call id and may only move along its state machine
+    /// (pending → running → completed | error; staying in the same state, e.g. to record
+    /// compaction, is allowed): anything else is
+    /// [`MessageError::IllegalToolTransition`] or [`MessageError::InvalidInput`]. A part
+    /// whose stored JSON is corrupt may be overwritten (that is how it is repaired).
+    pub fn update_part(&self, part_id: &str, part: Part) -> Result<StoredPart> {
+        let data = part.to_json()?;
+        let event = self.write(|tx| {
+            let row = get_part_row(tx, part_id)?;
+            if let Ok(old) = Part::from_json(&row.data) {
+                check_part_change(part_id, &old, &part)?;
+            }
+            queries::update_part(
+                tx,
+                &queries::UpdatePartParams {
+                    r#type: part.type_name(),
+                    data: &data,
+                    now: now_ms(),
+                    id: part_id,
+                },
+            )?;
+            part_event(get_part_row(tx, part_id)?)
+        })?;
+        self.parts.publish_updated(event.clone());
+        Ok(event.part)
+    }
+
+    /// Adds `part` after the last part of message `message_id` and publishes a part
+    /// `created` event.
+    pub fn append_part(&self, message_id: &str, part: Part) -> Result<StoredPart> {
+        let data = part.to_json()?;
+        let id = new_id(Prefix::Part);
+        let event = self.write(|tx| {
+            let msg = get_message_row(tx, message_id)?;
+            let row = queries::append_part(
+                tx,
+                &queries::AppendPartParams {
+                    id: &id,
+                    message_id,
+                    session_id: &msg.session_id,
+                    r#type: part.type_name(),
+                    data: &data,
+                    now: now_ms(),
+                },
+            )?;
+            part_event(row)
+        })?;
+        self.parts.publish_created(event.clone());
+        Ok(event.part)
+    }
+
+    /// Deletes one part (the search indexes and tool counter follow by trigger) and
+    /// publishes a part `deleted` event with the part as it was.
+    pub fn delete_part(&self, part_id: &str) -> Result<StoredPart> {
+        let event = self.write(|tx| {
+            let row = get_part_row(tx, part_id)?;
+            queries::delete_part(tx, part_id)?;
+            Ok(lenient_part_event(row))
+        })?;
+        self.parts.publish_deleted(event.clone());
+        Ok(event.part)
+    }
+
+    /// Ends message `id`: sets its finish reason and time, adds a finish part (or replaces
+    /// the one it has), and publishes the part event then the message `updated`.
+    pub fn finish(&self, id: &str, reason: FinishReason) -> Result<Message> {
+        let (msg, event, created) = self.write(|tx| {
+            let row = get_message_row(tx, id)?;
+            let now = now_ms();
+            queries::finish_message(
+                tx,
+                &queries::FinishMessageParams {
+                    finish_reason: Some(reason.as_str()),
+                    now,
+                    id,
+                },
+            )?;
+            let part = Part::finish(reason.clone(), now);
+            let data = part.to_json()?;
+            let existing = queries::list_parts(tx, id)?
+                .into_iter()
+                .rfind(|p| p.r#type == "finish");
+            let (part_row, created) = match existing {
+                Some(old) => {
+                    queries::update_part(
+                        tx,
+                        &queries::UpdatePartParams {
+                            r#type: part.type_name(),
+                            data: &data,
+                            now,
+                            id: &old.id,
+                        },
+                    )?;
+                    (get_part_row(tx, &old.id)?, false)
+                }
+                None => {
+                    let part_id = new_id(Prefix::Part);
+                    let row = queries::append_part(
+                        tx,
+                        &queries::AppendPartParams {
+                            id: &part_id,
+                            message_id: id,
+                            session_id: &row.session_id,
+                            r#type: part.type_name(),
+                            data: &data,
+                            now,
+                        },
+                    )?;
+                    (row, true)
+                }
+            };
+            let event = part_event(part_row)?;
+            Ok((store::load_message(tx, id)?, event, created))
+        })?;
+        if created {
+            self.parts.publish_created(event);
+        } else {
+            self.parts.publish_updated(event);
+        }
+        self.messages.publish_updated(msg.clone());
+        Ok(msg)
+    }
+
+    /// Adds a step's usage and cost to message `id` with one atomic `x = x + ?` update (two
+    /// processes adding at once both count) and publishes `updated`.
+    pub fn add_usage(&self, id: &str, usage: TokenUsage, cost_usd: f64) -> Result<Message> {
+        check_cost(cost_usd)?;
+        let msg = self.write(|tx| {
+            let changed = queries::add_message_usage(
+                tx,
+                &queries::AddMessageUsageParams {
+                    input_tokens: usage.input,
+                    output_tokens: usage.output,
+                    cache_read_tokens: usage.cache_read,
+                    cache_write_tokens: usage.cache_write,
+                    reasoning_tokens: usage.reasoning,
+                    cost_usd,
+                    now: now_ms(),
+                    id,
+                },
+            )?;
+            if changed == 0 {
+                return Err(MessageError::not_found("message", id));
+            }
+            store::load_message(tx, id)
+        })?;
+        self.messages.publish_updated(msg.clone());
+        Ok(msg)
+    }
+
+    /// Deletes message `id` with its parts (session counters and search indexes follow by
+    /// trigger) and publishes `deleted` with the message as it was. A message whose parts
+    /// are corrupt can still be deleted; its event then carries them as unknown parts.
+    pub fn delete(&self, id: &str) -> Result<Message> {
+        let msg = self.write(|tx| {
+            let row = get_message_row(tx, id)?;
+            let mut msg = message_from_row(row)?;
+            msg.parts = queries::list_parts(tx, id)?
+                .into_iter()
+                .map(|row| lenient_part_event(row).part)
+                .collect();
+            queries::delete_message(tx, id)?;
+            Ok(msg)
+        })?;
+        self.messages.publish_deleted(msg.clone());
+        Ok(msg)
+    }
+
+    /// Runs `f` in a write transaction; a [`MessageError`] from `f` rolls it back and is
+    /// returned as is (database busy errors still retry the whole closure).
+    pub(crate) fn write<T>(&self, mut f: impl FnMut(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut failure = None;
+        let result = self.db.write(|tx| {
+            failure = None;
+            match f(tx) {
+                Ok(value) => Ok(value),
+                Err(MessageError::Db(err)) => Err(err),
+                Err(other) => {
+                    failure = Some(other);
+                    Err(scribe_db::Error::InvalidInput("aborted".into()))
+                }
+            }
+        });
+        match result {
+            Ok(value) => Ok(value),
+            Err(err) => Err(failure.take().unwrap_or(MessageError::Db(err))),
+        }
+    }
+
+    /// Runs `f` on a read snapshot, passing a [`MessageError`] from `f` through.
+    pub(crate) fn read<T>(
+        &self,
+        mut f: impl FnMut(&rusqlite::Connection) -> Result<T>,
+    ) -> Result<T> {
+        let mut failure = None;
+        let result = self.db.read(|conn| {
+            failure = None;
+            match f(conn) {
+                Ok(value) => Ok(value),
+                Err(MessageError::Db(err)) => Err(err),
+                Err(other) => {
+                    failure = Some(other);
+                    Err(scribe_db::Error::InvalidInput("aborted".into()))
+                }
+            }
+        });
+        match result {
+            Ok(value) => Ok(value),
+            Err(err) => Err(failure.take().unwrap_or(MessageError::Db(err))),
+        }
+    }
+}
+
+fn check_cost(cost: f64) -> Result<()> {
+    if cost.is_finite() && cost >= 0.0 {
+        Ok(())
+    } else {
+        Err(MessageError::InvalidInput(format!(
+            "cost must be a finite, non-negative amount, got {cost}"
+        )))
+    }
+}
+
+fn apply_update(msg: &mut Message, update: MessageUpdate) {
+    let MessageUpdate {
+        parent_id,
+        agent,
+        provider,
+        model,
+        finish_reason,
+        finished_at,
+        is_summary,
+        usage,
+        cost_usd,
+        error,
+    } = update;
+    if let Some(v) = parent_id {
+        msg.parent_id = v;
+    }
+    if let Some(v) = agent {
+        msg.agent = v;
+    }
+    if let Some(v) = provider {
+        msg.provider = v;
+    }
+    if let Some(v) = model {
+        msg.model = v;
+    }
+    if let Some(v) = finish_reason {
+        msg.finish_reason = v;
+    }
+    if let Some(v) = finished_at {
+        msg.finished_at = v;
+    }
+    if let Some(v) = is_summary {
+        msg.is_summary = v;
+    }
+    if let Some(v) = usage {
+        msg.usage = v;
+    }
+    if let Some(v) = cost_usd {
+        msg.cost_usd = v;
+    }
+    if let Some(v) = error {
+        msg.error = v;
+    }
+}
+
+/// Rejects changes that break a tool call's identity or its state machine.
+fn check_part_change(part_id: &str, old: &Part, new: &Part) -> Result<()> {
+    let (Part::Tool(old), Part::Tool(new)) = (old, new) else {
+        return Ok(());
+    };
+    if old.call_id != new.call_id {
+        return Err(MessageError::InvalidInput(format!(
+            "part {part_id}: a tool part keeps its call id ({:?}, not {:?})",
+            old.call_id, new.call_id
+        )));
+    }
+    check_transition(&old.state, &new.state).map_err(|source| MessageError::IllegalToolTransition {
+        part_id: part_id.to_owned(),
+        source,
+    })
+}
+
+/// Whether `old` may become `new`, asked of the state machine's own helpers.
+fn check_transition(old: &ToolState, new: &ToolState) -> std::result::Result<(), ToolStateError> {
+    if old.status() == new.status() {
+        return Ok(());
+    }
+    let mut probe = old.clone();
+    match new {
+        ToolState::Pending => Err(ToolStateError::IllegalTransition {
+            from: old.status(),
+            to: "pending",
+        }),
+        ToolState::Running { started_at } => probe.start(*started_at),
+        ToolState::Completed { ended_at, .. } => {
+            // completed is reachable from running only; pending → completed skips a step.
+            probe.complete("", "", Value::Null, *ended_at)
+        }
+        ToolState::Error { ended_at, .. } => probe.fail("", *ended_at),
+    }
+}
+
+fn get_part_row(conn: &rusqlite::Connection, id: &str) -> Result<PartRow> {
+    queries::get_part(conn, id)
+        .optional()?
+        .ok_or_else(|| MessageError::not_found("part", id))
+}
+
+fn get_message_row(conn: &rusqlite::Connection, id: &str) -> Result<queries::MessageRow> {
+    queries::get_message(conn, id)
+        .optional()?
+        .ok_or_else(|| MessageError::not_found("message", id))
+}
+
+fn part_event(row: PartRow) -> Result<PartEvent> {
+    let message_id = row.message_id.clone();
+    let session_id = row.session_id.clone();
+    Ok(PartEvent {
+        message_id,
+        session_id,
+        part: StoredPart::from_row(row)?,
+    })
+}
+
+/// Like [`part_event`], but a corrupt part becomes an unknown part holding its raw JSON (or
+/// just its type), so deleting it still works and reports something.
+fn lenient_part_event(row: PartRow) -> PartEvent {
+    let part = Part::from_json(&row.data).unwrap_or_else(|_| {
+        let raw = serde_json::from_str::<Value>(&row.data)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({ "type": row.r#type }));
+        Part::Unknown(raw)
+    });
+    PartEvent {
+        message_id: row.message_id,
+        session_id: row.session_id,
+        part: StoredPart {
+            id: row.id,
+            position: row.position,
+            part,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        },
+    }
+}

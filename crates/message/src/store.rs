@@ -1,0 +1,235 @@
+//! Transaction-level message storage: functions over a `&rusqlite::Connection` (a
+//! `&Transaction` derefs to one) that other services call inside their own
+//! `Database::write`/`read` closures — session fork, import and export use these.
+//!
+//! Nothing here publishes events; that is [`crate::MessageService`]'s job after commit.
+//! Loading a session is a constant number of queries (messages, then all their parts),
+//! never one query per message.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension};
+use scribe_db::queries::{self, MessageRow};
+
+use crate::error::{MessageError, Result};
+use crate::message::{Message, StoredPart, message_from_row};
+
+/// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage).
+///
+/// Fails with [`MessageError::NotFound`] if the session does not exist,
+/// [`MessageError::InvalidInput`] for an empty id or duplicate part positions, and
+/// `Db(Conflict)` if an id is already taken.
+pub fn insert_message(conn: &Connection, msg: &Message) -> Result<()> {
+    if msg.id.is_empty() {
+        return Err(MessageError::InvalidInput("message id is empty".into()));
+    }
+    ensure_session(conn, &msg.session_id)?;
+    let error = msg.error.as_ref().map(serde_json::Value::to_string);
+    let finish_reason = msg.finish_reason.as_ref().map(|r| r.as_str());
+    queries::create_message(
+        conn,
+        &queries::CreateMessageParams {
+            id: &msg.id,
+            session_id: &msg.session_id,
+            parent_id: msg.parent_id.as_deref(),
+            role: msg.role.as_str(),
+            agent: msg.agent.as_deref(),
+            provider: msg.provider.as_deref(),
+            model: msg.model.as_deref(),
+            finish_reason,
+            is_summary: msg.is_summary,
+            input_tokens: msg.usage.input,
+            output_tokens: msg.usage.output,
+            cache_read_tokens: msg.usage.cache_read,
+            cache_write_tokens: msg.usage.cache_write,
+            reasoning_tokens: msg.usage.reasoning,
+            cost_usd: msg.cost_usd,
+            error: error.as_deref(),
+            created_at: msg.created_at,
+            updated_at: msg.updated_at,
+            finished_at: msg.finished_at,
+        },
+    )?;
+    for part in &msg.parts {
+        insert_part(conn, &msg.id, &msg.session_id, part)?;
+    }
+    Ok(())
+}
+
+/// Inserts one part of message `message_id` (in `session_id`) exactly as given.
+pub fn insert_part(
+    conn: &Connection,
+    message_id: &str,
+    session_id: &str,
+    part: &StoredPart,
+) -> Result<()> {
+    if part.id.is_empty() {
+        return Err(MessageError::InvalidInput("part id is empty".into()));
+    }
+    let data = part.part.to_json()?;
+    let inserted = queries::create_part(
+        conn,
+        &queries::CreatePartParams {
+            id: &part.id,
+            message_id,
+            session_id,
+            position: part.position,
+            r#type: part.part.type_name(),
+            data: &data,
+            created_at: part.created_at,
+            updated_at: part.updated_at,
+        },
+    );
+    match inserted {
+        Ok(()) => Ok(()),
+        Err(err) => match scribe_db::Error::from(err) {
+            // UNIQUE (message_id, position) vs a taken part id: both are conflicts, but a
+            // clashing position is the caller's bug in building the message.
+            scribe_db::Error::Conflict(msg) if msg.contains("position") => Err(
+                MessageError::InvalidInput(format!("two parts at position {}", part.position)),
+            ),
+            other => Err(MessageError::Db(other)),
+        },
+    }
+}
+
+/// The message `id` with its parts in position order.
+pub fn load_message(conn: &Connection, id: &str) -> Result<Message> {
+    let row = queries::get_message(conn, id)
+        .optional()?
+        .ok_or_else(|| MessageError::not_found("message", id))?;
+    let mut msg = message_from_row(row)?;
+    msg.parts = queries::list_message_part_data(conn, id)?
+        .into_iter()
+        .map(|row| PartData::from(row).decode())
+        .collect::<Result<_>>()?;
+    Ok(msg)
+}
+
+/// Every message of a session in creation order, parts in position order: two queries
+/// however long the session is. An unknown session is [`MessageError::NotFound`].
+pub fn load_session_messages(conn: &Connection, session_id: &str) -> Result<Vec<Message>> {
+    let rows = queries::list_messages(conn, session_id)?;
+    if rows.is_empty() {
+        // Only an empty answer needs telling "no messages" from "no session".
+        ensure_session(conn, session_id)?;
+        return Ok(Vec::new());
+    }
+    let parts = queries::list_session_part_data(conn, session_id)?;
+    assemble(rows, parts.into_iter().map(PartData::from))
+}
+
+/// The messages `ids` (any order in, creation order out) with their parts; ids that do
+/// not exist are skipped.
+pub fn load_messages_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<Message>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = queries::list_messages_by_ids(conn, ids)?;
+    attach_parts(conn, rows)
+}
+
+/// Decodes message rows and loads all their parts with one query, keeping the rows' order.
+pub(crate) fn attach_parts(conn: &Connection, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let parts = queries::list_part_data_by_message_ids(conn, &ids)?;
+    assemble(rows, parts.into_iter().map(PartData::from))
+}
+
+/// Fails with [`MessageError::NotFound`] unless session `id` exists.
+pub(crate) fn ensure_session(conn: &Connection, id: &str) -> Result<()> {
+    if queries::session_exists(conn, id)? {
+        Ok(())
+    } else {
+        Err(MessageError::not_found("session", id))
+    }
+}
+
+/// The stored columns of a part, as the part-loading queries return them (without the
+/// computed `search_text`, which would cost a JSON extraction per row).
+struct PartData {
+    id: String,
+    message_id: String,
+    position: i64,
+    data: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+macro_rules! part_data_from {
+    ($($row:ident),*) => {
+        $(impl From<queries::$row> for PartData {
+            fn from(r: queries::$row) -> PartData {
+                PartData {
+                    id: r.id,
+                    message_id: r.message_id,
+                    position: r.position,
+                    data: r.data,
+                    created_at: r.created_at,
+                    updated_at: r.updated_at,
+                }
+            }
+        })*
+    };
+}
+
+part_data_from!(
+    ListSessionPartDataRow,
+    ListPartDataByMessageIdsRow,
+    ListMessagePartDataRow
+);
+
+impl PartData {
+    fn decode(self) -> Result<StoredPart> {
+        StoredPart::decode(
+            self.id,
+            self.position,
+            &self.data,
+            self.created_at,
+            self.updated_at,
+        )
+    }
+}
+
+/// Puts each part under its message; parts of one message arrive in position order.
+fn assemble(rows: Vec<MessageRow>, parts: impl Iterator<Item = PartData>) -> Result<Vec<Message>> {
+    let mut messages = rows
+        .into_iter()
+        .map(message_from_row)
+        .collect::<Result<Vec<_>>>()?;
+    // Parts usually come in message order, so a cursor walks forward through the messages
+    // (skipping those without parts); when they don't (a newest-first page), an index is
+    // built once.
+    let mut at = 0;
+    let mut index: Option<HashMap<String, usize>> = None;
+    for row in parts {
+        if messages.get(at).is_none_or(|m| m.id != row.message_id) {
+            let next = messages.get(at + 1).is_some_and(|m| m.id == row.message_id);
+            let found = if next {
+                Some(at + 1)
+            } else {
+                index
+                    .get_or_insert_with(|| {
+                        messages
+                            .iter()
+                            .enumerate()
+                            .map(|(i, m)| (m.id.clone(), i))
+                            .collect()
+                    })
+                    .get(&row.message_id)
+                    .copied()
+            };
+            match found {
+                Some(i) => at = i,
+                None => continue,
+            }
+        }
+        if let Some(msg) = messages.get_mut(at) {
+            msg.parts.push(row.decode()?);
+        }
+    }
+    Ok(messages)
+}

@@ -1,0 +1,190 @@
+//! The conversation view: provider-neutral messages, tool calls paired with results,
+//! interrupted and compacted tools, the summary cut, and continuation ancestors.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{completed_tool, say, service, session, session_with};
+use scribe_message::{
+    CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
+    INTERRUPTED_TOOL_OUTPUT, MessageError, MessageUpdate, NewMessage, Part, Role, ToolState,
+};
+use serde_json::json;
+
+fn text(role: Role, t: &str) -> ConversationMessage {
+    ConversationMessage {
+        role,
+        parts: vec![ConversationPart::Text { text: t.into() }],
+    }
+}
+
+#[test]
+fn tool_calls_are_paired_with_results_in_order() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    say(&svc, &ses, Role::User, "list and read");
+    let mut failed = Part::tool("c2", "read", json!({"path": "/nope"}));
+    if let Part::Tool(t) = &mut failed {
+        t.state.fail("no such file", 5).unwrap();
+    }
+    let mut compacted = completed_tool("c3", "bash", json!("cat big.log"), "huge output");
+    if let Part::Tool(t) = &mut compacted {
+        t.compacted_at = Some(9);
+    }
+    let mut running = Part::tool("c5", "sleep", json!(null));
+    if let Part::Tool(t) = &mut running {
+        t.state = ToolState::Running { started_at: 1 };
+    }
+    svc.create(NewMessage::new(
+        &ses,
+        Role::Assistant,
+        vec![
+            Part::Reasoning(scribe_message::ReasoningPart {
+                text: "thinking".into(),
+                signature: Some("sig".into()),
+                ..Default::default()
+            }),
+            Part::text("on it"),
+            completed_tool("c1", "ls", json!({"dir": "."}), "a.txt"),
+            failed,
+            compacted,
+            Part::tool("c4", "write", json!({})),
+            running,
+        ],
+    ))
+    .unwrap();
+    say(&svc, &ses, Role::User, "thanks");
+
+    let conv = svc
+        .conversation(&ses, ConversationOptions::default())
+        .unwrap();
+    assert_eq!(conv.len(), 4);
+    assert_eq!(conv[0], text(Role::User, "list and read"));
+    assert_eq!(conv[1].role, Role::Assistant);
+    assert_eq!(
+        conv[1].parts[..2],
+        [
+            ConversationPart::Reasoning {
+                text: "thinking".into(),
+                signature: Some("sig".into()),
+                metadata: None
+            },
+            ConversationPart::Text {
+                text: "on it".into()
+            },
+        ]
+    );
+    let calls: Vec<&str> = conv[1]
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ConversationPart::ToolCall { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["c1", "c2", "c3", "c4", "c5"]);
+    assert_eq!(conv[2].role, Role::Tool);
+    let result =
+        |call: &str, tool: &str, output: &str, is_error: bool| ConversationPart::ToolResult {
+            call_id: call.into(),
+            tool: tool.into(),
+            output: output.into(),
+            is_error,
+        };
+    assert_eq!(
+        conv[2].parts,
+        vec![
+            result("c1", "ls", "a.txt", false),
+            result("c2", "read", "no such file", true),
+            result("c3", "bash", CLEARED_TOOL_OUTPUT, false),
+            result("c4", "write", INTERRUPTED_TOOL_OUTPUT, true),
+            result("c5", "sleep", INTERRUPTED_TOOL_OUTPUT, true),
+        ]
+    );
+    assert_eq!(conv[3], text(Role::User, "thanks"));
+}
+
+#[test]
+fn from_summary_starts_at_the_newest_summary_as_a_user_message() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    say(&svc, &ses, Role::User, "old question");
+    say(&svc, &ses, Role::Assistant, "old answer");
+    let summary = say(&svc, &ses, Role::Assistant, "summary of before");
+    svc.update(
+        &summary.id,
+        MessageUpdate {
+            is_summary: Some(true),
+            ..MessageUpdate::default()
+        },
+    )
+    .unwrap();
+    say(&svc, &ses, Role::User, "new question");
+
+    let full = svc
+        .conversation(&ses, ConversationOptions::default())
+        .unwrap();
+    assert_eq!(full.len(), 4);
+    let cut = svc
+        .conversation(
+            &ses,
+            ConversationOptions {
+                from_summary: true,
+                ..ConversationOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        cut,
+        vec![
+            text(Role::User, "summary of before"),
+            text(Role::User, "new question")
+        ]
+    );
+}
+
+#[test]
+fn ancestors_follow_continuations_root_first_but_not_task_parents() {
+    let (_dir, svc) = service();
+    let root = session(&svc);
+    say(&svc, &root, Role::User, "root 1");
+    let cont = session_with(&svc, "cli", "continuation", Some(&root), None);
+    say(&svc, &cont, Role::User, "cont 1");
+    let tip = session_with(&svc, "cli", "continuation", Some(&cont), None);
+    say(&svc, &tip, Role::User, "tip 1");
+    let task = session_with(&svc, "cli", "task", Some(&tip), None);
+    say(&svc, &task, Role::User, "task 1");
+
+    let with = ConversationOptions {
+        include_ancestors: true,
+        ..ConversationOptions::default()
+    };
+    let texts = |conv: Vec<ConversationMessage>| -> Vec<String> {
+        conv.into_iter()
+            .flat_map(|m| m.parts)
+            .filter_map(|p| match p {
+                ConversationPart::Text { text } => Some(text),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        texts(svc.conversation(&tip, with).unwrap()),
+        ["root 1", "cont 1", "tip 1"]
+    );
+    assert_eq!(
+        texts(
+            svc.conversation(&tip, ConversationOptions::default())
+                .unwrap()
+        ),
+        ["tip 1"]
+    );
+    assert_eq!(texts(svc.conversation(&task, with).unwrap()), ["task 1"]);
+    assert!(matches!(
+        svc.conversation("ses_missing", with),
+        Err(MessageError::NotFound {
+            what: "session",
+            ..
+        })
+    ));
+}

@@ -1,0 +1,182 @@
+//! Keyset pagination: newest-first pages, ties on created_at, stable cursors while new
+//! messages arrive, garbage cursors, and stream() in creation order.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{say, service, session};
+use scribe_message::store;
+use scribe_message::{
+    Cursor, FinishReason, Message, MessageError, MessageService, Part, Role, StoredPart, TokenUsage,
+};
+
+/// Inserts a message with an exact id and time (ties on created_at need both).
+fn insert_at(svc: &MessageService, session: &str, id: &str, created_at: i64) -> Message {
+    let msg = Message {
+        id: id.into(),
+        session_id: session.into(),
+        parent_id: None,
+        role: Role::User,
+        agent: None,
+        provider: None,
+        model: None,
+        finish_reason: Some(FinishReason::EndTurn),
+        is_summary: false,
+        usage: TokenUsage::default(),
+        cost_usd: 0.0,
+        error: None,
+        created_at,
+        updated_at: created_at,
+        finished_at: Some(created_at),
+        parts: vec![StoredPart {
+            id: format!("prt_{id}"),
+            position: 0,
+            part: Part::text(format!("text of {id}")),
+            created_at,
+            updated_at: created_at,
+        }],
+    };
+    svc.database()
+        .write(|tx| {
+            store::insert_message(tx, &msg)
+                .map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))
+        })
+        .unwrap();
+    msg
+}
+
+fn ids(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(|m| m.id.clone()).collect()
+}
+
+#[test]
+fn pages_walk_newest_first_with_ties_broken_by_id() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    // Five messages share one millisecond; ids decide their order.
+    let mut expected = Vec::new();
+    for (i, t) in [100, 200, 200, 200, 200, 200, 300].into_iter().enumerate() {
+        expected.push(insert_at(&svc, &ses, &format!("msg_{i:02}"), t).id);
+    }
+    expected.reverse();
+    let mut seen = Vec::new();
+    let mut cursor: Option<Cursor> = None;
+    let mut pages = 0;
+    loop {
+        let page = svc.page(&ses, 2, cursor.as_ref()).unwrap();
+        pages += 1;
+        assert!(
+            page.messages.iter().all(|m| m.parts.len() == 1),
+            "parts loaded"
+        );
+        seen.extend(ids(&page.messages));
+        assert_eq!(page.more, page.next.is_some());
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected);
+    assert_eq!(pages, 4);
+
+    // An exact multiple of the page size ends with more = false on the last full page.
+    let page = svc.page(&ses, 7, None).unwrap();
+    assert_eq!(page.messages.len(), 7);
+    assert!(!page.more);
+    assert_eq!(page.next, None);
+}
+
+#[test]
+fn cursors_are_stable_while_new_messages_are_appended() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    for i in 0..10 {
+        say(&svc, &ses, Role::User, &format!("m{i}"));
+    }
+    let first = svc.page(&ses, 4, None).unwrap();
+    let cursor = first.next.clone().unwrap();
+    let encoded = cursor.to_string();
+    let second = svc.page(&ses, 4, Some(&cursor)).unwrap();
+    for i in 0..5 {
+        say(&svc, &ses, Role::Assistant, &format!("late {i}"));
+    }
+    // The same cursor string, decoded again, gives the same page.
+    let decoded: Cursor = encoded.parse().unwrap();
+    assert_eq!(decoded, cursor);
+    let again = svc.page(&ses, 4, Some(&decoded)).unwrap();
+    assert_eq!(ids(&again.messages), ids(&second.messages));
+    assert_eq!(again.next, second.next);
+    // And the newest page now starts with the late messages.
+    let newest = svc.page(&ses, 5, None).unwrap();
+    assert!(newest.messages.iter().all(|m| m.text().starts_with("late")));
+}
+
+#[test]
+fn garbage_cursors_are_invalid_input_not_panics() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    say(&svc, &ses, Role::User, "x");
+    for garbage in [
+        "",
+        "!!!",
+        "djE6",     // "v1:"
+        "djE6eDp5", // "v1:x:y"
+        "djE6MTI6", // "v1:12:"
+        "bm9wZQ",   // "nope"
+        "////",
+        "djI6MTI6bXNn", // "v2:12:msg"
+        "日本語",
+    ] {
+        let err = Cursor::decode(garbage).unwrap_err();
+        assert!(
+            matches!(err, MessageError::InvalidInput(_)),
+            "{garbage}: {err:?}"
+        );
+        assert!(garbage.parse::<Cursor>().is_err());
+    }
+    assert!(matches!(
+        svc.page(&ses, 0, None),
+        Err(MessageError::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn unknown_session_is_not_found_and_empty_session_an_empty_page() {
+    let (_dir, svc) = service();
+    assert!(matches!(
+        svc.page("ses_missing", 10, None),
+        Err(MessageError::NotFound {
+            what: "session",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.stream("ses_missing"),
+        Err(MessageError::NotFound {
+            what: "session",
+            ..
+        })
+    ));
+    let ses = session(&svc);
+    let page = svc.page(&ses, 10, None).unwrap();
+    assert!(page.messages.is_empty());
+    assert!(!page.more);
+    assert_eq!(page.next, None);
+    assert_eq!(svc.stream(&ses).unwrap().count(), 0);
+}
+
+#[test]
+fn stream_walks_every_page_in_creation_order() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let other = session(&svc);
+    let mut expected = Vec::new();
+    // More than one internal page (200), with ties on created_at.
+    for i in 0..450 {
+        expected.push(insert_at(&svc, &ses, &format!("msg_{i:04}"), 1_000 + i / 3).id);
+    }
+    insert_at(&svc, &other, "msg_other", 1_001);
+    let streamed: Vec<String> = svc.stream(&ses).unwrap().map(|m| m.unwrap().id).collect();
+    assert_eq!(streamed, expected);
+    assert_eq!(ids(&svc.list(&ses).unwrap()), expected);
+}

@@ -1,0 +1,515 @@
+//! MessageService::search on a real database: every sanitizer case runs, the query syntax
+//! finds the right messages on each route (words, trigram, LIKE), filters apply on every
+//! route, hits never repeat a message, tool parts are found until changed or deleted, and
+//! any random string returns Ok.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::{completed_tool, say, service, session_with};
+use proptest::prelude::*;
+use scribe_message::{MessageService, NewMessage, Part, Role, SearchHit, SearchOptions, ToolState};
+use serde_json::json;
+
+/// Every input of the sanitizer's table (crates/message/src/search_query/tests.rs).
+const SANITIZER_INPUTS: &[&str] = &[
+    "hello",
+    "hello world",
+    "hello AND world",
+    r#""exact phrase""#,
+    "docker OR kubernetes",
+    "python NOT java",
+    "deploy*",
+    r#""connection po"*"#,
+    "a b NOT c OR d",
+    "cats or dogs",
+    r#""hello world"#,
+    r#"say "hi"#,
+    r#"""#,
+    "(hello",
+    "hello)",
+    "((a OR b)",
+    "[x]",
+    "{col}: x",
+    "hello AND",
+    "hello OR",
+    "OR x",
+    "AND x",
+    "a AND OR b",
+    "a OR OR b",
+    "a NOT",
+    "a NOT NOT b",
+    "NOT x",
+    "NOT x y",
+    "a OR NOT b",
+    "OR AND NOT",
+    "C++",
+    "C#",
+    "don't",
+    "foo:bar",
+    "content:secret",
+    "-foo",
+    "100%",
+    "user@example.com",
+    "^start",
+    "^",
+    "NEAR(a b)",
+    "NEAR(",
+    "*",
+    "* foo",
+    "a + b",
+    "",
+    "   \t\n",
+    "!!! ??? ---",
+    "chat-send",
+    "P2.2",
+    "my-app.config.ts",
+    "sp_new1",
+    "sp_new*",
+    "fix chat-send bug",
+    r#"a"b"#,
+    r#""a ""b""#,
+    "résumé café",
+    "a\u{0}b",
+    "数据库连接池",
+    "连接池",
+    "中文",
+    "中",
+    "中文 数据库",
+    "数据库 OR 缓存",
+    "数据库 OR 缓存层",
+    "数据库 NOT 连接池",
+    "数据* rust",
+    "数据*",
+    "rust 数据库连接池",
+    "「中文」",
+    "NOT 中文",
+    "データベース",
+    "한국어",
+];
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    svc: MessageService,
+    cli: String,
+    tg: String,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let (dir, svc) = service();
+        let cli = session_with(&svc, "cli", "normal", None, Some("cli work"));
+        let tg = session_with(&svc, "telegram", "normal", None, Some("chat"));
+        Fixture {
+            _dir: dir,
+            svc,
+            cli,
+            tg,
+        }
+    }
+
+    fn search(&self, query: &str) -> Vec<SearchHit> {
+        self.svc.search(query, &SearchOptions::default()).unwrap()
+    }
+
+    fn texts(&self, query: &str) -> Vec<String> {
+        self.texts_with(query, &SearchOptions::default())
+    }
+
+    fn texts_with(&self, query: &str, options: &SearchOptions) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .svc
+            .search(query, options)
+            .unwrap()
+            .into_iter()
+            .map(|h| self.svc.get(&h.message_id).unwrap().text())
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+fn sorted(v: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = v.iter().map(|s| (*s).to_owned()).collect();
+    out.sort();
+    out
+}
+
+fn corpus() -> Fixture {
+    let f = Fixture::new();
+    for text in [
+        "The quick brown fox jumps over the lazy dog",
+        "fix the chat-send handler in my-app.config.ts",
+        "milestone P2.2 is done; sp_new1 migrated",
+        "I love C++ and C# but don't like Java",
+        "python scripts beat java applets",
+        "docker deployment with kubernetes",
+        "数据库连接池配置错误",
+        "这是中文文本",
+        "email me at user@example.com about 100% coverage",
+        "configuration of the connection pool",
+    ] {
+        say(&f.svc, &f.cli, Role::User, text);
+    }
+    f
+}
+
+#[test]
+fn every_sanitizer_case_runs_through_search() {
+    let f = corpus();
+    for input in SANITIZER_INPUTS {
+        let result = f.svc.search(input, &SearchOptions::default());
+        assert!(result.is_ok(), "{input:?}: {result:?}");
+    }
+}
+
+#[test]
+fn words_phrases_or_not_prefix_and_identifiers_find_the_right_messages() {
+    let f = corpus();
+    assert_eq!(
+        f.texts("quick fox"),
+        sorted(&["The quick brown fox jumps over the lazy dog"])
+    );
+    assert_eq!(
+        f.texts(r#""lazy dog""#),
+        sorted(&["The quick brown fox jumps over the lazy dog"])
+    );
+    assert!(f.texts(r#""dog lazy""#).is_empty());
+    assert_eq!(
+        f.texts("docker OR python"),
+        sorted(&[
+            "docker deployment with kubernetes",
+            "python scripts beat java applets"
+        ])
+    );
+    assert_eq!(
+        f.texts("java NOT python"),
+        sorted(&["I love C++ and C# but don't like Java"])
+    );
+    assert_eq!(
+        f.texts("config*"),
+        sorted(&[
+            "configuration of the connection pool",
+            "fix the chat-send handler in my-app.config.ts"
+        ])
+    );
+    assert_eq!(
+        f.texts("chat-send"),
+        sorted(&["fix the chat-send handler in my-app.config.ts"])
+    );
+    assert_eq!(
+        f.texts("my-app.config.ts"),
+        sorted(&["fix the chat-send handler in my-app.config.ts"])
+    );
+    assert_eq!(
+        f.texts("P2.2"),
+        sorted(&["milestone P2.2 is done; sp_new1 migrated"])
+    );
+    assert_eq!(
+        f.texts("sp_new1"),
+        sorted(&["milestone P2.2 is done; sp_new1 migrated"])
+    );
+    assert_eq!(
+        f.texts("don't"),
+        sorted(&["I love C++ and C# but don't like Java"])
+    );
+    assert_eq!(
+        f.texts("user@example.com"),
+        sorted(&["email me at user@example.com about 100% coverage"])
+    );
+    assert!(f.texts("content:secret").is_empty());
+    assert!(f.texts("NOT fox").is_empty());
+    assert!(f.texts("").is_empty());
+}
+
+#[test]
+fn cjk_uses_trigrams_from_three_characters_and_like_below() {
+    let f = corpus();
+    assert_eq!(f.texts("连接池"), sorted(&["数据库连接池配置错误"]));
+    assert_eq!(f.texts("数据库连接池"), sorted(&["数据库连接池配置错误"]));
+    assert_eq!(f.texts("中文"), sorted(&["这是中文文本"]));
+    assert_eq!(f.texts("错误"), sorted(&["数据库连接池配置错误"]));
+    assert!(f.texts("缺失").is_empty());
+    // Snippets mark the match on both routes.
+    let tri = f.search("连接池");
+    assert!(tri[0].snippet.contains(">>>"), "{:?}", tri[0].snippet);
+    let like = f.search("中文");
+    assert_eq!(like[0].snippet, "这是>>>中文<<<文本");
+}
+
+#[test]
+fn hits_carry_snippet_context_and_session_fields() {
+    let f = Fixture::new();
+    let before = say(
+        &f.svc,
+        &f.tg,
+        Role::User,
+        "how do I rotate the kafka credentials?",
+    );
+    let hit_msg = say(
+        &f.svc,
+        &f.tg,
+        Role::Assistant,
+        &format!(
+            "Use the vault CLI to rotate them. {}",
+            "padding ".repeat(60)
+        ),
+    );
+    let after = say(
+        &f.svc,
+        &f.tg,
+        Role::User,
+        &"thanks, that worked ".repeat(30),
+    );
+    let hits = f.svc.search("vault", &SearchOptions::default()).unwrap();
+    assert_eq!(hits.len(), 1);
+    let hit = &hits[0];
+    assert_eq!(hit.message_id, hit_msg.id);
+    assert_eq!(hit.session_id, f.tg);
+    assert_eq!(hit.role, Role::Assistant);
+    assert_eq!(hit.created_at, hit_msg.created_at);
+    assert!(hit.snippet.contains(">>>vault<<<"), "{}", hit.snippet);
+    assert_eq!(hit.source, "telegram");
+    assert_eq!(hit.title.as_deref(), Some("chat"));
+    assert_eq!(hit.model.as_deref(), Some("claude-test"));
+    let b = hit.before.as_ref().unwrap();
+    assert_eq!((b.id.as_str(), b.role), (before.id.as_str(), Role::User));
+    assert_eq!(b.text, "how do I rotate the kafka credentials?");
+    let a = hit.after.as_ref().unwrap();
+    assert_eq!(a.id, after.id);
+    assert!(
+        a.text.chars().count() <= 201 && a.text.ends_with('…'),
+        "{}",
+        a.text
+    );
+    // The first message of a session has no context before it.
+    let first = f.svc.search("kafka", &SearchOptions::default()).unwrap();
+    assert!(first[0].before.is_none());
+    assert_eq!(first[0].after.as_ref().unwrap().id, hit_msg.id);
+}
+
+#[test]
+fn filters_apply_on_every_route() {
+    let f = Fixture::new();
+    let texts = [
+        "deploy token 数据库迁移 中文",
+        "deploy token 数据库迁移 中文 again",
+    ];
+    let cli_user = say(&f.svc, &f.cli, Role::User, texts[0]);
+    let cli_asst = f
+        .svc
+        .create(NewMessage::new(
+            &f.cli,
+            Role::Assistant,
+            vec![Part::text(texts[1])],
+        ))
+        .unwrap();
+    let tg_user = say(&f.svc, &f.tg, Role::User, texts[0]);
+    let ids = |q: &str, o: &SearchOptions| -> HashSet<String> {
+        f.svc
+            .search(q, o)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.message_id)
+            .collect()
+    };
+    let set = |v: &[&str]| -> HashSet<String> { v.iter().map(|s| (*s).to_owned()).collect() };
+    // words, trigram, LIKE
+    for q in ["deploy", "数据库迁移", "中文"] {
+        let all = ids(q, &SearchOptions::default());
+        assert_eq!(all, set(&[&cli_user.id, &cli_asst.id, &tg_user.id]), "{q}");
+        let o = SearchOptions {
+            sources: vec!["telegram".into()],
+            ..SearchOptions::default()
+        };
+        assert_eq!(ids(q, &o), set(&[&tg_user.id]), "{q} sources");
+        let o = SearchOptions {
+            exclude_sources: vec!["telegram".into()],
+            ..SearchOptions::default()
+        };
+        assert_eq!(
+            ids(q, &o),
+            set(&[&cli_user.id, &cli_asst.id]),
+            "{q} exclude"
+        );
+        let o = SearchOptions {
+            roles: vec![Role::Assistant],
+            ..SearchOptions::default()
+        };
+        assert_eq!(ids(q, &o), set(&[&cli_asst.id]), "{q} roles");
+        let o = SearchOptions {
+            session_id: Some(f.tg.clone()),
+            ..SearchOptions::default()
+        };
+        assert_eq!(ids(q, &o), set(&[&tg_user.id]), "{q} session");
+        let o = SearchOptions {
+            since: Some(tg_user.created_at),
+            ..SearchOptions::default()
+        };
+        assert!(ids(q, &o).contains(&tg_user.id), "{q} since");
+        let o = SearchOptions {
+            until: Some(cli_user.created_at),
+            ..SearchOptions::default()
+        };
+        assert!(ids(q, &o).is_empty(), "{q} until");
+        let o = SearchOptions {
+            limit: 1,
+            ..SearchOptions::default()
+        };
+        let first = ids(q, &o);
+        assert_eq!(first.len(), 1, "{q} limit");
+        let o = SearchOptions {
+            limit: 1,
+            offset: 1,
+            ..SearchOptions::default()
+        };
+        let second = ids(q, &o);
+        assert_eq!(second.len(), 1, "{q} offset");
+        assert!(first.is_disjoint(&second));
+        let o = SearchOptions {
+            offset: 3,
+            ..SearchOptions::default()
+        };
+        assert!(ids(q, &o).is_empty());
+        let o = SearchOptions {
+            session_id: Some("ses_missing".into()),
+            ..SearchOptions::default()
+        };
+        assert!(ids(q, &o).is_empty());
+    }
+}
+
+#[test]
+fn a_message_with_many_matching_parts_is_one_hit() {
+    let f = Fixture::new();
+    let msg = f
+        .svc
+        .create(NewMessage::new(
+            &f.cli,
+            Role::Assistant,
+            vec![
+                Part::text("needle one 数据库迁移 中文"),
+                Part::text("needle two 数据库迁移 中文"),
+                completed_tool(
+                    "c1",
+                    "grep",
+                    json!({"q": "needle"}),
+                    "needle three 数据库迁移 中文",
+                ),
+            ],
+        ))
+        .unwrap();
+    say(&f.svc, &f.cli, Role::User, "needle once 数据库迁移 中文");
+    for q in ["needle", "数据库迁移", "中文"] {
+        let hits = f.search(q);
+        let unique: HashSet<&str> = hits.iter().map(|h| h.message_id.as_str()).collect();
+        assert_eq!(hits.len(), 2, "{q}");
+        assert_eq!(unique.len(), 2, "{q}");
+        assert!(unique.contains(msg.id.as_str()));
+    }
+}
+
+#[test]
+fn tool_names_inputs_and_outputs_are_found_until_changed_or_deleted() {
+    let f = Fixture::new();
+    let mut tool = Part::tool("call_1", "ripgrep_search", json!({"pattern": "zebrafish"}));
+    let msg = f
+        .svc
+        .create(NewMessage::new(&f.cli, Role::Assistant, vec![tool.clone()]))
+        .unwrap();
+    let part_id = msg.parts[0].id.clone();
+    assert_eq!(f.search("ripgrep_search").len(), 1, "tool name");
+    assert_eq!(f.search("zebrafish").len(), 1, "tool input");
+    assert!(f.search("okapi").is_empty());
+
+    if let Part::Tool(t) = &mut tool {
+        t.state.start(1).unwrap();
+    }
+    f.svc.update_part(&part_id, tool.clone()).unwrap();
+    if let Part::Tool(t) = &mut tool {
+        t.state
+            .complete("found okapi_habitat.rs", "rg", json!(null), 2)
+            .unwrap();
+    }
+    f.svc.update_part(&part_id, tool.clone()).unwrap();
+    assert_eq!(f.search("okapi_habitat.rs").len(), 1, "tool output");
+    assert_eq!(
+        f.search("okapi_hab").len(),
+        0,
+        "a word index needs whole tokens"
+    );
+    assert_eq!(f.search("okapi*").len(), 1, "prefix");
+
+    // The output changes: the old text is gone from both indexes.
+    if let Part::Tool(t) = &mut tool {
+        t.state = ToolState::Completed {
+            output: "replaced with 鸭嘴兽数据".into(),
+            title: String::new(),
+            metadata: json!(null),
+            started_at: 1,
+            ended_at: 3,
+        };
+    }
+    f.svc.update_part(&part_id, tool).unwrap();
+    assert!(f.search("okapi_habitat.rs").is_empty());
+    assert_eq!(f.search("鸭嘴兽").len(), 1);
+    // Deleted: nothing is found any more, on any route.
+    f.svc.delete_part(&part_id).unwrap();
+    for q in ["ripgrep_search", "zebrafish", "鸭嘴兽", "鸭嘴", "replaced"] {
+        assert!(f.search(q).is_empty(), "{q}");
+    }
+}
+
+#[test]
+fn results_order_by_rank_then_recency() {
+    let f = Fixture::new();
+    let weak = say(
+        &f.svc,
+        &f.cli,
+        Role::User,
+        &format!("rust {}", "filler words ".repeat(40)),
+    );
+    let strong = say(&f.svc, &f.cli, Role::User, "rust rust rust");
+    let hits = f.search("rust");
+    assert_eq!(hits[0].message_id, strong.id);
+    assert_eq!(hits[1].message_id, weak.id);
+    assert!(hits[0].rank <= hits[1].rank);
+    // LIKE route: newest first.
+    let old = say(&f.svc, &f.cli, Role::User, "旧的中文");
+    let new = say(&f.svc, &f.cli, Role::User, "新的中文");
+    let hits = f.search("中文");
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.message_id.clone())
+            .collect::<Vec<_>>(),
+        vec![new.id, old.id]
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn any_string_searches_ok(query in prop_oneof![
+        ".*",
+        "[ -~]{0,40}",
+        "[\"()*:^+\\-%_\\\\ a-zA-Z0-9]{0,30}",
+        "[\\u{4e00}-\\u{4e20} a-z\"*]{0,12}",
+        proptest::collection::vec(prop_oneof![
+            Just("OR".to_owned()), Just("AND".to_owned()), Just("NOT".to_owned()),
+            Just("\"".to_owned()), Just("*".to_owned()), Just("(".to_owned()),
+            Just("数据".to_owned()), "[a-z]{1,5}",
+        ], 0..8).prop_map(|v| v.join(" ")),
+    ]) {
+        thread_local! {
+            static FIXTURE: Fixture = corpus();
+        }
+        FIXTURE.with(|f| {
+            let result = f.svc.search(&query, &SearchOptions::default());
+            prop_assert!(result.is_ok(), "{:?}: {:?}", query, result);
+            Ok(())
+        })?;
+    }
+}

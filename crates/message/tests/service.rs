@@ -1,0 +1,634 @@
+//! MessageService: create, get, list, update, part changes, finish, usage, delete, the
+//! store functions, and the exact events each publishes (none for a failed change).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{completed_tool, count, say, service, session};
+use scribe_message::store;
+use scribe_message::{
+    FinishReason, Message, MessageError, MessageUpdate, NewMessage, Part, Role, StoredPart,
+    TokenUsage, ToolState,
+};
+use scribe_pubsub::{EventKind, TryRecvError};
+use serde_json::json;
+
+#[test]
+fn create_persists_message_and_parts_and_publishes_created() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let sub = svc.subscribe();
+    let parts_sub = svc.subscribe_parts();
+
+    let mut new = NewMessage::new(
+        &ses,
+        Role::Assistant,
+        vec![
+            Part::text("hello"),
+            Part::tool("call_1", "bash", json!({"cmd": "ls"})),
+        ],
+    );
+    new.model = Some("claude-x".into());
+    new.provider = Some("anthropic".into());
+    new.agent = Some("build".into());
+    let msg = svc.create(new).unwrap();
+    assert!(msg.id.starts_with("msg_"));
+    assert_eq!(msg.parts.len(), 2);
+    assert_eq!(msg.parts[0].position, 0);
+    assert_eq!(msg.parts[1].position, 1);
+    assert!(msg.parts.iter().all(|p| p.id.starts_with("prt_")));
+    // An assistant message stays open.
+    assert_eq!(msg.finish_reason, None);
+    assert_eq!(msg.finished_at, None);
+
+    let event = sub.try_recv().unwrap();
+    assert_eq!(event.kind, EventKind::Created);
+    assert_eq!(event.payload, msg);
+    assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(parts_sub.try_recv(), Err(TryRecvError::Empty));
+
+    assert_eq!(svc.get(&msg.id).unwrap(), msg);
+    assert_eq!(svc.list(&ses).unwrap(), vec![msg]);
+    assert_eq!(count(&svc, "SELECT message_count FROM sessions"), 1);
+    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 1);
+}
+
+#[test]
+fn non_assistant_messages_get_a_finish_part() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = say(&svc, &ses, Role::User, "hi");
+    assert_eq!(msg.finish_reason, Some(FinishReason::EndTurn));
+    assert_eq!(msg.finished_at, Some(msg.created_at));
+    assert_eq!(msg.parts.len(), 2);
+    assert!(matches!(&msg.parts[1].part, Part::Finish(f) if f.reason == FinishReason::EndTurn));
+    // An explicit finish part is kept, not doubled.
+    let own = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::System,
+            vec![Part::text("rules"), Part::finish(FinishReason::Canceled, 5)],
+        ))
+        .unwrap();
+    assert_eq!(own.parts.len(), 2);
+    assert_eq!(own.finish_reason, Some(FinishReason::Canceled));
+}
+
+#[test]
+fn create_in_unknown_session_is_not_found_and_publishes_nothing() {
+    let (_dir, svc) = service();
+    let sub = svc.subscribe();
+    let err = svc
+        .create(NewMessage::new(
+            "ses_missing",
+            Role::User,
+            vec![Part::text("x")],
+        ))
+        .unwrap_err();
+    assert!(
+        matches!(&err, MessageError::NotFound { what: "session", id } if id == "ses_missing"),
+        "{err:?}"
+    );
+    assert!(err.is_not_found());
+    let err = svc
+        .create(NewMessage::new("", Role::User, vec![]))
+        .unwrap_err();
+    assert!(matches!(err, MessageError::InvalidInput(_)));
+    assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 0);
+    assert_eq!(count(&svc, "SELECT count(*) FROM parts"), 0);
+}
+
+#[test]
+fn get_list_and_delete_of_unknown_ids_are_not_found() {
+    let (_dir, svc) = service();
+    assert!(matches!(
+        svc.get("msg_nope"),
+        Err(MessageError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.list("ses_nope"),
+        Err(MessageError::NotFound {
+            what: "session",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.delete("msg_nope"),
+        Err(MessageError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.update_part("prt_nope", Part::text("x")),
+        Err(MessageError::NotFound { what: "part", .. })
+    ));
+    assert!(matches!(
+        svc.append_part("msg_nope", Part::text("x")),
+        Err(MessageError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.finish("msg_nope", FinishReason::EndTurn),
+        Err(MessageError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.add_usage("msg_nope", TokenUsage::default(), 0.0),
+        Err(MessageError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.update("msg_nope", MessageUpdate::default()),
+        Err(MessageError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    assert!(matches!(
+        svc.delete_part("prt_nope"),
+        Err(MessageError::NotFound { what: "part", .. })
+    ));
+    let ses = session(&svc);
+    assert_eq!(svc.list(&ses).unwrap(), Vec::<Message>::new());
+}
+
+#[test]
+fn list_is_in_creation_order_with_parts_in_position_order() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let other = session(&svc);
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        ids.push(say(&svc, &ses, role, &format!("message {i}")).id);
+        say(&svc, &other, Role::User, "elsewhere");
+    }
+    let listed = svc.list(&ses).unwrap();
+    assert_eq!(listed.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), ids);
+    for m in &listed {
+        assert_eq!(m.session_id, ses);
+        let positions: Vec<i64> = m.parts.iter().map(|p| p.position).collect();
+        let mut sorted = positions.clone();
+        sorted.sort_unstable();
+        assert_eq!(positions, sorted);
+    }
+    assert_eq!(listed[3].text(), "message 3");
+}
+
+#[test]
+fn update_changes_fields_and_publishes_updated() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![Part::text("a")],
+        ))
+        .unwrap();
+    let sub = svc.subscribe();
+    let updated = svc
+        .update(
+            &msg.id,
+            MessageUpdate {
+                model: Some(Some("gpt-x".into())),
+                error: Some(Some(json!({"kind": "overloaded"}))),
+                usage: Some(TokenUsage {
+                    input: 10,
+                    ..TokenUsage::default()
+                }),
+                is_summary: Some(true),
+                ..MessageUpdate::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(updated.model.as_deref(), Some("gpt-x"));
+    assert_eq!(updated.error, Some(json!({"kind": "overloaded"})));
+    assert_eq!(updated.usage.input, 10);
+    assert!(updated.is_summary);
+    assert_eq!(updated.parts, msg.parts, "parts untouched");
+    assert!(updated.updated_at >= msg.updated_at);
+    let event = sub.try_recv().unwrap();
+    assert_eq!((event.kind, &event.payload), (EventKind::Updated, &updated));
+    assert_eq!(svc.get(&msg.id).unwrap(), updated);
+
+    // Bad input fails without an event.
+    let err = svc
+        .update(
+            &msg.id,
+            MessageUpdate {
+                cost_usd: Some(f64::NAN),
+                ..MessageUpdate::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(err, MessageError::InvalidInput(_)));
+    assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
+}
+
+#[test]
+fn update_part_changes_one_part_and_follows_the_tool_state_machine() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![
+                Part::text("running a tool"),
+                Part::tool("call_9", "grep", json!({"pattern": "needle"})),
+            ],
+        ))
+        .unwrap();
+    let text_before = msg.parts[0].clone();
+    let tool_id = msg.parts[1].id.clone();
+    let Part::Tool(mut tool) = msg.parts[1].part.clone() else {
+        panic!("tool part expected")
+    };
+    let sub = svc.subscribe();
+    let parts_sub = svc.subscribe_parts();
+
+    tool.state.start(100).unwrap();
+    let running = svc.update_part(&tool_id, Part::Tool(tool.clone())).unwrap();
+    assert_eq!(running.part, Part::Tool(tool.clone()));
+    assert_eq!(running.position, 1);
+    let event = parts_sub.try_recv().unwrap();
+    assert_eq!(event.kind, EventKind::Updated);
+    assert_eq!(event.payload.message_id, msg.id);
+    assert_eq!(event.payload.session_id, ses);
+    assert_eq!(event.payload.part, running);
+
+    tool.state
+        .complete("found 3", "grep needle", json!({"n": 3}), 200)
+        .unwrap();
+    let done = svc.update_part(&tool_id, Part::Tool(tool.clone())).unwrap();
+    assert!(matches!(&done.part, Part::Tool(t) if t.state.output() == Some("found 3")));
+    assert_eq!(parts_sub.try_recv().unwrap().payload.part, done);
+
+    let reloaded = svc.get(&msg.id).unwrap();
+    assert_eq!(
+        reloaded.parts[0], text_before,
+        "the other part is untouched"
+    );
+    assert_eq!(reloaded.parts[1], done);
+
+    // completed → running is refused, nothing changes, no event.
+    let mut back = tool.clone();
+    back.state = ToolState::Running { started_at: 300 };
+    let err = svc.update_part(&tool_id, Part::Tool(back)).unwrap_err();
+    assert!(
+        matches!(&err, MessageError::IllegalToolTransition { part_id, .. } if *part_id == tool_id),
+        "{err:?}"
+    );
+    // pending → completed skips running.
+    let fresh = svc
+        .append_part(&msg.id, Part::tool("call_10", "ls", json!(null)))
+        .unwrap();
+    let _ = parts_sub.try_recv().unwrap();
+    let skip = completed_tool("call_10", "ls", json!(null), "x");
+    if let Part::Tool(mut t) = skip {
+        t.state = ToolState::Completed {
+            output: "x".into(),
+            title: String::new(),
+            metadata: json!(null),
+            started_at: 1,
+            ended_at: 2,
+        };
+        assert!(matches!(
+            svc.update_part(&fresh.id, Part::Tool(t)),
+            Err(MessageError::IllegalToolTransition { .. })
+        ));
+    }
+    // The call id is the tool part's identity.
+    let mut renamed = tool.clone();
+    renamed.call_id = "call_other".into();
+    assert!(matches!(
+        svc.update_part(&tool_id, Part::Tool(renamed)),
+        Err(MessageError::InvalidInput(_))
+    ));
+    assert_eq!(svc.get(&msg.id).unwrap().parts[1], done);
+    assert_eq!(parts_sub.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(
+        sub.try_recv(),
+        Err(TryRecvError::Empty),
+        "no message events"
+    );
+}
+
+#[test]
+fn append_and_delete_part_publish_part_events_and_keep_counters() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![Part::text("a")],
+        ))
+        .unwrap();
+    let parts_sub = svc.subscribe_parts();
+    let appended = svc
+        .append_part(
+            &msg.id,
+            completed_tool("c1", "read", json!({"path": "x"}), "out"),
+        )
+        .unwrap();
+    assert_eq!(appended.position, 1);
+    let event = parts_sub.try_recv().unwrap();
+    assert_eq!(event.kind, EventKind::Created);
+    assert_eq!(event.payload.part, appended);
+    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 1);
+
+    let deleted = svc.delete_part(&appended.id).unwrap();
+    assert_eq!(deleted, appended);
+    let event = parts_sub.try_recv().unwrap();
+    assert_eq!(event.kind, EventKind::Deleted);
+    assert_eq!(event.payload.part, appended);
+    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 0);
+    assert_eq!(svc.get(&msg.id).unwrap().parts.len(), 1);
+}
+
+#[test]
+fn finish_sets_reason_and_a_single_finish_part() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![Part::text("a")],
+        ))
+        .unwrap();
+    let sub = svc.subscribe();
+    let parts_sub = svc.subscribe_parts();
+    let done = svc.finish(&msg.id, FinishReason::ToolUse).unwrap();
+    assert_eq!(done.finish_reason, Some(FinishReason::ToolUse));
+    assert!(done.finished_at.is_some());
+    assert_eq!(done.parts.len(), 2);
+    assert_eq!(parts_sub.try_recv().unwrap().kind, EventKind::Created);
+    let event = sub.try_recv().unwrap();
+    assert_eq!((event.kind, &event.payload), (EventKind::Updated, &done));
+
+    let again = svc.finish(&msg.id, FinishReason::EndTurn).unwrap();
+    assert_eq!(
+        again.parts.len(),
+        2,
+        "the finish part is replaced, not added"
+    );
+    assert!(matches!(&again.parts[1].part, Part::Finish(f) if f.reason == FinishReason::EndTurn));
+    assert_eq!(parts_sub.try_recv().unwrap().kind, EventKind::Updated);
+    assert_eq!(sub.try_recv().unwrap().payload, again);
+}
+
+#[test]
+fn add_usage_adds_atomically_from_many_threads() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(&ses, Role::Assistant, vec![]))
+        .unwrap();
+    let sub = svc.subscribe_with_buffer_for_test();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..10 {
+                    svc.add_usage(
+                        &msg.id,
+                        TokenUsage {
+                            input: 1,
+                            output: 2,
+                            cache_read: 3,
+                            cache_write: 4,
+                            reasoning: 5,
+                        },
+                        0.25,
+                    )
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let total = svc.get(&msg.id).unwrap();
+    assert_eq!(total.usage.input, 40);
+    assert_eq!(total.usage.reasoning, 200);
+    assert!((total.cost_usd - 10.0).abs() < 1e-9);
+    assert_eq!(sub.try_iter().filter_map(Result::ok).count(), 40);
+    assert!(matches!(
+        svc.add_usage(&msg.id, TokenUsage::default(), -1.0),
+        Err(MessageError::InvalidInput(_))
+    ));
+}
+
+trait SubscribeBig {
+    fn subscribe_with_buffer_for_test(&self) -> scribe_pubsub::Subscription<Message>;
+}
+impl SubscribeBig for scribe_message::MessageService {
+    fn subscribe_with_buffer_for_test(&self) -> scribe_pubsub::Subscription<Message> {
+        self.messages().subscribe_with_buffer(1000)
+    }
+}
+
+#[test]
+fn delete_removes_parts_counters_and_index_rows_and_publishes_deleted() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let keep = say(&svc, &ses, Role::User, "keep me");
+    let msg = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![
+                Part::text("gone soon"),
+                completed_tool("c", "bash", json!("ls"), "files"),
+            ],
+        ))
+        .unwrap();
+    let sub = svc.subscribe();
+    assert_eq!(count(&svc, "SELECT message_count FROM sessions"), 2);
+    let deleted = svc.delete(&msg.id).unwrap();
+    assert_eq!(deleted, msg);
+    let event = sub.try_recv().unwrap();
+    assert_eq!((event.kind, &event.payload), (EventKind::Deleted, &msg));
+    assert_eq!(count(&svc, "SELECT message_count FROM sessions"), 1);
+    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 0);
+    assert_eq!(count(&svc, "SELECT count(*) FROM parts"), 2);
+    assert_eq!(
+        count(
+            &svc,
+            "SELECT count(*) FROM parts_fts WHERE parts_fts MATCH 'gone'"
+        ),
+        0
+    );
+    assert_eq!(svc.list(&ses).unwrap(), vec![keep]);
+    assert!(svc.delete(&msg.id).unwrap_err().is_not_found());
+    assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
+}
+
+#[test]
+fn store_insert_message_keeps_everything_as_given() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let msg = Message {
+        id: "msg_imported".into(),
+        session_id: ses.clone(),
+        parent_id: Some("msg_parent".into()),
+        role: Role::Assistant,
+        agent: Some("plan".into()),
+        provider: Some("p".into()),
+        model: Some("m".into()),
+        finish_reason: Some(FinishReason::Unknown("content_filter".into())),
+        is_summary: true,
+        usage: TokenUsage {
+            input: 1,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+            reasoning: 5,
+        },
+        cost_usd: 0.125,
+        error: Some(json!({"message": "x"})),
+        created_at: 1_000,
+        updated_at: 2_000,
+        finished_at: Some(3_000),
+        parts: vec![
+            StoredPart {
+                id: "prt_b".into(),
+                position: 10,
+                part: Part::text("second"),
+                created_at: 1_100,
+                updated_at: 1_200,
+            },
+            StoredPart {
+                id: "prt_a".into(),
+                position: 5,
+                part: Part::Unknown(json!({"type": "future", "x": [1, 2]})),
+                created_at: 1_000,
+                updated_at: 1_000,
+            },
+        ],
+    };
+    // `?` works inside a caller's own transaction (MessageError → scribe_db::Error).
+    svc.database()
+        .write(|tx| Ok(store::insert_message(tx, &msg)?))
+        .unwrap();
+    let loaded = svc
+        .database()
+        .read(|c| Ok(store::load_message(c, "msg_imported").unwrap()))
+        .unwrap();
+    let mut expected = msg.clone();
+    expected.parts.reverse();
+    assert_eq!(loaded, expected);
+    let all = svc
+        .database()
+        .read(|c| Ok(store::load_session_messages(c, &ses).unwrap()))
+        .unwrap();
+    assert_eq!(all, vec![expected]);
+
+    // Duplicate part positions are the caller's mistake, and nothing is half written.
+    let mut dup = msg.clone();
+    dup.id = "msg_dup".into();
+    dup.parts[0].id = "prt_c".into();
+    dup.parts[1].id = "prt_d".into();
+    dup.parts[1].position = 10;
+    let result = svc
+        .database()
+        .write(|tx| Ok(store::insert_message(tx, &dup)?));
+    assert!(
+        matches!(&result, Err(scribe_db::Error::InvalidInput(m)) if m.contains("position 10")),
+        "{result:?}"
+    );
+    assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 1);
+    let err = svc
+        .database()
+        .read(|c| {
+            Ok(store::insert_message(
+                c,
+                &Message {
+                    session_id: "ses_x".into(),
+                    ..msg.clone()
+                },
+            ))
+        })
+        .unwrap_err_or_message();
+    assert!(matches!(
+        err,
+        MessageError::NotFound {
+            what: "session",
+            ..
+        }
+    ));
+}
+
+trait UnwrapErrOrMessage {
+    fn unwrap_err_or_message(self) -> MessageError;
+}
+impl UnwrapErrOrMessage for scribe_db::Result<Result<(), MessageError>> {
+    fn unwrap_err_or_message(self) -> MessageError {
+        self.unwrap().unwrap_err()
+    }
+}
+
+#[test]
+fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
+    let (_dir, svc) = service();
+    let ses = session(&svc);
+    let good = say(&svc, &ses, Role::User, "fine");
+    let bad = say(&svc, &ses, Role::User, "about to break");
+    let bad_part = bad.parts[0].id.clone();
+    // Valid JSON (the CHECK needs it) but not a valid text part.
+    svc.database()
+        .write(|tx| {
+            tx.execute(
+                "UPDATE parts SET data = '{\"type\":\"text\",\"text\":42}' WHERE id = ?1",
+                [&bad_part],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    let err = svc.get(&bad.id).unwrap_err();
+    assert!(
+        matches!(&err, MessageError::CorruptPart { part_id, .. } if *part_id == bad_part),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&bad_part));
+    assert_eq!(svc.get(&good.id).unwrap(), good);
+    assert!(matches!(
+        svc.list(&ses),
+        Err(MessageError::CorruptPart { .. })
+    ));
+    let as_db = svc
+        .database()
+        .read(|c| Ok(store::load_message(c, &bad.id)?))
+        .unwrap_err();
+    assert!(as_db.to_string().contains(&bad_part), "{as_db}");
+    // Repair by overwriting the part, or delete the message.
+    svc.update_part(&bad_part, Part::text("repaired")).unwrap();
+    assert_eq!(
+        svc.get(&bad.id).unwrap().parts[0].part,
+        Part::text("repaired")
+    );
+    svc.database()
+        .write(|tx| {
+            tx.execute("UPDATE parts SET data = '[1]' WHERE id = ?1", [&bad_part])?;
+            Ok(())
+        })
+        .unwrap();
+    let gone = svc.delete(&bad.id).unwrap();
+    assert_eq!(gone.id, bad.id);
+    assert_eq!(svc.list(&ses).unwrap(), vec![good]);
+}
