@@ -1,1 +1,60 @@
-//! Placeholder crate; filled in by its issue.
+//! scribe-session: the session service.
+//!
+//! [`SessionService`] keeps Scribe's sessions over a shared [`scribe_db::Database`]:
+//!
+//! - lifecycle: [`create`](SessionService::create), title, task and continuation sessions,
+//!   [`fork`](SessionService::fork), [`get`](SessionService::get),
+//!   [`list`](SessionService::list), [`update`](SessionService::update) /
+//!   [`save`](SessionService::save), [`delete`](SessionService::delete),
+//!   archive / unarchive, [`end`](SessionService::end) (first end wins) and reopen;
+//! - titles: normalized ([`normalize_title`]), unique when present, lineages `t`, `t #2` …
+//!   ([`resolve_by_title`](SessionService::resolve_by_title),
+//!   [`next_title_in_lineage`](SessionService::next_title_in_lineage));
+//! - lineage: ancestors, descendants, the tip of a compaction chain;
+//! - usage: atomic [`add_usage`](SessionService::add_usage), a once-only
+//!   [`roll_up_into_parent`](SessionService::roll_up_into_parent), [`stats`](SessionService::stats);
+//! - maintenance: [`prune`](SessionService::prune), [`clear`](SessionService::clear),
+//!   [`export`](SessionService::export) / [`import`](SessionService::import);
+//! - files history: [`record_file`](SessionService::record_file) and friends.
+//!
+//! Every change is one transaction and is announced on the service's
+//! [`Broker<Session>`](scribe_pubsub::Broker) after it commits, never before and never for
+//! a change that was rolled back. All SQL lives in `sql/queries`; this crate only calls the
+//! generated functions and the sea-query builders of `scribe_db::filters`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use scribe_db::Database;
+//! use scribe_pubsub::EventKind;
+//! use scribe_session::{NewSession, SessionService, UsageDelta};
+//!
+//! let svc = SessionService::new(Arc::new(Database::open_in_memory()?));
+//! let events = svc.subscribe();
+//! let s = svc.create(NewSession::titled("  Fix   the build "))?;
+//! assert_eq!(s.title.as_deref(), Some("Fix the build"));
+//! assert_eq!(svc.next_title_in_lineage("Fix the build")?, "Fix the build #2");
+//! let s = svc.add_usage(&s.id, &UsageDelta { api_calls: 1, cost_usd: 0.25, ..UsageDelta::default() })?;
+//! assert_eq!(s.estimated_cost_usd, 0.25);
+//! let created = events.try_recv().unwrap();
+//! assert_eq!((created.kind, created.payload.id), (EventKind::Created, s.id));
+//! # Ok::<(), scribe_session::SessionError>(())
+//! ```
+
+mod error;
+mod files;
+mod service;
+mod session;
+mod title;
+mod transfer;
+mod usage;
+
+pub use error::{Result, SessionError};
+pub use files::FileVersion;
+pub use scribe_db::filters::{ParentFilter, SessionFilter, SessionOrder};
+pub use service::{NewSession, SessionService};
+pub use session::{Session, SessionKind};
+pub use title::{
+    MAX_TITLE_CHARS, lineage_title, normalize_optional_title, normalize_title, split_lineage,
+};
+pub use transfer::{ExportSelection, ImportOutcome, PruneReport, RollUpMark, SessionExport};
+pub use usage::{RollUp, StatsBy, UsageDelta, UsageStats, UsageStatsRow, UsageTotals};

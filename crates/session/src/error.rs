@@ -1,0 +1,100 @@
+//! [`SessionError`]: everything the session service can refuse or fail at.
+
+/// Result with [`SessionError`].
+pub type Result<T, E = SessionError> = std::result::Result<T, E>;
+
+/// Why a session operation failed. Nothing was changed when an operation returns one.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The row a caller named does not exist (`what`: `"session"`, `"message"`, `"title"`).
+    #[error("{what} not found: {id}")]
+    NotFound {
+        /// The kind of thing looked up.
+        what: &'static str,
+        /// The id (or title) that was looked up.
+        id: String,
+    },
+    /// The title is already used by another session; non-empty titles are unique.
+    #[error("title {title:?} is already used by session {session_id}")]
+    TitleInUse {
+        /// The (normalized) title asked for.
+        title: String,
+        /// The session that holds it.
+        session_id: String,
+    },
+    /// Another uniqueness rule was broken, e.g. a session id already taken.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The title is unusable, e.g. nothing is left of it after normalization.
+    #[error("invalid title: {reason}")]
+    InvalidTitle {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The title is longer than allowed (counted in characters, after normalization).
+    #[error("title too long: {len} characters, at most {max} allowed")]
+    TitleTooLong {
+        /// Its length in characters.
+        len: usize,
+        /// The limit, [`crate::MAX_TITLE_CHARS`].
+        max: usize,
+    },
+    /// Some other argument was rejected before reaching the database.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A stored row could not be read back into its typed form (bad JSON, unknown kind).
+    #[error("stored session {id} is malformed: {reason}")]
+    Corrupt {
+        /// The session (or other row) id.
+        id: String,
+        /// What could not be decoded.
+        reason: String,
+    },
+    /// The database failed or stayed locked.
+    #[error("session storage failed")]
+    Db(#[source] scribe_db::Error),
+    /// Loading or storing a message failed.
+    #[error("message storage failed")]
+    Message(#[source] scribe_message::MessageError),
+}
+
+impl SessionError {
+    /// A [`SessionError::NotFound`] for `what` with `id`.
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        SessionError::NotFound {
+            what,
+            id: id.into(),
+        }
+    }
+}
+
+impl From<scribe_db::Error> for SessionError {
+    fn from(err: scribe_db::Error) -> Self {
+        match err {
+            scribe_db::Error::NotFound { what, id } => SessionError::NotFound { what, id },
+            scribe_db::Error::Conflict(message) => SessionError::Conflict(message),
+            scribe_db::Error::InvalidInput(message) => SessionError::InvalidInput(message),
+            other => SessionError::Db(other),
+        }
+    }
+}
+
+impl From<scribe_db::rusqlite::Error> for SessionError {
+    fn from(err: scribe_db::rusqlite::Error) -> Self {
+        SessionError::from(scribe_db::Error::from(err))
+    }
+}
+
+impl From<scribe_message::MessageError> for SessionError {
+    fn from(err: scribe_message::MessageError) -> Self {
+        // Database failures keep their identity so a busy error inside a write closure is
+        // still retried by `Database::write`.
+        match err {
+            scribe_message::MessageError::Db(db) => SessionError::from(db),
+            scribe_message::MessageError::NotFound { what, id } => {
+                SessionError::NotFound { what, id }
+            }
+            other => SessionError::Message(other),
+        }
+    }
+}

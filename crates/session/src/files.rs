@@ -1,0 +1,111 @@
+//! Files history: the versions of files a session changed ([`FileVersion`]), numbered
+//! 1, 2, 3 … per (session, path).
+
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::now_ms;
+use scribe_db::queries::{self as q, FileRow};
+use scribe_db::rusqlite::OptionalExtension;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SessionError};
+use crate::service::{SessionService, load, read_tx, write_tx};
+
+/// One version of a file as a session left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileVersion {
+    /// `fil_…`.
+    pub id: String,
+    /// The session that changed the file.
+    pub session_id: String,
+    /// The file's path as the agent named it.
+    pub path: String,
+    /// The whole content of this version.
+    pub content: String,
+    /// 1 for the first version of this path in this session, then 2, 3 …
+    pub version: i64,
+    /// When this version was recorded (ms).
+    pub created_at: i64,
+    /// When it last changed (ms).
+    pub updated_at: i64,
+}
+
+impl From<FileRow> for FileVersion {
+    fn from(row: FileRow) -> Self {
+        FileVersion {
+            id: row.id,
+            session_id: row.session_id,
+            path: row.path,
+            content: row.content,
+            version: row.version,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+pub(crate) fn file_versions(rows: Vec<FileRow>) -> Vec<FileVersion> {
+    rows.into_iter().map(FileVersion::from).collect()
+}
+
+impl SessionService {
+    /// Records `content` as the next version of `path` in `session_id` (1 when it is the
+    /// first). The number is assigned inside the write transaction, so concurrent
+    /// recorders never get the same one. Files are not session events: nothing is
+    /// published.
+    pub fn record_file(&self, session_id: &str, path: &str, content: &str) -> Result<FileVersion> {
+        if path.trim().is_empty() {
+            return Err(SessionError::InvalidInput(
+                "file path must not be empty".to_owned(),
+            ));
+        }
+        let id = new_id(Prefix::File);
+        write_tx(&self.db, |tx| {
+            load(tx, session_id)?;
+            let params = q::CreateFileVersionParams {
+                id: &id,
+                session_id,
+                path,
+                content,
+                now: now_ms(),
+            };
+            Ok(FileVersion::from(q::create_file_version(tx, &params)?))
+        })
+    }
+
+    /// Every version of `path` in `session_id`, oldest first (empty when the session
+    /// never changed it).
+    pub fn file_versions(&self, session_id: &str, path: &str) -> Result<Vec<FileVersion>> {
+        read_tx(&self.db, |conn| {
+            load(conn, session_id)?;
+            let params = q::ListFileVersionsParams { session_id, path };
+            Ok(file_versions(q::list_file_versions(conn, &params)?))
+        })
+    }
+
+    /// Version `version` of `path` in `session_id`.
+    pub fn file_version(&self, session_id: &str, path: &str, version: i64) -> Result<FileVersion> {
+        read_tx(&self.db, |conn| {
+            load(conn, session_id)?;
+            let params = q::GetFileVersionParams {
+                session_id,
+                path,
+                version,
+            };
+            match q::get_file_version(conn, &params).optional()? {
+                Some(row) => Ok(FileVersion::from(row)),
+                None => Err(SessionError::not_found(
+                    "file version",
+                    format!("{path} v{version}"),
+                )),
+            }
+        })
+    }
+
+    /// The newest version of every path `session_id` changed, by path.
+    pub fn latest_files(&self, session_id: &str) -> Result<Vec<FileVersion>> {
+        read_tx(&self.db, |conn| {
+            load(conn, session_id)?;
+            Ok(file_versions(q::list_latest_files(conn, session_id)?))
+        })
+    }
+}

@@ -1,0 +1,480 @@
+//! Operations on a session's whole conversation: [`fork`](SessionService::fork),
+//! [`clear`](SessionService::clear), [`prune`](SessionService::prune),
+//! [`export`](SessionService::export) and [`import`](SessionService::import).
+//!
+//! Messages and parts are read and written through `scribe_message::store`, inside this
+//! service's transactions, so a fork or an import is all or nothing.
+
+use std::collections::{BTreeSet, HashMap};
+
+use scribe_db::filters::{self, SessionFilter, SessionOrder};
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::now_ms;
+use scribe_db::queries as q;
+use scribe_db::rusqlite::{Connection, OptionalExtension};
+use scribe_message::{Message, store};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SessionError};
+use crate::files::{FileVersion, file_versions};
+use crate::service::{
+    SessionService, child_of, delete_tx, insert_session, load, read_tx, write_tx,
+};
+use crate::session::{Session, SessionKind, json_text, sessions};
+
+/// Which sessions [`SessionService::export`] writes out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExportSelection {
+    /// One session by id.
+    One(String),
+    /// Every session, or those of one source; oldest first, so parents come before
+    /// their children.
+    All {
+        /// Only sessions of this source.
+        source: Option<String>,
+    },
+}
+
+/// The mark that a session's usage was rolled into its parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RollUpMark {
+    /// The parent it went to.
+    pub parent_id: String,
+    /// When (ms).
+    pub rolled_up_at: i64,
+}
+
+/// A session with everything that belongs to it, as [`SessionService::export`] writes it
+/// and [`SessionService::import`] reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionExport {
+    /// The session, counters and usage totals included.
+    pub session: Session,
+    /// Its messages in creation order, each with its parts.
+    pub messages: Vec<Message>,
+    /// Every recorded file version, by path and version.
+    #[serde(default)]
+    pub files: Vec<FileVersion>,
+    /// Present when the session's usage was already rolled into its parent, so an import
+    /// does not let it be rolled up twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_up: Option<RollUpMark>,
+}
+
+/// What [`SessionService::import`] did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ImportOutcome {
+    /// The session and everything in it were stored.
+    Imported {
+        /// The session as stored.
+        session: Box<Session>,
+        /// The exported parent, when it was not in this database and the link was dropped.
+        unlinked_parent: Option<String>,
+    },
+    /// Nothing was stored.
+    Skipped {
+        /// Why, e.g. the session id is already present.
+        reason: String,
+    },
+}
+
+/// What [`SessionService::prune`] removed, or would remove in a dry run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PruneReport {
+    /// Whether this was a dry run (nothing changed).
+    pub dry_run: bool,
+    /// Sessions that ended before this time (ms) qualified.
+    pub ended_before: i64,
+    /// The sessions removed (or that would be), oldest end first, as they were.
+    pub sessions: Vec<Session>,
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+fn prunable(conn: &Connection, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
+    let rows = match source {
+        None => q::list_prunable_sessions(conn, before)?,
+        Some(source) => q::list_prunable_sessions_by_source(
+            conn,
+            &q::ListPrunableSessionsBySourceParams { before, source },
+        )?,
+    };
+    sessions(rows)
+}
+
+/// Reorders `list` (oldest first) so every session comes after its parent when both are
+/// in it. Creation order alone is not enough: a task session's id is a tool-call id, so a
+/// child created in the same millisecond as its parent may sort before it.
+fn parents_first(list: Vec<Session>) -> Vec<Session> {
+    let index: HashMap<String, usize> = list
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
+    let mut placed = vec![false; list.len()];
+    let mut order = Vec::with_capacity(list.len());
+    for start in 0..list.len() {
+        // Walk up to the oldest unplaced ancestor in the list, then place the chain down.
+        let mut chain = Vec::new();
+        let mut at = Some(start);
+        while let Some(i) = at {
+            if placed[i] || chain.contains(&i) {
+                break;
+            }
+            chain.push(i);
+            at = list[i]
+                .parent_session_id
+                .as_ref()
+                .and_then(|parent| index.get(parent).copied());
+        }
+        for &i in chain.iter().rev() {
+            placed[i] = true;
+            order.push(i);
+        }
+    }
+    let mut slots: Vec<Option<Session>> = list.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+fn export_one(conn: &Connection, session: Session) -> Result<SessionExport> {
+    let messages = store::load_session_messages(conn, &session.id)?;
+    let files = file_versions(q::list_session_files(conn, &session.id)?);
+    let rolled_up = q::get_session_roll_up(conn, &session.id)
+        .optional()?
+        .map(|mark| RollUpMark {
+            parent_id: mark.parent_id,
+            rolled_up_at: mark.rolled_up_at,
+        });
+    Ok(SessionExport {
+        session,
+        messages,
+        files,
+        rolled_up,
+    })
+}
+
+impl SessionService {
+    /// Forks `session_id` at `message_id`: a new [`SessionKind::Fork`] session linked to
+    /// the original, holding copies of the original's messages up to and including
+    /// `message_id` (in creation order) with new message and part ids, in one transaction.
+    ///
+    /// The copies keep their roles, parts, per-message usage and times; links between
+    /// copied messages (parent, the session's summary message) point at the copies. The
+    /// fork's usage totals start at zero: what the copied turns cost was paid by the
+    /// original. Publishes `created` for the fork, with its final counters.
+    pub fn fork(&self, session_id: &str, message_id: &str) -> Result<Session> {
+        let fork = write_tx(&self.db, |tx| {
+            let original = load(tx, session_id)?;
+            let messages = store::load_session_messages(tx, session_id)?;
+            let Some(cut) = messages.iter().position(|m| m.id == message_id) else {
+                return match q::get_message(tx, message_id).optional()? {
+                    None => Err(SessionError::not_found("message", message_id)),
+                    Some(row) => Err(SessionError::InvalidInput(format!(
+                        "message {message_id} belongs to session {}, not {session_id}",
+                        row.session_id
+                    ))),
+                };
+            };
+            let mut new = child_of(&original, SessionKind::Fork);
+            new.system_prompt.clone_from(&original.system_prompt);
+            let fork_id = new_id(Prefix::Session);
+            insert_session(tx, &fork_id, &new)?;
+
+            let mut ids: HashMap<&str, String> = HashMap::new();
+            for message in &messages[..=cut] {
+                let mut copy = message.clone();
+                copy.id = new_id(Prefix::Message);
+                copy.session_id.clone_from(&fork_id);
+                copy.parent_id = message
+                    .parent_id
+                    .as_deref()
+                    .and_then(|parent| ids.get(parent).cloned());
+                for part in &mut copy.parts {
+                    part.id = new_id(Prefix::Part);
+                }
+                store::insert_message(tx, &copy)?;
+                ids.insert(message.id.as_str(), copy.id);
+            }
+            if let Some(summary) = original
+                .summary_message_id
+                .as_deref()
+                .and_then(|summary| ids.get(summary))
+            {
+                let params = q::SetSessionSummaryMessageParams {
+                    summary_message_id: Some(summary),
+                    now: now_ms(),
+                    id: &fork_id,
+                };
+                q::set_session_summary_message(tx, &params)?;
+            }
+            load(tx, &fork_id)
+        })?;
+        self.broker.publish_created(fork.clone());
+        Ok(fork)
+    }
+
+    /// Deletes every message (and part) of `session_id` but keeps the session, its
+    /// settings, usage totals and files. Publishes `updated`.
+    pub fn clear(&self, session_id: &str) -> Result<Session> {
+        let session = write_tx(&self.db, |tx| {
+            load(tx, session_id)?;
+            q::delete_session_messages(tx, session_id)?;
+            load(tx, session_id)
+        })?;
+        self.broker.publish_updated(session.clone());
+        Ok(session)
+    }
+
+    /// Removes sessions that ended more than `older_than_days` days ago (only those of
+    /// `source` when given), with their messages, parts and files; active sessions are
+    /// never pruned, however old. Children of a pruned session that stay lose their
+    /// parent link. With `dry_run` nothing changes and the report lists what would go.
+    ///
+    /// Publishes `deleted` for every pruned session and `updated` for every unlinked child.
+    pub fn prune(
+        &self,
+        older_than_days: u32,
+        source: Option<&str>,
+        dry_run: bool,
+    ) -> Result<PruneReport> {
+        let ended_before =
+            now_ms().saturating_sub(i64::from(older_than_days).saturating_mul(DAY_MS));
+        if dry_run {
+            let sessions = read_tx(&self.db, |conn| prunable(conn, ended_before, source))?;
+            return Ok(PruneReport {
+                dry_run,
+                ended_before,
+                sessions,
+            });
+        }
+        let (pruned, unlinked) = write_tx(&self.db, |tx| {
+            let candidates = prunable(tx, ended_before, source)?;
+            let gone: BTreeSet<&str> = candidates.iter().map(|s| s.id.as_str()).collect();
+            let mut children = BTreeSet::new();
+            for session in &candidates {
+                let (_, unlinked) = delete_tx(tx, &session.id)?;
+                children.extend(unlinked.into_iter().map(|child| child.id));
+            }
+            let mut unlinked = Vec::new();
+            for child in children.iter().filter(|id| !gone.contains(id.as_str())) {
+                if let Some(row) = q::get_session(tx, child).optional()? {
+                    unlinked.push(Session::try_from(row)?);
+                }
+            }
+            Ok((candidates, unlinked))
+        })?;
+        for session in &pruned {
+            self.broker.publish_deleted(session.clone());
+        }
+        for child in unlinked {
+            self.broker.publish_updated(child);
+        }
+        Ok(PruneReport {
+            dry_run,
+            ended_before,
+            sessions: pruned,
+        })
+    }
+
+    /// Exports the selected sessions with their messages, parts and file versions, all
+    /// read from one snapshot. [`ExportSelection::All`] lists sessions oldest first, every
+    /// parent before its children, so importing them in order keeps every link.
+    pub fn export(&self, selection: &ExportSelection) -> Result<Vec<SessionExport>> {
+        read_tx(&self.db, |conn| match selection {
+            ExportSelection::One(id) => Ok(vec![export_one(conn, load(conn, id)?)?]),
+            ExportSelection::All { source } => {
+                let filter = SessionFilter {
+                    sources: source.iter().cloned().collect(),
+                    order: SessionOrder::CreatedAsc,
+                    ..SessionFilter::default()
+                };
+                parents_first(sessions(filters::list_sessions(conn, &filter)?)?)
+                    .into_iter()
+                    .map(|session| export_one(conn, session))
+                    .collect()
+            }
+        })
+    }
+
+    /// Imports one exported session in one transaction: the session row exactly as
+    /// exported (usage totals, cost, counters, times), its messages and parts with their
+    /// ids, and its file versions. A session whose id is already present is
+    /// [`ImportOutcome::Skipped`]; a parent that is not in this database is dropped from
+    /// the link (reported in the outcome). A title held by another session is
+    /// [`SessionError::TitleInUse`], and a message id already present is a
+    /// [`SessionError::Conflict`]; either way nothing is stored. Publishes `created`.
+    pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
+        let outcome = write_tx(&self.db, |tx| import_tx(tx, export))?;
+        if let ImportOutcome::Imported { session, .. } = &outcome {
+            self.broker.publish_created(Session::clone(session));
+        }
+        Ok(outcome)
+    }
+}
+
+fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome> {
+    let s = &export.session;
+    if q::session_exists(conn, &s.id)? {
+        return Ok(ImportOutcome::Skipped {
+            reason: format!("session {} is already in this database", s.id),
+        });
+    }
+    if s.id.trim().is_empty() {
+        return Err(SessionError::InvalidInput(
+            "session id must not be empty".to_owned(),
+        ));
+    }
+    if let Some(title) = &s.title
+        && let Some(holder) = q::get_session_by_title(conn, title).optional()?
+    {
+        return Err(SessionError::TitleInUse {
+            title: title.clone(),
+            session_id: holder.id,
+        });
+    }
+    if let Some(stray) = export.messages.iter().find(|m| m.session_id != s.id) {
+        return Err(SessionError::InvalidInput(format!(
+            "message {} belongs to session {}, not {}",
+            stray.id, stray.session_id, s.id
+        )));
+    }
+    if let Some(stray) = export.files.iter().find(|f| f.session_id != s.id) {
+        return Err(SessionError::InvalidInput(format!(
+            "file version {} belongs to session {}, not {}",
+            stray.id, stray.session_id, s.id
+        )));
+    }
+    let (parent, unlinked_parent) = match &s.parent_session_id {
+        Some(parent) if !q::session_exists(conn, parent)? => (None, Some(parent.clone())),
+        other => (other.as_deref(), None),
+    };
+    let model_config = json_text(s.model_config.as_ref());
+    let permission = json_text(s.permission.as_ref());
+    q::import_session(
+        conn,
+        &q::ImportSessionParams {
+            id: &s.id,
+            parent_session_id: parent,
+            kind: s.kind.as_str(),
+            source: &s.source,
+            user_id: s.user_id.as_deref(),
+            directory: s.directory.as_deref(),
+            title: s.title.as_deref(),
+            model: s.model.as_deref(),
+            model_config: model_config.as_deref(),
+            system_prompt: s.system_prompt.as_deref(),
+            permission: permission.as_deref(),
+            api_call_count: s.api_call_count,
+            input_tokens: s.tokens.input,
+            output_tokens: s.tokens.output,
+            cache_read_tokens: s.tokens.cache_read,
+            cache_write_tokens: s.tokens.cache_write,
+            reasoning_tokens: s.tokens.reasoning,
+            estimated_cost_usd: s.estimated_cost_usd,
+            actual_cost_usd: s.actual_cost_usd,
+            billing_provider: s.billing_provider.as_deref(),
+            billing_base_url: s.billing_base_url.as_deref(),
+            billing_mode: s.billing_mode.as_deref(),
+            cost_status: s.cost_status.as_deref(),
+            cost_source: s.cost_source.as_deref(),
+            pricing_version: s.pricing_version.as_deref(),
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            ended_at: s.ended_at,
+            end_reason: s.end_reason.as_deref(),
+            archived_at: s.archived_at,
+        },
+    )?;
+    for message in &export.messages {
+        store::insert_message(conn, message)?;
+    }
+    for file in &export.files {
+        q::import_file_version(
+            conn,
+            &q::ImportFileVersionParams {
+                id: &file.id,
+                session_id: &file.session_id,
+                path: &file.path,
+                content: &file.content,
+                version: file.version,
+                created_at: file.created_at,
+                updated_at: file.updated_at,
+            },
+        )?;
+    }
+    if let Some(mark) = &export.rolled_up {
+        q::import_session_roll_up(
+            conn,
+            &q::ImportSessionRollUpParams {
+                child_id: &s.id,
+                parent_id: &mark.parent_id,
+                rolled_up_at: mark.rolled_up_at,
+            },
+        )?;
+    }
+    // A summary message that was not exported cannot be linked (foreign key).
+    let summary = match s.summary_message_id.as_deref() {
+        Some(id) if export.messages.iter().any(|m| m.id == id) => Some(id),
+        _ => None,
+    };
+    q::restore_imported_session(
+        conn,
+        &q::RestoreImportedSessionParams {
+            summary_message_id: summary,
+            compacting_at: s.compacting_at,
+            message_count: s.message_count,
+            tool_call_count: s.tool_call_count,
+            id: &s.id,
+        },
+    )?;
+    q::restore_session_updated_at(
+        conn,
+        &q::RestoreSessionUpdatedAtParams {
+            updated_at: s.updated_at,
+            id: &s.id,
+        },
+    )?;
+    Ok(ImportOutcome::Imported {
+        session: Box::new(load(conn, &s.id)?),
+        unlinked_parent,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, parent: Option<&str>) -> Session {
+        let json = serde_json::json!({
+            "id": id, "parent_session_id": parent, "kind": "normal", "source": "cli",
+            "user_id": null, "directory": null, "title": null, "model": null,
+            "model_config": null, "system_prompt": null, "permission": null,
+            "message_count": 0, "tool_call_count": 0, "api_call_count": 0,
+            "tokens": {}, "estimated_cost_usd": 0.0, "actual_cost_usd": null,
+            "billing_provider": null, "billing_base_url": null, "billing_mode": null,
+            "cost_status": null, "cost_source": null, "pricing_version": null,
+            "summary_message_id": null, "created_at": 0, "updated_at": 0, "ended_at": null,
+            "end_reason": null, "archived_at": null, "compacting_at": null
+        });
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn parents_come_before_children() {
+        let list = vec![
+            session("c", Some("b")),
+            session("x", Some("outside")),
+            session("b", Some("a")),
+            session("a", None),
+            session("d", Some("a")),
+        ];
+        let ids: Vec<String> = parents_first(list).into_iter().map(|s| s.id).collect();
+        assert_eq!(ids, ["a", "b", "c", "x", "d"]);
+    }
+
+    #[test]
+    fn a_cycle_does_not_loop() {
+        let list = vec![session("a", Some("b")), session("b", Some("a"))];
+        assert_eq!(parents_first(list).len(), 2);
+    }
+}

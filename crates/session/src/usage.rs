@@ -1,0 +1,280 @@
+//! Usage and cost accounting: atomic increments ([`UsageDelta`]), rolling a child's totals
+//! into its parent exactly once, and usage statistics.
+//!
+//! Every total is changed in SQL (`x = x + ?`), never read, added in Rust and written
+//! back, so any number of threads and processes can add usage to one session at once and
+//! all of it counts.
+
+use scribe_db::now_ms;
+use scribe_db::queries as q;
+use scribe_db::rusqlite::{Connection, OptionalExtension};
+use scribe_message::TokenUsage;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SessionError};
+use crate::service::{SessionService, load, read_tx, write_tx};
+use crate::session::{Session, sessions};
+
+/// What one model call (or step) adds to a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UsageDelta {
+    /// Tokens used.
+    pub tokens: TokenUsage,
+    /// Model calls made (usually 1).
+    pub api_calls: i64,
+    /// Tool calls made that are *not* stored as tool parts. Tool parts are counted by the
+    /// database when they are inserted, so an agent that stores its tool calls passes 0.
+    pub tool_calls: i64,
+    /// Estimated cost in US dollars.
+    pub cost_usd: f64,
+    /// Cost billed by the provider, when it reported one.
+    pub actual_cost_usd: Option<f64>,
+}
+
+impl UsageDelta {
+    /// Refuses negative counts and negative or non-finite costs: totals only grow.
+    pub fn validate(&self) -> Result<()> {
+        let t = &self.tokens;
+        let counts = [
+            ("input tokens", t.input),
+            ("output tokens", t.output),
+            ("cache read tokens", t.cache_read),
+            ("cache write tokens", t.cache_write),
+            ("reasoning tokens", t.reasoning),
+            ("api calls", self.api_calls),
+            ("tool calls", self.tool_calls),
+        ];
+        if let Some((name, value)) = counts.iter().find(|(_, v)| *v < 0) {
+            return Err(SessionError::InvalidInput(format!(
+                "{name} must not be negative (got {value})"
+            )));
+        }
+        let costs = std::iter::once(self.cost_usd).chain(self.actual_cost_usd);
+        for cost in costs {
+            if !cost.is_finite() || cost < 0.0 {
+                return Err(SessionError::InvalidInput(format!(
+                    "cost must be a finite, non-negative amount (got {cost})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The result of [`SessionService::roll_up_into_parent`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RollUp {
+    /// The child's totals were added to its parent, which now looks like this.
+    RolledUp {
+        /// The parent after the roll-up.
+        parent: Box<Session>,
+    },
+    /// The child was rolled up before; nothing changed.
+    AlreadyRolledUp {
+        /// The parent it went to then.
+        parent_id: String,
+        /// When (ms since the epoch).
+        rolled_up_at: i64,
+    },
+    /// The child has no parent; nothing changed.
+    NoParent,
+}
+
+/// How [`SessionService::stats`] groups sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatsBy {
+    /// By model (`""` for sessions without one), most expensive first.
+    Model,
+    /// By source, most expensive first.
+    Source,
+    /// By UTC day of creation (`YYYY-MM-DD`), oldest first.
+    Day,
+}
+
+/// Usage totals of a group of sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// Sessions counted.
+    pub sessions: i64,
+    /// Tokens, all sessions added up.
+    pub tokens: TokenUsage,
+    /// Model calls.
+    pub api_calls: i64,
+    /// Estimated cost in US dollars.
+    pub cost_usd: f64,
+}
+
+/// One group of [`UsageStats`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageStatsRow {
+    /// The model, source or day.
+    pub key: String,
+    /// The group's totals.
+    pub totals: UsageTotals,
+}
+
+/// Usage grouped one way, with the grand totals.
+///
+/// A child session whose usage was rolled into its parent is counted only in the parent,
+/// so no token or cent is counted twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageStats {
+    /// How the rows are grouped.
+    pub by: StatsBy,
+    /// Only sessions created at or after this time (ms) were counted.
+    pub since: Option<i64>,
+    /// One row per group.
+    pub rows: Vec<UsageStatsRow>,
+    /// All groups together.
+    pub totals: UsageTotals,
+}
+
+macro_rules! totals_of {
+    ($row:expr) => {
+        UsageTotals {
+            sessions: $row.session_count,
+            tokens: TokenUsage {
+                input: $row.input_tokens,
+                output: $row.output_tokens,
+                cache_read: $row.cache_read_tokens,
+                cache_write: $row.cache_write_tokens,
+                reasoning: $row.reasoning_tokens,
+            },
+            api_calls: $row.api_call_count,
+            cost_usd: $row.estimated_cost_usd,
+        }
+    };
+}
+
+macro_rules! stats_rows {
+    ($rows:expr) => {
+        $rows
+            .into_iter()
+            .map(|row| UsageStatsRow {
+                totals: totals_of!(row),
+                key: row.key,
+            })
+            .collect::<Vec<_>>()
+    };
+}
+
+impl SessionService {
+    /// Adds `delta` to session `id` atomically and publishes `updated`.
+    pub fn add_usage(&self, id: &str, delta: &UsageDelta) -> Result<Session> {
+        delta.validate()?;
+        let session = write_tx(&self.db, |tx| SessionService::add_usage_tx(tx, id, delta))?;
+        self.broker.publish_updated(session.clone());
+        Ok(session)
+    }
+
+    /// [`SessionService::add_usage`] inside the caller's transaction (`conn` is usually a
+    /// `&Transaction`). Publishes nothing: call [`SessionService::notify_changed`] after
+    /// the commit.
+    pub fn add_usage_tx(conn: &Connection, id: &str, delta: &UsageDelta) -> Result<Session> {
+        delta.validate()?;
+        let now = now_ms();
+        let params = q::AddSessionUsageDeltaParams {
+            input_tokens: delta.tokens.input,
+            output_tokens: delta.tokens.output,
+            cache_read_tokens: delta.tokens.cache_read,
+            cache_write_tokens: delta.tokens.cache_write,
+            reasoning_tokens: delta.tokens.reasoning,
+            api_call_count: delta.api_calls,
+            tool_call_count: delta.tool_calls,
+            estimated_cost_usd: delta.cost_usd,
+            now,
+            id,
+        };
+        let Some(row) = q::add_session_usage_delta(conn, &params).optional()? else {
+            return Err(SessionError::not_found("session", id));
+        };
+        let Some(actual) = delta.actual_cost_usd else {
+            return Session::try_from(row);
+        };
+        let params = q::AddSessionActualCostParams {
+            actual_cost_usd: actual,
+            now,
+            id,
+        };
+        q::add_session_actual_cost(conn, &params)?;
+        load(conn, id)
+    }
+
+    /// Adds the usage and cost totals of `child_id` (tokens, api calls, estimated and
+    /// actual cost) to its parent, in one transaction, at most once per child: the child
+    /// is marked in the same transaction, and a second call returns
+    /// [`RollUp::AlreadyRolledUp`] without changing anything. Usage added to the child
+    /// after its roll-up is not carried over, so roll a child up when it has ended.
+    /// Publishes `updated` for the parent.
+    pub fn roll_up_into_parent(&self, child_id: &str) -> Result<RollUp> {
+        let outcome = write_tx(&self.db, |tx| {
+            SessionService::roll_up_into_parent_tx(tx, child_id)
+        })?;
+        if let RollUp::RolledUp { parent } = &outcome {
+            self.broker.publish_updated(Session::clone(parent));
+        }
+        Ok(outcome)
+    }
+
+    /// [`SessionService::roll_up_into_parent`] inside the caller's transaction; publishes
+    /// nothing.
+    pub fn roll_up_into_parent_tx(conn: &Connection, child_id: &str) -> Result<RollUp> {
+        let child = load(conn, child_id)?;
+        let Some(parent_id) = child.parent_session_id else {
+            return Ok(RollUp::NoParent);
+        };
+        let now = now_ms();
+        let params = q::MarkSessionRolledUpParams { now, child_id };
+        if q::mark_session_rolled_up(conn, &params)? == 0 {
+            let mark = q::get_session_roll_up(conn, child_id)?;
+            return Ok(RollUp::AlreadyRolledUp {
+                parent_id: mark.parent_id,
+                rolled_up_at: mark.rolled_up_at,
+            });
+        }
+        q::roll_up_session_usage(conn, &q::RollUpSessionUsageParams { now, child_id })?;
+        Ok(RollUp::RolledUp {
+            parent: Box::new(load(conn, &parent_id)?),
+        })
+    }
+
+    /// When `child_id` was rolled into its parent, if it was.
+    pub fn rolled_up_at(&self, child_id: &str) -> Result<Option<i64>> {
+        read_tx(&self.db, |conn| {
+            load(conn, child_id)?;
+            Ok(q::get_session_roll_up(conn, child_id)
+                .optional()?
+                .map(|mark| mark.rolled_up_at))
+        })
+    }
+
+    /// Token and cost totals grouped `by` model, source or day, over sessions created at
+    /// or after `since` (ms; `None`: all), with the grand totals.
+    pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<UsageStats> {
+        let from = since.unwrap_or(i64::MIN);
+        read_tx(&self.db, |conn| {
+            let rows = match by {
+                StatsBy::Model => stats_rows!(q::usage_by_model_since(conn, from)?),
+                StatsBy::Source => stats_rows!(q::usage_by_source_since(conn, from)?),
+                StatsBy::Day => stats_rows!(q::usage_by_day_since(conn, from)?),
+            };
+            let totals = q::usage_totals_since(conn, from)?;
+            Ok(UsageStats {
+                by,
+                since,
+                rows,
+                totals: totals_of!(totals),
+            })
+        })
+    }
+
+    /// The `limit` sessions that used the most tokens (all kinds added up), most first.
+    pub fn top_sessions_by_tokens(&self, limit: usize) -> Result<Vec<Session>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        read_tx(&self.db, |conn| {
+            sessions(q::top_sessions_by_tokens(conn, limit)?)
+        })
+    }
+}

@@ -1,0 +1,544 @@
+//! Session lifecycle: create (all kinds), get, list, update/save, delete, archive, end,
+//! reopen, lineage — with the exact events each change publishes, and none on failure.
+
+mod common;
+
+use common::{conversation, drain, env};
+use scribe_db::rusqlite::Connection;
+use scribe_pubsub::EventKind;
+use scribe_session::{
+    NewSession, ParentFilter, SessionError, SessionFilter, SessionKind, SessionOrder,
+};
+use serde_json::json;
+
+#[test]
+fn create_and_get_round_trip_with_created_event() {
+    let e = env();
+    let sub = e.svc.subscribe();
+    let new = NewSession {
+        source: "telegram".into(),
+        user_id: Some("u1".into()),
+        directory: Some("/src/app".into()),
+        title: Some("  Fix   the build ".into()),
+        model: Some("anthropic/claude".into()),
+        model_config: Some(json!({"temperature": 0.2})),
+        system_prompt: Some("be brief".into()),
+        permission: Some(json!({"bash": "ask"})),
+        billing_provider: Some("anthropic".into()),
+        ..NewSession::default()
+    };
+    let created = e.svc.create(new).unwrap();
+    assert!(created.id.starts_with("ses_"));
+    assert_eq!(created.kind, SessionKind::Normal);
+    assert_eq!(created.title.as_deref(), Some("Fix the build"));
+    assert_eq!(created.model_config, Some(json!({"temperature": 0.2})));
+    assert_eq!(created.permission, Some(json!({"bash": "ask"})));
+    assert_eq!(created.source, "telegram");
+    assert!(created.is_active() && !created.is_archived());
+    assert_eq!(created.created_at, created.updated_at);
+
+    let got = e.svc.get(&created.id).unwrap();
+    assert_eq!(got, created);
+
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, EventKind::Created);
+    assert_eq!(events[0].payload, created);
+}
+
+#[test]
+fn unknown_ids_are_not_found_and_publish_nothing() {
+    let e = env();
+    let sub = e.svc.subscribe();
+    let nf = |r: Result<_, SessionError>| {
+        assert!(
+            matches!(&r, Err(SessionError::NotFound { what: "session", id }) if id == "ses_missing"),
+            "{r:?}"
+        );
+    };
+    nf(e.svc.get("ses_missing").map(|_| ()));
+    nf(e.svc
+        .update("ses_missing", |s| s.directory = Some("x".into()))
+        .map(|_| ()));
+    nf(e.svc.delete("ses_missing").map(|_| ()));
+    nf(e.svc.archive("ses_missing").map(|_| ()));
+    nf(e.svc.unarchive("ses_missing").map(|_| ()));
+    nf(e.svc.end("ses_missing", "x").map(|_| ()));
+    nf(e.svc.reopen("ses_missing").map(|_| ()));
+    nf(e.svc.ancestors("ses_missing").map(|_| ()));
+    nf(e.svc.descendants("ses_missing").map(|_| ()));
+    nf(e.svc.continuation_tip("ses_missing").map(|_| ()));
+    nf(e.svc.create_title_session("ses_missing").map(|_| ()));
+    nf(e.svc
+        .create_task_session("ses_missing", "call_1", None)
+        .map(|_| ()));
+    nf(e.svc.create_continuation("ses_missing").map(|_| ()));
+    nf(e.svc.clear("ses_missing").map(|_| ()));
+    nf(e.svc.fork("ses_missing", "msg_x").map(|_| ()));
+    nf(e.svc.record_file("ses_missing", "a.rs", "x").map(|_| ()));
+    nf(e.svc.latest_files("ses_missing").map(|_| ()));
+    let r = e.svc.create(NewSession {
+        parent_session_id: Some("ses_gone".into()),
+        ..NewSession::default()
+    });
+    assert!(
+        matches!(
+            r,
+            Err(SessionError::NotFound {
+                what: "parent session",
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert!(drain(&sub).is_empty());
+}
+
+#[test]
+fn invalid_creation_input_is_refused() {
+    let e = env();
+    let r = e.svc.create(NewSession {
+        source: "  ".into(),
+        ..NewSession::default()
+    });
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    let r = e.svc.create(NewSession {
+        kind: SessionKind::Task,
+        ..NewSession::default()
+    });
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    let parent = e.svc.create(NewSession::default()).unwrap();
+    let r = e.svc.create_task_session(&parent.id, "", None);
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    assert_eq!(e.svc.count(&SessionFilter::default()).unwrap(), 1);
+}
+
+#[test]
+fn title_task_and_continuation_sessions_are_linked_children() {
+    let e = env();
+    let parent = e
+        .svc
+        .create(NewSession {
+            source: "tui".into(),
+            user_id: Some("u".into()),
+            model: Some("m".into()),
+            title: Some("Refactor".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let sub = e.svc.subscribe();
+
+    let title = e.svc.create_title_session(&parent.id).unwrap();
+    assert_eq!(title.id, format!("title-{}", parent.id));
+    assert_eq!(title.kind, SessionKind::Title);
+    assert_eq!(title.parent_session_id.as_deref(), Some(parent.id.as_str()));
+    assert_eq!(title.title, None);
+    assert_eq!(
+        (title.source.as_str(), title.model.as_deref()),
+        ("tui", Some("m"))
+    );
+    let again = e.svc.create_title_session(&parent.id);
+    assert!(matches!(again, Err(SessionError::Conflict(_))), "{again:?}");
+
+    let task = e
+        .svc
+        .create_task_session(&parent.id, "toolu_01ABC", Some("explore"))
+        .unwrap();
+    assert_eq!(task.id, "toolu_01ABC");
+    assert_eq!(task.kind, SessionKind::Task);
+    assert_eq!(task.parent_session_id.as_deref(), Some(parent.id.as_str()));
+    assert_eq!(task.user_id.as_deref(), Some("u"));
+    assert_eq!(task.title.as_deref(), Some("explore"));
+    let dup = e.svc.create_task_session(&parent.id, "toolu_01ABC", None);
+    assert!(matches!(dup, Err(SessionError::Conflict(_))), "{dup:?}");
+
+    let cont = e.svc.create_continuation(&parent.id).unwrap();
+    assert_eq!(cont.kind, SessionKind::Continuation);
+    assert_eq!(cont.title.as_deref(), Some("Refactor #2"));
+    let cont2 = e.svc.create_continuation(&cont.id).unwrap();
+    assert_eq!(cont2.title.as_deref(), Some("Refactor #3"));
+
+    let events = drain(&sub);
+    let kinds: Vec<_> = events
+        .iter()
+        .map(|ev| (ev.kind, ev.payload.id.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (EventKind::Created, title.id.clone()),
+            (EventKind::Created, task.id.clone()),
+            (EventKind::Created, cont.id.clone()),
+            (EventKind::Created, cont2.id.clone()),
+        ]
+    );
+    assert_eq!(events[1].payload, task);
+
+    let children = e.svc.children(&parent.id).unwrap();
+    assert_eq!(children.len(), 3);
+}
+
+#[test]
+fn list_filters_and_orders_through_the_builder() {
+    let e = env();
+    let a = e
+        .svc
+        .create(NewSession {
+            source: "cli".into(),
+            title: Some("alpha_1".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    let b = e
+        .svc
+        .create(NewSession {
+            source: "telegram".into(),
+            title: Some("beta%".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    let c = e.svc.create_task_session(&a.id, "call_9", None).unwrap();
+    e.svc.archive(&b.id).unwrap();
+    e.svc.end(&c.id, "done").unwrap();
+
+    let ids = |f: SessionFilter| -> Vec<String> {
+        e.svc.list(&f).unwrap().into_iter().map(|s| s.id).collect()
+    };
+    let newest_first = ids(SessionFilter {
+        order: SessionOrder::CreatedDesc,
+        ..SessionFilter::default()
+    });
+    assert_eq!(newest_first, vec![c.id.clone(), b.id.clone(), a.id.clone()]);
+    assert_eq!(
+        ids(SessionFilter {
+            sources: vec!["telegram".into()],
+            ..SessionFilter::default()
+        }),
+        vec![b.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            parent: ParentFilter::Root,
+            order: SessionOrder::CreatedAsc,
+            ..SessionFilter::default()
+        }),
+        vec![a.id.clone(), b.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            parent: ParentFilter::Of(a.id.clone()),
+            ..SessionFilter::default()
+        }),
+        vec![c.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            archived: Some(true),
+            ..SessionFilter::default()
+        }),
+        vec![b.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            ended: Some(true),
+            ..SessionFilter::default()
+        }),
+        vec![c.id.clone()]
+    );
+    // `%` and `_` are literal in "title contains".
+    assert_eq!(
+        ids(SessionFilter {
+            title_contains: Some("%".into()),
+            ..SessionFilter::default()
+        }),
+        vec![b.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            title_contains: Some("a_".into()),
+            ..SessionFilter::default()
+        }),
+        vec![a.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            order: SessionOrder::CreatedDesc,
+            limit: Some(1),
+            offset: Some(1),
+            ..SessionFilter::default()
+        }),
+        vec![b.id.clone()]
+    );
+    assert_eq!(e.svc.count(&SessionFilter::default()).unwrap(), 3);
+}
+
+#[test]
+fn update_and_save_change_mutable_fields_only() {
+    let e = env();
+    let s = e.svc.create(NewSession::titled("first")).unwrap();
+    let sub = e.svc.subscribe();
+    let updated = e
+        .svc
+        .update(&s.id, |s| {
+            s.title = Some(" second\u{200B} ".into());
+            s.model = Some("openai/gpt".into());
+            s.permission = Some(json!({"edit": "deny"}));
+            s.cost_status = Some("estimated".into());
+            // Not mutable through update: ignored.
+            s.message_count = 99;
+            s.kind = SessionKind::Fork;
+            s.source = "hacked".into();
+        })
+        .unwrap();
+    assert_eq!(updated.title.as_deref(), Some("second"));
+    assert_eq!(updated.model.as_deref(), Some("openai/gpt"));
+    assert_eq!(updated.permission, Some(json!({"edit": "deny"})));
+    assert_eq!(updated.cost_status.as_deref(), Some("estimated"));
+    assert_eq!(
+        (updated.message_count, updated.kind, updated.source.as_str()),
+        (0, SessionKind::Normal, "cli")
+    );
+    assert!(updated.updated_at >= s.updated_at);
+
+    let mut edited = updated.clone();
+    edited.directory = Some("/tmp/x".into());
+    edited.title = None;
+    let saved = e.svc.save(&edited).unwrap();
+    assert_eq!(saved.directory.as_deref(), Some("/tmp/x"));
+    assert_eq!(saved.title, None);
+    assert_eq!(e.svc.get(&s.id).unwrap(), saved);
+
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &updated)
+    );
+    assert_eq!(
+        (events[1].kind, &events[1].payload),
+        (EventKind::Updated, &saved)
+    );
+
+    // A summary message must exist and belong to the session.
+    let r = e
+        .svc
+        .update(&s.id, |s| s.summary_message_id = Some("msg_nope".into()));
+    assert!(
+        matches!(
+            r,
+            Err(SessionError::NotFound {
+                what: "message",
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    let other = e.svc.create(NewSession::default()).unwrap();
+    let msgs = conversation(&e.db, &other.id);
+    let r = e
+        .svc
+        .update(&s.id, |s| s.summary_message_id = Some(msgs[0].id.clone()));
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    let mine = conversation(&e.db, &s.id);
+    let with_summary = e
+        .svc
+        .update(&s.id, |s| s.summary_message_id = Some(mine[3].id.clone()))
+        .unwrap();
+    assert_eq!(
+        with_summary.summary_message_id.as_deref(),
+        Some(mine[3].id.as_str())
+    );
+    drain(&sub);
+    assert!(
+        e.svc
+            .save(&{
+                let mut x = saved.clone();
+                x.id = "ses_nope".into();
+                x
+            })
+            .is_err()
+    );
+    assert!(drain(&sub).is_empty());
+}
+
+#[test]
+fn end_first_wins_and_reopen_clears() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    let ended = e.svc.end(&s.id, "user_exit").unwrap();
+    assert_eq!(ended.end_reason.as_deref(), Some("user_exit"));
+    let ended_at = ended.ended_at.unwrap();
+    assert!(!ended.is_active());
+
+    let again = e.svc.end(&s.id, "timeout").unwrap();
+    assert_eq!(again.end_reason.as_deref(), Some("user_exit"));
+    assert_eq!(again.ended_at, Some(ended_at));
+    assert_eq!(again, ended);
+
+    let reopened = e.svc.reopen(&s.id).unwrap();
+    assert_eq!(
+        (reopened.ended_at, reopened.end_reason.as_deref()),
+        (None, None)
+    );
+    // Reopening an active session changes nothing.
+    assert_eq!(e.svc.reopen(&s.id).unwrap(), reopened);
+
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &ended)
+    );
+    assert_eq!(
+        (events[1].kind, &events[1].payload),
+        (EventKind::Updated, &reopened)
+    );
+
+    let ended2 = e.svc.end(&s.id, "compacted").unwrap();
+    assert_eq!(ended2.end_reason.as_deref(), Some("compacted"));
+}
+
+#[test]
+fn archive_and_unarchive_publish_only_real_changes() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    let archived = e.svc.archive(&s.id).unwrap();
+    assert!(archived.is_archived());
+    assert_eq!(
+        e.svc.archive(&s.id).unwrap().archived_at,
+        archived.archived_at
+    );
+    let un = e.svc.unarchive(&s.id).unwrap();
+    assert!(!un.is_archived());
+    assert_eq!(e.svc.unarchive(&s.id).unwrap(), un);
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &archived)
+    );
+    assert_eq!(
+        (events[1].kind, &events[1].payload),
+        (EventKind::Updated, &un)
+    );
+}
+
+#[test]
+fn compacting_flag_sets_and_clears() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    assert!(
+        e.svc
+            .set_compacting(&s.id, true)
+            .unwrap()
+            .compacting_at
+            .is_some()
+    );
+    assert!(
+        e.svc
+            .set_compacting(&s.id, false)
+            .unwrap()
+            .compacting_at
+            .is_none()
+    );
+}
+
+#[test]
+fn delete_cascades_to_messages_and_unlinks_children() {
+    let e = env();
+    let parent = e.svc.create(NewSession::titled("parent")).unwrap();
+    let child = e
+        .svc
+        .create_task_session(&parent.id, "call_7", None)
+        .unwrap();
+    conversation(&e.db, &parent.id);
+    e.svc
+        .record_file(&parent.id, "src/main.rs", "fn main() {}")
+        .unwrap();
+    let before = e.svc.get(&parent.id).unwrap();
+    assert_eq!(before.message_count, 4);
+    assert_eq!(before.tool_call_count, 1);
+
+    let sub = e.svc.subscribe();
+    let deleted = e.svc.delete(&parent.id).unwrap();
+    assert_eq!(deleted, before);
+    let child_now = e.svc.get(&child.id).unwrap();
+    assert_eq!(child_now.parent_session_id, None);
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Deleted, &before)
+    );
+    assert_eq!(
+        (events[1].kind, &events[1].payload),
+        (EventKind::Updated, &child_now)
+    );
+
+    let path = e.dir.path().join("scribe.db");
+    let conn = Connection::open(path).unwrap();
+    for table in ["messages", "parts", "files"] {
+        let n: i64 = conn
+            .query_row(
+                &format!("SELECT count(*) FROM {table} WHERE session_id = ?1"),
+                [&parent.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 0, "{table}");
+    }
+    assert!(matches!(
+        e.svc.get(&parent.id),
+        Err(SessionError::NotFound { .. })
+    ));
+    // The freed title can be used again.
+    e.svc.create(NewSession::titled("parent")).unwrap();
+}
+
+#[test]
+fn ancestors_descendants_and_continuation_tip() {
+    let e = env();
+    let root = e.svc.create(NewSession::titled("root")).unwrap();
+    let c1 = e.svc.create_continuation(&root.id).unwrap();
+    let task = e.svc.create_task_session(&c1.id, "call_a", None).unwrap();
+    let c2 = e.svc.create_continuation(&c1.id).unwrap();
+    let grandchild = e.svc.create_task_session(&task.id, "call_b", None).unwrap();
+
+    let ids = |v: Vec<scribe_session::Session>| v.into_iter().map(|s| s.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(e.svc.ancestors(&grandchild.id).unwrap()),
+        vec![root.id.clone(), c1.id.clone(), task.id.clone()]
+    );
+    assert!(e.svc.ancestors(&root.id).unwrap().is_empty());
+    assert_eq!(
+        ids(e.svc.descendants(&root.id).unwrap()),
+        vec![
+            c1.id.clone(),
+            task.id.clone(),
+            c2.id.clone(),
+            grandchild.id.clone()
+        ]
+    );
+    assert_eq!(e.svc.continuation_tip(&root.id).unwrap().id, c2.id);
+    assert_eq!(e.svc.continuation_tip(&c2.id).unwrap().id, c2.id);
+    // A task child is not part of the compaction chain.
+    assert_eq!(e.svc.continuation_tip(&task.id).unwrap().id, task.id);
+}
+
+#[test]
+fn notify_changed_publishes_the_current_state() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    let got = e.svc.notify_changed(&s.id).unwrap();
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &got)
+    );
+}

@@ -1,0 +1,172 @@
+//! Titles: the normalization table, the length limit, uniqueness, and lineage numbering
+//! (`t`, `t #2` …) where `_` and `%` are literal.
+
+mod common;
+
+use common::{drain, env};
+use scribe_session::{MAX_TITLE_CHARS, NewSession, SessionError, normalize_title};
+
+#[test]
+fn normalization_table() {
+    let cases: &[(&str, &str)] = &[
+        ("plain", "plain"),
+        ("  padded  ", "padded"),
+        ("many   inner \t\n spaces", "many inner spaces"),
+        ("nbsp\u{00A0}and\u{3000}ideographic", "nbsp and ideographic"),
+        ("zero\u{200B}width", "zerowidth"),
+        ("joiners\u{200C}\u{200D}x", "joinersx"),
+        ("marks\u{200E}\u{200F}x", "marksx"),
+        ("word\u{2060}joiner\u{2064}", "wordjoiner"),
+        ("\u{FEFF}bom", "bom"),
+        ("bidi \u{202E}evil\u{202C} text", "bidi evil text"),
+        ("isolate\u{2066}d\u{2069}", "isolated"),
+        ("soft\u{00AD}hyphen", "softhyphen"),
+        ("tag\u{E0041}\u{E0042}s", "tags"),
+        ("alm\u{061C}x", "almx"),
+        ("line\u{2028}sep", "line sep"),
+        ("bell\u{0007}and\u{001B}esc", "bellandesc"),
+        ("del\u{007F}", "del"),
+        ("Исправить   сборку", "Исправить сборку"),
+        ("修复 构建", "修复 构建"),
+        ("emoji 🚀 ok", "emoji 🚀 ok"),
+        ("50% off_now", "50% off_now"),
+        ("  \u{200B} x \u{200B} ", "x"),
+    ];
+    for (raw, want) in cases {
+        assert_eq!(normalize_title(raw).unwrap(), *want, "{raw:?}");
+    }
+}
+
+#[test]
+fn empty_and_too_long_titles_are_typed_errors() {
+    for raw in ["", "   ", "\u{200B}\u{FEFF}", "\t\n", "\u{202E}"] {
+        assert!(
+            matches!(normalize_title(raw), Err(SessionError::InvalidTitle { .. })),
+            "{raw:?}"
+        );
+    }
+    let at_limit = "é".repeat(MAX_TITLE_CHARS);
+    assert_eq!(normalize_title(&at_limit).unwrap(), at_limit);
+    let over = "é".repeat(MAX_TITLE_CHARS + 1);
+    assert!(matches!(
+        normalize_title(&over),
+        Err(SessionError::TitleTooLong { len, max }) if len == MAX_TITLE_CHARS + 1 && max == MAX_TITLE_CHARS
+    ));
+    // Invisible characters do not count towards the limit.
+    let padded = format!("{}{}", "a".repeat(MAX_TITLE_CHARS), "\u{200B}".repeat(50));
+    assert_eq!(
+        normalize_title(&padded).unwrap().chars().count(),
+        MAX_TITLE_CHARS
+    );
+}
+
+#[test]
+fn service_refuses_bad_titles_without_changes_or_events() {
+    let e = env();
+    let s = e.svc.create(NewSession::titled("keep")).unwrap();
+    let sub = e.svc.subscribe();
+    let r = e.svc.create(NewSession::titled(" \u{200B} "));
+    assert!(matches!(r, Err(SessionError::InvalidTitle { .. })), "{r:?}");
+    let r = e
+        .svc
+        .set_title(&s.id, Some(&"x".repeat(MAX_TITLE_CHARS + 1)));
+    assert!(matches!(r, Err(SessionError::TitleTooLong { .. })), "{r:?}");
+    let r = e.svc.update(&s.id, |s| s.title = Some("\u{FEFF}".into()));
+    assert!(matches!(r, Err(SessionError::InvalidTitle { .. })), "{r:?}");
+    assert_eq!(e.svc.get(&s.id).unwrap().title.as_deref(), Some("keep"));
+    assert!(drain(&sub).is_empty());
+}
+
+#[test]
+fn titles_are_unique_when_present() {
+    let e = env();
+    let a = e.svc.create(NewSession::titled("Fix build")).unwrap();
+    let b = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    // Equal after normalization is equal.
+    let r = e.svc.create(NewSession::titled("  Fix\u{200B}   build "));
+    match r {
+        Err(SessionError::TitleInUse { title, session_id }) => {
+            assert_eq!(title, "Fix build");
+            assert_eq!(session_id, a.id);
+        }
+        other => panic!("{other:?}"),
+    }
+    let r = e.svc.set_title(&b.id, Some("Fix build"));
+    assert!(matches!(r, Err(SessionError::TitleInUse { .. })), "{r:?}");
+    assert!(drain(&sub).is_empty());
+    // NULL titles never conflict; re-setting one's own title is fine.
+    e.svc.create(NewSession::default()).unwrap();
+    e.svc.set_title(&a.id, Some("Fix build")).unwrap();
+    assert_eq!(e.svc.set_title(&b.id, None).unwrap().title, None);
+    assert!(e.svc.resolve_by_title("Fix build").is_ok());
+}
+
+#[test]
+fn lineage_resolves_to_the_highest_number() {
+    let e = env();
+    let t1 = e.svc.create(NewSession::titled("Deploy")).unwrap();
+    assert_eq!(e.svc.next_title_in_lineage("Deploy").unwrap(), "Deploy #2");
+    let t3 = e.svc.create(NewSession::titled("Deploy #3")).unwrap();
+    let t2 = e.svc.create(NewSession::titled("Deploy #2")).unwrap();
+    // Not members of the lineage.
+    e.svc.create(NewSession::titled("Deploy #3 fix")).unwrap();
+    e.svc.create(NewSession::titled("Deploy #03")).unwrap();
+    e.svc.create(NewSession::titled("Deploy it")).unwrap();
+    e.svc.create(NewSession::titled("Deploy#9")).unwrap();
+
+    assert_eq!(e.svc.resolve_by_title("Deploy").unwrap().id, t3.id);
+    assert_eq!(e.svc.resolve_by_title("  Deploy ").unwrap().id, t3.id);
+    assert_eq!(e.svc.next_title_in_lineage("Deploy").unwrap(), "Deploy #4");
+    // A numbered title names its lineage.
+    assert_eq!(
+        e.svc.next_title_in_lineage("Deploy #2").unwrap(),
+        "Deploy #4"
+    );
+    assert_ne!(t1.id, t2.id);
+
+    let ten = e.svc.create(NewSession::titled("Deploy #10")).unwrap();
+    // 10 beats 3 numerically, not as text.
+    assert_eq!(e.svc.resolve_by_title("Deploy").unwrap().id, ten.id);
+    assert_eq!(e.svc.next_title_in_lineage("Deploy").unwrap(), "Deploy #11");
+
+    // Nothing of the lineage yet: the title itself is next.
+    assert_eq!(
+        e.svc.next_title_in_lineage("Brand new").unwrap(),
+        "Brand new"
+    );
+    let r = e.svc.resolve_by_title("Brand new");
+    assert!(
+        matches!(r, Err(SessionError::NotFound { what: "title", .. })),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn lineage_treats_underscore_and_percent_literally() {
+    let e = env();
+    let under = e.svc.create(NewSession::titled("a_b")).unwrap();
+    let other = e.svc.create(NewSession::titled("axb #5")).unwrap();
+    let pct = e.svc.create(NewSession::titled("100%")).unwrap();
+    e.svc.create(NewSession::titled("100x #7")).unwrap();
+    e.svc.create(NewSession::titled("1000 #9")).unwrap();
+
+    assert_eq!(e.svc.resolve_by_title("a_b").unwrap().id, under.id);
+    assert_eq!(e.svc.next_title_in_lineage("a_b").unwrap(), "a_b #2");
+    assert_eq!(e.svc.resolve_by_title("axb").unwrap().id, other.id);
+    assert_eq!(e.svc.resolve_by_title("100%").unwrap().id, pct.id);
+    assert_eq!(e.svc.next_title_in_lineage("100%").unwrap(), "100% #2");
+    let pct2 = e.svc.create(NewSession::titled("100% #2")).unwrap();
+    assert_eq!(e.svc.resolve_by_title("100%").unwrap().id, pct2.id);
+    assert!(e.svc.resolve_by_title("a%").is_err());
+    assert!(e.svc.resolve_by_title("a_").is_err());
+}
+
+#[test]
+fn next_title_respects_the_length_limit() {
+    let e = env();
+    let long = "x".repeat(MAX_TITLE_CHARS);
+    e.svc.create(NewSession::titled(long.clone())).unwrap();
+    let r = e.svc.next_title_in_lineage(&long);
+    assert!(matches!(r, Err(SessionError::TitleTooLong { .. })), "{r:?}");
+}

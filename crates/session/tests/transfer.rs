@@ -1,0 +1,574 @@
+//! Whole-conversation operations: fork, clear, prune, export → import, and files history.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::{conversation, drain, env, message, store_message};
+use scribe_db::rusqlite::Connection;
+use scribe_db::{Database, now_ms};
+use scribe_message::{Message, Part, Role, store};
+use scribe_pubsub::EventKind;
+use scribe_session::{
+    ExportSelection, ImportOutcome, NewSession, Session, SessionError, SessionExport, SessionKind,
+    SessionService, UsageDelta,
+};
+
+fn raw(e: &common::Env) -> Connection {
+    Connection::open(e.dir.path().join("scribe.db")).unwrap()
+}
+
+fn messages_of(db: &Database, session_id: &str) -> Vec<Message> {
+    db.read(|conn| {
+        store::load_session_messages(conn, session_id)
+            .map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))
+    })
+    .unwrap()
+}
+
+/// Ends `id` and moves its end `days` into the past.
+fn end_days_ago(e: &common::Env, id: &str, days: i64) {
+    e.svc.end(id, "done").unwrap();
+    raw(e)
+        .execute(
+            "UPDATE sessions SET ended_at = ?1 WHERE id = ?2",
+            (now_ms() - days * 86_400_000, id),
+        )
+        .unwrap();
+}
+
+#[test]
+fn fork_copies_the_conversation_up_to_the_message() {
+    let e = env();
+    let original = e
+        .svc
+        .create(NewSession {
+            title: Some("orig".into()),
+            model: Some("m".into()),
+            system_prompt: Some("sp".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let msgs = conversation(&e.db, &original.id);
+    let sub = e.svc.subscribe();
+    let fork = e.svc.fork(&original.id, &msgs[1].id).unwrap();
+
+    assert_eq!(fork.kind, SessionKind::Fork);
+    assert_eq!(
+        fork.parent_session_id.as_deref(),
+        Some(original.id.as_str())
+    );
+    assert_eq!(
+        (fork.model.as_deref(), fork.system_prompt.as_deref()),
+        (Some("m"), Some("sp"))
+    );
+    assert_eq!(fork.title, None);
+    assert_eq!(fork.message_count, 2);
+    assert_eq!(fork.tool_call_count, 1);
+    assert_eq!(fork.tokens.total(), 0);
+
+    let copies = messages_of(&e.db, &fork.id);
+    assert_eq!(copies.len(), 2);
+    for (copy, orig) in copies.iter().zip(&msgs[..2]) {
+        assert_ne!(copy.id, orig.id);
+        assert_eq!(copy.session_id, fork.id);
+        assert_eq!(copy.role, orig.role);
+        assert_eq!(copy.usage, orig.usage);
+        assert_eq!(copy.created_at, orig.created_at);
+        let parts = |m: &Message| {
+            m.parts
+                .iter()
+                .map(|p| (p.position, p.part.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(parts(copy), parts(orig));
+        for (cp, op) in copy.parts.iter().zip(&orig.parts) {
+            assert_ne!(cp.id, op.id);
+        }
+    }
+    // Links between copied messages point at the copies.
+    assert_eq!(copies[0].parent_id, None);
+    assert_eq!(copies[1].parent_id.as_deref(), Some(copies[0].id.as_str()));
+    // The original is untouched.
+    assert_eq!(messages_of(&e.db, &original.id), msgs);
+
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Created, &fork)
+    );
+
+    // Forking at the last message copies everything.
+    let full = e.svc.fork(&original.id, &msgs[3].id).unwrap();
+    assert_eq!(full.message_count, 4);
+}
+
+#[test]
+fn fork_refuses_a_foreign_or_unknown_message_and_rolls_back() {
+    let e = env();
+    let a = e.svc.create(NewSession::default()).unwrap();
+    let b = e.svc.create(NewSession::default()).unwrap();
+    conversation(&e.db, &a.id);
+    let b_msgs = conversation(&e.db, &b.id);
+    let sub = e.svc.subscribe();
+    let r = e.svc.fork(&a.id, &b_msgs[0].id);
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    let r = e.svc.fork(&a.id, "msg_nope");
+    assert!(
+        matches!(
+            r,
+            Err(SessionError::NotFound {
+                what: "message",
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert!(drain(&sub).is_empty());
+    assert_eq!(e.svc.count(&Default::default()).unwrap(), 2);
+}
+
+#[test]
+fn fork_carries_a_copied_summary_message() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let msgs = conversation(&e.db, &s.id);
+    e.svc
+        .update(&s.id, |x| x.summary_message_id = Some(msgs[0].id.clone()))
+        .unwrap();
+    let fork = e.svc.fork(&s.id, &msgs[2].id).unwrap();
+    let copies = messages_of(&e.db, &fork.id);
+    assert_eq!(
+        fork.summary_message_id.as_deref(),
+        Some(copies[0].id.as_str())
+    );
+}
+
+#[test]
+fn clear_deletes_messages_and_keeps_the_session() {
+    let e = env();
+    let s = e.svc.create(NewSession::titled("keep me")).unwrap();
+    conversation(&e.db, &s.id);
+    e.svc
+        .add_usage(
+            &s.id,
+            &UsageDelta {
+                api_calls: 1,
+                cost_usd: 0.5,
+                ..UsageDelta::default()
+            },
+        )
+        .unwrap();
+    e.svc.record_file(&s.id, "a.txt", "1").unwrap();
+    let sub = e.svc.subscribe();
+    let cleared = e.svc.clear(&s.id).unwrap();
+    assert_eq!((cleared.message_count, cleared.tool_call_count), (0, 0));
+    assert_eq!(cleared.title.as_deref(), Some("keep me"));
+    assert_eq!(cleared.estimated_cost_usd, 0.5);
+    assert!(messages_of(&e.db, &s.id).is_empty());
+    let n: i64 = raw(&e)
+        .query_row(
+            "SELECT count(*) FROM parts WHERE session_id = ?1",
+            [&s.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 0);
+    assert_eq!(e.svc.latest_files(&s.id).unwrap().len(), 1);
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &cleared)
+    );
+}
+
+#[test]
+fn prune_removes_only_old_ended_sessions() {
+    let e = env();
+    let old_ended = e
+        .svc
+        .create(NewSession {
+            source: "cli".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let old_tg = e
+        .svc
+        .create(NewSession {
+            source: "telegram".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let recent = e.svc.create(NewSession::default()).unwrap();
+    let active_old = e.svc.create(NewSession::default()).unwrap();
+    let child = e
+        .svc
+        .create_task_session(&old_ended.id, "call_p", None)
+        .unwrap();
+    conversation(&e.db, &old_ended.id);
+    end_days_ago(&e, &old_ended.id, 100);
+    end_days_ago(&e, &old_tg.id, 100);
+    end_days_ago(&e, &recent.id, 5);
+    // Active for a very long time: never pruned.
+    raw(&e)
+        .execute(
+            "UPDATE sessions SET created_at = 0, updated_at = 0 WHERE id = ?1",
+            [&active_old.id],
+        )
+        .unwrap();
+
+    let sub = e.svc.subscribe();
+    let dry = e.svc.prune(30, None, true).unwrap();
+    assert!(dry.dry_run);
+    let ids = |v: &[Session]| v.iter().map(|s| s.id.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(
+        ids(&dry.sessions),
+        BTreeSet::from([old_ended.id.clone(), old_tg.id.clone()])
+    );
+    assert_eq!(e.svc.count(&Default::default()).unwrap(), 5);
+    assert!(drain(&sub).is_empty());
+
+    let by_source = e.svc.prune(30, Some("telegram"), false).unwrap();
+    assert_eq!(
+        ids(&by_source.sessions),
+        BTreeSet::from([old_tg.id.clone()])
+    );
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, EventKind::Deleted);
+    assert_eq!(events[0].payload.id, old_tg.id);
+
+    let pruned = e.svc.prune(30, None, false).unwrap();
+    assert!(!pruned.dry_run);
+    assert_eq!(
+        ids(&pruned.sessions),
+        BTreeSet::from([old_ended.id.clone()])
+    );
+    assert_eq!(pruned.sessions[0].message_count, 4);
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        (events[0].kind, events[0].payload.id.as_str()),
+        (EventKind::Deleted, old_ended.id.as_str())
+    );
+    assert_eq!(
+        (events[1].kind, events[1].payload.id.as_str()),
+        (EventKind::Updated, child.id.as_str())
+    );
+    assert_eq!(events[1].payload.parent_session_id, None);
+
+    let left = ids(&e.svc.list(&Default::default()).unwrap());
+    assert_eq!(
+        left,
+        BTreeSet::from([recent.id.clone(), active_old.id.clone(), child.id.clone()])
+    );
+    let n: i64 = raw(&e)
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0);
+    // Zero days: everything ended is old enough; active ones still stay.
+    let all = e.svc.prune(0, None, false).unwrap();
+    assert_eq!(ids(&all.sessions), BTreeSet::from([recent.id.clone()]));
+    assert_eq!(e.svc.count(&Default::default()).unwrap(), 2);
+}
+
+fn rich_session(e: &common::Env) -> Session {
+    let parent = e.svc.create(NewSession::titled("parent")).unwrap();
+    let s = e
+        .svc
+        .create(NewSession {
+            parent_session_id: Some(parent.id.clone()),
+            kind: SessionKind::Continuation,
+            title: Some("Export me #2".into()),
+            source: "tui".into(),
+            model_config: Some(serde_json::json!({"t": 1})),
+            permission: Some(serde_json::json!(["allow"])),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let msgs = conversation(&e.db, &s.id);
+    let mut extra = message(
+        &s.id,
+        Role::Assistant,
+        vec![
+            Part::text("结论"),
+            Part::tool("c2", "read", serde_json::json!({"p": "x"})),
+        ],
+    );
+    extra.error = Some(serde_json::json!({"kind": "timeout"}));
+    store_message(&e.db, &extra);
+    e.svc
+        .add_usage(
+            &s.id,
+            &UsageDelta {
+                api_calls: 3,
+                tool_calls: 1,
+                cost_usd: 1.25,
+                actual_cost_usd: Some(0.75),
+                ..UsageDelta::default()
+            },
+        )
+        .unwrap();
+    e.svc
+        .update(&s.id, |x| {
+            x.summary_message_id = Some(msgs[3].id.clone());
+            x.cost_status = Some("estimated".into());
+        })
+        .unwrap();
+    e.svc.record_file(&s.id, "src/a.rs", "v1").unwrap();
+    e.svc.record_file(&s.id, "src/a.rs", "v2").unwrap();
+    e.svc.record_file(&s.id, "b.md", "# b").unwrap();
+    e.svc.roll_up_into_parent(&s.id).unwrap();
+    e.svc.set_compacting(&s.id, true).unwrap();
+    e.svc.end(&s.id, "compacted").unwrap()
+}
+
+#[test]
+fn export_then_import_into_a_fresh_database_is_equal() {
+    let e = env();
+    let s = rich_session(&e);
+    let exported = e.svc.export(&ExportSelection::One(s.id.clone())).unwrap();
+    assert_eq!(exported.len(), 1);
+    let export = &exported[0];
+    assert_eq!(export.session, s);
+    assert_eq!(export.messages.len(), 5);
+    assert_eq!(export.files.len(), 3);
+    assert!(export.rolled_up.is_some());
+    assert_eq!(
+        s.tool_call_count, 3,
+        "two tool parts plus one reported tool call"
+    );
+
+    // Through JSON, as a file would carry it.
+    let json = serde_json::to_string(&exported).unwrap();
+    let back: Vec<SessionExport> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, exported);
+
+    let e2 = env();
+    let sub = e2.svc.subscribe();
+    let outcome = e2.svc.import(&back[0]).unwrap();
+    let ImportOutcome::Imported {
+        session,
+        unlinked_parent,
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    // The parent was not exported along: the link is dropped and reported.
+    assert_eq!(unlinked_parent, s.parent_session_id);
+    let expected = Session {
+        parent_session_id: None,
+        ..s.clone()
+    };
+    assert_eq!(*session, expected);
+    assert_eq!(e2.svc.get(&s.id).unwrap(), expected);
+    assert_eq!(messages_of(&e2.db, &s.id), export.messages);
+    assert_eq!(
+        e2.svc.latest_files(&s.id).unwrap(),
+        e.svc.latest_files(&s.id).unwrap()
+    );
+    assert_eq!(
+        e2.svc.file_versions(&s.id, "src/a.rs").unwrap(),
+        e.svc.file_versions(&s.id, "src/a.rs").unwrap()
+    );
+    assert_eq!(
+        e2.svc.rolled_up_at(&s.id).unwrap(),
+        e.svc.rolled_up_at(&s.id).unwrap()
+    );
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Created, &expected)
+    );
+
+    // Importing again is skipped, with a reason, and publishes nothing.
+    match e2.svc.import(&back[0]).unwrap() {
+        ImportOutcome::Skipped { reason } => assert!(reason.contains(&s.id), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(drain(&sub).is_empty());
+    assert_eq!(e2.svc.get(&s.id).unwrap(), expected);
+}
+
+#[test]
+fn export_all_by_source_round_trips_with_lineage() {
+    let e = env();
+    let s = rich_session(&e);
+    e.svc
+        .create(NewSession {
+            source: "cli".into(),
+            title: Some("other".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let all = e
+        .svc
+        .export(&ExportSelection::All { source: None })
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    let tui = e
+        .svc
+        .export(&ExportSelection::All {
+            source: Some("tui".into()),
+        })
+        .unwrap();
+    assert_eq!(tui.len(), 1);
+    assert_eq!(tui[0].session.id, s.id);
+
+    let e2 = env();
+    for export in &all {
+        assert!(matches!(
+            e2.svc.import(export).unwrap(),
+            ImportOutcome::Imported {
+                unlinked_parent: None,
+                ..
+            }
+        ));
+    }
+    // Parents come first in an export, so every link survives.
+    for export in &all {
+        let session = e2.svc.get(&export.session.id).unwrap();
+        assert_eq!(session, export.session);
+        assert_eq!(messages_of(&e2.db, &session.id), export.messages);
+    }
+    let json_a = serde_json::to_value(&all).unwrap();
+    let json_b = serde_json::to_value(
+        e2.svc
+            .export(&ExportSelection::All { source: None })
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json_a, json_b);
+}
+
+#[test]
+fn import_conflicts_roll_back_completely() {
+    let e = env();
+    let s = rich_session(&e);
+    let export = e
+        .svc
+        .export(&ExportSelection::One(s.id.clone()))
+        .unwrap()
+        .remove(0);
+
+    // A different session holding the title.
+    let e2 = env();
+    e2.svc.create(NewSession::titled("Export me #2")).unwrap();
+    let sub = e2.svc.subscribe();
+    let r = e2.svc.import(&export);
+    assert!(matches!(r, Err(SessionError::TitleInUse { .. })), "{r:?}");
+
+    // A message id already present: nothing of the session stays.
+    let e3 = env();
+    let host = e3.svc.create(NewSession::default()).unwrap();
+    let mut clash = export.messages[2].clone();
+    clash.session_id = host.id.clone();
+    store_message(&e3.db, &clash);
+    let r = e3.svc.import(&export);
+    assert!(matches!(r, Err(SessionError::Conflict(_))), "{r:?}");
+    assert!(matches!(
+        e3.svc.get(&s.id),
+        Err(SessionError::NotFound { .. })
+    ));
+    let n: i64 = Connection::open(e3.dir.path().join("scribe.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, clash.parts.len() as i64);
+
+    // A message that claims another session.
+    let mut stray = export.clone();
+    stray.messages[0].session_id = "ses_other".into();
+    let r = env().svc.import(&stray);
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    assert!(drain(&sub).is_empty());
+}
+
+#[test]
+fn export_of_unknown_session_is_not_found() {
+    let e = env();
+    let r = e.svc.export(&ExportSelection::One("ses_nope".into()));
+    assert!(matches!(r, Err(SessionError::NotFound { .. })), "{r:?}");
+    assert!(
+        e.svc
+            .export(&ExportSelection::All { source: None })
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn files_history_numbers_versions_per_path() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let other = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    let v1 = e.svc.record_file(&s.id, "src/lib.rs", "one").unwrap();
+    let v2 = e.svc.record_file(&s.id, "src/lib.rs", "two").unwrap();
+    let b1 = e.svc.record_file(&s.id, "README.md", "readme").unwrap();
+    let o1 = e
+        .svc
+        .record_file(&other.id, "src/lib.rs", "elsewhere")
+        .unwrap();
+    assert_eq!(
+        (v1.version, v2.version, b1.version, o1.version),
+        (1, 2, 1, 1)
+    );
+    assert!(v1.id.starts_with("fil_"));
+    assert_eq!(
+        e.svc.file_versions(&s.id, "src/lib.rs").unwrap(),
+        vec![v1.clone(), v2.clone()]
+    );
+    assert!(e.svc.file_versions(&s.id, "nope").unwrap().is_empty());
+    assert_eq!(e.svc.latest_files(&s.id).unwrap(), vec![b1, v2.clone()]);
+    assert_eq!(e.svc.file_version(&s.id, "src/lib.rs", 1).unwrap(), v1);
+    let r = e.svc.file_version(&s.id, "src/lib.rs", 3);
+    assert!(
+        matches!(
+            r,
+            Err(SessionError::NotFound {
+                what: "file version",
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    let r = e.svc.record_file(&s.id, "  ", "x");
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    // Files are not session events.
+    assert!(drain(&sub).is_empty());
+}
+
+#[test]
+fn concurrent_file_versions_never_collide() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let svc = Arc::new(SessionService::new(Arc::clone(&e.db)));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let svc = Arc::clone(&svc);
+            let id = s.id.clone();
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    svc.record_file(&id, "f", &format!("{t}-{i}")).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let versions: Vec<i64> = e
+        .svc
+        .file_versions(&s.id, "f")
+        .unwrap()
+        .iter()
+        .map(|f| f.version)
+        .collect();
+    assert_eq!(versions, (1..=40).collect::<Vec<_>>());
+}

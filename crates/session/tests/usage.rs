@@ -1,0 +1,319 @@
+//! Usage and cost: atomic increments (exact under 10 concurrent threads), validation,
+//! once-only roll-up into the parent, stats by model/source/day and top sessions.
+
+mod common;
+
+use std::sync::Arc;
+use std::thread;
+
+use common::{drain, env};
+use scribe_message::TokenUsage;
+use scribe_pubsub::EventKind;
+use scribe_session::{NewSession, RollUp, SessionError, SessionService, StatsBy, UsageDelta};
+
+fn delta(input: i64, output: i64, cost: f64) -> UsageDelta {
+    UsageDelta {
+        tokens: TokenUsage {
+            input,
+            output,
+            cache_read: 2,
+            cache_write: 1,
+            reasoning: 4,
+        },
+        api_calls: 1,
+        tool_calls: 0,
+        cost_usd: cost,
+        actual_cost_usd: None,
+    }
+}
+
+#[test]
+fn add_usage_increments_and_publishes_the_new_totals() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    let first = e.svc.add_usage(&s.id, &delta(10, 20, 0.25)).unwrap();
+    let second = e
+        .svc
+        .add_usage(
+            &s.id,
+            &UsageDelta {
+                tool_calls: 2,
+                actual_cost_usd: Some(0.5),
+                ..delta(1, 2, 0.5)
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        second.tokens,
+        TokenUsage {
+            input: 11,
+            output: 22,
+            cache_read: 4,
+            cache_write: 2,
+            reasoning: 8
+        }
+    );
+    assert_eq!(second.api_call_count, 2);
+    assert_eq!(second.tool_call_count, 2);
+    assert_eq!(second.estimated_cost_usd, 0.75);
+    assert_eq!(second.actual_cost_usd, Some(0.5));
+    assert_eq!(first.actual_cost_usd, None);
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &first)
+    );
+    assert_eq!(
+        (events[1].kind, &events[1].payload),
+        (EventKind::Updated, &second)
+    );
+    assert_eq!(e.svc.get(&s.id).unwrap(), second);
+}
+
+#[test]
+fn bad_deltas_and_unknown_sessions_change_nothing() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    for bad in [
+        delta(-1, 0, 0.0),
+        UsageDelta {
+            api_calls: -1,
+            ..UsageDelta::default()
+        },
+        delta(0, 0, f64::NAN),
+        delta(0, 0, -0.5),
+        UsageDelta {
+            actual_cost_usd: Some(f64::INFINITY),
+            ..UsageDelta::default()
+        },
+    ] {
+        let r = e.svc.add_usage(&s.id, &bad);
+        assert!(
+            matches!(r, Err(SessionError::InvalidInput(_))),
+            "{bad:?} {r:?}"
+        );
+    }
+    let r = e.svc.add_usage("ses_missing", &delta(1, 1, 0.25));
+    assert!(matches!(r, Err(SessionError::NotFound { .. })), "{r:?}");
+    assert!(drain(&sub).is_empty());
+    assert_eq!(e.svc.get(&s.id).unwrap(), s);
+}
+
+#[test]
+fn ten_threads_adding_usage_give_exact_totals() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let svc = Arc::new(SessionService::new(Arc::clone(&e.db)));
+    let threads: Vec<_> = (0..10)
+        .map(|t| {
+            let svc = Arc::clone(&svc);
+            let id = s.id.clone();
+            thread::spawn(move || {
+                for _ in 0..100 {
+                    // Quarter dollars add exactly in binary floating point.
+                    svc.add_usage(&id, &delta(t + 1, 2, 0.25)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let total = e.svc.get(&s.id).unwrap();
+    assert_eq!(total.tokens.input, 100 * (1..=10).sum::<i64>());
+    assert_eq!(total.tokens.output, 2 * 1000);
+    assert_eq!(total.tokens.cache_read, 2 * 1000);
+    assert_eq!(total.tokens.cache_write, 1000);
+    assert_eq!(total.tokens.reasoning, 4 * 1000);
+    assert_eq!(total.api_call_count, 1000);
+    assert_eq!(total.estimated_cost_usd, 250.0);
+}
+
+#[test]
+fn two_services_on_two_connections_both_count() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let other_db = Arc::new(scribe_db::Database::open(e.dir.path().join("scribe.db")).unwrap());
+    let other = Arc::new(SessionService::new(other_db));
+    let handles: Vec<_> = [Arc::new(SessionService::new(Arc::clone(&e.db))), other]
+        .into_iter()
+        .map(|svc| {
+            let id = s.id.clone();
+            thread::spawn(move || {
+                for _ in 0..50 {
+                    svc.add_usage(&id, &delta(1, 1, 0.5)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let total = e.svc.get(&s.id).unwrap();
+    assert_eq!(total.tokens.input, 100);
+    assert_eq!(total.estimated_cost_usd, 50.0);
+}
+
+#[test]
+fn add_usage_tx_joins_the_callers_transaction() {
+    let e = env();
+    let s = e.svc.create(NewSession::default()).unwrap();
+    let sub = e.svc.subscribe();
+    // Rolled back: nothing counts and nothing is published.
+    let r: Result<(), _> = e.db.write(|tx| {
+        SessionService::add_usage_tx(tx, &s.id, &delta(5, 5, 1.0)).unwrap();
+        Err(scribe_db::Error::InvalidInput("abort".into()))
+    });
+    assert!(r.is_err());
+    assert_eq!(e.svc.get(&s.id).unwrap().tokens.input, 0);
+    e.db.write(|tx| {
+        SessionService::add_usage_tx(tx, &s.id, &delta(5, 5, 1.0)).unwrap();
+        Ok(())
+    })
+    .unwrap();
+    assert!(drain(&sub).is_empty());
+    let now = e.svc.notify_changed(&s.id).unwrap();
+    assert_eq!(now.tokens.input, 5);
+    assert_eq!(drain(&sub).len(), 1);
+}
+
+#[test]
+fn roll_up_adds_child_totals_to_parent_exactly_once() {
+    let e = env();
+    let parent = e.svc.create(NewSession::default()).unwrap();
+    let child = e
+        .svc
+        .create_task_session(&parent.id, "call_1", None)
+        .unwrap();
+    e.svc.add_usage(&parent.id, &delta(100, 10, 1.0)).unwrap();
+    e.svc
+        .add_usage(
+            &child.id,
+            &UsageDelta {
+                actual_cost_usd: Some(0.75),
+                ..delta(7, 3, 0.25)
+            },
+        )
+        .unwrap();
+    let sub = e.svc.subscribe();
+    let RollUp::RolledUp { parent: after } = e.svc.roll_up_into_parent(&child.id).unwrap() else {
+        panic!("not rolled up");
+    };
+    assert_eq!(after.tokens.input, 107);
+    assert_eq!(after.tokens.output, 13);
+    assert_eq!(after.tokens.reasoning, 8);
+    assert_eq!(after.api_call_count, 2);
+    assert_eq!(after.estimated_cost_usd, 1.25);
+    assert_eq!(after.actual_cost_usd, Some(0.75));
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].kind, &*events[0].payload.id),
+        (EventKind::Updated, parent.id.as_str())
+    );
+    assert_eq!(events[0].payload, *after);
+
+    match e.svc.roll_up_into_parent(&child.id).unwrap() {
+        RollUp::AlreadyRolledUp { parent_id, .. } => assert_eq!(parent_id, parent.id),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.svc.get(&parent.id).unwrap(), *after);
+    assert!(drain(&sub).is_empty());
+    assert!(e.svc.rolled_up_at(&child.id).unwrap().is_some());
+    assert_eq!(e.svc.rolled_up_at(&parent.id).unwrap(), None);
+    assert_eq!(
+        e.svc.roll_up_into_parent(&parent.id).unwrap(),
+        RollUp::NoParent
+    );
+    assert!(matches!(
+        e.svc.roll_up_into_parent("nope"),
+        Err(SessionError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn stats_group_by_model_source_and_day_counting_rolled_up_children_once() {
+    let e = env();
+    let a = e
+        .svc
+        .create(NewSession {
+            model: Some("m1".into()),
+            source: "cli".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let b = e
+        .svc
+        .create(NewSession {
+            model: Some("m2".into()),
+            source: "tui".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let c = e
+        .svc
+        .create(NewSession {
+            model: Some("m1".into()),
+            source: "tui".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let child = e.svc.create_task_session(&a.id, "call_x", None).unwrap();
+    e.svc.add_usage(&a.id, &delta(10, 1, 1.0)).unwrap();
+    e.svc.add_usage(&b.id, &delta(20, 2, 2.0)).unwrap();
+    e.svc.add_usage(&c.id, &delta(30, 3, 0.5)).unwrap();
+    e.svc.add_usage(&child.id, &delta(5, 5, 0.25)).unwrap();
+
+    let by_model = e.svc.stats(StatsBy::Model, None).unwrap();
+    assert_eq!(by_model.totals.tokens.input, 65);
+    assert_eq!(by_model.totals.cost_usd, 3.75);
+    assert_eq!(by_model.totals.sessions, 4);
+    e.svc.roll_up_into_parent(&child.id).unwrap();
+    let by_model = e.svc.stats(StatsBy::Model, None).unwrap();
+    // The child now counts inside its parent only.
+    assert_eq!(by_model.totals.tokens.input, 65);
+    assert_eq!(by_model.totals.cost_usd, 3.75);
+    assert_eq!(by_model.totals.sessions, 3);
+    let keys: Vec<_> = by_model
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.totals.tokens.input, r.totals.cost_usd))
+        .collect();
+    assert_eq!(keys, vec![("m2", 20, 2.0), ("m1", 45, 1.75)]);
+    assert_eq!(by_model.rows[1].totals.sessions, 2);
+    assert_eq!(by_model.rows[1].totals.tokens.cache_read, 6);
+    assert_eq!(by_model.rows[1].totals.tokens.cache_write, 3);
+    assert_eq!(by_model.rows[1].totals.tokens.reasoning, 12);
+    assert_eq!(by_model.rows[1].totals.api_calls, 3);
+
+    let by_source = e.svc.stats(StatsBy::Source, None).unwrap();
+    let keys: Vec<_> = by_source
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.totals.tokens.input))
+        .collect();
+    assert_eq!(keys, vec![("tui", 50), ("cli", 15)]);
+
+    let by_day = e.svc.stats(StatsBy::Day, None).unwrap();
+    assert_eq!(by_day.rows.len(), 1);
+    assert_eq!(by_day.rows[0].key.len(), 10);
+    assert_eq!(by_day.rows[0].totals, by_day.totals);
+
+    let future = e.svc.stats(StatsBy::Source, Some(i64::MAX)).unwrap();
+    assert!(future.rows.is_empty());
+    assert_eq!(future.totals.sessions, 0);
+    assert_eq!(future.since, Some(i64::MAX));
+
+    let top: Vec<_> = e
+        .svc
+        .top_sessions_by_tokens(2)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    // a holds its rolled-up child: 15 + 6 + 4 + 2 + 8 = 35 tokens, more than b (29).
+    assert_eq!(top, vec![c.id.clone(), a.id.clone()]);
+}
