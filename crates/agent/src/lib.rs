@@ -1,5 +1,5 @@
-//! The database-free foundation of Scribe's agent: what models cost, how big
-//! a conversation is, when and how to compact it, and how to talk to a model.
+//! Scribe's agent: what models cost, how big a conversation is, when and how
+//! to compact it, how to talk to a model, and the loop that does it.
 //!
 //! - [`models`]: [`Model`], [`Pricing`] and [`Pricing::cost`] (Σ tokens ×
 //!   price / 1e6 over input, output, cache read and cache write), and the
@@ -11,18 +11,53 @@
 //! - [`provider`]: provider-neutral requests and streamed responses, the
 //!   [`Provider`] trait and the deterministic [`ScriptedProvider`].
 //!
-//! The session and message services build the agent loop, usage tracking and
-//! compaction runs on top of these pure pieces.
+//!
+//! Over the session and message services:
+//!
+//! - [`usage`]: [`UsageTracker::track_usage`] charges a call to a session and
+//!   its assistant message in one transaction;
+//!   [`UsageTracker::finish_task_session`] ends a sub-agent's session and rolls
+//!   its cost into the parent in the same transaction;
+//! - [`context()`]: what the next request sends, from the latest summary on,
+//!   and its size;
+//! - [`Compactor`] (in [`compaction`]): auto-compaction runs, progress as
+//!   [`AgentEvent`]s ([`events`]), errors as [`AgentError`] ([`error`]).
 
 pub mod compaction;
+pub mod context;
+pub mod error;
 pub mod estimate;
+pub mod events;
+pub mod ingest;
 pub mod models;
+pub mod permission;
 pub mod provider;
+pub mod recovery;
+pub mod run;
+pub mod subagent;
+pub mod title;
+pub mod tools;
+pub mod usage;
 
-pub use compaction::{CompactionConfig, CompactionStrategy, TriggerReason, should_compact};
+pub use compaction::{
+    CompactionConfig, CompactionOutcome, CompactionReport, CompactionStrategy, Compactor,
+    RequestContext, TriggerReason, should_compact,
+};
+pub use context::{Context, ContextMeasure, context};
+pub use error::AgentError;
 pub use estimate::{HeuristicEstimator, TokenEstimator};
+pub use events::AgentEvent;
+pub use ingest::{HookError, IngestConfig, PartDraft, PromptInput, UserMessageDraft};
 pub use models::{CatalogError, CatalogFormat, Model, ModelCatalog, ModelProblem, Pricing};
+pub use permission::{Action, Decision, PermissionRequest, Rule, Ruleset};
 pub use provider::{
     ChatMessage, ChatRequest, Provider, ProviderError, ProviderEvent, ProviderResponse,
     ScriptedProvider, ScriptedTurn, ToolSpec,
 };
+pub use recovery::{RecoveryReport, recover_session};
+pub use run::{
+    AgentConfig, AgentRegistry, AgentRunner, CancelToken, LoopError, LoopEvent, RunOutcome,
+};
+pub use title::TitleHandle;
+pub use tools::{CheckCommand, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+pub use usage::{TaskFinish, UsageRecord, UsageTracker};

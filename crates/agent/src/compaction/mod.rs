@@ -19,11 +19,16 @@
 //! these functions.
 
 mod prune;
+pub mod runner;
 mod summary;
 mod transform;
 mod trigger;
 
 pub use prune::{PartRef, PruneMessage, PrunePart, PrunePlan, plan_prune};
+pub use runner::{
+    CompactionOutcome, CompactionReport, Compactor, DEFAULT_STALE_AFTER, END_REASON_COMPRESSION,
+    RequestContext,
+};
 pub use summary::{SUMMARY_PROMPT, summary_request};
 pub use transform::{
     CLEARED_TOOL_OUTPUT, DoesNotFit, FitStep, FittedMessages, clear_compacted_tool_outputs,

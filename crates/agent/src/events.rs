@@ -1,0 +1,98 @@
+//! [`AgentEvent`]: what compaction runs and usage tracking report on a
+//! [`scribe_pubsub::Broker`], published after the change they describe has
+//! committed (never for a rolled-back one).
+//!
+//! A compaction reports, in order: [`AgentEvent::CompactionStarting`],
+//! [`AgentEvent::CompactionAnalyzing`], [`AgentEvent::CompactionSummarizing`],
+//! then exactly one of [`AgentEvent::CompactionDone`] or
+//! [`AgentEvent::CompactionFailed`]. The agent loop has its own event type.
+
+use scribe_message::TokenUsage;
+use scribe_pubsub::{Broker, EventKind};
+
+use crate::compaction::FitStep;
+
+/// One compaction or usage event. Published with [`EventKind::Created`]: each
+/// is a new fact, not a change to an earlier one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A compaction of the session began (its `compacting_at` is set).
+    CompactionStarting {
+        /// The session being compacted.
+        session_id: String,
+    },
+    /// The history since the last summary was loaded and measured.
+    CompactionAnalyzing {
+        /// The session being compacted.
+        session_id: String,
+    },
+    /// The summarising model was asked for a summary.
+    CompactionSummarizing {
+        /// The session being compacted.
+        session_id: String,
+    },
+    /// The compaction finished and the next request fits.
+    CompactionDone {
+        /// The session that was compacted.
+        session_id: String,
+        /// The stored summary message (`None` for a prune-only run).
+        summary_message_id: Option<String>,
+        /// The continuation session holding the summary (continuation strategy).
+        continuation_session_id: Option<String>,
+        /// The context size before compaction.
+        tokens_before: u64,
+        /// The estimated size of the next request's context after it.
+        tokens_after: u64,
+        /// Tool parts marked compacted by the prune step.
+        pruned_tool_parts: usize,
+        /// The send-side steps needed beyond the summary and pruning.
+        fit_steps: Vec<FitStep>,
+    },
+    /// The compaction stopped; `compacting_at` was cleared.
+    CompactionFailed {
+        /// The session whose compaction failed.
+        session_id: String,
+        /// Why, e.g. `no messages to summarize in session …`.
+        error: String,
+    },
+    /// A model call's usage and cost were added to a session (and message).
+    UsageTracked {
+        /// The session charged.
+        session_id: String,
+        /// The assistant message charged, if any.
+        message_id: Option<String>,
+        /// The model that was used.
+        model_id: String,
+        /// The tokens added.
+        usage: TokenUsage,
+        /// The cost added, in US dollars.
+        cost_usd: f64,
+    },
+}
+
+impl AgentEvent {
+    /// The session the event is about.
+    pub fn session_id(&self) -> &str {
+        match self {
+            AgentEvent::CompactionStarting { session_id }
+            | AgentEvent::CompactionAnalyzing { session_id }
+            | AgentEvent::CompactionSummarizing { session_id }
+            | AgentEvent::CompactionDone { session_id, .. }
+            | AgentEvent::CompactionFailed { session_id, .. }
+            | AgentEvent::UsageTracked { session_id, .. } => session_id,
+        }
+    }
+
+    /// Whether this event ends a compaction run.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            AgentEvent::CompactionDone { .. } | AgentEvent::CompactionFailed { .. }
+        )
+    }
+}
+
+/// Publishes `event` as a new fact.
+pub(crate) fn emit(broker: &Broker<AgentEvent>, event: AgentEvent) {
+    broker.publish(EventKind::Created, event);
+}

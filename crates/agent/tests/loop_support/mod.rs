@@ -1,0 +1,178 @@
+//! Shared fixtures of the agent-loop tests: a real SQLite file and a project
+//! directory in a temp dir, the services over it, a catalog with cheap test
+//! models, and small test tools.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use scribe_agent::{
+    AgentRunner, Model, ModelCatalog, Pricing, ScriptedProvider, Tool, ToolContext, ToolError,
+    ToolOutput,
+};
+use scribe_db::Database;
+use scribe_message::{Message, MessageService, Part, ToolPart};
+use scribe_session::{NewSession, Session, SessionService};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+pub const MODEL: &str = "test-model";
+pub const OTHER_MODEL: &str = "other-model";
+pub const AGENT_MODEL: &str = "agent-model";
+pub const SMALL_MODEL: &str = "small-model";
+
+pub fn model(id: &str, window: u64) -> Model {
+    Model {
+        id: id.into(),
+        provider: "scripted".into(),
+        name: id.into(),
+        context_window: window,
+        max_output_tokens: 1_000,
+        pricing: Pricing {
+            input_per_mtok: 1_000.0,
+            output_per_mtok: 2_000.0,
+            cache_write_per_mtok: 0.0,
+            cache_read_per_mtok: 0.0,
+        },
+    }
+}
+
+pub struct Env {
+    /// Kept so the temp dir lives as long as the env (`None`: not ours to delete).
+    _dir: Option<TempDir>,
+    pub root: PathBuf,
+    pub project: PathBuf,
+    pub db: Arc<Database>,
+    pub sessions: Arc<SessionService>,
+    pub messages: Arc<MessageService>,
+    pub catalog: Arc<ModelCatalog>,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = Env::open(dir.path());
+        env._dir = Some(dir);
+        env
+    }
+
+    /// The env rooted at `root` (created by another process's [`Env::new`]).
+    pub fn open(root: &Path) -> Env {
+        let project = root.join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let db = Arc::new(Database::open(root.join("scribe.db")).unwrap());
+        let sessions = Arc::new(SessionService::new(db.clone()));
+        let messages = Arc::new(MessageService::new(db.clone()));
+        let mut catalog = ModelCatalog::empty();
+        for m in [
+            model(MODEL, 200_000),
+            model(OTHER_MODEL, 200_000),
+            model(AGENT_MODEL, 200_000),
+            model(SMALL_MODEL, 3_000),
+        ] {
+            catalog.insert(m).unwrap();
+        }
+        Env {
+            _dir: None,
+            root: root.to_path_buf(),
+            project,
+            db,
+            sessions,
+            messages,
+            catalog: Arc::new(catalog),
+        }
+    }
+
+    /// A normal session in the project directory using [`MODEL`].
+    pub fn session(&self) -> Session {
+        self.sessions
+            .create(NewSession {
+                directory: Some(self.project.to_string_lossy().into_owned()),
+                model: Some(MODEL.into()),
+                ..NewSession::default()
+            })
+            .unwrap()
+    }
+
+    pub fn runner(&self, provider: Arc<ScriptedProvider>) -> AgentRunner {
+        AgentRunner::new(
+            self.sessions.clone(),
+            self.messages.clone(),
+            provider,
+            self.catalog.clone(),
+            self.project.clone(),
+        )
+        .with_flush_interval(Duration::ZERO)
+    }
+
+    pub fn messages_of(&self, session_id: &str) -> Vec<Message> {
+        self.messages.list(session_id).unwrap()
+    }
+}
+
+/// The tool parts of `message`, in order.
+pub fn tool_parts(message: &Message) -> Vec<ToolPart> {
+    message
+        .parts
+        .iter()
+        .filter_map(|p| match &p.part {
+            Part::Tool(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `echo {text}` → `text`.
+#[derive(Debug)]
+pub struct Echo;
+
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "echo the text back"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    }
+    fn permission_subject(&self, input: &Value, _ctx: &ToolContext) -> Option<String> {
+        input.get("text").and_then(Value::as_str).map(str::to_owned)
+    }
+    fn run(&self, input: &Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(
+            input["text"].as_str().unwrap_or_default(),
+            "echo",
+        ))
+    }
+}
+
+/// Blocks until the loop is canceled (or 60 s pass), optionally touching a
+/// marker file first so another process knows it is running.
+#[derive(Debug, Default)]
+pub struct Block {
+    pub marker: Option<PathBuf>,
+}
+
+impl Tool for Block {
+    fn name(&self) -> &str {
+        "block"
+    }
+    fn description(&self) -> &str {
+        "wait until canceled"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn run(&self, _input: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(marker) = &self.marker {
+            std::fs::write(marker, b"running").unwrap();
+        }
+        if ctx.cancel.wait_timeout(Duration::from_secs(60)) {
+            Err(ToolError::Canceled)
+        } else {
+            Ok(ToolOutput::new("never canceled", "block"))
+        }
+    }
+}

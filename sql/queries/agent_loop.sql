@@ -1,0 +1,24 @@
+-- Agent loop: crash recovery and model choice.
+
+-- name: ListUnfinishedAssistantMessageIds :many
+-- Assistant messages left open (a dead process, or one still running), oldest first.
+SELECT id FROM messages
+WHERE session_id = @session_id AND role = 'assistant' AND finished_at IS NULL
+ORDER BY created_at, id;
+
+-- name: GetLastAssistantModel :one
+-- The model of the session's newest assistant message that names one.
+SELECT model AS "model!" FROM messages
+WHERE session_id = @session_id AND role = 'assistant' AND model IS NOT NULL
+ORDER BY created_at DESC, id DESC
+LIMIT 1;
+
+-- name: SetSessionPromptSettings :execrows
+-- What a prompt changes on its session, in the transaction that saves the prompt: the model
+-- it used and, when the prompt had tool switches, the merged permission rules (NULL keeps
+-- the stored rules).
+UPDATE sessions
+SET model = @model,
+    permission = coalesce(sqlc.narg(permission), permission),
+    updated_at = @now
+WHERE id = @id;
