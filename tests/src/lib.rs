@@ -1,1 +1,210 @@
 //! Shared helpers for the cross-crate integration tests in `tests/`.
+//!
+//! - [`create_session`]: a session row through the generated query layer;
+//! - [`consistency_problems`]: every invariant the database is supposed to keep by itself
+//!   (integrity, counters, both search indexes, no message without parts), as a list of
+//!   human-readable violations so a failing test shows all of them at once;
+//! - [`search_counts`]: hits of both search indexes next to the rows that contain a term;
+//! - [`error_chain`]: an error and its sources on one line, as a user would read them;
+//! - [`child_command`]: re-runs the current test binary as a child process in a given role,
+//!   for tests that need a second process (killed writers, another user id).
+
+use std::process::Command;
+
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::{Database, now_ms, queries};
+
+/// Creates a normal session (source `cli`) with an optional title and returns its id.
+pub fn create_session(db: &Database, title: Option<&str>) -> scribe_db::Result<String> {
+    let id = new_id(Prefix::Session);
+    db.write(|tx| {
+        queries::create_session(
+            tx,
+            &queries::CreateSessionParams {
+                id: &id,
+                parent_session_id: None,
+                kind: "normal",
+                source: "cli",
+                user_id: None,
+                directory: Some("/home/dev/project"),
+                title,
+                model: Some("anthropic/claude-sonnet"),
+                model_config: None,
+                system_prompt: None,
+                permission: None,
+                billing_provider: None,
+                billing_base_url: None,
+                billing_mode: None,
+                now: now_ms(),
+            },
+        )?;
+        Ok(())
+    })?;
+    Ok(id)
+}
+
+/// Everything wrong with the derived state of `db`: `PRAGMA integrity_check`, both FTS5
+/// indexes' own integrity checks and their row counts, session counters against the rows,
+/// and messages without parts. Empty when the database is consistent.
+pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
+    let integrity = |conn: &rusqlite::Connection| -> rusqlite::Result<Option<String>> {
+        let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+        let report: Vec<String> = stmt
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok((report != ["ok"]).then(|| format!("integrity_check: {}", report.join("; "))))
+    };
+    // On a file, a fresh connection: FTS5's part of the check can report corruption on a
+    // long-lived connection that cached the index structure before another connection
+    // rebuilt it, though that connection's searches are fine.
+    let fresh = match db.path() {
+        Some(path) => Some(integrity(&rusqlite::Connection::open(path)?)?),
+        None => None,
+    };
+    let mut problems = db.read(|conn| {
+        let mut problems = Vec::new();
+        let report = match &fresh {
+            Some(report) => report.clone(),
+            None => integrity(conn)?,
+        };
+        problems.extend(report);
+
+        let orphans: Vec<String> = conn
+            .prepare(
+                "SELECT id FROM messages AS m
+                 WHERE NOT EXISTS (SELECT 1 FROM parts AS p WHERE p.message_id = m.id)
+                 ORDER BY id",
+            )?
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for id in orphans {
+            problems.push(format!("message {id} has no parts"));
+        }
+
+        let mut stmt = conn.prepare(
+            "SELECT s.id, s.message_count,
+                    (SELECT count(*) FROM messages AS m WHERE m.session_id = s.id),
+                    s.tool_call_count,
+                    (SELECT count(*) FROM parts AS p WHERE p.session_id = s.id AND p.type = 'tool')
+             FROM sessions AS s ORDER BY s.id",
+        )?;
+        let rows = stmt.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, i64>(3)?,
+                row.get::<_, i64>(4)?,
+            ))
+        })?;
+        for row in rows {
+            let (id, messages, real_messages, tools, real_tools) = row?;
+            if messages != real_messages {
+                problems.push(format!(
+                    "session {id}: message_count {messages}, but {real_messages} messages"
+                ));
+            }
+            if tools != real_tools {
+                problems.push(format!(
+                    "session {id}: tool_call_count {tools}, but {real_tools} tool parts"
+                ));
+            }
+        }
+
+        // Every part has exactly one row in each index (the triggers index NULL text too),
+        // so the per-document size tables must have one row per part, keyed by seq.
+        for index in ["parts_fts", "parts_fts_trigram"] {
+            let sql = format!(
+                "SELECT (SELECT count(*) FROM {index}_docsize),
+                        (SELECT count(*) FROM parts),
+                        (SELECT count(*) FROM {index}_docsize AS d
+                         WHERE NOT EXISTS (SELECT 1 FROM parts AS p WHERE p.seq = d.id))"
+            );
+            let (docs, parts, stray): (i64, i64, i64) =
+                conn.query_row(&sql, [], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+            if docs != parts || stray != 0 {
+                problems.push(format!(
+                    "{index}: {docs} indexed documents ({stray} without a part) for {parts} parts"
+                ));
+            }
+        }
+        Ok(problems)
+    })?;
+
+    // FTS5's own checks are commands written as INSERTs, so they need a write transaction;
+    // they change nothing. With rank = 1 the index is also compared with the content table.
+    for index in ["parts_fts", "parts_fts_trigram"] {
+        for sql in [
+            format!("INSERT INTO {index} ({index}) VALUES ('integrity-check')"),
+            format!("INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)"),
+        ] {
+            let checked = db.write(|tx| {
+                tx.execute(&sql, [])?;
+                Ok(())
+            });
+            if let Err(err) = checked {
+                problems.push(format!("{sql}: {}", error_chain(&err)));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// How many parts each index finds for a word and a substring, next to how many parts
+/// contain them (`LIKE`, case-insensitive for ASCII as both indexes are).
+///
+/// Returns `(word_hits, parts_with_word, substring_hits, parts_with_substring)`. `word` must
+/// occur in the data only as a whole word for the first pair to be comparable.
+pub fn search_counts(
+    db: &Database,
+    word: &str,
+    substring: &str,
+) -> scribe_db::Result<(i64, i64, i64, i64)> {
+    db.read(|conn| {
+        let count = |sql: &str, arg: &str| -> rusqlite::Result<i64> {
+            conn.query_row(sql, [arg], |row| row.get(0))
+        };
+        let quoted = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        Ok((
+            count(
+                "SELECT count(*) FROM parts_fts WHERE parts_fts MATCH ?1",
+                &quoted(word),
+            )?,
+            count(
+                "SELECT count(*) FROM parts WHERE search_text LIKE '%' || ?1 || '%'",
+                word,
+            )?,
+            count(
+                "SELECT count(*) FROM parts_fts_trigram WHERE parts_fts_trigram MATCH ?1",
+                &quoted(substring),
+            )?,
+            count(
+                "SELECT count(*) FROM parts WHERE search_text LIKE '%' || ?1 || '%'",
+                substring,
+            )?,
+        ))
+    })
+}
+
+/// An error with its sources, `: `-separated, as a user would read it.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The current test binary re-run to execute only the test `test_name`, with its output
+/// not captured: the child side of a multi-process test. The child test reads its role
+/// from environment variables the caller sets on the returned command, and returns at once
+/// when they are absent (so it passes as a no-op in the normal run).
+pub fn child_command(test_name: &str) -> std::io::Result<Command> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
+    Ok(cmd)
+}
