@@ -11,7 +11,6 @@
 //! - [`provider`]: provider-neutral requests and streamed responses, the
 //!   [`Provider`] trait and the deterministic [`ScriptedProvider`].
 //!
-//!
 //! Over the session and message services:
 //!
 //! - [`usage`]: [`UsageTracker::track_usage`] charges a call to a session and
@@ -22,6 +21,18 @@
 //!   and its size;
 //! - [`Compactor`] (in [`compaction`]): auto-compaction runs, progress as
 //!   [`AgentEvent`]s ([`events`]), errors as [`AgentError`] ([`error`]).
+//!
+//! The front door and the loop:
+//!
+//! - [`ingest`]: a [`PromptInput`] becomes a persisted user message (files
+//!   resolved inside the allowed roots, hooks applied) before any model runs;
+//! - [`run`]: [`AgentRunner`] drives provider calls, tool runs, usage and
+//!   compaction step by step until the turn ends, the step limit, or a
+//!   [`CancelToken`];
+//! - [`tools`], [`permission`]: the [`tools::Tool`] trait, built-in tools
+//!   confined to the project root, and allow/ask/deny rules (last match wins);
+//! - [`subagent`], [`title`], [`recovery`]: task sessions, background titles,
+//!   and repairing a session a dead process left mid-turn.
 
 pub mod compaction;
 pub mod context;
