@@ -338,10 +338,10 @@ pub fn display_path(path: &Path) -> String {
     let abs = normalize(&abs);
     let mut dir = abs.parent();
     while let Some(d) = dir {
-        if d.join("Cargo.lock").exists() || d.join(".git").exists() {
-            if let Ok(rel) = abs.strip_prefix(d) {
-                return rel.to_string_lossy().replace('\\', "/");
-            }
+        if (d.join("Cargo.lock").exists() || d.join(".git").exists())
+            && let Ok(rel) = abs.strip_prefix(d)
+        {
+            return rel.to_string_lossy().replace('\\', "/");
         }
         dir = d.parent();
     }

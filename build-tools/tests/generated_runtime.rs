@@ -475,3 +475,213 @@ fn row_values_is_and_negated_patterns() {
     let got: Vec<_> = plain.iter().map(|r| (r.id.as_str(), r.plain)).collect();
     assert_eq!(got, [("c", false), ("s", true)]);
 }
+
+#[test]
+fn stars_ctes_aggregates_literals_and_unions() {
+    let conn = db();
+    // Bare aggregates over no rows are NULL, hence the Options.
+    assert_eq!(q::session_cost_sum(&conn).unwrap(), None);
+    assert_eq!(q::earliest_created(&conn).unwrap(), None);
+
+    session(&conn, "a", None, 1);
+    session(&conn, "b", Some("a"), 2);
+    session(&conn, "c", None, 3);
+    let cost = |id, cost, at| {
+        q::add_session_cost(
+            &conn,
+            &q::AddSessionCostParams {
+                cost,
+                updated_at: at,
+                id,
+            },
+        )
+        .unwrap();
+    };
+    cost("a", 2.0, 5);
+    cost("b", 0.5, 6);
+    q::set_session_summary(
+        &conn,
+        &q::SetSessionSummaryParams {
+            summary: Some("sum b"),
+            id: "b",
+        },
+    )
+    .unwrap();
+    message(&conn, "m1", "a", "first", 10);
+    message(&conn, "m2", "a", "second", 12);
+
+    let starred = q::messages_with_title_star(&conn, "a").unwrap();
+    assert_eq!(starred.len(), 2);
+    assert_eq!(
+        (
+            starred[0].id.as_str(),
+            starred[0].cost,
+            starred[0].created_at
+        ),
+        ("m1", Some(0.5), 10)
+    );
+    assert_eq!(starred[1].session_title, "title a");
+
+    let file = q::upsert_file(
+        &conn,
+        &q::UpsertFileParams {
+            session_id: "a",
+            file_path: "src/lib.rs",
+            data: Some(b"x"),
+            pinned: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        q::session_files_star(&conn, "title a").unwrap(),
+        [q::FileRow {
+            id: file.id,
+            session_id: "a".into(),
+            file_path: "src/lib.rs".into(),
+            data: Some(b"x".to_vec()),
+            pinned: true,
+        }]
+    );
+
+    let children = q::child_sessions_star(&conn).unwrap();
+    let pairs: Vec<_> = children
+        .iter()
+        .map(|r| (r.parent.as_str(), r.id.as_deref(), r.parent_id.as_deref()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("a", Some("b"), Some("a")),
+            ("b", None, None),
+            ("c", None, None)
+        ]
+    );
+    assert_eq!(children[0].cost, Some(0.5));
+    assert_eq!(
+        (children[1].title.as_deref(), children[1].message_count),
+        (None, None)
+    );
+
+    // The message trigger moved a's updated_at to 12.
+    let recent = q::recent_titles(&conn, 5).unwrap();
+    let recent: Vec<_> = recent
+        .iter()
+        .map(|r| (r.id.as_str(), r.title.as_str(), r.summary.as_deref()))
+        .collect();
+    assert_eq!(
+        recent,
+        [("a", "title a", None), ("b", "title b", Some("sum b"))]
+    );
+
+    let bounds = q::message_cost_bounds(&conn, "a").unwrap();
+    assert_eq!(
+        (bounds.total, bounds.first_at, bounds.last_at),
+        (Some(1.0), Some(10), Some(12))
+    );
+    let none = q::message_cost_bounds(&conn, "c").unwrap();
+    assert_eq!(
+        (none.total, none.first_at, none.last_at),
+        (None, None, None)
+    );
+    assert_eq!(q::session_cost_sum(&conn).unwrap(), Some(2.5));
+    assert_eq!(q::earliest_created(&conn).unwrap(), Some(1));
+
+    assert_eq!(q::constant_one(&conn).unwrap(), 1);
+    assert_eq!(q::constant_text(&conn).unwrap(), "a");
+    assert_eq!(
+        q::constants(&conn).unwrap(),
+        q::ConstantsRow {
+            one: 1,
+            letter: "a".into(),
+            ratio: 2.5,
+            negative: -3,
+            bytes: vec![0x00, 0xff],
+        }
+    );
+
+    let pair = q::sessions_in_pair(&conn, &q::SessionsInPairParams { id: "c", id_2: "a" }).unwrap();
+    let pair: Vec<_> = pair
+        .iter()
+        .map(|r| (r.id.as_str(), r.title.as_str()))
+        .collect();
+    assert_eq!(pair, [("a", "title a"), ("c", "title c")]);
+
+    let scaled = q::scaled_costs(
+        &conn,
+        &q::ScaledCostsParams {
+            cost: 2.0,
+            created_at: 2,
+        },
+    )
+    .unwrap();
+    let scaled: Vec<_> = scaled.iter().map(|r| (r.id.as_str(), r.scaled)).collect();
+    assert_eq!(scaled, [("b", 1.0), ("c", 0.0)]);
+    assert_eq!(q::cast_factor(&conn, 1.5).unwrap(), 1.5);
+
+    let between =
+        q::sessions_updated_between(&conn, &q::SessionsUpdatedBetweenParams { start: 3, end: 6 })
+            .unwrap();
+    assert_eq!(between, ["b", "c"]);
+
+    q::archive_session(
+        &conn,
+        &q::ArchiveSessionParams {
+            now: Some(7),
+            id: "c",
+        },
+    )
+    .unwrap();
+    let buckets = q::cost_buckets(&conn).unwrap();
+    let buckets: Vec<_> = buckets
+        .iter()
+        .map(|r| (r.bucket.as_str(), r.archived, r.paid, r.label.as_deref()))
+        .collect();
+    assert_eq!(
+        buckets,
+        [
+            ("high", 0, Some(2.0), Some("title a")),
+            ("low", 0, Some(0.5), Some("sum b")),
+            ("free", 1, None, Some("title c")),
+        ]
+    );
+
+    // UNION removes duplicates; NULL sorts first.
+    assert_eq!(
+        q::titles_and_summaries(&conn).unwrap(),
+        [
+            None,
+            Some("sum b".to_string()),
+            Some("title a".into()),
+            Some("title b".into()),
+            Some("title c".into()),
+        ]
+    );
+    q::insert_tags(
+        &conn,
+        &q::InsertTagsParams {
+            name: "t1",
+            name_2: "a",
+        },
+    )
+    .unwrap();
+    let kv = q::titles_and_tags(&conn).unwrap();
+    let kv: Vec<_> = kv
+        .iter()
+        .map(|r| (r.key.as_str(), r.value.as_str()))
+        .collect();
+    assert_eq!(kv[..2], [("a", "title a"), ("a", "a")]);
+    assert_eq!(kv.len(), 5);
+
+    let derived = q::derived_star(&conn).unwrap();
+    assert_eq!(derived.iter().map(|r| r.k).collect::<Vec<_>>(), [1, 1, 1]);
+    assert_eq!(derived[2].id, "c");
+    let counted = q::cte_column_list(&conn).unwrap();
+    assert_eq!(
+        counted,
+        [q::CteColumnListRow {
+            id: "a".into(),
+            summary: None,
+            n: 2,
+        }]
+    );
+}

@@ -144,3 +144,126 @@ fn inferred_shapes() {
     assert_eq!(meta[1].field, "meta");
     assert_eq!(meta[1].name, "meta: serde_json::Value");
 }
+
+/// The shapes issue 2 lists beyond the first batch: each column's (type, nullable) and params.
+#[test]
+fn inferred_shapes_of_stars_ctes_literals_and_unions() {
+    use sqlgen::{RowType, SqlType};
+    let a = analyzed();
+    let get = |n: &str| a.queries.iter().find(|q| q.name == n).unwrap();
+    let cols = |n: &str| -> Vec<(String, SqlType, bool)> {
+        get(n)
+            .columns
+            .iter()
+            .map(|c| (c.field.clone(), c.ty, c.nullable))
+            .collect()
+    };
+    let params = |n: &str| -> Vec<(String, SqlType, bool)> {
+        get(n)
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty, p.nullable))
+            .collect()
+    };
+    let c = |f: &str, ty, n| (f.to_string(), ty, n);
+
+    // `m.*` in a join: the table's columns in schema order, then the rest.
+    let star = cols("MessagesWithTitleStar");
+    assert_eq!(star.len(), 8);
+    assert_eq!(star[4], c("cost", SqlType::Real, true));
+    assert_eq!(star[7], c("session_title", SqlType::Text, false));
+    assert_eq!(
+        a.row_type(get("SessionFilesStar")),
+        RowType::Model("FileRow".into())
+    );
+    // The LEFT JOINed star is all optional, even NOT NULL columns.
+    let child = cols("ChildSessionsStar");
+    assert_eq!(child[0], c("parent", SqlType::Text, false));
+    assert!(child[1..].iter().all(|(_, _, n)| *n));
+    assert_eq!(cols("DerivedStar")[1], c("k", SqlType::Integer, false));
+
+    assert_eq!(
+        cols("RecentTitles"),
+        [
+            c("id", SqlType::Text, false),
+            c("title", SqlType::Text, false),
+            c("summary", SqlType::Text, true)
+        ]
+    );
+    assert_eq!(cols("CteColumnList")[2], c("n", SqlType::Integer, false));
+
+    assert_eq!(
+        cols("MessageCostBounds"),
+        [
+            c("total", SqlType::Real, true),
+            c("first_at", SqlType::Integer, true),
+            c("last_at", SqlType::Integer, true)
+        ]
+    );
+    assert_eq!(
+        a.row_type(get("SessionCostSum")),
+        RowType::Scalar("Option<f64>".into())
+    );
+    assert_eq!(
+        a.row_type(get("EarliestCreated")),
+        RowType::Scalar("Option<i64>".into())
+    );
+
+    assert_eq!(
+        a.row_type(get("ConstantOne")),
+        RowType::Scalar("i64".into())
+    );
+    assert_eq!(
+        a.row_type(get("ConstantText")),
+        RowType::Scalar("String".into())
+    );
+    assert_eq!(
+        cols("Constants"),
+        [
+            c("one", SqlType::Integer, false),
+            c("letter", SqlType::Text, false),
+            c("ratio", SqlType::Real, false),
+            c("negative", SqlType::Integer, false),
+            c("bytes", SqlType::Blob, false)
+        ]
+    );
+
+    assert_eq!(
+        params("SessionsInPair"),
+        [
+            c("id", SqlType::Text, false),
+            c("id_2", SqlType::Text, false)
+        ]
+    );
+    assert!(get("SessionsInPair").sql.contains("IN (?1, ?2)"));
+    assert_eq!(params("ScaledCosts")[0], c("cost", SqlType::Real, false));
+    assert_eq!(params("CastFactor"), [c("p1", SqlType::Real, false)]);
+    assert_eq!(
+        params("SessionsUpdatedBetween"),
+        [
+            c("start", SqlType::Integer, false),
+            c("end", SqlType::Integer, false)
+        ]
+    );
+
+    assert_eq!(
+        cols("CostBuckets"),
+        [
+            c("id", SqlType::Text, false),
+            c("bucket", SqlType::Text, false),
+            c("archived", SqlType::Integer, false),
+            c("paid", SqlType::Real, true),
+            // Conservative: a branch reads a nullable column.
+            c("label", SqlType::Text, true)
+        ]
+    );
+
+    assert_eq!(cols("TitlesAndSummaries"), [c("text", SqlType::Text, true)]);
+    assert_eq!(
+        cols("TitlesAndTags"),
+        [
+            c("key", SqlType::Text, false),
+            c("value", SqlType::Text, false)
+        ]
+    );
+}
