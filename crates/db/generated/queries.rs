@@ -83,6 +83,14 @@ pub struct SessionRollupRow {
     pub child_id: String,
     pub parent_id: String,
     pub rolled_up_at: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+    pub actual_cost_usd: Option<f64>,
 }
 
 /// A row of table `parts`.
@@ -2160,9 +2168,13 @@ pub fn add_session_usage_delta(
 }
 
 /// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:22).
-pub const MARK_SESSION_ROLLED_UP_SQL: &str =
-    "INSERT OR IGNORE INTO session_rollups (child_id, parent_id, rolled_up_at)
-SELECT id, parent_session_id, ?1 FROM sessions
+pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT OR IGNORE INTO session_rollups (
+    child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
+SELECT id, parent_session_id, ?1, input_tokens, output_tokens, cache_read_tokens,
+       cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd,
+       actual_cost_usd
+FROM sessions
 WHERE id = ?2 AND parent_session_id IS NOT NULL";
 
 /// Parameters of [`mark_session_rolled_up`].
@@ -2175,6 +2187,8 @@ pub struct MarkSessionRolledUpParams<'a> {
 /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:22`.
 ///
 /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
+/// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
+/// parent in the same transaction (session_own_usage subtracts it again).
 pub fn mark_session_rolled_up(
     conn: &rusqlite::Connection,
     params: &MarkSessionRolledUpParams<'_>,
@@ -2183,10 +2197,10 @@ pub fn mark_session_rolled_up(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:28).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:35).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = ?1";
 
-/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:28`.
+/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:35`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_roll_up(
@@ -2199,14 +2213,25 @@ pub fn get_session_roll_up(
             child_id: row.get(0)?,
             parent_id: row.get(1)?,
             rolled_up_at: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+            actual_cost_usd: row.get(10)?,
         })
     })
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:31).
-pub const IMPORT_SESSION_ROLL_UP_SQL: &str =
-    "INSERT OR IGNORE INTO session_rollups (child_id, parent_id, rolled_up_at)
-VALUES (?1, ?2, ?3)";
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:38).
+pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT OR IGNORE INTO session_rollups (
+    child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
+VALUES (?1, ?2, ?3, ?4, ?5,
+        ?6, ?7, ?8, ?9,
+        ?10, ?11)";
 
 /// Parameters of [`import_session_roll_up`].
 #[derive(Debug, Clone, Copy)]
@@ -2214,20 +2239,40 @@ pub struct ImportSessionRollUpParams<'a> {
     pub child_id: &'a str,
     pub parent_id: &'a str,
     pub rolled_up_at: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+    pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:31`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:38`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(IMPORT_SESSION_ROLL_UP_SQL)?;
-    let values = rusqlite::params![params.child_id, params.parent_id, params.rolled_up_at];
+    let values = rusqlite::params![
+        params.child_id,
+        params.parent_id,
+        params.rolled_up_at,
+        params.input_tokens,
+        params.output_tokens,
+        params.cache_read_tokens,
+        params.cache_write_tokens,
+        params.reasoning_tokens,
+        params.api_call_count,
+        params.estimated_cost_usd,
+        params.actual_cost_usd
+    ];
     stmt.execute(values)?;
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:35).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:46).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2245,7 +2290,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:35`.
+/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:46`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the counters were moved by the triggers).
@@ -2264,7 +2309,7 @@ pub fn restore_imported_session(
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:45).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:56).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2275,7 +2320,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:45`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:56`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2287,7 +2332,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:50).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:61).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2304,7 +2349,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:50`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:61`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2323,12 +2368,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:54).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:65).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:54`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:65`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2377,7 +2422,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:60).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:71).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2389,7 +2434,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:60`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:71`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2436,7 +2481,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:65).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:76).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
@@ -2446,8 +2491,8 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
-FROM sessions
-WHERE created_at >= ?1 AND id NOT IN (SELECT child_id FROM session_rollups)
+FROM session_own_usage
+WHERE created_at >= ?1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
@@ -2465,10 +2510,11 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:65`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:76`.
 ///
-/// Sessions created at or after @since. A child whose usage was rolled into its parent is
-/// left out, so every token and cent is counted once (in the parent).
+/// Sessions created at or after @since, each with its own usage (session_own_usage: what it
+/// used itself, without what its rolled-up children added), so every token and cent is
+/// counted once, under the model, source and day of the session that used it.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2490,7 +2536,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:82).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:94).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
@@ -2500,8 +2546,8 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
-FROM sessions
-WHERE created_at >= ?1 AND id NOT IN (SELECT child_id FROM session_rollups)
+FROM session_own_usage
+WHERE created_at >= ?1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
@@ -2519,7 +2565,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:82`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:94`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2541,7 +2587,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:97).
+/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:109).
 pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
@@ -2551,8 +2597,8 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixep
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
-FROM sessions
-WHERE created_at >= ?1 AND id NOT IN (SELECT child_id FROM session_rollups)
+FROM session_own_usage
+WHERE created_at >= ?1
 GROUP BY date(created_at / 1000, 'unixepoch')
 ORDER BY 1";
 
@@ -2570,7 +2616,7 @@ pub struct UsageByDaySinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:97`.
+/// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:109`.
 ///
 /// Days are UTC calendar days of created_at, oldest first.
 pub fn usage_by_day_since(
@@ -2594,7 +2640,7 @@ pub fn usage_by_day_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:113).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:125).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
        CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS \"output_tokens!\",
@@ -2603,8 +2649,8 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
-FROM sessions
-WHERE created_at >= ?1 AND id NOT IN (SELECT child_id FROM session_rollups)";
+FROM session_own_usage
+WHERE created_at >= ?1";
 
 /// A row returned by [`usage_totals_since`].
 #[derive(Debug, Clone, PartialEq)]
@@ -2619,7 +2665,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:113`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:125`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(

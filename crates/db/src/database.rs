@@ -64,6 +64,18 @@ impl Default for Options {
     }
 }
 
+/// What one WAL checkpoint did: SQLite's `PRAGMA wal_checkpoint` result row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointReport {
+    /// Another connection kept the checkpoint from finishing (a passive one never waits).
+    pub busy: bool,
+    /// Frames in the WAL file.
+    pub wal_frames: i64,
+    /// Frames of the WAL already copied into the database file (all of them once
+    /// `checkpointed_frames == wal_frames`).
+    pub checkpointed_frames: i64,
+}
+
 /// A Scribe database: a file (or an in-memory database for tests) with the current schema.
 ///
 /// `Send + Sync`; share it as `Arc<Database>`.
@@ -76,6 +88,11 @@ pub struct Database {
     /// writer (a second connection would see a different, empty database).
     readers: Mutex<Vec<Connection>>,
     writes: AtomicU64,
+    /// Checkpoints that ran (periodic and on demand); observable so tests can prove the
+    /// periodic one happens.
+    checkpoints: AtomicU64,
+    /// The result of the latest checkpoint.
+    last_checkpoint: Mutex<Option<CheckpointReport>>,
     migration: MigrationReport,
     /// Read-only connections open the file `immutable` (see [`Database::open_read_only`]).
     immutable: bool,
@@ -172,6 +189,8 @@ impl Database {
             writer: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            last_checkpoint: Mutex::new(None),
             migration,
             immutable: false,
         })
@@ -226,6 +245,8 @@ impl Database {
                 writer: Mutex::new(conn),
                 readers: Mutex::new(Vec::new()),
                 writes: AtomicU64::new(0),
+                checkpoints: AtomicU64::new(0),
+                last_checkpoint: Mutex::new(None),
                 migration: MigrationReport {
                     from: found,
                     to: found,
@@ -251,6 +272,8 @@ impl Database {
             writer: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            last_checkpoint: Mutex::new(None),
             migration,
             immutable: false,
         })
@@ -364,13 +387,40 @@ impl Database {
     }
 
     /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers.
-    /// Does nothing on a read-only database.
+    /// Does nothing on a read-only or in-memory database (which have no WAL).
     pub fn checkpoint(&self) -> Result<()> {
         if self.path.is_some() && !self.options.read_only {
-            let conn = self.writer();
-            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+            let report = {
+                let conn = self.writer();
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                    Ok(CheckpointReport {
+                        busy: row.get::<_, i64>(0)? != 0,
+                        wal_frames: row.get(1)?,
+                        checkpointed_frames: row.get(2)?,
+                    })
+                })?
+            };
+            *self
+                .last_checkpoint
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(report);
+            self.checkpoints.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
+    /// successful writes, plus each [`Database::checkpoint`] call that did something.
+    pub fn checkpoints_run(&self) -> u64 {
+        self.checkpoints.load(Ordering::Relaxed)
+    }
+
+    /// What the latest checkpoint on this handle did, if any ran.
+    pub fn last_checkpoint(&self) -> Option<CheckpointReport> {
+        *self
+            .last_checkpoint
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
@@ -384,7 +434,7 @@ impl Database {
     fn after_write(&self) {
         let every = self.options.checkpoint_every;
         let done = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.path.is_some() && every > 0 && done % every == 0 {
+        if self.path.is_some() && every > 0 && done.is_multiple_of(every) {
             // Keeps the WAL from growing while readers stay busy; failure only delays that.
             if let Err(err) = self.checkpoint() {
                 tracing::debug!(error = %err, "passive checkpoint failed");

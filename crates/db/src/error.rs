@@ -24,7 +24,12 @@ pub enum Error {
         /// The id that was looked up.
         id: String,
     },
-    /// The change would break a uniqueness rule (a title in use, an id taken).
+    /// The change would break a uniqueness rule (a title in use, an id taken). The text is
+    /// SQLite's (`UNIQUE constraint failed: sessions.id`) or the caller's.
+    ///
+    /// Keeps no source: the services built on this crate match it as `Conflict(message)`,
+    /// so the variant's shape stays. What SQLite said is all in the text; only the
+    /// extended result code is not kept, and it is always a UNIQUE/PRIMARY KEY one.
     #[error("conflict: {0}")]
     Conflict(String),
     /// The caller's input was rejected before reaching the database.
@@ -116,6 +121,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An error of a service layer built on this crate (a stored row it cannot decode, a
+    /// state change it forbids …) returned from inside a [`crate::Database::write`] or
+    /// [`crate::Database::read`] closure, carried out unchanged: its message and causes are
+    /// this error's, and [`Error::service_error`] recovers it by type. Never retried.
+    #[error(transparent)]
+    Service(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// SQLite failed otherwise (I/O, corruption found while reading, a constraint other
     /// than uniqueness, a bad query). The message is SQLite's, also kept as the source.
     #[error("sqlite error: {0}")]
@@ -128,6 +139,19 @@ impl Error {
         Error::NotFound {
             what,
             id: id.into(),
+        }
+    }
+
+    /// A [`Error::Service`] carrying `err`.
+    pub fn service(err: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Service(Box::new(err))
+    }
+
+    /// The service-layer error of type `E` inside a [`Error::Service`], if this is one.
+    pub fn service_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Error::Service(err) => err.downcast_ref::<E>(),
+            _ => None,
         }
     }
 
@@ -206,6 +230,38 @@ mod tests {
         assert!(matches!(err, Error::DiskFull(_)), "{err:?}");
         assert_eq!(err.to_string(), "database or disk is full");
         assert_eq!(err.sqlite_code(), Some(ErrorCode::DiskFull));
+    }
+
+    #[test]
+    fn unique_violation_is_a_conflict_with_sqlites_text() {
+        let err = Error::from(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE),
+            Some("UNIQUE constraint failed: sessions.id".into()),
+        ));
+        assert!(
+            matches!(&err, Error::Conflict(m) if m == "UNIQUE constraint failed: sessions.id"),
+            "{err:?}"
+        );
+        assert!(!err.is_busy());
+    }
+
+    /// A service error with a cause of its own, like a decode failure naming a row.
+    #[derive(Debug, thiserror::Error)]
+    #[error("part prt_1 is corrupt")]
+    struct Corrupt(#[source] std::fmt::Error);
+
+    #[test]
+    fn service_errors_keep_their_text_chain_and_type() {
+        let err = Error::service(Corrupt(std::fmt::Error));
+        assert_eq!(err.to_string(), "part prt_1 is corrupt");
+        // Transparent: the chain continues with the service error's own cause.
+        let source = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(source, Some(std::fmt::Error.to_string()));
+        assert!(err.service_error::<Corrupt>().is_some());
+        assert!(err.service_error::<std::fmt::Error>().is_none());
+        assert!(Error::Locked.service_error::<Corrupt>().is_none());
+        assert!(!err.is_busy());
+        assert_eq!(err.sqlite_code(), None);
     }
 
     #[test]

@@ -49,13 +49,14 @@ pub enum ParentFilter {
     Of(String),
 }
 
-/// Sort order of [`list_sessions`]; ties are broken by id, newest first.
+/// Sort order of [`list_sessions`]; ties are broken by id, descending (ascending for
+/// [`SessionOrder::CreatedAsc`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SessionOrder {
     /// Most recently active first.
-    #[default]
     UpdatedDesc,
-    /// Newest first.
+    /// Newest first (the default: a session list is newest first).
+    #[default]
     CreatedDesc,
     /// Oldest first.
     CreatedAsc,
@@ -91,7 +92,7 @@ pub struct SessionFilter {
     pub created_after: Option<i64>,
     /// Only sessions created before this time (ms).
     pub created_before: Option<i64>,
-    /// Sort order.
+    /// Sort order; newest first ([`SessionOrder::CreatedDesc`]) by default.
     pub order: SessionOrder,
     /// At most this many rows.
     pub limit: Option<u64>,
@@ -249,4 +250,21 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         archived_at: row.get(32)?,
         compacting_at: row.get(33)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_order_is_newest_first_with_ties_by_id() {
+        assert_eq!(SessionFilter::default().order, SessionOrder::CreatedDesc);
+        let (sql, _) = SessionFilter::default()
+            .select()
+            .build_rusqlite(SqliteQueryBuilder);
+        assert!(
+            sql.ends_with(r#"ORDER BY "sessions"."created_at" DESC, "sessions"."id" DESC"#),
+            "{sql}"
+        );
+    }
 }

@@ -23,7 +23,7 @@ mod migrate;
 pub mod queries;
 pub mod search;
 
-pub use database::{Database, Options};
+pub use database::{CheckpointReport, Database, Options};
 pub use error::{Error, Result};
 pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};

@@ -123,8 +123,7 @@ enum JoinOrder {
     /// this, a filter such as `source IN (…)` can lead the planner to run the match once
     /// per candidate part.
     Fixed,
-    /// The planner's choice: with a session filter, walking that session's parts and
-    /// probing the index by rowid is the cheap plan.
+    /// The planner's choice, for queries without a full-text match (the LIKE route).
     Planner,
 }
 
@@ -229,11 +228,11 @@ fn ranked_hits(
     filter: &SearchFilter,
     n: u64,
 ) -> rusqlite::Result<Vec<SearchHit>> {
-    let order = if filter.session_id.is_some() {
-        JoinOrder::Planner
-    } else {
-        JoinOrder::Fixed
-    };
+    // Always start from the match. With a session filter the planner prefers walking the
+    // session's parts and probing the index once per part, and each probe re-runs the full
+    // match: time grew with the square of the session's size (735 ms at 1,000 messages
+    // against 9 ms unfiltered). Match-first costs what an unfiltered search costs.
+    let order = JoinOrder::Fixed;
     let snippet = Expr::cust_with_values(
         format!("snippet(\"{index}\", 0, ?, ?, ?, ?)"),
         [
@@ -360,19 +359,26 @@ pub fn search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<
 
 /// The first occurrence of `needle` in `text` (ASCII case-insensitively, like SQLite's LIKE)
 /// with some context, marked like FTS5 snippets.
+///
+/// `text` is whatever the database holds, so every cut goes through `str::get`: a cut that
+/// is not on a character boundary (which the matching below never produces) falls back to
+/// the unmarked start of the text rather than panicking.
 fn like_snippet(text: &str, needle: &str) -> String {
-    let lower_text = text.to_ascii_lowercase();
-    let lower_needle = needle.to_ascii_lowercase();
-    let Some(start) = lower_text
-        .find(&lower_needle)
-        .filter(|_| !needle.is_empty())
-    else {
-        return text.chars().take(2 * LIKE_CONTEXT_CHARS).collect();
+    let unmarked = || {
+        text.chars()
+            .take(2 * LIKE_CONTEXT_CHARS)
+            .collect::<String>()
     };
-    // ASCII lowercasing keeps byte offsets, so they are valid in `text` too.
+    let Some(start) = find_ascii_case_insensitive(text, needle) else {
+        return unmarked();
+    };
     let end = start + needle.len();
+    let (Some(head), Some(matched), Some(tail)) =
+        (text.get(..start), text.get(start..end), text.get(end..))
+    else {
+        return unmarked();
+    };
     let before: String = {
-        let head = &text[..start];
         let skip = head.chars().count().saturating_sub(LIKE_CONTEXT_CHARS);
         let kept: String = head.chars().skip(skip).collect();
         if skip > 0 {
@@ -382,7 +388,6 @@ fn like_snippet(text: &str, needle: &str) -> String {
         }
     };
     let after: String = {
-        let tail = &text[end..];
         let kept: String = tail.chars().take(LIKE_CONTEXT_CHARS).collect();
         if kept.len() < tail.len() {
             format!("{kept}{ELLIPSIS}")
@@ -390,10 +395,24 @@ fn like_snippet(text: &str, needle: &str) -> String {
             kept
         }
     };
-    format!(
-        "{before}{MATCH_START}{}{MATCH_END}{after}",
-        &text[start..end]
-    )
+    format!("{before}{MATCH_START}{matched}{MATCH_END}{after}")
+}
+
+/// The byte offset of the first occurrence of `needle` in `text`, comparing ASCII letters
+/// case-insensitively and every other byte exactly (SQLite's LIKE). Compares the original
+/// bytes rather than lowercased copies, whose offsets could differ from `text`'s; only
+/// character boundaries are tried. `None` for an empty needle.
+fn find_ascii_case_insensitive(text: &str, needle: &str) -> Option<usize> {
+    let needle = needle.as_bytes();
+    if needle.is_empty() {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    text.char_indices().map(|(i, _)| i).find(|&i| {
+        bytes
+            .get(i..i + needle.len())
+            .is_some_and(|window| window.eq_ignore_ascii_case(needle))
+    })
 }
 
 #[cfg(test)]
@@ -410,5 +429,76 @@ mod tests {
         let s = like_snippet(&long, "NEEDLE");
         assert!(s.starts_with(ELLIPSIS) && s.ends_with(ELLIPSIS), "{s}");
         assert!(s.contains(">>>needle<<<"));
+    }
+
+    /// Text whose lowercase form has another byte length ('İ' → "i̇", 'ẞ' → 'ß'), CJK,
+    /// emoji (with a ZWJ sequence) and combining marks.
+    const TRICKY: &[&str] = &[
+        "İstanbul İİİ NEEDLE after",
+        "ẞTRASSE ẞ needle ẞẞ",
+        "数据库迁移失败：needle在这里，还有更多的中文文本",
+        "👨‍👩‍👧 family 🎉 Needle 🎉🎉",
+        "e\u{301}e\u{301} cafe\u{301} nEeDlE a\u{308}\u{304}",
+        "ΑΣ Σ ς needle",
+        "",
+        "needle",
+        "no match at all: İẞ数据🎉e\u{301}",
+    ];
+
+    #[test]
+    fn like_snippet_cuts_multi_byte_text_on_character_boundaries() {
+        assert_eq!(
+            like_snippet("İstanbul İİİ NEEDLE after", "needle"),
+            "İstanbul İİİ >>>NEEDLE<<< after"
+        );
+        assert_eq!(
+            like_snippet("ẞTRASSE ẞ needle ẞẞ", "ẞ"),
+            ">>>ẞ<<<TRASSE ẞ needle ẞẞ"
+        );
+        assert_eq!(
+            like_snippet("👨‍👩‍👧 family 🎉 Needle 🎉🎉", "🎉"),
+            "👨‍👩‍👧 family >>>🎉<<< Needle 🎉🎉"
+        );
+        // A lone combining mark is a character of its own; a precomposed 'é' is not "e\u{301}".
+        assert_eq!(like_snippet("cafe\u{301}", "\u{301}"), "cafe>>>\u{301}<<<");
+        assert_eq!(like_snippet("cafe\u{301}", "é"), "cafe\u{301}");
+        // LIKE folds ASCII only: 'İ' does not match "i".
+        assert_eq!(like_snippet("İ", "i"), "İ");
+        // Context is counted in characters, so a long CJK text is cut between characters.
+        let long = format!("{}needle{}", "数".repeat(100), "🎉".repeat(100));
+        let s = like_snippet(&long, "NEEDLE");
+        let expected = format!(
+            "{ELLIPSIS}{}>>>needle<<<{}{ELLIPSIS}",
+            "数".repeat(LIKE_CONTEXT_CHARS),
+            "🎉".repeat(LIKE_CONTEXT_CHARS)
+        );
+        assert_eq!(s, expected);
+    }
+
+    #[test]
+    fn like_snippet_never_panics_on_tricky_text() {
+        for text in TRICKY {
+            // Every prefix, suffix and inner piece of every sample as the needle, in both cases.
+            let cuts: Vec<usize> = text
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain([text.len()])
+                .collect();
+            for (a, &i) in cuts.iter().enumerate() {
+                for &j in &cuts[a..] {
+                    let piece = &text[i..j];
+                    for needle in [piece.to_owned(), piece.to_uppercase(), piece.to_lowercase()] {
+                        let s = like_snippet(text, &needle);
+                        if let Some(at) = find_ascii_case_insensitive(text, &needle) {
+                            let marked =
+                                format!("{MATCH_START}{}{MATCH_END}", &text[at..at + needle.len()]);
+                            assert!(s.contains(&marked), "{text:?} / {needle:?}: {s}");
+                        } else {
+                            assert!(!s.contains(MATCH_START), "{text:?} / {needle:?}: {s}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -58,21 +58,101 @@ fn pragmas_are_set() {
     assert!(matches!(err, Error::Storage(_)), "{err:?}");
 }
 
+/// Messages in the database file alone, without its WAL: a copy of just the main file
+/// holds only what a checkpoint has copied there.
+fn checkpointed_messages(path: &std::path::Path) -> i64 {
+    let copy = tempfile::tempdir().unwrap();
+    let main_only = copy.path().join("main-only.db");
+    std::fs::copy(path, &main_only).unwrap();
+    let conn = Connection::open(&main_only).unwrap();
+    conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap()
+}
+
 #[test]
 fn checkpoints_run_every_n_writes_and_on_demand() {
     let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db");
     let options = scribe_db::Options {
         checkpoint_every: 3,
         ..scribe_db::Options::default()
     };
-    let db = Database::open_with(dir.path().join("c.db"), options).unwrap();
+    let db = Database::open_with(&path, options).unwrap();
+    assert_eq!((db.checkpoints_run(), db.last_checkpoint()), (0, None));
+    // On demand: the migrations reach the main file, so the copy below has the schema.
+    db.checkpoint().unwrap();
+    assert_eq!(db.checkpoints_run(), 1);
+    let first = db.last_checkpoint().unwrap();
+    assert!(!first.busy && first.wal_frames > 0, "{first:?}");
+    assert_eq!(first.checkpointed_frames, first.wal_frames);
+
+    let s = session(&db, "cli"); // write 1
+    let add = |i: usize| {
+        db.write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("m{i}"))))
+            .unwrap();
+    };
+    add(0); // write 2
+    assert_eq!(
+        db.checkpoints_run(),
+        1,
+        "no checkpoint before the 3rd write"
+    );
+    assert_eq!(
+        checkpointed_messages(&path),
+        0,
+        "the message is only in the WAL"
+    );
+
+    add(1); // write 3: the periodic checkpoint runs
+    assert_eq!(db.checkpoints_run(), 2);
+    let periodic = db.last_checkpoint().unwrap();
+    // No reader holds an old snapshot, so a passive checkpoint copies every frame.
+    assert!(!periodic.busy, "{periodic:?}");
+    assert!(periodic.wal_frames > 0);
+    assert_eq!(periodic.checkpointed_frames, periodic.wal_frames);
+    assert_eq!(
+        checkpointed_messages(&path),
+        2,
+        "both messages reached the main file"
+    );
+
+    for i in 2..9 {
+        add(i); // writes 4..=10: checkpoints after the 6th and 9th
+    }
+    assert_eq!(db.checkpoints_run(), 4);
+    assert_eq!(
+        checkpointed_messages(&path),
+        8,
+        "the 10th write is not checkpointed yet"
+    );
+    db.checkpoint().unwrap();
+    assert_eq!(db.checkpoints_run(), 5);
+    assert_eq!(checkpointed_messages(&path), 9);
+    assert_derived_exact(&db);
+}
+
+#[test]
+fn no_periodic_checkpoint_when_disabled_or_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = scribe_db::Options {
+        checkpoint_every: 0,
+        ..scribe_db::Options::default()
+    };
+    let db = Database::open_with(dir.path().join("off.db"), options).unwrap();
     let s = session(&db, "cli");
-    for i in 0..10 {
+    for i in 0..5 {
         db.write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("m{i}"))))
             .unwrap();
     }
-    db.checkpoint().unwrap();
-    assert_derived_exact(&db);
+    assert_eq!(db.checkpoints_run(), 0);
+
+    let memory = Database::open_in_memory().unwrap();
+    session(&memory, "cli");
+    memory.checkpoint().unwrap();
+    assert_eq!(
+        (memory.checkpoints_run(), memory.last_checkpoint()),
+        (0, None)
+    );
 }
 
 #[test]
