@@ -21,16 +21,27 @@ RETURNING *;
 
 -- name: MarkSessionRolledUp :execrows
 -- 1 when this call marked the child, 0 when it was marked before (or has no parent).
-INSERT OR IGNORE INTO session_rollups (child_id, parent_id, rolled_up_at)
-SELECT id, parent_session_id, @now FROM sessions
+-- Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
+-- parent in the same transaction (session_own_usage subtracts it again).
+INSERT OR IGNORE INTO session_rollups (
+    child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
+SELECT id, parent_session_id, @now, input_tokens, output_tokens, cache_read_tokens,
+       cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd,
+       actual_cost_usd
+FROM sessions
 WHERE id = @child_id AND parent_session_id IS NOT NULL;
 
 -- name: GetSessionRollUp :one
 SELECT * FROM session_rollups WHERE child_id = @child_id;
 
 -- name: ImportSessionRollUp :exec
-INSERT OR IGNORE INTO session_rollups (child_id, parent_id, rolled_up_at)
-VALUES (@child_id, @parent_id, @rolled_up_at);
+INSERT OR IGNORE INTO session_rollups (
+    child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
+VALUES (@child_id, @parent_id, @rolled_up_at, @input_tokens, @output_tokens,
+        @cache_read_tokens, @cache_write_tokens, @reasoning_tokens, @api_call_count,
+        @estimated_cost_usd, @actual_cost_usd);
 
 -- name: RestoreImportedSession :execrows
 -- After an import's messages are in: the columns ImportSession cannot set (the summary
@@ -63,8 +74,9 @@ WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source
 ORDER BY ended_at, id;
 
 -- name: UsageByModelSince :many
--- Sessions created at or after @since. A child whose usage was rolled into its parent is
--- left out, so every token and cent is counted once (in the parent).
+-- Sessions created at or after @since, each with its own usage (session_own_usage: what it
+-- used itself, without what its rolled-up children added), so every token and cent is
+-- counted once, under the model, source and day of the session that used it.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
@@ -74,8 +86,8 @@ SELECT coalesce(model, '') AS "key!",
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM sessions
-WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups)
+FROM session_own_usage
+WHERE created_at >= @since
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1;
 
@@ -89,8 +101,8 @@ SELECT source AS "key!",
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM sessions
-WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups)
+FROM session_own_usage
+WHERE created_at >= @since
 GROUP BY source
 ORDER BY 9 DESC, 1;
 
@@ -105,8 +117,8 @@ SELECT date(created_at / 1000, 'unixepoch') AS "key!",
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM sessions
-WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups)
+FROM session_own_usage
+WHERE created_at >= @since
 GROUP BY date(created_at / 1000, 'unixepoch')
 ORDER BY 1;
 
@@ -119,5 +131,5 @@ SELECT count(*) AS "session_count!",
        CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
        CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM sessions
-WHERE created_at >= @since AND id NOT IN (SELECT child_id FROM session_rollups);
+FROM session_own_usage
+WHERE created_at >= @since;

@@ -47,8 +47,11 @@ pub enum SessionError {
     Corrupt {
         /// The session (or other row) id.
         id: String,
-        /// What could not be decoded.
+        /// What could not be decoded (which column), without the decoder's own message.
         reason: String,
+        /// The decoder's error, when there is one (bad JSON).
+        #[source]
+        source: Option<serde_json::Error>,
     },
     /// The database failed or stayed locked.
     #[error("session storage failed")]

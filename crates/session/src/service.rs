@@ -347,13 +347,50 @@ impl SessionService {
         Ok(session)
     }
 
+    /// [`SessionService::create_continuation`] inside the caller's transaction, so the
+    /// continuation commits (or rolls back) with the rest of a compaction. Publishes
+    /// nothing: publish the returned session as `created` after commit.
+    pub fn create_continuation_tx(conn: &Connection, parent_id: &str) -> Result<Session> {
+        let parent = load(conn, parent_id)?;
+        let mut new = child_of(&parent, SessionKind::Continuation);
+        new.system_prompt = parent.system_prompt.clone();
+        new.title = match &parent.title {
+            Some(title) => Some(next_title_tx(conn, title)?),
+            None => None,
+        };
+        insert_session(conn, &new_id(Prefix::Session), &new)
+    }
+
+    /// Sets the title of `id` to `title` only if it has none, inside the caller's
+    /// transaction: check and set cannot be separated by another writer. A title in use
+    /// becomes the next free title of its lineage. Returns the session when the title was
+    /// set (publish it as `updated` after commit), `None` when it already had one.
+    pub fn set_title_if_unset_tx(
+        conn: &Connection,
+        id: &str,
+        title: &str,
+    ) -> Result<Option<Session>> {
+        let mut session = load(conn, id)?;
+        if session.title.is_some() {
+            return Ok(None);
+        }
+        let title = normalize_title(title)?;
+        let title = match ensure_title_free(conn, &title, Some(id)) {
+            Ok(()) => title,
+            Err(SessionError::TitleInUse { .. }) => next_title_tx(conn, &title)?,
+            Err(other) => return Err(other),
+        };
+        session.title = Some(title);
+        store_mutable(conn, id, &session).map(Some)
+    }
+
     /// The session `id`, or [`SessionError::NotFound`].
     pub fn get(&self, id: &str) -> Result<Session> {
         read_tx(&self.db, |conn| load(conn, id))
     }
 
-    /// The sessions matching `filter`, in its order (by default most recently active
-    /// first), limited and offset as it says.
+    /// The sessions matching `filter`, in its order (by default newest first: creation
+    /// time, then id, descending), limited and offset as it says.
     pub fn list(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
         read_tx(&self.db, |conn| {
             sessions(filters::list_sessions(conn, filter)?)
@@ -482,12 +519,28 @@ impl SessionService {
         Ok(session)
     }
 
-    /// The newest session of the lineage of `title` (`title`, `title #2`, `title #3` …):
-    /// the highest number wins. `_` and `%` are ordinary characters.
+    /// The session a user means by `title`. Both this and
+    /// [`next_title_in_lineage`](SessionService::next_title_in_lineage) place a title in
+    /// the same lineage: `t`, `t #2`, `t #3` … all belong to the lineage `t`
+    /// ([`split_lineage`]).
+    ///
+    /// - A numbered title (`"t #3"`) names one member: the session titled exactly that,
+    ///   when it exists.
+    /// - Otherwise (a plain title, or a numbered one that does not exist) it is the newest
+    ///   session of the lineage: the highest number wins (`t` itself counts as 1).
+    ///
+    /// `_` and `%` are ordinary characters. Errors: [`SessionError::NotFound`] (`"title"`)
+    /// when the lineage is empty; title errors when `title` is not a usable title.
     pub fn resolve_by_title(&self, title: &str) -> Result<Session> {
         let title = normalize_title(title)?;
+        let (base, _) = split_lineage(&title);
         read_tx(&self.db, |conn| {
-            match q::list_title_lineage(conn, &title)?.into_iter().next() {
+            if base != title
+                && let Some(row) = q::get_session_by_title(conn, &title).optional()?
+            {
+                return Session::try_from(row);
+            }
+            match q::list_title_lineage(conn, base)?.into_iter().next() {
                 Some(row) => Session::try_from(row),
                 None => Err(SessionError::not_found("title", title.as_str())),
             }
@@ -495,8 +548,10 @@ impl SessionService {
     }
 
     /// The next free title of the lineage `title` belongs to: `t #N+1` where `N` is the
-    /// highest number in use (`t` itself counts as 1; `"t #3"` names the lineage `t`), or
-    /// `t` itself when no session of the lineage exists.
+    /// highest number in use (`t` itself counts as 1; `"t #3"` belongs to the lineage `t`,
+    /// as in [`resolve_by_title`](SessionService::resolve_by_title)), or `t` itself when
+    /// no session of the lineage exists. So the lineage's newest session, as
+    /// `resolve_by_title(t)` gives it, is always numbered `N`.
     pub fn next_title_in_lineage(&self, title: &str) -> Result<String> {
         let title = normalize_title(title)?;
         read_tx(&self.db, |conn| next_title_tx(conn, &title))

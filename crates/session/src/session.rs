@@ -155,7 +155,8 @@ fn json_column(
     text.map(|text| {
         serde_json::from_str(&text).map_err(|err| SessionError::Corrupt {
             id: id.to_owned(),
-            reason: format!("{column} is not JSON: {err}"),
+            reason: format!("{column} is not JSON"),
+            source: Some(err),
         })
     })
     .transpose()
@@ -173,6 +174,7 @@ impl TryFrom<SessionRow> for Session {
         let kind = row.kind.parse().map_err(|_| SessionError::Corrupt {
             id: row.id.clone(),
             reason: format!("unknown kind {:?}", row.kind),
+            source: None,
         })?;
         let model_config = json_column(&row.id, "model_config", row.model_config)?;
         let permission = json_column(&row.id, "permission", row.permission)?;
@@ -290,10 +292,24 @@ mod tests {
             permission: Some("{nope".into()),
             ..row()
         };
-        assert!(matches!(
-            Session::try_from(bad_json),
-            Err(SessionError::Corrupt { .. })
-        ));
+        let err = Session::try_from(bad_json).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                SessionError::Corrupt {
+                    source: Some(_),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // The decoder's message is the source, not repeated in the display.
+        assert_eq!(
+            err.to_string(),
+            "stored session ses_1 is malformed: permission is not JSON"
+        );
+        let source = std::error::Error::source(&err).unwrap();
+        assert!(source.is::<serde_json::Error>(), "{source:?}");
     }
 
     #[test]

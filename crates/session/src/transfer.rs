@@ -12,7 +12,7 @@ use scribe_db::ids::{Prefix, new_id};
 use scribe_db::now_ms;
 use scribe_db::queries as q;
 use scribe_db::rusqlite::{Connection, OptionalExtension};
-use scribe_message::{Message, store};
+use scribe_message::{Message, TokenUsage, store};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
@@ -21,6 +21,8 @@ use crate::service::{
     SessionService, child_of, delete_tx, insert_session, load, read_tx, write_tx,
 };
 use crate::session::{Session, SessionKind, json_text, sessions};
+use crate::title::normalize_optional_title;
+use crate::usage::UsageDelta;
 
 /// Which sessions [`SessionService::export`] writes out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,12 +38,17 @@ pub enum ExportSelection {
 }
 
 /// The mark that a session's usage was rolled into its parent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RollUpMark {
     /// The parent it went to.
     pub parent_id: String,
     /// When (ms).
     pub rolled_up_at: i64,
+    /// What the roll-up added to the parent (`tool_calls` is always 0: tool calls are not
+    /// rolled up), so usage statistics can count it under the child only. Absent in
+    /// exports made before it was recorded; an import then takes the child's totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<UsageDelta>,
 }
 
 /// A session with everything that belongs to it, as [`SessionService::export`] writes it
@@ -142,6 +149,19 @@ fn export_one(conn: &Connection, session: Session) -> Result<SessionExport> {
     let rolled_up = q::get_session_roll_up(conn, &session.id)
         .optional()?
         .map(|mark| RollUpMark {
+            added: Some(UsageDelta {
+                tokens: TokenUsage {
+                    input: mark.input_tokens,
+                    output: mark.output_tokens,
+                    cache_read: mark.cache_read_tokens,
+                    cache_write: mark.cache_write_tokens,
+                    reasoning: mark.reasoning_tokens,
+                },
+                api_calls: mark.api_call_count,
+                tool_calls: 0,
+                cost_usd: mark.estimated_cost_usd,
+                actual_cost_usd: mark.actual_cost_usd,
+            }),
             parent_id: mark.parent_id,
             rolled_up_at: mark.rolled_up_at,
         });
@@ -300,9 +320,12 @@ impl SessionService {
     /// exported (usage totals, cost, counters, times), its messages and parts with their
     /// ids, and its file versions. A session whose id is already present is
     /// [`ImportOutcome::Skipped`]; a parent that is not in this database is dropped from
-    /// the link (reported in the outcome). A title held by another session is
+    /// the link (reported in the outcome). The title goes through the same rules as
+    /// [`create`](SessionService::create): it is stored normalized, and one that is empty
+    /// after normalization is [`SessionError::InvalidTitle`], one too long
+    /// [`SessionError::TitleTooLong`]. A title held by another session is
     /// [`SessionError::TitleInUse`], and a message id already present is a
-    /// [`SessionError::Conflict`]; either way nothing is stored. Publishes `created`.
+    /// [`SessionError::Conflict`]; on any error nothing is stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
         let outcome = write_tx(&self.db, |tx| import_tx(tx, export))?;
         if let ImportOutcome::Imported { session, .. } = &outcome {
@@ -324,7 +347,10 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
             "session id must not be empty".to_owned(),
         ));
     }
-    if let Some(title) = &s.title
+    // The same title rules as every other way in: an export may come from an older or
+    // edited file, so its title is normalized and length-checked, never trusted.
+    let title = normalize_optional_title(s.title.as_deref())?;
+    if let Some(title) = &title
         && let Some(holder) = q::get_session_by_title(conn, title).optional()?
     {
         return Err(SessionError::TitleInUse {
@@ -359,7 +385,7 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
             source: &s.source,
             user_id: s.user_id.as_deref(),
             directory: s.directory.as_deref(),
-            title: s.title.as_deref(),
+            title: title.as_deref(),
             model: s.model.as_deref(),
             model_config: model_config.as_deref(),
             system_prompt: s.system_prompt.as_deref(),
@@ -403,12 +429,29 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
         )?;
     }
     if let Some(mark) = &export.rolled_up {
+        // An older export does not say what was added: the child's totals are what a
+        // roll-up adds (as the V4 migration assumes for old marks).
+        let added = mark.added.unwrap_or(UsageDelta {
+            tokens: s.tokens,
+            api_calls: s.api_call_count,
+            tool_calls: 0,
+            cost_usd: s.estimated_cost_usd,
+            actual_cost_usd: s.actual_cost_usd,
+        });
         q::import_session_roll_up(
             conn,
             &q::ImportSessionRollUpParams {
                 child_id: &s.id,
                 parent_id: &mark.parent_id,
                 rolled_up_at: mark.rolled_up_at,
+                input_tokens: added.tokens.input,
+                output_tokens: added.tokens.output,
+                cache_read_tokens: added.tokens.cache_read,
+                cache_write_tokens: added.tokens.cache_write,
+                reasoning_tokens: added.tokens.reasoning,
+                api_call_count: added.api_calls,
+                estimated_cost_usd: added.cost_usd,
+                actual_cost_usd: added.actual_cost_usd,
             },
         )?;
     }

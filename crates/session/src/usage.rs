@@ -117,8 +117,22 @@ pub struct UsageStatsRow {
 
 /// Usage grouped one way, with the grand totals.
 ///
-/// A child session whose usage was rolled into its parent is counted only in the parent,
-/// so no token or cent is counted twice.
+/// Every session counts with its **own** usage: what it used itself, without what its
+/// rolled-up children added to its totals (each roll-up records the amount it added, and
+/// the `session_own_usage` view subtracts it). So a task child on another model is counted
+/// under its own model, source and day, never under its parent's, and summing any set of
+/// sessions counts every token and cent once. (A session's totals, as [`Session::tokens`]
+/// shows them, still include its rolled-up children: that is what the conversation cost.)
+/// A parent imported without its rolled-up child has no mark to subtract, so there the
+/// child's share counts under the parent.
+///
+/// Why not sum the per-message usage of `messages` by `messages.model`: a fork copies its
+/// original's messages with their usage (counting them twice), `clear` deletes messages
+/// but keeps the session's totals, usage can be added without a message, and api calls
+/// are not recorded per message. The session totals are the ledger; the roll-up amounts
+/// make them attributable.
+///
+/// Costs are sums and differences of floating-point amounts, exact to the usual rounding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageStats {
     /// How the rows are grouped.
@@ -204,7 +218,8 @@ impl SessionService {
 
     /// Adds the usage and cost totals of `child_id` (tokens, api calls, estimated and
     /// actual cost) to its parent, in one transaction, at most once per child: the child
-    /// is marked in the same transaction, and a second call returns
+    /// is marked in the same transaction, with the amounts added (so [`stats`](Self::stats)
+    /// can keep counting them under the child), and a second call returns
     /// [`RollUp::AlreadyRolledUp`] without changing anything. Usage added to the child
     /// after its roll-up is not carried over, so roll a child up when it has ended.
     /// Publishes `updated` for the parent.
@@ -251,7 +266,9 @@ impl SessionService {
     }
 
     /// Token and cost totals grouped `by` model, source or day, over sessions created at
-    /// or after `since` (ms; `None`: all), with the grand totals.
+    /// or after `since` (ms; `None`: all), with the grand totals. Each session counts its
+    /// own usage under its own model, source and creation day (see [`UsageStats`]);
+    /// `sessions` counts every session created in the range, children included.
     pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<UsageStats> {
         let from = since.unwrap_or(i64::MIN);
         read_tx(&self.db, |conn| {

@@ -1,5 +1,6 @@
 //! Session lifecycle: create (all kinds), get, list, update/save, delete, archive, end,
 //! reopen, lineage — with the exact events each change publishes, and none on failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -178,6 +179,18 @@ fn title_task_and_continuation_sessions_are_linked_children() {
     assert_eq!(children.len(), 3);
 }
 
+/// Sets the creation time of `id`: list order must not depend on how fast sessions were
+/// created (the clock may not move between two creates).
+fn set_created_at(e: &common::Env, id: &str, at: i64) {
+    Connection::open(e.dir.path().join("scribe.db"))
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET created_at = ?1, updated_at = ?1 WHERE id = ?2",
+            (at, id),
+        )
+        .unwrap();
+}
+
 #[test]
 fn list_filters_and_orders_through_the_builder() {
     let e = env();
@@ -185,32 +198,54 @@ fn list_filters_and_orders_through_the_builder() {
         .svc
         .create(NewSession {
             source: "cli".into(),
+            user_id: Some("u1".into()),
             title: Some("alpha_1".into()),
             ..NewSession::default()
         })
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(3));
     let b = e
         .svc
         .create(NewSession {
             source: "telegram".into(),
+            user_id: Some("u2".into()),
             title: Some("beta%".into()),
             ..NewSession::default()
         })
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(3));
     let c = e.svc.create_task_session(&a.id, "call_9", None).unwrap();
+    // Matches "a_1" and "%" only if `_` / `%` were wildcards.
+    let d = e.svc.create(NewSession::titled("alphaX1 100")).unwrap();
+    set_created_at(&e, &a.id, 1_000);
+    set_created_at(&e, &b.id, 2_000);
+    set_created_at(&e, &c.id, 3_000);
+    set_created_at(&e, &d.id, 500);
     e.svc.archive(&b.id).unwrap();
     e.svc.end(&c.id, "done").unwrap();
 
     let ids = |f: SessionFilter| -> Vec<String> {
         e.svc.list(&f).unwrap().into_iter().map(|s| s.id).collect()
     };
-    let newest_first = ids(SessionFilter {
-        order: SessionOrder::CreatedDesc,
-        ..SessionFilter::default()
-    });
-    assert_eq!(newest_first, vec![c.id.clone(), b.id.clone(), a.id.clone()]);
+    let all_newest_first = vec![c.id.clone(), b.id.clone(), a.id.clone(), d.id.clone()];
+    // The default order is newest first (issue 5), whatever was touched last.
+    assert_eq!(SessionFilter::default().order, SessionOrder::CreatedDesc);
+    assert_eq!(ids(SessionFilter::default()), all_newest_first);
+    assert_eq!(
+        ids(SessionFilter {
+            order: SessionOrder::CreatedDesc,
+            ..SessionFilter::default()
+        }),
+        all_newest_first
+    );
+    // Most recently active first is still there when asked for.
+    e.svc.set_title(&d.id, Some("alphaX1 100 renamed")).unwrap();
+    assert_eq!(
+        ids(SessionFilter {
+            order: SessionOrder::UpdatedDesc,
+            limit: Some(1),
+            ..SessionFilter::default()
+        }),
+        vec![d.id.clone()]
+    );
     assert_eq!(
         ids(SessionFilter {
             sources: vec!["telegram".into()],
@@ -218,13 +253,35 @@ fn list_filters_and_orders_through_the_builder() {
         }),
         vec![b.id.clone()]
     );
+    // The user filter: c inherits a's user.
+    assert_eq!(
+        ids(SessionFilter {
+            user_id: Some("u1".into()),
+            ..SessionFilter::default()
+        }),
+        vec![c.id.clone(), a.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            user_id: Some("nobody".into()),
+            ..SessionFilter::default()
+        }),
+        Vec::<String>::new()
+    );
     assert_eq!(
         ids(SessionFilter {
             parent: ParentFilter::Root,
             order: SessionOrder::CreatedAsc,
             ..SessionFilter::default()
         }),
-        vec![a.id.clone(), b.id.clone()]
+        vec![d.id.clone(), a.id.clone(), b.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            parent: ParentFilter::Child,
+            ..SessionFilter::default()
+        }),
+        vec![c.id.clone()]
     );
     assert_eq!(
         ids(SessionFilter {
@@ -235,6 +292,13 @@ fn list_filters_and_orders_through_the_builder() {
     );
     assert_eq!(
         ids(SessionFilter {
+            parent: ParentFilter::Of(b.id.clone()),
+            ..SessionFilter::default()
+        }),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ids(SessionFilter {
             archived: Some(true),
             ..SessionFilter::default()
         }),
@@ -242,10 +306,33 @@ fn list_filters_and_orders_through_the_builder() {
     );
     assert_eq!(
         ids(SessionFilter {
+            archived: Some(false),
+            ..SessionFilter::default()
+        }),
+        vec![c.id.clone(), a.id.clone(), d.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
             ended: Some(true),
             ..SessionFilter::default()
         }),
         vec![c.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            ended: Some(false),
+            ..SessionFilter::default()
+        }),
+        vec![b.id.clone(), a.id.clone(), d.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            ended: Some(false),
+            archived: Some(false),
+            parent: ParentFilter::Root,
+            ..SessionFilter::default()
+        }),
+        vec![a.id.clone(), d.id.clone()]
     );
     // `%` and `_` are literal in "title contains".
     assert_eq!(
@@ -257,21 +344,86 @@ fn list_filters_and_orders_through_the_builder() {
     );
     assert_eq!(
         ids(SessionFilter {
-            title_contains: Some("a_".into()),
+            title_contains: Some("a_1".into()),
             ..SessionFilter::default()
         }),
         vec![a.id.clone()]
     );
     assert_eq!(
         ids(SessionFilter {
-            order: SessionOrder::CreatedDesc,
+            title_contains: Some("a%".into()),
+            ..SessionFilter::default()
+        }),
+        vec![b.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            title_contains: Some("_".into()),
+            ..SessionFilter::default()
+        }),
+        vec![a.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
+            title_contains: Some("X1 1".into()),
+            ..SessionFilter::default()
+        }),
+        vec![d.id.clone()]
+    );
+    assert_eq!(
+        ids(SessionFilter {
             limit: Some(1),
             offset: Some(1),
             ..SessionFilter::default()
         }),
         vec![b.id.clone()]
     );
-    assert_eq!(e.svc.count(&SessionFilter::default()).unwrap(), 3);
+    assert_eq!(e.svc.count(&SessionFilter::default()).unwrap(), 4);
+    assert_eq!(
+        e.svc
+            .count(&SessionFilter {
+                archived: Some(false),
+                ended: Some(false),
+                ..SessionFilter::default()
+            })
+            .unwrap(),
+        2
+    );
+}
+
+#[test]
+fn equal_creation_times_list_by_id_descending() {
+    let e = env();
+    let mut ids: Vec<String> = (0..4)
+        .map(|_| e.svc.create(NewSession::default()).unwrap().id)
+        .collect();
+    for id in &ids {
+        set_created_at(&e, id, 42);
+    }
+    let listed = |order: SessionOrder| -> Vec<String> {
+        e.svc
+            .list(&SessionFilter {
+                order,
+                ..SessionFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect()
+    };
+    ids.sort();
+    assert_eq!(listed(SessionOrder::CreatedAsc), ids);
+    ids.reverse();
+    assert_eq!(listed(SessionOrder::CreatedDesc), ids);
+    assert_eq!(
+        e.svc
+            .list(&SessionFilter::default())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect::<Vec<_>>(),
+        ids
+    );
 }
 
 #[test]
@@ -428,23 +580,38 @@ fn archive_and_unarchive_publish_only_real_changes() {
 }
 
 #[test]
-fn compacting_flag_sets_and_clears() {
+fn compacting_flag_sets_and_clears_with_updated_events() {
     let e = env();
     let s = e.svc.create(NewSession::default()).unwrap();
-    assert!(
-        e.svc
-            .set_compacting(&s.id, true)
-            .unwrap()
-            .compacting_at
-            .is_some()
+    let sub = e.svc.subscribe();
+    let on = e.svc.set_compacting(&s.id, true).unwrap();
+    let started = on.compacting_at.unwrap();
+    assert!(started >= s.created_at);
+    assert!(on.updated_at >= started);
+    assert_eq!(e.svc.get(&s.id).unwrap(), on);
+    let off = e.svc.set_compacting(&s.id, false).unwrap();
+    assert_eq!(off.compacting_at, None);
+    assert!(off.updated_at >= on.updated_at);
+    assert_eq!(e.svc.get(&s.id).unwrap(), off);
+
+    let events = drain(&sub);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        (events[0].kind, &events[0].payload),
+        (EventKind::Updated, &on)
     );
-    assert!(
-        e.svc
-            .set_compacting(&s.id, false)
-            .unwrap()
-            .compacting_at
-            .is_none()
+    assert_eq!(
+        (events[1].kind, &events[1].payload),
+        (EventKind::Updated, &off)
     );
+
+    // An unknown session: not found, nothing published.
+    let r = e.svc.set_compacting("ses_missing", true);
+    assert!(
+        matches!(&r, Err(SessionError::NotFound { what: "session", id }) if id == "ses_missing"),
+        "{r:?}"
+    );
+    assert!(drain(&sub).is_empty());
 }
 
 #[test]

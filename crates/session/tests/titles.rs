@@ -143,6 +143,72 @@ fn lineage_resolves_to_the_highest_number() {
 }
 
 #[test]
+fn resolve_and_next_title_agree_on_numbered_titles() {
+    let e = env();
+    let t1 = e.svc.create(NewSession::titled("Plan")).unwrap();
+    let t3 = e.svc.create(NewSession::titled("Plan #3")).unwrap();
+    let t5 = e.svc.create(NewSession::titled("Plan #5")).unwrap();
+
+    // For each input: (what resolve gives, what next gives).
+    let table: [(&str, &str, &str); 6] = [
+        // A plain title: the newest of its lineage.
+        ("Plan", &t5.id, "Plan #6"),
+        // A numbered title that exists: exactly that session.
+        ("Plan #3", &t3.id, "Plan #6"),
+        ("  Plan   #5 ", &t5.id, "Plan #6"),
+        // A numbered title that does not exist: the lineage it belongs to.
+        ("Plan #2", &t5.id, "Plan #6"),
+        ("Plan #40", &t5.id, "Plan #6"),
+        // A leading zero is not a lineage number: a lineage of its own.
+        ("Plan #03", "", "Plan #03"),
+    ];
+    for (input, resolved, next) in table {
+        let r = e.svc.resolve_by_title(input);
+        if resolved.is_empty() {
+            assert!(
+                matches!(&r, Err(SessionError::NotFound { what: "title", .. })),
+                "{input}: {r:?}"
+            );
+        } else {
+            assert_eq!(r.unwrap().id, resolved, "{input}");
+        }
+        assert_eq!(e.svc.next_title_in_lineage(input).unwrap(), next, "{input}");
+    }
+    // Both place every member in the same lineage: the newest resolved member carries the
+    // number just before the next one.
+    let newest = e.svc.resolve_by_title("Plan").unwrap();
+    assert_eq!(newest.title.as_deref(), Some("Plan #5"));
+    assert_eq!(t1.title.as_deref(), Some("Plan"));
+
+    // Exact-first applies only to numbered input: `Plan` itself is not preferred over
+    // `Plan #5`, and after `Plan #5` goes, `Plan #5` resolves to the lineage's newest.
+    e.svc.delete(&t5.id).unwrap();
+    assert_eq!(e.svc.resolve_by_title("Plan").unwrap().id, t3.id);
+    assert_eq!(e.svc.resolve_by_title("Plan #5").unwrap().id, t3.id);
+    assert_eq!(e.svc.next_title_in_lineage("Plan #5").unwrap(), "Plan #4");
+    e.svc.delete(&t3.id).unwrap();
+    e.svc.delete(&t1.id).unwrap();
+    let r = e.svc.resolve_by_title("Plan #3");
+    assert!(
+        matches!(&r, Err(SessionError::NotFound { what: "title", id }) if id == "Plan #3"),
+        "{r:?}"
+    );
+    assert_eq!(e.svc.next_title_in_lineage("Plan #3").unwrap(), "Plan");
+}
+
+#[test]
+fn a_numbered_title_that_is_a_base_of_its_own_resolves_exactly() {
+    // A hand-written `Bug #3 #2` makes `Bug #3` look like a lineage base too; the exact
+    // title still wins for `Bug #3`, and both functions place it in the lineage `Bug`.
+    let e = env();
+    let bug3 = e.svc.create(NewSession::titled("Bug #3")).unwrap();
+    e.svc.create(NewSession::titled("Bug #3 #2")).unwrap();
+    assert_eq!(e.svc.resolve_by_title("Bug #3").unwrap().id, bug3.id);
+    assert_eq!(e.svc.resolve_by_title("Bug").unwrap().id, bug3.id);
+    assert_eq!(e.svc.next_title_in_lineage("Bug #3").unwrap(), "Bug #4");
+}
+
+#[test]
 fn lineage_treats_underscore_and_percent_literally() {
     let e = env();
     let under = e.svc.create(NewSession::titled("a_b")).unwrap();

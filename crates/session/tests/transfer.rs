@@ -12,8 +12,8 @@ use scribe_db::{Database, now_ms};
 use scribe_message::{Message, Part, Role, store};
 use scribe_pubsub::EventKind;
 use scribe_session::{
-    ExportSelection, ImportOutcome, NewSession, Session, SessionError, SessionExport, SessionKind,
-    SessionService, UsageDelta,
+    ExportSelection, ImportOutcome, MAX_TITLE_CHARS, NewSession, Session, SessionError,
+    SessionExport, SessionKind, SessionService, UsageDelta,
 };
 
 fn raw(e: &common::Env) -> Connection {
@@ -487,6 +487,66 @@ fn import_conflicts_roll_back_completely() {
     let r = env().svc.import(&stray);
     assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
     assert!(drain(&sub).is_empty());
+}
+
+#[test]
+fn import_applies_the_title_rules() {
+    let e = env();
+    let s = rich_session(&e);
+    let export = e
+        .svc
+        .export(&ExportSelection::One(s.id.clone()))
+        .unwrap()
+        .remove(0);
+    let count = |env: &common::Env, table: &str| -> i64 {
+        raw(env)
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+
+    // An un-normalized title is stored normalized, like create does.
+    let mut messy = export.clone();
+    messy.session.title = Some("  Imported\u{200B}   title\t".into());
+    let e2 = env();
+    let ImportOutcome::Imported { session, .. } = e2.svc.import(&messy).unwrap() else {
+        panic!("skipped");
+    };
+    assert_eq!(session.title.as_deref(), Some("Imported title"));
+    assert_eq!(e2.svc.resolve_by_title("Imported title").unwrap().id, s.id);
+
+    // A title equal to another's after normalization is in use.
+    let e3 = env();
+    let holder = e3.svc.create(NewSession::titled("Imported title")).unwrap();
+    let r = e3.svc.import(&messy);
+    assert!(
+        matches!(&r, Err(SessionError::TitleInUse { session_id, .. }) if *session_id == holder.id),
+        "{r:?}"
+    );
+
+    // Bad titles are typed errors and nothing of the session is stored.
+    let bad = [
+        ("\u{200B} \t".to_owned(), "invalid"),
+        ("x".repeat(MAX_TITLE_CHARS + 1), "too long"),
+    ];
+    for (title, what) in bad {
+        let mut export = export.clone();
+        export.session.title = Some(title);
+        let e4 = env();
+        let sub = e4.svc.subscribe();
+        let r = e4.svc.import(&export);
+        match what {
+            "invalid" => assert!(matches!(r, Err(SessionError::InvalidTitle { .. })), "{r:?}"),
+            _ => assert!(
+                matches!(r, Err(SessionError::TitleTooLong { len, max })
+                    if len == MAX_TITLE_CHARS + 1 && max == MAX_TITLE_CHARS),
+                "{r:?}"
+            ),
+        }
+        for table in ["sessions", "messages", "parts", "files", "session_rollups"] {
+            assert_eq!(count(&e4, table), 0, "{what}: {table}");
+        }
+        assert!(drain(&sub).is_empty());
+    }
 }
 
 #[test]

@@ -7,9 +7,14 @@ use std::sync::Arc;
 use std::thread;
 
 use common::{drain, env};
+use scribe_db::Database;
+use scribe_db::queries as q;
+use scribe_db::rusqlite::Connection;
 use scribe_message::TokenUsage;
 use scribe_pubsub::EventKind;
-use scribe_session::{NewSession, RollUp, SessionError, SessionService, StatsBy, UsageDelta};
+use scribe_session::{
+    ExportSelection, NewSession, RollUp, SessionError, SessionService, StatsBy, UsageDelta,
+};
 
 fn delta(input: i64, output: i64, cost: f64) -> UsageDelta {
     UsageDelta {
@@ -273,17 +278,18 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once() {
     assert_eq!(by_model.totals.sessions, 4);
     e.svc.roll_up_into_parent(&child.id).unwrap();
     let by_model = e.svc.stats(StatsBy::Model, None).unwrap();
-    // The child now counts inside its parent only.
+    // The parent's totals now hold the child's, but each session still counts its own
+    // usage only: nothing twice.
     assert_eq!(by_model.totals.tokens.input, 65);
     assert_eq!(by_model.totals.cost_usd, 3.75);
-    assert_eq!(by_model.totals.sessions, 3);
+    assert_eq!(by_model.totals.sessions, 4);
     let keys: Vec<_> = by_model
         .rows
         .iter()
         .map(|r| (r.key.as_str(), r.totals.tokens.input, r.totals.cost_usd))
         .collect();
     assert_eq!(keys, vec![("m2", 20, 2.0), ("m1", 45, 1.75)]);
-    assert_eq!(by_model.rows[1].totals.sessions, 2);
+    assert_eq!(by_model.rows[1].totals.sessions, 3);
     assert_eq!(by_model.rows[1].totals.tokens.cache_read, 6);
     assert_eq!(by_model.rows[1].totals.tokens.cache_write, 3);
     assert_eq!(by_model.rows[1].totals.tokens.reasoning, 12);
@@ -316,4 +322,225 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once() {
         .collect();
     // a holds its rolled-up child: 15 + 6 + 4 + 2 + 8 = 35 tokens, more than b (29).
     assert_eq!(top, vec![c.id.clone(), a.id.clone()]);
+}
+
+#[test]
+fn stats_attribute_a_rolled_up_child_to_its_own_model() {
+    let e = env();
+    let parent = e
+        .svc
+        .create(NewSession {
+            model: Some("model-a".into()),
+            source: "cli".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let child = e
+        .svc
+        .create_task_session(&parent.id, "toolu_b", None)
+        .unwrap();
+    let child = e
+        .svc
+        .update(&child.id, |s| s.model = Some("model-b".into()))
+        .unwrap();
+    e.svc.add_usage(&parent.id, &delta(100, 10, 1.0)).unwrap();
+    e.svc
+        .add_usage(
+            &child.id,
+            &UsageDelta {
+                actual_cost_usd: Some(0.125),
+                ..delta(7, 3, 0.25)
+            },
+        )
+        .unwrap();
+    let by_model = |e: &common::Env| -> Vec<(String, i64, i64, i64, i64, f64)> {
+        e.svc
+            .stats(StatsBy::Model, None)
+            .unwrap()
+            .rows
+            .into_iter()
+            .map(|r| {
+                let t = r.totals;
+                (
+                    r.key,
+                    t.sessions,
+                    t.tokens.input,
+                    t.tokens.output,
+                    t.api_calls,
+                    t.cost_usd,
+                )
+            })
+            .collect()
+    };
+    let before = by_model(&e);
+    assert_eq!(
+        before,
+        vec![
+            ("model-a".to_owned(), 1, 100, 10, 1, 1.0),
+            ("model-b".to_owned(), 1, 7, 3, 1, 0.25),
+        ]
+    );
+
+    let RollUp::RolledUp { parent: after } = e.svc.roll_up_into_parent(&child.id).unwrap() else {
+        panic!("not rolled up");
+    };
+    // The parent's totals include the child (what the conversation cost) …
+    assert_eq!((after.tokens.input, after.estimated_cost_usd), (107, 1.25));
+    // … but by model, the child's tokens stay with model-b, and nothing counts twice.
+    assert_eq!(by_model(&e), before);
+    let stats = e.svc.stats(StatsBy::Model, None).unwrap();
+    assert_eq!(stats.totals.tokens.input, 107);
+    assert_eq!(stats.totals.tokens.reasoning, 8);
+    assert_eq!(stats.totals.api_calls, 2);
+    assert_eq!(stats.totals.cost_usd, 1.25);
+    assert_eq!(stats.totals.sessions, 2);
+
+    // Usage that reaches the child after its roll-up is not in the parent's totals, but it
+    // was used, by model-b.
+    e.svc.add_usage(&child.id, &delta(1, 1, 0.5)).unwrap();
+    let later = by_model(&e);
+    assert_eq!(later[0], ("model-a".to_owned(), 1, 100, 10, 1, 1.0));
+    assert_eq!(later[1], ("model-b".to_owned(), 1, 8, 4, 2, 0.75));
+
+    // The same attribution by source and by day, and with `since` excluding the parent.
+    let by_source = e.svc.stats(StatsBy::Source, None).unwrap();
+    assert_eq!(by_source.rows.len(), 1);
+    assert_eq!(by_source.rows[0].totals.tokens.input, 108);
+    let by_day = e.svc.stats(StatsBy::Day, None).unwrap();
+    assert_eq!(by_day.totals, by_source.totals);
+    let raw = Connection::open(e.dir.path().join("scribe.db")).unwrap();
+    raw.execute(
+        "UPDATE sessions SET created_at = 1000, updated_at = 1000 WHERE id = ?1",
+        [&parent.id],
+    )
+    .unwrap();
+    let recent = e.svc.stats(StatsBy::Model, Some(2000)).unwrap();
+    assert_eq!(recent.rows.len(), 1);
+    assert_eq!(recent.rows[0].key, "model-b");
+    assert_eq!(recent.totals.tokens.input, 8);
+
+    // The mark travels through export and import: the importing database attributes the
+    // same way.
+    let exported = e
+        .svc
+        .export(&ExportSelection::All { source: None })
+        .unwrap();
+    let mark = exported[1].rolled_up.clone().unwrap();
+    assert_eq!(mark.parent_id, parent.id);
+    let added = mark.added.unwrap();
+    assert_eq!((added.tokens.input, added.api_calls), (7, 1));
+    assert_eq!((added.cost_usd, added.actual_cost_usd), (0.25, Some(0.125)));
+    let e2 = env();
+    for export in &exported {
+        e2.svc.import(export).unwrap();
+    }
+    assert_eq!(by_model(&e2), later);
+    assert_eq!(e2.svc.get(&child.id).unwrap().model, child.model);
+}
+
+#[test]
+fn an_export_without_roll_up_amounts_imports_with_the_childs_totals() {
+    let e = env();
+    let parent = e
+        .svc
+        .create(NewSession {
+            model: Some("a".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let child = e
+        .svc
+        .create_task_session(&parent.id, "call_old", None)
+        .unwrap();
+    e.svc
+        .update(&child.id, |s| s.model = Some("b".into()))
+        .unwrap();
+    e.svc.add_usage(&parent.id, &delta(10, 0, 1.0)).unwrap();
+    e.svc.add_usage(&child.id, &delta(4, 0, 0.5)).unwrap();
+    e.svc.roll_up_into_parent(&child.id).unwrap();
+    let mut exported = e
+        .svc
+        .export(&ExportSelection::All { source: None })
+        .unwrap();
+    // As an export written before the amounts were recorded.
+    let mut json = serde_json::to_value(&exported[1]).unwrap();
+    json["rolled_up"].as_object_mut().unwrap().remove("added");
+    exported[1] = serde_json::from_value(json).unwrap();
+    assert_eq!(exported[1].rolled_up.as_ref().unwrap().added, None);
+
+    let e2 = env();
+    for export in &exported {
+        e2.svc.import(export).unwrap();
+    }
+    let rows: Vec<_> = e2
+        .svc
+        .stats(StatsBy::Model, None)
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|r| (r.key, r.totals.tokens.input, r.totals.cost_usd))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![("a".to_owned(), 10, 1.0), ("b".to_owned(), 4, 0.5)]
+    );
+}
+
+#[test]
+fn roll_ups_made_before_v4_are_attributed_after_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let (parent_id, child_id) = {
+        // Version 3: marks without amounts.
+        let db = Arc::new(Database::open_at_version(&path, 3).unwrap());
+        let svc = SessionService::new(Arc::clone(&db));
+        let parent = svc
+            .create(NewSession {
+                model: Some("a".into()),
+                ..NewSession::default()
+            })
+            .unwrap();
+        let child = svc
+            .create_task_session(&parent.id, "call_v3", None)
+            .unwrap();
+        svc.update(&child.id, |s| s.model = Some("b".into()))
+            .unwrap();
+        svc.add_usage(&parent.id, &delta(10, 1, 1.0)).unwrap();
+        svc.add_usage(&child.id, &delta(6, 2, 0.25)).unwrap();
+        db.write(|tx| {
+            tx.execute(
+                "INSERT INTO session_rollups (child_id, parent_id, rolled_up_at) VALUES (?1, ?2, 1)",
+                (&child.id, &parent.id),
+            )?;
+            q::roll_up_session_usage(
+                tx,
+                &q::RollUpSessionUsageParams {
+                    now: 1,
+                    child_id: &child.id,
+                },
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(svc.get(&parent.id).unwrap().tokens.input, 16);
+        (parent.id, child.id)
+    };
+    let db = Arc::new(Database::open(&path).unwrap());
+    let svc = SessionService::new(Arc::clone(&db));
+    let rows: Vec<_> = svc
+        .stats(StatsBy::Model, None)
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|r| (r.key, r.totals.tokens.input, r.totals.cost_usd))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![("a".to_owned(), 10, 1.0), ("b".to_owned(), 6, 0.25)]
+    );
+    assert_eq!(svc.get(&parent_id).unwrap().tokens.input, 16);
+    assert!(matches!(
+        svc.roll_up_into_parent(&child_id).unwrap(),
+        RollUp::AlreadyRolledUp { .. }
+    ));
 }
