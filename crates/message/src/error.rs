@@ -36,8 +36,12 @@ pub enum MessageError {
     CorruptMessage {
         /// The id of the bad `messages` row.
         message_id: String,
-        /// What is wrong with it.
+        /// Which column is wrong (`"role is not a known role"` …), without the decoder's
+        /// own message: that is the source.
         reason: String,
+        /// The decoder's error ([`crate::ParseRoleError`], `serde_json::Error`).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A part could not be encoded as JSON.
     #[error("cannot encode part")]
@@ -86,23 +90,62 @@ impl From<rusqlite::Error> for MessageError {
 /// `Database::write`/`read` closures (which return `scribe_db::Result`).
 ///
 /// `NotFound`, `InvalidInput` and `Db` map exactly; the others have no counterpart in
-/// `scribe_db::Error` and become `InvalidInput` carrying their message and its causes.
+/// `scribe_db::Error` and travel whole as `scribe_db::Error::Service` (same text, causes
+/// kept, recoverable with `service_error::<MessageError>()`, never retried by `write`).
 impl From<MessageError> for scribe_db::Error {
     fn from(err: MessageError) -> Self {
         match err {
             MessageError::NotFound { what, id } => scribe_db::Error::NotFound { what, id },
             MessageError::InvalidInput(msg) => scribe_db::Error::InvalidInput(msg),
             MessageError::Db(err) => err,
-            other => {
-                let mut text = other.to_string();
-                let mut source = std::error::Error::source(&other);
-                while let Some(cause) = source {
-                    text.push_str(": ");
-                    text.push_str(&cause.to_string());
-                    source = cause.source();
-                }
-                scribe_db::Error::InvalidInput(text)
-            }
+            other => scribe_db::Error::service(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_errors_cross_a_write_closure_with_their_chain() {
+        let err = scribe_db::Error::from(MessageError::IllegalToolTransition {
+            part_id: "prt_1".into(),
+            source: ToolStateError::IllegalTransition {
+                from: "completed",
+                to: "running",
+            },
+        });
+        assert_eq!(err.to_string(), "part prt_1: illegal tool state change");
+        let cause = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(
+            cause.as_deref(),
+            Some("illegal tool state transition from completed to running")
+        );
+        assert!(matches!(
+            err.service_error::<MessageError>(),
+            Some(MessageError::IllegalToolTransition { part_id, .. }) if part_id == "prt_1"
+        ));
+        assert!(!err.is_busy());
+    }
+
+    #[test]
+    fn write_returns_a_service_error_at_once() {
+        let db = scribe_db::Database::open_in_memory().unwrap();
+        let mut tries = 0;
+        let err = db
+            .write(|_| -> scribe_db::Result<()> {
+                tries += 1;
+                Err(MessageError::IllegalToolTransition {
+                    part_id: "prt_2".into(),
+                    source: ToolStateError::IllegalTransition {
+                        from: "error",
+                        to: "pending",
+                    },
+                })?
+            })
+            .unwrap_err();
+        assert_eq!(tries, 1);
+        assert!(err.service_error::<MessageError>().is_some(), "{err:?}");
     }
 }

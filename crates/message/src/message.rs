@@ -124,7 +124,8 @@ pub(crate) fn message_from_row(row: MessageRow) -> Result<Message> {
         .parse::<Role>()
         .map_err(|e| MessageError::CorruptMessage {
             message_id: row.id.clone(),
-            reason: e.to_string(),
+            reason: "role is not a known role".to_owned(),
+            source: Box::new(e),
         })?;
     let error = match row.error {
         None => None,
@@ -132,7 +133,8 @@ pub(crate) fn message_from_row(row: MessageRow) -> Result<Message> {
             Some(
                 serde_json::from_str(&text).map_err(|e| MessageError::CorruptMessage {
                     message_id: row.id.clone(),
-                    reason: format!("error column is not json: {e}"),
+                    reason: "error column is not json".to_owned(),
+                    source: Box::new(e),
                 })?,
             )
         }
@@ -161,4 +163,62 @@ pub(crate) fn message_from_row(row: MessageRow) -> Result<Message> {
         finished_at: row.finished_at,
         parts: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> MessageRow {
+        MessageRow {
+            id: "msg_1".into(),
+            session_id: "ses_1".into(),
+            parent_id: None,
+            role: "user".into(),
+            agent: None,
+            provider: None,
+            model: None,
+            finish_reason: None,
+            is_summary: false,
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            cost_usd: 0.0,
+            error: None,
+            created_at: 1,
+            updated_at: 1,
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn corrupt_rows_keep_the_decoder_error_as_source() {
+        let bad_role = MessageRow {
+            role: "robot".into(),
+            ..row()
+        };
+        let err = message_from_row(bad_role).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "message msg_1 is corrupt: role is not a known role"
+        );
+        let source = std::error::Error::source(&err).unwrap();
+        assert!(source.is::<crate::ParseRoleError>(), "{source:?}");
+
+        let bad_error = MessageRow {
+            error: Some("{nope".into()),
+            ..row()
+        };
+        let err = message_from_row(bad_error).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "message msg_1 is corrupt: error column is not json"
+        );
+        let source = std::error::Error::source(&err).unwrap();
+        assert!(source.is::<serde_json::Error>(), "{source:?}");
+
+        assert!(message_from_row(row()).is_ok());
+    }
 }

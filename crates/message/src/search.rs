@@ -215,7 +215,8 @@ fn parse_role(message_id: &str, role: &str) -> Result<Role> {
     role.parse::<Role>()
         .map_err(|e| MessageError::CorruptMessage {
             message_id: message_id.to_owned(),
-            reason: e.to_string(),
+            reason: "role is not a known role".to_owned(),
+            source: Box::new(e),
         })
 }
 
@@ -250,6 +251,19 @@ fn unescape_like(pattern: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_role_keeps_its_parse_error_as_source() {
+        let err = parse_role("msg_9", "robot").unwrap_err();
+        assert!(
+            matches!(&err, MessageError::CorruptMessage { message_id, .. } if message_id == "msg_9"),
+            "{err:?}"
+        );
+        let source = std::error::Error::source(&err).unwrap();
+        assert!(source.is::<crate::ParseRoleError>(), "{source:?}");
+        assert!(!err.to_string().contains("robot"), "{err}");
+        assert_eq!(parse_role("msg_9", "tool").unwrap(), Role::Tool);
+    }
 
     #[test]
     fn like_patterns_unescape_to_their_text() {

@@ -472,6 +472,182 @@ impl MessageService {
     }
 }
 
+/// What [`MessageService::finish_tx`] wrote, for the caller to publish after commit with
+/// [`MessageService::publish_finished`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedMessage {
+    /// The message after the change.
+    pub message: Message,
+    /// The finish part written.
+    pub part: PartEvent,
+    /// Whether the finish part was added (`true`) or replaced an earlier one.
+    pub part_created: bool,
+}
+
+/// Transaction-level variants of the part and message changes, for callers that must
+/// commit them together with other writes (usage, recovery, compaction). They publish
+/// nothing: publish what they return once the transaction committed.
+impl MessageService {
+    /// [`MessageService::update_part`] inside the caller's transaction; returns the event
+    /// to publish as `updated` after commit.
+    pub fn update_part_tx(
+        conn: &rusqlite::Connection,
+        part_id: &str,
+        part: &Part,
+    ) -> Result<PartEvent> {
+        let data = part.to_json()?;
+        let row = get_part_row(conn, part_id)?;
+        if let Ok(old) = Part::from_json(&row.data) {
+            check_part_change(part_id, &old, part)?;
+        }
+        queries::update_part(
+            conn,
+            &queries::UpdatePartParams {
+                r#type: part.type_name(),
+                data: &data,
+                now: now_ms(),
+                id: part_id,
+            },
+        )?;
+        part_event(get_part_row(conn, part_id)?)
+    }
+
+    /// [`MessageService::append_part`] inside the caller's transaction; returns the event
+    /// to publish as `created` after commit.
+    pub fn append_part_tx(
+        conn: &rusqlite::Connection,
+        message_id: &str,
+        part: &Part,
+    ) -> Result<PartEvent> {
+        let data = part.to_json()?;
+        let msg = get_message_row(conn, message_id)?;
+        let row = queries::append_part(
+            conn,
+            &queries::AppendPartParams {
+                id: &new_id(Prefix::Part),
+                message_id,
+                session_id: &msg.session_id,
+                r#type: part.type_name(),
+                data: &data,
+                now: now_ms(),
+            },
+        )?;
+        part_event(row)
+    }
+
+    /// [`MessageService::delete_part`] inside the caller's transaction; returns the event
+    /// to publish as `deleted` after commit.
+    pub fn delete_part_tx(conn: &rusqlite::Connection, part_id: &str) -> Result<PartEvent> {
+        let row = get_part_row(conn, part_id)?;
+        queries::delete_part(conn, part_id)?;
+        Ok(lenient_part_event(row))
+    }
+
+    /// Sets (`Some`) or clears (`None`) the error JSON of message `id` inside the caller's
+    /// transaction, leaving its other fields as they are; returns the message to publish
+    /// as `updated` after commit.
+    pub fn set_error_tx(
+        conn: &rusqlite::Connection,
+        id: &str,
+        error: Option<&Value>,
+    ) -> Result<Message> {
+        let mut current = store::load_message(conn, id)?;
+        current.error = error.cloned();
+        let error = current.error.as_ref().map(Value::to_string);
+        queries::update_message(
+            conn,
+            &queries::UpdateMessageParams {
+                parent_id: current.parent_id.as_deref(),
+                agent: current.agent.as_deref(),
+                provider: current.provider.as_deref(),
+                model: current.model.as_deref(),
+                finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
+                is_summary: current.is_summary,
+                input_tokens: current.usage.input,
+                output_tokens: current.usage.output,
+                cache_read_tokens: current.usage.cache_read,
+                cache_write_tokens: current.usage.cache_write,
+                reasoning_tokens: current.usage.reasoning,
+                cost_usd: current.cost_usd,
+                error: error.as_deref(),
+                finished_at: current.finished_at,
+                now: now_ms(),
+                id,
+            },
+        )?;
+        store::load_message(conn, id)
+    }
+
+    /// [`MessageService::finish`] inside the caller's transaction; publish the result
+    /// with [`MessageService::publish_finished`] after commit.
+    pub fn finish_tx(
+        conn: &rusqlite::Connection,
+        id: &str,
+        reason: &FinishReason,
+    ) -> Result<FinishedMessage> {
+        let row = get_message_row(conn, id)?;
+        let now = now_ms();
+        queries::finish_message(
+            conn,
+            &queries::FinishMessageParams {
+                finish_reason: Some(reason.as_str()),
+                now,
+                id,
+            },
+        )?;
+        let part = Part::finish(reason.clone(), now);
+        let data = part.to_json()?;
+        let existing = queries::list_parts(conn, id)?
+            .into_iter()
+            .rfind(|p| p.r#type == "finish");
+        let (part_row, part_created) = match existing {
+            Some(old) => {
+                queries::update_part(
+                    conn,
+                    &queries::UpdatePartParams {
+                        r#type: part.type_name(),
+                        data: &data,
+                        now,
+                        id: &old.id,
+                    },
+                )?;
+                (get_part_row(conn, &old.id)?, false)
+            }
+            None => {
+                let part_id = new_id(Prefix::Part);
+                let row = queries::append_part(
+                    conn,
+                    &queries::AppendPartParams {
+                        id: &part_id,
+                        message_id: id,
+                        session_id: &row.session_id,
+                        r#type: part.type_name(),
+                        data: &data,
+                        now,
+                    },
+                )?;
+                (row, true)
+            }
+        };
+        Ok(FinishedMessage {
+            part: part_event(part_row)?,
+            message: store::load_message(conn, id)?,
+            part_created,
+        })
+    }
+
+    /// Publishes what [`MessageService::finish_tx`] wrote, as [`MessageService::finish`]
+    /// does: the part event, then the message `updated`.
+    pub fn publish_finished(&self, finished: FinishedMessage) {
+        if finished.part_created {
+            self.parts.publish_created(finished.part);
+        } else {
+            self.parts.publish_updated(finished.part);
+        }
+        self.messages.publish_updated(finished.message);
+    }
+}
+
 fn check_cost(cost: f64) -> Result<()> {
     if cost.is_finite() && cost >= 0.0 {
         Ok(())
