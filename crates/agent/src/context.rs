@@ -37,6 +37,9 @@
 //! is the summarising call over the old history — so right after a compaction
 //! the size restarts from the summary's own size.
 
+use std::sync::Arc;
+
+use scribe_db::Database;
 use scribe_db::queries as q;
 use scribe_db::rusqlite::{Connection, OptionalExtension};
 use scribe_message::{Message, MessageService, Part, Role, TokenUsage, store};
@@ -87,8 +90,10 @@ pub struct Context {
 
 /// The context of `session_id` for its next request (see the module doc).
 ///
-/// `messages` and `sessions` must work on the same database; everything is
-/// read in one snapshot of it.
+/// Everything is read in one snapshot of the message service's database;
+/// `sessions` must work on the same database (the same handle, or the same
+/// file), else [`AgentError::InvalidInput`]: a session row and message rows
+/// from two databases would make a context that exists nowhere.
 ///
 /// Errors: an unknown session ([`AgentError::Session`]), a corrupt message or
 /// part row *since the summary* ([`AgentError::Message`]); rows before the
@@ -99,8 +104,14 @@ pub fn context(
     session_id: &str,
     estimator: &dyn TokenEstimator,
 ) -> Result<Context> {
-    let _ = messages;
-    let (context, _) = load_context(sessions, session_id, estimator)?;
+    let (mine, theirs) = (messages.database(), sessions.database());
+    let same = Arc::ptr_eq(mine, theirs) || (mine.path().is_some() && mine.path() == theirs.path());
+    if !same {
+        return Err(AgentError::InvalidInput(
+            "the message and session services work on different databases".to_owned(),
+        ));
+    }
+    let (context, _) = load_context_in(mine, session_id, estimator)?;
     Ok(context)
 }
 
@@ -111,9 +122,16 @@ pub(crate) fn load_context(
     session_id: &str,
     estimator: &dyn TokenEstimator,
 ) -> Result<(Context, Vec<Message>)> {
-    let (system_prompt, summary_message_id, stored) = read_tx(sessions.database(), |conn| {
-        load_since_summary(conn, session_id)
-    })?;
+    load_context_in(sessions.database(), session_id, estimator)
+}
+
+fn load_context_in(
+    db: &Database,
+    session_id: &str,
+    estimator: &dyn TokenEstimator,
+) -> Result<(Context, Vec<Message>)> {
+    let (system_prompt, summary_message_id, stored) =
+        read_tx(db, |conn| load_since_summary(conn, session_id))?;
     let context = build(
         session_id,
         system_prompt,

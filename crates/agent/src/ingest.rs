@@ -16,7 +16,9 @@
 //!   roots; `..` and symlinks resolved first) → [`LoopError::FileRefused`],
 //!   nothing saved;
 //! - any other failure → a visible synthetic text part saying what failed
-//!   (never invented content) plus a [`LoopEvent::FileReadFailed`].
+//!   (never invented content) plus a [`LoopEvent::FileReadFailed`], which
+//!   [`resolve_parts`] collects and the runner publishes only once the user
+//!   message has committed (nothing when a hook refuses it or the save fails).
 //!
 //! Hooks then see the [`UserMessageDraft`] and may change it; what they leave
 //! is what is saved, in one transaction.
@@ -27,7 +29,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use scribe_message::{AgentPart, FilePart, FileSource, Part, SubtaskPart, TextPart};
-use scribe_pubsub::{Broker, EventKind};
 
 use crate::run::{LoopError, LoopEvent};
 use crate::tools::PathError;
@@ -154,14 +155,16 @@ impl Default for IngestConfig {
 }
 
 /// Resolves drafts into parts (see the module doc). `base` is the session's
-/// directory, relative paths are joined to it; `roots` are canonical.
+/// directory, relative paths are joined to it; `roots` are canonical. Read
+/// failures are pushed onto `failures` as [`LoopEvent::FileReadFailed`] for
+/// the caller to publish once the message is saved.
 pub fn resolve_parts(
     drafts: &[PartDraft],
     base: &Path,
     roots: &[PathBuf],
     config: &IngestConfig,
     session_id: &str,
-    events: &Broker<LoopEvent>,
+    failures: &mut Vec<LoopEvent>,
 ) -> Result<Vec<Part>, LoopError> {
     let mut parts = Vec::new();
     for draft in drafts {
@@ -191,13 +194,18 @@ pub fn resolve_parts(
                         });
                     }
                     Err(PathError::Io { source, .. }) => {
-                        parts.push(read_failure(path, &source.to_string(), session_id, events));
+                        parts.push(read_failure(
+                            path,
+                            &source.to_string(),
+                            session_id,
+                            failures,
+                        ));
                         continue;
                     }
                 };
                 match resolve_file(path, &resolved, mime.as_deref(), config) {
                     Ok(resolved_parts) => parts.extend(resolved_parts),
-                    Err(error) => parts.push(read_failure(path, &error, session_id, events)),
+                    Err(error) => parts.push(read_failure(path, &error, session_id, failures)),
                 }
             }
         }
@@ -213,15 +221,12 @@ fn synthetic(text: String) -> Part {
     })
 }
 
-fn read_failure(path: &str, error: &str, session_id: &str, events: &Broker<LoopEvent>) -> Part {
-    events.publish(
-        EventKind::Created,
-        LoopEvent::FileReadFailed {
-            session_id: session_id.to_owned(),
-            path: path.to_owned(),
-            error: error.to_owned(),
-        },
-    );
+fn read_failure(path: &str, error: &str, session_id: &str, failures: &mut Vec<LoopEvent>) -> Part {
+    failures.push(LoopEvent::FileReadFailed {
+        session_id: session_id.to_owned(),
+        path: path.to_owned(),
+        error: error.to_owned(),
+    });
     synthetic(format!("Read file {path} failed: {error}"))
 }
 

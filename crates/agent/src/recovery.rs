@@ -6,19 +6,80 @@
 //! (and any reader) sees what happened instead of a call that never ends.
 //!
 //! It is idempotent (a recovered message is finished, so a second run finds
-//! nothing) and the runner calls it whenever it opens a session. It cannot
-//! tell a dead process from a live one, so it must not be run on a session
-//! another process is still answering.
+//! nothing) and the runner calls it whenever it opens a session. Each
+//! session's repair is one transaction (every part, the error and the finish
+//! commit together, or none of them); the part and message events are
+//! published after it commits.
+//!
+//! # Live runs
+//!
+//! Recovery must not "repair" a message that is still being answered. Inside
+//! one process that is known: the agent loop registers the session it is
+//! stepping in (see [`is_running_here`]) for as long as a step's message may be
+//! open, and recovery leaves every session registered in this process alone
+//! (it reports nothing for it). Across processes it is not known: the
+//! database records no owner or heartbeat for a run, so a session another
+//! process is still answering looks exactly like one a crashed process left.
+//! Two processes must therefore not run the same session at once (the CLI
+//! runs one loop per invocation); making that safe would take a run lease
+//! (an owner id and a heartbeat column on sessions, a schema migration) that
+//! recovery checks for staleness first.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 use scribe_db::now_ms;
 use scribe_db::queries;
-use scribe_message::{FinishReason, MessageError, MessageService, MessageUpdate, Part, Role};
+use scribe_message::service::FinishedMessage;
+use scribe_message::{
+    FinishReason, Message, MessageError, MessageService, Part, PartEvent, Role, store,
+};
 use serde_json::json;
 
+use crate::error::write_tx;
 use crate::run::LoopError;
 
 /// The message of a tool call cut short by a dead process.
 pub const INTERRUPTED: &str = "interrupted";
+
+/// Sessions this process is stepping in, with how many loops run in each.
+static RUNNING: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+/// Keeps a session registered as running in this process until dropped.
+#[derive(Debug)]
+pub(crate) struct RunningGuard {
+    session_id: String,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = running.get_mut(&self.session_id) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&self.session_id);
+            }
+        }
+    }
+}
+
+/// Registers `session_id` as being answered by this process (see the module
+/// doc) until the guard drops — also when the loop unwinds.
+pub(crate) fn mark_running(session_id: &str) -> RunningGuard {
+    let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+    *running.entry(session_id.to_owned()).or_insert(0) += 1;
+    RunningGuard {
+        session_id: session_id.to_owned(),
+    }
+}
+
+/// Whether a loop of this process is answering in `session_id` right now.
+pub fn is_running_here(session_id: &str) -> bool {
+    RUNNING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains_key(session_id)
+}
 
 /// What [`recover_session`] repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,56 +97,78 @@ impl RecoveryReport {
     }
 }
 
-/// Finishes every unfinished assistant message of `session_id` (see the module doc).
+/// What one repair wrote, published after commit.
+#[derive(Default)]
+struct Repair {
+    report: RecoveryReport,
+    parts: Vec<PartEvent>,
+    errors: Vec<Message>,
+    finished: Vec<FinishedMessage>,
+}
+
+/// Finishes every unfinished assistant message of `session_id` (see the module
+/// doc): one transaction, events after it commits. A session a loop of this
+/// process is answering is left alone.
 pub fn recover_session(
     messages: &MessageService,
     session_id: &str,
 ) -> Result<RecoveryReport, LoopError> {
-    let mut report = RecoveryReport::default();
-    // One indexed query finds the open messages, so opening a long session
-    // does not load its whole history.
-    let open = messages
-        .database()
-        .read(|conn| {
-            if !queries::session_exists(conn, session_id)? {
-                return Ok(None);
-            }
-            Ok(Some(queries::list_unfinished_assistant_message_ids(
-                conn, session_id,
-            )?))
-        })
-        .map_err(MessageError::Db)?
-        .ok_or_else(|| MessageError::not_found("session", session_id))?;
-    for id in open {
-        let message = messages.get(&id)?;
-        if message.role != Role::Assistant || message.finished_at.is_some() {
-            continue;
+    let repair = write_tx(messages.database(), |tx| {
+        let mut repair = Repair::default();
+        if !queries::session_exists(tx, session_id)? {
+            return Err(MessageError::not_found("session", session_id).into());
         }
-        for stored in &message.parts {
-            let Part::Tool(tool) = &stored.part else {
-                continue;
-            };
-            if tool.state.is_terminal() {
+        // Checked inside the write lock: a loop of this process registers
+        // before it creates its message, so a message seen open here while
+        // the session is unregistered was not left by this process.
+        if is_running_here(session_id) {
+            return Ok(repair);
+        }
+        // One indexed query finds the open messages, so opening a long session
+        // does not load its whole history.
+        for id in queries::list_unfinished_assistant_message_ids(tx, session_id)? {
+            let message = store::load_message(tx, &id)?;
+            if message.role != Role::Assistant || message.finished_at.is_some() {
                 continue;
             }
-            let mut tool = tool.clone();
-            if tool.state.fail(INTERRUPTED, now_ms()).is_ok() {
-                messages.update_part(&stored.id, Part::Tool(tool))?;
-                report.tool_parts.push(stored.id.clone());
+            for stored in &message.parts {
+                let Part::Tool(tool) = &stored.part else {
+                    continue;
+                };
+                if tool.state.is_terminal() {
+                    continue;
+                }
+                let mut tool = tool.clone();
+                if tool.state.fail(INTERRUPTED, now_ms()).is_ok() {
+                    let event = MessageService::update_part_tx(tx, &stored.id, &Part::Tool(tool))?;
+                    repair.parts.push(event);
+                    repair.report.tool_parts.push(stored.id.clone());
+                }
             }
+            let error = json!({
+                "type": INTERRUPTED,
+                "message": "the process answering this message stopped before it finished",
+            });
+            repair
+                .errors
+                .push(MessageService::set_error_tx(tx, &message.id, Some(&error))?);
+            repair.finished.push(MessageService::finish_tx(
+                tx,
+                &message.id,
+                &FinishReason::Error,
+            )?);
+            repair.report.messages.push(message.id);
         }
-        messages.update(
-            &message.id,
-            MessageUpdate {
-                error: Some(Some(json!({
-                    "type": INTERRUPTED,
-                    "message": "the process answering this message stopped before it finished",
-                }))),
-                ..MessageUpdate::default()
-            },
-        )?;
-        messages.finish(&message.id, FinishReason::Error)?;
-        report.messages.push(message.id);
+        Ok(repair)
+    })?;
+    for event in repair.parts {
+        messages.parts().publish_updated(event);
     }
-    Ok(report)
+    for message in repair.errors {
+        messages.messages().publish_updated(message);
+    }
+    for finished in repair.finished {
+        messages.publish_finished(finished);
+    }
+    Ok(repair.report)
 }

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use scribe_message::{FinishReason, MessageService, NewMessage, Part, Role};
-use scribe_session::{MAX_TITLE_CHARS, SessionError, SessionService, normalize_title};
+use scribe_session::{MAX_TITLE_CHARS, SessionService, normalize_title};
 
+use crate::error::write_tx;
 use crate::provider::{ChatMessage, ChatRequest, Provider};
 use crate::run::LoopError;
 use crate::usage::UsageTracker;
@@ -166,28 +167,28 @@ pub fn clean_title(raw: &str) -> Option<String> {
 }
 
 /// Sets `title` on `session_id` unless it already has one; a title in use
-/// becomes the next free title of its lineage. Returns the title set.
+/// becomes the next free title of its lineage. Returns the title set (`None`
+/// when the session already had one).
+///
+/// Check and set are one transaction
+/// ([`SessionService::set_title_if_unset_tx`]): a title set meanwhile by
+/// someone else is never overwritten, and two generators never both "win".
+/// The `updated` event is published after commit.
 pub fn set_title_in_lineage(
     sessions: &SessionService,
     session_id: &str,
     title: &str,
 ) -> Result<Option<String>, LoopError> {
-    // Another writer may take the same next title between our read and write:
-    // a few attempts settle it.
-    let mut candidate = title.to_owned();
-    for _ in 0..5 {
-        if sessions.get(session_id)?.title.is_some() {
-            return Ok(None);
-        }
-        match sessions.set_title(session_id, Some(&candidate)) {
-            Ok(session) => return Ok(session.title),
-            Err(SessionError::TitleInUse { .. }) => {
-                candidate = sessions.next_title_in_lineage(&candidate)?;
-            }
-            Err(other) => return Err(other.into()),
-        }
-    }
-    Err(SessionError::Conflict(format!("no free title in the lineage of {title:?}")).into())
+    let set = write_tx(sessions.database(), |tx| {
+        Ok(SessionService::set_title_if_unset_tx(
+            tx, session_id, title,
+        )?)
+    })?;
+    Ok(set.and_then(|session| {
+        let title = session.title.clone();
+        sessions.broker().publish_updated(session);
+        title
+    }))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use scribe_db::now_ms;
 use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension};
+use scribe_db::rusqlite::{Connection, OptionalExtension, Transaction};
 use scribe_message::{Message, MessageService, Role, TokenUsage};
 use scribe_pubsub::Broker;
 use scribe_session::{RollUp, Session, SessionError, SessionService, UsageDelta};
@@ -122,6 +122,26 @@ impl UsageTracker {
         usage: &TokenUsage,
         assistant_message_id: Option<&str>,
     ) -> Result<UsageRecord> {
+        self.track_usage_with(session_id, model_id, usage, assistant_message_id, |_, _| {
+            Ok(())
+        })
+        .map(|(record, ())| record)
+    }
+
+    /// [`UsageTracker::track_usage`] plus `also`'s writes (given the
+    /// transaction and the call's cost) in the same transaction: the agent loop
+    /// saves the step's `step_finish` part with the charge, so one never
+    /// commits without the other. `also` may run more than once (a busy
+    /// database is retried) and must not publish anything; the caller publishes
+    /// what it returns after this returns.
+    pub(crate) fn track_usage_with<T>(
+        &self,
+        session_id: &str,
+        model_id: &str,
+        usage: &TokenUsage,
+        assistant_message_id: Option<&str>,
+        mut also: impl FnMut(&Transaction<'_>, f64) -> Result<T>,
+    ) -> Result<(UsageRecord, T)> {
         let cost_usd = self.cost(model_id, usage)?;
         let delta = UsageDelta {
             tokens: *usage,
@@ -131,8 +151,9 @@ impl UsageTracker {
             actual_cost_usd: None,
         };
         delta.validate()?;
-        let session = write_tx(self.sessions.database(), |tx| {
-            charge_tx(tx, session_id, &delta, assistant_message_id)
+        let (session, extra) = write_tx(self.sessions.database(), |tx| {
+            let session = charge_tx(tx, session_id, &delta, assistant_message_id)?;
+            Ok((session, also(tx, cost_usd)?))
         })?;
         let message = assistant_message_id.and_then(|id| self.messages.get(id).ok());
         self.sessions.broker().publish_updated(session.clone());
@@ -149,7 +170,7 @@ impl UsageTracker {
                 cost_usd,
             },
         );
-        Ok(UsageRecord {
+        let record = UsageRecord {
             session_id: session_id.to_owned(),
             message_id: assistant_message_id.map(str::to_owned),
             model_id: model_id.to_owned(),
@@ -157,7 +178,8 @@ impl UsageTracker {
             cost_usd,
             session,
             message,
-        })
+        };
+        Ok((record, extra))
     }
 
     /// Ends the task (sub-agent) session `child_id` with `reason` and rolls its

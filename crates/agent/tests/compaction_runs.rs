@@ -331,12 +331,22 @@ fn a_running_compaction_holds_the_session_until_it_is_stale() {
     );
     assert!(provider.requests().is_empty());
 
-    // A mark left by a crashed run is taken over once stale.
-    std::thread::sleep(Duration::from_millis(5));
+    // Still held just inside the stale window (a clock 9 s ahead, window 10 s)...
     let c = env
         .compactor(&provider, CompactionConfig::default())
         .with_summary_model(CHEAP)
-        .with_stale_after(Duration::from_millis(1));
+        .with_stale_after(Duration::from_secs(10))
+        .with_clock(|| scribe_db::now_ms() + 9_000);
+    assert!(matches!(
+        c.compact(&s.id, SMALL).unwrap_err(),
+        AgentError::AlreadyCompacting { .. }
+    ));
+    // ...and taken over past it (a clock a minute ahead): a crashed run's mark.
+    let c = env
+        .compactor(&provider, CompactionConfig::default())
+        .with_summary_model(CHEAP)
+        .with_stale_after(Duration::from_secs(10))
+        .with_clock(|| scribe_db::now_ms() + 60_000);
     c.compact(&s.id, SMALL).unwrap();
     assert_eq!(env.get(&s.id).compacting_at, None);
 }

@@ -16,7 +16,7 @@ use scribe_agent::{
     AgentConfig, AgentRegistry, CancelToken, Decision, LoopError, PromptInput, ProviderError,
     ScriptedProvider, ScriptedTurn, ToolRegistry,
 };
-use scribe_message::{FinishReason, Part, Role, TokenUsage, ToolState};
+use scribe_message::{FinishReason, Part, Role, TokenUsage, ToolPart, ToolState};
 use serde_json::json;
 
 fn usage() -> TokenUsage {
@@ -149,6 +149,20 @@ fn multi_step_loop_records_every_state_and_ends_the_turn() {
     let tools = tool_parts(first);
     assert!(matches!(&tools[0].state, ToolState::Completed { output, .. } if output == "alpha"));
     assert!(matches!(&tools[1].state, ToolState::Completed { output, .. } if output == "hi"));
+    // Every completed call of every step started before (or when) it ended.
+    let all_tools: Vec<ToolPart> = stored.iter().flat_map(tool_parts).collect();
+    assert_eq!(all_tools.len(), 3);
+    for tool in &all_tools {
+        let ToolState::Completed {
+            started_at,
+            ended_at,
+            ..
+        } = &tool.state
+        else {
+            panic!("not completed: {tool:?}")
+        };
+        assert!(*started_at > 0 && started_at <= ended_at, "{tool:?}");
+    }
     // Usage was charged per step, to the message and the session.
     assert_eq!(first.usage, usage());
     let s = env.sessions.get(&session.id).unwrap();

@@ -16,17 +16,25 @@
 //!    in one transaction. With [`CompactionStrategy::Continuation`], the same
 //!    transaction ends the session (reason [`END_REASON_COMPRESSION`]) and the
 //!    summary goes to a new continuation child (titled with the next title of
-//!    the lineage), which is charged instead. If the history is too large for
+//!    the lineage, created in that same transaction), which is charged
+//!    instead; every event of the step follows the commit. If the history is too large for
 //!    the summarising model itself, the copy it is sent is reduced first (old
 //!    tool outputs cleared, then the oldest messages left out);
 //! 2. **prune**: old tool outputs are marked compacted (stored, searchable,
 //!    exportable; sent as the marker), oldest first, sparing the newest
 //!    `prune_protect_tokens` of them and the last `protect_user_turns` turns;
+//!    every mark of a run commits in one transaction, and the part events
+//!    follow the commit;
 //! 3. **progressive** and 4. **strip media**: what is sent keeps only the
 //!    summary and the last user turn, then attachments become one-line
 //!    descriptions ([`Compactor::request_context`] applies these to every
 //!    request, as they are not stored);
 //! 5. otherwise the run fails with [`AgentError::DoesNotFit`].
+//!
+//! A summary covers the whole context it was made from, so right after one
+//! the context is the summary alone: steps 2–4 then only matter when the
+//! summary step is off ([`Compactor::with_summarize`]) or for what a later
+//! run finds after an earlier summary.
 //!
 //! `compacting_at` is cleared when the run ends, whatever the outcome. A
 //! summary, once stored, stays even if a later step fails (it is a correct
@@ -44,7 +52,7 @@ use scribe_db::now_ms;
 use scribe_db::queries as q;
 use scribe_message::{
     CompactionPart, FinishReason, Message, MessageService, Part, Role, StoredPart, TokenUsage,
-    store,
+    ToolPart, store,
 };
 use scribe_pubsub::{Broker, Subscription};
 use scribe_session::{SessionService, UsageDelta};
@@ -188,6 +196,8 @@ pub struct Compactor {
     summarize: bool,
     stale_after: Duration,
     events: Broker<AgentEvent>,
+    clock: fn() -> i64,
+    fail_before_commit: bool,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -224,6 +234,8 @@ impl Compactor {
             summarize: true,
             stale_after: DEFAULT_STALE_AFTER,
             events: Broker::new(),
+            clock: now_ms,
+            fail_before_commit: false,
         }
     }
 
@@ -250,6 +262,23 @@ impl Compactor {
     /// Takes over a `compacting_at` mark older than this (a crashed run).
     pub fn with_stale_after(mut self, stale_after: Duration) -> Self {
         self.stale_after = stale_after;
+        self
+    }
+
+    /// Reads the time a claim is made and judged stale at from `clock` (ms
+    /// since the epoch) instead of the system clock: tests of the stale
+    /// takeover then need no sleeping.
+    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Fault injection for tests: every summary transaction fails after all
+    /// its writes, just before it would commit (so a test can show that
+    /// nothing of it survives). Not for production use.
+    #[doc(hidden)]
+    pub fn with_failure_before_summary_commit(mut self) -> Self {
+        self.fail_before_commit = true;
         self
     }
 
@@ -409,8 +438,9 @@ impl Compactor {
     /// Sets `compacting_at` unless a recent run holds it.
     fn claim(&self, session_id: &str) -> Result<()> {
         let stale_ms = i64::try_from(self.stale_after.as_millis()).unwrap_or(i64::MAX);
+        let clock = self.clock;
         write_tx(self.sessions.database(), |tx| {
-            let now = now_ms();
+            let now = clock();
             let claimed = q::claim_session_compaction(
                 tx,
                 &q::ClaimSessionCompactionParams {
@@ -560,87 +590,66 @@ impl Compactor {
         report.summary_usage = response.usage;
         report.summary_cost_usd = cost_usd;
 
-        let continuation = match self.config.strategy {
-            CompactionStrategy::InPlace => None,
-            CompactionStrategy::Continuation => {
-                Some(self.sessions.create_continuation(session_id)?)
-            }
-        };
-        let home = continuation.as_ref().map_or(session_id, |c| c.id.as_str());
-        let now = now_ms();
-        let summary = Message {
-            id: new_id(Prefix::Message),
-            session_id: home.to_owned(),
-            parent_id: stored.last().map(|m| m.id.clone()),
-            role: Role::Assistant,
-            agent: None,
-            provider: Some(self.provider.name().to_owned()),
-            model: Some(summary_model.id.clone()),
-            finish_reason: Some(FinishReason::EndTurn),
-            is_summary: true,
-            usage: TokenUsage::default(),
-            cost_usd: 0.0,
-            error: None,
-            created_at: now,
-            updated_at: now,
-            finished_at: Some(now),
-            parts: [
-                Part::Compaction(CompactionPart {
-                    auto: true,
-                    ..CompactionPart::default()
-                }),
-                Part::text(text),
-                Part::finish(FinishReason::EndTurn, now),
-            ]
-            .into_iter()
-            .zip(0_i64..)
-            .map(|(part, position)| StoredPart {
-                id: new_id(Prefix::Part),
-                position,
-                part,
-                created_at: now,
-                updated_at: now,
-            })
-            .collect(),
-        };
-        let stored_summary = write_tx(self.sessions.database(), |tx| {
-            store::insert_message(tx, &summary)?;
-            q::set_session_summary_message(
-                tx,
-                &q::SetSessionSummaryMessageParams {
-                    summary_message_id: Some(&summary.id),
-                    now,
-                    id: home,
-                },
-            )?;
-            let home_session = charge_tx(tx, home, &delta, Some(&summary.id))?;
-            let message = store::load_message(tx, &summary.id)?;
-            let ended = match &continuation {
-                Some(_) => {
-                    q::end_session(
-                        tx,
-                        &q::EndSessionParams {
-                            now,
-                            end_reason: Some(END_REASON_COMPRESSION),
-                            id: session_id,
-                        },
-                    )?;
-                    Some(load_session(tx, session_id)?)
+        let summary_id = new_id(Prefix::Message);
+        let parent_id = stored.last().map(|m| m.id.clone());
+        let provider = self.provider.name().to_owned();
+        let fail_before_commit = self.fail_before_commit;
+        // Everything the summary changes commits together: the continuation
+        // (if any), the summary message, `summary_message_id`, the charge and
+        // the end of the compacted session. Events follow the commit.
+        let (continuation, home_session, message, ended) =
+            write_tx(self.sessions.database(), |tx| {
+                let continuation = match self.config.strategy {
+                    CompactionStrategy::InPlace => None,
+                    CompactionStrategy::Continuation => {
+                        Some(SessionService::create_continuation_tx(tx, session_id)?)
+                    }
+                };
+                let home = continuation.as_ref().map_or(session_id, |c| c.id.as_str());
+                let summary = summary_message(
+                    &summary_id,
+                    home,
+                    parent_id.clone(),
+                    &provider,
+                    &summary_model.id,
+                    text,
+                );
+                store::insert_message(tx, &summary)?;
+                q::set_session_summary_message(
+                    tx,
+                    &q::SetSessionSummaryMessageParams {
+                        summary_message_id: Some(&summary.id),
+                        now: summary.created_at,
+                        id: home,
+                    },
+                )?;
+                let home_session = charge_tx(tx, home, &delta, Some(&summary.id))?;
+                let ended = match &continuation {
+                    Some(_) => {
+                        q::end_session(
+                            tx,
+                            &q::EndSessionParams {
+                                now: summary.created_at,
+                                end_reason: Some(END_REASON_COMPRESSION),
+                                id: session_id,
+                            },
+                        )?;
+                        Some(load_session(tx, session_id)?)
+                    }
+                    None => None,
+                };
+                if fail_before_commit {
+                    return Err(AgentError::InvalidInput(
+                        "injected failure before the summary commit".to_owned(),
+                    ));
                 }
-                None => None,
-            };
-            Ok((home_session, message, ended))
-        });
-        let (home_session, message, ended) = match stored_summary {
-            Ok(stored) => stored,
-            Err(err) => {
-                if let Some(child) = &continuation {
-                    // Best effort: the continuation was only an empty shell.
-                    let _ = self.sessions.delete(&child.id);
-                }
-                return Err(err);
-            }
-        };
+                let message = store::load_message(tx, &summary.id)?;
+                Ok((continuation, home_session, message, ended))
+            })?;
+        let home = home_session.id.clone();
+        if let Some(child) = &continuation {
+            self.sessions.broker().publish_created(child.clone());
+        }
         if let Some(ended) = ended {
             self.sessions.broker().publish_updated(ended);
         }
@@ -649,14 +658,14 @@ impl Compactor {
         emit(
             &self.events,
             AgentEvent::UsageTracked {
-                session_id: home.to_owned(),
-                message_id: Some(summary.id.clone()),
+                session_id: home,
+                message_id: Some(summary_id.clone()),
                 model_id: summary_model.id.clone(),
                 usage: response.usage,
                 cost_usd,
             },
         );
-        Ok((summary.id, continuation.map(|c| c.id)))
+        Ok((summary_id, continuation.map(|c| c.id)))
     }
 
     /// The summary request, its history reduced if the summarising model
@@ -712,22 +721,82 @@ impl Compactor {
             })
             .collect();
         let plan = plan_prune(&plan_input, &self.config, Some(excess));
-        let now = now_ms();
-        let mut marked = Vec::with_capacity(plan.parts.len());
-        for at in plan.parts {
-            let Some(stored_part) = stored.get(at.message).and_then(|m| m.parts.get(at.part))
-            else {
-                continue;
-            };
-            if let Part::Tool(tool) = &stored_part.part {
-                let mut tool = tool.clone();
-                tool.compacted_at = Some(now);
-                self.messages
-                    .update_part(&stored_part.id, Part::Tool(tool))?;
-                marked.push(stored_part.id.clone());
-            }
+        let marks: Vec<(String, ToolPart)> = plan
+            .parts
+            .iter()
+            .filter_map(|at| stored.get(at.message).and_then(|m| m.parts.get(at.part)))
+            .filter_map(|p| match &p.part {
+                Part::Tool(tool) => Some((p.id.clone(), tool.clone())),
+                _ => None,
+            })
+            .collect();
+        if marks.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(marked)
+        // All marks in one transaction; the part events after it commits.
+        let events = write_tx(self.messages.database(), |tx| {
+            let now = now_ms();
+            marks
+                .iter()
+                .map(|(id, tool)| {
+                    let mut tool = tool.clone();
+                    tool.compacted_at = Some(now);
+                    Ok(MessageService::update_part_tx(tx, id, &Part::Tool(tool))?)
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        for event in events {
+            self.messages.parts().publish_updated(event);
+        }
+        Ok(marks.into_iter().map(|(id, _)| id).collect())
+    }
+}
+
+/// The stored form of a summary: an ended assistant message flagged
+/// `is_summary` holding a compaction marker, the text and a finish part.
+fn summary_message(
+    id: &str,
+    session_id: &str,
+    parent_id: Option<String>,
+    provider: &str,
+    model_id: &str,
+    text: &str,
+) -> Message {
+    let now = now_ms();
+    Message {
+        id: id.to_owned(),
+        session_id: session_id.to_owned(),
+        parent_id,
+        role: Role::Assistant,
+        agent: None,
+        provider: Some(provider.to_owned()),
+        model: Some(model_id.to_owned()),
+        finish_reason: Some(FinishReason::EndTurn),
+        is_summary: true,
+        usage: TokenUsage::default(),
+        cost_usd: 0.0,
+        error: None,
+        created_at: now,
+        updated_at: now,
+        finished_at: Some(now),
+        parts: [
+            Part::Compaction(CompactionPart {
+                auto: true,
+                ..CompactionPart::default()
+            }),
+            Part::text(text),
+            Part::finish(FinishReason::EndTurn, now),
+        ]
+        .into_iter()
+        .zip(0_i64..)
+        .map(|(part, position)| StoredPart {
+            id: new_id(Prefix::Part),
+            position,
+            part,
+            created_at: now,
+            updated_at: now,
+        })
+        .collect(),
     }
 }
 

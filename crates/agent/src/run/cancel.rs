@@ -44,19 +44,48 @@ impl CancelToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
     use std::time::Instant;
 
+    /// Far longer than any test run: a waiter that returns before it was woken.
+    const FOREVER: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn an_uncanceled_wait_times_out_false() {
+        let token = CancelToken::new();
+        assert!(!token.wait_timeout(Duration::from_millis(1)));
+        assert!(!token.is_canceled());
+    }
+
+    #[test]
+    fn a_wait_after_cancel_returns_at_once() {
+        let token = CancelToken::new();
+        token.clone().cancel();
+        let started = Instant::now();
+        assert!(token.wait_timeout(FOREVER));
+        assert!(started.elapsed() < FOREVER / 2);
+    }
+
+    /// No sleeps: the waiter says it is about to wait, then the main thread
+    /// cancels. Whichever comes first — the cancel, or the waiter blocking —
+    /// the wait must end with `true` long before its timeout: either it sees
+    /// the flag before blocking, or the notification wakes it. Both orders are
+    /// correct, so the test cannot be flaky, and a lost wake-up (the bug it
+    /// guards against) would hang it until the timeout and fail.
     #[test]
     fn clones_share_the_flag_and_waiters_wake() {
         let token = CancelToken::new();
-        assert!(!token.wait_timeout(Duration::from_millis(1)));
         let other = token.clone();
+        let (ready, waiting) = mpsc::channel();
         let started = Instant::now();
-        let waiter = std::thread::spawn(move || other.wait_timeout(Duration::from_secs(30)));
-        std::thread::sleep(Duration::from_millis(20));
+        let waiter = std::thread::spawn(move || {
+            ready.send(()).unwrap();
+            other.wait_timeout(FOREVER)
+        });
+        waiting.recv().unwrap();
         token.cancel();
         assert!(waiter.join().unwrap());
-        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(started.elapsed() < FOREVER / 2);
         assert!(token.is_canceled());
     }
 }

@@ -77,6 +77,13 @@ pub enum LoopError {
         #[source]
         source: ProviderError,
     },
+    /// The compaction thread the loop waited for panicked; the session's
+    /// `compacting_at` mark is taken over once stale.
+    #[error("compaction of session {session_id} panicked")]
+    CompactionPanicked {
+        /// The session being compacted.
+        session_id: String,
+    },
     /// A background title thread panicked.
     #[error("title generation for session {session_id} panicked")]
     TitlePanicked {

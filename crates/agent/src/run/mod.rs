@@ -27,8 +27,10 @@
 //! 5. the message is finished with its reason: `tool_use` (the loop goes on),
 //!    `end_turn`, `max_tokens`, `max_steps`, `permission_denied`, `canceled`
 //!    or `error`;
-//! 6. before the next request, compaction runs if the context calls for it;
-//!    a continuation moves the loop into the new session. A provider that
+//! 6. before the next request, compaction runs if the context calls for it —
+//!    on the compactor's own thread ([`Compactor::spawn_compact`]), which the
+//!    loop joins before building the next request; a continuation moves the
+//!    loop into the new session. A provider that
 //!    reports a context overflow gets one compaction and one retry.
 //!
 //! Cancellation is checked before each model call and each tool call; a
@@ -75,7 +77,7 @@ use crate::ingest::{
 use crate::models::ModelCatalog;
 use crate::permission::{Action, Approver, Decision, PermissionRequest, Ruleset};
 use crate::provider::{ChatRequest, Provider, ProviderError, ToolSpec};
-use crate::recovery::{RecoveryReport, recover_session};
+use crate::recovery::{RecoveryReport, mark_running, recover_session};
 use crate::subagent::TASK_TOOL;
 use crate::title::{TitleGenerator, TitleHandle};
 use crate::tools::path::canonical_roots;
@@ -328,7 +330,8 @@ impl AgentRunner {
     }
 
     /// Repairs what a dead process left unfinished in `session_id` (see
-    /// [`crate::recovery`]).
+    /// [`crate::recovery`]); a session a loop of this process is answering is
+    /// left alone. Another process's live run cannot be told from a dead one.
     pub fn recover_session(&self, session_id: &str) -> Result<RecoveryReport, LoopError> {
         recover_session(&self.messages, session_id)
     }
@@ -423,13 +426,14 @@ impl AgentRunner {
             std::iter::once(base.as_path())
                 .chain(self.ingest.extra_roots.iter().map(PathBuf::as_path)),
         );
+        let mut read_failures = Vec::new();
         let parts = resolve_parts(
             &input.parts,
             &base,
             &roots,
             &self.ingest,
             &session.id,
-            &self.events,
+            &mut read_failures,
         )?;
         let mut draft = UserMessageDraft {
             session_id: session.id.clone(),
@@ -478,6 +482,11 @@ impl AgentRunner {
             Ok(())
         })?;
         self.messages.messages().publish_created(message.clone());
+        // Only now: a refused or failed save must not report reads of a
+        // message that does not exist.
+        for failure in read_failures {
+            self.emit(failure);
+        }
         if settings_change {
             self.sessions.notify_changed(&session.id)?;
         }
@@ -595,7 +604,7 @@ impl AgentRunner {
                     ..
                 }) if !overflow_retried => {
                     overflow_retried = true;
-                    compactor.compact(&current, model)?
+                    compact_on_its_thread(&compactor, &current, model)?
                 }
                 Err(other) => return Err(other),
                 Ok(reason) => {
@@ -603,7 +612,13 @@ impl AgentRunner {
                     if reason != FinishReason::ToolUse {
                         break;
                     }
-                    compactor.compact_if_needed(&current, model)?
+                    match compactor.check(&current, model)? {
+                        None => CompactionOutcome::NotNeeded {
+                            session_id: current.clone(),
+                            tokens: 0,
+                        },
+                        Some(_) => compact_on_its_thread(&compactor, &current, model)?,
+                    }
                 }
             };
             if !matches!(compacted, CompactionOutcome::NotNeeded { .. }) {
@@ -642,6 +657,9 @@ impl AgentRunner {
         depth: usize,
         outcome: &mut RunOutcome,
     ) -> Result<FinishReason, LoopError> {
+        // Before the message exists, so recovery in this process never takes
+        // it for a dead process's leftover (see `crate::recovery`).
+        let _running = mark_running(session_id);
         let session = self.sessions.get(session_id)?;
         let rules = agent.permission.then(&parse_rules(&session)?);
         let context = compactor.request_context(session_id, model)?;
@@ -707,7 +725,15 @@ impl AgentRunner {
                 });
             }
         };
-        let tool_parts = match streamer.finish() {
+        // What streamed stands; the response fills in what did not (a provider
+        // may answer without streaming), see `stream::reconcile`.
+        let tool_parts = match streamer
+            .finish()
+            .map_err(LoopError::from)
+            .and_then(|streamed| {
+                stream::reconcile(&self.messages, &message.id, streamed, &response)
+                    .map_err(LoopError::from)
+            }) {
             Ok(parts) => parts,
             Err(e) => {
                 // Best effort: the store just failed, so this may fail too, and
@@ -716,21 +742,26 @@ impl AgentRunner {
                     &message.id,
                     json!({"type": "storage", "message": error_chain(&e)}),
                 );
-                return Err(e.into());
+                return Err(e);
             }
         };
-        let record =
-            self.usage
-                .track_usage(session_id, model, &response.usage, Some(&message.id))?;
-        self.messages.append_part(
-            &message.id,
-            Part::StepFinish(StepFinishPart {
-                reason: response.finish_reason.clone(),
-                tokens: response.usage,
-                cost: record.cost_usd,
-                extra: Default::default(),
-            }),
+        // The charge and the step_finish part that reports it commit together.
+        let (_, finish_part) = self.usage.track_usage_with(
+            session_id,
+            model,
+            &response.usage,
+            Some(&message.id),
+            |tx, cost| {
+                let part = Part::StepFinish(StepFinishPart {
+                    reason: response.finish_reason.clone(),
+                    tokens: response.usage,
+                    cost,
+                    extra: Default::default(),
+                });
+                Ok(MessageService::append_part_tx(tx, &message.id, &part)?)
+            },
         )?;
+        self.messages.parts().publish_created(finish_part);
 
         let called_tools = !tool_parts.is_empty();
         let mut stop: Option<FinishReason> = None;
@@ -800,6 +831,7 @@ impl AgentRunner {
             if cancel.is_canceled() {
                 return Ok((ids, Some(FinishReason::Canceled)));
             }
+            let _running = mark_running(session_id);
             let session = self.sessions.get(session_id)?;
             let rules = agent.permission.then(&parse_rules(&session)?);
             let message = self.messages.create(NewMessage {
@@ -1021,6 +1053,24 @@ impl AgentRunner {
         )?;
         self.messages.finish(message_id, FinishReason::Error)?;
         Ok(())
+    }
+}
+
+/// Compacts `session_id` on the compactor's own thread
+/// ([`Compactor::spawn_compact`]: the work and its progress events happen
+/// there, as the compaction design asks) and waits for it: the next request
+/// must not be built before the compaction is done.
+fn compact_on_its_thread(
+    compactor: &Arc<Compactor>,
+    session_id: &str,
+    model: &str,
+) -> Result<CompactionOutcome, LoopError> {
+    let handle = compactor.spawn_compact(session_id.to_owned(), model.to_owned());
+    match handle.join() {
+        Ok(outcome) => Ok(outcome?),
+        Err(_) => Err(LoopError::CompactionPanicked {
+            session_id: session_id.to_owned(),
+        }),
     }
 }
 
