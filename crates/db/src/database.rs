@@ -50,13 +50,19 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        // 80 tries of (50 ms busy wait + 20–150 ms pause) ≈ 10 s of contention before giving up.
+        // 500 tries of (10 ms busy wait + 1–20 ms pause) ≈ 10 s of contention before giving
+        // up. Short, jittered pauses are what keep the wait fair: with 4 processes appending
+        // in tight loops, 20–150 ms pauses let the writer that just committed retake the lock
+        // while every waiter slept, and single writes waited up to 850 ms; with 1–20 ms the
+        // worst wait measured 161–264 ms at the same throughput (scribe-bench).
+        // SQLite checkpoints on its own every 1,000 WAL pages; ours is a backstop, since each
+        // passive checkpoint waits for an fsync (about 5% of append throughput at every 100).
         Options {
-            busy_timeout: Duration::from_millis(50),
-            write_attempts: 80,
-            retry_min: Duration::from_millis(20),
-            retry_max: Duration::from_millis(150),
-            checkpoint_every: 100,
+            busy_timeout: Duration::from_millis(10),
+            write_attempts: 500,
+            retry_min: Duration::from_millis(1),
+            retry_max: Duration::from_millis(20),
+            checkpoint_every: 1000,
             cache_kib: 16 * 1024,
             max_idle_readers: 4,
             read_only: false,
