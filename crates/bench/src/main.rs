@@ -1,0 +1,230 @@
+//! scribe-bench: Scribe's benchmark report. Measures, in one run and against raw rusqlite
+//! baselines on the same machine: appends, several writer processes on one file, search,
+//! loading a session, `context()` after a summary, export/import, and the file's bytes
+//! per message; prints one table (or, with `--json`, the same figures as one JSON
+//! document).
+//!
+//! ```text
+//! cargo run --release -p scribe-bench [-- --quick] [--json] [--seed N]
+//! ```
+//!
+//! The binary also runs as a writer process for the multi-process benchmark (the hidden
+//! `--writer` role; see [`writers`]).
+
+mod append;
+mod corpus;
+mod data;
+mod reads;
+mod report;
+mod stats;
+mod transfer;
+mod writers;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use scribe_message::MessageService;
+use scribe_session::SessionService;
+
+use crate::report::{Machine, Report, Sizes};
+
+/// The bench's error: anything, with its message.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+/// The bench's result.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "scribe-bench",
+    about = "Scribe's benchmark report: Scribe against raw rusqlite, in one run"
+)]
+struct Cli {
+    /// Small sizes: a smoke run that finishes in seconds (figures are not meaningful).
+    #[arg(long)]
+    quick: bool,
+    /// Print the figures as one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Seed of the generated content.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Run as a writer process of the multi-process benchmark (internal).
+    #[arg(long, hide = true, requires_all = ["db", "session", "count"])]
+    writer: bool,
+    /// Writer: the database file.
+    #[arg(long, hide = true)]
+    db: Option<PathBuf>,
+    /// Writer: the session to append to.
+    #[arg(long, hide = true)]
+    session: Option<String>,
+    /// Writer: how many messages to append.
+    #[arg(long, hide = true)]
+    count: Option<usize>,
+    /// Writer: raw rusqlite with SQLite's busy handler only.
+    #[arg(long, hide = true)]
+    raw: bool,
+    /// Writer: Scribe with its previous default waits (for contrast).
+    #[arg(long, hide = true, conflicts_with = "raw")]
+    previous_defaults: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let outcome = if cli.writer {
+        match (&cli.db, &cli.session, cli.count) {
+            (Some(db), Some(session), Some(count)) => {
+                let mode = match (cli.raw, cli.previous_defaults) {
+                    (true, _) => writers::Mode::Raw,
+                    (_, true) => writers::Mode::ScribePrevious,
+                    _ => writers::Mode::Scribe,
+                };
+                writers::child(db, session, count, cli.seed, mode)
+            }
+            _ => Err("--writer needs --db, --session and --count".into()),
+        }
+    } else {
+        run(&cli)
+    };
+    if let Err(err) = outcome {
+        eprintln!("scribe-bench: {err}");
+        std::process::exit(1);
+    }
+}
+
+fn progress(what: &str) {
+    eprintln!("[scribe-bench] {what}");
+}
+
+fn run(cli: &Cli) -> Result<()> {
+    let sizes = if cli.quick {
+        Sizes::quick()
+    } else {
+        Sizes::full()
+    };
+    let machine = Machine::detect();
+    let started = Instant::now();
+    let dir = tempfile::tempdir()?;
+    let seed = cli.seed;
+
+    progress(&format!(
+        "append: {} messages, Scribe and raw alternating every {}",
+        sizes.append_messages, sizes.append_chunk
+    ));
+    let append = append::run(dir.path(), seed, sizes.append_messages, sizes.append_chunk)?;
+
+    progress(&format!(
+        "writers: 1 and {} processes x {} messages (Scribe, {} runs each), then raw and previous defaults",
+        sizes.writers, sizes.per_writer, sizes.writer_runs
+    ));
+    // One writer and several alternate, so both see the same background load.
+    let (mut singles, mut manys) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.writer_runs {
+        let one = |name: String| {
+            writers::run(
+                dir.path(),
+                &name,
+                writers::Mode::Scribe,
+                1,
+                sizes.per_writer,
+                seed,
+            )
+        };
+        let many = |name: String| {
+            writers::run(
+                dir.path(),
+                &name,
+                writers::Mode::Scribe,
+                sizes.writers,
+                sizes.per_writer,
+                seed,
+            )
+        };
+        if rep % 2 == 0 {
+            singles.push(one(format!("writers-1-{rep}"))?);
+            manys.push(many(format!("writers-n-{rep}"))?);
+        } else {
+            manys.push(many(format!("writers-n-{rep}"))?);
+            singles.push(one(format!("writers-1-{rep}"))?);
+        }
+    }
+    let single = writers::merge(singles)?;
+    let many = writers::merge(manys)?;
+    let raw_many = writers::run(
+        dir.path(),
+        "writers-raw",
+        writers::Mode::Raw,
+        sizes.writers,
+        sizes.per_writer,
+        seed,
+    )?;
+
+    let previous_many = writers::run(
+        dir.path(),
+        "writers-previous",
+        writers::Mode::ScribePrevious,
+        sizes.writers,
+        sizes.per_writer,
+        seed,
+    )?;
+
+    progress(&format!(
+        "corpus: {} messages in {} sessions",
+        sizes.corpus.messages, sizes.corpus.sessions
+    ));
+    let corpus = corpus::build(&dir.path().join("corpus.db"), sizes.corpus, seed)?;
+    let file_bytes = std::fs::metadata(&corpus.path)?.len();
+    let messages = MessageService::new(Arc::clone(&corpus.db));
+    let sessions = SessionService::new(Arc::clone(&corpus.db));
+
+    progress(&format!("search: {} queries", sizes.queries));
+    let search = reads::search(&corpus, &messages, sizes.queries)?;
+    progress("load and context()");
+    let load = reads::load(&corpus, &messages, sizes.load_rounds)?;
+    let context = reads::context_time(
+        &corpus,
+        &messages,
+        &sessions,
+        (sizes.corpus.long_messages, sizes.corpus.short_messages),
+        sizes.context_rounds,
+    )?;
+    progress("export and import");
+    let transfer = transfer::run(
+        &sessions,
+        &corpus.long_session,
+        &dir.path().join("import.db"),
+    )?;
+
+    let report = Report {
+        machine: machine.finish(),
+        seed,
+        quick: cli.quick,
+        sizes,
+        append,
+        writers_single: single,
+        writers: many,
+        writers_raw: raw_many,
+        writers_previous_defaults: previous_many,
+        corpus: report::CorpusFigures {
+            messages: corpus.messages,
+            parts: corpus.parts,
+            build_s: corpus.build_time.as_secs_f64(),
+            file_bytes,
+            bytes_per_message: file_bytes as f64 / corpus.messages.max(1) as f64,
+            payload_bytes_per_message: corpus.payload_bytes as f64 / corpus.messages.max(1) as f64,
+        },
+        search,
+        load,
+        context,
+        transfer,
+        total_s: started.elapsed().as_secs_f64(),
+    };
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}

@@ -1,0 +1,413 @@
+//! Reads on the corpus: search (`MessageService::search` against one raw FTS5 statement on
+//! the same index with the same limit), loading a whole session (`MessageService::list`
+//! against the same two statements read raw, parts decoded the same way) and `context()`
+//! of a long and a short history with the same tail after the summary.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags};
+use scribe_agent::{HeuristicEstimator, context};
+use scribe_db::Options;
+use scribe_db::queries as q;
+use scribe_message::{MessageService, Part, SearchOptions, SearchQuery};
+use scribe_session::SessionService;
+use serde::Serialize;
+
+use crate::Result;
+use crate::corpus::Corpus;
+use crate::data::RARE;
+use crate::stats::{self, median, ms, percentile};
+
+/// `ListMessages`, written out by hand.
+const RAW_LIST_MESSAGES: &str =
+    "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
+/// `ListSessionPartData`, written out by hand.
+const RAW_LIST_PARTS: &str =
+    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = ?1
+ORDER BY m.created_at, m.id, p.position";
+
+/// The hits a caller needs (message, session, role, time, snippet, rank, session source,
+/// model and title), best rank first, from the word index.
+const RAW_WORDS: &str = "SELECT p.message_id, p.session_id, m.role, m.created_at,
+    snippet(parts_fts, 0, '>>>', '<<<', '…', 24), parts_fts.rank, s.source, s.model, s.title
+FROM parts_fts JOIN parts AS p ON p.seq = parts_fts.rowid
+JOIN messages AS m ON m.id = p.message_id JOIN sessions AS s ON s.id = p.session_id
+WHERE parts_fts MATCH ?1 ORDER BY parts_fts.rank LIMIT ?2";
+
+/// [`RAW_WORDS`] on the trigram index (CJK).
+const RAW_TRIGRAMS: &str = "SELECT p.message_id, p.session_id, m.role, m.created_at,
+    snippet(parts_fts_trigram, 0, '>>>', '<<<', '…', 24), parts_fts_trigram.rank,
+    s.source, s.model, s.title
+FROM parts_fts_trigram JOIN parts AS p ON p.seq = parts_fts_trigram.rowid
+JOIN messages AS m ON m.id = p.message_id JOIN sessions AS s ON s.id = p.session_id
+WHERE parts_fts_trigram MATCH ?1 ORDER BY parts_fts_trigram.rank LIMIT ?2";
+
+/// Hits of search.
+const LIMIT: usize = 20;
+
+/// The query mix: six kinds, cycled.
+fn query_mix(count: usize) -> Vec<(&'static str, &'static str)> {
+    let kinds: [(&str, &[&str]); 6] = [
+        (
+            "common word",
+            &["error", "function", "database", "session", "config"],
+        ),
+        ("rare word", RARE),
+        (
+            "two words",
+            &[
+                "connection timeout",
+                "retry cache",
+                "server panic",
+                "merge review",
+                "handle_request memory",
+            ],
+        ),
+        (
+            "phrase",
+            &[
+                "\"connection pool\"",
+                "\"error function\"",
+                "\"handle_request\"",
+                "\"src/db/pool.rs\"",
+            ],
+        ),
+        ("prefix", &["conf*", "migr*", "perm*", "bench*", "sock*"]),
+        (
+            "cjk",
+            &["数据库", "连接池", "中文文本", "データベース", "部署失败"],
+        ),
+    ];
+    (0..count)
+        .map(|i| {
+            let (kind, list) = kinds[i % kinds.len()];
+            (kind, list[(i / kinds.len()) % list.len()])
+        })
+        .collect()
+}
+
+/// Search figures, all times in ms.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Queries run.
+    pub queries: usize,
+    /// Hits asked for.
+    pub limit: usize,
+    /// `MessageService::search` median.
+    pub scribe_median_ms: f64,
+    /// `MessageService::search` 95th percentile.
+    pub scribe_p95_ms: f64,
+    /// Raw FTS5 median.
+    pub raw_median_ms: f64,
+    /// Raw FTS5 95th percentile.
+    pub raw_p95_ms: f64,
+    /// Per kind of query: `(scribe median, raw median, hits)`.
+    pub by_kind: BTreeMap<String, (f64, f64, usize)>,
+}
+
+/// A read-only raw connection with `Database`'s cache size.
+fn raw_reader(corpus: &Corpus) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        &corpus.path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.pragma_update(None, "cache_size", -Options::default().cache_kib)?;
+    Ok(conn)
+}
+
+/// One raw search: the same sanitized expression, one statement, rows read into tuples.
+fn raw_search(conn: &Connection, query: &str) -> Result<usize> {
+    let (sql, expr) = match SearchQuery::parse(query) {
+        SearchQuery::Fts(e) => (RAW_WORDS, e),
+        SearchQuery::Trigram(e) => (RAW_TRIGRAMS, e),
+        // The mix has no 1–2 character CJK queries (the LIKE route).
+        SearchQuery::Like(_) | SearchQuery::Empty => return Ok(0),
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(rusqlite::params![expr, LIMIT as i64], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, f64>(5)?,
+            r.get::<_, String>(6)?,
+            r.get::<_, Option<String>>(7)?,
+            r.get::<_, Option<String>>(8)?,
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.len())
+}
+
+/// Runs `count` mixed queries through both paths (after one warm-up pass).
+pub fn search(corpus: &Corpus, svc: &MessageService, count: usize) -> Result<SearchResult> {
+    let raw = raw_reader(corpus)?;
+    let options = SearchOptions {
+        limit: LIMIT,
+        ..SearchOptions::default()
+    };
+    let queries = query_mix(count);
+    let mut hits = BTreeMap::new();
+    for (kind, query) in &queries {
+        let n = svc.search(query, &options)?.len();
+        raw_search(&raw, query)?;
+        *hits.entry(*kind).or_insert(0) += n;
+    }
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let mut kinds: BTreeMap<&str, (Vec<Duration>, Vec<Duration>)> = BTreeMap::new();
+    for (i, (kind, query)) in queries.iter().enumerate() {
+        let time_ours = || -> Result<Duration> {
+            let t = Instant::now();
+            std::hint::black_box(svc.search(query, &options)?);
+            Ok(t.elapsed())
+        };
+        let time_raw = || -> Result<Duration> {
+            let t = Instant::now();
+            std::hint::black_box(raw_search(&raw, query)?);
+            Ok(t.elapsed())
+        };
+        // Alternate which side goes first so neither always finds the warmer cache.
+        let (a, b) = if i % 2 == 0 {
+            let a = time_ours()?;
+            (a, time_raw()?)
+        } else {
+            let b = time_raw()?;
+            (time_ours()?, b)
+        };
+        ours.push(a);
+        theirs.push(b);
+        let entry = kinds.entry(kind).or_default();
+        entry.0.push(a);
+        entry.1.push(b);
+    }
+    Ok(SearchResult {
+        queries: queries.len(),
+        limit: LIMIT,
+        scribe_median_ms: ms(median(&ours)),
+        scribe_p95_ms: ms(percentile(&ours, 0.95)),
+        raw_median_ms: ms(median(&theirs)),
+        raw_p95_ms: ms(percentile(&theirs, 0.95)),
+        by_kind: kinds
+            .into_iter()
+            .map(|(kind, (a, b))| {
+                let n = hits.get(kind).copied().unwrap_or(0);
+                (kind.to_owned(), (ms(median(&a)), ms(median(&b)), n))
+            })
+            .collect(),
+    })
+}
+
+/// Loading one session, medians in ms.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadResult {
+    /// Messages in the session.
+    pub messages: usize,
+    /// Rounds timed.
+    pub rounds: usize,
+    /// `MessageService::list`.
+    pub scribe_ms: f64,
+    /// The same two statements in one read transaction, parts decoded with serde.
+    pub raw_ms: f64,
+}
+
+/// Loads the corpus's load session `rounds` times each way.
+pub fn load(corpus: &Corpus, svc: &MessageService, rounds: usize) -> Result<LoadResult> {
+    for (name, raw, generated) in [
+        ("ListMessages", RAW_LIST_MESSAGES, q::LIST_MESSAGES_SQL),
+        (
+            "ListSessionPartData",
+            RAW_LIST_PARTS,
+            q::LIST_SESSION_PART_DATA_SQL,
+        ),
+    ] {
+        if raw != generated {
+            return Err(format!("raw SQL of {name} drifted from sql/queries").into());
+        }
+    }
+    let raw = raw_reader(corpus)?;
+    let session = corpus.load_session.as_str();
+    let messages = svc.list(session)?.len();
+    let raw_messages = raw_load(&raw, session)?;
+    if raw_messages != messages {
+        return Err(format!("raw load found {raw_messages} messages, list {messages}").into());
+    }
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for i in 0..rounds {
+        let time_ours = || -> Result<Duration> {
+            let t = Instant::now();
+            std::hint::black_box(svc.list(session)?);
+            Ok(t.elapsed())
+        };
+        let time_raw = || -> Result<Duration> {
+            let t = Instant::now();
+            std::hint::black_box(raw_load(&raw, session)?);
+            Ok(t.elapsed())
+        };
+        if i % 2 == 0 {
+            ours.push(time_ours()?);
+            theirs.push(time_raw()?);
+        } else {
+            theirs.push(time_raw()?);
+            ours.push(time_ours()?);
+        }
+    }
+    Ok(LoadResult {
+        messages,
+        rounds,
+        scribe_ms: ms(median(&ours)),
+        raw_ms: ms(median(&theirs)),
+    })
+}
+
+type RawMessage = (
+    (
+        String,
+        String,
+        Option<String>,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        bool,
+    ),
+    (
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        f64,
+        Option<String>,
+        i64,
+        i64,
+        Option<i64>,
+    ),
+);
+
+/// A decoded part: id, position, content, created and updated times.
+type RawPart = (String, i64, Part, i64, i64);
+
+/// The raw load: both statements in one read transaction (one snapshot, as `list` reads),
+/// message rows into tuples, parts decoded into the same typed `Part`s, grouped under
+/// their messages.
+fn raw_load(conn: &Connection, session: &str) -> Result<usize> {
+    let tx = conn.unchecked_transaction()?;
+    let messages: Vec<RawMessage> = tx
+        .prepare_cached(RAW_LIST_MESSAGES)?
+        .query_map([session], |r| {
+            Ok((
+                (
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ),
+                (
+                    r.get(9)?,
+                    r.get(10)?,
+                    r.get(11)?,
+                    r.get(12)?,
+                    r.get(13)?,
+                    r.get(14)?,
+                    r.get(15)?,
+                    r.get(16)?,
+                    r.get(17)?,
+                    r.get(18)?,
+                ),
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut grouped: Vec<(RawMessage, Vec<RawPart>)> =
+        messages.into_iter().map(|m| (m, Vec::new())).collect();
+    let mut stmt = tx.prepare_cached(RAW_LIST_PARTS)?;
+    let mut rows = stmt.query([session])?;
+    let mut at = 0;
+    while let Some(r) = rows.next()? {
+        let message_id: String = r.get(1)?;
+        while grouped.get(at).is_some_and(|(m, _)| m.0.0 != message_id) {
+            at += 1;
+        }
+        let data: String = r.get(3)?;
+        let part = Part::from_json(&data)?;
+        if let Some((_, parts)) = grouped.get_mut(at) {
+            parts.push((r.get(0)?, r.get(2)?, part, r.get(4)?, r.get(5)?));
+        }
+    }
+    drop(rows);
+    drop(stmt);
+    tx.commit()?;
+    Ok(grouped.len())
+}
+
+/// `context()` of the long and the short session, medians in ms.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextResult {
+    /// Messages of the long session.
+    pub long_messages: usize,
+    /// Messages of the short session.
+    pub short_messages: usize,
+    /// Messages loaded by `context()` (the same for both: the summary and what follows).
+    pub loaded_messages: usize,
+    /// Rounds timed.
+    pub rounds: usize,
+    /// `context()` of the long session.
+    pub long_ms: f64,
+    /// `context()` of the short session.
+    pub short_ms: f64,
+    /// Loading the whole long session with `list`, for scale.
+    pub long_full_list_ms: f64,
+}
+
+/// Times `context()` on both context sessions.
+pub fn context_time(
+    corpus: &Corpus,
+    svc: &MessageService,
+    sessions: &SessionService,
+    shape: (usize, usize),
+    rounds: usize,
+) -> Result<ContextResult> {
+    let estimator = HeuristicEstimator;
+    let long = context(svc, sessions, &corpus.long_session, &estimator)?;
+    let short = context(svc, sessions, &corpus.short_session, &estimator)?;
+    if long.loaded_messages != short.loaded_messages {
+        return Err(format!(
+            "context loaded {} messages of the long session, {} of the short one",
+            long.loaded_messages, short.loaded_messages
+        )
+        .into());
+    }
+    let (mut a, mut b, mut full) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        std::hint::black_box(context(svc, sessions, &corpus.long_session, &estimator)?);
+        a.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(context(svc, sessions, &corpus.short_session, &estimator)?);
+        b.push(t.elapsed());
+    }
+    for _ in 0..rounds.clamp(1, 5) {
+        let t = Instant::now();
+        std::hint::black_box(svc.list(&corpus.long_session)?);
+        full.push(t.elapsed());
+    }
+    Ok(ContextResult {
+        long_messages: shape.0,
+        short_messages: shape.1,
+        loaded_messages: long.loaded_messages,
+        rounds,
+        long_ms: ms(median(&a)),
+        short_ms: ms(median(&b)),
+        long_full_list_ms: ms(stats::median(&full)),
+    })
+}
