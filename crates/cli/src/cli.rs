@@ -4,9 +4,26 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::commands::archive::{ArchiveCmd, UnarchiveCmd};
+use crate::commands::completions::CompletionsCmd;
 use crate::commands::db::DbCommand;
+use crate::commands::delete::DeleteCmd;
+use crate::commands::demo::{DemoCheckCmd, DemoCmd};
+use crate::commands::export::ExportCmd;
+use crate::commands::fork::ForkCmd;
+use crate::commands::import::ImportCmd;
+use crate::commands::list::ListCmd;
+use crate::commands::prune::PruneCmd;
+use crate::commands::rename::RenameCmd;
+use crate::commands::search::SearchCmd;
+use crate::commands::show::ShowCmd;
+use crate::commands::stats::StatsCmd;
 
 /// Scribe keeps every conversation of an AI coding agent in one SQLite file.
+///
+/// A <SESSION> argument is a session id, a unique id prefix, or a title (a title names the
+/// newest of its lineage `t`, `t #2`, …). Data goes to stdout, progress and errors to
+/// stderr. Exit status: 0 success, 1 failure, 2 usage error.
 #[derive(Debug, Parser)]
 #[command(name = "scribe", version, propagate_version = true)]
 pub struct Cli {
@@ -21,7 +38,41 @@ pub struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Inspect or upgrade the database itself.
+    /// Run a scripted coding session through the real agent loop (offline), then show
+    /// what was stored.
+    Demo(DemoCmd),
+    /// List sessions, most recently active first.
+    #[command(alias = "ls")]
+    List(ListCmd),
+    /// Show a session's conversation.
+    Show(ShowCmd),
+    /// Search every conversation.
+    Search(SearchCmd),
+    /// Token usage and cost by model, source or day.
+    Stats(StatsCmd),
+    /// Export sessions as JSON, JSON Lines or Markdown.
+    Export(ExportCmd),
+    /// Import sessions from an export file.
+    Import(ImportCmd),
+    /// Give a session a new title.
+    Rename(RenameCmd),
+    /// Copy a conversation up to a message into a new session.
+    Fork(ForkCmd),
+    /// Archive a session (hidden from `list`, not deleted).
+    Archive(ArchiveCmd),
+    /// Unarchive a session.
+    Unarchive(UnarchiveCmd),
+    /// Delete a session.
+    #[command(alias = "rm")]
+    Delete(DeleteCmd),
+    /// Delete sessions that ended long ago.
+    Prune(PruneCmd),
+    /// Inspect, check or maintain the database itself.
     #[command(subcommand)]
     Db(DbCommand),
+    /// Print a shell completion script.
+    Completions(CompletionsCmd),
+    /// The check command of the demo's project.
+    #[command(name = "__demo-check", hide = true)]
+    DemoCheck(DemoCheckCmd),
 }

@@ -1,14 +1,101 @@
 //! The CLI's report error: what went wrong, for a human, on one line.
 
+use std::path::PathBuf;
+
 /// A failed command.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// The database refused or failed the operation.
     #[error(transparent)]
     Db(#[from] scribe_db::Error),
+    /// The session service refused or failed the operation.
+    #[error(transparent)]
+    Session(#[from] scribe_session::SessionError),
+    /// The message service refused or failed the operation.
+    #[error(transparent)]
+    Message(#[from] scribe_message::MessageError),
     /// No `--db`, no `SCRIBE_DB`, and the platform has no data directory.
     #[error("cannot find a data directory for the database; pass --db PATH or set SCRIBE_DB")]
     NoDataDir,
+    /// Nothing matches what the user named as a session.
+    #[error("no session matches {0:?} (not an id, an id prefix or a title); try `scribe list`")]
+    NoSuchSession(String),
+    /// An id prefix names more than one session.
+    #[error("{prefix:?} matches {} sessions: {}; use a longer prefix", candidates.len(), candidates.join(", "))]
+    AmbiguousSession {
+        /// What the user typed.
+        prefix: String,
+        /// `id (title)` of each candidate.
+        candidates: Vec<String>,
+    },
+    /// Nothing matches what the user named as a message.
+    #[error("no message of session {session} matches {message:?}")]
+    NoSuchMessage {
+        /// The session searched.
+        session: String,
+        /// What the user typed.
+        message: String,
+    },
+    /// A message id prefix names more than one message.
+    #[error("{prefix:?} matches several messages: {}; use a longer prefix", candidates.join(", "))]
+    AmbiguousMessage {
+        /// What the user typed.
+        prefix: String,
+        /// The candidate ids.
+        candidates: Vec<String>,
+    },
+    /// The session has no messages to fork at.
+    #[error("session {0} has no messages to fork")]
+    EmptySession(String),
+    /// A destructive command needs a confirmation that cannot be asked for.
+    #[error("refusing to {action} without confirmation: stdin is not a terminal; pass --yes")]
+    NeedsConfirmation {
+        /// What would have been done, e.g. `delete session ses_…`.
+        action: String,
+    },
+    /// The user answered no.
+    #[error("cancelled; nothing was changed")]
+    Cancelled,
+    /// An import file is not a Scribe export; nothing was imported.
+    #[error("malformed import file {}: {reason}; nothing was imported", path.display())]
+    MalformedImport {
+        /// The file.
+        path: PathBuf,
+        /// Where and why (`line 3: expected value at column 1`).
+        reason: String,
+    },
+    /// Reading an input file failed.
+    #[error("cannot read {}", path.display())]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing an output file failed.
+    #[error("cannot write {}", path.display())]
+    WriteFile {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Some sessions of an import failed; the others were imported.
+    #[error("{failed} of {total} sessions could not be imported (see above)")]
+    ImportIncomplete {
+        /// How many failed.
+        failed: usize,
+        /// How many the file holds.
+        total: usize,
+    },
+    /// The database's consistency checks found problems.
+    #[error("database check failed: {0}")]
+    CheckFailed(String),
+    /// The demo could not run.
+    #[error("demo failed: {0}")]
+    Demo(String),
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output")]
     Output(#[from] std::io::Error),
@@ -30,5 +117,10 @@ pub fn one_line(err: &dyn std::error::Error) -> String {
         }
         source = cause.source();
     }
-    line
+    line.lines().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure.
+pub fn is_broken_pipe(err: &CliError) -> bool {
+    matches!(err, CliError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }

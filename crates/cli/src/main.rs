@@ -4,8 +4,11 @@
 
 mod cli;
 mod commands;
+mod context;
 mod error;
+mod json;
 mod location;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -15,6 +18,8 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // `scribe list | head`: the reader has what it wanted.
+        Err(err) if error::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("scribe: {}", error::one_line(&err));
             ExitCode::FAILURE

@@ -1,9 +1,15 @@
-//! `scribe db info` and `scribe db migrate`.
+//! `scribe db info | migrate | check | vacuum`.
+//!
+//! `check` and `vacuum` work on the file rather than on Scribe's data, so they use
+//! rusqlite's pragma API and a plain connection: SQLite cannot vacuum inside a transaction,
+//! which is all `Database` hands out.
 
 use std::io::Write;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
+use scribe_db::queries as q;
+use scribe_db::rusqlite;
 use scribe_db::{Database, DbInfo};
 
 use crate::error::CliError;
@@ -18,6 +24,11 @@ pub enum DbCommand {
     Info(InfoArgs),
     /// Create the database if needed and bring its schema up to date.
     Migrate,
+    /// Check the database: SQLite's integrity check and both search indexes against the
+    /// parts they index. Exit 1 when anything is wrong.
+    Check,
+    /// Rebuild the file to reclaim the space of deleted rows.
+    Vacuum,
 }
 
 /// Options of `scribe db info`.
@@ -63,7 +74,88 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
                 )?;
             }
         }
+        DbCommand::Check => check(&mut out, path)?,
+        DbCommand::Vacuum => vacuum(&mut out, path)?,
     }
+    Ok(())
+}
+
+/// One search index's FTS5 integrity check.
+type IndexCheck = fn(&rusqlite::Connection) -> rusqlite::Result<()>;
+
+/// Runs every check, printing one line each, and fails if any found a problem.
+fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
+    let db = Database::open(path)?;
+    let mut problems = Vec::new();
+    let integrity = db.read(|conn| {
+        let mut rows = Vec::new();
+        conn.pragma_query(None, "integrity_check", |row| {
+            rows.push(row.get::<_, String>(0)?);
+            Ok(())
+        })?;
+        Ok(rows)
+    })?;
+    if integrity == ["ok"] {
+        writeln!(out, "integrity_check    ok")?;
+    } else {
+        writeln!(out, "integrity_check    {}", integrity.join("; "))?;
+        problems.push("integrity_check".to_owned());
+    }
+    let indexes: [(&str, IndexCheck); 2] = [
+        ("parts_fts", q::check_word_index),
+        ("parts_fts_trigram", q::check_trigram_index),
+    ];
+    for (name, run) in indexes {
+        // FTS5's check is an INSERT command, so it runs as a (rolled back) write; a
+        // mismatch is reported as SQLITE_CORRUPT_VTAB, which is a finding, not a failure.
+        match db.write(|tx| Ok(run(tx)?)) {
+            Ok(()) => writeln!(out, "{name:<18} ok")?,
+            Err(scribe_db::Error::Storage(err)) if is_corrupt(&err) => {
+                writeln!(
+                    out,
+                    "{name:<18} index does not match the parts table: {err}"
+                )?;
+                problems.push(name.to_owned());
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::CheckFailed(format!(
+            "{}; `scribe db vacuum` does not repair indexes, restore from an export",
+            problems.join(", ")
+        )))
+    }
+}
+
+fn is_corrupt(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
+
+/// Rebuilds the file, then truncates the write-ahead log, and reports the size change.
+fn vacuum(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
+    let before = Database::open(path)?.info()?;
+    let conn = rusqlite::Connection::open(path).map_err(scribe_db::Error::from)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(scribe_db::Error::from)?;
+    conn.execute_batch("VACUUM")
+        .map_err(scribe_db::Error::from)?;
+    conn.pragma(None, "wal_checkpoint", "TRUNCATE", |_| Ok(()))
+        .map_err(scribe_db::Error::from)?;
+    drop(conn);
+    let after = Database::open(path)?.info()?;
+    writeln!(
+        out,
+        "{}: {} → {}",
+        path.display(),
+        human_bytes(before.file_size + before.wal_size),
+        human_bytes(after.file_size + after.wal_size)
+    )?;
     Ok(())
 }
 

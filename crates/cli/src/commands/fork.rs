@@ -1,0 +1,48 @@
+//! `scribe fork`: copy a conversation up to a message into a new session.
+
+use std::io::Write;
+
+use clap::Args;
+use scribe_db::queries as q;
+use scribe_db::rusqlite::OptionalExtension;
+
+use crate::context::Context;
+use crate::error::CliError;
+
+/// Copy a session's conversation, up to and including one message, into a new session.
+///
+/// The fork is linked to the original (kind `fork`) and starts with zero usage: what the
+/// copied turns cost was paid by the original.
+#[derive(Debug, Args)]
+pub struct ForkCmd {
+    /// The session: an id, a unique id prefix, or a title.
+    pub session: String,
+    /// The last message to copy (an id or unique id prefix) [default: the last message].
+    #[arg(long, value_name = "MESSAGE")]
+    pub at: Option<String>,
+}
+
+impl ForkCmd {
+    /// Runs the command.
+    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let session = ctx.resolve(&self.session)?;
+        let at = match &self.at {
+            Some(wanted) => ctx.resolve_message(&session, wanted)?,
+            None => ctx
+                .db
+                .read(|conn| Ok(q::get_last_message(conn, &session.id).optional()?))?
+                .map(|m| m.id)
+                .ok_or_else(|| CliError::EmptySession(session.id.clone()))?,
+        };
+        let fork = ctx.sessions.fork(&session.id, &at)?;
+        let mut out = anstream::stdout().lock();
+        writeln!(
+            out,
+            "forked {} at {at} into {} ({})",
+            session.id,
+            fork.id,
+            crate::ui::plural(fork.message_count, "message")
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! `scribe import`: sessions from a `scribe export` file (JSON or JSON Lines, detected).
+//!
+//! The whole file is read and checked before anything is stored, so a malformed file
+//! imports nothing. Each session is then imported in its own transaction: one already
+//! present is skipped (importing a file twice never duplicates), and one that cannot be
+//! stored is reported while the rest go in.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use scribe_session::{ImportOutcome, SessionExport};
+
+use crate::commands::export::{ExportDocument, FORMAT_NAME, FORMAT_VERSION};
+use crate::context::Context;
+use crate::error::{CliError, one_line};
+use crate::ui::{self, paint, style};
+
+/// Import sessions from a file written by `scribe export`.
+///
+/// JSON and JSON Lines are told apart by their content. Sessions already in the database
+/// are skipped, so importing the same file twice changes nothing the second time. A file
+/// that is not a valid export imports nothing.
+#[derive(Debug, Args)]
+pub struct ImportCmd {
+    /// The export file (`-` for stdin).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+impl ImportCmd {
+    /// Runs the command.
+    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let text = read(&self.file)?;
+        let exports = parse(&text).map_err(|reason| CliError::MalformedImport {
+            path: self.file.clone(),
+            reason,
+        })?;
+        let bar = ui::progress(exports.len(), "importing");
+        let mut out = anstream::stdout().lock();
+        let (mut imported, mut skipped, mut failed) = (0, 0, 0);
+        for export in &exports {
+            let id = &export.session.id;
+            let title = export
+                .session
+                .title
+                .as_deref()
+                .map(|t| format!(" {t:?}"))
+                .unwrap_or_default();
+            match ctx.sessions.import(export) {
+                Ok(ImportOutcome::Imported {
+                    session,
+                    unlinked_parent,
+                }) => {
+                    imported += 1;
+                    let mut line = format!(
+                        "imported {}{title} ({})",
+                        session.id,
+                        ui::plural(session.message_count, "message")
+                    );
+                    if let Some(parent) = unlinked_parent {
+                        line.push_str(&format!(
+                            "; its parent {parent} is not in this database, so the link was dropped"
+                        ));
+                    }
+                    bar.suspend(|| writeln!(out, "{line}"))?;
+                }
+                Ok(ImportOutcome::Skipped { reason }) => {
+                    skipped += 1;
+                    bar.suspend(|| writeln!(out, "skipped {id}{title}: {reason}"))?;
+                }
+                Err(err) => {
+                    failed += 1;
+                    bar.suspend(|| {
+                        anstream::eprintln!(
+                            "{}",
+                            paint(
+                                style::ERROR,
+                                format!("failed {id}{title}: {}", one_line(&err))
+                            )
+                        );
+                    });
+                }
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        writeln!(
+            out,
+            "{imported} imported, {skipped} skipped, {failed} failed"
+        )?;
+        if failed > 0 {
+            return Err(CliError::ImportIncomplete {
+                failed,
+                total: exports.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn read(path: &Path) -> Result<String, CliError> {
+    let err = |source| CliError::ReadFile {
+        path: path.to_owned(),
+        source,
+    };
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(err)?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(err)
+}
+
+/// The sessions of an export file: a JSON export document, a single session export, a
+/// JSON array of them, or JSON Lines. `Err` says where and why it is malformed.
+pub fn parse(text: &str) -> Result<Vec<SessionExport>, String> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim();
+    if trimmed.is_empty() {
+        return Err("the file is empty".to_owned());
+    }
+    if !trimmed.starts_with('{') && !trimmed.starts_with('[') {
+        return Err("not JSON: a scribe export starts with `{` or `[`".to_owned());
+    }
+    match serde_json::from_str::<serde_json::Value>(trimmed) {
+        Ok(value) => from_document(value),
+        // Not one JSON value: JSON Lines, one session per line.
+        Err(whole) => {
+            let lines: Vec<(usize, &str)> = trimmed
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .collect();
+            // A first line that is not a whole JSON value means a broken JSON document,
+            // not JSON Lines: report where the document broke.
+            let first_is_value = lines
+                .first()
+                .is_some_and(|(_, l)| serde_json::from_str::<serde_json::Value>(l).is_ok());
+            if lines.len() < 2 || !first_is_value {
+                return Err(whole.to_string());
+            }
+            lines
+                .into_iter()
+                .map(|(i, line)| {
+                    serde_json::from_str::<SessionExport>(line)
+                        .map_err(|e| format!("line {}: {e}", i + 1))
+                })
+                .collect()
+        }
+    }
+}
+
+fn from_document(value: serde_json::Value) -> Result<Vec<SessionExport>, String> {
+    match &value {
+        serde_json::Value::Array(_) => {
+            serde_json::from_value::<Vec<SessionExport>>(value).map_err(|e| e.to_string())
+        }
+        serde_json::Value::Object(map) if map.contains_key("sessions") => {
+            let format = map.get("format").and_then(|f| f.as_str());
+            if format.is_some_and(|f| f != FORMAT_NAME) {
+                return Err(format!(
+                    "unknown format {format:?}, expected {FORMAT_NAME:?}"
+                ));
+            }
+            let version = map.get("version").and_then(serde_json::Value::as_u64);
+            if version.is_some_and(|v| v > u64::from(FORMAT_VERSION)) {
+                return Err(format!(
+                    "written by a newer scribe (export version {}, this build reads {FORMAT_VERSION})",
+                    version.unwrap_or_default()
+                ));
+            }
+            serde_json::from_value::<ExportDocument>(value)
+                .map(|doc| doc.sessions)
+                .map_err(|e| e.to_string())
+        }
+        serde_json::Value::Object(_) => serde_json::from_value::<SessionExport>(value)
+            .map(|one| vec![one])
+            .map_err(|e| e.to_string()),
+        _ => Err("not a scribe export".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn malformed_files_say_where() {
+        assert!(parse("").unwrap_err().contains("empty"));
+        assert!(parse("hello").unwrap_err().contains("not JSON"));
+        let err = parse("{\"session\": 1}\n{\"x\": 2}\n").unwrap_err();
+        assert!(err.starts_with("line 1:"), "{err}");
+        let err = parse("{\n  \"format\": \"scribe-export\",\n  \"sessions\": [\n").unwrap_err();
+        assert!(err.contains("EOF") && err.contains("line 3"), "{err}");
+        let err = parse(r#"{"format":"scribe-export","version":9,"sessions":[]}"#).unwrap_err();
+        assert!(err.contains("newer"), "{err}");
+        assert!(
+            parse(r#"{"format":"scribe-export","version":1,"sessions":[]}"#)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! `scribe list`: sessions, most recently active first, with a preview of how each began.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use clap::Args;
+use scribe_db::queries as q;
+use scribe_session::{ParentFilter, Session, SessionFilter, SessionOrder};
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::CliError;
+use crate::json::{self, SessionSummary};
+use crate::ui::{self, paint, style};
+
+/// Characters of the first user message fetched for a preview.
+const PREVIEW_FETCH_CHARS: i64 = 400;
+/// Characters of a preview in JSON.
+const PREVIEW_JSON_CHARS: usize = 200;
+/// Characters of a preview in the table (the table may cut it further to fit).
+const PREVIEW_TABLE_CHARS: usize = 60;
+
+/// List sessions, most recently active first.
+///
+/// Shows id, title, source, messages, tokens, cost, the start of the first user message and
+/// when the session was last active. Archived sessions and child sessions (sub-agent
+/// tasks, forks, compaction continuations) are hidden unless --all is given.
+#[derive(Debug, Args)]
+pub struct ListCmd {
+    /// Only sessions from this source (cli, tui, telegram …); repeat for several.
+    #[arg(long, value_name = "SOURCE")]
+    pub source: Vec<String>,
+    /// Show at most this many sessions.
+    #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: u64,
+    /// Include archived sessions and child sessions.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    /// Print JSON: {"sessions": [...], "more": bool}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct ListJson {
+    sessions: Vec<SessionSummary>,
+    more: bool,
+}
+
+impl ListCmd {
+    /// Runs the command.
+    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let mut filter = SessionFilter {
+            sources: self.source.clone(),
+            order: SessionOrder::UpdatedDesc,
+            // One more than asked tells whether more exist.
+            limit: Some(self.limit.saturating_add(1)),
+            ..SessionFilter::default()
+        };
+        if !self.all {
+            filter.parent = ParentFilter::Root;
+            filter.archived = Some(false);
+        }
+        let mut sessions = ctx.sessions.list(&filter)?;
+        let more = sessions.len() as u64 > self.limit;
+        sessions.truncate(usize::try_from(self.limit).unwrap_or(usize::MAX));
+        let previews = previews(ctx, &sessions)?;
+
+        let mut out = anstream::stdout().lock();
+        if self.json {
+            let sessions = sessions
+                .iter()
+                .map(|s| {
+                    let preview = previews
+                        .get(&s.id)
+                        .map(|text| ui::one_line(text, PREVIEW_JSON_CHARS));
+                    SessionSummary::new(s, preview)
+                })
+                .collect();
+            return json::print(&mut out, &ListJson { sessions, more });
+        }
+        if sessions.is_empty() {
+            writeln!(out, "no sessions")?;
+            return Ok(());
+        }
+        let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+        let short = ctx.short_ids(&ids)?;
+        let now = scribe_db::now_ms();
+        let mut table = ui::table([
+            "ID",
+            "TITLE",
+            "SOURCE",
+            "MSGS",
+            "TOKENS",
+            "COST",
+            "FIRST MESSAGE",
+            "ACTIVE",
+        ]);
+        for s in &sessions {
+            let preview = previews
+                .get(&s.id)
+                .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
+                .unwrap_or_default();
+            let mut title = s.title.clone().unwrap_or_else(|| "(untitled)".to_owned());
+            if s.is_archived() {
+                title.push_str(" [archived]");
+            }
+            if s.parent_session_id.is_some() {
+                title = format!("{title} ({})", s.kind);
+            }
+            table.add_row(vec![
+                paint(
+                    style::DIM,
+                    short
+                        .get(s.id.as_str())
+                        .map_or(s.id.as_str(), String::as_str),
+                ),
+                title,
+                s.source.clone(),
+                s.message_count.to_string(),
+                ui::compact_count(s.tokens.total()),
+                ui::dollars(s.estimated_cost_usd),
+                preview,
+                ui::ago(s.updated_at, now),
+            ]);
+        }
+        writeln!(out, "{}", ui::render(&mut table, &[0, 3, 4, 5, 7]))?;
+        if more {
+            let total = ctx.sessions.count(&filter)?;
+            let shown = i64::try_from(sessions.len()).unwrap_or(i64::MAX);
+            let n = total.saturating_sub(shown);
+            let noun = if n == 1 { "session" } else { "sessions" };
+            let hidden = if self.all {
+                String::new()
+            } else {
+                "; --all adds archived and child sessions".to_owned()
+            };
+            writeln!(
+                out,
+                "{}",
+                paint(
+                    style::DIM,
+                    format!("… {n} more {noun}; show them with --limit {total}{hidden}")
+                )
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The text of each session's first user message (text parts joined), by session id.
+fn previews(ctx: &Context, sessions: &[Session]) -> Result<HashMap<String, String>, CliError> {
+    if sessions.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    let rows = ctx.db.read(|conn| {
+        Ok(q::list_session_previews(
+            conn,
+            &q::ListSessionPreviewsParams {
+                max_chars: PREVIEW_FETCH_CHARS,
+                session_ids: &ids,
+            },
+        )?)
+    })?;
+    let mut previews: HashMap<String, String> = HashMap::new();
+    for row in rows {
+        let text = previews.entry(row.session_id).or_default();
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&row.text);
+    }
+    previews.retain(|_, text| !text.trim().is_empty());
+    Ok(previews)
+}

@@ -1,0 +1,220 @@
+//! `scribe search`: full-text search over every conversation.
+
+use std::io::Write;
+
+use clap::Args;
+use scribe_message::{
+    ContextMessage, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, Role, SearchHit, SearchOptions,
+};
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::CliError;
+use crate::json;
+use crate::ui::{self, paint, style};
+
+/// Search every conversation.
+///
+/// Any text is accepted: words match whole words (and prefixes with `fix*`), "quoted
+/// phrases" match in order, Chinese, Japanese and Korean text and other substrings are
+/// found too. The best match of each message is shown, best first.
+#[derive(Debug, Args)]
+pub struct SearchCmd {
+    /// What to look for.
+    #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// Only sessions from this source; repeat for several.
+    #[arg(long, value_name = "SOURCE")]
+    pub source: Vec<String>,
+    /// Leave out sessions from this source; repeat for several.
+    #[arg(long, value_name = "SOURCE")]
+    pub exclude_source: Vec<String>,
+    /// Only messages with this role (user, assistant, system, tool); repeat for several.
+    #[arg(long, value_name = "ROLE", value_parser = parse_role)]
+    pub role: Vec<Role>,
+    /// Only this session (an id, id prefix or title).
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Only messages since then: a span back from now (7d, 24h, 30m) or a date (2026-01-31).
+    #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
+    pub since: Option<i64>,
+    /// Show at most this many hits.
+    #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
+          value_parser = parse_limit)]
+    pub limit: usize,
+    /// Print JSON: {"hits": [...]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_limit(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => Ok(n),
+        _ => Err(format!("expected a number from 1 to {MAX_SEARCH_LIMIT}")),
+    }
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    text.parse::<Role>().map_err(|e| e.to_string())
+}
+
+#[derive(Serialize)]
+struct HitsJson {
+    hits: Vec<HitJson>,
+}
+
+#[derive(Serialize)]
+struct ContextJson {
+    id: String,
+    role: &'static str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct HitJson {
+    session_id: String,
+    message_id: String,
+    part_id: String,
+    title: Option<String>,
+    source: String,
+    model: Option<String>,
+    role: &'static str,
+    created_at: i64,
+    /// The text around the match, without markers.
+    snippet: String,
+    /// The matches in `snippet` as `[start, end)` character offsets.
+    highlights: Vec<[usize; 2]>,
+    rank: f64,
+    before: Option<ContextJson>,
+    after: Option<ContextJson>,
+}
+
+fn context_json(c: &Option<ContextMessage>) -> Option<ContextJson> {
+    c.as_ref().map(|c| ContextJson {
+        id: c.id.clone(),
+        role: c.role.as_str(),
+        text: c.text.clone(),
+    })
+}
+
+/// The snippet's text without markers, and the matches as character ranges.
+fn split_snippet(snippet: &str) -> (String, Vec<[usize; 2]>) {
+    let mut text = String::with_capacity(snippet.len());
+    let mut ranges = Vec::new();
+    let mut chars = 0;
+    let mut rest = snippet;
+    while let Some(start) = rest.find(MATCH_START) {
+        let before = &rest[..start];
+        text.push_str(before);
+        chars += before.chars().count();
+        rest = &rest[start + MATCH_START.len()..];
+        let end = rest.find(MATCH_END).unwrap_or(rest.len());
+        let matched = &rest[..end];
+        text.push_str(matched);
+        let len = matched.chars().count();
+        ranges.push([chars, chars + len]);
+        chars += len;
+        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
+    }
+    text.push_str(rest);
+    (text, ranges)
+}
+
+/// The snippet on one line with its matches styled.
+fn highlighted(snippet: &str) -> String {
+    let flat = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = String::new();
+    let mut rest = flat.as_str();
+    while let Some(start) = rest.find(MATCH_START) {
+        out.push_str(&rest[..start]);
+        rest = &rest[start + MATCH_START.len()..];
+        let end = rest.find(MATCH_END).unwrap_or(rest.len());
+        out.push_str(&paint(style::MATCH, &rest[..end]));
+        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
+impl SearchCmd {
+    /// Runs the command.
+    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let session_id = match &self.session {
+            Some(wanted) => Some(ctx.resolve(wanted)?.id),
+            None => None,
+        };
+        let options = SearchOptions {
+            sources: self.source.clone(),
+            exclude_sources: self.exclude_source.clone(),
+            roles: self.role.clone(),
+            session_id,
+            since: self.since,
+            limit: self.limit,
+            ..SearchOptions::default()
+        };
+        let query = self.query.join(" ");
+        let hits = ctx.messages.search(&query, &options)?;
+        let mut out = anstream::stdout().lock();
+        if self.json {
+            let hits = hits.iter().map(hit_json).collect();
+            return json::print(&mut out, &HitsJson { hits });
+        }
+        if hits.is_empty() {
+            writeln!(out, "no matches for {query:?}")?;
+            return Ok(());
+        }
+        let now = scribe_db::now_ms();
+        for (i, hit) in hits.iter().enumerate() {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            let title = hit.title.as_deref().unwrap_or("(untitled)");
+            writeln!(
+                out,
+                "{} {} {} {}",
+                paint(style::HEADER, title),
+                paint(
+                    style::DIM,
+                    format!("· {} · {} ·", hit.role.as_str(), hit.source)
+                ),
+                paint(style::DIM, ui::ago(hit.created_at, now)),
+                paint(style::DIM, format!("· {}", hit.session_id)),
+            )?;
+            writeln!(out, "  {}", highlighted(&hit.snippet))?;
+        }
+        Ok(())
+    }
+}
+
+fn hit_json(hit: &SearchHit) -> HitJson {
+    let (snippet, highlights) = split_snippet(&hit.snippet);
+    HitJson {
+        session_id: hit.session_id.clone(),
+        message_id: hit.message_id.clone(),
+        part_id: hit.part_id.clone(),
+        title: hit.title.clone(),
+        source: hit.source.clone(),
+        model: hit.message_model.clone().or_else(|| hit.model.clone()),
+        role: hit.role.as_str(),
+        created_at: hit.created_at,
+        snippet,
+        highlights,
+        rank: hit.rank,
+        before: context_json(&hit.before),
+        after: context_json(&hit.after),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_split_into_text_and_ranges() {
+        let (text, ranges) = split_snippet("a >>>fix<<< to the >>>büild<<< x");
+        assert_eq!(text, "a fix to the büild x");
+        assert_eq!(ranges, vec![[2, 5], [13, 18]]);
+        let (text, ranges) = split_snippet("no match");
+        assert_eq!((text.as_str(), ranges.len()), ("no match", 0));
+    }
+}

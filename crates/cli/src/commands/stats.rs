@@ -1,0 +1,137 @@
+//! `scribe stats`: tokens and cost grouped by model, source or day.
+
+use std::io::Write;
+
+use clap::{Args, ValueEnum};
+use scribe_session::{StatsBy, UsageTotals};
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::CliError;
+use crate::json::{self, Totals};
+use crate::ui::{self, paint, style};
+
+/// How to group usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum By {
+    /// By model, most expensive first.
+    Model,
+    /// By source (cli, tui, telegram …), most expensive first.
+    Source,
+    /// By UTC day the session started, oldest first.
+    Day,
+}
+
+/// Token usage and cost.
+///
+/// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
+/// by model, source or day, with totals. A sub-agent session whose usage was rolled into
+/// its parent is counted once, in the parent.
+#[derive(Debug, Args)]
+pub struct StatsCmd {
+    /// How to group.
+    #[arg(long, value_enum, default_value_t = By::Model)]
+    pub by: By,
+    /// Only sessions started since then: a span back from now (7d, 24h) or a date
+    /// (2026-01-31).
+    #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
+    pub since: Option<i64>,
+    /// Print JSON: {"by": …, "since": …, "rows": [...], "totals": {...}}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct RowJson {
+    key: String,
+    #[serde(flatten)]
+    totals: Totals,
+}
+
+#[derive(Serialize)]
+struct StatsJson {
+    by: &'static str,
+    since: Option<i64>,
+    rows: Vec<RowJson>,
+    totals: Totals,
+}
+
+impl StatsCmd {
+    /// Runs the command.
+    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let (by, by_name) = match self.by {
+            By::Model => (StatsBy::Model, "model"),
+            By::Source => (StatsBy::Source, "source"),
+            By::Day => (StatsBy::Day, "day"),
+        };
+        let stats = ctx.sessions.stats(by, self.since)?;
+        let mut out = anstream::stdout().lock();
+        if self.json {
+            let rows = stats
+                .rows
+                .iter()
+                .map(|r| RowJson {
+                    key: r.key.clone(),
+                    totals: Totals::from(&r.totals),
+                })
+                .collect();
+            let doc = StatsJson {
+                by: by_name,
+                since: self.since,
+                rows,
+                totals: Totals::from(&stats.totals),
+            };
+            return json::print(&mut out, &doc);
+        }
+        if stats.rows.is_empty() {
+            writeln!(out, "no usage recorded")?;
+            return Ok(());
+        }
+        let mut table = ui::table([
+            by_name.to_uppercase().as_str(),
+            "SESSIONS",
+            "CALLS",
+            "INPUT",
+            "OUTPUT",
+            "CACHE READ",
+            "CACHE WRITE",
+            "REASONING",
+            "COST",
+        ]);
+        for row in &stats.rows {
+            let key = if row.key.is_empty() {
+                "(none)".to_owned()
+            } else {
+                row.key.clone()
+            };
+            table.add_row(cells(key, &row.totals));
+        }
+        table.add_row(
+            cells("total".to_owned(), &stats.totals)
+                .into_iter()
+                .map(|c| paint(style::HEADER, c))
+                .collect::<Vec<_>>(),
+        );
+        for i in 1..9 {
+            if let Some(column) = table.column_mut(i) {
+                column.set_cell_alignment(comfy_table::CellAlignment::Right);
+            }
+        }
+        writeln!(out, "{}", ui::render(&mut table, &[1, 2, 3, 4, 5, 6, 7, 8]))?;
+        Ok(())
+    }
+}
+
+fn cells(key: String, t: &UsageTotals) -> Vec<String> {
+    vec![
+        key,
+        ui::grouped(t.sessions),
+        ui::grouped(t.api_calls),
+        ui::grouped(t.tokens.input),
+        ui::grouped(t.tokens.output),
+        ui::grouped(t.tokens.cache_read),
+        ui::grouped(t.tokens.cache_write),
+        ui::grouped(t.tokens.reasoning),
+        ui::dollars(t.cost_usd),
+    ]
+}

@@ -1,0 +1,183 @@
+//! What a command works with: the open database and its services, and how a `<session>`
+//! or `--at <message>` argument names a row.
+//!
+//! A session argument is, in this order: an exact id; a title (lineage-aware: `t` names
+//! the newest of `t`, `t #2`, …); a unique id prefix. An ambiguous prefix lists its
+//! candidates rather than guessing.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use scribe_db::Database;
+use scribe_db::queries as q;
+use scribe_message::MessageService;
+use scribe_session::{Session, SessionError, SessionService};
+
+use crate::error::CliError;
+
+/// The shortest id prefix tables show.
+const MIN_SHORT_ID: usize = 12;
+
+/// How many candidates an ambiguous prefix lists.
+const MAX_CANDIDATES: usize = 10;
+
+/// The open database and the services over it.
+#[derive(Debug)]
+pub struct Context {
+    /// The database.
+    pub db: Arc<Database>,
+    /// Sessions (shared with the agent loop of `demo`).
+    pub sessions: Arc<SessionService>,
+    /// Messages.
+    pub messages: Arc<MessageService>,
+}
+
+impl Context {
+    /// Opens (creating and migrating) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, CliError> {
+        let db = Arc::new(Database::open(path)?);
+        Ok(Context {
+            sessions: Arc::new(SessionService::new(Arc::clone(&db))),
+            messages: Arc::new(MessageService::new(Arc::clone(&db))),
+            db,
+        })
+    }
+
+    /// The session `wanted` names (see the module doc).
+    pub fn resolve(&self, wanted: &str) -> Result<Session, CliError> {
+        if wanted.trim().is_empty() {
+            return Err(CliError::NoSuchSession(wanted.to_owned()));
+        }
+        match self.sessions.get(wanted) {
+            Ok(session) => return Ok(session),
+            Err(SessionError::NotFound { .. }) => {}
+            Err(err) => return Err(err.into()),
+        }
+        match self.sessions.resolve_by_title(wanted) {
+            Ok(session) => return Ok(session),
+            // Not a usable title (empty, too long) is simply not a title match.
+            Err(
+                SessionError::NotFound { .. }
+                | SessionError::InvalidTitle { .. }
+                | SessionError::TitleTooLong { .. },
+            ) => {}
+            Err(err) => return Err(err.into()),
+        }
+        let (lo, hi) = prefix_range(wanted);
+        let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
+        let rows = self.db.read(|conn| {
+            Ok(q::list_sessions_by_id_range(
+                conn,
+                &q::ListSessionsByIdRangeParams {
+                    lo: &lo,
+                    hi: &hi,
+                    limit,
+                },
+            )?)
+        })?;
+        match rows.len() {
+            0 => Err(CliError::NoSuchSession(wanted.to_owned())),
+            1 => Ok(rows
+                .into_iter()
+                .next()
+                .map(Session::try_from)
+                .transpose()?
+                .ok_or_else(|| CliError::NoSuchSession(wanted.to_owned()))?),
+            n => {
+                let mut candidates: Vec<String> = rows
+                    .iter()
+                    .take(MAX_CANDIDATES)
+                    .map(|row| match &row.title {
+                        Some(title) => format!("{} ({title})", row.id),
+                        None => row.id.clone(),
+                    })
+                    .collect();
+                if n > MAX_CANDIDATES {
+                    candidates.push("…".to_owned());
+                }
+                Err(CliError::AmbiguousSession {
+                    prefix: wanted.to_owned(),
+                    candidates,
+                })
+            }
+        }
+    }
+
+    /// The shortest prefix of each of `ids` (at least [`MIN_SHORT_ID`] characters) that
+    /// names only that session in the whole database, for tables: `scribe show` accepts it.
+    pub fn short_ids<'a>(&self, ids: &[&'a str]) -> Result<HashMap<&'a str, String>, CliError> {
+        self.db
+            .read(|conn| {
+                let unique = |prefix: &str| -> scribe_db::Result<bool> {
+                    let (lo, hi) = prefix_range(prefix);
+                    let rows = q::list_sessions_by_id_range(
+                        conn,
+                        &q::ListSessionsByIdRangeParams {
+                            lo: &lo,
+                            hi: &hi,
+                            limit: 2,
+                        },
+                    )?;
+                    Ok(rows.len() == 1)
+                };
+                let mut out = HashMap::with_capacity(ids.len());
+                for &id in ids {
+                    if !id.is_ascii() || id.len() <= MIN_SHORT_ID {
+                        out.insert(id, id.to_owned());
+                        continue;
+                    }
+                    // Uniqueness only grows with length: binary search the shortest.
+                    let (mut lo, mut hi) = (MIN_SHORT_ID, id.len());
+                    while lo < hi {
+                        let mid = (lo + hi) / 2;
+                        if unique(&id[..mid])? {
+                            hi = mid;
+                        } else {
+                            lo = mid + 1;
+                        }
+                    }
+                    out.insert(id, id[..lo].to_owned());
+                }
+                Ok(out)
+            })
+            .map_err(CliError::from)
+    }
+
+    /// The id of the message of `session` that `wanted` names: an exact id or a unique id
+    /// prefix.
+    pub fn resolve_message(&self, session: &Session, wanted: &str) -> Result<String, CliError> {
+        let (lo, hi) = prefix_range(wanted);
+        let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
+        let ids = self.db.read(|conn| {
+            Ok(q::list_message_ids_by_range(
+                conn,
+                &q::ListMessageIdsByRangeParams {
+                    session_id: &session.id,
+                    lo: &lo,
+                    hi: &hi,
+                    limit,
+                },
+            )?)
+        })?;
+        if ids.iter().any(|id| id == wanted) {
+            return Ok(wanted.to_owned());
+        }
+        match ids.as_slice() {
+            [] => Err(CliError::NoSuchMessage {
+                session: session.id.clone(),
+                message: wanted.to_owned(),
+            }),
+            [one] => Ok(one.clone()),
+            many => Err(CliError::AmbiguousMessage {
+                prefix: wanted.to_owned(),
+                candidates: many.iter().take(MAX_CANDIDATES).cloned().collect(),
+            }),
+        }
+    }
+}
+
+/// `[prefix, prefix + U+10FFFF)`: every string that starts with `prefix`, as a key range.
+fn prefix_range(prefix: &str) -> (String, String) {
+    (prefix.to_owned(), format!("{prefix}{}", char::MAX))
+}

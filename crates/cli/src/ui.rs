@@ -1,0 +1,450 @@
+//! Presentation for humans: colour, tables, progress bars, times, numbers and one-line
+//! cuts of text.
+//!
+//! Colour is written as ANSI styles into [`anstream`] streams, which strip them when the
+//! stream is not a terminal or `NO_COLOR` is set, so every command styles unconditionally
+//! and the decision lives in one place. Tables are comfy-table in dynamic arrangement: on a
+//! terminal they fit its width, elsewhere they take the room they need.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anstyle::{AnsiColor, Style};
+use comfy_table::{ColumnConstraint, ContentArrangement, Row, Table, presets};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// The ellipsis that marks cut text.
+pub const ELLIPSIS: char = '…';
+
+/// Styles used across commands.
+pub mod style {
+    use super::{AnsiColor, Style};
+
+    /// Table headers and section titles.
+    pub const HEADER: Style = Style::new().bold();
+    /// Ids and other secondary details.
+    pub const DIM: Style = Style::new().dimmed();
+    /// A search match.
+    pub const MATCH: Style = Style::new()
+        .bold()
+        .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Yellow)));
+    /// The user's turns.
+    pub const USER: Style = Style::new()
+        .bold()
+        .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Green)));
+    /// The assistant's turns.
+    pub const ASSISTANT: Style = Style::new()
+        .bold()
+        .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Blue)));
+    /// System and tool turns.
+    pub const OTHER_ROLE: Style = Style::new()
+        .bold()
+        .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Magenta)));
+    /// Tool calls.
+    pub const TOOL: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Cyan)));
+    /// Failures.
+    pub const ERROR: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Red)));
+    /// Compaction and summary markers.
+    pub const MARK: Style = Style::new()
+        .bold()
+        .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Yellow)));
+}
+
+/// `text` wrapped in `style` (stripped later by the stream when colour is off).
+pub fn paint(style: Style, text: impl std::fmt::Display) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+/// A table that fits the terminal: no borders, bold header, columns shrunk and wrapped as
+/// needed.
+pub fn table<I, S>(header: I) -> Table
+where
+    I: IntoIterator<Item = S>,
+    S: std::fmt::Display,
+{
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header({
+            let mut row = Row::from(
+                header
+                    .into_iter()
+                    .map(|h| paint(style::HEADER, h))
+                    .collect::<Vec<_>>(),
+            );
+            row.max_height(1);
+            row
+        });
+    if let Some(width) = terminal_width() {
+        table.set_width(width);
+    }
+    // A terminal that reports no usable size (a bare pty) must not squeeze every column
+    // to one character: lay the table out at its natural width instead.
+    if table.width().is_some_and(|w| w < MIN_TABLE_WIDTH) {
+        table.set_content_arrangement(ContentArrangement::Disabled);
+    }
+    table
+}
+
+/// Narrower than this, fitting a table to the terminal does more harm than good.
+const MIN_TABLE_WIDTH: u16 = 40;
+
+/// `table` as text: one line per row (cells that don't fit are cut with `…`), columns
+/// two spaces apart, no padding at the line ends. The columns in `keep` are never
+/// narrowed (ids must stay whole to be copied).
+pub fn render(table: &mut Table, keep: &[usize]) -> String {
+    table.set_truncation_indicator("…");
+    for row in table.row_iter_mut() {
+        row.max_height(1);
+    }
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 2));
+        if keep.contains(&i) {
+            column.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
+    table.trim_fmt()
+}
+
+/// `COLUMNS` when set; otherwise comfy-table asks the terminal itself (and leaves output
+/// that is not a terminal unconstrained).
+fn terminal_width() -> Option<u16> {
+    std::env::var("COLUMNS").ok()?.trim().parse().ok()
+}
+
+/// A progress bar on stderr for `len` steps; hidden when stderr is not a terminal or
+/// there is too little work for it to matter.
+pub fn progress(len: usize, message: &'static str) -> ProgressBar {
+    let len = u64::try_from(len).unwrap_or(u64::MAX);
+    if !std::io::stderr().is_terminal() || len < 2 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let template = "{msg} [{bar:30}] {pos}/{len} ({eta})";
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message);
+    bar
+}
+
+/// A spinner on stderr for work of unknown length; hidden when stderr is not a terminal.
+pub fn spinner(message: &'static str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
+        bar.set_style(style);
+    }
+    bar.set_message(message);
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+/// Whether a person can answer a question on stdin.
+pub fn can_ask() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Asks `question` on stderr and reads a yes/no answer from stdin (default: no).
+pub fn confirm(question: &str) -> std::io::Result<bool> {
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
+/// `1 session`, `2 sessions`.
+pub fn plural(n: impl Into<i64>, word: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `text` on one line (every run of whitespace becomes one space), cut to at most
+/// `max_chars` characters with [`ELLIPSIS`] when longer.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            count += 1;
+        }
+        for c in word.chars() {
+            out.push(c);
+            count += 1;
+        }
+        if count > max_chars {
+            break;
+        }
+    }
+    cut(&out, max_chars)
+}
+
+/// `text` cut to at most `max_chars` characters, the last being [`ELLIPSIS`] when cut.
+pub fn cut(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let keep = max_chars.saturating_sub(1);
+    let mut out: String = text.chars().take(keep).collect();
+    out.truncate(out.trim_end().len());
+    out.push(ELLIPSIS);
+    out
+}
+
+/// A token count for a narrow column: `950`, `12.3k`, `4.1M`.
+pub fn compact_count(n: i64) -> String {
+    #[allow(clippy::cast_precision_loss)] // display only
+    let f = n as f64;
+    match n.unsigned_abs() {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", f / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1}M", f / 1e6),
+        _ => format!("{:.1}G", f / 1e9),
+    }
+}
+
+/// A count with thousands separators: `1,234,567`.
+pub fn grouped(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Dollars: `$1.23`; below ten cents up to four decimals (`$0.0122`, `$0.05`), so small
+/// costs neither read as zero nor all look alike.
+pub fn dollars(usd: f64) -> String {
+    if usd == 0.0 || usd.abs() >= 0.1 {
+        return format!("${usd:.2}");
+    }
+    let mut text = format!("{usd:.4}");
+    while text.ends_with('0') && text.len() > text.find('.').map_or(0, |dot| dot + 3) {
+        text.pop();
+    }
+    format!("${text}")
+}
+
+const SECOND: i64 = 1000;
+const MINUTE: i64 = 60 * SECOND;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+
+/// How long before `now` the time `then` was (both ms): `just now`, `5m ago`, `3h ago`,
+/// `2d ago`, and the UTC date beyond four weeks.
+pub fn ago(then: i64, now: i64) -> String {
+    let d = now.saturating_sub(then);
+    match d {
+        i64::MIN..=9_999 => "just now".to_owned(),
+        10_000..MINUTE => format!("{}s ago", d / SECOND),
+        MINUTE..HOUR => format!("{}m ago", d / MINUTE),
+        HOUR..DAY => format!("{}h ago", d / HOUR),
+        _ if d < 28 * DAY => format!("{}d ago", d / DAY),
+        _ => date(then),
+    }
+}
+
+/// The UTC date of `ms` as `YYYY-MM-DD`.
+pub fn date(ms: i64) -> String {
+    let (y, m, d) = civil_from_days(ms.div_euclid(DAY));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The UTC date and time of `ms` as `YYYY-MM-DD HH:MM`.
+pub fn date_time(ms: i64) -> String {
+    let in_day = ms.rem_euclid(DAY);
+    format!(
+        "{} {:02}:{:02}",
+        date(ms),
+        in_day / HOUR,
+        (in_day % HOUR) / MINUTE
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        u32::try_from(m).unwrap_or(1),
+        u32::try_from(d).unwrap_or(1),
+    )
+}
+
+/// (year, month, day) → days since 1970-01-01 (the inverse of [`civil_from_days`]).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// A span like `90d`, `12h`, `30m`, `2w` (a bare number is days) in milliseconds.
+pub fn parse_span(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: i64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a span like 7d, 24h, 30m or 2w"))?;
+    let unit_ms = match unit.trim() {
+        "" | "d" | "day" | "days" => DAY,
+        "h" | "hour" | "hours" => HOUR,
+        "m" | "min" | "minutes" => MINUTE,
+        "s" | "sec" | "seconds" => SECOND,
+        "w" | "week" | "weeks" => 7 * DAY,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}; use d, h, m, s or w"
+            ));
+        }
+    };
+    n.checked_mul(unit_ms)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+/// A date `YYYY-MM-DD` as the UTC midnight that starts it (ms).
+pub fn parse_date(text: &str) -> Result<i64, String> {
+    let bad = || format!("{text:?} is not a date like 2026-01-31");
+    let mut parts = text.trim().splitn(3, '-');
+    let mut next = |range: std::ops::RangeInclusive<i64>| -> Result<i64, String> {
+        let n: i64 = parts.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        if range.contains(&n) {
+            Ok(n)
+        } else {
+            Err(bad())
+        }
+    };
+    let (y, m, d) = (next(1970..=9999)?, next(1..=12)?, next(1..=31)?);
+    let days = days_from_civil(y, m, d);
+    if civil_from_days(days)
+        != (
+            y,
+            u32::try_from(m).unwrap_or(0),
+            u32::try_from(d).unwrap_or(0),
+        )
+    {
+        return Err(bad());
+    }
+    Ok(days * DAY)
+}
+
+/// `--since`: a span back from now (`7d`, `24h`) or a date (`2026-01-31`), as ms.
+pub fn parse_since(text: &str) -> Result<i64, String> {
+    if text.contains('-') {
+        parse_date(text)
+    } else {
+        Ok(scribe_db::now_ms().saturating_sub(parse_span(text)?))
+    }
+}
+
+/// `--older-than` of `prune`: whole days (`90d`, `90`, `12w`).
+pub fn parse_days(text: &str) -> Result<u32, String> {
+    let ms = parse_span(text)?;
+    if ms % DAY != 0 {
+        return Err(format!(
+            "{text:?} is not a whole number of days; use e.g. 90d or 12w"
+        ));
+    }
+    u32::try_from(ms / DAY).map_err(|_| format!("{text:?} is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_to_one_line() {
+        assert_eq!(one_line("  fix\n the   build ", 40), "fix the build");
+        assert_eq!(one_line("abcdefghij", 5), "abcd…");
+        assert_eq!(cut("héllo wörld", 6), "héllo…");
+        assert_eq!(cut("short", 5), "short");
+    }
+
+    #[test]
+    fn numbers_read_naturally() {
+        assert_eq!(compact_count(950), "950");
+        assert_eq!(compact_count(12_345), "12.3k");
+        assert_eq!(compact_count(4_100_000), "4.1M");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(grouped(12), "12");
+        assert_eq!(dollars(1.234), "$1.23");
+        assert_eq!(dollars(0.0042), "$0.0042");
+        assert_eq!(dollars(0.0122), "$0.0122");
+        assert_eq!(dollars(0.05), "$0.05");
+        assert_eq!(dollars(0.5), "$0.50");
+        assert_eq!(dollars(0.0), "$0.00");
+    }
+
+    #[test]
+    fn relative_times() {
+        let now = 1_000 * DAY;
+        assert_eq!(ago(now - 2 * SECOND, now), "just now");
+        assert_eq!(ago(now - 45 * SECOND, now), "45s ago");
+        assert_eq!(ago(now - 5 * MINUTE, now), "5m ago");
+        assert_eq!(ago(now - 3 * HOUR, now), "3h ago");
+        assert_eq!(ago(now - 2 * DAY, now), "2d ago");
+        assert_eq!(ago(0, now), "1970-01-01");
+    }
+
+    #[test]
+    fn dates_round_trip() {
+        assert_eq!(date(0), "1970-01-01");
+        let ms = parse_date("2026-11-29").unwrap();
+        assert_eq!(date(ms), "2026-11-29");
+        assert_eq!(date_time(ms + 90 * MINUTE), "2026-11-29 01:30");
+        assert!(parse_date("2026-02-30").is_err());
+        assert!(parse_date("yesterday").is_err());
+        assert_eq!(
+            parse_date("2000-03-01").unwrap() - parse_date("2000-02-28").unwrap(),
+            2 * DAY
+        );
+    }
+
+    #[test]
+    fn spans_and_days() {
+        assert_eq!(parse_span("7d").unwrap(), 7 * DAY);
+        assert_eq!(parse_span("24h").unwrap(), DAY);
+        assert_eq!(parse_span("30m").unwrap(), 30 * MINUTE);
+        assert_eq!(parse_span("2w").unwrap(), 14 * DAY);
+        assert!(parse_span("soon").is_err());
+        assert!(parse_span("5y").is_err());
+        assert_eq!(parse_days("90d").unwrap(), 90);
+        assert_eq!(parse_days("90").unwrap(), 90);
+        assert_eq!(parse_days("12w").unwrap(), 84);
+        assert!(parse_days("36h").is_err());
+        assert!(parse_since("7d").unwrap() < scribe_db::now_ms());
+        assert_eq!(parse_since("1970-01-02").unwrap(), DAY);
+    }
+}

@@ -1,0 +1,738 @@
+//! End to end: every `scribe` command against a seeded temporary database — success paths,
+//! `--json` shapes, exit codes and the one-line failures.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Env, seed, snapshot, stderr, stdout};
+
+#[test]
+fn list_shows_roots_newest_first_with_previews() {
+    let env = Env::new();
+    let s = seed(&env);
+    let text = env.ok(&["list"]);
+    assert!(text.contains("Fix the build"), "{text}");
+    assert!(text.contains("搜索功能"), "{text}");
+    assert!(text.contains("The build fails with error E0308"), "{text}");
+    assert!(!text.contains("Old notes"), "archived hidden: {text}");
+    assert!(!text.contains("Check the tests"), "children hidden: {text}");
+    assert!(text.contains("$0.50"), "{text}");
+    // Most recently active first.
+    assert!(text.find("搜索功能").unwrap() < text.find("Fix the build").unwrap());
+    assert!(!text.contains('\u{1b}'), "no colour when not a terminal");
+
+    let all = env.ok(&["list", "--all"]);
+    assert!(
+        all.contains("Old notes") && all.contains("Check the tests"),
+        "{all}"
+    );
+
+    let json = env.json(&["list", "--json"]);
+    let sessions = json["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(json["more"], false);
+    let build = sessions
+        .iter()
+        .find(|x| x["id"] == s.build.as_str())
+        .unwrap();
+    assert_eq!(build["title"], "Fix the build");
+    assert_eq!(build["source"], "cli");
+    assert_eq!(build["kind"], "normal");
+    assert_eq!(build["message_count"], 2);
+    assert_eq!(build["tool_call_count"], 1);
+    assert_eq!(build["tokens"]["input"], 1200);
+    assert_eq!(build["tokens"]["total"], 2450);
+    assert_eq!(build["cost_usd"], 0.0123);
+    assert_eq!(
+        build["preview"],
+        "The build fails with error E0308: mismatched types in parser.rs"
+    );
+    for key in [
+        "created_at",
+        "updated_at",
+        "ended_at",
+        "archived_at",
+        "model",
+        "parent_session_id",
+    ] {
+        assert!(build.get(key).is_some(), "{key} missing");
+    }
+}
+
+#[test]
+fn list_limit_source_and_footer() {
+    let env = Env::new();
+    seed(&env);
+    let json = env.json(&["list", "--limit", "1", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(json["more"], true);
+    let text = env.ok(&["list", "-n", "1"]);
+    assert!(
+        text.contains("… 1 more session; show them with --limit 2"),
+        "{text}"
+    );
+
+    let json = env.json(&["list", "--source", "tui", "--json"]);
+    let sessions = json["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0]["title"], "搜索功能");
+
+    let empty = Env::new();
+    assert!(empty.ok(&["list"]).contains("no sessions"));
+    let json = empty.json(&["list", "--json"]);
+    assert_eq!(json, serde_json::json!({"sessions": [], "more": false}));
+}
+
+#[test]
+fn show_renders_the_conversation() {
+    let env = Env::new();
+    let s = seed(&env);
+    let text = env.ok(&["show", &s.build]);
+    assert!(text.starts_with("Fix the build\n"), "{text}");
+    assert!(text.contains("user"), "{text}");
+    assert!(text.contains("assistant"), "{text}");
+    assert!(
+        text.contains("thinking: The parser returns a String where a &str is expected."),
+        "{text}"
+    );
+    assert!(
+        text.contains("⚙ read({\"path\":\"src/parser.rs\"}) [completed]"),
+        "{text}"
+    );
+    assert!(text.contains("fn parse(input: &str) -> String {"), "{text}");
+    assert!(text.contains("the build passes now"), "{text}");
+
+    // By title and by unique prefix too.
+    assert_eq!(env.ok(&["show", "Fix the build"]), text);
+    let prefix = &s.cjk[..s.cjk.len() - 4];
+    assert!(
+        env.ok(&["show", prefix])
+            .contains("搜索功能需要支持中文分词")
+    );
+
+    let json = env.json(&["show", &s.build, "--json"]);
+    assert_eq!(json["session"]["id"], s.build.as_str());
+    assert_eq!(json["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(json["messages"][0]["id"], s.build_first.as_str());
+}
+
+#[test]
+fn unknown_and_ambiguous_sessions_fail_with_one_line() {
+    let env = Env::new();
+    seed(&env);
+    let err = env.fails(&["show", "no-such-thing"]);
+    assert!(
+        err.contains("no session matches \"no-such-thing\""),
+        "{err}"
+    );
+    // Every session id starts with `ses_`.
+    let err = env.fails(&["show", "ses_"]);
+    assert!(err.contains("\"ses_\" matches 3 sessions"), "{err}");
+    assert!(err.contains("Fix the build"), "{err}");
+    for cmd in [
+        vec!["rename", "nope", "x"],
+        vec!["fork", "nope"],
+        vec!["archive", "nope"],
+        vec!["delete", "nope", "--yes"],
+        vec!["export", "nope"],
+    ] {
+        let err = env.fails(&cmd);
+        assert!(err.contains("no session matches"), "{cmd:?}: {err}");
+    }
+}
+
+#[test]
+fn search_finds_words_cjk_and_filters() {
+    let env = Env::new();
+    let s = seed(&env);
+    let text = env.ok(&["search", "mismatched"]);
+    assert!(text.contains("Fix the build"), "{text}");
+    assert!(text.contains("user"), "{text}");
+    assert!(text.contains(&s.build), "{text}");
+    assert!(text.contains("mismatched"), "{text}");
+
+    let json = env.json(&["search", "中文", "--json"]);
+    let hits = json["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{json}");
+    let hit = &hits[0];
+    assert_eq!(hit["session_id"], s.cjk.as_str());
+    assert_eq!(hit["title"], "搜索功能");
+    assert_eq!(hit["source"], "tui");
+    assert_eq!(hit["role"], "user");
+    let snippet = hit["snippet"].as_str().unwrap();
+    let [a, b] = [0, 1].map(|i| hit["highlights"][0][i].as_u64().unwrap() as usize);
+    let matched: String = snippet.chars().skip(a).take(b - a).collect();
+    assert!(matched.contains("中文"), "{snippet} {a} {b}");
+    for key in [
+        "message_id",
+        "part_id",
+        "created_at",
+        "rank",
+        "model",
+        "before",
+        "after",
+    ] {
+        assert!(hit.get(key).is_some(), "{key} missing");
+    }
+
+    let none = env.json(&["search", "parser", "--source", "tui", "--json"]);
+    assert_eq!(none["hits"].as_array().unwrap().len(), 0);
+    let excluded = env.json(&["search", "parser", "--exclude-source", "cli", "--json"]);
+    assert_eq!(excluded["hits"].as_array().unwrap().len(), 0);
+    let assistant = env.json(&["search", "parse", "--role", "assistant", "--json"]);
+    assert!(
+        assistant["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["role"] == "assistant")
+    );
+    let in_session = env.json(&["search", "parser", "--session", "Fix the build", "--json"]);
+    assert!(!in_session["hits"].as_array().unwrap().is_empty());
+    let future = env.json(&["search", "parser", "--since", "2999-01-01", "--json"]);
+    assert_eq!(future["hits"].as_array().unwrap().len(), 0);
+    let recent = env.json(&[
+        "search", "parser", "--since", "1h", "--limit", "1", "--json",
+    ]);
+    assert_eq!(recent["hits"].as_array().unwrap().len(), 1);
+    // Nothing searchable is no hits, not an error.
+    assert!(env.ok(&["search", "\"(*"]).contains("no matches"));
+    // Bad filters are usage errors.
+    assert_eq!(
+        env.run(&["search", "x", "--since", "yesterday"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        env.run(&["search", "x", "--role", "robot"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn stats_by_model_source_and_day() {
+    let env = Env::new();
+    seed(&env);
+    let json = env.json(&["stats", "--json"]);
+    assert_eq!(json["by"], "model");
+    let rows = json["rows"].as_array().unwrap();
+    let gpt = rows.iter().find(|r| r["key"] == "openai/gpt-4o").unwrap();
+    assert_eq!(gpt["tokens"]["input"], 500);
+    assert_eq!(gpt["cost_usd"], 0.5);
+    assert_eq!(gpt["api_calls"], 1);
+    let totals = &json["totals"];
+    assert_eq!(totals["tokens"]["input"], 1700);
+    assert_eq!(totals["tokens"]["output"], 400);
+    assert_eq!(totals["tokens"]["cache_read"], 800);
+    assert_eq!(totals["tokens"]["cache_write"], 100);
+    assert_eq!(totals["tokens"]["reasoning"], 50);
+    assert!((totals["cost_usd"].as_f64().unwrap() - 0.5123).abs() < 1e-9);
+
+    let by_source = env.json(&["stats", "--by", "source", "--json"]);
+    assert!(
+        by_source["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["key"] == "tui")
+    );
+    let by_day = env.json(&["stats", "--by", "day", "--json"]);
+    assert_eq!(by_day["rows"].as_array().unwrap().len(), 1);
+    let none = env.json(&["stats", "--since", "2999-01-01", "--json"]);
+    assert_eq!(none["totals"]["sessions"], 0);
+
+    let text = env.ok(&["stats"]);
+    assert!(
+        text.contains("openai/gpt-4o") && text.contains("total"),
+        "{text}"
+    );
+    assert!(text.contains("1,700"), "{text}");
+    assert!(text.contains("$0.51"), "{text}");
+    assert_eq!(env.run(&["stats", "--by", "planet"]).status.code(), Some(2));
+}
+
+#[test]
+fn export_import_round_trip_is_lossless() {
+    let env = Env::new();
+    seed(&env);
+    let file = env.path("all.json");
+    env.ok(&["export", "--all", "-o", file.to_str().unwrap()]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc["format"], "scribe-export");
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 4);
+
+    let other = Env::new();
+    let text = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(text.contains("4 imported, 0 skipped, 0 failed"), "{text}");
+    assert_eq!(snapshot(&env.db), snapshot(&other.db));
+
+    // A second import skips every session and changes nothing.
+    let again = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(again.contains("0 imported, 4 skipped"), "{again}");
+    assert!(again.contains("already in this database"), "{again}");
+    assert_eq!(snapshot(&env.db), snapshot(&other.db));
+}
+
+#[test]
+fn jsonl_and_markdown_exports() {
+    let env = Env::new();
+    let s = seed(&env);
+    let jsonl = env.ok(&["export", "--all", "--format", "jsonl"]);
+    assert_eq!(jsonl.lines().count(), 4);
+    let file = env.path("all.jsonl");
+    std::fs::write(&file, &jsonl).unwrap();
+    let other = Env::new();
+    assert!(
+        other
+            .ok(&["import", file.to_str().unwrap()])
+            .contains("4 imported")
+    );
+    assert_eq!(snapshot(&env.db), snapshot(&other.db));
+
+    let one = env.ok(&["export", &s.cjk, "--format", "jsonl"]);
+    assert_eq!(one.lines().count(), 1);
+
+    let md = env.ok(&["export", "Fix the build", "--format", "markdown"]);
+    assert!(md.starts_with("# Fix the build"), "{md}");
+    assert!(md.contains("## user"), "{md}");
+    assert!(md.contains("**tool `read`** (completed)"), "{md}");
+
+    // Nothing to export is a usage error.
+    assert_eq!(env.run(&["export"]).status.code(), Some(2));
+}
+
+#[test]
+fn malformed_import_files_write_nothing() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    let cases = [
+        ("empty.json", "", "the file is empty"),
+        ("text.json", "hello", "not JSON"),
+        (
+            "broken.json",
+            "{\"format\": \"scribe-export\", \"sessions\": [",
+            "line",
+        ),
+        (
+            "shape.json",
+            "{\"sessions\": [{\"nope\": 1}]}",
+            "missing field",
+        ),
+        ("lines.jsonl", "{\"a\": 1}\n{\"b\": 2}\n", "line 1"),
+    ];
+    for (name, content, want) in cases {
+        let file = env.path(name);
+        std::fs::write(&file, content).unwrap();
+        let err = env.fails(&["import", file.to_str().unwrap()]);
+        assert!(err.contains("malformed import file"), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(err.contains("nothing was imported"), "{name}: {err}");
+    }
+    let json = env.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 0);
+    let err = env.fails(&["import", env.path("missing.json").to_str().unwrap()]);
+    assert!(err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn rename_fork_archive_and_unarchive() {
+    let env = Env::new();
+    let s = seed(&env);
+    let text = env.ok(&["rename", "Fix the build", "Fix the parser"]);
+    assert!(
+        text.contains("renamed") && text.contains("Fix the parser"),
+        "{text}"
+    );
+    let err = env.fails(&["rename", &s.cjk, "Fix the parser"]);
+    assert!(err.contains("already used"), "{err}");
+
+    let text = env.ok(&["fork", "Fix the parser"]);
+    assert!(text.contains("(2 messages)"), "{text}");
+    let text = env.ok(&["fork", &s.build, "--at", &s.build_first]);
+    assert!(text.contains("(1 message)"), "{text}");
+    let err = env.fails(&["fork", &s.build, "--at", "msg_nope"]);
+    assert!(err.contains("no message"), "{err}");
+    let all = env.json(&["list", "--all", "--json"]);
+    let forks = all["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "fork")
+        .count();
+    assert_eq!(forks, 2);
+
+    assert!(env.ok(&["archive", &s.cjk]).contains("archived"));
+    let roots = env.json(&["list", "--json"]);
+    assert!(
+        roots["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["id"] != s.cjk.as_str())
+    );
+    assert!(
+        env.ok(&["archive", "--undo", &s.cjk])
+            .contains("unarchived")
+    );
+    assert!(env.ok(&["unarchive", &s.archived]).contains("unarchived"));
+    let roots = env.json(&["list", "--json"]);
+    assert_eq!(roots["sessions"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn delete_needs_yes_without_a_terminal() {
+    let env = Env::new();
+    let s = seed(&env);
+    let err = env.fails(&["delete", &s.cjk]);
+    assert!(err.contains("refusing to delete"), "{err}");
+    assert!(err.contains("--yes"), "{err}");
+    assert!(env.ok(&["show", &s.cjk]).contains("搜索功能"));
+
+    let text = env.ok(&["delete", &s.cjk, "--yes"]);
+    assert!(text.contains("deleted session"), "{text}");
+    let err = env.fails(&["show", &s.cjk]);
+    assert!(err.contains("no session matches"), "{err}");
+}
+
+#[test]
+fn prune_dry_run_changes_nothing() {
+    let env = Env::new();
+    let s = seed(&env);
+    let before = snapshot(&env.db);
+    // Ended sessions: "Fix the build" and the archived one; "0d" means "ended before now".
+    let json = env.json(&["prune", "--older-than", "0d", "--dry-run", "--json"]);
+    assert_eq!(json["dry_run"], true);
+    let ids: Vec<&str> = json["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{json}");
+    assert!(ids.contains(&s.build.as_str()) && ids.contains(&s.archived.as_str()));
+    assert_eq!(before, snapshot(&env.db));
+    assert!(
+        env.ok(&["prune", "--older-than", "90d", "--dry-run"])
+            .contains("0 sessions would be pruned")
+    );
+
+    let err = env.fails(&["prune", "--older-than", "0d"]);
+    assert!(err.contains("refusing to prune"), "{err}");
+    assert_eq!(before, snapshot(&env.db));
+
+    let text = env.ok(&[
+        "prune",
+        "--older-than",
+        "0",
+        "--source",
+        "telegram",
+        "--yes",
+    ]);
+    assert!(text.contains("1 session pruned"), "{text}");
+    assert_eq!(snapshot(&env.db).len(), 3);
+    assert_eq!(
+        env.run(&["prune", "--older-than", "36h"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(env.run(&["prune"]).status.code(), Some(2));
+}
+
+#[test]
+fn db_check_and_vacuum() {
+    let env = Env::new();
+    seed(&env);
+    let text = env.ok(&["db", "check"]);
+    assert!(text.contains("integrity_check    ok"), "{text}");
+    assert!(text.contains("parts_fts          ok"), "{text}");
+    assert!(text.contains("parts_fts_trigram  ok"), "{text}");
+    let text = env.ok(&["db", "vacuum"]);
+    assert!(text.contains("→"), "{text}");
+    assert!(env.ok(&["list"]).contains("Fix the build"));
+}
+
+#[test]
+fn db_check_finds_a_stale_index() {
+    let env = Env::new();
+    seed(&env);
+    // Remove a part's tokens from the word index behind the triggers' back.
+    let conn = scribe_db::rusqlite::Connection::open(&env.db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO parts_fts (parts_fts, rowid, search_text) \
+         SELECT 'delete', seq, search_text FROM parts WHERE search_text IS NOT NULL LIMIT 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let out = env.run(&["db", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("parts_fts          index does not match"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("database check failed: parts_fts"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn newer_schema_is_refused_by_every_command() {
+    let env = Env::new();
+    seed(&env);
+    let conn = scribe_db::rusqlite::Connection::open(&env.db).unwrap();
+    conn.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+         VALUES (99, 'future', '2030-01-01T00:00:00Z', '0')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    for cmd in [
+        vec!["list"],
+        vec!["search", "x"],
+        vec!["stats"],
+        vec!["db", "check"],
+    ] {
+        let err = env.fails(&cmd);
+        assert!(
+            err.contains("version 99 is newer than this build knows"),
+            "{cmd:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let env = Env::new();
+    let bash = env.ok(&["completions", "bash"]);
+    assert!(bash.contains("_scribe()"), "{bash}");
+    for cmd in ["list", "search", "export", "prune", "completions"] {
+        assert!(bash.contains(cmd), "{cmd}");
+    }
+    assert!(env.ok(&["completions", "zsh"]).contains("#compdef scribe"));
+    assert!(
+        env.ok(&["completions", "fish"])
+            .contains("complete -c scribe")
+    );
+    assert!(!env.db.exists(), "completions need no database");
+    assert_eq!(env.run(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn help_comes_from_doc_comments() {
+    let env = Env::new();
+    let help = env.ok(&["--help"]);
+    for cmd in [
+        "list",
+        "show",
+        "search",
+        "stats",
+        "export",
+        "import",
+        "rename",
+        "fork",
+        "archive",
+        "delete",
+        "prune",
+        "db",
+        "completions",
+    ] {
+        assert!(help.contains(cmd), "{cmd}: {help}");
+    }
+    let list = env.ok(&["list", "--help"]);
+    assert!(list.contains("most recently active first"), "{list}");
+}
+
+#[test]
+fn a_locked_database_is_one_line_and_exit_1() {
+    let env = Env::new();
+    let s = seed(&env);
+    // Another process holding the write lock through every retry.
+    let conn = scribe_db::rusqlite::Connection::open(&env.db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let err = env.fails(&["rename", &s.cjk, "renamed"]);
+    assert!(err.contains("locked"), "{err}");
+    conn.execute_batch("ROLLBACK").unwrap();
+    drop(conn);
+    assert!(
+        env.ok(&["show", &s.cjk]).contains("搜索功能"),
+        "nothing was renamed"
+    );
+}
+
+#[test]
+fn export_to_an_unwritable_place_fails_cleanly() {
+    let env = Env::new();
+    seed(&env);
+    let target = env.path("no/such/dir/out.json");
+    let err = env.fails(&["export", "--all", "-o", target.to_str().unwrap()]);
+    assert!(err.contains("cannot write"), "{err}");
+    assert!(!target.exists());
+}
+
+#[test]
+fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
+    let env = Env::new();
+    let s = seed(&env);
+    let file = env.path("two.jsonl");
+    let jsonl = env.ok(&["export", &s.build, &s.cjk, "--format", "jsonl"]);
+    std::fs::write(&file, jsonl).unwrap();
+
+    let other = Env::new();
+    let (sessions, _) = other.services();
+    sessions
+        .create(scribe_session::NewSession::titled("搜索功能"))
+        .unwrap();
+    let out = other.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("failed {}", s.cjk)), "{err}");
+    assert!(err.contains("already used"), "{err}");
+    assert!(
+        err.contains("1 of 2 sessions could not be imported"),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).contains("1 imported, 0 skipped, 1 failed"),
+        "{}",
+        stdout(&out)
+    );
+    let json = other.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 2);
+    assert_eq!(other.run(&["list", "--limit", "0"]).status.code(), Some(2));
+}
+
+#[test]
+fn demo_runs_offline_compacts_and_numbers_its_titles() {
+    let env = Env::new();
+    let text = env.ok(&["demo"]);
+    assert!(
+        text.contains("Ran \"Demo: fix the failing add test\""),
+        "{text}"
+    );
+    assert!(text.contains("compacted once"), "{text}");
+    assert!(text.contains("== Sessions"), "{text}");
+    assert!(text.contains("== A search hit"), "{text}");
+    assert!(text.contains("expected 4"), "{text}");
+    assert!(text.contains("== Cost breakdown"), "{text}");
+    assert!(text.contains("compaction summary"), "{text}");
+    assert!(text.contains("sub-agent"), "{text}");
+
+    let again = env.ok(&["demo"]);
+    assert!(
+        again.contains("Ran \"Demo: fix the failing add test #2\""),
+        "{again}"
+    );
+
+    let list = env.json(&["list", "--all", "--source", "demo", "--json"]);
+    let sessions = list["sessions"].as_array().unwrap();
+    assert_eq!(
+        sessions.len(),
+        4,
+        "two demo sessions, each with a task session"
+    );
+    let main = sessions
+        .iter()
+        .find(|s| s["title"] == "Demo: fix the failing add test #2")
+        .unwrap();
+    assert!(main["cost_usd"].as_f64().unwrap() > 0.0);
+    assert!(main["tokens"]["cache_read"].as_i64().unwrap() > 0);
+    assert_eq!(sessions.iter().filter(|s| s["kind"] == "task").count(), 2);
+
+    // The compaction is recorded: a summary message with a compaction part.
+    let export = env.json(&["show", main["id"].as_str().unwrap(), "--json"]);
+    let summary_id = export["session"]["summary_message_id"].as_str().unwrap();
+    let messages = export["messages"].as_array().unwrap();
+    let summary = messages.iter().find(|m| m["id"] == summary_id).unwrap();
+    assert_eq!(summary["is_summary"], true);
+    assert!(
+        summary["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["part"]["type"] == "compaction")
+    );
+    // The real tools ran: the check failed, then passed after the edit.
+    let shown = env.ok(&["show", main["id"].as_str().unwrap()]);
+    assert!(shown.contains("returned 0, expected 4"), "{shown}");
+    assert!(shown.contains("test result: ok. 1 passed"), "{shown}");
+    assert!(env.ok(&["db", "check"]).contains("parts_fts          ok"));
+}
+
+#[test]
+fn colour_only_when_wanted_and_never_with_no_color() {
+    let env = Env::new();
+    seed(&env);
+    let plain = env.run(&["search", "mismatched"]);
+    assert!(!stdout(&plain).contains('\u{1b}'));
+    let forced = env.run_env(&["search", "mismatched"], &[("CLICOLOR_FORCE", "1")]);
+    assert!(
+        stdout(&forced).contains("\u{1b}[1m\u{1b}[33mmismatched"),
+        "{}",
+        stdout(&forced)
+    );
+    let no_color = env.run_env(
+        &["search", "mismatched"],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
+    );
+    assert!(
+        !stdout(&no_color).contains('\u{1b}'),
+        "{}",
+        stdout(&no_color)
+    );
+    assert_eq!(stdout(&no_color), stdout(&plain));
+}
+
+#[test]
+fn tables_fit_the_width_they_are_given() {
+    let env = Env::new();
+    seed(&env);
+    for width in [80usize, 100] {
+        let w = width.to_string();
+        let out = env.run_env(&["list", "--all"], &[("COLUMNS", w.as_str())]);
+        let text = stdout(&out);
+        assert_eq!(text.lines().count(), 5, "one line per session: {text}");
+        for line in text.lines() {
+            assert!(line.chars().count() <= width, "{width}: {line:?}");
+        }
+        // Ids are never cut: they are what `show` takes.
+        let first = text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        assert!(!first.ends_with('…'), "{first}");
+        assert!(env.ok(&["show", first]).contains("user"));
+    }
+}
+
+#[test]
+fn a_demo_session_round_trips_through_export_and_import() {
+    let env = Env::new();
+    env.ok(&["demo"]);
+    seed(&env);
+    let file = env.path("everything.jsonl");
+    env.ok(&[
+        "export",
+        "--all",
+        "--format",
+        "jsonl",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let other = Env::new();
+    let text = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(text.contains("6 imported, 0 skipped, 0 failed"), "{text}");
+    assert_eq!(snapshot(&env.db), snapshot(&other.db));
+    assert_eq!(
+        env.json(&["stats", "--json"])["totals"],
+        other.json(&["stats", "--json"])["totals"]
+    );
+    assert!(other.ok(&["db", "check"]).contains("parts_fts_trigram  ok"));
+}
