@@ -1,5 +1,5 @@
--- Queries of the `scribe` command line (crates/cli): list previews, id-prefix lookup and
--- the search-index checks of `scribe db check`.
+-- Queries of the `scribe` command line (crates/cli): list previews and id-prefix lookup.
+-- (`scribe db check` uses `Database::check` of crates/db.)
 
 -- name: ListSessionPreviews :many
 -- The text parts of each given session's first user message, in part order, each cut to
@@ -33,12 +33,3 @@ SELECT id FROM messages
 WHERE session_id = @session_id AND id >= @lo AND id < @hi
 ORDER BY id
 LIMIT @limit;
-
--- name: CheckWordIndex :exec
--- FTS5's integrity check of the word index against its content (parts): fails with
--- SQLITE_CORRUPT_VTAB when they disagree.
-INSERT INTO parts_fts (parts_fts, rank) VALUES ('integrity-check', 1);
-
--- name: CheckTrigramIndex :exec
--- The same check for the trigram index.
-INSERT INTO parts_fts_trigram (parts_fts_trigram, rank) VALUES ('integrity-check', 1);

@@ -41,7 +41,7 @@ pub enum Command {
     /// Run a scripted coding session through the real agent loop (offline), then show
     /// what was stored.
     Demo(DemoCmd),
-    /// List sessions, most recently active first.
+    /// List sessions, newest first.
     #[command(alias = "ls")]
     List(ListCmd),
     /// Show a session's conversation.

@@ -34,9 +34,10 @@ pub struct Context {
 }
 
 impl Context {
-    /// Opens (creating and migrating) the database at `path`.
-    pub fn open(path: &Path) -> Result<Self, CliError> {
-        let db = Arc::new(Database::open(path)?);
+    /// Opens (creating and migrating) the database at `path`; with [`Access::Read`], a
+    /// database this process may not write is opened read-only instead.
+    pub fn open(path: &Path, access: Access) -> Result<Self, CliError> {
+        let db = Arc::new(open_database(path, access)?);
         Ok(Context {
             sessions: Arc::new(SessionService::new(Arc::clone(&db))),
             messages: Arc::new(MessageService::new(Arc::clone(&db))),
@@ -93,11 +94,15 @@ impl Context {
                         None => row.id.clone(),
                     })
                     .collect();
-                if n > MAX_CANDIDATES {
+                let matches = if n > MAX_CANDIDATES {
                     candidates.push("…".to_owned());
-                }
+                    format!("more than {MAX_CANDIDATES}")
+                } else {
+                    n.to_string()
+                };
                 Err(CliError::AmbiguousSession {
                     prefix: wanted.to_owned(),
+                    matches,
                     candidates,
                 })
             }
@@ -174,6 +179,38 @@ impl Context {
                 candidates: many.iter().take(MAX_CANDIDATES).cloned().collect(),
             }),
         }
+    }
+}
+
+/// What a command needs of the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// It only reads: a database it may not write is still useful, opened read-only.
+    Read,
+    /// It writes (or must migrate first).
+    Write,
+}
+
+/// Opens the database at `path`, creating and migrating it. For [`Access::Read`], an
+/// existing file this process may not write (someone else's, a read-only mount) is opened
+/// read-only rather than refused.
+pub fn open_database(path: &Path, access: Access) -> Result<Database, CliError> {
+    match Database::open(path) {
+        Err(err @ scribe_db::Error::NotWritable { .. })
+            if access == Access::Read && path.is_file() =>
+        {
+            match Database::open_read_only(path) {
+                Ok(db) => Ok(db),
+                // Say why the read-only attempt failed when it is about the file (an
+                // older or newer schema); otherwise the permission problem is the news.
+                Err(
+                    ro @ (scribe_db::Error::SchemaTooOld { .. }
+                    | scribe_db::Error::SchemaTooNew { .. }),
+                ) => Err(ro.into()),
+                Err(_) => Err(err.into()),
+            }
+        }
+        other => Ok(other?),
     }
 }
 

@@ -21,10 +21,12 @@ pub enum CliError {
     #[error("no session matches {0:?} (not an id, an id prefix or a title); try `scribe list`")]
     NoSuchSession(String),
     /// An id prefix names more than one session.
-    #[error("{prefix:?} matches {} sessions: {}; use a longer prefix", candidates.len(), candidates.join(", "))]
+    #[error("{prefix:?} matches {matches} sessions: {}; use a longer prefix", candidates.join(", "))]
     AmbiguousSession {
         /// What the user typed.
         prefix: String,
+        /// How many match: `3`, or `more than 10` when only the first few were listed.
+        matches: String,
         /// `id (title)` of each candidate.
         candidates: Vec<String>,
     },

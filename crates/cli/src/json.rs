@@ -10,6 +10,12 @@ use scribe_message::TokenUsage;
 use scribe_session::{Session, UsageTotals};
 use serde::Serialize;
 
+/// `dollars` rounded to a billionth: sums of many small float charges carry noise in the
+/// last digits (`0.04644000000000001`) that scripts should not see.
+pub fn usd(dollars: f64) -> f64 {
+    (dollars * 1e9).round() / 1e9
+}
+
 /// Token counters.
 #[derive(Debug, Serialize)]
 pub struct Tokens {
@@ -88,7 +94,7 @@ impl SessionSummary {
             message_count: s.message_count,
             tool_call_count: s.tool_call_count,
             tokens: Tokens::from(&s.tokens),
-            cost_usd: s.estimated_cost_usd,
+            cost_usd: usd(s.estimated_cost_usd),
             preview,
             created_at: s.created_at,
             updated_at: s.updated_at,
@@ -117,7 +123,7 @@ impl From<&UsageTotals> for Totals {
             sessions: t.sessions,
             api_calls: t.api_calls,
             tokens: Tokens::from(&t.tokens),
-            cost_usd: t.cost_usd,
+            cost_usd: usd(t.cost_usd),
         }
     }
 }
@@ -127,4 +133,13 @@ pub fn print(out: &mut impl Write, value: &impl Serialize) -> Result<(), crate::
     serde_json::to_writer_pretty(&mut *out, value)?;
     writeln!(out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn costs_lose_float_noise() {
+        assert_eq!(super::usd(0.046_440_000_000_000_01).to_string(), "0.04644");
+        assert_eq!(super::usd(0.0123), 0.0123);
+    }
 }

@@ -17,7 +17,7 @@ fn list_shows_roots_newest_first_with_previews() {
     assert!(!text.contains("Old notes"), "archived hidden: {text}");
     assert!(!text.contains("Check the tests"), "children hidden: {text}");
     assert!(text.contains("$0.50"), "{text}");
-    // Most recently active first.
+    // Newest first.
     assert!(text.find("搜索功能").unwrap() < text.find("Fix the build").unwrap());
     assert!(!text.contains('\u{1b}'), "no colour when not a terminal");
 
@@ -544,7 +544,7 @@ fn help_comes_from_doc_comments() {
         assert!(help.contains(cmd), "{cmd}: {help}");
     }
     let list = env.ok(&["list", "--help"]);
-    assert!(list.contains("most recently active first"), "{list}");
+    assert!(list.contains("newest first"), "{list}");
 }
 
 #[test]

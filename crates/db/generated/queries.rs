@@ -368,33 +368,6 @@ pub fn list_message_ids_by_range(
     rows.collect()
 }
 
-/// SQL of `CheckWordIndex` (sql/queries/cli.sql:37).
-pub const CHECK_WORD_INDEX_SQL: &str =
-    "INSERT INTO parts_fts (parts_fts, rank) VALUES ('integrity-check', 1)";
-
-/// `CheckWordIndex` (`:exec`) from `sql/queries/cli.sql:37`.
-///
-/// FTS5's integrity check of the word index against its content (parts): fails with
-/// SQLITE_CORRUPT_VTAB when they disagree.
-pub fn check_word_index(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(CHECK_WORD_INDEX_SQL)?;
-    stmt.execute([])?;
-    Ok(())
-}
-
-/// SQL of `CheckTrigramIndex` (sql/queries/cli.sql:42).
-pub const CHECK_TRIGRAM_INDEX_SQL: &str =
-    "INSERT INTO parts_fts_trigram (parts_fts_trigram, rank) VALUES ('integrity-check', 1)";
-
-/// `CheckTrigramIndex` (`:exec`) from `sql/queries/cli.sql:42`.
-///
-/// The same check for the trigram index.
-pub fn check_trigram_index(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(CHECK_TRIGRAM_INDEX_SQL)?;
-    stmt.execute([])?;
-    Ok(())
-}
-
 /// SQL of `CreateFileVersion` (sql/queries/files.sql:4).
 pub const CREATE_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)

@@ -1,17 +1,14 @@
-//! `scribe db info | migrate | check | vacuum`.
-//!
-//! `check` and `vacuum` work on the file rather than on Scribe's data, so they use
-//! rusqlite's pragma API and a plain connection: SQLite cannot vacuum inside a transaction,
-//! which is all `Database` hands out.
+//! `scribe db info | migrate | check | vacuum`: thin reports over `Database`'s own
+//! maintenance API (no SQL here). `info` and `check` also work on a database this process
+//! may only read.
 
 use std::io::Write;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use scribe_db::queries as q;
-use scribe_db::rusqlite;
-use scribe_db::{Database, DbInfo};
+use scribe_db::{Database, DbInfo, IndexStatus};
 
+use crate::context::{Access, open_database};
 use crate::error::CliError;
 
 /// Database maintenance.
@@ -20,12 +17,13 @@ pub enum DbCommand {
     /// Show the database's path, schema version, row counts and size.
     ///
     /// Like every command, this creates the database if it is missing and migrates an
-    /// older schema first.
+    /// older schema first; a database this process may not write is read as it is.
     Info(InfoArgs),
     /// Create the database if needed and bring its schema up to date.
     Migrate,
     /// Check the database: SQLite's integrity check and both search indexes against the
-    /// parts they index. Exit 1 when anything is wrong.
+    /// parts they index (the index checks need write access). Exit 1 when anything is
+    /// wrong.
     Check,
     /// Rebuild the file to reclaim the space of deleted rows.
     Vacuum,
@@ -44,7 +42,7 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     match command {
         DbCommand::Info(args) => {
-            let info = Database::open(path)?.info()?;
+            let info = open_database(path, Access::Read)?.info()?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&info_json(&info))?)?;
             } else {
@@ -80,81 +78,63 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One search index's FTS5 integrity check.
-type IndexCheck = fn(&rusqlite::Connection) -> rusqlite::Result<()>;
-
 /// Runs every check, printing one line each, and fails if any found a problem.
 fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
-    let db = Database::open(path)?;
-    let mut problems = Vec::new();
-    let integrity = db.read(|conn| {
-        let mut rows = Vec::new();
-        conn.pragma_query(None, "integrity_check", |row| {
-            rows.push(row.get::<_, String>(0)?);
-            Ok(())
-        })?;
-        Ok(rows)
-    })?;
-    if integrity == ["ok"] {
-        writeln!(out, "integrity_check    ok")?;
+    let report = open_database(path, Access::Read)?.check()?;
+    if report.integrity_check == ["ok"] {
+        writeln!(out, "{:<18} ok", "integrity_check")?;
     } else {
-        writeln!(out, "integrity_check    {}", integrity.join("; "))?;
-        problems.push("integrity_check".to_owned());
+        writeln!(
+            out,
+            "{:<18} {}",
+            "integrity_check",
+            report.integrity_check.join("; ")
+        )?;
     }
-    let indexes: [(&str, IndexCheck); 2] = [
-        ("parts_fts", q::check_word_index),
-        ("parts_fts_trigram", q::check_trigram_index),
-    ];
-    for (name, run) in indexes {
-        // FTS5's check is an INSERT command, so it runs as a (rolled back) write; a
-        // mismatch is reported as SQLITE_CORRUPT_VTAB, which is a finding, not a failure.
-        match db.write(|tx| Ok(run(tx)?)) {
-            Ok(()) => writeln!(out, "{name:<18} ok")?,
-            Err(scribe_db::Error::Storage(err)) if is_corrupt(&err) => {
-                writeln!(
-                    out,
-                    "{name:<18} index does not match the parts table: {err}"
-                )?;
-                problems.push(name.to_owned());
-            }
-            Err(err) => return Err(err.into()),
+    for index in &report.indexes {
+        match &index.status {
+            IndexStatus::Ok => writeln!(out, "{:<18} ok", index.index)?,
+            IndexStatus::Mismatch(message) => writeln!(
+                out,
+                "{:<18} index does not match the parts table: {message}",
+                index.index
+            )?,
+            IndexStatus::SkippedReadOnly => writeln!(
+                out,
+                "{:<18} skipped: the database is not writable here",
+                index.index
+            )?,
         }
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::CheckFailed(format!(
-            "{}; `scribe db vacuum` does not repair indexes, restore from an export",
-            problems.join(", ")
-        )))
+    if report.is_ok() {
+        return Ok(());
     }
-}
-
-fn is_corrupt(err: &rusqlite::Error) -> bool {
-    matches!(
-        err.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseCorrupt)
-    )
+    let mut failed: Vec<&str> = Vec::new();
+    if report.integrity_check != ["ok"] {
+        failed.push("integrity_check");
+    }
+    failed.extend(
+        report
+            .indexes
+            .iter()
+            .filter(|i| matches!(i.status, IndexStatus::Mismatch(_)))
+            .map(|i| i.index),
+    );
+    Err(CliError::CheckFailed(format!(
+        "{}; `scribe db vacuum` does not repair indexes, restore from an export",
+        failed.join(", ")
+    )))
 }
 
 /// Rebuilds the file, then truncates the write-ahead log, and reports the size change.
 fn vacuum(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
-    let before = Database::open(path)?.info()?;
-    let conn = rusqlite::Connection::open(path).map_err(scribe_db::Error::from)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(scribe_db::Error::from)?;
-    conn.execute_batch("VACUUM")
-        .map_err(scribe_db::Error::from)?;
-    conn.pragma(None, "wal_checkpoint", "TRUNCATE", |_| Ok(()))
-        .map_err(scribe_db::Error::from)?;
-    drop(conn);
-    let after = Database::open(path)?.info()?;
+    let report = Database::open(path)?.vacuum()?;
     writeln!(
         out,
         "{}: {} → {}",
         path.display(),
-        human_bytes(before.file_size + before.wal_size),
-        human_bytes(after.file_size + after.wal_size)
+        human_bytes(report.bytes_before),
+        human_bytes(report.bytes_after)
     )?;
     Ok(())
 }

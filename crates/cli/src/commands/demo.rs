@@ -344,6 +344,7 @@ impl DemoCmd {
             source: Vec::new(),
             limit: 5,
             all: true,
+            sort: crate::commands::list::Sort::Created,
             json: false,
         }
         .run(ctx)?;

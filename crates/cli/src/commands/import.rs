@@ -16,6 +16,9 @@ use crate::context::Context;
 use crate::error::{CliError, one_line};
 use crate::ui::{self, paint, style};
 
+/// Characters of a session title quoted in import messages.
+const TITLE_CHARS: usize = 60;
+
 /// Import sessions from a file written by `scribe export`.
 ///
 /// JSON and JSON Lines are told apart by their content. Sessions already in the database
@@ -45,7 +48,8 @@ impl ImportCmd {
                 .session
                 .title
                 .as_deref()
-                .map(|t| format!(" {t:?}"))
+                // A title the import refuses may be huge; the message stays one short line.
+                .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
                 .unwrap_or_default();
             match ctx.sessions.import(export) {
                 Ok(ImportOutcome::Imported {

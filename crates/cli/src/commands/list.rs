@@ -1,9 +1,10 @@
-//! `scribe list`: sessions, most recently active first, with a preview of how each began.
+//! `scribe list`: sessions, newest first (or most recently active first with `--sort
+//! active`), with a preview of how each began.
 
 use std::collections::HashMap;
 use std::io::Write;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use scribe_db::queries as q;
 use scribe_session::{ParentFilter, Session, SessionFilter, SessionOrder};
 use serde::Serialize;
@@ -20,7 +21,7 @@ const PREVIEW_JSON_CHARS: usize = 200;
 /// Characters of a preview in the table (the table may cut it further to fit).
 const PREVIEW_TABLE_CHARS: usize = 60;
 
-/// List sessions, most recently active first.
+/// List sessions, newest first.
 ///
 /// Shows id, title, source, messages, tokens, cost, the start of the first user message and
 /// when the session was last active. Archived sessions and child sessions (sub-agent
@@ -37,9 +38,21 @@ pub struct ListCmd {
     /// Include archived sessions and child sessions.
     #[arg(long, short = 'a')]
     pub all: bool,
+    /// Order: by creation, newest first, or by last activity, most recent first.
+    #[arg(long, value_enum, default_value_t = Sort::Created)]
+    pub sort: Sort,
     /// Print JSON: {"sessions": [...], "more": bool}.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The order of `scribe list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Sort {
+    /// Newest first (when the session was created).
+    Created,
+    /// Most recently active first (its last message or change).
+    Active,
 }
 
 #[derive(Serialize)]
@@ -53,7 +66,10 @@ impl ListCmd {
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
         let mut filter = SessionFilter {
             sources: self.source.clone(),
-            order: SessionOrder::UpdatedDesc,
+            order: match self.sort {
+                Sort::Created => SessionOrder::CreatedDesc,
+                Sort::Active => SessionOrder::UpdatedDesc,
+            },
             // One more than asked tells whether more exist.
             limit: Some(self.limit.saturating_add(1)),
             ..SessionFilter::default()

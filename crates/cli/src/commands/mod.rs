@@ -16,7 +16,7 @@ pub mod show;
 pub mod stats;
 
 use crate::cli::{Cli, Command};
-use crate::context::Context;
+use crate::context::{Access, Context};
 use crate::error::CliError;
 use crate::location;
 
@@ -31,7 +31,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Db(command) = cli.command {
         return db::run(command, &path);
     }
-    let ctx = Context::open(&path)?;
+    let access = match &cli.command {
+        Command::List(_)
+        | Command::Show(_)
+        | Command::Search(_)
+        | Command::Stats(_)
+        | Command::Export(_) => Access::Read,
+        _ => Access::Write,
+    };
+    let ctx = Context::open(&path, access)?;
     match cli.command {
         Command::List(cmd) => cmd.run(&ctx),
         Command::Show(cmd) => cmd.run(&ctx),

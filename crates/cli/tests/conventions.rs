@@ -1,0 +1,212 @@
+//! End to end: list order, import of sessions whose titles the session rules refuse, and
+//! read-only commands on a database this user may not write.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{Env, seed, stderr, stdout};
+use scribe_message::{NewMessage, Part, Role};
+
+#[test]
+fn list_is_newest_first_and_sort_active_orders_by_activity() {
+    let env = Env::new();
+    let s = seed(&env);
+    // The older session becomes the most recently active one.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let (_, messages) = env.services();
+    messages
+        .create(NewMessage::new(
+            &s.build,
+            Role::User,
+            vec![Part::text("one more thing")],
+        ))
+        .unwrap();
+
+    let ids = |args: &[&str]| -> Vec<String> {
+        env.json(args)["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["list", "--json"]), [s.cjk.clone(), s.build.clone()]);
+    assert_eq!(
+        ids(&["list", "--json", "--sort", "created"]),
+        [s.cjk.clone(), s.build.clone()]
+    );
+    assert_eq!(
+        ids(&["list", "--json", "--sort", "active"]),
+        [s.build.clone(), s.cjk.clone()]
+    );
+    let text = env.ok(&["list"]);
+    assert!(
+        text.find("搜索功能").unwrap() < text.find("Fix the build").unwrap(),
+        "{text}"
+    );
+    assert_eq!(env.run(&["list", "--sort", "cost"]).status.code(), Some(2));
+    assert!(env.ok(&["list", "--help"]).contains("newest first"));
+}
+
+/// `export` of `id` as one JSON Lines line, as a JSON value.
+fn exported(env: &Env, id: &str) -> serde_json::Value {
+    let line = env.ok(&["export", id, "--format", "jsonl"]);
+    serde_json::from_str(line.trim()).unwrap()
+}
+
+#[test]
+fn an_import_with_an_unusable_title_says_so_in_one_line() {
+    let env = Env::new();
+    let s = seed(&env);
+    let mut long = exported(&env, &s.build);
+    long["session"]["title"] = "x".repeat(500).into();
+    let mut blank = exported(&env, &s.archived);
+    blank["session"]["title"] = " \u{200b} \t ".into();
+    let good = exported(&env, &s.cjk);
+    let file = env.path("titles.jsonl");
+    std::fs::write(&file, format!("{long}\n{blank}\n{good}\n")).unwrap();
+
+    let other = Env::new();
+    let out = other.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].starts_with(&format!("failed {}", s.build)),
+        "{err}"
+    );
+    assert!(
+        lines[0].contains("title too long: 500 characters, at most 200 allowed"),
+        "{err}"
+    );
+    assert!(lines[0].chars().count() < 200, "the title is cut: {err}");
+    assert!(
+        lines[1].starts_with(&format!("failed {}", s.archived)),
+        "{err}"
+    );
+    assert!(lines[1].contains("invalid title"), "{err}");
+    assert!(
+        lines[2].contains("2 of 3 sessions could not be imported"),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).contains("1 imported, 0 skipped, 2 failed"),
+        "{}",
+        stdout(&out)
+    );
+    // Only the good session went in, whole.
+    let json = other.json(&["list", "--all", "--json"]);
+    let sessions = json["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0]["id"], s.cjk.as_str());
+    let db = scribe_db::rusqlite::Connection::open(&other.db).unwrap();
+    let orphans: i64 = db
+        .query_row(
+            "SELECT count(*) FROM messages WHERE session_id <> ?1",
+            [&s.cjk],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0, "nothing of the refused sessions was written");
+}
+
+/// Runs the built binary on `db` as a user that may read but not write it: ourselves when
+/// the file modes stop us, else (as root) `nobody`. `None` when neither is possible here.
+fn run_unprivileged(db: &Path, args: &[&str]) -> Option<Output> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+    cmd.arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("SCRIBE_DB")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env("COLUMNS", "200");
+    let blocked = std::fs::OpenOptions::new().write(true).open(db).is_err();
+    if !blocked {
+        cmd.uid(65534).gid(65534);
+    }
+    match cmd.output() {
+        Ok(out) => Some(out),
+        Err(err) => {
+            eprintln!("skipped: cannot run scribe as uid 65534: {err}");
+            None
+        }
+    }
+}
+
+#[test]
+fn read_commands_work_on_a_database_this_user_cannot_write() {
+    let env = Env::new();
+    let s = seed(&env);
+    // Readable by everyone, writable by no one but root.
+    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let restore = || {
+        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let Some(probe) = run_unprivileged(&env.db, &["list", "--json"]) else {
+        restore();
+        return;
+    };
+    if !probe.status.success() && stderr(&probe).contains("Permission denied") {
+        eprintln!("skipped: {}", stderr(&probe));
+        restore();
+        return;
+    }
+    assert!(probe.status.success(), "{}", stderr(&probe));
+    let json: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 2);
+
+    let ok = |args: &[&str]| -> String {
+        let out = run_unprivileged(&env.db, args).unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    assert!(ok(&["show", &s.build]).contains("mismatched types"));
+    assert!(ok(&["search", "mismatched"]).contains("Fix the build"));
+    assert!(ok(&["stats", "--json"]).contains("\"totals\""));
+    assert!(ok(&["export", "--all"]).contains("Fix the build"));
+    assert!(ok(&["db", "info"]).contains("schema version"));
+    let check = ok(&["db", "check"]);
+    assert!(check.contains("integrity_check    ok"), "{check}");
+    assert!(check.contains("parts_fts          skipped"), "{check}");
+
+    // A write is refused in one line, and nothing changes.
+    let out = run_unprivileged(&env.db, &["rename", &s.build, "renamed"]).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not writable"), "{err}");
+    restore();
+    assert!(env.ok(&["show", &s.build]).contains("Fix the build"));
+}
+
+#[test]
+fn a_very_ambiguous_prefix_says_more_than_it_lists() {
+    let env = Env::new();
+    let (sessions, _) = env.services();
+    for i in 0..12 {
+        sessions
+            .create(scribe_session::NewSession::titled(format!("s{i}")))
+            .unwrap();
+    }
+    drop(sessions);
+    let err = env.fails(&["show", "ses_"]);
+    assert!(
+        err.contains("\"ses_\" matches more than 10 sessions"),
+        "{err}"
+    );
+    assert!(err.contains(", …; use a longer prefix"), "{err}");
+    assert_eq!(
+        err.matches("ses_").count(),
+        11,
+        "the prefix and 10 candidates: {err}"
+    );
+}
