@@ -208,3 +208,9 @@ pub fn child_command(test_name: &str) -> std::io::Result<Command> {
     cmd.args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
     Ok(cmd)
 }
+
+/// The README's Rust examples, compiled and run as doctests so they cannot drift from the
+/// library.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
