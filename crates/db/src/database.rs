@@ -179,12 +179,21 @@ impl Database {
             Ok(())
         })?;
         configure(&conn, &options)?;
-        let migrated = retry(&options, || {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let report = migrate::migrate(&tx, target)?;
-            tx.commit()?;
-            Ok(report)
-        });
+        // A current schema is verified with reads only; the write lock is taken just when
+        // there is something to apply (or a divergence for refinery to report).
+        let current = match target {
+            None => retry(&options, || migrate::already_current(&conn))?,
+            Some(_) => None,
+        };
+        let migrated = match current {
+            Some(report) => Ok(report),
+            None => retry(&options, || {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let report = migrate::migrate(&tx, target)?;
+                tx.commit()?;
+                Ok(report)
+            }),
+        };
         // A migration may switch CHECK constraints off to copy rows as they are (V3); it
         // switches them back itself, unless it failed half-way.
         conn.pragma_update(None, "ignore_check_constraints", false)?;

@@ -59,6 +59,41 @@ pub(crate) fn current_version(conn: &Connection) -> Result<i64> {
     Ok(version.unwrap_or(0))
 }
 
+/// The report of an open that found nothing to do, when the database already holds exactly
+/// this build's migrations (same versions, same checksums); `None` when anything differs,
+/// so the caller takes the write lock and lets refinery apply what is missing or refuse
+/// what diverges. This lets a reader (`scribe list` while an agent writes) open a current
+/// database without waiting for the write lock.
+pub(crate) fn already_current(conn: &Connection) -> Result<Option<MigrationReport>> {
+    let known = known_version();
+    if current_version(conn)? != known {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare(&format!(
+        "SELECT version, checksum FROM {HISTORY_TABLE} ORDER BY version"
+    ))?;
+    let recorded = stmt
+        .query_map([], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut embedded = embedded::migrations::runner().get_migrations().to_vec();
+    embedded.sort_by_key(Migration::version);
+    let same = recorded.len() == embedded.len()
+        && recorded
+            .iter()
+            .zip(&embedded)
+            .all(|((version, checksum), migration)| {
+                *version == i64::from(migration.version())
+                    && checksum.parse::<u64>().ok() == Some(migration.checksum())
+            });
+    Ok(same.then_some(MigrationReport {
+        from: known,
+        to: known,
+        applied: Vec::new(),
+    }))
+}
+
 /// One migration applied when the database was opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedMigration {

@@ -277,6 +277,38 @@ fn an_edited_migration_is_refused() {
     assert!(matches!(err, Error::Migration(_)), "{err:?}");
 }
 
+/// Opening a database that is already current needs no write lock, so a reader (the CLI
+/// listing sessions) is not held up by an agent in the middle of a write.
+#[test]
+fn opening_a_current_database_does_not_wait_for_the_write_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.db");
+    drop(Database::open(&path).unwrap());
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // One try and a 10 ms busy wait: taking the write lock here would fail with Locked.
+    let impatient = scribe_db::Options {
+        write_attempts: 1,
+        busy_timeout: std::time::Duration::from_millis(10),
+        ..scribe_db::Options::default()
+    };
+    let db = Database::open_with(&path, impatient.clone()).unwrap();
+    assert!(db.migration_report().applied.is_empty());
+    assert!(matches!(db.write(|_| Ok(())), Err(Error::Locked)));
+    holder.execute_batch("COMMIT").unwrap();
+    db.write(|_| Ok(())).unwrap();
+
+    // A database that needs migrating still takes the lock (and so waits for it).
+    let fresh = dir.path().join("fresh.db");
+    let holder = Connection::open(&fresh).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    assert!(matches!(
+        Database::open_with(&fresh, impatient),
+        Err(Error::Locked)
+    ));
+    holder.execute_batch("COMMIT").unwrap();
+}
+
 /// Every query in sql/queries prepares against the migrated schema (SQLite itself checks
 /// names and syntax), independent of the generator.
 #[test]
