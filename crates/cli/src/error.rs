@@ -124,5 +124,10 @@ pub fn one_line(err: &dyn std::error::Error) -> String {
 
 /// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure.
 pub fn is_broken_pipe(err: &CliError) -> bool {
-    matches!(err, CliError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+    match err {
+        CliError::Output(io) => io.kind() == std::io::ErrorKind::BrokenPipe,
+        // JSON is streamed to stdout, so a closed pipe surfaces as an encoding error.
+        CliError::Json(json) => json.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe),
+        _ => false,
+    }
 }

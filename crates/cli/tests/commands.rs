@@ -736,3 +736,23 @@ fn a_demo_session_round_trips_through_export_and_import() {
     );
     assert!(other.ok(&["db", "check"]).contains("parts_fts_trigram  ok"));
 }
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let env = Env::new();
+    env.ok(&["demo"]);
+    for args in [["stats", "--json"], ["export", "--all"]] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end at once, like `| head -0`.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+    }
+}
