@@ -87,8 +87,10 @@ UPDATE sessions SET model = @model, model_config = @model_config, updated_at = @
 UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now WHERE id = @id;
 
 -- name: SetSessionCompacting :execrows
--- compacting_at marks a compaction in progress (NULL when none).
-UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now WHERE id = @id;
+-- compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
+-- not there changes nothing (and so publishes nothing).
+UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now
+WHERE id = @id AND compacting_at IS NOT @compacting_at;
 
 -- name: EndSession :execrows
 -- The first end wins: ending an ended session changes nothing (0 rows).

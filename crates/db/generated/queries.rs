@@ -3266,7 +3266,8 @@ pub fn set_session_summary_message(
 
 /// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:89).
 pub const SET_SESSION_COMPACTING_SQL: &str =
-    "UPDATE sessions SET compacting_at = ?1, updated_at = ?2 WHERE id = ?3";
+    "UPDATE sessions SET compacting_at = ?1, updated_at = ?2
+WHERE id = ?3 AND compacting_at IS NOT ?1";
 
 /// Parameters of [`set_session_compacting`].
 #[derive(Debug, Clone, Copy)]
@@ -3278,7 +3279,8 @@ pub struct SetSessionCompactingParams<'a> {
 
 /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:89`.
 ///
-/// compacting_at marks a compaction in progress (NULL when none).
+/// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
+/// not there changes nothing (and so publishes nothing).
 pub fn set_session_compacting(
     conn: &rusqlite::Connection,
     params: &SetSessionCompactingParams<'_>,
@@ -3288,7 +3290,7 @@ pub fn set_session_compacting(
     stmt.execute(values)
 }
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:93).
+/// SQL of `EndSession` (sql/queries/sessions.sql:95).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = ?1, end_reason = ?2, updated_at = ?1
 WHERE id = ?3 AND ended_at IS NULL";
@@ -3301,7 +3303,7 @@ pub struct EndSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:93`.
+/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:95`.
 ///
 /// The first end wins: ending an ended session changes nothing (0 rows).
 pub fn end_session(
@@ -3313,7 +3315,7 @@ pub fn end_session(
     stmt.execute(values)
 }
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:99).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:101).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = NULL, end_reason = NULL, updated_at = ?1
 WHERE id = ?2";
@@ -3325,7 +3327,7 @@ pub struct ReopenSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:99`.
+/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:101`.
 pub fn reopen_session(
     conn: &rusqlite::Connection,
     params: &ReopenSessionParams<'_>,
@@ -3334,7 +3336,7 @@ pub fn reopen_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:104).
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:106).
 pub const ARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = ?1, updated_at = ?1 WHERE id = ?2 AND archived_at IS NULL";
 
@@ -3345,7 +3347,7 @@ pub struct ArchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:104`.
+/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:106`.
 pub fn archive_session(
     conn: &rusqlite::Connection,
     params: &ArchiveSessionParams<'_>,
@@ -3354,7 +3356,7 @@ pub fn archive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:107).
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:109).
 pub const UNARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = NULL, updated_at = ?1 WHERE id = ?2";
 
@@ -3365,7 +3367,7 @@ pub struct UnarchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:107`.
+/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:109`.
 pub fn unarchive_session(
     conn: &rusqlite::Connection,
     params: &UnarchiveSessionParams<'_>,
@@ -3374,10 +3376,10 @@ pub fn unarchive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:110).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:112).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = ?1";
 
-/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:110`.
+/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:112`.
 ///
 /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
 pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -3385,7 +3387,7 @@ pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:114).
+/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:116).
 pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -3411,7 +3413,7 @@ pub struct AddSessionUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:114`.
+/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:116`.
 ///
 /// Adds one model call's usage atomically, so concurrent writers all count.
 pub fn add_session_usage(
@@ -3433,7 +3435,7 @@ pub fn add_session_usage(
     stmt.execute(values)
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:127).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:129).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = coalesce(actual_cost_usd, 0) + ?1,
     updated_at = ?2
@@ -3447,7 +3449,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:127`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:129`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3459,7 +3461,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCostStatus` (sql/queries/sessions.sql:134).
+/// SQL of `SetSessionCostStatus` (sql/queries/sessions.sql:136).
 pub const SET_SESSION_COST_STATUS_SQL: &str = "UPDATE sessions
 SET cost_status = ?1, cost_source = ?2, pricing_version = ?3,
     updated_at = ?4
@@ -3475,7 +3477,7 @@ pub struct SetSessionCostStatusParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionCostStatus` (`:execrows`) from `sql/queries/sessions.sql:134`.
+/// `SetSessionCostStatus` (`:execrows`) from `sql/queries/sessions.sql:136`.
 pub fn set_session_cost_status(
     conn: &rusqlite::Connection,
     params: &SetSessionCostStatusParams<'_>,
@@ -3491,7 +3493,7 @@ pub fn set_session_cost_status(
     stmt.execute(values)
 }
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:140).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:142).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = sessions.input_tokens + child.input_tokens,
     output_tokens = sessions.output_tokens + child.output_tokens,
@@ -3515,7 +3517,7 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:140`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:142`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
 pub fn roll_up_session_usage(
@@ -3526,7 +3528,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:158).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:160).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3537,7 +3539,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:158`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:160`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3586,7 +3588,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:170).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:172).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3597,7 +3599,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:170`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:172`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3646,7 +3648,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:182).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:184).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3658,7 +3660,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:182`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:184`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3706,7 +3708,7 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     })
 }
 
-/// SQL of `ListTitleLineage` (sql/queries/sessions.sql:196).
+/// SQL of `ListTitleLineage` (sql/queries/sessions.sql:198).
 pub const LIST_TITLE_LINEAGE_SQL: &str = "SELECT * FROM sessions
 WHERE title = ?1
    OR (title > ?1 || ' #' AND title < ?1 || ' $'
@@ -3716,7 +3718,7 @@ ORDER BY CASE WHEN title = ?1 THEN 1
               ELSE CAST(substr(title, length(?1) + 3) AS INTEGER) END DESC,
          created_at DESC";
 
-/// `ListTitleLineage` (`:many`) from `sql/queries/sessions.sql:196`.
+/// `ListTitleLineage` (`:many`) from `sql/queries/sessions.sql:198`.
 ///
 /// The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
 /// as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
@@ -3766,7 +3768,7 @@ pub fn list_title_lineage(
     rows.collect()
 }
 
-/// SQL of `MaxTitleLineageNumber` (sql/queries/sessions.sql:208).
+/// SQL of `MaxTitleLineageNumber` (sql/queries/sessions.sql:210).
 pub const MAX_TITLE_LINEAGE_NUMBER_SQL: &str =
     "SELECT CAST(coalesce(max(CASE WHEN title = ?1 THEN 1
                               ELSE CAST(substr(title, length(?1) + 3) AS INTEGER) END), 0)
@@ -3777,7 +3779,7 @@ WHERE title = ?1
        AND substr(title, length(?1) + 3) GLOB '[1-9]*'
        AND NOT (substr(title, length(?1) + 3) GLOB '*[^0-9]*'))";
 
-/// `MaxTitleLineageNumber` (`:one`) from `sql/queries/sessions.sql:208`.
+/// `MaxTitleLineageNumber` (`:one`) from `sql/queries/sessions.sql:210`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rusqlite::Result<i64> {
@@ -3785,11 +3787,11 @@ pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rus
     stmt.query_row([title], |row| row.get(0))
 }
 
-/// SQL of `PruneEndedSessions` (sql/queries/sessions.sql:218).
+/// SQL of `PruneEndedSessions` (sql/queries/sessions.sql:220).
 pub const PRUNE_ENDED_SESSIONS_SQL: &str =
     "DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?1";
 
-/// `PruneEndedSessions` (`:execrows`) from `sql/queries/sessions.sql:218`.
+/// `PruneEndedSessions` (`:execrows`) from `sql/queries/sessions.sql:220`.
 ///
 /// Ended sessions that ended before @before; active sessions are never pruned.
 pub fn prune_ended_sessions(conn: &rusqlite::Connection, before: i64) -> rusqlite::Result<usize> {
@@ -3797,7 +3799,7 @@ pub fn prune_ended_sessions(conn: &rusqlite::Connection, before: i64) -> rusqlit
     stmt.execute([before])
 }
 
-/// SQL of `PruneEndedSessionsBySource` (sql/queries/sessions.sql:222).
+/// SQL of `PruneEndedSessionsBySource` (sql/queries/sessions.sql:224).
 pub const PRUNE_ENDED_SESSIONS_BY_SOURCE_SQL: &str =
     "DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2";
 
@@ -3808,7 +3810,7 @@ pub struct PruneEndedSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `PruneEndedSessionsBySource` (`:execrows`) from `sql/queries/sessions.sql:222`.
+/// `PruneEndedSessionsBySource` (`:execrows`) from `sql/queries/sessions.sql:224`.
 pub fn prune_ended_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &PruneEndedSessionsBySourceParams<'_>,
@@ -3817,7 +3819,7 @@ pub fn prune_ended_sessions_by_source(
     stmt.execute(rusqlite::params![params.before, params.source])
 }
 
-/// SQL of `UsageByModel` (sql/queries/sessions.sql:225).
+/// SQL of `UsageByModel` (sql/queries/sessions.sql:227).
 pub const USAGE_BY_MODEL_SQL: &str = "SELECT coalesce(model, '') AS \"model!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
@@ -3845,7 +3847,7 @@ pub struct UsageByModelRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModel` (`:many`) from `sql/queries/sessions.sql:225`.
+/// `UsageByModel` (`:many`) from `sql/queries/sessions.sql:227`.
 pub fn usage_by_model(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<UsageByModelRow>> {
     let mut stmt = conn.prepare_cached(USAGE_BY_MODEL_SQL)?;
     let rows = stmt.query_map([], |row| {
@@ -3864,7 +3866,7 @@ pub fn usage_by_model(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<Usage
     rows.collect()
 }
 
-/// SQL of `UsageBySource` (sql/queries/sessions.sql:239).
+/// SQL of `UsageBySource` (sql/queries/sessions.sql:241).
 pub const USAGE_BY_SOURCE_SQL: &str = "SELECT source,
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
@@ -3892,7 +3894,7 @@ pub struct UsageBySourceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySource` (`:many`) from `sql/queries/sessions.sql:239`.
+/// `UsageBySource` (`:many`) from `sql/queries/sessions.sql:241`.
 pub fn usage_by_source(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<UsageBySourceRow>> {
     let mut stmt = conn.prepare_cached(USAGE_BY_SOURCE_SQL)?;
     let rows = stmt.query_map([], |row| {
@@ -3911,13 +3913,13 @@ pub fn usage_by_source(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<Usag
     rows.collect()
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:253).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:255).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:253`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:255`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,

@@ -605,6 +605,11 @@ fn compacting_flag_sets_and_clears_with_updated_events() {
         (EventKind::Updated, &off)
     );
 
+    // Clearing a mark that is not there changes nothing and publishes nothing.
+    let again = e.svc.set_compacting(&s.id, false).unwrap();
+    assert_eq!(again, off);
+    assert!(drain(&sub).is_empty());
+
     // An unknown session: not found, nothing published.
     let r = e.svc.set_compacting("ses_missing", true);
     assert!(
