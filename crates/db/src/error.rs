@@ -24,14 +24,17 @@ pub enum Error {
         /// The id that was looked up.
         id: String,
     },
-    /// The change would break a uniqueness rule (a title in use, an id taken). The text is
-    /// SQLite's (`UNIQUE constraint failed: sessions.id`) or the caller's.
-    ///
-    /// Keeps no source: the services built on this crate match it as `Conflict(message)`,
-    /// so the variant's shape stays. What SQLite said is all in the text; only the
-    /// extended result code is not kept, and it is always a UNIQUE/PRIMARY KEY one.
-    #[error("conflict: {0}")]
-    Conflict(String),
+    /// The change would break a uniqueness rule (a title in use, an id taken). `message`
+    /// is SQLite's (`UNIQUE constraint failed: sessions.id`) or the caller's; `source` is
+    /// the driver's error when SQLite reported it.
+    #[error("conflict: {message}")]
+    Conflict {
+        /// What clashed.
+        message: String,
+        /// The driver's error, with SQLite's extended result code.
+        #[source]
+        source: Option<rusqlite::Error>,
+    },
     /// The caller's input was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -192,7 +195,10 @@ impl From<rusqlite::Error> for Error {
                 let message = message
                     .clone()
                     .unwrap_or_else(|| "unique constraint failed".to_owned());
-                return Error::Conflict(message);
+                return Error::Conflict {
+                    message,
+                    source: Some(err),
+                };
             }
             if failure.code == ErrorCode::DiskFull {
                 return Error::DiskFull(err);
@@ -239,7 +245,7 @@ mod tests {
             Some("UNIQUE constraint failed: sessions.id".into()),
         ));
         assert!(
-            matches!(&err, Error::Conflict(m) if m == "UNIQUE constraint failed: sessions.id"),
+            matches!(&err, Error::Conflict { message, source: Some(_) } if message == "UNIQUE constraint failed: sessions.id"),
             "{err:?}"
         );
         assert!(!err.is_busy());

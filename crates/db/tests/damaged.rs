@@ -288,7 +288,10 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
     let bad_fk = db.write(|tx| add_part(tx, "prt_y", "msg_none", &s, 1, "text", &text("x")));
     assert!(bad_fk.is_err());
     let dup = db.write(|tx| add_part(tx, "prt_z", &m, &s, 0, "text", &text("x")));
-    assert!(matches!(dup, Err(scribe_db::Error::Conflict(_))), "{dup:?}");
+    assert!(
+        matches!(dup, Err(scribe_db::Error::Conflict { .. })),
+        "{dup:?}"
+    );
 }
 
 #[test]

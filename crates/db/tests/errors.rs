@@ -54,7 +54,7 @@ fn a_duplicate_id_is_a_conflict_naming_the_column() {
         })
         .unwrap_err();
     match err {
-        Error::Conflict(message) => assert!(message.contains("sessions.id"), "{message}"),
+        Error::Conflict { message, .. } => assert!(message.contains("sessions.id"), "{message}"),
         other => panic!("expected Conflict, got {other:?}"),
     }
 }

@@ -211,7 +211,7 @@ fn title_lineage_takes_literal_titles_and_the_highest_number() {
             Ok(())
         })
         .unwrap_err();
-    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict { .. }), "{err:?}");
 }
 
 #[test]

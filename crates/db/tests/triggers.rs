@@ -295,7 +295,7 @@ fn unique_titles_conflict_and_null_titles_never_do() {
             Ok(())
         })
         .unwrap_err();
-    assert!(matches!(err, scribe_db::Error::Conflict(_)), "{err:?}");
+    assert!(matches!(err, scribe_db::Error::Conflict { .. }), "{err:?}");
     assert!(err.to_string().contains("sessions.title"), "{err}");
 }
 

@@ -85,7 +85,7 @@ pub fn insert_part(
         Err(err) => match scribe_db::Error::from(err) {
             // UNIQUE (message_id, position) vs a taken part id: both are conflicts, but a
             // clashing position is the caller's bug in building the message.
-            scribe_db::Error::Conflict(msg) if msg.contains("position") => Err(
+            scribe_db::Error::Conflict { message, .. } if message.contains("position") => Err(
                 MessageError::InvalidInput(format!("two parts at position {}", part.position)),
             ),
             other => Err(MessageError::Db(other)),

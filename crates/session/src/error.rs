@@ -75,7 +75,7 @@ impl From<scribe_db::Error> for SessionError {
     fn from(err: scribe_db::Error) -> Self {
         match err {
             scribe_db::Error::NotFound { what, id } => SessionError::NotFound { what, id },
-            scribe_db::Error::Conflict(message) => SessionError::Conflict(message),
+            scribe_db::Error::Conflict { message, .. } => SessionError::Conflict(message),
             scribe_db::Error::InvalidInput(message) => SessionError::InvalidInput(message),
             other => SessionError::Db(other),
         }
