@@ -7,7 +7,8 @@
 //! - [`search_counts`]: hits of both search indexes next to the rows that contain a term;
 //! - [`error_chain`]: an error and its sources on one line, as a user would read them;
 //! - [`child_command`]: re-runs the current test binary as a child process in a given role,
-//!   for tests that need a second process (killed writers, another user id).
+//!   for tests that need a second process (killed writers, another user id);
+//! - [`seed`]: the random seed of a randomised test, `SCRIBE_TEST_SEED` to reproduce one.
 
 use std::process::Command;
 
@@ -207,6 +208,19 @@ pub fn child_command(test_name: &str) -> std::io::Result<Command> {
     let mut cmd = Command::new(exe);
     cmd.args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
     Ok(cmd)
+}
+
+/// The seed for a randomised test: `SCRIBE_TEST_SEED` when set (to reproduce a failing
+/// run), otherwise taken from the clock. Panics when the variable is not an unsigned integer.
+pub fn seed() -> u64 {
+    match std::env::var("SCRIBE_TEST_SEED") {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|e| panic!("SCRIBE_TEST_SEED must be an unsigned integer: {e:?}")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64),
+    }
 }
 
 /// The README's Rust examples, compiled and run as doctests so they cannot drift from the

@@ -42,7 +42,7 @@ use scribe_message::{
     MessageService, NewMessage, Part, ReasoningPart, Role, SearchOptions, TokenUsage, ToolState,
 };
 use scribe_session::{NewSession, SessionService, UsageDelta};
-use scribe_tests::{child_command, consistency_problems, error_chain, search_counts};
+use scribe_tests::{child_command, consistency_problems, error_chain, search_counts, seed};
 use serde_json::json;
 
 const CHILD_TEST: &str = "concurrent_processes_child";
@@ -109,17 +109,6 @@ const WORDS: [&str; 28] = [
     "lifetime",
     "trait",
 ];
-
-fn seed() -> u64 {
-    match std::env::var("SCRIBE_TEST_SEED") {
-        Ok(s) => s
-            .parse()
-            .expect("SCRIBE_TEST_SEED must be an unsigned integer"),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64),
-    }
-}
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))

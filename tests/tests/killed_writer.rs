@@ -23,7 +23,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use scribe_db::Database;
 use scribe_message::{MessageService, NewMessage, Part, Role, ToolState};
-use scribe_tests::{child_command, consistency_problems, create_session, search_counts};
+use scribe_tests::{child_command, consistency_problems, create_session, search_counts, seed};
 use serde_json::json;
 
 const ROUNDS: usize = 20;
@@ -64,17 +64,6 @@ const WORDS: [&str; 24] = [
     "snapshot",
     "token",
 ];
-
-fn seed() -> u64 {
-    match std::env::var("SCRIBE_TEST_SEED") {
-        Ok(s) => s
-            .parse()
-            .expect("SCRIBE_TEST_SEED must be an unsigned integer"),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64),
-    }
-}
 
 fn sentence(rng: &mut StdRng) -> String {
     let n = rng.random_range(4..24);

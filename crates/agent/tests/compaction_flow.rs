@@ -3,33 +3,20 @@
 //! summarise through a `ScriptedProvider`, prune, then fit what is sent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod compaction_support;
+
+use compaction_support::small_model;
 use scribe_agent::compaction::{
     CLEARED_TOOL_OUTPUT, FitStep, PruneMessage, SUMMARY_PROMPT, clear_compacted_tool_outputs,
     fit_messages, plan_prune, summary_request,
 };
 use scribe_agent::estimate::PART_OVERHEAD_TOKENS;
 use scribe_agent::{
-    ChatMessage, CompactionConfig, HeuristicEstimator, Model, Pricing, Provider, ScriptedProvider,
-    ScriptedTurn, TokenEstimator, TriggerReason, should_compact,
+    ChatMessage, CompactionConfig, HeuristicEstimator, Provider, ScriptedProvider, ScriptedTurn,
+    TokenEstimator, TriggerReason, should_compact,
 };
 use scribe_message::{Extra, Part, Role, TokenUsage, ToolPart, ToolState};
 use serde_json::{Value, json};
-
-fn model() -> Model {
-    Model {
-        id: "small".into(),
-        provider: "scripted".into(),
-        name: "Small".into(),
-        context_window: 10_000,
-        max_output_tokens: 2_000,
-        pricing: Pricing {
-            input_per_mtok: 3.0,
-            output_per_mtok: 15.0,
-            cache_write_per_mtok: 3.75,
-            cache_read_per_mtok: 0.30,
-        },
-    }
-}
 
 /// A completed `read` call whose output is `tokens` heuristic tokens.
 fn read(call: &str, tokens: usize) -> Part {
@@ -67,7 +54,7 @@ fn stored() -> Vec<ChatMessage> {
 #[test]
 fn trigger_summarise_prune_and_fit() {
     let e = HeuristicEstimator;
-    let model = model();
+    let model = small_model();
     let config = CompactionConfig {
         prune_protect_tokens: 1_200,
         ..CompactionConfig::default()

@@ -80,15 +80,9 @@ fn wrapped_runner(env: &Env, turns: Vec<ScriptedTurn>, mode: Mode) -> (AgentRunn
         inner: ScriptedProvider::new(turns),
         mode,
     });
-    let runner = AgentRunner::new(
-        env.sessions.clone(),
-        env.messages.clone(),
-        provider.clone(),
-        env.catalog.clone(),
-        env.project.clone(),
-    )
-    .with_flush_interval(Duration::ZERO)
-    .with_tools(ToolRegistry::new().with(Echo));
+    let runner = env
+        .runner(provider.clone())
+        .with_tools(ToolRegistry::new().with(Echo));
     (runner, provider)
 }
 
@@ -363,16 +357,10 @@ fn compaction_in_the_loop_runs_on_its_own_thread() {
     let agent = AgentConfig::new("build")
         .with_model(SMALL_MODEL)
         .with_compaction(CompactionConfig::default());
-    let runner = AgentRunner::new(
-        env.sessions.clone(),
-        env.messages.clone(),
-        provider.clone(),
-        env.catalog.clone(),
-        env.project.clone(),
-    )
-    .with_flush_interval(Duration::ZERO)
-    .with_tools(ToolRegistry::new().with(Echo))
-    .with_agents(AgentRegistry::new(agent));
+    let runner = env
+        .runner(provider.clone())
+        .with_tools(ToolRegistry::new().with(Echo))
+        .with_agents(AgentRegistry::new(agent));
     let progress = runner.compactor("build").unwrap().subscribe();
     let session = env.session();
     let out = runner

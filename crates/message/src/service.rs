@@ -78,6 +78,55 @@ impl NewMessage {
             is_summary: false,
         }
     }
+
+    /// The message [`MessageService::create`] writes for this: fresh message and part
+    /// ids, every time `now`, no usage. A non-assistant message comes out ended: a finish
+    /// part (reason `end_turn`, unless `parts` already ends with one), `finish_reason` and
+    /// `finished_at`.
+    pub fn into_message(self, now: i64) -> Message {
+        let mut parts = self.parts;
+        let mut finish_reason = None;
+        let mut finished_at = None;
+        if self.role != Role::Assistant {
+            let reason = match parts.last() {
+                Some(Part::Finish(finish)) => finish.reason.clone(),
+                _ => {
+                    parts.push(Part::finish(FinishReason::EndTurn, now));
+                    FinishReason::EndTurn
+                }
+            };
+            finish_reason = Some(reason);
+            finished_at = Some(now);
+        }
+        Message {
+            id: new_id(Prefix::Message),
+            session_id: self.session_id,
+            parent_id: self.parent_id,
+            role: self.role,
+            agent: self.agent,
+            provider: self.provider,
+            model: self.model,
+            finish_reason,
+            is_summary: self.is_summary,
+            usage: TokenUsage::default(),
+            cost_usd: 0.0,
+            error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at,
+            parts: parts
+                .into_iter()
+                .zip(0_i64..)
+                .map(|(part, position)| StoredPart {
+                    id: new_id(Prefix::Part),
+                    position,
+                    part,
+                    created_at: now,
+                    updated_at: now,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The mutable fields of a message; `None` leaves a field as it is, `Some(None)` clears a
@@ -161,49 +210,7 @@ impl MessageService {
         if new.session_id.is_empty() {
             return Err(MessageError::InvalidInput("session id is empty".into()));
         }
-        let now = now_ms();
-        let mut parts = new.parts;
-        let mut finish_reason = None;
-        let mut finished_at = None;
-        if new.role != Role::Assistant {
-            let reason = match parts.last() {
-                Some(Part::Finish(finish)) => finish.reason.clone(),
-                _ => {
-                    parts.push(Part::finish(FinishReason::EndTurn, now));
-                    FinishReason::EndTurn
-                }
-            };
-            finish_reason = Some(reason);
-            finished_at = Some(now);
-        }
-        let msg = Message {
-            id: new_id(Prefix::Message),
-            session_id: new.session_id,
-            parent_id: new.parent_id,
-            role: new.role,
-            agent: new.agent,
-            provider: new.provider,
-            model: new.model,
-            finish_reason,
-            is_summary: new.is_summary,
-            usage: TokenUsage::default(),
-            cost_usd: 0.0,
-            error: None,
-            created_at: now,
-            updated_at: now,
-            finished_at,
-            parts: parts
-                .into_iter()
-                .zip(0_i64..)
-                .map(|(part, position)| StoredPart {
-                    id: new_id(Prefix::Part),
-                    position,
-                    part,
-                    created_at: now,
-                    updated_at: now,
-                })
-                .collect(),
-        };
+        let msg = new.into_message(now_ms());
         self.write(|tx| store::insert_message(tx, &msg))?;
         self.messages.publish_created(msg.clone());
         Ok(msg)
@@ -228,29 +235,7 @@ impl MessageService {
         let msg = self.write(|tx| {
             let mut current = store::load_message(tx, id)?;
             apply_update(&mut current, update.clone());
-            let error = current.error.as_ref().map(Value::to_string);
-            queries::update_message(
-                tx,
-                &queries::UpdateMessageParams {
-                    parent_id: current.parent_id.as_deref(),
-                    agent: current.agent.as_deref(),
-                    provider: current.provider.as_deref(),
-                    model: current.model.as_deref(),
-                    finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
-                    is_summary: current.is_summary,
-                    input_tokens: current.usage.input,
-                    output_tokens: current.usage.output,
-                    cache_read_tokens: current.usage.cache_read,
-                    cache_write_tokens: current.usage.cache_write,
-                    reasoning_tokens: current.usage.reasoning,
-                    cost_usd: current.cost_usd,
-                    error: error.as_deref(),
-                    finished_at: current.finished_at,
-                    now: now_ms(),
-                    id,
-                },
-            )?;
-            store::load_message(tx, id)
+            store_message_fields(tx, &current)
         })?;
         self.messages.publish_updated(msg.clone());
         Ok(msg)
@@ -266,22 +251,7 @@ impl MessageService {
     /// whose stored JSON is corrupt may be overwritten (that is how it is repaired).
     pub fn update_part(&self, part_id: &str, part: Part) -> Result<StoredPart> {
         let data = part.to_json()?;
-        let event = self.write(|tx| {
-            let row = get_part_row(tx, part_id)?;
-            if let Ok(old) = Part::from_json(&row.data) {
-                check_part_change(part_id, &old, &part)?;
-            }
-            queries::update_part(
-                tx,
-                &queries::UpdatePartParams {
-                    r#type: part.type_name(),
-                    data: &data,
-                    now: now_ms(),
-                    id: part_id,
-                },
-            )?;
-            part_event(get_part_row(tx, part_id)?)
-        })?;
+        let event = self.write(|tx| replace_part(tx, part_id, &part, &data))?;
         self.parts.publish_updated(event.clone());
         Ok(event.part)
     }
@@ -291,21 +261,7 @@ impl MessageService {
     pub fn append_part(&self, message_id: &str, part: Part) -> Result<StoredPart> {
         let data = part.to_json()?;
         let id = new_id(Prefix::Part);
-        let event = self.write(|tx| {
-            let msg = get_message_row(tx, message_id)?;
-            let row = queries::append_part(
-                tx,
-                &queries::AppendPartParams {
-                    id: &id,
-                    message_id,
-                    session_id: &msg.session_id,
-                    r#type: part.type_name(),
-                    data: &data,
-                    now: now_ms(),
-                },
-            )?;
-            part_event(row)
-        })?;
+        let event = self.write(|tx| insert_part(tx, &id, message_id, &part, &data))?;
         self.parts.publish_created(event.clone());
         Ok(event.part)
     }
@@ -313,11 +269,7 @@ impl MessageService {
     /// Deletes one part (the search indexes and tool counter follow by trigger) and
     /// publishes a part `deleted` event with the part as it was.
     pub fn delete_part(&self, part_id: &str) -> Result<StoredPart> {
-        let event = self.write(|tx| {
-            let row = get_part_row(tx, part_id)?;
-            queries::delete_part(tx, part_id)?;
-            Ok(lenient_part_event(row))
-        })?;
+        let event = self.write(|tx| Self::delete_part_tx(tx, part_id))?;
         self.parts.publish_deleted(event.clone());
         Ok(event.part)
     }
@@ -325,60 +277,9 @@ impl MessageService {
     /// Ends message `id`: sets its finish reason and time, adds a finish part (or replaces
     /// the one it has), and publishes the part event then the message `updated`.
     pub fn finish(&self, id: &str, reason: FinishReason) -> Result<Message> {
-        let (msg, event, created) = self.write(|tx| {
-            let row = get_message_row(tx, id)?;
-            let now = now_ms();
-            queries::finish_message(
-                tx,
-                &queries::FinishMessageParams {
-                    finish_reason: Some(reason.as_str()),
-                    now,
-                    id,
-                },
-            )?;
-            let part = Part::finish(reason.clone(), now);
-            let data = part.to_json()?;
-            let existing = queries::list_parts(tx, id)?
-                .into_iter()
-                .rfind(|p| p.r#type == "finish");
-            let (part_row, created) = match existing {
-                Some(old) => {
-                    queries::update_part(
-                        tx,
-                        &queries::UpdatePartParams {
-                            r#type: part.type_name(),
-                            data: &data,
-                            now,
-                            id: &old.id,
-                        },
-                    )?;
-                    (get_part_row(tx, &old.id)?, false)
-                }
-                None => {
-                    let part_id = new_id(Prefix::Part);
-                    let row = queries::append_part(
-                        tx,
-                        &queries::AppendPartParams {
-                            id: &part_id,
-                            message_id: id,
-                            session_id: &row.session_id,
-                            r#type: part.type_name(),
-                            data: &data,
-                            now,
-                        },
-                    )?;
-                    (row, true)
-                }
-            };
-            let event = part_event(part_row)?;
-            Ok((store::load_message(tx, id)?, event, created))
-        })?;
-        if created {
-            self.parts.publish_created(event);
-        } else {
-            self.parts.publish_updated(event);
-        }
-        self.messages.publish_updated(msg.clone());
+        let finished = self.write(|tx| Self::finish_tx(tx, id, &reason))?;
+        let msg = finished.message.clone();
+        self.publish_finished(finished);
         Ok(msg)
     }
 
@@ -496,20 +397,7 @@ impl MessageService {
         part: &Part,
     ) -> Result<PartEvent> {
         let data = part.to_json()?;
-        let row = get_part_row(conn, part_id)?;
-        if let Ok(old) = Part::from_json(&row.data) {
-            check_part_change(part_id, &old, part)?;
-        }
-        queries::update_part(
-            conn,
-            &queries::UpdatePartParams {
-                r#type: part.type_name(),
-                data: &data,
-                now: now_ms(),
-                id: part_id,
-            },
-        )?;
-        part_event(get_part_row(conn, part_id)?)
+        replace_part(conn, part_id, part, &data)
     }
 
     /// [`MessageService::append_part`] inside the caller's transaction; returns the event
@@ -520,19 +408,7 @@ impl MessageService {
         part: &Part,
     ) -> Result<PartEvent> {
         let data = part.to_json()?;
-        let msg = get_message_row(conn, message_id)?;
-        let row = queries::append_part(
-            conn,
-            &queries::AppendPartParams {
-                id: &new_id(Prefix::Part),
-                message_id,
-                session_id: &msg.session_id,
-                r#type: part.type_name(),
-                data: &data,
-                now: now_ms(),
-            },
-        )?;
-        part_event(row)
+        insert_part(conn, &new_id(Prefix::Part), message_id, part, &data)
     }
 
     /// [`MessageService::delete_part`] inside the caller's transaction; returns the event
@@ -553,29 +429,7 @@ impl MessageService {
     ) -> Result<Message> {
         let mut current = store::load_message(conn, id)?;
         current.error = error.cloned();
-        let error = current.error.as_ref().map(Value::to_string);
-        queries::update_message(
-            conn,
-            &queries::UpdateMessageParams {
-                parent_id: current.parent_id.as_deref(),
-                agent: current.agent.as_deref(),
-                provider: current.provider.as_deref(),
-                model: current.model.as_deref(),
-                finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
-                is_summary: current.is_summary,
-                input_tokens: current.usage.input,
-                output_tokens: current.usage.output,
-                cache_read_tokens: current.usage.cache_read,
-                cache_write_tokens: current.usage.cache_write,
-                reasoning_tokens: current.usage.reasoning,
-                cost_usd: current.cost_usd,
-                error: error.as_deref(),
-                finished_at: current.finished_at,
-                now: now_ms(),
-                id,
-            },
-        )?;
-        store::load_message(conn, id)
+        store_message_fields(conn, &current)
     }
 
     /// [`MessageService::finish`] inside the caller's transaction; publish the result
@@ -738,6 +592,81 @@ fn check_transition(old: &ToolState, new: &ToolState) -> std::result::Result<(),
         }
         ToolState::Error { ended_at, .. } => probe.fail("", *ended_at),
     }
+}
+
+/// Writes every mutable field of `current` to its row and reads the message back.
+fn store_message_fields(conn: &rusqlite::Connection, current: &Message) -> Result<Message> {
+    let error = current.error.as_ref().map(Value::to_string);
+    queries::update_message(
+        conn,
+        &queries::UpdateMessageParams {
+            parent_id: current.parent_id.as_deref(),
+            agent: current.agent.as_deref(),
+            provider: current.provider.as_deref(),
+            model: current.model.as_deref(),
+            finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
+            is_summary: current.is_summary,
+            input_tokens: current.usage.input,
+            output_tokens: current.usage.output,
+            cache_read_tokens: current.usage.cache_read,
+            cache_write_tokens: current.usage.cache_write,
+            reasoning_tokens: current.usage.reasoning,
+            cost_usd: current.cost_usd,
+            error: error.as_deref(),
+            finished_at: current.finished_at,
+            now: now_ms(),
+            id: &current.id,
+        },
+    )?;
+    store::load_message(conn, &current.id)
+}
+
+/// Replaces part `part_id` with `part` (already serialised as `data`, so that a caller
+/// can fail on serialisation before opening a transaction).
+fn replace_part(
+    conn: &rusqlite::Connection,
+    part_id: &str,
+    part: &Part,
+    data: &str,
+) -> Result<PartEvent> {
+    let row = get_part_row(conn, part_id)?;
+    if let Ok(old) = Part::from_json(&row.data) {
+        check_part_change(part_id, &old, part)?;
+    }
+    queries::update_part(
+        conn,
+        &queries::UpdatePartParams {
+            r#type: part.type_name(),
+            data,
+            now: now_ms(),
+            id: part_id,
+        },
+    )?;
+    part_event(get_part_row(conn, part_id)?)
+}
+
+/// Appends `part` (already serialised as `data`) as part `id` after the last part of
+/// message `message_id`; the caller picks the id so that a retried transaction reuses it.
+fn insert_part(
+    conn: &rusqlite::Connection,
+    id: &str,
+    message_id: &str,
+    part: &Part,
+    data: &str,
+) -> Result<PartEvent> {
+    let msg = get_message_row(conn, message_id)?;
+    let row = queries::append_part(
+        conn,
+        &queries::AppendPartParams {
+            id,
+            message_id,
+            session_id: &msg.session_id,
+            r#type: part.type_name(),
+            data,
+            now: now_ms(),
+        },
+    )?;
+    part_event(row)
 }
 
 fn get_part_row(conn: &rusqlite::Connection, id: &str) -> Result<PartRow> {

@@ -56,7 +56,7 @@ use scribe_db::queries;
 use scribe_db::rusqlite::OptionalExtension;
 use scribe_message::{
     FinishReason, Message, MessageError, MessageService, NewMessage, Part, Role, StepFinishPart,
-    StepStartPart, StoredPart, ToolPart, store,
+    StepStartPart, ToolPart, store,
 };
 use scribe_pubsub::{Broker, EventKind, Subscription};
 use scribe_session::{Session, SessionKind, SessionService};
@@ -1076,43 +1076,11 @@ fn compact_on_its_thread(
 
 /// A complete user message, as `MessageService::create` would build it: ended
 /// when written, with a finish part.
-fn user_message(session_id: &str, agent: &str, model: &str, mut parts: Vec<Part>) -> Message {
-    let now = now_ms();
-    let reason = match parts.last() {
-        Some(Part::Finish(finish)) => finish.reason.clone(),
-        _ => {
-            parts.push(Part::finish(FinishReason::EndTurn, now));
-            FinishReason::EndTurn
-        }
-    };
-    Message {
-        id: new_id(Prefix::Message),
-        session_id: session_id.to_owned(),
-        parent_id: None,
-        role: Role::User,
-        agent: Some(agent.to_owned()),
-        provider: None,
-        model: Some(model.to_owned()),
-        finish_reason: Some(reason),
-        is_summary: false,
-        usage: Default::default(),
-        cost_usd: 0.0,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: Some(now),
-        parts: parts
-            .into_iter()
-            .zip(0_i64..)
-            .map(|(part, position)| StoredPart {
-                id: new_id(Prefix::Part),
-                position,
-                part,
-                created_at: now,
-                updated_at: now,
-            })
-            .collect(),
-    }
+fn user_message(session_id: &str, agent: &str, model: &str, parts: Vec<Part>) -> Message {
+    let mut new = NewMessage::new(session_id, Role::User, parts);
+    new.agent = Some(agent.to_owned());
+    new.model = Some(model.to_owned());
+    new.into_message(now_ms())
 }
 
 fn parse_rules(session: &Session) -> Result<Ruleset, LoopError> {

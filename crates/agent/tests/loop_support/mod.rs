@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scribe_agent::{
-    AgentRunner, Model, ModelCatalog, Pricing, ScriptedProvider, Tool, ToolContext, ToolError,
-    ToolOutput,
+    AgentRunner, Model, ModelCatalog, Pricing, Provider, Tool, ToolContext, ToolError, ToolOutput,
 };
 use scribe_db::Database;
 use scribe_message::{Message, MessageService, Part, ToolPart};
@@ -95,7 +94,8 @@ impl Env {
             .unwrap()
     }
 
-    pub fn runner(&self, provider: Arc<ScriptedProvider>) -> AgentRunner {
+    /// A runner over this env's services with `provider`, writing streamed text at once.
+    pub fn runner<P: Provider + 'static>(&self, provider: Arc<P>) -> AgentRunner {
         AgentRunner::new(
             self.sessions.clone(),
             self.messages.clone(),
