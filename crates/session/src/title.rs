@@ -78,7 +78,9 @@ pub fn split_lineage(title: &str) -> (&str, u64) {
         && !digits.is_empty()
         && !digits.starts_with('0')
         && digits.bytes().all(|b| b.is_ascii_digit())
-        && let Ok(n) = digits.parse::<u64>()
+        // SQLite compares lineage numbers as INTEGER (i64): a larger one is just text.
+        && let Ok(n) = digits.parse::<i64>()
+        && let Ok(n) = u64::try_from(n)
     {
         return (base, n);
     }
@@ -97,6 +99,18 @@ pub fn lineage_title(base: &str, n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lineage_numbers_beyond_sqlite_integers_are_plain_text() {
+        assert_eq!(
+            split_lineage("t #9223372036854775807"),
+            ("t", 9_223_372_036_854_775_807)
+        );
+        assert_eq!(
+            split_lineage("t #9223372036854775808"),
+            ("t #9223372036854775808", 1)
+        );
+    }
 
     #[test]
     fn splits_numbered_titles() {
