@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use scribe_db::queries;
+use scribe_db::rusqlite::OptionalExtension;
 
 use crate::error::{MessageError, Result};
 use crate::message::Message;
@@ -123,12 +124,9 @@ impl MessageService {
         options: ConversationOptions,
     ) -> Result<Vec<ConversationMessage>> {
         let messages = self.read(|conn| {
-            let session = queries::get_session(conn, session_id).map_err(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => {
-                    MessageError::not_found("session", session_id)
-                }
-                other => other.into(),
-            })?;
+            let session = queries::get_session(conn, session_id)
+                .optional()?
+                .ok_or_else(|| MessageError::not_found("session", session_id))?;
             let mut chain: Vec<String> = Vec::new();
             if options.include_ancestors && session.kind == "continuation" {
                 let ancestors = queries::list_session_ancestors(conn, session_id)?;

@@ -8,8 +8,8 @@
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
 //! context on each side, and its session's source, model and title.
 //!
-//! Cost: one ranking statement (snippets computed only for the returned page) plus two
-//! small statements for the context of all hits together.
+//! Cost: one ranking statement (snippets computed for its candidate rows, a little more
+//! than the page) plus two small statements for the context of all hits together.
 
 use std::collections::HashMap;
 
