@@ -33,3 +33,10 @@ SELECT id FROM messages
 WHERE session_id = @session_id AND id >= @lo AND id < @hi
 ORDER BY id
 LIMIT @limit;
+
+-- name: GetSessionIdNeighbors :one
+-- The session ids just before and after @id in id order (NULL at either end): the shortest
+-- prefix naming only @id is one character longer than what it shares with either.
+SELECT
+    (SELECT max(id) FROM sessions WHERE id < @id) AS "before?: String",
+    (SELECT min(id) FROM sessions WHERE id > @id) AS "after?: String";

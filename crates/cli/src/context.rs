@@ -114,35 +114,23 @@ impl Context {
     pub fn short_ids<'a>(&self, ids: &[&'a str]) -> Result<HashMap<&'a str, String>, CliError> {
         self.db
             .read(|conn| {
-                let unique = |prefix: &str| -> scribe_db::Result<bool> {
-                    let (lo, hi) = prefix_range(prefix);
-                    let rows = q::list_sessions_by_id_range(
-                        conn,
-                        &q::ListSessionsByIdRangeParams {
-                            lo: &lo,
-                            hi: &hi,
-                            limit: 2,
-                        },
-                    )?;
-                    Ok(rows.len() == 1)
-                };
                 let mut out = HashMap::with_capacity(ids.len());
                 for &id in ids {
                     if !id.is_ascii() || id.len() <= MIN_SHORT_ID {
                         out.insert(id, id.to_owned());
                         continue;
                     }
-                    // Uniqueness only grows with length: binary search the shortest.
-                    let (mut lo, mut hi) = (MIN_SHORT_ID, id.len());
-                    while lo < hi {
-                        let mid = (lo + hi) / 2;
-                        if unique(&id[..mid])? {
-                            hi = mid;
-                        } else {
-                            lo = mid + 1;
-                        }
-                    }
-                    out.insert(id, id[..lo].to_owned());
+                    // In id order only the neighbours can share a longer prefix with `id`,
+                    // so one character past the longer shared prefix names `id` alone.
+                    let near = q::get_session_id_neighbors(conn, id)?;
+                    let shared = [near.before, near.after]
+                        .iter()
+                        .flatten()
+                        .map(|other| common_prefix_len(id, other))
+                        .max()
+                        .unwrap_or(0);
+                    let len = (shared + 1).clamp(MIN_SHORT_ID, id.len());
+                    out.insert(id, id.get(..len).unwrap_or(id).to_owned());
                 }
                 Ok(out)
             })
@@ -217,4 +205,9 @@ pub fn open_database(path: &Path, access: Access) -> Result<Database, CliError> 
 /// `[prefix, prefix + U+10FFFF)`: every string that starts with `prefix`, as a key range.
 fn prefix_range(prefix: &str) -> (String, String) {
     (prefix.to_owned(), format!("{prefix}{}", char::MAX))
+}
+
+/// How many leading bytes `a` and `b` share.
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }

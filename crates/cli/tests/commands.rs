@@ -756,3 +756,43 @@ fn a_closed_pipe_is_not_an_error() {
         assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn the_short_ids_in_list_each_name_their_own_session() {
+    let env = Env::new();
+    let (sessions, _) = env.services();
+    // Created back to back, these ids share their time prefix well past 12 characters.
+    let mut made = Vec::new();
+    for i in 0..30 {
+        let s = sessions
+            .create(scribe_session::NewSession {
+                title: Some(format!("twin {i}")),
+                ..Default::default()
+            })
+            .unwrap();
+        made.push(s);
+    }
+    let table = env.ok(&["list", "--limit", "30"]);
+    let mut checked = 0;
+    for line in table.lines().skip(1) {
+        let Some(short) = line.split_whitespace().next() else {
+            continue;
+        };
+        let Some(session) = made.iter().find(|s| s.id.starts_with(short)) else {
+            continue;
+        };
+        assert!(
+            short.len() >= 12 && short.len() < session.id.len(),
+            "{short}"
+        );
+        assert_eq!(
+            made.iter().filter(|s| s.id.starts_with(short)).count(),
+            1,
+            "{short} is ambiguous"
+        );
+        let shown = env.json(&["show", short, "--json"]);
+        assert_eq!(shown["session"]["id"], session.id.as_str(), "{short}");
+        checked += 1;
+    }
+    assert_eq!(checked, 30, "{table}");
+}

@@ -108,6 +108,17 @@ pub struct PartRow {
     pub search_text: Option<String>,
 }
 
+/// A row of table `session_runs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRunRow {
+    pub session_id: String,
+    pub owner: String,
+    pub pid: i64,
+    pub host: String,
+    pub started_at: i64,
+    pub heartbeat_at: i64,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();
@@ -214,6 +225,114 @@ pub fn set_session_prompt_settings(
 ) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(SET_SESSION_PROMPT_SETTINGS_SQL)?;
     let values = rusqlite::params![params.model, params.permission, params.now, params.id];
+    stmt.execute(values)
+}
+
+/// SQL of `GetSessionRun` (sql/queries/agent_loop.sql:26).
+pub const GET_SESSION_RUN_SQL: &str = "SELECT * FROM session_runs WHERE session_id = ?1";
+
+/// `GetSessionRun` (`:one`) from `sql/queries/agent_loop.sql:26`.
+///
+/// The run lease of a session, if any process holds one.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_session_run(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<SessionRunRow> {
+    let mut stmt = conn.prepare_cached(GET_SESSION_RUN_SQL)?;
+    stmt.query_row([session_id], |row| {
+        Ok(SessionRunRow {
+            session_id: row.get(0)?,
+            owner: row.get(1)?,
+            pid: row.get(2)?,
+            host: row.get(3)?,
+            started_at: row.get(4)?,
+            heartbeat_at: row.get(5)?,
+        })
+    })
+}
+
+/// SQL of `PutSessionRun` (sql/queries/agent_loop.sql:30).
+pub const PUT_SESSION_RUN_SQL: &str =
+    "INSERT OR REPLACE INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// Parameters of [`put_session_run`].
+#[derive(Debug, Clone, Copy)]
+pub struct PutSessionRunParams<'a> {
+    pub session_id: &'a str,
+    pub owner: &'a str,
+    pub pid: i64,
+    pub host: &'a str,
+    pub started_at: i64,
+    pub heartbeat_at: i64,
+}
+
+/// `PutSessionRun` (`:exec`) from `sql/queries/agent_loop.sql:30`.
+///
+/// Takes a session's lease (the caller checked the previous holder is dead or itself).
+pub fn put_session_run(
+    conn: &rusqlite::Connection,
+    params: &PutSessionRunParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(PUT_SESSION_RUN_SQL)?;
+    let values = rusqlite::params![
+        params.session_id,
+        params.owner,
+        params.pid,
+        params.host,
+        params.started_at,
+        params.heartbeat_at
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `RenewSessionRun` (sql/queries/agent_loop.sql:35).
+pub const RENEW_SESSION_RUN_SQL: &str = "UPDATE session_runs SET heartbeat_at = ?1
+WHERE session_id = ?2 AND owner = ?3";
+
+/// Parameters of [`renew_session_run`].
+#[derive(Debug, Clone, Copy)]
+pub struct RenewSessionRunParams<'a> {
+    pub heartbeat_at: i64,
+    pub session_id: &'a str,
+    pub owner: &'a str,
+}
+
+/// `RenewSessionRun` (`:execrows`) from `sql/queries/agent_loop.sql:35`.
+///
+/// A heartbeat: only the holder's own lease is renewed.
+pub fn renew_session_run(
+    conn: &rusqlite::Connection,
+    params: &RenewSessionRunParams<'_>,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(RENEW_SESSION_RUN_SQL)?;
+    let values = rusqlite::params![params.heartbeat_at, params.session_id, params.owner];
+    stmt.execute(values)
+}
+
+/// SQL of `DeleteSessionRun` (sql/queries/agent_loop.sql:40).
+pub const DELETE_SESSION_RUN_SQL: &str =
+    "DELETE FROM session_runs WHERE session_id = ?1 AND owner = ?2";
+
+/// Parameters of [`delete_session_run`].
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteSessionRunParams<'a> {
+    pub session_id: &'a str,
+    pub owner: &'a str,
+}
+
+/// `DeleteSessionRun` (`:execrows`) from `sql/queries/agent_loop.sql:40`.
+///
+/// Releases (or clears a dead) lease, only if `owner` still holds it.
+pub fn delete_session_run(
+    conn: &rusqlite::Connection,
+    params: &DeleteSessionRunParams<'_>,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(DELETE_SESSION_RUN_SQL)?;
+    let values = rusqlite::params![params.session_id, params.owner];
     stmt.execute(values)
 }
 
@@ -366,6 +485,37 @@ pub fn list_message_ids_by_range(
     let values = rusqlite::params![params.session_id, params.lo, params.hi, params.limit];
     let rows = stmt.query_map(values, |row| row.get(0))?;
     rows.collect()
+}
+
+/// SQL of `GetSessionIdNeighbors` (sql/queries/cli.sql:37).
+pub const GET_SESSION_ID_NEIGHBORS_SQL: &str = "SELECT
+    (SELECT max(id) FROM sessions WHERE id < ?1) AS \"before?: String\",
+    (SELECT min(id) FROM sessions WHERE id > ?1) AS \"after?: String\"";
+
+/// A row returned by [`get_session_id_neighbors`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetSessionIdNeighborsRow {
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// `GetSessionIdNeighbors` (`:one`) from `sql/queries/cli.sql:37`.
+///
+/// The session ids just before and after @id in id order (NULL at either end): the shortest
+/// prefix naming only @id is one character longer than what it shares with either.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_session_id_neighbors(
+    conn: &rusqlite::Connection,
+    id: &str,
+) -> rusqlite::Result<GetSessionIdNeighborsRow> {
+    let mut stmt = conn.prepare_cached(GET_SESSION_ID_NEIGHBORS_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetSessionIdNeighborsRow {
+            before: row.get(0)?,
+            after: row.get(1)?,
+        })
+    })
 }
 
 /// SQL of `CreateFileVersion` (sql/queries/files.sql:4).
