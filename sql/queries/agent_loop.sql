@@ -22,3 +22,21 @@ SET model = @model,
     permission = coalesce(sqlc.narg(permission), permission),
     updated_at = @now
 WHERE id = @id;
+
+-- name: GetSessionRun :one
+-- The run lease of a session, if any process holds one.
+SELECT * FROM session_runs WHERE session_id = @session_id;
+
+-- name: PutSessionRun :exec
+-- Takes a session's lease (the caller checked the previous holder is dead or itself).
+INSERT OR REPLACE INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at)
+VALUES (@session_id, @owner, @pid, @host, @started_at, @heartbeat_at);
+
+-- name: RenewSessionRun :execrows
+-- A heartbeat: only the holder's own lease is renewed.
+UPDATE session_runs SET heartbeat_at = @heartbeat_at
+WHERE session_id = @session_id AND owner = @owner;
+
+-- name: DeleteSessionRun :execrows
+-- Releases (or clears a dead) lease, only if `owner` still holds it.
+DELETE FROM session_runs WHERE session_id = @session_id AND owner = @owner;

@@ -31,8 +31,9 @@
 //!   [`CancelToken`];
 //! - [`tools`], [`permission`]: the [`tools::Tool`] trait, built-in tools
 //!   confined to the project root, and allow/ask/deny rules (last match wins);
-//! - [`subagent`], [`title`], [`recovery`]: task sessions, background titles,
-//!   and repairing a session a dead process left mid-turn.
+//! - [`subagent`], [`title`], [`recovery`], [`lease`]: task sessions,
+//!   background titles, repairing a session a dead process left mid-turn, and
+//!   the run lease that tells a dead process from another live one.
 
 pub mod compaction;
 pub mod context;
@@ -40,6 +41,7 @@ pub mod error;
 pub mod estimate;
 pub mod events;
 pub mod ingest;
+pub mod lease;
 pub mod models;
 pub mod permission;
 pub mod provider;
@@ -59,13 +61,14 @@ pub use error::AgentError;
 pub use estimate::{HeuristicEstimator, TokenEstimator};
 pub use events::AgentEvent;
 pub use ingest::{HookError, IngestConfig, PartDraft, PromptInput, UserMessageDraft};
+pub use lease::{LeaseConfig, LeaseHolder};
 pub use models::{CatalogError, CatalogFormat, Model, ModelCatalog, ModelProblem, Pricing};
 pub use permission::{Action, Decision, PermissionRequest, Rule, Ruleset};
 pub use provider::{
     ChatMessage, ChatRequest, Provider, ProviderError, ProviderEvent, ProviderResponse,
     ScriptedProvider, ScriptedTurn, ToolSpec,
 };
-pub use recovery::{RecoveryReport, recover_session};
+pub use recovery::{RecoveryReport, recover_session, recover_session_with};
 pub use run::{
     AgentConfig, AgentRegistry, AgentRunner, CancelToken, LoopError, LoopEvent, RunOutcome,
 };

@@ -17,13 +17,12 @@
 //! one process that is known: the agent loop registers the session it is
 //! stepping in (see [`is_running_here`]) for as long as a step's message may be
 //! open, and recovery leaves every session registered in this process alone
-//! (it reports nothing for it). Across processes it is not known: the
-//! database records no owner or heartbeat for a run, so a session another
-//! process is still answering looks exactly like one a crashed process left.
-//! Two processes must therefore not run the same session at once (the CLI
-//! runs one loop per invocation); making that safe would take a run lease
-//! (an owner id and a heartbeat column on sessions, a schema migration) that
-//! recovery checks for staleness first.
+//! (it reports nothing for it). Across processes the run lease tells
+//! ([`crate::lease`]): while another live process holds the session's lease,
+//! recovery repairs nothing and reports the holder in
+//! [`RecoveryReport::running_elsewhere`]; a dead holder's lease (its pid gone
+//! on this host, or its heartbeat older than [`LeaseConfig::stale_after`]) is
+//! cleared and the session repaired.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
@@ -37,6 +36,7 @@ use scribe_message::{
 use serde_json::json;
 
 use crate::error::write_tx;
+use crate::lease::{self, LeaseConfig, LeaseHolder};
 use crate::run::LoopError;
 
 /// The message of a tool call cut short by a dead process.
@@ -88,10 +88,14 @@ pub struct RecoveryReport {
     pub messages: Vec<String>,
     /// The tool parts it marked `error: interrupted`.
     pub tool_parts: Vec<String>,
+    /// Set when nothing was repaired because another live process holds the
+    /// session's run lease (it is answering there right now).
+    pub running_elsewhere: Option<LeaseHolder>,
 }
 
 impl RecoveryReport {
-    /// Whether nothing needed repair.
+    /// Whether nothing was repaired (nothing needed it, or the session is
+    /// [`running_elsewhere`](RecoveryReport::running_elsewhere)).
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty()
     }
@@ -108,10 +112,20 @@ struct Repair {
 
 /// Finishes every unfinished assistant message of `session_id` (see the module
 /// doc): one transaction, events after it commits. A session a loop of this
-/// process is answering is left alone.
+/// process, or another live process, is answering is left alone. Leases are
+/// judged with the default [`LeaseConfig`].
 pub fn recover_session(
     messages: &MessageService,
     session_id: &str,
+) -> Result<RecoveryReport, LoopError> {
+    recover_session_with(messages, session_id, &LeaseConfig::default())
+}
+
+/// [`recover_session`], judging run leases with `config`.
+pub fn recover_session_with(
+    messages: &MessageService,
+    session_id: &str,
+    config: &LeaseConfig,
 ) -> Result<RecoveryReport, LoopError> {
     let repair = write_tx(messages.database(), |tx| {
         let mut repair = Repair::default();
@@ -122,6 +136,12 @@ pub fn recover_session(
         // before it creates its message, so a message seen open here while
         // the session is unregistered was not left by this process.
         if is_running_here(session_id) {
+            return Ok(repair);
+        }
+        // Also inside the write lock: a process takes the lease in a write
+        // before it opens the session, so a live holder seen here is running.
+        if let Some(holder) = lease::live_holder_tx(tx, session_id, config)? {
+            repair.report.running_elsewhere = Some(holder);
             return Ok(repair);
         }
         // One indexed query finds the open messages, so opening a long session

@@ -90,4 +90,19 @@ pub enum LoopError {
         /// The session.
         session_id: String,
     },
+    /// Another live process holds the session's run lease (see
+    /// [`crate::lease`]): two processes must not answer in one session at once.
+    #[error(
+        "session {session_id} is being answered by another process ({owner}, pid {pid} on {host})"
+    )]
+    SessionBusy {
+        /// The session.
+        session_id: String,
+        /// The lease holder's owner id.
+        owner: String,
+        /// The holder's process id.
+        pid: i64,
+        /// The holder's host.
+        host: String,
+    },
 }
