@@ -5,8 +5,10 @@
 //!
 //! Ingestion saves the user message, its parts and the session settings the
 //! prompt implies (its model, its tool switches as permission rules) in one
-//! transaction, before any model runs; opening a session first repairs what a
-//! dead process left unfinished ([`crate::recovery`]), and prompting a session
+//! transaction, before any model runs; opening a session first takes its run
+//! lease ([`crate::lease`]: a session another live process is answering is
+//! refused with [`LoopError::SessionBusy`]) and repairs what a dead process
+//! left unfinished ([`crate::recovery`]), and prompting a session
 //! that compaction closed continues in its continuation. Subtask parts of the
 //! prompt run as `task` calls before the model is asked.
 //!
@@ -74,10 +76,11 @@ use crate::estimate::{HeuristicEstimator, TokenEstimator};
 use crate::ingest::{
     Hook, HookError, IngestConfig, PartDraft, PromptInput, UserMessageDraft, resolve_parts,
 };
+use crate::lease::{self, AcquireError, LeaseConfig, LeaseGuard};
 use crate::models::ModelCatalog;
 use crate::permission::{Action, Approver, Decision, PermissionRequest, Ruleset};
 use crate::provider::{ChatRequest, Provider, ProviderError, ToolSpec};
-use crate::recovery::{RecoveryReport, mark_running, recover_session};
+use crate::recovery::{RecoveryReport, mark_running, recover_session_with};
 use crate::subagent::TASK_TOOL;
 use crate::title::{TitleGenerator, TitleHandle};
 use crate::tools::path::canonical_roots;
@@ -144,6 +147,7 @@ pub struct AgentRunner {
     titles: bool,
     flush_interval: Duration,
     max_task_depth: usize,
+    lease: LeaseConfig,
 }
 
 impl fmt::Debug for AgentRunner {
@@ -197,6 +201,7 @@ impl AgentRunner {
             titles: false,
             flush_interval: Duration::from_millis(50),
             max_task_depth: 3,
+            lease: LeaseConfig::default(),
         };
         runner.build_compactors();
         runner
@@ -284,6 +289,12 @@ impl AgentRunner {
         self
     }
 
+    /// Judges other processes' run leases with `config` (see [`crate::lease`]).
+    pub fn with_lease_config(mut self, config: LeaseConfig) -> AgentRunner {
+        self.lease = config;
+        self
+    }
+
     /// The session service.
     pub fn sessions(&self) -> &Arc<SessionService> {
         &self.sessions
@@ -330,10 +341,24 @@ impl AgentRunner {
     }
 
     /// Repairs what a dead process left unfinished in `session_id` (see
-    /// [`crate::recovery`]); a session a loop of this process is answering is
-    /// left alone. Another process's live run cannot be told from a dead one.
+    /// [`crate::recovery`]); a session a loop of this process or another live
+    /// process (per its run lease) is answering is left alone.
     pub fn recover_session(&self, session_id: &str) -> Result<RecoveryReport, LoopError> {
-        recover_session(&self.messages, session_id)
+        recover_session_with(&self.messages, session_id, &self.lease)
+    }
+
+    /// Takes `session_id`'s run lease for this process (see [`crate::lease`]);
+    /// another live process holding it refuses with [`LoopError::SessionBusy`].
+    fn lease(&self, session_id: &str) -> Result<LeaseGuard, LoopError> {
+        lease::acquire(self.sessions.database(), session_id, &self.lease).map_err(|e| match e {
+            AcquireError::Busy(holder) => LoopError::SessionBusy {
+                session_id: session_id.to_owned(),
+                owner: holder.owner,
+                pid: holder.pid,
+                host: holder.host,
+            },
+            AcquireError::Db(e) => LoopError::Agent(e.into()),
+        })
     }
 
     /// Persists `input` as a user message, then (unless `no_reply`) runs the loop.
@@ -361,6 +386,9 @@ impl AgentRunner {
             // The conversation moved on when it was compacted into a continuation.
             session = self.sessions.continuation_tip(&session.id)?;
         }
+        // Before recovery and the save: a session another live process is
+        // answering is neither repaired nor prompted.
+        let _lease = self.lease(&session.id)?;
         self.recover_session(&session.id)?;
         let (message, agent) = self.save_prompt(&input, &session)?;
         let model = message.model.clone().unwrap_or_default();
@@ -537,6 +565,7 @@ impl AgentRunner {
         cancel: &CancelToken,
     ) -> Result<RunOutcome, LoopError> {
         let session = self.sessions.get(session_id)?;
+        let _lease = self.lease(session_id)?;
         self.recover_session(session_id)?;
         let agent = self.agent(agent.unwrap_or(self.agents.default_name()))?;
         let input = PromptInput {
@@ -579,6 +608,8 @@ impl AgentRunner {
         };
         let mut outcome = RunOutcome::empty(session_id);
         let mut overflow_retried = false;
+        // The lease of the continuation the loop moved into, if it did.
+        let mut _moved_lease: Option<LeaseGuard> = None;
         loop {
             if cancel.is_canceled() {
                 outcome.finish_reason = Some(FinishReason::Canceled);
@@ -627,6 +658,9 @@ impl AgentRunner {
                     session_id: current.clone(),
                     continued_in: (next != current).then(|| next.clone()),
                 });
+                if next != current {
+                    _moved_lease = Some(self.lease(&next)?);
+                }
                 outcome.session_id = next;
             }
         }
@@ -660,6 +694,8 @@ impl AgentRunner {
         // Before the message exists, so recovery in this process never takes
         // it for a dead process's leftover (see `crate::recovery`).
         let _running = mark_running(session_id);
+        // Renews the heartbeat (the turn already holds the lease).
+        let _lease = self.lease(session_id)?;
         let session = self.sessions.get(session_id)?;
         let rules = agent.permission.then(&parse_rules(&session)?);
         let context = compactor.request_context(session_id, model)?;
@@ -940,6 +976,7 @@ impl AgentRunner {
             agent: agent.name.clone(),
             cancel: cancel.clone(),
             project_root: self.project_root.clone(),
+            files: Some(self.sessions.clone()),
         };
         let subject = match tool {
             Some(tool) => tool.permission_subject(&part.input, &ctx),

@@ -3,6 +3,9 @@
 //! [`ListDir`], and [`RunCheck`], which runs one of a fixed set of configured
 //! commands with a timeout — the model picks a check by name and never
 //! supplies a command line.
+//!
+//! `write_file` and `edit_file` record what they change in the session's file
+//! history when the context has a recorder ([`super::history`]).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -13,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::history::{Before, record_change};
 use super::path::{canonical_roots, resolve_within};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 
@@ -51,24 +55,54 @@ pub fn cap_text(text: &str, max: usize) -> String {
     )
 }
 
+/// `abs` (a confined path) relative to the canonical project root, `/`-separated
+/// (`.` for the root itself).
+fn relative_to_root(ctx: &ToolContext, abs: &Path) -> Option<String> {
+    let root = ctx.project_root.canonicalize().ok()?;
+    let rel = abs.strip_prefix(&root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    })
+}
+
 /// The call's path relative to the (canonical) project root, `/`-separated;
 /// the raw path when it does not resolve inside the root (the call then fails).
 fn path_subject(input: &Value, ctx: &ToolContext) -> Option<String> {
     let raw = input.get("path").and_then(Value::as_str).unwrap_or(".");
-    let relative = confined(ctx, raw).ok().and_then(|abs| {
-        let root = ctx.project_root.canonicalize().ok()?;
-        let rel = abs.strip_prefix(&root).ok()?;
-        let parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        Some(if parts.is_empty() {
-            ".".to_owned()
-        } else {
-            parts.join("/")
-        })
-    });
+    let relative = confined(ctx, raw)
+        .ok()
+        .and_then(|abs| relative_to_root(ctx, &abs));
     Some(relative.unwrap_or_else(|| raw.to_owned()))
+}
+
+/// Records a successful change of `path` in the session's file history (when the
+/// context has a recorder), adding what happened to `metadata` under `"history"`.
+/// Never fails: the file is already written (see [`super::history`]).
+fn record_history(
+    ctx: &ToolContext,
+    path: &Path,
+    before: Before,
+    after: &str,
+    metadata: &mut Value,
+) {
+    let Some(recorder) = ctx.files.as_deref() else {
+        return;
+    };
+    let relative = relative_to_root(ctx, path);
+    let history = record_change(
+        recorder,
+        &ctx.session_id,
+        relative.as_deref(),
+        before,
+        after,
+    );
+    metadata["history"] = history;
 }
 
 /// `read_file {path}`: a text file's content (capped at [`MAX_OUTPUT_BYTES`]).
@@ -129,11 +163,18 @@ impl Tool for WriteFile {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io_error(format!("create {requested}")))?;
         }
+        let before = if ctx.files.is_some() {
+            Before::read(&path)
+        } else {
+            Before::Absent
+        };
         std::fs::write(&path, content).map_err(io_error(format!("write {requested}")))?;
+        let mut metadata = json!({"bytes": content.len()});
+        record_history(ctx, &path, before, content, &mut metadata);
         Ok(ToolOutput {
             output: format!("wrote {} bytes to {requested}", content.len()),
             title: format!("Write {requested}"),
-            metadata: json!({"bytes": content.len()}),
+            metadata,
         })
     }
 }
@@ -191,10 +232,13 @@ impl Tool for EditFile {
             }
         };
         std::fs::write(&path, &edited).map_err(io_error(format!("write {requested}")))?;
+        let mut metadata = json!({"replacements": count});
+        let before = Before::text(text);
+        record_history(ctx, &path, before, &edited, &mut metadata);
         Ok(ToolOutput {
             output: format!("replaced {count} occurrence(s) in {requested}"),
             title: format!("Edit {requested}"),
-            metadata: json!({"replacements": count}),
+            metadata,
         })
     }
 }
@@ -417,6 +461,7 @@ mod tests {
             agent: "build".into(),
             cancel: CancelToken::new(),
             project_root: root.to_path_buf(),
+            files: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! instead of running it.
 
 pub mod builtin;
+pub mod history;
 pub mod path;
 pub mod schema;
 
@@ -23,10 +24,11 @@ use crate::provider::ToolSpec;
 use crate::run::CancelToken;
 
 pub use builtin::{CheckCommand, EditFile, ListDir, ReadFile, RunCheck, WriteFile};
+pub use history::{FileRecorder, MAX_RECORDED_BYTES, RecordError};
 pub use path::PathError;
 
 /// What a running tool call knows about where it runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// The session the call belongs to.
     pub session_id: String,
@@ -41,6 +43,23 @@ pub struct ToolContext {
     pub cancel: CancelToken,
     /// The project directory; file tools are confined to it.
     pub project_root: PathBuf,
+    /// Where `write_file` and `edit_file` record the files they change (see
+    /// [`history`]); `None` records nothing. The runner sets its session service.
+    pub files: Option<Arc<dyn FileRecorder>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session_id", &self.session_id)
+            .field("message_id", &self.message_id)
+            .field("call_id", &self.call_id)
+            .field("agent", &self.agent)
+            .field("cancel", &self.cancel)
+            .field("project_root", &self.project_root)
+            .field("files", &self.files.is_some())
+            .finish()
+    }
 }
 
 /// What a successful call returns.

@@ -332,6 +332,8 @@ impl DemoCmd {
             session.id
         )?;
         writeln!(out, "  last answer: {}", outcome.text)?;
+        let files = ctx.sessions.latest_files(&session.id)?;
+        writeln!(out, "  files changed: {}", files.len())?;
         if self.keep_project {
             let kept = project_dir.keep();
             writeln!(out, "  project kept at {}", kept.display())?;
