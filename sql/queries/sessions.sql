@@ -217,41 +217,6 @@ WHERE title = @title
        AND substr(title, length(@title) + 3) GLOB '[1-9]*'
        AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
 
--- name: PruneEndedSessions :execrows
--- Ended sessions that ended before @before; active sessions are never pruned.
-DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < @before;
-
--- name: PruneEndedSessionsBySource :execrows
-DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source;
-
--- name: UsageByModel :many
-SELECT coalesce(model, '') AS "model!",
-       count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM sessions
-GROUP BY coalesce(model, '')
-ORDER BY 9 DESC, 1;
-
--- name: UsageBySource :many
-SELECT source,
-       count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM sessions
-GROUP BY source
-ORDER BY 9 DESC, 1;
-
 -- name: TopSessionsByTokens :many
 SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
