@@ -228,3 +228,35 @@ pub fn seed() -> u64 {
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// Words of the realistic text the writer processes generate.
+pub const WORDS: [&str; 28] = [
+    "the",
+    "build",
+    "failed",
+    "because",
+    "migration",
+    "table",
+    "index",
+    "query",
+    "retry",
+    "writer",
+    "session",
+    "message",
+    "refactor",
+    "compile",
+    "error",
+    "function",
+    "returns",
+    "cargo",
+    "test",
+    "lock",
+    "commit",
+    "rollback",
+    "snapshot",
+    "token",
+    "borrow",
+    "checker",
+    "lifetime",
+    "trait",
+];

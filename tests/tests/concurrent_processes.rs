@@ -42,7 +42,7 @@ use scribe_message::{
     MessageService, NewMessage, Part, ReasoningPart, Role, SearchOptions, TokenUsage, ToolState,
 };
 use scribe_session::{NewSession, SessionService, UsageDelta};
-use scribe_tests::{child_command, consistency_problems, error_chain, search_counts, seed};
+use scribe_tests::{WORDS, child_command, consistency_problems, error_chain, search_counts, seed};
 use serde_json::json;
 
 const CHILD_TEST: &str = "concurrent_processes_child";
@@ -78,37 +78,6 @@ const PREFIX: &str = "@cp ";
 /// Only ever appears as a whole word, so word-index hits can be counted with LIKE.
 const MARKER: &str = "kingfisher";
 const CJK_MARKER: &str = "数据库连接";
-
-const WORDS: [&str; 28] = [
-    "the",
-    "build",
-    "failed",
-    "because",
-    "migration",
-    "table",
-    "index",
-    "query",
-    "retry",
-    "writer",
-    "session",
-    "message",
-    "refactor",
-    "compile",
-    "error",
-    "function",
-    "returns",
-    "cargo",
-    "test",
-    "lock",
-    "commit",
-    "rollback",
-    "snapshot",
-    "token",
-    "borrow",
-    "checker",
-    "lifetime",
-    "trait",
-];
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))

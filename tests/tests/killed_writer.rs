@@ -23,7 +23,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use scribe_db::Database;
 use scribe_message::{MessageService, NewMessage, Part, Role, ToolState};
-use scribe_tests::{child_command, consistency_problems, create_session, search_counts, seed};
+use scribe_tests::{
+    WORDS, child_command, consistency_problems, create_session, search_counts, seed,
+};
 use serde_json::json;
 
 const ROUNDS: usize = 20;
@@ -37,33 +39,6 @@ const MARKER: &str = "kingfisher";
 const CJK_MARKER: &str = "数据库连接";
 /// The child gives up by itself after this long, in case the parent died without killing it.
 const CHILD_LIFETIME: Duration = Duration::from_secs(30);
-
-const WORDS: [&str; 24] = [
-    "the",
-    "build",
-    "failed",
-    "because",
-    "migration",
-    "table",
-    "index",
-    "query",
-    "retry",
-    "writer",
-    "session",
-    "message",
-    "refactor",
-    "compile",
-    "error",
-    "function",
-    "returns",
-    "cargo",
-    "test",
-    "lock",
-    "commit",
-    "rollback",
-    "snapshot",
-    "token",
-];
 
 fn sentence(rng: &mut StdRng) -> String {
     let n = rng.random_range(4..24);
