@@ -535,6 +535,54 @@ fn session_filters_combine_and_escape_like() {
     assert_eq!(n, 1);
 }
 
+/// `ParentFilter::Conversations`: roots and forks, each at the tip of its compaction
+/// chain; tasks, title sessions and continued (non-tip) sessions are left out.
+#[test]
+fn conversations_are_roots_and_forks_at_their_tips() {
+    let db = Database::open_in_memory().unwrap();
+    let root = child_of_none(&db, 1);
+    let cont = child(&db, &root, "continuation", 2);
+    let tip = child(&db, &cont, "continuation", 3);
+    let plain = child_of_none(&db, 4);
+    let task = child(&db, &plain, "task", 5);
+    let task_cont = child(&db, &task, "continuation", 6);
+    let title = child(&db, &plain, "title", 7);
+    let fork = child(&db, &plain, "fork", 8);
+    let fork_cont = child(&db, &fork, "continuation", 9);
+    let fork_of_task = child(&db, &task, "fork", 10);
+    let filter = SessionFilter {
+        parent: ParentFilter::Conversations,
+        order: SessionOrder::CreatedAsc,
+        ..Default::default()
+    };
+    let listed: Vec<String> = db
+        .read(|c| Ok(filters::list_sessions(c, &filter)?))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, vec![tip, plain, fork_cont, fork_of_task]);
+    let n = db
+        .read(|c| Ok(filters::count_sessions(c, &filter)?))
+        .unwrap();
+    assert_eq!(n, 4);
+    for hidden in [root, cont, task, task_cont, title, fork] {
+        assert!(!listed.contains(&hidden));
+    }
+}
+
+fn child_of_none(db: &Database, created_at: i64) -> String {
+    let id = new_id(Prefix::Session);
+    db.write(|tx| {
+        let mut params = new_session(&id, "cli");
+        params.now = created_at;
+        q::create_session(tx, &params)?;
+        Ok(())
+    })
+    .unwrap();
+    id
+}
+
 #[test]
 fn search_filters_ranks_and_never_repeats_a_message() {
     let db = Database::open_in_memory().unwrap();
