@@ -389,6 +389,8 @@ fn cost_breakdown(ctx: &Context, session_id: &str, task_id: &str) -> Result<(), 
         "CACHE WRITE",
         "COST",
     ]);
+    // Each row's cells but the cost, and its cost: a cost column has one format.
+    let mut rows: Vec<(Vec<String>, f64)> = Vec::new();
     for (label, id) in [("main", session_id), ("sub-agent", task_id)] {
         let mut step = 0;
         for message in ctx.messages.list(id)? {
@@ -414,21 +416,23 @@ fn cost_breakdown(ctx: &Context, session_id: &str, task_id: &str) -> Result<(), 
                 }
             };
             let u = &message.usage;
-            table.add_row(vec![
-                label.to_owned(),
-                format!("{step}. {what}"),
-                message.model.clone().unwrap_or_default(),
-                ui::grouped(u.input),
-                ui::grouped(u.output),
-                ui::grouped(u.cache_read),
-                ui::grouped(u.cache_write),
-                ui::dollars(message.cost_usd),
-            ]);
+            rows.push((
+                vec![
+                    label.to_owned(),
+                    format!("{step}. {what}"),
+                    message.model.clone().unwrap_or_default(),
+                    ui::grouped(u.input),
+                    ui::grouped(u.output),
+                    ui::grouped(u.cache_read),
+                    ui::grouped(u.cache_write),
+                ],
+                message.cost_usd,
+            ));
         }
     }
     let s = ctx.sessions.get(session_id)?;
     let t = &s.tokens;
-    table.add_row(
+    rows.push((
         vec![
             "total".to_owned(),
             format!("{} calls (sub-agent rolled in)", s.api_call_count),
@@ -437,12 +441,18 @@ fn cost_breakdown(ctx: &Context, session_id: &str, task_id: &str) -> Result<(), 
             ui::grouped(t.output),
             ui::grouped(t.cache_read),
             ui::grouped(t.cache_write),
-            ui::dollars(s.estimated_cost_usd),
-        ]
-        .into_iter()
-        .map(|c| paint(style::HEADER, c))
-        .collect::<Vec<_>>(),
-    );
+        ],
+        s.estimated_cost_usd,
+    ));
+    let costs: Vec<f64> = rows.iter().map(|(_, cost)| *cost).collect();
+    let last = rows.len().saturating_sub(1);
+    for (i, ((mut cells, _), cost)) in rows.into_iter().zip(ui::dollar_column(&costs)).enumerate() {
+        cells.push(cost);
+        if i == last {
+            cells = cells.into_iter().map(|c| paint(style::HEADER, c)).collect();
+        }
+        table.add_row(cells);
+    }
     for i in 3..8 {
         if let Some(column) = table.column_mut(i) {
             column.set_cell_alignment(comfy_table::CellAlignment::Right);
