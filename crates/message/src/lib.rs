@@ -1,7 +1,8 @@
 //! Messages, typed parts, pagination, the conversation view and full-text search for
 //! Scribe.
 //!
-//! The model:
+//! The model (defined in `scribe-types`, which has no database, and re-exported here
+//! under the same paths: `scribe_message::Part`, `scribe_message::part::TextPart` …):
 //!
 //! - [`Role`] and [`FinishReason`]: who wrote a message and why a turn ended;
 //! - [`Part`]: the typed pieces of a message (text, reasoning, tool calls with
@@ -28,14 +29,12 @@ pub mod conversation;
 mod error;
 pub mod message;
 pub mod page;
-pub mod part;
-pub mod role;
 pub mod search;
 pub mod search_query;
 pub mod service;
 pub mod store;
-pub mod tool_state;
-pub mod usage;
+
+pub use scribe_types::{part, role, tool_state, usage};
 
 pub use conversation::{
     CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
