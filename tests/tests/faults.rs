@@ -30,8 +30,11 @@ fn user_message(session: &str, text: &str) -> NewMessage {
 }
 
 fn count(db: &Database, sql: &str) -> i64 {
-    db.read(|conn| Ok(conn.query_row(sql, [], |row| row.get(0))?))
-        .unwrap()
+    db.read(|conn| -> scribe_db::Result<_> {
+        let conn = conn.conn();
+        Ok(conn.query_row(sql, [], |row| row.get(0))?)
+    })
+    .unwrap()
 }
 
 fn sqlite_code(err: &scribe_db::Error) -> Option<ErrorCode> {
@@ -58,7 +61,8 @@ fn full_database_fails_the_whole_message_and_recovers() {
     // max_page_count is a setting of the connection it is run on, so it is set through the
     // real write path: the writer connection every later write uses.
     let set_limit = |extra: i64| {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |row| row.get(0))?;
             let limit = if extra < 0 { 1 << 30 } else { pages + extra };
             let set: i64 =
@@ -152,7 +156,8 @@ fn read_only_probe(path: &Path) -> Value {
         Err(err) => json!({ "open": format!("{}: {}", variant_name(&err), error_chain(&err)) }),
         Ok(db) => {
             let written = create_session(&db, Some("written while read-only"));
-            let read = db.read(|conn| {
+            let read = db.read(|conn| -> scribe_db::Result<_> {
+                let conn = conn.conn();
                 Ok(conn.query_row("SELECT count(*) FROM messages", [], |row| {
                     row.get::<_, i64>(0)
                 })?)
@@ -621,7 +626,8 @@ fn consistency_checker_notices_index_drift() {
     }
     assert_eq!(consistency_problems(&db).unwrap(), Vec::<String>::new());
     for index in ["parts_fts", "parts_fts_trigram"] {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 &format!(
                     "INSERT INTO {index} ({index}, rowid, search_text)
@@ -637,7 +643,8 @@ fn consistency_checker_notices_index_drift() {
             problems.iter().any(|p| p.contains(index)),
             "{index}: drift not noticed: {problems:#?}"
         );
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 &format!("INSERT INTO {index} ({index}) VALUES ('rebuild')"),
                 [],
@@ -647,7 +654,8 @@ fn consistency_checker_notices_index_drift() {
         .unwrap();
     }
     // Counters are checked too.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("UPDATE sessions SET message_count = message_count + 1", [])?;
         Ok(())
     })

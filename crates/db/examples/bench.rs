@@ -177,7 +177,8 @@ fn workload(count: usize) -> Vec<Message> {
 fn fresh_db(dir: &Path, name: &str, session: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     let db = Database::open(&path).unwrap();
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         q::create_session(
             tx,
             &q::CreateSessionParams {
@@ -208,7 +209,8 @@ fn run_generated(path: &Path, session: &str, messages: &[Message]) -> Duration {
     let db = Database::open(path).unwrap();
     let started = Instant::now();
     for m in messages {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             q::create_message(
                 tx,
                 &q::CreateMessageParams {

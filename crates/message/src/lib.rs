@@ -18,9 +18,15 @@
 //! - [`Message`] and [`StoredPart`]: a stored message with its parts;
 //! - [`store`]: transaction-level insert and load functions for other services;
 //! - [`MessageService`]: create, update, part changes, [`page`](MessageService::page) and
-//!   [`stream`](MessageService::stream), [`search`](MessageService::search) and the
-//!   [`conversation`](MessageService::conversation) view, with events published on two
-//!   `scribe_pubsub` brokers after commit (never for a change that rolled back).
+//!   [`stream`](MessageService::stream), [`search`](MessageService::search), with events
+//!   queued inside each transaction and published on two `scribe_pubsub` brokers after
+//!   it commits (never for a change that rolled back); `_tx` twins make the same changes
+//!   inside another service's transaction.
+//!
+//! What a model is sent ([`conversation`]): [`sent`] is the one view of stored messages
+//! as requests carry them (from the summary on, compacted results cleared, unfinished
+//! calls interrupted), used by the agent; [`to_conversation`] pairs its tool calls with
+//! their results.
 //!
 //! Errors are [`MessageError`]; a part row whose JSON cannot be decoded is reported as
 //! [`MessageError::CorruptPart`] naming the row, never a panic.
@@ -38,7 +44,7 @@ pub use scribe_types::{part, role, tool_state, usage};
 
 pub use conversation::{
     CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
-    INTERRUPTED_TOOL_OUTPUT,
+    INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_tool, to_conversation,
 };
 pub use error::{MessageError, Result};
 pub use message::{Message, StoredPart};

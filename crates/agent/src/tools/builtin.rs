@@ -451,7 +451,7 @@ fn run_command(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::CancelToken;
+    use crate::cancel::CancelToken;
 
     fn ctx(root: &Path) -> ToolContext {
         ToolContext {

@@ -62,7 +62,10 @@ pub struct DemoCheckCmd {
 }
 
 fn demo_error(what: &str) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::Demo(format!("{what}: {e}"))
+    move |e| CliError::Demo {
+        what: what.to_owned(),
+        source: Some(Box::new(e)),
+    }
 }
 
 impl DemoCheckCmd {
@@ -123,9 +126,10 @@ fn catalog() -> Result<ModelCatalog, CliError> {
         ),
     ];
     for m in models {
-        catalog
-            .insert(m)
-            .map_err(|e| CliError::Demo(format!("bad demo model: {e}")))?;
+        catalog.insert(m).map_err(|e| CliError::Demo {
+            what: "bad demo model".to_owned(),
+            source: Some(Box::new(e)),
+        })?;
     }
     Ok(catalog)
 }
@@ -280,15 +284,12 @@ impl DemoCmd {
                 .with_tools(["read_file", "list_dir"]),
         );
         let provider = Arc::new(ScriptedProvider::new(script(&task_call_id)));
-        let runner = scribe_agent::AgentRunner::new(
-            Arc::clone(&ctx.sessions),
-            Arc::clone(&ctx.messages),
-            provider,
-            Arc::new(catalog()?),
-            project.clone(),
-        )
-        .with_tools(ToolRegistry::builtin(checks))
-        .with_agents(agents);
+        let runner = scribe_agent::AgentRunner::builder(ctx.store.clone(), provider)
+            .with_catalog(Arc::new(catalog()?))
+            .with_project_root(project.clone())
+            .with_tools(ToolRegistry::builtin(checks))
+            .with_agents(agents)
+            .build();
 
         let spinner = ui::spinner("running the scripted session");
         let input = PromptInput {
@@ -301,12 +302,17 @@ impl DemoCmd {
         };
         let outcome = runner.prompt(input, &CancelToken::new());
         spinner.finish_and_clear();
-        let outcome = outcome.map_err(|e| CliError::Demo(crate::error::one_line(&e)))?;
+        let outcome = outcome.map_err(|e| CliError::Demo {
+            what: "the agent loop stopped".to_owned(),
+            source: Some(Box::new(e)),
+        })?;
         let session = ctx.sessions.get(&outcome.session_id)?;
         let Some(summary_id) = session.summary_message_id.clone() else {
-            return Err(CliError::Demo(
-                "the session ended without compacting; the demo expects one compaction".into(),
-            ));
+            return Err(CliError::Demo {
+                what: "the session ended without compacting; the demo expects one compaction"
+                    .into(),
+                source: None,
+            });
         };
 
         let mut out = anstream::stdout().lock();

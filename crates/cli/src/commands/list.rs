@@ -216,9 +216,9 @@ fn previews(ctx: &Context, sessions: &[Session]) -> Result<HashMap<String, Strin
         return Ok(HashMap::new());
     }
     let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
-    let rows = ctx.db.read(|conn| {
+    let rows = ctx.db.read(|tx| -> scribe_db::Result<_> {
         Ok(q::list_session_previews(
-            conn,
+            tx.conn(),
             &q::ListSessionPreviewsParams {
                 max_chars: PREVIEW_FETCH_CHARS,
                 session_ids: &ids,
