@@ -38,11 +38,11 @@ use scribe_message::{
 use scribe_pubsub::Broker;
 use scribe_session::{Session, Store};
 
+use crate::agents::{AgentConfig, AgentRegistry};
 use crate::error::AgentError;
 use crate::events::{LoopEvent, emit};
 use crate::models::ModelCatalog;
 use crate::permission::{Ruleset, session_rules};
-use crate::run::{AgentConfig, AgentRegistry};
 use crate::tools::PathError;
 use crate::tools::builtin::list_directory;
 use crate::tools::path::{canonical_roots, resolve_within};

@@ -31,6 +31,8 @@
 //!
 //! - [`ingest`]: a [`PromptInput`] becomes a persisted user message (files
 //!   resolved inside the allowed roots, hooks applied) before any model runs;
+//! - [`agents`]: [`AgentConfig`] (model, prompt, tools, step limit,
+//!   compaction, rules) and the [`AgentRegistry`] a runner picks them from;
 //! - [`run`]: [`AgentRunner`] (built with [`AgentRunner::builder`] from a
 //!   store and a provider) drives provider calls, tool runs, usage and
 //!   compaction step by step until the turn ends, the step limit, or a
@@ -44,6 +46,7 @@
 //! Every failure is one error type, [`AgentError`] ([`error`]); progress goes out
 //! as [`AgentEvent`]s and [`LoopEvent`]s ([`events`]).
 
+pub mod agents;
 pub mod cancel;
 pub mod compaction;
 pub mod context;
@@ -62,6 +65,7 @@ pub mod title;
 pub mod tools;
 pub mod usage;
 
+pub use agents::{AgentConfig, AgentRegistry};
 pub use cancel::CancelToken;
 pub use compaction::{
     CompactionConfig, CompactionOutcome, CompactionReport, CompactionStrategy, Compactor,
@@ -81,7 +85,7 @@ pub use provider::{
 };
 pub use recovery::{RecoveryReport, recover_session, recover_session_with};
 pub use reply::{DEFAULT_FLUSH_INTERVAL, ReplyWriter, ToolCall};
-pub use run::{AgentConfig, AgentRegistry, AgentRunner, AgentRunnerBuilder, RunOutcome};
+pub use run::{AgentRunner, AgentRunnerBuilder, RunOutcome};
 pub use scribe_types::error_chain;
 pub use title::TitleHandle;
 pub use tools::{CheckCommand, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};

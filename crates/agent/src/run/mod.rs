@@ -42,7 +42,6 @@
 //!
 //! The `task` tool ([`task`]) runs a sub-agent's own loop on the same runner.
 
-mod config;
 mod task;
 mod turn;
 
@@ -56,9 +55,9 @@ use scribe_message::{FinishReason, MessageService, Role};
 use scribe_pubsub::{Broker, Subscription};
 use scribe_session::{SessionKind, SessionService, Store};
 
-pub use config::{AgentConfig, AgentRegistry};
 pub use task::TASK_TOOL;
 
+use crate::agents::AgentRegistry;
 use crate::cancel::CancelToken;
 use crate::compaction::runner::END_REASON_COMPRESSION;
 use crate::compaction::{CompactionOutcome, Compactor};

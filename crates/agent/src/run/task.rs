@@ -13,7 +13,8 @@ use scribe_message::{FinishReason, ToolPart};
 use scribe_types::error_chain;
 use serde_json::{Value, json};
 
-use super::{AgentConfig, AgentRunner};
+use super::AgentRunner;
+use crate::agents::AgentConfig;
 use crate::cancel::CancelToken;
 use crate::ingest::{PartDraft, PromptInput};
 use crate::provider::ToolSpec;

@@ -16,7 +16,8 @@ use scribe_types::error_chain;
 use serde_json::{Value, json};
 
 use super::task::TASK_TOOL;
-use super::{AgentConfig, AgentRunner, RunOutcome};
+use super::{AgentRunner, RunOutcome};
+use crate::agents::AgentConfig;
 use crate::cancel::CancelToken;
 use crate::compaction::Compactor;
 use crate::error::AgentError;
