@@ -29,9 +29,6 @@ JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = @session_id
 ORDER BY m.created_at, m.id, p.position;
 
--- name: ListPartsByMessageIds :many
-SELECT * FROM parts WHERE message_id IN (sqlc.slice(message_ids)) ORDER BY message_id, position;
-
 -- name: GetToolPartByCallId :one
 -- The tool part of a call, by the provider's call id.
 SELECT * FROM parts
@@ -45,13 +42,3 @@ UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 
 -- name: DeletePart :execrows
 DELETE FROM parts WHERE id = @id;
-
--- name: DeleteMessageParts :execrows
--- Removes a message's parts before writing its new list.
-DELETE FROM parts WHERE message_id = @message_id;
-
--- name: CountParts :one
-SELECT count(*) FROM parts WHERE message_id = @message_id;
-
--- name: CountAllParts :one
-SELECT count(*) FROM parts;

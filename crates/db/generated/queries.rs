@@ -566,28 +566,7 @@ pub fn create_file_version(
     })
 }
 
-/// SQL of `GetFile` (sql/queries/files.sql:13).
-pub const GET_FILE_SQL: &str = "SELECT * FROM files WHERE id = ?1";
-
-/// `GetFile` (`:one`) from `sql/queries/files.sql:13`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_file(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<FileRow> {
-    let mut stmt = conn.prepare_cached(GET_FILE_SQL)?;
-    stmt.query_row([id], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })
-}
-
-/// SQL of `GetFileVersion` (sql/queries/files.sql:16).
+/// SQL of `GetFileVersion` (sql/queries/files.sql:13).
 pub const GET_FILE_VERSION_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 AND path = ?2 AND version = ?3";
 
@@ -599,7 +578,7 @@ pub struct GetFileVersionParams<'a> {
     pub version: i64,
 }
 
-/// `GetFileVersion` (`:one`) from `sql/queries/files.sql:16`.
+/// `GetFileVersion` (`:one`) from `sql/queries/files.sql:13`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_file_version(
@@ -621,41 +600,7 @@ pub fn get_file_version(
     })
 }
 
-/// SQL of `GetLatestFile` (sql/queries/files.sql:19).
-pub const GET_LATEST_FILE_SQL: &str = "SELECT * FROM files
-WHERE session_id = ?1 AND path = ?2
-ORDER BY version DESC
-LIMIT 1";
-
-/// Parameters of [`get_latest_file`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetLatestFileParams<'a> {
-    pub session_id: &'a str,
-    pub path: &'a str,
-}
-
-/// `GetLatestFile` (`:one`) from `sql/queries/files.sql:19`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_latest_file(
-    conn: &rusqlite::Connection,
-    params: &GetLatestFileParams<'_>,
-) -> rusqlite::Result<FileRow> {
-    let mut stmt = conn.prepare_cached(GET_LATEST_FILE_SQL)?;
-    stmt.query_row(rusqlite::params![params.session_id, params.path], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })
-}
-
-/// SQL of `ListFileVersions` (sql/queries/files.sql:25).
+/// SQL of `ListFileVersions` (sql/queries/files.sql:16).
 pub const LIST_FILE_VERSIONS_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 AND path = ?2 ORDER BY version";
 
@@ -666,7 +611,7 @@ pub struct ListFileVersionsParams<'a> {
     pub path: &'a str,
 }
 
-/// `ListFileVersions` (`:many`) from `sql/queries/files.sql:25`.
+/// `ListFileVersions` (`:many`) from `sql/queries/files.sql:16`.
 ///
 /// Oldest first.
 pub fn list_file_versions(
@@ -688,14 +633,14 @@ pub fn list_file_versions(
     rows.collect()
 }
 
-/// SQL of `ListLatestFiles` (sql/queries/files.sql:29).
+/// SQL of `ListLatestFiles` (sql/queries/files.sql:20).
 pub const LIST_LATEST_FILES_SQL: &str = "SELECT f.* FROM files AS f
 WHERE f.session_id = ?1
   AND f.version = (SELECT max(g.version) FROM files AS g
                    WHERE g.session_id = f.session_id AND g.path = f.path)
 ORDER BY f.path";
 
-/// `ListLatestFiles` (`:many`) from `sql/queries/files.sql:29`.
+/// `ListLatestFiles` (`:many`) from `sql/queries/files.sql:20`.
 ///
 /// The newest version of every path the session changed, by path.
 pub fn list_latest_files(
@@ -717,11 +662,11 @@ pub fn list_latest_files(
     rows.collect()
 }
 
-/// SQL of `ListSessionFiles` (sql/queries/files.sql:37).
+/// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 ORDER BY path, version";
 
-/// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:37`.
+/// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:28`.
 pub fn list_session_files(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -739,60 +684,6 @@ pub fn list_session_files(
         })
     })?;
     rows.collect()
-}
-
-/// SQL of `UpdateFileContent` (sql/queries/files.sql:40).
-pub const UPDATE_FILE_CONTENT_SQL: &str =
-    "UPDATE files SET content = ?1, updated_at = ?2 WHERE id = ?3";
-
-/// Parameters of [`update_file_content`].
-#[derive(Debug, Clone, Copy)]
-pub struct UpdateFileContentParams<'a> {
-    pub content: &'a str,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `UpdateFileContent` (`:execrows`) from `sql/queries/files.sql:40`.
-pub fn update_file_content(
-    conn: &rusqlite::Connection,
-    params: &UpdateFileContentParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(UPDATE_FILE_CONTENT_SQL)?;
-    let values = rusqlite::params![params.content, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `DeleteFile` (sql/queries/files.sql:43).
-pub const DELETE_FILE_SQL: &str = "DELETE FROM files WHERE id = ?1";
-
-/// `DeleteFile` (`:execrows`) from `sql/queries/files.sql:43`.
-pub fn delete_file(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_FILE_SQL)?;
-    stmt.execute([id])
-}
-
-/// SQL of `DeleteSessionFiles` (sql/queries/files.sql:46).
-pub const DELETE_SESSION_FILES_SQL: &str = "DELETE FROM files WHERE session_id = ?1";
-
-/// `DeleteSessionFiles` (`:execrows`) from `sql/queries/files.sql:46`.
-pub fn delete_session_files(
-    conn: &rusqlite::Connection,
-    session_id: &str,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_SESSION_FILES_SQL)?;
-    stmt.execute([session_id])
-}
-
-/// SQL of `CountAllFiles` (sql/queries/files.sql:49).
-pub const COUNT_ALL_FILES_SQL: &str = "SELECT count(*) FROM files";
-
-/// `CountAllFiles` (`:one`) from `sql/queries/files.sql:49`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_all_files(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_ALL_FILES_SQL)?;
-    stmt.query_row([], |row| row.get(0))
 }
 
 /// SQL of `ListMessagesOldest` (sql/queries/message_pages.sql:4).
@@ -899,48 +790,7 @@ pub fn list_messages_after(
     rows.collect()
 }
 
-/// SQL of `GetLatestSummaryMessage` (sql/queries/message_pages.sql:19).
-pub const GET_LATEST_SUMMARY_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND is_summary
-ORDER BY created_at DESC, id DESC
-LIMIT 1";
-
-/// `GetLatestSummaryMessage` (`:one`) from `sql/queries/message_pages.sql:19`.
-///
-/// The newest compaction summary of a session (the conversation view starts there).
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_latest_summary_message(
-    conn: &rusqlite::Connection,
-    session_id: &str,
-) -> rusqlite::Result<MessageRow> {
-    let mut stmt = conn.prepare_cached(GET_LATEST_SUMMARY_MESSAGE_SQL)?;
-    stmt.query_row([session_id], |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
-}
-
-/// SQL of `ListMessageNeighbors` (sql/queries/message_pages.sql:26).
+/// SQL of `ListMessageNeighbors` (sql/queries/message_pages.sql:19).
 pub const LIST_MESSAGE_NEIGHBORS_SQL: &str = "SELECT m.id,
     (SELECT b.id FROM messages AS b
      WHERE b.session_id = m.session_id AND (b.created_at, b.id) < (m.created_at, m.id)
@@ -967,7 +817,7 @@ pub struct ListMessageNeighborsRow {
     pub after_role: Option<String>,
 }
 
-/// `ListMessageNeighbors` (`:many`) from `sql/queries/message_pages.sql:26`.
+/// `ListMessageNeighbors` (`:many`) from `sql/queries/message_pages.sql:19`.
 ///
 /// For each message, the messages just before and after it in its session (search-hit
 /// context), as (id, role) pairs.
@@ -992,7 +842,7 @@ pub fn list_message_neighbors(
     rows.collect()
 }
 
-/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:45).
+/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
     "SELECT message_id, substr(search_text, 1, ?1) AS \"text!: String\"
 FROM parts
@@ -1013,7 +863,7 @@ pub struct ListMessageTextsParams<'a> {
     pub message_ids: &'a [&'a str],
 }
 
-/// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:45`.
+/// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
 ///
 /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
 /// part order (search-hit context).
@@ -1040,7 +890,7 @@ pub fn list_message_texts(
     rows.collect()
 }
 
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:53).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
 FROM messages AS m
@@ -1059,7 +909,7 @@ pub struct ListSessionPartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:53`.
+/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
 ///
 /// Every part of a session in message order then part order, without the computed
 /// search_text (loading a conversation must not re-extract every part's text). Driven by
@@ -1083,7 +933,7 @@ pub fn list_session_part_data(
     rows.collect()
 }
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:64).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1101,7 +951,7 @@ pub struct ListPartDataByMessageIdsRow {
     pub updated_at: i64,
 }
 
-/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:64`.
+/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
 ///
 /// The parts of the given messages, without the computed search_text.
 pub fn list_part_data_by_message_ids(
@@ -1131,7 +981,7 @@ pub fn list_part_data_by_message_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:71).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1149,7 +999,7 @@ pub struct ListMessagePartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:71`.
+/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
 ///
 /// One message's parts in order, without the computed search_text.
 pub fn list_message_part_data(
@@ -1269,23 +1119,11 @@ pub fn get_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<Me
     })
 }
 
-/// SQL of `MessageExists` (sql/queries/messages.sql:18).
-pub const MESSAGE_EXISTS_SQL: &str =
-    "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1) AS \"found!: bool\"";
-
-/// `MessageExists` (`:one`) from `sql/queries/messages.sql:18`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn message_exists(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(MESSAGE_EXISTS_SQL)?;
-    stmt.query_row([id], |row| row.get(0))
-}
-
-/// SQL of `ListMessages` (sql/queries/messages.sql:21).
+/// SQL of `ListMessages` (sql/queries/messages.sql:18).
 pub const LIST_MESSAGES_SQL: &str =
     "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
 
-/// `ListMessages` (`:many`) from `sql/queries/messages.sql:21`.
+/// `ListMessages` (`:many`) from `sql/queries/messages.sql:18`.
 ///
 /// Creation order.
 pub fn list_messages(
@@ -1319,11 +1157,11 @@ pub fn list_messages(
     rows.collect()
 }
 
-/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:25).
+/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:22).
 pub const LIST_MESSAGES_BY_IDS_SQL: &str =
     "SELECT * FROM messages WHERE id IN (/*SLICE:ids*/?) ORDER BY created_at, id";
 
-/// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:25`.
+/// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:22`.
 pub fn list_messages_by_ids(
     conn: &rusqlite::Connection,
     ids: &[&str],
@@ -1359,7 +1197,7 @@ pub fn list_messages_by_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:28).
+/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:25).
 pub const LIST_MESSAGES_NEWEST_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1
 ORDER BY created_at DESC, id DESC
@@ -1372,7 +1210,7 @@ pub struct ListMessagesNewestParams<'a> {
     pub limit: i64,
 }
 
-/// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:28`.
+/// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:25`.
 ///
 /// The newest @limit messages, newest first (the first page).
 pub fn list_messages_newest(
@@ -1407,7 +1245,7 @@ pub fn list_messages_newest(
     rows.collect()
 }
 
-/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:35).
+/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:32).
 pub const LIST_MESSAGES_BEFORE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
 ORDER BY created_at DESC, id DESC
@@ -1422,7 +1260,7 @@ pub struct ListMessagesBeforeParams<'a> {
     pub limit: i64,
 }
 
-/// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:35`.
+/// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:32`.
 ///
 /// The @limit messages before the cursor (created_at, id), newest first (later pages).
 pub fn list_messages_before(
@@ -1462,7 +1300,7 @@ pub fn list_messages_before(
     rows.collect()
 }
 
-/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:42).
+/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:39).
 pub const LIST_MESSAGES_FROM_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
 ORDER BY created_at, id";
@@ -1475,7 +1313,7 @@ pub struct ListMessagesFromParams<'a> {
     pub id: &'a str,
 }
 
-/// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:42`.
+/// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:39`.
 ///
 /// Messages from the cursor (created_at, id) on, in creation order: the conversation since a
 /// summary message.
@@ -1511,113 +1349,13 @@ pub fn list_messages_from(
     rows.collect()
 }
 
-/// SQL of `GetPreviousMessage` (sql/queries/messages.sql:49).
-pub const GET_PREVIOUS_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
-ORDER BY created_at DESC, id DESC
-LIMIT 1";
-
-/// Parameters of [`get_previous_message`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetPreviousMessageParams<'a> {
-    pub session_id: &'a str,
-    pub created_at: i64,
-    pub id: &'a str,
-}
-
-/// `GetPreviousMessage` (`:one`) from `sql/queries/messages.sql:49`.
-///
-/// The message just before the cursor in its session (search context).
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_previous_message(
-    conn: &rusqlite::Connection,
-    params: &GetPreviousMessageParams<'_>,
-) -> rusqlite::Result<MessageRow> {
-    let mut stmt = conn.prepare_cached(GET_PREVIOUS_MESSAGE_SQL)?;
-    let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    stmt.query_row(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
-}
-
-/// SQL of `GetNextMessage` (sql/queries/messages.sql:56).
-pub const GET_NEXT_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) > (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
-ORDER BY created_at, id
-LIMIT 1";
-
-/// Parameters of [`get_next_message`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetNextMessageParams<'a> {
-    pub session_id: &'a str,
-    pub created_at: i64,
-    pub id: &'a str,
-}
-
-/// `GetNextMessage` (`:one`) from `sql/queries/messages.sql:56`.
-///
-/// The message just after the cursor in its session (search context).
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_next_message(
-    conn: &rusqlite::Connection,
-    params: &GetNextMessageParams<'_>,
-) -> rusqlite::Result<MessageRow> {
-    let mut stmt = conn.prepare_cached(GET_NEXT_MESSAGE_SQL)?;
-    let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    stmt.query_row(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
-}
-
-/// SQL of `GetLastMessage` (sql/queries/messages.sql:63).
+/// SQL of `GetLastMessage` (sql/queries/messages.sql:46).
 pub const GET_LAST_MESSAGE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1
 ORDER BY created_at DESC, id DESC
 LIMIT 1";
 
-/// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:63`.
+/// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_last_message(
@@ -1650,29 +1388,7 @@ pub fn get_last_message(
     })
 }
 
-/// SQL of `CountMessages` (sql/queries/messages.sql:69).
-pub const COUNT_MESSAGES_SQL: &str = "SELECT count(*) FROM messages WHERE session_id = ?1";
-
-/// `CountMessages` (`:one`) from `sql/queries/messages.sql:69`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_messages(conn: &rusqlite::Connection, session_id: &str) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_MESSAGES_SQL)?;
-    stmt.query_row([session_id], |row| row.get(0))
-}
-
-/// SQL of `CountAllMessages` (sql/queries/messages.sql:72).
-pub const COUNT_ALL_MESSAGES_SQL: &str = "SELECT count(*) FROM messages";
-
-/// `CountAllMessages` (`:one`) from `sql/queries/messages.sql:72`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_all_messages(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_ALL_MESSAGES_SQL)?;
-    stmt.query_row([], |row| row.get(0))
-}
-
-/// SQL of `UpdateMessage` (sql/queries/messages.sql:75).
+/// SQL of `UpdateMessage` (sql/queries/messages.sql:52).
 pub const UPDATE_MESSAGE_SQL: &str = "UPDATE messages
 SET parent_id = ?1,
     agent = ?2,
@@ -1712,7 +1428,7 @@ pub struct UpdateMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:75`.
+/// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:52`.
 ///
 /// Everything about a message except its session, role and creation time.
 pub fn update_message(
@@ -1741,7 +1457,7 @@ pub fn update_message(
     stmt.execute(values)
 }
 
-/// SQL of `FinishMessage` (sql/queries/messages.sql:95).
+/// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2, updated_at = ?2
 WHERE id = ?3";
@@ -1754,7 +1470,7 @@ pub struct FinishMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
+/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
 pub fn finish_message(
     conn: &rusqlite::Connection,
     params: &FinishMessageParams<'_>,
@@ -1764,7 +1480,7 @@ pub fn finish_message(
     stmt.execute(values)
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:100).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -1788,7 +1504,7 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:100`.
+/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
 ///
 /// Adds a step's usage to the message atomically.
 pub fn add_message_usage(
@@ -1809,32 +1525,10 @@ pub fn add_message_usage(
     stmt.execute(values)
 }
 
-/// SQL of `SetMessageError` (sql/queries/messages.sql:112).
-pub const SET_MESSAGE_ERROR_SQL: &str =
-    "UPDATE messages SET error = ?1, updated_at = ?2 WHERE id = ?3";
-
-/// Parameters of [`set_message_error`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetMessageErrorParams<'a> {
-    pub error: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetMessageError` (`:execrows`) from `sql/queries/messages.sql:112`.
-pub fn set_message_error(
-    conn: &rusqlite::Connection,
-    params: &SetMessageErrorParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_MESSAGE_ERROR_SQL)?;
-    let values = rusqlite::params![params.error, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:115).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:115`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1842,10 +1536,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:119).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:119`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -1854,30 +1548,6 @@ pub fn delete_session_messages(
 ) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_SESSION_MESSAGES_SQL)?;
     stmt.execute([session_id])
-}
-
-/// SQL of `DeleteMessagesFrom` (sql/queries/messages.sql:123).
-pub const DELETE_MESSAGES_FROM_SQL: &str = "DELETE FROM messages
-WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))";
-
-/// Parameters of [`delete_messages_from`].
-#[derive(Debug, Clone, Copy)]
-pub struct DeleteMessagesFromParams<'a> {
-    pub session_id: &'a str,
-    pub created_at: i64,
-    pub id: &'a str,
-}
-
-/// `DeleteMessagesFrom` (`:execrows`) from `sql/queries/messages.sql:123`.
-///
-/// Messages after a point (revert / retry): everything from the cursor on.
-pub fn delete_messages_from(
-    conn: &rusqlite::Connection,
-    params: &DeleteMessagesFromParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_MESSAGES_FROM_SQL)?;
-    let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    stmt.execute(values)
 }
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:4).
@@ -2052,42 +1722,7 @@ pub fn list_session_parts(
     rows.collect()
 }
 
-/// SQL of `ListPartsByMessageIds` (sql/queries/parts.sql:32).
-pub const LIST_PARTS_BY_MESSAGE_IDS_SQL: &str = "SELECT * FROM parts WHERE message_id IN (/*SLICE:message_ids*/?) ORDER BY message_id, position";
-
-/// `ListPartsByMessageIds` (`:many`) from `sql/queries/parts.sql:32`.
-pub fn list_parts_by_message_ids(
-    conn: &rusqlite::Connection,
-    message_ids: &[&str],
-) -> rusqlite::Result<Vec<PartRow>> {
-    let mut next = 1;
-    let sql = sqlgen_expand_slice(
-        LIST_PARTS_BY_MESSAGE_IDS_SQL,
-        "message_ids",
-        &mut next,
-        message_ids.len(),
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
-    values.extend(message_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
-    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-            search_text: row.get(9)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `GetToolPartByCallId` (sql/queries/parts.sql:35).
+/// SQL of `GetToolPartByCallId` (sql/queries/parts.sql:32).
 pub const GET_TOOL_PART_BY_CALL_ID_SQL: &str = "SELECT * FROM parts
 WHERE session_id = ?1 AND type = 'tool' AND data ->> '$.call_id' = CAST(?2 AS TEXT)
 ORDER BY seq DESC
@@ -2100,7 +1735,7 @@ pub struct GetToolPartByCallIdParams<'a> {
     pub call_id: &'a str,
 }
 
-/// `GetToolPartByCallId` (`:one`) from `sql/queries/parts.sql:35`.
+/// `GetToolPartByCallId` (`:one`) from `sql/queries/parts.sql:32`.
 ///
 /// The tool part of a call, by the provider's call id.
 ///
@@ -2127,7 +1762,7 @@ pub fn get_tool_part_by_call_id(
     })
 }
 
-/// SQL of `UpdatePart` (sql/queries/parts.sql:42).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:39).
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4";
 
@@ -2140,7 +1775,7 @@ pub struct UpdatePartParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:42`.
+/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:39`.
 ///
 /// Replaces one part's content (e.g. a tool moving from running to completed).
 pub fn update_part(
@@ -2152,49 +1787,13 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:46).
+/// SQL of `DeletePart` (sql/queries/parts.sql:43).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:46`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:43`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
-}
-
-/// SQL of `DeleteMessageParts` (sql/queries/parts.sql:49).
-pub const DELETE_MESSAGE_PARTS_SQL: &str = "DELETE FROM parts WHERE message_id = ?1";
-
-/// `DeleteMessageParts` (`:execrows`) from `sql/queries/parts.sql:49`.
-///
-/// Removes a message's parts before writing its new list.
-pub fn delete_message_parts(
-    conn: &rusqlite::Connection,
-    message_id: &str,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_MESSAGE_PARTS_SQL)?;
-    stmt.execute([message_id])
-}
-
-/// SQL of `CountParts` (sql/queries/parts.sql:53).
-pub const COUNT_PARTS_SQL: &str = "SELECT count(*) FROM parts WHERE message_id = ?1";
-
-/// `CountParts` (`:one`) from `sql/queries/parts.sql:53`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_parts(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_PARTS_SQL)?;
-    stmt.query_row([message_id], |row| row.get(0))
-}
-
-/// SQL of `CountAllParts` (sql/queries/parts.sql:56).
-pub const COUNT_ALL_PARTS_SQL: &str = "SELECT count(*) FROM parts";
-
-/// `CountAllParts` (`:one`) from `sql/queries/parts.sql:56`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_all_parts(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_ALL_PARTS_SQL)?;
-    stmt.query_row([], |row| row.get(0))
 }
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
@@ -3117,73 +2716,12 @@ pub fn get_session_by_title(
     })
 }
 
-/// SQL of `ListSessions` (sql/queries/sessions.sql:46).
-pub const LIST_SESSIONS_SQL: &str = "SELECT * FROM sessions
-ORDER BY updated_at DESC, id DESC
-LIMIT ?1 OFFSET ?2";
-
-/// Parameters of [`list_sessions`].
-#[derive(Debug, Clone, Copy)]
-pub struct ListSessionsParams {
-    pub limit: i64,
-    pub offset: i64,
-}
-
-/// `ListSessions` (`:many`) from `sql/queries/sessions.sql:46`.
-///
-/// Newest first; for filtered lists use filters::list_sessions.
-pub fn list_sessions(
-    conn: &rusqlite::Connection,
-    params: &ListSessionsParams,
-) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare_cached(LIST_SESSIONS_SQL)?;
-    let rows = stmt.query_map(rusqlite::params![params.limit, params.offset], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `ListChildSessions` (sql/queries/sessions.sql:52).
+/// SQL of `ListChildSessions` (sql/queries/sessions.sql:46).
 pub const LIST_CHILD_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE parent_session_id = ?1
 ORDER BY created_at, id";
 
-/// `ListChildSessions` (`:many`) from `sql/queries/sessions.sql:52`.
+/// `ListChildSessions` (`:many`) from `sql/queries/sessions.sql:46`.
 pub fn list_child_sessions(
     conn: &rusqlite::Connection,
     parent_session_id: &str,
@@ -3230,10 +2768,10 @@ pub fn list_child_sessions(
     rows.collect()
 }
 
-/// SQL of `CountSessions` (sql/queries/sessions.sql:57).
+/// SQL of `CountSessions` (sql/queries/sessions.sql:51).
 pub const COUNT_SESSIONS_SQL: &str = "SELECT count(*) FROM sessions";
 
-/// `CountSessions` (`:one`) from `sql/queries/sessions.sql:57`.
+/// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn count_sessions(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
@@ -3241,7 +2779,7 @@ pub fn count_sessions(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
     stmt.query_row([], |row| row.get(0))
 }
 
-/// SQL of `UpdateSession` (sql/queries/sessions.sql:60).
+/// SQL of `UpdateSession` (sql/queries/sessions.sql:54).
 pub const UPDATE_SESSION_SQL: &str = "UPDATE sessions
 SET title = ?1,
     directory = ?2,
@@ -3280,7 +2818,7 @@ pub struct UpdateSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateSession` (`:one`) from `sql/queries/sessions.sql:60`.
+/// `UpdateSession` (`:one`) from `sql/queries/sessions.sql:54`.
 ///
 /// The fields a user or the agent may change; counters and times have their own queries.
 ///
@@ -3347,52 +2885,7 @@ pub fn update_session(
     })
 }
 
-/// SQL of `SetSessionTitle` (sql/queries/sessions.sql:80).
-pub const SET_SESSION_TITLE_SQL: &str =
-    "UPDATE sessions SET title = ?1, updated_at = ?2 WHERE id = ?3";
-
-/// Parameters of [`set_session_title`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetSessionTitleParams<'a> {
-    pub title: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetSessionTitle` (`:execrows`) from `sql/queries/sessions.sql:80`.
-pub fn set_session_title(
-    conn: &rusqlite::Connection,
-    params: &SetSessionTitleParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_SESSION_TITLE_SQL)?;
-    let values = rusqlite::params![params.title, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `SetSessionModel` (sql/queries/sessions.sql:83).
-pub const SET_SESSION_MODEL_SQL: &str =
-    "UPDATE sessions SET model = ?1, model_config = ?2, updated_at = ?3 WHERE id = ?4";
-
-/// Parameters of [`set_session_model`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetSessionModelParams<'a> {
-    pub model: Option<&'a str>,
-    pub model_config: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetSessionModel` (`:execrows`) from `sql/queries/sessions.sql:83`.
-pub fn set_session_model(
-    conn: &rusqlite::Connection,
-    params: &SetSessionModelParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_SESSION_MODEL_SQL)?;
-    let values = rusqlite::params![params.model, params.model_config, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:86).
+/// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
 pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
     "UPDATE sessions SET summary_message_id = ?1, updated_at = ?2 WHERE id = ?3";
 
@@ -3404,7 +2897,7 @@ pub struct SetSessionSummaryMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionSummaryMessage` (`:execrows`) from `sql/queries/sessions.sql:86`.
+/// `SetSessionSummaryMessage` (`:execrows`) from `sql/queries/sessions.sql:74`.
 pub fn set_session_summary_message(
     conn: &rusqlite::Connection,
     params: &SetSessionSummaryMessageParams<'_>,
@@ -3414,7 +2907,7 @@ pub fn set_session_summary_message(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:89).
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
 pub const SET_SESSION_COMPACTING_SQL: &str =
     "UPDATE sessions SET compacting_at = ?1, updated_at = ?2
 WHERE id = ?3 AND compacting_at IS NOT ?1";
@@ -3427,7 +2920,7 @@ pub struct SetSessionCompactingParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:89`.
+/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
 ///
 /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 /// not there changes nothing (and so publishes nothing).
@@ -3440,7 +2933,7 @@ pub fn set_session_compacting(
     stmt.execute(values)
 }
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:95).
+/// SQL of `EndSession` (sql/queries/sessions.sql:83).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = ?1, end_reason = ?2, updated_at = ?1
 WHERE id = ?3 AND ended_at IS NULL";
@@ -3453,7 +2946,7 @@ pub struct EndSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:95`.
+/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
 ///
 /// The first end wins: ending an ended session changes nothing (0 rows).
 pub fn end_session(
@@ -3465,7 +2958,7 @@ pub fn end_session(
     stmt.execute(values)
 }
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:101).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = NULL, end_reason = NULL, updated_at = ?1
 WHERE id = ?2";
@@ -3477,7 +2970,7 @@ pub struct ReopenSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:101`.
+/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
 pub fn reopen_session(
     conn: &rusqlite::Connection,
     params: &ReopenSessionParams<'_>,
@@ -3486,7 +2979,7 @@ pub fn reopen_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:106).
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
 pub const ARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = ?1, updated_at = ?1 WHERE id = ?2 AND archived_at IS NULL";
 
@@ -3497,7 +2990,7 @@ pub struct ArchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:106`.
+/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
 pub fn archive_session(
     conn: &rusqlite::Connection,
     params: &ArchiveSessionParams<'_>,
@@ -3506,7 +2999,7 @@ pub fn archive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:109).
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
 pub const UNARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = NULL, updated_at = ?1 WHERE id = ?2";
 
@@ -3517,7 +3010,7 @@ pub struct UnarchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:109`.
+/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
 pub fn unarchive_session(
     conn: &rusqlite::Connection,
     params: &UnarchiveSessionParams<'_>,
@@ -3526,10 +3019,10 @@ pub fn unarchive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:112).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = ?1";
 
-/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:112`.
+/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
 ///
 /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
 pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -3537,7 +3030,7 @@ pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:116).
+/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
 pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -3563,7 +3056,7 @@ pub struct AddSessionUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:116`.
+/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:104`.
 ///
 /// Adds one model call's usage atomically, so concurrent writers all count.
 pub fn add_session_usage(
@@ -3585,7 +3078,7 @@ pub fn add_session_usage(
     stmt.execute(values)
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:129).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:117).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = coalesce(actual_cost_usd, 0) + ?1,
     updated_at = ?2
@@ -3599,7 +3092,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:129`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:117`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3611,39 +3104,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCostStatus` (sql/queries/sessions.sql:136).
-pub const SET_SESSION_COST_STATUS_SQL: &str = "UPDATE sessions
-SET cost_status = ?1, cost_source = ?2, pricing_version = ?3,
-    updated_at = ?4
-WHERE id = ?5";
-
-/// Parameters of [`set_session_cost_status`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetSessionCostStatusParams<'a> {
-    pub cost_status: Option<&'a str>,
-    pub cost_source: Option<&'a str>,
-    pub pricing_version: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetSessionCostStatus` (`:execrows`) from `sql/queries/sessions.sql:136`.
-pub fn set_session_cost_status(
-    conn: &rusqlite::Connection,
-    params: &SetSessionCostStatusParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_SESSION_COST_STATUS_SQL)?;
-    let values = rusqlite::params![
-        params.cost_status,
-        params.cost_source,
-        params.pricing_version,
-        params.now,
-        params.id
-    ];
-    stmt.execute(values)
-}
-
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:142).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:124).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = sessions.input_tokens + child.input_tokens,
     output_tokens = sessions.output_tokens + child.output_tokens,
@@ -3667,7 +3128,7 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:142`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:124`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
 pub fn roll_up_session_usage(
@@ -3678,7 +3139,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:160).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:142).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3689,7 +3150,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:160`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:142`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3738,7 +3199,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:172).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:154).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3749,7 +3210,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:172`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:154`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3798,7 +3259,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:184).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:166).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3810,7 +3271,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:184`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:166`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3858,7 +3319,7 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     })
 }
 
-/// SQL of `ListTitleLineage` (sql/queries/sessions.sql:198).
+/// SQL of `ListTitleLineage` (sql/queries/sessions.sql:180).
 pub const LIST_TITLE_LINEAGE_SQL: &str = "SELECT * FROM sessions
 WHERE title = ?1
    OR (title > ?1 || ' #' AND title < ?1 || ' $'
@@ -3868,7 +3329,7 @@ ORDER BY CASE WHEN title = ?1 THEN 1
               ELSE CAST(substr(title, length(?1) + 3) AS INTEGER) END DESC,
          created_at DESC";
 
-/// `ListTitleLineage` (`:many`) from `sql/queries/sessions.sql:198`.
+/// `ListTitleLineage` (`:many`) from `sql/queries/sessions.sql:180`.
 ///
 /// The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
 /// as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
@@ -3918,7 +3379,7 @@ pub fn list_title_lineage(
     rows.collect()
 }
 
-/// SQL of `MaxTitleLineageNumber` (sql/queries/sessions.sql:210).
+/// SQL of `MaxTitleLineageNumber` (sql/queries/sessions.sql:192).
 pub const MAX_TITLE_LINEAGE_NUMBER_SQL: &str =
     "SELECT CAST(coalesce(max(CASE WHEN title = ?1 THEN 1
                               ELSE CAST(substr(title, length(?1) + 3) AS INTEGER) END), 0)
@@ -3929,7 +3390,7 @@ WHERE title = ?1
        AND substr(title, length(?1) + 3) GLOB '[1-9]*'
        AND NOT (substr(title, length(?1) + 3) GLOB '*[^0-9]*'))";
 
-/// `MaxTitleLineageNumber` (`:one`) from `sql/queries/sessions.sql:210`.
+/// `MaxTitleLineageNumber` (`:one`) from `sql/queries/sessions.sql:192`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rusqlite::Result<i64> {
@@ -3937,13 +3398,13 @@ pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rus
     stmt.query_row([title], |row| row.get(0))
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:220).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:202).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:220`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:202`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
