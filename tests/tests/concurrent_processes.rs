@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use scribe_db::Database;
+use scribe_db::{Clock, Database, Options};
 use scribe_message::{
     MessageService, NewMessage, Part, ReasoningPart, Role, SearchOptions, TokenUsage, ToolState,
 };
@@ -172,8 +172,15 @@ fn concurrent_processes_child() {
     };
     let path = env(ENV_DB);
     let seed: u64 = env(ENV_SEED).parse().unwrap();
+    // The pruner ends sessions and then prunes what ended before "now": a clock whose
+    // readings never repeat makes that hold without sleeping.
+    let options = Options {
+        clock: Clock::monotonic(),
+        ..Options::default()
+    };
     let db = Arc::new(
-        Database::open(&path).unwrap_or_else(|e| panic!("{role}: open: {}", error_chain(&e))),
+        Database::open_with(&path, options)
+            .unwrap_or_else(|e| panic!("{role}: open: {}", error_chain(&e))),
     );
     match role.as_str() {
         "writer" => writer(db, seed),
@@ -406,8 +413,8 @@ fn pruner(db: Arc<Database>) {
                 svc.end(id, "completed")
                     .unwrap_or_else(|e| panic!("pruner: end {id}: {}", error_chain(&e)));
             }
-            // Prune takes sessions that ended strictly before now.
-            std::thread::sleep(Duration::from_millis(5));
+            // Prune takes sessions that ended strictly before now (the clock never
+            // repeats a reading).
             0
         };
         let dry = svc

@@ -28,6 +28,22 @@ impl Clock {
         Clock(Arc::new(f))
     }
 
+    /// The system clock, except that no reading repeats or goes back: one that would is
+    /// 1 ms after the previous reading. Two changes stamped with it never share a
+    /// millisecond, so "before now" holds for what was just written.
+    pub fn monotonic() -> Clock {
+        let last = AtomicI64::new(i64::MIN);
+        Clock::from_fn(move || {
+            let now = now_ms();
+            let previous = last
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                    Some(now.max(last.saturating_add(1)))
+                })
+                .unwrap_or(now);
+            now.max(previous.saturating_add(1))
+        })
+    }
+
     /// A clock for tests: the first reading is `start`, and every reading is `step_ms`
     /// later than the one before, so two writes never share a millisecond.
     pub fn ticking(start: i64, step_ms: i64) -> Clock {
@@ -105,6 +121,14 @@ mod tests {
         let clock = Clock::ticking(10, 1);
         let other = clock.clone();
         assert_eq!((clock.now(), other.now(), clock.now()), (10, 11, 12));
+    }
+
+    #[test]
+    fn a_monotonic_clock_never_repeats_a_reading() {
+        let clock = Clock::monotonic();
+        let readings: Vec<i64> = (0..1_000).map(|_| clock.now()).collect();
+        assert!(readings.windows(2).all(|w| w[0] < w[1]));
+        assert!(readings[0] >= now_ms() - 1_000);
     }
 
     #[test]
