@@ -21,7 +21,7 @@
 //!   message has committed (nothing when a hook refuses it or the save fails).
 //!
 //! Hooks then see the [`UserMessageDraft`] and may change it; what they leave
-//! is what is saved ([`Ingestion::save`]): the user message, its parts and the
+//! is what is saved: the user message, its parts and the
 //! session settings the prompt implies (its model, its tool switches as permission
 //! rules) in one transaction, whose events — the message, the session, the read
 //! failures and [`LoopEvent::PromptSaved`] — go out only once it committed.

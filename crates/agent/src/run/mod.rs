@@ -13,7 +13,7 @@
 //! prompt run as `task` calls before the model is asked.
 //!
 //! Every step is recorded as it happens, so a crash or a restart can be
-//! understood and resumed ([`turn`]):
+//! understood and resumed (`run/turn.rs`):
 //!
 //! 1. the request is built from the session's context (from its latest
 //!    summary on, fitted to the window) and the tools the agent may use;
@@ -40,7 +40,7 @@
 //! running tool sees it through its [`ToolContext::cancel`](crate::ToolContext).
 //! Unfinished tool parts of a canceled step become `error: canceled`.
 //!
-//! The `task` tool ([`task`]) runs a sub-agent's own loop on the same runner.
+//! The `task` tool (`run/task.rs`) runs a sub-agent's own loop on the same runner.
 
 mod task;
 mod turn;
