@@ -188,23 +188,9 @@ impl From<scribe_db::rusqlite::Error> for AgentError {
     }
 }
 
-/// What [`scribe_db::Database::write`] and [`read`](scribe_db::Database::read) need to
-/// carry an `AgentError` through their retry loop.
-impl scribe_db::TxError for AgentError {
-    fn db_error(&self) -> Option<&scribe_db::Error> {
-        match self {
-            AgentError::Db(err) => Some(err),
-            _ => None,
-        }
-    }
-
-    fn db_error_mut(&mut self) -> Option<&mut scribe_db::Error> {
-        match self {
-            AgentError::Db(err) => Some(err),
-            _ => None,
-        }
-    }
-}
+// What `scribe_db::Database::write` and `read` need to
+// carry an `AgentError` through their retry loop.
+scribe_db::impl_tx_error!(AgentError, AgentError::Db);
 
 #[cfg(test)]
 mod tests {

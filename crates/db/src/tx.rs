@@ -172,3 +172,29 @@ impl TxError for Error {
         Some(self)
     }
 }
+
+/// Implements [`TxError`] for an error enum whose tuple variant `$variant` holds the
+/// [`Error`](crate::Error): `scribe_db::impl_tx_error!(MyError, MyError::Db);`. A busy
+/// database error in that variant is retried; every other value passes through.
+#[macro_export]
+macro_rules! impl_tx_error {
+    ($ty:ty, $variant:path) => {
+        impl $crate::TxError for $ty {
+            fn db_error(&self) -> ::std::option::Option<&$crate::Error> {
+                match self {
+                    $variant(err) => ::std::option::Option::Some(err),
+                    #[allow(unreachable_patterns)]
+                    _ => ::std::option::Option::None,
+                }
+            }
+
+            fn db_error_mut(&mut self) -> ::std::option::Option<&mut $crate::Error> {
+                match self {
+                    $variant(err) => ::std::option::Option::Some(err),
+                    #[allow(unreachable_patterns)]
+                    _ => ::std::option::Option::None,
+                }
+            }
+        }
+    };
+}

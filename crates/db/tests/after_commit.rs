@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::OptionalExtension;
-use scribe_db::{Database, Error, Options, Tx, TxError, queries as q};
+use scribe_db::{Database, Error, Options, Tx, queries as q};
 
 use common::session;
 
@@ -33,21 +33,7 @@ impl From<rusqlite::Error> for ServiceError {
     }
 }
 
-impl TxError for ServiceError {
-    fn db_error(&self) -> Option<&Error> {
-        match self {
-            ServiceError::Db(err) => Some(err),
-            ServiceError::Refused(_) => None,
-        }
-    }
-
-    fn db_error_mut(&mut self) -> Option<&mut Error> {
-        match self {
-            ServiceError::Db(err) => Some(err),
-            ServiceError::Refused(_) => None,
-        }
-    }
-}
+scribe_db::impl_tx_error!(ServiceError, ServiceError::Db);
 
 fn busy() -> Error {
     Error::from(rusqlite::Error::SqliteFailure(

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use rusqlite::OptionalExtension;
 use scribe_db::queries as q;
-use scribe_db::{Database, Error, TxError};
+use scribe_db::{Database, Error};
 
 /// Stands in for a service's error: a decode error with a cause of its own, or the
 /// database's.
@@ -26,21 +26,7 @@ impl From<rusqlite::Error> for ServiceError {
     }
 }
 
-impl TxError for ServiceError {
-    fn db_error(&self) -> Option<&Error> {
-        match self {
-            ServiceError::Db(err) => Some(err),
-            ServiceError::CorruptPart(..) => None,
-        }
-    }
-
-    fn db_error_mut(&mut self) -> Option<&mut Error> {
-        match self {
-            ServiceError::Db(err) => Some(err),
-            ServiceError::CorruptPart(..) => None,
-        }
-    }
-}
+scribe_db::impl_tx_error!(ServiceError, ServiceError::Db);
 
 fn decode_error() -> serde_json::Error {
     serde_json::from_str::<serde_json::Value>("{\"type\":").unwrap_err()

@@ -86,24 +86,10 @@ impl From<rusqlite::Error> for MessageError {
     }
 }
 
-/// What [`scribe_db::Database::write`] and [`read`](scribe_db::Database::read) need to
-/// carry a `MessageError` through their retry loop: a busy database inside
-/// [`MessageError::Db`] is retried, everything else rolls back and comes out as it is.
-impl scribe_db::TxError for MessageError {
-    fn db_error(&self) -> Option<&scribe_db::Error> {
-        match self {
-            MessageError::Db(err) => Some(err),
-            _ => None,
-        }
-    }
-
-    fn db_error_mut(&mut self) -> Option<&mut scribe_db::Error> {
-        match self {
-            MessageError::Db(err) => Some(err),
-            _ => None,
-        }
-    }
-}
+// What `scribe_db::Database::write` and `read` need to
+// carry a `MessageError` through their retry loop: a busy database inside
+// `MessageError::Db` is retried, everything else rolls back and comes out as it is.
+scribe_db::impl_tx_error!(MessageError, MessageError::Db);
 
 #[cfg(test)]
 mod tests {

@@ -33,6 +33,7 @@
 
 pub mod conversation;
 mod error;
+pub mod events;
 pub mod message;
 pub mod page;
 pub mod search;
@@ -47,6 +48,7 @@ pub use conversation::{
     INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_tool, to_conversation,
 };
 pub use error::{MessageError, Result};
+pub use events::queue_event;
 pub use message::{Message, StoredPart};
 pub use page::{Cursor, MAX_PAGE, MessageStream, Page};
 pub use part::{

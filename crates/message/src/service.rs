@@ -24,6 +24,7 @@ use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
 use crate::error::{MessageError, Result};
+use crate::events::queue_event;
 use crate::message::{Message, StoredPart, message_from_row};
 use crate::part::Part;
 use crate::role::{FinishReason, Role};
@@ -337,34 +338,14 @@ impl MessageService {
         })
     }
 
-    /// Queues `kind` for `message` on `tx`: published once it commits. A message updated
-    /// twice in one transaction is announced once, as it committed.
+    /// Queues `kind` for `message` on `tx` ([`queue_event`]).
     fn announce(&self, tx: &mut Tx<'_>, kind: EventKind, message: &Message) {
-        let (broker, key) = (
-            Arc::clone(&self.messages),
-            format!("message {}", message.id),
-        );
-        let message = message.clone();
-        let publish = move || {
-            broker.publish(kind, message);
-        };
-        match kind {
-            EventKind::Updated => tx.after_commit_keyed(key, publish),
-            _ => tx.after_commit(publish),
-        }
+        queue_event(tx, &self.messages, kind, &message.id, message.clone());
     }
 
-    /// Queues `kind` for a single-part change on `tx`, like [`MessageService::announce`].
+    /// Queues `kind` for a single-part change on `tx` ([`queue_event`]).
     fn announce_part(&self, tx: &mut Tx<'_>, kind: EventKind, event: &PartEvent) {
-        let (broker, key) = (Arc::clone(&self.parts), format!("part {}", event.part.id));
-        let event = event.clone();
-        let publish = move || {
-            broker.publish(kind, event);
-        };
-        match kind {
-            EventKind::Updated => tx.after_commit_keyed(key, publish),
-            _ => tx.after_commit(publish),
-        }
+        queue_event(tx, &self.parts, kind, &event.part.id, event.clone());
     }
 }
 

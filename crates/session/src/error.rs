@@ -119,24 +119,10 @@ impl From<scribe_message::MessageError> for SessionError {
     }
 }
 
-/// What [`scribe_db::Database::write`] and [`read`](scribe_db::Database::read) need to
-/// carry a `SessionError` through their retry loop: a busy database inside
-/// [`SessionError::Db`] is retried, everything else rolls back and comes out as it is.
-impl scribe_db::TxError for SessionError {
-    fn db_error(&self) -> Option<&scribe_db::Error> {
-        match self {
-            SessionError::Db(err) => Some(err),
-            _ => None,
-        }
-    }
-
-    fn db_error_mut(&mut self) -> Option<&mut scribe_db::Error> {
-        match self {
-            SessionError::Db(err) => Some(err),
-            _ => None,
-        }
-    }
-}
+// What `scribe_db::Database::write` and `read` need to
+// carry a `SessionError` through their retry loop: a busy database inside
+// `SessionError::Db` is retried, everything else rolls back and comes out as it is.
+scribe_db::impl_tx_error!(SessionError, SessionError::Db);
 
 #[cfg(test)]
 mod tests {

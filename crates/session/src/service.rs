@@ -251,18 +251,10 @@ impl SessionService {
         Ok(session)
     }
 
-    /// Queues `kind` for `session` on `tx`: published once it commits. `updated` is
-    /// queued under the session's id, so only its last state in the transaction goes out.
+    /// Queues `kind` for `session` on `tx` ([`scribe_message::queue_event`]: `updated`
+    /// goes out once per transaction, as committed).
     pub(crate) fn announce(&self, tx: &mut Tx<'_>, kind: EventKind, session: &Session) {
-        let (broker, key) = (Arc::clone(&self.broker), format!("session {}", session.id));
-        let session = session.clone();
-        let publish = move || {
-            broker.publish(kind, session);
-        };
-        match kind {
-            EventKind::Updated => tx.after_commit_keyed(key, publish),
-            _ => tx.after_commit(publish),
-        }
+        scribe_message::queue_event(tx, &self.broker, kind, &session.id, session.clone());
     }
 
     /// Creates a session with a new `ses_…` id.

@@ -139,8 +139,15 @@ impl RunOutcome {
 pub struct AgentRunner {
     store: Store,
     provider: Arc<dyn Provider>,
-    catalog: Arc<ModelCatalog>,
+    settings: Settings,
     usage: Arc<UsageTracker>,
+    events: Arc<Broker<LoopEvent>>,
+    compactors: BTreeMap<String, Arc<Compactor>>,
+}
+
+/// What an [`AgentRunnerBuilder`] sets and the [`AgentRunner`] it builds keeps.
+struct Settings {
+    catalog: Arc<ModelCatalog>,
     tools: ToolRegistry,
     agents: AgentRegistry,
     estimator: Arc<dyn TokenEstimator>,
@@ -148,18 +155,15 @@ pub struct AgentRunner {
     hooks: Vec<Arc<Hook>>,
     ingest: IngestConfig,
     project_root: PathBuf,
-    events: Arc<Broker<LoopEvent>>,
-    compactors: BTreeMap<String, Arc<Compactor>>,
     titles: bool,
     flush_interval: Duration,
     max_task_depth: usize,
     lease: LeaseConfig,
 }
 
-impl fmt::Debug for AgentRunner {
+impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentRunner")
-            .field("provider", &self.provider.name())
+        f.debug_struct("Settings")
             .field("tools", &self.tools)
             .field("agents", &self.agents)
             .field("hooks", &self.hooks.len())
@@ -169,32 +173,28 @@ impl fmt::Debug for AgentRunner {
     }
 }
 
+impl fmt::Debug for AgentRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentRunner")
+            .field("provider", &self.provider.name())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds an [`AgentRunner`]: [`AgentRunner::builder`], the `with_*` settings, then
 /// [`build`](AgentRunnerBuilder::build).
 pub struct AgentRunnerBuilder {
     store: Store,
     provider: Arc<dyn Provider>,
-    catalog: Option<Arc<ModelCatalog>>,
-    tools: ToolRegistry,
-    agents: AgentRegistry,
-    estimator: Arc<dyn TokenEstimator>,
-    approver: Arc<Approver>,
-    hooks: Vec<Arc<Hook>>,
-    ingest: IngestConfig,
-    project_root: Option<PathBuf>,
-    titles: bool,
-    flush_interval: Duration,
-    max_task_depth: usize,
-    lease: LeaseConfig,
+    settings: Settings,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentRunnerBuilder")
             .field("provider", &self.provider.name())
-            .field("tools", &self.tools)
-            .field("agents", &self.agents)
-            .field("project_root", &self.project_root)
+            .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
 }
@@ -202,26 +202,26 @@ impl fmt::Debug for AgentRunnerBuilder {
 impl AgentRunnerBuilder {
     /// Prices and sizes models from `catalog` (default: [`ModelCatalog::builtin`]).
     pub fn with_catalog(mut self, catalog: Arc<ModelCatalog>) -> Self {
-        self.catalog = Some(catalog);
+        self.settings.catalog = catalog;
         self
     }
 
     /// Uses `root` as the directory of sessions that have none, and confines the
     /// file tools to it (default: the current directory).
     pub fn with_project_root(mut self, root: impl Into<PathBuf>) -> Self {
-        self.project_root = Some(root.into());
+        self.settings.project_root = root.into();
         self
     }
 
     /// Offers these tools (default: none).
     pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
-        self.tools = tools;
+        self.settings.tools = tools;
         self
     }
 
     /// Uses these agents (default: one agent, `build`).
     pub fn with_agents(mut self, agents: AgentRegistry) -> Self {
-        self.agents = agents;
+        self.settings.agents = agents;
         self
     }
 
@@ -230,7 +230,7 @@ impl AgentRunnerBuilder {
         mut self,
         approver: impl Fn(&PermissionRequest) -> Decision + Send + Sync + 'static,
     ) -> Self {
-        self.approver = Arc::new(approver);
+        self.settings.approver = Arc::new(approver);
         self
     }
 
@@ -239,86 +239,71 @@ impl AgentRunnerBuilder {
         mut self,
         hook: impl Fn(&mut UserMessageDraft) -> Result<(), HookError> + Send + Sync + 'static,
     ) -> Self {
-        self.hooks.push(Arc::new(hook));
+        self.settings.hooks.push(Arc::new(hook));
         self
     }
 
     /// Sets attachment limits and extra roots.
     pub fn with_ingest_config(mut self, ingest: IngestConfig) -> Self {
-        self.ingest = ingest;
+        self.settings.ingest = ingest;
         self
     }
 
     /// Measures unreported content with `estimator` (default: [`HeuristicEstimator`]).
     pub fn with_estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
-        self.estimator = estimator;
+        self.settings.estimator = estimator;
         self
     }
 
     /// Generates a title after a session's first exchange (off by default).
     pub fn with_title_generation(mut self, on: bool) -> Self {
-        self.titles = on;
+        self.settings.titles = on;
         self
     }
 
     /// Writes a growing text part at most this often (default 50 ms).
     pub fn with_flush_interval(mut self, interval: Duration) -> Self {
-        self.flush_interval = interval;
+        self.settings.flush_interval = interval;
         self
     }
 
     /// Limits how deep sub-agents may nest (default 3).
     pub fn with_max_task_depth(mut self, depth: usize) -> Self {
-        self.max_task_depth = depth;
+        self.settings.max_task_depth = depth;
         self
     }
 
     /// Judges other processes' run leases with `config` (see [`crate::lease`]).
     pub fn with_lease_config(mut self, config: LeaseConfig) -> Self {
-        self.lease = config;
+        self.settings.lease = config;
         self
     }
 
     /// The runner, with one compactor per agent (its compaction settings).
     pub fn build(self) -> AgentRunner {
-        let catalog = self
-            .catalog
-            .unwrap_or_else(|| Arc::new(ModelCatalog::builtin()));
-        let usage = UsageTracker::new(self.store.clone(), catalog.clone());
-        let compactors = self
+        let settings = self.settings;
+        let usage = UsageTracker::new(self.store.clone(), settings.catalog.clone());
+        let compactors = settings
             .agents
             .iter()
             .map(|agent| {
                 let compactor = Compactor::new(
                     self.store.clone(),
                     self.provider.clone(),
-                    catalog.clone(),
+                    settings.catalog.clone(),
                     agent.compaction.clone(),
                 )
-                .with_estimator(self.estimator.clone());
+                .with_estimator(settings.estimator.clone());
                 (agent.name.clone(), Arc::new(compactor))
             })
             .collect();
         AgentRunner {
             store: self.store,
             provider: self.provider,
-            catalog,
+            settings,
             usage: Arc::new(usage),
-            tools: self.tools,
-            agents: self.agents,
-            estimator: self.estimator,
-            approver: self.approver,
-            hooks: self.hooks,
-            ingest: self.ingest,
-            project_root: self
-                .project_root
-                .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
             events: Arc::new(Broker::new()),
             compactors,
-            titles: self.titles,
-            flush_interval: self.flush_interval,
-            max_task_depth: self.max_task_depth,
-            lease: self.lease,
         }
     }
 }
@@ -328,10 +313,8 @@ impl AgentRunner {
     /// agent (`build`), an approver that denies every `ask`, titles off, the built-in
     /// model catalog, and the current directory as the project root.
     pub fn builder(store: Store, provider: Arc<dyn Provider>) -> AgentRunnerBuilder {
-        AgentRunnerBuilder {
-            store,
-            provider,
-            catalog: None,
+        let settings = Settings {
+            catalog: Arc::new(ModelCatalog::builtin()),
             tools: ToolRegistry::new(),
             agents: AgentRegistry::default(),
             estimator: Arc::new(HeuristicEstimator),
@@ -340,11 +323,16 @@ impl AgentRunner {
             }),
             hooks: Vec::new(),
             ingest: IngestConfig::default(),
-            project_root: None,
+            project_root: std::env::current_dir().unwrap_or_default(),
             titles: false,
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             max_task_depth: 3,
             lease: LeaseConfig::default(),
+        };
+        AgentRunnerBuilder {
+            store,
+            provider,
+            settings,
         }
     }
 
@@ -370,12 +358,12 @@ impl AgentRunner {
 
     /// How deep sub-agents may nest.
     pub fn max_task_depth(&self) -> usize {
-        self.max_task_depth
+        self.settings.max_task_depth
     }
 
     /// The agents.
     pub fn agents(&self) -> &AgentRegistry {
-        &self.agents
+        &self.settings.agents
     }
 
     /// The broker of loop events.
@@ -402,13 +390,14 @@ impl AgentRunner {
     /// [`crate::recovery`]); a session a loop of this process or another live
     /// process (per its run lease) is answering is left alone.
     pub fn recover_session(&self, session_id: &str) -> Result<RecoveryReport, AgentError> {
-        recover_session_with(&self.store, session_id, &self.lease)
+        recover_session_with(&self.store, session_id, &self.settings.lease)
     }
 
     /// Takes `session_id`'s run lease for this process (see [`crate::lease`]);
     /// another live process holding it refuses with [`AgentError::SessionBusy`].
     fn lease(&self, session_id: &str) -> Result<LeaseGuard, AgentError> {
-        lease::acquire(self.store.database(), session_id, &self.lease).map_err(|e| match e {
+        lease::acquire(self.store.database(), session_id, &self.settings.lease).map_err(|e| match e
+        {
             AcquireError::Busy(holder) => AgentError::SessionBusy {
                 session_id: session_id.to_owned(),
                 owner: holder.owner,
@@ -476,7 +465,7 @@ impl AgentRunner {
         let first_exchange = session.message_count == 0
             && session.title.is_none()
             && session.kind == SessionKind::Normal;
-        if self.titles && depth == 0 && first_exchange && !input.no_reply {
+        if self.settings.titles && depth == 0 && first_exchange && !input.no_reply {
             let generator = TitleGenerator {
                 store: self.store.clone(),
                 provider: self.provider.clone(),
@@ -491,11 +480,11 @@ impl AgentRunner {
     fn ingestion(&self) -> Ingestion<'_> {
         Ingestion {
             store: &self.store,
-            agents: &self.agents,
-            catalog: &self.catalog,
-            hooks: &self.hooks,
-            config: &self.ingest,
-            project_root: &self.project_root,
+            agents: &self.settings.agents,
+            catalog: &self.settings.catalog,
+            hooks: &self.settings.hooks,
+            config: &self.settings.ingest,
+            project_root: &self.settings.project_root,
             events: &self.events,
         }
     }
@@ -513,8 +502,9 @@ impl AgentRunner {
         let _lease = self.lease(session_id)?;
         self.recover_session(session_id)?;
         let agent = self
+            .settings
             .agents
-            .agent(agent.unwrap_or(self.agents.default_name()))?;
+            .agent(agent.unwrap_or(self.settings.agents.default_name()))?;
         let input = PromptInput {
             session_id: session_id.to_owned(),
             ..PromptInput::default()
@@ -547,10 +537,10 @@ impl AgentRunner {
                 Compactor::new(
                     self.store.clone(),
                     self.provider.clone(),
-                    self.catalog.clone(),
+                    self.settings.catalog.clone(),
                     turn.agent.compaction.clone(),
                 )
-                .with_estimator(self.estimator.clone()),
+                .with_estimator(self.settings.estimator.clone()),
             ),
         };
         let mut outcome = RunOutcome::empty(session_id);

@@ -86,7 +86,7 @@ impl AgentRunner {
         };
         let mut reply =
             ReplyWriter::start(self.store.messages(), self.step_message(turn, session_id))?
-                .with_flush_interval(self.flush_interval);
+                .with_flush_interval(self.settings.flush_interval);
         let message_id = reply.message_id().to_owned();
         outcome.assistant_message_ids.push(message_id.clone());
         self.emit(LoopEvent::StepStarted {
@@ -266,6 +266,7 @@ impl AgentRunner {
     fn tool_specs(&self, turn: &Turn<'_>, rules: &Ruleset) -> Vec<ToolSpec> {
         let agent = turn.agent;
         let mut specs = self
+            .settings
             .tools
             .specs(|name| agent.allows(name) && !rules.is_disabled(name) && name != TASK_TOOL);
         if self.task_enabled(agent, turn.depth) && !rules.is_disabled(TASK_TOOL) {
@@ -292,7 +293,7 @@ impl AgentRunner {
         let tool: Option<&Arc<dyn Tool>> = if is_task {
             None
         } else {
-            match self.tools.get(&part.tool) {
+            match self.settings.tools.get(&part.tool) {
                 Some(tool) if agent.allows(&part.tool) => Some(tool),
                 Some(_) => {
                     let why = format!(
@@ -324,7 +325,7 @@ impl AgentRunner {
             call_id: part.call_id.clone(),
             agent: agent.name.clone(),
             cancel: turn.cancel.clone(),
-            project_root: self.project_root.clone(),
+            project_root: self.settings.project_root.clone(),
             files: Some(self.store.sessions().clone()),
         };
         let subject = match tool {
@@ -356,7 +357,7 @@ impl AgentRunner {
                     input: part.input.clone(),
                     call_id: part.call_id.clone(),
                 };
-                match (self.approver)(&request) {
+                match (self.settings.approver)(&request) {
                     Decision::Allow => None,
                     Decision::Deny(reason) => Some(format!(
                         "permission denied: {}",
