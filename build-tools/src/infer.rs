@@ -9,7 +9,7 @@ use sqlparser::ast::{
     JoinConstraint, JoinOperator, LimitClause, ObjectName, OnConflictAction, OnInsert, OrderBy,
     OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Spanned,
     Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Update,
-    UpdateTableFromKind, Value,
+    UpdateTableFromKind, Value, WindowFrameBound, WindowType,
 };
 
 use crate::catalog::{Catalog, Column, SqlType, TableKind};
@@ -97,6 +97,9 @@ struct Frame {
     rels: Vec<Rel>,
     ctes: Vec<(String, Vec<Col>)>,
     outputs: Vec<Col>,
+    /// A SELECT with GROUP BY: every group has at least one row, so an aggregate over a
+    /// NOT NULL argument is never NULL there.
+    grouped: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -165,6 +168,9 @@ struct Analyzer<'a> {
     occ: HashMap<(u64, u64), usize>,
     scan: &'a ParamScan,
     pstate: Vec<ParamState>,
+    /// Parameters tested with `IS [NOT] NULL` (directly or through a CAST): the query means
+    /// to accept NULL for them.
+    null_tested: Vec<bool>,
     errors: Vec<PosError>,
     slice_ok: Option<(u64, u64)>,
     depth: usize,
@@ -278,6 +284,7 @@ impl<'a> Analyzer<'a> {
             occ,
             scan,
             pstate: vec![ParamState::default(); scan.slots.len()],
+            null_tested: vec![false; scan.slots.len()],
             errors: Vec::new(),
             slice_ok: None,
             depth: 0,
@@ -352,6 +359,11 @@ impl<'a> Analyzer<'a> {
         for (i, slot) in self.scan.slots.iter().enumerate() {
             let st = self.pstate.get(i).cloned().unwrap_or_default();
             let Some(ty) = st.ty else {
+                // After a real error (an unknown table or column) the parameter's context is
+                // unknown too; asking for a CAST would mislead, so only that error stands.
+                if !self.errors.is_empty() {
+                    continue;
+                }
                 let what = match &slot.key {
                     ParamKey::Named(n) if slot.spelling.starts_with("sqlc") => {
                         format!("{}({n})", slot.spelling)
@@ -392,7 +404,9 @@ impl<'a> Analyzer<'a> {
             out.push(Param {
                 name,
                 ty,
-                nullable: slot.narg || st.nullable.unwrap_or(false),
+                nullable: slot.narg
+                    || st.nullable.unwrap_or(false)
+                    || self.null_tested.get(i).copied().unwrap_or(false),
                 slice: slot.slice,
                 index: if slot.slice { 0 } else { index },
             });
@@ -830,7 +844,14 @@ impl<'a> Analyzer<'a> {
         hints: Option<&[Hint]>,
         order_by: Option<&OrderBy>,
     ) -> (Vec<Col>, bool) {
-        self.frames.push(Frame::default());
+        let grouped = match &s.group_by {
+            GroupByExpr::Expressions(exprs, _) => !exprs.is_empty(),
+            GroupByExpr::All(_) => true,
+        };
+        self.frames.push(Frame {
+            grouped,
+            ..Frame::default()
+        });
         for twj in &s.from {
             self.table_with_joins(twj);
         }
@@ -841,15 +862,11 @@ impl<'a> Analyzer<'a> {
         if let Some(w) = &s.selection {
             self.expr(w, Some(&Hint::ty(SqlType::Bool)));
         }
-        let grouped = match &s.group_by {
-            GroupByExpr::Expressions(exprs, _) => {
-                for e in exprs {
-                    self.expr(e, None);
-                }
-                !exprs.is_empty()
+        if let GroupByExpr::Expressions(exprs, _) = &s.group_by {
+            for e in exprs {
+                self.expr(e, None);
             }
-            GroupByExpr::All(_) => true,
-        };
+        }
         if let Some(h) = &s.having {
             self.expr(h, Some(&Hint::ty(SqlType::Bool)));
         }
@@ -1304,6 +1321,23 @@ impl<'a> Analyzer<'a> {
         Typed::new(ty, info.narg || hint.is_some_and(|h| h.nullable))
     }
 
+    /// The parameter an `IS NULL` test is about: `@p`, `(@p)`, `CAST(@p AS T)`.
+    fn tested_param(&self, e: &Expr) -> Option<usize> {
+        match e {
+            Expr::Value(v) if matches!(v.value, Value::Placeholder(_)) => {
+                self.occ.get(&pos_of(v.span)).copied()
+            }
+            Expr::Function(f) if sqlc_fn(f).is_some() => self.occ.get(&fn_pos(f)).copied(),
+            Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => self.tested_param(inner),
+            _ => None,
+        }
+    }
+
+    /// Whether the current SELECT groups its rows (see [`Frame::grouped`]).
+    fn in_group(&self) -> bool {
+        self.frames.last().is_some_and(|f| f.grouped)
+    }
+
     fn is_param(&self, e: &Expr) -> bool {
         match e {
             Expr::Value(v) => matches!(v.value, Value::Placeholder(_)),
@@ -1519,6 +1553,11 @@ impl<'a> Analyzer<'a> {
                 }
             },
             Expr::IsNull(x) | Expr::IsNotNull(x) => {
+                if let Some(slot) = self.tested_param(x)
+                    && let Some(t) = self.null_tested.get_mut(slot)
+                {
+                    *t = true;
+                }
                 self.expr(x, None);
                 Typed::new(SqlType::Bool, false)
             }
@@ -1863,6 +1902,13 @@ impl<'a> Analyzer<'a> {
             self.expr(filter, Some(&Hint::ty(SqlType::Bool)));
         }
         let windowed = f.over.is_some();
+        // The rows an aggregate sees are never none: a GROUP BY group, or a window frame that
+        // holds the current row. Then it is NULL only if its argument can be.
+        let nonempty = f.filter.is_none()
+            && match &f.over {
+                None => self.in_group(),
+                Some(w) => frame_holds_current_row(w),
+            };
         let star = matches!(&f.args, FunctionArguments::List(l) if l.args.iter().any(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Wildcard))));
         let mut agg = AGGREGATES.contains(&name.as_str()) && !windowed;
         let any_null = |ts: &[Typed]| ts.iter().any(|t| t.nullable);
@@ -1883,13 +1929,13 @@ impl<'a> Analyzer<'a> {
                     },
                     _ => SqlType::Real,
                 };
-                Typed::new(ty, name != "total")
+                Typed::new(ty, name != "total" && !(nonempty && !any_null(&ts)))
             }
             "min" | "max" if args.len() == 1 => {
                 agg = !windowed;
                 let ts = self.args_with(&args, hint);
                 let ty = ts.first().map_or(SqlType::Any, |t| t.ty);
-                Typed::new(ty, true)
+                Typed::new(ty, !(nonempty && !any_null(&ts)))
             }
             "min" | "max" | "coalesce" | "ifnull" | "nullif" | "iif" | "if" => {
                 let (cond, vals) = if name == "iif" || name == "if" {
@@ -1975,8 +2021,9 @@ impl<'a> Analyzer<'a> {
                 Typed::new(SqlType::Text, false)
             }
             "group_concat" | "string_agg" => {
-                self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
-                Typed::new(SqlType::Text, true)
+                let ts = self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
+                let value_null = ts.first().is_none_or(|t| t.nullable);
+                Typed::new(SqlType::Text, !(nonempty && !value_null))
             }
             "date" | "time" | "datetime" | "strftime" | "timediff" => {
                 self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
@@ -2093,6 +2140,27 @@ impl<'a> Analyzer<'a> {
     fn args_with(&mut self, args: &[Expr], hint: Option<&Hint>) -> Vec<Typed> {
         args.iter().map(|a| self.expr(a, hint)).collect()
     }
+}
+
+/// Whether a window's frame always contains the current row (the default frame does; an
+/// explicit one does when it starts at or before it and ends at or after it). A named window
+/// is defined elsewhere, so it is not known to.
+fn frame_holds_current_row(w: &WindowType) -> bool {
+    let WindowType::WindowSpec(spec) = w else {
+        return false;
+    };
+    let Some(frame) = &spec.window_frame else {
+        return true;
+    };
+    let starts_before = matches!(
+        frame.start_bound,
+        WindowFrameBound::Preceding(_) | WindowFrameBound::CurrentRow
+    );
+    let ends_after = matches!(
+        frame.end_bound,
+        None | Some(WindowFrameBound::CurrentRow | WindowFrameBound::Following(_))
+    );
+    starts_before && ends_after
 }
 
 fn leftmost(e: &SetExpr) -> &SetExpr {
