@@ -190,20 +190,7 @@ pub fn read_migrations(dir: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
                 message: "migration file name must look like V1__name.sql".into(),
             });
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| Diagnostic {
-            file: crate::display_path(&path),
-            line: 1,
-            col: 1,
-            query: None,
-            message: format!("cannot read migration: {e}"),
-        })?;
-        files.push((
-            version,
-            SourceFile {
-                display: crate::display_path(&path),
-                text,
-            },
-        ));
+        files.push((version, crate::query::read_source(&path, "migration")?));
     }
     files.sort_by_key(|(v, _)| *v);
     for pair in files.windows(2) {

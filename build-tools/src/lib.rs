@@ -13,7 +13,7 @@ pub mod query;
 use std::path::{Component, Path, PathBuf};
 
 pub use catalog::{Catalog, SqlType};
-pub use codegen::{HEADER, RowType};
+pub use codegen::{HEADER, RowType, header_line};
 pub use diag::{Diagnostic, Diagnostics};
 pub use infer::{Param, ResultColumn};
 pub use query::{Kind, SourceFile};
@@ -48,12 +48,15 @@ pub struct Analyzed {
     pub catalog: Catalog,
     /// Queries in file-name then source order.
     pub queries: Vec<QueryInfo>,
+    /// The inputs named in the generated header: the directories of the migration and query
+    /// files, relative to the workspace (see [`public_name`]).
+    pub inputs: Vec<String>,
 }
 
 impl Analyzed {
     /// Renders the generated Rust module.
     pub fn render(&self) -> String {
-        codegen::render(&self.catalog, &self.queries)
+        codegen::render(&self.catalog, &self.queries, &self.inputs)
     }
 
     /// One `explain` line per query.
@@ -78,8 +81,19 @@ pub fn generate(migrations_dir: &Path, queries_dir: &Path) -> Result<String, Dia
 /// Reads and analyses the migrations and queries in the given directories.
 pub fn analyze(migrations_dir: &Path, queries_dir: &Path) -> Result<Analyzed, Diagnostics> {
     let migrations = catalog::read_migrations(migrations_dir).map_err(Diagnostics::single)?;
-    let queries = query::read_queries(queries_dir).map_err(Diagnostics::single)?;
-    analyze_sources(&migrations, &queries)
+    let (queries, unreadable) = query::read_queries(queries_dir);
+    match (
+        analyze_sources(&migrations, &queries),
+        unreadable.is_empty(),
+    ) {
+        (Ok(a), true) => Ok(a),
+        (Ok(_), false) => Err(Diagnostics::from_items(unreadable)),
+        (Err(mut d), _) => {
+            d.items.extend(unreadable);
+            d.items.sort();
+            Err(d)
+        }
+    }
 }
 
 /// Generates from in-memory files (migrations already in order).
@@ -180,6 +194,7 @@ pub fn analyze_sources(
         Ok(Analyzed {
             catalog,
             queries: infos,
+            inputs: input_names(migrations.iter().chain(queries)),
         })
     } else {
         diags.sort();
@@ -323,6 +338,38 @@ fn rewrite(
         .map(str::trim_end)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The directories of `files` in order of appearance, each once, as [`public_name`] shows
+/// them (a file with no directory stands for itself).
+fn input_names<'a>(files: impl Iterator<Item = &'a SourceFile>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        let shown = Path::new(&f.display);
+        let name = match shown.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(dir) => public_name(&dir.to_string_lossy()),
+            None => public_name(&f.display),
+        };
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// A path as generated code names it: as shown when relative (relative to the workspace, see
+/// [`display_path`]), else just its last component, so generated code never carries an
+/// absolute path of the machine it was generated on.
+pub fn public_name(shown: &str) -> String {
+    let path = Path::new(shown);
+    if path.is_absolute() || path.has_root() {
+        path.file_name().map_or_else(
+            || shown.replace('\\', "/"),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    } else {
+        shown.replace('\\', "/")
+    }
 }
 
 /// A path as shown in messages: relative to the repository root (nearest ancestor holding

@@ -40,7 +40,7 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct Dirs {
-    /// Directory of ordered migrations `V{n}__name.sql` (default: sql/migrations).
+    /// Directory of ordered migrations `V<n>__name.sql` (default: sql/migrations).
     #[arg(long)]
     migrations: Option<PathBuf>,
     /// Directory of annotated query files `*.sql` (default: sql/queries).

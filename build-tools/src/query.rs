@@ -274,36 +274,71 @@ pub fn lower_first(s: &str) -> String {
     }
 }
 
-/// Reads `*.sql` from `dir`, sorted by file name.
-pub fn read_queries(dir: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Diagnostic {
-        file: crate::display_path(dir),
-        line: 1,
-        col: 1,
-        query: None,
-        message: format!("cannot read queries directory: {e}"),
-    })?;
+/// Reads `*.sql` from `dir`, sorted by file name. A file that cannot be read or is not UTF-8
+/// is reported (with the position of its first bad byte) and the others are still read.
+pub fn read_queries(dir: &Path) -> (Vec<SourceFile>, Vec<Diagnostic>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            let d = Diagnostic {
+                file: crate::display_path(dir),
+                line: 1,
+                col: 1,
+                query: None,
+                message: format!("cannot read queries directory: {e}"),
+            };
+            return (Vec::new(), vec![d]);
+        }
+    };
     let mut paths: Vec<_> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "sql"))
         .collect();
     paths.sort();
     let mut out = Vec::new();
+    let mut diags = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| Diagnostic {
-            file: crate::display_path(&path),
-            line: 1,
-            col: 1,
-            query: None,
-            message: format!("cannot read query file: {e}"),
-        })?;
-        out.push(SourceFile {
-            display: crate::display_path(&path),
-            text,
-        });
+        match read_source(&path, "query file") {
+            Ok(f) => out.push(f),
+            Err(d) => diags.push(d),
+        }
     }
-    Ok(out)
+    (out, diags)
+}
+
+/// Reads one `.sql` file as UTF-8; the error names the file and, for bytes that are not
+/// UTF-8, the line and column of the first bad one.
+pub fn read_source(path: &Path, what: &str) -> Result<SourceFile, Diagnostic> {
+    let display = crate::display_path(path);
+    let bytes = std::fs::read(path).map_err(|e| Diagnostic {
+        file: display.clone(),
+        line: 1,
+        col: 1,
+        query: None,
+        message: format!("cannot read {what}: {e}"),
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(SourceFile { display, text }),
+        Err(e) => {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            // Everything before the bad byte is valid UTF-8, so lines and columns (in
+            // characters, like every other position) can be counted on it.
+            let good = std::str::from_utf8(good).unwrap_or_default();
+            let line = good.matches('\n').count() as u64 + 1;
+            let col = good.rsplit('\n').next().unwrap_or("").chars().count() as u64 + 1;
+            let byte = e.as_bytes().get(good.len()).copied().unwrap_or(0);
+            Err(Diagnostic {
+                file: display,
+                line,
+                col,
+                query: None,
+                message: format!(
+                    "{what} is not valid UTF-8: byte 0x{byte:02x} cannot start a character here"
+                ),
+            })
+        }
+    }
 }
 
 /// Splits a query file at its `-- name: Name :kind` annotations.
