@@ -71,7 +71,7 @@ impl Dirs {
         (
             self.migrations
                 .clone()
-                .unwrap_or_else(|| root.join("sql/migrations")),
+                .unwrap_or_else(|| root.join("sql/migrations/sqlite")),
             self.queries
                 .clone()
                 .unwrap_or_else(|| root.join("sql/queries")),

@@ -9,7 +9,7 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let repo_root = manifest_dir.join("../..");
     let repo_root = repo_root.canonicalize().unwrap_or(repo_root);
-    let migrations = repo_root.join("sql/migrations");
+    let migrations = repo_root.join("sql/migrations/sqlite");
     let queries = repo_root.join("sql/queries");
 
     // Directories are watched for added or removed files, each file for edits.
