@@ -90,7 +90,7 @@ UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now 
 -- compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 -- not there changes nothing (and so publishes nothing).
 UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now
-WHERE id = @id AND compacting_at IS NOT @compacting_at;
+WHERE id = @id AND compacting_at IS DISTINCT FROM @compacting_at;
 
 -- name: EndSession :execrows
 -- The first end wins: ending an ended session changes nothing (0 rows).

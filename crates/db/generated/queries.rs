@@ -255,8 +255,11 @@ pub fn get_session_run(
 
 /// SQL of `PutSessionRun` (sql/queries/agent_loop.sql:30).
 pub const PUT_SESSION_RUN_SQL: &str =
-    "INSERT OR REPLACE INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    "INSERT INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (session_id) DO UPDATE
+SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
+    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at";
 
 /// Parameters of [`put_session_run`].
 #[derive(Debug, Clone, Copy)]
@@ -289,7 +292,7 @@ pub fn put_session_run(
     Ok(())
 }
 
-/// SQL of `RenewSessionRun` (sql/queries/agent_loop.sql:35).
+/// SQL of `RenewSessionRun` (sql/queries/agent_loop.sql:38).
 pub const RENEW_SESSION_RUN_SQL: &str = "UPDATE session_runs SET heartbeat_at = ?1
 WHERE session_id = ?2 AND owner = ?3";
 
@@ -301,7 +304,7 @@ pub struct RenewSessionRunParams<'a> {
     pub owner: &'a str,
 }
 
-/// `RenewSessionRun` (`:execrows`) from `sql/queries/agent_loop.sql:35`.
+/// `RenewSessionRun` (`:execrows`) from `sql/queries/agent_loop.sql:38`.
 ///
 /// A heartbeat: only the holder's own lease is renewed.
 pub fn renew_session_run(
@@ -313,7 +316,7 @@ pub fn renew_session_run(
     stmt.execute(values)
 }
 
-/// SQL of `DeleteSessionRun` (sql/queries/agent_loop.sql:40).
+/// SQL of `DeleteSessionRun` (sql/queries/agent_loop.sql:43).
 pub const DELETE_SESSION_RUN_SQL: &str =
     "DELETE FROM session_runs WHERE session_id = ?1 AND owner = ?2";
 
@@ -324,7 +327,7 @@ pub struct DeleteSessionRunParams<'a> {
     pub owner: &'a str,
 }
 
-/// `DeleteSessionRun` (`:execrows`) from `sql/queries/agent_loop.sql:40`.
+/// `DeleteSessionRun` (`:execrows`) from `sql/queries/agent_loop.sql:43`.
 ///
 /// Releases (or clears a dead) lease, only if `owner` still holds it.
 pub fn delete_session_run(
@@ -338,7 +341,7 @@ pub fn delete_session_run(
 
 /// SQL of `ListSessionPreviews` (sql/queries/cli.sql:4).
 pub const LIST_SESSION_PREVIEWS_SQL: &str =
-    "SELECT p.session_id, substr(p.search_text, 1, ?1) AS \"text!: String\"
+    "SELECT p.session_id, substr(p.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 WHERE p.type = 'text'
   AND coalesce(p.data ->> '$.synthetic', 0) = 0
@@ -845,7 +848,7 @@ pub fn list_messages_oldest(
 
 /// SQL of `ListMessagesAfter` (sql/queries/message_pages.sql:11).
 pub const LIST_MESSAGES_AFTER_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) > (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
+WHERE session_id = ?1 AND (created_at, id) > (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at, id
 LIMIT ?4";
 
@@ -994,7 +997,7 @@ pub fn list_message_neighbors(
 
 /// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:45).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
-    "SELECT message_id, substr(search_text, 1, ?1) AS \"text!: String\"
+    "SELECT message_id, substr(search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts
 WHERE message_id IN (/*SLICE:message_ids*/?) AND search_text IS NOT NULL
 ORDER BY message_id, position";
@@ -1409,7 +1412,7 @@ pub fn list_messages_newest(
 
 /// SQL of `ListMessagesBefore` (sql/queries/messages.sql:35).
 pub const LIST_MESSAGES_BEFORE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
+WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT ?4";
 
@@ -1464,7 +1467,7 @@ pub fn list_messages_before(
 
 /// SQL of `ListMessagesFrom` (sql/queries/messages.sql:42).
 pub const LIST_MESSAGES_FROM_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
+WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at, id";
 
 /// Parameters of [`list_messages_from`].
@@ -1513,7 +1516,7 @@ pub fn list_messages_from(
 
 /// SQL of `GetPreviousMessage` (sql/queries/messages.sql:49).
 pub const GET_PREVIOUS_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
+WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT 1";
 
@@ -1563,7 +1566,7 @@ pub fn get_previous_message(
 
 /// SQL of `GetNextMessage` (sql/queries/messages.sql:56).
 pub const GET_NEXT_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) > (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))
+WHERE session_id = ?1 AND (created_at, id) > (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at, id
 LIMIT 1";
 
@@ -1858,7 +1861,7 @@ pub fn delete_session_messages(
 
 /// SQL of `DeleteMessagesFrom` (sql/queries/messages.sql:123).
 pub const DELETE_MESSAGES_FROM_SQL: &str = "DELETE FROM messages
-WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS INTEGER), CAST(?3 AS TEXT))";
+WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))";
 
 /// Parameters of [`delete_messages_from`].
 #[derive(Debug, Clone, Copy)]
@@ -2207,7 +2210,7 @@ SET input_tokens = input_tokens + ?1,
     api_call_count = api_call_count + ?6,
     tool_call_count = tool_call_count + ?7,
     estimated_cost_usd = estimated_cost_usd + ?8,
-    updated_at = max(updated_at, ?9)
+    updated_at = CASE WHEN updated_at > ?9 THEN updated_at ELSE ?9 END
 WHERE id = ?10
 RETURNING *";
 
@@ -2291,14 +2294,15 @@ pub fn add_session_usage_delta(
 }
 
 /// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:22).
-pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT OR IGNORE INTO session_rollups (
+pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
 SELECT id, parent_session_id, ?1, input_tokens, output_tokens, cache_read_tokens,
        cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd,
        actual_cost_usd
 FROM sessions
-WHERE id = ?2 AND parent_session_id IS NOT NULL";
+WHERE id = ?2 AND parent_session_id IS NOT NULL
+ON CONFLICT (child_id) DO NOTHING";
 
 /// Parameters of [`mark_session_rolled_up`].
 #[derive(Debug, Clone, Copy)]
@@ -2320,10 +2324,10 @@ pub fn mark_session_rolled_up(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:35).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:36).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = ?1";
 
-/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:35`.
+/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_roll_up(
@@ -2348,13 +2352,14 @@ pub fn get_session_roll_up(
     })
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:38).
-pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT OR IGNORE INTO session_rollups (
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:39).
+pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
 VALUES (?1, ?2, ?3, ?4, ?5,
         ?6, ?7, ?8, ?9,
-        ?10, ?11)";
+        ?10, ?11)
+ON CONFLICT (child_id) DO NOTHING";
 
 /// Parameters of [`import_session_roll_up`].
 #[derive(Debug, Clone, Copy)]
@@ -2372,7 +2377,7 @@ pub struct ImportSessionRollUpParams<'a> {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:38`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:39`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
@@ -2395,7 +2400,7 @@ pub fn import_session_roll_up(
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:46).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:48).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2413,7 +2418,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:46`.
+/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:48`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the counters were moved by the triggers).
@@ -2432,7 +2437,7 @@ pub fn restore_imported_session(
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:56).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:58).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2443,7 +2448,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:56`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:58`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2455,7 +2460,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:61).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:63).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2472,7 +2477,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:61`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:63`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2491,12 +2496,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:65).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:67).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:65`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:67`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2545,7 +2550,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:71).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:73).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2557,7 +2562,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:71`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:73`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2604,16 +2609,16 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:76).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:78).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY coalesce(model, '')
@@ -2633,7 +2638,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:76`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:78`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2659,16 +2664,16 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:94).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:96).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY source
@@ -2688,7 +2693,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:94`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:96`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2710,16 +2715,16 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:109).
+/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:111).
 pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(created_at / 1000, 'unixepoch')
@@ -2739,7 +2744,7 @@ pub struct UsageByDaySinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:109`.
+/// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:111`.
 ///
 /// Days are UTC calendar days of created_at, oldest first.
 pub fn usage_by_day_since(
@@ -2763,15 +2768,15 @@ pub fn usage_by_day_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:125).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:127).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS \"estimated_cost_usd!\"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
 
@@ -2788,7 +2793,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:125`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:127`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -3417,7 +3422,7 @@ pub fn set_session_summary_message(
 /// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:89).
 pub const SET_SESSION_COMPACTING_SQL: &str =
     "UPDATE sessions SET compacting_at = ?1, updated_at = ?2
-WHERE id = ?3 AND compacting_at IS NOT ?1";
+WHERE id = ?3 AND compacting_at IS DISTINCT FROM ?1";
 
 /// Parameters of [`set_session_compacting`].
 #[derive(Debug, Clone, Copy)]
