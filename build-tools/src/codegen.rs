@@ -120,7 +120,8 @@ pub fn rust_ident(s: &str) -> String {
     }
 }
 
-fn col_type(c: &ResultColumn) -> String {
+/// The Rust type of a result column (`Option<…>` when nullable).
+pub fn col_type(c: &ResultColumn) -> String {
     let base = c
         .rust_type
         .clone()
@@ -140,10 +141,16 @@ fn param_base(ty: SqlType, lt: &str) -> String {
         SqlType::Real => "f64".into(),
         SqlType::Bool => "bool".into(),
         SqlType::Any => format!("&{lt}rusqlite::types::Value"),
+        SqlType::Int4 => "i32".into(),
+        SqlType::Int2 => "i16".into(),
+        SqlType::Float4 => "f32".into(),
+        // Reported before code is generated.
+        SqlType::Numeric | SqlType::Json | SqlType::Other => format!("&{lt}str"),
     }
 }
 
-fn param_type(p: &Param, lt: &str) -> String {
+/// The Rust type of a parameter (`lt` is the lifetime to borrow with, e.g. `'a `).
+pub fn param_type(p: &Param, lt: &str) -> String {
     let base = param_base(p.ty, lt);
     if p.slice {
         format!("&{lt}[{base}]")
@@ -155,7 +162,11 @@ fn param_type(p: &Param, lt: &str) -> String {
 }
 
 fn borrows(p: &Param) -> bool {
-    p.slice || matches!(p.ty, SqlType::Text | SqlType::Blob | SqlType::Any)
+    p.slice
+        || matches!(
+            p.ty,
+            SqlType::Text | SqlType::Blob | SqlType::Any | SqlType::Numeric | SqlType::Json | SqlType::Other
+        )
 }
 
 /// Decides the row type of a query.
@@ -206,7 +217,8 @@ pub fn explain(catalog: &Catalog, q: &QueryInfo) -> String {
         _ => String::new(),
     };
     let ret = match q.kind {
-        Kind::One => row.rust().to_string(),
+        Kind::One if q.one_row => row.rust().to_string(),
+        Kind::One => format!("Option<{}>", row.rust()),
         Kind::Many => format!("Vec<{}>", row.rust()),
         Kind::Exec => "()".into(),
         Kind::ExecRows => "usize".into(),
@@ -239,7 +251,8 @@ fn sql_literal(sql: &str) -> String {
 /// within rustfmt's `fn_call_width`), else one item per line.
 fn call_block(out: &mut String, indent: &str, head: &str, items: &[String], tail: &str) {
     let one = format!("{indent}{head}{}{tail}", items.join(", "));
-    let is_call = !head.starts_with("pub fn");
+    let trimmed = head.trim_start();
+    let is_call = !(trimmed.starts_with("pub fn") || trimmed.starts_with("fn "));
     let short = !is_call || items.join(", ").len() <= SHORT_WIDTH;
     if one.len() <= MAX_WIDTH && short {
         out.push_str(&one);
@@ -316,7 +329,404 @@ pub fn render(catalog: &Catalog, queries: &[QueryInfo], inputs: &[String]) -> St
     for q in queries {
         render_query(&mut out, catalog, q);
     }
+    render_traits(&mut out, catalog, queries);
+    render_sqlite_impl(&mut out, catalog, queries);
     out
+}
+
+/// What a trait method returns (inside `Result<…, crate::Error>`); `prefix` qualifies the
+/// generated types (`super::` from the PostgreSQL module).
+fn method_ret(catalog: &Catalog, q: &QueryInfo, prefix: &str) -> String {
+    let row = row_type(catalog, q);
+    let row = match &row {
+        RowType::Model(n) | RowType::Struct(n) => format!("{prefix}{n}"),
+        other => other.rust().to_string(),
+    };
+    match q.kind {
+        Kind::One if q.one_row => row,
+        Kind::One => format!("Option<{row}>"),
+        Kind::Many => format!("Vec<{row}>"),
+        Kind::Exec => "()".into(),
+        Kind::ExecRows => "usize".into(),
+        Kind::ExecLastId => "i64".into(),
+    }
+}
+
+/// The trait method's arguments after `&mut self`: one parameter by name, several as the
+/// params struct.
+fn method_args(q: &QueryInfo, prefix: &str) -> Vec<String> {
+    match q.params.as_slice() {
+        [] => Vec::new(),
+        [p] => vec![format!("{}: {}", rust_ident(&p.name), param_type(p, ""))],
+        _ => {
+            let lt = if q.params.iter().any(borrows) {
+                "<'_>"
+            } else {
+                ""
+            };
+            vec![format!("params: &{prefix}{}Params{lt}", pascal_case(&q.name))]
+        }
+    }
+}
+
+fn method_head(
+    out: &mut String,
+    indent: &str,
+    catalog: &Catalog,
+    q: &QueryInfo,
+    prefix: &str,
+    tail: &str,
+) {
+    let mut args = vec!["&mut self".to_string()];
+    args.extend(method_args(q, prefix));
+    let head = format!("fn {}(", fn_name(&q.name));
+    let ret = format!("-> Result<{}, crate::Error>", method_ret(catalog, q, prefix));
+    if tail == ";" {
+        // rustfmt lays out a declaration without a body on one line only below the width,
+        // and otherwise moves the return type to its own line when the arguments fit.
+        let one = format!("{indent}{head}{}) {ret};", args.join(", "));
+        let args_line = format!("{indent}{head}{})", args.join(", "));
+        if one.len() < MAX_WIDTH {
+            let _ = writeln!(out, "{one}");
+            return;
+        }
+        // At exactly the width only the `;` is over: rustfmt then breaks before the arrow.
+        if one.len() == MAX_WIDTH && args_line.len() <= MAX_WIDTH {
+            let _ = writeln!(out, "{args_line}\n{indent}{ret};");
+            return;
+        }
+    }
+    call_block(out, indent, &head, &args, &format!(") {ret}{tail}"));
+}
+
+fn render_traits(out: &mut String, catalog: &Catalog, queries: &[QueryInfo]) {
+    for (read, name, doc) in [
+        (
+            true,
+            "ReadQueries",
+            "The queries that only read (SELECT): what a read transaction offers. One \
+             implementation per dialect:\n/// [`SqliteQueries`] here, `postgres::PgQueries` \
+             with the `postgres` feature.",
+        ),
+        (
+            false,
+            "Queries: ReadQueries",
+            "Every query: the reads of [`ReadQueries`] and the queries that change data, for a \
+             write\n/// transaction. `:one` returns the row, or `Option` of it unless the query \
+             always yields exactly\n/// one row.",
+        ),
+    ] {
+        out.push('\n');
+        let _ = writeln!(out, "/// {doc}");
+        let _ = writeln!(out, "pub trait {name} {{");
+        let mut first = true;
+        for q in queries.iter().filter(|q| q.read_only == read) {
+            if !first {
+                out.push('\n');
+            }
+            first = false;
+            let _ = writeln!(
+                out,
+                "    /// `{}` (`{}`) from `{}:{}`.",
+                q.name,
+                q.kind,
+                crate::public_name(&q.file),
+                q.line
+            );
+            for d in &q.doc {
+                if d.is_empty() {
+                    out.push_str("    ///\n");
+                } else {
+                    let _ = writeln!(out, "    /// {d}");
+                }
+            }
+            method_head(out, "    ", catalog, q, "", ";");
+        }
+        out.push_str("}\n");
+    }
+}
+
+fn render_sqlite_impl(out: &mut String, catalog: &Catalog, queries: &[QueryInfo]) {
+    out.push_str(
+        "\n/// The SQLite implementation of [`ReadQueries`] and [`Queries`] on one connection (a\n\
+         /// transaction derefs to its connection): each method runs the function of the same name,\n\
+         /// with its cached prepared statement.\n\
+         #[derive(Debug, Clone, Copy)]\n\
+         pub struct SqliteQueries<'c> {\n    \
+         conn: &'c rusqlite::Connection,\n\
+         }\n\n\
+         impl<'c> SqliteQueries<'c> {\n    \
+         /// The queries on `conn`.\n    \
+         pub fn new(conn: &'c rusqlite::Connection) -> Self {\n        \
+         SqliteQueries { conn }\n    \
+         }\n\n    \
+         /// The connection the queries run on.\n    \
+         pub fn connection(&self) -> &'c rusqlite::Connection {\n        \
+         self.conn\n    \
+         }\n\
+         }\n",
+    );
+    if queries.iter().any(|q| q.kind == Kind::One && !q.one_row) {
+        out.push_str(
+            "\n/// No row is `None`; every other outcome is as the free function reports it.\n\
+             fn sqlgen_optional<T>(result: rusqlite::Result<T>) -> Result<Option<T>, crate::Error> {\n    \
+             match result {\n        \
+             Ok(row) => Ok(Some(row)),\n        \
+             Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),\n        \
+             Err(err) => Err(err.into()),\n    \
+             }\n\
+             }\n",
+        );
+    }
+    for (read, name) in [(true, "ReadQueries"), (false, "Queries")] {
+        out.push('\n');
+        let _ = writeln!(out, "impl {name} for SqliteQueries<'_> {{");
+        let mut first = true;
+        for q in queries.iter().filter(|q| q.read_only == read) {
+            if !first {
+                out.push('\n');
+            }
+            first = false;
+            out.push_str("    #[inline]\n");
+            method_head(out, "    ", catalog, q, "", " {");
+            let arg = match q.params.as_slice() {
+                [] => String::new(),
+                [p] => format!(", {}", rust_ident(&p.name)),
+                _ => ", params".to_string(),
+            };
+            let call = format!("{}(self.conn{arg})", fn_name(&q.name));
+            if q.kind == Kind::One && !q.one_row {
+                let _ = writeln!(out, "        sqlgen_optional({call})");
+            } else {
+                let line = format!("        {call}.map_err(crate::Error::from)");
+                if line.len() <= MAX_WIDTH {
+                    let _ = writeln!(out, "{line}");
+                } else {
+                    let _ = writeln!(out, "        {call}\n            .map_err(crate::Error::from)");
+                }
+            }
+            out.push_str("    }\n");
+        }
+        out.push_str("}\n");
+    }
+}
+
+/// Renders the PostgreSQL module: its SQL constants and `PgQueries`, implementing the traits
+/// of the SQLite module (`super::`) whose shapes the parity check made equal.
+pub fn render_postgres(sqlite: &crate::Analyzed, pg: &crate::Analyzed) -> String {
+    let catalog = &sqlite.catalog;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header_line(&pg.inputs));
+    out.push_str(
+        "//\n// The PostgreSQL implementation of the query traits, included as a module beside the\n\
+         // SQLite one (whose types it uses as `super::`). Regenerate with `cargo sqlgen generate`.\n",
+    );
+    out.push_str("\nuse postgres::types::{ToSql, Type};\n");
+    out.push_str(
+        "\n/// A parameter with its PostgreSQL type, as `query_typed` takes it.\n\
+         type Param<'a> = (&'a (dyn ToSql + Sync), Type);\n",
+    );
+    let queries: Vec<(&QueryInfo, &QueryInfo)> = sqlite
+        .queries
+        .iter()
+        .filter_map(|q| pg.queries.iter().find(|p| p.name == q.name).map(|p| (q, p)))
+        .collect();
+    for (_, p) in &queries {
+        let const_name = format!(
+            "{}_SQL",
+            crate::infer::snake_case(&p.name).to_ascii_uppercase()
+        );
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "/// SQL of `{}` ({}:{}).",
+            p.name,
+            crate::public_name(&p.file),
+            p.line
+        );
+        write_const(&mut out, &const_name, &p.sql);
+    }
+    // One reader per row struct, shared by the queries returning it.
+    let mut readers: Vec<String> = Vec::new();
+    for (q, _) in &queries {
+        let (RowType::Model(n) | RowType::Struct(n)) = row_type(catalog, q) else {
+            continue;
+        };
+        if readers.contains(&n) {
+            continue;
+        }
+        out.push('\n');
+        let _ = writeln!(out, "/// Reads a [`super::{n}`] from a row, by position.");
+        call_block(
+            &mut out,
+            "",
+            &format!("fn {}(", reader_name(&n)),
+            &["row: &postgres::Row".to_string()],
+            &format!(") -> Result<super::{n}, postgres::Error> {{"),
+        );
+        let _ = writeln!(out, "    Ok(super::{n} {{");
+        for (i, c) in q.columns.iter().enumerate() {
+            let _ = writeln!(out, "        {}: row.try_get({i})?,", rust_ident(&c.field));
+        }
+        out.push_str("    })\n}\n");
+        readers.push(n);
+    }
+    out.push_str(
+        "\n/// The PostgreSQL implementation of [`super::ReadQueries`] and [`super::Queries`] on a\n\
+         /// client or a transaction. Every statement goes out with explicit parameter types\n\
+         /// (`query_typed`, one round trip, no statement cache needed) and every value is read with\n\
+         /// `try_get`, so a type mismatch is an error, never a panic.\n\
+         pub struct PgQueries<'a, C> {\n    \
+         client: &'a mut C,\n\
+         }\n\n\
+         impl<'a, C: postgres::GenericClient> PgQueries<'a, C> {\n    \
+         /// The queries on `client` (a `postgres::Client` or `postgres::Transaction`).\n    \
+         pub fn new(client: &'a mut C) -> Self {\n        \
+         PgQueries { client }\n    \
+         }\n\
+         }\n\n\
+         impl<C> std::fmt::Debug for PgQueries<'_, C> {\n    \
+         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {\n        \
+         f.debug_struct(\"PgQueries\").finish_non_exhaustive()\n    \
+         }\n\
+         }\n",
+    );
+    for (read, name) in [(true, "ReadQueries"), (false, "Queries")] {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "impl<C: postgres::GenericClient> super::{name} for PgQueries<'_, C> {{"
+        );
+        let mut first = true;
+        for (q, p) in queries.iter().filter(|(q, _)| q.read_only == read) {
+            if !first {
+                out.push('\n');
+            }
+            first = false;
+            method_head(&mut out, "    ", catalog, q, "super::", " {");
+            render_pg_body(&mut out, catalog, q, p);
+            out.push_str("    }\n");
+        }
+        out.push_str("}\n");
+    }
+    out
+}
+
+fn reader_name(row: &str) -> String {
+    format!("read_{}", crate::infer::snake_case(row))
+}
+
+fn write_const(out: &mut String, const_name: &str, sql: &str) {
+    let lit = sql_literal(sql);
+    let head = format!("pub const {const_name}: &str =");
+    let first_line = lit.lines().next().unwrap_or_default();
+    let one_line = !lit.contains('\n');
+    let same_line = if one_line {
+        let width = head.len() + 1 + lit.len() + 1;
+        width <= MAX_WIDTH || 4 + lit.len() + 1 > MAX_WIDTH
+    } else {
+        head.len() + 1 + first_line.len() < MAX_WIDTH
+    };
+    if same_line {
+        let _ = writeln!(out, "{head} {lit};");
+    } else {
+        let _ = writeln!(out, "{head}\n    {lit};");
+    }
+}
+
+fn render_pg_body(out: &mut String, catalog: &Catalog, q: &QueryInfo, p: &QueryInfo) {
+    let const_name = format!(
+        "{}_SQL",
+        crate::infer::snake_case(&q.name).to_ascii_uppercase()
+    );
+    let access = |name: &str| -> String {
+        if q.params.len() >= 2 {
+            format!("params.{}", rust_ident(name))
+        } else {
+            rust_ident(name)
+        }
+    };
+    let values = if p.params.is_empty() {
+        "&[]".to_string()
+    } else {
+        let items: Vec<String> = p
+            .params
+            .iter()
+            .map(|pp| {
+                let ty = if pp.slice {
+                    format!("{}_ARRAY", pp.ty.pg_type())
+                } else {
+                    pp.ty.pg_type().to_string()
+                };
+                format!("(&{}, Type::{ty})", access(&pp.name))
+            })
+            .collect();
+        let head = format!("let values: [Param<'_>; {}] = [", items.len());
+        let one = format!("        {head}{}];", items.join(", "));
+        if one.len() <= MAX_WIDTH && items.join(", ").len() <= SHORT_WIDTH {
+            out.push_str(&one);
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "        {head}");
+            for it in &items {
+                let _ = writeln!(out, "            {it},");
+            }
+            out.push_str("        ];\n");
+        }
+        "&values".to_string()
+    };
+    let row = row_type(catalog, q);
+    let reader = match &row {
+        RowType::Model(n) | RowType::Struct(n) => Some(reader_name(n)),
+        _ => None,
+    };
+    // A short local keeps the call within rustfmt's chain width.
+    let _ = writeln!(out, "        let sql = {const_name};");
+    let client_call = |method: &str| format!("self.client.{method}(sql, {values})?");
+    let stmt = |out: &mut String, prefix: &str, call: String| {
+        let _ = writeln!(out, "        {prefix}{call};");
+    };
+    match q.kind {
+        Kind::One if q.one_row => {
+            stmt(out, "let row = ", client_call("query_typed_one"));
+            match &reader {
+                Some(r) => {
+                    let _ = writeln!(out, "        {r}(&row).map_err(crate::Error::from)");
+                }
+                None => out.push_str("        row.try_get(0).map_err(crate::Error::from)\n"),
+            }
+        }
+        Kind::One => {
+            stmt(out, "let rows = ", client_call("query_typed"));
+            let map = match &reader {
+                Some(r) => r.clone(),
+                None => "|row| row.try_get(0)".to_string(),
+            };
+            let _ = writeln!(out, "        rows.first()");
+            let _ = writeln!(out, "            .map({map})");
+            out.push_str("            .transpose()\n");
+            out.push_str("            .map_err(crate::Error::from)\n");
+        }
+        Kind::Many => {
+            stmt(out, "let rows = ", client_call("query_typed"));
+            let map = match &reader {
+                Some(r) => r.clone(),
+                None => "|row| row.try_get(0)".to_string(),
+            };
+            let _ = writeln!(out, "        rows.iter()");
+            let _ = writeln!(out, "            .map({map})");
+            out.push_str("            .collect::<Result<_, _>>()\n");
+            out.push_str("            .map_err(crate::Error::from)\n");
+        }
+        Kind::Exec => {
+            stmt(out, "", client_call("execute_typed"));
+            out.push_str("        Ok(())\n");
+        }
+        Kind::ExecRows | Kind::ExecLastId => {
+            stmt(out, "let changed = ", client_call("execute_typed"));
+            out.push_str("        Ok(usize::try_from(changed).unwrap_or(usize::MAX))\n");
+        }
+    }
 }
 
 fn render_query(out: &mut String, catalog: &Catalog, q: &QueryInfo) {

@@ -195,28 +195,6 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1;
 
--- name: ListTitleLineage :many
--- The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
--- as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
-SELECT * FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'))
-ORDER BY CASE WHEN title = @title THEN 1
-              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END DESC,
-         created_at DESC;
-
--- name: MaxTitleLineageNumber :one
-SELECT CAST(coalesce(max(CASE WHEN title = @title THEN 1
-                              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END), 0)
-            AS INTEGER) AS "n!"
-FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
-
 -- name: TopSessionsByTokens :many
 SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
