@@ -85,8 +85,8 @@ impl SqlType {
             "DOUBLE PRECISION" | "FLOAT8" | "FLOAT" | "DOUBLE" => SqlType::Real,
             "REAL" | "FLOAT4" => SqlType::Float4,
             "NUMERIC" | "DECIMAL" | "DEC" => SqlType::Numeric,
-            "TEXT" | "VARCHAR" | "CHARACTER VARYING" | "CHAR" | "CHARACTER" | "BPCHAR"
-            | "NAME" | "CITEXT" => SqlType::Text,
+            "TEXT" | "VARCHAR" | "CHARACTER VARYING" | "CHAR" | "CHARACTER" | "BPCHAR" | "NAME"
+            | "CITEXT" => SqlType::Text,
             "BYTEA" => SqlType::Blob,
             "BOOLEAN" | "BOOL" => SqlType::Bool,
             "JSON" | "JSONB" => SqlType::Json,
@@ -599,7 +599,11 @@ fn ident_origin(origin: &Origin, id: &sqlparser::ast::Ident) -> Origin {
     }
 }
 
-fn create_table(ct: &CreateTable, dialect: crate::Dialect, origin: &Origin) -> Result<Table, String> {
+fn create_table(
+    ct: &CreateTable,
+    dialect: crate::Dialect,
+    origin: &Origin,
+) -> Result<Table, String> {
     let mut pk_cols: Vec<String> = Vec::new();
     for c in &ct.constraints {
         if let TableConstraint::PrimaryKey(pk) = c {

@@ -165,7 +165,12 @@ fn borrows(p: &Param) -> bool {
     p.slice
         || matches!(
             p.ty,
-            SqlType::Text | SqlType::Blob | SqlType::Any | SqlType::Numeric | SqlType::Json | SqlType::Other
+            SqlType::Text
+                | SqlType::Blob
+                | SqlType::Any
+                | SqlType::Numeric
+                | SqlType::Json
+                | SqlType::Other
         )
 }
 
@@ -364,7 +369,10 @@ fn method_args(q: &QueryInfo, prefix: &str) -> Vec<String> {
             } else {
                 ""
             };
-            vec![format!("params: &{prefix}{}Params{lt}", pascal_case(&q.name))]
+            vec![format!(
+                "params: &{prefix}{}Params{lt}",
+                pascal_case(&q.name)
+            )]
         }
     }
 }
@@ -380,7 +388,10 @@ fn method_head(
     let mut args = vec!["&mut self".to_string()];
     args.extend(method_args(q, prefix));
     let head = format!("fn {}(", fn_name(&q.name));
-    let ret = format!("-> Result<{}, crate::Error>", method_ret(catalog, q, prefix));
+    let ret = format!(
+        "-> Result<{}, crate::Error>",
+        method_ret(catalog, q, prefix)
+    );
     if tail == ";" {
         // rustfmt lays out a declaration without a body on one line only below the width,
         // and otherwise moves the return type to its own line when the arguments fit.
@@ -502,7 +513,10 @@ fn render_sqlite_impl(out: &mut String, catalog: &Catalog, queries: &[QueryInfo]
                 if line.len() <= MAX_WIDTH {
                     let _ = writeln!(out, "{line}");
                 } else {
-                    let _ = writeln!(out, "        {call}\n            .map_err(crate::Error::from)");
+                    let _ = writeln!(
+                        out,
+                        "        {call}\n            .map_err(crate::Error::from)"
+                    );
                 }
             }
             out.push_str("    }\n");

@@ -8,8 +8,8 @@ use sqlparser::ast::{
     FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, InTarget, Insert,
     JoinConstraint, JoinOperator, LimitClause, ObjectName, OnConflictAction, OnInsert, OrderBy,
     OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Spanned,
-    Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Update,
-    SqliteOnConflict, UpdateTableFromKind, Value, WindowFrameBound, WindowType,
+    SqliteOnConflict, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Update,
+    UpdateTableFromKind, Value, WindowFrameBound, WindowType,
 };
 
 use crate::Dialect;
@@ -972,10 +972,32 @@ impl<'a> Analyzer<'a> {
         let mut agg = false;
         for (i, item) in items.iter().enumerate() {
             let hint = hints.and_then(|h| h.get(i));
+            let before = cols.len();
+            let item_pos = match item {
+                SelectItem::Wildcard(w) => pos_of(w.wildcard_token.0.span),
+                other => pos_of(other.span()),
+            };
+            self.projection_item(item, i, hint, &mut cols, &mut agg);
+            for c in cols.iter_mut().skip(before) {
+                c.pos = item_pos;
+            }
+        }
+        (cols, agg)
+    }
+
+    fn projection_item(
+        &mut self,
+        item: &SelectItem,
+        i: usize,
+        hint: Option<&Hint>,
+        cols: &mut Vec<Col>,
+        agg: &mut bool,
+    ) {
+        {
             match item {
                 SelectItem::UnnamedExpr(e) => {
                     let t = self.expr(e, hint);
-                    agg |= t.agg;
+                    *agg |= t.agg;
                     let (name, field) = match &t.col {
                         Some(c)
                             if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) =>
@@ -1009,7 +1031,7 @@ impl<'a> Analyzer<'a> {
                 }
                 SelectItem::ExprWithAlias { expr, alias } => {
                     let t = self.expr(expr, hint);
-                    agg |= t.agg;
+                    *agg |= t.agg;
                     let ov = parse_override(&alias.value);
                     cols.push(Col {
                         name: alias.value.clone(),
@@ -1039,7 +1061,7 @@ impl<'a> Analyzer<'a> {
                 }
                 SelectItem::QualifiedWildcard(kind, _) => match kind {
                     SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                        let Some(id) = last_ident(n) else { continue };
+                        let Some(id) = last_ident(n) else { return };
                         match self.find_rel(&id.value) {
                             Some(r) => cols.extend(r.cols.iter().filter(|c| !c.hidden).cloned()),
                             None => {
@@ -1057,7 +1079,6 @@ impl<'a> Analyzer<'a> {
                 }
             }
         }
-        (cols, agg)
     }
 
     // ---- FROM -------------------------------------------------------------------------
@@ -1943,7 +1964,9 @@ impl<'a> Analyzer<'a> {
                 self.expr(r, Some(&Hint::of(SqlType::Text, "pattern")));
                 self.err(
                     pos_of(r.span()),
-                    format!("{op} is SQLite's; PostgreSQL matches with ~ (a POSIX regular expression)"),
+                    format!(
+                        "{op} is SQLite's; PostgreSQL matches with ~ (a POSIX regular expression)"
+                    ),
                 );
                 Typed::new(SqlType::Bool, false)
             }
@@ -2422,9 +2445,9 @@ impl<'a> Analyzer<'a> {
                 let value_null = ts.first().is_none_or(|t| t.nullable);
                 Typed::new(SqlType::Text, !(nonempty && !value_null))
             }
-            "to_char" | "regexp_replace" | "md5" | "unaccent" | "concat" | "concat_ws" | "format"
-            | "ts_headline" | "encode" | "initcap" | "btrim" | "translate" | "jsonb_typeof"
-            | "json_typeof" | "quote_ident" | "quote_literal" => {
+            "to_char" | "regexp_replace" | "md5" | "unaccent" | "concat" | "concat_ws"
+            | "format" | "ts_headline" | "encode" | "initcap" | "btrim" | "translate"
+            | "jsonb_typeof" | "json_typeof" | "quote_ident" | "quote_literal" => {
                 let ts = self.args_with(args, Some(&Hint::ty(SqlType::Text)));
                 let nullable = !matches!(name, "concat" | "concat_ws" | "format") && any_null(&ts);
                 Typed::new(SqlType::Text, nullable)
@@ -2458,10 +2481,23 @@ impl<'a> Analyzer<'a> {
                 let ts = self.args_with(args, None);
                 Typed::new(SqlType::Int4, any_null(&ts))
             }
-            "to_timestamp" | "now" | "clock_timestamp" | "statement_timestamp" | "to_tsvector"
-            | "to_tsquery" | "plainto_tsquery" | "websearch_to_tsquery" | "phraseto_tsquery"
-            | "array_agg" | "jsonb_agg" | "json_agg" | "to_jsonb" | "to_json"
-            | "jsonb_build_object" | "json_build_object" | "jsonb_build_array"
+            "to_timestamp"
+            | "now"
+            | "clock_timestamp"
+            | "statement_timestamp"
+            | "to_tsvector"
+            | "to_tsquery"
+            | "plainto_tsquery"
+            | "websearch_to_tsquery"
+            | "phraseto_tsquery"
+            | "array_agg"
+            | "jsonb_agg"
+            | "json_agg"
+            | "to_jsonb"
+            | "to_json"
+            | "jsonb_build_object"
+            | "json_build_object"
+            | "jsonb_build_array"
             | "json_build_array" => {
                 let ts = self.args_with(args, None);
                 let ty = if name.contains("json") {
@@ -2507,7 +2543,10 @@ fn frame_holds_current_row(w: &WindowType) -> bool {
 }
 
 fn is_dml_body(e: &SetExpr) -> bool {
-    matches!(e, SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_))
+    matches!(
+        e,
+        SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_)
+    )
 }
 
 /// A one-row `VALUES` insert with RETURNING always returns its row, unless a conflict may

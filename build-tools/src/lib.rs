@@ -167,7 +167,11 @@ impl Project {
         }
         let mut out = Vec::new();
         for a in std::iter::once(&self.sqlite).chain(&self.postgres) {
-            out.push(format!("== {} ({})", a.catalog.dialect, a.inputs.join(", ")));
+            out.push(format!(
+                "== {} ({})",
+                a.catalog.dialect,
+                a.inputs.join(", ")
+            ));
             out.extend(a.explain());
         }
         out
@@ -178,7 +182,10 @@ impl Project {
 /// both dialects are analysed (shared queries in `queries_root`, overrides in its `sqlite/`
 /// and `postgres/`), and their parity is checked; otherwise `migrations_root` holds SQLite
 /// migrations and `queries_root` the queries, as [`analyze`] reads them.
-pub fn analyze_project(migrations_root: &Path, queries_root: &Path) -> Result<Project, Diagnostics> {
+pub fn analyze_project(
+    migrations_root: &Path,
+    queries_root: &Path,
+) -> Result<Project, Diagnostics> {
     let dual = Dialect::ALL
         .iter()
         .any(|d| migrations_root.join(d.name()).is_dir());
@@ -491,8 +498,7 @@ fn analyze_query(
             format!("{} query returns columns; use :one or :many", raw.kind),
         ))]);
     }
-    let sql = rewrite(raw, &tokens, &scan, &analysis.params, dialect)
-        .map_err(|e| vec![mk(e)])?;
+    let sql = rewrite(raw, &tokens, &scan, &analysis.params, dialect).map_err(|e| vec![mk(e)])?;
     let doc = leading_comments(&tokens);
     Ok(QueryInfo {
         name: raw.name.clone(),
@@ -577,7 +583,10 @@ fn rewrite(
                     return Err((
                         o.pos.0,
                         o.pos.1,
-                        format!("sqlc.slice({}) can only be the whole list of an IN (…)", p.name),
+                        format!(
+                            "sqlc.slice({}) can only be the whole list of an IN (…)",
+                            p.name
+                        ),
                     ));
                 };
                 (a, b) = (from, to);

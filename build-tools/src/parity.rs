@@ -12,7 +12,11 @@ use crate::{Analyzed, QueryInfo};
 pub fn check(sqlite: &Analyzed, pg: &Analyzed) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     tables(sqlite, pg, &mut out);
-    queries(sqlite, pg, &mut out);
+    // A table that differs makes every query reading it differ too; its own report says
+    // what to fix, so the queries are compared once the tables agree.
+    if out.is_empty() {
+        queries(sqlite, pg, &mut out);
+    }
     out
 }
 
@@ -154,7 +158,10 @@ fn queries(sqlite: &Analyzed, pg: &Analyzed, out: &mut Vec<Diagnostic>) {
         if q.kind != p.kind {
             differ(
                 &here,
-                format!("is {} in sqlite but {} in postgres ({there})", q.kind, p.kind),
+                format!(
+                    "is {} in sqlite but {} in postgres ({there})",
+                    q.kind, p.kind
+                ),
             );
             continue;
         }

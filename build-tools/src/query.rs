@@ -164,7 +164,10 @@ pub fn check_complexity(tokens: &[TokenWithSpan]) -> Result<(), PosError> {
 /// fails to parse and contains them, it is parsed again without those `NOT`s: negation changes
 /// neither the operands' types nor the (boolean) result, and only this parse sees the change
 /// (generated SQL is cut from the original text), so inference is unaffected.
-pub fn parse_tokens(tokens: &[TokenWithSpan], dialect: Dialect) -> Result<Vec<Statement>, PosError> {
+pub fn parse_tokens(
+    tokens: &[TokenWithSpan],
+    dialect: Dialect,
+) -> Result<Vec<Statement>, PosError> {
     let err = match parse_once(tokens, dialect) {
         Ok(stmts) => return Ok(stmts),
         Err(e) => e,
@@ -230,6 +233,27 @@ fn parse_once(tokens: &[TokenWithSpan], dialect: Dialect) -> Result<Vec<Statemen
             .map_or((1, 1), |t| (t.span.end.line, t.span.end.column));
         let (msg, pos) = split_position(&raw);
         let (line, col) = pos.unwrap_or(end);
+        if dialect == Dialect::Postgres
+            && let Some(op) = tokens.iter().find_map(|t| match &t.token {
+                Token::Word(w)
+                    if (t.span.start.line, t.span.start.column) == (line, col)
+                        && w.quote_style.is_none()
+                        && matches!(
+                            w.keyword,
+                            Keyword::GLOB | Keyword::MATCH | Keyword::REGEXP
+                        ) =>
+                {
+                    Some(w.value.to_ascii_uppercase())
+                }
+                _ => None,
+            })
+        {
+            return (
+                line,
+                col,
+                format!("{op} is SQLite's; PostgreSQL matches with ~ (a POSIX regular expression)"),
+            );
+        }
         (line, col, format!("syntax error: {}", lower_first(&msg)))
     })
 }

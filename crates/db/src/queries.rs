@@ -29,7 +29,10 @@ mod tests {
     #[test]
     fn committed_copies_are_fresh() {
         for (generated, name) in [
-            (include_str!(concat!(env!("OUT_DIR"), "/queries.rs")), "queries.rs"),
+            (
+                include_str!(concat!(env!("OUT_DIR"), "/queries.rs")),
+                "queries.rs",
+            ),
             (
                 include_str!(concat!(env!("OUT_DIR"), "/queries_postgres.rs")),
                 "queries_postgres.rs",
