@@ -2136,11 +2136,11 @@ impl<'a> Analyzer<'a> {
         let star = matches!(&f.args, FunctionArguments::List(l) if l.args.iter().any(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Wildcard))));
         let mut agg = AGGREGATES.contains(&name.as_str()) && !windowed;
         let any_null = |ts: &[Typed]| ts.iter().any(|t| t.nullable);
-        if self.pg() {
-            if let Some(t) = self.pg_function(f, &name, &args, hint, nonempty) {
-                let agg = (agg || matches!(name.as_str(), "min" | "max")) && !windowed;
-                return Typed { agg, ..t };
-            }
+        if self.pg()
+            && let Some(t) = self.pg_function(f, &name, &args, hint, nonempty)
+        {
+            let agg = (agg || matches!(name.as_str(), "min" | "max")) && !windowed;
+            return Typed { agg, ..t };
         }
         let t = match name.as_str() {
             "count" => {
@@ -2159,13 +2159,13 @@ impl<'a> Analyzer<'a> {
                     },
                     _ => SqlType::Real,
                 };
-                Typed::new(ty, name != "total" && !(nonempty && !any_null(&ts)))
+                Typed::new(ty, name != "total" && (!nonempty || any_null(&ts)))
             }
             "min" | "max" if args.len() == 1 => {
                 agg = !windowed;
                 let ts = self.args_with(&args, hint);
                 let ty = ts.first().map_or(SqlType::Any, |t| t.ty);
-                Typed::new(ty, !(nonempty && !any_null(&ts)))
+                Typed::new(ty, !nonempty || any_null(&ts))
             }
             "min" | "max" | "coalesce" | "ifnull" | "nullif" | "iif" | "if" => {
                 let (cond, vals) = if name == "iif" || name == "if" {
@@ -2257,7 +2257,7 @@ impl<'a> Analyzer<'a> {
             "group_concat" | "string_agg" => {
                 let ts = self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
                 let value_null = ts.first().is_none_or(|t| t.nullable);
-                Typed::new(SqlType::Text, !(nonempty && !value_null))
+                Typed::new(SqlType::Text, !nonempty || value_null)
             }
             "date" | "time" | "datetime" | "strftime" | "timediff" => {
                 self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
@@ -2412,7 +2412,7 @@ impl<'a> Analyzer<'a> {
                     (_, SqlType::Any) => SqlType::Any,
                     _ => SqlType::Numeric,
                 };
-                Typed::new(ty, !(nonempty && !any_null(&ts)))
+                Typed::new(ty, !nonempty || any_null(&ts))
             }
             "greatest" | "least" => {
                 let ts = self.args_with(args, hint);
@@ -2443,7 +2443,7 @@ impl<'a> Analyzer<'a> {
             "string_agg" => {
                 let ts = self.args_with(args, Some(&Hint::ty(SqlType::Text)));
                 let value_null = ts.first().is_none_or(|t| t.nullable);
-                Typed::new(SqlType::Text, !(nonempty && !value_null))
+                Typed::new(SqlType::Text, !nonempty || value_null)
             }
             "to_char" | "regexp_replace" | "md5" | "unaccent" | "concat" | "concat_ws"
             | "format" | "ts_headline" | "encode" | "initcap" | "btrim" | "translate"
