@@ -32,7 +32,7 @@ LIMIT @limit;
 -- name: ListMessagesBefore :many
 -- The @limit messages before the cursor (created_at, id), newest first (later pages).
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT @limit;
 
@@ -40,7 +40,7 @@ LIMIT @limit;
 -- Messages from the cursor (created_at, id) on, in creation order: the conversation since a
 -- summary message.
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at, id;
 
 -- name: GetLastMessage :one
