@@ -339,6 +339,26 @@ pub fn delete_session_run(
     stmt.execute(values)
 }
 
+/// SQL of `GetLastUserMessageId` (sql/queries/agent_loop.sql:47).
+pub const GET_LAST_USER_MESSAGE_ID_SQL: &str = "SELECT id FROM messages
+WHERE session_id = ?1 AND role = 'user'
+ORDER BY created_at DESC, id DESC
+LIMIT 1";
+
+/// `GetLastUserMessageId` (`:one`) from `sql/queries/agent_loop.sql:47`.
+///
+/// The session's newest user message (what a resumed loop answers), without loading the
+/// history: walks messages_session_created from the end.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_last_user_message_id(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare_cached(GET_LAST_USER_MESSAGE_ID_SQL)?;
+    stmt.query_row([session_id], |row| row.get(0))
+}
+
 /// SQL of `ListSessionsByIdRange` (sql/queries/cli.sql:4).
 pub const LIST_SESSIONS_BY_ID_RANGE_SQL: &str = "SELECT * FROM sessions
 WHERE id >= ?1 AND id < ?2
@@ -3324,6 +3344,64 @@ pub fn get_tool_part_by_call_id(
     })
 }
 
+/// SQL of `ListSentPartDataFrom` (sql/queries/sqlite/parts.sql:11).
+pub const LIST_SENT_PART_DATA_FROM_SQL: &str = "SELECT p.id, p.message_id, p.position,
+       CASE WHEN p.type = 'tool' AND p.data ->> '$.compacted_at' IS NOT NULL
+            THEN json_replace(p.data, '$.state.output', '', '$.state.metadata', json('null'))
+            ELSE p.data
+       END AS \"data!\",
+       p.created_at, p.updated_at
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = ?1
+  AND (m.created_at, m.id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
+ORDER BY m.created_at, m.id, p.position";
+
+/// A row returned by [`list_sent_part_data_from`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListSentPartDataFromRow {
+    pub id: String,
+    pub message_id: String,
+    pub position: i64,
+    pub data: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Parameters of [`list_sent_part_data_from`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListSentPartDataFromParams<'a> {
+    pub session_id: &'a str,
+    pub created_at: i64,
+    pub id: &'a str,
+}
+
+/// `ListSentPartDataFrom` (`:many`) from `sql/queries/sqlite/parts.sql:11`.
+///
+/// The parts of a session's messages from the cursor (created_at, id) on, in message order
+/// then part order, as a request needs them: the output and metadata of a tool call that
+/// compaction cleared are left out (emptied), since only the cleared marker is sent, so
+/// loading what is sent costs what is sent. Driven by messages_session_created, without an
+/// IN list, however long the conversation.
+pub fn list_sent_part_data_from(
+    conn: &rusqlite::Connection,
+    params: &ListSentPartDataFromParams<'_>,
+) -> rusqlite::Result<Vec<ListSentPartDataFromRow>> {
+    let mut stmt = conn.prepare_cached(LIST_SENT_PART_DATA_FROM_SQL)?;
+    let values = rusqlite::params![params.session_id, params.created_at, params.id];
+    let rows = stmt.query_map(values, |row| {
+        Ok(ListSentPartDataFromRow {
+            id: row.get(0)?,
+            message_id: row.get(1)?,
+            position: row.get(2)?,
+            data: row.get(3)?,
+            created_at: row.get(4)?,
+            updated_at: row.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
@@ -3476,6 +3554,14 @@ pub trait ReadQueries {
     /// `GetSessionRun` (`:one`) from `sql/queries/agent_loop.sql:26`.
     /// The run lease of a session, if any process holds one.
     fn get_session_run(&mut self, session_id: &str) -> Result<Option<SessionRunRow>, crate::Error>;
+
+    /// `GetLastUserMessageId` (`:one`) from `sql/queries/agent_loop.sql:47`.
+    /// The session's newest user message (what a resumed loop answers), without loading the
+    /// history: walks messages_session_created from the end.
+    fn get_last_user_message_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<String>, crate::Error>;
 
     /// `ListSessionsByIdRange` (`:many`) from `sql/queries/cli.sql:4`.
     /// Sessions whose id is in [@lo, @hi), by id: with @hi = @lo followed by U+10FFFF this is
@@ -3705,6 +3791,17 @@ pub trait ReadQueries {
         &mut self,
         params: &GetToolPartByCallIdParams<'_>,
     ) -> Result<Option<PartRow>, crate::Error>;
+
+    /// `ListSentPartDataFrom` (`:many`) from `sql/queries/sqlite/parts.sql:11`.
+    /// The parts of a session's messages from the cursor (created_at, id) on, in message order
+    /// then part order, as a request needs them: the output and metadata of a tool call that
+    /// compaction cleared are left out (emptied), since only the cleared marker is sent, so
+    /// loading what is sent costs what is sent. Driven by messages_session_created, without an
+    /// IN list, however long the conversation.
+    fn list_sent_part_data_from(
+        &mut self,
+        params: &ListSentPartDataFromParams<'_>,
+    ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
 
     /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
     /// Days are UTC calendar days of created_at, oldest first.
@@ -3977,6 +4074,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_last_user_message_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        sqlgen_optional(get_last_user_message_id(self.conn, session_id))
+    }
+
+    #[inline]
     fn list_sessions_by_id_range(
         &mut self,
         params: &ListSessionsByIdRangeParams<'_>,
@@ -4245,6 +4350,14 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &GetToolPartByCallIdParams<'_>,
     ) -> Result<Option<PartRow>, crate::Error> {
         sqlgen_optional(get_tool_part_by_call_id(self.conn, params))
+    }
+
+    #[inline]
+    fn list_sent_part_data_from(
+        &mut self,
+        params: &ListSentPartDataFromParams<'_>,
+    ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error> {
+        list_sent_part_data_from(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

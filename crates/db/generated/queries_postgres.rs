@@ -52,6 +52,12 @@ WHERE session_id = $2 AND owner = $3";
 pub const DELETE_SESSION_RUN_SQL: &str =
     "DELETE FROM session_runs WHERE session_id = $1 AND owner = $2";
 
+/// SQL of `GetLastUserMessageId` (sql/queries/agent_loop.sql:47).
+pub const GET_LAST_USER_MESSAGE_ID_SQL: &str = "SELECT id FROM messages
+WHERE session_id = $1 AND role = 'user'
+ORDER BY created_at DESC, id DESC
+LIMIT 1";
+
 /// SQL of `ListSessionsByIdRange` (sql/queries/cli.sql:4).
 pub const LIST_SESSIONS_BY_ID_RANGE_SQL: &str = "SELECT * FROM sessions
 WHERE id >= $1 AND id < $2
@@ -577,6 +583,15 @@ WHERE session_id = $1 AND type = 'tool'
 ORDER BY seq DESC
 LIMIT 1";
 
+/// SQL of `ListSentPartDataFrom` (sql/queries/postgres/parts.sql:12).
+pub const LIST_SENT_PART_DATA_FROM_SQL: &str =
+    "SELECT p.id, p.message_id, p.position, p.data AS \"data!\", p.created_at, p.updated_at
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = $1
+  AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
+ORDER BY m.created_at, m.id, p.position";
+
 /// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
@@ -873,6 +888,20 @@ fn read_list_session_previews_row(
     })
 }
 
+/// Reads a [`super::ListSentPartDataFromRow`] from a row, by position.
+fn read_list_sent_part_data_from_row(
+    row: &postgres::Row,
+) -> Result<super::ListSentPartDataFromRow, postgres::Error> {
+    Ok(super::ListSentPartDataFromRow {
+        id: row.try_get(0)?,
+        message_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        data: row.try_get(3)?,
+        created_at: row.try_get(4)?,
+        updated_at: row.try_get(5)?,
+    })
+}
+
 /// Reads a [`super::UsageByDaySinceRow`] from a row, by position.
 fn read_usage_by_day_since_row(
     row: &postgres::Row,
@@ -947,6 +976,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.client.query_typed(sql, &values)?;
         rows.first()
             .map(read_session_run_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_last_user_message_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
+        let sql = GET_LAST_USER_MESSAGE_ID_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(|row| row.try_get(0))
             .transpose()
             .map_err(crate::Error::from)
     }
@@ -1483,6 +1525,23 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.first()
             .map(read_part_row)
             .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_sent_part_data_from(
+        &mut self,
+        params: &super::ListSentPartDataFromParams<'_>,
+    ) -> Result<Vec<super::ListSentPartDataFromRow>, crate::Error> {
+        let values: [Param<'_>; 3] = [
+            (&params.session_id, Type::TEXT),
+            (&params.created_at, Type::INT8),
+            (&params.id, Type::TEXT),
+        ];
+        let sql = LIST_SENT_PART_DATA_FROM_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_sent_part_data_from_row)
+            .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
 

@@ -2,9 +2,21 @@
 //! request and by [`to_conversation`] for the provider-neutral form.
 //!
 //! [`sent`] turns stored messages into [`ChatMessage`]s:
-//! - **Where it starts**: at the session's `summary_message_id` when it is among the
-//!   messages (that summary is sent first, as a user message, as OpenCode does, so every
-//!   provider accepts it as the conversation's opening); otherwise at the first message.
+//! - **Where it starts** ([`sent_order`]): at the session's `summary_message_id` when it
+//!   is among the messages. A summary is always sent as a user message (so every
+//!   provider accepts it, also as the conversation's opening), and its compaction part
+//!   ([`CompactionPart`]) says how it stands to what came before it:
+//!   - a summary that **restarts** the conversation (the default) is sent first, then
+//!     the recent messages it kept verbatim — those stored before it from its
+//!     [`CompactionPart::keep_from`] on (none without one) — then everything after it;
+//!     what lies before `keep_from` is what the summary replaced and is not sent;
+//!   - a summary that **keeps the words** ([`CompactionPart::keeps_words`]) is sent where
+//!     it stands: the conversation before it is sent as it would have been without it
+//!     (by these same rules, from the previous summary), then the summary, then what
+//!     follows. Compaction cleared that conversation's tool outputs when it added the
+//!     summary, so what stays is the words: user and assistant text and reasoning.
+//!
+//!   Without a summary among the messages every message is sent, from the first.
 //! - **Which parts**: only content a model reads ([`is_sent`]): text, reasoning (with
 //!   its signature and provider metadata, which providers want back verbatim), tool
 //!   calls, files, image URLs, agent mentions and subtasks. Step markers, patches,
@@ -30,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::Message;
-use crate::part::{FileSource, Part, ToolPart};
+use crate::part::{CompactionPart, FileSource, Part, ToolPart};
 use crate::role::Role;
 use crate::tool_state::ToolState;
 
@@ -172,9 +184,9 @@ pub fn sent_tool(mut tool: ToolPart) -> ToolPart {
     tool
 }
 
-/// One stored message as sent (`opening`: it is the summary the conversation starts
-/// from, sent as a user message); `None` when nothing of it is sent.
-pub fn sent_message(message: &Message, opening: bool) -> Option<ChatMessage> {
+/// One stored message as sent (`as_summary`: it is the summary, sent as a user message);
+/// `None` when nothing of it is sent.
+pub fn sent_message(message: &Message, as_summary: bool) -> Option<ChatMessage> {
     let parts: Vec<Part> = message
         .parts
         .iter()
@@ -188,20 +200,64 @@ pub fn sent_message(message: &Message, opening: bool) -> Option<ChatMessage> {
     if parts.is_empty() {
         return None;
     }
-    let role = if opening { Role::User } else { message.role };
+    let role = if as_summary { Role::User } else { message.role };
     Some(ChatMessage::new(role, parts))
 }
 
-/// What a model is sent of `messages` (creation order), starting at
-/// `summary_message_id` when it is one of them (see the module doc).
+/// What a model is sent of `messages` (creation order; they may span a continuation and
+/// the session it continues), by the rules of the module doc.
 pub fn sent(messages: &[Message], summary_message_id: Option<&str>) -> Vec<ChatMessage> {
-    let summary = summary_message_id.and_then(|id| messages.iter().position(|m| m.id == id));
-    let start = summary.unwrap_or(0);
-    messages[start..]
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| sent_message(m, i == 0 && summary.is_some()))
+    sent_order(messages, summary_message_id)
+        .into_iter()
+        .filter_map(|(m, as_summary)| sent_message(m, as_summary))
         .collect()
+}
+
+/// The messages [`sent`] sends, in the order it sends them, each with whether it is the
+/// summary (sent as a user message); messages with nothing to send are still listed.
+pub fn sent_order<'a>(
+    messages: &'a [Message],
+    summary_message_id: Option<&str>,
+) -> Vec<(&'a Message, bool)> {
+    let summary = summary_message_id.and_then(|id| messages.iter().position(|m| m.id == id));
+    let mut out = Vec::with_capacity(messages.len());
+    push_order(messages, summary, &mut out);
+    out
+}
+
+/// The compaction part of a summary message: how it stands to what came before it.
+pub fn summary_compaction(message: &Message) -> Option<&CompactionPart> {
+    message.parts.iter().find_map(|p| match &p.part {
+        Part::Compaction(c) => Some(c),
+        _ => None,
+    })
+}
+
+fn push_order<'a>(
+    messages: &'a [Message],
+    summary: Option<usize>,
+    out: &mut Vec<(&'a Message, bool)>,
+) {
+    let Some(k) = summary else {
+        out.extend(messages.iter().map(|m| (m, false)));
+        return;
+    };
+    let (before, rest) = messages.split_at(k);
+    let (summary, after) = (&rest[0], &rest[1..]);
+    let compaction = summary_compaction(summary);
+    if compaction.is_some_and(|c| c.keeps_words) {
+        let previous = before.iter().rposition(|m| m.is_summary);
+        push_order(before, previous, out);
+        out.push((summary, true));
+    } else {
+        out.push((summary, true));
+        let kept = compaction
+            .and_then(|c| c.keep_from.as_deref())
+            .and_then(|id| before.iter().position(|m| m.id == id))
+            .map_or(&[][..], |i| &before[i..]);
+        out.extend(kept.iter().map(|m| (m, false)));
+    }
+    out.extend(after.iter().map(|m| (m, false)));
 }
 
 /// The provider-neutral form of what is sent: tool calls paired with their results

@@ -45,7 +45,8 @@ pub use scribe_types::{part, role, tool_state, usage};
 
 pub use conversation::{
     CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
-    INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_tool, to_conversation,
+    INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_order, sent_tool,
+    summary_compaction, to_conversation,
 };
 pub use error::{MessageError, Result};
 pub use events::queue_event;

@@ -149,6 +149,66 @@ pub fn load_session_messages_from(
     attach_parts(tx, rows).map(Some)
 }
 
+/// Where [`load_sent_messages_from`] starts: a message's `(created_at, id)`, or the
+/// session's first message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SentFrom<'a> {
+    /// From the session's first message.
+    Start,
+    /// From this message on (it included).
+    Message {
+        /// Its creation time.
+        created_at: i64,
+        /// Its id.
+        id: &'a str,
+    },
+}
+
+/// The messages of `session_id` from `from` on (creation order) with their parts, as a
+/// request needs them: **the output and metadata of every tool call cleared by compaction
+/// are left out** (where the dialect can; the cleared marker is what is sent), so the
+/// cost of loading follows what is sent rather than what is stored. Four reads at most
+/// (messages and parts, each one cursor query, and the session's existence when it has
+/// no message), whatever the history's length. For sending only: never write these parts
+/// back.
+pub fn load_sent_messages_from(
+    tx: &dyn Queryable,
+    session_id: &str,
+    from: SentFrom<'_>,
+) -> Result<Vec<Message>> {
+    let (created_at, id) = match from {
+        SentFrom::Start => (i64::MIN, ""),
+        SentFrom::Message { created_at, id } => (created_at, id),
+    };
+    let rows = queries::list_messages_from(
+        tx.conn(),
+        &queries::ListMessagesFromParams {
+            session_id,
+            created_at,
+            id,
+        },
+    )?;
+    if rows.is_empty() {
+        ensure_session(tx, session_id)?;
+        return Ok(Vec::new());
+    }
+    let parts = queries::list_sent_part_data_from(
+        tx.conn(),
+        &queries::ListSentPartDataFromParams {
+            session_id,
+            created_at,
+            id,
+        },
+    )?;
+    assemble(rows, parts.into_iter().map(PartData::from))
+}
+
+/// The id of `session_id`'s newest user message, if it has one; one indexed query that
+/// reads no other message.
+pub fn last_user_message_id(tx: &dyn Queryable, session_id: &str) -> Result<Option<String>> {
+    Ok(queries::get_last_user_message_id(tx.conn(), session_id).optional()?)
+}
+
 /// The assistant messages of `session_id` left open (`finished_at` unset: a dead
 /// process's, or one still being answered), oldest first; one indexed query.
 pub fn list_unfinished_assistant_message_ids(
@@ -239,6 +299,7 @@ macro_rules! part_data_from {
 }
 
 part_data_from!(
+    ListSentPartDataFromRow,
     ListSessionPartDataRow,
     ListPartDataByMessageIdsRow,
     ListMessagePartDataRow
