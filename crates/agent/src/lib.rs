@@ -68,8 +68,8 @@ pub mod usage;
 pub use agents::{AgentConfig, AgentRegistry};
 pub use cancel::CancelToken;
 pub use compaction::{
-    CompactionConfig, CompactionOutcome, CompactionReport, CompactionStrategy, Compactor,
-    RequestContext, TriggerReason, should_compact,
+    CompactionConfig, CompactionOutcome, CompactionReport, CompactionStep, CompactionStrategy,
+    Compactor, RequestContext, TriggerReason, should_compact,
 };
 pub use context::{Context, ContextMeasure, context};
 pub use error::{AgentError, Result};

@@ -12,17 +12,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::models::Model;
 
-/// Where a compaction's summary lives; serialized `in_place` / `continuation`.
+/// What a summary does to the conversation; serialized `in_place` / `continuation` /
+/// `keep_words`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionStrategy {
-    /// In the same session: a summary message, and the session's
-    /// `summary_message_id` points at it.
+    /// The summary restarts the conversation in the same session: a summary message, the
+    /// session's `summary_message_id` points at it, and what is sent is the summary, then
+    /// the most recent messages it kept verbatim
+    /// ([`CompactionConfig::keep_recent_tokens`]), then what follows.
     #[default]
     InPlace,
-    /// The session ends (reason `compression`) and a child continuation
-    /// session starts from the summary.
+    /// As [`CompactionStrategy::InPlace`], but the session ends (reason `compression`)
+    /// and a child continuation session starts from the summary; the kept messages stay
+    /// where they are and are sent after it.
     Continuation,
+    /// The summary is added beside the conversation (OpenCode's design): every user and
+    /// assistant text and reasoning part is still sent, the tool outputs before the
+    /// summary are cleared, and the summary is sent where it stands. When the words alone
+    /// outgrow the window, the send-side steps (progressive, media strip) follow.
+    KeepWords,
 }
 
 /// How an agent compacts its conversations.
@@ -37,12 +46,21 @@ pub struct CompactionConfig {
     pub threshold_fraction: f64,
     /// Tokens kept free for the answer; `None`: `min(20_000, max output)`.
     pub reserve_output_tokens: Option<u64>,
-    /// Where the summary lives.
+    /// What a summary does to the conversation.
     pub strategy: CompactionStrategy,
+    /// Clear old tool outputs first and ask for a summary only if the request still does
+    /// not fit (default). `false` asks for the summary first (OpenCode-Go's order) and
+    /// prunes only what follows it.
+    pub prune_first: bool,
     /// Tool outputs this recent (in tokens, newest first) are never pruned.
     pub prune_protect_tokens: u64,
     /// The last this many user turns are never pruned.
     pub protect_user_turns: usize,
+    /// For the strategies that restart from a summary: the most recent messages, up to
+    /// this many tokens, are sent verbatim after the summary instead of being summarised
+    /// (whole turns when a turn's start is among them). Capped at a quarter of what a
+    /// request may hold ([`CompactionConfig::keep_recent_for`]); 0 keeps none.
+    pub keep_recent_tokens: u64,
 }
 
 /// The default reserve's cap: `min(this, model max output)`.
@@ -54,8 +72,10 @@ impl Default for CompactionConfig {
             threshold_fraction: 0.95,
             reserve_output_tokens: None,
             strategy: CompactionStrategy::InPlace,
+            prune_first: true,
             prune_protect_tokens: 40_000,
             protect_user_turns: 2,
+            keep_recent_tokens: 20_000,
         }
     }
 }
@@ -113,6 +133,20 @@ impl CompactionConfig {
     pub fn max_context_tokens(&self, model: &Model) -> u64 {
         self.usable_tokens(model)
             .min(self.threshold_tokens(model) - 1)
+    }
+
+    /// The tokens of recent messages a restarting summary keeps verbatim on `model`:
+    /// [`CompactionConfig::keep_recent_tokens`], at most a quarter of
+    /// [`CompactionConfig::max_context_tokens`] (so the summary and what it kept leave
+    /// most of the window to the conversation that follows); none for
+    /// [`CompactionStrategy::KeepWords`], which keeps every word anyway.
+    pub fn keep_recent_for(&self, model: &Model) -> u64 {
+        match self.strategy {
+            CompactionStrategy::KeepWords => 0,
+            CompactionStrategy::InPlace | CompactionStrategy::Continuation => self
+                .keep_recent_tokens
+                .min(self.max_context_tokens(model) / 4),
+        }
     }
 }
 
@@ -188,6 +222,16 @@ mod tests {
         assert_eq!(c.strategy, CompactionStrategy::InPlace);
         assert_eq!(c.prune_protect_tokens, 40_000);
         assert_eq!(c.protect_user_turns, 2);
+        assert!(c.prune_first);
+        assert_eq!(c.keep_recent_tokens, 20_000);
+        // 200k window: 180k per request, so 20k fits the quarter; 10k window: 2k.
+        assert_eq!(c.keep_recent_for(&model(200_000, 64_000)), 20_000);
+        assert_eq!(c.keep_recent_for(&model(10_000, 2_000)), 2_000);
+        let words = CompactionConfig {
+            strategy: CompactionStrategy::KeepWords,
+            ..CompactionConfig::default()
+        };
+        assert_eq!(words.keep_recent_for(&model(200_000, 64_000)), 0);
         assert_eq!(c.reserve_for(&model(200_000, 64_000)), 20_000);
         assert_eq!(c.reserve_for(&model(128_000, 16_384)), 16_384);
         c.validate().unwrap();
@@ -200,6 +244,13 @@ mod tests {
                 .unwrap();
         assert_eq!(c.threshold_fraction, 0.8);
         assert_eq!(c.strategy, CompactionStrategy::Continuation);
+        let c: CompactionConfig = serde_json::from_str(
+            r#"{"strategy":"keep_words","prune_first":false,"keep_recent_tokens":0}"#,
+        )
+        .unwrap();
+        assert_eq!(c.strategy, CompactionStrategy::KeepWords);
+        assert!(!c.prune_first);
+        assert_eq!(c.keep_recent_tokens, 0);
         assert_eq!(c.prune_protect_tokens, 40_000);
         assert!(serde_json::from_str::<CompactionConfig>(r#"{"treshold":1}"#).is_err());
     }
