@@ -31,10 +31,12 @@ fn summary(text: &str) -> ScriptedTurn {
         .into()
 }
 
-/// A summary that stands alone, keeping no recent message verbatim: these tests are
-/// about whole runs; what a summary keeps is tested in `compaction_strategies.rs`.
+/// A summary first that stands alone, keeping no recent message verbatim: these tests
+/// are about whole summary runs; the cheap step and what a summary keeps are tested in
+/// `compaction_strategies.rs`.
 fn alone() -> CompactionConfig {
     CompactionConfig {
+        prune_first: false,
         keep_recent_tokens: 0,
         ..CompactionConfig::default()
     }

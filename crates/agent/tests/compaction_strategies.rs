@@ -59,21 +59,22 @@ fn tool_output(message: &ChatMessage) -> &str {
         .unwrap()
 }
 
-/// Four turns, about 8,200 tokens: two old ones with large outputs, two recent small
-/// ones (about 1,600 tokens together, within the 2,000 a restarting summary keeps on
-/// the small model). No output is old enough to prune under the default protection.
+/// Four turns, about 8,200 tokens: two old ones with long answers (words: the cheap
+/// step cannot clear them, so a summary is needed), two recent small ones with tool
+/// outputs (about 1,600 tokens together, within the 2,000 a restarting summary keeps on
+/// the small model, and within the outputs pruning spares).
 fn four_turns(env: &Env, title: &str) -> (String, Vec<Message>) {
     let s = env.session(title);
     let m = vec![
         env.user(&s.id, "turn one: read the parser"),
         env.assistant(
             &s.id,
-            vec![Part::text("one done"), read("c1", 3_500, "alpha")],
+            vec![Part::text("one done"), Part::text(text_of(3_500, "alpha"))],
         ),
         env.user(&s.id, "turn two: read the lexer"),
         env.assistant(
             &s.id,
-            vec![Part::text("two done"), read("c2", 3_000, "beta")],
+            vec![Part::text("two done"), Part::text(text_of(3_000, "beta"))],
         ),
         env.user(&s.id, "turn three: the tests"),
         env.assistant(
@@ -280,18 +281,20 @@ fn keep_words_adds_the_summary_and_sends_every_word_with_old_outputs_cleared() {
                 ..ReasoningPart::default()
             }),
             Part::text("answer one"),
-            read("c1", 3_500, "alpha"),
+            read("c1", 1_000, "alpha"),
         ],
     );
     env.user(&s.id, "second question");
     let a2 = env.assistant(
         &s.id,
-        vec![Part::text("answer two"), read("c2", 3_000, "beta")],
+        vec![Part::text("answer two"), read("c2", 1_000, "beta")],
     );
     env.user(&s.id, "third question");
+    // A result larger than a request: the cheap step spares it (the newest), so it is
+    // not enough.
     let a3 = env.assistant(
         &s.id,
-        vec![Part::text("answer three"), read("c3", 1_800, "gamma")],
+        vec![Part::text("answer three"), read("c3", 8_100, "gamma")],
     );
     let provider = Arc::new(ScriptedProvider::new([summary("S1"), summary("S2")]));
     let c = env
@@ -308,13 +311,18 @@ fn keep_words_adds_the_summary_and_sends_every_word_with_old_outputs_cleared() {
     else {
         panic!("{outcome:?}")
     };
-    assert_eq!(report.steps, vec![CompactionStep::Summarize]);
+    assert_eq!(
+        report.steps,
+        vec![CompactionStep::Prune, CompactionStep::Summarize]
+    );
     assert_eq!(report.kept_messages, 0);
-    // The summary cleared every tool output before it, in its own transaction.
+    // The prune cleared the older outputs; the summary every one left before it, in its
+    // own transaction.
     let outputs = [&a1.parts[2], &a2.parts[1], &a3.parts[1]].map(|p| p.id.clone());
     assert_eq!(report.pruned_part_ids, outputs);
-    // It was asked for the whole conversation.
+    // It was asked for the whole conversation (the pruned outputs as the marker).
     assert_eq!(provider.requests()[0].messages.len(), 7);
+    assert!(tool_output(&provider.requests()[0].messages[5]).starts_with("gamma"));
 
     let stored = env.messages.get(summary_message_id).unwrap();
     let part = summary_compaction(&stored).unwrap();
@@ -326,7 +334,7 @@ fn keep_words_adds_the_summary_and_sends_every_word_with_old_outputs_cleared() {
             panic!()
         };
         assert!(tool.compacted_at.is_some());
-        assert!(tool.state.output().unwrap().len() > 1_000, "still stored");
+        assert!(tool.state.output().unwrap().len() >= 4_000, "still stored");
     }
 
     // Every word is still sent, the outputs as the marker, the summary where it stands.
@@ -358,7 +366,7 @@ fn keep_words_adds_the_summary_and_sends_every_word_with_old_outputs_cleared() {
     env.user(&s.id, "fourth question");
     env.assistant(
         &s.id,
-        vec![Part::text("answer four"), read("c4", 8_000, "delta")],
+        vec![Part::text("answer four"), read("c4", 8_100, "delta")],
     );
     assert!(c.check(&s.id, SMALL).unwrap().is_some());
     c.compact(&s.id, SMALL).unwrap();
@@ -477,7 +485,8 @@ fn the_cheap_step_comes_first_unless_summary_first_is_asked_for() {
         if prune_first {
             assert_eq!(outcome.steps(), [CompactionStep::Prune]);
             assert!(provider.requests().is_empty());
-            assert_eq!(outcome.report().unwrap().pruned_part_ids.len(), 2);
+            // All but the newest result (the protected turns hold more than 1,000).
+            assert_eq!(outcome.report().unwrap().pruned_part_ids.len(), 3);
         } else {
             // Summary first: it covers everything, so nothing is left to prune.
             assert_eq!(outcome.steps(), [CompactionStep::Summarize]);

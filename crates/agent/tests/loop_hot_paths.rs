@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use loop_support::*;
 use scribe_agent::{
-    AgentConfig, AgentError, AgentRegistry, AgentRunner, CancelToken, CompactionConfig,
-    CompactionStrategy, LoopEvent, PromptInput, ScriptedProvider, ScriptedTurn, ToolRegistry,
+    AgentConfig, AgentError, AgentEvent, AgentRegistry, AgentRunner, CancelToken, CompactionConfig,
+    CompactionStep, CompactionStrategy, LoopEvent, PromptInput, ScriptedProvider, ScriptedTurn,
+    ToolRegistry,
 };
 use scribe_db::queries as q;
 use scribe_db::{Database, Options};
@@ -229,15 +230,20 @@ fn a_prompt_that_overflows_is_compacted_before_its_first_request() {
 #[test]
 fn words_alone_overflowing_the_window_stop_the_prompt_with_the_clear_error() {
     let env = Env::new();
-    let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::text("hello")]));
+    let provider = Arc::new(ScriptedProvider::new([
+        ScriptedTurn::text("hello"),
+        ScriptedTurn::text("## Goal\ngreet"),
+    ]));
     let runner = env
         .runner(provider.clone())
         .with_agents(small_agent(CompactionStrategy::KeepWords))
         .build();
+    let events = runner.compactor("build").unwrap().subscribe();
     let session = env.session();
     runner
         .prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new())
         .unwrap();
+    // 3,000 tokens of words in one prompt; a request may hold 2,000.
     let huge = "z".repeat(12_000);
     let err = runner
         .prompt(PromptInput::text(&session.id, &huge), &CancelToken::new())
@@ -245,14 +251,35 @@ fn words_alone_overflowing_the_window_stop_the_prompt_with_the_clear_error() {
     assert!(matches!(err, AgentError::DoesNotFit { .. }), "{err}");
     let why = scribe_agent::error_chain(&err);
     assert!(why.contains("cannot fit the context window"), "{why}");
-    // Nothing lost: the prompt is stored, the earlier exchange too; no model was asked
-    // for what could not fit; the session is free again.
-    assert_eq!(provider.requests().len(), 1);
+    // Before the first request of the prompt: no room for the words, so the summary
+    // restarted from the prompt (kept verbatim, never summarised away), which alone
+    // does not fit either.
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "the first answer and the summary");
+    assert!(requests[1].tools.is_empty());
+    let steps = events
+        .try_iter()
+        .filter_map(|e| match e.unwrap().payload {
+            AgentEvent::CompactionFailed { steps, .. } => Some(steps),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    assert_eq!(
+        steps,
+        [
+            CompactionStep::Summarize,
+            CompactionStep::Progressive,
+            CompactionStep::StripMedia
+        ]
+    );
+    // Nothing lost: the prompt is stored whole after the earlier exchange, the summary
+    // beside them; the session is free again.
     let stored = env.messages_of(&session.id);
-    assert_eq!(stored.len(), 3);
+    assert_eq!(stored.len(), 4);
     assert_eq!(stored[2].text(), huge);
     assert_eq!(stored[1].finish_reason, Some(FinishReason::EndTurn));
+    assert!(stored[3].is_summary);
     let after = env.sessions.get(&session.id).unwrap();
     assert_eq!(after.compacting_at, None);
-    assert_eq!(after.summary_message_id, None);
 }

@@ -10,8 +10,8 @@
 //!
 //! 1. **prune**: old tool outputs are marked compacted (stored, searchable,
 //!    exportable; sent as the marker, and no longer even loaded for a request),
-//!    sparing the newest `prune_protect_tokens` of them and the last
-//!    `protect_user_turns` turns; every mark of a run commits in one
+//!    sparing the newest of them ([`CompactionConfig::prune_protect_for`]) and the
+//!    last `protect_user_turns` turns; every mark of a run commits in one
 //!    transaction, and the part events follow the commit. If the request then
 //!    fits, no model is called: the marks are stored, so every later request
 //!    starts from them;
@@ -33,7 +33,11 @@
 //!      kept messages stay in the ended session and are sent after the summary;
 //!    - [`CompactionStrategy::KeepWords`]: the summary is added beside the whole
 //!      conversation, which stays sent; every tool output before it is cleared
-//!      in the same transaction.
+//!      in the same transaction. When the words alone would fill more than half
+//!      of a request, it restarts the conversation as in place does, keeping the
+//!      recent turns and at least the last user message on: the progressive step,
+//!      stored once (reported as [`CompactionStep::Progressive`] after the
+//!      summary) instead of a summary before every request.
 //!
 //!    If what it covers is too large for the summarising model itself, the copy
 //!    it is sent is reduced first (old tool outputs cleared, then the oldest
@@ -584,7 +588,7 @@ impl Compactor {
             steps: Vec::new(),
         };
         let prune_first = self.config.prune_first || !self.summarize;
-        if prune_first && self.prune(&loaded, &mut report, steps)? {
+        if prune_first && self.prune(&loaded, model, &mut report, steps)? {
             (context, loaded) = self.load(session_id)?;
             report.tokens_after = context.tokens;
         }
@@ -611,6 +615,9 @@ impl Compactor {
             );
             let stored = self.summarize(session_id, &context, &loaded, model, summary_model)?;
             steps.push(CompactionStep::Summarize);
+            if stored.restarted_words {
+                steps.push(CompactionStep::Progressive);
+            }
             report.summary_usage = stored.usage;
             report.summary_cost_usd = stored.cost_usd;
             report.kept_messages = stored.kept;
@@ -621,7 +628,10 @@ impl Compactor {
             summary = Some((stored.message_id, stored.continuation));
             (context, loaded) = self.load(&target)?;
             report.tokens_after = context.tokens;
-            if !prune_first && context.tokens > budget && self.prune(&loaded, &mut report, steps)? {
+            if !prune_first
+                && context.tokens > budget
+                && self.prune(&loaded, model, &mut report, steps)?
+            {
                 context = self.load(&target)?.0;
                 report.tokens_after = context.tokens;
             }
@@ -638,12 +648,20 @@ impl Compactor {
                 Ok(fitted) => fitted,
                 Err(err) => {
                     // Whatever send-side step was tried, it was not enough.
-                    steps.extend([CompactionStep::Progressive, CompactionStep::StripMedia]);
+                    for step in [CompactionStep::Progressive, CompactionStep::StripMedia] {
+                        if !steps.contains(&step) {
+                            steps.push(step);
+                        }
+                    }
                     return Err(err);
                 }
             };
             report.tokens_after = fitted.tokens;
-            steps.extend(fitted.steps.into_iter().map(CompactionStep::from));
+            for step in fitted.steps.into_iter().map(CompactionStep::from) {
+                if !steps.contains(&step) {
+                    steps.push(step);
+                }
+            }
         }
         report.steps = steps.clone();
         Ok(match summary {
@@ -675,7 +693,14 @@ impl Compactor {
         summary_model: &Model,
     ) -> Result<StoredSummary> {
         let estimator = self.estimator.as_ref();
-        let keeps_words = self.config.strategy == CompactionStrategy::KeepWords;
+        // Keeping the words is worth it while they leave room: once they would fill
+        // half of a request, the summary restarts the conversation instead.
+        let words_fit = || {
+            let words = clear_all_tool_outputs(context.messages.clone());
+            estimator.estimate_messages(&words) <= self.config.max_context_tokens(model) / 2
+        };
+        let keeps_words = self.config.strategy == CompactionStrategy::KeepWords && words_fit();
+        let restarted_words = self.config.strategy == CompactionStrategy::KeepWords && !keeps_words;
         // What the summary covers: all that is sent, less the recent messages a
         // restarting summary keeps (the newest of those stored after the previous
         // summary, so they are the last ones sent).
@@ -697,7 +722,14 @@ impl Compactor {
                 })
                 .collect();
             let candidates: Vec<KeepCandidate> = sizes.iter().map(|(c, _)| *c).collect();
-            let start = plan_keep(&candidates, self.config.keep_recent_for(model), true);
+            let mut start = plan_keep(&candidates, self.config.keep_recent_for(model), true);
+            if restarted_words {
+                // The progressive step's promise: the user's latest words are sent as
+                // they are (or the request does not fit, and the run says so).
+                if let Some(last_user) = recent.iter().rposition(|m| m.role == Role::User) {
+                    start = start.min(last_user);
+                }
+            }
             let kept_sent = sizes[start..].iter().filter(|(_, sent)| *sent).count();
             let covered_len = context.messages.len().saturating_sub(kept_sent);
             let kept = recent.len() - start;
@@ -813,6 +845,7 @@ impl Compactor {
             message_id: summary_id,
             continuation,
             kept,
+            restarted_words,
             cleared: clear.into_iter().map(|(id, _)| id).collect(),
             usage: response.usage,
             cost_usd,
@@ -867,10 +900,15 @@ impl Compactor {
     fn prune(
         &self,
         loaded: &Loaded,
+        model: &Model,
         report: &mut CompactionReport,
         steps: &mut Vec<CompactionStep>,
     ) -> Result<bool> {
         let estimator = self.estimator.as_ref();
+        let config = CompactionConfig {
+            prune_protect_tokens: self.config.prune_protect_for(model),
+            ..self.config.clone()
+        };
         let plan_input: Vec<PruneMessage> = loaded
             .messages
             .iter()
@@ -879,7 +917,7 @@ impl Compactor {
                 PruneMessage::from_parts(m.role, &parts, estimator)
             })
             .collect();
-        let plan = plan_prune(&plan_input, &self.config, None);
+        let plan = plan_prune(&plan_input, &config, None);
         let marks: Vec<(String, ToolPart)> = plan
             .parts
             .iter()
@@ -925,6 +963,8 @@ struct StoredSummary {
     message_id: String,
     continuation: Option<String>,
     kept: usize,
+    /// A keep-words summary restarted the conversation: its words no longer fit.
+    restarted_words: bool,
     cleared: Vec<String>,
     usage: TokenUsage,
     cost_usd: f64,

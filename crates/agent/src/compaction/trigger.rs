@@ -29,8 +29,13 @@ pub enum CompactionStrategy {
     Continuation,
     /// The summary is added beside the conversation (OpenCode's design): every user and
     /// assistant text and reasoning part is still sent, the tool outputs before the
-    /// summary are cleared, and the summary is sent where it stands. When the words alone
-    /// outgrow the window, the send-side steps (progressive, media strip) follow.
+    /// summary are cleared, and the summary is sent where it stands. When the words
+    /// themselves would fill more than half of what a request may hold, the summary
+    /// restarts the conversation instead, keeping the recent turns
+    /// ([`CompactionConfig::keep_recent_tokens`]) and at least everything from the last
+    /// user message on: OpenCode's progressive step, made once and stored rather than
+    /// paid for with a summary before every request. If even that does not fit, media
+    /// is stripped, then the run stops with the clear error.
     KeepWords,
 }
 
@@ -52,7 +57,8 @@ pub struct CompactionConfig {
     /// not fit (default). `false` asks for the summary first (OpenCode-Go's order) and
     /// prunes only what follows it.
     pub prune_first: bool,
-    /// Tool outputs this recent (in tokens, newest first) are never pruned.
+    /// Tool outputs this recent (in tokens, newest first) are never pruned; at most a
+    /// quarter of what a request may hold ([`CompactionConfig::prune_protect_for`]).
     pub prune_protect_tokens: u64,
     /// The last this many user turns are never pruned.
     pub protect_user_turns: usize,
@@ -60,6 +66,7 @@ pub struct CompactionConfig {
     /// this many tokens, are sent verbatim after the summary instead of being summarised
     /// (whole turns when a turn's start is among them). Capped at a quarter of what a
     /// request may hold ([`CompactionConfig::keep_recent_for`]); 0 keeps none.
+    /// [`CompactionStrategy::KeepWords`] uses it when the words themselves no longer fit.
     pub keep_recent_tokens: u64,
 }
 
@@ -138,15 +145,20 @@ impl CompactionConfig {
     /// The tokens of recent messages a restarting summary keeps verbatim on `model`:
     /// [`CompactionConfig::keep_recent_tokens`], at most a quarter of
     /// [`CompactionConfig::max_context_tokens`] (so the summary and what it kept leave
-    /// most of the window to the conversation that follows); none for
-    /// [`CompactionStrategy::KeepWords`], which keeps every word anyway.
+    /// most of the window to the conversation that follows).
     pub fn keep_recent_for(&self, model: &Model) -> u64 {
-        match self.strategy {
-            CompactionStrategy::KeepWords => 0,
-            CompactionStrategy::InPlace | CompactionStrategy::Continuation => self
-                .keep_recent_tokens
-                .min(self.max_context_tokens(model) / 4),
-        }
+        self.keep_recent_tokens
+            .min(self.max_context_tokens(model) / 4)
+    }
+
+    /// The tokens of recent tool outputs the prune step spares on `model`:
+    /// [`CompactionConfig::prune_protect_tokens`], at most a quarter of
+    /// [`CompactionConfig::max_context_tokens`], so that on a small window the cheap
+    /// step still has something to clear (OpenCode's 40,000 would spare everything on a
+    /// 32k model).
+    pub fn prune_protect_for(&self, model: &Model) -> u64 {
+        self.prune_protect_tokens
+            .min(self.max_context_tokens(model) / 4)
     }
 }
 
@@ -227,11 +239,9 @@ mod tests {
         // 200k window: 180k per request, so 20k fits the quarter; 10k window: 2k.
         assert_eq!(c.keep_recent_for(&model(200_000, 64_000)), 20_000);
         assert_eq!(c.keep_recent_for(&model(10_000, 2_000)), 2_000);
-        let words = CompactionConfig {
-            strategy: CompactionStrategy::KeepWords,
-            ..CompactionConfig::default()
-        };
-        assert_eq!(words.keep_recent_for(&model(200_000, 64_000)), 0);
+        // Prune protection: OpenCode's 40k on a 200k window, a quarter on small ones.
+        assert_eq!(c.prune_protect_for(&model(200_000, 64_000)), 40_000);
+        assert_eq!(c.prune_protect_for(&model(32_000, 8_000)), 6_000);
         assert_eq!(c.reserve_for(&model(200_000, 64_000)), 20_000);
         assert_eq!(c.reserve_for(&model(128_000, 16_384)), 16_384);
         c.validate().unwrap();
