@@ -6,12 +6,18 @@
 //!
 //! ```text
 //! cargo run --release -p scribe-bench [-- --quick] [--json] [--seed N]
+//! cargo run --release -p scribe-bench -- --compaction [--quick] [--json] [--seed N]
 //! ```
+//!
+//! `--compaction` runs the compaction report instead ([`compaction`]): one scripted long
+//! coding session through the agent loop under each compaction strategy, and the loop's
+//! hot paths.
 //!
 //! The binary also runs as a writer process for the multi-process benchmark (the hidden
 //! `--writer` role; see [`writers`]).
 
 mod append;
+mod compaction;
 mod corpus;
 mod data;
 mod reads;
@@ -50,6 +56,9 @@ struct Cli {
     /// Seed of the generated content.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Run the compaction report (a scripted session under each strategy) instead.
+    #[arg(long)]
+    compaction: bool,
     /// Run as a writer process of the multi-process benchmark (internal).
     #[arg(long, hide = true, requires_all = ["db", "session", "count"])]
     writer: bool,
@@ -98,6 +107,9 @@ fn progress(what: &str) {
 }
 
 fn run(cli: &Cli) -> Result<()> {
+    if cli.compaction {
+        return run_compaction(cli);
+    }
     let sizes = if cli.quick {
         Sizes::quick()
     } else {
@@ -219,6 +231,22 @@ fn run(cli: &Cli) -> Result<()> {
         transfer,
         total_s: started.elapsed().as_secs_f64(),
     };
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+fn run_compaction(cli: &Cli) -> Result<()> {
+    let (shape, rounds) = if cli.quick {
+        (compaction::Shape::quick(), 5)
+    } else {
+        (compaction::Shape::full(), 30)
+    };
+    let dir = tempfile::tempdir()?;
+    let report = compaction::run(dir.path(), shape, cli.seed, rounds)?;
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
