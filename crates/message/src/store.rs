@@ -124,31 +124,6 @@ pub fn load_message_row(tx: &dyn Queryable, id: &str) -> Result<Message> {
     message_from_row(row)
 }
 
-/// The messages of `session_id` from `message_id` on (creation order, the message
-/// itself first) with their parts; `None` when `message_id` is not a message of that
-/// session. Reads only those rows, however long the history before them.
-pub fn load_session_messages_from(
-    tx: &dyn Queryable,
-    session_id: &str,
-    message_id: &str,
-) -> Result<Option<Vec<Message>>> {
-    let Some(from) = queries::get_message(tx.conn(), message_id)
-        .optional()?
-        .filter(|m| m.session_id == session_id)
-    else {
-        return Ok(None);
-    };
-    let rows = queries::list_messages_from(
-        tx.conn(),
-        &queries::ListMessagesFromParams {
-            session_id,
-            created_at: from.created_at,
-            id: &from.id,
-        },
-    )?;
-    attach_parts(tx, rows).map(Some)
-}
-
 /// Where [`load_sent_messages_from`] starts: a message's `(created_at, id)`, or the
 /// session's first message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
