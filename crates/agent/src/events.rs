@@ -25,7 +25,7 @@ pub enum AgentEvent {
         /// The session being compacted.
         session_id: String,
     },
-    /// The history since the last summary was loaded and measured.
+    /// What is sent was loaded and measured.
     CompactionAnalyzing {
         /// The session being compacted.
         session_id: String,

@@ -35,9 +35,8 @@ fn completed_output(part: &Part) -> (&str, Option<i64>) {
 }
 
 /// Prune, then progressive, then strip media, all in one `compact` call, each
-/// needed (sizes below, budget 8,000). The summary step is off: a summary
-/// covers the whole history, so after one nothing older is left to prune,
-/// and the later steps only ever apply to what follows a summary.
+/// needed (sizes below, budget 8,000). The summary step is off, so the run goes
+/// from the cheap step straight to the send-side ones.
 #[test]
 fn prune_then_progressive_then_strip_media_chain_in_one_run() {
     let env = Env::new();
