@@ -119,6 +119,35 @@ pub struct SessionRunRow {
     pub heartbeat_at: i64,
 }
 
+/// A row of table `import_files`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportFileRow {
+    pub source: String,
+    pub path: String,
+    pub size: i64,
+    pub mtime_ns: i64,
+    pub offset: i64,
+    pub lines: i64,
+    pub carry: Option<String>,
+    pub records: i64,
+    pub skipped: i64,
+    pub imported_at: i64,
+}
+
+/// A row of table `import_sessions`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportSessionRow {
+    pub session_id: String,
+    pub source: String,
+    pub external_id: String,
+    pub path: String,
+    pub title_rank: i64,
+    pub cost_flags: i64,
+    pub pending_parent: Option<String>,
+    pub fingerprint: Option<String>,
+    pub imported_at: i64,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();
@@ -793,6 +822,371 @@ pub const COUNT_ALL_FILES_SQL: &str = "SELECT count(*) FROM files";
 pub fn count_all_files(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
     let mut stmt = conn.prepare_cached(COUNT_ALL_FILES_SQL)?;
     stmt.query_row([], |row| row.get(0))
+}
+
+/// SQL of `GetImportFile` (sql/queries/import.sql:4).
+pub const GET_IMPORT_FILE_SQL: &str = "SELECT * FROM import_files WHERE source = ?1 AND path = ?2";
+
+/// Parameters of [`get_import_file`].
+#[derive(Debug, Clone, Copy)]
+pub struct GetImportFileParams<'a> {
+    pub source: &'a str,
+    pub path: &'a str,
+}
+
+/// `GetImportFile` (`:one`) from `sql/queries/import.sql:4`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_file(
+    conn: &rusqlite::Connection,
+    params: &GetImportFileParams<'_>,
+) -> rusqlite::Result<ImportFileRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_FILE_SQL)?;
+    stmt.query_row(rusqlite::params![params.source, params.path], |row| {
+        Ok(ImportFileRow {
+            source: row.get(0)?,
+            path: row.get(1)?,
+            size: row.get(2)?,
+            mtime_ns: row.get(3)?,
+            offset: row.get(4)?,
+            lines: row.get(5)?,
+            carry: row.get(6)?,
+            records: row.get(7)?,
+            skipped: row.get(8)?,
+            imported_at: row.get(9)?,
+        })
+    })
+}
+
+/// SQL of `ListImportFiles` (sql/queries/import.sql:7).
+pub const LIST_IMPORT_FILES_SQL: &str =
+    "SELECT * FROM import_files WHERE source = ?1 ORDER BY path";
+
+/// `ListImportFiles` (`:many`) from `sql/queries/import.sql:7`.
+///
+/// Every file read from one source, by path.
+pub fn list_import_files(
+    conn: &rusqlite::Connection,
+    source: &str,
+) -> rusqlite::Result<Vec<ImportFileRow>> {
+    let mut stmt = conn.prepare_cached(LIST_IMPORT_FILES_SQL)?;
+    let rows = stmt.query_map([source], |row| {
+        Ok(ImportFileRow {
+            source: row.get(0)?,
+            path: row.get(1)?,
+            size: row.get(2)?,
+            mtime_ns: row.get(3)?,
+            offset: row.get(4)?,
+            lines: row.get(5)?,
+            carry: row.get(6)?,
+            records: row.get(7)?,
+            skipped: row.get(8)?,
+            imported_at: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `UpsertImportFile` (sql/queries/import.sql:11).
+pub const UPSERT_IMPORT_FILE_SQL: &str =
+    "INSERT INTO import_files (source, path, size, mtime_ns, offset, lines, carry, records, skipped, imported_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+ON CONFLICT (source, path) DO UPDATE SET
+    size = excluded.size,
+    mtime_ns = excluded.mtime_ns,
+    offset = excluded.offset,
+    lines = excluded.lines,
+    carry = excluded.carry,
+    records = import_files.records + excluded.records,
+    skipped = import_files.skipped + excluded.skipped,
+    imported_at = excluded.imported_at";
+
+/// Parameters of [`upsert_import_file`].
+#[derive(Debug, Clone, Copy)]
+pub struct UpsertImportFileParams<'a> {
+    pub source: &'a str,
+    pub path: &'a str,
+    pub size: i64,
+    pub mtime_ns: i64,
+    pub offset: i64,
+    pub lines: i64,
+    pub carry: Option<&'a str>,
+    pub records: i64,
+    pub skipped: i64,
+    pub imported_at: i64,
+}
+
+/// `UpsertImportFile` (`:exec`) from `sql/queries/import.sql:11`.
+///
+/// Records what an import saw of a file and where it stopped; counters add up.
+pub fn upsert_import_file(
+    conn: &rusqlite::Connection,
+    params: &UpsertImportFileParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(UPSERT_IMPORT_FILE_SQL)?;
+    let values = rusqlite::params![
+        params.source,
+        params.path,
+        params.size,
+        params.mtime_ns,
+        params.offset,
+        params.lines,
+        params.carry,
+        params.records,
+        params.skipped,
+        params.imported_at
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `GetImportSession` (sql/queries/import.sql:25).
+pub const GET_IMPORT_SESSION_SQL: &str =
+    "SELECT * FROM import_sessions WHERE source = ?1 AND external_id = ?2";
+
+/// Parameters of [`get_import_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct GetImportSessionParams<'a> {
+    pub source: &'a str,
+    pub external_id: &'a str,
+}
+
+/// `GetImportSession` (`:one`) from `sql/queries/import.sql:25`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_session(
+    conn: &rusqlite::Connection,
+    params: &GetImportSessionParams<'_>,
+) -> rusqlite::Result<ImportSessionRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_SESSION_SQL)?;
+    let values = rusqlite::params![params.source, params.external_id];
+    stmt.query_row(values, |row| {
+        Ok(ImportSessionRow {
+            session_id: row.get(0)?,
+            source: row.get(1)?,
+            external_id: row.get(2)?,
+            path: row.get(3)?,
+            title_rank: row.get(4)?,
+            cost_flags: row.get(5)?,
+            pending_parent: row.get(6)?,
+            fingerprint: row.get(7)?,
+            imported_at: row.get(8)?,
+        })
+    })
+}
+
+/// SQL of `GetImportSessionById` (sql/queries/import.sql:28).
+pub const GET_IMPORT_SESSION_BY_ID_SQL: &str =
+    "SELECT * FROM import_sessions WHERE session_id = ?1";
+
+/// `GetImportSessionById` (`:one`) from `sql/queries/import.sql:28`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_session_by_id(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<ImportSessionRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_SESSION_BY_ID_SQL)?;
+    stmt.query_row([session_id], |row| {
+        Ok(ImportSessionRow {
+            session_id: row.get(0)?,
+            source: row.get(1)?,
+            external_id: row.get(2)?,
+            path: row.get(3)?,
+            title_rank: row.get(4)?,
+            cost_flags: row.get(5)?,
+            pending_parent: row.get(6)?,
+            fingerprint: row.get(7)?,
+            imported_at: row.get(8)?,
+        })
+    })
+}
+
+/// SQL of `InsertImportSession` (sql/queries/import.sql:31).
+pub const INSERT_IMPORT_SESSION_SQL: &str =
+    "INSERT INTO import_sessions (session_id, source, external_id, path, title_rank, cost_flags,
+                             pending_parent, fingerprint, imported_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+        ?7, ?8, ?9)";
+
+/// Parameters of [`insert_import_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct InsertImportSessionParams<'a> {
+    pub session_id: &'a str,
+    pub source: &'a str,
+    pub external_id: &'a str,
+    pub path: &'a str,
+    pub title_rank: i64,
+    pub cost_flags: i64,
+    pub pending_parent: Option<&'a str>,
+    pub fingerprint: Option<&'a str>,
+    pub imported_at: i64,
+}
+
+/// `InsertImportSession` (`:exec`) from `sql/queries/import.sql:31`.
+pub fn insert_import_session(
+    conn: &rusqlite::Connection,
+    params: &InsertImportSessionParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(INSERT_IMPORT_SESSION_SQL)?;
+    let values = rusqlite::params![
+        params.session_id,
+        params.source,
+        params.external_id,
+        params.path,
+        params.title_rank,
+        params.cost_flags,
+        params.pending_parent,
+        params.fingerprint,
+        params.imported_at
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `UpdateImportSession` (sql/queries/import.sql:37).
+pub const UPDATE_IMPORT_SESSION_SQL: &str = "UPDATE import_sessions
+SET path = ?1,
+    title_rank = ?2,
+    cost_flags = ?3,
+    pending_parent = ?4,
+    fingerprint = ?5,
+    imported_at = ?6
+WHERE session_id = ?7";
+
+/// Parameters of [`update_import_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateImportSessionParams<'a> {
+    pub path: &'a str,
+    pub title_rank: i64,
+    pub cost_flags: i64,
+    pub pending_parent: Option<&'a str>,
+    pub fingerprint: Option<&'a str>,
+    pub imported_at: i64,
+    pub session_id: &'a str,
+}
+
+/// `UpdateImportSession` (`:exec`) from `sql/queries/import.sql:37`.
+pub fn update_import_session(
+    conn: &rusqlite::Connection,
+    params: &UpdateImportSessionParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(UPDATE_IMPORT_SESSION_SQL)?;
+    let values = rusqlite::params![
+        params.path,
+        params.title_rank,
+        params.cost_flags,
+        params.pending_parent,
+        params.fingerprint,
+        params.imported_at,
+        params.session_id
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `ListPendingParents` (sql/queries/import.sql:47).
+pub const LIST_PENDING_PARENTS_SQL: &str =
+    "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
+       p.session_id AS parent_session_id
+FROM import_sessions AS c
+LEFT JOIN import_sessions AS p
+    ON p.source = c.source AND p.external_id = c.pending_parent
+WHERE c.pending_parent IS NOT NULL";
+
+/// A row returned by [`list_pending_parents`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPendingParentsRow {
+    pub session_id: String,
+    pub source: String,
+    pub pending_parent: String,
+    pub parent_session_id: Option<String>,
+}
+
+/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:47`.
+///
+/// Imported sessions whose parent was not imported yet, with the parent's session when it
+/// now is (NULL otherwise).
+pub fn list_pending_parents(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<ListPendingParentsRow>> {
+    let mut stmt = conn.prepare_cached(LIST_PENDING_PARENTS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(ListPendingParentsRow {
+            session_id: row.get(0)?,
+            source: row.get(1)?,
+            pending_parent: row.get(2)?,
+            parent_session_id: row.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `SummarizeImports` (sql/queries/import.sql:57).
+pub const SUMMARIZE_IMPORTS_SQL: &str =
+    "SELECT source, count(*) AS \"files!: i64\", sum(size) AS \"bytes!: i64\",
+       sum(records) AS \"records!: i64\", sum(skipped) AS \"skipped!: i64\",
+       max(imported_at) AS \"last_imported_at!: i64\"
+FROM import_files
+GROUP BY source
+ORDER BY source";
+
+/// A row returned by [`summarize_imports`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummarizeImportsRow {
+    pub source: String,
+    pub files: i64,
+    pub bytes: i64,
+    pub records: i64,
+    pub skipped: i64,
+    pub last_imported_at: i64,
+}
+
+/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:57`.
+///
+/// Per source: files read, their bytes, records taken and skipped, and the last import.
+pub fn summarize_imports(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<SummarizeImportsRow>> {
+    let mut stmt = conn.prepare_cached(SUMMARIZE_IMPORTS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(SummarizeImportsRow {
+            source: row.get(0)?,
+            files: row.get(1)?,
+            bytes: row.get(2)?,
+            records: row.get(3)?,
+            skipped: row.get(4)?,
+            last_imported_at: row.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:66).
+pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
+FROM import_sessions
+GROUP BY source
+ORDER BY source";
+
+/// A row returned by [`count_imported_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountImportedSessionsRow {
+    pub source: String,
+    pub sessions: i64,
+}
+
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:66`.
+pub fn count_imported_sessions(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {
+    let mut stmt = conn.prepare_cached(COUNT_IMPORTED_SESSIONS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(CountImportedSessionsRow {
+            source: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
 }
 
 /// SQL of `ListMessagesOldest` (sql/queries/message_pages.sql:4).
@@ -2808,6 +3202,46 @@ pub fn usage_totals_since(
             estimated_cost_usd: row.get(7)?,
         })
     })
+}
+
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:137).
+pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
+SET parent_session_id = ?1,
+    kind = ?2,
+    ended_at = ?3,
+    end_reason = ?4,
+    updated_at = ?5
+WHERE id = ?6";
+
+/// Parameters of [`update_external_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateExternalSessionParams<'a> {
+    pub parent_session_id: Option<&'a str>,
+    pub kind: &'a str,
+    pub ended_at: Option<i64>,
+    pub end_reason: Option<&'a str>,
+    pub updated_at: i64,
+    pub id: &'a str,
+}
+
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:137`.
+///
+/// An imported session's link, kind and end as its source now shows them (history import);
+/// @updated_at comes from the source, never the clock.
+pub fn update_external_session(
+    conn: &rusqlite::Connection,
+    params: &UpdateExternalSessionParams<'_>,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(UPDATE_EXTERNAL_SESSION_SQL)?;
+    let values = rusqlite::params![
+        params.parent_session_id,
+        params.kind,
+        params.ended_at,
+        params.end_reason,
+        params.updated_at,
+        params.id
+    ];
+    stmt.execute(values)
 }
 
 /// SQL of `CreateSession` (sql/queries/sessions.sql:4).

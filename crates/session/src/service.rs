@@ -594,7 +594,7 @@ impl SessionService {
 }
 
 /// `title` is already normalized.
-fn next_title_tx(conn: &Connection, title: &str) -> Result<String> {
+pub(crate) fn next_title_tx(conn: &Connection, title: &str) -> Result<String> {
     let (base, _) = split_lineage(title);
     let highest = q::max_title_lineage_number(conn, base)?;
     let next = if highest <= 0 {

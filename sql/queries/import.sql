@@ -1,0 +1,70 @@
+-- Queries of the history importers (crates/import): their own state tables (V7). Rows of
+-- sessions, messages and parts are written through the session and message crates.
+
+-- name: GetImportFile :one
+SELECT * FROM import_files WHERE source = @source AND path = @path;
+
+-- name: ListImportFiles :many
+-- Every file read from one source, by path.
+SELECT * FROM import_files WHERE source = @source ORDER BY path;
+
+-- name: UpsertImportFile :exec
+-- Records what an import saw of a file and where it stopped; counters add up.
+INSERT INTO import_files (source, path, size, mtime_ns, offset, lines, carry, records, skipped, imported_at)
+VALUES (@source, @path, @size, @mtime_ns, @offset, @lines, @carry, @records, @skipped, @imported_at)
+ON CONFLICT (source, path) DO UPDATE SET
+    size = excluded.size,
+    mtime_ns = excluded.mtime_ns,
+    offset = excluded.offset,
+    lines = excluded.lines,
+    carry = excluded.carry,
+    records = import_files.records + excluded.records,
+    skipped = import_files.skipped + excluded.skipped,
+    imported_at = excluded.imported_at;
+
+-- name: GetImportSession :one
+SELECT * FROM import_sessions WHERE source = @source AND external_id = @external_id;
+
+-- name: GetImportSessionById :one
+SELECT * FROM import_sessions WHERE session_id = @session_id;
+
+-- name: InsertImportSession :exec
+INSERT INTO import_sessions (session_id, source, external_id, path, title_rank, cost_flags,
+                             pending_parent, fingerprint, imported_at)
+VALUES (@session_id, @source, @external_id, @path, @title_rank, @cost_flags,
+        @pending_parent, @fingerprint, @imported_at);
+
+-- name: UpdateImportSession :exec
+UPDATE import_sessions
+SET path = @path,
+    title_rank = @title_rank,
+    cost_flags = @cost_flags,
+    pending_parent = @pending_parent,
+    fingerprint = @fingerprint,
+    imported_at = @imported_at
+WHERE session_id = @session_id;
+
+-- name: ListPendingParents :many
+-- Imported sessions whose parent was not imported yet, with the parent's session when it
+-- now is (NULL otherwise).
+SELECT c.session_id, c.source, c.pending_parent AS "pending_parent!: String",
+       p.session_id AS parent_session_id
+FROM import_sessions AS c
+LEFT JOIN import_sessions AS p
+    ON p.source = c.source AND p.external_id = c.pending_parent
+WHERE c.pending_parent IS NOT NULL;
+
+-- name: SummarizeImports :many
+-- Per source: files read, their bytes, records taken and skipped, and the last import.
+SELECT source, count(*) AS "files!: i64", sum(size) AS "bytes!: i64",
+       sum(records) AS "records!: i64", sum(skipped) AS "skipped!: i64",
+       max(imported_at) AS "last_imported_at!: i64"
+FROM import_files
+GROUP BY source
+ORDER BY source;
+
+-- name: CountImportedSessions :many
+SELECT source, count(*) AS "sessions!: i64"
+FROM import_sessions
+GROUP BY source
+ORDER BY source;
