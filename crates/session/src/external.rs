@@ -42,7 +42,8 @@ pub struct ExternalSession {
     pub billing_provider: Option<String>,
     /// The provider's API base URL.
     pub billing_base_url: Option<String>,
-    /// Whether the cost is reported by the source, estimated, or unknown.
+    /// Whether the cost is reported by the source, estimated, or unknown (`None` keeps
+    /// the stored value, as for every optional field of a stored session).
     pub cost_status: Option<String>,
     /// Where the cost figures came from.
     pub cost_source: Option<String>,
@@ -141,8 +142,8 @@ impl SessionService {
             || (e.system_prompt.is_some() && e.system_prompt != current.system_prompt)
             || (e.billing_provider.is_some() && e.billing_provider != current.billing_provider)
             || (e.billing_base_url.is_some() && e.billing_base_url != current.billing_base_url)
-            || e.cost_status != current.cost_status
-            || e.cost_source != current.cost_source;
+            || (e.cost_status.is_some() && e.cost_status != current.cost_status)
+            || (e.cost_source.is_some() && e.cost_source != current.cost_source);
         if fields_changed {
             // An update that leaves updated_at as it was is moved to the clock by the
             // sessions_touch trigger, so a real change moves it at least 1 ms on.
@@ -167,8 +168,8 @@ impl SessionService {
                     billing_base_url: pick(&e.billing_base_url, &current.billing_base_url)
                         .as_deref(),
                     billing_mode: current.billing_mode.as_deref(),
-                    cost_status: e.cost_status.as_deref(),
-                    cost_source: e.cost_source.as_deref(),
+                    cost_status: pick(&e.cost_status, &current.cost_status).as_deref(),
+                    cost_source: pick(&e.cost_source, &current.cost_source).as_deref(),
                     pricing_version: current.pricing_version.as_deref(),
                     now: updated_at,
                     id: &e.id,
@@ -210,31 +211,44 @@ impl SessionService {
         Ok((load(conn, &e.id)?, false))
     }
 
-    /// Adds `delta` to session `id` atomically, as [`SessionService::add_usage_tx`] does,
-    /// for usage that happened at `at` (ms): the session's `updated_at` becomes the later
-    /// of its own and `at`, never the clock. Inside the caller's transaction; publishes
-    /// nothing.
-    pub fn add_usage_at_tx(conn: &Connection, id: &str, delta: &UsageDelta, at: i64) -> Result<()> {
+    /// Adds `delta` to session `id` atomically, as [`SessionService::add_usage_tx`] does
+    /// (a zero delta adds nothing), and sets its `updated_at` to `last_activity` (ms): the
+    /// importer knows when the conversation last moved; the clock and the counter
+    /// triggers (which move it to the time of the write) do not. Inside the caller's
+    /// transaction; publishes nothing.
+    pub fn add_usage_at_tx(
+        conn: &Connection,
+        id: &str,
+        delta: &UsageDelta,
+        last_activity: i64,
+    ) -> Result<()> {
         delta.validate()?;
         let Some(before) = q::get_session(conn, id).optional()? else {
             return Err(SessionError::not_found("session", id));
         };
-        let target = before.updated_at.max(at);
-        q::add_session_usage_delta(
-            conn,
-            &q::AddSessionUsageDeltaParams {
-                input_tokens: delta.tokens.input,
-                output_tokens: delta.tokens.output,
-                cache_read_tokens: delta.tokens.cache_read,
-                cache_write_tokens: delta.tokens.cache_write,
-                reasoning_tokens: delta.tokens.reasoning,
-                api_call_count: delta.api_calls,
-                tool_call_count: delta.tool_calls,
-                estimated_cost_usd: delta.cost_usd,
-                now: target,
-                id,
-            },
-        )?;
+        let target = last_activity.max(before.created_at);
+        let zero = delta.tokens.is_zero()
+            && delta.api_calls == 0
+            && delta.tool_calls == 0
+            && delta.cost_usd == 0.0
+            && delta.actual_cost_usd.is_none();
+        if !zero {
+            q::add_session_usage_delta(
+                conn,
+                &q::AddSessionUsageDeltaParams {
+                    input_tokens: delta.tokens.input,
+                    output_tokens: delta.tokens.output,
+                    cache_read_tokens: delta.tokens.cache_read,
+                    cache_write_tokens: delta.tokens.cache_write,
+                    reasoning_tokens: delta.tokens.reasoning,
+                    api_call_count: delta.api_calls,
+                    tool_call_count: delta.tool_calls,
+                    estimated_cost_usd: delta.cost_usd,
+                    now: target,
+                    id,
+                },
+            )?;
+        }
         if let Some(actual) = delta.actual_cost_usd {
             q::add_session_actual_cost(
                 conn,
@@ -245,8 +259,6 @@ impl SessionService {
                 },
             )?;
         }
-        // An update that leaves updated_at unchanged is moved to the clock by the
-        // sessions_touch trigger; put it back where the source says it is.
         q::restore_session_updated_at(
             conn,
             &q::RestoreSessionUpdatedAtParams {

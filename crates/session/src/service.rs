@@ -384,6 +384,11 @@ impl SessionService {
         store_mutable(conn, id, &session).map(Some)
     }
 
+    /// [`SessionService::get`] inside the caller's transaction.
+    pub fn get_tx(conn: &Connection, id: &str) -> Result<Session> {
+        load(conn, id)
+    }
+
     /// The session `id`, or [`SessionError::NotFound`].
     pub fn get(&self, id: &str) -> Result<Session> {
         read_tx(&self.db, |conn| load(conn, id))

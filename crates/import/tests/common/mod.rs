@@ -1,0 +1,112 @@
+//! Shared by the importer tests: fixture copies in temporary homes, imports into
+//! temporary databases, and reading back what was stored.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use scribe_db::Database;
+use scribe_import::sink::StoreSink;
+use scribe_import::{Options, Source, SourceSummary, import, sources};
+use scribe_message::{Message, MessageService, TokenUsage};
+use scribe_session::{Session, SessionFilter, SessionService};
+
+/// The committed fixtures (see fixtures/SOURCES.md).
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Copies `rel` of the fixtures to `to` (a directory tree or one file).
+pub fn copy(rel: &str, to: &Path) {
+    let from = fixtures().join(rel);
+    copy_tree(&from, to);
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    for entry in walkdir(from) {
+        let rel = entry.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &dest).unwrap();
+    }
+}
+
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Builds an SQLite database at `db` from the SQL dump `sql` of the fixtures.
+pub fn build_db(sql: &str, db: &Path) {
+    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(&text).unwrap();
+}
+
+/// A fresh Scribe database in `dir`.
+pub fn scribe_db(dir: &Path) -> Arc<Database> {
+    Arc::new(Database::open(dir.join("scribe.db")).unwrap())
+}
+
+/// Imports `source` from `roots` into `db`.
+pub fn run(db: &Arc<Database>, source: Source, roots: &[PathBuf]) -> SourceSummary {
+    let mut sink = StoreSink::new(Arc::clone(db));
+    import(
+        &mut sink,
+        sources::importer(source),
+        roots,
+        &Options::default(),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+pub fn sessions(db: &Arc<Database>) -> Vec<Session> {
+    let mut list = SessionService::new(Arc::clone(db))
+        .list(&SessionFilter {
+            limit: None,
+            ..SessionFilter::default()
+        })
+        .unwrap();
+    list.sort_by(|a, b| a.id.cmp(&b.id));
+    list
+}
+
+pub fn session(db: &Arc<Database>, id: &str) -> Session {
+    SessionService::new(Arc::clone(db)).get(id).unwrap()
+}
+
+pub fn messages(db: &Arc<Database>, id: &str) -> Vec<Message> {
+    MessageService::new(Arc::clone(db)).list(id).unwrap()
+}
+
+/// Input, output (reasoning added back, as the sources count it), cache write, cache read.
+pub fn ccusage_view(t: &TokenUsage) -> (i64, i64, i64, i64) {
+    (t.input, t.output + t.reasoning, t.cache_write, t.cache_read)
+}
+
+/// Everything stored, as text: changes when anything stored changes.
+pub fn dump(db: &Arc<Database>) -> String {
+    let mut out = String::new();
+    for s in sessions(db) {
+        out.push_str(&format!("{s:?}\n"));
+        for m in messages(db, &s.id) {
+            out.push_str(&format!("  {m:?}\n"));
+        }
+    }
+    out
+}
