@@ -2,16 +2,14 @@ mod common;
 use common::*;
 use scribe_import::Source;
 
-#[test]
-fn explore() {
+fn show(src: Source, root: &str) {
     let dir = tempfile::tempdir().unwrap();
     let db = scribe_db(dir.path());
-    let s = run(
-        &db,
-        Source::ClaudeCode,
-        &[fixtures().join("claude/projects")],
+    let s = run(&db, src, &[fixtures().join(root)]);
+    println!(
+        "records={} skipped={:?} malformed={:?} failed={:?} written={:?} tokens={:?}",
+        s.records, s.skipped, s.malformed, s.failed, s.written, s.tokens
     );
-    println!("{s:#?}");
     for s in sessions(&db) {
         println!(
             "{} parent={:?} kind={} title={:?} model={:?} msgs={} tools={} calls={} tokens={:?} cost={} status={:?} dir={:?} {}..{}",
@@ -30,26 +28,34 @@ fn explore() {
             s.created_at,
             s.updated_at
         );
+        for m in messages(&db, &s.id) {
+            println!(
+                "   {:?} {:?} sum={} {:?} parts={}",
+                m.role,
+                m.model,
+                m.is_summary,
+                m.usage,
+                m.parts
+                    .iter()
+                    .map(|p| format!(
+                        "{}:{}",
+                        p.part.type_name(),
+                        match &p.part {
+                            scribe_message::Part::Tool(t) => t.state.status().to_string(),
+                            scribe_message::Part::Text(t) => t.text.chars().take(30).collect(),
+                            _ => String::new(),
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
     }
-    for m in messages(&db, "1af7fc5e-8455-4414-9ccd-011d40f70b2a") {
-        println!(
-            "{} {:?} {:?} {:?} parts={}",
-            m.id,
-            m.role,
-            m.usage,
-            m.finish_reason,
-            m.parts
-                .iter()
-                .map(|p| format!(
-                    "{}:{}",
-                    p.part.type_name(),
-                    match &p.part {
-                        scribe_message::Part::Tool(t) => t.state.status().to_string(),
-                        _ => String::new(),
-                    }
-                ))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-    }
+}
+
+#[test]
+fn explore() {
+    let src: Source = std::env::var("SRC").unwrap().parse().unwrap();
+    let root = std::env::var("ROOT").unwrap();
+    show(src, &root);
 }
