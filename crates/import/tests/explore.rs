@@ -5,7 +5,17 @@ use scribe_import::Source;
 fn show(src: Source, root: &str) {
     let dir = tempfile::tempdir().unwrap();
     let db = scribe_db(dir.path());
-    let s = run(&db, src, &[fixtures().join(root)]);
+    let home = dir.path().join("home");
+    copy(root, &home);
+    for (sql, name) in [
+        ("opencode/opencode.sql", "opencode.db"),
+        ("hermes/state_db_sample.sql", "state.db"),
+    ] {
+        if sql.starts_with(root) {
+            build_db(sql, &home.join(name));
+        }
+    }
+    let s = run(&db, src, &[home]);
     println!(
         "records={} skipped={:?} malformed={:?} failed={:?} written={:?} tokens={:?}",
         s.records, s.skipped, s.malformed, s.failed, s.written, s.tokens

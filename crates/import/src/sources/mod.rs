@@ -295,3 +295,118 @@ pub(crate) fn content_text(v: &serde_json::Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// Opens an agent's SQLite database without any chance of changing it or holding up the
+/// agent: read-only (`mode=ro`), so SQLite takes no write lock; in WAL mode a reader
+/// never blocks the writer, and it sees the last committed state, `-wal` included. Only
+/// when the `-shm` file cannot be created (a read-only directory, and no agent running,
+/// since a running one keeps it) is the file read as `immutable`.
+pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let err = |source| ImportError::SourceDb {
+        path: path.to_owned(),
+        source,
+    };
+    let open = |immutable: bool| -> rusqlite::Result<rusqlite::Connection> {
+        let mut uri = format!("file:{}?mode=ro", uri_path(path));
+        if immutable {
+            uri.push_str("&immutable=1");
+        }
+        let conn = rusqlite::Connection::open_with_flags(uri, flags)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Touches the schema, so a database that cannot be read fails here.
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(conn)
+    };
+    match open(false) {
+        Ok(conn) => Ok(conn),
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+            ) && path.exists() =>
+        {
+            open(true).map_err(err)
+        }
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// `path` percent-encoded for a `file:` URI.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The columns of `table` in an agent's database (older versions lack some).
+pub(crate) fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let names = stmt.query_map([table], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// A row as a map of column name to JSON value (so missing columns read as absent).
+pub(crate) fn row_map(
+    row: &rusqlite::Row<'_>,
+    names: &[String],
+) -> rusqlite::Result<serde_json::Map<String, serde_json::Value>> {
+    use rusqlite::types::ValueRef;
+    let mut map = serde_json::Map::new();
+    for (i, name) in names.iter().enumerate() {
+        let v = match row.get_ref(i)? {
+            ValueRef::Null => serde_json::Value::Null,
+            ValueRef::Integer(n) => serde_json::Value::from(n),
+            ValueRef::Real(f) => serde_json::Value::from(f),
+            ValueRef::Text(t) => serde_json::Value::String(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(_) => serde_json::Value::Null,
+        };
+        map.insert(name.clone(), v);
+    }
+    Ok(map)
+}
+
+/// Rows of `sql` (a `SELECT` whose columns are `names`), as maps.
+pub(crate) fn rows(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<serde_json::Value>> {
+    let mut stmt = conn.prepare(sql)?;
+    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let mapped = stmt.query_map(params, |r| {
+        row_map(r, &names).map(serde_json::Value::Object)
+    })?;
+    mapped.collect()
+}
+
+/// A float field (numbers or numeric strings).
+pub(crate) fn f64_of(v: &serde_json::Value, key: &str) -> Option<f64> {
+    match v.get(key)? {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A JSON column stored as text, parsed (anything else as it is).
+pub(crate) fn json_col(v: &serde_json::Value, key: &str) -> serde_json::Value {
+    match v.get(key) {
+        Some(serde_json::Value::String(s)) => {
+            serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.clone()))
+        }
+        Some(other) => other.clone(),
+        None => serde_json::Value::Null,
+    }
+}
