@@ -98,6 +98,9 @@ pub enum CliError {
     /// The demo could not run.
     #[error("demo failed: {0}")]
     Demo(String),
+    /// Importing an agent's history failed.
+    #[error(transparent)]
+    History(#[from] scribe_import::ImportError),
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output")]
     Output(#[from] std::io::Error),
