@@ -134,7 +134,7 @@ impl SessionService {
             (Some(new), _) => Some(new.clone()),
             (None, held) => held.clone(),
         };
-        let mut updated_at = current.updated_at.max(e.updated_at);
+        let updated_at = current.updated_at.max(e.updated_at);
         let fields_changed = title != current.title
             || (e.directory.is_some() && e.directory != current.directory)
             || (e.model.is_some() && e.model != current.model)
@@ -145,11 +145,6 @@ impl SessionService {
             || (e.cost_status.is_some() && e.cost_status != current.cost_status)
             || (e.cost_source.is_some() && e.cost_source != current.cost_source);
         if fields_changed {
-            // An update that leaves updated_at as it was is moved to the clock by the
-            // sessions_touch trigger, so a real change moves it at least 1 ms on.
-            if updated_at == current.updated_at {
-                updated_at += 1;
-            }
             let pick = |new: &Option<String>, old: &Option<String>| new.clone().or(old.clone());
             let model_config = json_text(e.model_config.as_ref().or(current.model_config.as_ref()));
             let permission = json_text(current.permission.as_ref());
@@ -203,11 +198,20 @@ impl SessionService {
                     kind: e.kind.as_str(),
                     ended_at,
                     end_reason: end_reason.as_deref(),
-                    updated_at: at,
+                    updated_at,
                     id: &e.id,
                 },
             )?;
         }
+        // An update that leaves updated_at as it was is moved to the clock by the
+        // sessions_touch trigger: put it where the source says it is.
+        q::restore_session_updated_at(
+            conn,
+            &q::RestoreSessionUpdatedAtParams {
+                updated_at,
+                id: &e.id,
+            },
+        )?;
         Ok((load(conn, &e.id)?, false))
     }
 
