@@ -19,7 +19,7 @@ use scribe_db::Database;
 use scribe_db::queries as q;
 use scribe_db::rusqlite::{Connection, OptionalExtension};
 use scribe_message::store::{self, Imported};
-use scribe_message::{MessageError, MessageService, StoredPart, TokenUsage};
+use scribe_message::{MessageError, StoredPart, TokenUsage};
 use scribe_session::{ExternalSession, SessionKind, SessionService, UsageDelta};
 
 use crate::Source;
@@ -259,12 +259,13 @@ fn commit_tx(conn: &Connection, source: Source, batch: &Batch) -> Result<Written
         } else {
             written.sessions_updated += 1;
         }
-        ids.insert(rec.external_id.clone(), id);
+        ids.insert(rec.external_id.clone(), id.clone());
+        let mut replayed_from = None;
         for i in by_session
             .remove(rec.external_id.as_str())
             .unwrap_or_default()
         {
-            store_message(
+            let other = store_message(
                 conn,
                 source,
                 &batch.messages[i],
@@ -272,6 +273,19 @@ fn commit_tx(conn: &Connection, source: Source, batch: &Batch) -> Result<Written
                 &mut usage,
                 &mut written,
             )?;
+            replayed_from = replayed_from.or(other);
+        }
+        // A new conversation whose first records another session already holds was
+        // resumed from it (Claude Code `--resume` replays them into the new file).
+        if let Some(other) = replayed_from
+            && created
+            && rec.parent.is_none()
+            && other != id
+        {
+            let session = SessionService::get_tx(conn, &id)?;
+            if session.parent_session_id.is_none() {
+                link(conn, &session, other, SessionKind::Continuation)?;
+            }
         }
     }
     let mut rest: Vec<usize> = by_session.into_values().flatten().collect();
@@ -291,28 +305,19 @@ fn commit_tx(conn: &Connection, source: Source, batch: &Batch) -> Result<Written
         if session_id(conn, source, &up.session, &mut ids)?.is_none() {
             continue;
         }
-        match MessageService::update_part_tx(conn, &up.part_id, &up.part) {
-            Ok(_) => written.parts_updated += 1,
-            Err(MessageError::NotFound { what: "part", .. }) => {
-                // The message is stored but not this part (read from another file).
-                let Some(message) = q::get_message(conn, &up.message_id).optional()? else {
-                    continue;
-                };
-                let part = StoredPart {
-                    id: up.part_id.clone(),
-                    position: up.position,
-                    part: up.part.clone(),
-                    created_at: up.at,
-                    updated_at: up.at,
-                };
-                match store::insert_part(conn, &up.message_id, &message.session_id, &part) {
-                    Ok(()) => written.parts_updated += 1,
-                    Err(MessageError::InvalidInput(_)) => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-            // A result for a call already settled (read again after a rewrite): keep it.
-            Err(MessageError::IllegalToolTransition { .. } | MessageError::InvalidInput(_)) => {}
+        let part = StoredPart {
+            id: up.part_id.clone(),
+            position: up.position,
+            part: up.part.clone(),
+            created_at: up.at,
+            updated_at: up.at,
+        };
+        match store::import_part(conn, &up.message_id, &part) {
+            Ok(true) => written.parts_updated += 1,
+            Ok(false) => {}
+            // Its message is not stored (read from a file not imported) or the position is
+            // taken by another part: the result has nowhere to go.
+            Err(MessageError::NotFound { .. } | MessageError::InvalidInput(_)) => {}
             Err(err) => return Err(err.into()),
         }
     }
@@ -370,7 +375,8 @@ fn commit_tx(conn: &Connection, source: Source, batch: &Batch) -> Result<Written
     Ok(written)
 }
 
-/// Stores one message and notes the usage it adds to its session.
+/// Stores one message and notes the usage it adds to its session; returns the session
+/// that already holds it, when another one does.
 fn store_message(
     conn: &Connection,
     source: Source,
@@ -378,9 +384,9 @@ fn store_message(
     ids: &mut HashMap<String, String>,
     usage: &mut HashMap<String, Pending>,
     written: &mut Written,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let Some(session_id) = session_id(conn, source, &rec.session, ids)? else {
-        return Ok(());
+        return Ok(None);
     };
     let mut msg = rec.message.clone();
     msg.session_id.clone_from(&session_id);
@@ -393,9 +399,9 @@ fn store_message(
             written.messages_merged += 1;
             (usage, cost_usd, 0)
         }
-        Imported::InOtherSession { .. } => {
+        Imported::InOtherSession { session_id } => {
             written.messages_replayed += 1;
-            return Ok(());
+            return Ok(Some(session_id));
         }
     };
     let entry = usage.entry(session_id).or_default();
@@ -408,6 +414,36 @@ fn store_message(
         *d.actual_cost_usd.get_or_insert(0.0) += cost;
     }
     entry.at = entry.at.max(msg.updated_at).max(msg.created_at);
+    Ok(None)
+}
+
+/// Makes `child` a `kind` child of `parent` (both stored).
+fn link(
+    conn: &Connection,
+    child: &scribe_session::Session,
+    parent: String,
+    kind: SessionKind,
+) -> Result<()> {
+    let external = ExternalSession {
+        id: child.id.clone(),
+        parent_session_id: Some(parent),
+        kind,
+        source: child.source.clone(),
+        directory: None,
+        title: None,
+        model: None,
+        model_config: None,
+        system_prompt: None,
+        billing_provider: None,
+        billing_base_url: None,
+        cost_status: None,
+        cost_source: None,
+        created_at: child.created_at,
+        updated_at: child.updated_at,
+        ended_at: None,
+        end_reason: None,
+    };
+    SessionService::upsert_external_tx(conn, &external)?;
     Ok(())
 }
 
@@ -589,26 +625,7 @@ fn link_pending_parents(conn: &Connection, source: Source, now: i64) -> Result<(
         };
         let child = SessionService::get_tx(conn, &row.session_id)?;
         if parent != child.id {
-            let external = ExternalSession {
-                id: child.id.clone(),
-                parent_session_id: Some(parent),
-                kind: child.kind,
-                source: child.source.clone(),
-                directory: None,
-                title: None,
-                model: None,
-                model_config: None,
-                system_prompt: None,
-                billing_provider: None,
-                billing_base_url: None,
-                cost_status: None,
-                cost_source: None,
-                created_at: child.created_at,
-                updated_at: child.updated_at,
-                ended_at: None,
-                end_reason: None,
-            };
-            SessionService::upsert_external_tx(conn, &external)?;
+            link(conn, &child, parent, child.kind)?;
         }
         let known = q::get_import_session_by_id(conn, &row.session_id)?;
         q::update_import_session(

@@ -58,10 +58,16 @@ pub fn insert_message(conn: &Connection, msg: &Message) -> Result<()> {
 }
 
 /// What [`import_message`] found before it wrote.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Imported {
     /// The message was new and is now stored as given.
     Inserted,
+    /// The id belongs to a message of another session (a source that replays earlier
+    /// records into a new conversation): nothing was written.
+    InOtherSession {
+        /// The session that has it.
+        session_id: String,
+    },
     /// The message was there; its fields now are as given, parts with new ids were added
     /// and parts with known ids replaced. Holds the usage and cost it had before, so the
     /// caller can add the difference to the session.
@@ -83,7 +89,8 @@ pub enum Imported {
 /// at its position. Parts of the stored message that `msg` does not list stay. The
 /// message's `updated_at` (and each part's) is taken from `msg`, never the clock.
 ///
-/// Errors: those of [`insert_message`]; a message id present in another session is
+/// A message id present in another session is left alone ([`Imported::InOtherSession`]).
+/// Errors: those of [`insert_message`]; a part id of another message is
 /// [`MessageError::InvalidInput`].
 pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
     let Some(row) = queries::get_message(conn, &msg.id).optional()? else {
@@ -91,10 +98,9 @@ pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
         return Ok(Imported::Inserted);
     };
     if row.session_id != msg.session_id {
-        return Err(MessageError::InvalidInput(format!(
-            "message {} belongs to session {}, not {}",
-            msg.id, row.session_id, msg.session_id
-        )));
+        return Ok(Imported::InOtherSession {
+            session_id: row.session_id,
+        });
     }
     let before = Imported::Merged {
         usage: TokenUsage {
@@ -114,10 +120,10 @@ pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
         && row.finish_reason.as_deref() == msg.finish_reason.as_ref().map(|r| r.as_str())
         && row.is_summary == msg.is_summary
         && before
-            == (Imported::Merged {
+            == Imported::Merged {
                 usage: msg.usage,
                 cost_usd: msg.cost_usd,
-            })
+            }
         && row.error == error
         && row.finished_at == msg.finished_at;
     // An update that leaves updated_at as it was would be moved to the clock by the
@@ -146,31 +152,58 @@ pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
         )?;
     }
     for part in &msg.parts {
-        match queries::get_part(conn, &part.id).optional()? {
-            None => insert_part(conn, &msg.id, &msg.session_id, part)?,
-            Some(old) if old.message_id != msg.id => {
-                return Err(MessageError::InvalidInput(format!(
-                    "part {} belongs to message {}, not {}",
-                    part.id, old.message_id, msg.id
-                )));
-            }
-            Some(old) => {
-                let data = part.part.to_json()?;
-                if old.data != data {
-                    queries::update_part(
-                        conn,
-                        &queries::UpdatePartParams {
-                            r#type: part.part.type_name(),
-                            data: &data,
-                            now: part.updated_at.max(old.updated_at.saturating_add(1)),
-                            id: &part.id,
-                        },
-                    )?;
-                }
-            }
-        }
+        import_part_of(conn, &msg.id, &msg.session_id, part)?;
     }
     Ok(before)
+}
+
+/// Stores `part` of message `message_id` for an importer (a tool call whose result was
+/// read later): added at its position when the message lacks it, replaced when its content
+/// changed (no tool state-machine check: the source decides), with the part's own times.
+/// Returns whether anything was written. A message that is not stored is
+/// [`MessageError::NotFound`]; a part id of another message, or a position another part
+/// holds, [`MessageError::InvalidInput`].
+pub fn import_part(conn: &Connection, message_id: &str, part: &StoredPart) -> Result<bool> {
+    let Some(row) = queries::get_message(conn, message_id).optional()? else {
+        return Err(MessageError::not_found("message", message_id));
+    };
+    import_part_of(conn, message_id, &row.session_id, part)
+}
+
+fn import_part_of(
+    conn: &Connection,
+    message_id: &str,
+    session_id: &str,
+    part: &StoredPart,
+) -> Result<bool> {
+    match queries::get_part(conn, &part.id).optional()? {
+        None => {
+            insert_part(conn, message_id, session_id, part)?;
+            Ok(true)
+        }
+        Some(old) if old.message_id != message_id => Err(MessageError::InvalidInput(format!(
+            "part {} belongs to message {}, not {message_id}",
+            part.id, old.message_id
+        ))),
+        Some(old) => {
+            let data = part.part.to_json()?;
+            if old.data == data {
+                return Ok(false);
+            }
+            // An update that leaves updated_at as it was is moved to the clock by the
+            // parts_touch trigger, so a change moves it at least 1 ms on.
+            queries::update_part(
+                conn,
+                &queries::UpdatePartParams {
+                    r#type: part.part.type_name(),
+                    data: &data,
+                    now: part.updated_at.max(old.updated_at.saturating_add(1)),
+                    id: &part.id,
+                },
+            )?;
+            Ok(true)
+        }
+    }
 }
 
 /// Inserts one part of message `message_id` (in `session_id`) exactly as given.

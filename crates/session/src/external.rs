@@ -182,15 +182,8 @@ impl SessionService {
         let link_changed = parent != current.parent_session_id
             || e.kind != current.kind
             || ended_at != current.ended_at
-            || end_reason != current.end_reason
-            || (!fields_changed && updated_at != current.updated_at);
+            || end_reason != current.end_reason;
         if link_changed {
-            let before = q::get_session(conn, &e.id)?.updated_at;
-            let at = if updated_at > before {
-                updated_at
-            } else {
-                before + 1
-            };
             q::update_external_session(
                 conn,
                 &q::UpdateExternalSessionParams {

@@ -102,11 +102,39 @@ pub fn ccusage_view(t: &TokenUsage) -> (i64, i64, i64, i64) {
 /// Everything stored, as text: changes when anything stored changes.
 pub fn dump(db: &Arc<Database>) -> String {
     let mut out = String::new();
-    for s in sessions(db) {
+    let round = |x: f64| (x * 1e9).round() / 1e9;
+    for mut s in sessions(db) {
+        // Sums of float costs depend on the order they were added in.
+        s.estimated_cost_usd = round(s.estimated_cost_usd);
+        s.actual_cost_usd = s.actual_cost_usd.map(round);
         out.push_str(&format!("{s:?}\n"));
         for m in messages(db, &s.id) {
             out.push_str(&format!("  {m:?}\n"));
         }
     }
     out
+}
+
+/// `assert_eq!` for dumps, showing where they first differ.
+#[track_caller]
+pub fn assert_same(left: &str, right: &str, what: &str) {
+    if left == right {
+        return;
+    }
+    let at = left
+        .bytes()
+        .zip(right.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(left.len().min(right.len()));
+    let from = at.saturating_sub(300);
+    let show = |s: &str| {
+        s.get(from..(at + 100).min(s.len()))
+            .unwrap_or("")
+            .to_owned()
+    };
+    panic!(
+        "{what}: dumps differ at byte {at}\n left: …{}\nright: …{}",
+        show(left),
+        show(right)
+    );
 }
