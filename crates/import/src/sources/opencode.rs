@@ -127,7 +127,11 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         if unit.since.is_some_and(|since| updated < since) {
             continue;
         }
-        let fingerprint = format!("{updated}:{}", counts.get(id).map_or("0:0", String::as_str));
+        let fingerprint = format!(
+            "{updated}:{}:{:?}",
+            counts.get(id).map_or("0:0", String::as_str),
+            str_of(s, "title")
+        );
         if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
             continue;
         }
