@@ -75,6 +75,9 @@ pub struct SourceSummary {
     pub tokens: TokenUsage,
     /// Their cost (reported or estimated), US dollars.
     pub cost_usd: f64,
+    /// Messages (or session totals) with usage of a model the pricing catalog does not
+    /// know: their tokens are kept, their cost is unknown and not in `cost_usd`.
+    pub unpriced: u64,
 }
 
 fn written<S: serde::Serializer>(w: &Written, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -196,12 +199,14 @@ pub fn import(
                     options.pricer.apply(m);
                     summary.tokens += m.message.usage;
                     summary.cost_usd += m.message.cost_usd;
+                    summary.unpriced += u64::from(m.cost_flags & crate::pricing::UNKNOWN != 0);
                 }
                 for s in &mut part.sessions {
                     if let Some(u) = &mut s.usage_total {
                         price_session(&options.pricer, u);
                         summary.tokens += u.tokens;
                         summary.cost_usd += u.cost_usd;
+                        summary.unpriced += u64::from(u.cost_flags & crate::pricing::UNKNOWN != 0);
                     }
                 }
                 summary.records += report.records;

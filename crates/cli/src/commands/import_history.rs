@@ -274,7 +274,15 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
             ui::grouped(s.tokens.cache_read),
             ui::grouped(s.tokens.cache_write),
             ui::grouped(s.tokens.reasoning),
-            ui::dollars(s.cost_usd)
+            if s.unpriced > 0 {
+                format!(
+                    "{} + unknown ({} of models without a price)",
+                    ui::dollars(s.cost_usd),
+                    ui::plural(i64::try_from(s.unpriced).unwrap_or(i64::MAX), "message")
+                )
+            } else {
+                ui::dollars(s.cost_usd)
+            }
         ));
     }
     let skipped: u64 = s.skipped.values().sum();
