@@ -132,7 +132,7 @@ fn import_from_all_then_again_changes_nothing() {
         .map(|s| {
             (
                 s["source"].as_str().unwrap().to_owned(),
-                s["written"]["sessions_created"].as_u64().unwrap(),
+                s["sessions_created"].as_u64().unwrap(),
             )
         })
         .collect();
@@ -147,7 +147,8 @@ fn import_from_all_then_again_changes_nothing() {
         ]
     );
     let codex = source(&first, "codex");
-    assert_eq!(codex["token_totals"]["input"], 46_690);
+    assert_eq!(codex["tokens"]["input"], 46_690);
+    assert_eq!(codex["unpriced_messages"], 6);
     assert_eq!(codex["files_read"], 4);
     assert!(codex["skipped"]["event_msg:token_count(repeated)"].is_null());
 
@@ -155,7 +156,7 @@ fn import_from_all_then_again_changes_nothing() {
     for s in second["sources"].as_array().unwrap() {
         assert_eq!(s["files_read"], 0, "{s}");
         assert_eq!(s["files_unchanged"], s["files"], "{s}");
-        assert_eq!(s["written"]["messages_inserted"], 0, "{s}");
+        assert_eq!(s["messages_inserted"], 0, "{s}");
     }
     let human = scribe.ok(&["import", "--from", "all"]);
     assert_eq!(human.matches("nothing new").count(), 5, "{human}");
@@ -179,10 +180,7 @@ fn dry_run_writes_nothing() {
     let (_dir, scribe) = setup();
     let report = scribe.json(&["import", "--from", "claude-code", "--dry-run", "--json"]);
     assert_eq!(report["dry_run"], true);
-    assert_eq!(
-        source(&report, "claude-code")["written"]["messages_inserted"],
-        36
-    );
+    assert_eq!(source(&report, "claude-code")["messages_inserted"], 36);
     let human = scribe.ok(&["import", "--from", "claude-code", "--dry-run"]);
     assert!(human.contains("would import"), "{human}");
     let list = scribe.json(&["list", "--all", "--json"]);
@@ -240,10 +238,7 @@ fn agents_overrides_and_paths_choose_where_to_read() {
         .push(("OPENCODE_DB".into(), oc.display().to_string()));
     let report = scribe.json(&["import", "--from", "opencode", "--json"]);
     assert_eq!(source(&report, "opencode")["files"], 1);
-    assert_eq!(
-        source(&report, "opencode")["written"]["sessions_created"],
-        1
-    );
+    assert_eq!(source(&report, "opencode")["sessions_created"], 1);
 }
 
 #[test]

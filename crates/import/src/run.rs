@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use scribe_message::TokenUsage;
-use serde::Serialize;
 
 use crate::error::{ImportError, Result};
 use crate::pricing::Pricer;
@@ -46,7 +45,7 @@ pub enum Event<'a> {
 }
 
 /// What importing one source did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct SourceSummary {
     /// The agent.
     pub source: String,
@@ -69,7 +68,6 @@ pub struct SourceSummary {
     /// Files that could not be read at all, with why.
     pub failed: Vec<Malformed>,
     /// What was stored.
-    #[serde(serialize_with = "written")]
     pub written: Written,
     /// Tokens of the messages read.
     pub tokens: TokenUsage,
@@ -78,18 +76,6 @@ pub struct SourceSummary {
     /// Messages (or session totals) with usage of a model the pricing catalog does not
     /// know: their tokens are kept, their cost is unknown and not in `cost_usd`.
     pub unpriced: u64,
-}
-
-fn written<S: serde::Serializer>(w: &Written, s: S) -> std::result::Result<S::Ok, S::Error> {
-    serde_json::json!({
-        "sessions_created": w.sessions_created,
-        "sessions_updated": w.sessions_updated,
-        "messages_inserted": w.messages_inserted,
-        "messages_merged": w.messages_merged,
-        "messages_replayed": w.messages_replayed,
-        "parts_updated": w.parts_updated,
-    })
-    .serialize(s)
 }
 
 /// Size and modification time (ns) of a file; for a SQLite database, of it and its WAL

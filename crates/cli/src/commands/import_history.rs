@@ -75,12 +75,36 @@ struct Report<'a> {
     sources: Vec<SourceJson<'a>>,
 }
 
+/// One source in `--json` output (the CLI's own shape, documented in the README).
 #[derive(Serialize)]
 struct SourceJson<'a> {
-    #[serde(flatten)]
-    summary: &'a SourceSummary,
-    token_totals: Tokens,
-    cost: f64,
+    source: &'a str,
+    locations: &'a [PathBuf],
+    files: u64,
+    files_read: u64,
+    files_unchanged: u64,
+    files_too_old: u64,
+    records: u64,
+    skipped: &'a std::collections::BTreeMap<String, u64>,
+    malformed: Vec<Problem<'a>>,
+    failed: Vec<Problem<'a>>,
+    sessions_created: u64,
+    sessions_updated: u64,
+    messages_inserted: u64,
+    messages_merged: u64,
+    messages_replayed: u64,
+    tool_results: u64,
+    tokens: Tokens,
+    cost_usd: f64,
+    unpriced_messages: u64,
+}
+
+/// A malformed line or a file that could not be read.
+#[derive(Serialize)]
+struct Problem<'a> {
+    path: &'a str,
+    line: Option<u64>,
+    error: &'a str,
 }
 
 /// Runs `scribe import --from …`.
@@ -142,11 +166,38 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
     }
 }
 
+fn problems(list: &[scribe_import::Malformed]) -> Vec<Problem<'_>> {
+    list.iter()
+        .map(|m| Problem {
+            path: &m.path,
+            line: m.line,
+            error: &m.error,
+        })
+        .collect()
+}
+
 fn source_json(s: &SourceSummary) -> SourceJson<'_> {
+    let w = &s.written;
     SourceJson {
-        summary: s,
-        token_totals: Tokens::from(&s.tokens),
-        cost: usd(s.cost_usd),
+        source: &s.source,
+        locations: &s.roots,
+        files: s.files,
+        files_read: s.files_read,
+        files_unchanged: s.files_unchanged,
+        files_too_old: s.files_too_old,
+        records: s.records,
+        skipped: &s.skipped,
+        malformed: problems(&s.malformed),
+        failed: problems(&s.failed),
+        sessions_created: w.sessions_created,
+        sessions_updated: w.sessions_updated,
+        messages_inserted: w.messages_inserted,
+        messages_merged: w.messages_merged,
+        messages_replayed: w.messages_replayed,
+        tool_results: w.parts_updated,
+        tokens: Tokens::from(&s.tokens),
+        cost_usd: usd(s.cost_usd),
+        unpriced_messages: s.unpriced,
     }
 }
 
