@@ -283,9 +283,7 @@ fn codex(g: &mut Gen, root: &Path, i: usize) -> (PathBuf, String) {
             &mut out,
             t,
             "response_item",
-            format!(
-                "{{\"type\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"input_text\",\"text\":\"<environment_context>\\n  <cwd>/work/project</cwd>\\n</environment_context>\"}}]}}"
-            ),
+            "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"<environment_context>\\n  <cwd>/work/project</cwd>\\n</environment_context>\"}]}".to_owned(),
         );
         line(
             &mut out,

@@ -21,6 +21,8 @@
 //! output + reasoning. Hermes and Gemini count it apart (Hermes totals add it separately),
 //! and OpenCode reports it apart too (0 in these fixtures).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -3,6 +3,8 @@
 //! the rest imported, compressed Codex files are read, and a resumed Claude Code session is
 //! stored once, as the continuation of the one it resumed.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::Write;
@@ -73,11 +75,11 @@ fn a_grown_file_imports_only_its_new_records() {
         let (file, root) = file_in(dir.path(), name);
         write(&file, &all[..split].concat());
         let db = scribe_db(dir.path());
-        let first = run(&db, source, &[root.clone()]);
+        let first = run(&db, source, std::slice::from_ref(&root));
         assert_eq!(first.files_read, 1);
         let read_first = first.records;
         append(&file, &all[split..].concat());
-        let second = run(&db, source, &[root.clone()]);
+        let second = run(&db, source, std::slice::from_ref(&root));
         assert_eq!(second.files_read, 1, "{name}");
         // Only the new lines were read.
         let whole_records = {
@@ -103,7 +105,7 @@ fn a_line_still_being_written_waits_for_the_next_import() {
     let cut = all[28].len() / 2;
     write(&file, &(all[..28].concat() + &all[28][..cut]));
     let db = scribe_db(dir.path());
-    let first = run(&db, Source::ClaudeCode, &[root.clone()]);
+    let first = run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
     assert!(first.malformed.is_empty(), "{:?}", first.malformed);
     // The last response (line 29) is not there yet.
     assert_eq!(session(&db, CLAUDE_ID).tokens.output, 953 - 72);
@@ -153,7 +155,7 @@ fn compressed_codex_rollouts_are_read_and_a_plain_copy_wins() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join(format!("{name}.zst")), &zst).unwrap();
     let db = scribe_db(dir.path());
-    let s = run(&db, Source::Codex, &[root.clone()]);
+    let s = run(&db, Source::Codex, std::slice::from_ref(&root));
     assert_eq!((s.files, s.files_read), (1, 1));
     assert!(s.failed.is_empty(), "{:?}", s.failed);
     assert_eq!(dump(&db), whole(CODEX, Source::Codex, name));
@@ -205,7 +207,7 @@ fn a_resumed_session_continues_the_one_it_replays() {
     let root = dir.path().join("in");
     write(&root.join(format!("{old_id}.jsonl")), &original.concat());
     let db = scribe_db(dir.path());
-    run(&db, Source::ClaudeCode, &[root.clone()]);
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
     write(&root.join(format!("{new_id}.jsonl")), &resumed.concat());
     let s = run(&db, Source::ClaudeCode, &[root]);
     assert_eq!(s.written.messages_replayed, 3, "{:?}", s.written);

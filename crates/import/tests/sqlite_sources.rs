@@ -2,6 +2,8 @@
 //! read-only while another connection is in the middle of writing them, never changed,
 //! and read again only for the sessions that changed.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::Path;
@@ -41,7 +43,7 @@ fn opencode_is_read_while_the_agent_writes_and_never_changed() {
         )
         .unwrap();
     let db = scribe_db(dir.path());
-    let first = run(&db, Source::OpenCode, &[data.clone()]);
+    let first = run(&db, Source::OpenCode, std::slice::from_ref(&data));
     assert!(first.failed.is_empty(), "{:?}", first.failed);
     assert_eq!(
         first.written.sessions_created, 1,
@@ -66,7 +68,7 @@ fn opencode_is_read_while_the_agent_writes_and_never_changed() {
         .unwrap();
     let wal_file = data.join("opencode.db-wal");
     let (db_before, wal_before) = (bytes(&source), bytes(&wal_file));
-    let second = run(&db, Source::OpenCode, &[data.clone()]);
+    let second = run(&db, Source::OpenCode, std::slice::from_ref(&data));
     assert!(second.failed.is_empty(), "{:?}", second.failed);
     assert_eq!(second.written.sessions_created, 1);
     assert_eq!(
@@ -106,7 +108,7 @@ fn hermes_is_read_while_the_gateway_writes_and_changed_sessions_are_read_again()
         )
         .unwrap();
     let db = scribe_db(dir.path());
-    let first = run(&db, Source::Hermes, &[home.clone()]);
+    let first = run(&db, Source::Hermes, std::slice::from_ref(&home));
     assert!(first.failed.is_empty(), "{:?}", first.failed);
     assert_eq!(session(&db, "20260101_101000_d4e5f6").message_count, 2);
     gateway.execute_batch("COMMIT").unwrap();

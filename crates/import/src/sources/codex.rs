@@ -240,10 +240,11 @@ impl Reader<'_> {
             && let Some(second) = &self.carry.replay
         {
             if stamp.get(..19) == Some(second.as_str()) {
-                if kind == "event_msg" && ptype == "token_count" {
-                    if let Some(t) = payload.pointer("/info/total_token_usage").map(totals) {
-                        self.carry.totals = Some(t);
-                    }
+                if kind == "event_msg"
+                    && ptype == "token_count"
+                    && let Some(t) = payload.pointer("/info/total_token_usage").map(totals)
+                {
+                    self.carry.totals = Some(t);
                 }
                 self.report.skip("replayed-parent-history");
                 return;
