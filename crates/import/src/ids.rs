@@ -66,10 +66,14 @@ mod tests {
             part_id(Source::Codex, "ab", "c", 0),
             part_id(Source::Codex, "a", "bc", 0)
         );
-        // Fixed value: changing the function would duplicate every re-imported message.
+        // Fixed values: changing the function would duplicate every re-imported message.
         assert_eq!(
             message_id(Source::ClaudeCode, "k", 0),
-            "msg_000000000000".to_owned() + &message_id(Source::ClaudeCode, "k", 0)[16..]
+            "msg_000000000000be8bc67b9c5f29c361eb"
+        );
+        assert_eq!(
+            part_id(Source::Codex, "m", "p", 1),
+            "prt_0000000000019108f8022d5101a1aa60"
         );
     }
 }
