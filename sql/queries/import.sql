@@ -1,11 +1,9 @@
 -- Queries of the history importers (crates/import): their own state tables (V7). Rows of
 -- sessions, messages and parts are written through the session and message crates.
 
--- name: GetImportFile :one
-SELECT * FROM import_files WHERE source = @source AND path = @path;
-
 -- name: ListImportFiles :many
--- Every file read from one source, by path.
+-- Every file read from one source, by path (read once per import, so checking a file
+-- costs one stat and a map lookup).
 SELECT * FROM import_files WHERE source = @source ORDER BY path;
 
 -- name: UpsertImportFile :exec

@@ -824,47 +824,14 @@ pub fn count_all_files(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
     stmt.query_row([], |row| row.get(0))
 }
 
-/// SQL of `GetImportFile` (sql/queries/import.sql:4).
-pub const GET_IMPORT_FILE_SQL: &str = "SELECT * FROM import_files WHERE source = ?1 AND path = ?2";
-
-/// Parameters of [`get_import_file`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetImportFileParams<'a> {
-    pub source: &'a str,
-    pub path: &'a str,
-}
-
-/// `GetImportFile` (`:one`) from `sql/queries/import.sql:4`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_import_file(
-    conn: &rusqlite::Connection,
-    params: &GetImportFileParams<'_>,
-) -> rusqlite::Result<ImportFileRow> {
-    let mut stmt = conn.prepare_cached(GET_IMPORT_FILE_SQL)?;
-    stmt.query_row(rusqlite::params![params.source, params.path], |row| {
-        Ok(ImportFileRow {
-            source: row.get(0)?,
-            path: row.get(1)?,
-            size: row.get(2)?,
-            mtime_ns: row.get(3)?,
-            offset: row.get(4)?,
-            lines: row.get(5)?,
-            carry: row.get(6)?,
-            records: row.get(7)?,
-            skipped: row.get(8)?,
-            imported_at: row.get(9)?,
-        })
-    })
-}
-
-/// SQL of `ListImportFiles` (sql/queries/import.sql:7).
+/// SQL of `ListImportFiles` (sql/queries/import.sql:4).
 pub const LIST_IMPORT_FILES_SQL: &str =
     "SELECT * FROM import_files WHERE source = ?1 ORDER BY path";
 
-/// `ListImportFiles` (`:many`) from `sql/queries/import.sql:7`.
+/// `ListImportFiles` (`:many`) from `sql/queries/import.sql:4`.
 ///
-/// Every file read from one source, by path.
+/// Every file read from one source, by path (read once per import, so checking a file
+/// costs one stat and a map lookup).
 pub fn list_import_files(
     conn: &rusqlite::Connection,
     source: &str,
@@ -887,7 +854,7 @@ pub fn list_import_files(
     rows.collect()
 }
 
-/// SQL of `UpsertImportFile` (sql/queries/import.sql:11).
+/// SQL of `UpsertImportFile` (sql/queries/import.sql:9).
 pub const UPSERT_IMPORT_FILE_SQL: &str =
     "INSERT INTO import_files (source, path, size, mtime_ns, offset, lines, carry, records, skipped, imported_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -916,7 +883,7 @@ pub struct UpsertImportFileParams<'a> {
     pub imported_at: i64,
 }
 
-/// `UpsertImportFile` (`:exec`) from `sql/queries/import.sql:11`.
+/// `UpsertImportFile` (`:exec`) from `sql/queries/import.sql:9`.
 ///
 /// Records what an import saw of a file and where it stopped; counters add up.
 pub fn upsert_import_file(
@@ -940,7 +907,7 @@ pub fn upsert_import_file(
     Ok(())
 }
 
-/// SQL of `GetImportSession` (sql/queries/import.sql:25).
+/// SQL of `GetImportSession` (sql/queries/import.sql:23).
 pub const GET_IMPORT_SESSION_SQL: &str =
     "SELECT * FROM import_sessions WHERE source = ?1 AND external_id = ?2";
 
@@ -951,7 +918,7 @@ pub struct GetImportSessionParams<'a> {
     pub external_id: &'a str,
 }
 
-/// `GetImportSession` (`:one`) from `sql/queries/import.sql:25`.
+/// `GetImportSession` (`:one`) from `sql/queries/import.sql:23`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_import_session(
@@ -975,11 +942,11 @@ pub fn get_import_session(
     })
 }
 
-/// SQL of `GetImportSessionById` (sql/queries/import.sql:28).
+/// SQL of `GetImportSessionById` (sql/queries/import.sql:26).
 pub const GET_IMPORT_SESSION_BY_ID_SQL: &str =
     "SELECT * FROM import_sessions WHERE session_id = ?1";
 
-/// `GetImportSessionById` (`:one`) from `sql/queries/import.sql:28`.
+/// `GetImportSessionById` (`:one`) from `sql/queries/import.sql:26`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_import_session_by_id(
@@ -1002,7 +969,7 @@ pub fn get_import_session_by_id(
     })
 }
 
-/// SQL of `InsertImportSession` (sql/queries/import.sql:31).
+/// SQL of `InsertImportSession` (sql/queries/import.sql:29).
 pub const INSERT_IMPORT_SESSION_SQL: &str =
     "INSERT INTO import_sessions (session_id, source, external_id, path, title_rank, cost_flags,
                              pending_parent, fingerprint, imported_at)
@@ -1023,7 +990,7 @@ pub struct InsertImportSessionParams<'a> {
     pub imported_at: i64,
 }
 
-/// `InsertImportSession` (`:exec`) from `sql/queries/import.sql:31`.
+/// `InsertImportSession` (`:exec`) from `sql/queries/import.sql:29`.
 pub fn insert_import_session(
     conn: &rusqlite::Connection,
     params: &InsertImportSessionParams<'_>,
@@ -1044,7 +1011,7 @@ pub fn insert_import_session(
     Ok(())
 }
 
-/// SQL of `UpdateImportSession` (sql/queries/import.sql:37).
+/// SQL of `UpdateImportSession` (sql/queries/import.sql:35).
 pub const UPDATE_IMPORT_SESSION_SQL: &str = "UPDATE import_sessions
 SET path = ?1,
     title_rank = ?2,
@@ -1066,7 +1033,7 @@ pub struct UpdateImportSessionParams<'a> {
     pub session_id: &'a str,
 }
 
-/// `UpdateImportSession` (`:exec`) from `sql/queries/import.sql:37`.
+/// `UpdateImportSession` (`:exec`) from `sql/queries/import.sql:35`.
 pub fn update_import_session(
     conn: &rusqlite::Connection,
     params: &UpdateImportSessionParams<'_>,
@@ -1085,7 +1052,7 @@ pub fn update_import_session(
     Ok(())
 }
 
-/// SQL of `ListPendingParents` (sql/queries/import.sql:47).
+/// SQL of `ListPendingParents` (sql/queries/import.sql:45).
 pub const LIST_PENDING_PARENTS_SQL: &str =
     "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
        p.session_id AS parent_session_id
@@ -1103,7 +1070,7 @@ pub struct ListPendingParentsRow {
     pub parent_session_id: Option<String>,
 }
 
-/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:47`.
+/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:45`.
 ///
 /// Imported sessions whose parent was not imported yet, with the parent's session when it
 /// now is (NULL otherwise).
@@ -1122,7 +1089,7 @@ pub fn list_pending_parents(
     rows.collect()
 }
 
-/// SQL of `SummarizeImports` (sql/queries/import.sql:57).
+/// SQL of `SummarizeImports` (sql/queries/import.sql:55).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
     "SELECT source, count(*) AS \"files!: i64\", sum(size) AS \"bytes!: i64\",
        sum(records) AS \"records!: i64\", sum(skipped) AS \"skipped!: i64\",
@@ -1142,7 +1109,7 @@ pub struct SummarizeImportsRow {
     pub last_imported_at: i64,
 }
 
-/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:57`.
+/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:55`.
 ///
 /// Per source: files read, their bytes, records taken and skipped, and the last import.
 pub fn summarize_imports(
@@ -1162,7 +1129,7 @@ pub fn summarize_imports(
     rows.collect()
 }
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:66).
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:64).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
@@ -1175,7 +1142,7 @@ pub struct CountImportedSessionsRow {
     pub sessions: i64,
 }
 
-/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:66`.
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:64`.
 pub fn count_imported_sessions(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {

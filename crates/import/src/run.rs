@@ -146,9 +146,10 @@ pub fn import(
     summary.files = files.len() as u64;
     progress(Event::Found(files.len()));
     let mut batch = Batch::default();
+    let mut states = sink.files(source)?;
     for (path, size, mtime) in &files {
         let key = path.display().to_string();
-        let known = sink.file(source, &key)?;
+        let known = states.remove(&key);
         if let Some(state) = &known
             && state.size == *size
             && state.mtime_ns == *mtime

@@ -68,8 +68,9 @@ impl std::ops::AddAssign for Written {
 
 /// Where imported history goes.
 pub trait Sink: std::fmt::Debug {
-    /// What the last import recorded about `path` of `source`.
-    fn file(&self, source: Source, path: &str) -> Result<Option<FileState>>;
+    /// What the last imports recorded about every file of `source`, by path (one query,
+    /// so checking a file costs one `stat` and a map lookup).
+    fn files(&self, source: Source) -> Result<HashMap<String, FileState>>;
     /// The fingerprint recorded for an imported session (database sources).
     fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>>;
     /// Stores `batch` (records of `source`) in one transaction: all of it or nothing.
@@ -102,24 +103,23 @@ impl DryRunSink {
     }
 }
 
-fn file_state(conn: &Connection, source: Source, path: &str) -> Result<Option<FileState>> {
-    let row = q::get_import_file(
-        conn,
-        &q::GetImportFileParams {
-            source: source.name(),
-            path,
-        },
-    )
-    .optional()?;
-    Ok(row.map(|r| FileState {
-        size: r.size,
-        mtime_ns: r.mtime_ns,
-        resume: Resume {
-            offset: u64::try_from(r.offset).unwrap_or(0),
-            lines: u64::try_from(r.lines).unwrap_or(0),
-            carry: r.carry.and_then(|c| serde_json::from_str(&c).ok()),
-        },
-    }))
+fn file_states(conn: &Connection, source: Source) -> Result<HashMap<String, FileState>> {
+    let rows = q::list_import_files(conn, source.name())?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let state = FileState {
+                size: r.size,
+                mtime_ns: r.mtime_ns,
+                resume: Resume {
+                    offset: u64::try_from(r.offset).unwrap_or(0),
+                    lines: u64::try_from(r.lines).unwrap_or(0),
+                    carry: r.carry.and_then(|c| serde_json::from_str(&c).ok()),
+                },
+            };
+            (r.path, state)
+        })
+        .collect())
 }
 
 fn fingerprint_of(conn: &Connection, source: Source, external_id: &str) -> Result<Option<String>> {
@@ -135,8 +135,8 @@ fn fingerprint_of(conn: &Connection, source: Source, external_id: &str) -> Resul
 }
 
 impl Sink for StoreSink {
-    fn file(&self, source: Source, path: &str) -> Result<Option<FileState>> {
-        read(&self.db, |conn| file_state(conn, source, path))
+    fn files(&self, source: Source) -> Result<HashMap<String, FileState>> {
+        read(&self.db, |conn| file_states(conn, source))
     }
 
     fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>> {
@@ -152,10 +152,10 @@ impl Sink for StoreSink {
 }
 
 impl Sink for DryRunSink {
-    fn file(&self, source: Source, path: &str) -> Result<Option<FileState>> {
+    fn files(&self, source: Source) -> Result<HashMap<String, FileState>> {
         match &self.db {
-            Some(db) => read(db, |conn| file_state(conn, source, path)),
-            None => Ok(None),
+            Some(db) => read(db, |conn| file_states(conn, source)),
+            None => Ok(HashMap::new()),
         }
     }
 
