@@ -207,11 +207,13 @@ fn id_from_name(path: &Path) -> String {
         .strip_suffix(".jsonl")
         .unwrap_or(&name)
         .to_owned();
-    if stem.starts_with("rollout-") && stem.len() >= 36 {
-        let tail = &stem[stem.len() - 36..];
-        if tail.bytes().filter(|b| *b == b'-').count() == 4 {
-            return tail.to_owned();
-        }
+    // `get`, not indexing: a name with multi-byte characters must not panic.
+    if stem.starts_with("rollout-")
+        && let Some(tail) = stem.get(stem.len().saturating_sub(36)..)
+        && tail.len() == 36
+        && tail.bytes().filter(|b| *b == b'-').count() == 4
+    {
+        return tail.to_owned();
     }
     stem
 }
@@ -844,4 +846,23 @@ fn injected(text: &str) -> bool {
     ]
     .iter()
     .any(|p| t.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_ids_come_from_rollout_names() {
+        let id = |n: &str| id_from_name(Path::new(n));
+        assert_eq!(
+            id("rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl.zst"),
+            "019c8a70-dda7-7f33-98ea-f30553347322"
+        );
+        assert_eq!(id("session-alpha.jsonl"), "session-alpha");
+        assert_eq!(
+            id("rollout-é€é€é€é€é€é€é€é€é€é€é€é€.jsonl"),
+            "rollout-é€é€é€é€é€é€é€é€é€é€é€é€"
+        );
+    }
 }
