@@ -220,3 +220,49 @@ fn a_resumed_session_continues_the_one_it_replays() {
     assert_eq!((new.tokens.input, new.tokens.output), (7, 3));
     assert_eq!(session(&db, old_id).tokens.input, 170);
 }
+
+#[test]
+fn a_codex_sub_agent_skips_the_history_copied_from_its_parent() {
+    let parent_rel = "codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl";
+    let parent_id = "01a0f21c-5c40-7f72-9aa9-ef0b43570680";
+    let child_id = "01a0f21c-9999-7f72-9aa9-ef0b43570680";
+    let second = "2026-09-30T11:45:00";
+    // The child's file: its meta, then the parent's items copied in the same second
+    // (token counts included), then its own turn.
+    let mut child = vec![format!(
+        "{{\"timestamp\":\"{second}.000Z\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{child_id}\",\"timestamp\":\"{second}.000Z\",\"cwd\":\"/work/proj\",\"source\":{{\"subagent\":{{\"thread_spawn\":{{\"parent_thread_id\":\"{parent_id}\",\"depth\":1}}}}}}}}}}\n"
+    )];
+    for line in lines(parent_rel).iter().skip(1) {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["timestamp"] = serde_json::Value::String(format!("{second}.500Z"));
+        child.push(format!("{v}\n"));
+    }
+    child.push(format!(
+        "{{\"timestamp\":\"2026-09-30T11:45:03.000Z\",\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"sub-agent answer\"}}]}}}}\n"
+    ));
+    child.push(
+        "{\"timestamp\":\"2026-09-30T11:45:03.100Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"info\":{\"total_token_usage\":{\"input_tokens\":300,\"cached_input_tokens\":100,\"output_tokens\":20,\"reasoning_output_tokens\":0,\"total_tokens\":320},\"last_token_usage\":{\"input_tokens\":30,\"cached_input_tokens\":0,\"output_tokens\":6,\"reasoning_output_tokens\":0,\"total_tokens\":36}}}}\n"
+            .to_owned(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    write(&root.join("parent.jsonl"), &lines(parent_rel).concat());
+    write(
+        &root.join(format!("rollout-2026-09-30T11-45-00-{child_id}.jsonl")),
+        &child.concat(),
+    );
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Codex, &[root]);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    let sub = session(&db, child_id);
+    assert_eq!(sub.kind, SessionKind::Task);
+    assert_eq!(sub.parent_session_id.as_deref(), Some(parent_id));
+    // Only its own call: the totals went from the copied 270/100/14 to 300/100/20.
+    assert_eq!(
+        (sub.tokens.input, sub.tokens.cache_read, sub.tokens.output),
+        (30, 0, 6)
+    );
+    let texts: Vec<String> = messages(&db, child_id).iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["sub-agent answer"]);
+    assert_eq!(session(&db, parent_id).tokens.input, 170);
+}
