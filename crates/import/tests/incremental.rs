@@ -237,9 +237,10 @@ fn a_codex_sub_agent_skips_the_history_copied_from_its_parent() {
         v["timestamp"] = serde_json::Value::String(format!("{second}.500Z"));
         child.push(format!("{v}\n"));
     }
-    child.push(format!(
-        "{{\"timestamp\":\"2026-09-30T11:45:03.000Z\",\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"sub-agent answer\"}}]}}}}\n"
-    ));
+    child.push(
+        "{\"timestamp\":\"2026-09-30T11:45:03.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"sub-agent answer\"}]}}\n"
+            .to_owned(),
+    );
     child.push(
         "{\"timestamp\":\"2026-09-30T11:45:03.100Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"info\":{\"total_token_usage\":{\"input_tokens\":300,\"cached_input_tokens\":100,\"output_tokens\":20,\"reasoning_output_tokens\":0,\"total_tokens\":320},\"last_token_usage\":{\"input_tokens\":30,\"cached_input_tokens\":0,\"output_tokens\":6,\"reasoning_output_tokens\":0,\"total_tokens\":36}}}}\n"
             .to_owned(),
