@@ -1,4 +1,4 @@
--- Queries of the history importers (crates/import): their own state tables (V7). Rows of
+-- Queries of the history importers (crates/import): their own state tables (V6). Rows of
 -- sessions, messages and parts are written through the session and message crates.
 
 -- name: ListImportFiles :many
@@ -8,12 +8,12 @@ SELECT * FROM import_files WHERE source = @source ORDER BY path;
 
 -- name: UpsertImportFile :exec
 -- Records what an import saw of a file and where it stopped; counters add up.
-INSERT INTO import_files (source, path, size, mtime_ns, offset, lines, carry, records, skipped, imported_at)
-VALUES (@source, @path, @size, @mtime_ns, @offset, @lines, @carry, @records, @skipped, @imported_at)
+INSERT INTO import_files (source, path, size, mtime_ns, byte_offset, lines, carry, records, skipped, imported_at)
+VALUES (@source, @path, @size, @mtime_ns, @byte_offset, @lines, @carry, @records, @skipped, @imported_at)
 ON CONFLICT (source, path) DO UPDATE SET
     size = excluded.size,
     mtime_ns = excluded.mtime_ns,
-    offset = excluded.offset,
+    byte_offset = excluded.byte_offset,
     lines = excluded.lines,
     carry = excluded.carry,
     records = import_files.records + excluded.records,

@@ -35,7 +35,7 @@ LIMIT @limit;
 -- name: ListMessagesBefore :many
 -- The @limit messages before the cursor (created_at, id), newest first (later pages).
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT @limit;
 
@@ -43,20 +43,20 @@ LIMIT @limit;
 -- Messages from the cursor (created_at, id) on, in creation order: the conversation since a
 -- summary message.
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at, id;
 
 -- name: GetPreviousMessage :one
 -- The message just before the cursor in its session (search context).
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT 1;
 
 -- name: GetNextMessage :one
 -- The message just after the cursor in its session (search context).
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at, id
 LIMIT 1;
 
@@ -123,4 +123,4 @@ DELETE FROM messages WHERE session_id = @session_id;
 -- name: DeleteMessagesFrom :execrows
 -- Messages after a point (revert / retry): everything from the cursor on.
 DELETE FROM messages
-WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT));
+WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT));

@@ -32,13 +32,6 @@ ORDER BY m.created_at, m.id, p.position;
 -- name: ListPartsByMessageIds :many
 SELECT * FROM parts WHERE message_id IN (sqlc.slice(message_ids)) ORDER BY message_id, position;
 
--- name: GetToolPartByCallId :one
--- The tool part of a call, by the provider's call id.
-SELECT * FROM parts
-WHERE session_id = @session_id AND type = 'tool' AND data ->> '$.call_id' = CAST(@call_id AS TEXT)
-ORDER BY seq DESC
-LIMIT 1;
-
 -- name: UpdatePart :execrows
 -- Replaces one part's content (e.g. a tool moving from running to completed).
 UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;

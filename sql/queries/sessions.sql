@@ -90,7 +90,7 @@ UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now 
 -- compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 -- not there changes nothing (and so publishes nothing).
 UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now
-WHERE id = @id AND compacting_at IS NOT @compacting_at;
+WHERE id = @id AND compacting_at IS DISTINCT FROM @compacting_at;
 
 -- name: EndSession :execrows
 -- The first end wins: ending an ended session changes nothing (0 rows).
@@ -194,28 +194,6 @@ WITH RECURSIVE chain (id, depth) AS (
 SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1;
-
--- name: ListTitleLineage :many
--- The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
--- as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
-SELECT * FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'))
-ORDER BY CASE WHEN title = @title THEN 1
-              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END DESC,
-         created_at DESC;
-
--- name: MaxTitleLineageNumber :one
-SELECT CAST(coalesce(max(CASE WHEN title = @title THEN 1
-                              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END), 0)
-            AS INTEGER) AS "n!"
-FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
 
 -- name: TopSessionsByTokens :many
 SELECT * FROM sessions

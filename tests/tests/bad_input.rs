@@ -392,7 +392,7 @@ fn sources(kind: &str) -> Vec<SourceFile> {
 
 fn migrations() -> &'static [SourceFile] {
     static MIGRATIONS: OnceLock<Vec<SourceFile>> = OnceLock::new();
-    MIGRATIONS.get_or_init(|| sources("migrations"))
+    MIGRATIONS.get_or_init(|| sources("migrations/sqlite"))
 }
 
 fn queries() -> &'static [SourceFile] {

@@ -134,6 +134,12 @@ pub enum Error {
     /// than uniqueness, a bad query). The message is SQLite's, also kept as the source.
     #[error("sqlite error: {0}")]
     Storage(#[source] rusqlite::Error),
+    /// PostgreSQL failed (a statement of the generated `PgQueries`, or a value of an
+    /// unexpected type read back), other than a uniqueness violation, which is
+    /// [`Error::Conflict`]. The message is the server's or the client's.
+    #[cfg(feature = "postgres")]
+    #[error("postgres error: {0}")]
+    Postgres(#[source] postgres::Error),
 }
 
 impl Error {
@@ -205,6 +211,21 @@ impl From<rusqlite::Error> for Error {
             }
         }
         Error::Storage(err)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<postgres::Error> for Error {
+    fn from(err: postgres::Error) -> Self {
+        if let Some(db) = err.as_db_error()
+            && *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION
+        {
+            return Error::Conflict {
+                message: db.message().to_owned(),
+                source: None,
+            };
+        }
+        Error::Postgres(err)
     }
 }
 

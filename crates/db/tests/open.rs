@@ -316,8 +316,13 @@ fn every_static_query_prepares() {
     let db = Database::open_in_memory().unwrap();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sql/queries");
     let mut checked = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    // The shared queries and SQLite's own spellings (sql/queries/sqlite).
+    let files = std::fs::read_dir(dir)
+        .unwrap()
+        .chain(std::fs::read_dir(format!("{dir}/sqlite")).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"));
+    for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for block in text.split("-- name: ").skip(1) {
             let (name, sql) = block.split_once('\n').unwrap();

@@ -11,7 +11,7 @@
 //!   with the position); a line still being written is left for next time;
 //! - **idempotent**: message and part ids derive from the source's own keys
 //!   ([`ids`]), so reading a record twice stores it once, and what was imported from
-//!   where is recorded in the same transaction as the records (schema V7);
+//!   where is recorded in the same transaction as the records (schema V6);
 //! - **harmless to the source**: files are only read; agents' SQLite databases are opened
 //!   read-only and never block the agent writing them;
 //! - **exact usage**: each agent's token counters are turned into Scribe's disjoint

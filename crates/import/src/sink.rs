@@ -9,7 +9,7 @@
 //! functions (`SessionService::upsert_external_tx`, `add_usage_at_tx`, `get_tx`,
 //! `scribe_message::store::import_message`, `insert_part`,
 //! `MessageService::update_part_tx`) and the importer's own state tables
-//! (`import_files`, `import_sessions`, V7). [`DryRunSink`] reads that state and writes
+//! (`import_files`, `import_sessions`, V6). [`DryRunSink`] reads that state and writes
 //! nothing.
 
 use std::collections::HashMap;
@@ -112,7 +112,7 @@ fn file_states(conn: &Connection, source: Source) -> Result<HashMap<String, File
                 size: r.size,
                 mtime_ns: r.mtime_ns,
                 resume: Resume {
-                    offset: u64::try_from(r.offset).unwrap_or(0),
+                    offset: u64::try_from(r.byte_offset).unwrap_or(0),
                     lines: u64::try_from(r.lines).unwrap_or(0),
                     carry: r.carry.and_then(|c| serde_json::from_str(&c).ok()),
                 },
@@ -362,7 +362,7 @@ fn commit_tx(conn: &Connection, source: Source, batch: &Batch) -> Result<Written
                 path: &file.path,
                 size: file.size,
                 mtime_ns: file.mtime_ns,
-                offset: i64::try_from(file.resume.offset).unwrap_or(i64::MAX),
+                byte_offset: i64::try_from(file.resume.offset).unwrap_or(i64::MAX),
                 lines: i64::try_from(file.resume.lines).unwrap_or(i64::MAX),
                 carry: carry.as_deref(),
                 records: file.records,

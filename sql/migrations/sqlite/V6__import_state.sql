@@ -1,4 +1,4 @@
--- Scribe schema, version 7: what `scribe import --from <agent>` imported, from where.
+-- Scribe schema, version 6: what `scribe import --from <agent>` imported, from where.
 --
 -- Importing another agent's history is incremental: a file is read again only when its
 -- size or modification time changed, and then only from where the last import stopped.
@@ -7,8 +7,6 @@
 -- is, and what the importer must remember about it between runs. Both are written in the
 -- same transaction as the rows they describe, so a crash never leaves a file marked as
 -- read whose records are missing (or the other way round).
---
--- (V6 is reserved for another change.)
 
 CREATE TABLE import_files (
     -- The agent: claude-code, codex, opencode, hermes, gemini.
@@ -21,9 +19,9 @@ CREATE TABLE import_files (
     mtime_ns            INTEGER NOT NULL,
     -- How far the last import read: bytes of complete lines, and their count. A line
     -- still being written (no newline yet) is left for the next import.
-    offset              INTEGER NOT NULL DEFAULT 0,
+    byte_offset         INTEGER NOT NULL DEFAULT 0,
     lines               INTEGER NOT NULL DEFAULT 0,
-    -- What the reader must remember to go on from `offset` (open message, pending tool
+    -- What the reader must remember to go on from `byte_offset` (open message, pending tool
     -- calls, cumulative token totals …): the importer's own JSON, opaque to the schema.
     carry               TEXT CHECK (carry IS NULL OR json_valid(carry)),
     -- Records taken from the file over all imports, and those skipped (unknown types).
