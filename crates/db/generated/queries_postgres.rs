@@ -174,8 +174,8 @@ WHERE c.pending_parent IS NOT NULL";
 
 /// SQL of `SummarizeImports` (sql/queries/import.sql:55).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
-    "SELECT source, count(*) AS \"files!: i64\", sum(size) AS \"bytes!: i64\",
-       sum(records) AS \"records!: i64\", sum(skipped) AS \"skipped!: i64\",
+    "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
+       CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
        max(imported_at) AS \"last_imported_at!: i64\"
 FROM import_files
 GROUP BY source
