@@ -16,13 +16,6 @@ WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS BIGIN
 ORDER BY created_at, id
 LIMIT @limit;
 
--- name: GetLatestSummaryMessage :one
--- The newest compaction summary of a session (the conversation view starts there).
-SELECT * FROM messages
-WHERE session_id = @session_id AND is_summary
-ORDER BY created_at DESC, id DESC
-LIMIT 1;
-
 -- name: ListMessageNeighbors :many
 -- For each message, the messages just before and after it in its session (search-hit
 -- context), as (id, role) pairs.

@@ -43,12 +43,6 @@ SELECT EXISTS (SELECT 1 FROM sessions WHERE id = @id) AS "found!: bool";
 -- name: GetSessionByTitle :one
 SELECT * FROM sessions WHERE title = @title;
 
--- name: ListSessions :many
--- Newest first; for filtered lists use filters::list_sessions.
-SELECT * FROM sessions
-ORDER BY updated_at DESC, id DESC
-LIMIT @limit OFFSET @offset;
-
 -- name: ListChildSessions :many
 SELECT * FROM sessions
 WHERE parent_session_id = @parent_session_id
@@ -76,12 +70,6 @@ SET title = @title,
     updated_at = @now
 WHERE id = @id
 RETURNING *;
-
--- name: SetSessionTitle :execrows
-UPDATE sessions SET title = @title, updated_at = @now WHERE id = @id;
-
--- name: SetSessionModel :execrows
-UPDATE sessions SET model = @model, model_config = @model_config, updated_at = @now WHERE id = @id;
 
 -- name: SetSessionSummaryMessage :execrows
 UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now WHERE id = @id;
@@ -130,12 +118,6 @@ WHERE id = @id;
 -- A billed amount reported by the provider; NULL + x counts as x.
 UPDATE sessions
 SET actual_cost_usd = coalesce(actual_cost_usd, 0) + @actual_cost_usd,
-    updated_at = @now
-WHERE id = @id;
-
--- name: SetSessionCostStatus :execrows
-UPDATE sessions
-SET cost_status = @cost_status, cost_source = @cost_source, pricing_version = @pricing_version,
     updated_at = @now
 WHERE id = @id;
 

@@ -180,7 +180,8 @@ fn workload(count: usize) -> Vec<Message> {
 fn fresh_db(dir: &Path, name: &str, session: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     let db = Database::open(&path).unwrap();
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         q::create_session(
             tx,
             &q::CreateSessionParams {
@@ -211,7 +212,8 @@ fn run_generated(path: &Path, session: &str, messages: &[Message]) -> Duration {
     let db = Database::open(path).unwrap();
     let started = Instant::now();
     for m in messages {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             q::create_message(
                 tx,
                 &q::CreateMessageParams {
@@ -262,8 +264,8 @@ fn run_trait(path: &Path, session: &str, messages: &[Message]) -> Duration {
     let db = Database::open(path).unwrap();
     let started = Instant::now();
     for m in messages {
-        db.write(|tx| {
-            let mut sqlite = q::SqliteQueries::new(tx);
+        db.write(|tx| -> scribe_db::Result<_> {
+            let mut sqlite = q::SqliteQueries::new(tx.conn());
             let queries: &mut dyn Queries = &mut sqlite;
             queries.create_message(&q::CreateMessageParams {
                 id: &m.id,

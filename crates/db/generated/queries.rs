@@ -540,28 +540,7 @@ pub fn create_file_version(
     })
 }
 
-/// SQL of `GetFile` (sql/queries/files.sql:13).
-pub const GET_FILE_SQL: &str = "SELECT * FROM files WHERE id = ?1";
-
-/// `GetFile` (`:one`) from `sql/queries/files.sql:13`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_file(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<FileRow> {
-    let mut stmt = conn.prepare_cached(GET_FILE_SQL)?;
-    stmt.query_row([id], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })
-}
-
-/// SQL of `GetFileVersion` (sql/queries/files.sql:16).
+/// SQL of `GetFileVersion` (sql/queries/files.sql:13).
 pub const GET_FILE_VERSION_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 AND path = ?2 AND version = ?3";
 
@@ -573,7 +552,7 @@ pub struct GetFileVersionParams<'a> {
     pub version: i64,
 }
 
-/// `GetFileVersion` (`:one`) from `sql/queries/files.sql:16`.
+/// `GetFileVersion` (`:one`) from `sql/queries/files.sql:13`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_file_version(
@@ -595,41 +574,7 @@ pub fn get_file_version(
     })
 }
 
-/// SQL of `GetLatestFile` (sql/queries/files.sql:19).
-pub const GET_LATEST_FILE_SQL: &str = "SELECT * FROM files
-WHERE session_id = ?1 AND path = ?2
-ORDER BY version DESC
-LIMIT 1";
-
-/// Parameters of [`get_latest_file`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetLatestFileParams<'a> {
-    pub session_id: &'a str,
-    pub path: &'a str,
-}
-
-/// `GetLatestFile` (`:one`) from `sql/queries/files.sql:19`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_latest_file(
-    conn: &rusqlite::Connection,
-    params: &GetLatestFileParams<'_>,
-) -> rusqlite::Result<FileRow> {
-    let mut stmt = conn.prepare_cached(GET_LATEST_FILE_SQL)?;
-    stmt.query_row(rusqlite::params![params.session_id, params.path], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })
-}
-
-/// SQL of `ListFileVersions` (sql/queries/files.sql:25).
+/// SQL of `ListFileVersions` (sql/queries/files.sql:16).
 pub const LIST_FILE_VERSIONS_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 AND path = ?2 ORDER BY version";
 
@@ -640,7 +585,7 @@ pub struct ListFileVersionsParams<'a> {
     pub path: &'a str,
 }
 
-/// `ListFileVersions` (`:many`) from `sql/queries/files.sql:25`.
+/// `ListFileVersions` (`:many`) from `sql/queries/files.sql:16`.
 ///
 /// Oldest first.
 pub fn list_file_versions(
@@ -662,14 +607,14 @@ pub fn list_file_versions(
     rows.collect()
 }
 
-/// SQL of `ListLatestFiles` (sql/queries/files.sql:29).
+/// SQL of `ListLatestFiles` (sql/queries/files.sql:20).
 pub const LIST_LATEST_FILES_SQL: &str = "SELECT f.* FROM files AS f
 WHERE f.session_id = ?1
   AND f.version = (SELECT max(g.version) FROM files AS g
                    WHERE g.session_id = f.session_id AND g.path = f.path)
 ORDER BY f.path";
 
-/// `ListLatestFiles` (`:many`) from `sql/queries/files.sql:29`.
+/// `ListLatestFiles` (`:many`) from `sql/queries/files.sql:20`.
 ///
 /// The newest version of every path the session changed, by path.
 pub fn list_latest_files(
@@ -691,11 +636,11 @@ pub fn list_latest_files(
     rows.collect()
 }
 
-/// SQL of `ListSessionFiles` (sql/queries/files.sql:37).
+/// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 ORDER BY path, version";
 
-/// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:37`.
+/// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:28`.
 pub fn list_session_files(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -713,60 +658,6 @@ pub fn list_session_files(
         })
     })?;
     rows.collect()
-}
-
-/// SQL of `UpdateFileContent` (sql/queries/files.sql:40).
-pub const UPDATE_FILE_CONTENT_SQL: &str =
-    "UPDATE files SET content = ?1, updated_at = ?2 WHERE id = ?3";
-
-/// Parameters of [`update_file_content`].
-#[derive(Debug, Clone, Copy)]
-pub struct UpdateFileContentParams<'a> {
-    pub content: &'a str,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `UpdateFileContent` (`:execrows`) from `sql/queries/files.sql:40`.
-pub fn update_file_content(
-    conn: &rusqlite::Connection,
-    params: &UpdateFileContentParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(UPDATE_FILE_CONTENT_SQL)?;
-    let values = rusqlite::params![params.content, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `DeleteFile` (sql/queries/files.sql:43).
-pub const DELETE_FILE_SQL: &str = "DELETE FROM files WHERE id = ?1";
-
-/// `DeleteFile` (`:execrows`) from `sql/queries/files.sql:43`.
-pub fn delete_file(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_FILE_SQL)?;
-    stmt.execute([id])
-}
-
-/// SQL of `DeleteSessionFiles` (sql/queries/files.sql:46).
-pub const DELETE_SESSION_FILES_SQL: &str = "DELETE FROM files WHERE session_id = ?1";
-
-/// `DeleteSessionFiles` (`:execrows`) from `sql/queries/files.sql:46`.
-pub fn delete_session_files(
-    conn: &rusqlite::Connection,
-    session_id: &str,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_SESSION_FILES_SQL)?;
-    stmt.execute([session_id])
-}
-
-/// SQL of `CountAllFiles` (sql/queries/files.sql:49).
-pub const COUNT_ALL_FILES_SQL: &str = "SELECT count(*) FROM files";
-
-/// `CountAllFiles` (`:one`) from `sql/queries/files.sql:49`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_all_files(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_ALL_FILES_SQL)?;
-    stmt.query_row([], |row| row.get(0))
 }
 
 /// SQL of `ListImportFiles` (sql/queries/import.sql:4).
@@ -1205,48 +1096,7 @@ pub fn list_messages_after(
     rows.collect()
 }
 
-/// SQL of `GetLatestSummaryMessage` (sql/queries/message_pages.sql:19).
-pub const GET_LATEST_SUMMARY_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND is_summary
-ORDER BY created_at DESC, id DESC
-LIMIT 1";
-
-/// `GetLatestSummaryMessage` (`:one`) from `sql/queries/message_pages.sql:19`.
-///
-/// The newest compaction summary of a session (the conversation view starts there).
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_latest_summary_message(
-    conn: &rusqlite::Connection,
-    session_id: &str,
-) -> rusqlite::Result<MessageRow> {
-    let mut stmt = conn.prepare_cached(GET_LATEST_SUMMARY_MESSAGE_SQL)?;
-    stmt.query_row([session_id], |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
-}
-
-/// SQL of `ListMessageNeighbors` (sql/queries/message_pages.sql:26).
+/// SQL of `ListMessageNeighbors` (sql/queries/message_pages.sql:19).
 pub const LIST_MESSAGE_NEIGHBORS_SQL: &str = "SELECT m.id,
     (SELECT b.id FROM messages AS b
      WHERE b.session_id = m.session_id AND (b.created_at, b.id) < (m.created_at, m.id)
@@ -1273,7 +1123,7 @@ pub struct ListMessageNeighborsRow {
     pub after_role: Option<String>,
 }
 
-/// `ListMessageNeighbors` (`:many`) from `sql/queries/message_pages.sql:26`.
+/// `ListMessageNeighbors` (`:many`) from `sql/queries/message_pages.sql:19`.
 ///
 /// For each message, the messages just before and after it in its session (search-hit
 /// context), as (id, role) pairs.
@@ -1298,7 +1148,7 @@ pub fn list_message_neighbors(
     rows.collect()
 }
 
-/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:45).
+/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
     "SELECT message_id, substr(search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts
@@ -1319,7 +1169,7 @@ pub struct ListMessageTextsParams<'a> {
     pub message_ids: &'a [&'a str],
 }
 
-/// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:45`.
+/// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
 ///
 /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
 /// part order (search-hit context).
@@ -1346,7 +1196,7 @@ pub fn list_message_texts(
     rows.collect()
 }
 
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:53).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
 FROM messages AS m
@@ -1365,7 +1215,7 @@ pub struct ListSessionPartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:53`.
+/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
 ///
 /// Every part of a session in message order then part order, without the computed
 /// search_text (loading a conversation must not re-extract every part's text). Driven by
@@ -1389,7 +1239,7 @@ pub fn list_session_part_data(
     rows.collect()
 }
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:64).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1407,7 +1257,7 @@ pub struct ListPartDataByMessageIdsRow {
     pub updated_at: i64,
 }
 
-/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:64`.
+/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
 ///
 /// The parts of the given messages, without the computed search_text.
 pub fn list_part_data_by_message_ids(
@@ -1437,7 +1287,7 @@ pub fn list_part_data_by_message_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:71).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1455,7 +1305,7 @@ pub struct ListMessagePartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:71`.
+/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
 ///
 /// One message's parts in order, without the computed search_text.
 pub fn list_message_part_data(
@@ -1575,23 +1425,11 @@ pub fn get_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<Me
     })
 }
 
-/// SQL of `MessageExists` (sql/queries/messages.sql:18).
-pub const MESSAGE_EXISTS_SQL: &str =
-    "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1) AS \"found!: bool\"";
-
-/// `MessageExists` (`:one`) from `sql/queries/messages.sql:18`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn message_exists(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(MESSAGE_EXISTS_SQL)?;
-    stmt.query_row([id], |row| row.get(0))
-}
-
-/// SQL of `ListMessages` (sql/queries/messages.sql:21).
+/// SQL of `ListMessages` (sql/queries/messages.sql:18).
 pub const LIST_MESSAGES_SQL: &str =
     "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
 
-/// `ListMessages` (`:many`) from `sql/queries/messages.sql:21`.
+/// `ListMessages` (`:many`) from `sql/queries/messages.sql:18`.
 ///
 /// Creation order.
 pub fn list_messages(
@@ -1625,11 +1463,11 @@ pub fn list_messages(
     rows.collect()
 }
 
-/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:25).
+/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:22).
 pub const LIST_MESSAGES_BY_IDS_SQL: &str =
     "SELECT * FROM messages WHERE id IN (/*SLICE:ids*/?) ORDER BY created_at, id";
 
-/// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:25`.
+/// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:22`.
 pub fn list_messages_by_ids(
     conn: &rusqlite::Connection,
     ids: &[&str],
@@ -1665,7 +1503,7 @@ pub fn list_messages_by_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:28).
+/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:25).
 pub const LIST_MESSAGES_NEWEST_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1
 ORDER BY created_at DESC, id DESC
@@ -1678,7 +1516,7 @@ pub struct ListMessagesNewestParams<'a> {
     pub limit: i64,
 }
 
-/// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:28`.
+/// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:25`.
 ///
 /// The newest @limit messages, newest first (the first page).
 pub fn list_messages_newest(
@@ -1713,7 +1551,7 @@ pub fn list_messages_newest(
     rows.collect()
 }
 
-/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:35).
+/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:32).
 pub const LIST_MESSAGES_BEFORE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at DESC, id DESC
@@ -1728,7 +1566,7 @@ pub struct ListMessagesBeforeParams<'a> {
     pub limit: i64,
 }
 
-/// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:35`.
+/// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:32`.
 ///
 /// The @limit messages before the cursor (created_at, id), newest first (later pages).
 pub fn list_messages_before(
@@ -1768,7 +1606,7 @@ pub fn list_messages_before(
     rows.collect()
 }
 
-/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:42).
+/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:39).
 pub const LIST_MESSAGES_FROM_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at, id";
@@ -1781,7 +1619,7 @@ pub struct ListMessagesFromParams<'a> {
     pub id: &'a str,
 }
 
-/// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:42`.
+/// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:39`.
 ///
 /// Messages from the cursor (created_at, id) on, in creation order: the conversation since a
 /// summary message.
@@ -1817,113 +1655,13 @@ pub fn list_messages_from(
     rows.collect()
 }
 
-/// SQL of `GetPreviousMessage` (sql/queries/messages.sql:49).
-pub const GET_PREVIOUS_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
-ORDER BY created_at DESC, id DESC
-LIMIT 1";
-
-/// Parameters of [`get_previous_message`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetPreviousMessageParams<'a> {
-    pub session_id: &'a str,
-    pub created_at: i64,
-    pub id: &'a str,
-}
-
-/// `GetPreviousMessage` (`:one`) from `sql/queries/messages.sql:49`.
-///
-/// The message just before the cursor in its session (search context).
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_previous_message(
-    conn: &rusqlite::Connection,
-    params: &GetPreviousMessageParams<'_>,
-) -> rusqlite::Result<MessageRow> {
-    let mut stmt = conn.prepare_cached(GET_PREVIOUS_MESSAGE_SQL)?;
-    let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    stmt.query_row(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
-}
-
-/// SQL of `GetNextMessage` (sql/queries/messages.sql:56).
-pub const GET_NEXT_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = ?1 AND (created_at, id) > (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
-ORDER BY created_at, id
-LIMIT 1";
-
-/// Parameters of [`get_next_message`].
-#[derive(Debug, Clone, Copy)]
-pub struct GetNextMessageParams<'a> {
-    pub session_id: &'a str,
-    pub created_at: i64,
-    pub id: &'a str,
-}
-
-/// `GetNextMessage` (`:one`) from `sql/queries/messages.sql:56`.
-///
-/// The message just after the cursor in its session (search context).
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_next_message(
-    conn: &rusqlite::Connection,
-    params: &GetNextMessageParams<'_>,
-) -> rusqlite::Result<MessageRow> {
-    let mut stmt = conn.prepare_cached(GET_NEXT_MESSAGE_SQL)?;
-    let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    stmt.query_row(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
-}
-
-/// SQL of `GetLastMessage` (sql/queries/messages.sql:63).
+/// SQL of `GetLastMessage` (sql/queries/messages.sql:46).
 pub const GET_LAST_MESSAGE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1
 ORDER BY created_at DESC, id DESC
 LIMIT 1";
 
-/// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:63`.
+/// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_last_message(
@@ -1956,29 +1694,7 @@ pub fn get_last_message(
     })
 }
 
-/// SQL of `CountMessages` (sql/queries/messages.sql:69).
-pub const COUNT_MESSAGES_SQL: &str = "SELECT count(*) FROM messages WHERE session_id = ?1";
-
-/// `CountMessages` (`:one`) from `sql/queries/messages.sql:69`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_messages(conn: &rusqlite::Connection, session_id: &str) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_MESSAGES_SQL)?;
-    stmt.query_row([session_id], |row| row.get(0))
-}
-
-/// SQL of `CountAllMessages` (sql/queries/messages.sql:72).
-pub const COUNT_ALL_MESSAGES_SQL: &str = "SELECT count(*) FROM messages";
-
-/// `CountAllMessages` (`:one`) from `sql/queries/messages.sql:72`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_all_messages(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_ALL_MESSAGES_SQL)?;
-    stmt.query_row([], |row| row.get(0))
-}
-
-/// SQL of `UpdateMessage` (sql/queries/messages.sql:75).
+/// SQL of `UpdateMessage` (sql/queries/messages.sql:52).
 pub const UPDATE_MESSAGE_SQL: &str = "UPDATE messages
 SET parent_id = ?1,
     agent = ?2,
@@ -2018,7 +1734,7 @@ pub struct UpdateMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:75`.
+/// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:52`.
 ///
 /// Everything about a message except its session, role and creation time.
 pub fn update_message(
@@ -2047,7 +1763,7 @@ pub fn update_message(
     stmt.execute(values)
 }
 
-/// SQL of `FinishMessage` (sql/queries/messages.sql:95).
+/// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2, updated_at = ?2
 WHERE id = ?3";
@@ -2060,7 +1776,7 @@ pub struct FinishMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
+/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
 pub fn finish_message(
     conn: &rusqlite::Connection,
     params: &FinishMessageParams<'_>,
@@ -2070,7 +1786,7 @@ pub fn finish_message(
     stmt.execute(values)
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:100).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -2094,7 +1810,7 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:100`.
+/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
 ///
 /// Adds a step's usage to the message atomically.
 pub fn add_message_usage(
@@ -2115,32 +1831,10 @@ pub fn add_message_usage(
     stmt.execute(values)
 }
 
-/// SQL of `SetMessageError` (sql/queries/messages.sql:112).
-pub const SET_MESSAGE_ERROR_SQL: &str =
-    "UPDATE messages SET error = ?1, updated_at = ?2 WHERE id = ?3";
-
-/// Parameters of [`set_message_error`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetMessageErrorParams<'a> {
-    pub error: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetMessageError` (`:execrows`) from `sql/queries/messages.sql:112`.
-pub fn set_message_error(
-    conn: &rusqlite::Connection,
-    params: &SetMessageErrorParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_MESSAGE_ERROR_SQL)?;
-    let values = rusqlite::params![params.error, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:115).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:115`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -2148,10 +1842,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:119).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:119`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2160,30 +1854,6 @@ pub fn delete_session_messages(
 ) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_SESSION_MESSAGES_SQL)?;
     stmt.execute([session_id])
-}
-
-/// SQL of `DeleteMessagesFrom` (sql/queries/messages.sql:123).
-pub const DELETE_MESSAGES_FROM_SQL: &str = "DELETE FROM messages
-WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))";
-
-/// Parameters of [`delete_messages_from`].
-#[derive(Debug, Clone, Copy)]
-pub struct DeleteMessagesFromParams<'a> {
-    pub session_id: &'a str,
-    pub created_at: i64,
-    pub id: &'a str,
-}
-
-/// `DeleteMessagesFrom` (`:execrows`) from `sql/queries/messages.sql:123`.
-///
-/// Messages after a point (revert / retry): everything from the cursor on.
-pub fn delete_messages_from(
-    conn: &rusqlite::Connection,
-    params: &DeleteMessagesFromParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_MESSAGES_FROM_SQL)?;
-    let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    stmt.execute(values)
 }
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:4).
@@ -2358,42 +2028,7 @@ pub fn list_session_parts(
     rows.collect()
 }
 
-/// SQL of `ListPartsByMessageIds` (sql/queries/parts.sql:32).
-pub const LIST_PARTS_BY_MESSAGE_IDS_SQL: &str = "SELECT * FROM parts WHERE message_id IN (/*SLICE:message_ids*/?) ORDER BY message_id, position";
-
-/// `ListPartsByMessageIds` (`:many`) from `sql/queries/parts.sql:32`.
-pub fn list_parts_by_message_ids(
-    conn: &rusqlite::Connection,
-    message_ids: &[&str],
-) -> rusqlite::Result<Vec<PartRow>> {
-    let mut next = 1;
-    let sql = sqlgen_expand_slice(
-        LIST_PARTS_BY_MESSAGE_IDS_SQL,
-        "message_ids",
-        &mut next,
-        message_ids.len(),
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
-    values.extend(message_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
-    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-            search_text: row.get(9)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `UpdatePart` (sql/queries/parts.sql:35).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:32).
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4";
 
@@ -2406,7 +2041,7 @@ pub struct UpdatePartParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:35`.
+/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:32`.
 ///
 /// Replaces one part's content (e.g. a tool moving from running to completed).
 pub fn update_part(
@@ -2418,49 +2053,13 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:39).
+/// SQL of `DeletePart` (sql/queries/parts.sql:36).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:39`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
-}
-
-/// SQL of `DeleteMessageParts` (sql/queries/parts.sql:42).
-pub const DELETE_MESSAGE_PARTS_SQL: &str = "DELETE FROM parts WHERE message_id = ?1";
-
-/// `DeleteMessageParts` (`:execrows`) from `sql/queries/parts.sql:42`.
-///
-/// Removes a message's parts before writing its new list.
-pub fn delete_message_parts(
-    conn: &rusqlite::Connection,
-    message_id: &str,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(DELETE_MESSAGE_PARTS_SQL)?;
-    stmt.execute([message_id])
-}
-
-/// SQL of `CountParts` (sql/queries/parts.sql:46).
-pub const COUNT_PARTS_SQL: &str = "SELECT count(*) FROM parts WHERE message_id = ?1";
-
-/// `CountParts` (`:one`) from `sql/queries/parts.sql:46`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_parts(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_PARTS_SQL)?;
-    stmt.query_row([message_id], |row| row.get(0))
-}
-
-/// SQL of `CountAllParts` (sql/queries/parts.sql:49).
-pub const COUNT_ALL_PARTS_SQL: &str = "SELECT count(*) FROM parts";
-
-/// `CountAllParts` (`:one`) from `sql/queries/parts.sql:49`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn count_all_parts(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
-    let mut stmt = conn.prepare_cached(COUNT_ALL_PARTS_SQL)?;
-    stmt.query_row([], |row| row.get(0))
 }
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
@@ -3372,73 +2971,12 @@ pub fn get_session_by_title(
     })
 }
 
-/// SQL of `ListSessions` (sql/queries/sessions.sql:46).
-pub const LIST_SESSIONS_SQL: &str = "SELECT * FROM sessions
-ORDER BY updated_at DESC, id DESC
-LIMIT ?1 OFFSET ?2";
-
-/// Parameters of [`list_sessions`].
-#[derive(Debug, Clone, Copy)]
-pub struct ListSessionsParams {
-    pub limit: i64,
-    pub offset: i64,
-}
-
-/// `ListSessions` (`:many`) from `sql/queries/sessions.sql:46`.
-///
-/// Newest first; for filtered lists use filters::list_sessions.
-pub fn list_sessions(
-    conn: &rusqlite::Connection,
-    params: &ListSessionsParams,
-) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare_cached(LIST_SESSIONS_SQL)?;
-    let rows = stmt.query_map(rusqlite::params![params.limit, params.offset], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `ListChildSessions` (sql/queries/sessions.sql:52).
+/// SQL of `ListChildSessions` (sql/queries/sessions.sql:46).
 pub const LIST_CHILD_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE parent_session_id = ?1
 ORDER BY created_at, id";
 
-/// `ListChildSessions` (`:many`) from `sql/queries/sessions.sql:52`.
+/// `ListChildSessions` (`:many`) from `sql/queries/sessions.sql:46`.
 pub fn list_child_sessions(
     conn: &rusqlite::Connection,
     parent_session_id: &str,
@@ -3485,10 +3023,10 @@ pub fn list_child_sessions(
     rows.collect()
 }
 
-/// SQL of `CountSessions` (sql/queries/sessions.sql:57).
+/// SQL of `CountSessions` (sql/queries/sessions.sql:51).
 pub const COUNT_SESSIONS_SQL: &str = "SELECT count(*) FROM sessions";
 
-/// `CountSessions` (`:one`) from `sql/queries/sessions.sql:57`.
+/// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn count_sessions(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
@@ -3496,7 +3034,7 @@ pub fn count_sessions(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
     stmt.query_row([], |row| row.get(0))
 }
 
-/// SQL of `UpdateSession` (sql/queries/sessions.sql:60).
+/// SQL of `UpdateSession` (sql/queries/sessions.sql:54).
 pub const UPDATE_SESSION_SQL: &str = "UPDATE sessions
 SET title = ?1,
     directory = ?2,
@@ -3535,7 +3073,7 @@ pub struct UpdateSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateSession` (`:one`) from `sql/queries/sessions.sql:60`.
+/// `UpdateSession` (`:one`) from `sql/queries/sessions.sql:54`.
 ///
 /// The fields a user or the agent may change; counters and times have their own queries.
 ///
@@ -3602,52 +3140,7 @@ pub fn update_session(
     })
 }
 
-/// SQL of `SetSessionTitle` (sql/queries/sessions.sql:80).
-pub const SET_SESSION_TITLE_SQL: &str =
-    "UPDATE sessions SET title = ?1, updated_at = ?2 WHERE id = ?3";
-
-/// Parameters of [`set_session_title`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetSessionTitleParams<'a> {
-    pub title: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetSessionTitle` (`:execrows`) from `sql/queries/sessions.sql:80`.
-pub fn set_session_title(
-    conn: &rusqlite::Connection,
-    params: &SetSessionTitleParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_SESSION_TITLE_SQL)?;
-    let values = rusqlite::params![params.title, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `SetSessionModel` (sql/queries/sessions.sql:83).
-pub const SET_SESSION_MODEL_SQL: &str =
-    "UPDATE sessions SET model = ?1, model_config = ?2, updated_at = ?3 WHERE id = ?4";
-
-/// Parameters of [`set_session_model`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetSessionModelParams<'a> {
-    pub model: Option<&'a str>,
-    pub model_config: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetSessionModel` (`:execrows`) from `sql/queries/sessions.sql:83`.
-pub fn set_session_model(
-    conn: &rusqlite::Connection,
-    params: &SetSessionModelParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_SESSION_MODEL_SQL)?;
-    let values = rusqlite::params![params.model, params.model_config, params.now, params.id];
-    stmt.execute(values)
-}
-
-/// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:86).
+/// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
 pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
     "UPDATE sessions SET summary_message_id = ?1, updated_at = ?2 WHERE id = ?3";
 
@@ -3659,7 +3152,7 @@ pub struct SetSessionSummaryMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionSummaryMessage` (`:execrows`) from `sql/queries/sessions.sql:86`.
+/// `SetSessionSummaryMessage` (`:execrows`) from `sql/queries/sessions.sql:74`.
 pub fn set_session_summary_message(
     conn: &rusqlite::Connection,
     params: &SetSessionSummaryMessageParams<'_>,
@@ -3669,7 +3162,7 @@ pub fn set_session_summary_message(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:89).
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
 pub const SET_SESSION_COMPACTING_SQL: &str =
     "UPDATE sessions SET compacting_at = ?1, updated_at = ?2
 WHERE id = ?3 AND compacting_at IS DISTINCT FROM ?1";
@@ -3682,7 +3175,7 @@ pub struct SetSessionCompactingParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:89`.
+/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
 ///
 /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 /// not there changes nothing (and so publishes nothing).
@@ -3695,7 +3188,7 @@ pub fn set_session_compacting(
     stmt.execute(values)
 }
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:95).
+/// SQL of `EndSession` (sql/queries/sessions.sql:83).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = ?1, end_reason = ?2, updated_at = ?1
 WHERE id = ?3 AND ended_at IS NULL";
@@ -3708,7 +3201,7 @@ pub struct EndSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:95`.
+/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
 ///
 /// The first end wins: ending an ended session changes nothing (0 rows).
 pub fn end_session(
@@ -3720,7 +3213,7 @@ pub fn end_session(
     stmt.execute(values)
 }
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:101).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = NULL, end_reason = NULL, updated_at = ?1
 WHERE id = ?2";
@@ -3732,7 +3225,7 @@ pub struct ReopenSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:101`.
+/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
 pub fn reopen_session(
     conn: &rusqlite::Connection,
     params: &ReopenSessionParams<'_>,
@@ -3741,7 +3234,7 @@ pub fn reopen_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:106).
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
 pub const ARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = ?1, updated_at = ?1 WHERE id = ?2 AND archived_at IS NULL";
 
@@ -3752,7 +3245,7 @@ pub struct ArchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:106`.
+/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
 pub fn archive_session(
     conn: &rusqlite::Connection,
     params: &ArchiveSessionParams<'_>,
@@ -3761,7 +3254,7 @@ pub fn archive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:109).
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
 pub const UNARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = NULL, updated_at = ?1 WHERE id = ?2";
 
@@ -3772,7 +3265,7 @@ pub struct UnarchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:109`.
+/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
 pub fn unarchive_session(
     conn: &rusqlite::Connection,
     params: &UnarchiveSessionParams<'_>,
@@ -3781,10 +3274,10 @@ pub fn unarchive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:112).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = ?1";
 
-/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:112`.
+/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
 ///
 /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
 pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -3792,7 +3285,7 @@ pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:116).
+/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
 pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -3818,7 +3311,7 @@ pub struct AddSessionUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:116`.
+/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:104`.
 ///
 /// Adds one model call's usage atomically, so concurrent writers all count.
 pub fn add_session_usage(
@@ -3840,7 +3333,7 @@ pub fn add_session_usage(
     stmt.execute(values)
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:129).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:117).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = coalesce(actual_cost_usd, 0) + ?1,
     updated_at = ?2
@@ -3854,7 +3347,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:129`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:117`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3866,39 +3359,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCostStatus` (sql/queries/sessions.sql:136).
-pub const SET_SESSION_COST_STATUS_SQL: &str = "UPDATE sessions
-SET cost_status = ?1, cost_source = ?2, pricing_version = ?3,
-    updated_at = ?4
-WHERE id = ?5";
-
-/// Parameters of [`set_session_cost_status`].
-#[derive(Debug, Clone, Copy)]
-pub struct SetSessionCostStatusParams<'a> {
-    pub cost_status: Option<&'a str>,
-    pub cost_source: Option<&'a str>,
-    pub pricing_version: Option<&'a str>,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `SetSessionCostStatus` (`:execrows`) from `sql/queries/sessions.sql:136`.
-pub fn set_session_cost_status(
-    conn: &rusqlite::Connection,
-    params: &SetSessionCostStatusParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(SET_SESSION_COST_STATUS_SQL)?;
-    let values = rusqlite::params![
-        params.cost_status,
-        params.cost_source,
-        params.pricing_version,
-        params.now,
-        params.id
-    ];
-    stmt.execute(values)
-}
-
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:142).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:124).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = sessions.input_tokens + child.input_tokens,
     output_tokens = sessions.output_tokens + child.output_tokens,
@@ -3922,7 +3383,7 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:142`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:124`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
 pub fn roll_up_session_usage(
@@ -3933,7 +3394,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:160).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:142).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3944,7 +3405,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:160`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:142`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3993,7 +3454,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:172).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:154).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -4004,7 +3465,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:172`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:154`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -4053,7 +3514,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:184).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:166).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -4065,7 +3526,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:184`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:166`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -4113,13 +3574,13 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     })
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:198).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:180).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:198`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:180`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
@@ -4440,37 +3901,25 @@ pub trait ReadQueries {
         id: &str,
     ) -> Result<GetSessionIdNeighborsRow, crate::Error>;
 
-    /// `GetFile` (`:one`) from `sql/queries/files.sql:13`.
-    fn get_file(&mut self, id: &str) -> Result<Option<FileRow>, crate::Error>;
-
-    /// `GetFileVersion` (`:one`) from `sql/queries/files.sql:16`.
+    /// `GetFileVersion` (`:one`) from `sql/queries/files.sql:13`.
     fn get_file_version(
         &mut self,
         params: &GetFileVersionParams<'_>,
     ) -> Result<Option<FileRow>, crate::Error>;
 
-    /// `GetLatestFile` (`:one`) from `sql/queries/files.sql:19`.
-    fn get_latest_file(
-        &mut self,
-        params: &GetLatestFileParams<'_>,
-    ) -> Result<Option<FileRow>, crate::Error>;
-
-    /// `ListFileVersions` (`:many`) from `sql/queries/files.sql:25`.
+    /// `ListFileVersions` (`:many`) from `sql/queries/files.sql:16`.
     /// Oldest first.
     fn list_file_versions(
         &mut self,
         params: &ListFileVersionsParams<'_>,
     ) -> Result<Vec<FileRow>, crate::Error>;
 
-    /// `ListLatestFiles` (`:many`) from `sql/queries/files.sql:29`.
+    /// `ListLatestFiles` (`:many`) from `sql/queries/files.sql:20`.
     /// The newest version of every path the session changed, by path.
     fn list_latest_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error>;
 
-    /// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:37`.
+    /// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:28`.
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error>;
-
-    /// `CountAllFiles` (`:one`) from `sql/queries/files.sql:49`.
-    fn count_all_files(&mut self) -> Result<i64, crate::Error>;
 
     /// `ListImportFiles` (`:many`) from `sql/queries/import.sql:4`.
     /// Every file read from one source, by path (read once per import, so checking a file
@@ -4516,14 +3965,7 @@ pub trait ReadQueries {
         params: &ListMessagesAfterParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `GetLatestSummaryMessage` (`:one`) from `sql/queries/message_pages.sql:19`.
-    /// The newest compaction summary of a session (the conversation view starts there).
-    fn get_latest_summary_message(
-        &mut self,
-        session_id: &str,
-    ) -> Result<Option<MessageRow>, crate::Error>;
-
-    /// `ListMessageNeighbors` (`:many`) from `sql/queries/message_pages.sql:26`.
+    /// `ListMessageNeighbors` (`:many`) from `sql/queries/message_pages.sql:19`.
     /// For each message, the messages just before and after it in its session (search-hit
     /// context), as (id, role) pairs.
     fn list_message_neighbors(
@@ -4531,7 +3973,7 @@ pub trait ReadQueries {
         ids: &[&str],
     ) -> Result<Vec<ListMessageNeighborsRow>, crate::Error>;
 
-    /// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:45`.
+    /// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
     /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
     /// part order (search-hit context).
     fn list_message_texts(
@@ -4539,7 +3981,7 @@ pub trait ReadQueries {
         params: &ListMessageTextsParams<'_>,
     ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
 
-    /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:53`.
+    /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
     /// Every part of a session in message order then part order, without the computed
     /// search_text (loading a conversation must not re-extract every part's text). Driven by
     /// messages_session_created, so rows come out in message order and only each message's
@@ -4549,14 +3991,14 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Vec<ListSessionPartDataRow>, crate::Error>;
 
-    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:64`.
+    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
     /// The parts of the given messages, without the computed search_text.
     fn list_part_data_by_message_ids(
         &mut self,
         message_ids: &[&str],
     ) -> Result<Vec<ListPartDataByMessageIdsRow>, crate::Error>;
 
-    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:71`.
+    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
     /// One message's parts in order, without the computed search_text.
     fn list_message_part_data(
         &mut self,
@@ -4566,31 +4008,28 @@ pub trait ReadQueries {
     /// `GetMessage` (`:one`) from `sql/queries/messages.sql:15`.
     fn get_message(&mut self, id: &str) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `MessageExists` (`:one`) from `sql/queries/messages.sql:18`.
-    fn message_exists(&mut self, id: &str) -> Result<bool, crate::Error>;
-
-    /// `ListMessages` (`:many`) from `sql/queries/messages.sql:21`.
+    /// `ListMessages` (`:many`) from `sql/queries/messages.sql:18`.
     /// Creation order.
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:25`.
+    /// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:22`.
     fn list_messages_by_ids(&mut self, ids: &[&str]) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:28`.
+    /// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:25`.
     /// The newest @limit messages, newest first (the first page).
     fn list_messages_newest(
         &mut self,
         params: &ListMessagesNewestParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:35`.
+    /// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:32`.
     /// The @limit messages before the cursor (created_at, id), newest first (later pages).
     fn list_messages_before(
         &mut self,
         params: &ListMessagesBeforeParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:42`.
+    /// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:39`.
     /// Messages from the cursor (created_at, id) on, in creation order: the conversation since a
     /// summary message.
     fn list_messages_from(
@@ -4598,28 +4037,8 @@ pub trait ReadQueries {
         params: &ListMessagesFromParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `GetPreviousMessage` (`:one`) from `sql/queries/messages.sql:49`.
-    /// The message just before the cursor in its session (search context).
-    fn get_previous_message(
-        &mut self,
-        params: &GetPreviousMessageParams<'_>,
-    ) -> Result<Option<MessageRow>, crate::Error>;
-
-    /// `GetNextMessage` (`:one`) from `sql/queries/messages.sql:56`.
-    /// The message just after the cursor in its session (search context).
-    fn get_next_message(
-        &mut self,
-        params: &GetNextMessageParams<'_>,
-    ) -> Result<Option<MessageRow>, crate::Error>;
-
-    /// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:63`.
+    /// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
     fn get_last_message(&mut self, session_id: &str) -> Result<Option<MessageRow>, crate::Error>;
-
-    /// `CountMessages` (`:one`) from `sql/queries/messages.sql:69`.
-    fn count_messages(&mut self, session_id: &str) -> Result<i64, crate::Error>;
-
-    /// `CountAllMessages` (`:one`) from `sql/queries/messages.sql:72`.
-    fn count_all_messages(&mut self) -> Result<i64, crate::Error>;
 
     /// `GetPart` (`:one`) from `sql/queries/parts.sql:18`.
     fn get_part(&mut self, id: &str) -> Result<Option<PartRow>, crate::Error>;
@@ -4631,18 +4050,6 @@ pub trait ReadQueries {
     /// Every part of a session, in message order then part order: one query loads a whole
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
-
-    /// `ListPartsByMessageIds` (`:many`) from `sql/queries/parts.sql:32`.
-    fn list_parts_by_message_ids(
-        &mut self,
-        message_ids: &[&str],
-    ) -> Result<Vec<PartRow>, crate::Error>;
-
-    /// `CountParts` (`:one`) from `sql/queries/parts.sql:46`.
-    fn count_parts(&mut self, message_id: &str) -> Result<i64, crate::Error>;
-
-    /// `CountAllParts` (`:one`) from `sql/queries/parts.sql:49`.
-    fn count_all_parts(&mut self) -> Result<i64, crate::Error>;
 
     /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
     fn get_session_roll_up(
@@ -4687,36 +4094,29 @@ pub trait ReadQueries {
     /// `GetSessionByTitle` (`:one`) from `sql/queries/sessions.sql:43`.
     fn get_session_by_title(&mut self, title: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `ListSessions` (`:many`) from `sql/queries/sessions.sql:46`.
-    /// Newest first; for filtered lists use filters::list_sessions.
-    fn list_sessions(
-        &mut self,
-        params: &ListSessionsParams,
-    ) -> Result<Vec<SessionRow>, crate::Error>;
-
-    /// `ListChildSessions` (`:many`) from `sql/queries/sessions.sql:52`.
+    /// `ListChildSessions` (`:many`) from `sql/queries/sessions.sql:46`.
     fn list_child_sessions(
         &mut self,
         parent_session_id: &str,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:57`.
+    /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
     fn count_sessions(&mut self) -> Result<i64, crate::Error>;
 
-    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:160`.
+    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:142`.
     /// Root first, excluding the session itself.
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:172`.
+    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:154`.
     /// Breadth first (children, then grandchildren …), excluding the session itself.
     fn list_session_descendants(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:184`.
+    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:166`.
     /// The newest end of a compaction chain: follows continuation children as deep as they go
     /// (the session itself when it has none).
     fn get_continuation_tip(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:198`.
+    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:180`.
     fn top_sessions_by_tokens(&mut self, limit: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `ListSessionPreviews` (`:many`) from `sql/queries/sqlite/cli.sql:4`.
@@ -4795,18 +4195,6 @@ pub trait Queries: ReadQueries {
         params: &CreateFileVersionParams<'_>,
     ) -> Result<FileRow, crate::Error>;
 
-    /// `UpdateFileContent` (`:execrows`) from `sql/queries/files.sql:40`.
-    fn update_file_content(
-        &mut self,
-        params: &UpdateFileContentParams<'_>,
-    ) -> Result<usize, crate::Error>;
-
-    /// `DeleteFile` (`:execrows`) from `sql/queries/files.sql:43`.
-    fn delete_file(&mut self, id: &str) -> Result<usize, crate::Error>;
-
-    /// `DeleteSessionFiles` (`:execrows`) from `sql/queries/files.sql:46`.
-    fn delete_session_files(&mut self, session_id: &str) -> Result<usize, crate::Error>;
-
     /// `UpsertImportFile` (`:exec`) from `sql/queries/import.sql:9`.
     /// Records what an import saw of a file and where it stopped; counters add up.
     fn upsert_import_file(
@@ -4829,40 +4217,27 @@ pub trait Queries: ReadQueries {
     /// `CreateMessage` (`:exec`) from `sql/queries/messages.sql:4`.
     fn create_message(&mut self, params: &CreateMessageParams<'_>) -> Result<(), crate::Error>;
 
-    /// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:75`.
+    /// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:52`.
     /// Everything about a message except its session, role and creation time.
     fn update_message(&mut self, params: &UpdateMessageParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
+    /// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
     fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:100`.
+    /// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
     /// Adds a step's usage to the message atomically.
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `SetMessageError` (`:execrows`) from `sql/queries/messages.sql:112`.
-    fn set_message_error(
-        &mut self,
-        params: &SetMessageErrorParams<'_>,
-    ) -> Result<usize, crate::Error>;
-
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:115`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:119`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
-
-    /// `DeleteMessagesFrom` (`:execrows`) from `sql/queries/messages.sql:123`.
-    /// Messages after a point (revert / retry): everything from the cursor on.
-    fn delete_messages_from(
-        &mut self,
-        params: &DeleteMessagesFromParams<'_>,
-    ) -> Result<usize, crate::Error>;
 
     /// `CreatePart` (`:exec`) from `sql/queries/parts.sql:4`.
     fn create_part(&mut self, params: &CreatePartParams<'_>) -> Result<(), crate::Error>;
@@ -4871,16 +4246,12 @@ pub trait Queries: ReadQueries {
     /// Appends a part after the message's last one.
     fn append_part(&mut self, params: &AppendPartParams<'_>) -> Result<PartRow, crate::Error>;
 
-    /// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:35`.
+    /// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:32`.
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:39`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
-
-    /// `DeleteMessageParts` (`:execrows`) from `sql/queries/parts.sql:42`.
-    /// Removes a message's parts before writing its new list.
-    fn delete_message_parts(&mut self, message_id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
     /// Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
@@ -4947,32 +4318,20 @@ pub trait Queries: ReadQueries {
     /// the message and part triggers then keep adding to.
     fn import_session(&mut self, params: &ImportSessionParams<'_>) -> Result<(), crate::Error>;
 
-    /// `UpdateSession` (`:one`) from `sql/queries/sessions.sql:60`.
+    /// `UpdateSession` (`:one`) from `sql/queries/sessions.sql:54`.
     /// The fields a user or the agent may change; counters and times have their own queries.
     fn update_session(
         &mut self,
         params: &UpdateSessionParams<'_>,
     ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `SetSessionTitle` (`:execrows`) from `sql/queries/sessions.sql:80`.
-    fn set_session_title(
-        &mut self,
-        params: &SetSessionTitleParams<'_>,
-    ) -> Result<usize, crate::Error>;
-
-    /// `SetSessionModel` (`:execrows`) from `sql/queries/sessions.sql:83`.
-    fn set_session_model(
-        &mut self,
-        params: &SetSessionModelParams<'_>,
-    ) -> Result<usize, crate::Error>;
-
-    /// `SetSessionSummaryMessage` (`:execrows`) from `sql/queries/sessions.sql:86`.
+    /// `SetSessionSummaryMessage` (`:execrows`) from `sql/queries/sessions.sql:74`.
     fn set_session_summary_message(
         &mut self,
         params: &SetSessionSummaryMessageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:89`.
+    /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
     /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
     /// not there changes nothing (and so publishes nothing).
     fn set_session_compacting(
@@ -4980,48 +4339,42 @@ pub trait Queries: ReadQueries {
         params: &SetSessionCompactingParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:95`.
+    /// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
     /// The first end wins: ending an ended session changes nothing (0 rows).
     fn end_session(&mut self, params: &EndSessionParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:101`.
+    /// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
     fn reopen_session(&mut self, params: &ReopenSessionParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:106`.
+    /// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
     fn archive_session(&mut self, params: &ArchiveSessionParams<'_>)
     -> Result<usize, crate::Error>;
 
-    /// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:109`.
+    /// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
     fn unarchive_session(
         &mut self,
         params: &UnarchiveSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:112`.
+    /// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
     /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:116`.
+    /// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:104`.
     /// Adds one model call's usage atomically, so concurrent writers all count.
     fn add_session_usage(
         &mut self,
         params: &AddSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:129`.
+    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:117`.
     /// A billed amount reported by the provider; NULL + x counts as x.
     fn add_session_actual_cost(
         &mut self,
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `SetSessionCostStatus` (`:execrows`) from `sql/queries/sessions.sql:136`.
-    fn set_session_cost_status(
-        &mut self,
-        params: &SetSessionCostStatusParams<'_>,
-    ) -> Result<usize, crate::Error>;
-
-    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:142`.
+    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:124`.
     /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
     fn roll_up_session_usage(
         &mut self,
@@ -5105,24 +4458,11 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn get_file(&mut self, id: &str) -> Result<Option<FileRow>, crate::Error> {
-        sqlgen_optional(get_file(self.conn, id))
-    }
-
-    #[inline]
     fn get_file_version(
         &mut self,
         params: &GetFileVersionParams<'_>,
     ) -> Result<Option<FileRow>, crate::Error> {
         sqlgen_optional(get_file_version(self.conn, params))
-    }
-
-    #[inline]
-    fn get_latest_file(
-        &mut self,
-        params: &GetLatestFileParams<'_>,
-    ) -> Result<Option<FileRow>, crate::Error> {
-        sqlgen_optional(get_latest_file(self.conn, params))
     }
 
     #[inline]
@@ -5141,11 +4481,6 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error> {
         list_session_files(self.conn, session_id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn count_all_files(&mut self) -> Result<i64, crate::Error> {
-        count_all_files(self.conn).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5201,14 +4536,6 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn get_latest_summary_message(
-        &mut self,
-        session_id: &str,
-    ) -> Result<Option<MessageRow>, crate::Error> {
-        sqlgen_optional(get_latest_summary_message(self.conn, session_id))
-    }
-
-    #[inline]
     fn list_message_neighbors(
         &mut self,
         ids: &[&str],
@@ -5254,11 +4581,6 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn message_exists(&mut self, id: &str) -> Result<bool, crate::Error> {
-        message_exists(self.conn, id).map_err(crate::Error::from)
-    }
-
-    #[inline]
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<MessageRow>, crate::Error> {
         list_messages(self.conn, session_id).map_err(crate::Error::from)
     }
@@ -5293,34 +4615,8 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn get_previous_message(
-        &mut self,
-        params: &GetPreviousMessageParams<'_>,
-    ) -> Result<Option<MessageRow>, crate::Error> {
-        sqlgen_optional(get_previous_message(self.conn, params))
-    }
-
-    #[inline]
-    fn get_next_message(
-        &mut self,
-        params: &GetNextMessageParams<'_>,
-    ) -> Result<Option<MessageRow>, crate::Error> {
-        sqlgen_optional(get_next_message(self.conn, params))
-    }
-
-    #[inline]
     fn get_last_message(&mut self, session_id: &str) -> Result<Option<MessageRow>, crate::Error> {
         sqlgen_optional(get_last_message(self.conn, session_id))
-    }
-
-    #[inline]
-    fn count_messages(&mut self, session_id: &str) -> Result<i64, crate::Error> {
-        count_messages(self.conn, session_id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn count_all_messages(&mut self) -> Result<i64, crate::Error> {
-        count_all_messages(self.conn).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5336,24 +4632,6 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error> {
         list_session_parts(self.conn, session_id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn list_parts_by_message_ids(
-        &mut self,
-        message_ids: &[&str],
-    ) -> Result<Vec<PartRow>, crate::Error> {
-        list_parts_by_message_ids(self.conn, message_ids).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn count_parts(&mut self, message_id: &str) -> Result<i64, crate::Error> {
-        count_parts(self.conn, message_id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn count_all_parts(&mut self) -> Result<i64, crate::Error> {
-        count_all_parts(self.conn).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5411,14 +4689,6 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn get_session_by_title(&mut self, title: &str) -> Result<Option<SessionRow>, crate::Error> {
         sqlgen_optional(get_session_by_title(self.conn, title))
-    }
-
-    #[inline]
-    fn list_sessions(
-        &mut self,
-        params: &ListSessionsParams,
-    ) -> Result<Vec<SessionRow>, crate::Error> {
-        list_sessions(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5533,24 +4803,6 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn update_file_content(
-        &mut self,
-        params: &UpdateFileContentParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        update_file_content(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn delete_file(&mut self, id: &str) -> Result<usize, crate::Error> {
-        delete_file(self.conn, id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn delete_session_files(&mut self, session_id: &str) -> Result<usize, crate::Error> {
-        delete_session_files(self.conn, session_id).map_err(crate::Error::from)
-    }
-
-    #[inline]
     fn upsert_import_file(
         &mut self,
         params: &UpsertImportFileParams<'_>,
@@ -5598,14 +4850,6 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn set_message_error(
-        &mut self,
-        params: &SetMessageErrorParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        set_message_error(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {
         delete_message(self.conn, id).map_err(crate::Error::from)
     }
@@ -5613,14 +4857,6 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error> {
         delete_session_messages(self.conn, session_id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn delete_messages_from(
-        &mut self,
-        params: &DeleteMessagesFromParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        delete_messages_from(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5641,11 +4877,6 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error> {
         delete_part(self.conn, id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn delete_message_parts(&mut self, message_id: &str) -> Result<usize, crate::Error> {
-        delete_message_parts(self.conn, message_id).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5726,22 +4957,6 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn set_session_title(
-        &mut self,
-        params: &SetSessionTitleParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        set_session_title(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn set_session_model(
-        &mut self,
-        params: &SetSessionModelParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        set_session_model(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
     fn set_session_summary_message(
         &mut self,
         params: &SetSessionSummaryMessageParams<'_>,
@@ -5802,14 +5017,6 @@ impl Queries for SqliteQueries<'_> {
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error> {
         add_session_actual_cost(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn set_session_cost_status(
-        &mut self,
-        params: &SetSessionCostStatusParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        set_session_cost_status(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -79,46 +79,24 @@ VALUES (
 )
 RETURNING *";
 
-/// SQL of `GetFile` (sql/queries/files.sql:13).
-pub const GET_FILE_SQL: &str = "SELECT * FROM files WHERE id = $1";
-
-/// SQL of `GetFileVersion` (sql/queries/files.sql:16).
+/// SQL of `GetFileVersion` (sql/queries/files.sql:13).
 pub const GET_FILE_VERSION_SQL: &str =
     "SELECT * FROM files WHERE session_id = $1 AND path = $2 AND version = $3";
 
-/// SQL of `GetLatestFile` (sql/queries/files.sql:19).
-pub const GET_LATEST_FILE_SQL: &str = "SELECT * FROM files
-WHERE session_id = $1 AND path = $2
-ORDER BY version DESC
-LIMIT 1";
-
-/// SQL of `ListFileVersions` (sql/queries/files.sql:25).
+/// SQL of `ListFileVersions` (sql/queries/files.sql:16).
 pub const LIST_FILE_VERSIONS_SQL: &str =
     "SELECT * FROM files WHERE session_id = $1 AND path = $2 ORDER BY version";
 
-/// SQL of `ListLatestFiles` (sql/queries/files.sql:29).
+/// SQL of `ListLatestFiles` (sql/queries/files.sql:20).
 pub const LIST_LATEST_FILES_SQL: &str = "SELECT f.* FROM files AS f
 WHERE f.session_id = $1
   AND f.version = (SELECT max(g.version) FROM files AS g
                    WHERE g.session_id = f.session_id AND g.path = f.path)
 ORDER BY f.path";
 
-/// SQL of `ListSessionFiles` (sql/queries/files.sql:37).
+/// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = $1 ORDER BY path, version";
-
-/// SQL of `UpdateFileContent` (sql/queries/files.sql:40).
-pub const UPDATE_FILE_CONTENT_SQL: &str =
-    "UPDATE files SET content = $1, updated_at = $2 WHERE id = $3";
-
-/// SQL of `DeleteFile` (sql/queries/files.sql:43).
-pub const DELETE_FILE_SQL: &str = "DELETE FROM files WHERE id = $1";
-
-/// SQL of `DeleteSessionFiles` (sql/queries/files.sql:46).
-pub const DELETE_SESSION_FILES_SQL: &str = "DELETE FROM files WHERE session_id = $1";
-
-/// SQL of `CountAllFiles` (sql/queries/files.sql:49).
-pub const COUNT_ALL_FILES_SQL: &str = "SELECT count(*) FROM files";
 
 /// SQL of `ListImportFiles` (sql/queries/import.sql:4).
 pub const LIST_IMPORT_FILES_SQL: &str =
@@ -199,13 +177,7 @@ WHERE session_id = $1 AND (created_at, id) > (CAST($2 AS BIGINT), CAST($3 AS TEX
 ORDER BY created_at, id
 LIMIT $4";
 
-/// SQL of `GetLatestSummaryMessage` (sql/queries/message_pages.sql:19).
-pub const GET_LATEST_SUMMARY_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = $1 AND is_summary
-ORDER BY created_at DESC, id DESC
-LIMIT 1";
-
-/// SQL of `ListMessageNeighbors` (sql/queries/message_pages.sql:26).
+/// SQL of `ListMessageNeighbors` (sql/queries/message_pages.sql:19).
 pub const LIST_MESSAGE_NEIGHBORS_SQL: &str = "SELECT m.id,
     (SELECT b.id FROM messages AS b
      WHERE b.session_id = m.session_id AND (b.created_at, b.id) < (m.created_at, m.id)
@@ -222,14 +194,14 @@ pub const LIST_MESSAGE_NEIGHBORS_SQL: &str = "SELECT m.id,
 FROM messages AS m
 WHERE m.id = ANY($1)";
 
-/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:45).
+/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
     "SELECT message_id, substr(search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
 FROM parts
 WHERE message_id = ANY($2) AND search_text IS NOT NULL
 ORDER BY message_id, position";
 
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:53).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
 FROM messages AS m
@@ -237,14 +209,14 @@ JOIN parts AS p ON p.message_id = m.id
 WHERE m.session_id = $1
 ORDER BY m.created_at, m.id, p.position";
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:64).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE message_id = ANY($1)
 ORDER BY message_id, position";
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:71).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -265,60 +237,38 @@ pub const CREATE_MESSAGE_SQL: &str = "INSERT INTO messages (
 /// SQL of `GetMessage` (sql/queries/messages.sql:15).
 pub const GET_MESSAGE_SQL: &str = "SELECT * FROM messages WHERE id = $1";
 
-/// SQL of `MessageExists` (sql/queries/messages.sql:18).
-pub const MESSAGE_EXISTS_SQL: &str =
-    "SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1) AS \"found!: bool\"";
-
-/// SQL of `ListMessages` (sql/queries/messages.sql:21).
+/// SQL of `ListMessages` (sql/queries/messages.sql:18).
 pub const LIST_MESSAGES_SQL: &str =
     "SELECT * FROM messages WHERE session_id = $1 ORDER BY created_at, id";
 
-/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:25).
+/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:22).
 pub const LIST_MESSAGES_BY_IDS_SQL: &str =
     "SELECT * FROM messages WHERE id = ANY($1) ORDER BY created_at, id";
 
-/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:28).
+/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:25).
 pub const LIST_MESSAGES_NEWEST_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT $2";
 
-/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:35).
+/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:32).
 pub const LIST_MESSAGES_BEFORE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1 AND (created_at, id) < (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT $4";
 
-/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:42).
+/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:39).
 pub const LIST_MESSAGES_FROM_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1 AND (created_at, id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY created_at, id";
 
-/// SQL of `GetPreviousMessage` (sql/queries/messages.sql:49).
-pub const GET_PREVIOUS_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = $1 AND (created_at, id) < (CAST($2 AS BIGINT), CAST($3 AS TEXT))
-ORDER BY created_at DESC, id DESC
-LIMIT 1";
-
-/// SQL of `GetNextMessage` (sql/queries/messages.sql:56).
-pub const GET_NEXT_MESSAGE_SQL: &str = "SELECT * FROM messages
-WHERE session_id = $1 AND (created_at, id) > (CAST($2 AS BIGINT), CAST($3 AS TEXT))
-ORDER BY created_at, id
-LIMIT 1";
-
-/// SQL of `GetLastMessage` (sql/queries/messages.sql:63).
+/// SQL of `GetLastMessage` (sql/queries/messages.sql:46).
 pub const GET_LAST_MESSAGE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT 1";
 
-/// SQL of `CountMessages` (sql/queries/messages.sql:69).
-pub const COUNT_MESSAGES_SQL: &str = "SELECT count(*) FROM messages WHERE session_id = $1";
-
-/// SQL of `CountAllMessages` (sql/queries/messages.sql:72).
-pub const COUNT_ALL_MESSAGES_SQL: &str = "SELECT count(*) FROM messages";
-
-/// SQL of `UpdateMessage` (sql/queries/messages.sql:75).
+/// SQL of `UpdateMessage` (sql/queries/messages.sql:52).
 pub const UPDATE_MESSAGE_SQL: &str = "UPDATE messages
 SET parent_id = $1,
     agent = $2,
@@ -337,12 +287,12 @@ SET parent_id = $1,
     updated_at = $15
 WHERE id = $16";
 
-/// SQL of `FinishMessage` (sql/queries/messages.sql:95).
+/// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = $1, finished_at = $2, updated_at = $2
 WHERE id = $3";
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:100).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + $1,
     output_tokens = output_tokens + $2,
@@ -353,19 +303,11 @@ SET input_tokens = input_tokens + $1,
     updated_at = $7
 WHERE id = $8";
 
-/// SQL of `SetMessageError` (sql/queries/messages.sql:112).
-pub const SET_MESSAGE_ERROR_SQL: &str =
-    "UPDATE messages SET error = $1, updated_at = $2 WHERE id = $3";
-
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:115).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:119).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
-
-/// SQL of `DeleteMessagesFrom` (sql/queries/messages.sql:123).
-pub const DELETE_MESSAGES_FROM_SQL: &str = "DELETE FROM messages
-WHERE session_id = $1 AND (created_at, id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:4).
 pub const CREATE_PART_SQL: &str =
@@ -394,25 +336,12 @@ JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = $1
 ORDER BY m.created_at, m.id, p.position";
 
-/// SQL of `ListPartsByMessageIds` (sql/queries/parts.sql:32).
-pub const LIST_PARTS_BY_MESSAGE_IDS_SQL: &str =
-    "SELECT * FROM parts WHERE message_id = ANY($1) ORDER BY message_id, position";
-
-/// SQL of `UpdatePart` (sql/queries/parts.sql:35).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:32).
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:39).
+/// SQL of `DeletePart` (sql/queries/parts.sql:36).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
-
-/// SQL of `DeleteMessageParts` (sql/queries/parts.sql:42).
-pub const DELETE_MESSAGE_PARTS_SQL: &str = "DELETE FROM parts WHERE message_id = $1";
-
-/// SQL of `CountParts` (sql/queries/parts.sql:46).
-pub const COUNT_PARTS_SQL: &str = "SELECT count(*) FROM parts WHERE message_id = $1";
-
-/// SQL of `CountAllParts` (sql/queries/parts.sql:49).
-pub const COUNT_ALL_PARTS_SQL: &str = "SELECT count(*) FROM parts";
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
@@ -570,20 +499,15 @@ pub const SESSION_EXISTS_SQL: &str =
 /// SQL of `GetSessionByTitle` (sql/queries/sessions.sql:43).
 pub const GET_SESSION_BY_TITLE_SQL: &str = "SELECT * FROM sessions WHERE title = $1";
 
-/// SQL of `ListSessions` (sql/queries/sessions.sql:46).
-pub const LIST_SESSIONS_SQL: &str = "SELECT * FROM sessions
-ORDER BY updated_at DESC, id DESC
-LIMIT $1 OFFSET $2";
-
-/// SQL of `ListChildSessions` (sql/queries/sessions.sql:52).
+/// SQL of `ListChildSessions` (sql/queries/sessions.sql:46).
 pub const LIST_CHILD_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE parent_session_id = $1
 ORDER BY created_at, id";
 
-/// SQL of `CountSessions` (sql/queries/sessions.sql:57).
+/// SQL of `CountSessions` (sql/queries/sessions.sql:51).
 pub const COUNT_SESSIONS_SQL: &str = "SELECT count(*) FROM sessions";
 
-/// SQL of `UpdateSession` (sql/queries/sessions.sql:60).
+/// SQL of `UpdateSession` (sql/queries/sessions.sql:54).
 pub const UPDATE_SESSION_SQL: &str = "UPDATE sessions
 SET title = $1,
     directory = $2,
@@ -602,45 +526,37 @@ SET title = $1,
 WHERE id = $15
 RETURNING *";
 
-/// SQL of `SetSessionTitle` (sql/queries/sessions.sql:80).
-pub const SET_SESSION_TITLE_SQL: &str =
-    "UPDATE sessions SET title = $1, updated_at = $2 WHERE id = $3";
-
-/// SQL of `SetSessionModel` (sql/queries/sessions.sql:83).
-pub const SET_SESSION_MODEL_SQL: &str =
-    "UPDATE sessions SET model = $1, model_config = $2, updated_at = $3 WHERE id = $4";
-
-/// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:86).
+/// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
 pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
     "UPDATE sessions SET summary_message_id = $1, updated_at = $2 WHERE id = $3";
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:89).
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
 pub const SET_SESSION_COMPACTING_SQL: &str =
     "UPDATE sessions SET compacting_at = $1, updated_at = $2
 WHERE id = $3 AND compacting_at IS DISTINCT FROM $1";
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:95).
+/// SQL of `EndSession` (sql/queries/sessions.sql:83).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = $1, end_reason = $2, updated_at = $1
 WHERE id = $3 AND ended_at IS NULL";
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:101).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = NULL, end_reason = NULL, updated_at = $1
 WHERE id = $2";
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:106).
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
 pub const ARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = $1, updated_at = $1 WHERE id = $2 AND archived_at IS NULL";
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:109).
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
 pub const UNARCHIVE_SESSION_SQL: &str =
     "UPDATE sessions SET archived_at = NULL, updated_at = $1 WHERE id = $2";
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:112).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = $1";
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:116).
+/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
 pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = input_tokens + $1,
     output_tokens = output_tokens + $2,
@@ -652,19 +568,13 @@ SET input_tokens = input_tokens + $1,
     updated_at = $8
 WHERE id = $9";
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:129).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:117).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = coalesce(actual_cost_usd, 0) + $1,
     updated_at = $2
 WHERE id = $3";
 
-/// SQL of `SetSessionCostStatus` (sql/queries/sessions.sql:136).
-pub const SET_SESSION_COST_STATUS_SQL: &str = "UPDATE sessions
-SET cost_status = $1, cost_source = $2, pricing_version = $3,
-    updated_at = $4
-WHERE id = $5";
-
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:142).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:124).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = sessions.input_tokens + child.input_tokens,
     output_tokens = sessions.output_tokens + child.output_tokens,
@@ -681,7 +591,7 @@ SET input_tokens = sessions.input_tokens + child.input_tokens,
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:160).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:142).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -692,7 +602,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:172).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:154).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -703,7 +613,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:184).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:166).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL
@@ -715,7 +625,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:198).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:180).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
@@ -1231,16 +1141,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         read_get_session_id_neighbors_row(&row).map_err(crate::Error::from)
     }
 
-    fn get_file(&mut self, id: &str) -> Result<Option<super::FileRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
-        let sql = GET_FILE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_file_row)
-            .transpose()
-            .map_err(crate::Error::from)
-    }
-
     fn get_file_version(
         &mut self,
         params: &super::GetFileVersionParams<'_>,
@@ -1251,19 +1151,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.version, Type::INT8),
         ];
         let sql = GET_FILE_VERSION_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_file_row)
-            .transpose()
-            .map_err(crate::Error::from)
-    }
-
-    fn get_latest_file(
-        &mut self,
-        params: &super::GetLatestFileParams<'_>,
-    ) -> Result<Option<super::FileRow>, crate::Error> {
-        let values: [Param<'_>; 2] = [(&params.session_id, Type::TEXT), (&params.path, Type::TEXT)];
-        let sql = GET_LATEST_FILE_SQL;
         let rows = self.client.query_typed(sql, &values)?;
         rows.first()
             .map(read_file_row)
@@ -1305,12 +1192,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map(read_file_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
-    }
-
-    fn count_all_files(&mut self) -> Result<i64, crate::Error> {
-        let sql = COUNT_ALL_FILES_SQL;
-        let row = self.client.query_typed_one(sql, &[])?;
-        row.try_get(0).map_err(crate::Error::from)
     }
 
     fn list_import_files(
@@ -1418,19 +1299,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn get_latest_summary_message(
-        &mut self,
-        session_id: &str,
-    ) -> Result<Option<super::MessageRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
-        let sql = GET_LATEST_SUMMARY_MESSAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_message_row)
-            .transpose()
-            .map_err(crate::Error::from)
-    }
-
     fn list_message_neighbors(
         &mut self,
         ids: &[&str],
@@ -1509,13 +1377,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn message_exists(&mut self, id: &str) -> Result<bool, crate::Error> {
-        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
-        let sql = MESSAGE_EXISTS_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
-        row.try_get(0).map_err(crate::Error::from)
-    }
-
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_MESSAGES_SQL;
@@ -1590,40 +1451,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn get_previous_message(
-        &mut self,
-        params: &super::GetPreviousMessageParams<'_>,
-    ) -> Result<Option<super::MessageRow>, crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.session_id, Type::TEXT),
-            (&params.created_at, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = GET_PREVIOUS_MESSAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_message_row)
-            .transpose()
-            .map_err(crate::Error::from)
-    }
-
-    fn get_next_message(
-        &mut self,
-        params: &super::GetNextMessageParams<'_>,
-    ) -> Result<Option<super::MessageRow>, crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.session_id, Type::TEXT),
-            (&params.created_at, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = GET_NEXT_MESSAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_message_row)
-            .transpose()
-            .map_err(crate::Error::from)
-    }
-
     fn get_last_message(
         &mut self,
         session_id: &str,
@@ -1635,19 +1462,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map(read_message_row)
             .transpose()
             .map_err(crate::Error::from)
-    }
-
-    fn count_messages(&mut self, session_id: &str) -> Result<i64, crate::Error> {
-        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
-        let sql = COUNT_MESSAGES_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
-        row.try_get(0).map_err(crate::Error::from)
-    }
-
-    fn count_all_messages(&mut self) -> Result<i64, crate::Error> {
-        let sql = COUNT_ALL_MESSAGES_SQL;
-        let row = self.client.query_typed_one(sql, &[])?;
-        row.try_get(0).map_err(crate::Error::from)
     }
 
     fn get_part(&mut self, id: &str) -> Result<Option<super::PartRow>, crate::Error> {
@@ -1681,32 +1495,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map(read_part_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
-    }
-
-    fn list_parts_by_message_ids(
-        &mut self,
-        message_ids: &[&str],
-    ) -> Result<Vec<super::PartRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&message_ids, Type::TEXT_ARRAY)];
-        let sql = LIST_PARTS_BY_MESSAGE_IDS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.iter()
-            .map(read_part_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn count_parts(&mut self, message_id: &str) -> Result<i64, crate::Error> {
-        let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
-        let sql = COUNT_PARTS_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
-        row.try_get(0).map_err(crate::Error::from)
-    }
-
-    fn count_all_parts(&mut self) -> Result<i64, crate::Error> {
-        let sql = COUNT_ALL_PARTS_SQL;
-        let row = self.client.query_typed_one(sql, &[])?;
-        row.try_get(0).map_err(crate::Error::from)
     }
 
     fn get_session_roll_up(
@@ -1811,19 +1599,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.first()
             .map(read_session_row)
             .transpose()
-            .map_err(crate::Error::from)
-    }
-
-    fn list_sessions(
-        &mut self,
-        params: &super::ListSessionsParams,
-    ) -> Result<Vec<super::SessionRow>, crate::Error> {
-        let values: [Param<'_>; 2] = [(&params.limit, Type::INT8), (&params.offset, Type::INT8)];
-        let sql = LIST_SESSIONS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.iter()
-            .map(read_session_row)
-            .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
 
@@ -2051,34 +1826,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         read_file_row(&row).map_err(crate::Error::from)
     }
 
-    fn update_file_content(
-        &mut self,
-        params: &super::UpdateFileContentParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.content, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = UPDATE_FILE_CONTENT_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn delete_file(&mut self, id: &str) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
-        let sql = DELETE_FILE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn delete_session_files(&mut self, session_id: &str) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
-        let sql = DELETE_SESSION_FILES_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
     fn upsert_import_file(
         &mut self,
         params: &super::UpsertImportFileParams<'_>,
@@ -2228,20 +1975,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
-    fn set_message_error(
-        &mut self,
-        params: &super::SetMessageErrorParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.error, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = SET_MESSAGE_ERROR_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_MESSAGE_SQL;
@@ -2252,20 +1985,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = DELETE_SESSION_MESSAGES_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn delete_messages_from(
-        &mut self,
-        params: &super::DeleteMessagesFromParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.session_id, Type::TEXT),
-            (&params.created_at, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = DELETE_MESSAGES_FROM_SQL;
         let changed = self.client.execute_typed(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
@@ -2318,13 +2037,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_PART_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn delete_message_parts(&mut self, message_id: &str) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
-        let sql = DELETE_MESSAGE_PARTS_SQL;
         let changed = self.client.execute_typed(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
@@ -2542,35 +2254,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn set_session_title(
-        &mut self,
-        params: &super::SetSessionTitleParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.title, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = SET_SESSION_TITLE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn set_session_model(
-        &mut self,
-        params: &super::SetSessionModelParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 4] = [
-            (&params.model, Type::TEXT),
-            (&params.model_config, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = SET_SESSION_MODEL_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
     fn set_session_summary_message(
         &mut self,
         params: &super::SetSessionSummaryMessageParams<'_>,
@@ -2677,22 +2360,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_SESSION_ACTUAL_COST_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn set_session_cost_status(
-        &mut self,
-        params: &super::SetSessionCostStatusParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 5] = [
-            (&params.cost_status, Type::TEXT),
-            (&params.cost_source, Type::TEXT),
-            (&params.pricing_version, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = SET_SESSION_COST_STATUS_SQL;
         let changed = self.client.execute_typed(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }

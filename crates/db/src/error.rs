@@ -124,12 +124,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// An error of a service layer built on this crate (a stored row it cannot decode, a
-    /// state change it forbids …) returned from inside a [`crate::Database::write`] or
-    /// [`crate::Database::read`] closure, carried out unchanged: its message and causes are
-    /// this error's, and [`Error::service_error`] recovers it by type. Never retried.
-    #[error(transparent)]
-    Service(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// SQLite failed otherwise (I/O, corruption found while reading, a constraint other
     /// than uniqueness, a bad query). The message is SQLite's, also kept as the source.
     #[error("sqlite error: {0}")]
@@ -148,19 +142,6 @@ impl Error {
         Error::NotFound {
             what,
             id: id.into(),
-        }
-    }
-
-    /// A [`Error::Service`] carrying `err`.
-    pub fn service(err: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Error::Service(Box::new(err))
-    }
-
-    /// The service-layer error of type `E` inside a [`Error::Service`], if this is one.
-    pub fn service_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
-        match self {
-            Error::Service(err) => err.downcast_ref::<E>(),
-            _ => None,
         }
     }
 
@@ -270,25 +251,6 @@ mod tests {
             "{err:?}"
         );
         assert!(!err.is_busy());
-    }
-
-    /// A service error with a cause of its own, like a decode failure naming a row.
-    #[derive(Debug, thiserror::Error)]
-    #[error("part prt_1 is corrupt")]
-    struct Corrupt(#[source] std::fmt::Error);
-
-    #[test]
-    fn service_errors_keep_their_text_chain_and_type() {
-        let err = Error::service(Corrupt(std::fmt::Error));
-        assert_eq!(err.to_string(), "part prt_1 is corrupt");
-        // Transparent: the chain continues with the service error's own cause.
-        let source = std::error::Error::source(&err).map(ToString::to_string);
-        assert_eq!(source, Some(std::fmt::Error.to_string()));
-        assert!(err.service_error::<Corrupt>().is_some());
-        assert!(err.service_error::<std::fmt::Error>().is_none());
-        assert!(Error::Locked.service_error::<Corrupt>().is_none());
-        assert!(!err.is_busy());
-        assert_eq!(err.sqlite_code(), None);
     }
 
     #[test]

@@ -10,7 +10,8 @@ use scribe_db::{Database, now_ms};
 /// Creates a session through the generated layer; returns its id.
 pub fn session(db: &Database, source: &str) -> String {
     let id = new_id(Prefix::Session);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         q::create_session(tx, &new_session(&id, source))?;
         Ok(())
     })
@@ -132,7 +133,8 @@ pub fn hits(conn: &Connection, index: &str, query: &str) -> Vec<String> {
 /// every session counter equals a recount.
 pub fn assert_derived_exact(db: &Database) {
     // The FTS5 integrity check is an INSERT command, so it needs the write connection.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         check_derived(tx);
         Ok(())
     })
