@@ -14,6 +14,7 @@ use std::time::Instant;
 use scribe_db::Database;
 use scribe_import::sink::StoreSink;
 use scribe_import::{Options, Source, import, sources};
+use scribe_session::Store;
 use serde::Serialize;
 
 use crate::Result;
@@ -70,13 +71,14 @@ pub fn run(dir: &Path, messages: usize, seed: u64) -> Result<ImportResult> {
     let options = Options::default();
     // Without the search index (the ceiling of a bulk index path), then as shipped.
     let bare = Arc::new(Database::open(dir.join("import-unindexed.db"))?);
-    bare.write(|tx| {
-        tx.execute_batch("DROP TRIGGER parts_search_insert")?;
+    bare.write(|tx| -> std::result::Result<(), scribe_db::Error> {
+        tx.conn()
+            .execute_batch("DROP TRIGGER parts_search_insert")?;
         Ok(())
     })?;
     let (bare_stored, bare_time) = import_all(&bare, &root, &options)?;
     let db = Arc::new(Database::open(dir.join("import.db"))?);
-    let mut sink = StoreSink::new(Arc::clone(&db));
+    let mut sink = StoreSink::new(Store::new(Arc::clone(&db)));
     let (stored, elapsed) = import_all(&db, &root, &options)?;
     let started = Instant::now();
     let mut reread = 0;
@@ -111,7 +113,7 @@ fn import_all(
     root: &Path,
     options: &Options,
 ) -> Result<(u64, std::time::Duration)> {
-    let mut sink = StoreSink::new(Arc::clone(db));
+    let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
     let started = Instant::now();
     let mut stored = 0;
     for source in [Source::ClaudeCode, Source::Codex] {

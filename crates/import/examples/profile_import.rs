@@ -14,12 +14,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let db = Arc::new(scribe_db::Database::open(dir.path().join("p.db"))?);
     if no_fts {
-        db.write(|tx| {
-            tx.execute_batch("DROP TRIGGER parts_search_insert;")?;
+        db.write(|tx| -> Result<(), scribe_db::Error> {
+            tx.conn()
+                .execute_batch("DROP TRIGGER parts_search_insert;")?;
             Ok(())
         })?;
     }
-    let mut store = StoreSink::new(Arc::clone(&db));
+    let mut store = StoreSink::new(scribe_session::Store::new(Arc::clone(&db)));
     let mut dry = scribe_import::sink::DryRunSink::new(None);
     let sink: &mut dyn scribe_import::sink::Sink =
         if mode == "dry" { &mut dry } else { &mut store };

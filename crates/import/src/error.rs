@@ -47,15 +47,15 @@ pub enum ImportError {
         /// Why it is not.
         reason: String,
     },
-    /// Scribe's database failed.
+    /// Scribe's database failed (a busy one inside a write is retried first).
     #[error("scribe's database failed")]
     Db(#[from] scribe_db::Error),
-    /// The session service refused or failed a write.
+    /// The session service refused a write.
     #[error("storing a session failed")]
-    Session(#[from] scribe_session::SessionError),
-    /// The message service refused or failed a write.
+    Session(#[source] scribe_session::SessionError),
+    /// The message service refused a write.
     #[error("storing a message failed")]
-    Message(#[from] scribe_message::MessageError),
+    Message(#[source] scribe_message::MessageError),
     /// The source name is not one of the known agents.
     #[error("unknown source {0:?}; known: claude-code, codex, opencode, hermes, gemini, all")]
     UnknownSource(String),
@@ -68,6 +68,30 @@ impl ImportError {
         move |source| ImportError::Io { path, source }
     }
 }
+
+impl From<scribe_session::SessionError> for ImportError {
+    fn from(err: scribe_session::SessionError) -> Self {
+        // One shape for a database failure, so a busy one inside a write is retried.
+        match err {
+            scribe_session::SessionError::Db(db) => ImportError::Db(db),
+            other => ImportError::Session(other),
+        }
+    }
+}
+
+impl From<scribe_message::MessageError> for ImportError {
+    fn from(err: scribe_message::MessageError) -> Self {
+        match err {
+            scribe_message::MessageError::Db(db) => ImportError::Db(db),
+            other => ImportError::Message(other),
+        }
+    }
+}
+
+// What `scribe_db::Database::write` and `read` need to carry an `ImportError` through
+// their retry loop: a busy database in `ImportError::Db` is retried, everything else
+// rolls back and comes out as it is.
+scribe_db::impl_tx_error!(ImportError, ImportError::Db);
 
 impl From<rusqlite::Error> for ImportError {
     fn from(err: rusqlite::Error) -> Self {

@@ -19,12 +19,10 @@
 //!   agent's own or estimated from the pricing catalog ([`pricing`]).
 //!
 //! ```no_run
-//! use std::sync::Arc;
-//! use scribe_db::Database;
 //! use scribe_import::{Env, Options, Source, import, sink::StoreSink, sources};
+//! use scribe_session::Store;
 //!
-//! let db = Arc::new(Database::open("scribe.db")?);
-//! let mut sink = StoreSink::new(db);
+//! let mut sink = StoreSink::new(Store::open("scribe.db")?);
 //! let importer = sources::importer(Source::ClaudeCode);
 //! let roots = importer.default_roots(&Env::from_process());
 //! let summary = import(&mut sink, importer, &roots, &Options::default(), &mut |_| {})?;
@@ -104,16 +102,4 @@ impl FromStr for Source {
             .find(|src| src.name() == s || (s == "claude" && *src == Source::ClaudeCode))
             .ok_or(ImportError::UnknownSource(s))
     }
-}
-
-/// An error and its sources on one line (`a: b: c`).
-pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

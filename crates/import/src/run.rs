@@ -215,7 +215,7 @@ pub fn import(
             Err(err) => summary.failed.push(Malformed {
                 path: key,
                 line: None,
-                error: crate::error_chain(&err),
+                error: scribe_agent::error_chain(&err),
             }),
         }
         if batch.messages.len() >= options.batch_messages {

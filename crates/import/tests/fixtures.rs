@@ -218,9 +218,10 @@ fn reading_every_file_again_stores_nothing_twice() {
     let db = scribe_db(dir.path());
     import_all(&db, &home);
     let before = dump(&db);
-    db.write(|tx| {
-        tx.execute("DELETE FROM import_files", [])?;
-        tx.execute("UPDATE import_sessions SET fingerprint = NULL", [])?;
+    db.write(|tx| -> Result<(), scribe_db::Error> {
+        tx.conn().execute("DELETE FROM import_files", [])?;
+        tx.conn()
+            .execute("UPDATE import_sessions SET fingerprint = NULL", [])?;
         Ok(())
     })
     .unwrap();

@@ -101,9 +101,9 @@ pub enum Imported {
 /// A message id present in another session is left alone ([`Imported::InOtherSession`]).
 /// Errors: those of [`insert_message`]; a part id of another message is
 /// [`MessageError::InvalidInput`].
-pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
-    let Some(row) = queries::get_message(conn, &msg.id).optional()? else {
-        insert_message(conn, msg)?;
+pub fn import_message(tx: &Tx<'_>, msg: &Message) -> Result<Imported> {
+    let Some(row) = queries::get_message(tx.conn(), &msg.id).optional()? else {
+        insert_message(tx, msg)?;
         return Ok(Imported::Inserted);
     };
     if row.session_id != msg.session_id {
@@ -139,7 +139,7 @@ pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
     // messages_touch trigger, so a real change moves it at least one millisecond on.
     if !unchanged {
         queries::update_message(
-            conn,
+            tx.conn(),
             &queries::UpdateMessageParams {
                 parent_id: msg.parent_id.as_deref(),
                 agent: msg.agent.as_deref(),
@@ -161,7 +161,7 @@ pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
         )?;
     }
     for part in &msg.parts {
-        import_part_of(conn, &msg.id, &msg.session_id, part)?;
+        import_part_of(tx, &msg.id, &msg.session_id, part)?;
     }
     Ok(before)
 }
@@ -172,22 +172,30 @@ pub fn import_message(conn: &Connection, msg: &Message) -> Result<Imported> {
 /// Returns whether anything was written. A message that is not stored is
 /// [`MessageError::NotFound`]; a part id of another message, or a position another part
 /// holds, [`MessageError::InvalidInput`].
-pub fn import_part(conn: &Connection, message_id: &str, part: &StoredPart) -> Result<bool> {
-    let Some(row) = queries::get_message(conn, message_id).optional()? else {
+pub fn import_part(tx: &Tx<'_>, message_id: &str, part: &StoredPart) -> Result<bool> {
+    let Some(session_id) = message_session(tx, message_id)? else {
         return Err(MessageError::not_found("message", message_id));
     };
-    import_part_of(conn, message_id, &row.session_id, part)
+    import_part_of(tx, message_id, &session_id, part)
+}
+
+/// The session message `id` belongs to, or `None` when no message has that id (an
+/// importer asks where a record it reads again already lives).
+pub fn message_session(tx: &dyn Queryable, id: &str) -> Result<Option<String>> {
+    Ok(queries::get_message(tx.conn(), id)
+        .optional()?
+        .map(|row| row.session_id))
 }
 
 fn import_part_of(
-    conn: &Connection,
+    tx: &Tx<'_>,
     message_id: &str,
     session_id: &str,
     part: &StoredPart,
 ) -> Result<bool> {
-    match queries::get_part(conn, &part.id).optional()? {
+    match queries::get_part(tx.conn(), &part.id).optional()? {
         None => {
-            insert_part(conn, message_id, session_id, part)?;
+            insert_part(tx, message_id, session_id, part)?;
             Ok(true)
         }
         Some(old) if old.message_id != message_id => Err(MessageError::InvalidInput(format!(
@@ -202,7 +210,7 @@ fn import_part_of(
             // An update that leaves updated_at as it was is moved to the clock by the
             // parts_touch trigger, so a change moves it at least 1 ms on.
             queries::update_part(
-                conn,
+                tx.conn(),
                 &queries::UpdatePartParams {
                     r#type: part.part.type_name(),
                     data: &data,

@@ -1,5 +1,6 @@
 //! Sessions that another agent recorded, as an importer of its history writes them:
-//! [`SessionService::upsert_external_tx`] and [`SessionService::add_usage_at_tx`].
+//! [`SessionService::upsert_external_tx`] and [`SessionService::add_usage_at_tx`], with
+//! [`SessionService::exists_tx`] for an importer choosing a free id.
 //!
 //! An importer reads the same conversation again as it grows, so it writes a session
 //! however often it sees it, with the source's own id, times, parent and end. Times come
@@ -7,7 +8,9 @@
 //! recent.
 
 use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension};
+use scribe_db::rusqlite::OptionalExtension;
+use scribe_db::{Queryable, Tx};
+use scribe_pubsub::EventKind;
 use serde_json::Value;
 
 use crate::error::{Result, SessionError};
@@ -64,12 +67,14 @@ impl SessionService {
     /// are untouched (messages move the counters; add usage with
     /// [`SessionService::add_usage_at_tx`]). Returns the session and whether it was created.
     ///
-    /// Inside the caller's transaction; publishes nothing. Errors: an empty id or source
+    /// Inside the caller's transaction; queues `created` for a new session and `updated`
+    /// for a stored one that changed. Errors: an empty id or source
     /// ([`SessionError::InvalidInput`]), a parent that is not stored
     /// ([`SessionError::NotFound`]), an unusable title ([`SessionError::InvalidTitle`],
     /// [`SessionError::TitleTooLong`]).
     pub fn upsert_external_tx(
-        conn: &Connection,
+        &self,
+        tx: &mut Tx<'_>,
         external: &ExternalSession,
     ) -> Result<(Session, bool)> {
         let e = external;
@@ -79,19 +84,19 @@ impl SessionService {
             ));
         }
         if let Some(parent) = &e.parent_session_id
-            && !q::session_exists(conn, parent)?
+            && !q::session_exists(tx.conn(), parent)?
         {
             return Err(SessionError::not_found("parent session", parent.as_str()));
         }
-        let existing = q::get_session(conn, &e.id).optional()?;
+        let existing = q::get_session(tx.conn(), &e.id).optional()?;
         let title = match normalize_optional_title(e.title.as_deref())? {
             None => None,
-            Some(title) => Some(free_title(conn, &title, &e.id)?),
+            Some(title) => Some(free_title(tx, &title, &e.id)?),
         };
         let model_config = json_text(e.model_config.as_ref());
         let Some(row) = existing else {
             q::import_session(
-                conn,
+                tx.conn(),
                 &q::ImportSessionParams {
                     id: &e.id,
                     parent_session_id: e.parent_session_id.as_deref(),
@@ -125,7 +130,9 @@ impl SessionService {
                     archived_at: None,
                 },
             )?;
-            return Ok((load(conn, &e.id)?, true));
+            let session = load(tx, &e.id)?;
+            self.announce(tx, EventKind::Created, &session);
+            return Ok((session, true));
         };
         let current = Session::try_from(row)?;
         // A title the session already holds in the same lineage (`t #2` for `t`) stays.
@@ -149,7 +156,7 @@ impl SessionService {
             let model_config = json_text(e.model_config.as_ref().or(current.model_config.as_ref()));
             let permission = json_text(current.permission.as_ref());
             q::update_session(
-                conn,
+                tx.conn(),
                 &q::UpdateSessionParams {
                     title: title.as_deref(),
                     directory: pick(&e.directory, &current.directory).as_deref(),
@@ -185,7 +192,7 @@ impl SessionService {
             || end_reason != current.end_reason;
         if link_changed {
             q::update_external_session(
-                conn,
+                tx.conn(),
                 &q::UpdateExternalSessionParams {
                     parent_session_id: parent.as_deref(),
                     kind: e.kind.as_str(),
@@ -199,30 +206,35 @@ impl SessionService {
         // An update that leaves updated_at as it was is moved to the clock by the
         // sessions_touch trigger: put it where the source says it is.
         q::restore_session_updated_at(
-            conn,
+            tx.conn(),
             &q::RestoreSessionUpdatedAtParams {
                 updated_at,
                 id: &e.id,
             },
         )?;
-        Ok((load(conn, &e.id)?, false))
+        let session = load(tx, &e.id)?;
+        if session != current {
+            self.announce(tx, EventKind::Updated, &session);
+        }
+        Ok((session, false))
     }
 
     /// Adds `delta` to session `id` atomically, as [`SessionService::add_usage_tx`] does
     /// (a zero delta adds nothing), and sets its `updated_at` to `last_activity` (ms): the
     /// importer knows when the conversation last moved; the clock and the counter
     /// triggers (which move it to the time of the write) do not. Inside the caller's
-    /// transaction; publishes nothing.
+    /// transaction; returns the session as it now is and queues `updated` (an importer
+    /// calls this once per session it wrote to, so the event carries the counters its
+    /// messages moved too).
     pub fn add_usage_at_tx(
-        conn: &Connection,
+        &self,
+        tx: &mut Tx<'_>,
         id: &str,
         delta: &UsageDelta,
         last_activity: i64,
-    ) -> Result<()> {
+    ) -> Result<Session> {
         delta.validate()?;
-        let Some(before) = q::get_session(conn, id).optional()? else {
-            return Err(SessionError::not_found("session", id));
-        };
+        let before = load(tx, id)?;
         let target = last_activity.max(before.created_at);
         let zero = delta.tokens.is_zero()
             && delta.api_calls == 0
@@ -231,7 +243,7 @@ impl SessionService {
             && delta.actual_cost_usd.is_none();
         if !zero {
             q::add_session_usage_delta(
-                conn,
+                tx.conn(),
                 &q::AddSessionUsageDeltaParams {
                     input_tokens: delta.tokens.input,
                     output_tokens: delta.tokens.output,
@@ -248,7 +260,7 @@ impl SessionService {
         }
         if let Some(actual) = delta.actual_cost_usd {
             q::add_session_actual_cost(
-                conn,
+                tx.conn(),
                 &q::AddSessionActualCostParams {
                     actual_cost_usd: actual,
                     now: target,
@@ -257,20 +269,28 @@ impl SessionService {
             )?;
         }
         q::restore_session_updated_at(
-            conn,
+            tx.conn(),
             &q::RestoreSessionUpdatedAtParams {
                 updated_at: target,
                 id,
             },
         )?;
-        Ok(())
+        let session = load(tx, id)?;
+        self.announce(tx, EventKind::Updated, &session);
+        Ok(session)
+    }
+
+    /// Whether session `id` is stored, as `tx` sees it (an importer keeps the source's
+    /// id only when no other session has it).
+    pub fn exists_tx(tx: &dyn Queryable, id: &str) -> Result<bool> {
+        Ok(q::session_exists(tx.conn(), id)?)
     }
 }
 
 /// `title`, or the next free title of its lineage when another session than `id` holds it.
-fn free_title(conn: &Connection, title: &str, id: &str) -> Result<String> {
-    match q::get_session_by_title(conn, title).optional()? {
-        Some(holder) if holder.id != id => crate::service::next_title_tx(conn, title),
+fn free_title(tx: &dyn Queryable, title: &str, id: &str) -> Result<String> {
+    match q::get_session_by_title(tx.conn(), title).optional()? {
+        Some(holder) if holder.id != id => crate::service::next_title_tx(tx, title),
         _ => Ok(title.to_owned()),
     }
 }

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
@@ -128,9 +127,9 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
         ..Options::default()
     };
     let mut sink: Box<dyn Sink> = if args.dry_run {
-        Box::new(DryRunSink::new(Some(Arc::clone(&ctx.db))))
+        Box::new(DryRunSink::new(Some(ctx.store.clone())))
     } else {
-        Box::new(StoreSink::new(Arc::clone(&ctx.db)))
+        Box::new(StoreSink::new(ctx.store.clone()))
     };
     let summaries = once(&targets, &options, sink.as_mut(), !args.json)?;
     let mut out = anstream::stdout().lock();

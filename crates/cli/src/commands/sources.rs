@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use scribe_db::queries as q;
 use scribe_import::{Env, Source, scan, sources};
 use serde::Serialize;
 
@@ -46,29 +45,21 @@ impl SourcesCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
         let env = Env::from_process();
-        let (imports, sessions) = ctx.db.read(|conn| {
-            Ok((
-                q::summarize_imports(conn)?,
-                q::count_imported_sessions(conn)?,
-            ))
-        })?;
+        let imported = scribe_import::sink::source_states(&ctx.store)?;
         let mut rows = Vec::new();
         for source in Source::ALL {
             let importer = sources::importer(source);
             let locations = importer.default_roots(&env);
             let files = scan(importer, &locations)?;
-            let done = imports.iter().find(|r| r.source == source.name());
+            let done = imported.get(source.name());
             rows.push(SourceRow {
                 source: source.name(),
                 found: !files.is_empty(),
                 files: files.len(),
                 bytes: files.iter().map(|f| f.1).sum(),
-                sessions_imported: sessions
-                    .iter()
-                    .find(|r| r.source == source.name())
-                    .map_or(0, |r| r.sessions),
+                sessions_imported: done.map_or(0, |r| r.sessions),
                 files_imported: done.map_or(0, |r| r.files),
-                last_imported_at: done.map(|r| r.last_imported_at),
+                last_imported_at: done.and_then(|r| r.last_imported_at),
                 locations,
             });
         }

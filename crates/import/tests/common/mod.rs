@@ -9,7 +9,7 @@ use scribe_db::Database;
 use scribe_import::sink::StoreSink;
 use scribe_import::{Options, Source, SourceSummary, import, sources};
 use scribe_message::{Message, MessageService, TokenUsage};
-use scribe_session::{Session, SessionFilter, SessionService};
+use scribe_session::{Session, SessionFilter, SessionService, Store};
 
 /// The committed fixtures (see fixtures/SOURCES.md).
 pub fn fixtures() -> PathBuf {
@@ -64,7 +64,7 @@ pub fn scribe_db(dir: &Path) -> Arc<Database> {
 
 /// Imports `source` from `roots` into `db`.
 pub fn run(db: &Arc<Database>, source: Source, roots: &[PathBuf]) -> SourceSummary {
-    let mut sink = StoreSink::new(Arc::clone(db));
+    let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
     import(
         &mut sink,
         sources::importer(source),
