@@ -191,6 +191,56 @@ fn dry_run_writes_nothing() {
 }
 
 #[test]
+fn dry_run_counts_only_what_would_be_new() {
+    let (dir, scribe) = setup();
+    let counts = |report: &Value, name: &str| {
+        let s = source(report, name);
+        ["sessions_created", "messages_inserted", "messages_replayed"]
+            .map(|k| s[k].as_u64().unwrap())
+    };
+    // On an empty database: exactly what the import then writes.
+    let dry = scribe.json(&["import", "--from", "all", "--dry-run", "--json"]);
+    let real = scribe.json(&["import", "--from", "all", "--json"]);
+    for name in ["claude-code", "codex", "opencode", "hermes", "gemini"] {
+        assert_eq!(counts(&dry, name), counts(&real, name), "{name}");
+    }
+    // A file that grew by two messages (into a database of its own): the dry run reads
+    // the new records and reports two new messages, not everything it read; the import
+    // then writes just those.
+    let scribe = Scribe {
+        db: dir.path().join("grown.db"),
+        home: scribe.home.clone(),
+        vars: Vec::new(),
+    };
+    let root = dir.path().join("live");
+    std::fs::create_dir_all(&root).unwrap();
+    let fixture = std::fs::read_to_string(
+        fixtures().join("codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = fixture.lines().collect();
+    let file = root.join("rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl");
+    std::fs::write(&file, lines[..8].join("\n") + "\n").unwrap();
+    let path = root.to_str().unwrap();
+    scribe.ok(&["import", "--from", "codex", path]);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let dry = scribe.json(&["import", "--from", "codex", path, "--dry-run", "--json"]);
+    let s = source(&dry, "codex");
+    assert_eq!(s["messages_inserted"], 2, "{s}");
+    assert_eq!(s["sessions_created"], 0, "{s}");
+    assert_eq!(s["sessions_updated"], 1, "{s}");
+    let human = scribe.ok(&["import", "--from", "codex", path, "--dry-run"]);
+    assert!(
+        human.contains("would import 1 session (0 new), 2 messages (2 new)"),
+        "{human}"
+    );
+    let real = scribe.json(&["import", "--from", "codex", path, "--json"]);
+    assert_eq!(source(&real, "codex")["messages_inserted"], 2);
+    let again = scribe.ok(&["import", "--from", "codex", path, "--dry-run"]);
+    assert!(again.contains("nothing new"), "{again}");
+}
+
+#[test]
 fn agents_overrides_and_paths_choose_where_to_read() {
     let (dir, mut scribe) = setup();
     // CLAUDE_CONFIG_DIR lists several roots, comma-separated.

@@ -14,7 +14,7 @@
 //! COMMIT. Messages are stored as `store` stores them, unannounced (as the session
 //! crate's export import does). [`DryRunSink`] reads that state and writes nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use scribe_db::queries as q;
 use scribe_db::rusqlite::OptionalExtension;
@@ -91,17 +91,75 @@ impl StoreSink {
     }
 }
 
-/// Writes nothing: reads the recorded state and counts what a commit would store.
-#[derive(Debug, Clone)]
+/// Writes nothing: reads what is stored and counts what a commit would change — net:
+/// a message already stored (or counted earlier in this dry run) is not new, a session
+/// the importer already created is updated, not created.
+#[derive(Debug, Clone, Default)]
 pub struct DryRunSink {
     store: Option<Store>,
+    /// Sessions this dry run would have created, by source and external id.
+    sessions: HashSet<(Source, String)>,
+    /// Messages this dry run would have inserted: id → the external id of their session.
+    messages: HashMap<String, String>,
 }
 
 impl DryRunSink {
-    /// A dry run against the state recorded in `store` (none: as if nothing was
-    /// imported).
+    /// A dry run against what `store` holds (none: as if it held nothing).
     pub fn new(store: Option<Store>) -> Self {
-        DryRunSink { store }
+        DryRunSink {
+            store,
+            ..DryRunSink::default()
+        }
+    }
+}
+
+/// What a dry run reads of the store for one batch.
+#[derive(Default)]
+struct Stored {
+    /// External session id → its Scribe id, for sessions imported before.
+    sessions: HashMap<String, String>,
+    /// Message id → the session holding it, for messages of the batch already stored.
+    messages: HashMap<String, String>,
+}
+
+impl Stored {
+    fn read(tx: &dyn Queryable, source: Source, batch: &Batch) -> Result<Stored> {
+        let mut stored = Stored::default();
+        let externals = batch
+            .sessions
+            .iter()
+            .map(|s| s.external_id.as_str())
+            .chain(batch.messages.iter().map(|m| m.session.as_str()))
+            .chain(batch.part_updates.iter().map(|u| u.session.as_str()));
+        for external in externals {
+            if stored.sessions.contains_key(external) {
+                continue;
+            }
+            let row = q::get_import_session(
+                tx.conn(),
+                &q::GetImportSessionParams {
+                    source: source.name(),
+                    external_id: external,
+                },
+            )
+            .optional()?;
+            if let Some(row) = row {
+                stored.sessions.insert(external.to_owned(), row.session_id);
+            }
+        }
+        let ids = batch
+            .messages
+            .iter()
+            .map(|m| m.message.id.as_str())
+            .chain(batch.part_updates.iter().map(|u| u.message_id.as_str()));
+        for id in ids {
+            if !stored.messages.contains_key(id)
+                && let Some(session) = store::message_session(tx, id)?
+            {
+                stored.messages.insert(id.to_owned(), session);
+            }
+        }
+        Ok(stored)
     }
 }
 
@@ -180,13 +238,57 @@ impl Sink for DryRunSink {
         }
     }
 
-    fn commit(&mut self, _source: Source, batch: &Batch) -> Result<Written> {
-        Ok(Written {
-            sessions_created: batch.sessions.len() as u64,
-            messages_inserted: batch.messages.len() as u64,
-            parts_updated: batch.part_updates.len() as u64,
-            ..Written::default()
-        })
+    fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written> {
+        let stored = match &self.store {
+            Some(store) => store
+                .database()
+                .read(|tx| Stored::read(tx, source, batch))?,
+            None => Stored::default(),
+        };
+        let mut written = Written::default();
+        for rec in &batch.sessions {
+            let key = (source, rec.external_id.clone());
+            if stored.sessions.contains_key(&rec.external_id) || self.sessions.contains(&key) {
+                written.sessions_updated += 1;
+            } else {
+                written.sessions_created += 1;
+                self.sessions.insert(key);
+            }
+        }
+        // As the store sink: a message of a session neither imported nor in this batch
+        // has nowhere to go.
+        let known = |external: &str, sessions: &HashSet<(Source, String)>| {
+            stored.sessions.contains_key(external)
+                || sessions.contains(&(source, external.to_owned()))
+        };
+        for rec in &batch.messages {
+            if !known(&rec.session, &self.sessions) {
+                continue;
+            }
+            let id = &rec.message.id;
+            let same = match (self.messages.get(id), stored.messages.get(id)) {
+                (Some(external), _) => Some(*external == rec.session),
+                (None, Some(holder)) => Some(stored.sessions.get(&rec.session) == Some(holder)),
+                (None, None) => None,
+            };
+            match same {
+                Some(true) => written.messages_merged += 1,
+                Some(false) => written.messages_replayed += 1,
+                None => {
+                    written.messages_inserted += 1;
+                    self.messages.insert(id.clone(), rec.session.clone());
+                }
+            }
+        }
+        for up in &batch.part_updates {
+            if known(&up.session, &self.sessions)
+                && (self.messages.contains_key(&up.message_id)
+                    || stored.messages.contains_key(&up.message_id))
+            {
+                written.parts_updated += 1;
+            }
+        }
+        Ok(written)
     }
 }
 
