@@ -131,6 +131,18 @@ pub struct PartUpdate {
     pub at: i64,
 }
 
+/// A message stored earlier that the source has since undone (a Codex thread rollback):
+/// it stays, with `error` recording why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageMark {
+    /// The source's id of the message's session.
+    pub session: String,
+    /// The message.
+    pub message_id: String,
+    /// What to store as its `error`.
+    pub error: Value,
+}
+
 /// Where a reader stopped in a file, and what it must remember to go on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Resume {
@@ -168,6 +180,8 @@ pub struct Batch {
     pub messages: Vec<MessageRec>,
     /// Later changes of parts.
     pub part_updates: Vec<PartUpdate>,
+    /// Messages stored earlier that the source undid.
+    pub marks: Vec<MessageMark>,
     /// The files these came from.
     pub files: Vec<FileMark>,
 }
@@ -178,6 +192,7 @@ impl Batch {
         self.sessions.is_empty()
             && self.messages.is_empty()
             && self.part_updates.is_empty()
+            && self.marks.is_empty()
             && self.files.is_empty()
     }
 
@@ -186,6 +201,7 @@ impl Batch {
         self.sessions.extend(other.sessions);
         self.messages.extend(other.messages);
         self.part_updates.extend(other.part_updates);
+        self.marks.extend(other.marks);
         self.files.extend(other.files);
     }
 }

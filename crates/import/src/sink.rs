@@ -26,7 +26,7 @@ use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageD
 use crate::Source;
 use crate::error::Result;
 use crate::pricing::{self, REPORTED};
-use crate::record::{Batch, Resume, SessionRec};
+use crate::record::{Batch, MessageMark, Resume, SessionRec};
 
 /// What an earlier import recorded about a file.
 #[derive(Debug, Clone, PartialEq)]
@@ -429,6 +429,10 @@ impl Commit<'_, '_> {
             }
         }
 
+        for mark in &batch.marks {
+            self.mark(mark, &mut ids)?;
+        }
+
         for rec in &batch.sessions {
             let Some(total) = &rec.usage_total else {
                 continue;
@@ -525,6 +529,26 @@ impl Commit<'_, '_> {
         }
         entry.at = entry.at.max(msg.updated_at).max(msg.created_at);
         Ok(None)
+    }
+
+    /// Records on a stored message that its source undid it (its `error`); a message that
+    /// is not stored, or not in the mark's session, is left alone.
+    fn mark(&mut self, mark: &MessageMark, ids: &mut HashMap<String, String>) -> Result<()> {
+        let Some(session_id) = self.session_id(&mark.session, ids)? else {
+            return Ok(());
+        };
+        let mut msg = match store::load_message_row(self.tx, &mark.message_id) {
+            Ok(msg) => msg,
+            Err(MessageError::NotFound { .. }) => return Ok(()),
+            Err(err) => return Err(err.into()),
+        };
+        if msg.session_id != session_id || msg.error.as_ref() == Some(&mark.error) {
+            return Ok(());
+        }
+        msg.error = Some(mark.error.clone());
+        // Its fields as stored but the error; its parts (none given) stay as they are.
+        store::import_message(self.tx, &msg)?;
+        Ok(())
     }
 
     /// Makes `child` a `kind` child of `parent` (both stored).

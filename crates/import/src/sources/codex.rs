@@ -21,7 +21,12 @@
 //! - a fork or sub-agent file starts with a copy of its parent's history written in the
 //!   second its `session_meta` was: those lines are skipped, their last token total kept as
 //!   the baseline (as ccusage does);
-//! - `compacted` is a summary message; its `replacement_history` is not imported again.
+//! - `compacted` is a summary message; its `replacement_history` is not imported again;
+//! - `thread_rolled_back` drops the newest `num_turns` user turns from the thread, as
+//!   Codex itself does when it rebuilds a thread's history (a turn: a real prompt and
+//!   everything up to the next one); their messages stay in Scribe, as they stay in the
+//!   rollout, with `error` `{"type": "rolled_back", …}`, and their usage (it was spent)
+//!   stays counted. Only the newest [`TURNS_KEPT`] turns are remembered for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,10 +43,13 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
-use crate::record::{Batch, MessageRec, PartUpdate, Resume, SessionRec, TitleRank};
+use crate::record::{Batch, MessageMark, MessageRec, PartUpdate, Resume, SessionRec, TitleRank};
 use crate::time;
 
 const SRC: Source = Source::Codex;
+
+/// User turns a reader remembers (their message ids) for a later `thread_rolled_back`.
+pub const TURNS_KEPT: usize = 100;
 
 /// The Codex importer.
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +110,7 @@ struct PendingUser {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 struct Carry {
     head: Head,
     open: Option<Open>,
@@ -113,6 +122,8 @@ struct Carry {
     replay: Option<String>,
     last_at: i64,
     started: bool,
+    /// The message ids of the newest user turns, oldest first: what a rollback undoes.
+    turns: Vec<Vec<String>>,
 }
 
 impl Importer for Codex {
@@ -381,6 +392,17 @@ impl Reader<'_> {
     }
 
     fn emit(&mut self, m: scribe_message::Message, calls: i64) {
+        let turns = &mut self.carry.turns;
+        if m.role == Role::User {
+            turns.push(vec![m.id.clone()]);
+            if turns.len() > TURNS_KEPT {
+                turns.remove(0);
+            }
+        } else if let Some(turn) = turns.last_mut()
+            && !turn.contains(&m.id)
+        {
+            turn.push(m.id.clone());
+        }
         self.emitted.insert(m.id.clone(), self.out.messages.len());
         let session = self.carry.head.id.clone();
         self.out.messages.push(MessageRec {
@@ -675,6 +697,10 @@ impl Reader<'_> {
                     });
                 }
             }
+            "thread_rolled_back" => {
+                self.rollback(p, at);
+                self.report.records += 1;
+            }
             "thread_name_updated" => {
                 if let Some(name) = str_of(p, "thread_name") {
                     self.carry.head.title = Some(name.to_owned());
@@ -682,6 +708,31 @@ impl Reader<'_> {
                 self.report.records += 1;
             }
             other => self.report.skip(format!("event_msg:{other}")),
+        }
+    }
+
+    /// Marks the messages of the newest `num_turns` user turns as rolled back.
+    fn rollback(&mut self, p: &Value, at: i64) {
+        self.flush_users();
+        self.close();
+        let n = usize::try_from(int_of(p, "num_turns")).unwrap_or(0);
+        let error = serde_json::json!({
+            "type": "rolled_back",
+            "message": "undone by a thread rollback in Codex",
+            "at": at,
+        });
+        let keep = self.carry.turns.len().saturating_sub(n);
+        let undone: Vec<String> = self.carry.turns.drain(keep..).flatten().collect();
+        for id in undone {
+            match self.emitted.get(&id).copied() {
+                // Read in this import: stored with its mark.
+                Some(i) => self.out.messages[i].message.error = Some(error.clone()),
+                None => self.out.marks.push(MessageMark {
+                    session: self.carry.head.id.clone(),
+                    message_id: id,
+                    error: error.clone(),
+                }),
+            }
         }
     }
 
