@@ -131,6 +131,17 @@ pub struct PartUpdate {
     pub at: i64,
 }
 
+/// A sub-agent's task call and the session it started (Claude Code's Task or Agent tool):
+/// the call's tool part, once completed, names that session in its metadata
+/// (`session_id`), as Scribe's own task tool does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskLink {
+    /// The part of the call (in this batch, as a message's part or a part update).
+    pub part_id: String,
+    /// The source's id of the session the call started.
+    pub child: String,
+}
+
 /// A message stored earlier that the source has since undone (a Codex thread rollback):
 /// it stays, with `error` recording why.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +193,8 @@ pub struct Batch {
     pub part_updates: Vec<PartUpdate>,
     /// Messages stored earlier that the source undid.
     pub marks: Vec<MessageMark>,
+    /// Task calls and the sessions they started.
+    pub task_links: Vec<TaskLink>,
     /// The files these came from.
     pub files: Vec<FileMark>,
 }
@@ -193,6 +206,7 @@ impl Batch {
             && self.messages.is_empty()
             && self.part_updates.is_empty()
             && self.marks.is_empty()
+            && self.task_links.is_empty()
             && self.files.is_empty()
     }
 
@@ -202,6 +216,7 @@ impl Batch {
         self.messages.extend(other.messages);
         self.part_updates.extend(other.part_updates);
         self.marks.extend(other.marks);
+        self.task_links.extend(other.task_links);
         self.files.extend(other.files);
     }
 }

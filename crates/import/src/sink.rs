@@ -20,7 +20,7 @@ use scribe_db::queries as q;
 use scribe_db::rusqlite::OptionalExtension;
 use scribe_db::{Queryable, Tx};
 use scribe_message::store::{self, Imported};
-use scribe_message::{MessageError, StoredPart, TokenUsage};
+use scribe_message::{MessageError, Part, StoredPart, TokenUsage, ToolState};
 use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageDelta};
 
 use crate::Source;
@@ -215,6 +215,7 @@ impl Sink for StoreSink {
                 tx,
                 sessions,
                 source,
+                links: HashMap::new(),
             }
             .batch(batch)
         })
@@ -341,11 +342,18 @@ struct Commit<'t, 'a> {
     tx: &'t mut Tx<'a>,
     sessions: &'t SessionService,
     source: Source,
+    /// Task calls of this batch (their part ids) → the Scribe id of the session each
+    /// started.
+    links: HashMap<String, String>,
 }
 
 impl Commit<'_, '_> {
     fn batch(&mut self, batch: &Batch) -> Result<Written> {
         let now = self.tx.now();
+        for link in &batch.task_links {
+            let child = self.scribe_id(&link.child)?;
+            self.links.insert(link.part_id.clone(), child);
+        }
         let mut written = Written::default();
         // Cost bits of this batch's messages, per session.
         let mut flags: HashMap<&str, u8> = HashMap::new();
@@ -412,13 +420,16 @@ impl Commit<'_, '_> {
             if self.session_id(&up.session, &mut ids)?.is_none() {
                 continue;
             }
-            let part = StoredPart {
+            let mut part = StoredPart {
                 id: up.part_id.clone(),
                 position: up.position,
                 part: up.part.clone(),
                 created_at: up.at,
                 updated_at: up.at,
             };
+            if let Some(child) = self.links.get(&part.id) {
+                link_task(&mut part.part, child);
+            }
             match store::import_part(self.tx, &up.message_id, &part) {
                 Ok(true) => written.parts_updated += 1,
                 Ok(false) => {}
@@ -504,6 +515,11 @@ impl Commit<'_, '_> {
         };
         let mut msg = rec.message.clone();
         msg.session_id.clone_from(&session_id);
+        for part in &mut msg.parts {
+            if let Some(child) = self.links.get(&part.id) {
+                link_task(&mut part.part, child);
+            }
+        }
         let (before, cost_before, calls) = match store::import_message(self.tx, &msg)? {
             Imported::Inserted => {
                 written.messages_inserted += 1;
@@ -593,6 +609,24 @@ impl Commit<'_, '_> {
         .optional()?)
     }
 
+    /// The Scribe id a session of this source not imported yet gets: the source's id,
+    /// unless another session already has it.
+    fn fresh_id(&self, external: &str) -> Result<String> {
+        Ok(if SessionService::exists_tx(self.tx, external)? {
+            format!("{}-{}", self.source.name(), external)
+        } else {
+            external.to_owned()
+        })
+    }
+
+    /// The Scribe id of `external`: the one it was imported under, or the one it will be.
+    fn scribe_id(&self, external: &str) -> Result<String> {
+        match self.known(external)? {
+            Some(row) => Ok(row.session_id),
+            None => self.fresh_id(external),
+        }
+    }
+
     /// The Scribe id of `external` (from this batch or an earlier import).
     fn session_id(
         &self,
@@ -621,11 +655,7 @@ impl Commit<'_, '_> {
         let known = self.known(&rec.external_id)?;
         let id = match &known {
             Some(row) => row.session_id.clone(),
-            // The source's id, unless a session that is not this one already has it.
-            None if SessionService::exists_tx(self.tx, &rec.external_id)? => {
-                format!("{}-{}", source.name(), rec.external_id)
-            }
-            None => rec.external_id.clone(),
+            None => self.fresh_id(&rec.external_id)?,
         };
         let mut kind = rec.kind;
         let mut parent = None;
@@ -753,6 +783,28 @@ impl Commit<'_, '_> {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Names `child` in a completed task call's metadata (`session_id`), as Scribe's own task
+/// tool does; a call that failed has no metadata and stays as it is.
+fn link_task(part: &mut Part, child: &str) {
+    let Part::Tool(tool) = part else {
+        return;
+    };
+    let ToolState::Completed { metadata, .. } = &mut tool.state else {
+        return;
+    };
+    let child = serde_json::Value::String(child.to_owned());
+    match metadata {
+        serde_json::Value::Object(map) => {
+            map.insert("session_id".to_owned(), child);
+        }
+        serde_json::Value::Null => *metadata = serde_json::json!({ "session_id": child }),
+        other => {
+            let value = other.take();
+            *other = serde_json::json!({ "session_id": child, "value": value });
+        }
     }
 }
 

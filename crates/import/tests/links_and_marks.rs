@@ -136,3 +136,247 @@ fn a_codex_rollback_marks_the_turns_it_undid_and_keeps_their_usage() {
         assert_same(&dump(&db), &stored, "again");
     }
 }
+
+// ---- Claude Code: Task calls and the sessions they started ----------------------------
+
+fn claude_line(
+    uuid: &str,
+    parent: Option<&str>,
+    session: &str,
+    sidechain: bool,
+    second: u32,
+    message: Value,
+) -> Value {
+    let kind = message["role"].clone();
+    json!({"parentUuid": parent, "isSidechain": sidechain, "userType": "external",
+           "cwd": "/w", "sessionId": session, "version": "1.0.108", "type": kind,
+           "message": message, "uuid": uuid,
+           "timestamp": format!("2025-08-01T10:00:{second:02}.000Z")})
+}
+
+fn said(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+fn answer(id: &str, blocks: Value) -> Value {
+    json!({"id": id, "type": "message", "role": "assistant",
+           "model": "claude-sonnet-4-20250514", "content": blocks, "stop_reason": "end_turn",
+           "usage": {"input_tokens": 10, "output_tokens": 5,
+                     "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}})
+}
+
+fn task_call(id: &str, description: &str, prompt: &str) -> Value {
+    json!({"type": "tool_use", "id": id, "name": "Task",
+           "input": {"description": description, "prompt": prompt,
+                     "subagent_type": "general-purpose"}})
+}
+
+/// A user line carrying the result of `call`, with `toolUseResult` as the line has it.
+fn task_result(
+    uuid: &str,
+    parent: &str,
+    session: &str,
+    second: u32,
+    call: &str,
+    tool_use_result: Value,
+) -> Value {
+    let mut line = claude_line(
+        uuid,
+        Some(parent),
+        session,
+        false,
+        second,
+        json!({"role": "user",
+               "content": [{"type": "tool_result", "tool_use_id": call, "content": "done"}]}),
+    );
+    line["toolUseResult"] = tool_use_result;
+    line
+}
+
+/// The session named by the metadata of `session`'s tool part for `call`.
+fn linked(db: &std::sync::Arc<scribe_db::Database>, session: &str, call: &str) -> Option<String> {
+    messages(db, session)
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .find_map(|p| match &p.part {
+            scribe_message::Part::Tool(t) if t.call_id == call => match &t.state {
+                scribe_message::ToolState::Completed { metadata, .. } => {
+                    metadata["session_id"].as_str().map(str::to_owned)
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+}
+
+const PARENT: &str = "5e7a0000-0000-4000-8000-000000000001";
+
+#[test]
+fn inline_sidechains_are_matched_to_their_task_calls_by_prompt() {
+    let s = PARENT;
+    // Two parallel Task calls; their sidechains start in the other order and interleave,
+    // and the results come back in yet another order.
+    let lines = vec![
+        claude_line("u1", None, s, false, 1, said("Look at two things")),
+        claude_line(
+            "a1",
+            Some("u1"),
+            s,
+            false,
+            2,
+            answer(
+                "msg_1",
+                json!([
+                    task_call("toolu_A", "find todos", "Find TODO comments"),
+                    task_call("toolu_B", "count lines", "Count lines of code")
+                ]),
+            ),
+        ),
+        claude_line("s1", None, s, true, 3, said("Count lines of code")),
+        claude_line("s2", None, s, true, 4, said("Find TODO comments")),
+        claude_line(
+            "s3",
+            Some("s1"),
+            s,
+            true,
+            5,
+            answer("msg_s3", json!([{"type": "text", "text": "1200 lines"}])),
+        ),
+        claude_line(
+            "s4",
+            Some("s2"),
+            s,
+            true,
+            6,
+            answer("msg_s4", json!([{"type": "text", "text": "3 TODOs"}])),
+        ),
+        task_result("r1", "a1", s, 7, "toolu_B", json!({"status": "completed"})),
+        task_result("r2", "a1", s, 8, "toolu_A", Value::Null),
+        claude_line(
+            "a2",
+            Some("r2"),
+            s,
+            false,
+            9,
+            answer("msg_2", json!([{"type": "text", "text": "Both done."}])),
+        ),
+    ];
+    let todos = format!("{s}:sidechain:s2");
+    let count = format!("{s}:sidechain:s1");
+    // In one import, and with the results read by a later import than the sidechains.
+    for split in [None, Some(6)] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("projects");
+        let file = root.join("-w").join(format!("{s}.jsonl"));
+        let db = scribe_db(dir.path());
+        match split {
+            Some(n) => {
+                write_lines(&file, &lines[..n]);
+                run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+                append_lines(&file, &lines[n..]);
+            }
+            None => write_lines(&file, &lines),
+        }
+        run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+        assert_eq!(linked(&db, s, "toolu_A"), Some(todos.clone()), "{split:?}");
+        assert_eq!(linked(&db, s, "toolu_B"), Some(count.clone()), "{split:?}");
+        for (child, title, text) in [
+            (&todos, "find todos", "3 TODOs"),
+            (&count, "count lines", "1200 lines"),
+        ] {
+            let c = session(&db, child);
+            assert_eq!(c.kind, scribe_session::SessionKind::Task);
+            assert_eq!(c.parent_session_id.as_deref(), Some(s));
+            assert_eq!(c.title.as_deref(), Some(title));
+            assert_eq!(messages(&db, child)[1].text(), text);
+        }
+    }
+}
+
+#[test]
+fn a_task_call_is_linked_to_its_agent_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let project = root.join("-w");
+    // 2.0.28: agent-<agentId>.jsonl beside the session; the call's result names the agent.
+    let s = PARENT;
+    write_lines(
+        &project.join(format!("{s}.jsonl")),
+        &[
+            claude_line("u1", None, s, false, 1, said("Run the tests")),
+            claude_line(
+                "a1",
+                Some("u1"),
+                s,
+                false,
+                2,
+                answer(
+                    "msg_1",
+                    json!([task_call("toolu_C", "run tests", "Run the test suite")]),
+                ),
+            ),
+            task_result(
+                "r1",
+                "a1",
+                s,
+                9,
+                "toolu_C",
+                json!({"agentId": "abc123", "status": "completed"}),
+            ),
+        ],
+    );
+    write_lines(
+        &project.join("agent-abc123.jsonl"),
+        &[
+            claude_line("c1", None, s, true, 3, said("Run the test suite")),
+            claude_line(
+                "c2",
+                Some("c1"),
+                s,
+                true,
+                4,
+                answer("msg_c2", json!([{"type": "text", "text": "All green."}])),
+            ),
+        ],
+    );
+    // Newer: <session>/subagents/agent-<id>.jsonl, whose meta file names the call.
+    let t = "5e7a0000-0000-4000-8000-000000000002";
+    write_lines(
+        &project.join(format!("{t}.jsonl")),
+        &[
+            claude_line("v1", None, t, false, 1, said("Search")),
+            claude_line(
+                "b1",
+                Some("v1"),
+                t,
+                false,
+                2,
+                answer(
+                    "msg_3",
+                    json!([task_call("toolu_D", "search", "Search the repo")]),
+                ),
+            ),
+            task_result("w1", "b1", t, 9, "toolu_D", json!({"status": "completed"})),
+        ],
+    );
+    let agents = project.join(t).join("subagents");
+    write_lines(
+        &agents.join("agent-xyz.jsonl"),
+        &[claude_line("d1", None, t, true, 3, said("Search the repo"))],
+    );
+    std::fs::write(
+        agents.join("agent-xyz.meta.json"),
+        json!({"agentType": "general-purpose", "description": "search", "toolUseId": "toolu_D"})
+            .to_string(),
+    )
+    .unwrap();
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert_eq!(linked(&db, s, "toolu_C").as_deref(), Some("agent-abc123"));
+    assert_eq!(linked(&db, t, "toolu_D").as_deref(), Some("agent-xyz"));
+    for (child, parent) in [("agent-abc123", s), ("agent-xyz", t)] {
+        let c = session(&db, child);
+        assert_eq!(c.kind, scribe_session::SessionKind::Task);
+        assert_eq!(c.parent_session_id.as_deref(), Some(parent));
+    }
+}

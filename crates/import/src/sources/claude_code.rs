@@ -12,6 +12,12 @@
 //!   model may reuse ids; `cost-state` confirms they are two calls);
 //! - `tool_use` and its `tool_result` (arriving later, in any order, on user lines) are one
 //!   tool part, completed or failed, with `toolUseResult` kept as metadata;
+//! - a completed Task (or Agent) call names the sub-agent session it started in its
+//!   metadata (`session_id`, as Scribe's own task tool does): an inline sidechain is the
+//!   one whose first prompt is the call's `prompt` (parallel calls interleave, so only the
+//!   prompt tells them apart); an agent file is `agent-<agentId>` from the result's
+//!   `toolUseResult.agentId`, or the `subagents/*.meta.json` whose `toolUseId` is the
+//!   call; an inline sidechain takes the call's `description` as its title;
 //! - usage: `input_tokens` (without cache), cache read, cache write (5m + 1h when the
 //!   breakdown is there), output without `thinking_tokens`, which are reasoning;
 //!   `<synthetic>` messages carry no model and no usage;
@@ -37,7 +43,7 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
-use crate::record::{Batch, MessageRec, PartUpdate, Resume, SessionRec, TitleRank};
+use crate::record::{Batch, MessageRec, PartUpdate, Resume, SessionRec, TaskLink, TitleRank};
 use crate::time;
 
 const SRC: Source = Source::ClaudeCode;
@@ -77,6 +83,7 @@ struct Open {
 
 /// What a reader remembers between imports of one file.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 struct Carry {
     session: Option<SessionHead>,
     open: Option<Open>,
@@ -85,6 +92,10 @@ struct Carry {
     roots: BTreeMap<String, String>,
     /// Sidechain sessions seen, by external id → first time.
     sidechains: BTreeMap<String, i64>,
+    /// Task calls whose inline sidechain was found: call id → the sidechain's external id.
+    tasks: BTreeMap<String, String>,
+    /// Titles of inline sidechains (their Task call's description), by external id.
+    side_titles: BTreeMap<String, String>,
     compact: Option<bool>,
     last_at: i64,
     started: bool,
@@ -152,6 +163,7 @@ impl Importer for ClaudeCode {
             emitted: BTreeMap::new(),
             keys: std::collections::HashSet::new(),
             line: 0,
+            agents: None,
         };
         for line in chunk.lines() {
             let value: Value = match serde_json::from_str(line.text) {
@@ -224,6 +236,14 @@ struct Reader<'a> {
     /// (sanitized files repeat placeholder uuids) gets the line number added.
     keys: std::collections::HashSet<String>,
     line: u64,
+    /// The agent files under this session's `subagents/`: the Task call (`toolUseId` of
+    /// their `.meta.json`) → the agent's external id; read when first needed.
+    agents: Option<BTreeMap<String, String>>,
+}
+
+/// Whether `name` is Claude Code's sub-agent tool (Task, renamed Agent).
+fn is_task_tool(name: &str) -> bool {
+    name == "Task" || name == "Agent"
 }
 
 impl Reader<'_> {
@@ -355,8 +375,76 @@ impl Reader<'_> {
         }
         let id = format!("{head_id}:sidechain:{root}");
         let at = self.carry.last_at;
-        self.carry.sidechains.entry(id.clone()).or_insert(at);
+        if let std::collections::btree_map::Entry::Vacant(e) =
+            self.carry.sidechains.entry(id.clone())
+        {
+            e.insert(at);
+            if str_of(v, "type") == Some("user") {
+                let prompt = v
+                    .pointer("/message/content")
+                    .map(content_text)
+                    .unwrap_or_default();
+                self.match_task(&head_id, &id, &prompt);
+            }
+        }
         id
+    }
+
+    /// Finds the Task call of `session` that started the inline sidechain `child`, whose
+    /// first prompt is `prompt`: the earliest unmatched call with that prompt.
+    fn match_task(&mut self, session: &str, child: &str, prompt: &str) {
+        let prompt = prompt.trim();
+        if prompt.is_empty() {
+            return;
+        }
+        let matched: Vec<&String> = self.carry.tasks.keys().collect();
+        let call = self
+            .carry
+            .calls
+            .iter()
+            .filter(|(id, c)| {
+                is_task_tool(&c.name)
+                    && c.session == session
+                    && !matched.contains(id)
+                    && str_of(&c.input, "prompt").map(str::trim) == Some(prompt)
+            })
+            .min_by_key(|(_, c)| (c.started_at, c.position))
+            .map(|(id, c)| {
+                (
+                    id.clone(),
+                    str_of(&c.input, "description").map(str::to_owned),
+                )
+            });
+        if let Some((call_id, description)) = call {
+            self.carry.tasks.insert(call_id, child.to_owned());
+            if let Some(title) = description.filter(|d| !d.trim().is_empty()) {
+                self.carry.side_titles.insert(child.to_owned(), title);
+            }
+        }
+    }
+
+    /// The external id of the session Task call `call_id` started, from what the file
+    /// says: its inline sidechain, the result's `agentId`, or the `subagents/` meta file
+    /// naming the call.
+    fn task_child(&mut self, call_id: &str, line: &Value) -> Option<String> {
+        if let Some(child) = self.carry.tasks.remove(call_id) {
+            return Some(child);
+        }
+        if let Some(agent) = line
+            .pointer("/toolUseResult/agentId")
+            .and_then(Value::as_str)
+            .filter(|a| !a.is_empty())
+        {
+            return Some(format!("agent-{agent}"));
+        }
+        if self.agents.is_none() {
+            let dir = self
+                .path
+                .parent()
+                .map(|p| p.join(&self.head().id).join("subagents"));
+            self.agents = Some(dir.map(|d| agent_metas(&d)).unwrap_or_default());
+        }
+        self.agents.as_ref()?.get(call_id).cloned()
     }
 
     /// `key`, or `key@line` when a message of this import already has it.
@@ -650,6 +738,15 @@ impl Reader<'_> {
         let metadata = line.get("toolUseResult").cloned().unwrap_or(Value::Null);
         let state = settled(output, is_error, metadata, Some(call.started_at), at);
         let part = tool(id, &call.name, call.input.clone(), state);
+        if is_task_tool(&call.name)
+            && !is_error
+            && let Some(child) = self.task_child(id, line)
+        {
+            self.out.task_links.push(TaskLink {
+                part_id: call.part_id.clone(),
+                child,
+            });
+        }
         if let Some(i) = self.emitted.get(&call.message_id).copied()
             && let Some(p) = self.out.messages[i]
                 .message
@@ -703,6 +800,11 @@ impl Reader<'_> {
             side.kind = SessionKind::Task;
             side.parent = Some(head.id.clone());
             side.directory = head.cwd.clone();
+            side.title = self
+                .carry
+                .side_titles
+                .get(id)
+                .map(|t| (t.clone(), TitleRank::Source));
             sessions.push(side);
         }
         // Parents first: this batch's sessions go before any that reference them.
@@ -723,6 +825,28 @@ impl Reader<'_> {
         let own = self.carry.session.as_ref().map(|h| h.id.as_str());
         (Some(sid) != own).then(|| sid.to_owned())
     }
+}
+
+/// The agent files in a session's `subagents/` directory, by the Task call their
+/// `.meta.json` names (`toolUseId`): call id → the agent's external id (its file stem).
+fn agent_metas(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(agent) = name.strip_suffix(".meta.json") else {
+            continue;
+        };
+        if let Ok(text) = std::fs::read_to_string(entry.path())
+            && let Ok(meta) = serde_json::from_str::<Value>(&text)
+            && let Some(call) = str_of(&meta, "toolUseId")
+        {
+            out.insert(call.to_owned(), agent.to_owned());
+        }
+    }
+    out
 }
 
 fn rank(r: u8) -> Option<TitleRank> {
