@@ -66,3 +66,21 @@ SELECT source, count(*) AS "sessions!: i64"
 FROM import_sessions
 GROUP BY source
 ORDER BY source;
+
+-- name: GetImportKey :one
+SELECT * FROM import_keys WHERE source = @source AND record_key = @record_key;
+
+-- name: MarkImportKey :exec
+-- Records that @session_id holds a record key; the first session to hold it keeps it.
+INSERT INTO import_keys (source, record_key, session_id)
+VALUES (@source, @record_key, @session_id)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    session_id = coalesce(import_keys.session_id, excluded.session_id);
+
+-- name: SetImportKeyTitle :exec
+-- A title for the session that will hold a record key (NULL clears it once applied).
+INSERT INTO import_keys (source, record_key, title, title_rank)
+VALUES (@source, @record_key, @title, @title_rank)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    title = excluded.title,
+    title_rank = excluded.title_rank;

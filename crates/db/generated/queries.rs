@@ -148,6 +148,16 @@ pub struct ImportSessionRow {
     pub imported_at: i64,
 }
 
+/// A row of table `import_keys`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportKeyRow {
+    pub source: String,
+    pub record_key: String,
+    pub session_id: Option<String>,
+    pub title: Option<String>,
+    pub title_rank: i64,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();
@@ -990,6 +1000,99 @@ pub fn count_imported_sessions(
         })
     })?;
     rows.collect()
+}
+
+/// SQL of `GetImportKey` (sql/queries/import.sql:70).
+pub const GET_IMPORT_KEY_SQL: &str =
+    "SELECT * FROM import_keys WHERE source = ?1 AND record_key = ?2";
+
+/// Parameters of [`get_import_key`].
+#[derive(Debug, Clone, Copy)]
+pub struct GetImportKeyParams<'a> {
+    pub source: &'a str,
+    pub record_key: &'a str,
+}
+
+/// `GetImportKey` (`:one`) from `sql/queries/import.sql:70`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_key(
+    conn: &rusqlite::Connection,
+    params: &GetImportKeyParams<'_>,
+) -> rusqlite::Result<ImportKeyRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_KEY_SQL)?;
+    let values = rusqlite::params![params.source, params.record_key];
+    stmt.query_row(values, |row| {
+        Ok(ImportKeyRow {
+            source: row.get(0)?,
+            record_key: row.get(1)?,
+            session_id: row.get(2)?,
+            title: row.get(3)?,
+            title_rank: row.get(4)?,
+        })
+    })
+}
+
+/// SQL of `MarkImportKey` (sql/queries/import.sql:73).
+pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
+VALUES (?1, ?2, ?3)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    session_id = coalesce(import_keys.session_id, excluded.session_id)";
+
+/// Parameters of [`mark_import_key`].
+#[derive(Debug, Clone, Copy)]
+pub struct MarkImportKeyParams<'a> {
+    pub source: &'a str,
+    pub record_key: &'a str,
+    pub session_id: Option<&'a str>,
+}
+
+/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:73`.
+///
+/// Records that @session_id holds a record key; the first session to hold it keeps it.
+pub fn mark_import_key(
+    conn: &rusqlite::Connection,
+    params: &MarkImportKeyParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(MARK_IMPORT_KEY_SQL)?;
+    let values = rusqlite::params![params.source, params.record_key, params.session_id];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:80).
+pub const SET_IMPORT_KEY_TITLE_SQL: &str =
+    "INSERT INTO import_keys (source, record_key, title, title_rank)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    title = excluded.title,
+    title_rank = excluded.title_rank";
+
+/// Parameters of [`set_import_key_title`].
+#[derive(Debug, Clone, Copy)]
+pub struct SetImportKeyTitleParams<'a> {
+    pub source: &'a str,
+    pub record_key: &'a str,
+    pub title: Option<&'a str>,
+    pub title_rank: i64,
+}
+
+/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:80`.
+///
+/// A title for the session that will hold a record key (NULL clears it once applied).
+pub fn set_import_key_title(
+    conn: &rusqlite::Connection,
+    params: &SetImportKeyTitleParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(SET_IMPORT_KEY_TITLE_SQL)?;
+    let values = rusqlite::params![
+        params.source,
+        params.record_key,
+        params.title,
+        params.title_rank
+    ];
+    stmt.execute(values)?;
+    Ok(())
 }
 
 /// SQL of `ListMessagesOldest` (sql/queries/message_pages.sql:4).
@@ -3950,6 +4053,12 @@ pub trait ReadQueries {
     /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:64`.
     fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error>;
 
+    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:70`.
+    fn get_import_key(
+        &mut self,
+        params: &GetImportKeyParams<'_>,
+    ) -> Result<Option<ImportKeyRow>, crate::Error>;
+
     /// `ListMessagesOldest` (`:many`) from `sql/queries/message_pages.sql:4`.
     /// The oldest @limit messages of a session, in creation order (the first forward page).
     fn list_messages_oldest(
@@ -4212,6 +4321,17 @@ pub trait Queries: ReadQueries {
     fn update_import_session(
         &mut self,
         params: &UpdateImportSessionParams<'_>,
+    ) -> Result<(), crate::Error>;
+
+    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:73`.
+    /// Records that @session_id holds a record key; the first session to hold it keeps it.
+    fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error>;
+
+    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:80`.
+    /// A title for the session that will hold a record key (NULL clears it once applied).
+    fn set_import_key_title(
+        &mut self,
+        params: &SetImportKeyTitleParams<'_>,
     ) -> Result<(), crate::Error>;
 
     /// `CreateMessage` (`:exec`) from `sql/queries/messages.sql:4`.
@@ -4520,6 +4640,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_import_key(
+        &mut self,
+        params: &GetImportKeyParams<'_>,
+    ) -> Result<Option<ImportKeyRow>, crate::Error> {
+        sqlgen_optional(get_import_key(self.conn, params))
+    }
+
+    #[inline]
     fn list_messages_oldest(
         &mut self,
         params: &ListMessagesOldestParams<'_>,
@@ -4824,6 +4952,19 @@ impl Queries for SqliteQueries<'_> {
         params: &UpdateImportSessionParams<'_>,
     ) -> Result<(), crate::Error> {
         update_import_session(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error> {
+        mark_import_key(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn set_import_key_title(
+        &mut self,
+        params: &SetImportKeyTitleParams<'_>,
+    ) -> Result<(), crate::Error> {
+        set_import_key_title(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -165,6 +165,24 @@ FROM import_sessions
 GROUP BY source
 ORDER BY source";
 
+/// SQL of `GetImportKey` (sql/queries/import.sql:70).
+pub const GET_IMPORT_KEY_SQL: &str =
+    "SELECT * FROM import_keys WHERE source = $1 AND record_key = $2";
+
+/// SQL of `MarkImportKey` (sql/queries/import.sql:73).
+pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
+VALUES ($1, $2, $3)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    session_id = coalesce(import_keys.session_id, excluded.session_id)";
+
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:80).
+pub const SET_IMPORT_KEY_TITLE_SQL: &str =
+    "INSERT INTO import_keys (source, record_key, title, title_rank)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    title = excluded.title,
+    title_rank = excluded.title_rank";
+
 /// SQL of `ListMessagesOldest` (sql/queries/message_pages.sql:4).
 pub const LIST_MESSAGES_OLDEST_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1
@@ -833,6 +851,17 @@ fn read_count_imported_sessions_row(
     })
 }
 
+/// Reads a [`super::ImportKeyRow`] from a row, by position.
+fn read_import_key_row(row: &postgres::Row) -> Result<super::ImportKeyRow, postgres::Error> {
+    Ok(super::ImportKeyRow {
+        source: row.try_get(0)?,
+        record_key: row.try_get(1)?,
+        session_id: row.try_get(2)?,
+        title: row.try_get(3)?,
+        title_rank: row.try_get(4)?,
+    })
+}
+
 /// Reads a [`super::MessageRow`] from a row, by position.
 fn read_message_row(row: &postgres::Row) -> Result<super::MessageRow, postgres::Error> {
     Ok(super::MessageRow {
@@ -1262,6 +1291,22 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.iter()
             .map(read_count_imported_sessions_row)
             .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_import_key(
+        &mut self,
+        params: &super::GetImportKeyParams<'_>,
+    ) -> Result<Option<super::ImportKeyRow>, crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.source, Type::TEXT),
+            (&params.record_key, Type::TEXT),
+        ];
+        let sql = GET_IMPORT_KEY_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_import_key_row)
+            .transpose()
             .map_err(crate::Error::from)
     }
 
@@ -1881,6 +1926,35 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.session_id, Type::TEXT),
         ];
         let sql = UPDATE_IMPORT_SESSION_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
+    }
+
+    fn mark_import_key(
+        &mut self,
+        params: &super::MarkImportKeyParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 3] = [
+            (&params.source, Type::TEXT),
+            (&params.record_key, Type::TEXT),
+            (&params.session_id, Type::TEXT),
+        ];
+        let sql = MARK_IMPORT_KEY_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
+    }
+
+    fn set_import_key_title(
+        &mut self,
+        params: &super::SetImportKeyTitleParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 4] = [
+            (&params.source, Type::TEXT),
+            (&params.record_key, Type::TEXT),
+            (&params.title, Type::TEXT),
+            (&params.title_rank, Type::INT8),
+        ];
+        let sql = SET_IMPORT_KEY_TITLE_SQL;
         self.client.execute_typed(sql, &values)?;
         Ok(())
     }

@@ -142,6 +142,27 @@ pub struct TaskLink {
     pub child: String,
 }
 
+/// A record key that records in other files may name, and the session holding it
+/// (Claude Code: a leaf line's uuid, which `summary` lines name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyMark {
+    /// The source's key of the record.
+    pub key: String,
+    /// The source's id of the session holding it.
+    pub session: String,
+}
+
+/// A title for whichever session holds record `key` (now, or once it is imported).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyTitle {
+    /// The source's key of a record of the session.
+    pub key: String,
+    /// The title.
+    pub title: String,
+    /// How strong its source is.
+    pub rank: TitleRank,
+}
+
 /// A message stored earlier that the source has since undone (a Codex thread rollback):
 /// it stays, with `error` recording why.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,6 +216,10 @@ pub struct Batch {
     pub marks: Vec<MessageMark>,
     /// Task calls and the sessions they started.
     pub task_links: Vec<TaskLink>,
+    /// Record keys other files may name, with their sessions.
+    pub keys: Vec<KeyMark>,
+    /// Titles for the sessions holding record keys.
+    pub key_titles: Vec<KeyTitle>,
     /// The files these came from.
     pub files: Vec<FileMark>,
 }
@@ -207,6 +232,8 @@ impl Batch {
             && self.part_updates.is_empty()
             && self.marks.is_empty()
             && self.task_links.is_empty()
+            && self.keys.is_empty()
+            && self.key_titles.is_empty()
             && self.files.is_empty()
     }
 
@@ -217,6 +244,8 @@ impl Batch {
         self.part_updates.extend(other.part_updates);
         self.marks.extend(other.marks);
         self.task_links.extend(other.task_links);
+        self.keys.extend(other.keys);
+        self.key_titles.extend(other.key_titles);
         self.files.extend(other.files);
     }
 }

@@ -26,7 +26,7 @@ use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageD
 use crate::Source;
 use crate::error::Result;
 use crate::pricing::{self, REPORTED};
-use crate::record::{Batch, MessageMark, Resume, SessionRec};
+use crate::record::{Batch, KeyMark, KeyTitle, MessageMark, Resume, SessionRec};
 
 /// What an earlier import recorded about a file.
 #[derive(Debug, Clone, PartialEq)]
@@ -443,6 +443,12 @@ impl Commit<'_, '_> {
         for mark in &batch.marks {
             self.mark(mark, &mut ids)?;
         }
+        for key in &batch.keys {
+            self.mark_key(key, &mut ids)?;
+        }
+        for title in &batch.key_titles {
+            self.title_key(title)?;
+        }
 
         for rec in &batch.sessions {
             let Some(total) = &rec.usage_total else {
@@ -567,6 +573,104 @@ impl Commit<'_, '_> {
         Ok(())
     }
 
+    /// Records which session holds a record key (the first to hold it keeps it), and
+    /// gives that session a title that was waiting for the key.
+    fn mark_key(&mut self, mark: &KeyMark, ids: &mut HashMap<String, String>) -> Result<()> {
+        let Some(session_id) = self.session_id(&mark.session, ids)? else {
+            return Ok(());
+        };
+        let waiting = self.key(&mark.key)?;
+        q::mark_import_key(
+            self.tx.conn(),
+            &q::MarkImportKeyParams {
+                source: self.source.name(),
+                record_key: &mark.key,
+                session_id: Some(&session_id),
+            },
+        )?;
+        if let Some(row) = waiting
+            && row.session_id.is_none()
+            && let Some(title) = row.title
+        {
+            self.set_key_title(&mark.key, None, 0)?;
+            self.retitle(&session_id, &title, row.title_rank)?;
+        }
+        Ok(())
+    }
+
+    /// Titles the session holding `title.key`, or keeps the title until one does (the
+    /// strongest title waiting wins).
+    fn title_key(&mut self, title: &KeyTitle) -> Result<()> {
+        let rank = title.rank as i64;
+        match self.key(&title.key)? {
+            Some(row) if row.session_id.is_some() => {
+                let session_id = row.session_id.unwrap_or_default();
+                self.retitle(&session_id, &title.title, rank)
+            }
+            Some(row) if row.title.is_some() && row.title_rank > rank => Ok(()),
+            _ => self.set_key_title(&title.key, Some(&title.title), rank),
+        }
+    }
+
+    fn key(&self, key: &str) -> Result<Option<q::ImportKeyRow>> {
+        Ok(q::get_import_key(
+            self.tx.conn(),
+            &q::GetImportKeyParams {
+                source: self.source.name(),
+                record_key: key,
+            },
+        )
+        .optional()?)
+    }
+
+    fn set_key_title(&self, key: &str, title: Option<&str>, rank: i64) -> Result<()> {
+        q::set_import_key_title(
+            self.tx.conn(),
+            &q::SetImportKeyTitleParams {
+                source: self.source.name(),
+                record_key: key,
+                title,
+                title_rank: rank,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Gives imported session `session_id` `title` unless a stronger source titled it.
+    fn retitle(&mut self, session_id: &str, title: &str, rank: i64) -> Result<()> {
+        let Some(known) = q::get_import_session_by_id(self.tx.conn(), session_id).optional()?
+        else {
+            return Ok(());
+        };
+        if rank < known.title_rank {
+            return Ok(());
+        }
+        let current = SessionService::get_tx(self.tx, session_id)?;
+        let external = ExternalSession {
+            title: Some(title.to_owned()),
+            kind: current.kind,
+            ..unchanged(&current)
+        };
+        match self.sessions.upsert_external_tx(self.tx, &external) {
+            // A title that normalizes to nothing is no title.
+            Err(scribe_session::SessionError::InvalidTitle { .. }) => return Ok(()),
+            other => other?,
+        };
+        q::update_import_session(
+            self.tx.conn(),
+            &q::UpdateImportSessionParams {
+                path: &known.path,
+                title_rank: rank,
+                cost_flags: known.cost_flags,
+                pending_parent: known.pending_parent.as_deref(),
+                fingerprint: known.fingerprint.as_deref(),
+                imported_at: self.tx.now(),
+                session_id,
+            },
+        )?;
+        Ok(())
+    }
+
     /// Makes `child` a `kind` child of `parent` (both stored).
     fn link(
         &mut self,
@@ -575,23 +679,9 @@ impl Commit<'_, '_> {
         kind: SessionKind,
     ) -> Result<()> {
         let external = ExternalSession {
-            id: child.id.clone(),
             parent_session_id: Some(parent),
             kind,
-            source: child.source.clone(),
-            directory: None,
-            title: None,
-            model: None,
-            model_config: None,
-            system_prompt: None,
-            billing_provider: None,
-            billing_base_url: None,
-            cost_status: None,
-            cost_source: None,
-            created_at: child.created_at,
-            updated_at: child.updated_at,
-            ended_at: None,
-            end_reason: None,
+            ..unchanged(child)
         };
         self.sessions.upsert_external_tx(self.tx, &external)?;
         Ok(())
@@ -783,6 +873,30 @@ impl Commit<'_, '_> {
             )?;
         }
         Ok(())
+    }
+}
+
+/// `session` as an [`ExternalSession`] that changes nothing of it: no field given (a
+/// stored session keeps what it has), its own kind, parent and times.
+fn unchanged(session: &scribe_session::Session) -> ExternalSession {
+    ExternalSession {
+        id: session.id.clone(),
+        parent_session_id: session.parent_session_id.clone(),
+        kind: session.kind,
+        source: session.source.clone(),
+        directory: None,
+        title: None,
+        model: None,
+        model_config: None,
+        system_prompt: None,
+        billing_provider: None,
+        billing_base_url: None,
+        cost_status: None,
+        cost_source: None,
+        created_at: session.created_at,
+        updated_at: session.updated_at,
+        ended_at: None,
+        end_reason: None,
     }
 }
 

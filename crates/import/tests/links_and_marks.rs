@@ -380,3 +380,108 @@ fn a_task_call_is_linked_to_its_agent_file() {
         assert_eq!(c.parent_session_id.as_deref(), Some(parent));
     }
 }
+
+// ---- Claude Code: summaries title the session whose leaf they name --------------------
+
+fn summary(text: &str, leaf: &str) -> Value {
+    json!({"type": "summary", "summary": text, "leafUuid": leaf})
+}
+
+fn set_age(path: &Path, secs_ago: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(secs_ago);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+const EARLIER: &str = "5e7a0000-0000-4000-8000-00000000000a";
+const LATER: &str = "5e7a0000-0000-4000-8000-00000000000b";
+
+fn earlier_conversation() -> Vec<Value> {
+    vec![
+        claude_line("x1", None, EARLIER, false, 1, said("hello")),
+        claude_line(
+            "x2",
+            Some("x1"),
+            EARLIER,
+            false,
+            2,
+            answer("msg_x2", json!([{"type": "text", "text": "Hi!"}])),
+        ),
+    ]
+}
+
+/// A later conversation whose file starts with a summary of the earlier one.
+fn later_conversation() -> Vec<Value> {
+    vec![
+        summary("Greeting the user", "x2"),
+        claude_line("y1", None, LATER, false, 10, said("something else")),
+        claude_line(
+            "y2",
+            Some("y1"),
+            LATER,
+            false,
+            11,
+            answer("msg_y2", json!([{"type": "text", "text": "Sure."}])),
+        ),
+    ]
+}
+
+#[test]
+fn a_summary_in_a_later_file_titles_the_session_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let (a, b) = (
+        root.join("-w").join(format!("{EARLIER}.jsonl")),
+        root.join("-w").join(format!("{LATER}.jsonl")),
+    );
+    write_lines(&a, &earlier_conversation());
+    write_lines(&b, &later_conversation());
+    set_age(&a, 60);
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert_eq!(
+        session(&db, EARLIER).title.as_deref(),
+        Some("Greeting the user")
+    );
+    assert_eq!(session(&db, LATER).title, None);
+    // A summary of its own conversation, after the lines it names, titles its own session;
+    // a stronger title (the user's) is not replaced by a later summary.
+    append_lines(&b, &[summary("Something else entirely", "y2")]);
+    append_lines(
+        &a,
+        &[json!({"type": "custom-title", "customTitle": "Mine", "sessionId": EARLIER})],
+    );
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert_eq!(
+        session(&db, LATER).title.as_deref(),
+        Some("Something else entirely")
+    );
+    assert_eq!(session(&db, EARLIER).title.as_deref(), Some("Mine"));
+    append_lines(&b, &[summary("Greeting, again", "x2")]);
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert_eq!(session(&db, EARLIER).title.as_deref(), Some("Mine"));
+}
+
+#[test]
+fn a_summary_naming_a_session_not_imported_yet_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    write_lines(&first.join(format!("{LATER}.jsonl")), &later_conversation());
+    write_lines(
+        &second.join(format!("{EARLIER}.jsonl")),
+        &earlier_conversation(),
+    );
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&first));
+    assert_eq!(session(&db, LATER).title, None);
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&second));
+    assert_eq!(
+        session(&db, EARLIER).title.as_deref(),
+        Some("Greeting the user")
+    );
+    assert_eq!(session(&db, LATER).title, None);
+}

@@ -31,3 +31,12 @@ CREATE TABLE import_sessions (
 
 CREATE INDEX import_sessions_pending ON import_sessions (pending_parent)
     WHERE pending_parent IS NOT NULL;
+
+CREATE TABLE import_keys (
+    source              TEXT COLLATE "C" NOT NULL,
+    record_key          TEXT COLLATE "C" NOT NULL,
+    session_id          TEXT COLLATE "C" REFERENCES sessions (id) ON DELETE CASCADE,
+    title               TEXT,
+    title_rank          BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (source, record_key)
+);

@@ -57,3 +57,17 @@ CREATE TABLE import_sessions (
 
 CREATE INDEX import_sessions_pending ON import_sessions (pending_parent)
     WHERE pending_parent IS NOT NULL;
+
+-- Keys of records that a record in another file may name, with the session that holds
+-- each: Claude Code's `summary` lines title the conversation whose leaf line they name
+-- (`leafUuid`), often from a later file. The first session to hold a key keeps it (a
+-- resumed conversation replays its parent's lines with their keys). A title naming a
+-- key not imported yet waits here (`title`, `title_rank`) until it is.
+CREATE TABLE import_keys (
+    source              TEXT NOT NULL,
+    record_key          TEXT NOT NULL,
+    session_id          TEXT REFERENCES sessions (id) ON DELETE CASCADE,
+    title               TEXT,
+    title_rank          INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (source, record_key)
+);

@@ -22,7 +22,11 @@
 //!   breakdown is there), output without `thinking_tokens`, which are reasoning;
 //!   `<synthetic>` messages carry no model and no usage;
 //! - `compact_boundary` + the `isCompactSummary` user line: a summary message;
-//! - titles: `custom-title` over `ai-title` over `summary`;
+//! - titles: `custom-title` over `ai-title` over `summary`; a `summary` titles the session
+//!   whose line its `leafUuid` names, which may be in another (earlier) file: each read
+//!   records the file's leaf lines (uuids no later line names as its parent, the newest
+//!   [`LEAVES_KEPT`]) with their sessions, and a summary naming a leaf not imported yet
+//!   waits for it;
 //! - a file whose first line continues a message of another session (`--resume`) is that
 //!   session's continuation; the replayed lines keep their ids and stay with the original.
 //! - skipped, counted: `progress`, `queue-operation`, `file-history-snapshot`,
@@ -43,10 +47,15 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
-use crate::record::{Batch, MessageRec, PartUpdate, Resume, SessionRec, TaskLink, TitleRank};
+use crate::record::{
+    Batch, KeyMark, KeyTitle, MessageRec, PartUpdate, Resume, SessionRec, TaskLink, TitleRank,
+};
 use crate::time;
 
 const SRC: Source = Source::ClaudeCode;
+
+/// Leaf lines a reader remembers per file (uuid and session), for `summary` lines.
+pub const LEAVES_KEPT: usize = 64;
 
 /// The Claude Code importer.
 #[derive(Debug, Clone, Copy)]
@@ -96,6 +105,9 @@ struct Carry {
     tasks: BTreeMap<String, String>,
     /// Titles of inline sidechains (their Task call's description), by external id.
     side_titles: BTreeMap<String, String>,
+    /// Conversation lines no later line names as its parent, oldest first: (uuid, the
+    /// external id of their session).
+    leaves: Vec<(String, String)>,
     compact: Option<bool>,
     last_at: i64,
     started: bool,
@@ -164,6 +176,7 @@ impl Importer for ClaudeCode {
             keys: std::collections::HashSet::new(),
             line: 0,
             agents: None,
+            current: String::new(),
         };
         for line in chunk.lines() {
             let value: Value = match serde_json::from_str(line.text) {
@@ -239,6 +252,8 @@ struct Reader<'a> {
     /// The agent files under this session's `subagents/`: the Task call (`toolUseId` of
     /// their `.meta.json`) → the agent's external id; read when first needed.
     agents: Option<BTreeMap<String, String>>,
+    /// The session of the conversation line being read.
+    current: String,
 }
 
 /// Whether `name` is Claude Code's sub-agent tool (Task, renamed Agent).
@@ -266,11 +281,15 @@ impl Reader<'_> {
                 } else {
                     self.user(v, at);
                 }
+                self.leaf(v);
                 self.report.records += 1;
             }
             "summary" => {
                 if let Some(s) = str_of(v, "summary") {
-                    self.title(s, TitleRank::Summary);
+                    match str_of(v, "leafUuid").filter(|l| !l.is_empty()) {
+                        Some(leaf) => self.summary(leaf, s),
+                        None => self.title(s, TitleRank::Summary),
+                    }
                 }
                 self.report.records += 1;
             }
@@ -349,6 +368,38 @@ impl Reader<'_> {
         }
     }
 
+    /// Notes the line just read as a leaf, and its parent as one no longer.
+    fn leaf(&mut self, v: &Value) {
+        let Some(uuid) = str_of(v, "uuid").filter(|u| !u.is_empty()) else {
+            return;
+        };
+        let leaves = &mut self.carry.leaves;
+        if let Some(parent) = str_of(v, "parentUuid") {
+            leaves.retain(|(u, _)| u != parent);
+        }
+        leaves.retain(|(u, _)| u != uuid);
+        leaves.push((uuid.to_owned(), self.current.clone()));
+        if leaves.len() > LEAVES_KEPT {
+            leaves.remove(0);
+        }
+    }
+
+    /// A `summary` titling the session that holds line `leaf`: one of this file's when
+    /// the leaf was read here, else whichever imported it (or will).
+    fn summary(&mut self, leaf: &str, title: &str) {
+        if let Some((_, session)) = self.carry.leaves.iter().find(|(u, _)| u == leaf) {
+            self.out.keys.push(KeyMark {
+                key: leaf.to_owned(),
+                session: session.clone(),
+            });
+        }
+        self.out.key_titles.push(KeyTitle {
+            key: leaf.to_owned(),
+            title: title.to_owned(),
+            rank: TitleRank::Summary,
+        });
+    }
+
     fn title(&mut self, title: &str, rank: TitleRank) {
         let head = self.head();
         let stronger = head.title.as_ref().is_none_or(|(_, r)| rank as u8 >= *r);
@@ -360,6 +411,12 @@ impl Reader<'_> {
     /// The external id of the session a line belongs to: the file's, or for a sidechain
     /// line of a session file, its sidechain's.
     fn session_of(&mut self, v: &Value) -> String {
+        let id = self.line_session(v);
+        self.current.clone_from(&id);
+        id
+    }
+
+    fn line_session(&mut self, v: &Value) -> String {
         let head_id = self.head().id.clone();
         let task = self.head().task;
         let sidechain = v.get("isSidechain").and_then(Value::as_bool) == Some(true);
@@ -806,6 +863,12 @@ impl Reader<'_> {
                 .get(id)
                 .map(|t| (t.clone(), TitleRank::Source));
             sessions.push(side);
+        }
+        for (key, session) in &self.carry.leaves {
+            self.out.keys.push(KeyMark {
+                key: key.clone(),
+                session: session.clone(),
+            });
         }
         // Parents first: this batch's sessions go before any that reference them.
         let mut batch_sessions = std::mem::take(&mut self.out.sessions);
