@@ -373,57 +373,166 @@ fn sources_lists_the_histories_and_their_last_import() {
     );
 }
 
-#[test]
-fn watch_imports_records_as_they_are_written() {
-    let (dir, scribe) = setup();
-    let root = dir.path().join("live");
+/// A `scribe import --watch` process and the lines it prints (read on a thread, so a
+/// test waits for a line with a deadline instead of blocking on a silent child).
+struct Watching {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Watching {
+    fn start(scribe: &Scribe, args: &[&str]) -> Watching {
+        let mut child = scribe.command(args).spawn().unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watching {
+            child,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits for a line containing `what`; returns how long it took. The deadline is
+    /// generous so that a loaded machine does not fail the test: what a test proves is
+    /// *which* mechanism imported the record, not how fast (see each test).
+    fn expect(&mut self, what: &str) -> Duration {
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(60);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                    if line.contains(what) {
+                        return started.elapsed();
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!("no {what:?} within 60 s; the watch printed:\n{}", self.seen);
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Codex fixture's lines, and a live directory holding its first 8 lines.
+fn live_codex(dir: &Path) -> (PathBuf, PathBuf, Vec<String>) {
+    let root = dir.join("live");
     std::fs::create_dir_all(&root).unwrap();
     let fixture = std::fs::read_to_string(
         fixtures().join("codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl"),
     )
     .unwrap();
-    let lines: Vec<&str> = fixture.lines().collect();
+    let lines: Vec<String> = fixture.lines().map(str::to_owned).collect();
     let file = root.join("rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl");
     std::fs::write(&file, lines[..8].join("\n") + "\n").unwrap();
-    let mut child = scribe
-        .command(&[
+    (root, file, lines)
+}
+
+fn append(file: &Path, lines: &[String]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    f.write_all((lines.join("\n") + "\n").as_bytes()).unwrap();
+}
+
+#[test]
+fn watch_imports_records_as_they_are_written() {
+    let (dir, scribe) = setup();
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
             "import",
             "--from",
             "codex",
             root.to_str().unwrap(),
             "--watch",
-        ])
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = String::new();
-    let wait_for = |out: &mut BufReader<_>, seen: &mut String, what: &str| {
-        // A generous deadline so a loaded machine does not fail the test; the importer
-        // itself looks every second.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            let mut line = String::new();
-            if out.read_line(&mut line).unwrap() == 0 {
-                break;
-            }
-            seen.push_str(&line);
-            if line.contains(what) {
-                return;
-            }
-        }
-        panic!("no {what:?} in {seen}");
-    };
-    wait_for(&mut out, &mut seen, "watching");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .unwrap();
-    f.write_all((lines[8..].join("\n") + "\n").as_bytes())
-        .unwrap();
-    drop(f);
-    wait_for(&mut out, &mut seen, "codex: 2 messages new");
-    child.kill().unwrap();
-    child.wait().unwrap();
+        ],
+    );
+    watching.expect("watching");
+    append(&file, &lines[8..]);
+    watching.expect("codex: 2 messages new");
+    drop(watching);
     let list = scribe.json(&["list", "--json"]);
     assert_eq!(list["sessions"][0]["message_count"], 3);
+}
+
+#[test]
+fn watch_is_woken_by_file_system_notifications() {
+    // The poll is set to an hour: a record imported within the test's deadline came in
+    // through a notification. A machine without them fails here, saying so.
+    let (dir, mut scribe) = setup();
+    scribe
+        .vars
+        .push(("SCRIBE_WATCH_POLL_MS".to_owned(), "3600000".to_owned()));
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
+            "import",
+            "--from",
+            "codex",
+            root.to_str().unwrap(),
+            "--watch",
+        ],
+    );
+    watching.expect("watching for new records (file-system notifications");
+    append(&file, &lines[8..]);
+    let grown = watching.expect("codex: 2 messages new");
+    // A new file in a directory that did not exist when watching began (Codex writes
+    // each day's rollouts under a new YYYY/MM/DD).
+    let later = root.join("2026/10/01");
+    std::fs::create_dir_all(&later).unwrap();
+    let other = std::fs::read_to_string(
+        fixtures().join("codex/sessions/2026/02/23/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(
+        later.join("rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"),
+        other,
+    )
+    .unwrap();
+    let created = watching.expect("codex: ");
+    eprintln!("imported after a write: {grown:?} (grown file), {created:?} (new file)");
+    drop(watching);
+    let list = scribe.json(&["list", "--json"]);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2, "{list}");
+}
+
+#[test]
+fn watch_polls_when_notifications_are_off() {
+    let (dir, mut scribe) = setup();
+    scribe
+        .vars
+        .push(("SCRIBE_WATCH_NOTIFY".to_owned(), "0".to_owned()));
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
+            "import",
+            "--from",
+            "codex",
+            root.to_str().unwrap(),
+            "--watch",
+            "--json",
+        ],
+    );
+    watching.expect("watching for new records (looking every 1000 ms");
+    append(&file, &lines[8..]);
+    let took = watching.expect("\"messages_inserted\":2");
+    eprintln!("imported after a write: {took:?}");
 }

@@ -40,6 +40,7 @@ mod run;
 pub mod sink;
 pub mod sources;
 pub mod time;
+pub mod watch;
 
 use std::fmt;
 use std::str::FromStr;

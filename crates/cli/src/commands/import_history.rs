@@ -3,10 +3,11 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::ValueEnum;
 use scribe_import::sink::{DryRunSink, Sink, StoreSink};
+use scribe_import::watch::{self, Watch};
 use scribe_import::{Env, Event, Options, Source, SourceSummary, import, sources};
 use serde::Serialize;
 
@@ -15,8 +16,12 @@ use crate::error::CliError;
 use crate::json::{self, Tokens, usd};
 use crate::ui::{self, paint, style};
 
-/// How often `--watch` looks for changes (each look costs one `stat` per file).
-const WATCH_EVERY: Duration = Duration::from_millis(1000);
+/// `--watch` polls this often (ms) where file-system notifications do not cover every
+/// location (default: [`watch::POLL`]); for troubleshooting and tests.
+const POLL_VAR: &str = "SCRIBE_WATCH_POLL_MS";
+
+/// `--watch` uses no file-system notifications (polls only) when this is `0`.
+const NOTIFY_VAR: &str = "SCRIBE_WATCH_NOTIFY";
 
 /// Malformed lines listed in the human summary (all are in `--json`).
 const MALFORMED_SHOWN: usize = 10;
@@ -126,6 +131,8 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
         since: args.since,
         ..Options::default()
     };
+    // Watching starts before the first import, so nothing written during it is missed.
+    let watch = args.watch.then(|| watcher(&targets));
     let mut sink: Box<dyn Sink> = if args.dry_run {
         Box::new(DryRunSink::new(Some(ctx.store.clone())))
     } else {
@@ -144,13 +151,18 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             write!(out, "{}", human(s, args.dry_run))?;
         }
     }
-    if !args.watch {
+    let Some(watch) = watch else {
         return Ok(());
-    }
-    writeln!(out, "watching for new records (Ctrl-C to stop)…")?;
+    };
+    let how = if watch.notifying() {
+        "file-system notifications".to_owned()
+    } else {
+        format!("looking every {} ms", poll().as_millis())
+    };
+    writeln!(out, "watching for new records ({how}; Ctrl-C to stop)…")?;
     out.flush()?;
     loop {
-        let started = Instant::now();
+        watch.wait();
         let summaries = once(&targets, &options, sink.as_mut(), false)?;
         for s in summaries.iter().filter(|s| changed(s)) {
             if args.json {
@@ -161,8 +173,26 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             }
             out.flush()?;
         }
-        std::thread::sleep(WATCH_EVERY.saturating_sub(started.elapsed()));
     }
+}
+
+/// How often `--watch` polls where notifications do not reach.
+fn poll() -> Duration {
+    std::env::var(POLL_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(watch::POLL, Duration::from_millis)
+}
+
+/// A watch over every location the targets read.
+fn watcher(targets: &[(Source, Vec<PathBuf>)]) -> Watch {
+    let roots: Vec<PathBuf> = targets
+        .iter()
+        .flat_map(|(_, roots)| roots.iter().cloned())
+        .collect();
+    let notify = std::env::var(NOTIFY_VAR).map_or(true, |v| v.trim() != "0");
+    Watch::new(&roots, poll(), notify)
 }
 
 fn problems(list: &[scribe_import::Malformed]) -> Vec<Problem<'_>> {
