@@ -602,12 +602,12 @@ impl Commit<'_, '_> {
     /// strongest title waiting wins).
     fn title_key(&mut self, title: &KeyTitle) -> Result<()> {
         let rank = title.rank as i64;
-        match self.key(&title.key)? {
-            Some(row) if row.session_id.is_some() => {
-                let session_id = row.session_id.unwrap_or_default();
-                self.retitle(&session_id, &title.title, rank)
-            }
-            Some(row) if row.title.is_some() && row.title_rank > rank => Ok(()),
+        let row = self.key(&title.key)?;
+        if let Some(session_id) = row.as_ref().and_then(|r| r.session_id.as_deref()) {
+            return self.retitle(session_id, &title.title, rank);
+        }
+        match row {
+            Some(waiting) if waiting.title.is_some() && waiting.title_rank > rank => Ok(()),
             _ => self.set_key_title(&title.key, Some(&title.title), rank),
         }
     }
@@ -648,7 +648,6 @@ impl Commit<'_, '_> {
         let current = SessionService::get_tx(self.tx, session_id)?;
         let external = ExternalSession {
             title: Some(title.to_owned()),
-            kind: current.kind,
             ..unchanged(&current)
         };
         match self.sessions.upsert_external_tx(self.tx, &external) {
