@@ -16,7 +16,10 @@ pub(crate) fn remote_location(path: &Path) -> Result<Option<&str>> {
         return Ok(Some(text));
     }
     if let Some((scheme, _)) = text.split_once("://") {
-        let is_scheme = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        let is_scheme = scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
             && scheme
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));

@@ -171,7 +171,9 @@ pub enum Error {
     },
     /// The server refused the credentials: a wrong password, an unknown role, or no
     /// `pg_hba.conf` entry letting this user in.
-    #[error("the database server at {target} refused user {user:?}: wrong password or no such role")]
+    #[error(
+        "the database server at {target} refused user {user:?}: wrong password or no such role"
+    )]
     AuthFailed {
         /// The user name that was tried.
         user: String,

@@ -29,9 +29,9 @@ pub mod ids;
 mod info;
 mod maintenance;
 mod migrate;
-pub mod queries;
 #[cfg(feature = "postgres")]
 mod pg;
+pub mod queries;
 #[cfg(feature = "postgres")]
 pub use pg::events;
 pub mod search;

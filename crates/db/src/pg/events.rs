@@ -31,7 +31,7 @@ pub const CHANNEL: &str = "scribe_events";
 const POLL: Duration = Duration::from_millis(100);
 
 /// What kind of change a row went through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ChangeOp {
     /// The row was inserted.
     Insert,
@@ -243,7 +243,10 @@ mod tests {
             r#"{"table":"sessions","op":"delete","id":"s","session":"s","origin":""}"#,
             "",
         );
-        assert_eq!(other.map(|c| (c.op, c.own)), Some((ChangeOp::Delete, false)));
+        assert_eq!(
+            other.map(|c| (c.op, c.own)),
+            Some((ChangeOp::Delete, false))
+        );
         assert_eq!(decode("not json", "me"), None);
         assert_eq!(decode(r#"{"table":"x","op":"truncate"}"#, "me"), None);
     }

@@ -390,7 +390,11 @@ mod tests {
 
     #[test]
     fn sslmodes_map_to_verification() {
-        let v = |s: &str| Location::parse(s).map(|l| l.verify).map_err(|e| e.to_string());
+        let v = |s: &str| {
+            Location::parse(s)
+                .map(|l| l.verify)
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(v("postgres://u@h/d"), Ok(Verify::Unchecked));
         assert_eq!(v("postgres://u@h/d?sslmode=disable"), Ok(Verify::Off));
         assert_eq!(v("postgres://u@h/d?sslmode=require"), Ok(Verify::Unchecked));

@@ -48,9 +48,7 @@ fn recorded(client: &mut Client) -> Result<Vec<(i64, String)>> {
         return Ok(Vec::new());
     }
     let rows = client.query(
-        &format!(
-            "SELECT CAST(version AS BIGINT), checksum FROM {HISTORY_TABLE} ORDER BY version"
-        ),
+        &format!("SELECT CAST(version AS BIGINT), checksum FROM {HISTORY_TABLE} ORDER BY version"),
         &[],
     )?;
     rows.iter()

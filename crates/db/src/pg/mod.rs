@@ -52,7 +52,12 @@ impl PgBackend {
         let location = Location::parse(text)?;
         let origin = uuid::Uuid::now_v7().simple().to_string();
         let max_open = options.max_idle_readers.max(1) * 4;
-        let pool = Pool::new(location, origin, max_open, options.max_idle_readers.max(1) + 1)?;
+        let pool = Pool::new(
+            location,
+            origin,
+            max_open,
+            options.max_idle_readers.max(1) + 1,
+        )?;
         let report = {
             let mut client = pool.get()?;
             let shown = pool.location().shown.clone();
@@ -93,8 +98,7 @@ impl PgBackend {
                 path: self.shown().into(),
             }));
         }
-        let (value, actions) =
-            retry_with(options, || self.write_once(&options.clock, &mut f))?;
+        let (value, actions) = retry_with(options, || self.write_once(&options.clock, &mut f))?;
         for action in actions {
             action();
         }
@@ -209,7 +213,13 @@ impl PgBackend {
 fn commit(mut client: Pooled<'_>) -> Result<()> {
     match client.batch_execute("SELECT 1; COMMIT") {
         Ok(()) => Ok(()),
-        Err(err) if err.as_db_error().is_some() => {
+        // FATAL: the server ended the connection (shut down, terminated) while COMMIT was
+        // on its way, so whether it ran is as unknown as for a lost connection.
+        Err(err)
+            if err
+                .as_db_error()
+                .is_some_and(|db| !matches!(db.severity(), "FATAL" | "PANIC")) =>
+        {
             let err = Error::from(err);
             let err = match err {
                 Error::Postgres {

@@ -232,7 +232,11 @@ fn tls_connector(location: &Location) -> Result<MakeTlsConnector> {
         }
         Verify::Full => {}
     }
-    if let Some(path) = location.root_cert.as_ref().filter(|p| p.as_os_str() != "system") {
+    if let Some(path) = location
+        .root_cert
+        .as_ref()
+        .filter(|p| p.as_os_str() != "system")
+    {
         let pem = std::fs::read(path).map_err(|source| Error::Io {
             path: path.clone(),
             source,
