@@ -33,7 +33,7 @@ mod migrate;
 mod pg;
 pub mod queries;
 #[cfg(feature = "postgres")]
-pub use pg::events;
+pub use pg::{copy, events};
 pub mod search;
 mod tx;
 

@@ -5,6 +5,7 @@
 //! - [`pool`]: the connection pool and TLS.
 //! - [`migrate`]: migrations under an advisory lock.
 //! - [`events`]: the cross-host event listener.
+//! - [`copy`]: copying a whole store between backends.
 //!
 //! Transactions keep SQLite's contract. A write runs SERIALIZABLE, so every
 //! read-check-write a service does (a free title, the next file version, a lease) is as
@@ -15,6 +16,7 @@
 //! [`crate::Error::CommitUnknown`] is returned, never a retry. A read runs REPEATABLE READ
 //! READ ONLY: one snapshot, never blocking a writer.
 
+pub mod copy;
 pub mod events;
 pub(crate) mod location;
 pub(crate) mod migrate;
