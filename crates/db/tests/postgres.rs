@@ -190,13 +190,13 @@ fn each_way_of_failing_to_connect_has_its_own_error() {
     let err = Database::open("host=/nonexistent/socket/dir user=me").unwrap_err();
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
 
-    let err = Database::open(&format!("{base} dbname=no_such_db_here")).unwrap_err();
+    let err = Database::open(format!("{base} dbname=no_such_db_here")).unwrap_err();
     assert!(
         matches!(err, Error::NoSuchDatabase { ref name, .. } if name == "no_such_db_here"),
         "{err:?}"
     );
 
-    let err = Database::open(&format!("{base} user=no_such_role")).unwrap_err();
+    let err = Database::open(format!("{base} user=no_such_role")).unwrap_err();
     assert!(
         matches!(err, Error::AuthFailed { ref user, .. } if user == "no_such_role"),
         "{err:?}"
@@ -209,7 +209,7 @@ fn each_way_of_failing_to_connect_has_its_own_error() {
             "DROP ROLE IF EXISTS scribe_pw; CREATE ROLE scribe_pw LOGIN PASSWORD 'right'",
         )
         .unwrap();
-    let err = Database::open(&format!("{base} user=scribe_pw password=badpass")).unwrap_err();
+    let err = Database::open(format!("{base} user=scribe_pw password=badpass")).unwrap_err();
     assert!(matches!(err, Error::AuthFailed { .. }), "{err:?}");
     assert!(!err.to_string().contains("badpass"), "{err}");
     // With the right one, a database it owns is migrated by it (no superuser needed:
@@ -218,7 +218,7 @@ fn each_way_of_failing_to_connect_has_its_own_error() {
     admin
         .batch_execute("ALTER DATABASE scribe_pwdb OWNER TO scribe_pw")
         .unwrap();
-    let db = Database::open(&format!(
+    let db = Database::open(format!(
         "{base} user=scribe_pw password=right dbname=scribe_pwdb"
     ))
     .unwrap();
@@ -226,7 +226,7 @@ fn each_way_of_failing_to_connect_has_its_own_error() {
         db.schema_version().unwrap(),
         Database::known_schema_version()
     );
-    let err = Database::open(&format!("{base} user=scribe_pw")).unwrap_err();
+    let err = Database::open(format!("{base} user=scribe_pw")).unwrap_err();
     assert!(matches!(err, Error::AuthFailed { .. }), "{err:?}");
 }
 
@@ -254,31 +254,31 @@ fn tls_is_used_and_verified_as_the_url_asks() {
     let db = Database::open(&full).unwrap();
     assert_eq!(ssl_in_use(&db), [true]);
     drop(db);
-    let plain = Database::open(&format!("{tcp} dbname=scribe_tls sslmode=disable")).unwrap();
+    let plain = Database::open(format!("{tcp} dbname=scribe_tls sslmode=disable")).unwrap();
     assert_eq!(ssl_in_use(&plain), [false]);
     drop(plain);
     // The certificate names localhost, not 127.0.0.1: verify-full refuses, verify-ca
     // (the chain only) and require (no check) accept.
     let by_ip = tcp.replace("host=localhost", "host=127.0.0.1");
-    let err = Database::open(&format!(
+    let err = Database::open(format!(
         "{by_ip} dbname=scribe_tls sslmode=verify-full sslrootcert={ca}"
     ))
     .unwrap_err();
     assert!(matches!(err, Error::Tls { .. }), "{err:?}");
-    Database::open(&format!(
+    Database::open(format!(
         "{by_ip} dbname=scribe_tls sslmode=verify-ca sslrootcert={ca}"
     ))
     .unwrap();
-    Database::open(&format!("{by_ip} dbname=scribe_tls sslmode=require")).unwrap();
+    Database::open(format!("{by_ip} dbname=scribe_tls sslmode=require")).unwrap();
     // Trusting only the system's roots, the self-signed certificate fails verification.
-    let err = Database::open(&format!("{tcp} dbname=scribe_tls sslmode=verify-full")).unwrap_err();
+    let err = Database::open(format!("{tcp} dbname=scribe_tls sslmode=verify-full")).unwrap_err();
     assert!(matches!(err, Error::Tls { .. }), "{err:?}");
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn writes_commit_with_their_actions_and_failures_roll_back_whole() {
-    let db = Database::open(&fresh("scribe_write")).unwrap();
+    let db = Database::open(fresh("scribe_write")).unwrap();
     let s = create_session(&db);
     let announced = Arc::new(Mutex::new(Vec::new()));
     db.write(|tx| -> scribe_db::Result<()> {
@@ -327,7 +327,7 @@ fn writes_commit_with_their_actions_and_failures_roll_back_whole() {
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn a_closure_that_goes_on_after_a_failed_statement_does_not_commit_silently() {
-    let db = Database::open(&fresh("scribe_swallow")).unwrap();
+    let db = Database::open(fresh("scribe_swallow")).unwrap();
     let s = create_session(&db);
     let err = db
         .write(|tx| -> scribe_db::Result<()> {
@@ -346,7 +346,7 @@ fn a_closure_that_goes_on_after_a_failed_statement_does_not_commit_silently() {
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn a_serialization_failure_reruns_the_whole_closure_with_an_empty_queue() {
-    let db = Arc::new(Database::open(&fresh("scribe_retry")).unwrap());
+    let db = Arc::new(Database::open(fresh("scribe_retry")).unwrap());
     let s = create_session(&db);
     let (read_done, other_done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
     let runs = AtomicUsize::new(0);
@@ -422,7 +422,7 @@ fn a_commit_whose_outcome_is_unknown_is_reported_and_never_retried() {
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn a_read_sees_one_snapshot_while_writers_commit() {
-    let db = Arc::new(Database::open(&fresh("scribe_snapshot")).unwrap());
+    let db = Arc::new(Database::open(fresh("scribe_snapshot")).unwrap());
     let s = create_session(&db);
     let (first_read, written) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
     let writer = std::thread::spawn({
@@ -677,7 +677,7 @@ fn a_store_goes_to_postgres_and_back_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let original = Database::open(dir.path().join("original.db")).unwrap();
     let sessions = common::fill_for_copy(&original);
-    let pg = Database::open(&fresh("scribe_copy")).unwrap();
+    let pg = Database::open(fresh("scribe_copy")).unwrap();
 
     let mut tables_seen = Vec::new();
     scribe_db::copy::copy(&original, &pg, |p| {

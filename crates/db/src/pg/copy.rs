@@ -14,6 +14,7 @@
 //! - into SQLite, foreign keys are switched off and tables are filled children first, so
 //!   the counter triggers find no session to count into (the search index triggers do
 //!   index every part); `PRAGMA foreign_key_check` must then find nothing.
+//!
 //! Generated columns (`parts.search_text`) are computed by the target.
 
 use std::collections::HashMap;
@@ -377,7 +378,7 @@ fn plan(db: &Database) -> Result<Vec<Table>> {
 /// Reads a source's rows in batches, all from one snapshot.
 enum Reader<'a> {
     Sqlite(std::sync::MutexGuard<'a, rusqlite::Connection>),
-    Postgres(crate::pg::pool::Pooled<'a>),
+    Postgres(Box<crate::pg::pool::Pooled<'a>>),
 }
 
 impl<'a> Reader<'a> {
@@ -386,7 +387,7 @@ impl<'a> Reader<'a> {
             Some(pg) => {
                 let mut client = pg.client()?;
                 client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-                Ok(Reader::Postgres(client))
+                Ok(Reader::Postgres(Box::new(client)))
             }
             None => {
                 let conn = db.writer();
