@@ -1,6 +1,7 @@
 //! scribe-bench: Scribe's benchmark report. Measures, in one run and against raw rusqlite
 //! baselines on the same machine: appends, several writer processes on one file, search,
-//! loading a session, `context()` after a summary, export/import, and the file's bytes
+//! loading a session, `context()` after a summary, export/import, history import (Claude
+//! Code and Codex files), and the file's bytes
 //! per message; prints one table (or, with `--json`, the same figures as one JSON
 //! document).
 //!
@@ -20,6 +21,7 @@ mod append;
 mod compaction;
 mod corpus;
 mod data;
+mod import;
 mod reads;
 mod report;
 mod stats;
@@ -207,6 +209,12 @@ fn run(cli: &Cli) -> Result<()> {
         &dir.path().join("import.db"),
     )?;
 
+    progress(&format!(
+        "import: about {} messages of generated Claude Code and Codex history",
+        sizes.import_messages
+    ));
+    let import = import::run(dir.path(), sizes.import_messages, seed)?;
+
     let report = Report {
         machine: machine.finish(),
         seed,
@@ -229,6 +237,7 @@ fn run(cli: &Cli) -> Result<()> {
         load,
         context,
         transfer,
+        import,
         total_s: started.elapsed().as_secs_f64(),
     };
     if cli.json {

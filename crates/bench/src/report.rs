@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::append::AppendResult;
 use crate::corpus::Shape;
+use crate::import::ImportResult;
 use crate::reads::{ContextResult, LoadResult, SearchResult};
 use crate::stats::ratio;
 use crate::transfer::TransferResult;
@@ -35,6 +36,8 @@ pub struct Sizes {
     pub load_rounds: usize,
     /// `context()` calls timed per session.
     pub context_rounds: usize,
+    /// Messages of generated agent history imported.
+    pub import_messages: usize,
 }
 
 fn shape<S: serde::Serializer>(s: &Shape, ser: S) -> Result<S::Ok, S::Error> {
@@ -71,6 +74,7 @@ impl Sizes {
             queries: 200,
             load_rounds: 50,
             context_rounds: 30,
+            import_messages: 100_000,
         }
     }
 
@@ -93,6 +97,7 @@ impl Sizes {
             queries: 36,
             load_rounds: 5,
             context_rounds: 5,
+            import_messages: 3_000,
         }
     }
 }
@@ -211,6 +216,8 @@ pub struct Report {
     pub context: ContextResult,
     /// Export and import.
     pub transfer: TransferResult,
+    /// History import of generated Claude Code and Codex files.
+    pub import: ImportResult,
     /// Seconds the whole run took.
     pub total_s: f64,
 }
@@ -419,6 +426,41 @@ impl Report {
                 None,
                 "",
                 None,
+            ),
+            row(
+                format!(
+                    "import history: {} msgs in {} files (empty db)",
+                    thousands(self.import.messages as f64),
+                    self.import.files
+                ),
+                format!(
+                    "{} ({})",
+                    millis(self.import.import_ms),
+                    per_s(self.import.import_per_s)
+                ),
+                "",
+                None,
+                ">= 10,000 msg/s",
+                Some(self.import.import_per_s >= 10_000.0),
+            ),
+            row(
+                "  same, search index built later (bulk-path ceiling)",
+                per_s(self.import.unindexed_per_s),
+                "",
+                None,
+                "",
+                None,
+            ),
+            row(
+                "import history again, unchanged: per file",
+                format!(
+                    "{:.1} us ({} read)",
+                    self.import.rerun_us_per_file, self.import.rerun_files_read
+                ),
+                "",
+                None,
+                "one stat, 0 read",
+                Some(self.import.rerun_files_read == 0),
             ),
             row(
                 "database file: bytes per message",
