@@ -3,7 +3,9 @@
 //! into the SQL text.
 //!
 //! - [`list_sessions`] / [`count_sessions`]: sessions by [`SessionFilter`], returning the
-//!   generated [`SessionRow`].
+//!   generated [`SessionRow`]; [`SessionFilter::after`] pages by keyset (a [`SessionKeyset`]
+//!   from the last row of the previous page), so a page deep into a long list costs what the
+//!   first one does.
 
 use rusqlite::{Connection, Row};
 use sea_query::{
@@ -66,6 +68,39 @@ pub enum SessionOrder {
     CostDesc,
 }
 
+/// The value a [`SessionOrder`] sorts by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortValue {
+    /// A time or a token count.
+    Int(i64),
+    /// A cost.
+    Real(f64),
+}
+
+impl From<SortValue> for sea_query::Value {
+    fn from(value: SortValue) -> Self {
+        match value {
+            SortValue::Int(v) => v.into(),
+            SortValue::Real(v) => v.into(),
+        }
+    }
+}
+
+/// A place in a [`SessionOrder`]: the sort value and id of a row. With
+/// [`SessionFilter::after`], a list starts just after that row.
+///
+/// The sort value of a row is, by order: `updated_at` ([`SessionOrder::UpdatedDesc`]),
+/// `created_at` ([`SessionOrder::CreatedDesc`], [`SessionOrder::CreatedAsc`]), the sum of
+/// its five token columns ([`SessionOrder::TokensDesc`]), `estimated_cost_usd`
+/// ([`SessionOrder::CostDesc`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionKeyset {
+    /// The row's sort value.
+    pub value: SortValue,
+    /// The row's id (the tie-break).
+    pub id: String,
+}
+
 /// Optional conditions on sessions; every `None` / empty field means "any".
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFilter {
@@ -73,6 +108,8 @@ pub struct SessionFilter {
     pub sources: Vec<String>,
     /// No sessions from these sources.
     pub exclude_sources: Vec<String>,
+    /// Only sessions of one of these models.
+    pub models: Vec<String>,
     /// Only sessions of this user.
     pub user_id: Option<String>,
     /// Only sessions of one of these kinds (`normal`, `title`, `task`, `fork`, `continuation`).
@@ -98,6 +135,9 @@ pub struct SessionFilter {
     pub limit: Option<u64>,
     /// Skip this many rows first.
     pub offset: Option<u64>,
+    /// Only rows after this place in [`SessionFilter::order`] (keyset paging; ignored by
+    /// [`count_sessions`]).
+    pub after: Option<SessionKeyset>,
 }
 
 impl SessionFilter {
@@ -109,6 +149,9 @@ impl SessionFilter {
         }
         if !self.exclude_sources.is_empty() {
             cond = cond.add(c("source").is_not_in(self.exclude_sources.iter().cloned()));
+        }
+        if !self.models.is_empty() {
+            cond = cond.add(c("model").is_in(self.models.iter().cloned()));
         }
         if let Some(user) = &self.user_id {
             cond = cond.add(c("user_id").eq(user.as_str()));
@@ -147,14 +190,10 @@ impl SessionFilter {
         cond
     }
 
-    fn select(&self) -> SelectStatement {
+    /// The sort expression and direction of [`SessionFilter::order`].
+    fn sort(&self) -> (Expr, Order) {
         let c = |name: &str| col("sessions", name);
-        let mut query = Query::select();
-        query
-            .column((Alias::new("sessions"), Asterisk))
-            .from(Alias::new("sessions"))
-            .cond_where(self.condition());
-        let (first, order) = match self.order {
+        match self.order {
             SessionOrder::UpdatedDesc => (c("updated_at"), Order::Desc),
             SessionOrder::CreatedDesc => (c("created_at"), Order::Desc),
             SessionOrder::CreatedAsc => (c("created_at"), Order::Asc),
@@ -167,7 +206,38 @@ impl SessionFilter {
                 Order::Desc,
             ),
             SessionOrder::CostDesc => (c("estimated_cost_usd"), Order::Desc),
-        };
+        }
+    }
+
+    /// Rows after `place` in the sort order: `key <= v AND (key < v OR id < x)` when
+    /// descending (mirrored when ascending), which an index on the key can serve as a range.
+    fn keyset(&self, place: &SessionKeyset) -> Cond {
+        let (key, order) = self.sort();
+        let id = col("sessions", "id");
+        let value = sea_query::Value::from(place.value);
+        if order == Order::Asc {
+            Cond::all()
+                .add(key.clone().gte(value.clone()))
+                .add(Cond::any().add(key.gt(value)).add(id.gt(place.id.as_str())))
+        } else {
+            Cond::all()
+                .add(key.clone().lte(value.clone()))
+                .add(Cond::any().add(key.lt(value)).add(id.lt(place.id.as_str())))
+        }
+    }
+
+    fn select(&self) -> SelectStatement {
+        let c = |name: &str| col("sessions", name);
+        let mut cond = self.condition();
+        if let Some(place) = &self.after {
+            cond = cond.add(self.keyset(place));
+        }
+        let mut query = Query::select();
+        query
+            .column((Alias::new("sessions"), Asterisk))
+            .from(Alias::new("sessions"))
+            .cond_where(cond);
+        let (first, order) = self.sort();
         let tie = if order == Order::Asc {
             Order::Asc
         } else {
