@@ -1,0 +1,245 @@
+//! A minimal W3C WebDriver client over [`super::request`]: enough to drive Debian's
+//! headless Chromium through chromedriver (navigate, run a script, find, click, type,
+//! screenshot). Waits poll a condition in the page, bounded, and fail with what they were
+//! waiting for.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// The key W3C WebDriver names element references by.
+const ELEMENT: &str = "element-6066-11e4-a52f-4a4d56d5bb25";
+
+/// How long a wait may take before the test fails (generous: the machine may be loaded).
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Where Chromium and chromedriver are: `SCRIBE_CHROMIUM` / `SCRIBE_CHROMEDRIVER`, else
+/// the first of the usual names on `PATH`.
+pub fn find_browser() -> Option<(PathBuf, PathBuf)> {
+    let on_path = |names: &[&str]| -> Option<PathBuf> {
+        let path = std::env::var_os("PATH")?;
+        names.iter().find_map(|name| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+    };
+    let chromium = std::env::var_os("SCRIBE_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| on_path(&["chromium", "chromium-browser", "google-chrome"]))?;
+    let driver = std::env::var_os("SCRIBE_CHROMEDRIVER")
+        .map(PathBuf::from)
+        .or_else(|| on_path(&["chromedriver"]))?;
+    Some((chromium, driver))
+}
+
+/// A chromedriver process and one browser session, both ended on drop.
+pub struct Driver {
+    addr: SocketAddr,
+    session: String,
+    child: Child,
+    _profile: tempfile::TempDir,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl Driver {
+    /// Starts chromedriver and a headless Chromium with a fresh profile.
+    pub fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Result<Driver> {
+        let port = free_port()?;
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let profile = tempfile::tempdir()?;
+        let mut driver = Driver {
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            session: String::new(),
+            child,
+            _profile: profile,
+        };
+        let started = Instant::now();
+        loop {
+            if let Ok(reply) = super::request(driver.addr, "GET", "/status", &[], None)
+                && reply.json()["value"]["ready"] == json!(true)
+            {
+                break;
+            }
+            if started.elapsed() > WAIT {
+                return Err("chromedriver did not become ready".into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let args = [
+            "--headless=new".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-quic".to_owned(),
+            "--no-first-run".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--disable-dev-shm-usage".to_owned(),
+            format!("--user-data-dir={}", driver._profile.path().display()),
+            format!("--window-size={width},{height}"),
+        ];
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args}
+        }}});
+        let value = driver.call("POST", "/session", Some(caps))?;
+        driver.session = value["sessionId"]
+            .as_str()
+            .ok_or("no session id from chromedriver")?
+            .to_owned();
+        Ok(driver)
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        let body = body.map(|b| b.to_string());
+        let reply = super::request(
+            self.addr,
+            method,
+            path,
+            &[],
+            body.as_deref().map(str::as_bytes),
+        )?;
+        let value = reply.json()["value"].take();
+        if reply.status != 200 {
+            return Err(format!("webdriver {method} {path}: {} {value}", reply.status).into());
+        }
+        Ok(value)
+    }
+
+    fn session_call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        self.call(method, &format!("/session/{}{path}", self.session), body)
+    }
+
+    /// Loads `url`.
+    pub fn goto(&self, url: &str) -> Result<()> {
+        self.session_call("POST", "/url", Some(json!({"url": url})))?;
+        Ok(())
+    }
+
+    /// The current URL.
+    pub fn url(&self) -> Result<String> {
+        Ok(self
+            .session_call("GET", "/url", None)?
+            .as_str()
+            .unwrap_or("")
+            .to_owned())
+    }
+
+    /// Runs `script` (a function body; `arguments[i]` are `args`) and returns its value.
+    pub fn exec(&self, script: &str, args: Value) -> Result<Value> {
+        self.session_call(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+    }
+
+    /// Polls `script` until it returns something truthy (not null/false/0/""), bounded by
+    /// [`WAIT`]; returns that value.
+    pub fn wait(&self, what: &str, script: &str) -> Result<Value> {
+        let started = Instant::now();
+        loop {
+            let value = self.exec(script, json!([]))?;
+            let truthy = match &value {
+                Value::Null | Value::Bool(false) => false,
+                Value::Number(n) => n.as_f64() != Some(0.0),
+                Value::String(s) => !s.is_empty(),
+                _ => true,
+            };
+            if truthy {
+                return Ok(value);
+            }
+            if started.elapsed() > WAIT {
+                let state = self
+                    .exec("return location.href + ' ' + (document.getElementById('main') || {dataset: {}}).dataset.state + ' ' + document.body.innerText.slice(0, 400)", json!([]))
+                    .unwrap_or(Value::Null);
+                return Err(format!("timed out waiting for {what}; page: {state}").into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the view finished loading (`main[data-state=ready]`).
+    pub fn wait_ready(&self) -> Result<()> {
+        self.wait(
+            "the view to be ready",
+            "return document.getElementById('main')?.dataset.state === 'ready'",
+        )?;
+        Ok(())
+    }
+
+    /// The first element matching `css` (waits for it).
+    pub fn find(&self, css: &str) -> Result<Value> {
+        let started = Instant::now();
+        loop {
+            match self.session_call(
+                "POST",
+                "/element",
+                Some(json!({"using": "css selector", "value": css})),
+            ) {
+                Ok(value) => return Ok(value),
+                Err(err) if started.elapsed() > WAIT => {
+                    return Err(format!("no element {css:?}: {err}").into());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+
+    fn element_id(element: &Value) -> Result<String> {
+        Ok(element[ELEMENT]
+            .as_str()
+            .ok_or("not an element reference")?
+            .to_owned())
+    }
+
+    /// Clicks the first element matching `css`.
+    pub fn click(&self, css: &str) -> Result<()> {
+        let id = Self::element_id(&self.find(css)?)?;
+        self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})))?;
+        Ok(())
+    }
+
+    /// Types `text` into the first element matching `css`, key by key.
+    pub fn type_into(&self, css: &str, text: &str) -> Result<()> {
+        let id = Self::element_id(&self.find(css)?)?;
+        self.session_call(
+            "POST",
+            &format!("/element/{id}/value"),
+            Some(json!({"text": text})),
+        )?;
+        Ok(())
+    }
+
+    /// A PNG of the viewport.
+    pub fn screenshot(&self) -> Result<Vec<u8>> {
+        let value = self.session_call("GET", "/screenshot", None)?;
+        let b64 = value.as_str().ok_or("no screenshot data")?;
+        Ok(base64::engine::general_purpose::STANDARD.decode(b64)?)
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = self.call("DELETE", &format!("/session/{}", self.session), None);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
