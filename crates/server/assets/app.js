@@ -181,28 +181,42 @@
 
   // ---------------------------------------------------------------- live updates
 
-  const live = { listeners: new Set(), source: null };
+  // The page asks /api/version twice a second (a counter in the server's memory, no
+  // database read) rather than holding an /api/events stream open: browsers allow only six
+  // connections per host, and a stream per open tab would soon use them all up.
+  const live = { listeners: new Set(), version: null, timer: null };
+  const LIVE_EVERY = 500;
+  const LIVE_EVERY_HIDDEN = 5000;
   function startLive() {
     const badge = document.getElementById("live");
-    if (!window.EventSource) return;
-    const es = new EventSource("/api/events");
-    live.source = es;
-    es.addEventListener("hello", () => {
-      badge.classList.add("on");
-      badge.title = "Live: the page follows changes to the database";
-    });
-    es.addEventListener("change", (e) => {
-      badge.classList.add("flash");
-      setTimeout(() => badge.classList.remove("flash"), 400);
-      let version = 0;
-      try { version = JSON.parse(e.data).version; } catch (_) { /* keep 0 */ }
-      document.body.dataset.version = String(version);
-      for (const fn of live.listeners) fn(version);
-    });
-    es.onerror = () => {
-      badge.classList.remove("on");
-      badge.title = "Live: reconnecting…";
+    let inFlight = false;
+    const poll = async () => {
+      if (inFlight) return;
+      inFlight = true;
+      clearTimeout(live.timer);
+      try {
+        const { version } = await api("version");
+        badge.classList.add("on");
+        badge.title = "Live: the page follows changes to the database";
+        if (live.version !== null && version !== live.version) {
+          badge.classList.add("flash");
+          setTimeout(() => badge.classList.remove("flash"), 400);
+          document.body.dataset.version = String(version);
+          for (const fn of live.listeners) fn(version);
+        }
+        live.version = version;
+      } catch (_) {
+        badge.classList.remove("on");
+        badge.title = "Live: the server does not answer";
+      } finally {
+        inFlight = false;
+        live.timer = setTimeout(poll, document.visibilityState === "hidden" ? LIVE_EVERY_HIDDEN : LIVE_EVERY);
+      }
     };
+    poll();
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") poll();
+    });
   }
   /** Calls `fn` on every change while the current view is shown; coalesces bursts. */
   function onChange(fn) {

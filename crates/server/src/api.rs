@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::http::Shared;
+use crate::json::Version;
 use crate::store::{Archived, At, ListQuery, Parent, Sort};
 
 /// Largest page of the session list.
@@ -263,6 +264,12 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
             params.only(&["stack", "since"])?;
             let by_model = params.choice("stack", &[("model", true), ("source", false)], true)?;
             json(&store.usage(by_model, params.time("since")?)?)
+        }
+        ["version"] => {
+            params.only(&[])?;
+            json(&Version {
+                version: shared.live.current(),
+            })
         }
         ["filters"] => {
             params.only(&[])?;

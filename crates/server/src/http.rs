@@ -1,6 +1,14 @@
-//! The HTTP side: binding, the request loop, workers, access rules, static files and the
-//! event stream. Synchronous, like the services: tiny_http parses requests, a few worker
-//! threads answer them, and each `/api/events` stream gets a thread of its own.
+//! The HTTP side: binding, the accept loop, access rules, static files and the event
+//! stream. Synchronous, like the services: one short-lived thread per connection, one
+//! request per connection (`Connection: close`), requests parsed by `httparse`.
+//!
+//! Why not keep-alive or a thread pool: the viewer runs next to its user, where a new
+//! loopback connection costs microseconds, and a connection that carries exactly one request
+//! never leaves a thread waiting on an idle socket. (tiny_http, tried first, parks a pool
+//! thread on every idle keep-alive connection, and its pool can leave a just-accepted
+//! connection unread while all of its threads wait on such sockets: Chromium's page loads
+//! hung on a script that way.) Connections are capped at [`MAX_CONNECTIONS`], event
+//! streams at [`MAX_STREAMS`], and every read and write has a timeout.
 //!
 //! Access rules, checked before anything else:
 //! - only `GET` and `HEAD` (the server is read-only; anything else is 405);
@@ -9,16 +17,13 @@
 //! - without one (loopback only), the `Host` header must name a loopback host, so a web
 //!   page elsewhere cannot read the API through DNS rebinding.
 
-use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
-
-use tiny_http::{Header, Method, Request, Response};
 
 use crate::api::{self, Params};
 use crate::assets;
@@ -27,10 +32,18 @@ use crate::json::ErrorBody;
 use crate::live::{self, Live};
 use crate::store::Store;
 
-/// Threads answering requests (event streams have their own).
-const WORKERS: usize = 4;
-/// Event streams open at once; more are refused with 503.
-const MAX_STREAMS: usize = 64;
+/// Connections served at once; more are answered 503 at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Event streams open at once; more are answered 503.
+pub const MAX_STREAMS: usize = 64;
+/// The largest request head (request line and headers) read.
+const MAX_HEAD: usize = 16 * 1024;
+/// The most headers a request may have.
+const MAX_HEADERS: usize = 64;
+/// How long a client may take to send its request head.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a write may block on a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A comment line on an idle event stream this often, so a closed client is noticed.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// The cookie a page load with `?token=` sets.
@@ -52,51 +65,40 @@ pub struct Config {
     pub token: Option<String>,
 }
 
-/// What the request threads share.
+/// What the connection threads share.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) store: Store,
     pub(crate) live: Live,
     token: Option<String>,
     stop: AtomicBool,
+    connections: AtomicUsize,
     streams: AtomicUsize,
 }
 
 /// A bound server, ready to [`run`](Server::run).
+#[derive(Debug)]
 pub struct Server {
-    http: Arc<tiny_http::Server>,
+    listener: TcpListener,
     shared: Arc<Shared>,
     addr: SocketAddr,
 }
 
 /// Stops a running [`Server`] from another thread.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct StopHandle {
-    http: Arc<tiny_http::Server>,
     shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("addr", &self.addr)
-            .field("db", &self.shared.store.path())
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for StopHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StopHandle").finish_non_exhaustive()
-    }
+    addr: SocketAddr,
 }
 
 impl StopHandle {
-    /// Asks the server to stop: [`Server::run`] returns soon after.
+    /// Asks the server to stop: [`Server::run`] returns soon after, and open event
+    /// streams end.
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.live.wake_all();
-        self.http.unblock();
+        // Wake the accept loop with a connection of our own.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
     }
 }
 
@@ -124,9 +126,9 @@ impl Server {
             .to_socket_addrs()
             .map_err(|err| bad(&err.to_string()))?
             .collect();
-        if addrs.is_empty() {
+        let Some(first) = addrs.first().copied() else {
             return Err(bad("it names no address"));
-        }
+        };
         if config.token.is_none() && !addrs.iter().all(|a| a.ip().is_loopback()) {
             return Err(ServeError::TokenRequired {
                 addr: config.addr.clone(),
@@ -135,10 +137,10 @@ impl Server {
         let store = Store::open(&config.db)?;
         let listener = TcpListener::bind(&addrs[..]).map_err(|source| {
             if source.kind() == std::io::ErrorKind::AddrInUse {
-                let next = addrs[0].port().checked_add(1).unwrap_or(7777);
+                let next = first.port().checked_add(1).unwrap_or(7777);
                 ServeError::AddrInUse {
                     addr: config.addr.clone(),
-                    suggestion: SocketAddr::new(addrs[0].ip(), next).to_string(),
+                    suggestion: SocketAddr::new(first.ip(), next).to_string(),
                 }
             } else {
                 ServeError::Bind {
@@ -148,16 +150,15 @@ impl Server {
             }
         })?;
         let addr = listener.local_addr().map_err(ServeError::Server)?;
-        let http = tiny_http::Server::from_listener(listener, None)
-            .map_err(|err| ServeError::Server(std::io::Error::other(err.to_string())))?;
         Ok(Server {
-            http: Arc::new(http),
+            listener,
             addr,
             shared: Arc::new(Shared {
                 store,
                 live: Live::default(),
                 token: config.token,
                 stop: AtomicBool::new(false),
+                connections: AtomicUsize::new(0),
                 streams: AtomicUsize::new(0),
             }),
         })
@@ -176,8 +177,8 @@ impl Server {
     /// A handle that stops [`run`](Server::run) from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
-            http: Arc::clone(&self.http),
             shared: Arc::clone(&self.shared),
+            addr: self.addr,
         }
     }
 
@@ -203,98 +204,119 @@ impl Server {
                 })
                 .map_err(ServeError::Server)?
         };
-        let (jobs, queue) = mpsc::channel::<Request>();
-        let queue = Arc::new(Mutex::new(queue));
-        let mut workers = Vec::with_capacity(WORKERS);
-        for i in 0..WORKERS {
-            let queue = Arc::clone(&queue);
-            let shared = Arc::clone(&self.shared);
-            let worker = thread::Builder::new()
-                .name(format!("scribe-serve-{i}"))
-                .spawn(move || {
-                    loop {
-                        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                        match next {
-                            Ok(request) => handle(&shared, request),
-                            Err(_) => break,
-                        }
-                    }
-                })
-                .map_err(ServeError::Server)?;
-            workers.push(worker);
-        }
-        let outcome = loop {
-            let request = match self.http.recv() {
-                Ok(request) => request,
-                Err(_) if self.shared.stop.load(Ordering::SeqCst) => break Ok(()),
-                // A failed accept (e.g. too many open files) loses that connection only.
-                Err(_) => continue,
-            };
+        for stream in self.listener.incoming() {
             if self.shared.stop.load(Ordering::SeqCst) {
-                break Ok(());
+                break;
             }
-            if is_event_stream(&request) {
-                self.start_stream(request);
-            } else if let Err(mpsc::SendError(request)) = jobs.send(request) {
-                // Every worker is gone, which only a bug could cause: answer and stop.
-                let _ = request.respond(json_error(&ApiError::Internal(
-                    "the server's workers stopped".into(),
-                )));
-                break Err(ServeError::Server(std::io::Error::other(
-                    "the server's workers stopped",
-                )));
+            let Ok(stream) = stream else {
+                // Out of file descriptors or the like: that connection is lost; pause so
+                // a persistent condition does not spin.
+                thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            let shared = Arc::clone(&self.shared);
+            if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                shared.connections.fetch_sub(1, Ordering::SeqCst);
+                let mut stream = stream;
+                let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+                let busy = ApiError::Unavailable("the server is busy; try again".into());
+                let _ = write_response(&mut stream, &json_error(&busy), false);
+                continue;
             }
-        };
+            let spawned = thread::Builder::new()
+                .name("scribe-serve-conn".into())
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    serve_connection(&shared, stream);
+                    shared.connections.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                self.shared.connections.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.live.wake_all();
-        drop(jobs);
-        for worker in workers {
-            let _ = worker.join();
-        }
         let _ = watch.join();
-        outcome
-    }
-
-    fn start_stream(&self, request: Request) {
-        let shared = Arc::clone(&self.shared);
-        if shared.streams.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
-            shared.streams.fetch_sub(1, Ordering::SeqCst);
-            let _ = request.respond(json_error(&ApiError::Unavailable(format!(
-                "too many event streams open (at most {MAX_STREAMS})"
-            ))));
-            return;
-        }
-        let spawned = thread::Builder::new()
-            .name("scribe-serve-events".into())
-            .spawn(move || {
-                if let Some(request) = admit(&shared, request) {
-                    stream_events(&shared, request);
-                }
-                shared.streams.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            self.shared.streams.fetch_sub(1, Ordering::SeqCst);
-        }
+        Ok(())
     }
 }
 
-fn is_event_stream(request: &Request) -> bool {
-    path_of(request.url()) == "/api/events"
+/// A parsed request.
+#[derive(Debug)]
+struct Request {
+    method: String,
+    /// The request target: path and query.
+    url: String,
+    headers: Vec<(String, String)>,
 }
 
-fn path_of(url: &str) -> &str {
-    url.split_once('?').map_or(url, |(path, _)| path)
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn path(&self) -> &str {
+        path_of(&self.url)
+    }
+
+    fn query(&self) -> &str {
+        self.url.split_once('?').map_or("", |(_, q)| q)
+    }
+
+    fn is_head(&self) -> bool {
+        self.method == "HEAD"
+    }
 }
 
-fn header(name: &str, value: &str) -> Option<Header> {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
+/// A response with its whole body.
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
 }
 
-fn with_headers<R: std::io::Read>(
-    mut response: Response<R>,
-    headers: &[(&str, &str)],
-) -> Response<R> {
+impl Response {
+    fn new(status: u16, content_type: &str, body: Vec<u8>) -> Response {
+        Response {
+            status,
+            headers: vec![("Content-Type", content_type.to_owned())],
+            body,
+        }
+    }
+
+    fn with(mut self, name: &'static str, value: impl Into<String>) -> Response {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        303 => "See Other",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        413 => "Payload Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+fn write_head(out: &mut impl Write, status: u16, headers: &[(&str, &str)]) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (name, value) in [
+        ("Server", "scribe"),
+        ("Connection", "close"),
         ("Content-Security-Policy", CSP),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
@@ -303,26 +325,133 @@ fn with_headers<R: std::io::Read>(
     .iter()
     .chain(headers)
     {
-        if let Some(h) = header(name, value) {
-            response.add_header(h);
+        head.push_str(name);
+        head.push_str(": ");
+        head.push_str(value);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    out.write_all(head.as_bytes())
+}
+
+fn write_response(
+    out: &mut TcpStream,
+    response: &Response,
+    head_only: bool,
+) -> std::io::Result<()> {
+    let length = response.body.len().to_string();
+    let mut headers: Vec<(&str, &str)> = response
+        .headers
+        .iter()
+        .map(|(n, v)| (*n, v.as_str()))
+        .collect();
+    headers.push(("Content-Length", &length));
+    write_head(out, response.status, &headers)?;
+    if !head_only && response.status != 304 {
+        out.write_all(&response.body)?;
+    }
+    out.flush()
+}
+
+/// Reads one request head; `Err` carries the response to send instead.
+fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
+    let mut buf = Vec::with_capacity(2048);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Request::new(&mut headers);
+        match parsed.parse(&buf) {
+            Ok(httparse::Status::Complete(head_len)) => {
+                let request = Request {
+                    method: parsed.method.unwrap_or("").to_owned(),
+                    url: parsed.path.unwrap_or("/").to_owned(),
+                    headers: parsed
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            (
+                                h.name.to_owned(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
+                        .collect(),
+                };
+                drain_body(stream, &request, buf.len() - head_len);
+                return Ok(Some(request));
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(text_response(431, "too many headers\n"));
+            }
+            Err(err) => return Err(text_response(400, &format!("bad request: {err}\n"))),
+        }
+        if buf.len() >= MAX_HEAD {
+            return Err(text_response(431, "request head too large\n"));
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) if buf.is_empty() => return Ok(None),
+            Ok(0) => return Err(text_response(400, "incomplete request\n")),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            // A client that connected and sent nothing (or too slowly) is dropped.
+            Err(_) => return Ok(None),
         }
     }
-    response
 }
 
-type Body = Response<std::io::Cursor<Vec<u8>>>;
-
-fn json_response(status: u16, body: Vec<u8>) -> Body {
-    with_headers(
-        Response::from_data(body).with_status_code(status),
-        &[
-            ("Content-Type", "application/json; charset=utf-8"),
-            ("Cache-Control", "no-store"),
-        ],
-    )
+/// Reads and drops a small request body, so that closing the socket after a 405 does not
+/// reset the connection before the client read the answer.
+fn drain_body(stream: &mut TcpStream, request: &Request, already: usize) {
+    let length = request
+        .header("Content-Length")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut left = length.saturating_sub(already).min(1024 * 1024);
+    let mut sink = [0u8; 4096];
+    while left > 0 {
+        match stream.read(&mut sink[..left.min(4096)]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left -= n,
+        }
+    }
 }
 
-fn json_error(err: &ApiError) -> Body {
+fn serve_connection(shared: &Shared, mut stream: TcpStream) {
+    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let _ = stream.set_nodelay(true);
+    let request = match read_request(&mut stream) {
+        Ok(Some(request)) => request,
+        Ok(None) => return,
+        Err(response) => {
+            let _ = write_response(&mut stream, &response, false);
+            return;
+        }
+    };
+    if shared.stop.load(Ordering::SeqCst) {
+        return;
+    }
+    let response = match admit(shared, &request) {
+        Err(response) => response,
+        Ok(()) if request.path() == "/api/events" => {
+            stream_events(shared, &mut stream, request.is_head());
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        Ok(()) => handle(shared, &request),
+    };
+    let _ = write_response(&mut stream, &response, request.is_head());
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+fn path_of(url: &str) -> &str {
+    url.split_once('?').map_or(url, |(path, _)| path)
+}
+
+fn json_response(status: u16, body: Vec<u8>) -> Response {
+    Response::new(status, "application/json; charset=utf-8", body).with("Cache-Control", "no-store")
+}
+
+fn json_error(err: &ApiError) -> Response {
     let body = serde_json::to_vec(&ErrorBody {
         error: err.to_string(),
     })
@@ -330,22 +459,13 @@ fn json_error(err: &ApiError) -> Body {
     json_response(err.status(), body)
 }
 
-fn text_response(status: u16, text: &str) -> Body {
-    with_headers(
-        Response::from_data(text.as_bytes().to_vec()).with_status_code(status),
-        &[
-            ("Content-Type", "text/plain; charset=utf-8"),
-            ("Cache-Control", "no-store"),
-        ],
+fn text_response(status: u16, text: &str) -> Response {
+    Response::new(
+        status,
+        "text/plain; charset=utf-8",
+        text.as_bytes().to_vec(),
     )
-}
-
-fn request_header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
+    .with("Cache-Control", "no-store")
 }
 
 /// Whether `host` (a `Host` header: `name[:port]`) names this machine's loopback.
@@ -370,155 +490,119 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 fn cookie_token(request: &Request) -> Option<&str> {
-    request_header(request, "Cookie")?
+    request
+        .header("Cookie")?
         .split(';')
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value)
 }
 
-/// Applies the access rules; answers and returns `None` when the request may not go on.
-fn admit(shared: &Shared, request: Request) -> Option<Request> {
-    if !matches!(request.method(), Method::Get | Method::Head) {
-        let response = with_headers(
-            text_response(
-                405,
-                "scribe serve is read-only: only GET and HEAD are allowed\n",
-            ),
-            &[("Allow", "GET, HEAD")],
-        );
-        let _ = request.respond(response);
-        return None;
+/// Applies the access rules: `Err` is the answer when the request may not go on.
+fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
+    if !matches!(request.method.as_str(), "GET" | "HEAD") {
+        return Err(text_response(
+            405,
+            "scribe serve is read-only: only GET and HEAD are allowed\n",
+        )
+        .with("Allow", "GET, HEAD"));
     }
-    let api = path_of(request.url()).starts_with("/api/");
-    let refuse = |request: Request, err: ApiError| {
-        let response = if api {
+    let api = request.path().starts_with("/api/");
+    let refuse = |err: ApiError| {
+        Err(if api {
             json_error(&err)
         } else {
             text_response(err.status(), &format!("{err}\n"))
-        };
-        let _ = request.respond(response);
-        None
+        })
     };
     let Some(token) = &shared.token else {
-        let host = request_header(&request, "Host").unwrap_or("").to_owned();
-        if loopback_host(&host) {
-            return Some(request);
+        let host = request.header("Host").unwrap_or("");
+        if loopback_host(host) {
+            return Ok(());
         }
-        return refuse(
-            request,
-            ApiError::Forbidden(format!(
-                "host {host:?} is not this machine's loopback; open the viewer at localhost"
-            )),
-        );
+        return refuse(ApiError::Forbidden(format!(
+            "host {host:?} is not this machine's loopback; open the viewer at localhost"
+        )));
     };
-    let bearer = request_header(&request, "Authorization")
+    let bearer = request
+        .header("Authorization")
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     if bearer
-        .or(cookie_token(&request))
+        .or(cookie_token(request))
         .is_some_and(|t| same(t, token))
     {
-        return Some(request);
+        return Ok(());
     }
-    let query = request.url().split_once('?').map_or("", |(_, q)| q);
+    let query = request.query();
     let from_query = form_urlencoded::parse(query.as_bytes())
         .find(|(name, _)| name == "token")
         .map(|(_, value)| value.into_owned());
     if !from_query.is_some_and(|t| same(&t, token)) {
-        return refuse(
-            request,
-            ApiError::Unauthorized(
-                "this server needs its token: open the URL `scribe serve` printed, or send \
-                 Authorization: Bearer TOKEN"
-                    .into(),
-            ),
-        );
+        return refuse(ApiError::Unauthorized(
+            "this server needs its token: open the URL `scribe serve` printed, or send \
+             Authorization: Bearer TOKEN"
+                .into(),
+        ));
     }
     if api {
-        return Some(request);
+        return Ok(());
     }
     // A page opened with ?token=: keep the token in a cookie, not in the address bar.
-    let path = path_of(request.url()).to_owned();
     let rest: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
         .filter(|(name, _)| name != "token")
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect();
     let location = if rest.is_empty() {
-        path
+        request.path().to_owned()
     } else {
         let query: String = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(rest)
             .finish();
-        format!("{path}?{query}")
+        format!("{}?{query}", request.path())
     };
-    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
-    let response = with_headers(
-        Response::from_data(Vec::new()).with_status_code(303),
-        &[
-            ("Location", location.as_str()),
-            ("Set-Cookie", cookie.as_str()),
-            ("Cache-Control", "no-store"),
-        ],
-    );
-    let _ = request.respond(response);
-    None
+    Err(Response::new(303, "text/plain; charset=utf-8", Vec::new())
+        .with("Location", location)
+        .with(
+            "Set-Cookie",
+            format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
+        )
+        .with("Cache-Control", "no-store"))
 }
 
-/// Answers one request (not an event stream).
-fn handle(shared: &Shared, request: Request) {
-    let Some(request) = admit(shared, request) else {
-        return;
-    };
-    let url = request.url().to_owned();
-    let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
-    let response = if let Some(route) = path.strip_prefix("/api/") {
-        let params = Params::parse(query);
-        match api::answer(shared, route, &params) {
+/// Answers one admitted request (not an event stream).
+fn handle(shared: &Shared, request: &Request) -> Response {
+    let path = request.path();
+    if let Some(route) = path.strip_prefix("/api/") {
+        let params = Params::parse(request.query());
+        return match api::answer(shared, route, &params) {
             Ok(body) => json_response(200, body),
             Err(err) => json_error(&err),
-        }
-    } else if let Some(name) = path.strip_prefix("/assets/") {
-        match assets::find(name) {
-            Some((asset, tag)) => {
-                if request_header(&request, "If-None-Match") == Some(tag) {
-                    with_headers(
-                        Response::from_data(Vec::new()).with_status_code(304),
-                        &[("ETag", tag), ("Cache-Control", "no-cache")],
-                    )
-                } else {
-                    with_headers(
-                        Response::from_data(asset.body.to_vec()),
-                        &[
-                            ("Content-Type", asset.mime),
-                            ("ETag", tag),
-                            ("Cache-Control", "no-cache"),
-                        ],
-                    )
-                }
+        };
+    }
+    if let Some(name) = path.strip_prefix("/assets/") {
+        return match assets::find(name) {
+            Some((_, tag)) if request.header("If-None-Match") == Some(tag) => {
+                Response::new(304, "text/plain; charset=utf-8", Vec::new())
+                    .with("ETag", tag)
+                    .with("Cache-Control", "no-cache")
             }
+            Some((asset, tag)) => Response::new(200, asset.mime, asset.body.to_vec())
+                .with("ETag", tag)
+                .with("Cache-Control", "no-cache"),
             None => text_response(404, "no such file\n"),
-        }
-    } else if is_page(path) {
-        with_headers(
-            Response::from_data(assets::index().to_vec()),
-            &[
-                ("Content-Type", "text/html; charset=utf-8"),
-                ("Cache-Control", "no-cache"),
-            ],
-        )
-    } else if path == "/favicon.ico" {
-        match assets::find("favicon.svg") {
-            Some((asset, _)) => with_headers(
-                Response::from_data(asset.body.to_vec()),
-                &[("Content-Type", asset.mime)],
-            ),
-            None => text_response(404, "no such file\n"),
-        }
-    } else {
-        text_response(404, "no such page\n")
-    };
-    let _ = request.respond(response);
+        };
+    }
+    if is_page(path) {
+        return Response::new(200, "text/html; charset=utf-8", assets::index().to_vec())
+            .with("Cache-Control", "no-cache");
+    }
+    if path == "/favicon.ico"
+        && let Some((asset, _)) = assets::find("favicon.svg")
+    {
+        return Response::new(200, asset.mime, asset.body.to_vec());
+    }
+    text_response(404, "no such page\n")
 }
 
 /// The routes the page itself handles: `/`, `/search`, `/usage`, `/s/<session id>`.
@@ -531,36 +615,51 @@ fn is_page(path: &str) -> bool {
 
 /// `GET /api/events`: a `change` event whenever the database changes, until the client
 /// goes away or the server stops.
-fn stream_events(shared: &Shared, request: Request) {
-    let mut out = request.into_writer();
-    let head = "HTTP/1.1 200 OK\r\n\
-                Content-Type: text/event-stream; charset=utf-8\r\n\
-                Cache-Control: no-store\r\n\
-                X-Content-Type-Options: nosniff\r\n\
-                Connection: close\r\n\r\n";
-    let mut seen = shared.live.current();
-    let hello = format!("retry: 1000\nevent: hello\ndata: {{\"version\":{seen}}}\n\n");
-    if out.write_all(head.as_bytes()).is_err()
-        || out.write_all(hello.as_bytes()).is_err()
-        || out.flush().is_err()
-    {
+fn stream_events(shared: &Shared, out: &mut TcpStream, head_only: bool) {
+    if shared.streams.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
+        shared.streams.fetch_sub(1, Ordering::SeqCst);
+        let busy = ApiError::Unavailable(format!(
+            "too many event streams open (at most {MAX_STREAMS})"
+        ));
+        let _ = write_response(out, &json_error(&busy), head_only);
         return;
     }
+    let _ = write_events(shared, out, head_only);
+    shared.streams.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn write_events(shared: &Shared, out: &mut TcpStream, head_only: bool) -> std::io::Result<()> {
+    write_head(
+        out,
+        200,
+        &[
+            ("Content-Type", "text/event-stream; charset=utf-8"),
+            ("Cache-Control", "no-store"),
+        ],
+    )?;
+    if head_only {
+        return out.flush();
+    }
+    let mut seen = shared.live.current();
+    write!(
+        out,
+        "retry: 1000\nevent: hello\ndata: {{\"version\":{seen}}}\n\n"
+    )?;
+    out.flush()?;
     while !shared.stop.load(Ordering::SeqCst) {
         let now = shared.live.wait(seen, KEEPALIVE);
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        let chunk = if now == seen {
-            ": keep-alive\n\n".to_owned()
+        if now == seen {
+            out.write_all(b": keep-alive\n\n")?;
         } else {
             seen = now;
-            format!("event: change\ndata: {{\"version\":{now}}}\n\n")
-        };
-        if out.write_all(chunk.as_bytes()).is_err() || out.flush().is_err() {
-            break;
+            write!(out, "event: change\ndata: {{\"version\":{now}}}\n\n")?;
         }
+        out.flush()?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -428,6 +428,14 @@ pub struct Choice {
     pub sessions: i64,
 }
 
+/// `GET /api/version`: a counter that moves whenever the database changes (any process's
+/// commit), for pages that poll instead of holding `/api/events` open.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Version {
+    /// 0 when the server started, then one more per change seen.
+    pub version: u64,
+}
+
 /// The body of every failed API request.
 #[derive(Debug, Clone, Serialize)]
 pub struct ErrorBody {

@@ -244,11 +244,6 @@ impl Store {
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// A change detector on its own connection (see [`Watcher`]).
     pub fn watcher(&self) -> Result<Watcher, ServeError> {
         Ok(Watcher {

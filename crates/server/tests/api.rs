@@ -732,6 +732,8 @@ fn live_events_follow_another_process() {
     assert_eq!(next_line(), "event: hello");
     assert!(next_line().starts_with("data: {\"version\":"));
 
+    assert_eq!(get_json(server.addr, "/api/version"), json!({"version": 0}));
+
     // Another process appends a message; the stream reports a change.
     let exe = std::env::current_exe().unwrap();
     write_from_another_process(
@@ -752,6 +754,13 @@ fn live_events_follow_another_process() {
         );
     }
     assert!(next_line().starts_with("data: {\"version\":"));
+    // Pages that poll see the counter move.
+    assert!(
+        get_json(server.addr, "/api/version")["version"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
     let page = get_json(
         server.addr,
         &format!("/api/sessions/{}/messages?tail=1&limit=1", f.main),

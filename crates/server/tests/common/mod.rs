@@ -80,17 +80,31 @@ pub fn request(
     if let Some(body) = body {
         stream.write_all(body)?;
     }
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    parse_reply(&raw, method == "HEAD")
+    read_reply(&mut stream, method == "HEAD")
+        .map_err(|err| std::io::Error::new(err.kind(), format!("{method} {path}: {err}")))
 }
 
-fn parse_reply(raw: &[u8], head_only: bool) -> std::io::Result<Reply> {
+/// Reads one reply: the head, then the body by `Content-Length`, chunks or to the end
+/// (servers that keep the connection open despite `Connection: close` are fine).
+fn read_reply(stream: &mut TcpStream, head_only: bool) -> std::io::Result<Reply> {
     let bad = |what: &str| std::io::Error::other(format!("bad HTTP reply: {what}"));
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| bad("no end of headers"))?;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    let split = loop {
+        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = stream.read(&mut buf).map_err(|err| {
+            std::io::Error::new(
+                err.kind(),
+                format!("{err} after {:?}", String::from_utf8_lossy(&raw)),
+            )
+        })?;
+        if n == 0 {
+            return Err(bad("closed before the end of the headers"));
+        }
+        raw.extend_from_slice(&buf[..n]);
+    };
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.split("\r\n");
     let status: u16 = lines
@@ -102,53 +116,57 @@ fn parse_reply(raw: &[u8], head_only: bool) -> std::io::Result<Reply> {
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
         .collect();
-    let rest = &raw[split + 4..];
-    if head_only {
-        return Ok(Reply {
-            status,
-            headers,
-            body: rest.to_vec(),
-        });
-    }
-    let chunked = headers.iter().any(|(n, v)| {
-        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    let body = if chunked {
+    let mut rest = raw[split + 4..].to_vec();
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let mut more = |rest: &mut Vec<u8>| -> std::io::Result<bool> {
+        let n = stream.read(&mut buf)?;
+        rest.extend_from_slice(&buf[..n]);
+        Ok(n > 0)
+    };
+    let body = if head_only || status == 304 || status == 204 {
+        Vec::new()
+    } else if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         let mut body = Vec::new();
-        let mut at = rest;
+        let mut at = 0;
         loop {
-            let line_end = at
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .ok_or_else(|| bad("chunk size"))?;
-            let size = usize::from_str_radix(
-                String::from_utf8_lossy(&at[..line_end])
-                    .split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim(),
-                16,
-            )
-            .map_err(|_| bad("chunk size"))?;
-            at = &at[line_end + 2..];
+            let Some(line_end) = rest[at..].windows(2).position(|w| w == b"\r\n") else {
+                if !more(&mut rest)? {
+                    return Err(bad("closed inside a chunk size"));
+                }
+                continue;
+            };
+            let size_text = String::from_utf8_lossy(&rest[at..at + line_end]).into_owned();
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(|_| bad("chunk size"))?;
+            while rest.len() < at + line_end + 2 + size + 2 {
+                if !more(&mut rest)? {
+                    return Err(bad("closed inside a chunk"));
+                }
+            }
             if size == 0 {
                 break;
             }
-            body.extend_from_slice(at.get(..size).ok_or_else(|| bad("short chunk"))?);
-            at = at.get(size + 2..).unwrap_or(&[]);
+            body.extend_from_slice(&rest[at + line_end + 2..at + line_end + 2 + size]);
+            at += line_end + 2 + size + 2;
         }
         body
-    } else {
-        match headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        {
-            Some((_, len)) => {
-                let len: usize = len.parse().map_err(|_| bad("content-length"))?;
-                rest.get(..len).ok_or_else(|| bad("short body"))?.to_vec()
+    } else if let Some(len) = find("content-length") {
+        let len: usize = len.parse().map_err(|_| bad("content-length"))?;
+        while rest.len() < len {
+            if !more(&mut rest)? {
+                return Err(bad("closed inside the body"));
             }
-            None => rest.to_vec(),
         }
+        rest.truncate(len);
+        rest
+    } else {
+        while more(&mut rest)? {}
+        rest
     };
     Ok(Reply {
         status,
@@ -201,7 +219,13 @@ pub fn serve(db: &Path, token: Option<&str>) -> Running {
     .unwrap();
     let addr = server.local_addr();
     let stop = server.stop_handle();
-    let thread = std::thread::spawn(move || server.run());
+    let thread = std::thread::spawn(move || {
+        let outcome = server.run();
+        if let Err(err) = &outcome {
+            eprintln!("the test server stopped: {err:?}");
+        }
+        outcome
+    });
     Running {
         addr,
         stop,
@@ -239,6 +263,7 @@ pub struct Fixture {
     pub long_messages: Vec<String>,
 }
 
+#[allow(clippy::too_many_arguments)] // one call per fixture session reads best flat
 fn session(
     id: &str,
     title: Option<&str>,

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 /// The key W3C WebDriver names element references by.
-const ELEMENT: &str = "element-6066-11e4-a52f-4a4d56d5bb25";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// How long a wait may take before the test fails (generous: the machine may be loaded).
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -93,6 +93,10 @@ impl Driver {
             format!("--user-data-dir={}", driver._profile.path().display()),
             format!("--window-size={width},{height}"),
         ];
+        let mut args = args.to_vec();
+        if let Ok(extra) = std::env::var("SCRIBE_CHROMIUM_ARGS") {
+            args.extend(extra.split_whitespace().map(str::to_owned));
+        }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": chromium, "args": args}
@@ -107,13 +111,22 @@ impl Driver {
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
         let body = body.map(|b| b.to_string());
+        let started = Instant::now();
         let reply = super::request(
             self.addr,
             method,
             path,
             &[],
             body.as_deref().map(str::as_bytes),
-        )?;
+        );
+        if std::env::var_os("SCRIBE_WEBDRIVER_DEBUG").is_some() {
+            let status = reply.as_ref().map(|r| r.status);
+            eprintln!(
+                "webdriver {method} {path} {body:?} -> {status:?} in {:?}",
+                started.elapsed()
+            );
+        }
+        let reply = reply?;
         let value = reply.json()["value"].take();
         if reply.status != 200 {
             return Err(format!("webdriver {method} {path}: {} {value}", reply.status).into());
@@ -166,7 +179,7 @@ impl Driver {
             }
             if started.elapsed() > WAIT {
                 let state = self
-                    .exec("return location.href + ' ' + (document.getElementById('main') || {dataset: {}}).dataset.state + ' ' + document.body.innerText.slice(0, 400)", json!([]))
+                    .exec("return location.href + ' ' + (document.getElementById('main') || {dataset: {}}).dataset.state + ' ' + document.body.innerText.slice(0, 2000)", json!([]))
                     .unwrap_or(Value::Null);
                 return Err(format!("timed out waiting for {what}; page: {state}").into());
             }
@@ -208,9 +221,15 @@ impl Driver {
             .to_owned())
     }
 
-    /// Clicks the first element matching `css`.
+    /// Clicks the first element matching `css`, scrolled to the middle of the window first
+    /// (so the sticky header cannot be in the way).
     pub fn click(&self, css: &str) -> Result<()> {
-        let id = Self::element_id(&self.find(css)?)?;
+        let element = self.find(css)?;
+        self.exec(
+            "arguments[0].scrollIntoView({block: 'center'})",
+            json!([element.clone()]),
+        )?;
+        let id = Self::element_id(&element)?;
         self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})))?;
         Ok(())
     }
