@@ -2,6 +2,9 @@
 //! lists and sort orders. Values are always bound (sea-query-rusqlite), never formatted
 //! into the SQL text.
 //!
+//! The only SQL text written here by hand is static: `+column` (a column that must not
+//! drive index choice; see [`ParentFilter::Root`]).
+//!
 //! - [`list_sessions`] / [`count_sessions`]: sessions by [`SessionFilter`], returning the
 //!   generated [`SessionRow`]; [`SessionFilter::after`] pages by keyset (a [`SessionKeyset`]
 //!   from the last row of the previous page), so a page deep into a long list costs what the
@@ -43,7 +46,8 @@ pub enum ParentFilter {
     /// Any session.
     #[default]
     Any,
-    /// Only sessions without a parent (top-level conversations).
+    /// Only sessions without a parent (top-level conversations). Never served by the
+    /// parent index (it matches nearly every row), so a sorted page reads one page's rows.
     Root,
     /// Only sessions with a parent (tasks, forks, continuations, title sessions).
     Child,
@@ -161,7 +165,13 @@ impl SessionFilter {
         }
         match &self.parent {
             ParentFilter::Any => {}
-            ParentFilter::Root => cond = cond.add(c("parent_session_id").is_null()),
+            // `+` keeps SQLite from using the parent index for this term: nearly every
+            // session is top-level, so "parent IS NULL" selects almost the whole table,
+            // and taking it from that index means sorting every row for each page. Without
+            // it the planner walks the index of the sort column and stops after a page.
+            ParentFilter::Root => {
+                cond = cond.add(Expr::cust(r#"+"sessions"."parent_session_id""#).is_null());
+            }
             ParentFilter::Child => cond = cond.add(c("parent_session_id").is_not_null()),
             ParentFilter::Of(id) => cond = cond.add(c("parent_session_id").eq(id.as_str())),
         }
@@ -325,6 +335,37 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_of_top_level_sessions_walks_the_sort_index() {
+        let db = crate::Database::open_in_memory().unwrap();
+        for (order, index) in [
+            (SessionOrder::CreatedDesc, "sessions_created"),
+            (SessionOrder::CreatedAsc, "sessions_created"),
+            (SessionOrder::UpdatedDesc, "sessions_updated"),
+        ] {
+            let filter = SessionFilter {
+                parent: ParentFilter::Root,
+                archived: Some(false),
+                order,
+                limit: Some(51),
+                ..SessionFilter::default()
+            };
+            let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
+            let plan: Vec<String> = db
+                .read(|conn| {
+                    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
+                    Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+                })
+                .unwrap();
+            assert!(
+                plan.iter().any(|step| step.contains(index))
+                    && !plan.iter().any(|s| s.contains("sessions_parent")),
+                "{order:?}: {plan:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_default_order_is_newest_first_with_ties_by_id() {
