@@ -1,7 +1,7 @@
 //! scribe-bench: Scribe's benchmark report. Measures, in one run and against raw rusqlite
 //! baselines on the same machine: appends, several writer processes on one file, search,
-//! loading a session, `context()` after a summary, export/import, and the file's bytes
-//! per message; prints one table (or, with `--json`, the same figures as one JSON
+//! loading a session, `context()` after a summary, export/import, the file's bytes
+//! per message, and the web viewer's requests at size; prints one table (or, with `--json`, the same figures as one JSON
 //! document).
 //!
 //! ```text
@@ -18,6 +18,7 @@ mod reads;
 mod report;
 mod stats;
 mod transfer;
+mod web;
 mod writers;
 
 use std::path::PathBuf;
@@ -197,6 +198,9 @@ fn run(cli: &Cli) -> Result<()> {
         &dir.path().join("import.db"),
     )?;
 
+    progress("web viewer: list, conversation and search over HTTP");
+    let web = web::run(dir.path(), cli.quick, seed)?;
+
     let report = Report {
         machine: machine.finish(),
         seed,
@@ -219,6 +223,7 @@ fn run(cli: &Cli) -> Result<()> {
         load,
         context,
         transfer,
+        web,
         total_s: started.elapsed().as_secs_f64(),
     };
     if cli.json {
