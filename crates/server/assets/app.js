@@ -779,7 +779,7 @@
     if (edit) body.push(h("div", { class: "label" }, "Edit"), edit);
     body.push(h("details", { class: "input", open: !edit }, h("summary", { class: "label" }, "Input"), codeBlock(JSON.stringify(input, null, 2), "json")));
     if (p.compacted_at) body.push(h("div", { class: "label" }, "Output"), h("div", { class: "dim" }, "(output cleared by compaction)"));
-    else if (typeof state.output === "string") body.push(h("div", { class: "label" }, "Output"), outputView(input, state.output));
+    else if (typeof state.output === "string") body.push(h("div", { class: "label" }, "Output"), outputView(p.tool || "", input, state.output));
     if (typeof state.message === "string") body.push(h("div", { class: "label" }, "Error"), h("pre", { class: "block plain msg-error" }, state.message));
     return foldable("tool", stored.id, openParts,
       h("span", null, "⚙ ", h("span", { class: "tool-name" }, p.tool), h("span", { class: "status " + status }, status),
@@ -788,8 +788,8 @@
       body);
   }
   /** A tool's output: highlighted when it reads a file whose extension names a language. */
-  function outputView(input, output) {
-    const path = input && typeof input === "object" ? filePath(input) : "";
+  function outputView(tool, input, output) {
+    const path = /read|view|cat|open|show/i.test(tool) && input && typeof input === "object" ? filePath(input) : "";
     const ext = (/\.([A-Za-z0-9]+)$/.exec(path) || [])[1];
     if (ext && output.length < 100000 && window.hljs && window.hljs.getLanguage(ext.toLowerCase())) return codeBlock(output, ext.toLowerCase());
     return h("pre", { class: "block plain" }, output);

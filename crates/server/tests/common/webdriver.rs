@@ -245,6 +245,16 @@ impl Driver {
         Ok(())
     }
 
+    /// Resizes the browser window.
+    pub fn resize(&self, width: u32, height: u32) -> Result<()> {
+        self.session_call(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )?;
+        Ok(())
+    }
+
     /// A PNG of the viewport.
     pub fn screenshot(&self) -> Result<Vec<u8>> {
         let value = self.session_call("GET", "/screenshot", None)?;
