@@ -387,7 +387,6 @@
           sessionLink(s),
           s.kind !== "normal" ? h("span", { class: "badge" }, s.kind) : null,
           s.archived_at ? h("span", { class: "badge" }, "archived") : null,
-          s.ended_at ? null : h("span", { class: "badge", title: "not ended" }, "open"),
           kids,
           s.preview ? h("div", { class: "preview" }, s.preview) : null),
         h("td", null, s.source),

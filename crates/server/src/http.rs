@@ -40,7 +40,7 @@ pub const MAX_STREAMS: usize = 64;
 const MAX_HEAD: usize = 16 * 1024;
 /// The most headers a request may have.
 const MAX_HEADERS: usize = 64;
-/// How long a client may take to send its request head.
+/// How long a client may take to send its request head (in all, not per read).
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a write may block on a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -357,6 +357,7 @@ fn write_response(
 fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
     let mut buf = Vec::with_capacity(2048);
     let mut chunk = [0u8; 4096];
+    let deadline = std::time::Instant::now() + READ_TIMEOUT;
     loop {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut parsed = httparse::Request::new(&mut headers);
@@ -388,6 +389,11 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
         if buf.len() >= MAX_HEAD {
             return Err(text_response(431, "request head too large\n"));
         }
+        // A client trickling its head byte by byte is dropped at the deadline.
+        let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+            return Ok(None);
+        };
+        let _ = stream.set_read_timeout(Some(left.max(Duration::from_millis(1))));
         match stream.read(&mut chunk) {
             Ok(0) if buf.is_empty() => return Ok(None),
             Ok(0) => return Err(text_response(400, "incomplete request\n")),

@@ -802,3 +802,31 @@ fn starting_fails_clearly() {
     let err = bind(&not_db, "127.0.0.1:0", None).unwrap_err();
     assert!(matches!(err, ServeError::Open { .. }), "{err}");
 }
+
+#[test]
+fn malformed_requests_get_a_clear_answer() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let raw = |bytes: &[u8]| {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(bytes).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    };
+    assert!(raw(b"NOT HTTP AT ALL\r\n\r\n").starts_with("HTTP/1.1 400"));
+    let huge = format!(
+        "GET /api/stats HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n",
+        "x".repeat(20_000)
+    );
+    assert!(raw(huge.as_bytes()).starts_with("HTTP/1.1 431"));
+    let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
+    let reply = raw(format!("GET /api/stats HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes());
+    assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+    // The server still answers afterwards.
+    assert_eq!(get(server.addr, "/api/version").status, 200);
+}
