@@ -26,7 +26,7 @@ use crate::json::{
     SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, usd,
 };
 
-/// The most children [`Store::session`] lists.
+/// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
 pub const MAX_CHILDREN: usize = 500;
 
 /// Characters of the first user message fetched for a preview.
