@@ -9,8 +9,9 @@
 //!   first sorted by cost (a sort over every session), against the list's bare SELECT read
 //!   raw;
 //! - the 2,000-message conversation: its first page of 100, and all of it page by page;
-//! - search as you type: each prefix of a few words (`c`, `co`, `con` …) as one request,
-//!   against `MessageService::search` called directly for the same strings.
+//! - search as you type: each prefix of a few words as the page sends it (`c`, `co`,
+//!   `con*`, `conn*` …) as one request, against `MessageService::search` called directly
+//!   for the same strings.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -341,11 +342,19 @@ fn measure(
         }
     })?;
 
+    // As the page sends them: a word of three or more letters being typed is a prefix.
     let keystrokes: Vec<String> = TYPED
         .iter()
         .flat_map(|word| {
             let chars: Vec<char> = word.chars().collect();
-            (1..=chars.len()).map(move |n| chars[..n].iter().collect::<String>())
+            (1..=chars.len()).map(move |n| {
+                let typed: String = chars[..n].iter().collect();
+                if n >= 3 && typed.is_ascii() {
+                    typed + "*"
+                } else {
+                    typed
+                }
+            })
         })
         .collect();
     let encode = |s: &str| -> String { s.bytes().map(|b| format!("%{b:02X}")).collect() };

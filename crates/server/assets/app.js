@@ -834,7 +834,7 @@
       setState("loading");
       const started = performance.now();
       try {
-        const res = await api("search", { q: state.q, source: state.source, exclude_source: state.exclude_source,
+        const res = await api("search", { q: asTyped(state.q), source: state.source, exclude_source: state.exclude_source,
           role: state.role, since: state.since, session: state.session, limit: 50 }, mine.signal);
         if (!stillShown(token) || mine !== ctl) return;
         hits.replaceChildren(...res.hits.map(renderHit));
@@ -864,6 +864,19 @@
     }
     onChange(run);
     await run();
+  }
+
+  /**
+   * What is sent while typing: the query as typed, except that a last word of three or
+   * more letters that is still being typed also matches longer words (`conn` as `conn*`,
+   * the CLI's prefix syntax), so results appear before a word is complete.
+   */
+  function asTyped(q) {
+    const open = (q.match(/"/g) || []).length % 2 === 1;
+    if (open || /[*\s"]$/.test(q)) return q;
+    const last = (/[\p{L}\p{N}_]+$/u.exec(q) || [""])[0];
+    if (last.length < 3 || /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(last)) return q;
+    return q + "*";
   }
 
   function renderHit(hit) {

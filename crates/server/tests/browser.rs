@@ -404,10 +404,16 @@ fn search(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
     d.goto(&ctx.server.url("/search"))?;
     d.wait_ready()?;
-    d.type_into("#search-input", "weather")?;
+    // A word being typed already finds longer words.
+    d.type_into("#search-input", "weat")?;
+    d.wait(
+        "a hit for the unfinished word",
+        "return document.querySelectorAll('#hits a.hit').length === 1",
+    )?;
+    d.type_into("#search-input", "her")?;
     d.wait(
         "a hit",
-        "return document.querySelectorAll('#hits a.hit').length === 1",
+        "return document.querySelectorAll('#hits a.hit').length === 1 && location.search.includes('q=weather')",
     )?;
     d.wait(
         "the query in the address",
