@@ -13,10 +13,12 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 use crate::diag::{Diagnostic, suggestion};
 use crate::query::{SourceFile, parse_tokens, tokenize};
 
-/// SQLite storage class as seen from Rust.
+/// A column or expression type as seen from Rust: SQLite's storage classes, plus the
+/// PostgreSQL types that have no SQLite twin (4- and 2-byte integers, 4-byte floats, and the
+/// types sqlgen knows but cannot bind or read: NUMERIC, JSON/JSONB, and the rest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SqlType {
-    /// `INTEGER` affinity → `i64`.
+    /// `INTEGER` affinity (SQLite) or `BIGINT` (PostgreSQL) → `i64`.
     Integer,
     /// `REAL` affinity → `f64`.
     Real,
@@ -26,8 +28,20 @@ pub enum SqlType {
     Blob,
     /// Declared `BOOLEAN` → `bool`.
     Bool,
-    /// Unknown or dynamic → `rusqlite::types::Value`.
+    /// Unknown or dynamic → `rusqlite::types::Value` (SQLite only).
     Any,
+    /// PostgreSQL `INTEGER` / `INT4` → `i32`.
+    Int4,
+    /// PostgreSQL `SMALLINT` / `INT2` → `i16`.
+    Int2,
+    /// PostgreSQL `REAL` / `FLOAT4` → `f32`.
+    Float4,
+    /// PostgreSQL `NUMERIC`: no Rust type here; cast it.
+    Numeric,
+    /// PostgreSQL `JSON` / `JSONB`: no Rust type here; cast it to TEXT.
+    Json,
+    /// Any other PostgreSQL type (timestamps, tsvector, arrays …): no Rust type here.
+    Other,
 }
 
 impl SqlType {
@@ -56,6 +70,38 @@ impl SqlType {
         }
     }
 
+    /// Maps a declared PostgreSQL type (a column or a CAST target).
+    pub fn from_pg_decl(decl: &str) -> SqlType {
+        let d = decl.to_ascii_uppercase();
+        let d = d.trim();
+        let base = d.split(['(', '[']).next().unwrap_or(d).trim();
+        if d.ends_with(']') || d.starts_with("ARRAY") {
+            return SqlType::Other;
+        }
+        match base {
+            "BIGINT" | "INT8" | "BIGSERIAL" | "SERIAL8" => SqlType::Integer,
+            "INTEGER" | "INT" | "INT4" | "SERIAL" | "SERIAL4" => SqlType::Int4,
+            "SMALLINT" | "INT2" | "SMALLSERIAL" | "SERIAL2" => SqlType::Int2,
+            "DOUBLE PRECISION" | "FLOAT8" | "FLOAT" | "DOUBLE" => SqlType::Real,
+            "REAL" | "FLOAT4" => SqlType::Float4,
+            "NUMERIC" | "DECIMAL" | "DEC" => SqlType::Numeric,
+            "TEXT" | "VARCHAR" | "CHARACTER VARYING" | "CHAR" | "CHARACTER" | "BPCHAR" | "NAME"
+            | "CITEXT" => SqlType::Text,
+            "BYTEA" => SqlType::Blob,
+            "BOOLEAN" | "BOOL" => SqlType::Bool,
+            "JSON" | "JSONB" => SqlType::Json,
+            _ => SqlType::Other,
+        }
+    }
+
+    /// Maps a declared type in `dialect`.
+    pub fn from_decl_in(decl: &str, dialect: crate::Dialect) -> SqlType {
+        match dialect {
+            crate::Dialect::Sqlite => SqlType::from_decl(decl),
+            crate::Dialect::Postgres => SqlType::from_pg_decl(decl),
+        }
+    }
+
     /// Owned Rust type used in row structs.
     pub fn rust_owned(self) -> &'static str {
         match self {
@@ -65,6 +111,35 @@ impl SqlType {
             SqlType::Blob => "Vec<u8>",
             SqlType::Bool => "bool",
             SqlType::Any => "rusqlite::types::Value",
+            SqlType::Int4 => "i32",
+            SqlType::Int2 => "i16",
+            SqlType::Float4 => "f32",
+            // Reported before code is generated (see `has_rust_type`).
+            SqlType::Numeric | SqlType::Json | SqlType::Other => "String",
+        }
+    }
+
+    /// Whether values of this type can be bound and read in `dialect`.
+    pub fn has_rust_type(self, dialect: crate::Dialect) -> bool {
+        match self {
+            SqlType::Numeric | SqlType::Json | SqlType::Other => false,
+            SqlType::Any => dialect == crate::Dialect::Sqlite,
+            _ => true,
+        }
+    }
+
+    /// The `postgres::types::Type` constant of a parameter of this type.
+    pub fn pg_type(self) -> &'static str {
+        match self {
+            SqlType::Integer => "INT8",
+            SqlType::Real => "FLOAT8",
+            SqlType::Text => "TEXT",
+            SqlType::Blob => "BYTEA",
+            SqlType::Bool => "BOOL",
+            SqlType::Int4 => "INT4",
+            SqlType::Int2 => "INT2",
+            SqlType::Float4 => "FLOAT4",
+            SqlType::Any | SqlType::Numeric | SqlType::Json | SqlType::Other => "UNKNOWN",
         }
     }
 
@@ -77,7 +152,54 @@ impl SqlType {
             SqlType::Blob => "BLOB",
             SqlType::Bool => "BOOLEAN",
             SqlType::Any => "ANY",
+            SqlType::Int4 => "INTEGER (4 bytes)",
+            SqlType::Int2 => "SMALLINT",
+            SqlType::Float4 => "REAL (4 bytes)",
+            SqlType::Numeric => "NUMERIC",
+            SqlType::Json => "JSONB",
+            SqlType::Other => "a type with no Rust mapping",
         }
+    }
+
+    /// The widest type of this type's family: what a parameter cast to it is bound as (the
+    /// cast narrows it on the server), e.g. `CAST(@n AS INTEGER)` binds an `i64`.
+    pub fn widest(self) -> SqlType {
+        match self {
+            SqlType::Int4 | SqlType::Int2 => SqlType::Integer,
+            SqlType::Float4 | SqlType::Numeric => SqlType::Real,
+            SqlType::Json | SqlType::Other => SqlType::Text,
+            other => other,
+        }
+    }
+
+    /// Whether this is a number type.
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            SqlType::Integer
+                | SqlType::Real
+                | SqlType::Int4
+                | SqlType::Int2
+                | SqlType::Float4
+                | SqlType::Numeric
+        )
+    }
+}
+
+/// Where a table or column was defined.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// File as shown.
+    pub file: String,
+    /// 1-based line.
+    pub line: u64,
+    /// 1-based column.
+    pub col: u64,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
     }
 }
 
@@ -92,6 +214,8 @@ pub struct Column {
     pub nullable: bool,
     /// Hidden columns (`rowid`, FTS5 `rank`) are reachable by name but not part of `*`.
     pub hidden: bool,
+    /// Where it was declared (a CREATE TABLE or an ALTER TABLE … ADD COLUMN).
+    pub origin: Origin,
 }
 
 /// What kind of relation a catalog entry is.
@@ -116,6 +240,8 @@ pub struct Table {
     pub columns: Vec<Column>,
     /// Why a view's columns could not be inferred (reported when a query uses it).
     pub broken: Option<String>,
+    /// Where it was created.
+    pub origin: Origin,
 }
 
 impl Table {
@@ -132,11 +258,28 @@ impl Table {
     }
 }
 
+/// A function created by a migration (PostgreSQL `CREATE FUNCTION`), so queries calling it
+/// get its declared result type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    /// Its name.
+    pub name: String,
+    /// Its declared result type.
+    pub returns: SqlType,
+}
+
 /// The schema the migrations build.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalog {
+    /// The dialect the migrations are written in.
+    pub dialect: crate::Dialect,
     /// Relations in creation order.
     pub tables: Vec<Table>,
+    /// Functions the migrations created.
+    pub functions: Vec<Function>,
+    /// Statements read but not modelled (extensions, text search configurations, `DO`
+    /// blocks …): each says what was skipped and why, so nothing is silently misread.
+    pub notes: Vec<Diagnostic>,
 }
 
 impl Catalog {
@@ -151,6 +294,15 @@ impl Catalog {
         self.tables
             .iter_mut()
             .find(|t| t.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The declared result type of a function the migrations created.
+    pub fn function(&self, name: &str) -> Option<SqlType> {
+        self.functions
+            .iter()
+            .rev()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
+            .map(|f| f.returns)
     }
 
     /// `; did you mean "x"?` over relation names.
@@ -190,20 +342,7 @@ pub fn read_migrations(dir: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
                 message: "migration file name must look like V1__name.sql".into(),
             });
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| Diagnostic {
-            file: crate::display_path(&path),
-            line: 1,
-            col: 1,
-            query: None,
-            message: format!("cannot read migration: {e}"),
-        })?;
-        files.push((
-            version,
-            SourceFile {
-                display: crate::display_path(&path),
-                text,
-            },
-        ));
+        files.push((version, crate::query::read_source(&path, "migration")?));
     }
     files.sort_by_key(|(v, _)| *v);
     for pair in files.windows(2) {
@@ -224,10 +363,15 @@ pub fn read_migrations(dir: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
 }
 
 /// Replays migrations in order; returns the catalog and every problem found.
-pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
-    let mut cat = Catalog::default();
+pub fn build(files: &[SourceFile], dialect: crate::Dialect) -> (Catalog, Vec<Diagnostic>) {
+    let mut cat = Catalog {
+        dialect,
+        ..Catalog::default()
+    };
+    let pg = dialect == crate::Dialect::Postgres;
     let mut diags = Vec::new();
     for file in files {
+        let mut notes = Vec::new();
         let mut err = |line: u64, col: u64, message: String| {
             diags.push(Diagnostic {
                 file: file.display.clone(),
@@ -237,7 +381,7 @@ pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
                 message,
             })
         };
-        let tokens = match tokenize(&file.text) {
+        let tokens = match tokenize(&file.text, dialect) {
             Ok(t) => t,
             Err((line, col, msg)) => {
                 err(line, col, msg);
@@ -249,9 +393,17 @@ pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
                 continue;
             };
             let (line, col) = (first.span.start.line, first.span.start.column);
+            let origin = Origin {
+                file: file.display.clone(),
+                line,
+                col,
+            };
             let words = leading_keywords(stmt, 5);
-            if words.first() == Some(&Keyword::CREATE) && words.get(1) == Some(&Keyword::VIRTUAL) {
-                match virtual_table(stmt) {
+            if !pg
+                && words.first() == Some(&Keyword::CREATE)
+                && words.get(1) == Some(&Keyword::VIRTUAL)
+            {
+                match virtual_table(stmt, &origin) {
                     Ok(t) => {
                         if cat.table(&t.name).is_some() {
                             err(line, col, format!("table \"{}\" already exists", t.name));
@@ -265,10 +417,20 @@ pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
             }
             // PRAGMAs never change the schema, and sqlparser rejects valid ones such as
             // `PRAGMA ignore_check_constraints = ON`.
-            if words.first() == Some(&Keyword::PRAGMA) {
+            if !pg && words.first() == Some(&Keyword::PRAGMA) {
                 continue;
             }
-            if is_trigger_if_not_exists(&words) {
+            if pg && let Some(what) = pg_unmodelled(stmt) {
+                notes.push(Diagnostic {
+                    file: file.display.clone(),
+                    line,
+                    col,
+                    query: None,
+                    message: format!("note: skipped {what}"),
+                });
+                continue;
+            }
+            if !pg && is_trigger_if_not_exists(&words) {
                 err(
                     line,
                     col,
@@ -284,7 +446,7 @@ pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
                 err(l, c, m);
                 continue;
             }
-            let parsed = match parse_tokens(stmt) {
+            let parsed = match parse_tokens(stmt, dialect) {
                 Ok(p) => p,
                 Err((l, c, m)) => {
                     err(l, c, m);
@@ -292,13 +454,44 @@ pub fn build(files: &[SourceFile]) -> (Catalog, Vec<Diagnostic>) {
                 }
             };
             for s in parsed {
-                if let Err(m) = apply(&mut cat, &s, &file.text) {
+                if let Err(m) = apply(&mut cat, &s, &file.text, &origin) {
                     err(line, col, m);
                 }
             }
         }
+        cat.notes.extend(notes);
     }
     (cat, diags)
+}
+
+/// PostgreSQL statements sqlgen reads past without modelling them, with what they are.
+/// They cannot change a table's columns; what they add (an extension's functions and
+/// operators, a text search configuration) is typed as unknown where a query uses it.
+fn pg_unmodelled(stmt: &[TokenWithSpan]) -> Option<String> {
+    let words: Vec<String> = stmt
+        .iter()
+        .filter(|t| !is_trivia(&t.token))
+        .take(4)
+        .map(|t| match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_uppercase(),
+            _ => String::new(),
+        })
+        .collect();
+    let w = |i: usize| words.get(i).map_or("", String::as_str);
+    let what = match (w(0), w(1), w(2)) {
+        ("DO", _, _) => "a DO block: sqlgen does not run procedural code",
+        ("CREATE" | "DROP" | "ALTER", "EXTENSION", _) => {
+            "an extension statement: its functions and operators are typed as unknown"
+        }
+        ("CREATE" | "DROP" | "ALTER", "TEXT", "SEARCH") => {
+            "a text search configuration statement: configurations do not change tables"
+        }
+        ("COMMENT", "ON", _) => "a COMMENT: comments do not change tables",
+        ("GRANT" | "REVOKE", _, _) => "a privilege statement: privileges do not change tables",
+        _ => return None,
+    };
+    let head: Vec<&str> = words.iter().take(3).map(String::as_str).collect();
+    Some(format!("{} ({what})", head.join(" ").trim()))
 }
 
 fn is_trivia(t: &Token) -> bool {
@@ -385,16 +578,32 @@ fn ident_name(name: &ObjectName) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
-fn rowid() -> Column {
+fn rowid(origin: &Origin) -> Column {
     Column {
         name: "rowid".into(),
         ty: SqlType::Integer,
         nullable: false,
         hidden: true,
+        origin: origin.clone(),
     }
 }
 
-fn create_table(ct: &CreateTable) -> Result<Table, String> {
+fn ident_origin(origin: &Origin, id: &sqlparser::ast::Ident) -> Origin {
+    if id.span.start.line == 0 {
+        return origin.clone();
+    }
+    Origin {
+        file: origin.file.clone(),
+        line: id.span.start.line,
+        col: id.span.start.column,
+    }
+}
+
+fn create_table(
+    ct: &CreateTable,
+    dialect: crate::Dialect,
+    origin: &Origin,
+) -> Result<Table, String> {
     let mut pk_cols: Vec<String> = Vec::new();
     for c in &ct.constraints {
         if let TableConstraint::PrimaryKey(pk) = c {
@@ -415,6 +624,11 @@ fn create_table(ct: &CreateTable) -> Result<Table, String> {
         for opt in &cd.options {
             match &opt.option {
                 ColumnOption::NotNull | ColumnOption::PrimaryKey(_) => not_null = true,
+                // PostgreSQL identity columns are always NOT NULL.
+                ColumnOption::Generated {
+                    generation_expr: None,
+                    ..
+                } => not_null = true,
                 _ => {}
             }
         }
@@ -432,9 +646,10 @@ fn create_table(ct: &CreateTable) -> Result<Table, String> {
         }
         columns.push(Column {
             name: cd.name.value.clone(),
-            ty: SqlType::from_decl(&decl),
+            ty: SqlType::from_decl_in(&decl, dialect),
             nullable: !not_null,
             hidden: false,
+            origin: ident_origin(origin, &cd.name),
         });
     }
     if ct.columns.is_empty() {
@@ -445,21 +660,22 @@ fn create_table(ct: &CreateTable) -> Result<Table, String> {
         .options
         .iter()
         .any(|o| matches!(o, sqlparser::ast::SqliteTableOption::WithoutRowid));
-    if !without_rowid {
-        columns.push(rowid());
+    if !without_rowid && dialect == crate::Dialect::Sqlite {
+        columns.push(rowid(origin));
     }
     Ok(Table {
         name: ident_name(&ct.name),
         kind: TableKind::Table,
         columns,
         broken: None,
+        origin: origin.clone(),
     })
 }
 
-fn apply(cat: &mut Catalog, s: &Statement, text: &str) -> Result<(), String> {
+fn apply(cat: &mut Catalog, s: &Statement, text: &str, origin: &Origin) -> Result<(), String> {
     match s {
         Statement::CreateTable(ct) => {
-            let t = create_table(ct)?;
+            let t = create_table(ct, cat.dialect, origin)?;
             if cat.table(&t.name).is_some() {
                 if ct.if_not_exists {
                     return Ok(());
@@ -475,7 +691,7 @@ fn apply(cat: &mut Catalog, s: &Statement, text: &str) -> Result<(), String> {
                 return Err(format!("no table \"{name}\"{suggest}"));
             }
             for op in &at.operations {
-                alter(cat, &name, op)?;
+                alter(cat, &name, op, origin)?;
             }
         }
         Statement::CreateView(cv) => {
@@ -486,7 +702,7 @@ fn apply(cat: &mut Catalog, s: &Statement, text: &str) -> Result<(), String> {
                 }
                 return Err(format!("view \"{name}\" already exists"));
             }
-            let (columns, broken) = match crate::infer::view_columns(cat, &cv.query, text) {
+            let (columns, broken) = match crate::infer::view_columns(cat, &cv.query, text, origin) {
                 Ok(mut cols) => {
                     for (c, vc) in cols.iter_mut().zip(&cv.columns) {
                         c.name = vc.name.value.clone();
@@ -500,6 +716,7 @@ fn apply(cat: &mut Catalog, s: &Statement, text: &str) -> Result<(), String> {
                 kind: TableKind::View,
                 columns,
                 broken,
+                origin: origin.clone(),
             });
         }
         Statement::CreateIndex(ci) => {
@@ -514,6 +731,17 @@ fn apply(cat: &mut Catalog, s: &Statement, text: &str) -> Result<(), String> {
             if cat.table(&name).is_none() {
                 let suggest = cat.suggest_table(&name);
                 return Err(format!("no table \"{name}\"{suggest}"));
+            }
+        }
+        Statement::CreateFunction(cf) => {
+            if let Some(ret) = &cf.return_type {
+                let decl = ret.to_string();
+                if !decl.eq_ignore_ascii_case("trigger") {
+                    cat.functions.push(Function {
+                        name: ident_name(&cf.name),
+                        returns: SqlType::from_decl_in(&decl, cat.dialect),
+                    });
+                }
             }
         }
         Statement::Drop {
@@ -538,7 +766,13 @@ fn apply(cat: &mut Catalog, s: &Statement, text: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn alter(cat: &mut Catalog, name: &str, op: &AlterTableOperation) -> Result<(), String> {
+fn alter(
+    cat: &mut Catalog,
+    name: &str,
+    op: &AlterTableOperation,
+    origin: &Origin,
+) -> Result<(), String> {
+    let dialect = cat.dialect;
     let new_name = match op {
         AlterTableOperation::RenameTable { table_name } => {
             let (RenameTableNameKind::As(n) | RenameTableNameKind::To(n)) = table_name;
@@ -568,9 +802,10 @@ fn alter(cat: &mut Catalog, name: &str, op: &AlterTableOperation) -> Result<(), 
             });
             let col = Column {
                 name: column_def.name.value.clone(),
-                ty: SqlType::from_decl(&column_def.data_type.to_string()),
+                ty: SqlType::from_decl_in(&column_def.data_type.to_string(), dialect),
                 nullable: !not_null,
                 hidden: false,
+                origin: ident_origin(origin, &column_def.name),
             };
             let pos = t
                 .columns
@@ -612,13 +847,15 @@ fn alter(cat: &mut Catalog, name: &str, op: &AlterTableOperation) -> Result<(), 
                 t.name = n;
             }
         }
+        // Constraints (a foreign key added once both tables exist) change no column.
+        AlterTableOperation::AddConstraint { .. } | AlterTableOperation::DropConstraint { .. } => {}
         other => return Err(format!("unsupported ALTER TABLE operation: {other}")),
     }
     Ok(())
 }
 
 /// Reads `CREATE VIRTUAL TABLE name USING fts5(a, b UNINDEXED, tokenize='x', content=…)`.
-fn virtual_table(stmt: &[TokenWithSpan]) -> Result<Table, String> {
+fn virtual_table(stmt: &[TokenWithSpan], origin: &Origin) -> Result<Table, String> {
     let toks: Vec<&Token> = stmt
         .iter()
         .map(|t| &t.token)
@@ -694,28 +931,32 @@ fn virtual_table(stmt: &[TokenWithSpan]) -> Result<Table, String> {
             ty: SqlType::Text,
             nullable: true,
             hidden: false,
+            origin: origin.clone(),
         });
     }
     if columns.is_empty() {
         return Err(format!("virtual table \"{name}\" declares no columns"));
     }
-    columns.push(rowid());
+    columns.push(rowid(origin));
     columns.push(Column {
         name: "rank".into(),
         ty: SqlType::Real,
         nullable: true,
         hidden: true,
+        origin: origin.clone(),
     });
     columns.push(Column {
         name: name.clone(),
         ty: SqlType::Any,
         nullable: true,
         hidden: true,
+        origin: origin.clone(),
     });
     Ok(Table {
         name,
         kind: TableKind::Virtual,
         columns,
         broken: None,
+        origin: origin.clone(),
     })
 }

@@ -40,6 +40,13 @@ impl Diagnostics {
         Diagnostics { items: vec![d] }
     }
 
+    /// Wraps several diagnostics, sorted by file and position.
+    pub fn from_items(mut items: Vec<Diagnostic>) -> Self {
+        items.sort();
+        items.dedup();
+        Diagnostics { items }
+    }
+
     /// True when nothing was reported.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()

@@ -8,11 +8,12 @@ use sqlparser::ast::{
     FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, InTarget, Insert,
     JoinConstraint, JoinOperator, LimitClause, ObjectName, OnConflictAction, OnInsert, OrderBy,
     OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Spanned,
-    Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Update,
-    UpdateTableFromKind, Value,
+    SqliteOnConflict, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Update,
+    UpdateTableFromKind, Value, WindowFrameBound, WindowType,
 };
 
-use crate::catalog::{Catalog, Column, SqlType, TableKind};
+use crate::Dialect;
+use crate::catalog::{Catalog, Column, Origin, SqlType, TableKind};
 use crate::diag::suggestion;
 use crate::query::{ParamKey, ParamScan, PosError, byte_offset, key_name, line_starts};
 
@@ -29,6 +30,8 @@ pub struct ResultColumn {
     pub nullable: bool,
     /// Author-provided Rust type (`AS "x: serde_json::Value"`).
     pub rust_type: Option<String>,
+    /// Where its select item starts.
+    pub pos: (u64, u64),
 }
 
 /// A parameter of a query.
@@ -42,8 +45,10 @@ pub struct Param {
     pub nullable: bool,
     /// `sqlc.slice`: a list expanded at run time.
     pub slice: bool,
-    /// Position in the rewritten SQL (`?N`), 0 for slices.
+    /// Position in the rewritten SQL (`?N` / `$N`); 0 for SQLite slices (expanded at run time).
     pub index: usize,
+    /// Where it first appears.
+    pub pos: (u64, u64),
 }
 
 /// What analysing a statement produced.
@@ -55,6 +60,9 @@ pub struct Analysis {
     pub columns: Vec<ResultColumn>,
     /// Whether the statement is INSERT/UPDATE/DELETE.
     pub is_dml: bool,
+    /// Whether the statement always yields exactly one row (an aggregate without GROUP BY, a
+    /// SELECT without FROM, a one-row INSERT … RETURNING).
+    pub one_row: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +73,7 @@ struct Col {
     nullable: bool,
     hidden: bool,
     rust: Option<String>,
+    pos: (u64, u64),
 }
 
 impl Col {
@@ -76,6 +85,7 @@ impl Col {
             nullable: c.nullable,
             hidden: c.hidden,
             rust: None,
+            pos: (0, 0),
         }
     }
 }
@@ -97,6 +107,9 @@ struct Frame {
     rels: Vec<Rel>,
     ctes: Vec<(String, Vec<Col>)>,
     outputs: Vec<Col>,
+    /// A SELECT with GROUP BY: every group has at least one row, so an aggregate over a
+    /// NOT NULL argument is never NULL there.
+    grouped: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -165,6 +178,9 @@ struct Analyzer<'a> {
     occ: HashMap<(u64, u64), usize>,
     scan: &'a ParamScan,
     pstate: Vec<ParamState>,
+    /// Parameters tested with `IS [NOT] NULL` (directly or through a CAST): the query means
+    /// to accept NULL for them.
+    null_tested: Vec<bool>,
     errors: Vec<PosError>,
     slice_ok: Option<(u64, u64)>,
     depth: usize,
@@ -205,10 +221,11 @@ pub fn analyze_statement(
     scan: &ParamScan,
 ) -> Result<Analysis, Vec<PosError>> {
     let mut a = Analyzer::new(catalog, body, scan);
-    let (cols, is_dml) = a.statement(stmt);
+    let (cols, is_dml, one_row) = a.statement(stmt);
     let mut columns = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     let first_pos = stmt_pos(stmt);
+    let clean = a.errors.is_empty();
     for c in &cols {
         if seen.contains(&c.field.as_str()) {
             a.errors.push((
@@ -221,12 +238,41 @@ pub fn analyze_statement(
             ));
         }
         seen.push(&c.field);
+        let pos = if c.pos.0 == 0 { first_pos } else { c.pos };
+        if a.pg() && c.rust.is_none() && !c.ty.has_rust_type(Dialect::Postgres) {
+            let msg = match c.ty {
+                SqlType::Numeric => Some(format!(
+                    "column \"{}\" is NUMERIC in PostgreSQL (a sum of BIGINT, an avg, a decimal \
+                     literal); CAST it AS BIGINT or DOUBLE PRECISION",
+                    c.field
+                )),
+                SqlType::Json => Some(format!(
+                    "column \"{}\" is JSONB in PostgreSQL; read it with ->> or CAST it AS TEXT",
+                    c.field
+                )),
+                SqlType::Other => Some(format!(
+                    "column \"{}\" has a PostgreSQL type with no Rust mapping here; CAST it \
+                     (AS TEXT, BIGINT, DOUBLE PRECISION, BOOLEAN or BYTEA)",
+                    c.field
+                )),
+                // After a real error the type is unknown because of it.
+                _ if !clean => None,
+                _ => Some(format!(
+                    "cannot infer the PostgreSQL type of column \"{}\"; CAST it",
+                    c.field
+                )),
+            };
+            if let Some(m) = msg {
+                a.errors.push((pos.0, pos.1, m));
+            }
+        }
         columns.push(ResultColumn {
             name: c.name.clone(),
             field: c.field.clone(),
             ty: c.ty,
             nullable: c.nullable,
             rust_type: c.rust.clone(),
+            pos,
         });
     }
     let params = a.finish_params();
@@ -235,6 +281,7 @@ pub fn analyze_statement(
             params,
             columns,
             is_dml,
+            one_row,
         })
     } else {
         let mut e = a.errors;
@@ -249,7 +296,12 @@ fn stmt_pos(stmt: &Statement) -> (u64, u64) {
 }
 
 /// Infers the columns of a `CREATE VIEW … AS query`.
-pub fn view_columns(catalog: &Catalog, q: &Query, text: &str) -> Result<Vec<Column>, String> {
+pub fn view_columns(
+    catalog: &Catalog,
+    q: &Query,
+    text: &str,
+    origin: &Origin,
+) -> Result<Vec<Column>, String> {
     let scan = ParamScan::default();
     let mut a = Analyzer::new(catalog, text, &scan);
     let cols = a.query(q, None).0;
@@ -263,6 +315,7 @@ pub fn view_columns(catalog: &Catalog, q: &Query, text: &str) -> Result<Vec<Colu
             ty: c.ty,
             nullable: c.nullable,
             hidden: false,
+            origin: origin.clone(),
         })
         .collect())
 }
@@ -278,10 +331,15 @@ impl<'a> Analyzer<'a> {
             occ,
             scan,
             pstate: vec![ParamState::default(); scan.slots.len()],
+            null_tested: vec![false; scan.slots.len()],
             errors: Vec::new(),
             slice_ok: None,
             depth: 0,
         }
+    }
+
+    fn pg(&self) -> bool {
+        self.catalog.dialect == Dialect::Postgres
     }
 
     fn err(&mut self, pos: (u64, u64), msg: String) {
@@ -300,7 +358,7 @@ impl<'a> Analyzer<'a> {
         let Some(rest) = self.text.get(a..) else {
             return e.to_string();
         };
-        let Ok(tokens) = crate::query::tokenize(rest) else {
+        let Ok(tokens) = crate::query::tokenize(rest, self.catalog.dialect) else {
             return e.to_string();
         };
         let rest_starts = line_starts(rest);
@@ -352,6 +410,11 @@ impl<'a> Analyzer<'a> {
         for (i, slot) in self.scan.slots.iter().enumerate() {
             let st = self.pstate.get(i).cloned().unwrap_or_default();
             let Some(ty) = st.ty else {
+                // After a real error (an unknown table or column) the parameter's context is
+                // unknown too; asking for a CAST would mislead, so only that error stands.
+                if !self.errors.is_empty() {
+                    continue;
+                }
                 let what = match &slot.key {
                     ParamKey::Named(n) if slot.spelling.starts_with("sqlc") => {
                         format!("{}({n})", slot.spelling)
@@ -359,14 +422,36 @@ impl<'a> Analyzer<'a> {
                     ParamKey::Named(_) | ParamKey::Numbered(_) => slot.spelling.clone(),
                     ParamKey::Anon(_) => "?".to_string(),
                 };
+                let others = if self.pg() {
+                    "BIGINT, DOUBLE PRECISION, BOOLEAN, BYTEA"
+                } else {
+                    "INTEGER, REAL, BLOB"
+                };
                 self.err(
                     slot.first,
                     format!(
-                        "cannot infer the type of parameter {what}; write CAST({what} AS TEXT) (or INTEGER, REAL, BLOB)"
+                        "cannot infer the type of parameter {what}; write CAST({what} AS TEXT) (or {others})"
                     ),
                 );
                 continue;
             };
+            if self.pg() && !ty.has_rust_type(Dialect::Postgres) {
+                let (what, cast) = match ty {
+                    SqlType::Numeric => ("NUMERIC", "DOUBLE PRECISION"),
+                    SqlType::Json => ("JSONB", "jsonb"),
+                    _ => ("a type with no Rust mapping", "TEXT"),
+                };
+                let shown = slot.spelling.clone();
+                self.err(
+                    slot.first,
+                    format!(
+                        "parameter {shown} is used as {what} in PostgreSQL; write CAST({shown} AS {cast}) \
+                         to bind it as {}",
+                        ty.widest().sql_name()
+                    ),
+                );
+                continue;
+            }
             let base = match &slot.key {
                 ParamKey::Named(n) => snake_case(n),
                 _ => st.name.as_deref().map(snake_case).unwrap_or_default(),
@@ -386,15 +471,18 @@ impl<'a> Analyzer<'a> {
                 name = format!("{base}_{n}");
                 n += 1;
             }
-            if !slot.slice {
+            if !slot.slice || self.pg() {
                 index += 1;
             }
             out.push(Param {
                 name,
                 ty,
-                nullable: slot.narg || st.nullable.unwrap_or(false),
+                nullable: slot.narg
+                    || st.nullable.unwrap_or(false)
+                    || self.null_tested.get(i).copied().unwrap_or(false),
                 slice: slot.slice,
-                index: if slot.slice { 0 } else { index },
+                index: if slot.slice && !self.pg() { 0 } else { index },
+                pos: slot.first,
             });
         }
         out
@@ -402,24 +490,29 @@ impl<'a> Analyzer<'a> {
 
     // ---- statements -------------------------------------------------------------------
 
-    fn statement(&mut self, stmt: &Statement) -> (Vec<Col>, bool) {
+    /// The output columns, whether the statement changes data, and whether it always yields
+    /// exactly one row.
+    fn statement(&mut self, stmt: &Statement) -> (Vec<Col>, bool, bool) {
         match stmt {
             Statement::Query(q) => {
-                let dml = matches!(
-                    q.body.as_ref(),
-                    SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_)
-                );
-                (self.query(q, None).0, dml)
+                let dml = is_dml_body(q.body.as_ref())
+                    || q.with.as_ref().is_some_and(|w| {
+                        w.cte_tables
+                            .iter()
+                            .any(|c| is_dml_body(c.query.body.as_ref()))
+                    });
+                let (cols, single) = self.query(q, None);
+                (cols, dml, single && !dml)
             }
-            Statement::Insert(i) => (self.insert(i), true),
-            Statement::Update(u) => (self.update(u), true),
-            Statement::Delete(d) => (self.delete(d), true),
+            Statement::Insert(i) => (self.insert(i), true, insert_one_row(i)),
+            Statement::Update(u) => (self.update(u), true, false),
+            Statement::Delete(d) => (self.delete(d), true, false),
             other => {
                 self.err(
                     stmt_pos(other),
                     "unsupported statement; expected SELECT, INSERT, UPDATE, DELETE or WITH".into(),
                 );
-                (Vec::new(), false)
+                (Vec::new(), false, false)
             }
         }
     }
@@ -457,6 +550,7 @@ impl<'a> Analyzer<'a> {
                             nullable: true,
                             hidden: false,
                             rust: None,
+                            pos: (0, 0),
                         });
                     }
                 }
@@ -679,7 +773,7 @@ impl<'a> Analyzer<'a> {
             }
         }
         self.frames.pop();
-        (cols, single)
+        (cols, single && limit_keeps_one_row(q.limit_clause.as_ref()))
     }
 
     fn cte(&mut self, cte: &Cte, recursive: bool) {
@@ -754,10 +848,13 @@ impl<'a> Analyzer<'a> {
                         ),
                     );
                 }
+                let pg = self.pg();
                 for (a, b) in l.iter_mut().zip(&r) {
                     a.nullable |= b.nullable;
                     if a.ty == SqlType::Any && a.rust.is_none() {
                         a.ty = b.ty;
+                    } else if pg {
+                        a.ty = pg_unify(a.ty, b.ty);
                     }
                 }
                 self.order_by_outputs(order_by, &l);
@@ -778,6 +875,7 @@ impl<'a> Analyzer<'a> {
                                 nullable: t.nullable,
                                 hidden: false,
                                 rust: None,
+                                pos: (0, 0),
                             }),
                         }
                     }
@@ -830,7 +928,14 @@ impl<'a> Analyzer<'a> {
         hints: Option<&[Hint]>,
         order_by: Option<&OrderBy>,
     ) -> (Vec<Col>, bool) {
-        self.frames.push(Frame::default());
+        let grouped = match &s.group_by {
+            GroupByExpr::Expressions(exprs, _) => !exprs.is_empty(),
+            GroupByExpr::All(_) => true,
+        };
+        self.frames.push(Frame {
+            grouped,
+            ..Frame::default()
+        });
         for twj in &s.from {
             self.table_with_joins(twj);
         }
@@ -841,15 +946,11 @@ impl<'a> Analyzer<'a> {
         if let Some(w) = &s.selection {
             self.expr(w, Some(&Hint::ty(SqlType::Bool)));
         }
-        let grouped = match &s.group_by {
-            GroupByExpr::Expressions(exprs, _) => {
-                for e in exprs {
-                    self.expr(e, None);
-                }
-                !exprs.is_empty()
+        if let GroupByExpr::Expressions(exprs, _) = &s.group_by {
+            for e in exprs {
+                self.expr(e, None);
             }
-            GroupByExpr::All(_) => true,
-        };
+        }
         if let Some(h) = &s.having {
             self.expr(h, Some(&Hint::ty(SqlType::Bool)));
         }
@@ -871,10 +972,32 @@ impl<'a> Analyzer<'a> {
         let mut agg = false;
         for (i, item) in items.iter().enumerate() {
             let hint = hints.and_then(|h| h.get(i));
+            let before = cols.len();
+            let item_pos = match item {
+                SelectItem::Wildcard(w) => pos_of(w.wildcard_token.0.span),
+                other => pos_of(other.span()),
+            };
+            self.projection_item(item, i, hint, &mut cols, &mut agg);
+            for c in cols.iter_mut().skip(before) {
+                c.pos = item_pos;
+            }
+        }
+        (cols, agg)
+    }
+
+    fn projection_item(
+        &mut self,
+        item: &SelectItem,
+        i: usize,
+        hint: Option<&Hint>,
+        cols: &mut Vec<Col>,
+        agg: &mut bool,
+    ) {
+        {
             match item {
                 SelectItem::UnnamedExpr(e) => {
                     let t = self.expr(e, hint);
-                    agg |= t.agg;
+                    *agg |= t.agg;
                     let (name, field) = match &t.col {
                         Some(c)
                             if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) =>
@@ -903,11 +1026,12 @@ impl<'a> Analyzer<'a> {
                         nullable: t.nullable,
                         hidden: false,
                         rust: None,
+                        pos: (0, 0),
                     });
                 }
                 SelectItem::ExprWithAlias { expr, alias } => {
                     let t = self.expr(expr, hint);
-                    agg |= t.agg;
+                    *agg |= t.agg;
                     let ov = parse_override(&alias.value);
                     cols.push(Col {
                         name: alias.value.clone(),
@@ -916,6 +1040,7 @@ impl<'a> Analyzer<'a> {
                         nullable: ov.nullable.unwrap_or(t.nullable),
                         hidden: false,
                         rust: ov.rust,
+                        pos: (0, 0),
                     });
                 }
                 SelectItem::Wildcard(w) => {
@@ -936,7 +1061,7 @@ impl<'a> Analyzer<'a> {
                 }
                 SelectItem::QualifiedWildcard(kind, _) => match kind {
                     SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                        let Some(id) = last_ident(n) else { continue };
+                        let Some(id) = last_ident(n) else { return };
                         match self.find_rel(&id.value) {
                             Some(r) => cols.extend(r.cols.iter().filter(|c| !c.hidden).cloned()),
                             None => {
@@ -954,7 +1079,6 @@ impl<'a> Analyzer<'a> {
                 }
             }
         }
-        (cols, agg)
     }
 
     // ---- FROM -------------------------------------------------------------------------
@@ -1142,6 +1266,7 @@ impl<'a> Analyzer<'a> {
             nullable: true,
             hidden: false,
             rust: None,
+            pos: (0, 0),
         };
         Some(Rel {
             name: id.value.clone(),
@@ -1302,6 +1427,23 @@ impl<'a> Analyzer<'a> {
             }
         }
         Typed::new(ty, info.narg || hint.is_some_and(|h| h.nullable))
+    }
+
+    /// The parameter an `IS NULL` test is about: `@p`, `(@p)`, `CAST(@p AS T)`.
+    fn tested_param(&self, e: &Expr) -> Option<usize> {
+        match e {
+            Expr::Value(v) if matches!(v.value, Value::Placeholder(_)) => {
+                self.occ.get(&pos_of(v.span)).copied()
+            }
+            Expr::Function(f) if sqlc_fn(f).is_some() => self.occ.get(&fn_pos(f)).copied(),
+            Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => self.tested_param(inner),
+            _ => None,
+        }
+    }
+
+    /// Whether the current SELECT groups its rows (see [`Frame::grouped`]).
+    fn in_group(&self) -> bool {
+        self.frames.last().is_some_and(|f| f.grouped)
     }
 
     fn is_param(&self, e: &Expr) -> bool {
@@ -1480,15 +1622,21 @@ impl<'a> Analyzer<'a> {
                 Value::Placeholder(_) => self.param(pos_of(v.span), hint),
                 Value::Number(n, _) => {
                     let real = n.contains(['.', 'e', 'E']) && !n.starts_with("0x");
-                    Typed::new(
-                        if real {
-                            SqlType::Real
-                        } else {
-                            SqlType::Integer
+                    let ty = match (real, self.pg()) {
+                        (true, false) => SqlType::Real,
+                        (false, false) => SqlType::Integer,
+                        // PostgreSQL: a decimal literal is NUMERIC, an integer one INTEGER
+                        // (4 bytes) unless it needs more.
+                        (true, true) => SqlType::Numeric,
+                        (false, true) => match n.parse::<i64>() {
+                            Ok(v) if i32::try_from(v).is_ok() => SqlType::Int4,
+                            Ok(_) => SqlType::Integer,
+                            Err(_) => SqlType::Numeric,
                         },
-                        false,
-                    )
+                    };
+                    Typed::new(ty, false)
                 }
+                Value::DollarQuotedString(_) => Typed::new(SqlType::Text, false),
                 Value::Null => Typed::new(hint.and_then(|h| h.ty).unwrap_or(SqlType::Any), true),
                 Value::Boolean(_) => Typed::new(SqlType::Bool, false),
                 Value::HexStringLiteral(_) => Typed::new(SqlType::Blob, false),
@@ -1519,6 +1667,11 @@ impl<'a> Analyzer<'a> {
                 }
             },
             Expr::IsNull(x) | Expr::IsNotNull(x) => {
+                if let Some(slot) = self.tested_param(x)
+                    && let Some(t) = self.null_tested.get_mut(slot)
+                {
+                    *t = true;
+                }
                 self.expr(x, None);
                 Typed::new(SqlType::Bool, false)
             }
@@ -1636,9 +1789,12 @@ impl<'a> Analyzer<'a> {
                 kind,
                 ..
             } => {
-                let ty = SqlType::from_decl(&data_type.to_string());
+                let ty = SqlType::from_decl_in(&data_type.to_string(), self.catalog.dialect);
+                // A parameter under a cast is bound as the widest type of the cast's family
+                // (PostgreSQL narrows it explicitly, failing on overflow): `CAST(@n AS
+                // INTEGER)` takes an i64 in both dialects.
                 let h = Hint {
-                    ty: Some(ty),
+                    ty: Some(ty.widest()),
                     nullable: false,
                     name: hint.and_then(|h| h.name.clone()),
                 };
@@ -1674,8 +1830,10 @@ impl<'a> Analyzer<'a> {
                     }
                     let t = self.expr(&cw.result, hint);
                     nullable |= t.nullable;
-                    if result.as_ref().is_none_or(|r| r.ty == SqlType::Any) {
-                        result = Some(t);
+                    match result.as_mut() {
+                        Some(r) if r.ty != SqlType::Any && self.pg() => r.ty = pg_unify(r.ty, t.ty),
+                        Some(r) if r.ty != SqlType::Any => {}
+                        _ => result = Some(t),
                     }
                 }
                 if let Some(el) = else_result {
@@ -1684,8 +1842,12 @@ impl<'a> Analyzer<'a> {
                     } else {
                         let t = self.expr(el, hint);
                         nullable |= t.nullable;
-                        if result.as_ref().is_none_or(|r| r.ty == SqlType::Any) {
-                            result = Some(t);
+                        match result.as_mut() {
+                            Some(r) if r.ty != SqlType::Any && self.pg() => {
+                                r.ty = pg_unify(r.ty, t.ty);
+                            }
+                            Some(r) if r.ty != SqlType::Any => {}
+                            _ => result = Some(t),
                         }
                     }
                 }
@@ -1713,6 +1875,34 @@ impl<'a> Analyzer<'a> {
                 Typed::new(SqlType::Any, true)
             }
             Expr::Function(f) => self.function(f, hint),
+            Expr::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => {
+                let t = self.expr(timestamp, None);
+                self.expr(time_zone, Some(&Hint::of(SqlType::Text, "time_zone")));
+                Typed::new(SqlType::Other, t.nullable)
+            }
+            Expr::Extract { expr, .. } => {
+                let t = self.expr(expr, None);
+                Typed::new(
+                    if self.pg() {
+                        SqlType::Numeric
+                    } else {
+                        SqlType::Real
+                    },
+                    t.nullable,
+                )
+            }
+            Expr::Position { expr, r#in } => {
+                let a = self.expr(expr, Some(&Hint::ty(SqlType::Text)));
+                let b = self.expr(r#in, Some(&Hint::ty(SqlType::Text)));
+                Typed::new(SqlType::Int4, a.nullable || b.nullable)
+            }
+            Expr::TypedString(ts) => Typed::new(
+                SqlType::from_decl_in(&ts.data_type.to_string(), self.catalog.dialect),
+                false,
+            ),
             Expr::Substring {
                 expr,
                 substring_from,
@@ -1769,6 +1959,17 @@ impl<'a> Analyzer<'a> {
                 self.pair_with(l, r, true);
                 Typed::new(SqlType::Bool, false)
             }
+            B::Match | B::Glob | B::Regexp if self.pg() => {
+                self.expr(l, None);
+                self.expr(r, Some(&Hint::of(SqlType::Text, "pattern")));
+                self.err(
+                    pos_of(r.span()),
+                    format!(
+                        "{op} is SQLite's; PostgreSQL matches with ~ (a POSIX regular expression)"
+                    ),
+                );
+                Typed::new(SqlType::Bool, false)
+            }
             B::Match | B::Glob | B::Regexp => {
                 let a = self.expr(l, None);
                 let h = Hint {
@@ -1787,6 +1988,67 @@ impl<'a> Analyzer<'a> {
                 let a = self.expr(l, Some(&Hint::ty(SqlType::Text)));
                 let b = self.expr(r, Some(&Hint::ty(SqlType::Text)));
                 Typed::new(SqlType::Text, a.nullable || b.nullable)
+            }
+            B::Arrow | B::LongArrow | B::HashArrow | B::HashLongArrow if self.pg() => {
+                let a = self.expr(l, None);
+                if !matches!(a.ty, SqlType::Json | SqlType::Any) {
+                    self.err(
+                        pos_of(l.span()),
+                        format!(
+                            "{op} needs json or jsonb on its left in PostgreSQL, not {}; write CAST(… AS jsonb)",
+                            a.ty.sql_name()
+                        ),
+                    );
+                }
+                let key = if matches!(op, B::HashArrow | B::HashLongArrow) {
+                    Hint::of(SqlType::Other, "path")
+                } else {
+                    Hint::of(SqlType::Text, "key")
+                };
+                self.expr(r, Some(&key));
+                let ty = if matches!(op, B::LongArrow | B::HashLongArrow) {
+                    SqlType::Text
+                } else {
+                    SqlType::Json
+                };
+                Typed::new(ty, true)
+            }
+            B::AtArrow
+            | B::ArrowAt
+            | B::Question
+            | B::QuestionAnd
+            | B::QuestionPipe
+            | B::AtAt
+            | B::PGRegexMatch
+            | B::PGRegexIMatch
+            | B::PGRegexNotMatch
+            | B::PGRegexNotIMatch
+            | B::PGLikeMatch
+            | B::PGILikeMatch
+            | B::PGNotLikeMatch
+            | B::PGNotILikeMatch
+                if self.pg() =>
+            {
+                let text = matches!(
+                    op,
+                    B::PGRegexMatch
+                        | B::PGRegexIMatch
+                        | B::PGRegexNotMatch
+                        | B::PGRegexNotIMatch
+                        | B::PGLikeMatch
+                        | B::PGILikeMatch
+                        | B::PGNotLikeMatch
+                        | B::PGNotILikeMatch
+                );
+                let h = text.then(|| Hint::ty(SqlType::Text));
+                let a = self.expr(l, h.as_ref());
+                let h = if text {
+                    Hint::of(SqlType::Text, "pattern")
+                } else {
+                    a.hint()
+                };
+                let b = self.expr(r, Some(&h));
+                Typed::new(SqlType::Bool, a.nullable || b.nullable)
             }
             B::Arrow | B::LongArrow => {
                 let a = self.expr(l, Some(&Hint::ty(SqlType::Text)));
@@ -1810,6 +2072,7 @@ impl<'a> Analyzer<'a> {
                     (a, b)
                 };
                 let ty = match (a.ty, b.ty) {
+                    (x, y) if self.pg() && x.is_numeric() && y.is_numeric() => pg_unify(x, y),
                     (SqlType::Real, _) | (_, SqlType::Real) => SqlType::Real,
                     (SqlType::Integer | SqlType::Bool, SqlType::Integer | SqlType::Bool) => {
                         SqlType::Integer
@@ -1863,9 +2126,22 @@ impl<'a> Analyzer<'a> {
             self.expr(filter, Some(&Hint::ty(SqlType::Bool)));
         }
         let windowed = f.over.is_some();
+        // The rows an aggregate sees are never none: a GROUP BY group, or a window frame that
+        // holds the current row. Then it is NULL only if its argument can be.
+        let nonempty = f.filter.is_none()
+            && match &f.over {
+                None => self.in_group(),
+                Some(w) => frame_holds_current_row(w),
+            };
         let star = matches!(&f.args, FunctionArguments::List(l) if l.args.iter().any(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Wildcard))));
         let mut agg = AGGREGATES.contains(&name.as_str()) && !windowed;
         let any_null = |ts: &[Typed]| ts.iter().any(|t| t.nullable);
+        if self.pg()
+            && let Some(t) = self.pg_function(f, &name, &args, hint, nonempty)
+        {
+            let agg = (agg || matches!(name.as_str(), "min" | "max")) && !windowed;
+            return Typed { agg, ..t };
+        }
         let t = match name.as_str() {
             "count" => {
                 for a in &args {
@@ -1883,13 +2159,13 @@ impl<'a> Analyzer<'a> {
                     },
                     _ => SqlType::Real,
                 };
-                Typed::new(ty, name != "total")
+                Typed::new(ty, name != "total" && (!nonempty || any_null(&ts)))
             }
             "min" | "max" if args.len() == 1 => {
                 agg = !windowed;
                 let ts = self.args_with(&args, hint);
                 let ty = ts.first().map_or(SqlType::Any, |t| t.ty);
-                Typed::new(ty, true)
+                Typed::new(ty, !nonempty || any_null(&ts))
             }
             "min" | "max" | "coalesce" | "ifnull" | "nullif" | "iif" | "if" => {
                 let (cond, vals) = if name == "iif" || name == "if" {
@@ -1910,6 +2186,10 @@ impl<'a> Analyzer<'a> {
                             && t.ty != SqlType::Any
                         {
                             base = Some(t.clone());
+                        } else if let Some(b) = base.as_mut()
+                            && self.catalog.dialect == Dialect::Postgres
+                        {
+                            b.ty = pg_unify(b.ty, t.ty);
                         }
                         typed[i] = Some(t);
                     }
@@ -1975,8 +2255,9 @@ impl<'a> Analyzer<'a> {
                 Typed::new(SqlType::Text, false)
             }
             "group_concat" | "string_agg" => {
-                self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
-                Typed::new(SqlType::Text, true)
+                let ts = self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
+                let value_null = ts.first().is_none_or(|t| t.nullable);
+                Typed::new(SqlType::Text, !nonempty || value_null)
             }
             "date" | "time" | "datetime" | "strftime" | "timediff" => {
                 self.args_with(&args, Some(&Hint::ty(SqlType::Text)));
@@ -2090,10 +2371,277 @@ impl<'a> Analyzer<'a> {
         }
     }
 
+    /// PostgreSQL's typing of the functions whose types or names differ from SQLite's; `None`
+    /// for those typed like SQLite's (count, min/max of one column, coalesce, nullif, lower …).
+    fn pg_function(
+        &mut self,
+        f: &Function,
+        name: &str,
+        args: &[Expr],
+        hint: Option<&Hint>,
+        nonempty: bool,
+    ) -> Option<Typed> {
+        let any_null = |ts: &[Typed]| ts.iter().any(|t| t.nullable);
+        if let Some((_, instead)) = SQLITE_ONLY_FUNCTIONS.iter().find(|(n, _)| *n == name) {
+            self.args_with(args, None);
+            self.err(
+                fn_pos(f),
+                format!("{name}() is SQLite's; PostgreSQL has no {name}() (write {instead})"),
+            );
+            return Some(Typed::new(SqlType::Any, true));
+        }
+        let t = match name {
+            "min" | "max" if args.len() > 1 => {
+                self.args_with(args, hint);
+                self.err(
+                    fn_pos(f),
+                    format!(
+                        "scalar {name}(a, b, …) is SQLite's; write {}(a, b, …) or a CASE",
+                        if name == "max" { "greatest" } else { "least" }
+                    ),
+                );
+                Typed::new(SqlType::Any, true)
+            }
+            "sum" | "avg" => {
+                let ts = self.args_with(args, None);
+                let arg = ts.first().map_or(SqlType::Any, |t| t.ty);
+                let ty = match (name, arg) {
+                    ("sum", SqlType::Int2 | SqlType::Int4) => SqlType::Integer,
+                    ("sum", SqlType::Float4) => SqlType::Float4,
+                    (_, SqlType::Real | SqlType::Float4) => SqlType::Real,
+                    (_, SqlType::Any) => SqlType::Any,
+                    _ => SqlType::Numeric,
+                };
+                Typed::new(ty, !nonempty || any_null(&ts))
+            }
+            "greatest" | "least" => {
+                let ts = self.args_with(args, hint);
+                let ty = ts
+                    .iter()
+                    .map(|t| t.ty)
+                    .reduce(pg_unify)
+                    .unwrap_or(SqlType::Any);
+                Typed::new(ty, ts.iter().all(|t| t.nullable))
+            }
+            "length" | "char_length" | "character_length" | "octet_length" | "strpos"
+            | "bit_length" | "ascii" => {
+                let ts = self.args_with(args, Some(&Hint::ty(SqlType::Text)));
+                Typed::new(SqlType::Int4, any_null(&ts))
+            }
+            "substr" | "substring" | "left" | "right" | "repeat" | "lpad" | "rpad" => {
+                let mut ts = Vec::new();
+                for (i, a) in args.iter().enumerate() {
+                    let h = match (name, i) {
+                        (_, 0) | ("lpad" | "rpad", 2) => Hint::ty(SqlType::Text),
+                        ("substr" | "substring", 1) => Hint::of(SqlType::Int4, "start"),
+                        _ => Hint::of(SqlType::Int4, "length"),
+                    };
+                    ts.push(self.expr(a, Some(&h)));
+                }
+                Typed::new(SqlType::Text, any_null(&ts))
+            }
+            "string_agg" => {
+                let ts = self.args_with(args, Some(&Hint::ty(SqlType::Text)));
+                let value_null = ts.first().is_none_or(|t| t.nullable);
+                Typed::new(SqlType::Text, !nonempty || value_null)
+            }
+            "to_char" | "regexp_replace" | "md5" | "unaccent" | "concat" | "concat_ws"
+            | "format" | "ts_headline" | "encode" | "initcap" | "btrim" | "translate"
+            | "jsonb_typeof" | "json_typeof" | "quote_ident" | "quote_literal" => {
+                let ts = self.args_with(args, Some(&Hint::ty(SqlType::Text)));
+                let nullable = !matches!(name, "concat" | "concat_ws" | "format") && any_null(&ts);
+                Typed::new(SqlType::Text, nullable)
+            }
+            "row_number" | "rank" | "dense_rank" => {
+                self.args_with(args, None);
+                Typed::new(SqlType::Integer, false)
+            }
+            "ntile" => {
+                self.args_with(args, Some(&Hint::ty(SqlType::Int4)));
+                Typed::new(SqlType::Int4, true)
+            }
+            "random" | "date_part" | "percent_rank" | "cume_dist" => {
+                self.args_with(args, None);
+                Typed::new(SqlType::Real, name == "date_part")
+            }
+            "round" | "trunc" => {
+                let ts = self.args_with(args, None);
+                let ty = match ts.first().map(|t| t.ty) {
+                    Some(SqlType::Real) if args.len() == 1 => SqlType::Real,
+                    Some(SqlType::Any) | None => SqlType::Any,
+                    _ => SqlType::Numeric,
+                };
+                Typed::new(ty, any_null(&ts))
+            }
+            "ts_rank" | "ts_rank_cd" | "similarity" | "word_similarity" => {
+                let ts = self.args_with(args, None);
+                Typed::new(SqlType::Float4, any_null(&ts))
+            }
+            "jsonb_array_length" | "json_array_length" => {
+                let ts = self.args_with(args, None);
+                Typed::new(SqlType::Int4, any_null(&ts))
+            }
+            "to_timestamp"
+            | "now"
+            | "clock_timestamp"
+            | "statement_timestamp"
+            | "to_tsvector"
+            | "to_tsquery"
+            | "plainto_tsquery"
+            | "websearch_to_tsquery"
+            | "phraseto_tsquery"
+            | "array_agg"
+            | "jsonb_agg"
+            | "json_agg"
+            | "to_jsonb"
+            | "to_json"
+            | "jsonb_build_object"
+            | "json_build_object"
+            | "jsonb_build_array"
+            | "json_build_array" => {
+                let ts = self.args_with(args, None);
+                let ty = if name.contains("json") {
+                    SqlType::Json
+                } else {
+                    SqlType::Other
+                };
+                Typed::new(ty, any_null(&ts))
+            }
+            other => {
+                let returns = self.catalog.function(other)?;
+                self.args_with(args, None);
+                Typed::new(returns, true)
+            }
+        };
+        Some(t)
+    }
+
     fn args_with(&mut self, args: &[Expr], hint: Option<&Hint>) -> Vec<Typed> {
         args.iter().map(|a| self.expr(a, hint)).collect()
     }
 }
+
+/// Whether a window's frame always contains the current row (the default frame does; an
+/// explicit one does when it starts at or before it and ends at or after it). A named window
+/// is defined elsewhere, so it is not known to.
+fn frame_holds_current_row(w: &WindowType) -> bool {
+    let WindowType::WindowSpec(spec) = w else {
+        return false;
+    };
+    let Some(frame) = &spec.window_frame else {
+        return true;
+    };
+    let starts_before = matches!(
+        frame.start_bound,
+        WindowFrameBound::Preceding(_) | WindowFrameBound::CurrentRow
+    );
+    let ends_after = matches!(
+        frame.end_bound,
+        None | Some(WindowFrameBound::CurrentRow | WindowFrameBound::Following(_))
+    );
+    starts_before && ends_after
+}
+
+fn is_dml_body(e: &SetExpr) -> bool {
+    matches!(
+        e,
+        SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_)
+    )
+}
+
+/// A one-row `VALUES` insert with RETURNING always returns its row, unless a conflict may
+/// skip it (`DO NOTHING`, `DO UPDATE … WHERE`, SQLite's `OR IGNORE`).
+fn insert_one_row(i: &Insert) -> bool {
+    let one_values = i.source.as_ref().is_some_and(|src| {
+        src.with.is_none()
+            && matches!(src.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1)
+            && limit_keeps_one_row(src.limit_clause.as_ref())
+    });
+    let may_skip = match &i.on {
+        Some(OnInsert::OnConflict(oc)) => match &oc.action {
+            OnConflictAction::DoNothing => true,
+            OnConflictAction::DoUpdate(du) => du.selection.is_some(),
+        },
+        _ => false,
+    };
+    let ignored = matches!(i.or, Some(SqliteOnConflict::Ignore));
+    i.returning.is_some() && one_values && !may_skip && !ignored
+}
+
+/// Whether a LIMIT/OFFSET leaves a one-row result one row: none, or a literal LIMIT of at
+/// least 1 without OFFSET.
+fn limit_keeps_one_row(lc: Option<&LimitClause>) -> bool {
+    match lc {
+        None => true,
+        Some(LimitClause::LimitOffset {
+            limit: Some(Expr::Value(v)),
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => {
+            matches!(&v.value, Value::Number(n, _) if n.parse::<u64>().is_ok_and(|n| n >= 1))
+        }
+        Some(_) => false,
+    }
+}
+
+/// PostgreSQL's common type of two numeric types (UNION, CASE, coalesce, arithmetic): the one
+/// further along int2 → int4 → int8 → numeric → real → double precision.
+fn pg_unify(a: SqlType, b: SqlType) -> SqlType {
+    fn rank(t: SqlType) -> Option<u8> {
+        Some(match t {
+            SqlType::Int2 => 0,
+            SqlType::Int4 => 1,
+            SqlType::Integer => 2,
+            SqlType::Numeric => 3,
+            SqlType::Float4 => 4,
+            SqlType::Real => 5,
+            _ => return None,
+        })
+    }
+    match (rank(a), rank(b)) {
+        (Some(x), Some(y)) => {
+            if x >= y {
+                a
+            } else {
+                b
+            }
+        }
+        _ if a == SqlType::Any => b,
+        _ => a,
+    }
+}
+
+/// SQLite's functions that PostgreSQL does not have, with what to write there instead.
+const SQLITE_ONLY_FUNCTIONS: &[(&str, &str)] = &[
+    ("ifnull", "coalesce(a, b)"),
+    ("iif", "CASE WHEN … THEN … ELSE … END"),
+    ("total", "coalesce(sum(x), 0)"),
+    ("group_concat", "string_agg(x, ',')"),
+    ("instr", "strpos(a, b)"),
+    ("printf", "format(…)"),
+    ("json_extract", "CAST(x AS jsonb) ->> 'key'"),
+    ("json_valid", "a CHECK with a validating function"),
+    ("date", "to_char(…)"),
+    ("datetime", "to_char(…)"),
+    ("strftime", "to_char(…)"),
+    ("julianday", "extract(epoch FROM …)"),
+    ("unixepoch", "extract(epoch FROM …)"),
+    ("glob", "x ~ 'regex'"),
+    ("hex", "encode(x, 'hex')"),
+    ("unhex", "decode(x, 'hex')"),
+    ("randomblob", "gen_random_bytes(n)"),
+    ("zeroblob", "a bytea literal"),
+    ("typeof", "pg_typeof(x)"),
+    ("changes", "the affected row count (:execrows)"),
+    ("total_changes", "the affected row count (:execrows)"),
+    ("last_insert_rowid", "INSERT … RETURNING id"),
+    ("likelihood", "the plain condition"),
+    ("likely", "the plain condition"),
+    ("unlikely", "the plain condition"),
+    ("bm25", "ts_rank_cd(…)"),
+    ("snippet", "ts_headline(…)"),
+    ("highlight", "ts_headline(…)"),
+];
 
 fn leftmost(e: &SetExpr) -> &SetExpr {
     match e {

@@ -1,24 +1,59 @@
-//! sqlgen: turns annotated SQLite queries plus ordered migrations into type-safe rusqlite
-//! functions (sqlc for Rust).
+//! sqlgen: turns annotated queries plus ordered migrations into type-safe Rust (sqlc for
+//! Rust), for SQLite and PostgreSQL.
 //!
-//! [`generate`] is what `crates/db/build.rs` calls; [`analyze`] exposes the inferred shape of
-//! every query (used by `sqlgen explain` and the cross-check tests).
+//! One project has migrations per dialect (`sql/migrations/{sqlite,postgres}/`), one shared
+//! query directory (`sql/queries/`) and per-dialect overrides (`sql/queries/{sqlite,postgres}/`,
+//! a query there replaces the shared one of the same name). [`analyze_project`] analyses both
+//! dialects and checks their parity (same tables, same query shapes); [`Project::render`]
+//! emits the SQLite module (free functions, the query traits and their SQLite
+//! implementation) and the PostgreSQL one. [`analyze`] / [`generate`] handle one SQLite
+//! directory pair, as before.
 
 pub mod catalog;
 pub mod codegen;
 pub mod diag;
 pub mod infer;
+pub mod parity;
 pub mod query;
 
 use std::path::{Component, Path, PathBuf};
 
 pub use catalog::{Catalog, SqlType};
-pub use codegen::{HEADER, RowType};
+pub use codegen::{HEADER, RowType, header_line};
 pub use diag::{Diagnostic, Diagnostics};
 pub use infer::{Param, ResultColumn};
 pub use query::{Kind, SourceFile};
 
 use query::{RawQuery, Token};
+
+/// The SQL dialect a set of migrations and queries is written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dialect {
+    /// SQLite (rusqlite): the embedded default.
+    #[default]
+    Sqlite,
+    /// PostgreSQL (the sync `postgres` crate).
+    Postgres,
+}
+
+impl Dialect {
+    /// Both dialects, SQLite first.
+    pub const ALL: [Dialect; 2] = [Dialect::Sqlite, Dialect::Postgres];
+
+    /// `sqlite` / `postgres`: the name of its migration and override directories.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Everything sqlgen knows about one query.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +74,12 @@ pub struct QueryInfo {
     pub params: Vec<Param>,
     /// Result columns.
     pub columns: Vec<ResultColumn>,
+    /// The dialect it was analysed in.
+    pub dialect: Dialect,
+    /// SELECT only (no INSERT/UPDATE/DELETE anywhere): a method of `ReadQueries`.
+    pub read_only: bool,
+    /// Always exactly one row (`:one` then returns the row, not an `Option`).
+    pub one_row: bool,
 }
 
 /// The catalog plus every analysed query.
@@ -48,12 +89,15 @@ pub struct Analyzed {
     pub catalog: Catalog,
     /// Queries in file-name then source order.
     pub queries: Vec<QueryInfo>,
+    /// The inputs named in the generated header: the directories of the migration and query
+    /// files, relative to the workspace (see [`public_name`]).
+    pub inputs: Vec<String>,
 }
 
 impl Analyzed {
     /// Renders the generated Rust module.
     pub fn render(&self) -> String {
-        codegen::render(&self.catalog, &self.queries)
+        codegen::render(&self.catalog, &self.queries, &self.inputs)
     }
 
     /// One `explain` line per query.
@@ -70,6 +114,167 @@ impl Analyzed {
     }
 }
 
+/// Both dialects of a project, analysed and parity-checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Project {
+    /// The SQLite analysis: the shapes every generated type and trait is rendered from.
+    pub sqlite: Analyzed,
+    /// The PostgreSQL analysis, when the project has PostgreSQL migrations.
+    pub postgres: Option<Analyzed>,
+}
+
+/// One generated file: its name (`queries.rs`, `queries_postgres.rs`) and text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// File name, beside the main output.
+    pub name: String,
+    /// Generated Rust.
+    pub code: String,
+}
+
+impl Project {
+    /// The generated files: `queries.rs` (models, row and params types, the SQLite free
+    /// functions, the `ReadQueries`/`Queries` traits and `SqliteQueries`), and
+    /// `queries_postgres.rs` (`PgQueries`, to be included as a `postgres` module) when the
+    /// project has PostgreSQL.
+    pub fn render(&self) -> Vec<Output> {
+        let mut out = vec![Output {
+            name: "queries.rs".into(),
+            code: self.sqlite.render(),
+        }];
+        if let Some(pg) = &self.postgres {
+            out.push(Output {
+                name: "queries_postgres.rs".into(),
+                code: codegen::render_postgres(&self.sqlite, pg),
+            });
+        }
+        out
+    }
+
+    /// Notes on statements read but not modelled, both dialects.
+    pub fn notes(&self) -> Vec<Diagnostic> {
+        let mut n = self.sqlite.catalog.notes.clone();
+        if let Some(pg) = &self.postgres {
+            n.extend(pg.catalog.notes.iter().cloned());
+        }
+        n
+    }
+
+    /// `sqlgen explain`: a section per dialect, one line per query.
+    pub fn explain(&self) -> Vec<String> {
+        if self.postgres.is_none() {
+            return self.sqlite.explain();
+        }
+        let mut out = Vec::new();
+        for a in std::iter::once(&self.sqlite).chain(&self.postgres) {
+            out.push(format!(
+                "== {} ({})",
+                a.catalog.dialect,
+                a.inputs.join(", ")
+            ));
+            out.extend(a.explain());
+        }
+        out
+    }
+}
+
+/// Reads and analyses a project. With `sqlite/` and `postgres/` below `migrations_root`
+/// both dialects are analysed (shared queries in `queries_root`, overrides in its `sqlite/`
+/// and `postgres/`), and their parity is checked; otherwise `migrations_root` holds SQLite
+/// migrations and `queries_root` the queries, as [`analyze`] reads them.
+pub fn analyze_project(
+    migrations_root: &Path,
+    queries_root: &Path,
+) -> Result<Project, Diagnostics> {
+    let dual = Dialect::ALL
+        .iter()
+        .any(|d| migrations_root.join(d.name()).is_dir());
+    if !dual {
+        return Ok(Project {
+            sqlite: analyze(migrations_root, queries_root)?,
+            postgres: None,
+        });
+    }
+    let (shared, mut unreadable) = query::read_queries(queries_root);
+    let mut results = Vec::new();
+    for d in Dialect::ALL {
+        let migrations = match catalog::read_migrations(&migrations_root.join(d.name())) {
+            Ok(m) => m,
+            Err(e) => {
+                results.push((d, Err(Diagnostics::single(e))));
+                continue;
+            }
+        };
+        let dir = queries_root.join(d.name());
+        let (overrides, bad) = if dir.is_dir() {
+            query::read_queries(&dir)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        unreadable.extend(bad);
+        results.push((d, analyze_layers(d, &migrations, &shared, &overrides)));
+    }
+    let mut errors: Vec<(Dialect, Vec<Diagnostic>)> = Vec::new();
+    let mut done = Vec::new();
+    for (d, r) in results {
+        match r {
+            Ok(a) => done.push(a),
+            Err(e) => errors.push((d, e.items)),
+        }
+    }
+    let mut items = tag_one_sided(errors);
+    items.extend(unreadable);
+    if !items.is_empty() {
+        return Err(Diagnostics::from_items(items));
+    }
+    let postgres = done.pop();
+    let sqlite = done.pop();
+    let (Some(sqlite), Some(postgres)) = (sqlite, postgres) else {
+        return Err(Diagnostics::default());
+    };
+    let mismatches = parity::check(&sqlite, &postgres);
+    if !mismatches.is_empty() {
+        return Err(Diagnostics::from_items(mismatches));
+    }
+    Ok(Project {
+        sqlite,
+        postgres: Some(postgres),
+    })
+}
+
+/// Diagnostics of both dialects, each once: one both report (a typo in a shared query) is
+/// shown as is; one only a single dialect reports on a shared file is prefixed with that
+/// dialect, so the reader knows where it applies.
+fn tag_one_sided(errors: Vec<(Dialect, Vec<Diagnostic>)>) -> Vec<Diagnostic> {
+    let all: Vec<&Diagnostic> = errors.iter().flat_map(|(_, e)| e).collect();
+    let mut out = Vec::new();
+    for (d, items) in &errors {
+        for item in items {
+            let both = errors.len() > 1
+                && errors
+                    .iter()
+                    .filter(|(o, _)| o != d)
+                    .all(|(_, e)| e.contains(item));
+            if both {
+                if !out.contains(item) {
+                    out.push(item.clone());
+                }
+                continue;
+            }
+            let own = Path::new(&item.file)
+                .components()
+                .any(|c| c.as_os_str() == d.name());
+            let mut item = item.clone();
+            if !own {
+                item.message = format!("({d}) {}", item.message);
+            }
+            out.push(item);
+        }
+    }
+    let _ = all;
+    out
+}
+
 /// Generates the Rust query module from `migrations_dir` and `queries_dir`.
 pub fn generate(migrations_dir: &Path, queries_dir: &Path) -> Result<String, Diagnostics> {
     Ok(analyze(migrations_dir, queries_dir)?.render())
@@ -78,8 +283,19 @@ pub fn generate(migrations_dir: &Path, queries_dir: &Path) -> Result<String, Dia
 /// Reads and analyses the migrations and queries in the given directories.
 pub fn analyze(migrations_dir: &Path, queries_dir: &Path) -> Result<Analyzed, Diagnostics> {
     let migrations = catalog::read_migrations(migrations_dir).map_err(Diagnostics::single)?;
-    let queries = query::read_queries(queries_dir).map_err(Diagnostics::single)?;
-    analyze_sources(&migrations, &queries)
+    let (queries, unreadable) = query::read_queries(queries_dir);
+    match (
+        analyze_sources(&migrations, &queries),
+        unreadable.is_empty(),
+    ) {
+        (Ok(a), true) => Ok(a),
+        (Ok(_), false) => Err(Diagnostics::from_items(unreadable)),
+        (Err(mut d), _) => {
+            d.items.extend(unreadable);
+            d.items.sort();
+            Err(d)
+        }
+    }
 }
 
 /// Generates from in-memory files (migrations already in order).
@@ -90,18 +306,43 @@ pub fn generate_sources(
     Ok(analyze_sources(migrations, queries)?.render())
 }
 
-/// Analyses in-memory files (migrations already in order); reports every problem found.
+/// Analyses in-memory SQLite files (migrations already in order); reports every problem found.
 pub fn analyze_sources(
     migrations: &[SourceFile],
     queries: &[SourceFile],
 ) -> Result<Analyzed, Diagnostics> {
-    let (catalog, mut diags) = catalog::build(migrations);
+    analyze_layers(Dialect::Sqlite, migrations, queries, &[])
+}
+
+/// Analyses in-memory files of one dialect: `shared` queries, where a query of the same name
+/// in `overrides` replaces the shared one.
+pub fn analyze_layers(
+    dialect: Dialect,
+    migrations: &[SourceFile],
+    shared: &[SourceFile],
+    overrides: &[SourceFile],
+) -> Result<Analyzed, Diagnostics> {
+    let (catalog, mut diags) = catalog::build(migrations, dialect);
     let mut infos = Vec::new();
     let mut names: Vec<(String, String, u64)> = Vec::new();
-    for file in queries {
+    let mut all_raws = Vec::new();
+    let mut override_raws = Vec::new();
+    for file in overrides {
         let (raws, d) = query::split_queries(file);
         diags.extend(d);
-        for raw in raws {
+        override_raws.extend(raws);
+    }
+    for file in shared {
+        let (raws, d) = query::split_queries(file);
+        diags.extend(d);
+        all_raws.extend(
+            raws.into_iter()
+                .filter(|r| !override_raws.iter().any(|o| o.name == r.name)),
+        );
+    }
+    all_raws.extend(override_raws);
+    {
+        for raw in all_raws {
             if let Some((_, f, l)) = names
                 .iter()
                 .find(|(n, f, _)| *n == raw.name && *f != raw.file)
@@ -118,7 +359,7 @@ pub fn analyze_sources(
                 });
             }
             names.push((raw.name.clone(), raw.file.clone(), raw.line));
-            match analyze_query(&catalog, &raw) {
+            match analyze_query(&catalog, &raw, dialect) {
                 Ok(info) => infos.push(info),
                 Err(d) => diags.extend(d),
             }
@@ -180,6 +421,7 @@ pub fn analyze_sources(
         Ok(Analyzed {
             catalog,
             queries: infos,
+            inputs: input_names(migrations.iter().chain(shared).chain(overrides)),
         })
     } else {
         diags.sort();
@@ -188,7 +430,11 @@ pub fn analyze_sources(
     }
 }
 
-fn analyze_query(catalog: &Catalog, raw: &RawQuery) -> Result<QueryInfo, Vec<Diagnostic>> {
+fn analyze_query(
+    catalog: &Catalog,
+    raw: &RawQuery,
+    dialect: Dialect,
+) -> Result<QueryInfo, Vec<Diagnostic>> {
     let mk = |(line, col, message): query::PosError| Diagnostic {
         file: raw.file.clone(),
         line,
@@ -196,10 +442,14 @@ fn analyze_query(catalog: &Catalog, raw: &RawQuery) -> Result<QueryInfo, Vec<Dia
         query: Some(raw.name.clone()),
         message,
     };
-    let tokens = query::tokenize(&raw.body).map_err(|e| vec![mk(e)])?;
-    let scan = query::scan_params(&raw.body, &tokens).map_err(|e| vec![mk(e)])?;
+    let tokens = query::tokenize(&raw.body, dialect).map_err(|e| vec![mk(e)])?;
+    let scan = query::scan_params(&raw.body, &tokens, dialect).map_err(|e| vec![mk(e)])?;
     query::check_complexity(&tokens).map_err(|e| vec![mk(e)])?;
-    let stmts = query::parse_tokens(&tokens).map_err(|e| vec![mk(e)])?;
+    let stmts = match dialect {
+        Dialect::Sqlite => query::parse_tokens(&tokens, dialect),
+        Dialect::Postgres => query::parse_tokens(&query::pg_placeholders(&tokens, &scan), dialect),
+    }
+    .map_err(|e| vec![mk(e)])?;
     let significant: Vec<&query::TokenWithSpan> = tokens
         .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
@@ -232,6 +482,15 @@ fn analyze_query(catalog: &Catalog, raw: &RawQuery) -> Result<QueryInfo, Vec<Dia
         };
         return Err(vec![mk((first.0, first.1, msg))]);
     }
+    if dialect == Dialect::Postgres && raw.kind == Kind::ExecLastId {
+        return Err(vec![mk((
+            first.0,
+            first.1,
+            ":execlastid needs SQLite's rowid; PostgreSQL has none: use INSERT … RETURNING id \
+             with :one"
+                .into(),
+        ))]);
+    }
     if !raw.kind.returns_rows() && !analysis.columns.is_empty() {
         return Err(vec![mk((
             first.0,
@@ -239,7 +498,7 @@ fn analyze_query(catalog: &Catalog, raw: &RawQuery) -> Result<QueryInfo, Vec<Dia
             format!("{} query returns columns; use :one or :many", raw.kind),
         ))]);
     }
-    let sql = rewrite(raw, &tokens, &scan, &analysis.params);
+    let sql = rewrite(raw, &tokens, &scan, &analysis.params, dialect).map_err(|e| vec![mk(e)])?;
     let doc = leading_comments(&tokens);
     Ok(QueryInfo {
         name: raw.name.clone(),
@@ -250,6 +509,9 @@ fn analyze_query(catalog: &Catalog, raw: &RawQuery) -> Result<QueryInfo, Vec<Dia
         sql,
         params: analysis.params,
         columns: analysis.columns,
+        dialect,
+        read_only: !analysis.is_dml,
+        one_row: analysis.one_row,
     })
 }
 
@@ -280,13 +542,16 @@ fn leading_comments(tokens: &[query::TokenWithSpan]) -> Vec<String> {
     out
 }
 
-/// The statement text from its first to last token, parameters replaced by `?N`.
+/// The statement text from its first to last token, parameters replaced by `?N` (SQLite;
+/// a list as `/*SLICE:name*/?`, expanded at run time) or `$N` (PostgreSQL; a list is one
+/// array parameter: `IN (sqlc.slice(x))` becomes `= ANY($N)`, `NOT IN (…)` `<> ALL($N)`).
 fn rewrite(
     raw: &RawQuery,
     tokens: &[query::TokenWithSpan],
     scan: &query::ParamScan,
     params: &[Param],
-) -> String {
+    dialect: Dialect,
+) -> Result<String, query::PosError> {
     let body = &raw.body;
     let starts = query::line_starts(body);
     let off = |l: u64, c: u64| query::byte_offset(&starts, body, l, c);
@@ -295,7 +560,7 @@ fn rewrite(
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
         .collect();
     let Some(first) = sig.first() else {
-        return String::new();
+        return Ok(String::new());
     };
     let mut last_idx = sig.len() - 1;
     while last_idx > 0 && sig[last_idx].token == Token::SemiColon {
@@ -306,23 +571,111 @@ fn rewrite(
     let mut out = String::new();
     let mut cursor = start;
     for o in &scan.occurrences {
-        let (a, b) = o.range;
+        let (mut a, mut b) = o.range;
         if a < cursor || b > end {
             continue;
         }
+        let text = match (params.get(o.slot), dialect) {
+            (Some(p), Dialect::Sqlite) if p.slice => format!("/*SLICE:{}*/?", p.name),
+            (Some(p), Dialect::Sqlite) => format!("?{}", p.index),
+            (Some(p), Dialect::Postgres) if p.slice => {
+                let Some((from, to, negated)) = in_list_span(&sig, o.pos, &off) else {
+                    return Err((
+                        o.pos.0,
+                        o.pos.1,
+                        format!(
+                            "sqlc.slice({}) can only be the whole list of an IN (…)",
+                            p.name
+                        ),
+                    ));
+                };
+                (a, b) = (from, to);
+                if negated {
+                    format!("<> ALL(${})", p.index)
+                } else {
+                    format!("= ANY(${})", p.index)
+                }
+            }
+            (Some(p), Dialect::Postgres) => format!("${}", p.index),
+            (None, _) => body.get(a..b).unwrap_or_default().to_string(),
+        };
         out.push_str(body.get(cursor..a).unwrap_or_default());
-        match params.get(o.slot) {
-            Some(p) if p.slice => out.push_str(&format!("/*SLICE:{}*/?", p.name)),
-            Some(p) => out.push_str(&format!("?{}", p.index)),
-            None => out.push_str(body.get(a..b).unwrap_or_default()),
-        }
+        out.push_str(&text);
         cursor = b;
     }
     out.push_str(body.get(cursor..end).unwrap_or_default());
-    out.lines()
+    Ok(out
+        .lines()
         .map(str::trim_end)
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n"))
+}
+
+/// For the list parameter at `pos`, the byte range of `[NOT] IN ( … )` around it and whether
+/// it is negated.
+fn in_list_span(
+    sig: &[&query::TokenWithSpan],
+    pos: (u64, u64),
+    off: &impl Fn(u64, u64) -> usize,
+) -> Option<(usize, usize, bool)> {
+    use sqlparser::keywords::Keyword;
+    let at = sig
+        .iter()
+        .position(|t| (t.span.start.line, t.span.start.column) == pos)?;
+    let open = sig.get(at.checked_sub(1)?)?;
+    let kw = sig.get(at.checked_sub(2)?)?;
+    if open.token != Token::LParen
+        || !matches!(&kw.token, Token::Word(w) if w.keyword == Keyword::IN)
+    {
+        return None;
+    }
+    let not = at
+        .checked_sub(3)
+        .and_then(|i| sig.get(i))
+        .filter(|t| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::NOT));
+    // sqlc.slice(x) is six tokens: sqlc . slice ( x ); the list closes after it.
+    let close = sig.get(at + 6)?;
+    if close.token != Token::RParen {
+        return None;
+    }
+    let from = not.unwrap_or(kw);
+    Some((
+        off(from.span.start.line, from.span.start.column),
+        off(close.span.end.line, close.span.end.column),
+        not.is_some(),
+    ))
+}
+
+/// The directories of `files` in order of appearance, each once, as [`public_name`] shows
+/// them (a file with no directory stands for itself).
+fn input_names<'a>(files: impl Iterator<Item = &'a SourceFile>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        let shown = Path::new(&f.display);
+        let name = match shown.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(dir) => public_name(&dir.to_string_lossy()),
+            None => public_name(&f.display),
+        };
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// A path as generated code names it: as shown when relative (relative to the workspace, see
+/// [`display_path`]), else just its last component, so generated code never carries an
+/// absolute path of the machine it was generated on.
+pub fn public_name(shown: &str) -> String {
+    let path = Path::new(shown);
+    if path.is_absolute() || path.has_root() {
+        path.file_name().map_or_else(
+            || shown.replace('\\', "/"),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    } else {
+        shown.replace('\\', "/")
+    }
 }
 
 /// A path as shown in messages: relative to the repository root (nearest ancestor holding

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Annotated SQLite queries to type-safe rusqlite functions.
+/// Annotated SQL queries to type-safe Rust, for SQLite and PostgreSQL.
 #[derive(Debug, Parser)]
 #[command(name = "sqlgen", version)]
 struct Cli {
@@ -15,7 +15,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Write the generated Rust module (the committed copy by default).
+    /// Write the generated Rust modules (the committed copies by default): `queries.rs` and,
+    /// with PostgreSQL migrations, `queries_postgres.rs` beside it.
     Generate {
         #[command(flatten)]
         dirs: Dirs,
@@ -23,7 +24,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Validate every query and fail if the committed generated copy is stale or missing.
+    /// Validate every query in both dialects, check their parity, and fail if a committed
+    /// generated copy is stale or missing.
     Check {
         #[command(flatten)]
         dirs: Dirs,
@@ -31,7 +33,7 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Print each query's inferred parameters and row type, one line per query.
+    /// Print each query's inferred parameters and row type, one line per query and dialect.
     Explain {
         #[command(flatten)]
         dirs: Dirs,
@@ -40,10 +42,12 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct Dirs {
-    /// Directory of ordered migrations `V{n}__name.sql` (default: sql/migrations).
+    /// Migrations `V<n>__name.sql`, in `sqlite/` and `postgres/` below it or (SQLite only)
+    /// in it (default: sql/migrations).
     #[arg(long)]
     migrations: Option<PathBuf>,
-    /// Directory of annotated query files `*.sql` (default: sql/queries).
+    /// Shared query files `*.sql`, with per-dialect overrides in its `sqlite/` and
+    /// `postgres/` (default: sql/queries).
     #[arg(long)]
     queries: Option<PathBuf>,
 }
@@ -104,47 +108,77 @@ fn main() -> ExitCode {
     }
 }
 
+/// Where each generated file goes: the first at `out`, the others beside it
+/// (`queries_postgres.rs` → `<stem>_postgres.rs`).
+fn output_path(out: &Path, name: &str) -> PathBuf {
+    match name.strip_prefix("queries") {
+        Some(rest) if !rest.is_empty() && rest != ".rs" => {
+            let stem = out.file_stem().map_or_else(
+                || "queries".to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            out.with_file_name(format!("{stem}{rest}"))
+        }
+        _ => out.to_path_buf(),
+    }
+}
+
+fn analyze(dirs: &Dirs) -> Result<sqlgen::Project, String> {
+    let (m, q) = dirs.resolve();
+    let project = sqlgen::analyze_project(&m, &q).map_err(|d| d.to_string())?;
+    for note in project.notes() {
+        eprintln!("{note}");
+    }
+    Ok(project)
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Generate { dirs, out } => {
-            let (m, q) = dirs.resolve();
-            let code = sqlgen::generate(&m, &q).map_err(|d| d.to_string())?;
+            let project = analyze(&dirs)?;
             let out = default_out(out);
-            if let Some(parent) = out.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            for file in project.render() {
+                let path = output_path(&out, &file.name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                }
+                let unchanged = std::fs::read_to_string(&path).is_ok_and(|old| old == file.code);
+                if !unchanged {
+                    std::fs::write(&path, &file.code)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
+                let shown = sqlgen::display_path(&path);
+                println!("{} {shown}", if unchanged { "unchanged" } else { "wrote" });
             }
-            let unchanged = std::fs::read_to_string(&out).is_ok_and(|old| old == code);
-            if !unchanged {
-                std::fs::write(&out, &code)
-                    .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-            }
-            let shown = sqlgen::display_path(&out);
-            println!("{} {shown}", if unchanged { "unchanged" } else { "wrote" });
             Ok(())
         }
         Command::Check { dirs, out } => {
-            let (m, q) = dirs.resolve();
-            let code = sqlgen::generate(&m, &q).map_err(|d| d.to_string())?;
+            let project = analyze(&dirs)?;
             let out = default_out(out);
-            let shown = sqlgen::display_path(&out);
-            match std::fs::read_to_string(&out) {
-                Ok(old) if old == code => {
-                    println!("ok: {shown} is up to date");
-                    Ok(())
+            let mut stale = Vec::new();
+            for file in project.render() {
+                let path = output_path(&out, &file.name);
+                let shown = sqlgen::display_path(&path);
+                match std::fs::read_to_string(&path) {
+                    Ok(old) if old == file.code => println!("ok: {shown} is up to date"),
+                    Ok(_) => stale.push(format!(
+                        "stale: {shown} differs from what sql/ produces; run `cargo sqlgen generate`"
+                    )),
+                    Err(_) => stale.push(format!(
+                        "stale: {shown} is missing; run `cargo sqlgen generate`"
+                    )),
                 }
-                Ok(_) => Err(format!(
-                    "stale: {shown} differs from what sql/ produces; run `cargo sqlgen generate`"
-                )),
-                Err(_) => Err(format!(
-                    "stale: {shown} is missing; run `cargo sqlgen generate`"
-                )),
+            }
+            if stale.is_empty() {
+                Ok(())
+            } else {
+                Err(stale.join("\n"))
             }
         }
         Command::Explain { dirs } => {
-            let (m, q) = dirs.resolve();
-            let analyzed = sqlgen::analyze(&m, &q).map_err(|d| d.to_string())?;
-            for line in analyzed.explain() {
+            let project = analyze(&dirs)?;
+            for line in project.explain() {
                 println!("{line}");
             }
             Ok(())

@@ -6,11 +6,13 @@ use std::fmt;
 use std::path::Path;
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::SQLiteDialect;
+use sqlparser::dialect::{Dialect as SqlDialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Tokenizer;
+use sqlparser::tokenizer::{Span, Tokenizer};
 pub use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
+use crate::Dialect;
 use crate::diag::{Diagnostic, suggestion};
 
 /// A file read from disk (or given in memory), with the path shown in messages.
@@ -80,13 +82,19 @@ pub struct RawQuery {
 /// A `(line, col, message)` error before it is attached to a file and query.
 pub type PosError = (u64, u64, String);
 
-fn dialect() -> SQLiteDialect {
-    SQLiteDialect {}
+static SQLITE: SQLiteDialect = SQLiteDialect {};
+static POSTGRES: PostgreSqlDialect = PostgreSqlDialect {};
+
+fn parser_dialect(d: Dialect) -> &'static dyn SqlDialect {
+    match d {
+        Dialect::Sqlite => &SQLITE,
+        Dialect::Postgres => &POSTGRES,
+    }
 }
 
 /// Tokenizes with positions; tokenizer errors carry their position.
-pub fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, PosError> {
-    Tokenizer::new(&dialect(), text)
+pub fn tokenize(text: &str, dialect: Dialect) -> Result<Vec<TokenWithSpan>, PosError> {
+    Tokenizer::new(parser_dialect(dialect), text)
         .tokenize_with_location()
         .map_err(|e| {
             (
@@ -156,8 +164,11 @@ pub fn check_complexity(tokens: &[TokenWithSpan]) -> Result<(), PosError> {
 /// fails to parse and contains them, it is parsed again without those `NOT`s: negation changes
 /// neither the operands' types nor the (boolean) result, and only this parse sees the change
 /// (generated SQL is cut from the original text), so inference is unaffected.
-pub fn parse_tokens(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError> {
-    let err = match parse_once(tokens) {
+pub fn parse_tokens(
+    tokens: &[TokenWithSpan],
+    dialect: Dialect,
+) -> Result<Vec<Statement>, PosError> {
+    let err = match parse_once(tokens, dialect) {
         Ok(stmts) => return Ok(stmts),
         Err(e) => e,
     };
@@ -175,7 +186,7 @@ pub fn parse_tokens(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError
         .filter(|(i, _)| negated_glob_or_match(tokens, *i).is_none())
         .map(|(_, t)| t.clone())
         .collect();
-    parse_once(&stripped).map_err(|e| {
+    parse_once(&stripped, dialect).map_err(|e| {
         if (e.0, e.1) == (err.0, err.1) {
             let (l, c, m) = err;
             (
@@ -203,9 +214,8 @@ fn negated_glob_or_match(tokens: &[TokenWithSpan], i: usize) -> Option<&TokenWit
         .filter(|t| unquoted(t, &[K::GLOB, K::MATCH]))
 }
 
-fn parse_once(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError> {
-    let d = dialect();
-    let parsed = Parser::new(&d)
+fn parse_once(tokens: &[TokenWithSpan], dialect: Dialect) -> Result<Vec<Statement>, PosError> {
+    let parsed = Parser::new(parser_dialect(dialect))
         .with_tokens_with_locations(tokens.to_vec())
         .parse_statements();
     parsed.map_err(|e| {
@@ -223,6 +233,27 @@ fn parse_once(tokens: &[TokenWithSpan]) -> Result<Vec<Statement>, PosError> {
             .map_or((1, 1), |t| (t.span.end.line, t.span.end.column));
         let (msg, pos) = split_position(&raw);
         let (line, col) = pos.unwrap_or(end);
+        if dialect == Dialect::Postgres
+            && let Some(op) = tokens.iter().find_map(|t| match &t.token {
+                Token::Word(w)
+                    if (t.span.start.line, t.span.start.column) == (line, col)
+                        && w.quote_style.is_none()
+                        && matches!(
+                            w.keyword,
+                            Keyword::GLOB | Keyword::MATCH | Keyword::REGEXP
+                        ) =>
+                {
+                    Some(w.value.to_ascii_uppercase())
+                }
+                _ => None,
+            })
+        {
+            return (
+                line,
+                col,
+                format!("{op} is SQLite's; PostgreSQL matches with ~ (a POSIX regular expression)"),
+            );
+        }
         (line, col, format!("syntax error: {}", lower_first(&msg)))
     })
 }
@@ -274,36 +305,71 @@ pub fn lower_first(s: &str) -> String {
     }
 }
 
-/// Reads `*.sql` from `dir`, sorted by file name.
-pub fn read_queries(dir: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Diagnostic {
-        file: crate::display_path(dir),
-        line: 1,
-        col: 1,
-        query: None,
-        message: format!("cannot read queries directory: {e}"),
-    })?;
+/// Reads `*.sql` from `dir`, sorted by file name. A file that cannot be read or is not UTF-8
+/// is reported (with the position of its first bad byte) and the others are still read.
+pub fn read_queries(dir: &Path) -> (Vec<SourceFile>, Vec<Diagnostic>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            let d = Diagnostic {
+                file: crate::display_path(dir),
+                line: 1,
+                col: 1,
+                query: None,
+                message: format!("cannot read queries directory: {e}"),
+            };
+            return (Vec::new(), vec![d]);
+        }
+    };
     let mut paths: Vec<_> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "sql"))
         .collect();
     paths.sort();
     let mut out = Vec::new();
+    let mut diags = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| Diagnostic {
-            file: crate::display_path(&path),
-            line: 1,
-            col: 1,
-            query: None,
-            message: format!("cannot read query file: {e}"),
-        })?;
-        out.push(SourceFile {
-            display: crate::display_path(&path),
-            text,
-        });
+        match read_source(&path, "query file") {
+            Ok(f) => out.push(f),
+            Err(d) => diags.push(d),
+        }
     }
-    Ok(out)
+    (out, diags)
+}
+
+/// Reads one `.sql` file as UTF-8; the error names the file and, for bytes that are not
+/// UTF-8, the line and column of the first bad one.
+pub fn read_source(path: &Path, what: &str) -> Result<SourceFile, Diagnostic> {
+    let display = crate::display_path(path);
+    let bytes = std::fs::read(path).map_err(|e| Diagnostic {
+        file: display.clone(),
+        line: 1,
+        col: 1,
+        query: None,
+        message: format!("cannot read {what}: {e}"),
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(SourceFile { display, text }),
+        Err(e) => {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            // Everything before the bad byte is valid UTF-8, so lines and columns (in
+            // characters, like every other position) can be counted on it.
+            let good = std::str::from_utf8(good).unwrap_or_default();
+            let line = good.matches('\n').count() as u64 + 1;
+            let col = good.rsplit('\n').next().unwrap_or("").chars().count() as u64 + 1;
+            let byte = e.as_bytes().get(good.len()).copied().unwrap_or(0);
+            Err(Diagnostic {
+                file: display,
+                line,
+                col,
+                query: None,
+                message: format!(
+                    "{what} is not valid UTF-8: byte 0x{byte:02x} cannot start a character here"
+                ),
+            })
+        }
+    }
 }
 
 /// Splits a query file at its `-- name: Name :kind` annotations.
@@ -514,7 +580,16 @@ pub fn line_starts(text: &str) -> Vec<usize> {
 }
 
 /// Finds every parameter occurrence in a query's tokens.
-pub fn scan_params(body: &str, tokens: &[TokenWithSpan]) -> Result<ParamScan, PosError> {
+///
+/// PostgreSQL: `@name`, `$N` and `sqlc.*(name)` are parameters; `?` is a jsonb operator
+/// there, so a `?` where a value is expected is rejected, and `:name` is not a parameter
+/// (`a[1:n]` is an array slice).
+pub fn scan_params(
+    body: &str,
+    tokens: &[TokenWithSpan],
+    dialect: Dialect,
+) -> Result<ParamScan, PosError> {
+    let pg = dialect == Dialect::Postgres;
     let starts = line_starts(body);
     let off = |l: u64, c: u64| byte_offset(&starts, body, l, c);
     let sig: Vec<&TokenWithSpan> = tokens
@@ -531,6 +606,30 @@ pub fn scan_params(body: &str, tokens: &[TokenWithSpan]) -> Result<ParamScan, Po
         let pos = (t.span.start.line, t.span.start.column);
         let mut found: Option<(ParamKey, String, bool, bool, usize)> = None; // key, spelling, narg, slice, last token idx
         match &t.token {
+            Token::Question if pg && expects_value(i.checked_sub(1).and_then(|k| sig.get(k))) => {
+                return Err((
+                    pos.0,
+                    pos.1,
+                    "PostgreSQL has no \"?\" parameters (\"?\" is a jsonb operator there); \
+                     name the parameter: @name"
+                        .into(),
+                ));
+            }
+            Token::Placeholder(p)
+                if pg
+                    && p.len() > 1
+                    && p.starts_with('$')
+                    && p[1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                let n: u64 = p[1..]
+                    .parse()
+                    .map_err(|_| (pos.0, pos.1, format!("invalid parameter \"{p}\"")))?;
+                if n == 0 {
+                    return Err((pos.0, pos.1, "parameter numbers start at $1".into()));
+                }
+                first_numbered.get_or_insert(pos);
+                found = Some((ParamKey::Numbered(n), p.clone(), false, false, i));
+            }
             Token::Placeholder(p) if p == "?" => {
                 anon += 1;
                 first_anon.get_or_insert(pos);
@@ -557,7 +656,7 @@ pub fn scan_params(body: &str, tokens: &[TokenWithSpan]) -> Result<ParamScan, Po
                     i,
                 ));
             }
-            Token::AtSign | Token::Colon => {
+            Token::AtSign | Token::Colon if !(pg && t.token == Token::Colon) => {
                 if let Some(next) = sig.get(i + 1)
                     && let Token::Word(w) = &next.token
                     && w.quote_style.is_none()
@@ -679,14 +778,96 @@ pub fn scan_params(body: &str, tokens: &[TokenWithSpan]) -> Result<ParamScan, Po
                 return Err((
                     p.0,
                     p.1,
-                    format!(
-                        "parameter ?{n} is never used (numbered parameters must be ?1..?{max})"
-                    ),
+                    if pg {
+                        format!(
+                            "parameter ${n} is never used (numbered parameters must be $1..${max})"
+                        )
+                    } else {
+                        format!(
+                            "parameter ?{n} is never used (numbered parameters must be ?1..?{max})"
+                        )
+                    },
                 ));
             }
         }
     }
     Ok(scan)
+}
+
+/// Whether a token after `prev` stands where an operand is expected (so a `?` there is meant
+/// as a parameter, not as PostgreSQL's jsonb operator).
+fn expects_value(prev: Option<&&TokenWithSpan>) -> bool {
+    let Some(prev) = prev else { return true };
+    match &prev.token {
+        Token::Word(w) => {
+            w.quote_style.is_none()
+                && matches!(
+                    w.keyword,
+                    Keyword::SELECT
+                        | Keyword::WHERE
+                        | Keyword::AND
+                        | Keyword::OR
+                        | Keyword::NOT
+                        | Keyword::ON
+                        | Keyword::SET
+                        | Keyword::VALUES
+                        | Keyword::THEN
+                        | Keyword::WHEN
+                        | Keyword::ELSE
+                        | Keyword::BY
+                        | Keyword::LIMIT
+                        | Keyword::OFFSET
+                        | Keyword::IN
+                        | Keyword::IS
+                        | Keyword::LIKE
+                        | Keyword::BETWEEN
+                        | Keyword::RETURNING
+                        | Keyword::HAVING
+                        | Keyword::CASE
+                )
+        }
+        Token::RParen
+        | Token::RBracket
+        | Token::Number(..)
+        | Token::SingleQuotedString(_)
+        | Token::Placeholder(_) => false,
+        _ => true,
+    }
+}
+
+/// PostgreSQL reads `@name` as the `@` (absolute value) operator applied to a column, so each
+/// `@name` parameter becomes one placeholder token (with the span of both) before parsing.
+pub fn pg_placeholders(tokens: &[TokenWithSpan], scan: &ParamScan) -> Vec<TokenWithSpan> {
+    let at: Vec<(u64, u64)> = scan
+        .occurrences
+        .iter()
+        .filter(|o| {
+            scan.slots
+                .get(o.slot)
+                .is_some_and(|s| s.spelling.starts_with('@'))
+        })
+        .map(|o| o.pos)
+        .collect();
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        let pos = (t.span.start.line, t.span.start.column);
+        if t.token == Token::AtSign
+            && at.contains(&pos)
+            && let Some(word) = tokens.get(i + 1)
+        {
+            out.push(TokenWithSpan::new(
+                Token::Placeholder(format!("${}", i + 1)),
+                Span::new(t.span.start, word.span.end),
+            ));
+            i += 2;
+            continue;
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    out
 }
 
 /// A parameter key's name for messages.

@@ -28,8 +28,15 @@ fn apply_migrations(dir: &Path) -> Connection {
 }
 
 fn cross_check(migrations: &Path, queries: &Path) -> usize {
-    let analyzed = sqlgen::analyze(migrations, queries).unwrap_or_else(|d| panic!("{d}"));
-    let conn = apply_migrations(migrations);
+    let analyzed = sqlgen::analyze_project(migrations, queries)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .sqlite;
+    let sqlite_dir = migrations.join("sqlite");
+    let conn = apply_migrations(if sqlite_dir.is_dir() {
+        &sqlite_dir
+    } else {
+        migrations
+    });
     let mut problems = Vec::new();
     for q in &analyzed.queries {
         let stmt = match conn.prepare(&q.sql) {

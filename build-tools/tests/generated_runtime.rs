@@ -9,7 +9,44 @@ mod generated {
 }
 
 use generated as q;
+use q::{Queries, ReadQueries};
 use rusqlite::Connection;
+
+/// What the generated traits return errors as: the including crate's `Error` (in Scribe,
+/// `scribe_db::Error`), which must convert from the drivers' errors.
+#[derive(Debug)]
+pub enum Error {
+    /// rusqlite's.
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Self {
+        Error::Sqlite(err)
+    }
+}
+
+/// The traits give the same answers as the free functions, with `Option` for a row that
+/// may be missing and the row itself where one always exists.
+#[test]
+fn traits_run_the_same_queries() {
+    let conn = db();
+    let mut tx = q::SqliteQueries::new(&conn);
+    let s = tx
+        .create_session(&q::CreateSessionParams {
+            id: "t",
+            parent_id: None,
+            title: "trait",
+            now: 5,
+        })
+        .unwrap();
+    assert_eq!(tx.get_session("t").unwrap(), Some(s));
+    assert_eq!(tx.get_session("missing").unwrap(), None);
+    assert_eq!(tx.count_sessions().unwrap(), 1);
+    // Through `dyn`, as a transaction handle will hand it out.
+    let dynamic: &mut dyn Queries = &mut tx;
+    assert_eq!(dynamic.count_sessions().unwrap(), 1);
+}
 
 fn db() -> Connection {
     let conn = Connection::open_in_memory().unwrap();

@@ -440,3 +440,22 @@ fn pragmas_in_migrations_are_skipped() {
     let a = sqlgen::analyze_sources(&m, &q).unwrap();
     assert_eq!(a.explain(), ["Count :one () -> i64"]);
 }
+
+/// A real error (unknown table or column) is the only report: the parameters next to it
+/// cannot be typed because of it, and asking for a CAST would send the author the wrong way.
+#[test]
+fn no_cast_advice_after_a_real_error() {
+    let e = errors(
+        "-- name: A :exec\nINSERT INTO sesions (id, title) VALUES (?, ?);\n\
+         -- name: B :many\nSELECT id FROM sessions WHERE nope = ?;\n\
+         -- name: C :many\nSELECT id FROM sessions AS s WHERE x.title = @t;\n",
+    );
+    assert_eq!(
+        e,
+        [
+            "sql/queries/sessions.sql:2:13: A: no table \"sesions\"; did you mean \"sessions\"?",
+            "sql/queries/sessions.sql:4:31: B: no column \"nope\" in \"sessions\"",
+            "sql/queries/sessions.sql:6:36: C: no table or alias \"x\" in scope",
+        ]
+    );
+}

@@ -258,3 +258,91 @@ fn deep_nesting_is_an_error_not_a_crash() {
         &format!("-- name: Parens :one\nSELECT {parens} AS n;\n"),
     );
 }
+
+fn run_in(dialect: sqlgen::Dialect, migrations: &[SourceFile], query_text: &str) {
+    let q = [SourceFile {
+        display: "q.sql".into(),
+        text: query_text.to_string(),
+    }];
+    match sqlgen::analyze_layers(dialect, migrations, &q, &[]) {
+        Ok(a) => {
+            let _ = a.render();
+            let _ = a.explain();
+        }
+        Err(d) => {
+            assert!(!d.is_empty());
+            for item in &d.items {
+                assert!(item.line >= 1 && item.col >= 1, "{item}");
+            }
+        }
+    }
+}
+
+/// The PostgreSQL path (its tokenizer, the `@name` rewrite, its type model, the skip-list of
+/// migration statements) never panics either, and the PostgreSQL renderer runs on what
+/// analyses.
+#[test]
+fn random_postgres_queries_and_migrations_never_panic() {
+    let pg = sqlgen::Dialect::Postgres;
+    let migration = fixture("dual/migrations/postgres/V1__init.sql");
+    let m = [SourceFile {
+        display: "V1.sql".into(),
+        text: migration.clone(),
+    }];
+    let mut rng = Rng(0x51_7CC1_B727_220A);
+    let mut words: Vec<&str> = WORDS.to_vec();
+    words.extend([
+        "notes",
+        "tags",
+        "body",
+        "meta",
+        "::jsonb",
+        "->",
+        "#>>",
+        "@>",
+        "~",
+        "?",
+        "$1",
+        "$2",
+        "ANY(",
+        "greatest(",
+        "to_char(",
+        "AT TIME ZONE",
+        "'UTC'",
+        "ILIKE",
+        "IS DISTINCT FROM",
+    ]);
+    for _ in 0..1500 {
+        let len = 1 + rng.next() % 30;
+        let mut sql = String::from("-- name: Q :many\n");
+        for _ in 0..len {
+            sql.push_str(rng.pick(&words));
+            sql.push(' ');
+        }
+        run_in(pg, &m, &sql);
+    }
+    let cuts: Vec<usize> = migration
+        .char_indices()
+        .map(|(i, _)| i)
+        .step_by(3)
+        .collect();
+    for cut in cuts {
+        let m = [SourceFile {
+            display: "V1.sql".into(),
+            text: migration[..cut].to_string(),
+        }];
+        run_in(
+            pg,
+            &m,
+            "-- name: A :one\nSELECT count(*) AS n FROM notes;\n",
+        );
+    }
+    let queries = fixture("dual/queries/notes.sql");
+    for cut in queries.char_indices().map(|(i, _)| i).step_by(2) {
+        run_in(pg, &m, &queries[..cut]);
+    }
+    // Whole projects render both modules.
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dual");
+    let project = sqlgen::analyze_project(&d.join("migrations"), &d.join("queries")).unwrap();
+    assert_eq!(project.render().len(), 2);
+}

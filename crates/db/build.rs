@@ -1,6 +1,8 @@
-//! Generates the typed query layer: runs sqlgen over `sql/migrations` and `sql/queries` and
-//! writes `$OUT_DIR/queries.rs`, which `src/queries.rs` includes. A bad query fails the build
-//! with every diagnostic, each as `sql/queries/<file>.sql:<line>:<col>: <Query>: <cause>`.
+//! Generates the typed query layer: runs sqlgen over `sql/migrations/{sqlite,postgres}` and
+//! `sql/queries` (with its `sqlite/` and `postgres/` overrides), checks that both dialects
+//! agree, and writes `$OUT_DIR/queries.rs` and `$OUT_DIR/queries_postgres.rs`, which
+//! `src/queries.rs` includes. A bad query fails the build with every diagnostic, each as
+//! `sql/queries/<file>.sql:<line>:<col>: <Query>: <cause>`.
 
 use std::path::{Path, PathBuf};
 use std::{env, fs, process};
@@ -13,15 +15,17 @@ fn main() {
     let queries = repo_root.join("sql/queries");
 
     // Directories are watched for added or removed files, each file for edits.
-    for dir in [&migrations, &queries] {
-        println!("cargo:rerun-if-changed={}", dir.display());
-        for file in sql_files(dir) {
-            println!("cargo:rerun-if-changed={}", file.display());
+    for base in [&migrations, &queries] {
+        for dir in [base.clone(), base.join("sqlite"), base.join("postgres")] {
+            println!("cargo:rerun-if-changed={}", dir.display());
+            for file in sql_files(&dir) {
+                println!("cargo:rerun-if-changed={}", file.display());
+            }
         }
     }
 
-    let code = match sqlgen::generate(&migrations, &queries) {
-        Ok(code) => code,
+    let project = match sqlgen::analyze_project(&migrations, &queries) {
+        Ok(project) => project,
         Err(diagnostics) => {
             // Paths relative to the repository root read the same in CI logs and editors.
             let prefix = format!("{}/", repo_root.display());
@@ -32,10 +36,13 @@ fn main() {
         }
     };
 
-    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default()).join("queries.rs");
-    if let Err(err) = fs::write(&out, code) {
-        eprintln!("cannot write {}: {err}", out.display());
-        process::exit(1);
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
+    for file in project.render() {
+        let out = out_dir.join(&file.name);
+        if let Err(err) = fs::write(&out, file.code) {
+            eprintln!("cannot write {}: {err}", out.display());
+            process::exit(1);
+        }
     }
 }
 

@@ -29,8 +29,11 @@ SELECT * FROM session_runs WHERE session_id = @session_id;
 
 -- name: PutSessionRun :exec
 -- Takes a session's lease (the caller checked the previous holder is dead or itself).
-INSERT OR REPLACE INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at)
-VALUES (@session_id, @owner, @pid, @host, @started_at, @heartbeat_at);
+INSERT INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at)
+VALUES (@session_id, @owner, @pid, @host, @started_at, @heartbeat_at)
+ON CONFLICT (session_id) DO UPDATE
+SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
+    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at;
 
 -- name: RenewSessionRun :execrows
 -- A heartbeat: only the holder's own lease is renewed.

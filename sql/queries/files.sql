@@ -10,17 +10,8 @@ VALUES (
 )
 RETURNING *;
 
--- name: GetFile :one
-SELECT * FROM files WHERE id = @id;
-
 -- name: GetFileVersion :one
 SELECT * FROM files WHERE session_id = @session_id AND path = @path AND version = @version;
-
--- name: GetLatestFile :one
-SELECT * FROM files
-WHERE session_id = @session_id AND path = @path
-ORDER BY version DESC
-LIMIT 1;
 
 -- name: ListFileVersions :many
 -- Oldest first.
@@ -36,15 +27,3 @@ ORDER BY f.path;
 
 -- name: ListSessionFiles :many
 SELECT * FROM files WHERE session_id = @session_id ORDER BY path, version;
-
--- name: UpdateFileContent :execrows
-UPDATE files SET content = @content, updated_at = @now WHERE id = @id;
-
--- name: DeleteFile :execrows
-DELETE FROM files WHERE id = @id;
-
--- name: DeleteSessionFiles :execrows
-DELETE FROM files WHERE session_id = @session_id;
-
--- name: CountAllFiles :one
-SELECT count(*) FROM files;

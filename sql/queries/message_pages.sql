@@ -12,16 +12,9 @@ LIMIT @limit;
 -- The @limit messages after the cursor (created_at, id), in creation order (later forward
 -- pages).
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at, id
 LIMIT @limit;
-
--- name: GetLatestSummaryMessage :one
--- The newest compaction summary of a session (the conversation view starts there).
-SELECT * FROM messages
-WHERE session_id = @session_id AND is_summary
-ORDER BY created_at DESC, id DESC
-LIMIT 1;
 
 -- name: ListMessageNeighbors :many
 -- For each message, the messages just before and after it in its session (search-hit
@@ -45,7 +38,7 @@ WHERE m.id IN (sqlc.slice(ids));
 -- name: ListMessageTexts :many
 -- The searchable text of the given messages' parts, each cut to @max_chars characters, in
 -- part order (search-hit context).
-SELECT message_id, substr(search_text, 1, @max_chars) AS "text!: String"
+SELECT message_id, substr(search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
 FROM parts
 WHERE message_id IN (sqlc.slice(message_ids)) AND search_text IS NOT NULL
 ORDER BY message_id, position;

@@ -15,9 +15,6 @@ INSERT INTO messages (
 -- name: GetMessage :one
 SELECT * FROM messages WHERE id = @id;
 
--- name: MessageExists :one
-SELECT EXISTS (SELECT 1 FROM messages WHERE id = @id) AS "found!: bool";
-
 -- name: ListMessages :many
 -- Creation order.
 SELECT * FROM messages WHERE session_id = @session_id ORDER BY created_at, id;
@@ -35,7 +32,7 @@ LIMIT @limit;
 -- name: ListMessagesBefore :many
 -- The @limit messages before the cursor (created_at, id), newest first (later pages).
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT @limit;
 
@@ -43,34 +40,14 @@ LIMIT @limit;
 -- Messages from the cursor (created_at, id) on, in creation order: the conversation since a
 -- summary message.
 SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
+WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY created_at, id;
-
--- name: GetPreviousMessage :one
--- The message just before the cursor in its session (search context).
-SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) < (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
-ORDER BY created_at DESC, id DESC
-LIMIT 1;
-
--- name: GetNextMessage :one
--- The message just after the cursor in its session (search context).
-SELECT * FROM messages
-WHERE session_id = @session_id AND (created_at, id) > (CAST(@created_at AS INTEGER), CAST(@id AS TEXT))
-ORDER BY created_at, id
-LIMIT 1;
 
 -- name: GetLastMessage :one
 SELECT * FROM messages
 WHERE session_id = @session_id
 ORDER BY created_at DESC, id DESC
 LIMIT 1;
-
--- name: CountMessages :one
-SELECT count(*) FROM messages WHERE session_id = @session_id;
-
--- name: CountAllMessages :one
-SELECT count(*) FROM messages;
 
 -- name: UpdateMessage :execrows
 -- Everything about a message except its session, role and creation time.
@@ -109,9 +86,6 @@ SET input_tokens = input_tokens + @input_tokens,
     updated_at = @now
 WHERE id = @id;
 
--- name: SetMessageError :execrows
-UPDATE messages SET error = @error, updated_at = @now WHERE id = @id;
-
 -- name: DeleteMessage :execrows
 -- Its parts go with it (cascade).
 DELETE FROM messages WHERE id = @id;
@@ -119,8 +93,3 @@ DELETE FROM messages WHERE id = @id;
 -- name: DeleteSessionMessages :execrows
 -- Clears a session's conversation, keeping the session.
 DELETE FROM messages WHERE session_id = @session_id;
-
--- name: DeleteMessagesFrom :execrows
--- Messages after a point (revert / retry): everything from the cursor on.
-DELETE FROM messages
-WHERE session_id = @session_id AND (created_at, id) >= (CAST(@created_at AS INTEGER), CAST(@id AS TEXT));

@@ -29,29 +29,9 @@ JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = @session_id
 ORDER BY m.created_at, m.id, p.position;
 
--- name: ListPartsByMessageIds :many
-SELECT * FROM parts WHERE message_id IN (sqlc.slice(message_ids)) ORDER BY message_id, position;
-
--- name: GetToolPartByCallId :one
--- The tool part of a call, by the provider's call id.
-SELECT * FROM parts
-WHERE session_id = @session_id AND type = 'tool' AND data ->> '$.call_id' = CAST(@call_id AS TEXT)
-ORDER BY seq DESC
-LIMIT 1;
-
 -- name: UpdatePart :execrows
 -- Replaces one part's content (e.g. a tool moving from running to completed).
 UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 
 -- name: DeletePart :execrows
 DELETE FROM parts WHERE id = @id;
-
--- name: DeleteMessageParts :execrows
--- Removes a message's parts before writing its new list.
-DELETE FROM parts WHERE message_id = @message_id;
-
--- name: CountParts :one
-SELECT count(*) FROM parts WHERE message_id = @message_id;
-
--- name: CountAllParts :one
-SELECT count(*) FROM parts;

@@ -15,7 +15,7 @@ SET input_tokens = input_tokens + @input_tokens,
     api_call_count = api_call_count + @api_call_count,
     tool_call_count = tool_call_count + @tool_call_count,
     estimated_cost_usd = estimated_cost_usd + @estimated_cost_usd,
-    updated_at = max(updated_at, @now)
+    updated_at = CASE WHEN updated_at > @now THEN updated_at ELSE @now END
 WHERE id = @id
 RETURNING *;
 
@@ -23,25 +23,27 @@ RETURNING *;
 -- 1 when this call marked the child, 0 when it was marked before (or has no parent).
 -- Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
 -- parent in the same transaction (session_own_usage subtracts it again).
-INSERT OR IGNORE INTO session_rollups (
+INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
 SELECT id, parent_session_id, @now, input_tokens, output_tokens, cache_read_tokens,
        cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd,
        actual_cost_usd
 FROM sessions
-WHERE id = @child_id AND parent_session_id IS NOT NULL;
+WHERE id = @child_id AND parent_session_id IS NOT NULL
+ON CONFLICT (child_id) DO NOTHING;
 
 -- name: GetSessionRollUp :one
 SELECT * FROM session_rollups WHERE child_id = @child_id;
 
 -- name: ImportSessionRollUp :exec
-INSERT OR IGNORE INTO session_rollups (
+INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
 VALUES (@child_id, @parent_id, @rolled_up_at, @input_tokens, @output_tokens,
         @cache_read_tokens, @cache_write_tokens, @reasoning_tokens, @api_call_count,
-        @estimated_cost_usd, @actual_cost_usd);
+        @estimated_cost_usd, @actual_cost_usd)
+ON CONFLICT (child_id) DO NOTHING;
 
 -- name: RestoreImportedSession :execrows
 -- After an import's messages are in: the columns ImportSession cannot set (the summary
@@ -79,13 +81,13 @@ ORDER BY ended_at, id;
 -- counted once, under the model, source and day of the session that used it.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY coalesce(model, '')
@@ -94,42 +96,26 @@ ORDER BY 9 DESC, 1;
 -- name: UsageBySourceSince :many
 SELECT source AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY source
 ORDER BY 9 DESC, 1;
 
--- name: UsageByDaySince :many
--- Days are UTC calendar days of created_at, oldest first.
-SELECT date(created_at / 1000, 'unixepoch') AS "key!",
-       count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
-FROM session_own_usage
-WHERE created_at >= @since
-GROUP BY date(created_at / 1000, 'unixepoch')
-ORDER BY 1;
-
 -- name: UsageTotalsSince :one
 SELECT count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS INTEGER) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS INTEGER) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS INTEGER) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS INTEGER) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS INTEGER) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS REAL) AS "estimated_cost_usd!"
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

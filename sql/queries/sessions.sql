@@ -43,12 +43,6 @@ SELECT EXISTS (SELECT 1 FROM sessions WHERE id = @id) AS "found!: bool";
 -- name: GetSessionByTitle :one
 SELECT * FROM sessions WHERE title = @title;
 
--- name: ListSessions :many
--- Newest first; for filtered lists use filters::list_sessions.
-SELECT * FROM sessions
-ORDER BY updated_at DESC, id DESC
-LIMIT @limit OFFSET @offset;
-
 -- name: ListChildSessions :many
 SELECT * FROM sessions
 WHERE parent_session_id = @parent_session_id
@@ -77,12 +71,6 @@ SET title = @title,
 WHERE id = @id
 RETURNING *;
 
--- name: SetSessionTitle :execrows
-UPDATE sessions SET title = @title, updated_at = @now WHERE id = @id;
-
--- name: SetSessionModel :execrows
-UPDATE sessions SET model = @model, model_config = @model_config, updated_at = @now WHERE id = @id;
-
 -- name: SetSessionSummaryMessage :execrows
 UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now WHERE id = @id;
 
@@ -90,7 +78,7 @@ UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now 
 -- compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 -- not there changes nothing (and so publishes nothing).
 UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now
-WHERE id = @id AND compacting_at IS NOT @compacting_at;
+WHERE id = @id AND compacting_at IS DISTINCT FROM @compacting_at;
 
 -- name: EndSession :execrows
 -- The first end wins: ending an ended session changes nothing (0 rows).
@@ -130,12 +118,6 @@ WHERE id = @id;
 -- A billed amount reported by the provider; NULL + x counts as x.
 UPDATE sessions
 SET actual_cost_usd = coalesce(actual_cost_usd, 0) + @actual_cost_usd,
-    updated_at = @now
-WHERE id = @id;
-
--- name: SetSessionCostStatus :execrows
-UPDATE sessions
-SET cost_status = @cost_status, cost_source = @cost_source, pricing_version = @pricing_version,
     updated_at = @now
 WHERE id = @id;
 
@@ -194,28 +176,6 @@ WITH RECURSIVE chain (id, depth) AS (
 SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1;
-
--- name: ListTitleLineage :many
--- The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
--- as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
-SELECT * FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'))
-ORDER BY CASE WHEN title = @title THEN 1
-              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END DESC,
-         created_at DESC;
-
--- name: MaxTitleLineageNumber :one
-SELECT CAST(coalesce(max(CASE WHEN title = @title THEN 1
-                              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END), 0)
-            AS INTEGER) AS "n!"
-FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
 
 -- name: TopSessionsByTokens :many
 SELECT * FROM sessions

@@ -18,7 +18,8 @@ use scribe_db::{Database, now_ms, queries};
 /// Creates a normal session (source `cli`) with an optional title and returns its id.
 pub fn create_session(db: &Database, title: Option<&str>) -> scribe_db::Result<String> {
     let id = new_id(Prefix::Session);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         queries::create_session(
             tx,
             &queries::CreateSessionParams {
@@ -62,7 +63,8 @@ pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
         Some(path) => Some(integrity(&rusqlite::Connection::open(path)?)?),
         None => None,
     };
-    let mut problems = db.read(|conn| {
+    let mut problems = db.read(|conn| -> scribe_db::Result<_> {
+        let conn = conn.conn();
         let mut problems = Vec::new();
         let report = match &fresh {
             Some(report) => report.clone(),
@@ -139,7 +141,8 @@ pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
             format!("INSERT INTO {index} ({index}) VALUES ('integrity-check')"),
             format!("INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)"),
         ] {
-            let checked = db.write(|tx| {
+            let checked = db.write(|tx| -> scribe_db::Result<_> {
+                let tx = tx.conn();
                 tx.execute(&sql, [])?;
                 Ok(())
             });
@@ -161,7 +164,8 @@ pub fn search_counts(
     word: &str,
     substring: &str,
 ) -> scribe_db::Result<(i64, i64, i64, i64)> {
-    db.read(|conn| {
+    db.read(|conn| -> scribe_db::Result<_> {
+        let conn = conn.conn();
         let count = |sql: &str, arg: &str| -> rusqlite::Result<i64> {
             conn.query_row(sql, [arg], |row| row.get(0))
         };
@@ -187,17 +191,9 @@ pub fn search_counts(
     })
 }
 
-/// An error with its sources, `: `-separated, as a user would read it.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+/// An error with its sources, `: `-separated, as a user would read it (the one
+/// implementation, from scribe-types).
+pub use scribe_agent::error_chain;
 
 /// The current test binary re-run to execute only the test `test_name`, with its output
 /// not captured: the child side of a multi-process test. The child test reads its role

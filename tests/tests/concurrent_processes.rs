@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use scribe_db::Database;
+use scribe_db::{Clock, Database, Options};
 use scribe_message::{
     MessageService, NewMessage, Part, ReasoningPart, Role, SearchOptions, TokenUsage, ToolState,
 };
@@ -172,8 +172,15 @@ fn concurrent_processes_child() {
     };
     let path = env(ENV_DB);
     let seed: u64 = env(ENV_SEED).parse().unwrap();
+    // The pruner ends sessions and then prunes what ended before "now": a clock whose
+    // readings never repeat makes that hold without sleeping.
+    let options = Options {
+        clock: Clock::monotonic(),
+        ..Options::default()
+    };
     let db = Arc::new(
-        Database::open(&path).unwrap_or_else(|e| panic!("{role}: open: {}", error_chain(&e))),
+        Database::open_with(&path, options)
+            .unwrap_or_else(|e| panic!("{role}: open: {}", error_chain(&e))),
     );
     match role.as_str() {
         "writer" => writer(db, seed),
@@ -406,8 +413,8 @@ fn pruner(db: Arc<Database>) {
                 svc.end(id, "completed")
                     .unwrap_or_else(|e| panic!("pruner: end {id}: {}", error_chain(&e)));
             }
-            // Prune takes sessions that ended strictly before now.
-            std::thread::sleep(Duration::from_millis(5));
+            // Prune takes sessions that ended strictly before now (the clock never
+            // repeats a reading).
             0
         };
         let dry = svc
@@ -558,8 +565,11 @@ fn panic_message(stderr: &str) -> String {
 }
 
 fn count(db: &Database, sql: &str) -> i64 {
-    db.read(|conn| Ok(conn.query_row(sql, [], |row| row.get(0))?))
-        .unwrap()
+    db.read(|conn| -> scribe_db::Result<_> {
+        let conn = conn.conn();
+        Ok(conn.query_row(sql, [], |row| row.get(0))?)
+    })
+    .unwrap()
 }
 
 /// The setup: writers' sessions, and batches of sessions for the pruner with messages and
@@ -625,7 +635,8 @@ fn setup(path: &Path, rng: &mut StdRng) -> Setup {
                 sessions.end(&id, "completed").unwrap();
                 let ended = now - (AGED_BATCHES - batch) as i64 * DAY_MS + DAY_MS / 2;
                 // Backdated in SQL: no service makes a session old, only time does.
-                db.write(|tx| {
+                db.write(|tx| -> scribe_db::Result<_> {
+                    let tx = tx.conn();
                     tx.execute(
                         "UPDATE sessions SET created_at = ?1, ended_at = ?2 WHERE id = ?3",
                         rusqlite::params![ended - 3_600_000, ended, id],
@@ -892,7 +903,7 @@ fn concurrent_writers_searchers_and_pruner_lose_nothing() {
 
     // Every acknowledged message is there, whole, where it was written; nothing else is.
     let stored: HashMap<String, Ack> = db
-        .read(|conn| {
+        .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn();
             let mut stmt = conn.prepare(
                 "SELECT m.id, m.session_id, coalesce(m.agent, ''),
                         (SELECT count(*) FROM parts AS p WHERE p.message_id = m.id),
@@ -963,7 +974,8 @@ fn concurrent_writers_searchers_and_pruner_lose_nothing() {
 
     // Pruned sessions are gone with everything that hung on them; nothing else was.
     let remaining: HashSet<String> = db
-        .read(|conn| {
+        .read(|conn| -> scribe_db::Result<_> {
+            let conn = conn.conn();
             Ok(conn
                 .prepare("SELECT id FROM sessions")?
                 .query_map([], |row| row.get(0))?

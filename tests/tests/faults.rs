@@ -30,8 +30,11 @@ fn user_message(session: &str, text: &str) -> NewMessage {
 }
 
 fn count(db: &Database, sql: &str) -> i64 {
-    db.read(|conn| Ok(conn.query_row(sql, [], |row| row.get(0))?))
-        .unwrap()
+    db.read(|conn| -> scribe_db::Result<_> {
+        let conn = conn.conn();
+        Ok(conn.query_row(sql, [], |row| row.get(0))?)
+    })
+    .unwrap()
 }
 
 fn sqlite_code(err: &scribe_db::Error) -> Option<ErrorCode> {
@@ -58,7 +61,8 @@ fn full_database_fails_the_whole_message_and_recovers() {
     // max_page_count is a setting of the connection it is run on, so it is set through the
     // real write path: the writer connection every later write uses.
     let set_limit = |extra: i64| {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |row| row.get(0))?;
             let limit = if extra < 0 { 1 << 30 } else { pages + extra };
             let set: i64 =
@@ -152,7 +156,8 @@ fn read_only_probe(path: &Path) -> Value {
         Err(err) => json!({ "open": format!("{}: {}", variant_name(&err), error_chain(&err)) }),
         Ok(db) => {
             let written = create_session(&db, Some("written while read-only"));
-            let read = db.read(|conn| {
+            let read = db.read(|conn| -> scribe_db::Result<_> {
+                let conn = conn.conn();
                 Ok(conn.query_row("SELECT count(*) FROM messages", [], |row| {
                     row.get::<_, i64>(0)
                 })?)
@@ -196,43 +201,38 @@ fn read_only_child() {
     println!("probe {}", read_only_probe(Path::new(&path)));
 }
 
-/// Runs the probe as a user the file modes apply to; `None` (with the reason printed) when
-/// that is impossible here.
-fn probe_as_unprivileged(path: &Path) -> Option<Value> {
+/// Runs the probe as a user the file modes apply to (this one, or `nobody` when run as
+/// root).
+fn probe_as_unprivileged(path: &Path) -> Value {
     let blocked = std::fs::OpenOptions::new().write(true).open(path).is_err()
         || std::fs::File::create(path.with_extension("probe")).is_err();
     if blocked {
-        return Some(read_only_probe(path));
+        return read_only_probe(path);
     }
-    // Root: the modes don't stop us, so ask `nobody`.
+    // Root: the modes don't stop us, so ask `nobody`. A test that cannot do its job here
+    // fails and says why; it never passes silently.
     use std::os::unix::process::CommandExt;
     let output = child_command(READ_ONLY_CHILD)
         .unwrap()
         .env(ENV_READ_ONLY_DB, path)
         .uid(65534)
         .gid(65534)
-        .output();
-    let output = match output {
-        Ok(output) if output.status.success() => output,
-        Ok(output) => {
-            eprintln!(
-                "skipped: the read-only probe could not run as uid 65534 ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-            );
-            return None;
-        }
-        Err(err) => {
-            eprintln!("skipped: cannot start the read-only probe as uid 65534: {err}");
-            return None;
-        }
-    };
+        .output()
+        .unwrap_or_else(|err| {
+            panic!("this test runs its probe as uid 65534 when run as root, which cannot start here: {err}")
+        });
+    assert!(
+        output.status.success(),
+        "the read-only probe could not run as uid 65534 ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout
         .lines()
         .find_map(|l| l.split_once("probe ").map(|(_, json)| json))
         .unwrap_or_else(|| panic!("no probe output in: {stdout}"));
-    Some(serde_json::from_str(line).unwrap())
+    serde_json::from_str(line).unwrap()
 }
 
 /// A database with one session and two messages, closed again (WAL folded back in).
@@ -302,9 +302,7 @@ fn read_only_file_is_a_clear_error_and_loses_nothing() {
     stored_database(&path);
     set_mode(dir.path(), 0o755);
     set_mode(&path, 0o444);
-    let Some(outcome) = probe_as_unprivileged(&path) else {
-        return;
-    };
+    let outcome = probe_as_unprivileged(&path);
     assert_read_only_outcome(&path, &outcome);
     set_mode(&path, 0o644);
 }
@@ -319,9 +317,7 @@ fn read_only_directory_is_a_clear_error_and_loses_nothing() {
     set_mode(dir.path(), 0o555);
     let outcome = probe_as_unprivileged(&path);
     set_mode(dir.path(), 0o755);
-    if let Some(outcome) = outcome {
-        assert_read_only_outcome(&path, &outcome);
-    }
+    assert_read_only_outcome(&path, &outcome);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -621,7 +617,8 @@ fn consistency_checker_notices_index_drift() {
     }
     assert_eq!(consistency_problems(&db).unwrap(), Vec::<String>::new());
     for index in ["parts_fts", "parts_fts_trigram"] {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 &format!(
                     "INSERT INTO {index} ({index}, rowid, search_text)
@@ -637,7 +634,8 @@ fn consistency_checker_notices_index_drift() {
             problems.iter().any(|p| p.contains(index)),
             "{index}: drift not noticed: {problems:#?}"
         );
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 &format!("INSERT INTO {index} ({index}) VALUES ('rebuild')"),
                 [],
@@ -647,7 +645,8 @@ fn consistency_checker_notices_index_drift() {
         .unwrap();
     }
     // Counters are checked too.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("UPDATE sessions SET message_count = message_count + 1", [])?;
         Ok(())
     })

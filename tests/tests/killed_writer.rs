@@ -247,7 +247,7 @@ fn killed_writers_lose_nothing_acknowledged() {
         assert!(problems.is_empty(), "{context}: {problems:#?}");
 
         let stored: HashMap<String, (Option<String>, usize)> = db
-            .read(|conn| {
+            .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn();
                 let mut stmt = conn.prepare(
                     "SELECT m.id, m.agent, (SELECT count(*) FROM parts AS p WHERE p.message_id = m.id)
                      FROM messages AS m",
@@ -279,16 +279,15 @@ fn killed_writers_lose_nothing_acknowledged() {
 
         // Every message also loads through the message layer, parts decoded.
         let loaded: usize = db
-            .read(|conn| {
-                let ids: Vec<String> = conn
+            .read(|tx| -> scribe_message::Result<_> {
+                let ids: Vec<String> = tx
+                    .conn()
                     .prepare("SELECT id FROM sessions")?
                     .query_map([], |row| row.get(0))?
                     .collect::<rusqlite::Result<_>>()?;
                 let mut total = 0;
                 for id in ids {
-                    total += scribe_message::store::load_session_messages(conn, &id)
-                        .map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))?
-                        .len();
+                    total += scribe_message::store::load_session_messages(tx, &id)?.len();
                 }
                 Ok(total)
             })

@@ -138,7 +138,12 @@ fn v1_fixture_opens_migrates_and_reads_back_identically() {
         Database::known_schema_version()
     );
 
-    let after = db.read(|conn| Ok(dump(conn))).unwrap();
+    let after = db
+        .read(|conn| -> scribe_db::Result<_> {
+            let conn = conn.conn();
+            Ok(dump(conn))
+        })
+        .unwrap();
     let changed = differences(&expected, &after);
     assert!(
         changed.is_empty(),
@@ -240,7 +245,7 @@ fn newer_schema_is_refused() {
 const T0: i64 = 1_764_028_800_000;
 
 struct Writer<'a> {
-    tx: &'a rusqlite::Transaction<'a>,
+    tx: &'a rusqlite::Connection,
     seq: u32,
 }
 
@@ -326,7 +331,7 @@ fn tool(call: &str, name: &str, input: Value, state: ToolState) -> Part {
     })
 }
 
-fn write_fixture(tx: &rusqlite::Transaction<'_>) {
+fn write_fixture(tx: &rusqlite::Connection) {
     let session = |id: &str, columns: &str, values: Vec<rusqlite::types::Value>| {
         let placeholders = vec!["?"; values.len()].join(", ");
         tx.execute(
@@ -850,7 +855,8 @@ fn regenerate_v1_fixture() {
     {
         let db = Database::open_at_version(&work, 1).unwrap();
         assert_eq!(db.schema_version().unwrap(), 1);
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             write_fixture(tx);
             Ok(())
         })

@@ -14,9 +14,8 @@ use scribe_agent::{
     AgentConfig, AgentRegistry, AgentRunner, CancelToken, CheckCommand, Decision, ModelCatalog,
     PartDraft, PromptInput, ScriptedProvider, ScriptedTurn, ToolRegistry,
 };
-use scribe_db::Database;
-use scribe_message::{MessageService, Part, TokenUsage};
-use scribe_session::{NewSession, SessionService};
+use scribe_message::{Part, TokenUsage};
+use scribe_session::{NewSession, Store};
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -28,9 +27,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         .nth(1)
         .map_or_else(|| work.path().join("scribe.db"), Into::into);
 
-    let db = Arc::new(Database::open(&db_path)?);
-    let sessions = Arc::new(SessionService::new(db.clone()));
-    let messages = Arc::new(MessageService::new(db));
+    let store = Store::open(&db_path)?;
+    let (sessions, messages) = (store.sessions(), store.messages());
     let catalog = Arc::new(ModelCatalog::builtin());
     let model = catalog
         .iter()
@@ -77,20 +75,17 @@ fn main() -> Result<(), Box<dyn Error>> {
             .with_description("reviews text")
             .with_tools(["read_file"]),
     );
-    let runner = AgentRunner::new(
-        sessions.clone(),
-        messages.clone(),
-        provider,
-        catalog,
-        &project,
-    )
-    .with_tools(ToolRegistry::builtin(checks))
-    .with_agents(agents)
-    .with_approver(|request| {
-        println!("approve {} on {:?}? yes", request.tool, request.subject);
-        Decision::Allow
-    })
-    .with_title_generation(true);
+    let runner = AgentRunner::builder(store.clone(), provider)
+        .with_catalog(catalog)
+        .with_project_root(&project)
+        .with_tools(ToolRegistry::builtin(checks))
+        .with_agents(agents)
+        .with_approver(|request| {
+            println!("approve {} on {:?}? yes", request.tool, request.subject);
+            Decision::Allow
+        })
+        .with_title_generation(true)
+        .build();
 
     let session = sessions.create(NewSession {
         directory: Some(project.to_string_lossy().into_owned()),

@@ -13,9 +13,12 @@
 //! and points at it the same way. Without a summary the whole session is the
 //! context.
 //!
-//! Parts that carry nothing for a model (step markers, finish markers, patches,
-//! compaction markers, unknown types) are left out; a compacted tool output is
-//! sent as [`CLEARED_TOOL_OUTPUT`](crate::compaction::CLEARED_TOOL_OUTPUT).
+//! What of those messages is sent is the one view of scribe-message
+//! ([`scribe_message::sent`]): parts that carry nothing for a model (step markers,
+//! finish markers, patches, compaction markers, unknown types) are left out, a
+//! compacted tool output is sent as
+//! [`CLEARED_TOOL_OUTPUT`](crate::compaction::CLEARED_TOOL_OUTPUT), and the summary
+//! opens the conversation as a user message.
 //!
 //! # How big it is
 //!
@@ -37,16 +40,11 @@
 //! is the summarising call over the old history — so right after a compaction
 //! the size restarts from the summary's own size.
 
-use std::sync::Arc;
+use scribe_db::Queryable;
+use scribe_message::{Message, Part, Role, TokenUsage, sent, sent_message, store};
+use scribe_session::{SessionService, Store};
 
-use scribe_db::Database;
-use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension};
-use scribe_message::{Message, MessageService, Part, Role, TokenUsage, store};
-use scribe_session::{SessionError, SessionService};
-
-use crate::compaction::clear_compacted_tool_outputs;
-use crate::error::{AgentError, Result, read_tx};
+use crate::error::Result;
 use crate::estimate::TokenEstimator;
 use crate::provider::ChatMessage;
 
@@ -88,50 +86,27 @@ pub struct Context {
     pub loaded_messages: usize,
 }
 
-/// The context of `session_id` for its next request (see the module doc).
+/// The context of `session_id` for its next request (see the module doc), read in one
+/// snapshot of `store`.
 ///
-/// Everything is read in one snapshot of the message service's database;
-/// `sessions` must work on the same database (the same handle, or the same
-/// file), else [`AgentError::InvalidInput`]: a session row and message rows
-/// from two databases would make a context that exists nowhere.
-///
-/// Errors: an unknown session ([`AgentError::Session`]), a corrupt message or
-/// part row *since the summary* ([`AgentError::Message`]); rows before the
+/// Errors: an unknown session ([`crate::AgentError::Session`]), a corrupt message or
+/// part row *since the summary* ([`crate::AgentError::Message`]); rows before the
 /// summary are not read.
-pub fn context(
-    messages: &MessageService,
-    sessions: &SessionService,
-    session_id: &str,
-    estimator: &dyn TokenEstimator,
-) -> Result<Context> {
-    let (mine, theirs) = (messages.database(), sessions.database());
-    let same = Arc::ptr_eq(mine, theirs) || (mine.path().is_some() && mine.path() == theirs.path());
-    if !same {
-        return Err(AgentError::InvalidInput(
-            "the message and session services work on different databases".to_owned(),
-        ));
-    }
-    let (context, _) = load_context_in(mine, session_id, estimator)?;
+pub fn context(store: &Store, session_id: &str, estimator: &dyn TokenEstimator) -> Result<Context> {
+    let (context, _) = load_context(store, session_id, estimator)?;
     Ok(context)
 }
 
 /// [`context`] plus the stored messages it was built from (creation order,
 /// the summary first), for the compactor's prune step.
 pub(crate) fn load_context(
-    sessions: &SessionService,
+    store: &Store,
     session_id: &str,
     estimator: &dyn TokenEstimator,
 ) -> Result<(Context, Vec<Message>)> {
-    load_context_in(sessions.database(), session_id, estimator)
-}
-
-fn load_context_in(
-    db: &Database,
-    session_id: &str,
-    estimator: &dyn TokenEstimator,
-) -> Result<(Context, Vec<Message>)> {
-    let (system_prompt, summary_message_id, stored) =
-        read_tx(db, |conn| load_since_summary(conn, session_id))?;
+    let (system_prompt, summary_message_id, stored) = store
+        .database()
+        .read(|tx| load_since_summary(tx, session_id))?;
     let context = build(
         session_id,
         system_prompt,
@@ -144,82 +119,25 @@ fn load_context_in(
 
 /// Reads the session and its messages from the summary on, in one snapshot.
 fn load_since_summary(
-    conn: &Connection,
+    tx: &dyn Queryable,
     session_id: &str,
 ) -> Result<(Option<String>, Option<String>, Vec<Message>)> {
-    let Some(session) = q::get_session(conn, session_id).optional()? else {
-        return Err(AgentError::Session(SessionError::not_found(
-            "session", session_id,
-        )));
-    };
-    let summary = match session.summary_message_id.as_deref() {
-        Some(id) => q::get_message(conn, id)
-            .optional()?
-            // A summary moved to another session (it should not happen) cannot
-            // start this one's context.
-            .filter(|m| m.session_id == session_id),
+    let session = SessionService::get_tx(tx, session_id)?;
+    // A summary moved to another session (it should not happen) cannot start this
+    // one's context: then the whole session is.
+    let from_summary = match session.summary_message_id.as_deref() {
+        Some(id) => store::load_session_messages_from(tx, session_id, id)?
+            .map(|messages| (id.to_owned(), messages)),
         None => None,
     };
-    let messages = match &summary {
-        Some(summary) => {
-            let rows = q::list_messages_from(
-                conn,
-                &q::ListMessagesFromParams {
-                    session_id,
-                    created_at: summary.created_at,
-                    id: &summary.id,
-                },
-            )?;
-            let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-            store::load_messages_by_ids(conn, &ids)?
-        }
-        None => store::load_session_messages(conn, session_id)?,
-    };
-    Ok((session.system_prompt, summary.map(|s| s.id), messages))
-}
-
-/// Whether a part means anything to a model.
-fn is_sent(part: &Part) -> bool {
-    matches!(
-        part,
-        Part::Text(_)
-            | Part::Reasoning(_)
-            | Part::Tool(_)
-            | Part::File(_)
-            | Part::ImageUrl(_)
-            | Part::Agent(_)
-            | Part::Subtask(_)
-    )
-}
-
-/// One stored message as sent; `None` when nothing of it is sent.
-pub(crate) fn to_chat(message: &Message, first_summary: bool) -> Option<ChatMessage> {
-    let parts: Vec<Part> = message
-        .parts
-        .iter()
-        .map(|p| &p.part)
-        .filter(|p| is_sent(p))
-        .cloned()
-        .collect();
-    if parts.is_empty() {
-        return None;
-    }
-    let role = if first_summary && message.is_summary {
-        Role::User
-    } else {
-        message.role
-    };
-    Some(ChatMessage::new(role, parts))
-}
-
-/// Stored messages (the summary first, if any) to what is sent.
-pub(crate) fn to_chat_messages(stored: &[Message]) -> Vec<ChatMessage> {
-    let messages = stored
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| to_chat(m, i == 0))
-        .collect();
-    clear_compacted_tool_outputs(messages)
+    Ok(match from_summary {
+        Some((summary, messages)) => (session.system_prompt, Some(summary), messages),
+        None => (
+            session.system_prompt,
+            None,
+            store::load_session_messages(tx, session_id)?,
+        ),
+    })
 }
 
 /// The prompt plus output of the last call a message reports, if any.
@@ -253,7 +171,7 @@ fn build(
     stored: &[Message],
     estimator: &dyn TokenEstimator,
 ) -> Context {
-    let messages = to_chat_messages(stored);
+    let messages = sent(stored, summary_message_id.as_deref());
     let estimated_tokens = estimator.estimate_messages(&messages);
     let reported = stored
         .iter()
@@ -266,9 +184,9 @@ fn build(
         Some((i, message, call_tokens)) => {
             let after: Vec<ChatMessage> = stored[i + 1..]
                 .iter()
-                .filter_map(|m| to_chat(m, false))
+                .filter_map(|m| sent_message(m, false))
                 .collect();
-            let estimated_after = estimator.estimate_messages(&clear_compacted_tool_outputs(after));
+            let estimated_after = estimator.estimate_messages(&after);
             let reported_tokens = call_tokens.saturating_add(estimated_after);
             (
                 reported_tokens.max(estimated_tokens),

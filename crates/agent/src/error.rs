@@ -1,34 +1,59 @@
-//! [`AgentError`]: everything usage tracking, context building and compaction
-//! can refuse or fail at, plus the transaction helpers that keep an agent-level
-//! error intact through `Database::write`'s retry loop.
+//! [`AgentError`]: the one error type of the agent crate — usage tracking, context
+//! building, compaction, prompt ingestion and the loop. A busy database has one shape
+//! here, [`AgentError::Db`], wherever it happened, so [`scribe_db::Database::write`]
+//! retries it and callers match it once.
+//!
+//! Failures inside a run that the history can express (a tool error, a denied
+//! permission, a cancellation) are recorded as parts and finish reasons instead; these
+//! are the ones the caller must hear about. Unless a variant says otherwise, nothing was
+//! stored when one is returned.
 
-use scribe_db::Database;
-use scribe_db::rusqlite::{Connection, Transaction};
 use scribe_message::MessageError;
 use scribe_session::SessionError;
 
 use crate::compaction::DoesNotFit;
+use crate::permission::PermissionError;
 use crate::provider::ProviderError;
+use crate::tools::PathError;
 
-/// Why an agent operation failed. Unless a variant says otherwise, nothing was
-/// stored when one is returned.
+/// Why an agent operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    /// A session operation failed (unknown session, invalid usage, storage).
+    /// A session operation failed (unknown session, invalid usage …); a database
+    /// failure is [`AgentError::Db`] instead.
     #[error("session operation failed")]
     Session(#[source] SessionError),
-    /// A message operation failed (unknown message, corrupt part, storage).
+    /// A message operation failed (unknown message, corrupt part …); a database failure
+    /// is [`AgentError::Db`] instead.
     #[error("message operation failed")]
     Message(#[source] MessageError),
     /// The database failed or stayed locked.
     #[error("agent storage failed")]
     Db(#[source] scribe_db::Error),
-    /// The model call failed.
-    #[error("model call failed")]
-    Provider(#[source] ProviderError),
+    /// A model call failed. In the loop, the step's message is finished with `error`
+    /// and carries the error; in a compaction, nothing of the summary was stored.
+    #[error("model call failed (session {session_id})")]
+    Provider {
+        /// The session the call was for.
+        session_id: String,
+        /// What the provider reported.
+        #[source]
+        source: ProviderError,
+    },
     /// The model id is not in the catalog, so its window and prices are unknown.
     #[error("unknown model {0:?}: add it to the model catalog")]
     UnknownModel(String),
+    /// The prompt or the session names an agent the runner does not know.
+    #[error("unknown agent {0:?}")]
+    UnknownAgent(String),
+    /// No model was given, the agent has none and the session never used one.
+    #[error(
+        "no model for session {session_id}: pass one, configure the agent's, or use a session that has one"
+    )]
+    NoModel {
+        /// The session.
+        session_id: String,
+    },
     /// Even after every compaction step the next request does not fit.
     #[error("session {session_id} cannot be compacted enough")]
     DoesNotFit {
@@ -65,6 +90,64 @@ pub enum AgentError {
         /// The session.
         session_id: String,
     },
+    /// Another live process holds the session's run lease (see [`crate::lease`]):
+    /// two processes must not answer in one session at once.
+    #[error(
+        "session {session_id} is being answered by another process ({owner}, pid {pid} on {host})"
+    )]
+    SessionBusy {
+        /// The session.
+        session_id: String,
+        /// The lease holder's owner id.
+        owner: String,
+        /// The holder's process id.
+        pid: i64,
+        /// The holder's host.
+        host: String,
+    },
+    /// An attached file lies outside the session's allowed roots; nothing was saved.
+    #[error("attached file {path:?} refused")]
+    FileRefused {
+        /// The path as the caller gave it.
+        path: String,
+        /// Why it is refused.
+        #[source]
+        source: PathError,
+    },
+    /// A prompt hook refused the message; nothing was saved.
+    #[error("prompt hook {index} failed")]
+    Hook {
+        /// The hook's position in the runner's list.
+        index: usize,
+        /// What it reported.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The session's permission rules cannot be read.
+    #[error("session {session_id} has invalid permission rules")]
+    Permission {
+        /// The session.
+        session_id: String,
+        /// What is wrong.
+        #[source]
+        source: PermissionError,
+    },
+    /// The prompt has no parts.
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    /// The compaction thread the loop waited for panicked; the session's
+    /// `compacting_at` mark is taken over once stale.
+    #[error("compaction of session {session_id} panicked")]
+    CompactionPanicked {
+        /// The session being compacted.
+        session_id: String,
+    },
+    /// A background title thread panicked.
+    #[error("title generation for session {session_id} panicked")]
+    TitlePanicked {
+        /// The session.
+        session_id: String,
+    },
     /// An argument was rejected before anything was written.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -76,8 +159,8 @@ pub type Result<T, E = AgentError> = std::result::Result<T, E>;
 impl From<SessionError> for AgentError {
     fn from(err: SessionError) -> Self {
         match err {
-            // Keep storage failures recognisable, so a busy database inside a write
-            // closure is still retried by `Database::write`.
+            // One shape for a database failure, so a busy one inside a write closure is
+            // retried and callers match it once.
             SessionError::Db(db) => AgentError::Db(db),
             other => AgentError::Session(other),
         }
@@ -105,53 +188,31 @@ impl From<scribe_db::rusqlite::Error> for AgentError {
     }
 }
 
-impl From<ProviderError> for AgentError {
-    fn from(err: ProviderError) -> Self {
-        AgentError::Provider(err)
-    }
-}
+// What `scribe_db::Database::write` and `read` need to
+// carry an `AgentError` through their retry loop.
+scribe_db::impl_tx_error!(AgentError, AgentError::Db);
 
-/// Runs `f` in a write transaction. A database error from `f` goes through
-/// untouched (so a busy one is retried); any other error rolls back and is
-/// returned as is.
-pub(crate) fn write_tx<T>(
-    db: &Database,
-    mut f: impl FnMut(&Transaction<'_>) -> Result<T>,
-) -> Result<T> {
-    let mut failure: Option<AgentError> = None;
-    let outcome = db.write(|tx| {
-        failure = None;
-        match f(tx) {
-            Ok(value) => Ok(value),
-            Err(AgentError::Db(err)) => Err(err),
-            Err(err) => {
-                failure = Some(err);
-                Err(scribe_db::Error::InvalidInput("rolled back".to_owned()))
-            }
-        }
-    });
-    match outcome {
-        Ok(value) => Ok(value),
-        Err(err) => Err(failure.take().unwrap_or(AgentError::Db(err))),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// [`write_tx`] for a read snapshot.
-pub(crate) fn read_tx<T>(db: &Database, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
-    let mut failure: Option<AgentError> = None;
-    let outcome = db.read(|conn| {
-        failure = None;
-        match f(conn) {
-            Ok(value) => Ok(value),
-            Err(AgentError::Db(err)) => Err(err),
-            Err(err) => {
-                failure = Some(err);
-                Err(scribe_db::Error::InvalidInput("aborted".to_owned()))
-            }
+    #[test]
+    fn a_busy_database_has_one_shape() {
+        let busy = || {
+            scribe_db::Error::from(scribe_db::rusqlite::Error::SqliteFailure(
+                scribe_db::rusqlite::ffi::Error::new(scribe_db::rusqlite::ffi::SQLITE_BUSY),
+                None,
+            ))
+        };
+        for err in [
+            AgentError::from(SessionError::Db(busy())),
+            AgentError::from(MessageError::Db(busy())),
+            AgentError::from(busy()),
+        ] {
+            assert!(
+                matches!(&err, AgentError::Db(db) if db.is_busy()),
+                "{err:?}"
+            );
         }
-    });
-    match outcome {
-        Ok(value) => Ok(value),
-        Err(err) => Err(failure.take().unwrap_or(AgentError::Db(err))),
     }
 }

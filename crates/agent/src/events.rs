@@ -1,13 +1,16 @@
-//! [`AgentEvent`]: what compaction runs and usage tracking report on a
-//! [`scribe_pubsub::Broker`], published after the change they describe has
-//! committed (never for a rolled-back one).
+//! What the agent reports on its [`scribe_pubsub::Broker`]s, published after the
+//! change they describe has committed (never for a rolled-back one), with
+//! [`EventKind::Created`]: each is a new fact, not a change to an earlier one.
 //!
-//! A compaction reports, in order: [`AgentEvent::CompactionStarting`],
-//! [`AgentEvent::CompactionAnalyzing`], [`AgentEvent::CompactionSummarizing`],
-//! then exactly one of [`AgentEvent::CompactionDone`] or
-//! [`AgentEvent::CompactionFailed`]. The agent loop has its own event type.
+//! - [`AgentEvent`]: compaction runs and usage tracking. A compaction reports, in
+//!   order: [`AgentEvent::CompactionStarting`], [`AgentEvent::CompactionAnalyzing`],
+//!   [`AgentEvent::CompactionSummarizing`], then exactly one of
+//!   [`AgentEvent::CompactionDone`] or [`AgentEvent::CompactionFailed`].
+//! - [`LoopEvent`]: prompt ingestion and the loop's own milestones and failures.
+//!   Part-level progress (text deltas, tool state changes) is on the message
+//!   service's part broker.
 
-use scribe_message::TokenUsage;
+use scribe_message::{FinishReason, TokenUsage};
 use scribe_pubsub::{Broker, EventKind};
 
 use crate::compaction::FitStep;
@@ -93,6 +96,59 @@ impl AgentEvent {
 }
 
 /// Publishes `event` as a new fact.
-pub(crate) fn emit(broker: &Broker<AgentEvent>, event: AgentEvent) {
+pub(crate) fn emit<T: Clone + Send>(broker: &Broker<T>, event: T) {
     broker.publish(EventKind::Created, event);
+}
+
+/// One milestone or failure of prompt ingestion and the loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopEvent {
+    /// The user message and its parts were saved.
+    PromptSaved {
+        /// The session.
+        session_id: String,
+        /// The saved user message.
+        message_id: String,
+    },
+    /// An attached file could not be read; a synthetic text part says so.
+    FileReadFailed {
+        /// The session.
+        session_id: String,
+        /// The path as the caller gave it.
+        path: String,
+        /// What failed.
+        error: String,
+    },
+    /// A model call began; its assistant message is saved.
+    StepStarted {
+        /// The session.
+        session_id: String,
+        /// The step's assistant message.
+        message_id: String,
+        /// 1-based step number within the prompt.
+        step: usize,
+    },
+    /// Compaction ran between steps.
+    Compacted {
+        /// The session that was compacted.
+        session_id: String,
+        /// Where the conversation continues, if it moved to a new session.
+        continued_in: Option<String>,
+    },
+    /// The loop stopped.
+    Finished {
+        /// The session it stopped in.
+        session_id: String,
+        /// Its last assistant message, if it made one.
+        message_id: Option<String>,
+        /// Why it stopped.
+        reason: FinishReason,
+    },
+    /// Something failed and was recorded (a model call, a title, a file).
+    Error {
+        /// The session.
+        session_id: String,
+        /// What failed.
+        message: String,
+    },
 }

@@ -13,7 +13,7 @@
 //!   a NUL-byte / UTF-8 check), inline up to [`IngestConfig::max_inline_bytes`],
 //!   else a `file://` URL;
 //! - outside the session's allowed roots (its directory plus configured extra
-//!   roots; `..` and symlinks resolved first) → [`LoopError::FileRefused`],
+//!   roots; `..` and symlinks resolved first) → [`AgentError::FileRefused`],
 //!   nothing saved;
 //! - any other failure → a visible synthetic text part saying what failed
 //!   (never invented content) plus a [`LoopEvent::FileReadFailed`], which
@@ -21,19 +21,31 @@
 //!   message has committed (nothing when a hook refuses it or the save fails).
 //!
 //! Hooks then see the [`UserMessageDraft`] and may change it; what they leave
-//! is what is saved, in one transaction.
+//! is what is saved: the user message, its parts and the
+//! session settings the prompt implies (its model, its tool switches as permission
+//! rules) in one transaction, whose events — the message, the session, the read
+//! failures and [`LoopEvent::PromptSaved`] — go out only once it committed.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use scribe_message::{AgentPart, FilePart, FileSource, Part, SubtaskPart, TextPart};
+use scribe_message::{
+    AgentPart, FilePart, FileSource, Message, NewMessage, Part, Role, SubtaskPart, TextPart,
+};
+use scribe_pubsub::Broker;
+use scribe_session::{Session, Store};
 
-use crate::run::{LoopError, LoopEvent};
+use crate::agents::{AgentConfig, AgentRegistry};
+use crate::error::AgentError;
+use crate::events::{LoopEvent, emit};
+use crate::models::ModelCatalog;
+use crate::permission::{Ruleset, session_rules};
 use crate::tools::PathError;
 use crate::tools::builtin::list_directory;
-use crate::tools::path::resolve_within;
+use crate::tools::path::{canonical_roots, resolve_within};
 
 /// What a caller may put in a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +177,7 @@ pub fn resolve_parts(
     config: &IngestConfig,
     session_id: &str,
     failures: &mut Vec<LoopEvent>,
-) -> Result<Vec<Part>, LoopError> {
+) -> Result<Vec<Part>, AgentError> {
     let mut parts = Vec::new();
     for draft in drafts {
         match draft {
@@ -188,7 +200,7 @@ pub fn resolve_parts(
                 let resolved = match resolve_within(roots, base, path) {
                     Ok(resolved) => resolved,
                     Err(e @ (PathError::Outside { .. } | PathError::NoRoots)) => {
-                        return Err(LoopError::FileRefused {
+                        return Err(AgentError::FileRefused {
                             path: path.clone(),
                             source: e,
                         });
@@ -211,6 +223,142 @@ pub fn resolve_parts(
         }
     }
     Ok(parts)
+}
+
+/// What saving a prompt needs of a runner.
+pub(crate) struct Ingestion<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) agents: &'a AgentRegistry,
+    pub(crate) catalog: &'a ModelCatalog,
+    pub(crate) hooks: &'a [Arc<Hook>],
+    pub(crate) config: &'a IngestConfig,
+    pub(crate) project_root: &'a Path,
+    pub(crate) events: &'a Arc<Broker<LoopEvent>>,
+}
+
+impl Ingestion<'_> {
+    /// Chooses agent and model, resolves files, runs hooks, and saves the message,
+    /// its parts and the session settings the prompt implies in one transaction (see
+    /// the module doc). Returns the message and the agent that answers.
+    pub(crate) fn save(
+        &self,
+        input: &PromptInput,
+        session: &Session,
+    ) -> Result<(Message, AgentConfig), AgentError> {
+        let mentioned = input.parts.iter().find_map(|p| match p {
+            PartDraft::Agent { name } => Some(name.clone()),
+            _ => None,
+        });
+        let agent_name = input
+            .agent
+            .clone()
+            .or(mentioned)
+            .unwrap_or_else(|| self.agents.default_name().to_owned());
+        let agent = self.agents.agent(&agent_name)?;
+        let model = choose_model(self.store, input, &agent, session)?;
+        // Read the stored rules first: a session whose rules are unreadable is
+        // refused before anything is saved.
+        let mut rules = session_rules(session)?;
+
+        let base = session
+            .directory
+            .as_ref()
+            .map_or_else(|| self.project_root.to_path_buf(), PathBuf::from);
+        let roots = canonical_roots(
+            std::iter::once(base.as_path())
+                .chain(self.config.extra_roots.iter().map(PathBuf::as_path)),
+        );
+        let mut read_failures = Vec::new();
+        let parts = resolve_parts(
+            &input.parts,
+            &base,
+            &roots,
+            self.config,
+            &session.id,
+            &mut read_failures,
+        )?;
+        let mut draft = UserMessageDraft {
+            session_id: session.id.clone(),
+            agent: agent.name.clone(),
+            model,
+            parts,
+        };
+        for (index, hook) in self.hooks.iter().enumerate() {
+            hook(&mut draft).map_err(|source| AgentError::Hook { index, source })?;
+        }
+        let agent = if draft.agent == agent.name {
+            agent
+        } else {
+            self.agents.agent(&draft.agent)?
+        };
+        if !self.catalog.contains(&draft.model) {
+            return Err(AgentError::UnknownModel(draft.model));
+        }
+        let switches = input.tools.clone().unwrap_or_default();
+        let permission = if switches.is_empty() {
+            None
+        } else {
+            rules.merge(&Ruleset::from_switches(&switches));
+            Some(rules.to_json().to_string())
+        };
+        let settings_change =
+            permission.is_some() || session.model.as_deref() != Some(draft.model.as_str());
+        let mut new = NewMessage::new(&session.id, Role::User, draft.parts);
+        new.agent = Some(draft.agent.clone());
+        new.model = Some(draft.model.clone());
+        let message = new.into_message(self.store.database().now());
+        // The message, its parts and the session settings the prompt implies commit
+        // together: a crash cannot keep the prompt but lose the tool switches the user
+        // gave with it. Read failures are reported only if the message is saved.
+        self.store
+            .database()
+            .write(|tx| -> Result<(), AgentError> {
+                self.store.messages().insert_tx(tx, &message)?;
+                if settings_change {
+                    self.store.sessions().set_prompt_settings_tx(
+                        tx,
+                        &session.id,
+                        &draft.model,
+                        permission.as_deref(),
+                    )?;
+                }
+                let mut events = read_failures.clone();
+                events.push(LoopEvent::PromptSaved {
+                    session_id: session.id.clone(),
+                    message_id: message.id.clone(),
+                });
+                let broker = Arc::clone(self.events);
+                tx.after_commit(move || {
+                    for event in events {
+                        emit(&broker, event);
+                    }
+                });
+                Ok(())
+            })?;
+        Ok((message, agent))
+    }
+}
+
+/// The input's model, else the agent's, else the session's, else the model of the
+/// session's last assistant message.
+pub(crate) fn choose_model(
+    store: &Store,
+    input: &PromptInput,
+    agent: &AgentConfig,
+    session: &Session,
+) -> Result<String, AgentError> {
+    if let Some(model) = input.model.clone().or_else(|| agent.model.clone()) {
+        return Ok(model);
+    }
+    if let Some(model) = &session.model {
+        return Ok(model.clone());
+    }
+    let last = store
+        .database()
+        .read(|tx| scribe_message::store::last_assistant_model(tx, &session.id))?;
+    last.ok_or_else(|| AgentError::NoModel {
+        session_id: session.id.clone(),
+    })
 }
 
 fn synthetic(text: String) -> Part {

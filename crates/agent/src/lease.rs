@@ -23,7 +23,11 @@
 //! making progress (or its database writes keep failing) for a whole window.
 //! Same-host liveness assumes processes sharing a database file on one host
 //! also share a pid namespace (containers with distinct host names are told
-//! apart by host, and then by the heartbeat).
+//! apart by host, and then by the heartbeat). Heartbeats are written and judged
+//! by the database's clock ([`scribe_db::Options::clock`]), so a test can age a
+//! lease without sleeping.
+//!
+//! This crate owns the `session_runs` table: nothing else reads or writes it.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -31,8 +35,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use scribe_db::queries::{self, SessionRunRow};
-use scribe_db::rusqlite::{Connection, OptionalExtension};
-use scribe_db::{Database, now_ms};
+use scribe_db::rusqlite::OptionalExtension;
+use scribe_db::{Database, Tx};
 
 /// How long a heartbeat stays fresh by default.
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(120);
@@ -166,19 +170,19 @@ fn liveness(row: &SessionRunRow, config: &LeaseConfig, now: i64) -> Liveness {
 /// In a write transaction: the live holder of `session_id`'s lease other than
 /// this process, if any; a dead lease is cleared.
 pub(crate) fn live_holder_tx(
-    tx: &Connection,
+    tx: &Tx<'_>,
     session_id: &str,
     config: &LeaseConfig,
-) -> scribe_db::rusqlite::Result<Option<LeaseHolder>> {
-    let Some(row) = queries::get_session_run(tx, session_id).optional()? else {
+) -> scribe_db::Result<Option<LeaseHolder>> {
+    let Some(row) = queries::get_session_run(tx.conn(), session_id).optional()? else {
         return Ok(None);
     };
-    match liveness(&row, config, now_ms()) {
+    match liveness(&row, config, tx.now()) {
         Liveness::Own => Ok(None),
         Liveness::Live => Ok(Some(row.into())),
         Liveness::Dead => {
             queries::delete_session_run(
-                tx,
+                tx.conn(),
                 &queries::DeleteSessionRunParams {
                     session_id,
                     owner: &row.owner,
@@ -224,13 +228,13 @@ pub(crate) fn acquire(
     // Held across the write so the count and the row agree within the process.
     let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
     let busy = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
             if let Some(holder) = live_holder_tx(tx, session_id, config)? {
                 return Ok(Some(holder));
             }
-            let now = now_ms();
+            let now = tx.now();
             let renewed = queries::renew_session_run(
-                tx,
+                tx.conn(),
                 &queries::RenewSessionRunParams {
                     heartbeat_at: now,
                     session_id,
@@ -239,7 +243,7 @@ pub(crate) fn acquire(
             )?;
             if renewed == 0 {
                 queries::put_session_run(
-                    tx,
+                    tx.conn(),
                     &queries::PutSessionRunParams {
                         session_id,
                         owner: this_owner(),
@@ -289,11 +293,11 @@ fn spawn_heartbeat(
         .spawn(move || {
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                 // A failed heartbeat only makes the lease look stale sooner.
-                let _ = db.write(|tx| {
+                let _ = db.write(|tx| -> scribe_db::Result<_> {
                     Ok(queries::renew_session_run(
-                        tx,
+                        tx.conn(),
                         &queries::RenewSessionRunParams {
-                            heartbeat_at: now_ms(),
+                            heartbeat_at: tx.now(),
                             session_id: &session_id,
                             owner: this_owner(),
                         },
@@ -319,9 +323,9 @@ impl Drop for LeaseGuard {
         held.remove(&self.session_id);
         // Best effort: a lease left behind is dead once this process is gone
         // or its heartbeat is stale.
-        let _ = self.db.write(|tx| {
+        let _ = self.db.write(|tx| -> scribe_db::Result<_> {
             Ok(queries::delete_session_run(
-                tx,
+                tx.conn(),
                 &queries::DeleteSessionRunParams {
                     session_id: &self.session_id,
                     owner: this_owner(),

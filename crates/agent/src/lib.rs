@@ -11,30 +11,43 @@
 //! - [`provider`]: provider-neutral requests and streamed responses, the
 //!   [`Provider`] trait and the deterministic [`ScriptedProvider`].
 //!
-//! Over the session and message services:
+//! Over a [`scribe_session::Store`] (the session and message services built
+//! together):
 //!
 //! - [`usage`]: [`UsageTracker::track_usage`] charges a call to a session and
-//!   its assistant message in one transaction;
-//!   [`UsageTracker::finish_task_session`] ends a sub-agent's session and rolls
-//!   its cost into the parent in the same transaction;
+//!   its assistant message in one transaction, and
+//!   [`UsageTracker::charge_step`] does so together with the step's
+//!   `step_finish` part; [`UsageTracker::finish_task_session`] ends a
+//!   sub-agent's session and rolls its cost into the parent in the same
+//!   transaction;
+//! - [`reply`]: [`ReplyWriter`] writes a streamed assistant reply as it arrives
+//!   (the loop's, or an application's own);
 //! - [`context()`]: what the next request sends, from the latest summary on,
-//!   and its size;
+//!   and its size (the one view of scribe-message, [`scribe_message::sent`]);
 //! - [`Compactor`] (in [`compaction`]): auto-compaction runs, progress as
-//!   [`AgentEvent`]s ([`events`]), errors as [`AgentError`] ([`error`]).
+//!   [`AgentEvent`]s ([`events`]).
 //!
 //! The front door and the loop:
 //!
 //! - [`ingest`]: a [`PromptInput`] becomes a persisted user message (files
 //!   resolved inside the allowed roots, hooks applied) before any model runs;
-//! - [`run`]: [`AgentRunner`] drives provider calls, tool runs, usage and
+//! - [`agents`]: [`AgentConfig`] (model, prompt, tools, step limit,
+//!   compaction, rules) and the [`AgentRegistry`] a runner picks them from;
+//! - [`run`]: [`AgentRunner`] (built with [`AgentRunner::builder`] from a
+//!   store and a provider) drives provider calls, tool runs, usage and
 //!   compaction step by step until the turn ends, the step limit, or a
-//!   [`CancelToken`];
+//!   [`CancelToken`] ([`cancel`]); sub-agents run as the `task` tool;
 //! - [`tools`], [`permission`]: the [`tools::Tool`] trait, built-in tools
 //!   confined to the project root, and allow/ask/deny rules (last match wins);
-//! - [`subagent`], [`title`], [`recovery`], [`lease`]: task sessions,
-//!   background titles, repairing a session a dead process left mid-turn, and
-//!   the run lease that tells a dead process from another live one.
+//! - [`title`], [`recovery`], [`lease`]: background titles, repairing a
+//!   session a dead process left mid-turn, and the run lease that tells a dead
+//!   process from another live one.
+//!
+//! Every failure is one error type, [`AgentError`] ([`error`]); progress goes out
+//! as [`AgentEvent`]s and [`LoopEvent`]s ([`events`]).
 
+pub mod agents;
+pub mod cancel;
 pub mod compaction;
 pub mod context;
 pub mod error;
@@ -46,20 +59,22 @@ pub mod models;
 pub mod permission;
 pub mod provider;
 pub mod recovery;
+pub mod reply;
 pub mod run;
-pub mod subagent;
 pub mod title;
 pub mod tools;
 pub mod usage;
 
+pub use agents::{AgentConfig, AgentRegistry};
+pub use cancel::CancelToken;
 pub use compaction::{
     CompactionConfig, CompactionOutcome, CompactionReport, CompactionStrategy, Compactor,
     RequestContext, TriggerReason, should_compact,
 };
 pub use context::{Context, ContextMeasure, context};
-pub use error::AgentError;
+pub use error::{AgentError, Result};
 pub use estimate::{HeuristicEstimator, TokenEstimator};
-pub use events::AgentEvent;
+pub use events::{AgentEvent, LoopEvent};
 pub use ingest::{HookError, IngestConfig, PartDraft, PromptInput, UserMessageDraft};
 pub use lease::{LeaseConfig, LeaseHolder};
 pub use models::{CatalogError, CatalogFormat, Model, ModelCatalog, ModelProblem, Pricing};
@@ -69,9 +84,9 @@ pub use provider::{
     ScriptedProvider, ScriptedTurn, ToolSpec,
 };
 pub use recovery::{RecoveryReport, recover_session, recover_session_with};
-pub use run::{
-    AgentConfig, AgentRegistry, AgentRunner, CancelToken, LoopError, LoopEvent, RunOutcome,
-};
+pub use reply::{DEFAULT_FLUSH_INTERVAL, ReplyWriter, ToolCall};
+pub use run::{AgentRunner, AgentRunnerBuilder, RunOutcome};
+pub use scribe_types::error_chain;
 pub use title::TitleHandle;
 pub use tools::{CheckCommand, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 pub use usage::{TaskFinish, UsageRecord, UsageTracker};

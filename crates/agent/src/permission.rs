@@ -65,6 +65,19 @@ pub struct Ruleset {
     rules: Vec<Rule>,
 }
 
+/// The permission rules stored on `session`; unreadable rules are
+/// [`AgentError::Permission`](crate::AgentError::Permission).
+pub(crate) fn session_rules(
+    session: &scribe_session::Session,
+) -> Result<Ruleset, crate::AgentError> {
+    Ruleset::from_json(session.permission.as_ref()).map_err(|source| {
+        crate::AgentError::Permission {
+            session_id: session.id.clone(),
+            source,
+        }
+    })
+}
+
 impl Ruleset {
     /// A ruleset holding `rules` in order.
     pub fn new(rules: Vec<Rule>) -> Ruleset {

@@ -27,20 +27,18 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
-use scribe_db::now_ms;
-use scribe_db::queries;
-use scribe_message::service::FinishedMessage;
-use scribe_message::{
-    FinishReason, Message, MessageError, MessageService, Part, PartEvent, Role, store,
-};
+use scribe_message::{FinishReason, Part, Role, store};
+use scribe_session::{SessionService, Store};
 use serde_json::json;
 
-use crate::error::write_tx;
+use crate::error::Result;
 use crate::lease::{self, LeaseConfig, LeaseHolder};
-use crate::run::LoopError;
 
-/// The message of a tool call cut short by a dead process.
-pub const INTERRUPTED: &str = "interrupted";
+/// The message of a tool call cut short by a dead process: the one marker text of an
+/// interrupted call, which a call still pending or running is also sent as
+/// ([`scribe_message::INTERRUPTED_TOOL_OUTPUT`]); also the `type` of the error JSON
+/// recovery puts on the message.
+pub use scribe_message::INTERRUPTED_TOOL_OUTPUT as INTERRUPTED;
 
 /// Sessions this process is stepping in, with how many loops run in each.
 static RUNNING: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
@@ -101,52 +99,39 @@ impl RecoveryReport {
     }
 }
 
-/// What one repair wrote, published after commit.
-#[derive(Default)]
-struct Repair {
-    report: RecoveryReport,
-    parts: Vec<PartEvent>,
-    errors: Vec<Message>,
-    finished: Vec<FinishedMessage>,
-}
-
 /// Finishes every unfinished assistant message of `session_id` (see the module
 /// doc): one transaction, events after it commits. A session a loop of this
 /// process, or another live process, is answering is left alone. Leases are
 /// judged with the default [`LeaseConfig`].
-pub fn recover_session(
-    messages: &MessageService,
-    session_id: &str,
-) -> Result<RecoveryReport, LoopError> {
-    recover_session_with(messages, session_id, &LeaseConfig::default())
+pub fn recover_session(store: &Store, session_id: &str) -> Result<RecoveryReport> {
+    recover_session_with(store, session_id, &LeaseConfig::default())
 }
 
 /// [`recover_session`], judging run leases with `config`.
 pub fn recover_session_with(
-    messages: &MessageService,
+    store: &Store,
     session_id: &str,
     config: &LeaseConfig,
-) -> Result<RecoveryReport, LoopError> {
-    let repair = write_tx(messages.database(), |tx| {
-        let mut repair = Repair::default();
-        if !queries::session_exists(tx, session_id)? {
-            return Err(MessageError::not_found("session", session_id).into());
-        }
+) -> Result<RecoveryReport> {
+    let messages = store.messages();
+    store.database().write(|tx| {
+        let mut report = RecoveryReport::default();
+        SessionService::get_tx(tx, session_id)?;
         // Checked inside the write lock: a loop of this process registers
         // before it creates its message, so a message seen open here while
         // the session is unregistered was not left by this process.
         if is_running_here(session_id) {
-            return Ok(repair);
+            return Ok(report);
         }
         // Also inside the write lock: a process takes the lease in a write
         // before it opens the session, so a live holder seen here is running.
         if let Some(holder) = lease::live_holder_tx(tx, session_id, config)? {
-            repair.report.running_elsewhere = Some(holder);
-            return Ok(repair);
+            report.running_elsewhere = Some(holder);
+            return Ok(report);
         }
         // One indexed query finds the open messages, so opening a long session
         // does not load its whole history.
-        for id in queries::list_unfinished_assistant_message_ids(tx, session_id)? {
+        for id in store::list_unfinished_assistant_message_ids(tx, session_id)? {
             let message = store::load_message(tx, &id)?;
             if message.role != Role::Assistant || message.finished_at.is_some() {
                 continue;
@@ -159,36 +144,19 @@ pub fn recover_session_with(
                     continue;
                 }
                 let mut tool = tool.clone();
-                if tool.state.fail(INTERRUPTED, now_ms()).is_ok() {
-                    let event = MessageService::update_part_tx(tx, &stored.id, &Part::Tool(tool))?;
-                    repair.parts.push(event);
-                    repair.report.tool_parts.push(stored.id.clone());
+                if tool.state.fail(INTERRUPTED, tx.now()).is_ok() {
+                    messages.update_part_tx(tx, &stored.id, &Part::Tool(tool))?;
+                    report.tool_parts.push(stored.id.clone());
                 }
             }
             let error = json!({
                 "type": INTERRUPTED,
                 "message": "the process answering this message stopped before it finished",
             });
-            repair
-                .errors
-                .push(MessageService::set_error_tx(tx, &message.id, Some(&error))?);
-            repair.finished.push(MessageService::finish_tx(
-                tx,
-                &message.id,
-                &FinishReason::Error,
-            )?);
-            repair.report.messages.push(message.id);
+            messages.set_error_tx(tx, &message.id, Some(&error))?;
+            messages.finish_tx(tx, &message.id, &FinishReason::Error)?;
+            report.messages.push(message.id);
         }
-        Ok(repair)
-    })?;
-    for event in repair.parts {
-        messages.parts().publish_updated(event);
-    }
-    for message in repair.errors {
-        messages.messages().publish_updated(message);
-    }
-    for finished in repair.finished {
-        messages.publish_finished(finished);
-    }
-    Ok(repair.report)
+        Ok(report)
+    })
 }

@@ -9,12 +9,11 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use scribe_message::{FinishReason, MessageService, NewMessage, Part, Role};
-use scribe_session::{MAX_TITLE_CHARS, SessionService, normalize_title};
+use scribe_message::{FinishReason, NewMessage, Part, Role};
+use scribe_session::{MAX_TITLE_CHARS, SessionService, Store, normalize_title};
 
-use crate::error::write_tx;
+use crate::error::AgentError;
 use crate::provider::{ChatMessage, ChatRequest, Provider};
-use crate::run::LoopError;
 use crate::usage::UsageTracker;
 
 /// The system prompt of a title request.
@@ -27,7 +26,7 @@ pub const MAX_GENERATED_TITLE_CHARS: usize = 60;
 #[derive(Debug)]
 pub struct TitleHandle {
     session_id: String,
-    handle: JoinHandle<Result<Option<String>, LoopError>>,
+    handle: JoinHandle<Result<Option<String>, AgentError>>,
 }
 
 impl TitleHandle {
@@ -38,9 +37,9 @@ impl TitleHandle {
 
     /// Waits for the thread: the title set (`None` when the model gave nothing
     /// usable or the session got a title meanwhile).
-    pub fn join(self) -> Result<Option<String>, LoopError> {
+    pub fn join(self) -> Result<Option<String>, AgentError> {
         self.handle.join().unwrap_or_else(|_| {
-            Err(LoopError::TitlePanicked {
+            Err(AgentError::TitlePanicked {
                 session_id: self.session_id.clone(),
             })
         })
@@ -50,10 +49,8 @@ impl TitleHandle {
 /// What a title generator needs; cheap to clone into a thread.
 #[derive(Clone)]
 pub struct TitleGenerator {
-    /// Sessions.
-    pub sessions: Arc<SessionService>,
-    /// Messages.
-    pub messages: Arc<MessageService>,
+    /// Sessions and messages.
+    pub store: Store,
     /// The model backend.
     pub provider: Arc<dyn Provider>,
     /// Charges the title call.
@@ -85,11 +82,12 @@ impl TitleGenerator {
         session_id: &str,
         model: &str,
         first_prompt: &str,
-    ) -> Result<Option<String>, LoopError> {
-        let title_session = self.sessions.create_title_session(session_id)?;
+    ) -> Result<Option<String>, AgentError> {
+        let (sessions, messages) = (self.store.sessions(), self.store.messages());
+        let title_session = sessions.create_title_session(session_id)?;
         let request_text =
             format!("Write the title of a conversation that starts with:\n\n{first_prompt}");
-        self.messages.create(NewMessage {
+        messages.create(NewMessage {
             model: Some(model.to_owned()),
             ..NewMessage::new(
                 &title_session.id,
@@ -103,7 +101,7 @@ impl TitleGenerator {
             messages: vec![ChatMessage::user_text(request_text)],
             tools: Vec::new(),
         };
-        let answer = self.messages.create(NewMessage {
+        let answer = messages.create(NewMessage {
             provider: Some(self.provider.name().to_owned()),
             model: Some(model.to_owned()),
             ..NewMessage::new(&title_session.id, Role::Assistant, Vec::new())
@@ -111,26 +109,25 @@ impl TitleGenerator {
         let response = match self.provider.send(&request, &mut |_| {}) {
             Ok(response) => response,
             Err(source) => {
-                self.messages.finish(&answer.id, FinishReason::Error)?;
+                messages.finish(&answer.id, FinishReason::Error)?;
                 self.usage.finish_task_session(&title_session.id, "error")?;
-                return Err(LoopError::Provider {
+                return Err(AgentError::Provider {
                     session_id: title_session.id,
                     source,
                 });
             }
         };
         let text = response.text();
-        self.messages.append_part(&answer.id, Part::text(&text))?;
+        messages.append_part(&answer.id, Part::text(&text))?;
         self.usage
             .track_usage(&title_session.id, model, &response.usage, Some(&answer.id))?;
-        self.messages
-            .finish(&answer.id, response.finish_reason.clone())?;
+        messages.finish(&answer.id, response.finish_reason.clone())?;
         self.usage
             .finish_task_session(&title_session.id, "completed")?;
         let Some(title) = clean_title(&text) else {
             return Ok(None);
         };
-        set_title_in_lineage(&self.sessions, session_id, &title)
+        set_title_in_lineage(sessions, session_id, &title)
     }
 }
 
@@ -178,17 +175,11 @@ pub fn set_title_in_lineage(
     sessions: &SessionService,
     session_id: &str,
     title: &str,
-) -> Result<Option<String>, LoopError> {
-    let set = write_tx(sessions.database(), |tx| {
-        Ok(SessionService::set_title_if_unset_tx(
-            tx, session_id, title,
-        )?)
-    })?;
-    Ok(set.and_then(|session| {
-        let title = session.title.clone();
-        sessions.broker().publish_updated(session);
-        title
-    }))
+) -> Result<Option<String>, AgentError> {
+    let set = sessions
+        .database()
+        .write(|tx| sessions.set_title_if_unset_tx(tx, session_id, title))?;
+    Ok(set.and_then(|session| session.title))
 }
 
 #[cfg(test)]

@@ -13,16 +13,15 @@
 
 use std::sync::Arc;
 
-use scribe_db::now_ms;
-use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension, Transaction};
-use scribe_message::{Message, MessageService, Role, TokenUsage};
+use scribe_db::Tx;
+use scribe_message::{Message, Part, Role, StepFinishPart, StoredPart, TokenUsage, store};
 use scribe_pubsub::Broker;
-use scribe_session::{RollUp, Session, SessionError, SessionService, UsageDelta};
+use scribe_session::{RollUp, Session, Store, UsageDelta};
 
-use crate::error::{AgentError, Result, write_tx};
+use crate::error::{AgentError, Result};
 use crate::events::{AgentEvent, emit};
 use crate::models::ModelCatalog;
+use crate::provider::ProviderResponse;
 
 /// What one [`UsageTracker::track_usage`] call charged.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,32 +56,25 @@ pub struct TaskFinish {
 /// Charges model calls to sessions and messages; cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct UsageTracker {
-    sessions: Arc<SessionService>,
-    messages: Arc<MessageService>,
+    store: Store,
     catalog: Arc<ModelCatalog>,
-    events: Broker<AgentEvent>,
+    events: Arc<Broker<AgentEvent>>,
 }
 
 impl UsageTracker {
-    /// A tracker over the services, pricing calls with `catalog`, with its own
-    /// event broker.
-    pub fn new(
-        sessions: Arc<SessionService>,
-        messages: Arc<MessageService>,
-        catalog: Arc<ModelCatalog>,
-    ) -> Self {
+    /// A tracker over `store`, pricing calls with `catalog`, with its own event broker.
+    pub fn new(store: Store, catalog: Arc<ModelCatalog>) -> Self {
         UsageTracker {
-            sessions,
-            messages,
+            store,
             catalog,
-            events: Broker::new(),
+            events: Arc::new(Broker::new()),
         }
     }
 
-    /// Publishes [`AgentEvent::UsageTracked`] on `events` instead of a broker of
-    /// its own (e.g. a compactor's, so one subscription sees both).
+    /// Publishes [`AgentEvent::UsageTracked`] on `events` instead of a broker of its
+    /// own.
     pub fn with_events(mut self, events: Broker<AgentEvent>) -> Self {
-        self.events = events;
+        self.events = Arc::new(events);
         self
     }
 
@@ -122,64 +114,101 @@ impl UsageTracker {
         usage: &TokenUsage,
         assistant_message_id: Option<&str>,
     ) -> Result<UsageRecord> {
-        self.track_usage_with(session_id, model_id, usage, assistant_message_id, |_, _| {
-            Ok(())
-        })
-        .map(|(record, ())| record)
+        let delta = self.delta(model_id, usage)?;
+        self.store
+            .database()
+            .write(|tx| self.charge_tx(tx, session_id, model_id, &delta, assistant_message_id))
     }
 
-    /// [`UsageTracker::track_usage`] plus `also`'s writes (given the
-    /// transaction and the call's cost) in the same transaction: the agent loop
-    /// saves the step's `step_finish` part with the charge, so one never
-    /// commits without the other. `also` may run more than once (a busy
-    /// database is retried) and must not publish anything; the caller publishes
-    /// what it returns after this returns.
-    pub(crate) fn track_usage_with<T>(
+    /// Charges one step of assistant message `message_id` (a reply written with
+    /// [`crate::ReplyWriter`]) for `response`'s usage on `model_id`, and saves the
+    /// step's `step_finish` part (its finish reason, tokens and cost) in the same
+    /// transaction: the charge and the part that reports it never commit apart.
+    /// Returns the charge and the stored part.
+    pub fn charge_step(
         &self,
         session_id: &str,
         model_id: &str,
-        usage: &TokenUsage,
-        assistant_message_id: Option<&str>,
-        mut also: impl FnMut(&Transaction<'_>, f64) -> Result<T>,
-    ) -> Result<(UsageRecord, T)> {
-        let cost_usd = self.cost(model_id, usage)?;
+        message_id: &str,
+        response: &ProviderResponse,
+    ) -> Result<(UsageRecord, StoredPart)> {
+        let delta = self.delta(model_id, &response.usage)?;
+        let messages = self.store.messages();
+        self.store.database().write(|tx| {
+            // The part first, so the message as the charge announces it holds it.
+            let part = Part::StepFinish(StepFinishPart {
+                reason: response.finish_reason.clone(),
+                tokens: response.usage,
+                cost: delta.cost_usd,
+                extra: Default::default(),
+            });
+            let stored = messages.append_part_tx(tx, message_id, &part)?;
+            let record = self.charge_tx(tx, session_id, model_id, &delta, Some(message_id))?;
+            Ok((record, stored))
+        })
+    }
+
+    /// The delta one call of `model_id` with `usage` adds, priced and validated.
+    fn delta(&self, model_id: &str, usage: &TokenUsage) -> Result<UsageDelta> {
         let delta = UsageDelta {
             tokens: *usage,
             api_calls: 1,
             tool_calls: 0,
-            cost_usd,
+            cost_usd: self.cost(model_id, usage)?,
             actual_cost_usd: None,
         };
         delta.validate()?;
-        let (session, extra) = write_tx(self.sessions.database(), |tx| {
-            let session = charge_tx(tx, session_id, &delta, assistant_message_id)?;
-            Ok((session, also(tx, cost_usd)?))
-        })?;
-        let message = assistant_message_id.and_then(|id| self.messages.get(id).ok());
-        self.sessions.broker().publish_updated(session.clone());
-        if let Some(message) = &message {
-            self.messages.messages().publish_updated(message.clone());
+        Ok(delta)
+    }
+
+    /// Adds `delta` to the session and, when named, to the assistant message, inside
+    /// the caller's transaction; queues their `updated` events and
+    /// [`AgentEvent::UsageTracked`].
+    pub(crate) fn charge_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        session_id: &str,
+        model_id: &str,
+        delta: &UsageDelta,
+        assistant_message_id: Option<&str>,
+    ) -> Result<UsageRecord> {
+        if let Some(message_id) = assistant_message_id {
+            // The row only: a charge never depends on decoding the message's parts.
+            let message = store::load_message_row(tx, message_id)?;
+            if message.session_id != session_id {
+                return Err(AgentError::InvalidInput(format!(
+                    "message {message_id} belongs to session {}, not {session_id}",
+                    message.session_id
+                )));
+            }
+            if message.role != Role::Assistant {
+                return Err(AgentError::InvalidInput(format!(
+                    "message {message_id} is a {} message; usage is charged to assistant messages",
+                    message.role
+                )));
+            }
         }
-        emit(
-            &self.events,
-            AgentEvent::UsageTracked {
-                session_id: session_id.to_owned(),
-                message_id: assistant_message_id.map(str::to_owned),
-                model_id: model_id.to_owned(),
-                usage: *usage,
-                cost_usd,
-            },
-        );
+        let session = self.store.sessions().add_usage_tx(tx, session_id, delta)?;
+        let message = match assistant_message_id {
+            Some(id) => {
+                self.store
+                    .messages()
+                    .add_usage_tx(tx, id, &delta.tokens, delta.cost_usd)?
+            }
+            None => None,
+        };
         let record = UsageRecord {
             session_id: session_id.to_owned(),
             message_id: assistant_message_id.map(str::to_owned),
             model_id: model_id.to_owned(),
-            usage: *usage,
-            cost_usd,
+            usage: delta.tokens,
+            cost_usd: delta.cost_usd,
             session,
             message,
         };
-        Ok((record, extra))
+        let (events, event) = (Arc::clone(&self.events), record.event());
+        tx.after_commit(move || emit(&events, event));
+        Ok(record)
     }
 
     /// Ends the task (sub-agent) session `child_id` with `reason` and rolls its
@@ -191,83 +220,24 @@ impl UsageTracker {
         if reason.trim().is_empty() {
             return Err(AgentError::InvalidInput("end reason is empty".to_owned()));
         }
-        let (child, roll_up, ended) = write_tx(self.sessions.database(), |tx| {
-            let now = now_ms();
-            let ended = q::end_session(
-                tx,
-                &q::EndSessionParams {
-                    now,
-                    end_reason: Some(reason),
-                    id: child_id,
-                },
-            )? > 0;
-            let roll_up = SessionService::roll_up_into_parent_tx(tx, child_id)?;
-            Ok((load_session(tx, child_id)?, roll_up, ended))
-        })?;
-        if ended {
-            self.sessions.broker().publish_updated(child.clone());
-        }
-        if let RollUp::RolledUp { parent } = &roll_up {
-            self.sessions
-                .broker()
-                .publish_updated(Session::clone(parent));
-        }
-        Ok(TaskFinish { child, roll_up })
+        let sessions = self.store.sessions();
+        self.store.database().write(|tx| {
+            sessions.end_tx(tx, child_id, reason)?;
+            let roll_up = sessions.roll_up_into_parent_tx(tx, child_id)?;
+            let child = scribe_session::SessionService::get_tx(tx, child_id)?;
+            Ok(TaskFinish { child, roll_up })
+        })
     }
 }
 
-/// Adds `delta` to the session and, when named, to the assistant message,
-/// inside the caller's transaction.
-pub(crate) fn charge_tx(
-    conn: &Connection,
-    session_id: &str,
-    delta: &UsageDelta,
-    assistant_message_id: Option<&str>,
-) -> Result<Session> {
-    if let Some(message_id) = assistant_message_id {
-        let row = q::get_message(conn, message_id)
-            .optional()?
-            .ok_or_else(|| {
-                AgentError::Message(scribe_message::MessageError::not_found(
-                    "message", message_id,
-                ))
-            })?;
-        if row.session_id != session_id {
-            return Err(AgentError::InvalidInput(format!(
-                "message {message_id} belongs to session {}, not {session_id}",
-                row.session_id
-            )));
+impl UsageRecord {
+    fn event(&self) -> AgentEvent {
+        AgentEvent::UsageTracked {
+            session_id: self.session_id.clone(),
+            message_id: self.message_id.clone(),
+            model_id: self.model_id.clone(),
+            usage: self.usage,
+            cost_usd: self.cost_usd,
         }
-        if row.role != Role::Assistant.as_str() {
-            return Err(AgentError::InvalidInput(format!(
-                "message {message_id} is a {} message; usage is charged to assistant messages",
-                row.role
-            )));
-        }
-    }
-    let session = SessionService::add_usage_tx(conn, session_id, delta)?;
-    if let Some(message_id) = assistant_message_id {
-        q::add_message_usage(
-            conn,
-            &q::AddMessageUsageParams {
-                input_tokens: delta.tokens.input,
-                output_tokens: delta.tokens.output,
-                cache_read_tokens: delta.tokens.cache_read,
-                cache_write_tokens: delta.tokens.cache_write,
-                reasoning_tokens: delta.tokens.reasoning,
-                cost_usd: delta.cost_usd,
-                now: now_ms(),
-                id: message_id,
-            },
-        )?;
-    }
-    Ok(session)
-}
-
-/// The session `id` read inside a transaction.
-pub(crate) fn load_session(conn: &Connection, id: &str) -> Result<Session> {
-    match q::get_session(conn, id).optional()? {
-        Some(row) => Ok(Session::try_from(row)?),
-        None => Err(AgentError::Session(SessionError::not_found("session", id))),
     }
 }

@@ -15,8 +15,8 @@ use scribe_agent::{
     AgentError, AgentEvent, CompactionConfig, CompactionOutcome, CompactionStrategy, ProviderError,
     ScriptedProvider, ScriptedTurn,
 };
-use scribe_db::now_ms;
 use scribe_db::queries as q;
+use scribe_db::{ManualClock, Options, now_ms};
 use scribe_message::{Part, Role, TokenUsage};
 use scribe_session::SessionKind;
 
@@ -249,7 +249,13 @@ fn a_failed_summary_call_leaves_the_session_unchanged() {
         let events = c.subscribe();
         let err = c.compact(&s.id, SMALL).unwrap_err();
         assert!(
-            matches!(err, AgentError::Provider(ProviderError::Api { .. })),
+            matches!(
+                err,
+                AgentError::Provider {
+                    source: ProviderError::Api { .. },
+                    ..
+                }
+            ),
             "{err}"
         );
 
@@ -314,7 +320,12 @@ fn nothing_to_summarize_is_an_error_event() {
 
 #[test]
 fn a_running_compaction_holds_the_session_until_it_is_stale() {
-    let env = Env::new();
+    // The store's clock, moved by hand: no sleeping to age the claim.
+    let hand = ManualClock::new(now_ms());
+    let env = Env::with_options(Options {
+        clock: hand.clock(),
+        ..Options::default()
+    });
     let s = env.session("Busy");
     round(&env, &s.id, 1);
     let provider = Arc::new(ScriptedProvider::new([summary("s1")]));
@@ -331,22 +342,18 @@ fn a_running_compaction_holds_the_session_until_it_is_stale() {
     );
     assert!(provider.requests().is_empty());
 
-    // Still held just inside the stale window (a clock 9 s ahead, window 10 s)...
+    // Still held just inside the stale window (9 s later, window 10 s)...
     let c = env
         .compactor(&provider, CompactionConfig::default())
         .with_summary_model(CHEAP)
-        .with_stale_after(Duration::from_secs(10))
-        .with_clock(|| scribe_db::now_ms() + 9_000);
+        .with_stale_after(Duration::from_secs(10));
+    hand.advance(Duration::from_secs(9));
     assert!(matches!(
         c.compact(&s.id, SMALL).unwrap_err(),
         AgentError::AlreadyCompacting { .. }
     ));
-    // ...and taken over past it (a clock a minute ahead): a crashed run's mark.
-    let c = env
-        .compactor(&provider, CompactionConfig::default())
-        .with_summary_model(CHEAP)
-        .with_stale_after(Duration::from_secs(10))
-        .with_clock(|| scribe_db::now_ms() + 60_000);
+    // ...and taken over past it (a minute later): a crashed run's mark.
+    hand.advance(Duration::from_secs(51));
     c.compact(&s.id, SMALL).unwrap();
     assert_eq!(env.get(&s.id).compacting_at, None);
 }
@@ -400,13 +407,13 @@ fn context_after_a_summary_never_reads_older_rows() {
     // Corrupt a part row from before the summary: loading the whole history now fails…
     let victim = &old[1].parts[0].id;
     env.db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<()> {
             q::update_part(
-                tx,
+                tx.conn(),
                 &q::UpdatePartParams {
                     r#type: "text",
                     data: "[\"not a part\"]",
-                    now: now_ms(),
+                    now: tx.now(),
                     id: victim,
                 },
             )?;

@@ -18,22 +18,18 @@ fn reported(env: &Env, title: &str, input: i64, output: i64) -> String {
     let s = env.session(title);
     env.user(&s.id, "hi");
     let a = env.assistant(&s.id, vec![Part::text("hello")]);
-    UsageTracker::new(
-        env.sessions.clone(),
-        env.messages.clone(),
-        env.catalog.clone(),
-    )
-    .track_usage(
-        &s.id,
-        SMALL,
-        &TokenUsage {
-            input,
-            output,
-            ..TokenUsage::default()
-        },
-        Some(&a.id),
-    )
-    .unwrap();
+    UsageTracker::new(env.store.clone(), env.catalog.clone())
+        .track_usage(
+            &s.id,
+            SMALL,
+            &TokenUsage {
+                input,
+                output,
+                ..TokenUsage::default()
+            },
+            Some(&a.id),
+        )
+        .unwrap();
     s.id
 }
 
@@ -163,11 +159,7 @@ fn reported_size_adds_what_came_after_and_prefers_the_last_step() {
         &s.id,
         vec![Part::text("a"), step(4_000), Part::text("b"), step(5_000)],
     );
-    let tracker = UsageTracker::new(
-        env.sessions.clone(),
-        env.messages.clone(),
-        env.catalog.clone(),
-    );
+    let tracker = UsageTracker::new(env.store.clone(), env.catalog.clone());
     for input in [4_000, 5_000] {
         let u = TokenUsage {
             input,
@@ -178,7 +170,7 @@ fn reported_size_adds_what_came_after_and_prefers_the_last_step() {
     }
     // A user message of 1,000 text tokens arrives after the call: 1,007 sent.
     env.user(&s.id, &text_of(1_000, "later"));
-    let ctx = context(&env.messages, &env.sessions, &s.id, &HeuristicEstimator).unwrap();
+    let ctx = context(&env.store, &s.id, &HeuristicEstimator).unwrap();
     assert_eq!(
         ctx.measure,
         ContextMeasure::Reported {

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use loop_support::*;
 use scribe_agent::title::set_title_in_lineage;
 use scribe_agent::{
-    AgentConfig, AgentRegistry, AgentRunner, CancelToken, ChatRequest, CompactionConfig, LoopError,
-    LoopEvent, PartDraft, PromptInput, Provider, ProviderError, ProviderEvent, ProviderResponse,
-    ScriptedProvider, ScriptedTurn, ToolRegistry, recover_session,
+    AgentConfig, AgentError, AgentRegistry, AgentRunner, CancelToken, ChatRequest,
+    CompactionConfig, LoopEvent, PartDraft, PromptInput, Provider, ProviderError, ProviderEvent,
+    ProviderResponse, ScriptedProvider, ScriptedTurn, ToolRegistry, recover_session,
 };
 use scribe_message::{FinishReason, Part, Role, TokenUsage, ToolState};
 use scribe_pubsub::EventKind;
@@ -82,7 +82,8 @@ fn wrapped_runner(env: &Env, turns: Vec<ScriptedTurn>, mode: Mode) -> (AgentRunn
     });
     let runner = env
         .runner(provider.clone())
-        .with_tools(ToolRegistry::new().with(Echo));
+        .with_tools(ToolRegistry::new().with(Echo))
+        .build();
     (runner, provider)
 }
 
@@ -205,7 +206,7 @@ fn the_charge_and_its_step_finish_part_commit_together() {
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::reply()
         .text("hi")
         .usage(usage)]));
-    let runner = env.runner(provider);
+    let runner = env.runner(provider).build();
     let session = env.session();
     let messages = env.messages.subscribe();
     runner
@@ -245,7 +246,8 @@ fn recovery_leaves_a_session_this_process_is_answering_alone() {
         .runner(provider)
         .with_tools(ToolRegistry::new().with(Block {
             marker: Some(marker.clone()),
-        }));
+        }))
+        .build();
     let session = env.session();
     let cancel = CancelToken::new();
     std::thread::scope(|scope| {
@@ -261,11 +263,7 @@ fn recovery_leaves_a_session_this_process_is_answering_alone() {
         }
         // The tool is running: its message is open, and must stay so.
         assert!(runner.recover_session(&session.id).unwrap().is_empty());
-        assert!(
-            recover_session(&env.messages, &session.id)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(recover_session(&env.store, &session.id).unwrap().is_empty());
         // A second prompt meanwhile (which recovers first) does not break it either.
         let mut quiet = PromptInput::text(&session.id, "meanwhile");
         quiet.no_reply = true;
@@ -298,7 +296,8 @@ fn read_failures_are_announced_only_for_a_saved_prompt() {
     let provider = Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new()));
     let refusing = env
         .runner(provider.clone())
-        .with_hook(|_| Err("refused".into()));
+        .with_hook(|_| Err("refused".into()))
+        .build();
     let events = refusing.subscribe();
     let session = env.session();
     let input = PromptInput {
@@ -310,7 +309,7 @@ fn read_failures_are_announced_only_for_a_saved_prompt() {
     let err = refusing
         .prompt(input.clone(), &CancelToken::new())
         .unwrap_err();
-    assert!(matches!(err, LoopError::Hook { .. }), "{err}");
+    assert!(matches!(err, AgentError::Hook { .. }), "{err}");
     let seen: Vec<LoopEvent> = events.try_iter().map(|e| e.unwrap().payload).collect();
     assert!(
         seen.is_empty(),
@@ -318,7 +317,7 @@ fn read_failures_are_announced_only_for_a_saved_prompt() {
     );
     assert!(env.messages_of(&session.id).is_empty());
 
-    let accepting = env.runner(provider);
+    let accepting = env.runner(provider).build();
     let events = accepting.subscribe();
     accepting.prompt(input, &CancelToken::new()).unwrap();
     let seen: Vec<LoopEvent> = events.try_iter().map(|e| e.unwrap().payload).collect();
@@ -360,7 +359,8 @@ fn compaction_in_the_loop_runs_on_its_own_thread() {
     let runner = env
         .runner(provider.clone())
         .with_tools(ToolRegistry::new().with(Echo))
-        .with_agents(AgentRegistry::new(agent));
+        .with_agents(AgentRegistry::new(agent))
+        .build();
     let progress = runner.compactor("build").unwrap().subscribe();
     let session = env.session();
     let out = runner

@@ -52,7 +52,8 @@ fn run(
     let runner = env
         .runner(provider.clone())
         .with_tools(ToolRegistry::new().with(Echo))
-        .with_agents(AgentRegistry::new(agent));
+        .with_agents(AgentRegistry::new(agent))
+        .build();
     let events = runner.subscribe();
     let session = env.session();
     let out = runner
@@ -116,9 +117,12 @@ fn a_continuation_moves_the_loop_into_the_new_session() {
 fn prompting_a_compressed_session_continues_in_its_continuation() {
     let (env, session_id, out, provider, _events) = run(CompactionStrategy::Continuation);
     provider.push(ScriptedTurn::text("still here"));
-    let runner = env.runner(provider).with_agents(AgentRegistry::new(
-        AgentConfig::new("build").with_model(SMALL_MODEL),
-    ));
+    let runner = env
+        .runner(provider)
+        .with_agents(AgentRegistry::new(
+            AgentConfig::new("build").with_model(SMALL_MODEL),
+        ))
+        .build();
     let next = runner
         .prompt(
             PromptInput::text(&session_id, "and now?"),
@@ -146,7 +150,7 @@ fn a_context_overflow_from_the_provider_compacts_and_retries_once() {
         ScriptedTurn::text("## Goal\nAnswer the question."),
         ScriptedTurn::text("answer"),
     ]));
-    let runner = env.runner(provider.clone());
+    let runner = env.runner(provider.clone()).build();
     let session = env.session();
     let out = runner
         .prompt(
@@ -185,7 +189,7 @@ fn a_context_overflow_from_the_provider_compacts_and_retries_once() {
             model: MODEL.into(),
         }),
     ]));
-    let runner = env.runner(provider);
+    let runner = env.runner(provider).build();
     let session = env.session();
     let err = runner
         .prompt(
@@ -194,7 +198,7 @@ fn a_context_overflow_from_the_provider_compacts_and_retries_once() {
         )
         .unwrap_err();
     assert!(
-        matches!(err, scribe_agent::LoopError::Provider { .. }),
+        matches!(err, scribe_agent::AgentError::Provider { .. }),
         "{err}"
     );
 }

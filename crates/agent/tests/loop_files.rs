@@ -70,7 +70,8 @@ fn edits_and_writes_record_file_versions() {
     ]));
     let runner = env
         .runner(provider)
-        .with_tools(ToolRegistry::builtin(BTreeMap::new()));
+        .with_tools(ToolRegistry::builtin(BTreeMap::new()))
+        .build();
     let session = env.session();
     runner
         .prompt(
@@ -162,7 +163,8 @@ fn overwriting_an_existing_file_records_its_original_first() {
     ]));
     let runner = env
         .runner(provider)
-        .with_tools(ToolRegistry::builtin(BTreeMap::new()));
+        .with_tools(ToolRegistry::builtin(BTreeMap::new()))
+        .build();
     let session = env.session();
     runner
         .prompt(PromptInput::text(&session.id, "go"), &CancelToken::new())
@@ -204,7 +206,8 @@ fn huge_and_binary_files_are_noted_not_recorded() {
     ]));
     let runner = env
         .runner(provider)
-        .with_tools(ToolRegistry::builtin(BTreeMap::new()));
+        .with_tools(ToolRegistry::builtin(BTreeMap::new()))
+        .build();
     let session = env.session();
     runner
         .prompt(PromptInput::text(&session.id, "go"), &CancelToken::new())

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use loop_support::*;
 use scribe_agent::{
-    AgentConfig, AgentRegistry, CancelToken, ChatRequest, IngestConfig, LoopError, LoopEvent,
+    AgentConfig, AgentError, AgentRegistry, CancelToken, ChatRequest, IngestConfig, LoopEvent,
     PartDraft, PromptInput, Provider, ProviderError, ProviderEvent, ProviderResponse,
     ScriptedProvider, ScriptedTurn,
 };
@@ -64,13 +64,10 @@ fn user_message_is_in_the_database_before_the_provider_is_called() {
         seen_user_messages: AtomicUsize::new(0),
         seen_text: Mutex::new(String::new()),
     });
-    let runner = scribe_agent::AgentRunner::new(
-        env.sessions.clone(),
-        env.messages.clone(),
-        provider.clone(),
-        env.catalog.clone(),
-        env.project.clone(),
-    );
+    let runner = scribe_agent::AgentRunner::builder(env.store.clone(), provider.clone())
+        .with_catalog(env.catalog.clone())
+        .with_project_root(env.project.clone())
+        .build();
     let out = runner
         .prompt(
             PromptInput::text(&session.id, "explain this project"),
@@ -95,7 +92,7 @@ fn model_precedence_input_then_agent_then_session() {
     let provider = Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new()));
     let agents = AgentRegistry::new(AgentConfig::new("build"))
         .with(AgentConfig::new("pinned").with_model(AGENT_MODEL));
-    let runner = env.runner(provider.clone()).with_agents(agents);
+    let runner = env.runner(provider.clone()).with_agents(agents).build();
     let session = env.session();
     let save = |agent: Option<&str>, model: Option<&str>| {
         runner
@@ -138,7 +135,7 @@ fn model_precedence_input_then_agent_then_session() {
             &CancelToken::new(),
         )
         .unwrap_err();
-    assert!(matches!(err, LoopError::NoModel { .. }), "{err}");
+    assert!(matches!(err, AgentError::NoModel { .. }), "{err}");
     assert!(env.messages_of(&bare.id).is_empty());
     // An agent mention picks the agent.
     let out = runner
@@ -167,21 +164,21 @@ fn model_precedence_input_then_agent_then_session() {
             agent: Some("ghost".into()),
             ..PromptInput::text(&session.id, "x")
         }),
-        LoopError::UnknownAgent(_)
+        AgentError::UnknownAgent(_)
     ));
     assert!(matches!(
         bad(PromptInput {
             model: Some("gpt-0".into()),
             ..PromptInput::text(&session.id, "x")
         }),
-        LoopError::UnknownModel(_)
+        AgentError::UnknownModel(_)
     ));
     assert!(matches!(
         bad(PromptInput {
             parts: vec![],
             ..PromptInput::text(&session.id, "x")
         }),
-        LoopError::EmptyPrompt
+        AgentError::EmptyPrompt
     ));
     assert!(
         provider.requests().is_empty(),
@@ -193,7 +190,7 @@ fn model_precedence_input_then_agent_then_session() {
 fn model_falls_back_to_the_last_assistant_message() {
     let env = Env::new();
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::text("a")]));
-    let runner = env.runner(provider);
+    let runner = env.runner(provider).build();
     let session = env.session();
     runner
         .prompt(
@@ -236,7 +233,8 @@ fn files_are_resolved_before_saving() {
         .with_ingest_config(IngestConfig {
             max_file_bytes: 10,
             ..IngestConfig::default()
-        });
+        })
+        .build();
     let events = runner.subscribe();
     let session = env.session();
     let drafts = vec![
@@ -306,7 +304,9 @@ fn paths_outside_the_roots_are_refused_and_nothing_is_saved() {
     std::fs::write(outside.join("secret.txt"), "secret").unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(&outside, env.project.join("escape")).unwrap();
-    let runner = env.runner(Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new())));
+    let runner = env
+        .runner(Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new())))
+        .build();
     let session = env.session();
     let mut bad = vec![
         "../outside/secret.txt".to_owned(),
@@ -328,7 +328,7 @@ fn paths_outside_the_roots_are_refused_and_nothing_is_saved() {
             )
             .unwrap_err();
         assert!(
-            matches!(err, LoopError::FileRefused { .. }),
+            matches!(err, AgentError::FileRefused { .. }),
             "{path}: {err}"
         );
     }
@@ -340,7 +340,8 @@ fn paths_outside_the_roots_are_refused_and_nothing_is_saved() {
         .with_ingest_config(IngestConfig {
             extra_roots: vec![outside.clone()],
             ..Default::default()
-        });
+        })
+        .build();
     runner
         .prompt(
             PromptInput {
@@ -379,7 +380,8 @@ fn hooks_change_what_is_saved_or_refuse_it() {
                 return Err("forbidden word".into());
             }
             Ok(())
-        });
+        })
+        .build();
     let session = env.session();
     runner
         .prompt(
@@ -402,7 +404,7 @@ fn hooks_change_what_is_saved_or_refuse_it() {
             &CancelToken::new(),
         )
         .unwrap_err();
-    assert!(matches!(err, LoopError::Hook { index: 1, .. }), "{err}");
+    assert!(matches!(err, AgentError::Hook { index: 1, .. }), "{err}");
     assert_eq!(env.messages_of(&session.id).len(), 1);
 }
 
@@ -410,7 +412,7 @@ fn hooks_change_what_is_saved_or_refuse_it() {
 fn no_reply_saves_and_stops_and_tool_switches_become_rules() {
     let env = Env::new();
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::text("later")]));
-    let runner = env.runner(provider.clone());
+    let runner = env.runner(provider.clone()).build();
     let session = env.session();
     let out = runner
         .prompt(

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use loop_support::*;
 use scribe_agent::recovery::INTERRUPTED;
 use scribe_agent::{
-    CancelToken, LeaseConfig, LoopError, PromptInput, ProviderError, ScriptedProvider,
+    AgentError, CancelToken, LeaseConfig, PromptInput, ProviderError, ScriptedProvider,
     ScriptedTurn, ToolRegistry, recover_session, recover_session_with,
 };
 use scribe_db::queries;
@@ -41,7 +41,8 @@ fn lease_child_role() {
         .runner(provider)
         .with_tools(ToolRegistry::new().with(Block {
             marker: Some(env.root.join("running")),
-        }));
+        }))
+        .build();
     let _ = runner.prompt(PromptInput::text(&session_id, "work"), &CancelToken::new());
     panic!("the child should have been killed while its tool blocked");
 }
@@ -59,7 +60,10 @@ fn wait_for(path: &Path) {
 
 fn lease_row(env: &Env, session_id: &str) -> Option<queries::SessionRunRow> {
     env.db
-        .read(|conn| Ok(queries::get_session_run(conn, session_id).optional()?))
+        .read(|conn| -> scribe_db::Result<_> {
+            let conn = conn.conn();
+            Ok(queries::get_session_run(conn, session_id).optional()?)
+        })
         .unwrap()
 }
 
@@ -109,7 +113,7 @@ fn a_live_process_keeps_its_session_until_it_dies() {
     assert_eq!(lease.pid, i64::from(child.id()));
 
     // The child is alive and mid-tool: nothing to repair here.
-    let report = recover_session(&env.messages, &session.id).unwrap();
+    let report = recover_session(&env.store, &session.id).unwrap();
     assert!(report.is_empty());
     assert!(report.tool_parts.is_empty());
     let holder = report
@@ -124,7 +128,7 @@ fn a_live_process_keeps_its_session_until_it_dies() {
 
     // A second concurrent turn is refused before anything is saved.
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::text("never")]));
-    let runner = env.runner(provider.clone());
+    let runner = env.runner(provider.clone()).build();
     let err = runner
         .prompt(
             PromptInput::text(&session.id, "me too"),
@@ -132,7 +136,7 @@ fn a_live_process_keeps_its_session_until_it_dies() {
         )
         .unwrap_err();
     match &err {
-        LoopError::SessionBusy {
+        AgentError::SessionBusy {
             session_id,
             owner,
             pid,
@@ -147,7 +151,7 @@ fn a_live_process_keeps_its_session_until_it_dies() {
     assert!(err.to_string().starts_with("session "));
     assert!(matches!(
         runner.run(&session.id, None, &CancelToken::new()),
-        Err(LoopError::SessionBusy { .. })
+        Err(AgentError::SessionBusy { .. })
     ));
     assert_eq!(env.messages_of(&session.id).len(), 2);
     assert!(provider.requests().is_empty());
@@ -156,7 +160,7 @@ fn a_live_process_keeps_its_session_until_it_dies() {
     assert!(!child.wait().unwrap().success());
 
     // Same host, pid gone: the lease is dead, so recovery proceeds at once.
-    let report = recover_session(&env.messages, &session.id).unwrap();
+    let report = recover_session(&env.store, &session.id).unwrap();
     assert_eq!(report.running_elsewhere, None);
     assert_eq!(report.messages, vec![stored[1].id.clone()]);
     assert_eq!(report.tool_parts.len(), 1);
@@ -180,7 +184,8 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
     let open = open_message(&env, &session.id);
     let heartbeat = scribe_db::now_ms() - 5_000;
     env.db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             queries::put_session_run(
                 tx,
                 &queries::PutSessionRunParams {
@@ -197,16 +202,18 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
         .unwrap();
 
     // Within the (default, 120 s) window: live.
-    let report = recover_session(&env.messages, &session.id).unwrap();
+    let report = recover_session(&env.store, &session.id).unwrap();
     assert!(report.is_empty());
     assert_eq!(
         report.running_elsewhere.as_ref().map(|h| h.host.as_str()),
         Some("some-other-host")
     );
-    let runner = env.runner(Arc::new(ScriptedProvider::new([ScriptedTurn::text("ok")])));
+    let runner = env
+        .runner(Arc::new(ScriptedProvider::new([ScriptedTurn::text("ok")])))
+        .build();
     assert!(matches!(
         runner.prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new()),
-        Err(LoopError::SessionBusy { pid: 1, .. })
+        Err(AgentError::SessionBusy { pid: 1, .. })
     ));
 
     // A window shorter than the heartbeat's age: dead, repaired, taken over.
@@ -215,7 +222,8 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
     };
     let runner = env
         .runner(Arc::new(ScriptedProvider::new([ScriptedTurn::text("ok")])))
-        .with_lease_config(short);
+        .with_lease_config(short)
+        .build();
     let out = runner
         .prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new())
         .unwrap();
@@ -224,7 +232,7 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
     assert_eq!(old.finish_reason, Some(FinishReason::Error));
     assert_eq!(lease_row(&env, &session.id), None);
     assert!(
-        recover_session_with(&env.messages, &session.id, &short)
+        recover_session_with(&env.store, &session.id, &short)
             .unwrap()
             .is_empty()
     );
@@ -234,9 +242,11 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
 fn the_lease_is_released_when_a_turn_fails() {
     let env = Env::new();
     let session = env.session();
-    let runner = env.runner(Arc::new(ScriptedProvider::new([ScriptedTurn::error(
-        ProviderError::Canceled,
-    )])));
+    let runner = env
+        .runner(Arc::new(ScriptedProvider::new([ScriptedTurn::error(
+            ProviderError::Canceled,
+        )])))
+        .build();
     let out = runner
         .prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new())
         .unwrap();
@@ -244,7 +254,9 @@ fn the_lease_is_released_when_a_turn_fails() {
     assert_eq!(lease_row(&env, &session.id), None);
 
     // An empty script fails the model call.
-    let runner = env.runner(Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new())));
+    let runner = env
+        .runner(Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new())))
+        .build();
     assert!(
         runner
             .prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new())

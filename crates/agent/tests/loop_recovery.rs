@@ -39,7 +39,8 @@ fn crash_child_role() {
         .runner(provider)
         .with_tools(ToolRegistry::new().with(Echo).with(Block {
             marker: Some(env.root.join("running")),
-        }));
+        }))
+        .build();
     let _ = runner.prompt(
         PromptInput::text(&session_id, "wait for me"),
         &CancelToken::new(),
@@ -88,7 +89,7 @@ fn a_killed_process_leaves_history_that_recovery_makes_consistent() {
     let states: Vec<&str> = tool_parts(msg).iter().map(|t| t.state.status()).collect();
     assert_eq!(states, ["running", "pending"]);
 
-    let report = recover_session(&env.messages, &session.id).unwrap();
+    let report = recover_session(&env.store, &session.id).unwrap();
     assert_eq!(report.messages, vec![msg.id.clone()]);
     assert_eq!(report.tool_parts.len(), 2);
     let msg = env.messages.get(&msg.id).unwrap();
@@ -101,18 +102,15 @@ fn a_killed_process_leaves_history_that_recovery_makes_consistent() {
     assert!(tool_parts(&msg)[0].state.started_at().is_some());
     assert!(matches!(msg.parts.last().unwrap().part, Part::Finish(_)));
     // Idempotent.
-    assert!(
-        recover_session(&env.messages, &session.id)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(recover_session(&env.store, &session.id).unwrap().is_empty());
     assert_eq!(env.messages.get(&msg.id).unwrap(), msg);
 
     // The session carries on; the model is told the calls were interrupted.
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::text("resumed")]));
     let runner = env
         .runner(provider.clone())
-        .with_tools(ToolRegistry::new().with(Echo));
+        .with_tools(ToolRegistry::new().with(Echo))
+        .build();
     let out = runner
         .prompt(PromptInput::text(&session.id, "again"), &CancelToken::new())
         .unwrap();
@@ -152,7 +150,9 @@ fn the_runner_recovers_a_session_when_it_opens_it() {
         .update_part(&tool.id, Part::Tool(running))
         .unwrap();
 
-    let runner = env.runner(Arc::new(ScriptedProvider::new([ScriptedTurn::text("ok")])));
+    let runner = env
+        .runner(Arc::new(ScriptedProvider::new([ScriptedTurn::text("ok")])))
+        .build();
     runner
         .prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new())
         .unwrap();

@@ -53,7 +53,8 @@ fn a_task_runs_a_sub_agent_and_rolls_its_cost_into_the_parent() {
     let runner = env
         .runner(provider.clone())
         .with_tools(ToolRegistry::new().with(Echo))
-        .with_agents(agents);
+        .with_agents(agents)
+        .build();
     let session = env.session();
     let out = runner
         .prompt(
@@ -119,7 +120,7 @@ fn a_failing_sub_agent_is_an_error_part_and_still_rolls_up() {
     }));
     provider.push(ScriptedTurn::text("the helper failed"));
     let agents = AgentRegistry::new(AgentConfig::new("build")).with(AgentConfig::new("explorer"));
-    let runner = env.runner(provider).with_agents(agents);
+    let runner = env.runner(provider).with_agents(agents).build();
     let session = env.session();
     let out = runner
         .prompt(PromptInput::text(&session.id, "go"), &CancelToken::new())
@@ -147,7 +148,7 @@ fn a_subtask_part_in_the_prompt_runs_before_the_model_answers() {
     ]));
     let agents = AgentRegistry::new(AgentConfig::new("build"))
         .with(AgentConfig::new("explorer").with_tools(Vec::<String>::new()));
-    let runner = env.runner(provider.clone()).with_agents(agents);
+    let runner = env.runner(provider.clone()).with_agents(agents).build();
     let session = env.session();
     let out = runner
         .prompt(

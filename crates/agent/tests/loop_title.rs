@@ -29,7 +29,10 @@ fn the_first_exchange_gets_a_title_numbered_on_collision() {
             .into(),
         ScriptedTurn::text("second answer"),
     ]));
-    let runner = env.runner(provider.clone()).with_title_generation(true);
+    let runner = env
+        .runner(provider.clone())
+        .with_title_generation(true)
+        .build();
     let session = env.session();
     let out = runner
         .prompt(
@@ -72,7 +75,7 @@ fn a_free_title_is_used_as_is() {
         ScriptedTurn::text("sure"),
         ScriptedTurn::text("# Refactor the parser"),
     ]));
-    let runner = env.runner(provider).with_title_generation(true);
+    let runner = env.runner(provider).with_title_generation(true).build();
     let session = env.session();
     let out = runner
         .prompt(

@@ -13,7 +13,7 @@ use std::time::Duration;
 use loop_support::*;
 use scribe_agent::permission::{Action, Rule, Ruleset};
 use scribe_agent::{
-    AgentConfig, AgentRegistry, CancelToken, Decision, LoopError, PromptInput, ProviderError,
+    AgentConfig, AgentError, AgentRegistry, CancelToken, Decision, PromptInput, ProviderError,
     ScriptedProvider, ScriptedTurn, ToolRegistry,
 };
 use scribe_message::{FinishReason, Part, Role, TokenUsage, ToolPart, ToolState};
@@ -53,7 +53,8 @@ fn multi_step_loop_records_every_state_and_ends_the_turn() {
     ]));
     let runner = env
         .runner(provider.clone())
-        .with_tools(ToolRegistry::builtin(BTreeMap::new()).with(Echo));
+        .with_tools(ToolRegistry::builtin(BTreeMap::new()).with(Echo))
+        .build();
     let session = env.session();
     let parts = env.messages.subscribe_parts();
     let out = runner
@@ -187,7 +188,8 @@ fn invalid_or_unknown_calls_become_error_parts_and_the_loop_goes_on() {
     ]));
     let runner = env
         .runner(provider.clone())
-        .with_tools(ToolRegistry::new().with(Echo));
+        .with_tools(ToolRegistry::new().with(Echo))
+        .build();
     let session = env.session();
     let out = runner
         .prompt(PromptInput::text(&session.id, "go"), &CancelToken::new())
@@ -239,7 +241,7 @@ fn permission_env(
             decision.clone()
         });
     }
-    (env, provider, runner, asked)
+    (env, provider, runner.build(), asked)
 }
 
 #[test]
@@ -317,7 +319,8 @@ fn session_switches_disable_tools_and_deny_their_calls() {
     )]));
     let runner = env
         .runner(provider.clone())
-        .with_tools(ToolRegistry::new().with(Echo).with(Block::default()));
+        .with_tools(ToolRegistry::new().with(Echo).with(Block::default()))
+        .build();
     let session = env.session();
     let out = runner
         .prompt(
@@ -347,16 +350,14 @@ fn the_step_limit_stops_the_loop_with_max_steps() {
     let runner = env
         .runner(provider.clone())
         .with_tools(ToolRegistry::new().with(Echo))
-        .with_agents(agents);
+        .with_agents(agents)
+        .build();
     let session = env.session();
     let out = runner
         .prompt(PromptInput::text(&session.id, "loop"), &CancelToken::new())
         .unwrap();
     assert_eq!(out.steps, 2);
-    assert_eq!(
-        out.finish_reason,
-        Some(FinishReason::Unknown("max_steps".into()))
-    );
+    assert_eq!(out.finish_reason, Some(FinishReason::MaxSteps));
     assert_eq!(provider.remaining(), 3);
     let last = env.messages_of(&session.id).pop().unwrap();
     assert_eq!(
@@ -374,7 +375,8 @@ fn cancel_from_another_thread_stops_a_running_tool() {
         .tool_call("c2", "echo", json!({"text": "never"}))]));
     let runner = env
         .runner(provider.clone())
-        .with_tools(ToolRegistry::new().with(Echo).with(Block::default()));
+        .with_tools(ToolRegistry::new().with(Echo).with(Block::default()))
+        .build();
     let session = env.session();
     let parts = env.messages.subscribe_parts();
     let cancel = CancelToken::new();
@@ -422,12 +424,13 @@ fn a_failed_model_call_finishes_the_message_with_its_error() {
         })]));
     let runner = env
         .runner(provider)
-        .with_tools(ToolRegistry::new().with(Echo));
+        .with_tools(ToolRegistry::new().with(Echo))
+        .build();
     let session = env.session();
     let err = runner
         .prompt(PromptInput::text(&session.id, "go"), &CancelToken::new())
         .unwrap_err();
-    assert!(matches!(err, LoopError::Provider { .. }), "{err}");
+    assert!(matches!(err, AgentError::Provider { .. }), "{err}");
     let msg = env.messages_of(&session.id).pop().unwrap();
     assert_eq!(msg.finish_reason, Some(FinishReason::Error));
     assert_eq!(msg.text(), "partial", "what arrived is kept");

@@ -14,11 +14,7 @@ use scribe_message::{Part, TokenUsage};
 use scribe_session::{RollUp, Session};
 
 fn tracker(env: &Env) -> UsageTracker {
-    UsageTracker::new(
-        env.sessions.clone(),
-        env.messages.clone(),
-        env.catalog.clone(),
-    )
+    UsageTracker::new(env.store.clone(), env.catalog.clone())
 }
 
 fn usage() -> TokenUsage {

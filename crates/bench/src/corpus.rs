@@ -132,10 +132,9 @@ pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
         }
         batch.push(msg);
         if batch.len() == 1_000 || n + 1 == owner.len() {
-            db.write(|tx| {
+            db.write(|tx| -> scribe_message::Result<()> {
                 for msg in &batch {
-                    store::insert_message(tx, msg)
-                        .map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))?;
+                    store::insert_message(tx, msg)?;
                 }
                 Ok(())
             })?;

@@ -26,8 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use scribe_message::MessageService;
-use scribe_session::SessionService;
+use scribe_session::Store;
 
 use crate::report::{Machine, Report, Sizes};
 
@@ -177,23 +176,22 @@ fn run(cli: &Cli) -> Result<()> {
     ));
     let corpus = corpus::build(&dir.path().join("corpus.db"), sizes.corpus, seed)?;
     let file_bytes = std::fs::metadata(&corpus.path)?.len();
-    let messages = MessageService::new(Arc::clone(&corpus.db));
-    let sessions = SessionService::new(Arc::clone(&corpus.db));
+    let store = Store::new(Arc::clone(&corpus.db));
+    let (messages, sessions) = (store.messages(), store.sessions());
 
     progress(&format!("search: {} queries", sizes.queries));
-    let search = reads::search(&corpus, &messages, sizes.queries)?;
+    let search = reads::search(&corpus, messages, sizes.queries)?;
     progress("load and context()");
-    let load = reads::load(&corpus, &messages, sizes.load_rounds)?;
+    let load = reads::load(&corpus, messages, sizes.load_rounds)?;
     let context = reads::context_time(
         &corpus,
-        &messages,
-        &sessions,
+        &store,
         (sizes.corpus.long_messages, sizes.corpus.short_messages),
         sizes.context_rounds,
     )?;
     progress("export and import");
     let transfer = transfer::run(
-        &sessions,
+        sessions,
         &corpus.long_session,
         &dir.path().join("import.db"),
     )?;

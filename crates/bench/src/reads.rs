@@ -11,7 +11,7 @@ use scribe_agent::{HeuristicEstimator, context};
 use scribe_db::Options;
 use scribe_db::queries as q;
 use scribe_message::{MessageService, Part, SearchOptions, SearchQuery};
-use scribe_session::SessionService;
+use scribe_session::Store;
 use serde::Serialize;
 
 use crate::Result;
@@ -372,14 +372,13 @@ pub struct ContextResult {
 /// Times `context()` on both context sessions.
 pub fn context_time(
     corpus: &Corpus,
-    svc: &MessageService,
-    sessions: &SessionService,
+    store: &Store,
     shape: (usize, usize),
     rounds: usize,
 ) -> Result<ContextResult> {
     let estimator = HeuristicEstimator;
-    let long = context(svc, sessions, &corpus.long_session, &estimator)?;
-    let short = context(svc, sessions, &corpus.short_session, &estimator)?;
+    let long = context(store, &corpus.long_session, &estimator)?;
+    let short = context(store, &corpus.short_session, &estimator)?;
     if long.loaded_messages != short.loaded_messages {
         return Err(format!(
             "context loaded {} messages of the long session, {} of the short one",
@@ -390,15 +389,15 @@ pub fn context_time(
     let (mut a, mut b, mut full) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
-        std::hint::black_box(context(svc, sessions, &corpus.long_session, &estimator)?);
+        std::hint::black_box(context(store, &corpus.long_session, &estimator)?);
         a.push(t.elapsed());
         let t = Instant::now();
-        std::hint::black_box(context(svc, sessions, &corpus.short_session, &estimator)?);
+        std::hint::black_box(context(store, &corpus.short_session, &estimator)?);
         b.push(t.elapsed());
     }
     for _ in 0..rounds.clamp(1, 5) {
         let t = Instant::now();
-        std::hint::black_box(svc.list(&corpus.long_session)?);
+        std::hint::black_box(store.messages().list(&corpus.long_session)?);
         full.push(t.elapsed());
     }
     Ok(ContextResult {

@@ -161,7 +161,7 @@ fn add_sessions(db: &scribe_db::Database, have: usize, total: usize, seed: u64) 
     let mut made = have;
     while made < total {
         let batch = (total - made).min(10_000);
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<()> {
             for i in 0..batch {
                 let id = new_id(Prefix::Session);
                 let n = made + i;
@@ -169,53 +169,44 @@ fn add_sessions(db: &scribe_db::Database, have: usize, total: usize, seed: u64) 
                 let parent = (rng.random_range(0..10) == 0 && !ids.is_empty())
                     .then(|| ids[rng.random_range(0..ids.len())].clone());
                 let title = format!("bench web session {n}");
-                q::create_session(
-                    tx,
-                    &q::CreateSessionParams {
-                        id: &id,
-                        parent_session_id: parent.as_deref(),
-                        kind: if parent.is_some() { "task" } else { "normal" },
-                        source: sources[n % sources.len()],
-                        user_id: None,
-                        directory: Some(if n.is_multiple_of(3) {
-                            "/src/app"
-                        } else {
-                            "/src/lib"
-                        }),
-                        title: Some(&title),
-                        model: Some(models[n % models.len()]),
-                        model_config: None,
-                        system_prompt: None,
-                        permission: None,
-                        billing_provider: None,
-                        billing_base_url: None,
-                        billing_mode: None,
-                        now: at,
-                    },
-                )?;
+                tx.q().create_session(&q::CreateSessionParams {
+                    id: &id,
+                    parent_session_id: parent.as_deref(),
+                    kind: if parent.is_some() { "task" } else { "normal" },
+                    source: sources[n % sources.len()],
+                    user_id: None,
+                    directory: Some(if n.is_multiple_of(3) {
+                        "/src/app"
+                    } else {
+                        "/src/lib"
+                    }),
+                    title: Some(&title),
+                    model: Some(models[n % models.len()]),
+                    model_config: None,
+                    system_prompt: None,
+                    permission: None,
+                    billing_provider: None,
+                    billing_base_url: None,
+                    billing_mode: None,
+                    now: at,
+                })?;
                 let input = rng.random_range(1_000..200_000);
-                q::add_session_usage(
-                    tx,
-                    &q::AddSessionUsageParams {
-                        input_tokens: input,
-                        output_tokens: input / 20,
-                        cache_read_tokens: input / 2,
-                        cache_write_tokens: 0,
-                        reasoning_tokens: 0,
-                        api_call_count: rng.random_range(1..40),
-                        estimated_cost_usd: input as f64 * 3e-6,
-                        now: at + 60_000,
-                        id: &id,
-                    },
-                )?;
+                tx.q().add_session_usage(&q::AddSessionUsageParams {
+                    input_tokens: input,
+                    output_tokens: input / 20,
+                    cache_read_tokens: input / 2,
+                    cache_write_tokens: 0,
+                    reasoning_tokens: 0,
+                    api_call_count: rng.random_range(1..40),
+                    estimated_cost_usd: input as f64 * 3e-6,
+                    now: at + 60_000,
+                    id: &id,
+                })?;
                 if rng.random_range(0..50) == 0 {
-                    q::archive_session(
-                        tx,
-                        &q::ArchiveSessionParams {
-                            now: at + 120_000,
-                            id: &id,
-                        },
-                    )?;
+                    tx.q().archive_session(&q::ArchiveSessionParams {
+                        now: at + 120_000,
+                        id: &id,
+                    })?;
                 }
                 if parent.is_none() {
                     ids.push(id);

@@ -28,7 +28,8 @@ use crate::commands::stats::StatsCmd;
 #[command(name = "scribe", version, propagate_version = true)]
 pub struct Cli {
     /// The database file [default: the platform data directory's scribe/scribe.db]
-    #[arg(long, global = true, env = "SCRIBE_DB", value_name = "PATH")]
+    #[arg(long, global = true, env = "SCRIBE_DB", value_name = "PATH",
+          value_parser = crate::location::parse_db_path)]
     pub db: Option<PathBuf>,
 
     #[command(subcommand)]

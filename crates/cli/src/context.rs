@@ -12,7 +12,7 @@ use std::sync::Arc;
 use scribe_db::Database;
 use scribe_db::queries as q;
 use scribe_message::MessageService;
-use scribe_session::{Session, SessionError, SessionService};
+use scribe_session::{Session, SessionError, SessionService, Store};
 
 use crate::error::CliError;
 
@@ -25,6 +25,8 @@ const MAX_CANDIDATES: usize = 10;
 /// The open database and the services over it.
 #[derive(Debug)]
 pub struct Context {
+    /// The database and its services (what the agent loop of `demo` runs on).
+    pub store: Store,
     /// The database.
     pub db: Arc<Database>,
     /// Sessions (shared with the agent loop of `demo`).
@@ -37,11 +39,12 @@ impl Context {
     /// Opens (creating and migrating) the database at `path`; with [`Access::Read`], a
     /// database this process may not write is opened read-only instead.
     pub fn open(path: &Path, access: Access) -> Result<Self, CliError> {
-        let db = Arc::new(open_database(path, access)?);
+        let store = Store::new(Arc::new(open_database(path, access)?));
         Ok(Context {
-            sessions: Arc::new(SessionService::new(Arc::clone(&db))),
-            messages: Arc::new(MessageService::new(Arc::clone(&db))),
-            db,
+            db: Arc::clone(store.database()),
+            sessions: Arc::clone(store.sessions()),
+            messages: Arc::clone(store.messages()),
+            store,
         })
     }
 
@@ -67,9 +70,9 @@ impl Context {
         }
         let (lo, hi) = prefix_range(wanted);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
-        let rows = self.db.read(|conn| {
+        let rows = self.db.read(|tx| -> scribe_db::Result<_> {
             Ok(q::list_sessions_by_id_range(
-                conn,
+                tx.conn(),
                 &q::ListSessionsByIdRangeParams {
                     lo: &lo,
                     hi: &hi,
@@ -113,7 +116,7 @@ impl Context {
     /// names only that session in the whole database, for tables: `scribe show` accepts it.
     pub fn short_ids<'a>(&self, ids: &[&'a str]) -> Result<HashMap<&'a str, String>, CliError> {
         self.db
-            .read(|conn| {
+            .read(|tx| -> scribe_db::Result<_> {
                 let mut out = HashMap::with_capacity(ids.len());
                 for &id in ids {
                     if !id.is_ascii() || id.len() <= MIN_SHORT_ID {
@@ -122,7 +125,7 @@ impl Context {
                     }
                     // In id order only the neighbours can share a longer prefix with `id`,
                     // so one character past the longer shared prefix names `id` alone.
-                    let near = q::get_session_id_neighbors(conn, id)?;
+                    let near = q::get_session_id_neighbors(tx.conn(), id)?;
                     let shared = [near.before, near.after]
                         .iter()
                         .flatten()
@@ -142,9 +145,9 @@ impl Context {
     pub fn resolve_message(&self, session: &Session, wanted: &str) -> Result<String, CliError> {
         let (lo, hi) = prefix_range(wanted);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
-        let ids = self.db.read(|conn| {
+        let ids = self.db.read(|tx| -> scribe_db::Result<_> {
             Ok(q::list_message_ids_by_range(
-                conn,
+                tx.conn(),
                 &q::ListMessageIdsByRangeParams {
                     session_id: &session.id,
                     lo: &lo,

@@ -99,8 +99,14 @@ pub enum CliError {
     #[error("database check failed: {0}")]
     CheckFailed(String),
     /// The demo could not run.
-    #[error("demo failed: {0}")]
-    Demo(String),
+    #[error("demo failed: {what}")]
+    Demo {
+        /// What it was doing, or what went wrong.
+        what: String,
+        /// The failure behind it, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output")]
     Output(#[from] std::io::Error),
@@ -110,19 +116,12 @@ pub enum CliError {
 }
 
 /// `err` and its sources joined with `: `, skipping a source whose text its parent
-/// already shows.
+/// already shows ([`scribe_agent::error_chain`]), on one line.
 pub fn one_line(err: &dyn std::error::Error) -> String {
-    let mut line = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        source = cause.source();
-    }
-    line.lines().collect::<Vec<_>>().join(" ")
+    scribe_agent::error_chain(err)
+        .lines()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure.

@@ -7,6 +7,31 @@ use directories::ProjectDirs;
 
 use crate::error::CliError;
 
+/// `--db` / `SCRIBE_DB` as clap reads it: a path. A URL (`postgres://…`, any `scheme://`)
+/// is refused as a usage error until a backend for its scheme exists, rather than being
+/// taken for a path and creating directories named after it. Anything else is a path,
+/// `./postgres://…` included.
+pub fn parse_db_path(text: &str) -> Result<PathBuf, String> {
+    match url_scheme(text) {
+        Some(scheme) => Err(format!(
+            "{scheme}:// is a database URL, and this build has no backend for {scheme}; \
+             --db takes a file path (write ./{text} for a file of that name)"
+        )),
+        None => Ok(PathBuf::from(text)),
+    }
+}
+
+/// The scheme of `text` when it starts like a URL: `scheme://` with an RFC 3986 scheme
+/// (a letter, then letters, digits, `+`, `-` or `.`).
+fn url_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
+}
+
 /// The database path the user asked for, or the platform default.
 pub fn database_path(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {
     if let Some(path) = explicit.filter(|p| !p.as_os_str().is_empty()) {
@@ -24,6 +49,23 @@ mod tests {
     fn explicit_path_wins() {
         let path = database_path(Some(PathBuf::from("/tmp/x.db"))).unwrap();
         assert_eq!(path, PathBuf::from("/tmp/x.db"));
+    }
+
+    #[test]
+    fn urls_are_refused_and_paths_kept() {
+        for url in ["postgres://u@h/db", "sqlite://x.db", "a+b.c-d://x"] {
+            assert!(parse_db_path(url).is_err(), "{url}");
+        }
+        for path in [
+            "x.db",
+            "/tmp/a://b",
+            "./postgres://x",
+            "1abc://x",
+            "c:\\x.db",
+            "",
+        ] {
+            assert_eq!(parse_db_path(path), Ok(PathBuf::from(path)), "{path}");
+        }
     }
 
     #[test]

@@ -15,7 +15,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let args = commands::search::escape_query_words(std::env::args_os().collect());
+    let cli = cli::Cli::parse_from(args);
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // `scribe list | head`: the reader has what it wanted.

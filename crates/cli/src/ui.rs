@@ -211,6 +211,24 @@ pub fn dollars(usd: f64) -> String {
     format!("${text}")
 }
 
+/// A column of dollar amounts, one format for all of them: as many decimals as the value
+/// that needs most under [`dollars`] (2 to 4), so `$0.0040` stands beside `$0.0035`, never
+/// `$0.004`. Right-align the column so the decimal points line up.
+pub fn dollar_column(amounts: &[f64]) -> Vec<String> {
+    let decimals = amounts
+        .iter()
+        .map(|&usd| {
+            let text = dollars(usd);
+            text.find('.').map_or(0, |dot| text.len() - dot - 1)
+        })
+        .max()
+        .unwrap_or(2);
+    amounts
+        .iter()
+        .map(|usd| format!("${usd:.decimals$}"))
+        .collect()
+}
+
 const SECOND: i64 = 1000;
 const MINUTE: i64 = 60 * SECOND;
 const HOUR: i64 = 60 * MINUTE;
@@ -373,6 +391,16 @@ mod tests {
         assert_eq!(dollars(0.05), "$0.05");
         assert_eq!(dollars(0.5), "$0.50");
         assert_eq!(dollars(0.0), "$0.00");
+        assert_eq!(
+            dollar_column(&[0.004, 0.0035, 1.5]),
+            ["$0.0040", "$0.0035", "$1.5000"]
+        );
+        assert_eq!(
+            dollar_column(&[0.5, 12.0, 0.0]),
+            ["$0.50", "$12.00", "$0.00"]
+        );
+        assert_eq!(dollar_column(&[0.05, 0.004]), ["$0.050", "$0.004"]);
+        assert!(dollar_column(&[]).is_empty());
     }
 
     #[test]

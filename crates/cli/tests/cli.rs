@@ -117,3 +117,41 @@ fn usage_errors_exit_2() {
     let out = scribe(&[], None);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--db` with a URL (`postgres://…`, any `scheme://`) is a usage error until a backend for
+/// that scheme exists: nothing is created, and the message says what to pass instead. A
+/// path stays a path, even one that merely contains `://` further in.
+#[test]
+fn a_database_url_is_a_usage_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        "postgres://user@localhost/scribe",
+        "sqlite://scribe.db",
+        "mysql+ssl://h/db",
+    ] {
+        for via_env in [false, true] {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+            cmd.current_dir(dir.path()).env_remove("SCRIBE_DB");
+            if via_env {
+                cmd.env("SCRIBE_DB", url).arg("list");
+            } else {
+                cmd.args(["--db", url, "list"]);
+            }
+            let out = cmd.output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{url}: {}", stderr(&out));
+            let err = stderr(&out);
+            let scheme = url.split("://").next().unwrap();
+            assert!(err.contains(&format!("{scheme}://")), "{err}");
+            assert!(err.contains("no backend"), "{err}");
+            assert!(err.contains("file path"), "{err}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing may be created: {left:?}");
+
+    // A path that is not a URL is still a path.
+    let path = dir.path().join("odd://name/scribe.db");
+    let out = scribe(&["db", "info", "--db", path.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(path.exists());
+}

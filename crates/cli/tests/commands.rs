@@ -379,7 +379,8 @@ fn rename_fork_archive_and_unarchive() {
     );
     assert!(env.ok(&["unarchive", &s.archived]).contains("unarchived"));
     let roots = env.json(&["list", "--json"]);
-    assert_eq!(roots["sessions"].as_array().unwrap().len(), 3);
+    // The three conversations, and the two forks made above: a fork is listed too.
+    assert_eq!(roots["sessions"].as_array().unwrap().len(), 5);
 }
 
 #[test]
@@ -795,4 +796,213 @@ fn the_short_ids_in_list_each_name_their_own_session() {
         checked += 1;
     }
     assert_eq!(checked, 30, "{table}");
+}
+
+/// A fork is a conversation the user chose to make: `list` shows it (without --all),
+/// marked as a fork of its parent.
+#[test]
+fn a_fork_is_listed_as_a_fork_of_its_parent() {
+    let env = Env::new();
+    let s = seed(&env);
+    let text = env.ok(&["fork", &s.build]);
+    let fork_id = text
+        .split(" into ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+
+    let json = env.json(&["list", "--json"]);
+    let sessions = json["sessions"].as_array().unwrap();
+    let fork = sessions
+        .iter()
+        .find(|x| x["id"] == fork_id)
+        .unwrap_or_else(|| panic!("fork missing from list: {json}"));
+    assert_eq!(fork["kind"], "fork");
+    assert_eq!(fork["parent_session_id"], s.build.as_str());
+    // Tasks stay hidden.
+    assert!(
+        sessions.iter().all(|x| x["id"] != s.task.as_str()),
+        "{json}"
+    );
+
+    let table = env.ok(&["list"]);
+    let line = table
+        .lines()
+        .find(|l| l.contains("fork of"))
+        .unwrap_or_else(|| panic!("no fork row: {table}"));
+    assert!(line.contains("fork of Fix the build"), "{line}");
+}
+
+/// After compaction into a continuation, `list` shows the live tip (`t #2`) with its
+/// lineage, not the ended root; `show` of the root says where the conversation went on.
+#[test]
+fn list_shows_the_live_continuation_and_show_points_to_it() {
+    let env = Env::new();
+    seed(&env);
+    let (sessions, messages) = env.services();
+    let root = sessions
+        .create(scribe_session::NewSession::titled("Long talk"))
+        .unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &root.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text("a long conversation")],
+        ))
+        .unwrap();
+    let second = sessions.create_continuation(&root.id).unwrap();
+    sessions.end(&root.id, "compression").unwrap();
+    let third = sessions.create_continuation(&second.id).unwrap();
+    sessions.end(&second.id, "compression").unwrap();
+    assert_eq!(third.title.as_deref(), Some("Long talk #3"));
+
+    let json = env.json(&["list", "--json"]);
+    let ids: Vec<&str> = json["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&third.id.as_str()), "tip missing: {json}");
+    assert!(!ids.contains(&root.id.as_str()), "ended root shown: {json}");
+    assert!(!ids.contains(&second.id.as_str()), "middle shown: {json}");
+
+    let table = env.ok(&["list"]);
+    let line = table
+        .lines()
+        .find(|l| l.contains("Long talk #3"))
+        .unwrap_or_else(|| panic!("no tip row: {table}"));
+    assert!(line.contains("continues Long talk #2"), "{line}");
+    assert_eq!(
+        table.lines().filter(|l| l.contains("Long talk")).count(),
+        1,
+        "one row per conversation: {table}"
+    );
+
+    for ended in [&root.id, &second.id] {
+        let shown = env.ok(&["show", ended]);
+        assert!(
+            shown.contains(&format!("continued in {} (Long talk #3)", third.id)),
+            "{shown}"
+        );
+    }
+    assert!(!env.ok(&["show", &third.id]).contains("continued in"));
+}
+
+/// Web-search syntax: a leading `-word` excludes it, `NOT` still works, and a query that
+/// starts with `-` is a query, not an unknown option; options still parse around it.
+#[test]
+fn search_takes_web_search_exclusions() {
+    let env = Env::new();
+    let s = seed(&env);
+    let hits = |args: &[&str]| -> Vec<String> {
+        let mut full = vec!["search", "--json"];
+        full.extend_from_slice(args);
+        env.json(&full)["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["message_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // "parser" is in several messages; "mismatched" only in the first question.
+    let all = hits(&["parser"]);
+    assert!(all.len() >= 2 && all.contains(&s.build_first), "{all:?}");
+    let without = hits(&["parser", "-mismatched"]);
+    assert_eq!(without.len(), all.len() - 1, "{without:?}");
+    assert!(!without.contains(&s.build_first));
+    assert_eq!(hits(&["parser -mismatched"]), without);
+    assert_eq!(hits(&["parser", "NOT", "mismatched"]), without);
+    // A query starting with `-` is accepted as a query.
+    assert_eq!(hits(&["-mismatched", "parser"]), without);
+    assert!(hits(&["-mismatched"]).is_empty());
+    let out = env.run(&["search", "-mismatched"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no matches"), "{}", stdout(&out));
+    // Options before, between and after the words still are options.
+    assert_eq!(hits(&["-n", "1", "parser"]).len(), 1);
+    assert_eq!(hits(&["parser", "-n", "1"]).len(), 1);
+    assert_eq!(hits(&["parser", "-n1", "-mismatched"]).len(), 1);
+    assert_eq!(hits(&["--limit=1", "-nothing", "parser"]).len(), 1);
+    assert_eq!(hits(&["--limit=1", "parser", "-nothing"]).len(), 1);
+    let assistant = hits(&["parser", "--role", "assistant", "-mismatched"]);
+    assert!(!assistant.is_empty() && assistant.len() < without.len());
+    // `--` still ends the options.
+    assert_eq!(hits(&["--", "parser", "-mismatched"]), without);
+    assert_eq!(env.run(&["search", "-n"]).status.code(), Some(2));
+    assert_eq!(
+        env.run(&["search", "parser", "-n", "0"]).status.code(),
+        Some(2)
+    );
+}
+
+/// `prune --yes` with nothing to prune says so without claiming a dry run.
+#[test]
+fn prune_with_nothing_to_prune_is_not_a_dry_run() {
+    let env = Env::new();
+    seed(&env);
+    let text = env.ok(&["prune", "--older-than", "90d", "--yes"]);
+    assert!(!text.contains("dry run"), "{text}");
+    assert!(text.contains("0 sessions pruned"), "{text}");
+    let json = env.json(&["prune", "--older-than", "90d", "--yes", "--json"]);
+    assert_eq!(json["dry_run"], false, "{json}");
+    // A real dry run still says it is one.
+    let text = env.ok(&["prune", "--older-than", "90d", "--dry-run"]);
+    assert!(text.contains("(dry run)"), "{text}");
+}
+
+/// Every cost in a column has the same number of decimals, and the column is aligned
+/// on the right, so `$0.004` never stands beside `$0.0035`.
+#[test]
+fn costs_in_a_column_share_one_format() {
+    let env = Env::new();
+    let (sessions, _) = env.services();
+    for (source, cost) in [("cli", 0.004), ("tui", 0.0035), ("telegram", 1.5)] {
+        let s = sessions
+            .create(scribe_session::NewSession {
+                source: source.into(),
+                ..Default::default()
+            })
+            .unwrap();
+        sessions
+            .add_usage(
+                &s.id,
+                &scribe_session::UsageDelta {
+                    api_calls: 1,
+                    cost_usd: cost,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+    }
+    for args in [&["list"][..], &["stats", "--by", "source"][..]] {
+        let table = env.ok(args);
+        let costs: Vec<(usize, &str)> = table
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let at = line.find('$')?;
+                let end = line[at..]
+                    .find(char::is_whitespace)
+                    .map_or(line.len(), |n| at + n);
+                Some((end, &line[at..end]))
+            })
+            .collect();
+        assert!(costs.len() >= 3, "{args:?}: {table}");
+        let decimals = |c: &str| c.split('.').nth(1).map_or(0, str::len);
+        assert!(
+            costs.iter().all(|(_, c)| decimals(c) == 4),
+            "{args:?}: {costs:?}"
+        );
+        assert!(
+            costs.iter().all(|(end, _)| *end == costs[0].0),
+            "{args:?}: not right-aligned: {table}"
+        );
+        assert!(
+            table.contains("$0.0040") && table.contains("$0.0035"),
+            "{table}"
+        );
+    }
 }

@@ -20,8 +20,10 @@ use std::time::Duration;
 use rand::Rng;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
+use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::migrate::{self, MigrationReport};
+use crate::tx::{AfterCommit, ReadTx, Tx, TxError};
 use crate::{Error, Result};
 
 /// Tuning of a [`Database`]; the defaults suit an interactive agent sharing its file with a
@@ -46,6 +48,9 @@ pub struct Options {
     pub max_idle_readers: usize,
     /// Open an existing database for reading only (see [`Database::open_read_only`]).
     pub read_only: bool,
+    /// Where the services over this database read the time ([`Database::now`],
+    /// [`Tx::now`]); the system clock by default, a test's own clock in tests.
+    pub clock: Clock,
 }
 
 impl Default for Options {
@@ -66,6 +71,7 @@ impl Default for Options {
             cache_kib: 16 * 1024,
             max_idle_readers: 4,
             read_only: false,
+            clock: Clock::system(),
         }
     }
 }
@@ -102,6 +108,10 @@ pub struct Database {
     migration: MigrationReport,
     /// Read-only connections open the file `immutable` (see [`Database::open_read_only`]).
     immutable: bool,
+    /// The PostgreSQL store this handle runs on instead of the SQLite fields above
+    /// (crate::backend).
+    #[cfg(feature = "postgres")]
+    pg: Option<Box<crate::pg::PgBackend>>,
 }
 
 impl Database {
@@ -141,7 +151,13 @@ impl Database {
 
     /// [`Database::open`] (or [`Database::open_read_only`] when [`Options::read_only`])
     /// with explicit [`Options`].
+    ///
+    /// `path` may also name a PostgreSQL database, as a `postgres://` URL or a libpq
+    /// keyword string (`host=… user=… dbname=…`): see [`Database::open_postgres`].
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
+        if let Some(location) = crate::backend::remote_location(path.as_ref())? {
+            return Self::open_postgres(location, options);
+        }
         if options.read_only {
             Self::open_read_only_at(path.as_ref(), options)
         } else {
@@ -153,7 +169,38 @@ impl Database {
     /// from older schemas.
     #[doc(hidden)]
     pub fn open_at_version(path: impl AsRef<Path>, target: i64) -> Result<Self> {
+        if let Some(location) = crate::backend::remote_location(path.as_ref())? {
+            return Self::open_postgres_at(location, Options::default(), Some(target));
+        }
         Self::open_at(path.as_ref(), Options::default(), Some(target))
+    }
+
+    /// A handle on an opened PostgreSQL store (the SQLite fields hold an unused
+    /// in-memory connection).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn from_postgres(
+        backend: crate::pg::PgBackend,
+        options: Options,
+        migration: MigrationReport,
+    ) -> Result<Self> {
+        Ok(Database {
+            path: None,
+            options,
+            writer: Mutex::new(Connection::open_in_memory()?),
+            readers: Mutex::new(Vec::new()),
+            writes: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            last_checkpoint: Mutex::new(None),
+            migration,
+            immutable: false,
+            pg: Some(Box::new(backend)),
+        })
+    }
+
+    /// The PostgreSQL backend, when this handle runs on one.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(&self) -> Option<&crate::pg::PgBackend> {
+        self.pg.as_deref()
     }
 
     fn open_at(path: &Path, options: Options, target: Option<i64>) -> Result<Self> {
@@ -208,6 +255,8 @@ impl Database {
             last_checkpoint: Mutex::new(None),
             migration,
             immutable: false,
+            #[cfg(feature = "postgres")]
+            pg: None,
         })
     }
 
@@ -268,6 +317,8 @@ impl Database {
                     applied: Vec::new(),
                 },
                 immutable,
+                #[cfg(feature = "postgres")]
+                pg: None,
             })
         };
         open().map_err(|err| classify_open_error(&path, err, false))
@@ -275,7 +326,11 @@ impl Database {
 
     /// A private in-memory database with the current schema, for tests.
     pub fn open_in_memory() -> Result<Self> {
-        let options = Options::default();
+        Self::open_in_memory_with(Options::default())
+    }
+
+    /// [`Database::open_in_memory`] with explicit [`Options`] (e.g. a test's clock).
+    pub fn open_in_memory_with(options: Options) -> Result<Self> {
         let mut conn = Connection::open_in_memory()?;
         configure(&conn, &options)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -291,6 +346,8 @@ impl Database {
             last_checkpoint: Mutex::new(None),
             migration,
             immutable: false,
+            #[cfg(feature = "postgres")]
+            pg: None,
         })
     }
 
@@ -302,6 +359,16 @@ impl Database {
     /// The options this database was opened with.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// The clock of this database ([`Options::clock`]).
+    pub fn clock(&self) -> &Clock {
+        &self.options.clock
+    }
+
+    /// The time now from [`Database::clock`] (ms since the Unix epoch).
+    pub fn now(&self) -> i64 {
+        self.options.clock.now()
     }
 
     /// Whether this database was opened read-only ([`Options::read_only`]).
@@ -321,7 +388,11 @@ impl Database {
 
     /// The schema version recorded in the database.
     pub fn schema_version(&self) -> Result<i64> {
-        self.read(migrate::current_version)
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.schema_version();
+        }
+        self.read(|tx| migrate::current_version(tx.conn()))
     }
 
     /// The highest schema version this build knows.
@@ -329,45 +400,94 @@ impl Database {
         migrate::known_version()
     }
 
-    /// Runs `f` in a `BEGIN IMMEDIATE` transaction and commits it.
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction and commits it; then runs the actions
+    /// `f` queued with [`Tx::after_commit`], once, in order.
     ///
-    /// If another connection holds the write lock (SQLITE_BUSY or SQLITE_LOCKED, at begin,
-    /// inside `f` or at commit), the transaction is rolled back and `f` runs again after a
-    /// random pause, up to [`Options::write_attempts`] tries; then [`Error::Locked`]. So `f`
-    /// must have no effects outside the transaction. Any other error from `f` rolls back
-    /// and is returned as is.
+    /// `E` is the caller's own error type ([`TxError`]): whatever `f` returns comes out
+    /// unchanged, with two exceptions. If another connection holds the write lock
+    /// (SQLITE_BUSY or SQLITE_LOCKED, at begin, inside `f` or at commit), the transaction
+    /// is rolled back and `f` runs again after a random pause, with a new [`Tx`] (the
+    /// failed run's queued actions are dropped), up to [`Options::write_attempts`] tries;
+    /// then [`Error::Locked`]. So `f` must have no effects outside the transaction: queue
+    /// them. Any other error rolls back, drops the queue and is returned.
     ///
     /// Don't call [`Database::read`] or `write` from inside `f`: use `tx`, which sees the
-    /// transaction's own changes.
+    /// transaction's own changes. The queued actions run after the write lock is released,
+    /// so they may.
     ///
     /// On a database opened read-only, returns [`Error::ReadOnly`] without running `f`. If
     /// the file became unwritable after it was opened, SQLite's SQLITE_READONLY is returned
     /// as [`Error::NotWritable`].
-    pub fn write<T, F>(&self, mut f: F) -> Result<T>
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use scribe_db::{Database, Tx, queries};
+    ///
+    /// let db = Database::open_in_memory()?;
+    /// let announced = Arc::new(Mutex::new(Vec::new()));
+    /// let count = db.write(|tx: &mut Tx<'_>| -> scribe_db::Result<i64> {
+    ///     let n = queries::count_sessions(tx.conn())?;
+    ///     let announced = Arc::clone(&announced);
+    ///     tx.after_commit(move || announced.lock().unwrap().push(n));
+    ///     Ok(n)
+    /// })?;
+    /// assert_eq!(*announced.lock().unwrap(), [count]);
+    /// # Ok::<(), scribe_db::Error>(())
+    /// ```
+    pub fn write<T, E, F>(&self, mut f: F) -> Result<T, E>
     where
-        F: FnMut(&rusqlite::Transaction<'_>) -> Result<T>,
+        E: TxError,
+        F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.write(&self.options, f);
+        }
         self.refuse_if_read_only()?;
-        let value = retry(&self.options, || {
-            let mut conn = self.writer();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value = f(&tx)?;
-            tx.commit()?;
-            Ok(value)
-        })
-        .map_err(|err| match (&self.path, err) {
-            (Some(path), Error::Storage(source))
-                if source.sqlite_error_code() == Some(ErrorCode::ReadOnly) =>
-            {
-                Error::NotWritable {
-                    path: path.clone(),
-                    source: Box::new(source),
+        let outcome = retry_with(&self.options, || self.write_once(&mut f));
+        let (value, actions) = match outcome {
+            Ok(done) => done,
+            Err(mut err) => {
+                if let (Some(path), Some(inner)) = (&self.path, err.db_error_mut()) {
+                    let taken = std::mem::replace(inner, Error::Locked);
+                    *inner = match taken {
+                        Error::Storage(source)
+                            if source.sqlite_error_code() == Some(ErrorCode::ReadOnly) =>
+                        {
+                            Error::NotWritable {
+                                path: path.clone(),
+                                source: Box::new(source),
+                            }
+                        }
+                        other => other,
+                    };
                 }
+                return Err(err);
             }
-            (_, err) => err,
-        })?;
+        };
         self.after_write();
+        for action in actions {
+            action();
+        }
         Ok(value)
+    }
+
+    /// One try of [`Database::write`]: the value and the queued actions, committed.
+    fn write_once<T, E, F>(&self, f: &mut F) -> Result<(T, Vec<AfterCommit>), E>
+    where
+        E: TxError,
+        F: FnMut(&mut Tx<'_>) -> Result<T, E>,
+    {
+        let mut conn = self.writer();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(Error::from)?;
+        // An error drops `handle` (its queue) and `tx` (rolling back).
+        let mut handle = Tx::new(&tx, &self.options.clock);
+        let value = f(&mut handle)?;
+        let actions = handle.into_after_commit();
+        tx.commit().map_err(Error::from)?;
+        Ok((value, actions))
     }
 
     fn refuse_if_read_only(&self) -> Result<()> {
@@ -379,21 +499,28 @@ impl Database {
 
     /// Runs `f` on a read-only connection inside one read transaction, so everything it
     /// reads comes from the same snapshot. Never waits for a writer (WAL), and retried like
-    /// [`Database::write`] in the rare case SQLite reports busy.
-    pub fn read<T, F>(&self, mut f: F) -> Result<T>
+    /// [`Database::write`] in the rare case SQLite reports busy. `E` is the caller's error
+    /// type, as for `write`.
+    pub fn read<T, E, F>(&self, mut f: F) -> Result<T, E>
     where
-        F: FnMut(&Connection) -> Result<T>,
+        E: TxError,
+        F: FnMut(&mut ReadTx<'_>) -> Result<T, E>,
     {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.read(&self.options, f);
+        }
+        let clock = &self.options.clock;
         let Some(path) = &self.path else {
             let conn = self.writer();
-            return f(&conn);
+            return f(&mut ReadTx::new(&conn, clock));
         };
-        retry(&self.options, || {
+        retry_with(&self.options, || {
             let conn = self.take_reader(path)?;
             let result = (|| {
-                let tx = conn.unchecked_transaction()?;
-                let value = f(&tx)?;
-                tx.commit()?;
+                let tx = conn.unchecked_transaction().map_err(Error::from)?;
+                let value = f(&mut ReadTx::new(&tx, clock))?;
+                tx.commit().map_err(Error::from)?;
                 Ok(value)
             })();
             self.return_reader(conn);
@@ -611,19 +738,17 @@ fn configure(conn: &Connection, options: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Runs `op` until it succeeds, fails with something other than busy, or has been tried
-/// `options.write_attempts` times (then [`Error::Locked`]).
-pub(crate) fn retry<T>(options: &Options, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+/// Runs `op` until it succeeds, fails with something other than busy (a database error
+/// inside `E` that [`Error::is_busy`], or a migration that met a busy database), or has
+/// been tried `options.write_attempts` times (then [`Error::Locked`]).
+pub(crate) fn retry_with<T, E: TxError>(
+    options: &Options,
+    mut op: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
     let attempts = options.write_attempts.max(1);
     for attempt in 1..=attempts {
         match op() {
-            Err(err) if err.is_busy() => {
-                if attempt == attempts {
-                    break;
-                }
-                std::thread::sleep(jitter(options));
-            }
-            Err(Error::Migration(err)) if migration_busy(&err) => {
+            Err(err) if err.db_error().is_some_and(is_retryable) => {
                 if attempt == attempts {
                     break;
                 }
@@ -632,7 +757,19 @@ pub(crate) fn retry<T>(options: &Options, mut op: impl FnMut() -> Result<T>) -> 
             other => return other,
         }
     }
-    Err(Error::Locked)
+    Err(E::from(Error::Locked))
+}
+
+/// [`retry_with`] for operations that fail with this crate's [`Error`].
+pub(crate) fn retry<T>(options: &Options, op: impl FnMut() -> Result<T>) -> Result<T> {
+    retry_with(options, op)
+}
+
+fn is_retryable(err: &Error) -> bool {
+    match err {
+        Error::Migration(err) => migration_busy(err),
+        other => other.is_retryable(),
+    }
 }
 
 fn jitter(options: &Options) -> Duration {
@@ -700,7 +837,11 @@ mod tests {
             Database::known_schema_version()
         );
         let n: i64 = db
-            .read(|c| Ok(c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?))
+            .read(|tx| -> Result<i64> {
+                Ok(tx
+                    .conn()
+                    .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?)
+            })
             .unwrap();
         assert_eq!(n, 0);
     }

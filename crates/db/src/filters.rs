@@ -12,8 +12,8 @@
 
 use rusqlite::{Connection, Row};
 use sea_query::{
-    Alias, Asterisk, Cond, Expr, ExprTrait, LikeExpr, Order, Query, SelectStatement,
-    SqliteQueryBuilder,
+    Alias, Asterisk, BinOper, CommonTableExpression, Cond, Expr, ExprTrait, LikeExpr, Order, Query,
+    SelectStatement, SqliteQueryBuilder, UnionType, WithClause,
 };
 use sea_query_rusqlite::RusqliteBinder;
 
@@ -53,6 +53,11 @@ pub enum ParentFilter {
     Child,
     /// Only the children of this session.
     Of(String),
+    /// The conversations a user started or chose to make, each once, at its live end:
+    /// sessions without a parent and forks, except that one carried on by a compaction
+    /// continuation shows as the newest continuation of its chain instead (the tip:
+    /// a session no continuation carries on). Tasks and title sessions are left out.
+    Conversations,
 }
 
 /// Sort order of [`list_sessions`]; ties are broken by id, descending (ascending for
@@ -174,6 +179,14 @@ impl SessionFilter {
             }
             ParentFilter::Child => cond = cond.add(c("parent_session_id").is_not_null()),
             ParentFilter::Of(id) => cond = cond.add(c("parent_session_id").eq(id.as_str())),
+            ParentFilter::Conversations => {
+                cond = cond
+                    .add(c("id").binary(
+                        BinOper::In,
+                        Expr::SubQuery(None, Box::new(conversation_chains().into())),
+                    ))
+                    .add(Expr::exists(continuations_of_this_session()).not());
+            }
         }
         match self.archived {
             Some(true) => cond = cond.add(c("archived_at").is_not_null()),
@@ -270,6 +283,57 @@ impl SessionFilter {
     }
 }
 
+/// Every session of a conversation chain: roots and forks, and the compaction
+/// continuations that carry them on (followed down `continuation` children; `UNION`
+/// keeps a corrupt cycle of parent links from looping).
+fn conversation_chains() -> sea_query::WithQuery {
+    let s = |name: &str| col("s", name);
+    let mut base = Query::select()
+        .column((Alias::new("sessions"), Alias::new("id")))
+        .from(Alias::new("sessions"))
+        .cond_where(
+            Cond::any()
+                .add(col("sessions", "parent_session_id").is_null())
+                .add(col("sessions", "kind").eq("fork")),
+        )
+        .to_owned();
+    let step = Query::select()
+        .column((Alias::new("s"), Alias::new("id")))
+        .from_as(Alias::new("sessions"), Alias::new("s"))
+        .inner_join(
+            Alias::new("chain"),
+            s("parent_session_id").equals((Alias::new("chain"), Alias::new("id"))),
+        )
+        .and_where(s("kind").eq("continuation"))
+        .to_owned();
+    base.union(UnionType::Distinct, step);
+    let mut cte = CommonTableExpression::new();
+    cte.query(base)
+        .column(Alias::new("id"))
+        .table_name(Alias::new("chain"));
+    let select = Query::select()
+        .column(Alias::new("id"))
+        .from(Alias::new("chain"))
+        .to_owned();
+    WithClause::new()
+        .recursive(true)
+        .cte(cte)
+        .to_owned()
+        .query(select)
+}
+
+/// The continuations of the outer query's session (it is not a chain's tip when any).
+fn continuations_of_this_session() -> SelectStatement {
+    Query::select()
+        .expr(Expr::val(1))
+        .from_as(Alias::new("sessions"), Alias::new("next"))
+        .and_where(
+            col("next", "parent_session_id").equals((Alias::new("sessions"), Alias::new("id"))),
+        )
+        .and_where(col("next", "kind").eq("continuation"))
+        .to_owned()
+}
+
 /// The sessions matching `filter`, in its order.
 pub fn list_sessions(
     conn: &Connection,
@@ -353,8 +417,8 @@ mod tests {
             };
             let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
             let plan: Vec<String> = db
-                .read(|conn| {
-                    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                .read(|tx| -> crate::Result<_> {
+                    let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
                     let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
                     Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
                 })

@@ -39,7 +39,12 @@ pub struct DbInfo {
 impl Database {
     /// Path, schema versions, row counts and file sizes.
     pub fn info(&self) -> Result<DbInfo> {
-        let (schema_version, tables) = self.read(|conn| {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.postgres() {
+            return pg.info(&TABLES);
+        }
+        let (schema_version, tables) = self.read(|tx| -> Result<_> {
+            let conn = tx.conn();
             let version = migrate::current_version(conn)?;
             let mut tables = Vec::with_capacity(TABLES.len());
             for table in TABLES {

@@ -2,9 +2,16 @@
 //!
 //! - [`Database`]: opens the file (private modes, WAL, foreign keys, a short busy timeout),
 //!   migrates the schema from `sql/migrations`, and offers [`Database::write`] (retried
-//!   `BEGIN IMMEDIATE` transactions) and [`Database::read`] (read-only connections that
-//!   never take the write lock); [`Database::open_read_only`] for files this process may
-//!   not write; [`Database::check`] and [`Database::vacuum`] for maintenance.
+//!   `BEGIN IMMEDIATE` transactions, with actions queued to run after COMMIT) and
+//!   [`Database::read`] (read-only connections that never take the write lock), both
+//!   generic over the caller's error type ([`TxError`]); [`Database::open_read_only`] for
+//!   files this process may not write; [`Database::check`] and [`Database::vacuum`] for
+//!   maintenance.
+//! - [`Tx`], [`ReadTx`] and [`Queryable`]: what those closures get — the connection for
+//!   the generated functions (`queries::get_session(tx.conn(), id)`), the clock, and
+//!   [`Tx::after_commit`].
+//! - [`Clock`]: where every stored time comes from ([`Options::clock`]); [`ManualClock`]
+//!   and [`Clock::ticking`] for tests.
 //! - [`queries`]: the typed functions sqlgen generates from `sql/queries`.
 //! - [`filters`]: sea-query builders for the queries whose shape depends on the caller
 //!   (optional filters, IN lists, sort orders).
@@ -13,6 +20,8 @@
 //!
 //! All SQL lives in `sql/` or in the builders here; services call typed functions only.
 
+mod backend;
+mod clock;
 mod database;
 mod error;
 pub mod filters;
@@ -20,15 +29,22 @@ pub mod ids;
 mod info;
 mod maintenance;
 mod migrate;
+#[cfg(feature = "postgres")]
+mod pg;
 pub mod queries;
+#[cfg(feature = "postgres")]
+pub use pg::{copy, events};
 pub mod search;
+mod tx;
 
+pub use clock::{Clock, ManualClock};
 pub use database::{CheckpointReport, Database, Options};
-pub use error::{Error, Result};
+pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
 pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
+pub use tx::{Backend, Queryable, ReadTx, Tx, TxError};
 
 /// Re-exported so dependants name the same driver version the generated code uses.
 pub use rusqlite;

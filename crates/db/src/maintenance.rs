@@ -93,6 +93,11 @@ impl Database {
     /// transaction that is rolled back, so they wait for other writers like a write does,
     /// and on a read-only database they are skipped ([`IndexStatus::SkippedReadOnly`]).
     pub fn check(&self) -> Result<IntegrityReport> {
+        if self.backend() == crate::Backend::Postgres {
+            return Err(Error::InvalidInput(
+                "the integrity check is SQLite's; it does not run on PostgreSQL yet".to_owned(),
+            ));
+        }
         match self.path() {
             Some(path) => {
                 let conn = self.fresh_connection(path)?;

@@ -1,4 +1,4 @@
-//! Schema migrations: the refinery migrations embedded from `sql/migrations`, applied inside
+//! Schema migrations: the refinery migrations embedded from `sql/migrations/sqlite`, applied inside
 //! the caller's `BEGIN IMMEDIATE` transaction.
 //!
 //! refinery's own rusqlite driver opens a deferred transaction per step, so two processes
@@ -22,7 +22,7 @@ use time::format_description::well_known::Rfc3339;
 use crate::{Error, Result};
 
 mod embedded {
-    refinery::embed_migrations!("../../sql/migrations");
+    refinery::embed_migrations!("../../sql/migrations/sqlite");
 }
 
 /// refinery's history table.

@@ -30,7 +30,8 @@ fn child_writer() {
     let rows: usize = rows.parse().unwrap();
     let db = Database::open(&path).unwrap();
     for i in 0..rows {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             message_with_part(
                 tx,
                 &session_id,
@@ -73,7 +74,8 @@ fn four_processes_append_without_loss() {
     eprintln!("{PROCESSES}×{ROWS} rows in {:?}", started.elapsed());
 
     let db = Database::open(&path).unwrap();
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         assert_eq!(ok, "ok");
         for s in &sessions {
@@ -113,7 +115,8 @@ fn a_lock_held_past_the_budget_is_reported_as_locked() {
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let mut runs = 0;
     let err = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             runs += 1;
             message_with_part(tx, &s, "user", "text", &text("blocked"))
         })
@@ -124,13 +127,19 @@ fn a_lock_held_past_the_budget_is_reported_as_locked() {
     assert_eq!(runs, 0);
     // Reads don't need the write lock.
     let n: i64 = db
-        .read(|c| Ok(c.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(c.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?)
+        })
         .unwrap();
     assert_eq!(n, 0);
 
     holder.execute_batch("COMMIT").unwrap();
-    db.write(|tx| message_with_part(tx, &s, "user", "text", &text("free")))
-        .unwrap();
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        message_with_part(tx, &s, "user", "text", &text("free"))
+    })
+    .unwrap();
 }
 
 #[test]
@@ -143,7 +152,8 @@ fn threads_sharing_one_database_all_count() {
             let s = s.clone();
             std::thread::spawn(move || {
                 for _ in 0..50 {
-                    db.write(|tx| {
+                    db.write(|tx| -> scribe_db::Result<_> {
+                        let tx = tx.conn();
                         tx.execute(
                             "UPDATE sessions SET input_tokens = input_tokens + 3, \
                              estimated_cost_usd = estimated_cost_usd + 0.5 WHERE id = ?1",
@@ -160,7 +170,8 @@ fn threads_sharing_one_database_all_count() {
         h.join().unwrap();
     }
     let (tokens, cost): (i64, f64) = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(c.query_row(
                 "SELECT input_tokens, estimated_cost_usd FROM sessions WHERE id = ?1",
                 [&s],

@@ -41,7 +41,8 @@ fn damaged_database(path: &Path, version: Option<i64>) -> (String, Vec<(String, 
         let s = session(&db, "cli");
         let rows: Vec<_> = (0..3)
             .map(|i| {
-                db.write(|tx| {
+                db.write(|tx| -> scribe_db::Result<_> {
+                    let tx = tx.conn();
                     message_with_part(tx, &s, "user", "text", &text(&format!("quill {i}")))
                 })
                 .unwrap()
@@ -63,7 +64,7 @@ fn a_damaged_part_is_not_searchable_but_does_not_break_search() {
     let path = dir.path().join("d.db");
     let (_, rows) = damaged_database(&path, None);
     let db = Database::open(&path).unwrap();
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> { let c = c.conn();
         let text: Option<String> =
             c.query_row("SELECT search_text FROM parts WHERE id = ?1", [&rows[1].1], |r| r.get(0))?;
         assert_eq!(text, None);
@@ -95,7 +96,8 @@ fn overwriting_a_damaged_part_repairs_it_and_the_indexes() {
     let path = dir.path().join("d.db");
     let (_, rows) = damaged_database(&path, None);
     let db = Database::open(&path).unwrap();
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         let changed = tx.execute(
             "UPDATE parts SET data = ?1 WHERE id = ?2",
             [text("repaired quill"), rows[1].1.clone()],
@@ -106,7 +108,8 @@ fn overwriting_a_damaged_part_repairs_it_and_the_indexes() {
     .unwrap();
     assert_eq!(check_problems(&db), Vec::<String>::new());
     assert_derived_exact(&db);
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert_eq!(hits(c, "parts_fts", "repaired"), vec![rows[1].1.clone()]);
         assert_eq!(hits(c, "parts_fts", "quill").len(), 3);
         assert_eq!(hits(c, "parts_fts_trigram", "pair").len(), 1);
@@ -122,7 +125,8 @@ fn overwriting_a_damaged_part_with_an_unsearchable_one_drops_its_tokens() {
     let (_, rows) = damaged_database(&path, None);
     let db = Database::open(&path).unwrap();
     // search_text stays NULL → NULL, so only the json_valid(old.data) arm fires the trigger.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "UPDATE parts SET type = 'finish', data = '{\"type\":\"finish\"}' WHERE id = ?1",
             [&rows[1].1],
@@ -131,7 +135,8 @@ fn overwriting_a_damaged_part_with_an_unsearchable_one_drops_its_tokens() {
     })
     .unwrap();
     assert_eq!(check_problems(&db), Vec::<String>::new());
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert_eq!(hits(c, "parts_fts", "quill").len(), 2);
         Ok(())
     })
@@ -145,7 +150,8 @@ fn deleting_a_damaged_part_message_or_session_leaves_exact_indexes() {
         let path = dir.path().join("d.db");
         let (session, rows) = damaged_database(&path, None);
         let db = Database::open(&path).unwrap();
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let changed = match what {
                 "part" => tx.execute("DELETE FROM parts WHERE id = ?1", [&rows[1].1])?,
                 "message" => tx.execute("DELETE FROM messages WHERE id = ?1", [&rows[1].0])?,
@@ -158,7 +164,10 @@ fn deleting_a_damaged_part_message_or_session_leaves_exact_indexes() {
         assert_eq!(check_problems(&db), Vec::<String>::new(), "{what}");
         assert_derived_exact(&db);
         let left = db
-            .read(|c| Ok(hits(c, "parts_fts", "quill").len()))
+            .read(|c| -> scribe_db::Result<_> {
+                let c = c.conn();
+                Ok(hits(c, "parts_fts", "quill").len())
+            })
             .unwrap();
         assert_eq!(left, if what == "session" { 0 } else { 2 }, "{what}");
     }
@@ -201,7 +210,8 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
         let db = Database::open_at_version(&path, 2).unwrap();
         let s = session(&db, "cli");
         for i in 0..30 {
-            db.write(|tx| {
+            db.write(|tx| -> scribe_db::Result<_> {
+                let tx = tx.conn();
                 let data = if i % 3 == 0 {
                     tool(
                         "grep",
@@ -217,7 +227,8 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
             .unwrap();
         }
         // Gaps in seq, so a renumbering copy would show.
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 "DELETE FROM messages WHERE id IN (SELECT message_id FROM parts WHERE seq % 4 = 0)",
                 [],
@@ -225,7 +236,8 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
             Ok(())
         })
         .unwrap();
-        db.read(|c| {
+        db.read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             let rows: Vec<(i64, String, String, Option<String>)> = c
                 .prepare("SELECT seq, id, data, search_text FROM parts ORDER BY seq")?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
@@ -250,7 +262,8 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
     );
     assert_eq!(report.applied[0].version, 3);
     assert_eq!(report.applied[0].name, "part_search_guard");
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         let rows: Vec<(i64, String, String, Option<String>)> = c
             .prepare("SELECT seq, id, data, search_text FROM parts ORDER BY seq")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
@@ -281,13 +294,25 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
     // The rebuilt table keeps its CHECK, foreign key and uniqueness.
     let s = session(&db, "cli");
     let (m, _) = db
-        .write(|tx| message_with_part(tx, &s, "user", "text", &text("after")))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "user", "text", &text("after"))
+        })
         .unwrap();
-    let bad_json = db.write(|tx| add_part(tx, "prt_x", &m, &s, 1, "text", "{oops"));
+    let bad_json = db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        add_part(tx, "prt_x", &m, &s, 1, "text", "{oops")
+    });
     assert!(bad_json.is_err());
-    let bad_fk = db.write(|tx| add_part(tx, "prt_y", "msg_none", &s, 1, "text", &text("x")));
+    let bad_fk = db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        add_part(tx, "prt_y", "msg_none", &s, 1, "text", &text("x"))
+    });
     assert!(bad_fk.is_err());
-    let dup = db.write(|tx| add_part(tx, "prt_z", &m, &s, 0, "text", &text("x")));
+    let dup = db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        add_part(tx, "prt_z", &m, &s, 0, "text", &text("x"))
+    });
     assert!(
         matches!(dup, Err(scribe_db::Error::Conflict { .. })),
         "{dup:?}"
@@ -304,17 +329,29 @@ fn migrating_with_a_damaged_row_already_present_succeeds_and_keeps_it() {
         db.schema_version().unwrap(),
         Database::known_schema_version()
     );
-    let data = db.read(|c| Ok(q::get_part(c, &rows[1].1)?.data)).unwrap();
+    let data = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_part(c, &rows[1].1)?.data)
+        })
+        .unwrap();
     assert_eq!(data, r#" "text":"quill 1","type":"text"}"#);
     // CHECK constraints are back on for every later write.
     let (m, s) = (rows[0].0.clone(), {
-        db.read(|c| Ok(c.query_row("SELECT id FROM sessions", [], |r| r.get::<_, String>(0))?))
-            .unwrap()
+        db.read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(c.query_row("SELECT id FROM sessions", [], |r| r.get::<_, String>(0))?)
+        })
+        .unwrap()
     });
-    let bad = db.write(|tx| add_part(tx, "prt_x", &m, &s, 5, "text", "{oops"));
+    let bad = db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        add_part(tx, "prt_x", &m, &s, 5, "text", "{oops")
+    });
     assert!(bad.is_err(), "CHECK (json_valid(data)) was left off");
     // And the damaged row can be deleted, leaving exact indexes.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("DELETE FROM parts WHERE id = ?1", [&rows[1].1])?;
         Ok(())
     })

@@ -1,18 +1,32 @@
-//! Errors crossing `Database::write`: a service layer's error comes out whole (text, causes,
-//! type), is not retried, and rolls the transaction back; a duplicate id is a `Conflict`
-//! carrying SQLite's text.
+//! Errors crossing `Database::write`: a service layer's own error comes out whole (type,
+//! text, causes), is not retried, and rolls the transaction back; a duplicate id is a
+//! `Conflict` carrying SQLite's text.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use common::*;
+use rusqlite::OptionalExtension;
 use scribe_db::queries as q;
 use scribe_db::{Database, Error};
 
-/// Stands in for a service's decode error with a cause of its own.
+/// Stands in for a service's error: a decode error with a cause of its own, or the
+/// database's.
 #[derive(Debug, thiserror::Error)]
-#[error("part {0} is corrupt")]
-struct CorruptPart(String, #[source] serde_json::Error);
+enum ServiceError {
+    #[error("part {0} is corrupt")]
+    CorruptPart(String, #[source] serde_json::Error),
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+impl From<rusqlite::Error> for ServiceError {
+    fn from(err: rusqlite::Error) -> Self {
+        ServiceError::Db(err.into())
+    }
+}
+
+scribe_db::impl_tx_error!(ServiceError, ServiceError::Db);
 
 fn decode_error() -> serde_json::Error {
     serde_json::from_str::<serde_json::Value>("{\"type\":").unwrap_err()
@@ -25,21 +39,23 @@ fn a_service_error_is_returned_once_whole_and_rolls_back() {
     let mut tries = 0;
     let mut written = String::new();
     let err = db
-        .write(|tx| -> scribe_db::Result<()> {
+        .write(|tx| -> Result<(), ServiceError> {
             tries += 1;
             written = scribe_db::ids::new_id(scribe_db::ids::Prefix::Session);
-            q::create_session(tx, &new_session(&written, "cli"))?;
-            Err(Error::service(CorruptPart("prt_1".into(), decode_error())))
+            q::create_session(tx.conn(), &new_session(&written, "cli"))?;
+            Err(ServiceError::CorruptPart("prt_1".into(), decode_error()))
         })
         .unwrap_err();
     assert_eq!(tries, 1, "a service error is not retried");
-    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert!(matches!(err, ServiceError::CorruptPart(..)), "{err:?}");
     assert_eq!(err.to_string(), "part prt_1 is corrupt");
     let cause = std::error::Error::source(&err).unwrap();
     assert_eq!(cause.to_string(), decode_error().to_string());
-    assert_eq!(err.service_error::<CorruptPart>().unwrap().0, "prt_1");
+    assert!(matches!(&err, ServiceError::CorruptPart(id, _) if id == "prt_1"));
 
-    let found = db.read(|c| Ok(q::get_session(c, &written).ok())).unwrap();
+    let found = db
+        .read(|tx| -> scribe_db::Result<_> { Ok(q::get_session(tx.conn(), &written).optional()?) })
+        .unwrap();
     assert!(found.is_none(), "the session insert was rolled back");
 }
 
@@ -48,8 +64,8 @@ fn a_duplicate_id_is_a_conflict_naming_the_column() {
     let db = Database::open_in_memory().unwrap();
     let id = session(&db, "cli");
     let err = db
-        .write(|tx| {
-            q::create_session(tx, &new_session(&id, "cli"))?;
+        .write(|tx| -> scribe_db::Result<()> {
+            q::create_session(tx.conn(), &new_session(&id, "cli"))?;
             Ok(())
         })
         .unwrap_err();

@@ -24,25 +24,22 @@ fn fill(db: &Database) {
     let models = ["m-a", "m-b", "m-c"];
     for i in 0..40_i64 {
         let id = new_id(Prefix::Session);
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<()> {
             let mut params = new_session(&id, if i % 2 == 0 { "cli" } else { "tui" });
             params.now = 1_000 + i % 7;
             params.model = Some(models[(i % 3) as usize]);
-            q::create_session(tx, &params)?;
-            q::add_session_usage(
-                tx,
-                &q::AddSessionUsageParams {
-                    input_tokens: (i % 5) * 10,
-                    output_tokens: i % 2,
-                    cache_read_tokens: 0,
-                    cache_write_tokens: 0,
-                    reasoning_tokens: 0,
-                    api_call_count: 1,
-                    estimated_cost_usd: (i % 4) as f64 * 0.1,
-                    now: 2_000 + i % 6,
-                    id: &id,
-                },
-            )?;
+            tx.q().create_session(&params)?;
+            tx.q().add_session_usage(&q::AddSessionUsageParams {
+                input_tokens: (i % 5) * 10,
+                output_tokens: i % 2,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reasoning_tokens: 0,
+                api_call_count: 1,
+                estimated_cost_usd: (i % 4) as f64 * 0.1,
+                now: 2_000 + i % 6,
+                id: &id,
+            })?;
             Ok(())
         })
         .unwrap();
@@ -65,7 +62,8 @@ fn key(order: SessionOrder, row: &q::SessionRow) -> SortValue {
 }
 
 fn ids(db: &Database, filter: &SessionFilter) -> Vec<q::SessionRow> {
-    db.read(|c| Ok(filters::list_sessions(c, filter)?)).unwrap()
+    db.read(|tx| -> scribe_db::Result<_> { Ok(filters::list_sessions(tx.conn(), filter)?) })
+        .unwrap()
 }
 
 #[test]
@@ -126,9 +124,9 @@ fn the_model_filter_keeps_only_those_models() {
     assert_eq!(rows.len(), 13);
     assert!(rows.iter().all(|r| r.model.as_deref() == Some("m-b")));
     let n = db
-        .read(|c| {
+        .read(|tx| -> scribe_db::Result<_> {
             Ok(filters::count_sessions(
-                c,
+                tx.conn(),
                 &SessionFilter {
                     models: vec!["m-b".into(), "none".into()],
                     ..SessionFilter::default()

@@ -11,7 +11,8 @@ fn filled(path: &std::path::Path, messages: usize) -> (Database, String) {
     let db = Database::open(path).unwrap();
     let s = session(&db, "cli");
     for i in 0..messages {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             message_with_part(
                 tx,
                 &s,
@@ -45,7 +46,8 @@ fn check_reports_a_healthy_database_as_ok() {
 fn check_finds_an_index_that_drifted_from_the_rows() {
     let dir = tempfile::tempdir().unwrap();
     let (db, _) = filled(&dir.path().join("d.db"), 5);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "INSERT INTO parts_fts_trigram (parts_fts_trigram, rowid, search_text) \
              SELECT 'delete', seq, search_text FROM parts ORDER BY seq LIMIT 1",
@@ -77,15 +79,19 @@ fn check_has_no_false_alarm_after_another_connection_rebuilds_an_index() {
     let path = dir.path().join("f.db");
     let (db, _) = filled(&path, 30);
     // Warm a pooled reader: it now caches the FTS5 structure.
-    db.read(|c| Ok(hits(c, "parts_fts", "maintenance").len()))
-        .unwrap();
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
+        Ok(hits(c, "parts_fts", "maintenance").len())
+    })
+    .unwrap();
     let other = rusqlite::Connection::open(&path).unwrap();
     other
         .execute("INSERT INTO parts_fts (parts_fts) VALUES ('rebuild')", [])
         .unwrap();
     drop(other);
     let stale: Vec<String> = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             let mut rows = Vec::new();
             c.pragma_query(None, "integrity_check", |r| {
                 rows.push(r.get(0)?);
@@ -100,7 +106,10 @@ fn check_has_no_false_alarm_after_another_connection_rebuilds_an_index() {
     assert!(report.is_ok(), "{:?}", report.problems());
     // Searches on the pooled reader are still right.
     let n = db
-        .read(|c| Ok(hits(c, "parts_fts", "maintenance").len()))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(hits(c, "parts_fts", "maintenance").len())
+        })
         .unwrap();
     assert_eq!(n, 30);
 }
@@ -110,7 +119,8 @@ fn vacuum_shrinks_the_file_and_keeps_rows_and_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v.db");
     let (db, s) = filled(&path, 300);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "DELETE FROM messages WHERE session_id = ?1 AND rowid % 10 != 0",
             [&s],
@@ -125,12 +135,18 @@ fn vacuum_shrinks_the_file_and_keeps_rows_and_indexes() {
     assert!(db.check().unwrap().is_ok());
     assert_derived_exact(&db);
     let n = db
-        .read(|c| Ok(hits(c, "parts_fts", "maintenance").len()))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(hits(c, "parts_fts", "maintenance").len())
+        })
         .unwrap();
     assert_eq!(n, 30);
     // Still writable afterwards.
-    db.write(|tx| message_with_part(tx, &s, "user", "text", &text("after vacuum")))
-        .unwrap();
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        message_with_part(tx, &s, "user", "text", &text("after vacuum"))
+    })
+    .unwrap();
     assert_eq!(
         Database::open_in_memory()
             .unwrap()
@@ -175,7 +191,8 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let (db, s) = filled(&dir.path().join("full.db"), 3);
     let limit = |extra: Option<i64>| {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
             let max = extra.map_or(1 << 30, |e| pages + e);
             tx.query_row(&format!("PRAGMA max_page_count = {max}"), [], |_| Ok(()))?;
@@ -185,14 +202,20 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
     };
     limit(Some(1));
     let err = db
-        .write(|tx| message_with_part(tx, &s, "user", "text", &text(&"big ".repeat(50_000))))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "user", "text", &text(&"big ".repeat(50_000)))
+        })
         .unwrap_err();
     assert!(matches!(err, Error::DiskFull(_)), "{err:?}");
     assert_eq!(err.to_string(), "database or disk is full");
     assert!(!err.is_busy());
     limit(None);
-    db.write(|tx| message_with_part(tx, &s, "user", "text", &text(&"big ".repeat(50_000))))
-        .unwrap();
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        message_with_part(tx, &s, "user", "text", &text(&"big ".repeat(50_000)))
+    })
+    .unwrap();
     assert_derived_exact(&db);
 }
 
@@ -200,7 +223,10 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
 fn storage_errors_show_sqlite_message() {
     let db = Database::open_in_memory().unwrap();
     let err = db
-        .read(|c| Ok(c.query_row("SELECT nope FROM sessions", [], |r| r.get::<_, i64>(0))?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(c.query_row("SELECT nope FROM sessions", [], |r| r.get::<_, i64>(0))?)
+        })
         .unwrap_err();
     assert!(matches!(err, Error::Storage(_)), "{err:?}");
     assert!(

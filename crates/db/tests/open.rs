@@ -19,7 +19,8 @@ fn new_directory_and_file_are_private() {
     assert_eq!(mode(path.parent().unwrap()), 0o700);
     assert_eq!(mode(&dir.path().join("nested")), 0o700);
     assert_eq!(mode(&path), 0o600);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)",
             [],
@@ -36,7 +37,8 @@ fn pragmas_are_set() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("p.db")).unwrap();
     let (journal, fk, sync): (String, i64, i64) = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             Ok((
                 tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?,
                 tx.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?,
@@ -47,7 +49,8 @@ fn pragmas_are_set() {
     assert_eq!((journal.as_str(), fk, sync), ("wal", 1, 1));
     // Readers are separate connections that cannot write.
     let err = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             c.execute(
                 "INSERT INTO sessions (id, created_at, updated_at) VALUES ('r', 1, 1)",
                 [],
@@ -88,8 +91,11 @@ fn checkpoints_run_every_n_writes_and_on_demand() {
 
     let s = session(&db, "cli"); // write 1
     let add = |i: usize| {
-        db.write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("m{i}"))))
-            .unwrap();
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "user", "text", &text(&format!("m{i}")))
+        })
+        .unwrap();
     };
     add(0); // write 2
     assert_eq!(
@@ -141,8 +147,11 @@ fn no_periodic_checkpoint_when_disabled_or_in_memory() {
     let db = Database::open_with(dir.path().join("off.db"), options).unwrap();
     let s = session(&db, "cli");
     for i in 0..5 {
-        db.write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("m{i}"))))
-            .unwrap();
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "user", "text", &text(&format!("m{i}")))
+        })
+        .unwrap();
     }
     assert_eq!(db.checkpoints_run(), 0);
 
@@ -167,7 +176,8 @@ fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
         for s in &sessions {
             for i in 0..20 {
                 let (m, _) = old
-                    .write(|tx| {
+                    .write(|tx| -> scribe_db::Result<_> {
+                        let tx = tx.conn();
                         message_with_part(tx, s, "user", "text", &text(&format!("row {i}")))
                     })
                     .unwrap();
@@ -185,7 +195,8 @@ fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
     let report = db.migration_report();
     assert_eq!(report.from, 1);
     assert_eq!(report.to, Database::known_schema_version());
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         let ids = |sql: &str| -> Vec<String> {
             let mut stmt = c.prepare(sql).unwrap();
             stmt.query_map([], |r| r.get(0))
@@ -221,7 +232,8 @@ fn opening_twice_is_a_no_op() {
     assert!(report.applied.is_empty(), "{report:?}");
     assert_eq!(report.from, report.to);
     let n: i64 = second
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(
                 c.query_row("SELECT count(*) FROM sessions WHERE id = ?1", [&s], |r| {
                     r.get(0)
@@ -294,9 +306,12 @@ fn opening_a_current_database_does_not_wait_for_the_write_lock() {
     };
     let db = Database::open_with(&path, impatient.clone()).unwrap();
     assert!(db.migration_report().applied.is_empty());
-    assert!(matches!(db.write(|_| Ok(())), Err(Error::Locked)));
+    assert!(matches!(
+        db.write(|_| -> scribe_db::Result<_> { Ok(()) }),
+        Err(Error::Locked)
+    ));
     holder.execute_batch("COMMIT").unwrap();
-    db.write(|_| Ok(())).unwrap();
+    db.write(|_| -> scribe_db::Result<_> { Ok(()) }).unwrap();
 
     // A database that needs migrating still takes the lock (and so waits for it).
     let fresh = dir.path().join("fresh.db");
@@ -316,13 +331,19 @@ fn every_static_query_prepares() {
     let db = Database::open_in_memory().unwrap();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sql/queries");
     let mut checked = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    // The shared queries and SQLite's own spellings (sql/queries/sqlite).
+    let files = std::fs::read_dir(dir)
+        .unwrap()
+        .chain(std::fs::read_dir(format!("{dir}/sqlite")).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"));
+    for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for block in text.split("-- name: ").skip(1) {
             let (name, sql) = block.split_once('\n').unwrap();
             let sql = plain_sqlite(sql);
-            db.read(|c| {
+            db.read(|c| -> scribe_db::Result<_> {
+                let c = c.conn();
                 c.prepare(&sql)
                     .unwrap_or_else(|e| panic!("{}: {name}: {e}", path.display()));
                 Ok(())

@@ -16,7 +16,8 @@ use serde_json::json;
 
 fn child(db: &Database, parent: &str, kind: &str, created_at: i64) -> String {
     let id = new_id(Prefix::Session);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         let mut params = new_session(&id, "cli");
         params.parent_session_id = Some(parent);
         params.kind = kind;
@@ -30,7 +31,8 @@ fn child(db: &Database, parent: &str, kind: &str, created_at: i64) -> String {
 
 fn titled(db: &Database, title: &str) -> String {
     let id = new_id(Prefix::Session);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         let mut params = new_session(&id, "cli");
         params.title = Some(title);
         q::create_session(tx, &params)?;
@@ -45,7 +47,8 @@ fn end_first_wins_reopen_archive() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
     let end = |reason: &str, now: i64| {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             Ok(q::end_session(
                 tx,
                 &q::EndSessionParams {
@@ -59,39 +62,62 @@ fn end_first_wins_reopen_archive() {
     };
     assert_eq!(end("user_exit", 100), 1);
     assert_eq!(end("timeout", 200), 0);
-    let row = db.read(|c| Ok(q::get_session(c, &s)?)).unwrap();
+    let row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, &s)?)
+        })
+        .unwrap();
     assert_eq!(
         (row.ended_at, row.end_reason.as_deref()),
         (Some(100), Some("user_exit"))
     );
 
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         Ok(q::reopen_session(
             tx,
             &q::ReopenSessionParams { now: 300, id: &s },
         )?)
     })
     .unwrap();
-    let row = db.read(|c| Ok(q::get_session(c, &s)?)).unwrap();
+    let row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, &s)?)
+        })
+        .unwrap();
     assert_eq!((row.ended_at, row.end_reason), (None, None));
 
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         Ok(q::archive_session(
             tx,
             &q::ArchiveSessionParams { now: 400, id: &s },
         )?)
     })
     .unwrap();
-    let row = db.read(|c| Ok(q::get_session(c, &s)?)).unwrap();
+    let row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, &s)?)
+        })
+        .unwrap();
     assert_eq!(row.archived_at, Some(400));
 
     let missing = db
-        .read(|c| Ok(q::get_session(c, "ses_missing").optional()?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, "ses_missing").optional()?)
+        })
         .unwrap();
     assert!(missing.is_none());
     assert_eq!(
-        db.write(|tx| Ok(q::delete_session(tx, "ses_missing")?))
-            .unwrap(),
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            Ok(q::delete_session(tx, "ses_missing")?)
+        })
+        .unwrap(),
         0
     );
 }
@@ -102,7 +128,8 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
     let parent = session(&db, "cli");
     let task = child(&db, &parent, "task", 10);
     let add = |id: &str, tokens: i64, cost: f64| {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             q::add_session_usage(
                 tx,
                 &q::AddSessionUsageParams {
@@ -124,7 +151,8 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
     add(&parent, 10, 0.25);
     add(&task, 100, 1.0);
     add(&task, 100, 1.0);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         q::add_session_actual_cost(
             tx,
             &q::AddSessionActualCostParams {
@@ -143,7 +171,12 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
         Ok(())
     })
     .unwrap();
-    let row = db.read(|c| Ok(q::get_session(c, &parent)?)).unwrap();
+    let row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, &parent)?)
+        })
+        .unwrap();
     assert_eq!(row.input_tokens, 210);
     assert_eq!(row.output_tokens, 420);
     assert_eq!(row.api_call_count, 3);
@@ -160,20 +193,47 @@ fn lineage_ancestors_descendants_and_continuation_tip() {
     let task = child(&db, &a, "task", 30);
     let ids = |rows: Vec<q::SessionRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
 
-    let ancestors = db.read(|c| Ok(q::list_session_ancestors(c, &b)?)).unwrap();
+    let ancestors = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_session_ancestors(c, &b)?)
+        })
+        .unwrap();
     assert_eq!(ids(ancestors), vec![root.clone(), a.clone()]);
     let descendants = db
-        .read(|c| Ok(q::list_session_descendants(c, &root)?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_session_descendants(c, &root)?)
+        })
         .unwrap();
     assert_eq!(ids(descendants), vec![a.clone(), b.clone(), task.clone()]);
-    let tip = db.read(|c| Ok(q::get_continuation_tip(c, &root)?)).unwrap();
+    let tip = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_continuation_tip(c, &root)?)
+        })
+        .unwrap();
     assert_eq!(tip.id, b);
-    let tip = db.read(|c| Ok(q::get_continuation_tip(c, &task)?)).unwrap();
+    let tip = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_continuation_tip(c, &task)?)
+        })
+        .unwrap();
     assert_eq!(tip.id, task);
 
     // Deleting the middle keeps its children, unlinked.
-    db.write(|tx| Ok(q::delete_session(tx, &a)?)).unwrap();
-    let b_row = db.read(|c| Ok(q::get_session(c, &b)?)).unwrap();
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        Ok(q::delete_session(tx, &a)?)
+    })
+    .unwrap();
+    let b_row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, &b)?)
+        })
+        .unwrap();
     assert_eq!(b_row.parent_session_id, None);
 }
 
@@ -188,22 +248,32 @@ fn title_lineage_takes_literal_titles_and_the_highest_number() {
     titled(&db, "fix 1000_done #3"); // `%_` are not wildcards
     titled(&db, "fix 100%_done #2 #3"); // a lineage of its own
     let lineage = db
-        .read(|c| Ok(q::list_title_lineage(c, "fix 100%_done")?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_title_lineage(c, "fix 100%_done")?)
+        })
         .unwrap();
     let ids: Vec<_> = lineage.iter().map(|r| r.id.clone()).collect();
     assert_eq!(ids, vec![tenth, second, base]);
     let n = db
-        .read(|c| Ok(q::max_title_lineage_number(c, "fix 100%_done")?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::max_title_lineage_number(c, "fix 100%_done")?)
+        })
         .unwrap();
     assert_eq!(n, 10);
     assert_eq!(
-        db.read(|c| Ok(q::max_title_lineage_number(c, "unused")?))
-            .unwrap(),
+        db.read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::max_title_lineage_number(c, "unused")?)
+        })
+        .unwrap(),
         0
     );
 
     let err = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let id = new_id(Prefix::Session);
             let mut params = new_session(&id, "cli");
             params.title = Some("fix 100%_done");
@@ -222,18 +292,23 @@ fn message_pages_use_stable_cursors() {
     let mut ids = Vec::new();
     for i in 0..10 {
         let (m, _) = db
-            .write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("m{i}"))))
+            .write(|tx| -> scribe_db::Result<_> {
+                let tx = tx.conn();
+                message_with_part(tx, &s, "user", "text", &text(&format!("m{i}")))
+            })
             .unwrap();
         ids.push(m);
     }
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("UPDATE messages SET created_at = 1000", [])?;
         Ok(())
     })
     .unwrap();
     let mut seen = Vec::new();
     let mut page = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(q::list_messages_newest(
                 c,
                 &q::ListMessagesNewestParams {
@@ -246,7 +321,8 @@ fn message_pages_use_stable_cursors() {
     while let Some(last) = page.last().cloned() {
         seen.extend(page.iter().map(|m| m.id.clone()));
         page = db
-            .read(|c| {
+            .read(|c| -> scribe_db::Result<_> {
+                let c = c.conn();
                 Ok(q::list_messages_before(
                     c,
                     &q::ListMessagesBeforeParams {
@@ -262,9 +338,19 @@ fn message_pages_use_stable_cursors() {
     seen.reverse();
     assert_eq!(seen, ids);
 
-    let all = db.read(|c| Ok(q::list_messages(c, &s)?)).unwrap();
+    let all = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_messages(c, &s)?)
+        })
+        .unwrap();
     assert_eq!(all.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), ids);
-    let parts = db.read(|c| Ok(q::list_session_parts(c, &s)?)).unwrap();
+    let parts = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_session_parts(c, &s)?)
+        })
+        .unwrap();
     assert_eq!(
         parts
             .iter()
@@ -273,7 +359,8 @@ fn message_pages_use_stable_cursors() {
         ids
     );
     let by_ids = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(q::list_messages_by_ids(
                 c,
                 &[ids[3].as_str(), ids[1].as_str()],
@@ -281,7 +368,12 @@ fn message_pages_use_stable_cursors() {
         })
         .unwrap();
     assert_eq!(by_ids.len(), 2);
-    let none = db.read(|c| Ok(q::list_messages_by_ids(c, &[])?)).unwrap();
+    let none = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_messages_by_ids(c, &[])?)
+        })
+        .unwrap();
     assert!(none.is_empty());
 }
 
@@ -290,13 +382,17 @@ fn parts_append_update_and_find_by_call_id() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
     let (m, _) = db
-        .write(|tx| message_with_part(tx, &s, "assistant", "text", &text("let me look")))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "assistant", "text", &text("let me look"))
+        })
         .unwrap();
     let running = json!({"type": "tool", "tool": "grep", "call_id": "call_9", "input": {"q": "x"},
                          "state": {"status": "running", "started_at": 1}})
     .to_string();
     let part = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             Ok(q::append_part(
                 tx,
                 &q::AppendPartParams {
@@ -312,7 +408,8 @@ fn parts_append_update_and_find_by_call_id() {
         .unwrap();
     assert_eq!(part.position, 1);
     let found = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(q::get_tool_part_by_call_id(
                 c,
                 &q::GetToolPartByCallIdParams {
@@ -326,7 +423,8 @@ fn parts_append_update_and_find_by_call_id() {
     let done = json!({"type": "tool", "tool": "grep", "call_id": "call_9", "input": {"q": "x"},
                       "state": {"status": "completed", "output": "zebra", "started_at": 1, "ended_at": 2}})
     .to_string();
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         Ok(q::update_part(
             tx,
             &q::UpdatePartParams {
@@ -338,9 +436,19 @@ fn parts_append_update_and_find_by_call_id() {
         )?)
     })
     .unwrap();
-    let row = db.read(|c| Ok(q::get_part(c, &part.id)?)).unwrap();
+    let row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_part(c, &part.id)?)
+        })
+        .unwrap();
     assert!(row.search_text.unwrap().contains("zebra"));
-    let session_row = db.read(|c| Ok(q::get_session(c, &s)?)).unwrap();
+    let session_row = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::get_session(c, &s)?)
+        })
+        .unwrap();
     assert_eq!(
         (session_row.message_count, session_row.tool_call_count),
         (1, 1)
@@ -353,7 +461,8 @@ fn file_versions_count_per_path() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
     let put = |path: &str, content: &str| {
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             Ok(q::create_file_version(
                 tx,
                 &q::CreateFileVersionParams {
@@ -372,7 +481,8 @@ fn file_versions_count_per_path() {
     assert_eq!(put("b.rs", "b1").version, 1);
     assert_eq!(put("a.rs", "v3").version, 3);
     let history = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(q::list_file_versions(
                 c,
                 &q::ListFileVersionsParams {
@@ -389,7 +499,12 @@ fn file_versions_count_per_path() {
             .collect::<Vec<_>>(),
         ["v1", "v2", "v3"]
     );
-    let latest = db.read(|c| Ok(q::list_latest_files(c, &s)?)).unwrap();
+    let latest = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(q::list_latest_files(c, &s)?)
+        })
+        .unwrap();
     assert_eq!(
         latest
             .iter()
@@ -404,7 +519,8 @@ fn session_filters_combine_and_escape_like() {
     let db = Database::open_in_memory().unwrap();
     let make = |source: &str, title: Option<&str>, user: Option<&str>, created: i64| {
         let id = new_id(Prefix::Session);
-        db.write(|tx| {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let mut params = new_session(&id, source);
             params.title = title;
             params.user_id = user;
@@ -419,7 +535,8 @@ fn session_filters_combine_and_escape_like() {
     let b = make("telegram", Some("docker 1000 build"), Some("u2"), 2);
     let c_ = make("cli", None, Some("u1"), 3);
     let d = child(&db, &a, "task", 4);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         q::end_session(
             tx,
             &q::EndSessionParams {
@@ -433,11 +550,14 @@ fn session_filters_combine_and_escape_like() {
     })
     .unwrap();
     let list = |f: SessionFilter| {
-        db.read(|c| Ok(filters::list_sessions(c, &f)?))
-            .unwrap()
-            .into_iter()
-            .map(|r| r.id)
-            .collect::<Vec<_>>()
+        db.read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(filters::list_sessions(c, &f)?)
+        })
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect::<Vec<_>>()
     };
     let by_created = |f: SessionFilter| {
         list(SessionFilter {
@@ -522,7 +642,8 @@ fn session_filters_combine_and_escape_like() {
     });
     assert_eq!(newest_first.first(), Some(&d));
     let n = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(filters::count_sessions(
                 c,
                 &SessionFilter {
@@ -535,13 +656,69 @@ fn session_filters_combine_and_escape_like() {
     assert_eq!(n, 1);
 }
 
+/// `ParentFilter::Conversations`: roots and forks, each at the tip of its compaction
+/// chain; tasks, title sessions and continued (non-tip) sessions are left out.
+#[test]
+fn conversations_are_roots_and_forks_at_their_tips() {
+    let db = Database::open_in_memory().unwrap();
+    let root = child_of_none(&db, 1);
+    let cont = child(&db, &root, "continuation", 2);
+    let tip = child(&db, &cont, "continuation", 3);
+    let plain = child_of_none(&db, 4);
+    let task = child(&db, &plain, "task", 5);
+    let task_cont = child(&db, &task, "continuation", 6);
+    let title = child(&db, &plain, "title", 7);
+    let fork = child(&db, &plain, "fork", 8);
+    let fork_cont = child(&db, &fork, "continuation", 9);
+    let fork_of_task = child(&db, &task, "fork", 10);
+    let filter = SessionFilter {
+        parent: ParentFilter::Conversations,
+        order: SessionOrder::CreatedAsc,
+        ..Default::default()
+    };
+    let listed: Vec<String> = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(filters::list_sessions(c, &filter)?)
+        })
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, vec![tip, plain, fork_cont, fork_of_task]);
+    let n = db
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(filters::count_sessions(c, &filter)?)
+        })
+        .unwrap();
+    assert_eq!(n, 4);
+    for hidden in [root, cont, task, task_cont, title, fork] {
+        assert!(!listed.contains(&hidden));
+    }
+}
+
+fn child_of_none(db: &Database, created_at: i64) -> String {
+    let id = new_id(Prefix::Session);
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        let mut params = new_session(&id, "cli");
+        params.now = created_at;
+        q::create_session(tx, &params)?;
+        Ok(())
+    })
+    .unwrap();
+    id
+}
+
 #[test]
 fn search_filters_ranks_and_never_repeats_a_message() {
     let db = Database::open_in_memory().unwrap();
     let cli = session(&db, "cli");
     let tg = session(&db, "telegram");
     let (m1, _) = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             message_with_part(
                 tx,
                 &cli,
@@ -552,7 +729,8 @@ fn search_filters_ranks_and_never_repeats_a_message() {
         })
         .unwrap();
     // A second docker part in the same message: still one hit.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         add_part(
             tx,
             &new_id(Prefix::Part),
@@ -565,7 +743,8 @@ fn search_filters_ranks_and_never_repeats_a_message() {
     })
     .unwrap();
     let (m2, _) = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             message_with_part(
                 tx,
                 &tg,
@@ -576,10 +755,19 @@ fn search_filters_ranks_and_never_repeats_a_message() {
         })
         .unwrap();
     let (m3, _) = db
-        .write(|tx| message_with_part(tx, &tg, "user", "text", &text("数据库迁移失败")))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &tg, "user", "text", &text("数据库迁移失败"))
+        })
         .unwrap();
 
-    let run = |f: SearchFilter| db.read(|c| Ok(search::search(c, &f)?)).unwrap();
+    let run = |f: SearchFilter| {
+        db.read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(search::search(c, &f)?)
+        })
+        .unwrap()
+    };
     let hits = run(SearchFilter::new(TextQuery::Words("docker".into())));
     let mut ids: Vec<_> = hits.iter().map(|h| h.message_id.clone()).collect();
     ids.sort();
@@ -661,9 +849,13 @@ fn search_looks_past_many_matching_parts_of_one_message() {
     let s = session(&db, "cli");
     // One message whose 40 parts all match strongly, then five that match once each.
     let (big, _) = db
-        .write(|tx| message_with_part(tx, &s, "assistant", "text", &text("needle needle needle")))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "assistant", "text", &text("needle needle needle"))
+        })
         .unwrap();
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         for i in 1..40 {
             add_part(
                 tx,
@@ -682,7 +874,8 @@ fn search_looks_past_many_matching_parts_of_one_message() {
     for i in 0..5 {
         let filler = "hay ".repeat(50);
         let (m, _) = db
-            .write(|tx| {
+            .write(|tx| -> scribe_db::Result<_> {
+                let tx = tx.conn();
                 message_with_part(
                     tx,
                     &s,
@@ -695,7 +888,8 @@ fn search_looks_past_many_matching_parts_of_one_message() {
         others.push(m);
     }
     let hits = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(search::search(
                 c,
                 &SearchFilter {
@@ -711,7 +905,8 @@ fn search_looks_past_many_matching_parts_of_one_message() {
     rest.sort();
     assert_eq!(rest, others);
     let page2 = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(search::search(
                 c,
                 &SearchFilter {

@@ -10,8 +10,11 @@ use common::*;
 use scribe_db::{Database, Error, Options};
 
 fn count(db: &Database, sql: &str) -> i64 {
-    db.read(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
-        .unwrap()
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
+        Ok(c.query_row(sql, [], |r| r.get(0))?)
+    })
+    .unwrap()
 }
 
 #[test]
@@ -37,8 +40,11 @@ fn reads_work_and_writes_are_refused_by_name() {
     {
         let db = Database::open(&path).unwrap();
         let s = session(&db, "cli");
-        db.write(|tx| message_with_part(tx, &s, "user", "text", &text("hello reader")))
-            .unwrap();
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s, "user", "text", &text("hello reader"))
+        })
+        .unwrap();
     }
     let db = Database::open_read_only(&path).unwrap();
     assert!(db.is_read_only());
@@ -49,9 +55,12 @@ fn reads_work_and_writes_are_refused_by_name() {
     assert!(db.migration_report().applied.is_empty());
     assert_eq!(count(&db, "SELECT count(*) FROM messages"), 1);
     assert_eq!(
-        db.read(|c| Ok(hits(c, "parts_fts", "reader")))
-            .unwrap()
-            .len(),
+        db.read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(hits(c, "parts_fts", "reader"))
+        })
+        .unwrap()
+        .len(),
         1
     );
     let err = db
@@ -70,7 +79,10 @@ fn reads_work_and_writes_are_refused_by_name() {
     );
     assert!(matches!(db.vacuum(), Err(Error::ReadOnly { .. })));
     // Even SQL sent through read cannot write.
-    let sneaky = db.read(|c| Ok(c.execute("DELETE FROM messages", [])?));
+    let sneaky = db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
+        Ok(c.execute("DELETE FROM messages", [])?)
+    });
     assert!(sneaky.is_err());
     assert_eq!(count(&db, "SELECT count(*) FROM messages"), 1);
     db.checkpoint().unwrap();
@@ -111,7 +123,10 @@ fn sees_what_a_writer_commits_meanwhile() {
     assert_eq!(count(&reader, "SELECT count(*) FROM messages"), 0);
     for i in 0..3 {
         writer
-            .write(|tx| message_with_part(tx, &s, "user", "text", &text(&format!("live {i}"))))
+            .write(|tx| -> scribe_db::Result<_> {
+                let tx = tx.conn();
+                message_with_part(tx, &s, "user", "text", &text(&format!("live {i}")))
+            })
             .unwrap();
         assert_eq!(count(&reader, "SELECT count(*) FROM messages"), i + 1);
     }

@@ -11,7 +11,8 @@ use scribe_db::Database;
 use serde_json::json;
 
 fn count(db: &Database, session: &str) -> (i64, i64) {
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         Ok(c.query_row(
             "SELECT message_count, tool_call_count FROM sessions WHERE id = ?1",
             [session],
@@ -30,10 +31,14 @@ fn counters_and_both_indexes_stay_exact() {
 
     // Insert: a text message, a tool call, a reasoning part, a CJK text.
     let (m_text, p_text) = db
-        .write(|tx| message_with_part(tx, &s1, "user", "text", &text("deploy the docker image")))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s1, "user", "text", &text("deploy the docker image"))
+        })
         .unwrap();
     let (m_tool, p_tool) = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             message_with_part(
                 tx,
                 &s1,
@@ -48,7 +53,8 @@ fn counters_and_both_indexes_stay_exact() {
         })
         .unwrap();
     let (_, p_reason) = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             message_with_part(
                 tx,
                 &s2,
@@ -59,10 +65,14 @@ fn counters_and_both_indexes_stay_exact() {
         })
         .unwrap();
     let (_, p_cjk) = db
-        .write(|tx| message_with_part(tx, &s2, "user", "text", &text("数据库迁移失败了")))
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
+            message_with_part(tx, &s2, "user", "text", &text("数据库迁移失败了"))
+        })
         .unwrap();
     // A part that is not searched.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         add_part(
             tx,
             "prt_step",
@@ -77,7 +87,8 @@ fn counters_and_both_indexes_stay_exact() {
 
     assert_eq!(count(&db, &s1), (2, 1));
     assert_eq!(count(&db, &s2), (2, 0));
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert_eq!(hits(c, "parts_fts", "docker"), vec![p_text.clone()]);
         // Tool name, input and output are all searchable.
         assert_eq!(hits(c, "parts_fts", "bash"), vec![p_tool.clone()]);
@@ -100,7 +111,8 @@ fn counters_and_both_indexes_stay_exact() {
     assert_derived_exact(&db);
 
     // Update: the tool's output changes; old text is gone from both indexes, new text found.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         let data = tool(
             "bash",
             json!({"command": "kubectl rollout"}),
@@ -113,7 +125,8 @@ fn counters_and_both_indexes_stay_exact() {
         Ok(())
     })
     .unwrap();
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert!(hits(c, "parts_fts", "restarted").is_empty());
         assert!(hits(c, "parts_fts_trigram", "\"restarted\"").is_empty());
         assert_eq!(hits(c, "parts_fts", "crashloop"), vec![p_tool.clone()]);
@@ -127,7 +140,8 @@ fn counters_and_both_indexes_stay_exact() {
     assert_derived_exact(&db);
 
     // Update that changes the type: a tool part becomes text → tool count drops.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "UPDATE parts SET type = 'text', data = ?1 WHERE id = ?2",
             params![text("now plain words"), p_tool],
@@ -136,14 +150,16 @@ fn counters_and_both_indexes_stay_exact() {
     })
     .unwrap();
     assert_eq!(count(&db, &s1), (2, 0));
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert!(hits(c, "parts_fts", "crashloop").is_empty());
         assert_eq!(hits(c, "parts_fts", "plain"), vec![p_tool.clone()]);
         Ok(())
     })
     .unwrap();
     assert_derived_exact(&db);
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         let data = tool("grep", json!({"pattern": "needle"}), "found it");
         tx.execute(
             "UPDATE parts SET type = 'tool', data = ?1 WHERE id = ?2",
@@ -155,12 +171,14 @@ fn counters_and_both_indexes_stay_exact() {
     assert_eq!(count(&db, &s1), (2, 1));
 
     // Delete a part.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("DELETE FROM parts WHERE id = ?1", [&p_text])?;
         Ok(())
     })
     .unwrap();
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert!(hits(c, "parts_fts", "docker").is_empty());
         assert!(hits(c, "parts_fts_trigram", "\"docker\"").is_empty());
         Ok(())
@@ -169,13 +187,15 @@ fn counters_and_both_indexes_stay_exact() {
     assert_derived_exact(&db);
 
     // Delete a message: its parts go, its session's count drops.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("DELETE FROM messages WHERE id = ?1", [&m_tool])?;
         Ok(())
     })
     .unwrap();
     assert_eq!(count(&db, &s1), (1, 0));
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert!(hits(c, "parts_fts", "needle").is_empty());
         Ok(())
     })
@@ -184,12 +204,14 @@ fn counters_and_both_indexes_stay_exact() {
     let _ = m_text;
 
     // Delete a session: messages, parts and index entries cascade.
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("DELETE FROM sessions WHERE id = ?1", [&s2])?;
         Ok(())
     })
     .unwrap();
-    db.read(|c| {
+    db.read(|c| -> scribe_db::Result<_> {
+        let c = c.conn();
         assert!(hits(c, "parts_fts", "cafe").is_empty());
         assert!(hits(c, "parts_fts_trigram", "\"库迁移\"").is_empty());
         let left: i64 = c.query_row(
@@ -209,7 +231,8 @@ fn deleting_a_parent_keeps_children_unlinked_and_summary_links_clear() {
     let db = Database::open_in_memory().unwrap();
     let parent = session(&db, "cli");
     let child = session(&db, "cli");
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "UPDATE sessions SET parent_session_id = ?1, kind = 'task' WHERE id = ?2",
             [&parent, &child],
@@ -225,7 +248,8 @@ fn deleting_a_parent_keeps_children_unlinked_and_summary_links_clear() {
     })
     .unwrap();
     let (parent_link, summary): (Option<String>, Option<String>) = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(c.query_row(
                 "SELECT parent_session_id, summary_message_id FROM sessions WHERE id = ?1",
                 [&child],
@@ -242,7 +266,8 @@ fn a_part_cannot_belong_to_another_sessions_message() {
     let s1 = session(&db, "cli");
     let s2 = session(&db, "cli");
     let err = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             let (m, _) = message_with_part(tx, &s1, "user", "text", &text("hi"))?;
             add_part(tx, "prt_x", &m, &s2, 1, "text", &text("wrong session"))
         })
@@ -254,14 +279,16 @@ fn a_part_cannot_belong_to_another_sessions_message() {
 fn updated_at_moves_forward_when_an_update_forgets_it() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute("UPDATE sessions SET updated_at = 5 WHERE id = ?1", [&s])?;
         tx.execute("UPDATE sessions SET title = 'x' WHERE id = ?1", [&s])?;
         Ok(())
     })
     .unwrap();
     let updated: i64 = db
-        .read(|c| {
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
             Ok(
                 c.query_row("SELECT updated_at FROM sessions WHERE id = ?1", [&s], |r| {
                     r.get(0)
@@ -278,7 +305,8 @@ fn unique_titles_conflict_and_null_titles_never_do() {
     let a = session(&db, "cli");
     let b = session(&db, "cli");
     let _c = session(&db, "cli"); // NULL title, like b until set
-    db.write(|tx| {
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute(
             "UPDATE sessions SET title = 'fix build' WHERE id = ?1",
             [&a],
@@ -287,7 +315,8 @@ fn unique_titles_conflict_and_null_titles_never_do() {
     })
     .unwrap();
     let err = db
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 "UPDATE sessions SET title = 'fix build' WHERE id = ?1",
                 [&b],
@@ -303,10 +332,14 @@ fn unique_titles_conflict_and_null_titles_never_do() {
 fn the_integrity_check_used_above_does_catch_a_stale_index() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
-    db.write(|tx| message_with_part(tx, &s, "user", "text", &text("alpha beta")))
-        .unwrap();
+    db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
+        message_with_part(tx, &s, "user", "text", &text("alpha beta"))
+    })
+    .unwrap();
     // Simulate a writer that bypassed the triggers: the index keeps text the table lost.
-    let result = db.write(|tx| {
+    let result = db.write(|tx| -> scribe_db::Result<_> {
+        let tx = tx.conn();
         tx.execute_batch(
             "DROP TRIGGER parts_search_update;
              UPDATE parts SET data = json_object('type', 'text', 'text', 'gamma');",

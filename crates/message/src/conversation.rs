@@ -1,47 +1,47 @@
-//! The conversation view: a session's messages as the provider-neutral list an LLM
-//! request needs ([`MessageService::conversation`]).
+//! What a model is sent of a conversation — the one view, used by the agent for every
+//! request and by [`to_conversation`] for the provider-neutral form.
 //!
-//! Rules:
-//! - Only content a model reads is kept: text, reasoning (with its signature and provider
-//!   metadata, which providers want back verbatim), tool calls and results, files and
-//!   image URLs. Step markers, patches, finish markers and unknown parts are dropped; a
-//!   message left with nothing is skipped.
-//! - Tool calls and results are paired: an assistant message's tool parts become
-//!   [`ConversationPart::ToolCall`]s in it, followed by one [`Role::Tool`] message holding
-//!   a [`ConversationPart::ToolResult`] for every call, in the same order.
-//!   - completed → its output; error → its message with `is_error`;
-//!   - **pending or running** (the agent stopped mid-call: crash, cancel) → reported as
-//!     interrupted ([`INTERRUPTED_TOOL_OUTPUT`], `is_error`) rather than skipped, because
-//!     providers reject a tool call without a result, and dropping the call would hide
-//!     from the model that it had asked for it;
-//!   - a result cleared by compaction (`compacted_at` set) → [`CLEARED_TOOL_OUTPUT`].
-//! - `from_summary`: the view starts at the newest compaction summary (included, presented
-//!   as a user message, as OpenCode does), dropping what it summarises.
-//! - `include_ancestors`: a continuation session's history is prefixed by the sessions it
-//!   continues, root first, following `continuation` links only (a task or fork parent is
-//!   not part of the conversation).
+//! [`sent`] turns stored messages into [`ChatMessage`]s:
+//! - **Where it starts**: at the session's `summary_message_id` when it is among the
+//!   messages (that summary is sent first, as a user message, as OpenCode does, so every
+//!   provider accepts it as the conversation's opening); otherwise at the first message.
+//! - **Which parts**: only content a model reads ([`is_sent`]): text, reasoning (with
+//!   its signature and provider metadata, which providers want back verbatim), tool
+//!   calls, files, image URLs, agent mentions and subtasks. Step markers, patches,
+//!   finish and compaction markers and unknown parts are dropped; a message left with
+//!   nothing is skipped.
+//! - **Tool results as sent** ([`sent_tool`]): a result cleared by compaction
+//!   (`compacted_at` set on a finished call) is [`CLEARED_TOOL_OUTPUT`], completed and
+//!   without metadata; a call still **pending or running** (the agent stopped mid-call:
+//!   crash, cancel) failed with [`INTERRUPTED_TOOL_OUTPUT`] — reported rather than
+//!   skipped, because providers reject a tool call without a result, and dropping the
+//!   call would hide from the model that it had asked for it.
+//!
+//! [`to_conversation`] then pairs tool calls with results for adapters that want them
+//! apart: an assistant message's tool parts become [`ConversationPart::ToolCall`]s in
+//! it, followed by one [`Role::Tool`] message holding a [`ConversationPart::ToolResult`]
+//! for every call, in the same order (agent mentions and subtasks, which have no
+//! provider-neutral form, are left out there). scribe-session's
+//! `SessionService::conversation` loads a session (and, on request, the sessions it
+//! continues) and applies both.
 
+use scribe_types::ChatMessage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use scribe_db::queries;
-use scribe_db::rusqlite::OptionalExtension;
-
-use crate::error::{MessageError, Result};
 use crate::message::Message;
-use crate::part::{FileSource, Part};
+use crate::part::{FileSource, Part, ToolPart};
 use crate::role::Role;
-use crate::service::MessageService;
-use crate::store;
 use crate::tool_state::ToolState;
 
 /// What replaces a tool output cleared by compaction.
 pub const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
 
-/// The result given for a tool call that never finished.
-pub const INTERRUPTED_TOOL_OUTPUT: &str = "[Tool execution was interrupted]";
+/// The error of a tool call that never finished: what crash recovery stores on a call a
+/// dead process left, and what a call still pending or running is sent as.
+pub const INTERRUPTED_TOOL_OUTPUT: &str = "interrupted";
 
-/// What [`MessageService::conversation`] includes.
+/// What scribe-session's `SessionService::conversation` includes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConversationOptions {
     /// Prefix the history of the sessions this one continues (root first).
@@ -115,61 +115,104 @@ pub enum ConversationPart {
     },
 }
 
-impl MessageService {
-    /// The conversation of `session_id` as an LLM request needs it (see the module doc).
-    /// Unknown session → [`MessageError::NotFound`].
-    pub fn conversation(
-        &self,
-        session_id: &str,
-        options: ConversationOptions,
-    ) -> Result<Vec<ConversationMessage>> {
-        let messages = self.read(|conn| {
-            let session = queries::get_session(conn, session_id)
-                .optional()?
-                .ok_or_else(|| MessageError::not_found("session", session_id))?;
-            let mut chain: Vec<String> = Vec::new();
-            if options.include_ancestors && session.kind == "continuation" {
-                let ancestors = queries::list_session_ancestors(conn, session_id)?;
-                // Walk up from the session while each link is a continuation.
-                let mut child_kind = session.kind.as_str();
-                for ancestor in ancestors.iter().rev() {
-                    if child_kind != "continuation" {
-                        break;
-                    }
-                    chain.push(ancestor.id.clone());
-                    child_kind = ancestor.kind.as_str();
-                }
-                chain.reverse();
-            }
-            chain.push(session.id.clone());
-            let mut all = Vec::new();
-            for id in &chain {
-                all.extend(store::load_session_messages(conn, id)?);
-            }
-            Ok(all)
-        })?;
-        Ok(to_conversation(messages, options.from_summary))
-    }
+/// Whether a part means anything to a model (see the module doc).
+pub fn is_sent(part: &Part) -> bool {
+    matches!(
+        part,
+        Part::Text(_)
+            | Part::Reasoning(_)
+            | Part::Tool(_)
+            | Part::File(_)
+            | Part::ImageUrl(_)
+            | Part::Agent(_)
+            | Part::Subtask(_)
+    )
 }
 
-/// Converts stored messages (creation order) to the conversation view.
-pub fn to_conversation(messages: Vec<Message>, from_summary: bool) -> Vec<ConversationMessage> {
-    let start = if from_summary {
-        messages.iter().rposition(|m| m.is_summary).unwrap_or(0)
-    } else {
-        0
+/// A tool call as it is sent (see the module doc): a compacted result cleared, an
+/// unfinished call failed as interrupted, anything else unchanged.
+pub fn sent_tool(mut tool: ToolPart) -> ToolPart {
+    let cleared = tool.compacted_at.is_some() && tool.state.is_terminal();
+    tool.state = match tool.state {
+        ToolState::Completed {
+            title,
+            started_at,
+            ended_at,
+            ..
+        } if cleared => ToolState::Completed {
+            output: CLEARED_TOOL_OUTPUT.to_owned(),
+            title,
+            metadata: Value::Null,
+            started_at,
+            ended_at,
+        },
+        ToolState::Error {
+            started_at,
+            ended_at,
+            ..
+        } if cleared => ToolState::Completed {
+            output: CLEARED_TOOL_OUTPUT.to_owned(),
+            title: String::new(),
+            metadata: Value::Null,
+            started_at: started_at.unwrap_or(ended_at),
+            ended_at,
+        },
+        ToolState::Pending => ToolState::Error {
+            message: INTERRUPTED_TOOL_OUTPUT.to_owned(),
+            started_at: None,
+            ended_at: 0,
+        },
+        ToolState::Running { started_at } => ToolState::Error {
+            message: INTERRUPTED_TOOL_OUTPUT.to_owned(),
+            started_at: Some(started_at),
+            ended_at: started_at,
+        },
+        other => other,
     };
+    tool
+}
+
+/// One stored message as sent (`opening`: it is the summary the conversation starts
+/// from, sent as a user message); `None` when nothing of it is sent.
+pub fn sent_message(message: &Message, opening: bool) -> Option<ChatMessage> {
+    let parts: Vec<Part> = message
+        .parts
+        .iter()
+        .map(|p| &p.part)
+        .filter(|p| is_sent(p))
+        .map(|p| match p {
+            Part::Tool(tool) => Part::Tool(sent_tool(tool.clone())),
+            other => other.clone(),
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let role = if opening { Role::User } else { message.role };
+    Some(ChatMessage::new(role, parts))
+}
+
+/// What a model is sent of `messages` (creation order), starting at
+/// `summary_message_id` when it is one of them (see the module doc).
+pub fn sent(messages: &[Message], summary_message_id: Option<&str>) -> Vec<ChatMessage> {
+    let summary = summary_message_id.and_then(|id| messages.iter().position(|m| m.id == id));
+    let start = summary.unwrap_or(0);
+    messages[start..]
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| sent_message(m, i == 0 && summary.is_some()))
+        .collect()
+}
+
+/// The provider-neutral form of what is sent: tool calls paired with their results
+/// (see the module doc).
+pub fn to_conversation(sent: Vec<ChatMessage>) -> Vec<ConversationMessage> {
     let mut out = Vec::new();
-    for (i, msg) in messages.into_iter().enumerate().skip(start) {
-        let role = if from_summary && i == start && msg.is_summary {
-            Role::User
-        } else {
-            msg.role
-        };
+    for message in sent {
         let mut parts = Vec::new();
         let mut results = Vec::new();
-        for stored in msg.parts {
-            match stored.part {
+        for part in message.parts {
+            match part {
                 Part::Text(p) => parts.push(ConversationPart::Text { text: p.text }),
                 Part::Reasoning(p) => parts.push(ConversationPart::Reasoning {
                     text: p.text,
@@ -178,11 +221,9 @@ pub fn to_conversation(messages: Vec<Message>, from_summary: bool) -> Vec<Conver
                 }),
                 Part::Tool(p) => {
                     let (output, is_error) = match &p.state {
-                        _ if p.compacted_at.is_some() && p.state.is_terminal() => {
-                            (CLEARED_TOOL_OUTPUT.to_owned(), false)
-                        }
                         ToolState::Completed { output, .. } => (output.clone(), false),
                         ToolState::Error { message, .. } => (message.clone(), true),
+                        // `sent` leaves no call unfinished.
                         ToolState::Pending | ToolState::Running { .. } => {
                             (INTERRUPTED_TOOL_OUTPUT.to_owned(), true)
                         }
@@ -212,7 +253,10 @@ pub fn to_conversation(messages: Vec<Message>, from_summary: bool) -> Vec<Conver
             }
         }
         if !parts.is_empty() {
-            out.push(ConversationMessage { role, parts });
+            out.push(ConversationMessage {
+                role: message.role,
+                parts,
+            });
         }
         if !results.is_empty() {
             out.push(ConversationMessage {

@@ -86,22 +86,10 @@ impl From<rusqlite::Error> for MessageError {
     }
 }
 
-/// Lets callers use [`crate::store`] functions with `?` inside their own
-/// `Database::write`/`read` closures (which return `scribe_db::Result`).
-///
-/// `NotFound`, `InvalidInput` and `Db` map exactly; the others have no counterpart in
-/// `scribe_db::Error` and travel whole as `scribe_db::Error::Service` (same text, causes
-/// kept, recoverable with `service_error::<MessageError>()`, never retried by `write`).
-impl From<MessageError> for scribe_db::Error {
-    fn from(err: MessageError) -> Self {
-        match err {
-            MessageError::NotFound { what, id } => scribe_db::Error::NotFound { what, id },
-            MessageError::InvalidInput(msg) => scribe_db::Error::InvalidInput(msg),
-            MessageError::Db(err) => err,
-            other => scribe_db::Error::service(other),
-        }
-    }
-}
+// What `scribe_db::Database::write` and `read` need to
+// carry a `MessageError` through their retry loop: a busy database inside
+// `MessageError::Db` is retried, everything else rolls back and comes out as it is.
+scribe_db::impl_tx_error!(MessageError, MessageError::Db);
 
 #[cfg(test)]
 mod tests {
@@ -109,13 +97,18 @@ mod tests {
 
     #[test]
     fn service_errors_cross_a_write_closure_with_their_chain() {
-        let err = scribe_db::Error::from(MessageError::IllegalToolTransition {
-            part_id: "prt_1".into(),
-            source: ToolStateError::IllegalTransition {
-                from: "completed",
-                to: "running",
-            },
-        });
+        let db = scribe_db::Database::open_in_memory().unwrap();
+        let err = db
+            .write(|_| -> Result<()> {
+                Err(MessageError::IllegalToolTransition {
+                    part_id: "prt_1".into(),
+                    source: ToolStateError::IllegalTransition {
+                        from: "completed",
+                        to: "running",
+                    },
+                })
+            })
+            .unwrap_err();
         assert_eq!(err.to_string(), "part prt_1: illegal tool state change");
         let cause = std::error::Error::source(&err).map(ToString::to_string);
         assert_eq!(
@@ -123,10 +116,10 @@ mod tests {
             Some("illegal tool state transition from completed to running")
         );
         assert!(matches!(
-            err.service_error::<MessageError>(),
-            Some(MessageError::IllegalToolTransition { part_id, .. }) if part_id == "prt_1"
+            &err,
+            MessageError::IllegalToolTransition { part_id, .. } if part_id == "prt_1"
         ));
-        assert!(!err.is_busy());
+        assert!(scribe_db::TxError::db_error(&err).is_none());
     }
 
     #[test]
@@ -134,7 +127,7 @@ mod tests {
         let db = scribe_db::Database::open_in_memory().unwrap();
         let mut tries = 0;
         let err = db
-            .write(|_| -> scribe_db::Result<()> {
+            .write(|_| -> Result<()> {
                 tries += 1;
                 Err(MessageError::IllegalToolTransition {
                     part_id: "prt_2".into(),
@@ -142,10 +135,13 @@ mod tests {
                         from: "error",
                         to: "pending",
                     },
-                })?
+                })
             })
             .unwrap_err();
         assert_eq!(tries, 1);
-        assert!(err.service_error::<MessageError>().is_some(), "{err:?}");
+        assert!(
+            matches!(err, MessageError::IllegalToolTransition { .. }),
+            "{err:?}"
+        );
     }
 }

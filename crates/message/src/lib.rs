@@ -1,7 +1,8 @@
 //! Messages, typed parts, pagination, the conversation view and full-text search for
 //! Scribe.
 //!
-//! The model:
+//! The model (defined in `scribe-types`, which has no database, and re-exported here
+//! under the same paths: `scribe_message::Part`, `scribe_message::part::TextPart` …):
 //!
 //! - [`Role`] and [`FinishReason`]: who wrote a message and why a turn ended;
 //! - [`Part`]: the typed pieces of a message (text, reasoning, tool calls with
@@ -17,31 +18,37 @@
 //! - [`Message`] and [`StoredPart`]: a stored message with its parts;
 //! - [`store`]: transaction-level insert and load functions for other services;
 //! - [`MessageService`]: create, update, part changes, [`page`](MessageService::page) and
-//!   [`stream`](MessageService::stream), [`search`](MessageService::search) and the
-//!   [`conversation`](MessageService::conversation) view, with events published on two
-//!   `scribe_pubsub` brokers after commit (never for a change that rolled back).
+//!   [`stream`](MessageService::stream), [`search`](MessageService::search), with events
+//!   queued inside each transaction and published on two `scribe_pubsub` brokers after
+//!   it commits (never for a change that rolled back); `_tx` twins make the same changes
+//!   inside another service's transaction.
+//!
+//! What a model is sent ([`conversation`]): [`sent`] is the one view of stored messages
+//! as requests carry them (from the summary on, compacted results cleared, unfinished
+//! calls interrupted), used by the agent; [`to_conversation`] pairs its tool calls with
+//! their results.
 //!
 //! Errors are [`MessageError`]; a part row whose JSON cannot be decoded is reported as
 //! [`MessageError::CorruptPart`] naming the row, never a panic.
 
 pub mod conversation;
 mod error;
+pub mod events;
 pub mod message;
 pub mod page;
-pub mod part;
-pub mod role;
 pub mod search;
 pub mod search_query;
 pub mod service;
 pub mod store;
-pub mod tool_state;
-pub mod usage;
+
+pub use scribe_types::{part, role, tool_state, usage};
 
 pub use conversation::{
     CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
-    INTERRUPTED_TOOL_OUTPUT,
+    INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_tool, to_conversation,
 };
 pub use error::{MessageError, Result};
+pub use events::queue_event;
 pub use message::{Message, StoredPart};
 pub use page::{Cursor, MAX_PAGE, MessageStream, Page};
 pub use part::{

@@ -103,18 +103,18 @@ impl MessageService {
         }
         // One extra row tells whether another page exists.
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
-        self.read(|conn| {
-            store::ensure_session(conn, session_id)?;
+        self.db.read(|tx| {
+            store::ensure_session(tx, session_id)?;
             let mut rows = match before {
                 None => queries::list_messages_newest(
-                    conn,
+                    tx.conn(),
                     &queries::ListMessagesNewestParams {
                         session_id,
                         limit: fetch,
                     },
                 )?,
                 Some(cursor) => queries::list_messages_before(
-                    conn,
+                    tx.conn(),
                     &queries::ListMessagesBeforeParams {
                         session_id,
                         created_at: cursor.created_at,
@@ -125,7 +125,7 @@ impl MessageService {
             };
             let more = rows.len() > limit;
             rows.truncate(limit);
-            let messages = store::attach_parts(conn, rows)?;
+            let messages = store::attach_parts(tx, rows)?;
             let next = if more {
                 messages.last().map(Cursor::of)
             } else {
@@ -143,7 +143,7 @@ impl MessageService {
     /// iterator advances. Unknown session → [`MessageError::NotFound`] (here, not from
     /// the iterator).
     pub fn stream(&self, session_id: &str) -> Result<MessageStream<'_>> {
-        self.read(|conn| store::ensure_session(conn, session_id))?;
+        self.db.read(|tx| store::ensure_session(tx, session_id))?;
         Ok(MessageStream {
             service: self,
             session_id: session_id.to_owned(),
@@ -155,14 +155,14 @@ impl MessageService {
 
     fn forward_page(&self, session_id: &str, after: Option<&Cursor>) -> Result<Vec<Message>> {
         let limit = i64::try_from(STREAM_PAGE).unwrap_or(i64::MAX);
-        self.read(|conn| {
+        self.db.read(|tx| {
             let rows = match after {
                 None => queries::list_messages_oldest(
-                    conn,
+                    tx.conn(),
                     &queries::ListMessagesOldestParams { session_id, limit },
                 )?,
                 Some(cursor) => queries::list_messages_after(
-                    conn,
+                    tx.conn(),
                     &queries::ListMessagesAfterParams {
                         session_id,
                         created_at: cursor.created_at,
@@ -171,7 +171,7 @@ impl MessageService {
                     },
                 )?,
             };
-            store::attach_parts(conn, rows)
+            store::attach_parts(tx, rows)
         })
     }
 }

@@ -137,13 +137,13 @@ impl MessageService {
             limit: u64::try_from(limit).unwrap_or(u64::MAX),
             offset: u64::try_from(options.offset).unwrap_or(u64::MAX),
         };
-        self.read(|conn| {
-            let rows = db_search::search(conn, &filter)?;
+        self.db.read(|tx| {
+            let rows = db_search::search(tx.conn(), &filter)?;
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
             let ids: Vec<&str> = rows.iter().map(|r| r.message_id.as_str()).collect();
-            let neighbors = queries::list_message_neighbors(conn, &ids)?;
+            let neighbors = queries::list_message_neighbors(tx.conn(), &ids)?;
             let context_ids: Vec<&str> = neighbors
                 .iter()
                 .flat_map(|n| [n.before_id.as_deref(), n.after_id.as_deref()])
@@ -153,7 +153,7 @@ impl MessageService {
             if !context_ids.is_empty() {
                 let max_chars = i64::try_from(CONTEXT_CHARS + 1).unwrap_or(i64::MAX);
                 for row in queries::list_message_texts(
-                    conn,
+                    tx.conn(),
                     &queries::ListMessageTextsParams {
                         max_chars,
                         message_ids: &context_ids,

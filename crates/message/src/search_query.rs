@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! query   := item*
-//! item    := word | "phrase" | OR | AND | NOT
+//! item    := word | "phrase" | -"phrase" | OR | AND | NOT
 //! word    := any run of characters other than whitespace, control
 //!            characters, '"', '(' and ')'; a trailing '*' makes it a prefix
 //! phrase  := '"' anything '"'   (an unclosed quote runs to the end;
@@ -18,8 +18,10 @@
 //! ```
 //!
 //! - Words next to each other are ANDed; `AND` is accepted and means the same.
-//! - `OR` separates alternatives; `NOT x` excludes `x` from its alternative.
-//!   Operators are uppercase only (as in FTS5): `or`, `and`, `not` are words.
+//! - `OR` separates alternatives; `NOT x` excludes `x` from its alternative, and so
+//!   does web-search syntax: `-x` (a word with exactly one leading `-`) or
+//!   `-"a phrase"`. Operators are uppercase only (as in FTS5): `or`, `and`, `not`
+//!   are words.
 //! - Precedence: `NOT` binds to the next term, `OR` is loosest:
 //!   `a b NOT c OR d` means `(a AND b AND NOT c) OR d`.
 //!
@@ -28,8 +30,9 @@
 //! 1. Whitespace, control characters, `(` and `)` separate words; brackets are
 //!    never honoured as grouping.
 //! 2. A word loses leading and trailing characters that are not letters or
-//!    digits (`C++` → `C`, `-foo` → `foo`, `100%` → `100`, `^x` → `x`,
-//!    `#tag` → `tag`); a word with none left (`*`, `++`, `-`) is dropped.
+//!    digits (`C++` → `C`, `--foo` → `foo`, `100%` → `100`, `^x` → `x`,
+//!    `#tag` → `tag`); a word with none left (`*`, `++`, `-`) is dropped. A word
+//!    that began with exactly one `-` is excluded (`-foo` → `NOT "foo"`).
 //! 3. What remains is quoted as one FTS5 string, so inner punctuation makes it
 //!    a phrase of the tokens unicode61 produced for the document:
 //!    `chat-send` → `"chat-send"` (= chat, send), `P2.2`, `my-app.config.ts`,
@@ -147,6 +150,11 @@ fn lex(input: &str) -> Vec<Lexeme> {
     let mut word = String::new();
     while let Some(c) = chars.next() {
         if c == '"' {
+            // `-"a phrase"` excludes the phrase, as `-word` excludes the word.
+            if word == "-" {
+                word.clear();
+                out.push(Lexeme::Not);
+            }
             flush_word(&mut word, &mut out);
             let mut phrase = String::new();
             for c in chars.by_ref() {
@@ -190,6 +198,11 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
             let prefix = raw[trimmed_end.len()..].contains('*');
             let text = trimmed_end.trim_start_matches(|c: char| !c.is_alphanumeric());
             if !text.is_empty() {
+                // Web-search syntax: one leading `-` excludes the word (`--x` does not).
+                let mut chars = raw.chars();
+                if chars.next() == Some('-') && chars.next() != Some('-') {
+                    out.push(Lexeme::Not);
+                }
                 out.push(Lexeme::Term(Term {
                     text: text.to_owned(),
                     prefix,

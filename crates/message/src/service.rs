@@ -16,14 +16,15 @@
 
 use std::sync::Arc;
 
-use rusqlite::{OptionalExtension, Transaction};
+use rusqlite::OptionalExtension;
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries::{self, PartRow};
-use scribe_db::{Database, now_ms};
-use scribe_pubsub::{Broker, Subscription};
+use scribe_db::{Database, Queryable, Tx};
+use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
 use crate::error::{MessageError, Result};
+use crate::events::queue_event;
 use crate::message::{Message, StoredPart, message_from_row};
 use crate::part::Part;
 use crate::role::{FinishReason, Role};
@@ -157,11 +158,43 @@ pub struct MessageUpdate {
 }
 
 /// Messages and parts of every session, with change events.
+///
+/// Every change is one `Database::write`; its events are queued with
+/// [`Tx::after_commit`](scribe_db::Tx::after_commit) and go out once it has committed,
+/// never for a change that rolled back. The `_tx` methods make the same changes inside
+/// a caller's transaction (usage, recovery, compaction, a streamed reply) and queue the
+/// same events on it.
+///
+/// ```
+/// use scribe_message::{MessageService, NewMessage, Part, Role};
+/// use scribe_db::Database;
+/// # use scribe_db::{queries, Tx};
+/// # use std::sync::Arc;
+///
+/// let db = Arc::new(Database::open_in_memory()?);
+/// # let session_id = "ses_1";
+/// # db.write(|tx: &mut Tx<'_>| -> scribe_db::Result<()> {
+/// #     queries::create_session(tx.conn(), &queries::CreateSessionParams {
+/// #         id: session_id, parent_session_id: None, kind: "normal", source: "cli",
+/// #         user_id: None, directory: None, title: None, model: None, model_config: None,
+/// #         system_prompt: None, permission: None, billing_provider: None,
+/// #         billing_base_url: None, billing_mode: None, now: 1,
+/// #     })?;
+/// #     Ok(())
+/// # })?;
+/// // (sessions come from scribe-session's SessionService; see its `Store`)
+/// let messages = MessageService::new(db);
+/// let events = messages.subscribe();
+/// let asked = messages.create(NewMessage::new(session_id, Role::User, vec![Part::text("hi")]))?;
+/// assert_eq!(messages.list(session_id)?[0].text(), "hi");
+/// assert_eq!(events.try_recv().unwrap().payload.id, asked.id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct MessageService {
     pub(crate) db: Arc<Database>,
-    messages: Broker<Message>,
-    parts: Broker<PartEvent>,
+    messages: Arc<Broker<Message>>,
+    parts: Arc<Broker<PartEvent>>,
 }
 
 impl MessageService {
@@ -169,8 +202,8 @@ impl MessageService {
     pub fn new(db: Arc<Database>) -> Self {
         MessageService {
             db,
-            messages: Broker::new(),
-            parts: Broker::new(),
+            messages: Arc::new(Broker::new()),
+            parts: Arc::new(Broker::new()),
         }
     }
 
@@ -210,21 +243,21 @@ impl MessageService {
         if new.session_id.is_empty() {
             return Err(MessageError::InvalidInput("session id is empty".into()));
         }
-        let msg = new.into_message(now_ms());
-        self.write(|tx| store::insert_message(tx, &msg))?;
-        self.messages.publish_created(msg.clone());
+        let msg = new.into_message(self.db.now());
+        self.db.write(|tx| self.insert_tx(tx, &msg))?;
         Ok(msg)
     }
 
     /// The message `id` with its parts.
     pub fn get(&self, id: &str) -> Result<Message> {
-        self.read(|conn| store::load_message(conn, id))
+        self.db.read(|tx| store::load_message(tx, id))
     }
 
     /// Every message of a session in creation order, with parts (two queries). Unknown
     /// session → [`MessageError::NotFound`].
     pub fn list(&self, session_id: &str) -> Result<Vec<Message>> {
-        self.read(|conn| store::load_session_messages(conn, session_id))
+        self.db
+            .read(|tx| store::load_session_messages(tx, session_id))
     }
 
     /// Changes the mutable fields of message `id` and publishes `updated`.
@@ -232,13 +265,13 @@ impl MessageService {
         if let Some(cost) = update.cost_usd {
             check_cost(cost)?;
         }
-        let msg = self.write(|tx| {
+        self.db.write(|tx| {
             let mut current = store::load_message(tx, id)?;
             apply_update(&mut current, update.clone());
-            store_message_fields(tx, &current)
-        })?;
-        self.messages.publish_updated(msg.clone());
-        Ok(msg)
+            let msg = store_message_fields(tx, &current)?;
+            self.announce(tx, EventKind::Updated, &msg);
+            Ok(msg)
+        })
     }
 
     /// Replaces the content of one part, leaving the message's other parts untouched, and
@@ -251,9 +284,8 @@ impl MessageService {
     /// whose stored JSON is corrupt may be overwritten (that is how it is repaired).
     pub fn update_part(&self, part_id: &str, part: Part) -> Result<StoredPart> {
         let data = part.to_json()?;
-        let event = self.write(|tx| replace_part(tx, part_id, &part, &data))?;
-        self.parts.publish_updated(event.clone());
-        Ok(event.part)
+        self.db
+            .write(|tx| self.replace_part_tx(tx, part_id, &part, &data))
     }
 
     /// Adds `part` after the last part of message `message_id` and publishes a part
@@ -261,188 +293,130 @@ impl MessageService {
     pub fn append_part(&self, message_id: &str, part: Part) -> Result<StoredPart> {
         let data = part.to_json()?;
         let id = new_id(Prefix::Part);
-        let event = self.write(|tx| insert_part(tx, &id, message_id, &part, &data))?;
-        self.parts.publish_created(event.clone());
-        Ok(event.part)
+        self.db
+            .write(|tx| self.insert_part_tx(tx, &id, message_id, &part, &data))
     }
 
     /// Deletes one part (the search indexes and tool counter follow by trigger) and
     /// publishes a part `deleted` event with the part as it was.
     pub fn delete_part(&self, part_id: &str) -> Result<StoredPart> {
-        let event = self.write(|tx| Self::delete_part_tx(tx, part_id))?;
-        self.parts.publish_deleted(event.clone());
-        Ok(event.part)
+        self.db.write(|tx| self.delete_part_tx(tx, part_id))
     }
 
     /// Ends message `id`: sets its finish reason and time, adds a finish part (or replaces
     /// the one it has), and publishes the part event then the message `updated`.
     pub fn finish(&self, id: &str, reason: FinishReason) -> Result<Message> {
-        let finished = self.write(|tx| Self::finish_tx(tx, id, &reason))?;
-        let msg = finished.message.clone();
-        self.publish_finished(finished);
-        Ok(msg)
+        self.db.write(|tx| self.finish_tx(tx, id, &reason))
     }
 
     /// Adds a step's usage and cost to message `id` with one atomic `x = x + ?` update (two
     /// processes adding at once both count) and publishes `updated`.
     pub fn add_usage(&self, id: &str, usage: TokenUsage, cost_usd: f64) -> Result<Message> {
         check_cost(cost_usd)?;
-        let msg = self.write(|tx| {
-            let changed = queries::add_message_usage(
-                tx,
-                &queries::AddMessageUsageParams {
-                    input_tokens: usage.input,
-                    output_tokens: usage.output,
-                    cache_read_tokens: usage.cache_read,
-                    cache_write_tokens: usage.cache_write,
-                    reasoning_tokens: usage.reasoning,
-                    cost_usd,
-                    now: now_ms(),
-                    id,
-                },
-            )?;
-            if changed == 0 {
-                return Err(MessageError::not_found("message", id));
-            }
-            store::load_message(tx, id)
-        })?;
-        self.messages.publish_updated(msg.clone());
-        Ok(msg)
+        self.db
+            .write(|tx| match self.add_usage_tx(tx, id, &usage, cost_usd)? {
+                Some(msg) => Ok(msg),
+                // Its parts cannot be decoded: say so, and roll the charge back.
+                None => store::load_message(tx, id),
+            })
     }
 
     /// Deletes message `id` with its parts (session counters and search indexes follow by
     /// trigger) and publishes `deleted` with the message as it was. A message whose parts
     /// are corrupt can still be deleted; its event then carries them as unknown parts.
     pub fn delete(&self, id: &str) -> Result<Message> {
-        let msg = self.write(|tx| {
+        self.db.write(|tx| {
             let row = get_message_row(tx, id)?;
             let mut msg = message_from_row(row)?;
-            msg.parts = queries::list_parts(tx, id)?
+            msg.parts = queries::list_parts(tx.conn(), id)?
                 .into_iter()
                 .map(|row| lenient_part_event(row).part)
                 .collect();
-            queries::delete_message(tx, id)?;
+            queries::delete_message(tx.conn(), id)?;
+            self.announce(tx, EventKind::Deleted, &msg);
             Ok(msg)
-        })?;
-        self.messages.publish_deleted(msg.clone());
-        Ok(msg)
+        })
     }
 
-    /// Runs `f` in a write transaction; a [`MessageError`] from `f` rolls it back and is
-    /// returned as is (database busy errors still retry the whole closure).
-    pub(crate) fn write<T>(&self, mut f: impl FnMut(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut failure = None;
-        let result = self.db.write(|tx| {
-            failure = None;
-            match f(tx) {
-                Ok(value) => Ok(value),
-                Err(MessageError::Db(err)) => Err(err),
-                Err(other) => {
-                    failure = Some(other);
-                    Err(scribe_db::Error::InvalidInput("aborted".into()))
-                }
-            }
-        });
-        match result {
-            Ok(value) => Ok(value),
-            Err(err) => Err(failure.take().unwrap_or(MessageError::Db(err))),
-        }
+    /// Queues `kind` for `message` on `tx` ([`queue_event`]).
+    fn announce(&self, tx: &mut Tx<'_>, kind: EventKind, message: &Message) {
+        queue_event(tx, &self.messages, kind, &message.id, message.clone());
     }
 
-    /// Runs `f` on a read snapshot, passing a [`MessageError`] from `f` through.
-    pub(crate) fn read<T>(
-        &self,
-        mut f: impl FnMut(&rusqlite::Connection) -> Result<T>,
-    ) -> Result<T> {
-        let mut failure = None;
-        let result = self.db.read(|conn| {
-            failure = None;
-            match f(conn) {
-                Ok(value) => Ok(value),
-                Err(MessageError::Db(err)) => Err(err),
-                Err(other) => {
-                    failure = Some(other);
-                    Err(scribe_db::Error::InvalidInput("aborted".into()))
-                }
-            }
-        });
-        match result {
-            Ok(value) => Ok(value),
-            Err(err) => Err(failure.take().unwrap_or(MessageError::Db(err))),
-        }
+    /// Queues `kind` for a single-part change on `tx` ([`queue_event`]).
+    fn announce_part(&self, tx: &mut Tx<'_>, kind: EventKind, event: &PartEvent) {
+        queue_event(tx, &self.parts, kind, &event.part.id, event.clone());
     }
 }
 
-/// What [`MessageService::finish_tx`] wrote, for the caller to publish after commit with
-/// [`MessageService::publish_finished`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct FinishedMessage {
-    /// The message after the change.
-    pub message: Message,
-    /// The finish part written.
-    pub part: PartEvent,
-    /// Whether the finish part was added (`true`) or replaced an earlier one.
-    pub part_created: bool,
-}
-
-/// Transaction-level variants of the part and message changes, for callers that must
-/// commit them together with other writes (usage, recovery, compaction). They publish
-/// nothing: publish what they return once the transaction committed.
+/// Transaction-level variants of the changes, for callers that must commit them
+/// together with other writes (usage, recovery, compaction, a streamed reply). Each
+/// queues the same events as its public twin on the caller's transaction, so they go
+/// out when (and only if) that transaction commits.
 impl MessageService {
-    /// [`MessageService::update_part`] inside the caller's transaction; returns the event
-    /// to publish as `updated` after commit.
+    /// Stores `msg` exactly as given (ids, positions, times, usage) with all its parts,
+    /// in the caller's transaction, and queues `created` (see [`store::insert_message`]
+    /// for the errors).
+    pub fn insert_tx(&self, tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
+        store::insert_message(tx, msg)?;
+        self.announce(tx, EventKind::Created, msg);
+        Ok(())
+    }
+
+    /// [`MessageService::update_part`] inside the caller's transaction.
     pub fn update_part_tx(
-        conn: &rusqlite::Connection,
+        &self,
+        tx: &mut Tx<'_>,
         part_id: &str,
         part: &Part,
-    ) -> Result<PartEvent> {
+    ) -> Result<StoredPart> {
         let data = part.to_json()?;
-        replace_part(conn, part_id, part, &data)
+        self.replace_part_tx(tx, part_id, part, &data)
     }
 
-    /// [`MessageService::append_part`] inside the caller's transaction; returns the event
-    /// to publish as `created` after commit.
+    /// [`MessageService::append_part`] inside the caller's transaction.
     pub fn append_part_tx(
-        conn: &rusqlite::Connection,
+        &self,
+        tx: &mut Tx<'_>,
         message_id: &str,
         part: &Part,
-    ) -> Result<PartEvent> {
+    ) -> Result<StoredPart> {
         let data = part.to_json()?;
-        insert_part(conn, &new_id(Prefix::Part), message_id, part, &data)
+        self.insert_part_tx(tx, &new_id(Prefix::Part), message_id, part, &data)
     }
 
-    /// [`MessageService::delete_part`] inside the caller's transaction; returns the event
-    /// to publish as `deleted` after commit.
-    pub fn delete_part_tx(conn: &rusqlite::Connection, part_id: &str) -> Result<PartEvent> {
-        let row = get_part_row(conn, part_id)?;
-        queries::delete_part(conn, part_id)?;
-        Ok(lenient_part_event(row))
+    /// [`MessageService::delete_part`] inside the caller's transaction.
+    pub fn delete_part_tx(&self, tx: &mut Tx<'_>, part_id: &str) -> Result<StoredPart> {
+        let row = get_part_row(tx, part_id)?;
+        queries::delete_part(tx.conn(), part_id)?;
+        let event = lenient_part_event(row);
+        self.announce_part(tx, EventKind::Deleted, &event);
+        Ok(event.part)
     }
 
     /// Sets (`Some`) or clears (`None`) the error JSON of message `id` inside the caller's
-    /// transaction, leaving its other fields as they are; returns the message to publish
-    /// as `updated` after commit.
+    /// transaction, leaving its other fields as they are; queues `updated`.
     pub fn set_error_tx(
-        conn: &rusqlite::Connection,
+        &self,
+        tx: &mut Tx<'_>,
         id: &str,
         error: Option<&Value>,
     ) -> Result<Message> {
-        let mut current = store::load_message(conn, id)?;
+        let mut current = store::load_message(tx, id)?;
         current.error = error.cloned();
-        store_message_fields(conn, &current)
+        let msg = store_message_fields(tx, &current)?;
+        self.announce(tx, EventKind::Updated, &msg);
+        Ok(msg)
     }
 
-    /// [`MessageService::finish`] inside the caller's transaction; publish the result
-    /// with [`MessageService::publish_finished`] after commit.
-    pub fn finish_tx(
-        conn: &rusqlite::Connection,
-        id: &str,
-        reason: &FinishReason,
-    ) -> Result<FinishedMessage> {
-        let row = get_message_row(conn, id)?;
-        let now = now_ms();
+    /// [`MessageService::finish`] inside the caller's transaction: queues the finish
+    /// part's event (`created`, or `updated` when it replaced one), then the message's
+    /// `updated`.
+    pub fn finish_tx(&self, tx: &mut Tx<'_>, id: &str, reason: &FinishReason) -> Result<Message> {
+        let row = get_message_row(tx, id)?;
+        let now = tx.now();
         queries::finish_message(
-            conn,
+            tx.conn(),
             &queries::FinishMessageParams {
                 finish_reason: Some(reason.as_str()),
                 now,
@@ -451,13 +425,13 @@ impl MessageService {
         )?;
         let part = Part::finish(reason.clone(), now);
         let data = part.to_json()?;
-        let existing = queries::list_parts(conn, id)?
+        let existing = queries::list_parts(tx.conn(), id)?
             .into_iter()
             .rfind(|p| p.r#type == "finish");
-        let (part_row, part_created) = match existing {
+        let (part_row, kind) = match existing {
             Some(old) => {
                 queries::update_part(
-                    conn,
+                    tx.conn(),
                     &queries::UpdatePartParams {
                         r#type: part.type_name(),
                         data: &data,
@@ -465,12 +439,12 @@ impl MessageService {
                         id: &old.id,
                     },
                 )?;
-                (get_part_row(conn, &old.id)?, false)
+                (get_part_row(tx, &old.id)?, EventKind::Updated)
             }
             None => {
                 let part_id = new_id(Prefix::Part);
                 let row = queries::append_part(
-                    conn,
+                    tx.conn(),
                     &queries::AppendPartParams {
                         id: &part_id,
                         message_id: id,
@@ -480,25 +454,103 @@ impl MessageService {
                         now,
                     },
                 )?;
-                (row, true)
+                (row, EventKind::Created)
             }
         };
-        Ok(FinishedMessage {
-            part: part_event(part_row)?,
-            message: store::load_message(conn, id)?,
-            part_created,
-        })
+        let event = part_event(part_row)?;
+        self.announce_part(tx, kind, &event);
+        let message = store::load_message(tx, id)?;
+        self.announce(tx, EventKind::Updated, &message);
+        Ok(message)
     }
 
-    /// Publishes what [`MessageService::finish_tx`] wrote, as [`MessageService::finish`]
-    /// does: the part event, then the message `updated`.
-    pub fn publish_finished(&self, finished: FinishedMessage) {
-        if finished.part_created {
-            self.parts.publish_created(finished.part);
-        } else {
-            self.parts.publish_updated(finished.part);
+    /// [`MessageService::add_usage`] inside the caller's transaction; queues `updated`
+    /// with the message as read back, unless its parts cannot be decoded (the charge
+    /// itself does not depend on them, so a corrupt part never loses usage).
+    pub fn add_usage_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        usage: &TokenUsage,
+        cost_usd: f64,
+    ) -> Result<Option<Message>> {
+        check_cost(cost_usd)?;
+        let changed = queries::add_message_usage(
+            tx.conn(),
+            &queries::AddMessageUsageParams {
+                input_tokens: usage.input,
+                output_tokens: usage.output,
+                cache_read_tokens: usage.cache_read,
+                cache_write_tokens: usage.cache_write,
+                reasoning_tokens: usage.reasoning,
+                cost_usd,
+                now: tx.now(),
+                id,
+            },
+        )?;
+        if changed == 0 {
+            return Err(MessageError::not_found("message", id));
         }
-        self.messages.publish_updated(finished.message);
+        let message = store::load_message(tx, id).ok();
+        if let Some(message) = &message {
+            self.announce(tx, EventKind::Updated, message);
+        }
+        Ok(message)
+    }
+
+    /// Replaces part `part_id` with `part` (already serialised as `data`, so that a caller
+    /// can fail on serialisation before opening a transaction); queues `updated`.
+    fn replace_part_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        part_id: &str,
+        part: &Part,
+        data: &str,
+    ) -> Result<StoredPart> {
+        let row = get_part_row(tx, part_id)?;
+        if let Ok(old) = Part::from_json(&row.data) {
+            check_part_change(part_id, &old, part)?;
+        }
+        queries::update_part(
+            tx.conn(),
+            &queries::UpdatePartParams {
+                r#type: part.type_name(),
+                data,
+                now: tx.now(),
+                id: part_id,
+            },
+        )?;
+        let event = part_event(get_part_row(tx, part_id)?)?;
+        self.announce_part(tx, EventKind::Updated, &event);
+        Ok(event.part)
+    }
+
+    /// Appends `part` (already serialised as `data`) as part `id` after the last part of
+    /// message `message_id`; the caller picks the id so that a retried transaction reuses
+    /// it. Queues `created`.
+    fn insert_part_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        message_id: &str,
+        part: &Part,
+        data: &str,
+    ) -> Result<StoredPart> {
+        let msg = get_message_row(tx, message_id)?;
+        let row = queries::append_part(
+            tx.conn(),
+            &queries::AppendPartParams {
+                id,
+                message_id,
+                session_id: &msg.session_id,
+                r#type: part.type_name(),
+                data,
+                now: tx.now(),
+            },
+        )?;
+        let event = part_event(row)?;
+        self.announce_part(tx, EventKind::Created, &event);
+        Ok(event.part)
     }
 }
 
@@ -595,10 +647,10 @@ fn check_transition(old: &ToolState, new: &ToolState) -> std::result::Result<(),
 }
 
 /// Writes every mutable field of `current` to its row and reads the message back.
-fn store_message_fields(conn: &rusqlite::Connection, current: &Message) -> Result<Message> {
+fn store_message_fields(tx: &Tx<'_>, current: &Message) -> Result<Message> {
     let error = current.error.as_ref().map(Value::to_string);
     queries::update_message(
-        conn,
+        tx.conn(),
         &queries::UpdateMessageParams {
             parent_id: current.parent_id.as_deref(),
             agent: current.agent.as_deref(),
@@ -614,69 +666,21 @@ fn store_message_fields(conn: &rusqlite::Connection, current: &Message) -> Resul
             cost_usd: current.cost_usd,
             error: error.as_deref(),
             finished_at: current.finished_at,
-            now: now_ms(),
+            now: tx.now(),
             id: &current.id,
         },
     )?;
-    store::load_message(conn, &current.id)
+    store::load_message(tx, &current.id)
 }
 
-/// Replaces part `part_id` with `part` (already serialised as `data`, so that a caller
-/// can fail on serialisation before opening a transaction).
-fn replace_part(
-    conn: &rusqlite::Connection,
-    part_id: &str,
-    part: &Part,
-    data: &str,
-) -> Result<PartEvent> {
-    let row = get_part_row(conn, part_id)?;
-    if let Ok(old) = Part::from_json(&row.data) {
-        check_part_change(part_id, &old, part)?;
-    }
-    queries::update_part(
-        conn,
-        &queries::UpdatePartParams {
-            r#type: part.type_name(),
-            data,
-            now: now_ms(),
-            id: part_id,
-        },
-    )?;
-    part_event(get_part_row(conn, part_id)?)
-}
-
-/// Appends `part` (already serialised as `data`) as part `id` after the last part of
-/// message `message_id`; the caller picks the id so that a retried transaction reuses it.
-fn insert_part(
-    conn: &rusqlite::Connection,
-    id: &str,
-    message_id: &str,
-    part: &Part,
-    data: &str,
-) -> Result<PartEvent> {
-    let msg = get_message_row(conn, message_id)?;
-    let row = queries::append_part(
-        conn,
-        &queries::AppendPartParams {
-            id,
-            message_id,
-            session_id: &msg.session_id,
-            r#type: part.type_name(),
-            data,
-            now: now_ms(),
-        },
-    )?;
-    part_event(row)
-}
-
-fn get_part_row(conn: &rusqlite::Connection, id: &str) -> Result<PartRow> {
-    queries::get_part(conn, id)
+fn get_part_row(tx: &dyn Queryable, id: &str) -> Result<PartRow> {
+    queries::get_part(tx.conn(), id)
         .optional()?
         .ok_or_else(|| MessageError::not_found("part", id))
 }
 
-fn get_message_row(conn: &rusqlite::Connection, id: &str) -> Result<queries::MessageRow> {
-    queries::get_message(conn, id)
+fn get_message_row(tx: &dyn Queryable, id: &str) -> Result<queries::MessageRow> {
+    queries::get_message(tx.conn(), id)
         .optional()?
         .ok_or_else(|| MessageError::not_found("message", id))
 }

@@ -1,33 +1,36 @@
-//! Transaction-level message storage: functions over a `&rusqlite::Connection` (a
-//! `&Transaction` derefs to one) that other services call inside their own
+//! Transaction-level message storage that other services call inside their own
 //! `Database::write`/`read` closures — session fork, import and export use these.
+//! Writers take the write transaction ([`Tx`]); readers take either kind
+//! ([`Queryable`]).
 //!
-//! Nothing here publishes events; that is [`crate::MessageService`]'s job after commit.
-//! Loading a session is a constant number of queries (messages, then all their parts),
-//! never one query per message.
+//! Nothing here publishes events: these store rows exactly as given (imports, copies),
+//! and the caller announces what it made. [`crate::MessageService`]'s own `_tx`
+//! methods queue their events. Loading a session is a constant number of queries
+//! (messages, then all their parts), never one query per message.
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::OptionalExtension;
 use scribe_db::queries::{self, MessageRow};
+use scribe_db::{Queryable, Tx};
 
 use crate::error::{MessageError, Result};
 use crate::message::{Message, StoredPart, message_from_row};
 
 /// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage).
 ///
-/// Fails with [`MessageError::NotFound`] if the session does not exist,
+/// Fails with [`MessageError::NotFound`] if the session does not exist (asked only when
+/// the insert fails, so storing a message costs no extra query),
 /// [`MessageError::InvalidInput`] for an empty id or duplicate part positions, and
 /// `Db(Conflict)` if an id is already taken.
-pub fn insert_message(conn: &Connection, msg: &Message) -> Result<()> {
+pub fn insert_message(tx: &Tx<'_>, msg: &Message) -> Result<()> {
     if msg.id.is_empty() {
         return Err(MessageError::InvalidInput("message id is empty".into()));
     }
-    ensure_session(conn, &msg.session_id)?;
     let error = msg.error.as_ref().map(serde_json::Value::to_string);
     let finish_reason = msg.finish_reason.as_ref().map(|r| r.as_str());
-    queries::create_message(
-        conn,
+    let inserted = queries::create_message(
+        tx.conn(),
         &queries::CreateMessageParams {
             id: &msg.id,
             session_id: &msg.session_id,
@@ -49,16 +52,22 @@ pub fn insert_message(conn: &Connection, msg: &Message) -> Result<()> {
             updated_at: msg.updated_at,
             finished_at: msg.finished_at,
         },
-    )?;
+    );
+    if let Err(err) = inserted {
+        // Only a failed insert asks whether the session exists: an unknown session is
+        // that, whatever else (a taken id) is wrong too.
+        ensure_session(tx, &msg.session_id)?;
+        return Err(err.into());
+    }
     for part in &msg.parts {
-        insert_part(conn, &msg.id, &msg.session_id, part)?;
+        insert_part(tx, &msg.id, &msg.session_id, part)?;
     }
     Ok(())
 }
 
 /// Inserts one part of message `message_id` (in `session_id`) exactly as given.
 pub fn insert_part(
-    conn: &Connection,
+    tx: &Tx<'_>,
     message_id: &str,
     session_id: &str,
     part: &StoredPart,
@@ -68,7 +77,7 @@ pub fn insert_part(
     }
     let data = part.part.to_json()?;
     let inserted = queries::create_part(
-        conn,
+        tx.conn(),
         &queries::CreatePartParams {
             id: &part.id,
             message_id,
@@ -94,54 +103,107 @@ pub fn insert_part(
 }
 
 /// The message `id` with its parts in position order.
-pub fn load_message(conn: &Connection, id: &str) -> Result<Message> {
-    let row = queries::get_message(conn, id)
+pub fn load_message(tx: &dyn Queryable, id: &str) -> Result<Message> {
+    let row = queries::get_message(tx.conn(), id)
         .optional()?
         .ok_or_else(|| MessageError::not_found("message", id))?;
     let mut msg = message_from_row(row)?;
-    msg.parts = queries::list_message_part_data(conn, id)?
+    msg.parts = queries::list_message_part_data(tx.conn(), id)?
         .into_iter()
         .map(|row| PartData::from(row).decode())
         .collect::<Result<_>>()?;
     Ok(msg)
 }
 
+/// The message `id` without its parts (its row only: usage, role, session …), for
+/// callers that must not depend on decoding parts.
+pub fn load_message_row(tx: &dyn Queryable, id: &str) -> Result<Message> {
+    let row = queries::get_message(tx.conn(), id)
+        .optional()?
+        .ok_or_else(|| MessageError::not_found("message", id))?;
+    message_from_row(row)
+}
+
+/// The messages of `session_id` from `message_id` on (creation order, the message
+/// itself first) with their parts; `None` when `message_id` is not a message of that
+/// session. Reads only those rows, however long the history before them.
+pub fn load_session_messages_from(
+    tx: &dyn Queryable,
+    session_id: &str,
+    message_id: &str,
+) -> Result<Option<Vec<Message>>> {
+    let Some(from) = queries::get_message(tx.conn(), message_id)
+        .optional()?
+        .filter(|m| m.session_id == session_id)
+    else {
+        return Ok(None);
+    };
+    let rows = queries::list_messages_from(
+        tx.conn(),
+        &queries::ListMessagesFromParams {
+            session_id,
+            created_at: from.created_at,
+            id: &from.id,
+        },
+    )?;
+    attach_parts(tx, rows).map(Some)
+}
+
+/// The assistant messages of `session_id` left open (`finished_at` unset: a dead
+/// process's, or one still being answered), oldest first; one indexed query.
+pub fn list_unfinished_assistant_message_ids(
+    tx: &dyn Queryable,
+    session_id: &str,
+) -> Result<Vec<String>> {
+    Ok(queries::list_unfinished_assistant_message_ids(
+        tx.conn(),
+        session_id,
+    )?)
+}
+
+/// The model of `session_id`'s newest assistant message that names one.
+pub fn last_assistant_model(tx: &dyn Queryable, session_id: &str) -> Result<Option<String>> {
+    Ok(queries::get_last_assistant_model(tx.conn(), session_id).optional()?)
+}
+
 /// Every message of a session in creation order, parts in position order: two queries
 /// however long the session is. An unknown session is [`MessageError::NotFound`].
-pub fn load_session_messages(conn: &Connection, session_id: &str) -> Result<Vec<Message>> {
-    let rows = queries::list_messages(conn, session_id)?;
+pub fn load_session_messages(tx: &dyn Queryable, session_id: &str) -> Result<Vec<Message>> {
+    let rows = queries::list_messages(tx.conn(), session_id)?;
     if rows.is_empty() {
         // Only an empty answer needs telling "no messages" from "no session".
-        ensure_session(conn, session_id)?;
+        ensure_session(tx, session_id)?;
         return Ok(Vec::new());
     }
-    let parts = queries::list_session_part_data(conn, session_id)?;
+    let parts = queries::list_session_part_data(tx.conn(), session_id)?;
     assemble(rows, parts.into_iter().map(PartData::from))
 }
 
 /// The messages `ids` (any order in, creation order out) with their parts; ids that do
 /// not exist are skipped.
-pub fn load_messages_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<Message>> {
+pub fn load_messages_by_ids(tx: &dyn Queryable, ids: &[&str]) -> Result<Vec<Message>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = queries::list_messages_by_ids(conn, ids)?;
-    attach_parts(conn, rows)
+    let rows = queries::list_messages_by_ids(tx.conn(), ids)?;
+    attach_parts(tx, rows)
 }
 
 /// Decodes message rows and loads all their parts with one query, keeping the rows' order.
-pub(crate) fn attach_parts(conn: &Connection, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
+pub(crate) fn attach_parts(tx: &dyn Queryable, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let parts = queries::list_part_data_by_message_ids(conn, &ids)?;
+    let parts = queries::list_part_data_by_message_ids(tx.conn(), &ids)?;
     assemble(rows, parts.into_iter().map(PartData::from))
 }
 
-/// Fails with [`MessageError::NotFound`] unless session `id` exists.
-pub(crate) fn ensure_session(conn: &Connection, id: &str) -> Result<()> {
-    if queries::session_exists(conn, id)? {
+/// Fails with [`MessageError::NotFound`] unless session `id` exists: the one question
+/// this crate asks of the `sessions` table (which crates/session owns), to tell an empty
+/// session from a missing one. It never reads a session's columns.
+pub(crate) fn ensure_session(tx: &dyn Queryable, id: &str) -> Result<()> {
+    if queries::session_exists(tx.conn(), id)? {
         Ok(())
     } else {
         Err(MessageError::not_found("session", id))

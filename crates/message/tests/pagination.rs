@@ -37,10 +37,7 @@ fn insert_at(svc: &MessageService, session: &str, id: &str, created_at: i64) -> 
         }],
     };
     svc.database()
-        .write(|tx| {
-            store::insert_message(tx, &msg)
-                .map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))
-        })
+        .write(|tx| store::insert_message(tx, &msg))
         .unwrap();
     msg
 }

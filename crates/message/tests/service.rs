@@ -522,20 +522,20 @@ fn store_insert_message_keeps_everything_as_given() {
             },
         ],
     };
-    // `?` works inside a caller's own transaction (MessageError → scribe_db::Error).
+    // Inside a caller's own transaction, with the caller's error type.
     svc.database()
-        .write(|tx| Ok(store::insert_message(tx, &msg)?))
+        .write(|tx| store::insert_message(tx, &msg))
         .unwrap();
     let loaded = svc
         .database()
-        .read(|c| Ok(store::load_message(c, "msg_imported").unwrap()))
+        .read(|tx| store::load_message(tx, "msg_imported"))
         .unwrap();
     let mut expected = msg.clone();
     expected.parts.reverse();
     assert_eq!(loaded, expected);
     let all = svc
         .database()
-        .read(|c| Ok(store::load_session_messages(c, &ses).unwrap()))
+        .read(|tx| store::load_session_messages(tx, &ses))
         .unwrap();
     assert_eq!(all, vec![expected]);
 
@@ -545,26 +545,24 @@ fn store_insert_message_keeps_everything_as_given() {
     dup.parts[0].id = "prt_c".into();
     dup.parts[1].id = "prt_d".into();
     dup.parts[1].position = 10;
-    let result = svc
-        .database()
-        .write(|tx| Ok(store::insert_message(tx, &dup)?));
+    let result = svc.database().write(|tx| store::insert_message(tx, &dup));
     assert!(
-        matches!(&result, Err(scribe_db::Error::InvalidInput(m)) if m.contains("position 10")),
+        matches!(&result, Err(MessageError::InvalidInput(m)) if m.contains("position 10")),
         "{result:?}"
     );
     assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 1);
     let err = svc
         .database()
-        .read(|c| {
-            Ok(store::insert_message(
-                c,
+        .write(|tx| {
+            store::insert_message(
+                tx,
                 &Message {
                     session_id: "ses_x".into(),
                     ..msg.clone()
                 },
-            ))
+            )
         })
-        .unwrap_err_or_message();
+        .unwrap_err();
     assert!(matches!(
         err,
         MessageError::NotFound {
@@ -572,15 +570,6 @@ fn store_insert_message_keeps_everything_as_given() {
             ..
         }
     ));
-}
-
-trait UnwrapErrOrMessage {
-    fn unwrap_err_or_message(self) -> MessageError;
-}
-impl UnwrapErrOrMessage for scribe_db::Result<Result<(), MessageError>> {
-    fn unwrap_err_or_message(self) -> MessageError {
-        self.unwrap().unwrap_err()
-    }
 }
 
 #[test]
@@ -592,7 +581,8 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     let bad_part = bad.parts[0].id.clone();
     // Valid JSON (the CHECK needs it) but not a valid text part.
     svc.database()
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute(
                 "UPDATE parts SET data = '{\"type\":\"text\",\"text\":42}' WHERE id = ?1",
                 [&bad_part],
@@ -613,7 +603,7 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     ));
     let as_db = svc
         .database()
-        .read(|c| Ok(store::load_message(c, &bad.id)?))
+        .read(|tx| store::load_message(tx, &bad.id))
         .unwrap_err();
     assert!(as_db.to_string().contains(&bad_part), "{as_db}");
     // Repair by overwriting the part, or delete the message.
@@ -623,7 +613,8 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
         Part::text("repaired")
     );
     svc.database()
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             tx.execute("UPDATE parts SET data = '[1]' WHERE id = ?1", [&bad_part])?;
             Ok(())
         })

@@ -13,11 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use scribe_db::Database;
 use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
 use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension};
-use scribe_message::{MessageService, SearchOptions, store};
+use scribe_db::{Database, ReadTx};
+use scribe_message::{MessageError, MessageService, SearchOptions, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
 use crate::error::{ApiError, ServeError};
@@ -254,20 +253,9 @@ impl Store {
     /// Runs `f` in one read snapshot; errors of any kind come back as they were.
     fn read<T>(
         &self,
-        mut f: impl FnMut(&Connection) -> Result<T, ApiError>,
+        f: impl FnMut(&mut ReadTx<'_>) -> Result<T, ReadError>,
     ) -> Result<T, ApiError> {
-        let mut failure: Option<ApiError> = None;
-        let outcome = self.db.read(|conn| match f(conn) {
-            Ok(value) => Ok(value),
-            Err(err) => {
-                failure = Some(err);
-                Err(scribe_db::Error::InvalidInput("aborted".to_owned()))
-            }
-        });
-        match outcome {
-            Ok(value) => Ok(value),
-            Err(err) => Err(failure.take().unwrap_or_else(|| ApiError::from(err))),
-        }
+        self.db.read(f).map_err(ApiError::from)
     }
 
     fn summaries(&self, sessions: &[Session]) -> Result<Vec<SessionSummary>, ApiError> {
@@ -322,8 +310,10 @@ impl Store {
         let child_counts = if ids.is_empty() {
             BTreeMap::new()
         } else {
-            self.read(|conn| {
-                Ok(q::count_child_sessions(conn, &ids)?
+            self.read(|tx| {
+                Ok(tx
+                    .q()
+                    .count_child_sessions(&ids)?
                     .into_iter()
                     .map(|row| (row.parent_id, row.children))
                     .collect())
@@ -378,73 +368,56 @@ impl Store {
         limit: usize,
     ) -> Result<MessagePage, ApiError> {
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
-        self.read(|conn| {
-            if !q::session_exists(conn, session_id)? {
-                return Err(ApiError::NotFound(format!(
-                    "session not found: {session_id}"
-                )));
+        self.read(|tx| {
+            if !tx.q().session_exists(session_id)? {
+                return Err(ApiError::NotFound(format!("session not found: {session_id}")).into());
             }
-            let oldest = |conn: &Connection| {
-                q::list_messages_oldest(
-                    conn,
-                    &q::ListMessagesOldestParams {
-                        session_id,
-                        limit: fetch,
-                    },
-                )
+            let oldest = |tx: &mut ReadTx<'_>| {
+                tx.q().list_messages_oldest(&q::ListMessagesOldestParams {
+                    session_id,
+                    limit: fetch,
+                })
             };
-            let after = |conn: &Connection, m: &q::MessageRow| {
-                q::list_messages_after(
-                    conn,
-                    &q::ListMessagesAfterParams {
-                        session_id,
-                        created_at: m.created_at,
-                        id: &m.id,
-                        limit: fetch,
-                    },
-                )
+            let after = |tx: &mut ReadTx<'_>, m: &q::MessageRow| {
+                tx.q().list_messages_after(&q::ListMessagesAfterParams {
+                    session_id,
+                    created_at: m.created_at,
+                    id: &m.id,
+                    limit: fetch,
+                })
+            };
+            let before = |tx: &mut ReadTx<'_>, m: &q::MessageRow, limit: i64| {
+                tx.q().list_messages_before(&q::ListMessagesBeforeParams {
+                    session_id,
+                    created_at: m.created_at,
+                    id: &m.id,
+                    limit,
+                })
             };
             // Forward pages: (rows oldest first, whether older ones exist).
             let (mut rows, more_before, backward) = match at {
-                At::Start => (oldest(conn)?, false, false),
-                At::After(id) => (after(conn, &anchor(conn, session_id, id)?)?, true, false),
+                At::Start => (oldest(tx)?, false, false),
+                At::After(id) => {
+                    let m = anchor(tx, session_id, id)?;
+                    (after(tx, &m)?, true, false)
+                }
                 At::From(id) => {
-                    let m = anchor(conn, session_id, id)?;
-                    let previous = q::get_previous_message(
-                        conn,
-                        &q::GetPreviousMessageParams {
-                            session_id,
-                            created_at: m.created_at,
-                            id: &m.id,
-                        },
-                    )
-                    .optional()?;
-                    match previous {
-                        Some(p) => (after(conn, &p)?, true, false),
-                        None => (oldest(conn)?, false, false),
+                    let m = anchor(tx, session_id, id)?;
+                    // The page starts after the message just before it, if any.
+                    match before(tx, &m, 1)?.pop() {
+                        Some(previous) => (after(tx, &previous)?, true, false),
+                        None => (oldest(tx)?, false, false),
                     }
                 }
                 At::Before(id) => {
-                    let m = anchor(conn, session_id, id)?;
-                    let rows = q::list_messages_before(
-                        conn,
-                        &q::ListMessagesBeforeParams {
-                            session_id,
-                            created_at: m.created_at,
-                            id: &m.id,
-                            limit: fetch,
-                        },
-                    )?;
-                    (rows, false, true)
+                    let m = anchor(tx, session_id, id)?;
+                    (before(tx, &m, fetch)?, false, true)
                 }
                 At::End => (
-                    q::list_messages_newest(
-                        conn,
-                        &q::ListMessagesNewestParams {
-                            session_id,
-                            limit: fetch,
-                        },
-                    )?,
+                    tx.q().list_messages_newest(&q::ListMessagesNewestParams {
+                        session_id,
+                        limit: fetch,
+                    })?,
                     false,
                     true,
                 ),
@@ -458,7 +431,7 @@ impl Store {
                 (more_before, overflow)
             };
             let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-            let messages = store::load_messages_by_ids(conn, &ids)?;
+            let messages = store::load_messages_by_ids(tx, &ids)?;
             Ok(MessagePage {
                 messages,
                 more_before,
@@ -490,7 +463,7 @@ impl Store {
     pub fn usage(&self, by_model: bool, since: Option<i64>) -> Result<Usage, ApiError> {
         let from = since.unwrap_or(i64::MIN);
         // (day, key, totals) of every group, oldest day first.
-        let groups: Vec<(String, StatsRow)> = self.read(|conn| {
+        let groups: Vec<(String, StatsRow)> = self.read(|tx| {
             macro_rules! groups {
                 ($rows:expr) => {
                     $rows
@@ -514,9 +487,9 @@ impl Store {
                 };
             }
             Ok(if by_model {
-                groups!(q::usage_by_day_and_model_since(conn, from)?)
+                groups!(tx.q().usage_by_day_and_model_since(from)?)
             } else {
-                groups!(q::usage_by_day_and_source_since(conn, from)?)
+                groups!(tx.q().usage_by_day_and_source_since(from)?)
             })
         })?;
         // The period's totals and each day's come from the same service as `scribe stats`.
@@ -581,7 +554,7 @@ impl Store {
         {
             return Ok(choices.clone());
         }
-        let choices = self.read(|conn| {
+        let choices = self.read(|tx| {
             macro_rules! choices {
                 ($rows:expr) => {
                     $rows
@@ -594,9 +567,9 @@ impl Store {
                 };
             }
             Ok(Choices {
-                sources: choices!(q::list_source_choices(conn, MAX_CHOICES)?),
-                models: choices!(q::list_model_choices(conn, MAX_CHOICES)?),
-                directories: choices!(q::list_directory_choices(conn, MAX_CHOICES)?),
+                sources: choices!(tx.q().list_source_choices(MAX_CHOICES)?),
+                models: choices!(tx.q().list_model_choices(MAX_CHOICES)?),
+                directories: choices!(tx.q().list_directory_choices(MAX_CHOICES)?),
             })
         })?;
         if let Ok(mut cache) = self.choices.lock() {
@@ -607,18 +580,51 @@ impl Store {
 }
 
 /// The message `id` of `session_id`, or 404.
-fn anchor(conn: &Connection, session_id: &str, id: &str) -> Result<q::MessageRow, ApiError> {
-    match q::get_message(conn, id).optional()? {
+fn anchor(tx: &mut ReadTx<'_>, session_id: &str, id: &str) -> Result<q::MessageRow, ReadError> {
+    match tx.q().get_message(id)? {
         Some(row) if row.session_id == session_id => Ok(row),
-        _ => Err(ApiError::NotFound(format!(
-            "message not found: {id} in session {session_id}"
-        ))),
+        _ => Err(
+            ApiError::NotFound(format!("message not found: {id} in session {session_id}")).into(),
+        ),
     }
 }
 
-impl From<scribe_db::rusqlite::Error> for ApiError {
-    fn from(err: scribe_db::rusqlite::Error) -> Self {
-        ApiError::from(scribe_db::Error::from(err))
+/// What a closure of [`Store::read`] fails with: the database (so the transaction helper
+/// sees it) or an answer for the client.
+#[derive(Debug)]
+enum ReadError {
+    /// The database failed.
+    Db(scribe_db::Error),
+    /// The request cannot be answered (a message of another session …).
+    Api(ApiError),
+}
+
+scribe_db::impl_tx_error!(ReadError, ReadError::Db);
+
+impl From<scribe_db::Error> for ReadError {
+    fn from(err: scribe_db::Error) -> Self {
+        ReadError::Db(err)
+    }
+}
+
+impl From<ApiError> for ReadError {
+    fn from(err: ApiError) -> Self {
+        ReadError::Api(err)
+    }
+}
+
+impl From<MessageError> for ReadError {
+    fn from(err: MessageError) -> Self {
+        ReadError::Api(err.into())
+    }
+}
+
+impl From<ReadError> for ApiError {
+    fn from(err: ReadError) -> Self {
+        match err {
+            ReadError::Db(err) => err.into(),
+            ReadError::Api(err) => err,
+        }
     }
 }
 
@@ -628,14 +634,11 @@ pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, 
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let rows = db.read(|conn| {
-        Ok(q::list_session_previews(
-            conn,
-            &q::ListSessionPreviewsParams {
-                max_chars: PREVIEW_FETCH_CHARS,
-                session_ids: ids,
-            },
-        )?)
+    let rows = db.read(|tx| {
+        tx.q().list_session_previews(&q::ListSessionPreviewsParams {
+            max_chars: PREVIEW_FETCH_CHARS,
+            session_ids: ids,
+        })
     })?;
     let mut previews: HashMap<String, String> = HashMap::new();
     for row in rows {
@@ -663,7 +666,10 @@ pub struct Watcher {
 impl Watcher {
     /// The current data version; a different value than the last call means a commit.
     pub fn version(&self) -> Result<i64, scribe_db::Error> {
-        self.db
-            .read(|conn| Ok(conn.pragma_query_value(None, "data_version", |row| row.get(0))?))
+        self.db.read(|tx| {
+            Ok(tx
+                .conn()
+                .pragma_query_value(None, "data_version", |row| row.get(0))?)
+        })
     }
 }

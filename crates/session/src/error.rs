@@ -23,8 +23,14 @@ pub enum SessionError {
         session_id: String,
     },
     /// Another uniqueness rule was broken, e.g. a session id already taken.
-    #[error("conflict: {0}")]
-    Conflict(String),
+    #[error("conflict: {message}")]
+    Conflict {
+        /// What clashed.
+        message: String,
+        /// The database's error, when the database found the clash.
+        #[source]
+        source: Option<scribe_db::Error>,
+    },
     /// The title is unusable, e.g. nothing is left of it after normalization.
     #[error("invalid title: {reason}")]
     InvalidTitle {
@@ -69,13 +75,24 @@ impl SessionError {
             id: id.into(),
         }
     }
+
+    /// A [`SessionError::Conflict`] the service found itself (no database error behind it).
+    pub fn conflict(message: impl Into<String>) -> Self {
+        SessionError::Conflict {
+            message: message.into(),
+            source: None,
+        }
+    }
 }
 
 impl From<scribe_db::Error> for SessionError {
     fn from(err: scribe_db::Error) -> Self {
         match err {
             scribe_db::Error::NotFound { what, id } => SessionError::NotFound { what, id },
-            scribe_db::Error::Conflict { message, .. } => SessionError::Conflict(message),
+            scribe_db::Error::Conflict { message, source } => SessionError::Conflict {
+                message: message.clone(),
+                source: Some(scribe_db::Error::Conflict { message, source }),
+            },
             scribe_db::Error::InvalidInput(message) => SessionError::InvalidInput(message),
             other => SessionError::Db(other),
         }
@@ -99,5 +116,30 @@ impl From<scribe_message::MessageError> for SessionError {
             }
             other => SessionError::Message(other),
         }
+    }
+}
+
+// What `scribe_db::Database::write` and `read` need to
+// carry a `SessionError` through their retry loop: a busy database inside
+// `SessionError::Db` is retried, everything else rolls back and comes out as it is.
+scribe_db::impl_tx_error!(SessionError, SessionError::Db);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_conflict_keeps_its_source() {
+        let db = scribe_db::Error::Conflict {
+            message: "UNIQUE constraint failed: sessions.id".into(),
+            source: None,
+        };
+        let err = SessionError::from(db);
+        assert_eq!(
+            err.to_string(),
+            "conflict: UNIQUE constraint failed: sessions.id"
+        );
+        let source = std::error::Error::source(&err).expect("the database error");
+        assert!(source.is::<scribe_db::Error>(), "{source:?}");
     }
 }

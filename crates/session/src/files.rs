@@ -2,13 +2,12 @@
 //! 1, 2, 3 … per (session, path).
 
 use scribe_db::ids::{Prefix, new_id};
-use scribe_db::now_ms;
 use scribe_db::queries::{self as q, FileRow};
 use scribe_db::rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
-use crate::service::{SessionService, load, read_tx, write_tx};
+use crate::service::{SessionService, load};
 
 /// One version of a file as a session left it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,39 +58,42 @@ impl SessionService {
             ));
         }
         let id = new_id(Prefix::File);
-        write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             load(tx, session_id)?;
             let params = q::CreateFileVersionParams {
                 id: &id,
                 session_id,
                 path,
                 content,
-                now: now_ms(),
+                now: tx.now(),
             };
-            Ok(FileVersion::from(q::create_file_version(tx, &params)?))
+            Ok(FileVersion::from(q::create_file_version(
+                tx.conn(),
+                &params,
+            )?))
         })
     }
 
     /// Every version of `path` in `session_id`, oldest first (empty when the session
     /// never changed it).
     pub fn file_versions(&self, session_id: &str, path: &str) -> Result<Vec<FileVersion>> {
-        read_tx(&self.db, |conn| {
-            load(conn, session_id)?;
+        self.db.read(|tx| {
+            load(tx, session_id)?;
             let params = q::ListFileVersionsParams { session_id, path };
-            Ok(file_versions(q::list_file_versions(conn, &params)?))
+            Ok(file_versions(q::list_file_versions(tx.conn(), &params)?))
         })
     }
 
     /// Version `version` of `path` in `session_id`.
     pub fn file_version(&self, session_id: &str, path: &str, version: i64) -> Result<FileVersion> {
-        read_tx(&self.db, |conn| {
-            load(conn, session_id)?;
+        self.db.read(|tx| {
+            load(tx, session_id)?;
             let params = q::GetFileVersionParams {
                 session_id,
                 path,
                 version,
             };
-            match q::get_file_version(conn, &params).optional()? {
+            match q::get_file_version(tx.conn(), &params).optional()? {
                 Some(row) => Ok(FileVersion::from(row)),
                 None => Err(SessionError::not_found(
                     "file version",
@@ -103,9 +105,9 @@ impl SessionService {
 
     /// The newest version of every path `session_id` changed, by path.
     pub fn latest_files(&self, session_id: &str) -> Result<Vec<FileVersion>> {
-        read_tx(&self.db, |conn| {
-            load(conn, session_id)?;
-            Ok(file_versions(q::list_latest_files(conn, session_id)?))
+        self.db.read(|tx| {
+            load(tx, session_id)?;
+            Ok(file_versions(q::list_latest_files(tx.conn(), session_id)?))
         })
     }
 }

@@ -19,31 +19,23 @@
 //!
 //! Every change is one transaction and is announced on the service's
 //! [`Broker<Session>`](scribe_pubsub::Broker) after it commits, never before and never for
-//! a change that was rolled back. All SQL lives in `sql/queries`; this crate only calls the
+//! a change that was rolled back (events are queued inside the transaction with
+//! `Tx::after_commit`). `_tx` twins make the same changes inside another caller's
+//! transaction (the agent's compaction, usage, prompts). All SQL lives in `sql/queries`; this crate only calls the
 //! generated functions and the sea-query builders of `scribe_db::filters`.
 //!
-//! ```
-//! use std::sync::Arc;
-//! use scribe_db::Database;
-//! use scribe_pubsub::EventKind;
-//! use scribe_session::{NewSession, SessionService, UsageDelta};
+//! The front door is [`Store`]: a database with this service and scribe-message's
+//! `MessageService` over it, built together.
 //!
-//! let svc = SessionService::new(Arc::new(Database::open_in_memory()?));
-//! let events = svc.subscribe();
-//! let s = svc.create(NewSession::titled("  Fix   the build "))?;
-//! assert_eq!(s.title.as_deref(), Some("Fix the build"));
-//! assert_eq!(svc.next_title_in_lineage("Fix the build")?, "Fix the build #2");
-//! let s = svc.add_usage(&s.id, &UsageDelta { api_calls: 1, cost_usd: 0.25, ..UsageDelta::default() })?;
-//! assert_eq!(s.estimated_cost_usd, 0.25);
-//! let created = events.try_recv().unwrap();
-//! assert_eq!((created.kind, created.payload.id), (EventKind::Created, s.id));
-//! # Ok::<(), scribe_session::SessionError>(())
-//! ```
+//! Also [`SessionService::conversation`]: a session (and the sessions it continues) as
+//! an LLM request needs it.
 
+mod conversation;
 mod error;
 mod files;
 mod service;
 mod session;
+mod store;
 mod title;
 mod transfer;
 mod usage;
@@ -51,8 +43,9 @@ mod usage;
 pub use error::{Result, SessionError};
 pub use files::FileVersion;
 pub use scribe_db::filters::{ParentFilter, SessionFilter, SessionOrder};
-pub use service::{NewSession, SessionService};
+pub use service::{CompactionClaim, NewSession, SessionService};
 pub use session::{Session, SessionKind};
+pub use store::Store;
 pub use title::{
     MAX_TITLE_CHARS, lineage_title, normalize_optional_title, normalize_title, split_lineage,
 };

@@ -1,18 +1,21 @@
 //! [`SessionService`]: session lifecycle, titles and lineage over a shared [`Database`],
 //! announcing every committed change on a [`Broker<Session>`].
 //!
-//! Each public method is one `BEGIN IMMEDIATE` transaction. Events are published only after
-//! it commits, so a subscriber never hears about a change that was rolled back, and a
-//! method that changes nothing (ending an ended session) publishes nothing.
+//! Each public method is one `BEGIN IMMEDIATE` transaction. Its events are queued inside
+//! it ([`Tx::after_commit`]) and published only after it commits, so a subscriber never
+//! hears about a change that was rolled back, and a method that changes nothing (ending
+//! an ended session) publishes nothing. The `_tx` methods make the same changes inside
+//! another service's transaction and queue the same events on it; a session changed
+//! twice in one transaction is announced once, as it committed.
 
 use std::sync::Arc;
 
 use scribe_db::filters::{self, SessionFilter};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension, Transaction};
-use scribe_db::{Database, now_ms};
-use scribe_pubsub::{Broker, Subscription};
+use scribe_db::rusqlite::OptionalExtension;
+use scribe_db::{Database, Queryable, Tx};
+use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
 use crate::error::{Result, SessionError};
@@ -84,63 +87,41 @@ impl NewSession {
 }
 
 /// The session service. Cheap to share behind an `Arc`; `Send + Sync`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use scribe_db::Database;
+/// use scribe_pubsub::EventKind;
+/// use scribe_session::{NewSession, SessionService, UsageDelta};
+///
+/// let svc = SessionService::new(Arc::new(Database::open_in_memory()?));
+/// let events = svc.subscribe();
+/// let s = svc.create(NewSession::titled("  Fix   the build "))?;
+/// assert_eq!(s.title.as_deref(), Some("Fix the build"));
+/// assert_eq!(svc.next_title_in_lineage("Fix the build")?, "Fix the build #2");
+/// let s = svc.add_usage(&s.id, &UsageDelta { api_calls: 1, cost_usd: 0.25, ..UsageDelta::default() })?;
+/// assert_eq!(s.estimated_cost_usd, 0.25);
+/// let created = events.try_recv().unwrap();
+/// assert_eq!((created.kind, created.payload.id), (EventKind::Created, s.id));
+/// # Ok::<(), scribe_session::SessionError>(())
+/// ```
 #[derive(Debug)]
 pub struct SessionService {
     pub(crate) db: Arc<Database>,
-    pub(crate) broker: Broker<Session>,
-}
-
-/// Runs `f` in a write transaction, keeping `f`'s own error (rolled back) instead of
-/// flattening it into a database error. Database errors go through untouched, so
-/// `Database::write` still retries a busy one.
-pub(crate) fn write_tx<T>(
-    db: &Database,
-    mut f: impl FnMut(&Transaction<'_>) -> Result<T>,
-) -> Result<T> {
-    let mut failure: Option<SessionError> = None;
-    let outcome = db.write(|tx| match f(tx) {
-        Ok(value) => Ok(value),
-        Err(SessionError::Db(err)) => Err(err),
-        Err(err) => {
-            failure = Some(err);
-            // Any non-busy error makes `write` roll back and return at once.
-            Err(scribe_db::Error::InvalidInput("rolled back".to_owned()))
-        }
-    });
-    match outcome {
-        Ok(value) => Ok(value),
-        Err(err) => Err(failure.take().unwrap_or(SessionError::Db(err))),
-    }
-}
-
-/// [`write_tx`] for a read snapshot.
-pub(crate) fn read_tx<T>(db: &Database, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
-    let mut failure: Option<SessionError> = None;
-    let outcome = db.read(|conn| match f(conn) {
-        Ok(value) => Ok(value),
-        Err(SessionError::Db(err)) => Err(err),
-        Err(err) => {
-            failure = Some(err);
-            Err(scribe_db::Error::InvalidInput("aborted".to_owned()))
-        }
-    });
-    match outcome {
-        Ok(value) => Ok(value),
-        Err(err) => Err(failure.take().unwrap_or(SessionError::Db(err))),
-    }
+    pub(crate) broker: Arc<Broker<Session>>,
 }
 
 /// The session `id`, or [`SessionError::NotFound`].
-pub(crate) fn load(conn: &Connection, id: &str) -> Result<Session> {
-    match q::get_session(conn, id).optional()? {
+pub(crate) fn load(tx: &dyn Queryable, id: &str) -> Result<Session> {
+    match q::get_session(tx.conn(), id).optional()? {
         Some(row) => Session::try_from(row),
         None => Err(SessionError::not_found("session", id)),
     }
 }
 
 /// Fails with [`SessionError::TitleInUse`] if another session than `except` holds `title`.
-fn ensure_title_free(conn: &Connection, title: &str, except: Option<&str>) -> Result<()> {
-    if let Some(holder) = q::get_session_by_title(conn, title).optional()?
+fn ensure_title_free(tx: &dyn Queryable, title: &str, except: Option<&str>) -> Result<()> {
+    if let Some(holder) = q::get_session_by_title(tx.conn(), title).optional()?
         && Some(holder.id.as_str()) != except
     {
         return Err(SessionError::TitleInUse {
@@ -162,7 +143,7 @@ fn ensure_not_empty(what: &str, value: &str) -> Result<()> {
 
 /// Inserts a session with `id` after checking everything a caller can get wrong, so the
 /// caller gets a typed error rather than a constraint failure.
-pub(crate) fn insert_session(conn: &Connection, id: &str, new: &NewSession) -> Result<Session> {
+pub(crate) fn insert_session(tx: &Tx<'_>, id: &str, new: &NewSession) -> Result<Session> {
     ensure_not_empty("session id", id)?;
     ensure_not_empty("source", &new.source)?;
     let title = normalize_optional_title(new.title.as_deref())?;
@@ -174,23 +155,23 @@ pub(crate) fn insert_session(conn: &Connection, id: &str, new: &NewSession) -> R
             )));
         }
         (Some(parent), _) => {
-            if !q::session_exists(conn, parent)? {
+            if !q::session_exists(tx.conn(), parent)? {
                 return Err(SessionError::not_found("parent session", parent.as_str()));
             }
         }
     }
-    if q::session_exists(conn, id)? {
-        return Err(SessionError::Conflict(format!(
+    if q::session_exists(tx.conn(), id)? {
+        return Err(SessionError::conflict(format!(
             "session id {id} is already in use"
         )));
     }
     if let Some(title) = &title {
-        ensure_title_free(conn, title, None)?;
+        ensure_title_free(tx, title, None)?;
     }
     let model_config = json_text(new.model_config.as_ref());
     let permission = json_text(new.permission.as_ref());
     let row = q::create_session(
-        conn,
+        tx.conn(),
         &q::CreateSessionParams {
             id,
             parent_session_id: new.parent_session_id.as_deref(),
@@ -206,7 +187,7 @@ pub(crate) fn insert_session(conn: &Connection, id: &str, new: &NewSession) -> R
             billing_provider: new.billing_provider.as_deref(),
             billing_base_url: new.billing_base_url.as_deref(),
             billing_mode: new.billing_mode.as_deref(),
-            now: now_ms(),
+            now: tx.now(),
         },
     )?;
     Session::try_from(row)
@@ -230,25 +211,6 @@ pub(crate) fn child_of(parent: &Session, kind: SessionKind) -> NewSession {
     }
 }
 
-/// Deletes `id` and returns its last state plus the children whose parent link the
-/// database cleared (as they are now).
-pub(crate) fn delete_tx(conn: &Connection, id: &str) -> Result<(Session, Vec<Session>)> {
-    let session = load(conn, id)?;
-    let children: Vec<String> = q::list_child_sessions(conn, id)?
-        .into_iter()
-        .map(|row| row.id)
-        .collect();
-    q::delete_session(conn, id)?;
-    let mut unlinked = Vec::with_capacity(children.len());
-    for child in &children {
-        // A child may itself have gone in the same transaction (prune).
-        if let Some(row) = q::get_session(conn, child).optional()? {
-            unlinked.push(Session::try_from(row)?);
-        }
-    }
-    Ok((session, unlinked))
-}
-
 impl SessionService {
     /// A service over `db` with its own broker ([`scribe_pubsub::DEFAULT_BUFFER`] events
     /// per subscriber).
@@ -258,7 +220,10 @@ impl SessionService {
 
     /// A service publishing on `broker` (e.g. one with a larger buffer).
     pub fn with_broker(db: Arc<Database>, broker: Broker<Session>) -> Self {
-        SessionService { db, broker }
+        SessionService {
+            db,
+            broker: Arc::new(broker),
+        }
     }
 
     /// The database the service works on.
@@ -277,12 +242,19 @@ impl SessionService {
         self.broker.subscribe()
     }
 
-    /// Reads `id` and publishes it as `updated`; for callers that changed a session inside
-    /// their own transaction (e.g. with [`SessionService::add_usage_tx`]) once it committed.
+    /// Reads `id` and publishes it as `updated`: for a change the service did not make
+    /// itself (a migration tool, raw SQL), once it committed. Changes through this
+    /// service, its `_tx` methods included, are announced already.
     pub fn notify_changed(&self, id: &str) -> Result<Session> {
         let session = self.get(id)?;
         self.broker.publish_updated(session.clone());
         Ok(session)
+    }
+
+    /// Queues `kind` for `session` on `tx` ([`scribe_message::queue_event`]: `updated`
+    /// goes out once per transaction, as committed).
+    pub(crate) fn announce(&self, tx: &mut Tx<'_>, kind: EventKind, session: &Session) {
+        scribe_message::queue_event(tx, &self.broker, kind, &session.id, session.clone());
     }
 
     /// Creates a session with a new `ses_…` id.
@@ -292,8 +264,14 @@ impl SessionService {
     /// [`SessionError::InvalidInput`] (empty source, a non-normal kind without parent).
     pub fn create(&self, new: NewSession) -> Result<Session> {
         let id = new_id(Prefix::Session);
-        let session = write_tx(&self.db, |tx| insert_session(tx, &id, &new))?;
-        self.broker.publish_created(session.clone());
+        self.db.write(|tx| self.create_tx(tx, &id, &new))
+    }
+
+    /// [`SessionService::create`] with the id `id`, inside the caller's transaction;
+    /// queues `created`.
+    pub fn create_tx(&self, tx: &mut Tx<'_>, id: &str, new: &NewSession) -> Result<Session> {
+        let session = insert_session(tx, id, new)?;
+        self.announce(tx, EventKind::Created, &session);
         Ok(session)
     }
 
@@ -302,12 +280,10 @@ impl SessionService {
     /// There is one per parent: a second is a [`SessionError::Conflict`].
     pub fn create_title_session(&self, parent_id: &str) -> Result<Session> {
         let id = format!("title-{parent_id}");
-        let session = write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             let parent = load(tx, parent_id)?;
-            insert_session(tx, &id, &child_of(&parent, SessionKind::Title))
-        })?;
-        self.broker.publish_created(session.clone());
-        Ok(session)
+            self.create_tx(tx, &id, &child_of(&parent, SessionKind::Title))
+        })
     }
 
     /// Creates a sub-agent's session: its id is `tool_call_id` (the call that spawned it),
@@ -319,87 +295,83 @@ impl SessionService {
         tool_call_id: &str,
         title: Option<&str>,
     ) -> Result<Session> {
-        let session = write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             let parent = load(tx, parent_id)?;
             let mut new = child_of(&parent, SessionKind::Task);
             new.title = title.map(str::to_owned);
-            insert_session(tx, tool_call_id, &new)
-        })?;
-        self.broker.publish_created(session.clone());
-        Ok(session)
+            self.create_tx(tx, tool_call_id, &new)
+        })
     }
 
     /// Creates the continuation of `parent_id` after compaction: kind
     /// [`SessionKind::Continuation`], inheriting the parent's settings, titled with the
     /// next title of the parent's lineage (`t #2`, `t #3` …) when the parent has a title.
     pub fn create_continuation(&self, parent_id: &str) -> Result<Session> {
-        let session = write_tx(&self.db, |tx| {
-            let parent = load(tx, parent_id)?;
-            let mut new = child_of(&parent, SessionKind::Continuation);
-            new.system_prompt = parent.system_prompt.clone();
-            new.title = match &parent.title {
-                Some(title) => Some(next_title_tx(tx, title)?),
-                None => None,
-            };
-            insert_session(tx, &new_id(Prefix::Session), &new)
-        })?;
-        self.broker.publish_created(session.clone());
-        Ok(session)
+        self.db
+            .write(|tx| self.create_continuation_tx(tx, parent_id))
     }
 
     /// [`SessionService::create_continuation`] inside the caller's transaction, so the
-    /// continuation commits (or rolls back) with the rest of a compaction. Publishes
-    /// nothing: publish the returned session as `created` after commit.
-    pub fn create_continuation_tx(conn: &Connection, parent_id: &str) -> Result<Session> {
-        let parent = load(conn, parent_id)?;
+    /// continuation commits (or rolls back) with the rest of a compaction; queues
+    /// `created`.
+    pub fn create_continuation_tx(&self, tx: &mut Tx<'_>, parent_id: &str) -> Result<Session> {
+        let parent = load(tx, parent_id)?;
         let mut new = child_of(&parent, SessionKind::Continuation);
         new.system_prompt = parent.system_prompt.clone();
         new.title = match &parent.title {
-            Some(title) => Some(next_title_tx(conn, title)?),
+            Some(title) => Some(next_title_tx(tx, title)?),
             None => None,
         };
-        insert_session(conn, &new_id(Prefix::Session), &new)
+        self.create_tx(tx, &new_id(Prefix::Session), &new)
     }
 
     /// Sets the title of `id` to `title` only if it has none, inside the caller's
     /// transaction: check and set cannot be separated by another writer. A title in use
     /// becomes the next free title of its lineage. Returns the session when the title was
-    /// set (publish it as `updated` after commit), `None` when it already had one.
+    /// set (and queues `updated`), `None` when it already had one.
     pub fn set_title_if_unset_tx(
-        conn: &Connection,
+        &self,
+        tx: &mut Tx<'_>,
         id: &str,
         title: &str,
     ) -> Result<Option<Session>> {
-        let mut session = load(conn, id)?;
+        let mut session = load(tx, id)?;
         if session.title.is_some() {
             return Ok(None);
         }
         let title = normalize_title(title)?;
-        let title = match ensure_title_free(conn, &title, Some(id)) {
+        let title = match ensure_title_free(tx, &title, Some(id)) {
             Ok(()) => title,
-            Err(SessionError::TitleInUse { .. }) => next_title_tx(conn, &title)?,
+            Err(SessionError::TitleInUse { .. }) => next_title_tx(tx, &title)?,
             Err(other) => return Err(other),
         };
         session.title = Some(title);
-        store_mutable(conn, id, &session).map(Some)
+        let session = store_mutable(tx, id, &session)?;
+        self.announce(tx, EventKind::Updated, &session);
+        Ok(Some(session))
     }
 
     /// The session `id`, or [`SessionError::NotFound`].
     pub fn get(&self, id: &str) -> Result<Session> {
-        read_tx(&self.db, |conn| load(conn, id))
+        self.db.read(|tx| load(tx, id))
+    }
+
+    /// The session `id` as `tx` sees it, or [`SessionError::NotFound`].
+    pub fn get_tx(tx: &dyn Queryable, id: &str) -> Result<Session> {
+        load(tx, id)
     }
 
     /// The sessions matching `filter`, in its order (by default newest first: creation
     /// time, then id, descending), limited and offset as it says.
     pub fn list(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
-        read_tx(&self.db, |conn| {
-            sessions(filters::list_sessions(conn, filter)?)
-        })
+        self.db
+            .read(|tx| sessions(filters::list_sessions(tx.conn(), filter)?))
     }
 
     /// How many sessions match `filter` (its order, limit and offset ignored).
     pub fn count(&self, filter: &SessionFilter) -> Result<i64> {
-        read_tx(&self.db, |conn| Ok(filters::count_sessions(conn, filter)?))
+        self.db
+            .read(|tx| Ok(filters::count_sessions(tx.conn(), filter)?))
     }
 
     /// Reads `id`, lets `change` edit it, and stores the mutable fields in one transaction:
@@ -410,24 +382,24 @@ impl SessionService {
     /// `change` may run more than once if the database is busy, so it should only edit the
     /// session it is given.
     pub fn update(&self, id: &str, mut change: impl FnMut(&mut Session)) -> Result<Session> {
-        let session = write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             let mut session = load(tx, id)?;
             change(&mut session);
-            store_mutable(tx, id, &session)
-        })?;
-        self.broker.publish_updated(session.clone());
-        Ok(session)
+            let session = store_mutable(tx, id, &session)?;
+            self.announce(tx, EventKind::Updated, &session);
+            Ok(session)
+        })
     }
 
     /// Stores the mutable fields of `session` (see [`SessionService::update`]) over the
     /// stored session with its id, and returns the result.
     pub fn save(&self, session: &Session) -> Result<Session> {
-        let saved = write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             load(tx, &session.id)?;
-            store_mutable(tx, &session.id, session)
-        })?;
-        self.broker.publish_updated(saved.clone());
-        Ok(saved)
+            let saved = store_mutable(tx, &session.id, session)?;
+            self.announce(tx, EventKind::Updated, &saved);
+            Ok(saved)
+        })
     }
 
     /// Sets or clears (`None`) the title of `id`.
@@ -440,81 +412,192 @@ impl SessionService {
     /// parent link cleared. Publishes `deleted` with the last state, then `updated` for
     /// every unlinked child.
     pub fn delete(&self, id: &str) -> Result<Session> {
-        let (session, unlinked) = write_tx(&self.db, |tx| delete_tx(tx, id))?;
-        self.broker.publish_deleted(session.clone());
-        for child in unlinked {
-            self.broker.publish_updated(child);
+        self.db.write(|tx| {
+            let (session, unlinked) = self.delete_tx(tx, id)?;
+            self.announce(tx, EventKind::Deleted, &session);
+            for child in &unlinked {
+                self.announce(tx, EventKind::Updated, child);
+            }
+            Ok(session)
+        })
+    }
+
+    /// Deletes `id` and returns its last state plus the children whose parent link the
+    /// database cleared (as they are now). Queues nothing: the callers announce.
+    pub(crate) fn delete_tx(&self, tx: &Tx<'_>, id: &str) -> Result<(Session, Vec<Session>)> {
+        let session = load(tx, id)?;
+        let children: Vec<String> = q::list_child_sessions(tx.conn(), id)?
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+        q::delete_session(tx.conn(), id)?;
+        let mut unlinked = Vec::with_capacity(children.len());
+        for child in &children {
+            // A child may itself have gone in the same transaction (prune).
+            if let Some(row) = q::get_session(tx.conn(), child).optional()? {
+                unlinked.push(Session::try_from(row)?);
+            }
         }
-        Ok(session)
+        Ok((session, unlinked))
     }
 
     /// Archives `id`. Archiving an archived session keeps its first archive time and
     /// publishes nothing.
     pub fn archive(&self, id: &str) -> Result<Session> {
-        self.change_if(id, |tx, now| {
-            Ok(q::archive_session(tx, &q::ArchiveSessionParams { now, id })? > 0)
+        self.db.write(|tx| {
+            self.change_if(tx, id, |tx, now| {
+                Ok(q::archive_session(tx.conn(), &q::ArchiveSessionParams { now, id })? > 0)
+            })
         })
     }
 
     /// Unarchives `id`; a no-op (no event) when it is not archived.
     pub fn unarchive(&self, id: &str) -> Result<Session> {
-        self.change_if(id, |tx, now| {
-            if load(tx, id)?.archived_at.is_none() {
-                return Ok(false);
-            }
-            Ok(q::unarchive_session(tx, &q::UnarchiveSessionParams { now, id })? > 0)
+        self.db.write(|tx| {
+            self.change_if(tx, id, |tx, now| {
+                if load(tx, id)?.archived_at.is_none() {
+                    return Ok(false);
+                }
+                Ok(q::unarchive_session(tx.conn(), &q::UnarchiveSessionParams { now, id })? > 0)
+            })
         })
     }
 
     /// Ends `id` with `reason`. The first end wins: ending an ended session keeps its
     /// first reason and time, returns it unchanged and publishes nothing.
     pub fn end(&self, id: &str, reason: &str) -> Result<Session> {
-        self.change_if(id, |tx, now| {
+        self.db.write(|tx| self.end_tx(tx, id, reason))
+    }
+
+    /// [`SessionService::end`] inside the caller's transaction; queues `updated` when it
+    /// ended the session.
+    pub fn end_tx(&self, tx: &mut Tx<'_>, id: &str, reason: &str) -> Result<Session> {
+        self.change_if(tx, id, |tx, now| {
             let params = q::EndSessionParams {
                 now,
                 end_reason: Some(reason),
                 id,
             };
-            Ok(q::end_session(tx, &params)? > 0)
+            Ok(q::end_session(tx.conn(), &params)? > 0)
         })
     }
 
     /// Reopens an ended session (clears its end time and reason); a no-op (no event) when
     /// it is active.
     pub fn reopen(&self, id: &str) -> Result<Session> {
-        self.change_if(id, |tx, now| {
-            if load(tx, id)?.ended_at.is_none() {
-                return Ok(false);
-            }
-            Ok(q::reopen_session(tx, &q::ReopenSessionParams { now, id })? > 0)
+        self.db.write(|tx| {
+            self.change_if(tx, id, |tx, now| {
+                if load(tx, id)?.ended_at.is_none() {
+                    return Ok(false);
+                }
+                Ok(q::reopen_session(tx.conn(), &q::ReopenSessionParams { now, id })? > 0)
+            })
         })
     }
 
     /// Marks a compaction of `id` as running (`Some(now)`) or finished (`None`).
     pub fn set_compacting(&self, id: &str, compacting: bool) -> Result<Session> {
-        self.change_if(id, |tx, now| {
-            let params = q::SetSessionCompactingParams {
-                compacting_at: compacting.then_some(now),
-                now,
-                id,
-            };
-            Ok(q::set_session_compacting(tx, &params)? > 0)
+        self.db.write(|tx| {
+            self.change_if(tx, id, |tx, now| {
+                let params = q::SetSessionCompactingParams {
+                    compacting_at: compacting.then_some(now),
+                    now,
+                    id,
+                };
+                Ok(q::set_session_compacting(tx.conn(), &params)? > 0)
+            })
         })
     }
 
-    /// Runs `change` (which says whether it changed anything) and returns the session as
-    /// it then is, publishing `updated` only when something changed.
-    fn change_if(
+    /// Claims `id` for a compaction: sets `compacting_at` to now unless a run holds it
+    /// whose mark is newer than `stale_after` (an older mark is a crashed run's, and is
+    /// taken over). One transaction, so two compactors never both win; `updated` is
+    /// published when it was claimed.
+    pub fn claim_compaction(
         &self,
         id: &str,
-        mut change: impl FnMut(&Transaction<'_>, i64) -> Result<bool>,
+        stale_after: std::time::Duration,
+    ) -> Result<CompactionClaim> {
+        let stale_ms = i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX);
+        self.db.write(|tx| {
+            let now = tx.now();
+            let claimed = q::claim_session_compaction(
+                tx.conn(),
+                &q::ClaimSessionCompactionParams {
+                    now,
+                    id,
+                    stale_before: now.saturating_sub(stale_ms),
+                },
+            )?;
+            let session = load(tx, id)?;
+            if claimed > 0 {
+                self.announce(tx, EventKind::Updated, &session);
+                return Ok(CompactionClaim::Claimed(session));
+            }
+            Ok(if session.ended_at.is_some() {
+                CompactionClaim::Ended(session)
+            } else {
+                CompactionClaim::Held {
+                    since_ms: session.compacting_at.unwrap_or_default(),
+                }
+            })
+        })
+    }
+
+    /// Stores what a prompt implies for its session, inside the caller's transaction: the
+    /// model it used and, when given, its permission rules (JSON text); queues `updated`.
+    pub fn set_prompt_settings_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        model: &str,
+        permission: Option<&str>,
     ) -> Result<Session> {
-        let (session, changed) = write_tx(&self.db, |tx| {
-            let changed = change(tx, now_ms())?;
-            Ok((load(tx, id)?, changed))
-        })?;
+        let changed = q::set_session_prompt_settings(
+            tx.conn(),
+            &q::SetSessionPromptSettingsParams {
+                model: Some(model),
+                permission,
+                now: tx.now(),
+                id,
+            },
+        )?;
+        if changed == 0 {
+            return Err(SessionError::not_found("session", id));
+        }
+        let session = load(tx, id)?;
+        self.announce(tx, EventKind::Updated, &session);
+        Ok(session)
+    }
+
+    /// Points `id`'s `summary_message_id` at `message_id` (a message of `id`), inside the
+    /// caller's transaction; queues `updated`.
+    pub fn set_summary_message_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        message_id: &str,
+    ) -> Result<Session> {
+        let mut session = load(tx, id)?;
+        session.summary_message_id = Some(message_id.to_owned());
+        let session = store_mutable(tx, id, &session)?;
+        self.announce(tx, EventKind::Updated, &session);
+        Ok(session)
+    }
+
+    /// Runs `change` (which says whether it changed anything) and returns the session as
+    /// it then is, queueing `updated` only when something changed.
+    fn change_if(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        mut change: impl FnMut(&Tx<'_>, i64) -> Result<bool>,
+    ) -> Result<Session> {
+        let now = tx.now();
+        let changed = change(tx, now)?;
+        let session = load(tx, id)?;
         if changed {
-            self.broker.publish_updated(session.clone());
+            self.announce(tx, EventKind::Updated, &session);
         }
         Ok(session)
     }
@@ -534,13 +617,13 @@ impl SessionService {
     pub fn resolve_by_title(&self, title: &str) -> Result<Session> {
         let title = normalize_title(title)?;
         let (base, _) = split_lineage(&title);
-        read_tx(&self.db, |conn| {
+        self.db.read(|tx| {
             if base != title
-                && let Some(row) = q::get_session_by_title(conn, &title).optional()?
+                && let Some(row) = q::get_session_by_title(tx.conn(), &title).optional()?
             {
                 return Session::try_from(row);
             }
-            match q::list_title_lineage(conn, base)?.into_iter().next() {
+            match q::list_title_lineage(tx.conn(), base)?.into_iter().next() {
                 Some(row) => Session::try_from(row),
                 None => Err(SessionError::not_found("title", title.as_str())),
             }
@@ -554,49 +637,63 @@ impl SessionService {
     /// `resolve_by_title(t)` gives it, is always numbered `N`.
     pub fn next_title_in_lineage(&self, title: &str) -> Result<String> {
         let title = normalize_title(title)?;
-        read_tx(&self.db, |conn| next_title_tx(conn, &title))
+        self.db.read(|tx| next_title_tx(tx, &title))
     }
 
     /// The ancestors of `id`, root first, without `id` itself.
     pub fn ancestors(&self, id: &str) -> Result<Vec<Session>> {
-        read_tx(&self.db, |conn| {
-            load(conn, id)?;
-            sessions(q::list_session_ancestors(conn, id)?)
+        self.db.read(|tx| {
+            load(tx, id)?;
+            sessions(q::list_session_ancestors(tx.conn(), id)?)
         })
     }
 
     /// The descendants of `id`, breadth first, without `id` itself.
     pub fn descendants(&self, id: &str) -> Result<Vec<Session>> {
-        read_tx(&self.db, |conn| {
-            load(conn, id)?;
-            sessions(q::list_session_descendants(conn, id)?)
+        self.db.read(|tx| {
+            load(tx, id)?;
+            sessions(q::list_session_descendants(tx.conn(), id)?)
         })
     }
 
     /// The direct children of `id`, oldest first.
     pub fn children(&self, id: &str) -> Result<Vec<Session>> {
-        read_tx(&self.db, |conn| {
-            load(conn, id)?;
-            sessions(q::list_child_sessions(conn, id)?)
+        self.db.read(|tx| {
+            load(tx, id)?;
+            sessions(q::list_child_sessions(tx.conn(), id)?)
         })
     }
 
     /// The newest end of the compaction chain starting at `id`: follows continuation
     /// children as deep as they go; `id` itself when it has none.
     pub fn continuation_tip(&self, id: &str) -> Result<Session> {
-        read_tx(&self.db, |conn| {
-            match q::get_continuation_tip(conn, id).optional()? {
+        self.db.read(
+            |tx| match q::get_continuation_tip(tx.conn(), id).optional()? {
                 Some(row) => Session::try_from(row),
                 None => Err(SessionError::not_found("session", id)),
-            }
-        })
+            },
+        )
     }
 }
 
+/// What [`SessionService::claim_compaction`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompactionClaim {
+    /// The session is claimed for this run (its `compacting_at` is now).
+    Claimed(Session),
+    /// The session has ended; it cannot be compacted.
+    Ended(Session),
+    /// Another run holds the claim, taken at `since_ms`.
+    Held {
+        /// When the running compaction claimed the session (ms since the epoch).
+        since_ms: i64,
+    },
+}
+
 /// `title` is already normalized.
-fn next_title_tx(conn: &Connection, title: &str) -> Result<String> {
+fn next_title_tx(tx: &dyn Queryable, title: &str) -> Result<String> {
     let (base, _) = split_lineage(title);
-    let highest = q::max_title_lineage_number(conn, base)?;
+    let highest = q::max_title_lineage_number(tx.conn(), base)?;
     let next = if highest <= 0 {
         base.to_owned()
     } else {
@@ -619,15 +716,15 @@ fn next_title_tx(conn: &Connection, title: &str) -> Result<String> {
 }
 
 /// Writes the mutable fields of `session` to row `id` (title normalized and checked).
-fn store_mutable(conn: &Connection, id: &str, session: &Session) -> Result<Session> {
+fn store_mutable(tx: &Tx<'_>, id: &str, session: &Session) -> Result<Session> {
     let title = normalize_optional_title(session.title.as_deref())?;
     if let Some(title) = &title {
-        ensure_title_free(conn, title, Some(id))?;
+        ensure_title_free(tx, title, Some(id))?;
     }
     let model_config = json_text(session.model_config.as_ref());
     let permission = json_text(session.permission.as_ref());
     if let Some(summary) = &session.summary_message_id {
-        match q::get_message(conn, summary).optional()? {
+        match q::get_message(tx.conn(), summary).optional()? {
             None => return Err(SessionError::not_found("message", summary.as_str())),
             Some(message) if message.session_id != id => {
                 return Err(SessionError::InvalidInput(format!(
@@ -639,7 +736,7 @@ fn store_mutable(conn: &Connection, id: &str, session: &Session) -> Result<Sessi
         }
     }
     let row = q::update_session(
-        conn,
+        tx.conn(),
         &q::UpdateSessionParams {
             title: title.as_deref(),
             directory: session.directory.as_deref(),
@@ -654,7 +751,7 @@ fn store_mutable(conn: &Connection, id: &str, session: &Session) -> Result<Sessi
             cost_status: session.cost_status.as_deref(),
             cost_source: session.cost_source.as_deref(),
             pricing_version: session.pricing_version.as_deref(),
-            now: now_ms(),
+            now: tx.now(),
             id,
         },
     )

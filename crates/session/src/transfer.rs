@@ -9,17 +9,16 @@ use std::collections::{BTreeSet, HashMap};
 
 use scribe_db::filters::{self, SessionFilter, SessionOrder};
 use scribe_db::ids::{Prefix, new_id};
-use scribe_db::now_ms;
 use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension};
+use scribe_db::rusqlite::OptionalExtension;
+use scribe_db::{Queryable, Tx};
 use scribe_message::{Message, TokenUsage, store};
+use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
 use crate::files::{FileVersion, file_versions};
-use crate::service::{
-    SessionService, child_of, delete_tx, insert_session, load, read_tx, write_tx,
-};
+use crate::service::{SessionService, child_of, insert_session, load};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -98,11 +97,11 @@ pub struct PruneReport {
 
 const DAY_MS: i64 = 86_400_000;
 
-fn prunable(conn: &Connection, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
+fn prunable(tx: &dyn Queryable, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
     let rows = match source {
-        None => q::list_prunable_sessions(conn, before)?,
+        None => q::list_prunable_sessions(tx.conn(), before)?,
         Some(source) => q::list_prunable_sessions_by_source(
-            conn,
+            tx.conn(),
             &q::ListPrunableSessionsBySourceParams { before, source },
         )?,
     };
@@ -143,10 +142,10 @@ fn parents_first(list: Vec<Session>) -> Vec<Session> {
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
-fn export_one(conn: &Connection, session: Session) -> Result<SessionExport> {
-    let messages = store::load_session_messages(conn, &session.id)?;
-    let files = file_versions(q::list_session_files(conn, &session.id)?);
-    let rolled_up = q::get_session_roll_up(conn, &session.id)
+fn export_one(tx: &dyn Queryable, session: Session) -> Result<SessionExport> {
+    let messages = store::load_session_messages(tx, &session.id)?;
+    let files = file_versions(q::list_session_files(tx.conn(), &session.id)?);
+    let rolled_up = q::get_session_roll_up(tx.conn(), &session.id)
         .optional()?
         .map(|mark| RollUpMark {
             added: Some(UsageDelta {
@@ -183,11 +182,11 @@ impl SessionService {
     /// fork's usage totals start at zero: what the copied turns cost was paid by the
     /// original. Publishes `created` for the fork, with its final counters.
     pub fn fork(&self, session_id: &str, message_id: &str) -> Result<Session> {
-        let fork = write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             let original = load(tx, session_id)?;
             let messages = store::load_session_messages(tx, session_id)?;
             let Some(cut) = messages.iter().position(|m| m.id == message_id) else {
-                return match q::get_message(tx, message_id).optional()? {
+                return match q::get_message(tx.conn(), message_id).optional()? {
                     None => Err(SessionError::not_found("message", message_id)),
                     Some(row) => Err(SessionError::InvalidInput(format!(
                         "message {message_id} belongs to session {}, not {session_id}",
@@ -222,27 +221,27 @@ impl SessionService {
             {
                 let params = q::SetSessionSummaryMessageParams {
                     summary_message_id: Some(summary),
-                    now: now_ms(),
+                    now: tx.now(),
                     id: &fork_id,
                 };
-                q::set_session_summary_message(tx, &params)?;
+                q::set_session_summary_message(tx.conn(), &params)?;
             }
-            load(tx, &fork_id)
-        })?;
-        self.broker.publish_created(fork.clone());
-        Ok(fork)
+            let fork = load(tx, &fork_id)?;
+            self.announce(tx, EventKind::Created, &fork);
+            Ok(fork)
+        })
     }
 
     /// Deletes every message (and part) of `session_id` but keeps the session, its
     /// settings, usage totals and files. Publishes `updated`.
     pub fn clear(&self, session_id: &str) -> Result<Session> {
-        let session = write_tx(&self.db, |tx| {
+        self.db.write(|tx| {
             load(tx, session_id)?;
-            q::delete_session_messages(tx, session_id)?;
-            load(tx, session_id)
-        })?;
-        self.broker.publish_updated(session.clone());
-        Ok(session)
+            q::delete_session_messages(tx.conn(), session_id)?;
+            let session = load(tx, session_id)?;
+            self.announce(tx, EventKind::Updated, &session);
+            Ok(session)
+        })
     }
 
     /// Removes sessions that ended more than `older_than_days` days ago (only those of
@@ -257,38 +256,40 @@ impl SessionService {
         source: Option<&str>,
         dry_run: bool,
     ) -> Result<PruneReport> {
-        let ended_before =
-            now_ms().saturating_sub(i64::from(older_than_days).saturating_mul(DAY_MS));
+        let ended_before = self
+            .db
+            .now()
+            .saturating_sub(i64::from(older_than_days).saturating_mul(DAY_MS));
         if dry_run {
-            let sessions = read_tx(&self.db, |conn| prunable(conn, ended_before, source))?;
+            let sessions = self.db.read(|tx| prunable(tx, ended_before, source))?;
             return Ok(PruneReport {
                 dry_run,
                 ended_before,
                 sessions,
             });
         }
-        let (pruned, unlinked) = write_tx(&self.db, |tx| {
+        let pruned = self.db.write(|tx| -> Result<_> {
             let candidates = prunable(tx, ended_before, source)?;
             let gone: BTreeSet<&str> = candidates.iter().map(|s| s.id.as_str()).collect();
             let mut children = BTreeSet::new();
             for session in &candidates {
-                let (_, unlinked) = delete_tx(tx, &session.id)?;
+                let (_, unlinked) = self.delete_tx(tx, &session.id)?;
                 children.extend(unlinked.into_iter().map(|child| child.id));
             }
             let mut unlinked = Vec::new();
             for child in children.iter().filter(|id| !gone.contains(id.as_str())) {
-                if let Some(row) = q::get_session(tx, child).optional()? {
+                if let Some(row) = q::get_session(tx.conn(), child).optional()? {
                     unlinked.push(Session::try_from(row)?);
                 }
             }
-            Ok((candidates, unlinked))
+            for session in &candidates {
+                self.announce(tx, EventKind::Deleted, session);
+            }
+            for child in &unlinked {
+                self.announce(tx, EventKind::Updated, child);
+            }
+            Ok(candidates)
         })?;
-        for session in &pruned {
-            self.broker.publish_deleted(session.clone());
-        }
-        for child in unlinked {
-            self.broker.publish_updated(child);
-        }
         Ok(PruneReport {
             dry_run,
             ended_before,
@@ -300,17 +301,17 @@ impl SessionService {
     /// read from one snapshot. [`ExportSelection::All`] lists sessions oldest first, every
     /// parent before its children, so importing them in order keeps every link.
     pub fn export(&self, selection: &ExportSelection) -> Result<Vec<SessionExport>> {
-        read_tx(&self.db, |conn| match selection {
-            ExportSelection::One(id) => Ok(vec![export_one(conn, load(conn, id)?)?]),
+        self.db.read(|tx| match selection {
+            ExportSelection::One(id) => Ok(vec![export_one(tx, load(tx, id)?)?]),
             ExportSelection::All { source } => {
                 let filter = SessionFilter {
                     sources: source.iter().cloned().collect(),
                     order: SessionOrder::CreatedAsc,
                     ..SessionFilter::default()
                 };
-                parents_first(sessions(filters::list_sessions(conn, &filter)?)?)
+                parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
                     .into_iter()
-                    .map(|session| export_one(conn, session))
+                    .map(|session| export_one(tx, session))
                     .collect()
             }
         })
@@ -327,17 +328,19 @@ impl SessionService {
     /// [`SessionError::TitleInUse`], and a message id already present is a
     /// [`SessionError::Conflict`]; on any error nothing is stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
-        let outcome = write_tx(&self.db, |tx| import_tx(tx, export))?;
-        if let ImportOutcome::Imported { session, .. } = &outcome {
-            self.broker.publish_created(Session::clone(session));
-        }
-        Ok(outcome)
+        self.db.write(|tx| {
+            let outcome = import_tx(tx, export)?;
+            if let ImportOutcome::Imported { session, .. } = &outcome {
+                self.announce(tx, EventKind::Created, session);
+            }
+            Ok(outcome)
+        })
     }
 }
 
-fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome> {
+fn import_tx(tx: &Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
     let s = &export.session;
-    if q::session_exists(conn, &s.id)? {
+    if q::session_exists(tx.conn(), &s.id)? {
         return Ok(ImportOutcome::Skipped {
             reason: format!("session {} is already in this database", s.id),
         });
@@ -351,7 +354,7 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
     // edited file, so its title is normalized and length-checked, never trusted.
     let title = normalize_optional_title(s.title.as_deref())?;
     if let Some(title) = &title
-        && let Some(holder) = q::get_session_by_title(conn, title).optional()?
+        && let Some(holder) = q::get_session_by_title(tx.conn(), title).optional()?
     {
         return Err(SessionError::TitleInUse {
             title: title.clone(),
@@ -371,13 +374,13 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
         )));
     }
     let (parent, unlinked_parent) = match &s.parent_session_id {
-        Some(parent) if !q::session_exists(conn, parent)? => (None, Some(parent.clone())),
+        Some(parent) if !q::session_exists(tx.conn(), parent)? => (None, Some(parent.clone())),
         other => (other.as_deref(), None),
     };
     let model_config = json_text(s.model_config.as_ref());
     let permission = json_text(s.permission.as_ref());
     q::import_session(
-        conn,
+        tx.conn(),
         &q::ImportSessionParams {
             id: &s.id,
             parent_session_id: parent,
@@ -412,11 +415,11 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
         },
     )?;
     for message in &export.messages {
-        store::insert_message(conn, message)?;
+        store::insert_message(tx, message)?;
     }
     for file in &export.files {
         q::import_file_version(
-            conn,
+            tx.conn(),
             &q::ImportFileVersionParams {
                 id: &file.id,
                 session_id: &file.session_id,
@@ -439,7 +442,7 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
             actual_cost_usd: s.actual_cost_usd,
         });
         q::import_session_roll_up(
-            conn,
+            tx.conn(),
             &q::ImportSessionRollUpParams {
                 child_id: &s.id,
                 parent_id: &mark.parent_id,
@@ -461,7 +464,7 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
         _ => None,
     };
     q::restore_imported_session(
-        conn,
+        tx.conn(),
         &q::RestoreImportedSessionParams {
             summary_message_id: summary,
             compacting_at: s.compacting_at,
@@ -471,14 +474,14 @@ fn import_tx(conn: &Connection, export: &SessionExport) -> Result<ImportOutcome>
         },
     )?;
     q::restore_session_updated_at(
-        conn,
+        tx.conn(),
         &q::RestoreSessionUpdatedAtParams {
             updated_at: s.updated_at,
             id: &s.id,
         },
     )?;
     Ok(ImportOutcome::Imported {
-        session: Box::new(load(conn, &s.id)?),
+        session: Box::new(load(tx, &s.id)?),
         unlinked_parent,
     })
 }

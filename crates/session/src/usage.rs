@@ -5,14 +5,15 @@
 //! back, so any number of threads and processes can add usage to one session at once and
 //! all of it counts.
 
-use scribe_db::now_ms;
+use scribe_db::Tx;
 use scribe_db::queries as q;
-use scribe_db::rusqlite::{Connection, OptionalExtension};
+use scribe_db::rusqlite::OptionalExtension;
 use scribe_message::TokenUsage;
+use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
-use crate::service::{SessionService, load, read_tx, write_tx};
+use crate::service::{SessionService, load};
 use crate::session::{Session, sessions};
 
 /// What one model call (or step) adds to a session.
@@ -178,17 +179,13 @@ impl SessionService {
     /// Adds `delta` to session `id` atomically and publishes `updated`.
     pub fn add_usage(&self, id: &str, delta: &UsageDelta) -> Result<Session> {
         delta.validate()?;
-        let session = write_tx(&self.db, |tx| SessionService::add_usage_tx(tx, id, delta))?;
-        self.broker.publish_updated(session.clone());
-        Ok(session)
+        self.db.write(|tx| self.add_usage_tx(tx, id, delta))
     }
 
-    /// [`SessionService::add_usage`] inside the caller's transaction (`conn` is usually a
-    /// `&Transaction`). Publishes nothing: call [`SessionService::notify_changed`] after
-    /// the commit.
-    pub fn add_usage_tx(conn: &Connection, id: &str, delta: &UsageDelta) -> Result<Session> {
+    /// [`SessionService::add_usage`] inside the caller's transaction; queues `updated`.
+    pub fn add_usage_tx(&self, tx: &mut Tx<'_>, id: &str, delta: &UsageDelta) -> Result<Session> {
         delta.validate()?;
-        let now = now_ms();
+        let now = tx.now();
         let params = q::AddSessionUsageDeltaParams {
             input_tokens: delta.tokens.input,
             output_tokens: delta.tokens.output,
@@ -201,19 +198,23 @@ impl SessionService {
             now,
             id,
         };
-        let Some(row) = q::add_session_usage_delta(conn, &params).optional()? else {
+        let Some(row) = q::add_session_usage_delta(tx.conn(), &params).optional()? else {
             return Err(SessionError::not_found("session", id));
         };
-        let Some(actual) = delta.actual_cost_usd else {
-            return Session::try_from(row);
+        let session = match delta.actual_cost_usd {
+            None => Session::try_from(row)?,
+            Some(actual) => {
+                let params = q::AddSessionActualCostParams {
+                    actual_cost_usd: actual,
+                    now,
+                    id,
+                };
+                q::add_session_actual_cost(tx.conn(), &params)?;
+                load(tx, id)?
+            }
         };
-        let params = q::AddSessionActualCostParams {
-            actual_cost_usd: actual,
-            now,
-            id,
-        };
-        q::add_session_actual_cost(conn, &params)?;
-        load(conn, id)
+        self.announce(tx, EventKind::Updated, &session);
+        Ok(session)
     }
 
     /// Adds the usage and cost totals of `child_id` (tokens, api calls, estimated and
@@ -224,42 +225,39 @@ impl SessionService {
     /// after its roll-up is not carried over, so roll a child up when it has ended.
     /// Publishes `updated` for the parent.
     pub fn roll_up_into_parent(&self, child_id: &str) -> Result<RollUp> {
-        let outcome = write_tx(&self.db, |tx| {
-            SessionService::roll_up_into_parent_tx(tx, child_id)
-        })?;
-        if let RollUp::RolledUp { parent } = &outcome {
-            self.broker.publish_updated(Session::clone(parent));
-        }
-        Ok(outcome)
+        self.db
+            .write(|tx| self.roll_up_into_parent_tx(tx, child_id))
     }
 
-    /// [`SessionService::roll_up_into_parent`] inside the caller's transaction; publishes
-    /// nothing.
-    pub fn roll_up_into_parent_tx(conn: &Connection, child_id: &str) -> Result<RollUp> {
-        let child = load(conn, child_id)?;
+    /// [`SessionService::roll_up_into_parent`] inside the caller's transaction; queues
+    /// the parent's `updated`.
+    pub fn roll_up_into_parent_tx(&self, tx: &mut Tx<'_>, child_id: &str) -> Result<RollUp> {
+        let child = load(tx, child_id)?;
         let Some(parent_id) = child.parent_session_id else {
             return Ok(RollUp::NoParent);
         };
-        let now = now_ms();
+        let now = tx.now();
         let params = q::MarkSessionRolledUpParams { now, child_id };
-        if q::mark_session_rolled_up(conn, &params)? == 0 {
-            let mark = q::get_session_roll_up(conn, child_id)?;
+        if q::mark_session_rolled_up(tx.conn(), &params)? == 0 {
+            let mark = q::get_session_roll_up(tx.conn(), child_id)?;
             return Ok(RollUp::AlreadyRolledUp {
                 parent_id: mark.parent_id,
                 rolled_up_at: mark.rolled_up_at,
             });
         }
-        q::roll_up_session_usage(conn, &q::RollUpSessionUsageParams { now, child_id })?;
+        q::roll_up_session_usage(tx.conn(), &q::RollUpSessionUsageParams { now, child_id })?;
+        let parent = load(tx, &parent_id)?;
+        self.announce(tx, EventKind::Updated, &parent);
         Ok(RollUp::RolledUp {
-            parent: Box::new(load(conn, &parent_id)?),
+            parent: Box::new(parent),
         })
     }
 
     /// When `child_id` was rolled into its parent, if it was.
     pub fn rolled_up_at(&self, child_id: &str) -> Result<Option<i64>> {
-        read_tx(&self.db, |conn| {
-            load(conn, child_id)?;
-            Ok(q::get_session_roll_up(conn, child_id)
+        self.db.read(|tx| {
+            load(tx, child_id)?;
+            Ok(q::get_session_roll_up(tx.conn(), child_id)
                 .optional()?
                 .map(|mark| mark.rolled_up_at))
         })
@@ -271,13 +269,13 @@ impl SessionService {
     /// `sessions` counts every session created in the range, children included.
     pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<UsageStats> {
         let from = since.unwrap_or(i64::MIN);
-        read_tx(&self.db, |conn| {
+        self.db.read(|tx| {
             let rows = match by {
-                StatsBy::Model => stats_rows!(q::usage_by_model_since(conn, from)?),
-                StatsBy::Source => stats_rows!(q::usage_by_source_since(conn, from)?),
-                StatsBy::Day => stats_rows!(q::usage_by_day_since(conn, from)?),
+                StatsBy::Model => stats_rows!(q::usage_by_model_since(tx.conn(), from)?),
+                StatsBy::Source => stats_rows!(q::usage_by_source_since(tx.conn(), from)?),
+                StatsBy::Day => stats_rows!(q::usage_by_day_since(tx.conn(), from)?),
             };
-            let totals = q::usage_totals_since(conn, from)?;
+            let totals = q::usage_totals_since(tx.conn(), from)?;
             Ok(UsageStats {
                 by,
                 since,
@@ -290,8 +288,7 @@ impl SessionService {
     /// The `limit` sessions that used the most tokens (all kinds added up), most first.
     pub fn top_sessions_by_tokens(&self, limit: usize) -> Result<Vec<Session>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        read_tx(&self.db, |conn| {
-            sessions(q::top_sessions_by_tokens(conn, limit)?)
-        })
+        self.db
+            .read(|tx| sessions(q::top_sessions_by_tokens(tx.conn(), limit)?))
     }
 }

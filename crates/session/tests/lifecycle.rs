@@ -139,7 +139,10 @@ fn title_task_and_continuation_sessions_are_linked_children() {
         ("tui", Some("m"))
     );
     let again = e.svc.create_title_session(&parent.id);
-    assert!(matches!(again, Err(SessionError::Conflict(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(SessionError::Conflict { .. })),
+        "{again:?}"
+    );
 
     let task = e
         .svc
@@ -151,7 +154,7 @@ fn title_task_and_continuation_sessions_are_linked_children() {
     assert_eq!(task.user_id.as_deref(), Some("u"));
     assert_eq!(task.title.as_deref(), Some("explore"));
     let dup = e.svc.create_task_session(&parent.id, "toolu_01ABC", None);
-    assert!(matches!(dup, Err(SessionError::Conflict(_))), "{dup:?}");
+    assert!(matches!(dup, Err(SessionError::Conflict { .. })), "{dup:?}");
 
     let cont = e.svc.create_continuation(&parent.id).unwrap();
     assert_eq!(cont.kind, SessionKind::Continuation);

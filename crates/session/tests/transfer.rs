@@ -21,11 +21,8 @@ fn raw(e: &common::Env) -> Connection {
 }
 
 fn messages_of(db: &Database, session_id: &str) -> Vec<Message> {
-    db.read(|conn| {
-        store::load_session_messages(conn, session_id)
-            .map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))
-    })
-    .unwrap()
+    db.read(|tx| store::load_session_messages(tx, session_id))
+        .unwrap()
 }
 
 /// Ends `id` and moves its end `days` into the past.
@@ -470,7 +467,7 @@ fn import_conflicts_roll_back_completely() {
     clash.session_id = host.id.clone();
     store_message(&e3.db, &clash);
     let r = e3.svc.import(&export);
-    assert!(matches!(r, Err(SessionError::Conflict(_))), "{r:?}");
+    assert!(matches!(r, Err(SessionError::Conflict { .. })), "{r:?}");
     assert!(matches!(
         e3.svc.get(&s.id),
         Err(SessionError::NotFound { .. })

@@ -169,20 +169,23 @@ fn add_usage_tx_joins_the_callers_transaction() {
     let sub = e.svc.subscribe();
     // Rolled back: nothing counts and nothing is published.
     let r: Result<(), _> = e.db.write(|tx| {
-        SessionService::add_usage_tx(tx, &s.id, &delta(5, 5, 1.0)).unwrap();
+        e.svc.add_usage_tx(tx, &s.id, &delta(5, 5, 1.0)).unwrap();
         Err(scribe_db::Error::InvalidInput("abort".into()))
     });
     assert!(r.is_err());
     assert_eq!(e.svc.get(&s.id).unwrap().tokens.input, 0);
-    e.db.write(|tx| {
-        SessionService::add_usage_tx(tx, &s.id, &delta(5, 5, 1.0)).unwrap();
+    assert!(drain(&sub).is_empty());
+    // Committed: the change is announced once, after the commit, by the transaction
+    // helper (the caller no longer publishes what a `_tx` method changed).
+    e.db.write(|tx| -> scribe_session::Result<()> {
+        e.svc.add_usage_tx(tx, &s.id, &delta(5, 5, 1.0))?;
+        assert!(drain(&sub).is_empty(), "nothing before the commit");
         Ok(())
     })
     .unwrap();
-    assert!(drain(&sub).is_empty());
-    let now = e.svc.notify_changed(&s.id).unwrap();
-    assert_eq!(now.tokens.input, 5);
-    assert_eq!(drain(&sub).len(), 1);
+    let events = drain(&sub);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].payload.tokens.input, 5);
 }
 
 #[test]
@@ -507,13 +510,13 @@ fn roll_ups_made_before_v4_are_attributed_after_the_upgrade() {
             .unwrap();
         svc.add_usage(&parent.id, &delta(10, 1, 1.0)).unwrap();
         svc.add_usage(&child.id, &delta(6, 2, 0.25)).unwrap();
-        db.write(|tx| {
-            tx.execute(
+        db.write(|tx| -> scribe_db::Result<()> {
+            tx.conn().execute(
                 "INSERT INTO session_rollups (child_id, parent_id, rolled_up_at) VALUES (?1, ?2, 1)",
                 (&child.id, &parent.id),
             )?;
             q::roll_up_session_usage(
-                tx,
+                tx.conn(),
                 &q::RollUpSessionUsageParams {
                     now: 1,
                     child_id: &child.id,

@@ -42,32 +42,28 @@
 //! failed summary call changes nothing: no summary message, no new
 //! `summary_message_id`, no continuation.
 
-use std::error::Error as StdError;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use scribe_db::ids::{Prefix, new_id};
-use scribe_db::now_ms;
-use scribe_db::queries as q;
 use scribe_message::{
-    CompactionPart, FinishReason, Message, MessageService, Part, Role, StoredPart, TokenUsage,
-    ToolPart, store,
+    CompactionPart, FinishReason, Message, Part, Role, StoredPart, TokenUsage, ToolPart,
 };
 use scribe_pubsub::{Broker, Subscription};
-use scribe_session::{SessionService, UsageDelta};
+use scribe_session::{CompactionClaim, Store, UsageDelta};
+use scribe_types::error_chain;
 
 use super::{
     CompactionConfig, CompactionStrategy, DoesNotFit, FitStep, PruneMessage, TriggerReason,
     fit_messages, plan_prune, should_compact, summary_request,
 };
 use crate::context::{Context, load_context};
-use crate::error::{AgentError, Result, write_tx};
+use crate::error::{AgentError, Result};
 use crate::estimate::{HeuristicEstimator, TokenEstimator};
 use crate::events::{AgentEvent, emit};
 use crate::models::{Model, ModelCatalog};
 use crate::provider::{ChatMessage, ChatRequest, Provider};
-use crate::usage::{charge_tx, load_session};
 
 /// The end reason of a session closed by continuation compaction.
 pub const END_REASON_COMPRESSION: &str = "compression";
@@ -186,8 +182,7 @@ pub struct RequestContext {
 
 /// Runs compactions; share it behind an `Arc` (see the module doc).
 pub struct Compactor {
-    sessions: Arc<SessionService>,
-    messages: Arc<MessageService>,
+    store: Store,
     provider: Arc<dyn Provider>,
     catalog: Arc<ModelCatalog>,
     config: CompactionConfig,
@@ -195,8 +190,7 @@ pub struct Compactor {
     summary_model: Option<String>,
     summarize: bool,
     stale_after: Duration,
-    events: Broker<AgentEvent>,
-    clock: fn() -> i64,
+    events: Arc<Broker<AgentEvent>>,
     fail_before_commit: bool,
 }
 
@@ -213,19 +207,18 @@ impl std::fmt::Debug for Compactor {
 }
 
 impl Compactor {
-    /// A compactor summarising with `provider` (the session's own model unless
-    /// [`Compactor::with_summary_model`]), measuring with the
-    /// [`HeuristicEstimator`], with its own event broker.
+    /// A compactor over `store` summarising with `provider` (the session's own model
+    /// unless [`Compactor::with_summary_model`]), measuring with the
+    /// [`HeuristicEstimator`], with its own event broker. Claims are made and judged
+    /// stale by the store's clock ([`scribe_db::Options::clock`]).
     pub fn new(
-        sessions: Arc<SessionService>,
-        messages: Arc<MessageService>,
+        store: Store,
         provider: Arc<dyn Provider>,
         catalog: Arc<ModelCatalog>,
         config: CompactionConfig,
     ) -> Self {
         Compactor {
-            sessions,
-            messages,
+            store,
             provider,
             catalog,
             config,
@@ -233,8 +226,7 @@ impl Compactor {
             summary_model: None,
             summarize: true,
             stale_after: DEFAULT_STALE_AFTER,
-            events: Broker::new(),
-            clock: now_ms,
+            events: Arc::new(Broker::new()),
             fail_before_commit: false,
         }
     }
@@ -265,14 +257,6 @@ impl Compactor {
         self
     }
 
-    /// Reads the time a claim is made and judged stale at from `clock` (ms
-    /// since the epoch) instead of the system clock: tests of the stale
-    /// takeover then need no sleeping.
-    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
-        self.clock = clock;
-        self
-    }
-
     /// Fault injection for tests: every summary transaction fails after all
     /// its writes, just before it would commit (so a test can show that
     /// nothing of it survives). Not for production use.
@@ -284,7 +268,7 @@ impl Compactor {
 
     /// Publishes on `events` instead of a broker of its own.
     pub fn with_events(mut self, events: Broker<AgentEvent>) -> Self {
-        self.events = events;
+        self.events = Arc::new(events);
         self
     }
 
@@ -316,12 +300,7 @@ impl Compactor {
 
     /// The context of `session_id` (see [`crate::context::context`]).
     pub fn context(&self, session_id: &str) -> Result<Context> {
-        crate::context::context(
-            &self.messages,
-            &self.sessions,
-            session_id,
-            self.estimator.as_ref(),
-        )
+        crate::context::context(&self.store, session_id, self.estimator.as_ref())
     }
 
     /// Whether `session_id`'s context on `model_id` must be compacted before
@@ -385,7 +364,7 @@ impl Compactor {
             },
         );
         let outcome = self.run(session_id, &model, &summary_model);
-        let cleared = self.sessions.set_compacting(session_id, false);
+        let cleared = self.store.sessions().set_compacting(session_id, false);
         let outcome = match (outcome, cleared) {
             (Ok(outcome), Ok(_)) => Ok(outcome),
             (Err(err), _) => Err(err),
@@ -437,35 +416,20 @@ impl Compactor {
 
     /// Sets `compacting_at` unless a recent run holds it.
     fn claim(&self, session_id: &str) -> Result<()> {
-        let stale_ms = i64::try_from(self.stale_after.as_millis()).unwrap_or(i64::MAX);
-        let clock = self.clock;
-        write_tx(self.sessions.database(), |tx| {
-            let now = clock();
-            let claimed = q::claim_session_compaction(
-                tx,
-                &q::ClaimSessionCompactionParams {
-                    now,
-                    id: session_id,
-                    stale_before: now.saturating_sub(stale_ms),
-                },
-            )?;
-            if claimed > 0 {
-                return Ok(());
-            }
-            let session = load_session(tx, session_id)?;
-            if session.ended_at.is_some() {
-                return Err(AgentError::SessionEnded {
-                    session_id: session_id.to_owned(),
-                });
-            }
-            Err(AgentError::AlreadyCompacting {
+        match self
+            .store
+            .sessions()
+            .claim_compaction(session_id, self.stale_after)?
+        {
+            CompactionClaim::Claimed(_) => Ok(()),
+            CompactionClaim::Ended(_) => Err(AgentError::SessionEnded {
                 session_id: session_id.to_owned(),
-                since_ms: session.compacting_at.unwrap_or_default(),
-            })
-        })?;
-        // Announce the mark like every other session change.
-        self.sessions.notify_changed(session_id)?;
-        Ok(())
+            }),
+            CompactionClaim::Held { since_ms } => Err(AgentError::AlreadyCompacting {
+                session_id: session_id.to_owned(),
+                since_ms,
+            }),
+        }
     }
 
     /// The steps, after the claim.
@@ -482,7 +446,7 @@ impl Compactor {
             },
         );
         let estimator = self.estimator.as_ref();
-        let (context, stored) = load_context(&self.sessions, session_id, estimator)?;
+        let (context, stored) = load_context(&self.store, session_id, estimator)?;
         let mut report = CompactionReport {
             trigger: should_compact(context.tokens, model, &self.config),
             tokens_before: context.tokens,
@@ -517,14 +481,14 @@ impl Compactor {
         }
 
         let budget = self.config.max_context_tokens(model);
-        let (mut context, stored) = load_context(&self.sessions, &target, estimator)?;
+        let (mut context, stored) = load_context(&self.store, &target, estimator)?;
         report.tokens_after = context.tokens;
         if context.tokens > budget {
             // Step 2: prune old tool outputs in what is stored.
             let pruned = self.prune(&stored, context.tokens - budget)?;
             if !pruned.is_empty() {
                 report.pruned_part_ids = pruned;
-                context = load_context(&self.sessions, &target, estimator)?.0;
+                context = load_context(&self.store, &target, estimator)?.0;
                 report.tokens_after = context.tokens;
             }
         }
@@ -570,7 +534,13 @@ impl Compactor {
         report: &mut CompactionReport,
     ) -> Result<(String, Option<String>)> {
         let request = self.summary_request(session_id, context, summary_model)?;
-        let response = self.provider.send(&request, &mut |_| {})?;
+        let response = self
+            .provider
+            .send(&request, &mut |_| {})
+            .map_err(|source| AgentError::Provider {
+                session_id: session_id.to_owned(),
+                source,
+            })?;
         let text = response.text();
         let text = text.trim();
         if text.is_empty() {
@@ -593,79 +563,54 @@ impl Compactor {
         let summary_id = new_id(Prefix::Message);
         let parent_id = stored.last().map(|m| m.id.clone());
         let provider = self.provider.name().to_owned();
-        let fail_before_commit = self.fail_before_commit;
-        // Everything the summary changes commits together: the continuation
-        // (if any), the summary message, `summary_message_id`, the charge and
-        // the end of the compacted session. Events follow the commit.
-        let (continuation, home_session, message, ended) =
-            write_tx(self.sessions.database(), |tx| {
-                let continuation = match self.config.strategy {
-                    CompactionStrategy::InPlace => None,
-                    CompactionStrategy::Continuation => {
-                        Some(SessionService::create_continuation_tx(tx, session_id)?)
-                    }
-                };
-                let home = continuation.as_ref().map_or(session_id, |c| c.id.as_str());
-                let summary = summary_message(
-                    &summary_id,
-                    home,
-                    parent_id.clone(),
-                    &provider,
-                    &summary_model.id,
-                    text,
-                );
-                store::insert_message(tx, &summary)?;
-                q::set_session_summary_message(
-                    tx,
-                    &q::SetSessionSummaryMessageParams {
-                        summary_message_id: Some(&summary.id),
-                        now: summary.created_at,
-                        id: home,
-                    },
-                )?;
-                let home_session = charge_tx(tx, home, &delta, Some(&summary.id))?;
-                let ended = match &continuation {
-                    Some(_) => {
-                        q::end_session(
-                            tx,
-                            &q::EndSessionParams {
-                                now: summary.created_at,
-                                end_reason: Some(END_REASON_COMPRESSION),
-                                id: session_id,
-                            },
-                        )?;
-                        Some(load_session(tx, session_id)?)
-                    }
-                    None => None,
-                };
-                if fail_before_commit {
-                    return Err(AgentError::InvalidInput(
-                        "injected failure before the summary commit".to_owned(),
-                    ));
+        let (sessions, messages) = (self.store.sessions(), self.store.messages());
+        // Everything the summary changes commits together: the continuation (if
+        // any), the summary message with its usage, `summary_message_id`, the charge
+        // and the end of the compacted session. Their events follow the commit.
+        let continuation = self.store.database().write(|tx| {
+            let continuation = match self.config.strategy {
+                CompactionStrategy::InPlace => None,
+                CompactionStrategy::Continuation => {
+                    Some(sessions.create_continuation_tx(tx, session_id)?)
                 }
-                let message = store::load_message(tx, &summary.id)?;
-                Ok((continuation, home_session, message, ended))
-            })?;
-        let home = home_session.id.clone();
-        if let Some(child) = &continuation {
-            self.sessions.broker().publish_created(child.clone());
-        }
-        if let Some(ended) = ended {
-            self.sessions.broker().publish_updated(ended);
-        }
-        self.sessions.broker().publish_updated(home_session);
-        self.messages.messages().publish_created(message);
-        emit(
-            &self.events,
-            AgentEvent::UsageTracked {
+            };
+            let home = continuation.as_ref().map_or(session_id, |c| c.id.as_str());
+            let summary = summary_message(SummaryMessage {
+                id: &summary_id,
                 session_id: home,
-                message_id: Some(summary_id.clone()),
-                model_id: summary_model.id.clone(),
-                usage: response.usage,
+                parent_id: parent_id.clone(),
+                provider: &provider,
+                model_id: &summary_model.id,
+                text,
+                usage: delta.tokens,
                 cost_usd,
-            },
-        );
-        Ok((summary_id, continuation.map(|c| c.id)))
+                now: tx.now(),
+            });
+            messages.insert_tx(tx, &summary)?;
+            sessions.set_summary_message_tx(tx, home, &summary.id)?;
+            sessions.add_usage_tx(tx, home, &delta)?;
+            if continuation.is_some() {
+                sessions.end_tx(tx, session_id, END_REASON_COMPRESSION)?;
+            }
+            if self.fail_before_commit {
+                return Err(AgentError::InvalidInput(
+                    "injected failure before the summary commit".to_owned(),
+                ));
+            }
+            let (events, event) = (
+                Arc::clone(&self.events),
+                AgentEvent::UsageTracked {
+                    session_id: home.to_owned(),
+                    message_id: Some(summary_id.clone()),
+                    model_id: summary_model.id.clone(),
+                    usage: response.usage,
+                    cost_usd,
+                },
+            );
+            tx.after_commit(move || emit(&events, event));
+            Ok(continuation.map(|c| c.id))
+        })?;
+        Ok((summary_id, continuation))
     }
 
     /// The summary request, its history reduced if the summarising model
@@ -733,48 +678,51 @@ impl Compactor {
         if marks.is_empty() {
             return Ok(Vec::new());
         }
-        // All marks in one transaction; the part events after it commits.
-        let events = write_tx(self.messages.database(), |tx| {
-            let now = now_ms();
-            marks
-                .iter()
-                .map(|(id, tool)| {
-                    let mut tool = tool.clone();
-                    tool.compacted_at = Some(now);
-                    Ok(MessageService::update_part_tx(tx, id, &Part::Tool(tool))?)
-                })
-                .collect::<Result<Vec<_>>>()
+        // All marks in one transaction, with one time; the part events follow it.
+        let messages = self.store.messages();
+        self.store.database().write(|tx| -> Result<()> {
+            let now = tx.now();
+            for (id, tool) in &marks {
+                let mut tool = tool.clone();
+                tool.compacted_at = Some(now);
+                messages.update_part_tx(tx, id, &Part::Tool(tool))?;
+            }
+            Ok(())
         })?;
-        for event in events {
-            self.messages.parts().publish_updated(event);
-        }
         Ok(marks.into_iter().map(|(id, _)| id).collect())
     }
 }
 
-/// The stored form of a summary: an ended assistant message flagged
-/// `is_summary` holding a compaction marker, the text and a finish part.
-fn summary_message(
-    id: &str,
-    session_id: &str,
+/// What a summary message is made of.
+struct SummaryMessage<'a> {
+    id: &'a str,
+    session_id: &'a str,
     parent_id: Option<String>,
-    provider: &str,
-    model_id: &str,
-    text: &str,
-) -> Message {
-    let now = now_ms();
+    provider: &'a str,
+    model_id: &'a str,
+    text: &'a str,
+    usage: TokenUsage,
+    cost_usd: f64,
+    now: i64,
+}
+
+/// The stored form of a summary: an ended assistant message flagged
+/// `is_summary` holding a compaction marker, the text and a finish part, with the
+/// summary call's usage and cost.
+fn summary_message(s: SummaryMessage<'_>) -> Message {
+    let now = s.now;
     Message {
-        id: id.to_owned(),
-        session_id: session_id.to_owned(),
-        parent_id,
+        id: s.id.to_owned(),
+        session_id: s.session_id.to_owned(),
+        parent_id: s.parent_id,
         role: Role::Assistant,
         agent: None,
-        provider: Some(provider.to_owned()),
-        model: Some(model_id.to_owned()),
+        provider: Some(s.provider.to_owned()),
+        model: Some(s.model_id.to_owned()),
         finish_reason: Some(FinishReason::EndTurn),
         is_summary: true,
-        usage: TokenUsage::default(),
-        cost_usd: 0.0,
+        usage: s.usage,
+        cost_usd: s.cost_usd,
         error: None,
         created_at: now,
         updated_at: now,
@@ -784,7 +732,7 @@ fn summary_message(
                 auto: true,
                 ..CompactionPart::default()
             }),
-            Part::text(text),
+            Part::text(s.text),
             Part::finish(FinishReason::EndTurn, now),
         ]
         .into_iter()
@@ -843,18 +791,6 @@ fn fit_context(
     out.extend(head);
     out.extend(fitted.messages);
     Ok((out, fitted.tokens + head_tokens, fitted.steps))
-}
-
-/// An error and its sources, joined with `: ` (what an event subscriber sees).
-fn error_chain(err: &AgentError) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -5,27 +5,26 @@
 //! database, searchable and exportable; only the copy sent to the model says
 //! [`CLEARED_TOOL_OUTPUT`].
 
-use scribe_message::{FileSource, Part, Role, TextPart, ToolState};
-use serde_json::Value;
+use scribe_message::{FileSource, Part, Role, TextPart, sent_tool};
 
 use crate::estimate::TokenEstimator;
 use crate::provider::ChatMessage;
 
-/// What the model sees instead of a compacted tool output.
-pub const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
+/// What the model sees instead of a compacted tool output (the one constant, from
+/// scribe-message's view of what is sent).
+pub use scribe_message::CLEARED_TOOL_OUTPUT;
 
-/// Replaces the output of every compacted tool part with
-/// [`CLEARED_TOOL_OUTPUT`] (and drops its metadata, which can be as large).
+/// Replaces the result of every compacted, finished tool part with
+/// [`CLEARED_TOOL_OUTPUT`] (and drops its metadata, which can be as large), by the rule
+/// of [`scribe_message::sent_tool`]. Messages built by [`scribe_message::sent`] are
+/// cleared already; this is for messages assembled otherwise.
 pub fn clear_compacted_tool_outputs(mut messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
     for part in messages.iter_mut().flat_map(|m| m.parts.iter_mut()) {
         if let Part::Tool(tool) = part
             && tool.compacted_at.is_some()
-            && let ToolState::Completed {
-                output, metadata, ..
-            } = &mut tool.state
+            && tool.state.is_terminal()
         {
-            CLEARED_TOOL_OUTPUT.clone_into(output);
-            *metadata = Value::Null;
+            *tool = sent_tool(tool.clone());
         }
     }
     messages
@@ -195,8 +194,8 @@ pub fn fit_messages<E: TokenEstimator + ?Sized>(
 mod tests {
     use super::*;
     use crate::estimate::HeuristicEstimator;
-    use scribe_message::{Extra, FilePart, ImageUrlPart, ToolPart};
-    use serde_json::json;
+    use scribe_message::{Extra, FilePart, ImageUrlPart, ToolPart, ToolState};
+    use serde_json::{Value, json};
 
     fn tool(output: &str, compacted_at: Option<i64>) -> Part {
         Part::Tool(ToolPart {

@@ -21,12 +21,11 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use scribe_message::{FinishReason, TokenUsage};
-use serde_json::Value;
-
-use super::{
+use scribe_types::provider::{
     ChatRequest, Provider, ProviderError, ProviderEvent, ProviderResponse, ResponseBuilder,
 };
+use scribe_types::{FinishReason, TokenUsage};
+use serde_json::Value;
 
 /// One scripted answer to one request.
 #[derive(Debug)]
@@ -253,6 +252,12 @@ mod tests {
 
     fn request(text: &str) -> ChatRequest {
         ChatRequest::new("m", vec![ChatMessage::user_text(text)])
+    }
+
+    #[test]
+    fn scripted_provider_is_shareable() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ScriptedProvider>();
     }
 
     #[test]

@@ -451,7 +451,7 @@ fn run_command(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::CancelToken;
+    use crate::cancel::CancelToken;
 
     fn ctx(root: &Path) -> ToolContext {
         ToolContext {
@@ -498,27 +498,25 @@ mod tests {
         assert!(matches!(err, ToolError::Path(_)), "{err}");
     }
 
-    /// Whether `program` can be started here (a minimal container may lack it).
+    /// Fails the test, saying why, when `program` cannot be started here: these tests
+    /// need a Unix `sh` and `sleep`, and a machine without them must not pass them
+    /// silently.
     #[cfg(unix)]
-    fn available(program: &str, args: &[&str]) -> bool {
-        let found = std::process::Command::new(program)
+    fn require(program: &str, args: &[&str]) {
+        let started = std::process::Command::new(program)
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            eprintln!("skipped: `{program}` cannot be started on this machine");
+            .status();
+        if let Err(err) = started {
+            panic!("this test needs `{program}` on the PATH, which cannot be started: {err}");
         }
-        found
     }
 
     #[cfg(unix)]
     #[test]
     fn run_check_runs_only_configured_commands() {
-        if !available("sh", &["-c", "exit 0"]) {
-            return;
-        }
+        require("sh", &["-c", "exit 0"]);
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path());
         let tool = RunCheck::new(BTreeMap::from([(
@@ -542,9 +540,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn run_check_kills_a_command_that_times_out() {
-        if !available("sleep", &["0"]) {
-            return;
-        }
+        require("sleep", &["0"]);
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path());
         let tool = RunCheck::new(BTreeMap::from([(

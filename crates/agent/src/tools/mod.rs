@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::cancel::CancelToken;
 use crate::provider::ToolSpec;
-use crate::run::CancelToken;
 
 pub use builtin::{CheckCommand, EditFile, ListDir, ReadFile, RunCheck, WriteFile};
 pub use history::{FileRecorder, MAX_RECORDED_BYTES, RecordError};

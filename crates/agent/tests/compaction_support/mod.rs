@@ -9,13 +9,13 @@ use std::sync::Arc;
 use scribe_agent::{
     AgentEvent, CompactionConfig, Compactor, Model, ModelCatalog, Pricing, ScriptedProvider,
 };
-use scribe_db::Database;
+use scribe_db::{Database, Options};
 use scribe_message::{
     Extra, FilePart, FileSource, Message, MessageService, NewMessage, Part, Role, ToolPart,
     ToolState,
 };
 use scribe_pubsub::Subscription;
-use scribe_session::{NewSession, Session, SessionService};
+use scribe_session::{NewSession, Session, SessionService, Store};
 use serde_json::{Value, json};
 
 /// A 10k-window model: reserve min(20k, 2k) = 2k, so a request may hold 8,000 tokens.
@@ -65,6 +65,7 @@ pub fn catalog() -> Arc<ModelCatalog> {
 pub struct Env {
     pub _dir: tempfile::TempDir,
     pub db: Arc<Database>,
+    pub store: Store,
     pub sessions: Arc<SessionService>,
     pub messages: Arc<MessageService>,
     pub catalog: Arc<ModelCatalog>,
@@ -72,11 +73,18 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Env {
+        Env::with_options(Options::default())
+    }
+
+    /// An env whose database has `options` (e.g. a test's clock).
+    pub fn with_options(options: Options) -> Env {
         let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Database::open(dir.path().join("scribe.db")).unwrap());
+        let db = Arc::new(Database::open_with(dir.path().join("scribe.db"), options).unwrap());
+        let store = Store::new(db.clone());
         Env {
-            sessions: Arc::new(SessionService::new(db.clone())),
-            messages: Arc::new(MessageService::new(db.clone())),
+            sessions: store.sessions().clone(),
+            messages: store.messages().clone(),
+            store,
             catalog: catalog(),
             db,
             _dir: dir,
@@ -93,8 +101,7 @@ impl Env {
         config: CompactionConfig,
     ) -> Compactor {
         Compactor::new(
-            self.sessions.clone(),
-            self.messages.clone(),
+            self.store.clone(),
             provider.clone(),
             self.catalog.clone(),
             config,

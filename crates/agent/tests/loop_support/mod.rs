@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scribe_agent::{
-    AgentRunner, Model, ModelCatalog, Pricing, Provider, Tool, ToolContext, ToolError, ToolOutput,
+    AgentRunner, AgentRunnerBuilder, Model, ModelCatalog, Pricing, Provider, Tool, ToolContext,
+    ToolError, ToolOutput,
 };
 use scribe_db::Database;
 use scribe_message::{Message, MessageService, Part, ToolPart};
-use scribe_session::{NewSession, Session, SessionService};
+use scribe_session::{NewSession, Session, SessionService, Store};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -43,6 +44,7 @@ pub struct Env {
     pub root: PathBuf,
     pub project: PathBuf,
     pub db: Arc<Database>,
+    pub store: Store,
     pub sessions: Arc<SessionService>,
     pub messages: Arc<MessageService>,
     pub catalog: Arc<ModelCatalog>,
@@ -61,8 +63,9 @@ impl Env {
         let project = root.join("project");
         std::fs::create_dir_all(&project).unwrap();
         let db = Arc::new(Database::open(root.join("scribe.db")).unwrap());
-        let sessions = Arc::new(SessionService::new(db.clone()));
-        let messages = Arc::new(MessageService::new(db.clone()));
+        let store = Store::new(db.clone());
+        let sessions = store.sessions().clone();
+        let messages = store.messages().clone();
         let mut catalog = ModelCatalog::empty();
         for m in [
             model(MODEL, 200_000),
@@ -77,6 +80,7 @@ impl Env {
             root: root.to_path_buf(),
             project,
             db,
+            store,
             sessions,
             messages,
             catalog: Arc::new(catalog),
@@ -94,16 +98,13 @@ impl Env {
             .unwrap()
     }
 
-    /// A runner over this env's services with `provider`, writing streamed text at once.
-    pub fn runner<P: Provider + 'static>(&self, provider: Arc<P>) -> AgentRunner {
-        AgentRunner::new(
-            self.sessions.clone(),
-            self.messages.clone(),
-            provider,
-            self.catalog.clone(),
-            self.project.clone(),
-        )
-        .with_flush_interval(Duration::ZERO)
+    /// A runner builder over this env's store with `provider`, its catalog and
+    /// project, writing streamed text at once.
+    pub fn runner<P: Provider + 'static>(&self, provider: Arc<P>) -> AgentRunnerBuilder {
+        AgentRunner::builder(self.store.clone(), provider)
+            .with_catalog(self.catalog.clone())
+            .with_project_root(self.project.clone())
+            .with_flush_interval(Duration::ZERO)
     }
 
     pub fn messages_of(&self, session_id: &str) -> Vec<Message> {

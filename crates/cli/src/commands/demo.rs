@@ -62,7 +62,10 @@ pub struct DemoCheckCmd {
 }
 
 fn demo_error(what: &str) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::Demo(format!("{what}: {e}"))
+    move |e| CliError::Demo {
+        what: what.to_owned(),
+        source: Some(Box::new(e)),
+    }
 }
 
 impl DemoCheckCmd {
@@ -123,9 +126,10 @@ fn catalog() -> Result<ModelCatalog, CliError> {
         ),
     ];
     for m in models {
-        catalog
-            .insert(m)
-            .map_err(|e| CliError::Demo(format!("bad demo model: {e}")))?;
+        catalog.insert(m).map_err(|e| CliError::Demo {
+            what: "bad demo model".to_owned(),
+            source: Some(Box::new(e)),
+        })?;
     }
     Ok(catalog)
 }
@@ -280,15 +284,12 @@ impl DemoCmd {
                 .with_tools(["read_file", "list_dir"]),
         );
         let provider = Arc::new(ScriptedProvider::new(script(&task_call_id)));
-        let runner = scribe_agent::AgentRunner::new(
-            Arc::clone(&ctx.sessions),
-            Arc::clone(&ctx.messages),
-            provider,
-            Arc::new(catalog()?),
-            project.clone(),
-        )
-        .with_tools(ToolRegistry::builtin(checks))
-        .with_agents(agents);
+        let runner = scribe_agent::AgentRunner::builder(ctx.store.clone(), provider)
+            .with_catalog(Arc::new(catalog()?))
+            .with_project_root(project.clone())
+            .with_tools(ToolRegistry::builtin(checks))
+            .with_agents(agents)
+            .build();
 
         let spinner = ui::spinner("running the scripted session");
         let input = PromptInput {
@@ -301,12 +302,17 @@ impl DemoCmd {
         };
         let outcome = runner.prompt(input, &CancelToken::new());
         spinner.finish_and_clear();
-        let outcome = outcome.map_err(|e| CliError::Demo(crate::error::one_line(&e)))?;
+        let outcome = outcome.map_err(|e| CliError::Demo {
+            what: "the agent loop stopped".to_owned(),
+            source: Some(Box::new(e)),
+        })?;
         let session = ctx.sessions.get(&outcome.session_id)?;
         let Some(summary_id) = session.summary_message_id.clone() else {
-            return Err(CliError::Demo(
-                "the session ended without compacting; the demo expects one compaction".into(),
-            ));
+            return Err(CliError::Demo {
+                what: "the session ended without compacting; the demo expects one compaction"
+                    .into(),
+                source: None,
+            });
         };
 
         let mut out = anstream::stdout().lock();
@@ -389,6 +395,8 @@ fn cost_breakdown(ctx: &Context, session_id: &str, task_id: &str) -> Result<(), 
         "CACHE WRITE",
         "COST",
     ]);
+    // Each row's cells but the cost, and its cost: a cost column has one format.
+    let mut rows: Vec<(Vec<String>, f64)> = Vec::new();
     for (label, id) in [("main", session_id), ("sub-agent", task_id)] {
         let mut step = 0;
         for message in ctx.messages.list(id)? {
@@ -414,21 +422,23 @@ fn cost_breakdown(ctx: &Context, session_id: &str, task_id: &str) -> Result<(), 
                 }
             };
             let u = &message.usage;
-            table.add_row(vec![
-                label.to_owned(),
-                format!("{step}. {what}"),
-                message.model.clone().unwrap_or_default(),
-                ui::grouped(u.input),
-                ui::grouped(u.output),
-                ui::grouped(u.cache_read),
-                ui::grouped(u.cache_write),
-                ui::dollars(message.cost_usd),
-            ]);
+            rows.push((
+                vec![
+                    label.to_owned(),
+                    format!("{step}. {what}"),
+                    message.model.clone().unwrap_or_default(),
+                    ui::grouped(u.input),
+                    ui::grouped(u.output),
+                    ui::grouped(u.cache_read),
+                    ui::grouped(u.cache_write),
+                ],
+                message.cost_usd,
+            ));
         }
     }
     let s = ctx.sessions.get(session_id)?;
     let t = &s.tokens;
-    table.add_row(
+    rows.push((
         vec![
             "total".to_owned(),
             format!("{} calls (sub-agent rolled in)", s.api_call_count),
@@ -437,12 +447,18 @@ fn cost_breakdown(ctx: &Context, session_id: &str, task_id: &str) -> Result<(), 
             ui::grouped(t.output),
             ui::grouped(t.cache_read),
             ui::grouped(t.cache_write),
-            ui::dollars(s.estimated_cost_usd),
-        ]
-        .into_iter()
-        .map(|c| paint(style::HEADER, c))
-        .collect::<Vec<_>>(),
-    );
+        ],
+        s.estimated_cost_usd,
+    ));
+    let costs: Vec<f64> = rows.iter().map(|(_, cost)| *cost).collect();
+    let last = rows.len().saturating_sub(1);
+    for (i, ((mut cells, _), cost)) in rows.into_iter().zip(ui::dollar_column(&costs)).enumerate() {
+        cells.push(cost);
+        if i == last {
+            cells = cells.into_iter().map(|c| paint(style::HEADER, c)).collect();
+        }
+        table.add_row(cells);
+    }
     for i in 3..8 {
         if let Some(column) = table.column_mut(i) {
             column.set_cell_alignment(comfy_table::CellAlignment::Right);

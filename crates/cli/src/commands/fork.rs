@@ -30,7 +30,9 @@ impl ForkCmd {
             Some(wanted) => ctx.resolve_message(&session, wanted)?,
             None => ctx
                 .db
-                .read(|conn| Ok(q::get_last_message(conn, &session.id).optional()?))?
+                .read(|tx| -> scribe_db::Result<_> {
+                    Ok(q::get_last_message(tx.conn(), &session.id).optional()?)
+                })?
                 .map(|m| m.id)
                 .ok_or_else(|| CliError::EmptySession(session.id.clone()))?,
         };

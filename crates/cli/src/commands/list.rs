@@ -1,10 +1,13 @@
 //! `scribe list`: sessions, newest first (or most recently active first with `--sort
 //! active`), with a preview of how each began.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use scribe_session::{ParentFilter, SessionFilter, SessionOrder};
+use scribe_session::{
+    ParentFilter, Session, SessionError, SessionFilter, SessionKind, SessionOrder,
+};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -17,8 +20,11 @@ const PREVIEW_TABLE_CHARS: usize = 60;
 /// List sessions, newest first.
 ///
 /// Shows id, title, source, messages, tokens, cost, the start of the first user message and
-/// when the session was last active. Archived sessions and child sessions (sub-agent
-/// tasks, forks, compaction continuations) are hidden unless --all is given.
+/// when the session was last active. Forks are listed, marked as forks of their parent. A
+/// conversation that compaction carried on into a continuation is listed once, as its
+/// newest continuation (`t #2`), marked with the session it continues. Archived sessions,
+/// sub-agent tasks, title sessions and the earlier parts of a continued conversation are
+/// hidden unless --all is given.
 #[derive(Debug, Args)]
 pub struct ListCmd {
     /// Only sessions from this source (cli, tui, telegram …); repeat for several.
@@ -28,7 +34,7 @@ pub struct ListCmd {
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
-    /// Include archived sessions and child sessions.
+    /// Include archived sessions and every child session (tasks, titles, continued parts).
     #[arg(long, short = 'a')]
     pub all: bool,
     /// Order: by creation, newest first, or by last activity, most recent first.
@@ -62,7 +68,7 @@ impl ListCmd {
             ..SessionFilter::default()
         };
         if !self.all {
-            filter.parent = ParentFilter::Root;
+            filter.parent = ParentFilter::Conversations;
             filter.archived = Some(false);
         }
         let mut sessions = ctx.sessions.list(&filter)?;
@@ -84,6 +90,9 @@ impl ListCmd {
             return Ok(());
         }
         let short = ctx.short_ids(&ids)?;
+        let parents = parent_names(ctx, &sessions)?;
+        let costs: Vec<f64> = sessions.iter().map(|s| s.estimated_cost_usd).collect();
+        let costs = ui::dollar_column(&costs);
         let now = scribe_db::now_ms();
         let mut table = ui::table([
             "ID",
@@ -95,7 +104,7 @@ impl ListCmd {
             "FIRST MESSAGE",
             "ACTIVE",
         ]);
-        for s in &sessions {
+        for (s, cost) in sessions.iter().zip(costs) {
             let preview = previews
                 .get(&s.id)
                 .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
@@ -104,8 +113,13 @@ impl ListCmd {
             if s.is_archived() {
                 title.push_str(" [archived]");
             }
-            if s.parent_session_id.is_some() {
-                title = format!("{title} ({})", s.kind);
+            if let Some(parent) = &s.parent_session_id {
+                let parent = parents.get(parent).map_or(parent.as_str(), String::as_str);
+                title = match s.kind {
+                    SessionKind::Fork => format!("{title} (fork of {parent})"),
+                    SessionKind::Continuation => format!("{title} (continues {parent})"),
+                    kind => format!("{title} ({kind})"),
+                };
             }
             table.add_row(vec![
                 paint(
@@ -118,10 +132,15 @@ impl ListCmd {
                 s.source.clone(),
                 s.message_count.to_string(),
                 ui::compact_count(s.tokens.total()),
-                ui::dollars(s.estimated_cost_usd),
+                cost,
                 preview,
                 ui::ago(s.updated_at, now),
             ]);
+        }
+        for i in [3, 4, 5] {
+            if let Some(column) = table.column_mut(i) {
+                column.set_cell_alignment(comfy_table::CellAlignment::Right);
+            }
         }
         writeln!(out, "{}", ui::render(&mut table, &[0, 3, 4, 5, 7]))?;
         if more {
@@ -145,4 +164,31 @@ impl ListCmd {
         }
         Ok(())
     }
+}
+
+/// How each listed session's parent is named in its row: its title, else its short id.
+fn parent_names(ctx: &Context, sessions: &[Session]) -> Result<HashMap<String, String>, CliError> {
+    let mut names = HashMap::new();
+    for id in sessions
+        .iter()
+        .filter_map(|s| s.parent_session_id.as_deref())
+    {
+        if names.contains_key(id) {
+            continue;
+        }
+        let name = match ctx.sessions.get(id) {
+            Ok(parent) => match parent.title {
+                Some(title) => title,
+                None => ctx
+                    .short_ids(&[id])?
+                    .remove(id)
+                    .unwrap_or_else(|| id.to_owned()),
+            },
+            // Deleted meanwhile: the row's own parent id is all there is.
+            Err(SessionError::NotFound { .. }) => id.to_owned(),
+            Err(err) => return Err(err.into()),
+        };
+        names.insert(id.to_owned(), name);
+    }
+    Ok(names)
 }

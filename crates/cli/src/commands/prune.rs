@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use clap::Args;
+use scribe_session::PruneReport;
 use serde::Serialize;
 
 use crate::context::Context;
@@ -54,8 +55,14 @@ impl PruneCmd {
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
         let source = self.source.as_deref();
         let preview = ctx.sessions.prune(self.older_than, source, true)?;
-        let report = if self.dry_run || preview.sessions.is_empty() {
+        let report = if self.dry_run {
             preview
+        } else if preview.sessions.is_empty() {
+            // Nothing to delete: a real prune that found nothing, not a dry run.
+            PruneReport {
+                dry_run: false,
+                ..preview
+            }
         } else {
             if !self.yes {
                 if !ui::can_ask() {

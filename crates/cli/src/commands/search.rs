@@ -1,8 +1,9 @@
 //! `scribe search`: full-text search over every conversation.
 
+use std::ffi::OsString;
 use std::io::Write;
 
-use clap::Args;
+use clap::{Args, CommandFactory};
 use scribe_message::{MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, Role, SearchOptions};
 
 use crate::context::Context;
@@ -13,11 +14,12 @@ use crate::ui::{self, paint, style};
 /// Search every conversation.
 ///
 /// Any text is accepted: words match whole words (and prefixes with `fix*`), "quoted
-/// phrases" match in order, Chinese, Japanese and Korean text and other substrings are
-/// found too. The best match of each message is shown, best first.
+/// phrases" match in order, `-word` (or `NOT word`) leaves out messages with that word, `OR`
+/// gives alternatives, and Chinese, Japanese and Korean text and other substrings are found
+/// too. The best match of each message is shown, best first.
 #[derive(Debug, Args)]
 pub struct SearchCmd {
-    /// What to look for.
+    /// What to look for; words may start with `-` to exclude them (`fix -test`).
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     pub query: Vec<String>,
     /// Only sessions from this source; repeat for several.
@@ -42,6 +44,96 @@ pub struct SearchCmd {
     /// Print JSON: {"hits": [...]}.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The command line as clap should read it: in `scribe search`, a word starting with `-`
+/// that is none of the command's options (`-parser`, `-nothing`, `--verbose`) is a word
+/// of the query — web-search syntax for "without" — not an unknown option. Such words go
+/// after a `--`, with the other words of the query in their order; options stay before
+/// it, wherever they were. Only exact option forms are options: `-n 5`, `-n5`, `-n=5`,
+/// `--limit 5`, `--limit=5`, `--json`, `-h`. Other command lines are returned unchanged.
+pub fn escape_query_words(args: Vec<OsString>) -> Vec<OsString> {
+    let mut cmd = crate::cli::Cli::command();
+    cmd.build();
+    let Some(at) = subcommand_index(&cmd, &args) else {
+        return args;
+    };
+    if args.get(at).and_then(|a| a.to_str()) != Some("search") {
+        return args;
+    }
+    let Some(search) = cmd.find_subcommand("search") else {
+        return args;
+    };
+    let mut out: Vec<OsString> = args[..=at].to_vec();
+    let mut words: Vec<OsString> = Vec::new();
+    let mut rest = args[at + 1..].iter();
+    while let Some(arg) = rest.next() {
+        let Some(text) = arg.to_str() else {
+            words.push(arg.clone());
+            continue;
+        };
+        if text == "--" {
+            words.extend(rest.by_ref().cloned());
+            break;
+        }
+        match option_form(search, text) {
+            Some(takes_next) => {
+                out.push(arg.clone());
+                if takes_next && let Some(value) = rest.next() {
+                    out.push(value.clone());
+                }
+            }
+            None => words.push(arg.clone()),
+        }
+    }
+    if !words.is_empty() {
+        out.push(OsString::from("--"));
+        out.extend(words);
+    }
+    out
+}
+
+/// The position of the subcommand in `args` (after the program name and global options).
+fn subcommand_index(cmd: &clap::Command, args: &[OsString]) -> Option<usize> {
+    let mut i = 1;
+    while let Some(text) = args.get(i).and_then(|a| a.to_str()) {
+        if !text.starts_with('-') || text == "-" {
+            return Some(i);
+        }
+        let takes_next = option_form(cmd, text)?;
+        i += if takes_next { 2 } else { 1 };
+    }
+    None
+}
+
+/// Whether `text` is exactly an option of `cmd` and, if so, whether its value is the next
+/// argument. `None`: not an option (a word, or something clap will reject itself).
+fn option_form(cmd: &clap::Command, text: &str) -> Option<bool> {
+    if let Some(long) = text.strip_prefix("--") {
+        let (name, value) = match long.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (long, false),
+        };
+        let arg = cmd.get_arguments().find(|a| {
+            a.get_long_and_visible_aliases()
+                .is_some_and(|names| names.contains(&name))
+        })?;
+        return Some(arg.get_action().takes_values() && !value);
+    }
+    let mut chars = text.strip_prefix('-')?.chars();
+    let short = chars.next()?;
+    let attached = chars.as_str();
+    let arg = cmd.get_arguments().find(|a| {
+        a.get_short_and_visible_aliases()
+            .is_some_and(|names| names.contains(&short))
+    })?;
+    let takes_value = arg.get_action().takes_values();
+    match (takes_value, attached) {
+        (_, "") => Some(takes_value),
+        // `-n5`, `-n=5`; but `-nothing` is a word.
+        (true, value) if value.starts_with(|c: char| c.is_ascii_digit() || c == '=') => Some(false),
+        _ => None,
+    }
 }
 
 fn parse_limit(text: &str) -> Result<usize, String> {
@@ -117,5 +209,46 @@ impl SearchCmd {
             writeln!(out, "  {}", highlighted(&hit.snippet))?;
         }
         Ok(())
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escaped(args: &[&str]) -> Vec<String> {
+        let args = args.iter().map(OsString::from).collect();
+        escape_query_words(args)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn dashed_query_words_go_after_an_escape() {
+        assert_eq!(
+            escaped(&["scribe", "search", "foo", "-bar", "-n", "5", "--json"]),
+            ["scribe", "search", "-n", "5", "--json", "--", "foo", "-bar"]
+        );
+        assert_eq!(
+            escaped(&["scribe", "--db", "x.db", "search", "-nothing", "-n5"]),
+            ["scribe", "--db", "x.db", "search", "-n5", "--", "-nothing"]
+        );
+        assert_eq!(
+            escaped(&["scribe", "search", "--limit=2", "a", "--", "-n", "b"]),
+            ["scribe", "search", "--limit=2", "--", "a", "-n", "b"]
+        );
+        assert_eq!(
+            escaped(&["scribe", "search", "--verbose", "-h"]),
+            ["scribe", "search", "-h", "--", "--verbose"]
+        );
+        // Other commands, and a search with no words, are left alone.
+        for args in [
+            &["scribe", "list", "-n", "3"][..],
+            &["scribe", "search", "--json"][..],
+            &["scribe", "--db", "search", "list"][..],
+            &["scribe"][..],
+        ] {
+            assert_eq!(escaped(args), args, "{args:?}");
+        }
     }
 }

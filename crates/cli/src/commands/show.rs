@@ -49,6 +49,23 @@ impl ShowCmd {
             };
         }
         header(&mut out, &session)?;
+        // An ended conversation may go on in a compaction continuation: say where.
+        let tip = ctx.sessions.continuation_tip(&session.id)?;
+        if tip.id != session.id {
+            let title = tip
+                .title
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{}",
+                paint(
+                    style::MARK,
+                    format!("continued in {}{title}: scribe show {}", tip.id, tip.id)
+                )
+            )?;
+        }
         for message in ctx.messages.stream(&session.id)? {
             render(&mut out, &message?)?;
         }

@@ -68,19 +68,30 @@ impl StatsCmd {
             "REASONING",
             "COST",
         ]);
+        let costs: Vec<f64> = stats
+            .rows
+            .iter()
+            .map(|r| r.totals.cost_usd)
+            .chain([stats.totals.cost_usd])
+            .collect();
+        let mut costs = ui::dollar_column(&costs).into_iter();
         for row in &stats.rows {
             let key = if row.key.is_empty() {
                 "(none)".to_owned()
             } else {
                 row.key.clone()
             };
-            table.add_row(cells(key, &row.totals));
+            table.add_row(cells(key, &row.totals, costs.next().unwrap_or_default()));
         }
         table.add_row(
-            cells("total".to_owned(), &stats.totals)
-                .into_iter()
-                .map(|c| paint(style::HEADER, c))
-                .collect::<Vec<_>>(),
+            cells(
+                "total".to_owned(),
+                &stats.totals,
+                costs.next().unwrap_or_default(),
+            )
+            .into_iter()
+            .map(|c| paint(style::HEADER, c))
+            .collect::<Vec<_>>(),
         );
         for i in 1..9 {
             if let Some(column) = table.column_mut(i) {
@@ -92,7 +103,7 @@ impl StatsCmd {
     }
 }
 
-fn cells(key: String, t: &UsageTotals) -> Vec<String> {
+fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
     vec![
         key,
         ui::grouped(t.sessions),
@@ -102,6 +113,6 @@ fn cells(key: String, t: &UsageTotals) -> Vec<String> {
         ui::grouped(t.tokens.cache_read),
         ui::grouped(t.tokens.cache_write),
         ui::grouped(t.tokens.reasoning),
-        ui::dollars(t.cost_usd),
+        cost,
     ]
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
-use scribe_db::Database;
+use scribe_db::{Database, Options};
 use scribe_message::{
     FinishReason, MessageService, NewMessage, Part, ReasoningPart, Role, TokenUsage, ToolPart,
     ToolState,
@@ -99,7 +99,12 @@ impl Env {
 
     /// The services over the database (created if needed).
     pub fn services(&self) -> (SessionService, MessageService) {
-        let db = Arc::new(Database::open(&self.db).unwrap());
+        self.services_with(Options::default())
+    }
+
+    /// The services over the database opened with `options` (e.g. a clock of the test's).
+    pub fn services_with(&self, options: Options) -> (SessionService, MessageService) {
+        let db = Arc::new(Database::open_with(&self.db, options).unwrap());
         (
             SessionService::new(Arc::clone(&db)),
             MessageService::new(db),

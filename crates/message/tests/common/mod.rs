@@ -27,7 +27,8 @@ pub fn session_with(
 ) -> String {
     let id = new_id(Prefix::Session);
     svc.database()
-        .write(|tx| {
+        .write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn();
             queries::create_session(
                 tx,
                 &queries::CreateSessionParams {
@@ -78,6 +79,9 @@ pub fn completed_tool(call_id: &str, tool: &str, input: serde_json::Value, outpu
 /// Raw SQL count helper for checking indexes and counters.
 pub fn count(svc: &MessageService, sql: &str) -> i64 {
     svc.database()
-        .read(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+        .read(|c| -> scribe_db::Result<_> {
+            let c = c.conn();
+            Ok(c.query_row(sql, [], |r| r.get(0))?)
+        })
         .unwrap()
 }

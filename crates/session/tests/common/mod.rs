@@ -76,10 +76,7 @@ pub fn message(session_id: &str, role: Role, parts: Vec<Part>) -> Message {
 
 /// Stores `msg`.
 pub fn store_message(db: &Database, msg: &Message) {
-    db.write(|tx| {
-        store::insert_message(tx, msg).map_err(|e| scribe_db::Error::InvalidInput(e.to_string()))
-    })
-    .unwrap();
+    db.write(|tx| store::insert_message(tx, msg)).unwrap();
 }
 
 /// Stores a short conversation in `session_id` (user, assistant with a tool call, tool

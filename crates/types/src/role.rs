@@ -82,6 +82,8 @@ pub enum FinishReason {
     Error,
     /// A tool call was refused by the permission rules.
     PermissionDenied,
+    /// The agent's step limit was reached while the model still called tools.
+    MaxSteps,
     /// Any other value, kept verbatim.
     Unknown(String),
 }
@@ -96,6 +98,7 @@ impl FinishReason {
             FinishReason::Canceled => "canceled",
             FinishReason::Error => "error",
             FinishReason::PermissionDenied => "permission_denied",
+            FinishReason::MaxSteps => "max_steps",
             FinishReason::Unknown(s) => s,
         }
     }
@@ -115,6 +118,7 @@ impl From<&str> for FinishReason {
             "canceled" => FinishReason::Canceled,
             "error" => FinishReason::Error,
             "permission_denied" => FinishReason::PermissionDenied,
+            "max_steps" => FinishReason::MaxSteps,
             other => FinishReason::Unknown(other.to_owned()),
         }
     }
@@ -187,6 +191,7 @@ mod tests {
             FinishReason::Canceled,
             FinishReason::Error,
             FinishReason::PermissionDenied,
+            FinishReason::MaxSteps,
             FinishReason::Unknown("content_filter".into()),
             FinishReason::Unknown(String::new()),
         ];

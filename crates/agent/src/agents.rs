@@ -124,6 +124,13 @@ impl AgentRegistry {
         self
     }
 
+    /// The agent called `name`, or [`AgentError::UnknownAgent`](crate::AgentError::UnknownAgent).
+    pub(crate) fn agent(&self, name: &str) -> Result<AgentConfig, crate::AgentError> {
+        self.get(name)
+            .cloned()
+            .ok_or_else(|| crate::AgentError::UnknownAgent(name.to_owned()))
+    }
+
     /// The agent called `name`.
     pub fn get(&self, name: &str) -> Option<&AgentConfig> {
         self.agents.get(name)

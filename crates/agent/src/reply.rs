@@ -1,9 +1,50 @@
-//! Persists a streamed model response as it arrives: consecutive text deltas
-//! grow ONE text part (written at most every flush interval, and once more
-//! when it closes), reasoning likewise, and each tool call becomes a `pending`
-//! tool part at once — so a crash mid-answer leaves what had arrived.
+//! [`ReplyWriter`]: writes a streamed assistant reply into a session as it arrives,
+//! for the agent loop and for an application that runs its own loop over a provider.
 //!
-//! When the call returns, [`reconcile`] squares what streamed with the
+//! Consecutive text deltas grow ONE text part (written at most every flush interval,
+//! and once more when it closes), reasoning likewise, and each tool call becomes a
+//! `pending` tool part at once — so a crash mid-answer leaves what had arrived. Every
+//! write announces its part on the message service's part broker after it commits.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use scribe_agent::{ModelCatalog, ReplyWriter, ScriptedProvider, ScriptedTurn, UsageTracker};
+//! use scribe_agent::provider::{ChatMessage, ChatRequest, Provider};
+//! use scribe_message::{FinishReason, NewMessage, Part, Role, StepStartPart, TokenUsage};
+//! use scribe_session::{NewSession, Store};
+//!
+//! let store = Store::open_in_memory()?;
+//! let catalog = Arc::new(ModelCatalog::builtin());
+//! let model = catalog.iter().next().expect("a built-in model").id.clone();
+//! let session = store.sessions().create(NewSession::default())?;
+//! let provider = ScriptedProvider::new([ScriptedTurn::reply()
+//!     .text("Hello ")
+//!     .text("there.")
+//!     .usage(TokenUsage { input: 12, output: 3, ..TokenUsage::default() })]);
+//!
+//! // Your own loop: an assistant message, the provider's stream into it, then the
+//! // usage, committed together with the step's step-finish part.
+//! let mut reply = ReplyWriter::start(store.messages(), NewMessage::new(
+//!     &session.id,
+//!     Role::Assistant,
+//!     vec![Part::StepStart(StepStartPart::default())],
+//! ))?;
+//! let request = ChatRequest::new(&model, vec![ChatMessage::user_text("hi")]);
+//! let response = provider.send(&request, &mut |event| reply.push(event))?;
+//! let message_id = reply.message_id().to_owned();
+//! let tool_calls = reply.finish(&response)?;
+//! assert!(tool_calls.is_empty());
+//! let tracker = UsageTracker::new(store.clone(), catalog);
+//! let (charged, _step_finish) = tracker.charge_step(&session.id, &model, &message_id, &response)?;
+//! store.messages().finish(&message_id, FinishReason::EndTurn)?;
+//!
+//! assert_eq!(store.messages().get(&message_id)?.text(), "Hello there.");
+//! assert_eq!(store.sessions().get(&session.id)?.tokens.input, 12);
+//! assert_eq!(charged.usage.output, 3);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! When the call returns, [`ReplyWriter::finish`] squares what streamed with the
 //! [`ProviderResponse`] (a provider may return parts without streaming them,
 //! or stream less than it returns). The rules, in one transaction:
 //!
@@ -22,16 +63,29 @@
 //!     response is the final word: the first streamed part of that kind
 //!     takes `R` and the later ones of that kind are deleted.
 
+use std::fmt;
 use std::time::{Duration, Instant};
 
-use scribe_db::now_ms;
 use scribe_message::{
-    MessageError, MessageService, Part, PartEvent, PartTime, ReasoningPart, TextPart, ToolPart,
-    ToolState,
+    MessageError, MessageService, NewMessage, Part, PartTime, ReasoningPart, Role, TextPart,
+    ToolPart, ToolState,
 };
 
-use crate::error::{AgentError, write_tx};
+use crate::error::{AgentError, Result};
 use crate::provider::{ProviderEvent, ProviderResponse};
+
+/// How often a growing text or reasoning part is written by default.
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// What streamed into one message, for [`reconcile`].
+struct Streamed<'s> {
+    /// The text and reasoning parts (id, final content), in order.
+    content: &'s [(String, Part)],
+    /// The tool parts created (id, part), in order.
+    tools: &'s [(String, ToolPart)],
+    /// Whether any content delta arrived.
+    any: bool,
+}
 
 struct OpenPart {
     id: String,
@@ -40,10 +94,10 @@ struct OpenPart {
     written_at: Instant,
 }
 
-/// Writes one response's parts under its assistant message.
-pub(crate) struct Streamer<'a> {
+/// Writes one streamed response into its assistant message (see the module doc).
+pub struct ReplyWriter<'a> {
     messages: &'a MessageService,
-    message_id: &'a str,
+    message_id: String,
     interval: Duration,
     open: Option<OpenPart>,
     tools: Vec<(String, ToolPart)>,
@@ -54,26 +108,26 @@ pub(crate) struct Streamer<'a> {
     error: Option<MessageError>,
 }
 
-/// What streamed into one message, for [`reconcile`].
-pub(crate) struct Streamed {
-    /// The text and reasoning parts (id, final content), in order.
-    content: Vec<(String, Part)>,
-    /// The tool parts created (id, part), in order.
-    tools: Vec<(String, ToolPart)>,
-    /// Whether any content delta arrived.
-    any: bool,
+impl fmt::Debug for ReplyWriter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplyWriter")
+            .field("message_id", &self.message_id)
+            .field("interval", &self.interval)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
 }
 
-impl<'a> Streamer<'a> {
-    pub(crate) fn new(
-        messages: &'a MessageService,
-        message_id: &'a str,
-        interval: Duration,
-    ) -> Self {
-        Streamer {
+/// A tool call the reply made, as stored: the part's id and the call (`pending`).
+pub type ToolCall = (String, ToolPart);
+
+impl<'a> ReplyWriter<'a> {
+    /// Writes into the existing assistant message `message_id`.
+    pub fn new(messages: &'a MessageService, message_id: impl Into<String>) -> Self {
+        ReplyWriter {
             messages,
-            message_id,
-            interval,
+            message_id: message_id.into(),
+            interval: DEFAULT_FLUSH_INTERVAL,
             open: None,
             tools: Vec::new(),
             content: Vec::new(),
@@ -82,9 +136,34 @@ impl<'a> Streamer<'a> {
         }
     }
 
+    /// Creates the assistant message `new` describes (its role must be
+    /// [`Role::Assistant`]; it stays open until finished) and writes into it.
+    pub fn start(messages: &'a MessageService, new: NewMessage) -> Result<Self> {
+        if new.role != Role::Assistant {
+            return Err(AgentError::InvalidInput(format!(
+                "a reply is an assistant message, not a {} message",
+                new.role
+            )));
+        }
+        let message = messages.create(new)?;
+        Ok(ReplyWriter::new(messages, message.id))
+    }
+
+    /// Writes a growing text part at most this often (default
+    /// [`DEFAULT_FLUSH_INTERVAL`]; zero writes every delta).
+    pub fn with_flush_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// The assistant message being written.
+    pub fn message_id(&self) -> &str {
+        &self.message_id
+    }
+
     /// Takes one event; after a storage failure the rest are ignored and the
-    /// failure is reported by [`Streamer::finish`].
-    pub(crate) fn push(&mut self, event: ProviderEvent) {
+    /// failure is reported by [`ReplyWriter::finish`].
+    pub fn push(&mut self, event: ProviderEvent) {
         if self.error.is_some() {
             return;
         }
@@ -93,25 +172,33 @@ impl<'a> Streamer<'a> {
         }
     }
 
-    /// Writes what is pending and returns what streamed.
-    pub(crate) fn finish(mut self) -> Result<Streamed, MessageError> {
+    /// Ends the stream: writes what is pending, squares what streamed with `response`
+    /// (see the module doc; one transaction, whose part events follow its commit), and
+    /// returns every tool call of the message to run (streamed first, then added), in
+    /// order. A storage failure while streaming is reported here.
+    pub fn finish(mut self, response: &ProviderResponse) -> Result<Vec<ToolCall>> {
         if let Some(e) = self.error.take() {
-            return Err(e);
+            return Err(e.into());
         }
         self.close()?;
-        Ok(Streamed {
-            content: self.content,
-            tools: self.tools,
-            any: self.any,
-        })
+        reconcile(self.messages, &self.message_id, &self.streamed(), response)
     }
 
-    /// The tool parts created so far, for failing them when the call broke.
-    pub(crate) fn finish_lenient(mut self) -> Vec<(String, ToolPart)> {
+    /// Ends a stream whose call failed: writes what is pending (best effort) and
+    /// returns the tool calls created so far, for the caller to fail.
+    pub fn abandon(mut self) -> Vec<ToolCall> {
         if self.error.is_none() {
             let _ = self.close();
         }
         self.tools
+    }
+
+    fn streamed(&self) -> Streamed<'_> {
+        Streamed {
+            content: &self.content,
+            tools: &self.tools,
+            any: self.any,
+        }
     }
 
     fn apply(&mut self, event: ProviderEvent) -> Result<(), MessageError> {
@@ -128,7 +215,7 @@ impl<'a> Streamer<'a> {
             } => {
                 self.close()?;
                 let part = Part::tool(call_id, name, input);
-                let stored = self.messages.append_part(self.message_id, part)?;
+                let stored = self.messages.append_part(&self.message_id, part)?;
                 if let Part::Tool(tool) = stored.part {
                     self.tools.push((stored.id, tool));
                 }
@@ -161,7 +248,7 @@ impl<'a> Streamer<'a> {
         }
         self.close()?;
         let time = Some(PartTime {
-            start: now_ms(),
+            start: self.messages.database().now(),
             end: None,
         });
         let part = if reasoning {
@@ -177,7 +264,7 @@ impl<'a> Streamer<'a> {
                 ..TextPart::default()
             })
         };
-        let stored = self.messages.append_part(self.message_id, part.clone())?;
+        let stored = self.messages.append_part(&self.message_id, part.clone())?;
         self.open = Some(OpenPart {
             id: stored.id,
             part,
@@ -192,7 +279,7 @@ impl<'a> Streamer<'a> {
         let Some(mut open) = self.open.take() else {
             return Ok(());
         };
-        let end = Some(now_ms());
+        let end = Some(self.messages.database().now());
         match &mut open.part {
             Part::Text(TextPart {
                 time: Some(time), ..
@@ -208,47 +295,34 @@ impl<'a> Streamer<'a> {
     }
 }
 
-/// A part change written inside a transaction, published after commit.
-enum Change {
-    Created(PartEvent),
-    Updated(PartEvent),
-    Deleted(PartEvent),
-}
-
 /// Squares what streamed with the final response (see the module doc), in one
-/// transaction, then publishes the part events. Returns every tool part of the
+/// transaction whose part events follow its commit. Returns every tool part of the
 /// message to run (streamed first, then added), in order.
-pub(crate) fn reconcile(
+fn reconcile(
     messages: &MessageService,
     message_id: &str,
-    streamed: Streamed,
+    streamed: &Streamed<'_>,
     response: &ProviderResponse,
-) -> Result<Vec<(String, ToolPart)>, AgentError> {
-    let (tools, changes) = write_tx(messages.database(), |tx| {
-        let mut changes = Vec::new();
-        let mut tools = streamed.tools.clone();
-        let now = now_ms();
-        let add = |part: &Part, changes: &mut Vec<Change>| -> Result<PartEvent, AgentError> {
-            let event = MessageService::append_part_tx(tx, message_id, part)?;
-            changes.push(Change::Created(event.clone()));
-            Ok(event)
-        };
+) -> Result<Vec<ToolCall>> {
+    messages.database().write(|tx| {
+        let mut tools = streamed.tools.to_vec();
+        let now = tx.now();
         if !streamed.any {
             for part in &response.parts {
                 match part {
                     Part::Text(_) | Part::Reasoning(_) => {
-                        add(&with_time(part.clone(), now), &mut changes)?;
+                        messages.append_part_tx(tx, message_id, &with_time(part.clone(), now))?;
                     }
                     Part::Tool(call) => {
-                        let event = add(&pending(call), &mut changes)?;
-                        if let Part::Tool(tool) = event.part.part {
-                            tools.push((event.part.id, tool));
+                        let stored = messages.append_part_tx(tx, message_id, &pending(call))?;
+                        if let Part::Tool(tool) = stored.part {
+                            tools.push((stored.id, tool));
                         }
                     }
                     _ => {}
                 }
             }
-            return Ok((tools, changes));
+            return Ok(tools);
         }
         for reasoning in [false, true] {
             let theirs: String = response
@@ -273,17 +347,14 @@ pub(crate) fn reconcile(
                     let tail = &theirs[streamed_text.len()..];
                     let mut part = last.clone();
                     push_text(&mut part, tail);
-                    let event = MessageService::update_part_tx(tx, last_id, &part)?;
-                    changes.push(Change::Updated(event));
+                    messages.update_part_tx(tx, last_id, &part)?;
                 }
                 (Some((first_id, first)), _) => {
                     let mut part = first.clone();
                     set_text(&mut part, &theirs);
-                    let event = MessageService::update_part_tx(tx, first_id, &part)?;
-                    changes.push(Change::Updated(event));
+                    messages.update_part_tx(tx, first_id, &part)?;
                     for (id, _) in ours.iter().skip(1) {
-                        let event = MessageService::delete_part_tx(tx, id)?;
-                        changes.push(Change::Deleted(event));
+                        messages.delete_part_tx(tx, id)?;
                     }
                 }
                 (None, _) => {
@@ -295,7 +366,7 @@ pub(crate) fn reconcile(
                     } else {
                         Part::text(theirs)
                     };
-                    add(&with_time(part, now), &mut changes)?;
+                    messages.append_part_tx(tx, message_id, &with_time(part, now))?;
                 }
             }
         }
@@ -307,21 +378,13 @@ pub(crate) fn reconcile(
             {
                 continue;
             }
-            let event = add(&pending(call), &mut changes)?;
-            if let Part::Tool(tool) = event.part.part {
-                tools.push((event.part.id, tool));
+            let stored = messages.append_part_tx(tx, message_id, &pending(call))?;
+            if let Part::Tool(tool) = stored.part {
+                tools.push((stored.id, tool));
             }
         }
-        Ok((tools, changes))
-    })?;
-    for change in changes {
-        match change {
-            Change::Created(event) => messages.parts().publish_created(event),
-            Change::Updated(event) => messages.parts().publish_updated(event),
-            Change::Deleted(event) => messages.parts().publish_deleted(event),
-        };
-    }
-    Ok(tools)
+        Ok(tools)
+    })
 }
 
 /// The text of a text part (`reasoning` false) or a reasoning part (true).

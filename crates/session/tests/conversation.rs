@@ -2,14 +2,54 @@
 //! interrupted and compacted tools, the summary cut, and continuation ancestors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{completed_tool, say, service, session, session_with};
 use scribe_message::{
     CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
-    INTERRUPTED_TOOL_OUTPUT, MessageError, MessageUpdate, NewMessage, Part, Role, ToolState,
+    INTERRUPTED_TOOL_OUTPUT, Message, MessageUpdate, NewMessage, Part, Role, ToolState,
 };
+use scribe_session::{NewSession, SessionError, SessionKind, Store};
 use serde_json::json;
+
+/// A store over a fresh database file; keep the `TempDir` alive while using it.
+fn service() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("scribe.db")).unwrap();
+    (dir, store)
+}
+
+/// A session of `kind`, a child of `parent` when given.
+fn session_with(svc: &Store, kind: SessionKind, parent: Option<&str>) -> String {
+    svc.sessions()
+        .create(NewSession {
+            kind,
+            parent_session_id: parent.map(str::to_owned),
+            model: Some("claude-test".into()),
+            ..NewSession::default()
+        })
+        .unwrap()
+        .id
+}
+
+/// A normal `cli` session.
+fn session(svc: &Store) -> String {
+    session_with(svc, SessionKind::Normal, None)
+}
+
+/// Creates a message of `role` with one text part.
+fn say(svc: &Store, session: &str, role: Role, text: &str) -> Message {
+    svc.messages()
+        .create(NewMessage::new(session, role, vec![Part::text(text)]))
+        .unwrap()
+}
+
+/// A tool part in the completed state.
+fn completed_tool(call_id: &str, tool: &str, input: serde_json::Value, output: &str) -> Part {
+    let mut part = Part::tool(call_id, tool, input);
+    if let Part::Tool(t) = &mut part {
+        t.state.start(1).unwrap();
+        t.state.complete(output, tool, json!(null), 2).unwrap();
+    }
+    part
+}
 
 fn text(role: Role, t: &str) -> ConversationMessage {
     ConversationMessage {
@@ -35,27 +75,29 @@ fn tool_calls_are_paired_with_results_in_order() {
     if let Part::Tool(t) = &mut running {
         t.state = ToolState::Running { started_at: 1 };
     }
-    svc.create(NewMessage::new(
-        &ses,
-        Role::Assistant,
-        vec![
-            Part::Reasoning(scribe_message::ReasoningPart {
-                text: "thinking".into(),
-                signature: Some("sig".into()),
-                ..Default::default()
-            }),
-            Part::text("on it"),
-            completed_tool("c1", "ls", json!({"dir": "."}), "a.txt"),
-            failed,
-            compacted,
-            Part::tool("c4", "write", json!({})),
-            running,
-        ],
-    ))
-    .unwrap();
+    svc.messages()
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![
+                Part::Reasoning(scribe_message::ReasoningPart {
+                    text: "thinking".into(),
+                    signature: Some("sig".into()),
+                    ..Default::default()
+                }),
+                Part::text("on it"),
+                completed_tool("c1", "ls", json!({"dir": "."}), "a.txt"),
+                failed,
+                compacted,
+                Part::tool("c4", "write", json!({})),
+                running,
+            ],
+        ))
+        .unwrap();
     say(&svc, &ses, Role::User, "thanks");
 
     let conv = svc
+        .sessions()
         .conversation(&ses, ConversationOptions::default())
         .unwrap();
     assert_eq!(conv.len(), 4);
@@ -111,21 +153,28 @@ fn from_summary_starts_at_the_newest_summary_as_a_user_message() {
     say(&svc, &ses, Role::User, "old question");
     say(&svc, &ses, Role::Assistant, "old answer");
     let summary = say(&svc, &ses, Role::Assistant, "summary of before");
-    svc.update(
-        &summary.id,
-        MessageUpdate {
-            is_summary: Some(true),
-            ..MessageUpdate::default()
-        },
-    )
-    .unwrap();
+    svc.messages()
+        .update(
+            &summary.id,
+            MessageUpdate {
+                is_summary: Some(true),
+                ..MessageUpdate::default()
+            },
+        )
+        .unwrap();
+    // The conversation starts where the session says its summary is.
+    svc.sessions()
+        .update(&ses, |s| s.summary_message_id = Some(summary.id.clone()))
+        .unwrap();
     say(&svc, &ses, Role::User, "new question");
 
     let full = svc
+        .sessions()
         .conversation(&ses, ConversationOptions::default())
         .unwrap();
     assert_eq!(full.len(), 4);
     let cut = svc
+        .sessions()
         .conversation(
             &ses,
             ConversationOptions {
@@ -148,11 +197,11 @@ fn ancestors_follow_continuations_root_first_but_not_task_parents() {
     let (_dir, svc) = service();
     let root = session(&svc);
     say(&svc, &root, Role::User, "root 1");
-    let cont = session_with(&svc, "cli", "continuation", Some(&root), None);
+    let cont = session_with(&svc, SessionKind::Continuation, Some(&root));
     say(&svc, &cont, Role::User, "cont 1");
-    let tip = session_with(&svc, "cli", "continuation", Some(&cont), None);
+    let tip = session_with(&svc, SessionKind::Continuation, Some(&cont));
     say(&svc, &tip, Role::User, "tip 1");
-    let task = session_with(&svc, "cli", "task", Some(&tip), None);
+    let task = session_with(&svc, SessionKind::Task, Some(&tip));
     say(&svc, &task, Role::User, "task 1");
 
     let with = ConversationOptions {
@@ -169,20 +218,24 @@ fn ancestors_follow_continuations_root_first_but_not_task_parents() {
             .collect()
     };
     assert_eq!(
-        texts(svc.conversation(&tip, with).unwrap()),
+        texts(svc.sessions().conversation(&tip, with).unwrap()),
         ["root 1", "cont 1", "tip 1"]
     );
     assert_eq!(
         texts(
-            svc.conversation(&tip, ConversationOptions::default())
+            svc.sessions()
+                .conversation(&tip, ConversationOptions::default())
                 .unwrap()
         ),
         ["tip 1"]
     );
-    assert_eq!(texts(svc.conversation(&task, with).unwrap()), ["task 1"]);
+    assert_eq!(
+        texts(svc.sessions().conversation(&task, with).unwrap()),
+        ["task 1"]
+    );
     assert!(matches!(
-        svc.conversation("ses_missing", with),
-        Err(MessageError::NotFound {
+        svc.sessions().conversation("ses_missing", with),
+        Err(SessionError::NotFound {
             what: "session",
             ..
         })

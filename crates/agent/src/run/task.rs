@@ -10,11 +10,14 @@
 //! and the nesting depth is below the runner's limit.
 
 use scribe_message::{FinishReason, ToolPart};
+use scribe_types::error_chain;
 use serde_json::{Value, json};
 
+use super::AgentRunner;
+use crate::agents::AgentConfig;
+use crate::cancel::CancelToken;
 use crate::ingest::{PartDraft, PromptInput};
 use crate::provider::ToolSpec;
-use crate::run::{AgentConfig, AgentRunner, CancelToken, error_chain};
 use crate::tools::{ToolError, ToolOutput};
 
 /// The task tool's name.
@@ -78,6 +81,7 @@ impl AgentRunner {
         };
         let (agent, prompt, description) = (field("agent"), field("prompt"), field("description"));
         let child = self
+            .store
             .sessions()
             .create_task_session(parent_session_id, &call.call_id, None)
             .map_err(|e| {

@@ -1,0 +1,322 @@
+//! The handles [`crate::Database::write`] and [`crate::Database::read`] give their
+//! closures, and [`TxError`], the one thing a service's error type needs to go through
+//! them.
+//!
+//! - [`Tx`]: one `BEGIN IMMEDIATE` transaction. Its [`Tx::after_commit`] queues actions
+//!   (publishing an event) that run once, in order, after COMMIT: a retried closure
+//!   starts with an empty queue, and a rollback drops it, so no event ever goes out for
+//!   a change that did not commit, and none goes out twice.
+//! - [`ReadTx`]: one read snapshot.
+//! - [`Tx::q`] and [`ReadTx::q`]: the generated queries as the backend-neutral traits
+//!   (`tx.q().get_session(id)`), on SQLite and on PostgreSQL alike.
+//! - [`Queryable`]: what both offer the generated SQLite query functions — the connection
+//!   (`queries::get_session(tx.conn(), id)`) and the database's clock
+//!   ([`Queryable::now`]). Functions that only read take `&dyn Queryable`, so they run
+//!   in either. SQLite only: services move to [`Tx::q`].
+
+use rusqlite::Connection;
+
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::queries::{Queries, ReadQueries, SqliteQueries};
+
+/// Which backend a database, a [`Tx`] or a [`ReadTx`] runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// An SQLite file (or an in-memory database).
+    Sqlite,
+    /// A PostgreSQL database (the `postgres` feature).
+    Postgres,
+}
+
+/// The connection a transaction handle runs its queries on.
+enum On<'a> {
+    Sqlite(SqliteQueries<'a>),
+    #[cfg(feature = "postgres")]
+    Postgres(crate::queries::postgres::PgQueries<'a, postgres::Client>),
+}
+
+impl<'a> On<'a> {
+    fn backend(&self) -> Backend {
+        match self {
+            On::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            On::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    fn queries(&mut self) -> &mut dyn Queries {
+        match self {
+            On::Sqlite(q) => q,
+            #[cfg(feature = "postgres")]
+            On::Postgres(q) => q,
+        }
+    }
+
+    fn sqlite(&self) -> &'a Connection {
+        match self {
+            On::Sqlite(q) => q.connection(),
+            #[cfg(feature = "postgres")]
+            On::Postgres(_) => panic!(
+                "conn() is the SQLite connection; a PostgreSQL transaction offers its \
+                 queries through q()"
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for On<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.backend())
+    }
+}
+
+/// An action queued with [`Tx::after_commit`].
+pub(crate) type AfterCommit = Box<dyn FnOnce() + Send + 'static>;
+
+/// A queued action, with the key it was queued under ([`Tx::after_commit_keyed`]).
+struct Queued {
+    key: Option<String>,
+    action: AfterCommit,
+}
+
+/// What the generated query functions run on: a write transaction ([`Tx`]) or a read
+/// snapshot ([`ReadTx`]).
+pub trait Queryable {
+    /// The connection, inside the open transaction.
+    fn conn(&self) -> &Connection;
+
+    /// The time now, from the database's [`Clock`] (ms since the Unix epoch).
+    fn now(&self) -> i64;
+}
+
+/// One write transaction, given to the closure of [`crate::Database::write`].
+pub struct Tx<'a> {
+    on: On<'a>,
+    clock: &'a Clock,
+    after_commit: Vec<Queued>,
+}
+
+impl<'a> Tx<'a> {
+    pub(crate) fn new(conn: &'a Connection, clock: &'a Clock) -> Self {
+        Tx {
+            on: On::Sqlite(SqliteQueries::new(conn)),
+            clock,
+            after_commit: Vec::new(),
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(
+        queries: crate::queries::postgres::PgQueries<'a, postgres::Client>,
+        clock: &'a Clock,
+    ) -> Self {
+        Tx {
+            on: On::Postgres(queries),
+            clock,
+            after_commit: Vec::new(),
+        }
+    }
+
+    /// Every generated query, inside this transaction, on either backend:
+    /// `tx.q().get_session(id)?`.
+    ///
+    /// ```
+    /// use scribe_db::{Database, Tx};
+    ///
+    /// let db = Database::open_in_memory()?;
+    /// let n = db.write(|tx: &mut Tx<'_>| tx.q().count_sessions())?;
+    /// assert_eq!(n, 0);
+    /// # Ok::<(), scribe_db::Error>(())
+    /// ```
+    pub fn q(&mut self) -> &mut dyn Queries {
+        self.on.queries()
+    }
+
+    /// Which backend this transaction runs on.
+    pub fn backend(&self) -> Backend {
+        self.on.backend()
+    }
+
+    /// The SQLite connection, inside this transaction (for the generated SQLite query
+    /// functions).
+    ///
+    /// # Panics
+    ///
+    /// On a PostgreSQL transaction, which has no SQLite connection: code that runs on
+    /// both backends uses [`Tx::q`].
+    pub fn conn(&self) -> &'a Connection {
+        self.on.sqlite()
+    }
+
+    /// The time now, from the database's [`Clock`].
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// Runs `action` once this transaction has committed (after every action queued
+    /// before it); never if it rolls back. When the closure is retried (a busy
+    /// database), the actions its failed run queued are dropped with that run.
+    pub fn after_commit(&mut self, action: impl FnOnce() + Send + 'static) {
+        self.after_commit.push(Queued {
+            key: None,
+            action: Box::new(action),
+        });
+    }
+
+    /// [`Tx::after_commit`], replacing the action queued earlier in this transaction
+    /// under the same `key` (which then does not run): the new one goes last. Services
+    /// queue an entity's `updated` event under its id, so a transaction that changes a
+    /// session twice announces it once, as it committed, never in a state that no
+    /// reader could ever see.
+    pub fn after_commit_keyed(
+        &mut self,
+        key: impl Into<String>,
+        action: impl FnOnce() + Send + 'static,
+    ) {
+        let key = key.into();
+        self.after_commit
+            .retain(|queued| queued.key.as_deref() != Some(key.as_str()));
+        self.after_commit.push(Queued {
+            key: Some(key),
+            action: Box::new(action),
+        });
+    }
+
+    pub(crate) fn into_after_commit(self) -> Vec<AfterCommit> {
+        self.after_commit.into_iter().map(|q| q.action).collect()
+    }
+}
+
+impl Queryable for Tx<'_> {
+    fn conn(&self) -> &Connection {
+        self.on.sqlite()
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now()
+    }
+}
+
+impl std::fmt::Debug for Tx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tx")
+            .field("after_commit", &self.after_commit.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One read snapshot, given to the closure of [`crate::Database::read`].
+#[derive(Debug)]
+pub struct ReadTx<'a> {
+    on: On<'a>,
+    clock: &'a Clock,
+}
+
+impl<'a> ReadTx<'a> {
+    pub(crate) fn new(conn: &'a Connection, clock: &'a Clock) -> Self {
+        ReadTx {
+            on: On::Sqlite(SqliteQueries::new(conn)),
+            clock,
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(
+        queries: crate::queries::postgres::PgQueries<'a, postgres::Client>,
+        clock: &'a Clock,
+    ) -> Self {
+        ReadTx {
+            on: On::Postgres(queries),
+            clock,
+        }
+    }
+
+    /// The read-only generated queries, inside this snapshot, on either backend:
+    /// `tx.q().get_session(id)?`.
+    pub fn q(&mut self) -> &mut dyn ReadQueries {
+        self.on.queries()
+    }
+
+    /// Which backend this snapshot is read from.
+    pub fn backend(&self) -> Backend {
+        self.on.backend()
+    }
+
+    /// The SQLite connection, inside this snapshot (for the generated SQLite query
+    /// functions).
+    ///
+    /// # Panics
+    ///
+    /// On a PostgreSQL snapshot: code that runs on both backends uses [`ReadTx::q`].
+    pub fn conn(&self) -> &'a Connection {
+        self.on.sqlite()
+    }
+
+    /// The time now, from the database's [`Clock`].
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+}
+
+impl Queryable for ReadTx<'_> {
+    fn conn(&self) -> &Connection {
+        self.on.sqlite()
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now()
+    }
+}
+
+/// An error type a [`crate::Database::write`] or [`crate::Database::read`] closure may
+/// return: a service's own error, which keeps its type through the retry loop.
+///
+/// It converts from [`Error`] (what the database itself reports: begin, commit, busy
+/// through every retry) and shows the database error it holds, if it holds one, so that
+/// a busy database inside the closure is retried (the closure runs again) while every
+/// other error rolls back and comes out unchanged.
+pub trait TxError: From<Error> {
+    /// The database error this is, if it is one.
+    fn db_error(&self) -> Option<&Error>;
+
+    /// The same, to replace it (the helper turns SQLite's "read-only" into
+    /// [`Error::NotWritable`] naming the file).
+    fn db_error_mut(&mut self) -> Option<&mut Error>;
+}
+
+impl TxError for Error {
+    fn db_error(&self) -> Option<&Error> {
+        Some(self)
+    }
+
+    fn db_error_mut(&mut self) -> Option<&mut Error> {
+        Some(self)
+    }
+}
+
+/// Implements [`TxError`] for an error enum whose tuple variant `$variant` holds the
+/// [`Error`](crate::Error): `scribe_db::impl_tx_error!(MyError, MyError::Db);`. A busy
+/// database error in that variant is retried; every other value passes through.
+#[macro_export]
+macro_rules! impl_tx_error {
+    ($ty:ty, $variant:path) => {
+        impl $crate::TxError for $ty {
+            fn db_error(&self) -> ::std::option::Option<&$crate::Error> {
+                match self {
+                    $variant(err) => ::std::option::Option::Some(err),
+                    #[allow(unreachable_patterns)]
+                    _ => ::std::option::Option::None,
+                }
+            }
+
+            fn db_error_mut(&mut self) -> ::std::option::Option<&mut $crate::Error> {
+                match self {
+                    $variant(err) => ::std::option::Option::Some(err),
+                    #[allow(unreachable_patterns)]
+                    _ => ::std::option::Option::None,
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,6 @@
+-- Scribe schema for PostgreSQL, version 3: nothing to do.
+--
+-- SQLite's version 3 makes a part whose stored JSON is damaged unsearchable instead of
+-- breaking search, repair and deletion. Here version 1 already computes the searchable
+-- text only from valid JSON, and a CHECK keeps invalid JSON out of every write. The file
+-- exists so both dialects number their versions alike.

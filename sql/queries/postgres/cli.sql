@@ -1,0 +1,21 @@
+-- PostgreSQL spellings of the cli queries SQLite writes differently
+-- (sql/queries/sqlite/cli.sql): part JSON is TEXT, read as jsonb; a part is synthetic when
+-- its `synthetic` is true (or 1, as SQLite reads it).
+
+-- name: ListSessionPreviews :many
+-- The text parts of each given session's first user message, in part order, each cut to
+-- @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
+-- of attached files) are left out: the preview is what the user typed. One indexed probe
+-- per session, never a whole conversation.
+SELECT p.session_id, substr(p.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
+FROM parts AS p
+WHERE p.type = 'text'
+  AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
+  AND p.message_id IN (
+      SELECT (SELECT m.id FROM messages AS m
+              WHERE m.session_id = s.id AND m.role = 'user'
+              ORDER BY m.created_at, m.id
+              LIMIT 1)
+      FROM sessions AS s
+      WHERE s.id IN (sqlc.slice(session_ids)))
+ORDER BY p.session_id, p.position;

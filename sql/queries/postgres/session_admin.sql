@@ -1,0 +1,18 @@
+-- PostgreSQL spellings of the session_admin queries SQLite writes differently
+-- (sql/queries/sqlite/session_admin.sql): days formatted with to_char in UTC.
+
+-- name: UsageByDaySince :many
+-- Days are UTC calendar days of created_at, oldest first.
+SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "key!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+ORDER BY 1;

@@ -1,0 +1,26 @@
+-- PostgreSQL spellings of the sessions queries SQLite writes differently
+-- (sql/queries/sqlite/sessions.sql): a POSIX regular expression instead of GLOB, and
+-- lineage numbers compared as NUMERIC, so a suffix too long for BIGINT is ordered, not an
+-- error (MaxTitleLineageNumber saturates it at the BIGINT maximum, as SQLite's CAST does).
+-- `title` is in the "C" collation, so the range compares bytes, as in SQLite.
+
+-- name: ListTitleLineage :many
+-- The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
+-- as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
+SELECT * FROM sessions
+WHERE title = @title
+   OR (title > @title || ' #' AND title < @title || ' $'
+       AND substr(title, length(@title) + 3) ~ '^[1-9][0-9]*$')
+ORDER BY CASE WHEN title = @title THEN 1
+              ELSE CAST(substr(title, length(@title) + 3) AS NUMERIC) END DESC,
+         created_at DESC;
+
+-- name: MaxTitleLineageNumber :one
+SELECT CAST(least(coalesce(max(CASE WHEN title = @title THEN 1
+                                    ELSE CAST(substr(title, length(@title) + 3) AS NUMERIC) END), 0),
+                  9223372036854775807)
+            AS BIGINT) AS "n!"
+FROM sessions
+WHERE title = @title
+   OR (title > @title || ' #' AND title < @title || ' $'
+       AND substr(title, length(@title) + 3) ~ '^[1-9][0-9]*$');

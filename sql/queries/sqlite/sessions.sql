@@ -1,0 +1,24 @@
+-- SQLite spellings of the sessions queries that PostgreSQL writes differently
+-- (sql/queries/postgres/sessions.sql has its own).
+
+-- name: ListTitleLineage :many
+-- The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
+-- as 1). Compares by range, not LIKE, so `_` and `%` in titles are literal.
+SELECT * FROM sessions
+WHERE title = @title
+   OR (title > @title || ' #' AND title < @title || ' $'
+       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
+       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'))
+ORDER BY CASE WHEN title = @title THEN 1
+              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END DESC,
+         created_at DESC;
+
+-- name: MaxTitleLineageNumber :one
+SELECT CAST(coalesce(max(CASE WHEN title = @title THEN 1
+                              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END), 0)
+            AS INTEGER) AS "n!"
+FROM sessions
+WHERE title = @title
+   OR (title > @title || ' #' AND title < @title || ' $'
+       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
+       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));

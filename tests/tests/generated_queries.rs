@@ -1,0 +1,72 @@
+//! Every query in `sql/queries` earns its place: each function sqlgen generates is called
+//! somewhere outside the generated code (a service, the CLI, a benchmark or a test).
+//! A query nothing calls is dead weight that still has to be kept valid against every
+//! migration; delete it from `sql/queries` and run `cargo sqlgen generate`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (this crate is `tests/`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.rs` file under `dir`, skipping build output and generated code.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "target" && name != "generated" && name != "fixtures" {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The names of the generated query functions.
+fn generated_functions() -> Vec<String> {
+    let code = std::fs::read_to_string(root().join("crates/db/generated/queries.rs")).unwrap();
+    code.lines()
+        .filter_map(|line| line.strip_prefix("pub fn "))
+        .map(|rest| {
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_generated_query_function_is_called_outside_the_generated_code() {
+    let functions = generated_functions();
+    assert!(functions.len() > 20, "found only {functions:?}");
+    let mut files = Vec::new();
+    for dir in ["crates", "tests", "build-tools/src"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let sources: String = files
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    // Callers name the module: `q::get_session(…)` or `queries::get_session(…)`.
+    let unused: Vec<&String> = functions
+        .iter()
+        .filter(|name| {
+            !["q::", "queries::"]
+                .iter()
+                .any(|module| sources.contains(&format!("{module}{name}(")))
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "generated query functions nothing calls (remove them from sql/queries and run \
+         `cargo sqlgen generate`): {unused:?}"
+    );
+}
