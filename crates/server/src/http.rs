@@ -189,19 +189,7 @@ impl Server {
             let shared = Arc::clone(&self.shared);
             thread::Builder::new()
                 .name("scribe-serve-watch".into())
-                .spawn(move || {
-                    let mut last = watcher.version().ok();
-                    while !shared.stop.load(Ordering::SeqCst) {
-                        thread::sleep(live::POLL);
-                        // A failed poll (a file briefly locked) is tried again next time.
-                        if let Ok(version) = watcher.version()
-                            && last != Some(version)
-                        {
-                            last = Some(version);
-                            shared.live.bump();
-                        }
-                    }
-                })
+                .spawn(move || live::watch(&shared.store, watcher, &shared.live, &shared.stop))
                 .map_err(ServeError::Server)?
         };
         for stream in self.listener.incoming() {

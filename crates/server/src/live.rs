@@ -6,9 +6,17 @@
 //! itself: SQLite's `PRAGMA data_version` moves on every commit by any other connection.
 //! A poll is one pragma on an idle connection (microseconds), so polling every
 //! [`POLL`] costs nothing measurable and bounds the delay well under a second.
+//!
+//! A database read as `immutable` (a read-only directory or medium, no writer at start)
+//! has no data version that moves: its files are watched instead, and each change opens
+//! the store again, so reads never run on a connection that assumed the file could not
+//! change (see [`crate::store::Watcher`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
+
+use crate::store::{Store, Watcher};
 
 /// How often the watcher polls the database.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -59,6 +67,38 @@ impl Live {
             .wait_timeout(guard, timeout)
             .unwrap_or_else(PoisonError::into_inner);
         *guard
+    }
+}
+
+/// Polls `watcher` every [`POLL`] until `stop`, bumping `live` on every change. A change
+/// the watcher cannot see without opening the database again ([`Watcher::reopens`]) is
+/// announced once the store has been opened again, with a watcher for the new opening
+/// (which may no longer be `immutable`: a writer has started). A failed poll or reopen (a
+/// file briefly locked or mid-change) is tried again at the next poll; a watcher whose
+/// connection fails for good is replaced by opening the store again.
+pub(crate) fn watch(store: &Store, mut watcher: Watcher, live: &Live, stop: &AtomicBool) {
+    let mut last = watcher.signal().ok();
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(POLL);
+        let now = watcher.signal().ok();
+        if now.is_some() && now == last {
+            continue;
+        }
+        if now.is_none() || watcher.reopens() {
+            // An immutable read's files changed, or the watcher's connection failed: open
+            // again. On failure `last` stays, so the next poll tries again.
+            if store.reopen().is_err() {
+                continue;
+            }
+            match store.watcher() {
+                Ok(fresh) => watcher = fresh,
+                Err(_) => continue,
+            }
+            last = watcher.signal().ok();
+        } else {
+            last = now;
+        }
+        live.bump();
     }
 }
 

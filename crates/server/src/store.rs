@@ -9,7 +9,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -208,45 +209,34 @@ pub enum At {
 }
 
 /// The open, read-only database and the services over it.
+///
+/// A database read as `immutable` (see [`Database::open_read_only`]) takes no locks and
+/// never notices another process's commits, so when its file changes the [`Watcher`] has
+/// the store open it again ([`Store::reopen`]): every request works on the [`Opened`] it
+/// started with, and the next one on the new.
 #[derive(Debug)]
 pub struct Store {
     path: PathBuf,
-    db: Arc<Database>,
-    sessions: SessionService,
-    messages: MessageService,
+    opened: RwLock<Arc<Opened>>,
     /// Filter choices and the change generation they were read at.
     choices: Mutex<Option<(u64, Choices)>>,
 }
 
-fn open_read_only(path: &Path) -> Result<Database, ServeError> {
-    if !path.is_file() {
-        return Err(ServeError::NoDatabase {
-            path: path.to_owned(),
-        });
-    }
-    Database::open_read_only(path).map_err(|source| ServeError::Open {
-        path: path.to_owned(),
-        source,
-    })
+/// One opening of the database, with the services over it.
+#[derive(Debug)]
+struct Opened {
+    db: Arc<Database>,
+    sessions: SessionService,
+    messages: MessageService,
 }
 
-impl Store {
-    /// Opens the database at `path` read-only.
-    pub fn open(path: &Path) -> Result<Store, ServeError> {
+impl Opened {
+    fn new(path: &Path) -> Result<Opened, ServeError> {
         let db = Arc::new(open_read_only(path)?);
-        Ok(Store {
-            path: path.to_owned(),
+        Ok(Opened {
             sessions: SessionService::new(Arc::clone(&db)),
             messages: MessageService::new(Arc::clone(&db)),
             db,
-            choices: Mutex::new(None),
-        })
-    }
-
-    /// A change detector on its own connection (see [`Watcher`]).
-    pub fn watcher(&self) -> Result<Watcher, ServeError> {
-        Ok(Watcher {
-            db: open_read_only(&self.path)?,
         })
     }
 
@@ -265,6 +255,55 @@ impl Store {
             .iter()
             .map(|s| SessionSummary::new(s, previews.get(&s.id).map(String::as_str)))
             .collect())
+    }
+}
+
+fn open_read_only(path: &Path) -> Result<Database, ServeError> {
+    if !path.is_file() {
+        return Err(ServeError::NoDatabase {
+            path: path.to_owned(),
+        });
+    }
+    Database::open_read_only(path).map_err(|source| ServeError::Open {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+impl Store {
+    /// Opens the database at `path` read-only.
+    pub fn open(path: &Path) -> Result<Store, ServeError> {
+        Ok(Store {
+            path: path.to_owned(),
+            opened: RwLock::new(Arc::new(Opened::new(path)?)),
+            choices: Mutex::new(None),
+        })
+    }
+
+    /// The current opening (a request uses one throughout).
+    fn current(&self) -> Arc<Opened> {
+        Arc::clone(&self.opened.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Whether the database is read as `immutable` (changes are then seen by its file).
+    pub fn is_immutable(&self) -> bool {
+        self.current().db.is_immutable()
+    }
+
+    /// Opens the database again, for requests from now on: after its file changed while it
+    /// was read as `immutable`. On failure (the file mid-change) the old opening stays.
+    pub fn reopen(&self) -> Result<(), ServeError> {
+        let fresh = Arc::new(Opened::new(&self.path)?);
+        *self.opened.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        Ok(())
+    }
+
+    /// A change detector for the current opening (see [`Watcher`]).
+    pub fn watcher(&self) -> Result<Watcher, ServeError> {
+        if self.is_immutable() {
+            return Ok(Watcher::Files(FileStamps::new(&self.path)));
+        }
+        Ok(Watcher::DataVersion(Box::new(open_read_only(&self.path)?)))
     }
 
     /// A page of the session list.
@@ -298,7 +337,8 @@ impl Store {
             after,
             ..SessionFilter::default()
         };
-        let mut sessions = self.sessions.list(&filter)?;
+        let opened = self.current();
+        let mut sessions = opened.sessions.list(&filter)?;
         let more = sessions.len() as u64 > query.limit;
         sessions.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));
         let next = if more {
@@ -310,7 +350,7 @@ impl Store {
         let child_counts = if ids.is_empty() {
             BTreeMap::new()
         } else {
-            self.read(|tx| {
+            opened.read(|tx| {
                 Ok(tx
                     .q()
                     .count_child_sessions(&ids)?
@@ -321,7 +361,7 @@ impl Store {
         };
         Ok(SessionPage {
             list: SessionList {
-                sessions: self.summaries(&sessions)?,
+                sessions: opened.summaries(&sessions)?,
                 more,
             },
             next,
@@ -331,16 +371,17 @@ impl Store {
 
     /// One session with its parent and children.
     pub fn session(&self, id: &str) -> Result<SessionDetail, ApiError> {
-        let session = self.sessions.get(id)?;
+        let opened = self.current();
+        let session = opened.sessions.get(id)?;
         let parent = match &session.parent_session_id {
-            Some(parent) => match self.sessions.get(parent) {
+            Some(parent) => match opened.sessions.get(parent) {
                 Ok(parent) => Some(parent),
                 Err(scribe_session::SessionError::NotFound { .. }) => None,
                 Err(err) => return Err(err.into()),
             },
             None => None,
         };
-        let mut children = self.sessions.list(&SessionFilter {
+        let mut children = opened.sessions.list(&SessionFilter {
             parent: ParentFilter::Of(session.id.clone()),
             order: SessionOrder::CreatedAsc,
             limit: Some(MAX_CHILDREN as u64 + 1),
@@ -349,11 +390,14 @@ impl Store {
         let children_more = children.len() > MAX_CHILDREN;
         children.truncate(MAX_CHILDREN);
         let parent = match parent {
-            Some(p) => self.summaries(std::slice::from_ref(&p))?.into_iter().next(),
+            Some(p) => opened
+                .summaries(std::slice::from_ref(&p))?
+                .into_iter()
+                .next(),
             None => None,
         };
         Ok(SessionDetail {
-            children: self.summaries(&children)?,
+            children: opened.summaries(&children)?,
             children_more,
             parent,
             session,
@@ -368,7 +412,8 @@ impl Store {
         limit: usize,
     ) -> Result<MessagePage, ApiError> {
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
-        self.read(|tx| {
+        let opened = self.current();
+        opened.read(|tx| {
             if !tx.q().session_exists(session_id)? {
                 return Err(ApiError::NotFound(format!("session not found: {session_id}")).into());
             }
@@ -442,10 +487,11 @@ impl Store {
 
     /// Search, as `scribe search`.
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchHits, ApiError> {
+        let opened = self.current();
         if let Some(id) = &options.session_id {
-            self.sessions.get(id)?;
+            opened.sessions.get(id)?;
         }
-        let hits = self.messages.search(query, options)?;
+        let hits = opened.messages.search(query, options)?;
         Ok(SearchHits::new(&hits))
     }
 
@@ -456,14 +502,15 @@ impl Store {
             StatsBy::Source => "source",
             StatsBy::Day => "day",
         };
-        Ok(Stats::new(name, &self.sessions.stats(by, since)?))
+        Ok(Stats::new(name, &self.current().sessions.stats(by, since)?))
     }
 
     /// Usage per day stacked by model (`by_model`) or source, and the top sessions.
     pub fn usage(&self, by_model: bool, since: Option<i64>) -> Result<Usage, ApiError> {
+        let opened = self.current();
         let from = since.unwrap_or(i64::MIN);
         // (day, key, totals) of every group, oldest day first.
-        let groups: Vec<(String, StatsRow)> = self.read(|tx| {
+        let groups: Vec<(String, StatsRow)> = opened.read(|tx| {
             macro_rules! groups {
                 ($rows:expr) => {
                     $rows
@@ -493,7 +540,7 @@ impl Store {
             })
         })?;
         // The period's totals and each day's come from the same service as `scribe stats`.
-        let by_day = self.sessions.stats(StatsBy::Day, since)?;
+        let by_day = opened.sessions.stats(StatsBy::Day, since)?;
         let mut key_cost: HashMap<&str, f64> = HashMap::new();
         for (_, row) in &groups {
             *key_cost.entry(row.key.as_str()).or_default() += row.totals.cost_usd;
@@ -525,7 +572,7 @@ impl Store {
                 }
             })
             .collect();
-        let top = self.sessions.list(&SessionFilter {
+        let top = opened.sessions.list(&SessionFilter {
             parent: ParentFilter::Root,
             created_after: since,
             order: SessionOrder::CostDesc,
@@ -542,7 +589,7 @@ impl Store {
             keys,
             days,
             totals: Totals::from(&by_day.totals),
-            top: self.summaries(&top)?,
+            top: opened.summaries(&top)?,
         })
     }
 
@@ -554,7 +601,7 @@ impl Store {
         {
             return Ok(choices.clone());
         }
-        let choices = self.read(|tx| {
+        let choices = self.current().read(|tx| {
             macro_rules! choices {
                 ($rows:expr) => {
                     $rows
@@ -654,22 +701,79 @@ pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, 
 
 /// Tells when the database changed, whichever process changed it.
 ///
-/// SQLite's `PRAGMA data_version` on one connection changes whenever another connection
-/// (in this process or any other) commits, so the watcher keeps a connection of its own
-/// (a [`Database`] used by one thread only, whose pool keeps handing back the same
-/// connection) and compares the value between polls.
+/// - [`Watcher::DataVersion`]: SQLite's `PRAGMA data_version` on one connection changes
+///   whenever another connection (in this process or any other) commits, so the watcher
+///   keeps a connection of its own (a [`Database`] used by one thread only, whose pool keeps
+///   handing back the same connection) and compares the value between polls.
+/// - [`Watcher::Files`]: a database read as `immutable` takes no locks and its data version
+///   never moves, so the watcher compares the size and modification time of the file and
+///   its `-wal` and `-shm` instead (a writer starting creates them; a commit or checkpoint
+///   changes one of them), and the store must be opened again on a change
+///   ([`Watcher::reopens`]).
 #[derive(Debug)]
-pub struct Watcher {
-    db: Database,
+pub enum Watcher {
+    /// Polls `PRAGMA data_version` on a connection of its own.
+    DataVersion(Box<Database>),
+    /// Polls the files of a database read as `immutable`.
+    Files(FileStamps),
+}
+
+/// What a [`Watcher`] compares between polls: any difference means a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// `PRAGMA data_version`.
+    DataVersion(i64),
+    /// The size and modification time of the database, `-wal` and `-shm` files (`None`:
+    /// absent).
+    Files([Option<(u64, SystemTime)>; 3]),
 }
 
 impl Watcher {
-    /// The current data version; a different value than the last call means a commit.
-    pub fn version(&self) -> Result<i64, scribe_db::Error> {
-        self.db.read(|tx| {
-            Ok(tx
-                .conn()
-                .pragma_query_value(None, "data_version", |row| row.get(0))?)
+    /// The current signal; a different value than at the last call means a change.
+    pub fn signal(&self) -> Result<Signal, scribe_db::Error> {
+        match self {
+            Watcher::DataVersion(db) => db
+                .read(|tx| {
+                    Ok(tx
+                        .conn()
+                        .pragma_query_value(None, "data_version", |row| row.get(0))?)
+                })
+                .map(Signal::DataVersion),
+            Watcher::Files(files) => Ok(Signal::Files(files.stamps())),
+        }
+    }
+
+    /// Whether a change means the store must be opened again ([`Store::reopen`]) to be
+    /// seen: true when the database is read as `immutable`.
+    pub fn reopens(&self) -> bool {
+        matches!(self, Watcher::Files(_))
+    }
+}
+
+/// The files of one database whose size and modification time [`Watcher::Files`] polls.
+#[derive(Debug, Clone)]
+pub struct FileStamps {
+    files: [PathBuf; 3],
+}
+
+impl FileStamps {
+    /// The database at `path`, with its `-wal` and `-shm` files.
+    pub fn new(path: &Path) -> FileStamps {
+        let with = |suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        FileStamps {
+            files: [path.to_owned(), with("-wal"), with("-shm")],
+        }
+    }
+
+    /// Each file's size and modification time, `None` when it is absent (or unreadable).
+    pub fn stamps(&self) -> [Option<(u64, SystemTime)>; 3] {
+        self.files.clone().map(|file| {
+            let meta = std::fs::metadata(file).ok()?;
+            Some((meta.len(), meta.modified().ok()?))
         })
     }
 }
