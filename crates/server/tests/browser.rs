@@ -13,10 +13,12 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::process::ExitCode;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::Instant;
 
-use common::webdriver::{Driver, Result, find_browser};
+use common::webdriver::{self, Driver, Result, WAIT, find_browser};
 use common::{Fixture, Running, SCRIPT_TEXT, fixture, get_json, serve};
 use serde_json::{Value, json};
 
@@ -51,11 +53,18 @@ const TESTS: &[(&str, Test)] = &[
         live,
     ),
     ("with_a_token_the_page_works_through_its_cookie", token),
+    (
+        "a_killed_test_process_leaves_no_browser_running",
+        killed_test_process,
+    ),
 ];
 
 fn main() -> ExitCode {
     if common::writer_main() {
         return ExitCode::SUCCESS;
+    }
+    if std::env::var_os(HOLD_ENV).is_some() {
+        hold();
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
@@ -561,4 +570,107 @@ fn token(ctx: &Ctx) -> Result<()> {
     d.goto(&server.url("/usage"))?;
     d.wait_ready()?;
     Ok(())
+}
+
+/// Set in a process of this binary that starts a browser, says `held <owner mark>` and
+/// waits to be killed ([`killed_test_process`]).
+const HOLD_ENV: &str = "SCRIBE_BROWSER_TEST_HOLD";
+
+/// The body of a holding process (see [`HOLD_ENV`]); never returns.
+fn hold() -> ! {
+    let (chromium, chromedriver) = find_browser().expect("a browser");
+    let _driver = Driver::start(&chromium, &chromedriver, 400, 300).expect("the browser starts");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "held {}", webdriver::owner_mark()).unwrap();
+    out.flush().unwrap();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// Starts this binary as a holding process; returns it and its owner mark once its
+/// browser runs.
+fn start_holder() -> Result<(Child, String)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .env(HOLD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().ok_or("no stdout")?).read_line(&mut line)?;
+    let Some(mark) = line.trim().strip_prefix("held ") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("the holding process did not start a browser: {line:?}").into());
+    };
+    Ok((child, mark.to_owned()))
+}
+
+/// The (pid, command name) of every process marked as started for `mark`'s process.
+fn browser_of(mark: &str) -> Vec<(u32, String)> {
+    webdriver::marked_processes()
+        .into_iter()
+        .filter(|(_, m)| m == mark)
+        .map(|(pid, _)| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            (pid, name.trim().to_owned())
+        })
+        .collect()
+}
+
+/// Waits (bounded by [`WAIT`]) until no process of `mark`'s browser is left.
+fn all_gone(mark: &str, what: &str) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let left = browser_of(mark);
+        if left.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() > WAIT {
+            return Err(format!("{what}: still running: {left:?}").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn kill(pid: u32) -> Result<()> {
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()?;
+    check(status.success(), format!("kill -KILL {pid}: {status}"))
+}
+
+fn killed_test_process(_: &Ctx) -> Result<()> {
+    // A test process killed outright: its supervisor sees the pipe close and kills the
+    // browser at once.
+    let (mut holder, mark) = start_holder()?;
+    let running = browser_of(&mark);
+    let names: Vec<&str> = running.iter().map(|(_, n)| n.as_str()).collect();
+    check(
+        names.contains(&"chromedriver") && names.contains(&"chromium"),
+        format!("a browser runs for the holder: {running:?}"),
+    )?;
+    holder.kill()?; // SIGKILL: no destructor runs
+    holder.wait()?;
+    all_gone(&mark, "after SIGKILL of the test process")?;
+
+    // Its supervisor killed as well: nothing kills the browser until the next start-up.
+    let (mut holder, mark) = start_holder()?;
+    let supervisor = browser_of(&mark)
+        .into_iter()
+        .find(|(_, name)| name == "sh")
+        .ok_or("no supervisor")?;
+    kill(supervisor.0)?;
+    holder.kill()?;
+    holder.wait()?;
+    let left = browser_of(&mark);
+    check(
+        left.iter().any(|(_, name)| name == "chromedriver"),
+        format!("the browser is left behind: {left:?}"),
+    )?;
+    check(
+        webdriver::sweep_orphans() > 0,
+        "the start-up sweep kills leftovers",
+    )?;
+    all_gone(&mark, "after the start-up sweep")
 }

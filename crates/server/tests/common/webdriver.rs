@@ -2,11 +2,20 @@
 //! headless Chromium through chromedriver (navigate, run a script, find, click, type,
 //! screenshot). Waits poll a condition in the page, bounded, and fail with what they were
 //! waiting for.
+//!
+//! No browser outlives the test process that started it, however that process ends:
+//! chromedriver runs under a supervisor, a `sh` in a process group of its own (Chromium,
+//! started by chromedriver, joins it) that waits on a pipe from the test process and kills
+//! the whole group when the pipe closes — on [`Driver`]'s drop, or when the kernel closes
+//! it because the test process died, even by `SIGKILL`. Every process of the group carries
+//! [`OWNER_ENV`] naming its test process, so the next [`Driver::start`] also kills what a
+//! run whose supervisor was killed too left behind ([`sweep_orphans`]).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -40,11 +49,85 @@ pub fn find_browser() -> Option<(PathBuf, PathBuf)> {
     Some((chromium, driver))
 }
 
+/// The environment variable that marks the processes of a browser: `<pid>:<start>` of the
+/// test process that started them (its start time tells a reused pid apart).
+pub const OWNER_ENV: &str = "SCRIBE_BROWSER_OWNER";
+
+/// The supervisor: starts chromedriver (`$1 --port=$2`) in the background, waits until its
+/// standard input closes, then kills its own process group (itself, chromedriver, Chromium).
+const SUPERVISOR: &str = r#""$1" --port="$2" >/dev/null 2>&1 &
+read -r _ignored
+kill -KILL 0"#;
+
+/// When process `pid` started (clock ticks since boot, field 22 of `/proc/<pid>/stat`).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The [`OWNER_ENV`] value of this process.
+pub fn owner_mark() -> String {
+    let pid = std::process::id();
+    format!("{pid}:{}", start_time(pid).unwrap_or(0))
+}
+
+/// Every process carrying [`OWNER_ENV`], with its value.
+pub fn marked_processes() -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let prefix = format!("{OWNER_ENV}=");
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let mark = environ
+                .split(|&b| b == 0)
+                .find_map(|var| var.strip_prefix(prefix.as_bytes()))?;
+            Some((pid, String::from_utf8_lossy(mark).into_owned()))
+        })
+        .collect()
+}
+
+/// Whether the test process a mark names is still running (the same process: same pid and
+/// start time).
+fn owner_alive(mark: &str) -> bool {
+    let Some((pid, start)) = mark.split_once(':') else {
+        return false;
+    };
+    match (pid.parse::<u32>(), start.parse::<u64>()) {
+        (Ok(pid), Ok(start)) => start_time(pid) == Some(start),
+        _ => false,
+    }
+}
+
+/// Kills every marked process whose test process is gone: what a run left behind when its
+/// supervisor was killed as well. Returns how many it killed.
+pub fn sweep_orphans() -> usize {
+    let orphans: Vec<String> = marked_processes()
+        .into_iter()
+        .filter(|(_, mark)| !owner_alive(mark))
+        .map(|(pid, _)| pid.to_string())
+        .collect();
+    if !orphans.is_empty() {
+        let _ = Command::new("sh")
+            .args(["-c", r#"kill -KILL "$@" 2>/dev/null"#, "sh"])
+            .args(&orphans)
+            .status();
+    }
+    orphans.len()
+}
+
 /// A chromedriver process and one browser session, both ended on drop.
 pub struct Driver {
     addr: SocketAddr,
     session: String,
-    child: Child,
+    /// The supervisor; it kills its process group when `supervisor_pipe` closes.
+    supervisor: Child,
+    supervisor_pipe: Option<ChildStdin>,
     _profile: tempfile::TempDir,
 }
 
@@ -55,17 +138,25 @@ fn free_port() -> Result<u16> {
 impl Driver {
     /// Starts chromedriver and a headless Chromium with a fresh profile.
     pub fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Result<Driver> {
+        sweep_orphans();
         let port = free_port()?;
-        let child = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
+        let mut supervisor = Command::new("sh")
+            .args(["-c", SUPERVISOR, "sh"])
+            .arg(chromedriver)
+            .arg(port.to_string())
+            .env(OWNER_ENV, owner_mark())
+            .process_group(0)
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
+        let pipe = supervisor.stdin.take();
         let profile = tempfile::tempdir()?;
         let mut driver = Driver {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             session: String::new(),
-            child,
+            supervisor,
+            supervisor_pipe: pipe,
             _profile: profile,
         };
         let started = Instant::now();
@@ -268,7 +359,8 @@ impl Drop for Driver {
         if !self.session.is_empty() {
             let _ = self.call("DELETE", &format!("/session/{}", self.session), None);
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Closing the pipe has the supervisor kill its group; then it is reaped.
+        drop(self.supervisor_pipe.take());
+        let _ = self.supervisor.wait();
     }
 }
