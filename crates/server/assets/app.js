@@ -62,14 +62,16 @@
     while (t.endsWith("0") && t.length > t.indexOf(".") + 3) t = t.slice(0, -1);
     return "$" + t;
   }
+  // Dates and times are UTC everywhere, as the date filters, the usage chart's days and
+  // `scribe stats --by day` read them; times say so.
   const pad = (n) => String(n).padStart(2, "0");
   function fmtDate(ms) {
     const d = new Date(ms);
-    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+    return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
   }
   function fmtDateTime(ms) {
     const d = new Date(ms);
-    return `${fmtDate(ms)} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    return `${fmtDate(ms)} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
   }
   function fmtAgo(ms) {
     const d = Date.now() - ms;
@@ -333,11 +335,11 @@
     function headerRow() {
       const th = (text, sort, cls) => h("th", {
         class: [cls, sort ? "sortable" : "", state.sort === sort ? "sorted" : ""].join(" ").trim(),
-        title: sort ? "Sort by " + text.toLowerCase() : null,
+        title: sort ? "Sort by " + text.replace(" (UTC)", "").toLowerCase() : null,
         onclick: sort ? () => apply({ sort }) : null,
       }, text, state.sort === sort ? " ↓" : "");
       return h("tr", null, th("Session", null), th("Source"), th("Model"), th("Msgs", null, "num"),
-        th("Tokens", "tokens", "num"), th("Cost", "cost", "num"), th("Created", "created", "num"), th("Active", "active", "num"));
+        th("Tokens", "tokens", "num"), th("Cost", "cost", "num"), th("Created (UTC)", "created", "num"), th("Active", "active", "num"));
     }
 
     // Filters: the choices come from the database (most used first).
@@ -358,8 +360,8 @@
       );
     } catch (err) { if (stillShown(token)) filters.append(errorBox(err)); }
     filters.append(
-      h("label", null, "From", fromDate(state.from)),
-      h("label", null, "To", toDate(state.to)),
+      h("label", { title: "Creation date, a UTC calendar day" }, "From (UTC)", fromDate(state.from)),
+      h("label", { title: "Creation date, a UTC calendar day (included)" }, "To (UTC)", toDate(state.to)),
       select("archived", "Archived", [["exclude", "hide"], ["include", "include"], ["only", "only"]], state.archived, (v) => apply({ archived: v })),
       select("sort", "Sort", SORTS, state.sort, (v) => apply({ sort: v })),
     );
@@ -948,7 +950,7 @@
       const fmt = (v) => state.metric === "cost" ? fmtUsd(v) : fmtCompact(v);
       content.replaceChildren(
         h("div", { class: "cards" },
-          card("cost" + (from ? " since " + from : ""), fmtUsd(tot.cost_usd)),
+          card("cost" + (from ? " since " + from + " (UTC)" : ""), fmtUsd(tot.cost_usd)),
           card("tokens", fmtCompact(tot.tokens.total), tokensTitle(tot.tokens)),
           card("sessions", fmtInt(tot.sessions)),
           card("model calls", fmtInt(tot.api_calls))),
@@ -1008,7 +1010,7 @@
         keys.map((k) => h("span", null, h("span", { class: "sw", dataset: { colour: colour(k) } }), k || "(no model)")),
         other ? h("span", null, h("span", { class: "sw", dataset: { colour: OTHER } }), "other") : null);
       for (const sw of legend.querySelectorAll(".sw")) sw.style.background = sw.dataset.colour;
-      return h("div", null, svg, legend);
+      return h("div", null, svg, legend, h("p", { class: "dim chart-note" }, "Days are UTC calendar days, as in scribe stats --by day."));
     }
     function statsTable(stats) {
       const row = (key, t, strong) => h("tr", { class: strong ? "total" : "" },

@@ -13,6 +13,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -53,6 +54,10 @@ const TESTS: &[(&str, Test)] = &[
         live,
     ),
     ("with_a_token_the_page_works_through_its_cookie", token),
+    (
+        "dates_shown_and_date_filters_agree_in_utc_whatever_the_time_zone",
+        dates_in_utc,
+    ),
     (
         "a_killed_test_process_leaves_no_browser_running",
         killed_test_process,
@@ -673,4 +678,136 @@ fn killed_test_process(_: &Ctx) -> Result<()> {
         "the start-up sweep kills leftovers",
     )?;
     all_gone(&mark, "after the start-up sweep")
+}
+
+/// `ms` as `YYYY-MM-DD` in UTC (days since the epoch to a civil date).
+fn utc_date(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The Created cell of each listed top-level row, by session id.
+fn created_cells(ctx: &Ctx) -> Result<Vec<(String, String)>> {
+    let value = ctx.driver.exec(
+        "return [...document.querySelectorAll('#sessions-table tbody tr.session:not(.child)')].map(r => [r.dataset.id, r.cells[6].innerText.trim()])",
+        json!([]),
+    )?;
+    Ok(serde_json::from_value(value)?)
+}
+
+fn dates_in_utc(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    // 14 hours ahead of UTC: most of the fixture's sessions fall on another local day.
+    const AHEAD: i64 = 14 * 3_600_000;
+    d.set_time_zone("Pacific/Kiritimati")?;
+    let outcome = (|| -> Result<()> {
+        let api = get_json(ctx.server.addr, "/api/sessions?limit=200");
+        let created: Vec<(String, i64)> = api["sessions"]
+            .as_array()
+            .ok_or("no sessions")?
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_owned(),
+                    s["created_at"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        check(
+            created
+                .iter()
+                .any(|(_, at)| utc_date(*at) != utc_date(at + AHEAD)),
+            "some session is on another day in the browser's zone (else this proves nothing)",
+        )?;
+        d.goto(&ctx.server.url("/"))?;
+        d.wait_ready()?;
+        check(
+            d.exec(
+                "return Intl.DateTimeFormat().resolvedOptions().timeZone",
+                json!([]),
+            )? == json!("Pacific/Kiritimati"),
+            "the page runs in the emulated zone",
+        )?;
+        let heads = text(
+            ctx,
+            "return document.querySelector('#sessions-table thead').innerText",
+        )?;
+        check(
+            heads.contains("Created (UTC)"),
+            format!("the column says UTC: {heads}"),
+        )?;
+        let labels = text(
+            ctx,
+            "return [...document.querySelectorAll('.filters label')].map(l => l.innerText).join('|')",
+        )?;
+        check(
+            labels.contains("From (UTC)") && labels.contains("To (UTC)"),
+            format!("the date filters say UTC: {labels}"),
+        )?;
+        // Every Created cell is the UTC date of its session.
+        let shown = created_cells(ctx)?;
+        check(!shown.is_empty(), "rows")?;
+        for (id, cell) in &shown {
+            let at = created
+                .iter()
+                .find(|(i, _)| i == id)
+                .ok_or("a listed id")?
+                .1;
+            check(
+                cell == &utc_date(at),
+                format!("{id}: shown {cell}, created {}", utc_date(at)),
+            )?;
+        }
+        // A From–To filter of one day lists exactly the sessions shown with that date.
+        let day = utc_date(
+            created
+                .iter()
+                .find(|(id, _)| id == &f.main)
+                .ok_or("main")?
+                .1,
+        );
+        d.goto(&ctx.server.url(&format!("/?from={day}&to={day}")))?;
+        d.wait_ready()?;
+        let filtered = created_cells(ctx)?;
+        let want: BTreeSet<&String> = shown
+            .iter()
+            .filter(|(_, c)| c == &day)
+            .map(|(id, _)| id)
+            .collect();
+        let got: BTreeSet<&String> = filtered.iter().map(|(id, _)| id).collect();
+        check(
+            got == want && got.contains(&f.main) && filtered.iter().all(|(_, c)| c == &day),
+            format!("from=to={day}: listed {filtered:?}, shown with that date {want:?}"),
+        )?;
+        // A message's time is UTC and says so.
+        d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
+        d.wait_ready()?;
+        let first = get_json(
+            ctx.server.addr,
+            &format!("/api/sessions/{}/messages?limit=1", f.main),
+        );
+        let at = first["messages"][0]["created_at"]
+            .as_i64()
+            .ok_or("a message time")?;
+        let time = text(
+            ctx,
+            "return document.querySelector('#messages .msg time').innerText",
+        )?;
+        check(
+            time.starts_with(&utc_date(at)) && time.ends_with("UTC"),
+            format!("message time {time:?} for {}", utc_date(at)),
+        )
+    })();
+    d.set_time_zone("")?;
+    outcome
 }

@@ -346,6 +346,17 @@ impl Driver {
         Ok(())
     }
 
+    /// Makes the page's time zone `zone` (an IANA name; "" gives the machine's back), as a
+    /// user's own would be: Chromium's DevTools `Emulation.setTimezoneOverride`.
+    pub fn set_time_zone(&self, zone: &str) -> Result<()> {
+        self.session_call(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({"cmd": "Emulation.setTimezoneOverride", "params": {"timezoneId": zone}})),
+        )?;
+        Ok(())
+    }
+
     /// A PNG of the viewport.
     pub fn screenshot(&self) -> Result<Vec<u8>> {
         let value = self.session_call("GET", "/screenshot", None)?;
