@@ -1,8 +1,8 @@
 //! scribe-bench: Scribe's benchmark report. Measures, in one run and against raw rusqlite
 //! baselines on the same machine: appends, several writer processes on one file, search,
 //! loading a session, `context()` after a summary, export/import, history import (Claude
-//! Code and Codex files), and the file's bytes
-//! per message; prints one table (or, with `--json`, the same figures as one JSON
+//! Code and Codex files), the file's bytes per message, and the web viewer's requests at
+//! size; prints one table (or, with `--json`, the same figures as one JSON
 //! document).
 //!
 //! ```text
@@ -26,6 +26,7 @@ mod reads;
 mod report;
 mod stats;
 mod transfer;
+mod web;
 mod writers;
 
 use std::path::PathBuf;
@@ -214,6 +215,8 @@ fn run(cli: &Cli) -> Result<()> {
         sizes.import_messages
     ));
     let import = import::run(dir.path(), sizes.import_messages, seed)?;
+    progress("web viewer: list, conversation and search over HTTP");
+    let web = web::run(dir.path(), cli.quick, seed)?;
 
     let report = Report {
         machine: machine.finish(),
@@ -238,6 +241,7 @@ fn run(cli: &Cli) -> Result<()> {
         context,
         transfer,
         import,
+        web,
         total_s: started.elapsed().as_secs_f64(),
     };
     if cli.json {

@@ -12,6 +12,7 @@ use crate::import::ImportResult;
 use crate::reads::{ContextResult, LoadResult, SearchResult};
 use crate::stats::ratio;
 use crate::transfer::TransferResult;
+use crate::web::WebResult;
 use crate::writers::LoadResult as WritersResult;
 
 /// How big each benchmark is.
@@ -218,6 +219,8 @@ pub struct Report {
     pub transfer: TransferResult,
     /// History import of generated Claude Code and Codex files.
     pub import: ImportResult,
+    /// The web viewer (`scribe serve`) at size.
+    pub web: WebResult,
     /// Seconds the whole run took.
     pub total_s: f64,
 }
@@ -307,7 +310,7 @@ impl Report {
         let search_ratio = ratio(s.scribe_median_ms, s.raw_median_ms);
         let context_ratio = ratio(c.long_ms, c.short_ms);
         let n = w.processes;
-        vec![
+        let mut rows = vec![
             row(
                 "append 1 msg (1-3 parts) per tx",
                 per_s(a.scribe_per_s),
@@ -465,6 +468,84 @@ impl Report {
             row(
                 "database file: bytes per message",
                 format!("{} B", thousands(self.corpus.bytes_per_message)),
+                "",
+                None,
+                "",
+                None,
+            ),
+        ];
+        rows.extend(self.web_rows());
+        rows
+    }
+
+    /// The web viewer's rows (server time over loopback HTTP; see `web.rs`).
+    fn web_rows(&self) -> Vec<Row> {
+        let w = &self.web;
+        let deep_ratio = ratio(w.list_deep_ms, w.list_first_ms);
+        vec![
+            row(
+                format!(
+                    "web: list page, 50 of {} sessions",
+                    thousands(w.sizes.sessions as f64)
+                ),
+                millis(w.list_first_ms),
+                millis(w.list_first_raw_ms),
+                Some(ratio(w.list_first_ms, w.list_first_raw_ms)),
+                "",
+                None,
+            ),
+            row(
+                format!(
+                    "web: list page {} deep (keyset)",
+                    thousands(w.deep_position as f64)
+                ),
+                millis(w.list_deep_ms),
+                "",
+                Some(deep_ratio),
+                "deep/first <= 2x",
+                Some(deep_ratio <= 2.0),
+            ),
+            row(
+                "web: list page sorted by cost",
+                millis(w.list_cost_ms),
+                "",
+                None,
+                "",
+                None,
+            ),
+            row(
+                format!(
+                    "web: {}-message conversation, first 100",
+                    w.sizes.conversation
+                ),
+                millis(w.conversation_first_ms),
+                "",
+                None,
+                "",
+                None,
+            ),
+            row(
+                format!("web: same, all {} pages", w.conversation_pages),
+                millis(w.conversation_all_ms),
+                "",
+                None,
+                "",
+                None,
+            ),
+            row(
+                format!(
+                    "web: search keystroke, {} msgs (median)",
+                    thousands(w.sizes.messages as f64)
+                ),
+                millis(w.keystroke_median_ms),
+                millis(w.keystroke_service_median_ms),
+                Some(ratio(w.keystroke_median_ms, w.keystroke_service_median_ms)),
+                "<= 100 ms",
+                Some(w.keystroke_median_ms <= 100.0),
+            ),
+            row(
+                "web: search keystroke: p95",
+                millis(w.keystroke_p95_ms),
                 "",
                 None,
                 "",

@@ -2185,6 +2185,144 @@ pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<us
     stmt.execute([id])
 }
 
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
+pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+GROUP BY source
+ORDER BY 2 DESC, 1
+LIMIT ?1";
+
+/// A row returned by [`list_source_choices`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListSourceChoicesRow {
+    pub value: String,
+    pub sessions: i64,
+}
+
+/// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
+///
+/// The sources of the session list's filter, most used first (the sessions_source index
+/// covers it).
+pub fn list_source_choices(
+    conn: &rusqlite::Connection,
+    limit: i64,
+) -> rusqlite::Result<Vec<ListSourceChoicesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_SOURCE_CHOICES_SQL)?;
+    let rows = stmt.query_map([limit], |row| {
+        Ok(ListSourceChoicesRow {
+            value: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListModelChoices` (sql/queries/server.sql:15).
+pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE model IS NOT NULL
+GROUP BY model
+ORDER BY 2 DESC, 1
+LIMIT ?1";
+
+/// A row returned by [`list_model_choices`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListModelChoicesRow {
+    pub value: String,
+    pub sessions: i64,
+}
+
+/// `ListModelChoices` (`:many`) from `sql/queries/server.sql:15`.
+///
+/// The models of the session list's filter, most used first.
+pub fn list_model_choices(
+    conn: &rusqlite::Connection,
+    limit: i64,
+) -> rusqlite::Result<Vec<ListModelChoicesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_MODEL_CHOICES_SQL)?;
+    let rows = stmt.query_map([limit], |row| {
+        Ok(ListModelChoicesRow {
+            value: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:24).
+pub const LIST_DIRECTORY_CHOICES_SQL: &str =
+    "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE directory IS NOT NULL
+GROUP BY directory
+ORDER BY 2 DESC, 1
+LIMIT ?1";
+
+/// A row returned by [`list_directory_choices`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListDirectoryChoicesRow {
+    pub value: String,
+    pub sessions: i64,
+}
+
+/// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:24`.
+///
+/// The directories of the session list's filter, most used first.
+pub fn list_directory_choices(
+    conn: &rusqlite::Connection,
+    limit: i64,
+) -> rusqlite::Result<Vec<ListDirectoryChoicesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_DIRECTORY_CHOICES_SQL)?;
+    let rows = stmt.query_map([limit], |row| {
+        Ok(ListDirectoryChoicesRow {
+            value: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `CountChildSessions` (sql/queries/server.sql:33).
+pub const COUNT_CHILD_SESSIONS_SQL: &str =
+    "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
+FROM sessions
+WHERE parent_session_id IN (/*SLICE:parent_ids*/?)
+GROUP BY parent_session_id";
+
+/// A row returned by [`count_child_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountChildSessionsRow {
+    pub parent_id: String,
+    pub children: i64,
+}
+
+/// `CountChildSessions` (`:many`) from `sql/queries/server.sql:33`.
+///
+/// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
+/// the given sessions has; sessions without children have no row (sessions_parent index).
+pub fn count_child_sessions(
+    conn: &rusqlite::Connection,
+    parent_ids: &[&str],
+) -> rusqlite::Result<Vec<CountChildSessionsRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(
+        COUNT_CHILD_SESSIONS_SQL,
+        "parent_ids",
+        &mut next,
+        parent_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(parent_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(CountChildSessionsRow {
+            parent_id: row.get(0)?,
+            children: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
 SET input_tokens = input_tokens + ?1,
@@ -3906,6 +4044,123 @@ pub fn list_sent_part_data_from(
     rows.collect()
 }
 
+/// SQL of `UsageByDayAndModelSince` (sql/queries/sqlite/server.sql:4).
+pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
+    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+       coalesce(model, '') AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(created_at / 1000, 'unixepoch'), coalesce(model, '')
+ORDER BY 1, 2";
+
+/// A row returned by [`usage_by_day_and_model_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDayAndModelSinceRow {
+    pub day: String,
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+///
+/// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+/// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+/// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+/// summed over days, a model's rows give UsageByModelSince's row for that model.
+pub fn usage_by_day_and_model_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDayAndModelSinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_MODEL_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDayAndModelSinceRow {
+            day: row.get(0)?,
+            key: row.get(1)?,
+            session_count: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/sqlite/server.sql:24).
+pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
+    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+       source AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(created_at / 1000, 'unixepoch'), source
+ORDER BY 1, 2";
+
+/// A row returned by [`usage_by_day_and_source_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDayAndSourceSinceRow {
+    pub day: String,
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/sqlite/server.sql:24`.
+///
+/// The usage chart, stacked by source (as UsageByDayAndModelSince).
+pub fn usage_by_day_and_source_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDayAndSourceSinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_SOURCE_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDayAndSourceSinceRow {
+            day: row.get(0)?,
+            key: row.get(1)?,
+            session_count: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
@@ -4246,6 +4501,33 @@ pub trait ReadQueries {
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
+    /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
+    /// The sources of the session list's filter, most used first (the sessions_source index
+    /// covers it).
+    fn list_source_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListSourceChoicesRow>, crate::Error>;
+
+    /// `ListModelChoices` (`:many`) from `sql/queries/server.sql:15`.
+    /// The models of the session list's filter, most used first.
+    fn list_model_choices(&mut self, limit: i64) -> Result<Vec<ListModelChoicesRow>, crate::Error>;
+
+    /// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:24`.
+    /// The directories of the session list's filter, most used first.
+    fn list_directory_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListDirectoryChoicesRow>, crate::Error>;
+
+    /// `CountChildSessions` (`:many`) from `sql/queries/server.sql:33`.
+    /// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
+    /// the given sessions has; sessions without children have no row (sessions_parent index).
+    fn count_child_sessions(
+        &mut self,
+        parent_ids: &[&str],
+    ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
+
     /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
     fn get_session_roll_up(
         &mut self,
@@ -4341,6 +4623,23 @@ pub trait ReadQueries {
         &mut self,
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
+
+    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+    /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+    /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+    /// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+    /// summed over days, a model's rows give UsageByModelSince's row for that model.
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
+
+    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/sqlite/server.sql:24`.
+    /// The usage chart, stacked by source (as UsageByDayAndModelSince).
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
 
     /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
     /// Days are UTC calendar days of created_at, oldest first.
@@ -4868,6 +5167,35 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_source_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListSourceChoicesRow>, crate::Error> {
+        list_source_choices(self.conn, limit).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_model_choices(&mut self, limit: i64) -> Result<Vec<ListModelChoicesRow>, crate::Error> {
+        list_model_choices(self.conn, limit).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_directory_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListDirectoryChoicesRow>, crate::Error> {
+        list_directory_choices(self.conn, limit).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn count_child_sessions(
+        &mut self,
+        parent_ids: &[&str],
+    ) -> Result<Vec<CountChildSessionsRow>, crate::Error> {
+        count_child_sessions(self.conn, parent_ids).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -4979,6 +5307,22 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error> {
         list_sent_part_data_from(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error> {
+        usage_by_day_and_model_since(self.conn, since).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error> {
+        usage_by_day_and_source_since(self.conn, since).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -367,6 +367,37 @@ pub const UPDATE_PART_SQL: &str =
 /// SQL of `DeletePart` (sql/queries/parts.sql:36).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
+pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+GROUP BY source
+ORDER BY 2 DESC, 1
+LIMIT $1";
+
+/// SQL of `ListModelChoices` (sql/queries/server.sql:15).
+pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE model IS NOT NULL
+GROUP BY model
+ORDER BY 2 DESC, 1
+LIMIT $1";
+
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:24).
+pub const LIST_DIRECTORY_CHOICES_SQL: &str =
+    "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE directory IS NOT NULL
+GROUP BY directory
+ORDER BY 2 DESC, 1
+LIMIT $1";
+
+/// SQL of `CountChildSessions` (sql/queries/server.sql:33).
+pub const COUNT_CHILD_SESSIONS_SQL: &str =
+    "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
+FROM sessions
+WHERE parent_session_id = ANY($1)
+GROUP BY parent_session_id";
+
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
 SET input_tokens = input_tokens + $1,
@@ -686,6 +717,40 @@ WHERE m.session_id = $1
   AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY m.created_at, m.id, p.position";
 
+/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
+pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       coalesce(model, '') AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+ORDER BY 1, 2";
+
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:24).
+pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       source AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+ORDER BY 1, 2";
+
 /// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
@@ -983,6 +1048,46 @@ fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error>
     })
 }
 
+/// Reads a [`super::ListSourceChoicesRow`] from a row, by position.
+fn read_list_source_choices_row(
+    row: &postgres::Row,
+) -> Result<super::ListSourceChoicesRow, postgres::Error> {
+    Ok(super::ListSourceChoicesRow {
+        value: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::ListModelChoicesRow`] from a row, by position.
+fn read_list_model_choices_row(
+    row: &postgres::Row,
+) -> Result<super::ListModelChoicesRow, postgres::Error> {
+    Ok(super::ListModelChoicesRow {
+        value: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::ListDirectoryChoicesRow`] from a row, by position.
+fn read_list_directory_choices_row(
+    row: &postgres::Row,
+) -> Result<super::ListDirectoryChoicesRow, postgres::Error> {
+    Ok(super::ListDirectoryChoicesRow {
+        value: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::CountChildSessionsRow`] from a row, by position.
+fn read_count_child_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::CountChildSessionsRow, postgres::Error> {
+    Ok(super::CountChildSessionsRow {
+        parent_id: row.try_get(0)?,
+        children: row.try_get(1)?,
+    })
+}
+
 /// Reads a [`super::SessionRollupRow`] from a row, by position.
 fn read_session_rollup_row(
     row: &postgres::Row,
@@ -1073,6 +1178,42 @@ fn read_list_sent_part_data_from_row(
         data: row.try_get(3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::UsageByDayAndModelSinceRow`] from a row, by position.
+fn read_usage_by_day_and_model_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDayAndModelSinceRow, postgres::Error> {
+    Ok(super::UsageByDayAndModelSinceRow {
+        day: row.try_get(0)?,
+        key: row.try_get(1)?,
+        session_count: row.try_get(2)?,
+        input_tokens: row.try_get(3)?,
+        output_tokens: row.try_get(4)?,
+        cache_read_tokens: row.try_get(5)?,
+        cache_write_tokens: row.try_get(6)?,
+        reasoning_tokens: row.try_get(7)?,
+        api_call_count: row.try_get(8)?,
+        estimated_cost_usd: row.try_get(9)?,
+    })
+}
+
+/// Reads a [`super::UsageByDayAndSourceSinceRow`] from a row, by position.
+fn read_usage_by_day_and_source_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDayAndSourceSinceRow, postgres::Error> {
+    Ok(super::UsageByDayAndSourceSinceRow {
+        day: row.try_get(0)?,
+        key: row.try_get(1)?,
+        session_count: row.try_get(2)?,
+        input_tokens: row.try_get(3)?,
+        output_tokens: row.try_get(4)?,
+        cache_read_tokens: row.try_get(5)?,
+        cache_write_tokens: row.try_get(6)?,
+        reasoning_tokens: row.try_get(7)?,
+        api_call_count: row.try_get(8)?,
+        estimated_cost_usd: row.try_get(9)?,
     })
 }
 
@@ -1584,6 +1725,58 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_source_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<super::ListSourceChoicesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
+        let sql = LIST_SOURCE_CHOICES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_source_choices_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_model_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<super::ListModelChoicesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
+        let sql = LIST_MODEL_CHOICES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_model_choices_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_directory_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<super::ListDirectoryChoicesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
+        let sql = LIST_DIRECTORY_CHOICES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_directory_choices_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn count_child_sessions(
+        &mut self,
+        parent_ids: &[&str],
+    ) -> Result<Vec<super::CountChildSessionsRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&parent_ids, Type::TEXT_ARRAY)];
+        let sql = COUNT_CHILD_SESSIONS_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_count_child_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -1802,6 +1995,32 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.client.query_typed(sql, &values)?;
         rows.iter()
             .map(read_list_sent_part_data_from_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDayAndModelSinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_AND_MODEL_SINCE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_and_model_since_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDayAndSourceSinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_AND_SOURCE_SINCE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_and_source_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -376,8 +376,10 @@ impl Database {
         self.options.read_only
     }
 
-    /// Whether a read-only database is read as immutable (see [`Database::open_read_only`]).
-    pub(crate) fn is_immutable(&self) -> bool {
+    /// Whether a read-only database is read as immutable (see [`Database::open_read_only`]):
+    /// without locks, so it cannot tell when another process commits (`PRAGMA
+    /// data_version` never moves) and should be opened again when the file changes.
+    pub fn is_immutable(&self) -> bool {
         self.immutable
     }
 
