@@ -119,6 +119,12 @@ pub struct SessionRunRow {
     pub heartbeat_at: i64,
 }
 
+/// A row of table `search_queue`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchQueueRow {
+    pub seq: i64,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();

@@ -104,6 +104,29 @@ impl SearchQuery {
         route_substring(parse_groups(input))
     }
 
+    /// The alternatives of `input`'s substring search ([`SearchQuery::parse_substring`],
+    /// and what [`SearchQuery::parse`] builds when it routes to the trigram index) that can
+    /// match text without CJK or other spaceless-script characters: those whose terms of
+    /// three or more characters (the ones the trigram expression keeps) have none. Each
+    /// is (terms that must occur, terms that must not), literal text.
+    ///
+    /// The trigram index holds only text with such characters (schema V7), so a search
+    /// matches these alternatives in the rest of the text by other means.
+    pub fn plain_alternatives(input: &str) -> Vec<(Vec<String>, Vec<String>)> {
+        trigram_groups(&parse_groups(input))
+            .into_iter()
+            .filter(|g| {
+                !g.positive
+                    .iter()
+                    .any(|t| t.text.chars().any(is_spaceless_script))
+            })
+            .map(|g| {
+                let texts = |terms: Vec<Term>| terms.into_iter().map(|t| t.text).collect();
+                (texts(g.positive), texts(g.negative))
+            })
+            .collect()
+    }
+
     /// Whether there is nothing to search for.
     pub fn is_empty(&self) -> bool {
         matches!(self, SearchQuery::Empty)
@@ -250,17 +273,11 @@ fn close_group(current: &mut Group, groups: &mut Vec<Group>) {
     }
 }
 
-fn route_substring(groups: Vec<Group>) -> SearchQuery {
+/// The groups of a trigram expression: terms shorter than three characters dropped, and
+/// groups left without a positive term.
+fn trigram_groups(groups: &[Group]) -> Vec<Group> {
     let long_enough = |t: &Term| t.text.chars().count() >= 3;
-    let like_term = groups
-        .iter()
-        .flat_map(|g| &g.positive)
-        .fold(None::<&Term>, |best, t| match best {
-            Some(b) if b.text.chars().count() >= t.text.chars().count() => Some(b),
-            _ => Some(t),
-        })
-        .map(|t| like_pattern(&t.text));
-    let trigram: Vec<Group> = groups
+    groups
         .iter()
         .map(|g| Group {
             positive: g
@@ -277,7 +294,19 @@ fn route_substring(groups: Vec<Group>) -> SearchQuery {
                 .collect(),
         })
         .filter(|g| !g.positive.is_empty())
-        .collect();
+        .collect()
+}
+
+fn route_substring(groups: Vec<Group>) -> SearchQuery {
+    let like_term = groups
+        .iter()
+        .flat_map(|g| &g.positive)
+        .fold(None::<&Term>, |best, t| match best {
+            Some(b) if b.text.chars().count() >= t.text.chars().count() => Some(b),
+            _ => Some(t),
+        })
+        .map(|t| like_pattern(&t.text));
+    let trigram = trigram_groups(&groups);
     if !trigram.is_empty() {
         SearchQuery::Trigram(emit(&trigram, false))
     } else if let Some(pattern) = like_term {
