@@ -65,6 +65,9 @@ struct Cli {
     /// Writer: raw rusqlite with SQLite's busy handler only.
     #[arg(long, hide = true)]
     raw: bool,
+    /// Work in this directory (kept afterwards) instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
     /// Writer: Scribe with its previous default waits (for contrast).
     #[arg(long, hide = true, conflicts_with = "raw")]
     previous_defaults: bool,
@@ -105,14 +108,22 @@ fn run(cli: &Cli) -> Result<()> {
     };
     let machine = Machine::detect();
     let started = Instant::now();
-    let dir = tempfile::tempdir()?;
+    let temp = tempfile::tempdir()?;
+    let dir = match &cli.keep {
+        Some(keep) => {
+            std::fs::create_dir_all(keep)?;
+            keep.clone()
+        }
+        None => temp.path().to_owned(),
+    };
+    let dir = dir.as_path();
     let seed = cli.seed;
 
     progress(&format!(
         "append: {} messages, Scribe and raw alternating every {}",
         sizes.append_messages, sizes.append_chunk
     ));
-    let append = append::run(dir.path(), seed, sizes.append_messages, sizes.append_chunk)?;
+    let append = append::run(dir, seed, sizes.append_messages, sizes.append_chunk)?;
 
     progress(&format!(
         "writers: 1 and {} processes x {} messages (Scribe, {} runs each), then raw and previous defaults",
@@ -123,7 +134,7 @@ fn run(cli: &Cli) -> Result<()> {
     for rep in 0..sizes.writer_runs {
         let one = |name: String| {
             writers::run(
-                dir.path(),
+                dir,
                 &name,
                 writers::Mode::Scribe,
                 1,
@@ -133,7 +144,7 @@ fn run(cli: &Cli) -> Result<()> {
         };
         let many = |name: String| {
             writers::run(
-                dir.path(),
+                dir,
                 &name,
                 writers::Mode::Scribe,
                 sizes.writers,
@@ -152,7 +163,7 @@ fn run(cli: &Cli) -> Result<()> {
     let single = writers::merge(singles)?;
     let many = writers::merge(manys)?;
     let raw_many = writers::run(
-        dir.path(),
+        dir,
         "writers-raw",
         writers::Mode::Raw,
         sizes.writers,
@@ -161,7 +172,7 @@ fn run(cli: &Cli) -> Result<()> {
     )?;
 
     let previous_many = writers::run(
-        dir.path(),
+        dir,
         "writers-previous",
         writers::Mode::ScribePrevious,
         sizes.writers,
@@ -173,7 +184,7 @@ fn run(cli: &Cli) -> Result<()> {
         "corpus: {} messages in {} sessions",
         sizes.corpus.messages, sizes.corpus.sessions
     ));
-    let corpus = corpus::build(&dir.path().join("corpus.db"), sizes.corpus, seed)?;
+    let corpus = corpus::build(&dir.join("corpus.db"), sizes.corpus, seed)?;
     let file_bytes = std::fs::metadata(&corpus.path)?.len();
     let store = Store::new(Arc::clone(&corpus.db));
     let (messages, sessions) = (store.messages(), store.sessions());
@@ -192,7 +203,7 @@ fn run(cli: &Cli) -> Result<()> {
     let transfer = transfer::run(
         sessions,
         &corpus.long_session,
-        &dir.path().join("import.db"),
+        &dir.join("import.db"),
     )?;
 
     let report = Report {
