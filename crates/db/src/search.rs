@@ -61,6 +61,31 @@ pub enum TextQuery {
     Substring(String),
 }
 
+/// Whether `c` belongs to a script written without spaces between words (Thai, Lao,
+/// Myanmar, Khmer, Hangul, CJK ideographs, kana, Bopomofo …), which the word index cannot
+/// split into words: queries with such characters go to the trigram index, and the
+/// trigram index holds exactly the parts whose text has one (schema V7; its view
+/// `parts_search_trigram` spells the same ranges in SQL, which a test checks).
+pub fn is_spaceless_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF     // Thai, Lao
+        | 0x1000..=0x109F   // Myanmar
+        | 0x1780..=0x17FF   // Khmer
+        | 0x1100..=0x11FF   // Hangul Jamo
+        | 0x2E80..=0x2FDF   // CJK radicals, Kangxi
+        | 0x3005..=0x3007   // 々 〆 〇
+        | 0x3021..=0x3029   // Hangzhou numerals
+        | 0x3040..=0x31FF   // kana, Bopomofo, Hangul compatibility Jamo
+        | 0x3400..=0x4DBF   // CJK extension A
+        | 0x4E00..=0x9FFF   // CJK unified ideographs
+        | 0xA960..=0xA97F   // Hangul Jamo extended A
+        | 0xAC00..=0xD7FF   // Hangul syllables, Jamo extended B
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0xFF66..=0xFFDC   // halfwidth kana and Hangul
+        | 0x20000..=0x3134F // CJK extensions B–G
+    )
+}
+
 /// One alternative of a substring search: the text holds every `all` term and no `none`
 /// term, as literal substrings (ASCII letters in either case, as LIKE compares them; the
 /// trigram index also folds other letters).
@@ -353,8 +378,11 @@ fn plain_matches(
         c("p", "seq").equals(tc("v", "seq")),
     );
     filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    // Parts the trigram index does not hold (its own list of documents says which).
     query
-        .and_where(Expr::cust("NOT \"v\".\"trigram\""))
+        .and_where(Expr::cust(
+            "NOT EXISTS (SELECT 1 FROM \"parts_fts_trigram_docsize\" AS \"d\" WHERE \"d\".\"id\" = \"p\".\"seq\")",
+        ))
         .cond_where(any)
         .order_by(tc("m", "created_at"), Order::Desc)
         .order_by(tc("m", "id"), Order::Desc)

@@ -31,6 +31,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::clock::Clock;
 use crate::database::{Options, retry};
+use crate::search::is_spaceless_script;
 use crate::{Database, Result};
 
 /// How long after its last change a part that looks streamed (see the module doc) is
@@ -55,8 +56,10 @@ WHERE ?1
 ORDER BY q.seq
 LIMIT ?3";
 
-/// The text a part's index rows hold: what the indexes' content views give.
-const TEXT: &str = "SELECT search_text, trigram FROM parts_search WHERE seq = ?1";
+/// The text a part's index rows hold (the word index's content view), and whether its JSON
+/// is damaged. The trigram index's view adds a character class GLOB, which costs more per
+/// part than indexing it; [`in_trigram_index`] decides the same in Rust.
+const TEXT: &str = "SELECT search_text, damaged FROM parts_search WHERE seq = ?1";
 const INSERT_WORDS: &str = "INSERT INTO parts_fts (rowid, search_text) VALUES (?1, ?2)";
 const INSERT_TRIGRAMS: &str = "INSERT INTO parts_fts_trigram (rowid, search_text) VALUES (?1, ?2)";
 const DEQUEUE: &str = "DELETE FROM search_queue WHERE seq = ?1";
@@ -114,12 +117,12 @@ pub(crate) fn index_batch(
         if done > 0 && started.elapsed() >= bounds.max_time {
             break;
         }
-        let row: Option<(Option<String>, Option<bool>)> = text
+        let row: Option<(Option<String>, bool)> = text
             .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
-        if let Some((text, trigram)) = row {
+        if let Some((text, damaged)) = row {
             words.execute(params![seq, text])?;
-            if trigram == Some(true) {
+            if in_trigram_index(text.as_deref(), damaged) {
                 trigrams.execute(params![seq, text])?;
             }
         }
@@ -127,6 +130,12 @@ pub(crate) fn index_batch(
         done += 1;
     }
     Ok(done)
+}
+
+/// Whether the trigram index holds a part with this text: the membership rule of the view
+/// `parts_search_trigram` (text with a spaceless-script character, or damaged JSON).
+pub(crate) fn in_trigram_index(text: Option<&str>, damaged: bool) -> bool {
+    damaged || text.is_some_and(|t| t.chars().any(is_spaceless_script))
 }
 
 fn candidates(conn: &Connection, now: i64, limit: usize, everything: bool) -> Result<Vec<i64>> {

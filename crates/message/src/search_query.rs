@@ -366,25 +366,10 @@ fn like_pattern(text: &str) -> String {
     out
 }
 
-/// Scripts that `unicode61` cannot split into words (no spaces between them).
+/// Scripts that `unicode61` cannot split into words (no spaces between them); the same
+/// ranges decide which parts the trigram index holds.
 fn is_spaceless_script(c: char) -> bool {
-    matches!(c as u32,
-        0x0E00..=0x0EFF     // Thai, Lao
-        | 0x1000..=0x109F   // Myanmar
-        | 0x1780..=0x17FF   // Khmer
-        | 0x1100..=0x11FF   // Hangul Jamo
-        | 0x2E80..=0x2FDF   // CJK radicals, Kangxi
-        | 0x3005..=0x3007   // 々 〆 〇
-        | 0x3021..=0x3029   // Hangzhou numerals
-        | 0x3040..=0x31FF   // kana, Bopomofo, Hangul compatibility Jamo
-        | 0x3400..=0x4DBF   // CJK extension A
-        | 0x4E00..=0x9FFF   // CJK unified ideographs
-        | 0xA960..=0xA97F   // Hangul Jamo extended A
-        | 0xAC00..=0xD7FF   // Hangul syllables, Jamo extended B
-        | 0xF900..=0xFAFF   // CJK compatibility ideographs
-        | 0xFF66..=0xFFDC   // halfwidth kana and Hangul
-        | 0x20000..=0x3134F // CJK extensions B–G
-    )
+    scribe_db::search::is_spaceless_script(c)
 }
 
 #[cfg(test)]

@@ -54,16 +54,28 @@ CREATE TABLE search_queue (
     seq INTEGER PRIMARY KEY NOT NULL
 );
 
--- The searchable parts and their text, and whether the trigram index holds them: when
--- the text has characters of a script written without spaces (the ranges of
--- crates/message's `is_spaceless_script`: Thai, Lao, Myanmar, Khmer, Hangul, CJK, kana,
--- Bopomofo …), or when the part's JSON is damaged: its text cannot be read then, so the
--- trigram index may still hold its tokens, and the row must stay where snippet() and the
--- index checks look for it.
+-- The searchable parts and their text (what the word index holds). `damaged`: the part's
+-- JSON is not valid, so its text cannot be read (see V3).
 CREATE VIEW parts_search AS
 SELECT seq,
        search_text,
-       coalesce(search_text GLOB '*[' || char(
+       CASE WHEN search_text IS NULL THEN NOT json_valid(data) ELSE 0 END AS damaged
+FROM parts
+WHERE type IN ('text', 'reasoning', 'tool');
+
+-- What the trigram index holds: the searchable parts whose text has characters of a
+-- script written without spaces (the ranges of `scribe_db::search::is_spaceless_script`:
+-- Thai, Lao, Myanmar, Khmer, Hangul, CJK, kana, Bopomofo …), and damaged parts (their
+-- text cannot be read, so the index may still hold their tokens, and the row must stay
+-- where snippet() and the index checks look for it). Only rebuilds, checks and snippets
+-- read this definition; the indexer decides the same in Rust (a character class GLOB over
+-- every part would cost more than indexing it), and the triggers ask the index itself
+-- (`parts_fts_trigram_docsize`) whether it holds a part.
+CREATE VIEW parts_search_trigram AS
+SELECT seq, search_text
+FROM parts_search
+WHERE damaged
+   OR search_text GLOB '*[' || char(
            0x0E00, 0x2D, 0x0EFF,
            0x1000, 0x2D, 0x109F,
            0x1780, 0x2D, 0x17FF,
@@ -79,13 +91,7 @@ SELECT seq,
            0xF900, 0x2D, 0xFAFF,
            0xFF66, 0x2D, 0xFFDC,
            0x20000, 0x2D, 0x3134F
-       ) || ']*', NOT json_valid(data)) AS trigram
-FROM parts
-WHERE type IN ('text', 'reasoning', 'tool');
-
--- What the trigram index holds.
-CREATE VIEW parts_search_trigram AS
-SELECT seq, search_text FROM parts_search WHERE trigram;
+       ) || ']*';
 
 CREATE VIRTUAL TABLE parts_fts USING fts5(
     search_text,
@@ -124,7 +130,9 @@ BEGIN
     INSERT INTO parts_fts (parts_fts, rowid, search_text)
         SELECT 'delete', seq, search_text FROM parts_search WHERE seq = old.seq;
     INSERT INTO parts_fts_trigram (parts_fts_trigram, rowid, search_text)
-        SELECT 'delete', seq, search_text FROM parts_search_trigram WHERE seq = old.seq;
+        SELECT 'delete', seq, search_text FROM parts_search
+        WHERE seq = old.seq
+          AND EXISTS (SELECT 1 FROM parts_fts_trigram_docsize WHERE id = old.seq);
     INSERT OR IGNORE INTO search_queue (seq)
         SELECT new.seq WHERE new.type IN ('text', 'reasoning', 'tool');
 END;
@@ -139,7 +147,9 @@ BEGIN
     INSERT INTO parts_fts (parts_fts, rowid, search_text)
         SELECT 'delete', seq, search_text FROM parts_search WHERE seq = old.seq;
     INSERT INTO parts_fts_trigram (parts_fts_trigram, rowid, search_text)
-        SELECT 'delete', seq, search_text FROM parts_search_trigram WHERE seq = old.seq;
+        SELECT 'delete', seq, search_text FROM parts_search
+        WHERE seq = old.seq
+          AND EXISTS (SELECT 1 FROM parts_fts_trigram_docsize WHERE id = old.seq);
 END;
 
 CREATE TRIGGER parts_search_dequeue AFTER DELETE ON parts
