@@ -1,8 +1,12 @@
-//! scribe-bench: Scribe's benchmark report. Measures, in one run and against raw rusqlite
-//! baselines on the same machine: appends, several writer processes on one file, search,
-//! loading a session, `context()` after a summary, export/import, and the file's bytes
-//! per message; prints one table (or, with `--json`, the same figures as one JSON
-//! document).
+//! scribe-bench: Scribe's benchmark report. Measures, in one run on the same machine,
+//! Scribe against two baselines: the limit (the simplest raw rusqlite program that stores
+//! the same conversations with word search, [`limit`]), which every target is a ratio
+//! against, and the same design as Scribe's in raw rusqlite (its own statements without
+//! the library). Appends, sustained appends with the search indexes caught up, commit to
+//! searchable, a streamed reply, several writer processes on one file, search, loading a
+//! session, the file's bytes per message, import into an empty database and export,
+//! `context()` after a summary; prints one table (or, with `--json`, the same figures as
+//! one JSON document).
 //!
 //! ```text
 //! cargo run --release -p scribe-bench [-- --quick] [--json] [--seed N]
@@ -14,10 +18,13 @@
 mod append;
 mod corpus;
 mod data;
+mod import;
+mod latency;
+mod limit;
 mod reads;
 mod report;
 mod stats;
-mod transfer;
+mod stream;
 mod writers;
 
 use std::path::PathBuf;
@@ -71,6 +78,9 @@ struct Cli {
     /// Writer: Scribe with its previous default waits (for contrast).
     #[arg(long, hide = true, conflicts_with = "raw")]
     previous_defaults: bool,
+    /// Writer: the limit (autocommit INSERTs into its own schema).
+    #[arg(long, hide = true, conflicts_with_all = ["raw", "previous_defaults"])]
+    limit: bool,
 }
 
 fn main() {
@@ -78,9 +88,10 @@ fn main() {
     let outcome = if cli.writer {
         match (&cli.db, &cli.session, cli.count) {
             (Some(db), Some(session), Some(count)) => {
-                let mode = match (cli.raw, cli.previous_defaults) {
-                    (true, _) => writers::Mode::Raw,
-                    (_, true) => writers::Mode::ScribePrevious,
+                let mode = match (cli.raw, cli.previous_defaults, cli.limit) {
+                    (true, _, _) => writers::Mode::Raw,
+                    (_, true, _) => writers::Mode::ScribePrevious,
+                    (_, _, true) => writers::Mode::Limit,
                     _ => writers::Mode::Scribe,
                 };
                 writers::child(db, session, count, cli.seed, mode)
@@ -120,48 +131,45 @@ fn run(cli: &Cli) -> Result<()> {
     let seed = cli.seed;
 
     progress(&format!(
-        "append: {} messages, Scribe and raw alternating every {}",
+        "append: {} one-text-part messages, Scribe, the limit and raw alternating every {}",
         sizes.append_messages, sizes.append_chunk
     ));
     let append = append::run(dir, seed, sizes.append_messages, sizes.append_chunk)?;
 
     progress(&format!(
-        "writers: 1 and {} processes x {} messages (Scribe, {} runs each), then raw and previous defaults",
+        "commit to indexed: {} messages, then {} searches right after a commit",
+        sizes.latency_messages, sizes.latency_searches
+    ));
+    let latency = latency::run(dir, seed, sizes.latency_messages, sizes.latency_searches)?;
+
+    progress(&format!(
+        "streaming: {} replies of {} bytes in {} flushes, and appended once",
+        sizes.stream_rounds,
+        stream::REPLY_BYTES,
+        stream::FLUSHES
+    ));
+    let streaming = stream::run(dir, seed, sizes.stream_rounds)?;
+
+    progress(&format!(
+        "writers: {} processes x {} messages, Scribe and the limit ({} runs each), then raw",
         sizes.writers, sizes.per_writer, sizes.writer_runs
     ));
-    // One writer and several alternate, so both see the same background load.
-    let (mut singles, mut manys) = (Vec::new(), Vec::new());
+    // Scribe and the limit alternate, so both see the same background load.
+    let (mut scribes, mut limits) = (Vec::new(), Vec::new());
     for rep in 0..sizes.writer_runs {
-        let one = |name: String| {
-            writers::run(
-                dir,
-                &name,
-                writers::Mode::Scribe,
-                1,
-                sizes.per_writer,
-                seed,
-            )
-        };
-        let many = |name: String| {
-            writers::run(
-                dir,
-                &name,
-                writers::Mode::Scribe,
-                sizes.writers,
-                sizes.per_writer,
-                seed,
-            )
+        let run = |mode, name: String| {
+            writers::run(dir, &name, mode, sizes.writers, sizes.per_writer, seed)
         };
         if rep % 2 == 0 {
-            singles.push(one(format!("writers-1-{rep}"))?);
-            manys.push(many(format!("writers-n-{rep}"))?);
+            scribes.push(run(writers::Mode::Scribe, format!("writers-scribe-{rep}"))?);
+            limits.push(run(writers::Mode::Limit, format!("writers-limit-{rep}"))?);
         } else {
-            manys.push(many(format!("writers-n-{rep}"))?);
-            singles.push(one(format!("writers-1-{rep}"))?);
+            limits.push(run(writers::Mode::Limit, format!("writers-limit-{rep}"))?);
+            scribes.push(run(writers::Mode::Scribe, format!("writers-scribe-{rep}"))?);
         }
     }
-    let single = writers::merge(singles)?;
-    let many = writers::merge(manys)?;
+    let many = writers::merge(scribes)?;
+    let limit_many = writers::merge(limits)?;
     let raw_many = writers::run(
         dir,
         "writers-raw",
@@ -171,21 +179,19 @@ fn run(cli: &Cli) -> Result<()> {
         seed,
     )?;
 
-    let previous_many = writers::run(
-        dir,
-        "writers-previous",
-        writers::Mode::ScribePrevious,
-        sizes.writers,
-        sizes.per_writer,
-        seed,
-    )?;
-
     progress(&format!(
-        "corpus: {} messages in {} sessions",
+        "corpus: {} messages in {} sessions (Scribe and the limit)",
         sizes.corpus.messages, sizes.corpus.sessions
     ));
-    let corpus = corpus::build(&dir.join("corpus.db"), sizes.corpus, seed)?;
+    let corpus = corpus::build(
+        &dir.join("corpus.db"),
+        &dir.join("corpus-limit.db"),
+        sizes.corpus,
+        seed,
+    )?;
     let file_bytes = std::fs::metadata(&corpus.path)?.len();
+    let limit_bytes = std::fs::metadata(&corpus.limit_path)?.len();
+    let objects = report::object_sizes(&corpus.path)?;
     let store = Store::new(Arc::clone(&corpus.db));
     let (messages, sessions) = (store.messages(), store.sessions());
 
@@ -199,35 +205,46 @@ fn run(cli: &Cli) -> Result<()> {
         (sizes.corpus.long_messages, sizes.corpus.short_messages),
         sizes.context_rounds,
     )?;
-    progress("export and import");
-    let transfer = transfer::run(
-        sessions,
-        &corpus.long_session,
+    progress(&format!(
+        "import: {} sessions x {} messages from a JSON Lines file into an empty database; export",
+        sizes.import_sessions, sizes.import_per_session
+    ));
+    let import = import::run(
+        &dir.join("import.jsonl"),
         &dir.join("import.db"),
+        seed,
+        sizes.import_sessions,
+        sizes.import_per_session,
+        (sessions, &corpus.long_session),
     )?;
 
+    let n = corpus.messages.max(1) as f64;
     let report = Report {
         machine: machine.finish(),
         seed,
         quick: cli.quick,
         sizes,
         append,
-        writers_single: single,
+        latency,
+        streaming,
         writers: many,
+        writers_limit: limit_many,
         writers_raw: raw_many,
-        writers_previous_defaults: previous_many,
         corpus: report::CorpusFigures {
             messages: corpus.messages,
             parts: corpus.parts,
             build_s: corpus.build_time.as_secs_f64(),
             file_bytes,
-            bytes_per_message: file_bytes as f64 / corpus.messages.max(1) as f64,
-            payload_bytes_per_message: corpus.payload_bytes as f64 / corpus.messages.max(1) as f64,
+            bytes_per_message: file_bytes as f64 / n,
+            limit_file_bytes: limit_bytes,
+            limit_bytes_per_message: limit_bytes as f64 / n,
+            payload_bytes_per_message: corpus.payload_bytes as f64 / n,
+            objects,
         },
         search,
         load,
         context,
-        transfer,
+        import,
         total_s: started.elapsed().as_secs_f64(),
     };
     if cli.json {
