@@ -33,5 +33,22 @@ ORDER BY m.created_at, m.id, p.position;
 -- Replaces one part's content (e.g. a tool moving from running to completed).
 UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 
+-- name: ReplacePart :one
+-- Replaces one part's content and says where the part sits: a streamed flush reads
+-- nothing else (the caller has the content; the search indexes follow by trigger).
+UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id
+RETURNING message_id, session_id, position, created_at, updated_at;
+
+-- name: GetPartContent :one
+-- A part's type and JSON, to check a tool part's change against it.
+SELECT type, data FROM parts WHERE id = @id;
+
+-- name: GetLastFinishPartId :one
+-- The message's finish part, if it has one (the last, should there be several).
+SELECT id FROM parts
+WHERE message_id = @message_id AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1;
+
 -- name: DeletePart :execrows
 DELETE FROM parts WHERE id = @id;

@@ -1411,7 +1411,8 @@ pub fn update_message(
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2, updated_at = ?2
-WHERE id = ?3";
+WHERE id = ?3
+RETURNING *";
 
 /// Parameters of [`finish_message`].
 #[derive(Debug, Clone, Copy)]
@@ -1421,17 +1422,43 @@ pub struct FinishMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
+/// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+///
+/// Ends a message; returns it as it is now.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn finish_message(
     conn: &rusqlite::Connection,
     params: &FinishMessageParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<MessageRow> {
     let mut stmt = conn.prepare_cached(FINISH_MESSAGE_SQL)?;
     let values = rusqlite::params![params.finish_reason, params.now, params.id];
-    stmt.execute(values)
+    stmt.query_row(values, |row| {
+        Ok(MessageRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            parent_id: row.get(2)?,
+            role: row.get(3)?,
+            agent: row.get(4)?,
+            provider: row.get(5)?,
+            model: row.get(6)?,
+            finish_reason: row.get(7)?,
+            is_summary: row.get(8)?,
+            input_tokens: row.get(9)?,
+            output_tokens: row.get(10)?,
+            cache_read_tokens: row.get(11)?,
+            cache_write_tokens: row.get(12)?,
+            reasoning_tokens: row.get(13)?,
+            cost_usd: row.get(14)?,
+            error: row.get(15)?,
+            created_at: row.get(16)?,
+            updated_at: row.get(17)?,
+            finished_at: row.get(18)?,
+        })
+    })
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -1440,7 +1467,23 @@ SET input_tokens = input_tokens + ?1,
     reasoning_tokens = reasoning_tokens + ?5,
     cost_usd = cost_usd + ?6,
     updated_at = ?7
-WHERE id = ?8";
+WHERE id = ?8
+RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    reasoning_tokens, cost_usd, updated_at";
+
+/// A row returned by [`add_message_usage`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddMessageUsageRow {
+    pub id: String,
+    pub session_id: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub cost_usd: f64,
+    pub updated_at: i64,
+}
 
 /// Parameters of [`add_message_usage`].
 #[derive(Debug, Clone, Copy)]
@@ -1455,13 +1498,15 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
+/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
 ///
-/// Adds a step's usage to the message atomically.
+/// Adds a step's usage to the message atomically; returns the totals after it.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_message_usage(
     conn: &rusqlite::Connection,
     params: &AddMessageUsageParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<AddMessageUsageRow> {
     let mut stmt = conn.prepare_cached(ADD_MESSAGE_USAGE_SQL)?;
     let values = rusqlite::params![
         params.input_tokens,
@@ -1473,13 +1518,25 @@ pub fn add_message_usage(
         params.now,
         params.id
     ];
-    stmt.execute(values)
+    stmt.query_row(values, |row| {
+        Ok(AddMessageUsageRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+            cost_usd: row.get(7)?,
+            updated_at: row.get(8)?,
+        })
+    })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1487,10 +1544,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -1698,10 +1755,104 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:36).
+/// SQL of `ReplacePart` (sql/queries/parts.sql:36).
+pub const REPLACE_PART_SQL: &str =
+    "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4
+RETURNING message_id, session_id, position, created_at, updated_at";
+
+/// A row returned by [`replace_part`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplacePartRow {
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Parameters of [`replace_part`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReplacePartParams<'a> {
+    pub r#type: &'a str,
+    pub data: &'a str,
+    pub now: i64,
+    pub id: &'a str,
+}
+
+/// `ReplacePart` (`:one`) from `sql/queries/parts.sql:36`.
+///
+/// Replaces one part's content and says where the part sits: a streamed flush reads
+/// nothing else (the caller has the content; the search indexes follow by trigger).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn replace_part(
+    conn: &rusqlite::Connection,
+    params: &ReplacePartParams<'_>,
+) -> rusqlite::Result<ReplacePartRow> {
+    let mut stmt = conn.prepare_cached(REPLACE_PART_SQL)?;
+    let values = rusqlite::params![params.r#type, params.data, params.now, params.id];
+    stmt.query_row(values, |row| {
+        Ok(ReplacePartRow {
+            message_id: row.get(0)?,
+            session_id: row.get(1)?,
+            position: row.get(2)?,
+            created_at: row.get(3)?,
+            updated_at: row.get(4)?,
+        })
+    })
+}
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
+pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data FROM parts WHERE id = ?1";
+
+/// A row returned by [`get_part_content`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPartContentRow {
+    pub r#type: String,
+    pub data: String,
+}
+
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+///
+/// A part's type and JSON, to check a tool part's change against it.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_part_content(
+    conn: &rusqlite::Connection,
+    id: &str,
+) -> rusqlite::Result<GetPartContentRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_CONTENT_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartContentRow {
+            r#type: row.get(0)?,
+            data: row.get(1)?,
+        })
+    })
+}
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:46).
+pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
+WHERE message_id = ?1 AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1";
+
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:46`.
+///
+/// The message's finish part, if it has one (the last, should there be several).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_last_finish_part_id(
+    conn: &rusqlite::Connection,
+    message_id: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare_cached(GET_LAST_FINISH_PART_ID_SQL)?;
+    stmt.query_row([message_id], |row| row.get(0))
+}
+
+/// SQL of `DeletePart` (sql/queries/parts.sql:53).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:53`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -3627,6 +3778,15 @@ pub trait ReadQueries {
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+    /// A part's type and JSON, to check a tool part's change against it.
+    fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
+
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:46`.
+    /// The message's finish part, if it has one (the last, should there be several).
+    fn get_last_finish_part_id(&mut self, message_id: &str)
+    -> Result<Option<String>, crate::Error>;
+
     /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
     fn get_session_roll_up(
         &mut self,
@@ -3778,21 +3938,25 @@ pub trait Queries: ReadQueries {
     /// Everything about a message except its session, role and creation time.
     fn update_message(&mut self, params: &UpdateMessageParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
-    fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error>;
+    /// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+    /// Ends a message; returns it as it is now.
+    fn finish_message(
+        &mut self,
+        params: &FinishMessageParams<'_>,
+    ) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
-    /// Adds a step's usage to the message atomically.
+    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
+    /// Adds a step's usage to the message atomically; returns the totals after it.
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error>;
+    ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -3807,7 +3971,15 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
+    /// `ReplacePart` (`:one`) from `sql/queries/parts.sql:36`.
+    /// Replaces one part's content and says where the part sits: a streamed flush reads
+    /// nothing else (the caller has the content; the search indexes follow by trigger).
+    fn replace_part(
+        &mut self,
+        params: &ReplacePartParams<'_>,
+    ) -> Result<Option<ReplacePartRow>, crate::Error>;
+
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:53`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
@@ -4148,6 +4320,19 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error> {
+        sqlgen_optional(get_part_content(self.conn, id))
+    }
+
+    #[inline]
+    fn get_last_finish_part_id(
+        &mut self,
+        message_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        sqlgen_optional(get_last_finish_part_id(self.conn, message_id))
+    }
+
+    #[inline]
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -4326,16 +4511,19 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error> {
-        finish_message(self.conn, params).map_err(crate::Error::from)
+    fn finish_message(
+        &mut self,
+        params: &FinishMessageParams<'_>,
+    ) -> Result<Option<MessageRow>, crate::Error> {
+        sqlgen_optional(finish_message(self.conn, params))
     }
 
     #[inline]
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        add_message_usage(self.conn, params).map_err(crate::Error::from)
+    ) -> Result<Option<AddMessageUsageRow>, crate::Error> {
+        sqlgen_optional(add_message_usage(self.conn, params))
     }
 
     #[inline]
@@ -4361,6 +4549,14 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error> {
         update_part(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn replace_part(
+        &mut self,
+        params: &ReplacePartParams<'_>,
+    ) -> Result<Option<ReplacePartRow>, crate::Error> {
+        sqlgen_optional(replace_part(self.conn, params))
     }
 
     #[inline]

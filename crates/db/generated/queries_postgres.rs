@@ -223,9 +223,10 @@ WHERE id = $16";
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = $1, finished_at = $2, updated_at = $2
-WHERE id = $3";
+WHERE id = $3
+RETURNING *";
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + $1,
     output_tokens = output_tokens + $2,
@@ -234,12 +235,14 @@ SET input_tokens = input_tokens + $1,
     reasoning_tokens = reasoning_tokens + $5,
     cost_usd = cost_usd + $6,
     updated_at = $7
-WHERE id = $8";
+WHERE id = $8
+RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:4).
@@ -273,7 +276,21 @@ ORDER BY m.created_at, m.id, p.position";
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:36).
+/// SQL of `ReplacePart` (sql/queries/parts.sql:36).
+pub const REPLACE_PART_SQL: &str =
+    "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4
+RETURNING message_id, session_id, position, created_at, updated_at";
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
+pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data FROM parts WHERE id = $1";
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:46).
+pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
+WHERE message_id = $1 AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1";
+
+/// SQL of `DeletePart` (sql/queries/parts.sql:53).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
@@ -778,6 +795,23 @@ fn read_list_message_part_data_row(
     })
 }
 
+/// Reads a [`super::AddMessageUsageRow`] from a row, by position.
+fn read_add_message_usage_row(
+    row: &postgres::Row,
+) -> Result<super::AddMessageUsageRow, postgres::Error> {
+    Ok(super::AddMessageUsageRow {
+        id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        input_tokens: row.try_get(2)?,
+        output_tokens: row.try_get(3)?,
+        cache_read_tokens: row.try_get(4)?,
+        cache_write_tokens: row.try_get(5)?,
+        reasoning_tokens: row.try_get(6)?,
+        cost_usd: row.try_get(7)?,
+        updated_at: row.try_get(8)?,
+    })
+}
+
 /// Reads a [`super::PartRow`] from a row, by position.
 fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error> {
     Ok(super::PartRow {
@@ -791,6 +825,27 @@ fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error>
         created_at: row.try_get(7)?,
         updated_at: row.try_get(8)?,
         search_text: row.try_get(9)?,
+    })
+}
+
+/// Reads a [`super::ReplacePartRow`] from a row, by position.
+fn read_replace_part_row(row: &postgres::Row) -> Result<super::ReplacePartRow, postgres::Error> {
+    Ok(super::ReplacePartRow {
+        message_id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        created_at: row.try_get(3)?,
+        updated_at: row.try_get(4)?,
+    })
+}
+
+/// Reads a [`super::GetPartContentRow`] from a row, by position.
+fn read_get_part_content_row(
+    row: &postgres::Row,
+) -> Result<super::GetPartContentRow, postgres::Error> {
+    Ok(super::GetPartContentRow {
+        r#type: row.try_get(0)?,
+        data: row.try_get(1)?,
     })
 }
 
@@ -1281,6 +1336,32 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn get_part_content(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<super::GetPartContentRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
+        let sql = GET_PART_CONTENT_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_get_part_content_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_last_finish_part_id(
+        &mut self,
+        message_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
+        let sql = GET_LAST_FINISH_PART_ID_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -1670,21 +1751,24 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn finish_message(
         &mut self,
         params: &super::FinishMessageParams<'_>,
-    ) -> Result<usize, crate::Error> {
+    ) -> Result<Option<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 3] = [
             (&params.finish_reason, Type::TEXT),
             (&params.now, Type::INT8),
             (&params.id, Type::TEXT),
         ];
         let sql = FINISH_MESSAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_message_row)
+            .transpose()
+            .map_err(crate::Error::from)
     }
 
     fn add_message_usage(
         &mut self,
         params: &super::AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
+    ) -> Result<Option<super::AddMessageUsageRow>, crate::Error> {
         let values: [Param<'_>; 8] = [
             (&params.input_tokens, Type::INT8),
             (&params.output_tokens, Type::INT8),
@@ -1696,8 +1780,11 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_MESSAGE_USAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_add_message_usage_row)
+            .transpose()
+            .map_err(crate::Error::from)
     }
 
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {
@@ -1757,6 +1844,24 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = UPDATE_PART_SQL;
         let changed = self.client.execute_typed(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    fn replace_part(
+        &mut self,
+        params: &super::ReplacePartParams<'_>,
+    ) -> Result<Option<super::ReplacePartRow>, crate::Error> {
+        let values: [Param<'_>; 4] = [
+            (&params.r#type, Type::TEXT),
+            (&params.data, Type::TEXT),
+            (&params.now, Type::INT8),
+            (&params.id, Type::TEXT),
+        ];
+        let sql = REPLACE_PART_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_replace_part_row)
+            .transpose()
+            .map_err(crate::Error::from)
     }
 
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error> {

@@ -557,6 +557,11 @@ impl Database {
         &self.writer
     }
 
+    /// The background indexer, if this database runs one.
+    pub(crate) fn indexer(&self) -> Option<&Indexer> {
+        self.indexer.as_ref()
+    }
+
     /// Whether the schema has the search queue (see `search_index`).
     pub(crate) fn searchable_schema(&self) -> bool {
         self.search_queue

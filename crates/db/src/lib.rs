@@ -40,7 +40,7 @@ pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
 pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
-pub use search_index::{IndexBatch, IndexRun, STREAM_SETTLE_MS};
+pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
 pub use tx::{Queryable, ReadTx, Tx, TxError};
 
 /// Re-exported so dependants name the same driver version the generated code uses.

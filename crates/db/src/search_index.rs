@@ -76,11 +76,18 @@ pub struct IndexBatch {
 }
 
 impl IndexBatch {
-    /// Bounds for catching up before a search, after an open, or in bulk: larger
-    /// transactions, still short enough that other writers get their turn.
+    /// Bounds for catching up before a search or after an open: larger transactions,
+    /// still short enough that other writers get their turn.
     pub const CATCH_UP: IndexBatch = IndexBatch {
         max_parts: 5_000,
         max_time: Duration::from_millis(50),
+    };
+
+    /// Bounds for indexing after a bulk import: few, large transactions (each new FTS5
+    /// segment costs merging later; a batch of 20,000 parts takes a few hundred ms).
+    pub const BULK: IndexBatch = IndexBatch {
+        max_parts: 20_000,
+        max_time: Duration::from_secs(1),
     };
 }
 
@@ -135,7 +142,12 @@ pub(crate) fn index_batch(
 /// Whether the trigram index holds a part with this text: the membership rule of the view
 /// `parts_search_trigram` (text with a spaceless-script character, or damaged JSON).
 pub(crate) fn in_trigram_index(text: Option<&str>, damaged: bool) -> bool {
-    damaged || text.is_some_and(|t| t.chars().any(is_spaceless_script))
+    // Every spaceless range starts at U+0E00 or later, whose UTF-8 lead byte is 0xE0 or
+    // more: most text has no such byte, and a byte scan is far cheaper than decoding.
+    damaged
+        || text.is_some_and(|t| {
+            t.bytes().any(|b| b >= 0xE0) && t.chars().any(is_spaceless_script)
+        })
 }
 
 fn candidates(conn: &Connection, now: i64, limit: usize, everything: bool) -> Result<Vec<i64>> {
@@ -168,6 +180,7 @@ pub(crate) fn index_until_done(
     clock: &Clock,
     bounds: IndexBatch,
     stop: &dyn Fn() -> bool,
+    progress: &mut dyn FnMut(&IndexRun),
 ) -> Result<IndexRun> {
     let mut report = IndexRun::default();
     loop {
@@ -193,6 +206,7 @@ pub(crate) fn index_until_done(
         }
         report.indexed += done as u64;
         report.batches += 1;
+        progress(&report);
     }
     report.waiting = waiting(&lock(writer))?;
     Ok(report)
@@ -216,6 +230,16 @@ impl Database {
     /// [`Database::index_pending`] with other bounds per transaction (a bulk import uses
     /// larger ones).
     pub fn index_pending_with(&self, bounds: IndexBatch) -> Result<IndexRun> {
+        self.index_pending_with_progress(bounds, &mut |_| {})
+    }
+
+    /// [`Database::index_pending_with`], calling `progress` after every transaction with
+    /// the totals so far.
+    pub fn index_pending_with_progress(
+        &self,
+        bounds: IndexBatch,
+        progress: &mut dyn FnMut(&IndexRun),
+    ) -> Result<IndexRun> {
         if self.is_read_only() || !self.searchable_schema() {
             return Ok(IndexRun::default());
         }
@@ -225,7 +249,19 @@ impl Database {
             self.clock(),
             bounds,
             &|| false,
+            progress,
         )
+    }
+
+    /// Keeps this process's background indexer from starting new batches until the guard
+    /// is dropped (a batch under way finishes first). A bulk import holds it while it
+    /// stores, then indexes everything in a few large transactions, which costs less than
+    /// many small ones between its writes.
+    pub fn pause_background_indexing(&self) -> IndexingPaused<'_> {
+        match self.indexer() {
+            Some(indexer) => indexer.pause(),
+            None => IndexingPaused { signal: None },
+        }
     }
 
     /// Parts waiting to be indexed (including parts being streamed).
@@ -260,6 +296,8 @@ struct State {
     seen: u64,
     /// Whether this process has written through the database at all.
     wrote: bool,
+    /// Open [`IndexingPaused`] guards.
+    paused: usize,
     stop: bool,
 }
 
@@ -304,6 +342,31 @@ impl Indexer {
     }
 }
 
+/// While held, the background indexer of this process does not start new batches (see
+/// [`Database::pause_background_indexing`]).
+#[derive(Debug)]
+pub struct IndexingPaused<'a> {
+    signal: Option<&'a Signal>,
+}
+
+impl Drop for IndexingPaused<'_> {
+    fn drop(&mut self) {
+        if let Some(signal) = self.signal {
+            lock_state(signal).paused -= 1;
+            signal.wake.notify_one();
+        }
+    }
+}
+
+impl Indexer {
+    fn pause(&self) -> IndexingPaused<'_> {
+        lock_state(&self.signal).paused += 1;
+        IndexingPaused {
+            signal: Some(&self.signal),
+        }
+    }
+}
+
 impl Drop for Indexer {
     fn drop(&mut self) {
         lock_state(&self.signal).stop = true;
@@ -326,7 +389,7 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
     loop {
         {
             let mut state = lock_state(signal);
-            while !state.stop && state.writes == state.seen {
+            while !state.stop && (state.writes == state.seen || state.paused > 0) {
                 state = signal
                     .wake
                     .wait(state)
@@ -343,6 +406,7 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
                         &options.clock,
                         options.index_batch,
                         &|| Instant::now() >= deadline,
+                        &mut |_| {},
                     );
                 }
                 return;
@@ -351,8 +415,9 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
             // Let more writes join this batch, unless enough are already waiting.
             let deadline = Instant::now() + options.index_delay;
             while !state.stop
-                && state.writes - seen < options.index_batch.max_parts as u64
-                && Instant::now() < deadline
+                && (state.paused > 0
+                    || (state.writes - seen < options.index_batch.max_parts as u64
+                        && Instant::now() < deadline))
             {
                 let left = deadline.saturating_duration_since(Instant::now());
                 state = signal
@@ -367,13 +432,17 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
             }
             state.seen = state.writes;
         }
-        let stop = || lock_state(signal).stop;
+        let stop = || {
+            let state = lock_state(signal);
+            state.stop || state.paused > 0
+        };
         if let Err(err) = index_until_done(
             writer,
             options,
             &options.clock,
             options.index_batch,
             &stop,
+            &mut |_| {},
         ) {
             // Nothing is lost: the parts stay queued for the next wake-up, open or search.
             tracing::debug!(error = %err, "background search indexing failed");

@@ -108,11 +108,16 @@ pub fn load_message(tx: &dyn Queryable, id: &str) -> Result<Message> {
         .optional()?
         .ok_or_else(|| MessageError::not_found("message", id))?;
     let mut msg = message_from_row(row)?;
-    msg.parts = queries::list_message_part_data(tx.conn(), id)?
+    msg.parts = parts_of(tx, id)?;
+    Ok(msg)
+}
+
+/// The parts of message `id` in position order (one query), decoded.
+pub(crate) fn parts_of(tx: &dyn Queryable, id: &str) -> Result<Vec<StoredPart>> {
+    queries::list_message_part_data(tx.conn(), id)?
         .into_iter()
         .map(|row| PartData::from(row).decode())
-        .collect::<Result<_>>()?;
-    Ok(msg)
+        .collect()
 }
 
 /// The message `id` without its parts (its row only: usage, role, session …), for
