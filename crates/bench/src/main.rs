@@ -72,6 +72,10 @@ struct Cli {
     /// Writer: raw rusqlite with SQLite's busy handler only.
     #[arg(long, hide = true)]
     raw: bool,
+    /// Run only this part (append, latency, stream, writers, reads, import) and print its
+    /// figures as JSON: for profiling one thing at a time.
+    #[arg(long, value_name = "PART")]
+    only: Option<String>,
     /// Work in this directory (kept afterwards) instead of a temporary one.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
@@ -111,6 +115,61 @@ fn progress(what: &str) {
     eprintln!("[scribe-bench] {what}");
 }
 
+/// `--only PART`: one part of the report, its figures as JSON.
+fn only(part: &str, dir: &std::path::Path, seed: u64, sizes: &Sizes) -> Result<()> {
+    let json = match part {
+        "append" => serde_json::to_string_pretty(&append::run(
+            dir,
+            seed,
+            sizes.append_messages,
+            sizes.append_chunk,
+        )?)?,
+        "latency" => serde_json::to_string_pretty(&latency::run(
+            dir,
+            seed,
+            sizes.latency_messages,
+            sizes.latency_searches,
+        )?)?,
+        "stream" => serde_json::to_string_pretty(&stream::run(dir, seed, sizes.stream_rounds)?)?,
+        "writers" => serde_json::to_string_pretty(&writers::run(
+            dir,
+            "writers-scribe",
+            writers::Mode::Scribe,
+            sizes.writers,
+            sizes.per_writer,
+            seed,
+        )?)?,
+        "reads" => {
+            let corpus = corpus::build(
+                &dir.join("corpus.db"),
+                &dir.join("corpus-limit.db"),
+                sizes.corpus,
+                seed,
+            )?;
+            let store = Store::new(Arc::clone(&corpus.db));
+            let search = reads::search(&corpus, store.messages(), sizes.queries)?;
+            let load = reads::load(&corpus, store.messages(), sizes.load_rounds)?;
+            serde_json::to_string_pretty(&(search, load))?
+        }
+        "import" => {
+            let db = Arc::new(scribe_db::Database::open(dir.join("export-from.db"))?);
+            let sessions = scribe_session::SessionService::new(db);
+            let session = sessions.create(scribe_session::NewSession::default())?;
+            serde_json::to_string_pretty(&import::run(
+                &dir.join("import.jsonl"),
+                &dir.join("import.db"),
+                seed,
+                sizes.import_sessions,
+                sizes.import_per_session,
+                (&sessions, &session.id),
+            )?)?
+        }
+        other => return Err(format!("--only: no part named {other:?}").into()),
+    };
+    println!("{json}");
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<()> {
     let sizes = if cli.quick {
         Sizes::quick()
@@ -129,6 +188,9 @@ fn run(cli: &Cli) -> Result<()> {
     };
     let dir = dir.as_path();
     let seed = cli.seed;
+    if let Some(part) = &cli.only {
+        return only(part, dir, seed, &sizes);
+    }
 
     progress(&format!(
         "append: {} one-text-part messages, Scribe, the limit and raw alternating every {}",

@@ -685,11 +685,12 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "       import: {} sessions, {} of JSON Lines, read + parsed + stored + indexed \
-             ({} of it indexing after the last session); whole {}-message session through \
+            "       import: {} sessions, {} of JSON Lines, read + parsed ({}) + stored + indexed \
+             ({} after the last session was stored); whole {}-message session through \
              list(): {}, for scale against context().",
             self.import.sessions,
             mebibytes(self.import.file_bytes),
+            millis(self.import.parse_ms),
             millis(self.import.index_ms),
             self.context.long_messages,
             millis(self.context.long_full_list_ms)

@@ -84,6 +84,22 @@ pub enum ImportOutcome {
     },
 }
 
+/// How far [`SessionService::import_many`] has come (its progress callback's argument).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportProgress {
+    /// Sessions handled so far (imported, skipped or failed).
+    pub sessions: usize,
+    /// Messages stored so far.
+    pub messages: usize,
+    /// Parts indexed for search so far (indexing starts once every session is stored).
+    pub indexed: u64,
+    /// Parts waiting to be indexed when indexing started.
+    pub to_index: u64,
+}
+
+/// About how many messages [`SessionService::import_many`] stores per transaction.
+pub const IMPORT_BATCH_MESSAGES: usize = 5_000;
+
 /// What [`SessionService::prune`] removed, or would remove in a dry run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PruneReport {
@@ -335,6 +351,120 @@ impl SessionService {
             }
             Ok(outcome)
         })
+    }
+
+    /// Imports many exported sessions: the bulk path of `scribe import` and of the history
+    /// importers. Each session is imported as [`import`](Self::import) does it (the same
+    /// rules, skips and errors, all or nothing, `created` published), but many go into one
+    /// transaction (about [`IMPORT_BATCH_MESSAGES`] messages). One that fails is reported
+    /// and the others still go in: the transaction is rolled back and stored again without
+    /// it (failures are rare, so the common path pays nothing for them). While
+    /// the rows go in, this process's background search indexer waits; then both search
+    /// indexes are built in a few large transactions.
+    ///
+    /// `progress` is called after every transaction (storing, then indexing). Returns one
+    /// outcome per session, in order; `Err` only when the database itself failed (what
+    /// earlier transactions stored stays).
+    pub fn import_many<I>(
+        &self,
+        exports: I,
+        mut progress: impl FnMut(&ImportProgress),
+    ) -> Result<Vec<Result<ImportOutcome>>>
+    where
+        I: IntoIterator<Item = SessionExport>,
+    {
+        let mut done = ImportProgress::default();
+        let mut outcomes = Vec::new();
+        {
+            let _paused = self.db.pause_background_indexing();
+            let mut exports = exports.into_iter().peekable();
+            let mut batch: Vec<SessionExport> = Vec::new();
+            while exports.peek().is_some() {
+                let mut messages = 0;
+                while let Some(export) =
+                    exports.next_if(|_| batch.is_empty() || messages < IMPORT_BATCH_MESSAGES)
+                {
+                    messages += export.messages.len();
+                    batch.push(export);
+                }
+                let results = self.import_batch(&batch)?;
+                done.sessions += results.len();
+                done.messages += results
+                    .iter()
+                    .zip(&batch)
+                    .filter(|(r, _)| matches!(r, Ok(ImportOutcome::Imported { .. })))
+                    .map(|(_, e)| e.messages.len())
+                    .sum::<usize>();
+                outcomes.extend(results);
+                batch.clear();
+                progress(&done);
+            }
+        }
+        done.to_index = self.db.search_backlog()?;
+        progress(&done);
+        self.db
+            .index_pending_with_progress(scribe_db::IndexBatch::BULK, &mut |run| {
+                done.indexed = run.indexed;
+                progress(&done);
+            })?;
+        Ok(outcomes)
+    }
+}
+
+/// Why a batch of [`SessionService::import_many`] stopped.
+#[derive(Debug)]
+enum BatchError {
+    /// Session `0` of the batch cannot be imported (rolled back with the batch).
+    Session(usize, SessionError),
+    /// The database failed (a busy one is retried).
+    Db(scribe_db::Error),
+}
+
+impl From<scribe_db::Error> for BatchError {
+    fn from(err: scribe_db::Error) -> Self {
+        BatchError::Db(err)
+    }
+}
+
+scribe_db::impl_tx_error!(BatchError, BatchError::Db);
+
+impl SessionService {
+    /// Imports `batch` in one transaction; a session that fails is taken out and the rest
+    /// stored again. One outcome per session, in order.
+    fn import_batch(&self, batch: &[SessionExport]) -> Result<Vec<Result<ImportOutcome>>> {
+        let mut outcomes: Vec<Option<Result<ImportOutcome>>> = batch.iter().map(|_| None).collect();
+        loop {
+            let left: Vec<usize> = (0..batch.len()).filter(|&i| outcomes[i].is_none()).collect();
+            let stored = self.db.write(|tx| {
+                let mut stored = Vec::with_capacity(left.len());
+                for &i in &left {
+                    match import_tx(tx, &batch[i]) {
+                        Ok(outcome) => {
+                            if let ImportOutcome::Imported { session, .. } = &outcome {
+                                self.announce(tx, EventKind::Created, session);
+                            }
+                            stored.push((i, outcome));
+                        }
+                        Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
+                        Err(err) => return Err(BatchError::Session(i, err)),
+                    }
+                }
+                Ok(stored)
+            });
+            match stored {
+                Ok(stored) => {
+                    for (i, outcome) in stored {
+                        outcomes[i] = Some(Ok(outcome));
+                    }
+                    return Ok(outcomes
+                        .into_iter()
+                        .map(|o| o.unwrap_or_else(|| Err(SessionError::InvalidInput("not imported".into()))))
+                        .collect());
+                }
+                Err(BatchError::Session(i, err)) => outcomes[i] = Some(Err(err)),
+                Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
+            }
+        }
     }
 }
 
