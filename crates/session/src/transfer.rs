@@ -113,6 +113,9 @@ pub struct PruneReport {
 
 const DAY_MS: i64 = 86_400_000;
 
+/// What a writer given to [`SessionService::export_each`] may fail with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 fn prunable(tx: &dyn Queryable, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
     let rows = match source {
         None => q::list_prunable_sessions(tx.conn(), before)?,
@@ -315,21 +318,51 @@ impl SessionService {
 
     /// Exports the selected sessions with their messages, parts and file versions, all
     /// read from one snapshot. [`ExportSelection::All`] lists sessions oldest first, every
-    /// parent before its children, so importing them in order keeps every link.
+    /// parent before its children, so importing them in order keeps every link. Holds
+    /// them all in memory: [`export_each`](Self::export_each) streams them instead.
     pub fn export(&self, selection: &ExportSelection) -> Result<Vec<SessionExport>> {
-        self.db.read(|tx| match selection {
-            ExportSelection::One(id) => Ok(vec![export_one(tx, load(tx, id)?)?]),
-            ExportSelection::All { source } => {
-                let filter = SessionFilter {
-                    sources: source.iter().cloned().collect(),
-                    order: SessionOrder::CreatedAsc,
-                    ..SessionFilter::default()
-                };
-                parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
-                    .into_iter()
-                    .map(|session| export_one(tx, session))
-                    .collect()
+        let mut all = Vec::new();
+        self.export_each(selection, &mut |export| {
+            all.push(export);
+            Ok(())
+        })?;
+        Ok(all)
+    }
+
+    /// [`export`](Self::export) one session at a time: `write` gets each session's export
+    /// as soon as it has been read, so memory holds one session, never all of them (what
+    /// `scribe export --all` streams to its file). Everything is read from one snapshot, in
+    /// the same order as `export`. Returns how many sessions were written; an error from
+    /// `write` stops the export ([`SessionError::Write`]).
+    pub fn export_each(
+        &self,
+        selection: &ExportSelection,
+        write: &mut dyn FnMut(SessionExport) -> std::result::Result<(), BoxError>,
+    ) -> Result<usize> {
+        // A read is retried when the database is busy; sessions written by a try that
+        // failed are not written again.
+        let mut written: BTreeSet<String> = BTreeSet::new();
+        self.db.read(|tx| {
+            let sessions = match selection {
+                ExportSelection::One(id) => vec![load(tx, id)?],
+                ExportSelection::All { source } => {
+                    let filter = SessionFilter {
+                        sources: source.iter().cloned().collect(),
+                        order: SessionOrder::CreatedAsc,
+                        ..SessionFilter::default()
+                    };
+                    parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
+                }
+            };
+            for session in sessions {
+                if written.contains(&session.id) {
+                    continue;
+                }
+                let id = session.id.clone();
+                write(export_one(tx, session)?).map_err(SessionError::Write)?;
+                written.insert(id);
             }
+            Ok(written.len())
         })
     }
 
