@@ -23,12 +23,10 @@ use crate::stats::{self, median, ms, percentile};
 const RAW_LIST_MESSAGES: &str =
     "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
 /// `ListSessionPartData`, written out by hand.
-const RAW_LIST_PARTS: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = ?1
-ORDER BY m.created_at, m.id, p.position";
+const RAW_LIST_PARTS: &str = "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = ?1
+ORDER BY seq";
 
 /// The hits a caller needs (message, session, role, time, snippet, rank, session source,
 /// model and title), best rank first, from the word index.
@@ -378,11 +376,28 @@ fn raw_load(conn: &Connection, session: &str) -> Result<usize> {
         messages.into_iter().map(|m| (m, Vec::new())).collect();
     let mut stmt = tx.prepare_cached(RAW_LIST_PARTS)?;
     let mut rows = stmt.query([session])?;
+    // Parts come in the order they were written, which is message order: a cursor walks
+    // forward, and an index is built the first time a part is out of that order.
     let mut at = 0;
+    let mut index: Option<std::collections::HashMap<String, usize>> = None;
     while let Some(r) = rows.next()? {
         let message_id: String = r.get(1)?;
-        while grouped.get(at).is_some_and(|(m, _)| m.0.0 != message_id) {
-            at += 1;
+        if grouped.get(at).is_none_or(|(m, _)| m.0.0 != message_id) {
+            if grouped.get(at + 1).is_some_and(|(m, _)| m.0.0 == message_id) {
+                at += 1;
+            } else {
+                let index = index.get_or_insert_with(|| {
+                    grouped
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (m, _))| (m.0.0.clone(), i))
+                        .collect()
+                });
+                match index.get(&message_id) {
+                    Some(&i) => at = i,
+                    None => continue,
+                }
+            }
         }
         let data: String = r.get(3)?;
         let part = Part::from_json(&data)?;

@@ -843,11 +843,10 @@ pub fn list_message_texts(
 
 /// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = ?1
-ORDER BY m.created_at, m.id, p.position";
+    "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = ?1
+ORDER BY seq";
 
 /// A row returned by [`list_session_part_data`].
 #[derive(Debug, Clone, PartialEq)]
@@ -862,10 +861,11 @@ pub struct ListSessionPartDataRow {
 
 /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
 ///
-/// Every part of a session in message order then part order, without the computed
+/// Every part of a session in the order they were written (seq), without the computed
 /// search_text (loading a conversation must not re-extract every part's text). Driven by
-/// messages_session_created, so rows come out in message order and only each message's
-/// few parts are sorted.
+/// parts_session alone: one index step and one row per part, no seek per message and no
+/// sort; the caller puts each part under its message (seq order is message order and part
+/// order, except for a part added to an older message later).
 pub fn list_session_part_data(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -3709,10 +3709,11 @@ pub trait ReadQueries {
     ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
 
     /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
-    /// Every part of a session in message order then part order, without the computed
+    /// Every part of a session in the order they were written (seq), without the computed
     /// search_text (loading a conversation must not re-extract every part's text). Driven by
-    /// messages_session_created, so rows come out in message order and only each message's
-    /// few parts are sorted.
+    /// parts_session alone: one index step and one row per part, no seek per message and no
+    /// sort; the caller puts each part under its message (seq order is message order and part
+    /// order, except for a part added to an older message later).
     fn list_session_part_data(
         &mut self,
         session_id: &str,

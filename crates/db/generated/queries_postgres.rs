@@ -136,11 +136,10 @@ ORDER BY message_id, position";
 
 /// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = $1
-ORDER BY m.created_at, m.id, p.position";
+    "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = $1
+ORDER BY seq";
 
 /// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =

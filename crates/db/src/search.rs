@@ -13,9 +13,11 @@
 //! found. [`crate::Database::index_pending`] first, as `MessageService::search` does, to
 //! find everything committed.
 //!
-//! Cost: ranking runs without snippets (one light statement, repeated with a larger limit
-//! only when many candidates were further parts of messages already found); then one
-//! statement fetches the returned page's hits with their snippets.
+//! Cost: the first page is one statement, read only as far as the page needs, so snippets
+//! are computed for the page's rows (and the few further parts of messages already on
+//! it), never for the rest of the matches. A later page ranks without snippets (a light
+//! statement, repeated with a larger limit only when many candidates were further parts
+//! of messages already found), then fetches its own rows' snippets.
 
 use rusqlite::{Connection, Row};
 use sea_query::{
@@ -435,6 +437,24 @@ fn fts_search(
     if filter.limit == 0 {
         return Ok(Vec::new());
     }
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    if filter.offset == 0 {
+        let mut hits = first_page(conn, index, expr, filter)?;
+        if plain.iter().any(|a| !a.all.is_empty()) && hits.len() < limit {
+            let seen: std::collections::HashSet<String> =
+                hits.iter().map(|h| h.message_id.clone()).collect();
+            let more = (limit - hits.len()) as u64;
+            let extra = distinct_messages(more, |n| {
+                let mut rows =
+                    plain_matches(conn, plain, filter, n.saturating_add(seen.len() as u64))?;
+                rows.retain(|r| !seen.contains(&r.message_id));
+                Ok(rows)
+            })?;
+            let page: Vec<Candidate> = extra.into_iter().take(limit - hits.len()).collect();
+            hits.extend(page_hits(conn, index, expr, plain, &page)?);
+        }
+        return Ok(hits);
+    }
     let wanted = filter.offset.saturating_add(filter.limit);
     let mut found = distinct_messages(wanted, |n| ranked(conn, index, expr, filter, n))?;
     if plain.iter().any(|a| !a.all.is_empty()) && (found.len() as u64) < wanted {
@@ -451,9 +471,64 @@ fn fts_search(
         found.extend(extra.into_iter().take(usize::try_from(more).unwrap_or(usize::MAX)));
     }
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
-    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
     let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();
     page_hits(conn, index, expr, plain, &page)
+}
+
+/// The first page (no offset) in one statement: the ranked hits with their columns and
+/// snippets, read only as far as the page needs. SQLite computes a row's snippet when the
+/// statement steps to it, so snippets are made for the page's rows and for the few
+/// further parts of messages already on it, never for the rest of the matches.
+fn first_page(
+    conn: &Connection,
+    index: &'static str,
+    expr: &str,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let order = JoinOrder::Fixed;
+    let mut query = Query::select();
+    hit_columns(&mut query, snippet(index), c(index, "rank"));
+    query.from(Alias::new(index));
+    join(
+        &mut query,
+        order,
+        "parts",
+        "p",
+        c("p", "seq").equals(tc(index, "rowid")),
+    );
+    filter_hits(&mut query, filter, order, true);
+    query
+        .and_where(matches(index, expr))
+        .order_by(tc(index, "rank"), Order::Asc);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(&*values.as_params())?;
+    let mut seen = std::collections::HashSet::new();
+    let mut hits = Vec::with_capacity(limit.min(64));
+    while hits.len() < limit {
+        let Some(row) = rows.next()? else {
+            break;
+        };
+        let message_id: String = row.get(0)?;
+        if seen.insert(message_id) {
+            hits.push(hit(row, None)?);
+        }
+    }
+    Ok(hits)
+}
+
+/// FTS5's snippet of column 0 of `index`, marked with [`MATCH_START`] / [`MATCH_END`].
+fn snippet(index: &str) -> Expr {
+    Expr::cust_with_values(
+        format!("snippet(\"{index}\", 0, ?, ?, ?, ?)"),
+        [
+            MATCH_START.into(),
+            MATCH_END.into(),
+            ELLIPSIS.into(),
+            sea_query::Value::from(SNIPPET_TOKENS),
+        ],
+    )
 }
 
 /// The hits of `page` in its order, with the hit columns, and snippets from `index` (or,
@@ -468,18 +543,9 @@ fn page_hits(
     let mut by_seq: std::collections::HashMap<i64, SearchHit> = std::collections::HashMap::new();
     let indexed: Vec<i64> = page.iter().filter(|c| !c.plain).map(|c| c.seq).collect();
     if !indexed.is_empty() {
-        let snippet = Expr::cust_with_values(
-            format!("snippet(\"{index}\", 0, ?, ?, ?, ?)"),
-            [
-                MATCH_START.into(),
-                MATCH_END.into(),
-                ELLIPSIS.into(),
-                sea_query::Value::from(SNIPPET_TOKENS),
-            ],
-        );
         let order = JoinOrder::Fixed;
         let mut query = Query::select();
-        hit_columns(&mut query, snippet, Expr::val(0.0));
+        hit_columns(&mut query, snippet(index), Expr::val(0.0));
         query.expr(c("p", "seq")).from(Alias::new(index));
         join(
             &mut query,
@@ -493,7 +559,7 @@ fn page_hits(
             .and_where(matches(index, expr))
             .and_where(c(index, "rowid").is_in(indexed.iter().copied()));
         let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(&*values.as_params(), |row| {
             Ok((row.get::<_, i64>(12)?, hit(row, None)?))
         })?;
@@ -512,7 +578,7 @@ fn page_hits(
         join_hit_tables(&mut query, JoinOrder::Planner);
         query.and_where(c("p", "seq").is_in(unindexed.iter().copied()));
         let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(&*values.as_params(), |row| {
             let text: Option<String> = row.get(5)?;
             let text = text.unwrap_or_default();

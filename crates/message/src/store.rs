@@ -261,7 +261,7 @@ impl PartData {
     }
 }
 
-/// Puts each part under its message; parts of one message arrive in position order.
+/// Puts each part under its message, in position order (parts usually arrive in it).
 fn assemble(rows: Vec<MessageRow>, parts: impl Iterator<Item = PartData>) -> Result<Vec<Message>> {
     let mut messages = rows
         .into_iter()
@@ -296,6 +296,11 @@ fn assemble(rows: Vec<MessageRow>, parts: impl Iterator<Item = PartData>) -> Res
         }
         if let Some(msg) = messages.get_mut(at) {
             msg.parts.push(row.decode()?);
+        }
+    }
+    for msg in &mut messages {
+        if !msg.parts.is_sorted_by_key(|p| p.position) {
+            msg.parts.sort_by_key(|p| p.position);
         }
     }
     Ok(messages)
