@@ -1755,66 +1755,57 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `ReplacePart` (sql/queries/parts.sql:36).
-pub const REPLACE_PART_SQL: &str =
-    "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4
-RETURNING message_id, session_id, position, created_at, updated_at";
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = ?1";
 
-/// A row returned by [`replace_part`].
+/// A row returned by [`get_part_place`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReplacePartRow {
+pub struct GetPartPlaceRow {
     pub message_id: String,
     pub session_id: String,
     pub position: i64,
     pub created_at: i64,
-    pub updated_at: i64,
 }
 
-/// Parameters of [`replace_part`].
-#[derive(Debug, Clone, Copy)]
-pub struct ReplacePartParams<'a> {
-    pub r#type: &'a str,
-    pub data: &'a str,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `ReplacePart` (`:one`) from `sql/queries/parts.sql:36`.
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
 ///
-/// Replaces one part's content and says where the part sits: a streamed flush reads
-/// nothing else (the caller has the content; the search indexes follow by trigger).
+/// Where a part sits, without its content: what a changed part's event needs besides the
+/// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+/// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+/// on every streamed flush.)
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn replace_part(
-    conn: &rusqlite::Connection,
-    params: &ReplacePartParams<'_>,
-) -> rusqlite::Result<ReplacePartRow> {
-    let mut stmt = conn.prepare_cached(REPLACE_PART_SQL)?;
-    let values = rusqlite::params![params.r#type, params.data, params.now, params.id];
-    stmt.query_row(values, |row| {
-        Ok(ReplacePartRow {
+pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<GetPartPlaceRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_PLACE_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartPlaceRow {
             message_id: row.get(0)?,
             session_id: row.get(1)?,
             position: row.get(2)?,
             created_at: row.get(3)?,
-            updated_at: row.get(4)?,
         })
     })
 }
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
-pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data FROM parts WHERE id = ?1";
+/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+pub const GET_PART_CONTENT_SQL: &str =
+    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct GetPartContentRow {
     pub r#type: String,
     pub data: String,
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
 }
 
-/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
 ///
-/// A part's type and JSON, to check a tool part's change against it.
+/// A part's type and JSON (to check a tool part's change against it), and where it sits.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_part_content(
@@ -1826,17 +1817,37 @@ pub fn get_part_content(
         Ok(GetPartContentRow {
             r#type: row.get(0)?,
             data: row.get(1)?,
+            message_id: row.get(2)?,
+            session_id: row.get(3)?,
+            position: row.get(4)?,
+            created_at: row.get(5)?,
         })
     })
 }
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:46).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+pub const NEXT_PART_POSITION_SQL: &str =
+    "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
+FROM parts
+WHERE message_id = ?1";
+
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+///
+/// The position after a message's last part (0 for none).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<i64> {
+    let mut stmt = conn.prepare_cached(NEXT_PART_POSITION_SQL)?;
+    stmt.query_row([message_id], |row| row.get(0))
+}
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = ?1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:46`.
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
 ///
 /// The message's finish part, if it has one (the last, should there be several).
 ///
@@ -1849,10 +1860,10 @@ pub fn get_last_finish_part_id(
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:53).
+/// SQL of `DeletePart` (sql/queries/parts.sql:60).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:53`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -3779,11 +3790,22 @@ pub trait ReadQueries {
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
-    /// A part's type and JSON, to check a tool part's change against it.
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+    /// Where a part sits, without its content: what a changed part's event needs besides the
+    /// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+    /// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+    /// on every streamed flush.)
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
+
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+    /// A part's type and JSON (to check a tool part's change against it), and where it sits.
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
 
-    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:46`.
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+    /// The position after a message's last part (0 for none).
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
+
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
     /// The message's finish part, if it has one (the last, should there be several).
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
@@ -3972,15 +3994,7 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ReplacePart` (`:one`) from `sql/queries/parts.sql:36`.
-    /// Replaces one part's content and says where the part sits: a streamed flush reads
-    /// nothing else (the caller has the content; the search indexes follow by trigger).
-    fn replace_part(
-        &mut self,
-        params: &ReplacePartParams<'_>,
-    ) -> Result<Option<ReplacePartRow>, crate::Error>;
-
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:53`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
@@ -4321,8 +4335,18 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error> {
+        sqlgen_optional(get_part_place(self.conn, id))
+    }
+
+    #[inline]
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error> {
         sqlgen_optional(get_part_content(self.conn, id))
+    }
+
+    #[inline]
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error> {
+        sqlgen_optional(next_part_position(self.conn, message_id))
     }
 
     #[inline]
@@ -4550,14 +4574,6 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error> {
         update_part(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn replace_part(
-        &mut self,
-        params: &ReplacePartParams<'_>,
-    ) -> Result<Option<ReplacePartRow>, crate::Error> {
-        sqlgen_optional(replace_part(self.conn, params))
     }
 
     #[inline]

@@ -275,21 +275,27 @@ ORDER BY m.created_at, m.id, p.position";
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
 
-/// SQL of `ReplacePart` (sql/queries/parts.sql:36).
-pub const REPLACE_PART_SQL: &str =
-    "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4
-RETURNING message_id, session_id, position, created_at, updated_at";
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = $1";
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
-pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data FROM parts WHERE id = $1";
+/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+pub const GET_PART_CONTENT_SQL: &str =
+    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = $1";
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:46).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+pub const NEXT_PART_POSITION_SQL: &str =
+    "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
+FROM parts
+WHERE message_id = $1";
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = $1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:53).
+/// SQL of `DeletePart` (sql/queries/parts.sql:60).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
@@ -827,14 +833,13 @@ fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error>
     })
 }
 
-/// Reads a [`super::ReplacePartRow`] from a row, by position.
-fn read_replace_part_row(row: &postgres::Row) -> Result<super::ReplacePartRow, postgres::Error> {
-    Ok(super::ReplacePartRow {
+/// Reads a [`super::GetPartPlaceRow`] from a row, by position.
+fn read_get_part_place_row(row: &postgres::Row) -> Result<super::GetPartPlaceRow, postgres::Error> {
+    Ok(super::GetPartPlaceRow {
         message_id: row.try_get(0)?,
         session_id: row.try_get(1)?,
         position: row.try_get(2)?,
         created_at: row.try_get(3)?,
-        updated_at: row.try_get(4)?,
     })
 }
 
@@ -845,6 +850,10 @@ fn read_get_part_content_row(
     Ok(super::GetPartContentRow {
         r#type: row.try_get(0)?,
         data: row.try_get(1)?,
+        message_id: row.try_get(2)?,
+        session_id: row.try_get(3)?,
+        position: row.try_get(4)?,
+        created_at: row.try_get(5)?,
     })
 }
 
@@ -1335,6 +1344,16 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn get_part_place(&mut self, id: &str) -> Result<Option<super::GetPartPlaceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
+        let sql = GET_PART_PLACE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_get_part_place_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
     fn get_part_content(
         &mut self,
         id: &str,
@@ -1344,6 +1363,16 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.client.query_typed(sql, &values)?;
         rows.first()
             .map(read_get_part_content_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
+        let sql = NEXT_PART_POSITION_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(|row| row.try_get(0))
             .transpose()
             .map_err(crate::Error::from)
     }
@@ -1843,24 +1872,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = UPDATE_PART_SQL;
         let changed = self.client.execute_typed(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn replace_part(
-        &mut self,
-        params: &super::ReplacePartParams<'_>,
-    ) -> Result<Option<super::ReplacePartRow>, crate::Error> {
-        let values: [Param<'_>; 4] = [
-            (&params.r#type, Type::TEXT),
-            (&params.data, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = REPLACE_PART_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_replace_part_row)
-            .transpose()
-            .map_err(crate::Error::from)
     }
 
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error> {

@@ -466,24 +466,17 @@ impl MessageService {
         let data = part.to_json()?;
         let existing = queries::get_last_finish_part_id(tx.conn(), id).optional()?;
         let (stored, kind) = match existing {
-            Some(part_id) => (
-                self.write_part(tx, &part_id, &part, &data)?,
-                EventKind::Updated,
-            ),
+            Some(part_id) => {
+                let place = queries::get_part_place(tx.conn(), &part_id)?;
+                (
+                    self.write_part(tx, &part_id, place, &part, &data)?,
+                    EventKind::Updated,
+                )
+            }
             None => {
                 let part_id = new_id(Prefix::Part);
-                let row = queries::append_part(
-                    tx.conn(),
-                    &queries::AppendPartParams {
-                        id: &part_id,
-                        message_id: id,
-                        session_id: &row.session_id,
-                        r#type: part.type_name(),
-                        data: &data,
-                        now,
-                    },
-                )?;
-                (appended(row, part), EventKind::Created)
+                let event = append(tx, &part_id, id, &row.session_id, part, &data)?;
+                (event, EventKind::Created)
             }
         };
         self.announce_part(tx, kind, &stored);
@@ -557,9 +550,10 @@ impl MessageService {
     /// Replaces part `part_id` with `part` (already serialised as `data`, so that a caller
     /// can fail on serialisation before opening a transaction); queues `updated`.
     ///
-    /// A streamed flush costs one `UPDATE … RETURNING`: the stored part is read (and
-    /// parsed) only when `part` is a tool part, to check the call's state machine against
-    /// it, and the event carries `part` itself rather than the row read back.
+    /// A streamed flush costs one small SELECT (where the part sits) and one UPDATE: the
+    /// stored content is read (and parsed) only when `part` is a tool part, to check the
+    /// call's state machine against it, and the event carries `part` itself rather than
+    /// the row read back.
     fn replace_part_tx(
         &self,
         tx: &mut Tx<'_>,
@@ -567,49 +561,63 @@ impl MessageService {
         part: &Part,
         data: &str,
     ) -> Result<StoredPart> {
-        if let Part::Tool(_) = part {
+        let place = if let Part::Tool(_) = part {
             let old = queries::get_part_content(tx.conn(), part_id)
                 .optional()?
                 .ok_or_else(|| MessageError::not_found("part", part_id))?;
             if old.r#type == "tool"
-                && let Ok(old) = Part::from_json(&old.data)
+                && let Ok(old_part) = Part::from_json(&old.data)
             {
-                check_part_change(part_id, &old, part)?;
+                check_part_change(part_id, &old_part, part)?;
             }
-        }
-        let event = self.write_part(tx, part_id, part, data)?;
+            queries::GetPartPlaceRow {
+                message_id: old.message_id,
+                session_id: old.session_id,
+                position: old.position,
+                created_at: old.created_at,
+            }
+        } else {
+            queries::get_part_place(tx.conn(), part_id)
+                .optional()?
+                .ok_or_else(|| MessageError::not_found("part", part_id))?
+        };
+        let event = self.write_part(tx, part_id, place, part, data)?;
         self.announce_part(tx, EventKind::Updated, &event);
         Ok(event.part)
     }
 
-    /// Stores `part` (serialised as `data`) as part `part_id`; its event, not queued.
+    /// Stores `part` (serialised as `data`) as part `part_id`, which sits at `place`; its
+    /// event, not queued.
     fn write_part(
         &self,
         tx: &Tx<'_>,
         part_id: &str,
+        place: queries::GetPartPlaceRow,
         part: &Part,
         data: &str,
     ) -> Result<PartEvent> {
-        let row = queries::replace_part(
+        let now = tx.now();
+        let changed = queries::update_part(
             tx.conn(),
-            &queries::ReplacePartParams {
+            &queries::UpdatePartParams {
                 r#type: part.type_name(),
                 data,
-                now: tx.now(),
+                now,
                 id: part_id,
             },
-        )
-        .optional()?
-        .ok_or_else(|| MessageError::not_found("part", part_id))?;
+        )?;
+        if changed == 0 {
+            return Err(MessageError::not_found("part", part_id));
+        }
         Ok(PartEvent {
-            message_id: row.message_id,
-            session_id: row.session_id,
+            message_id: place.message_id,
+            session_id: place.session_id,
             part: StoredPart {
                 id: part_id.to_owned(),
-                position: row.position,
+                position: place.position,
                 part: part.clone(),
-                created_at: row.created_at,
-                updated_at: row.updated_at,
+                created_at: place.created_at,
+                updated_at: now,
             },
         })
     }
@@ -626,37 +634,49 @@ impl MessageService {
         data: &str,
     ) -> Result<StoredPart> {
         let msg = get_message_row(tx, message_id)?;
-        let row = queries::append_part(
-            tx.conn(),
-            &queries::AppendPartParams {
-                id,
-                message_id,
-                session_id: &msg.session_id,
-                r#type: part.type_name(),
-                data,
-                now: tx.now(),
-            },
-        )?;
-        let event = appended(row, part.clone());
+        let event = append(tx, id, message_id, &msg.session_id, part.clone(), data)?;
         self.announce_part(tx, EventKind::Created, &event);
         Ok(event.part)
     }
 }
 
-/// The event of a part just appended as `row`, with the content the caller gave (not
-/// parsed back from the row).
-fn appended(row: PartRow, part: Part) -> PartEvent {
-    PartEvent {
-        message_id: row.message_id,
-        session_id: row.session_id,
-        part: StoredPart {
-            id: row.id,
-            position: row.position,
-            part,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
+/// Stores `part` (serialised as `data`) as part `id` after the last part of message
+/// `message_id`, and returns its event. (Not `INSERT … RETURNING`: RETURNING computes every
+/// column of the row, the generated search_text too.)
+fn append(
+    tx: &Tx<'_>,
+    id: &str,
+    message_id: &str,
+    session_id: &str,
+    part: Part,
+    data: &str,
+) -> Result<PartEvent> {
+    let now = tx.now();
+    let position = queries::next_part_position(tx.conn(), message_id)?;
+    queries::create_part(
+        tx.conn(),
+        &queries::CreatePartParams {
+            id,
+            message_id,
+            session_id,
+            position,
+            r#type: part.type_name(),
+            data,
+            created_at: now,
+            updated_at: now,
         },
-    }
+    )?;
+    Ok(PartEvent {
+        message_id: message_id.to_owned(),
+        session_id: session_id.to_owned(),
+        part: StoredPart {
+            id: id.to_owned(),
+            position,
+            part,
+            created_at: now,
+            updated_at: now,
+        },
+    })
 }
 
 fn check_cost(cost: f64) -> Result<()> {
