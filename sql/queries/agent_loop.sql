@@ -43,3 +43,11 @@ WHERE session_id = @session_id AND owner = @owner;
 -- name: DeleteSessionRun :execrows
 -- Releases (or clears a dead) lease, only if `owner` still holds it.
 DELETE FROM session_runs WHERE session_id = @session_id AND owner = @owner;
+
+-- name: GetLastUserMessageId :one
+-- The session's newest user message (what a resumed loop answers), without loading the
+-- history: walks messages_session_created from the end.
+SELECT id FROM messages
+WHERE session_id = @session_id AND role = 'user'
+ORDER BY created_at DESC, id DESC
+LIMIT 1;

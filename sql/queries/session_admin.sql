@@ -119,3 +119,14 @@ SELECT count(*) AS "session_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;
+
+-- name: UpdateExternalSession :execrows
+-- An imported session's link, kind and end as its source now shows them (history import);
+-- @updated_at comes from the source, never the clock.
+UPDATE sessions
+SET parent_session_id = @parent_session_id,
+    kind = @kind,
+    ended_at = @ended_at,
+    end_reason = @end_reason,
+    updated_at = @updated_at
+WHERE id = @id;

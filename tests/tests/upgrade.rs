@@ -665,7 +665,7 @@ fn write_fixture(tx: &rusqlite::Connection) {
         ],
     );
     w.parts("msg_fixture_0006", main, 800_000, vec![
-        Part::Compaction(CompactionPart { auto: true, extra: Default::default() }),
+        Part::Compaction(CompactionPart { auto: true, ..Default::default() }),
         text("Summary: parse_expr was split into parse_arrow and parse_atom; the parser tests pass."),
         Part::finish(FinishReason::EndTurn, T0 + 810_000),
     ]);

@@ -4,8 +4,9 @@
 //!
 //! - [`AgentEvent`]: compaction runs and usage tracking. A compaction reports, in
 //!   order: [`AgentEvent::CompactionStarting`], [`AgentEvent::CompactionAnalyzing`],
-//!   [`AgentEvent::CompactionSummarizing`], then exactly one of
-//!   [`AgentEvent::CompactionDone`] or [`AgentEvent::CompactionFailed`].
+//!   [`AgentEvent::CompactionSummarizing`] (only when it asks for a summary), then
+//!   exactly one of [`AgentEvent::CompactionDone`] or [`AgentEvent::CompactionFailed`],
+//!   both saying which steps ran ([`CompactionStep`]).
 //! - [`LoopEvent`]: prompt ingestion and the loop's own milestones and failures.
 //!   Part-level progress (text deltas, tool state changes) is on the message
 //!   service's part broker.
@@ -13,7 +14,7 @@
 use scribe_message::{FinishReason, TokenUsage};
 use scribe_pubsub::{Broker, EventKind};
 
-use crate::compaction::FitStep;
+use crate::compaction::CompactionStep;
 
 /// One compaction or usage event. Published with [`EventKind::Created`]: each
 /// is a new fact, not a change to an earlier one.
@@ -24,12 +25,13 @@ pub enum AgentEvent {
         /// The session being compacted.
         session_id: String,
     },
-    /// The history since the last summary was loaded and measured.
+    /// What is sent was loaded and measured.
     CompactionAnalyzing {
         /// The session being compacted.
         session_id: String,
     },
-    /// The summarising model was asked for a summary.
+    /// Clearing old tool outputs was not enough (or cleared nothing): the
+    /// summarising model was asked for a summary.
     CompactionSummarizing {
         /// The session being compacted.
         session_id: String,
@@ -38,7 +40,8 @@ pub enum AgentEvent {
     CompactionDone {
         /// The session that was compacted.
         session_id: String,
-        /// The stored summary message (`None` for a prune-only run).
+        /// The stored summary message (`None` when pruning was enough, or summaries
+        /// are off).
         summary_message_id: Option<String>,
         /// The continuation session holding the summary (continuation strategy).
         continuation_session_id: Option<String>,
@@ -46,15 +49,21 @@ pub enum AgentEvent {
         tokens_before: u64,
         /// The estimated size of the next request's context after it.
         tokens_after: u64,
-        /// Tool parts marked compacted by the prune step.
+        /// Tool parts whose outputs were cleared (by the prune step, and by a summary
+        /// that keeps the words).
         pruned_tool_parts: usize,
-        /// The send-side steps needed beyond the summary and pruning.
-        fit_steps: Vec<FitStep>,
+        /// Messages a restarting summary kept verbatim after it.
+        kept_messages: usize,
+        /// The steps that ran, in order (the send-side ones are what the next
+        /// request needs).
+        steps: Vec<CompactionStep>,
     },
     /// The compaction stopped; `compacting_at` was cleared.
     CompactionFailed {
         /// The session whose compaction failed.
         session_id: String,
+        /// The steps that ran before it failed (what they stored stays).
+        steps: Vec<CompactionStep>,
         /// Why, e.g. `no messages to summarize in session …`.
         error: String,
     },
@@ -128,12 +137,14 @@ pub enum LoopEvent {
         /// 1-based step number within the prompt.
         step: usize,
     },
-    /// Compaction ran between steps.
+    /// Compaction ran before a step.
     Compacted {
         /// The session that was compacted.
         session_id: String,
         /// Where the conversation continues, if it moved to a new session.
         continued_in: Option<String>,
+        /// The steps it took.
+        steps: Vec<CompactionStep>,
     },
     /// The loop stopped.
     Finished {

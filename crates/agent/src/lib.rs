@@ -6,8 +6,9 @@
 //!   [`ModelCatalog`] — built-in defaults plus a user-editable TOML or JSON file;
 //! - [`estimate`]: the [`TokenEstimator`] trait and its deterministic
 //!   [`HeuristicEstimator`], for content with no reported usage yet;
-//! - [`compaction`]: the triggers ([`should_compact`]), the pruning planner,
-//!   the summary prompt, and the "what is sent" transforms;
+//! - [`compaction`]: the triggers ([`should_compact`]), the strategies, the
+//!   pruning planner, which recent messages a summary keeps, the summary prompt,
+//!   and the "what is sent" transforms;
 //! - [`provider`]: provider-neutral requests and streamed responses, the
 //!   [`Provider`] trait and the deterministic [`ScriptedProvider`].
 //!
@@ -22,10 +23,11 @@
 //!   transaction;
 //! - [`reply`]: [`ReplyWriter`] writes a streamed assistant reply as it arrives
 //!   (the loop's, or an application's own);
-//! - [`context()`]: what the next request sends, from the latest summary on,
-//!   and its size (the one view of scribe-message, [`scribe_message::sent`]);
-//! - [`Compactor`] (in [`compaction`]): auto-compaction runs, progress as
-//!   [`AgentEvent`]s ([`events`]).
+//! - [`context()`]: what the next request sends (the latest summary and what
+//!   is sent with it, loaded in proportion to what is sent) and its size (the
+//!   one view of scribe-message, [`scribe_message::sent`]);
+//! - [`Compactor`] (in [`compaction`]): auto-compaction runs, cheapest step
+//!   first, progress as [`AgentEvent`]s ([`events`]).
 //!
 //! The front door and the loop:
 //!
@@ -68,8 +70,8 @@ pub mod usage;
 pub use agents::{AgentConfig, AgentRegistry};
 pub use cancel::CancelToken;
 pub use compaction::{
-    CompactionConfig, CompactionOutcome, CompactionReport, CompactionStrategy, Compactor,
-    RequestContext, TriggerReason, should_compact,
+    CompactionConfig, CompactionOutcome, CompactionReport, CompactionStep, CompactionStrategy,
+    Compactor, RequestContext, TriggerReason, should_compact,
 };
 pub use context::{Context, ContextMeasure, context};
 pub use error::{AgentError, Result};

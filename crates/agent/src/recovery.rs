@@ -6,7 +6,10 @@
 //! (and any reader) sees what happened instead of a call that never ends.
 //!
 //! It is idempotent (a recovered message is finished, so a second run finds
-//! nothing) and the runner calls it whenever it opens a session. Each
+//! nothing) and the runner calls it whenever it opens a session. It looks
+//! first in a read (one indexed query), so a session with nothing left open —
+//! nearly every prompt — costs no write lock; only a session with an open
+//! message is checked again, and repaired, in a write. Each
 //! session's repair is one transaction (every part, the error and the finish
 //! commit together, or none of them); the part and message events are
 //! published after it commits.
@@ -113,6 +116,15 @@ pub fn recover_session_with(
     session_id: &str,
     config: &LeaseConfig,
 ) -> Result<RecoveryReport> {
+    // A read first: with nothing left open (nearly always) there is nothing to repair,
+    // and opening a session takes no write lock.
+    let open = store.database().read(|tx| -> Result<bool> {
+        SessionService::get_tx(tx, session_id)?;
+        Ok(!store::list_unfinished_assistant_message_ids(tx, session_id)?.is_empty())
+    })?;
+    if !open {
+        return Ok(RecoveryReport::default());
+    }
     let messages = store.messages();
     store.database().write(|tx| {
         let mut report = RecoveryReport::default();

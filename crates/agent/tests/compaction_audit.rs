@@ -10,7 +10,8 @@ use std::sync::Arc;
 use compaction_support::{Env, SMALL, png, read, text_of};
 use scribe_agent::compaction::{CLEARED_TOOL_OUTPUT, FitStep};
 use scribe_agent::{
-    CompactionConfig, CompactionOutcome, CompactionStrategy, ScriptedProvider, ScriptedTurn,
+    CompactionConfig, CompactionOutcome, CompactionStep, CompactionStrategy, ScriptedProvider,
+    ScriptedTurn,
 };
 use scribe_message::{Part, Role, TokenUsage, ToolState};
 use scribe_pubsub::EventKind;
@@ -34,9 +35,8 @@ fn completed_output(part: &Part) -> (&str, Option<i64>) {
 }
 
 /// Prune, then progressive, then strip media, all in one `compact` call, each
-/// needed (sizes below, budget 8,000). The summary step is off: a summary
-/// covers the whole history, so after one nothing older is left to prune,
-/// and the later steps only ever apply to what follows a summary.
+/// needed (sizes below, budget 8,000). The summary step is off, so the run goes
+/// from the cheap step straight to the send-side ones.
 #[test]
 fn prune_then_progressive_then_strip_media_chain_in_one_run() {
     let env = Env::new();
@@ -69,8 +69,12 @@ fn prune_then_progressive_then_strip_media_chain_in_one_run() {
     assert_eq!(report.pruned_part_ids, vec![a1.parts[0].id.clone()]);
     // Steps 3 and 4 followed, in that order.
     assert_eq!(
-        report.fit_steps,
-        vec![FitStep::Progressive, FitStep::StripMedia]
+        report.steps,
+        vec![
+            CompactionStep::Prune,
+            CompactionStep::Progressive,
+            CompactionStep::StripMedia
+        ]
     );
     assert!(report.tokens_after <= 8_000, "{report:?}");
     assert!(provider.requests().is_empty());
@@ -200,7 +204,7 @@ fn prune_marks_commit_together_and_are_announced_after() {
     env.user(&s.id, "two");
     let a2 = env.assistant(&s.id, vec![read("c3", 3_000, "gamma")]);
     env.user(&s.id, "three");
-    env.assistant(&s.id, vec![read("c4", 3_000, "delta")]);
+    let a3 = env.assistant(&s.id, vec![read("c4", 3_000, "delta")]);
     env.user(&s.id, "four");
     env.assistant(&s.id, vec![Part::text("ok")]);
     let provider = Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new()));
@@ -218,8 +222,13 @@ fn prune_marks_commit_together_and_are_announced_after() {
 
     let outcome = c.compact(&s.id, SMALL).unwrap();
     let pruned = outcome.report().unwrap().pruned_part_ids.clone();
-    assert_eq!(pruned.len(), 2, "{pruned:?}");
-    assert!(pruned.contains(&a1.parts[0].id) && pruned.contains(&a1.parts[1].id));
+    // Every output before the protected turn, oldest first (not just enough to fit:
+    // one clearing now saves the next requests from clearing bit by bit).
+    assert_eq!(
+        pruned,
+        [&a1.parts[0], &a1.parts[1], &a2.parts[0], &a3.parts[0]].map(|p| p.id.clone()),
+        "{pruned:?}"
+    );
 
     let events: Vec<_> = parts.try_iter().map(|e| e.unwrap()).collect();
     assert_eq!(events.len(), pruned.len(), "one event per mark: {events:?}");
@@ -235,7 +244,7 @@ fn prune_marks_commit_together_and_are_announced_after() {
     marks.dedup();
     assert_eq!(marks.len(), 1, "one transaction, one mark time");
     // The stored parts agree with what was announced.
-    for m in [&a1.id, &a2.id] {
+    for m in [&a1.id, &a2.id, &a3.id] {
         for p in env.messages.get(m).unwrap().parts {
             if pruned.contains(&p.id) {
                 assert_eq!(completed_output(&p.part).1, Some(marks[0]));

@@ -102,9 +102,10 @@ fn trigger_summarise_prune_and_fit() {
     assert!((model.cost(&response.usage) - expected).abs() < 1e-9);
     assert!((expected - 0.016392).abs() < 1e-9);
 
-    // 3. Prune: the last two user turns (messages 2..) are spared; older
-    //    outputs newest first: b 2k crosses the 1.2k protection → pruned, a too.
-    //    Asking for just enough takes the oldest first and stops.
+    // 3. Prune: the last two user turns (messages 2..) hold 4.5k of outputs, more
+    //    than the 1.2k protection, so only the newest result (e, 2k, not read by the
+    //    model yet) is spared; every older output goes. Asking for just enough takes
+    //    the oldest first and stops.
     let budget = config.max_context_tokens(&model);
     let need = tokens - budget;
     let view: Vec<_> = history
@@ -116,8 +117,8 @@ fn trigger_summarise_prune_and_fit() {
     assert_eq!(refs, vec![(1, 1)], "a alone frees {need}");
     let all = plan_prune(&view, &config, None);
     let refs: Vec<_> = all.parts.iter().map(|r| (r.message, r.part)).collect();
-    assert_eq!(refs, vec![(1, 1), (1, 2)]);
-    assert_eq!(all.output_tokens, 4_000);
+    assert_eq!(refs, vec![(1, 1), (1, 2), (3, 0), (5, 0)]);
+    assert_eq!(all.output_tokens, 6_500);
 
     // The service marks the planned parts; the stored text stays searchable.
     for r in &plan.parts {

@@ -31,10 +31,21 @@ fn summary(text: &str) -> ScriptedTurn {
         .into()
 }
 
+/// A summary first that stands alone, keeping no recent message verbatim: these tests
+/// are about whole summary runs; the cheap step and what a summary keeps are tested in
+/// `compaction_strategies.rs`.
+fn alone() -> CompactionConfig {
+    CompactionConfig {
+        prune_first: false,
+        keep_recent_tokens: 0,
+        ..CompactionConfig::default()
+    }
+}
+
 fn continuation() -> CompactionConfig {
     CompactionConfig {
         strategy: CompactionStrategy::Continuation,
-        ..CompactionConfig::default()
+        ..alone()
     }
 }
 
@@ -163,9 +174,7 @@ fn in_place_three_times_each_summary_covers_the_previous_one() {
         summary("s2"),
         summary("s3"),
     ]));
-    let c = env
-        .compactor(&provider, CompactionConfig::default())
-        .with_summary_model(CHEAP);
+    let c = env.compactor(&provider, alone()).with_summary_model(CHEAP);
     let events = c.subscribe();
     let mut summaries = Vec::new();
     for n in 1..=3 {
@@ -224,11 +233,8 @@ fn a_failed_summary_call_leaves_the_session_unchanged() {
         let s = env.session("Fragile");
         round(&env, &s.id, 1);
         let provider = Arc::new(ScriptedProvider::new([summary("s1")]));
-        let config = CompactionConfig {
-            strategy: CompactionStrategy::InPlace,
-            ..CompactionConfig::default()
-        };
-        env.compactor(&provider, config)
+        // A first summary in place, so the failing run has one to keep.
+        env.compactor(&provider, CompactionConfig::default())
             .with_summary_model(CHEAP)
             .compact(&s.id, SMALL)
             .unwrap();
@@ -276,10 +282,19 @@ fn a_failed_summary_call_leaves_the_session_unchanged() {
             progress(&seen),
             ["starting", "analyzing", "summarizing", "failed"]
         );
-        let Some(AgentEvent::CompactionFailed { session_id, error }) = seen.last() else {
+        let Some(AgentEvent::CompactionFailed {
+            session_id,
+            error,
+            steps,
+        }) = seen.last()
+        else {
             panic!()
         };
         assert_eq!(session_id, &s.id);
+        assert!(
+            steps.is_empty(),
+            "nothing was pruned, nothing else ran: {steps:?}"
+        );
         assert!(
             error.contains("model call failed") && error.contains("overloaded"),
             "{error}"
@@ -291,9 +306,7 @@ fn a_failed_summary_call_leaves_the_session_unchanged() {
 fn nothing_to_summarize_is_an_error_event() {
     let env = Env::new();
     let provider = Arc::new(ScriptedProvider::new([summary("s1")]));
-    let c = env
-        .compactor(&provider, CompactionConfig::default())
-        .with_summary_model(CHEAP);
+    let c = env.compactor(&provider, alone()).with_summary_model(CHEAP);
     let events = c.subscribe();
     let empty = env.session("Empty");
     let err = c.compact(&empty.id, SMALL).unwrap_err();
@@ -329,9 +342,7 @@ fn a_running_compaction_holds_the_session_until_it_is_stale() {
     let s = env.session("Busy");
     round(&env, &s.id, 1);
     let provider = Arc::new(ScriptedProvider::new([summary("s1")]));
-    let c = env
-        .compactor(&provider, CompactionConfig::default())
-        .with_summary_model(CHEAP);
+    let c = env.compactor(&provider, alone()).with_summary_model(CHEAP);
     let events = c.subscribe();
     env.sessions.set_compacting(&s.id, true).unwrap();
     let err = c.compact(&s.id, SMALL).unwrap_err();
@@ -344,7 +355,7 @@ fn a_running_compaction_holds_the_session_until_it_is_stale() {
 
     // Still held just inside the stale window (9 s later, window 10 s)...
     let c = env
-        .compactor(&provider, CompactionConfig::default())
+        .compactor(&provider, alone())
         .with_summary_model(CHEAP)
         .with_stale_after(Duration::from_secs(10));
     hand.advance(Duration::from_secs(9));
@@ -364,10 +375,7 @@ fn spawned_compaction_reports_progress_while_it_runs() {
     let s = env.session("Threaded");
     round(&env, &s.id, 1);
     let provider = Arc::new(ScriptedProvider::new([summary("s1")]));
-    let c = Arc::new(
-        env.compactor(&provider, CompactionConfig::default())
-            .with_summary_model(CHEAP),
-    );
+    let c = Arc::new(env.compactor(&provider, alone()).with_summary_model(CHEAP));
     let events = c.subscribe();
     let handle = c.spawn_compact(s.id.clone(), SMALL.to_owned());
     let mut names = Vec::new();
@@ -398,9 +406,7 @@ fn context_after_a_summary_never_reads_older_rows() {
     }
     let old = env.messages.list(&s.id).unwrap();
     let provider = Arc::new(ScriptedProvider::new([summary("s1")]));
-    let c = env
-        .compactor(&provider, CompactionConfig::default())
-        .with_summary_model(CHEAP);
+    let c = env.compactor(&provider, alone()).with_summary_model(CHEAP);
     c.compact(&s.id, SMALL).unwrap();
     env.user(&s.id, &text_of(10, "fresh"));
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use compaction_support::{CHEAP, Env, SMALL, drain, png, progress, read, text_of};
 use scribe_agent::compaction::{CLEARED_TOOL_OUTPUT, FitStep, SUMMARY_PROMPT};
 use scribe_agent::{
-    AgentError, AgentEvent, CompactionConfig, CompactionOutcome, ContextMeasure, ScriptedProvider,
-    ScriptedTurn, TriggerReason,
+    AgentError, AgentEvent, CompactionConfig, CompactionOutcome, CompactionStep, ContextMeasure,
+    ScriptedProvider, ScriptedTurn, TriggerReason,
 };
 use scribe_message::{Part, Role, SearchOptions, TokenUsage, ToolState};
 
@@ -24,6 +24,16 @@ fn summary_turn(text: &str) -> ScriptedTurn {
             ..TokenUsage::default()
         })
         .into()
+}
+
+/// The summary step alone, first (the cheap step comes first by default and has its
+/// own tests; here it would clear the outputs and make the summary unnecessary).
+fn summary_first() -> CompactionConfig {
+    CompactionConfig {
+        prune_first: false,
+        keep_recent_tokens: 0,
+        ..CompactionConfig::default()
+    }
 }
 
 fn hits(env: &Env, word: &str, session: &str) -> Vec<String> {
@@ -74,7 +84,7 @@ fn step_one_summarizes_in_place() {
         "## Goal\nRefactor the parser and lexer.",
     )]));
     let c = env
-        .compactor(&provider, CompactionConfig::default())
+        .compactor(&provider, summary_first())
         .with_summary_model(CHEAP);
     let events = c.subscribe();
     let trigger = c.check(&sid, SMALL).unwrap();
@@ -95,7 +105,8 @@ fn step_one_summarizes_in_place() {
     assert_eq!(session_id, &sid);
     assert!(report.tokens_before > 8_000);
     assert!(report.tokens_after < 100, "{report:?}");
-    assert!(report.pruned_part_ids.is_empty() && report.fit_steps.is_empty());
+    assert!(report.pruned_part_ids.is_empty());
+    assert_eq!(report.steps, vec![CompactionStep::Summarize]);
 
     // What was sent: the whole history, then the summary prompt, no tools, to the cheap model.
     let requests = provider.requests();
@@ -172,7 +183,7 @@ fn a_history_too_large_for_the_summarizer_is_sent_with_tool_outputs_cleared() {
     let (sid, ids) = long_session(&env, "too large");
     let provider = Arc::new(ScriptedProvider::new([summary_turn("short")]));
     // Summarising with the small model itself: 8,060 + the prompt exceed its 8,000.
-    let c = env.compactor(&provider, CompactionConfig::default());
+    let c = env.compactor(&provider, summary_first());
     c.compact(&sid, SMALL).unwrap();
     let r = &provider.requests()[0];
     assert_eq!(r.model, SMALL);
@@ -192,8 +203,11 @@ fn prune_config() -> CompactionConfig {
     }
 }
 
+/// The cheapest step first: with summaries on, clearing old tool outputs makes the
+/// request fit, so no model is called; the marks are stored, so the next request starts
+/// from them.
 #[test]
-fn step_two_prunes_the_oldest_tool_outputs_and_keeps_them_stored_and_searchable() {
+fn pruning_first_makes_the_request_fit_without_a_model_call() {
     let env = Env::new();
     let s = env.session("prune");
     env.user(&s.id, "start");
@@ -201,26 +215,36 @@ fn step_two_prunes_the_oldest_tool_outputs_and_keeps_them_stored_and_searchable(
     env.user(&s.id, "more");
     let a2 = env.assistant(&s.id, vec![read("c2", 2_500, "beta")]);
     env.user(&s.id, "again");
-    env.assistant(&s.id, vec![read("c3", 2_000, "gamma")]);
+    let a3 = env.assistant(&s.id, vec![read("c3", 2_000, "gamma")]);
     env.user(&s.id, "last");
-    env.assistant(&s.id, vec![read("c4", 1_500, "delta"), Part::text("ok")]);
+    let a4 = env.assistant(&s.id, vec![read("c4", 1_500, "delta"), Part::text("ok")]);
+    // Any model call would fail: the script is empty.
     let provider = Arc::new(ScriptedProvider::new(Vec::<ScriptedTurn>::new()));
-    let c = env
-        .compactor(&provider, prune_config())
-        .with_summarize(false);
+    let c = env.compactor(&provider, prune_config());
     let events = c.subscribe();
     let before = c.context(&s.id).unwrap().tokens;
     assert!(before > 8_000 && before < 8_600, "{before}");
+    assert!(c.check(&s.id, SMALL).unwrap().is_some());
 
     let outcome = c.compact(&s.id, SMALL).unwrap();
     let CompactionOutcome::Pruned { report, .. } = &outcome else {
         panic!("{outcome:?}")
     };
-    // About 600 tokens too many: the oldest output (2,500) is enough; c2 is spared.
-    assert_eq!(report.pruned_part_ids, vec![a1.parts[0].id.clone()]);
-    assert!(report.fit_steps.is_empty());
-    assert!(report.tokens_after <= 8_000 && report.tokens_after < before - 2_400);
+    // The two protected turns hold 3,500 tokens of outputs, more than the 1,000 spared,
+    // so only the newest result (c4) is: every older output goes, oldest first.
+    assert_eq!(
+        report.pruned_part_ids,
+        vec![
+            a1.parts[0].id.clone(),
+            a2.parts[0].id.clone(),
+            a3.parts[0].id.clone()
+        ]
+    );
+    assert_eq!(report.steps, vec![CompactionStep::Prune]);
+    assert!(report.tokens_after <= 8_000 && report.tokens_after < before - 6_900);
     assert!(provider.requests().is_empty(), "pruning asks no model");
+    assert_eq!(env.get(&s.id).summary_message_id, None);
+    assert_eq!(env.get(&s.id).api_call_count, 0);
 
     let stored = env.messages.get(&a1.id).unwrap();
     let (output, compacted) = tool_output(&stored.parts[0].part);
@@ -230,21 +254,41 @@ fn step_two_prunes_the_oldest_tool_outputs_and_keeps_them_stored_and_searchable(
     );
     assert!(compacted.is_some());
     assert!(
-        tool_output(&env.messages.get(&a2.id).unwrap().parts[0].part)
+        tool_output(&env.messages.get(&a4.id).unwrap().parts[0].part)
             .1
             .is_none()
     );
     assert_eq!(hits(&env, "alpha", &s.id), vec![a1.id.clone()]);
 
+    // The next request starts from the stored marks.
     let ctx = c.context(&s.id).unwrap();
     assert_eq!(ctx.tokens, report.tokens_after);
+    assert_eq!(ctx.measure, ContextMeasure::Estimated);
     assert_eq!(
         tool_output(&ctx.messages[1].parts[0]).0,
         CLEARED_TOOL_OUTPUT
     );
-    assert!(tool_output(&ctx.messages[3].parts[0]).0.starts_with("beta"));
+    assert_eq!(
+        tool_output(&ctx.messages[3].parts[0]).0,
+        CLEARED_TOOL_OUTPUT
+    );
+    assert_eq!(
+        tool_output(&ctx.messages[5].parts[0]).0,
+        CLEARED_TOOL_OUTPUT
+    );
+    assert!(
+        tool_output(&ctx.messages[7].parts[0])
+            .0
+            .starts_with("delta")
+    );
     assert_eq!(c.check(&s.id, SMALL).unwrap(), None);
-    assert_eq!(progress(&drain(&events)), ["starting", "analyzing", "done"]);
+    let seen = drain(&events);
+    assert_eq!(progress(&seen), ["starting", "analyzing", "done"]);
+    assert!(matches!(
+        seen.last(),
+        Some(AgentEvent::CompactionDone { summary_message_id: None, pruned_tool_parts: 3, steps, .. })
+            if steps == &[CompactionStep::Prune]
+    ));
 }
 
 #[test]
@@ -268,7 +312,7 @@ fn step_three_sends_only_from_the_last_user_message() {
         report.pruned_part_ids.is_empty(),
         "text is never pruned; recent turns are spared"
     );
-    assert_eq!(report.fit_steps, vec![FitStep::Progressive]);
+    assert_eq!(report.steps, vec![CompactionStep::Progressive]);
     assert!(report.tokens_after < 2_600);
 
     let request = c.request_context(&s.id, SMALL).unwrap();
@@ -301,8 +345,8 @@ fn step_four_strips_media_from_what_is_sent() {
 
     let outcome = c.compact(&s.id, SMALL).unwrap();
     assert_eq!(
-        outcome.report().unwrap().fit_steps,
-        vec![FitStep::Progressive, FitStep::StripMedia]
+        outcome.steps(),
+        [CompactionStep::Progressive, CompactionStep::StripMedia]
     );
     let request = c.request_context(&s.id, SMALL).unwrap();
     assert_eq!(request.messages.len(), 1);

@@ -4,18 +4,24 @@
 //! against, and the same design as Scribe's in raw rusqlite (its own statements without
 //! the library). Appends, sustained appends with the search indexes caught up, commit to
 //! searchable, a streamed reply, several writer processes on one file, search, loading a
-//! session, the file's bytes per message, import into an empty database and export,
-//! `context()` after a summary; prints one table (or, with `--json`, the same figures as
-//! one JSON document).
+//! session, the file's bytes per message, Scribe's own import into an empty database and
+//! export, history import (Claude Code and Codex files), `context()` after a summary;
+//! prints one table (or, with `--json`, the same figures as one JSON document).
 //!
 //! ```text
 //! cargo run --release -p scribe-bench [-- --quick] [--json] [--seed N]
+//! cargo run --release -p scribe-bench -- --compaction [--quick] [--json] [--seed N]
 //! ```
+//!
+//! `--compaction` runs the compaction report instead ([`compaction`]): one scripted long
+//! coding session through the agent loop under each compaction strategy, and the loop's
+//! hot paths.
 //!
 //! The binary also runs as a writer process for the multi-process benchmark (the hidden
 //! `--writer` role; see [`writers`]).
 
 mod append;
+mod compaction;
 mod corpus;
 mod data;
 mod import;
@@ -25,6 +31,7 @@ mod reads;
 mod report;
 mod stats;
 mod stream;
+mod transfer;
 mod writers;
 
 use std::path::PathBuf;
@@ -72,7 +79,10 @@ struct Cli {
     /// Writer: raw rusqlite with SQLite's busy handler only.
     #[arg(long, hide = true)]
     raw: bool,
-    /// Run only this part (append, latency, stream, writers, reads, import) and print its
+    /// Run the compaction report (a scripted session under each strategy) instead.
+    #[arg(long)]
+    compaction: bool,
+    /// Run only this part (append, latency, stream, writers, reads, transfer, import) and print its
     /// figures as JSON: for profiling one thing at a time.
     #[arg(long, value_name = "PART")]
     only: Option<String>,
@@ -151,18 +161,21 @@ fn only(part: &str, dir: &std::path::Path, seed: u64, sizes: &Sizes) -> Result<(
             let load = reads::load(&corpus, store.messages(), sizes.load_rounds)?;
             serde_json::to_string_pretty(&(search, load))?
         }
-        "import" => {
+        "transfer" => {
             let db = Arc::new(scribe_db::Database::open(dir.join("export-from.db"))?);
             let sessions = scribe_session::SessionService::new(db);
             let session = sessions.create(scribe_session::NewSession::default())?;
-            serde_json::to_string_pretty(&import::run(
-                &dir.join("import.jsonl"),
-                &dir.join("import.db"),
+            serde_json::to_string_pretty(&transfer::run(
+                &dir.join("transfer.jsonl"),
+                &dir.join("transfer.db"),
                 seed,
                 sizes.import_sessions,
                 sizes.import_per_session,
                 (&sessions, &session.id),
             )?)?
+        }
+        "import" => {
+            serde_json::to_string_pretty(&import::run(dir, sizes.import_messages, seed)?)?
         }
         other => return Err(format!("--only: no part named {other:?}").into()),
     };
@@ -171,6 +184,9 @@ fn only(part: &str, dir: &std::path::Path, seed: u64, sizes: &Sizes) -> Result<(
 }
 
 fn run(cli: &Cli) -> Result<()> {
+    if cli.compaction {
+        return run_compaction(cli);
+    }
     let sizes = if cli.quick {
         Sizes::quick()
     } else {
@@ -271,14 +287,20 @@ fn run(cli: &Cli) -> Result<()> {
         "import: {} sessions x {} messages from a JSON Lines file into an empty database; export",
         sizes.import_sessions, sizes.import_per_session
     ));
-    let import = import::run(
-        &dir.join("import.jsonl"),
-        &dir.join("import.db"),
+    let transfer = transfer::run(
+        &dir.join("transfer.jsonl"),
+        &dir.join("transfer.db"),
         seed,
         sizes.import_sessions,
         sizes.import_per_session,
         (sessions, &corpus.long_session),
     )?;
+
+    progress(&format!(
+        "history import: about {} messages of generated Claude Code and Codex history",
+        sizes.import_messages
+    ));
+    let import = import::run(dir, sizes.import_messages, seed)?;
 
     let n = corpus.messages.max(1) as f64;
     let report = Report {
@@ -306,9 +328,26 @@ fn run(cli: &Cli) -> Result<()> {
         search,
         load,
         context,
+        transfer,
         import,
         total_s: started.elapsed().as_secs_f64(),
     };
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+fn run_compaction(cli: &Cli) -> Result<()> {
+    let (shape, rounds) = if cli.quick {
+        (compaction::Shape::quick(), 5)
+    } else {
+        (compaction::Shape::full(), 30)
+    };
+    let dir = tempfile::tempdir()?;
+    let report = compaction::run(dir.path(), shape, cli.seed, rounds)?;
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -13,6 +13,7 @@ use crate::latency::LatencyResult;
 use crate::reads::{ContextResult, LoadResult, SearchResult};
 use crate::stats::ratio;
 use crate::stream::StreamResult;
+use crate::transfer::TransferResult;
 use crate::writers::LoadResult as WritersResult;
 
 /// How big each benchmark is.
@@ -47,6 +48,8 @@ pub struct Sizes {
     pub import_sessions: usize,
     /// Messages per imported session.
     pub import_per_session: usize,
+    /// Messages of generated agent history imported.
+    pub import_messages: usize,
 }
 
 fn shape<S: serde::Serializer>(s: &Shape, ser: S) -> Result<S::Ok, S::Error> {
@@ -88,6 +91,7 @@ impl Sizes {
             stream_rounds: 20,
             import_sessions: 100,
             import_per_session: 1_000,
+            import_messages: 100_000,
         }
     }
 
@@ -115,6 +119,7 @@ impl Sizes {
             stream_rounds: 4,
             import_sessions: 10,
             import_per_session: 200,
+            import_messages: 3_000,
         }
     }
 }
@@ -277,7 +282,9 @@ pub struct Report {
     pub load: LoadResult,
     /// `context()`.
     pub context: ContextResult,
-    /// Import and export.
+    /// Scribe's own import (the bulk path) and export.
+    pub transfer: TransferResult,
+    /// History import of generated Claude Code and Codex files.
     pub import: ImportResult,
     /// Seconds the whole run took.
     pub total_s: f64,
@@ -368,7 +375,8 @@ impl Report {
         let a = &self.append;
         let (w, wl, wr) = (&self.writers, &self.writers_limit, &self.writers_raw);
         let s = &self.search;
-        let (l, c, i) = (&self.load, &self.context, &self.import);
+        let (l, c, i) = (&self.load, &self.context, &self.transfer);
+        let h = &self.import;
         let (lat, st, corpus) = (&self.latency, &self.streaming, &self.corpus);
         let append_ratio = ratio(a.scribe_per_s, a.limit_per_s);
         let p99_ratio = ratio(a.scribe_p99_ms, a.limit_p99_ms);
@@ -523,7 +531,7 @@ impl Report {
             ),
             row(
                 format!(
-                    "import {} msgs (empty db, indexes built)",
+                    "scribe import {} msgs (empty db, indexes built)",
                     thousands(i.messages as f64)
                 ),
                 per_s(i.import_per_s),
@@ -532,6 +540,31 @@ impl Report {
                 "",
                 ">= 10,000 msg/s",
                 Some(i.import_per_s >= 10_000.0),
+            ),
+            row(
+                format!(
+                    "import history: {} msgs in {} files (empty db, indexes built)",
+                    thousands(h.messages as f64),
+                    h.files
+                ),
+                per_s(h.import_per_s),
+                "",
+                None,
+                "",
+                ">= 10,000 msg/s",
+                Some(h.import_per_s >= 10_000.0),
+            ),
+            row(
+                "import history again, unchanged: per file",
+                format!(
+                    "{:.1} us ({} read)",
+                    h.rerun_us_per_file, h.rerun_files_read
+                ),
+                "",
+                None,
+                "",
+                "one stat, 0 read",
+                Some(h.rerun_files_read == 0),
             ),
             row(
                 format!("export {} messages", i.export_messages),
@@ -688,10 +721,10 @@ impl Report {
             "       import: {} sessions, {} of JSON Lines, read + parsed ({}) + stored + indexed \
              ({} after the last session was stored); whole {}-message session through \
              list(): {}, for scale against context().",
-            self.import.sessions,
-            mebibytes(self.import.file_bytes),
-            millis(self.import.parse_ms),
-            millis(self.import.index_ms),
+            self.transfer.sessions,
+            mebibytes(self.transfer.file_bytes),
+            millis(self.transfer.parse_ms),
+            millis(self.transfer.index_ms),
             self.context.long_messages,
             millis(self.context.long_full_list_ms)
         );

@@ -17,6 +17,7 @@ use crate::commands::prune::PruneCmd;
 use crate::commands::rename::RenameCmd;
 use crate::commands::search::SearchCmd;
 use crate::commands::show::ShowCmd;
+use crate::commands::sources::SourcesCmd;
 use crate::commands::stats::StatsCmd;
 
 /// Scribe keeps every conversation of an AI coding agent in one SQLite file.
@@ -53,8 +54,10 @@ pub enum Command {
     Stats(StatsCmd),
     /// Export sessions as JSON, JSON Lines or Markdown.
     Export(ExportCmd),
-    /// Import sessions from an export file.
+    /// Import sessions from an export file, or with --from an agent's own history.
     Import(ImportCmd),
+    /// The agents' histories found on this machine and when each was last imported.
+    Sources(SourcesCmd),
     /// Give a session a new title.
     Rename(RenameCmd),
     /// Copy a conversation up to a message into a new session.

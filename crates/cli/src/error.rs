@@ -104,6 +104,9 @@ pub enum CliError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// Importing an agent's history failed.
+    #[error(transparent)]
+    History(#[from] scribe_import::ImportError),
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output")]
     Output(#[from] std::io::Error),

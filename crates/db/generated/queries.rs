@@ -119,6 +119,45 @@ pub struct SessionRunRow {
     pub heartbeat_at: i64,
 }
 
+/// A row of table `import_files`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportFileRow {
+    pub source: String,
+    pub path: String,
+    pub size: i64,
+    pub mtime_ns: i64,
+    pub byte_offset: i64,
+    pub lines: i64,
+    pub carry: Option<String>,
+    pub records: i64,
+    pub skipped: i64,
+    pub imported_at: i64,
+}
+
+/// A row of table `import_sessions`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportSessionRow {
+    pub session_id: String,
+    pub source: String,
+    pub external_id: String,
+    pub path: String,
+    pub title_rank: i64,
+    pub cost_flags: i64,
+    pub pending_parent: Option<String>,
+    pub fingerprint: Option<String>,
+    pub imported_at: i64,
+}
+
+/// A row of table `import_keys`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportKeyRow {
+    pub source: String,
+    pub record_key: String,
+    pub session_id: Option<String>,
+    pub title: Option<String>,
+    pub title_rank: i64,
+}
+
 /// A row of table `search_queue`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchQueueRow {
@@ -343,6 +382,26 @@ pub fn delete_session_run(
     let mut stmt = conn.prepare_cached(DELETE_SESSION_RUN_SQL)?;
     let values = rusqlite::params![params.session_id, params.owner];
     stmt.execute(values)
+}
+
+/// SQL of `GetLastUserMessageId` (sql/queries/agent_loop.sql:47).
+pub const GET_LAST_USER_MESSAGE_ID_SQL: &str = "SELECT id FROM messages
+WHERE session_id = ?1 AND role = 'user'
+ORDER BY created_at DESC, id DESC
+LIMIT 1";
+
+/// `GetLastUserMessageId` (`:one`) from `sql/queries/agent_loop.sql:47`.
+///
+/// The session's newest user message (what a resumed loop answers), without loading the
+/// history: walks messages_session_created from the end.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_last_user_message_id(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare_cached(GET_LAST_USER_MESSAGE_ID_SQL)?;
+    stmt.query_row([session_id], |row| row.get(0))
 }
 
 /// SQL of `ListSessionsByIdRange` (sql/queries/cli.sql:4).
@@ -635,6 +694,431 @@ pub fn list_session_files(
         })
     })?;
     rows.collect()
+}
+
+/// SQL of `ListImportFiles` (sql/queries/import.sql:4).
+pub const LIST_IMPORT_FILES_SQL: &str =
+    "SELECT * FROM import_files WHERE source = ?1 ORDER BY path";
+
+/// `ListImportFiles` (`:many`) from `sql/queries/import.sql:4`.
+///
+/// Every file read from one source, by path (read once per import, so checking a file
+/// costs one stat and a map lookup).
+pub fn list_import_files(
+    conn: &rusqlite::Connection,
+    source: &str,
+) -> rusqlite::Result<Vec<ImportFileRow>> {
+    let mut stmt = conn.prepare_cached(LIST_IMPORT_FILES_SQL)?;
+    let rows = stmt.query_map([source], |row| {
+        Ok(ImportFileRow {
+            source: row.get(0)?,
+            path: row.get(1)?,
+            size: row.get(2)?,
+            mtime_ns: row.get(3)?,
+            byte_offset: row.get(4)?,
+            lines: row.get(5)?,
+            carry: row.get(6)?,
+            records: row.get(7)?,
+            skipped: row.get(8)?,
+            imported_at: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `UpsertImportFile` (sql/queries/import.sql:9).
+pub const UPSERT_IMPORT_FILE_SQL: &str =
+    "INSERT INTO import_files (source, path, size, mtime_ns, byte_offset, lines, carry, records, skipped, imported_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+ON CONFLICT (source, path) DO UPDATE SET
+    size = excluded.size,
+    mtime_ns = excluded.mtime_ns,
+    byte_offset = excluded.byte_offset,
+    lines = excluded.lines,
+    carry = excluded.carry,
+    records = import_files.records + excluded.records,
+    skipped = import_files.skipped + excluded.skipped,
+    imported_at = excluded.imported_at";
+
+/// Parameters of [`upsert_import_file`].
+#[derive(Debug, Clone, Copy)]
+pub struct UpsertImportFileParams<'a> {
+    pub source: &'a str,
+    pub path: &'a str,
+    pub size: i64,
+    pub mtime_ns: i64,
+    pub byte_offset: i64,
+    pub lines: i64,
+    pub carry: Option<&'a str>,
+    pub records: i64,
+    pub skipped: i64,
+    pub imported_at: i64,
+}
+
+/// `UpsertImportFile` (`:exec`) from `sql/queries/import.sql:9`.
+///
+/// Records what an import saw of a file and where it stopped; counters add up.
+pub fn upsert_import_file(
+    conn: &rusqlite::Connection,
+    params: &UpsertImportFileParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(UPSERT_IMPORT_FILE_SQL)?;
+    let values = rusqlite::params![
+        params.source,
+        params.path,
+        params.size,
+        params.mtime_ns,
+        params.byte_offset,
+        params.lines,
+        params.carry,
+        params.records,
+        params.skipped,
+        params.imported_at
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `GetImportSession` (sql/queries/import.sql:23).
+pub const GET_IMPORT_SESSION_SQL: &str =
+    "SELECT * FROM import_sessions WHERE source = ?1 AND external_id = ?2";
+
+/// Parameters of [`get_import_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct GetImportSessionParams<'a> {
+    pub source: &'a str,
+    pub external_id: &'a str,
+}
+
+/// `GetImportSession` (`:one`) from `sql/queries/import.sql:23`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_session(
+    conn: &rusqlite::Connection,
+    params: &GetImportSessionParams<'_>,
+) -> rusqlite::Result<ImportSessionRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_SESSION_SQL)?;
+    let values = rusqlite::params![params.source, params.external_id];
+    stmt.query_row(values, |row| {
+        Ok(ImportSessionRow {
+            session_id: row.get(0)?,
+            source: row.get(1)?,
+            external_id: row.get(2)?,
+            path: row.get(3)?,
+            title_rank: row.get(4)?,
+            cost_flags: row.get(5)?,
+            pending_parent: row.get(6)?,
+            fingerprint: row.get(7)?,
+            imported_at: row.get(8)?,
+        })
+    })
+}
+
+/// SQL of `GetImportSessionById` (sql/queries/import.sql:26).
+pub const GET_IMPORT_SESSION_BY_ID_SQL: &str =
+    "SELECT * FROM import_sessions WHERE session_id = ?1";
+
+/// `GetImportSessionById` (`:one`) from `sql/queries/import.sql:26`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_session_by_id(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<ImportSessionRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_SESSION_BY_ID_SQL)?;
+    stmt.query_row([session_id], |row| {
+        Ok(ImportSessionRow {
+            session_id: row.get(0)?,
+            source: row.get(1)?,
+            external_id: row.get(2)?,
+            path: row.get(3)?,
+            title_rank: row.get(4)?,
+            cost_flags: row.get(5)?,
+            pending_parent: row.get(6)?,
+            fingerprint: row.get(7)?,
+            imported_at: row.get(8)?,
+        })
+    })
+}
+
+/// SQL of `InsertImportSession` (sql/queries/import.sql:29).
+pub const INSERT_IMPORT_SESSION_SQL: &str =
+    "INSERT INTO import_sessions (session_id, source, external_id, path, title_rank, cost_flags,
+                             pending_parent, fingerprint, imported_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+        ?7, ?8, ?9)";
+
+/// Parameters of [`insert_import_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct InsertImportSessionParams<'a> {
+    pub session_id: &'a str,
+    pub source: &'a str,
+    pub external_id: &'a str,
+    pub path: &'a str,
+    pub title_rank: i64,
+    pub cost_flags: i64,
+    pub pending_parent: Option<&'a str>,
+    pub fingerprint: Option<&'a str>,
+    pub imported_at: i64,
+}
+
+/// `InsertImportSession` (`:exec`) from `sql/queries/import.sql:29`.
+pub fn insert_import_session(
+    conn: &rusqlite::Connection,
+    params: &InsertImportSessionParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(INSERT_IMPORT_SESSION_SQL)?;
+    let values = rusqlite::params![
+        params.session_id,
+        params.source,
+        params.external_id,
+        params.path,
+        params.title_rank,
+        params.cost_flags,
+        params.pending_parent,
+        params.fingerprint,
+        params.imported_at
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `UpdateImportSession` (sql/queries/import.sql:35).
+pub const UPDATE_IMPORT_SESSION_SQL: &str = "UPDATE import_sessions
+SET path = ?1,
+    title_rank = ?2,
+    cost_flags = ?3,
+    pending_parent = ?4,
+    fingerprint = ?5,
+    imported_at = ?6
+WHERE session_id = ?7";
+
+/// Parameters of [`update_import_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateImportSessionParams<'a> {
+    pub path: &'a str,
+    pub title_rank: i64,
+    pub cost_flags: i64,
+    pub pending_parent: Option<&'a str>,
+    pub fingerprint: Option<&'a str>,
+    pub imported_at: i64,
+    pub session_id: &'a str,
+}
+
+/// `UpdateImportSession` (`:exec`) from `sql/queries/import.sql:35`.
+pub fn update_import_session(
+    conn: &rusqlite::Connection,
+    params: &UpdateImportSessionParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(UPDATE_IMPORT_SESSION_SQL)?;
+    let values = rusqlite::params![
+        params.path,
+        params.title_rank,
+        params.cost_flags,
+        params.pending_parent,
+        params.fingerprint,
+        params.imported_at,
+        params.session_id
+    ];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `ListPendingParents` (sql/queries/import.sql:45).
+pub const LIST_PENDING_PARENTS_SQL: &str =
+    "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
+       p.session_id AS parent_session_id
+FROM import_sessions AS c
+LEFT JOIN import_sessions AS p
+    ON p.source = c.source AND p.external_id = c.pending_parent
+WHERE c.pending_parent IS NOT NULL";
+
+/// A row returned by [`list_pending_parents`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPendingParentsRow {
+    pub session_id: String,
+    pub source: String,
+    pub pending_parent: String,
+    pub parent_session_id: Option<String>,
+}
+
+/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:45`.
+///
+/// Imported sessions whose parent was not imported yet, with the parent's session when it
+/// now is (NULL otherwise).
+pub fn list_pending_parents(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<ListPendingParentsRow>> {
+    let mut stmt = conn.prepare_cached(LIST_PENDING_PARENTS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(ListPendingParentsRow {
+            session_id: row.get(0)?,
+            source: row.get(1)?,
+            pending_parent: row.get(2)?,
+            parent_session_id: row.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `SummarizeImports` (sql/queries/import.sql:55).
+pub const SUMMARIZE_IMPORTS_SQL: &str =
+    "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
+       CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
+       max(imported_at) AS \"last_imported_at!: i64\"
+FROM import_files
+GROUP BY source
+ORDER BY source";
+
+/// A row returned by [`summarize_imports`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummarizeImportsRow {
+    pub source: String,
+    pub files: i64,
+    pub bytes: i64,
+    pub records: i64,
+    pub skipped: i64,
+    pub last_imported_at: i64,
+}
+
+/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:55`.
+///
+/// Per source: files read, their bytes, records taken and skipped, and the last import.
+pub fn summarize_imports(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<SummarizeImportsRow>> {
+    let mut stmt = conn.prepare_cached(SUMMARIZE_IMPORTS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(SummarizeImportsRow {
+            source: row.get(0)?,
+            files: row.get(1)?,
+            bytes: row.get(2)?,
+            records: row.get(3)?,
+            skipped: row.get(4)?,
+            last_imported_at: row.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:64).
+pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
+FROM import_sessions
+GROUP BY source
+ORDER BY source";
+
+/// A row returned by [`count_imported_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountImportedSessionsRow {
+    pub source: String,
+    pub sessions: i64,
+}
+
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:64`.
+pub fn count_imported_sessions(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {
+    let mut stmt = conn.prepare_cached(COUNT_IMPORTED_SESSIONS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(CountImportedSessionsRow {
+            source: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `GetImportKey` (sql/queries/import.sql:70).
+pub const GET_IMPORT_KEY_SQL: &str =
+    "SELECT * FROM import_keys WHERE source = ?1 AND record_key = ?2";
+
+/// Parameters of [`get_import_key`].
+#[derive(Debug, Clone, Copy)]
+pub struct GetImportKeyParams<'a> {
+    pub source: &'a str,
+    pub record_key: &'a str,
+}
+
+/// `GetImportKey` (`:one`) from `sql/queries/import.sql:70`.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_import_key(
+    conn: &rusqlite::Connection,
+    params: &GetImportKeyParams<'_>,
+) -> rusqlite::Result<ImportKeyRow> {
+    let mut stmt = conn.prepare_cached(GET_IMPORT_KEY_SQL)?;
+    let values = rusqlite::params![params.source, params.record_key];
+    stmt.query_row(values, |row| {
+        Ok(ImportKeyRow {
+            source: row.get(0)?,
+            record_key: row.get(1)?,
+            session_id: row.get(2)?,
+            title: row.get(3)?,
+            title_rank: row.get(4)?,
+        })
+    })
+}
+
+/// SQL of `MarkImportKey` (sql/queries/import.sql:73).
+pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
+VALUES (?1, ?2, ?3)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    session_id = coalesce(import_keys.session_id, excluded.session_id)";
+
+/// Parameters of [`mark_import_key`].
+#[derive(Debug, Clone, Copy)]
+pub struct MarkImportKeyParams<'a> {
+    pub source: &'a str,
+    pub record_key: &'a str,
+    pub session_id: Option<&'a str>,
+}
+
+/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:73`.
+///
+/// Records that @session_id holds a record key; the first session to hold it keeps it.
+pub fn mark_import_key(
+    conn: &rusqlite::Connection,
+    params: &MarkImportKeyParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(MARK_IMPORT_KEY_SQL)?;
+    let values = rusqlite::params![params.source, params.record_key, params.session_id];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:80).
+pub const SET_IMPORT_KEY_TITLE_SQL: &str =
+    "INSERT INTO import_keys (source, record_key, title, title_rank)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    title = excluded.title,
+    title_rank = excluded.title_rank";
+
+/// Parameters of [`set_import_key_title`].
+#[derive(Debug, Clone, Copy)]
+pub struct SetImportKeyTitleParams<'a> {
+    pub source: &'a str,
+    pub record_key: &'a str,
+    pub title: Option<&'a str>,
+    pub title_rank: i64,
+}
+
+/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:80`.
+///
+/// A title for the session that will hold a record key (NULL clears it once applied).
+pub fn set_import_key_title(
+    conn: &rusqlite::Connection,
+    params: &SetImportKeyTitleParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(SET_IMPORT_KEY_TITLE_SQL)?;
+    let values = rusqlite::params![
+        params.source,
+        params.record_key,
+        params.title,
+        params.title_rank
+    ];
+    stmt.execute(values)?;
+    Ok(())
 }
 
 /// SQL of `ListMessagesOldest` (sql/queries/message_pages.sql:4).
@@ -2431,6 +2915,46 @@ pub fn usage_totals_since(
     })
 }
 
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:123).
+pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
+SET parent_session_id = ?1,
+    kind = ?2,
+    ended_at = ?3,
+    end_reason = ?4,
+    updated_at = ?5
+WHERE id = ?6";
+
+/// Parameters of [`update_external_session`].
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateExternalSessionParams<'a> {
+    pub parent_session_id: Option<&'a str>,
+    pub kind: &'a str,
+    pub ended_at: Option<i64>,
+    pub end_reason: Option<&'a str>,
+    pub updated_at: i64,
+    pub id: &'a str,
+}
+
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:123`.
+///
+/// An imported session's link, kind and end as its source now shows them (history import);
+/// @updated_at comes from the source, never the clock.
+pub fn update_external_session(
+    conn: &rusqlite::Connection,
+    params: &UpdateExternalSessionParams<'_>,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(UPDATE_EXTERNAL_SESSION_SQL)?;
+    let values = rusqlite::params![
+        params.parent_session_id,
+        params.kind,
+        params.ended_at,
+        params.end_reason,
+        params.updated_at,
+        params.id
+    ];
+    stmt.execute(values)
+}
+
 /// SQL of `CreateSession` (sql/queries/sessions.sql:4).
 pub const CREATE_SESSION_SQL: &str = "INSERT INTO sessions (
     id, parent_session_id, kind, source, user_id, directory, title,
@@ -3492,6 +4016,64 @@ pub fn get_tool_part_by_call_id(
     })
 }
 
+/// SQL of `ListSentPartDataFrom` (sql/queries/sqlite/parts.sql:11).
+pub const LIST_SENT_PART_DATA_FROM_SQL: &str = "SELECT p.id, p.message_id, p.position,
+       CASE WHEN p.type = 'tool' AND p.data ->> '$.compacted_at' IS NOT NULL
+            THEN json_replace(p.data, '$.state.output', '', '$.state.metadata', json('null'))
+            ELSE p.data
+       END AS \"data!\",
+       p.created_at, p.updated_at
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = ?1
+  AND (m.created_at, m.id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
+ORDER BY m.created_at, m.id, p.position";
+
+/// A row returned by [`list_sent_part_data_from`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListSentPartDataFromRow {
+    pub id: String,
+    pub message_id: String,
+    pub position: i64,
+    pub data: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Parameters of [`list_sent_part_data_from`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListSentPartDataFromParams<'a> {
+    pub session_id: &'a str,
+    pub created_at: i64,
+    pub id: &'a str,
+}
+
+/// `ListSentPartDataFrom` (`:many`) from `sql/queries/sqlite/parts.sql:11`.
+///
+/// The parts of a session's messages from the cursor (created_at, id) on, in message order
+/// then part order, as a request needs them: the output and metadata of a tool call that
+/// compaction cleared are left out (emptied), since only the cleared marker is sent, so
+/// loading what is sent costs what is sent. Driven by messages_session_created, without an
+/// IN list, however long the conversation.
+pub fn list_sent_part_data_from(
+    conn: &rusqlite::Connection,
+    params: &ListSentPartDataFromParams<'_>,
+) -> rusqlite::Result<Vec<ListSentPartDataFromRow>> {
+    let mut stmt = conn.prepare_cached(LIST_SENT_PART_DATA_FROM_SQL)?;
+    let values = rusqlite::params![params.session_id, params.created_at, params.id];
+    let rows = stmt.query_map(values, |row| {
+        Ok(ListSentPartDataFromRow {
+            id: row.get(0)?,
+            message_id: row.get(1)?,
+            position: row.get(2)?,
+            data: row.get(3)?,
+            created_at: row.get(4)?,
+            updated_at: row.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
@@ -3645,6 +4227,14 @@ pub trait ReadQueries {
     /// The run lease of a session, if any process holds one.
     fn get_session_run(&mut self, session_id: &str) -> Result<Option<SessionRunRow>, crate::Error>;
 
+    /// `GetLastUserMessageId` (`:one`) from `sql/queries/agent_loop.sql:47`.
+    /// The session's newest user message (what a resumed loop answers), without loading the
+    /// history: walks messages_session_created from the end.
+    fn get_last_user_message_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<String>, crate::Error>;
+
     /// `ListSessionsByIdRange` (`:many`) from `sql/queries/cli.sql:4`.
     /// Sessions whose id is in [@lo, @hi), by id: with @hi = @lo followed by U+10FFFF this is
     /// every id starting with @lo, found by the primary key rather than a LIKE scan.
@@ -3687,6 +4277,41 @@ pub trait ReadQueries {
 
     /// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:28`.
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error>;
+
+    /// `ListImportFiles` (`:many`) from `sql/queries/import.sql:4`.
+    /// Every file read from one source, by path (read once per import, so checking a file
+    /// costs one stat and a map lookup).
+    fn list_import_files(&mut self, source: &str) -> Result<Vec<ImportFileRow>, crate::Error>;
+
+    /// `GetImportSession` (`:one`) from `sql/queries/import.sql:23`.
+    fn get_import_session(
+        &mut self,
+        params: &GetImportSessionParams<'_>,
+    ) -> Result<Option<ImportSessionRow>, crate::Error>;
+
+    /// `GetImportSessionById` (`:one`) from `sql/queries/import.sql:26`.
+    fn get_import_session_by_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<ImportSessionRow>, crate::Error>;
+
+    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:45`.
+    /// Imported sessions whose parent was not imported yet, with the parent's session when it
+    /// now is (NULL otherwise).
+    fn list_pending_parents(&mut self) -> Result<Vec<ListPendingParentsRow>, crate::Error>;
+
+    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:55`.
+    /// Per source: files read, their bytes, records taken and skipped, and the last import.
+    fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error>;
+
+    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:64`.
+    fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error>;
+
+    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:70`.
+    fn get_import_key(
+        &mut self,
+        params: &GetImportKeyParams<'_>,
+    ) -> Result<Option<ImportKeyRow>, crate::Error>;
 
     /// `ListMessagesOldest` (`:many`) from `sql/queries/message_pages.sql:4`.
     /// The oldest @limit messages of a session, in creation order (the first forward page).
@@ -3895,6 +4520,17 @@ pub trait ReadQueries {
         params: &GetToolPartByCallIdParams<'_>,
     ) -> Result<Option<PartRow>, crate::Error>;
 
+    /// `ListSentPartDataFrom` (`:many`) from `sql/queries/sqlite/parts.sql:11`.
+    /// The parts of a session's messages from the cursor (created_at, id) on, in message order
+    /// then part order, as a request needs them: the output and metadata of a tool call that
+    /// compaction cleared are left out (emptied), since only the cleared marker is sent, so
+    /// loading what is sent costs what is sent. Driven by messages_session_created, without an
+    /// IN list, however long the conversation.
+    fn list_sent_part_data_from(
+        &mut self,
+        params: &ListSentPartDataFromParams<'_>,
+    ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
+
     /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
     /// Days are UTC calendar days of created_at, oldest first.
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
@@ -3953,6 +4589,36 @@ pub trait Queries: ReadQueries {
         &mut self,
         params: &CreateFileVersionParams<'_>,
     ) -> Result<FileRow, crate::Error>;
+
+    /// `UpsertImportFile` (`:exec`) from `sql/queries/import.sql:9`.
+    /// Records what an import saw of a file and where it stopped; counters add up.
+    fn upsert_import_file(
+        &mut self,
+        params: &UpsertImportFileParams<'_>,
+    ) -> Result<(), crate::Error>;
+
+    /// `InsertImportSession` (`:exec`) from `sql/queries/import.sql:29`.
+    fn insert_import_session(
+        &mut self,
+        params: &InsertImportSessionParams<'_>,
+    ) -> Result<(), crate::Error>;
+
+    /// `UpdateImportSession` (`:exec`) from `sql/queries/import.sql:35`.
+    fn update_import_session(
+        &mut self,
+        params: &UpdateImportSessionParams<'_>,
+    ) -> Result<(), crate::Error>;
+
+    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:73`.
+    /// Records that @session_id holds a record key; the first session to hold it keeps it.
+    fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error>;
+
+    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:80`.
+    /// A title for the session that will hold a record key (NULL clears it once applied).
+    fn set_import_key_title(
+        &mut self,
+        params: &SetImportKeyTitleParams<'_>,
+    ) -> Result<(), crate::Error>;
 
     /// `CreateMessage` (`:exec`) from `sql/queries/messages.sql:4`.
     fn create_message(&mut self, params: &CreateMessageParams<'_>) -> Result<(), crate::Error>;
@@ -4042,6 +4708,14 @@ pub trait Queries: ReadQueries {
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
+
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:123`.
+    /// An imported session's link, kind and end as its source now shows them (history import);
+    /// @updated_at comes from the source, never the clock.
+    fn update_external_session(
+        &mut self,
+        params: &UpdateExternalSessionParams<'_>,
+    ) -> Result<usize, crate::Error>;
 
     /// `CreateSession` (`:one`) from `sql/queries/sessions.sql:4`.
     fn create_session(
@@ -4170,6 +4844,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_last_user_message_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        sqlgen_optional(get_last_user_message_id(self.conn, session_id))
+    }
+
+    #[inline]
     fn list_sessions_by_id_range(
         &mut self,
         params: &ListSessionsByIdRangeParams<'_>,
@@ -4217,6 +4899,50 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error> {
         list_session_files(self.conn, session_id).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_import_files(&mut self, source: &str) -> Result<Vec<ImportFileRow>, crate::Error> {
+        list_import_files(self.conn, source).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn get_import_session(
+        &mut self,
+        params: &GetImportSessionParams<'_>,
+    ) -> Result<Option<ImportSessionRow>, crate::Error> {
+        sqlgen_optional(get_import_session(self.conn, params))
+    }
+
+    #[inline]
+    fn get_import_session_by_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<ImportSessionRow>, crate::Error> {
+        sqlgen_optional(get_import_session_by_id(self.conn, session_id))
+    }
+
+    #[inline]
+    fn list_pending_parents(&mut self) -> Result<Vec<ListPendingParentsRow>, crate::Error> {
+        list_pending_parents(self.conn).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error> {
+        summarize_imports(self.conn).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error> {
+        count_imported_sessions(self.conn).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn get_import_key(
+        &mut self,
+        params: &GetImportKeyParams<'_>,
+    ) -> Result<Option<ImportKeyRow>, crate::Error> {
+        sqlgen_optional(get_import_key(self.conn, params))
     }
 
     #[inline]
@@ -4464,6 +5190,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_sent_part_data_from(
+        &mut self,
+        params: &ListSentPartDataFromParams<'_>,
+    ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error> {
+        list_sent_part_data_from(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error> {
         usage_by_day_since(self.conn, since).map_err(crate::Error::from)
     }
@@ -4523,6 +5257,43 @@ impl Queries for SqliteQueries<'_> {
         params: &CreateFileVersionParams<'_>,
     ) -> Result<FileRow, crate::Error> {
         create_file_version(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn upsert_import_file(
+        &mut self,
+        params: &UpsertImportFileParams<'_>,
+    ) -> Result<(), crate::Error> {
+        upsert_import_file(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn insert_import_session(
+        &mut self,
+        params: &InsertImportSessionParams<'_>,
+    ) -> Result<(), crate::Error> {
+        insert_import_session(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn update_import_session(
+        &mut self,
+        params: &UpdateImportSessionParams<'_>,
+    ) -> Result<(), crate::Error> {
+        update_import_session(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error> {
+        mark_import_key(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn set_import_key_title(
+        &mut self,
+        params: &SetImportKeyTitleParams<'_>,
+    ) -> Result<(), crate::Error> {
+        set_import_key_title(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -4627,6 +5398,14 @@ impl Queries for SqliteQueries<'_> {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error> {
         import_file_version(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn update_external_session(
+        &mut self,
+        params: &UpdateExternalSessionParams<'_>,
+    ) -> Result<usize, crate::Error> {
+        update_external_session(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

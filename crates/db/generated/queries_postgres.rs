@@ -52,6 +52,12 @@ WHERE session_id = $2 AND owner = $3";
 pub const DELETE_SESSION_RUN_SQL: &str =
     "DELETE FROM session_runs WHERE session_id = $1 AND owner = $2";
 
+/// SQL of `GetLastUserMessageId` (sql/queries/agent_loop.sql:47).
+pub const GET_LAST_USER_MESSAGE_ID_SQL: &str = "SELECT id FROM messages
+WHERE session_id = $1 AND role = 'user'
+ORDER BY created_at DESC, id DESC
+LIMIT 1";
+
 /// SQL of `ListSessionsByIdRange` (sql/queries/cli.sql:4).
 pub const LIST_SESSIONS_BY_ID_RANGE_SQL: &str = "SELECT * FROM sessions
 WHERE id >= $1 AND id < $2
@@ -97,6 +103,91 @@ ORDER BY f.path";
 /// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = $1 ORDER BY path, version";
+
+/// SQL of `ListImportFiles` (sql/queries/import.sql:4).
+pub const LIST_IMPORT_FILES_SQL: &str =
+    "SELECT * FROM import_files WHERE source = $1 ORDER BY path";
+
+/// SQL of `UpsertImportFile` (sql/queries/import.sql:9).
+pub const UPSERT_IMPORT_FILE_SQL: &str =
+    "INSERT INTO import_files (source, path, size, mtime_ns, byte_offset, lines, carry, records, skipped, imported_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (source, path) DO UPDATE SET
+    size = excluded.size,
+    mtime_ns = excluded.mtime_ns,
+    byte_offset = excluded.byte_offset,
+    lines = excluded.lines,
+    carry = excluded.carry,
+    records = import_files.records + excluded.records,
+    skipped = import_files.skipped + excluded.skipped,
+    imported_at = excluded.imported_at";
+
+/// SQL of `GetImportSession` (sql/queries/import.sql:23).
+pub const GET_IMPORT_SESSION_SQL: &str =
+    "SELECT * FROM import_sessions WHERE source = $1 AND external_id = $2";
+
+/// SQL of `GetImportSessionById` (sql/queries/import.sql:26).
+pub const GET_IMPORT_SESSION_BY_ID_SQL: &str =
+    "SELECT * FROM import_sessions WHERE session_id = $1";
+
+/// SQL of `InsertImportSession` (sql/queries/import.sql:29).
+pub const INSERT_IMPORT_SESSION_SQL: &str =
+    "INSERT INTO import_sessions (session_id, source, external_id, path, title_rank, cost_flags,
+                             pending_parent, fingerprint, imported_at)
+VALUES ($1, $2, $3, $4, $5, $6,
+        $7, $8, $9)";
+
+/// SQL of `UpdateImportSession` (sql/queries/import.sql:35).
+pub const UPDATE_IMPORT_SESSION_SQL: &str = "UPDATE import_sessions
+SET path = $1,
+    title_rank = $2,
+    cost_flags = $3,
+    pending_parent = $4,
+    fingerprint = $5,
+    imported_at = $6
+WHERE session_id = $7";
+
+/// SQL of `ListPendingParents` (sql/queries/import.sql:45).
+pub const LIST_PENDING_PARENTS_SQL: &str =
+    "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
+       p.session_id AS parent_session_id
+FROM import_sessions AS c
+LEFT JOIN import_sessions AS p
+    ON p.source = c.source AND p.external_id = c.pending_parent
+WHERE c.pending_parent IS NOT NULL";
+
+/// SQL of `SummarizeImports` (sql/queries/import.sql:55).
+pub const SUMMARIZE_IMPORTS_SQL: &str =
+    "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
+       CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
+       max(imported_at) AS \"last_imported_at!: i64\"
+FROM import_files
+GROUP BY source
+ORDER BY source";
+
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:64).
+pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
+FROM import_sessions
+GROUP BY source
+ORDER BY source";
+
+/// SQL of `GetImportKey` (sql/queries/import.sql:70).
+pub const GET_IMPORT_KEY_SQL: &str =
+    "SELECT * FROM import_keys WHERE source = $1 AND record_key = $2";
+
+/// SQL of `MarkImportKey` (sql/queries/import.sql:73).
+pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
+VALUES ($1, $2, $3)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    session_id = coalesce(import_keys.session_id, excluded.session_id)";
+
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:80).
+pub const SET_IMPORT_KEY_TITLE_SQL: &str =
+    "INSERT INTO import_keys (source, record_key, title, title_rank)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (source, record_key) DO UPDATE SET
+    title = excluded.title,
+    title_rank = excluded.title_rank";
 
 /// SQL of `ListMessagesOldest` (sql/queries/message_pages.sql:4).
 pub const LIST_MESSAGES_OLDEST_SQL: &str = "SELECT * FROM messages
@@ -404,6 +495,15 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:123).
+pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
+SET parent_session_id = $1,
+    kind = $2,
+    ended_at = $3,
+    end_reason = $4,
+    updated_at = $5
+WHERE id = $6";
+
 /// SQL of `CreateSession` (sql/queries/sessions.sql:4).
 pub const CREATE_SESSION_SQL: &str = "INSERT INTO sessions (
     id, parent_session_id, kind, source, user_id, directory, title,
@@ -599,6 +699,15 @@ WHERE session_id = $1 AND type = 'tool'
 ORDER BY seq DESC
 LIMIT 1";
 
+/// SQL of `ListSentPartDataFrom` (sql/queries/postgres/parts.sql:12).
+pub const LIST_SENT_PART_DATA_FROM_SQL: &str =
+    "SELECT p.id, p.message_id, p.position, p.data AS \"data!\", p.created_at, p.updated_at
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = $1
+  AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
+ORDER BY m.created_at, m.id, p.position";
+
 /// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
@@ -707,6 +816,86 @@ fn read_file_row(row: &postgres::Row) -> Result<super::FileRow, postgres::Error>
         version: row.try_get(4)?,
         created_at: row.try_get(5)?,
         updated_at: row.try_get(6)?,
+    })
+}
+
+/// Reads a [`super::ImportFileRow`] from a row, by position.
+fn read_import_file_row(row: &postgres::Row) -> Result<super::ImportFileRow, postgres::Error> {
+    Ok(super::ImportFileRow {
+        source: row.try_get(0)?,
+        path: row.try_get(1)?,
+        size: row.try_get(2)?,
+        mtime_ns: row.try_get(3)?,
+        byte_offset: row.try_get(4)?,
+        lines: row.try_get(5)?,
+        carry: row.try_get(6)?,
+        records: row.try_get(7)?,
+        skipped: row.try_get(8)?,
+        imported_at: row.try_get(9)?,
+    })
+}
+
+/// Reads a [`super::ImportSessionRow`] from a row, by position.
+fn read_import_session_row(
+    row: &postgres::Row,
+) -> Result<super::ImportSessionRow, postgres::Error> {
+    Ok(super::ImportSessionRow {
+        session_id: row.try_get(0)?,
+        source: row.try_get(1)?,
+        external_id: row.try_get(2)?,
+        path: row.try_get(3)?,
+        title_rank: row.try_get(4)?,
+        cost_flags: row.try_get(5)?,
+        pending_parent: row.try_get(6)?,
+        fingerprint: row.try_get(7)?,
+        imported_at: row.try_get(8)?,
+    })
+}
+
+/// Reads a [`super::ListPendingParentsRow`] from a row, by position.
+fn read_list_pending_parents_row(
+    row: &postgres::Row,
+) -> Result<super::ListPendingParentsRow, postgres::Error> {
+    Ok(super::ListPendingParentsRow {
+        session_id: row.try_get(0)?,
+        source: row.try_get(1)?,
+        pending_parent: row.try_get(2)?,
+        parent_session_id: row.try_get(3)?,
+    })
+}
+
+/// Reads a [`super::SummarizeImportsRow`] from a row, by position.
+fn read_summarize_imports_row(
+    row: &postgres::Row,
+) -> Result<super::SummarizeImportsRow, postgres::Error> {
+    Ok(super::SummarizeImportsRow {
+        source: row.try_get(0)?,
+        files: row.try_get(1)?,
+        bytes: row.try_get(2)?,
+        records: row.try_get(3)?,
+        skipped: row.try_get(4)?,
+        last_imported_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::CountImportedSessionsRow`] from a row, by position.
+fn read_count_imported_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::CountImportedSessionsRow, postgres::Error> {
+    Ok(super::CountImportedSessionsRow {
+        source: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::ImportKeyRow`] from a row, by position.
+fn read_import_key_row(row: &postgres::Row) -> Result<super::ImportKeyRow, postgres::Error> {
+    Ok(super::ImportKeyRow {
+        source: row.try_get(0)?,
+        record_key: row.try_get(1)?,
+        session_id: row.try_get(2)?,
+        title: row.try_get(3)?,
+        title_rank: row.try_get(4)?,
     })
 }
 
@@ -936,6 +1125,20 @@ fn read_list_session_previews_row(
     })
 }
 
+/// Reads a [`super::ListSentPartDataFromRow`] from a row, by position.
+fn read_list_sent_part_data_from_row(
+    row: &postgres::Row,
+) -> Result<super::ListSentPartDataFromRow, postgres::Error> {
+    Ok(super::ListSentPartDataFromRow {
+        id: row.try_get(0)?,
+        message_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        data: row.try_get(3)?,
+        created_at: row.try_get(4)?,
+        updated_at: row.try_get(5)?,
+    })
+}
+
 /// Reads a [`super::UsageByDaySinceRow`] from a row, by position.
 fn read_usage_by_day_since_row(
     row: &postgres::Row,
@@ -1010,6 +1213,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.client.query_typed(sql, &values)?;
         rows.first()
             .map(read_session_run_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_last_user_message_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
+        let sql = GET_LAST_USER_MESSAGE_ID_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(|row| row.try_get(0))
             .transpose()
             .map_err(crate::Error::from)
     }
@@ -1109,6 +1325,93 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.iter()
             .map(read_file_row)
             .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_import_files(
+        &mut self,
+        source: &str,
+    ) -> Result<Vec<super::ImportFileRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&source, Type::TEXT)];
+        let sql = LIST_IMPORT_FILES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_import_file_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_import_session(
+        &mut self,
+        params: &super::GetImportSessionParams<'_>,
+    ) -> Result<Option<super::ImportSessionRow>, crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.source, Type::TEXT),
+            (&params.external_id, Type::TEXT),
+        ];
+        let sql = GET_IMPORT_SESSION_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_import_session_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_import_session_by_id(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<super::ImportSessionRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
+        let sql = GET_IMPORT_SESSION_BY_ID_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_import_session_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_pending_parents(&mut self) -> Result<Vec<super::ListPendingParentsRow>, crate::Error> {
+        let sql = LIST_PENDING_PARENTS_SQL;
+        let rows = self.client.query_typed(sql, &[])?;
+        rows.iter()
+            .map(read_list_pending_parents_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn summarize_imports(&mut self) -> Result<Vec<super::SummarizeImportsRow>, crate::Error> {
+        let sql = SUMMARIZE_IMPORTS_SQL;
+        let rows = self.client.query_typed(sql, &[])?;
+        rows.iter()
+            .map(read_summarize_imports_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn count_imported_sessions(
+        &mut self,
+    ) -> Result<Vec<super::CountImportedSessionsRow>, crate::Error> {
+        let sql = COUNT_IMPORTED_SESSIONS_SQL;
+        let rows = self.client.query_typed(sql, &[])?;
+        rows.iter()
+            .map(read_count_imported_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_import_key(
+        &mut self,
+        params: &super::GetImportKeyParams<'_>,
+    ) -> Result<Option<super::ImportKeyRow>, crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.source, Type::TEXT),
+            (&params.record_key, Type::TEXT),
+        ];
+        let sql = GET_IMPORT_KEY_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_import_key_row)
+            .transpose()
             .map_err(crate::Error::from)
     }
 
@@ -1595,6 +1898,23 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_sent_part_data_from(
+        &mut self,
+        params: &super::ListSentPartDataFromParams<'_>,
+    ) -> Result<Vec<super::ListSentPartDataFromRow>, crate::Error> {
+        let values: [Param<'_>; 3] = [
+            (&params.session_id, Type::TEXT),
+            (&params.created_at, Type::INT8),
+            (&params.id, Type::TEXT),
+        ];
+        let sql = LIST_SENT_PART_DATA_FROM_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_sent_part_data_from_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn usage_by_day_since(
         &mut self,
         since: i64,
@@ -1717,6 +2037,94 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = CREATE_FILE_VERSION_SQL;
         let row = self.client.query_typed_one(sql, &values)?;
         read_file_row(&row).map_err(crate::Error::from)
+    }
+
+    fn upsert_import_file(
+        &mut self,
+        params: &super::UpsertImportFileParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 10] = [
+            (&params.source, Type::TEXT),
+            (&params.path, Type::TEXT),
+            (&params.size, Type::INT8),
+            (&params.mtime_ns, Type::INT8),
+            (&params.byte_offset, Type::INT8),
+            (&params.lines, Type::INT8),
+            (&params.carry, Type::TEXT),
+            (&params.records, Type::INT8),
+            (&params.skipped, Type::INT8),
+            (&params.imported_at, Type::INT8),
+        ];
+        let sql = UPSERT_IMPORT_FILE_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
+    }
+
+    fn insert_import_session(
+        &mut self,
+        params: &super::InsertImportSessionParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 9] = [
+            (&params.session_id, Type::TEXT),
+            (&params.source, Type::TEXT),
+            (&params.external_id, Type::TEXT),
+            (&params.path, Type::TEXT),
+            (&params.title_rank, Type::INT8),
+            (&params.cost_flags, Type::INT8),
+            (&params.pending_parent, Type::TEXT),
+            (&params.fingerprint, Type::TEXT),
+            (&params.imported_at, Type::INT8),
+        ];
+        let sql = INSERT_IMPORT_SESSION_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
+    }
+
+    fn update_import_session(
+        &mut self,
+        params: &super::UpdateImportSessionParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 7] = [
+            (&params.path, Type::TEXT),
+            (&params.title_rank, Type::INT8),
+            (&params.cost_flags, Type::INT8),
+            (&params.pending_parent, Type::TEXT),
+            (&params.fingerprint, Type::TEXT),
+            (&params.imported_at, Type::INT8),
+            (&params.session_id, Type::TEXT),
+        ];
+        let sql = UPDATE_IMPORT_SESSION_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
+    }
+
+    fn mark_import_key(
+        &mut self,
+        params: &super::MarkImportKeyParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 3] = [
+            (&params.source, Type::TEXT),
+            (&params.record_key, Type::TEXT),
+            (&params.session_id, Type::TEXT),
+        ];
+        let sql = MARK_IMPORT_KEY_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
+    }
+
+    fn set_import_key_title(
+        &mut self,
+        params: &super::SetImportKeyTitleParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 4] = [
+            (&params.source, Type::TEXT),
+            (&params.record_key, Type::TEXT),
+            (&params.title, Type::TEXT),
+            (&params.title_rank, Type::INT8),
+        ];
+        let sql = SET_IMPORT_KEY_TITLE_SQL;
+        self.client.execute_typed(sql, &values)?;
+        Ok(())
     }
 
     fn create_message(
@@ -1979,6 +2387,23 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = IMPORT_FILE_VERSION_SQL;
         self.client.execute_typed(sql, &values)?;
         Ok(())
+    }
+
+    fn update_external_session(
+        &mut self,
+        params: &super::UpdateExternalSessionParams<'_>,
+    ) -> Result<usize, crate::Error> {
+        let values: [Param<'_>; 6] = [
+            (&params.parent_session_id, Type::TEXT),
+            (&params.kind, Type::TEXT),
+            (&params.ended_at, Type::INT8),
+            (&params.end_reason, Type::TEXT),
+            (&params.updated_at, Type::INT8),
+            (&params.id, Type::TEXT),
+        ];
+        let sql = UPDATE_EXTERNAL_SESSION_SQL;
+        let changed = self.client.execute_typed(sql, &values)?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn create_session(

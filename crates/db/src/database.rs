@@ -133,6 +133,10 @@ pub struct Database {
     migration: MigrationReport,
     /// Read-only connections open the file `immutable` (see [`Database::open_read_only`]).
     immutable: bool,
+    /// The PostgreSQL store this handle runs on instead of the SQLite fields above
+    /// (crate::backend).
+    #[cfg(feature = "postgres")]
+    pg: Option<Box<crate::pg::PgBackend>>,
 }
 
 impl Database {
@@ -172,7 +176,13 @@ impl Database {
 
     /// [`Database::open`] (or [`Database::open_read_only`] when [`Options::read_only`])
     /// with explicit [`Options`].
+    ///
+    /// `path` may also name a PostgreSQL database, as a `postgres://` URL or a libpq
+    /// keyword string (`host=… user=… dbname=…`): see [`Database::open_postgres`].
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
+        if let Some(location) = crate::backend::remote_location(path.as_ref())? {
+            return Self::open_postgres(location, options);
+        }
         if options.read_only {
             Self::open_read_only_at(path.as_ref(), options)
         } else {
@@ -184,7 +194,41 @@ impl Database {
     /// from older schemas.
     #[doc(hidden)]
     pub fn open_at_version(path: impl AsRef<Path>, target: i64) -> Result<Self> {
+        if let Some(location) = crate::backend::remote_location(path.as_ref())? {
+            return Self::open_postgres_at(location, Options::default(), Some(target));
+        }
         Self::open_at(path.as_ref(), Options::default(), Some(target))
+    }
+
+    /// A handle on an opened PostgreSQL store (the SQLite fields hold an unused
+    /// in-memory connection).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn from_postgres(
+        backend: crate::pg::PgBackend,
+        options: Options,
+        migration: MigrationReport,
+    ) -> Result<Self> {
+        Ok(Database {
+            path: None,
+            options,
+            writer: Arc::new(Mutex::new(Connection::open_in_memory()?)),
+            // PostgreSQL keeps its GIN indexes in the write: nothing is queued.
+            indexer: None,
+            search_queue: false,
+            readers: Mutex::new(Vec::new()),
+            writes: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            last_checkpoint: Mutex::new(None),
+            migration,
+            immutable: false,
+            pg: Some(Box::new(backend)),
+        })
+    }
+
+    /// The PostgreSQL backend, when this handle runs on one.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(&self) -> Option<&crate::pg::PgBackend> {
+        self.pg.as_deref()
     }
 
     fn open_at(path: &Path, options: Options, target: Option<i64>) -> Result<Self> {
@@ -256,6 +300,8 @@ impl Database {
             last_checkpoint: Mutex::new(None),
             migration,
             immutable: false,
+            #[cfg(feature = "postgres")]
+            pg: None,
         })
     }
 
@@ -318,6 +364,8 @@ impl Database {
                     applied: Vec::new(),
                 },
                 immutable,
+                #[cfg(feature = "postgres")]
+                pg: None,
             })
         };
         open().map_err(|err| classify_open_error(&path, err, false))
@@ -347,6 +395,8 @@ impl Database {
             last_checkpoint: Mutex::new(None),
             migration,
             immutable: false,
+            #[cfg(feature = "postgres")]
+            pg: None,
         })
     }
 
@@ -387,6 +437,10 @@ impl Database {
 
     /// The schema version recorded in the database.
     pub fn schema_version(&self) -> Result<i64> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.schema_version();
+        }
         self.read(|tx| migrate::current_version(tx.conn()))
     }
 
@@ -434,6 +488,10 @@ impl Database {
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.write(&self.options, f);
+        }
         self.refuse_if_read_only()?;
         let outcome = retry_with(&self.options, || self.write_once(&mut f));
         let (value, actions) = match outcome {
@@ -497,6 +555,10 @@ impl Database {
         E: TxError,
         F: FnMut(&mut ReadTx<'_>) -> Result<T, E>,
     {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.read(&self.options, f);
+        }
         let clock = &self.options.clock;
         let Some(path) = &self.path else {
             let conn = self.writer();
@@ -773,7 +835,7 @@ pub(crate) fn retry<T>(options: &Options, op: impl FnMut() -> Result<T>) -> Resu
 fn is_retryable(err: &Error) -> bool {
     match err {
         Error::Migration(err) => migration_busy(err),
-        other => other.is_busy(),
+        other => other.is_retryable(),
     }
 }
 

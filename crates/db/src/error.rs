@@ -128,12 +128,110 @@ pub enum Error {
     /// than uniqueness, a bad query). The message is SQLite's, also kept as the source.
     #[error("sqlite error: {0}")]
     Storage(#[source] rusqlite::Error),
-    /// PostgreSQL failed (a statement of the generated `PgQueries`, or a value of an
-    /// unexpected type read back), other than a uniqueness violation, which is
-    /// [`Error::Conflict`]. The message is the server's or the client's.
-    #[cfg(feature = "postgres")]
-    #[error("postgres error: {0}")]
-    Postgres(#[source] postgres::Error),
+    /// PostgreSQL failed (a statement, or a value of an unexpected type read back), other
+    /// than a uniqueness violation ([`Error::Conflict`]). The message is the server's or
+    /// the client's; [`Error::kind`] classifies it.
+    #[error("postgres error: {message}")]
+    Postgres {
+        /// The SQLSTATE the server reported (`40001`, `23503`, …); `None` when the client
+        /// failed (a lost connection, a value of an unexpected type).
+        code: Option<String>,
+        /// What the server or the client said.
+        message: String,
+        /// The driver's error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The connection was lost while COMMIT was under way: the transaction may or may not
+    /// have been applied. It is never retried (a retry could apply a change twice, such as
+    /// adding usage); look at the data before doing it again.
+    #[error(
+        "the outcome of a commit is unknown: the connection to the database was lost while \
+         committing (the change may or may not have been applied; it was not retried)"
+    )]
+    CommitUnknown(#[source] BoxError),
+    /// A database location that is neither a file path nor a URL this build can open: a
+    /// malformed `postgres://` URL or keyword string, or a scheme it has no backend for.
+    #[error("invalid database location {location}: {reason}")]
+    InvalidLocation {
+        /// The location as given, with any password replaced by `***`.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The database server could not be reached (refused, timed out, no such host or
+    /// socket).
+    #[error("cannot reach the database server at {target}")]
+    Unreachable {
+        /// Where it was looked for (host and port, or socket directory).
+        target: String,
+        /// What the client or the operating system said.
+        #[source]
+        source: BoxError,
+    },
+    /// The server refused the credentials: a wrong password, an unknown role, or no
+    /// `pg_hba.conf` entry letting this user in.
+    #[error(
+        "the database server at {target} refused user {user:?}: wrong password or no such role"
+    )]
+    AuthFailed {
+        /// The user name that was tried.
+        user: String,
+        /// The server (host and port, or socket directory).
+        target: String,
+        /// The server's message.
+        #[source]
+        source: BoxError,
+    },
+    /// The server is there but has no database of that name.
+    #[error("the database server at {target} has no database {name:?}")]
+    NoSuchDatabase {
+        /// The database name that was asked for.
+        name: String,
+        /// The server (host and port, or socket directory).
+        target: String,
+        /// The server's message.
+        #[source]
+        source: BoxError,
+    },
+    /// TLS was required (`sslmode=require`, `verify-ca`, `verify-full`) and could not be
+    /// set up: the server does not offer it, or its certificate failed verification.
+    #[error("TLS with the database server at {target} failed")]
+    Tls {
+        /// The server (host and port).
+        target: String,
+        /// What the TLS library or the server said.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// A boxed error kept as the source of a backend-neutral [`Error`] variant, so that no
+/// driver type appears in the variant.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What kind of failure an [`Error`] is, the same on both backends: what a service needs
+/// to decide what to do, without looking at a driver's codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Another writer got in the way (SQLite busy or locked; a PostgreSQL serialization
+    /// failure or deadlock): running the whole transaction again may succeed.
+    /// [`crate::Database::write`] does that itself, so a service sees this only once the
+    /// retries are used up ([`Error::Locked`]).
+    Retryable,
+    /// A uniqueness rule (primary key, unique index) was broken: [`Error::Conflict`].
+    UniqueViolation,
+    /// A row refers to a row that does not exist (or is still referred to).
+    ForeignKeyViolation,
+    /// A CHECK constraint (an allowed value, valid JSON) rejected the row.
+    CheckViolation,
+    /// The row asked for does not exist: [`Error::NotFound`].
+    NotFound,
+    /// A commit's outcome is unknown: [`Error::CommitUnknown`]. Never retried blindly.
+    CommitUnknown,
+    /// Anything else (I/O, a bad query, a damaged file, an unreachable server, …).
+    Other,
 }
 
 impl Error {
@@ -149,6 +247,54 @@ impl Error {
     /// failure that retrying can cure.
     pub fn is_busy(&self) -> bool {
         matches!(self, Error::Storage(err) if is_busy(err))
+    }
+
+    /// Whether running the transaction again may cure this: SQLite busy or locked
+    /// ([`Error::is_busy`]), or a PostgreSQL serialization failure (`40001`) or deadlock
+    /// (`40P01`). What [`crate::Database::write`] retries.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Postgres {
+                code: Some(code), ..
+            } => matches!(code.as_str(), SERIALIZATION_FAILURE | DEADLOCK_DETECTED),
+            other => other.is_busy(),
+        }
+    }
+
+    /// The kind of failure, the same on both backends ([`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Conflict { .. } => ErrorKind::UniqueViolation,
+            Error::Locked => ErrorKind::Retryable,
+            Error::CommitUnknown(_) => ErrorKind::CommitUnknown,
+            Error::Storage(err) if is_busy(err) => ErrorKind::Retryable,
+            Error::Storage(rusqlite::Error::SqliteFailure(failure, _)) => {
+                match failure.extended_code {
+                    rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
+                    rusqlite::ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
+                    _ => ErrorKind::Other,
+                }
+            }
+            Error::Postgres {
+                code: Some(code), ..
+            } => match code.as_str() {
+                SERIALIZATION_FAILURE | DEADLOCK_DETECTED => ErrorKind::Retryable,
+                "23505" => ErrorKind::UniqueViolation,
+                "23503" => ErrorKind::ForeignKeyViolation,
+                "23514" => ErrorKind::CheckViolation,
+                _ => ErrorKind::Other,
+            },
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// The SQLSTATE behind this error when PostgreSQL reported one.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            Error::Postgres { code, .. } => code.as_deref(),
+            _ => None,
+        }
     }
 
     /// The SQLite primary error code behind this error, if SQLite reported it (directly,
@@ -195,18 +341,40 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+/// PostgreSQL's SQLSTATE for a serialization failure.
+const SERIALIZATION_FAILURE: &str = "40001";
+/// PostgreSQL's SQLSTATE for a deadlock.
+const DEADLOCK_DETECTED: &str = "40P01";
+
 #[cfg(feature = "postgres")]
 impl From<postgres::Error> for Error {
     fn from(err: postgres::Error) -> Self {
-        if let Some(db) = err.as_db_error()
-            && *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION
-        {
-            return Error::Conflict {
-                message: db.message().to_owned(),
-                source: None,
+        if let Some(db) = err.as_db_error() {
+            if *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION {
+                let message = match db.constraint() {
+                    Some(constraint) => format!("{} ({constraint})", db.message()),
+                    None => db.message().to_owned(),
+                };
+                return Error::Conflict {
+                    message,
+                    source: None,
+                };
+            }
+            let message = match db.detail() {
+                Some(detail) => format!("{}: {detail}", db.message()),
+                None => db.message().to_owned(),
+            };
+            return Error::Postgres {
+                code: Some(db.code().code().to_owned()),
+                message,
+                source: Some(Box::new(err)),
             };
         }
-        Error::Postgres(err)
+        Error::Postgres {
+            code: None,
+            message: err.to_string(),
+            source: Some(Box::new(err)),
+        }
     }
 }
 
@@ -251,6 +419,38 @@ mod tests {
             "{err:?}"
         );
         assert!(!err.is_busy());
+    }
+
+    #[test]
+    fn sqlite_constraints_are_classified() {
+        let fk = Error::from(failure(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY, None));
+        assert_eq!(fk.kind(), ErrorKind::ForeignKeyViolation);
+        let check = Error::from(failure(rusqlite::ffi::SQLITE_CONSTRAINT_CHECK, None));
+        assert_eq!(check.kind(), ErrorKind::CheckViolation);
+        let unique = Error::from(failure(rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE, None));
+        assert_eq!(unique.kind(), ErrorKind::UniqueViolation);
+        assert_eq!(Error::not_found("session", "x").kind(), ErrorKind::NotFound);
+        assert_eq!(Error::Locked.kind(), ErrorKind::Retryable);
+    }
+
+    #[test]
+    fn postgres_codes_are_classified_without_a_driver_type() {
+        let pg = |code: &str| Error::Postgres {
+            code: Some(code.to_owned()),
+            message: "x".to_owned(),
+            source: None,
+        };
+        assert!(pg("40001").is_retryable());
+        assert!(pg("40P01").is_retryable());
+        assert!(!pg("23503").is_retryable());
+        assert_eq!(pg("40001").kind(), ErrorKind::Retryable);
+        assert_eq!(pg("23503").kind(), ErrorKind::ForeignKeyViolation);
+        assert_eq!(pg("23514").kind(), ErrorKind::CheckViolation);
+        assert_eq!(pg("42P01").kind(), ErrorKind::Other);
+        assert_eq!(pg("23503").sqlstate(), Some("23503"));
+        let unknown = Error::CommitUnknown("connection closed".into());
+        assert_eq!(unknown.kind(), ErrorKind::CommitUnknown);
+        assert!(!unknown.is_retryable());
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct DbInfo {
 impl Database {
     /// Path, schema versions, row counts and file sizes.
     pub fn info(&self) -> Result<DbInfo> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.postgres() {
+            return pg.info(&TABLES);
+        }
         let (schema_version, tables) = self.read(|tx| -> Result<_> {
             let conn = tx.conn();
             let version = migrate::current_version(conn)?;

@@ -20,6 +20,7 @@
 //!
 //! All SQL lives in `sql/` or in the builders here; services call typed functions only.
 
+mod backend;
 mod clock;
 mod database;
 mod error;
@@ -28,20 +29,24 @@ pub mod ids;
 mod info;
 mod maintenance;
 mod migrate;
+#[cfg(feature = "postgres")]
+mod pg;
 pub mod queries;
+#[cfg(feature = "postgres")]
+pub use pg::{copy, events};
 pub mod search;
 mod search_index;
 mod tx;
 
 pub use clock::{Clock, ManualClock};
 pub use database::{CheckpointReport, Database, Options};
-pub use error::{Error, Result};
+pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
 pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
 pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
-pub use tx::{Queryable, ReadTx, Tx, TxError};
+pub use tx::{Backend, Queryable, ReadTx, Tx, TxError};
 
 /// Re-exported so dependants name the same driver version the generated code uses.
 pub use rusqlite;

@@ -94,6 +94,11 @@ impl Database {
     /// transaction that is rolled back, so they wait for other writers like a write does,
     /// and on a read-only database they are skipped ([`IndexStatus::SkippedReadOnly`]).
     pub fn check(&self) -> Result<IntegrityReport> {
+        if self.backend() == crate::Backend::Postgres {
+            return Err(Error::InvalidInput(
+                "the integrity check is SQLite's; it does not run on PostgreSQL yet".to_owned(),
+            ));
+        }
         // What may be indexed is indexed (and committed) first, so that the rolled-back
         // check has little left to do.
         self.index_pending()?;

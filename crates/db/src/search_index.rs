@@ -257,7 +257,7 @@ impl Database {
     /// is dropped (a batch under way finishes first). A bulk import holds it while it
     /// stores, then indexes everything in a few large transactions, which costs less than
     /// many small ones between its writes.
-    pub fn pause_background_indexing(&self) -> IndexingPaused<'_> {
+    pub fn pause_background_indexing(&self) -> IndexingPaused {
         match self.indexer() {
             Some(indexer) => indexer.pause(),
             None => IndexingPaused { signal: None },
@@ -345,13 +345,13 @@ impl Indexer {
 /// While held, the background indexer of this process does not start new batches (see
 /// [`Database::pause_background_indexing`]).
 #[derive(Debug)]
-pub struct IndexingPaused<'a> {
-    signal: Option<&'a Signal>,
+pub struct IndexingPaused {
+    signal: Option<Arc<Signal>>,
 }
 
-impl Drop for IndexingPaused<'_> {
+impl Drop for IndexingPaused {
     fn drop(&mut self) {
-        if let Some(signal) = self.signal {
+        if let Some(signal) = &self.signal {
             lock_state(signal).paused -= 1;
             signal.wake.notify_one();
         }
@@ -359,10 +359,10 @@ impl Drop for IndexingPaused<'_> {
 }
 
 impl Indexer {
-    fn pause(&self) -> IndexingPaused<'_> {
+    fn pause(&self) -> IndexingPaused {
         lock_state(&self.signal).paused += 1;
         IndexingPaused {
-            signal: Some(&self.signal),
+            signal: Some(Arc::clone(&self.signal)),
         }
     }
 }

@@ -7,15 +7,69 @@
 //!   starts with an empty queue, and a rollback drops it, so no event ever goes out for
 //!   a change that did not commit, and none goes out twice.
 //! - [`ReadTx`]: one read snapshot.
-//! - [`Queryable`]: what both offer the generated query functions — the connection
+//! - [`Tx::q`] and [`ReadTx::q`]: the generated queries as the backend-neutral traits
+//!   (`tx.q().get_session(id)`), on SQLite and on PostgreSQL alike.
+//! - [`Queryable`]: what both offer the generated SQLite query functions — the connection
 //!   (`queries::get_session(tx.conn(), id)`) and the database's clock
 //!   ([`Queryable::now`]). Functions that only read take `&dyn Queryable`, so they run
-//!   in either.
+//!   in either. SQLite only: services move to [`Tx::q`].
 
 use rusqlite::Connection;
 
 use crate::clock::Clock;
 use crate::error::Error;
+use crate::queries::{Queries, ReadQueries, SqliteQueries};
+
+/// Which backend a database, a [`Tx`] or a [`ReadTx`] runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// An SQLite file (or an in-memory database).
+    Sqlite,
+    /// A PostgreSQL database (the `postgres` feature).
+    Postgres,
+}
+
+/// The connection a transaction handle runs its queries on.
+enum On<'a> {
+    Sqlite(SqliteQueries<'a>),
+    #[cfg(feature = "postgres")]
+    Postgres(crate::queries::postgres::PgQueries<'a, postgres::Client>),
+}
+
+impl<'a> On<'a> {
+    fn backend(&self) -> Backend {
+        match self {
+            On::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            On::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    fn queries(&mut self) -> &mut dyn Queries {
+        match self {
+            On::Sqlite(q) => q,
+            #[cfg(feature = "postgres")]
+            On::Postgres(q) => q,
+        }
+    }
+
+    fn sqlite(&self) -> &'a Connection {
+        match self {
+            On::Sqlite(q) => q.connection(),
+            #[cfg(feature = "postgres")]
+            On::Postgres(_) => panic!(
+                "conn() is the SQLite connection; a PostgreSQL transaction offers its \
+                 queries through q()"
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for On<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.backend())
+    }
+}
 
 /// An action queued with [`Tx::after_commit`].
 pub(crate) type AfterCommit = Box<dyn FnOnce() + Send + 'static>;
@@ -38,7 +92,7 @@ pub trait Queryable {
 
 /// One write transaction, given to the closure of [`crate::Database::write`].
 pub struct Tx<'a> {
-    conn: &'a Connection,
+    on: On<'a>,
     clock: &'a Clock,
     after_commit: Vec<Queued>,
 }
@@ -46,15 +100,53 @@ pub struct Tx<'a> {
 impl<'a> Tx<'a> {
     pub(crate) fn new(conn: &'a Connection, clock: &'a Clock) -> Self {
         Tx {
-            conn,
+            on: On::Sqlite(SqliteQueries::new(conn)),
             clock,
             after_commit: Vec::new(),
         }
     }
 
-    /// The connection, inside this transaction (for the generated query functions).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(
+        queries: crate::queries::postgres::PgQueries<'a, postgres::Client>,
+        clock: &'a Clock,
+    ) -> Self {
+        Tx {
+            on: On::Postgres(queries),
+            clock,
+            after_commit: Vec::new(),
+        }
+    }
+
+    /// Every generated query, inside this transaction, on either backend:
+    /// `tx.q().get_session(id)?`.
+    ///
+    /// ```
+    /// use scribe_db::{Database, Tx};
+    ///
+    /// let db = Database::open_in_memory()?;
+    /// let n = db.write(|tx: &mut Tx<'_>| tx.q().count_sessions())?;
+    /// assert_eq!(n, 0);
+    /// # Ok::<(), scribe_db::Error>(())
+    /// ```
+    pub fn q(&mut self) -> &mut dyn Queries {
+        self.on.queries()
+    }
+
+    /// Which backend this transaction runs on.
+    pub fn backend(&self) -> Backend {
+        self.on.backend()
+    }
+
+    /// The SQLite connection, inside this transaction (for the generated SQLite query
+    /// functions).
+    ///
+    /// # Panics
+    ///
+    /// On a PostgreSQL transaction, which has no SQLite connection: code that runs on
+    /// both backends uses [`Tx::q`].
     pub fn conn(&self) -> &'a Connection {
-        self.conn
+        self.on.sqlite()
     }
 
     /// The time now, from the database's [`Clock`].
@@ -98,7 +190,7 @@ impl<'a> Tx<'a> {
 
 impl Queryable for Tx<'_> {
     fn conn(&self) -> &Connection {
-        self.conn
+        self.on.sqlite()
     }
 
     fn now(&self) -> i64 {
@@ -117,18 +209,48 @@ impl std::fmt::Debug for Tx<'_> {
 /// One read snapshot, given to the closure of [`crate::Database::read`].
 #[derive(Debug)]
 pub struct ReadTx<'a> {
-    conn: &'a Connection,
+    on: On<'a>,
     clock: &'a Clock,
 }
 
 impl<'a> ReadTx<'a> {
     pub(crate) fn new(conn: &'a Connection, clock: &'a Clock) -> Self {
-        ReadTx { conn, clock }
+        ReadTx {
+            on: On::Sqlite(SqliteQueries::new(conn)),
+            clock,
+        }
     }
 
-    /// The connection, inside this snapshot (for the generated query functions).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(
+        queries: crate::queries::postgres::PgQueries<'a, postgres::Client>,
+        clock: &'a Clock,
+    ) -> Self {
+        ReadTx {
+            on: On::Postgres(queries),
+            clock,
+        }
+    }
+
+    /// The read-only generated queries, inside this snapshot, on either backend:
+    /// `tx.q().get_session(id)?`.
+    pub fn q(&mut self) -> &mut dyn ReadQueries {
+        self.on.queries()
+    }
+
+    /// Which backend this snapshot is read from.
+    pub fn backend(&self) -> Backend {
+        self.on.backend()
+    }
+
+    /// The SQLite connection, inside this snapshot (for the generated SQLite query
+    /// functions).
+    ///
+    /// # Panics
+    ///
+    /// On a PostgreSQL snapshot: code that runs on both backends uses [`ReadTx::q`].
     pub fn conn(&self) -> &'a Connection {
-        self.conn
+        self.on.sqlite()
     }
 
     /// The time now, from the database's [`Clock`].
@@ -139,7 +261,7 @@ impl<'a> ReadTx<'a> {
 
 impl Queryable for ReadTx<'_> {
     fn conn(&self) -> &Connection {
-        self.conn
+        self.on.sqlite()
     }
 
     fn now(&self) -> i64 {

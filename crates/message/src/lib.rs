@@ -24,9 +24,9 @@
 //!   inside another service's transaction.
 //!
 //! What a model is sent ([`conversation`]): [`sent`] is the one view of stored messages
-//! as requests carry them (from the summary on, compacted results cleared, unfinished
-//! calls interrupted), used by the agent; [`to_conversation`] pairs its tool calls with
-//! their results.
+//! as requests carry them (the summary with what it keeps or the words it stands beside,
+//! compacted results cleared, unfinished calls interrupted), used by the agent;
+//! [`to_conversation`] pairs its tool calls with their results.
 //!
 //! Errors are [`MessageError`]; a part row whose JSON cannot be decoded is reported as
 //! [`MessageError::CorruptPart`] naming the row, never a panic.
@@ -45,7 +45,8 @@ pub use scribe_types::{part, role, tool_state, usage};
 
 pub use conversation::{
     CLEARED_TOOL_OUTPUT, ConversationMessage, ConversationOptions, ConversationPart,
-    INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_tool, to_conversation,
+    INTERRUPTED_TOOL_OUTPUT, is_sent, sent, sent_message, sent_order, sent_tool,
+    summary_compaction, to_conversation,
 };
 pub use error::{MessageError, Result};
 pub use events::queue_event;

@@ -16,6 +16,7 @@ use scribe_db::{Queryable, Tx};
 
 use crate::error::{MessageError, Result};
 use crate::message::{Message, StoredPart, message_from_row};
+use crate::usage::TokenUsage;
 
 /// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage).
 ///
@@ -63,6 +64,163 @@ pub fn insert_message(tx: &Tx<'_>, msg: &Message) -> Result<()> {
         insert_part(tx, &msg.id, &msg.session_id, part)?;
     }
     Ok(())
+}
+
+/// What [`import_message`] found before it wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Imported {
+    /// The message was new and is now stored as given.
+    Inserted,
+    /// The id belongs to a message of another session (a source that replays earlier
+    /// records into a new conversation): nothing was written.
+    InOtherSession {
+        /// The session that has it.
+        session_id: String,
+    },
+    /// The message was there; its fields now are as given, parts with new ids were added
+    /// and parts with known ids replaced. Holds the usage and cost it had before, so the
+    /// caller can add the difference to the session.
+    Merged {
+        /// The usage before.
+        usage: TokenUsage,
+        /// The cost before.
+        cost_usd: f64,
+    },
+}
+
+/// Stores `msg` for an importer of another agent's history, which reads a conversation
+/// again as it grows and must write each message however often it sees it.
+///
+/// A new id is inserted as [`insert_message`] does. A message already present (same id,
+/// same session) is merged: its fields (usage, cost, model, finish, error, times) become
+/// those of `msg`, a part whose id it already has is replaced by the given one (no tool
+/// state-machine check: the source decides the state), and a part with a new id is added
+/// at its position. Parts of the stored message that `msg` does not list stay. The
+/// message's `updated_at` (and each part's) is taken from `msg`, never the clock.
+///
+/// A message id present in another session is left alone ([`Imported::InOtherSession`]).
+/// Errors: those of [`insert_message`]; a part id of another message is
+/// [`MessageError::InvalidInput`].
+pub fn import_message(tx: &Tx<'_>, msg: &Message) -> Result<Imported> {
+    let Some(row) = queries::get_message(tx.conn(), &msg.id).optional()? else {
+        insert_message(tx, msg)?;
+        return Ok(Imported::Inserted);
+    };
+    if row.session_id != msg.session_id {
+        return Ok(Imported::InOtherSession {
+            session_id: row.session_id,
+        });
+    }
+    let before = Imported::Merged {
+        usage: TokenUsage {
+            input: row.input_tokens,
+            output: row.output_tokens,
+            cache_read: row.cache_read_tokens,
+            cache_write: row.cache_write_tokens,
+            reasoning: row.reasoning_tokens,
+        },
+        cost_usd: row.cost_usd,
+    };
+    let error = msg.error.as_ref().map(serde_json::Value::to_string);
+    let unchanged = row.parent_id == msg.parent_id
+        && row.agent == msg.agent
+        && row.provider == msg.provider
+        && row.model == msg.model
+        && row.finish_reason.as_deref() == msg.finish_reason.as_ref().map(|r| r.as_str())
+        && row.is_summary == msg.is_summary
+        && before
+            == Imported::Merged {
+                usage: msg.usage,
+                cost_usd: msg.cost_usd,
+            }
+        && row.error == error
+        && row.finished_at == msg.finished_at;
+    // An update that leaves updated_at as it was would be moved to the clock by the
+    // messages_touch trigger, so a real change moves it at least one millisecond on.
+    if !unchanged {
+        queries::update_message(
+            tx.conn(),
+            &queries::UpdateMessageParams {
+                parent_id: msg.parent_id.as_deref(),
+                agent: msg.agent.as_deref(),
+                provider: msg.provider.as_deref(),
+                model: msg.model.as_deref(),
+                finish_reason: msg.finish_reason.as_ref().map(|r| r.as_str()),
+                is_summary: msg.is_summary,
+                input_tokens: msg.usage.input,
+                output_tokens: msg.usage.output,
+                cache_read_tokens: msg.usage.cache_read,
+                cache_write_tokens: msg.usage.cache_write,
+                reasoning_tokens: msg.usage.reasoning,
+                cost_usd: msg.cost_usd,
+                error: error.as_deref(),
+                finished_at: msg.finished_at,
+                now: msg.updated_at.max(row.updated_at.saturating_add(1)),
+                id: &msg.id,
+            },
+        )?;
+    }
+    for part in &msg.parts {
+        import_part_of(tx, &msg.id, &msg.session_id, part)?;
+    }
+    Ok(before)
+}
+
+/// Stores `part` of message `message_id` for an importer (a tool call whose result was
+/// read later): added at its position when the message lacks it, replaced when its content
+/// changed (no tool state-machine check: the source decides), with the part's own times.
+/// Returns whether anything was written. A message that is not stored is
+/// [`MessageError::NotFound`]; a part id of another message, or a position another part
+/// holds, [`MessageError::InvalidInput`].
+pub fn import_part(tx: &Tx<'_>, message_id: &str, part: &StoredPart) -> Result<bool> {
+    let Some(session_id) = message_session(tx, message_id)? else {
+        return Err(MessageError::not_found("message", message_id));
+    };
+    import_part_of(tx, message_id, &session_id, part)
+}
+
+/// The session message `id` belongs to, or `None` when no message has that id (an
+/// importer asks where a record it reads again already lives).
+pub fn message_session(tx: &dyn Queryable, id: &str) -> Result<Option<String>> {
+    Ok(queries::get_message(tx.conn(), id)
+        .optional()?
+        .map(|row| row.session_id))
+}
+
+fn import_part_of(
+    tx: &Tx<'_>,
+    message_id: &str,
+    session_id: &str,
+    part: &StoredPart,
+) -> Result<bool> {
+    match queries::get_part(tx.conn(), &part.id).optional()? {
+        None => {
+            insert_part(tx, message_id, session_id, part)?;
+            Ok(true)
+        }
+        Some(old) if old.message_id != message_id => Err(MessageError::InvalidInput(format!(
+            "part {} belongs to message {}, not {message_id}",
+            part.id, old.message_id
+        ))),
+        Some(old) => {
+            let data = part.part.to_json()?;
+            if old.data == data {
+                return Ok(false);
+            }
+            // An update that leaves updated_at as it was is moved to the clock by the
+            // parts_touch trigger, so a change moves it at least 1 ms on.
+            queries::update_part(
+                tx.conn(),
+                &queries::UpdatePartParams {
+                    r#type: part.part.type_name(),
+                    data: &data,
+                    now: part.updated_at.max(old.updated_at.saturating_add(1)),
+                    id: &part.id,
+                },
+            )?;
+            Ok(true)
+        }
+    }
 }
 
 /// Inserts one part of message `message_id` (in `session_id`) exactly as given.
@@ -129,29 +287,64 @@ pub fn load_message_row(tx: &dyn Queryable, id: &str) -> Result<Message> {
     message_from_row(row)
 }
 
-/// The messages of `session_id` from `message_id` on (creation order, the message
-/// itself first) with their parts; `None` when `message_id` is not a message of that
-/// session. Reads only those rows, however long the history before them.
-pub fn load_session_messages_from(
+/// Where [`load_sent_messages_from`] starts: a message's `(created_at, id)`, or the
+/// session's first message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SentFrom<'a> {
+    /// From the session's first message.
+    Start,
+    /// From this message on (it included).
+    Message {
+        /// Its creation time.
+        created_at: i64,
+        /// Its id.
+        id: &'a str,
+    },
+}
+
+/// The messages of `session_id` from `from` on (creation order) with their parts, as a
+/// request needs them: **the output and metadata of every tool call cleared by compaction
+/// are left out** (where the dialect can; the cleared marker is what is sent), so the
+/// cost of loading follows what is sent rather than what is stored. Four reads at most
+/// (messages and parts, each one cursor query, and the session's existence when it has
+/// no message), whatever the history's length. For sending only: never write these parts
+/// back.
+pub fn load_sent_messages_from(
     tx: &dyn Queryable,
     session_id: &str,
-    message_id: &str,
-) -> Result<Option<Vec<Message>>> {
-    let Some(from) = queries::get_message(tx.conn(), message_id)
-        .optional()?
-        .filter(|m| m.session_id == session_id)
-    else {
-        return Ok(None);
+    from: SentFrom<'_>,
+) -> Result<Vec<Message>> {
+    let (created_at, id) = match from {
+        SentFrom::Start => (i64::MIN, ""),
+        SentFrom::Message { created_at, id } => (created_at, id),
     };
     let rows = queries::list_messages_from(
         tx.conn(),
         &queries::ListMessagesFromParams {
             session_id,
-            created_at: from.created_at,
-            id: &from.id,
+            created_at,
+            id,
         },
     )?;
-    attach_parts(tx, rows).map(Some)
+    if rows.is_empty() {
+        ensure_session(tx, session_id)?;
+        return Ok(Vec::new());
+    }
+    let parts = queries::list_sent_part_data_from(
+        tx.conn(),
+        &queries::ListSentPartDataFromParams {
+            session_id,
+            created_at,
+            id,
+        },
+    )?;
+    assemble(rows, parts.into_iter().map(PartData::from))
+}
+
+/// The id of `session_id`'s newest user message, if it has one; one indexed query that
+/// reads no other message.
+pub fn last_user_message_id(tx: &dyn Queryable, session_id: &str) -> Result<Option<String>> {
+    Ok(queries::get_last_user_message_id(tx.conn(), session_id).optional()?)
 }
 
 /// The assistant messages of `session_id` left open (`finished_at` unset: a dead
@@ -244,6 +437,7 @@ macro_rules! part_data_from {
 }
 
 part_data_from!(
+    ListSentPartDataFromRow,
     ListSessionPartDataRow,
     ListPartDataByMessageIdsRow,
     ListMessagePartDataRow

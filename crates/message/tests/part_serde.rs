@@ -100,6 +100,8 @@ fn one_of_each() -> Vec<Part> {
         }),
         Part::Compaction(CompactionPart {
             auto: true,
+            keep_from: Some("msg_kept".into()),
+            keeps_words: false,
             extra: Extra::new(),
         }),
         Part::Patch(PatchPart {

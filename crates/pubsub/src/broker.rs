@@ -192,6 +192,21 @@ impl<T: Clone + Send> Broker<T> {
         delivered
     }
 
+    /// Tells every subscriber it missed `n` events that were never published here: what
+    /// a feed from elsewhere (another host's changes) reports when it lost some, e.g.
+    /// while reconnecting. Each subscriber's next receive is
+    /// [`RecvError::Lagged`](crate::RecvError::Lagged), before the events it still holds.
+    pub fn report_missed(&self, n: u64) {
+        let queues: Vec<Arc<Queue<T>>> = lock(&self.shared.state)
+            .subscribers
+            .iter()
+            .map(|s| Arc::clone(&s.queue))
+            .collect();
+        for queue in queues {
+            queue.add_missed(n);
+        }
+    }
+
     /// How many subscriptions are registered (dropped ones and those created after
     /// shutdown are not).
     #[must_use]
@@ -260,6 +275,19 @@ mod tests {
         assert_eq!(broker.publish_created(1), 0);
         assert_eq!(broker.buffer(), DEFAULT_BUFFER);
         assert_eq!(Broker::<u8>::default().buffer(), DEFAULT_BUFFER);
+    }
+
+    #[test]
+    fn missed_events_reported_from_outside_come_before_buffered_ones() {
+        let broker = Broker::new();
+        let sub = broker.subscribe();
+        broker.publish_created(1);
+        broker.report_missed(3);
+        assert_eq!(sub.missed(), 3);
+        assert_eq!(sub.recv(), Err(RecvError::Lagged(3)));
+        assert_eq!(sub.recv().map(|e| e.payload), Ok(1));
+        broker.report_missed(0);
+        assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
     }
 
     #[test]

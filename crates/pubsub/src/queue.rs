@@ -103,6 +103,23 @@ impl<T> Queue<T> {
         self.ready.notify_one();
     }
 
+    /// Counts `n` events as missed (they were never offered), waking a blocked receiver
+    /// so it learns of the lag.
+    pub(crate) fn add_missed(&self, n: u64) {
+        let wake = {
+            let mut state = lock(&self.state);
+            if state.closed || n == 0 {
+                return;
+            }
+            state.missed = state.missed.saturating_add(n);
+            state.total_missed = state.total_missed.saturating_add(n);
+            state.waiters > 0
+        };
+        if wake {
+            self.ready.notify_all();
+        }
+    }
+
     /// Ends the stream: receivers drain what is buffered, then see `Closed`.
     pub(crate) fn close(&self) {
         let wake = {

@@ -13,6 +13,9 @@
 //! - lineage: ancestors, descendants, the tip of a compaction chain;
 //! - usage: atomic [`add_usage`](SessionService::add_usage), a once-only
 //!   [`roll_up_into_parent`](SessionService::roll_up_into_parent), [`stats`](SessionService::stats);
+//! - history import: [`upsert_external_tx`](SessionService::upsert_external_tx) and
+//!   [`add_usage_at_tx`](SessionService::add_usage_at_tx) write another agent's sessions
+//!   with their own ids and times;
 //! - maintenance: [`prune`](SessionService::prune), [`clear`](SessionService::clear),
 //!   [`export`](SessionService::export) / [`import`](SessionService::import);
 //! - files history: [`record_file`](SessionService::record_file) and friends.
@@ -32,6 +35,7 @@
 
 mod conversation;
 mod error;
+mod external;
 mod files;
 mod service;
 mod session;
@@ -41,6 +45,7 @@ mod transfer;
 mod usage;
 
 pub use error::{Result, SessionError};
+pub use external::ExternalSession;
 pub use files::FileVersion;
 pub use scribe_db::filters::{ParentFilter, SessionFilter, SessionOrder};
 pub use service::{CompactionClaim, NewSession, SessionService};

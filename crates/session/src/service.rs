@@ -691,7 +691,7 @@ pub enum CompactionClaim {
 }
 
 /// `title` is already normalized.
-fn next_title_tx(tx: &dyn Queryable, title: &str) -> Result<String> {
+pub(crate) fn next_title_tx(tx: &dyn Queryable, title: &str) -> Result<String> {
     let (base, _) = split_lineage(title);
     let highest = q::max_title_lineage_number(tx.conn(), base)?;
     let next = if highest <= 0 {

@@ -231,6 +231,18 @@ pub struct CompactionPart {
     /// Triggered automatically (context nearly full) rather than by the user.
     #[serde(default)]
     pub auto: bool,
+    /// On a summary that restarts the conversation: the first of the messages stored
+    /// before the summary (in its session, or in the session a continuation continues)
+    /// that are still sent verbatim, after it; `None`: the summary stands alone. With
+    /// [`CompactionPart::keeps_words`]: where the conversation the summary was added to
+    /// begins (`None`: at the session's first message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_from: Option<String>,
+    /// The summary was added beside the conversation instead of replacing it: every
+    /// message before it is still sent (its tool outputs cleared), and the summary is
+    /// sent where it stands.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_words: bool,
     /// Fields of newer versions, kept verbatim.
     #[serde(flatten)]
     pub extra: Extra,

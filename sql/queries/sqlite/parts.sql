@@ -7,3 +7,21 @@ SELECT * FROM parts
 WHERE session_id = @session_id AND type = 'tool' AND data ->> '$.call_id' = CAST(@call_id AS TEXT)
 ORDER BY seq DESC
 LIMIT 1;
+
+-- name: ListSentPartDataFrom :many
+-- The parts of a session's messages from the cursor (created_at, id) on, in message order
+-- then part order, as a request needs them: the output and metadata of a tool call that
+-- compaction cleared are left out (emptied), since only the cleared marker is sent, so
+-- loading what is sent costs what is sent. Driven by messages_session_created, without an
+-- IN list, however long the conversation.
+SELECT p.id, p.message_id, p.position,
+       CASE WHEN p.type = 'tool' AND p.data ->> '$.compacted_at' IS NOT NULL
+            THEN json_replace(p.data, '$.state.output', '', '$.state.metadata', json('null'))
+            ELSE p.data
+       END AS "data!",
+       p.created_at, p.updated_at
+FROM messages AS m
+JOIN parts AS p ON p.message_id = m.id
+WHERE m.session_id = @session_id
+  AND (m.created_at, m.id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
+ORDER BY m.created_at, m.id, p.position;

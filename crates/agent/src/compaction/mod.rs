@@ -4,30 +4,34 @@
 //! ([`clear_compacted_tool_outputs`], [`keep_from_last_user`],
 //! [`strip_media`], [`fit_messages`]).
 //!
-//! The steps, in order, stopping as soon as the next request fits:
+//! The steps, cheapest first, stopping as soon as the next request fits:
 //!
-//! 1. **summarise** the history (a service stores the answer as a summary
-//!    message and sends from it on);
-//! 2. **prune** old tool outputs: [`plan_prune`] picks them, a service marks
+//! 1. **prune** old tool outputs: [`plan_prune`] picks them, a service marks
 //!    them compacted (stored, searchable), and they are sent as
-//!    [`CLEARED_TOOL_OUTPUT`];
-//! 3. **progressive**: send only from the last user message;
+//!    [`CLEARED_TOOL_OUTPUT`]; no model is called;
+//! 2. **summarise** what is sent: restarting from the summary with the most
+//!    recent messages kept verbatim ([`plan_keep`] picks them), or adding it
+//!    beside the conversation's words ([`CompactionStrategy`]);
+//! 3. **progressive**: send only the summary and what follows the last user
+//!    message;
 //! 4. **strip media**: attachments become `[Attached image/png: screenshot.png]`;
 //! 5. otherwise fail with [`DoesNotFit`], which says why.
 //!
-//! Nothing here touches a database; the session and message services drive
-//! these functions.
+//! Apart from [`runner`] ([`Compactor`], which drives them against the session
+//! and message services), nothing here touches a database.
 
+mod keep;
 mod prune;
 pub mod runner;
 mod summary;
 mod transform;
 mod trigger;
 
+pub use keep::{KeepCandidate, plan_keep};
 pub use prune::{PartRef, PruneMessage, PrunePart, PrunePlan, plan_prune};
 pub use runner::{
-    CompactionOutcome, CompactionReport, Compactor, DEFAULT_STALE_AFTER, END_REASON_COMPRESSION,
-    RequestContext,
+    CompactionOutcome, CompactionReport, CompactionStep, Compactor, DEFAULT_STALE_AFTER,
+    END_REASON_COMPRESSION, RequestContext,
 };
 pub use summary::{SUMMARY_PROMPT, summary_request};
 pub use transform::{

@@ -7,7 +7,11 @@
 //! in OpenCode's `prune`:
 //!
 //! - everything from the `protect_user_turns`-th last user message on is
-//!   spared (by default the last two user turns);
+//!   spared (by default the last two user turns), as long as those turns' outputs
+//!   fit in `prune_protect_tokens`: an agent's turn can run hundreds of tool calls,
+//!   and sparing all of it would leave the cheap step nothing to clear, so beyond
+//!   that only the newest message with outputs (results the model may not have
+//!   read yet) and the token budget below protect, the former counted in the latter;
 //! - older than that, tool outputs are walked newest first and the first
 //!   `prune_protect_tokens` of them (default 40,000) are spared; a part whose
 //!   output crosses that line and every older one are candidates;
@@ -104,11 +108,34 @@ pub fn plan_prune(
     config: &CompactionConfig,
     target_tokens: Option<u64>,
 ) -> PrunePlan {
-    let Some(boundary) = protected_from(messages, config.protect_user_turns) else {
-        return PrunePlan::default();
+    let outputs = |messages: &[PruneMessage]| -> u64 {
+        messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .map(|p| match p {
+                PrunePart::ToolOutput(tokens) => *tokens,
+                _ => 0,
+            })
+            .fold(0, u64::saturating_add)
+    };
+    // The protected turns (all of them when there are fewer)…
+    let turns = protected_from(messages, config.protect_user_turns).unwrap_or(0);
+    let (boundary, mut seen) = if outputs(&messages[turns..]) <= config.prune_protect_tokens {
+        (turns, 0)
+    } else {
+        // …unless their outputs alone are more than the budget spares: then the newest
+        // message with outputs (results the model may not have read yet) and the newest
+        // budget of outputs, counting those, are spared.
+        match messages.iter().rposition(|m| {
+            m.parts
+                .iter()
+                .any(|p| matches!(p, PrunePart::ToolOutput(_)))
+        }) {
+            Some(newest) => (newest, outputs(&messages[newest..])),
+            None => (messages.len(), 0),
+        }
     };
     // Newest first, sparing the most recent `prune_protect_tokens` of outputs.
-    let mut seen: u64 = 0;
     let mut candidates: Vec<(PartRef, u64)> = Vec::new();
     for (m, message) in messages[..boundary].iter().enumerate().rev() {
         for (p, part) in message.parts.iter().enumerate().rev() {
@@ -183,27 +210,52 @@ mod tests {
     }
 
     /// 0 user, 1 asst [text, 30k, 20k], 2 user, 3 asst [15k, text, 10k],
-    /// 4 user, 5 asst [50k], 6 user, 7 asst [60k].
-    fn conversation() -> Vec<PruneMessage> {
+    /// 4 user, 5 asst [recent…], 6 user, 7 asst [newest].
+    fn conversation_with(recent: &[PrunePart], newest: &[PrunePart]) -> Vec<PruneMessage> {
         vec![
             user(),
             assistant(&[PrunePart::Other, out(30), out(20)]),
             user(),
             assistant(&[out(15), PrunePart::Other, out(10)]),
             user(),
-            assistant(&[out(50)]),
+            assistant(recent),
             user(),
-            assistant(&[out(60)]),
+            assistant(newest),
         ]
+    }
+
+    /// The last two turns hold 110k of outputs.
+    fn conversation() -> Vec<PruneMessage> {
+        conversation_with(&[out(50)], &[out(60)])
     }
 
     #[test]
     fn spares_last_two_turns_and_the_newest_forty_thousand() {
-        let plan = plan_prune(&conversation(), &CompactionConfig::default(), None);
-        // Protected: messages 4.. (last two user turns, 110k of outputs).
+        // The last two turns hold 11k of outputs: within the budget, spared whole.
+        let messages = conversation_with(&[out(5)], &[out(6)]);
+        let plan = plan_prune(&messages, &CompactionConfig::default(), None);
         // Older outputs newest first: 10k (10), 15k (25), 20k (45 > 40 → prune), 30k.
         assert_eq!(plan.parts, vec![at(1, 1), at(1, 2)]);
         assert_eq!(plan.output_tokens, 50_000);
+    }
+
+    #[test]
+    fn turns_holding_more_than_the_budget_spare_the_newest_results_and_the_budget() {
+        // 110k in the last two turns: only the newest message (60k, over the budget
+        // alone) is spared; everything older goes.
+        let plan = plan_prune(&conversation(), &CompactionConfig::default(), None);
+        assert_eq!(
+            plan.parts,
+            vec![at(1, 1), at(1, 2), at(3, 0), at(3, 2), at(5, 0)]
+        );
+        // 45k in the last two turns: the newest 25k, then 10k more of the budget.
+        let messages = conversation_with(&[out(10), out(10)], &[out(25)]);
+        let plan = plan_prune(&messages, &CompactionConfig::default(), None);
+        assert_eq!(
+            plan.parts,
+            vec![at(1, 1), at(1, 2), at(3, 0), at(3, 2), at(5, 0)]
+        );
+        assert!(!plan.parts.contains(&at(5, 1)) && !plan.parts.contains(&at(7, 0)));
     }
 
     #[test]
@@ -229,7 +281,10 @@ mod tests {
             ..CompactionConfig::default()
         };
         let all = plan_prune(&conversation(), &config, None);
-        assert_eq!(all.parts, vec![at(1, 1), at(1, 2), at(3, 0), at(3, 2)]);
+        assert_eq!(
+            all.parts,
+            vec![at(1, 1), at(1, 2), at(3, 0), at(3, 2), at(5, 0)]
+        );
         let some = plan_prune(&conversation(), &config, Some(45_000));
         assert_eq!(some.parts, vec![at(1, 1), at(1, 2)]);
         assert_eq!(some.output_tokens, 50_000);

@@ -5,60 +5,79 @@
 //! A run claims the session (`compacting_at`, taken atomically so two
 //! compactors never run on one session; a mark older than
 //! [`Compactor::with_stale_after`] is a crashed run and is taken over), then
-//! applies the steps in order, stopping as soon as the next request fits
+//! applies the steps, cheapest first, stopping as soon as the next request fits
 //! ([`CompactionConfig::max_context_tokens`]):
 //!
-//! 1. **summarize**: the context since the last summary plus
-//!    [`SUMMARY_PROMPT`](super::SUMMARY_PROMPT) goes to the summarising model
-//!    with no tools; the answer is stored as an assistant message flagged
-//!    `is_summary` and becomes the session's `summary_message_id`, and the
-//!    call's usage and cost are charged to the session and that message — all
-//!    in one transaction. With [`CompactionStrategy::Continuation`], the same
-//!    transaction ends the session (reason [`END_REASON_COMPRESSION`]) and the
-//!    summary goes to a new continuation child (titled with the next title of
-//!    the lineage, created in that same transaction), which is charged
-//!    instead; every event of the step follows the commit. If the history is too large for
-//!    the summarising model itself, the copy it is sent is reduced first (old
-//!    tool outputs cleared, then the oldest messages left out);
-//! 2. **prune**: old tool outputs are marked compacted (stored, searchable,
-//!    exportable; sent as the marker), oldest first, sparing the newest
-//!    `prune_protect_tokens` of them and the last `protect_user_turns` turns;
-//!    every mark of a run commits in one transaction, and the part events
-//!    follow the commit;
+//! 1. **prune**: old tool outputs are marked compacted (stored, searchable,
+//!    exportable; sent as the marker, and no longer even loaded for a request),
+//!    sparing the newest of them ([`CompactionConfig::prune_protect_for`]) and the
+//!    last `protect_user_turns` turns; every mark of a run commits in one
+//!    transaction, and the part events follow the commit. If the request then
+//!    fits, no model is called: the marks are stored, so every later request
+//!    starts from them;
+//! 2. **summarize**: the conversation as sent goes to the summarising model
+//!    with [`SUMMARY_PROMPT`](super::SUMMARY_PROMPT) and no tools; the answer is
+//!    stored as an assistant message flagged `is_summary` that becomes the
+//!    session's `summary_message_id`, and the call's usage and cost are charged
+//!    to the session and that message — all in one transaction. What the
+//!    summary does depends on [`CompactionConfig::strategy`]:
+//!    - [`CompactionStrategy::InPlace`]: it restarts the conversation. The most
+//!      recent messages ([`CompactionConfig::keep_recent_for`], whole turns when
+//!      they can be) are kept verbatim and sent after it; the summary covers
+//!      exactly the rest of what was sent, and its compaction part records where
+//!      the kept messages begin (`keep_from`);
+//!    - [`CompactionStrategy::Continuation`]: the same, but the same transaction
+//!      ends the session (reason [`END_REASON_COMPRESSION`]) and the summary
+//!      goes to a new continuation child (titled with the next title of the
+//!      lineage, created in that transaction), which is charged instead; the
+//!      kept messages stay in the ended session and are sent after the summary;
+//!    - [`CompactionStrategy::KeepWords`]: the summary is added beside the whole
+//!      conversation, which stays sent; every tool output before it is cleared
+//!      in the same transaction. When the words alone would fill more than half
+//!      of a request, it restarts the conversation as in place does, keeping the
+//!      recent turns and at least the last user message on: the progressive step,
+//!      stored once (reported as [`CompactionStep::Progressive`] after the
+//!      summary) instead of a summary before every request.
+//!
+//!    If what it covers is too large for the summarising model itself, the copy
+//!    it is sent is reduced first (old tool outputs cleared, then the oldest
+//!    messages left out). With [`CompactionConfig::prune_first`] off, this step
+//!    comes first and the prune step follows it;
 //! 3. **progressive** and 4. **strip media**: what is sent keeps only the
 //!    summary and the last user turn, then attachments become one-line
 //!    descriptions ([`Compactor::request_context`] applies these to every
 //!    request, as they are not stored);
 //! 5. otherwise the run fails with [`AgentError::DoesNotFit`].
 //!
-//! A summary covers the whole context it was made from, so right after one
-//! the context is the summary alone: steps 2–4 then only matter when the
-//! summary step is off ([`Compactor::with_summarize`]) or for what a later
-//! run finds after an earlier summary.
+//! [`CompactionReport::steps`] and the [`AgentEvent::CompactionDone`] /
+//! [`AgentEvent::CompactionFailed`] events say which steps ran.
 //!
-//! `compacting_at` is cleared when the run ends, whatever the outcome. A
-//! summary, once stored, stays even if a later step fails (it is a correct
-//! summary; the failure only says the next request still cannot fit). A
+//! `compacting_at` is cleared when the run ends, whatever the outcome. Prune
+//! marks and a summary, once stored, stay even if a later step fails (they are
+//! correct; the failure only says the next request still cannot fit). A
 //! failed summary call changes nothing: no summary message, no new
-//! `summary_message_id`, no continuation.
+//! `summary_message_id`, no continuation, no cleared outputs.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use scribe_db::ids::{Prefix, new_id};
 use scribe_message::{
     CompactionPart, FinishReason, Message, Part, Role, StoredPart, TokenUsage, ToolPart,
+    sent_message,
 };
 use scribe_pubsub::{Broker, Subscription};
 use scribe_session::{CompactionClaim, Store, UsageDelta};
 use scribe_types::error_chain;
 
+use super::keep::{KeepCandidate, plan_keep};
 use super::{
     CompactionConfig, CompactionStrategy, DoesNotFit, FitStep, PruneMessage, TriggerReason,
     fit_messages, plan_prune, should_compact, summary_request,
 };
-use crate::context::{Context, load_context};
+use crate::context::{Context, Loaded, load_context};
 use crate::error::{AgentError, Result};
 use crate::estimate::{HeuristicEstimator, TokenEstimator};
 use crate::events::{AgentEvent, emit};
@@ -70,6 +89,40 @@ pub const END_REASON_COMPRESSION: &str = "compression";
 
 /// How long a `compacting_at` mark holds before it is taken for a crashed run.
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(10 * 60);
+
+/// A step a compaction took (see the module doc), in the order they can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompactionStep {
+    /// Old tool outputs were marked compacted (stored).
+    Prune,
+    /// A summary was asked for and stored.
+    Summarize,
+    /// What is sent keeps only the summary and the last user turn.
+    Progressive,
+    /// Attachments are sent as one-line descriptions.
+    StripMedia,
+}
+
+impl CompactionStep {
+    /// The step's name: `prune`, `summarize`, `progressive`, `strip_media`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionStep::Prune => "prune",
+            CompactionStep::Summarize => "summarize",
+            CompactionStep::Progressive => "progressive",
+            CompactionStep::StripMedia => "strip_media",
+        }
+    }
+}
+
+impl From<FitStep> for CompactionStep {
+    fn from(step: FitStep) -> Self {
+        match step {
+            FitStep::Progressive => CompactionStep::Progressive,
+            FitStep::StripMedia => CompactionStep::StripMedia,
+        }
+    }
+}
 
 /// What a compaction did, whatever the strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,10 +138,13 @@ pub struct CompactionReport {
     pub summary_usage: TokenUsage,
     /// What the summary call cost, in US dollars.
     pub summary_cost_usd: f64,
-    /// The tool parts marked compacted by the prune step, oldest first.
+    /// The tool parts whose outputs were cleared, by the prune step and by a summary
+    /// that keeps the words, oldest first within each step.
     pub pruned_part_ids: Vec<String>,
-    /// The send-side steps the next request needs (progressive, strip media).
-    pub fit_steps: Vec<FitStep>,
+    /// The messages a restarting summary kept verbatim after it.
+    pub kept_messages: usize,
+    /// The steps taken, in order.
+    pub steps: Vec<CompactionStep>,
 }
 
 /// The result of [`Compactor::compact`].
@@ -114,8 +170,9 @@ pub enum CompactionOutcome {
         /// What it took.
         report: CompactionReport,
     },
-    /// No summary was asked for ([`Compactor::with_summarize`] `false`): old
-    /// tool outputs were pruned and what is sent was fitted.
+    /// No summary was made: old tool outputs were pruned (enough for the next
+    /// request to fit, or [`Compactor::with_summarize`] is off) and what is sent
+    /// was fitted.
     Pruned {
         /// The session.
         session_id: String,
@@ -164,12 +221,18 @@ impl CompactionOutcome {
             CompactionOutcome::NotNeeded { .. } => None,
         }
     }
+
+    /// The steps taken (none when not needed).
+    pub fn steps(&self) -> &[CompactionStep] {
+        self.report().map_or(&[], |r| &r.steps)
+    }
 }
 
 /// The messages the next request sends after the send-side steps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestContext {
-    /// The context as stored (summary on, compacted outputs cleared).
+    /// The context as stored (summary and what it is sent with, compacted outputs
+    /// cleared).
     pub context: Context,
     /// What to send: [`RequestContext::context`]'s messages, reduced by
     /// [`RequestContext::steps`] when they exceed the budget.
@@ -192,6 +255,7 @@ pub struct Compactor {
     stale_after: Duration,
     events: Arc<Broker<AgentEvent>>,
     fail_before_commit: bool,
+    loads: AtomicU64,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -228,6 +292,7 @@ impl Compactor {
             stale_after: DEFAULT_STALE_AFTER,
             events: Arc::new(Broker::new()),
             fail_before_commit: false,
+            loads: AtomicU64::new(0),
         }
     }
 
@@ -244,8 +309,8 @@ impl Compactor {
         self
     }
 
-    /// With `false`, runs skip the summary and start at the prune step (no
-    /// model call; [`CompactionOutcome::Pruned`]).
+    /// With `false`, runs never ask for a summary: they prune and fit what is sent
+    /// (no model call; [`CompactionOutcome::Pruned`]).
     pub fn with_summarize(mut self, summarize: bool) -> Self {
         self.summarize = summarize;
         self
@@ -292,22 +357,39 @@ impl Compactor {
         &self.estimator
     }
 
+    /// How many contexts this compactor has loaded (each [`Compactor::context`],
+    /// [`Compactor::check`], [`Compactor::request_context`], and each load of a
+    /// compaction run). The agent loop loads one per step; this makes that observable.
+    pub fn contexts_loaded(&self) -> u64 {
+        self.loads.load(Ordering::Relaxed)
+    }
+
     fn model(&self, model_id: &str) -> Result<&Model> {
         self.catalog
             .get(model_id)
             .ok_or_else(|| AgentError::UnknownModel(model_id.to_owned()))
     }
 
+    fn load(&self, session_id: &str) -> Result<(Context, Loaded)> {
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        load_context(&self.store, session_id, self.estimator.as_ref())
+    }
+
     /// The context of `session_id` (see [`crate::context::context`]).
     pub fn context(&self, session_id: &str) -> Result<Context> {
-        crate::context::context(&self.store, session_id, self.estimator.as_ref())
+        Ok(self.load(session_id)?.0)
     }
 
     /// Whether `session_id`'s context on `model_id` must be compacted before
     /// the next request: [`should_compact`] over [`Context::tokens`].
     pub fn check(&self, session_id: &str, model_id: &str) -> Result<Option<TriggerReason>> {
-        let model = self.model(model_id)?;
         let context = self.context(session_id)?;
+        self.trigger(&context, model_id)
+    }
+
+    /// [`Compactor::check`] for a context already loaded.
+    pub fn trigger(&self, context: &Context, model_id: &str) -> Result<Option<TriggerReason>> {
+        let model = self.model(model_id)?;
         Ok(should_compact(context.tokens, model, &self.config))
     }
 
@@ -316,28 +398,32 @@ impl Compactor {
     /// media stripped) only when it exceeds the budget. Fails with
     /// [`AgentError::DoesNotFit`] when even that is too large.
     pub fn request_context(&self, session_id: &str, model_id: &str) -> Result<RequestContext> {
-        let model = self.model(model_id)?;
         let context = self.context(session_id)?;
+        self.fit(context, model_id)
+    }
+
+    /// [`Compactor::request_context`] for a context already loaded.
+    pub fn fit(&self, context: Context, model_id: &str) -> Result<RequestContext> {
+        let model = self.model(model_id)?;
         let budget = self.config.max_context_tokens(model);
         let fitted = fit_context(&context, self.estimator.as_ref(), budget).map_err(|source| {
             AgentError::DoesNotFit {
-                session_id: session_id.to_owned(),
+                session_id: context.session_id.clone(),
                 source,
             }
         })?;
         Ok(RequestContext {
-            messages: fitted.0,
-            tokens: fitted.1,
-            steps: fitted.2,
+            messages: fitted.messages,
+            tokens: fitted.tokens,
+            steps: fitted.steps,
             context,
         })
     }
 
     /// Compacts only when [`Compactor::check`] says so.
     pub fn compact_if_needed(&self, session_id: &str, model_id: &str) -> Result<CompactionOutcome> {
-        let model = self.model(model_id)?;
         let context = self.context(session_id)?;
-        match should_compact(context.tokens, model, &self.config) {
+        match self.trigger(&context, model_id)? {
             None => Ok(CompactionOutcome::NotNeeded {
                 session_id: session_id.to_owned(),
                 tokens: context.tokens,
@@ -347,10 +433,32 @@ impl Compactor {
     }
 
     /// Compacts `session_id` for requests on `model_id` now, on this thread
-    /// (see the module doc). Progress: starting, analyzing, summarizing, then
-    /// done or failed; a session that cannot be claimed (unknown, ended,
-    /// already compacting) fails before any event.
+    /// (see the module doc): cheapest step first. A summary is asked for when
+    /// pruning did not make the request fit or found nothing to clear. Progress:
+    /// starting, analyzing, summarizing (when it summarises), then done or failed;
+    /// a session that cannot be claimed (unknown, ended, already compacting) fails
+    /// before any event.
     pub fn compact(&self, session_id: &str, model_id: &str) -> Result<CompactionOutcome> {
+        self.compact_with(session_id, model_id, false)
+    }
+
+    /// [`Compactor::compact`] after the provider refused a request as too long: our
+    /// estimate said it fit, so it is not trusted to say that pruning was enough, and
+    /// a summary is made whatever pruning did (unless summaries are off).
+    pub fn compact_after_overflow(
+        &self,
+        session_id: &str,
+        model_id: &str,
+    ) -> Result<CompactionOutcome> {
+        self.compact_with(session_id, model_id, true)
+    }
+
+    fn compact_with(
+        &self,
+        session_id: &str,
+        model_id: &str,
+        force_summary: bool,
+    ) -> Result<CompactionOutcome> {
         let model = self.model(model_id)?.clone();
         let summary_model = match &self.summary_model {
             Some(id) => self.model(id)?.clone(),
@@ -363,7 +471,14 @@ impl Compactor {
                 session_id: session_id.to_owned(),
             },
         );
-        let outcome = self.run(session_id, &model, &summary_model);
+        let mut steps = Vec::new();
+        let outcome = self.run(
+            session_id,
+            &model,
+            &summary_model,
+            force_summary,
+            &mut steps,
+        );
         let cleared = self.store.sessions().set_compacting(session_id, false);
         let outcome = match (outcome, cleared) {
             (Ok(outcome), Ok(_)) => Ok(outcome),
@@ -387,7 +502,8 @@ impl Compactor {
                             tokens_before: report.tokens_before,
                             tokens_after: report.tokens_after,
                             pruned_tool_parts: report.pruned_part_ids.len(),
-                            fit_steps: report.fit_steps.clone(),
+                            kept_messages: report.kept_messages,
+                            steps: report.steps.clone(),
                         },
                     );
                 }
@@ -396,6 +512,7 @@ impl Compactor {
                 &self.events,
                 AgentEvent::CompactionFailed {
                     session_id: session_id.to_owned(),
+                    steps,
                     error: error_chain(err),
                 },
             ),
@@ -410,8 +527,19 @@ impl Compactor {
         session_id: String,
         model_id: String,
     ) -> JoinHandle<Result<CompactionOutcome>> {
+        self.spawn(session_id, model_id, false)
+    }
+
+    /// [`Compactor::compact`] or, with `after_overflow`,
+    /// [`Compactor::compact_after_overflow`], on a thread of its own.
+    pub(crate) fn spawn(
+        self: &Arc<Self>,
+        session_id: String,
+        model_id: String,
+        after_overflow: bool,
+    ) -> JoinHandle<Result<CompactionOutcome>> {
         let this = Arc::clone(self);
-        std::thread::spawn(move || this.compact(&session_id, &model_id))
+        std::thread::spawn(move || this.compact_with(&session_id, &model_id, after_overflow))
     }
 
     /// Sets `compacting_at` unless a recent run holds it.
@@ -432,12 +560,14 @@ impl Compactor {
         }
     }
 
-    /// The steps, after the claim.
+    /// The steps, after the claim; `steps` records each as it is taken.
     fn run(
         &self,
         session_id: &str,
         model: &Model,
         summary_model: &Model,
+        force_summary: bool,
+        steps: &mut Vec<CompactionStep>,
     ) -> Result<CompactionOutcome> {
         emit(
             &self.events,
@@ -445,8 +575,8 @@ impl Compactor {
                 session_id: session_id.to_owned(),
             },
         );
-        let estimator = self.estimator.as_ref();
-        let (context, stored) = load_context(&self.store, session_id, estimator)?;
+        let (mut context, mut loaded) = self.load(session_id)?;
+        let budget = self.config.max_context_tokens(model);
         let mut report = CompactionReport {
             trigger: should_compact(context.tokens, model, &self.config),
             tokens_before: context.tokens,
@@ -454,13 +584,24 @@ impl Compactor {
             summary_usage: TokenUsage::default(),
             summary_cost_usd: 0.0,
             pruned_part_ids: Vec::new(),
-            fit_steps: Vec::new(),
+            kept_messages: 0,
+            steps: Vec::new(),
         };
+        let prune_first = self.config.prune_first || !self.summarize;
+        if prune_first && self.prune(&loaded, model, &mut report, steps)? {
+            (context, loaded) = self.load(session_id)?;
+            report.tokens_after = context.tokens;
+        }
+        // A summary when the cheap step was not enough, cleared nothing, or cannot be
+        // trusted (the provider overflowed); never when summaries are off.
+        let summarize = self.summarize
+            && (force_summary
+                || context.tokens > budget
+                || !steps.contains(&CompactionStep::Prune));
         let mut target = session_id.to_owned();
         let mut summary: Option<(String, Option<String>)> = None;
-        if self.summarize {
-            let fresh = context.messages.len()
-                - usize::from(context.summary_message_id.is_some() && !context.messages.is_empty());
+        if summarize {
+            let fresh = context.messages.len() - usize::from(context.summary_index.is_some());
             if fresh == 0 {
                 return Err(AgentError::NothingToSummarize {
                     session_id: session_id.to_owned(),
@@ -472,38 +613,57 @@ impl Compactor {
                     session_id: session_id.to_owned(),
                 },
             );
-            let (message_id, continuation) =
-                self.summarize(session_id, &context, &stored, summary_model, &mut report)?;
-            if let Some(child) = &continuation {
+            let stored = self.summarize(session_id, &context, &loaded, model, summary_model)?;
+            steps.push(CompactionStep::Summarize);
+            if stored.restarted_words {
+                steps.push(CompactionStep::Progressive);
+            }
+            report.summary_usage = stored.usage;
+            report.summary_cost_usd = stored.cost_usd;
+            report.kept_messages = stored.kept;
+            report.pruned_part_ids.extend(stored.cleared);
+            if let Some(child) = &stored.continuation {
                 target.clone_from(child);
             }
-            summary = Some((message_id, continuation));
-        }
-
-        let budget = self.config.max_context_tokens(model);
-        let (mut context, stored) = load_context(&self.store, &target, estimator)?;
-        report.tokens_after = context.tokens;
-        if context.tokens > budget {
-            // Step 2: prune old tool outputs in what is stored.
-            let pruned = self.prune(&stored, context.tokens - budget)?;
-            if !pruned.is_empty() {
-                report.pruned_part_ids = pruned;
-                context = load_context(&self.store, &target, estimator)?.0;
+            summary = Some((stored.message_id, stored.continuation));
+            (context, loaded) = self.load(&target)?;
+            report.tokens_after = context.tokens;
+            if !prune_first
+                && context.tokens > budget
+                && self.prune(&loaded, model, &mut report, steps)?
+            {
+                context = self.load(&target)?.0;
                 report.tokens_after = context.tokens;
             }
         }
         if context.tokens > budget {
             // Steps 3 and 4 change only what is sent.
-            let (_, tokens, steps) =
-                fit_context(&context, estimator, budget).map_err(|source| {
-                    AgentError::DoesNotFit {
-                        session_id: target.clone(),
-                        source,
+            let fitted = fit_context(&context, self.estimator.as_ref(), budget).map_err(|source| {
+                AgentError::DoesNotFit {
+                    session_id: target.clone(),
+                    source,
+                }
+            });
+            let fitted = match fitted {
+                Ok(fitted) => fitted,
+                Err(err) => {
+                    // Whatever send-side step was tried, it was not enough.
+                    for step in [CompactionStep::Progressive, CompactionStep::StripMedia] {
+                        if !steps.contains(&step) {
+                            steps.push(step);
+                        }
                     }
-                })?;
-            report.tokens_after = tokens;
-            report.fit_steps = steps;
+                    return Err(err);
+                }
+            };
+            report.tokens_after = fitted.tokens;
+            for step in fitted.steps.into_iter().map(CompactionStep::from) {
+                if !steps.contains(&step) {
+                    steps.push(step);
+                }
+            }
         }
+        report.steps = steps.clone();
         Ok(match summary {
             Some((summary_message_id, None)) => CompactionOutcome::InPlace {
                 session_id: session_id.to_owned(),
@@ -523,17 +683,60 @@ impl Compactor {
         })
     }
 
-    /// Step 1: asks for the summary and stores it. Returns the summary's id and
-    /// the continuation session, if one was opened.
+    /// Step 2: asks for the summary of what it covers and stores it.
     fn summarize(
         &self,
         session_id: &str,
         context: &Context,
-        stored: &[Message],
+        loaded: &Loaded,
+        model: &Model,
         summary_model: &Model,
-        report: &mut CompactionReport,
-    ) -> Result<(String, Option<String>)> {
-        let request = self.summary_request(session_id, context, summary_model)?;
+    ) -> Result<StoredSummary> {
+        let estimator = self.estimator.as_ref();
+        // Keeping the words is worth it while they leave room: once they would fill
+        // half of a request, the summary restarts the conversation instead.
+        let words_fit = || {
+            let words = clear_all_tool_outputs(context.messages.clone());
+            estimator.estimate_messages(&words) <= self.config.max_context_tokens(model) / 2
+        };
+        let keeps_words = self.config.strategy == CompactionStrategy::KeepWords && words_fit();
+        let restarted_words = self.config.strategy == CompactionStrategy::KeepWords && !keeps_words;
+        // What the summary covers: all that is sent, less the recent messages a
+        // restarting summary keeps (the newest of those stored after the previous
+        // summary, so they are the last ones sent).
+        let (covered, keep_from, kept) = if keeps_words {
+            let start = loaded.messages.first().map(|m| m.id.clone());
+            (context.messages.clone(), start, 0)
+        } else {
+            let after = loaded.summary_at.map_or(0, |k| k + 1);
+            let recent = &loaded.messages[after..];
+            let sizes: Vec<(KeepCandidate, bool)> = recent
+                .iter()
+                .map(|m| {
+                    let sent = sent_message(m, false);
+                    let candidate = KeepCandidate {
+                        role: m.role,
+                        tokens: sent.as_ref().map_or(0, |s| estimator.estimate_message(s)),
+                    };
+                    (candidate, sent.is_some())
+                })
+                .collect();
+            let candidates: Vec<KeepCandidate> = sizes.iter().map(|(c, _)| *c).collect();
+            let mut start = plan_keep(&candidates, self.config.keep_recent_for(model), true);
+            if restarted_words {
+                // The progressive step's promise: the user's latest words are sent as
+                // they are (or the request does not fit, and the run says so).
+                if let Some(last_user) = recent.iter().rposition(|m| m.role == Role::User) {
+                    start = start.min(last_user);
+                }
+            }
+            let kept_sent = sizes[start..].iter().filter(|(_, sent)| *sent).count();
+            let covered_len = context.messages.len().saturating_sub(kept_sent);
+            let kept = recent.len() - start;
+            let keep_from = recent.get(start).map(|m| m.id.clone());
+            (context.messages[..covered_len].to_vec(), keep_from, kept)
+        };
+        let request = self.summary_request(session_id, context, covered, summary_model)?;
         let response = self
             .provider
             .send(&request, &mut |_| {})
@@ -557,19 +760,40 @@ impl Compactor {
             actual_cost_usd: None,
         };
         delta.validate()?;
-        report.summary_usage = response.usage;
-        report.summary_cost_usd = cost_usd;
 
+        // A summary that keeps the words clears every tool output before it.
+        let clear: Vec<(String, ToolPart)> = if keeps_words {
+            loaded
+                .messages
+                .iter()
+                .flat_map(|m| &m.parts)
+                .filter_map(|p| match &p.part {
+                    Part::Tool(tool) if tool.compacted_at.is_none() && tool.state.is_terminal() => {
+                        Some((p.id.clone(), tool.clone()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let summary_id = new_id(Prefix::Message);
-        let parent_id = stored.last().map(|m| m.id.clone());
+        let parent_id = loaded.messages.last().map(|m| m.id.clone());
         let provider = self.provider.name().to_owned();
+        let compaction = CompactionPart {
+            auto: true,
+            keep_from,
+            keeps_words,
+            ..CompactionPart::default()
+        };
         let (sessions, messages) = (self.store.sessions(), self.store.messages());
-        // Everything the summary changes commits together: the continuation (if
-        // any), the summary message with its usage, `summary_message_id`, the charge
-        // and the end of the compacted session. Their events follow the commit.
+        // Everything the summary changes commits together: the continuation (if any),
+        // the summary message with its usage, `summary_message_id`, the charge, the
+        // cleared outputs and the end of the compacted session. Their events follow the
+        // commit.
         let continuation = self.store.database().write(|tx| {
             let continuation = match self.config.strategy {
-                CompactionStrategy::InPlace => None,
+                CompactionStrategy::InPlace | CompactionStrategy::KeepWords => None,
                 CompactionStrategy::Continuation => {
                     Some(sessions.create_continuation_tx(tx, session_id)?)
                 }
@@ -581,6 +805,7 @@ impl Compactor {
                 parent_id: parent_id.clone(),
                 provider: &provider,
                 model_id: &summary_model.id,
+                compaction: compaction.clone(),
                 text,
                 usage: delta.tokens,
                 cost_usd,
@@ -589,6 +814,12 @@ impl Compactor {
             messages.insert_tx(tx, &summary)?;
             sessions.set_summary_message_tx(tx, home, &summary.id)?;
             sessions.add_usage_tx(tx, home, &delta)?;
+            let now = tx.now();
+            for (id, tool) in &clear {
+                let mut tool = tool.clone();
+                tool.compacted_at = Some(now);
+                messages.update_part_tx(tx, id, &Part::Tool(tool))?;
+            }
             if continuation.is_some() {
                 sessions.end_tx(tx, session_id, END_REASON_COMPRESSION)?;
             }
@@ -610,31 +841,40 @@ impl Compactor {
             tx.after_commit(move || emit(&events, event));
             Ok(continuation.map(|c| c.id))
         })?;
-        Ok((summary_id, continuation))
+        Ok(StoredSummary {
+            message_id: summary_id,
+            continuation,
+            kept,
+            restarted_words,
+            cleared: clear.into_iter().map(|(id, _)| id).collect(),
+            usage: response.usage,
+            cost_usd,
+        })
     }
 
-    /// The summary request, its history reduced if the summarising model
-    /// could not take it whole: old tool outputs cleared in the copy sent
-    /// (not stored), then the oldest messages after the previous summary left
+    /// The summary request for `history` (what the summary covers), reduced if the
+    /// summarising model could not take it whole: old tool outputs cleared in the copy
+    /// sent (not stored), then the oldest messages after the previous summary left
     /// out.
     fn summary_request(
         &self,
         session_id: &str,
         context: &Context,
+        mut history: Vec<ChatMessage>,
         summary_model: &Model,
     ) -> Result<ChatRequest> {
         let estimator = self.estimator.as_ref();
         let budget = self.config.max_context_tokens(summary_model);
         let model_id = summary_model.id.clone();
         let system = context.system_prompt.clone();
-        let mut history = context.messages.clone();
         let request = summary_request(model_id.clone(), system.clone(), history.clone());
         let size = estimator.estimate_request(&request);
         if size <= budget {
             return Ok(request);
         }
         history = clear_all_tool_outputs(history);
-        let keep_first = usize::from(context.summary_message_id.is_some());
+        // The previous summary (when it opens what is sent) stays in front.
+        let keep_first = usize::from(context.summary_index == Some(0));
         loop {
             let request = summary_request(model_id.clone(), system.clone(), history.clone());
             let size = estimator.estimate_request(&request);
@@ -654,29 +894,50 @@ impl Compactor {
         }
     }
 
-    /// Step 2: marks old tool outputs compacted, oldest first, until about
-    /// `excess` tokens are cleared. Returns the part ids marked.
-    fn prune(&self, stored: &[Message], excess: u64) -> Result<Vec<String>> {
+    /// Step 1: marks every old tool output compacted (see [`plan_prune`]): all
+    /// those beyond the protected ones, in one transaction. Returns whether it marked
+    /// any (then the context must be reloaded).
+    fn prune(
+        &self,
+        loaded: &Loaded,
+        model: &Model,
+        report: &mut CompactionReport,
+        steps: &mut Vec<CompactionStep>,
+    ) -> Result<bool> {
         let estimator = self.estimator.as_ref();
-        let plan_input: Vec<PruneMessage> = stored
+        let config = CompactionConfig {
+            prune_protect_tokens: self.config.prune_protect_for(model),
+            ..self.config.clone()
+        };
+        let plan_input: Vec<PruneMessage> = loaded
+            .messages
             .iter()
             .map(|m| {
                 let parts: Vec<Part> = m.parts.iter().map(|p| p.part.clone()).collect();
                 PruneMessage::from_parts(m.role, &parts, estimator)
             })
             .collect();
-        let plan = plan_prune(&plan_input, &self.config, Some(excess));
+        let plan = plan_prune(&plan_input, &config, None);
         let marks: Vec<(String, ToolPart)> = plan
             .parts
             .iter()
-            .filter_map(|at| stored.get(at.message).and_then(|m| m.parts.get(at.part)))
+            .filter_map(|at| {
+                loaded
+                    .messages
+                    .get(at.message)
+                    .and_then(|m| m.parts.get(at.part))
+            })
+            // Only outputs still whole: a cleared call's output was not loaded, and a part
+            // is written back as loaded.
             .filter_map(|p| match &p.part {
-                Part::Tool(tool) => Some((p.id.clone(), tool.clone())),
+                Part::Tool(tool) if tool.compacted_at.is_none() => {
+                    Some((p.id.clone(), tool.clone()))
+                }
                 _ => None,
             })
             .collect();
         if marks.is_empty() {
-            return Ok(Vec::new());
+            return Ok(false);
         }
         // All marks in one transaction, with one time; the part events follow it.
         let messages = self.store.messages();
@@ -689,8 +950,24 @@ impl Compactor {
             }
             Ok(())
         })?;
-        Ok(marks.into_iter().map(|(id, _)| id).collect())
+        report
+            .pruned_part_ids
+            .extend(marks.into_iter().map(|(id, _)| id));
+        steps.push(CompactionStep::Prune);
+        Ok(true)
     }
+}
+
+/// What [`Compactor::summarize`] stored.
+struct StoredSummary {
+    message_id: String,
+    continuation: Option<String>,
+    kept: usize,
+    /// A keep-words summary restarted the conversation: its words no longer fit.
+    restarted_words: bool,
+    cleared: Vec<String>,
+    usage: TokenUsage,
+    cost_usd: f64,
 }
 
 /// What a summary message is made of.
@@ -700,6 +977,7 @@ struct SummaryMessage<'a> {
     parent_id: Option<String>,
     provider: &'a str,
     model_id: &'a str,
+    compaction: CompactionPart,
     text: &'a str,
     usage: TokenUsage,
     cost_usd: f64,
@@ -707,8 +985,8 @@ struct SummaryMessage<'a> {
 }
 
 /// The stored form of a summary: an ended assistant message flagged
-/// `is_summary` holding a compaction marker, the text and a finish part, with the
-/// summary call's usage and cost.
+/// `is_summary` holding a compaction marker (saying what the summary stands
+/// beside), the text and a finish part, with the summary call's usage and cost.
 fn summary_message(s: SummaryMessage<'_>) -> Message {
     let now = s.now;
     Message {
@@ -728,10 +1006,7 @@ fn summary_message(s: SummaryMessage<'_>) -> Message {
         updated_at: now,
         finished_at: Some(now),
         parts: [
-            Part::Compaction(CompactionPart {
-                auto: true,
-                ..CompactionPart::default()
-            }),
+            Part::Compaction(s.compaction),
             Part::text(s.text),
             Part::finish(FinishReason::EndTurn, now),
         ]
@@ -762,19 +1037,25 @@ fn clear_all_tool_outputs(mut messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
     super::clear_compacted_tool_outputs(messages)
 }
 
+/// Messages fitted to a budget.
+struct Fitted {
+    messages: Vec<ChatMessage>,
+    tokens: u64,
+    steps: Vec<FitStep>,
+}
+
 /// Fits a context into `budget` with the send-side steps, keeping the summary
-/// (the first message) in front of whatever else is kept.
+/// (wherever it is sent) in front of whatever else is kept.
 fn fit_context(
     context: &Context,
     estimator: &dyn TokenEstimator,
     budget: u64,
-) -> std::result::Result<(Vec<ChatMessage>, u64, Vec<FitStep>), DoesNotFit> {
+) -> std::result::Result<Fitted, DoesNotFit> {
     let mut messages = context.messages.clone();
-    let head = if context.summary_message_id.is_some() && !messages.is_empty() {
-        Some(messages.remove(0))
-    } else {
-        None
-    };
+    let head = context
+        .summary_index
+        .filter(|&i| i < messages.len())
+        .map(|i| messages.remove(i));
     let head_tokens = head.as_ref().map_or(0, |h| estimator.estimate_message(h));
     if head_tokens > budget {
         return Err(DoesNotFit {
@@ -787,10 +1068,23 @@ fn fit_context(
             tokens: e.tokens + head_tokens,
             max_tokens: budget,
         })?;
+    if fitted.steps.is_empty() {
+        // It fits as it is sent.
+        let messages = super::clear_compacted_tool_outputs(context.messages.clone());
+        return Ok(Fitted {
+            tokens: fitted.tokens + head_tokens,
+            messages,
+            steps: Vec::new(),
+        });
+    }
     let mut out = Vec::with_capacity(fitted.messages.len() + 1);
     out.extend(head);
     out.extend(fitted.messages);
-    Ok((out, fitted.tokens + head_tokens, fitted.steps))
+    Ok(Fitted {
+        messages: out,
+        tokens: fitted.tokens + head_tokens,
+        steps: fitted.steps,
+    })
 }
 
 #[cfg(test)]

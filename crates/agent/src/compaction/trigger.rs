@@ -12,17 +12,31 @@ use serde::{Deserialize, Serialize};
 
 use crate::models::Model;
 
-/// Where a compaction's summary lives; serialized `in_place` / `continuation`.
+/// What a summary does to the conversation; serialized `in_place` / `continuation` /
+/// `keep_words`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionStrategy {
-    /// In the same session: a summary message, and the session's
-    /// `summary_message_id` points at it.
+    /// The summary restarts the conversation in the same session: a summary message, the
+    /// session's `summary_message_id` points at it, and what is sent is the summary, then
+    /// the most recent messages it kept verbatim
+    /// ([`CompactionConfig::keep_recent_tokens`]), then what follows.
     #[default]
     InPlace,
-    /// The session ends (reason `compression`) and a child continuation
-    /// session starts from the summary.
+    /// As [`CompactionStrategy::InPlace`], but the session ends (reason `compression`)
+    /// and a child continuation session starts from the summary; the kept messages stay
+    /// where they are and are sent after it.
     Continuation,
+    /// The summary is added beside the conversation (OpenCode's design): every user and
+    /// assistant text and reasoning part is still sent, the tool outputs before the
+    /// summary are cleared, and the summary is sent where it stands. When the words
+    /// themselves would fill more than half of what a request may hold, the summary
+    /// restarts the conversation instead, keeping the recent turns
+    /// ([`CompactionConfig::keep_recent_tokens`]) and at least everything from the last
+    /// user message on: OpenCode's progressive step, made once and stored rather than
+    /// paid for with a summary before every request. If even that does not fit, media
+    /// is stripped, then the run stops with the clear error.
+    KeepWords,
 }
 
 /// How an agent compacts its conversations.
@@ -37,12 +51,23 @@ pub struct CompactionConfig {
     pub threshold_fraction: f64,
     /// Tokens kept free for the answer; `None`: `min(20_000, max output)`.
     pub reserve_output_tokens: Option<u64>,
-    /// Where the summary lives.
+    /// What a summary does to the conversation.
     pub strategy: CompactionStrategy,
-    /// Tool outputs this recent (in tokens, newest first) are never pruned.
+    /// Clear old tool outputs first and ask for a summary only if the request still does
+    /// not fit (default). `false` asks for the summary first (OpenCode-Go's order) and
+    /// prunes only what follows it.
+    pub prune_first: bool,
+    /// Tool outputs this recent (in tokens, newest first) are never pruned; at most a
+    /// quarter of what a request may hold ([`CompactionConfig::prune_protect_for`]).
     pub prune_protect_tokens: u64,
     /// The last this many user turns are never pruned.
     pub protect_user_turns: usize,
+    /// For the strategies that restart from a summary: the most recent messages, up to
+    /// this many tokens, are sent verbatim after the summary instead of being summarised
+    /// (whole turns when a turn's start is among them). Capped at a quarter of what a
+    /// request may hold ([`CompactionConfig::keep_recent_for`]); 0 keeps none.
+    /// [`CompactionStrategy::KeepWords`] uses it when the words themselves no longer fit.
+    pub keep_recent_tokens: u64,
 }
 
 /// The default reserve's cap: `min(this, model max output)`.
@@ -54,8 +79,10 @@ impl Default for CompactionConfig {
             threshold_fraction: 0.95,
             reserve_output_tokens: None,
             strategy: CompactionStrategy::InPlace,
+            prune_first: true,
             prune_protect_tokens: 40_000,
             protect_user_turns: 2,
+            keep_recent_tokens: 20_000,
         }
     }
 }
@@ -113,6 +140,25 @@ impl CompactionConfig {
     pub fn max_context_tokens(&self, model: &Model) -> u64 {
         self.usable_tokens(model)
             .min(self.threshold_tokens(model) - 1)
+    }
+
+    /// The tokens of recent messages a restarting summary keeps verbatim on `model`:
+    /// [`CompactionConfig::keep_recent_tokens`], at most a quarter of
+    /// [`CompactionConfig::max_context_tokens`] (so the summary and what it kept leave
+    /// most of the window to the conversation that follows).
+    pub fn keep_recent_for(&self, model: &Model) -> u64 {
+        self.keep_recent_tokens
+            .min(self.max_context_tokens(model) / 4)
+    }
+
+    /// The tokens of recent tool outputs the prune step spares on `model`:
+    /// [`CompactionConfig::prune_protect_tokens`], at most a quarter of
+    /// [`CompactionConfig::max_context_tokens`], so that on a small window the cheap
+    /// step still has something to clear (OpenCode's 40,000 would spare everything on a
+    /// 32k model).
+    pub fn prune_protect_for(&self, model: &Model) -> u64 {
+        self.prune_protect_tokens
+            .min(self.max_context_tokens(model) / 4)
     }
 }
 
@@ -188,6 +234,14 @@ mod tests {
         assert_eq!(c.strategy, CompactionStrategy::InPlace);
         assert_eq!(c.prune_protect_tokens, 40_000);
         assert_eq!(c.protect_user_turns, 2);
+        assert!(c.prune_first);
+        assert_eq!(c.keep_recent_tokens, 20_000);
+        // 200k window: 180k per request, so 20k fits the quarter; 10k window: 2k.
+        assert_eq!(c.keep_recent_for(&model(200_000, 64_000)), 20_000);
+        assert_eq!(c.keep_recent_for(&model(10_000, 2_000)), 2_000);
+        // Prune protection: OpenCode's 40k on a 200k window, a quarter on small ones.
+        assert_eq!(c.prune_protect_for(&model(200_000, 64_000)), 40_000);
+        assert_eq!(c.prune_protect_for(&model(32_000, 8_000)), 6_000);
         assert_eq!(c.reserve_for(&model(200_000, 64_000)), 20_000);
         assert_eq!(c.reserve_for(&model(128_000, 16_384)), 16_384);
         c.validate().unwrap();
@@ -200,6 +254,13 @@ mod tests {
                 .unwrap();
         assert_eq!(c.threshold_fraction, 0.8);
         assert_eq!(c.strategy, CompactionStrategy::Continuation);
+        let c: CompactionConfig = serde_json::from_str(
+            r#"{"strategy":"keep_words","prune_first":false,"keep_recent_tokens":0}"#,
+        )
+        .unwrap();
+        assert_eq!(c.strategy, CompactionStrategy::KeepWords);
+        assert!(!c.prune_first);
+        assert_eq!(c.keep_recent_tokens, 0);
         assert_eq!(c.prune_protect_tokens, 40_000);
         assert!(serde_json::from_str::<CompactionConfig>(r#"{"treshold":1}"#).is_err());
     }

@@ -15,8 +15,8 @@
 //! Every step is recorded as it happens, so a crash or a restart can be
 //! understood and resumed (`run/turn.rs`):
 //!
-//! 1. the request is built from the session's context (from its latest
-//!    summary on, fitted to the window) and the tools the agent may use;
+//! 1. the request is built from the session's context (what is sent with its
+//!    latest summary, fitted to the window) and the tools the agent may use;
 //! 2. an assistant message is saved (with a `step_start` part) **before** the
 //!    provider is called; the reply streams into it through a
 //!    [`ReplyWriter`](crate::ReplyWriter): streamed text grows one text part, each
@@ -30,11 +30,14 @@
 //! 5. the message is finished with its reason: `tool_use` (the loop goes on),
 //!    `end_turn`, `max_tokens`, `max_steps`, `permission_denied`, `canceled`
 //!    or `error`;
-//! 6. before the next request, compaction runs if the context calls for it —
-//!    on the compactor's own thread ([`Compactor::spawn_compact`]), which the
-//!    loop joins before building the next request; a continuation moves the
-//!    loop into the new session. A provider that
-//!    reports a context overflow gets one compaction and one retry.
+//! 6. before every request (the first of a prompt too), compaction runs if the
+//!    context calls for it — on the compactor's own thread
+//!    ([`Compactor::spawn_compact`]), which the loop joins before building the
+//!    request; a continuation moves the loop into the new session. The context is
+//!    loaded once per step: the load that decides whether to compact is the one
+//!    the request is built from (a compaction reloads it). A provider that reports
+//!    a context overflow gets one compaction (with a summary:
+//!    [`Compactor::compact_after_overflow`]) and one retry.
 //!
 //! Cancellation is checked before each model call and each tool call; a
 //! running tool sees it through its [`ToolContext::cancel`](crate::ToolContext).
@@ -51,7 +54,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scribe_message::{FinishReason, MessageService, Role};
+use scribe_message::{FinishReason, MessageService, store};
 use scribe_pubsub::{Broker, Subscription};
 use scribe_session::{SessionKind, SessionService, Store};
 
@@ -510,14 +513,11 @@ impl AgentRunner {
             ..PromptInput::default()
         };
         let model = choose_model(&self.store, &input, &agent, &session)?;
+        // One indexed query, however long the history.
         let parent = self
             .store
-            .messages()
-            .list(session_id)?
-            .into_iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.id)
+            .database()
+            .read(|tx| store::last_user_message_id(tx, session_id))?
             .unwrap_or_default();
         let turn = Turn {
             agent: &agent,
@@ -529,7 +529,8 @@ impl AgentRunner {
         self.run_loop(&turn, session_id)
     }
 
-    /// Steps until the turn ends, compacting between steps (see the module doc).
+    /// Steps until the turn ends, compacting before a step when its context calls for
+    /// it (see the module doc).
     fn run_loop(&self, turn: &Turn<'_>, session_id: &str) -> Result<RunOutcome, AgentError> {
         let compactor = match self.compactors.get(&turn.agent.name) {
             Some(compactor) => compactor.clone(),
@@ -546,16 +547,24 @@ impl AgentRunner {
         let mut outcome = RunOutcome::empty(session_id);
         let mut overflow_retried = false;
         // The lease of the continuation the loop moved into, if it did.
-        let mut _moved_lease: Option<LeaseGuard> = None;
+        let mut moved_lease: Option<LeaseGuard> = None;
         loop {
             if turn.cancel.is_canceled() {
                 outcome.finish_reason = Some(FinishReason::Canceled);
                 break;
             }
+            // One load of the context per step: it says whether to compact first and,
+            // unless a compaction changed it, is what the request sends.
+            let mut context = compactor.context(&outcome.session_id)?;
+            if compactor.trigger(&context, turn.model)?.is_some() {
+                let current = outcome.session_id.clone();
+                let compacted = compact_on_its_thread(&compactor, &current, turn.model, false)?;
+                self.carry_on(&compacted, &mut outcome, &mut moved_lease)?;
+                context = compactor.context(&outcome.session_id)?;
+            }
             outcome.steps += 1;
             let current = outcome.session_id.clone();
-            let stepped = self.step(turn, &current, &compactor, &mut outcome);
-            let compacted = match stepped {
+            match self.step(turn, &current, &compactor, context, &mut outcome) {
                 // The provider counts differently than our estimate: compact now
                 // and retry once (the failed step stays recorded with its error).
                 Err(AgentError::Provider {
@@ -563,7 +572,8 @@ impl AgentRunner {
                     ..
                 }) if !overflow_retried => {
                     overflow_retried = true;
-                    compact_on_its_thread(&compactor, &current, turn.model)?
+                    let compacted = compact_on_its_thread(&compactor, &current, turn.model, true)?;
+                    self.carry_on(&compacted, &mut outcome, &mut moved_lease)?;
                 }
                 Err(other) => return Err(other),
                 Ok(reason) => {
@@ -571,25 +581,7 @@ impl AgentRunner {
                     if reason != FinishReason::ToolUse {
                         break;
                     }
-                    match compactor.check(&current, turn.model)? {
-                        None => CompactionOutcome::NotNeeded {
-                            session_id: current.clone(),
-                            tokens: 0,
-                        },
-                        Some(_) => compact_on_its_thread(&compactor, &current, turn.model)?,
-                    }
                 }
-            };
-            if !matches!(compacted, CompactionOutcome::NotNeeded { .. }) {
-                let next = compacted.session_id().to_owned();
-                self.emit(LoopEvent::Compacted {
-                    session_id: current.clone(),
-                    continued_in: (next != current).then(|| next.clone()),
-                });
-                if next != current {
-                    _moved_lease = Some(self.lease(&next)?);
-                }
-                outcome.session_id = next;
             }
         }
         if let Some(last) = outcome.assistant_message_ids.last() {
@@ -605,18 +597,45 @@ impl AgentRunner {
         });
         Ok(outcome)
     }
+
+    /// After a compaction: announces it and, when it moved the conversation into a
+    /// continuation, takes that session's lease and carries on there.
+    fn carry_on(
+        &self,
+        compacted: &CompactionOutcome,
+        outcome: &mut RunOutcome,
+        moved_lease: &mut Option<LeaseGuard>,
+    ) -> Result<(), AgentError> {
+        if matches!(compacted, CompactionOutcome::NotNeeded { .. }) {
+            return Ok(());
+        }
+        let current = outcome.session_id.clone();
+        let next = compacted.session_id().to_owned();
+        self.emit(LoopEvent::Compacted {
+            session_id: current.clone(),
+            continued_in: (next != current).then(|| next.clone()),
+            steps: compacted.steps().to_vec(),
+        });
+        if next != current {
+            *moved_lease = Some(self.lease(&next)?);
+        }
+        outcome.session_id = next;
+        Ok(())
+    }
 }
 
-/// Compacts `session_id` on the compactor's own thread
-/// ([`Compactor::spawn_compact`]: the work and its progress events happen
-/// there, as the compaction design asks) and waits for it: the next request
-/// must not be built before the compaction is done.
+/// Compacts `session_id` on the compactor's own thread ([`Compactor::spawn_compact`]:
+/// the work and its progress events happen there, as the compaction design asks) and
+/// waits for it: the next request must not be built before the compaction is done.
+/// `after_overflow`: the provider refused the last request as too long
+/// ([`Compactor::compact_after_overflow`]).
 fn compact_on_its_thread(
     compactor: &Arc<Compactor>,
     session_id: &str,
     model: &str,
+    after_overflow: bool,
 ) -> Result<CompactionOutcome, AgentError> {
-    let handle = compactor.spawn_compact(session_id.to_owned(), model.to_owned());
+    let handle = compactor.spawn(session_id.to_owned(), model.to_owned(), after_overflow);
     match handle.join() {
         Ok(outcome) => Ok(outcome?),
         Err(_) => Err(AgentError::CompactionPanicked {

@@ -20,6 +20,7 @@ use super::{AgentRunner, RunOutcome};
 use crate::agents::AgentConfig;
 use crate::cancel::CancelToken;
 use crate::compaction::Compactor;
+use crate::context::Context;
 use crate::error::AgentError;
 use crate::events::LoopEvent;
 use crate::permission::{Action, Decision, PermissionRequest, Ruleset, session_rules};
@@ -58,12 +59,14 @@ pub(crate) struct Call<'a> {
 }
 
 impl AgentRunner {
-    /// One model call and its tool calls; returns the step message's finish reason.
+    /// One model call (sending `context`, loaded by the loop, fitted to the window) and
+    /// its tool calls; returns the step message's finish reason.
     pub(crate) fn step(
         &self,
         turn: &Turn<'_>,
         session_id: &str,
         compactor: &Compactor,
+        context: Context,
         outcome: &mut RunOutcome,
     ) -> Result<FinishReason, AgentError> {
         // Before the message exists, so recovery in this process never takes
@@ -73,7 +76,7 @@ impl AgentRunner {
         let _lease = self.lease(session_id)?;
         let session = self.store.sessions().get(session_id)?;
         let rules = turn.agent.permission.then(&session_rules(&session)?);
-        let context = compactor.request_context(session_id, turn.model)?;
+        let context = compactor.fit(context, turn.model)?;
         let request = ChatRequest {
             model: turn.model.to_owned(),
             system: turn

@@ -1,4 +1,4 @@
-//! `scribe db info | migrate | check | vacuum`: thin reports over `Database`'s own
+//! `scribe db info | migrate | check | vacuum | copy`: thin reports over `Database`'s own
 //! maintenance API (no SQL here). `info` and `check` also work on a database this process
 //! may only read.
 
@@ -27,6 +27,21 @@ pub enum DbCommand {
     Check,
     /// Rebuild the file to reclaim the space of deleted rows.
     Vacuum,
+    /// Copy a whole store into an empty one, between backends: an SQLite file to
+    /// PostgreSQL or back (`scribe db copy ~/scribe.db postgres://me@host/scribe`).
+    ///
+    /// Every row goes over as stored (ids, times, JSON, amounts), in one transaction on
+    /// the target, which must be empty; both are brought to this build's schema first.
+    Copy(CopyArgs),
+}
+
+/// Options of `scribe db copy`.
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The store to copy: an SQLite file, a `postgres://` URL or a libpq keyword string.
+    pub from: String,
+    /// The empty store to fill, in the same forms.
+    pub to: String,
 }
 
 /// Options of `scribe db info`.
@@ -74,6 +89,7 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
         }
         DbCommand::Check => check(&mut out, path)?,
         DbCommand::Vacuum => vacuum(&mut out, path)?,
+        DbCommand::Copy(args) => copy(&mut out, &args)?,
     }
     Ok(())
 }
@@ -124,6 +140,34 @@ fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
         "{}; `scribe db vacuum` does not repair indexes, restore from an export",
         failed.join(", ")
     )))
+}
+
+/// Copies one store into another, with a progress bar per table.
+fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
+    let from = Database::open(&args.from)?;
+    let to = Database::open(&args.to)?;
+    let mut bar: Option<(String, indicatif::ProgressBar)> = None;
+    let report = scribe_db::copy::copy(&from, &to, |p| {
+        if bar.as_ref().is_none_or(|(table, _)| *table != p.table) {
+            if let Some((_, done)) = bar.take() {
+                done.finish_and_clear();
+            }
+            let fresh = crate::ui::progress(usize::try_from(p.total).unwrap_or(0), "copying");
+            fresh.set_message(format!("copying {}", p.table));
+            bar = Some((p.table.clone(), fresh));
+        }
+        if let Some((_, current)) = &bar {
+            current.set_position(p.done);
+        }
+    })?;
+    if let Some((_, done)) = bar.take() {
+        done.finish_and_clear();
+    }
+    for (table, rows) in &report.tables {
+        writeln!(out, "  {table:<16} {rows:>10} rows")?;
+    }
+    writeln!(out, "copied {} to {}", from.location(), to.location())?;
+    Ok(())
 }
 
 /// Rebuilds the file, then truncates the write-ahead log, and reports the size change.

@@ -1,4 +1,5 @@
-//! `scribe import`: sessions from a `scribe export` file (JSON or JSON Lines, detected).
+//! `scribe import`: sessions from a `scribe export` file (JSON or JSON Lines, detected),
+//! or with `--from <agent>` another agent's own history (see `import_history`).
 //!
 //! The whole file is read and checked before anything is stored, so a malformed file
 //! imports nothing. The sessions then go in through the bulk path
@@ -14,6 +15,7 @@ use clap::Args;
 use scribe_session::{ImportOutcome, SessionExport};
 
 use crate::commands::export::{ExportDocument, FORMAT_NAME, FORMAT_VERSION};
+use crate::commands::import_history::{self, From, HistoryArgs};
 use crate::context::Context;
 use crate::error::{CliError, one_line};
 use crate::ui::{self, paint, style};
@@ -21,24 +23,67 @@ use crate::ui::{self, paint, style};
 /// Characters of a session title quoted in import messages.
 const TITLE_CHARS: usize = 60;
 
-/// Import sessions from a file written by `scribe export`.
+/// Import sessions from a file written by `scribe export`, or with --from the history of
+/// Claude Code, Codex, OpenCode, Hermes or Gemini CLI.
 ///
-/// JSON and JSON Lines are told apart by their content. Sessions already in the database
-/// are skipped, so importing the same file twice changes nothing the second time. A file
-/// that is not a valid export imports nothing.
+/// `scribe import FILE`: JSON and JSON Lines are told apart by their content. Sessions
+/// already in the database are skipped, so importing the same file twice changes nothing
+/// the second time. A file that is not a valid export imports nothing.
+///
+/// `scribe import --from AGENT [PATH...]`: reads the agent's history where it keeps it
+/// (its own environment overrides apply: CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_DB or
+/// XDG_DATA_HOME, HERMES_HOME, GEMINI_DATA_DIR), or the files and directories given.
+/// Incremental: an unchanged file costs one stat, a grown one is read from where the last
+/// import stopped, and importing twice changes nothing. The agents' files are only read.
 #[derive(Debug, Args)]
 pub struct ImportCmd {
-    /// The export file (`-` for stdin).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// Without --from: the export file (`-` for stdin). With --from: the agent's files or
+    /// directories (default: where the agent keeps its history).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Import this agent's own history instead of an export file.
+    #[arg(long, value_enum, value_name = "AGENT")]
+    pub from: Option<From>,
+    /// With --from: say what would be imported, and write nothing.
+    #[arg(long, requires = "from")]
+    pub dry_run: bool,
+    /// With --from: only sessions active since a span ago (7d, 24h) or a date (2026-01-31).
+    #[arg(long, requires = "from", value_name = "WHEN", value_parser = ui::parse_since)]
+    pub since: Option<i64>,
+    /// With --from: print the summary as JSON.
+    #[arg(long, requires = "from")]
+    pub json: bool,
+    /// With --from: keep running and import new records as the agents write them.
+    #[arg(long, requires = "from")]
+    pub watch: bool,
 }
 
 impl ImportCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let text = read(&self.file)?;
+        if let Some(from) = self.from {
+            if from == From::All && !self.paths.is_empty() {
+                usage(
+                    "PATHs belong to one agent: give --from one agent with them, or no PATH with --from all",
+                );
+            }
+            let args = HistoryArgs {
+                from,
+                paths: self.paths,
+                dry_run: self.dry_run,
+                since: self.since,
+                json: self.json,
+                watch: self.watch,
+            };
+            return import_history::run(args, ctx);
+        }
+        let file = match <[PathBuf; 1]>::try_from(self.paths) {
+            Ok([file]) => file,
+            Err(_) => usage("give one export FILE, or --from AGENT to import an agent's history"),
+        };
+        let text = read(&file)?;
         let exports = parse(&text).map_err(|reason| CliError::MalformedImport {
-            path: self.file.clone(),
+            path: file.clone(),
             reason,
         })?;
         let total = exports.len();
@@ -119,6 +164,14 @@ impl ImportCmd {
         }
         Ok(())
     }
+}
+
+/// Exits with a usage error (status 2), as clap does for the arguments it checks itself.
+fn usage(message: &str) -> ! {
+    use clap::CommandFactory;
+    crate::cli::Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
 }
 
 fn read(path: &Path) -> Result<String, CliError> {

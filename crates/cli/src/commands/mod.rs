@@ -8,11 +8,13 @@ pub mod demo;
 pub mod export;
 pub mod fork;
 pub mod import;
+pub mod import_history;
 pub mod list;
 pub mod prune;
 pub mod rename;
 pub mod search;
 pub mod show;
+pub mod sources;
 pub mod stats;
 
 use crate::cli::{Cli, Command};
@@ -36,7 +38,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Show(_)
         | Command::Search(_)
         | Command::Stats(_)
-        | Command::Export(_) => Access::Read,
+        | Command::Export(_)
+        | Command::Sources(_) => Access::Read,
         _ => Access::Write,
     };
     let ctx = Context::open(&path, access)?;
@@ -47,6 +50,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Stats(cmd) => cmd.run(&ctx),
         Command::Export(cmd) => cmd.run(&ctx),
         Command::Import(cmd) => cmd.run(&ctx),
+        Command::Sources(cmd) => cmd.run(&ctx),
         Command::Rename(cmd) => cmd.run(&ctx),
         Command::Fork(cmd) => cmd.run(&ctx),
         Command::Archive(cmd) => cmd.run(&ctx),

@@ -1,10 +1,11 @@
 //! `scribe show`: one conversation rendered for a terminal.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use clap::Args;
-use scribe_message::{Message, Part, Role, ToolState};
-use scribe_session::{ExportSelection, Session};
+use scribe_message::{CLEARED_TOOL_OUTPUT, Message, Part, Role, ToolState, summary_compaction};
+use scribe_session::{ExportSelection, Session, SessionKind};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -24,7 +25,9 @@ const REASONING_CHARS: usize = 100;
 ///
 /// Prints each message with its role and time: text in full, reasoning folded to one line,
 /// tool calls with their state and the start of their output, attachments, sub-agent tasks,
-/// and compaction markers and summaries flagged.
+/// and compaction markers and summaries flagged. Compaction is made visible: outputs it
+/// cleared say so, each summary says what it stands for, and a line marks where what the
+/// model is sent next begins.
 #[derive(Debug, Args)]
 pub struct ShowCmd {
     /// The session: an id, a unique id prefix, or a title (the newest of `t`, `t #2` …).
@@ -66,10 +69,86 @@ impl ShowCmd {
                 )
             )?;
         }
+        let marks = compaction_marks(ctx, &session)?;
+        let mut first = true;
         for message in ctx.messages.stream(&session.id)? {
-            render(&mut out, &message?)?;
+            let message = message?;
+            let mark = marks
+                .get(&message.id)
+                .or_else(|| marks.get("").filter(|_| first));
+            first = false;
+            if let Some(mark) = mark {
+                writeln!(out)?;
+                writeln!(out, "{}", paint(style::MARK, mark))?;
+            }
+            render(&mut out, &message)?;
         }
         Ok(())
+    }
+}
+
+/// The lines printed before some messages, by message id (`""`: before the first one):
+/// where what the model is sent next begins (by the session's latest summary), and, in a
+/// session compacted into a continuation, where the messages the continuation still sends
+/// begin.
+fn compaction_marks(ctx: &Context, session: &Session) -> Result<HashMap<String, String>, CliError> {
+    let mut marks = HashMap::new();
+    if let Some(id) = &session.summary_message_id {
+        let summary = ctx.messages.get(id)?;
+        let part = summary_compaction(&summary);
+        let keep_from = part
+            .and_then(|p| p.keep_from.clone())
+            .filter(|from| from != id);
+        if part.is_some_and(|p| p.keeps_words) {
+            let line = "── the model is sent every word from here on (tool outputs before the summary cleared), the summary where it stands ──";
+            // No start: the session's first message.
+            marks.insert(keep_from.unwrap_or_default(), line.to_owned());
+        } else {
+            match keep_from {
+                Some(from) if in_session(ctx, &from, &session.id)? => {
+                    marks.insert(
+                        from,
+                        format!("── the model is sent summary {id} first, then the messages from here on ──"),
+                    );
+                }
+                _ => {
+                    marks.insert(
+                        id.clone(),
+                        "── the model is sent the conversation from this summary on ──".to_owned(),
+                    );
+                }
+            }
+        }
+    }
+    // Ended by compaction: the continuation may still send this session's last messages.
+    for child in ctx.sessions.children(&session.id)? {
+        if child.kind != SessionKind::Continuation {
+            continue;
+        }
+        let Some(id) = &child.summary_message_id else {
+            continue;
+        };
+        let summary = ctx.messages.get(id)?;
+        if let Some(from) = summary_compaction(&summary).and_then(|p| p.keep_from.clone())
+            && in_session(ctx, &from, &session.id)?
+        {
+            marks.entry(from).or_insert_with(|| {
+                format!(
+                    "── from here on also sent after the summary of continuation {}: scribe show {} ──",
+                    child.id, child.id
+                )
+            });
+        }
+    }
+    Ok(marks)
+}
+
+/// Whether message `id` exists in session `session_id`.
+fn in_session(ctx: &Context, id: &str, session_id: &str) -> Result<bool, CliError> {
+    match ctx.messages.get(id) {
+        Ok(m) => Ok(m.session_id == session_id),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -128,10 +207,19 @@ fn render(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
         line.push_str(&format!(" · {model}"));
     }
     if m.is_summary {
-        line.push_str(&format!(
-            " {}",
-            paint(style::MARK, "[summary of the conversation so far]")
-        ));
+        let what = match summary_compaction(m) {
+            Some(p) if p.keeps_words => {
+                "[summary of the conversation so far, added beside its words]".to_owned()
+            }
+            Some(p) => match &p.keep_from {
+                Some(from) => {
+                    format!("[summary of the conversation before {from}, which is sent after it]")
+                }
+                None => "[summary of the conversation so far]".to_owned(),
+            },
+            None => "[summary of the conversation so far]".to_owned(),
+        };
+        line.push_str(&format!(" {}", paint(style::MARK, what)));
     }
     writeln!(out, "{line}  {}", paint(style::DIM, &m.id))?;
     for stored in &m.parts {
@@ -182,11 +270,19 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
             )?;
             let shown = t.state.output().or(t.state.error_message());
             if let Some(text) = shown {
-                if t.compacted_at.is_some() {
+                if let Some(at) = t.compacted_at {
+                    let lines = text.lines().count();
                     writeln!(
                         out,
                         "    {}",
-                        paint(style::DIM, "(output cleared by compaction)")
+                        paint(
+                            style::MARK,
+                            format!(
+                                "⌫ output cleared by compaction {}: the model is sent \"{CLEARED_TOOL_OUTPUT}\" ({} still stored, --json shows it)",
+                                ui::date_time(at),
+                                ui::plural(lines as i64, "line")
+                            )
+                        )
                     )?;
                 } else {
                     write_cut_output(out, text)?;

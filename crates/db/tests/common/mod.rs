@@ -183,3 +183,97 @@ fn check_derived(conn: &Connection) {
         .collect();
     assert!(wrong.is_empty(), "counters differ from recount: {wrong:?}");
 }
+
+/// Fills `db` with every kind of row a store holds, with values that show any loss: a
+/// child session, a summary message, tool and text parts past one copy batch, file
+/// versions, a roll-up, a run lease, floats that print long, non-ASCII JSON.
+pub fn fill_for_copy(db: &Database) -> Vec<String> {
+    let parent = session(db, "cli");
+    let child = session(db, "telegram");
+    db.write(|tx| -> scribe_db::Result<_> {
+        let c = tx.conn();
+        let (m1, _) = message_with_part(c, &parent, "assistant", "text", &text("naïve 数据 \"q\" ✓"))?;
+        let (m2, _) = message_with_part(
+            c,
+            &parent,
+            "assistant",
+            "tool",
+            &tool("bash", serde_json::json!({"cmd": "ls -la"}), "a\nb"),
+        )?;
+        for i in 1..1200 {
+            let part = new_id(Prefix::Part);
+            add_part(c, &part, &m2, &parent, i, "text", &text(&format!("line {i}")))?;
+        }
+        c.execute(
+            "UPDATE sessions SET parent_session_id = ?1, title = 'child ✓', \
+             estimated_cost_usd = 0.1 + 0.2, actual_cost_usd = 1e-300, input_tokens = 1700000000123 \
+             WHERE id = ?2",
+            [&parent, &child],
+        )?;
+        c.execute(
+            "UPDATE sessions SET summary_message_id = ?1, model_config = '{\"b\":1,\"a\":2}' \
+             WHERE id = ?2",
+            [&m1, &parent],
+        )?;
+        for content in ["v1", "v2"] {
+            q::create_file_version(
+                c,
+                &q::CreateFileVersionParams {
+                    id: &new_id(Prefix::File),
+                    session_id: &parent,
+                    path: "src/main.rs",
+                    content,
+                    now: now_ms(),
+                },
+            )?;
+        }
+        c.execute(
+            "INSERT INTO session_rollups (child_id, parent_id, rolled_up_at, input_tokens, \
+             estimated_cost_usd) VALUES (?1, ?2, 5, 7, 0.3)",
+            [&child, &parent],
+        )?;
+        c.execute(
+            "INSERT INTO session_runs (session_id, owner, pid, host, started_at, heartbeat_at) \
+             VALUES (?1, 'run_1', 42, 'host-a', 1, 2)",
+            [&parent],
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    vec![parent, child]
+}
+
+/// Every row of every copied table, floats as their bits, for exact comparison.
+pub fn dump(db: &Database) -> Vec<(String, Vec<String>)> {
+    let tables = [
+        "sessions",
+        "messages",
+        "parts",
+        "files",
+        "session_rollups",
+        "session_runs",
+    ];
+    db.read(|tx| -> scribe_db::Result<_> {
+        let c = tx.conn();
+        let mut out = Vec::new();
+        for table in tables {
+            let mut stmt = c.prepare(&format!("SELECT * FROM {table} ORDER BY 1"))?;
+            let width = stmt.column_count();
+            let rows = stmt
+                .query_map([], |row| {
+                    let mut line = Vec::with_capacity(width);
+                    for i in 0..width {
+                        line.push(match row.get::<_, rusqlite::types::Value>(i)? {
+                            rusqlite::types::Value::Real(f) => format!("real:{:x}", f.to_bits()),
+                            other => format!("{other:?}"),
+                        });
+                    }
+                    Ok(line.join("|"))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            out.push((table.to_owned(), rows));
+        }
+        Ok(out)
+    })
+    .unwrap()
+}

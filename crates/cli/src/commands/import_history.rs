@@ -1,0 +1,414 @@
+//! `scribe import --from <agent> [PATH...]`: another agent's history, read where it keeps
+//! it (or from PATHs), incrementally; and `--watch` to follow it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use scribe_import::sink::{DryRunSink, Sink, StoreSink};
+use scribe_import::watch::{self, Watch};
+use scribe_import::{Env, Event, Options, Source, SourceSummary, import, sources};
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::CliError;
+use crate::json::{self, Tokens, usd};
+use crate::ui::{self, paint, style};
+
+/// `--watch` polls this often (ms) where file-system notifications do not cover every
+/// location (default: [`watch::POLL`]); for troubleshooting and tests.
+const POLL_VAR: &str = "SCRIBE_WATCH_POLL_MS";
+
+/// `--watch` uses no file-system notifications (polls only) when this is `0`.
+const NOTIFY_VAR: &str = "SCRIBE_WATCH_NOTIFY";
+
+/// Malformed lines listed in the human summary (all are in `--json`).
+const MALFORMED_SHOWN: usize = 10;
+
+/// The agent whose history `--from` imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum From {
+    /// Claude Code (`~/.claude/projects`, `CLAUDE_CONFIG_DIR`).
+    ClaudeCode,
+    /// OpenAI Codex CLI (`~/.codex/sessions`, `CODEX_HOME`).
+    Codex,
+    /// OpenCode (`~/.local/share/opencode`, `OPENCODE_DB`, `XDG_DATA_HOME`).
+    Opencode,
+    /// Hermes Agent (`~/.hermes`, `HERMES_HOME`).
+    Hermes,
+    /// Gemini CLI (`~/.gemini/tmp`, `GEMINI_DATA_DIR`).
+    Gemini,
+    /// Every agent above, each from its default location.
+    All,
+}
+
+impl From {
+    fn sources(self) -> Vec<Source> {
+        match self {
+            From::ClaudeCode => vec![Source::ClaudeCode],
+            From::Codex => vec![Source::Codex],
+            From::Opencode => vec![Source::OpenCode],
+            From::Hermes => vec![Source::Hermes],
+            From::Gemini => vec![Source::Gemini],
+            From::All => Source::ALL.to_vec(),
+        }
+    }
+}
+
+/// What `--from` was asked to do.
+#[derive(Debug)]
+pub struct HistoryArgs {
+    /// The agent(s).
+    pub from: From,
+    /// Files or directories to read instead of the default locations (one agent only).
+    pub paths: Vec<PathBuf>,
+    /// Say what would be imported; write nothing.
+    pub dry_run: bool,
+    /// Only sessions active since then (ms).
+    pub since: Option<i64>,
+    /// Print the summary as JSON.
+    pub json: bool,
+    /// Keep following the sources.
+    pub watch: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    dry_run: bool,
+    sources: Vec<SourceJson<'a>>,
+}
+
+/// One source in `--json` output (the CLI's own shape, documented in the README).
+#[derive(Serialize)]
+struct SourceJson<'a> {
+    source: &'a str,
+    locations: &'a [PathBuf],
+    files: u64,
+    files_read: u64,
+    files_unchanged: u64,
+    files_too_old: u64,
+    records: u64,
+    skipped: &'a std::collections::BTreeMap<String, u64>,
+    malformed: Vec<Problem<'a>>,
+    failed: Vec<Problem<'a>>,
+    sessions_created: u64,
+    sessions_updated: u64,
+    messages_inserted: u64,
+    messages_merged: u64,
+    messages_replayed: u64,
+    tool_results: u64,
+    tokens: Tokens,
+    cost_usd: f64,
+    unpriced_messages: u64,
+}
+
+/// A malformed line or a file that could not be read.
+#[derive(Serialize)]
+struct Problem<'a> {
+    path: &'a str,
+    line: Option<u64>,
+    error: &'a str,
+}
+
+/// Runs `scribe import --from …`.
+pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
+    let env = Env::from_process();
+    let targets: Vec<(Source, Vec<PathBuf>)> = args
+        .from
+        .sources()
+        .into_iter()
+        .map(|source| {
+            let roots = if args.paths.is_empty() {
+                sources::importer(source).default_roots(&env)
+            } else {
+                args.paths.clone()
+            };
+            (source, roots)
+        })
+        .collect();
+    let options = Options {
+        since: args.since,
+        ..Options::default()
+    };
+    // Watching starts before the first import, so nothing written during it is missed.
+    let watch = args.watch.then(|| watcher(&targets));
+    let mut sink: Box<dyn Sink> = if args.dry_run {
+        Box::new(DryRunSink::new(Some(ctx.store.clone())))
+    } else {
+        Box::new(StoreSink::new(ctx.store.clone()))
+    };
+    let summaries = once(&targets, &options, sink.as_mut(), !args.json)?;
+    let mut out = anstream::stdout().lock();
+    if args.json && !args.watch {
+        let report = Report {
+            dry_run: args.dry_run,
+            sources: summaries.iter().map(source_json).collect(),
+        };
+        json::print(&mut out, &report)?;
+    } else {
+        for s in &summaries {
+            write!(out, "{}", human(s, args.dry_run))?;
+        }
+    }
+    let Some(watch) = watch else {
+        return Ok(());
+    };
+    let how = if watch.notifying() {
+        "file-system notifications".to_owned()
+    } else {
+        format!("looking every {} ms", poll().as_millis())
+    };
+    writeln!(out, "watching for new records ({how}; Ctrl-C to stop)…")?;
+    out.flush()?;
+    loop {
+        watch.wait();
+        let summaries = once(&targets, &options, sink.as_mut(), false)?;
+        for s in summaries.iter().filter(|s| changed(s)) {
+            if args.json {
+                serde_json::to_writer(&mut out, &source_json(s))?;
+                writeln!(out)?;
+            } else {
+                writeln!(out, "{}", watch_line(s))?;
+            }
+            out.flush()?;
+        }
+    }
+}
+
+/// How often `--watch` polls where notifications do not reach.
+fn poll() -> Duration {
+    std::env::var(POLL_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(watch::POLL, Duration::from_millis)
+}
+
+/// A watch over every location the targets read.
+fn watcher(targets: &[(Source, Vec<PathBuf>)]) -> Watch {
+    let roots: Vec<PathBuf> = targets
+        .iter()
+        .flat_map(|(_, roots)| roots.iter().cloned())
+        .collect();
+    let notify = std::env::var(NOTIFY_VAR).map_or(true, |v| v.trim() != "0");
+    Watch::new(&roots, poll(), notify)
+}
+
+fn problems(list: &[scribe_import::Malformed]) -> Vec<Problem<'_>> {
+    list.iter()
+        .map(|m| Problem {
+            path: &m.path,
+            line: m.line,
+            error: &m.error,
+        })
+        .collect()
+}
+
+fn source_json(s: &SourceSummary) -> SourceJson<'_> {
+    let w = &s.written;
+    SourceJson {
+        source: &s.source,
+        locations: &s.roots,
+        files: s.files,
+        files_read: s.files_read,
+        files_unchanged: s.files_unchanged,
+        files_too_old: s.files_too_old,
+        records: s.records,
+        skipped: &s.skipped,
+        malformed: problems(&s.malformed),
+        failed: problems(&s.failed),
+        sessions_created: w.sessions_created,
+        sessions_updated: w.sessions_updated,
+        messages_inserted: w.messages_inserted,
+        messages_merged: w.messages_merged,
+        messages_replayed: w.messages_replayed,
+        tool_results: w.parts_updated,
+        tokens: Tokens::from(&s.tokens),
+        cost_usd: usd(s.cost_usd),
+        unpriced_messages: s.unpriced,
+    }
+}
+
+fn changed(s: &SourceSummary) -> bool {
+    let w = &s.written;
+    w.messages_inserted + w.messages_merged + w.parts_updated + w.sessions_created > 0
+        || !s.malformed.is_empty()
+        || !s.failed.is_empty()
+}
+
+/// Imports every target once, with a progress bar per source on a terminal.
+fn once(
+    targets: &[(Source, Vec<PathBuf>)],
+    options: &Options,
+    sink: &mut dyn Sink,
+    progress: bool,
+) -> Result<Vec<SourceSummary>, CliError> {
+    let mut summaries = Vec::new();
+    for (source, roots) in targets {
+        let mut bar = None;
+        let mut on_event = |event: Event<'_>| match event {
+            Event::Found(n) if progress => bar = Some(ui::progress(n, source.name())),
+            Event::Done(_) => {
+                if let Some(bar) = &bar {
+                    bar.inc(1);
+                }
+            }
+            Event::Found(_) => {}
+            // The store sink builds the search indexes once the files are read.
+            Event::Indexed { done, total } => {
+                if let Some(bar) = &bar {
+                    if bar.length() != Some(total) {
+                        bar.set_length(total);
+                        bar.set_message("indexing");
+                    }
+                    bar.set_position(done);
+                }
+            }
+        };
+        let summary = import(
+            sink,
+            sources::importer(*source),
+            roots,
+            options,
+            &mut on_event,
+        )?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        summaries.push(summary);
+    }
+    Ok(summaries)
+}
+
+fn watch_line(s: &SourceSummary) -> String {
+    let w = &s.written;
+    format!(
+        "{} {}: {} new, {} updated, {} tool results",
+        ui::date_time(scribe_db::now_ms()),
+        s.source,
+        ui::plural(
+            i64::try_from(w.messages_inserted).unwrap_or(i64::MAX),
+            "message"
+        ),
+        w.messages_merged,
+        w.parts_updated
+    )
+}
+
+/// The human summary of one source.
+fn human(s: &SourceSummary, dry_run: bool) -> String {
+    let mut text = String::new();
+    let roots: Vec<String> = s.roots.iter().map(|r| r.display().to_string()).collect();
+    let head = format!(
+        "{:<12} {}",
+        s.source,
+        if roots.is_empty() {
+            "(no location)".to_owned()
+        } else {
+            roots.join(", ")
+        }
+    );
+    text.push_str(&paint(style::HEADER, head));
+    text.push('\n');
+    if s.files == 0 {
+        text.push_str("  no history found\n");
+        return text;
+    }
+    let w = &s.written;
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    text.push_str(&format!(
+        "  {} ({} read, {} unchanged{})\n",
+        ui::plural(n(s.files), "file"),
+        s.files_read,
+        s.files_unchanged,
+        if s.files_too_old > 0 {
+            format!(", {} older than --since", s.files_too_old)
+        } else {
+            String::new()
+        }
+    ));
+    let verb = if dry_run { "would import" } else { "imported" };
+    if w.messages_inserted + w.messages_merged + w.parts_updated + w.sessions_created == 0
+        && w.sessions_updated == 0
+    {
+        text.push_str("  nothing new\n");
+    } else {
+        let mut bits = vec![format!(
+            "{} ({} new)",
+            ui::plural(n(w.sessions_created + w.sessions_updated), "session"),
+            w.sessions_created
+        )];
+        bits.push(format!(
+            "{} ({} new)",
+            ui::plural(n(w.messages_inserted + w.messages_merged), "message"),
+            w.messages_inserted
+        ));
+        if w.parts_updated > 0 {
+            bits.push(ui::plural(n(w.parts_updated), "later tool result"));
+        }
+        if w.messages_replayed > 0 {
+            bits.push(format!(
+                "{} already held by the session they were replayed from",
+                ui::plural(n(w.messages_replayed), "message")
+            ));
+        }
+        text.push_str(&format!("  {verb} {}\n", bits.join(", ")));
+    }
+    if !s.tokens.is_zero() {
+        text.push_str(&format!(
+            "  {} tokens (input {}, output {}, cache read {}, cache write {}, reasoning {}), {}\n",
+            ui::grouped(s.tokens.total()),
+            ui::grouped(s.tokens.input),
+            ui::grouped(s.tokens.output),
+            ui::grouped(s.tokens.cache_read),
+            ui::grouped(s.tokens.cache_write),
+            ui::grouped(s.tokens.reasoning),
+            if s.unpriced > 0 {
+                format!(
+                    "{} + unknown ({} of models without a price)",
+                    ui::dollars(s.cost_usd),
+                    ui::plural(i64::try_from(s.unpriced).unwrap_or(i64::MAX), "message")
+                )
+            } else {
+                ui::dollars(s.cost_usd)
+            }
+        ));
+    }
+    let skipped: u64 = s.skipped.values().sum();
+    if skipped > 0 {
+        let mut kinds: Vec<(&String, &u64)> = s.skipped.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let top: Vec<String> = kinds
+            .iter()
+            .take(5)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        text.push_str(&format!(
+            "  skipped {} (metadata or unknown types: {}{})\n",
+            ui::plural(n(skipped), "record"),
+            top.join(", "),
+            if kinds.len() > 5 { ", …" } else { "" }
+        ));
+    }
+    for m in s.malformed.iter().take(MALFORMED_SHOWN) {
+        let at = m.line.map(|l| format!(":{l}")).unwrap_or_default();
+        text.push_str(&paint(
+            style::ERROR,
+            format!("  malformed {}{at}: {}\n", m.path, m.error),
+        ));
+    }
+    if s.malformed.len() > MALFORMED_SHOWN {
+        text.push_str(&format!(
+            "  … and {} more malformed (see --json)\n",
+            s.malformed.len() - MALFORMED_SHOWN
+        ));
+    }
+    for f in &s.failed {
+        text.push_str(&paint(
+            style::ERROR,
+            format!("  failed {}: {}\n", f.path, f.error),
+        ));
+    }
+    text
+}

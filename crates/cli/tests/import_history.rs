@@ -1,0 +1,538 @@
+//! End to end: the `scribe` binary imports the agents' fixture histories from a home
+//! directory (default locations and the agents' overrides), a second run changes nothing,
+//! `--dry-run` writes nothing, `--watch` picks up new records, `scribe sources` lists what
+//! it found, and `scribe import FILE` (a scribe export) still works.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/fixtures")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        copy_tree(&path, &to.join(path.file_name().unwrap()));
+    }
+}
+
+fn load_sql(sql: &str, db: &Path) {
+    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    scribe_db::rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(&text)
+        .unwrap();
+}
+
+/// A home directory holding every agent's fixture history where the agent keeps it.
+fn home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    copy_tree(&fixtures().join("claude"), &home.join(".claude"));
+    copy_tree(&fixtures().join("codex"), &home.join(".codex"));
+    copy_tree(
+        &fixtures().join("opencode"),
+        &home.join(".local/share/opencode"),
+    );
+    load_sql(
+        "opencode/opencode.sql",
+        &home.join(".local/share/opencode/opencode.db"),
+    );
+    copy_tree(&fixtures().join("hermes"), &home.join(".hermes"));
+    load_sql("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
+    copy_tree(&fixtures().join("gemini"), &home.join(".gemini"));
+    home
+}
+
+struct Scribe {
+    db: PathBuf,
+    home: PathBuf,
+    vars: Vec<(String, String)>,
+}
+
+impl Scribe {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+        // Only what the test sets: no agent override of the machine running it leaks in.
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("COLUMNS", "200")
+            .arg("--db")
+            .arg(&self.db)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.vars {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "scribe {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+}
+
+fn setup() -> (tempfile::TempDir, Scribe) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let scribe = Scribe {
+        db: dir.path().join("scribe.db"),
+        home,
+        vars: Vec::new(),
+    };
+    (dir, scribe)
+}
+
+fn source<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == name)
+        .unwrap()
+}
+
+#[test]
+fn import_from_all_then_again_changes_nothing() {
+    let (_dir, scribe) = setup();
+    let first = scribe.json(&["import", "--from", "all", "--json"]);
+    assert_eq!(first["dry_run"], false);
+    let created: Vec<(String, u64)> = first["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["source"].as_str().unwrap().to_owned(),
+                s["sessions_created"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        created,
+        [
+            ("claude-code".to_owned(), 7),
+            ("codex".to_owned(), 4),
+            ("opencode".to_owned(), 3),
+            ("hermes".to_owned(), 6),
+            ("gemini".to_owned(), 2)
+        ]
+    );
+    let codex = source(&first, "codex");
+    assert_eq!(codex["tokens"]["input"], 46_690);
+    assert_eq!(codex["unpriced_messages"], 6);
+    assert_eq!(codex["files_read"], 4);
+    assert!(codex["skipped"]["event_msg:token_count(repeated)"].is_null());
+
+    let second = scribe.json(&["import", "--from", "all", "--json"]);
+    for s in second["sources"].as_array().unwrap() {
+        assert_eq!(s["files_read"], 0, "{s}");
+        assert_eq!(s["files_unchanged"], s["files"], "{s}");
+        assert_eq!(s["messages_inserted"], 0, "{s}");
+    }
+    let human = scribe.ok(&["import", "--from", "all"]);
+    assert_eq!(human.matches("nothing new").count(), 5, "{human}");
+
+    // Imported history is Scribe history: list, show, search, stats.
+    let list = scribe.json(&["list", "--all", "-n", "100", "--json"]);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 22);
+    let shown = scribe.ok(&["show", "1af7fc5e-8455-4414-9ccd-011d40f70b2a"]);
+    assert!(shown.contains("CLAUDE.md"), "{shown}");
+    let hits = scribe.json(&["search", "tmp_path", "--json"]);
+    assert!(
+        hits.to_string().contains("20260101_101000_d4e5f6"),
+        "{hits}"
+    );
+    let stats = scribe.json(&["stats", "--by", "source", "--json"]);
+    assert!(stats.to_string().contains("gemini"), "{stats}");
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let (_dir, scribe) = setup();
+    let report = scribe.json(&["import", "--from", "claude-code", "--dry-run", "--json"]);
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(source(&report, "claude-code")["messages_inserted"], 36);
+    let human = scribe.ok(&["import", "--from", "claude-code", "--dry-run"]);
+    assert!(human.contains("would import"), "{human}");
+    let list = scribe.json(&["list", "--all", "--json"]);
+    assert!(list["sessions"].as_array().unwrap().is_empty());
+    // And a real import afterwards reads every file.
+    let report = scribe.json(&["import", "--from", "claude-code", "--json"]);
+    assert_eq!(source(&report, "claude-code")["files_read"], 6);
+}
+
+#[test]
+fn dry_run_counts_only_what_would_be_new() {
+    let (dir, scribe) = setup();
+    let counts = |report: &Value, name: &str| {
+        let s = source(report, name);
+        ["sessions_created", "messages_inserted", "messages_replayed"]
+            .map(|k| s[k].as_u64().unwrap())
+    };
+    // On an empty database: exactly what the import then writes.
+    let dry = scribe.json(&["import", "--from", "all", "--dry-run", "--json"]);
+    let real = scribe.json(&["import", "--from", "all", "--json"]);
+    for name in ["claude-code", "codex", "opencode", "hermes", "gemini"] {
+        assert_eq!(counts(&dry, name), counts(&real, name), "{name}");
+    }
+    // A file that grew by two messages (into a database of its own): the dry run reads
+    // the new records and reports two new messages, not everything it read; the import
+    // then writes just those.
+    let scribe = Scribe {
+        db: dir.path().join("grown.db"),
+        home: scribe.home.clone(),
+        vars: Vec::new(),
+    };
+    let root = dir.path().join("live");
+    std::fs::create_dir_all(&root).unwrap();
+    let fixture = std::fs::read_to_string(
+        fixtures().join("codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = fixture.lines().collect();
+    let file = root.join("rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl");
+    std::fs::write(&file, lines[..8].join("\n") + "\n").unwrap();
+    let path = root.to_str().unwrap();
+    scribe.ok(&["import", "--from", "codex", path]);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let dry = scribe.json(&["import", "--from", "codex", path, "--dry-run", "--json"]);
+    let s = source(&dry, "codex");
+    assert_eq!(s["messages_inserted"], 2, "{s}");
+    assert_eq!(s["sessions_created"], 0, "{s}");
+    assert_eq!(s["sessions_updated"], 1, "{s}");
+    let human = scribe.ok(&["import", "--from", "codex", path, "--dry-run"]);
+    assert!(
+        human.contains("would import 1 session (0 new), 2 messages (2 new)"),
+        "{human}"
+    );
+    let real = scribe.json(&["import", "--from", "codex", path, "--json"]);
+    assert_eq!(source(&real, "codex")["messages_inserted"], 2);
+    let again = scribe.ok(&["import", "--from", "codex", path, "--dry-run"]);
+    assert!(again.contains("nothing new"), "{again}");
+}
+
+#[test]
+fn agents_overrides_and_paths_choose_where_to_read() {
+    let (dir, mut scribe) = setup();
+    // CLAUDE_CONFIG_DIR lists several roots, comma-separated.
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    copy_tree(
+        &fixtures().join("claude/projects/-work-proj"),
+        &a.join("projects/-work-proj"),
+    );
+    copy_tree(
+        &fixtures().join("claude/projects/-path-to-Demo"),
+        &b.join("projects/-path-to-Demo"),
+    );
+    scribe.vars.push((
+        "CLAUDE_CONFIG_DIR".into(),
+        format!("{}, {}", a.display(), b.display()),
+    ));
+    let report = scribe.json(&["import", "--from", "claude-code", "--json"]);
+    assert_eq!(source(&report, "claude-code")["files"], 3);
+    // CODEX_HOME moves Codex's home; a PATH replaces the default location.
+    let codex_home = dir.path().join("codex-home");
+    copy_tree(
+        &fixtures().join("codex/sessions/project-alpha"),
+        &codex_home.join("sessions"),
+    );
+    scribe
+        .vars
+        .push(("CODEX_HOME".into(), codex_home.display().to_string()));
+    let report = scribe.json(&["import", "--from", "codex", "--json"]);
+    assert_eq!(source(&report, "codex")["files"], 1);
+    let path = fixtures().join("codex/sessions/2026");
+    let report = scribe.json(&[
+        "import",
+        "--from",
+        "codex",
+        path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(source(&report, "codex")["files"], 2);
+    // OPENCODE_DB names the database file.
+    let oc = dir.path().join("elsewhere/opencode-dev.db");
+    load_sql("opencode/opencode.sql", &oc);
+    scribe
+        .vars
+        .push(("OPENCODE_DB".into(), oc.display().to_string()));
+    let report = scribe.json(&["import", "--from", "opencode", "--json"]);
+    assert_eq!(source(&report, "opencode")["files"], 1);
+    assert_eq!(source(&report, "opencode")["sessions_created"], 1);
+}
+
+#[test]
+fn usage_errors_exit_2_and_export_files_still_import() {
+    let (dir, scribe) = setup();
+    for args in [
+        &["import", "--from", "all", "/tmp"][..],
+        &["import"][..],
+        &["import", "a.json", "b.json"][..],
+        &["import", "--dry-run", "a.json"][..],
+        &["import", "--from", "nobody"][..],
+    ] {
+        let out = scribe.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // `scribe import FILE` reads a scribe export, as before.
+    scribe.ok(&["import", "--from", "hermes"]);
+    let export = dir.path().join("export.json");
+    scribe.ok(&["export", "--all", "--output", export.to_str().unwrap()]);
+    let other = Scribe {
+        db: dir.path().join("other.db"),
+        home: scribe.home.clone(),
+        vars: Vec::new(),
+    };
+    let out = other.ok(&["import", export.to_str().unwrap()]);
+    assert!(out.contains("6 imported, 0 skipped, 0 failed"), "{out}");
+}
+
+#[test]
+fn malformed_lines_are_reported_and_the_rest_imported() {
+    let (dir, scribe) = setup();
+    let root = dir.path().join("bad");
+    let good = std::fs::read_to_string(
+        fixtures().join("codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl"),
+    )
+    .unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(3, "{broken");
+    std::fs::create_dir_all(&root).unwrap();
+    let file = root.join("rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = scribe.ok(&["import", "--from", "codex", root.to_str().unwrap()]);
+    assert!(
+        out.contains(&format!("malformed {}:4:", file.display())),
+        "{out}"
+    );
+    let list = scribe.json(&["list", "--json"]);
+    assert_eq!(list["sessions"][0]["tokens"]["input"], 170);
+}
+
+#[test]
+fn sources_lists_the_histories_and_their_last_import() {
+    let (_dir, scribe) = setup();
+    let before = scribe.json(&["sources", "--json"]);
+    let rows = before["sources"].as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    assert!(
+        rows.iter()
+            .all(|r| r["found"] == true && r["last_imported_at"].is_null())
+    );
+    scribe.ok(&["import", "--from", "gemini"]);
+    let after = scribe.json(&["sources", "--json"]);
+    let gemini = after["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["source"] == "gemini")
+        .unwrap()
+        .clone();
+    assert_eq!(gemini["sessions_imported"], 2);
+    assert_eq!(gemini["files"], 2);
+    assert!(gemini["last_imported_at"].as_i64().unwrap() > 0);
+    let table = scribe.ok(&["sources"]);
+    assert!(
+        table.contains("gemini") && table.contains("never"),
+        "{table}"
+    );
+}
+
+/// A `scribe import --watch` process and the lines it prints (read on a thread, so a
+/// test waits for a line with a deadline instead of blocking on a silent child).
+struct Watching {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Watching {
+    fn start(scribe: &Scribe, args: &[&str]) -> Watching {
+        let mut child = scribe.command(args).spawn().unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watching {
+            child,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits for a line containing `what`; returns how long it took. The deadline is
+    /// generous so that a loaded machine does not fail the test: what a test proves is
+    /// *which* mechanism imported the record, not how fast (see each test).
+    fn expect(&mut self, what: &str) -> Duration {
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(60);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                    if line.contains(what) {
+                        return started.elapsed();
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!("no {what:?} within 60 s; the watch printed:\n{}", self.seen);
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Codex fixture's lines, and a live directory holding its first 8 lines.
+fn live_codex(dir: &Path) -> (PathBuf, PathBuf, Vec<String>) {
+    let root = dir.join("live");
+    std::fs::create_dir_all(&root).unwrap();
+    let fixture = std::fs::read_to_string(
+        fixtures().join("codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<String> = fixture.lines().map(str::to_owned).collect();
+    let file = root.join("rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl");
+    std::fs::write(&file, lines[..8].join("\n") + "\n").unwrap();
+    (root, file, lines)
+}
+
+fn append(file: &Path, lines: &[String]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    f.write_all((lines.join("\n") + "\n").as_bytes()).unwrap();
+}
+
+#[test]
+fn watch_imports_records_as_they_are_written() {
+    let (dir, scribe) = setup();
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
+            "import",
+            "--from",
+            "codex",
+            root.to_str().unwrap(),
+            "--watch",
+        ],
+    );
+    watching.expect("watching");
+    append(&file, &lines[8..]);
+    watching.expect("codex: 2 messages new");
+    drop(watching);
+    let list = scribe.json(&["list", "--json"]);
+    assert_eq!(list["sessions"][0]["message_count"], 3);
+}
+
+#[test]
+fn watch_is_woken_by_file_system_notifications() {
+    // The poll is set to an hour: a record imported within the test's deadline came in
+    // through a notification. A machine without them fails here, saying so.
+    let (dir, mut scribe) = setup();
+    scribe
+        .vars
+        .push(("SCRIBE_WATCH_POLL_MS".to_owned(), "3600000".to_owned()));
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
+            "import",
+            "--from",
+            "codex",
+            root.to_str().unwrap(),
+            "--watch",
+        ],
+    );
+    watching.expect("watching for new records (file-system notifications");
+    append(&file, &lines[8..]);
+    let grown = watching.expect("codex: 2 messages new");
+    // A new file in a directory that did not exist when watching began (Codex writes
+    // each day's rollouts under a new YYYY/MM/DD).
+    let later = root.join("2026/10/01");
+    std::fs::create_dir_all(&later).unwrap();
+    let other = std::fs::read_to_string(
+        fixtures().join("codex/sessions/2026/02/23/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(
+        later.join("rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"),
+        other,
+    )
+    .unwrap();
+    let created = watching.expect("codex: ");
+    eprintln!("imported after a write: {grown:?} (grown file), {created:?} (new file)");
+    drop(watching);
+    let list = scribe.json(&["list", "--json"]);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2, "{list}");
+}
+
+#[test]
+fn watch_polls_when_notifications_are_off() {
+    let (dir, mut scribe) = setup();
+    scribe
+        .vars
+        .push(("SCRIBE_WATCH_NOTIFY".to_owned(), "0".to_owned()));
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
+            "import",
+            "--from",
+            "codex",
+            root.to_str().unwrap(),
+            "--watch",
+            "--json",
+        ],
+    );
+    watching.expect("watching for new records (looking every 1000 ms");
+    append(&file, &lines[8..]);
+    let took = watching.expect("\"messages_inserted\":2");
+    eprintln!("imported after a write: {took:?}");
+}

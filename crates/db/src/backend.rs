@@ -1,0 +1,113 @@
+//! Which backend a database location names, and the parts of [`Database`] that differ by
+//! backend without being about SQLite files: opening PostgreSQL, [`Database::backend`],
+//! [`Database::location`].
+
+use std::path::Path;
+
+use crate::{Backend, Database, Error, Options, Result};
+
+/// The location `path` names when it is not a file: `Some` for a PostgreSQL URL or keyword
+/// string; an error for another `scheme://` URL (no backend for it); `None` for a path.
+pub(crate) fn remote_location(path: &Path) -> Result<Option<&str>> {
+    let Some(text) = path.to_str() else {
+        return Ok(None);
+    };
+    if is_postgres(text) {
+        return Ok(Some(text));
+    }
+    if let Some((scheme, _)) = text.split_once("://") {
+        let is_scheme = scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if is_scheme {
+            return Err(Error::InvalidLocation {
+                location: text.to_owned(),
+                reason: format!(
+                    "there is no backend for {scheme}:// (a file path, postgres:// or \
+                     postgresql://)"
+                ),
+            });
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(feature = "postgres")]
+fn is_postgres(text: &str) -> bool {
+    crate::pg::location::is_postgres(text)
+}
+
+#[cfg(not(feature = "postgres"))]
+fn is_postgres(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("postgres://") || t.starts_with("postgresql://")
+}
+
+impl Database {
+    /// Opens the PostgreSQL database at `location` (a `postgres://` URL or a libpq keyword
+    /// string) and brings its schema up to date, under an advisory lock so that processes
+    /// starting together migrate it once. [`Database::open`] does the same when given
+    /// such a location. `sslmode` `disable`, `allow`, `prefer` (the default), `require`,
+    /// `verify-ca` and `verify-full` mean what they mean to libpq, with `sslrootcert`
+    /// naming the root certificate to trust (`system`: the system's).
+    ///
+    /// Errors say what to fix: [`Error::InvalidLocation`] (a malformed URL, or any URL
+    /// when this build lacks scribe-db's `postgres` feature), [`Error::Unreachable`],
+    /// [`Error::AuthFailed`], [`Error::NoSuchDatabase`], [`Error::Tls`],
+    /// [`Error::SchemaTooNew`]. With [`Options::read_only`] nothing is migrated, an older
+    /// schema is [`Error::SchemaTooOld`] and writes are [`Error::ReadOnly`].
+    pub fn open_postgres(location: &str, options: Options) -> Result<Self> {
+        Self::open_postgres_at(location, options, None)
+    }
+
+    #[cfg(feature = "postgres")]
+    pub(crate) fn open_postgres_at(
+        location: &str,
+        options: Options,
+        target: Option<i64>,
+    ) -> Result<Self> {
+        let (backend, migration) = crate::pg::PgBackend::open(location, &options, target)?;
+        Database::from_postgres(backend, options, migration)
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    pub(crate) fn open_postgres_at(
+        location: &str,
+        _options: Options,
+        _target: Option<i64>,
+    ) -> Result<Self> {
+        let scheme = location.split_once("://").map_or("postgres", |(s, _)| s);
+        Err(Error::InvalidLocation {
+            // Only the scheme: the rest may hold a password.
+            location: format!("{}://…", scheme.trim()),
+            reason: "this build has no PostgreSQL backend (scribe-db's `postgres` feature)"
+                .to_owned(),
+        })
+    }
+
+    /// Which backend this database runs on.
+    pub fn backend(&self) -> Backend {
+        #[cfg(feature = "postgres")]
+        if self.postgres().is_some() {
+            return Backend::Postgres;
+        }
+        Backend::Sqlite
+    }
+
+    /// Where the database is, for people: the file's path, `:memory:`, or the PostgreSQL
+    /// location with its password hidden.
+    pub fn location(&self) -> String {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.postgres() {
+            return pg.shown().to_owned();
+        }
+        match self.path() {
+            Some(path) => path.display().to_string(),
+            None => ":memory:".to_owned(),
+        }
+    }
+}

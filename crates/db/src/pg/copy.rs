@@ -1,0 +1,598 @@
+//! Copying a whole store between backends (`scribe db copy FROM TO`): every table, in
+//! dependency order, in batches, values as they are stored (ids, times, JSON text byte for
+//! byte, floats bit for bit), into an empty target, in one target transaction.
+//!
+//! The plan (tables, columns, keys, foreign keys) is read from the SQLite end's own
+//! catalog, so a table a later migration adds is copied without a change here; the
+//! PostgreSQL end has the same tables (sqlgen's parity check). Derived data is copied as
+//! stored, not derived twice:
+//! - into PostgreSQL, the tables' own triggers (counters, updated_at, change
+//!   notifications) are switched off for the copy (`DISABLE TRIGGER USER`, which the
+//!   tables' owner may do; foreign keys stay checked), nullable references to the same or
+//!   a later table (a session's parent and summary message) are filled in after every row
+//!   is there, and identity sequences are moved past the copied keys;
+//! - into SQLite, foreign keys are switched off and tables are filled children first, so
+//!   the counter triggers find no session to count into (the search index triggers do
+//!   index every part); `PRAGMA foreign_key_check` must then find nothing.
+//!
+//! Generated columns (`parts.search_text`) are computed by the target.
+
+use std::collections::HashMap;
+
+use bytes::BytesMut;
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use rusqlite::types::Value;
+
+use crate::{Backend, Database, Error, Result};
+
+/// Rows per INSERT statement (PostgreSQL) and per progress report.
+const BATCH: usize = 500;
+
+/// How far a copy has got, reported after every batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyProgress {
+    /// The table being copied.
+    pub table: String,
+    /// Rows of it copied so far.
+    pub done: u64,
+    /// Rows it has in the source.
+    pub total: u64,
+}
+
+/// What a copy did: rows per table, in the order copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyReport {
+    /// (table, rows) in the order the tables were filled.
+    pub tables: Vec<(String, u64)>,
+}
+
+/// One table of the plan.
+#[derive(Debug, Clone)]
+struct Table {
+    name: String,
+    /// Stored (not generated) columns, in the table's order.
+    columns: Vec<String>,
+    /// Primary key columns (ordering, and the key of deferred updates).
+    key: Vec<String>,
+    /// Columns filled in after all rows are there (PostgreSQL target).
+    deferred: Vec<String>,
+}
+
+/// Copies every row of `from` into `to`, which must be empty and at the same schema
+/// version; one end must be SQLite. Calls `progress` after each batch.
+pub fn copy(
+    from: &Database,
+    to: &Database,
+    mut progress: impl FnMut(&CopyProgress),
+) -> Result<CopyReport> {
+    if std::ptr::eq(from, to) {
+        return Err(Error::InvalidInput(
+            "copying a store into itself does nothing".to_owned(),
+        ));
+    }
+    let (version_from, version_to) = (from.schema_version()?, to.schema_version()?);
+    if version_from != version_to {
+        return Err(Error::InvalidInput(format!(
+            "{} has schema version {version_from} and {} version {version_to}; open both \
+             with this build first",
+            from.location(),
+            to.location()
+        )));
+    }
+    let plan_db = match (from.backend(), to.backend()) {
+        (Backend::Sqlite, _) => from,
+        (_, Backend::Sqlite) => to,
+        _ => {
+            return Err(Error::InvalidInput(
+                "copying needs an SQLite end (PostgreSQL to PostgreSQL: use pg_dump)".to_owned(),
+            ));
+        }
+    };
+    let tables = plan(plan_db)?;
+    for table in &tables {
+        let rows = count(to, &table.name)?;
+        if rows > 0 {
+            return Err(Error::InvalidInput(format!(
+                "{} is not empty ({} holds {rows} rows); copy into an empty store",
+                to.location(),
+                table.name
+            )));
+        }
+    }
+    let mut report = CopyReport { tables: Vec::new() };
+    let mut reader = Reader::open(from)?;
+    match to.postgres() {
+        Some(pg) => {
+            let mut client = pg.client()?;
+            let mut tx = client.transaction()?;
+            for table in &tables {
+                tx.batch_execute(&format!(
+                    "ALTER TABLE {} DISABLE TRIGGER USER",
+                    q(&table.name)
+                ))?;
+            }
+            let mut patches: Vec<(usize, Vec<Value>)> = Vec::new();
+            for (index, table) in tables.iter().enumerate() {
+                let total = reader.count(&table.name)?;
+                let deferred: Vec<usize> = table
+                    .deferred
+                    .iter()
+                    .filter_map(|c| table.columns.iter().position(|x| x == c))
+                    .collect();
+                let key: Vec<usize> = table
+                    .key
+                    .iter()
+                    .filter_map(|c| table.columns.iter().position(|x| x == c))
+                    .collect();
+                let mut done = 0;
+                reader.each_batch(table, |mut rows| {
+                    for row in &mut rows {
+                        if deferred.iter().any(|&i| row[i] != Value::Null) {
+                            let mut patch: Vec<Value> =
+                                deferred.iter().map(|&i| row[i].clone()).collect();
+                            patch.extend(key.iter().map(|&i| row[i].clone()));
+                            patches.push((index, patch));
+                            for &i in &deferred {
+                                row[i] = Value::Null;
+                            }
+                        }
+                    }
+                    insert_pg(&mut tx, table, &rows)?;
+                    done += rows.len() as u64;
+                    progress(&CopyProgress {
+                        table: table.name.clone(),
+                        done,
+                        total,
+                    });
+                    Ok(())
+                })?;
+                report.tables.push((table.name.clone(), done));
+            }
+            for (index, values) in &patches {
+                let table = &tables[*index];
+                let mut n = 0;
+                let set: Vec<String> = table
+                    .deferred
+                    .iter()
+                    .map(|c| {
+                        n += 1;
+                        format!("{} = ${n}", q(c))
+                    })
+                    .collect();
+                let filter: Vec<String> = table
+                    .key
+                    .iter()
+                    .map(|c| {
+                        n += 1;
+                        format!("{} = ${n}", q(c))
+                    })
+                    .collect();
+                let sql = format!(
+                    "UPDATE {} SET {} WHERE {}",
+                    q(&table.name),
+                    set.join(", "),
+                    filter.join(" AND ")
+                );
+                let params: Vec<PgValue<'_>> = values.iter().map(PgValue).collect();
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+                tx.execute(&sql, &refs)?;
+            }
+            for table in &tables {
+                tx.batch_execute(&format!(
+                    "ALTER TABLE {} ENABLE TRIGGER USER",
+                    q(&table.name)
+                ))?;
+                for column in &table.columns {
+                    // An identity column's sequence goes past the copied keys.
+                    let sequence: Option<String> = tx
+                        .query_one(
+                            "SELECT pg_get_serial_sequence($1, $2)",
+                            &[&q(&table.name), column],
+                        )?
+                        .try_get(0)?;
+                    if let Some(sequence) = sequence {
+                        let sql = format!(
+                            "SELECT setval(CAST(CAST($1 AS TEXT) AS regclass), (SELECT max({}) FROM {}))",
+                            q(column),
+                            q(&table.name)
+                        );
+                        tx.execute(&sql, &[&sequence])?;
+                    }
+                }
+            }
+            tx.commit()?;
+        }
+        None => {
+            let conn = to.writer();
+            conn.pragma_update(None, "foreign_keys", false)?;
+            let outcome = (|| -> Result<()> {
+                let tx = rusqlite::Transaction::new_unchecked(
+                    &conn,
+                    rusqlite::TransactionBehavior::Immediate,
+                )?;
+                // Children first: the counter triggers then find no session to count into.
+                for table in tables.iter().rev() {
+                    let total = reader.count(&table.name)?;
+                    let placeholders: Vec<String> =
+                        (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
+                    let sql = format!(
+                        "INSERT INTO {} ({}) VALUES ({})",
+                        q(&table.name),
+                        table
+                            .columns
+                            .iter()
+                            .map(|c| q(c))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        placeholders.join(", ")
+                    );
+                    let mut done = 0;
+                    reader.each_batch(table, |rows| {
+                        let mut stmt = tx.prepare_cached(&sql)?;
+                        for row in &rows {
+                            stmt.execute(rusqlite::params_from_iter(row.iter()))?;
+                        }
+                        done += rows.len() as u64;
+                        progress(&CopyProgress {
+                            table: table.name.clone(),
+                            done,
+                            total,
+                        });
+                        Ok(())
+                    })?;
+                    report.tables.push((table.name.clone(), done));
+                }
+                let broken: i64 =
+                    tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                        r.get(0)
+                    })?;
+                if broken > 0 {
+                    return Err(Error::InvalidInput(format!(
+                        "the copy would leave {broken} rows pointing at rows that do not exist"
+                    )));
+                }
+                tx.commit()?;
+                Ok(())
+            })();
+            conn.pragma_update(None, "foreign_keys", true)?;
+            outcome?;
+        }
+    }
+    Ok(report)
+}
+
+/// `name` as a quoted identifier.
+fn q(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn count(db: &Database, table: &str) -> Result<i64> {
+    // Table names come from the schema's own catalog, quoted.
+    let sql = format!("SELECT count(*) FROM {}", q(table));
+    match db.postgres() {
+        Some(pg) => Ok(pg.client()?.query_one(&sql, &[])?.try_get(0)?),
+        None => Ok(db.writer().query_row(&sql, [], |r| r.get(0))?),
+    }
+}
+
+/// The tables to copy, parents before children, from an SQLite database's catalog.
+fn plan(db: &Database) -> Result<Vec<Table>> {
+    let conn = db.writer();
+    let mut stmt = conn.prepare(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite_%' AND name <> 'refinery_schema_history' ORDER BY rowid",
+    )?;
+    let all: Vec<(String, String)> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let virtual_tables: Vec<&str> = all
+        .iter()
+        .filter(|(_, sql)| sql.to_ascii_uppercase().starts_with("CREATE VIRTUAL TABLE"))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let mut tables = Vec::new();
+    // (table, column, referenced table, nullable)
+    let mut references: Vec<(String, String, String, bool)> = Vec::new();
+    for (name, _) in &all {
+        // Virtual tables and their shadow tables are the target's own business.
+        if virtual_tables
+            .iter()
+            .any(|v| name == v || name.starts_with(&format!("{v}_")))
+        {
+            continue;
+        }
+        let mut columns = Vec::new();
+        let mut key: Vec<(i64, String)> = Vec::new();
+        let mut nullable = HashMap::new();
+        let mut info = conn.prepare(
+            "SELECT name, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1) ORDER BY cid",
+        )?;
+        let mut rows = info.query([name])?;
+        while let Some(row) = rows.next()? {
+            let column: String = row.get(0)?;
+            let hidden: i64 = row.get(3)?;
+            if hidden != 0 {
+                continue;
+            }
+            let pk: i64 = row.get(2)?;
+            if pk > 0 {
+                key.push((pk, column.clone()));
+            }
+            nullable.insert(column.clone(), row.get::<_, i64>(1)? == 0 && pk == 0);
+            columns.push(column);
+        }
+        key.sort();
+        let mut fks =
+            conn.prepare("SELECT \"table\", \"from\" FROM pragma_foreign_key_list(?1)")?;
+        let mut rows = fks.query([name])?;
+        while let Some(row) = rows.next()? {
+            let (target, column): (String, String) = (row.get(0)?, row.get(1)?);
+            let null = nullable.get(&column).copied().unwrap_or(false);
+            references.push((name.clone(), column, target, null));
+        }
+        tables.push(Table {
+            name: name.clone(),
+            columns,
+            key: key.into_iter().map(|(_, c)| c).collect(),
+            deferred: Vec::new(),
+        });
+    }
+    // Parents first along NOT NULL references; nullable ones are filled in afterwards.
+    let mut ordered: Vec<Table> = Vec::new();
+    while !tables.is_empty() {
+        let ready = tables.iter().position(|t| {
+            references.iter().all(|(from, _, target, null)| {
+                from != &t.name
+                    || *null
+                    || target == &t.name
+                    || ordered.iter().any(|o| &o.name == target)
+                    || !tables.iter().any(|x| &x.name == target)
+            })
+        });
+        // A cycle of NOT NULL references cannot be inserted in any order; take the
+        // first and let the database say which row it refuses.
+        let next = tables.remove(ready.unwrap_or(0));
+        ordered.push(next);
+    }
+    for (from, column, target, null) in &references {
+        let Some(at) = ordered.iter().position(|t| &t.name == from) else {
+            continue;
+        };
+        let later = ordered
+            .iter()
+            .position(|t| &t.name == target)
+            .is_none_or(|p| p >= at);
+        if *null && later && !ordered[at].key.is_empty() {
+            ordered[at].deferred.push(column.clone());
+        }
+    }
+    Ok(ordered)
+}
+
+/// Reads a source's rows in batches, all from one snapshot.
+enum Reader<'a> {
+    Sqlite(std::sync::MutexGuard<'a, rusqlite::Connection>),
+    Postgres(Box<crate::pg::pool::Pooled<'a>>),
+}
+
+impl<'a> Reader<'a> {
+    fn open(db: &'a Database) -> Result<Self> {
+        match db.postgres() {
+            Some(pg) => {
+                let mut client = pg.client()?;
+                client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+                Ok(Reader::Postgres(Box::new(client)))
+            }
+            None => {
+                let conn = db.writer();
+                conn.execute_batch("BEGIN DEFERRED")?;
+                // The snapshot starts at the first read.
+                conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })?;
+                Ok(Reader::Sqlite(conn))
+            }
+        }
+    }
+
+    fn count(&mut self, table: &str) -> Result<u64> {
+        let sql = format!("SELECT count(*) FROM {}", q(table));
+        let n: i64 = match self {
+            Reader::Sqlite(conn) => conn.query_row(&sql, [], |r| r.get(0))?,
+            Reader::Postgres(client) => client.query_one(&sql, &[])?.try_get(0)?,
+        };
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Calls `f` with each batch of `table`'s rows (its columns, in key order).
+    fn each_batch(
+        &mut self,
+        table: &Table,
+        mut f: impl FnMut(Vec<Vec<Value>>) -> Result<()>,
+    ) -> Result<()> {
+        let order = if table.key.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ORDER BY {}",
+                table
+                    .key
+                    .iter()
+                    .map(|c| q(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let sql = format!(
+            "SELECT {} FROM {}{order}",
+            table
+                .columns
+                .iter()
+                .map(|c| q(c))
+                .collect::<Vec<_>>()
+                .join(", "),
+            q(&table.name)
+        );
+        match self {
+            Reader::Sqlite(conn) => {
+                let mut stmt = conn.prepare(&sql)?;
+                let width = table.columns.len();
+                let mut rows = stmt.query([])?;
+                let mut batch = Vec::with_capacity(BATCH);
+                while let Some(row) = rows.next()? {
+                    let values = (0..width)
+                        .map(|i| row.get::<_, Value>(i))
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    batch.push(values);
+                    if batch.len() == BATCH {
+                        f(std::mem::take(&mut batch))?;
+                    }
+                }
+                if !batch.is_empty() {
+                    f(batch)?;
+                }
+            }
+            Reader::Postgres(client) => {
+                let portal = client.query_raw::<_, &(dyn ToSql + Sync), _>(&sql, [])?;
+                let mut batch = Vec::with_capacity(BATCH);
+                let mut rows = portal;
+                use postgres::fallible_iterator::FallibleIterator;
+                while let Some(row) = rows.next()? {
+                    batch.push(from_pg(&row)?);
+                    if batch.len() == BATCH {
+                        f(std::mem::take(&mut batch))?;
+                    }
+                }
+                if !batch.is_empty() {
+                    f(batch)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        // Reads only: ending the snapshot is all there is to do.
+        let _ = match self {
+            Reader::Sqlite(conn) => conn.execute_batch("COMMIT").map_err(Error::from),
+            Reader::Postgres(client) => client.batch_execute("COMMIT").map_err(Error::from),
+        };
+    }
+}
+
+/// A PostgreSQL row as SQLite values, by the column's PostgreSQL type.
+fn from_pg(row: &postgres::Row) -> Result<Vec<Value>> {
+    let mut values = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let ty = column.type_();
+        let value = if *ty == Type::INT8 {
+            row.try_get::<_, Option<i64>>(i)?.map(Value::Integer)
+        } else if *ty == Type::INT4 {
+            row.try_get::<_, Option<i32>>(i)?
+                .map(|v| Value::Integer(i64::from(v)))
+        } else if *ty == Type::INT2 {
+            row.try_get::<_, Option<i16>>(i)?
+                .map(|v| Value::Integer(i64::from(v)))
+        } else if *ty == Type::FLOAT8 {
+            row.try_get::<_, Option<f64>>(i)?.map(Value::Real)
+        } else if *ty == Type::BOOL {
+            row.try_get::<_, Option<bool>>(i)?
+                .map(|v| Value::Integer(i64::from(v)))
+        } else if *ty == Type::BYTEA {
+            row.try_get::<_, Option<Vec<u8>>>(i)?.map(Value::Blob)
+        } else if matches!(*ty, Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME) {
+            row.try_get::<_, Option<String>>(i)?.map(Value::Text)
+        } else {
+            return Err(Error::InvalidInput(format!(
+                "column {} has PostgreSQL type {ty}, which copying does not know",
+                column.name()
+            )));
+        };
+        values.push(value.unwrap_or(Value::Null));
+    }
+    Ok(values)
+}
+
+/// Inserts `rows` of `table` with multi-row INSERTs.
+fn insert_pg(tx: &mut postgres::Transaction<'_>, table: &Table, rows: &[Vec<Value>]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let width = table.columns.len();
+    let mut n = 0;
+    let tuples: Vec<String> = rows
+        .iter()
+        .map(|_| {
+            let slots: Vec<String> = (0..width)
+                .map(|_| {
+                    n += 1;
+                    format!("${n}")
+                })
+                .collect();
+            format!("({})", slots.join(", "))
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO {} ({}) OVERRIDING SYSTEM VALUE VALUES {}",
+        q(&table.name),
+        table
+            .columns
+            .iter()
+            .map(|c| q(c))
+            .collect::<Vec<_>>()
+            .join(", "),
+        tuples.join(", ")
+    );
+    let params: Vec<PgValue<'_>> = rows.iter().flatten().map(PgValue).collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    tx.execute(&sql, &refs)?;
+    Ok(())
+}
+
+/// An SQLite value bound to a PostgreSQL parameter of whatever type the column has.
+#[derive(Debug)]
+struct PgValue<'v>(&'v Value);
+
+impl ToSql for PgValue<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0 {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Integer(v) => {
+                if *ty == Type::BOOL {
+                    (*v != 0).to_sql(ty, out)
+                } else if *ty == Type::INT4 {
+                    i32::try_from(*v)?.to_sql(ty, out)
+                } else if *ty == Type::INT2 {
+                    i16::try_from(*v)?.to_sql(ty, out)
+                } else if *ty == Type::FLOAT8 {
+                    // An integral REAL that SQLite handed back as an integer.
+                    #[allow(clippy::cast_precision_loss)]
+                    (*v as f64).to_sql(ty, out)
+                } else {
+                    v.to_sql(ty, out)
+                }
+            }
+            Value::Real(v) => v.to_sql(ty, out),
+            Value::Text(v) => v.to_sql(ty, out),
+            Value::Blob(v) => v.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}

@@ -1,0 +1,253 @@
+//! Changes committed by any process, on any host, as they commit (`postgres` feature).
+//!
+//! Version 8 of the PostgreSQL schema announces every committed insert, update and delete
+//! of a session, message, part or file on the channel `scribe_events` (a row trigger, so
+//! no writer can forget; NOTIFY is transactional, so only committed changes go out, in
+//! commit order). [`crate::Database::listen`] starts one thread with its own connection
+//! that turns those notifications into [`Notice`]s for a sink of the caller's: typically
+//! a closure publishing on a `scribe_pubsub::Broker`, decoding the [`Change`] into the
+//! service's own event (reloading the row) on the way.
+//!
+//! The listener reconnects by itself (with a growing pause, up to two seconds). What was
+//! committed while it was disconnected cannot be delivered; it reports
+//! [`Notice::Lagged`] instead, which a broker passes on as `RecvError::Lagged` so
+//! subscribers reload. PostgreSQL keeps no count of the notifications a closed connection
+//! missed, so the count is a lower bound: 1 means "at least one change may be missing".
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use postgres::fallible_iterator::FallibleIterator;
+
+use crate::{Database, Error, Result};
+
+/// The channel the schema's triggers notify.
+pub const CHANNEL: &str = "scribe_events";
+
+/// How long the listener waits for a notification before checking whether it should
+/// stop.
+const POLL: Duration = Duration::from_millis(100);
+
+/// What kind of change a row went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ChangeOp {
+    /// The row was inserted.
+    Insert,
+    /// The row was updated.
+    Update,
+    /// The row was deleted.
+    Delete,
+}
+
+/// One committed row change, as the schema's trigger announced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The table: `sessions`, `messages`, `parts` or `files`.
+    pub table: String,
+    /// Insert, update or delete.
+    pub op: ChangeOp,
+    /// The row's id.
+    pub id: String,
+    /// The session the row belongs to (a session's own id for `sessions`).
+    pub session_id: String,
+    /// The process that made the change (its connections' `scribe.origin`).
+    pub origin: String,
+    /// Whether this process made it (through this same [`Database`]), so it already
+    /// published its own event.
+    pub own: bool,
+}
+
+/// What the listener hands its sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A committed change, in commit order.
+    Change(Change),
+    /// The connection was lost and re-established: changes committed meanwhile were not
+    /// delivered. The count is a lower bound (see the module docs).
+    Lagged(u64),
+}
+
+/// A running listener thread; dropping it (or [`Listener::stop`]) stops the thread
+/// within about 100 ms.
+#[derive(Debug)]
+pub struct Listener {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Listener {
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+impl Database {
+    /// Starts a thread that listens for the changes committed to this PostgreSQL
+    /// database by every process (this one included: see [`Change::own`]) and calls
+    /// `sink` with each, in commit order, and with [`Notice::Lagged`] after it had to
+    /// reconnect. The first connection is made before this returns, so a change
+    /// committed after it is delivered; an unreachable server is an error here, later
+    /// losses are retried in the thread.
+    ///
+    /// On an SQLite database, [`Error::InvalidInput`]: its processes publish their own
+    /// events.
+    pub fn listen(&self, sink: impl FnMut(Notice) + Send + 'static) -> Result<Listener> {
+        let Some(pg) = self.postgres() else {
+            return Err(Error::InvalidInput(
+                "listening for changes needs a PostgreSQL database".to_owned(),
+            ));
+        };
+        let connect = {
+            let pool = pg.pool();
+            let location = pool.location().clone();
+            let origin = pool.origin().to_owned();
+            move || -> Result<postgres::Client> {
+                let pool = super::pool::Pool::new(location.clone(), origin.clone(), 1, 0)?;
+                let mut client = pool.connect()?;
+                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                Ok(client)
+            }
+        };
+        let first = connect()?;
+        let own = pg.origin().to_owned();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new()
+            .name("scribe-listen".to_owned())
+            .spawn({
+                let stop = Arc::clone(&stop);
+                move || run(first, &connect, &own, &stop, sink)
+            })
+            .map_err(|source| Error::Io {
+                path: "scribe-listen thread".into(),
+                source,
+            })?;
+        Ok(Listener {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn run(
+    first: postgres::Client,
+    connect: &dyn Fn() -> Result<postgres::Client>,
+    own: &str,
+    stop: &AtomicBool,
+    mut sink: impl FnMut(Notice),
+) {
+    let mut client = Some(first);
+    let mut pause = Duration::from_millis(50);
+    while !stop.load(Ordering::Relaxed) {
+        let Some(current) = client.as_mut() else {
+            match connect() {
+                Ok(fresh) => {
+                    client = Some(fresh);
+                    pause = Duration::from_millis(50);
+                    sink(Notice::Lagged(1));
+                }
+                Err(err) => {
+                    tracing::debug!(error = %err, "listener could not reconnect");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+            continue;
+        };
+        let mut lost = false;
+        {
+            let mut notifications = current.notifications();
+            let mut iter = notifications.timeout_iter(POLL);
+            loop {
+                match iter.next() {
+                    Ok(Some(note)) => {
+                        if note.channel() == CHANNEL
+                            && let Some(change) = decode(note.payload(), own)
+                        {
+                            sink(Notice::Change(change));
+                        }
+                    }
+                    Err(err) => {
+                        tracing::debug!(error = %err, "listener lost its connection");
+                        lost = true;
+                        break;
+                    }
+                    Ok(None) => break,
+                }
+            }
+        }
+        if lost || current.is_closed() {
+            client = None;
+        }
+    }
+}
+
+/// The trigger's JSON payload as a [`Change`]; `None` for anything else on the channel.
+fn decode(payload: &str, own: &str) -> Option<Change> {
+    let value: serde_json::Value = serde_json::from_str(payload).ok()?;
+    let text = |key: &str| value.get(key)?.as_str().map(ToOwned::to_owned);
+    let op = match text("op")?.as_str() {
+        "insert" => ChangeOp::Insert,
+        "update" => ChangeOp::Update,
+        "delete" => ChangeOp::Delete,
+        _ => return None,
+    };
+    let origin = text("origin").unwrap_or_default();
+    Some(Change {
+        table: text("table")?,
+        op,
+        id: text("id")?,
+        session_id: text("session")?,
+        own: !origin.is_empty() && origin == own,
+        origin,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_decode_and_junk_is_skipped() {
+        let change = decode(
+            r#"{"table":"parts","op":"update","id":"prt_1","session":"ses_1","origin":"me"}"#,
+            "me",
+        );
+        assert_eq!(
+            change,
+            Some(Change {
+                table: "parts".into(),
+                op: ChangeOp::Update,
+                id: "prt_1".into(),
+                session_id: "ses_1".into(),
+                origin: "me".into(),
+                own: true,
+            })
+        );
+        let other = decode(
+            r#"{"table":"sessions","op":"delete","id":"s","session":"s","origin":""}"#,
+            "",
+        );
+        assert_eq!(
+            other.map(|c| (c.op, c.own)),
+            Some((ChangeOp::Delete, false))
+        );
+        assert_eq!(decode("not json", "me"), None);
+        assert_eq!(decode(r#"{"table":"x","op":"truncate"}"#, "me"), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! Schema migrations on PostgreSQL: the refinery migrations embedded from
+//! `sql/migrations/postgres`, applied in one transaction under an advisory lock.
+//!
+//! refinery's own postgres driver takes no lock, so two processes (two hosts) opening a
+//! fresh database at once would both try to create the schema. Here the whole
+//! check-and-apply runs in one READ COMMITTED transaction that first takes a transaction
+//! advisory lock: the second process waits for it, then reads the history the first one
+//! committed (each statement sees the latest commits under READ COMMITTED) and finds
+//! nothing left to do. PostgreSQL's DDL is transactional, so a failed migration leaves
+//! the schema as it was.
+
+use postgres::Client;
+use refinery::{Migration, Runner};
+use refinery_core::traits::sync::{Migrate, Query, Transaction};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::migrate::{AppliedMigration, HISTORY_TABLE, MigrationReport};
+use crate::{Error, Result};
+
+mod embedded {
+    refinery::embed_migrations!("../../sql/migrations/postgres");
+}
+
+/// The advisory lock key migrations take: "scribe" in ASCII, then "mig".
+const LOCK_KEY: i64 = 0x7363_7269_6265_6d69;
+
+/// The highest migration version this build embeds for PostgreSQL.
+pub(crate) fn known_version() -> i64 {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| i64::from(m.version()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The recorded (version, checksum) pairs, in version order; empty for a fresh database.
+fn recorded(client: &mut Client) -> Result<Vec<(i64, String)>> {
+    let exists: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = $1)",
+            &[&HISTORY_TABLE],
+        )?
+        .try_get(0)?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let rows = client.query(
+        &format!("SELECT CAST(version AS BIGINT), checksum FROM {HISTORY_TABLE} ORDER BY version"),
+        &[],
+    )?;
+    rows.iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect()
+}
+
+/// The highest migration version recorded (0 for a fresh database).
+pub(crate) fn current_version(client: &mut Client) -> Result<i64> {
+    Ok(recorded(client)?.last().map_or(0, |(v, _)| *v))
+}
+
+/// Whether the database holds exactly this build's migrations (same versions and
+/// checksums), read without any lock.
+fn is_current(recorded: &[(i64, String)]) -> bool {
+    let mut embedded = embedded::migrations::runner().get_migrations().to_vec();
+    embedded.sort_by_key(Migration::version);
+    recorded.len() == embedded.len()
+        && recorded
+            .iter()
+            .zip(&embedded)
+            .all(|((version, checksum), migration)| {
+                *version == i64::from(migration.version())
+                    && checksum.parse::<u64>().ok() == Some(migration.checksum())
+            })
+}
+
+/// Brings the schema up to `target` (every embedded migration when `None`). With
+/// `read_only`, never changes anything: an older schema is [`Error::SchemaTooOld`].
+/// A newer schema is always [`Error::SchemaTooNew`]. `shown` names the database in
+/// errors.
+pub(crate) fn migrate(
+    client: &mut Client,
+    target: Option<i64>,
+    read_only: bool,
+    shown: &str,
+) -> Result<MigrationReport> {
+    let known = known_version();
+    let before = recorded(client)?;
+    let found = before.last().map_or(0, |(v, _)| *v);
+    if found > known {
+        return Err(Error::SchemaTooNew { found, known });
+    }
+    if target.is_none() && is_current(&before) {
+        return Ok(MigrationReport {
+            from: known,
+            to: known,
+            applied: Vec::new(),
+        });
+    }
+    if read_only {
+        return Err(Error::SchemaTooOld {
+            path: shown.into(),
+            found,
+            known,
+        });
+    }
+    client.batch_execute("BEGIN ISOLATION LEVEL READ COMMITTED")?;
+    let outcome = (|| -> Result<MigrationReport> {
+        client.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])?;
+        let from = current_version(client)?;
+        if from > known {
+            return Err(Error::SchemaTooNew { found: from, known });
+        }
+        let mut runner: Runner = embedded::migrations::runner()
+            .set_grouped(true)
+            .set_abort_divergent(true)
+            .set_abort_missing(true);
+        if let Some(target) = target {
+            let target = i32::try_from(target).map_err(|_| {
+                Error::InvalidInput(format!("migration target {target} out of range"))
+            })?;
+            runner = runner.set_target(refinery::Target::Version(target));
+        }
+        let report = runner.run(&mut InTransaction { client })?;
+        let applied = report
+            .applied_migrations()
+            .iter()
+            .map(|m| AppliedMigration {
+                version: i64::from(m.version()),
+                name: m.name().to_owned(),
+            })
+            .collect();
+        let to = current_version(client)?;
+        Ok(MigrationReport { from, to, applied })
+    })();
+    match outcome {
+        Ok(report) => {
+            client.batch_execute("COMMIT")?;
+            Ok(report)
+        }
+        Err(err) => {
+            // The connection is dropped by the caller either way; a failed rollback
+            // only means the server ends the transaction when it notices.
+            let _ = client.batch_execute("ROLLBACK");
+            Err(err)
+        }
+    }
+}
+
+/// A connection already inside a transaction: refinery's statements run as they are.
+struct InTransaction<'c> {
+    client: &'c mut Client,
+}
+
+impl Transaction for InTransaction<'_> {
+    type Error = Error;
+
+    fn execute<'a, T: Iterator<Item = &'a str>>(&mut self, queries: T) -> Result<usize> {
+        let mut count = 0;
+        for query in queries {
+            self.client.batch_execute(query)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl Query<Vec<Migration>> for InTransaction<'_> {
+    fn query(&mut self, query: &str) -> Result<Vec<Migration>> {
+        let rows = self.client.query(query, &[])?;
+        let mut applied = Vec::with_capacity(rows.len());
+        for row in rows {
+            let version: i32 = row.try_get(0)?;
+            let name: String = row.try_get(1)?;
+            let applied_on: String = row.try_get(2)?;
+            // As on SQLite: the version and checksum are what refinery verifies.
+            let applied_on =
+                OffsetDateTime::parse(&applied_on, &Rfc3339).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+            let checksum: String = row.try_get(3)?;
+            let checksum = checksum.parse::<u64>().map_err(|err| Error::Postgres {
+                code: None,
+                message: format!("migration {version} has a malformed checksum {checksum:?}"),
+                source: Some(Box::new(err)),
+            })?;
+            applied.push(Migration::applied(version, name, applied_on, checksum));
+        }
+        Ok(applied)
+    }
+}
+
+impl Migrate for InTransaction<'_> {}

@@ -1,0 +1,256 @@
+//! The PostgreSQL backend (`postgres` feature): what [`crate::Database`] runs on when it
+//! is opened with a `postgres://` URL or a libpq keyword string.
+//!
+//! - [`location`]: parsing the URL (sslmode, sslrootcert, the password hidden in errors).
+//! - [`pool`]: the connection pool and TLS.
+//! - [`migrate`]: migrations under an advisory lock.
+//! - [`events`]: the cross-host event listener.
+//! - [`copy`]: copying a whole store between backends.
+//!
+//! Transactions keep SQLite's contract. A write runs SERIALIZABLE, so every
+//! read-check-write a service does (a free title, the next file version, a lease) is as
+//! safe as under SQLite's single writer: a conflicting concurrent transaction fails with a
+//! serialization failure (40001) or a deadlock (40P01), and the whole closure runs again
+//! after the same random pause as SQLite's busy retry, with an empty after-commit queue.
+//! If the connection is lost while COMMIT is under way, the outcome is unknown and
+//! [`crate::Error::CommitUnknown`] is returned, never a retry. A read runs REPEATABLE READ
+//! READ ONLY: one snapshot, never blocking a writer.
+
+pub mod copy;
+pub mod events;
+pub(crate) mod location;
+pub(crate) mod migrate;
+pub(crate) mod pool;
+
+use crate::clock::Clock;
+use crate::database::{Options, retry, retry_with};
+use crate::info::{DbInfo, TableCount};
+use crate::migrate::MigrationReport;
+use crate::queries::postgres::PgQueries;
+use crate::tx::{AfterCommit, ReadTx, Tx, TxError};
+use crate::{Error, Result};
+
+use location::Location;
+use pool::{Pool, Pooled};
+
+/// SQLSTATE of "current transaction is aborted, commands ignored until end of transaction
+/// block".
+const IN_FAILED_TRANSACTION: &str = "25P02";
+
+/// An open PostgreSQL store: its pool and what opening it found.
+#[derive(Debug)]
+pub(crate) struct PgBackend {
+    pool: Pool,
+}
+
+impl PgBackend {
+    /// Connects to `text`, checks the server is reachable and the credentials work, and
+    /// migrates the schema (up to `target`, or all; nothing with `options.read_only`).
+    pub(crate) fn open(
+        text: &str,
+        options: &Options,
+        target: Option<i64>,
+    ) -> Result<(Self, MigrationReport)> {
+        let location = Location::parse(text)?;
+        let origin = uuid::Uuid::now_v7().simple().to_string();
+        let max_open = options.max_idle_readers.max(1) * 4;
+        let pool = Pool::new(
+            location,
+            origin,
+            max_open,
+            options.max_idle_readers.max(1) + 1,
+        )?;
+        let report = {
+            let mut client = pool.get()?;
+            let shown = pool.location().shown.clone();
+            let outcome = retry(options, || {
+                migrate::migrate(&mut client, target, options.read_only, &shown)
+            });
+            if outcome.is_err() {
+                // Its transaction state is not worth finding out.
+                client.discard();
+            }
+            outcome?
+        };
+        Ok((PgBackend { pool }, report))
+    }
+
+    /// The location with its password hidden.
+    pub(crate) fn shown(&self) -> &str {
+        &self.pool.location().shown
+    }
+
+    /// The name this process's connections give their changes (`scribe.origin`).
+    pub(crate) fn origin(&self) -> &str {
+        self.pool.origin()
+    }
+
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// [`crate::Database::write`] on PostgreSQL.
+    pub(crate) fn write<T, E, F>(&self, options: &Options, mut f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&mut Tx<'_>) -> Result<T, E>,
+    {
+        if options.read_only {
+            return Err(E::from(Error::ReadOnly {
+                path: self.shown().into(),
+            }));
+        }
+        let (value, actions) = retry_with(options, || self.write_once(&options.clock, &mut f))?;
+        for action in actions {
+            action();
+        }
+        Ok(value)
+    }
+
+    fn write_once<T, E, F>(&self, clock: &Clock, f: &mut F) -> Result<(T, Vec<AfterCommit>), E>
+    where
+        E: TxError,
+        F: FnMut(&mut Tx<'_>) -> Result<T, E>,
+    {
+        let mut client = self.begin("BEGIN ISOLATION LEVEL SERIALIZABLE")?;
+        let outcome = {
+            let mut tx = Tx::postgres(PgQueries::new(&mut *client), clock);
+            f(&mut tx).map(|value| (value, tx.into_after_commit()))
+        };
+        match outcome {
+            Ok(done) => {
+                commit(client)?;
+                Ok(done)
+            }
+            Err(err) => {
+                rollback(client);
+                Err(err)
+            }
+        }
+    }
+
+    /// [`crate::Database::read`] on PostgreSQL.
+    pub(crate) fn read<T, E, F>(&self, options: &Options, mut f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&mut ReadTx<'_>) -> Result<T, E>,
+    {
+        retry_with(options, || {
+            let mut client = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+            let outcome = f(&mut ReadTx::postgres(
+                PgQueries::new(&mut *client),
+                &options.clock,
+            ));
+            // A read has nothing to lose: ending it is enough either way.
+            rollback(client);
+            outcome
+        })
+    }
+
+    /// A pooled connection inside a transaction begun with `begin`. A reused connection
+    /// the server closed while it sat idle is replaced by a new one, once.
+    fn begin(&self, begin: &str) -> Result<Pooled<'_>> {
+        let mut client = self.pool.get()?;
+        match client.batch_execute(begin) {
+            Ok(()) => Ok(client),
+            Err(err) if client.reused() && err.as_db_error().is_none() => {
+                client.discard();
+                let mut fresh = self.pool.get()?;
+                fresh.batch_execute(begin)?;
+                Ok(fresh)
+            }
+            Err(err) => {
+                client.discard();
+                Err(err.into())
+            }
+        }
+    }
+
+    /// The highest migration version recorded.
+    pub(crate) fn schema_version(&self) -> Result<i64> {
+        let mut client = self.pool.get()?;
+        migrate::current_version(&mut client)
+    }
+
+    /// [`crate::Database::info`] on PostgreSQL: the database's size stands for the file
+    /// size; there is no write-ahead log file of its own.
+    pub(crate) fn info(&self, tables: &[&'static str]) -> Result<DbInfo> {
+        let mut client = self.pool.get()?;
+        client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let schema_version = migrate::current_version(&mut client)?;
+        let mut counts = Vec::with_capacity(tables.len());
+        for &table in tables {
+            // The table names are this crate's constants, never input.
+            let rows: i64 = client
+                .query_one(&format!("SELECT count(*) FROM {table}"), &[])?
+                .try_get(0)?;
+            counts.push(TableCount { table, rows });
+        }
+        let size: i64 = client
+            .query_one("SELECT pg_database_size(current_database())", &[])?
+            .try_get(0)?;
+        client.batch_execute("COMMIT")?;
+        Ok(DbInfo {
+            path: None,
+            schema_version,
+            known_version: migrate::known_version(),
+            tables: counts,
+            file_size: u64::try_from(size).unwrap_or(0),
+            wal_size: 0,
+        })
+    }
+
+    /// A connection of the pool, for crate-internal work outside `write`/`read` (copying a
+    /// store).
+    pub(crate) fn client(&self) -> Result<Pooled<'_>> {
+        self.pool.get()
+    }
+}
+
+/// Commits. The `SELECT 1` first makes a transaction that a failed statement already
+/// aborted report that (PostgreSQL answers a bare COMMIT there with a silent ROLLBACK, so a
+/// closure that went on after an error would lose its writes without a word). Both go in
+/// one message, so the outcome is unknown exactly when the connection fails before the
+/// answer arrives.
+fn commit(mut client: Pooled<'_>) -> Result<()> {
+    match client.batch_execute("SELECT 1; COMMIT") {
+        Ok(()) => Ok(()),
+        // FATAL: the server ended the connection (shut down, terminated) while COMMIT was
+        // on its way, so whether it ran is as unknown as for a lost connection.
+        Err(err)
+            if err
+                .as_db_error()
+                .is_some_and(|db| !matches!(db.severity(), "FATAL" | "PANIC")) =>
+        {
+            let err = Error::from(err);
+            let err = match err {
+                Error::Postgres {
+                    code: Some(code),
+                    source,
+                    ..
+                } if code == IN_FAILED_TRANSACTION => Error::Postgres {
+                    code: Some(code),
+                    message: "a statement failed earlier in this transaction and the closure \
+                              went on; on PostgreSQL a failed statement aborts the whole \
+                              transaction, so nothing was committed"
+                        .to_owned(),
+                    source,
+                },
+                other => other,
+            };
+            rollback(client);
+            Err(err)
+        }
+        Err(err) => {
+            client.discard();
+            Err(Error::CommitUnknown(Box::new(err)))
+        }
+    }
+}
+
+/// Rolls back; a connection that cannot even do that is closed rather than reused.
+fn rollback(mut client: Pooled<'_>) {
+    if client.batch_execute("ROLLBACK").is_err() {
+        client.discard();
+    }
+}

@@ -1,0 +1,296 @@
+//! A small connection pool: idle connections kept for reuse, a bound on how many are open
+//! at once, and connections that broke (or whose state is unknown) closed instead of
+//! reused. Small enough to read in one go, so no pool crate.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use postgres::Client;
+use postgres_native_tls::MakeTlsConnector;
+
+use super::location::{Location, Verify, error_text};
+use crate::{Error, Result};
+
+/// How long [`Pool::get`] waits for a connection when all are in use.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Connections to one server, shared by the threads of a process.
+pub(crate) struct Pool {
+    location: Location,
+    tls: MakeTlsConnector,
+    /// This process's name in the events it causes (`scribe.origin` on each connection).
+    origin: String,
+    state: Mutex<State>,
+    freed: Condvar,
+    max_open: usize,
+    max_idle: usize,
+}
+
+struct State {
+    idle: Vec<Client>,
+    open: usize,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Pool")
+            .field("location", &self.location.shown)
+            .field("open", &state.open)
+            .field("idle", &state.idle.len())
+            .field("max_open", &self.max_open)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// A pool for `location`; connects nothing yet. At most `max_open` connections are
+    /// open at once and `max_idle` kept for reuse.
+    pub(crate) fn new(
+        location: Location,
+        origin: String,
+        max_open: usize,
+        max_idle: usize,
+    ) -> Result<Self> {
+        let tls = tls_connector(&location)?;
+        Ok(Pool {
+            location,
+            tls,
+            origin,
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            freed: Condvar::new(),
+            max_open: max_open.max(1),
+            max_idle,
+        })
+    }
+
+    pub(crate) fn location(&self) -> &Location {
+        &self.location
+    }
+
+    pub(crate) fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// An idle connection, or a new one; waits (up to 30 s) while `max_open` are in use.
+    pub(crate) fn get(&self) -> Result<Pooled<'_>> {
+        let mut state = self.lock();
+        loop {
+            if let Some(client) = state.idle.pop() {
+                if client.is_closed() {
+                    state.open -= 1;
+                    continue;
+                }
+                return Ok(Pooled {
+                    pool: self,
+                    client: Some(client),
+                    reused: true,
+                });
+            }
+            if state.open < self.max_open {
+                state.open += 1;
+                drop(state);
+                return match self.connect() {
+                    Ok(client) => Ok(Pooled {
+                        pool: self,
+                        client: Some(client),
+                        reused: false,
+                    }),
+                    Err(err) => {
+                        self.lock().open -= 1;
+                        self.freed.notify_one();
+                        Err(err)
+                    }
+                };
+            }
+            let (next, timeout) = self
+                .freed
+                .wait_timeout(state, WAIT)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = next;
+            if timeout.timed_out() && state.idle.is_empty() && state.open >= self.max_open {
+                return Err(Error::Postgres {
+                    code: None,
+                    message: format!(
+                        "all {} connections to {} stayed in use for {}s",
+                        self.max_open,
+                        self.location.target(),
+                        WAIT.as_secs()
+                    ),
+                    source: None,
+                });
+            }
+        }
+    }
+
+    /// A new connection outside the pool (the event listener's own).
+    pub(crate) fn connect(&self) -> Result<Client> {
+        let mut config = self.location.config.clone();
+        let options = match config.get_options() {
+            Some(existing) => format!("{existing} -c scribe.origin={}", self.origin),
+            None => format!("-c scribe.origin={}", self.origin),
+        };
+        config.options(&options);
+        config
+            .connect(self.tls.clone())
+            .map_err(|err| connect_error(err, &self.location))
+    }
+
+    fn put_back(&self, client: Client) {
+        let mut state = self.lock();
+        if !client.is_closed() && state.idle.len() < self.max_idle {
+            state.idle.push(client);
+        } else {
+            state.open -= 1;
+        }
+        drop(state);
+        self.freed.notify_one();
+    }
+
+    fn forget(&self) {
+        self.lock().open -= 1;
+        self.freed.notify_one();
+    }
+}
+
+/// A connection borrowed from the [`Pool`]; goes back when dropped, unless
+/// [`Pooled::discard`]ed.
+pub(crate) struct Pooled<'p> {
+    pool: &'p Pool,
+    client: Option<Client>,
+    /// Taken from the idle list (it may have died while idle) rather than just opened.
+    reused: bool,
+}
+
+impl Pooled<'_> {
+    /// Whether this connection was idle in the pool before (and so may have been closed
+    /// by the server meanwhile).
+    pub(crate) fn reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Closes the connection instead of returning it: its state is unknown (a failed
+    /// rollback, a commit whose outcome is unknown).
+    pub(crate) fn discard(mut self) {
+        if self.client.take().is_some() {
+            self.pool.forget();
+        }
+    }
+}
+
+impl Deref for Pooled<'_> {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        // Present until drop or discard, which consume the guard.
+        self.client.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.client.as_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            self.pool.put_back(client);
+        }
+    }
+}
+
+impl std::fmt::Debug for Pooled<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pooled")
+            .field("reused", &self.reused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The TLS setup `location` asks for (see [`Verify`]).
+fn tls_connector(location: &Location) -> Result<MakeTlsConnector> {
+    let mut builder = native_tls::TlsConnector::builder();
+    match location.verify {
+        Verify::Off | Verify::Unchecked => {
+            builder.danger_accept_invalid_certs(true);
+            builder.danger_accept_invalid_hostnames(true);
+        }
+        Verify::Chain => {
+            builder.danger_accept_invalid_hostnames(true);
+        }
+        Verify::Full => {}
+    }
+    if let Some(path) = location
+        .root_cert
+        .as_ref()
+        .filter(|p| p.as_os_str() != "system")
+    {
+        let pem = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let cert = native_tls::Certificate::from_pem(&pem).map_err(|err| Error::Tls {
+            target: format!("{} (sslrootcert {})", location.target(), path.display()),
+            source: Box::new(err),
+        })?;
+        builder.add_root_certificate(cert);
+        builder.disable_built_in_roots(true);
+    }
+    let connector = builder.build().map_err(|err| Error::Tls {
+        target: location.target(),
+        source: Box::new(err),
+    })?;
+    Ok(MakeTlsConnector::new(connector))
+}
+
+/// Says which of the connection failures a person can act on it was.
+fn connect_error(err: postgres::Error, location: &Location) -> Error {
+    let target = location.target();
+    if let Some(db) = err.as_db_error() {
+        return match db.code().code() {
+            // invalid_password, invalid_authorization_specification (no such role,
+            // no pg_hba.conf entry).
+            "28P01" | "28000" => Error::AuthFailed {
+                user: location.user(),
+                target,
+                source: Box::new(err),
+            },
+            "3D000" => Error::NoSuchDatabase {
+                name: location.dbname(),
+                target,
+                source: Box::new(err),
+            },
+            _ => Error::from(err),
+        };
+    }
+    let text = error_text(&err);
+    if text.starts_with("error performing TLS handshake") {
+        Error::Tls {
+            target,
+            source: Box::new(err),
+        }
+    } else if text.starts_with("authentication error") || text.contains("password missing") {
+        Error::AuthFailed {
+            user: location.user(),
+            target,
+            source: Box::new(err),
+        }
+    } else {
+        Error::Unreachable {
+            target,
+            source: Box::new(err),
+        }
+    }
+}

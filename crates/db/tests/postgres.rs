@@ -1,0 +1,734 @@
+//! The PostgreSQL backend against a real server: opening (and every way it can fail),
+//! migrations run once by processes starting together, SERIALIZABLE writes retried whole,
+//! ambiguous commits reported, snapshot reads, TLS, two processes acting as two hosts, and
+//! change notifications across connections.
+//!
+//! Every test here needs a server: run
+//! `.ci/with-postgres cargo test -p scribe-db --features postgres --test postgres -- --ignored`
+//! (`.ci/run` does). Without one they are listed as ignored, never passed.
+#![cfg(feature = "postgres")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use common::{new_session, text};
+use scribe_db::events::{ChangeOp, Notice};
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::queries::{self as q, Queries};
+use scribe_db::{Backend, Database, Error, ErrorKind, Options, now_ms};
+use scribe_pubsub::{Broker, RecvTimeoutError};
+
+const NEEDS: &str = "SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres";
+
+fn server() -> String {
+    std::env::var("SCRIBE_TEST_POSTGRES").expect(NEEDS)
+}
+
+/// A fresh, empty database named `name` on the test server; its connection string.
+fn fresh(name: &str) -> String {
+    let mut admin = postgres::Client::connect(&server(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    format!("{} dbname={name}", server())
+}
+
+fn admin(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+fn create_session(db: &Database) -> String {
+    let id = new_id(Prefix::Session);
+    db.write(|tx| tx.q().create_session(&new_session(&id, "cli")))
+        .unwrap();
+    id
+}
+
+fn message_with_part(q: &mut dyn Queries, session_id: &str, body: &str) -> scribe_db::Result<()> {
+    let (message_id, part_id, now) = (new_id(Prefix::Message), new_id(Prefix::Part), now_ms());
+    q.create_message(&q::CreateMessageParams {
+        id: &message_id,
+        session_id,
+        parent_id: None,
+        role: "user",
+        agent: None,
+        provider: None,
+        model: None,
+        finish_reason: None,
+        is_summary: false,
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        cost_usd: 0.0,
+        error: None,
+        created_at: now,
+        updated_at: now,
+        finished_at: None,
+    })?;
+    q.create_part(&q::CreatePartParams {
+        id: &part_id,
+        message_id: &message_id,
+        session_id,
+        position: 0,
+        r#type: "text",
+        data: &text(body),
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+fn usage(id: &str, tokens: i64) -> q::AddSessionUsageParams<'_> {
+    q::AddSessionUsageParams {
+        input_tokens: tokens,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        api_call_count: 1,
+        estimated_cost_usd: 0.25,
+        now: now_ms(),
+        id,
+    }
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn opens_migrates_once_and_reopens_without_migrating() {
+    let url = fresh("scribe_open");
+    let db = Database::open(&url).unwrap();
+    assert_eq!(db.backend(), Backend::Postgres);
+    let report = db.migration_report().clone();
+    assert_eq!(report.from, 0);
+    assert_eq!(report.to, Database::known_schema_version());
+    assert!(!report.applied.is_empty());
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
+    );
+    let s = create_session(&db);
+    drop(db);
+
+    // A URL opens the same database; nothing left to apply.
+    let again = Database::open(&url).unwrap();
+    assert!(again.migration_report().applied.is_empty());
+    let info = again.info().unwrap();
+    assert_eq!(info.schema_version, Database::known_schema_version());
+    assert_eq!(info.tables[0].table, "sessions");
+    assert_eq!(info.tables[0].rows, 1);
+    let row = again.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!(row.id, s);
+    assert!(!again.location().contains("password"));
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn an_older_schema_is_migrated_and_a_newer_one_refused() {
+    let url = fresh("scribe_versions");
+    let old = Database::open_at_version(&url, 3).unwrap();
+    assert_eq!(old.schema_version().unwrap(), 3);
+    drop(old);
+
+    // Read-only never migrates: the older schema is reported.
+    let read_only = Options {
+        read_only: true,
+        ..Options::default()
+    };
+    let err = Database::open_with(&url, read_only.clone()).unwrap_err();
+    assert!(
+        matches!(err, Error::SchemaTooOld { found: 3, .. }),
+        "{err:?}"
+    );
+
+    let db = Database::open(&url).unwrap();
+    assert_eq!(db.migration_report().from, 3);
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
+    );
+    drop(db);
+    let ro = Database::open_with(&url, read_only).unwrap();
+    let err = ro.write(|tx| tx.q().count_sessions()).unwrap_err();
+    assert!(matches!(err, Error::ReadOnly { .. }), "{err:?}");
+    assert_eq!(ro.read(|tx| tx.q().count_sessions()).unwrap(), 0);
+
+    admin(&url)
+        .batch_execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+             VALUES (99, 'future', '2100-01-01T00:00:00Z', '1')",
+        )
+        .unwrap();
+    let err = Database::open(&url).unwrap_err();
+    assert!(
+        matches!(err, Error::SchemaTooNew { found: 99, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("upgrade scribe"), "{err}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn each_way_of_failing_to_connect_has_its_own_error() {
+    let base = server();
+    let err = Database::open("postgres://me:secret@localhost:notaport/db").unwrap_err();
+    assert!(matches!(err, Error::InvalidLocation { .. }), "{err:?}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+
+    // Nothing listens on port 1 of loopback.
+    let err = Database::open("postgres://me@127.0.0.1:1/db?connect_timeout=5").unwrap_err();
+    assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+    let err = Database::open("host=/nonexistent/socket/dir user=me").unwrap_err();
+    assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
+
+    let err = Database::open(format!("{base} dbname=no_such_db_here")).unwrap_err();
+    assert!(
+        matches!(err, Error::NoSuchDatabase { ref name, .. } if name == "no_such_db_here"),
+        "{err:?}"
+    );
+
+    let err = Database::open(format!("{base} user=no_such_role")).unwrap_err();
+    assert!(
+        matches!(err, Error::AuthFailed { ref user, .. } if user == "no_such_role"),
+        "{err:?}"
+    );
+
+    // scribe_pw logs in with a password (.ci/with-postgres's pg_hba.conf).
+    let mut admin = admin(&base);
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS scribe_pw; CREATE ROLE scribe_pw LOGIN PASSWORD 'right'",
+        )
+        .unwrap();
+    let err = Database::open(format!("{base} user=scribe_pw password=badpass")).unwrap_err();
+    assert!(matches!(err, Error::AuthFailed { .. }), "{err:?}");
+    assert!(!err.to_string().contains("badpass"), "{err}");
+    // With the right one, a database it owns is migrated by it (no superuser needed:
+    // the extensions are trusted ones).
+    fresh("scribe_pwdb");
+    admin
+        .batch_execute("ALTER DATABASE scribe_pwdb OWNER TO scribe_pw")
+        .unwrap();
+    let db = Database::open(format!(
+        "{base} user=scribe_pw password=right dbname=scribe_pwdb"
+    ))
+    .unwrap();
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
+    );
+    let err = Database::open(format!("{base} user=scribe_pw")).unwrap_err();
+    assert!(matches!(err, Error::AuthFailed { .. }), "{err:?}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn tls_is_used_and_verified_as_the_url_asks() {
+    let tcp = std::env::var("SCRIBE_TEST_POSTGRES_TCP").expect(NEEDS);
+    let ca = std::env::var("SCRIBE_TEST_POSTGRES_CA").expect("with-postgres made no certificate");
+    fresh("scribe_tls");
+    let ssl_in_use = |db: &Database| {
+        // A session's own statement tells whether its connection is encrypted; the
+        // generated queries don't ask that, so read it through pg_stat_ssl by pid.
+        db.read(|tx| tx.q().count_sessions()).unwrap();
+        let mut client = admin(&server());
+        let rows = client
+            .query(
+                "SELECT ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+                 WHERE datname = 'scribe_tls' AND application_name = 'scribe'",
+                &[],
+            )
+            .unwrap();
+        rows.iter().map(|r| r.get::<_, bool>(0)).collect::<Vec<_>>()
+    };
+    let full = format!("{tcp} dbname=scribe_tls sslmode=verify-full sslrootcert={ca}");
+    let db = Database::open(&full).unwrap();
+    assert_eq!(ssl_in_use(&db), [true]);
+    drop(db);
+    let plain = Database::open(format!("{tcp} dbname=scribe_tls sslmode=disable")).unwrap();
+    assert_eq!(ssl_in_use(&plain), [false]);
+    drop(plain);
+    // The certificate names localhost, not 127.0.0.1: verify-full refuses, verify-ca
+    // (the chain only) and require (no check) accept.
+    let by_ip = tcp.replace("host=localhost", "host=127.0.0.1");
+    let err = Database::open(format!(
+        "{by_ip} dbname=scribe_tls sslmode=verify-full sslrootcert={ca}"
+    ))
+    .unwrap_err();
+    assert!(matches!(err, Error::Tls { .. }), "{err:?}");
+    Database::open(format!(
+        "{by_ip} dbname=scribe_tls sslmode=verify-ca sslrootcert={ca}"
+    ))
+    .unwrap();
+    Database::open(format!("{by_ip} dbname=scribe_tls sslmode=require")).unwrap();
+    // Trusting only the system's roots, the self-signed certificate fails verification.
+    let err = Database::open(format!("{tcp} dbname=scribe_tls sslmode=verify-full")).unwrap_err();
+    assert!(matches!(err, Error::Tls { .. }), "{err:?}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn writes_commit_with_their_actions_and_failures_roll_back_whole() {
+    let db = Database::open(fresh("scribe_write")).unwrap();
+    let s = create_session(&db);
+    let announced = Arc::new(Mutex::new(Vec::new()));
+    db.write(|tx| -> scribe_db::Result<()> {
+        message_with_part(tx.q(), &s, "hello")?;
+        let announced = Arc::clone(&announced);
+        tx.after_commit(move || announced.lock().unwrap().push("hello"));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(*announced.lock().unwrap(), ["hello"]);
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!(row.message_count, 1, "the counter trigger ran");
+
+    // An error rolls everything back and drops the queue.
+    let err = db
+        .write(|tx| -> scribe_db::Result<()> {
+            message_with_part(tx.q(), &s, "lost")?;
+            let announced = Arc::clone(&announced);
+            tx.after_commit(move || announced.lock().unwrap().push("lost"));
+            message_with_part(tx.q(), "ses_missing", "no such session")
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ForeignKeyViolation, "{err:?}");
+    assert_eq!(*announced.lock().unwrap(), ["hello"]);
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!(row.message_count, 1);
+
+    // The other classifications, from the server's own codes.
+    let err = db
+        .write(|tx| tx.q().create_session(&new_session(&s, "cli")))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UniqueViolation, "{err:?}");
+    assert!(matches!(err, Error::Conflict { .. }));
+    let bad = new_id(Prefix::Session);
+    let err = db
+        .write(|tx| {
+            let mut params = new_session(&bad, "cli");
+            params.kind = "not-a-kind";
+            tx.q().create_session(&params)
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CheckViolation, "{err:?}");
+    assert_eq!(err.sqlstate(), Some("23514"));
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_closure_that_goes_on_after_a_failed_statement_does_not_commit_silently() {
+    let db = Database::open(fresh("scribe_swallow")).unwrap();
+    let s = create_session(&db);
+    let err = db
+        .write(|tx| -> scribe_db::Result<()> {
+            message_with_part(tx.q(), &s, "kept?")?;
+            // SQLite would carry on after this; PostgreSQL aborts the transaction.
+            let _ = tx.q().create_session(&new_session(&s, "cli"));
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), Some("25P02"), "{err:?}");
+    assert!(err.to_string().contains("nothing was committed"), "{err}");
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!(row.message_count, 0);
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_serialization_failure_reruns_the_whole_closure_with_an_empty_queue() {
+    let db = Arc::new(Database::open(fresh("scribe_retry")).unwrap());
+    let s = create_session(&db);
+    let (read_done, other_done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let runs = AtomicUsize::new(0);
+    let announced = Arc::new(Mutex::new(Vec::new()));
+    let other = std::thread::spawn({
+        let (db, s) = (Arc::clone(&db), s.clone());
+        let (read_done, other_done) = (Arc::clone(&read_done), Arc::clone(&other_done));
+        move || {
+            read_done.wait();
+            db.write(|tx| tx.q().add_session_usage(&usage(&s, 5)))
+                .unwrap();
+            other_done.wait();
+        }
+    });
+    db.write(|tx| -> scribe_db::Result<()> {
+        let run = runs.fetch_add(1, Ordering::SeqCst) + 1;
+        // Read-check-write: what SERIALIZABLE must protect.
+        let before = tx.q().get_session(&s)?.map_or(0, |r| r.input_tokens);
+        if run == 1 {
+            // Let the other writer change the row we read, and commit, before we write.
+            read_done.wait();
+            other_done.wait();
+        }
+        let announced = Arc::clone(&announced);
+        tx.after_commit(move || announced.lock().unwrap().push((run, before)));
+        tx.q().add_session_usage(&usage(&s, 1))?;
+        Ok(())
+    })
+    .unwrap();
+    other.join().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the closure ran again");
+    // Only the committed run's action ran, and it saw the other writer's tokens.
+    assert_eq!(*announced.lock().unwrap(), [(2, 5)]);
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!((row.input_tokens, row.api_call_count), (6, 2));
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_commit_whose_outcome_is_unknown_is_reported_and_never_retried() {
+    let url = fresh("scribe_ambiguous");
+    let db = Database::open(&url).unwrap();
+    let s = create_session(&db);
+    let mut killer = admin(&url);
+    let mut runs = 0;
+    let err = db
+        .write(|tx| -> scribe_db::Result<()> {
+            runs += 1;
+            tx.q().add_session_usage(&usage(&s, 7))?;
+            // The connection dies before COMMIT's answer can arrive.
+            killer
+                .batch_execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND application_name = 'scribe' \
+                     AND state = 'idle in transaction'",
+                )
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::CommitUnknown(_)), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::CommitUnknown);
+    assert_eq!(runs, 1, "an unknown commit is never retried");
+    // The pool replaced the dead connection.
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!(
+        row.input_tokens, 0,
+        "this time the server never got the COMMIT"
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_read_sees_one_snapshot_while_writers_commit() {
+    let db = Arc::new(Database::open(fresh("scribe_snapshot")).unwrap());
+    let s = create_session(&db);
+    let (first_read, written) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let writer = std::thread::spawn({
+        let (db, s) = (Arc::clone(&db), s.clone());
+        let (first_read, written) = (Arc::clone(&first_read), Arc::clone(&written));
+        move || {
+            first_read.wait();
+            db.write(|tx| tx.q().add_session_usage(&usage(&s, 3)))
+                .unwrap();
+            written.wait();
+        }
+    });
+    let (a, b) = db
+        .read(|tx| -> scribe_db::Result<_> {
+            let a = tx.q().get_session(&s)?.map(|r| r.input_tokens);
+            first_read.wait();
+            written.wait();
+            let b = tx.q().get_session(&s)?.map(|r| r.input_tokens);
+            Ok((a, b))
+        })
+        .unwrap();
+    writer.join().unwrap();
+    assert_eq!((a, b), (Some(0), Some(0)));
+    let now = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!(now.input_tokens, 3);
+}
+
+// ---- two processes acting as two hosts ----
+
+const CHILD_URL: &str = "SCRIBE_PG_TEST_CHILD_URL";
+const CHILD_ROLE: &str = "SCRIBE_PG_TEST_CHILD_ROLE";
+const CHILD_SESSION: &str = "SCRIBE_PG_TEST_CHILD_SESSION";
+const WRITES: i64 = 60;
+const THREADS: usize = 3;
+
+/// The child role, when spawned by a test below with the env vars set; a no-op otherwise.
+#[test]
+fn child_host() {
+    let (Ok(url), Ok(role)) = (std::env::var(CHILD_URL), std::env::var(CHILD_ROLE)) else {
+        return;
+    };
+    match role.as_str() {
+        "open" => {
+            let db = Database::open(&url).unwrap();
+            assert_eq!(
+                db.schema_version().unwrap(),
+                Database::known_schema_version()
+            );
+        }
+        "contend" => {
+            let s = std::env::var(CHILD_SESSION).unwrap();
+            let db = Arc::new(Database::open(&url).unwrap());
+            let threads: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (db, s) = (Arc::clone(&db), s.clone());
+                    std::thread::spawn(move || {
+                        for i in 0..WRITES {
+                            // An atomic increment and a max()+1 version, both on hot rows.
+                            db.write(|tx| -> scribe_db::Result<()> {
+                                tx.q().add_session_usage(&usage(&s, 1))?;
+                                let id = new_id(Prefix::File);
+                                let content = format!("{t}/{i}");
+                                tx.q().create_file_version(&q::CreateFileVersionParams {
+                                    id: &id,
+                                    session_id: &s,
+                                    path: "shared.txt",
+                                    content: &content,
+                                    now: now_ms(),
+                                })?;
+                                Ok(())
+                            })
+                            .unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        other => panic!("unknown child role {other}"),
+    }
+}
+
+fn spawn_hosts(n: usize, url: &str, role: &str, session: &str) {
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..n)
+        .map(|_| {
+            Command::new(&exe)
+                .args(["--exact", "child_host", "--nocapture", "--test-threads=1"])
+                .env(CHILD_URL, url)
+                .env(CHILD_ROLE, role)
+                .env(CHILD_SESSION, session)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "a child process failed: {status}");
+    }
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn processes_starting_together_migrate_a_fresh_database_once() {
+    let url = fresh("scribe_race");
+    spawn_hosts(4, &url, "open", "");
+    let mut client = admin(&url);
+    let versions: Vec<i32> = client
+        .query(
+            "SELECT version FROM refinery_schema_history ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut unique = versions.clone();
+    unique.dedup();
+    assert_eq!(versions, unique, "each migration recorded once");
+    assert_eq!(
+        i64::from(*versions.last().unwrap()),
+        Database::known_schema_version()
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn two_hosts_contending_for_the_same_rows_lose_nothing() {
+    let url = fresh("scribe_contend");
+    let db = Database::open(&url).unwrap();
+    let s = create_session(&db);
+    spawn_hosts(2, &url, "contend", &s);
+    let total = 2 * THREADS as i64 * WRITES;
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!((row.input_tokens, row.api_call_count), (total, total));
+    assert!((row.estimated_cost_usd - 0.25 * total as f64).abs() < 1e-9);
+    let versions: Vec<i64> = db
+        .read(|tx| {
+            tx.q().list_file_versions(&q::ListFileVersionsParams {
+                session_id: &s,
+                path: "shared.txt",
+            })
+        })
+        .unwrap()
+        .iter()
+        .map(|f| f.version)
+        .collect();
+    assert_eq!(
+        versions,
+        (1..=total).collect::<Vec<_>>(),
+        "versions 1..=n, none twice"
+    );
+}
+
+// ---- changes across hosts ----
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn committed_changes_reach_another_host_in_commit_order_and_rollbacks_never() {
+    let url = fresh("scribe_events");
+    let a = Database::open(&url).unwrap();
+    let b = Database::open(&url).unwrap();
+    let broker: Arc<Broker<scribe_db::events::Change>> = Arc::new(Broker::with_buffer(1000));
+    let sub = broker.subscribe();
+    let listener = b
+        .listen({
+            let broker = Arc::clone(&broker);
+            move |notice| match notice {
+                Notice::Change(change) => {
+                    broker.publish_updated(change);
+                }
+                Notice::Lagged(n) => broker.report_missed(n),
+            }
+        })
+        .unwrap();
+
+    let s = create_session(&a);
+    let _ = a.write(|tx| -> scribe_db::Result<()> {
+        message_with_part(tx.q(), &s, "rolled back")?;
+        Err(Error::InvalidInput("changed my mind".into()))
+    });
+    a.write(|tx| message_with_part(tx.q(), &s, "kept")).unwrap();
+    a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+        .unwrap();
+
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let event = sub.recv_timeout(Duration::from_secs(10)).unwrap();
+        let c = event.payload;
+        assert_eq!(c.session_id, s);
+        assert!(!c.own, "another host's change");
+        seen.push((c.table, c.op));
+    }
+    let seen: Vec<(&str, ChangeOp)> = seen.iter().map(|(t, o)| (t.as_str(), *o)).collect();
+    // Commit order: the first transaction's change, then the second's three (a message,
+    // its part, and the session whose counter its trigger bumped, in trigger order), then
+    // the third's.
+    assert_eq!(seen[0], ("sessions", ChangeOp::Insert));
+    let mut second = seen[1..4].to_vec();
+    second.sort_unstable();
+    assert_eq!(
+        second,
+        [
+            ("messages", ChangeOp::Insert),
+            ("parts", ChangeOp::Insert),
+            ("sessions", ChangeOp::Update)
+        ]
+    );
+    assert_eq!(seen[4], ("sessions", ChangeOp::Update));
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_millis(300)),
+        Err(RecvTimeoutError::Timeout)
+    ));
+
+    // b's own change is marked own.
+    b.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+        .unwrap();
+    let own = sub.recv_timeout(Duration::from_secs(10)).unwrap().payload;
+    assert!(own.own);
+
+    // The listener's connection dies; it reconnects and says it may have missed some.
+    admin(&url)
+        .batch_execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+        )
+        .unwrap();
+    let lag = sub.recv_timeout(Duration::from_secs(10));
+    assert!(
+        matches!(lag, Err(RecvTimeoutError::Lagged(n)) if n >= 1),
+        "{lag:?}"
+    );
+    // And delivers again afterwards.
+    a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+        .unwrap();
+    let after = sub.recv_timeout(Duration::from_secs(10)).unwrap().payload;
+    assert_eq!(
+        (after.table.as_str(), after.op),
+        ("sessions", ChangeOp::Update)
+    );
+    listener.stop();
+}
+
+// ---- moving a store between backends ----
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_store_goes_to_postgres_and_back_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = Database::open(dir.path().join("original.db")).unwrap();
+    let sessions = common::fill_for_copy(&original);
+    let pg = Database::open(fresh("scribe_copy")).unwrap();
+
+    let mut tables_seen = Vec::new();
+    scribe_db::copy::copy(&original, &pg, |p| {
+        if tables_seen.last() != Some(&p.table) {
+            tables_seen.push(p.table.clone());
+        }
+    })
+    .unwrap();
+    // Parents first.
+    let at = |t: &str| tables_seen.iter().position(|x| x == t).unwrap();
+    assert!(at("sessions") < at("messages") && at("messages") < at("parts"));
+
+    // On PostgreSQL: the same rows, counters as stored (not counted twice), the
+    // summary and parent links filled in, search text derived, sequences moved on.
+    for id in &sessions {
+        let a = original.read(|tx| tx.q().get_session(id)).unwrap().unwrap();
+        let b = pg.read(|tx| tx.q().get_session(id)).unwrap().unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            a.estimated_cost_usd.to_bits(),
+            b.estimated_cost_usd.to_bits()
+        );
+    }
+    let parent = pg
+        .read(|tx| tx.q().get_session(&sessions[0]))
+        .unwrap()
+        .unwrap();
+    assert!(parent.summary_message_id.is_some());
+    assert_eq!(parent.message_count, 2);
+    let m = parent.summary_message_id.unwrap();
+
+    // And back into a fresh SQLite file: byte for byte what we started with, derived
+    // data (counters, both search indexes) exact.
+    let back = Database::open(dir.path().join("back.db")).unwrap();
+    scribe_db::copy::copy(&pg, &back, |_| {}).unwrap();
+    assert_eq!(common::dump(&original), common::dump(&back));
+    common::assert_derived_exact(&back);
+
+    // The identity sequence went past the copied keys: new parts still insert.
+    pg.write(|tx| -> scribe_db::Result<()> {
+        let now = now_ms();
+        tx.q().create_part(&q::CreatePartParams {
+            id: &new_id(Prefix::Part),
+            message_id: &m,
+            session_id: &sessions[0],
+            position: 99,
+            r#type: "text",
+            data: &text("after the copy"),
+            created_at: now,
+            updated_at: now,
+        })
+    })
+    .unwrap();
+}

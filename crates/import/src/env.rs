@@ -1,0 +1,61 @@
+//! Where each agent keeps its history: default locations per platform and the agents' own
+//! overrides, read from an [`Env`] so tests can point them anywhere.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// The home directory and environment variables the default locations come from.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// The user's home directory.
+    pub home: Option<PathBuf>,
+    /// Environment variables.
+    pub vars: HashMap<String, String>,
+}
+
+impl Env {
+    /// The process's own home and environment.
+    pub fn from_process() -> Env {
+        let vars: HashMap<String, String> = std::env::vars().collect();
+        let home = vars
+            .get("HOME")
+            .or_else(|| vars.get("USERPROFILE"))
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        Env { home, vars }
+    }
+
+    /// A non-empty variable.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// A variable holding a comma-separated list of paths (`CLAUDE_CONFIG_DIR`,
+    /// `HERMES_HOME`), each one trimmed.
+    pub fn paths(&self, name: &str) -> Option<Vec<PathBuf>> {
+        let list: Vec<PathBuf> = self
+            .var(name)?
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| self.expand(p))
+            .collect();
+        (!list.is_empty()).then_some(list)
+    }
+
+    /// `~/…` under the home directory.
+    pub fn expand(&self, path: &str) -> PathBuf {
+        match (path.strip_prefix("~/"), &self.home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => PathBuf::from(path),
+        }
+    }
+
+    /// `home/rel`, when there is a home.
+    pub fn home_join(&self, rel: &str) -> Option<PathBuf> {
+        self.home.as_ref().map(|h| h.join(rel))
+    }
+}

@@ -1,0 +1,106 @@
+//! scribe-import: the history of other coding agents, imported into Scribe.
+//!
+//! Claude Code, Codex, OpenCode, Hermes and Gemini CLI each keep every conversation on
+//! disk in their own format. One module per agent ([`sources`]) reads that format behind
+//! one [`Importer`] trait; the [`sink`] writes what they read through the session and
+//! message crates. [`import`] drives both:
+//!
+//! - **incremental**: a file whose size and modification time are what the last import
+//!   saw costs one `stat`; a file that grew is read from where the last import stopped
+//!   (and what that reader must remember, e.g. a tool call waiting for its result, is kept
+//!   with the position); a line still being written is left for next time;
+//! - **idempotent**: message and part ids derive from the source's own keys
+//!   ([`ids`]), so reading a record twice stores it once, and what was imported from
+//!   where is recorded in the same transaction as the records (schema V6);
+//! - **harmless to the source**: files are only read; agents' SQLite databases are opened
+//!   read-only and never block the agent writing them;
+//! - **exact usage**: each agent's token counters are turned into Scribe's disjoint
+//!   buckets with that agent's quirks handled (see each module), and costs are the
+//!   agent's own or estimated from the pricing catalog ([`pricing`]).
+//!
+//! ```no_run
+//! use scribe_import::{Env, Options, Source, import, sink::StoreSink, sources};
+//! use scribe_session::Store;
+//!
+//! let mut sink = StoreSink::new(Store::open("scribe.db")?);
+//! let importer = sources::importer(Source::ClaudeCode);
+//! let roots = importer.default_roots(&Env::from_process());
+//! let summary = import(&mut sink, importer, &roots, &Options::default(), &mut |_| {})?;
+//! println!("{} messages", summary.written.messages_inserted);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod env;
+mod error;
+pub mod ids;
+pub mod pricing;
+pub mod reader;
+pub mod record;
+mod run;
+pub mod sink;
+pub mod sources;
+pub mod time;
+pub mod watch;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use env::Env;
+pub use error::{ImportError, Result};
+pub use run::{Event, Options, SourceSummary, import, scan};
+pub use sources::{FileReport, Importer, Malformed};
+
+/// An agent whose history Scribe imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// OpenCode.
+    OpenCode,
+    /// Nous Research's Hermes Agent.
+    Hermes,
+    /// Google's Gemini CLI.
+    Gemini,
+}
+
+impl Source {
+    /// Every source, in the order `--from all` imports them.
+    pub const ALL: [Source; 5] = [
+        Source::ClaudeCode,
+        Source::Codex,
+        Source::OpenCode,
+        Source::Hermes,
+        Source::Gemini,
+    ];
+
+    /// The name used on the command line and as the sessions' `source`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Source::ClaudeCode => "claude-code",
+            Source::Codex => "codex",
+            Source::OpenCode => "opencode",
+            Source::Hermes => "hermes",
+            Source::Gemini => "gemini",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Source {
+    type Err = ImportError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        Source::ALL
+            .into_iter()
+            .find(|src| src.name() == s || (s == "claude" && *src == Source::ClaudeCode))
+            .ok_or(ImportError::UnknownSource(s))
+    }
+}

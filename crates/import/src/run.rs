@@ -1,0 +1,251 @@
+//! [`import`]: discover a source's files, skip the unchanged ones after one `stat`, read
+//! the rest from where they stopped, price what was read, and hand it to the sink in large
+//! batches (one transaction each).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use scribe_message::TokenUsage;
+
+use crate::error::{ImportError, Result};
+use crate::pricing::Pricer;
+use crate::record::{Batch, FileMark, Resume};
+use crate::sink::{Sink, Written};
+use crate::sources::{FileReport, Importer, Malformed, Unit};
+
+/// How to import.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Only sessions active since then (ms): files modified before it are not read.
+    pub since: Option<i64>,
+    /// Messages per transaction (a batch also ends with its last file).
+    pub batch_messages: usize,
+    /// Prices for usage without a reported cost.
+    pub pricer: Pricer,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            since: None,
+            batch_messages: 5_000,
+            pricer: Pricer::default(),
+        }
+    }
+}
+
+/// What [`import`] tells its caller as it goes (for a progress bar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// This many files were found.
+    Found(usize),
+    /// One file is done (read, skipped or failed).
+    Done(&'a Path),
+    /// Building the search indexes for what the run stored: `done` of `total` parts.
+    Indexed {
+        /// Parts indexed so far.
+        done: u64,
+        /// Parts to index.
+        total: u64,
+    },
+}
+
+/// What importing one source did.
+#[derive(Debug, Clone, Default)]
+pub struct SourceSummary {
+    /// The agent.
+    pub source: String,
+    /// Where it looked.
+    pub roots: Vec<PathBuf>,
+    /// Files (or databases) found.
+    pub files: u64,
+    /// Files read (new or changed).
+    pub files_read: u64,
+    /// Files unchanged since the last import (one `stat` each).
+    pub files_unchanged: u64,
+    /// Files older than `--since`.
+    pub files_too_old: u64,
+    /// Records taken.
+    pub records: u64,
+    /// Records skipped, by type.
+    pub skipped: BTreeMap<String, u64>,
+    /// Lines or records that could not be read (the rest of their file was imported).
+    pub malformed: Vec<Malformed>,
+    /// Files that could not be read at all, with why.
+    pub failed: Vec<Malformed>,
+    /// What was stored.
+    pub written: Written,
+    /// Tokens of the messages read.
+    pub tokens: TokenUsage,
+    /// Their cost (reported or estimated), US dollars.
+    pub cost_usd: f64,
+    /// Messages (or session totals) with usage of a model the pricing catalog does not
+    /// know: their tokens are kept, their cost is unknown and not in `cost_usd`.
+    pub unpriced: u64,
+}
+
+/// Size and modification time (ns) of a file; for a SQLite database, of it and its WAL
+/// together, so a write that is still only in the WAL counts as a change.
+pub(crate) fn stat(path: &Path) -> Result<(i64, i64)> {
+    let one = |p: &Path| -> std::io::Result<(i64, i64)> {
+        let meta = std::fs::metadata(p)?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        Ok((i64::try_from(meta.len()).unwrap_or(i64::MAX), mtime))
+    };
+    let (mut size, mut mtime) = one(path).map_err(ImportError::io(path))?;
+    if path.extension().is_some_and(|e| e == "db") {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if let Ok((s, m)) = one(Path::new(&wal)) {
+            size = size.saturating_add(s);
+            mtime = mtime.max(m);
+        }
+    }
+    Ok((size, mtime))
+}
+
+/// The files of `importer` under `roots`, oldest first (so a conversation continued in a
+/// newer file is imported after the one it continues), each once.
+pub fn scan(importer: &dyn Importer, roots: &[PathBuf]) -> Result<Vec<(PathBuf, i64, i64)>> {
+    let mut paths = Vec::new();
+    for root in roots {
+        importer.discover(root, &mut paths)?;
+    }
+    let mut files: Vec<(PathBuf, i64, i64)> = Vec::with_capacity(paths.len());
+    let mut seen = std::collections::HashSet::new();
+    for path in paths {
+        let path = std::path::absolute(&path).unwrap_or(path);
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        if let Ok((size, mtime)) = stat(&path) {
+            files.push((path, size, mtime));
+        }
+    }
+    files.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
+    Ok(files)
+}
+
+/// Imports the history of `importer` found under `roots` into `sink`.
+///
+/// A file that cannot be read is reported in [`SourceSummary::failed`] and the others go
+/// on; a malformed line or unknown record is reported and the rest of its file imported.
+/// Errors: a root that exists but cannot be listed, or the sink failing.
+pub fn import(
+    sink: &mut dyn Sink,
+    importer: &dyn Importer,
+    roots: &[PathBuf],
+    options: &Options,
+    progress: &mut dyn FnMut(Event<'_>),
+) -> Result<SourceSummary> {
+    let source = importer.source();
+    let mut summary = SourceSummary {
+        source: source.name().to_owned(),
+        roots: roots.to_vec(),
+        ..SourceSummary::default()
+    };
+    let files = scan(importer, roots)?;
+    summary.files = files.len() as u64;
+    progress(Event::Found(files.len()));
+    let mut batch = Batch::default();
+    let mut states = sink.files(source)?;
+    for (path, size, mtime) in &files {
+        let key = path.display().to_string();
+        let known = states.remove(&key);
+        if let Some(state) = &known
+            && state.size == *size
+            && state.mtime_ns == *mtime
+        {
+            summary.files_unchanged += 1;
+            progress(Event::Done(path));
+            continue;
+        }
+        if let Some(since) = options.since
+            && mtime / 1_000_000 < since
+        {
+            summary.files_too_old += 1;
+            progress(Event::Done(path));
+            continue;
+        }
+        // A file that shrank was rewritten: read it again from the start.
+        let resume = match known {
+            Some(state) if u64::try_from(*size).unwrap_or(0) >= state.resume.offset => state.resume,
+            _ => Resume::default(),
+        };
+        let mut report = FileReport::default();
+        let mut part = Batch::default();
+        let unit = Unit {
+            path,
+            resume,
+            since: options.since,
+            mtime_ms: mtime / 1_000_000,
+            state: &*sink,
+        };
+        match importer.read(&unit, &mut part, &mut report) {
+            Ok(resume) => {
+                summary.files_read += 1;
+                for m in &mut part.messages {
+                    options.pricer.apply(m);
+                    summary.tokens += m.message.usage;
+                    summary.cost_usd += m.message.cost_usd;
+                    summary.unpriced += u64::from(m.cost_flags & crate::pricing::UNKNOWN != 0);
+                }
+                for s in &mut part.sessions {
+                    if let Some(u) = &mut s.usage_total {
+                        price_session(&options.pricer, u);
+                        summary.tokens += u.tokens;
+                        summary.cost_usd += u.cost_usd;
+                        summary.unpriced += u64::from(u.cost_flags & crate::pricing::UNKNOWN != 0);
+                    }
+                }
+                summary.records += report.records;
+                let skipped: u64 = report.skipped.values().sum();
+                for (kind, n) in report.skipped {
+                    *summary.skipped.entry(kind).or_default() += n;
+                }
+                summary.malformed.extend(report.malformed);
+                part.files.push(FileMark {
+                    path: key,
+                    size: *size,
+                    mtime_ns: *mtime,
+                    resume,
+                    records: i64::try_from(report.records).unwrap_or(i64::MAX),
+                    skipped: i64::try_from(skipped).unwrap_or(i64::MAX),
+                });
+                batch.append(part);
+            }
+            Err(err) => summary.failed.push(Malformed {
+                path: key,
+                line: None,
+                error: scribe_agent::error_chain(&err),
+            }),
+        }
+        if batch.messages.len() >= options.batch_messages {
+            summary.written += sink.commit(source, &std::mem::take(&mut batch))?;
+        }
+        progress(Event::Done(path));
+    }
+    summary.written += sink.commit(source, &batch)?;
+    sink.finish(&mut |done, total| progress(Event::Indexed { done, total }))?;
+    Ok(summary)
+}
+
+fn price_session(pricer: &Pricer, u: &mut crate::record::SessionUsage) {
+    use crate::pricing::{ESTIMATED, REPORTED, UNKNOWN};
+    if let Some(cost) = u.reported_cost.filter(|c| c.is_finite() && *c >= 0.0) {
+        u.cost_usd = cost;
+        u.cost_flags = REPORTED;
+    } else if u.tokens.is_zero() {
+        u.cost_flags = 0;
+    } else if let Some(cost) = pricer.estimate(u.model.as_deref(), &u.tokens) {
+        u.cost_usd = cost;
+        u.cost_flags = ESTIMATED;
+    } else {
+        u.cost_flags = UNKNOWN;
+    }
+}

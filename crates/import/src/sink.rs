@@ -1,0 +1,967 @@
+//! The sink: the one place where imported history is written to Scribe's database.
+//!
+//! Readers produce [`Batch`]es keyed by the source's own ids; a [`Sink`] stores one batch
+//! per transaction and answers what earlier imports recorded. Everything that touches the
+//! store is in this module, behind the three methods of [`Sink`], so a change of the
+//! services' transaction API (or a bulk index-building path) is a change here only.
+//!
+//! [`StoreSink`] writes one batch per `Database::write` transaction, through the session
+//! and message crates' transaction-level functions (`SessionService::upsert_external_tx`,
+//! `add_usage_at_tx`, `get_tx`, `exists_tx`; `scribe_message::store::import_message`,
+//! `import_part`, `message_session`) and the importer's own state tables
+//! (`import_files`, `import_sessions`, V6), which only this module touches. The session
+//! service queues `created` / `updated` for the sessions a batch wrote; they go out after
+//! COMMIT. Messages are stored as `store` stores them, unannounced (as the session
+//! crate's export import does). [`DryRunSink`] reads that state and writes nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use scribe_db::queries as q;
+use scribe_db::rusqlite::OptionalExtension;
+use scribe_db::{Queryable, Tx};
+use scribe_message::store::{self, Imported};
+use scribe_message::{MessageError, Part, StoredPart, TokenUsage, ToolState};
+use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageDelta};
+
+use crate::Source;
+use crate::error::Result;
+use crate::pricing::{self, REPORTED};
+use crate::record::{Batch, KeyMark, KeyTitle, MessageMark, Resume, SessionRec};
+
+/// What an earlier import recorded about a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileState {
+    /// Its size then.
+    pub size: i64,
+    /// Its modification time then (ns).
+    pub mtime_ns: i64,
+    /// Where reading stopped.
+    pub resume: Resume,
+}
+
+/// What one [`Sink::commit`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Sessions created.
+    pub sessions_created: u64,
+    /// Sessions already there, brought up to date.
+    pub sessions_updated: u64,
+    /// Messages added.
+    pub messages_inserted: u64,
+    /// Messages already there, merged with what was read again.
+    pub messages_merged: u64,
+    /// Messages another session already holds (replayed history), left there.
+    pub messages_replayed: u64,
+    /// Parts changed after the fact (tool results).
+    pub parts_updated: u64,
+}
+
+impl std::ops::AddAssign for Written {
+    fn add_assign(&mut self, o: Written) {
+        self.sessions_created += o.sessions_created;
+        self.sessions_updated += o.sessions_updated;
+        self.messages_inserted += o.messages_inserted;
+        self.messages_merged += o.messages_merged;
+        self.messages_replayed += o.messages_replayed;
+        self.parts_updated += o.parts_updated;
+    }
+}
+
+/// Where imported history goes.
+pub trait Sink: std::fmt::Debug {
+    /// What the last imports recorded about every file of `source`, by path (one query,
+    /// so checking a file costs one `stat` and a map lookup).
+    fn files(&self, source: Source) -> Result<HashMap<String, FileState>>;
+    /// The fingerprint recorded for an imported session (database sources).
+    fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>>;
+    /// Stores `batch` (records of `source`) in one transaction: all of it or nothing.
+    fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written>;
+    /// The end of an import run: whatever the run left to do in bulk (the store sink
+    /// builds the search indexes for what it stored), reporting `(done, total)` parts as
+    /// it goes. Nothing by default.
+    fn finish(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        let _ = progress;
+        Ok(())
+    }
+}
+
+/// Writes into a Scribe store: the bulk path. While a run writes, the process's
+/// background search indexer waits (the batches queue their parts for indexing, as every
+/// write does); [`Sink::finish`] then builds both search indexes in a few large
+/// transactions (`IndexBatch::BULK`), which costs far less than indexing between batches.
+#[derive(Debug, Clone)]
+pub struct StoreSink {
+    store: Store,
+    /// Held from the first commit of a run to its finish.
+    paused: Option<Arc<scribe_db::IndexingPaused>>,
+}
+
+impl StoreSink {
+    /// A sink writing into `store` (its session service announces the sessions written).
+    pub fn new(store: Store) -> Self {
+        StoreSink {
+            store,
+            paused: None,
+        }
+    }
+}
+
+/// Writes nothing: reads what is stored and counts what a commit would change — net:
+/// a message already stored (or counted earlier in this dry run) is not new, a session
+/// the importer already created is updated, not created.
+#[derive(Debug, Clone, Default)]
+pub struct DryRunSink {
+    store: Option<Store>,
+    /// Sessions this dry run would have created, by source and external id.
+    sessions: HashSet<(Source, String)>,
+    /// Messages this dry run would have inserted: id → the external id of their session.
+    messages: HashMap<String, String>,
+}
+
+impl DryRunSink {
+    /// A dry run against what `store` holds (none: as if it held nothing).
+    pub fn new(store: Option<Store>) -> Self {
+        DryRunSink {
+            store,
+            ..DryRunSink::default()
+        }
+    }
+}
+
+/// What a dry run reads of the store for one batch.
+#[derive(Default)]
+struct Stored {
+    /// External session id → its Scribe id, for sessions imported before.
+    sessions: HashMap<String, String>,
+    /// Message id → the session holding it, for messages of the batch already stored.
+    messages: HashMap<String, String>,
+}
+
+impl Stored {
+    fn read(tx: &dyn Queryable, source: Source, batch: &Batch) -> Result<Stored> {
+        let mut stored = Stored::default();
+        let externals = batch
+            .sessions
+            .iter()
+            .map(|s| s.external_id.as_str())
+            .chain(batch.messages.iter().map(|m| m.session.as_str()))
+            .chain(batch.part_updates.iter().map(|u| u.session.as_str()));
+        for external in externals {
+            if stored.sessions.contains_key(external) {
+                continue;
+            }
+            let row = q::get_import_session(
+                tx.conn(),
+                &q::GetImportSessionParams {
+                    source: source.name(),
+                    external_id: external,
+                },
+            )
+            .optional()?;
+            if let Some(row) = row {
+                stored.sessions.insert(external.to_owned(), row.session_id);
+            }
+        }
+        let ids = batch
+            .messages
+            .iter()
+            .map(|m| m.message.id.as_str())
+            .chain(batch.part_updates.iter().map(|u| u.message_id.as_str()));
+        for id in ids {
+            if !stored.messages.contains_key(id)
+                && let Some(session) = store::message_session(tx, id)?
+            {
+                stored.messages.insert(id.to_owned(), session);
+            }
+        }
+        Ok(stored)
+    }
+}
+
+fn file_states(tx: &dyn Queryable, source: Source) -> Result<HashMap<String, FileState>> {
+    let rows = q::list_import_files(tx.conn(), source.name())?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let state = FileState {
+                size: r.size,
+                mtime_ns: r.mtime_ns,
+                resume: Resume {
+                    offset: u64::try_from(r.byte_offset).unwrap_or(0),
+                    lines: u64::try_from(r.lines).unwrap_or(0),
+                    carry: r.carry.and_then(|c| serde_json::from_str(&c).ok()),
+                },
+            };
+            (r.path, state)
+        })
+        .collect())
+}
+
+fn fingerprint_of(tx: &dyn Queryable, source: Source, external_id: &str) -> Result<Option<String>> {
+    Ok(q::get_import_session(
+        tx.conn(),
+        &q::GetImportSessionParams {
+            source: source.name(),
+            external_id,
+        },
+    )
+    .optional()?
+    .and_then(|r| r.fingerprint))
+}
+
+impl Sink for StoreSink {
+    fn files(&self, source: Source) -> Result<HashMap<String, FileState>> {
+        self.store.database().read(|tx| file_states(tx, source))
+    }
+
+    fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>> {
+        self.store
+            .database()
+            .read(|tx| fingerprint_of(tx, source, external_id))
+    }
+
+    fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written> {
+        if batch.is_empty() {
+            return Ok(Written::default());
+        }
+        if self.paused.is_none() {
+            self.paused = Some(Arc::new(
+                self.store.database().pause_background_indexing(),
+            ));
+        }
+        let sessions = self.store.sessions();
+        self.store.database().write(|tx| {
+            Commit {
+                tx,
+                sessions,
+                source,
+                links: HashMap::new(),
+            }
+            .batch(batch)
+        })
+    }
+
+    fn finish(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        if self.paused.take().is_none() {
+            return Ok(());
+        }
+        let db = self.store.database();
+        let total = db.search_backlog()?;
+        progress(0, total);
+        db.index_pending_with_progress(scribe_db::IndexBatch::BULK, &mut |run| {
+            progress(run.indexed, total.max(run.indexed));
+        })?;
+        Ok(())
+    }
+}
+
+impl Sink for DryRunSink {
+    fn files(&self, source: Source) -> Result<HashMap<String, FileState>> {
+        match &self.store {
+            Some(store) => store.database().read(|tx| file_states(tx, source)),
+            None => Ok(HashMap::new()),
+        }
+    }
+
+    fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>> {
+        match &self.store {
+            Some(store) => store
+                .database()
+                .read(|tx| fingerprint_of(tx, source, external_id)),
+            None => Ok(None),
+        }
+    }
+
+    fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written> {
+        let stored = match &self.store {
+            Some(store) => store
+                .database()
+                .read(|tx| Stored::read(tx, source, batch))?,
+            None => Stored::default(),
+        };
+        let mut written = Written::default();
+        for rec in &batch.sessions {
+            let key = (source, rec.external_id.clone());
+            if stored.sessions.contains_key(&rec.external_id) || self.sessions.contains(&key) {
+                written.sessions_updated += 1;
+            } else {
+                written.sessions_created += 1;
+                self.sessions.insert(key);
+            }
+        }
+        // As the store sink: a message of a session neither imported nor in this batch
+        // has nowhere to go.
+        let known = |external: &str, sessions: &HashSet<(Source, String)>| {
+            stored.sessions.contains_key(external)
+                || sessions.contains(&(source, external.to_owned()))
+        };
+        for rec in &batch.messages {
+            if !known(&rec.session, &self.sessions) {
+                continue;
+            }
+            let id = &rec.message.id;
+            let same = match (self.messages.get(id), stored.messages.get(id)) {
+                (Some(external), _) => Some(*external == rec.session),
+                (None, Some(holder)) => Some(stored.sessions.get(&rec.session) == Some(holder)),
+                (None, None) => None,
+            };
+            match same {
+                Some(true) => written.messages_merged += 1,
+                Some(false) => written.messages_replayed += 1,
+                None => {
+                    written.messages_inserted += 1;
+                    self.messages.insert(id.clone(), rec.session.clone());
+                }
+            }
+        }
+        for up in &batch.part_updates {
+            if known(&up.session, &self.sessions)
+                && (self.messages.contains_key(&up.message_id)
+                    || stored.messages.contains_key(&up.message_id))
+            {
+                written.parts_updated += 1;
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// What earlier imports of one source recorded (`scribe sources`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceState {
+    /// Files (or databases) read at least once.
+    pub files: i64,
+    /// Their sizes when last read, summed.
+    pub bytes: i64,
+    /// Records taken from them.
+    pub records: i64,
+    /// Records skipped (unknown types).
+    pub skipped: i64,
+    /// Sessions imported.
+    pub sessions: i64,
+    /// When the source was last imported (ms), if ever.
+    pub last_imported_at: Option<i64>,
+}
+
+/// What earlier imports recorded, per source name (sources never imported are absent).
+pub fn source_states(store: &Store) -> Result<HashMap<String, SourceState>> {
+    store.database().read(|tx| {
+        let mut out: HashMap<String, SourceState> = HashMap::new();
+        for row in q::summarize_imports(tx.conn())? {
+            let entry = out.entry(row.source).or_default();
+            entry.files = row.files;
+            entry.bytes = row.bytes;
+            entry.records = row.records;
+            entry.skipped = row.skipped;
+            entry.last_imported_at = Some(row.last_imported_at);
+        }
+        for row in q::count_imported_sessions(tx.conn())? {
+            out.entry(row.source).or_default().sessions = row.sessions;
+        }
+        Ok(out)
+    })
+}
+
+/// Usage to add to one session.
+#[derive(Default)]
+struct Pending {
+    delta: UsageDelta,
+    at: i64,
+}
+
+/// One batch being written: the transaction, the session service that announces what
+/// it writes, and the source the batch came from.
+struct Commit<'t, 'a> {
+    tx: &'t mut Tx<'a>,
+    sessions: &'t SessionService,
+    source: Source,
+    /// Task calls of this batch (their part ids) → the Scribe id of the session each
+    /// started.
+    links: HashMap<String, String>,
+}
+
+impl Commit<'_, '_> {
+    fn batch(&mut self, batch: &Batch) -> Result<Written> {
+        let now = self.tx.now();
+        for link in &batch.task_links {
+            let child = self.scribe_id(&link.child)?;
+            self.links.insert(link.part_id.clone(), child);
+        }
+        let mut written = Written::default();
+        // Cost bits of this batch's messages, per session.
+        let mut flags: HashMap<&str, u8> = HashMap::new();
+        for m in &batch.messages {
+            *flags.entry(m.session.as_str()).or_default() |= m.cost_flags;
+        }
+        for s in &batch.sessions {
+            if let Some(u) = &s.usage_total {
+                *flags.entry(s.external_id.as_str()).or_default() |= u.cost_flags;
+            }
+        }
+        let mut ids: HashMap<String, String> = HashMap::new();
+        let path = batch.files.first().map_or("", |f| f.path.as_str());
+        // Messages by session, in file order; each session is written before its
+        // messages, so a later session of the batch can find them (a `--resume`
+        // continuation).
+        let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, m) in batch.messages.iter().enumerate() {
+            by_session.entry(m.session.as_str()).or_default().push(i);
+        }
+        let mut usage: HashMap<String, Pending> = HashMap::new();
+        for rec in &batch.sessions {
+            let (id, created) = self.upsert_session(
+                rec,
+                flags.get(rec.external_id.as_str()).copied().unwrap_or(0),
+                path,
+                now,
+            )?;
+            if created {
+                written.sessions_created += 1;
+            } else {
+                written.sessions_updated += 1;
+            }
+            ids.insert(rec.external_id.clone(), id.clone());
+            let mut replayed_from = None;
+            for i in by_session
+                .remove(rec.external_id.as_str())
+                .unwrap_or_default()
+            {
+                let other =
+                    self.store_message(&batch.messages[i], &mut ids, &mut usage, &mut written)?;
+                replayed_from = replayed_from.or(other);
+            }
+            // A new conversation whose first records another session already holds was
+            // resumed from it (Claude Code `--resume` replays them into the new file).
+            if let Some(other) = replayed_from
+                && created
+                && rec.parent.is_none()
+                && other != id
+            {
+                let session = SessionService::get_tx(self.tx, &id)?;
+                if session.parent_session_id.is_none() {
+                    self.link(&session, other, SessionKind::Continuation)?;
+                }
+            }
+        }
+        let mut rest: Vec<usize> = by_session.into_values().flatten().collect();
+        rest.sort_unstable();
+        for i in rest {
+            self.store_message(&batch.messages[i], &mut ids, &mut usage, &mut written)?;
+        }
+
+        for up in &batch.part_updates {
+            if self.session_id(&up.session, &mut ids)?.is_none() {
+                continue;
+            }
+            let mut part = StoredPart {
+                id: up.part_id.clone(),
+                position: up.position,
+                part: up.part.clone(),
+                created_at: up.at,
+                updated_at: up.at,
+            };
+            if let Some(child) = self.links.get(&part.id) {
+                link_task(&mut part.part, child);
+            }
+            match store::import_part(self.tx, &up.message_id, &part) {
+                Ok(true) => written.parts_updated += 1,
+                Ok(false) => {}
+                // Its message is not stored (read from a file not imported) or the
+                // position is taken by another part: the result has nowhere to go.
+                Err(MessageError::NotFound { .. } | MessageError::InvalidInput(_)) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+
+        for mark in &batch.marks {
+            self.mark(mark, &mut ids)?;
+        }
+        for key in &batch.keys {
+            self.mark_key(key, &mut ids)?;
+        }
+        for title in &batch.key_titles {
+            self.title_key(title)?;
+        }
+
+        for rec in &batch.sessions {
+            let Some(total) = &rec.usage_total else {
+                continue;
+            };
+            let Some(id) = ids.get(&rec.external_id) else {
+                continue;
+            };
+            let current = SessionService::get_tx(self.tx, id)?;
+            let entry = usage.entry(id.clone()).or_default();
+            let d = &mut entry.delta;
+            d.tokens += positive(total.tokens, current.tokens);
+            d.api_calls += (total.api_calls - current.api_call_count).max(0);
+            let cost = (total.cost_usd - current.estimated_cost_usd).max(0.0);
+            d.cost_usd += cost;
+            if total.cost_flags & REPORTED != 0 && cost > 0.0 {
+                *d.actual_cost_usd.get_or_insert(0.0) += cost;
+            }
+            entry.at = entry.at.max(rec.updated_at);
+        }
+        // Every session touched gets its usage and its last activity as the source says
+        // (the message triggers moved updated_at to the time of this write).
+        for rec in &batch.sessions {
+            if let Some(id) = ids.get(&rec.external_id) {
+                let entry = usage.entry(id.clone()).or_default();
+                entry.at = entry.at.max(rec.updated_at);
+            }
+        }
+        // In id order, so the events queued for them are too.
+        let mut usage: Vec<(String, Pending)> = usage.into_iter().collect();
+        usage.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (id, pending) in &usage {
+            self.sessions
+                .add_usage_at_tx(self.tx, id, &pending.delta, pending.at)?;
+        }
+
+        for file in &batch.files {
+            let carry = file.resume.carry.as_ref().map(serde_json::Value::to_string);
+            q::upsert_import_file(
+                self.tx.conn(),
+                &q::UpsertImportFileParams {
+                    source: self.source.name(),
+                    path: &file.path,
+                    size: file.size,
+                    mtime_ns: file.mtime_ns,
+                    byte_offset: i64::try_from(file.resume.offset).unwrap_or(i64::MAX),
+                    lines: i64::try_from(file.resume.lines).unwrap_or(i64::MAX),
+                    carry: carry.as_deref(),
+                    records: file.records,
+                    skipped: file.skipped,
+                    imported_at: now,
+                },
+            )?;
+        }
+        self.link_pending_parents(now)?;
+        Ok(written)
+    }
+
+    /// Stores one message and notes the usage it adds to its session; returns the session
+    /// that already holds it, when another one does.
+    fn store_message(
+        &mut self,
+        rec: &crate::record::MessageRec,
+        ids: &mut HashMap<String, String>,
+        usage: &mut HashMap<String, Pending>,
+        written: &mut Written,
+    ) -> Result<Option<String>> {
+        let Some(session_id) = self.session_id(&rec.session, ids)? else {
+            return Ok(None);
+        };
+        let mut msg = rec.message.clone();
+        msg.session_id.clone_from(&session_id);
+        for part in &mut msg.parts {
+            if let Some(child) = self.links.get(&part.id) {
+                link_task(&mut part.part, child);
+            }
+        }
+        let (before, cost_before, calls) = match store::import_message(self.tx, &msg)? {
+            Imported::Inserted => {
+                written.messages_inserted += 1;
+                (TokenUsage::default(), 0.0, rec.api_calls)
+            }
+            Imported::Merged { usage, cost_usd } => {
+                written.messages_merged += 1;
+                (usage, cost_usd, 0)
+            }
+            Imported::InOtherSession { session_id } => {
+                written.messages_replayed += 1;
+                return Ok(Some(session_id));
+            }
+        };
+        let entry = usage.entry(session_id).or_default();
+        let d = &mut entry.delta;
+        d.tokens += positive(msg.usage, before);
+        d.api_calls += calls;
+        let cost = (msg.cost_usd - cost_before).max(0.0);
+        d.cost_usd += cost;
+        if rec.cost_flags & REPORTED != 0 && cost > 0.0 {
+            *d.actual_cost_usd.get_or_insert(0.0) += cost;
+        }
+        entry.at = entry.at.max(msg.updated_at).max(msg.created_at);
+        Ok(None)
+    }
+
+    /// Records on a stored message that its source undid it (its `error`); a message that
+    /// is not stored, or not in the mark's session, is left alone.
+    fn mark(&mut self, mark: &MessageMark, ids: &mut HashMap<String, String>) -> Result<()> {
+        let Some(session_id) = self.session_id(&mark.session, ids)? else {
+            return Ok(());
+        };
+        let mut msg = match store::load_message_row(self.tx, &mark.message_id) {
+            Ok(msg) => msg,
+            Err(MessageError::NotFound { .. }) => return Ok(()),
+            Err(err) => return Err(err.into()),
+        };
+        if msg.session_id != session_id || msg.error.as_ref() == Some(&mark.error) {
+            return Ok(());
+        }
+        msg.error = Some(mark.error.clone());
+        // Its fields as stored but the error; its parts (none given) stay as they are.
+        store::import_message(self.tx, &msg)?;
+        Ok(())
+    }
+
+    /// Records which session holds a record key (the first to hold it keeps it), and
+    /// gives that session a title that was waiting for the key.
+    fn mark_key(&mut self, mark: &KeyMark, ids: &mut HashMap<String, String>) -> Result<()> {
+        let Some(session_id) = self.session_id(&mark.session, ids)? else {
+            return Ok(());
+        };
+        let waiting = self.key(&mark.key)?;
+        q::mark_import_key(
+            self.tx.conn(),
+            &q::MarkImportKeyParams {
+                source: self.source.name(),
+                record_key: &mark.key,
+                session_id: Some(&session_id),
+            },
+        )?;
+        if let Some(row) = waiting
+            && row.session_id.is_none()
+            && let Some(title) = row.title
+        {
+            self.set_key_title(&mark.key, None, 0)?;
+            self.retitle(&session_id, &title, row.title_rank)?;
+        }
+        Ok(())
+    }
+
+    /// Titles the session holding `title.key`, or keeps the title until one does (the
+    /// strongest title waiting wins).
+    fn title_key(&mut self, title: &KeyTitle) -> Result<()> {
+        let rank = title.rank as i64;
+        let row = self.key(&title.key)?;
+        if let Some(session_id) = row.as_ref().and_then(|r| r.session_id.as_deref()) {
+            return self.retitle(session_id, &title.title, rank);
+        }
+        match row {
+            Some(waiting) if waiting.title.is_some() && waiting.title_rank > rank => Ok(()),
+            _ => self.set_key_title(&title.key, Some(&title.title), rank),
+        }
+    }
+
+    fn key(&self, key: &str) -> Result<Option<q::ImportKeyRow>> {
+        Ok(q::get_import_key(
+            self.tx.conn(),
+            &q::GetImportKeyParams {
+                source: self.source.name(),
+                record_key: key,
+            },
+        )
+        .optional()?)
+    }
+
+    fn set_key_title(&self, key: &str, title: Option<&str>, rank: i64) -> Result<()> {
+        q::set_import_key_title(
+            self.tx.conn(),
+            &q::SetImportKeyTitleParams {
+                source: self.source.name(),
+                record_key: key,
+                title,
+                title_rank: rank,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Gives imported session `session_id` `title` unless a stronger source titled it.
+    fn retitle(&mut self, session_id: &str, title: &str, rank: i64) -> Result<()> {
+        let Some(known) = q::get_import_session_by_id(self.tx.conn(), session_id).optional()?
+        else {
+            return Ok(());
+        };
+        if rank < known.title_rank {
+            return Ok(());
+        }
+        let current = SessionService::get_tx(self.tx, session_id)?;
+        let external = ExternalSession {
+            title: Some(title.to_owned()),
+            ..unchanged(&current)
+        };
+        match self.sessions.upsert_external_tx(self.tx, &external) {
+            // A title that normalizes to nothing is no title.
+            Err(scribe_session::SessionError::InvalidTitle { .. }) => return Ok(()),
+            other => other?,
+        };
+        q::update_import_session(
+            self.tx.conn(),
+            &q::UpdateImportSessionParams {
+                path: &known.path,
+                title_rank: rank,
+                cost_flags: known.cost_flags,
+                pending_parent: known.pending_parent.as_deref(),
+                fingerprint: known.fingerprint.as_deref(),
+                imported_at: self.tx.now(),
+                session_id,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Makes `child` a `kind` child of `parent` (both stored).
+    fn link(
+        &mut self,
+        child: &scribe_session::Session,
+        parent: String,
+        kind: SessionKind,
+    ) -> Result<()> {
+        let external = ExternalSession {
+            parent_session_id: Some(parent),
+            kind,
+            ..unchanged(child)
+        };
+        self.sessions.upsert_external_tx(self.tx, &external)?;
+        Ok(())
+    }
+
+    /// The importer's record of `external` (a session of this source), if it has one.
+    fn known(&self, external: &str) -> Result<Option<q::ImportSessionRow>> {
+        Ok(q::get_import_session(
+            self.tx.conn(),
+            &q::GetImportSessionParams {
+                source: self.source.name(),
+                external_id: external,
+            },
+        )
+        .optional()?)
+    }
+
+    /// The Scribe id a session of this source not imported yet gets: the source's id,
+    /// unless another session already has it.
+    fn fresh_id(&self, external: &str) -> Result<String> {
+        Ok(if SessionService::exists_tx(self.tx, external)? {
+            format!("{}-{}", self.source.name(), external)
+        } else {
+            external.to_owned()
+        })
+    }
+
+    /// The Scribe id of `external`: the one it was imported under, or the one it will be.
+    fn scribe_id(&self, external: &str) -> Result<String> {
+        match self.known(external)? {
+            Some(row) => Ok(row.session_id),
+            None => self.fresh_id(external),
+        }
+    }
+
+    /// The Scribe id of `external` (from this batch or an earlier import).
+    fn session_id(
+        &self,
+        external: &str,
+        ids: &mut HashMap<String, String>,
+    ) -> Result<Option<String>> {
+        if let Some(id) = ids.get(external) {
+            return Ok(Some(id.clone()));
+        }
+        Ok(self.known(external)?.map(|r| {
+            ids.insert(external.to_owned(), r.session_id.clone());
+            r.session_id
+        }))
+    }
+
+    /// Creates or updates the session of `rec`; returns its Scribe id and whether it is
+    /// new.
+    fn upsert_session(
+        &mut self,
+        rec: &SessionRec,
+        batch_flags: u8,
+        path: &str,
+        now: i64,
+    ) -> Result<(String, bool)> {
+        let source = self.source;
+        let known = self.known(&rec.external_id)?;
+        let id = match &known {
+            Some(row) => row.session_id.clone(),
+            None => self.fresh_id(&rec.external_id)?,
+        };
+        let mut kind = rec.kind;
+        let mut parent = None;
+        let mut pending = None;
+        if let Some(p) = &rec.parent {
+            match self.known(p)? {
+                Some(row) if row.session_id != id => parent = Some(row.session_id),
+                Some(_) => {}
+                None => pending = Some(p.clone()),
+            }
+        }
+        if parent.is_none()
+            && let Some(message_id) = &rec.continues_from
+            && let Some(holder) = store::message_session(self.tx, message_id)?
+            && holder != id
+        {
+            parent = Some(holder);
+            kind = SessionKind::Continuation;
+        }
+        let stored_rank = known.as_ref().map_or(0, |r| r.title_rank);
+        let title = rec
+            .title
+            .as_ref()
+            .filter(|(_, rank)| *rank as i64 >= stored_rank)
+            .map(|(t, _)| t.clone());
+        let title_rank = match &title {
+            Some(_) => rec.title.as_ref().map_or(0, |(_, r)| *r as i64),
+            None => stored_rank,
+        };
+        let cost_flags = known.as_ref().map_or(0, |r| r.cost_flags as u8) | batch_flags;
+        let external = ExternalSession {
+            id: id.clone(),
+            parent_session_id: parent,
+            kind,
+            source: source.name().to_owned(),
+            directory: rec.directory.clone(),
+            title,
+            model: rec.model.clone(),
+            model_config: rec.model_config.clone(),
+            system_prompt: rec.system_prompt.clone(),
+            billing_provider: rec.billing_provider.clone(),
+            billing_base_url: None,
+            cost_status: pricing::status(cost_flags).map(str::to_owned),
+            cost_source: pricing::source(cost_flags, source.name()),
+            created_at: rec.created_at,
+            updated_at: rec.updated_at,
+            ended_at: rec.ended_at,
+            end_reason: rec.end_reason.clone(),
+        };
+        let (_, created) = match self.sessions.upsert_external_tx(self.tx, &external) {
+            Err(scribe_session::SessionError::InvalidTitle { .. }) => {
+                // A title that normalizes to nothing is no title.
+                let mut untitled = external;
+                untitled.title = None;
+                self.sessions.upsert_external_tx(self.tx, &untitled)?
+            }
+            other => other?,
+        };
+        let path = if path.is_empty() {
+            known.as_ref().map_or(String::new(), |r| r.path.clone())
+        } else {
+            path.to_owned()
+        };
+        let path = path.as_str();
+        match known {
+            None => q::insert_import_session(
+                self.tx.conn(),
+                &q::InsertImportSessionParams {
+                    session_id: &id,
+                    source: source.name(),
+                    external_id: &rec.external_id,
+                    path,
+                    title_rank,
+                    cost_flags: i64::from(cost_flags),
+                    pending_parent: pending.as_deref(),
+                    fingerprint: rec.fingerprint.as_deref(),
+                    imported_at: now,
+                },
+            )?,
+            Some(row) => q::update_import_session(
+                self.tx.conn(),
+                &q::UpdateImportSessionParams {
+                    path,
+                    title_rank,
+                    cost_flags: i64::from(cost_flags),
+                    pending_parent: if rec.parent.is_some() {
+                        pending.as_deref()
+                    } else {
+                        row.pending_parent.as_deref()
+                    },
+                    fingerprint: rec.fingerprint.as_deref().or(row.fingerprint.as_deref()),
+                    imported_at: now,
+                    session_id: &id,
+                },
+            )?,
+        }
+        Ok((id, created))
+    }
+
+    /// Links sessions whose parent was imported after them.
+    fn link_pending_parents(&mut self, now: i64) -> Result<()> {
+        for row in q::list_pending_parents(self.tx.conn())? {
+            if row.source != self.source.name() {
+                continue;
+            }
+            let Some(parent) = row.parent_session_id else {
+                continue;
+            };
+            let child = SessionService::get_tx(self.tx, &row.session_id)?;
+            if parent != child.id {
+                self.link(&child, parent, child.kind)?;
+            }
+            let known = q::get_import_session_by_id(self.tx.conn(), &row.session_id)?;
+            q::update_import_session(
+                self.tx.conn(),
+                &q::UpdateImportSessionParams {
+                    path: &known.path,
+                    title_rank: known.title_rank,
+                    cost_flags: known.cost_flags,
+                    pending_parent: None,
+                    fingerprint: known.fingerprint.as_deref(),
+                    imported_at: now,
+                    session_id: &row.session_id,
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `session` as an [`ExternalSession`] that changes nothing of it: no field given (a
+/// stored session keeps what it has), its own kind, parent and times.
+fn unchanged(session: &scribe_session::Session) -> ExternalSession {
+    ExternalSession {
+        id: session.id.clone(),
+        parent_session_id: session.parent_session_id.clone(),
+        kind: session.kind,
+        source: session.source.clone(),
+        directory: None,
+        title: None,
+        model: None,
+        model_config: None,
+        system_prompt: None,
+        billing_provider: None,
+        billing_base_url: None,
+        cost_status: None,
+        cost_source: None,
+        created_at: session.created_at,
+        updated_at: session.updated_at,
+        ended_at: None,
+        end_reason: None,
+    }
+}
+
+/// Names `child` in a completed task call's metadata (`session_id`), as Scribe's own task
+/// tool does; a call that failed has no metadata and stays as it is.
+fn link_task(part: &mut Part, child: &str) {
+    let Part::Tool(tool) = part else {
+        return;
+    };
+    let ToolState::Completed { metadata, .. } = &mut tool.state else {
+        return;
+    };
+    let child = serde_json::Value::String(child.to_owned());
+    match metadata {
+        serde_json::Value::Object(map) => {
+            map.insert("session_id".to_owned(), child);
+        }
+        serde_json::Value::Null => *metadata = serde_json::json!({ "session_id": child }),
+        other => {
+            let value = other.take();
+            *other = serde_json::json!({ "session_id": child, "value": value });
+        }
+    }
+}
+
+/// `new - old`, field by field, never below zero (usage only grows).
+fn positive(new: TokenUsage, old: TokenUsage) -> TokenUsage {
+    TokenUsage {
+        input: (new.input - old.input).max(0),
+        output: (new.output - old.output).max(0),
+        cache_read: (new.cache_read - old.cache_read).max(0),
+        cache_write: (new.cache_write - old.cache_write).max(0),
+        reasoning: (new.reasoning - old.reasoning).max(0),
+    }
+}

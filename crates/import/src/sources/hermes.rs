@@ -1,0 +1,419 @@
+//! Hermes Agent: `${HERMES_HOME:-~/.hermes}/state.db` (SQLite; `HERMES_HOME` may list
+//! several homes, comma-separated), and the older per-session logs
+//! `sessions/session_<id>.json` (read only for sessions the database does not have).
+//!
+//! Mapping (FORMATS.md §4):
+//! - messages are OpenAI chat rows: the assistant row's `tool_calls` and the `role='tool'`
+//!   rows with their `tool_call_id` become one tool part each; `reasoning` /
+//!   `reasoning_content` a reasoning part; system rows are skipped;
+//! - usage exists per session only: the session's totals are set to Hermes's
+//!   (input without cache, cache read and write, output, reasoning, API calls) and its cost
+//!   is `actual_cost_usd`, else Hermes's own `estimated_cost_usd`;
+//! - `parent_session_id` is a compression continuation when the parent ended with
+//!   `compression`, a fork for `_branched_from`, otherwise a delegated task; the
+//!   `[CONTEXT COMPACTION …]` user message that opens a continuation is its summary;
+//! - Hermes rewrites a transcript on `/retry`, `/undo` and `/compress` (row ids change),
+//!   so messages are keyed by session and position, and a session whose message count,
+//!   last row and totals are unchanged is not read again; with the v30 `active` column only
+//!   active rows are imported.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use scribe_message::{CompactionPart, FinishReason, Part, Role, TokenUsage, ToolState};
+use scribe_session::SessionKind;
+use serde_json::Value;
+
+use super::{
+    FileReport, Importer, Unit, columns, content_text, f64_of, int_of, json_col, message,
+    open_source_db, reasoning, rows, settled, stored_part, str_of, text, tool,
+};
+use crate::Source;
+use crate::env::Env;
+use crate::error::{ImportError, Result};
+use crate::record::{Batch, MessageRec, Resume, SessionRec, SessionUsage, TitleRank};
+use crate::time;
+
+const SRC: Source = Source::Hermes;
+
+/// The Hermes importer.
+#[derive(Debug, Clone, Copy)]
+pub struct Hermes;
+
+impl Importer for Hermes {
+    fn source(&self) -> Source {
+        SRC
+    }
+
+    fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
+        env.paths("HERMES_HOME")
+            .or_else(|| env.home_join(".hermes").map(|h| vec![h]))
+            .unwrap_or_default()
+    }
+
+    fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        if root.is_file() {
+            out.push(root.to_owned());
+            return Ok(());
+        }
+        let db = root.join("state.db");
+        let mut in_db = HashSet::new();
+        if db.is_file() {
+            if let Ok(conn) = open_source_db(&db)
+                && let Ok(ids) = rows(&conn, "SELECT id FROM sessions", [])
+            {
+                in_db.extend(
+                    ids.iter()
+                        .filter_map(|r| str_of(r, "id").map(str::to_owned)),
+                );
+            }
+            out.push(db);
+        }
+        let Ok(entries) = std::fs::read_dir(root.join("sessions")) else {
+            return Ok(());
+        };
+        let mut logs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default();
+                let id = name
+                    .strip_prefix("session_")
+                    .and_then(|n| n.strip_suffix(".json"));
+                id.is_some_and(|id| !in_db.contains(id))
+            })
+            .collect();
+        logs.sort();
+        out.extend(logs);
+        Ok(())
+    }
+
+    fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
+        if unit.path.extension().is_some_and(|e| e == "json") {
+            log(unit, out, report)?;
+        } else {
+            database(unit, out, report)?;
+        }
+        Ok(Resume::default())
+    }
+}
+
+fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
+    let path = unit.path;
+    let conn = open_source_db(path)?;
+    let db = |source| ImportError::SourceDb {
+        path: path.to_owned(),
+        source,
+    };
+    conn.execute_batch("BEGIN").map_err(db)?;
+    let message_cols = columns(&conn, "messages").map_err(db)?;
+    let active = if message_cols.iter().any(|c| c == "active") {
+        " AND coalesce(active, 1) = 1"
+    } else {
+        ""
+    };
+    let sessions = rows(&conn, "SELECT * FROM sessions ORDER BY started_at, id", []).map_err(db)?;
+    let ends: BTreeMap<String, String> = sessions
+        .iter()
+        .filter_map(|s| {
+            Some((
+                str_of(s, "id")?.to_owned(),
+                str_of(s, "end_reason")?.to_owned(),
+            ))
+        })
+        .collect();
+    let stats = rows(
+        &conn,
+        &format!(
+            "SELECT session_id, count(*) AS n, max(id) AS last FROM messages \
+             WHERE 1 = 1{active} GROUP BY session_id"
+        ),
+        [],
+    )
+    .map_err(db)?;
+    let stats: BTreeMap<String, (i64, i64)> = stats
+        .iter()
+        .filter_map(|r| {
+            Some((
+                str_of(r, "session_id")?.to_owned(),
+                (int_of(r, "n"), int_of(r, "last")),
+            ))
+        })
+        .collect();
+    for s in &sessions {
+        let Some(id) = str_of(s, "id") else { continue };
+        let started = f64_of(s, "started_at").and_then(time::epoch).unwrap_or(0);
+        let ended = f64_of(s, "ended_at").and_then(time::epoch);
+        let last_activity = f64_of(s, "last_activity_at").and_then(time::epoch);
+        if unit
+            .since
+            .is_some_and(|since| ended.or(last_activity).unwrap_or(i64::MAX) < since)
+        {
+            continue;
+        }
+        let (n, last) = stats.get(id).copied().unwrap_or((0, 0));
+        let totals = [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+            "api_call_count",
+        ]
+        .map(|c| int_of(s, c).to_string())
+        .join(",");
+        let fingerprint = format!("{n}:{last}:{totals}:{ended:?}:{:?}", str_of(s, "title"));
+        if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
+            continue;
+        }
+        let msgs = rows(
+            &conn,
+            &format!("SELECT * FROM messages WHERE session_id = ?1{active} ORDER BY timestamp, id"),
+            [id],
+        )
+        .map_err(db)?;
+        let config = json_col(s, "model_config");
+        let mut rec = SessionRec::new(id, started);
+        rec.updated_at = ended.or(last_activity).unwrap_or(started).max(started);
+        rec.ended_at = ended;
+        rec.end_reason = str_of(s, "end_reason").map(str::to_owned);
+        rec.model = str_of(s, "model").map(str::to_owned);
+        rec.system_prompt = str_of(s, "system_prompt").map(str::to_owned);
+        rec.billing_provider = str_of(s, "billing_provider").map(str::to_owned);
+        rec.directory = str_of(s, "cwd")
+            .or_else(|| str_of(&config, "cwd"))
+            .map(str::to_owned);
+        rec.model_config = Some(config.clone()).filter(|c| c.is_object());
+        rec.title = str_of(s, "title")
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| (t.to_owned(), TitleRank::Source));
+        if let Some(parent) = str_of(s, "parent_session_id").filter(|p| !p.is_empty()) {
+            rec.parent = Some(parent.to_owned());
+            rec.kind = if config.get("_branched_from").is_some()
+                || ends.get(parent).map(String::as_str) == Some("branched")
+            {
+                SessionKind::Fork
+            } else if config.get("_delegate_from").is_some() {
+                SessionKind::Task
+            } else if ends.get(parent).map(String::as_str) == Some("compression") {
+                SessionKind::Continuation
+            } else {
+                SessionKind::Task
+            };
+        }
+        rec.usage_total = Some(SessionUsage {
+            tokens: TokenUsage {
+                input: int_of(s, "input_tokens"),
+                output: int_of(s, "output_tokens"),
+                cache_read: int_of(s, "cache_read_tokens"),
+                cache_write: int_of(s, "cache_write_tokens"),
+                reasoning: int_of(s, "reasoning_tokens"),
+            },
+            api_calls: int_of(s, "api_call_count"),
+            reported_cost: f64_of(s, "actual_cost_usd").or_else(|| f64_of(s, "estimated_cost_usd")),
+            model: rec.model.clone(),
+            cost_usd: 0.0,
+            cost_flags: 0,
+        });
+        rec.fingerprint = Some(fingerprint);
+        let rows: Vec<(Value, i64)> = msgs
+            .into_iter()
+            .map(|m| {
+                let at = f64_of(&m, "timestamp")
+                    .and_then(time::epoch)
+                    .unwrap_or(started);
+                let mut m = m;
+                if let Some(obj) = m.as_object_mut() {
+                    let calls = json_col(&Value::Object(obj.clone()), "tool_calls");
+                    obj.insert("tool_calls".into(), calls);
+                }
+                (m, at)
+            })
+            .collect();
+        transcript(&rec, &rows, out, report, path);
+        out.sessions.push(rec);
+    }
+    conn.execute_batch("COMMIT").map_err(db)?;
+    Ok(())
+}
+
+/// The messages of one session: (row, time) in order.
+fn transcript(
+    rec: &SessionRec,
+    rows: &[(Value, i64)],
+    out: &mut Batch,
+    report: &mut FileReport,
+    path: &Path,
+) {
+    let sid = rec.external_id.as_str();
+    // call id → (index in out.messages, part index)
+    let mut calls: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut ordinal = 0;
+    for (row, at) in rows {
+        let at = *at;
+        let role = str_of(row, "role").unwrap_or("");
+        match role {
+            "tool" => {
+                report.records += 1;
+                let id = str_of(row, "tool_call_id").unwrap_or("");
+                let Some(&(mi, pi)) = calls.get(id) else {
+                    report.skip("tool:without-call");
+                    continue;
+                };
+                let output = content_text(row.get("content").unwrap_or(&Value::Null));
+                let failed = str_of(row, "finish_reason") == Some("error");
+                if let Some(stored) = out.messages[mi].message.parts.get_mut(pi)
+                    && let Part::Tool(t) = &mut stored.part
+                {
+                    let started = t.state.started_at();
+                    t.state = settled(output, failed, Value::Null, started, at);
+                    stored.updated_at = at;
+                }
+                continue;
+            }
+            "user" | "assistant" => {}
+            "" => {
+                report.malformed(path, None, format!("a message of {sid} without a role"));
+                continue;
+            }
+            other => {
+                report.skip(format!("message:{other}"));
+                continue;
+            }
+        }
+        report.records += 1;
+        ordinal += 1;
+        let key = format!("{sid}:{ordinal}");
+        let body = content_text(row.get("content").unwrap_or(&Value::Null));
+        let summary = role == "user"
+            && (body.starts_with("[CONTEXT COMPACTION") || body.starts_with("[CONTEXT SUMMARY]"));
+        let role = if role == "assistant" || summary {
+            Role::Assistant
+        } else {
+            Role::User
+        };
+        let mut m = message(SRC, &key, role, at);
+        let mut parts: Vec<Part> = Vec::new();
+        if summary {
+            m.is_summary = true;
+            parts.push(Part::Compaction(CompactionPart::default()));
+        }
+        let thought = str_of(row, "reasoning")
+            .or_else(|| str_of(row, "reasoning_content"))
+            .filter(|r| !r.is_empty());
+        if let Some(r) = thought {
+            parts.push(reasoning(r, None, None));
+        }
+        if !body.is_empty() {
+            parts.push(text(body, false));
+        }
+        let mut tool_calls = Vec::new();
+        if let Some(list) = row.get("tool_calls").and_then(Value::as_array) {
+            for call in list {
+                let id = str_of(call, "id")
+                    .or_else(|| str_of(call, "call_id"))
+                    .unwrap_or("");
+                let name = call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let args = call
+                    .pointer("/function/arguments")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let input = match args {
+                    Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                    other => other,
+                };
+                tool_calls.push(id.to_owned());
+                parts.push(tool(id, name, input, ToolState::Running { started_at: at }));
+            }
+        }
+        if role == Role::Assistant {
+            m.model.clone_from(&rec.model);
+            m.finish_reason = str_of(row, "finish_reason").map(|f| match f {
+                "stop" => FinishReason::EndTurn,
+                "tool_calls" => FinishReason::ToolUse,
+                "length" => FinishReason::MaxTokens,
+                other => FinishReason::Unknown(other.to_owned()),
+            });
+        }
+        let first_tool = parts.len() - tool_calls.len();
+        for (i, part) in parts.into_iter().enumerate() {
+            m.parts
+                .push(stored_part(SRC, &key, &i.to_string(), i as i64, part, at));
+        }
+        for (n, id) in tool_calls.into_iter().enumerate() {
+            calls.insert(id, (out.messages.len(), first_tool + n));
+        }
+        out.messages.push(MessageRec {
+            session: sid.to_owned(),
+            message: m,
+            api_calls: 0,
+            reported_cost: None,
+            cost_flags: 0,
+        });
+    }
+}
+
+/// A legacy per-session log, `sessions/session_<id>.json`.
+fn log(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
+    let path = unit.path;
+    let text = std::fs::read_to_string(path).map_err(ImportError::io(path))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| ImportError::Malformed {
+        path: path.to_owned(),
+        what: "Hermes session log",
+        reason: e.to_string(),
+    })?;
+    let Some(id) = str_of(&doc, "session_id") else {
+        return Err(ImportError::Malformed {
+            path: path.to_owned(),
+            what: "Hermes session log",
+            reason: "no session_id".to_owned(),
+        });
+    };
+    let started = str_of(&doc, "session_start")
+        .and_then(time::parse)
+        .unwrap_or(unit.mtime_ms);
+    let updated = str_of(&doc, "last_updated")
+        .and_then(time::parse)
+        .unwrap_or(started);
+    if unit.since.is_some_and(|since| updated < since) {
+        return Ok(());
+    }
+    let mut rec = SessionRec::new(id, started);
+    rec.updated_at = updated.max(started);
+    rec.model = str_of(&doc, "model").map(str::to_owned);
+    rec.system_prompt = str_of(&doc, "system_prompt").map(str::to_owned);
+    rec.directory = str_of(&doc, "cwd")
+        .or_else(|| doc.pointer("/model_config/cwd").and_then(Value::as_str))
+        .map(str::to_owned);
+    let msgs: Vec<Value> = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    // No per-message times: spread them between start and last update, in order.
+    let n = msgs.len().max(1) as i64;
+    let rows: Vec<(Value, i64)> = msgs
+        .into_iter()
+        .enumerate()
+        .filter(|(_, m)| str_of(m, "role") != Some("session_meta"))
+        .map(|(i, m)| {
+            let at = started + (updated - started).max(0) * i as i64 / n;
+            (m, at)
+        })
+        .collect();
+    let skipped = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, |a| a.len() - rows.len());
+    for _ in 0..skipped {
+        report.skip("message:session_meta");
+    }
+    transcript(&rec, &rows, out, report, path);
+    out.sessions.push(rec);
+    Ok(())
+}

@@ -1,0 +1,412 @@
+//! One module per agent, each behind [`Importer`] (as atuin's history importers are).
+//!
+//! An importer knows where its agent keeps history ([`Importer::default_roots`]), which
+//! files or databases under a root hold it ([`Importer::discover`]), and how to turn one of
+//! them into a [`Batch`] from where the last import stopped ([`Importer::read`]). It never
+//! writes anything: the [`Sink`](crate::sink::Sink) does.
+
+pub mod claude_code;
+pub mod codex;
+pub mod gemini;
+pub mod hermes;
+pub mod opencode;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::Source;
+use crate::env::Env;
+use crate::error::{ImportError, Result};
+use crate::record::{Batch, Resume};
+use crate::sink::Sink;
+
+/// A line or record that could not be read; the rest of its file was still imported.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Malformed {
+    /// The file.
+    pub path: String,
+    /// 1-based line, for line-based files.
+    pub line: Option<u64>,
+    /// What is wrong.
+    pub error: String,
+}
+
+/// What reading one file found besides its records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileReport {
+    /// Records taken.
+    pub records: u64,
+    /// Records skipped, by type (unknown to this build, or known to carry nothing).
+    pub skipped: BTreeMap<String, u64>,
+    /// Lines or records that are not what they should be.
+    pub malformed: Vec<Malformed>,
+}
+
+impl FileReport {
+    /// Counts one skipped record of `kind`.
+    pub fn skip(&mut self, kind: impl Into<String>) {
+        *self.skipped.entry(kind.into()).or_default() += 1;
+    }
+
+    /// Records a malformed line.
+    pub fn malformed(&mut self, path: &Path, line: Option<u64>, error: impl Into<String>) {
+        self.malformed.push(Malformed {
+            path: path.display().to_string(),
+            line,
+            error: error.into(),
+        });
+    }
+}
+
+/// One file (or database) to read, and where the last import stopped in it.
+#[derive(Debug)]
+pub struct Unit<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// Where to go on from (the default: the start).
+    pub resume: Resume,
+    /// Only sessions active since then (ms), when given.
+    pub since: Option<i64>,
+    /// The file's modification time (ms): the time of records that carry none.
+    pub mtime_ms: i64,
+    /// What earlier imports recorded (database sources skip unchanged sessions).
+    pub state: &'a dyn Sink,
+}
+
+/// An agent's history.
+pub trait Importer: Sync {
+    /// Which agent.
+    fn source(&self) -> Source;
+
+    /// Where the agent keeps history by default, its own overrides applied.
+    fn default_roots(&self, env: &Env) -> Vec<PathBuf>;
+
+    /// The files (or databases) under `root` that hold history, added to `out`. A root
+    /// that is a file is itself, when the importer reads that kind of file.
+    fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()>;
+
+    /// Reads `unit` from where it stopped into `out`; returns where it stops now.
+    fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume>;
+}
+
+/// The importer of `source`.
+pub fn importer(source: Source) -> &'static dyn Importer {
+    match source {
+        Source::ClaudeCode => &claude_code::ClaudeCode,
+        Source::Codex => &codex::Codex,
+        Source::OpenCode => &opencode::OpenCode,
+        Source::Hermes => &hermes::Hermes,
+        Source::Gemini => &gemini::Gemini,
+    }
+}
+
+/// Every file under `root` (or `root` itself) whose name `keep` accepts, sorted.
+pub(crate) fn walk(
+    root: &Path,
+    out: &mut Vec<PathBuf>,
+    keep: impl Fn(&Path) -> bool,
+) -> Result<()> {
+    if root.is_file() {
+        if keep(root) {
+            out.push(root.to_owned());
+        }
+        return Ok(());
+    }
+    if !root.exists() {
+        return Ok(());
+    }
+    for entry in walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(err) => {
+                let path = err.path().unwrap_or(root).to_owned();
+                if err.depth() == 0 {
+                    return Err(ImportError::Io {
+                        path,
+                        source: err
+                            .into_io_error()
+                            .unwrap_or_else(|| std::io::Error::other("cannot walk the directory")),
+                    });
+                }
+                tracing::debug!(path = %path.display(), "skipping an unreadable entry");
+                continue;
+            }
+        };
+        if entry.file_type().is_file() && keep(entry.path()) {
+            out.push(entry.into_path());
+        }
+    }
+    Ok(())
+}
+
+/// A string field of a JSON object.
+pub(crate) fn str_of<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(serde_json::Value::as_str)
+}
+
+/// An integer field (integers, or floats written by JavaScript) of a JSON object; 0 when absent.
+pub(crate) fn int_of(v: &serde_json::Value, key: &str) -> i64 {
+    match v.get(key) {
+        Some(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+            .unwrap_or(0)
+            .max(0),
+        None => 0,
+    }
+}
+
+/// A message of `source` known by `key`, with no parts yet.
+pub(crate) fn message(
+    source: Source,
+    key: &str,
+    role: scribe_message::Role,
+    at: i64,
+) -> scribe_message::Message {
+    scribe_message::Message {
+        id: crate::ids::message_id(source, key, at),
+        session_id: String::new(),
+        parent_id: None,
+        role,
+        agent: None,
+        provider: None,
+        model: None,
+        finish_reason: None,
+        is_summary: false,
+        usage: scribe_message::TokenUsage::default(),
+        cost_usd: 0.0,
+        error: None,
+        created_at: at,
+        updated_at: at,
+        finished_at: None,
+        parts: Vec::new(),
+    }
+}
+
+/// Part `part_key` of the message known by `message_key`, at `position`.
+pub(crate) fn stored_part(
+    source: Source,
+    message_key: &str,
+    part_key: &str,
+    position: i64,
+    part: scribe_message::Part,
+    at: i64,
+) -> scribe_message::StoredPart {
+    scribe_message::StoredPart {
+        id: crate::ids::part_id(source, message_key, part_key, at),
+        position,
+        part,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+/// A text part.
+pub(crate) fn text(text: impl Into<String>, synthetic: bool) -> scribe_message::Part {
+    scribe_message::Part::Text(scribe_message::TextPart {
+        text: text.into(),
+        synthetic,
+        ..Default::default()
+    })
+}
+
+/// A reasoning part.
+pub(crate) fn reasoning(
+    text: impl Into<String>,
+    signature: Option<String>,
+    metadata: Option<serde_json::Value>,
+) -> scribe_message::Part {
+    scribe_message::Part::Reasoning(scribe_message::ReasoningPart {
+        text: text.into(),
+        signature,
+        metadata,
+        ..Default::default()
+    })
+}
+
+/// A tool part.
+pub(crate) fn tool(
+    call_id: &str,
+    name: &str,
+    input: serde_json::Value,
+    state: scribe_message::ToolState,
+) -> scribe_message::Part {
+    scribe_message::Part::Tool(scribe_message::ToolPart {
+        call_id: call_id.to_owned(),
+        tool: name.to_owned(),
+        input,
+        state,
+        compacted_at: None,
+        extra: serde_json::Map::new(),
+    })
+}
+
+/// A file part at a URL (`data:` URLs keep inline bytes as the source wrote them).
+pub(crate) fn file(mime: &str, filename: Option<String>, url: String) -> scribe_message::Part {
+    scribe_message::Part::File(scribe_message::FilePart {
+        mime: mime.to_owned(),
+        filename,
+        source: scribe_message::FileSource::Url { url },
+        extra: serde_json::Map::new(),
+    })
+}
+
+/// The settled state of a tool call: completed with `output`, or failed with it.
+pub(crate) fn settled(
+    output: String,
+    is_error: bool,
+    metadata: serde_json::Value,
+    started_at: Option<i64>,
+    ended_at: i64,
+) -> scribe_message::ToolState {
+    if is_error {
+        scribe_message::ToolState::Error {
+            message: output,
+            started_at,
+            ended_at,
+        }
+    } else {
+        scribe_message::ToolState::Completed {
+            output,
+            title: String::new(),
+            metadata,
+            started_at: started_at.unwrap_or(ended_at),
+            ended_at,
+        }
+    }
+}
+
+/// The text of a content value: a string, or the `text` of each block of an array.
+pub(crate) fn content_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .filter_map(|b| match b {
+                serde_json::Value::String(s) => Some(s.as_str()),
+                _ => str_of(b, "text"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Opens an agent's SQLite database without any chance of changing it or holding up the
+/// agent: read-only (`mode=ro`), so SQLite takes no write lock; in WAL mode a reader
+/// never blocks the writer, and it sees the last committed state, `-wal` included. Only
+/// when the `-shm` file cannot be created (a read-only directory, and no agent running,
+/// since a running one keeps it) is the file read as `immutable`.
+pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let err = |source| ImportError::SourceDb {
+        path: path.to_owned(),
+        source,
+    };
+    let open = |immutable: bool| -> rusqlite::Result<rusqlite::Connection> {
+        let mut uri = format!("file:{}?mode=ro", uri_path(path));
+        if immutable {
+            uri.push_str("&immutable=1");
+        }
+        let conn = rusqlite::Connection::open_with_flags(uri, flags)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Touches the schema, so a database that cannot be read fails here.
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(conn)
+    };
+    match open(false) {
+        Ok(conn) => Ok(conn),
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+            ) && path.exists() =>
+        {
+            open(true).map_err(err)
+        }
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// `path` percent-encoded for a `file:` URI.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The columns of `table` in an agent's database (older versions lack some).
+pub(crate) fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let names = stmt.query_map([table], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// A row as a map of column name to JSON value (so missing columns read as absent).
+pub(crate) fn row_map(
+    row: &rusqlite::Row<'_>,
+    names: &[String],
+) -> rusqlite::Result<serde_json::Map<String, serde_json::Value>> {
+    use rusqlite::types::ValueRef;
+    let mut map = serde_json::Map::new();
+    for (i, name) in names.iter().enumerate() {
+        let v = match row.get_ref(i)? {
+            ValueRef::Null => serde_json::Value::Null,
+            ValueRef::Integer(n) => serde_json::Value::from(n),
+            ValueRef::Real(f) => serde_json::Value::from(f),
+            ValueRef::Text(t) => serde_json::Value::String(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(_) => serde_json::Value::Null,
+        };
+        map.insert(name.clone(), v);
+    }
+    Ok(map)
+}
+
+/// Rows of `sql` (a `SELECT` whose columns are `names`), as maps.
+pub(crate) fn rows(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<serde_json::Value>> {
+    let mut stmt = conn.prepare(sql)?;
+    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let mapped = stmt.query_map(params, |r| {
+        row_map(r, &names).map(serde_json::Value::Object)
+    })?;
+    mapped.collect()
+}
+
+/// A float field (numbers or numeric strings).
+pub(crate) fn f64_of(v: &serde_json::Value, key: &str) -> Option<f64> {
+    match v.get(key)? {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A JSON column stored as text, parsed (anything else as it is).
+pub(crate) fn json_col(v: &serde_json::Value, key: &str) -> serde_json::Value {
+    match v.get(key) {
+        Some(serde_json::Value::String(s)) => {
+            serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.clone()))
+        }
+        Some(other) => other.clone(),
+        None => serde_json::Value::Null,
+    }
+}

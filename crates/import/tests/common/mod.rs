@@ -1,0 +1,140 @@
+//! Shared by the importer tests: fixture copies in temporary homes, imports into
+//! temporary databases, and reading back what was stored.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use scribe_db::Database;
+use scribe_import::sink::StoreSink;
+use scribe_import::{Options, Source, SourceSummary, import, sources};
+use scribe_message::{Message, MessageService, TokenUsage};
+use scribe_session::{Session, SessionFilter, SessionService, Store};
+
+/// The committed fixtures (see fixtures/SOURCES.md).
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Copies `rel` of the fixtures to `to` (a directory tree or one file).
+pub fn copy(rel: &str, to: &Path) {
+    let from = fixtures().join(rel);
+    copy_tree(&from, to);
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    for entry in walkdir(from) {
+        let rel = entry.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &dest).unwrap();
+    }
+}
+
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Builds an SQLite database at `db` from the SQL dump `sql` of the fixtures.
+pub fn build_db(sql: &str, db: &Path) {
+    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(&text).unwrap();
+}
+
+/// A fresh Scribe database in `dir`.
+pub fn scribe_db(dir: &Path) -> Arc<Database> {
+    Arc::new(Database::open(dir.join("scribe.db")).unwrap())
+}
+
+/// Imports `source` from `roots` into `db`.
+pub fn run(db: &Arc<Database>, source: Source, roots: &[PathBuf]) -> SourceSummary {
+    let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
+    import(
+        &mut sink,
+        sources::importer(source),
+        roots,
+        &Options::default(),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+pub fn sessions(db: &Arc<Database>) -> Vec<Session> {
+    let mut list = SessionService::new(Arc::clone(db))
+        .list(&SessionFilter {
+            limit: None,
+            ..SessionFilter::default()
+        })
+        .unwrap();
+    list.sort_by(|a, b| a.id.cmp(&b.id));
+    list
+}
+
+pub fn session(db: &Arc<Database>, id: &str) -> Session {
+    SessionService::new(Arc::clone(db)).get(id).unwrap()
+}
+
+pub fn messages(db: &Arc<Database>, id: &str) -> Vec<Message> {
+    MessageService::new(Arc::clone(db)).list(id).unwrap()
+}
+
+/// Input, output (reasoning added back, as the sources count it), cache write, cache read.
+pub fn ccusage_view(t: &TokenUsage) -> (i64, i64, i64, i64) {
+    (t.input, t.output + t.reasoning, t.cache_write, t.cache_read)
+}
+
+/// Everything stored, as text: changes when anything stored changes.
+pub fn dump(db: &Arc<Database>) -> String {
+    let mut out = String::new();
+    let round = |x: f64| (x * 1e9).round() / 1e9;
+    for mut s in sessions(db) {
+        // Sums of float costs depend on the order they were added in.
+        s.estimated_cost_usd = round(s.estimated_cost_usd);
+        s.actual_cost_usd = s.actual_cost_usd.map(round);
+        out.push_str(&format!("{s:?}\n"));
+        for m in messages(db, &s.id) {
+            out.push_str(&format!("  {m:?}\n"));
+        }
+    }
+    out
+}
+
+/// `assert_eq!` for dumps, showing where they first differ.
+#[track_caller]
+pub fn assert_same(left: &str, right: &str, what: &str) {
+    if left == right {
+        return;
+    }
+    let at = left
+        .bytes()
+        .zip(right.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(left.len().min(right.len()));
+    let from = at.saturating_sub(300);
+    let show = |s: &str| {
+        s.get(from..(at + 100).min(s.len()))
+            .unwrap_or("")
+            .to_owned()
+    };
+    panic!(
+        "{what}: dumps differ at byte {at}\n left: …{}\nright: …{}",
+        show(left),
+        show(right)
+    );
+}

@@ -1,0 +1,269 @@
+//! Incremental import: a grown file imports only its new records, a line still being
+//! written waits for the next import, malformed lines and unknown records are reported and
+//! the rest imported, compressed Codex files are read, and a resumed Claude Code session is
+//! stored once, as the continuation of the one it resumed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use scribe_import::Source;
+use scribe_session::SessionKind;
+
+const CLAUDE: &str = "claude/projects/-path-to-Demo/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl";
+const CLAUDE_ID: &str = "1af7fc5e-8455-4414-9ccd-011d40f70b2a";
+const CODEX: &str = "codex/sessions/2026/02/23/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl";
+const CODEX_ID: &str = "019c8a70-dda7-7f33-98ea-f30553347322";
+
+fn lines(rel: &str) -> Vec<String> {
+    std::fs::read_to_string(fixtures().join(rel))
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn append(path: &Path, text: &str) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+/// The dump of importing `rel` whole, in one go, into a fresh database.
+fn whole(rel: &str, source: Source, name: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in").join(name);
+    write(&file, &lines(rel).concat());
+    let db = scribe_db(dir.path());
+    run(&db, source, &[dir.path().join("in")]);
+    dump(&db)
+}
+
+fn file_in(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let root = dir.join("in");
+    (root.join(name), root)
+}
+
+#[test]
+fn a_grown_file_imports_only_its_new_records() {
+    for (rel, source, name, split) in [
+        // Splits inside one API response written over five lines (lines 6-10).
+        (
+            CLAUDE,
+            Source::ClaudeCode,
+            "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+            8,
+        ),
+        // Splits before the token_count that carries the response's usage.
+        (
+            CODEX,
+            Source::Codex,
+            "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl",
+            18,
+        ),
+    ] {
+        let all = lines(rel);
+        let dir = tempfile::tempdir().unwrap();
+        let (file, root) = file_in(dir.path(), name);
+        write(&file, &all[..split].concat());
+        let db = scribe_db(dir.path());
+        let first = run(&db, source, std::slice::from_ref(&root));
+        assert_eq!(first.files_read, 1);
+        let read_first = first.records;
+        append(&file, &all[split..].concat());
+        let second = run(&db, source, std::slice::from_ref(&root));
+        assert_eq!(second.files_read, 1, "{name}");
+        // Only the new lines were read.
+        let whole_records = {
+            let d = tempfile::tempdir().unwrap();
+            let (f, r) = file_in(d.path(), name);
+            write(&f, &all.concat());
+            run(&scribe_db(d.path()), source, &[r]).records
+        };
+        assert_eq!(read_first + second.records, whole_records, "{name}");
+        assert_same(&dump(&db), &whole(rel, source, name), name);
+        // And nothing is left to read.
+        let third = run(&db, source, &[root]);
+        assert_eq!((third.files_read, third.files_unchanged), (0, 1));
+    }
+}
+
+#[test]
+fn a_line_still_being_written_waits_for_the_next_import() {
+    let all = lines(CLAUDE);
+    let dir = tempfile::tempdir().unwrap();
+    let name = "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl";
+    let (file, root) = file_in(dir.path(), name);
+    let cut = all[28].len() / 2;
+    write(&file, &(all[..28].concat() + &all[28][..cut]));
+    let db = scribe_db(dir.path());
+    let first = run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert!(first.malformed.is_empty(), "{:?}", first.malformed);
+    // The last response (line 29) is not there yet.
+    assert_eq!(session(&db, CLAUDE_ID).tokens.output, 953 - 72);
+    append(&file, &all[28][cut..]);
+    let second = run(&db, Source::ClaudeCode, &[root]);
+    assert!(second.malformed.is_empty());
+    assert_eq!(second.written.messages_inserted, 1);
+    assert_eq!(dump(&db), whole(CLAUDE, Source::ClaudeCode, name));
+}
+
+#[test]
+fn malformed_lines_are_reported_with_file_and_line_and_the_rest_is_imported() {
+    let mut all = lines(CLAUDE);
+    all.insert(4, "{\"type\": \"user\", \"message\": \n".to_owned());
+    all.insert(10, "not json at all\n".to_owned());
+    all.push("{\"type\":\"brand-new-record\",\"sessionId\":\"x\"}\n".to_owned());
+    let dir = tempfile::tempdir().unwrap();
+    let (file, root) = file_in(dir.path(), "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl");
+    write(&file, &all.concat());
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    let at: Vec<(Option<u64>, bool)> = s
+        .malformed
+        .iter()
+        .map(|m| (m.line, m.path == file.display().to_string()))
+        .collect();
+    assert_eq!(at, [(Some(5), true), (Some(11), true)]);
+    assert_eq!(s.skipped.get("brand-new-record"), Some(&1));
+    // Everything else is there, usage exactly as without the bad lines.
+    let t = session(&db, CLAUDE_ID).tokens;
+    assert_eq!(
+        (t.input, t.output, t.cache_write, t.cache_read),
+        (93, 953, 12_698, 103_219)
+    );
+}
+
+#[test]
+fn compressed_codex_rollouts_are_read_and_a_plain_copy_wins() {
+    let text = lines(CODEX).concat();
+    let zst = ruzstd::encoding::compress_to_vec(
+        text.as_bytes(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    let name = "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl";
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join(format!("{name}.zst")), &zst).unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Codex, std::slice::from_ref(&root));
+    assert_eq!((s.files, s.files_read), (1, 1));
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    assert_eq!(dump(&db), whole(CODEX, Source::Codex, name));
+    assert_eq!(session(&db, CODEX_ID).tokens.input, 31_013);
+
+    // With both, the plain file is the one read (the .zst is its compressed sibling).
+    std::fs::write(root.join(name), &text).unwrap();
+    let files =
+        scribe_import::scan(scribe_import::sources::importer(Source::Codex), &[root]).unwrap();
+    assert_eq!(files.len(), 1);
+    assert!(files[0].0.ends_with(name));
+}
+
+#[test]
+fn a_damaged_compressed_file_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    write(&root.join("rollout-bad.jsonl.zst"), "this is not zstd");
+    write(
+        &root.join("rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl"),
+        &lines("codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl").concat(),
+    );
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Codex, &[root]);
+    assert_eq!(s.failed.len(), 1, "{:?}", s.failed);
+    assert!(s.failed[0].error.contains("decompress"), "{:?}", s.failed);
+    assert_eq!(s.files_read, 1);
+    assert_eq!(sessions(&db).len(), 1);
+}
+
+#[test]
+fn a_resumed_session_continues_the_one_it_replays() {
+    // `claude --resume` writes a new file that first replays the earlier conversation
+    // (same line uuids and times) and then goes on.
+    let original = lines("claude/projects/-work-proj/609b44ad-7c18-4745-a70b-784281dce85e.jsonl");
+    let old_id = "609b44ad-7c18-4745-a70b-784281dce85e";
+    let new_id = "77777777-7c18-4745-a70b-784281dce85e";
+    let mut resumed: Vec<String> = original[..18]
+        .iter()
+        .map(|l| l.replace(old_id, new_id))
+        .collect();
+    resumed.push(format!(
+        "{{\"type\":\"user\",\"uuid\":\"new-user-1\",\"parentUuid\":\"2db8c26e-303e-4c63-a733-9d1a3b5c61bd\",\"sessionId\":\"{new_id}\",\"timestamp\":\"2026-09-30T14:00:00.000Z\",\"cwd\":\"/work/proj\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"and again\"}}}}\n"
+    ));
+    resumed.push(format!(
+        "{{\"type\":\"assistant\",\"uuid\":\"new-asst-1\",\"parentUuid\":\"new-user-1\",\"sessionId\":\"{new_id}\",\"requestId\":\"req_new\",\"timestamp\":\"2026-09-30T14:00:01.000Z\",\"cwd\":\"/work/proj\",\"isSidechain\":false,\"message\":{{\"id\":\"msg_new\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{{\"type\":\"text\",\"text\":\"done again\"}}],\"usage\":{{\"input_tokens\":7,\"output_tokens\":3,\"cache_read_input_tokens\":0,\"cache_creation_input_tokens\":0}}}}}}\n"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    write(&root.join(format!("{old_id}.jsonl")), &original.concat());
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    write(&root.join(format!("{new_id}.jsonl")), &resumed.concat());
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert_eq!(s.written.messages_replayed, 3, "{:?}", s.written);
+    assert_eq!(s.written.messages_inserted, 2);
+    let new = session(&db, new_id);
+    assert_eq!(new.kind, SessionKind::Continuation);
+    assert_eq!(new.parent_session_id.as_deref(), Some(old_id));
+    assert_eq!(new.message_count, 2);
+    // The replayed calls are counted once, with the session that made them.
+    assert_eq!((new.tokens.input, new.tokens.output), (7, 3));
+    assert_eq!(session(&db, old_id).tokens.input, 170);
+}
+
+#[test]
+fn a_codex_sub_agent_skips_the_history_copied_from_its_parent() {
+    let parent_rel = "codex/sessions/2026/09/30/rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl";
+    let parent_id = "01a0f21c-5c40-7f72-9aa9-ef0b43570680";
+    let child_id = "01a0f21c-9999-7f72-9aa9-ef0b43570680";
+    let second = "2026-09-30T11:45:00";
+    // The child's file: its meta, then the parent's items copied in the same second
+    // (token counts included), then its own turn.
+    let mut child = vec![format!(
+        "{{\"timestamp\":\"{second}.000Z\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{child_id}\",\"timestamp\":\"{second}.000Z\",\"cwd\":\"/work/proj\",\"source\":{{\"subagent\":{{\"thread_spawn\":{{\"parent_thread_id\":\"{parent_id}\",\"depth\":1}}}}}}}}}}\n"
+    )];
+    for line in lines(parent_rel).iter().skip(1) {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["timestamp"] = serde_json::Value::String(format!("{second}.500Z"));
+        child.push(format!("{v}\n"));
+    }
+    child.push(
+        "{\"timestamp\":\"2026-09-30T11:45:03.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"sub-agent answer\"}]}}\n"
+            .to_owned(),
+    );
+    child.push(
+        "{\"timestamp\":\"2026-09-30T11:45:03.100Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"info\":{\"total_token_usage\":{\"input_tokens\":300,\"cached_input_tokens\":100,\"output_tokens\":20,\"reasoning_output_tokens\":0,\"total_tokens\":320},\"last_token_usage\":{\"input_tokens\":30,\"cached_input_tokens\":0,\"output_tokens\":6,\"reasoning_output_tokens\":0,\"total_tokens\":36}}}}\n"
+            .to_owned(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    write(&root.join("parent.jsonl"), &lines(parent_rel).concat());
+    write(
+        &root.join(format!("rollout-2026-09-30T11-45-00-{child_id}.jsonl")),
+        &child.concat(),
+    );
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Codex, &[root]);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    let sub = session(&db, child_id);
+    assert_eq!(sub.kind, SessionKind::Task);
+    assert_eq!(sub.parent_session_id.as_deref(), Some(parent_id));
+    // Only its own call: the totals went from the copied 270/100/14 to 300/100/20.
+    assert_eq!(
+        (sub.tokens.input, sub.tokens.cache_read, sub.tokens.output),
+        (30, 0, 6)
+    );
+    let texts: Vec<String> = messages(&db, child_id).iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["sub-agent answer"]);
+    assert_eq!(session(&db, parent_id).tokens.input, 170);
+}

@@ -1,0 +1,6 @@
+-- Scribe schema, version 8: nothing to do on SQLite.
+--
+-- PostgreSQL's version 8 announces every committed change to sessions, messages, parts
+-- and files to other hosts (NOTIFY). An SQLite file has no hosts to tell: the processes
+-- sharing it publish their own events. The file exists so both dialects number their
+-- versions alike.
