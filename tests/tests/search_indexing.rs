@@ -105,7 +105,10 @@ fn search_indexing_child() {
             let db = Database::open(&path).unwrap();
             let deadline = Instant::now() + Duration::from_secs(30);
             while db.search_backlog().unwrap() > 0 {
-                assert!(Instant::now() < deadline, "the open did not index the queue");
+                assert!(
+                    Instant::now() < deadline,
+                    "the open did not index the queue"
+                );
                 std::thread::sleep(Duration::from_millis(10));
             }
             say("indexed");
@@ -193,11 +196,18 @@ fn a_search_in_another_process_finds_each_message_as_soon_as_it_is_committed() {
         };
         assert_eq!(found(&searcher, &now), 1, "message {i}: {now}");
         assert_eq!(found(&searcher, &was), 0, "message {i}: {was}");
-        assert_eq!(found(&searcher, &format!("gone{i}")), 0, "message {i}: deleted part");
+        assert_eq!(
+            found(&searcher, &format!("gone{i}")),
+            0,
+            "message {i}: deleted part"
+        );
     }
     assert_eq!(next(&mut out), "done");
     kill(child);
-    assert_eq!(consistency_problems(searcher.database()).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        consistency_problems(searcher.database()).unwrap(),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -265,5 +275,8 @@ fn a_streamed_reply_is_found_once_it_settles() {
     let report = scribe_agent::recover_session(&store, &session).unwrap();
     assert_eq!(report.messages.len(), 1);
     assert_eq!(found(store.messages(), "kittiwake"), 1);
-    assert_eq!(consistency_problems(store.database()).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        consistency_problems(store.database()).unwrap(),
+        Vec::<String>::new()
+    );
 }

@@ -189,11 +189,12 @@ impl UsageTracker {
         }
         let session = self.store.sessions().add_usage_tx(tx, session_id, delta)?;
         let message = match assistant_message_id {
-            Some(id) => Some(
-                self.store
-                    .messages()
-                    .add_usage_tx(tx, id, &delta.tokens, delta.cost_usd)?,
-            ),
+            Some(id) => Some(self.store.messages().add_usage_tx(
+                tx,
+                id,
+                &delta.tokens,
+                delta.cost_usd,
+            )?),
             None => None,
         };
         let record = UsageRecord {

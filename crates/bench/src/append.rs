@@ -216,8 +216,12 @@ pub fn run(dir: &Path, seed: u64, count: usize, chunk: usize) -> Result<AppendRe
     let mut conn = raw_connection(&raw_path, Options::default().busy_timeout)?;
     let limit = crate::limit::open(&limit_path, Duration::from_secs(5))?;
     let limit_session = crate::limit::create_session(&limit, "append")?;
-    let (mut scribe_time, mut drain_time, mut raw_time, mut limit_time) =
-        (Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let (mut scribe_time, mut drain_time, mut raw_time, mut limit_time) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
     let (mut scribe_lat, mut raw_lat, mut limit_lat) = (Vec::new(), Vec::new(), Vec::new());
     let chunk = chunk.max(1);
     for (i, drafts) in work.chunks(chunk).enumerate() {

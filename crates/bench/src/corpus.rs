@@ -188,7 +188,13 @@ pub fn build(path: &Path, limit_path: &Path, shape: Shape, seed: u64) -> Result<
 }
 
 /// A finished message as stored by an agent: ids, times, usage of assistant turns.
-pub fn message(session: &str, role: Role, content: Vec<Part>, time: i64, is_summary: bool) -> Message {
+pub fn message(
+    session: &str,
+    role: Role,
+    content: Vec<Part>,
+    time: i64,
+    is_summary: bool,
+) -> Message {
     let assistant = role == Role::Assistant;
     let parts = content
         .into_iter()

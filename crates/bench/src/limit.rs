@@ -54,7 +54,8 @@ BEGIN
 END;
 ";
 
-const INSERT: &str = "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at)
+const INSERT: &str =
+    "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 const SEARCH: &str = "SELECT m.id, m.session_id, m.role, m.created_at,

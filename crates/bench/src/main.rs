@@ -174,9 +174,7 @@ fn only(part: &str, dir: &std::path::Path, seed: u64, sizes: &Sizes) -> Result<(
                 (&sessions, &session.id),
             )?)?
         }
-        "import" => {
-            serde_json::to_string_pretty(&import::run(dir, sizes.import_messages, seed)?)?
-        }
+        "import" => serde_json::to_string_pretty(&import::run(dir, sizes.import_messages, seed)?)?,
         other => return Err(format!("--only: no part named {other:?}").into()),
     };
     println!("{json}");

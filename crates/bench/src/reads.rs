@@ -152,6 +152,9 @@ fn raw_search(conn: &Connection, query: &str) -> Result<usize> {
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.len())
 }
 
+/// Times of one kind of query: Scribe, the limit, raw.
+type KindTimes = (Vec<Duration>, Vec<Duration>, Vec<Duration>);
+
 /// Runs `count` mixed queries through every path (after one warm-up pass).
 pub fn search(corpus: &Corpus, svc: &MessageService, count: usize) -> Result<SearchResult> {
     let raw = raw_reader(&corpus.path)?;
@@ -176,8 +179,7 @@ pub fn search(corpus: &Corpus, svc: &MessageService, count: usize) -> Result<Sea
     }
     let (mut ours, mut theirs, mut limits) = (Vec::new(), Vec::new(), Vec::new());
     let (mut cjk_ours, mut cjk_raw) = (Vec::new(), Vec::new());
-    let mut kinds: BTreeMap<&str, (Vec<Duration>, Vec<Duration>, Vec<Duration>)> =
-        BTreeMap::new();
+    let mut kinds: BTreeMap<&str, KindTimes> = BTreeMap::new();
     for (i, (kind, query)) in queries.iter().enumerate() {
         let expr = limit_expr(query);
         let mut times = [Duration::ZERO; 3];
@@ -383,7 +385,10 @@ fn raw_load(conn: &Connection, session: &str) -> Result<usize> {
     while let Some(r) = rows.next()? {
         let message_id: String = r.get(1)?;
         if grouped.get(at).is_none_or(|(m, _)| m.0.0 != message_id) {
-            if grouped.get(at + 1).is_some_and(|(m, _)| m.0.0 == message_id) {
+            if grouped
+                .get(at + 1)
+                .is_some_and(|(m, _)| m.0.0 == message_id)
+            {
                 at += 1;
             } else {
                 let index = index.get_or_insert_with(|| {

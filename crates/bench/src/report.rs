@@ -214,13 +214,10 @@ pub struct CorpusFigures {
 
 /// Bytes of `path`'s objects grouped by what they serve (`dbstat`), per message.
 pub fn object_sizes(path: &std::path::Path) -> crate::Result<Vec<(String, f64)>> {
-    let conn = rusqlite::Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )?;
-    let messages: f64 = conn.query_row("SELECT count(*) FROM messages", [], |r| {
-        r.get::<_, i64>(0)
-    })? as f64;
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let messages: f64 =
+        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))? as f64;
     let mut groups: Vec<(String, f64)> = Vec::new();
     let mut stmt = conn.prepare("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
@@ -230,7 +227,10 @@ pub fn object_sizes(path: &std::path::Path) -> crate::Result<Vec<(String, f64)>>
             "trigram index"
         } else if name.starts_with("parts_fts") {
             "word index"
-        } else if name == "parts" || name == "parts_session" || name.starts_with("sqlite_autoindex_parts") {
+        } else if name == "parts"
+            || name == "parts_session"
+            || name.starts_with("sqlite_autoindex_parts")
+        {
             "parts (+ indexes)"
         } else if name.starts_with("messages") || name.starts_with("sqlite_autoindex_messages") {
             "messages (+ indexes)"
@@ -448,10 +448,7 @@ impl Report {
                 Some(load_ratio <= 1.2),
             ),
             row(
-                format!(
-                    "search {} msgs, word queries: median",
-                    corpus.messages
-                ),
+                format!("search {} msgs, word queries: median", corpus.messages),
                 millis(s.scribe_median_ms),
                 millis(s.limit_median_ms),
                 Some(search_ratio),

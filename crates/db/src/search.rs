@@ -468,7 +468,11 @@ fn fts_search(
             rows.retain(|r| !seen.contains(&r.message_id));
             Ok(rows)
         })?;
-        found.extend(extra.into_iter().take(usize::try_from(more).unwrap_or(usize::MAX)));
+        found.extend(
+            extra
+                .into_iter()
+                .take(usize::try_from(more).unwrap_or(usize::MAX)),
+        );
     }
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
     let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();

@@ -145,9 +145,7 @@ pub(crate) fn in_trigram_index(text: Option<&str>, damaged: bool) -> bool {
     // Every spaceless range starts at U+0E00 or later, whose UTF-8 lead byte is 0xE0 or
     // more: most text has no such byte, and a byte scan is far cheaper than decoding.
     damaged
-        || text.is_some_and(|t| {
-            t.bytes().any(|b| b >= 0xE0) && t.chars().any(is_spaceless_script)
-        })
+        || text.is_some_and(|t| t.bytes().any(|b| b >= 0xE0) && t.chars().any(is_spaceless_script))
 }
 
 fn candidates(conn: &Connection, now: i64, limit: usize, everything: bool) -> Result<Vec<i64>> {

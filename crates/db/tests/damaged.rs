@@ -278,7 +278,10 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
         assert_eq!(schema_names(c, "index", "parts"), before_indexes);
         // V7 keeps the trigger names of the search triggers it replaces and adds two.
         let mut triggers = before_triggers.clone();
-        triggers.extend(["parts_search_dequeue".to_owned(), "parts_seq_fixed".to_owned()]);
+        triggers.extend([
+            "parts_search_dequeue".to_owned(),
+            "parts_seq_fixed".to_owned(),
+        ]);
         triggers.sort();
         assert_eq!(schema_names(c, "trigger", "parts"), triggers);
         assert_eq!(

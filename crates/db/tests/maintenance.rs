@@ -18,7 +18,10 @@ fn filled(path: &std::path::Path, messages: usize) -> (Database, String) {
                 &s,
                 "user",
                 "text",
-                &text(&format!("maintenance entry {i} 维护 {}", "padding ".repeat(40))),
+                &text(&format!(
+                    "maintenance entry {i} 维护 {}",
+                    "padding ".repeat(40)
+                )),
             )
         })
         .unwrap();

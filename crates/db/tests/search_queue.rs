@@ -81,7 +81,10 @@ fn a_part_waits_in_the_queue_until_indexed_then_leaves_it() {
     .unwrap();
     assert!(queued(&db).contains(&part));
     assert!(!queued(&db).contains(&"prt_finish".to_owned()));
-    assert!(word_hits(&db, "heron").is_empty(), "indexed before the indexer ran");
+    assert!(
+        word_hits(&db, "heron").is_empty(),
+        "indexed before the indexer ran"
+    );
     let run = db.index_pending().unwrap();
     assert_eq!(run.indexed, 2);
     assert_eq!(run.waiting, 0);
@@ -126,7 +129,8 @@ fn changing_or_deleting_an_indexed_part_takes_its_old_text_out_at_once() {
 
     set_data(&db, &part, &text("falcon over fields"));
     db.write(|tx| -> scribe_db::Result<_> {
-        tx.conn().execute("DELETE FROM parts WHERE id = ?1", [&gone])?;
+        tx.conn()
+            .execute("DELETE FROM parts WHERE id = ?1", [&gone])?;
         Ok(())
     })
     .unwrap();
@@ -184,7 +188,11 @@ fn a_streamed_part_waits_until_it_ends_its_message_finishes_or_it_goes_quiet() {
     set_data(&db, &ends, &streaming("swift one more", now, None));
     assert_eq!(db.index_pending().unwrap().indexed, 0);
 
-    set_data(&db, &ends, &streaming("swift one more done", now, Some(now + 5)));
+    set_data(
+        &db,
+        &ends,
+        &streaming("swift one more done", now, Some(now + 5)),
+    );
     db.write(|tx| -> scribe_db::Result<_> {
         tx.conn().execute(
             "UPDATE messages SET finished_at = ?1 WHERE id = ?2",
@@ -200,7 +208,9 @@ fn a_streamed_part_waits_until_it_ends_its_message_finishes_or_it_goes_quiet() {
     assert_eq!(word_hits(&db, "swift"), found);
 
     // A stream that stopped flushing (its process died) settles after STREAM_SETTLE_MS.
-    clock.advance(Duration::from_millis(u64::try_from(STREAM_SETTLE_MS).unwrap() + 1));
+    clock.advance(Duration::from_millis(
+        u64::try_from(STREAM_SETTLE_MS).unwrap() + 1,
+    ));
     assert_eq!(db.index_pending().unwrap().indexed, 1);
     assert!(word_hits(&db, "three").contains(&quiet));
     assert_derived_exact(&db);
@@ -325,7 +335,10 @@ fn the_trigram_index_holds_exactly_the_text_with_spaceless_script_characters() {
 fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !done() {
-        assert!(Instant::now() < deadline, "{what} did not happen within 30 s");
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within 30 s"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -336,9 +349,7 @@ fn the_background_indexer_indexes_without_a_search() {
     let db = Database::open(dir.path().join("b.db")).unwrap();
     let s = session(&db, "cli");
     let (_, part) = write_part(&db, &s, &text("egret at dawn"));
-    eventually("background indexing", || {
-        db.search_backlog().unwrap() == 0
-    });
+    eventually("background indexing", || db.search_backlog().unwrap() == 0);
     assert_eq!(word_hits(&db, "egret"), vec![part]);
 }
 

@@ -226,9 +226,7 @@ impl Sink for StoreSink {
             return Ok(Written::default());
         }
         if self.paused.is_none() {
-            self.paused = Some(Arc::new(
-                self.store.database().pause_background_indexing(),
-            ));
+            self.paused = Some(Arc::new(self.store.database().pause_background_indexing()));
         }
         let sessions = self.store.sessions();
         self.store.database().write(|tx| {

@@ -55,7 +55,7 @@ pub use title::{
     MAX_TITLE_CHARS, lineage_title, normalize_optional_title, normalize_title, split_lineage,
 };
 pub use transfer::{
-    BoxError, ExportSelection, IMPORT_BATCH_MESSAGES, ImportOutcome, ImportProgress, PruneReport, RollUpMark,
-    SessionExport,
+    BoxError, ExportSelection, IMPORT_BATCH_MESSAGES, ImportOutcome, ImportProgress, PruneReport,
+    RollUpMark, SessionExport,
 };
 pub use usage::{RollUp, StatsBy, UsageDelta, UsageStats, UsageStatsRow, UsageTotals};

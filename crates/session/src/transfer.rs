@@ -448,7 +448,7 @@ impl SessionService {
 #[derive(Debug)]
 enum BatchError {
     /// Session `0` of the batch cannot be imported (rolled back with the batch).
-    Session(usize, SessionError),
+    Session(usize, Box<SessionError>),
     /// The database failed (a busy one is retried).
     Db(scribe_db::Error),
 }
@@ -467,7 +467,9 @@ impl SessionService {
     fn import_batch(&self, batch: &[SessionExport]) -> Result<Vec<Result<ImportOutcome>>> {
         let mut outcomes: Vec<Option<Result<ImportOutcome>>> = batch.iter().map(|_| None).collect();
         loop {
-            let left: Vec<usize> = (0..batch.len()).filter(|&i| outcomes[i].is_none()).collect();
+            let left: Vec<usize> = (0..batch.len())
+                .filter(|&i| outcomes[i].is_none())
+                .collect();
             let stored = self.db.write(|tx| {
                 let mut stored = Vec::with_capacity(left.len());
                 for &i in &left {
@@ -479,7 +481,7 @@ impl SessionService {
                             stored.push((i, outcome));
                         }
                         Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
-                        Err(err) => return Err(BatchError::Session(i, err)),
+                        Err(err) => return Err(BatchError::Session(i, Box::new(err))),
                     }
                 }
                 Ok(stored)
@@ -491,10 +493,14 @@ impl SessionService {
                     }
                     return Ok(outcomes
                         .into_iter()
-                        .map(|o| o.unwrap_or_else(|| Err(SessionError::InvalidInput("not imported".into()))))
+                        .map(|o| {
+                            o.unwrap_or_else(|| {
+                                Err(SessionError::InvalidInput("not imported".into()))
+                            })
+                        })
                         .collect());
                 }
-                Err(BatchError::Session(i, err)) => outcomes[i] = Some(Err(err)),
+                Err(BatchError::Session(i, err)) => outcomes[i] = Some(Err(*err)),
                 Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
             }
         }

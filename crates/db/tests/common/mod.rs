@@ -136,7 +136,11 @@ pub fn hits(conn: &Connection, index: &str, query: &str) -> Vec<String> {
 /// session counter equals a recount. Also makes sure every part that may be indexed is.
 pub fn assert_derived_exact(db: &Database) {
     let report = db.check().unwrap();
-    assert!(report.is_ok(), "indexes out of sync: {:?}", report.problems());
+    assert!(
+        report.is_ok(),
+        "indexes out of sync: {:?}",
+        report.problems()
+    );
     db.index_pending().unwrap();
     db.read(|tx| -> scribe_db::Result<_> {
         check_derived(tx.conn());
