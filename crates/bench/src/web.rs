@@ -232,7 +232,7 @@ pub fn run(dir: &Path, quick: bool, seed: u64) -> Result<WebResult> {
         short_messages: if quick { 150 } else { 500 },
         summary_back: 100,
     };
-    let corpus = corpus::build(&path, shape, seed)?;
+    let corpus = corpus::build(&path, &dir.join("web-limit.db"), shape, seed)?;
     add_sessions(&corpus.db, shape.sessions, sizes.sessions, seed)?;
     let raw = rusqlite::Connection::open(&path)?;
     raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;

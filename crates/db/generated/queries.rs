@@ -158,6 +158,12 @@ pub struct ImportKeyRow {
     pub title_rank: i64,
 }
 
+/// A row of table `search_queue`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchQueueRow {
+    pub seq: i64,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();
@@ -1321,11 +1327,10 @@ pub fn list_message_texts(
 
 /// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = ?1
-ORDER BY m.created_at, m.id, p.position";
+    "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = ?1
+ORDER BY seq";
 
 /// A row returned by [`list_session_part_data`].
 #[derive(Debug, Clone, PartialEq)]
@@ -1340,10 +1345,11 @@ pub struct ListSessionPartDataRow {
 
 /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
 ///
-/// Every part of a session in message order then part order, without the computed
+/// Every part of a session in the order they were written (seq), without the computed
 /// search_text (loading a conversation must not re-extract every part's text). Driven by
-/// messages_session_created, so rows come out in message order and only each message's
-/// few parts are sorted.
+/// parts_session alone: one index step and one row per part, no seek per message and no
+/// sort; the caller puts each part under its message (seq order is message order and part
+/// order, except for a part added to an older message later).
 pub fn list_session_part_data(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -1889,7 +1895,8 @@ pub fn update_message(
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2, updated_at = ?2
-WHERE id = ?3";
+WHERE id = ?3
+RETURNING *";
 
 /// Parameters of [`finish_message`].
 #[derive(Debug, Clone, Copy)]
@@ -1899,17 +1906,43 @@ pub struct FinishMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
+/// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+///
+/// Ends a message; returns it as it is now.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn finish_message(
     conn: &rusqlite::Connection,
     params: &FinishMessageParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<MessageRow> {
     let mut stmt = conn.prepare_cached(FINISH_MESSAGE_SQL)?;
     let values = rusqlite::params![params.finish_reason, params.now, params.id];
-    stmt.execute(values)
+    stmt.query_row(values, |row| {
+        Ok(MessageRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            parent_id: row.get(2)?,
+            role: row.get(3)?,
+            agent: row.get(4)?,
+            provider: row.get(5)?,
+            model: row.get(6)?,
+            finish_reason: row.get(7)?,
+            is_summary: row.get(8)?,
+            input_tokens: row.get(9)?,
+            output_tokens: row.get(10)?,
+            cache_read_tokens: row.get(11)?,
+            cache_write_tokens: row.get(12)?,
+            reasoning_tokens: row.get(13)?,
+            cost_usd: row.get(14)?,
+            error: row.get(15)?,
+            created_at: row.get(16)?,
+            updated_at: row.get(17)?,
+            finished_at: row.get(18)?,
+        })
+    })
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -1918,7 +1951,23 @@ SET input_tokens = input_tokens + ?1,
     reasoning_tokens = reasoning_tokens + ?5,
     cost_usd = cost_usd + ?6,
     updated_at = ?7
-WHERE id = ?8";
+WHERE id = ?8
+RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    reasoning_tokens, cost_usd, updated_at";
+
+/// A row returned by [`add_message_usage`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddMessageUsageRow {
+    pub id: String,
+    pub session_id: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub cost_usd: f64,
+    pub updated_at: i64,
+}
 
 /// Parameters of [`add_message_usage`].
 #[derive(Debug, Clone, Copy)]
@@ -1933,13 +1982,15 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
+/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
 ///
-/// Adds a step's usage to the message atomically.
+/// Adds a step's usage to the message atomically; returns the totals after it.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_message_usage(
     conn: &rusqlite::Connection,
     params: &AddMessageUsageParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<AddMessageUsageRow> {
     let mut stmt = conn.prepare_cached(ADD_MESSAGE_USAGE_SQL)?;
     let values = rusqlite::params![
         params.input_tokens,
@@ -1951,13 +2002,25 @@ pub fn add_message_usage(
         params.now,
         params.id
     ];
-    stmt.execute(values)
+    stmt.query_row(values, |row| {
+        Ok(AddMessageUsageRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+            cost_usd: row.get(7)?,
+            updated_at: row.get(8)?,
+        })
+    })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1965,10 +2028,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2176,10 +2239,115 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:36).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = ?1";
+
+/// A row returned by [`get_part_place`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPartPlaceRow {
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
+}
+
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+///
+/// Where a part sits, without its content: what a changed part's event needs besides the
+/// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+/// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+/// on every streamed flush.)
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<GetPartPlaceRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_PLACE_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartPlaceRow {
+            message_id: row.get(0)?,
+            session_id: row.get(1)?,
+            position: row.get(2)?,
+            created_at: row.get(3)?,
+        })
+    })
+}
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+pub const GET_PART_CONTENT_SQL: &str =
+    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = ?1";
+
+/// A row returned by [`get_part_content`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPartContentRow {
+    pub r#type: String,
+    pub data: String,
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
+}
+
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+///
+/// A part's type and JSON (to check a tool part's change against it), and where it sits.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_part_content(
+    conn: &rusqlite::Connection,
+    id: &str,
+) -> rusqlite::Result<GetPartContentRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_CONTENT_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartContentRow {
+            r#type: row.get(0)?,
+            data: row.get(1)?,
+            message_id: row.get(2)?,
+            session_id: row.get(3)?,
+            position: row.get(4)?,
+            created_at: row.get(5)?,
+        })
+    })
+}
+
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+pub const NEXT_PART_POSITION_SQL: &str =
+    "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
+FROM parts
+WHERE message_id = ?1";
+
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+///
+/// The position after a message's last part (0 for none).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<i64> {
+    let mut stmt = conn.prepare_cached(NEXT_PART_POSITION_SQL)?;
+    stmt.query_row([message_id], |row| row.get(0))
+}
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
+pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
+WHERE message_id = ?1 AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1";
+
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
+///
+/// The message's finish part, if it has one (the last, should there be several).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_last_finish_part_id(
+    conn: &rusqlite::Connection,
+    message_id: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare_cached(GET_LAST_FINISH_PART_ID_SQL)?;
+    stmt.query_row([message_id], |row| row.get(0))
+}
+
+/// SQL of `DeletePart` (sql/queries/parts.sql:60).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -4432,10 +4600,11 @@ pub trait ReadQueries {
     ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
 
     /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
-    /// Every part of a session in message order then part order, without the computed
+    /// Every part of a session in the order they were written (seq), without the computed
     /// search_text (loading a conversation must not re-extract every part's text). Driven by
-    /// messages_session_created, so rows come out in message order and only each message's
-    /// few parts are sorted.
+    /// parts_session alone: one index step and one row per part, no seek per message and no
+    /// sort; the caller puts each part under its message (seq order is message order and part
+    /// order, except for a part added to an older message later).
     fn list_session_part_data(
         &mut self,
         session_id: &str,
@@ -4500,6 +4669,26 @@ pub trait ReadQueries {
     /// Every part of a session, in message order then part order: one query loads a whole
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
+
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+    /// Where a part sits, without its content: what a changed part's event needs besides the
+    /// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+    /// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+    /// on every streamed flush.)
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
+
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+    /// A part's type and JSON (to check a tool part's change against it), and where it sits.
+    fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
+
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+    /// The position after a message's last part (0 for none).
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
+
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
+    /// The message's finish part, if it has one (the last, should there be several).
+    fn get_last_finish_part_id(&mut self, message_id: &str)
+    -> Result<Option<String>, crate::Error>;
 
     /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
     /// The sources of the session list's filter, most used first (the sessions_source index
@@ -4737,21 +4926,25 @@ pub trait Queries: ReadQueries {
     /// Everything about a message except its session, role and creation time.
     fn update_message(&mut self, params: &UpdateMessageParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
-    fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error>;
+    /// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+    /// Ends a message; returns it as it is now.
+    fn finish_message(
+        &mut self,
+        params: &FinishMessageParams<'_>,
+    ) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
-    /// Adds a step's usage to the message atomically.
+    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
+    /// Adds a step's usage to the message atomically; returns the totals after it.
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error>;
+    ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -4766,7 +4959,7 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
@@ -5167,6 +5360,29 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error> {
+        sqlgen_optional(get_part_place(self.conn, id))
+    }
+
+    #[inline]
+    fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error> {
+        sqlgen_optional(get_part_content(self.conn, id))
+    }
+
+    #[inline]
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error> {
+        sqlgen_optional(next_part_position(self.conn, message_id))
+    }
+
+    #[inline]
+    fn get_last_finish_part_id(
+        &mut self,
+        message_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        sqlgen_optional(get_last_finish_part_id(self.conn, message_id))
+    }
+
+    #[inline]
     fn list_source_choices(
         &mut self,
         limit: i64,
@@ -5435,16 +5651,19 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error> {
-        finish_message(self.conn, params).map_err(crate::Error::from)
+    fn finish_message(
+        &mut self,
+        params: &FinishMessageParams<'_>,
+    ) -> Result<Option<MessageRow>, crate::Error> {
+        sqlgen_optional(finish_message(self.conn, params))
     }
 
     #[inline]
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        add_message_usage(self.conn, params).map_err(crate::Error::from)
+    ) -> Result<Option<AddMessageUsageRow>, crate::Error> {
+        sqlgen_optional(add_message_usage(self.conn, params))
     }
 
     #[inline]
