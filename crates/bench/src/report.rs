@@ -523,7 +523,12 @@ impl Report {
                     st.flushes
                 ),
                 format!("{} / {}", millis(st.streamed_ms), millis(st.once_ms)),
-                "",
+                format!(
+                    "{} / {} ({:.1}x)",
+                    millis(st.limit_streamed_ms),
+                    millis(st.limit_once_ms),
+                    ratio(st.limit_streamed_ms, st.limit_once_ms)
+                ),
                 Some(stream_ratio),
                 "",
                 "<= 3x once",

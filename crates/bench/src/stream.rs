@@ -2,7 +2,8 @@
 //! message through `ReplyWriter` in 100 deltas with a zero flush interval (so each delta is
 //! one write: 100 flushes of the growing text part), then the message is finished; the
 //! other side appends the finished reply in one `create` and finishes the message. Both
-//! end when the search indexes hold the reply.
+//! end when the search indexes hold the reply. The limit does the same in its own schema
+//! ([`limit::stream`]): what one durable write per flush costs with nothing on top.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::Result;
 use crate::append::fresh_db;
 use crate::data::Gen;
+use crate::limit;
 use crate::stats::{median, ms};
 
 /// Flushes of the streamed reply.
@@ -40,6 +42,10 @@ pub struct StreamResult {
     pub streamed_ms: f64,
     /// Appended once, median.
     pub once_ms: f64,
+    /// The limit ([`crate::limit`]): the same pieces, one autocommit write each, median.
+    pub limit_streamed_ms: f64,
+    /// The limit: the finished reply appended once, median.
+    pub limit_once_ms: f64,
 }
 
 /// `text` cut into `n` pieces on character boundaries.
@@ -57,6 +63,9 @@ pub fn run(dir: &Path, seed: u64, rounds: usize) -> Result<StreamResult> {
     let svc = MessageService::new(Arc::clone(&db));
     let mut g = Gen::new(seed ^ 0x57);
     let (mut streamed, mut once) = (Vec::new(), Vec::new());
+    let limit = limit::open(&dir.join("stream-limit.db"), Duration::from_secs(5))?;
+    let limit_session = limit::create_session(&limit, "stream")?;
+    let (mut limit_streamed, mut limit_once) = (Vec::new(), Vec::new());
     for i in 0..rounds {
         let text = g.text(REPLY_BYTES, REPLY_BYTES);
         let deltas = pieces(&text, FLUSHES);
@@ -114,6 +123,16 @@ pub fn run(dir: &Path, seed: u64, rounds: usize) -> Result<StreamResult> {
             once.push(append()?);
             streamed.push(stream()?);
         }
+        let t = Instant::now();
+        limit::stream(&limit, &limit_session, &deltas)?;
+        limit_streamed.push(t.elapsed());
+        let t = Instant::now();
+        limit::append(
+            &limit,
+            &limit_session,
+            &(Role::Assistant, vec![Part::text(text.clone())]),
+        )?;
+        limit_once.push(t.elapsed());
     }
     Ok(StreamResult {
         rounds,
@@ -121,5 +140,7 @@ pub fn run(dir: &Path, seed: u64, rounds: usize) -> Result<StreamResult> {
         bytes: REPLY_BYTES,
         streamed_ms: ms(median(&streamed)),
         once_ms: ms(median(&once)),
+        limit_streamed_ms: ms(median(&limit_streamed)),
+        limit_once_ms: ms(median(&limit_once)),
     })
 }

@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, file, int_of, message, reasoning, settled,
-    stored_part, str_of, text, tool, walk,
+    FileReport, Importer, JsonLines, Unit, content_text, file, int_of, message, read_json_lines,
+    reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -154,13 +154,7 @@ impl Importer for ClaudeCode {
     }
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
-        let chunk = crate::reader::read_from(unit.path, unit.resume.offset, unit.resume.lines)?;
-        let mut carry: Carry = unit
-            .resume
-            .carry
-            .clone()
-            .and_then(|c| serde_json::from_value(c).ok())
-            .unwrap_or_default();
+        let mut carry: Carry = resumed_carry(unit);
         if carry.session.is_none() {
             carry.session = Some(head_for(unit.path));
         }
@@ -178,27 +172,20 @@ impl Importer for ClaudeCode {
             agents: None,
             current: String::new(),
         };
-        for line in chunk.lines() {
-            let value: Value = match serde_json::from_str(line.text) {
-                Ok(v) => v,
-                Err(err) => {
-                    reader
-                        .report
-                        .malformed(unit.path, Some(line.number), err.to_string());
-                    continue;
-                }
-            };
-            reader.line = line.number;
-            reader.line(&value);
-        }
+        let chunk = read_json_lines(unit, &mut reader)?;
         reader.close_open(false);
-        let (offset, lines) = chunk.end();
-        let carry = reader.finish();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: serde_json::to_value(carry).ok(),
-        })
+        Ok(resume_after(&chunk, &reader.finish()))
+    }
+}
+
+impl JsonLines for Reader<'_> {
+    fn report(&mut self) -> &mut FileReport {
+        self.report
+    }
+
+    fn read_line(&mut self, number: u64, value: &Value) {
+        self.line = number;
+        self.line(value);
     }
 }
 

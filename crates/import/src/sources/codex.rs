@@ -37,8 +37,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, int_of, message, reasoning, settled, stored_part,
-    str_of, text, tool, walk,
+    FileReport, Importer, JsonLines, Unit, content_text, int_of, message, read_json_lines,
+    reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -163,13 +163,7 @@ impl Importer for Codex {
     }
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
-        let chunk = crate::reader::read_from(unit.path, unit.resume.offset, unit.resume.lines)?;
-        let mut carry: Carry = unit
-            .resume
-            .carry
-            .clone()
-            .and_then(|c| serde_json::from_value(c).ok())
-            .unwrap_or_default();
+        let mut carry: Carry = resumed_carry(unit);
         if carry.head.id.is_empty() {
             carry.head.id = id_from_name(unit.path);
         }
@@ -183,26 +177,20 @@ impl Importer for Codex {
             emitted: BTreeMap::new(),
             line: 0,
         };
-        for line in chunk.lines() {
-            let value: Value = match serde_json::from_str(line.text) {
-                Ok(v) => v,
-                Err(err) => {
-                    r.report
-                        .malformed(unit.path, Some(line.number), err.to_string());
-                    continue;
-                }
-            };
-            r.line = line.number;
-            r.record(&value);
-        }
+        let chunk = read_json_lines(unit, &mut r)?;
         r.flush_open();
-        let (offset, lines) = chunk.end();
-        let carry = r.finish();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: serde_json::to_value(carry).ok(),
-        })
+        Ok(resume_after(&chunk, &r.finish()))
+    }
+}
+
+impl JsonLines for Reader<'_> {
+    fn report(&mut self) -> &mut FileReport {
+        self.report
+    }
+
+    fn read_line(&mut self, number: u64, value: &Value) {
+        self.line = number;
+        self.record(value);
     }
 }
 

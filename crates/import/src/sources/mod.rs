@@ -20,6 +20,56 @@ use crate::error::{ImportError, Result};
 use crate::record::{Batch, Resume};
 use crate::sink::Sink;
 
+/// A reader of JSON Lines history (Claude Code, Codex): what [`read_json_lines`] feeds.
+pub(crate) trait JsonLines {
+    /// The report a line that is not JSON goes to.
+    fn report(&mut self) -> &mut FileReport;
+    /// One record, read from 1-based line `number`.
+    fn read_line(&mut self, number: u64, value: &serde_json::Value);
+}
+
+/// The state a JSON Lines reader carried over from the last import of `unit`'s file, or a
+/// fresh one (a carry this build cannot read starts afresh, as a first import would).
+pub(crate) fn resumed_carry<C: serde::de::DeserializeOwned + Default>(unit: &Unit<'_>) -> C {
+    unit.resume
+        .carry
+        .clone()
+        .and_then(|c| serde_json::from_value(c).ok())
+        .unwrap_or_default()
+}
+
+/// Feeds every complete line of `unit`'s file after where the last import stopped to
+/// `reader`; a line that is not JSON is reported malformed and skipped, the rest of the
+/// file still read.
+pub(crate) fn read_json_lines(
+    unit: &Unit<'_>,
+    reader: &mut impl JsonLines,
+) -> Result<crate::reader::Chunk> {
+    let chunk = crate::reader::read_from(unit.path, unit.resume.offset, unit.resume.lines)?;
+    for line in chunk.lines() {
+        match serde_json::from_str(line.text) {
+            Ok(value) => reader.read_line(line.number, &value),
+            Err(err) => {
+                reader
+                    .report()
+                    .malformed(unit.path, Some(line.number), err.to_string());
+            }
+        }
+    }
+    Ok(chunk)
+}
+
+/// Where the next import of a JSON Lines file goes on: after the complete lines of
+/// `chunk`, with the reader's `carry`.
+pub(crate) fn resume_after(chunk: &crate::reader::Chunk, carry: &impl serde::Serialize) -> Resume {
+    let (offset, lines) = chunk.end();
+    Resume {
+        offset,
+        lines,
+        carry: serde_json::to_value(carry).ok(),
+    }
+}
+
 /// A line or record that could not be read; the rest of its file was still imported.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Malformed {
