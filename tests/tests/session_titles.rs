@@ -1,5 +1,6 @@
 //! Titles: the normalization table, the length limit, uniqueness, and lineage numbering
 //! (`t`, `t #2` …) where `_` and `%` are literal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "session_common/mod.rs"]
 mod common;
