@@ -44,15 +44,15 @@ WHERE message_id IN (sqlc.slice(message_ids)) AND search_text IS NOT NULL
 ORDER BY message_id, position;
 
 -- name: ListSessionPartData :many
--- Every part of a session in message order then part order, without the computed
+-- Every part of a session in the order they were written (seq), without the computed
 -- search_text (loading a conversation must not re-extract every part's text). Driven by
--- messages_session_created, so rows come out in message order and only each message's
--- few parts are sorted.
-SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = @session_id
-ORDER BY m.created_at, m.id, p.position;
+-- parts_session alone: one index step and one row per part, no seek per message and no
+-- sort; the caller puts each part under its message (seq order is message order and part
+-- order, except for a part added to an older message later).
+SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = @session_id
+ORDER BY seq;
 
 -- name: ListPartDataByMessageIds :many
 -- The parts of the given messages, without the computed search_text.

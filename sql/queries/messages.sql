@@ -69,13 +69,15 @@ SET parent_id = @parent_id,
     updated_at = @now
 WHERE id = @id;
 
--- name: FinishMessage :execrows
+-- name: FinishMessage :one
+-- Ends a message; returns it as it is now.
 UPDATE messages
 SET finish_reason = @finish_reason, finished_at = @now, updated_at = @now
-WHERE id = @id;
+WHERE id = @id
+RETURNING *;
 
--- name: AddMessageUsage :execrows
--- Adds a step's usage to the message atomically.
+-- name: AddMessageUsage :one
+-- Adds a step's usage to the message atomically; returns the totals after it.
 UPDATE messages
 SET input_tokens = input_tokens + @input_tokens,
     output_tokens = output_tokens + @output_tokens,
@@ -84,7 +86,9 @@ SET input_tokens = input_tokens + @input_tokens,
     reasoning_tokens = reasoning_tokens + @reasoning_tokens,
     cost_usd = cost_usd + @cost_usd,
     updated_at = @now
-WHERE id = @id;
+WHERE id = @id
+RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    reasoning_tokens, cost_usd, updated_at;
 
 -- name: DeleteMessage :execrows
 -- Its parts go with it (cascade).

@@ -33,5 +33,29 @@ ORDER BY m.created_at, m.id, p.position;
 -- Replaces one part's content (e.g. a tool moving from running to completed).
 UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 
+-- name: GetPartPlace :one
+-- Where a part sits, without its content: what a changed part's event needs besides the
+-- content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+-- row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+-- on every streamed flush.)
+SELECT message_id, session_id, position, created_at FROM parts WHERE id = @id;
+
+-- name: GetPartContent :one
+-- A part's type and JSON (to check a tool part's change against it), and where it sits.
+SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = @id;
+
+-- name: NextPartPosition :one
+-- The position after a message's last part (0 for none).
+SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS "position!: i64"
+FROM parts
+WHERE message_id = @message_id;
+
+-- name: GetLastFinishPartId :one
+-- The message's finish part, if it has one (the last, should there be several).
+SELECT id FROM parts
+WHERE message_id = @message_id AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1;
+
 -- name: DeletePart :execrows
 DELETE FROM parts WHERE id = @id;

@@ -612,17 +612,22 @@ fn consistency_checker_notices_index_drift() {
     let session = create_session(&db, None).unwrap();
     for i in 0..20 {
         messages
-            .create(user_message(&session, &format!("drift check {i}")))
+            .create(user_message(&session, &format!("drift check {i} 漂移检查")))
             .unwrap();
     }
     assert_eq!(consistency_problems(&db).unwrap(), Vec::<String>::new());
-    for index in ["parts_fts", "parts_fts_trigram"] {
+    // Each index's rows come from its content view (the trigram index holds the text with
+    // CJK characters).
+    for (index, view) in [
+        ("parts_fts", "parts_search"),
+        ("parts_fts_trigram", "parts_search_trigram"),
+    ] {
         db.write(|tx| -> scribe_db::Result<_> {
             let tx = tx.conn();
             tx.execute(
                 &format!(
                     "INSERT INTO {index} ({index}, rowid, search_text)
-                     SELECT 'delete', seq, search_text FROM parts ORDER BY seq LIMIT 1"
+                     SELECT 'delete', seq, search_text FROM {view} ORDER BY seq LIMIT 1"
                 ),
                 [],
             )?;

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use scribe_db::Tx;
-use scribe_message::{Message, Part, Role, StepFinishPart, StoredPart, TokenUsage, store};
+use scribe_message::{MessageUsage, Part, Role, StepFinishPart, StoredPart, TokenUsage, store};
 use scribe_pubsub::Broker;
 use scribe_session::{RollUp, Session, Store, UsageDelta};
 
@@ -38,10 +38,9 @@ pub struct UsageRecord {
     pub cost_usd: f64,
     /// The session after the change (its totals include this call).
     pub session: Session,
-    /// The assistant message as read back after the commit (`None` when none
-    /// was named, or it could not be read back, e.g. a corrupt part row: the
-    /// charge itself does not depend on decoding its parts).
-    pub message: Option<Message>,
+    /// The assistant message's usage totals after the charge (`None` when none
+    /// was named). Its parts are not read: a charge never depends on them.
+    pub message: Option<MessageUsage>,
 }
 
 /// What [`UsageTracker::finish_task_session`] did.
@@ -190,11 +189,12 @@ impl UsageTracker {
         }
         let session = self.store.sessions().add_usage_tx(tx, session_id, delta)?;
         let message = match assistant_message_id {
-            Some(id) => {
-                self.store
-                    .messages()
-                    .add_usage_tx(tx, id, &delta.tokens, delta.cost_usd)?
-            }
+            Some(id) => Some(self.store.messages().add_usage_tx(
+                tx,
+                id,
+                &delta.tokens,
+                delta.cost_usd,
+            )?),
             None => None,
         };
         let record = UsageRecord {

@@ -1,7 +1,8 @@
 //! Appending messages, one transaction each: `MessageService::create` (the real path:
 //! ids, part encoding, session check, the generated statements, `Database::write`'s
-//! retrying `BEGIN IMMEDIATE`, the `created` event to a subscriber) against a raw
-//! rusqlite loop running the same statements with the same pragmas.
+//! retrying `BEGIN IMMEDIATE`, the `created` event to a subscriber, the background search
+//! indexer) against the limit ([`crate::limit`]) and against a raw rusqlite loop running
+//! Scribe's own statements with the same pragmas (the same design without the library).
 //!
 //! The raw SQL is written out by hand and checked equal to the generated `*_SQL`
 //! constants ([`check_raw_sql`]), so both sides run exactly the same statements. The raw
@@ -153,87 +154,135 @@ pub fn raw_append(conn: &mut Connection, session: &str, draft: &Draft) -> Result
     Ok(())
 }
 
-/// Rates of both sides, in messages per second.
+/// `count` messages of one text part each (assistant replies of 200–2,000 bytes, about
+/// 1.1 KB): "the commit of one message with one text part" of issue 14.
+pub fn one_text_drafts(seed: u64, count: usize) -> Vec<Draft> {
+    let mut g = Gen::new(seed);
+    (0..count)
+        .map(|_| (Role::Assistant, vec![Part::text(g.text(200, 2_000))]))
+        .collect()
+}
+
+/// Appending, one message per transaction, on three sides: Scribe, the limit and the same
+/// design in raw rusqlite. Rates in messages per second, latencies in ms.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct AppendResult {
     /// Messages appended by each side.
     pub messages: usize,
-    /// Parts those messages hold.
-    pub parts: usize,
     /// Messages per timed chunk (the sides alternate chunk by chunk).
     pub chunk: usize,
-    /// `MessageService::create`.
+    /// `MessageService::create` (the background indexer running beside it).
     pub scribe_per_s: f64,
-    /// Raw rusqlite loop.
+    /// Scribe's appends plus indexing them until no part waits, over the whole run.
+    pub scribe_sustained_per_s: f64,
+    /// The limit ([`crate::limit`]).
+    pub limit_per_s: f64,
+    /// Scribe's statements in a raw rusqlite loop (the same schema and triggers).
     pub raw_per_s: f64,
-    /// Median over chunks of the per-chunk rate ratio Scribe / raw.
-    pub median_chunk_ratio: f64,
+    /// 99th percentile of one append, Scribe.
+    pub scribe_p99_ms: f64,
+    /// 99th percentile of one append, the limit.
+    pub limit_p99_ms: f64,
+    /// 99th percentile of one append, raw.
+    pub raw_p99_ms: f64,
+    /// Longest append, Scribe.
+    pub scribe_max_ms: f64,
+    /// Longest append, the limit.
+    pub limit_max_ms: f64,
 }
 
-/// Appends the same `count` messages on each side, each to its own fresh file.
+/// Appends the same `count` one-text-part messages on each side, each to its own fresh
+/// file.
 ///
-/// The sides alternate in chunks of `chunk` messages (which goes first alternates too) and
-/// each side's rate is its messages over the sum of its chunks' times, so both live
+/// The sides alternate in chunks of `chunk` messages (which goes first rotates too) and
+/// each side's rate is its messages over the sum of its chunks' times, so all three live
 /// through the same background load: on a shared machine, running one side after the
-/// other measures the neighbours as much as the code.
+/// other measures the neighbours as much as the code. After each Scribe chunk the queue
+/// is drained (timed separately, for the sustained rate), so no indexing runs while
+/// another side is timed.
 pub fn run(dir: &Path, seed: u64, count: usize, chunk: usize) -> Result<AppendResult> {
     check_raw_sql()?;
-    let work = drafts(seed, count);
+    let work = one_text_drafts(seed, count);
     let parts = work.iter().map(|(_, p)| p.len()).sum();
     let scribe_path = dir.join("append-scribe.db");
     let raw_path = dir.join("append-raw.db");
+    let limit_path = dir.join("append-limit.db");
     let scribe_session = fresh_db(&scribe_path, "append")?;
     let raw_session = fresh_db(&raw_path, "append")?;
-    let svc = MessageService::new(Arc::new(Database::open(&scribe_path)?));
+    let db = Arc::new(Database::open(&scribe_path)?);
+    let svc = MessageService::new(Arc::clone(&db));
     // A listener, as a UI would have; drained as it goes.
     let events = svc.subscribe();
     let mut conn = raw_connection(&raw_path, Options::default().busy_timeout)?;
-    let (mut scribe_time, mut raw_time) = (Duration::ZERO, Duration::ZERO);
-    let mut chunk_ratios = Vec::new();
+    let limit = crate::limit::open(&limit_path, Duration::from_secs(5))?;
+    let limit_session = crate::limit::create_session(&limit, "append")?;
+    let (mut scribe_time, mut drain_time, mut raw_time, mut limit_time) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
+    let (mut scribe_lat, mut raw_lat, mut limit_lat) = (Vec::new(), Vec::new(), Vec::new());
     let chunk = chunk.max(1);
     for (i, drafts) in work.chunks(chunk).enumerate() {
-        let scribe = || -> Result<Duration> {
-            let owned = drafts.to_vec();
-            let started = Instant::now();
-            for draft in owned {
-                scribe_append(&svc, &scribe_session, draft)?;
-                for event in events.try_iter() {
-                    let _ = std::hint::black_box(event);
+        for side in 0..3 {
+            match (i + side) % 3 {
+                0 => {
+                    let started = Instant::now();
+                    for draft in drafts.iter().cloned() {
+                        let t = Instant::now();
+                        scribe_append(&svc, &scribe_session, draft)?;
+                        scribe_lat.push(t.elapsed());
+                        for event in events.try_iter() {
+                            let _ = std::hint::black_box(event);
+                        }
+                    }
+                    scribe_time += started.elapsed();
+                    let started = Instant::now();
+                    db.index_pending()?;
+                    drain_time += started.elapsed();
+                }
+                1 => {
+                    let started = Instant::now();
+                    for draft in drafts {
+                        let t = Instant::now();
+                        crate::limit::append(&limit, &limit_session, draft)?;
+                        limit_lat.push(t.elapsed());
+                    }
+                    limit_time += started.elapsed();
+                }
+                _ => {
+                    let started = Instant::now();
+                    for draft in drafts {
+                        let t = Instant::now();
+                        raw_append(&mut conn, &raw_session, draft)?;
+                        raw_lat.push(t.elapsed());
+                    }
+                    raw_time += started.elapsed();
                 }
             }
-            Ok(started.elapsed())
-        };
-        let mut raw = || -> Result<Duration> {
-            let started = Instant::now();
-            for draft in drafts {
-                raw_append(&mut conn, &raw_session, draft)?;
-            }
-            Ok(started.elapsed())
-        };
-        let (s, r) = if i % 2 == 0 {
-            let r = raw()?;
-            (scribe()?, r)
-        } else {
-            let s = scribe()?;
-            (s, raw()?)
-        };
-        scribe_time += s;
-        raw_time += r;
-        chunk_ratios.push(r.as_secs_f64() / s.as_secs_f64().max(1e-9));
+        }
     }
+    drop(svc);
+    drop(db);
     verify(&scribe_path, count, parts)?;
     verify(&raw_path, count, parts)?;
-    chunk_ratios.sort_by(f64::total_cmp);
+    if crate::limit::count(&limit)? != count {
+        return Err("the limit did not store every message".into());
+    }
+    use crate::stats::{max, ms, percentile, rate};
     Ok(AppendResult {
         messages: count,
-        parts,
         chunk,
-        scribe_per_s: crate::stats::rate(count, scribe_time),
-        raw_per_s: crate::stats::rate(count, raw_time),
-        median_chunk_ratio: chunk_ratios
-            .get(chunk_ratios.len() / 2)
-            .copied()
-            .unwrap_or(f64::NAN),
+        scribe_per_s: rate(count, scribe_time),
+        scribe_sustained_per_s: rate(count, scribe_time + drain_time),
+        limit_per_s: rate(count, limit_time),
+        raw_per_s: rate(count, raw_time),
+        scribe_p99_ms: ms(percentile(&scribe_lat, 0.99)),
+        limit_p99_ms: ms(percentile(&limit_lat, 0.99)),
+        raw_p99_ms: ms(percentile(&raw_lat, 0.99)),
+        scribe_max_ms: ms(max(&scribe_lat)),
+        limit_max_ms: ms(max(&limit_lat)),
     })
 }
 

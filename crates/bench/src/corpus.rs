@@ -44,6 +44,10 @@ pub struct Shape {
 pub struct Corpus {
     /// The file.
     pub path: PathBuf,
+    /// The same messages in the limit's schema ([`crate::limit`]).
+    pub limit_path: PathBuf,
+    /// The load session's id in the limit's file.
+    pub limit_load_session: String,
     /// The database.
     pub db: Arc<Database>,
     /// The session loaded whole.
@@ -62,8 +66,9 @@ pub struct Corpus {
     pub build_time: Duration,
 }
 
-/// Builds the corpus at `path`.
-pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
+/// Builds the corpus at `path`, and the same messages in the limit's schema at
+/// `limit_path`.
+pub fn build(path: &Path, limit_path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
     let started = Instant::now();
     let db = Arc::new(Database::open(path)?);
     let sessions = SessionService::new(Arc::clone(&db));
@@ -79,6 +84,11 @@ pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
                 .id)
         })
         .collect::<Result<Vec<String>>>()?;
+    let limit = crate::limit::open(limit_path, std::time::Duration::from_secs(5))?;
+    let limit_ids = (0..ids.len())
+        .map(|i| crate::limit::create_session(&limit, &format!("bench session {i}")))
+        .collect::<Result<Vec<String>>>()?;
+    let mut limit_batch: Vec<(usize, crate::append::Draft, i64)> = Vec::with_capacity(1_000);
 
     // Which session each message goes to, shuffled so sessions interleave in time.
     let fixed = [
@@ -122,6 +132,7 @@ pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
             ];
         }
         let role = if summary { Role::Assistant } else { role };
+        limit_batch.push((s, (role, content.clone()), time));
         let msg = message(&ids[s], role, content, time, summary);
         if summary {
             summaries[s - 1] = Some(msg.id.clone());
@@ -139,6 +150,11 @@ pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
                 Ok(())
             })?;
             batch.clear();
+            let tx = limit.unchecked_transaction()?;
+            for (s, draft, time) in limit_batch.drain(..) {
+                crate::limit::append_at(&tx, &limit_ids[s], &draft, time)?;
+            }
+            tx.commit()?;
         }
     }
     for (i, summary) in summaries.into_iter().enumerate() {
@@ -147,10 +163,19 @@ pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
             s.summary_message_id = Some(summary.clone());
         })?;
     }
-    let conn = rusqlite::Connection::open(path)?;
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    // Both search indexes complete, as the limit's is, before anything is measured.
+    db.index_pending_with(scribe_db::IndexBatch {
+        max_parts: 20_000,
+        max_time: std::time::Duration::from_secs(1),
+    })?;
+    for file in [path, limit_path] {
+        let conn = rusqlite::Connection::open(file)?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    }
     Ok(Corpus {
         path: path.to_owned(),
+        limit_path: limit_path.to_owned(),
+        limit_load_session: limit_ids[0].clone(),
         db,
         load_session: ids[0].clone(),
         long_session: ids[1].clone(),
@@ -163,7 +188,13 @@ pub fn build(path: &Path, shape: Shape, seed: u64) -> Result<Corpus> {
 }
 
 /// A finished message as stored by an agent: ids, times, usage of assistant turns.
-fn message(session: &str, role: Role, content: Vec<Part>, time: i64, is_summary: bool) -> Message {
+pub fn message(
+    session: &str,
+    role: Role,
+    content: Vec<Part>,
+    time: i64,
+    is_summary: bool,
+) -> Message {
     let assistant = role == Role::Assistant;
     let parts = content
         .into_iter()

@@ -2,9 +2,9 @@
 //! importer's fixtures (one API response split over two lines with streaming usage, tool
 //! calls answered on their own lines, Codex `token_count` events re-emitted with unchanged
 //! totals, injected context), imported end to end into an empty database
-//! (`scribe_import::import`: discovery, parsing, pricing, batched writes, search indexes
-//! kept by the triggers); then imported again unchanged, which must cost one `stat` per
-//! file and read nothing.
+//! (`scribe_import::import`: discovery, parsing, pricing, batched writes, then both search
+//! indexes built in bulk by the store sink); then imported again unchanged, which must
+//! cost one `stat` per file and read nothing.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -44,9 +44,6 @@ pub struct ImportResult {
     pub rerun_files_read: u64,
     /// Microseconds per file of the second import.
     pub rerun_us_per_file: f64,
-    /// The same import into a database whose search-index insert trigger was dropped:
-    /// what the import costs once indexing is built in bulk off the write path (issue 14).
-    pub unindexed_per_s: f64,
 }
 
 /// Generates about `messages` messages of history under `dir` and imports them into a new
@@ -69,14 +66,6 @@ pub fn run(dir: &Path, messages: usize, seed: u64) -> Result<ImportResult> {
         files += 1;
     }
     let options = Options::default();
-    // Without the search index (the ceiling of a bulk index path), then as shipped.
-    let bare = Arc::new(Database::open(dir.join("import-unindexed.db"))?);
-    bare.write(|tx| -> std::result::Result<(), scribe_db::Error> {
-        tx.conn()
-            .execute_batch("DROP TRIGGER parts_search_insert")?;
-        Ok(())
-    })?;
-    let (bare_stored, bare_time) = import_all(&bare, &root, &options)?;
     let db = Arc::new(Database::open(dir.join("import.db"))?);
     let mut sink = StoreSink::new(Store::new(Arc::clone(&db)));
     let (stored, elapsed) = import_all(&db, &root, &options)?;
@@ -103,7 +92,6 @@ pub fn run(dir: &Path, messages: usize, seed: u64) -> Result<ImportResult> {
         rerun_ms: ms(rerun),
         rerun_files_read: reread,
         rerun_us_per_file: ms(rerun) * 1000.0 / files.max(1) as f64,
-        unindexed_per_s: rate(usize::try_from(bare_stored)?, bare_time),
     })
 }
 

@@ -1,9 +1,12 @@
-//! scribe-bench: Scribe's benchmark report. Measures, in one run and against raw rusqlite
-//! baselines on the same machine: appends, several writer processes on one file, search,
-//! loading a session, `context()` after a summary, export/import, history import (Claude
-//! Code and Codex files), and the file's bytes
-//! per message; prints one table (or, with `--json`, the same figures as one JSON
-//! document).
+//! scribe-bench: Scribe's benchmark report. Measures, in one run on the same machine,
+//! Scribe against two baselines: the limit (the simplest raw rusqlite program that stores
+//! the same conversations with word search, [`limit`]), which every target is a ratio
+//! against, and the same design as Scribe's in raw rusqlite (its own statements without
+//! the library). Appends, sustained appends with the search indexes caught up, commit to
+//! searchable, a streamed reply, several writer processes on one file, search, loading a
+//! session, the file's bytes per message, Scribe's own import into an empty database and
+//! export, history import (Claude Code and Codex files), `context()` after a summary, and the web viewer's requests at size;
+//! prints one table (or, with `--json`, the same figures as one JSON document).
 //!
 //! ```text
 //! cargo run --release -p scribe-bench [-- --quick] [--json] [--seed N]
@@ -22,10 +25,14 @@ mod compaction;
 mod corpus;
 mod data;
 mod import;
+mod latency;
+mod limit;
 mod reads;
 mod report;
 mod stats;
+mod stream;
 mod transfer;
+mod web;
 mod writers;
 
 use std::path::PathBuf;
@@ -58,9 +65,6 @@ struct Cli {
     /// Seed of the generated content.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Run the compaction report (a scripted session under each strategy) instead.
-    #[arg(long)]
-    compaction: bool,
     /// Run as a writer process of the multi-process benchmark (internal).
     #[arg(long, hide = true, requires_all = ["db", "session", "count"])]
     writer: bool,
@@ -76,9 +80,22 @@ struct Cli {
     /// Writer: raw rusqlite with SQLite's busy handler only.
     #[arg(long, hide = true)]
     raw: bool,
+    /// Run the compaction report (a scripted session under each strategy) instead.
+    #[arg(long)]
+    compaction: bool,
+    /// Run only this part (append, latency, stream, writers, reads, transfer, import) and print its
+    /// figures as JSON: for profiling one thing at a time.
+    #[arg(long, value_name = "PART")]
+    only: Option<String>,
+    /// Work in this directory (kept afterwards) instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
     /// Writer: Scribe with its previous default waits (for contrast).
     #[arg(long, hide = true, conflicts_with = "raw")]
     previous_defaults: bool,
+    /// Writer: the limit (autocommit INSERTs into its own schema).
+    #[arg(long, hide = true, conflicts_with_all = ["raw", "previous_defaults"])]
+    limit: bool,
 }
 
 fn main() {
@@ -86,9 +103,10 @@ fn main() {
     let outcome = if cli.writer {
         match (&cli.db, &cli.session, cli.count) {
             (Some(db), Some(session), Some(count)) => {
-                let mode = match (cli.raw, cli.previous_defaults) {
-                    (true, _) => writers::Mode::Raw,
-                    (_, true) => writers::Mode::ScribePrevious,
+                let mode = match (cli.raw, cli.previous_defaults, cli.limit) {
+                    (true, _, _) => writers::Mode::Raw,
+                    (_, true, _) => writers::Mode::ScribePrevious,
+                    (_, _, true) => writers::Mode::Limit,
                     _ => writers::Mode::Scribe,
                 };
                 writers::child(db, session, count, cli.seed, mode)
@@ -108,6 +126,62 @@ fn progress(what: &str) {
     eprintln!("[scribe-bench] {what}");
 }
 
+/// `--only PART`: one part of the report, its figures as JSON.
+fn only(part: &str, dir: &std::path::Path, seed: u64, sizes: &Sizes) -> Result<()> {
+    let json = match part {
+        "append" => serde_json::to_string_pretty(&append::run(
+            dir,
+            seed,
+            sizes.append_messages,
+            sizes.append_chunk,
+        )?)?,
+        "latency" => serde_json::to_string_pretty(&latency::run(
+            dir,
+            seed,
+            sizes.latency_messages,
+            sizes.latency_searches,
+        )?)?,
+        "stream" => serde_json::to_string_pretty(&stream::run(dir, seed, sizes.stream_rounds)?)?,
+        "writers" => serde_json::to_string_pretty(&writers::run(
+            dir,
+            "writers-scribe",
+            writers::Mode::Scribe,
+            sizes.writers,
+            sizes.per_writer,
+            seed,
+        )?)?,
+        "reads" => {
+            let corpus = corpus::build(
+                &dir.join("corpus.db"),
+                &dir.join("corpus-limit.db"),
+                sizes.corpus,
+                seed,
+            )?;
+            let store = Store::new(Arc::clone(&corpus.db));
+            let search = reads::search(&corpus, store.messages(), sizes.queries)?;
+            let load = reads::load(&corpus, store.messages(), sizes.load_rounds)?;
+            serde_json::to_string_pretty(&(search, load))?
+        }
+        "transfer" => {
+            let db = Arc::new(scribe_db::Database::open(dir.join("export-from.db"))?);
+            let sessions = scribe_session::SessionService::new(db);
+            let session = sessions.create(scribe_session::NewSession::default())?;
+            serde_json::to_string_pretty(&transfer::run(
+                &dir.join("transfer.jsonl"),
+                &dir.join("transfer.db"),
+                seed,
+                sizes.import_sessions,
+                sizes.import_per_session,
+                (&sessions, &session.id),
+            )?)?
+        }
+        "import" => serde_json::to_string_pretty(&import::run(dir, sizes.import_messages, seed)?)?,
+        other => return Err(format!("--only: no part named {other:?}").into()),
+    };
+    println!("{json}");
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<()> {
     if cli.compaction {
         return run_compaction(cli);
@@ -119,54 +193,62 @@ fn run(cli: &Cli) -> Result<()> {
     };
     let machine = Machine::detect();
     let started = Instant::now();
-    let dir = tempfile::tempdir()?;
+    let temp = tempfile::tempdir()?;
+    let dir = match &cli.keep {
+        Some(keep) => {
+            std::fs::create_dir_all(keep)?;
+            keep.clone()
+        }
+        None => temp.path().to_owned(),
+    };
+    let dir = dir.as_path();
     let seed = cli.seed;
+    if let Some(part) = &cli.only {
+        return only(part, dir, seed, &sizes);
+    }
 
     progress(&format!(
-        "append: {} messages, Scribe and raw alternating every {}",
+        "append: {} one-text-part messages, Scribe, the limit and raw alternating every {}",
         sizes.append_messages, sizes.append_chunk
     ));
-    let append = append::run(dir.path(), seed, sizes.append_messages, sizes.append_chunk)?;
+    let append = append::run(dir, seed, sizes.append_messages, sizes.append_chunk)?;
 
     progress(&format!(
-        "writers: 1 and {} processes x {} messages (Scribe, {} runs each), then raw and previous defaults",
+        "commit to indexed: {} messages, then {} searches right after a commit",
+        sizes.latency_messages, sizes.latency_searches
+    ));
+    let latency = latency::run(dir, seed, sizes.latency_messages, sizes.latency_searches)?;
+
+    progress(&format!(
+        "streaming: {} replies of {} bytes in {} flushes, and appended once",
+        sizes.stream_rounds,
+        stream::REPLY_BYTES,
+        stream::FLUSHES
+    ));
+    let streaming = stream::run(dir, seed, sizes.stream_rounds)?;
+
+    progress(&format!(
+        "writers: {} processes x {} messages, Scribe and the limit ({} runs each), then raw",
         sizes.writers, sizes.per_writer, sizes.writer_runs
     ));
-    // One writer and several alternate, so both see the same background load.
-    let (mut singles, mut manys) = (Vec::new(), Vec::new());
+    // Scribe and the limit alternate, so both see the same background load.
+    let (mut scribes, mut limits) = (Vec::new(), Vec::new());
     for rep in 0..sizes.writer_runs {
-        let one = |name: String| {
-            writers::run(
-                dir.path(),
-                &name,
-                writers::Mode::Scribe,
-                1,
-                sizes.per_writer,
-                seed,
-            )
-        };
-        let many = |name: String| {
-            writers::run(
-                dir.path(),
-                &name,
-                writers::Mode::Scribe,
-                sizes.writers,
-                sizes.per_writer,
-                seed,
-            )
+        let run = |mode, name: String| {
+            writers::run(dir, &name, mode, sizes.writers, sizes.per_writer, seed)
         };
         if rep % 2 == 0 {
-            singles.push(one(format!("writers-1-{rep}"))?);
-            manys.push(many(format!("writers-n-{rep}"))?);
+            scribes.push(run(writers::Mode::Scribe, format!("writers-scribe-{rep}"))?);
+            limits.push(run(writers::Mode::Limit, format!("writers-limit-{rep}"))?);
         } else {
-            manys.push(many(format!("writers-n-{rep}"))?);
-            singles.push(one(format!("writers-1-{rep}"))?);
+            limits.push(run(writers::Mode::Limit, format!("writers-limit-{rep}"))?);
+            scribes.push(run(writers::Mode::Scribe, format!("writers-scribe-{rep}"))?);
         }
     }
-    let single = writers::merge(singles)?;
-    let many = writers::merge(manys)?;
+    let many = writers::merge(scribes)?;
+    let limit_many = writers::merge(limits)?;
     let raw_many = writers::run(
-        dir.path(),
+        dir,
         "writers-raw",
         writers::Mode::Raw,
         sizes.writers,
@@ -174,21 +256,19 @@ fn run(cli: &Cli) -> Result<()> {
         seed,
     )?;
 
-    let previous_many = writers::run(
-        dir.path(),
-        "writers-previous",
-        writers::Mode::ScribePrevious,
-        sizes.writers,
-        sizes.per_writer,
-        seed,
-    )?;
-
     progress(&format!(
-        "corpus: {} messages in {} sessions",
+        "corpus: {} messages in {} sessions (Scribe and the limit)",
         sizes.corpus.messages, sizes.corpus.sessions
     ));
-    let corpus = corpus::build(&dir.path().join("corpus.db"), sizes.corpus, seed)?;
+    let corpus = corpus::build(
+        &dir.join("corpus.db"),
+        &dir.join("corpus-limit.db"),
+        sizes.corpus,
+        seed,
+    )?;
     let file_bytes = std::fs::metadata(&corpus.path)?.len();
+    let limit_bytes = std::fs::metadata(&corpus.limit_path)?.len();
+    let objects = report::object_sizes(&corpus.path)?;
     let store = Store::new(Arc::clone(&corpus.db));
     let (messages, sessions) = (store.messages(), store.sessions());
 
@@ -202,42 +282,56 @@ fn run(cli: &Cli) -> Result<()> {
         (sizes.corpus.long_messages, sizes.corpus.short_messages),
         sizes.context_rounds,
     )?;
-    progress("export and import");
+    progress(&format!(
+        "import: {} sessions x {} messages from a JSON Lines file into an empty database; export",
+        sizes.import_sessions, sizes.import_per_session
+    ));
     let transfer = transfer::run(
-        sessions,
-        &corpus.long_session,
-        &dir.path().join("import.db"),
+        &dir.join("transfer.jsonl"),
+        &dir.join("transfer.db"),
+        seed,
+        sizes.import_sessions,
+        sizes.import_per_session,
+        (sessions, &corpus.long_session),
     )?;
 
     progress(&format!(
-        "import: about {} messages of generated Claude Code and Codex history",
+        "history import: about {} messages of generated Claude Code and Codex history",
         sizes.import_messages
     ));
-    let import = import::run(dir.path(), sizes.import_messages, seed)?;
+    let import = import::run(dir, sizes.import_messages, seed)?;
+    progress("web viewer: list, conversation and search over HTTP");
+    let web = web::run(dir, cli.quick, seed)?;
 
+    let n = corpus.messages.max(1) as f64;
     let report = Report {
         machine: machine.finish(),
         seed,
         quick: cli.quick,
         sizes,
         append,
-        writers_single: single,
+        latency,
+        streaming,
         writers: many,
+        writers_limit: limit_many,
         writers_raw: raw_many,
-        writers_previous_defaults: previous_many,
         corpus: report::CorpusFigures {
             messages: corpus.messages,
             parts: corpus.parts,
             build_s: corpus.build_time.as_secs_f64(),
             file_bytes,
-            bytes_per_message: file_bytes as f64 / corpus.messages.max(1) as f64,
-            payload_bytes_per_message: corpus.payload_bytes as f64 / corpus.messages.max(1) as f64,
+            bytes_per_message: file_bytes as f64 / n,
+            limit_file_bytes: limit_bytes,
+            limit_bytes_per_message: limit_bytes as f64 / n,
+            payload_bytes_per_message: corpus.payload_bytes as f64 / n,
+            objects,
         },
         search,
         load,
         context,
         transfer,
         import,
+        web,
         total_s: started.elapsed().as_secs_f64(),
     };
     if cli.json {

@@ -23,12 +23,10 @@ use crate::stats::{self, median, ms, percentile};
 const RAW_LIST_MESSAGES: &str =
     "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
 /// `ListSessionPartData`, written out by hand.
-const RAW_LIST_PARTS: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = ?1
-ORDER BY m.created_at, m.id, p.position";
+const RAW_LIST_PARTS: &str = "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = ?1
+ORDER BY seq";
 
 /// The hits a caller needs (message, session, role, time, snippet, rank, session source,
 /// model and title), best rank first, from the word index.
@@ -90,10 +88,12 @@ fn query_mix(count: usize) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// Search figures, all times in ms.
+/// Search figures, all times in ms. The medians and 95th percentiles are over the word
+/// queries (common and rare words, two words, phrases, prefixes: what the limit can
+/// answer); the CJK queries have their own figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResult {
-    /// Queries run.
+    /// Queries run (word and CJK).
     pub queries: usize,
     /// Hits asked for.
     pub limit: usize,
@@ -101,18 +101,26 @@ pub struct SearchResult {
     pub scribe_median_ms: f64,
     /// `MessageService::search` 95th percentile.
     pub scribe_p95_ms: f64,
-    /// Raw FTS5 median.
+    /// The limit's search median.
+    pub limit_median_ms: f64,
+    /// The limit's search 95th percentile.
+    pub limit_p95_ms: f64,
+    /// Raw FTS5 on Scribe's index (same design), median.
     pub raw_median_ms: f64,
-    /// Raw FTS5 95th percentile.
+    /// Raw FTS5 on Scribe's index, 95th percentile.
     pub raw_p95_ms: f64,
-    /// Per kind of query: `(scribe median, raw median, hits)`.
-    pub by_kind: BTreeMap<String, (f64, f64, usize)>,
+    /// CJK queries: `MessageService::search` median.
+    pub cjk_scribe_median_ms: f64,
+    /// CJK queries: raw FTS5 on Scribe's trigram index, median.
+    pub cjk_raw_median_ms: f64,
+    /// Per kind of query: `(scribe median, limit median (0 for CJK), raw median, hits)`.
+    pub by_kind: BTreeMap<String, (f64, f64, f64, usize)>,
 }
 
 /// A read-only raw connection with `Database`'s cache size.
-fn raw_reader(corpus: &Corpus) -> Result<Connection> {
+fn raw_reader(path: &std::path::Path) -> Result<Connection> {
     let conn = Connection::open_with_flags(
-        &corpus.path,
+        path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.pragma_update(None, "cache_size", -Options::default().cache_kib)?;
@@ -144,59 +152,88 @@ fn raw_search(conn: &Connection, query: &str) -> Result<usize> {
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.len())
 }
 
-/// Runs `count` mixed queries through both paths (after one warm-up pass).
+/// Times of one kind of query: Scribe, the limit, raw.
+type KindTimes = (Vec<Duration>, Vec<Duration>, Vec<Duration>);
+
+/// Runs `count` mixed queries through every path (after one warm-up pass).
 pub fn search(corpus: &Corpus, svc: &MessageService, count: usize) -> Result<SearchResult> {
-    let raw = raw_reader(corpus)?;
+    let raw = raw_reader(&corpus.path)?;
+    let limit = raw_reader(&corpus.limit_path)?;
     let options = SearchOptions {
         limit: LIMIT,
         ..SearchOptions::default()
     };
     let queries = query_mix(count);
+    let limit_expr = |query: &str| match SearchQuery::parse(query) {
+        SearchQuery::Fts(e) => Some(e),
+        _ => None,
+    };
     let mut hits = BTreeMap::new();
     for (kind, query) in &queries {
         let n = svc.search(query, &options)?.len();
         raw_search(&raw, query)?;
+        if let Some(expr) = limit_expr(query) {
+            crate::limit::search(&limit, &expr)?;
+        }
         *hits.entry(*kind).or_insert(0) += n;
     }
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    let mut kinds: BTreeMap<&str, (Vec<Duration>, Vec<Duration>)> = BTreeMap::new();
+    let (mut ours, mut theirs, mut limits) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cjk_ours, mut cjk_raw) = (Vec::new(), Vec::new());
+    let mut kinds: BTreeMap<&str, KindTimes> = BTreeMap::new();
     for (i, (kind, query)) in queries.iter().enumerate() {
-        let time_ours = || -> Result<Duration> {
+        let expr = limit_expr(query);
+        let mut times = [Duration::ZERO; 3];
+        // Rotate which side goes first so none always finds the warmest cache.
+        for side in 0..3 {
+            let which = (i + side) % 3;
             let t = Instant::now();
-            std::hint::black_box(svc.search(query, &options)?);
-            Ok(t.elapsed())
-        };
-        let time_raw = || -> Result<Duration> {
-            let t = Instant::now();
-            std::hint::black_box(raw_search(&raw, query)?);
-            Ok(t.elapsed())
-        };
-        // Alternate which side goes first so neither always finds the warmer cache.
-        let (a, b) = if i % 2 == 0 {
-            let a = time_ours()?;
-            (a, time_raw()?)
-        } else {
-            let b = time_raw()?;
-            (time_ours()?, b)
-        };
-        ours.push(a);
-        theirs.push(b);
+            match which {
+                0 => {
+                    std::hint::black_box(svc.search(query, &options)?);
+                }
+                1 => {
+                    if let Some(expr) = &expr {
+                        std::hint::black_box(crate::limit::search(&limit, expr)?);
+                    }
+                }
+                _ => {
+                    std::hint::black_box(raw_search(&raw, query)?);
+                }
+            }
+            times[which] = t.elapsed();
+        }
         let entry = kinds.entry(kind).or_default();
-        entry.0.push(a);
-        entry.1.push(b);
+        entry.0.push(times[0]);
+        entry.1.push(times[1]);
+        entry.2.push(times[2]);
+        if expr.is_some() {
+            ours.push(times[0]);
+            limits.push(times[1]);
+            theirs.push(times[2]);
+        } else {
+            cjk_ours.push(times[0]);
+            cjk_raw.push(times[2]);
+        }
     }
     Ok(SearchResult {
         queries: queries.len(),
         limit: LIMIT,
         scribe_median_ms: ms(median(&ours)),
         scribe_p95_ms: ms(percentile(&ours, 0.95)),
+        limit_median_ms: ms(median(&limits)),
+        limit_p95_ms: ms(percentile(&limits, 0.95)),
         raw_median_ms: ms(median(&theirs)),
         raw_p95_ms: ms(percentile(&theirs, 0.95)),
+        cjk_scribe_median_ms: ms(median(&cjk_ours)),
+        cjk_raw_median_ms: ms(median(&cjk_raw)),
         by_kind: kinds
             .into_iter()
-            .map(|(kind, (a, b))| {
+            .map(|(kind, (a, b, c))| {
                 let n = hits.get(kind).copied().unwrap_or(0);
-                (kind.to_owned(), (ms(median(&a)), ms(median(&b)), n))
+                (
+                    kind.to_owned(),
+                    (ms(median(&a)), ms(median(&b)), ms(median(&c)), n),
+                )
             })
             .collect(),
     })
@@ -211,7 +248,9 @@ pub struct LoadResult {
     pub rounds: usize,
     /// `MessageService::list`.
     pub scribe_ms: f64,
-    /// The same two statements in one read transaction, parts decoded with serde.
+    /// The limit: one statement, each message's parts array decoded.
+    pub limit_ms: f64,
+    /// Scribe's statements in one read transaction, parts decoded with serde.
     pub raw_ms: f64,
 }
 
@@ -229,37 +268,44 @@ pub fn load(corpus: &Corpus, svc: &MessageService, rounds: usize) -> Result<Load
             return Err(format!("raw SQL of {name} drifted from sql/queries").into());
         }
     }
-    let raw = raw_reader(corpus)?;
+    let raw = raw_reader(&corpus.path)?;
+    let limit = raw_reader(&corpus.limit_path)?;
     let session = corpus.load_session.as_str();
+    let limit_session = corpus.limit_load_session.as_str();
     let messages = svc.list(session)?.len();
     let raw_messages = raw_load(&raw, session)?;
     if raw_messages != messages {
         return Err(format!("raw load found {raw_messages} messages, list {messages}").into());
     }
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let limit_messages = crate::limit::load(&limit, limit_session)?;
+    if limit_messages != messages {
+        return Err(format!("the limit loaded {limit_messages} messages, list {messages}").into());
+    }
+    let (mut ours, mut theirs, mut limits) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..rounds {
-        let time_ours = || -> Result<Duration> {
+        for side in 0..3 {
             let t = Instant::now();
-            std::hint::black_box(svc.list(session)?);
-            Ok(t.elapsed())
-        };
-        let time_raw = || -> Result<Duration> {
-            let t = Instant::now();
-            std::hint::black_box(raw_load(&raw, session)?);
-            Ok(t.elapsed())
-        };
-        if i % 2 == 0 {
-            ours.push(time_ours()?);
-            theirs.push(time_raw()?);
-        } else {
-            theirs.push(time_raw()?);
-            ours.push(time_ours()?);
+            match (i + side) % 3 {
+                0 => {
+                    std::hint::black_box(svc.list(session)?);
+                    ours.push(t.elapsed());
+                }
+                1 => {
+                    std::hint::black_box(crate::limit::load(&limit, limit_session)?);
+                    limits.push(t.elapsed());
+                }
+                _ => {
+                    std::hint::black_box(raw_load(&raw, session)?);
+                    theirs.push(t.elapsed());
+                }
+            }
         }
     }
     Ok(LoadResult {
         messages,
         rounds,
         scribe_ms: ms(median(&ours)),
+        limit_ms: ms(median(&limits)),
         raw_ms: ms(median(&theirs)),
     })
 }
@@ -332,11 +378,31 @@ fn raw_load(conn: &Connection, session: &str) -> Result<usize> {
         messages.into_iter().map(|m| (m, Vec::new())).collect();
     let mut stmt = tx.prepare_cached(RAW_LIST_PARTS)?;
     let mut rows = stmt.query([session])?;
+    // Parts come in the order they were written, which is message order: a cursor walks
+    // forward, and an index is built the first time a part is out of that order.
     let mut at = 0;
+    let mut index: Option<std::collections::HashMap<String, usize>> = None;
     while let Some(r) = rows.next()? {
         let message_id: String = r.get(1)?;
-        while grouped.get(at).is_some_and(|(m, _)| m.0.0 != message_id) {
-            at += 1;
+        if grouped.get(at).is_none_or(|(m, _)| m.0.0 != message_id) {
+            if grouped
+                .get(at + 1)
+                .is_some_and(|(m, _)| m.0.0 == message_id)
+            {
+                at += 1;
+            } else {
+                let index = index.get_or_insert_with(|| {
+                    grouped
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (m, _))| (m.0.0.clone(), i))
+                        .collect()
+                });
+                match index.get(&message_id) {
+                    Some(&i) => at = i,
+                    None => continue,
+                }
+            }
         }
         let data: String = r.get(3)?;
         let part = Part::from_json(&data)?;

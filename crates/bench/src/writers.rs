@@ -34,6 +34,8 @@ pub enum Mode {
     /// `MessageService::create` over a `Database` opened with Scribe's previous defaults
     /// ([`previous_defaults`]): for contrast, not the shipped configuration.
     ScribePrevious,
+    /// The limit ([`crate::limit`]): autocommit INSERTs, busy timeout 5 s.
+    Limit,
 }
 
 /// What a writer process reports.
@@ -102,6 +104,14 @@ pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> R
                 record(started, scribe_append(&svc, session, draft));
             }
         }
+        Mode::Limit => {
+            let conn = crate::limit::open(db, Duration::from_secs(5))?;
+            handshake(&mut go)?;
+            for draft in &work {
+                let started = Instant::now();
+                record(started, crate::limit::append(&conn, session, draft));
+            }
+        }
     }
     let report = WriterReport {
         latencies_us,
@@ -148,6 +158,9 @@ pub struct LoadResult {
     pub max_ms: f64,
     /// Appends that took longer than 500 ms.
     pub over_500ms: usize,
+    /// Time after the last writer exited until both search indexes had caught up, ms
+    /// (included in the rate).
+    pub catch_up_ms: f64,
     /// Appends that failed.
     pub errors: usize,
     /// The first failure, if any.
@@ -173,6 +186,7 @@ pub fn merge(results: Vec<LoadResult>) -> Result<LoadResult> {
         merged.runs += r.runs;
         merged.stored += r.stored;
         merged.errors += r.errors;
+        merged.catch_up_ms = merged.catch_up_ms.max(r.catch_up_ms);
         merged.first_error = merged.first_error.or(r.first_error);
         merged.run_rates_per_s.extend(r.run_rates_per_s);
         merged.samples.extend(r.samples);
@@ -197,9 +211,16 @@ pub fn run(
     let path = dir.join(format!("{name}.db"));
     let exe = std::env::current_exe()?;
     // Each writer has its own session (an agent, a TUI, a gateway …) in the one file.
-    let sessions = (0..processes)
-        .map(|i| fresh_db(&path, &format!("writer {i}")))
-        .collect::<Result<Vec<_>>>()?;
+    let sessions = if mode == Mode::Limit {
+        let conn = crate::limit::open(&path, Duration::from_secs(5))?;
+        (0..processes)
+            .map(|i| crate::limit::create_session(&conn, &format!("writer {i}")))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        (0..processes)
+            .map(|i| fresh_db(&path, &format!("writer {i}")))
+            .collect::<Result<Vec<_>>>()?
+    };
     let mut children = Vec::new();
     for (i, session) in sessions.iter().enumerate() {
         let mut cmd = Command::new(&exe);
@@ -218,6 +239,9 @@ pub fn run(
             }
             Mode::ScribePrevious => {
                 cmd.arg("--previous-defaults");
+            }
+            Mode::Limit => {
+                cmd.arg("--limit");
             }
             Mode::Scribe => {}
         }
@@ -244,6 +268,15 @@ pub fn run(
         stdin.flush()?;
     }
     let reports = collect(&mut children, readers)?;
+    // Scribe's run ends when both search indexes have caught up (each writer indexes what
+    // it can before it exits; what is left is indexed here), as the limit's ends with its
+    // one index complete.
+    let mut caught_up = Duration::ZERO;
+    if mode != Mode::Limit && mode != Mode::Raw {
+        let drain = Instant::now();
+        Database::open(&path)?.index_pending()?;
+        caught_up = drain.elapsed();
+    }
     let elapsed = started.elapsed();
     let mut latencies = Vec::new();
     let mut errors = 0;
@@ -273,6 +306,7 @@ pub fn run(
         p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
         max_ms: stats::ms(stats::max(&latencies)),
         over_500ms: over_500ms(&latencies),
+        catch_up_ms: stats::ms(caught_up),
         errors,
         first_error,
         samples: latencies,

@@ -76,6 +76,8 @@ pub enum Command {
     Db(DbCommand),
     /// Print a shell completion script.
     Completions(CompletionsCmd),
+    /// Serve a web viewer of every conversation, search and cost (read-only).
+    Serve(crate::commands::serve::Cmd),
     /// The check command of the demo's project.
     #[command(name = "__demo-check", hide = true)]
     DemoCheck(DemoCheckCmd),

@@ -14,6 +14,9 @@ pub enum CliError {
     /// The message service refused or failed the operation.
     #[error(transparent)]
     Message(#[from] scribe_message::MessageError),
+    /// `scribe serve` could not start or failed.
+    #[error(transparent)]
+    Serve(#[from] scribe_server::ServeError),
     /// No `--db`, no `SCRIBE_DB`, and the platform has no data directory.
     #[error("cannot find a data directory for the database; pass --db PATH or set SCRIBE_DB")]
     NoDataDir,

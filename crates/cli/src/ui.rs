@@ -13,8 +13,9 @@ use anstyle::{AnsiColor, Style};
 use comfy_table::{ColumnConstraint, ContentArrangement, Row, Table, presets};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// The ellipsis that marks cut text.
-pub const ELLIPSIS: char = '…';
+/// One-line cuts of text, shared with the JSON shapes (a preview is cut the same way in
+/// a table and in `--json`).
+pub use scribe_server::json::{cut, one_line};
 
 /// Styles used across commands.
 pub mod style {
@@ -167,39 +168,6 @@ pub fn plural(n: impl Into<i64>, word: &str) -> String {
     } else {
         format!("{n} {word}s")
     }
-}
-
-/// `text` on one line (every run of whitespace becomes one space), cut to at most
-/// `max_chars` characters with [`ELLIPSIS`] when longer.
-pub fn one_line(text: &str, max_chars: usize) -> String {
-    let mut out = String::new();
-    let mut count = 0;
-    for word in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-            count += 1;
-        }
-        for c in word.chars() {
-            out.push(c);
-            count += 1;
-        }
-        if count > max_chars {
-            break;
-        }
-    }
-    cut(&out, max_chars)
-}
-
-/// `text` cut to at most `max_chars` characters, the last being [`ELLIPSIS`] when cut.
-pub fn cut(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let keep = max_chars.saturating_sub(1);
-    let mut out: String = text.chars().take(keep).collect();
-    out.truncate(out.trim_end().len());
-    out.push(ELLIPSIS);
-    out
 }
 
 /// A token count for a narrow column: `950`, `12.3k`, `4.1M`.

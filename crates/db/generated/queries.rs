@@ -158,6 +158,12 @@ pub struct ImportKeyRow {
     pub title_rank: i64,
 }
 
+/// A row of table `search_queue`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchQueueRow {
+    pub seq: i64,
+}
+
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
 fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> String {
     let mut list = String::new();
@@ -1321,11 +1327,10 @@ pub fn list_message_texts(
 
 /// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = ?1
-ORDER BY m.created_at, m.id, p.position";
+    "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = ?1
+ORDER BY seq";
 
 /// A row returned by [`list_session_part_data`].
 #[derive(Debug, Clone, PartialEq)]
@@ -1340,10 +1345,11 @@ pub struct ListSessionPartDataRow {
 
 /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
 ///
-/// Every part of a session in message order then part order, without the computed
+/// Every part of a session in the order they were written (seq), without the computed
 /// search_text (loading a conversation must not re-extract every part's text). Driven by
-/// messages_session_created, so rows come out in message order and only each message's
-/// few parts are sorted.
+/// parts_session alone: one index step and one row per part, no seek per message and no
+/// sort; the caller puts each part under its message (seq order is message order and part
+/// order, except for a part added to an older message later).
 pub fn list_session_part_data(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -1889,7 +1895,8 @@ pub fn update_message(
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2, updated_at = ?2
-WHERE id = ?3";
+WHERE id = ?3
+RETURNING *";
 
 /// Parameters of [`finish_message`].
 #[derive(Debug, Clone, Copy)]
@@ -1899,17 +1906,43 @@ pub struct FinishMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
+/// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+///
+/// Ends a message; returns it as it is now.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn finish_message(
     conn: &rusqlite::Connection,
     params: &FinishMessageParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<MessageRow> {
     let mut stmt = conn.prepare_cached(FINISH_MESSAGE_SQL)?;
     let values = rusqlite::params![params.finish_reason, params.now, params.id];
-    stmt.execute(values)
+    stmt.query_row(values, |row| {
+        Ok(MessageRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            parent_id: row.get(2)?,
+            role: row.get(3)?,
+            agent: row.get(4)?,
+            provider: row.get(5)?,
+            model: row.get(6)?,
+            finish_reason: row.get(7)?,
+            is_summary: row.get(8)?,
+            input_tokens: row.get(9)?,
+            output_tokens: row.get(10)?,
+            cache_read_tokens: row.get(11)?,
+            cache_write_tokens: row.get(12)?,
+            reasoning_tokens: row.get(13)?,
+            cost_usd: row.get(14)?,
+            error: row.get(15)?,
+            created_at: row.get(16)?,
+            updated_at: row.get(17)?,
+            finished_at: row.get(18)?,
+        })
+    })
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + ?1,
     output_tokens = output_tokens + ?2,
@@ -1918,7 +1951,23 @@ SET input_tokens = input_tokens + ?1,
     reasoning_tokens = reasoning_tokens + ?5,
     cost_usd = cost_usd + ?6,
     updated_at = ?7
-WHERE id = ?8";
+WHERE id = ?8
+RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    reasoning_tokens, cost_usd, updated_at";
+
+/// A row returned by [`add_message_usage`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddMessageUsageRow {
+    pub id: String,
+    pub session_id: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub cost_usd: f64,
+    pub updated_at: i64,
+}
 
 /// Parameters of [`add_message_usage`].
 #[derive(Debug, Clone, Copy)]
@@ -1933,13 +1982,15 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
+/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
 ///
-/// Adds a step's usage to the message atomically.
+/// Adds a step's usage to the message atomically; returns the totals after it.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_message_usage(
     conn: &rusqlite::Connection,
     params: &AddMessageUsageParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<AddMessageUsageRow> {
     let mut stmt = conn.prepare_cached(ADD_MESSAGE_USAGE_SQL)?;
     let values = rusqlite::params![
         params.input_tokens,
@@ -1951,13 +2002,25 @@ pub fn add_message_usage(
         params.now,
         params.id
     ];
-    stmt.execute(values)
+    stmt.query_row(values, |row| {
+        Ok(AddMessageUsageRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+            cost_usd: row.get(7)?,
+            updated_at: row.get(8)?,
+        })
+    })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1965,10 +2028,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2176,13 +2239,256 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:36).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = ?1";
+
+/// A row returned by [`get_part_place`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPartPlaceRow {
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
+}
+
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+///
+/// Where a part sits, without its content: what a changed part's event needs besides the
+/// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+/// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+/// on every streamed flush.)
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<GetPartPlaceRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_PLACE_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartPlaceRow {
+            message_id: row.get(0)?,
+            session_id: row.get(1)?,
+            position: row.get(2)?,
+            created_at: row.get(3)?,
+        })
+    })
+}
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+pub const GET_PART_CONTENT_SQL: &str =
+    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = ?1";
+
+/// A row returned by [`get_part_content`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPartContentRow {
+    pub r#type: String,
+    pub data: String,
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
+}
+
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+///
+/// A part's type and JSON (to check a tool part's change against it), and where it sits.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_part_content(
+    conn: &rusqlite::Connection,
+    id: &str,
+) -> rusqlite::Result<GetPartContentRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_CONTENT_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartContentRow {
+            r#type: row.get(0)?,
+            data: row.get(1)?,
+            message_id: row.get(2)?,
+            session_id: row.get(3)?,
+            position: row.get(4)?,
+            created_at: row.get(5)?,
+        })
+    })
+}
+
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+pub const NEXT_PART_POSITION_SQL: &str =
+    "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
+FROM parts
+WHERE message_id = ?1";
+
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+///
+/// The position after a message's last part (0 for none).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<i64> {
+    let mut stmt = conn.prepare_cached(NEXT_PART_POSITION_SQL)?;
+    stmt.query_row([message_id], |row| row.get(0))
+}
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
+pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
+WHERE message_id = ?1 AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1";
+
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
+///
+/// The message's finish part, if it has one (the last, should there be several).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_last_finish_part_id(
+    conn: &rusqlite::Connection,
+    message_id: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare_cached(GET_LAST_FINISH_PART_ID_SQL)?;
+    stmt.query_row([message_id], |row| row.get(0))
+}
+
+/// SQL of `DeletePart` (sql/queries/parts.sql:60).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
+}
+
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
+pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+GROUP BY source
+ORDER BY 2 DESC, 1
+LIMIT ?1";
+
+/// A row returned by [`list_source_choices`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListSourceChoicesRow {
+    pub value: String,
+    pub sessions: i64,
+}
+
+/// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
+///
+/// The sources of the session list's filter, most used first (the sessions_source index
+/// covers it).
+pub fn list_source_choices(
+    conn: &rusqlite::Connection,
+    limit: i64,
+) -> rusqlite::Result<Vec<ListSourceChoicesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_SOURCE_CHOICES_SQL)?;
+    let rows = stmt.query_map([limit], |row| {
+        Ok(ListSourceChoicesRow {
+            value: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListModelChoices` (sql/queries/server.sql:15).
+pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE model IS NOT NULL
+GROUP BY model
+ORDER BY 2 DESC, 1
+LIMIT ?1";
+
+/// A row returned by [`list_model_choices`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListModelChoicesRow {
+    pub value: String,
+    pub sessions: i64,
+}
+
+/// `ListModelChoices` (`:many`) from `sql/queries/server.sql:15`.
+///
+/// The models of the session list's filter, most used first.
+pub fn list_model_choices(
+    conn: &rusqlite::Connection,
+    limit: i64,
+) -> rusqlite::Result<Vec<ListModelChoicesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_MODEL_CHOICES_SQL)?;
+    let rows = stmt.query_map([limit], |row| {
+        Ok(ListModelChoicesRow {
+            value: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:24).
+pub const LIST_DIRECTORY_CHOICES_SQL: &str =
+    "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE directory IS NOT NULL
+GROUP BY directory
+ORDER BY 2 DESC, 1
+LIMIT ?1";
+
+/// A row returned by [`list_directory_choices`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListDirectoryChoicesRow {
+    pub value: String,
+    pub sessions: i64,
+}
+
+/// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:24`.
+///
+/// The directories of the session list's filter, most used first.
+pub fn list_directory_choices(
+    conn: &rusqlite::Connection,
+    limit: i64,
+) -> rusqlite::Result<Vec<ListDirectoryChoicesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_DIRECTORY_CHOICES_SQL)?;
+    let rows = stmt.query_map([limit], |row| {
+        Ok(ListDirectoryChoicesRow {
+            value: row.get(0)?,
+            sessions: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `CountChildSessions` (sql/queries/server.sql:33).
+pub const COUNT_CHILD_SESSIONS_SQL: &str =
+    "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
+FROM sessions
+WHERE parent_session_id IN (/*SLICE:parent_ids*/?)
+GROUP BY parent_session_id";
+
+/// A row returned by [`count_child_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountChildSessionsRow {
+    pub parent_id: String,
+    pub children: i64,
+}
+
+/// `CountChildSessions` (`:many`) from `sql/queries/server.sql:33`.
+///
+/// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
+/// the given sessions has; sessions without children have no row (sessions_parent index).
+pub fn count_child_sessions(
+    conn: &rusqlite::Connection,
+    parent_ids: &[&str],
+) -> rusqlite::Result<Vec<CountChildSessionsRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(
+        COUNT_CHILD_SESSIONS_SQL,
+        "parent_ids",
+        &mut next,
+        parent_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(parent_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(CountChildSessionsRow {
+            parent_id: row.get(0)?,
+            children: row.get(1)?,
+        })
+    })?;
+    rows.collect()
 }
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
@@ -3906,6 +4212,123 @@ pub fn list_sent_part_data_from(
     rows.collect()
 }
 
+/// SQL of `UsageByDayAndModelSince` (sql/queries/sqlite/server.sql:4).
+pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
+    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+       coalesce(model, '') AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(created_at / 1000, 'unixepoch'), coalesce(model, '')
+ORDER BY 1, 2";
+
+/// A row returned by [`usage_by_day_and_model_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDayAndModelSinceRow {
+    pub day: String,
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+///
+/// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+/// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+/// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+/// summed over days, a model's rows give UsageByModelSince's row for that model.
+pub fn usage_by_day_and_model_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDayAndModelSinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_MODEL_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDayAndModelSinceRow {
+            day: row.get(0)?,
+            key: row.get(1)?,
+            session_count: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/sqlite/server.sql:24).
+pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
+    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+       source AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(created_at / 1000, 'unixepoch'), source
+ORDER BY 1, 2";
+
+/// A row returned by [`usage_by_day_and_source_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDayAndSourceSinceRow {
+    pub day: String,
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/sqlite/server.sql:24`.
+///
+/// The usage chart, stacked by source (as UsageByDayAndModelSince).
+pub fn usage_by_day_and_source_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDayAndSourceSinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_SOURCE_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDayAndSourceSinceRow {
+            day: row.get(0)?,
+            key: row.get(1)?,
+            session_count: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
@@ -4177,10 +4600,11 @@ pub trait ReadQueries {
     ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
 
     /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
-    /// Every part of a session in message order then part order, without the computed
+    /// Every part of a session in the order they were written (seq), without the computed
     /// search_text (loading a conversation must not re-extract every part's text). Driven by
-    /// messages_session_created, so rows come out in message order and only each message's
-    /// few parts are sorted.
+    /// parts_session alone: one index step and one row per part, no seek per message and no
+    /// sort; the caller puts each part under its message (seq order is message order and part
+    /// order, except for a part added to an older message later).
     fn list_session_part_data(
         &mut self,
         session_id: &str,
@@ -4245,6 +4669,53 @@ pub trait ReadQueries {
     /// Every part of a session, in message order then part order: one query loads a whole
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
+
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+    /// Where a part sits, without its content: what a changed part's event needs besides the
+    /// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
+    /// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
+    /// on every streamed flush.)
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
+
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+    /// A part's type and JSON (to check a tool part's change against it), and where it sits.
+    fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
+
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+    /// The position after a message's last part (0 for none).
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
+
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
+    /// The message's finish part, if it has one (the last, should there be several).
+    fn get_last_finish_part_id(&mut self, message_id: &str)
+    -> Result<Option<String>, crate::Error>;
+
+    /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
+    /// The sources of the session list's filter, most used first (the sessions_source index
+    /// covers it).
+    fn list_source_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListSourceChoicesRow>, crate::Error>;
+
+    /// `ListModelChoices` (`:many`) from `sql/queries/server.sql:15`.
+    /// The models of the session list's filter, most used first.
+    fn list_model_choices(&mut self, limit: i64) -> Result<Vec<ListModelChoicesRow>, crate::Error>;
+
+    /// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:24`.
+    /// The directories of the session list's filter, most used first.
+    fn list_directory_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListDirectoryChoicesRow>, crate::Error>;
+
+    /// `CountChildSessions` (`:many`) from `sql/queries/server.sql:33`.
+    /// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
+    /// the given sessions has; sessions without children have no row (sessions_parent index).
+    fn count_child_sessions(
+        &mut self,
+        parent_ids: &[&str],
+    ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
     /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
     fn get_session_roll_up(
@@ -4342,6 +4813,23 @@ pub trait ReadQueries {
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
 
+    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+    /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+    /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+    /// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+    /// summed over days, a model's rows give UsageByModelSince's row for that model.
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
+
+    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/sqlite/server.sql:24`.
+    /// The usage chart, stacked by source (as UsageByDayAndModelSince).
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
+
     /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
     /// Days are UTC calendar days of created_at, oldest first.
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
@@ -4438,21 +4926,25 @@ pub trait Queries: ReadQueries {
     /// Everything about a message except its session, role and creation time.
     fn update_message(&mut self, params: &UpdateMessageParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `FinishMessage` (`:execrows`) from `sql/queries/messages.sql:72`.
-    fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error>;
+    /// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+    /// Ends a message; returns it as it is now.
+    fn finish_message(
+        &mut self,
+        params: &FinishMessageParams<'_>,
+    ) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `AddMessageUsage` (`:execrows`) from `sql/queries/messages.sql:77`.
-    /// Adds a step's usage to the message atomically.
+    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
+    /// Adds a step's usage to the message atomically; returns the totals after it.
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error>;
+    ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:89`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:93`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -4467,7 +4959,7 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:36`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
@@ -4868,6 +5360,58 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error> {
+        sqlgen_optional(get_part_place(self.conn, id))
+    }
+
+    #[inline]
+    fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error> {
+        sqlgen_optional(get_part_content(self.conn, id))
+    }
+
+    #[inline]
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error> {
+        sqlgen_optional(next_part_position(self.conn, message_id))
+    }
+
+    #[inline]
+    fn get_last_finish_part_id(
+        &mut self,
+        message_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        sqlgen_optional(get_last_finish_part_id(self.conn, message_id))
+    }
+
+    #[inline]
+    fn list_source_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListSourceChoicesRow>, crate::Error> {
+        list_source_choices(self.conn, limit).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_model_choices(&mut self, limit: i64) -> Result<Vec<ListModelChoicesRow>, crate::Error> {
+        list_model_choices(self.conn, limit).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_directory_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<ListDirectoryChoicesRow>, crate::Error> {
+        list_directory_choices(self.conn, limit).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn count_child_sessions(
+        &mut self,
+        parent_ids: &[&str],
+    ) -> Result<Vec<CountChildSessionsRow>, crate::Error> {
+        count_child_sessions(self.conn, parent_ids).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -4982,6 +5526,22 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error> {
+        usage_by_day_and_model_since(self.conn, since).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error> {
+        usage_by_day_and_source_since(self.conn, since).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error> {
         usage_by_day_since(self.conn, since).map_err(crate::Error::from)
     }
@@ -5091,16 +5651,19 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn finish_message(&mut self, params: &FinishMessageParams<'_>) -> Result<usize, crate::Error> {
-        finish_message(self.conn, params).map_err(crate::Error::from)
+    fn finish_message(
+        &mut self,
+        params: &FinishMessageParams<'_>,
+    ) -> Result<Option<MessageRow>, crate::Error> {
+        sqlgen_optional(finish_message(self.conn, params))
     }
 
     #[inline]
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        add_message_usage(self.conn, params).map_err(crate::Error::from)
+    ) -> Result<Option<AddMessageUsageRow>, crate::Error> {
+        sqlgen_optional(add_message_usage(self.conn, params))
     }
 
     #[inline]

@@ -227,11 +227,10 @@ ORDER BY message_id, position";
 
 /// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
-    "SELECT p.id, p.message_id, p.position, p.data, p.created_at, p.updated_at
-FROM messages AS m
-JOIN parts AS p ON p.message_id = m.id
-WHERE m.session_id = $1
-ORDER BY m.created_at, m.id, p.position";
+    "SELECT id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = $1
+ORDER BY seq";
 
 /// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
@@ -314,9 +313,10 @@ WHERE id = $16";
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = $1, finished_at = $2, updated_at = $2
-WHERE id = $3";
+WHERE id = $3
+RETURNING *";
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:77).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = input_tokens + $1,
     output_tokens = output_tokens + $2,
@@ -325,12 +325,14 @@ SET input_tokens = input_tokens + $1,
     reasoning_tokens = reasoning_tokens + $5,
     cost_usd = cost_usd + $6,
     updated_at = $7
-WHERE id = $8";
+WHERE id = $8
+RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:89).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:93).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:4).
@@ -364,8 +366,59 @@ ORDER BY m.created_at, m.id, p.position";
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:36).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = $1";
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+pub const GET_PART_CONTENT_SQL: &str =
+    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = $1";
+
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+pub const NEXT_PART_POSITION_SQL: &str =
+    "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
+FROM parts
+WHERE message_id = $1";
+
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
+pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
+WHERE message_id = $1 AND type = 'finish'
+ORDER BY position DESC
+LIMIT 1";
+
+/// SQL of `DeletePart` (sql/queries/parts.sql:60).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
+
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
+pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+GROUP BY source
+ORDER BY 2 DESC, 1
+LIMIT $1";
+
+/// SQL of `ListModelChoices` (sql/queries/server.sql:15).
+pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE model IS NOT NULL
+GROUP BY model
+ORDER BY 2 DESC, 1
+LIMIT $1";
+
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:24).
+pub const LIST_DIRECTORY_CHOICES_SQL: &str =
+    "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
+FROM sessions
+WHERE directory IS NOT NULL
+GROUP BY directory
+ORDER BY 2 DESC, 1
+LIMIT $1";
+
+/// SQL of `CountChildSessions` (sql/queries/server.sql:33).
+pub const COUNT_CHILD_SESSIONS_SQL: &str =
+    "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
+FROM sessions
+WHERE parent_session_id = ANY($1)
+GROUP BY parent_session_id";
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
@@ -686,6 +739,40 @@ WHERE m.session_id = $1
   AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY m.created_at, m.id, p.position";
 
+/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
+pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       coalesce(model, '') AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+ORDER BY 1, 2";
+
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:24).
+pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       source AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+ORDER BY 1, 2";
+
 /// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
@@ -967,6 +1054,23 @@ fn read_list_message_part_data_row(
     })
 }
 
+/// Reads a [`super::AddMessageUsageRow`] from a row, by position.
+fn read_add_message_usage_row(
+    row: &postgres::Row,
+) -> Result<super::AddMessageUsageRow, postgres::Error> {
+    Ok(super::AddMessageUsageRow {
+        id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        input_tokens: row.try_get(2)?,
+        output_tokens: row.try_get(3)?,
+        cache_read_tokens: row.try_get(4)?,
+        cache_write_tokens: row.try_get(5)?,
+        reasoning_tokens: row.try_get(6)?,
+        cost_usd: row.try_get(7)?,
+        updated_at: row.try_get(8)?,
+    })
+}
+
 /// Reads a [`super::PartRow`] from a row, by position.
 fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error> {
     Ok(super::PartRow {
@@ -980,6 +1084,70 @@ fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error>
         created_at: row.try_get(7)?,
         updated_at: row.try_get(8)?,
         search_text: row.try_get(9)?,
+    })
+}
+
+/// Reads a [`super::GetPartPlaceRow`] from a row, by position.
+fn read_get_part_place_row(row: &postgres::Row) -> Result<super::GetPartPlaceRow, postgres::Error> {
+    Ok(super::GetPartPlaceRow {
+        message_id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        created_at: row.try_get(3)?,
+    })
+}
+
+/// Reads a [`super::GetPartContentRow`] from a row, by position.
+fn read_get_part_content_row(
+    row: &postgres::Row,
+) -> Result<super::GetPartContentRow, postgres::Error> {
+    Ok(super::GetPartContentRow {
+        r#type: row.try_get(0)?,
+        data: row.try_get(1)?,
+        message_id: row.try_get(2)?,
+        session_id: row.try_get(3)?,
+        position: row.try_get(4)?,
+        created_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::ListSourceChoicesRow`] from a row, by position.
+fn read_list_source_choices_row(
+    row: &postgres::Row,
+) -> Result<super::ListSourceChoicesRow, postgres::Error> {
+    Ok(super::ListSourceChoicesRow {
+        value: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::ListModelChoicesRow`] from a row, by position.
+fn read_list_model_choices_row(
+    row: &postgres::Row,
+) -> Result<super::ListModelChoicesRow, postgres::Error> {
+    Ok(super::ListModelChoicesRow {
+        value: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::ListDirectoryChoicesRow`] from a row, by position.
+fn read_list_directory_choices_row(
+    row: &postgres::Row,
+) -> Result<super::ListDirectoryChoicesRow, postgres::Error> {
+    Ok(super::ListDirectoryChoicesRow {
+        value: row.try_get(0)?,
+        sessions: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::CountChildSessionsRow`] from a row, by position.
+fn read_count_child_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::CountChildSessionsRow, postgres::Error> {
+    Ok(super::CountChildSessionsRow {
+        parent_id: row.try_get(0)?,
+        children: row.try_get(1)?,
     })
 }
 
@@ -1073,6 +1241,42 @@ fn read_list_sent_part_data_from_row(
         data: row.try_get(3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::UsageByDayAndModelSinceRow`] from a row, by position.
+fn read_usage_by_day_and_model_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDayAndModelSinceRow, postgres::Error> {
+    Ok(super::UsageByDayAndModelSinceRow {
+        day: row.try_get(0)?,
+        key: row.try_get(1)?,
+        session_count: row.try_get(2)?,
+        input_tokens: row.try_get(3)?,
+        output_tokens: row.try_get(4)?,
+        cache_read_tokens: row.try_get(5)?,
+        cache_write_tokens: row.try_get(6)?,
+        reasoning_tokens: row.try_get(7)?,
+        api_call_count: row.try_get(8)?,
+        estimated_cost_usd: row.try_get(9)?,
+    })
+}
+
+/// Reads a [`super::UsageByDayAndSourceSinceRow`] from a row, by position.
+fn read_usage_by_day_and_source_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDayAndSourceSinceRow, postgres::Error> {
+    Ok(super::UsageByDayAndSourceSinceRow {
+        day: row.try_get(0)?,
+        key: row.try_get(1)?,
+        session_count: row.try_get(2)?,
+        input_tokens: row.try_get(3)?,
+        output_tokens: row.try_get(4)?,
+        cache_read_tokens: row.try_get(5)?,
+        cache_write_tokens: row.try_get(6)?,
+        reasoning_tokens: row.try_get(7)?,
+        api_call_count: row.try_get(8)?,
+        estimated_cost_usd: row.try_get(9)?,
     })
 }
 
@@ -1584,6 +1788,104 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn get_part_place(&mut self, id: &str) -> Result<Option<super::GetPartPlaceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
+        let sql = GET_PART_PLACE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_get_part_place_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_part_content(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<super::GetPartContentRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
+        let sql = GET_PART_CONTENT_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_get_part_content_row)
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
+        let sql = NEXT_PART_POSITION_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_last_finish_part_id(
+        &mut self,
+        message_id: &str,
+    ) -> Result<Option<String>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
+        let sql = GET_LAST_FINISH_PART_ID_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_source_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<super::ListSourceChoicesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
+        let sql = LIST_SOURCE_CHOICES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_source_choices_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_model_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<super::ListModelChoicesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
+        let sql = LIST_MODEL_CHOICES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_model_choices_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_directory_choices(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<super::ListDirectoryChoicesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
+        let sql = LIST_DIRECTORY_CHOICES_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_list_directory_choices_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn count_child_sessions(
+        &mut self,
+        parent_ids: &[&str],
+    ) -> Result<Vec<super::CountChildSessionsRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&parent_ids, Type::TEXT_ARRAY)];
+        let sql = COUNT_CHILD_SESSIONS_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_count_child_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -1802,6 +2104,32 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.client.query_typed(sql, &values)?;
         rows.iter()
             .map(read_list_sent_part_data_from_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDayAndModelSinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_AND_MODEL_SINCE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_and_model_since_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDayAndSourceSinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_AND_SOURCE_SINCE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_and_source_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
@@ -2078,21 +2406,24 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn finish_message(
         &mut self,
         params: &super::FinishMessageParams<'_>,
-    ) -> Result<usize, crate::Error> {
+    ) -> Result<Option<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 3] = [
             (&params.finish_reason, Type::TEXT),
             (&params.now, Type::INT8),
             (&params.id, Type::TEXT),
         ];
         let sql = FINISH_MESSAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_message_row)
+            .transpose()
+            .map_err(crate::Error::from)
     }
 
     fn add_message_usage(
         &mut self,
         params: &super::AddMessageUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
+    ) -> Result<Option<super::AddMessageUsageRow>, crate::Error> {
         let values: [Param<'_>; 8] = [
             (&params.input_tokens, Type::INT8),
             (&params.output_tokens, Type::INT8),
@@ -2104,8 +2435,11 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_MESSAGE_USAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_add_message_usage_row)
+            .transpose()
+            .map_err(crate::Error::from)
     }
 
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {

@@ -14,7 +14,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rand::Rng;
@@ -23,8 +23,12 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::migrate::{self, MigrationReport};
+use crate::search_index::{IndexBatch, Indexer};
 use crate::tx::{AfterCommit, ReadTx, Tx, TxError};
 use crate::{Error, Result};
+
+/// The schema version that queues parts for the search indexes (V7).
+const SEARCH_QUEUE_VERSION: i64 = 7;
 
 /// Tuning of a [`Database`]; the defaults suit an interactive agent sharing its file with a
 /// few other processes.
@@ -51,6 +55,16 @@ pub struct Options {
     /// Where the services over this database read the time ([`Database::now`],
     /// [`Tx::now`]); the system clock by default, a test's own clock in tests.
     pub clock: Clock,
+    /// Index queued parts on a background thread of this process (read-write file
+    /// databases only). Without it, parts are indexed by [`Database::index_pending`]: by
+    /// the next search, in any process, or the next open with it.
+    pub background_indexing: bool,
+    /// How long the background indexer lets writes gather after the first one wakes it,
+    /// so that one transaction indexes many of them.
+    pub index_delay: Duration,
+    /// The bounds of each of the background indexer's transactions: short, since a write
+    /// of this process waits for the one running.
+    pub index_batch: IndexBatch,
 }
 
 impl Default for Options {
@@ -72,6 +86,12 @@ impl Default for Options {
             max_idle_readers: 4,
             read_only: false,
             clock: Clock::system(),
+            background_indexing: true,
+            index_delay: Duration::from_millis(50),
+            index_batch: IndexBatch {
+                max_parts: 1_000,
+                max_time: Duration::from_millis(4),
+            },
         }
     }
 }
@@ -95,7 +115,12 @@ pub struct CheckpointReport {
 pub struct Database {
     path: Option<PathBuf>,
     options: Options,
-    writer: Mutex<Connection>,
+    writer: Arc<Mutex<Connection>>,
+    /// The background search indexer (read-write file databases with the current schema).
+    indexer: Option<Indexer>,
+    /// Whether the schema has the search queue (version 7 on; older ones only through
+    /// [`Database::open_at_version`]).
+    search_queue: bool,
     /// Idle read connections; unused for an in-memory database, which reads through the
     /// writer (a second connection would see a different, empty database).
     readers: Mutex<Vec<Connection>>,
@@ -186,7 +211,10 @@ impl Database {
         Ok(Database {
             path: None,
             options,
-            writer: Mutex::new(Connection::open_in_memory()?),
+            writer: Arc::new(Mutex::new(Connection::open_in_memory()?)),
+            // PostgreSQL keeps its GIN indexes in the write: nothing is queued.
+            indexer: None,
+            search_queue: false,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
@@ -245,10 +273,27 @@ impl Database {
         // switches them back itself, unless it failed half-way.
         conn.pragma_update(None, "ignore_check_constraints", false)?;
         let migration = migrated?;
+        let search_queue = migration.to >= SEARCH_QUEUE_VERSION;
+        let writer = Arc::new(Mutex::new(conn));
+        let indexer = if search_queue && options.background_indexing {
+            // Also finishes what a crashed or short-lived process left queued.
+            match Indexer::start(Arc::clone(&writer), options.clone()) {
+                Ok(indexer) => Some(indexer),
+                Err(err) => {
+                    // Searches still index what they need before they run.
+                    tracing::warn!(error = %err, "no background search indexer");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Database {
             path: Some(path.to_owned()),
             options,
-            writer: Mutex::new(conn),
+            writer,
+            indexer,
+            search_queue,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
@@ -306,7 +351,9 @@ impl Database {
             Ok(Database {
                 path: Some(path.clone()),
                 options: options.clone(),
-                writer: Mutex::new(conn),
+                writer: Arc::new(Mutex::new(conn)),
+                indexer: None,
+                search_queue: found >= SEARCH_QUEUE_VERSION,
                 readers: Mutex::new(Vec::new()),
                 writes: AtomicU64::new(0),
                 checkpoints: AtomicU64::new(0),
@@ -339,7 +386,9 @@ impl Database {
         Ok(Database {
             path: None,
             options,
-            writer: Mutex::new(conn),
+            writer: Arc::new(Mutex::new(conn)),
+            indexer: None,
+            search_queue: true,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
@@ -376,8 +425,10 @@ impl Database {
         self.options.read_only
     }
 
-    /// Whether a read-only database is read as immutable (see [`Database::open_read_only`]).
-    pub(crate) fn is_immutable(&self) -> bool {
+    /// Whether a read-only database is read as immutable (see [`Database::open_read_only`]):
+    /// without locks, so it cannot tell when another process commits (`PRAGMA
+    /// data_version` never moves) and should be opened again when the file changes.
+    pub fn is_immutable(&self) -> bool {
         self.immutable
     }
 
@@ -565,6 +616,21 @@ impl Database {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The writer connection's lock, for the search indexer.
+    pub(crate) fn writer_handle(&self) -> &Mutex<Connection> {
+        &self.writer
+    }
+
+    /// The background indexer, if this database runs one.
+    pub(crate) fn indexer(&self) -> Option<&Indexer> {
+        self.indexer.as_ref()
+    }
+
+    /// Whether the schema has the search queue (see `search_index`).
+    pub(crate) fn searchable_schema(&self) -> bool {
+        self.search_queue
+    }
+
     pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
         // A panic inside a write closure rolled its transaction back (Transaction's drop),
         // so the connection behind a poisoned lock is still sound.
@@ -574,6 +640,9 @@ impl Database {
     }
 
     fn after_write(&self) {
+        if let Some(indexer) = &self.indexer {
+            indexer.notify();
+        }
         let every = self.options.checkpoint_every;
         let done = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         if self.path.is_some() && every > 0 && done.is_multiple_of(every) {

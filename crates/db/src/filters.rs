@@ -2,8 +2,13 @@
 //! lists and sort orders. Values are always bound (sea-query-rusqlite), never formatted
 //! into the SQL text.
 //!
+//! The only SQL text written here by hand is static: `+column` (a column that must not
+//! drive index choice; see [`ParentFilter::Root`]).
+//!
 //! - [`list_sessions`] / [`count_sessions`]: sessions by [`SessionFilter`], returning the
-//!   generated [`SessionRow`].
+//!   generated [`SessionRow`]; [`SessionFilter::after`] pages by keyset (a [`SessionKeyset`]
+//!   from the last row of the previous page), so a page deep into a long list costs what the
+//!   first one does.
 
 use rusqlite::{Connection, Row};
 use sea_query::{
@@ -41,7 +46,8 @@ pub enum ParentFilter {
     /// Any session.
     #[default]
     Any,
-    /// Only sessions without a parent (top-level conversations).
+    /// Only sessions without a parent (top-level conversations). Never served by the
+    /// parent index (it matches nearly every row), so a sorted page reads one page's rows.
     Root,
     /// Only sessions with a parent (tasks, forks, continuations, title sessions).
     Child,
@@ -71,6 +77,39 @@ pub enum SessionOrder {
     CostDesc,
 }
 
+/// The value a [`SessionOrder`] sorts by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortValue {
+    /// A time or a token count.
+    Int(i64),
+    /// A cost.
+    Real(f64),
+}
+
+impl From<SortValue> for sea_query::Value {
+    fn from(value: SortValue) -> Self {
+        match value {
+            SortValue::Int(v) => v.into(),
+            SortValue::Real(v) => v.into(),
+        }
+    }
+}
+
+/// A place in a [`SessionOrder`]: the sort value and id of a row. With
+/// [`SessionFilter::after`], a list starts just after that row.
+///
+/// The sort value of a row is, by order: `updated_at` ([`SessionOrder::UpdatedDesc`]),
+/// `created_at` ([`SessionOrder::CreatedDesc`], [`SessionOrder::CreatedAsc`]), the sum of
+/// its five token columns ([`SessionOrder::TokensDesc`]), `estimated_cost_usd`
+/// ([`SessionOrder::CostDesc`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionKeyset {
+    /// The row's sort value.
+    pub value: SortValue,
+    /// The row's id (the tie-break).
+    pub id: String,
+}
+
 /// Optional conditions on sessions; every `None` / empty field means "any".
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFilter {
@@ -78,6 +117,8 @@ pub struct SessionFilter {
     pub sources: Vec<String>,
     /// No sessions from these sources.
     pub exclude_sources: Vec<String>,
+    /// Only sessions of one of these models.
+    pub models: Vec<String>,
     /// Only sessions of this user.
     pub user_id: Option<String>,
     /// Only sessions of one of these kinds (`normal`, `title`, `task`, `fork`, `continuation`).
@@ -103,6 +144,9 @@ pub struct SessionFilter {
     pub limit: Option<u64>,
     /// Skip this many rows first.
     pub offset: Option<u64>,
+    /// Only rows after this place in [`SessionFilter::order`] (keyset paging; ignored by
+    /// [`count_sessions`]).
+    pub after: Option<SessionKeyset>,
 }
 
 impl SessionFilter {
@@ -115,6 +159,9 @@ impl SessionFilter {
         if !self.exclude_sources.is_empty() {
             cond = cond.add(c("source").is_not_in(self.exclude_sources.iter().cloned()));
         }
+        if !self.models.is_empty() {
+            cond = cond.add(c("model").is_in(self.models.iter().cloned()));
+        }
         if let Some(user) = &self.user_id {
             cond = cond.add(c("user_id").eq(user.as_str()));
         }
@@ -123,7 +170,13 @@ impl SessionFilter {
         }
         match &self.parent {
             ParentFilter::Any => {}
-            ParentFilter::Root => cond = cond.add(c("parent_session_id").is_null()),
+            // `+` keeps SQLite from using the parent index for this term: nearly every
+            // session is top-level, so "parent IS NULL" selects almost the whole table,
+            // and taking it from that index means sorting every row for each page. Without
+            // it the planner walks the index of the sort column and stops after a page.
+            ParentFilter::Root => {
+                cond = cond.add(Expr::cust(r#"+"sessions"."parent_session_id""#).is_null());
+            }
             ParentFilter::Child => cond = cond.add(c("parent_session_id").is_not_null()),
             ParentFilter::Of(id) => cond = cond.add(c("parent_session_id").eq(id.as_str())),
             ParentFilter::Conversations => {
@@ -160,14 +213,10 @@ impl SessionFilter {
         cond
     }
 
-    fn select(&self) -> SelectStatement {
+    /// The sort expression and direction of [`SessionFilter::order`].
+    fn sort(&self) -> (Expr, Order) {
         let c = |name: &str| col("sessions", name);
-        let mut query = Query::select();
-        query
-            .column((Alias::new("sessions"), Asterisk))
-            .from(Alias::new("sessions"))
-            .cond_where(self.condition());
-        let (first, order) = match self.order {
+        match self.order {
             SessionOrder::UpdatedDesc => (c("updated_at"), Order::Desc),
             SessionOrder::CreatedDesc => (c("created_at"), Order::Desc),
             SessionOrder::CreatedAsc => (c("created_at"), Order::Asc),
@@ -180,7 +229,38 @@ impl SessionFilter {
                 Order::Desc,
             ),
             SessionOrder::CostDesc => (c("estimated_cost_usd"), Order::Desc),
-        };
+        }
+    }
+
+    /// Rows after `place` in the sort order: `key <= v AND (key < v OR id < x)` when
+    /// descending (mirrored when ascending), which an index on the key can serve as a range.
+    fn keyset(&self, place: &SessionKeyset) -> Cond {
+        let (key, order) = self.sort();
+        let id = col("sessions", "id");
+        let value = sea_query::Value::from(place.value);
+        if order == Order::Asc {
+            Cond::all()
+                .add(key.clone().gte(value.clone()))
+                .add(Cond::any().add(key.gt(value)).add(id.gt(place.id.as_str())))
+        } else {
+            Cond::all()
+                .add(key.clone().lte(value.clone()))
+                .add(Cond::any().add(key.lt(value)).add(id.lt(place.id.as_str())))
+        }
+    }
+
+    fn select(&self) -> SelectStatement {
+        let c = |name: &str| col("sessions", name);
+        let mut cond = self.condition();
+        if let Some(place) = &self.after {
+            cond = cond.add(self.keyset(place));
+        }
+        let mut query = Query::select();
+        query
+            .column((Alias::new("sessions"), Asterisk))
+            .from(Alias::new("sessions"))
+            .cond_where(cond);
+        let (first, order) = self.sort();
         let tie = if order == Order::Asc {
             Order::Asc
         } else {
@@ -319,6 +399,88 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_of_top_level_sessions_walks_the_sort_index() {
+        let db = crate::Database::open_in_memory().unwrap();
+        for (order, index) in [
+            (SessionOrder::CreatedDesc, "sessions_created"),
+            (SessionOrder::CreatedAsc, "sessions_created"),
+            (SessionOrder::UpdatedDesc, "sessions_updated"),
+        ] {
+            let filter = SessionFilter {
+                parent: ParentFilter::Root,
+                archived: Some(false),
+                order,
+                limit: Some(51),
+                ..SessionFilter::default()
+            };
+            let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
+            let plan: Vec<String> = db
+                .read(|tx| -> crate::Result<_> {
+                    let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
+                    Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+                })
+                .unwrap();
+            assert!(
+                plan.iter().any(|step| step.contains(index))
+                    && !plan.iter().any(|s| s.contains("sessions_parent")),
+                "{order:?}: {plan:?}"
+            );
+        }
+    }
+
+    /// The plan of a page of top-level, unarchived sessions in `order`, first and after a
+    /// keyset place.
+    fn page_plans(db: &crate::Database, order: SessionOrder) -> Vec<Vec<String>> {
+        let after = SessionKeyset {
+            value: match order {
+                SessionOrder::CostDesc => SortValue::Real(0.5),
+                _ => SortValue::Int(1_000),
+            },
+            id: "ses_x".to_owned(),
+        };
+        [None, Some(after)]
+            .into_iter()
+            .map(|after| {
+                let filter = SessionFilter {
+                    parent: ParentFilter::Root,
+                    archived: Some(false),
+                    order,
+                    limit: Some(51),
+                    after,
+                    ..SessionFilter::default()
+                };
+                let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
+                db.read(|tx| -> crate::Result<_> {
+                    let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
+                    Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+                })
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// Each page in `order` walks `index` and sorts nothing.
+    fn assert_walks(db: &crate::Database, order: SessionOrder, index: &str) {
+        for plan in page_plans(db, order) {
+            assert!(
+                plan.iter().any(|step| step.contains(index))
+                    && !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+                "{order:?}: {plan:?}"
+            );
+        }
+    }
+
+    /// V9's indexes let a page sorted by cost or tokens read one page, not every session.
+    #[test]
+    fn pages_by_cost_or_tokens_read_one_page_not_every_session() {
+        let db = crate::Database::open_in_memory().unwrap();
+        assert_walks(&db, SessionOrder::CostDesc, "sessions_cost");
+        assert_walks(&db, SessionOrder::TokensDesc, "sessions_tokens");
+    }
 
     #[test]
     fn the_default_order_is_newest_first_with_ties_by_id() {

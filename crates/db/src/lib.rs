@@ -35,6 +35,7 @@ pub mod queries;
 #[cfg(feature = "postgres")]
 pub use pg::{copy, events};
 pub mod search;
+mod search_index;
 mod tx;
 
 pub use clock::{Clock, ManualClock};
@@ -44,6 +45,7 @@ pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
 pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
+pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
 pub use tx::{Backend, Queryable, ReadTx, Tx, TxError};
 
 /// Re-exported so dependants name the same driver version the generated code uses.

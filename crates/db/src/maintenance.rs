@@ -13,6 +13,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode};
 
 use crate::database::{open_reader, retry};
+use crate::search_index;
 use crate::{Database, Error, Result};
 
 /// The search indexes [`Database::check`] verifies.
@@ -98,6 +99,9 @@ impl Database {
                 "the integrity check is SQLite's; it does not run on PostgreSQL yet".to_owned(),
             ));
         }
+        // What may be indexed is indexed (and committed) first, so that the rolled-back
+        // check has little left to do.
+        self.index_pending()?;
         match self.path() {
             Some(path) => {
                 let conn = self.fresh_connection(path)?;
@@ -164,28 +168,52 @@ fn check_on(conn: &Connection, db: &Database) -> Result<IntegrityReport> {
         integrity_check.push(row.get::<_, String>(0)?);
         Ok(())
     })?;
-    let mut indexes = Vec::with_capacity(INDEXES.len());
-    for index in INDEXES {
-        let status = if db.is_read_only() {
-            IndexStatus::SkippedReadOnly
-        } else {
-            check_index(conn, index)?
-        };
-        indexes.push(IndexReport { index, status });
-    }
+    let indexes = if db.is_read_only() {
+        INDEXES
+            .iter()
+            .map(|&index| IndexReport {
+                index,
+                status: IndexStatus::SkippedReadOnly,
+            })
+            .collect()
+    } else {
+        check_indexes(conn, db)?
+    };
     Ok(IntegrityReport {
         integrity_check,
         indexes,
     })
 }
 
-fn check_index(conn: &Connection, index: &str) -> Result<IndexStatus> {
+/// FTS5's checks of both indexes, with `rank = 1` (the index against its content view), in
+/// one write transaction that is rolled back. Inside it the parts still queued (being
+/// streamed) are indexed first: the indexes and the queue together must give exactly the
+/// searchable text of every part.
+fn check_indexes(conn: &Connection, db: &Database) -> Result<Vec<IndexReport>> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| -> Result<Vec<IndexReport>> {
+        if db.searchable_schema() {
+            search_index::index_everything(conn, db.now())?;
+        }
+        INDEXES
+            .iter()
+            .map(|&index| {
+                Ok(IndexReport {
+                    index,
+                    status: check_index(conn, index)?,
+                })
+            })
+            .collect()
+    })();
+    conn.execute_batch("ROLLBACK")?;
+    result
+}
+
+fn check_index(conn: &Connection, index: &str) -> Result<IndexStatus> {
     let result = conn.execute(
         &format!("INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)"),
         [],
     );
-    conn.execute_batch("ROLLBACK")?;
     match result {
         Ok(_) => Ok(IndexStatus::Ok),
         Err(err) if err.sqlite_error_code() == Some(ErrorCode::DatabaseCorrupt) => {

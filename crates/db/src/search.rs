@@ -3,9 +3,21 @@
 //! (its best-ranked part), with a snippet and the session's source, model and title.
 //!
 //! The caller chooses the path with [`TextQuery`]: the word index (`parts_fts`), the trigram
-//! index (`parts_fts_trigram`, CJK and substrings of 3+ characters) or an escaped LIKE for
-//! shorter substrings. FTS expressions must already be sanitized (crates/message does
-//! that); this module binds them as values, never splices them into SQL.
+//! index (`parts_fts_trigram`: substrings of 3+ characters in the parts whose text has CJK
+//! or other spaceless-script characters), both together with an escaped LIKE over the
+//! other parts ([`TextQuery::Substrings`]), or an escaped LIKE alone for shorter
+//! substrings. FTS expressions must already be sanitized (crates/message does that); this
+//! module binds them as values, never splices them into SQL.
+//!
+//! The indexes are read as they are: parts still queued for indexing (schema V7) are not
+//! found. [`crate::Database::index_pending`] first, as `MessageService::search` does, to
+//! find everything committed.
+//!
+//! Cost: the first page is one statement, read only as far as the page needs, so snippets
+//! are computed for the page's rows (and the few further parts of messages already on
+//! it), never for the rest of the matches. A later page ranks without snippets (a light
+//! statement, repeated with a larger limit only when many candidates were further parts
+//! of messages already found), then fetches its own rows' snippets.
 
 use rusqlite::{Connection, Row};
 use sea_query::{
@@ -31,11 +43,60 @@ const LIKE_CONTEXT_CHARS: usize = 60;
 pub enum TextQuery {
     /// A sanitized FTS5 expression for the word index (unicode61, diacritics folded).
     Words(String),
-    /// A sanitized FTS5 expression for the trigram index; every term needs 3+ characters.
+    /// A sanitized FTS5 expression for the trigram index alone; every term needs 3+
+    /// characters. The index holds only the parts whose text has CJK or other
+    /// spaceless-script characters (see [`TextQuery::Substrings`] for all text).
     Trigrams(String),
+    /// A substring search over all text: `trigrams` (as [`TextQuery::Trigrams`]) finds
+    /// the parts the trigram index holds, and the alternatives of the same query that can
+    /// match text without spaceless-script characters (`plain`) are matched in the other
+    /// parts with an escaped LIKE. Hits of the index come first (by rank), then those of
+    /// the LIKE (rank 0, newest first).
+    Substrings {
+        /// The FTS5 expression for the trigram index.
+        trigrams: String,
+        /// The alternatives that can match other text.
+        plain: Vec<Alternative>,
+    },
     /// A literal substring (any length), matched with an escaped LIKE: slow on big
     /// databases, meant for 1–2 character CJK queries the trigram index cannot serve.
     Substring(String),
+}
+
+/// Whether `c` belongs to a script written without spaces between words (Thai, Lao,
+/// Myanmar, Khmer, Hangul, CJK ideographs, kana, Bopomofo …), which the word index cannot
+/// split into words: queries with such characters go to the trigram index, and the
+/// trigram index holds exactly the parts whose text has one (schema V7; its view
+/// `parts_search_trigram` spells the same ranges in SQL, which a test checks).
+pub fn is_spaceless_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF     // Thai, Lao
+        | 0x1000..=0x109F   // Myanmar
+        | 0x1780..=0x17FF   // Khmer
+        | 0x1100..=0x11FF   // Hangul Jamo
+        | 0x2E80..=0x2FDF   // CJK radicals, Kangxi
+        | 0x3005..=0x3007   // 々 〆 〇
+        | 0x3021..=0x3029   // Hangzhou numerals
+        | 0x3040..=0x31FF   // kana, Bopomofo, Hangul compatibility Jamo
+        | 0x3400..=0x4DBF   // CJK extension A
+        | 0x4E00..=0x9FFF   // CJK unified ideographs
+        | 0xA960..=0xA97F   // Hangul Jamo extended A
+        | 0xAC00..=0xD7FF   // Hangul syllables, Jamo extended B
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0xFF66..=0xFFDC   // halfwidth kana and Hangul
+        | 0x20000..=0x3134F // CJK extensions B–G
+    )
+}
+
+/// One alternative of a substring search: the text holds every `all` term and no `none`
+/// term, as literal substrings (ASCII letters in either case, as LIKE compares them; the
+/// trigram index also folds other letters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alternative {
+    /// Terms that must all occur.
+    pub all: Vec<String>,
+    /// Terms that must not occur.
+    pub none: Vec<String>,
 }
 
 /// A search and its filters; empty lists and `None` mean "any".
@@ -149,13 +210,13 @@ fn join(query: &mut SelectStatement, order: JoinOrder, table: &str, alias: &str,
     }
 }
 
-/// Joins messages `m` and sessions `s` to parts `p` when the filters need them, and adds
-/// the filters.
-fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOrder, all: bool) {
-    let needs_message =
-        all || !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
-    let needs_session = all || !filter.sources.is_empty() || !filter.exclude_sources.is_empty();
-    if needs_message {
+/// Joins messages `m` and sessions `s` to parts `p` (for the columns of a hit).
+fn join_hit_tables(query: &mut SelectStatement, order: JoinOrder) {
+    join_tables(query, order, true, true);
+}
+
+fn join_tables(query: &mut SelectStatement, order: JoinOrder, message: bool, session: bool) {
+    if message {
         join(
             query,
             order,
@@ -164,7 +225,7 @@ fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOr
             c("m", "id").equals(tc("p", "message_id")),
         );
     }
-    if needs_session {
+    if session {
         join(
             query,
             order,
@@ -173,6 +234,15 @@ fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOr
             c("s", "id").equals(tc("p", "session_id")),
         );
     }
+}
+
+/// Joins messages `m` and sessions `s` to parts `p` when the filters (or `all`, the
+/// columns of a hit) need them, and adds the filters.
+fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOrder, all: bool) {
+    let needs_message =
+        all || !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
+    let needs_session = all || !filter.sources.is_empty() || !filter.exclude_sources.is_empty();
+    join_tables(query, order, needs_message, needs_session);
     let mut cond = Cond::all();
     if !filter.sources.is_empty() {
         cond = cond.add(c("s", "source").is_in(filter.sources.iter().cloned()));
@@ -216,34 +286,213 @@ fn matches(index: &'static str, expr: &str) -> Expr {
     Expr::cust_with_values(format!("\"{index}\" MATCH ?"), [expr])
 }
 
-/// The best `n` matching parts that pass the filters, best first, with snippets.
+/// A candidate hit: the part, its message, its rank.
+#[derive(Debug, Clone, PartialEq)]
+struct Candidate {
+    seq: i64,
+    message_id: String,
+    rank: f64,
+    /// Found by the LIKE over plain text (no snippet from an index).
+    plain: bool,
+}
+
+/// The best `n` matching parts that pass the filters, best first, without snippets.
 ///
-/// FTS5 hands rows over in rank order (it consumes `ORDER BY rank`), so the joins, the
-/// filters and snippet() only run for rows up to the limit: the cost is that of ranking
-/// the matches, as for a plain full-text query.
-fn ranked_hits(
+/// FTS5 hands rows over in rank order (it consumes `ORDER BY rank`), so the joins and the
+/// filters only run for rows up to the limit: the cost is that of ranking the matches, as
+/// for a plain full-text query.
+fn ranked(
     conn: &Connection,
     index: &'static str,
     expr: &str,
     filter: &SearchFilter,
     n: u64,
-) -> rusqlite::Result<Vec<SearchHit>> {
+) -> rusqlite::Result<Vec<Candidate>> {
     // Always start from the match. With a session filter the planner prefers walking the
     // session's parts and probing the index once per part, and each probe re-runs the full
     // match: time grew with the square of the session's size (735 ms at 1,000 messages
     // against 9 ms unfiltered). Match-first costs what an unfiltered search costs.
     let order = JoinOrder::Fixed;
-    let snippet = Expr::cust_with_values(
-        format!("snippet(\"{index}\", 0, ?, ?, ?, ?)"),
-        [
-            MATCH_START.into(),
-            MATCH_END.into(),
-            ELLIPSIS.into(),
-            sea_query::Value::from(SNIPPET_TOKENS),
-        ],
-    );
     let mut query = Query::select();
-    hit_columns(&mut query, snippet, c(index, "rank"));
+    query
+        .expr(c("p", "seq"))
+        .expr(c("p", "message_id"))
+        .expr(c(index, "rank"))
+        .from(Alias::new(index));
+    join(
+        &mut query,
+        order,
+        "parts",
+        "p",
+        c("p", "seq").equals(tc(index, "rowid")),
+    );
+    filter_hits(&mut query, filter, order, false);
+    query
+        .and_where(matches(index, expr))
+        .order_by(tc(index, "rank"), Order::Asc)
+        .limit(n);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), |row| {
+        Ok(Candidate {
+            seq: row.get(0)?,
+            message_id: row.get(1)?,
+            rank: row.get(2)?,
+            plain: false,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The newest `n` parts outside the trigram index that match one of `plain` and pass the
+/// filters (the plain-text half of [`TextQuery::Substrings`]).
+fn plain_matches(
+    conn: &Connection,
+    plain: &[Alternative],
+    filter: &SearchFilter,
+    n: u64,
+) -> rusqlite::Result<Vec<Candidate>> {
+    let like = |term: &str| {
+        c("v", "search_text")
+            .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(term))).escape('\\'))
+    };
+    let mut any = Cond::any();
+    for alternative in plain.iter().filter(|a| !a.all.is_empty()) {
+        let mut all = Cond::all();
+        for term in &alternative.all {
+            all = all.add(like(term));
+        }
+        for term in &alternative.none {
+            all = all.add(like(term).not());
+        }
+        any = any.add(all);
+    }
+    let mut query = Query::select();
+    query
+        .expr(c("p", "seq"))
+        .expr(c("p", "message_id"))
+        .from_as(Alias::new("parts_search"), Alias::new("v"));
+    join(
+        &mut query,
+        JoinOrder::Planner,
+        "parts",
+        "p",
+        c("p", "seq").equals(tc("v", "seq")),
+    );
+    filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    // Parts the trigram index does not hold (its own list of documents says which).
+    query
+        .and_where(Expr::cust(
+            "NOT EXISTS (SELECT 1 FROM \"parts_fts_trigram_docsize\" AS \"d\" WHERE \"d\".\"id\" = \"p\".\"seq\")",
+        ))
+        .cond_where(any)
+        .order_by(tc("m", "created_at"), Order::Desc)
+        .order_by(tc("m", "id"), Order::Desc)
+        .order_by(tc("p", "position"), Order::Asc)
+        .limit(n);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), |row| {
+        Ok(Candidate {
+            seq: row.get(0)?,
+            message_id: row.get(1)?,
+            rank: 0.0,
+            plain: true,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The first `wanted` candidates of distinct messages (the best part of each), asking for
+/// more rows while further parts of messages already seen crowd the list.
+fn distinct_messages(
+    wanted: u64,
+    mut fetch: impl FnMut(u64) -> rusqlite::Result<Vec<Candidate>>,
+) -> rusqlite::Result<Vec<Candidate>> {
+    // Most messages have one searchable part, so a few extra candidates usually cover the
+    // parts of a message that also match; when they don't, ask for more.
+    let mut batch = wanted.saturating_add(wanted / 2).saturating_add(4);
+    loop {
+        let candidates = fetch(batch)?;
+        let exhausted = (candidates.len() as u64) < batch;
+        let mut seen = std::collections::HashSet::new();
+        let unique: Vec<Candidate> = candidates
+            .into_iter()
+            .filter(|hit| seen.insert(hit.message_id.clone()))
+            .collect();
+        if exhausted || unique.len() as u64 >= wanted {
+            return Ok(unique);
+        }
+        batch = batch.saturating_mul(4);
+    }
+}
+
+fn fts_search(
+    conn: &Connection,
+    index: &'static str,
+    expr: &str,
+    plain: &[Alternative],
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    if filter.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    if filter.offset == 0 {
+        let mut hits = first_page(conn, index, expr, filter)?;
+        if plain.iter().any(|a| !a.all.is_empty()) && hits.len() < limit {
+            let seen: std::collections::HashSet<String> =
+                hits.iter().map(|h| h.message_id.clone()).collect();
+            let more = (limit - hits.len()) as u64;
+            let extra = distinct_messages(more, |n| {
+                let mut rows =
+                    plain_matches(conn, plain, filter, n.saturating_add(seen.len() as u64))?;
+                rows.retain(|r| !seen.contains(&r.message_id));
+                Ok(rows)
+            })?;
+            let page: Vec<Candidate> = extra.into_iter().take(limit - hits.len()).collect();
+            hits.extend(page_hits(conn, index, expr, plain, &page)?);
+        }
+        return Ok(hits);
+    }
+    let wanted = filter.offset.saturating_add(filter.limit);
+    let mut found = distinct_messages(wanted, |n| ranked(conn, index, expr, filter, n))?;
+    if plain.iter().any(|a| !a.all.is_empty()) && (found.len() as u64) < wanted {
+        // A part is either in the trigram index or in this scan, never both, but a message
+        // may have parts in each: it keeps its indexed (better ranked) hit.
+        let seen: std::collections::HashSet<String> =
+            found.iter().map(|f| f.message_id.clone()).collect();
+        let more = wanted - found.len() as u64;
+        let extra = distinct_messages(more, |n| {
+            let mut rows = plain_matches(conn, plain, filter, n.saturating_add(seen.len() as u64))?;
+            rows.retain(|r| !seen.contains(&r.message_id));
+            Ok(rows)
+        })?;
+        found.extend(
+            extra
+                .into_iter()
+                .take(usize::try_from(more).unwrap_or(usize::MAX)),
+        );
+    }
+    let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
+    let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();
+    page_hits(conn, index, expr, plain, &page)
+}
+
+/// The first page (no offset) in one statement: the ranked hits with their columns and
+/// snippets, read only as far as the page needs. SQLite computes a row's snippet when the
+/// statement steps to it, so snippets are made for the page's rows and for the few
+/// further parts of messages already on it, never for the rest of the matches.
+fn first_page(
+    conn: &Connection,
+    index: &'static str,
+    expr: &str,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let order = JoinOrder::Fixed;
+    let mut query = Query::select();
+    hit_columns(&mut query, snippet(index), c(index, "rank"));
     query.from(Alias::new(index));
     join(
         &mut query,
@@ -255,43 +504,111 @@ fn ranked_hits(
     filter_hits(&mut query, filter, order, true);
     query
         .and_where(matches(index, expr))
-        .order_by(tc(index, "rank"), Order::Asc)
-        .limit(n);
+        .order_by(tc(index, "rank"), Order::Asc);
     let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(&*values.as_params(), |row| hit(row, None))?;
-    rows.collect()
+    let mut rows = stmt.query(&*values.as_params())?;
+    let mut seen = std::collections::HashSet::new();
+    let mut hits = Vec::with_capacity(limit.min(64));
+    while hits.len() < limit {
+        let Some(row) = rows.next()? else {
+            break;
+        };
+        let message_id: String = row.get(0)?;
+        if seen.insert(message_id) {
+            hits.push(hit(row, None)?);
+        }
+    }
+    Ok(hits)
 }
 
-fn fts_search(
+/// FTS5's snippet of column 0 of `index`, marked with [`MATCH_START`] / [`MATCH_END`].
+fn snippet(index: &str) -> Expr {
+    Expr::cust_with_values(
+        format!("snippet(\"{index}\", 0, ?, ?, ?, ?)"),
+        [
+            MATCH_START.into(),
+            MATCH_END.into(),
+            ELLIPSIS.into(),
+            sea_query::Value::from(SNIPPET_TOKENS),
+        ],
+    )
+}
+
+/// The hits of `page` in its order, with the hit columns, and snippets from `index` (or,
+/// for plain-text candidates, cut around the first term found).
+fn page_hits(
     conn: &Connection,
     index: &'static str,
     expr: &str,
-    filter: &SearchFilter,
+    plain: &[Alternative],
+    page: &[Candidate],
 ) -> rusqlite::Result<Vec<SearchHit>> {
-    if filter.limit == 0 {
-        return Ok(Vec::new());
-    }
-    let wanted = filter.offset.saturating_add(filter.limit);
-    // Most messages have one searchable part, so a few extra candidates usually cover the
-    // parts of a message that also match; when they don't, ask for more.
-    let mut batch = wanted.saturating_add(wanted / 2).saturating_add(4);
-    let unique = loop {
-        let candidates = ranked_hits(conn, index, expr, filter, batch)?;
-        let exhausted = (candidates.len() as u64) < batch;
-        let mut seen = std::collections::HashSet::new();
-        let unique: Vec<SearchHit> = candidates
-            .into_iter()
-            .filter(|hit| seen.insert(hit.message_id.clone()))
-            .collect();
-        if exhausted || unique.len() as u64 >= wanted {
-            break unique;
+    let mut by_seq: std::collections::HashMap<i64, SearchHit> = std::collections::HashMap::new();
+    let indexed: Vec<i64> = page.iter().filter(|c| !c.plain).map(|c| c.seq).collect();
+    if !indexed.is_empty() {
+        let order = JoinOrder::Fixed;
+        let mut query = Query::select();
+        hit_columns(&mut query, snippet(index), Expr::val(0.0));
+        query.expr(c("p", "seq")).from(Alias::new(index));
+        join(
+            &mut query,
+            order,
+            "parts",
+            "p",
+            c("p", "seq").equals(tc(index, "rowid")),
+        );
+        join_hit_tables(&mut query, order);
+        query
+            .and_where(matches(index, expr))
+            .and_where(c(index, "rowid").is_in(indexed.iter().copied()));
+        let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(&*values.as_params(), |row| {
+            Ok((row.get::<_, i64>(12)?, hit(row, None)?))
+        })?;
+        for row in rows {
+            let (seq, hit) = row?;
+            by_seq.insert(seq, hit);
         }
-        batch = batch.saturating_mul(4);
-    };
-    let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
-    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
-    Ok(unique.into_iter().skip(offset).take(limit).collect())
+    }
+    let unindexed: Vec<i64> = page.iter().filter(|c| c.plain).map(|c| c.seq).collect();
+    if !unindexed.is_empty() {
+        let mut query = Query::select();
+        hit_columns(&mut query, c("p", "search_text"), Expr::val(0.0));
+        query
+            .expr(c("p", "seq"))
+            .from_as(Alias::new("parts"), Alias::new("p"));
+        join_hit_tables(&mut query, JoinOrder::Planner);
+        query.and_where(c("p", "seq").is_in(unindexed.iter().copied()));
+        let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(&*values.as_params(), |row| {
+            let text: Option<String> = row.get(5)?;
+            let text = text.unwrap_or_default();
+            // The snippet marks the first term of an alternative the text has.
+            let needle = plain
+                .iter()
+                .flat_map(|a| &a.all)
+                .find(|t| find_ascii_case_insensitive(&text, t).is_some())
+                .cloned()
+                .unwrap_or_default();
+            Ok((row.get::<_, i64>(12)?, hit(row, Some(&needle))?))
+        })?;
+        for row in rows {
+            let (seq, hit) = row?;
+            by_seq.insert(seq, hit);
+        }
+    }
+    Ok(page
+        .iter()
+        .filter_map(|c| {
+            by_seq.remove(&c.seq).map(|mut hit| {
+                hit.rank = c.rank;
+                hit
+            })
+        })
+        .collect())
 }
 
 fn like_search(
@@ -351,8 +668,11 @@ fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
 /// best first (newest first for substring matches), never two for one message.
 pub fn search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
     match &filter.query {
-        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, filter),
-        TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, filter),
+        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, &[], filter),
+        TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, &[], filter),
+        TextQuery::Substrings { trigrams, plain } => {
+            fts_search(conn, "parts_fts_trigram", trigrams, plain, filter)
+        }
         TextQuery::Substring(text) => like_search(conn, text, filter),
     }
 }

@@ -18,7 +18,10 @@ fn filled(path: &std::path::Path, messages: usize) -> (Database, String) {
                 &s,
                 "user",
                 "text",
-                &text(&format!("maintenance entry {i} {}", "padding ".repeat(40))),
+                &text(&format!(
+                    "maintenance entry {i} 维护 {}",
+                    "padding ".repeat(40)
+                )),
             )
         })
         .unwrap();
@@ -46,11 +49,12 @@ fn check_reports_a_healthy_database_as_ok() {
 fn check_finds_an_index_that_drifted_from_the_rows() {
     let dir = tempfile::tempdir().unwrap();
     let (db, _) = filled(&dir.path().join("d.db"), 5);
+    db.index_pending().unwrap();
     db.write(|tx| -> scribe_db::Result<_> {
         let tx = tx.conn();
         tx.execute(
             "INSERT INTO parts_fts_trigram (parts_fts_trigram, rowid, search_text) \
-             SELECT 'delete', seq, search_text FROM parts ORDER BY seq LIMIT 1",
+             SELECT 'delete', seq, search_text FROM parts_search_trigram ORDER BY seq LIMIT 1",
             [],
         )?;
         Ok(())
@@ -79,6 +83,7 @@ fn check_has_no_false_alarm_after_another_connection_rebuilds_an_index() {
     let path = dir.path().join("f.db");
     let (db, _) = filled(&path, 30);
     // Warm a pooled reader: it now caches the FTS5 structure.
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         Ok(hits(c, "parts_fts", "maintenance").len())

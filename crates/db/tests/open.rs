@@ -195,6 +195,7 @@ fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
     let report = db.migration_report();
     assert_eq!(report.from, 1);
     assert_eq!(report.to, Database::known_schema_version());
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         let ids = |sql: &str| -> Vec<String> {

@@ -761,6 +761,8 @@ fn search_filters_ranks_and_never_repeats_a_message() {
         })
         .unwrap();
 
+    // search::search reads the indexes as they are; index what is queued first.
+    db.index_pending().unwrap();
     let run = |f: SearchFilter| {
         db.read(|c| -> scribe_db::Result<_> {
             let c = c.conn();
@@ -887,6 +889,7 @@ fn search_looks_past_many_matching_parts_of_one_message() {
             .unwrap();
         others.push(m);
     }
+    db.index_pending().unwrap();
     let hits = db
         .read(|c| -> scribe_db::Result<_> {
             let c = c.conn();

@@ -47,7 +47,7 @@ fn counters_and_both_indexes_stay_exact() {
                 &tool(
                     "bash",
                     json!({"command": "kubectl rollout"}),
-                    "pods restarted fine",
+                    "pods restarted fine 已重启",
                 ),
             )
         })
@@ -87,6 +87,7 @@ fn counters_and_both_indexes_stay_exact() {
 
     assert_eq!(count(&db, &s1), (2, 1));
     assert_eq!(count(&db, &s2), (2, 0));
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         assert_eq!(hits(c, "parts_fts", "docker"), vec![p_text.clone()]);
@@ -96,11 +97,13 @@ fn counters_and_both_indexes_stay_exact() {
         assert_eq!(hits(c, "parts_fts", "restarted"), vec![p_tool.clone()]);
         // Diacritics are folded by the word index.
         assert_eq!(hits(c, "parts_fts", "cafe"), vec![p_reason.clone()]);
-        // Substrings and CJK through the trigram index.
+        // Substrings and CJK through the trigram index, which holds the parts whose text
+        // has CJK (or other spaceless-script) characters, all of their text.
         assert_eq!(
             hits(c, "parts_fts_trigram", "\"ubectl\""),
             vec![p_tool.clone()]
         );
+        assert!(hits(c, "parts_fts_trigram", "\"docker\"").is_empty());
         assert_eq!(
             hits(c, "parts_fts_trigram", "\"库迁移\""),
             vec![p_cjk.clone()]
@@ -116,7 +119,7 @@ fn counters_and_both_indexes_stay_exact() {
         let data = tool(
             "bash",
             json!({"command": "kubectl rollout"}),
-            "crashloop backoff",
+            "crashloop backoff 崩溃",
         );
         tx.execute(
             "UPDATE parts SET data = ?1 WHERE id = ?2",
@@ -125,6 +128,7 @@ fn counters_and_both_indexes_stay_exact() {
         Ok(())
     })
     .unwrap();
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         assert!(hits(c, "parts_fts", "restarted").is_empty());
@@ -150,6 +154,7 @@ fn counters_and_both_indexes_stay_exact() {
     })
     .unwrap();
     assert_eq!(count(&db, &s1), (2, 0));
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         assert!(hits(c, "parts_fts", "crashloop").is_empty());
@@ -177,6 +182,7 @@ fn counters_and_both_indexes_stay_exact() {
         Ok(())
     })
     .unwrap();
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         assert!(hits(c, "parts_fts", "docker").is_empty());
@@ -194,6 +200,7 @@ fn counters_and_both_indexes_stay_exact() {
     })
     .unwrap();
     assert_eq!(count(&db, &s1), (1, 0));
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         assert!(hits(c, "parts_fts", "needle").is_empty());
@@ -210,6 +217,7 @@ fn counters_and_both_indexes_stay_exact() {
         Ok(())
     })
     .unwrap();
+    db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn();
         assert!(hits(c, "parts_fts", "cafe").is_empty());

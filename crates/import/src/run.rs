@@ -42,6 +42,13 @@ pub enum Event<'a> {
     Found(usize),
     /// One file is done (read, skipped or failed).
     Done(&'a Path),
+    /// Building the search indexes for what the run stored: `done` of `total` parts.
+    Indexed {
+        /// Parts indexed so far.
+        done: u64,
+        /// Parts to index.
+        total: u64,
+    },
 }
 
 /// What importing one source did.
@@ -224,6 +231,7 @@ pub fn import(
         progress(Event::Done(path));
     }
     summary.written += sink.commit(source, &batch)?;
+    sink.finish(&mut |done, total| progress(Event::Indexed { done, total }))?;
     Ok(summary)
 }
 

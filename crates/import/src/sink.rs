@@ -15,6 +15,7 @@
 //! crate's export import does). [`DryRunSink`] reads that state and writes nothing.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use scribe_db::queries as q;
 use scribe_db::rusqlite::OptionalExtension;
@@ -76,18 +77,33 @@ pub trait Sink: std::fmt::Debug {
     fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>>;
     /// Stores `batch` (records of `source`) in one transaction: all of it or nothing.
     fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written>;
+    /// The end of an import run: whatever the run left to do in bulk (the store sink
+    /// builds the search indexes for what it stored), reporting `(done, total)` parts as
+    /// it goes. Nothing by default.
+    fn finish(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        let _ = progress;
+        Ok(())
+    }
 }
 
-/// Writes into a Scribe store.
+/// Writes into a Scribe store: the bulk path. While a run writes, the process's
+/// background search indexer waits (the batches queue their parts for indexing, as every
+/// write does); [`Sink::finish`] then builds both search indexes in a few large
+/// transactions (`IndexBatch::BULK`), which costs far less than indexing between batches.
 #[derive(Debug, Clone)]
 pub struct StoreSink {
     store: Store,
+    /// Held from the first commit of a run to its finish.
+    paused: Option<Arc<scribe_db::IndexingPaused>>,
 }
 
 impl StoreSink {
     /// A sink writing into `store` (its session service announces the sessions written).
     pub fn new(store: Store) -> Self {
-        StoreSink { store }
+        StoreSink {
+            store,
+            paused: None,
+        }
     }
 }
 
@@ -209,6 +225,9 @@ impl Sink for StoreSink {
         if batch.is_empty() {
             return Ok(Written::default());
         }
+        if self.paused.is_none() {
+            self.paused = Some(Arc::new(self.store.database().pause_background_indexing()));
+        }
         let sessions = self.store.sessions();
         self.store.database().write(|tx| {
             Commit {
@@ -219,6 +238,19 @@ impl Sink for StoreSink {
             }
             .batch(batch)
         })
+    }
+
+    fn finish(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        if self.paused.take().is_none() {
+            return Ok(());
+        }
+        let db = self.store.database();
+        let total = db.search_backlog()?;
+        progress(0, total);
+        db.index_pending_with_progress(scribe_db::IndexBatch::BULK, &mut |run| {
+            progress(run.indexed, total.max(run.indexed));
+        })?;
+        Ok(())
     }
 }
 

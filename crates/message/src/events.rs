@@ -11,6 +11,11 @@ use scribe_pubsub::{Broker, EventKind};
 /// `broker` after COMMIT. An `updated` event is queued under the entity's id, so an
 /// entity changed twice in one transaction is announced once, in its committed state;
 /// `created` and `deleted` always go out.
+///
+/// Nothing is queued while `broker` has no subscriber: a change cannot be announced to a
+/// subscription made after it, so the payload's clone and the queued action are spared
+/// (a streamed reply writes its growing part many times a second). Callers whose payload
+/// costs a query to build check [`Broker::subscriber_count`] first.
 pub fn queue_event<T: Clone + Send + 'static>(
     tx: &mut Tx<'_>,
     broker: &Arc<Broker<T>>,
@@ -18,6 +23,9 @@ pub fn queue_event<T: Clone + Send + 'static>(
     entity: &str,
     payload: T,
 ) {
+    if broker.subscriber_count() == 0 {
+        return;
+    }
     let broker = Arc::clone(broker);
     let publish = move || {
         broker.publish(kind, payload);

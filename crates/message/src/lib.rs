@@ -50,7 +50,7 @@ pub use conversation::{
 };
 pub use error::{MessageError, Result};
 pub use events::queue_event;
-pub use message::{Message, StoredPart};
+pub use message::{Message, MessageUsage, StoredPart};
 pub use page::{Cursor, MAX_PAGE, MessageStream, Page};
 pub use part::{
     AgentPart, CompactionPart, Extra, FilePart, FileSource, FinishPart, ImageUrlPart,

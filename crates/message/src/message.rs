@@ -62,6 +62,22 @@ pub struct StoredPart {
     pub updated_at: i64,
 }
 
+/// A message's usage totals, as [`MessageService::add_usage_tx`](crate::MessageService::add_usage_tx)
+/// left them (without loading the message's parts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageUsage {
+    /// The message.
+    pub message_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Its tokens, all steps so far.
+    pub usage: TokenUsage,
+    /// Its cost so far, US dollars.
+    pub cost_usd: f64,
+    /// When it last changed (ms).
+    pub updated_at: i64,
+}
+
 impl Message {
     /// The text of the message's text parts, joined by blank lines.
     pub fn text(&self) -> String {

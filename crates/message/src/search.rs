@@ -8,13 +8,24 @@
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
 //! context on each side, and its session's source, model and title.
 //!
-//! Cost: one ranking statement (snippets computed for its candidate rows, a little more
-//! than the page) plus two small statements for the context of all hits together.
+//! Before it searches, it indexes what any process committed and the indexes do not hold
+//! yet ([`scribe_db::Database::index_pending`]: one read when nothing waits), so a search
+//! finds every message committed before it started. A text or reasoning part still being
+//! streamed is found once it settles (closed, its message finished, or 30 s without a
+//! flush), not while it grows.
+//!
+//! CJK queries use the trigram index, which holds only text with CJK (or other
+//! spaceless-script) characters; their alternatives that can match other text (`数据库 OR
+//! docker`, or `中文 docker`, whose two-character term the trigram route drops) are
+//! matched there with an escaped LIKE, ranked after the indexed hits.
+//!
+//! Cost: one ranking statement without snippets, one statement for the page's hits and
+//! snippets, and two small statements for the context of all hits together.
 
 use std::collections::HashMap;
 
 use scribe_db::queries;
-use scribe_db::search::{self as db_search, SearchFilter, TextQuery};
+use scribe_db::search::{self as db_search, Alternative, SearchFilter, TextQuery};
 
 pub use scribe_db::search::{ELLIPSIS, MATCH_END, MATCH_START};
 
@@ -118,7 +129,13 @@ impl MessageService {
         }
         let text_query = match SearchQuery::parse(query) {
             SearchQuery::Fts(expr) => TextQuery::Words(expr),
-            SearchQuery::Trigram(expr) => TextQuery::Trigrams(expr),
+            SearchQuery::Trigram(expr) => TextQuery::Substrings {
+                trigrams: expr,
+                plain: SearchQuery::plain_alternatives(query)
+                    .into_iter()
+                    .map(|(all, none)| Alternative { all, none })
+                    .collect(),
+            },
             SearchQuery::Like(pattern) => TextQuery::Substring(unescape_like(&pattern)),
             SearchQuery::Empty => return Ok(Vec::new()),
         };
@@ -137,6 +154,9 @@ impl MessageService {
             limit: u64::try_from(limit).unwrap_or(u64::MAX),
             offset: u64::try_from(options.offset).unwrap_or(u64::MAX),
         };
+        // Whatever any process committed before this search is indexed first (cheap when
+        // nothing waits); a part still being streamed is found once it settles.
+        self.db.index_pending()?;
         self.db.read(|tx| {
             let rows = db_search::search(tx.conn(), &filter)?;
             if rows.is_empty() {

@@ -104,6 +104,29 @@ impl SearchQuery {
         route_substring(parse_groups(input))
     }
 
+    /// The alternatives of `input`'s substring search ([`SearchQuery::parse_substring`],
+    /// and what [`SearchQuery::parse`] builds when it routes to the trigram index) that can
+    /// match text without CJK or other spaceless-script characters: those whose terms of
+    /// three or more characters (the ones the trigram expression keeps) have none. Each
+    /// is (terms that must occur, terms that must not), literal text.
+    ///
+    /// The trigram index holds only text with such characters (schema V7), so a search
+    /// matches these alternatives in the rest of the text by other means.
+    pub fn plain_alternatives(input: &str) -> Vec<(Vec<String>, Vec<String>)> {
+        trigram_groups(&parse_groups(input))
+            .into_iter()
+            .filter(|g| {
+                !g.positive
+                    .iter()
+                    .any(|t| t.text.chars().any(is_spaceless_script))
+            })
+            .map(|g| {
+                let texts = |terms: Vec<Term>| terms.into_iter().map(|t| t.text).collect();
+                (texts(g.positive), texts(g.negative))
+            })
+            .collect()
+    }
+
     /// Whether there is nothing to search for.
     pub fn is_empty(&self) -> bool {
         matches!(self, SearchQuery::Empty)
@@ -250,17 +273,11 @@ fn close_group(current: &mut Group, groups: &mut Vec<Group>) {
     }
 }
 
-fn route_substring(groups: Vec<Group>) -> SearchQuery {
+/// The groups of a trigram expression: terms shorter than three characters dropped, and
+/// groups left without a positive term.
+fn trigram_groups(groups: &[Group]) -> Vec<Group> {
     let long_enough = |t: &Term| t.text.chars().count() >= 3;
-    let like_term = groups
-        .iter()
-        .flat_map(|g| &g.positive)
-        .fold(None::<&Term>, |best, t| match best {
-            Some(b) if b.text.chars().count() >= t.text.chars().count() => Some(b),
-            _ => Some(t),
-        })
-        .map(|t| like_pattern(&t.text));
-    let trigram: Vec<Group> = groups
+    groups
         .iter()
         .map(|g| Group {
             positive: g
@@ -277,7 +294,19 @@ fn route_substring(groups: Vec<Group>) -> SearchQuery {
                 .collect(),
         })
         .filter(|g| !g.positive.is_empty())
-        .collect();
+        .collect()
+}
+
+fn route_substring(groups: Vec<Group>) -> SearchQuery {
+    let like_term = groups
+        .iter()
+        .flat_map(|g| &g.positive)
+        .fold(None::<&Term>, |best, t| match best {
+            Some(b) if b.text.chars().count() >= t.text.chars().count() => Some(b),
+            _ => Some(t),
+        })
+        .map(|t| like_pattern(&t.text));
+    let trigram = trigram_groups(&groups);
     if !trigram.is_empty() {
         SearchQuery::Trigram(emit(&trigram, false))
     } else if let Some(pattern) = like_term {
@@ -337,25 +366,10 @@ fn like_pattern(text: &str) -> String {
     out
 }
 
-/// Scripts that `unicode61` cannot split into words (no spaces between them).
+/// Scripts that `unicode61` cannot split into words (no spaces between them); the same
+/// ranges decide which parts the trigram index holds.
 fn is_spaceless_script(c: char) -> bool {
-    matches!(c as u32,
-        0x0E00..=0x0EFF     // Thai, Lao
-        | 0x1000..=0x109F   // Myanmar
-        | 0x1780..=0x17FF   // Khmer
-        | 0x1100..=0x11FF   // Hangul Jamo
-        | 0x2E80..=0x2FDF   // CJK radicals, Kangxi
-        | 0x3005..=0x3007   // 々 〆 〇
-        | 0x3021..=0x3029   // Hangzhou numerals
-        | 0x3040..=0x31FF   // kana, Bopomofo, Hangul compatibility Jamo
-        | 0x3400..=0x4DBF   // CJK extension A
-        | 0x4E00..=0x9FFF   // CJK unified ideographs
-        | 0xA960..=0xA97F   // Hangul Jamo extended A
-        | 0xAC00..=0xD7FF   // Hangul syllables, Jamo extended B
-        | 0xF900..=0xFAFF   // CJK compatibility ideographs
-        | 0xFF66..=0xFFDC   // halfwidth kana and Hangul
-        | 0x20000..=0x3134F // CJK extensions B–G
-    )
+    scribe_db::search::is_spaceless_script(c)
 }
 
 #[cfg(test)]

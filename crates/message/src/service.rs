@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::error::{MessageError, Result};
 use crate::events::queue_event;
-use crate::message::{Message, StoredPart, message_from_row};
+use crate::message::{Message, MessageUsage, StoredPart, message_from_row};
 use crate::part::Part;
 use crate::role::{FinishReason, Role};
 use crate::store;
@@ -304,21 +304,27 @@ impl MessageService {
     }
 
     /// Ends message `id`: sets its finish reason and time, adds a finish part (or replaces
-    /// the one it has), and publishes the part event then the message `updated`.
+    /// the one it has), and publishes the part event then the message `updated`. Returns
+    /// the message as it now is (its parts loaded once; [`finish_tx`](Self::finish_tx)
+    /// does not load them).
     pub fn finish(&self, id: &str, reason: FinishReason) -> Result<Message> {
-        self.db.write(|tx| self.finish_tx(tx, id, &reason))
+        self.db.write(|tx| {
+            let (_, message) = self.finish_impl(tx, id, &reason, true)?;
+            message.ok_or_else(|| MessageError::not_found("message", id))
+        })
     }
 
     /// Adds a step's usage and cost to message `id` with one atomic `x = x + ?` update (two
-    /// processes adding at once both count) and publishes `updated`.
+    /// processes adding at once both count) and publishes `updated`. Returns the message
+    /// as it now is (its parts loaded once; [`add_usage_tx`](Self::add_usage_tx) does not
+    /// load them); a message whose parts cannot be decoded is an error, and the charge is
+    /// rolled back.
     pub fn add_usage(&self, id: &str, usage: TokenUsage, cost_usd: f64) -> Result<Message> {
         check_cost(cost_usd)?;
-        self.db
-            .write(|tx| match self.add_usage_tx(tx, id, &usage, cost_usd)? {
-                Some(msg) => Ok(msg),
-                // Its parts cannot be decoded: say so, and roll the charge back.
-                None => store::load_message(tx, id),
-            })
+        self.db.write(|tx| {
+            let (_, message) = self.add_usage_impl(tx, id, &usage, cost_usd, true)?;
+            message.ok_or_else(|| MessageError::not_found("message", id))
+        })
     }
 
     /// Deletes message `id` with its parts (session counters and search indexes follow by
@@ -411,71 +417,95 @@ impl MessageService {
 
     /// [`MessageService::finish`] inside the caller's transaction: queues the finish
     /// part's event (`created`, or `updated` when it replaced one), then the message's
-    /// `updated`.
-    pub fn finish_tx(&self, tx: &mut Tx<'_>, id: &str, reason: &FinishReason) -> Result<Message> {
-        let row = get_message_row(tx, id)?;
-        let now = tx.now();
-        queries::finish_message(
-            tx.conn(),
-            &queries::FinishMessageParams {
-                finish_reason: Some(reason.as_str()),
-                now,
-                id,
-            },
-        )?;
-        let part = Part::finish(reason.clone(), now);
-        let data = part.to_json()?;
-        let existing = queries::list_parts(tx.conn(), id)?
-            .into_iter()
-            .rfind(|p| p.r#type == "finish");
-        let (part_row, kind) = match existing {
-            Some(old) => {
-                queries::update_part(
-                    tx.conn(),
-                    &queries::UpdatePartParams {
-                        r#type: part.type_name(),
-                        data: &data,
-                        now,
-                        id: &old.id,
-                    },
-                )?;
-                (get_part_row(tx, &old.id)?, EventKind::Updated)
-            }
-            None => {
-                let part_id = new_id(Prefix::Part);
-                let row = queries::append_part(
-                    tx.conn(),
-                    &queries::AppendPartParams {
-                        id: &part_id,
-                        message_id: id,
-                        session_id: &row.session_id,
-                        r#type: part.type_name(),
-                        data: &data,
-                        now,
-                    },
-                )?;
-                (row, EventKind::Created)
-            }
-        };
-        let event = part_event(part_row)?;
-        self.announce_part(tx, kind, &event);
-        let message = store::load_message(tx, id)?;
-        self.announce(tx, EventKind::Updated, &message);
-        Ok(message)
+    /// `updated`; returns the finish part. The message's other parts are not read (only
+    /// for the `updated` event, and only while someone subscribes to message events).
+    pub fn finish_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        reason: &FinishReason,
+    ) -> Result<StoredPart> {
+        Ok(self.finish_impl(tx, id, reason, false)?.0)
     }
 
-    /// [`MessageService::add_usage`] inside the caller's transaction; queues `updated`
-    /// with the message as read back, unless its parts cannot be decoded (the charge
-    /// itself does not depend on them, so a corrupt part never loses usage).
+    /// [`MessageService::add_usage`] inside the caller's transaction: one `UPDATE …
+    /// RETURNING` of the totals. Queues `updated` with the message (its parts loaded for
+    /// the event only while someone subscribes to message events, and then only if they
+    /// can be decoded: the charge never depends on them).
     pub fn add_usage_tx(
         &self,
         tx: &mut Tx<'_>,
         id: &str,
         usage: &TokenUsage,
         cost_usd: f64,
-    ) -> Result<Option<Message>> {
+    ) -> Result<MessageUsage> {
+        Ok(self.add_usage_impl(tx, id, usage, cost_usd, false)?.0)
+    }
+
+    /// Ends message `id`; returns the finish part and, when `load` (or for the event), the
+    /// message with its parts.
+    fn finish_impl(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        reason: &FinishReason,
+        load: bool,
+    ) -> Result<(StoredPart, Option<Message>)> {
+        let now = tx.now();
+        let row = queries::finish_message(
+            tx.conn(),
+            &queries::FinishMessageParams {
+                finish_reason: Some(reason.as_str()),
+                now,
+                id,
+            },
+        )
+        .optional()?
+        .ok_or_else(|| MessageError::not_found("message", id))?;
+        let part = Part::finish(reason.clone(), now);
+        let data = part.to_json()?;
+        let existing = queries::get_last_finish_part_id(tx.conn(), id).optional()?;
+        let (stored, kind) = match existing {
+            Some(part_id) => {
+                let place = queries::get_part_place(tx.conn(), &part_id)?;
+                (
+                    self.write_part(tx, &part_id, place, &part, &data)?,
+                    EventKind::Updated,
+                )
+            }
+            None => {
+                let part_id = new_id(Prefix::Part);
+                let event = append(tx, &part_id, id, &row.session_id, part, &data)?;
+                (event, EventKind::Created)
+            }
+        };
+        self.announce_part(tx, kind, &stored);
+        let listening = self.messages.subscriber_count() > 0;
+        let message = if load || listening {
+            let mut message = message_from_row(row)?;
+            message.parts = store::parts_of(tx, id)?;
+            Some(message)
+        } else {
+            None
+        };
+        if let (true, Some(message)) = (listening, &message) {
+            self.announce(tx, EventKind::Updated, message);
+        }
+        Ok((stored.part, message))
+    }
+
+    /// Adds usage to message `id`; returns the totals and, when `load` (or for the event),
+    /// the message with its parts (`load` makes undecodable parts an error).
+    fn add_usage_impl(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        usage: &TokenUsage,
+        cost_usd: f64,
+        load: bool,
+    ) -> Result<(MessageUsage, Option<Message>)> {
         check_cost(cost_usd)?;
-        let changed = queries::add_message_usage(
+        let totals = queries::add_message_usage(
             tx.conn(),
             &queries::AddMessageUsageParams {
                 input_tokens: usage.input,
@@ -487,19 +517,43 @@ impl MessageService {
                 now: tx.now(),
                 id,
             },
-        )?;
-        if changed == 0 {
-            return Err(MessageError::not_found("message", id));
-        }
-        let message = store::load_message(tx, id).ok();
-        if let Some(message) = &message {
+        )
+        .optional()?
+        .ok_or_else(|| MessageError::not_found("message", id))?;
+        let totals = MessageUsage {
+            message_id: totals.id,
+            session_id: totals.session_id,
+            usage: TokenUsage {
+                input: totals.input_tokens,
+                output: totals.output_tokens,
+                cache_read: totals.cache_read_tokens,
+                cache_write: totals.cache_write_tokens,
+                reasoning: totals.reasoning_tokens,
+            },
+            cost_usd: totals.cost_usd,
+            updated_at: totals.updated_at,
+        };
+        let listening = self.messages.subscriber_count() > 0;
+        let message = if load {
+            Some(store::load_message(tx, id)?)
+        } else if listening {
+            store::load_message(tx, id).ok()
+        } else {
+            None
+        };
+        if let (true, Some(message)) = (listening, &message) {
             self.announce(tx, EventKind::Updated, message);
         }
-        Ok(message)
+        Ok((totals, message))
     }
 
     /// Replaces part `part_id` with `part` (already serialised as `data`, so that a caller
     /// can fail on serialisation before opening a transaction); queues `updated`.
+    ///
+    /// A streamed flush costs one small SELECT (where the part sits) and one UPDATE: the
+    /// stored content is read (and parsed) only when `part` is a tool part, to check the
+    /// call's state machine against it, and the event carries `part` itself rather than
+    /// the row read back.
     fn replace_part_tx(
         &self,
         tx: &mut Tx<'_>,
@@ -507,22 +561,65 @@ impl MessageService {
         part: &Part,
         data: &str,
     ) -> Result<StoredPart> {
-        let row = get_part_row(tx, part_id)?;
-        if let Ok(old) = Part::from_json(&row.data) {
-            check_part_change(part_id, &old, part)?;
-        }
-        queries::update_part(
+        let place = if let Part::Tool(_) = part {
+            let old = queries::get_part_content(tx.conn(), part_id)
+                .optional()?
+                .ok_or_else(|| MessageError::not_found("part", part_id))?;
+            if old.r#type == "tool"
+                && let Ok(old_part) = Part::from_json(&old.data)
+            {
+                check_part_change(part_id, &old_part, part)?;
+            }
+            queries::GetPartPlaceRow {
+                message_id: old.message_id,
+                session_id: old.session_id,
+                position: old.position,
+                created_at: old.created_at,
+            }
+        } else {
+            queries::get_part_place(tx.conn(), part_id)
+                .optional()?
+                .ok_or_else(|| MessageError::not_found("part", part_id))?
+        };
+        let event = self.write_part(tx, part_id, place, part, data)?;
+        self.announce_part(tx, EventKind::Updated, &event);
+        Ok(event.part)
+    }
+
+    /// Stores `part` (serialised as `data`) as part `part_id`, which sits at `place`; its
+    /// event, not queued.
+    fn write_part(
+        &self,
+        tx: &Tx<'_>,
+        part_id: &str,
+        place: queries::GetPartPlaceRow,
+        part: &Part,
+        data: &str,
+    ) -> Result<PartEvent> {
+        let now = tx.now();
+        let changed = queries::update_part(
             tx.conn(),
             &queries::UpdatePartParams {
                 r#type: part.type_name(),
                 data,
-                now: tx.now(),
+                now,
                 id: part_id,
             },
         )?;
-        let event = part_event(get_part_row(tx, part_id)?)?;
-        self.announce_part(tx, EventKind::Updated, &event);
-        Ok(event.part)
+        if changed == 0 {
+            return Err(MessageError::not_found("part", part_id));
+        }
+        Ok(PartEvent {
+            message_id: place.message_id,
+            session_id: place.session_id,
+            part: StoredPart {
+                id: part_id.to_owned(),
+                position: place.position,
+                part: part.clone(),
+                created_at: place.created_at,
+                updated_at: now,
+            },
+        })
     }
 
     /// Appends `part` (already serialised as `data`) as part `id` after the last part of
@@ -537,21 +634,49 @@ impl MessageService {
         data: &str,
     ) -> Result<StoredPart> {
         let msg = get_message_row(tx, message_id)?;
-        let row = queries::append_part(
-            tx.conn(),
-            &queries::AppendPartParams {
-                id,
-                message_id,
-                session_id: &msg.session_id,
-                r#type: part.type_name(),
-                data,
-                now: tx.now(),
-            },
-        )?;
-        let event = part_event(row)?;
+        let event = append(tx, id, message_id, &msg.session_id, part.clone(), data)?;
         self.announce_part(tx, EventKind::Created, &event);
         Ok(event.part)
     }
+}
+
+/// Stores `part` (serialised as `data`) as part `id` after the last part of message
+/// `message_id`, and returns its event. (Not `INSERT … RETURNING`: RETURNING computes every
+/// column of the row, the generated search_text too.)
+fn append(
+    tx: &Tx<'_>,
+    id: &str,
+    message_id: &str,
+    session_id: &str,
+    part: Part,
+    data: &str,
+) -> Result<PartEvent> {
+    let now = tx.now();
+    let position = queries::next_part_position(tx.conn(), message_id)?;
+    queries::create_part(
+        tx.conn(),
+        &queries::CreatePartParams {
+            id,
+            message_id,
+            session_id,
+            position,
+            r#type: part.type_name(),
+            data,
+            created_at: now,
+            updated_at: now,
+        },
+    )?;
+    Ok(PartEvent {
+        message_id: message_id.to_owned(),
+        session_id: session_id.to_owned(),
+        part: StoredPart {
+            id: id.to_owned(),
+            position,
+            part,
+            created_at: now,
+            updated_at: now,
+        },
+    })
 }
 
 fn check_cost(cost: f64) -> Result<()> {
@@ -685,17 +810,7 @@ fn get_message_row(tx: &dyn Queryable, id: &str) -> Result<queries::MessageRow> 
         .ok_or_else(|| MessageError::not_found("message", id))
 }
 
-fn part_event(row: PartRow) -> Result<PartEvent> {
-    let message_id = row.message_id.clone();
-    let session_id = row.session_id.clone();
-    Ok(PartEvent {
-        message_id,
-        session_id,
-        part: StoredPart::from_row(row)?,
-    })
-}
-
-/// Like [`part_event`], but a corrupt part becomes an unknown part holding its raw JSON (or
+/// A part event from a row read back, where a corrupt part becomes an unknown part holding its raw JSON (or
 /// just its type), so deleting it still works and reports something.
 fn lenient_part_event(row: PartRow) -> PartEvent {
     let part = Part::from_json(&row.data).unwrap_or_else(|_| {

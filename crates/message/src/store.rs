@@ -266,11 +266,16 @@ pub fn load_message(tx: &dyn Queryable, id: &str) -> Result<Message> {
         .optional()?
         .ok_or_else(|| MessageError::not_found("message", id))?;
     let mut msg = message_from_row(row)?;
-    msg.parts = queries::list_message_part_data(tx.conn(), id)?
+    msg.parts = parts_of(tx, id)?;
+    Ok(msg)
+}
+
+/// The parts of message `id` in position order (one query), decoded.
+pub(crate) fn parts_of(tx: &dyn Queryable, id: &str) -> Result<Vec<StoredPart>> {
+    queries::list_message_part_data(tx.conn(), id)?
         .into_iter()
         .map(|row| PartData::from(row).decode())
-        .collect::<Result<_>>()?;
-    Ok(msg)
+        .collect()
 }
 
 /// The message `id` without its parts (its row only: usage, role, session …), for
@@ -450,7 +455,7 @@ impl PartData {
     }
 }
 
-/// Puts each part under its message; parts of one message arrive in position order.
+/// Puts each part under its message, in position order (parts usually arrive in it).
 fn assemble(rows: Vec<MessageRow>, parts: impl Iterator<Item = PartData>) -> Result<Vec<Message>> {
     let mut messages = rows
         .into_iter()
@@ -485,6 +490,11 @@ fn assemble(rows: Vec<MessageRow>, parts: impl Iterator<Item = PartData>) -> Res
         }
         if let Some(msg) = messages.get_mut(at) {
             msg.parts.push(row.decode()?);
+        }
+    }
+    for msg in &mut messages {
+        if !msg.parts.is_sorted_by_key(|p| p.position) {
+            msg.parts.sort_by_key(|p| p.position);
         }
     }
     Ok(messages)

@@ -65,6 +65,10 @@ pub enum SessionError {
     /// Loading or storing a message failed.
     #[error("message storage failed")]
     Message(#[source] scribe_message::MessageError),
+    /// The caller's writer refused a session of a streamed export
+    /// ([`SessionService::export_each`](crate::SessionService::export_each)).
+    #[error("writing the export failed")]
+    Write(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl SessionError {

@@ -54,5 +54,8 @@ pub use store::Store;
 pub use title::{
     MAX_TITLE_CHARS, lineage_title, normalize_optional_title, normalize_title, split_lineage,
 };
-pub use transfer::{ExportSelection, ImportOutcome, PruneReport, RollUpMark, SessionExport};
+pub use transfer::{
+    BoxError, ExportSelection, IMPORT_BATCH_MESSAGES, ImportOutcome, ImportProgress, PruneReport,
+    RollUpMark, SessionExport,
+};
 pub use usage::{RollUp, StatsBy, UsageDelta, UsageStats, UsageStatsRow, UsageTotals};

@@ -84,6 +84,22 @@ pub enum ImportOutcome {
     },
 }
 
+/// How far [`SessionService::import_many`] has come (its progress callback's argument).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportProgress {
+    /// Sessions handled so far (imported, skipped or failed).
+    pub sessions: usize,
+    /// Messages stored so far.
+    pub messages: usize,
+    /// Parts indexed for search so far (indexing starts once every session is stored).
+    pub indexed: u64,
+    /// Parts waiting to be indexed when indexing started.
+    pub to_index: u64,
+}
+
+/// About how many messages [`SessionService::import_many`] stores per transaction.
+pub const IMPORT_BATCH_MESSAGES: usize = 5_000;
+
 /// What [`SessionService::prune`] removed, or would remove in a dry run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PruneReport {
@@ -96,6 +112,9 @@ pub struct PruneReport {
 }
 
 const DAY_MS: i64 = 86_400_000;
+
+/// What a writer given to [`SessionService::export_each`] may fail with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn prunable(tx: &dyn Queryable, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
     let rows = match source {
@@ -299,21 +318,51 @@ impl SessionService {
 
     /// Exports the selected sessions with their messages, parts and file versions, all
     /// read from one snapshot. [`ExportSelection::All`] lists sessions oldest first, every
-    /// parent before its children, so importing them in order keeps every link.
+    /// parent before its children, so importing them in order keeps every link. Holds
+    /// them all in memory: [`export_each`](Self::export_each) streams them instead.
     pub fn export(&self, selection: &ExportSelection) -> Result<Vec<SessionExport>> {
-        self.db.read(|tx| match selection {
-            ExportSelection::One(id) => Ok(vec![export_one(tx, load(tx, id)?)?]),
-            ExportSelection::All { source } => {
-                let filter = SessionFilter {
-                    sources: source.iter().cloned().collect(),
-                    order: SessionOrder::CreatedAsc,
-                    ..SessionFilter::default()
-                };
-                parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
-                    .into_iter()
-                    .map(|session| export_one(tx, session))
-                    .collect()
+        let mut all = Vec::new();
+        self.export_each(selection, &mut |export| {
+            all.push(export);
+            Ok(())
+        })?;
+        Ok(all)
+    }
+
+    /// [`export`](Self::export) one session at a time: `write` gets each session's export
+    /// as soon as it has been read, so memory holds one session, never all of them (what
+    /// `scribe export --all` streams to its file). Everything is read from one snapshot, in
+    /// the same order as `export`. Returns how many sessions were written; an error from
+    /// `write` stops the export ([`SessionError::Write`]).
+    pub fn export_each(
+        &self,
+        selection: &ExportSelection,
+        write: &mut dyn FnMut(SessionExport) -> std::result::Result<(), BoxError>,
+    ) -> Result<usize> {
+        // A read is retried when the database is busy; sessions written by a try that
+        // failed are not written again.
+        let mut written: BTreeSet<String> = BTreeSet::new();
+        self.db.read(|tx| {
+            let sessions = match selection {
+                ExportSelection::One(id) => vec![load(tx, id)?],
+                ExportSelection::All { source } => {
+                    let filter = SessionFilter {
+                        sources: source.iter().cloned().collect(),
+                        order: SessionOrder::CreatedAsc,
+                        ..SessionFilter::default()
+                    };
+                    parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
+                }
+            };
+            for session in sessions {
+                if written.contains(&session.id) {
+                    continue;
+                }
+                let id = session.id.clone();
+                write(export_one(tx, session)?).map_err(SessionError::Write)?;
+                written.insert(id);
             }
+            Ok(written.len())
         })
     }
 
@@ -335,6 +384,126 @@ impl SessionService {
             }
             Ok(outcome)
         })
+    }
+
+    /// Imports many exported sessions: the bulk path of `scribe import` and of the history
+    /// importers. Each session is imported as [`import`](Self::import) does it (the same
+    /// rules, skips and errors, all or nothing, `created` published), but many go into one
+    /// transaction (about [`IMPORT_BATCH_MESSAGES`] messages). One that fails is reported
+    /// and the others still go in: the transaction is rolled back and stored again without
+    /// it (failures are rare, so the common path pays nothing for them). While
+    /// the rows go in, this process's background search indexer waits; then both search
+    /// indexes are built in a few large transactions.
+    ///
+    /// `progress` is called after every transaction (storing, then indexing). Returns one
+    /// outcome per session, in order; `Err` only when the database itself failed (what
+    /// earlier transactions stored stays).
+    pub fn import_many<I>(
+        &self,
+        exports: I,
+        mut progress: impl FnMut(&ImportProgress),
+    ) -> Result<Vec<Result<ImportOutcome>>>
+    where
+        I: IntoIterator<Item = SessionExport>,
+    {
+        let mut done = ImportProgress::default();
+        let mut outcomes = Vec::new();
+        {
+            let _paused = self.db.pause_background_indexing();
+            let mut exports = exports.into_iter().peekable();
+            let mut batch: Vec<SessionExport> = Vec::new();
+            while exports.peek().is_some() {
+                let mut messages = 0;
+                while let Some(export) =
+                    exports.next_if(|_| batch.is_empty() || messages < IMPORT_BATCH_MESSAGES)
+                {
+                    messages += export.messages.len();
+                    batch.push(export);
+                }
+                let results = self.import_batch(&batch)?;
+                done.sessions += results.len();
+                done.messages += results
+                    .iter()
+                    .zip(&batch)
+                    .filter(|(r, _)| matches!(r, Ok(ImportOutcome::Imported { .. })))
+                    .map(|(_, e)| e.messages.len())
+                    .sum::<usize>();
+                outcomes.extend(results);
+                batch.clear();
+                progress(&done);
+            }
+        }
+        done.to_index = self.db.search_backlog()?;
+        progress(&done);
+        self.db
+            .index_pending_with_progress(scribe_db::IndexBatch::BULK, &mut |run| {
+                done.indexed = run.indexed;
+                progress(&done);
+            })?;
+        Ok(outcomes)
+    }
+}
+
+/// Why a batch of [`SessionService::import_many`] stopped.
+#[derive(Debug)]
+enum BatchError {
+    /// Session `0` of the batch cannot be imported (rolled back with the batch).
+    Session(usize, Box<SessionError>),
+    /// The database failed (a busy one is retried).
+    Db(scribe_db::Error),
+}
+
+impl From<scribe_db::Error> for BatchError {
+    fn from(err: scribe_db::Error) -> Self {
+        BatchError::Db(err)
+    }
+}
+
+scribe_db::impl_tx_error!(BatchError, BatchError::Db);
+
+impl SessionService {
+    /// Imports `batch` in one transaction; a session that fails is taken out and the rest
+    /// stored again. One outcome per session, in order.
+    fn import_batch(&self, batch: &[SessionExport]) -> Result<Vec<Result<ImportOutcome>>> {
+        let mut outcomes: Vec<Option<Result<ImportOutcome>>> = batch.iter().map(|_| None).collect();
+        loop {
+            let left: Vec<usize> = (0..batch.len())
+                .filter(|&i| outcomes[i].is_none())
+                .collect();
+            let stored = self.db.write(|tx| {
+                let mut stored = Vec::with_capacity(left.len());
+                for &i in &left {
+                    match import_tx(tx, &batch[i]) {
+                        Ok(outcome) => {
+                            if let ImportOutcome::Imported { session, .. } = &outcome {
+                                self.announce(tx, EventKind::Created, session);
+                            }
+                            stored.push((i, outcome));
+                        }
+                        Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
+                        Err(err) => return Err(BatchError::Session(i, Box::new(err))),
+                    }
+                }
+                Ok(stored)
+            });
+            match stored {
+                Ok(stored) => {
+                    for (i, outcome) in stored {
+                        outcomes[i] = Some(Ok(outcome));
+                    }
+                    return Ok(outcomes
+                        .into_iter()
+                        .map(|o| {
+                            o.unwrap_or_else(|| {
+                                Err(SessionError::InvalidInput("not imported".into()))
+                            })
+                        })
+                        .collect());
+                }
+                Err(BatchError::Session(i, err)) => outcomes[i] = Some(Err(*err)),
+                Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
+            }
+        }
     }
 }
 

@@ -75,13 +75,10 @@ pub struct ExportCmd {
 impl ExportCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let exports = if self.all {
-            let spinner = ui::spinner("reading sessions");
-            let all = ctx.sessions.export(&ExportSelection::All {
+        let selections: Vec<ExportSelection> = if self.all {
+            vec![ExportSelection::All {
                 source: self.source.clone(),
-            })?;
-            spinner.finish_and_clear();
-            all
+            }]
         } else {
             let mut sessions = Vec::with_capacity(self.sessions.len());
             for wanted in &self.sessions {
@@ -95,27 +92,51 @@ impl ExportCmd {
             }
             // Oldest first, so a parent exported with its child is imported before it.
             sessions.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-            let bar = ui::progress(sessions.len(), "reading");
-            let mut exports = Vec::with_capacity(sessions.len());
-            for session in sessions {
-                exports.extend(ctx.sessions.export(&ExportSelection::One(session.id))?);
-                bar.inc(1);
+            sessions
+                .into_iter()
+                .map(|s| ExportSelection::One(s.id))
+                .collect()
+        };
+        let expected = if self.all {
+            let filter = scribe_db::filters::SessionFilter {
+                sources: self.source.iter().cloned().collect(),
+                ..scribe_db::filters::SessionFilter::default()
+            };
+            usize::try_from(ctx.sessions.count(&filter)?).unwrap_or(0)
+        } else {
+            selections.len()
+        };
+        let format = self.format;
+        let stream = |out: &mut dyn Write| -> Result<usize, CliError> {
+            // Each session is written as soon as it is read: memory holds one session,
+            // however many are exported.
+            let bar = ui::progress(expected, "exporting");
+            let mut writer = ExportWriter::new(out, format)?;
+            for selection in &selections {
+                ctx.sessions.export_each(selection, &mut |export| {
+                    writer.write(&export)?;
+                    bar.inc(1);
+                    Ok(())
+                })?;
             }
             bar.finish_and_clear();
-            exports
+            writer.finish()
         };
         match &self.output {
             None => {
                 let mut out = std::io::stdout().lock();
-                write_exports(&mut out, &exports, self.format)?;
+                stream(&mut out)?;
                 out.flush()?;
             }
             Some(path) => {
-                write_atomically(path, |file| write_exports(file, &exports, self.format))?;
+                let mut count = 0;
+                write_atomically(path, |file| {
+                    count = stream(file)?;
+                    Ok(())
+                })?;
                 eprintln!(
-                    "exported {} session{} to {}",
-                    exports.len(),
-                    if exports.len() == 1 { "" } else { "s" },
+                    "exported {count} session{} to {}",
+                    if count == 1 { "" } else { "s" },
                     path.display()
                 );
             }
@@ -149,50 +170,61 @@ fn write_atomically(
     Ok(())
 }
 
-fn write_exports(
-    out: &mut impl Write,
-    exports: &[SessionExport],
+/// Writes sessions one by one in one of the formats: the JSON document is written by hand
+/// around them (the same document serde would write for [`ExportDocument`]).
+struct ExportWriter<'w> {
+    out: &'w mut dyn Write,
     format: Format,
-) -> Result<(), CliError> {
-    let bar = ui::progress(exports.len(), "writing");
-    match format {
-        Format::Json => {
-            // Written by hand around the sessions so the progress bar can advance per
-            // session; the result is the same document serde would write.
+    written: usize,
+}
+
+impl<'w> ExportWriter<'w> {
+    fn new(out: &'w mut dyn Write, format: Format) -> Result<Self, CliError> {
+        if format == Format::Json {
             writeln!(
                 out,
                 "{{\n  \"format\": {},\n  \"version\": {FORMAT_VERSION},\n  \"exported_at\": {},\n  \"sessions\": [",
                 serde_json::to_string(FORMAT_NAME)?,
                 scribe_db::now_ms()
             )?;
-            for (i, export) in exports.iter().enumerate() {
-                if i > 0 {
-                    writeln!(out, ",")?;
-                }
-                serde_json::to_writer(&mut *out, export)?;
-                bar.inc(1);
-            }
-            writeln!(out, "\n  ]\n}}")?;
         }
-        Format::Jsonl => {
-            for export in exports {
-                serde_json::to_writer(&mut *out, export)?;
-                writeln!(out)?;
-                bar.inc(1);
-            }
-        }
-        Format::Markdown => {
-            for (i, export) in exports.iter().enumerate() {
-                if i > 0 {
-                    writeln!(out, "\n---\n")?;
-                }
-                markdown(out, export)?;
-                bar.inc(1);
-            }
-        }
+        Ok(ExportWriter {
+            out,
+            format,
+            written: 0,
+        })
     }
-    bar.finish_and_clear();
-    Ok(())
+
+    fn write(&mut self, export: &SessionExport) -> Result<(), CliError> {
+        match self.format {
+            Format::Json => {
+                if self.written > 0 {
+                    writeln!(self.out, ",")?;
+                }
+                serde_json::to_writer(&mut *self.out, export)?;
+            }
+            Format::Jsonl => {
+                serde_json::to_writer(&mut *self.out, export)?;
+                writeln!(self.out)?;
+            }
+            Format::Markdown => {
+                if self.written > 0 {
+                    writeln!(self.out, "\n---\n")?;
+                }
+                markdown(&mut self.out, export)?;
+            }
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Closes the document; returns how many sessions it holds.
+    fn finish(self) -> Result<usize, CliError> {
+        if self.format == Format::Json {
+            writeln!(self.out, "\n  ]\n}}")?;
+        }
+        Ok(self.written)
+    }
 }
 
 fn markdown(out: &mut impl Write, export: &SessionExport) -> Result<(), CliError> {

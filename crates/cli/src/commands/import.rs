@@ -2,9 +2,11 @@
 //! or with `--from <agent>` another agent's own history (see `import_history`).
 //!
 //! The whole file is read and checked before anything is stored, so a malformed file
-//! imports nothing. Each session is then imported in its own transaction: one already
-//! present is skipped (importing a file twice never duplicates), and one that cannot be
-//! stored is reported while the rest go in.
+//! imports nothing. The sessions then go in through the bulk path
+//! (`SessionService::import_many`: thousands of messages per transaction, both search
+//! indexes built at the end, progress on stderr): one already present is skipped
+//! (importing a file twice never duplicates), and one that cannot be stored is reported
+//! while the rest go in.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -84,19 +86,42 @@ impl ImportCmd {
             path: file.clone(),
             reason,
         })?;
-        let bar = ui::progress(exports.len(), "importing");
+        let total = exports.len();
+        let total_messages: usize = exports.iter().map(|e| e.messages.len()).sum();
+        let labels: Vec<(String, String)> = exports
+            .iter()
+            .map(|export| {
+                let title = export
+                    .session
+                    .title
+                    .as_deref()
+                    // A title the import refuses may be huge; the message stays one short line.
+                    .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
+                    .unwrap_or_default();
+                (export.session.id.clone(), title)
+            })
+            .collect();
+        // The bulk path: thousands of messages per transaction, then both search indexes
+        // built at once; the bar counts messages stored, then parts indexed.
+        let bar = ui::progress(total_messages, "importing");
+        let mut indexing = false;
+        let outcomes = ctx.sessions.import_many(exports, |p| {
+            if p.to_index > 0 {
+                if !indexing {
+                    indexing = true;
+                    bar.set_length(p.to_index);
+                    bar.set_message("indexing");
+                }
+                bar.set_position(p.indexed);
+            } else {
+                bar.set_position(u64::try_from(p.messages).unwrap_or(u64::MAX));
+            }
+        })?;
+        bar.finish_and_clear();
         let mut out = anstream::stdout().lock();
         let (mut imported, mut skipped, mut failed) = (0, 0, 0);
-        for export in &exports {
-            let id = &export.session.id;
-            let title = export
-                .session
-                .title
-                .as_deref()
-                // A title the import refuses may be huge; the message stays one short line.
-                .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
-                .unwrap_or_default();
-            match ctx.sessions.import(export) {
+        for ((id, title), outcome) in labels.iter().zip(outcomes) {
+            match outcome {
                 Ok(ImportOutcome::Imported {
                     session,
                     unlinked_parent,
@@ -112,37 +137,30 @@ impl ImportCmd {
                             "; its parent {parent} is not in this database, so the link was dropped"
                         ));
                     }
-                    bar.suspend(|| writeln!(out, "{line}"))?;
+                    writeln!(out, "{line}")?;
                 }
                 Ok(ImportOutcome::Skipped { reason }) => {
                     skipped += 1;
-                    bar.suspend(|| writeln!(out, "skipped {id}{title}: {reason}"))?;
+                    writeln!(out, "skipped {id}{title}: {reason}")?;
                 }
                 Err(err) => {
                     failed += 1;
-                    bar.suspend(|| {
-                        anstream::eprintln!(
-                            "{}",
-                            paint(
-                                style::ERROR,
-                                format!("failed {id}{title}: {}", one_line(&err))
-                            )
-                        );
-                    });
+                    anstream::eprintln!(
+                        "{}",
+                        paint(
+                            style::ERROR,
+                            format!("failed {id}{title}: {}", one_line(&err))
+                        )
+                    );
                 }
             }
-            bar.inc(1);
         }
-        bar.finish_and_clear();
         writeln!(
             out,
             "{imported} imported, {skipped} skipped, {failed} failed"
         )?;
         if failed > 0 {
-            return Err(CliError::ImportIncomplete {
-                failed,
-                total: exports.len(),
-            });
+            return Err(CliError::ImportIncomplete { failed, total });
         }
         Ok(())
     }

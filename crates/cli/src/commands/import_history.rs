@@ -255,6 +255,16 @@ fn once(
                 }
             }
             Event::Found(_) => {}
+            // The store sink builds the search indexes once the files are read.
+            Event::Indexed { done, total } => {
+                if let Some(bar) = &bar {
+                    if bar.length() != Some(total) {
+                        bar.set_length(total);
+                        bar.set_message("indexing");
+                    }
+                    bar.set_position(done);
+                }
+            }
         };
         let summary = import(
             sink,

@@ -5,21 +5,15 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use scribe_db::queries as q;
 use scribe_session::{
     ParentFilter, Session, SessionError, SessionFilter, SessionKind, SessionOrder,
 };
-use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::CliError;
-use crate::json::{self, SessionSummary};
+use crate::json::{self, SessionList, SessionSummary};
 use crate::ui::{self, paint, style};
 
-/// Characters of the first user message fetched for a preview.
-const PREVIEW_FETCH_CHARS: i64 = 400;
-/// Characters of a preview in JSON.
-const PREVIEW_JSON_CHARS: usize = 200;
 /// Characters of a preview in the table (the table may cut it further to fit).
 const PREVIEW_TABLE_CHARS: usize = 60;
 
@@ -60,12 +54,6 @@ pub enum Sort {
     Active,
 }
 
-#[derive(Serialize)]
-struct ListJson {
-    sessions: Vec<SessionSummary>,
-    more: bool,
-}
-
 impl ListCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
@@ -86,26 +74,21 @@ impl ListCmd {
         let mut sessions = ctx.sessions.list(&filter)?;
         let more = sessions.len() as u64 > self.limit;
         sessions.truncate(usize::try_from(self.limit).unwrap_or(usize::MAX));
-        let previews = previews(ctx, &sessions)?;
+        let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+        let previews = scribe_server::previews(&ctx.db, &ids)?;
 
         let mut out = anstream::stdout().lock();
         if self.json {
             let sessions = sessions
                 .iter()
-                .map(|s| {
-                    let preview = previews
-                        .get(&s.id)
-                        .map(|text| ui::one_line(text, PREVIEW_JSON_CHARS));
-                    SessionSummary::new(s, preview)
-                })
+                .map(|s| SessionSummary::new(s, previews.get(&s.id).map(String::as_str)))
                 .collect();
-            return json::print(&mut out, &ListJson { sessions, more });
+            return json::print(&mut out, &SessionList { sessions, more });
         }
         if sessions.is_empty() {
             writeln!(out, "no sessions")?;
             return Ok(());
         }
-        let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
         let short = ctx.short_ids(&ids)?;
         let parents = parent_names(ctx, &sessions)?;
         let costs: Vec<f64> = sessions.iter().map(|s| s.estimated_cost_usd).collect();
@@ -208,31 +191,4 @@ fn parent_names(ctx: &Context, sessions: &[Session]) -> Result<HashMap<String, S
         names.insert(id.to_owned(), name);
     }
     Ok(names)
-}
-
-/// The text of each session's first user message (text parts joined), by session id.
-fn previews(ctx: &Context, sessions: &[Session]) -> Result<HashMap<String, String>, CliError> {
-    if sessions.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
-    let rows = ctx.db.read(|tx| -> scribe_db::Result<_> {
-        Ok(q::list_session_previews(
-            tx.conn(),
-            &q::ListSessionPreviewsParams {
-                max_chars: PREVIEW_FETCH_CHARS,
-                session_ids: &ids,
-            },
-        )?)
-    })?;
-    let mut previews: HashMap<String, String> = HashMap::new();
-    for row in rows {
-        let text = previews.entry(row.session_id).or_default();
-        if !text.is_empty() {
-            text.push(' ');
-        }
-        text.push_str(&row.text);
-    }
-    previews.retain(|_, text| !text.trim().is_empty());
-    Ok(previews)
 }

@@ -13,6 +13,7 @@ pub mod list;
 pub mod prune;
 pub mod rename;
 pub mod search;
+pub mod serve;
 pub mod show;
 pub mod sources;
 pub mod stats;
@@ -30,8 +31,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         _ => {}
     }
     let path = location::database_path(cli.db)?;
-    if let Command::Db(command) = cli.command {
-        return db::run(command, &path);
+    match cli.command {
+        Command::Db(command) => return db::run(command, &path),
+        Command::Serve(cmd) => return cmd.run(&path),
+        _ => {}
     }
     let access = match &cli.command {
         Command::List(_)
@@ -58,6 +61,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Delete(cmd) => cmd.run(&ctx),
         Command::Prune(cmd) => cmd.run(&ctx),
         Command::Demo(cmd) => cmd.run(&ctx),
-        Command::Db(_) | Command::Completions(_) | Command::DemoCheck(_) => Ok(()),
+        Command::Db(_) | Command::Serve(_) | Command::Completions(_) | Command::DemoCheck(_) => {
+            Ok(())
+        }
     }
 }

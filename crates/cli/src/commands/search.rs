@@ -4,14 +4,11 @@ use std::ffi::OsString;
 use std::io::Write;
 
 use clap::{Args, CommandFactory};
-use scribe_message::{
-    ContextMessage, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, Role, SearchHit, SearchOptions,
-};
-use serde::Serialize;
+use scribe_message::{MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, Role, SearchOptions};
 
 use crate::context::Context;
 use crate::error::CliError;
-use crate::json;
+use crate::json::{self, SearchHits};
 use crate::ui::{self, paint, style};
 
 /// Search every conversation.
@@ -150,68 +147,6 @@ fn parse_role(text: &str) -> Result<Role, String> {
     text.parse::<Role>().map_err(|e| e.to_string())
 }
 
-#[derive(Serialize)]
-struct HitsJson {
-    hits: Vec<HitJson>,
-}
-
-#[derive(Serialize)]
-struct ContextJson {
-    id: String,
-    role: &'static str,
-    text: String,
-}
-
-#[derive(Serialize)]
-struct HitJson {
-    session_id: String,
-    message_id: String,
-    part_id: String,
-    title: Option<String>,
-    source: String,
-    model: Option<String>,
-    role: &'static str,
-    created_at: i64,
-    /// The text around the match, without markers.
-    snippet: String,
-    /// The matches in `snippet` as `[start, end)` character offsets.
-    highlights: Vec<[usize; 2]>,
-    rank: f64,
-    before: Option<ContextJson>,
-    after: Option<ContextJson>,
-}
-
-fn context_json(c: &Option<ContextMessage>) -> Option<ContextJson> {
-    c.as_ref().map(|c| ContextJson {
-        id: c.id.clone(),
-        role: c.role.as_str(),
-        text: c.text.clone(),
-    })
-}
-
-/// The snippet's text without markers, and the matches as character ranges.
-fn split_snippet(snippet: &str) -> (String, Vec<[usize; 2]>) {
-    let mut text = String::with_capacity(snippet.len());
-    let mut ranges = Vec::new();
-    let mut chars = 0;
-    let mut rest = snippet;
-    while let Some(start) = rest.find(MATCH_START) {
-        let before = &rest[..start];
-        text.push_str(before);
-        chars += before.chars().count();
-        rest = &rest[start + MATCH_START.len()..];
-        let end = rest.find(MATCH_END).unwrap_or(rest.len());
-        let matched = &rest[..end];
-        text.push_str(matched);
-        let len = matched.chars().count();
-        ranges.push([chars, chars + len]);
-        chars += len;
-        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
-    }
-    text.push_str(rest);
-    (text, ranges)
-}
-
 /// The snippet on one line with its matches styled.
 fn highlighted(snippet: &str) -> String {
     let flat = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -248,8 +183,7 @@ impl SearchCmd {
         let hits = ctx.messages.search(&query, &options)?;
         let mut out = anstream::stdout().lock();
         if self.json {
-            let hits = hits.iter().map(hit_json).collect();
-            return json::print(&mut out, &HitsJson { hits });
+            return json::print(&mut out, &SearchHits::new(&hits));
         }
         if hits.is_empty() {
             writeln!(out, "no matches for {query:?}")?;
@@ -277,26 +211,6 @@ impl SearchCmd {
         Ok(())
     }
 }
-
-fn hit_json(hit: &SearchHit) -> HitJson {
-    let (snippet, highlights) = split_snippet(&hit.snippet);
-    HitJson {
-        session_id: hit.session_id.clone(),
-        message_id: hit.message_id.clone(),
-        part_id: hit.part_id.clone(),
-        title: hit.title.clone(),
-        source: hit.source.clone(),
-        model: hit.message_model.clone().or_else(|| hit.model.clone()),
-        role: hit.role.as_str(),
-        created_at: hit.created_at,
-        snippet,
-        highlights,
-        rank: hit.rank,
-        before: context_json(&hit.before),
-        after: context_json(&hit.after),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,14 +250,5 @@ mod tests {
         ] {
             assert_eq!(escaped(args), args, "{args:?}");
         }
-    }
-
-    #[test]
-    fn snippets_split_into_text_and_ranges() {
-        let (text, ranges) = split_snippet("a >>>fix<<< to the >>>büild<<< x");
-        assert_eq!(text, "a fix to the büild x");
-        assert_eq!(ranges, vec![[2, 5], [13, 18]]);
-        let (text, ranges) = split_snippet("no match");
-        assert_eq!((text.as_str(), ranges.len()), ("no match", 0));
     }
 }

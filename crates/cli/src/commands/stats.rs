@@ -4,11 +4,10 @@ use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use scribe_session::{StatsBy, UsageTotals};
-use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::CliError;
-use crate::json::{self, Totals};
+use crate::json::{self, Stats};
 use crate::ui::{self, paint, style};
 
 /// How to group usage.
@@ -41,21 +40,6 @@ pub struct StatsCmd {
     pub json: bool,
 }
 
-#[derive(Serialize)]
-struct RowJson {
-    key: String,
-    #[serde(flatten)]
-    totals: Totals,
-}
-
-#[derive(Serialize)]
-struct StatsJson {
-    by: &'static str,
-    since: Option<i64>,
-    rows: Vec<RowJson>,
-    totals: Totals,
-}
-
 impl StatsCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
@@ -67,21 +51,7 @@ impl StatsCmd {
         let stats = ctx.sessions.stats(by, self.since)?;
         let mut out = anstream::stdout().lock();
         if self.json {
-            let rows = stats
-                .rows
-                .iter()
-                .map(|r| RowJson {
-                    key: r.key.clone(),
-                    totals: Totals::from(&r.totals),
-                })
-                .collect();
-            let doc = StatsJson {
-                by: by_name,
-                since: self.since,
-                rows,
-                totals: Totals::from(&stats.totals),
-            };
-            return json::print(&mut out, &doc);
+            return json::print(&mut out, &Stats::new(by_name, &stats));
         }
         if stats.rows.is_empty() {
             writeln!(out, "no usage recorded")?;

@@ -1,0 +1,85 @@
+//! `scribe serve`: the web viewer (crates/server) over the database, read-only.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::Args;
+use scribe_server::{Config, Server};
+
+use crate::error::CliError;
+
+/// Serve a web viewer of every conversation, search and cost (read-only).
+///
+/// Opens the database read-only and serves, from this binary with no network access
+/// needed, the session list, each conversation (updating live while another process
+/// writes it), search as you type and usage charts, over a JSON API under /api/. Listens
+/// on loopback only unless --token is given; with a token, every request must carry it.
+#[derive(Debug, Args)]
+pub struct Cmd {
+    /// Where to listen (host:port). An address beyond loopback needs --token.
+    #[arg(long, default_value = "127.0.0.1:7777", value_name = "HOST:PORT")]
+    pub addr: String,
+    /// Open the viewer in the default browser.
+    #[arg(long)]
+    pub open: bool,
+    /// Require this token on every request (Authorization: Bearer, or the URL printed at
+    /// start, which sets a cookie).
+    #[arg(
+        long,
+        env = "SCRIBE_SERVE_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+}
+
+impl Cmd {
+    /// Runs the server until interrupted.
+    pub fn run(self, db: &Path) -> Result<(), CliError> {
+        let server = Server::bind(Config {
+            db: db.to_owned(),
+            addr: self.addr,
+            token: self.token.clone(),
+        })?;
+        let url = match &self.token {
+            Some(token) => format!("{}?token={token}", server.url()),
+            None => server.url(),
+        };
+        {
+            let mut out = anstream::stdout().lock();
+            writeln!(
+                out,
+                "scribe serve: {} (read-only) at {url}\nPress Ctrl-C to stop.",
+                db.display()
+            )?;
+            out.flush()?;
+        }
+        if self.open {
+            open_browser(&url);
+        }
+        server.run()?;
+        Ok(())
+    }
+}
+
+/// Starts the platform's URL opener; failing to is only worth a note.
+fn open_browser(url: &str) {
+    let mut command = if cfg!(target_os = "macos") {
+        std::process::Command::new("open")
+    } else if cfg!(windows) {
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/C", "start", ""]);
+        c
+    } else {
+        std::process::Command::new("xdg-open")
+    };
+    let started = command
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(err) = started {
+        eprintln!("scribe: cannot open a browser ({err}); open {url} yourself");
+    }
+}

@@ -1,0 +1,170 @@
+//! `scribe serve` as a user runs it: the real binary on a free port, its API answering with
+//! exactly what `scribe … --json` prints for the same question, and clear refusals for a
+//! missing database, a busy port, a non-loopback address without a token and a bad token.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// A running `scribe serve`, killed (by its pid) on drop.
+struct Serving {
+    child: Child,
+    host: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serving {
+    fn start(env: &Env) -> Serving {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .env_remove("SCRIBE_SERVE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "scribe serve: <db> (read-only) at http://127.0.0.1:PORT/"
+        let host = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        assert!(line.contains("(read-only)"), "{line}");
+        Serving { child, host }
+    }
+
+    /// `GET path` → (status, JSON body).
+    fn get(&self, path: &str) -> (u16, Value) {
+        let mut stream = TcpStream::connect(&self.host).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.host
+        )
+        .unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    fn json(&self, path: &str) -> Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+}
+
+#[test]
+fn the_api_answers_with_the_clis_json() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    let server = Serving::start(&env);
+
+    for by in ["model", "source", "day"] {
+        assert_eq!(
+            server.json(&format!("/api/stats?by={by}")),
+            env.json(&["stats", "--by", by, "--json"]),
+            "stats --by {by}"
+        );
+        assert_eq!(
+            server.json(&format!("/api/stats?by={by}&since=2020-01-31")),
+            env.json(&["stats", "--by", by, "--since", "2020-01-31", "--json"]),
+            "stats --by {by} --since"
+        );
+    }
+
+    let list = env.json(&["list", "--json"]);
+    let page = server.json("/api/sessions");
+    assert_eq!(page["sessions"], list["sessions"]);
+    assert_eq!(page["more"], list["more"]);
+
+    for query in ["parser", "搜索"] {
+        assert_eq!(
+            server.json(&format!(
+                "/api/search?q={}",
+                query
+                    .bytes()
+                    .map(|b| format!("%{b:02X}"))
+                    .collect::<String>()
+            )),
+            env.json(&["search", query, "--json"]),
+            "search {query}"
+        );
+    }
+
+    let show = env.json(&["show", &seeded.build, "--json"]);
+    let detail = server.json(&format!("/api/sessions/{}", seeded.build));
+    assert_eq!(detail["session"], show["session"]);
+    let messages = server.json(&format!("/api/sessions/{}/messages", seeded.build));
+    assert_eq!(messages["messages"], show["messages"]);
+    assert_eq!(detail["children"][0]["id"], Value::String(seeded.task));
+
+    let (status, body) = server.get("/api/sessions/ses_missing");
+    assert_eq!(status, 404);
+    assert!(body["error"].as_str().unwrap().contains("ses_missing"));
+}
+
+#[test]
+fn serve_refuses_clearly() {
+    let env = Env::new();
+    // No database: said so, and none is created (serve never writes).
+    let err = env.fails(&["serve", "--addr", "127.0.0.1:0"]);
+    assert!(err.contains("no database at"), "{err}");
+    assert!(!env.db.exists());
+
+    seed(&env);
+    let err = env.fails(&["serve", "--addr", "0.0.0.0:0"]);
+    assert!(
+        err.contains("not a loopback address") && err.contains("--token"),
+        "{err}"
+    );
+    let err = env.fails(&["serve", "--addr", "127.0.0.1:0", "--token", "two words"]);
+    assert!(err.contains("token"), "{err}");
+    let err = env.fails(&["serve", "--addr", "not-an-address"]);
+    assert!(err.contains("invalid address"), "{err}");
+
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let err = env.fails(&["serve", "--addr", &addr]);
+    assert!(err.contains("already in use"), "{err}");
+
+    let not_db = env.path("notes.txt");
+    std::fs::write(&not_db, "plain text").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .arg("--db")
+        .arg(&not_db)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cannot open database"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,385 @@
+//! `/api/…`: parameters in, JSON documents out (the shapes of [`crate::json`]).
+//!
+//! Parameters are checked strictly: an unknown name, a repeated single-valued one or a
+//! malformed value is a 400 naming it, so a typo never silently widens a filter. An empty
+//! value (`source=`, as an empty form field sends) counts as absent.
+
+use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchOptions};
+use scribe_session::StatsBy;
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::http::Shared;
+use crate::json::Version;
+use crate::store::{Archived, At, ListQuery, Parent, Sort};
+
+/// Largest page of the session list.
+pub const MAX_SESSION_PAGE: u64 = 200;
+/// Default page of the session list.
+const SESSION_PAGE: u64 = 50;
+/// Largest page of messages.
+pub const MAX_MESSAGE_PAGE: usize = 500;
+/// Default page of messages.
+const MESSAGE_PAGE: usize = 100;
+
+/// The query string's parameters.
+#[derive(Debug, Default)]
+pub struct Params {
+    pairs: Vec<(String, String)>,
+}
+
+impl Params {
+    /// Parses `a=1&b=2` (percent- and `+`-decoded); empty values are dropped.
+    pub fn parse(query: &str) -> Params {
+        Params {
+            pairs: form_urlencoded::parse(query.as_bytes())
+                .filter(|(_, value)| !value.is_empty())
+                .map(|(name, value)| (name.into_owned(), value.into_owned()))
+                .collect(),
+        }
+    }
+
+    /// Refuses any parameter not in `known` (`token` is always allowed).
+    fn only(&self, known: &[&str]) -> Result<(), ApiError> {
+        match self
+            .pairs
+            .iter()
+            .find(|(name, _)| name != "token" && !known.contains(&name.as_str()))
+        {
+            Some((name, _)) => Err(ApiError::BadRequest(if known.is_empty() {
+                format!("unknown parameter {name:?}: this endpoint takes none")
+            } else {
+                format!(
+                    "unknown parameter {name:?}; this endpoint takes {}",
+                    known.join(", ")
+                )
+            })),
+            None => Ok(()),
+        }
+    }
+
+    /// Every value of `name`.
+    fn all(&self, name: &str) -> Vec<String> {
+        self.pairs
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// The one value of `name`, if given; given twice is an error.
+    fn one(&self, name: &str) -> Result<Option<&str>, ApiError> {
+        let mut values = self.pairs.iter().filter(|(n, _)| n == name);
+        let first = values.next().map(|(_, v)| v.as_str());
+        if values.next().is_some() {
+            return Err(ApiError::BadRequest(format!(
+                "parameter {name:?} given more than once"
+            )));
+        }
+        Ok(first)
+    }
+
+    /// `name` as a number in `min..=max`, or `default`.
+    fn number(&self, name: &str, min: u64, max: u64, default: u64) -> Result<u64, ApiError> {
+        match self.one(name)? {
+            None => Ok(default),
+            Some(text) => match text.parse::<u64>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                _ => Err(ApiError::BadRequest(format!(
+                    "invalid {name}={text:?}: expected a number from {min} to {max}"
+                ))),
+            },
+        }
+    }
+
+    /// `name` as a time (see [`parse_time`]).
+    fn time(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        self.one(name)?
+            .map(|text| {
+                parse_time(text, scribe_db::now_ms()).ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "invalid {name}={text:?}: expected milliseconds since the epoch, a date \
+                         (2026-01-31) or a span back from now (7d, 24h, 30m, 2w)"
+                    ))
+                })
+            })
+            .transpose()
+    }
+
+    /// `name` as one of `choices`, or `default`.
+    fn choice<T: Copy>(
+        &self,
+        name: &str,
+        choices: &[(&str, T)],
+        default: T,
+    ) -> Result<T, ApiError> {
+        match self.one(name)? {
+            None => Ok(default),
+            Some(text) => choices
+                .iter()
+                .find(|(n, _)| *n == text)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+                    ApiError::BadRequest(format!(
+                        "invalid {name}={text:?}: expected one of {}",
+                        names.join(", ")
+                    ))
+                }),
+        }
+    }
+}
+
+/// A time parameter: milliseconds since the epoch (`1767225600000`), a UTC date
+/// (`2026-01-31`, its midnight) or a span back from `now` (`30m`, `24h`, `7d`, `2w`), the
+/// forms `scribe … --since` takes.
+pub fn parse_time(text: &str, now: i64) -> Option<i64> {
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok();
+    }
+    if let Some((y, rest)) = text.split_once('-') {
+        let (m, d) = rest.split_once('-')?;
+        let (y, m, d) = (
+            y.parse::<i64>().ok()?,
+            m.parse::<i64>().ok()?,
+            d.parse::<i64>().ok()?,
+        );
+        if !(1..=12).contains(&m) || !(1..=days_in_month(y, m)).contains(&d) {
+            return None;
+        }
+        return Some(days_from_civil(y, m, d) * 86_400_000);
+    }
+    let unit = match text.chars().last()? {
+        'm' => 60_000,
+        'h' => 3_600_000,
+        'd' => 86_400_000,
+        'w' => 7 * 86_400_000,
+        _ => return None,
+    };
+    let n: i64 = text.get(..text.len() - 1)?.parse().ok()?;
+    Some(now.saturating_sub(n.checked_mul(unit)?))
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn json(value: &impl Serialize) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(value).map_err(|err| ApiError::Internal(err.to_string()))
+}
+
+/// Answers `GET /api/<route>`.
+pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Vec<u8>, ApiError> {
+    let store = &shared.store;
+    let segments: Vec<&str> = route.split('/').collect();
+    match segments.as_slice() {
+        ["sessions"] => json(&store.list(&list_query(params)?)?),
+        ["sessions", id] if !id.is_empty() => {
+            params.only(&[])?;
+            json(&store.session(&decode(id)?)?)
+        }
+        ["sessions", id, "messages"] if !id.is_empty() => {
+            params.only(&["limit", "from", "after", "before", "tail"])?;
+            let limit = params.number("limit", 1, MAX_MESSAGE_PAGE as u64, MESSAGE_PAGE as u64)?;
+            let places = [
+                params.one("from")?.map(|m| At::From(m.to_owned())),
+                params.one("after")?.map(|m| At::After(m.to_owned())),
+                params.one("before")?.map(|m| At::Before(m.to_owned())),
+                match params.one("tail")? {
+                    None | Some("0") | Some("false") => None,
+                    Some(_) => Some(At::End),
+                },
+            ];
+            let mut given = places.into_iter().flatten();
+            let at = given.next().unwrap_or(At::Start);
+            if given.next().is_some() {
+                return Err(ApiError::BadRequest(
+                    "give at most one of from, after, before and tail".into(),
+                ));
+            }
+            let limit = usize::try_from(limit).unwrap_or(MESSAGE_PAGE);
+            json(&store.messages(&decode(id)?, &at, limit)?)
+        }
+        ["search"] => {
+            params.only(&[
+                "q",
+                "source",
+                "exclude_source",
+                "role",
+                "session",
+                "since",
+                "limit",
+            ])?;
+            let roles = params
+                .all("role")
+                .iter()
+                .map(|r| {
+                    r.parse::<Role>()
+                        .map_err(|err| ApiError::BadRequest(format!("invalid role={r:?}: {err}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let limit = params.number("limit", 1, MAX_SEARCH_LIMIT as u64, 20)?;
+            let options = SearchOptions {
+                sources: params.all("source"),
+                exclude_sources: params.all("exclude_source"),
+                roles,
+                session_id: params.one("session")?.map(str::to_owned),
+                since: params.time("since")?,
+                limit: usize::try_from(limit).unwrap_or(20),
+                ..SearchOptions::default()
+            };
+            let query = params.one("q")?.unwrap_or("");
+            json(&store.search(query, &options)?)
+        }
+        ["stats"] => {
+            params.only(&["by", "since"])?;
+            let by = params.choice(
+                "by",
+                &[
+                    ("model", StatsBy::Model),
+                    ("source", StatsBy::Source),
+                    ("day", StatsBy::Day),
+                ],
+                StatsBy::Model,
+            )?;
+            json(&store.stats(by, params.time("since")?)?)
+        }
+        ["usage"] => {
+            params.only(&["stack", "since"])?;
+            let by_model = params.choice("stack", &[("model", true), ("source", false)], true)?;
+            json(&store.usage(by_model, params.time("since")?)?)
+        }
+        ["version"] => {
+            params.only(&[])?;
+            json(&Version {
+                version: shared.live.current(),
+            })
+        }
+        ["filters"] => {
+            params.only(&[])?;
+            json(&store.choices(shared.live.current())?)
+        }
+        _ => Err(ApiError::NotFound(format!(
+            "no such API: /api/{route} (see the README's API reference)"
+        ))),
+    }
+}
+
+/// A path segment, percent-decoded.
+fn decode(segment: &str) -> Result<String, ApiError> {
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| ApiError::BadRequest(format!("{segment:?} is not UTF-8 once decoded")))
+}
+
+fn list_query(params: &Params) -> Result<ListQuery, ApiError> {
+    params.only(&[
+        "source",
+        "exclude_source",
+        "model",
+        "directory",
+        "from",
+        "to",
+        "archived",
+        "parent",
+        "q",
+        "sort",
+        "limit",
+        "after",
+    ])?;
+    let sort = match params.one("sort")? {
+        None => Sort::Created,
+        Some(text) => Sort::parse(text).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "invalid sort={text:?}: expected one of created, active, oldest, tokens, cost"
+            ))
+        })?,
+    };
+    let parent = match params.one("parent")? {
+        None | Some("root") => Parent::Root,
+        Some("any") => Parent::Any,
+        Some(id) => Parent::Of(id.to_owned()),
+    };
+    Ok(ListQuery {
+        sources: params.all("source"),
+        exclude_sources: params.all("exclude_source"),
+        models: params.all("model"),
+        directory: params.one("directory")?.map(str::to_owned),
+        from: params.time("from")?,
+        to: params.time("to")?,
+        archived: params.choice(
+            "archived",
+            &[
+                ("exclude", Archived::Exclude),
+                ("include", Archived::Include),
+                ("only", Archived::Only),
+            ],
+            Archived::Exclude,
+        )?,
+        parent,
+        title: params.one("q")?.map(str::to_owned),
+        sort,
+        limit: params.number("limit", 1, MAX_SESSION_PAGE, SESSION_PAGE)?,
+        after: params.one("after")?.map(str::to_owned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_in_every_form() {
+        let now = 10 * 86_400_000;
+        assert_eq!(parse_time("1767225600000", now), Some(1_767_225_600_000));
+        assert_eq!(parse_time("1970-01-02", now), Some(86_400_000));
+        assert_eq!(parse_time("2026-01-31", now), Some(1_769_817_600_000));
+        assert_eq!(parse_time("2024-02-29", now), Some(1_709_164_800_000));
+        assert_eq!(parse_time("7d", now), Some(3 * 86_400_000));
+        assert_eq!(parse_time("24h", now), Some(9 * 86_400_000));
+        assert_eq!(parse_time("30m", now), Some(now - 1_800_000));
+        assert_eq!(parse_time("1w", now), Some(3 * 86_400_000));
+        for bad in [
+            "",
+            "x",
+            "7y",
+            "2026-13-01",
+            "2025-02-29",
+            "-5d",
+            "d",
+            "2026-1",
+        ] {
+            assert_eq!(parse_time(bad, now), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn params_are_strict() {
+        let p = Params::parse("a=1&a=2&b=&c=x%20y");
+        assert_eq!(p.all("a"), vec!["1", "2"]);
+        assert!(p.one("a").is_err());
+        assert_eq!(p.one("b").ok(), Some(None));
+        assert_eq!(p.one("c").ok(), Some(Some("x y")));
+        assert!(p.only(&["a", "c"]).is_ok());
+        assert!(p.only(&["a"]).is_err());
+        assert!(Params::parse("token=t").only(&[]).is_ok());
+        assert!(p.number("c", 1, 5, 1).is_err());
+    }
+}

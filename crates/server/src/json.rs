@@ -1,0 +1,472 @@
+//! The stable JSON shapes of `scribe … --json` and of `scribe serve`'s `/api/` (documented
+//! in the README): snake_case keys, times in milliseconds since the epoch, costs in US
+//! dollars, one document per answer.
+//!
+//! Both the CLI and the web API serialize through these types, so a script reading
+//! `scribe list --json` and a page reading `/api/sessions` see the same fields. They are
+//! Scribe's own wire types rather than the library's, so a library refactor cannot silently
+//! change what scripts read. (`scribe show --json` and the conversation API print the
+//! library's [`scribe_session::SessionExport`] / [`scribe_message::Message`] as they are:
+//! that is the export format, versioned with the data.)
+
+use std::collections::BTreeMap;
+
+use scribe_message::{ContextMessage, MATCH_END, MATCH_START, Message, SearchHit, TokenUsage};
+use scribe_session::{Session, UsageStats, UsageTotals};
+use serde::Serialize;
+
+/// The ellipsis that marks cut text.
+pub const ELLIPSIS: char = '…';
+
+/// Characters of a session's preview (its first user message, on one line).
+pub const PREVIEW_CHARS: usize = 200;
+
+/// `dollars` rounded to a billionth: sums of many small float charges carry noise in the
+/// last digits (`0.04644000000000001`) that scripts should not see.
+pub fn usd(dollars: f64) -> f64 {
+    (dollars * 1e9).round() / 1e9
+}
+
+/// `text` on one line (every run of whitespace becomes one space), cut to at most
+/// `max_chars` characters with [`ELLIPSIS`] when longer.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            count += 1;
+        }
+        for c in word.chars() {
+            out.push(c);
+            count += 1;
+        }
+        if count > max_chars {
+            break;
+        }
+    }
+    cut(&out, max_chars)
+}
+
+/// `text` cut to at most `max_chars` characters, the last being [`ELLIPSIS`] when cut.
+pub fn cut(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let keep = max_chars.saturating_sub(1);
+    let mut out: String = text.chars().take(keep).collect();
+    out.truncate(out.trim_end().len());
+    out.push(ELLIPSIS);
+    out
+}
+
+/// Token counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tokens {
+    /// Prompt tokens not served from a cache.
+    pub input: i64,
+    /// Generated tokens.
+    pub output: i64,
+    /// Prompt tokens read from the cache.
+    pub cache_read: i64,
+    /// Prompt tokens written to the cache.
+    pub cache_write: i64,
+    /// Reasoning tokens.
+    pub reasoning: i64,
+    /// All of the above.
+    pub total: i64,
+}
+
+impl From<&TokenUsage> for Tokens {
+    fn from(t: &TokenUsage) -> Self {
+        Tokens {
+            input: t.input,
+            output: t.output,
+            cache_read: t.cache_read,
+            cache_write: t.cache_write,
+            reasoning: t.reasoning,
+            total: t.total(),
+        }
+    }
+}
+
+/// A session as `list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    /// Id.
+    pub id: String,
+    /// Title, if any.
+    pub title: Option<String>,
+    /// `normal`, `task`, `fork`, `continuation` or `title`.
+    pub kind: &'static str,
+    /// Where it was started.
+    pub source: String,
+    /// The session it came from.
+    pub parent_session_id: Option<String>,
+    /// Model (`provider/model`).
+    pub model: Option<String>,
+    /// Messages.
+    pub message_count: i64,
+    /// Tool calls.
+    pub tool_call_count: i64,
+    /// Tokens used.
+    pub tokens: Tokens,
+    /// Estimated cost (USD).
+    pub cost_usd: f64,
+    /// The first user message on one line, cut with `…`; `null` when there is none.
+    pub preview: Option<String>,
+    /// Creation time.
+    pub created_at: i64,
+    /// Last activity.
+    pub updated_at: i64,
+    /// When it ended.
+    pub ended_at: Option<i64>,
+    /// When it was archived.
+    pub archived_at: Option<i64>,
+}
+
+impl SessionSummary {
+    /// The summary of `s`; `first_message` is the text of its first user message (see
+    /// [`crate::previews`]), put on one line and cut to [`PREVIEW_CHARS`].
+    pub fn new(s: &Session, first_message: Option<&str>) -> Self {
+        SessionSummary {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            kind: s.kind.as_str(),
+            source: s.source.clone(),
+            parent_session_id: s.parent_session_id.clone(),
+            model: s.model.clone(),
+            message_count: s.message_count,
+            tool_call_count: s.tool_call_count,
+            tokens: Tokens::from(&s.tokens),
+            cost_usd: usd(s.estimated_cost_usd),
+            preview: first_message.map(|text| one_line(text, PREVIEW_CHARS)),
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            ended_at: s.ended_at,
+            archived_at: s.archived_at,
+        }
+    }
+}
+
+/// `scribe list --json`: `{"sessions": [...], "more": bool}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionList {
+    /// The sessions, in the order asked for.
+    pub sessions: Vec<SessionSummary>,
+    /// Whether more sessions match than were listed.
+    pub more: bool,
+}
+
+/// Usage totals of a group of sessions (`stats`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    /// Sessions counted.
+    pub sessions: i64,
+    /// Model calls.
+    pub api_calls: i64,
+    /// Tokens.
+    pub tokens: Tokens,
+    /// Estimated cost (USD).
+    pub cost_usd: f64,
+}
+
+impl From<&UsageTotals> for Totals {
+    fn from(t: &UsageTotals) -> Self {
+        Totals {
+            sessions: t.sessions,
+            api_calls: t.api_calls,
+            tokens: Tokens::from(&t.tokens),
+            cost_usd: usd(t.cost_usd),
+        }
+    }
+}
+
+/// One group of [`Stats`].
+#[derive(Debug, Clone, Serialize)]
+pub struct StatsRow {
+    /// The model, source or day (`""`: sessions without a model).
+    pub key: String,
+    /// The group's totals.
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+/// `scribe stats --json`: `{"by", "since", "rows": [...], "totals": {...}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    /// `model`, `source` or `day`.
+    pub by: &'static str,
+    /// Only sessions created at or after this time (ms) were counted.
+    pub since: Option<i64>,
+    /// One row per group.
+    pub rows: Vec<StatsRow>,
+    /// All groups together.
+    pub totals: Totals,
+}
+
+impl Stats {
+    /// The document of `stats`, grouped `by` (`model`, `source` or `day`).
+    pub fn new(by: &'static str, stats: &UsageStats) -> Self {
+        Stats {
+            by,
+            since: stats.since,
+            rows: stats
+                .rows
+                .iter()
+                .map(|r| StatsRow {
+                    key: r.key.clone(),
+                    totals: Totals::from(&r.totals),
+                })
+                .collect(),
+            totals: Totals::from(&stats.totals),
+        }
+    }
+}
+
+/// `scribe search --json`: `{"hits": [...]}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHits {
+    /// Best first.
+    pub hits: Vec<Hit>,
+}
+
+impl SearchHits {
+    /// The document of `hits`.
+    pub fn new(hits: &[SearchHit]) -> Self {
+        SearchHits {
+            hits: hits.iter().map(Hit::from).collect(),
+        }
+    }
+}
+
+/// A message next to a hit.
+#[derive(Debug, Clone, Serialize)]
+pub struct HitContext {
+    /// Message id.
+    pub id: String,
+    /// Its role.
+    pub role: &'static str,
+    /// The start of its text.
+    pub text: String,
+}
+
+impl From<&ContextMessage> for HitContext {
+    fn from(c: &ContextMessage) -> Self {
+        HitContext {
+            id: c.id.clone(),
+            role: c.role.as_str(),
+            text: c.text.clone(),
+        }
+    }
+}
+
+/// One search hit: the best match in one message.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    /// The session.
+    pub session_id: String,
+    /// The message.
+    pub message_id: String,
+    /// The part that matched.
+    pub part_id: String,
+    /// The session's title.
+    pub title: Option<String>,
+    /// The session's source.
+    pub source: String,
+    /// The message's model, else the session's.
+    pub model: Option<String>,
+    /// The message's role.
+    pub role: &'static str,
+    /// When the message was created.
+    pub created_at: i64,
+    /// The text around the match, without markers.
+    pub snippet: String,
+    /// The matches in `snippet` as `[start, end)` character offsets.
+    pub highlights: Vec<[usize; 2]>,
+    /// Relevance (lower is better).
+    pub rank: f64,
+    /// The message before, if any.
+    pub before: Option<HitContext>,
+    /// The message after, if any.
+    pub after: Option<HitContext>,
+}
+
+impl From<&SearchHit> for Hit {
+    fn from(hit: &SearchHit) -> Self {
+        let (snippet, highlights) = split_snippet(&hit.snippet);
+        Hit {
+            session_id: hit.session_id.clone(),
+            message_id: hit.message_id.clone(),
+            part_id: hit.part_id.clone(),
+            title: hit.title.clone(),
+            source: hit.source.clone(),
+            model: hit.message_model.clone().or_else(|| hit.model.clone()),
+            role: hit.role.as_str(),
+            created_at: hit.created_at,
+            snippet,
+            highlights,
+            rank: hit.rank,
+            before: hit.before.as_ref().map(HitContext::from),
+            after: hit.after.as_ref().map(HitContext::from),
+        }
+    }
+}
+
+/// The snippet's text without markers, and the matches as character ranges.
+pub fn split_snippet(snippet: &str) -> (String, Vec<[usize; 2]>) {
+    let mut text = String::with_capacity(snippet.len());
+    let mut ranges = Vec::new();
+    let mut chars = 0;
+    let mut rest = snippet;
+    while let Some(start) = rest.find(MATCH_START) {
+        let before = &rest[..start];
+        text.push_str(before);
+        chars += before.chars().count();
+        rest = &rest[start + MATCH_START.len()..];
+        let end = rest.find(MATCH_END).unwrap_or(rest.len());
+        let matched = &rest[..end];
+        text.push_str(matched);
+        let len = matched.chars().count();
+        ranges.push([chars, chars + len]);
+        chars += len;
+        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
+    }
+    text.push_str(rest);
+    (text, ranges)
+}
+
+// ---- Documents only the web API has (the CLI has no command printing them) ----
+
+/// `GET /api/sessions`: a page of `scribe list --json`'s shape, plus where the next page
+/// starts and how many child sessions each listed session has.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionPage {
+    /// `sessions` and `more`, as `scribe list --json`.
+    #[serde(flatten)]
+    pub list: SessionList,
+    /// Pass as `after=` for the next page; `null` on the last page.
+    pub next: Option<String>,
+    /// Child sessions (sub-agent tasks, forks, continuations) by listed session id; a
+    /// session without children is absent.
+    pub child_counts: BTreeMap<String, i64>,
+}
+
+/// `GET /api/sessions/{id}`: the session as `scribe show --json` prints it, with its
+/// parent and children as list rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionDetail {
+    /// The session (the `session` object of `scribe show --json`).
+    pub session: Session,
+    /// The session it came from, if it still exists.
+    pub parent: Option<SessionSummary>,
+    /// Its direct children, oldest first (at most [`crate::MAX_CHILDREN`]).
+    pub children: Vec<SessionSummary>,
+    /// Whether it has more children than listed.
+    pub children_more: bool,
+}
+
+/// `GET /api/sessions/{id}/messages`: consecutive messages in creation order, each as in
+/// the `messages` array of `scribe show --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MessagePage {
+    /// The messages, oldest first, with their parts.
+    pub messages: Vec<Message>,
+    /// Whether older messages exist (load them with `before=<first id>`).
+    pub more_before: bool,
+    /// Whether newer messages exist (load them with `after=<last id>`).
+    pub more_after: bool,
+}
+
+/// `GET /api/usage`: usage per UTC day, stacked by model or source, for the charts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Usage {
+    /// Only sessions created at or after this time (ms) were counted.
+    pub since: Option<i64>,
+    /// `model` or `source`: what each day's `stacks` are.
+    pub stack: &'static str,
+    /// Every stack key of the period, most expensive first (`""`: no model).
+    pub keys: Vec<String>,
+    /// Days with usage, oldest first.
+    pub days: Vec<UsageDay>,
+    /// The whole period (equal to `scribe stats --since …`'s totals).
+    pub totals: Totals,
+    /// The most expensive top-level sessions of the period (totals include their
+    /// sub-agents), most expensive first.
+    pub top: Vec<SessionSummary>,
+}
+
+/// One day of [`Usage`].
+#[derive(Debug, Clone, Serialize)]
+pub struct UsageDay {
+    /// `YYYY-MM-DD` (UTC).
+    pub day: String,
+    /// The day's totals (equal to that day's row of `scribe stats --by day`).
+    #[serde(flatten)]
+    pub totals: Totals,
+    /// The day's usage by model or source, in the order of [`Usage::keys`].
+    pub stacks: Vec<StatsRow>,
+}
+
+/// `GET /api/filters`: the values the session list can be filtered by, most used first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Choices {
+    /// Sources.
+    pub sources: Vec<Choice>,
+    /// Models.
+    pub models: Vec<Choice>,
+    /// Directories.
+    pub directories: Vec<Choice>,
+}
+
+/// One value of [`Choices`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Choice {
+    /// The value.
+    pub value: String,
+    /// How many sessions have it.
+    pub sessions: i64,
+}
+
+/// `GET /api/version`: a counter that moves whenever the database changes (any process's
+/// commit), for pages that poll instead of holding `/api/events` open.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Version {
+    /// 0 when the server started, then one more per change seen.
+    pub version: u64,
+}
+
+/// The body of every failed API request.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorBody {
+    /// What went wrong, on one line.
+    pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_lose_float_noise() {
+        assert_eq!(usd(0.046_440_000_000_000_01).to_string(), "0.04644");
+        assert_eq!(usd(0.0123), 0.0123);
+    }
+
+    #[test]
+    fn snippets_split_into_text_and_ranges() {
+        let (text, ranges) = split_snippet("a >>>fix<<< to the >>>büild<<< x");
+        assert_eq!(text, "a fix to the büild x");
+        assert_eq!(ranges, vec![[2, 5], [13, 18]]);
+        let (text, ranges) = split_snippet("no match");
+        assert_eq!((text.as_str(), ranges.len()), ("no match", 0));
+    }
+
+    #[test]
+    fn cuts_to_one_line() {
+        assert_eq!(one_line("  fix\n the   build ", 40), "fix the build");
+        assert_eq!(one_line("abcdefghij", 5), "abcd…");
+        assert_eq!(cut("héllo wörld", 6), "héllo…");
+        assert_eq!(cut("short", 5), "short");
+    }
+}

@@ -1,0 +1,779 @@
+//! Everything the server reads, in one place: the only module of this crate that calls the
+//! services, the generated queries or the database, so changes to those are adapted here.
+//!
+//! The database is opened read-only ([`Database::open_read_only`]): the server cannot write
+//! a byte, whatever a request asks. Reads go through the services where they have what is
+//! needed (session lists and lookups, search, stats) and through generated queries otherwise
+//! (message pages by id, the usage chart groups, filter choices, child counts, previews;
+//! the queries of the last four are in `sql/queries/server.sql` and `cli.sql`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
+use scribe_db::queries as q;
+use scribe_db::{Database, ReadTx};
+use scribe_message::{MessageError, MessageService, SearchOptions, store};
+use scribe_session::{Session, SessionService, StatsBy};
+
+use crate::error::{ApiError, ServeError};
+use crate::json::{
+    Choice, Choices, MessagePage, SearchHits, SessionDetail, SessionList, SessionPage,
+    SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, usd,
+};
+
+/// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
+pub const MAX_CHILDREN: usize = 500;
+
+/// Characters of the first user message fetched for a preview.
+const PREVIEW_FETCH_CHARS: i64 = 400;
+
+/// Values of each filter choice list.
+const MAX_CHOICES: i64 = 500;
+
+/// Top sessions of the usage page.
+const TOP_SESSIONS: u64 = 10;
+
+/// The order of the session list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sort {
+    /// Newest first.
+    Created,
+    /// Most recently active first.
+    Active,
+    /// Oldest first.
+    Oldest,
+    /// Most tokens first.
+    Tokens,
+    /// Most expensive first.
+    Cost,
+}
+
+impl Sort {
+    /// The parameter value naming it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sort::Created => "created",
+            Sort::Active => "active",
+            Sort::Oldest => "oldest",
+            Sort::Tokens => "tokens",
+            Sort::Cost => "cost",
+        }
+    }
+
+    /// The sort a parameter value names.
+    pub fn parse(text: &str) -> Option<Sort> {
+        [
+            Sort::Created,
+            Sort::Active,
+            Sort::Oldest,
+            Sort::Tokens,
+            Sort::Cost,
+        ]
+        .into_iter()
+        .find(|s| s.name() == text)
+    }
+
+    fn order(self) -> SessionOrder {
+        match self {
+            Sort::Created => SessionOrder::CreatedDesc,
+            Sort::Active => SessionOrder::UpdatedDesc,
+            Sort::Oldest => SessionOrder::CreatedAsc,
+            Sort::Tokens => SessionOrder::TokensDesc,
+            Sort::Cost => SessionOrder::CostDesc,
+        }
+    }
+
+    /// `s`'s place in this order (see [`SessionKeyset`]).
+    fn key(self, s: &Session) -> SortValue {
+        match self {
+            Sort::Created | Sort::Oldest => SortValue::Int(s.created_at),
+            Sort::Active => SortValue::Int(s.updated_at),
+            Sort::Tokens => SortValue::Int(s.tokens.total()),
+            Sort::Cost => SortValue::Real(s.estimated_cost_usd),
+        }
+    }
+
+    /// The opaque `next` cursor after `s`: `v1:<sort>:<i|r><value>:<id>`, base64url.
+    pub fn cursor(self, s: &Session) -> String {
+        let value = match self.key(s) {
+            SortValue::Int(v) => format!("i{v}"),
+            // `{:?}` of an f64 prints the shortest text that parses back to the same value.
+            SortValue::Real(v) => format!("r{v:?}"),
+        };
+        URL_SAFE_NO_PAD.encode(format!("v1:{}:{value}:{}", self.name(), s.id))
+    }
+
+    /// Decodes a cursor made by [`Sort::cursor`] for this sort.
+    pub fn decode(self, text: &str) -> Result<SessionKeyset, ApiError> {
+        let bad = || ApiError::BadRequest(format!("invalid cursor {text:?}"));
+        let bytes = URL_SAFE_NO_PAD.decode(text.as_bytes()).map_err(|_| bad())?;
+        let plain = String::from_utf8(bytes).map_err(|_| bad())?;
+        let mut fields = plain.splitn(4, ':');
+        let (Some("v1"), Some(sort), Some(value), Some(id)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(bad());
+        };
+        if sort != self.name() {
+            return Err(ApiError::BadRequest(format!(
+                "the cursor belongs to sort={sort}, not sort={}",
+                self.name()
+            )));
+        }
+        let value = if let Some(int) = value.strip_prefix('i') {
+            SortValue::Int(int.parse().map_err(|_| bad())?)
+        } else if let Some(real) = value.strip_prefix('r') {
+            SortValue::Real(real.parse().map_err(|_| bad())?)
+        } else {
+            return Err(bad());
+        };
+        if id.is_empty() {
+            return Err(bad());
+        }
+        Ok(SessionKeyset {
+            value,
+            id: id.to_owned(),
+        })
+    }
+}
+
+/// Which sessions by their archive mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archived {
+    /// Not archived ones (the default, as `scribe list`).
+    Exclude,
+    /// Both.
+    Include,
+    /// Only archived ones.
+    Only,
+}
+
+/// Which sessions by their parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parent {
+    /// Top-level sessions (the default: children are grouped under their parent).
+    Root,
+    /// Any session.
+    Any,
+    /// The children of this session.
+    Of(String),
+}
+
+/// What `GET /api/sessions` asks for.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    /// Only these sources.
+    pub sources: Vec<String>,
+    /// Not these sources.
+    pub exclude_sources: Vec<String>,
+    /// Only these models.
+    pub models: Vec<String>,
+    /// Only this directory.
+    pub directory: Option<String>,
+    /// Created at or after (ms).
+    pub from: Option<i64>,
+    /// Created before (ms).
+    pub to: Option<i64>,
+    /// Archive mark.
+    pub archived: Archived,
+    /// Parent link.
+    pub parent: Parent,
+    /// Title contains.
+    pub title: Option<String>,
+    /// Order.
+    pub sort: Sort,
+    /// Page size.
+    pub limit: u64,
+    /// Start after this cursor.
+    pub after: Option<String>,
+}
+
+/// Where a page of messages starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum At {
+    /// The first messages.
+    Start,
+    /// The last messages.
+    End,
+    /// From this message on (it included).
+    From(String),
+    /// After this message.
+    After(String),
+    /// Before this message.
+    Before(String),
+}
+
+/// The open, read-only database and the services over it.
+///
+/// A database read as `immutable` (see [`Database::open_read_only`]) takes no locks and
+/// never notices another process's commits, so when its file changes the [`Watcher`] has
+/// the store open it again ([`Store::reopen`]): every request works on the [`Opened`] it
+/// started with, and the next one on the new.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    opened: RwLock<Arc<Opened>>,
+    /// Filter choices and the change generation they were read at.
+    choices: Mutex<Option<(u64, Choices)>>,
+}
+
+/// One opening of the database, with the services over it.
+#[derive(Debug)]
+struct Opened {
+    db: Arc<Database>,
+    sessions: SessionService,
+    messages: MessageService,
+}
+
+impl Opened {
+    fn new(path: &Path) -> Result<Opened, ServeError> {
+        let db = Arc::new(open_read_only(path)?);
+        Ok(Opened {
+            sessions: SessionService::new(Arc::clone(&db)),
+            messages: MessageService::new(Arc::clone(&db)),
+            db,
+        })
+    }
+
+    /// Runs `f` in one read snapshot; errors of any kind come back as they were.
+    fn read<T>(
+        &self,
+        f: impl FnMut(&mut ReadTx<'_>) -> Result<T, ReadError>,
+    ) -> Result<T, ApiError> {
+        self.db.read(f).map_err(ApiError::from)
+    }
+
+    fn summaries(&self, sessions: &[Session]) -> Result<Vec<SessionSummary>, ApiError> {
+        let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+        let previews = previews(&self.db, &ids)?;
+        Ok(sessions
+            .iter()
+            .map(|s| SessionSummary::new(s, previews.get(&s.id).map(String::as_str)))
+            .collect())
+    }
+}
+
+fn open_read_only(path: &Path) -> Result<Database, ServeError> {
+    if !path.is_file() {
+        return Err(ServeError::NoDatabase {
+            path: path.to_owned(),
+        });
+    }
+    Database::open_read_only(path).map_err(|source| ServeError::Open {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+impl Store {
+    /// Opens the database at `path` read-only.
+    pub fn open(path: &Path) -> Result<Store, ServeError> {
+        Ok(Store {
+            path: path.to_owned(),
+            opened: RwLock::new(Arc::new(Opened::new(path)?)),
+            choices: Mutex::new(None),
+        })
+    }
+
+    /// The current opening (a request uses one throughout).
+    fn current(&self) -> Arc<Opened> {
+        Arc::clone(&self.opened.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Whether the database is read as `immutable` (changes are then seen by its file).
+    pub fn is_immutable(&self) -> bool {
+        self.current().db.is_immutable()
+    }
+
+    /// Opens the database again, for requests from now on: after its file changed while it
+    /// was read as `immutable`. On failure (the file mid-change) the old opening stays.
+    pub fn reopen(&self) -> Result<(), ServeError> {
+        let fresh = Arc::new(Opened::new(&self.path)?);
+        *self.opened.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        Ok(())
+    }
+
+    /// A change detector for the current opening (see [`Watcher`]).
+    pub fn watcher(&self) -> Result<Watcher, ServeError> {
+        if self.is_immutable() {
+            return Ok(Watcher::Files(FileStamps::new(&self.path)));
+        }
+        Ok(Watcher::DataVersion(Box::new(open_read_only(&self.path)?)))
+    }
+
+    /// A page of the session list.
+    pub fn list(&self, query: &ListQuery) -> Result<SessionPage, ApiError> {
+        let after = query
+            .after
+            .as_deref()
+            .map(|cursor| query.sort.decode(cursor))
+            .transpose()?;
+        let filter = SessionFilter {
+            sources: query.sources.clone(),
+            exclude_sources: query.exclude_sources.clone(),
+            models: query.models.clone(),
+            directory: query.directory.clone(),
+            created_after: query.from,
+            created_before: query.to,
+            archived: match query.archived {
+                Archived::Exclude => Some(false),
+                Archived::Include => None,
+                Archived::Only => Some(true),
+            },
+            parent: match &query.parent {
+                Parent::Root => ParentFilter::Root,
+                Parent::Any => ParentFilter::Any,
+                Parent::Of(id) => ParentFilter::Of(id.clone()),
+            },
+            title_contains: query.title.clone(),
+            order: query.sort.order(),
+            // One more than asked tells whether more exist.
+            limit: Some(query.limit.saturating_add(1)),
+            after,
+            ..SessionFilter::default()
+        };
+        let opened = self.current();
+        let mut sessions = opened.sessions.list(&filter)?;
+        let more = sessions.len() as u64 > query.limit;
+        sessions.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));
+        let next = if more {
+            sessions.last().map(|s| query.sort.cursor(s))
+        } else {
+            None
+        };
+        let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+        let child_counts = if ids.is_empty() {
+            BTreeMap::new()
+        } else {
+            opened.read(|tx| {
+                Ok(tx
+                    .q()
+                    .count_child_sessions(&ids)?
+                    .into_iter()
+                    .map(|row| (row.parent_id, row.children))
+                    .collect())
+            })?
+        };
+        Ok(SessionPage {
+            list: SessionList {
+                sessions: opened.summaries(&sessions)?,
+                more,
+            },
+            next,
+            child_counts,
+        })
+    }
+
+    /// One session with its parent and children.
+    pub fn session(&self, id: &str) -> Result<SessionDetail, ApiError> {
+        let opened = self.current();
+        let session = opened.sessions.get(id)?;
+        let parent = match &session.parent_session_id {
+            Some(parent) => match opened.sessions.get(parent) {
+                Ok(parent) => Some(parent),
+                Err(scribe_session::SessionError::NotFound { .. }) => None,
+                Err(err) => return Err(err.into()),
+            },
+            None => None,
+        };
+        let mut children = opened.sessions.list(&SessionFilter {
+            parent: ParentFilter::Of(session.id.clone()),
+            order: SessionOrder::CreatedAsc,
+            limit: Some(MAX_CHILDREN as u64 + 1),
+            ..SessionFilter::default()
+        })?;
+        let children_more = children.len() > MAX_CHILDREN;
+        children.truncate(MAX_CHILDREN);
+        let parent = match parent {
+            Some(p) => opened
+                .summaries(std::slice::from_ref(&p))?
+                .into_iter()
+                .next(),
+            None => None,
+        };
+        Ok(SessionDetail {
+            children: opened.summaries(&children)?,
+            children_more,
+            parent,
+            session,
+        })
+    }
+
+    /// Up to `limit` consecutive messages of `session_id`, starting `at`.
+    pub fn messages(
+        &self,
+        session_id: &str,
+        at: &At,
+        limit: usize,
+    ) -> Result<MessagePage, ApiError> {
+        let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
+        let opened = self.current();
+        opened.read(|tx| {
+            if !tx.q().session_exists(session_id)? {
+                return Err(ApiError::NotFound(format!("session not found: {session_id}")).into());
+            }
+            let oldest = |tx: &mut ReadTx<'_>| {
+                tx.q().list_messages_oldest(&q::ListMessagesOldestParams {
+                    session_id,
+                    limit: fetch,
+                })
+            };
+            let after = |tx: &mut ReadTx<'_>, m: &q::MessageRow| {
+                tx.q().list_messages_after(&q::ListMessagesAfterParams {
+                    session_id,
+                    created_at: m.created_at,
+                    id: &m.id,
+                    limit: fetch,
+                })
+            };
+            let before = |tx: &mut ReadTx<'_>, m: &q::MessageRow, limit: i64| {
+                tx.q().list_messages_before(&q::ListMessagesBeforeParams {
+                    session_id,
+                    created_at: m.created_at,
+                    id: &m.id,
+                    limit,
+                })
+            };
+            // Forward pages: (rows oldest first, whether older ones exist).
+            let (mut rows, more_before, backward) = match at {
+                At::Start => (oldest(tx)?, false, false),
+                At::After(id) => {
+                    let m = anchor(tx, session_id, id)?;
+                    (after(tx, &m)?, true, false)
+                }
+                At::From(id) => {
+                    let m = anchor(tx, session_id, id)?;
+                    // The page starts after the message just before it, if any.
+                    match before(tx, &m, 1)?.pop() {
+                        Some(previous) => (after(tx, &previous)?, true, false),
+                        None => (oldest(tx)?, false, false),
+                    }
+                }
+                At::Before(id) => {
+                    let m = anchor(tx, session_id, id)?;
+                    (before(tx, &m, fetch)?, false, true)
+                }
+                At::End => (
+                    tx.q().list_messages_newest(&q::ListMessagesNewestParams {
+                        session_id,
+                        limit: fetch,
+                    })?,
+                    false,
+                    true,
+                ),
+            };
+            let overflow = rows.len() > limit;
+            rows.truncate(limit);
+            let (more_before, more_after) = if backward {
+                rows.reverse();
+                (overflow, matches!(at, At::Before(_)))
+            } else {
+                (more_before, overflow)
+            };
+            let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+            let messages = store::load_messages_by_ids(tx, &ids)?;
+            Ok(MessagePage {
+                messages,
+                more_before,
+                more_after,
+            })
+        })
+    }
+
+    /// Search, as `scribe search`.
+    pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchHits, ApiError> {
+        let opened = self.current();
+        if let Some(id) = &options.session_id {
+            opened.sessions.get(id)?;
+        }
+        let hits = opened.messages.search(query, options)?;
+        Ok(SearchHits::new(&hits))
+    }
+
+    /// Usage statistics, as `scribe stats`.
+    pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<Stats, ApiError> {
+        let name = match by {
+            StatsBy::Model => "model",
+            StatsBy::Source => "source",
+            StatsBy::Day => "day",
+        };
+        Ok(Stats::new(name, &self.current().sessions.stats(by, since)?))
+    }
+
+    /// Usage per day stacked by model (`by_model`) or source, and the top sessions.
+    pub fn usage(&self, by_model: bool, since: Option<i64>) -> Result<Usage, ApiError> {
+        let opened = self.current();
+        let from = since.unwrap_or(i64::MIN);
+        // (day, key, totals) of every group, oldest day first.
+        let groups: Vec<(String, StatsRow)> = opened.read(|tx| {
+            macro_rules! groups {
+                ($rows:expr) => {
+                    $rows
+                        .into_iter()
+                        .map(|r| {
+                            let totals = Totals::from(&scribe_session::UsageTotals {
+                                sessions: r.session_count,
+                                tokens: scribe_message::TokenUsage {
+                                    input: r.input_tokens,
+                                    output: r.output_tokens,
+                                    cache_read: r.cache_read_tokens,
+                                    cache_write: r.cache_write_tokens,
+                                    reasoning: r.reasoning_tokens,
+                                },
+                                api_calls: r.api_call_count,
+                                cost_usd: r.estimated_cost_usd,
+                            });
+                            (r.day, StatsRow { key: r.key, totals })
+                        })
+                        .collect()
+                };
+            }
+            Ok(if by_model {
+                groups!(tx.q().usage_by_day_and_model_since(from)?)
+            } else {
+                groups!(tx.q().usage_by_day_and_source_since(from)?)
+            })
+        })?;
+        // The period's totals and each day's come from the same service as `scribe stats`.
+        let by_day = opened.sessions.stats(StatsBy::Day, since)?;
+        let mut key_cost: HashMap<&str, f64> = HashMap::new();
+        for (_, row) in &groups {
+            *key_cost.entry(row.key.as_str()).or_default() += row.totals.cost_usd;
+        }
+        let mut keys: Vec<String> = key_cost.keys().map(|k| (*k).to_owned()).collect();
+        keys.sort_by(|a, b| {
+            let (ca, cb) = (key_cost[a.as_str()], key_cost[b.as_str()]);
+            cb.total_cmp(&ca).then_with(|| a.cmp(b))
+        });
+        let rank: HashMap<&str, usize> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i))
+            .collect();
+        let mut stacks: BTreeMap<String, Vec<StatsRow>> = BTreeMap::new();
+        for (day, row) in groups {
+            stacks.entry(day).or_default().push(row);
+        }
+        let days = by_day
+            .rows
+            .iter()
+            .map(|row| {
+                let mut day_stacks = stacks.remove(&row.key).unwrap_or_default();
+                day_stacks.sort_by_key(|s| rank.get(s.key.as_str()).copied().unwrap_or(usize::MAX));
+                UsageDay {
+                    day: row.key.clone(),
+                    totals: Totals::from(&row.totals),
+                    stacks: day_stacks,
+                }
+            })
+            .collect();
+        let top = opened.sessions.list(&SessionFilter {
+            parent: ParentFilter::Root,
+            created_after: since,
+            order: SessionOrder::CostDesc,
+            limit: Some(TOP_SESSIONS),
+            ..SessionFilter::default()
+        })?;
+        let top: Vec<Session> = top
+            .into_iter()
+            .filter(|s| usd(s.estimated_cost_usd) > 0.0)
+            .collect();
+        Ok(Usage {
+            since,
+            stack: if by_model { "model" } else { "source" },
+            keys,
+            days,
+            totals: Totals::from(&by_day.totals),
+            top: opened.summaries(&top)?,
+        })
+    }
+
+    /// The filter choices, read again only when the database changed since `generation`.
+    pub fn choices(&self, generation: u64) -> Result<Choices, ApiError> {
+        if let Ok(cache) = self.choices.lock()
+            && let Some((seen, choices)) = cache.as_ref()
+            && *seen == generation
+        {
+            return Ok(choices.clone());
+        }
+        let choices = self.current().read(|tx| {
+            macro_rules! choices {
+                ($rows:expr) => {
+                    $rows
+                        .into_iter()
+                        .map(|r| Choice {
+                            value: r.value,
+                            sessions: r.sessions,
+                        })
+                        .collect()
+                };
+            }
+            Ok(Choices {
+                sources: choices!(tx.q().list_source_choices(MAX_CHOICES)?),
+                models: choices!(tx.q().list_model_choices(MAX_CHOICES)?),
+                directories: choices!(tx.q().list_directory_choices(MAX_CHOICES)?),
+            })
+        })?;
+        if let Ok(mut cache) = self.choices.lock() {
+            *cache = Some((generation, choices.clone()));
+        }
+        Ok(choices)
+    }
+}
+
+/// The message `id` of `session_id`, or 404.
+fn anchor(tx: &mut ReadTx<'_>, session_id: &str, id: &str) -> Result<q::MessageRow, ReadError> {
+    match tx.q().get_message(id)? {
+        Some(row) if row.session_id == session_id => Ok(row),
+        _ => Err(
+            ApiError::NotFound(format!("message not found: {id} in session {session_id}")).into(),
+        ),
+    }
+}
+
+/// What a closure of [`Store::read`] fails with: the database (so the transaction helper
+/// sees it) or an answer for the client.
+#[derive(Debug)]
+enum ReadError {
+    /// The database failed.
+    Db(scribe_db::Error),
+    /// The request cannot be answered (a message of another session …).
+    Api(ApiError),
+}
+
+scribe_db::impl_tx_error!(ReadError, ReadError::Db);
+
+impl From<scribe_db::Error> for ReadError {
+    fn from(err: scribe_db::Error) -> Self {
+        ReadError::Db(err)
+    }
+}
+
+impl From<ApiError> for ReadError {
+    fn from(err: ApiError) -> Self {
+        ReadError::Api(err)
+    }
+}
+
+impl From<MessageError> for ReadError {
+    fn from(err: MessageError) -> Self {
+        ReadError::Api(err.into())
+    }
+}
+
+impl From<ReadError> for ApiError {
+    fn from(err: ReadError) -> Self {
+        match err {
+            ReadError::Db(err) => err.into(),
+            ReadError::Api(err) => err,
+        }
+    }
+}
+
+/// The text of each session's first user message (its text parts joined by spaces), by
+/// session id; sessions without one are absent. What `scribe list` previews.
+pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, scribe_db::Error> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = db.read(|tx| {
+        tx.q().list_session_previews(&q::ListSessionPreviewsParams {
+            max_chars: PREVIEW_FETCH_CHARS,
+            session_ids: ids,
+        })
+    })?;
+    let mut previews: HashMap<String, String> = HashMap::new();
+    for row in rows {
+        let text = previews.entry(row.session_id).or_default();
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&row.text);
+    }
+    previews.retain(|_, text| !text.trim().is_empty());
+    Ok(previews)
+}
+
+/// Tells when the database changed, whichever process changed it.
+///
+/// - [`Watcher::DataVersion`]: SQLite's `PRAGMA data_version` on one connection changes
+///   whenever another connection (in this process or any other) commits, so the watcher
+///   keeps a connection of its own (a [`Database`] used by one thread only, whose pool keeps
+///   handing back the same connection) and compares the value between polls.
+/// - [`Watcher::Files`]: a database read as `immutable` takes no locks and its data version
+///   never moves, so the watcher compares the size and modification time of the file and
+///   its `-wal` and `-shm` instead (a writer starting creates them; a commit or checkpoint
+///   changes one of them), and the store must be opened again on a change
+///   ([`Watcher::reopens`]).
+#[derive(Debug)]
+pub enum Watcher {
+    /// Polls `PRAGMA data_version` on a connection of its own.
+    DataVersion(Box<Database>),
+    /// Polls the files of a database read as `immutable`.
+    Files(FileStamps),
+}
+
+/// What a [`Watcher`] compares between polls: any difference means a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// `PRAGMA data_version`.
+    DataVersion(i64),
+    /// The size and modification time of the database, `-wal` and `-shm` files (`None`:
+    /// absent).
+    Files([Option<(u64, SystemTime)>; 3]),
+}
+
+impl Watcher {
+    /// The current signal; a different value than at the last call means a change.
+    pub fn signal(&self) -> Result<Signal, scribe_db::Error> {
+        match self {
+            Watcher::DataVersion(db) => db
+                .read(|tx| {
+                    Ok(tx
+                        .conn()
+                        .pragma_query_value(None, "data_version", |row| row.get(0))?)
+                })
+                .map(Signal::DataVersion),
+            Watcher::Files(files) => Ok(Signal::Files(files.stamps())),
+        }
+    }
+
+    /// Whether a change means the store must be opened again ([`Store::reopen`]) to be
+    /// seen: true when the database is read as `immutable`.
+    pub fn reopens(&self) -> bool {
+        matches!(self, Watcher::Files(_))
+    }
+}
+
+/// The files of one database whose size and modification time [`Watcher::Files`] polls.
+#[derive(Debug, Clone)]
+pub struct FileStamps {
+    files: [PathBuf; 3],
+}
+
+impl FileStamps {
+    /// The database at `path`, with its `-wal` and `-shm` files.
+    pub fn new(path: &Path) -> FileStamps {
+        let with = |suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        FileStamps {
+            files: [path.to_owned(), with("-wal"), with("-shm")],
+        }
+    }
+
+    /// Each file's size and modification time, `None` when it is absent (or unreadable).
+    pub fn stamps(&self) -> [Option<(u64, SystemTime)>; 3] {
+        self.files.clone().map(|file| {
+            let meta = std::fs::metadata(file).ok()?;
+            Some((meta.len(), meta.modified().ok()?))
+        })
+    }
+}

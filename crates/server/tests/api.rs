@@ -1,0 +1,832 @@
+//! The JSON API over real HTTP against a real SQLite file: filters, sorting and keyset
+//! paging of sessions, conversations page by page, search, stats and usage, the access
+//! rules (token, loopback `Host`, read-only methods), errors and 404s, that the database
+//! file is never written, and live events while another process writes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use scribe_db::Database;
+use scribe_message::{MessageService, SearchOptions};
+use scribe_server::json::{SearchHits, Stats};
+use scribe_session::{SessionService, StatsBy};
+use serde_json::{Value, json};
+
+fn ids(page: &Value) -> Vec<String> {
+    page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every page of `/api/sessions?<query>`, following `next`.
+fn walk(addr: std::net::SocketAddr, query: &str) -> Vec<String> {
+    let mut all = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..100 {
+        let path = match &after {
+            Some(cursor) => format!("/api/sessions?{query}&after={cursor}"),
+            None => format!("/api/sessions?{query}"),
+        };
+        let page = get_json(addr, &path);
+        all.extend(ids(&page));
+        assert_eq!(page["more"].as_bool().unwrap(), !page["next"].is_null());
+        match page["next"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => return all,
+        }
+    }
+    panic!("paging did not end");
+}
+
+#[test]
+fn the_session_list_filters_sorts_and_pages() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+
+    // Default: top-level, not archived, newest first; children counted, not listed.
+    let page = get_json(a, "/api/sessions");
+    let listed = ids(&page);
+    assert_eq!(listed.len(), 9, "{listed:?}");
+    assert_eq!(listed[0], f.telegram);
+    assert!(!listed.contains(&f.task) && !listed.contains(&f.archived));
+    assert_eq!(page["child_counts"], json!({ f.main.clone(): 1 }));
+    assert_eq!(page["more"], json!(false));
+    assert!(page["next"].is_null());
+    let main = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == json!(f.main))
+        .unwrap();
+    assert_eq!(
+        main["preview"],
+        json!(SCRIPT_TEXT.split_whitespace().collect::<Vec<_>>().join(" "))
+    );
+    assert_eq!(main["tokens"]["total"], json!(1200));
+    assert_eq!(main["cost_usd"], json!(0.5));
+
+    // Filters.
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?source=telegram")),
+        vec![f.telegram.clone()]
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?source=telegram&source=tui")).len(),
+        2
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?exclude_source=cli")).len(),
+        2
+    );
+    assert_eq!(ids(&get_json(a, "/api/sessions?model=m-sonnet")).len(), 7);
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?directory=/p/one")),
+        vec![f.main.clone()]
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?q=build")),
+        vec![f.main.clone()]
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?archived=only")),
+        vec![f.archived.clone()]
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?archived=include")).len(),
+        10
+    );
+    assert_eq!(
+        ids(&get_json(a, &format!("/api/sessions?parent={}", f.main))),
+        vec![f.task.clone()]
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?parent=any&archived=include")).len(),
+        11
+    );
+    // Date range: created in [T0-3d, T0-1d): main and long (telegram is at T0-1d).
+    let range = format!("/api/sessions?from={}&to={}", T0 - 3 * DAY, T0 - DAY);
+    assert_eq!(
+        ids(&get_json(a, &range))
+            .into_iter()
+            .collect::<BTreeSet<_>>(),
+        [f.main.clone(), f.long.clone()].into_iter().collect()
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?from=2026-01-09")),
+        vec![f.telegram.clone()]
+    );
+
+    // Sorting.
+    assert_eq!(ids(&get_json(a, "/api/sessions?sort=cost"))[0], f.main);
+    assert_eq!(ids(&get_json(a, "/api/sessions?sort=tokens"))[0], f.long);
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?sort=oldest"))[0],
+        "ses_bulk_0"
+    );
+    assert_eq!(
+        ids(&get_json(a, "/api/sessions?sort=active"))[0],
+        f.telegram
+    );
+
+    // Keyset paging: every sort, pages of 2, ties included, is the whole list in order.
+    for sort in ["created", "active", "oldest", "tokens", "cost"] {
+        let whole = ids(&get_json(
+            a,
+            &format!("/api/sessions?sort={sort}&limit=200"),
+        ));
+        assert_eq!(
+            walk(a, &format!("sort={sort}&limit=2")),
+            whole,
+            "sort={sort}"
+        );
+        assert_eq!(walk(a, &format!("sort={sort}&limit=1&source=cli")).len(), 7);
+    }
+}
+
+#[test]
+fn bad_list_parameters_are_400_with_a_reason() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let cases = [
+        ("/api/sessions?sort=price", "sort"),
+        ("/api/sessions?limit=0", "limit"),
+        ("/api/sessions?limit=201", "limit"),
+        ("/api/sessions?limit=x", "limit"),
+        ("/api/sessions?archived=maybe", "archived"),
+        ("/api/sessions?from=yesterday", "from"),
+        ("/api/sessions?sorce=cli", "sorce"),
+        ("/api/sessions?after=not-a-cursor", "cursor"),
+        ("/api/sessions?q=a&q=b", "more than once"),
+        ("/api/stats?by=week", "by"),
+        ("/api/usage?stack=day", "stack"),
+        ("/api/search?q=x&role=robot", "role"),
+        ("/api/search?q=x&limit=501", "limit"),
+        ("/api/filters?x=1", "unknown parameter"),
+    ];
+    for (path, says) in cases {
+        let reply = get(server.addr, path);
+        assert_eq!(reply.status, 400, "{path}: {}", reply.text());
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/json; charset=utf-8")
+        );
+        let error = reply.json()["error"].as_str().unwrap().to_owned();
+        assert!(error.contains(says), "{path}: {error}");
+    }
+    // A cursor of one sort cannot be used with another.
+    let page = get_json(server.addr, "/api/sessions?sort=cost&limit=1");
+    let cursor = page["next"].as_str().unwrap();
+    let reply = get(
+        server.addr,
+        &format!("/api/sessions?sort=created&after={cursor}"),
+    );
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("sort=cost")
+    );
+}
+
+#[test]
+fn a_session_and_its_messages_page_by_page() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+
+    let detail = get_json(a, &format!("/api/sessions/{}", f.main));
+    assert_eq!(detail["session"]["title"], json!("Fix the build"));
+    assert_eq!(detail["session"]["message_count"], json!(4));
+    assert!(detail["parent"].is_null());
+    assert_eq!(detail["children"][0]["id"], json!(f.task));
+    assert_eq!(detail["children"][0]["kind"], json!("task"));
+    let child = get_json(a, &format!("/api/sessions/{}", f.task));
+    assert_eq!(child["parent"]["id"], json!(f.main));
+
+    // Messages are the library's shape (as in `scribe show --json`), stored text verbatim.
+    let page = get_json(a, &format!("/api/sessions/{}/messages", f.main));
+    let messages = page["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[0]["parts"][0]["part"]["text"], json!(SCRIPT_TEXT));
+    assert_eq!(messages[2]["is_summary"], json!(true));
+    assert_eq!(messages[1]["parts"][3]["part"]["tool"], json!("edit_file"));
+    assert_eq!(
+        (page["more_before"].clone(), page["more_after"].clone()),
+        (json!(false), json!(false))
+    );
+
+    // A long conversation, progressively: start, after, from (deep link), before, tail.
+    let path = |q: &str| format!("/api/sessions/{}/messages?{q}", f.long);
+    let msg_ids = |v: &Value| -> Vec<String> {
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = get_json(a, &path("limit=100"));
+    assert_eq!(msg_ids(&first), f.long_messages[..100]);
+    assert_eq!(
+        (first["more_before"].clone(), first["more_after"].clone()),
+        (json!(false), json!(true))
+    );
+    let second = get_json(
+        a,
+        &path(&format!("after={}&limit=100", f.long_messages[99])),
+    );
+    assert_eq!(msg_ids(&second), f.long_messages[100..200]);
+    let last = get_json(
+        a,
+        &path(&format!("after={}&limit=100", f.long_messages[199])),
+    );
+    assert_eq!(msg_ids(&last), f.long_messages[200..]);
+    assert_eq!(
+        (last["more_before"].clone(), last["more_after"].clone()),
+        (json!(true), json!(false))
+    );
+    let deep = get_json(a, &path(&format!("from={}&limit=10", f.long_messages[150])));
+    assert_eq!(msg_ids(&deep), f.long_messages[150..160]);
+    assert_eq!(
+        (deep["more_before"].clone(), deep["more_after"].clone()),
+        (json!(true), json!(true))
+    );
+    let from_first = get_json(a, &path(&format!("from={}&limit=5", f.long_messages[0])));
+    assert_eq!(msg_ids(&from_first), f.long_messages[..5]);
+    assert_eq!(from_first["more_before"], json!(false));
+    let earlier = get_json(
+        a,
+        &path(&format!("before={}&limit=10", f.long_messages[150])),
+    );
+    assert_eq!(msg_ids(&earlier), f.long_messages[140..150]);
+    assert_eq!(
+        (
+            earlier["more_before"].clone(),
+            earlier["more_after"].clone()
+        ),
+        (json!(true), json!(true))
+    );
+    let tail = get_json(a, &path("tail=1&limit=3"));
+    assert_eq!(msg_ids(&tail), f.long_messages[247..]);
+    assert_eq!(
+        (tail["more_before"].clone(), tail["more_after"].clone()),
+        (json!(true), json!(false))
+    );
+
+    // Errors.
+    for (p, status) in [
+        (
+            format!(
+                "/api/sessions/{}/messages?from={}",
+                f.main, f.long_messages[0]
+            ),
+            404,
+        ),
+        (
+            format!("/api/sessions/{}/messages?from=msg_nope", f.main),
+            404,
+        ),
+        ("/api/sessions/ses_nope/messages".to_owned(), 404),
+        ("/api/sessions/ses_nope".to_owned(), 404),
+        (path("limit=501"), 400),
+        (
+            path(&format!("from={0}&after={0}", f.long_messages[3])),
+            400,
+        ),
+        (format!("/api/sessions/{}?x=1", f.main), 400),
+    ] {
+        let reply = get(a, &p);
+        assert_eq!(reply.status, status, "{p}: {}", reply.text());
+        assert!(reply.json()["error"].is_string());
+    }
+}
+
+#[test]
+fn search_stats_and_usage_are_the_services_numbers() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let db = Arc::new(Database::open_read_only(&f.db).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let messages = MessageService::new(Arc::clone(&db));
+
+    // Search: the CLI's document for the same query and filters.
+    let hits = get_json(a, "/api/search?q=build");
+    let expected = SearchHits::new(&messages.search("build", &SearchOptions::default()).unwrap());
+    assert_eq!(hits, serde_json::to_value(&expected).unwrap());
+    assert!(!hits["hits"].as_array().unwrap().is_empty());
+    let hit = &hits["hits"][0];
+    let snippet: Vec<char> = hit["snippet"].as_str().unwrap().chars().collect();
+    let [start, end] = [
+        hit["highlights"][0][0].as_u64().unwrap() as usize,
+        hit["highlights"][0][1].as_u64().unwrap() as usize,
+    ];
+    assert_eq!(
+        snippet[start..end]
+            .iter()
+            .collect::<String>()
+            .to_lowercase(),
+        "build"
+    );
+    let only_user = get_json(a, "/api/search?q=build&role=user");
+    assert!(
+        only_user["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["role"] == json!("user"))
+    );
+    assert_eq!(
+        get_json(a, "/api/search?q=weather&source=telegram")["hits"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        get_json(a, "/api/search?q=weather&exclude_source=telegram")["hits"],
+        json!([])
+    );
+    let in_session = get_json(
+        a,
+        &format!("/api/search?q=conversation&session={}&limit=3", f.long),
+    );
+    assert_eq!(in_session["hits"].as_array().unwrap().len(), 3);
+    assert_eq!(get_json(a, "/api/search?q=")["hits"], json!([]));
+    assert_eq!(
+        get_json(a, "/api/search?q=%22unbalanced&since=7d")["hits"],
+        json!([])
+    );
+    assert_eq!(get(a, "/api/search?q=x&session=ses_nope").status, 404);
+
+    // Stats: the same document `scribe stats --json` prints, for every grouping.
+    for (by, name) in [
+        (StatsBy::Model, "model"),
+        (StatsBy::Source, "source"),
+        (StatsBy::Day, "day"),
+    ] {
+        for since in [None, Some(T0 - 4 * DAY)] {
+            let path = match since {
+                Some(ms) => format!("/api/stats?by={name}&since={ms}"),
+                None => format!("/api/stats?by={name}"),
+            };
+            let expected = Stats::new(name, &sessions.stats(by, since).unwrap());
+            assert_eq!(
+                get_json(a, &path),
+                serde_json::to_value(&expected).unwrap(),
+                "{path}"
+            );
+        }
+    }
+
+    // Usage: each day's stacks add up to that day's stats row, each key's days to its
+    // stats row, and the totals are the stats totals.
+    for (stack, by) in [("model", StatsBy::Model), ("source", StatsBy::Source)] {
+        let usage = get_json(a, &format!("/api/usage?stack={stack}"));
+        let by_day = serde_json::to_value(Stats::new(
+            "day",
+            &sessions.stats(StatsBy::Day, None).unwrap(),
+        ))
+        .unwrap();
+        let by_key =
+            serde_json::to_value(Stats::new(stack, &sessions.stats(by, None).unwrap())).unwrap();
+        assert_eq!(usage["totals"], by_day["totals"]);
+        let days = usage["days"].as_array().unwrap();
+        assert_eq!(days.len(), by_day["rows"].as_array().unwrap().len());
+        for (day, row) in days.iter().zip(by_day["rows"].as_array().unwrap()) {
+            assert_eq!(day["day"], row["key"]);
+            let stacked: f64 = day["stacks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["cost_usd"].as_f64().unwrap())
+                .sum();
+            let sessions_n: i64 = day["stacks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["sessions"].as_i64().unwrap())
+                .sum();
+            assert!(
+                (stacked - row["cost_usd"].as_f64().unwrap()).abs() < 1e-9,
+                "{day} vs {row}"
+            );
+            assert_eq!(sessions_n, row["sessions"].as_i64().unwrap());
+        }
+        for row in by_key["rows"].as_array().unwrap() {
+            let key = &row["key"];
+            let tokens: i64 = days
+                .iter()
+                .flat_map(|d| d["stacks"].as_array().unwrap())
+                .filter(|s| &s["key"] == key)
+                .map(|s| s["tokens"]["total"].as_i64().unwrap())
+                .sum();
+            assert_eq!(
+                tokens,
+                row["tokens"]["total"].as_i64().unwrap(),
+                "{stack} {key}"
+            );
+        }
+        assert_eq!(
+            usage["keys"].as_array().unwrap().len(),
+            by_key["rows"].as_array().unwrap().len()
+        );
+    }
+    let usage = get_json(a, "/api/usage?since=2026-01-07");
+    assert_eq!(usage["since"], json!(T0 - 3 * DAY - 12 * 3_600_000));
+    let top: Vec<&str> = usage["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        top,
+        vec![f.main.as_str(), f.long.as_str(), f.telegram.as_str()]
+    );
+
+    let filters = get_json(a, "/api/filters");
+    assert_eq!(
+        filters["sources"][0],
+        json!({"value": "cli", "sessions": 9})
+    );
+    assert_eq!(filters["models"].as_array().unwrap().len(), 3);
+    assert_eq!(filters["directories"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn pages_assets_and_404s() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    for page in ["/", "/search", "/usage", &format!("/s/{}", f.main)] {
+        let reply = get(a, page);
+        assert_eq!(reply.status, 200, "{page}");
+        assert_eq!(
+            reply.header("content-type"),
+            Some("text/html; charset=utf-8")
+        );
+        let csp = reply.header("content-security-policy").unwrap();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
+        assert!(reply.text().contains("/assets/app.js"));
+    }
+    let js = get(a, "/assets/app.js");
+    assert_eq!(js.status, 200);
+    assert_eq!(
+        js.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    let etag = js.header("etag").unwrap().to_owned();
+    let again = request(
+        a,
+        "GET",
+        "/assets/app.js",
+        &[("If-None-Match", &etag)],
+        None,
+    )
+    .unwrap();
+    assert_eq!(again.status, 304);
+    // Every library the page loads is embedded (the page works offline).
+    let index = get(a, "/").text();
+    for src in index
+        .split("src=\"")
+        .skip(1)
+        .chain(index.split("href=\"").skip(1))
+    {
+        let url = src.split('"').next().unwrap();
+        if url.starts_with('/') {
+            assert_eq!(get(a, url).status, 200, "{url}");
+        } else {
+            panic!("the page loads {url} from elsewhere");
+        }
+    }
+    for (path, status) in [
+        ("/nope", 404),
+        ("/s/", 404),
+        ("/assets/nope.js", 404),
+        ("/api/nope", 404),
+        ("/api/sessions/x/y/z", 404),
+    ] {
+        assert_eq!(get(a, path).status, status, "{path}");
+    }
+    assert!(
+        get(a, "/api/nope").json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("no such API")
+    );
+    let head = request(a, "HEAD", "/api/sessions", &[], None).unwrap();
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+}
+
+#[test]
+fn the_server_is_read_only_and_never_writes_the_file() {
+    let f = fixture();
+    let before = std::fs::read(&f.db).unwrap();
+    let wal = f.db.with_extension("db-wal");
+    let wal_before = std::fs::metadata(&wal).map(|m| m.len()).ok();
+    let server = serve(&f.db, None);
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        for path in ["/api/sessions", &format!("/api/sessions/{}", f.main), "/"] {
+            let reply = request(server.addr, method, path, &[], Some(b"{}")).unwrap();
+            assert_eq!(reply.status, 405, "{method} {path}");
+            assert_eq!(reply.header("allow"), Some("GET, HEAD"));
+        }
+    }
+    for path in [
+        "/api/sessions".to_owned(),
+        format!("/api/sessions/{}", f.main),
+        format!("/api/sessions/{}/messages", f.long),
+        "/api/search?q=build".to_owned(),
+        "/api/stats".to_owned(),
+        "/api/usage".to_owned(),
+        "/api/filters".to_owned(),
+    ] {
+        get_json(server.addr, &path);
+    }
+    drop(server);
+    assert!(
+        std::fs::read(&f.db).unwrap() == before,
+        "the database file changed"
+    );
+    // A reader may create an empty WAL where none was; it never adds a frame.
+    let wal_after = std::fs::metadata(&wal).map(|m| m.len()).ok();
+    match wal_before {
+        Some(len) => assert_eq!(wal_after, Some(len), "the WAL changed"),
+        None => assert!(
+            matches!(wal_after, None | Some(0)),
+            "the WAL grew: {wal_after:?}"
+        ),
+    }
+}
+
+#[test]
+fn without_a_token_only_loopback_hosts_are_answered() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let port = server.addr.port();
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "[::1]".to_owned(),
+    ] {
+        let reply = request(
+            server.addr,
+            "GET",
+            "/api/sessions",
+            &[("Host", &host)],
+            None,
+        )
+        .unwrap();
+        assert_eq!(reply.status, 200, "{host}");
+    }
+    for host in [format!("attacker.example:{port}"), "192.168.1.5".to_owned()] {
+        let reply = request(
+            server.addr,
+            "GET",
+            "/api/sessions",
+            &[("Host", &host)],
+            None,
+        )
+        .unwrap();
+        assert_eq!(reply.status, 403, "{host}");
+        let page = request(server.addr, "GET", "/", &[("Host", &host)], None).unwrap();
+        assert_eq!(page.status, 403, "{host}");
+    }
+}
+
+#[test]
+fn with_a_token_every_request_needs_it() {
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let server = serve(&f.db, Some(token));
+    let a = server.addr;
+    let paths = [
+        "/",
+        "/search",
+        "/assets/app.js",
+        "/api/sessions",
+        "/api/stats",
+        "/api/events",
+        "/nope",
+    ];
+    for path in paths {
+        assert_eq!(get(a, path).status, 401, "{path} without the token");
+        let wrong = request(
+            a,
+            "GET",
+            path,
+            &[("Authorization", "Bearer t0ken-for-test")],
+            None,
+        )
+        .unwrap();
+        assert_eq!(wrong.status, 401, "{path} with a wrong token");
+        let wrong_cookie =
+            request(a, "GET", path, &[("Cookie", "scribe_token=nope")], None).unwrap();
+        assert_eq!(wrong_cookie.status, 401, "{path} with a wrong cookie");
+    }
+    assert!(
+        get(a, "/api/sessions").json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("token")
+    );
+    let bearer = request(
+        a,
+        "GET",
+        "/api/sessions",
+        &[("Authorization", &format!("Bearer {token}"))],
+        None,
+    )
+    .unwrap();
+    assert_eq!(bearer.status, 200);
+    let cookie = request(
+        a,
+        "GET",
+        "/assets/app.js",
+        &[("Cookie", &format!("other=1; scribe_token={token}"))],
+        None,
+    )
+    .unwrap();
+    assert_eq!(cookie.status, 200);
+    assert_eq!(get(a, &format!("/api/stats?token={token}")).status, 200);
+    // A page opened with ?token= trades it for a cookie and drops it from the address.
+    let page = get(a, &format!("/search?q=build&token={token}"));
+    assert_eq!(page.status, 303);
+    assert_eq!(page.header("location"), Some("/search?q=build"));
+    let set = page.header("set-cookie").unwrap();
+    assert!(
+        set.starts_with(&format!("scribe_token={token};")) && set.contains("HttpOnly"),
+        "{set}"
+    );
+    // With a token, any Host is fine (the token is the protection).
+    let remote = request(
+        a,
+        "GET",
+        "/api/stats",
+        &[
+            ("Host", "scribe.example:80"),
+            ("Authorization", &format!("Bearer {token}")),
+        ],
+        None,
+    )
+    .unwrap();
+    assert_eq!(remote.status, 200);
+}
+
+/// Not a test of its own: the writer process that `live_events_follow_another_process`
+/// starts (this test binary again, with `SCRIBE_TEST_WRITE` set).
+#[test]
+#[ignore = "helper: run as a separate writer process by live_events_follow_another_process"]
+fn writer_process() {
+    assert!(writer_main(), "run only with SCRIBE_TEST_WRITE set");
+}
+
+#[test]
+fn live_events_follow_another_process() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    let mut lines = BufReader::new(stream);
+    let mut next_line = || {
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        line.trim_end().to_owned()
+    };
+    assert_eq!(next_line(), "HTTP/1.1 200 OK");
+    let mut saw_type = false;
+    loop {
+        let line = next_line();
+        if line.is_empty() {
+            break;
+        }
+        saw_type |= line.eq_ignore_ascii_case("content-type: text/event-stream; charset=utf-8");
+    }
+    assert!(saw_type);
+    assert_eq!(next_line(), "retry: 1000");
+    assert_eq!(next_line(), "event: hello");
+    assert!(next_line().starts_with("data: {\"version\":"));
+
+    assert_eq!(get_json(server.addr, "/api/version"), json!({"version": 0}));
+
+    // Another process appends a message; the stream reports a change.
+    let exe = std::env::current_exe().unwrap();
+    write_from_another_process(
+        &exe,
+        &["--exact", "writer_process", "--ignored", "--nocapture"],
+        &f.db,
+        &f.main,
+        "written by another process",
+    );
+    loop {
+        let line = next_line();
+        if line == "event: change" {
+            break;
+        }
+        assert!(
+            line.is_empty() || line.starts_with(':') || line.starts_with("data:"),
+            "{line}"
+        );
+    }
+    assert!(next_line().starts_with("data: {\"version\":"));
+    // Pages that poll see the counter move.
+    assert!(
+        get_json(server.addr, "/api/version")["version"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    let page = get_json(
+        server.addr,
+        &format!("/api/sessions/{}/messages?tail=1&limit=1", f.main),
+    );
+    assert_eq!(
+        page["messages"][0]["parts"][0]["part"]["text"],
+        json!("written by another process")
+    );
+}
+
+#[test]
+fn starting_fails_clearly() {
+    use scribe_server::{Config, ServeError, Server};
+    let f = fixture();
+    let bind = |db: &std::path::Path, addr: &str, token: Option<&str>| {
+        Server::bind(Config {
+            db: db.to_owned(),
+            addr: addr.to_owned(),
+            token: token.map(str::to_owned),
+        })
+    };
+    let missing = f.dir.path().join("missing.db");
+    let err = bind(&missing, "127.0.0.1:0", None).unwrap_err();
+    assert!(matches!(err, ServeError::NoDatabase { .. }), "{err}");
+    assert!(err.to_string().contains("missing.db"));
+    let err = bind(&f.db, "0.0.0.0:0", None).unwrap_err();
+    assert!(matches!(err, ServeError::TokenRequired { .. }), "{err}");
+    let err = bind(&f.db, "127.0.0.1:0", Some("has space")).unwrap_err();
+    assert!(matches!(err, ServeError::BadToken), "{err}");
+    let err = bind(&f.db, "nonsense", None).unwrap_err();
+    assert!(matches!(err, ServeError::BadAddress { .. }), "{err}");
+    let running = serve(&f.db, None);
+    let err = bind(&f.db, &running.addr.to_string(), None).unwrap_err();
+    assert!(matches!(err, ServeError::AddrInUse { .. }), "{err}");
+    let next = format!("127.0.0.1:{}", running.addr.port() + 1);
+    assert!(err.to_string().contains(&next), "{err}");
+    let not_db = f.dir.path().join("notes.txt");
+    std::fs::write(&not_db, "not a database").unwrap();
+    let err = bind(&not_db, "127.0.0.1:0", None).unwrap_err();
+    assert!(matches!(err, ServeError::Open { .. }), "{err}");
+}
+
+#[test]
+fn malformed_requests_get_a_clear_answer() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let raw = |bytes: &[u8]| {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(bytes).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    };
+    assert!(raw(b"NOT HTTP AT ALL\r\n\r\n").starts_with("HTTP/1.1 400"));
+    let huge = format!(
+        "GET /api/stats HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n",
+        "x".repeat(20_000)
+    );
+    assert!(raw(huge.as_bytes()).starts_with("HTTP/1.1 431"));
+    let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
+    let reply = raw(format!("GET /api/stats HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes());
+    assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+    // The server still answers afterwards.
+    assert_eq!(get(server.addr, "/api/version").status, 200);
+}

@@ -1,0 +1,813 @@
+//! Browser tests: the viewer in a real headless Chromium (Debian's `chromium` and
+//! `chromium-driver`), driven over WebDriver, against a server on a real fixture file.
+//!
+//! A test binary of its own (`harness = false`) so that a machine without a browser says
+//! so on the terminal ("SKIPPED", counted as ignored) instead of passing silently; with
+//! `SCRIBE_BROWSER_TESTS=require` (as CI sets) a missing browser is a failure. Output and
+//! exit status follow libtest's (`test … ok`, `test result: …`). Arguments that are not
+//! flags filter tests by name, as with `cargo test NAME`.
+//!
+//! The binary is also the writer process of the live-update test (see
+//! [`common::writer_main`]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use common::webdriver::{self, Driver, Result, WAIT, find_browser};
+use common::{Fixture, Running, SCRIPT_TEXT, fixture, get_json, serve};
+use serde_json::{Value, json};
+
+struct Ctx {
+    fixture: Fixture,
+    server: Running,
+    driver: Driver,
+}
+
+type Test = fn(&Ctx) -> Result<()>;
+
+const TESTS: &[(&str, Test)] = &[
+    (
+        "the_list_filters_sorts_and_groups_children",
+        list_filters_sorts_and_groups,
+    ),
+    (
+        "a_conversation_renders_its_parts_and_shows_script_as_text",
+        conversation,
+    ),
+    (
+        "a_deep_link_lands_on_its_message_and_long_conversations_load_progressively",
+        deep_link_and_progressive,
+    ),
+    (
+        "search_as_you_type_and_a_click_lands_on_the_message",
+        search,
+    ),
+    ("the_usage_page_draws_a_chart_with_the_stats_numbers", usage),
+    (
+        "a_conversation_updates_live_while_another_process_writes",
+        live,
+    ),
+    ("with_a_token_the_page_works_through_its_cookie", token),
+    (
+        "dates_shown_and_date_filters_agree_in_utc_whatever_the_time_zone",
+        dates_in_utc,
+    ),
+    (
+        "a_killed_test_process_leaves_no_browser_running",
+        killed_test_process,
+    ),
+];
+
+fn main() -> ExitCode {
+    if common::writer_main() {
+        return ExitCode::SUCCESS;
+    }
+    if std::env::var_os(HOLD_ENV).is_some() {
+        hold();
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let selected: Vec<&(&str, Test)> = TESTS
+        .iter()
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+        .collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in &selected {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    println!("\nrunning {} tests", selected.len());
+    let Some((chromium, chromedriver)) = find_browser() else {
+        let required = std::env::var("SCRIBE_BROWSER_TESTS").is_ok_and(|v| v == "require");
+        for (name, _) in &selected {
+            println!("test {name} ... ignored, no browser");
+        }
+        println!(
+            "\nbrowser tests SKIPPED: chromium and chromedriver were not found (install Debian's \
+             `chromium` and `chromium-driver`, or set SCRIBE_CHROMIUM and SCRIBE_CHROMEDRIVER); \
+             CI installs them and runs these tests"
+        );
+        println!(
+            "\ntest result: {}. 0 passed; {} failed; {} ignored; 0 measured; 0 filtered out\n",
+            if required { "FAILED" } else { "ok" },
+            usize::from(required),
+            selected.len()
+        );
+        return if required {
+            eprintln!("SCRIBE_BROWSER_TESTS=require, but there is no browser");
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        };
+    };
+    let fixture = fixture();
+    let server = serve(&fixture.db, None);
+    let driver = match Driver::start(&chromium, &chromedriver, 1280, 900) {
+        Ok(driver) => driver,
+        Err(err) => {
+            println!(
+                "\ncannot start the browser: {err}\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n"
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = Ctx {
+        fixture,
+        server,
+        driver,
+    };
+    let (mut passed, mut failed) = (0, Vec::new());
+    for (name, test) in &selected {
+        let outcome = catch_unwind(AssertUnwindSafe(|| test(&ctx)));
+        match outcome {
+            Ok(Ok(())) => {
+                passed += 1;
+                println!("test {name} ... ok");
+            }
+            Ok(Err(err)) => {
+                println!("test {name} ... FAILED");
+                failed.push(format!("{name}: {err}"));
+            }
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default();
+                println!("test {name} ... FAILED");
+                failed.push(format!("{name}: panicked: {text}"));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for failure in &failed {
+            println!("    {failure}");
+        }
+    }
+    println!(
+        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        failed.len(),
+        TESTS.len() - selected.len()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn check(ok: bool, what: impl std::fmt::Display) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.to_string().into())
+    }
+}
+
+fn text(ctx: &Ctx, script: &str) -> Result<String> {
+    Ok(ctx
+        .driver
+        .exec(script, json!([]))?
+        .as_str()
+        .unwrap_or("")
+        .to_owned())
+}
+
+fn rows(ctx: &Ctx) -> Result<Vec<String>> {
+    let value = ctx.driver.exec(
+        "return [...document.querySelectorAll('#sessions-table tbody tr.session:not(.child)')].map(r => r.dataset.id)",
+        json!([]),
+    )?;
+    Ok(serde_json::from_value(value)?)
+}
+
+fn list_filters_sorts_and_groups(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url("/"))?;
+    d.wait_ready()?;
+    d.wait(
+        "9 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 9",
+    )?;
+    let listed = rows(ctx)?;
+    check(listed[0] == f.telegram, format!("newest first: {listed:?}"))?;
+    let cells = text(
+        ctx,
+        &format!(
+            "return document.querySelector('tr[data-id=\"{}\"]').innerText",
+            f.main
+        ),
+    )?;
+    check(
+        cells.contains("$0.50") && cells.contains("1.2k") && cells.contains("m-opus"),
+        format!("cost, tokens and model columns: {cells}"),
+    )?;
+    // Filter by source.
+    d.wait(
+        "the source choices",
+        "return document.querySelector('select[name=source] option[value=telegram]')",
+    )?;
+    d.click("select[name=source] option[value=telegram]")?;
+    d.wait(
+        "only telegram",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 1",
+    )?;
+    check(
+        rows(ctx)? == vec![f.telegram.clone()],
+        "the telegram filter",
+    )?;
+    check(
+        d.url()?.contains("source=telegram"),
+        "the filter is in the address",
+    )?;
+    d.click("select[name=source] option[value='']")?;
+    d.wait(
+        "all again",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 9",
+    )?;
+    // Sort by cost by clicking its column.
+    d.click("#sessions-table th.sortable[title='Sort by cost']")?;
+    d.wait("most expensive first", &format!("return document.querySelector('#sessions-table tbody tr.session')?.dataset.id === '{}'", f.main))?;
+    // The sub-agent session is grouped under its parent.
+    check(
+        !rows(ctx)?.contains(&f.task),
+        "children are not top-level rows",
+    )?;
+    d.click(&format!("tr[data-id=\"{}\"] button.kids", f.main))?;
+    d.wait(
+        "the child row",
+        &format!(
+            "return document.querySelector('tr.child[data-id=\"{}\"][data-parent=\"{}\"]')",
+            f.task, f.main
+        ),
+    )?;
+    Ok(())
+}
+
+fn conversation(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the messages",
+        "return document.querySelectorAll('#messages .msg').length === 4",
+    )?;
+    // Stored HTML is text: visible as written, never an element, never run.
+    let shown = text(
+        ctx,
+        "return document.querySelector('#msg_main_1 .md').textContent",
+    )?;
+    check(
+        shown.contains("<script>window.__xss = 1</script>"),
+        format!("the script shows as text: {shown}"),
+    )?;
+    check(
+        shown.contains("<img src=x onerror=\"window.__xss = 2\">"),
+        format!("the img shows as text: {shown}"),
+    )?;
+    let harmless = d.exec(
+        "return window.__xss === undefined && !document.querySelector('#messages script, #messages img, [onerror]')",
+        json!([]),
+    )?;
+    check(
+        harmless == json!(true),
+        "no script ran and no element was made from stored HTML",
+    )?;
+    check(SCRIPT_TEXT.contains("**done**"), "fixture")?;
+    check(
+        text(
+            ctx,
+            "return document.querySelector('#msg_main_1 strong')?.textContent",
+        )? == "done",
+        "markdown is rendered",
+    )?;
+    // Code highlighted; reasoning and tool calls folded; the edit as a diff.
+    d.wait(
+        "highlighted code",
+        "return document.querySelector('#msg_main_2 .md pre code .hljs-keyword')",
+    )?;
+    check(
+        d.exec(
+            "return document.querySelector('#msg_main_2 details.reasoning').open",
+            json!([]),
+        )? == json!(false),
+        "reasoning is collapsed",
+    )?;
+    check(
+        d.exec(
+            "return [...document.querySelectorAll('#msg_main_2 details.tool')].every(t => !t.open)",
+            json!([]),
+        )? == json!(true),
+        "tool calls are collapsed",
+    )?;
+    d.click("#msg_main_2 details.tool > summary")?;
+    d.wait(
+        "the tool opens",
+        "return document.querySelector('#msg_main_2 details.tool').open",
+    )?;
+    check(
+        text(
+            ctx,
+            "return document.querySelector('#msg_main_2 .diff .ln.del')?.textContent",
+        )?
+        .contains("let b = 2;"),
+        "the removed line",
+    )?;
+    check(
+        text(
+            ctx,
+            "return document.querySelector('#msg_main_2 .diff .ln.add')?.textContent",
+        )?
+        .contains("let b = 3;"),
+        "the added line",
+    )?;
+    check(
+        text(
+            ctx,
+            "return document.querySelector('#msg_main_2 details.tool')?.innerText",
+        )?
+        .contains("replaced 1 occurrence"),
+        "the tool output",
+    )?;
+    // The sub-agent session is linked from its task call; steps show tokens and cost.
+    d.wait(
+        "the sub-agent link",
+        &format!(
+            "return document.querySelector('#msg_main_2 a[href=\"/s/{}\"]')",
+            f.task
+        ),
+    )?;
+    let step = text(
+        ctx,
+        "return document.querySelector('#msg_main_2 .step').textContent",
+    )?;
+    check(
+        step.contains("3,060 tokens") && step.contains("$0.0108"),
+        format!("per-step usage: {step}"),
+    )?;
+    // The compaction summary is marked.
+    check(d.exec("return !!document.querySelector('#msg_main_3.summary .summary-mark') && !!document.querySelector('#msg_main_3 .compaction')", json!([]))? == json!(true), "the summary is marked")?;
+    let totals = text(
+        ctx,
+        "return document.getElementById('session-totals').textContent",
+    )?;
+    check(
+        totals.contains("$0.50") && totals.contains("1,200"),
+        format!("session totals: {totals}"),
+    )?;
+    // The child links back to its parent.
+    d.click(&format!(".related a[href=\"/s/{}\"]", f.task))?;
+    d.wait("the child session", &format!("return location.pathname === '/s/{}' && document.getElementById('main').dataset.state === 'ready'", f.task))?;
+    d.wait(
+        "the parent link",
+        &format!(
+            "return document.querySelector('.related a[href=\"/s/{}\"]')",
+            f.main
+        ),
+    )?;
+    Ok(())
+}
+
+fn deep_link_and_progressive(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}#msg_long_0180", f.long)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the linked message, highlighted",
+        "return document.querySelector('#msg_long_0180.target')",
+    )?;
+    check(d.exec("return !document.getElementById('msg_long_0000') && !!document.getElementById('load-earlier')", json!([]))? == json!(true), "only the linked part is loaded")?;
+    let top = d.exec("return Math.abs(document.getElementById('msg_long_0180').getBoundingClientRect().top) < 200", json!([]))?;
+    check(top == json!(true), "the page scrolled to the message")?;
+    d.click("#load-earlier")?;
+    d.wait(
+        "earlier messages",
+        "return document.getElementById('msg_long_0080')",
+    )?;
+    // From the start, pages load as the end scrolls into view.
+    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the first page",
+        "return document.querySelectorAll('#messages .msg').length === 100",
+    )?;
+    check(
+        d.exec(
+            "return !document.getElementById('msg_long_0249')",
+            json!([]),
+        )? == json!(true),
+        "not everything at once",
+    )?;
+    d.wait(
+        "the rest, by scrolling",
+        "window.scrollTo(0, document.body.scrollHeight); return document.querySelectorAll('#messages .msg').length === 250",
+    )?;
+    Ok(())
+}
+
+fn search(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url("/search"))?;
+    d.wait_ready()?;
+    // A word being typed already finds longer words.
+    d.type_into("#search-input", "weat")?;
+    d.wait(
+        "a hit for the unfinished word",
+        "return document.querySelectorAll('#hits a.hit').length === 1",
+    )?;
+    d.type_into("#search-input", "her")?;
+    d.wait(
+        "a hit",
+        "return document.querySelectorAll('#hits a.hit').length === 1 && location.search.includes('q=weather')",
+    )?;
+    d.wait(
+        "the query in the address",
+        "return location.search.includes('q=weather')",
+    )?;
+    let marked = text(
+        ctx,
+        "return document.querySelector('#hits a.hit mark').textContent",
+    )?;
+    check(
+        marked.eq_ignore_ascii_case("weather"),
+        format!("the match is highlighted: {marked}"),
+    )?;
+    // Filters narrow it: no assistant message mentions the weather.
+    d.click("select[name=role] option[value=assistant]")?;
+    d.wait("no hits", "return document.querySelectorAll('#hits a.hit').length === 0 && document.getElementById('search-status').textContent.includes('No matches')")?;
+    d.click("select[name=role] option[value='']")?;
+    d.wait(
+        "the hit again",
+        "return document.querySelectorAll('#hits a.hit').length === 1",
+    )?;
+    d.click("#hits a.hit")?;
+    d.wait(
+        "the message in its conversation",
+        "return document.querySelector('#msg_tg_1.target')",
+    )?;
+    check(
+        d.url()?.ends_with(&format!("/s/{}#msg_tg_1", f.telegram)),
+        "the address names the message",
+    )?;
+    // Stored HTML in a snippet is text too.
+    d.goto(&ctx.server.url("/search?q=xss"))?;
+    d.wait(
+        "the script hit",
+        "return document.querySelectorAll('#hits a.hit').length >= 1",
+    )?;
+    let snippet = text(
+        ctx,
+        "return document.querySelector('#hits .snippet').textContent",
+    )?;
+    check(
+        snippet.contains("<script>"),
+        format!("snippet text: {snippet}"),
+    )?;
+    check(d.exec("return window.__xss === undefined && !document.querySelector('#hits script, #hits img')", json!([]))? == json!(true), "the snippet made no element")?;
+    Ok(())
+}
+
+fn usage(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    d.goto(&ctx.server.url("/usage?period=all&stack=model&metric=cost"))?;
+    d.wait_ready()?;
+    d.wait(
+        "bars",
+        "return document.querySelectorAll('svg.chart rect.bar').length > 0",
+    )?;
+    let stats: Value = get_json(ctx.server.addr, "/api/stats?by=model");
+    let rows = d.exec("return [...document.querySelectorAll('#stats-table tbody tr')].map(r => r.innerText.split('\\t')[0])", json!([]))?;
+    let keys: Vec<Value> = stats["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].clone())
+        .collect();
+    let mut expected = keys.clone();
+    expected.push(json!("total"));
+    check(
+        rows == Value::Array(expected),
+        format!("the table has the stats rows: {rows}"),
+    )?;
+    let total = text(
+        ctx,
+        "return document.querySelector('#stats-table tr.total').innerText",
+    )?;
+    check(
+        total.contains("$3.12") && total.contains("11"),
+        format!("the totals are the stats totals: {total}"),
+    )?;
+    let bars = d.exec("return new Set([...document.querySelectorAll('svg.chart rect.bar')].map(r => r.dataset.key)).size", json!([]))?;
+    check(bars == json!(3), format!("one colour per model: {bars}"))?;
+    d.click(".seg[aria-label=stack] button[data-value=source]")?;
+    d.wait("stacked by source", "return document.querySelector('.legend')?.innerText.includes('telegram') && location.search.includes('stack=source')")?;
+    d.click(".seg[aria-label=period] button[data-value='7d']")?;
+    d.wait(
+        "an empty recent week",
+        "return document.querySelector('svg.chart')?.textContent.includes('No usage')",
+    )?;
+    Ok(())
+}
+
+fn live(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.wait("everything", "window.scrollTo(0, document.body.scrollHeight); return document.querySelectorAll('#messages .msg').length === 250")?;
+    let exe = std::env::current_exe()?;
+    common::write_from_another_process(
+        &exe,
+        &[],
+        &f.db,
+        &f.long,
+        "Live: written by another process",
+    );
+    d.wait(
+        "the new message in the page",
+        "return document.getElementById('messages').textContent.includes('Live: written by another process')",
+    )?;
+    let count = text(
+        ctx,
+        "return document.getElementById('session-totals').textContent",
+    )?;
+    check(
+        count.contains("messages 251"),
+        format!("the header follows: {count}"),
+    )?;
+    Ok(())
+}
+
+fn token(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let server = serve(&ctx.fixture.db, Some("browser-t0ken"));
+    d.goto(&server.url("/usage"))?;
+    d.wait(
+        "the refusal",
+        "return document.body.innerText.includes('token')",
+    )?;
+    d.goto(&server.url("/?token=browser-t0ken"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the list",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 9",
+    )?;
+    check(
+        !d.url()?.contains("token"),
+        "the token left the address bar",
+    )?;
+    d.wait(
+        "live through the cookie",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.goto(&server.url("/usage"))?;
+    d.wait_ready()?;
+    Ok(())
+}
+
+/// Set in a process of this binary that starts a browser, says `held <owner mark>` and
+/// waits to be killed ([`killed_test_process`]).
+const HOLD_ENV: &str = "SCRIBE_BROWSER_TEST_HOLD";
+
+/// The body of a holding process (see [`HOLD_ENV`]); never returns.
+fn hold() -> ! {
+    let (chromium, chromedriver) = find_browser().expect("a browser");
+    let _driver = Driver::start(&chromium, &chromedriver, 400, 300).expect("the browser starts");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "held {}", webdriver::owner_mark()).unwrap();
+    out.flush().unwrap();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// Starts this binary as a holding process; returns it and its owner mark once its
+/// browser runs.
+fn start_holder() -> Result<(Child, String)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .env(HOLD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().ok_or("no stdout")?).read_line(&mut line)?;
+    let Some(mark) = line.trim().strip_prefix("held ") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("the holding process did not start a browser: {line:?}").into());
+    };
+    Ok((child, mark.to_owned()))
+}
+
+/// The (pid, command name) of every process marked as started for `mark`'s process.
+fn browser_of(mark: &str) -> Vec<(u32, String)> {
+    webdriver::marked_processes()
+        .into_iter()
+        .filter(|(_, m)| m == mark)
+        .map(|(pid, _)| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            (pid, name.trim().to_owned())
+        })
+        .collect()
+}
+
+/// Waits (bounded by [`WAIT`]) until no process of `mark`'s browser is left.
+fn all_gone(mark: &str, what: &str) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let left = browser_of(mark);
+        if left.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() > WAIT {
+            return Err(format!("{what}: still running: {left:?}").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn kill(pid: u32) -> Result<()> {
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()?;
+    check(status.success(), format!("kill -KILL {pid}: {status}"))
+}
+
+fn killed_test_process(_: &Ctx) -> Result<()> {
+    // A test process killed outright: its supervisor sees the pipe close and kills the
+    // browser at once.
+    let (mut holder, mark) = start_holder()?;
+    let running = browser_of(&mark);
+    let names: Vec<&str> = running.iter().map(|(_, n)| n.as_str()).collect();
+    check(
+        names.contains(&"chromedriver") && names.contains(&"chromium"),
+        format!("a browser runs for the holder: {running:?}"),
+    )?;
+    holder.kill()?; // SIGKILL: no destructor runs
+    holder.wait()?;
+    all_gone(&mark, "after SIGKILL of the test process")?;
+
+    // Its supervisor killed as well: nothing kills the browser until the next start-up.
+    let (mut holder, mark) = start_holder()?;
+    let supervisor = browser_of(&mark)
+        .into_iter()
+        .find(|(_, name)| name == "sh")
+        .ok_or("no supervisor")?;
+    kill(supervisor.0)?;
+    holder.kill()?;
+    holder.wait()?;
+    let left = browser_of(&mark);
+    check(
+        left.iter().any(|(_, name)| name == "chromedriver"),
+        format!("the browser is left behind: {left:?}"),
+    )?;
+    check(
+        webdriver::sweep_orphans() > 0,
+        "the start-up sweep kills leftovers",
+    )?;
+    all_gone(&mark, "after the start-up sweep")
+}
+
+/// `ms` as `YYYY-MM-DD` in UTC (days since the epoch to a civil date).
+fn utc_date(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The Created cell of each listed top-level row, by session id.
+fn created_cells(ctx: &Ctx) -> Result<Vec<(String, String)>> {
+    let value = ctx.driver.exec(
+        "return [...document.querySelectorAll('#sessions-table tbody tr.session:not(.child)')].map(r => [r.dataset.id, r.cells[6].innerText.trim()])",
+        json!([]),
+    )?;
+    Ok(serde_json::from_value(value)?)
+}
+
+fn dates_in_utc(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    // 14 hours ahead of UTC: most of the fixture's sessions fall on another local day.
+    const AHEAD: i64 = 14 * 3_600_000;
+    d.set_time_zone("Pacific/Kiritimati")?;
+    let outcome = (|| -> Result<()> {
+        let api = get_json(ctx.server.addr, "/api/sessions?limit=200");
+        let created: Vec<(String, i64)> = api["sessions"]
+            .as_array()
+            .ok_or("no sessions")?
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_owned(),
+                    s["created_at"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        check(
+            created
+                .iter()
+                .any(|(_, at)| utc_date(*at) != utc_date(at + AHEAD)),
+            "some session is on another day in the browser's zone (else this proves nothing)",
+        )?;
+        d.goto(&ctx.server.url("/"))?;
+        d.wait_ready()?;
+        check(
+            d.exec(
+                "return Intl.DateTimeFormat().resolvedOptions().timeZone",
+                json!([]),
+            )? == json!("Pacific/Kiritimati"),
+            "the page runs in the emulated zone",
+        )?;
+        let heads = text(
+            ctx,
+            "return document.querySelector('#sessions-table thead').innerText",
+        )?;
+        check(
+            heads.contains("Created (UTC)"),
+            format!("the column says UTC: {heads}"),
+        )?;
+        let labels = text(
+            ctx,
+            "return [...document.querySelectorAll('.filters label')].map(l => l.innerText).join('|')",
+        )?;
+        check(
+            labels.contains("From (UTC)") && labels.contains("To (UTC)"),
+            format!("the date filters say UTC: {labels}"),
+        )?;
+        // Every Created cell is the UTC date of its session.
+        let shown = created_cells(ctx)?;
+        check(!shown.is_empty(), "rows")?;
+        for (id, cell) in &shown {
+            let at = created
+                .iter()
+                .find(|(i, _)| i == id)
+                .ok_or("a listed id")?
+                .1;
+            check(
+                cell == &utc_date(at),
+                format!("{id}: shown {cell}, created {}", utc_date(at)),
+            )?;
+        }
+        // A From–To filter of one day lists exactly the sessions shown with that date.
+        let day = utc_date(
+            created
+                .iter()
+                .find(|(id, _)| id == &f.main)
+                .ok_or("main")?
+                .1,
+        );
+        d.goto(&ctx.server.url(&format!("/?from={day}&to={day}")))?;
+        d.wait_ready()?;
+        let filtered = created_cells(ctx)?;
+        let want: BTreeSet<&String> = shown
+            .iter()
+            .filter(|(_, c)| c == &day)
+            .map(|(id, _)| id)
+            .collect();
+        let got: BTreeSet<&String> = filtered.iter().map(|(id, _)| id).collect();
+        check(
+            got == want && got.contains(&f.main) && filtered.iter().all(|(_, c)| c == &day),
+            format!("from=to={day}: listed {filtered:?}, shown with that date {want:?}"),
+        )?;
+        // A message's time is UTC and says so.
+        d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
+        d.wait_ready()?;
+        let first = get_json(
+            ctx.server.addr,
+            &format!("/api/sessions/{}/messages?limit=1", f.main),
+        );
+        let at = first["messages"][0]["created_at"]
+            .as_i64()
+            .ok_or("a message time")?;
+        let time = text(
+            ctx,
+            "return document.querySelector('#messages .msg time').innerText",
+        )?;
+        check(
+            time.starts_with(&utc_date(at)) && time.ends_with("UTC"),
+            format!("message time {time:?} for {}", utc_date(at)),
+        )
+    })();
+    d.set_time_zone("")?;
+    outcome
+}

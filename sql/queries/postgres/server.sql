@@ -1,0 +1,39 @@
+-- PostgreSQL spellings of the server queries SQLite writes differently
+-- (sql/queries/sqlite/server.sql): days formatted with to_char in UTC, as UsageByDaySince.
+
+-- name: UsageByDayAndModelSince :many
+-- The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+-- what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+-- after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+-- summed over days, a model's rows give UsageByModelSince's row for that model.
+SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "day!",
+       coalesce(model, '') AS "key!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+ORDER BY 1, 2;
+
+-- name: UsageByDayAndSourceSince :many
+-- The usage chart, stacked by source (as UsageByDayAndModelSince).
+SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "day!",
+       source AS "key!",
+       count(*) AS "session_count!",
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since
+GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+ORDER BY 1, 2;
