@@ -34,8 +34,9 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use scribe_db::queries::{self, SessionRunRow};
-use scribe_db::rusqlite::OptionalExtension;
+use scribe_db::queries::{
+    DeleteSessionRunParams, PutSessionRunParams, RenewSessionRunParams, SessionRunRow,
+};
 use scribe_db::{Database, Tx};
 
 /// How long a heartbeat stays fresh by default.
@@ -170,24 +171,21 @@ fn liveness(row: &SessionRunRow, config: &LeaseConfig, now: i64) -> Liveness {
 /// In a write transaction: the live holder of `session_id`'s lease other than
 /// this process, if any; a dead lease is cleared.
 pub(crate) fn live_holder_tx(
-    tx: &Tx<'_>,
+    tx: &mut Tx<'_>,
     session_id: &str,
     config: &LeaseConfig,
 ) -> scribe_db::Result<Option<LeaseHolder>> {
-    let Some(row) = queries::get_session_run(tx.conn(), session_id).optional()? else {
+    let Some(row) = tx.q().get_session_run(session_id)? else {
         return Ok(None);
     };
     match liveness(&row, config, tx.now()) {
         Liveness::Own => Ok(None),
         Liveness::Live => Ok(Some(row.into())),
         Liveness::Dead => {
-            queries::delete_session_run(
-                tx.conn(),
-                &queries::DeleteSessionRunParams {
-                    session_id,
-                    owner: &row.owner,
-                },
-            )?;
+            tx.q().delete_session_run(&DeleteSessionRunParams {
+                session_id,
+                owner: &row.owner,
+            })?;
             Ok(None)
         }
     }
@@ -233,26 +231,20 @@ pub(crate) fn acquire(
                 return Ok(Some(holder));
             }
             let now = tx.now();
-            let renewed = queries::renew_session_run(
-                tx.conn(),
-                &queries::RenewSessionRunParams {
-                    heartbeat_at: now,
+            let renewed = tx.q().renew_session_run(&RenewSessionRunParams {
+                heartbeat_at: now,
+                session_id,
+                owner: this_owner(),
+            })?;
+            if renewed == 0 {
+                tx.q().put_session_run(&PutSessionRunParams {
                     session_id,
                     owner: this_owner(),
-                },
-            )?;
-            if renewed == 0 {
-                queries::put_session_run(
-                    tx.conn(),
-                    &queries::PutSessionRunParams {
-                        session_id,
-                        owner: this_owner(),
-                        pid: this_pid(),
-                        host: this_host(),
-                        started_at: now,
-                        heartbeat_at: now,
-                    },
-                )?;
+                    pid: this_pid(),
+                    host: this_host(),
+                    started_at: now,
+                    heartbeat_at: now,
+                })?;
             }
             Ok(None)
         })
@@ -294,14 +286,12 @@ fn spawn_heartbeat(
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                 // A failed heartbeat only makes the lease look stale sooner.
                 let _ = db.write(|tx| -> scribe_db::Result<_> {
-                    Ok(queries::renew_session_run(
-                        tx.conn(),
-                        &queries::RenewSessionRunParams {
-                            heartbeat_at: tx.now(),
-                            session_id: &session_id,
-                            owner: this_owner(),
-                        },
-                    )?)
+                    let heartbeat_at = tx.now();
+                    tx.q().renew_session_run(&RenewSessionRunParams {
+                        heartbeat_at,
+                        session_id: &session_id,
+                        owner: this_owner(),
+                    })
                 });
             }
         })
@@ -324,13 +314,10 @@ impl Drop for LeaseGuard {
         // Best effort: a lease left behind is dead once this process is gone
         // or its heartbeat is stale.
         let _ = self.db.write(|tx| -> scribe_db::Result<_> {
-            Ok(queries::delete_session_run(
-                tx.conn(),
-                &queries::DeleteSessionRunParams {
-                    session_id: &self.session_id,
-                    owner: this_owner(),
-                },
-            )?)
+            tx.q().delete_session_run(&DeleteSessionRunParams {
+                session_id: &self.session_id,
+                owner: this_owner(),
+            })
         });
     }
 }

@@ -19,7 +19,6 @@ use scribe_agent::{
     ScriptedTurn, ToolRegistry, recover_session, recover_session_with,
 };
 use scribe_db::queries;
-use scribe_db::rusqlite::OptionalExtension;
 use scribe_message::{FinishReason, Part, Role};
 use serde_json::json;
 
@@ -60,10 +59,7 @@ fn wait_for(path: &Path) {
 
 fn lease_row(env: &Env, session_id: &str) -> Option<queries::SessionRunRow> {
     env.db
-        .read(|conn| -> scribe_db::Result<_> {
-            let conn = conn.conn();
-            Ok(queries::get_session_run(conn, session_id).optional()?)
-        })
+        .read(|tx| -> scribe_db::Result<_> { tx.q().get_session_run(session_id) })
         .unwrap()
 }
 
@@ -185,18 +181,14 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
     let heartbeat = scribe_db::now_ms() - 5_000;
     env.db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
-            queries::put_session_run(
-                tx,
-                &queries::PutSessionRunParams {
-                    session_id: &session.id,
-                    owner: "elsewhere-owner",
-                    pid: 1,
-                    host: "some-other-host",
-                    started_at: heartbeat,
-                    heartbeat_at: heartbeat,
-                },
-            )?;
+            tx.q().put_session_run(&queries::PutSessionRunParams {
+                session_id: &session.id,
+                owner: "elsewhere-owner",
+                pid: 1,
+                host: "some-other-host",
+                started_at: heartbeat,
+                heartbeat_at: heartbeat,
+            })?;
             Ok(())
         })
         .unwrap();
