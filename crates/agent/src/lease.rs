@@ -92,10 +92,19 @@ impl From<SessionRunRow> for LeaseHolder {
     }
 }
 
+/// In this crate's own tests only: the host name a test process plays.
+#[cfg(test)]
+const TEST_HOST_ENV: &str = "SCRIBE_TEST_LEASE_HOST";
+
 /// This host's name: `/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `unknown`.
 pub fn this_host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
     HOST.get_or_init(|| {
+        // The two-host tests run each "host" as a process of this test binary.
+        #[cfg(test)]
+        if let Some(host) = std::env::var(TEST_HOST_ENV).ok().filter(|h| !h.is_empty()) {
+            return host;
+        }
         std::fs::read_to_string("/proc/sys/kernel/hostname")
             .ok()
             .map(|h| h.trim().to_owned())
@@ -321,6 +330,9 @@ impl Drop for LeaseGuard {
         });
     }
 }
+
+#[cfg(test)]
+mod postgres_tests;
 
 #[cfg(test)]
 mod tests {
