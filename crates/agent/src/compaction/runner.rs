@@ -12,9 +12,18 @@
 //!    exportable; sent as the marker, and no longer even loaded for a request),
 //!    sparing the newest of them ([`CompactionConfig::prune_protect_for`]) and the
 //!    last `protect_user_turns` turns; every mark of a run commits in one
-//!    transaction, and the part events follow the commit. If the request then
-//!    fits, no model is called: the marks are stored, so every later request
-//!    starts from them;
+//!    transaction, and the part events follow the commit. A prune clears at least
+//!    [`CompactionConfig::prune_minimum_for`] tokens or nothing: clearing an output
+//!    changes the prompt from there on, so a provider's prompt cache is written
+//!    again, which only a large step pays for (a prune a summary follows anyway, after
+//!    the provider refused a request, has no minimum). With
+//!    [`CompactionConfig::prune_early`] it runs as soon as that much can be cleared
+//!    ([`TriggerReason::PruneDue`], before the window fills), so requests carry the
+//!    protected outputs and the words rather than a nearly full window. If the
+//!    request then fits with at least the minimum to spare, no model is called: the
+//!    marks are stored, so every later request starts from them; a prune of a full
+//!    window that leaves less room than that is followed by the summary (else the next
+//!    turns would fill the window again at once);
 //! 2. **summarize**: the conversation as sent goes to the summarising model
 //!    with [`SUMMARY_PROMPT`](super::SUMMARY_PROMPT) and no tools; the answer is
 //!    stored as an assistant message flagged `is_summary` that becomes the
@@ -48,6 +57,11 @@
 //!    descriptions ([`Compactor::request_context`] applies these to every
 //!    request, as they are not stored);
 //! 5. otherwise the run fails with [`AgentError::DoesNotFit`].
+//!
+//! Every size compared with the window counts what the request sends besides the
+//! conversation: the system prompt and the tool specifications
+//! ([`RequestFrame`], given by the loop; [`Compactor::compact`] and
+//! [`Compactor::context`] count the session's system prompt and no tools).
 //!
 //! [`CompactionReport::steps`] and the [`AgentEvent::CompactionDone`] /
 //! [`AgentEvent::CompactionFailed`] events say which steps ran.
