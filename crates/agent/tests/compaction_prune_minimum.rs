@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use compaction_support::{CHEAP, Env, SMALL, read, text_of};
 use scribe_agent::{
-    CompactionConfig, CompactionOutcome, CompactionStep, RequestFrame, ScriptedProvider,
-    ScriptedTurn, ToolSpec, TriggerReason,
+    CompactionConfig, CompactionOutcome, CompactionStep, CompactionStrategy, RequestFrame,
+    ScriptedProvider, ScriptedTurn, ToolSpec, TriggerReason,
 };
 use scribe_message::{Part, TokenUsage};
 use serde_json::json;
@@ -157,6 +157,61 @@ fn a_prune_below_the_minimum_gives_way_to_the_summary() {
     assert_eq!(outcome.steps(), [CompactionStep::Prune]);
     assert!(outcome.report().unwrap().tokens_after <= 7_000);
     assert!(provider.requests().is_empty());
+}
+
+/// Keep-words' summary keeps every word and clears the outputs before it: on a full
+/// window it would free little more than a prune and rewrite the prompt as much, so
+/// there the prune takes whatever it can (below the minimum, leaving less than the
+/// minimum free) and no model is called while the request fits.
+#[test]
+fn keep_words_prunes_a_full_window_whatever_it_clears_and_summarises_only_what_does_not_fit() {
+    let env = Env::new();
+    let s = env.session("keep words");
+    env.user(&s.id, "t1");
+    let a1 = env.assistant(
+        &s.id,
+        vec![
+            read("c1", 1_500, "alpha"),
+            Part::text(text_of(3_500, "words")),
+        ],
+    );
+    env.user(&s.id, "t2");
+    env.assistant(&s.id, vec![Part::text(text_of(3_000, "more"))]);
+    env.user(&s.id, "t3");
+    let provider = no_model();
+    let c = env.compactor(
+        &provider,
+        CompactionConfig {
+            strategy: CompactionStrategy::KeepWords,
+            ..config()
+        },
+    );
+    assert!(c.context(&s.id).unwrap().tokens > 8_000);
+    let outcome = c.compact(&s.id, SMALL).unwrap();
+    let report = outcome.report().unwrap();
+    assert_eq!(report.steps, [CompactionStep::Prune]);
+    assert_eq!(report.pruned_part_ids, [a1.parts[0].id.clone()]);
+    assert!(report.tokens_after > 6_000 && report.tokens_after <= 8_000);
+    assert!(provider.requests().is_empty());
+
+    // Words alone past the window: the prune cannot make it fit, the summary follows.
+    env.assistant(&s.id, vec![Part::text(text_of(2_500, "overflow"))]);
+    let provider = Arc::new(ScriptedProvider::new([summary("S")]));
+    let c = env
+        .compactor(
+            &provider,
+            CompactionConfig {
+                strategy: CompactionStrategy::KeepWords,
+                ..config()
+            },
+        )
+        .with_summary_model(CHEAP);
+    let outcome = c.compact(&s.id, SMALL).unwrap();
+    assert!(
+        outcome.steps().contains(&CompactionStep::Summarize),
+        "{outcome:?}"
+    );
+    assert_eq!(provider.requests().len(), 1);
 }
 
 /// A prune of a full window that clears enough but leaves less than the minimum free

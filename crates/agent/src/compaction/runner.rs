@@ -663,22 +663,33 @@ impl Compactor {
         // The minimum holds wherever a summary (or nothing) is the alternative; a full
         // window that cannot be summarised takes whatever can be cleared, and so does a
         // prune that a summary follows anyway (the prompt is rewritten regardless, and
-        // the summary request is smaller for it).
-        let minimum = if !force_summary && (self.summarize || prune_due) {
-            self.config.prune_minimum_for(model)
-        } else {
-            0
-        };
+        // the summary request is smaller for it). Keep-words' summary keeps every word
+        // and clears the outputs before it, so on a full window it frees little that a
+        // prune does not, and rewrites the prompt as much: there the prune takes
+        // whatever it can, and the summary follows only when the request still does
+        // not fit.
+        let restarts = self.config.strategy != CompactionStrategy::KeepWords;
+        let minimum =
+            if force_summary || (!restarts && window.is_some()) || !(self.summarize || prune_due) {
+                0
+            } else {
+                self.config.prune_minimum_for(model)
+            };
         if prune_first && self.prune(&context, &loaded, model, minimum, &mut report, steps)? {
             (context, loaded) = self.load(session_id, frame)?;
             report.tokens_after = context.tokens;
         }
         let pruned = steps.contains(&CompactionStep::Prune);
-        // A summary when the cheap step was not enough, or left less room than the next
-        // prune step needs (the next turns would fill the window again at once), or found
+        // A summary when the cheap step was not enough, or (restarting from the summary)
+        // left less room than the next prune step needs (the next turns would fill the
+        // window again at once), or found
         // nothing to clear on demand, or cannot be trusted (the provider overflowed);
         // never when summaries are off, nor for a prune that was merely due.
-        let room = self.config.prune_minimum_for(model);
+        let room = if restarts {
+            self.config.prune_minimum_for(model)
+        } else {
+            0
+        };
         let summarize = self.summarize
             && (force_summary
                 || context.tokens > budget
