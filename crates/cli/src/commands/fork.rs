@@ -3,8 +3,6 @@
 use std::io::Write;
 
 use clap::Args;
-use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -30,9 +28,7 @@ impl ForkCmd {
             Some(wanted) => ctx.resolve_message(&session, wanted)?,
             None => ctx
                 .db
-                .read(|tx| -> scribe_db::Result<_> {
-                    Ok(q::get_last_message(tx.conn(), &session.id).optional()?)
-                })?
+                .read(|tx| -> scribe_db::Result<_> { tx.q().get_last_message(&session.id) })?
                 .map(|m| m.id)
                 .ok_or_else(|| CliError::EmptySession(session.id.clone()))?,
         };
