@@ -27,6 +27,13 @@
 //! by the database's clock ([`scribe_db::Options::clock`]), so a test can age a
 //! lease without sleeping.
 //!
+//! The lease goes through the generated query traits, so it holds on either backend.
+//! On PostgreSQL, processes on other hosts share the table: their pids mean nothing
+//! here, so a dead holder elsewhere is known by its stale heartbeat alone, and the
+//! SERIALIZABLE write that takes a lease is retried whole on a conflict, so two hosts
+//! never both hold it (tested with two processes acting as two hosts in
+//! `lease/postgres_tests.rs`).
+//!
 //! This crate owns the `session_runs` table: nothing else reads or writes it.
 
 use std::collections::BTreeMap;
