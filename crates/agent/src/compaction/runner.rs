@@ -21,9 +21,11 @@
 //!    ([`TriggerReason::PruneDue`], before the window fills), so requests carry the
 //!    protected outputs and the words rather than a nearly full window. If the
 //!    request then fits with at least the minimum to spare, no model is called: the
-//!    marks are stored, so every later request starts from them; a prune of a full
-//!    window that leaves less room than that is followed by the summary (else the next
-//!    turns would fill the window again at once);
+//!    marks are stored, so every later request starts from them; for the strategies
+//!    that restart from a summary, a prune of a full window that leaves less room than
+//!    that is followed by the summary (else the next turns would fill the window again
+//!    at once). Keep-words' summary keeps the words, so it frees little more than a
+//!    prune: on a full window it prunes whatever it can, without the minimum;
 //! 2. **summarize**: the conversation as sent goes to the summarising model
 //!    with [`SUMMARY_PROMPT`](super::SUMMARY_PROMPT) and no tools; the answer is
 //!    stored as an assistant message flagged `is_summary` that becomes the

@@ -74,8 +74,10 @@ pub struct CompactionConfig {
     /// message on, so a provider's prompt cache is written again from there, which only a
     /// large step pays for. A prune that is all a compaction of a full window does must
     /// also leave this much room below what a request may hold, so that the next turns
-    /// fit without another rewrite; otherwise a summary follows it. At most a quarter of
-    /// what a request may hold ([`CompactionConfig::prune_minimum_for`]).
+    /// fit without another rewrite; otherwise a summary follows it. Neither holds for
+    /// [`CompactionStrategy::KeepWords`] on a full window (its summary keeps the words,
+    /// so it frees little more than a prune). At most a quarter of what a request may
+    /// hold ([`CompactionConfig::prune_minimum_for`]).
     pub prune_minimum_tokens: u64,
     /// Prune as soon as the minimum can be cleared ([`TriggerReason::PruneDue`]), before
     /// a request that would still fit, rather than only when the window fills (OpenCode
