@@ -4,7 +4,7 @@
 //! pid this host cannot see) is live until its heartbeat is stale, then taken over, as
 //! on SQLite.
 //!
-//! They need a server: `.ci/with-postgres cargo test -p scribe-agent --lib lease --
+//! They need a server: `.ci/with-postgres cargo test -p scribe-agent --lib --
 //! --ignored` (`.ci/run` does). Without one they are listed as ignored, never passed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
