@@ -2,7 +2,8 @@
 //! tool heavy, a few very large outputs, an image) played through the real agent loop
 //! under each compaction strategy, counting what a user pays for and what the model is
 //! sent: summary calls, compactions, tokens per request (mean and max), whether every
-//! request fit, and the cost at the demo's prices.
+//! request fit, and the cost at the demo's prices, with where it goes (prompt tokens
+//! read from and written to the cache, what the summary calls cost).
 //!
 //! Everything but the model is real: prompts are ingested (the image from a file),
 //! tools run (a bench tool whose output size the script decides), usage is charged,
