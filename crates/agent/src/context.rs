@@ -41,6 +41,12 @@
 //!   large side);
 //! - **estimated** = the [`TokenEstimator`] over the whole context.
 //!
+//! Both count what every request sends besides the conversation, the system prompt and
+//! the tool specifications ([`RequestFrame`]): a reported prompt includes them, and the
+//! estimate adds [`Context::frame_tokens`] to the messages'. So the compactor never
+//! compacts one request too late (or, measuring the frame twice, too early) because of
+//! them.
+//!
 //! [`Context::tokens`] is the larger of the two (an estimate alone when no call was
 //! reported): tool outputs that arrived after the last call, which no provider has
 //! counted yet, still weigh, and compaction triggers early rather than late. A call made
@@ -57,9 +63,40 @@ use scribe_message::{
 };
 use scribe_session::{SessionService, Store};
 
+use crate::compaction::PruneMessage;
 use crate::error::Result;
 use crate::estimate::TokenEstimator;
-use crate::provider::ChatMessage;
+use crate::provider::{ChatMessage, ChatRequest, ToolSpec};
+
+/// What a request sends besides the conversation: the system prompt and the tool
+/// specifications. Every request pays for it, so every size compared with a budget
+/// counts it ([`Context::frame_tokens`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestFrame {
+    /// The system prompt; `None` sends the session's own (`system_prompt` of the session).
+    pub system: Option<String>,
+    /// The tool specifications offered with the request.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl RequestFrame {
+    /// A frame of `system` (if any) and `tools`.
+    pub fn new(system: Option<String>, tools: Vec<ToolSpec>) -> RequestFrame {
+        RequestFrame { system, tools }
+    }
+
+    /// The estimated tokens of `system` (the resolved system prompt) and the tools, as
+    /// [`TokenEstimator::estimate_request`] counts them.
+    fn tokens(&self, system: Option<&str>, estimator: &dyn TokenEstimator) -> u64 {
+        let request = ChatRequest {
+            model: String::new(),
+            system: system.map(str::to_owned),
+            messages: Vec::new(),
+            tools: self.tools.clone(),
+        };
+        estimator.estimate_request(&request)
+    }
+}
 
 /// How [`Context::tokens`] was measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,8 +120,12 @@ pub enum ContextMeasure {
 pub struct Context {
     /// The session.
     pub session_id: String,
-    /// The session's system prompt, for [`crate::provider::ChatRequest::system`].
+    /// The system prompt the request sends ([`crate::provider::ChatRequest::system`]):
+    /// the frame's, else the session's.
     pub system_prompt: Option<String>,
+    /// The estimated tokens of the system prompt and the frame's tool specifications,
+    /// counted in [`Context::estimated_tokens`] and so in [`Context::tokens`].
+    pub frame_tokens: u64,
     /// What to send, in order (see [`scribe_message::sent`]).
     pub messages: Vec<ChatMessage>,
     /// Where the summary is in [`Context::messages`] (first for a summary that restarts
@@ -93,7 +134,8 @@ pub struct Context {
     /// The context's size in tokens: the larger of the reported and the
     /// estimated size (see the module doc).
     pub tokens: u64,
-    /// The estimator's size of [`Context::messages`].
+    /// The estimator's size of the request: [`Context::frame_tokens`] plus
+    /// [`Context::messages`].
     pub estimated_tokens: u64,
     /// How [`Context::tokens`] was measured.
     pub measure: ContextMeasure,
@@ -102,6 +144,16 @@ pub struct Context {
     /// How many message rows were loaded (what is sent, and the few bookkeeping-only
     /// messages among them).
     pub loaded_messages: usize,
+    /// The loaded messages as the prune planner sees them (stored order), so the
+    /// compactor can tell from this load whether a prune is due.
+    pub(crate) prune_input: Vec<PruneMessage>,
+}
+
+impl Context {
+    /// The estimated tokens of [`Context::messages`] alone.
+    pub fn message_tokens(&self) -> u64 {
+        self.estimated_tokens.saturating_sub(self.frame_tokens)
+    }
 }
 
 /// The stored messages a [`Context`] was built from, for the compactor.
@@ -115,24 +167,39 @@ pub(crate) struct Loaded {
 }
 
 /// The context of `session_id` for its next request (see the module doc), read in one
-/// snapshot of `store`.
+/// snapshot of `store`, sent with the session's system prompt and no tools (see
+/// [`context_with_frame`]).
 ///
 /// Errors: an unknown session ([`crate::AgentError::Session`]), a corrupt message or
 /// part row *in what is sent* ([`crate::AgentError::Message`]); rows before the
 /// conversation's start are not read.
 pub fn context(store: &Store, session_id: &str, estimator: &dyn TokenEstimator) -> Result<Context> {
-    let (context, _) = load_context(store, session_id, estimator)?;
+    context_with_frame(store, session_id, estimator, &RequestFrame::default())
+}
+
+/// [`context`] for a request sent with `frame` (the agent's system prompt, if it has
+/// one, and the tools it offers), which its size counts.
+pub fn context_with_frame(
+    store: &Store,
+    session_id: &str,
+    estimator: &dyn TokenEstimator,
+    frame: &RequestFrame,
+) -> Result<Context> {
+    let (context, _) = load_context(store, session_id, estimator, frame)?;
     Ok(context)
 }
 
-/// [`context`] plus the stored messages it was built from.
+/// [`context_with_frame`] plus the stored messages it was built from.
 pub(crate) fn load_context(
     store: &Store,
     session_id: &str,
     estimator: &dyn TokenEstimator,
+    frame: &RequestFrame,
 ) -> Result<(Context, Loaded)> {
-    let (system_prompt, summary_message_id, messages) =
+    let (session_prompt, summary_message_id, messages) =
         store.database().read(|tx| load_sent(tx, session_id))?;
+    let system_prompt = frame.system.clone().or(session_prompt);
+    let frame_tokens = frame.tokens(system_prompt.as_deref(), estimator);
     let summary_at = summary_message_id
         .as_deref()
         .and_then(|id| messages.iter().position(|m| m.id == id));
@@ -142,7 +209,7 @@ pub(crate) fn load_context(
     };
     let context = build(
         session_id,
-        system_prompt,
+        (system_prompt, frame_tokens),
         summary_at.and(summary_message_id),
         &loaded,
         estimator,
@@ -270,7 +337,7 @@ fn last_cleared_at(messages: &[Message]) -> Option<i64> {
 
 fn build(
     session_id: &str,
-    system_prompt: Option<String>,
+    (system_prompt, frame_tokens): (Option<String>, u64),
     summary_message_id: Option<String>,
     loaded: &Loaded,
     estimator: &dyn TokenEstimator,
@@ -287,7 +354,7 @@ fn build(
             messages.push(sent);
         }
     }
-    let estimated_tokens = estimator.estimate_messages(&messages);
+    let estimated_tokens = frame_tokens.saturating_add(estimator.estimate_messages(&messages));
     // Only a call made after the summary, and after the newest clearing, describes what
     // is sent now.
     let first_after_summary = loaded.summary_at.map_or(0, |k| k + 1);
@@ -319,9 +386,14 @@ fn build(
             )
         }
     };
+    let prune_input = stored
+        .iter()
+        .map(|m| PruneMessage::from_stored(m, estimator))
+        .collect();
     Context {
         session_id: session_id.to_owned(),
         system_prompt,
+        frame_tokens,
         messages,
         summary_index,
         tokens,
@@ -329,5 +401,6 @@ fn build(
         measure,
         summary_message_id,
         loaded_messages: stored.len(),
+        prune_input,
     }
 }

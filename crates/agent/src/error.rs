@@ -182,12 +182,6 @@ impl From<scribe_db::Error> for AgentError {
     }
 }
 
-impl From<rusqlite::Error> for AgentError {
-    fn from(err: rusqlite::Error) -> Self {
-        AgentError::Db(scribe_db::Error::from(err))
-    }
-}
-
 // What `scribe_db::Database::write` and `read` need to
 // carry an `AgentError` through their retry loop.
 scribe_db::impl_tx_error!(AgentError, AgentError::Db);
@@ -199,6 +193,7 @@ mod tests {
     #[test]
     fn a_busy_database_has_one_shape() {
         let busy = || {
+            // A dev-dependency: no driver type is part of this crate's API.
             scribe_db::Error::from(rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
                 None,

@@ -27,6 +27,13 @@
 //! by the database's clock ([`scribe_db::Options::clock`]), so a test can age a
 //! lease without sleeping.
 //!
+//! The lease goes through the generated query traits, so it holds on either backend.
+//! On PostgreSQL, processes on other hosts share the table: their pids mean nothing
+//! here, so a dead holder elsewhere is known by its stale heartbeat alone, and the
+//! SERIALIZABLE write that takes a lease is retried whole on a conflict, so two hosts
+//! never both hold it (tested with two processes acting as two hosts in
+//! `lease/postgres_tests.rs`).
+//!
 //! This crate owns the `session_runs` table: nothing else reads or writes it.
 
 use std::collections::BTreeMap;
@@ -34,8 +41,9 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::OptionalExtension;
-use scribe_db::queries::{self, SessionRunRow};
+use scribe_db::queries::{
+    DeleteSessionRunParams, PutSessionRunParams, RenewSessionRunParams, SessionRunRow,
+};
 use scribe_db::{Database, Tx};
 
 /// How long a heartbeat stays fresh by default.
@@ -91,10 +99,19 @@ impl From<SessionRunRow> for LeaseHolder {
     }
 }
 
+/// In this crate's own tests only: the host name a test process plays.
+#[cfg(test)]
+const TEST_HOST_ENV: &str = "SCRIBE_TEST_LEASE_HOST";
+
 /// This host's name: `/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `unknown`.
 pub fn this_host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
     HOST.get_or_init(|| {
+        // The two-host tests run each "host" as a process of this test binary.
+        #[cfg(test)]
+        if let Some(host) = std::env::var(TEST_HOST_ENV).ok().filter(|h| !h.is_empty()) {
+            return host;
+        }
         std::fs::read_to_string("/proc/sys/kernel/hostname")
             .ok()
             .map(|h| h.trim().to_owned())
@@ -170,24 +187,21 @@ fn liveness(row: &SessionRunRow, config: &LeaseConfig, now: i64) -> Liveness {
 /// In a write transaction: the live holder of `session_id`'s lease other than
 /// this process, if any; a dead lease is cleared.
 pub(crate) fn live_holder_tx(
-    tx: &Tx<'_>,
+    tx: &mut Tx<'_>,
     session_id: &str,
     config: &LeaseConfig,
 ) -> scribe_db::Result<Option<LeaseHolder>> {
-    let Some(row) = queries::get_session_run(tx.conn(), session_id).optional()? else {
+    let Some(row) = tx.q().get_session_run(session_id)? else {
         return Ok(None);
     };
     match liveness(&row, config, tx.now()) {
         Liveness::Own => Ok(None),
         Liveness::Live => Ok(Some(row.into())),
         Liveness::Dead => {
-            queries::delete_session_run(
-                tx.conn(),
-                &queries::DeleteSessionRunParams {
-                    session_id,
-                    owner: &row.owner,
-                },
-            )?;
+            tx.q().delete_session_run(&DeleteSessionRunParams {
+                session_id,
+                owner: &row.owner,
+            })?;
             Ok(None)
         }
     }
@@ -233,26 +247,20 @@ pub(crate) fn acquire(
                 return Ok(Some(holder));
             }
             let now = tx.now();
-            let renewed = queries::renew_session_run(
-                tx.conn(),
-                &queries::RenewSessionRunParams {
-                    heartbeat_at: now,
+            let renewed = tx.q().renew_session_run(&RenewSessionRunParams {
+                heartbeat_at: now,
+                session_id,
+                owner: this_owner(),
+            })?;
+            if renewed == 0 {
+                tx.q().put_session_run(&PutSessionRunParams {
                     session_id,
                     owner: this_owner(),
-                },
-            )?;
-            if renewed == 0 {
-                queries::put_session_run(
-                    tx.conn(),
-                    &queries::PutSessionRunParams {
-                        session_id,
-                        owner: this_owner(),
-                        pid: this_pid(),
-                        host: this_host(),
-                        started_at: now,
-                        heartbeat_at: now,
-                    },
-                )?;
+                    pid: this_pid(),
+                    host: this_host(),
+                    started_at: now,
+                    heartbeat_at: now,
+                })?;
             }
             Ok(None)
         })
@@ -294,14 +302,12 @@ fn spawn_heartbeat(
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                 // A failed heartbeat only makes the lease look stale sooner.
                 let _ = db.write(|tx| -> scribe_db::Result<_> {
-                    Ok(queries::renew_session_run(
-                        tx.conn(),
-                        &queries::RenewSessionRunParams {
-                            heartbeat_at: tx.now(),
-                            session_id: &session_id,
-                            owner: this_owner(),
-                        },
-                    )?)
+                    let heartbeat_at = tx.now();
+                    tx.q().renew_session_run(&RenewSessionRunParams {
+                        heartbeat_at,
+                        session_id: &session_id,
+                        owner: this_owner(),
+                    })
                 });
             }
         })
@@ -324,16 +330,16 @@ impl Drop for LeaseGuard {
         // Best effort: a lease left behind is dead once this process is gone
         // or its heartbeat is stale.
         let _ = self.db.write(|tx| -> scribe_db::Result<_> {
-            Ok(queries::delete_session_run(
-                tx.conn(),
-                &queries::DeleteSessionRunParams {
-                    session_id: &self.session_id,
-                    owner: this_owner(),
-                },
-            )?)
+            tx.q().delete_session_run(&DeleteSessionRunParams {
+                session_id: &self.session_id,
+                owner: this_owner(),
+            })
         });
     }
 }
+
+#[cfg(test)]
+mod postgres_tests;
 
 #[cfg(test)]
 mod tests {

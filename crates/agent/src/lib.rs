@@ -73,7 +73,7 @@ pub use compaction::{
     CompactionConfig, CompactionOutcome, CompactionReport, CompactionStep, CompactionStrategy,
     Compactor, RequestContext, TriggerReason, should_compact,
 };
-pub use context::{Context, ContextMeasure, context};
+pub use context::{Context, ContextMeasure, RequestFrame, context, context_with_frame};
 pub use error::{AgentError, Result};
 pub use estimate::{HeuristicEstimator, TokenEstimator};
 pub use events::{AgentEvent, LoopEvent};

@@ -414,15 +414,13 @@ fn context_after_a_summary_never_reads_older_rows() {
     let victim = &old[1].parts[0].id;
     env.db
         .write(|tx| -> scribe_db::Result<()> {
-            q::update_part(
-                tx.conn(),
-                &q::UpdatePartParams {
-                    r#type: "text",
-                    data: "[\"not a part\"]",
-                    now: tx.now(),
-                    id: victim,
-                },
-            )?;
+            let now = tx.now();
+            tx.q().update_part(&q::UpdatePartParams {
+                r#type: "text",
+                data: "[\"not a part\"]",
+                now,
+                id: victim,
+            })?;
             Ok(())
         })
         .unwrap();

@@ -95,15 +95,13 @@ fn four_turns(env: &Env, title: &str) -> (String, Vec<Message>) {
 fn corrupt(env: &Env, part_id: &str) {
     env.db
         .write(|tx| -> scribe_db::Result<()> {
-            q::update_part(
-                tx.conn(),
-                &q::UpdatePartParams {
-                    r#type: "text",
-                    data: "[\"not a part\"]",
-                    now: tx.now(),
-                    id: part_id,
-                },
-            )?;
+            let now = tx.now();
+            tx.q().update_part(&q::UpdatePartParams {
+                r#type: "text",
+                data: "[\"not a part\"]",
+                now,
+                id: part_id,
+            })?;
             Ok(())
         })
         .unwrap();

@@ -86,26 +86,24 @@ fn recovery_with_nothing_to_repair_takes_no_write_lock() {
     // A write through the same handle does wait for the lock (and gives up), so the
     // read above is what spared recovery from it.
     let write = db.write(|tx| -> scribe_db::Result<()> {
-        q::create_session(
-            tx.conn(),
-            &q::CreateSessionParams {
-                id: "ses_probe",
-                parent_session_id: None,
-                kind: "normal",
-                source: "cli",
-                user_id: None,
-                directory: None,
-                title: None,
-                model: None,
-                model_config: None,
-                system_prompt: None,
-                permission: None,
-                billing_provider: None,
-                billing_base_url: None,
-                billing_mode: None,
-                now: tx.now(),
-            },
-        )?;
+        let now = tx.now();
+        tx.q().create_session(&q::CreateSessionParams {
+            id: "ses_probe",
+            parent_session_id: None,
+            kind: "normal",
+            source: "cli",
+            user_id: None,
+            directory: None,
+            title: None,
+            model: None,
+            model_config: None,
+            system_prompt: None,
+            permission: None,
+            billing_provider: None,
+            billing_base_url: None,
+            billing_mode: None,
+            now,
+        })?;
         Ok(())
     });
     assert!(matches!(write, Err(scribe_db::Error::Locked)), "{write:?}");
@@ -152,15 +150,13 @@ fn run_finds_the_last_user_message_without_reading_the_history() {
     // now fails.
     env.db
         .write(|tx| -> scribe_db::Result<()> {
-            q::update_part(
-                tx.conn(),
-                &q::UpdatePartParams {
-                    r#type: "text",
-                    data: "[\"not a part\"]",
-                    now: tx.now(),
-                    id: &first.parts[0].id,
-                },
-            )?;
+            let now = tx.now();
+            tx.q().update_part(&q::UpdatePartParams {
+                r#type: "text",
+                data: "[\"not a part\"]",
+                now,
+                id: &first.parts[0].id,
+            })?;
             Ok(())
         })
         .unwrap();

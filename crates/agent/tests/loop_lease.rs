@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loop_support::*;
-use rusqlite::OptionalExtension;
 use scribe_agent::recovery::INTERRUPTED;
 use scribe_agent::{
     AgentError, CancelToken, LeaseConfig, PromptInput, ProviderError, ScriptedProvider,
@@ -60,10 +59,7 @@ fn wait_for(path: &Path) {
 
 fn lease_row(env: &Env, session_id: &str) -> Option<queries::SessionRunRow> {
     env.db
-        .read(|conn| -> scribe_db::Result<_> {
-            let conn = conn.conn();
-            Ok(queries::get_session_run(conn, session_id).optional()?)
-        })
+        .read(|tx| -> scribe_db::Result<_> { tx.q().get_session_run(session_id) })
         .unwrap()
 }
 
@@ -185,18 +181,14 @@ fn a_lease_from_another_host_counts_until_its_heartbeat_is_stale() {
     let heartbeat = scribe_db::now_ms() - 5_000;
     env.db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
-            queries::put_session_run(
-                tx,
-                &queries::PutSessionRunParams {
-                    session_id: &session.id,
-                    owner: "elsewhere-owner",
-                    pid: 1,
-                    host: "some-other-host",
-                    started_at: heartbeat,
-                    heartbeat_at: heartbeat,
-                },
-            )?;
+            tx.q().put_session_run(&queries::PutSessionRunParams {
+                session_id: &session.id,
+                owner: "elsewhere-owner",
+                pid: 1,
+                host: "some-other-host",
+                started_at: heartbeat,
+                heartbeat_at: heartbeat,
+            })?;
             Ok(())
         })
         .unwrap();

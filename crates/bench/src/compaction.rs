@@ -2,7 +2,8 @@
 //! tool heavy, a few very large outputs, an image) played through the real agent loop
 //! under each compaction strategy, counting what a user pays for and what the model is
 //! sent: summary calls, compactions, tokens per request (mean and max), whether every
-//! request fit, and the cost at the demo's prices.
+//! request fit, and the cost at the demo's prices, with where it goes (prompt tokens
+//! read from and written to the cache, what the summary calls cost).
 //!
 //! Everything but the model is real: prompts are ingested (the image from a file),
 //! tools run (a bench tool whose output size the script decides), usage is charged,
@@ -115,6 +116,13 @@ pub struct StrategyResult {
     pub cost_usd: f64,
     /// What the same requests would cost without a prompt cache.
     pub cost_uncached_usd: f64,
+    /// Prompt tokens read from the cache, summary calls included.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the cache (first sent, or sent again after the prompt
+    /// changed before them), summary calls included.
+    pub cache_write_tokens: u64,
+    /// What the summary calls cost.
+    pub summary_cost_usd: f64,
     /// Contexts the loop loaded per model call.
     pub loads_per_call: f64,
     /// Wall time of the run.
@@ -337,6 +345,7 @@ struct ModelState {
     session_requests: Vec<u64>,
     summary_calls: usize,
     uncached_cost: f64,
+    summary_cost: f64,
 }
 
 /// The scripted model of the bench (see the module doc).
@@ -497,6 +506,12 @@ impl Provider for SessionModel {
             .sum();
         let (usage, uncached) = self.usage(&mut state, request, output);
         state.uncached_cost += uncached;
+        if is_summary_request(request) {
+            state.summary_cost += (usage.cache_read as f64 * self.pricing.cache_read_per_mtok
+                + usage.cache_write as f64 * self.pricing.cache_write_per_mtok
+                + usage.output as f64 * self.pricing.output_per_mtok)
+                / 1e6;
+        }
         drop(state);
         let mut builder = ResponseBuilder::new();
         for event in events
@@ -608,10 +623,13 @@ fn play(
     let loads = runner.compactor("build").map_or(0, |c| c.contexts_loaded()) - loads_before;
     // Every session of the conversation (continuations included) is charged its own.
     let mut cost = 0.0;
+    let (mut cache_read, mut cache_write) = (0_u64, 0_u64);
     let mut id = Some(current.clone());
     while let Some(s) = id {
         let session = store.sessions().get(&s)?;
         cost += session.estimated_cost_usd;
+        cache_read += u64::try_from(session.tokens.cache_read).unwrap_or(0);
+        cache_write += u64::try_from(session.tokens.cache_write).unwrap_or(0);
         id = session.parent_session_id;
     }
     let state = provider.lock();
@@ -632,6 +650,9 @@ fn play(
         failed_prompts: failed,
         cost_usd: cost,
         cost_uncached_usd: state.uncached_cost,
+        cache_read_tokens: cache_read,
+        cache_write_tokens: cache_write,
+        summary_cost_usd: state.summary_cost,
         loads_per_call: loads as f64 / calls.max(1) as f64,
         run_s: started.elapsed().as_secs_f64(),
         last_session: current,
@@ -787,11 +808,14 @@ impl CompactionReport {
             "max/window",
             "all fit",
             "cost (cache)",
+            "cache read",
+            "cache write",
+            "summaries $",
             "cost (no cache)",
             "loads/call",
             "run s",
         ];
-        let rows: Vec<[String; 13]> = self
+        let rows: Vec<[String; 16]> = self
             .strategies
             .iter()
             .map(|r| {
@@ -810,6 +834,9 @@ impl CompactionReport {
                         format!("NO ({} over, {} failed)", r.over_window, r.failed_prompts)
                     },
                     format!("${:.2}", r.cost_usd),
+                    format!("{:.1}M", r.cache_read_tokens as f64 / 1e6),
+                    format!("{:.1}M", r.cache_write_tokens as f64 / 1e6),
+                    format!("${:.2}", r.summary_cost_usd),
                     format!("${:.2}", r.cost_uncached_usd),
                     format!("{:.2}", r.loads_per_call),
                     format!("{:.1}", r.run_s),

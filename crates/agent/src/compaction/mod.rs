@@ -8,7 +8,10 @@
 //!
 //! 1. **prune** old tool outputs: [`plan_prune`] picks them, a service marks
 //!    them compacted (stored, searchable), and they are sent as
-//!    [`CLEARED_TOOL_OUTPUT`]; no model is called;
+//!    [`CLEARED_TOOL_OUTPUT`]; no model is called. Only a step of at least
+//!    [`CompactionConfig::prune_minimum_for`] tokens is taken (it rewrites the
+//!    cached prompt from the first cleared output on), as soon as one can be
+//!    ([`TriggerReason::PruneDue`]);
 //! 2. **summarise** what is sent: restarting from the summary with the most
 //!    recent messages kept verbatim ([`plan_keep`] picks them), or adding it
 //!    beside the conversation's words ([`CompactionStrategy`]);

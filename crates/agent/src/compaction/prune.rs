@@ -21,7 +21,7 @@
 //! - with a target, candidates are taken oldest first until their outputs add
 //!   up to the target, so pruning stops as soon as the request fits.
 
-use scribe_message::{Part, Role, ToolState};
+use scribe_message::{Message, Part, Role, ToolState};
 
 use super::trigger::CompactionConfig;
 use crate::estimate::TokenEstimator;
@@ -54,20 +54,40 @@ impl PruneMessage {
         parts: &[Part],
         estimator: &E,
     ) -> PruneMessage {
-        let parts = parts
-            .iter()
-            .map(|part| match part {
-                Part::Tool(tool) if tool.compacted_at.is_some() => PrunePart::Compacted,
-                Part::Tool(tool) => match &tool.state {
-                    ToolState::Completed { output, .. } => {
-                        PrunePart::ToolOutput(estimator.estimate_text(output))
-                    }
-                    _ => PrunePart::Other,
-                },
-                _ => PrunePart::Other,
-            })
-            .collect();
+        let parts = parts.iter().map(|p| PrunePart::of(p, estimator)).collect();
         PruneMessage { role, parts }
+    }
+
+    /// Describes a stored message (its parts in stored order).
+    pub fn from_stored<E: TokenEstimator + ?Sized>(
+        message: &Message,
+        estimator: &E,
+    ) -> PruneMessage {
+        let parts = message
+            .parts
+            .iter()
+            .map(|p| PrunePart::of(&p.part, estimator))
+            .collect();
+        PruneMessage {
+            role: message.role,
+            parts,
+        }
+    }
+}
+
+impl PrunePart {
+    /// How the planner sees `part`.
+    fn of<E: TokenEstimator + ?Sized>(part: &Part, estimator: &E) -> PrunePart {
+        match part {
+            Part::Tool(tool) if tool.compacted_at.is_some() => PrunePart::Compacted,
+            Part::Tool(tool) => match &tool.state {
+                ToolState::Completed { output, .. } => {
+                    PrunePart::ToolOutput(estimator.estimate_text(output))
+                }
+                _ => PrunePart::Other,
+            },
+            _ => PrunePart::Other,
+        }
     }
 }
 

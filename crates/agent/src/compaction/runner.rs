@@ -12,9 +12,20 @@
 //!    exportable; sent as the marker, and no longer even loaded for a request),
 //!    sparing the newest of them ([`CompactionConfig::prune_protect_for`]) and the
 //!    last `protect_user_turns` turns; every mark of a run commits in one
-//!    transaction, and the part events follow the commit. If the request then
-//!    fits, no model is called: the marks are stored, so every later request
-//!    starts from them;
+//!    transaction, and the part events follow the commit. A prune clears at least
+//!    [`CompactionConfig::prune_minimum_for`] tokens or nothing: clearing an output
+//!    changes the prompt from there on, so a provider's prompt cache is written
+//!    again, which only a large step pays for (a prune a summary follows anyway, after
+//!    the provider refused a request, has no minimum). With
+//!    [`CompactionConfig::prune_early`] it runs as soon as that much can be cleared
+//!    ([`TriggerReason::PruneDue`], before the window fills), so requests carry the
+//!    protected outputs and the words rather than a nearly full window. If the
+//!    request then fits with at least the minimum to spare, no model is called: the
+//!    marks are stored, so every later request starts from them; for the strategies
+//!    that restart from a summary, a prune of a full window that leaves less room than
+//!    that is followed by the summary (else the next turns would fill the window again
+//!    at once). Keep-words' summary keeps the words, so it frees little more than a
+//!    prune: on a full window it prunes whatever it can, without the minimum;
 //! 2. **summarize**: the conversation as sent goes to the summarising model
 //!    with [`SUMMARY_PROMPT`](super::SUMMARY_PROMPT) and no tools; the answer is
 //!    stored as an assistant message flagged `is_summary` that becomes the
@@ -49,6 +60,11 @@
 //!    request, as they are not stored);
 //! 5. otherwise the run fails with [`AgentError::DoesNotFit`].
 //!
+//! Every size compared with the window counts what the request sends besides the
+//! conversation: the system prompt and the tool specifications
+//! ([`RequestFrame`], given by the loop; [`Compactor::compact`] and
+//! [`Compactor::context`] count the session's system prompt and no tools).
+//!
 //! [`CompactionReport::steps`] and the [`AgentEvent::CompactionDone`] /
 //! [`AgentEvent::CompactionFailed`] events say which steps ran.
 //!
@@ -74,10 +90,10 @@ use scribe_types::error_chain;
 
 use super::keep::{KeepCandidate, plan_keep};
 use super::{
-    CompactionConfig, CompactionStrategy, DoesNotFit, FitStep, PruneMessage, TriggerReason,
+    CompactionConfig, CompactionStrategy, DoesNotFit, FitStep, PrunePlan, TriggerReason,
     fit_messages, plan_prune, should_compact, summary_request,
 };
-use crate::context::{Context, Loaded, load_context};
+use crate::context::{Context, Loaded, RequestFrame, load_context};
 use crate::error::{AgentError, Result};
 use crate::estimate::{HeuristicEstimator, TokenEstimator};
 use crate::events::{AgentEvent, emit};
@@ -370,32 +386,71 @@ impl Compactor {
             .ok_or_else(|| AgentError::UnknownModel(model_id.to_owned()))
     }
 
-    fn load(&self, session_id: &str) -> Result<(Context, Loaded)> {
+    fn load(&self, session_id: &str, frame: &RequestFrame) -> Result<(Context, Loaded)> {
         self.loads.fetch_add(1, Ordering::Relaxed);
-        load_context(&self.store, session_id, self.estimator.as_ref())
+        load_context(&self.store, session_id, self.estimator.as_ref(), frame)
     }
 
-    /// The context of `session_id` (see [`crate::context::context`]).
+    /// The context of `session_id`, sent with the session's system prompt and no tools
+    /// (see [`crate::context::context`]).
     pub fn context(&self, session_id: &str) -> Result<Context> {
-        Ok(self.load(session_id)?.0)
+        self.context_with_frame(session_id, &RequestFrame::default())
+    }
+
+    /// The context of `session_id` for a request sent with `frame`, whose system prompt
+    /// and tools its size counts (see [`crate::context::context_with_frame`]).
+    pub fn context_with_frame(&self, session_id: &str, frame: &RequestFrame) -> Result<Context> {
+        Ok(self.load(session_id, frame)?.0)
     }
 
     /// Whether `session_id`'s context on `model_id` must be compacted before
-    /// the next request: [`should_compact`] over [`Context::tokens`].
+    /// the next request (see [`Compactor::trigger`]).
     pub fn check(&self, session_id: &str, model_id: &str) -> Result<Option<TriggerReason>> {
         let context = self.context(session_id)?;
         self.trigger(&context, model_id)
     }
 
-    /// [`Compactor::check`] for a context already loaded.
+    /// [`Compactor::check`] for a context already loaded: [`should_compact`] over
+    /// [`Context::tokens`] (the window), else, with [`CompactionConfig::prune_early`]
+    /// (and [`CompactionConfig::prune_first`]), [`TriggerReason::PruneDue`] when a prune
+    /// would clear at least [`CompactionConfig::prune_minimum_for`] tokens.
     pub fn trigger(&self, context: &Context, model_id: &str) -> Result<Option<TriggerReason>> {
         let model = self.model(model_id)?;
-        Ok(should_compact(context.tokens, model, &self.config))
+        Ok(
+            should_compact(context.tokens, model, &self.config)
+                .or_else(|| self.due(context, model)),
+        )
+    }
+
+    /// [`TriggerReason::PruneDue`], when early prunes are on and one would clear enough.
+    fn due(&self, context: &Context, model: &Model) -> Option<TriggerReason> {
+        let early = self.config.prune_early && (self.config.prune_first || !self.summarize);
+        if !early {
+            return None;
+        }
+        let minimum_tokens = self.config.prune_minimum_for(model);
+        let prunable_tokens = self.prune_plan(context, model).output_tokens;
+        (prunable_tokens > 0 && prunable_tokens >= minimum_tokens).then_some(
+            TriggerReason::PruneDue {
+                prunable_tokens,
+                minimum_tokens,
+            },
+        )
+    }
+
+    /// Which old tool outputs a prune of `context` on `model` would clear.
+    fn prune_plan(&self, context: &Context, model: &Model) -> PrunePlan {
+        let config = CompactionConfig {
+            prune_protect_tokens: self.config.prune_protect_for(model),
+            ..self.config.clone()
+        };
+        plan_prune(&context.prune_input, &config, None)
     }
 
     /// What the next request on `model_id` sends: the context, reduced by the
     /// send-side steps (progressive: the summary and the last user turn; then
-    /// media stripped) only when it exceeds the budget. Fails with
+    /// media stripped) only when it exceeds the budget (the frame counted: the messages
+    /// get what the system prompt and the tools leave). Fails with
     /// [`AgentError::DoesNotFit`] when even that is too large.
     pub fn request_context(&self, session_id: &str, model_id: &str) -> Result<RequestContext> {
         let context = self.context(session_id)?;
@@ -432,6 +487,17 @@ impl Compactor {
         }
     }
 
+    /// [`Compactor::compact`] for requests sent with `frame` (the agent's system prompt
+    /// and tools), which every size it compares with the budget counts.
+    pub fn compact_with_frame(
+        &self,
+        session_id: &str,
+        model_id: &str,
+        frame: &RequestFrame,
+    ) -> Result<CompactionOutcome> {
+        self.compact_with(session_id, model_id, frame, false)
+    }
+
     /// Compacts `session_id` for requests on `model_id` now, on this thread
     /// (see the module doc): cheapest step first. A summary is asked for when
     /// pruning did not make the request fit or found nothing to clear. Progress:
@@ -439,7 +505,7 @@ impl Compactor {
     /// a session that cannot be claimed (unknown, ended, already compacting) fails
     /// before any event.
     pub fn compact(&self, session_id: &str, model_id: &str) -> Result<CompactionOutcome> {
-        self.compact_with(session_id, model_id, false)
+        self.compact_with(session_id, model_id, &RequestFrame::default(), false)
     }
 
     /// [`Compactor::compact`] after the provider refused a request as too long: our
@@ -450,13 +516,14 @@ impl Compactor {
         session_id: &str,
         model_id: &str,
     ) -> Result<CompactionOutcome> {
-        self.compact_with(session_id, model_id, true)
+        self.compact_with(session_id, model_id, &RequestFrame::default(), true)
     }
 
     fn compact_with(
         &self,
         session_id: &str,
         model_id: &str,
+        frame: &RequestFrame,
         force_summary: bool,
     ) -> Result<CompactionOutcome> {
         let model = self.model(model_id)?.clone();
@@ -474,8 +541,8 @@ impl Compactor {
         let mut steps = Vec::new();
         let outcome = self.run(
             session_id,
-            &model,
-            &summary_model,
+            (&model, &summary_model),
+            frame,
             force_summary,
             &mut steps,
         );
@@ -527,19 +594,23 @@ impl Compactor {
         session_id: String,
         model_id: String,
     ) -> JoinHandle<Result<CompactionOutcome>> {
-        self.spawn(session_id, model_id, false)
+        self.spawn(session_id, model_id, RequestFrame::default(), false)
     }
 
-    /// [`Compactor::compact`] or, with `after_overflow`,
-    /// [`Compactor::compact_after_overflow`], on a thread of its own.
+    /// [`Compactor::compact_with_frame`] or, with `after_overflow`, a compaction after
+    /// the provider refused the request ([`Compactor::compact_after_overflow`]), on a
+    /// thread of its own.
     pub(crate) fn spawn(
         self: &Arc<Self>,
         session_id: String,
         model_id: String,
+        frame: RequestFrame,
         after_overflow: bool,
     ) -> JoinHandle<Result<CompactionOutcome>> {
         let this = Arc::clone(self);
-        std::thread::spawn(move || this.compact_with(&session_id, &model_id, after_overflow))
+        std::thread::spawn(move || {
+            this.compact_with(&session_id, &model_id, &frame, after_overflow)
+        })
     }
 
     /// Sets `compacting_at` unless a recent run holds it.
@@ -564,8 +635,8 @@ impl Compactor {
     fn run(
         &self,
         session_id: &str,
-        model: &Model,
-        summary_model: &Model,
+        (model, summary_model): (&Model, &Model),
+        frame: &RequestFrame,
         force_summary: bool,
         steps: &mut Vec<CompactionStep>,
     ) -> Result<CompactionOutcome> {
@@ -575,10 +646,13 @@ impl Compactor {
                 session_id: session_id.to_owned(),
             },
         );
-        let (mut context, mut loaded) = self.load(session_id)?;
+        let (mut context, mut loaded) = self.load(session_id, frame)?;
         let budget = self.config.max_context_tokens(model);
+        let window = should_compact(context.tokens, model, &self.config);
+        let trigger = window.or_else(|| self.due(&context, model));
+        let prune_due = matches!(trigger, Some(TriggerReason::PruneDue { .. }));
         let mut report = CompactionReport {
-            trigger: should_compact(context.tokens, model, &self.config),
+            trigger,
             tokens_before: context.tokens,
             tokens_after: context.tokens,
             summary_usage: TokenUsage::default(),
@@ -588,16 +662,48 @@ impl Compactor {
             steps: Vec::new(),
         };
         let prune_first = self.config.prune_first || !self.summarize;
-        if prune_first && self.prune(&loaded, model, &mut report, steps)? {
-            (context, loaded) = self.load(session_id)?;
+        // The minimum holds wherever a summary (or nothing) is the alternative; a full
+        // window that cannot be summarised takes whatever can be cleared, and so does a
+        // prune that a summary follows anyway (the prompt is rewritten regardless, and
+        // the summary request is smaller for it). Keep-words' summary keeps every word
+        // and clears the outputs before it, so on a full window it frees little that a
+        // prune does not, and rewrites the prompt as much: there the prune takes
+        // whatever it can, and the summary follows only when the request still does
+        // not fit.
+        let restarts = self.config.strategy != CompactionStrategy::KeepWords;
+        let minimum =
+            if force_summary || (!restarts && window.is_some()) || !(self.summarize || prune_due) {
+                0
+            } else {
+                self.config.prune_minimum_for(model)
+            };
+        if prune_first && self.prune(&context, &loaded, model, minimum, &mut report, steps)? {
+            (context, loaded) = self.load(session_id, frame)?;
             report.tokens_after = context.tokens;
         }
-        // A summary when the cheap step was not enough, cleared nothing, or cannot be
-        // trusted (the provider overflowed); never when summaries are off.
+        let pruned = steps.contains(&CompactionStep::Prune);
+        // A summary when the cheap step was not enough, or (restarting from the summary)
+        // left less room than the next prune step needs (the next turns would fill the
+        // window again at once), or found
+        // nothing to clear on demand, or cannot be trusted (the provider overflowed);
+        // never when summaries are off, nor for a prune that was merely due.
+        let room = if restarts {
+            self.config.prune_minimum_for(model)
+        } else {
+            0
+        };
         let summarize = self.summarize
             && (force_summary
                 || context.tokens > budget
-                || !steps.contains(&CompactionStep::Prune));
+                || (window.is_some() && (!pruned || context.tokens > budget.saturating_sub(room)))
+                || (trigger.is_none() && !pruned));
+        if prune_due && !summarize && !pruned {
+            // Someone cleared the outputs meanwhile: nothing is due any more.
+            return Ok(CompactionOutcome::NotNeeded {
+                session_id: session_id.to_owned(),
+                tokens: context.tokens,
+            });
+        }
         let mut target = session_id.to_owned();
         let mut summary: Option<(String, Option<String>)> = None;
         if summarize {
@@ -626,13 +732,14 @@ impl Compactor {
                 target.clone_from(child);
             }
             summary = Some((stored.message_id, stored.continuation));
-            (context, loaded) = self.load(&target)?;
+            (context, loaded) = self.load(&target, frame)?;
             report.tokens_after = context.tokens;
+            // What follows the summary must fit: whatever can be cleared is.
             if !prune_first
                 && context.tokens > budget
-                && self.prune(&loaded, model, &mut report, steps)?
+                && self.prune(&context, &loaded, model, 0, &mut report, steps)?
             {
-                context = self.load(&target)?.0;
+                context = self.load(&target, frame)?.0;
                 report.tokens_after = context.tokens;
             }
         }
@@ -697,7 +804,8 @@ impl Compactor {
         // half of a request, the summary restarts the conversation instead.
         let words_fit = || {
             let words = clear_all_tool_outputs(context.messages.clone());
-            estimator.estimate_messages(&words) <= self.config.max_context_tokens(model) / 2
+            context.frame_tokens + estimator.estimate_messages(&words)
+                <= self.config.max_context_tokens(model) / 2
         };
         let keeps_words = self.config.strategy == CompactionStrategy::KeepWords && words_fit();
         let restarted_words = self.config.strategy == CompactionStrategy::KeepWords && !keeps_words;
@@ -895,29 +1003,23 @@ impl Compactor {
     }
 
     /// Step 1: marks every old tool output compacted (see [`plan_prune`]): all
-    /// those beyond the protected ones, in one transaction. Returns whether it marked
-    /// any (then the context must be reloaded).
+    /// those beyond the protected ones, in one transaction, provided they add up to at
+    /// least `minimum` tokens (a smaller step is not worth rewriting the prompt from the
+    /// first of them on). `context` is the load `loaded` was built with. Returns whether
+    /// it marked any (then the context must be reloaded).
     fn prune(
         &self,
+        context: &Context,
         loaded: &Loaded,
         model: &Model,
+        minimum: u64,
         report: &mut CompactionReport,
         steps: &mut Vec<CompactionStep>,
     ) -> Result<bool> {
-        let estimator = self.estimator.as_ref();
-        let config = CompactionConfig {
-            prune_protect_tokens: self.config.prune_protect_for(model),
-            ..self.config.clone()
-        };
-        let plan_input: Vec<PruneMessage> = loaded
-            .messages
-            .iter()
-            .map(|m| {
-                let parts: Vec<Part> = m.parts.iter().map(|p| p.part.clone()).collect();
-                PruneMessage::from_parts(m.role, &parts, estimator)
-            })
-            .collect();
-        let plan = plan_prune(&plan_input, &config, None);
+        let plan = self.prune_plan(context, model);
+        if plan.is_empty() || plan.output_tokens < minimum {
+            return Ok(false);
+        }
         let marks: Vec<(String, ToolPart)> = plan
             .parts
             .iter()
@@ -1045,8 +1147,30 @@ struct Fitted {
 }
 
 /// Fits a context into `budget` with the send-side steps, keeping the summary
-/// (wherever it is sent) in front of whatever else is kept.
+/// (wherever it is sent) in front of whatever else is kept. The frame (system prompt,
+/// tools) is sent whatever happens: the messages get what it leaves, and the sizes
+/// reported count it.
 fn fit_context(
+    context: &Context,
+    estimator: &dyn TokenEstimator,
+    budget: u64,
+) -> std::result::Result<Fitted, DoesNotFit> {
+    let frame = context.frame_tokens;
+    let fitted = fit_messages_of(context, estimator, budget.saturating_sub(frame));
+    match fitted {
+        Ok(fitted) => Ok(Fitted {
+            tokens: fitted.tokens + frame,
+            ..fitted
+        }),
+        Err(e) => Err(DoesNotFit {
+            tokens: e.tokens + frame,
+            max_tokens: budget,
+        }),
+    }
+}
+
+/// [`fit_context`] for the messages alone, into `budget`.
+fn fit_messages_of(
     context: &Context,
     estimator: &dyn TokenEstimator,
     budget: u64,

@@ -1,12 +1,19 @@
 //! When to compact: [`CompactionConfig`] and [`should_compact`].
 //!
-//! Two triggers, either one suffices:
+//! Two triggers of the window, either one suffices:
 //!
 //! - **threshold**: the context *reaches* `threshold_fraction` of the model's
 //!   window (`tokens ≥ ⌈window × fraction⌉`; default 0.95, as OpenCode);
 //! - **overflow**: the context *exceeds* the window minus the tokens reserved
 //!   for the answer (`tokens > window − reserve`; default reserve
 //!   `min(20_000, max_output_tokens)`), i.e. the next answer might not fit.
+//!
+//! The context's size counts the system prompt and the tool specifications
+//! ([`crate::context::RequestFrame`]). A third trigger needs the conversation itself,
+//! so the compactor checks it ([`crate::Compactor::trigger`]): with
+//! [`CompactionConfig::prune_early`], a prune is due as soon as at least
+//! [`CompactionConfig::prune_minimum_for`] tokens of old tool outputs can be cleared
+//! ([`TriggerReason::PruneDue`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +69,22 @@ pub struct CompactionConfig {
     pub prune_protect_tokens: u64,
     /// The last this many user turns are never pruned.
     pub protect_user_turns: usize,
+    /// A prune runs only when the outputs it clears add up to at least this many tokens
+    /// (OpenCode's `PRUNE_MINIMUM`): clearing an output changes the prompt from that
+    /// message on, so a provider's prompt cache is written again from there, which only a
+    /// large step pays for. A prune that is all a compaction of a full window does must
+    /// also leave this much room below what a request may hold, so that the next turns
+    /// fit without another rewrite; otherwise a summary follows it. Neither holds for
+    /// [`CompactionStrategy::KeepWords`] on a full window (its summary keeps the words,
+    /// so it frees little more than a prune). At most a quarter of what a request may
+    /// hold ([`CompactionConfig::prune_minimum_for`]).
+    pub prune_minimum_tokens: u64,
+    /// Prune as soon as the minimum can be cleared ([`TriggerReason::PruneDue`]), before
+    /// a request that would still fit, rather than only when the window fills (OpenCode
+    /// prunes after every prompt). Requests then carry the protected outputs and the
+    /// words, not a nearly full window of old outputs, which is what they cost; each prune
+    /// still clears a large step. Only with [`CompactionConfig::prune_first`].
+    pub prune_early: bool,
     /// For the strategies that restart from a summary: the most recent messages, up to
     /// this many tokens, are sent verbatim after the summary instead of being summarised
     /// (whole turns when a turn's start is among them). Capped at a quarter of what a
@@ -82,6 +105,8 @@ impl Default for CompactionConfig {
             prune_first: true,
             prune_protect_tokens: 40_000,
             protect_user_turns: 2,
+            prune_minimum_tokens: 20_000,
+            prune_early: true,
             keep_recent_tokens: 20_000,
         }
     }
@@ -160,6 +185,14 @@ impl CompactionConfig {
         self.prune_protect_tokens
             .min(self.max_context_tokens(model) / 4)
     }
+
+    /// The fewest tokens of outputs a prune clears on `model`, and the room a prune
+    /// alone must leave: [`CompactionConfig::prune_minimum_tokens`], at most a quarter of
+    /// [`CompactionConfig::max_context_tokens`] (OpenCode's 20,000 on a 200k window).
+    pub fn prune_minimum_for(&self, model: &Model) -> u64 {
+        self.prune_minimum_tokens
+            .min(self.max_context_tokens(model) / 4)
+    }
 }
 
 /// Why compaction is due.
@@ -178,6 +211,14 @@ pub enum TriggerReason {
         context_tokens: u64,
         /// ⌈window × fraction⌉.
         threshold_tokens: u64,
+    },
+    /// The request fits, but at least the prune minimum of old tool outputs can be
+    /// cleared ([`CompactionConfig::prune_early`]); only a prune runs.
+    PruneDue {
+        /// The tokens of outputs a prune would clear.
+        prunable_tokens: u64,
+        /// [`CompactionConfig::prune_minimum_for`].
+        minimum_tokens: u64,
     },
 }
 
@@ -242,6 +283,11 @@ mod tests {
         // Prune protection: OpenCode's 40k on a 200k window, a quarter on small ones.
         assert_eq!(c.prune_protect_for(&model(200_000, 64_000)), 40_000);
         assert_eq!(c.prune_protect_for(&model(32_000, 8_000)), 6_000);
+        // Prune minimum: OpenCode's 20k on a 200k window, a quarter on small ones.
+        assert_eq!(c.prune_minimum_tokens, 20_000);
+        assert!(c.prune_early);
+        assert_eq!(c.prune_minimum_for(&model(200_000, 64_000)), 20_000);
+        assert_eq!(c.prune_minimum_for(&model(10_000, 2_000)), 2_000);
         assert_eq!(c.reserve_for(&model(200_000, 64_000)), 20_000);
         assert_eq!(c.reserve_for(&model(128_000, 16_384)), 16_384);
         c.validate().unwrap();

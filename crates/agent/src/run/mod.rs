@@ -64,6 +64,7 @@ use crate::agents::AgentRegistry;
 use crate::cancel::CancelToken;
 use crate::compaction::runner::END_REASON_COMPRESSION;
 use crate::compaction::{CompactionOutcome, Compactor};
+use crate::context::RequestFrame;
 use crate::error::AgentError;
 use crate::estimate::{HeuristicEstimator, TokenEstimator};
 use crate::events::{LoopEvent, emit};
@@ -553,18 +554,25 @@ impl AgentRunner {
                 outcome.finish_reason = Some(FinishReason::Canceled);
                 break;
             }
-            // One load of the context per step: it says whether to compact first and,
+            // One load of the context per step, measured with the frame the request
+            // sends (system prompt and tools): it says whether to compact first and,
             // unless a compaction changed it, is what the request sends.
-            let mut context = compactor.context(&outcome.session_id)?;
+            let mut frame = self.step_frame(turn, &outcome.session_id)?;
+            let mut context = compactor.context_with_frame(&outcome.session_id, &frame.frame)?;
             if compactor.trigger(&context, turn.model)?.is_some() {
                 let current = outcome.session_id.clone();
-                let compacted = compact_on_its_thread(&compactor, &current, turn.model, false)?;
+                let compacted =
+                    compact_on_its_thread(&compactor, &current, turn.model, &frame.frame, false)?;
                 self.carry_on(&compacted, &mut outcome, &mut moved_lease)?;
-                context = compactor.context(&outcome.session_id)?;
+                if outcome.session_id != current {
+                    frame = self.step_frame(turn, &outcome.session_id)?;
+                }
+                context = compactor.context_with_frame(&outcome.session_id, &frame.frame)?;
             }
             outcome.steps += 1;
             let current = outcome.session_id.clone();
-            match self.step(turn, &current, &compactor, context, &mut outcome) {
+            let sent = frame.frame.clone();
+            match self.step(turn, &current, &compactor, (context, frame), &mut outcome) {
                 // The provider counts differently than our estimate: compact now
                 // and retry once (the failed step stays recorded with its error).
                 Err(AgentError::Provider {
@@ -572,7 +580,8 @@ impl AgentRunner {
                     ..
                 }) if !overflow_retried => {
                     overflow_retried = true;
-                    let compacted = compact_on_its_thread(&compactor, &current, turn.model, true)?;
+                    let compacted =
+                        compact_on_its_thread(&compactor, &current, turn.model, &sent, true)?;
                     self.carry_on(&compacted, &mut outcome, &mut moved_lease)?;
                 }
                 Err(other) => return Err(other),
@@ -633,9 +642,15 @@ fn compact_on_its_thread(
     compactor: &Arc<Compactor>,
     session_id: &str,
     model: &str,
+    frame: &RequestFrame,
     after_overflow: bool,
 ) -> Result<CompactionOutcome, AgentError> {
-    let handle = compactor.spawn(session_id.to_owned(), model.to_owned(), after_overflow);
+    let handle = compactor.spawn(
+        session_id.to_owned(),
+        model.to_owned(),
+        frame.clone(),
+        after_overflow,
+    );
     match handle.join() {
         Ok(outcome) => Ok(outcome?),
         Err(_) => Err(AgentError::CompactionPanicked {

@@ -20,7 +20,7 @@ use super::{AgentRunner, RunOutcome};
 use crate::agents::AgentConfig;
 use crate::cancel::CancelToken;
 use crate::compaction::Compactor;
-use crate::context::Context;
+use crate::context::{Context, RequestFrame};
 use crate::error::AgentError;
 use crate::events::LoopEvent;
 use crate::permission::{Action, Decision, PermissionRequest, Ruleset, session_rules};
@@ -58,15 +58,39 @@ pub(crate) struct Call<'a> {
     part: ToolPart,
 }
 
+/// What a step sends besides the conversation, and the rules its tool calls are
+/// checked against: both follow from the session, read once per step.
+pub(crate) struct StepFrame {
+    /// The session's rules merged into the agent's.
+    pub(crate) rules: Ruleset,
+    /// The agent's system prompt and the tools it may call under `rules`.
+    pub(crate) frame: RequestFrame,
+}
+
 impl AgentRunner {
-    /// One model call (sending `context`, loaded by the loop, fitted to the window) and
-    /// its tool calls; returns the step message's finish reason.
+    /// The frame of the next step of `turn` in `session_id`.
+    pub(crate) fn step_frame(
+        &self,
+        turn: &Turn<'_>,
+        session_id: &str,
+    ) -> Result<StepFrame, AgentError> {
+        let session = self.store.sessions().get(session_id)?;
+        let rules = turn.agent.permission.then(&session_rules(&session)?);
+        let frame = RequestFrame::new(
+            turn.agent.system_prompt.clone(),
+            self.tool_specs(turn, &rules),
+        );
+        Ok(StepFrame { rules, frame })
+    }
+
+    /// One model call (sending `context`, loaded by the loop with `frame`, fitted to the
+    /// window) and its tool calls; returns the step message's finish reason.
     pub(crate) fn step(
         &self,
         turn: &Turn<'_>,
         session_id: &str,
         compactor: &Compactor,
-        context: Context,
+        (context, frame): (Context, StepFrame),
         outcome: &mut RunOutcome,
     ) -> Result<FinishReason, AgentError> {
         // Before the message exists, so recovery in this process never takes
@@ -74,18 +98,15 @@ impl AgentRunner {
         let _running = mark_running(session_id);
         // Renews the heartbeat (the turn already holds the lease).
         let _lease = self.lease(session_id)?;
-        let session = self.store.sessions().get(session_id)?;
-        let rules = turn.agent.permission.then(&session_rules(&session)?);
+        let StepFrame { rules, frame } = frame;
         let context = compactor.fit(context, turn.model)?;
+        // The system prompt the context was measured with (the agent's, else the
+        // session's) and the frame's tools: what the size counted is what is sent.
         let request = ChatRequest {
             model: turn.model.to_owned(),
-            system: turn
-                .agent
-                .system_prompt
-                .clone()
-                .or_else(|| context.context.system_prompt.clone()),
+            system: context.context.system_prompt.clone(),
             messages: context.messages,
-            tools: self.tool_specs(turn, &rules),
+            tools: frame.tools,
         };
         let mut reply =
             ReplyWriter::start(self.store.messages(), self.step_message(turn, session_id))?

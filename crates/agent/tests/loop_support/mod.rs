@@ -60,9 +60,14 @@ impl Env {
 
     /// The env rooted at `root` (created by another process's [`Env::new`]).
     pub fn open(root: &Path) -> Env {
+        Env::with_database(root, Database::open(root.join("scribe.db")).unwrap())
+    }
+
+    /// The env rooted at `root` (its project directory) over `db`, whatever its backend.
+    pub fn with_database(root: &Path, db: Database) -> Env {
         let project = root.join("project");
         std::fs::create_dir_all(&project).unwrap();
-        let db = Arc::new(Database::open(root.join("scribe.db")).unwrap());
+        let db = Arc::new(db);
         let store = Store::new(db.clone());
         let sessions = store.sessions().clone();
         let messages = store.messages().clone();

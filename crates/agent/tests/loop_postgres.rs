@@ -1,0 +1,95 @@
+//! The agent loop on PostgreSQL: a turn with a tool call, its usage charged, and an
+//! automatic compaction in place before the next request, all through the services
+//! and the generated query traits, as on SQLite.
+//!
+//! Needs a server: `.ci/with-postgres cargo test -p scribe-agent --test loop_postgres --
+//! --ignored` (`.ci/run` does). Without one it is listed as ignored, never passed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod loop_support;
+
+use std::sync::Arc;
+
+use loop_support::*;
+use scribe_agent::{
+    AgentConfig, AgentRegistry, CancelToken, CompactionConfig, PromptInput, ScriptedProvider,
+    ScriptedTurn, ToolRegistry,
+};
+use scribe_db::{Backend, Database};
+use scribe_message::{FinishReason, Role, TokenUsage};
+use serde_json::json;
+
+/// A fresh, empty database named `name` on the test server; its connection string.
+fn fresh(name: &str) -> String {
+    let server = std::env::var("SCRIBE_TEST_POSTGRES")
+        .expect("SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres");
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    format!("{server} dbname={name}")
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_turn_with_a_tool_and_a_compaction_runs_on_postgresql() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(fresh("scribe_agent_loop")).unwrap();
+    assert_eq!(db.backend(), Backend::Postgres);
+    let env = Env::with_database(dir.path(), db);
+    let provider = Arc::new(ScriptedProvider::new([
+        ScriptedTurn::reply()
+            .text("checking")
+            .tool_call("c1", "echo", json!({"text": "data"}))
+            // Over the small model's usable window: the loop compacts next.
+            .usage(TokenUsage {
+                input: 2_500,
+                output: 20,
+                ..TokenUsage::default()
+            }),
+        ScriptedTurn::reply().text("## Goal\nEcho data.\n## Next steps\nAnswer."),
+        ScriptedTurn::reply().text("all done"),
+    ]));
+    let agent = AgentConfig::new("build")
+        .with_model(SMALL_MODEL)
+        .with_compaction(CompactionConfig::default());
+    let runner = env
+        .runner(provider.clone())
+        .with_tools(ToolRegistry::new().with(Echo))
+        .with_agents(AgentRegistry::new(agent))
+        .build();
+    let session = env.session();
+    let out = runner
+        .prompt(
+            PromptInput::text(&session.id, "echo data"),
+            &CancelToken::new(),
+        )
+        .unwrap();
+    assert_eq!(out.finish_reason, Some(FinishReason::EndTurn));
+    assert_eq!(out.text, "all done");
+    assert_eq!(provider.requests().len(), 3);
+    assert!(provider.requests()[1].tools.is_empty(), "the summary call");
+
+    let stored = env.sessions.get(&session.id).unwrap();
+    let summary = env
+        .messages
+        .get(stored.summary_message_id.as_deref().unwrap())
+        .unwrap();
+    assert!(summary.is_summary && summary.text().contains("## Goal"));
+    assert!(stored.tokens.input >= 2_500, "{:?}", stored.tokens);
+    let history = env.messages_of(&session.id);
+    assert_eq!(history[0].role, Role::User);
+    let tools = history.iter().flat_map(tool_parts).collect::<Vec<_>>();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].state.output(), Some("data"));
+    // The turn's lease was released.
+    assert_eq!(
+        env.db
+            .read(|tx| tx.q().get_session_run(&session.id))
+            .unwrap(),
+        None
+    );
+}
