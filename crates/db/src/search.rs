@@ -26,6 +26,10 @@ use sea_query::{
 use sea_query_rusqlite::RusqliteBinder;
 
 use crate::filters::escape_like;
+use crate::tx::{Conn, ReadTx};
+
+#[cfg(feature = "postgres")]
+mod postgres;
 
 /// Marks the start of a match in [`SearchHit::snippet`].
 pub const MATCH_START: &str = ">>>";
@@ -664,9 +668,19 @@ fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
     })
 }
 
-/// Runs the search described by `filter`: at most `limit` hits after skipping `offset`,
-/// best first (newest first for substring matches), never two for one message.
-pub fn search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
+/// Runs the search described by `filter` inside the snapshot `tx`, on either backend: at
+/// most `limit` hits after skipping `offset`, best first (newest first for substring
+/// matches), never two for one message.
+pub fn search(tx: &mut ReadTx<'_>, filter: &SearchFilter) -> crate::Result<Vec<SearchHit>> {
+    match tx.raw() {
+        Conn::Sqlite(conn) => Ok(sqlite_search(conn, filter)?),
+        #[cfg(feature = "postgres")]
+        Conn::Postgres(client) => postgres::search(client, filter),
+    }
+}
+
+/// [`search`] on SQLite: the FTS5 indexes (or LIKE).
+fn sqlite_search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
     match &filter.query {
         TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, &[], filter),
         TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, &[], filter),

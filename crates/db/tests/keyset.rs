@@ -62,7 +62,7 @@ fn key(order: SessionOrder, row: &q::SessionRow) -> SortValue {
 }
 
 fn ids(db: &Database, filter: &SessionFilter) -> Vec<q::SessionRow> {
-    db.read(|tx| -> scribe_db::Result<_> { Ok(filters::list_sessions(tx.conn(), filter)?) })
+    db.read(|tx| -> scribe_db::Result<_> { Ok(filters::list_sessions(tx, filter)?) })
         .unwrap()
 }
 
@@ -126,7 +126,7 @@ fn the_model_filter_keeps_only_those_models() {
     let n = db
         .read(|tx| -> scribe_db::Result<_> {
             Ok(filters::count_sessions(
-                tx.conn(),
+                tx,
                 &SessionFilter {
                     models: vec!["m-b".into(), "none".into()],
                     ..SessionFilter::default()

@@ -8,9 +8,11 @@
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
 //! context on each side, and its session's source, model and title.
 //!
-//! Before it searches, it indexes what any process committed and the indexes do not hold
-//! yet ([`scribe_db::Database::index_pending`]: one read when nothing waits), so a search
-//! finds every message committed before it started. A text or reasoning part still being
+//! It runs on either backend (see `scribe_db::search` for how each searches). Before it
+//! searches, it indexes what any process committed and the indexes do not hold yet
+//! ([`scribe_db::Database::index_pending`]: one read when nothing waits; nothing on
+//! PostgreSQL, whose indexes are kept inside each write), so a search finds every
+//! message committed before it started. A text or reasoning part still being
 //! streamed is found once it settles (closed, its message finished, or 30 s without a
 //! flush), not while it grows.
 //!
@@ -158,12 +160,12 @@ impl MessageService {
         // nothing waits); a part still being streamed is found once it settles.
         self.db.index_pending()?;
         self.db.read(|tx| {
-            let rows = db_search::search(tx.conn(), &filter)?;
+            let rows = db_search::search(tx, &filter)?;
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
             let ids: Vec<&str> = rows.iter().map(|r| r.message_id.as_str()).collect();
-            let neighbors = queries::list_message_neighbors(tx.conn(), &ids)?;
+            let neighbors = tx.q().list_message_neighbors(&ids)?;
             let context_ids: Vec<&str> = neighbors
                 .iter()
                 .flat_map(|n| [n.before_id.as_deref(), n.after_id.as_deref()])
@@ -172,13 +174,13 @@ impl MessageService {
             let mut texts: HashMap<String, String> = HashMap::new();
             if !context_ids.is_empty() {
                 let max_chars = i64::try_from(CONTEXT_CHARS + 1).unwrap_or(i64::MAX);
-                for row in queries::list_message_texts(
-                    tx.conn(),
-                    &queries::ListMessageTextsParams {
+                for row in tx
+                    .q()
+                    .list_message_texts(&queries::ListMessageTextsParams {
                         max_chars,
                         message_ids: &context_ids,
-                    },
-                )? {
+                    })?
+                {
                     let text = texts.entry(row.message_id).or_default();
                     if text.chars().count() <= CONTEXT_CHARS {
                         if !text.is_empty() {

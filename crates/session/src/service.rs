@@ -365,13 +365,12 @@ impl SessionService {
     /// time, then id, descending), limited and offset as it says.
     pub fn list(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
         self.db
-            .read(|tx| sessions(filters::list_sessions(tx.conn(), filter)?))
+            .read(|tx| sessions(filters::list_sessions(tx, filter)?))
     }
 
     /// How many sessions match `filter` (its order, limit and offset ignored).
     pub fn count(&self, filter: &SessionFilter) -> Result<i64> {
-        self.db
-            .read(|tx| Ok(filters::count_sessions(tx.conn(), filter)?))
+        self.db.read(|tx| Ok(filters::count_sessions(tx, filter)?))
     }
 
     /// Reads `id`, lets `change` edit it, and stores the mutable fields in one transaction:

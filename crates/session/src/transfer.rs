@@ -351,7 +351,7 @@ impl SessionService {
                         order: SessionOrder::CreatedAsc,
                         ..SessionFilter::default()
                     };
-                    parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
+                    parents_first(sessions(filters::list_sessions(tx, &filter)?)?)
                 }
             };
             for session in sessions {
