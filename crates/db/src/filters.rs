@@ -211,9 +211,11 @@ impl SessionFilter {
             // does the same.
             cond = cond.add(match backend {
                 Backend::Sqlite => c("title").like(contains_pattern(text)),
-                Backend::Postgres => {
-                    c("title").binary(BinOper::Custom("ILIKE"), contains_pattern(text))
-                }
+                // `\\` is PostgreSQL's default LIKE escape.
+                Backend::Postgres => Expr::cust_with_values(
+                    r#""sessions"."title" ILIKE $1"#,
+                    [format!("%{}%", escape_like(text))],
+                ),
             });
         }
         if let Some(dir) = &self.directory {

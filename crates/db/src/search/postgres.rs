@@ -25,7 +25,7 @@
 //! The GIN indexes are maintained inside each write, so there is nothing to index before
 //! a search (`index_pending` does nothing on PostgreSQL).
 
-use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, LikeExpr, Order, Query, SelectStatement};
+use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
 use unicode_normalization::UnicodeNormalization;
 
 use super::{
@@ -196,9 +196,10 @@ pub(super) fn search(
             let Some(query) = tsquery(&groups) else {
                 return Ok(Vec::new());
             };
-            let matched = format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, ?)");
+            // `$1`: the values given with each expression (sea-query renumbers them).
+            let matched = format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)");
             let rank = format!(
-                "CAST(-ts_rank_cd({VECTOR}, to_tsquery('scribe'::regconfig, ?), 1) AS DOUBLE PRECISION)"
+                "CAST(-ts_rank_cd({VECTOR}, to_tsquery('scribe'::regconfig, $1), 1) AS DOUBLE PRECISION)"
             );
             let best = best_parts(
                 filter,
@@ -264,12 +265,13 @@ pub(super) fn search(
     }
 }
 
-/// `p.search_text ILIKE '%text%'`, escaped: the pg_trgm index serves it from three
-/// characters on. ILIKE folds case as SQLite's LIKE and trigram index do.
+/// `p.search_text ILIKE '%text%'`, escaped with `\\` (PostgreSQL's default LIKE escape):
+/// the pg_trgm index serves it from three characters on. ILIKE folds case as SQLite's LIKE
+/// and trigram index do.
 fn contains(text: &str) -> Expr {
-    c("p", "search_text").binary(
-        sea_query::BinOper::Custom("ILIKE"),
-        LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\'),
+    Expr::cust_with_values(
+        r#""p"."search_text" ILIKE $1"#,
+        [format!("%{}%", escape_like(text))],
     )
 }
 
@@ -546,5 +548,34 @@ mod tests {
         let s = word_snippet(&long, &[t("zzz", false)]);
         assert!(s.starts_with("a a") && s.ends_with(ELLIPSIS), "{s}");
         assert_eq!(word_snippet("", &[t("x", false)]), "");
+    }
+}
+
+#[cfg(test)]
+mod statement_tests {
+    use sea_query::PostgresQueryBuilder;
+
+    use super::*;
+
+    /// The statement binds every value and repeats the index's expression.
+    #[test]
+    fn the_words_statement_binds_its_query_and_uses_the_indexed_expression() {
+        let filter = SearchFilter {
+            sources: vec!["cli".into()],
+            ..SearchFilter::new(TextQuery::Words(r#""x""#.into()))
+        };
+        let matched = Expr::cust_with_values(
+            format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+            ["'x'"],
+        );
+        let (sql, values) = page(best_parts(&filter, matched, contains("a%b")), &filter)
+            .build(PostgresQueryBuilder);
+        assert!(!sql.contains('?'), "{sql}");
+        assert!(sql.contains(VECTOR), "{sql}");
+        assert!(!sql.contains("'x'") && !sql.contains("a%b"), "{sql}");
+        assert!(
+            values.0.contains(&sea_query::Value::from(r"%a\%b%")),
+            "{values:?}"
+        );
     }
 }
