@@ -12,9 +12,10 @@
 //!   bm25; ties newest first.
 //! - Substrings ([`TextQuery::Trigrams`], [`TextQuery::Substrings`]): every alternative's
 //!   terms as `ILIKE '%term%'` (escaped) over all text, which V1's pg_trgm GIN index
-//!   serves for terms of three or more characters; newest first, rank 0. The trigram
-//!   index here holds every part, so the plain-text alternatives SQLite adds with a LIKE
-//!   are already covered.
+//!   serves for terms of three or more characters. Rank: how often the terms occur per
+//!   character of text ([`substring_rank`], bm25's direction), ties newest first. The
+//!   trigram index here holds every part, so the plain-text alternatives SQLite adds with
+//!   a LIKE are already covered, and ranked with the rest instead of after them.
 //! - A literal substring ([`TextQuery::Substring`]): `ILIKE`, newest first, as on SQLite.
 //!
 //! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
@@ -233,11 +234,7 @@ pub(super) fn search(
                 .flat_map(|g| g.positive)
                 .map(|t| t.text)
                 .collect();
-            let best = best_parts(
-                filter,
-                any.into(),
-                Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
-            );
+            let best = best_parts(filter, any.into(), substring_rank(&terms));
             let rows = pg::query(client, &page(best, filter))?;
             rows.iter()
                 .map(|row| {
@@ -263,6 +260,27 @@ pub(super) fn search(
                 .collect()
         }
     }
+}
+
+/// The rank of a part on the substring route: minus how often the terms occur in it per
+/// character of its text, so more of the terms in less text ranks first, the direction in
+/// which bm25 ranks SQLite's trigram hits.
+fn substring_rank(terms: &[String]) -> Expr {
+    let text = r#""p"."search_text""#;
+    let mut sql = String::from("CAST(-(0");
+    let mut values = Vec::new();
+    for (n, term) in terms.iter().enumerate() {
+        let n = n + 1;
+        sql.push_str(&format!(
+            " + (char_length({text}) - char_length(replace(lower({text}), lower(CAST(${n} AS TEXT)), ''))) \
+             / CAST(greatest(char_length(CAST(${n} AS TEXT)), 1) AS DOUBLE PRECISION)"
+        ));
+        values.push(term.clone());
+    }
+    sql.push_str(&format!(
+        ") / greatest(char_length({text}), 1) AS DOUBLE PRECISION)"
+    ));
+    Expr::cust_with_values(sql, values)
 }
 
 /// `p.search_text ILIKE '%text%'`, escaped with `\\` (PostgreSQL's default LIKE escape):
