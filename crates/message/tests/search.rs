@@ -3,12 +3,10 @@
 //! route, hits never repeat a message, tool parts are found until changed or deleted, and
 //! any random string returns Ok.
 //!
-//! Every test runs twice: on an SQLite file (`<test>::sqlite`) and on PostgreSQL
-//! (`<test>::postgres`, ignored unless run under `.ci/with-postgres … -- --ignored`). The
-//! PostgreSQL variant writes through the services on SQLite, as the SQLite one does, and
-//! searches a copy of that store in a fresh PostgreSQL database (`scribe_db::copy`, made
-//! again whenever the store changed), so both answer the same questions about the same
-//! rows.
+//! Every test runs twice, writing and searching through the services: on an SQLite file
+//! (`<test>::sqlite`) and on a fresh PostgreSQL database (`<test>::postgres`, ignored
+//! unless run under `.ci/with-postgres … -- --ignored`). `tests/tests/search_backends.rs`
+//! compares the two backends' answers about one store hit by hit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -18,9 +16,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{completed_tool, count, say, service, session_with};
+use common::{completed_tool, say, service};
 use proptest::prelude::*;
-use scribe_db::{Backend, Database};
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::{Backend, Database, queries};
 use scribe_message::{MessageService, NewMessage, Part, Role, SearchHit, SearchOptions, ToolState};
 use serde_json::json;
 
@@ -152,60 +151,64 @@ fn fresh_postgres() -> Database {
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    /// Where the tests write (SQLite).
     svc: MessageService,
     backend: Backend,
-    /// On PostgreSQL: the copy searched, and the state of `svc` it was made from.
-    copy: RefCell<Option<((i64, i64, i64), MessageService)>>,
     cli: String,
     tg: String,
+}
+
+/// A session row made with the generated query (on either backend).
+fn session_on(svc: &MessageService, source: &str, title: &str) -> String {
+    let id = new_id(Prefix::Session);
+    svc.database()
+        .write(|tx| {
+            tx.q().create_session(&queries::CreateSessionParams {
+                id: &id,
+                parent_session_id: None,
+                kind: "normal",
+                source,
+                user_id: None,
+                directory: None,
+                title: Some(title),
+                model: Some("claude-test"),
+                model_config: None,
+                system_prompt: None,
+                permission: None,
+                billing_provider: None,
+                billing_base_url: None,
+                billing_mode: None,
+                now: scribe_db::now_ms(),
+            })
+        })
+        .unwrap();
+    id
 }
 
 impl Fixture {
     fn new(backend: Backend) -> Fixture {
         let (dir, svc) = service();
-        let cli = session_with(&svc, "cli", "normal", None, Some("cli work"));
-        let tg = session_with(&svc, "telegram", "normal", None, Some("chat"));
+        let svc = match backend {
+            Backend::Sqlite => svc,
+            Backend::Postgres => MessageService::new(Arc::new(fresh_postgres())),
+        };
+        assert_eq!(svc.database().backend(), backend);
+        let cli = session_on(&svc, "cli", "cli work");
+        let tg = session_on(&svc, "telegram", "chat");
         Fixture {
             _dir: dir,
             svc,
             backend,
-            copy: RefCell::new(None),
             cli,
             tg,
         }
     }
 
-    /// Searches on this fixture's backend (a fresh copy on PostgreSQL when the store
-    /// changed since the last one).
     fn search_with(
         &self,
         query: &str,
         options: &SearchOptions,
     ) -> scribe_message::Result<Vec<SearchHit>> {
-        if self.backend == Backend::Sqlite {
-            return self.svc.search(query, options);
-        }
-        let state = (
-            count(&self.svc, "SELECT count(*) FROM parts"),
-            count(
-                &self.svc,
-                "SELECT coalesce(sum(length(data) + updated_at + seq), 0) FROM parts",
-            ),
-            count(
-                &self.svc,
-                "SELECT coalesce(sum(updated_at), 0) + count(*) FROM messages",
-            ),
-        );
-        let mut copy = self.copy.borrow_mut();
-        if copy.as_ref().is_none_or(|(made, _)| *made != state) {
-            let pg = fresh_postgres();
-            assert_eq!(pg.backend(), Backend::Postgres);
-            scribe_db::copy::copy(self.svc.database(), &pg, |_| {}).unwrap();
-            *copy = Some((state, MessageService::new(Arc::new(pg))));
-        }
-        let (_, pg) = copy.as_ref().unwrap();
-        pg.search(query, options)
+        self.svc.search(query, options)
     }
 
     fn search(&self, query: &str) -> Vec<SearchHit> {
