@@ -2,6 +2,11 @@
 //! or exclude, roles, one session, a time range, limit and offset. One hit per message
 //! (its best-ranked part), with a snippet and the session's source, model and title.
 //!
+//! [`search`] takes the read handle and runs on either backend. This module is the SQLite
+//! side; `search/postgres.rs` answers the same [`SearchFilter`] on PostgreSQL with its GIN
+//! indexes (a `tsquery` written from the same FTS5 expression, `ILIKE` through pg_trgm),
+//! in the same hit format (ARCHITECTURE.md, "Search on two backends", says what differs).
+//!
 //! The caller chooses the path with [`TextQuery`]: the word index (`parts_fts`), the trigram
 //! index (`parts_fts_trigram`: substrings of 3+ characters in the parts whose text has CJK
 //! or other spaceless-script characters), both together with an escaped LIKE over the
@@ -158,7 +163,9 @@ pub struct SearchHit {
     pub created_at: i64,
     /// Text around the match, matches between [`MATCH_START`] and [`MATCH_END`].
     pub snippet: String,
-    /// FTS5 bm25 rank of the best part (lower is better; 0 for substring matches).
+    /// Rank of the best part, lower is better: FTS5's bm25 on SQLite (0 for LIKE
+    /// matches), minus `ts_rank_cd` or minus the terms' frequency on PostgreSQL (0 for a
+    /// literal substring). Compare ranks within one search only.
     pub rank: f64,
     /// The session's source.
     pub source: String,

@@ -105,7 +105,8 @@ pub struct SearchHit {
     pub created_at: i64,
     /// Text around the match, each match between [`MATCH_START`] and [`MATCH_END`].
     pub snippet: String,
-    /// bm25 rank of the best part (lower is better; 0 on the `LIKE` route).
+    /// Rank of the best part (lower is better; 0 on the `LIKE` route): bm25 on SQLite,
+    /// its PostgreSQL stand-in there (see `scribe_db::search::SearchHit::rank`).
     pub rank: f64,
     /// The message just before it in its session.
     pub before: Option<ContextMessage>,
