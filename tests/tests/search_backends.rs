@@ -596,6 +596,17 @@ fn rows_written_on_postgres_are_found_by_the_next_search() {
     }
 }
 
+/// The stored search text and `updated_at` of the part of message `id`.
+fn stored(admin: &mut postgres::Client, id: &str) -> (String, i64) {
+    let row = admin
+        .query_one(
+            "SELECT search_text, updated_at FROM parts WHERE message_id = $1",
+            &[&id],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
 /// V10 on a store that version 1 filled: a tool part's input was stored re-rendered by
 /// jsonb; after the upgrade it is the stored text, as on SQLite, and the part's
 /// `updated_at` has not moved.
@@ -619,21 +630,11 @@ fn v10_gives_existing_tool_parts_their_stored_input() {
         ))
         .unwrap();
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let mut stored = || -> (String, i64) {
-        let row = admin
-            .query_one(
-                "SELECT search_text, updated_at FROM parts WHERE message_id = $1",
-                &[&msg.id],
-            )
-            .unwrap();
-        (row.get(0), row.get(1))
-    };
-    let (now, at) = stored();
+    let (now, at) = stored(&mut admin, &msg.id);
     assert!(
         now.contains(r#"{"path":"src","pattern":"zebrafish"}"#),
         "{now}"
     );
-    drop(stored);
     // Back to version 1's text (the jsonb rendering), and V10 forgotten.
     admin
         .batch_execute(
@@ -656,20 +657,11 @@ fn v10_gives_existing_tool_parts_their_stored_input() {
             "#,
         )
         .unwrap();
-    let mut stored = || -> (String, i64) {
-        let row = admin
-            .query_one(
-                "SELECT search_text, updated_at FROM parts WHERE message_id = $1",
-                &[&msg.id],
-            )
-            .unwrap();
-        (row.get(0), row.get(1))
-    };
-    let (old, _) = stored();
+    let (old, _) = stored(&mut admin, &msg.id);
     assert!(old.contains(r#""pattern": "zebrafish""#), "{old}");
     // Opened again: V10 runs.
     let reopened = MessageService::new(Arc::new(Database::open(&url).unwrap()));
-    assert_eq!(stored(), (now, at));
+    assert_eq!(stored(&mut admin, &msg.id), (now, at));
     let hits = reopened
         .search("zebrafish", &SearchOptions::default())
         .unwrap();
