@@ -12,11 +12,11 @@
 //! searches, it indexes what any process committed and the indexes do not hold yet
 //! ([`scribe_db::Database::index_pending`]: one read when nothing waits; nothing on
 //! PostgreSQL, whose indexes are kept inside each write), so a search finds every
-//! message committed before it started. A text or reasoning part still being
-//! streamed is found once it settles (closed, its message finished, or 30 s without a
-//! flush), not while it grows.
+//! message committed before it started. On SQLite a text or reasoning part still
+//! being streamed is found once it settles (closed, its message finished, or 30 s without a
+//! flush), not while it grows; on PostgreSQL it is found as flushed so far.
 //!
-//! CJK queries use the trigram index, which holds only text with CJK (or other
+//! On SQLite, CJK queries use the trigram index, which holds only text with CJK (or other
 //! spaceless-script) characters; their alternatives that can match other text (`数据库 OR
 //! docker`, or `中文 docker`, whose two-character term the trigram route drops) are
 //! matched there with an escaped LIKE, ranked after the indexed hits.
