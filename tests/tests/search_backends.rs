@@ -31,8 +31,6 @@ use scribe_message::{
 };
 use serde_json::json;
 
-const NEEDS: &str = "needs PostgreSQL: run under .ci/with-postgres";
-
 /// A fresh, empty PostgreSQL database on the test server: its connection string.
 fn fresh_postgres_url() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -298,7 +296,6 @@ fn options(p: &Pair) -> Vec<(String, SearchOptions)> {
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn search_answers_the_same_on_both_backends() {
-    let _ = NEEDS;
     let p = pair();
     let mut compared = 0;
     for query in QUERIES {
@@ -311,7 +308,7 @@ fn search_answers_the_same_on_both_backends() {
                 .collect()
         };
         assert_eq!(set(&all_sqlite), set(&all_pg), "{query:?}");
-        for (s, g) in all_sqlite.iter().zip(&all_pg) {
+        for s in &all_sqlite {
             let pg_hit = all_pg
                 .iter()
                 .find(|h| h.message_id == s.message_id)
@@ -344,7 +341,6 @@ fn search_answers_the_same_on_both_backends() {
                 (&pg_hit.before, &pg_hit.after),
                 "{query:?}"
             );
-            let _ = g;
         }
         compared += all_sqlite.len();
         for (name, o) in options(&p) {
