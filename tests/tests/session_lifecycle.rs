@@ -5,7 +5,7 @@
 #[path = "session_common/mod.rs"]
 mod common;
 
-use common::{conversation, drain, env, env_on};
+use common::{conversation, drain, env_on};
 use scribe_tests::Backend;
 
 use rusqlite::Connection;
@@ -625,10 +625,8 @@ fn compacting_flag_sets_and_clears_with_updated_events(backend: Backend) {
     assert!(drain(&sub).is_empty());
 }
 
-// SQLite only: it checks rows, counters or index entries with raw SQL on the file.
-#[test]
-fn delete_cascades_to_messages_and_unlinks_children() {
-    let e = env();
+fn delete_cascades_to_messages_and_unlinks_children(backend: Backend) {
+    let e = env_on(backend);
     let parent = e.svc.create(NewSession::titled("parent")).unwrap();
     let child = e
         .svc
@@ -658,17 +656,20 @@ fn delete_cascades_to_messages_and_unlinks_children() {
         (EventKind::Updated, &child_now)
     );
 
-    let path = e.path();
-    let conn = Connection::open(path).unwrap();
-    for table in ["messages", "parts", "files"] {
-        let n: i64 = conn
-            .query_row(
-                &format!("SELECT count(*) FROM {table} WHERE session_id = ?1"),
-                [&parent.id],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(n, 0, "{table}");
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        let path = e.path();
+        let conn = Connection::open(path).unwrap();
+        for table in ["messages", "parts", "files"] {
+            let n: i64 = conn
+                .query_row(
+                    &format!("SELECT count(*) FROM {table} WHERE session_id = ?1"),
+                    [&parent.id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 0, "{table}");
+        }
     }
     assert!(matches!(
         e.svc.get(&parent.id),
@@ -721,6 +722,7 @@ fn notify_changed_publishes_the_current_state(backend: Backend) {
 }
 
 scribe_tests::backends!(
+    delete_cascades_to_messages_and_unlinks_children,
     create_and_get_round_trip_with_created_event,
     title_task_and_continuation_sessions_are_linked_children,
     end_first_wins_and_reopen_clears,

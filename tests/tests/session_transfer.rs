@@ -144,10 +144,8 @@ fn fork_carries_a_copied_summary_message(backend: Backend) {
     );
 }
 
-// SQLite only: it checks rows, counters or index entries with raw SQL on the file.
-#[test]
-fn clear_deletes_messages_and_keeps_the_session() {
-    let e = env();
+fn clear_deletes_messages_and_keeps_the_session(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::titled("keep me")).unwrap();
     conversation(&e.db, &s.id);
     e.svc
@@ -167,14 +165,17 @@ fn clear_deletes_messages_and_keeps_the_session() {
     assert_eq!(cleared.title.as_deref(), Some("keep me"));
     assert_eq!(cleared.estimated_cost_usd, 0.5);
     assert!(messages_of(&e.db, &s.id).is_empty());
-    let n: i64 = raw(&e)
-        .query_row(
-            "SELECT count(*) FROM parts WHERE session_id = ?1",
-            [&s.id],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(n, 0);
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        let n: i64 = raw(&e)
+            .query_row(
+                "SELECT count(*) FROM parts WHERE session_id = ?1",
+                [&s.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 0);
+    }
     assert_eq!(e.svc.latest_files(&s.id).unwrap().len(), 1);
     let events = drain(&sub);
     assert_eq!(events.len(), 1);
@@ -443,10 +444,8 @@ fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
     assert_eq!(json_a, json_b);
 }
 
-// SQLite only: it checks rows, counters or index entries with raw SQL on the file.
-#[test]
-fn import_conflicts_roll_back_completely() {
-    let e = env();
+fn import_conflicts_roll_back_completely(backend: Backend) {
+    let e = env_on(backend);
     let s = rich_session(&e);
     let export = e
         .svc
@@ -455,14 +454,14 @@ fn import_conflicts_roll_back_completely() {
         .remove(0);
 
     // A different session holding the title.
-    let e2 = env();
+    let e2 = env_on(backend);
     e2.svc.create(NewSession::titled("Export me #2")).unwrap();
     let sub = e2.svc.subscribe();
     let r = e2.svc.import(&export);
     assert!(matches!(r, Err(SessionError::TitleInUse { .. })), "{r:?}");
 
     // A message id already present: nothing of the session stays.
-    let e3 = env();
+    let e3 = env_on(backend);
     let host = e3.svc.create(NewSession::default()).unwrap();
     let mut clash = export.messages[2].clone();
     clash.session_id = host.id.clone();
@@ -473,16 +472,19 @@ fn import_conflicts_roll_back_completely() {
         e3.svc.get(&s.id),
         Err(SessionError::NotFound { .. })
     ));
-    let n: i64 = Connection::open(e3.path())
-        .unwrap()
-        .query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(n, clash.parts.len() as i64);
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        let n: i64 = Connection::open(e3.path())
+            .unwrap()
+            .query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, clash.parts.len() as i64);
+    }
 
     // A message that claims another session.
     let mut stray = export.clone();
     stray.messages[0].session_id = "ses_other".into();
-    let r = env().svc.import(&stray);
+    let r = env_on(backend).svc.import(&stray);
     assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
     assert!(drain(&sub).is_empty());
 }
@@ -630,6 +632,8 @@ fn concurrent_file_versions_never_collide(backend: Backend) {
 }
 
 scribe_tests::backends!(
+    import_conflicts_roll_back_completely,
+    clear_deletes_messages_and_keeps_the_session,
     fork_copies_the_conversation_up_to_the_message,
     fork_carries_a_copied_summary_message,
     export_then_import_into_a_fresh_database_is_equal,

@@ -77,6 +77,17 @@ pub fn completed_tool(call_id: &str, tool: &str, input: serde_json::Value, outpu
     part
 }
 
+/// The `message_count` and `tool_call_count` of session `id` (kept by triggers), on either
+/// backend.
+pub fn counters(svc: &MessageService, id: &str) -> (i64, i64) {
+    let row = svc
+        .database()
+        .read(|tx| tx.q().get_session(id))
+        .unwrap()
+        .unwrap();
+    (row.message_count, row.tool_call_count)
+}
+
 /// Raw SQL count helper for checking indexes and counters (SQLite only).
 pub fn count(svc: &MessageService, sql: &str) -> i64 {
     svc.database()
