@@ -597,6 +597,11 @@ pub fn render_postgres(sqlite: &crate::Analyzed, pg: &crate::Analyzed) -> String
          /// The queries on `client` (a `postgres::Client` or `postgres::Transaction`).\n    \
          pub fn new(client: &'a mut C) -> Self {\n        \
          PgQueries { client }\n    \
+         }\n\n    \
+         /// The client these queries run on, for statements built at run time (dynamic\n    \
+         /// filters, search).\n    \
+         pub fn client(&mut self) -> &mut C {\n        \
+         self.client\n    \
          }\n\
          }\n\n\
          impl<C> std::fmt::Debug for PgQueries<'_, C> {\n    \

@@ -155,14 +155,14 @@ proptest! {
             let filter = SearchFilter::new(route.clone());
             let found = messages
                 .database()
-                .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn(); Ok(scribe_db::search::search(conn, &filter)?) });
+                .read(|conn| scribe_db::search::search(conn, &filter));
             prop_assert!(found.is_ok(), "{route:?} failed: {:?}", found.err());
         }
         if let SearchQuery::Fts(expr) = SearchQuery::parse(&query) {
             let filter = SearchFilter::new(TextQuery::Words(expr.clone()));
             let found = messages
                 .database()
-                .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn(); Ok(scribe_db::search::search(conn, &filter)?) });
+                .read(|conn| scribe_db::search::search(conn, &filter));
             prop_assert!(found.is_ok(), "{expr:?} failed: {:?}", found.err());
         }
     }

@@ -14,6 +14,12 @@
 //!   left open.
 //!
 //! Every child is this test binary re-run in the `search_indexing_child` role.
+//!
+//! On PostgreSQL (`<test>::postgres`, under `.ci/with-postgres … -- --ignored`) there is no
+//! queue: the GIN indexes are kept inside each write. A search in another process finds
+//! each message as soon as it is committed there too, and a streamed reply is found
+//! while it streams (its text as flushed so far). The crash test is about the queue:
+//! SQLite only.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,7 +33,9 @@ use scribe_agent::provider::ProviderEvent;
 use scribe_db::{Database, Options};
 use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions};
 use scribe_session::Store;
-use scribe_tests::{child_command, consistency_problems, create_session};
+use scribe_tests::{
+    Backend, TestDb, backends, child_command, consistency_problems, create_session,
+};
 
 const CHILD_TEST: &str = "search_indexing_child";
 const ENV_ROLE: &str = "SCRIBE_SI_ROLE";
@@ -172,17 +180,50 @@ fn found(messages: &MessageService, word: &str) -> usize {
         .len()
 }
 
-fn setup() -> (tempfile::TempDir, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("scribe.db").to_str().unwrap().to_owned();
-    let db = Database::open(&path).unwrap();
-    let session = create_session(&db, Some("indexing")).unwrap();
-    (dir, path, session)
+/// What keeps a test's store alive: the SQLite file's directory, or the PostgreSQL
+/// database (dropped with it).
+#[allow(dead_code)]
+enum Keep {
+    Dir(tempfile::TempDir),
+    Postgres(TestDb),
 }
 
-#[test]
-fn a_search_in_another_process_finds_each_message_as_soon_as_it_is_committed() {
-    let (_dir, path, session) = setup();
+/// A fresh store on `backend`, what opens it (a path or a connection string) and a
+/// session in it. No handle of this process stays open on the SQLite file, so what a
+/// child queues stays queued until someone indexes it.
+fn setup(backend: Backend) -> (Keep, String, String) {
+    match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("scribe.db").to_str().unwrap().to_owned();
+            let db = Database::open(&path).unwrap();
+            let session = create_session(&db, Some("indexing")).unwrap();
+            (Keep::Dir(dir), path, session)
+        }
+        Backend::Postgres => {
+            let t = TestDb::new(backend);
+            let path = t.location.clone();
+            let session = create_session(&t.db, Some("indexing")).unwrap();
+            (Keep::Postgres(t), path, session)
+        }
+    }
+}
+
+/// No problem in the store (the SQLite file's integrity and its indexes; PostgreSQL
+/// keeps its own indexes).
+fn assert_consistent(db: &Database) {
+    if db.backend() == Backend::Sqlite {
+        assert_eq!(consistency_problems(db).unwrap(), Vec::<String>::new());
+    }
+}
+
+backends!(
+    a_search_in_another_process_finds_each_message_as_soon_as_it_is_committed,
+    a_streamed_reply_is_found_once_it_settles,
+);
+
+fn a_search_in_another_process_finds_each_message_as_soon_as_it_is_committed(backend: Backend) {
+    let (_t, path, session) = setup(backend);
     let searcher = MessageService::new(Arc::new(Database::open(&path).unwrap()));
     let (child, mut out) = spawn("writer", &path, &session);
     for i in 0..MESSAGES {
@@ -204,15 +245,12 @@ fn a_search_in_another_process_finds_each_message_as_soon_as_it_is_committed() {
     }
     assert_eq!(next(&mut out), "done");
     kill(child);
-    assert_eq!(
-        consistency_problems(searcher.database()).unwrap(),
-        Vec::<String>::new()
-    );
+    assert_consistent(searcher.database());
 }
 
 #[test]
 fn a_crash_before_indexing_loses_nothing_and_the_next_open_indexes_it() {
-    let (_dir, path, session) = setup();
+    let (_t, path, session) = setup(Backend::Sqlite);
     let (child, mut out) = spawn("writer", &path, &session);
     for i in 0..MESSAGES {
         assert_eq!(next(&mut out), format!("commit {i}"));
@@ -259,24 +297,30 @@ fn a_crash_before_indexing_loses_nothing_and_the_next_open_indexes_it() {
     assert!(report.is_ok(), "{:?}", report.problems());
 }
 
-#[test]
-fn a_streamed_reply_is_found_once_it_settles() {
-    let (_dir, path, session) = setup();
+fn a_streamed_reply_is_found_once_it_settles(backend: Backend) {
+    let (_t, path, session) = setup(backend);
     let store = Store::new(Arc::new(Database::open(&path).unwrap()));
     let (child, mut out) = spawn("streamer", &path, &session);
     assert_eq!(next(&mut out), "streamed");
-    // Its text so far is stored, and not searchable while it streams.
+    // Its text so far is stored; on SQLite not searchable while it streams, on PostgreSQL
+    // searchable as flushed (no queue to wait in).
     let text = store.messages().list(&session).unwrap()[0].text();
     assert_eq!(text, "the kittiwake nests on cliffs ");
-    assert_eq!(found(store.messages(), "kittiwake"), 0);
+    let while_streaming = match backend {
+        Backend::Sqlite => 0,
+        Backend::Postgres => 1,
+    };
+    assert_eq!(found(store.messages(), "kittiwake"), while_streaming);
     // Its process dies mid-stream; recovery finishes the message it left open, and the
     // part it was streaming settles with it.
     kill(child);
+    if backend == Backend::Postgres {
+        // Found already; recovery (the agent crate's run lease) does not run on
+        // PostgreSQL in this build.
+        return;
+    }
     let report = scribe_agent::recover_session(&store, &session).unwrap();
     assert_eq!(report.messages.len(), 1);
     assert_eq!(found(store.messages(), "kittiwake"), 1);
-    assert_eq!(
-        consistency_problems(store.database()).unwrap(),
-        Vec::<String>::new()
-    );
+    assert_consistent(store.database());
 }

@@ -184,6 +184,16 @@ fn title_task_and_continuation_sessions_are_linked_children(backend: Backend) {
 /// Sets the creation time of `id`: list order must not depend on how fast sessions were
 /// created (the clock may not move between two creates).
 fn set_created_at(e: &common::Env, id: &str, at: i64) {
+    if e.t.backend == Backend::Postgres {
+        postgres::Client::connect(&e.t.location, postgres::NoTls)
+            .unwrap()
+            .execute(
+                "UPDATE sessions SET created_at = $1, updated_at = $1 WHERE id = $2",
+                &[&at, &id],
+            )
+            .unwrap();
+        return;
+    }
     Connection::open(e.path())
         .unwrap()
         .execute(
@@ -724,11 +734,8 @@ scribe_tests::backends!(
     update_and_save_change_mutable_fields_only,
 );
 
-// Filtered session lists (sea-query filters) run on the SQLite connection only until
-// the pgsearch stream moves them onto the transaction handle; then these join the list
-// above.
-scribe_tests::sqlite_only!(
-    "needs filtered session lists on PostgreSQL (pgsearch)",
+// Filtered session lists (sea-query filters) run on both backends through the handle.
+scribe_tests::backends!(
     invalid_creation_input_is_refused,
     list_filters_and_orders_through_the_builder,
 );

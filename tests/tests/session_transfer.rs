@@ -641,11 +641,8 @@ scribe_tests::backends!(
     concurrent_file_versions_never_collide,
 );
 
-// Filtered session lists (sea-query filters) run on the SQLite connection only until
-// the pgsearch stream moves them onto the transaction handle; then these join the list
-// above.
-scribe_tests::sqlite_only!(
-    "needs filtered session lists on PostgreSQL (pgsearch)",
+// Filtered session lists (sea-query filters) run on both backends through the handle.
+scribe_tests::backends!(
     fork_refuses_a_foreign_or_unknown_message_and_rolls_back,
     export_all_by_source_round_trips_with_lineage,
     export_of_unknown_session_is_not_found,

@@ -555,10 +555,5 @@ scribe_tests::backends!(
     stats_group_by_model_source_and_day_counting_rolled_up_children_once,
 );
 
-// Filtered session lists (sea-query filters) run on the SQLite connection only until
-// the pgsearch stream moves them onto the transaction handle; then these join the list
-// above.
-scribe_tests::sqlite_only!(
-    "needs filtered session lists on PostgreSQL (pgsearch)",
-    an_export_without_roll_up_amounts_imports_with_the_childs_totals,
-);
+// Filtered session lists (sea-query filters) run on both backends through the handle.
+scribe_tests::backends!(an_export_without_roll_up_amounts_imports_with_the_childs_totals,);

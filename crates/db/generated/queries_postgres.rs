@@ -1310,6 +1310,12 @@ impl<'a, C: postgres::GenericClient> PgQueries<'a, C> {
     pub fn new(client: &'a mut C) -> Self {
         PgQueries { client }
     }
+
+    /// The client these queries run on, for statements built at run time (dynamic
+    /// filters, search).
+    pub fn client(&mut self) -> &mut C {
+        self.client
+    }
 }
 
 impl<C> std::fmt::Debug for PgQueries<'_, C> {

@@ -1,23 +1,27 @@
 //! sea-query builders for queries whose shape depends on the caller: optional filters, IN
-//! lists and sort orders. Values are always bound (sea-query-rusqlite), never formatted
-//! into the SQL text.
+//! lists and sort orders. Values are always bound (sea-query-rusqlite on SQLite, the
+//! `postgres` driver on PostgreSQL), never formatted into the SQL text. Each function
+//! takes the read handle ([`ReadTx`]) and builds its statement in the dialect of the
+//! backend it runs on.
 //!
-//! The only SQL text written here by hand is static: `+column` (a column that must not
-//! drive index choice; see [`ParentFilter::Root`]).
+//! The only SQL text written here by hand is static: `+column` on SQLite (a column that
+//! must not drive index choice; see [`ParentFilter::Root`]) and a constant `1`.
 //!
 //! - [`list_sessions`] / [`count_sessions`]: sessions by [`SessionFilter`], returning the
 //!   generated [`SessionRow`]; [`SessionFilter::after`] pages by keyset (a [`SessionKeyset`]
 //!   from the last row of the previous page), so a page deep into a long list costs what the
 //!   first one does.
 
-use rusqlite::{Connection, Row};
+use rusqlite::Row;
 use sea_query::{
     Alias, Asterisk, BinOper, CommonTableExpression, Cond, Expr, ExprTrait, LikeExpr, Order, Query,
     SelectStatement, SqliteQueryBuilder, UnionType, WithClause,
 };
 use sea_query_rusqlite::RusqliteBinder;
 
+use crate::Backend;
 use crate::queries::SessionRow;
+use crate::tx::{Conn, ReadTx};
 
 fn col(table: &str, column: &str) -> Expr {
     Expr::col((Alias::new(table), Alias::new(column)))
@@ -46,8 +50,9 @@ pub enum ParentFilter {
     /// Any session.
     #[default]
     Any,
-    /// Only sessions without a parent (top-level conversations). Never served by the
-    /// parent index (it matches nearly every row), so a sorted page reads one page's rows.
+    /// Only sessions without a parent (top-level conversations). On SQLite never served by
+    /// the parent index (it matches nearly every row), so a sorted page reads one page's
+    /// rows; PostgreSQL's planner weighs the term by its statistics and needs no hint.
     Root,
     /// Only sessions with a parent (tasks, forks, continuations, title sessions).
     Child,
@@ -150,7 +155,7 @@ pub struct SessionFilter {
 }
 
 impl SessionFilter {
-    fn condition(&self) -> Cond {
+    fn condition(&self, backend: Backend) -> Cond {
         let c = |name: &str| col("sessions", name);
         let mut cond = Cond::all();
         if !self.sources.is_empty() {
@@ -175,7 +180,10 @@ impl SessionFilter {
             // and taking it from that index means sorting every row for each page. Without
             // it the planner walks the index of the sort column and stops after a page.
             ParentFilter::Root => {
-                cond = cond.add(Expr::cust(r#"+"sessions"."parent_session_id""#).is_null());
+                cond = cond.add(match backend {
+                    Backend::Sqlite => Expr::cust(r#"+"sessions"."parent_session_id""#).is_null(),
+                    Backend::Postgres => c("parent_session_id").is_null(),
+                });
             }
             ParentFilter::Child => cond = cond.add(c("parent_session_id").is_not_null()),
             ParentFilter::Of(id) => cond = cond.add(c("parent_session_id").eq(id.as_str())),
@@ -199,7 +207,16 @@ impl SessionFilter {
             None => {}
         }
         if let Some(text) = &self.title_contains {
-            cond = cond.add(c("title").like(contains_pattern(text)));
+            // SQLite's LIKE folds ASCII letters; ILIKE on PostgreSQL's "C"-collated title
+            // does the same.
+            cond = cond.add(match backend {
+                Backend::Sqlite => c("title").like(contains_pattern(text)),
+                // `\\` is PostgreSQL's default LIKE escape.
+                Backend::Postgres => Expr::cust_with_values(
+                    r#""sessions"."title" ILIKE $1"#,
+                    [format!("%{}%", escape_like(text))],
+                ),
+            });
         }
         if let Some(dir) = &self.directory {
             cond = cond.add(c("directory").eq(dir.as_str()));
@@ -249,9 +266,9 @@ impl SessionFilter {
         }
     }
 
-    fn select(&self) -> SelectStatement {
+    fn select(&self, backend: Backend) -> SelectStatement {
         let c = |name: &str| col("sessions", name);
-        let mut cond = self.condition();
+        let mut cond = self.condition(backend);
         if let Some(place) = &self.after {
             cond = cond.add(self.keyset(place));
         }
@@ -325,7 +342,7 @@ fn conversation_chains() -> sea_query::WithQuery {
 /// The continuations of the outer query's session (it is not a chain's tip when any).
 fn continuations_of_this_session() -> SelectStatement {
     Query::select()
-        .expr(Expr::val(1))
+        .expr(Expr::cust("1"))
         .from_as(Alias::new("sessions"), Alias::new("next"))
         .and_where(
             col("next", "parent_session_id").equals((Alias::new("sessions"), Alias::new("id"))),
@@ -336,24 +353,50 @@ fn continuations_of_this_session() -> SelectStatement {
 
 /// The sessions matching `filter`, in its order.
 pub fn list_sessions(
-    conn: &Connection,
+    tx: &mut ReadTx<'_>,
     filter: &SessionFilter,
-) -> rusqlite::Result<Vec<SessionRow>> {
-    let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(&*values.as_params(), session_row)?;
-    rows.collect()
+) -> crate::Result<Vec<SessionRow>> {
+    let backend = tx.backend();
+    let query = filter.select(backend);
+    match tx.raw() {
+        Conn::Sqlite(conn) => {
+            let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(&*values.as_params(), session_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        }
+        #[cfg(feature = "postgres")]
+        Conn::Postgres(client) => pg::query(client, &query)?
+            .iter()
+            .map(pg::session_row)
+            .collect(),
+    }
 }
 
 /// How many sessions match `filter` (its order, limit and offset ignored).
-pub fn count_sessions(conn: &Connection, filter: &SessionFilter) -> rusqlite::Result<i64> {
-    let (sql, values) = Query::select()
+pub fn count_sessions(tx: &mut ReadTx<'_>, filter: &SessionFilter) -> crate::Result<i64> {
+    let backend = tx.backend();
+    let query = Query::select()
         .expr(Expr::col(Asterisk).count())
         .from(Alias::new("sessions"))
-        .cond_where(filter.condition())
-        .build_rusqlite(SqliteQueryBuilder);
-    conn.prepare_cached(&sql)?
-        .query_row(&*values.as_params(), |row| row.get(0))
+        .cond_where(filter.condition(backend))
+        .to_owned();
+    match tx.raw() {
+        Conn::Sqlite(conn) => {
+            let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+            Ok(conn
+                .prepare_cached(&sql)?
+                .query_row(&*values.as_params(), |row| row.get(0))?)
+        }
+        #[cfg(feature = "postgres")]
+        Conn::Postgres(client) => {
+            let rows = pg::query(client, &query)?;
+            let row = rows
+                .first()
+                .ok_or_else(|| crate::Error::InvalidInput("count(*) returned no row".to_owned()))?;
+            Ok(row.try_get(0)?)
+        }
+    }
 }
 
 /// Maps a `sessions.*` row (schema column order) to the generated row struct.
@@ -396,6 +439,110 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
+/// Running built statements on PostgreSQL: the dialect, the parameters, the row types.
+#[cfg(feature = "postgres")]
+pub(crate) mod pg {
+    use postgres::types::ToSql;
+    use sea_query::{PostgresQueryBuilder, QueryStatementWriter, Value, Values};
+
+    use crate::queries::SessionRow;
+
+    /// A value sea-query bound, as the driver takes it. Unsigned integers become `BIGINT`
+    /// (PostgreSQL has no unsigned types); a value too big for it is an error.
+    fn param(value: Value) -> crate::Result<Box<dyn ToSql + Sync>> {
+        Ok(match value {
+            Value::Bool(v) => Box::new(v),
+            Value::TinyInt(v) => Box::new(v.map(i16::from)),
+            Value::SmallInt(v) => Box::new(v),
+            Value::Int(v) => Box::new(v),
+            Value::BigInt(v) => Box::new(v),
+            Value::TinyUnsigned(v) => Box::new(v.map(i16::from)),
+            Value::SmallUnsigned(v) => Box::new(v.map(i32::from)),
+            Value::Unsigned(v) => Box::new(v.map(i64::from)),
+            Value::BigUnsigned(v) => Box::new(
+                v.map(i64::try_from)
+                    .transpose()
+                    .map_err(|_| crate::Error::InvalidInput("a number above 2^63".to_owned()))?,
+            ),
+            Value::Float(v) => Box::new(v),
+            Value::Double(v) => Box::new(v),
+            Value::String(v) => Box::new(v),
+            Value::Char(v) => Box::new(v.map(String::from)),
+            Value::Bytes(v) => Box::new(v),
+            other => {
+                return Err(crate::Error::InvalidInput(format!(
+                    "a value this backend does not bind: {other:?}"
+                )));
+            }
+        })
+    }
+
+    /// `values` as the driver's parameter list.
+    pub(crate) fn params(values: Values) -> crate::Result<Vec<Box<dyn ToSql + Sync>>> {
+        values.0.into_iter().map(param).collect()
+    }
+
+    /// Runs `query`, built for PostgreSQL, and returns its rows.
+    pub(crate) fn query(
+        client: &mut postgres::Client,
+        query: &impl QueryStatementWriter,
+    ) -> crate::Result<Vec<postgres::Row>> {
+        let (sql, values) = query.build(PostgresQueryBuilder);
+        run(client, &sql, values)
+    }
+
+    /// Runs `sql` with `values` and returns its rows.
+    pub(crate) fn run(
+        client: &mut postgres::Client,
+        sql: &str,
+        values: Values,
+    ) -> crate::Result<Vec<postgres::Row>> {
+        let owned = params(values)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| &**p).collect();
+        Ok(client.query(sql, &refs)?)
+    }
+
+    /// A `sessions.*` row (schema column order) as the generated row struct.
+    pub(crate) fn session_row(row: &postgres::Row) -> crate::Result<SessionRow> {
+        Ok(SessionRow {
+            id: row.try_get(0)?,
+            parent_session_id: row.try_get(1)?,
+            kind: row.try_get(2)?,
+            source: row.try_get(3)?,
+            user_id: row.try_get(4)?,
+            directory: row.try_get(5)?,
+            title: row.try_get(6)?,
+            model: row.try_get(7)?,
+            model_config: row.try_get(8)?,
+            system_prompt: row.try_get(9)?,
+            permission: row.try_get(10)?,
+            message_count: row.try_get(11)?,
+            tool_call_count: row.try_get(12)?,
+            api_call_count: row.try_get(13)?,
+            input_tokens: row.try_get(14)?,
+            output_tokens: row.try_get(15)?,
+            cache_read_tokens: row.try_get(16)?,
+            cache_write_tokens: row.try_get(17)?,
+            reasoning_tokens: row.try_get(18)?,
+            estimated_cost_usd: row.try_get(19)?,
+            actual_cost_usd: row.try_get(20)?,
+            billing_provider: row.try_get(21)?,
+            billing_base_url: row.try_get(22)?,
+            billing_mode: row.try_get(23)?,
+            cost_status: row.try_get(24)?,
+            cost_source: row.try_get(25)?,
+            pricing_version: row.try_get(26)?,
+            summary_message_id: row.try_get(27)?,
+            created_at: row.try_get(28)?,
+            updated_at: row.try_get(29)?,
+            ended_at: row.try_get(30)?,
+            end_reason: row.try_get(31)?,
+            archived_at: row.try_get(32)?,
+            compacting_at: row.try_get(33)?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,7 +562,9 @@ mod tests {
                 limit: Some(51),
                 ..SessionFilter::default()
             };
-            let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
+            let (sql, values) = filter
+                .select(Backend::Sqlite)
+                .build_rusqlite(SqliteQueryBuilder);
             let plan: Vec<String> = db
                 .read(|tx| -> crate::Result<_> {
                     let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
@@ -452,7 +601,9 @@ mod tests {
                     after,
                     ..SessionFilter::default()
                 };
-                let (sql, values) = filter.select().build_rusqlite(SqliteQueryBuilder);
+                let (sql, values) = filter
+                    .select(Backend::Sqlite)
+                    .build_rusqlite(SqliteQueryBuilder);
                 db.read(|tx| -> crate::Result<_> {
                     let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
                     let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
@@ -486,7 +637,7 @@ mod tests {
     fn the_default_order_is_newest_first_with_ties_by_id() {
         assert_eq!(SessionFilter::default().order, SessionOrder::CreatedDesc);
         let (sql, _) = SessionFilter::default()
-            .select()
+            .select(Backend::Sqlite)
             .build_rusqlite(SqliteQueryBuilder);
         assert!(
             sql.ends_with(r#"ORDER BY "sessions"."created_at" DESC, "sessions"."id" DESC"#),

@@ -2,6 +2,11 @@
 //! or exclude, roles, one session, a time range, limit and offset. One hit per message
 //! (its best-ranked part), with a snippet and the session's source, model and title.
 //!
+//! [`search`] takes the read handle and runs on either backend. This module is the SQLite
+//! side; `search/postgres.rs` answers the same [`SearchFilter`] on PostgreSQL with its GIN
+//! indexes (a `tsquery` written from the same FTS5 expression, `ILIKE` through pg_trgm),
+//! in the same hit format (ARCHITECTURE.md, "Search on two backends", says what differs).
+//!
 //! The caller chooses the path with [`TextQuery`]: the word index (`parts_fts`), the trigram
 //! index (`parts_fts_trigram`: substrings of 3+ characters in the parts whose text has CJK
 //! or other spaceless-script characters), both together with an escaped LIKE over the
@@ -26,6 +31,10 @@ use sea_query::{
 use sea_query_rusqlite::RusqliteBinder;
 
 use crate::filters::escape_like;
+use crate::tx::{Conn, ReadTx};
+
+#[cfg(feature = "postgres")]
+mod postgres;
 
 /// Marks the start of a match in [`SearchHit::snippet`].
 pub const MATCH_START: &str = ">>>";
@@ -154,7 +163,9 @@ pub struct SearchHit {
     pub created_at: i64,
     /// Text around the match, matches between [`MATCH_START`] and [`MATCH_END`].
     pub snippet: String,
-    /// FTS5 bm25 rank of the best part (lower is better; 0 for substring matches).
+    /// Rank of the best part, lower is better: FTS5's bm25 on SQLite (0 for LIKE
+    /// matches), minus `ts_rank_cd` or minus the terms' frequency on PostgreSQL (0 for a
+    /// literal substring). Compare ranks within one search only.
     pub rank: f64,
     /// The session's source.
     pub source: String,
@@ -664,9 +675,19 @@ fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
     })
 }
 
-/// Runs the search described by `filter`: at most `limit` hits after skipping `offset`,
-/// best first (newest first for substring matches), never two for one message.
-pub fn search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
+/// Runs the search described by `filter` inside the snapshot `tx`, on either backend: at
+/// most `limit` hits after skipping `offset`, best first (newest first for substring
+/// matches), never two for one message.
+pub fn search(tx: &mut ReadTx<'_>, filter: &SearchFilter) -> crate::Result<Vec<SearchHit>> {
+    match tx.raw() {
+        Conn::Sqlite(conn) => Ok(sqlite_search(conn, filter)?),
+        #[cfg(feature = "postgres")]
+        Conn::Postgres(client) => postgres::search(client, filter),
+    }
+}
+
+/// [`search`] on SQLite: the FTS5 indexes (or LIKE).
+fn sqlite_search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
     match &filter.query {
         TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, &[], filter),
         TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, &[], filter),

@@ -65,6 +65,24 @@ impl<'a> On<'a> {
     }
 }
 
+/// The connection under a handle, for the statements this crate builds at run time
+/// (dynamic filters, search), which are not generated queries.
+pub(crate) enum Conn<'t> {
+    Sqlite(&'t Connection),
+    #[cfg(feature = "postgres")]
+    Postgres(&'t mut postgres::Client),
+}
+
+impl On<'_> {
+    fn raw(&mut self) -> Conn<'_> {
+        match self {
+            On::Sqlite(q) => Conn::Sqlite(q.connection()),
+            #[cfg(feature = "postgres")]
+            On::Postgres(q) => Conn::Postgres(q.client()),
+        }
+    }
+}
+
 impl std::fmt::Debug for On<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:?}", self.backend())
@@ -230,6 +248,11 @@ impl<'a> ReadTx<'a> {
             on: On::Postgres(queries),
             clock,
         }
+    }
+
+    /// The connection, for statements built at run time.
+    pub(crate) fn raw(&mut self) -> Conn<'_> {
+        self.on.raw()
     }
 
     /// The read-only generated queries, inside this snapshot, on either backend:

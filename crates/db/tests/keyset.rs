@@ -62,7 +62,7 @@ fn key(order: SessionOrder, row: &q::SessionRow) -> SortValue {
 }
 
 fn ids(db: &Database, filter: &SessionFilter) -> Vec<q::SessionRow> {
-    db.read(|tx| -> scribe_db::Result<_> { Ok(filters::list_sessions(tx.conn(), filter)?) })
+    db.read(|tx| -> scribe_db::Result<_> { filters::list_sessions(tx, filter) })
         .unwrap()
 }
 
@@ -125,13 +125,13 @@ fn the_model_filter_keeps_only_those_models() {
     assert!(rows.iter().all(|r| r.model.as_deref() == Some("m-b")));
     let n = db
         .read(|tx| -> scribe_db::Result<_> {
-            Ok(filters::count_sessions(
-                tx.conn(),
+            filters::count_sessions(
+                tx,
                 &SessionFilter {
                     models: vec!["m-b".into(), "none".into()],
                     ..SessionFilter::default()
                 },
-            )?)
+            )
         })
         .unwrap();
     assert_eq!(n, 13);

@@ -550,14 +550,11 @@ fn session_filters_combine_and_escape_like() {
     })
     .unwrap();
     let list = |f: SessionFilter| {
-        db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(filters::list_sessions(c, &f)?)
-        })
-        .unwrap()
-        .into_iter()
-        .map(|r| r.id)
-        .collect::<Vec<_>>()
+        db.read(|c| -> scribe_db::Result<_> { filters::list_sessions(c, &f) })
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect::<Vec<_>>()
     };
     let by_created = |f: SessionFilter| {
         list(SessionFilter {
@@ -643,14 +640,13 @@ fn session_filters_combine_and_escape_like() {
     assert_eq!(newest_first.first(), Some(&d));
     let n = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(filters::count_sessions(
+            filters::count_sessions(
                 c,
                 &SessionFilter {
                     ended: Some(true),
                     ..Default::default()
                 },
-            )?)
+            )
         })
         .unwrap();
     assert_eq!(n, 1);
@@ -677,20 +673,14 @@ fn conversations_are_roots_and_forks_at_their_tips() {
         ..Default::default()
     };
     let listed: Vec<String> = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(filters::list_sessions(c, &filter)?)
-        })
+        .read(|c| -> scribe_db::Result<_> { filters::list_sessions(c, &filter) })
         .unwrap()
         .into_iter()
         .map(|r| r.id)
         .collect();
     assert_eq!(listed, vec![tip, plain, fork_cont, fork_of_task]);
     let n = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(filters::count_sessions(c, &filter)?)
-        })
+        .read(|c| -> scribe_db::Result<_> { filters::count_sessions(c, &filter) })
         .unwrap();
     assert_eq!(n, 4);
     for hidden in [root, cont, task, task_cont, title, fork] {
@@ -764,11 +754,8 @@ fn search_filters_ranks_and_never_repeats_a_message() {
     // search::search reads the indexes as they are; index what is queued first.
     db.index_pending().unwrap();
     let run = |f: SearchFilter| {
-        db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(search::search(c, &f)?)
-        })
-        .unwrap()
+        db.read(|c| -> scribe_db::Result<_> { search::search(c, &f) })
+            .unwrap()
     };
     let hits = run(SearchFilter::new(TextQuery::Words("docker".into())));
     let mut ids: Vec<_> = hits.iter().map(|h| h.message_id.clone()).collect();
@@ -892,14 +879,13 @@ fn search_looks_past_many_matching_parts_of_one_message() {
     db.index_pending().unwrap();
     let hits = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(search::search(
+            search::search(
                 c,
                 &SearchFilter {
                     limit: 6,
                     ..SearchFilter::new(TextQuery::Words("needle".into()))
                 },
-            )?)
+            )
         })
         .unwrap();
     assert_eq!(hits.len(), 6, "{hits:?}");
@@ -909,15 +895,14 @@ fn search_looks_past_many_matching_parts_of_one_message() {
     assert_eq!(rest, others);
     let page2 = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
-            Ok(search::search(
+            search::search(
                 c,
                 &SearchFilter {
                     limit: 3,
                     offset: 3,
                     ..SearchFilter::new(TextQuery::Words("needle".into()))
                 },
-            )?)
+            )
         })
         .unwrap();
     assert_eq!(page2.len(), 3);

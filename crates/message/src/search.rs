@@ -8,13 +8,15 @@
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
 //! context on each side, and its session's source, model and title.
 //!
-//! Before it searches, it indexes what any process committed and the indexes do not hold
-//! yet ([`scribe_db::Database::index_pending`]: one read when nothing waits), so a search
-//! finds every message committed before it started. A text or reasoning part still being
-//! streamed is found once it settles (closed, its message finished, or 30 s without a
-//! flush), not while it grows.
+//! It runs on either backend (see `scribe_db::search` for how each searches). Before it
+//! searches, it indexes what any process committed and the indexes do not hold yet
+//! ([`scribe_db::Database::index_pending`]: one read when nothing waits; nothing on
+//! PostgreSQL, whose indexes are kept inside each write), so a search finds every
+//! message committed before it started. On SQLite a text or reasoning part still
+//! being streamed is found once it settles (closed, its message finished, or 30 s without a
+//! flush), not while it grows; on PostgreSQL it is found as flushed so far.
 //!
-//! CJK queries use the trigram index, which holds only text with CJK (or other
+//! On SQLite, CJK queries use the trigram index, which holds only text with CJK (or other
 //! spaceless-script) characters; their alternatives that can match other text (`数据库 OR
 //! docker`, or `中文 docker`, whose two-character term the trigram route drops) are
 //! matched there with an escaped LIKE, ranked after the indexed hits.
@@ -103,7 +105,8 @@ pub struct SearchHit {
     pub created_at: i64,
     /// Text around the match, each match between [`MATCH_START`] and [`MATCH_END`].
     pub snippet: String,
-    /// bm25 rank of the best part (lower is better; 0 on the `LIKE` route).
+    /// Rank of the best part (lower is better; 0 on the `LIKE` route): bm25 on SQLite,
+    /// its PostgreSQL stand-in there (see `scribe_db::search::SearchHit::rank`).
     pub rank: f64,
     /// The message just before it in its session.
     pub before: Option<ContextMessage>,
@@ -158,13 +161,12 @@ impl MessageService {
         // nothing waits); a part still being streamed is found once it settles.
         self.db.index_pending()?;
         self.db.read(|tx| {
-            let rows = db_search::search(tx.conn(), &filter).map_err(scribe_db::Error::from)?;
+            let rows = db_search::search(tx, &filter)?;
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
             let ids: Vec<&str> = rows.iter().map(|r| r.message_id.as_str()).collect();
-            let neighbors =
-                queries::list_message_neighbors(tx.conn(), &ids).map_err(scribe_db::Error::from)?;
+            let neighbors = tx.q().list_message_neighbors(&ids)?;
             let context_ids: Vec<&str> = neighbors
                 .iter()
                 .flat_map(|n| [n.before_id.as_deref(), n.after_id.as_deref()])
@@ -173,14 +175,12 @@ impl MessageService {
             let mut texts: HashMap<String, String> = HashMap::new();
             if !context_ids.is_empty() {
                 let max_chars = i64::try_from(CONTEXT_CHARS + 1).unwrap_or(i64::MAX);
-                for row in queries::list_message_texts(
-                    tx.conn(),
-                    &queries::ListMessageTextsParams {
+                for row in tx
+                    .q()
+                    .list_message_texts(&queries::ListMessageTextsParams {
                         max_chars,
                         message_ids: &context_ids,
-                    },
-                )
-                .map_err(scribe_db::Error::from)?
+                    })?
                 {
                     let text = texts.entry(row.message_id).or_default();
                     if text.chars().count() <= CONTEXT_CHARS {

@@ -2,14 +2,24 @@
 //! finds the right messages on each route (words, trigram, LIKE), filters apply on every
 //! route, hits never repeat a message, tool parts are found until changed or deleted, and
 //! any random string returns Ok.
+//!
+//! Every test runs twice, writing and searching through the services: on an SQLite file
+//! (`<test>::sqlite`) and on a fresh PostgreSQL database (`<test>::postgres`, ignored
+//! unless run under `.ci/with-postgres … -- --ignored`). `tests/tests/search_backends.rs`
+//! compares the two backends' answers about one store hit by hit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{completed_tool, say, service, session_with};
+use common::{completed_tool, say, service};
 use proptest::prelude::*;
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::{Backend, Database, queries};
 use scribe_message::{MessageService, NewMessage, Part, Role, SearchHit, SearchOptions, ToolState};
 use serde_json::json;
 
@@ -90,28 +100,119 @@ const SANITIZER_INPUTS: &[&str] = &[
     "한국어",
 ];
 
+/// Runs each named test (a `fn(Backend)`) on SQLite and on PostgreSQL.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name(scribe_db::Backend::Sqlite);
+            }
+
+            #[test]
+            #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+            fn postgres() {
+                super::$name(scribe_db::Backend::Postgres);
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    every_sanitizer_case_runs_through_search,
+    words_phrases_or_not_prefix_and_identifiers_find_the_right_messages,
+    cjk_uses_trigrams_from_three_characters_and_like_below,
+    hits_carry_snippet_context_and_session_fields,
+    filters_apply_on_every_route,
+    a_message_with_many_matching_parts_is_one_hit,
+    tool_names_inputs_and_outputs_are_found_until_changed_or_deleted,
+    results_order_by_rank_then_recency,
+);
+
+/// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
+fn fresh_postgres() -> Database {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let server = std::env::var("SCRIBE_TEST_POSTGRES")
+        .expect("SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres");
+    let name = format!(
+        "scribe_msg_search_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    Database::open(format!("{server} dbname={name}")).unwrap()
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     svc: MessageService,
+    backend: Backend,
     cli: String,
     tg: String,
 }
 
+/// A session row made with the generated query (on either backend).
+fn session_on(svc: &MessageService, source: &str, title: &str) -> String {
+    let id = new_id(Prefix::Session);
+    svc.database()
+        .write(|tx| {
+            tx.q().create_session(&queries::CreateSessionParams {
+                id: &id,
+                parent_session_id: None,
+                kind: "normal",
+                source,
+                user_id: None,
+                directory: None,
+                title: Some(title),
+                model: Some("claude-test"),
+                model_config: None,
+                system_prompt: None,
+                permission: None,
+                billing_provider: None,
+                billing_base_url: None,
+                billing_mode: None,
+                now: scribe_db::now_ms(),
+            })
+        })
+        .unwrap();
+    id
+}
+
 impl Fixture {
-    fn new() -> Fixture {
+    fn new(backend: Backend) -> Fixture {
         let (dir, svc) = service();
-        let cli = session_with(&svc, "cli", "normal", None, Some("cli work"));
-        let tg = session_with(&svc, "telegram", "normal", None, Some("chat"));
+        let svc = match backend {
+            Backend::Sqlite => svc,
+            Backend::Postgres => MessageService::new(Arc::new(fresh_postgres())),
+        };
+        assert_eq!(svc.database().backend(), backend);
+        let cli = session_on(&svc, "cli", "cli work");
+        let tg = session_on(&svc, "telegram", "chat");
         Fixture {
             _dir: dir,
             svc,
+            backend,
             cli,
             tg,
         }
     }
 
+    fn search_with(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+    ) -> scribe_message::Result<Vec<SearchHit>> {
+        self.svc.search(query, options)
+    }
+
     fn search(&self, query: &str) -> Vec<SearchHit> {
-        self.svc.search(query, &SearchOptions::default()).unwrap()
+        self.search_with(query, &SearchOptions::default()).unwrap()
     }
 
     fn texts(&self, query: &str) -> Vec<String> {
@@ -120,8 +221,7 @@ impl Fixture {
 
     fn texts_with(&self, query: &str, options: &SearchOptions) -> Vec<String> {
         let mut out: Vec<String> = self
-            .svc
-            .search(query, options)
+            .search_with(query, options)
             .unwrap()
             .into_iter()
             .map(|h| self.svc.get(&h.message_id).unwrap().text())
@@ -137,8 +237,8 @@ fn sorted(v: &[&str]) -> Vec<String> {
     out
 }
 
-fn corpus() -> Fixture {
-    let f = Fixture::new();
+fn corpus(backend: Backend) -> Fixture {
+    let f = Fixture::new(backend);
     for text in [
         "The quick brown fox jumps over the lazy dog",
         "fix the chat-send handler in my-app.config.ts",
@@ -156,18 +256,16 @@ fn corpus() -> Fixture {
     f
 }
 
-#[test]
-fn every_sanitizer_case_runs_through_search() {
-    let f = corpus();
+fn every_sanitizer_case_runs_through_search(backend: Backend) {
+    let f = corpus(backend);
     for input in SANITIZER_INPUTS {
-        let result = f.svc.search(input, &SearchOptions::default());
+        let result = f.search_with(input, &SearchOptions::default());
         assert!(result.is_ok(), "{input:?}: {result:?}");
     }
 }
 
-#[test]
-fn words_phrases_or_not_prefix_and_identifiers_find_the_right_messages() {
-    let f = corpus();
+fn words_phrases_or_not_prefix_and_identifiers_find_the_right_messages(backend: Backend) {
+    let f = corpus(backend);
     assert_eq!(
         f.texts("quick fox"),
         sorted(&["The quick brown fox jumps over the lazy dog"])
@@ -224,9 +322,8 @@ fn words_phrases_or_not_prefix_and_identifiers_find_the_right_messages() {
     assert!(f.texts("").is_empty());
 }
 
-#[test]
-fn cjk_uses_trigrams_from_three_characters_and_like_below() {
-    let f = corpus();
+fn cjk_uses_trigrams_from_three_characters_and_like_below(backend: Backend) {
+    let f = corpus(backend);
     assert_eq!(f.texts("连接池"), sorted(&["数据库连接池配置错误"]));
     assert_eq!(f.texts("数据库连接池"), sorted(&["数据库连接池配置错误"]));
     assert_eq!(f.texts("中文"), sorted(&["这是中文文本"]));
@@ -239,9 +336,8 @@ fn cjk_uses_trigrams_from_three_characters_and_like_below() {
     assert_eq!(like[0].snippet, "这是>>>中文<<<文本");
 }
 
-#[test]
-fn hits_carry_snippet_context_and_session_fields() {
-    let f = Fixture::new();
+fn hits_carry_snippet_context_and_session_fields(backend: Backend) {
+    let f = Fixture::new(backend);
     let before = say(
         &f.svc,
         &f.tg,
@@ -263,7 +359,7 @@ fn hits_carry_snippet_context_and_session_fields() {
         Role::User,
         &"thanks, that worked ".repeat(30),
     );
-    let hits = f.svc.search("vault", &SearchOptions::default()).unwrap();
+    let hits = f.search("vault");
     assert_eq!(hits.len(), 1);
     let hit = &hits[0];
     assert_eq!(hit.message_id, hit_msg.id);
@@ -285,14 +381,13 @@ fn hits_carry_snippet_context_and_session_fields() {
         a.text
     );
     // The first message of a session has no context before it.
-    let first = f.svc.search("kafka", &SearchOptions::default()).unwrap();
+    let first = f.search("kafka");
     assert!(first[0].before.is_none());
     assert_eq!(first[0].after.as_ref().unwrap().id, hit_msg.id);
 }
 
-#[test]
-fn filters_apply_on_every_route() {
-    let f = Fixture::new();
+fn filters_apply_on_every_route(backend: Backend) {
+    let f = Fixture::new(backend);
     let texts = [
         "deploy token 数据库迁移 中文",
         "deploy token 数据库迁移 中文 again",
@@ -308,8 +403,7 @@ fn filters_apply_on_every_route() {
         .unwrap();
     let tg_user = say(&f.svc, &f.tg, Role::User, texts[0]);
     let ids = |q: &str, o: &SearchOptions| -> HashSet<String> {
-        f.svc
-            .search(q, o)
+        f.search_with(q, o)
             .unwrap()
             .into_iter()
             .map(|h| h.message_id)
@@ -381,9 +475,8 @@ fn filters_apply_on_every_route() {
     }
 }
 
-#[test]
-fn a_message_with_many_matching_parts_is_one_hit() {
-    let f = Fixture::new();
+fn a_message_with_many_matching_parts_is_one_hit(backend: Backend) {
+    let f = Fixture::new(backend);
     let msg = f
         .svc
         .create(NewMessage::new(
@@ -411,9 +504,8 @@ fn a_message_with_many_matching_parts_is_one_hit() {
     }
 }
 
-#[test]
-fn tool_names_inputs_and_outputs_are_found_until_changed_or_deleted() {
-    let f = Fixture::new();
+fn tool_names_inputs_and_outputs_are_found_until_changed_or_deleted(backend: Backend) {
+    let f = Fixture::new(backend);
     let mut tool = Part::tool("call_1", "ripgrep_search", json!({"pattern": "zebrafish"}));
     let msg = f
         .svc
@@ -462,9 +554,8 @@ fn tool_names_inputs_and_outputs_are_found_until_changed_or_deleted() {
     }
 }
 
-#[test]
-fn results_order_by_rank_then_recency() {
-    let f = Fixture::new();
+fn results_order_by_rank_then_recency(backend: Backend) {
+    let f = Fixture::new(backend);
     let weak = say(
         &f.svc,
         &f.cli,
@@ -488,28 +579,62 @@ fn results_order_by_rank_then_recency() {
     );
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+fn any_string_searches_ok(backend: Backend, query: &str) -> Result<(), TestCaseError> {
+    thread_local! {
+        // Leaked: a PostgreSQL client must not be dropped while the thread's locals are
+        // torn down (its runtime is gone by then).
+        static FIXTURES: RefCell<Vec<&'static Fixture>> = const { RefCell::new(Vec::new()) };
+    }
+    let f = FIXTURES.with(|fixtures| {
+        let mut fixtures = fixtures.borrow_mut();
+        match fixtures.iter().find(|f| f.backend == backend) {
+            Some(f) => *f,
+            None => {
+                let f: &'static Fixture = Box::leak(Box::new(corpus(backend)));
+                fixtures.push(f);
+                f
+            }
+        }
+    });
+    let result = f.search_with(query, &SearchOptions::default());
+    prop_assert!(result.is_ok(), "{:?}: {:?}", query, result);
+    Ok(())
+}
 
-    #[test]
-    fn any_string_searches_ok(query in prop_oneof![
+fn any_query() -> impl Strategy<Value = String> {
+    prop_oneof![
         ".*",
         "[ -~]{0,40}",
         "[\"()*:^+\\-%_\\\\ a-zA-Z0-9]{0,30}",
         "[\\u{4e00}-\\u{4e20} a-z\"*]{0,12}",
-        proptest::collection::vec(prop_oneof![
-            Just("OR".to_owned()), Just("AND".to_owned()), Just("NOT".to_owned()),
-            Just("\"".to_owned()), Just("*".to_owned()), Just("(".to_owned()),
-            Just("数据".to_owned()), "[a-z]{1,5}",
-        ], 0..8).prop_map(|v| v.join(" ")),
-    ]) {
-        thread_local! {
-            static FIXTURE: Fixture = corpus();
-        }
-        FIXTURE.with(|f| {
-            let result = f.svc.search(&query, &SearchOptions::default());
-            prop_assert!(result.is_ok(), "{:?}: {:?}", query, result);
-            Ok(())
-        })?;
+        proptest::collection::vec(
+            prop_oneof![
+                Just("OR".to_owned()),
+                Just("AND".to_owned()),
+                Just("NOT".to_owned()),
+                Just("\"".to_owned()),
+                Just("*".to_owned()),
+                Just("(".to_owned()),
+                Just("数据".to_owned()),
+                "[a-z]{1,5}",
+            ],
+            0..8
+        )
+        .prop_map(|v| v.join(" ")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn any_string_searches_ok_on_sqlite(query in any_query()) {
+        any_string_searches_ok(Backend::Sqlite, &query)?;
+    }
+
+    #[test]
+    #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+    fn any_string_searches_ok_on_postgres(query in any_query()) {
+        any_string_searches_ok(Backend::Postgres, &query)?;
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use scribe_db::filters::{self, SessionFilter};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
-use scribe_db::{Backend, Database, ReadTx, Reads, Tx};
+use scribe_db::{Database, Reads, Tx};
 use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
@@ -361,17 +361,13 @@ impl SessionService {
     /// The sessions matching `filter`, in its order (by default newest first: creation
     /// time, then id, descending), limited and offset as it says.
     pub fn list(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
-        self.db.read(|tx| sessions(filtered_sessions(tx, filter)?))
+        self.db
+            .read(|tx| sessions(filters::list_sessions(tx, filter)?))
     }
 
     /// How many sessions match `filter` (its order, limit and offset ignored).
     pub fn count(&self, filter: &SessionFilter) -> Result<i64> {
-        self.db.read(|tx| match tx.backend() {
-            Backend::Sqlite => {
-                Ok(filters::count_sessions(tx.conn(), filter).map_err(scribe_db::Error::from)?)
-            }
-            Backend::Postgres => Err(filters_not_on_postgres()),
-        })
+        self.db.read(|tx| Ok(filters::count_sessions(tx, filter)?))
     }
 
     /// Reads `id`, lets `change` edit it, and stores the mutable fields in one transaction:
@@ -693,30 +689,6 @@ pub enum CompactionClaim {
         /// When the running compaction claimed the session (ms since the epoch).
         since_ms: i64,
     },
-}
-
-/// The session rows matching `filter` ([`filters::list_sessions`]).
-pub(crate) fn filtered_sessions(
-    tx: &mut ReadTx<'_>,
-    filter: &SessionFilter,
-) -> Result<Vec<scribe_db::queries::SessionRow>> {
-    match tx.backend() {
-        Backend::Sqlite => {
-            Ok(filters::list_sessions(tx.conn(), filter).map_err(scribe_db::Error::from)?)
-        }
-        Backend::Postgres => Err(filters_not_on_postgres()),
-    }
-}
-
-/// The dynamic filters (sea-query, built at run time) still run on the SQLite connection
-/// only; the `pgsearch` stream moves them onto the transaction handle. Until then a
-/// filtered list on PostgreSQL is this error, never a panic.
-fn filters_not_on_postgres() -> SessionError {
-    SessionError::Db(scribe_db::Error::Postgres {
-        code: None,
-        message: "filtered session lists do not run on PostgreSQL in this build".to_owned(),
-        source: None,
-    })
 }
 
 /// `title` is already normalized.

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use scribe_db::filters::{SessionFilter, SessionOrder};
+use scribe_db::filters::{self, SessionFilter, SessionOrder};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
 use scribe_db::{Reads, Tx};
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
 use crate::files::{FileVersion, file_versions};
-use crate::service::{SessionService, child_of, filtered_sessions, insert_session, load};
+use crate::service::{SessionService, child_of, insert_session, load};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -351,7 +351,7 @@ impl SessionService {
                         order: SessionOrder::CreatedAsc,
                         ..SessionFilter::default()
                     };
-                    parents_first(sessions(filtered_sessions(tx, &filter)?)?)
+                    parents_first(sessions(filters::list_sessions(tx, &filter)?)?)
                 }
             };
             for session in sessions {

@@ -1,0 +1,599 @@
+//! [`super::search`] on PostgreSQL, with the same inputs and the same hit format as on
+//! SQLite.
+//!
+//! - Words ([`TextQuery::Words`]): the sanitized FTS5 expression is read back into its
+//!   alternatives and terms ([`groups`]) and written as a `tsquery` ([`tsquery`]): a term
+//!   is a phrase of its alphanumeric runs (`my-app.config.ts` → `'my' <-> 'app' <-> …`),
+//!   a prefix marks its last run `:*`, `NOT` is `!`, `OR` is `|`. Every run is
+//!   alphanumeric and quoted, so no input reaches `to_tsquery` as syntax. The match
+//!   repeats the expression of V1's `parts_search_words` GIN index (text split at every
+//!   non-alphanumeric, folded by the `scribe` configuration), so the index serves it.
+//!   Rank: `ts_rank_cd` with length normalization, negated so lower is better as with
+//!   bm25; ties newest first.
+//! - Substrings ([`TextQuery::Trigrams`], [`TextQuery::Substrings`]): every alternative's
+//!   terms as `ILIKE '%term%'` (escaped) over all text, which V1's pg_trgm GIN index
+//!   serves for terms of three or more characters. Rank: how often the terms occur per
+//!   character of text ([`substring_rank`], bm25's direction), ties newest first. The
+//!   trigram index here holds every part, so the plain-text alternatives SQLite adds with
+//!   a LIKE are already covered, and ranked with the rest instead of after them.
+//! - A literal substring ([`TextQuery::Substring`]): `ILIKE`, newest first, as on SQLite.
+//!
+//! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
+//! part by position among equals). Snippets are cut here from the part's text, in
+//! FTS5's format: at most [`SNIPPET_TOKENS`] words, every phrase match marked between
+//! [`MATCH_START`] and [`MATCH_END`], [`ELLIPSIS`] where text was cut.
+//!
+//! The GIN indexes are maintained inside each write, so there is nothing to index before
+//! a search (`index_pending` does nothing on PostgreSQL).
+
+use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
+use unicode_normalization::UnicodeNormalization;
+
+use super::{
+    ELLIPSIS, JoinOrder, MATCH_END, MATCH_START, SNIPPET_TOKENS, SearchFilter, SearchHit,
+    TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, like_snippet, tc,
+};
+use crate::filters::{escape_like, pg};
+
+/// The indexed expression of `parts_search_words` (V1), over `p.search_text`.
+const VECTOR: &str = r#"to_tsvector('scribe'::regconfig, regexp_replace("p"."search_text", '[^[:alnum:]]+', ' ', 'g'))"#;
+
+/// One term of a query: its text and whether it is a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Term {
+    pub(super) text: String,
+    pub(super) prefix: bool,
+}
+
+/// One alternative: every `positive` term and none of the `negative` ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Group {
+    pub(super) positive: Vec<Term>,
+    pub(super) negative: Vec<Term>,
+}
+
+/// The alternatives of an FTS5 expression as the sanitizer writes them (quoted strings,
+/// `"…"*`, `NOT`, `OR`, brackets around an alternative). Anything else is read leniently:
+/// a bare word is a term, brackets only separate, so no input fails; an alternative
+/// without a positive term is dropped (FTS5 cannot express it either).
+pub(super) fn groups(expr: &str) -> Vec<Group> {
+    let mut out = Vec::new();
+    let mut current = Group::default();
+    let mut negate = false;
+    let mut chars = expr.chars().peekable();
+    let close = |current: &mut Group, out: &mut Vec<Group>| {
+        let group = std::mem::take(current);
+        if !group.positive.is_empty() {
+            out.push(group);
+        }
+    };
+    while let Some(&ch) = chars.peek() {
+        let term = if ch == '"' {
+            chars.next();
+            let mut text = String::new();
+            while let Some(ch) = chars.next() {
+                if ch == '"' {
+                    if chars.peek() == Some(&'"') {
+                        chars.next();
+                        text.push('"');
+                    } else {
+                        break;
+                    }
+                } else {
+                    text.push(ch);
+                }
+            }
+            Some(text)
+        } else if ch.is_whitespace() || ch == '(' || ch == ')' {
+            chars.next();
+            None
+        } else {
+            let mut word = String::new();
+            while let Some(&ch) = chars.peek() {
+                if ch.is_whitespace() || matches!(ch, '(' | ')' | '"' | '*') {
+                    break;
+                }
+                word.push(ch);
+                chars.next();
+            }
+            match word.as_str() {
+                "OR" => {
+                    negate = false;
+                    close(&mut current, &mut out);
+                    None
+                }
+                "NOT" => {
+                    negate = true;
+                    None
+                }
+                "AND" | "" => {
+                    // A lone `*` (nothing before it) is skipped.
+                    if word.is_empty() {
+                        chars.next();
+                    }
+                    None
+                }
+                _ => Some(word),
+            }
+        };
+        let Some(text) = term else {
+            continue;
+        };
+        let mut prefix = false;
+        while chars.next_if_eq(&'*').is_some() {
+            prefix = true;
+        }
+        let term = Term { text, prefix };
+        if std::mem::take(&mut negate) {
+            current.negative.push(term);
+        } else {
+            current.positive.push(term);
+        }
+    }
+    close(&mut current, &mut out);
+    out
+}
+
+/// The runs of letters and digits of `text` (what the word index splits text into).
+fn runs(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|r| !r.is_empty())
+}
+
+/// A term as a `tsquery` operand: its runs as a phrase, the last a prefix when the term
+/// is one; `None` when it has no letter or digit.
+fn operand(term: &Term) -> Option<String> {
+    let runs: Vec<&str> = runs(&term.text).collect();
+    let last = runs.len().checked_sub(1)?;
+    let phrase: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let star = if term.prefix && i == last { ":*" } else { "" };
+            // A run is letters and digits only: nothing to escape inside the quotes.
+            format!("'{run}'{star}")
+        })
+        .collect();
+    Some(if phrase.len() == 1 {
+        phrase.concat()
+    } else {
+        format!("({})", phrase.join(" <-> "))
+    })
+}
+
+/// The `tsquery` text of `groups` (for `to_tsquery('scribe', …)`); `None` when no
+/// alternative has a term with letters or digits.
+pub(super) fn tsquery(groups: &[Group]) -> Option<String> {
+    let alternatives: Vec<String> = groups
+        .iter()
+        .filter_map(|group| {
+            let positive: Vec<String> = group.positive.iter().filter_map(operand).collect();
+            if positive.is_empty() {
+                return None;
+            }
+            let negative = group
+                .negative
+                .iter()
+                .filter_map(operand)
+                .map(|o| format!("!{o}"));
+            let all: Vec<String> = positive.into_iter().chain(negative).collect();
+            Some(format!("({})", all.join(" & ")))
+        })
+        .collect();
+    (!alternatives.is_empty()).then(|| alternatives.join(" | "))
+}
+
+/// Runs `filter` on PostgreSQL.
+pub(super) fn search(
+    client: &mut postgres::Client,
+    filter: &SearchFilter,
+) -> crate::Result<Vec<SearchHit>> {
+    if filter.limit == 0 {
+        return Ok(Vec::new());
+    }
+    match &filter.query {
+        TextQuery::Words(expr) => {
+            let groups = groups(expr);
+            let Some(query) = tsquery(&groups) else {
+                return Ok(Vec::new());
+            };
+            // `$1`: the values given with each expression (sea-query renumbers them).
+            let matched = format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)");
+            let rank = format!(
+                "CAST(-ts_rank_cd({VECTOR}, to_tsquery('scribe'::regconfig, $1), 1) AS DOUBLE PRECISION)"
+            );
+            let best = best_parts(
+                filter,
+                Expr::cust_with_values(matched, [query.clone()]),
+                Expr::cust_with_values(rank, [query]),
+            );
+            let rows = pg::query(client, &page(best, filter))?;
+            let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
+            rows.iter()
+                .map(|row| hit(row, |text| word_snippet(text, &terms)))
+                .collect()
+        }
+        TextQuery::Trigrams(expr) | TextQuery::Substrings { trigrams: expr, .. } => {
+            let groups = groups(expr);
+            let mut any = Cond::any();
+            for group in &groups {
+                let mut all = Cond::all();
+                for term in &group.positive {
+                    all = all.add(contains(&term.text));
+                }
+                for term in &group.negative {
+                    all = all.add(contains(&term.text).not());
+                }
+                any = any.add(all);
+            }
+            if groups.is_empty() {
+                return Ok(Vec::new());
+            }
+            let terms: Vec<String> = groups
+                .into_iter()
+                .flat_map(|g| g.positive)
+                .map(|t| t.text)
+                .collect();
+            let best = best_parts(filter, any.into(), substring_rank(&terms));
+            let rows = pg::query(client, &page(best, filter))?;
+            rows.iter()
+                .map(|row| {
+                    hit(row, |text| {
+                        let needle = terms
+                            .iter()
+                            .find(|t| find_ascii_case_insensitive(text, t).is_some())
+                            .map_or("", String::as_str);
+                        like_snippet(text, needle)
+                    })
+                })
+                .collect()
+        }
+        TextQuery::Substring(text) => {
+            let best = best_parts(
+                filter,
+                contains(text),
+                Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+            );
+            let rows = pg::query(client, &page(best, filter))?;
+            rows.iter()
+                .map(|row| hit(row, |t| like_snippet(t, text)))
+                .collect()
+        }
+    }
+}
+
+/// The rank of a part on the substring route: minus how often the terms occur in it per
+/// character of its text, so more of the terms in less text ranks first, the direction in
+/// which bm25 ranks SQLite's trigram hits.
+fn substring_rank(terms: &[String]) -> Expr {
+    let text = r#""p"."search_text""#;
+    let mut sql = String::from("CAST(-(0");
+    let mut values = Vec::new();
+    for (n, term) in terms.iter().enumerate() {
+        let n = n + 1;
+        sql.push_str(&format!(
+            " + (char_length({text}) - char_length(replace(lower({text}), lower(CAST(${n} AS TEXT)), ''))) \
+             / CAST(greatest(char_length(CAST(${n} AS TEXT)), 1) AS DOUBLE PRECISION)"
+        ));
+        values.push(term.clone());
+    }
+    sql.push_str(&format!(
+        ") / greatest(char_length({text}), 1) AS DOUBLE PRECISION)"
+    ));
+    Expr::cust_with_values(sql, values)
+}
+
+/// `p.search_text ILIKE '%text%'`, escaped with `\\` (PostgreSQL's default LIKE escape):
+/// the pg_trgm index serves it from three characters on. ILIKE folds case as SQLite's LIKE
+/// and trigram index do.
+fn contains(text: &str) -> Expr {
+    Expr::cust_with_values(
+        r#""p"."search_text" ILIKE $1"#,
+        [format!("%{}%", escape_like(text))],
+    )
+}
+
+/// The best part of each matching message that passes the filters: its `seq`, message
+/// id, message time and `rank` (lower is better; the first part among equals).
+fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStatement {
+    let mut query = Query::select();
+    query
+        .distinct_on([tc("p", "message_id")])
+        .expr_as(c("p", "seq"), Alias::new("seq"))
+        .expr_as(c("p", "message_id"), Alias::new("message_id"))
+        .expr_as(c("m", "created_at"), Alias::new("created_at"))
+        .expr_as(rank, Alias::new("rank"))
+        .from_as(Alias::new("parts"), Alias::new("p"));
+    filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    query
+        .and_where(matched)
+        .order_by(tc("p", "message_id"), Order::Asc)
+        .order_by(Alias::new("rank"), Order::Asc)
+        .order_by(tc("p", "position"), Order::Asc);
+    query
+}
+
+/// The page of `best` (rank, then newest first) with the columns of a hit.
+fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
+    let mut query = Query::select();
+    hit_columns(&mut query, c("p", "search_text"), c("h", "rank"));
+    query
+        .from_subquery(best, Alias::new("h"))
+        .join_as(
+            JoinType::InnerJoin,
+            Alias::new("parts"),
+            Alias::new("p"),
+            c("p", "seq").equals(tc("h", "seq")),
+        )
+        .join_as(
+            JoinType::InnerJoin,
+            Alias::new("messages"),
+            Alias::new("m"),
+            c("m", "id").equals(tc("p", "message_id")),
+        )
+        .join_as(
+            JoinType::InnerJoin,
+            Alias::new("sessions"),
+            Alias::new("s"),
+            c("s", "id").equals(tc("p", "session_id")),
+        )
+        .order_by(tc("h", "rank"), Order::Asc)
+        .order_by(tc("h", "created_at"), Order::Desc)
+        .order_by(tc("h", "message_id"), Order::Desc)
+        .limit(filter.limit)
+        .offset(filter.offset);
+    query
+}
+
+/// A hit from a row of [`hit_columns`]; `snippet` cuts the part's text.
+fn hit(row: &postgres::Row, snippet: impl Fn(&str) -> String) -> crate::Result<SearchHit> {
+    let text: Option<String> = row.try_get(5)?;
+    Ok(SearchHit {
+        message_id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        part_id: row.try_get(2)?,
+        role: row.try_get(3)?,
+        created_at: row.try_get(4)?,
+        snippet: snippet(text.as_deref().unwrap_or_default()),
+        rank: row.try_get(6)?,
+        source: row.try_get(7)?,
+        session_model: row.try_get(8)?,
+        message_model: row.try_get(9)?,
+        title: row.try_get(10)?,
+        session_created_at: row.try_get(11)?,
+    })
+}
+
+/// `word` as the word index compares it: lowercase, diacritics removed.
+fn fold(word: &str) -> String {
+    word.nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A word of the text: where it is and how it compares.
+struct Word {
+    start: usize,
+    end: usize,
+    folded: String,
+}
+
+/// FTS5's `snippet()` as closely as it matters: a window of at most [`SNIPPET_TOKENS`]
+/// words, the one with the most distinct terms matched (the earliest among equals), the
+/// first match roughly centred; each phrase match marked as one span; [`ELLIPSIS`] where
+/// the window cuts text; the text before the first word and after the last kept when the
+/// window reaches them.
+fn word_snippet(text: &str, terms: &[Term]) -> String {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, ch) in text.char_indices().chain([(text.len(), ' ')]) {
+        match (ch.is_alphanumeric() && i < text.len(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                let word = text.get(s..i).unwrap_or_default();
+                words.push(Word {
+                    start: s,
+                    end: i,
+                    folded: fold(word),
+                });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    // Every match: (first word, last word, which term).
+    let mut matches: Vec<(usize, usize, usize)> = Vec::new();
+    for (t, term) in terms.iter().enumerate() {
+        let phrase: Vec<String> = runs(&term.text).map(fold).collect();
+        let Some(last) = phrase.len().checked_sub(1) else {
+            continue;
+        };
+        for first in 0..words.len() {
+            let fits = phrase.iter().enumerate().all(|(k, want)| {
+                words.get(first + k).is_some_and(|w| {
+                    if term.prefix && k == last {
+                        w.folded.starts_with(want.as_str())
+                    } else {
+                        w.folded == *want
+                    }
+                })
+            });
+            if fits {
+                matches.push((first, first + last, t));
+            }
+        }
+    }
+    matches.sort_unstable();
+    let window = usize::try_from(SNIPPET_TOKENS).unwrap_or(24);
+    // The window around each match; the best covers the most distinct terms.
+    let mut best: Option<(usize, usize)> = None; // (start word, score)
+    for &(first, last, _) in &matches {
+        let span = last - first + 1;
+        let lead = window.saturating_sub(span) / 2;
+        let begin = first
+            .saturating_sub(lead)
+            .min(words.len().saturating_sub(window));
+        let mut covered: Vec<usize> = matches
+            .iter()
+            .filter(|m| m.0 >= begin && m.1 < begin + window)
+            .map(|m| m.2)
+            .collect();
+        covered.sort_unstable();
+        covered.dedup();
+        if best.is_none_or(|(_, score)| covered.len() > score) {
+            best = Some((begin, covered.len()));
+        }
+    }
+    let begin = best.map_or(0, |(b, _)| b);
+    let end = (begin + window).min(words.len());
+    let from = if begin == 0 {
+        0
+    } else {
+        words.get(begin).map_or(0, |w| w.start)
+    };
+    let to = if end >= words.len() {
+        text.len()
+    } else {
+        words.get(end - 1).map_or(text.len(), |w| w.end)
+    };
+    // Marked spans inside the window, merged where they overlap or touch.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for &(first, last, _) in &matches {
+        if first < begin || last >= end {
+            continue;
+        }
+        let (Some(a), Some(b)) = (words.get(first), words.get(last)) else {
+            continue;
+        };
+        match spans.last_mut() {
+            Some(prev) if a.start <= prev.1 => prev.1 = prev.1.max(b.end),
+            _ => spans.push((a.start, b.end)),
+        }
+    }
+    let mut out = String::new();
+    if from > 0 {
+        out.push_str(ELLIPSIS);
+    }
+    let mut at = from;
+    for (a, b) in spans {
+        out.push_str(text.get(at..a).unwrap_or_default());
+        out.push_str(MATCH_START);
+        out.push_str(text.get(a..b).unwrap_or_default());
+        out.push_str(MATCH_END);
+        at = b;
+    }
+    out.push_str(text.get(at..to).unwrap_or_default());
+    if to < text.len() {
+        out.push_str(ELLIPSIS);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(text: &str, prefix: bool) -> Term {
+        Term {
+            text: text.to_owned(),
+            prefix,
+        }
+    }
+
+    #[test]
+    fn the_sanitizers_expressions_read_back_into_alternatives() {
+        assert_eq!(
+            groups(r#"("a" "b" NOT "c") OR "d""#),
+            vec![
+                Group {
+                    positive: vec![t("a", false), t("b", false)],
+                    negative: vec![t("c", false)],
+                },
+                Group {
+                    positive: vec![t("d", false)],
+                    negative: vec![],
+                },
+            ]
+        );
+        assert_eq!(
+            groups(r#""connection po"* "say ""hi""""#),
+            vec![Group {
+                positive: vec![t("connection po", true), t(r#"say "hi""#, false)],
+                negative: vec![],
+            }]
+        );
+        // Whatever else comes in is read without failing.
+        for odd in [
+            "", "(", ")", "\"", "*", "OR", "NOT", "a OR", "NOT a", "\"a", "a*b (",
+        ] {
+            let _ = tsquery(&groups(odd));
+        }
+        assert!(groups("NOT a").is_empty());
+    }
+
+    #[test]
+    fn terms_become_phrases_of_their_runs() {
+        let q = tsquery(&groups(r#""my-app.config.ts" NOT "x" OR "conf"*"#)).unwrap();
+        assert_eq!(
+            q,
+            "(('my' <-> 'app' <-> 'config' <-> 'ts') & !'x') | ('conf':*)"
+        );
+        assert_eq!(tsquery(&groups(r#""'\&|!""#)), None);
+        assert_eq!(tsquery(&groups(r#""don't""#)).unwrap(), "(('don' <-> 't'))");
+    }
+
+    #[test]
+    fn snippets_mark_phrases_and_cut_like_fts5() {
+        assert_eq!(
+            word_snippet("see my-app.config.ts now", &[t("my-app.config.ts", false)]),
+            "see >>>my-app.config.ts<<< now"
+        );
+        assert_eq!(
+            word_snippet("Café au lait", &[t("cafe", false)]),
+            ">>>Café<<< au lait"
+        );
+        assert_eq!(
+            word_snippet("deployment done", &[t("deploy", true)]),
+            ">>>deployment<<< done"
+        );
+        let long = format!("{} needle {}", "a ".repeat(100), "b ".repeat(100));
+        let s = word_snippet(&long, &[t("needle", false)]);
+        assert!(s.starts_with(ELLIPSIS) && s.ends_with(ELLIPSIS), "{s}");
+        assert!(s.contains(">>>needle<<<"), "{s}");
+        assert_eq!(s.split_whitespace().count(), 24, "{s}");
+        // No match found here (the server split differently): the start, unmarked.
+        let s = word_snippet(&long, &[t("zzz", false)]);
+        assert!(s.starts_with("a a") && s.ends_with(ELLIPSIS), "{s}");
+        assert_eq!(word_snippet("", &[t("x", false)]), "");
+    }
+}
+
+#[cfg(test)]
+mod statement_tests {
+    use sea_query::PostgresQueryBuilder;
+
+    use super::*;
+
+    /// The statement binds every value and repeats the index's expression.
+    #[test]
+    fn the_words_statement_binds_its_query_and_uses_the_indexed_expression() {
+        let filter = SearchFilter {
+            sources: vec!["cli".into()],
+            ..SearchFilter::new(TextQuery::Words(r#""x""#.into()))
+        };
+        let matched = Expr::cust_with_values(
+            format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+            ["'x'"],
+        );
+        let (sql, values) = page(best_parts(&filter, matched, contains("a%b")), &filter)
+            .build(PostgresQueryBuilder);
+        assert!(!sql.contains('?'), "{sql}");
+        assert!(sql.contains(VECTOR), "{sql}");
+        assert!(!sql.contains("'x'") && !sql.contains("a%b"), "{sql}");
+        assert!(
+            values.0.contains(&sea_query::Value::from(r"%a\%b%")),
+            "{values:?}"
+        );
+    }
+}

@@ -1,0 +1,5 @@
+-- Scribe schema, version 10: nothing to do on SQLite.
+--
+-- PostgreSQL's version 10 makes its searched text and words match this dialect's (a tool's
+-- input as stored, words with digits folded for diacritics). The file exists so both
+-- dialects number their versions alike.
