@@ -38,11 +38,11 @@ UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 -- content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
 -- row for RETURNING, the generated search_text too — a JSON extraction of the whole part
 -- on every streamed flush.)
-SELECT message_id, session_id, position, created_at FROM parts WHERE id = @id;
+SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = @id;
 
 -- name: GetPartContent :one
 -- A part's type and JSON (to check a tool part's change against it), and where it sits.
-SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = @id;
+SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = @id;
 
 -- name: NextPartPosition :one
 -- The position after a message's last part (0 for none).

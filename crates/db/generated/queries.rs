@@ -2241,7 +2241,7 @@ pub fn update_part(
 
 /// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
 pub const GET_PART_PLACE_SQL: &str =
-    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = ?1";
+    "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_place`].
 #[derive(Debug, Clone, PartialEq)]
@@ -2250,6 +2250,7 @@ pub struct GetPartPlaceRow {
     pub session_id: String,
     pub position: i64,
     pub created_at: i64,
+    pub updated_at: i64,
 }
 
 /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
@@ -2268,13 +2269,13 @@ pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
             session_id: row.get(1)?,
             position: row.get(2)?,
             created_at: row.get(3)?,
+            updated_at: row.get(4)?,
         })
     })
 }
 
 /// SQL of `GetPartContent` (sql/queries/parts.sql:43).
-pub const GET_PART_CONTENT_SQL: &str =
-    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = ?1";
+pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
 #[derive(Debug, Clone, PartialEq)]
@@ -2285,6 +2286,7 @@ pub struct GetPartContentRow {
     pub session_id: String,
     pub position: i64,
     pub created_at: i64,
+    pub updated_at: i64,
 }
 
 /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
@@ -2305,6 +2307,7 @@ pub fn get_part_content(
             session_id: row.get(3)?,
             position: row.get(4)?,
             created_at: row.get(5)?,
+            updated_at: row.get(6)?,
         })
     })
 }

@@ -368,11 +368,10 @@ pub const UPDATE_PART_SQL: &str =
 
 /// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
 pub const GET_PART_PLACE_SQL: &str =
-    "SELECT message_id, session_id, position, created_at FROM parts WHERE id = $1";
+    "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
 /// SQL of `GetPartContent` (sql/queries/parts.sql:43).
-pub const GET_PART_CONTENT_SQL: &str =
-    "SELECT type, data, message_id, session_id, position, created_at FROM parts WHERE id = $1";
+pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
 /// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
 pub const NEXT_PART_POSITION_SQL: &str =
@@ -1094,6 +1093,7 @@ fn read_get_part_place_row(row: &postgres::Row) -> Result<super::GetPartPlaceRow
         session_id: row.try_get(1)?,
         position: row.try_get(2)?,
         created_at: row.try_get(3)?,
+        updated_at: row.try_get(4)?,
     })
 }
 
@@ -1108,6 +1108,7 @@ fn read_get_part_content_row(
         session_id: row.try_get(3)?,
         position: row.try_get(4)?,
         created_at: row.try_get(5)?,
+        updated_at: row.try_get(6)?,
     })
 }
 

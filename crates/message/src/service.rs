@@ -577,6 +577,7 @@ impl MessageService {
                 session_id: old.session_id,
                 position: old.position,
                 created_at: old.created_at,
+                updated_at: old.updated_at,
             }
         } else {
             tx.q()
@@ -589,7 +590,9 @@ impl MessageService {
     }
 
     /// Stores `part` (serialised as `data`) as part `part_id`, which sits at `place`; its
-    /// event, not queued.
+    /// event, not queued. `updated_at` moves strictly forward (the clock, or one past the
+    /// stored time when the clock has not passed it), so the database's touch trigger never
+    /// replaces it with its own clock and the event carries exactly what is stored.
     fn write_part(
         &self,
         tx: &mut Tx<'_>,
@@ -598,7 +601,7 @@ impl MessageService {
         part: &Part,
         data: &str,
     ) -> Result<PartEvent> {
-        let now = tx.now();
+        let now = tx.now().max(place.updated_at.saturating_add(1));
         let changed = tx.q().update_part(&queries::UpdatePartParams {
             r#type: part.type_name(),
             data,
