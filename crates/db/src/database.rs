@@ -190,6 +190,16 @@ impl Database {
         }
     }
 
+    /// Which backend `location` names, without opening or creating anything: PostgreSQL
+    /// for a `postgres://`/`postgresql://` URL or a libpq keyword string, SQLite for a
+    /// path; [`Error::InvalidLocation`] for another `scheme://` URL (no backend for it).
+    pub fn backend_of(location: impl AsRef<Path>) -> Result<crate::Backend> {
+        Ok(match crate::backend::remote_location(location.as_ref())? {
+            Some(_) => crate::Backend::Postgres,
+            None => crate::Backend::Sqlite,
+        })
+    }
+
     /// Opens `path` and migrates it only up to version `target`; for tests of migrations
     /// from older schemas.
     #[doc(hidden)]

@@ -18,6 +18,8 @@ pub mod show;
 pub mod sources;
 pub mod stats;
 
+use scribe_db::{Backend, Database};
+
 use crate::cli::{Cli, Command};
 use crate::context::{Access, Context};
 use crate::error::CliError;
@@ -31,6 +33,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         _ => {}
     }
     let path = location::database_path(cli.db)?;
+    if Database::backend_of(&path)? == Backend::Postgres
+        && let Some((command, reason)) = postgres_gap(&cli.command)
+    {
+        return Err(CliError::Unsupported {
+            command,
+            backend: "PostgreSQL",
+            reason,
+        });
+    }
     match cli.command {
         Command::Db(command) => return db::run(command, &path),
         Command::Serve(cmd) => return cmd.run(&path),
@@ -65,4 +76,42 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// Why a PostgreSQL database (`--db postgres://…`) cannot run `command` yet, with the
+/// command's name; `None` for a command that runs there. Checked before the database is
+/// opened, so a refused command connects to nothing and changes nothing.
+///
+/// The commands over the session and message services wait for those services to move
+/// from the SQLite connection to the generated query traits (`tx.q()`); the `db`
+/// subcommands run on both backends.
+fn postgres_gap(command: &Command) -> Option<(&'static str, &'static str)> {
+    const SERVICES: &str = "its services still read SQLite directly; meanwhile `scribe db \
+                            copy <URL> <FILE>` copies the store into a file it can read";
+    let gap = match command {
+        Command::Db(db::DbCommand::Info(_) | db::DbCommand::Migrate | db::DbCommand::Check)
+        | Command::Db(db::DbCommand::Copy(_))
+        | Command::Completions(_)
+        | Command::DemoCheck(_) => return None,
+        Command::Db(db::DbCommand::Vacuum) => (
+            "db vacuum",
+            "PostgreSQL reclaims space with autovacuum (run VACUUM in psql to force it)",
+        ),
+        Command::List(_) => ("list", SERVICES),
+        Command::Show(_) => ("show", SERVICES),
+        Command::Search(_) => ("search", SERVICES),
+        Command::Stats(_) => ("stats", SERVICES),
+        Command::Export(_) => ("export", SERVICES),
+        Command::Import(_) => ("import", SERVICES),
+        Command::Sources(_) => ("sources", SERVICES),
+        Command::Rename(_) => ("rename", SERVICES),
+        Command::Fork(_) => ("fork", SERVICES),
+        Command::Archive(_) => ("archive", SERVICES),
+        Command::Unarchive(_) => ("unarchive", SERVICES),
+        Command::Delete(_) => ("delete", SERVICES),
+        Command::Prune(_) => ("prune", SERVICES),
+        Command::Demo(_) => ("demo", SERVICES),
+        Command::Serve(_) => ("serve", "the web viewer reads SQLite directly"),
+    };
+    Some(gap)
 }

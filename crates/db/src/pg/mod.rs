@@ -6,6 +6,7 @@
 //! - [`migrate`]: migrations under an advisory lock.
 //! - [`events`]: the cross-host event listener.
 //! - [`copy`]: copying a whole store between backends.
+//! - `check`: what `scribe db check` verifies on PostgreSQL.
 //!
 //! Transactions keep SQLite's contract. A write runs SERIALIZABLE, so every
 //! read-check-write a service does (a free title, the next file version, a lease) is as
@@ -16,6 +17,7 @@
 //! [`crate::Error::CommitUnknown`] is returned, never a retry. A read runs REPEATABLE READ
 //! READ ONLY: one snapshot, never blocking a writer.
 
+mod check;
 pub mod copy;
 pub mod events;
 pub(crate) mod location;
@@ -174,9 +176,12 @@ impl PgBackend {
 
     /// [`crate::Database::info`] on PostgreSQL: the database's size stands for the file
     /// size; there is no write-ahead log file of its own.
-    pub(crate) fn info(&self, tables: &[&'static str]) -> Result<DbInfo> {
+    pub(crate) fn info(&self, tables: &[&'static str], location: String) -> Result<DbInfo> {
         let mut client = self.pool.get()?;
         client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let version: String = client
+            .query_one("SELECT current_setting('server_version')", &[])?
+            .try_get(0)?;
         let schema_version = migrate::current_version(&mut client)?;
         let mut counts = Vec::with_capacity(tables.len());
         for &table in tables {
@@ -191,6 +196,9 @@ impl PgBackend {
             .try_get(0)?;
         client.batch_execute("COMMIT")?;
         Ok(DbInfo {
+            backend: crate::Backend::Postgres,
+            location,
+            engine_version: format!("PostgreSQL {version}"),
             path: None,
             schema_version,
             known_version: migrate::known_version(),
