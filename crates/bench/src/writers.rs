@@ -313,7 +313,7 @@ pub fn run(
     })
 }
 
-fn collect(
+pub(crate) fn collect(
     children: &mut [Child],
     readers: Vec<BufReader<std::process::ChildStdout>>,
 ) -> Result<Vec<WriterReport>> {
