@@ -280,11 +280,14 @@ fn killed_writers_lose_nothing_acknowledged() {
         // Every message also loads through the message layer, parts decoded.
         let loaded: usize = db
             .read(|tx| -> scribe_message::Result<_> {
-                let ids: Vec<String> = tx
-                    .conn()
-                    .prepare("SELECT id FROM sessions")?
-                    .query_map([], |row| row.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
+                // A raw look at the SQLite file (this test kills SQLite writers).
+                let ids: Vec<String> = (|| {
+                    tx.conn()
+                        .prepare("SELECT id FROM sessions")?
+                        .query_map([], |row| row.get(0))?
+                        .collect::<rusqlite::Result<_>>()
+                })()
+                .map_err(scribe_db::Error::from)?;
                 let mut total = 0;
                 for id in ids {
                     total += scribe_message::store::load_session_messages(tx, &id)?.len();

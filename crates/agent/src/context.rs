@@ -50,7 +50,7 @@
 //! the newest clearing of a tool output (a prune that made the request fit is believed
 //! until the next call reports).
 
-use scribe_db::Queryable;
+use scribe_db::Reads;
 use scribe_message::store::{self, SentFrom};
 use scribe_message::{
     Message, Part, Role, TokenUsage, sent_message, sent_order, summary_compaction,
@@ -152,7 +152,7 @@ pub(crate) fn load_context(
 
 /// Reads the session and the messages its context is made of, in one snapshot.
 fn load_sent(
-    tx: &dyn Queryable,
+    tx: &mut dyn Reads,
     session_id: &str,
 ) -> Result<(Option<String>, Option<String>, Vec<Message>)> {
     let session = SessionService::get_tx(tx, session_id)?;

@@ -182,8 +182,8 @@ impl From<scribe_db::Error> for AgentError {
     }
 }
 
-impl From<scribe_db::rusqlite::Error> for AgentError {
-    fn from(err: scribe_db::rusqlite::Error) -> Self {
+impl From<rusqlite::Error> for AgentError {
+    fn from(err: rusqlite::Error) -> Self {
         AgentError::Db(scribe_db::Error::from(err))
     }
 }
@@ -199,8 +199,8 @@ mod tests {
     #[test]
     fn a_busy_database_has_one_shape() {
         let busy = || {
-            scribe_db::Error::from(scribe_db::rusqlite::Error::SqliteFailure(
-                scribe_db::rusqlite::ffi::Error::new(scribe_db::rusqlite::ffi::SQLITE_BUSY),
+            scribe_db::Error::from(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
                 None,
             ))
         };

@@ -34,8 +34,8 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rusqlite::OptionalExtension;
 use scribe_db::queries::{self, SessionRunRow};
-use scribe_db::rusqlite::OptionalExtension;
 use scribe_db::{Database, Tx};
 
 /// How long a heartbeat stays fresh by default.

@@ -79,7 +79,7 @@ fn recovery_with_nothing_to_repair_takes_no_write_lock() {
         .with_catalog(env.catalog.clone())
         .build();
     // Another process holds the write lock.
-    let other = scribe_db::rusqlite::Connection::open(env.root.join("scribe.db")).unwrap();
+    let other = rusqlite::Connection::open(env.root.join("scribe.db")).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let report = runner.recover_session(&session.id).unwrap();
     assert!(report.is_empty());

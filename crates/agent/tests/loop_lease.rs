@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loop_support::*;
+use rusqlite::OptionalExtension;
 use scribe_agent::recovery::INTERRUPTED;
 use scribe_agent::{
     AgentError, CancelToken, LeaseConfig, PromptInput, ProviderError, ScriptedProvider,
     ScriptedTurn, ToolRegistry, recover_session, recover_session_with,
 };
 use scribe_db::queries;
-use scribe_db::rusqlite::OptionalExtension;
 use scribe_message::{FinishReason, Part, Role};
 use serde_json::json;
 

@@ -101,7 +101,7 @@ fn newer_schema_is_refused_with_exit_1() {
 
 /// Records schema version 42, as a newer Scribe would have.
 fn stamp_future_version(path: &std::path::Path) {
-    let conn = scribe_db::rusqlite::Connection::open(path).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
     conn.execute(
         "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
          VALUES (42, 'future', '2030-01-01T00:00:00Z', '0')",

@@ -459,7 +459,7 @@ fn db_check_finds_a_stale_index() {
     let env = Env::new();
     seed(&env);
     // Remove a part's tokens from the word index behind the triggers' back.
-    let conn = scribe_db::rusqlite::Connection::open(&env.db).unwrap();
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
     conn.execute_batch(
         "INSERT INTO parts_fts (parts_fts, rowid, search_text) \
          SELECT 'delete', seq, search_text FROM parts WHERE search_text IS NOT NULL LIMIT 1;",
@@ -484,7 +484,7 @@ fn db_check_finds_a_stale_index() {
 fn newer_schema_is_refused_by_every_command() {
     let env = Env::new();
     seed(&env);
-    let conn = scribe_db::rusqlite::Connection::open(&env.db).unwrap();
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
     conn.execute(
         "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
          VALUES (99, 'future', '2030-01-01T00:00:00Z', '0')",
@@ -553,7 +553,7 @@ fn a_locked_database_is_one_line_and_exit_1() {
     let env = Env::new();
     let s = seed(&env);
     // Another process holding the write lock through every retry.
-    let conn = scribe_db::rusqlite::Connection::open(&env.db).unwrap();
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let err = env.fails(&["rename", &s.cjk, "renamed"]);
     assert!(err.contains("locked"), "{err}");

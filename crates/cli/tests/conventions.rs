@@ -110,7 +110,7 @@ fn an_import_with_an_unusable_title_says_so_in_one_line() {
     let sessions = json["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0]["id"], s.cjk.as_str());
-    let db = scribe_db::rusqlite::Connection::open(&other.db).unwrap();
+    let db = rusqlite::Connection::open(&other.db).unwrap();
     let orphans: i64 = db
         .query_row(
             "SELECT count(*) FROM messages WHERE session_id <> ?1",

@@ -30,7 +30,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn load_sql(sql: &str, db: &Path) {
     let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    scribe_db::rusqlite::Connection::open(db)
+    rusqlite::Connection::open(db)
         .unwrap()
         .execute_batch(&text)
         .unwrap();

@@ -7,9 +7,10 @@
 //!   generic over the caller's error type ([`TxError`]); [`Database::open_read_only`] for
 //!   files this process may not write; [`Database::check`] and [`Database::vacuum`] for
 //!   maintenance.
-//! - [`Tx`], [`ReadTx`] and [`Queryable`]: what those closures get — the connection for
-//!   the generated functions (`queries::get_session(tx.conn(), id)`), the clock, and
-//!   [`Tx::after_commit`].
+//! - [`Tx`] and [`ReadTx`]: what those closures get — the generated queries as
+//!   backend-neutral traits (`tx.q().get_session(id)`), the clock, and
+//!   [`Tx::after_commit`]; [`Reads`] for functions that only read and take either.
+//!   [`Queryable`] (the SQLite connection) is for SQLite-only code.
 //! - [`Clock`]: where every stored time comes from ([`Options::clock`]); [`ManualClock`]
 //!   and [`Clock::ticking`] for tests.
 //! - [`queries`]: the typed functions sqlgen generates from `sql/queries`.
@@ -48,5 +49,36 @@ pub use migrate::{AppliedMigration, MigrationReport};
 pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
 pub use tx::{Backend, Queryable, ReadTx, Tx, TxError};
 
-/// Re-exported so dependants name the same driver version the generated code uses.
-pub use rusqlite;
+use queries::ReadQueries;
+
+/// What a function that only reads takes, so that it runs inside a write transaction
+/// ([`Tx`]) or a read snapshot ([`ReadTx`]) alike, on either backend:
+/// `fn load(tx: &mut dyn Reads, id: &str)` calls `tx.reads().get_session(id)?`, and its
+/// callers pass their `tx` as it is.
+pub trait Reads {
+    /// The read-only generated queries, inside the open transaction.
+    fn reads(&mut self) -> &mut dyn ReadQueries;
+
+    /// Which backend the transaction runs on.
+    fn backend(&self) -> Backend;
+}
+
+impl Reads for Tx<'_> {
+    fn reads(&mut self) -> &mut dyn ReadQueries {
+        self.q()
+    }
+
+    fn backend(&self) -> Backend {
+        Tx::backend(self)
+    }
+}
+
+impl Reads for ReadTx<'_> {
+    fn reads(&mut self) -> &mut dyn ReadQueries {
+        self.q()
+    }
+
+    fn backend(&self) -> Backend {
+        ReadTx::backend(self)
+    }
+}

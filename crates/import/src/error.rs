@@ -35,7 +35,7 @@ pub enum ImportError {
         path: PathBuf,
         /// What SQLite said.
         #[source]
-        source: rusqlite::Error,
+        source: SourceDbError,
     },
     /// A whole-file JSON source is not the document it should be.
     #[error("{} is not a {what}: {reason}", path.display())]
@@ -61,7 +61,32 @@ pub enum ImportError {
     UnknownSource(String),
 }
 
+/// What SQLite said about an agent's database ([`ImportError::SourceDb`]): its message,
+/// without the driver's type, which is not part of this crate's API.
+#[derive(Debug)]
+pub struct SourceDbError(rusqlite::Error);
+
+impl std::fmt::Display for SourceDbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SourceDbError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0)
+    }
+}
+
 impl ImportError {
+    /// An [`ImportError::SourceDb`] for the agent's database at `path`.
+    pub(crate) fn source_db(path: &std::path::Path, source: rusqlite::Error) -> ImportError {
+        ImportError::SourceDb {
+            path: path.to_owned(),
+            source: SourceDbError(source),
+        }
+    }
+
     /// An [`ImportError::Io`] for `path`.
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ImportError {
         let path = path.into();
@@ -92,9 +117,3 @@ impl From<scribe_message::MessageError> for ImportError {
 // their retry loop: a busy database in `ImportError::Db` is retried, everything else
 // rolls back and comes out as it is.
 scribe_db::impl_tx_error!(ImportError, ImportError::Db);
-
-impl From<rusqlite::Error> for ImportError {
-    fn from(err: rusqlite::Error) -> Self {
-        ImportError::Db(scribe_db::Error::from(err))
-    }
-}

@@ -46,7 +46,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use env::Env;
-pub use error::{ImportError, Result};
+pub use error::{ImportError, Result, SourceDbError};
 pub use run::{Event, Options, SourceSummary, import, scan};
 pub use sources::{FileReport, Importer, Malformed};
 

@@ -18,8 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
-use scribe_db::{Queryable, Tx};
+use scribe_db::{Backend, Reads, Tx};
 use scribe_message::store::{self, Imported};
 use scribe_message::{MessageError, Part, StoredPart, TokenUsage, ToolState};
 use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageDelta};
@@ -139,7 +138,7 @@ struct Stored {
 }
 
 impl Stored {
-    fn read(tx: &dyn Queryable, source: Source, batch: &Batch) -> Result<Stored> {
+    fn read(tx: &mut dyn Reads, source: Source, batch: &Batch) -> Result<Stored> {
         let mut stored = Stored::default();
         let externals = batch
             .sessions
@@ -151,14 +150,10 @@ impl Stored {
             if stored.sessions.contains_key(external) {
                 continue;
             }
-            let row = q::get_import_session(
-                tx.conn(),
-                &q::GetImportSessionParams {
-                    source: source.name(),
-                    external_id: external,
-                },
-            )
-            .optional()?;
+            let row = tx.reads().get_import_session(&q::GetImportSessionParams {
+                source: source.name(),
+                external_id: external,
+            })?;
             if let Some(row) = row {
                 stored.sessions.insert(external.to_owned(), row.session_id);
             }
@@ -179,8 +174,8 @@ impl Stored {
     }
 }
 
-fn file_states(tx: &dyn Queryable, source: Source) -> Result<HashMap<String, FileState>> {
-    let rows = q::list_import_files(tx.conn(), source.name())?;
+fn file_states(tx: &mut dyn Reads, source: Source) -> Result<HashMap<String, FileState>> {
+    let rows = tx.reads().list_import_files(source.name())?;
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -198,16 +193,14 @@ fn file_states(tx: &dyn Queryable, source: Source) -> Result<HashMap<String, Fil
         .collect())
 }
 
-fn fingerprint_of(tx: &dyn Queryable, source: Source, external_id: &str) -> Result<Option<String>> {
-    Ok(q::get_import_session(
-        tx.conn(),
-        &q::GetImportSessionParams {
+fn fingerprint_of(tx: &mut dyn Reads, source: Source, external_id: &str) -> Result<Option<String>> {
+    Ok(tx
+        .reads()
+        .get_import_session(&q::GetImportSessionParams {
             source: source.name(),
             external_id,
-        },
-    )
-    .optional()?
-    .and_then(|r| r.fingerprint))
+        })?
+        .and_then(|r| r.fingerprint))
 }
 
 impl Sink for StoreSink {
@@ -225,7 +218,9 @@ impl Sink for StoreSink {
         if batch.is_empty() {
             return Ok(Written::default());
         }
-        if self.paused.is_none() {
+        // The search indexing queue that the bulk path defers (and indexes at the finish)
+        // is SQLite's; on PostgreSQL a batch is written as any other write.
+        if self.paused.is_none() && self.store.database().backend() == Backend::Sqlite {
             self.paused = Some(Arc::new(self.store.database().pause_background_indexing()));
         }
         let sessions = self.store.sessions();
@@ -346,7 +341,7 @@ pub struct SourceState {
 pub fn source_states(store: &Store) -> Result<HashMap<String, SourceState>> {
     store.database().read(|tx| {
         let mut out: HashMap<String, SourceState> = HashMap::new();
-        for row in q::summarize_imports(tx.conn())? {
+        for row in tx.q().summarize_imports()? {
             let entry = out.entry(row.source).or_default();
             entry.files = row.files;
             entry.bytes = row.bytes;
@@ -354,7 +349,7 @@ pub fn source_states(store: &Store) -> Result<HashMap<String, SourceState>> {
             entry.skipped = row.skipped;
             entry.last_imported_at = Some(row.last_imported_at);
         }
-        for row in q::count_imported_sessions(tx.conn())? {
+        for row in tx.q().count_imported_sessions()? {
             out.entry(row.source).or_default().sessions = row.sessions;
         }
         Ok(out)
@@ -519,21 +514,18 @@ impl Commit<'_, '_> {
 
         for file in &batch.files {
             let carry = file.resume.carry.as_ref().map(serde_json::Value::to_string);
-            q::upsert_import_file(
-                self.tx.conn(),
-                &q::UpsertImportFileParams {
-                    source: self.source.name(),
-                    path: &file.path,
-                    size: file.size,
-                    mtime_ns: file.mtime_ns,
-                    byte_offset: i64::try_from(file.resume.offset).unwrap_or(i64::MAX),
-                    lines: i64::try_from(file.resume.lines).unwrap_or(i64::MAX),
-                    carry: carry.as_deref(),
-                    records: file.records,
-                    skipped: file.skipped,
-                    imported_at: now,
-                },
-            )?;
+            self.tx.q().upsert_import_file(&q::UpsertImportFileParams {
+                source: self.source.name(),
+                path: &file.path,
+                size: file.size,
+                mtime_ns: file.mtime_ns,
+                byte_offset: i64::try_from(file.resume.offset).unwrap_or(i64::MAX),
+                lines: i64::try_from(file.resume.lines).unwrap_or(i64::MAX),
+                carry: carry.as_deref(),
+                records: file.records,
+                skipped: file.skipped,
+                imported_at: now,
+            })?;
         }
         self.link_pending_parents(now)?;
         Ok(written)
@@ -612,14 +604,11 @@ impl Commit<'_, '_> {
             return Ok(());
         };
         let waiting = self.key(&mark.key)?;
-        q::mark_import_key(
-            self.tx.conn(),
-            &q::MarkImportKeyParams {
-                source: self.source.name(),
-                record_key: &mark.key,
-                session_id: Some(&session_id),
-            },
-        )?;
+        self.tx.q().mark_import_key(&q::MarkImportKeyParams {
+            source: self.source.name(),
+            record_key: &mark.key,
+            session_id: Some(&session_id),
+        })?;
         if let Some(row) = waiting
             && row.session_id.is_none()
             && let Some(title) = row.title
@@ -644,34 +633,28 @@ impl Commit<'_, '_> {
         }
     }
 
-    fn key(&self, key: &str) -> Result<Option<q::ImportKeyRow>> {
-        Ok(q::get_import_key(
-            self.tx.conn(),
-            &q::GetImportKeyParams {
-                source: self.source.name(),
-                record_key: key,
-            },
-        )
-        .optional()?)
+    fn key(&mut self, key: &str) -> Result<Option<q::ImportKeyRow>> {
+        Ok(self.tx.q().get_import_key(&q::GetImportKeyParams {
+            source: self.source.name(),
+            record_key: key,
+        })?)
     }
 
-    fn set_key_title(&self, key: &str, title: Option<&str>, rank: i64) -> Result<()> {
-        q::set_import_key_title(
-            self.tx.conn(),
-            &q::SetImportKeyTitleParams {
+    fn set_key_title(&mut self, key: &str, title: Option<&str>, rank: i64) -> Result<()> {
+        self.tx
+            .q()
+            .set_import_key_title(&q::SetImportKeyTitleParams {
                 source: self.source.name(),
                 record_key: key,
                 title,
                 title_rank: rank,
-            },
-        )?;
+            })?;
         Ok(())
     }
 
     /// Gives imported session `session_id` `title` unless a stronger source titled it.
     fn retitle(&mut self, session_id: &str, title: &str, rank: i64) -> Result<()> {
-        let Some(known) = q::get_import_session_by_id(self.tx.conn(), session_id).optional()?
-        else {
+        let Some(known) = self.tx.q().get_import_session_by_id(session_id)? else {
             return Ok(());
         };
         if rank < known.title_rank {
@@ -687,18 +670,18 @@ impl Commit<'_, '_> {
             Err(scribe_session::SessionError::InvalidTitle { .. }) => return Ok(()),
             other => other?,
         };
-        q::update_import_session(
-            self.tx.conn(),
-            &q::UpdateImportSessionParams {
+        let imported_at = self.tx.now();
+        self.tx
+            .q()
+            .update_import_session(&q::UpdateImportSessionParams {
                 path: &known.path,
                 title_rank: rank,
                 cost_flags: known.cost_flags,
                 pending_parent: known.pending_parent.as_deref(),
                 fingerprint: known.fingerprint.as_deref(),
-                imported_at: self.tx.now(),
+                imported_at,
                 session_id,
-            },
-        )?;
+            })?;
         Ok(())
     }
 
@@ -719,20 +702,16 @@ impl Commit<'_, '_> {
     }
 
     /// The importer's record of `external` (a session of this source), if it has one.
-    fn known(&self, external: &str) -> Result<Option<q::ImportSessionRow>> {
-        Ok(q::get_import_session(
-            self.tx.conn(),
-            &q::GetImportSessionParams {
-                source: self.source.name(),
-                external_id: external,
-            },
-        )
-        .optional()?)
+    fn known(&mut self, external: &str) -> Result<Option<q::ImportSessionRow>> {
+        Ok(self.tx.q().get_import_session(&q::GetImportSessionParams {
+            source: self.source.name(),
+            external_id: external,
+        })?)
     }
 
     /// The Scribe id a session of this source not imported yet gets: the source's id,
     /// unless another session already has it.
-    fn fresh_id(&self, external: &str) -> Result<String> {
+    fn fresh_id(&mut self, external: &str) -> Result<String> {
         Ok(if SessionService::exists_tx(self.tx, external)? {
             format!("{}-{}", self.source.name(), external)
         } else {
@@ -741,7 +720,7 @@ impl Commit<'_, '_> {
     }
 
     /// The Scribe id of `external`: the one it was imported under, or the one it will be.
-    fn scribe_id(&self, external: &str) -> Result<String> {
+    fn scribe_id(&mut self, external: &str) -> Result<String> {
         match self.known(external)? {
             Some(row) => Ok(row.session_id),
             None => self.fresh_id(external),
@@ -750,7 +729,7 @@ impl Commit<'_, '_> {
 
     /// The Scribe id of `external` (from this batch or an earlier import).
     fn session_id(
-        &self,
+        &mut self,
         external: &str,
         ids: &mut HashMap<String, String>,
     ) -> Result<Option<String>> {
@@ -842,9 +821,10 @@ impl Commit<'_, '_> {
         };
         let path = path.as_str();
         match known {
-            None => q::insert_import_session(
-                self.tx.conn(),
-                &q::InsertImportSessionParams {
+            None => self
+                .tx
+                .q()
+                .insert_import_session(&q::InsertImportSessionParams {
                     session_id: &id,
                     source: source.name(),
                     external_id: &rec.external_id,
@@ -854,11 +834,11 @@ impl Commit<'_, '_> {
                     pending_parent: pending.as_deref(),
                     fingerprint: rec.fingerprint.as_deref(),
                     imported_at: now,
-                },
-            )?,
-            Some(row) => q::update_import_session(
-                self.tx.conn(),
-                &q::UpdateImportSessionParams {
+                })?,
+            Some(row) => self
+                .tx
+                .q()
+                .update_import_session(&q::UpdateImportSessionParams {
                     path,
                     title_rank,
                     cost_flags: i64::from(cost_flags),
@@ -870,15 +850,14 @@ impl Commit<'_, '_> {
                     fingerprint: rec.fingerprint.as_deref().or(row.fingerprint.as_deref()),
                     imported_at: now,
                     session_id: &id,
-                },
-            )?,
+                })?,
         }
         Ok((id, created))
     }
 
     /// Links sessions whose parent was imported after them.
     fn link_pending_parents(&mut self, now: i64) -> Result<()> {
-        for row in q::list_pending_parents(self.tx.conn())? {
+        for row in self.tx.q().list_pending_parents()? {
             if row.source != self.source.name() {
                 continue;
             }
@@ -889,10 +868,12 @@ impl Commit<'_, '_> {
             if parent != child.id {
                 self.link(&child, parent, child.kind)?;
             }
-            let known = q::get_import_session_by_id(self.tx.conn(), &row.session_id)?;
-            q::update_import_session(
-                self.tx.conn(),
-                &q::UpdateImportSessionParams {
+            let Some(known) = self.tx.q().get_import_session_by_id(&row.session_id)? else {
+                continue;
+            };
+            self.tx
+                .q()
+                .update_import_session(&q::UpdateImportSessionParams {
                     path: &known.path,
                     title_rank: known.title_rank,
                     cost_flags: known.cost_flags,
@@ -900,8 +881,7 @@ impl Commit<'_, '_> {
                     fingerprint: known.fingerprint.as_deref(),
                     imported_at: now,
                     session_id: &row.session_id,
-                },
-            )?;
+                })?;
         }
         Ok(())
     }

@@ -80,12 +80,6 @@ impl MessageError {
     }
 }
 
-impl From<rusqlite::Error> for MessageError {
-    fn from(err: rusqlite::Error) -> Self {
-        MessageError::Db(scribe_db::Error::from(err))
-    }
-}
-
 // What `scribe_db::Database::write` and `read` need to
 // carry a `MessageError` through their retry loop: a busy database inside
 // `MessageError::Db` is retried, everything else rolls back and comes out as it is.

@@ -106,22 +106,21 @@ impl MessageService {
         self.db.read(|tx| {
             store::ensure_session(tx, session_id)?;
             let mut rows = match before {
-                None => queries::list_messages_newest(
-                    tx.conn(),
-                    &queries::ListMessagesNewestParams {
+                None => tx
+                    .q()
+                    .list_messages_newest(&queries::ListMessagesNewestParams {
                         session_id,
                         limit: fetch,
-                    },
-                )?,
-                Some(cursor) => queries::list_messages_before(
-                    tx.conn(),
-                    &queries::ListMessagesBeforeParams {
-                        session_id,
-                        created_at: cursor.created_at,
-                        id: &cursor.id,
-                        limit: fetch,
-                    },
-                )?,
+                    })?,
+                Some(cursor) => {
+                    tx.q()
+                        .list_messages_before(&queries::ListMessagesBeforeParams {
+                            session_id,
+                            created_at: cursor.created_at,
+                            id: &cursor.id,
+                            limit: fetch,
+                        })?
+                }
             };
             let more = rows.len() > limit;
             rows.truncate(limit);
@@ -157,19 +156,20 @@ impl MessageService {
         let limit = i64::try_from(STREAM_PAGE).unwrap_or(i64::MAX);
         self.db.read(|tx| {
             let rows = match after {
-                None => queries::list_messages_oldest(
-                    tx.conn(),
-                    &queries::ListMessagesOldestParams { session_id, limit },
-                )?,
-                Some(cursor) => queries::list_messages_after(
-                    tx.conn(),
-                    &queries::ListMessagesAfterParams {
+                None => tx
+                    .q()
+                    .list_messages_oldest(&queries::ListMessagesOldestParams {
+                        session_id,
+                        limit,
+                    })?,
+                Some(cursor) => tx
+                    .q()
+                    .list_messages_after(&queries::ListMessagesAfterParams {
                         session_id,
                         created_at: cursor.created_at,
                         id: &cursor.id,
                         limit,
-                    },
-                )?,
+                    })?,
             };
             store::attach_parts(tx, rows)
         })

@@ -158,12 +158,13 @@ impl MessageService {
         // nothing waits); a part still being streamed is found once it settles.
         self.db.index_pending()?;
         self.db.read(|tx| {
-            let rows = db_search::search(tx.conn(), &filter)?;
+            let rows = db_search::search(tx.conn(), &filter).map_err(scribe_db::Error::from)?;
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
             let ids: Vec<&str> = rows.iter().map(|r| r.message_id.as_str()).collect();
-            let neighbors = queries::list_message_neighbors(tx.conn(), &ids)?;
+            let neighbors =
+                queries::list_message_neighbors(tx.conn(), &ids).map_err(scribe_db::Error::from)?;
             let context_ids: Vec<&str> = neighbors
                 .iter()
                 .flat_map(|n| [n.before_id.as_deref(), n.after_id.as_deref()])
@@ -178,7 +179,9 @@ impl MessageService {
                         max_chars,
                         message_ids: &context_ids,
                     },
-                )? {
+                )
+                .map_err(scribe_db::Error::from)?
+                {
                     let text = texts.entry(row.message_id).or_default();
                     if text.chars().count() <= CONTEXT_CHARS {
                         if !text.is_empty() {

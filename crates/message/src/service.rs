@@ -16,10 +16,9 @@
 
 use std::sync::Arc;
 
-use rusqlite::OptionalExtension;
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries::{self, PartRow};
-use scribe_db::{Database, Queryable, Tx};
+use scribe_db::{Database, Reads, Tx};
 use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
@@ -174,7 +173,7 @@ pub struct MessageUpdate {
 /// let db = Arc::new(Database::open_in_memory()?);
 /// # let session_id = "ses_1";
 /// # db.write(|tx: &mut Tx<'_>| -> scribe_db::Result<()> {
-/// #     queries::create_session(tx.conn(), &queries::CreateSessionParams {
+/// #     tx.q().create_session(&queries::CreateSessionParams {
 /// #         id: session_id, parent_session_id: None, kind: "normal", source: "cli",
 /// #         user_id: None, directory: None, title: None, model: None, model_config: None,
 /// #         system_prompt: None, permission: None, billing_provider: None,
@@ -334,11 +333,13 @@ impl MessageService {
         self.db.write(|tx| {
             let row = get_message_row(tx, id)?;
             let mut msg = message_from_row(row)?;
-            msg.parts = queries::list_parts(tx.conn(), id)?
+            msg.parts = tx
+                .q()
+                .list_parts(id)?
                 .into_iter()
                 .map(|row| lenient_part_event(row).part)
                 .collect();
-            queries::delete_message(tx.conn(), id)?;
+            tx.q().delete_message(id)?;
             self.announce(tx, EventKind::Deleted, &msg);
             Ok(msg)
         })
@@ -394,7 +395,7 @@ impl MessageService {
     /// [`MessageService::delete_part`] inside the caller's transaction.
     pub fn delete_part_tx(&self, tx: &mut Tx<'_>, part_id: &str) -> Result<StoredPart> {
         let row = get_part_row(tx, part_id)?;
-        queries::delete_part(tx.conn(), part_id)?;
+        tx.q().delete_part(part_id)?;
         let event = lenient_part_event(row);
         self.announce_part(tx, EventKind::Deleted, &event);
         Ok(event.part)
@@ -452,22 +453,23 @@ impl MessageService {
         load: bool,
     ) -> Result<(StoredPart, Option<Message>)> {
         let now = tx.now();
-        let row = queries::finish_message(
-            tx.conn(),
-            &queries::FinishMessageParams {
+        let row = tx
+            .q()
+            .finish_message(&queries::FinishMessageParams {
                 finish_reason: Some(reason.as_str()),
                 now,
                 id,
-            },
-        )
-        .optional()?
-        .ok_or_else(|| MessageError::not_found("message", id))?;
+            })?
+            .ok_or_else(|| MessageError::not_found("message", id))?;
         let part = Part::finish(reason.clone(), now);
         let data = part.to_json()?;
-        let existing = queries::get_last_finish_part_id(tx.conn(), id).optional()?;
+        let existing = tx.q().get_last_finish_part_id(id)?;
         let (stored, kind) = match existing {
             Some(part_id) => {
-                let place = queries::get_part_place(tx.conn(), &part_id)?;
+                let place = tx
+                    .q()
+                    .get_part_place(&part_id)?
+                    .ok_or_else(|| MessageError::not_found("part", &part_id))?;
                 (
                     self.write_part(tx, &part_id, place, &part, &data)?,
                     EventKind::Updated,
@@ -505,21 +507,20 @@ impl MessageService {
         load: bool,
     ) -> Result<(MessageUsage, Option<Message>)> {
         check_cost(cost_usd)?;
-        let totals = queries::add_message_usage(
-            tx.conn(),
-            &queries::AddMessageUsageParams {
+        let now = tx.now();
+        let totals = tx
+            .q()
+            .add_message_usage(&queries::AddMessageUsageParams {
                 input_tokens: usage.input,
                 output_tokens: usage.output,
                 cache_read_tokens: usage.cache_read,
                 cache_write_tokens: usage.cache_write,
                 reasoning_tokens: usage.reasoning,
                 cost_usd,
-                now: tx.now(),
+                now,
                 id,
-            },
-        )
-        .optional()?
-        .ok_or_else(|| MessageError::not_found("message", id))?;
+            })?
+            .ok_or_else(|| MessageError::not_found("message", id))?;
         let totals = MessageUsage {
             message_id: totals.id,
             session_id: totals.session_id,
@@ -562,8 +563,9 @@ impl MessageService {
         data: &str,
     ) -> Result<StoredPart> {
         let place = if let Part::Tool(_) = part {
-            let old = queries::get_part_content(tx.conn(), part_id)
-                .optional()?
+            let old = tx
+                .q()
+                .get_part_content(part_id)?
                 .ok_or_else(|| MessageError::not_found("part", part_id))?;
             if old.r#type == "tool"
                 && let Ok(old_part) = Part::from_json(&old.data)
@@ -577,8 +579,8 @@ impl MessageService {
                 created_at: old.created_at,
             }
         } else {
-            queries::get_part_place(tx.conn(), part_id)
-                .optional()?
+            tx.q()
+                .get_part_place(part_id)?
                 .ok_or_else(|| MessageError::not_found("part", part_id))?
         };
         let event = self.write_part(tx, part_id, place, part, data)?;
@@ -590,22 +592,19 @@ impl MessageService {
     /// event, not queued.
     fn write_part(
         &self,
-        tx: &Tx<'_>,
+        tx: &mut Tx<'_>,
         part_id: &str,
         place: queries::GetPartPlaceRow,
         part: &Part,
         data: &str,
     ) -> Result<PartEvent> {
         let now = tx.now();
-        let changed = queries::update_part(
-            tx.conn(),
-            &queries::UpdatePartParams {
-                r#type: part.type_name(),
-                data,
-                now,
-                id: part_id,
-            },
-        )?;
+        let changed = tx.q().update_part(&queries::UpdatePartParams {
+            r#type: part.type_name(),
+            data,
+            now,
+            id: part_id,
+        })?;
         if changed == 0 {
             return Err(MessageError::not_found("part", part_id));
         }
@@ -644,7 +643,7 @@ impl MessageService {
 /// `message_id`, and returns its event. (Not `INSERT … RETURNING`: RETURNING computes every
 /// column of the row, the generated search_text too.)
 fn append(
-    tx: &Tx<'_>,
+    tx: &mut Tx<'_>,
     id: &str,
     message_id: &str,
     session_id: &str,
@@ -652,20 +651,18 @@ fn append(
     data: &str,
 ) -> Result<PartEvent> {
     let now = tx.now();
-    let position = queries::next_part_position(tx.conn(), message_id)?;
-    queries::create_part(
-        tx.conn(),
-        &queries::CreatePartParams {
-            id,
-            message_id,
-            session_id,
-            position,
-            r#type: part.type_name(),
-            data,
-            created_at: now,
-            updated_at: now,
-        },
-    )?;
+    // An aggregate: always one row (0 for a message without parts).
+    let position = tx.q().next_part_position(message_id)?.unwrap_or(0);
+    tx.q().create_part(&queries::CreatePartParams {
+        id,
+        message_id,
+        session_id,
+        position,
+        r#type: part.type_name(),
+        data,
+        created_at: now,
+        updated_at: now,
+    })?;
     Ok(PartEvent {
         message_id: message_id.to_owned(),
         session_id: session_id.to_owned(),
@@ -772,41 +769,39 @@ fn check_transition(old: &ToolState, new: &ToolState) -> std::result::Result<(),
 }
 
 /// Writes every mutable field of `current` to its row and reads the message back.
-fn store_message_fields(tx: &Tx<'_>, current: &Message) -> Result<Message> {
+fn store_message_fields(tx: &mut Tx<'_>, current: &Message) -> Result<Message> {
     let error = current.error.as_ref().map(Value::to_string);
-    queries::update_message(
-        tx.conn(),
-        &queries::UpdateMessageParams {
-            parent_id: current.parent_id.as_deref(),
-            agent: current.agent.as_deref(),
-            provider: current.provider.as_deref(),
-            model: current.model.as_deref(),
-            finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
-            is_summary: current.is_summary,
-            input_tokens: current.usage.input,
-            output_tokens: current.usage.output,
-            cache_read_tokens: current.usage.cache_read,
-            cache_write_tokens: current.usage.cache_write,
-            reasoning_tokens: current.usage.reasoning,
-            cost_usd: current.cost_usd,
-            error: error.as_deref(),
-            finished_at: current.finished_at,
-            now: tx.now(),
-            id: &current.id,
-        },
-    )?;
+    let now = tx.now();
+    tx.q().update_message(&queries::UpdateMessageParams {
+        parent_id: current.parent_id.as_deref(),
+        agent: current.agent.as_deref(),
+        provider: current.provider.as_deref(),
+        model: current.model.as_deref(),
+        finish_reason: current.finish_reason.as_ref().map(FinishReason::as_str),
+        is_summary: current.is_summary,
+        input_tokens: current.usage.input,
+        output_tokens: current.usage.output,
+        cache_read_tokens: current.usage.cache_read,
+        cache_write_tokens: current.usage.cache_write,
+        reasoning_tokens: current.usage.reasoning,
+        cost_usd: current.cost_usd,
+        error: error.as_deref(),
+        finished_at: current.finished_at,
+        now,
+        id: &current.id,
+    })?;
     store::load_message(tx, &current.id)
 }
 
-fn get_part_row(tx: &dyn Queryable, id: &str) -> Result<PartRow> {
-    queries::get_part(tx.conn(), id)
-        .optional()?
+fn get_part_row(tx: &mut dyn Reads, id: &str) -> Result<PartRow> {
+    tx.reads()
+        .get_part(id)?
         .ok_or_else(|| MessageError::not_found("part", id))
 }
 
-fn get_message_row(tx: &dyn Queryable, id: &str) -> Result<queries::MessageRow> {
-    queries::get_message(tx.conn(), id)
-        .optional()?
+fn get_message_row(tx: &mut dyn Reads, id: &str) -> Result<queries::MessageRow> {
+    tx.reads()
+        .get_message(id)?
         .ok_or_else(|| MessageError::not_found("message", id))
 }
 

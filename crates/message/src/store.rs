@@ -1,7 +1,7 @@
 //! Transaction-level message storage that other services call inside their own
 //! `Database::write`/`read` closures — session fork, import and export use these.
 //! Writers take the write transaction ([`Tx`]); readers take either kind
-//! ([`Queryable`]).
+//! ([`Reads`]). Everything here runs on SQLite and PostgreSQL alike.
 //!
 //! Nothing here publishes events: these store rows exactly as given (imports, copies),
 //! and the caller announces what it made. [`crate::MessageService`]'s own `_tx`
@@ -10,9 +10,8 @@
 
 use std::collections::HashMap;
 
-use rusqlite::OptionalExtension;
 use scribe_db::queries::{self, MessageRow};
-use scribe_db::{Queryable, Tx};
+use scribe_db::{Backend, ErrorKind, Reads, Tx};
 
 use crate::error::{MessageError, Result};
 use crate::message::{Message, StoredPart, message_from_row};
@@ -24,46 +23,59 @@ use crate::usage::TokenUsage;
 /// the insert fails, so storing a message costs no extra query),
 /// [`MessageError::InvalidInput`] for an empty id or duplicate part positions, and
 /// `Db(Conflict)` if an id is already taken.
-pub fn insert_message(tx: &Tx<'_>, msg: &Message) -> Result<()> {
+pub fn insert_message(tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
     if msg.id.is_empty() {
         return Err(MessageError::InvalidInput("message id is empty".into()));
     }
     let error = msg.error.as_ref().map(serde_json::Value::to_string);
     let finish_reason = msg.finish_reason.as_ref().map(|r| r.as_str());
-    let inserted = queries::create_message(
-        tx.conn(),
-        &queries::CreateMessageParams {
-            id: &msg.id,
-            session_id: &msg.session_id,
-            parent_id: msg.parent_id.as_deref(),
-            role: msg.role.as_str(),
-            agent: msg.agent.as_deref(),
-            provider: msg.provider.as_deref(),
-            model: msg.model.as_deref(),
-            finish_reason,
-            is_summary: msg.is_summary,
-            input_tokens: msg.usage.input,
-            output_tokens: msg.usage.output,
-            cache_read_tokens: msg.usage.cache_read,
-            cache_write_tokens: msg.usage.cache_write,
-            reasoning_tokens: msg.usage.reasoning,
-            cost_usd: msg.cost_usd,
-            error: error.as_deref(),
-            created_at: msg.created_at,
-            updated_at: msg.updated_at,
-            finished_at: msg.finished_at,
-        },
-    );
+    let inserted = tx.q().create_message(&queries::CreateMessageParams {
+        id: &msg.id,
+        session_id: &msg.session_id,
+        parent_id: msg.parent_id.as_deref(),
+        role: msg.role.as_str(),
+        agent: msg.agent.as_deref(),
+        provider: msg.provider.as_deref(),
+        model: msg.model.as_deref(),
+        finish_reason,
+        is_summary: msg.is_summary,
+        input_tokens: msg.usage.input,
+        output_tokens: msg.usage.output,
+        cache_read_tokens: msg.usage.cache_read,
+        cache_write_tokens: msg.usage.cache_write,
+        reasoning_tokens: msg.usage.reasoning,
+        cost_usd: msg.cost_usd,
+        error: error.as_deref(),
+        created_at: msg.created_at,
+        updated_at: msg.updated_at,
+        finished_at: msg.finished_at,
+    });
     if let Err(err) = inserted {
-        // Only a failed insert asks whether the session exists: an unknown session is
-        // that, whatever else (a taken id) is wrong too.
-        ensure_session(tx, &msg.session_id)?;
-        return Err(err.into());
+        return Err(insert_failed(tx, &msg.session_id, err));
     }
     for part in &msg.parts {
         insert_part(tx, &msg.id, &msg.session_id, part)?;
     }
     Ok(())
+}
+
+/// What a failed insert into session `session_id` is: [`MessageError::NotFound`] when
+/// the session does not exist, else the database's error.
+fn insert_failed(tx: &mut Tx<'_>, session_id: &str, err: scribe_db::Error) -> MessageError {
+    match tx.backend() {
+        // Only a failed insert asks whether the session exists: an unknown session is
+        // that, whatever else (a taken id) is wrong too.
+        Backend::Sqlite => match ensure_session(tx, session_id) {
+            Ok(()) => MessageError::Db(err),
+            Err(missing) => missing,
+        },
+        // A failed statement aborts a PostgreSQL transaction (no query may follow it), so
+        // the foreign key violation itself says that the session is missing.
+        Backend::Postgres if err.kind() == ErrorKind::ForeignKeyViolation => {
+            MessageError::not_found("session", session_id)
+        }
+        Backend::Postgres => MessageError::Db(err),
+    }
 }
 
 /// What [`import_message`] found before it wrote.
@@ -101,8 +113,8 @@ pub enum Imported {
 /// A message id present in another session is left alone ([`Imported::InOtherSession`]).
 /// Errors: those of [`insert_message`]; a part id of another message is
 /// [`MessageError::InvalidInput`].
-pub fn import_message(tx: &Tx<'_>, msg: &Message) -> Result<Imported> {
-    let Some(row) = queries::get_message(tx.conn(), &msg.id).optional()? else {
+pub fn import_message(tx: &mut Tx<'_>, msg: &Message) -> Result<Imported> {
+    let Some(row) = tx.q().get_message(&msg.id)? else {
         insert_message(tx, msg)?;
         return Ok(Imported::Inserted);
     };
@@ -138,27 +150,24 @@ pub fn import_message(tx: &Tx<'_>, msg: &Message) -> Result<Imported> {
     // An update that leaves updated_at as it was would be moved to the clock by the
     // messages_touch trigger, so a real change moves it at least one millisecond on.
     if !unchanged {
-        queries::update_message(
-            tx.conn(),
-            &queries::UpdateMessageParams {
-                parent_id: msg.parent_id.as_deref(),
-                agent: msg.agent.as_deref(),
-                provider: msg.provider.as_deref(),
-                model: msg.model.as_deref(),
-                finish_reason: msg.finish_reason.as_ref().map(|r| r.as_str()),
-                is_summary: msg.is_summary,
-                input_tokens: msg.usage.input,
-                output_tokens: msg.usage.output,
-                cache_read_tokens: msg.usage.cache_read,
-                cache_write_tokens: msg.usage.cache_write,
-                reasoning_tokens: msg.usage.reasoning,
-                cost_usd: msg.cost_usd,
-                error: error.as_deref(),
-                finished_at: msg.finished_at,
-                now: msg.updated_at.max(row.updated_at.saturating_add(1)),
-                id: &msg.id,
-            },
-        )?;
+        tx.q().update_message(&queries::UpdateMessageParams {
+            parent_id: msg.parent_id.as_deref(),
+            agent: msg.agent.as_deref(),
+            provider: msg.provider.as_deref(),
+            model: msg.model.as_deref(),
+            finish_reason: msg.finish_reason.as_ref().map(|r| r.as_str()),
+            is_summary: msg.is_summary,
+            input_tokens: msg.usage.input,
+            output_tokens: msg.usage.output,
+            cache_read_tokens: msg.usage.cache_read,
+            cache_write_tokens: msg.usage.cache_write,
+            reasoning_tokens: msg.usage.reasoning,
+            cost_usd: msg.cost_usd,
+            error: error.as_deref(),
+            finished_at: msg.finished_at,
+            now: msg.updated_at.max(row.updated_at.saturating_add(1)),
+            id: &msg.id,
+        })?;
     }
     for part in &msg.parts {
         import_part_of(tx, &msg.id, &msg.session_id, part)?;
@@ -172,7 +181,7 @@ pub fn import_message(tx: &Tx<'_>, msg: &Message) -> Result<Imported> {
 /// Returns whether anything was written. A message that is not stored is
 /// [`MessageError::NotFound`]; a part id of another message, or a position another part
 /// holds, [`MessageError::InvalidInput`].
-pub fn import_part(tx: &Tx<'_>, message_id: &str, part: &StoredPart) -> Result<bool> {
+pub fn import_part(tx: &mut Tx<'_>, message_id: &str, part: &StoredPart) -> Result<bool> {
     let Some(session_id) = message_session(tx, message_id)? else {
         return Err(MessageError::not_found("message", message_id));
     };
@@ -181,19 +190,17 @@ pub fn import_part(tx: &Tx<'_>, message_id: &str, part: &StoredPart) -> Result<b
 
 /// The session message `id` belongs to, or `None` when no message has that id (an
 /// importer asks where a record it reads again already lives).
-pub fn message_session(tx: &dyn Queryable, id: &str) -> Result<Option<String>> {
-    Ok(queries::get_message(tx.conn(), id)
-        .optional()?
-        .map(|row| row.session_id))
+pub fn message_session(tx: &mut dyn Reads, id: &str) -> Result<Option<String>> {
+    Ok(tx.reads().get_message(id)?.map(|row| row.session_id))
 }
 
 fn import_part_of(
-    tx: &Tx<'_>,
+    tx: &mut Tx<'_>,
     message_id: &str,
     session_id: &str,
     part: &StoredPart,
 ) -> Result<bool> {
-    match queries::get_part(tx.conn(), &part.id).optional()? {
+    match tx.q().get_part(&part.id)? {
         None => {
             insert_part(tx, message_id, session_id, part)?;
             Ok(true)
@@ -209,15 +216,12 @@ fn import_part_of(
             }
             // An update that leaves updated_at as it was is moved to the clock by the
             // parts_touch trigger, so a change moves it at least 1 ms on.
-            queries::update_part(
-                tx.conn(),
-                &queries::UpdatePartParams {
-                    r#type: part.part.type_name(),
-                    data: &data,
-                    now: part.updated_at.max(old.updated_at.saturating_add(1)),
-                    id: &part.id,
-                },
-            )?;
+            tx.q().update_part(&queries::UpdatePartParams {
+                r#type: part.part.type_name(),
+                data: &data,
+                now: part.updated_at.max(old.updated_at.saturating_add(1)),
+                id: &part.id,
+            })?;
             Ok(true)
         }
     }
@@ -225,7 +229,7 @@ fn import_part_of(
 
 /// Inserts one part of message `message_id` (in `session_id`) exactly as given.
 pub fn insert_part(
-    tx: &Tx<'_>,
+    tx: &mut Tx<'_>,
     message_id: &str,
     session_id: &str,
     part: &StoredPart,
@@ -234,22 +238,19 @@ pub fn insert_part(
         return Err(MessageError::InvalidInput("part id is empty".into()));
     }
     let data = part.part.to_json()?;
-    let inserted = queries::create_part(
-        tx.conn(),
-        &queries::CreatePartParams {
-            id: &part.id,
-            message_id,
-            session_id,
-            position: part.position,
-            r#type: part.part.type_name(),
-            data: &data,
-            created_at: part.created_at,
-            updated_at: part.updated_at,
-        },
-    );
+    let inserted = tx.q().create_part(&queries::CreatePartParams {
+        id: &part.id,
+        message_id,
+        session_id,
+        position: part.position,
+        r#type: part.part.type_name(),
+        data: &data,
+        created_at: part.created_at,
+        updated_at: part.updated_at,
+    });
     match inserted {
         Ok(()) => Ok(()),
-        Err(err) => match scribe_db::Error::from(err) {
+        Err(err) => match err {
             // UNIQUE (message_id, position) vs a taken part id: both are conflicts, but a
             // clashing position is the caller's bug in building the message.
             scribe_db::Error::Conflict { message, .. } if message.contains("position") => Err(
@@ -261,9 +262,10 @@ pub fn insert_part(
 }
 
 /// The message `id` with its parts in position order.
-pub fn load_message(tx: &dyn Queryable, id: &str) -> Result<Message> {
-    let row = queries::get_message(tx.conn(), id)
-        .optional()?
+pub fn load_message(tx: &mut dyn Reads, id: &str) -> Result<Message> {
+    let row = tx
+        .reads()
+        .get_message(id)?
         .ok_or_else(|| MessageError::not_found("message", id))?;
     let mut msg = message_from_row(row)?;
     msg.parts = parts_of(tx, id)?;
@@ -271,8 +273,9 @@ pub fn load_message(tx: &dyn Queryable, id: &str) -> Result<Message> {
 }
 
 /// The parts of message `id` in position order (one query), decoded.
-pub(crate) fn parts_of(tx: &dyn Queryable, id: &str) -> Result<Vec<StoredPart>> {
-    queries::list_message_part_data(tx.conn(), id)?
+pub(crate) fn parts_of(tx: &mut dyn Reads, id: &str) -> Result<Vec<StoredPart>> {
+    tx.reads()
+        .list_message_part_data(id)?
         .into_iter()
         .map(|row| PartData::from(row).decode())
         .collect()
@@ -280,9 +283,10 @@ pub(crate) fn parts_of(tx: &dyn Queryable, id: &str) -> Result<Vec<StoredPart>> 
 
 /// The message `id` without its parts (its row only: usage, role, session …), for
 /// callers that must not depend on decoding parts.
-pub fn load_message_row(tx: &dyn Queryable, id: &str) -> Result<Message> {
-    let row = queries::get_message(tx.conn(), id)
-        .optional()?
+pub fn load_message_row(tx: &mut dyn Reads, id: &str) -> Result<Message> {
+    let row = tx
+        .reads()
+        .get_message(id)?
         .ok_or_else(|| MessageError::not_found("message", id))?;
     message_from_row(row)
 }
@@ -310,7 +314,7 @@ pub enum SentFrom<'a> {
 /// no message), whatever the history's length. For sending only: never write these parts
 /// back.
 pub fn load_sent_messages_from(
-    tx: &dyn Queryable,
+    tx: &mut dyn Reads,
     session_id: &str,
     from: SentFrom<'_>,
 ) -> Result<Vec<Message>> {
@@ -318,90 +322,87 @@ pub fn load_sent_messages_from(
         SentFrom::Start => (i64::MIN, ""),
         SentFrom::Message { created_at, id } => (created_at, id),
     };
-    let rows = queries::list_messages_from(
-        tx.conn(),
-        &queries::ListMessagesFromParams {
+    let rows = tx
+        .reads()
+        .list_messages_from(&queries::ListMessagesFromParams {
             session_id,
             created_at,
             id,
-        },
-    )?;
+        })?;
     if rows.is_empty() {
         ensure_session(tx, session_id)?;
         return Ok(Vec::new());
     }
-    let parts = queries::list_sent_part_data_from(
-        tx.conn(),
-        &queries::ListSentPartDataFromParams {
+    let parts = tx
+        .reads()
+        .list_sent_part_data_from(&queries::ListSentPartDataFromParams {
             session_id,
             created_at,
             id,
-        },
-    )?;
+        })?;
     assemble(rows, parts.into_iter().map(PartData::from))
 }
 
 /// The id of `session_id`'s newest user message, if it has one; one indexed query that
 /// reads no other message.
-pub fn last_user_message_id(tx: &dyn Queryable, session_id: &str) -> Result<Option<String>> {
-    Ok(queries::get_last_user_message_id(tx.conn(), session_id).optional()?)
+pub fn last_user_message_id(tx: &mut dyn Reads, session_id: &str) -> Result<Option<String>> {
+    Ok(tx.reads().get_last_user_message_id(session_id)?)
 }
 
 /// The assistant messages of `session_id` left open (`finished_at` unset: a dead
 /// process's, or one still being answered), oldest first; one indexed query.
 pub fn list_unfinished_assistant_message_ids(
-    tx: &dyn Queryable,
+    tx: &mut dyn Reads,
     session_id: &str,
 ) -> Result<Vec<String>> {
-    Ok(queries::list_unfinished_assistant_message_ids(
-        tx.conn(),
-        session_id,
-    )?)
+    Ok(tx
+        .reads()
+        .list_unfinished_assistant_message_ids(session_id)?)
 }
 
 /// The model of `session_id`'s newest assistant message that names one.
-pub fn last_assistant_model(tx: &dyn Queryable, session_id: &str) -> Result<Option<String>> {
-    Ok(queries::get_last_assistant_model(tx.conn(), session_id).optional()?)
+pub fn last_assistant_model(tx: &mut dyn Reads, session_id: &str) -> Result<Option<String>> {
+    Ok(tx.reads().get_last_assistant_model(session_id)?)
 }
 
 /// Every message of a session in creation order, parts in position order: two queries
 /// however long the session is. An unknown session is [`MessageError::NotFound`].
-pub fn load_session_messages(tx: &dyn Queryable, session_id: &str) -> Result<Vec<Message>> {
-    let rows = queries::list_messages(tx.conn(), session_id)?;
+pub fn load_session_messages(tx: &mut dyn Reads, session_id: &str) -> Result<Vec<Message>> {
+    let rows = tx.reads().list_messages(session_id)?;
     if rows.is_empty() {
         // Only an empty answer needs telling "no messages" from "no session".
         ensure_session(tx, session_id)?;
         return Ok(Vec::new());
     }
-    let parts = queries::list_session_part_data(tx.conn(), session_id)?;
+    let parts = tx.reads().list_session_part_data(session_id)?;
     assemble(rows, parts.into_iter().map(PartData::from))
 }
 
 /// The messages `ids` (any order in, creation order out) with their parts; ids that do
 /// not exist are skipped.
-pub fn load_messages_by_ids(tx: &dyn Queryable, ids: &[&str]) -> Result<Vec<Message>> {
+pub fn load_messages_by_ids(tx: &mut dyn Reads, ids: &[&str]) -> Result<Vec<Message>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = queries::list_messages_by_ids(tx.conn(), ids)?;
+    let rows = tx.reads().list_messages_by_ids(ids)?;
     attach_parts(tx, rows)
 }
 
 /// Decodes message rows and loads all their parts with one query, keeping the rows' order.
-pub(crate) fn attach_parts(tx: &dyn Queryable, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
+pub(crate) fn attach_parts(tx: &mut dyn Reads, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let parts = queries::list_part_data_by_message_ids(tx.conn(), &ids)?;
+    let parts = tx.reads().list_part_data_by_message_ids(&ids)?;
     assemble(rows, parts.into_iter().map(PartData::from))
 }
 
 /// Fails with [`MessageError::NotFound`] unless session `id` exists: the one question
 /// this crate asks of the `sessions` table (which crates/session owns), to tell an empty
 /// session from a missing one. It never reads a session's columns.
-pub(crate) fn ensure_session(tx: &dyn Queryable, id: &str) -> Result<()> {
-    if queries::session_exists(tx.conn(), id)? {
+pub(crate) fn ensure_session(tx: &mut dyn Reads, id: &str) -> Result<()> {
+    if tx.reads().session_exists(id)? {
         Ok(())
     } else {
         Err(MessageError::not_found("session", id))

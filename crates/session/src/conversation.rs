@@ -8,7 +8,6 @@
 //! continues, root first, following `continuation` links only — a task or fork parent is
 //! not part of the conversation).
 
-use scribe_db::queries as q;
 use scribe_message::{ConversationMessage, ConversationOptions, sent, store, to_conversation};
 
 use crate::error::Result;
@@ -28,7 +27,7 @@ impl SessionService {
             let session = load(tx, session_id)?;
             let mut chain: Vec<String> = Vec::new();
             if options.include_ancestors && session.kind == SessionKind::Continuation {
-                let ancestors = sessions(q::list_session_ancestors(tx.conn(), session_id)?)?;
+                let ancestors = sessions(tx.q().list_session_ancestors(session_id)?)?;
                 // Walk up from the session while each link is a continuation.
                 let mut child_kind = session.kind;
                 for ancestor in ancestors.iter().rev() {

@@ -103,12 +103,6 @@ impl From<scribe_db::Error> for SessionError {
     }
 }
 
-impl From<scribe_db::rusqlite::Error> for SessionError {
-    fn from(err: scribe_db::rusqlite::Error) -> Self {
-        SessionError::from(scribe_db::Error::from(err))
-    }
-}
-
 impl From<scribe_message::MessageError> for SessionError {
     fn from(err: scribe_message::MessageError) -> Self {
         // Database failures keep their identity so a busy error inside a write closure is

@@ -8,8 +8,7 @@
 //! recent.
 
 use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
-use scribe_db::{Queryable, Tx};
+use scribe_db::{Reads, Tx};
 use scribe_pubsub::EventKind;
 use serde_json::Value;
 
@@ -84,52 +83,49 @@ impl SessionService {
             ));
         }
         if let Some(parent) = &e.parent_session_id
-            && !q::session_exists(tx.conn(), parent)?
+            && !tx.q().session_exists(parent)?
         {
             return Err(SessionError::not_found("parent session", parent.as_str()));
         }
-        let existing = q::get_session(tx.conn(), &e.id).optional()?;
+        let existing = tx.q().get_session(&e.id)?;
         let title = match normalize_optional_title(e.title.as_deref())? {
             None => None,
             Some(title) => Some(free_title(tx, &title, &e.id)?),
         };
         let model_config = json_text(e.model_config.as_ref());
         let Some(row) = existing else {
-            q::import_session(
-                tx.conn(),
-                &q::ImportSessionParams {
-                    id: &e.id,
-                    parent_session_id: e.parent_session_id.as_deref(),
-                    kind: e.kind.as_str(),
-                    source: &e.source,
-                    user_id: None,
-                    directory: e.directory.as_deref(),
-                    title: title.as_deref(),
-                    model: e.model.as_deref(),
-                    model_config: model_config.as_deref(),
-                    system_prompt: e.system_prompt.as_deref(),
-                    permission: None,
-                    api_call_count: 0,
-                    input_tokens: 0,
-                    output_tokens: 0,
-                    cache_read_tokens: 0,
-                    cache_write_tokens: 0,
-                    reasoning_tokens: 0,
-                    estimated_cost_usd: 0.0,
-                    actual_cost_usd: None,
-                    billing_provider: e.billing_provider.as_deref(),
-                    billing_base_url: e.billing_base_url.as_deref(),
-                    billing_mode: None,
-                    cost_status: e.cost_status.as_deref(),
-                    cost_source: e.cost_source.as_deref(),
-                    pricing_version: None,
-                    created_at: e.created_at,
-                    updated_at: e.updated_at.max(e.created_at),
-                    ended_at: e.ended_at,
-                    end_reason: e.end_reason.as_deref(),
-                    archived_at: None,
-                },
-            )?;
+            tx.q().import_session(&q::ImportSessionParams {
+                id: &e.id,
+                parent_session_id: e.parent_session_id.as_deref(),
+                kind: e.kind.as_str(),
+                source: &e.source,
+                user_id: None,
+                directory: e.directory.as_deref(),
+                title: title.as_deref(),
+                model: e.model.as_deref(),
+                model_config: model_config.as_deref(),
+                system_prompt: e.system_prompt.as_deref(),
+                permission: None,
+                api_call_count: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reasoning_tokens: 0,
+                estimated_cost_usd: 0.0,
+                actual_cost_usd: None,
+                billing_provider: e.billing_provider.as_deref(),
+                billing_base_url: e.billing_base_url.as_deref(),
+                billing_mode: None,
+                cost_status: e.cost_status.as_deref(),
+                cost_source: e.cost_source.as_deref(),
+                pricing_version: None,
+                created_at: e.created_at,
+                updated_at: e.updated_at.max(e.created_at),
+                ended_at: e.ended_at,
+                end_reason: e.end_reason.as_deref(),
+                archived_at: None,
+            })?;
             let session = load(tx, &e.id)?;
             self.announce(tx, EventKind::Created, &session);
             return Ok((session, true));
@@ -155,28 +151,23 @@ impl SessionService {
             let pick = |new: &Option<String>, old: &Option<String>| new.clone().or(old.clone());
             let model_config = json_text(e.model_config.as_ref().or(current.model_config.as_ref()));
             let permission = json_text(current.permission.as_ref());
-            q::update_session(
-                tx.conn(),
-                &q::UpdateSessionParams {
-                    title: title.as_deref(),
-                    directory: pick(&e.directory, &current.directory).as_deref(),
-                    model: pick(&e.model, &current.model).as_deref(),
-                    model_config: model_config.as_deref(),
-                    system_prompt: pick(&e.system_prompt, &current.system_prompt).as_deref(),
-                    permission: permission.as_deref(),
-                    summary_message_id: current.summary_message_id.as_deref(),
-                    billing_provider: pick(&e.billing_provider, &current.billing_provider)
-                        .as_deref(),
-                    billing_base_url: pick(&e.billing_base_url, &current.billing_base_url)
-                        .as_deref(),
-                    billing_mode: current.billing_mode.as_deref(),
-                    cost_status: pick(&e.cost_status, &current.cost_status).as_deref(),
-                    cost_source: pick(&e.cost_source, &current.cost_source).as_deref(),
-                    pricing_version: current.pricing_version.as_deref(),
-                    now: updated_at,
-                    id: &e.id,
-                },
-            )?;
+            tx.q().update_session(&q::UpdateSessionParams {
+                title: title.as_deref(),
+                directory: pick(&e.directory, &current.directory).as_deref(),
+                model: pick(&e.model, &current.model).as_deref(),
+                model_config: model_config.as_deref(),
+                system_prompt: pick(&e.system_prompt, &current.system_prompt).as_deref(),
+                permission: permission.as_deref(),
+                summary_message_id: current.summary_message_id.as_deref(),
+                billing_provider: pick(&e.billing_provider, &current.billing_provider).as_deref(),
+                billing_base_url: pick(&e.billing_base_url, &current.billing_base_url).as_deref(),
+                billing_mode: current.billing_mode.as_deref(),
+                cost_status: pick(&e.cost_status, &current.cost_status).as_deref(),
+                cost_source: pick(&e.cost_source, &current.cost_source).as_deref(),
+                pricing_version: current.pricing_version.as_deref(),
+                now: updated_at,
+                id: &e.id,
+            })?;
         }
         let parent = e
             .parent_session_id
@@ -191,27 +182,23 @@ impl SessionService {
             || ended_at != current.ended_at
             || end_reason != current.end_reason;
         if link_changed {
-            q::update_external_session(
-                tx.conn(),
-                &q::UpdateExternalSessionParams {
+            tx.q()
+                .update_external_session(&q::UpdateExternalSessionParams {
                     parent_session_id: parent.as_deref(),
                     kind: e.kind.as_str(),
                     ended_at,
                     end_reason: end_reason.as_deref(),
                     updated_at,
                     id: &e.id,
-                },
-            )?;
+                })?;
         }
         // An update that leaves updated_at as it was is moved to the clock by the
         // sessions_touch trigger: put it where the source says it is.
-        q::restore_session_updated_at(
-            tx.conn(),
-            &q::RestoreSessionUpdatedAtParams {
+        tx.q()
+            .restore_session_updated_at(&q::RestoreSessionUpdatedAtParams {
                 updated_at,
                 id: &e.id,
-            },
-        )?;
+            })?;
         let session = load(tx, &e.id)?;
         if session != current {
             self.announce(tx, EventKind::Updated, &session);
@@ -242,9 +229,8 @@ impl SessionService {
             && delta.cost_usd == 0.0
             && delta.actual_cost_usd.is_none();
         if !zero {
-            q::add_session_usage_delta(
-                tx.conn(),
-                &q::AddSessionUsageDeltaParams {
+            tx.q()
+                .add_session_usage_delta(&q::AddSessionUsageDeltaParams {
                     input_tokens: delta.tokens.input,
                     output_tokens: delta.tokens.output,
                     cache_read_tokens: delta.tokens.cache_read,
@@ -255,26 +241,21 @@ impl SessionService {
                     estimated_cost_usd: delta.cost_usd,
                     now: target,
                     id,
-                },
-            )?;
+                })?;
         }
         if let Some(actual) = delta.actual_cost_usd {
-            q::add_session_actual_cost(
-                tx.conn(),
-                &q::AddSessionActualCostParams {
+            tx.q()
+                .add_session_actual_cost(&q::AddSessionActualCostParams {
                     actual_cost_usd: actual,
                     now: target,
                     id,
-                },
-            )?;
+                })?;
         }
-        q::restore_session_updated_at(
-            tx.conn(),
-            &q::RestoreSessionUpdatedAtParams {
+        tx.q()
+            .restore_session_updated_at(&q::RestoreSessionUpdatedAtParams {
                 updated_at: target,
                 id,
-            },
-        )?;
+            })?;
         let session = load(tx, id)?;
         self.announce(tx, EventKind::Updated, &session);
         Ok(session)
@@ -282,14 +263,14 @@ impl SessionService {
 
     /// Whether session `id` is stored, as `tx` sees it (an importer keeps the source's
     /// id only when no other session has it).
-    pub fn exists_tx(tx: &dyn Queryable, id: &str) -> Result<bool> {
-        Ok(q::session_exists(tx.conn(), id)?)
+    pub fn exists_tx(tx: &mut dyn Reads, id: &str) -> Result<bool> {
+        Ok(tx.reads().session_exists(id)?)
     }
 }
 
 /// `title`, or the next free title of its lineage when another session than `id` holds it.
-fn free_title(tx: &dyn Queryable, title: &str, id: &str) -> Result<String> {
-    match q::get_session_by_title(tx.conn(), title).optional()? {
+fn free_title(tx: &mut dyn Reads, title: &str, id: &str) -> Result<String> {
+    match tx.reads().get_session_by_title(title)? {
         Some(holder) if holder.id != id => crate::service::next_title_tx(tx, title),
         _ => Ok(title.to_owned()),
     }

@@ -3,7 +3,6 @@
 
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries::{self as q, FileRow};
-use scribe_db::rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
@@ -67,10 +66,7 @@ impl SessionService {
                 content,
                 now: tx.now(),
             };
-            Ok(FileVersion::from(q::create_file_version(
-                tx.conn(),
-                &params,
-            )?))
+            Ok(FileVersion::from(tx.q().create_file_version(&params)?))
         })
     }
 
@@ -80,7 +76,7 @@ impl SessionService {
         self.db.read(|tx| {
             load(tx, session_id)?;
             let params = q::ListFileVersionsParams { session_id, path };
-            Ok(file_versions(q::list_file_versions(tx.conn(), &params)?))
+            Ok(file_versions(tx.q().list_file_versions(&params)?))
         })
     }
 
@@ -93,7 +89,7 @@ impl SessionService {
                 path,
                 version,
             };
-            match q::get_file_version(tx.conn(), &params).optional()? {
+            match tx.q().get_file_version(&params)? {
                 Some(row) => Ok(FileVersion::from(row)),
                 None => Err(SessionError::not_found(
                     "file version",
@@ -107,7 +103,7 @@ impl SessionService {
     pub fn latest_files(&self, session_id: &str) -> Result<Vec<FileVersion>> {
         self.db.read(|tx| {
             load(tx, session_id)?;
-            Ok(file_versions(q::list_latest_files(tx.conn(), session_id)?))
+            Ok(file_versions(tx.q().list_latest_files(session_id)?))
         })
     }
 }

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use scribe_db::filters::{self, SessionFilter};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
-use scribe_db::{Database, Queryable, Tx};
+use scribe_db::{Backend, Database, ReadTx, Reads, Tx};
 use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
@@ -112,16 +111,16 @@ pub struct SessionService {
 }
 
 /// The session `id`, or [`SessionError::NotFound`].
-pub(crate) fn load(tx: &dyn Queryable, id: &str) -> Result<Session> {
-    match q::get_session(tx.conn(), id).optional()? {
+pub(crate) fn load(tx: &mut dyn Reads, id: &str) -> Result<Session> {
+    match tx.reads().get_session(id)? {
         Some(row) => Session::try_from(row),
         None => Err(SessionError::not_found("session", id)),
     }
 }
 
 /// Fails with [`SessionError::TitleInUse`] if another session than `except` holds `title`.
-fn ensure_title_free(tx: &dyn Queryable, title: &str, except: Option<&str>) -> Result<()> {
-    if let Some(holder) = q::get_session_by_title(tx.conn(), title).optional()?
+fn ensure_title_free(tx: &mut dyn Reads, title: &str, except: Option<&str>) -> Result<()> {
+    if let Some(holder) = tx.reads().get_session_by_title(title)?
         && Some(holder.id.as_str()) != except
     {
         return Err(SessionError::TitleInUse {
@@ -143,7 +142,7 @@ fn ensure_not_empty(what: &str, value: &str) -> Result<()> {
 
 /// Inserts a session with `id` after checking everything a caller can get wrong, so the
 /// caller gets a typed error rather than a constraint failure.
-pub(crate) fn insert_session(tx: &Tx<'_>, id: &str, new: &NewSession) -> Result<Session> {
+pub(crate) fn insert_session(tx: &mut Tx<'_>, id: &str, new: &NewSession) -> Result<Session> {
     ensure_not_empty("session id", id)?;
     ensure_not_empty("source", &new.source)?;
     let title = normalize_optional_title(new.title.as_deref())?;
@@ -155,12 +154,12 @@ pub(crate) fn insert_session(tx: &Tx<'_>, id: &str, new: &NewSession) -> Result<
             )));
         }
         (Some(parent), _) => {
-            if !q::session_exists(tx.conn(), parent)? {
+            if !tx.q().session_exists(parent)? {
                 return Err(SessionError::not_found("parent session", parent.as_str()));
             }
         }
     }
-    if q::session_exists(tx.conn(), id)? {
+    if tx.q().session_exists(id)? {
         return Err(SessionError::conflict(format!(
             "session id {id} is already in use"
         )));
@@ -170,26 +169,24 @@ pub(crate) fn insert_session(tx: &Tx<'_>, id: &str, new: &NewSession) -> Result<
     }
     let model_config = json_text(new.model_config.as_ref());
     let permission = json_text(new.permission.as_ref());
-    let row = q::create_session(
-        tx.conn(),
-        &q::CreateSessionParams {
-            id,
-            parent_session_id: new.parent_session_id.as_deref(),
-            kind: new.kind.as_str(),
-            source: &new.source,
-            user_id: new.user_id.as_deref(),
-            directory: new.directory.as_deref(),
-            title: title.as_deref(),
-            model: new.model.as_deref(),
-            model_config: model_config.as_deref(),
-            system_prompt: new.system_prompt.as_deref(),
-            permission: permission.as_deref(),
-            billing_provider: new.billing_provider.as_deref(),
-            billing_base_url: new.billing_base_url.as_deref(),
-            billing_mode: new.billing_mode.as_deref(),
-            now: tx.now(),
-        },
-    )?;
+    let now = tx.now();
+    let row = tx.q().create_session(&q::CreateSessionParams {
+        id,
+        parent_session_id: new.parent_session_id.as_deref(),
+        kind: new.kind.as_str(),
+        source: &new.source,
+        user_id: new.user_id.as_deref(),
+        directory: new.directory.as_deref(),
+        title: title.as_deref(),
+        model: new.model.as_deref(),
+        model_config: model_config.as_deref(),
+        system_prompt: new.system_prompt.as_deref(),
+        permission: permission.as_deref(),
+        billing_provider: new.billing_provider.as_deref(),
+        billing_base_url: new.billing_base_url.as_deref(),
+        billing_mode: new.billing_mode.as_deref(),
+        now,
+    })?;
     Session::try_from(row)
 }
 
@@ -357,21 +354,24 @@ impl SessionService {
     }
 
     /// The session `id` as `tx` sees it, or [`SessionError::NotFound`].
-    pub fn get_tx(tx: &dyn Queryable, id: &str) -> Result<Session> {
+    pub fn get_tx(tx: &mut dyn Reads, id: &str) -> Result<Session> {
         load(tx, id)
     }
 
     /// The sessions matching `filter`, in its order (by default newest first: creation
     /// time, then id, descending), limited and offset as it says.
     pub fn list(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
-        self.db
-            .read(|tx| sessions(filters::list_sessions(tx.conn(), filter)?))
+        self.db.read(|tx| sessions(filtered_sessions(tx, filter)?))
     }
 
     /// How many sessions match `filter` (its order, limit and offset ignored).
     pub fn count(&self, filter: &SessionFilter) -> Result<i64> {
-        self.db
-            .read(|tx| Ok(filters::count_sessions(tx.conn(), filter)?))
+        self.db.read(|tx| match tx.backend() {
+            Backend::Sqlite => {
+                Ok(filters::count_sessions(tx.conn(), filter).map_err(scribe_db::Error::from)?)
+            }
+            Backend::Postgres => Err(filters_not_on_postgres()),
+        })
     }
 
     /// Reads `id`, lets `change` edit it, and stores the mutable fields in one transaction:
@@ -424,17 +424,19 @@ impl SessionService {
 
     /// Deletes `id` and returns its last state plus the children whose parent link the
     /// database cleared (as they are now). Queues nothing: the callers announce.
-    pub(crate) fn delete_tx(&self, tx: &Tx<'_>, id: &str) -> Result<(Session, Vec<Session>)> {
+    pub(crate) fn delete_tx(&self, tx: &mut Tx<'_>, id: &str) -> Result<(Session, Vec<Session>)> {
         let session = load(tx, id)?;
-        let children: Vec<String> = q::list_child_sessions(tx.conn(), id)?
+        let children: Vec<String> = tx
+            .q()
+            .list_child_sessions(id)?
             .into_iter()
             .map(|row| row.id)
             .collect();
-        q::delete_session(tx.conn(), id)?;
+        tx.q().delete_session(id)?;
         let mut unlinked = Vec::with_capacity(children.len());
         for child in &children {
             // A child may itself have gone in the same transaction (prune).
-            if let Some(row) = q::get_session(tx.conn(), child).optional()? {
+            if let Some(row) = tx.q().get_session(child)? {
                 unlinked.push(Session::try_from(row)?);
             }
         }
@@ -446,7 +448,10 @@ impl SessionService {
     pub fn archive(&self, id: &str) -> Result<Session> {
         self.db.write(|tx| {
             self.change_if(tx, id, |tx, now| {
-                Ok(q::archive_session(tx.conn(), &q::ArchiveSessionParams { now, id })? > 0)
+                Ok(tx
+                    .q()
+                    .archive_session(&q::ArchiveSessionParams { now, id })?
+                    > 0)
             })
         })
     }
@@ -458,7 +463,10 @@ impl SessionService {
                 if load(tx, id)?.archived_at.is_none() {
                     return Ok(false);
                 }
-                Ok(q::unarchive_session(tx.conn(), &q::UnarchiveSessionParams { now, id })? > 0)
+                Ok(tx
+                    .q()
+                    .unarchive_session(&q::UnarchiveSessionParams { now, id })?
+                    > 0)
             })
         })
     }
@@ -478,7 +486,7 @@ impl SessionService {
                 end_reason: Some(reason),
                 id,
             };
-            Ok(q::end_session(tx.conn(), &params)? > 0)
+            Ok(tx.q().end_session(&params)? > 0)
         })
     }
 
@@ -490,7 +498,7 @@ impl SessionService {
                 if load(tx, id)?.ended_at.is_none() {
                     return Ok(false);
                 }
-                Ok(q::reopen_session(tx.conn(), &q::ReopenSessionParams { now, id })? > 0)
+                Ok(tx.q().reopen_session(&q::ReopenSessionParams { now, id })? > 0)
             })
         })
     }
@@ -504,7 +512,7 @@ impl SessionService {
                     now,
                     id,
                 };
-                Ok(q::set_session_compacting(tx.conn(), &params)? > 0)
+                Ok(tx.q().set_session_compacting(&params)? > 0)
             })
         })
     }
@@ -521,14 +529,13 @@ impl SessionService {
         let stale_ms = i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX);
         self.db.write(|tx| {
             let now = tx.now();
-            let claimed = q::claim_session_compaction(
-                tx.conn(),
-                &q::ClaimSessionCompactionParams {
+            let claimed = tx
+                .q()
+                .claim_session_compaction(&q::ClaimSessionCompactionParams {
                     now,
                     id,
                     stale_before: now.saturating_sub(stale_ms),
-                },
-            )?;
+                })?;
             let session = load(tx, id)?;
             if claimed > 0 {
                 self.announce(tx, EventKind::Updated, &session);
@@ -553,15 +560,15 @@ impl SessionService {
         model: &str,
         permission: Option<&str>,
     ) -> Result<Session> {
-        let changed = q::set_session_prompt_settings(
-            tx.conn(),
-            &q::SetSessionPromptSettingsParams {
+        let now = tx.now();
+        let changed = tx
+            .q()
+            .set_session_prompt_settings(&q::SetSessionPromptSettingsParams {
                 model: Some(model),
                 permission,
-                now: tx.now(),
+                now,
                 id,
-            },
-        )?;
+            })?;
         if changed == 0 {
             return Err(SessionError::not_found("session", id));
         }
@@ -591,7 +598,7 @@ impl SessionService {
         &self,
         tx: &mut Tx<'_>,
         id: &str,
-        mut change: impl FnMut(&Tx<'_>, i64) -> Result<bool>,
+        mut change: impl FnMut(&mut Tx<'_>, i64) -> Result<bool>,
     ) -> Result<Session> {
         let now = tx.now();
         let changed = change(tx, now)?;
@@ -619,11 +626,11 @@ impl SessionService {
         let (base, _) = split_lineage(&title);
         self.db.read(|tx| {
             if base != title
-                && let Some(row) = q::get_session_by_title(tx.conn(), &title).optional()?
+                && let Some(row) = tx.q().get_session_by_title(&title)?
             {
                 return Session::try_from(row);
             }
-            match q::list_title_lineage(tx.conn(), base)?.into_iter().next() {
+            match tx.q().list_title_lineage(base)?.into_iter().next() {
                 Some(row) => Session::try_from(row),
                 None => Err(SessionError::not_found("title", title.as_str())),
             }
@@ -644,7 +651,7 @@ impl SessionService {
     pub fn ancestors(&self, id: &str) -> Result<Vec<Session>> {
         self.db.read(|tx| {
             load(tx, id)?;
-            sessions(q::list_session_ancestors(tx.conn(), id)?)
+            sessions(tx.q().list_session_ancestors(id)?)
         })
     }
 
@@ -652,7 +659,7 @@ impl SessionService {
     pub fn descendants(&self, id: &str) -> Result<Vec<Session>> {
         self.db.read(|tx| {
             load(tx, id)?;
-            sessions(q::list_session_descendants(tx.conn(), id)?)
+            sessions(tx.q().list_session_descendants(id)?)
         })
     }
 
@@ -660,19 +667,17 @@ impl SessionService {
     pub fn children(&self, id: &str) -> Result<Vec<Session>> {
         self.db.read(|tx| {
             load(tx, id)?;
-            sessions(q::list_child_sessions(tx.conn(), id)?)
+            sessions(tx.q().list_child_sessions(id)?)
         })
     }
 
     /// The newest end of the compaction chain starting at `id`: follows continuation
     /// children as deep as they go; `id` itself when it has none.
     pub fn continuation_tip(&self, id: &str) -> Result<Session> {
-        self.db.read(
-            |tx| match q::get_continuation_tip(tx.conn(), id).optional()? {
-                Some(row) => Session::try_from(row),
-                None => Err(SessionError::not_found("session", id)),
-            },
-        )
+        self.db.read(|tx| match tx.q().get_continuation_tip(id)? {
+            Some(row) => Session::try_from(row),
+            None => Err(SessionError::not_found("session", id)),
+        })
     }
 }
 
@@ -690,10 +695,35 @@ pub enum CompactionClaim {
     },
 }
 
+/// The session rows matching `filter` ([`filters::list_sessions`]).
+pub(crate) fn filtered_sessions(
+    tx: &mut ReadTx<'_>,
+    filter: &SessionFilter,
+) -> Result<Vec<scribe_db::queries::SessionRow>> {
+    match tx.backend() {
+        Backend::Sqlite => {
+            Ok(filters::list_sessions(tx.conn(), filter).map_err(scribe_db::Error::from)?)
+        }
+        Backend::Postgres => Err(filters_not_on_postgres()),
+    }
+}
+
+/// The dynamic filters (sea-query, built at run time) still run on the SQLite connection
+/// only; the `pgsearch` stream moves them onto the transaction handle. Until then a
+/// filtered list on PostgreSQL is this error, never a panic.
+fn filters_not_on_postgres() -> SessionError {
+    SessionError::Db(scribe_db::Error::Postgres {
+        code: None,
+        message: "filtered session lists do not run on PostgreSQL in this build".to_owned(),
+        source: None,
+    })
+}
+
 /// `title` is already normalized.
-pub(crate) fn next_title_tx(tx: &dyn Queryable, title: &str) -> Result<String> {
+pub(crate) fn next_title_tx(tx: &mut dyn Reads, title: &str) -> Result<String> {
     let (base, _) = split_lineage(title);
-    let highest = q::max_title_lineage_number(tx.conn(), base)?;
+    // An aggregate: always one row.
+    let highest = tx.reads().max_title_lineage_number(base)?.unwrap_or(0);
     let next = if highest <= 0 {
         base.to_owned()
     } else {
@@ -716,7 +746,7 @@ pub(crate) fn next_title_tx(tx: &dyn Queryable, title: &str) -> Result<String> {
 }
 
 /// Writes the mutable fields of `session` to row `id` (title normalized and checked).
-fn store_mutable(tx: &Tx<'_>, id: &str, session: &Session) -> Result<Session> {
+fn store_mutable(tx: &mut Tx<'_>, id: &str, session: &Session) -> Result<Session> {
     let title = normalize_optional_title(session.title.as_deref())?;
     if let Some(title) = &title {
         ensure_title_free(tx, title, Some(id))?;
@@ -724,7 +754,7 @@ fn store_mutable(tx: &Tx<'_>, id: &str, session: &Session) -> Result<Session> {
     let model_config = json_text(session.model_config.as_ref());
     let permission = json_text(session.permission.as_ref());
     if let Some(summary) = &session.summary_message_id {
-        match q::get_message(tx.conn(), summary).optional()? {
+        match tx.q().get_message(summary)? {
             None => return Err(SessionError::not_found("message", summary.as_str())),
             Some(message) if message.session_id != id => {
                 return Err(SessionError::InvalidInput(format!(
@@ -735,27 +765,24 @@ fn store_mutable(tx: &Tx<'_>, id: &str, session: &Session) -> Result<Session> {
             Some(_) => {}
         }
     }
-    let row = q::update_session(
-        tx.conn(),
-        &q::UpdateSessionParams {
-            title: title.as_deref(),
-            directory: session.directory.as_deref(),
-            model: session.model.as_deref(),
-            model_config: model_config.as_deref(),
-            system_prompt: session.system_prompt.as_deref(),
-            permission: permission.as_deref(),
-            summary_message_id: session.summary_message_id.as_deref(),
-            billing_provider: session.billing_provider.as_deref(),
-            billing_base_url: session.billing_base_url.as_deref(),
-            billing_mode: session.billing_mode.as_deref(),
-            cost_status: session.cost_status.as_deref(),
-            cost_source: session.cost_source.as_deref(),
-            pricing_version: session.pricing_version.as_deref(),
-            now: tx.now(),
-            id,
-        },
-    )
-    .optional()?;
+    let now = tx.now();
+    let row = tx.q().update_session(&q::UpdateSessionParams {
+        title: title.as_deref(),
+        directory: session.directory.as_deref(),
+        model: session.model.as_deref(),
+        model_config: model_config.as_deref(),
+        system_prompt: session.system_prompt.as_deref(),
+        permission: permission.as_deref(),
+        summary_message_id: session.summary_message_id.as_deref(),
+        billing_provider: session.billing_provider.as_deref(),
+        billing_base_url: session.billing_base_url.as_deref(),
+        billing_mode: session.billing_mode.as_deref(),
+        cost_status: session.cost_status.as_deref(),
+        cost_source: session.cost_source.as_deref(),
+        pricing_version: session.pricing_version.as_deref(),
+        now,
+        id,
+    })?;
     match row {
         Some(row) => Session::try_from(row),
         None => Err(SessionError::not_found("session", id)),

@@ -7,18 +7,17 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use scribe_db::filters::{self, SessionFilter, SessionOrder};
+use scribe_db::filters::{SessionFilter, SessionOrder};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
-use scribe_db::{Queryable, Tx};
+use scribe_db::{Reads, Tx};
 use scribe_message::{Message, TokenUsage, store};
 use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
 use crate::files::{FileVersion, file_versions};
-use crate::service::{SessionService, child_of, insert_session, load};
+use crate::service::{SessionService, child_of, filtered_sessions, insert_session, load};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -116,14 +115,14 @@ const DAY_MS: i64 = 86_400_000;
 /// What a writer given to [`SessionService::export_each`] may fail with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-fn prunable(tx: &dyn Queryable, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
-    let rows = match source {
-        None => q::list_prunable_sessions(tx.conn(), before)?,
-        Some(source) => q::list_prunable_sessions_by_source(
-            tx.conn(),
-            &q::ListPrunableSessionsBySourceParams { before, source },
-        )?,
-    };
+fn prunable(tx: &mut dyn Reads, before: i64, source: Option<&str>) -> Result<Vec<Session>> {
+    let rows =
+        match source {
+            None => tx.reads().list_prunable_sessions(before)?,
+            Some(source) => tx.reads().list_prunable_sessions_by_source(
+                &q::ListPrunableSessionsBySourceParams { before, source },
+            )?,
+        };
     sessions(rows)
 }
 
@@ -161,11 +160,12 @@ fn parents_first(list: Vec<Session>) -> Vec<Session> {
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
-fn export_one(tx: &dyn Queryable, session: Session) -> Result<SessionExport> {
+fn export_one(tx: &mut dyn Reads, session: Session) -> Result<SessionExport> {
     let messages = store::load_session_messages(tx, &session.id)?;
-    let files = file_versions(q::list_session_files(tx.conn(), &session.id)?);
-    let rolled_up = q::get_session_roll_up(tx.conn(), &session.id)
-        .optional()?
+    let files = file_versions(tx.reads().list_session_files(&session.id)?);
+    let rolled_up = tx
+        .reads()
+        .get_session_roll_up(&session.id)?
         .map(|mark| RollUpMark {
             added: Some(UsageDelta {
                 tokens: TokenUsage {
@@ -205,7 +205,7 @@ impl SessionService {
             let original = load(tx, session_id)?;
             let messages = store::load_session_messages(tx, session_id)?;
             let Some(cut) = messages.iter().position(|m| m.id == message_id) else {
-                return match q::get_message(tx.conn(), message_id).optional()? {
+                return match tx.q().get_message(message_id)? {
                     None => Err(SessionError::not_found("message", message_id)),
                     Some(row) => Err(SessionError::InvalidInput(format!(
                         "message {message_id} belongs to session {}, not {session_id}",
@@ -243,7 +243,7 @@ impl SessionService {
                     now: tx.now(),
                     id: &fork_id,
                 };
-                q::set_session_summary_message(tx.conn(), &params)?;
+                tx.q().set_session_summary_message(&params)?;
             }
             let fork = load(tx, &fork_id)?;
             self.announce(tx, EventKind::Created, &fork);
@@ -256,7 +256,7 @@ impl SessionService {
     pub fn clear(&self, session_id: &str) -> Result<Session> {
         self.db.write(|tx| {
             load(tx, session_id)?;
-            q::delete_session_messages(tx.conn(), session_id)?;
+            tx.q().delete_session_messages(session_id)?;
             let session = load(tx, session_id)?;
             self.announce(tx, EventKind::Updated, &session);
             Ok(session)
@@ -297,7 +297,7 @@ impl SessionService {
             }
             let mut unlinked = Vec::new();
             for child in children.iter().filter(|id| !gone.contains(id.as_str())) {
-                if let Some(row) = q::get_session(tx.conn(), child).optional()? {
+                if let Some(row) = tx.q().get_session(child)? {
                     unlinked.push(Session::try_from(row)?);
                 }
             }
@@ -351,7 +351,7 @@ impl SessionService {
                         order: SessionOrder::CreatedAsc,
                         ..SessionFilter::default()
                     };
-                    parents_first(sessions(filters::list_sessions(tx.conn(), &filter)?)?)
+                    parents_first(sessions(filtered_sessions(tx, &filter)?)?)
                 }
             };
             for session in sessions {
@@ -507,9 +507,9 @@ impl SessionService {
     }
 }
 
-fn import_tx(tx: &Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
+fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
     let s = &export.session;
-    if q::session_exists(tx.conn(), &s.id)? {
+    if tx.q().session_exists(&s.id)? {
         return Ok(ImportOutcome::Skipped {
             reason: format!("session {} is already in this database", s.id),
         });
@@ -523,7 +523,7 @@ fn import_tx(tx: &Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
     // edited file, so its title is normalized and length-checked, never trusted.
     let title = normalize_optional_title(s.title.as_deref())?;
     if let Some(title) = &title
-        && let Some(holder) = q::get_session_by_title(tx.conn(), title).optional()?
+        && let Some(holder) = tx.q().get_session_by_title(title)?
     {
         return Err(SessionError::TitleInUse {
             title: title.clone(),
@@ -543,62 +543,56 @@ fn import_tx(tx: &Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         )));
     }
     let (parent, unlinked_parent) = match &s.parent_session_id {
-        Some(parent) if !q::session_exists(tx.conn(), parent)? => (None, Some(parent.clone())),
+        Some(parent) if !tx.q().session_exists(parent)? => (None, Some(parent.clone())),
         other => (other.as_deref(), None),
     };
     let model_config = json_text(s.model_config.as_ref());
     let permission = json_text(s.permission.as_ref());
-    q::import_session(
-        tx.conn(),
-        &q::ImportSessionParams {
-            id: &s.id,
-            parent_session_id: parent,
-            kind: s.kind.as_str(),
-            source: &s.source,
-            user_id: s.user_id.as_deref(),
-            directory: s.directory.as_deref(),
-            title: title.as_deref(),
-            model: s.model.as_deref(),
-            model_config: model_config.as_deref(),
-            system_prompt: s.system_prompt.as_deref(),
-            permission: permission.as_deref(),
-            api_call_count: s.api_call_count,
-            input_tokens: s.tokens.input,
-            output_tokens: s.tokens.output,
-            cache_read_tokens: s.tokens.cache_read,
-            cache_write_tokens: s.tokens.cache_write,
-            reasoning_tokens: s.tokens.reasoning,
-            estimated_cost_usd: s.estimated_cost_usd,
-            actual_cost_usd: s.actual_cost_usd,
-            billing_provider: s.billing_provider.as_deref(),
-            billing_base_url: s.billing_base_url.as_deref(),
-            billing_mode: s.billing_mode.as_deref(),
-            cost_status: s.cost_status.as_deref(),
-            cost_source: s.cost_source.as_deref(),
-            pricing_version: s.pricing_version.as_deref(),
-            created_at: s.created_at,
-            updated_at: s.updated_at,
-            ended_at: s.ended_at,
-            end_reason: s.end_reason.as_deref(),
-            archived_at: s.archived_at,
-        },
-    )?;
+    tx.q().import_session(&q::ImportSessionParams {
+        id: &s.id,
+        parent_session_id: parent,
+        kind: s.kind.as_str(),
+        source: &s.source,
+        user_id: s.user_id.as_deref(),
+        directory: s.directory.as_deref(),
+        title: title.as_deref(),
+        model: s.model.as_deref(),
+        model_config: model_config.as_deref(),
+        system_prompt: s.system_prompt.as_deref(),
+        permission: permission.as_deref(),
+        api_call_count: s.api_call_count,
+        input_tokens: s.tokens.input,
+        output_tokens: s.tokens.output,
+        cache_read_tokens: s.tokens.cache_read,
+        cache_write_tokens: s.tokens.cache_write,
+        reasoning_tokens: s.tokens.reasoning,
+        estimated_cost_usd: s.estimated_cost_usd,
+        actual_cost_usd: s.actual_cost_usd,
+        billing_provider: s.billing_provider.as_deref(),
+        billing_base_url: s.billing_base_url.as_deref(),
+        billing_mode: s.billing_mode.as_deref(),
+        cost_status: s.cost_status.as_deref(),
+        cost_source: s.cost_source.as_deref(),
+        pricing_version: s.pricing_version.as_deref(),
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        ended_at: s.ended_at,
+        end_reason: s.end_reason.as_deref(),
+        archived_at: s.archived_at,
+    })?;
     for message in &export.messages {
         store::insert_message(tx, message)?;
     }
     for file in &export.files {
-        q::import_file_version(
-            tx.conn(),
-            &q::ImportFileVersionParams {
-                id: &file.id,
-                session_id: &file.session_id,
-                path: &file.path,
-                content: &file.content,
-                version: file.version,
-                created_at: file.created_at,
-                updated_at: file.updated_at,
-            },
-        )?;
+        tx.q().import_file_version(&q::ImportFileVersionParams {
+            id: &file.id,
+            session_id: &file.session_id,
+            path: &file.path,
+            content: &file.content,
+            version: file.version,
+            created_at: file.created_at,
+            updated_at: file.updated_at,
+        })?;
     }
     if let Some(mark) = &export.rolled_up {
         // An older export does not say what was added: the child's totals are what a
@@ -610,9 +604,8 @@ fn import_tx(tx: &Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
             cost_usd: s.estimated_cost_usd,
             actual_cost_usd: s.actual_cost_usd,
         });
-        q::import_session_roll_up(
-            tx.conn(),
-            &q::ImportSessionRollUpParams {
+        tx.q()
+            .import_session_roll_up(&q::ImportSessionRollUpParams {
                 child_id: &s.id,
                 parent_id: &mark.parent_id,
                 rolled_up_at: mark.rolled_up_at,
@@ -624,31 +617,26 @@ fn import_tx(tx: &Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
                 api_call_count: added.api_calls,
                 estimated_cost_usd: added.cost_usd,
                 actual_cost_usd: added.actual_cost_usd,
-            },
-        )?;
+            })?;
     }
     // A summary message that was not exported cannot be linked (foreign key).
     let summary = match s.summary_message_id.as_deref() {
         Some(id) if export.messages.iter().any(|m| m.id == id) => Some(id),
         _ => None,
     };
-    q::restore_imported_session(
-        tx.conn(),
-        &q::RestoreImportedSessionParams {
+    tx.q()
+        .restore_imported_session(&q::RestoreImportedSessionParams {
             summary_message_id: summary,
             compacting_at: s.compacting_at,
             message_count: s.message_count,
             tool_call_count: s.tool_call_count,
             id: &s.id,
-        },
-    )?;
-    q::restore_session_updated_at(
-        tx.conn(),
-        &q::RestoreSessionUpdatedAtParams {
+        })?;
+    tx.q()
+        .restore_session_updated_at(&q::RestoreSessionUpdatedAtParams {
             updated_at: s.updated_at,
             id: &s.id,
-        },
-    )?;
+        })?;
     Ok(ImportOutcome::Imported {
         session: Box::new(load(tx, &s.id)?),
         unlinked_parent,

@@ -7,7 +7,6 @@
 
 use scribe_db::Tx;
 use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
 use scribe_message::TokenUsage;
 use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
@@ -198,7 +197,7 @@ impl SessionService {
             now,
             id,
         };
-        let Some(row) = q::add_session_usage_delta(tx.conn(), &params).optional()? else {
+        let Some(row) = tx.q().add_session_usage_delta(&params)? else {
             return Err(SessionError::not_found("session", id));
         };
         let session = match delta.actual_cost_usd {
@@ -209,7 +208,7 @@ impl SessionService {
                     now,
                     id,
                 };
-                q::add_session_actual_cost(tx.conn(), &params)?;
+                tx.q().add_session_actual_cost(&params)?;
                 load(tx, id)?
             }
         };
@@ -238,14 +237,18 @@ impl SessionService {
         };
         let now = tx.now();
         let params = q::MarkSessionRolledUpParams { now, child_id };
-        if q::mark_session_rolled_up(tx.conn(), &params)? == 0 {
-            let mark = q::get_session_roll_up(tx.conn(), child_id)?;
+        if tx.q().mark_session_rolled_up(&params)? == 0 {
+            let mark = tx
+                .q()
+                .get_session_roll_up(child_id)?
+                .ok_or_else(|| SessionError::not_found("session", child_id))?;
             return Ok(RollUp::AlreadyRolledUp {
                 parent_id: mark.parent_id,
                 rolled_up_at: mark.rolled_up_at,
             });
         }
-        q::roll_up_session_usage(tx.conn(), &q::RollUpSessionUsageParams { now, child_id })?;
+        tx.q()
+            .roll_up_session_usage(&q::RollUpSessionUsageParams { now, child_id })?;
         let parent = load(tx, &parent_id)?;
         self.announce(tx, EventKind::Updated, &parent);
         Ok(RollUp::RolledUp {
@@ -257,8 +260,9 @@ impl SessionService {
     pub fn rolled_up_at(&self, child_id: &str) -> Result<Option<i64>> {
         self.db.read(|tx| {
             load(tx, child_id)?;
-            Ok(q::get_session_roll_up(tx.conn(), child_id)
-                .optional()?
+            Ok(tx
+                .q()
+                .get_session_roll_up(child_id)?
                 .map(|mark| mark.rolled_up_at))
         })
     }
@@ -271,11 +275,11 @@ impl SessionService {
         let from = since.unwrap_or(i64::MIN);
         self.db.read(|tx| {
             let rows = match by {
-                StatsBy::Model => stats_rows!(q::usage_by_model_since(tx.conn(), from)?),
-                StatsBy::Source => stats_rows!(q::usage_by_source_since(tx.conn(), from)?),
-                StatsBy::Day => stats_rows!(q::usage_by_day_since(tx.conn(), from)?),
+                StatsBy::Model => stats_rows!(tx.q().usage_by_model_since(from)?),
+                StatsBy::Source => stats_rows!(tx.q().usage_by_source_since(from)?),
+                StatsBy::Day => stats_rows!(tx.q().usage_by_day_since(from)?),
             };
-            let totals = q::usage_totals_since(tx.conn(), from)?;
+            let totals = tx.q().usage_totals_since(from)?;
             Ok(UsageStats {
                 by,
                 since,
@@ -289,6 +293,6 @@ impl SessionService {
     pub fn top_sessions_by_tokens(&self, limit: usize) -> Result<Vec<Session>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.db
-            .read(|tx| sessions(q::top_sessions_by_tokens(tx.conn(), limit)?))
+            .read(|tx| sessions(tx.q().top_sessions_by_tokens(limit)?))
     }
 }

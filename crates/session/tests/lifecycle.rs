@@ -5,7 +5,7 @@
 mod common;
 
 use common::{conversation, drain, env};
-use scribe_db::rusqlite::Connection;
+use rusqlite::Connection;
 use scribe_pubsub::EventKind;
 use scribe_session::{
     NewSession, ParentFilter, SessionError, SessionFilter, SessionKind, SessionOrder,

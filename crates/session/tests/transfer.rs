@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use common::{conversation, drain, env, message, store_message};
-use scribe_db::rusqlite::Connection;
+use rusqlite::Connection;
 use scribe_db::{Database, now_ms};
 use scribe_message::{Message, Part, Role, store};
 use scribe_pubsub::EventKind;

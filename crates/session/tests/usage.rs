@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::thread;
 
 use common::{drain, env};
+use rusqlite::Connection;
 use scribe_db::Database;
 use scribe_db::queries as q;
-use scribe_db::rusqlite::Connection;
 use scribe_message::TokenUsage;
 use scribe_pubsub::EventKind;
 use scribe_session::{

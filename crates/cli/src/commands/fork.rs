@@ -3,8 +3,6 @@
 use std::io::Write;
 
 use clap::Args;
-use scribe_db::queries as q;
-use scribe_db::rusqlite::OptionalExtension;
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -31,7 +29,7 @@ impl ForkCmd {
             None => ctx
                 .db
                 .read(|tx| -> scribe_db::Result<_> {
-                    Ok(q::get_last_message(tx.conn(), &session.id).optional()?)
+                    tx.q().get_last_message(&session.id)
                 })?
                 .map(|m| m.id)
                 .ok_or_else(|| CliError::EmptySession(session.id.clone()))?,

@@ -306,10 +306,7 @@ pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let err = |source| ImportError::SourceDb {
-        path: path.to_owned(),
-        source,
-    };
+    let err = |source| ImportError::source_db(path, source);
     let open = |immutable: bool| -> rusqlite::Result<rusqlite::Connection> {
         let mut uri = format!("file:{}?mode=ro", uri_path(path));
         if immutable {

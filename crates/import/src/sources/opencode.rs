@@ -95,10 +95,7 @@ impl Importer for OpenCode {
 fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
     let path = unit.path;
     let conn = open_source_db(path)?;
-    let db = |source| ImportError::SourceDb {
-        path: path.to_owned(),
-        source,
-    };
+    let db = |source| ImportError::source_db(path, source);
     // One read transaction: every table from the same snapshot.
     conn.execute_batch("BEGIN").map_err(db)?;
     let sessions =
