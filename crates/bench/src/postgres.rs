@@ -10,14 +10,12 @@
 //! - events: a commit through one [`Database`] ("host A", its own pool and origin)
 //!   until a subscriber of a [`Broker`] fed by another handle's [`Database::listen`]
 //!   ("host B") receives it; and how many notifications one append sends.
-//! - load: reading one whole session (messages, then each message's parts) in one
-//!   snapshot, on both backends.
+//! - load: reading one whole session (`MessageService::list`), on both backends.
 //!
-//! Every side appends the same way: [`append`], the statements `MessageService::create`
-//! runs (session check, the message, its parts) through [`Database::write`] and the
-//! generated query traits (`tx.q()`), so the backends are compared on the same work.
-//! The services move to `tx.q()` in another stream of work; until then they run on
-//! SQLite only. Search is not measured here: PostgreSQL search is also another stream's.
+//! Every side appends the same way, through `MessageService::create` ([`append`]), which
+//! runs its statements through the generated query traits (`tx.q()`) on either backend,
+//! so the backends are compared on the same work. Search is not measured here: search on
+//! PostgreSQL lands separately.
 //!
 //! The report writes its sessions into the database it is given and deletes them at the
 //! end (a crash leaves sessions titled `bench writer …`): use a scratch database.
@@ -34,7 +32,7 @@ use scribe_db::events::{ChangeOp, Notice};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
 use scribe_db::{Database, now_ms};
-use scribe_message::{FinishReason, Role};
+use scribe_message::MessageService;
 use scribe_pubsub::{Broker, RecvTimeoutError};
 use serde::Serialize;
 
@@ -217,12 +215,13 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             file.to_str().ok_or("temporary path is not UTF-8")?,
         ),
     ] {
-        let db = Database::open(location)?;
+        let db = Arc::new(Database::open(location)?);
         let session = new_session(&db, "bench load")?;
+        let svc = MessageService::new(Arc::clone(&db));
         for draft in drafts(seed, sizes.load_messages) {
-            append(&db, &session, &draft)?;
+            append(&svc, &session, &draft)?;
         }
-        load.push(load_figures(&db, backend, &session, sizes)?);
+        load.push(load_figures(&svc, backend, &session, sizes)?);
         if backend == "PostgreSQL" {
             made.push(session);
         }
@@ -276,67 +275,17 @@ fn new_session(db: &Database, title: &str) -> Result<String> {
     Ok(id)
 }
 
-/// Appends one draft: what `MessageService::create` writes (the session check, the
-/// message, its parts in order), in one [`Database::write`] through `tx.q()`.
-pub fn append(db: &Database, session: &str, draft: &Draft) -> Result<()> {
-    let (role, parts) = draft;
-    let encoded = parts
-        .iter()
-        .map(|part| Ok((part.type_name(), serde_json::to_string(part)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let user = *role != Role::Assistant;
-    let id = new_id(Prefix::Message);
-    let part_ids: Vec<String> = encoded.iter().map(|_| new_id(Prefix::Part)).collect();
-    let now = now_ms();
-    db.write(|tx| -> scribe_db::Result<()> {
-        let q = tx.q();
-        if !q.session_exists(session)? {
-            return Err(scribe_db::Error::InvalidInput(format!(
-                "session {session} not found"
-            )));
-        }
-        q.create_message(&q::CreateMessageParams {
-            id: &id,
-            session_id: session,
-            parent_id: None,
-            role: role.as_str(),
-            agent: None,
-            provider: None,
-            model: None,
-            finish_reason: user.then(|| FinishReason::EndTurn.as_str()),
-            is_summary: false,
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
-            reasoning_tokens: 0,
-            cost_usd: 0.0,
-            error: None,
-            created_at: now,
-            updated_at: now,
-            finished_at: user.then_some(now),
-        })?;
-        for (position, ((kind, data), part_id)) in (0_i64..).zip(encoded.iter().zip(&part_ids)) {
-            q.create_part(&q::CreatePartParams {
-                id: part_id,
-                message_id: &id,
-                session_id: session,
-                position,
-                r#type: kind,
-                data,
-                created_at: now,
-                updated_at: now,
-            })?;
-        }
-        Ok(())
-    })?;
-    Ok(())
+/// Appends one draft through `MessageService::create` (the real path on either backend:
+/// ids, part encoding, the session check, the generated statements through `tx.q()`,
+/// [`Database::write`]'s retries, the `created` event).
+pub fn append(svc: &MessageService, session: &str, draft: &Draft) -> Result<()> {
+    crate::append::scribe_append(svc, session, draft.clone())
 }
 
 /// The writer process side of `--writer --queries`: the location comes from [`DB_ENV`].
 pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     let location = std::env::var(DB_ENV).map_err(|_| format!("{DB_ENV} is not set"))?;
-    let db = Database::open(&location)?;
+    let svc = MessageService::new(Arc::new(Database::open(&location)?));
     let work = drafts(seed, count);
     let mut report = WriterReport {
         latencies_us: Vec::with_capacity(count),
@@ -350,7 +299,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     std::io::stdin().read_line(&mut go)?;
     for draft in &work {
         let started = Instant::now();
-        let outcome = append(&db, session, draft);
+        let outcome = append(&svc, session, draft);
         report
             .latencies_us
             .push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
@@ -448,9 +397,10 @@ fn writers_row(
 /// Host A appends `commits` messages one by one; host B's listener publishes every
 /// change on a broker whose subscriber notes when each message insert arrived.
 fn events(url: &str, commits: usize, seed: u64) -> Result<(EventFigures, String)> {
-    let host_a = Database::open(url)?;
+    let host_a = Arc::new(Database::open(url)?);
     let host_b = Database::open(url)?;
     let session = new_session(&host_a, "bench events")?;
+    let svc = MessageService::new(Arc::clone(&host_a));
     let broker: Arc<Broker<(Instant, scribe_db::events::Change)>> =
         Arc::new(Broker::with_buffer(commits * 8 + 64));
     let subscription = broker.subscribe();
@@ -475,7 +425,7 @@ fn events(url: &str, commits: usize, seed: u64) -> Result<(EventFigures, String)
     for draft in &work {
         // The id is made inside `append`; the subscriber matches on message inserts of
         // this session in order, which commit order guarantees.
-        append(&host_a, &session, draft)?;
+        append(&svc, &session, draft)?;
         committed.push(Instant::now());
     }
     let append_per_s = stats::rate(commits, started.elapsed());
@@ -513,10 +463,10 @@ fn events(url: &str, commits: usize, seed: u64) -> Result<(EventFigures, String)
     Ok((figures, session))
 }
 
-/// Loads `session` (its messages, then each one's parts, in one snapshot)
+/// Loads `session` with `MessageService::list` (every message with its parts)
 /// `sizes.load_rounds` times.
 fn load_figures(
-    db: &Database,
+    svc: &MessageService,
     backend: &'static str,
     session: &str,
     sizes: PgSizes,
@@ -525,13 +475,7 @@ fn load_figures(
     let mut messages = 0;
     for _ in 0..sizes.load_rounds {
         let started = Instant::now();
-        messages = db.read(|tx| -> scribe_db::Result<usize> {
-            let rows = tx.q().list_messages(session)?;
-            for row in &rows {
-                tx.q().list_parts(&row.id)?;
-            }
-            Ok(rows.len())
-        })?;
+        messages = svc.list(session)?.len();
         times.push(started.elapsed());
     }
     Ok(LoadFigures {
@@ -561,7 +505,7 @@ impl PgReport {
         let _ = writeln!(
             out,
             "\nwriter processes, each appending {} messages to its own session \
-             (Database::write + tx.q(), one transaction per message)",
+             (MessageService::create, one transaction per message)",
             self.sizes.per_writer
         );
         let _ = writeln!(
@@ -642,7 +586,7 @@ impl PgReport {
              appends at {:.0}/s while B listened",
             e.notices_per_commit, e.append_per_s
         );
-        let _ = writeln!(out, "\nloading one session (messages, then their parts)");
+        let _ = writeln!(out, "\nloading one session (MessageService::list)");
         for l in &self.load {
             let _ = writeln!(
                 out,
