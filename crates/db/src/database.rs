@@ -210,8 +210,13 @@ impl Database {
         Self::open_at(path.as_ref(), Options::default(), Some(target))
     }
 
-    /// A handle on an opened PostgreSQL store (the SQLite fields hold an unused
-    /// in-memory connection).
+    /// A handle on an opened PostgreSQL store.
+    ///
+    /// The SQLite fields hold an unused in-memory connection: `writer()` and
+    /// `writer_handle()` lend `&Mutex<Connection>` to the search modules, and an
+    /// optional writer would change their signatures under the search work. Nothing
+    /// reaches it on PostgreSQL: `write`/`read`/`info`/`check` delegate to `crate::pg`,
+    /// `vacuum` refuses, and the search queue is off (`search_queue: false`).
     #[cfg(feature = "postgres")]
     pub(crate) fn from_postgres(
         backend: crate::pg::PgBackend,
