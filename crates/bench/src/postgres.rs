@@ -100,6 +100,9 @@ pub struct WritersRow {
     pub max_ms: f64,
     /// Appends that failed.
     pub errors: usize,
+    /// Appends run again whole (SQLite: busy; PostgreSQL: serialization failure or
+    /// deadlock), per append.
+    pub retries_per_append: f64,
     /// The first failure, if any.
     pub first_error: Option<String>,
     /// Messages found stored in the writers' sessions afterwards.
@@ -285,12 +288,14 @@ pub fn append(svc: &MessageService, session: &str, draft: &Draft) -> Result<()> 
 /// The writer process side of `--writer --queries`: the location comes from [`DB_ENV`].
 pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     let location = std::env::var(DB_ENV).map_err(|_| format!("{DB_ENV} is not set"))?;
-    let svc = MessageService::new(Arc::new(Database::open(&location)?));
+    let db = Arc::new(Database::open(&location)?);
+    let svc = MessageService::new(Arc::clone(&db));
     let work = drafts(seed, count);
     let mut report = WriterReport {
         latencies_us: Vec::with_capacity(count),
         errors: 0,
         first_error: None,
+        retries: 0,
     };
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")?;
@@ -308,6 +313,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
             report.first_error.get_or_insert_with(|| err.to_string());
         }
     }
+    report.retries = db.write_retries();
     serde_json::to_writer(&mut out, &report)?;
     writeln!(out)?;
     out.flush()?;
@@ -361,8 +367,9 @@ fn writers_row(
     let reports = crate::writers::collect(&mut children, readers)?;
     let elapsed = started.elapsed();
     let mut latencies = Vec::new();
-    let (mut errors, mut first_error) = (0, None);
+    let (mut errors, mut first_error, mut retries) = (0, None, 0);
     for report in reports {
+        retries += report.retries;
         latencies.extend(
             report
                 .latencies_us
@@ -387,6 +394,7 @@ fn writers_row(
         p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
         max_ms: stats::ms(stats::max(&latencies)),
         errors,
+        retries_per_append: retries as f64 / latencies.len().max(1) as f64,
         first_error,
         stored,
         expected: processes * per_writer,
@@ -505,18 +513,26 @@ impl PgReport {
         let _ = writeln!(
             out,
             "\nwriter processes, each appending {} messages to its own session \
-             (MessageService::create, one transaction per message)",
+             (MessageService::create, one transaction per message; retries per append)",
             self.sizes.per_writer
         );
         let _ = writeln!(
             out,
-            "{:<11} {:>5} {:>10} {:>9} {:>9} {:>9} {:>7} {:>12}",
-            "backend", "procs", "total/s", "p50 ms", "p99 ms", "max ms", "errors", "stored"
+            "{:<11} {:>5} {:>10} {:>9} {:>9} {:>9} {:>7} {:>8} {:>12}",
+            "backend",
+            "procs",
+            "total/s",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "errors",
+            "retries",
+            "stored"
         );
         for row in &self.writers {
             let _ = writeln!(
                 out,
-                "{:<11} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>12}",
+                "{:<11} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>8.2} {:>12}",
                 row.backend,
                 row.processes,
                 row.total_per_s,
@@ -524,6 +540,7 @@ impl PgReport {
                 row.p99_ms,
                 row.max_ms,
                 row.errors,
+                row.retries_per_append,
                 format!("{}/{}", row.stored, row.expected)
             );
             if let Some(first) = &row.first_error {

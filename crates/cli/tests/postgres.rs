@@ -164,7 +164,10 @@ fn the_main_commands_run_on_postgres_as_on_sqlite() {
     ] {
         let on_sqlite = ok(args, Some(file));
         let on_postgres = ok(args, Some(&url));
-        assert!(on_postgres == on_sqlite, "scribe {args:?} differs between backends");
+        assert!(
+            on_postgres == on_sqlite,
+            "scribe {args:?} differs between backends"
+        );
         assert!(!on_postgres.is_empty(), "scribe {args:?}");
     }
     // An export is the same but for the time it was made.
@@ -198,7 +201,14 @@ fn the_main_commands_run_on_postgres_as_on_sqlite() {
     // An export file of the SQLite store imports into an empty PostgreSQL database.
     let export = dir.path().join("all.jsonl");
     let text = ok(
-        &["export", "--all", "--format", "jsonl", "-o", export.to_str().unwrap()],
+        &[
+            "export",
+            "--all",
+            "--format",
+            "jsonl",
+            "-o",
+            export.to_str().unwrap(),
+        ],
         Some(file),
     );
     let _ = text;

@@ -125,6 +125,8 @@ pub struct Database {
     /// writer (a second connection would see a different, empty database).
     readers: Mutex<Vec<Connection>>,
     writes: AtomicU64,
+    /// Write closures run again after a busy database (SQLite; PostgreSQL counts its own).
+    retries: AtomicU64,
     /// Checkpoints that ran (periodic and on demand); observable so tests can prove the
     /// periodic one happens.
     checkpoints: AtomicU64,
@@ -232,6 +234,7 @@ impl Database {
             search_queue: false,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             last_checkpoint: Mutex::new(None),
             migration,
@@ -311,6 +314,7 @@ impl Database {
             search_queue,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             last_checkpoint: Mutex::new(None),
             migration,
@@ -371,6 +375,7 @@ impl Database {
                 search_queue: found >= SEARCH_QUEUE_VERSION,
                 readers: Mutex::new(Vec::new()),
                 writes: AtomicU64::new(0),
+                retries: AtomicU64::new(0),
                 checkpoints: AtomicU64::new(0),
                 last_checkpoint: Mutex::new(None),
                 migration: MigrationReport {
@@ -406,6 +411,7 @@ impl Database {
             search_queue: true,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             last_checkpoint: Mutex::new(None),
             migration,
@@ -510,7 +516,13 @@ impl Database {
             return pg.write(&self.options, f);
         }
         self.refuse_if_read_only()?;
-        let outcome = retry_with(&self.options, || self.write_once(&mut f));
+        let mut tried = false;
+        let outcome = retry_with(&self.options, || {
+            if std::mem::replace(&mut tried, true) {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            self.write_once(&mut f)
+        });
         let (value, actions) = match outcome {
             Ok(done) => done,
             Err(mut err) => {
@@ -615,6 +627,17 @@ impl Database {
             self.checkpoints.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// How many times a [`Database::write`] closure on this handle ran again: after
+    /// SQLite reported the database busy, or PostgreSQL a serialization failure or a
+    /// deadlock. Contention shows here before it shows as latency or errors.
+    pub fn write_retries(&self) -> u64 {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.write_retries();
+        }
+        self.retries.load(Ordering::Relaxed)
     }
 
     /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]

@@ -98,7 +98,10 @@ fn postgres_gap(command: &Command) -> Option<(&'static str, &'static str)> {
             "search still reads SQLite's indexes directly; meanwhile `scribe db copy <URL> \
              <FILE>` copies the store into a file it can search",
         ),
-        Command::Demo(_) => ("demo", "the agent loop's run lease still reads SQLite directly"),
+        Command::Demo(_) => (
+            "demo",
+            "the agent loop's run lease still reads SQLite directly",
+        ),
         Command::Serve(_) => ("serve", "the web viewer still reads SQLite directly"),
         Command::Db(db::DbCommand::Vacuum) => (
             "db vacuum",

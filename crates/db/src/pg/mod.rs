@@ -43,6 +43,8 @@ const IN_FAILED_TRANSACTION: &str = "25P02";
 #[derive(Debug)]
 pub(crate) struct PgBackend {
     pool: Pool,
+    /// Write closures run again after a serialization failure or deadlock.
+    retries: std::sync::atomic::AtomicU64,
 }
 
 impl PgBackend {
@@ -74,7 +76,18 @@ impl PgBackend {
             }
             outcome?
         };
-        Ok((PgBackend { pool }, report))
+        Ok((
+            PgBackend {
+                pool,
+                retries: std::sync::atomic::AtomicU64::new(0),
+            },
+            report,
+        ))
+    }
+
+    /// How many times a write closure ran again (see [`crate::Database::write_retries`]).
+    pub(crate) fn write_retries(&self) -> u64 {
+        self.retries.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The location with its password hidden.
@@ -102,7 +115,14 @@ impl PgBackend {
                 path: self.shown().into(),
             }));
         }
-        let (value, actions) = retry_with(options, || self.write_once(&options.clock, &mut f))?;
+        let mut tried = false;
+        let (value, actions) = retry_with(options, || {
+            if std::mem::replace(&mut tried, true) {
+                self.retries
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.write_once(&options.clock, &mut f)
+        })?;
         for action in actions {
             action();
         }
