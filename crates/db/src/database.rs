@@ -937,6 +937,29 @@ mod tests {
     }
 
     #[test]
+    fn a_closure_run_again_counts_as_a_retry() {
+        let db = Database::open_in_memory().unwrap();
+        assert_eq!(db.write_retries(), 0);
+        let mut runs = 0;
+        db.write(|_tx| -> Result<()> {
+            runs += 1;
+            if runs == 1 {
+                // What SQLite reports when another connection holds the write lock.
+                return Err(Error::Storage(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                    None,
+                )));
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(runs, 2);
+        assert_eq!(db.write_retries(), 1);
+        db.write(|_tx| -> Result<()> { Ok(()) }).unwrap();
+        assert_eq!(db.write_retries(), 1, "a first run is not a retry");
+    }
+
+    #[test]
     fn in_memory_has_current_schema() {
         let db = Database::open_in_memory().unwrap();
         assert_eq!(
