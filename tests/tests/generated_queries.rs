@@ -43,11 +43,15 @@ fn generated_functions() -> Vec<String> {
         .collect()
 }
 
-/// The methods called on `q()` (`tx.q().get_session(…)`, also across a line break).
+/// The methods called on `q()` or `reads()` (`tx.q().get_session(…)`,
+/// `tx.reads().get_session(…)`, also across a line break).
 fn trait_method_calls(sources: &str) -> std::collections::HashSet<&str> {
     let mut methods = std::collections::HashSet::new();
-    for (at, _) in sources.match_indices("q()") {
-        let rest = sources[at + 3..].trim_start();
+    let calls = ["q()", "reads()"]
+        .into_iter()
+        .flat_map(|handle| sources.match_indices(handle));
+    for (at, handle) in calls {
+        let rest = sources[at + handle.len()..].trim_start();
         let Some(rest) = rest.strip_prefix('.') else {
             continue;
         };
@@ -63,8 +67,13 @@ fn trait_method_calls(sources: &str) -> std::collections::HashSet<&str> {
 
 #[test]
 fn trait_method_calls_count_as_calls() {
-    let calls = trait_method_calls("tx.q().get_session(id)?; tx.q()\n    .list_x(&p); q().y; q();");
-    assert_eq!(calls, ["get_session", "list_x"].into_iter().collect());
+    let calls = trait_method_calls(
+        "tx.q().get_session(id)?; tx.q()\n    .list_x(&p); q().y; q(); tx.reads().get_z(id)",
+    );
+    assert_eq!(
+        calls,
+        ["get_session", "list_x", "get_z"].into_iter().collect()
+    );
 }
 
 #[test]
@@ -80,7 +89,7 @@ fn every_generated_query_function_is_called_outside_the_generated_code() {
         .map(|path| std::fs::read_to_string(path).unwrap())
         .collect();
     // Callers name the module (`q::get_session(…)`, `queries::get_session(…)`) or call the
-    // query's trait method on a transaction (`tx.q().get_session(…)`).
+    // query's trait method on a transaction (`tx.q().get_session(…)`, `tx.reads()…`).
     let methods = trait_method_calls(&sources);
     let unused: Vec<&String> = functions
         .iter()

@@ -2,9 +2,12 @@
 //! reopen, lineage — with the exact events each change publishes, and none on failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "session_common/mod.rs"]
 mod common;
 
-use common::{conversation, drain, env};
+use common::{conversation, drain, env_on};
+use scribe_tests::Backend;
+
 use rusqlite::Connection;
 use scribe_pubsub::EventKind;
 use scribe_session::{
@@ -12,9 +15,8 @@ use scribe_session::{
 };
 use serde_json::json;
 
-#[test]
-fn create_and_get_round_trip_with_created_event() {
-    let e = env();
+fn create_and_get_round_trip_with_created_event(backend: Backend) {
+    let e = env_on(backend);
     let sub = e.svc.subscribe();
     let new = NewSession {
         source: "telegram".into(),
@@ -47,9 +49,8 @@ fn create_and_get_round_trip_with_created_event() {
     assert_eq!(events[0].payload, created);
 }
 
-#[test]
-fn unknown_ids_are_not_found_and_publish_nothing() {
-    let e = env();
+fn unknown_ids_are_not_found_and_publish_nothing(backend: Backend) {
+    let e = env_on(backend);
     let sub = e.svc.subscribe();
     let nf = |r: Result<_, SessionError>| {
         assert!(
@@ -95,9 +96,8 @@ fn unknown_ids_are_not_found_and_publish_nothing() {
     assert!(drain(&sub).is_empty());
 }
 
-#[test]
-fn invalid_creation_input_is_refused() {
-    let e = env();
+fn invalid_creation_input_is_refused(backend: Backend) {
+    let e = env_on(backend);
     let r = e.svc.create(NewSession {
         source: "  ".into(),
         ..NewSession::default()
@@ -114,9 +114,8 @@ fn invalid_creation_input_is_refused() {
     assert_eq!(e.svc.count(&SessionFilter::default()).unwrap(), 1);
 }
 
-#[test]
-fn title_task_and_continuation_sessions_are_linked_children() {
-    let e = env();
+fn title_task_and_continuation_sessions_are_linked_children(backend: Backend) {
+    let e = env_on(backend);
     let parent = e
         .svc
         .create(NewSession {
@@ -185,7 +184,7 @@ fn title_task_and_continuation_sessions_are_linked_children() {
 /// Sets the creation time of `id`: list order must not depend on how fast sessions were
 /// created (the clock may not move between two creates).
 fn set_created_at(e: &common::Env, id: &str, at: i64) {
-    Connection::open(e.dir.path().join("scribe.db"))
+    Connection::open(e.path())
         .unwrap()
         .execute(
             "UPDATE sessions SET created_at = ?1, updated_at = ?1 WHERE id = ?2",
@@ -194,9 +193,8 @@ fn set_created_at(e: &common::Env, id: &str, at: i64) {
         .unwrap();
 }
 
-#[test]
-fn list_filters_and_orders_through_the_builder() {
-    let e = env();
+fn list_filters_and_orders_through_the_builder(backend: Backend) {
+    let e = env_on(backend);
     let a = e
         .svc
         .create(NewSession {
@@ -394,9 +392,8 @@ fn list_filters_and_orders_through_the_builder() {
     );
 }
 
-#[test]
-fn equal_creation_times_list_by_id_descending() {
-    let e = env();
+fn equal_creation_times_list_by_id_descending(backend: Backend) {
+    let e = env_on(backend);
     let mut ids: Vec<String> = (0..4)
         .map(|_| e.svc.create(NewSession::default()).unwrap().id)
         .collect();
@@ -429,9 +426,8 @@ fn equal_creation_times_list_by_id_descending() {
     );
 }
 
-#[test]
-fn update_and_save_change_mutable_fields_only() {
-    let e = env();
+fn update_and_save_change_mutable_fields_only(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::titled("first")).unwrap();
     let sub = e.svc.subscribe();
     let updated = e
@@ -518,9 +514,8 @@ fn update_and_save_change_mutable_fields_only() {
     assert!(drain(&sub).is_empty());
 }
 
-#[test]
-fn end_first_wins_and_reopen_clears() {
-    let e = env();
+fn end_first_wins_and_reopen_clears(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     let ended = e.svc.end(&s.id, "user_exit").unwrap();
@@ -556,9 +551,8 @@ fn end_first_wins_and_reopen_clears() {
     assert_eq!(ended2.end_reason.as_deref(), Some("compacted"));
 }
 
-#[test]
-fn archive_and_unarchive_publish_only_real_changes() {
-    let e = env();
+fn archive_and_unarchive_publish_only_real_changes(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     let archived = e.svc.archive(&s.id).unwrap();
@@ -582,9 +576,8 @@ fn archive_and_unarchive_publish_only_real_changes() {
     );
 }
 
-#[test]
-fn compacting_flag_sets_and_clears_with_updated_events() {
-    let e = env();
+fn compacting_flag_sets_and_clears_with_updated_events(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     let on = e.svc.set_compacting(&s.id, true).unwrap();
@@ -622,9 +615,8 @@ fn compacting_flag_sets_and_clears_with_updated_events() {
     assert!(drain(&sub).is_empty());
 }
 
-#[test]
-fn delete_cascades_to_messages_and_unlinks_children() {
-    let e = env();
+fn delete_cascades_to_messages_and_unlinks_children(backend: Backend) {
+    let e = env_on(backend);
     let parent = e.svc.create(NewSession::titled("parent")).unwrap();
     let child = e
         .svc
@@ -654,17 +646,20 @@ fn delete_cascades_to_messages_and_unlinks_children() {
         (EventKind::Updated, &child_now)
     );
 
-    let path = e.dir.path().join("scribe.db");
-    let conn = Connection::open(path).unwrap();
-    for table in ["messages", "parts", "files"] {
-        let n: i64 = conn
-            .query_row(
-                &format!("SELECT count(*) FROM {table} WHERE session_id = ?1"),
-                [&parent.id],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(n, 0, "{table}");
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        let path = e.path();
+        let conn = Connection::open(path).unwrap();
+        for table in ["messages", "parts", "files"] {
+            let n: i64 = conn
+                .query_row(
+                    &format!("SELECT count(*) FROM {table} WHERE session_id = ?1"),
+                    [&parent.id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 0, "{table}");
+        }
     }
     assert!(matches!(
         e.svc.get(&parent.id),
@@ -674,9 +669,8 @@ fn delete_cascades_to_messages_and_unlinks_children() {
     e.svc.create(NewSession::titled("parent")).unwrap();
 }
 
-#[test]
-fn ancestors_descendants_and_continuation_tip() {
-    let e = env();
+fn ancestors_descendants_and_continuation_tip(backend: Backend) {
+    let e = env_on(backend);
     let root = e.svc.create(NewSession::titled("root")).unwrap();
     let c1 = e.svc.create_continuation(&root.id).unwrap();
     let task = e.svc.create_task_session(&c1.id, "call_a", None).unwrap();
@@ -704,9 +698,8 @@ fn ancestors_descendants_and_continuation_tip() {
     assert_eq!(e.svc.continuation_tip(&task.id).unwrap().id, task.id);
 }
 
-#[test]
-fn notify_changed_publishes_the_current_state() {
-    let e = env();
+fn notify_changed_publishes_the_current_state(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     let got = e.svc.notify_changed(&s.id).unwrap();
@@ -717,3 +710,31 @@ fn notify_changed_publishes_the_current_state() {
         (EventKind::Updated, &got)
     );
 }
+
+scribe_tests::backends!(
+    delete_cascades_to_messages_and_unlinks_children,
+    create_and_get_round_trip_with_created_event,
+    title_task_and_continuation_sessions_are_linked_children,
+    end_first_wins_and_reopen_clears,
+    archive_and_unarchive_publish_only_real_changes,
+    compacting_flag_sets_and_clears_with_updated_events,
+    ancestors_descendants_and_continuation_tip,
+    notify_changed_publishes_the_current_state,
+    unknown_ids_are_not_found_and_publish_nothing,
+    update_and_save_change_mutable_fields_only,
+);
+
+// Filtered session lists (sea-query filters) run on the SQLite connection only until
+// the pgsearch stream moves them onto the transaction handle; then these join the list
+// above.
+scribe_tests::sqlite_only!(
+    "needs filtered session lists on PostgreSQL (pgsearch)",
+    invalid_creation_input_is_refused,
+    list_filters_and_orders_through_the_builder,
+);
+
+// Sets equal creation times with raw SQL on the SQLite file.
+scribe_tests::sqlite_only!(
+    "raw SQL on the SQLite file",
+    equal_creation_times_list_by_id_descending,
+);

@@ -1,5 +1,5 @@
-//! Shared fixtures of the session tests: a fresh database file in a temp dir, message
-//! helpers and an event drain.
+//! Shared fixtures of the session tests: a fresh store (a SQLite file, or a PostgreSQL
+//! database: [`env_on`]), message helpers and an event drain.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::sync::Arc;
@@ -10,20 +10,34 @@ use scribe_db::ids::{Prefix, new_id};
 use scribe_message::{Message, Part, Role, StoredPart, TokenUsage, store};
 use scribe_pubsub::{Event, Subscription};
 use scribe_session::{Session, SessionService};
-use tempfile::TempDir;
+use scribe_tests::{Backend, TestDb};
 
-/// A service over a new database file; keep `dir` alive for the test's duration.
+/// A service over a fresh store; keep it alive for the test's duration.
 pub struct Env {
-    pub dir: TempDir,
+    pub t: TestDb,
     pub db: Arc<Database>,
     pub svc: SessionService,
 }
 
+impl Env {
+    /// The SQLite file (SQLite-only tests that look into it).
+    pub fn path(&self) -> std::path::PathBuf {
+        assert_eq!(self.t.backend, Backend::Sqlite, "a SQLite-only test");
+        self.t.dir.path().join("scribe.db")
+    }
+}
+
+/// A service over a fresh SQLite file.
 pub fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Database::open(dir.path().join("scribe.db")).unwrap());
+    env_on(Backend::Sqlite)
+}
+
+/// A service over a fresh store on `backend`.
+pub fn env_on(backend: Backend) -> Env {
+    let t = TestDb::new(backend);
+    let db = Arc::clone(&t.db);
     let svc = SessionService::new(Arc::clone(&db));
-    Env { dir, db, svc }
+    Env { t, db, svc }
 }
 
 /// Every event waiting on `sub`.

@@ -1,12 +1,15 @@
 //! Whole-conversation operations: fork, clear, prune, export → import, and files history.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "session_common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use common::{conversation, drain, env, message, store_message};
+use common::{conversation, drain, env, env_on, message, store_message};
+use scribe_tests::Backend;
+
 use rusqlite::Connection;
 use scribe_db::{Database, now_ms};
 use scribe_message::{Message, Part, Role, store};
@@ -17,7 +20,7 @@ use scribe_session::{
 };
 
 fn raw(e: &common::Env) -> Connection {
-    Connection::open(e.dir.path().join("scribe.db")).unwrap()
+    Connection::open(e.path()).unwrap()
 }
 
 fn messages_of(db: &Database, session_id: &str) -> Vec<Message> {
@@ -36,9 +39,8 @@ fn end_days_ago(e: &common::Env, id: &str, days: i64) {
         .unwrap();
 }
 
-#[test]
-fn fork_copies_the_conversation_up_to_the_message() {
-    let e = env();
+fn fork_copies_the_conversation_up_to_the_message(backend: Backend) {
+    let e = env_on(backend);
     let original = e
         .svc
         .create(NewSession {
@@ -103,9 +105,8 @@ fn fork_copies_the_conversation_up_to_the_message() {
     assert_eq!(full.message_count, 4);
 }
 
-#[test]
-fn fork_refuses_a_foreign_or_unknown_message_and_rolls_back() {
-    let e = env();
+fn fork_refuses_a_foreign_or_unknown_message_and_rolls_back(backend: Backend) {
+    let e = env_on(backend);
     let a = e.svc.create(NewSession::default()).unwrap();
     let b = e.svc.create(NewSession::default()).unwrap();
     conversation(&e.db, &a.id);
@@ -128,9 +129,8 @@ fn fork_refuses_a_foreign_or_unknown_message_and_rolls_back() {
     assert_eq!(e.svc.count(&Default::default()).unwrap(), 2);
 }
 
-#[test]
-fn fork_carries_a_copied_summary_message() {
-    let e = env();
+fn fork_carries_a_copied_summary_message(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let msgs = conversation(&e.db, &s.id);
     e.svc
@@ -144,9 +144,8 @@ fn fork_carries_a_copied_summary_message() {
     );
 }
 
-#[test]
-fn clear_deletes_messages_and_keeps_the_session() {
-    let e = env();
+fn clear_deletes_messages_and_keeps_the_session(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::titled("keep me")).unwrap();
     conversation(&e.db, &s.id);
     e.svc
@@ -166,14 +165,17 @@ fn clear_deletes_messages_and_keeps_the_session() {
     assert_eq!(cleared.title.as_deref(), Some("keep me"));
     assert_eq!(cleared.estimated_cost_usd, 0.5);
     assert!(messages_of(&e.db, &s.id).is_empty());
-    let n: i64 = raw(&e)
-        .query_row(
-            "SELECT count(*) FROM parts WHERE session_id = ?1",
-            [&s.id],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(n, 0);
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        let n: i64 = raw(&e)
+            .query_row(
+                "SELECT count(*) FROM parts WHERE session_id = ?1",
+                [&s.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 0);
+    }
     assert_eq!(e.svc.latest_files(&s.id).unwrap().len(), 1);
     let events = drain(&sub);
     assert_eq!(events.len(), 1);
@@ -183,6 +185,7 @@ fn clear_deletes_messages_and_keeps_the_session() {
     );
 }
 
+// SQLite only: it checks rows, counters or index entries with raw SQL on the file.
 #[test]
 fn prune_removes_only_old_ended_sessions() {
     let e = env();
@@ -324,9 +327,8 @@ fn rich_session(e: &common::Env) -> Session {
     e.svc.end(&s.id, "compacted").unwrap()
 }
 
-#[test]
-fn export_then_import_into_a_fresh_database_is_equal() {
-    let e = env();
+fn export_then_import_into_a_fresh_database_is_equal(backend: Backend) {
+    let e = env_on(backend);
     let s = rich_session(&e);
     let exported = e.svc.export(&ExportSelection::One(s.id.clone())).unwrap();
     assert_eq!(exported.len(), 1);
@@ -345,7 +347,7 @@ fn export_then_import_into_a_fresh_database_is_equal() {
     let back: Vec<SessionExport> = serde_json::from_str(&json).unwrap();
     assert_eq!(back, exported);
 
-    let e2 = env();
+    let e2 = env_on(backend);
     let sub = e2.svc.subscribe();
     let outcome = e2.svc.import(&back[0]).unwrap();
     let ImportOutcome::Imported {
@@ -392,9 +394,8 @@ fn export_then_import_into_a_fresh_database_is_equal() {
     assert_eq!(e2.svc.get(&s.id).unwrap(), expected);
 }
 
-#[test]
-fn export_all_by_source_round_trips_with_lineage() {
-    let e = env();
+fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
+    let e = env_on(backend);
     let s = rich_session(&e);
     e.svc
         .create(NewSession {
@@ -417,7 +418,7 @@ fn export_all_by_source_round_trips_with_lineage() {
     assert_eq!(tui.len(), 1);
     assert_eq!(tui[0].session.id, s.id);
 
-    let e2 = env();
+    let e2 = env_on(backend);
     for export in &all {
         assert!(matches!(
             e2.svc.import(export).unwrap(),
@@ -443,9 +444,8 @@ fn export_all_by_source_round_trips_with_lineage() {
     assert_eq!(json_a, json_b);
 }
 
-#[test]
-fn import_conflicts_roll_back_completely() {
-    let e = env();
+fn import_conflicts_roll_back_completely(backend: Backend) {
+    let e = env_on(backend);
     let s = rich_session(&e);
     let export = e
         .svc
@@ -454,14 +454,14 @@ fn import_conflicts_roll_back_completely() {
         .remove(0);
 
     // A different session holding the title.
-    let e2 = env();
+    let e2 = env_on(backend);
     e2.svc.create(NewSession::titled("Export me #2")).unwrap();
     let sub = e2.svc.subscribe();
     let r = e2.svc.import(&export);
     assert!(matches!(r, Err(SessionError::TitleInUse { .. })), "{r:?}");
 
     // A message id already present: nothing of the session stays.
-    let e3 = env();
+    let e3 = env_on(backend);
     let host = e3.svc.create(NewSession::default()).unwrap();
     let mut clash = export.messages[2].clone();
     clash.session_id = host.id.clone();
@@ -472,20 +472,24 @@ fn import_conflicts_roll_back_completely() {
         e3.svc.get(&s.id),
         Err(SessionError::NotFound { .. })
     ));
-    let n: i64 = Connection::open(e3.dir.path().join("scribe.db"))
-        .unwrap()
-        .query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(n, clash.parts.len() as i64);
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        let n: i64 = Connection::open(e3.path())
+            .unwrap()
+            .query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, clash.parts.len() as i64);
+    }
 
     // A message that claims another session.
     let mut stray = export.clone();
     stray.messages[0].session_id = "ses_other".into();
-    let r = env().svc.import(&stray);
+    let r = env_on(backend).svc.import(&stray);
     assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
     assert!(drain(&sub).is_empty());
 }
 
+// SQLite only: it checks rows, counters or index entries with raw SQL on the file.
 #[test]
 fn import_applies_the_title_rules() {
     let e = env();
@@ -546,9 +550,8 @@ fn import_applies_the_title_rules() {
     }
 }
 
-#[test]
-fn export_of_unknown_session_is_not_found() {
-    let e = env();
+fn export_of_unknown_session_is_not_found(backend: Backend) {
+    let e = env_on(backend);
     let r = e.svc.export(&ExportSelection::One("ses_nope".into()));
     assert!(matches!(r, Err(SessionError::NotFound { .. })), "{r:?}");
     assert!(
@@ -559,9 +562,8 @@ fn export_of_unknown_session_is_not_found() {
     );
 }
 
-#[test]
-fn files_history_numbers_versions_per_path() {
-    let e = env();
+fn files_history_numbers_versions_per_path(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let other = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
@@ -601,9 +603,8 @@ fn files_history_numbers_versions_per_path() {
     assert!(drain(&sub).is_empty());
 }
 
-#[test]
-fn concurrent_file_versions_never_collide() {
-    let e = env();
+fn concurrent_file_versions_never_collide(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let svc = Arc::new(SessionService::new(Arc::clone(&e.db)));
     let handles: Vec<_> = (0..4)
@@ -629,3 +630,23 @@ fn concurrent_file_versions_never_collide() {
         .collect();
     assert_eq!(versions, (1..=40).collect::<Vec<_>>());
 }
+
+scribe_tests::backends!(
+    import_conflicts_roll_back_completely,
+    clear_deletes_messages_and_keeps_the_session,
+    fork_copies_the_conversation_up_to_the_message,
+    fork_carries_a_copied_summary_message,
+    export_then_import_into_a_fresh_database_is_equal,
+    files_history_numbers_versions_per_path,
+    concurrent_file_versions_never_collide,
+);
+
+// Filtered session lists (sea-query filters) run on the SQLite connection only until
+// the pgsearch stream moves them onto the transaction handle; then these join the list
+// above.
+scribe_tests::sqlite_only!(
+    "needs filtered session lists on PostgreSQL (pgsearch)",
+    fork_refuses_a_foreign_or_unknown_message_and_rolls_back,
+    export_all_by_source_round_trips_with_lineage,
+    export_of_unknown_session_is_not_found,
+);

@@ -2,9 +2,12 @@
 //! store functions, and the exact events each publishes (none for a failed change).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "message_common/mod.rs"]
 mod common;
 
-use common::{completed_tool, count, say, service, session};
+use common::{completed_tool, count, counters, say, service, service_on, session};
+use scribe_tests::Backend;
+
 use scribe_message::store;
 use scribe_message::{
     FinishReason, Message, MessageError, MessageUpdate, NewMessage, Part, Role, StoredPart,
@@ -13,9 +16,8 @@ use scribe_message::{
 use scribe_pubsub::{EventKind, TryRecvError};
 use serde_json::json;
 
-#[test]
-fn create_persists_message_and_parts_and_publishes_created() {
-    let (_dir, svc) = service();
+fn create_persists_message_and_parts_and_publishes_created(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let sub = svc.subscribe();
     let parts_sub = svc.subscribe_parts();
@@ -49,13 +51,12 @@ fn create_persists_message_and_parts_and_publishes_created() {
 
     assert_eq!(svc.get(&msg.id).unwrap(), msg);
     assert_eq!(svc.list(&ses).unwrap(), vec![msg]);
-    assert_eq!(count(&svc, "SELECT message_count FROM sessions"), 1);
-    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 1);
+    assert_eq!(counters(&svc, &ses).0, 1);
+    assert_eq!(counters(&svc, &ses).1, 1);
 }
 
-#[test]
-fn non_assistant_messages_get_a_finish_part() {
-    let (_dir, svc) = service();
+fn non_assistant_messages_get_a_finish_part(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = say(&svc, &ses, Role::User, "hi");
     assert_eq!(msg.finish_reason, Some(FinishReason::EndTurn));
@@ -74,9 +75,8 @@ fn non_assistant_messages_get_a_finish_part() {
     assert_eq!(own.finish_reason, Some(FinishReason::Canceled));
 }
 
-#[test]
-fn create_in_unknown_session_is_not_found_and_publishes_nothing() {
-    let (_dir, svc) = service();
+fn create_in_unknown_session_is_not_found_and_publishes_nothing(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let sub = svc.subscribe();
     let err = svc
         .create(NewMessage::new(
@@ -95,13 +95,63 @@ fn create_in_unknown_session_is_not_found_and_publishes_nothing() {
         .unwrap_err();
     assert!(matches!(err, MessageError::InvalidInput(_)));
     assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
-    assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 0);
-    assert_eq!(count(&svc, "SELECT count(*) FROM parts"), 0);
+    // The raw row counts read the SQLite file.
+    if backend == Backend::Sqlite {
+        assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 0);
+        assert_eq!(count(&svc, "SELECT count(*) FROM parts"), 0);
+    }
 }
 
-#[test]
-fn get_list_and_delete_of_unknown_ids_are_not_found() {
-    let (_dir, svc) = service();
+/// The failed inserts a PostgreSQL transaction cannot ask about afterwards (a failed
+/// statement aborts it): a message stored as given into an unknown session is not found,
+/// two parts at one position are the caller's invalid input, a taken id a conflict; none
+/// leaves a row behind.
+fn store_insert_failures_say_why(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
+    let session = session(&svc);
+    let kept = svc
+        .create(NewMessage::new(
+            &session,
+            Role::User,
+            vec![Part::text("a"), Part::text("b")],
+        ))
+        .unwrap();
+    let mut copy = kept.clone();
+    copy.id = format!("{}_copy", kept.id);
+    for part in &mut copy.parts {
+        part.id = format!("{}_copy", part.id);
+    }
+    copy.session_id = "ses_missing".to_owned();
+    let err = svc
+        .database()
+        .write(|tx| store::insert_message(tx, &copy))
+        .unwrap_err();
+    assert!(
+        matches!(&err, MessageError::NotFound { what: "session", id } if id == "ses_missing"),
+        "{err:?}"
+    );
+
+    copy.session_id.clone_from(&session);
+    copy.parts[1].position = copy.parts[0].position;
+    let err = svc
+        .database()
+        .write(|tx| store::insert_message(tx, &copy))
+        .unwrap_err();
+    assert!(matches!(err, MessageError::InvalidInput(_)), "{err:?}");
+
+    let err = svc
+        .database()
+        .write(|tx| store::insert_message(tx, &kept))
+        .unwrap_err();
+    assert!(
+        matches!(&err, MessageError::Db(db) if db.kind() == scribe_db::ErrorKind::UniqueViolation),
+        "{err:?}"
+    );
+    assert_eq!(svc.list(&session).unwrap(), vec![kept]);
+}
+
+fn get_list_and_delete_of_unknown_ids_are_not_found(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     assert!(matches!(
         svc.get("msg_nope"),
         Err(MessageError::NotFound {
@@ -163,9 +213,8 @@ fn get_list_and_delete_of_unknown_ids_are_not_found() {
     assert_eq!(svc.list(&ses).unwrap(), Vec::<Message>::new());
 }
 
-#[test]
-fn list_is_in_creation_order_with_parts_in_position_order() {
-    let (_dir, svc) = service();
+fn list_is_in_creation_order_with_parts_in_position_order(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let other = session(&svc);
     let mut ids = Vec::new();
@@ -190,9 +239,8 @@ fn list_is_in_creation_order_with_parts_in_position_order() {
     assert_eq!(listed[3].text(), "message 3");
 }
 
-#[test]
-fn update_changes_fields_and_publishes_updated() {
-    let (_dir, svc) = service();
+fn update_changes_fields_and_publishes_updated(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = svc
         .create(NewMessage::new(
@@ -241,9 +289,8 @@ fn update_changes_fields_and_publishes_updated() {
     assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
 }
 
-#[test]
-fn update_part_changes_one_part_and_follows_the_tool_state_machine() {
-    let (_dir, svc) = service();
+fn update_part_changes_one_part_and_follows_the_tool_state_machine(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = svc
         .create(NewMessage::new(
@@ -330,9 +377,8 @@ fn update_part_changes_one_part_and_follows_the_tool_state_machine() {
     );
 }
 
-#[test]
-fn append_and_delete_part_publish_part_events_and_keep_counters() {
-    let (_dir, svc) = service();
+fn append_and_delete_part_publish_part_events_and_keep_counters(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = svc
         .create(NewMessage::new(
@@ -352,20 +398,19 @@ fn append_and_delete_part_publish_part_events_and_keep_counters() {
     let event = parts_sub.try_recv().unwrap();
     assert_eq!(event.kind, EventKind::Created);
     assert_eq!(event.payload.part, appended);
-    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 1);
+    assert_eq!(counters(&svc, &ses).1, 1);
 
     let deleted = svc.delete_part(&appended.id).unwrap();
     assert_eq!(deleted, appended);
     let event = parts_sub.try_recv().unwrap();
     assert_eq!(event.kind, EventKind::Deleted);
     assert_eq!(event.payload.part, appended);
-    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 0);
+    assert_eq!(counters(&svc, &ses).1, 0);
     assert_eq!(svc.get(&msg.id).unwrap().parts.len(), 1);
 }
 
-#[test]
-fn finish_sets_reason_and_a_single_finish_part() {
-    let (_dir, svc) = service();
+fn finish_sets_reason_and_a_single_finish_part(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = svc
         .create(NewMessage::new(
@@ -395,9 +440,8 @@ fn finish_sets_reason_and_a_single_finish_part() {
     assert_eq!(sub.try_recv().unwrap().payload, again);
 }
 
-#[test]
-fn add_usage_adds_atomically_from_many_threads() {
-    let (_dir, svc) = service();
+fn add_usage_adds_atomically_from_many_threads(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = svc
         .create(NewMessage::new(&ses, Role::Assistant, vec![]))
@@ -443,9 +487,8 @@ impl SubscribeBig for scribe_message::MessageService {
     }
 }
 
-#[test]
-fn delete_removes_parts_counters_and_index_rows_and_publishes_deleted() {
-    let (_dir, svc) = service();
+fn delete_removes_parts_counters_and_index_rows_and_publishes_deleted(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let keep = say(&svc, &ses, Role::User, "keep me");
     let msg = svc
@@ -459,29 +502,34 @@ fn delete_removes_parts_counters_and_index_rows_and_publishes_deleted() {
         ))
         .unwrap();
     let sub = svc.subscribe();
-    assert_eq!(count(&svc, "SELECT message_count FROM sessions"), 2);
+    assert_eq!(counters(&svc, &ses).0, 2);
     let deleted = svc.delete(&msg.id).unwrap();
     assert_eq!(deleted, msg);
     let event = sub.try_recv().unwrap();
     assert_eq!((event.kind, &event.payload), (EventKind::Deleted, &msg));
-    assert_eq!(count(&svc, "SELECT message_count FROM sessions"), 1);
-    assert_eq!(count(&svc, "SELECT tool_call_count FROM sessions"), 0);
-    assert_eq!(count(&svc, "SELECT count(*) FROM parts"), 2);
-    assert_eq!(
-        count(
-            &svc,
-            "SELECT count(*) FROM parts_fts WHERE parts_fts MATCH 'gone'"
-        ),
-        0
-    );
+    assert_eq!(counters(&svc, &ses).0, 1);
+    assert_eq!(counters(&svc, &ses).1, 0);
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        assert_eq!(count(&svc, "SELECT count(*) FROM parts"), 2);
+    }
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        assert_eq!(
+            count(
+                &svc,
+                "SELECT count(*) FROM parts_fts WHERE parts_fts MATCH 'gone'"
+            ),
+            0
+        );
+    }
     assert_eq!(svc.list(&ses).unwrap(), vec![keep]);
     assert!(svc.delete(&msg.id).unwrap_err().is_not_found());
     assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
 }
 
-#[test]
-fn store_insert_message_keeps_everything_as_given() {
-    let (_dir, svc) = service();
+fn store_insert_message_keeps_everything_as_given(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let msg = Message {
         id: "msg_imported".into(),
@@ -550,7 +598,10 @@ fn store_insert_message_keeps_everything_as_given() {
         matches!(&result, Err(MessageError::InvalidInput(m)) if m.contains("position 10")),
         "{result:?}"
     );
-    assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 1);
+    // Raw rows of the SQLite file.
+    if backend == Backend::Sqlite {
+        assert_eq!(count(&svc, "SELECT count(*) FROM messages"), 1);
+    }
     let err = svc
         .database()
         .write(|tx| {
@@ -563,15 +614,25 @@ fn store_insert_message_keeps_everything_as_given() {
             )
         })
         .unwrap_err();
-    assert!(matches!(
-        err,
-        MessageError::NotFound {
-            what: "session",
-            ..
-        }
-    ));
+    match backend {
+        Backend::Sqlite => assert!(matches!(
+            err,
+            MessageError::NotFound {
+                what: "session",
+                ..
+            }
+        )),
+        // A taken id in an unknown session: PostgreSQL checks the id first, and its failed
+        // statement aborts the transaction, so the store cannot ask about the session
+        // afterwards. Either way nothing is written.
+        Backend::Postgres => assert!(
+            matches!(&err, MessageError::Db(db) if db.kind() == scribe_db::ErrorKind::UniqueViolation),
+            "{err:?}"
+        ),
+    }
 }
 
+// SQLite only: it damages a row with raw SQL on the SQLite connection.
 #[test]
 fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     let (_dir, svc) = service();
@@ -623,3 +684,19 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     assert_eq!(gone.id, bad.id);
     assert_eq!(svc.list(&ses).unwrap(), vec![good]);
 }
+
+scribe_tests::backends!(
+    create_persists_message_and_parts_and_publishes_created,
+    append_and_delete_part_publish_part_events_and_keep_counters,
+    delete_removes_parts_counters_and_index_rows_and_publishes_deleted,
+    store_insert_message_keeps_everything_as_given,
+    create_in_unknown_session_is_not_found_and_publishes_nothing,
+    store_insert_failures_say_why,
+    non_assistant_messages_get_a_finish_part,
+    get_list_and_delete_of_unknown_ids_are_not_found,
+    list_is_in_creation_order_with_parts_in_position_order,
+    update_changes_fields_and_publishes_updated,
+    update_part_changes_one_part_and_follows_the_tool_state_machine,
+    finish_sets_reason_and_a_single_finish_part,
+    add_usage_adds_atomically_from_many_threads,
+);

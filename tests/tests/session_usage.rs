@@ -1,12 +1,14 @@
 //! Usage and cost: atomic increments (exact under 10 concurrent threads), validation,
 //! once-only roll-up into the parent, stats by model/source/day and top sessions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "session_common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
 use std::thread;
 
-use common::{drain, env};
+use common::{drain, env, env_on};
 use rusqlite::Connection;
 use scribe_db::Database;
 use scribe_db::queries as q;
@@ -15,6 +17,7 @@ use scribe_pubsub::EventKind;
 use scribe_session::{
     ExportSelection, NewSession, RollUp, SessionError, SessionService, StatsBy, UsageDelta,
 };
+use scribe_tests::Backend;
 
 fn delta(input: i64, output: i64, cost: f64) -> UsageDelta {
     UsageDelta {
@@ -32,9 +35,8 @@ fn delta(input: i64, output: i64, cost: f64) -> UsageDelta {
     }
 }
 
-#[test]
-fn add_usage_increments_and_publishes_the_new_totals() {
-    let e = env();
+fn add_usage_increments_and_publishes_the_new_totals(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     let first = e.svc.add_usage(&s.id, &delta(10, 20, 0.25)).unwrap();
@@ -77,9 +79,8 @@ fn add_usage_increments_and_publishes_the_new_totals() {
     assert_eq!(e.svc.get(&s.id).unwrap(), second);
 }
 
-#[test]
-fn bad_deltas_and_unknown_sessions_change_nothing() {
-    let e = env();
+fn bad_deltas_and_unknown_sessions_change_nothing(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     for bad in [
@@ -107,9 +108,8 @@ fn bad_deltas_and_unknown_sessions_change_nothing() {
     assert_eq!(e.svc.get(&s.id).unwrap(), s);
 }
 
-#[test]
-fn ten_threads_adding_usage_give_exact_totals() {
-    let e = env();
+fn ten_threads_adding_usage_give_exact_totals(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let svc = Arc::new(SessionService::new(Arc::clone(&e.db)));
     let threads: Vec<_> = (0..10)
@@ -137,11 +137,10 @@ fn ten_threads_adding_usage_give_exact_totals() {
     assert_eq!(total.estimated_cost_usd, 250.0);
 }
 
-#[test]
-fn two_services_on_two_connections_both_count() {
-    let e = env();
+fn two_services_on_two_connections_both_count(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
-    let other_db = Arc::new(scribe_db::Database::open(e.dir.path().join("scribe.db")).unwrap());
+    let other_db = e.t.reopen();
     let other = Arc::new(SessionService::new(other_db));
     let handles: Vec<_> = [Arc::new(SessionService::new(Arc::clone(&e.db))), other]
         .into_iter()
@@ -162,9 +161,8 @@ fn two_services_on_two_connections_both_count() {
     assert_eq!(total.estimated_cost_usd, 50.0);
 }
 
-#[test]
-fn add_usage_tx_joins_the_callers_transaction() {
-    let e = env();
+fn add_usage_tx_joins_the_callers_transaction(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
     // Rolled back: nothing counts and nothing is published.
@@ -188,9 +186,8 @@ fn add_usage_tx_joins_the_callers_transaction() {
     assert_eq!(events[0].payload.tokens.input, 5);
 }
 
-#[test]
-fn roll_up_adds_child_totals_to_parent_exactly_once() {
-    let e = env();
+fn roll_up_adds_child_totals_to_parent_exactly_once(backend: Backend) {
+    let e = env_on(backend);
     let parent = e.svc.create(NewSession::default()).unwrap();
     let child = e
         .svc
@@ -242,9 +239,8 @@ fn roll_up_adds_child_totals_to_parent_exactly_once() {
     ));
 }
 
-#[test]
-fn stats_group_by_model_source_and_day_counting_rolled_up_children_once() {
-    let e = env();
+fn stats_group_by_model_source_and_day_counting_rolled_up_children_once(backend: Backend) {
+    let e = env_on(backend);
     let a = e
         .svc
         .create(NewSession {
@@ -327,6 +323,7 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once() {
     assert_eq!(top, vec![c.id.clone(), a.id.clone()]);
 }
 
+// SQLite only: it checks rows, counters or index entries with raw SQL on the file.
 #[test]
 fn stats_attribute_a_rolled_up_child_to_its_own_model() {
     let e = env();
@@ -411,7 +408,7 @@ fn stats_attribute_a_rolled_up_child_to_its_own_model() {
     assert_eq!(by_source.rows[0].totals.tokens.input, 108);
     let by_day = e.svc.stats(StatsBy::Day, None).unwrap();
     assert_eq!(by_day.totals, by_source.totals);
-    let raw = Connection::open(e.dir.path().join("scribe.db")).unwrap();
+    let raw = Connection::open(e.path()).unwrap();
     raw.execute(
         "UPDATE sessions SET created_at = 1000, updated_at = 1000 WHERE id = ?1",
         [&parent.id],
@@ -441,9 +438,8 @@ fn stats_attribute_a_rolled_up_child_to_its_own_model() {
     assert_eq!(e2.svc.get(&child.id).unwrap().model, child.model);
 }
 
-#[test]
-fn an_export_without_roll_up_amounts_imports_with_the_childs_totals() {
-    let e = env();
+fn an_export_without_roll_up_amounts_imports_with_the_childs_totals(backend: Backend) {
+    let e = env_on(backend);
     let parent = e
         .svc
         .create(NewSession {
@@ -471,7 +467,7 @@ fn an_export_without_roll_up_amounts_imports_with_the_childs_totals() {
     exported[1] = serde_json::from_value(json).unwrap();
     assert_eq!(exported[1].rolled_up.as_ref().unwrap().added, None);
 
-    let e2 = env();
+    let e2 = env_on(backend);
     for export in &exported {
         e2.svc.import(export).unwrap();
     }
@@ -489,6 +485,7 @@ fn an_export_without_roll_up_amounts_imports_with_the_childs_totals() {
     );
 }
 
+// SQLite only: it migrates a file from an old SQLite schema version.
 #[test]
 fn roll_ups_made_before_v4_are_attributed_after_the_upgrade() {
     let dir = tempfile::tempdir().unwrap();
@@ -547,3 +544,21 @@ fn roll_ups_made_before_v4_are_attributed_after_the_upgrade() {
         RollUp::AlreadyRolledUp { .. }
     ));
 }
+
+scribe_tests::backends!(
+    add_usage_increments_and_publishes_the_new_totals,
+    bad_deltas_and_unknown_sessions_change_nothing,
+    ten_threads_adding_usage_give_exact_totals,
+    two_services_on_two_connections_both_count,
+    add_usage_tx_joins_the_callers_transaction,
+    roll_up_adds_child_totals_to_parent_exactly_once,
+    stats_group_by_model_source_and_day_counting_rolled_up_children_once,
+);
+
+// Filtered session lists (sea-query filters) run on the SQLite connection only until
+// the pgsearch stream moves them onto the transaction handle; then these join the list
+// above.
+scribe_tests::sqlite_only!(
+    "needs filtered session lists on PostgreSQL (pgsearch)",
+    an_export_without_roll_up_amounts_imports_with_the_childs_totals,
+);

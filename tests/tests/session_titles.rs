@@ -1,9 +1,13 @@
 //! Titles: the normalization table, the length limit, uniqueness, and lineage numbering
 //! (`t`, `t #2` …) where `_` and `%` are literal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "session_common/mod.rs"]
 mod common;
 
-use common::{drain, env};
+use common::{drain, env_on};
+use scribe_tests::Backend;
+
 use scribe_session::{MAX_TITLE_CHARS, NewSession, SessionError, normalize_title};
 
 #[test]
@@ -60,9 +64,8 @@ fn empty_and_too_long_titles_are_typed_errors() {
     );
 }
 
-#[test]
-fn service_refuses_bad_titles_without_changes_or_events() {
-    let e = env();
+fn service_refuses_bad_titles_without_changes_or_events(backend: Backend) {
+    let e = env_on(backend);
     let s = e.svc.create(NewSession::titled("keep")).unwrap();
     let sub = e.svc.subscribe();
     let r = e.svc.create(NewSession::titled(" \u{200B} "));
@@ -77,9 +80,8 @@ fn service_refuses_bad_titles_without_changes_or_events() {
     assert!(drain(&sub).is_empty());
 }
 
-#[test]
-fn titles_are_unique_when_present() {
-    let e = env();
+fn titles_are_unique_when_present(backend: Backend) {
+    let e = env_on(backend);
     let a = e.svc.create(NewSession::titled("Fix build")).unwrap();
     let b = e.svc.create(NewSession::default()).unwrap();
     let sub = e.svc.subscribe();
@@ -102,9 +104,8 @@ fn titles_are_unique_when_present() {
     assert!(e.svc.resolve_by_title("Fix build").is_ok());
 }
 
-#[test]
-fn lineage_resolves_to_the_highest_number() {
-    let e = env();
+fn lineage_resolves_to_the_highest_number(backend: Backend) {
+    let e = env_on(backend);
     let t1 = e.svc.create(NewSession::titled("Deploy")).unwrap();
     assert_eq!(e.svc.next_title_in_lineage("Deploy").unwrap(), "Deploy #2");
     let t3 = e.svc.create(NewSession::titled("Deploy #3")).unwrap();
@@ -142,9 +143,8 @@ fn lineage_resolves_to_the_highest_number() {
     );
 }
 
-#[test]
-fn resolve_and_next_title_agree_on_numbered_titles() {
-    let e = env();
+fn resolve_and_next_title_agree_on_numbered_titles(backend: Backend) {
+    let e = env_on(backend);
     let t1 = e.svc.create(NewSession::titled("Plan")).unwrap();
     let t3 = e.svc.create(NewSession::titled("Plan #3")).unwrap();
     let t5 = e.svc.create(NewSession::titled("Plan #5")).unwrap();
@@ -196,11 +196,10 @@ fn resolve_and_next_title_agree_on_numbered_titles() {
     assert_eq!(e.svc.next_title_in_lineage("Plan #3").unwrap(), "Plan");
 }
 
-#[test]
-fn a_numbered_title_that_is_a_base_of_its_own_resolves_exactly() {
+fn a_numbered_title_that_is_a_base_of_its_own_resolves_exactly(backend: Backend) {
     // A hand-written `Bug #3 #2` makes `Bug #3` look like a lineage base too; the exact
     // title still wins for `Bug #3`, and both functions place it in the lineage `Bug`.
-    let e = env();
+    let e = env_on(backend);
     let bug3 = e.svc.create(NewSession::titled("Bug #3")).unwrap();
     e.svc.create(NewSession::titled("Bug #3 #2")).unwrap();
     assert_eq!(e.svc.resolve_by_title("Bug #3").unwrap().id, bug3.id);
@@ -208,9 +207,8 @@ fn a_numbered_title_that_is_a_base_of_its_own_resolves_exactly() {
     assert_eq!(e.svc.next_title_in_lineage("Bug #3").unwrap(), "Bug #4");
 }
 
-#[test]
-fn lineage_treats_underscore_and_percent_literally() {
-    let e = env();
+fn lineage_treats_underscore_and_percent_literally(backend: Backend) {
+    let e = env_on(backend);
     let under = e.svc.create(NewSession::titled("a_b")).unwrap();
     let other = e.svc.create(NewSession::titled("axb #5")).unwrap();
     let pct = e.svc.create(NewSession::titled("100%")).unwrap();
@@ -228,11 +226,20 @@ fn lineage_treats_underscore_and_percent_literally() {
     assert!(e.svc.resolve_by_title("a_").is_err());
 }
 
-#[test]
-fn next_title_respects_the_length_limit() {
-    let e = env();
+fn next_title_respects_the_length_limit(backend: Backend) {
+    let e = env_on(backend);
     let long = "x".repeat(MAX_TITLE_CHARS);
     e.svc.create(NewSession::titled(long.clone())).unwrap();
     let r = e.svc.next_title_in_lineage(&long);
     assert!(matches!(r, Err(SessionError::TitleTooLong { .. })), "{r:?}");
 }
+
+scribe_tests::backends!(
+    service_refuses_bad_titles_without_changes_or_events,
+    titles_are_unique_when_present,
+    lineage_resolves_to_the_highest_number,
+    resolve_and_next_title_agree_on_numbered_titles,
+    a_numbered_title_that_is_a_base_of_its_own_resolves_exactly,
+    lineage_treats_underscore_and_percent_literally,
+    next_title_respects_the_length_limit,
+);

@@ -7,13 +7,14 @@ use scribe_message::{
     INTERRUPTED_TOOL_OUTPUT, Message, MessageUpdate, NewMessage, Part, Role, ToolState,
 };
 use scribe_session::{NewSession, SessionError, SessionKind, Store};
+use scribe_tests::{Backend, TestDb};
 use serde_json::json;
 
-/// A store over a fresh database file; keep the `TempDir` alive while using it.
-fn service() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("scribe.db")).unwrap();
-    (dir, store)
+/// A store over a fresh store on `backend`; keep the [`TestDb`] alive while using it.
+fn service_on(backend: Backend) -> (TestDb, Store) {
+    let t = TestDb::new(backend);
+    let store = Store::new(std::sync::Arc::clone(&t.db));
+    (t, store)
 }
 
 /// A session of `kind`, a child of `parent` when given.
@@ -58,9 +59,8 @@ fn text(role: Role, t: &str) -> ConversationMessage {
     }
 }
 
-#[test]
-fn tool_calls_are_paired_with_results_in_order() {
-    let (_dir, svc) = service();
+fn tool_calls_are_paired_with_results_in_order(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     say(&svc, &ses, Role::User, "list and read");
     let mut failed = Part::tool("c2", "read", json!({"path": "/nope"}));
@@ -146,9 +146,8 @@ fn tool_calls_are_paired_with_results_in_order() {
     assert_eq!(conv[3], text(Role::User, "thanks"));
 }
 
-#[test]
-fn from_summary_starts_at_the_newest_summary_as_a_user_message() {
-    let (_dir, svc) = service();
+fn from_summary_starts_at_the_newest_summary_as_a_user_message(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     say(&svc, &ses, Role::User, "old question");
     say(&svc, &ses, Role::Assistant, "old answer");
@@ -192,9 +191,8 @@ fn from_summary_starts_at_the_newest_summary_as_a_user_message() {
     );
 }
 
-#[test]
-fn ancestors_follow_continuations_root_first_but_not_task_parents() {
-    let (_dir, svc) = service();
+fn ancestors_follow_continuations_root_first_but_not_task_parents(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let root = session(&svc);
     say(&svc, &root, Role::User, "root 1");
     let cont = session_with(&svc, SessionKind::Continuation, Some(&root));
@@ -241,3 +239,9 @@ fn ancestors_follow_continuations_root_first_but_not_task_parents() {
         })
     ));
 }
+
+scribe_tests::backends!(
+    tool_calls_are_paired_with_results_in_order,
+    from_summary_starts_at_the_newest_summary_as_a_user_message,
+    ancestors_follow_continuations_root_first_but_not_task_parents,
+);

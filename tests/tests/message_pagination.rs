@@ -2,9 +2,12 @@
 //! messages arrive, garbage cursors, and stream() in creation order.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "message_common/mod.rs"]
 mod common;
 
-use common::{say, service, session};
+use common::{say, service_on, session};
+use scribe_tests::Backend;
+
 use scribe_message::store;
 use scribe_message::{
     Cursor, FinishReason, Message, MessageError, MessageService, Part, Role, StoredPart, TokenUsage,
@@ -46,9 +49,8 @@ fn ids(messages: &[Message]) -> Vec<String> {
     messages.iter().map(|m| m.id.clone()).collect()
 }
 
-#[test]
-fn pages_walk_newest_first_with_ties_broken_by_id() {
-    let (_dir, svc) = service();
+fn pages_walk_newest_first_with_ties_broken_by_id(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     // Five messages share one millisecond; ids decide their order.
     let mut expected = Vec::new();
@@ -83,9 +85,8 @@ fn pages_walk_newest_first_with_ties_broken_by_id() {
     assert_eq!(page.next, None);
 }
 
-#[test]
-fn cursors_are_stable_while_new_messages_are_appended() {
-    let (_dir, svc) = service();
+fn cursors_are_stable_while_new_messages_are_appended(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     for i in 0..10 {
         say(&svc, &ses, Role::User, &format!("m{i}"));
@@ -108,9 +109,8 @@ fn cursors_are_stable_while_new_messages_are_appended() {
     assert!(newest.messages.iter().all(|m| m.text().starts_with("late")));
 }
 
-#[test]
-fn garbage_cursors_are_invalid_input_not_panics() {
-    let (_dir, svc) = service();
+fn garbage_cursors_are_invalid_input_not_panics(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     say(&svc, &ses, Role::User, "x");
     for garbage in [
@@ -137,9 +137,8 @@ fn garbage_cursors_are_invalid_input_not_panics() {
     ));
 }
 
-#[test]
-fn unknown_session_is_not_found_and_empty_session_an_empty_page() {
-    let (_dir, svc) = service();
+fn unknown_session_is_not_found_and_empty_session_an_empty_page(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     assert!(matches!(
         svc.page("ses_missing", 10, None),
         Err(MessageError::NotFound {
@@ -162,9 +161,8 @@ fn unknown_session_is_not_found_and_empty_session_an_empty_page() {
     assert_eq!(svc.stream(&ses).unwrap().count(), 0);
 }
 
-#[test]
-fn stream_walks_every_page_in_creation_order() {
-    let (_dir, svc) = service();
+fn stream_walks_every_page_in_creation_order(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
     let ses = session(&svc);
     let other = session(&svc);
     let mut expected = Vec::new();
@@ -177,3 +175,11 @@ fn stream_walks_every_page_in_creation_order() {
     assert_eq!(streamed, expected);
     assert_eq!(ids(&svc.list(&ses).unwrap()), expected);
 }
+
+scribe_tests::backends!(
+    pages_walk_newest_first_with_ties_broken_by_id,
+    cursors_are_stable_while_new_messages_are_appended,
+    garbage_cursors_are_invalid_input_not_panics,
+    unknown_session_is_not_found_and_empty_session_an_empty_page,
+    stream_walks_every_page_in_creation_order,
+);

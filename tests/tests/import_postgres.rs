@@ -1,0 +1,155 @@
+//! The history importers' store side on PostgreSQL: every fixture of every source imported
+//! into a PostgreSQL store gives exactly what the same import gives on SQLite (sessions with
+//! their usage and lineage, messages with their parts), and a second import changes nothing.
+//!
+//! The sources themselves are files (and the SQLite databases OpenCode and Hermes keep);
+//! only the Scribe store differs. PostgreSQL only: run under `.ci/with-postgres … --ignored`
+//! (the importer's own suite covers SQLite).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use scribe_db::Database;
+use scribe_import::sink::StoreSink;
+use scribe_import::{Env, Options, Source, SourceSummary, import, sources};
+use scribe_message::MessageService;
+use scribe_session::{SessionFilter, SessionService, Store};
+use scribe_tests::{Backend, TestDb};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/import/tests/fixtures")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+fn build_db(sql: &str, db: &Path) {
+    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(&text)
+        .unwrap();
+}
+
+/// The fixtures laid out as the agents lay out their history, under `dir/home`.
+fn home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    copy_tree(&fixtures().join("claude"), &home.join(".claude"));
+    copy_tree(&fixtures().join("codex"), &home.join(".codex"));
+    copy_tree(
+        &fixtures().join("opencode"),
+        &home.join(".local/share/opencode"),
+    );
+    build_db(
+        "opencode/opencode.sql",
+        &home.join(".local/share/opencode/opencode.db"),
+    );
+    copy_tree(&fixtures().join("hermes"), &home.join(".hermes"));
+    build_db("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
+    copy_tree(&fixtures().join("gemini"), &home.join(".gemini"));
+    home
+}
+
+fn import_all(db: &Arc<Database>, home: &Path) -> Vec<SourceSummary> {
+    let env = Env {
+        home: Some(home.to_owned()),
+        vars: Default::default(),
+    };
+    Source::ALL
+        .into_iter()
+        .map(|source| {
+            let roots = sources::importer(source).default_roots(&env);
+            let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
+            import(
+                &mut sink,
+                sources::importer(source),
+                &roots,
+                &Options::default(),
+                &mut |_| {},
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+/// Everything stored in `db` for the sessions `ids`, as text.
+fn dump(db: &Arc<Database>, ids: &[String]) -> String {
+    let sessions = SessionService::new(Arc::clone(db));
+    let messages = MessageService::new(Arc::clone(db));
+    let round = |x: f64| (x * 1e9).round() / 1e9;
+    let mut out = String::new();
+    for id in ids {
+        let mut s = sessions.get(id).unwrap();
+        // Sums of float costs depend on the order they were added in.
+        s.estimated_cost_usd = round(s.estimated_cost_usd);
+        s.actual_cost_usd = s.actual_cost_usd.map(round);
+        out.push_str(&format!("{s:?}\n"));
+        for m in messages.list(id).unwrap() {
+            out.push_str(&format!("  {m:?}\n"));
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn every_fixture_imports_into_postgres_as_into_sqlite_and_twice_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+
+    let sqlite = TestDb::new(Backend::Sqlite);
+    let on_sqlite = import_all(&sqlite.db, &home);
+    // The session ids, from SQLite (a filtered list runs there).
+    let mut ids: Vec<String> = SessionService::new(Arc::clone(&sqlite.db))
+        .list(&SessionFilter {
+            limit: None,
+            ..SessionFilter::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    ids.sort();
+    assert!(ids.len() > 10, "the fixtures hold more sessions: {ids:?}");
+
+    let postgres = TestDb::new(Backend::Postgres);
+    let on_postgres = import_all(&postgres.db, &home);
+    for (s, p) in on_sqlite.iter().zip(&on_postgres) {
+        assert_eq!(s.written, p.written, "{}", s.source);
+        assert_eq!(s.records, p.records, "{}", s.source);
+        assert!(p.malformed.is_empty(), "{}: {:?}", p.source, p.malformed);
+    }
+    let expected = dump(&sqlite.db, &ids);
+    let got = dump(&postgres.db, &ids);
+    if got != expected {
+        let at = got
+            .lines()
+            .zip(expected.lines())
+            .position(|(g, e)| g != e)
+            .unwrap_or(0);
+        panic!(
+            "PostgreSQL stored something else, first at line {at}:\n postgres: {}\n   sqlite: {}",
+            got.lines().nth(at).unwrap_or(""),
+            expected.lines().nth(at).unwrap_or("")
+        );
+    }
+
+    for s in import_all(&postgres.db, &home) {
+        assert_eq!(s.files_read, 0, "{}: every file is unchanged", s.source);
+        assert_eq!(s.written, Default::default(), "{}", s.source);
+    }
+    assert_eq!(dump(&postgres.db, &ids), expected);
+}
