@@ -13,6 +13,14 @@
 //! cargo run --release -p scribe-bench -- --compaction [--quick] [--json] [--seed N]
 //! ```
 //!
+//! `--db postgres://…` runs the PostgreSQL report instead ([`postgres`]): 1, 4 and 16
+//! writer processes on the server and on SQLite, events from one host to another, and
+//! loading a session.
+//!
+//! ```text
+//! cargo run --release -p scribe-bench -- --db postgres://me@host/scratch [--quick] [--json]
+//! ```
+//!
 //! `--compaction` runs the compaction report instead ([`compaction`]): one scripted long
 //! coding session through the agent loop under each compaction strategy, and the loop's
 //! hot paths.
@@ -27,6 +35,7 @@ mod data;
 mod import;
 mod latency;
 mod limit;
+mod postgres;
 mod reads;
 mod report;
 mod stats;
@@ -68,8 +77,10 @@ struct Cli {
     /// Run as a writer process of the multi-process benchmark (internal).
     #[arg(long, hide = true, requires_all = ["db", "session", "count"])]
     writer: bool,
-    /// Writer: the database file.
-    #[arg(long, hide = true)]
+    /// Run the PostgreSQL report against this database (a `postgres://` URL or libpq
+    /// keyword string; it writes sessions there and deletes them at the end: use a
+    /// scratch database). Writer processes: the database file.
+    #[arg(long, value_name = "URL")]
     db: Option<PathBuf>,
     /// Writer: the session to append to.
     #[arg(long, hide = true)]
@@ -93,6 +104,10 @@ struct Cli {
     /// Writer: Scribe with its previous default waits (for contrast).
     #[arg(long, hide = true, conflicts_with = "raw")]
     previous_defaults: bool,
+    /// Writer: `Database::write` with the generated query traits, on the database named
+    /// by SCRIBE_BENCH_DB (either backend).
+    #[arg(long, hide = true, conflicts_with_all = ["raw", "previous_defaults", "limit"])]
+    queries: bool,
     /// Writer: the limit (autocommit INSERTs into its own schema).
     #[arg(long, hide = true, conflicts_with_all = ["raw", "previous_defaults"])]
     limit: bool,
@@ -100,7 +115,12 @@ struct Cli {
 
 fn main() {
     let cli = Cli::parse();
-    let outcome = if cli.writer {
+    let outcome = if cli.writer && cli.queries {
+        match (&cli.session, cli.count) {
+            (Some(session), Some(count)) => postgres::child(session, count, cli.seed),
+            _ => Err("--writer needs --session and --count".into()),
+        }
+    } else if cli.writer {
         match (&cli.db, &cli.session, cli.count) {
             (Some(db), Some(session), Some(count)) => {
                 let mode = match (cli.raw, cli.previous_defaults, cli.limit) {
@@ -203,6 +223,16 @@ fn run(cli: &Cli) -> Result<()> {
     };
     let dir = dir.as_path();
     let seed = cli.seed;
+    if let Some(url) = &cli.db {
+        let url = url.to_str().ok_or("--db: not UTF-8")?;
+        let report = postgres::run(url, cli.quick, seed, dir)?;
+        if cli.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", report.table());
+        }
+        return Ok(());
+    }
     if let Some(part) = &cli.only {
         return only(part, dir, seed, &sizes);
     }

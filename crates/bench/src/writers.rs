@@ -47,6 +47,9 @@ pub struct WriterReport {
     pub errors: usize,
     /// The first error, if any.
     pub first_error: Option<String>,
+    /// Write closures run again (busy on SQLite, serialization failures on PostgreSQL).
+    #[serde(default)]
+    pub retries: u64,
 }
 
 /// The [`Mode::ScribePrevious`] contrast: `scribe_db::Options::default()` before it moved to
@@ -117,6 +120,7 @@ pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> R
         latencies_us,
         errors,
         first_error,
+        retries: 0,
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &report)?;
@@ -313,7 +317,7 @@ pub fn run(
     })
 }
 
-fn collect(
+pub(crate) fn collect(
     children: &mut [Child],
     readers: Vec<BufReader<std::process::ChildStdout>>,
 ) -> Result<Vec<WriterReport>> {

@@ -20,7 +20,8 @@ use crate::commands::show::ShowCmd;
 use crate::commands::sources::SourcesCmd;
 use crate::commands::stats::StatsCmd;
 
-/// Scribe keeps every conversation of an AI coding agent in one SQLite file.
+/// Scribe keeps every conversation of an AI coding agent in one SQLite file (or one
+/// PostgreSQL database shared by many hosts).
 ///
 /// A <SESSION> argument is a session id, a unique id prefix, or a title (a title names the
 /// newest of its lineage `t`, `t #2`, …). Data goes to stdout, progress and errors to
@@ -28,8 +29,9 @@ use crate::commands::stats::StatsCmd;
 #[derive(Debug, Parser)]
 #[command(name = "scribe", version, propagate_version = true)]
 pub struct Cli {
-    /// The database file [default: the platform data directory's scribe/scribe.db]
-    #[arg(long, global = true, env = "SCRIBE_DB", value_name = "PATH",
+    /// The database: an SQLite file, or a PostgreSQL `postgres://` URL or libpq keyword
+    /// string [default: the platform data directory's scribe/scribe.db]
+    #[arg(long, global = true, env = "SCRIBE_DB", value_name = "PATH|URL",
           value_parser = crate::location::parse_db_path)]
     pub db: Option<PathBuf>,
 

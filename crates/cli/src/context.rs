@@ -71,14 +71,12 @@ impl Context {
         let (lo, hi) = prefix_range(wanted);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
         let rows = self.db.read(|tx| -> scribe_db::Result<_> {
-            Ok(q::list_sessions_by_id_range(
-                tx.conn(),
-                &q::ListSessionsByIdRangeParams {
+            tx.q()
+                .list_sessions_by_id_range(&q::ListSessionsByIdRangeParams {
                     lo: &lo,
                     hi: &hi,
                     limit,
-                },
-            )?)
+                })
         })?;
         match rows.len() {
             0 => Err(CliError::NoSuchSession(wanted.to_owned())),
@@ -125,7 +123,7 @@ impl Context {
                     }
                     // In id order only the neighbours can share a longer prefix with `id`,
                     // so one character past the longer shared prefix names `id` alone.
-                    let near = q::get_session_id_neighbors(tx.conn(), id)?;
+                    let near = tx.q().get_session_id_neighbors(id)?;
                     let shared = [near.before, near.after]
                         .iter()
                         .flatten()
@@ -146,15 +144,13 @@ impl Context {
         let (lo, hi) = prefix_range(wanted);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
         let ids = self.db.read(|tx| -> scribe_db::Result<_> {
-            Ok(q::list_message_ids_by_range(
-                tx.conn(),
-                &q::ListMessageIdsByRangeParams {
+            tx.q()
+                .list_message_ids_by_range(&q::ListMessageIdsByRangeParams {
                     session_id: &session.id,
                     lo: &lo,
                     hi: &hi,
                     limit,
-                },
-            )?)
+                })
         })?;
         if ids.iter().any(|id| id == wanted) {
             return Ok(wanted.to_owned());

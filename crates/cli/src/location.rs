@@ -1,5 +1,10 @@
-//! Where the database is: `--db PATH`, else `SCRIBE_DB` (both handled by clap), else the
-//! platform data directory (`~/.local/share/scribe/scribe.db` on Linux).
+//! Where the database is: `--db PATH|URL`, else `SCRIBE_DB` (both handled by clap), else
+//! the platform data directory (`~/.local/share/scribe/scribe.db` on Linux).
+//!
+//! A `postgres://` or `postgresql://` URL (or a libpq keyword string such as
+//! `host=/run/postgresql dbname=scribe`, which is not a URL and passes as a "path") names
+//! a PostgreSQL database; `scribe_db::Database::open` tells them apart. Any other
+//! `scheme://` is a usage error.
 
 use std::path::PathBuf;
 
@@ -7,18 +12,24 @@ use directories::ProjectDirs;
 
 use crate::error::CliError;
 
-/// `--db` / `SCRIBE_DB` as clap reads it: a path. A URL (`postgres://…`, any `scheme://`)
-/// is refused as a usage error until a backend for its scheme exists, rather than being
-/// taken for a path and creating directories named after it. Anything else is a path,
-/// `./postgres://…` included.
+/// `--db` / `SCRIBE_DB` as clap reads it: a path, or a PostgreSQL URL. Another URL
+/// (`mysql://…`, any `scheme://` without a backend) is refused as a usage error, rather
+/// than being taken for a path and creating directories named after it. Anything else is
+/// a path, `./mysql://…` included.
 pub fn parse_db_path(text: &str) -> Result<PathBuf, String> {
     match url_scheme(text) {
+        Some(scheme) if is_postgres_scheme(scheme) => Ok(PathBuf::from(text)),
         Some(scheme) => Err(format!(
-            "{scheme}:// is a database URL, and this build has no backend for {scheme}; \
-             --db takes a file path (write ./{text} for a file of that name)"
+            "{scheme}:// is a database URL, and there is no backend for {scheme}; --db takes \
+             a file path or a postgres:// URL (write ./{text} for a file of that name)"
         )),
         None => Ok(PathBuf::from(text)),
     }
+}
+
+/// The schemes of a PostgreSQL URL (as libpq spells them).
+fn is_postgres_scheme(scheme: &str) -> bool {
+    scheme == "postgres" || scheme == "postgresql"
 }
 
 /// The scheme of `text` when it starts like a URL: `scheme://` with an RFC 3986 scheme
@@ -53,8 +64,16 @@ mod tests {
 
     #[test]
     fn urls_are_refused_and_paths_kept() {
-        for url in ["postgres://u@h/db", "sqlite://x.db", "a+b.c-d://x"] {
+        for url in [
+            "mysql://u@h/db",
+            "sqlite://x.db",
+            "a+b.c-d://x",
+            "Postgres://x",
+        ] {
             assert!(parse_db_path(url).is_err(), "{url}");
+        }
+        for url in ["postgres://u@h/db", "postgresql://h/db?sslmode=require"] {
+            assert_eq!(parse_db_path(url), Ok(PathBuf::from(url)), "{url}");
         }
         for path in [
             "x.db",

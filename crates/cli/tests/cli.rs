@@ -122,10 +122,10 @@ fn usage_errors_exit_2() {
 /// that scheme exists: nothing is created, and the message says what to pass instead. A
 /// path stays a path, even one that merely contains `://` further in.
 #[test]
-fn a_database_url_is_a_usage_error_and_creates_nothing() {
+fn a_url_without_a_backend_is_a_usage_error_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     for url in [
-        "postgres://user@localhost/scribe",
+        "mysql://user@localhost/scribe",
         "sqlite://scribe.db",
         "mysql+ssl://h/db",
     ] {
@@ -154,4 +154,52 @@ fn a_database_url_is_a_usage_error_and_creates_nothing() {
     let out = scribe(&["db", "info", "--db", path.to_str().unwrap()], None);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(path.exists());
+}
+
+/// A command that cannot run on PostgreSQL yet says so by name, before it connects: no
+/// server is needed to see it, and nothing is created anywhere.
+#[test]
+fn a_command_postgres_cannot_run_yet_is_refused_by_name_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: connecting would fail, so a refusal proves nothing connected.
+    let url = "postgres://nobody:secret@127.0.0.1:1/scribe";
+    for (args, name) in [
+        (&["list"][..], "list"),
+        (&["search", "x"][..], "search"),
+        (&["export", "--all"][..], "export --all"),
+        (&["demo"][..], "demo"),
+        (&["serve"][..], "serve"),
+        (&["db", "vacuum"][..], "db vacuum"),
+    ] {
+        for via_env in [false, true] {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+            cmd.current_dir(dir.path()).env_remove("SCRIBE_DB");
+            if via_env {
+                cmd.env("SCRIBE_DB", url);
+            } else {
+                cmd.args(["--db", url]);
+            }
+            let out = cmd.args(args).output().unwrap();
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("`scribe {name}` does not run on PostgreSQL yet")),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{err}");
+            assert!(
+                !err.contains("secret"),
+                "the password is never shown: {err}"
+            );
+        }
+    }
+    // The commands that do run on PostgreSQL try to connect, and say why they can't.
+    for args in [&["db", "info"][..], &["show", "x"][..], &["stats"][..]] {
+        let out = scribe(&[&["--db", url][..], args].concat(), None);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains("cannot reach"), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("secret"), "{}", stderr(&out));
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing may be created: {left:?}");
 }

@@ -125,6 +125,8 @@ pub struct Database {
     /// writer (a second connection would see a different, empty database).
     readers: Mutex<Vec<Connection>>,
     writes: AtomicU64,
+    /// Write closures run again after a busy database (SQLite; PostgreSQL counts its own).
+    retries: AtomicU64,
     /// Checkpoints that ran (periodic and on demand); observable so tests can prove the
     /// periodic one happens.
     checkpoints: AtomicU64,
@@ -190,6 +192,16 @@ impl Database {
         }
     }
 
+    /// Which backend `location` names, without opening or creating anything: PostgreSQL
+    /// for a `postgres://`/`postgresql://` URL or a libpq keyword string, SQLite for a
+    /// path; [`Error::InvalidLocation`] for another `scheme://` URL (no backend for it).
+    pub fn backend_of(location: impl AsRef<Path>) -> Result<crate::Backend> {
+        Ok(match crate::backend::remote_location(location.as_ref())? {
+            Some(_) => crate::Backend::Postgres,
+            None => crate::Backend::Sqlite,
+        })
+    }
+
     /// Opens `path` and migrates it only up to version `target`; for tests of migrations
     /// from older schemas.
     #[doc(hidden)]
@@ -200,8 +212,13 @@ impl Database {
         Self::open_at(path.as_ref(), Options::default(), Some(target))
     }
 
-    /// A handle on an opened PostgreSQL store (the SQLite fields hold an unused
-    /// in-memory connection).
+    /// A handle on an opened PostgreSQL store.
+    ///
+    /// The SQLite fields hold an unused in-memory connection: `writer()` and
+    /// `writer_handle()` lend `&Mutex<Connection>` to the search modules, and an
+    /// optional writer would change their signatures under the search work. Nothing
+    /// reaches it on PostgreSQL: `write`/`read`/`info`/`check` delegate to `crate::pg`,
+    /// `vacuum` refuses, and the search queue is off (`search_queue: false`).
     #[cfg(feature = "postgres")]
     pub(crate) fn from_postgres(
         backend: crate::pg::PgBackend,
@@ -217,6 +234,7 @@ impl Database {
             search_queue: false,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             last_checkpoint: Mutex::new(None),
             migration,
@@ -296,6 +314,7 @@ impl Database {
             search_queue,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             last_checkpoint: Mutex::new(None),
             migration,
@@ -356,6 +375,7 @@ impl Database {
                 search_queue: found >= SEARCH_QUEUE_VERSION,
                 readers: Mutex::new(Vec::new()),
                 writes: AtomicU64::new(0),
+                retries: AtomicU64::new(0),
                 checkpoints: AtomicU64::new(0),
                 last_checkpoint: Mutex::new(None),
                 migration: MigrationReport {
@@ -391,6 +411,7 @@ impl Database {
             search_queue: true,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             last_checkpoint: Mutex::new(None),
             migration,
@@ -495,7 +516,13 @@ impl Database {
             return pg.write(&self.options, f);
         }
         self.refuse_if_read_only()?;
-        let outcome = retry_with(&self.options, || self.write_once(&mut f));
+        let mut tried = false;
+        let outcome = retry_with(&self.options, || {
+            if std::mem::replace(&mut tried, true) {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            self.write_once(&mut f)
+        });
         let (value, actions) = match outcome {
             Ok(done) => done,
             Err(mut err) => {
@@ -600,6 +627,17 @@ impl Database {
             self.checkpoints.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// How many times a [`Database::write`] closure on this handle ran again: after
+    /// SQLite reported the database busy, or PostgreSQL a serialization failure or a
+    /// deadlock. Contention shows here before it shows as latency or errors.
+    pub fn write_retries(&self) -> u64 {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &self.pg {
+            return pg.write_retries();
+        }
+        self.retries.load(Ordering::Relaxed)
     }
 
     /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
@@ -896,6 +934,29 @@ mod tests {
     #[test]
     fn database_is_send_and_sync() {
         assert_send_sync::<Database>();
+    }
+
+    #[test]
+    fn a_closure_run_again_counts_as_a_retry() {
+        let db = Database::open_in_memory().unwrap();
+        assert_eq!(db.write_retries(), 0);
+        let mut runs = 0;
+        db.write(|_tx| -> Result<()> {
+            runs += 1;
+            if runs == 1 {
+                // What SQLite reports when another connection holds the write lock.
+                return Err(Error::Storage(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                    None,
+                )));
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(runs, 2);
+        assert_eq!(db.write_retries(), 1);
+        db.write(|_tx| -> Result<()> { Ok(()) }).unwrap();
+        assert_eq!(db.write_retries(), 1, "a first run is not a retry");
     }
 
     #[test]

@@ -22,7 +22,15 @@ pub struct TableCount {
 /// A summary of a database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbInfo {
-    /// The file, or `None` in memory.
+    /// The backend it runs on.
+    pub backend: crate::Backend,
+    /// Where it is, for people ([`Database::location`]: a PostgreSQL URL's password is
+    /// hidden).
+    pub location: String,
+    /// The engine and its version: `SQLite 3.50.4` (the library linked in) or
+    /// `PostgreSQL 15.14` (the server's).
+    pub engine_version: String,
+    /// The file, or `None` in memory or on PostgreSQL.
     pub path: Option<PathBuf>,
     /// Schema version recorded in the database.
     pub schema_version: i64,
@@ -30,9 +38,11 @@ pub struct DbInfo {
     pub known_version: i64,
     /// Rows per table.
     pub tables: Vec<TableCount>,
-    /// Size of the main file in bytes (0 in memory).
+    /// Size of the main file in bytes (0 in memory); on PostgreSQL the database's size
+    /// (`pg_database_size`).
     pub file_size: u64,
-    /// Size of the write-ahead log in bytes (0 when absent).
+    /// Size of the write-ahead log in bytes (0 when absent, and on PostgreSQL, whose log
+    /// is the server's, shared by its databases).
     pub wal_size: u64,
 }
 
@@ -41,7 +51,7 @@ impl Database {
     pub fn info(&self) -> Result<DbInfo> {
         #[cfg(feature = "postgres")]
         if let Some(pg) = self.postgres() {
-            return pg.info(&TABLES);
+            return pg.info(&TABLES, self.location());
         }
         let (schema_version, tables) = self.read(|tx| -> Result<_> {
             let conn = tx.conn();
@@ -68,6 +78,9 @@ impl Database {
                 .map_or(0, |m| m.len())
         };
         Ok(DbInfo {
+            backend: crate::Backend::Sqlite,
+            location: self.location(),
+            engine_version: format!("SQLite {}", rusqlite::version()),
             path: self.path().map(PathBuf::from),
             schema_version,
             known_version: migrate::known_version(),

@@ -44,7 +44,7 @@ pub use database::{CheckpointReport, Database, Options};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
-pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, VacuumReport};
+pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, NamedCheck, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
 pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
 pub use tx::{Backend, Queryable, ReadTx, Tx, TxError};

@@ -22,10 +22,29 @@ const INDEXES: [&str; 2] = ["parts_fts", "parts_fts_trigram"];
 /// The findings of [`Database::check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrityReport {
-    /// The lines of `PRAGMA integrity_check`: `["ok"]` for a sound file.
+    /// The backend checked.
+    pub backend: crate::Backend,
+    /// The lines of `PRAGMA integrity_check`: `["ok"]` for a sound file. Empty on
+    /// PostgreSQL, which has no such check (see [`IntegrityReport::skipped`]).
     pub integrity_check: Vec<String>,
-    /// One entry per search index, in the order `parts_fts`, `parts_fts_trigram`.
+    /// One entry per search index: on SQLite `parts_fts` and `parts_fts_trigram` (each
+    /// compared with the rows), on PostgreSQL the word and trigram GIN indexes on `parts`
+    /// (present and valid).
     pub indexes: Vec<IndexReport>,
+    /// Further checks in plain SQL (PostgreSQL: the schema version, constraints and
+    /// indexes the server holds as not valid, rows that disagree with each other).
+    pub checks: Vec<NamedCheck>,
+    /// What was not checked, and why, one line each.
+    pub skipped: Vec<String>,
+}
+
+/// One of [`IntegrityReport::checks`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedCheck {
+    /// What was checked, e.g. `schema_version`.
+    pub name: &'static str,
+    /// `None` when nothing was found wrong, else what was.
+    pub problem: Option<String>,
 }
 
 /// The FTS5 `integrity-check` of one search index, including the comparison with the
@@ -48,6 +67,9 @@ pub enum IndexStatus {
     /// Not checked: FTS5's check is written as an INSERT, which a read-only database
     /// refuses.
     SkippedReadOnly,
+    /// The index does not exist, or the server holds it as not valid (PostgreSQL: a
+    /// failed concurrent build); searches would scan or fail.
+    Missing(String),
 }
 
 impl IntegrityReport {
@@ -60,15 +82,20 @@ impl IntegrityReport {
     /// One line per problem found, e.g. `parts_fts: database disk image is malformed`.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if self.integrity_check != ["ok"] {
+        if !self.integrity_check.is_empty() && self.integrity_check != ["ok"] {
             problems.push(format!(
                 "integrity_check: {}",
                 self.integrity_check.join("; ")
             ));
         }
         for index in &self.indexes {
-            if let IndexStatus::Mismatch(message) = &index.status {
+            if let IndexStatus::Mismatch(message) | IndexStatus::Missing(message) = &index.status {
                 problems.push(format!("{}: {message}", index.index));
+            }
+        }
+        for check in &self.checks {
+            if let Some(problem) = &check.problem {
+                problems.push(format!("{}: {problem}", check.name));
             }
         }
         problems
@@ -93,11 +120,13 @@ impl Database {
     /// The index checks are FTS5 commands written as INSERTs: they run in a write
     /// transaction that is rolled back, so they wait for other writers like a write does,
     /// and on a read-only database they are skipped ([`IndexStatus::SkippedReadOnly`]).
+    ///
+    /// On PostgreSQL the checks are the ones plain SQL can make (see
+    /// [`IntegrityReport::checks`] and [`IntegrityReport::skipped`]).
     pub fn check(&self) -> Result<IntegrityReport> {
-        if self.backend() == crate::Backend::Postgres {
-            return Err(Error::InvalidInput(
-                "the integrity check is SQLite's; it does not run on PostgreSQL yet".to_owned(),
-            ));
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.postgres() {
+            return pg.check();
         }
         // What may be indexed is indexed (and committed) first, so that the rolled-back
         // check has little left to do.
@@ -123,6 +152,11 @@ impl Database {
     /// VACUUM keeps both search indexes valid: they are keyed by `parts.seq`, an INTEGER
     /// PRIMARY KEY that VACUUM preserves.
     pub fn vacuum(&self) -> Result<VacuumReport> {
+        if self.backend() == crate::Backend::Postgres {
+            return Err(Error::InvalidInput(
+                "vacuum is SQLite's; PostgreSQL reclaims space with autovacuum".to_owned(),
+            ));
+        }
         let Some(path) = self.path().map(Path::to_path_buf) else {
             return Ok(VacuumReport {
                 bytes_before: 0,
@@ -180,8 +214,11 @@ fn check_on(conn: &Connection, db: &Database) -> Result<IntegrityReport> {
         check_indexes(conn, db)?
     };
     Ok(IntegrityReport {
+        backend: crate::Backend::Sqlite,
         integrity_check,
         indexes,
+        checks: Vec::new(),
+        skipped: Vec::new(),
     })
 }
 

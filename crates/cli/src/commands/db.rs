@@ -1,12 +1,13 @@
 //! `scribe db info | migrate | check | vacuum | copy`: thin reports over `Database`'s own
 //! maintenance API (no SQL here). `info` and `check` also work on a database this process
-//! may only read.
+//! may only read. `info`, `migrate`, `check` and `copy` run on SQLite and PostgreSQL;
+//! `vacuum` is SQLite's.
 
 use std::io::Write;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use scribe_db::{Database, DbInfo, IndexStatus};
+use scribe_db::{Backend, Database, DbInfo, IndexStatus};
 
 use crate::context::{Access, open_database};
 use crate::error::CliError;
@@ -14,15 +15,19 @@ use crate::error::CliError;
 /// Database maintenance.
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
-    /// Show the database's path, schema version, row counts and size.
+    /// Show the database's backend and location, engine version, schema version, row
+    /// counts and size.
     ///
     /// Like every command, this creates the database if it is missing and migrates an
     /// older schema first; a database this process may not write is read as it is.
     Info(InfoArgs),
-    /// Create the database if needed and bring its schema up to date.
+    /// Create the database if needed and bring its schema up to date (on PostgreSQL under
+    /// an advisory lock, so processes starting together migrate it once).
     Migrate,
-    /// Check the database: SQLite's integrity check and both search indexes against the
-    /// parts they index (the index checks need write access). Exit 1 when anything is
+    /// Check the database: on SQLite its integrity check and both search indexes against
+    /// the parts they index (the index checks need write access); on PostgreSQL what plain
+    /// SQL can see (schema version, constraints and indexes not valid, the search indexes,
+    /// parts against their messages), listing what it skips. Exit 1 when anything is
     /// wrong.
     Check,
     /// Rebuild the file to reclaim the space of deleted rows.
@@ -71,7 +76,7 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
                 writeln!(
                     out,
                     "{}: schema is up to date (version {})",
-                    path.display(),
+                    db.location(),
                     report.to
                 )?;
             } else {
@@ -81,7 +86,7 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
                 writeln!(
                     out,
                     "{}: migrated schema from version {} to {}",
-                    path.display(),
+                    db.location(),
                     report.from,
                     report.to
                 )?;
@@ -97,7 +102,9 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
 /// Runs every check, printing one line each, and fails if any found a problem.
 fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
     let report = open_database(path, Access::Read)?.check()?;
-    if report.integrity_check == ["ok"] {
+    if report.integrity_check.is_empty() {
+        // PostgreSQL: no such check (see `skipped`).
+    } else if report.integrity_check == ["ok"] {
         writeln!(out, "{:<18} ok", "integrity_check")?;
     } else {
         writeln!(
@@ -120,24 +127,45 @@ fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
                 "{:<18} skipped: the database is not writable here",
                 index.index
             )?,
+            IndexStatus::Missing(message) => writeln!(out, "{:<18} {message}", index.index)?,
         }
+    }
+    for check in &report.checks {
+        match &check.problem {
+            None => writeln!(out, "{:<18} ok", check.name)?,
+            Some(problem) => writeln!(out, "{:<18} {problem}", check.name)?,
+        }
+    }
+    for skipped in &report.skipped {
+        writeln!(out, "skipped: {skipped}")?;
     }
     if report.is_ok() {
         return Ok(());
     }
     let mut failed: Vec<&str> = Vec::new();
-    if report.integrity_check != ["ok"] {
+    if !report.integrity_check.is_empty() && report.integrity_check != ["ok"] {
         failed.push("integrity_check");
     }
     failed.extend(
         report
             .indexes
             .iter()
-            .filter(|i| matches!(i.status, IndexStatus::Mismatch(_)))
+            .filter(|i| matches!(i.status, IndexStatus::Mismatch(_) | IndexStatus::Missing(_)))
             .map(|i| i.index),
     );
+    failed.extend(
+        report
+            .checks
+            .iter()
+            .filter(|c| c.problem.is_some())
+            .map(|c| c.name),
+    );
+    let advice = match report.backend {
+        Backend::Sqlite => "`scribe db vacuum` does not repair indexes, restore from an export",
+        Backend::Postgres => "see the lines above; `scribe db migrate` brings an older schema up",
+    };
     Err(CliError::CheckFailed(format!(
-        "{}; `scribe db vacuum` does not repair indexes, restore from an export",
+        "{}; {advice}",
         failed.join(", ")
     )))
 }
@@ -172,11 +200,12 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
 
 /// Rebuilds the file, then truncates the write-ahead log, and reports the size change.
 fn vacuum(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
-    let report = Database::open(path)?.vacuum()?;
+    let db = Database::open(path)?;
+    let report = db.vacuum()?;
     writeln!(
         out,
         "{}: {} → {}",
-        path.display(),
+        db.location(),
         human_bytes(report.bytes_before),
         human_bytes(report.bytes_after)
     )?;
@@ -184,22 +213,31 @@ fn vacuum(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
 }
 
 fn write_info(out: &mut impl Write, info: &DbInfo) -> std::io::Result<()> {
-    let path = info
-        .path
-        .as_deref()
-        .map_or_else(|| "(in memory)".to_owned(), |p| p.display().to_string());
-    writeln!(out, "path            {path}")?;
+    match info.backend {
+        Backend::Sqlite => {
+            let path = info
+                .path
+                .as_deref()
+                .map_or_else(|| "(in memory)".to_owned(), |p| p.display().to_string());
+            writeln!(out, "path            {path}")?;
+        }
+        Backend::Postgres => writeln!(out, "database        {}", info.location)?,
+    }
+    writeln!(out, "backend         {}", info.engine_version)?;
     writeln!(
         out,
         "schema version  {} (this build knows {})",
         info.schema_version, info.known_version
     )?;
-    writeln!(
-        out,
-        "file size       {} (write-ahead log {})",
-        human_bytes(info.file_size),
-        human_bytes(info.wal_size)
-    )?;
+    match info.backend {
+        Backend::Sqlite => writeln!(
+            out,
+            "file size       {} (write-ahead log {})",
+            human_bytes(info.file_size),
+            human_bytes(info.wal_size)
+        )?,
+        Backend::Postgres => writeln!(out, "database size   {}", human_bytes(info.file_size))?,
+    }
     writeln!(out, "rows")?;
     for table in &info.tables {
         writeln!(out, "  {:<12}  {:>10}", table.table, table.rows)?;
@@ -213,7 +251,14 @@ fn info_json(info: &DbInfo) -> serde_json::Value {
         .iter()
         .map(|t| (t.table.to_owned(), t.rows.into()))
         .collect();
+    let backend = match info.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
     serde_json::json!({
+        "backend": backend,
+        "engine_version": info.engine_version,
+        "location": info.location,
         "path": info.path,
         "schema_version": info.schema_version,
         "known_version": info.known_version,

@@ -6,6 +6,7 @@
 //! - [`migrate`]: migrations under an advisory lock.
 //! - [`events`]: the cross-host event listener.
 //! - [`copy`]: copying a whole store between backends.
+//! - `check`: what `scribe db check` verifies on PostgreSQL.
 //!
 //! Transactions keep SQLite's contract. A write runs SERIALIZABLE, so every
 //! read-check-write a service does (a free title, the next file version, a lease) is as
@@ -16,6 +17,7 @@
 //! [`crate::Error::CommitUnknown`] is returned, never a retry. A read runs REPEATABLE READ
 //! READ ONLY: one snapshot, never blocking a writer.
 
+mod check;
 pub mod copy;
 pub mod events;
 pub(crate) mod location;
@@ -41,6 +43,8 @@ const IN_FAILED_TRANSACTION: &str = "25P02";
 #[derive(Debug)]
 pub(crate) struct PgBackend {
     pool: Pool,
+    /// Write closures run again after a serialization failure or deadlock.
+    retries: std::sync::atomic::AtomicU64,
 }
 
 impl PgBackend {
@@ -72,7 +76,18 @@ impl PgBackend {
             }
             outcome?
         };
-        Ok((PgBackend { pool }, report))
+        Ok((
+            PgBackend {
+                pool,
+                retries: std::sync::atomic::AtomicU64::new(0),
+            },
+            report,
+        ))
+    }
+
+    /// How many times a write closure ran again (see [`crate::Database::write_retries`]).
+    pub(crate) fn write_retries(&self) -> u64 {
+        self.retries.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The location with its password hidden.
@@ -100,7 +115,14 @@ impl PgBackend {
                 path: self.shown().into(),
             }));
         }
-        let (value, actions) = retry_with(options, || self.write_once(&options.clock, &mut f))?;
+        let mut tried = false;
+        let (value, actions) = retry_with(options, || {
+            if std::mem::replace(&mut tried, true) {
+                self.retries
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.write_once(&options.clock, &mut f)
+        })?;
         for action in actions {
             action();
         }
@@ -174,9 +196,12 @@ impl PgBackend {
 
     /// [`crate::Database::info`] on PostgreSQL: the database's size stands for the file
     /// size; there is no write-ahead log file of its own.
-    pub(crate) fn info(&self, tables: &[&'static str]) -> Result<DbInfo> {
+    pub(crate) fn info(&self, tables: &[&'static str], location: String) -> Result<DbInfo> {
         let mut client = self.pool.get()?;
         client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let version: String = client
+            .query_one("SELECT current_setting('server_version')", &[])?
+            .try_get(0)?;
         let schema_version = migrate::current_version(&mut client)?;
         let mut counts = Vec::with_capacity(tables.len());
         for &table in tables {
@@ -191,6 +216,9 @@ impl PgBackend {
             .try_get(0)?;
         client.batch_execute("COMMIT")?;
         Ok(DbInfo {
+            backend: crate::Backend::Postgres,
+            location,
+            engine_version: format!("PostgreSQL {version}"),
             path: None,
             schema_version,
             known_version: migrate::known_version(),

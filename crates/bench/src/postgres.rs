@@ -1,0 +1,641 @@
+//! The PostgreSQL report (`scribe-bench --db postgres://…`): what the issue's scale
+//! targets ask, measured on the server given and, for contrast, on SQLite files in the
+//! same run.
+//!
+//! - writers: 1, 4 and 16 writer PROCESSES (copies of this binary, the hidden
+//!   `--writer --queries` role), each appending to its own session, on PostgreSQL and
+//!   on one SQLite file. Total rate, p50/p99/max of one append, errors, and whether
+//!   every append is stored. Targets: 16 PostgreSQL writers with 0 errors, their p99 at
+//!   most 2x the single writer's, and a total at least 0.5x SQLite's 4-writer total.
+//! - events: a commit through one [`Database`] ("host A", its own pool and origin)
+//!   until a subscriber of a [`Broker`] fed by another handle's [`Database::listen`]
+//!   ("host B") receives it; and how many notifications one append sends.
+//! - load: reading one whole session (`MessageService::list`), on both backends.
+//!
+//! Every side appends the same way, through `MessageService::create` ([`append`]), which
+//! runs its statements through the generated query traits (`tx.q()`) on either backend,
+//! so the backends are compared on the same work. Search is not measured here: search on
+//! PostgreSQL lands separately.
+//!
+//! The report writes its sessions into the database it is given and deletes them at the
+//! end (a crash leaves sessions titled `bench writer …`): use a scratch database.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use scribe_db::events::{ChangeOp, Notice};
+use scribe_db::ids::{Prefix, new_id};
+use scribe_db::queries as q;
+use scribe_db::{Database, now_ms};
+use scribe_message::MessageService;
+use scribe_pubsub::{Broker, RecvTimeoutError};
+use serde::Serialize;
+
+use crate::Result;
+use crate::append::{Draft, drafts};
+use crate::stats;
+use crate::writers::WriterReport;
+
+/// The environment variable a writer process reads the database location from (a
+/// PostgreSQL URL may hold a password, which a command line would show to everyone).
+pub const DB_ENV: &str = "SCRIBE_BENCH_DB";
+
+/// The writer counts of the report.
+const WRITERS: [usize; 3] = [1, 4, 16];
+
+/// How big the PostgreSQL report is.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PgSizes {
+    /// Appends per writer process.
+    pub per_writer: usize,
+    /// Commits timed host A → host B.
+    pub events: usize,
+    /// Messages of the session loaded, and how many times it is loaded.
+    pub load_messages: usize,
+    /// Loads timed.
+    pub load_rounds: usize,
+}
+
+impl PgSizes {
+    /// A smoke run.
+    pub fn quick() -> Self {
+        PgSizes {
+            per_writer: 40,
+            events: 50,
+            load_messages: 100,
+            load_rounds: 10,
+        }
+    }
+
+    /// The report's sizes.
+    pub fn full() -> Self {
+        PgSizes {
+            per_writer: 300,
+            events: 500,
+            load_messages: 500,
+            load_rounds: 50,
+        }
+    }
+}
+
+/// One row of the writers table.
+#[derive(Debug, Clone, Serialize)]
+pub struct WritersRow {
+    /// `PostgreSQL` or `SQLite`.
+    pub backend: &'static str,
+    /// Writer processes.
+    pub processes: usize,
+    /// Successful appends per second, from `go` to the last exit.
+    pub total_per_s: f64,
+    /// Median append, ms.
+    pub p50_ms: f64,
+    /// 99th percentile append, ms.
+    pub p99_ms: f64,
+    /// Longest append, ms.
+    pub max_ms: f64,
+    /// Appends that failed.
+    pub errors: usize,
+    /// Appends run again whole (SQLite: busy; PostgreSQL: serialization failure or
+    /// deadlock), per append.
+    pub retries_per_append: f64,
+    /// The first failure, if any.
+    pub first_error: Option<String>,
+    /// Messages found stored in the writers' sessions afterwards.
+    pub stored: usize,
+    /// Messages the writers were asked to append.
+    pub expected: usize,
+}
+
+/// Commit on host A to delivery on host B.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventFigures {
+    /// Appends timed.
+    pub commits: usize,
+    /// Appends whose message insert reached host B's subscriber.
+    pub delivered: usize,
+    /// From `write` returning on A (the commit acknowledged) to B's subscriber holding
+    /// the event, median, ms (0 when it arrived first).
+    pub p50_ms: f64,
+    /// The same, 99th percentile, ms.
+    pub p99_ms: f64,
+    /// The same, longest, ms.
+    pub max_ms: f64,
+    /// From calling `MessageService::create` on A to B's subscriber holding the event,
+    /// median, ms (the append itself included).
+    pub from_call_p50_ms: f64,
+    /// The same, 99th percentile, ms.
+    pub from_call_p99_ms: f64,
+    /// Notifications host B received per append (a message and its parts: one per row).
+    pub notices_per_commit: f64,
+    /// Append rate on A while B listened, per second (the events' cost shows against
+    /// the single-writer row).
+    pub append_per_s: f64,
+}
+
+/// Loading one session.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadFigures {
+    /// `PostgreSQL` or `SQLite`.
+    pub backend: &'static str,
+    /// Messages in the session.
+    pub messages: usize,
+    /// Median load, ms.
+    pub p50_ms: f64,
+    /// 99th percentile load, ms.
+    pub p99_ms: f64,
+}
+
+/// The whole PostgreSQL report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PgReport {
+    /// The server (`PostgreSQL 15.14 …`) and where, password hidden.
+    pub server: String,
+    /// Sizes.
+    pub sizes: PgSizes,
+    /// Writer rows, PostgreSQL then SQLite.
+    pub writers: Vec<WritersRow>,
+    /// Events across hosts.
+    pub events: EventFigures,
+    /// Loads, PostgreSQL then SQLite.
+    pub load: Vec<LoadFigures>,
+    /// Logical CPUs and the 1-minute load average when the run ended.
+    pub machine: String,
+    /// Seconds the report took.
+    pub total_s: f64,
+}
+
+/// Runs the report against `url`.
+pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
+    let started = Instant::now();
+    let sizes = if quick {
+        PgSizes::quick()
+    } else {
+        PgSizes::full()
+    };
+    let db = Database::open(url)?;
+    let info = db.info()?;
+    let server = format!("{} at {}", info.engine_version, info.location);
+    let mut made = Vec::new();
+
+    let mut writers = Vec::new();
+    for processes in WRITERS {
+        progress(&format!(
+            "PostgreSQL: {processes} writer processes x {} appends",
+            sizes.per_writer
+        ));
+        let (row, sessions) = writers_row(url, "PostgreSQL", processes, sizes.per_writer, seed)?;
+        made.extend(sessions);
+        writers.push(row);
+    }
+    for processes in WRITERS {
+        progress(&format!(
+            "SQLite: {processes} writer processes x {} appends",
+            sizes.per_writer
+        ));
+        let file = dir.join(format!("pg-report-sqlite-{processes}.db"));
+        let file = file.to_str().ok_or("temporary path is not UTF-8")?;
+        let (row, _) = writers_row(file, "SQLite", processes, sizes.per_writer, seed)?;
+        writers.push(row);
+    }
+
+    progress(&format!(
+        "events: {} appends on host A, received on host B",
+        sizes.events
+    ));
+    let (events, session) = events(url, sizes.events, seed)?;
+    made.push(session);
+
+    progress(&format!(
+        "load: a session of {} messages, {} times",
+        sizes.load_messages, sizes.load_rounds
+    ));
+    let file = dir.join("pg-report-load.db");
+    let mut load = Vec::new();
+    for (backend, location) in [
+        ("PostgreSQL", url),
+        (
+            "SQLite",
+            file.to_str().ok_or("temporary path is not UTF-8")?,
+        ),
+    ] {
+        let db = Arc::new(Database::open(location)?);
+        let session = new_session(&db, "bench load")?;
+        let svc = MessageService::new(Arc::clone(&db));
+        for draft in drafts(seed, sizes.load_messages) {
+            append(&svc, &session, &draft)?;
+        }
+        load.push(load_figures(&svc, backend, &session, sizes)?);
+        if backend == "PostgreSQL" {
+            made.push(session);
+        }
+    }
+
+    db.write(|tx| -> scribe_db::Result<()> {
+        for id in &made {
+            tx.q().delete_session(id)?;
+        }
+        Ok(())
+    })?;
+    Ok(PgReport {
+        server,
+        sizes,
+        writers,
+        events,
+        load,
+        machine: machine(),
+        total_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn progress(what: &str) {
+    eprintln!("[scribe-bench] {what}");
+}
+
+/// A new session in `db` titled `title` and its id (titles are unique); its id.
+fn new_session(db: &Database, title: &str) -> Result<String> {
+    let id = new_id(Prefix::Session);
+    let title = format!("{title} {id}");
+    let title = title.as_str();
+    db.write(|tx| {
+        tx.q().create_session(&q::CreateSessionParams {
+            id: &id,
+            parent_session_id: None,
+            kind: "normal",
+            source: "bench",
+            user_id: None,
+            directory: None,
+            title: Some(title),
+            model: None,
+            model_config: None,
+            system_prompt: None,
+            permission: None,
+            billing_provider: None,
+            billing_base_url: None,
+            billing_mode: None,
+            now: now_ms(),
+        })
+    })?;
+    Ok(id)
+}
+
+/// Appends one draft through `MessageService::create` (the real path on either backend:
+/// ids, part encoding, the session check, the generated statements through `tx.q()`,
+/// [`Database::write`]'s retries, the `created` event).
+pub fn append(svc: &MessageService, session: &str, draft: &Draft) -> Result<()> {
+    crate::append::scribe_append(svc, session, draft.clone())
+}
+
+/// The writer process side of `--writer --queries`: the location comes from [`DB_ENV`].
+pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
+    let location = std::env::var(DB_ENV).map_err(|_| format!("{DB_ENV} is not set"))?;
+    let db = Arc::new(Database::open(&location)?);
+    let svc = MessageService::new(Arc::clone(&db));
+    let work = drafts(seed, count);
+    let mut report = WriterReport {
+        latencies_us: Vec::with_capacity(count),
+        errors: 0,
+        first_error: None,
+        retries: 0,
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go)?;
+    for draft in &work {
+        let started = Instant::now();
+        let outcome = append(&svc, session, draft);
+        report
+            .latencies_us
+            .push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
+        if let Err(err) = outcome {
+            report.errors += 1;
+            report.first_error.get_or_insert_with(|| err.to_string());
+        }
+    }
+    report.retries = db.write_retries();
+    serde_json::to_writer(&mut out, &report)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `processes` writer processes on `location`, each appending `per_writer` messages to
+/// its own new session; the row and the sessions made.
+fn writers_row(
+    location: &str,
+    backend: &'static str,
+    processes: usize,
+    per_writer: usize,
+    seed: u64,
+) -> Result<(WritersRow, Vec<String>)> {
+    let db = Database::open(location)?;
+    let sessions = (0..processes)
+        .map(|i| new_session(&db, &format!("bench writer {i}")))
+        .collect::<Result<Vec<_>>>()?;
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        let child = Command::new(&exe)
+            .args(["--writer", "--queries", "--db", "-", "--session", session])
+            .args(["--count", &per_writer.to_string()])
+            .args(["--seed", &(seed + 1_000 + i as u64).to_string()])
+            .env(DB_ENV, location)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        children.push(child);
+    }
+    let mut readers = Vec::new();
+    for child in &mut children {
+        let stdout = child.stdout.take().ok_or("writer has no stdout")?;
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            return Err(format!("writer did not get ready: {line:?}").into());
+        }
+        readers.push(reader);
+    }
+    let started = Instant::now();
+    for child in &mut children {
+        let stdin = child.stdin.as_mut().ok_or("writer has no stdin")?;
+        writeln!(stdin, "go")?;
+        stdin.flush()?;
+    }
+    let reports = crate::writers::collect(&mut children, readers)?;
+    let elapsed = started.elapsed();
+    let mut latencies = Vec::new();
+    let (mut errors, mut first_error, mut retries) = (0, None, 0);
+    for report in reports {
+        retries += report.retries;
+        latencies.extend(
+            report
+                .latencies_us
+                .iter()
+                .map(|&us| Duration::from_micros(us)),
+        );
+        errors += report.errors;
+        first_error = first_error.or(report.first_error);
+    }
+    let stored = db.read(|tx| -> scribe_db::Result<usize> {
+        let mut n = 0;
+        for session in &sessions {
+            n += tx.q().list_messages(session)?.len();
+        }
+        Ok(n)
+    })?;
+    let row = WritersRow {
+        backend,
+        processes,
+        total_per_s: stats::rate(latencies.len() - errors, elapsed),
+        p50_ms: stats::ms(stats::median(&latencies)),
+        p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
+        max_ms: stats::ms(stats::max(&latencies)),
+        errors,
+        retries_per_append: retries as f64 / latencies.len().max(1) as f64,
+        first_error,
+        stored,
+        expected: processes * per_writer,
+    };
+    Ok((row, sessions))
+}
+
+/// Host A appends `commits` messages one by one; host B's listener publishes every
+/// change on a broker whose subscriber notes when each message insert arrived.
+fn events(url: &str, commits: usize, seed: u64) -> Result<(EventFigures, String)> {
+    let host_a = Arc::new(Database::open(url)?);
+    let host_b = Database::open(url)?;
+    let session = new_session(&host_a, "bench events")?;
+    let svc = MessageService::new(Arc::clone(&host_a));
+    let broker: Arc<Broker<(Instant, scribe_db::events::Change)>> =
+        Arc::new(Broker::with_buffer(commits * 8 + 64));
+    let subscription = broker.subscribe();
+    let notices = Arc::new(AtomicUsize::new(0));
+    let listener = host_b.listen({
+        let broker = Arc::clone(&broker);
+        let notices = Arc::clone(&notices);
+        let session = session.clone();
+        move |notice| match notice {
+            Notice::Change(change) => {
+                if change.session_id == session {
+                    notices.fetch_add(1, Ordering::Relaxed);
+                }
+                broker.publish_created((Instant::now(), change));
+            }
+            Notice::Lagged(n) => broker.report_missed(n),
+        }
+    })?;
+    let work = drafts(seed + 7, commits);
+    let mut committed = Vec::with_capacity(commits);
+    let mut begun = Vec::with_capacity(commits);
+    let started = Instant::now();
+    for draft in &work {
+        // The id is made inside `append`; the subscriber matches on message inserts of
+        // this session in order, which commit order guarantees.
+        begun.push(Instant::now());
+        append(&svc, &session, draft)?;
+        committed.push(Instant::now());
+    }
+    let append_per_s = stats::rate(commits, started.elapsed());
+    let mut received = Vec::with_capacity(commits);
+    while received.len() < commits {
+        match subscription.recv_timeout(Duration::from_secs(5)) {
+            Ok(event) => {
+                let (at, change) = event.payload;
+                if change.table == "messages"
+                    && change.op == ChangeOp::Insert
+                    && change.session_id == session
+                {
+                    received.push(at);
+                }
+            }
+            Err(RecvTimeoutError::Lagged(_)) => continue,
+            Err(_) => break,
+        }
+    }
+    listener.stop();
+    let latencies: Vec<Duration> = committed
+        .iter()
+        .zip(&received)
+        .map(|(sent, got)| got.saturating_duration_since(*sent))
+        .collect();
+    let whole: Vec<Duration> = begun
+        .iter()
+        .zip(&received)
+        .map(|(sent, got)| got.saturating_duration_since(*sent))
+        .collect();
+    let figures = EventFigures {
+        commits,
+        delivered: received.len(),
+        from_call_p50_ms: stats::ms(stats::median(&whole)),
+        from_call_p99_ms: stats::ms(stats::percentile(&whole, 0.99)),
+        p50_ms: stats::ms(stats::median(&latencies)),
+        p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
+        max_ms: stats::ms(stats::max(&latencies)),
+        notices_per_commit: notices.load(Ordering::Relaxed) as f64 / commits.max(1) as f64,
+        append_per_s,
+    };
+    Ok((figures, session))
+}
+
+/// Loads `session` with `MessageService::list` (every message with its parts)
+/// `sizes.load_rounds` times.
+fn load_figures(
+    svc: &MessageService,
+    backend: &'static str,
+    session: &str,
+    sizes: PgSizes,
+) -> Result<LoadFigures> {
+    let mut times = Vec::with_capacity(sizes.load_rounds);
+    let mut messages = 0;
+    for _ in 0..sizes.load_rounds {
+        let started = Instant::now();
+        messages = svc.list(session)?.len();
+        times.push(started.elapsed());
+    }
+    Ok(LoadFigures {
+        backend,
+        messages,
+        p50_ms: stats::ms(stats::median(&times)),
+        p99_ms: stats::ms(stats::percentile(&times, 0.99)),
+    })
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned());
+    format!("{cpus} logical CPUs, load average {load} (1 min) at the end")
+}
+
+impl PgReport {
+    /// The report as a table, with the targets' ratios.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "scribe-bench: PostgreSQL report");
+        let _ = writeln!(out, "server   {}", self.server);
+        let _ = writeln!(out, "machine  {}", self.machine);
+        let _ = writeln!(
+            out,
+            "\nwriter processes, each appending {} messages to its own session \
+             (MessageService::create, one transaction per message; retries per append)",
+            self.sizes.per_writer
+        );
+        let _ = writeln!(
+            out,
+            "{:<11} {:>5} {:>10} {:>9} {:>9} {:>9} {:>7} {:>8} {:>12}",
+            "backend",
+            "procs",
+            "total/s",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "errors",
+            "retries",
+            "stored"
+        );
+        for row in &self.writers {
+            let _ = writeln!(
+                out,
+                "{:<11} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>8.2} {:>12}",
+                row.backend,
+                row.processes,
+                row.total_per_s,
+                row.p50_ms,
+                row.p99_ms,
+                row.max_ms,
+                row.errors,
+                row.retries_per_append,
+                format!("{}/{}", row.stored, row.expected)
+            );
+            if let Some(first) = &row.first_error {
+                let _ = writeln!(out, "            first error: {first}");
+            }
+        }
+        let find = |backend: &str, processes: usize| {
+            self.writers
+                .iter()
+                .find(|r| r.backend == backend && r.processes == processes)
+        };
+        if let (Some(pg1), Some(pg4), Some(pg16), Some(lite4)) = (
+            find("PostgreSQL", 1),
+            find("PostgreSQL", 4),
+            find("PostgreSQL", 16),
+            find("SQLite", 4),
+        ) {
+            let _ = writeln!(out, "\ntargets");
+            let _ = writeln!(
+                out,
+                "  PostgreSQL 16 writers, errors              {:>8}   (target 0)",
+                pg16.errors
+            );
+            let _ = writeln!(
+                out,
+                "  p99(16) / p99(1), PostgreSQL               {:>8.2}x  (target <= 2x)",
+                stats::ratio(pg16.p99_ms, pg1.p99_ms)
+            );
+            if let (Some(l1), Some(l16)) = (find("SQLite", 1), find("SQLite", 16)) {
+                let _ = writeln!(
+                    out,
+                    "  p99(16) / p99(1), SQLite (for contrast)    {:>8.2}x",
+                    stats::ratio(l16.p99_ms, l1.p99_ms)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "  PostgreSQL 16 total / SQLite 4 total       {:>8.2}x  (target >= 0.5x)",
+                stats::ratio(pg16.total_per_s, lite4.total_per_s)
+            );
+            let _ = writeln!(
+                out,
+                "  PostgreSQL 4 total / SQLite 4 total        {:>8.2}x",
+                stats::ratio(pg4.total_per_s, lite4.total_per_s)
+            );
+        }
+        let e = &self.events;
+        let _ = writeln!(
+            out,
+            "\nevents, commit on host A -> Broker subscriber on host B (Database::listen)"
+        );
+        let _ = writeln!(
+            out,
+            "  delivered {}/{}; after A's write returned: p50 {:.2} ms   p99 {:.2} ms   \
+             max {:.2} ms (0: B had it first)",
+            e.delivered, e.commits, e.p50_ms, e.p99_ms, e.max_ms
+        );
+        let _ = writeln!(
+            out,
+            "  from the call on A (the append included): p50 {:.2} ms   p99 {:.2} ms",
+            e.from_call_p50_ms, e.from_call_p99_ms
+        );
+        let _ = writeln!(
+            out,
+            "  {:.1} notifications per append (one per row: the message and its parts); \
+             appends at {:.0}/s while B listened",
+            e.notices_per_commit, e.append_per_s
+        );
+        let _ = writeln!(out, "\nloading one session (MessageService::list)");
+        for l in &self.load {
+            let _ = writeln!(
+                out,
+                "  {:<11} {} messages   p50 {:.2} ms   p99 {:.2} ms",
+                l.backend, l.messages, l.p50_ms, l.p99_ms
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nsearch: not measured on PostgreSQL (its search lands separately)"
+        );
+        let _ = writeln!(out, "total {:.1} s", self.total_s);
+        out
+    }
+}
