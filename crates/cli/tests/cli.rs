@@ -164,10 +164,6 @@ fn a_command_postgres_cannot_run_yet_is_refused_by_name_before_connecting() {
     // Port 1 on loopback: connecting would fail, so a refusal proves nothing connected.
     let url = "postgres://nobody:secret@127.0.0.1:1/scribe";
     for (args, name) in [
-        (&["list"][..], "list"),
-        (&["search", "x"][..], "search"),
-        (&["export", "--all"][..], "export --all"),
-        (&["demo"][..], "demo"),
         (&["serve"][..], "serve"),
         (&["db", "vacuum"][..], "db vacuum"),
     ] {

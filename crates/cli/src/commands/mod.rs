@@ -88,20 +88,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 /// when its part lands; `crates/cli/tests/postgres.rs` runs every command that is not
 /// refused here.
 fn postgres_gap(command: &Command) -> Option<(&'static str, &'static str)> {
-    const LISTS: &str = "filtered session lists still read SQLite directly; meanwhile \
-                         `scribe db copy <URL> <FILE>` copies the store into a file it can read";
     let gap = match command {
-        Command::List(_) => ("list", LISTS),
-        Command::Export(cmd) if cmd.all || cmd.source.is_some() => ("export --all", LISTS),
-        Command::Search(_) => (
-            "search",
-            "search still reads SQLite's indexes directly; meanwhile `scribe db copy <URL> \
-             <FILE>` copies the store into a file it can search",
-        ),
-        Command::Demo(_) => (
-            "demo",
-            "the agent loop's run lease still reads SQLite directly",
-        ),
         Command::Serve(_) => ("serve", "the web viewer still reads SQLite directly"),
         Command::Db(db::DbCommand::Vacuum) => (
             "db vacuum",
