@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rusqlite::ErrorCode;
 use scribe_db::Database;
 use scribe_message::{FinishReason, MessageError, MessageService, NewMessage, Part, Role};
 use scribe_tests::{child_command, consistency_problems, create_session, error_chain};
@@ -37,7 +36,7 @@ fn count(db: &Database, sql: &str) -> i64 {
     .unwrap()
 }
 
-fn sqlite_code(err: &scribe_db::Error) -> Option<ErrorCode> {
+fn sqlite_code(err: &scribe_db::Error) -> Option<i32> {
     err.sqlite_code()
 }
 
@@ -94,7 +93,7 @@ fn full_database_fails_the_whole_message_and_recovers() {
     match &err {
         MessageError::Db(db_err) => assert_eq!(
             sqlite_code(db_err),
-            Some(ErrorCode::DiskFull),
+            Some(rusqlite::ffi::SQLITE_FULL),
             "expected Storage(SQLITE_FULL), got {db_err:?}"
         ),
         other => panic!("expected MessageError::Db(Storage(..)), got {other:?}"),
@@ -373,7 +372,7 @@ fn not_a_database_or_truncated_is_a_clear_error_on_open() {
                 assert!(
                     matches!(
                         sqlite_code(&err),
-                        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+                        Some(rusqlite::ffi::SQLITE_NOTADB | rusqlite::ffi::SQLITE_CORRUPT)
                     ),
                     "{name}: expected Storage(NOTADB | CORRUPT), got {err:?}"
                 );

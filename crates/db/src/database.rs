@@ -346,7 +346,7 @@ impl Database {
                 Ok((conn, found)) => (conn, found, false),
                 Err(err)
                     if matches!(
-                        err.sqlite_code(),
+                        err.sqlite_error_code(),
                         Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
                     ) =>
                 {
@@ -530,7 +530,7 @@ impl Database {
                     let taken = std::mem::replace(inner, Error::Locked);
                     *inner = match taken {
                         Error::Storage(source)
-                            if source.sqlite_error_code() == Some(ErrorCode::ReadOnly) =>
+                            if source.code() == Some(rusqlite::ffi::SQLITE_READONLY) =>
                         {
                             Error::NotWritable {
                                 path: path.clone(),
@@ -753,7 +753,7 @@ fn uri_path(path: &Path) -> String {
 /// Turns an error from opening `path` into the variant that says what is wrong with the
 /// file: not a database, damaged, or (opening read-write) not writable.
 fn classify_open_error(path: &Path, err: Error, read_write: bool) -> Error {
-    let code = err.sqlite_code();
+    let code = err.sqlite_error_code();
     let not_writable = |err: Error| -> Error {
         let source: Box<dyn std::error::Error + Send + Sync> = match err {
             Error::Io { source, .. } => Box::new(source),
@@ -945,7 +945,7 @@ mod tests {
             runs += 1;
             if runs == 1 {
                 // What SQLite reports when another connection holds the write lock.
-                return Err(Error::Storage(rusqlite::Error::SqliteFailure(
+                return Err(Error::from(rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
                     None,
                 )));

@@ -33,7 +33,7 @@ pub enum Error {
         message: String,
         /// The driver's error, with SQLite's extended result code.
         #[source]
-        source: Option<rusqlite::Error>,
+        source: Option<SqliteError>,
     },
     /// The caller's input was rejected before reaching the database.
     #[error("invalid input: {0}")]
@@ -97,7 +97,7 @@ pub enum Error {
         path: PathBuf,
         /// SQLite's SQLITE_NOTADB error.
         #[source]
-        source: rusqlite::Error,
+        source: SqliteError,
     },
     /// The database file is damaged (SQLITE_CORRUPT) in a way found when opening.
     #[error(
@@ -109,12 +109,12 @@ pub enum Error {
         path: PathBuf,
         /// SQLite's SQLITE_CORRUPT error.
         #[source]
-        source: rusqlite::Error,
+        source: SqliteError,
     },
     /// SQLite could not grow the database (SQLITE_FULL): the disk, or a configured page
     /// limit, is full. The failed transaction was rolled back whole.
     #[error("database or disk is full")]
-    DiskFull(#[source] rusqlite::Error),
+    DiskFull(#[source] SqliteError),
     /// The database's directory or file could not be created or inspected.
     #[error("cannot access database path {}", path.display())]
     Io {
@@ -127,7 +127,7 @@ pub enum Error {
     /// SQLite failed otherwise (I/O, corruption found while reading, a constraint other
     /// than uniqueness, a bad query). The message is SQLite's, also kept as the source.
     #[error("sqlite error: {0}")]
-    Storage(#[source] rusqlite::Error),
+    Storage(#[source] SqliteError),
     /// PostgreSQL failed (a statement, or a value of an unexpected type read back), other
     /// than a uniqueness violation ([`Error::Conflict`]). The message is the server's or
     /// the client's; [`Error::kind`] classifies it.
@@ -246,7 +246,7 @@ impl Error {
     /// Whether this is SQLite reporting that another connection holds a lock, the one
     /// failure that retrying can cure.
     pub fn is_busy(&self) -> bool {
-        matches!(self, Error::Storage(err) if is_busy(err))
+        matches!(self, Error::Storage(err) if is_busy(&err.0))
     }
 
     /// Whether running the transaction again may cure this: SQLite busy or locked
@@ -268,14 +268,12 @@ impl Error {
             Error::Conflict { .. } => ErrorKind::UniqueViolation,
             Error::Locked => ErrorKind::Retryable,
             Error::CommitUnknown(_) => ErrorKind::CommitUnknown,
-            Error::Storage(err) if is_busy(err) => ErrorKind::Retryable,
-            Error::Storage(rusqlite::Error::SqliteFailure(failure, _)) => {
-                match failure.extended_code {
-                    rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
-                    rusqlite::ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
-                    _ => ErrorKind::Other,
-                }
-            }
+            Error::Storage(err) if is_busy(&err.0) => ErrorKind::Retryable,
+            Error::Storage(err) => match err.extended_code() {
+                Some(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY) => ErrorKind::ForeignKeyViolation,
+                Some(rusqlite::ffi::SQLITE_CONSTRAINT_CHECK) => ErrorKind::CheckViolation,
+                _ => ErrorKind::Other,
+            },
             Error::Postgres {
                 code: Some(code), ..
             } => match code.as_str() {
@@ -297,13 +295,28 @@ impl Error {
         }
     }
 
-    /// The SQLite primary error code behind this error, if SQLite reported it (directly,
-    /// or as the cause of a failed migration or open).
-    pub fn sqlite_code(&self) -> Option<ErrorCode> {
+    /// SQLite's primary result code behind this error (`SQLITE_FULL` = 13, `SQLITE_NOTADB` =
+    /// 26 …), if SQLite reported it, directly or as the cause of a failed migration or open.
+    pub fn sqlite_code(&self) -> Option<i32> {
+        self.sqlite_failure()
+            .map(|failure| failure.extended_code & 0xff)
+    }
+
+    /// [`Error::sqlite_code`] as the driver's code, for this crate.
+    pub(crate) fn sqlite_error_code(&self) -> Option<ErrorCode> {
+        self.sqlite_failure().map(|failure| failure.code)
+    }
+
+    /// The SQLite failure behind this error, wherever it is in the chain of sources.
+    fn sqlite_failure(&self) -> Option<&rusqlite::ffi::Error> {
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(current) = source {
-            if let Some(sqlite) = current.downcast_ref::<rusqlite::Error>() {
-                return sqlite.sqlite_error_code();
+            let driver = match current.downcast_ref::<SqliteError>() {
+                Some(wrapped) => Some(&wrapped.0),
+                None => current.downcast_ref::<rusqlite::Error>(),
+            };
+            if let Some(rusqlite::Error::SqliteFailure(failure, _)) = driver {
+                return Some(failure);
             }
             source = current.source();
         }
@@ -330,14 +343,53 @@ impl From<rusqlite::Error> for Error {
                     .unwrap_or_else(|| "unique constraint failed".to_owned());
                 return Error::Conflict {
                     message,
-                    source: Some(err),
+                    source: Some(SqliteError(err)),
                 };
             }
             if failure.code == ErrorCode::DiskFull {
-                return Error::DiskFull(err);
+                return Error::DiskFull(SqliteError(err));
             }
         }
-        Error::Storage(err)
+        Error::Storage(SqliteError(err))
+    }
+}
+
+/// An error SQLite reported: its message and result codes, without the driver's type in
+/// Scribe's API (the same errors come from PostgreSQL as [`Error::Postgres`]).
+#[derive(Debug)]
+pub struct SqliteError(rusqlite::Error);
+
+impl SqliteError {
+    /// SQLite's primary result code (`SQLITE_BUSY` = 5, `SQLITE_CONSTRAINT` = 19 …), when
+    /// the failure came from SQLite itself rather than from reading a value back.
+    pub fn code(&self) -> Option<i32> {
+        self.extended_code().map(|code| code & 0xff)
+    }
+
+    /// SQLite's extended result code (`SQLITE_CONSTRAINT_FOREIGNKEY` = 787 …).
+    pub fn extended_code(&self) -> Option<i32> {
+        match &self.0 {
+            rusqlite::Error::SqliteFailure(failure, _) => Some(failure.extended_code),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SqliteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SqliteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl From<rusqlite::Error> for SqliteError {
+    fn from(err: rusqlite::Error) -> Self {
+        SqliteError(err)
     }
 }
 
@@ -405,7 +457,7 @@ mod tests {
         let err = Error::from(failure(rusqlite::ffi::SQLITE_FULL, None));
         assert!(matches!(err, Error::DiskFull(_)), "{err:?}");
         assert_eq!(err.to_string(), "database or disk is full");
-        assert_eq!(err.sqlite_code(), Some(ErrorCode::DiskFull));
+        assert_eq!(err.sqlite_code(), Some(rusqlite::ffi::SQLITE_FULL));
     }
 
     #[test]
@@ -457,6 +509,6 @@ mod tests {
     fn busy_stays_storage() {
         let err = Error::from(failure(rusqlite::ffi::SQLITE_BUSY, None));
         assert!(err.is_busy());
-        assert_eq!(err.sqlite_code(), Some(ErrorCode::DatabaseBusy));
+        assert_eq!(err.sqlite_code(), Some(rusqlite::ffi::SQLITE_BUSY));
     }
 }

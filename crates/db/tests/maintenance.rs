@@ -173,7 +173,7 @@ fn a_file_that_is_not_a_database_is_named() {
         matches!(&err, Error::NotADatabase { path: p, .. } if *p == path),
         "{err:?}"
     );
-    assert_eq!(err.sqlite_code(), Some(rusqlite::ErrorCode::NotADatabase));
+    assert_eq!(err.sqlite_code(), Some(rusqlite::ffi::SQLITE_NOTADB));
     assert_eq!(
         err.to_string(),
         format!(
