@@ -15,14 +15,13 @@
 
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use scribe_db::Backend;
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::{Database, now_ms, queries};
 
 /// Why a PostgreSQL variant is ignored in a plain `cargo test`.
-pub const NEEDS_POSTGRES: &str = "SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres";
+pub const NEEDS_POSTGRES: &str = scribe_db::testing::NEEDS_SERVER;
 
 /// A fresh, empty, migrated store on one backend, for one test. On SQLite it is the file
 /// `scribe.db` in [`TestDb::dir`]; on PostgreSQL a new database on the server named by
@@ -88,22 +87,13 @@ impl Drop for TestDb {
 /// A new, empty database on the `SCRIBE_TEST_POSTGRES` server: its connection string, its
 /// name and the server's connection string.
 fn fresh_postgres_database() -> (String, String, String) {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let server = std::env::var("SCRIBE_TEST_POSTGRES").expect(NEEDS_POSTGRES);
+    let server = scribe_db::testing::test_server().expect(NEEDS_POSTGRES);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let name = format!(
-        "scribe_t_{}_{}_{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut admin = postgres::Client::connect(&server, postgres::NoTls)
-        .expect("connect to the SCRIBE_TEST_POSTGRES server");
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .expect("create a test database");
-    (format!("{server} dbname={name}"), name, server)
+    let name = scribe_db::testing::unique_test_name(&format!("scribe_t_{nanos}"));
+    let url = scribe_db::testing::fresh_test_database(&name).expect("create a test database");
+    (url, name, server)
 }
 
 /// Runs each named test body (`fn name(backend: Backend)`) on SQLite only, as the test

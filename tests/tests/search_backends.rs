@@ -18,7 +18,6 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use scribe_db::filters::{
     self, ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue,
@@ -33,22 +32,8 @@ use serde_json::json;
 
 /// A fresh, empty PostgreSQL database on the test server: its connection string.
 fn fresh_postgres_url() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let server = std::env::var("SCRIBE_TEST_POSTGRES")
-        .expect("SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres");
-    let name = format!(
-        "scribe_search_backends_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    format!("{server} dbname={name}")
+    let name = scribe_db::testing::unique_test_name("scribe_search_backends");
+    scribe_db::testing::fresh_test_database(&name).unwrap()
 }
 
 /// A fresh PostgreSQL database, opened (and migrated).

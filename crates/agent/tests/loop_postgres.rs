@@ -21,16 +21,7 @@ use serde_json::json;
 
 /// A fresh, empty database named `name` on the test server; its connection string.
 fn fresh(name: &str) -> String {
-    let server = std::env::var("SCRIBE_TEST_POSTGRES")
-        .expect("SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres");
-    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    format!("{server} dbname={name}")
+    scribe_db::testing::fresh_test_database(name).unwrap()
 }
 
 #[test]

@@ -6,22 +6,9 @@
 
 use std::process::{Command, Output};
 
-const NEEDS: &str = "SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres";
-
-fn server() -> String {
-    std::env::var("SCRIBE_TEST_POSTGRES").expect(NEEDS)
-}
-
 /// A new, empty database named `name` on the test server, as a keyword string.
 fn fresh(name: &str) -> String {
-    let mut admin = postgres::Client::connect(&server(), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    format!("{} dbname={name}", server())
+    scribe_db::testing::fresh_test_database(name).unwrap()
 }
 
 /// `scribe ARGS` with `SCRIBE_DB` set to `db` (or unset).

@@ -31,14 +31,7 @@ fn server() -> String {
 
 /// A fresh, empty database named `name` on the test server; its connection string.
 fn fresh(name: &str) -> String {
-    let mut admin = postgres::Client::connect(&server(), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    format!("{} dbname={name}", server())
+    scribe_db::testing::fresh_test_database(name).unwrap()
 }
 
 fn admin(url: &str) -> postgres::Client {

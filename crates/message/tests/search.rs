@@ -14,7 +14,6 @@ mod common;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{completed_tool, say, service};
 use proptest::prelude::*;
@@ -131,22 +130,8 @@ on_both_backends!(
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
 fn fresh_postgres() -> Database {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let server = std::env::var("SCRIBE_TEST_POSTGRES")
-        .expect("SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres");
-    let name = format!(
-        "scribe_msg_search_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    Database::open(format!("{server} dbname={name}")).unwrap()
+    let name = scribe_db::testing::unique_test_name("scribe_msg_search");
+    Database::open(scribe_db::testing::fresh_test_database(&name).unwrap()).unwrap()
 }
 
 struct Fixture {

@@ -11,19 +11,9 @@ use common::*;
 use scribe_db::queries as q;
 use scribe_db::{Backend, Database, ReadTx};
 
-const NEEDS: &str = "SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres";
-
 /// A fresh, empty database named `name` on the test server, opened (and migrated).
 fn fresh(name: &str) -> Database {
-    let server = std::env::var("SCRIBE_TEST_POSTGRES").expect(NEEDS);
-    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    Database::open(format!("{server} dbname={name}")).unwrap()
+    Database::open(scribe_db::testing::fresh_test_database(name).unwrap()).unwrap()
 }
 
 /// Everything the server asks through `tx.q()`, as text (costs rounded: sums may add in

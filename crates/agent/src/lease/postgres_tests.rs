@@ -21,7 +21,6 @@ use scribe_db::{Database, ManualClock, Options, now_ms};
 
 use super::{AcquireError, LeaseConfig, TEST_HOST_ENV, acquire, this_host, this_owner};
 
-const NEEDS: &str = "SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres";
 const CHILD_URL: &str = "SCRIBE_TEST_LEASE_URL";
 const CHILD_ROLE: &str = "SCRIBE_TEST_LEASE_ROLE";
 const CHILD_SESSION: &str = "SCRIBE_TEST_LEASE_SESSION";
@@ -29,20 +28,9 @@ const CHILD_DIR: &str = "SCRIBE_TEST_LEASE_DIR";
 /// How many times each contending host takes and releases the lease.
 const ROUNDS: usize = 25;
 
-fn server() -> String {
-    std::env::var("SCRIBE_TEST_POSTGRES").expect(NEEDS)
-}
-
 /// A fresh, empty database named `name` on the test server; its connection string.
 fn fresh(name: &str) -> String {
-    let mut admin = postgres::Client::connect(&server(), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    format!("{} dbname={name}", server())
+    scribe_db::testing::fresh_test_database(name).unwrap()
 }
 
 fn create_session(db: &Database) -> String {

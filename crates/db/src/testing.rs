@@ -1,0 +1,49 @@
+//! For tests that need a PostgreSQL server: `.ci/with-postgres CMD` starts a throwaway
+//! cluster and sets `SCRIBE_TEST_POSTGRES` to its connection string; every PostgreSQL
+//! suite of the workspace makes its databases here, so they are made one way.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::{Error, Result};
+
+/// The variable `.ci/with-postgres` sets to the test server's connection string.
+pub const TEST_SERVER_VAR: &str = "SCRIBE_TEST_POSTGRES";
+
+/// What a PostgreSQL test says when there is no server to run against.
+pub const NEEDS_SERVER: &str = "SCRIBE_TEST_POSTGRES is unset: run under .ci/with-postgres";
+
+/// The test server's connection string ([`TEST_SERVER_VAR`]).
+pub fn test_server() -> Result<String> {
+    std::env::var(TEST_SERVER_VAR).map_err(|_| Error::InvalidInput(NEEDS_SERVER.to_owned()))
+}
+
+/// A name for a test database that no other test or process running at once uses:
+/// `prefix`, this process and a counter.
+pub fn unique_test_name(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A new, empty database `name` (lowercase letters, digits and `_`) on the test server,
+/// dropped first if a run before left it; returns its connection string. The database is
+/// left for the throwaway cluster to take away.
+pub fn fresh_test_database(name: &str) -> Result<String> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Err(Error::InvalidInput(format!(
+            "test database name {name:?}: lowercase letters, digits and _ only"
+        )));
+    }
+    let server = test_server()?;
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls)?;
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))?;
+    admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
+    Ok(format!("{server} dbname={name}"))
+}
