@@ -633,7 +633,7 @@ impl PgReport {
         }
         let _ = writeln!(
             out,
-            "\nsearch: not measured on PostgreSQL (its search lands separately)"
+            "\nsearch: not measured on PostgreSQL yet (the search suites compare its answers with SQLite's)"
         );
         let _ = writeln!(out, "total {:.1} s", self.total_s);
         out
