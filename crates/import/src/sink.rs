@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use scribe_db::queries as q;
-use scribe_db::{Backend, Reads, Tx};
+use scribe_db::{Reads, Tx};
 use scribe_message::store::{self, Imported};
 use scribe_message::{MessageError, Part, StoredPart, TokenUsage, ToolState};
 use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageDelta};
@@ -218,9 +218,10 @@ impl Sink for StoreSink {
         if batch.is_empty() {
             return Ok(Written::default());
         }
-        // The search indexing queue that the bulk path defers (and indexes at the finish)
-        // is SQLite's; on PostgreSQL a batch is written as any other write.
-        if self.paused.is_none() && self.store.database().backend() == Backend::Sqlite {
+        // The bulk path defers the background indexer (and indexes at the finish); a
+        // database without one (PostgreSQL, whose indexes are kept by the write) gets a
+        // guard that pauses nothing.
+        if self.paused.is_none() {
             self.paused = Some(Arc::new(self.store.database().pause_background_indexing()));
         }
         let sessions = self.store.sessions();
