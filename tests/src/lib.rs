@@ -188,7 +188,11 @@ pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
         None => None,
     };
     let mut problems = db.read(|conn| -> scribe_db::Result<_> {
-        let conn = conn.conn();
+        let Some(conn) = conn.conn() else {
+            return Err(scribe_db::Error::InvalidInput(
+                "this check reads an SQLite file".to_owned(),
+            ));
+        };
         let mut problems = Vec::new();
         let report = match &fresh {
             Some(report) => report.clone(),
@@ -290,7 +294,11 @@ pub fn search_counts(
 ) -> scribe_db::Result<(i64, i64, i64, i64)> {
     db.index_pending()?;
     db.read(|conn| -> scribe_db::Result<_> {
-        let conn = conn.conn();
+        let Some(conn) = conn.conn() else {
+            return Err(scribe_db::Error::InvalidInput(
+                "this check reads an SQLite file".to_owned(),
+            ));
+        };
         let count = |sql: &str, arg: &str| -> rusqlite::Result<i64> {
             conn.query_row(sql, [arg], |row| row.get(0))
         };
