@@ -50,7 +50,7 @@ impl Cmd {
             writeln!(
                 out,
                 "scribe serve: {} (read-only) at {url}\nPress Ctrl-C to stop.",
-                db.display()
+                server.location()
             )?;
             out.flush()?;
         }
