@@ -756,13 +756,25 @@ fn no_sqlite_inside_and_vacuum_analyzes_every_table() {
 
     let report = db.vacuum().unwrap();
     assert_eq!(report.backend, Backend::Postgres);
-    for table in ["files", "messages", "parts", "refinery_schema_history", "sessions"] {
-        assert!(report.tables.iter().any(|t| t == table), "{table}: {report:?}");
+    for table in [
+        "files",
+        "messages",
+        "parts",
+        "refinery_schema_history",
+        "sessions",
+    ] {
+        assert!(
+            report.tables.iter().any(|t| t == table),
+            "{table}: {report:?}"
+        );
     }
     let mut sorted = report.tables.clone();
     sorted.sort();
     assert_eq!(sorted, report.tables, "in name order");
-    assert!(report.bytes_before > 0 && report.bytes_after > 0, "{report:?}");
+    assert!(
+        report.bytes_before > 0 && report.bytes_after > 0,
+        "{report:?}"
+    );
     let not_done: Vec<String> = admin(&url)
         .query(
             "SELECT relname::text FROM pg_stat_user_tables \

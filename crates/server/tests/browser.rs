@@ -134,9 +134,7 @@ fn main() -> ExitCode {
     for (name, test) in &selected {
         if NEEDS_POSTGRES.contains(name) && !postgres {
             ignored += 1;
-            println!(
-                "test {name} ... ignored, needs PostgreSQL: run under .ci/with-postgres"
-            );
+            println!("test {name} ... ignored, needs PostgreSQL: run under .ci/with-postgres");
             continue;
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| test(&ctx)));
@@ -533,7 +531,8 @@ fn usage(ctx: &Ctx) -> Result<()> {
 }
 
 /// The tests that need a PostgreSQL server (SCRIBE_TEST_POSTGRES).
-const NEEDS_POSTGRES: &[&str] = &["on_postgres_a_conversation_updates_live_while_another_process_writes"];
+const NEEDS_POSTGRES: &[&str] =
+    &["on_postgres_a_conversation_updates_live_while_another_process_writes"];
 
 fn live(ctx: &Ctx) -> Result<()> {
     follows_another_process(ctx, &ctx.server, &ctx.fixture.db)
@@ -557,10 +556,10 @@ fn live_postgres(ctx: &Ctx) -> Result<()> {
 /// `db` (served by `server`): the message appears, the header counts it.
 fn follows_another_process(ctx: &Ctx, server: &Running, db: &std::path::Path) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    let before = get_json(server.addr, &format!("/api/sessions/{}", f.long))["session"]
-        ["message_count"]
-        .as_u64()
-        .ok_or("no message count")?;
+    let before =
+        get_json(server.addr, &format!("/api/sessions/{}", f.long))["session"]["message_count"]
+            .as_u64()
+            .ok_or("no message count")?;
     d.goto(&server.url(&format!("/s/{}", f.long)))?;
     d.wait_ready()?;
     d.wait(
@@ -579,9 +578,7 @@ fn follows_another_process(ctx: &Ctx, server: &Running, db: &std::path::Path) ->
     common::write_from_another_process(&exe, &[], db, &f.long, &written);
     d.wait(
         "the new message in the page",
-        &format!(
-            "return document.getElementById('messages').textContent.includes('{written}')"
-        ),
+        &format!("return document.getElementById('messages').textContent.includes('{written}')"),
     )?;
     let count = text(
         ctx,
