@@ -560,6 +560,7 @@ impl Database {
     /// Runs `f` on an SQLite read connection inside one read transaction (as
     /// [`Database::read`]), for this crate's SQLite-only statements; on PostgreSQL,
     /// [`Error::InvalidInput`] naming `what`.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub(crate) fn read_sqlite<T>(
         &self,
         what: &str,

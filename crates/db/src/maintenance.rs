@@ -132,6 +132,8 @@ impl Database {
     /// On PostgreSQL the checks are the ones plain SQL can make (see
     /// [`IntegrityReport::checks`] and [`IntegrityReport::skipped`]).
     pub fn check(&self) -> Result<IntegrityReport> {
+        // A match with one arm without the postgres feature.
+        #[allow(clippy::infallible_destructuring_match)]
         let sqlite = match self.engine() {
             Engine::Sqlite(sqlite) => sqlite,
             #[cfg(feature = "postgres")]
@@ -172,6 +174,8 @@ impl Database {
     ///
     /// [`Error::ReadOnly`] on a database opened read-only.
     pub fn vacuum(&self) -> Result<VacuumReport> {
+        // A match with one arm without the postgres feature.
+        #[allow(clippy::infallible_destructuring_match)]
         let sqlite = match self.engine() {
             Engine::Sqlite(sqlite) => sqlite,
             #[cfg(feature = "postgres")]
