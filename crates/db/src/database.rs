@@ -10,6 +10,10 @@
 //! migration runs, every connection is opened `SQLITE_OPEN_READ_ONLY`, and `write` returns
 //! [`Error::ReadOnly`]. That is how a database on a read-only disk, or owned by another
 //! user, can still be read.
+//!
+//! A [`Database`] is one backend's state and nothing of the other's (`Engine`): an
+//! SQLite file's connections (`SqliteStore`, this module), or a PostgreSQL pool
+//! (`crate::pg`), to which `write`, `read` and the rest delegate.
 
 use std::fs;
 use std::path::{Path, PathBuf};
