@@ -170,7 +170,7 @@ pub fn create_session(db: &Database, title: Option<&str>) -> scribe_db::Result<S
 /// indexes' own integrity checks and their row counts (after indexing what is queued, as a
 /// search would: the indexes plus the queue must give every searchable part), session
 /// counters against the rows, and messages without parts. Empty when the database is
-/// consistent.
+/// consistent. SQLite only: an `InvalidInput` error on PostgreSQL.
 pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
     db.index_pending()?;
     let integrity = |conn: &rusqlite::Connection| -> rusqlite::Result<Option<String>> {
@@ -188,7 +188,11 @@ pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
         None => None,
     };
     let mut problems = db.read(|conn| -> scribe_db::Result<_> {
-        let conn = conn.conn();
+        let Some(conn) = conn.conn() else {
+            return Err(scribe_db::Error::InvalidInput(
+                "this check reads an SQLite file".to_owned(),
+            ));
+        };
         let mut problems = Vec::new();
         let report = match &fresh {
             Some(report) => report.clone(),
@@ -282,7 +286,8 @@ pub fn consistency_problems(db: &Database) -> scribe_db::Result<Vec<String>> {
 /// Indexes what is queued first, as a search does.
 ///
 /// Returns `(word_hits, parts_with_word, substring_hits, parts_with_substring)`. `word` must
-/// occur in the data only as a whole word for the first pair to be comparable.
+/// occur in the data only as a whole word for the first pair to be comparable. SQLite
+/// only: an `InvalidInput` error on PostgreSQL.
 pub fn search_counts(
     db: &Database,
     word: &str,
@@ -290,7 +295,11 @@ pub fn search_counts(
 ) -> scribe_db::Result<(i64, i64, i64, i64)> {
     db.index_pending()?;
     db.read(|conn| -> scribe_db::Result<_> {
-        let conn = conn.conn();
+        let Some(conn) = conn.conn() else {
+            return Err(scribe_db::Error::InvalidInput(
+                "this check reads an SQLite file".to_owned(),
+            ));
+        };
         let count = |sql: &str, arg: &str| -> rusqlite::Result<i64> {
             conn.query_row(sql, [arg], |row| row.get(0))
         };

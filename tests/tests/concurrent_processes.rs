@@ -566,7 +566,7 @@ fn panic_message(stderr: &str) -> String {
 
 fn count(db: &Database, sql: &str) -> i64 {
     db.read(|conn| -> scribe_db::Result<_> {
-        let conn = conn.conn();
+        let conn = conn.conn().unwrap();
         Ok(conn.query_row(sql, [], |row| row.get(0))?)
     })
     .unwrap()
@@ -636,7 +636,7 @@ fn setup(path: &Path, rng: &mut StdRng) -> Setup {
                 let ended = now - (AGED_BATCHES - batch) as i64 * DAY_MS + DAY_MS / 2;
                 // Backdated in SQL: no service makes a session old, only time does.
                 db.write(|tx| -> scribe_db::Result<_> {
-                    let tx = tx.conn();
+                    let tx = tx.conn().unwrap();
                     tx.execute(
                         "UPDATE sessions SET created_at = ?1, ended_at = ?2 WHERE id = ?3",
                         rusqlite::params![ended - 3_600_000, ended, id],
@@ -903,7 +903,7 @@ fn concurrent_writers_searchers_and_pruner_lose_nothing() {
 
     // Every acknowledged message is there, whole, where it was written; nothing else is.
     let stored: HashMap<String, Ack> = db
-        .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn();
+        .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn().unwrap();
             let mut stmt = conn.prepare(
                 "SELECT m.id, m.session_id, coalesce(m.agent, ''),
                         (SELECT count(*) FROM parts AS p WHERE p.message_id = m.id),
@@ -975,7 +975,7 @@ fn concurrent_writers_searchers_and_pruner_lose_nothing() {
     // Pruned sessions are gone with everything that hung on them; nothing else was.
     let remaining: HashSet<String> = db
         .read(|conn| -> scribe_db::Result<_> {
-            let conn = conn.conn();
+            let conn = conn.conn().unwrap();
             Ok(conn
                 .prepare("SELECT id FROM sessions")?
                 .query_map([], |row| row.get(0))?

@@ -30,7 +30,7 @@ fn user_message(session: &str, text: &str) -> NewMessage {
 
 fn count(db: &Database, sql: &str) -> i64 {
     db.read(|conn| -> scribe_db::Result<_> {
-        let conn = conn.conn();
+        let conn = conn.conn().unwrap();
         Ok(conn.query_row(sql, [], |row| row.get(0))?)
     })
     .unwrap()
@@ -61,7 +61,7 @@ fn full_database_fails_the_whole_message_and_recovers() {
     // real write path: the writer connection every later write uses.
     let set_limit = |extra: i64| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |row| row.get(0))?;
             let limit = if extra < 0 { 1 << 30 } else { pages + extra };
             let set: i64 =
@@ -156,7 +156,7 @@ fn read_only_probe(path: &Path) -> Value {
         Ok(db) => {
             let written = create_session(&db, Some("written while read-only"));
             let read = db.read(|conn| -> scribe_db::Result<_> {
-                let conn = conn.conn();
+                let conn = conn.conn().unwrap();
                 Ok(conn.query_row("SELECT count(*) FROM messages", [], |row| {
                     row.get::<_, i64>(0)
                 })?)
@@ -622,7 +622,7 @@ fn consistency_checker_notices_index_drift() {
         ("parts_fts_trigram", "parts_search_trigram"),
     ] {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             tx.execute(
                 &format!(
                     "INSERT INTO {index} ({index}, rowid, search_text)
@@ -639,7 +639,7 @@ fn consistency_checker_notices_index_drift() {
             "{index}: drift not noticed: {problems:#?}"
         );
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             tx.execute(
                 &format!("INSERT INTO {index} ({index}) VALUES ('rebuild')"),
                 [],
@@ -650,7 +650,7 @@ fn consistency_checker_notices_index_drift() {
     }
     // Counters are checked too.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("UPDATE sessions SET message_count = message_count + 1", [])?;
         Ok(())
     })

@@ -247,7 +247,7 @@ fn killed_writers_lose_nothing_acknowledged() {
         assert!(problems.is_empty(), "{context}: {problems:#?}");
 
         let stored: HashMap<String, (Option<String>, usize)> = db
-            .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn();
+            .read(|conn| -> scribe_db::Result<_> { let conn = conn.conn().unwrap();
                 let mut stmt = conn.prepare(
                     "SELECT m.id, m.agent, (SELECT count(*) FROM parts AS p WHERE p.message_id = m.id)
                      FROM messages AS m",
@@ -283,6 +283,7 @@ fn killed_writers_lose_nothing_acknowledged() {
                 // A raw look at the SQLite file (this test kills SQLite writers).
                 let ids: Vec<String> = (|| {
                     tx.conn()
+                        .unwrap()
                         .prepare("SELECT id FROM sessions")?
                         .query_map([], |row| row.get(0))?
                         .collect::<rusqlite::Result<_>>()

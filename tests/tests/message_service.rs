@@ -643,7 +643,7 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     // Valid JSON (the CHECK needs it) but not a valid text part.
     svc.database()
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             tx.execute(
                 "UPDATE parts SET data = '{\"type\":\"text\",\"text\":42}' WHERE id = ?1",
                 [&bad_part],
@@ -675,7 +675,7 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     );
     svc.database()
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             tx.execute("UPDATE parts SET data = '[1]' WHERE id = ?1", [&bad_part])?;
             Ok(())
         })

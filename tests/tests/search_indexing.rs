@@ -273,7 +273,7 @@ fn a_crash_before_indexing_loses_nothing_and_the_next_open_indexes_it() {
     let hits = |word: &str| -> i64 {
         reader
             .read(|tx| -> scribe_db::Result<i64> {
-                Ok(tx.conn().query_row(
+                Ok(tx.conn().unwrap().query_row(
                     "SELECT count(*) FROM parts_fts WHERE parts_fts MATCH ?1",
                     [word],
                     |r| r.get(0),

@@ -508,12 +508,12 @@ fn roll_ups_made_before_v4_are_attributed_after_the_upgrade() {
         svc.add_usage(&parent.id, &delta(10, 1, 1.0)).unwrap();
         svc.add_usage(&child.id, &delta(6, 2, 0.25)).unwrap();
         db.write(|tx| -> scribe_db::Result<()> {
-            tx.conn().execute(
+            tx.conn().unwrap().execute(
                 "INSERT INTO session_rollups (child_id, parent_id, rolled_up_at) VALUES (?1, ?2, 1)",
                 (&child.id, &parent.id),
             )?;
             q::roll_up_session_usage(
-                tx.conn(),
+                tx.conn().unwrap(),
                 &q::RollUpSessionUsageParams {
                     now: 1,
                     child_id: &child.id,

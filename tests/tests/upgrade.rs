@@ -140,7 +140,7 @@ fn v1_fixture_opens_migrates_and_reads_back_identically() {
 
     let after = db
         .read(|conn| -> scribe_db::Result<_> {
-            let conn = conn.conn();
+            let conn = conn.conn().unwrap();
             Ok(dump(conn))
         })
         .unwrap();
@@ -856,7 +856,7 @@ fn regenerate_v1_fixture() {
         let db = Database::open_at_version(&work, 1).unwrap();
         assert_eq!(db.schema_version().unwrap(), 1);
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             write_fixture(tx);
             Ok(())
         })

@@ -17,16 +17,6 @@ pub enum CliError {
     /// `scribe serve` could not start or failed.
     #[error(transparent)]
     Serve(#[from] scribe_server::ServeError),
-    /// The command does not run on this backend yet; nothing was opened or changed.
-    #[error("`scribe {command}` does not run on {backend} yet: {reason}; nothing was changed")]
-    Unsupported {
-        /// The command, as typed (`list`, `db vacuum`).
-        command: &'static str,
-        /// The backend, for people (`PostgreSQL`).
-        backend: &'static str,
-        /// Why, and what to do meanwhile.
-        reason: &'static str,
-    },
     /// No `--db`, no `SCRIBE_DB`, and the platform has no data directory.
     #[error("cannot find a data directory for the database; pass --db PATH or set SCRIBE_DB")]
     NoDataDir,

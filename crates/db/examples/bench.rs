@@ -181,7 +181,7 @@ fn fresh_db(dir: &Path, name: &str, session: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     let db = Database::open(&path).unwrap();
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         q::create_session(
             tx,
             &q::CreateSessionParams {
@@ -213,7 +213,7 @@ fn run_generated(path: &Path, session: &str, messages: &[Message]) -> Duration {
     let started = Instant::now();
     for m in messages {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             q::create_message(
                 tx,
                 &q::CreateMessageParams {
@@ -265,7 +265,7 @@ fn run_trait(path: &Path, session: &str, messages: &[Message]) -> Duration {
     let started = Instant::now();
     for m in messages {
         db.write(|tx| -> scribe_db::Result<_> {
-            let mut sqlite = q::SqliteQueries::new(tx.conn());
+            let mut sqlite = q::SqliteQueries::new(tx.conn().unwrap());
             let queries: &mut dyn Queries = &mut sqlite;
             queries.create_message(&q::CreateMessageParams {
                 id: &m.id,

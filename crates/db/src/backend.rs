@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::database::Engine;
 use crate::{Backend, Database, Error, Options, Result};
 
 /// The location `path` names when it is not a file: `Some` for a PostgreSQL URL or keyword
@@ -39,6 +40,17 @@ pub(crate) fn remote_location(path: &Path) -> Result<Option<&str>> {
 #[cfg(feature = "postgres")]
 fn is_postgres(text: &str) -> bool {
     crate::pg::location::is_postgres(text)
+}
+
+#[cfg(feature = "postgres")]
+fn shown_remote(text: &str) -> String {
+    crate::pg::location::redact(text)
+}
+
+#[cfg(not(feature = "postgres"))]
+fn shown_remote(text: &str) -> String {
+    let scheme = text.split_once("://").map_or("postgres", |(s, _)| s);
+    format!("{}://…", scheme.trim())
 }
 
 #[cfg(not(feature = "postgres"))]
@@ -89,25 +101,45 @@ impl Database {
         })
     }
 
+    /// `location` as [`Database::location`] would show it once opened, without opening
+    /// anything: a path as it is, a PostgreSQL location with its password hidden (only
+    /// its scheme when this build has no PostgreSQL backend). For messages about a
+    /// location that could not be opened.
+    pub fn shown_location(location: impl AsRef<Path>) -> String {
+        let path = location.as_ref();
+        match remote_location(path) {
+            Ok(Some(text)) => shown_remote(text),
+            Ok(None) => path.display().to_string(),
+            // Another scheme: nothing of it is opened, and it may hold a password.
+            Err(_) => path
+                .to_str()
+                .and_then(|text| text.split_once("://"))
+                .map_or_else(
+                    || "(a database URL)".to_owned(),
+                    |(scheme, _)| format!("{}://…", scheme.trim()),
+                ),
+        }
+    }
+
     /// Which backend this database runs on.
     pub fn backend(&self) -> Backend {
-        #[cfg(feature = "postgres")]
-        if self.postgres().is_some() {
-            return Backend::Postgres;
+        match self.engine() {
+            Engine::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => Backend::Postgres,
         }
-        Backend::Sqlite
     }
 
     /// Where the database is, for people: the file's path, `:memory:`, or the PostgreSQL
     /// location with its password hidden.
     pub fn location(&self) -> String {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = self.postgres() {
-            return pg.shown().to_owned();
-        }
-        match self.path() {
-            Some(path) => path.display().to_string(),
-            None => ":memory:".to_owned(),
+        match self.engine() {
+            Engine::Sqlite(sqlite) => match sqlite.path() {
+                Some(path) => path.display().to_string(),
+                None => ":memory:".to_owned(),
+            },
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.shown().to_owned(),
         }
     }
 }

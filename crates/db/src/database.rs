@@ -10,6 +10,10 @@
 //! migration runs, every connection is opened `SQLITE_OPEN_READ_ONLY`, and `write` returns
 //! [`Error::ReadOnly`]. That is how a database on a read-only disk, or owned by another
 //! user, can still be read.
+//!
+//! A [`Database`] is one backend's state and nothing of the other's (`Engine`): an
+//! SQLite file's connections (`SqliteStore`, this module), or a PostgreSQL pool
+//! (`crate::pg`), to which `write`, `read` and the rest delegate.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -108,13 +112,32 @@ pub struct CheckpointReport {
     pub checkpointed_frames: i64,
 }
 
-/// A Scribe database: a file (or an in-memory database for tests) with the current schema.
+/// A Scribe database with the current schema: an SQLite file (or an in-memory database
+/// for tests), or a PostgreSQL database (feature `postgres`).
 ///
 /// `Send + Sync`; share it as `Arc<Database>`.
 #[derive(Debug)]
 pub struct Database {
-    path: Option<PathBuf>,
     options: Options,
+    migration: MigrationReport,
+    engine: Engine,
+}
+
+/// What a [`Database`] runs on: one backend's state, and nothing of the other's.
+#[derive(Debug)]
+pub(crate) enum Engine {
+    /// An SQLite file or in-memory database.
+    Sqlite(SqliteStore),
+    /// A PostgreSQL store: its pool (crate::pg).
+    #[cfg(feature = "postgres")]
+    Postgres(Box<crate::pg::PgBackend>),
+}
+
+/// The SQLite side of a [`Database`]: the writer connection, the idle readers, the
+/// search indexer and the counters.
+#[derive(Debug)]
+pub(crate) struct SqliteStore {
+    path: Option<PathBuf>,
     writer: Arc<Mutex<Connection>>,
     /// The background search indexer (read-write file databases with the current schema).
     indexer: Option<Indexer>,
@@ -132,13 +155,31 @@ pub struct Database {
     checkpoints: AtomicU64,
     /// The result of the latest checkpoint.
     last_checkpoint: Mutex<Option<CheckpointReport>>,
-    migration: MigrationReport,
     /// Read-only connections open the file `immutable` (see [`Database::open_read_only`]).
     immutable: bool,
-    /// The PostgreSQL store this handle runs on instead of the SQLite fields above
-    /// (crate::backend).
-    #[cfg(feature = "postgres")]
-    pg: Option<Box<crate::pg::PgBackend>>,
+}
+
+impl SqliteStore {
+    fn new(
+        path: Option<PathBuf>,
+        writer: Arc<Mutex<Connection>>,
+        indexer: Option<Indexer>,
+        search_queue: bool,
+        immutable: bool,
+    ) -> Self {
+        SqliteStore {
+            path,
+            writer,
+            indexer,
+            search_queue,
+            readers: Mutex::new(Vec::new()),
+            writes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            last_checkpoint: Mutex::new(None),
+            immutable,
+        }
+    }
 }
 
 impl Database {
@@ -212,13 +253,8 @@ impl Database {
         Self::open_at(path.as_ref(), Options::default(), Some(target))
     }
 
-    /// A handle on an opened PostgreSQL store.
-    ///
-    /// The SQLite fields hold an unused in-memory connection: `writer()` and
-    /// `writer_handle()` lend `&Mutex<Connection>` to the search modules, and an
-    /// optional writer would change their signatures under the search work. Nothing
-    /// reaches it on PostgreSQL: `write`/`read`/`info`/`check` delegate to `crate::pg`,
-    /// `vacuum` refuses, and the search queue is off (`search_queue: false`).
+    /// A handle on an opened PostgreSQL store: its pool and nothing else (no SQLite
+    /// connection, no search queue: PostgreSQL keeps its GIN indexes inside each write).
     #[cfg(feature = "postgres")]
     pub(crate) fn from_postgres(
         backend: crate::pg::PgBackend,
@@ -226,27 +262,33 @@ impl Database {
         migration: MigrationReport,
     ) -> Result<Self> {
         Ok(Database {
-            path: None,
             options,
-            writer: Arc::new(Mutex::new(Connection::open_in_memory()?)),
-            // PostgreSQL keeps its GIN indexes in the write: nothing is queued.
-            indexer: None,
-            search_queue: false,
-            readers: Mutex::new(Vec::new()),
-            writes: AtomicU64::new(0),
-            retries: AtomicU64::new(0),
-            checkpoints: AtomicU64::new(0),
-            last_checkpoint: Mutex::new(None),
             migration,
-            immutable: false,
-            pg: Some(Box::new(backend)),
+            engine: Engine::Postgres(Box::new(backend)),
         })
+    }
+
+    /// What this handle runs on.
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// The PostgreSQL backend, when this handle runs on one.
     #[cfg(feature = "postgres")]
     pub(crate) fn postgres(&self) -> Option<&crate::pg::PgBackend> {
-        self.pg.as_deref()
+        match &self.engine {
+            Engine::Postgres(pg) => Some(pg),
+            Engine::Sqlite(_) => None,
+        }
+    }
+
+    /// The SQLite side, when this handle runs on SQLite.
+    pub(crate) fn sqlite(&self) -> Option<&SqliteStore> {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => Some(sqlite),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => None,
+        }
     }
 
     fn open_at(path: &Path, options: Options, target: Option<i64>) -> Result<Self> {
@@ -307,20 +349,15 @@ impl Database {
             None
         };
         Ok(Database {
-            path: Some(path.to_owned()),
             options,
-            writer,
-            indexer,
-            search_queue,
-            readers: Mutex::new(Vec::new()),
-            writes: AtomicU64::new(0),
-            retries: AtomicU64::new(0),
-            checkpoints: AtomicU64::new(0),
-            last_checkpoint: Mutex::new(None),
             migration,
-            immutable: false,
-            #[cfg(feature = "postgres")]
-            pg: None,
+            engine: Engine::Sqlite(SqliteStore::new(
+                Some(path.to_owned()),
+                writer,
+                indexer,
+                search_queue,
+                false,
+            )),
         })
     }
 
@@ -368,24 +405,19 @@ impl Database {
                 });
             }
             Ok(Database {
-                path: Some(path.clone()),
                 options: options.clone(),
-                writer: Arc::new(Mutex::new(conn)),
-                indexer: None,
-                search_queue: found >= SEARCH_QUEUE_VERSION,
-                readers: Mutex::new(Vec::new()),
-                writes: AtomicU64::new(0),
-                retries: AtomicU64::new(0),
-                checkpoints: AtomicU64::new(0),
-                last_checkpoint: Mutex::new(None),
                 migration: MigrationReport {
                     from: found,
                     to: found,
                     applied: Vec::new(),
                 },
-                immutable,
-                #[cfg(feature = "postgres")]
-                pg: None,
+                engine: Engine::Sqlite(SqliteStore::new(
+                    Some(path.clone()),
+                    Arc::new(Mutex::new(conn)),
+                    None,
+                    found >= SEARCH_QUEUE_VERSION,
+                    immutable,
+                )),
             })
         };
         open().map_err(|err| classify_open_error(&path, err, false))
@@ -404,26 +436,21 @@ impl Database {
         let migration = migrate::migrate(&tx, None)?;
         tx.commit()?;
         Ok(Database {
-            path: None,
             options,
-            writer: Arc::new(Mutex::new(conn)),
-            indexer: None,
-            search_queue: true,
-            readers: Mutex::new(Vec::new()),
-            writes: AtomicU64::new(0),
-            retries: AtomicU64::new(0),
-            checkpoints: AtomicU64::new(0),
-            last_checkpoint: Mutex::new(None),
             migration,
-            immutable: false,
-            #[cfg(feature = "postgres")]
-            pg: None,
+            engine: Engine::Sqlite(SqliteStore::new(
+                None,
+                Arc::new(Mutex::new(conn)),
+                None,
+                true,
+                false,
+            )),
         })
     }
 
-    /// The database file, or `None` for an in-memory database.
+    /// The database file, or `None` for an in-memory or PostgreSQL database.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.sqlite().and_then(|sqlite| sqlite.path.as_deref())
     }
 
     /// The options this database was opened with.
@@ -450,7 +477,7 @@ impl Database {
     /// without locks, so it cannot tell when another process commits (`PRAGMA
     /// data_version` never moves) and should be opened again when the file changes.
     pub fn is_immutable(&self) -> bool {
-        self.immutable
+        self.sqlite().is_some_and(|sqlite| sqlite.immutable)
     }
 
     /// What opening did to the schema.
@@ -460,11 +487,11 @@ impl Database {
 
     /// The schema version recorded in the database.
     pub fn schema_version(&self) -> Result<i64> {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = &self.pg {
-            return pg.schema_version();
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.with_reader(&self.options, migrate::current_version),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.schema_version(),
         }
-        self.read(|tx| migrate::current_version(tx.conn()))
     }
 
     /// The highest schema version this build knows.
@@ -493,12 +520,12 @@ impl Database {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use scribe_db::{Database, Tx, queries};
+    /// use scribe_db::{Database, Tx};
     ///
     /// let db = Database::open_in_memory()?;
     /// let announced = Arc::new(Mutex::new(Vec::new()));
     /// let count = db.write(|tx: &mut Tx<'_>| -> scribe_db::Result<i64> {
-    ///     let n = queries::count_sessions(tx.conn())?;
+    ///     let n = tx.q().count_sessions()?;
     ///     let announced = Arc::clone(&announced);
     ///     tx.after_commit(move || announced.lock().unwrap().push(n));
     ///     Ok(n)
@@ -506,22 +533,118 @@ impl Database {
     /// assert_eq!(*announced.lock().unwrap(), [count]);
     /// # Ok::<(), scribe_db::Error>(())
     /// ```
-    pub fn write<T, E, F>(&self, mut f: F) -> Result<T, E>
+    pub fn write<T, E, F>(&self, f: F) -> Result<T, E>
     where
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = &self.pg {
-            return pg.write(&self.options, f);
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.write(&self.options, f),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.write(&self.options, f),
         }
-        self.refuse_if_read_only()?;
+    }
+
+    /// Runs `f` on a read-only connection inside one read transaction, so everything it
+    /// reads comes from the same snapshot. Never waits for a writer (WAL), and retried like
+    /// [`Database::write`] in the rare case SQLite reports busy. `E` is the caller's error
+    /// type, as for `write`.
+    pub fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&mut ReadTx<'_>) -> Result<T, E>,
+    {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.read(&self.options, f),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.read(&self.options, f),
+        }
+    }
+
+    /// Runs `f` on an SQLite read connection inside one read transaction (as
+    /// [`Database::read`]), for this crate's SQLite-only statements; on PostgreSQL,
+    /// [`Error::InvalidInput`] naming `what`.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
+    pub(crate) fn read_sqlite<T>(
+        &self,
+        what: &str,
+        f: impl FnMut(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.with_reader(&self.options, f),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => Err(Error::InvalidInput(format!(
+                "{what} is SQLite's, and this is a PostgreSQL database"
+            ))),
+        }
+    }
+
+    /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers.
+    /// Does nothing on a read-only, in-memory or PostgreSQL database (which have no WAL
+    /// of their own).
+    pub fn checkpoint(&self) -> Result<()> {
+        match self.sqlite() {
+            Some(sqlite) => sqlite.checkpoint(&self.options),
+            None => Ok(()),
+        }
+    }
+
+    /// SQLite's `PRAGMA data_version` on one of this handle's read connections: a number
+    /// that changes whenever another connection, in any process, commits. A watcher that
+    /// polls it from one thread keeps getting the same idle connection, so a different
+    /// value means a commit since the last poll.
+    ///
+    /// On PostgreSQL, [`Error::InvalidInput`]: changes are announced there, to
+    /// `Database::listen` (feature `postgres`).
+    pub fn data_version(&self) -> Result<i64> {
+        self.read_sqlite("data_version", |conn| {
+            Ok(conn.pragma_query_value(None, "data_version", |row| row.get(0))?)
+        })
+    }
+
+    /// How many times a [`Database::write`] closure on this handle ran again: after
+    /// SQLite reported the database busy, or PostgreSQL a serialization failure or a
+    /// deadlock. Contention shows here before it shows as latency or errors.
+    pub fn write_retries(&self) -> u64 {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.retries.load(Ordering::Relaxed),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.write_retries(),
+        }
+    }
+
+    /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
+    /// successful writes, plus each [`Database::checkpoint`] call that did something
+    /// (always 0 on PostgreSQL).
+    pub fn checkpoints_run(&self) -> u64 {
+        self.sqlite()
+            .map_or(0, |sqlite| sqlite.checkpoints.load(Ordering::Relaxed))
+    }
+
+    /// What the latest checkpoint on this handle did, if any ran.
+    pub fn last_checkpoint(&self) -> Option<CheckpointReport> {
+        *self
+            .sqlite()?
+            .last_checkpoint
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl SqliteStore {
+    /// [`Database::write`] on SQLite.
+    fn write<T, E, F>(&self, options: &Options, mut f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&mut Tx<'_>) -> Result<T, E>,
+    {
+        self.refuse_if_read_only(options)?;
         let mut tried = false;
-        let outcome = retry_with(&self.options, || {
+        let outcome = retry_with(options, || {
             if std::mem::replace(&mut tried, true) {
                 self.retries.fetch_add(1, Ordering::Relaxed);
             }
-            self.write_once(&mut f)
+            self.write_once(&options.clock, &mut f)
         });
         let (value, actions) = match outcome {
             Ok(done) => done,
@@ -543,15 +666,15 @@ impl Database {
                 return Err(err);
             }
         };
-        self.after_write();
+        self.after_write(options);
         for action in actions {
             action();
         }
         Ok(value)
     }
 
-    /// One try of [`Database::write`]: the value and the queued actions, committed.
-    fn write_once<T, E, F>(&self, f: &mut F) -> Result<(T, Vec<AfterCommit>), E>
+    /// One try of [`SqliteStore::write`]: the value and the queued actions, committed.
+    fn write_once<T, E, F>(&self, clock: &Clock, f: &mut F) -> Result<(T, Vec<AfterCommit>), E>
     where
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
@@ -561,55 +684,57 @@ impl Database {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(Error::from)?;
         // An error drops `handle` (its queue) and `tx` (rolling back).
-        let mut handle = Tx::new(&tx, &self.options.clock);
+        let mut handle = Tx::new(&tx, clock);
         let value = f(&mut handle)?;
         let actions = handle.into_after_commit();
         tx.commit().map_err(Error::from)?;
         Ok((value, actions))
     }
 
-    fn refuse_if_read_only(&self) -> Result<()> {
+    fn refuse_if_read_only(&self, options: &Options) -> Result<()> {
         match &self.path {
-            Some(path) if self.options.read_only => Err(Error::ReadOnly { path: path.clone() }),
+            Some(path) if options.read_only => Err(Error::ReadOnly { path: path.clone() }),
             _ => Ok(()),
         }
     }
 
-    /// Runs `f` on a read-only connection inside one read transaction, so everything it
-    /// reads comes from the same snapshot. Never waits for a writer (WAL), and retried like
-    /// [`Database::write`] in the rare case SQLite reports busy. `E` is the caller's error
-    /// type, as for `write`.
-    pub fn read<T, E, F>(&self, mut f: F) -> Result<T, E>
+    /// [`Database::read`] on SQLite.
+    fn read<T, E, F>(&self, options: &Options, mut f: F) -> Result<T, E>
     where
         E: TxError,
         F: FnMut(&mut ReadTx<'_>) -> Result<T, E>,
     {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = &self.pg {
-            return pg.read(&self.options, f);
-        }
-        let clock = &self.options.clock;
+        let clock = &options.clock;
+        self.with_reader(options, |conn| f(&mut ReadTx::new(conn, clock)))
+    }
+
+    /// Runs `f` on a read connection inside one read transaction (an in-memory database
+    /// reads through the writer, in autocommit), retried on busy like a write.
+    fn with_reader<T, E, F>(&self, options: &Options, mut f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&Connection) -> Result<T, E>,
+    {
         let Some(path) = &self.path else {
             let conn = self.writer();
-            return f(&mut ReadTx::new(&conn, clock));
+            return f(&conn);
         };
-        retry_with(&self.options, || {
-            let conn = self.take_reader(path)?;
+        retry_with(options, || {
+            let conn = self.take_reader(path, options)?;
             let result = (|| {
                 let tx = conn.unchecked_transaction().map_err(Error::from)?;
-                let value = f(&mut ReadTx::new(&tx, clock))?;
+                let value = f(&tx)?;
                 tx.commit().map_err(Error::from)?;
                 Ok(value)
             })();
-            self.return_reader(conn);
+            self.return_reader(conn, options);
             result
         })
     }
 
-    /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers.
-    /// Does nothing on a read-only or in-memory database (which have no WAL).
-    pub fn checkpoint(&self) -> Result<()> {
-        if self.path.is_some() && !self.options.read_only {
+    /// [`Database::checkpoint`] on SQLite.
+    fn checkpoint(&self, options: &Options) -> Result<()> {
+        if self.path.is_some() && !options.read_only {
             let report = {
                 let conn = self.writer();
                 conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
@@ -629,29 +754,9 @@ impl Database {
         Ok(())
     }
 
-    /// How many times a [`Database::write`] closure on this handle ran again: after
-    /// SQLite reported the database busy, or PostgreSQL a serialization failure or a
-    /// deadlock. Contention shows here before it shows as latency or errors.
-    pub fn write_retries(&self) -> u64 {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = &self.pg {
-            return pg.write_retries();
-        }
-        self.retries.load(Ordering::Relaxed)
-    }
-
-    /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
-    /// successful writes, plus each [`Database::checkpoint`] call that did something.
-    pub fn checkpoints_run(&self) -> u64 {
-        self.checkpoints.load(Ordering::Relaxed)
-    }
-
-    /// What the latest checkpoint on this handle did, if any ran.
-    pub fn last_checkpoint(&self) -> Option<CheckpointReport> {
-        *self
-            .last_checkpoint
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The file, or `None` in memory.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
     }
 
     /// The writer connection's lock, for the search indexer.
@@ -669,6 +774,7 @@ impl Database {
         self.search_queue
     }
 
+    /// The writer connection, locked.
     pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
         // A panic inside a write closure rolled its transaction back (Transaction's drop),
         // so the connection behind a poisoned lock is still sound.
@@ -677,21 +783,21 @@ impl Database {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn after_write(&self) {
+    fn after_write(&self, options: &Options) {
         if let Some(indexer) = &self.indexer {
             indexer.notify();
         }
-        let every = self.options.checkpoint_every;
+        let every = options.checkpoint_every;
         let done = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         if self.path.is_some() && every > 0 && done.is_multiple_of(every) {
             // Keeps the WAL from growing while readers stay busy; failure only delays that.
-            if let Err(err) = self.checkpoint() {
+            if let Err(err) = self.checkpoint(options) {
                 tracing::debug!(error = %err, "passive checkpoint failed");
             }
         }
     }
 
-    fn take_reader(&self, path: &Path) -> Result<Connection> {
+    fn take_reader(&self, path: &Path, options: &Options) -> Result<Connection> {
         let idle = self
             .readers
             .lock()
@@ -700,15 +806,15 @@ impl Database {
         if let Some(conn) = idle {
             return Ok(conn);
         }
-        open_reader(path, &self.options, self.immutable)
+        open_reader(path, options, self.immutable)
     }
 
-    fn return_reader(&self, conn: Connection) {
+    fn return_reader(&self, conn: Connection, options: &Options) {
         let mut idle = self
             .readers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if idle.len() < self.options.max_idle_readers && conn.is_autocommit() {
+        if idle.len() < options.max_idle_readers && conn.is_autocommit() {
             idle.push(conn);
         }
     }
@@ -970,6 +1076,7 @@ mod tests {
             .read(|tx| -> Result<i64> {
                 Ok(tx
                     .conn()
+                    .unwrap()
                     .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?)
             })
             .unwrap();

@@ -567,7 +567,10 @@ mod tests {
                 .build_rusqlite(SqliteQueryBuilder);
             let plan: Vec<String> = db
                 .read(|tx| -> crate::Result<_> {
-                    let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let mut stmt = tx
+                        .conn()
+                        .unwrap()
+                        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
                     let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
                     Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
                 })
@@ -605,7 +608,10 @@ mod tests {
                     .select(Backend::Sqlite)
                     .build_rusqlite(SqliteQueryBuilder);
                 db.read(|tx| -> crate::Result<_> {
-                    let mut stmt = tx.conn().prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let mut stmt = tx
+                        .conn()
+                        .unwrap()
+                        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
                     let rows = stmt.query_map(&*values.as_params(), |row| row.get(3))?;
                     Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
                 })

@@ -53,8 +53,7 @@ impl Database {
         if let Some(pg) = self.postgres() {
             return pg.info(&TABLES, self.location());
         }
-        let (schema_version, tables) = self.read(|tx| -> Result<_> {
-            let conn = tx.conn();
+        let (schema_version, tables) = self.read_sqlite("info", |conn| {
             let version = migrate::current_version(conn)?;
             let mut tables = Vec::with_capacity(TABLES.len());
             for table in TABLES {

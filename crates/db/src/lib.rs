@@ -10,7 +10,7 @@
 //! - [`Tx`] and [`ReadTx`]: what those closures get — the generated queries as
 //!   backend-neutral traits (`tx.q().get_session(id)`), the clock, and
 //!   [`Tx::after_commit`]; [`Reads`] for functions that only read and take either.
-//!   [`Queryable`] (the SQLite connection) is for SQLite-only code.
+//!   `conn()` (the SQLite connection, `None` on PostgreSQL) is for SQLite-only code.
 //! - [`Clock`]: where every stored time comes from ([`Options::clock`]); [`ManualClock`]
 //!   and [`Clock::ticking`] for tests.
 //! - [`queries`]: the typed functions sqlgen generates from `sql/queries`.
@@ -49,7 +49,7 @@ pub use info::{DbInfo, TableCount};
 pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, NamedCheck, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
 pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
-pub use tx::{Backend, Queryable, ReadTx, Tx, TxError};
+pub use tx::{Backend, ReadTx, Tx, TxError};
 
 use queries::ReadQueries;
 

@@ -1,5 +1,5 @@
 //! [`Database::check`] and [`Database::vacuum`]: what `scribe db check` and
-//! `scribe db vacuum` run.
+//! `scribe db vacuum` run, on either backend.
 //!
 //! The check runs on a fresh connection. A connection that has been open a while caches
 //! FTS5's index structure; after another connection rebuilt an index (a 'rebuild' command,
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode};
 
-use crate::database::{open_reader, retry};
+use crate::database::{Engine, SqliteStore, open_reader, retry};
 use crate::search_index;
 use crate::{Database, Error, Result};
 
@@ -102,12 +102,20 @@ impl IntegrityReport {
     }
 }
 
-/// What [`Database::vacuum`] did to the size of the database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What [`Database::vacuum`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VacuumReport {
-    /// Bytes of the file and its write-ahead log before.
+    /// The backend vacuumed.
+    pub backend: crate::Backend,
+    /// The tables vacuumed and analyzed (PostgreSQL: every table of the schema Scribe's
+    /// migrations created, in name order); empty on SQLite, which rebuilds the whole file.
+    pub tables: Vec<String>,
+    /// Bytes before: on SQLite the file and its write-ahead log, on PostgreSQL the
+    /// tables with their indexes and TOAST (`pg_total_relation_size`).
     pub bytes_before: u64,
-    /// Bytes of the file and its write-ahead log after.
+    /// The same bytes after. On PostgreSQL a plain VACUUM makes dead rows' space
+    /// reusable inside the tables and seldom shrinks them, so this is usually close to
+    /// `bytes_before`.
     pub bytes_after: u64,
 }
 
@@ -124,41 +132,59 @@ impl Database {
     /// On PostgreSQL the checks are the ones plain SQL can make (see
     /// [`IntegrityReport::checks`] and [`IntegrityReport::skipped`]).
     pub fn check(&self) -> Result<IntegrityReport> {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = self.postgres() {
-            return pg.check();
-        }
+        // A match with one arm without the postgres feature.
+        #[allow(clippy::infallible_destructuring_match)]
+        let sqlite = match self.engine() {
+            Engine::Sqlite(sqlite) => sqlite,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => return pg.check(),
+        };
         // What may be indexed is indexed (and committed) first, so that the rolled-back
         // check has little left to do.
         self.index_pending()?;
-        match self.path() {
+        match sqlite.path() {
             Some(path) => {
                 let conn = self.fresh_connection(path)?;
-                check_on(&conn, self)
+                check_on(&conn, self, sqlite)
             }
             // A second connection to an in-memory database would see another, empty one.
             None => {
-                let conn = self.writer();
-                check_on(&conn, self)
+                let conn = sqlite.writer();
+                check_on(&conn, self, sqlite)
             }
         }
     }
 
-    /// Rebuilds the file to drop free pages (`VACUUM`), then truncates the write-ahead log,
-    /// and reports the size before and after. Waits for other writers like a write does;
-    /// readers in other processes may make the log truncation partial, which is harmless.
-    /// [`Error::ReadOnly`] on a read-only database; nothing to do in memory.
+    /// SQLite: rebuilds the file to drop free pages (`VACUUM`), then truncates the
+    /// write-ahead log, and reports the size before and after. Waits for other writers
+    /// like a write does; readers in other processes may make the log truncation partial,
+    /// which is harmless. Nothing to do in memory.
     ///
     /// VACUUM keeps both search indexes valid: they are keyed by `parts.seq`, an INTEGER
     /// PRIMARY KEY that VACUUM preserves.
+    ///
+    /// PostgreSQL: `VACUUM (ANALYZE)` of each table of the schema Scribe's migrations
+    /// created (the connection's `current_schema()`), one statement per table outside
+    /// any transaction (VACUUM cannot run inside one), which autovacuum otherwise does in
+    /// its own time: dead rows' space becomes reusable and the planner's statistics are
+    /// fresh. It takes no lock that blocks reads or writes. It does not return space to
+    /// the operating system (`VACUUM FULL` would, holding an exclusive lock on every
+    /// table: run it in psql if you must). A table the connection's role does not own
+    /// is skipped by the server with a warning.
+    ///
+    /// [`Error::ReadOnly`] on a database opened read-only.
     pub fn vacuum(&self) -> Result<VacuumReport> {
-        if self.backend() == crate::Backend::Postgres {
-            return Err(Error::InvalidInput(
-                "vacuum is SQLite's; PostgreSQL reclaims space with autovacuum".to_owned(),
-            ));
-        }
-        let Some(path) = self.path().map(Path::to_path_buf) else {
+        // A match with one arm without the postgres feature.
+        #[allow(clippy::infallible_destructuring_match)]
+        let sqlite = match self.engine() {
+            Engine::Sqlite(sqlite) => sqlite,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => return vacuum_postgres(pg, self.is_read_only()),
+        };
+        let Some(path) = sqlite.path().map(Path::to_path_buf) else {
             return Ok(VacuumReport {
+                backend: crate::Backend::Sqlite,
+                tables: Vec::new(),
                 bytes_before: 0,
                 bytes_after: 0,
             });
@@ -168,7 +194,7 @@ impl Database {
         }
         let bytes_before = size_on_disk(&path);
         {
-            let conn = self.writer();
+            let conn = sqlite.writer();
             retry(self.options(), || {
                 conn.execute_batch("VACUUM")?;
                 Ok(())
@@ -179,6 +205,8 @@ impl Database {
             })?;
         }
         Ok(VacuumReport {
+            backend: crate::Backend::Sqlite,
+            tables: Vec::new(),
             bytes_before,
             bytes_after: size_on_disk(&path),
         })
@@ -196,7 +224,7 @@ impl Database {
     }
 }
 
-fn check_on(conn: &Connection, db: &Database) -> Result<IntegrityReport> {
+fn check_on(conn: &Connection, db: &Database, sqlite: &SqliteStore) -> Result<IntegrityReport> {
     let mut integrity_check = Vec::new();
     conn.pragma_query(None, "integrity_check", |row| {
         integrity_check.push(row.get::<_, String>(0)?);
@@ -211,7 +239,7 @@ fn check_on(conn: &Connection, db: &Database) -> Result<IntegrityReport> {
             })
             .collect()
     } else {
-        check_indexes(conn, db)?
+        check_indexes(conn, db, sqlite)?
     };
     Ok(IntegrityReport {
         backend: crate::Backend::Sqlite,
@@ -226,10 +254,14 @@ fn check_on(conn: &Connection, db: &Database) -> Result<IntegrityReport> {
 /// one write transaction that is rolled back. Inside it the parts still queued (being
 /// streamed) are indexed first: the indexes and the queue together must give exactly the
 /// searchable text of every part.
-fn check_indexes(conn: &Connection, db: &Database) -> Result<Vec<IndexReport>> {
+fn check_indexes(
+    conn: &Connection,
+    db: &Database,
+    sqlite: &SqliteStore,
+) -> Result<Vec<IndexReport>> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| -> Result<Vec<IndexReport>> {
-        if db.searchable_schema() {
+        if sqlite.searchable_schema() {
             search_index::index_everything(conn, db.now())?;
         }
         INDEXES
@@ -258,6 +290,53 @@ fn check_index(conn: &Connection, index: &str) -> Result<IndexStatus> {
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// [`Database::vacuum`] on PostgreSQL.
+#[cfg(feature = "postgres")]
+fn vacuum_postgres(pg: &crate::pg::PgBackend, read_only: bool) -> Result<VacuumReport> {
+    if read_only {
+        return Err(Error::ReadOnly {
+            path: pg.shown().into(),
+        });
+    }
+    let mut client = pg.client()?;
+    let tables: Vec<String> = client
+        .query(
+            "SELECT c.relname::text FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') \
+             ORDER BY c.relname",
+            &[],
+        )?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<std::result::Result<_, _>>()?;
+    let size = |client: &mut postgres::Client| -> Result<u64> {
+        let bytes: i64 = client
+            .query_one(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')",
+                &[],
+            )?
+            .try_get(0)?;
+        Ok(u64::try_from(bytes).unwrap_or(0))
+    };
+    let bytes_before = size(&mut client)?;
+    for table in &tables {
+        // The name comes from the catalog, quoted as an identifier; the pooled connection
+        // is in autocommit, as VACUUM needs.
+        let quoted = format!("\"{}\"", table.replace('"', "\"\""));
+        client.batch_execute(&format!("VACUUM (ANALYZE) {quoted}"))?;
+    }
+    let bytes_after = size(&mut client)?;
+    Ok(VacuumReport {
+        backend: crate::Backend::Postgres,
+        tables,
+        bytes_before,
+        bytes_after,
+    })
 }
 
 /// Bytes of `path` and its `-wal` file (0 for a missing one).

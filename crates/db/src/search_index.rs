@@ -238,11 +238,14 @@ impl Database {
         bounds: IndexBatch,
         progress: &mut dyn FnMut(&IndexRun),
     ) -> Result<IndexRun> {
-        if self.is_read_only() || !self.searchable_schema() {
+        let Some(sqlite) = self.sqlite().filter(|s| s.searchable_schema()) else {
+            return Ok(IndexRun::default());
+        };
+        if self.is_read_only() {
             return Ok(IndexRun::default());
         }
         index_until_done(
-            self.writer_handle(),
+            sqlite.writer_handle(),
             self.options(),
             self.clock(),
             bounds,
@@ -256,7 +259,7 @@ impl Database {
     /// stores, then indexes everything in a few large transactions, which costs less than
     /// many small ones between its writes.
     pub fn pause_background_indexing(&self) -> IndexingPaused {
-        match self.indexer() {
+        match self.sqlite().and_then(|s| s.indexer()) {
             Some(indexer) => indexer.pause(),
             None => IndexingPaused { signal: None },
         }
@@ -264,10 +267,10 @@ impl Database {
 
     /// Parts waiting to be indexed (including parts being streamed).
     pub fn search_backlog(&self) -> Result<u64> {
-        if !self.searchable_schema() {
+        if !self.sqlite().is_some_and(|s| s.searchable_schema()) {
             return Ok(0);
         }
-        self.read(|tx| waiting(tx.conn()))
+        self.read_sqlite("the search backlog", waiting)
     }
 }
 

@@ -9,10 +9,9 @@
 //! - [`ReadTx`]: one read snapshot.
 //! - [`Tx::q`] and [`ReadTx::q`]: the generated queries as the backend-neutral traits
 //!   (`tx.q().get_session(id)`), on SQLite and on PostgreSQL alike.
-//! - [`Queryable`]: what both offer the generated SQLite query functions — the connection
-//!   (`queries::get_session(tx.conn(), id)`) and the database's clock
-//!   ([`Queryable::now`]). Functions that only read take `&dyn Queryable`, so they run
-//!   in either. SQLite only: services move to [`Tx::q`].
+//! - [`Tx::conn`] and [`ReadTx::conn`]: the SQLite connection, `None` on PostgreSQL, for
+//!   SQLite-only code (tests that look into the file, the generated SQLite free
+//!   functions). Nothing that runs on both backends uses them.
 
 use rusqlite::Connection;
 
@@ -53,14 +52,11 @@ impl<'a> On<'a> {
         }
     }
 
-    fn sqlite(&self) -> &'a Connection {
+    fn sqlite(&self) -> Option<&'a Connection> {
         match self {
-            On::Sqlite(q) => q.connection(),
+            On::Sqlite(q) => Some(q.connection()),
             #[cfg(feature = "postgres")]
-            On::Postgres(_) => panic!(
-                "conn() is the SQLite connection; a PostgreSQL transaction offers its \
-                 queries through q()"
-            ),
+            On::Postgres(_) => None,
         }
     }
 }
@@ -96,16 +92,6 @@ pub(crate) type AfterCommit = Box<dyn FnOnce() + Send + 'static>;
 struct Queued {
     key: Option<String>,
     action: AfterCommit,
-}
-
-/// What the generated query functions run on: a write transaction ([`Tx`]) or a read
-/// snapshot ([`ReadTx`]).
-pub trait Queryable {
-    /// The connection, inside the open transaction.
-    fn conn(&self) -> &Connection;
-
-    /// The time now, from the database's [`Clock`] (ms since the Unix epoch).
-    fn now(&self) -> i64;
 }
 
 /// One write transaction, given to the closure of [`crate::Database::write`].
@@ -156,14 +142,10 @@ impl<'a> Tx<'a> {
         self.on.backend()
     }
 
-    /// The SQLite connection, inside this transaction (for the generated SQLite query
-    /// functions).
-    ///
-    /// # Panics
-    ///
-    /// On a PostgreSQL transaction, which has no SQLite connection: code that runs on
-    /// both backends uses [`Tx::q`].
-    pub fn conn(&self) -> &'a Connection {
+    /// The SQLite connection, inside this transaction (for SQLite-only code: the
+    /// generated SQLite free functions, raw SQL in tests); `None` on PostgreSQL. Code
+    /// that runs on both backends uses [`Tx::q`].
+    pub fn conn(&self) -> Option<&'a Connection> {
         self.on.sqlite()
     }
 
@@ -203,16 +185,6 @@ impl<'a> Tx<'a> {
 
     pub(crate) fn into_after_commit(self) -> Vec<AfterCommit> {
         self.after_commit.into_iter().map(|q| q.action).collect()
-    }
-}
-
-impl Queryable for Tx<'_> {
-    fn conn(&self) -> &Connection {
-        self.on.sqlite()
-    }
-
-    fn now(&self) -> i64 {
-        self.clock.now()
     }
 }
 
@@ -266,28 +238,14 @@ impl<'a> ReadTx<'a> {
         self.on.backend()
     }
 
-    /// The SQLite connection, inside this snapshot (for the generated SQLite query
-    /// functions).
-    ///
-    /// # Panics
-    ///
-    /// On a PostgreSQL snapshot: code that runs on both backends uses [`ReadTx::q`].
-    pub fn conn(&self) -> &'a Connection {
+    /// The SQLite connection, inside this snapshot (for SQLite-only code); `None` on
+    /// PostgreSQL. Code that runs on both backends uses [`ReadTx::q`].
+    pub fn conn(&self) -> Option<&'a Connection> {
         self.on.sqlite()
     }
 
     /// The time now, from the database's [`Clock`].
     pub fn now(&self) -> i64 {
-        self.clock.now()
-    }
-}
-
-impl Queryable for ReadTx<'_> {
-    fn conn(&self) -> &Connection {
-        self.on.sqlite()
-    }
-
-    fn now(&self) -> i64 {
         self.clock.now()
     }
 }

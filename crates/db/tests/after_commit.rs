@@ -58,7 +58,7 @@ fn queued_actions_run_once_after_commit_in_order() {
     let ran_inside = db
         .write(|tx: &mut Tx<'_>| -> Result<bool, ServiceError> {
             q::end_session(
-                tx.conn(),
+                tx.conn().unwrap(),
                 &q::EndSessionParams {
                     now: 7,
                     end_reason: Some("done"),
@@ -94,7 +94,7 @@ fn a_rollback_drops_the_queued_actions_and_returns_the_service_error() {
     let err = db
         .write(|tx| -> Result<(), ServiceError> {
             tries += 1;
-            q::delete_session(tx.conn(), &id)?;
+            q::delete_session(tx.conn().unwrap(), &id)?;
             let ran = Arc::clone(&ran);
             tx.after_commit(move || *ran.lock().unwrap() += 1);
             Err(ServiceError::Refused("no".into()))
@@ -112,7 +112,9 @@ fn a_rollback_drops_the_queued_actions_and_returns_the_service_error() {
     );
     let still: Option<String> = db
         .read(|tx| -> scribe_db::Result<_> {
-            Ok(q::get_session(tx.conn(), &id).optional()?.map(|s| s.id))
+            Ok(q::get_session(tx.conn().unwrap(), &id)
+                .optional()?
+                .map(|s| s.id))
         })
         .unwrap();
     assert_eq!(

@@ -31,7 +31,7 @@ fn child_writer() {
     let db = Database::open(&path).unwrap();
     for i in 0..rows {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(
                 tx,
                 &session_id,
@@ -75,7 +75,7 @@ fn four_processes_append_without_loss() {
 
     let db = Database::open(&path).unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         assert_eq!(ok, "ok");
         for s in &sessions {
@@ -116,7 +116,7 @@ fn a_lock_held_past_the_budget_is_reported_as_locked() {
     let mut runs = 0;
     let err = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             runs += 1;
             message_with_part(tx, &s, "user", "text", &text("blocked"))
         })
@@ -128,7 +128,7 @@ fn a_lock_held_past_the_budget_is_reported_as_locked() {
     // Reads don't need the write lock.
     let n: i64 = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?)
         })
         .unwrap();
@@ -136,7 +136,7 @@ fn a_lock_held_past_the_budget_is_reported_as_locked() {
 
     holder.execute_batch("COMMIT").unwrap();
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         message_with_part(tx, &s, "user", "text", &text("free"))
     })
     .unwrap();
@@ -153,7 +153,7 @@ fn threads_sharing_one_database_all_count() {
             std::thread::spawn(move || {
                 for _ in 0..50 {
                     db.write(|tx| -> scribe_db::Result<_> {
-                        let tx = tx.conn();
+                        let tx = tx.conn().unwrap();
                         tx.execute(
                             "UPDATE sessions SET input_tokens = input_tokens + 3, \
                              estimated_cost_usd = estimated_cost_usd + 0.5 WHERE id = ?1",
@@ -171,7 +171,7 @@ fn threads_sharing_one_database_all_count() {
     }
     let (tokens, cost): (i64, f64) = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row(
                 "SELECT input_tokens, estimated_cost_usd FROM sessions WHERE id = ?1",
                 [&s],

@@ -42,7 +42,7 @@ fn damaged_database(path: &Path, version: Option<i64>) -> (String, Vec<(String, 
         let rows: Vec<_> = (0..3)
             .map(|i| {
                 db.write(|tx| -> scribe_db::Result<_> {
-                    let tx = tx.conn();
+                    let tx = tx.conn().unwrap();
                     message_with_part(tx, &s, "user", "text", &text(&format!("quill {i} 羽毛笔")))
                 })
                 .unwrap()
@@ -65,7 +65,7 @@ fn a_damaged_part_is_not_searchable_but_does_not_break_search() {
     let (_, rows) = damaged_database(&path, None);
     let db = Database::open(&path).unwrap();
     db.index_pending().unwrap();
-    db.read(|c| -> scribe_db::Result<_> { let c = c.conn();
+    db.read(|c| -> scribe_db::Result<_> { let c = c.conn().unwrap();
         let text: Option<String> =
             c.query_row("SELECT search_text FROM parts WHERE id = ?1", [&rows[1].1], |r| r.get(0))?;
         assert_eq!(text, None);
@@ -98,7 +98,7 @@ fn overwriting_a_damaged_part_repairs_it_and_the_indexes() {
     let (_, rows) = damaged_database(&path, None);
     let db = Database::open(&path).unwrap();
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         let changed = tx.execute(
             "UPDATE parts SET data = ?1 WHERE id = ?2",
             [text("repaired quill 修好了"), rows[1].1.clone()],
@@ -111,7 +111,7 @@ fn overwriting_a_damaged_part_repairs_it_and_the_indexes() {
     assert_derived_exact(&db);
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert_eq!(hits(c, "parts_fts", "repaired"), vec![rows[1].1.clone()]);
         assert_eq!(hits(c, "parts_fts", "quill").len(), 3);
         assert_eq!(hits(c, "parts_fts_trigram", "pair").len(), 1);
@@ -128,7 +128,7 @@ fn overwriting_a_damaged_part_with_an_unsearchable_one_drops_its_tokens() {
     let db = Database::open(&path).unwrap();
     // search_text stays NULL → NULL, so only the json_valid(old.data) arm fires the trigger.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "UPDATE parts SET type = 'finish', data = '{\"type\":\"finish\"}' WHERE id = ?1",
             [&rows[1].1],
@@ -139,7 +139,7 @@ fn overwriting_a_damaged_part_with_an_unsearchable_one_drops_its_tokens() {
     assert_eq!(check_problems(&db), Vec::<String>::new());
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert_eq!(hits(c, "parts_fts", "quill").len(), 2);
         Ok(())
     })
@@ -154,7 +154,7 @@ fn deleting_a_damaged_part_message_or_session_leaves_exact_indexes() {
         let (session, rows) = damaged_database(&path, None);
         let db = Database::open(&path).unwrap();
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             let changed = match what {
                 "part" => tx.execute("DELETE FROM parts WHERE id = ?1", [&rows[1].1])?,
                 "message" => tx.execute("DELETE FROM messages WHERE id = ?1", [&rows[1].0])?,
@@ -169,7 +169,7 @@ fn deleting_a_damaged_part_message_or_session_leaves_exact_indexes() {
         db.index_pending().unwrap();
         let left = db
             .read(|c| -> scribe_db::Result<_> {
-                let c = c.conn();
+                let c = c.conn().unwrap();
                 Ok(hits(c, "parts_fts", "quill").len())
             })
             .unwrap();
@@ -215,7 +215,7 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
         let s = session(&db, "cli");
         for i in 0..30 {
             db.write(|tx| -> scribe_db::Result<_> {
-                let tx = tx.conn();
+                let tx = tx.conn().unwrap();
                 let data = if i % 3 == 0 {
                     tool(
                         "grep",
@@ -232,7 +232,7 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
         }
         // Gaps in seq, so a renumbering copy would show.
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             tx.execute(
                 "DELETE FROM messages WHERE id IN (SELECT message_id FROM parts WHERE seq % 4 = 0)",
                 [],
@@ -241,7 +241,7 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
         })
         .unwrap();
         db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             let rows: Vec<(i64, String, String, Option<String>)> = c
                 .prepare("SELECT seq, id, data, search_text FROM parts ORDER BY seq")?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
@@ -268,7 +268,7 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
     assert_eq!(report.applied[0].name, "part_search_guard");
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         let rows: Vec<(i64, String, String, Option<String>)> = c
             .prepare("SELECT seq, id, data, search_text FROM parts ORDER BY seq")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
@@ -307,22 +307,22 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
     let s = session(&db, "cli");
     let (m, _) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "user", "text", &text("after"))
         })
         .unwrap();
     let bad_json = db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         add_part(tx, "prt_x", &m, &s, 1, "text", "{oops")
     });
     assert!(bad_json.is_err());
     let bad_fk = db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         add_part(tx, "prt_y", "msg_none", &s, 1, "text", &text("x"))
     });
     assert!(bad_fk.is_err());
     let dup = db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         add_part(tx, "prt_z", &m, &s, 0, "text", &text("x"))
     });
     assert!(
@@ -343,7 +343,7 @@ fn migrating_with_a_damaged_row_already_present_succeeds_and_keeps_it() {
     );
     let data = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_part(c, &rows[1].1)?.data)
         })
         .unwrap();
@@ -351,19 +351,19 @@ fn migrating_with_a_damaged_row_already_present_succeeds_and_keeps_it() {
     // CHECK constraints are back on for every later write.
     let (m, s) = (rows[0].0.clone(), {
         db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row("SELECT id FROM sessions", [], |r| r.get::<_, String>(0))?)
         })
         .unwrap()
     });
     let bad = db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         add_part(tx, "prt_x", &m, &s, 5, "text", "{oops")
     });
     assert!(bad.is_err(), "CHECK (json_valid(data)) was left off");
     // And the damaged row can be deleted, leaving exact indexes.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("DELETE FROM parts WHERE id = ?1", [&rows[1].1])?;
         Ok(())
     })

@@ -42,7 +42,7 @@ fn a_service_error_is_returned_once_whole_and_rolls_back() {
         .write(|tx| -> Result<(), ServiceError> {
             tries += 1;
             written = scribe_db::ids::new_id(scribe_db::ids::Prefix::Session);
-            q::create_session(tx.conn(), &new_session(&written, "cli"))?;
+            q::create_session(tx.conn().unwrap(), &new_session(&written, "cli"))?;
             Err(ServiceError::CorruptPart("prt_1".into(), decode_error()))
         })
         .unwrap_err();
@@ -54,7 +54,9 @@ fn a_service_error_is_returned_once_whole_and_rolls_back() {
     assert!(matches!(&err, ServiceError::CorruptPart(id, _) if id == "prt_1"));
 
     let found = db
-        .read(|tx| -> scribe_db::Result<_> { Ok(q::get_session(tx.conn(), &written).optional()?) })
+        .read(|tx| -> scribe_db::Result<_> {
+            Ok(q::get_session(tx.conn().unwrap(), &written).optional()?)
+        })
         .unwrap();
     assert!(found.is_none(), "the session insert was rolled back");
 }
@@ -65,7 +67,7 @@ fn a_duplicate_id_is_a_conflict_naming_the_column() {
     let id = session(&db, "cli");
     let err = db
         .write(|tx| -> scribe_db::Result<()> {
-            q::create_session(tx.conn(), &new_session(&id, "cli"))?;
+            q::create_session(tx.conn().unwrap(), &new_session(&id, "cli"))?;
             Ok(())
         })
         .unwrap_err();

@@ -12,7 +12,7 @@ fn filled(path: &std::path::Path, messages: usize) -> (Database, String) {
     let s = session(&db, "cli");
     for i in 0..messages {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(
                 tx,
                 &s,
@@ -51,7 +51,7 @@ fn check_finds_an_index_that_drifted_from_the_rows() {
     let (db, _) = filled(&dir.path().join("d.db"), 5);
     db.index_pending().unwrap();
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "INSERT INTO parts_fts_trigram (parts_fts_trigram, rowid, search_text) \
              SELECT 'delete', seq, search_text FROM parts_search_trigram ORDER BY seq LIMIT 1",
@@ -85,7 +85,7 @@ fn check_has_no_false_alarm_after_another_connection_rebuilds_an_index() {
     // Warm a pooled reader: it now caches the FTS5 structure.
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         Ok(hits(c, "parts_fts", "maintenance").len())
     })
     .unwrap();
@@ -96,7 +96,7 @@ fn check_has_no_false_alarm_after_another_connection_rebuilds_an_index() {
     drop(other);
     let stale: Vec<String> = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             let mut rows = Vec::new();
             c.pragma_query(None, "integrity_check", |r| {
                 rows.push(r.get(0)?);
@@ -112,7 +112,7 @@ fn check_has_no_false_alarm_after_another_connection_rebuilds_an_index() {
     // Searches on the pooled reader are still right.
     let n = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(hits(c, "parts_fts", "maintenance").len())
         })
         .unwrap();
@@ -125,7 +125,7 @@ fn vacuum_shrinks_the_file_and_keeps_rows_and_indexes() {
     let path = dir.path().join("v.db");
     let (db, s) = filled(&path, 300);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "DELETE FROM messages WHERE session_id = ?1 AND rowid % 10 != 0",
             [&s],
@@ -141,14 +141,14 @@ fn vacuum_shrinks_the_file_and_keeps_rows_and_indexes() {
     assert_derived_exact(&db);
     let n = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(hits(c, "parts_fts", "maintenance").len())
         })
         .unwrap();
     assert_eq!(n, 30);
     // Still writable afterwards.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         message_with_part(tx, &s, "user", "text", &text("after vacuum"))
     })
     .unwrap();
@@ -197,7 +197,7 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
     let (db, s) = filled(&dir.path().join("full.db"), 3);
     let limit = |extra: Option<i64>| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
             let max = extra.map_or(1 << 30, |e| pages + e);
             tx.query_row(&format!("PRAGMA max_page_count = {max}"), [], |_| Ok(()))?;
@@ -208,7 +208,7 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
     limit(Some(1));
     let err = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "user", "text", &text(&"big ".repeat(50_000)))
         })
         .unwrap_err();
@@ -217,7 +217,7 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
     assert!(!err.is_busy());
     limit(None);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         message_with_part(tx, &s, "user", "text", &text(&"big ".repeat(50_000)))
     })
     .unwrap();
@@ -229,7 +229,7 @@ fn storage_errors_show_sqlite_message() {
     let db = Database::open_in_memory().unwrap();
     let err = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row("SELECT nope FROM sessions", [], |r| r.get::<_, i64>(0))?)
         })
         .unwrap_err();

@@ -20,7 +20,7 @@ fn new_directory_and_file_are_private() {
     assert_eq!(mode(&dir.path().join("nested")), 0o700);
     assert_eq!(mode(&path), 0o600);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)",
             [],
@@ -38,7 +38,7 @@ fn pragmas_are_set() {
     let db = Database::open(dir.path().join("p.db")).unwrap();
     let (journal, fk, sync): (String, i64, i64) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             Ok((
                 tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?,
                 tx.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?,
@@ -50,7 +50,7 @@ fn pragmas_are_set() {
     // Readers are separate connections that cannot write.
     let err = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             c.execute(
                 "INSERT INTO sessions (id, created_at, updated_at) VALUES ('r', 1, 1)",
                 [],
@@ -92,7 +92,7 @@ fn checkpoints_run_every_n_writes_and_on_demand() {
     let s = session(&db, "cli"); // write 1
     let add = |i: usize| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "user", "text", &text(&format!("m{i}")))
         })
         .unwrap();
@@ -148,7 +148,7 @@ fn no_periodic_checkpoint_when_disabled_or_in_memory() {
     let s = session(&db, "cli");
     for i in 0..5 {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "user", "text", &text(&format!("m{i}")))
         })
         .unwrap();
@@ -177,7 +177,7 @@ fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
             for i in 0..20 {
                 let (m, _) = old
                     .write(|tx| -> scribe_db::Result<_> {
-                        let tx = tx.conn();
+                        let tx = tx.conn().unwrap();
                         message_with_part(tx, s, "user", "text", &text(&format!("row {i}")))
                     })
                     .unwrap();
@@ -197,7 +197,7 @@ fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
     assert_eq!(report.to, Database::known_schema_version());
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         let ids = |sql: &str| -> Vec<String> {
             let mut stmt = c.prepare(sql).unwrap();
             stmt.query_map([], |r| r.get(0))
@@ -234,7 +234,7 @@ fn opening_twice_is_a_no_op() {
     assert_eq!(report.from, report.to);
     let n: i64 = second
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(
                 c.query_row("SELECT count(*) FROM sessions WHERE id = ?1", [&s], |r| {
                     r.get(0)
@@ -344,7 +344,7 @@ fn every_static_query_prepares() {
             let (name, sql) = block.split_once('\n').unwrap();
             let sql = plain_sqlite(sql);
             db.read(|c| -> scribe_db::Result<_> {
-                let c = c.conn();
+                let c = c.conn().unwrap();
                 c.prepare(&sql)
                     .unwrap_or_else(|e| panic!("{}: {name}: {e}", path.display()));
                 Ok(())

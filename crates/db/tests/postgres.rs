@@ -725,3 +725,77 @@ fn a_store_goes_to_postgres_and_back_unchanged() {
     })
     .unwrap();
 }
+
+/// A PostgreSQL `Database` has no SQLite inside: its transactions offer no SQLite
+/// connection (`None`, never a panic), SQLite's own operations say they are SQLite's,
+/// and `vacuum` runs VACUUM (ANALYZE) on every table of the schema, keeping every row;
+/// opened read-only, it refuses to.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn no_sqlite_inside_and_vacuum_analyzes_every_table() {
+    let url = fresh("scribe_db_vacuum");
+    let db = Database::open(&url).unwrap();
+    let id = create_session(&db);
+    db.write(|tx| {
+        assert!(tx.conn().is_none());
+        message_with_part(tx.q(), &id, "kept through a vacuum")
+    })
+    .unwrap();
+    db.read(|tx| -> scribe_db::Result<()> {
+        assert!(tx.conn().is_none());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(db.path(), None);
+    assert!(matches!(db.data_version(), Err(Error::InvalidInput(_))));
+    assert_eq!(db.checkpoints_run(), 0);
+    db.checkpoint().unwrap();
+    assert_eq!(db.search_backlog().unwrap(), 0);
+    db.write(|tx| tx.q().delete_session(&id)).unwrap();
+    let kept = create_session(&db);
+
+    let report = db.vacuum().unwrap();
+    assert_eq!(report.backend, Backend::Postgres);
+    for table in [
+        "files",
+        "messages",
+        "parts",
+        "refinery_schema_history",
+        "sessions",
+    ] {
+        assert!(
+            report.tables.iter().any(|t| t == table),
+            "{table}: {report:?}"
+        );
+    }
+    let mut sorted = report.tables.clone();
+    sorted.sort();
+    assert_eq!(sorted, report.tables, "in name order");
+    assert!(
+        report.bytes_before > 0 && report.bytes_after > 0,
+        "{report:?}"
+    );
+    let not_done: Vec<String> = admin(&url)
+        .query(
+            "SELECT relname::text FROM pg_stat_user_tables \
+             WHERE last_vacuum IS NULL OR last_analyze IS NULL",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(not_done.is_empty(), "{not_done:?}");
+    let found = db.read(|tx| tx.q().get_session(&kept)).unwrap();
+    assert_eq!(found.map(|s| s.id), Some(kept));
+
+    let read_only = Database::open_with(
+        &url,
+        Options {
+            read_only: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(matches!(read_only.vacuum(), Err(Error::ReadOnly { .. })));
+}

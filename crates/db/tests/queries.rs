@@ -17,7 +17,7 @@ use serde_json::json;
 fn child(db: &Database, parent: &str, kind: &str, created_at: i64) -> String {
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         let mut params = new_session(&id, "cli");
         params.parent_session_id = Some(parent);
         params.kind = kind;
@@ -32,7 +32,7 @@ fn child(db: &Database, parent: &str, kind: &str, created_at: i64) -> String {
 fn titled(db: &Database, title: &str) -> String {
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         let mut params = new_session(&id, "cli");
         params.title = Some(title);
         q::create_session(tx, &params)?;
@@ -48,7 +48,7 @@ fn end_first_wins_reopen_archive() {
     let s = session(&db, "cli");
     let end = |reason: &str, now: i64| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             Ok(q::end_session(
                 tx,
                 &q::EndSessionParams {
@@ -64,7 +64,7 @@ fn end_first_wins_reopen_archive() {
     assert_eq!(end("timeout", 200), 0);
     let row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, &s)?)
         })
         .unwrap();
@@ -74,7 +74,7 @@ fn end_first_wins_reopen_archive() {
     );
 
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         Ok(q::reopen_session(
             tx,
             &q::ReopenSessionParams { now: 300, id: &s },
@@ -83,14 +83,14 @@ fn end_first_wins_reopen_archive() {
     .unwrap();
     let row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, &s)?)
         })
         .unwrap();
     assert_eq!((row.ended_at, row.end_reason), (None, None));
 
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         Ok(q::archive_session(
             tx,
             &q::ArchiveSessionParams { now: 400, id: &s },
@@ -99,7 +99,7 @@ fn end_first_wins_reopen_archive() {
     .unwrap();
     let row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, &s)?)
         })
         .unwrap();
@@ -107,14 +107,14 @@ fn end_first_wins_reopen_archive() {
 
     let missing = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, "ses_missing").optional()?)
         })
         .unwrap();
     assert!(missing.is_none());
     assert_eq!(
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             Ok(q::delete_session(tx, "ses_missing")?)
         })
         .unwrap(),
@@ -129,7 +129,7 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
     let task = child(&db, &parent, "task", 10);
     let add = |id: &str, tokens: i64, cost: f64| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             q::add_session_usage(
                 tx,
                 &q::AddSessionUsageParams {
@@ -152,7 +152,7 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
     add(&task, 100, 1.0);
     add(&task, 100, 1.0);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         q::add_session_actual_cost(
             tx,
             &q::AddSessionActualCostParams {
@@ -173,7 +173,7 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
     .unwrap();
     let row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, &parent)?)
         })
         .unwrap();
@@ -195,28 +195,28 @@ fn lineage_ancestors_descendants_and_continuation_tip() {
 
     let ancestors = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_session_ancestors(c, &b)?)
         })
         .unwrap();
     assert_eq!(ids(ancestors), vec![root.clone(), a.clone()]);
     let descendants = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_session_descendants(c, &root)?)
         })
         .unwrap();
     assert_eq!(ids(descendants), vec![a.clone(), b.clone(), task.clone()]);
     let tip = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_continuation_tip(c, &root)?)
         })
         .unwrap();
     assert_eq!(tip.id, b);
     let tip = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_continuation_tip(c, &task)?)
         })
         .unwrap();
@@ -224,13 +224,13 @@ fn lineage_ancestors_descendants_and_continuation_tip() {
 
     // Deleting the middle keeps its children, unlinked.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         Ok(q::delete_session(tx, &a)?)
     })
     .unwrap();
     let b_row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, &b)?)
         })
         .unwrap();
@@ -249,7 +249,7 @@ fn title_lineage_takes_literal_titles_and_the_highest_number() {
     titled(&db, "fix 100%_done #2 #3"); // a lineage of its own
     let lineage = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_title_lineage(c, "fix 100%_done")?)
         })
         .unwrap();
@@ -257,14 +257,14 @@ fn title_lineage_takes_literal_titles_and_the_highest_number() {
     assert_eq!(ids, vec![tenth, second, base]);
     let n = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::max_title_lineage_number(c, "fix 100%_done")?)
         })
         .unwrap();
     assert_eq!(n, 10);
     assert_eq!(
         db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::max_title_lineage_number(c, "unused")?)
         })
         .unwrap(),
@@ -273,7 +273,7 @@ fn title_lineage_takes_literal_titles_and_the_highest_number() {
 
     let err = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             let id = new_id(Prefix::Session);
             let mut params = new_session(&id, "cli");
             params.title = Some("fix 100%_done");
@@ -293,14 +293,14 @@ fn message_pages_use_stable_cursors() {
     for i in 0..10 {
         let (m, _) = db
             .write(|tx| -> scribe_db::Result<_> {
-                let tx = tx.conn();
+                let tx = tx.conn().unwrap();
                 message_with_part(tx, &s, "user", "text", &text(&format!("m{i}")))
             })
             .unwrap();
         ids.push(m);
     }
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("UPDATE messages SET created_at = 1000", [])?;
         Ok(())
     })
@@ -308,7 +308,7 @@ fn message_pages_use_stable_cursors() {
     let mut seen = Vec::new();
     let mut page = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_messages_newest(
                 c,
                 &q::ListMessagesNewestParams {
@@ -322,7 +322,7 @@ fn message_pages_use_stable_cursors() {
         seen.extend(page.iter().map(|m| m.id.clone()));
         page = db
             .read(|c| -> scribe_db::Result<_> {
-                let c = c.conn();
+                let c = c.conn().unwrap();
                 Ok(q::list_messages_before(
                     c,
                     &q::ListMessagesBeforeParams {
@@ -340,14 +340,14 @@ fn message_pages_use_stable_cursors() {
 
     let all = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_messages(c, &s)?)
         })
         .unwrap();
     assert_eq!(all.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), ids);
     let parts = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_session_parts(c, &s)?)
         })
         .unwrap();
@@ -360,7 +360,7 @@ fn message_pages_use_stable_cursors() {
     );
     let by_ids = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_messages_by_ids(
                 c,
                 &[ids[3].as_str(), ids[1].as_str()],
@@ -370,7 +370,7 @@ fn message_pages_use_stable_cursors() {
     assert_eq!(by_ids.len(), 2);
     let none = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_messages_by_ids(c, &[])?)
         })
         .unwrap();
@@ -383,7 +383,7 @@ fn parts_append_update_and_find_by_call_id() {
     let s = session(&db, "cli");
     let (m, _) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "assistant", "text", &text("let me look"))
         })
         .unwrap();
@@ -392,7 +392,7 @@ fn parts_append_update_and_find_by_call_id() {
     .to_string();
     let part = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             Ok(q::append_part(
                 tx,
                 &q::AppendPartParams {
@@ -409,7 +409,7 @@ fn parts_append_update_and_find_by_call_id() {
     assert_eq!(part.position, 1);
     let found = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_tool_part_by_call_id(
                 c,
                 &q::GetToolPartByCallIdParams {
@@ -424,7 +424,7 @@ fn parts_append_update_and_find_by_call_id() {
                       "state": {"status": "completed", "output": "zebra", "started_at": 1, "ended_at": 2}})
     .to_string();
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         Ok(q::update_part(
             tx,
             &q::UpdatePartParams {
@@ -438,14 +438,14 @@ fn parts_append_update_and_find_by_call_id() {
     .unwrap();
     let row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_part(c, &part.id)?)
         })
         .unwrap();
     assert!(row.search_text.unwrap().contains("zebra"));
     let session_row = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::get_session(c, &s)?)
         })
         .unwrap();
@@ -462,7 +462,7 @@ fn file_versions_count_per_path() {
     let s = session(&db, "cli");
     let put = |path: &str, content: &str| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             Ok(q::create_file_version(
                 tx,
                 &q::CreateFileVersionParams {
@@ -482,7 +482,7 @@ fn file_versions_count_per_path() {
     assert_eq!(put("a.rs", "v3").version, 3);
     let history = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_file_versions(
                 c,
                 &q::ListFileVersionsParams {
@@ -501,7 +501,7 @@ fn file_versions_count_per_path() {
     );
     let latest = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(q::list_latest_files(c, &s)?)
         })
         .unwrap();
@@ -520,7 +520,7 @@ fn session_filters_combine_and_escape_like() {
     let make = |source: &str, title: Option<&str>, user: Option<&str>, created: i64| {
         let id = new_id(Prefix::Session);
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             let mut params = new_session(&id, source);
             params.title = title;
             params.user_id = user;
@@ -536,7 +536,7 @@ fn session_filters_combine_and_escape_like() {
     let c_ = make("cli", None, Some("u1"), 3);
     let d = child(&db, &a, "task", 4);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         q::end_session(
             tx,
             &q::EndSessionParams {
@@ -691,7 +691,7 @@ fn conversations_are_roots_and_forks_at_their_tips() {
 fn child_of_none(db: &Database, created_at: i64) -> String {
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         let mut params = new_session(&id, "cli");
         params.now = created_at;
         q::create_session(tx, &params)?;
@@ -708,7 +708,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
     let tg = session(&db, "telegram");
     let (m1, _) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(
                 tx,
                 &cli,
@@ -720,7 +720,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
         .unwrap();
     // A second docker part in the same message: still one hit.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         add_part(
             tx,
             &new_id(Prefix::Part),
@@ -734,7 +734,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
     .unwrap();
     let (m2, _) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(
                 tx,
                 &tg,
@@ -746,7 +746,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
         .unwrap();
     let (m3, _) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &tg, "user", "text", &text("数据库迁移失败"))
         })
         .unwrap();
@@ -839,12 +839,12 @@ fn search_looks_past_many_matching_parts_of_one_message() {
     // One message whose 40 parts all match strongly, then five that match once each.
     let (big, _) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "assistant", "text", &text("needle needle needle"))
         })
         .unwrap();
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         for i in 1..40 {
             add_part(
                 tx,
@@ -864,7 +864,7 @@ fn search_looks_past_many_matching_parts_of_one_message() {
         let filler = "hay ".repeat(50);
         let (m, _) = db
             .write(|tx| -> scribe_db::Result<_> {
-                let tx = tx.conn();
+                let tx = tx.conn().unwrap();
                 message_with_part(
                     tx,
                     &s,

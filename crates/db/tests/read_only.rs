@@ -11,7 +11,7 @@ use scribe_db::{Database, Error, Options};
 
 fn count(db: &Database, sql: &str) -> i64 {
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         Ok(c.query_row(sql, [], |r| r.get(0))?)
     })
     .unwrap()
@@ -41,7 +41,7 @@ fn reads_work_and_writes_are_refused_by_name() {
         let db = Database::open(&path).unwrap();
         let s = session(&db, "cli");
         db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s, "user", "text", &text("hello reader"))
         })
         .unwrap();
@@ -56,7 +56,7 @@ fn reads_work_and_writes_are_refused_by_name() {
     assert_eq!(count(&db, "SELECT count(*) FROM messages"), 1);
     assert_eq!(
         db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(hits(c, "parts_fts", "reader"))
         })
         .unwrap()
@@ -80,7 +80,7 @@ fn reads_work_and_writes_are_refused_by_name() {
     assert!(matches!(db.vacuum(), Err(Error::ReadOnly { .. })));
     // Even SQL sent through read cannot write.
     let sneaky = db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         Ok(c.execute("DELETE FROM messages", [])?)
     });
     assert!(sneaky.is_err());
@@ -124,7 +124,7 @@ fn sees_what_a_writer_commits_meanwhile() {
     for i in 0..3 {
         writer
             .write(|tx| -> scribe_db::Result<_> {
-                let tx = tx.conn();
+                let tx = tx.conn().unwrap();
                 message_with_part(tx, &s, "user", "text", &text(&format!("live {i}")))
             })
             .unwrap();

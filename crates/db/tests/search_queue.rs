@@ -17,7 +17,7 @@ use serde_json::json;
 
 fn queued(db: &Database) -> Vec<String> {
     db.read(|tx| -> scribe_db::Result<_> {
-        let mut stmt = tx.conn().prepare(
+        let mut stmt = tx.conn().unwrap().prepare(
             "SELECT p.id FROM search_queue AS q JOIN parts AS p ON p.seq = q.seq ORDER BY p.id",
         )?;
         let ids = stmt
@@ -29,18 +29,20 @@ fn queued(db: &Database) -> Vec<String> {
 }
 
 fn word_hits(db: &Database, query: &str) -> Vec<String> {
-    db.read(|tx| -> scribe_db::Result<_> { Ok(hits(tx.conn(), "parts_fts", query)) })
+    db.read(|tx| -> scribe_db::Result<_> { Ok(hits(tx.conn().unwrap(), "parts_fts", query)) })
         .unwrap()
 }
 
 fn trigram_hits(db: &Database, query: &str) -> Vec<String> {
-    db.read(|tx| -> scribe_db::Result<_> { Ok(hits(tx.conn(), "parts_fts_trigram", query)) })
-        .unwrap()
+    db.read(|tx| -> scribe_db::Result<_> {
+        Ok(hits(tx.conn().unwrap(), "parts_fts_trigram", query))
+    })
+    .unwrap()
 }
 
 fn set_data(db: &Database, part: &str, data: &str) {
     db.write(|tx| -> scribe_db::Result<_> {
-        tx.conn().execute(
+        tx.conn().unwrap().execute(
             "UPDATE parts SET data = ?1 WHERE id = ?2",
             params![data, part],
         )?;
@@ -51,7 +53,7 @@ fn set_data(db: &Database, part: &str, data: &str) {
 
 fn write_part(db: &Database, session: &str, data: &str) -> (String, String) {
     db.write(|tx| -> scribe_db::Result<_> {
-        message_with_part(tx.conn(), session, "user", "text", data)
+        message_with_part(tx.conn().unwrap(), session, "user", "text", data)
     })
     .unwrap()
 }
@@ -67,9 +69,9 @@ fn a_part_waits_in_the_queue_until_indexed_then_leaves_it() {
     let (_, part) = write_part(&db, &s, &text("heron in the reeds"));
     // A part that is never searched is never queued.
     db.write(|tx| -> scribe_db::Result<_> {
-        let (m, _) = message_with_part(tx.conn(), &s, "user", "text", &text("x"))?;
+        let (m, _) = message_with_part(tx.conn().unwrap(), &s, "user", "text", &text("x"))?;
         add_part(
-            tx.conn(),
+            tx.conn().unwrap(),
             "prt_finish",
             &m,
             &s,
@@ -104,6 +106,7 @@ fn changing_or_deleting_a_queued_part_leaves_no_stale_hit() {
     set_data(&db, &changed, &text("second draft about beavers"));
     db.write(|tx| -> scribe_db::Result<_> {
         tx.conn()
+            .unwrap()
             .execute("DELETE FROM parts WHERE id = ?1", [&deleted])?;
         Ok(())
     })
@@ -130,6 +133,7 @@ fn changing_or_deleting_an_indexed_part_takes_its_old_text_out_at_once() {
     set_data(&db, &part, &text("falcon over fields"));
     db.write(|tx| -> scribe_db::Result<_> {
         tx.conn()
+            .unwrap()
             .execute("DELETE FROM parts WHERE id = ?1", [&gone])?;
         Ok(())
     })
@@ -168,9 +172,14 @@ fn a_streamed_part_waits_until_it_ends_its_message_finishes_or_it_goes_quiet() {
     let now = clock.now();
     let part_at = |updated_at: i64, text_data: &str| {
         db.write(|tx| -> scribe_db::Result<_> {
-            let (m, p) =
-                message_with_part(tx.conn(), &s, "assistant", "text", &text("placeholder"))?;
-            tx.conn().execute(
+            let (m, p) = message_with_part(
+                tx.conn().unwrap(),
+                &s,
+                "assistant",
+                "text",
+                &text("placeholder"),
+            )?;
+            tx.conn().unwrap().execute(
                 "UPDATE parts SET data = ?1, updated_at = ?2 WHERE id = ?3",
                 params![text_data, updated_at, p],
             )?;
@@ -194,7 +203,7 @@ fn a_streamed_part_waits_until_it_ends_its_message_finishes_or_it_goes_quiet() {
         &streaming("swift one more done", now, Some(now + 5)),
     );
     db.write(|tx| -> scribe_db::Result<_> {
-        tx.conn().execute(
+        tx.conn().unwrap().execute(
             "UPDATE messages SET finished_at = ?1 WHERE id = ?2",
             params![now, finishes_message],
         )?;
@@ -225,7 +234,7 @@ fn check_counts_parts_still_streaming_and_finds_a_drifted_index() {
     let now = db.now();
     db.write(|tx| -> scribe_db::Result<_> {
         message_with_part(
-            tx.conn(),
+            tx.conn().unwrap(),
             &s,
             "assistant",
             "text",
@@ -240,7 +249,7 @@ fn check_counts_parts_still_streaming_and_finds_a_drifted_index() {
 
     // An index that lost a settled part's text is found.
     db.write(|tx| -> scribe_db::Result<_> {
-        tx.conn().execute(
+        tx.conn().unwrap().execute(
             "INSERT INTO parts_fts (parts_fts, rowid, search_text) \
              SELECT 'delete', seq, search_text FROM parts_search \
              WHERE search_text LIKE 'settled%'",
@@ -292,12 +301,12 @@ fn the_trigram_index_holds_exactly_the_text_with_spaceless_script_characters() {
     let s = session(&db, "cli");
     let parts: Vec<(char, String)> = db
         .write(|tx| -> scribe_db::Result<_> {
-            let (m, _) = message_with_part(tx.conn(), &s, "user", "text", &text("x"))?;
+            let (m, _) = message_with_part(tx.conn().unwrap(), &s, "user", "text", &text("x"))?;
             let mut parts = Vec::new();
             for (i, c) in chars.iter().enumerate() {
                 let id = format!("prt_c{i}");
                 add_part(
-                    tx.conn(),
+                    tx.conn().unwrap(),
                     &id,
                     &m,
                     &s,
@@ -312,7 +321,7 @@ fn the_trigram_index_holds_exactly_the_text_with_spaceless_script_characters() {
         .unwrap();
     let in_view: std::collections::HashSet<String> = db
         .read(|tx| -> scribe_db::Result<_> {
-            let mut stmt = tx.conn().prepare(
+            let mut stmt = tx.conn().unwrap().prepare(
                 "SELECT p.id FROM parts_search_trigram AS v JOIN parts AS p ON p.seq = v.seq",
             )?;
             let ids = stmt

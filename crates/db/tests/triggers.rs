@@ -12,7 +12,7 @@ use serde_json::json;
 
 fn count(db: &Database, session: &str) -> (i64, i64) {
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         Ok(c.query_row(
             "SELECT message_count, tool_call_count FROM sessions WHERE id = ?1",
             [session],
@@ -32,13 +32,13 @@ fn counters_and_both_indexes_stay_exact() {
     // Insert: a text message, a tool call, a reasoning part, a CJK text.
     let (m_text, p_text) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s1, "user", "text", &text("deploy the docker image"))
         })
         .unwrap();
     let (m_tool, p_tool) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(
                 tx,
                 &s1,
@@ -54,7 +54,7 @@ fn counters_and_both_indexes_stay_exact() {
         .unwrap();
     let (_, p_reason) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(
                 tx,
                 &s2,
@@ -66,13 +66,13 @@ fn counters_and_both_indexes_stay_exact() {
         .unwrap();
     let (_, p_cjk) = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             message_with_part(tx, &s2, "user", "text", &text("数据库迁移失败了"))
         })
         .unwrap();
     // A part that is not searched.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         add_part(
             tx,
             "prt_step",
@@ -89,7 +89,7 @@ fn counters_and_both_indexes_stay_exact() {
     assert_eq!(count(&db, &s2), (2, 0));
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert_eq!(hits(c, "parts_fts", "docker"), vec![p_text.clone()]);
         // Tool name, input and output are all searchable.
         assert_eq!(hits(c, "parts_fts", "bash"), vec![p_tool.clone()]);
@@ -115,7 +115,7 @@ fn counters_and_both_indexes_stay_exact() {
 
     // Update: the tool's output changes; old text is gone from both indexes, new text found.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         let data = tool(
             "bash",
             json!({"command": "kubectl rollout"}),
@@ -130,7 +130,7 @@ fn counters_and_both_indexes_stay_exact() {
     .unwrap();
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert!(hits(c, "parts_fts", "restarted").is_empty());
         assert!(hits(c, "parts_fts_trigram", "\"restarted\"").is_empty());
         assert_eq!(hits(c, "parts_fts", "crashloop"), vec![p_tool.clone()]);
@@ -145,7 +145,7 @@ fn counters_and_both_indexes_stay_exact() {
 
     // Update that changes the type: a tool part becomes text → tool count drops.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "UPDATE parts SET type = 'text', data = ?1 WHERE id = ?2",
             params![text("now plain words"), p_tool],
@@ -156,7 +156,7 @@ fn counters_and_both_indexes_stay_exact() {
     assert_eq!(count(&db, &s1), (2, 0));
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert!(hits(c, "parts_fts", "crashloop").is_empty());
         assert_eq!(hits(c, "parts_fts", "plain"), vec![p_tool.clone()]);
         Ok(())
@@ -164,7 +164,7 @@ fn counters_and_both_indexes_stay_exact() {
     .unwrap();
     assert_derived_exact(&db);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         let data = tool("grep", json!({"pattern": "needle"}), "found it");
         tx.execute(
             "UPDATE parts SET type = 'tool', data = ?1 WHERE id = ?2",
@@ -177,14 +177,14 @@ fn counters_and_both_indexes_stay_exact() {
 
     // Delete a part.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("DELETE FROM parts WHERE id = ?1", [&p_text])?;
         Ok(())
     })
     .unwrap();
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert!(hits(c, "parts_fts", "docker").is_empty());
         assert!(hits(c, "parts_fts_trigram", "\"docker\"").is_empty());
         Ok(())
@@ -194,7 +194,7 @@ fn counters_and_both_indexes_stay_exact() {
 
     // Delete a message: its parts go, its session's count drops.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("DELETE FROM messages WHERE id = ?1", [&m_tool])?;
         Ok(())
     })
@@ -202,7 +202,7 @@ fn counters_and_both_indexes_stay_exact() {
     assert_eq!(count(&db, &s1), (1, 0));
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert!(hits(c, "parts_fts", "needle").is_empty());
         Ok(())
     })
@@ -212,14 +212,14 @@ fn counters_and_both_indexes_stay_exact() {
 
     // Delete a session: messages, parts and index entries cascade.
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("DELETE FROM sessions WHERE id = ?1", [&s2])?;
         Ok(())
     })
     .unwrap();
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
-        let c = c.conn();
+        let c = c.conn().unwrap();
         assert!(hits(c, "parts_fts", "cafe").is_empty());
         assert!(hits(c, "parts_fts_trigram", "\"库迁移\"").is_empty());
         let left: i64 = c.query_row(
@@ -240,7 +240,7 @@ fn deleting_a_parent_keeps_children_unlinked_and_summary_links_clear() {
     let parent = session(&db, "cli");
     let child = session(&db, "cli");
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "UPDATE sessions SET parent_session_id = ?1, kind = 'task' WHERE id = ?2",
             [&parent, &child],
@@ -257,7 +257,7 @@ fn deleting_a_parent_keeps_children_unlinked_and_summary_links_clear() {
     .unwrap();
     let (parent_link, summary): (Option<String>, Option<String>) = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row(
                 "SELECT parent_session_id, summary_message_id FROM sessions WHERE id = ?1",
                 [&child],
@@ -275,7 +275,7 @@ fn a_part_cannot_belong_to_another_sessions_message() {
     let s2 = session(&db, "cli");
     let err = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             let (m, _) = message_with_part(tx, &s1, "user", "text", &text("hi"))?;
             add_part(tx, "prt_x", &m, &s2, 1, "text", &text("wrong session"))
         })
@@ -288,7 +288,7 @@ fn updated_at_moves_forward_when_an_update_forgets_it() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute("UPDATE sessions SET updated_at = 5 WHERE id = ?1", [&s])?;
         tx.execute("UPDATE sessions SET title = 'x' WHERE id = ?1", [&s])?;
         Ok(())
@@ -296,7 +296,7 @@ fn updated_at_moves_forward_when_an_update_forgets_it() {
     .unwrap();
     let updated: i64 = db
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(
                 c.query_row("SELECT updated_at FROM sessions WHERE id = ?1", [&s], |r| {
                     r.get(0)
@@ -314,7 +314,7 @@ fn unique_titles_conflict_and_null_titles_never_do() {
     let b = session(&db, "cli");
     let _c = session(&db, "cli"); // NULL title, like b until set
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute(
             "UPDATE sessions SET title = 'fix build' WHERE id = ?1",
             [&a],
@@ -324,7 +324,7 @@ fn unique_titles_conflict_and_null_titles_never_do() {
     .unwrap();
     let err = db
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             tx.execute(
                 "UPDATE sessions SET title = 'fix build' WHERE id = ?1",
                 [&b],
@@ -341,13 +341,13 @@ fn the_integrity_check_used_above_does_catch_a_stale_index() {
     let db = Database::open_in_memory().unwrap();
     let s = session(&db, "cli");
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         message_with_part(tx, &s, "user", "text", &text("alpha beta"))
     })
     .unwrap();
     // Simulate a writer that bypassed the triggers: the index keeps text the table lost.
     let result = db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         tx.execute_batch(
             "DROP TRIGGER parts_search_update;
              UPDATE parts SET data = json_object('type', 'text', 'text', 'gamma');",

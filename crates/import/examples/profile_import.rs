@@ -15,8 +15,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = Arc::new(scribe_db::Database::open(dir.path().join("p.db"))?);
     if no_fts {
         db.write(|tx| -> Result<(), scribe_db::Error> {
-            tx.conn()
-                .execute_batch("DROP TRIGGER parts_search_insert;")?;
+            let Some(conn) = tx.conn() else {
+                return Err(scribe_db::Error::InvalidInput(
+                    "nofts needs an SQLite database".to_owned(),
+                ));
+            };
+            conn.execute_batch("DROP TRIGGER parts_search_insert;")?;
             Ok(())
         })?;
     }

@@ -219,8 +219,9 @@ fn reading_every_file_again_stores_nothing_twice() {
     import_all(&db, &home);
     let before = dump(&db);
     db.write(|tx| -> Result<(), scribe_db::Error> {
-        tx.conn().execute("DELETE FROM import_files", [])?;
+        tx.conn().unwrap().execute("DELETE FROM import_files", [])?;
         tx.conn()
+            .unwrap()
             .execute("UPDATE import_sessions SET fingerprint = NULL", [])?;
         Ok(())
     })

@@ -15,12 +15,14 @@ pub enum ServeError {
         /// The path looked at.
         path: PathBuf,
     },
-    /// The database exists but could not be opened read-only.
-    #[error("cannot open database {}", path.display())]
+    /// The database exists but could not be opened read-only, or (PostgreSQL) its
+    /// change notifications could not be listened to.
+    #[error("cannot open database {location}")]
     Open {
-        /// The database file.
-        path: PathBuf,
-        /// Why (a newer or older schema, not a database, permissions …).
+        /// The database file, or the PostgreSQL location with its password hidden.
+        location: String,
+        /// Why (a newer or older schema, not a database, permissions, an unreachable
+        /// server …).
         #[source]
         source: scribe_db::Error,
     },

@@ -57,7 +57,8 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 /// How to serve.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The database file (opened read-only).
+    /// The database, opened read-only: a file, or a PostgreSQL location (`postgres://…`
+    /// or a libpq keyword string).
     pub db: PathBuf,
     /// `host:port` to listen on; port 0 picks a free one.
     pub addr: String,
@@ -167,6 +168,12 @@ impl Server {
     /// The address it listens on (with the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the database is, for people: the file, or the PostgreSQL location with its
+    /// password hidden.
+    pub fn location(&self) -> String {
+        self.shared.store.location()
     }
 
     /// The URL of the viewer's front page.

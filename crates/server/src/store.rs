@@ -9,14 +9,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use scribe_db::events::{Listener, Notice};
 use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
 use scribe_db::queries as q;
-use scribe_db::{Database, ReadTx};
+use scribe_db::{Backend, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchOptions, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
@@ -258,16 +260,20 @@ impl Opened {
     }
 }
 
+/// Opens the database at `path` (a file, or a PostgreSQL location) read-only. A missing
+/// file is [`ServeError::NoDatabase`] (none is created); a PostgreSQL database must exist
+/// with this build's schema.
 fn open_read_only(path: &Path) -> Result<Database, ServeError> {
-    if !path.is_file() {
+    let failed = |source| ServeError::Open {
+        location: Database::shown_location(path),
+        source,
+    };
+    if Database::backend_of(path).map_err(failed)? == Backend::Sqlite && !path.is_file() {
         return Err(ServeError::NoDatabase {
             path: path.to_owned(),
         });
     }
-    Database::open_read_only(path).map_err(|source| ServeError::Open {
-        path: path.to_owned(),
-        source,
-    })
+    Database::open_read_only(path).map_err(failed)
 }
 
 impl Store {
@@ -298,8 +304,35 @@ impl Store {
         Ok(())
     }
 
+    /// Where the database is, for people (a PostgreSQL password hidden).
+    pub fn location(&self) -> String {
+        self.current().db.location()
+    }
+
     /// A change detector for the current opening (see [`Watcher`]).
     pub fn watcher(&self) -> Result<Watcher, ServeError> {
+        let opened = self.current();
+        if opened.db.backend() == Backend::Postgres {
+            let notices = Arc::new(AtomicU64::new(0));
+            let listener = opened
+                .db
+                .listen({
+                    let notices = Arc::clone(&notices);
+                    // A change, or a reconnection that may have missed some: either way
+                    // the pages read again.
+                    move |_: Notice| {
+                        notices.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+                .map_err(|source| ServeError::Open {
+                    location: opened.db.location(),
+                    source,
+                })?;
+            return Ok(Watcher::Notices {
+                _listener: listener,
+                notices,
+            });
+        }
         if self.is_immutable() {
             return Ok(Watcher::Files(FileStamps::new(&self.path)));
         }
@@ -710,12 +743,23 @@ pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, 
 ///   its `-wal` and `-shm` instead (a writer starting creates them; a commit or checkpoint
 ///   changes one of them), and the store must be opened again on a change
 ///   ([`Watcher::reopens`]).
+/// - [`Watcher::Notices`]: PostgreSQL announces every committed change to sessions,
+///   messages, parts and files, by any process on any host (schema V8's triggers), to
+///   [`Database::listen`]; the listener's thread counts the notices (a reconnection that
+///   may have missed some counts too), and the watcher compares the count.
 #[derive(Debug)]
 pub enum Watcher {
     /// Polls `PRAGMA data_version` on a connection of its own.
     DataVersion(Box<Database>),
     /// Polls the files of a database read as `immutable`.
     Files(FileStamps),
+    /// Counts PostgreSQL's change notifications (stops listening when dropped).
+    Notices {
+        /// The listening thread, held only to keep it running (dropping it stops it).
+        _listener: Listener,
+        /// Notices received so far.
+        notices: Arc<AtomicU64>,
+    },
 }
 
 /// What a [`Watcher`] compares between polls: any difference means a change.
@@ -723,6 +767,8 @@ pub enum Watcher {
 pub enum Signal {
     /// `PRAGMA data_version`.
     DataVersion(i64),
+    /// How many change notifications PostgreSQL has sent.
+    Notices(u64),
     /// The size and modification time of the database, `-wal` and `-shm` files (`None`:
     /// absent).
     Files([Option<(u64, SystemTime)>; 3]),
@@ -732,14 +778,9 @@ impl Watcher {
     /// The current signal; a different value than at the last call means a change.
     pub fn signal(&self) -> Result<Signal, scribe_db::Error> {
         match self {
-            Watcher::DataVersion(db) => db
-                .read(|tx| {
-                    Ok(tx
-                        .conn()
-                        .pragma_query_value(None, "data_version", |row| row.get(0))?)
-                })
-                .map(Signal::DataVersion),
+            Watcher::DataVersion(db) => db.data_version().map(Signal::DataVersion),
             Watcher::Files(files) => Ok(Signal::Files(files.stamps())),
+            Watcher::Notices { notices, .. } => Ok(Signal::Notices(notices.load(Ordering::SeqCst))),
         }
     }
 

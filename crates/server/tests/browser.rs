@@ -7,8 +7,10 @@
 //! exit status follow libtest's (`test … ok`, `test result: …`). Arguments that are not
 //! flags filter tests by name, as with `cargo test NAME`.
 //!
-//! The binary is also the writer process of the live-update test (see
-//! [`common::writer_main`]).
+//! The binary is also the writer process of the live-update tests (see
+//! [`common::writer_main`]). The PostgreSQL live-update test needs a server: it runs
+//! under `.ci/with-postgres` (SCRIBE_TEST_POSTGRES set) and is reported as ignored
+//! without one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -52,6 +54,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "a_conversation_updates_live_while_another_process_writes",
         live,
+    ),
+    (
+        "on_postgres_a_conversation_updates_live_while_another_process_writes",
+        live_postgres,
     ),
     ("with_a_token_the_page_works_through_its_cookie", token),
     (
@@ -123,8 +129,14 @@ fn main() -> ExitCode {
         server,
         driver,
     };
-    let (mut passed, mut failed) = (0, Vec::new());
+    let (mut passed, mut failed, mut ignored) = (0, Vec::new(), 0);
+    let postgres = std::env::var_os(scribe_db::testing::TEST_SERVER_VAR).is_some();
     for (name, test) in &selected {
+        if NEEDS_POSTGRES.contains(name) && !postgres {
+            ignored += 1;
+            println!("test {name} ... ignored, needs PostgreSQL: run under .ci/with-postgres");
+            continue;
+        }
         let outcome = catch_unwind(AssertUnwindSafe(|| test(&ctx)));
         match outcome {
             Ok(Ok(())) => {
@@ -153,7 +165,7 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out\n",
+        "\ntest result: {}. {passed} passed; {} failed; {ignored} ignored; 0 measured; {} filtered out\n",
         if failed.is_empty() { "ok" } else { "FAILED" },
         failed.len(),
         TESTS.len() - selected.len()
@@ -518,33 +530,62 @@ fn usage(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The tests that need a PostgreSQL server (SCRIBE_TEST_POSTGRES).
+const NEEDS_POSTGRES: &[&str] =
+    &["on_postgres_a_conversation_updates_live_while_another_process_writes"];
+
 fn live(ctx: &Ctx) -> Result<()> {
+    follows_another_process(ctx, &ctx.server, &ctx.fixture.db)
+}
+
+/// The same on a PostgreSQL copy of the fixture, served by a second server: the page
+/// follows through PostgreSQL's change notifications.
+fn live_postgres(ctx: &Ctx) -> Result<()> {
+    let url = scribe_db::testing::fresh_test_database("scribe_browser_live")?;
+    {
+        let sqlite = scribe_db::Database::open(&ctx.fixture.db)?;
+        let pg = scribe_db::Database::open(&url)?;
+        scribe_db::copy::copy(&sqlite, &pg, |_| {})?;
+    }
+    let url = std::path::PathBuf::from(url);
+    let server = serve(&url, None);
+    follows_another_process(ctx, &server, &url)
+}
+
+/// The long conversation open in the page follows a message another process appends to
+/// `db` (served by `server`): the message appears, the header counts it.
+fn follows_another_process(ctx: &Ctx, server: &Running, db: &std::path::Path) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
+    let before =
+        get_json(server.addr, &format!("/api/sessions/{}", f.long))["session"]["message_count"]
+            .as_u64()
+            .ok_or("no message count")?;
+    d.goto(&server.url(&format!("/s/{}", f.long)))?;
     d.wait_ready()?;
     d.wait(
         "the live badge",
         "return document.getElementById('live').classList.contains('on')",
     )?;
-    d.wait("everything", "window.scrollTo(0, document.body.scrollHeight); return document.querySelectorAll('#messages .msg').length === 250")?;
+    d.wait(
+        "everything",
+        &format!(
+            "window.scrollTo(0, document.body.scrollHeight); \
+             return document.querySelectorAll('#messages .msg').length === {before}"
+        ),
+    )?;
     let exe = std::env::current_exe()?;
-    common::write_from_another_process(
-        &exe,
-        &[],
-        &f.db,
-        &f.long,
-        "Live: written by another process",
-    );
+    let written = format!("Live: written by another process into {before}");
+    common::write_from_another_process(&exe, &[], db, &f.long, &written);
     d.wait(
         "the new message in the page",
-        "return document.getElementById('messages').textContent.includes('Live: written by another process')",
+        &format!("return document.getElementById('messages').textContent.includes('{written}')"),
     )?;
     let count = text(
         ctx,
         "return document.getElementById('session-totals').textContent",
     )?;
     check(
-        count.contains("messages 251"),
+        count.contains(&format!("messages {}", before + 1)),
         format!("the header follows: {count}"),
     )?;
     Ok(())

@@ -92,7 +92,7 @@ pub fn counters(svc: &MessageService, id: &str) -> (i64, i64) {
 pub fn count(svc: &MessageService, sql: &str) -> i64 {
     svc.database()
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row(sql, [], |r| r.get(0))?)
         })
         .unwrap()

@@ -1,7 +1,6 @@
 //! `scribe db info | migrate | check | vacuum | copy`: thin reports over `Database`'s own
 //! maintenance API (no SQL here). `info` and `check` also work on a database this process
-//! may only read. `info`, `migrate`, `check` and `copy` run on SQLite and PostgreSQL;
-//! `vacuum` is SQLite's.
+//! may only read. Every subcommand runs on SQLite and PostgreSQL.
 
 use std::io::Write;
 use std::path::Path;
@@ -30,7 +29,10 @@ pub enum DbCommand {
     /// parts against their messages), listing what it skips. Exit 1 when anything is
     /// wrong.
     Check,
-    /// Rebuild the file to reclaim the space of deleted rows.
+    /// Reclaim the space of deleted rows: on SQLite rebuild the file (and truncate its
+    /// write-ahead log); on PostgreSQL run VACUUM (ANALYZE) on each of Scribe's tables,
+    /// which makes dead rows' space reusable and refreshes the planner's statistics
+    /// without blocking readers or writers.
     Vacuum,
     /// Copy a whole store into an empty one, between backends: an SQLite file to
     /// PostgreSQL or back (`scribe db copy ~/scribe.db postgres://me@host/scribe`).
@@ -198,17 +200,34 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Rebuilds the file, then truncates the write-ahead log, and reports the size change.
+/// SQLite: rebuilds the file, then truncates the write-ahead log, and reports the size
+/// change. PostgreSQL: vacuums and analyzes each table, and reports which, with their
+/// size before and after.
 fn vacuum(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
     let db = Database::open(path)?;
     let report = db.vacuum()?;
-    writeln!(
-        out,
-        "{}: {} → {}",
-        db.location(),
+    let (before, after) = (
         human_bytes(report.bytes_before),
-        human_bytes(report.bytes_after)
-    )?;
+        human_bytes(report.bytes_after),
+    );
+    match report.backend {
+        Backend::Sqlite => writeln!(out, "{}: {before} → {after}", db.location())?,
+        Backend::Postgres => {
+            writeln!(
+                out,
+                "{}: VACUUM (ANALYZE) of {} tables: {}",
+                db.location(),
+                report.tables.len(),
+                report.tables.join(", ")
+            )?;
+            writeln!(
+                out,
+                "tables with their indexes: {before} → {after} (dead rows' space is \
+                 reusable now; VACUUM FULL in psql returns it to the system, locking \
+                 each table)"
+            )?;
+        }
+    }
     Ok(())
 }
 

@@ -18,8 +18,6 @@ pub mod show;
 pub mod sources;
 pub mod stats;
 
-use scribe_db::{Backend, Database};
-
 use crate::cli::{Cli, Command};
 use crate::context::{Access, Context};
 use crate::error::CliError;
@@ -33,15 +31,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         _ => {}
     }
     let path = location::database_path(cli.db)?;
-    if Database::backend_of(&path)? == Backend::Postgres
-        && let Some((command, reason)) = postgres_gap(&cli.command)
-    {
-        return Err(CliError::Unsupported {
-            command,
-            backend: "PostgreSQL",
-            reason,
-        });
-    }
     match cli.command {
         Command::Db(command) => return db::run(command, &path),
         Command::Serve(cmd) => return cmd.run(&path),
@@ -76,25 +65,4 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
-}
-
-/// Why a PostgreSQL database (`--db postgres://…`) cannot run `command` yet, with the
-/// command's name; `None` for a command that runs there. Checked before the database is
-/// opened, so a refused command connects to nothing and changes nothing.
-///
-/// What still reads SQLite directly: filtered session lists and search (`scribe_db`'s
-/// filters and search, moving to the transaction handle in the pgsearch work), the agent
-/// loop's run lease (`demo`), the web viewer's store (`serve`). Flip an arm to `None`
-/// when its part lands; `crates/cli/tests/postgres.rs` runs every command that is not
-/// refused here.
-fn postgres_gap(command: &Command) -> Option<(&'static str, &'static str)> {
-    let gap = match command {
-        Command::Serve(_) => ("serve", "the web viewer still reads SQLite directly"),
-        Command::Db(db::DbCommand::Vacuum) => (
-            "db vacuum",
-            "PostgreSQL reclaims space with autovacuum (run VACUUM in psql to force it)",
-        ),
-        _ => return None,
-    };
-    Some(gap)
 }

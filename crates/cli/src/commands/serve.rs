@@ -1,4 +1,5 @@
-//! `scribe serve`: the web viewer (crates/server) over the database, read-only.
+//! `scribe serve`: the web viewer (crates/server) over the database, read-only: an SQLite
+//! file or a PostgreSQL database.
 
 use std::io::Write;
 use std::path::Path;
@@ -14,6 +15,8 @@ use crate::error::CliError;
 /// needed, the session list, each conversation (updating live while another process
 /// writes it), search as you type and usage charts, over a JSON API under /api/. Listens
 /// on loopback only unless --token is given; with a token, every request must carry it.
+/// A PostgreSQL database (--db postgres://…) must exist with this build's schema (run
+/// `scribe db migrate` once); its pages follow commits from any host.
 #[derive(Debug, Args)]
 pub struct Cmd {
     /// Where to listen (host:port). An address beyond loopback needs --token.
@@ -50,7 +53,7 @@ impl Cmd {
             writeln!(
                 out,
                 "scribe serve: {} (read-only) at {url}\nPress Ctrl-C to stop.",
-                db.display()
+                server.location()
             )?;
             out.flush()?;
         }

@@ -23,7 +23,8 @@ use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use rusqlite::types::Value;
 
-use crate::{Backend, Database, Error, Result};
+use crate::database::{Engine, SqliteStore};
+use crate::{Database, Error, Result};
 
 /// Rows per INSERT statement (PostgreSQL) and per progress report.
 const BATCH: usize = 500;
@@ -79,10 +80,9 @@ pub fn copy(
             to.location()
         )));
     }
-    let plan_db = match (from.backend(), to.backend()) {
-        (Backend::Sqlite, _) => from,
-        (_, Backend::Sqlite) => to,
-        _ => {
+    let plan_db = match (from.sqlite(), to.sqlite()) {
+        (Some(sqlite), _) | (None, Some(sqlite)) => sqlite,
+        (None, None) => {
             return Err(Error::InvalidInput(
                 "copying needs an SQLite end (PostgreSQL to PostgreSQL: use pg_dump)".to_owned(),
             ));
@@ -101,8 +101,8 @@ pub fn copy(
     }
     let mut report = CopyReport { tables: Vec::new() };
     let mut reader = Reader::open(from)?;
-    match to.postgres() {
-        Some(pg) => {
+    match to.engine() {
+        Engine::Postgres(pg) => {
             let mut client = pg.client()?;
             let mut tx = client.transaction()?;
             for table in &tables {
@@ -203,8 +203,8 @@ pub fn copy(
             }
             tx.commit()?;
         }
-        None => {
-            let conn = to.writer();
+        Engine::Sqlite(sqlite) => {
+            let conn = sqlite.writer();
             conn.pragma_update(None, "foreign_keys", false)?;
             let outcome = (|| -> Result<()> {
                 let tx = rusqlite::Transaction::new_unchecked(
@@ -270,14 +270,14 @@ fn q(name: &str) -> String {
 fn count(db: &Database, table: &str) -> Result<i64> {
     // Table names come from the schema's own catalog, quoted.
     let sql = format!("SELECT count(*) FROM {}", q(table));
-    match db.postgres() {
-        Some(pg) => Ok(pg.client()?.query_one(&sql, &[])?.try_get(0)?),
-        None => Ok(db.writer().query_row(&sql, [], |r| r.get(0))?),
+    match db.engine() {
+        Engine::Postgres(pg) => Ok(pg.client()?.query_one(&sql, &[])?.try_get(0)?),
+        Engine::Sqlite(sqlite) => Ok(sqlite.writer().query_row(&sql, [], |r| r.get(0))?),
     }
 }
 
 /// The tables to copy, parents before children, from an SQLite database's catalog.
-fn plan(db: &Database) -> Result<Vec<Table>> {
+fn plan(db: &SqliteStore) -> Result<Vec<Table>> {
     let conn = db.writer();
     let mut stmt = conn.prepare(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
@@ -383,14 +383,14 @@ enum Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn open(db: &'a Database) -> Result<Self> {
-        match db.postgres() {
-            Some(pg) => {
+        match db.engine() {
+            Engine::Postgres(pg) => {
                 let mut client = pg.client()?;
                 client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
                 Ok(Reader::Postgres(Box::new(client)))
             }
-            None => {
-                let conn = db.writer();
+            Engine::Sqlite(sqlite) => {
+                let conn = sqlite.writer();
                 conn.execute_batch("BEGIN DEFERRED")?;
                 // The snapshot starts at the first read.
                 conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {

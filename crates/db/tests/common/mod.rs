@@ -11,7 +11,7 @@ use scribe_db::{Database, now_ms};
 pub fn session(db: &Database, source: &str) -> String {
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn();
+        let tx = tx.conn().unwrap();
         q::create_session(tx, &new_session(&id, source))?;
         Ok(())
     })
@@ -143,7 +143,7 @@ pub fn assert_derived_exact(db: &Database) {
     );
     db.index_pending().unwrap();
     db.read(|tx| -> scribe_db::Result<_> {
-        check_derived(tx.conn());
+        check_derived(tx.conn().unwrap());
         Ok(())
     })
     .unwrap();
@@ -195,7 +195,7 @@ pub fn fill_for_copy(db: &Database) -> Vec<String> {
     let parent = session(db, "cli");
     let child = session(db, "telegram");
     db.write(|tx| -> scribe_db::Result<_> {
-        let c = tx.conn();
+        let c = tx.conn().unwrap();
         let (m1, _) = message_with_part(c, &parent, "assistant", "text", &text("naïve 数据 \"q\" ✓"))?;
         let (m2, _) = message_with_part(
             c,
@@ -258,7 +258,7 @@ pub fn dump(db: &Database) -> Vec<(String, Vec<String>)> {
         "session_runs",
     ];
     db.read(|tx| -> scribe_db::Result<_> {
-        let c = tx.conn();
+        let c = tx.conn().unwrap();
         let mut out = Vec::new();
         for table in tables {
             let mut stmt = c.prepare(&format!("SELECT * FROM {table} ORDER BY 1"))?;

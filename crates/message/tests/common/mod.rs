@@ -28,7 +28,7 @@ pub fn session_with(
     let id = new_id(Prefix::Session);
     svc.database()
         .write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn();
+            let tx = tx.conn().unwrap();
             queries::create_session(
                 tx,
                 &queries::CreateSessionParams {
@@ -80,7 +80,7 @@ pub fn completed_tool(call_id: &str, tool: &str, input: serde_json::Value, outpu
 pub fn count(svc: &MessageService, sql: &str) -> i64 {
     svc.database()
         .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn();
+            let c = c.conn().unwrap();
             Ok(c.query_row(sql, [], |r| r.get(0))?)
         })
         .unwrap()
