@@ -15,7 +15,8 @@
 //!   the counter triggers find no session to count into (the search index triggers do
 //!   index every part); `PRAGMA foreign_key_check` must then find nothing.
 //!
-//! Generated columns (`parts.search_text`) are computed by the target.
+//! Generated columns, should a table have any, are computed by the target (`parts` has
+//! none since schema version 11).
 
 use std::collections::HashMap;
 
