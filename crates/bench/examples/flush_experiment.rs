@@ -24,7 +24,11 @@ fn setup(path: &std::path::Path, check: bool, generated: bool) -> Connection {
     let c = Connection::open(path).unwrap();
     c.pragma_update(None, "journal_mode", "WAL").unwrap();
     c.pragma_update(None, "synchronous", "NORMAL").unwrap();
-    let check = if check { "CHECK (json_valid(data))" } else { "" };
+    let check = if check {
+        "CHECK (json_valid(data))"
+    } else {
+        ""
+    };
     let generated = if generated { GENERATED } else { "" };
     c.execute_batch(&format!(
         "CREATE TABLE search_queue (seq INTEGER PRIMARY KEY NOT NULL);
@@ -48,7 +52,8 @@ fn setup(path: &std::path::Path, check: bool, generated: bool) -> Connection {
 
 fn flushes(c: &Connection, reply: usize, pieces: usize) -> Duration {
     let id = format!("prt_{reply}");
-    let piece = "lorem ipsum dolor sit amet, consectetur adipiscing elit sed do eiusmod te".repeat(2);
+    let piece =
+        "lorem ipsum dolor sit amet, consectetur adipiscing elit sed do eiusmod te".repeat(2);
     let piece = &piece[..(10_000 / pieces).min(piece.len())];
     let mut text = String::new();
     let t = Instant::now();
@@ -65,10 +70,12 @@ fn flushes(c: &Connection, reply: usize, pieces: usize) -> Duration {
             .execute(params![id, format!("msg_{reply}"), data])
             .unwrap();
         } else {
-            c.prepare_cached("UPDATE parts SET type = 'text', data = ?1, updated_at = ?2 WHERE id = ?3")
-                .unwrap()
-                .execute(params![data, i as i64 + 2, id])
-                .unwrap();
+            c.prepare_cached(
+                "UPDATE parts SET type = 'text', data = ?1, updated_at = ?2 WHERE id = ?3",
+            )
+            .unwrap()
+            .execute(params![data, i as i64 + 2, id])
+            .unwrap();
         }
         c.execute_batch("COMMIT").unwrap();
     }
@@ -85,7 +92,9 @@ fn main() {
     let conns: Vec<Connection> = variants
         .iter()
         .enumerate()
-        .map(|(i, (_, check, generated))| setup(&dir.path().join(format!("{i}.db")), *check, *generated))
+        .map(|(i, (_, check, generated))| {
+            setup(&dir.path().join(format!("{i}.db")), *check, *generated)
+        })
         .collect();
     let mut times = vec![Vec::new(); variants.len()];
     for reply in 0..60 {
@@ -97,6 +106,9 @@ fn main() {
     for ((name, ..), mut t) in variants.iter().zip(times) {
         t.sort();
         let m = t[t.len() / 2].as_secs_f64() * 1000.0;
-        println!("{name:40} 100 flushes of a 10 KB reply: median {m:7.2} ms ({:.1} µs/flush)", m * 10.0);
+        println!(
+            "{name:40} 100 flushes of a 10 KB reply: median {m:7.2} ms ({:.1} µs/flush)",
+            m * 10.0
+        );
     }
 }

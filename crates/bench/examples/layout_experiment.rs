@@ -21,7 +21,16 @@ fn open(path: &str, write: bool) -> Connection {
 
 const MSG_COLS: &str = "id, session_id, parent_id, role, agent, provider, model, finish_reason, is_summary, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, error, created_at, updated_at, finished_at";
 
-type Msg = (String, String, Option<String>, String, Option<String>, i64, i64, Vec<(String, i64, Part, i64, i64)>);
+type Msg = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    i64,
+    i64,
+    Vec<(String, i64, Part, i64, i64)>,
+);
 
 fn read_msg(r: &rusqlite::Row<'_>) -> Msg {
     let _: Option<String> = r.get(4).unwrap();
@@ -56,8 +65,11 @@ fn two(c: &Connection, msgs_sql: &str, parts_sql: &str, s: &str) -> usize {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    let index: std::collections::HashMap<String, usize> =
-        out.iter().enumerate().map(|(i, m)| (m.0.clone(), i)).collect();
+    let index: std::collections::HashMap<String, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.0.clone(), i))
+        .collect();
     let mut stmt = tx.prepare_cached(parts_sql).unwrap();
     let mut rows = stmt.query([s]).unwrap();
     let mut at = 0usize;
@@ -67,7 +79,13 @@ fn two(c: &Connection, msgs_sql: &str, parts_sql: &str, s: &str) -> usize {
             at = index[mid];
         }
         let part = Part::from_json(r.get_ref(3).unwrap().as_str().unwrap()).unwrap();
-        out[at].7.push((r.get(0).unwrap(), r.get(2).unwrap(), part, r.get(4).unwrap(), r.get(5).unwrap()));
+        out[at].7.push((
+            r.get(0).unwrap(),
+            r.get(2).unwrap(),
+            part,
+            r.get(4).unwrap(),
+            r.get(5).unwrap(),
+        ));
     }
     drop(rows);
     drop(stmt);
@@ -88,10 +106,13 @@ fn joined(c: &Connection, sql: &str, s: &str) -> usize {
         }
         if let Some(pid) = r.get::<_, Option<String>>(19).unwrap() {
             let part = Part::from_json(r.get_ref(21).unwrap().as_str().unwrap()).unwrap();
-            out.last_mut()
-                .unwrap()
-                .7
-                .push((pid, r.get(20).unwrap(), part, r.get(22).unwrap(), r.get(23).unwrap()));
+            out.last_mut().unwrap().7.push((
+                pid,
+                r.get(20).unwrap(),
+                part,
+                r.get(22).unwrap(),
+                r.get(23).unwrap(),
+            ));
         }
     }
     std::hint::black_box(&out);
@@ -107,9 +128,15 @@ fn limit(c: &Connection, s: &str) -> usize {
     let mut rows = stmt.query([s]).unwrap();
     let mut n = 0;
     while let Some(r) = rows.next().unwrap() {
-        let parts: Vec<Part> = serde_json::from_str(r.get_ref(2).unwrap().as_str().unwrap()).unwrap();
-        let x: (String, String, Option<String>, i64, i64) =
-            (r.get(0).unwrap(), r.get(1).unwrap(), r.get(3).unwrap(), r.get(4).unwrap(), r.get(5).unwrap());
+        let parts: Vec<Part> =
+            serde_json::from_str(r.get_ref(2).unwrap().as_str().unwrap()).unwrap();
+        let x: (String, String, Option<String>, i64, i64) = (
+            r.get(0).unwrap(),
+            r.get(1).unwrap(),
+            r.get(3).unwrap(),
+            r.get(4).unwrap(),
+            r.get(5).unwrap(),
+        );
         std::hint::black_box((parts, x));
         n += 1;
     }
@@ -127,7 +154,11 @@ fn main() {
     {
         let w = open(db, true);
         let have: i64 = w
-            .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'parts_c'", [], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'parts_c'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         if have == 0 {
             let t = Instant::now();
@@ -149,11 +180,26 @@ fn main() {
             eprintln!("built variants in {:?}", t.elapsed());
         }
         for (name, sql) in [
-            ("parts", "SELECT sum(pgsize) FROM dbstat WHERE name = 'parts'"),
-            ("parts_c", "SELECT sum(pgsize) FROM dbstat WHERE name IN ('parts_c', 'parts_c_seq')"),
-            ("messages", "SELECT sum(pgsize) FROM dbstat WHERE name = 'messages'"),
-            ("messages_c", "SELECT sum(pgsize) FROM dbstat WHERE name = 'messages_c'"),
-            ("messages_cov", "SELECT sum(pgsize) FROM dbstat WHERE name = 'messages_cov'"),
+            (
+                "parts",
+                "SELECT sum(pgsize) FROM dbstat WHERE name = 'parts'",
+            ),
+            (
+                "parts_c",
+                "SELECT sum(pgsize) FROM dbstat WHERE name IN ('parts_c', 'parts_c_seq')",
+            ),
+            (
+                "messages",
+                "SELECT sum(pgsize) FROM dbstat WHERE name = 'messages'",
+            ),
+            (
+                "messages_c",
+                "SELECT sum(pgsize) FROM dbstat WHERE name = 'messages_c'",
+            ),
+            (
+                "messages_cov",
+                "SELECT sum(pgsize) FROM dbstat WHERE name = 'messages_cov'",
+            ),
         ] {
             let n: Option<i64> = w.query_row(sql, [], |r| r.get(0)).ok().flatten();
             eprintln!("bytes {name}: {n:?}");
@@ -161,12 +207,21 @@ fn main() {
     }
     let c = open(db, false);
     let l = open(limit_db, false);
-    let m_plain = format!("SELECT {MSG_COLS} FROM messages WHERE session_id = ?1 ORDER BY created_at, id");
-    let m_cov = format!("SELECT {MSG_COLS} FROM messages INDEXED BY messages_cov WHERE session_id = ?1 ORDER BY created_at, id");
-    let m_c = format!("SELECT {MSG_COLS} FROM messages_c WHERE session_id = ?1 ORDER BY created_at, id");
+    let m_plain =
+        format!("SELECT {MSG_COLS} FROM messages WHERE session_id = ?1 ORDER BY created_at, id");
+    let m_cov = format!(
+        "SELECT {MSG_COLS} FROM messages INDEXED BY messages_cov WHERE session_id = ?1 ORDER BY created_at, id"
+    );
+    let m_c =
+        format!("SELECT {MSG_COLS} FROM messages_c WHERE session_id = ?1 ORDER BY created_at, id");
     let p_plain = "SELECT id, message_id, position, data, created_at, updated_at FROM parts WHERE session_id = ?1 ORDER BY seq";
     let p_c = "SELECT id, message_id, position, data, created_at, updated_at FROM parts_c WHERE session_id = ?1 ORDER BY seq";
-    let pm = |m: &str| m.split(", ").map(|c| format!("m.{c}")).collect::<Vec<_>>().join(", ");
+    let pm = |m: &str| {
+        m.split(", ")
+            .map(|c| format!("m.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let j_plain = format!(
         "SELECT {}, p.id, p.position, p.data, p.created_at, p.updated_at FROM messages AS m LEFT JOIN parts AS p ON p.message_id = m.id WHERE m.session_id = ?1 ORDER BY m.created_at, m.id, p.position",
         pm(MSG_COLS)
@@ -178,12 +233,27 @@ fn main() {
     type Variant<'a> = (&'a str, Box<dyn Fn() -> usize + 'a>);
     let variants: Vec<Variant<'_>> = vec![
         ("limit", Box::new(|| limit(&l, ls))),
-        ("today: 2 queries", Box::new(|| two(&c, &m_plain, p_plain, s))),
-        ("join (today's tables)", Box::new(|| joined(&c, &j_plain, s))),
-        ("covering messages index + parts", Box::new(|| two(&c, &m_cov, p_plain, s))),
-        ("parts clustered (session, seq)", Box::new(|| two(&c, &m_plain, p_c, s))),
+        (
+            "today: 2 queries",
+            Box::new(|| two(&c, &m_plain, p_plain, s)),
+        ),
+        (
+            "join (today's tables)",
+            Box::new(|| joined(&c, &j_plain, s)),
+        ),
+        (
+            "covering messages index + parts",
+            Box::new(|| two(&c, &m_cov, p_plain, s)),
+        ),
+        (
+            "parts clustered (session, seq)",
+            Box::new(|| two(&c, &m_plain, p_c, s)),
+        ),
         ("both clustered", Box::new(|| two(&c, &m_c, p_c, s))),
-        ("covering messages + parts clustered", Box::new(|| two(&c, &m_cov, p_c, s))),
+        (
+            "covering messages + parts clustered",
+            Box::new(|| two(&c, &m_cov, p_c, s)),
+        ),
         ("both clustered, join", Box::new(|| joined(&c, &j_c, s))),
     ];
     for (name, f) in &variants {

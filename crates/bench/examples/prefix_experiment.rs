@@ -13,10 +13,19 @@ fn main() {
     let path = std::env::args().nth(1).unwrap();
     let c = Connection::open(&path).unwrap();
     c.pragma_update(None, "cache_size", -65536).unwrap();
-    let variants = [("parts_fts", ""), ("fts_p23", "2 3"), ("fts_p34", "3 4"), ("fts_p234", "2 3 4")];
+    let variants = [
+        ("parts_fts", ""),
+        ("fts_p23", "2 3"),
+        ("fts_p34", "3 4"),
+        ("fts_p234", "2 3 4"),
+    ];
     for (name, prefix) in &variants[1..] {
         let have: i64 = c
-            .query_row("SELECT count(*) FROM sqlite_master WHERE name = ?1", [name], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
             .unwrap();
         if have == 0 {
             let t = Instant::now();
@@ -38,14 +47,17 @@ fn main() {
             )
             .ok()
             .flatten();
-        let msgs: i64 = c.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
-        eprintln!("bytes {name}: {n:?} ({} B/msg)", n.unwrap_or(0) / msgs.max(1));
+        let msgs: i64 = c
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        eprintln!(
+            "bytes {name}: {n:?} ({} B/msg)",
+            n.unwrap_or(0) / msgs.max(1)
+        );
     }
     let keystrokes: Vec<String> = TYPED
         .iter()
-        .flat_map(|w| {
-            (3..=w.len()).map(move |n| format!("\"{}\"*", &w[..n]))
-        })
+        .flat_map(|w| (3..=w.len()).map(move |n| format!("\"{}\"*", &w[..n])))
         .collect();
     {
         let mut all = vec![Vec::new(); variants.len()];
@@ -74,13 +86,17 @@ fn main() {
             d.sort();
             let med = d[d.len() / 2].as_secs_f64() * 1000.0;
             let p95 = d[d.len() * 95 / 100].as_secs_f64() * 1000.0;
-            println!("{:10} prefix keystrokes: median {med:7.2} ms, p95 {p95:7.2} ms", variants[v].0);
+            println!(
+                "{:10} prefix keystrokes: median {med:7.2} ms, p95 {p95:7.2} ms",
+                variants[v].0
+            );
         }
         for q in &keystrokes[..8] {
             let line: Vec<String> = all
                 .iter()
                 .map(|times| {
-                    let mut d: Vec<Duration> = times.iter().filter(|t| &t.0 == q).map(|t| t.1).collect();
+                    let mut d: Vec<Duration> =
+                        times.iter().filter(|t| &t.0 == q).map(|t| t.1).collect();
                     d.sort();
                     format!("{:7.2}", d[d.len() / 2].as_secs_f64() * 1000.0)
                 })

@@ -235,7 +235,10 @@ fn run(cli: &Cli) -> Result<()> {
     }
     if let Some(part) = &cli.only {
         if part == "web" {
-            println!("{}", serde_json::to_string_pretty(&web::run(dir, cli.quick, seed)?)?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&web::run(dir, cli.quick, seed)?)?
+            );
             return Ok(());
         }
         return only(part, dir, seed, &sizes);
