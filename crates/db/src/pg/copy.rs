@@ -217,8 +217,16 @@ pub fn copy(
                     let total = reader.count(&table.name)?;
                     let placeholders: Vec<String> =
                         (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
+                    // The queue may already hold a part: inserting a searchable part
+                    // queues it (V7's trigger), and the catalog lists `parts` after
+                    // `search_queue` since V11 rebuilt it. Either way the part waits once.
+                    let verb = if table.name == "search_queue" {
+                        "INSERT OR IGNORE"
+                    } else {
+                        "INSERT"
+                    };
                     let sql = format!(
-                        "INSERT INTO {} ({}) VALUES ({})",
+                        "{verb} INTO {} ({}) VALUES ({})",
                         q(&table.name),
                         table
                             .columns
