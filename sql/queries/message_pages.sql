@@ -37,15 +37,17 @@ WHERE m.id IN (sqlc.slice(ids));
 
 -- name: ListMessageTexts :many
 -- The searchable text of the given messages' parts, each cut to @max_chars characters, in
--- part order (search-hit context).
-SELECT message_id, substr(search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
-FROM parts
-WHERE message_id IN (sqlc.slice(message_ids)) AND search_text IS NOT NULL
-ORDER BY message_id, position;
+-- part order (search-hit context). The text is read through the view `parts_search`
+-- (schema V11), the one place each dialect says how a part's text comes from its JSON.
+SELECT p.message_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
+FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
+WHERE p.message_id IN (sqlc.slice(message_ids)) AND v.search_text IS NOT NULL
+ORDER BY p.message_id, p.position;
 
 -- name: ListSessionPartData :many
--- Every part of a session in the order they were written (seq), without the computed
--- search_text (loading a conversation must not re-extract every part's text). Driven by
+-- Every part of a session in the order they were written (seq), only its stored columns
+-- (loading a conversation decodes each part's JSON once, in Rust). Driven by
 -- parts_session alone: one index step and one row per part, no seek per message and no
 -- sort; the caller puts each part under its message (seq order is message order and part
 -- order, except for a part added to an older message later).
@@ -55,14 +57,14 @@ WHERE session_id = @session_id
 ORDER BY seq;
 
 -- name: ListPartDataByMessageIds :many
--- The parts of the given messages, without the computed search_text.
+-- The parts of the given messages.
 SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE message_id IN (sqlc.slice(message_ids))
 ORDER BY message_id, position;
 
 -- name: ListMessagePartData :many
--- One message's parts in order, without the computed search_text.
+-- One message's parts in order.
 SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE message_id = @message_id

@@ -1,5 +1,6 @@
--- Parts: the ordered, typed pieces of a message. `data` is the part's JSON; search_text is
--- derived from it, and both search indexes and the tool-call counter follow by triggers.
+-- Parts: the ordered, typed pieces of a message. `data` is the part's JSON; the search
+-- queue (and so both search indexes) and the tool-call counter follow by triggers, and the
+-- searched text is read from `data` by the view `parts_search` (schema V11).
 
 -- name: CreatePart :exec
 INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
@@ -35,9 +36,7 @@ UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 
 -- name: GetPartPlace :one
 -- Where a part sits, without its content: what a changed part's event needs besides the
--- content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
--- row for RETURNING, the generated search_text too — a JSON extraction of the whole part
--- on every streamed flush.)
+-- content the caller has, read without the part's JSON.
 SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = @id;
 
 -- name: GetPartContent :one

@@ -310,7 +310,7 @@ pub fn search_counts(
                 &quoted(word),
             )?,
             count(
-                "SELECT count(*) FROM parts WHERE search_text LIKE '%' || ?1 || '%'",
+                "SELECT count(*) FROM parts_search WHERE search_text LIKE '%' || ?1 || '%'",
                 word,
             )?,
             count(

@@ -108,7 +108,7 @@ fn full_database_fails_the_whole_message_and_recovers() {
     assert_eq!(
         count(
             &db,
-            "SELECT count(*) FROM parts WHERE search_text LIKE '%opening paragraph%'"
+            "SELECT count(*) FROM parts_search WHERE search_text LIKE '%opening paragraph%'"
         ),
         0
     );
@@ -513,8 +513,8 @@ fn damaged_searchable_part() -> Damaged {
         })
         .collect();
     let bad = all[1].parts[0].id.clone();
-    // No statement can write this: SQLite evaluates the generated search_text column on
-    // every INSERT or UPDATE of a text part and refuses. So damage the bytes on disk, as
+    // No statement can write this: the CHECK (json_valid(data)) on `parts` refuses it on
+    // every INSERT or UPDATE. So damage the bytes on disk, as
     // bit rot would (all connections closed, so the WAL is folded into the file).
     drop((db, messages));
     let mut bytes = std::fs::read(&path).unwrap();
@@ -572,9 +572,9 @@ fn damaged_searchable_part_is_a_typed_error_naming_the_row() {
 /// The damaged part of [`damaged_searchable_part_is_a_typed_error_naming_the_row`] must not
 /// take search, repair or deletion down with it.
 ///
-/// `parts.search_text` is a generated column; since schema version 3 it is NULL while
-/// `data` is not valid JSON (before, evaluating it raised "malformed JSON" in searches,
-/// `update_part` and deletes). Changing or deleting the damaged row makes the triggers
+/// A part's searched text (the view `parts_search` since schema version 11, the generated
+/// `parts.search_text` before) is NULL while `data` is not valid JSON (before version 3,
+/// reading it raised "malformed JSON" in searches, `update_part` and deletes). Changing or deleting the damaged row makes the triggers
 /// rebuild both search indexes, whose entry for it could not be removed exactly.
 #[test]
 fn damaged_searchable_part_can_be_searched_repaired_and_deleted() {

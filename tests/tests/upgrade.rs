@@ -39,11 +39,26 @@ fn fixture_dir() -> PathBuf {
 }
 
 /// Every row of `table` ordered by `key`, each as a JSON object of all its columns
-/// (INTEGER → integer, REAL → float, TEXT → string, BLOB → `{"blob": hex}`).
+/// (INTEGER → integer, REAL → float, TEXT → string, BLOB → `{"blob": hex}`). A part's
+/// `search_text`, a generated column until version 11, comes from the view `parts_search`
+/// after it (NULL for parts that are not searched, as the column was).
 fn dump_table(conn: &rusqlite::Connection, table: &str, key: &str) -> Vec<Map<String, Value>> {
-    let mut stmt = conn
-        .prepare(&format!("SELECT * FROM {table} ORDER BY {key}"))
+    let generated_text: bool = conn
+        .query_row(
+            "SELECT count(*) > 0 FROM pragma_table_xinfo(?1) WHERE name = 'search_text'",
+            [table],
+            |r| r.get(0),
+        )
         .unwrap();
+    let sql = if table == "parts" && !generated_text {
+        format!(
+            "SELECT p.*, v.search_text FROM parts AS p \
+             LEFT JOIN parts_search AS v ON v.seq = p.seq ORDER BY p.{key}"
+        )
+    } else {
+        format!("SELECT * FROM {table} ORDER BY {key}")
+    };
+    let mut stmt = conn.prepare(&sql).unwrap();
     let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
     let mut rows = stmt.query([]).unwrap();
     let mut out = Vec::new();

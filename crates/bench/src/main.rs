@@ -94,7 +94,7 @@ struct Cli {
     /// Run the compaction report (a scripted session under each strategy) instead.
     #[arg(long)]
     compaction: bool,
-    /// Run only this part (append, latency, stream, writers, reads, transfer, import) and print its
+    /// Run only this part (append, latency, stream, writers, reads, transfer, import, web) and print its
     /// figures as JSON: for profiling one thing at a time.
     #[arg(long, value_name = "PART")]
     only: Option<String>,
@@ -234,6 +234,13 @@ fn run(cli: &Cli) -> Result<()> {
         return Ok(());
     }
     if let Some(part) = &cli.only {
+        if part == "web" {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&web::run(dir, cli.quick, seed)?)?
+            );
+            return Ok(());
+        }
         return only(part, dir, seed, &sizes);
     }
 

@@ -462,7 +462,7 @@ fn db_check_finds_a_stale_index() {
     let conn = rusqlite::Connection::open(&env.db).unwrap();
     conn.execute_batch(
         "INSERT INTO parts_fts (parts_fts, rowid, search_text) \
-         SELECT 'delete', seq, search_text FROM parts WHERE search_text IS NOT NULL LIMIT 1;",
+         SELECT 'delete', seq, search_text FROM parts_search WHERE search_text IS NOT NULL LIMIT 1;",
     )
     .unwrap();
     drop(conn);

@@ -93,21 +93,6 @@ pub struct SessionRollupRow {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// A row of table `parts`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PartRow {
-    pub seq: i64,
-    pub id: String,
-    pub message_id: String,
-    pub session_id: String,
-    pub position: i64,
-    pub r#type: String,
-    pub data: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub search_text: Option<String>,
-}
-
 /// A row of table `session_runs`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRunRow {
@@ -162,6 +147,20 @@ pub struct ImportKeyRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchQueueRow {
     pub seq: i64,
+}
+
+/// A row of table `parts`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartRow {
+    pub seq: i64,
+    pub id: String,
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub r#type: String,
+    pub data: String,
+    pub created_at: i64,
+    pub updated_at: i64,
 }
 
 /// Replaces the `/*SLICE:name*/?` marker with `?N, ?N+1, …` for a list bound at run time.
@@ -1279,10 +1278,11 @@ pub fn list_message_neighbors(
 
 /// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
-    "SELECT message_id, substr(search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
-FROM parts
-WHERE message_id IN (/*SLICE:message_ids*/?) AND search_text IS NOT NULL
-ORDER BY message_id, position";
+    "SELECT p.message_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
+FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
+WHERE p.message_id IN (/*SLICE:message_ids*/?) AND v.search_text IS NOT NULL
+ORDER BY p.message_id, p.position";
 
 /// A row returned by [`list_message_texts`].
 #[derive(Debug, Clone, PartialEq)]
@@ -1301,7 +1301,8 @@ pub struct ListMessageTextsParams<'a> {
 /// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
 ///
 /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
-/// part order (search-hit context).
+/// part order (search-hit context). The text is read through the view `parts_search`
+/// (schema V11), the one place each dialect says how a part's text comes from its JSON.
 pub fn list_message_texts(
     conn: &rusqlite::Connection,
     params: &ListMessageTextsParams<'_>,
@@ -1325,7 +1326,7 @@ pub fn list_message_texts(
     rows.collect()
 }
 
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:48).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1343,10 +1344,10 @@ pub struct ListSessionPartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
+/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:48`.
 ///
-/// Every part of a session in the order they were written (seq), without the computed
-/// search_text (loading a conversation must not re-extract every part's text). Driven by
+/// Every part of a session in the order they were written (seq), only its stored columns
+/// (loading a conversation decodes each part's JSON once, in Rust). Driven by
 /// parts_session alone: one index step and one row per part, no seek per message and no
 /// sort; the caller puts each part under its message (seq order is message order and part
 /// order, except for a part added to an older message later).
@@ -1368,7 +1369,7 @@ pub fn list_session_part_data(
     rows.collect()
 }
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:59).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1386,9 +1387,9 @@ pub struct ListPartDataByMessageIdsRow {
     pub updated_at: i64,
 }
 
-/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
+/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:59`.
 ///
-/// The parts of the given messages, without the computed search_text.
+/// The parts of the given messages.
 pub fn list_part_data_by_message_ids(
     conn: &rusqlite::Connection,
     message_ids: &[&str],
@@ -1416,7 +1417,7 @@ pub fn list_part_data_by_message_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:66).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1434,9 +1435,9 @@ pub struct ListMessagePartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
+/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:66`.
 ///
-/// One message's parts in order, without the computed search_text.
+/// One message's parts in order.
 pub fn list_message_part_data(
     conn: &rusqlite::Connection,
     message_id: &str,
@@ -2042,7 +2043,7 @@ pub fn delete_session_messages(
     stmt.execute([session_id])
 }
 
-/// SQL of `CreatePart` (sql/queries/parts.sql:4).
+/// SQL of `CreatePart` (sql/queries/parts.sql:5).
 pub const CREATE_PART_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
@@ -2060,7 +2061,7 @@ pub struct CreatePartParams<'a> {
     pub updated_at: i64,
 }
 
-/// `CreatePart` (`:exec`) from `sql/queries/parts.sql:4`.
+/// `CreatePart` (`:exec`) from `sql/queries/parts.sql:5`.
 pub fn create_part(
     conn: &rusqlite::Connection,
     params: &CreatePartParams<'_>,
@@ -2080,7 +2081,7 @@ pub fn create_part(
     Ok(())
 }
 
-/// SQL of `AppendPart` (sql/queries/parts.sql:8).
+/// SQL of `AppendPart` (sql/queries/parts.sql:9).
 pub const APPEND_PART_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
 VALUES (
@@ -2101,7 +2102,7 @@ pub struct AppendPartParams<'a> {
     pub now: i64,
 }
 
-/// `AppendPart` (`:one`) from `sql/queries/parts.sql:8`.
+/// `AppendPart` (`:one`) from `sql/queries/parts.sql:9`.
 ///
 /// Appends a part after the message's last one.
 ///
@@ -2130,15 +2131,14 @@ pub fn append_part(
             data: row.get(6)?,
             created_at: row.get(7)?,
             updated_at: row.get(8)?,
-            search_text: row.get(9)?,
         })
     })
 }
 
-/// SQL of `GetPart` (sql/queries/parts.sql:18).
+/// SQL of `GetPart` (sql/queries/parts.sql:19).
 pub const GET_PART_SQL: &str = "SELECT * FROM parts WHERE id = ?1";
 
-/// `GetPart` (`:one`) from `sql/queries/parts.sql:18`.
+/// `GetPart` (`:one`) from `sql/queries/parts.sql:19`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<PartRow> {
@@ -2154,15 +2154,14 @@ pub fn get_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<PartR
             data: row.get(6)?,
             created_at: row.get(7)?,
             updated_at: row.get(8)?,
-            search_text: row.get(9)?,
         })
     })
 }
 
-/// SQL of `ListParts` (sql/queries/parts.sql:21).
+/// SQL of `ListParts` (sql/queries/parts.sql:22).
 pub const LIST_PARTS_SQL: &str = "SELECT * FROM parts WHERE message_id = ?1 ORDER BY position";
 
-/// `ListParts` (`:many`) from `sql/queries/parts.sql:21`.
+/// `ListParts` (`:many`) from `sql/queries/parts.sql:22`.
 pub fn list_parts(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<Vec<PartRow>> {
     let mut stmt = conn.prepare_cached(LIST_PARTS_SQL)?;
     let rows = stmt.query_map([message_id], |row| {
@@ -2176,19 +2175,18 @@ pub fn list_parts(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Re
             data: row.get(6)?,
             created_at: row.get(7)?,
             updated_at: row.get(8)?,
-            search_text: row.get(9)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `ListSessionParts` (sql/queries/parts.sql:24).
+/// SQL of `ListSessionParts` (sql/queries/parts.sql:25).
 pub const LIST_SESSION_PARTS_SQL: &str = "SELECT p.* FROM parts AS p
 JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = ?1
 ORDER BY m.created_at, m.id, p.position";
 
-/// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:24`.
+/// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:25`.
 ///
 /// Every part of a session, in message order then part order: one query loads a whole
 /// conversation with ListMessages.
@@ -2208,13 +2206,12 @@ pub fn list_session_parts(
             data: row.get(6)?,
             created_at: row.get(7)?,
             updated_at: row.get(8)?,
-            search_text: row.get(9)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UpdatePart` (sql/queries/parts.sql:32).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:33).
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4";
 
@@ -2227,7 +2224,7 @@ pub struct UpdatePartParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:32`.
+/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:33`.
 ///
 /// Replaces one part's content (e.g. a tool moving from running to completed).
 pub fn update_part(
@@ -2239,7 +2236,7 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
@@ -2253,12 +2250,10 @@ pub struct GetPartPlaceRow {
     pub updated_at: i64,
 }
 
-/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
 ///
 /// Where a part sits, without its content: what a changed part's event needs besides the
-/// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
-/// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
-/// on every streamed flush.)
+/// content the caller has, read without the part's JSON.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<GetPartPlaceRow> {
@@ -2274,7 +2269,7 @@ pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     })
 }
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
@@ -2289,7 +2284,7 @@ pub struct GetPartContentRow {
     pub updated_at: i64,
 }
 
-/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
 ///
 /// A part's type and JSON (to check a tool part's change against it), and where it sits.
 ///
@@ -2312,13 +2307,13 @@ pub fn get_part_content(
     })
 }
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = ?1";
 
-/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
 ///
 /// The position after a message's last part (0 for none).
 ///
@@ -2328,13 +2323,13 @@ pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusq
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = ?1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
 ///
 /// The message's finish part, if it has one (the last, should there be several).
 ///
@@ -2347,10 +2342,10 @@ pub fn get_last_finish_part_id(
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:60).
+/// SQL of `DeletePart` (sql/queries/parts.sql:59).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -4061,8 +4056,9 @@ pub fn top_sessions_by_tokens(
 
 /// SQL of `ListSessionPreviews` (sql/queries/sqlite/cli.sql:4).
 pub const LIST_SESSION_PREVIEWS_SQL: &str =
-    "SELECT p.session_id, substr(p.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
+    "SELECT p.session_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text'
   AND coalesce(p.data ->> '$.synthetic', 0) = 0
   AND p.message_id IN (
@@ -4152,7 +4148,6 @@ pub fn get_tool_part_by_call_id(
             data: row.get(6)?,
             created_at: row.get(7)?,
             updated_at: row.get(8)?,
-            search_text: row.get(9)?,
         })
     })
 }
@@ -4596,15 +4591,16 @@ pub trait ReadQueries {
 
     /// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
     /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
-    /// part order (search-hit context).
+    /// part order (search-hit context). The text is read through the view `parts_search`
+    /// (schema V11), the one place each dialect says how a part's text comes from its JSON.
     fn list_message_texts(
         &mut self,
         params: &ListMessageTextsParams<'_>,
     ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
 
-    /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:46`.
-    /// Every part of a session in the order they were written (seq), without the computed
-    /// search_text (loading a conversation must not re-extract every part's text). Driven by
+    /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:48`.
+    /// Every part of a session in the order they were written (seq), only its stored columns
+    /// (loading a conversation decodes each part's JSON once, in Rust). Driven by
     /// parts_session alone: one index step and one row per part, no seek per message and no
     /// sort; the caller puts each part under its message (seq order is message order and part
     /// order, except for a part added to an older message later).
@@ -4613,15 +4609,15 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Vec<ListSessionPartDataRow>, crate::Error>;
 
-    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
-    /// The parts of the given messages, without the computed search_text.
+    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:59`.
+    /// The parts of the given messages.
     fn list_part_data_by_message_ids(
         &mut self,
         message_ids: &[&str],
     ) -> Result<Vec<ListPartDataByMessageIdsRow>, crate::Error>;
 
-    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
-    /// One message's parts in order, without the computed search_text.
+    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:66`.
+    /// One message's parts in order.
     fn list_message_part_data(
         &mut self,
         message_id: &str,
@@ -4662,33 +4658,31 @@ pub trait ReadQueries {
     /// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
     fn get_last_message(&mut self, session_id: &str) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `GetPart` (`:one`) from `sql/queries/parts.sql:18`.
+    /// `GetPart` (`:one`) from `sql/queries/parts.sql:19`.
     fn get_part(&mut self, id: &str) -> Result<Option<PartRow>, crate::Error>;
 
-    /// `ListParts` (`:many`) from `sql/queries/parts.sql:21`.
+    /// `ListParts` (`:many`) from `sql/queries/parts.sql:22`.
     fn list_parts(&mut self, message_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:24`.
+    /// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:25`.
     /// Every part of a session, in message order then part order: one query loads a whole
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:36`.
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
     /// Where a part sits, without its content: what a changed part's event needs besides the
-    /// content the caller has. (Not `UPDATE … RETURNING`: SQLite computes every column of the
-    /// row for RETURNING, the generated search_text too — a JSON extraction of the whole part
-    /// on every streamed flush.)
+    /// content the caller has, read without the part's JSON.
     fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
 
-    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:43`.
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
     /// A part's type and JSON (to check a tool part's change against it), and where it sits.
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
 
-    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:47`.
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
     /// The position after a message's last part (0 for none).
     fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
 
-    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:53`.
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
     /// The message's finish part, if it has one (the last, should there be several).
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
@@ -4951,18 +4945,18 @@ pub trait Queries: ReadQueries {
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
-    /// `CreatePart` (`:exec`) from `sql/queries/parts.sql:4`.
+    /// `CreatePart` (`:exec`) from `sql/queries/parts.sql:5`.
     fn create_part(&mut self, params: &CreatePartParams<'_>) -> Result<(), crate::Error>;
 
-    /// `AppendPart` (`:one`) from `sql/queries/parts.sql:8`.
+    /// `AppendPart` (`:one`) from `sql/queries/parts.sql:9`.
     /// Appends a part after the message's last one.
     fn append_part(&mut self, params: &AppendPartParams<'_>) -> Result<PartRow, crate::Error>;
 
-    /// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:32`.
+    /// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:33`.
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:60`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.

@@ -220,26 +220,27 @@ WHERE m.id = ANY($1)";
 
 /// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
-    "SELECT message_id, substr(search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
-FROM parts
-WHERE message_id = ANY($2) AND search_text IS NOT NULL
-ORDER BY message_id, position";
+    "SELECT p.message_id, substr(v.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
+FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
+WHERE p.message_id = ANY($2) AND v.search_text IS NOT NULL
+ORDER BY p.message_id, p.position";
 
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:46).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:48).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE session_id = $1
 ORDER BY seq";
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:59).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE message_id = ANY($1)
 ORDER BY message_id, position";
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:66).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -335,12 +336,12 @@ pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 /// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
-/// SQL of `CreatePart` (sql/queries/parts.sql:4).
+/// SQL of `CreatePart` (sql/queries/parts.sql:5).
 pub const CREATE_PART_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
-/// SQL of `AppendPart` (sql/queries/parts.sql:8).
+/// SQL of `AppendPart` (sql/queries/parts.sql:9).
 pub const APPEND_PART_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
 VALUES (
@@ -350,42 +351,42 @@ VALUES (
 )
 RETURNING *";
 
-/// SQL of `GetPart` (sql/queries/parts.sql:18).
+/// SQL of `GetPart` (sql/queries/parts.sql:19).
 pub const GET_PART_SQL: &str = "SELECT * FROM parts WHERE id = $1";
 
-/// SQL of `ListParts` (sql/queries/parts.sql:21).
+/// SQL of `ListParts` (sql/queries/parts.sql:22).
 pub const LIST_PARTS_SQL: &str = "SELECT * FROM parts WHERE message_id = $1 ORDER BY position";
 
-/// SQL of `ListSessionParts` (sql/queries/parts.sql:24).
+/// SQL of `ListSessionParts` (sql/queries/parts.sql:25).
 pub const LIST_SESSION_PARTS_SQL: &str = "SELECT p.* FROM parts AS p
 JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = $1
 ORDER BY m.created_at, m.id, p.position";
 
-/// SQL of `UpdatePart` (sql/queries/parts.sql:32).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:33).
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:36).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:43).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:47).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = $1";
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:53).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = $1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:60).
+/// SQL of `DeletePart` (sql/queries/parts.sql:59).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
 /// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
@@ -709,8 +710,9 @@ LIMIT $1";
 
 /// SQL of `ListSessionPreviews` (sql/queries/postgres/cli.sql:5).
 pub const LIST_SESSION_PREVIEWS_SQL: &str =
-    "SELECT p.session_id, substr(p.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
+    "SELECT p.session_id, substr(v.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text'
   AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
   AND p.message_id IN (
@@ -1082,7 +1084,6 @@ fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error>
         data: row.try_get(6)?,
         created_at: row.try_get(7)?,
         updated_at: row.try_get(8)?,
-        search_text: row.try_get(9)?,
     })
 }
 

@@ -221,6 +221,18 @@ fn join(query: &mut SelectStatement, order: JoinOrder, table: &str, alias: &str,
     }
 }
 
+/// Joins the view `parts_search` as `v` to parts `p`: a part's searched text
+/// (`v.search_text`), computed from its JSON where it is read (schema V11).
+fn join_text(query: &mut SelectStatement) {
+    join(
+        query,
+        JoinOrder::Planner,
+        "parts_search",
+        "v",
+        c("v", "seq").equals(tc("p", "seq")),
+    );
+}
+
 /// Joins messages `m` and sessions `s` to parts `p` (for the columns of a hit).
 fn join_hit_tables(query: &mut SelectStatement, order: JoinOrder) {
     join_tables(query, order, true, true);
@@ -586,10 +598,11 @@ fn page_hits(
     let unindexed: Vec<i64> = page.iter().filter(|c| c.plain).map(|c| c.seq).collect();
     if !unindexed.is_empty() {
         let mut query = Query::select();
-        hit_columns(&mut query, c("p", "search_text"), Expr::val(0.0));
+        hit_columns(&mut query, c("v", "search_text"), Expr::val(0.0));
         query
             .expr(c("p", "seq"))
             .from_as(Alias::new("parts"), Alias::new("p"));
+        join_text(&mut query);
         join_hit_tables(&mut query, JoinOrder::Planner);
         query.and_where(c("p", "seq").is_in(unindexed.iter().copied()));
         let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
@@ -629,16 +642,17 @@ fn like_search(
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut query = Query::select();
     // The part's text comes back whole; the snippet is cut in Rust around the match.
-    hit_columns(&mut query, c("p", "search_text"), Expr::val(0.0));
+    hit_columns(&mut query, c("v", "search_text"), Expr::val(0.0));
     query
         // Bare columns of an aggregate query come from the row with min(): the first
         // matching part of each message.
         .expr(c("p", "position").min())
         .from_as(Alias::new("parts"), Alias::new("p"));
+    join_text(&mut query);
     filter_hits(&mut query, filter, JoinOrder::Planner, true);
     query
         .and_where(
-            c("p", "search_text")
+            c("v", "search_text")
                 .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\')),
         )
         .group_by_col(tc("p", "message_id"))

@@ -66,10 +66,14 @@ fn a_damaged_part_is_not_searchable_but_does_not_break_search() {
     let db = Database::open(&path).unwrap();
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> { let c = c.conn().unwrap();
-        let text: Option<String> =
-            c.query_row("SELECT search_text FROM parts WHERE id = ?1", [&rows[1].1], |r| r.get(0))?;
-        assert_eq!(text, None);
-        // The whole row reads (no "malformed JSON" from the generated column).
+        let (text, damaged): (Option<String>, bool) = c.query_row(
+            "SELECT v.search_text, v.damaged FROM parts_search AS v JOIN parts AS p ON p.seq = v.seq \
+             WHERE p.id = ?1",
+            [&rows[1].1],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        assert_eq!((text, damaged), (None, true));
+        // The whole row reads (no "malformed JSON" from its text).
         let part = q::get_part(c, &rows[1].1)?;
         assert!(part.data.starts_with(' '));
         // The index still holds the tokens from before the damage; matching it is harmless.
@@ -269,12 +273,21 @@ fn migrating_from_v2_keeps_rows_seq_columns_triggers_and_indexes() {
     db.index_pending().unwrap();
     db.read(|c| -> scribe_db::Result<_> {
         let c = c.conn().unwrap();
+        // V11 moved the text from the column into the view `parts_search`.
         let rows: Vec<(i64, String, String, Option<String>)> = c
-            .prepare("SELECT seq, id, data, search_text FROM parts ORDER BY seq")?
+            .prepare(
+                "SELECT p.seq, p.id, p.data, v.search_text FROM parts AS p \
+                 LEFT JOIN parts_search AS v ON v.seq = p.seq ORDER BY p.seq",
+            )?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<Result<_, _>>()?;
         assert_eq!(rows, before_rows);
-        assert_eq!(part_columns(c), before_columns);
+        let stored: Vec<_> = before_columns
+            .iter()
+            .filter(|col| col.0 != "search_text")
+            .cloned()
+            .collect();
+        assert_eq!(part_columns(c), stored);
         assert_eq!(schema_names(c, "index", "parts"), before_indexes);
         // V7 keeps the trigger names of the search triggers it replaces and adds two.
         let mut triggers = before_triggers.clone();

@@ -436,13 +436,18 @@ fn parts_append_update_and_find_by_call_id() {
         )?)
     })
     .unwrap();
-    let row = db
+    let text: String = db
         .read(|c| -> scribe_db::Result<_> {
             let c = c.conn().unwrap();
-            Ok(q::get_part(c, &part.id)?)
+            let row = q::get_part(c, &part.id)?;
+            Ok(c.query_row(
+                "SELECT search_text FROM parts_search WHERE seq = ?1",
+                [row.seq],
+                |r| r.get(0),
+            )?)
         })
         .unwrap();
-    assert!(row.search_text.unwrap().contains("zebra"));
+    assert!(text.contains("zebra"));
     let session_row = db
         .read(|c| -> scribe_db::Result<_> {
             let c = c.conn().unwrap();

@@ -409,8 +409,8 @@ pub(crate) fn ensure_session(tx: &mut dyn Reads, id: &str) -> Result<()> {
     }
 }
 
-/// The stored columns of a part, as the part-loading queries return them (without the
-/// computed `search_text`, which would cost a JSON extraction per row).
+/// The columns of a part the part-loading queries return (its JSON is decoded once, in
+/// Rust).
 struct PartData {
     id: String,
     message_id: String,

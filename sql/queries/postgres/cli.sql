@@ -7,8 +7,9 @@
 -- @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
 -- of attached files) are left out: the preview is what the user typed. One indexed probe
 -- per session, never a whole conversation.
-SELECT p.session_id, substr(p.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
+SELECT p.session_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
 FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text'
   AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
   AND p.message_id IN (

@@ -15,7 +15,8 @@
 //!   the counter triggers find no session to count into (the search index triggers do
 //!   index every part); `PRAGMA foreign_key_check` must then find nothing.
 //!
-//! Generated columns (`parts.search_text`) are computed by the target.
+//! Generated columns, should a table have any, are computed by the target (`parts` has
+//! none since schema version 11).
 
 use std::collections::HashMap;
 
@@ -216,8 +217,16 @@ pub fn copy(
                     let total = reader.count(&table.name)?;
                     let placeholders: Vec<String> =
                         (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
+                    // The queue may already hold a part: inserting a searchable part
+                    // queues it (V7's trigger), and the catalog lists `parts` after
+                    // `search_queue` since V11 rebuilt it. Either way the part waits once.
+                    let verb = if table.name == "search_queue" {
+                        "INSERT OR IGNORE"
+                    } else {
+                        "INSERT"
+                    };
                     let sql = format!(
-                        "INSERT INTO {} ({}) VALUES ({})",
+                        "{verb} INTO {} ({}) VALUES ({})",
                         q(&table.name),
                         table
                             .columns

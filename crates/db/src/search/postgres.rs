@@ -35,8 +35,12 @@ use super::{
 };
 use crate::filters::{escape_like, pg};
 
-/// The indexed expression of `parts_search_words` (V1), over `p.search_text`.
-const VECTOR: &str = r#"to_tsvector('scribe'::regconfig, regexp_replace("p"."search_text", '[^[:alnum:]]+', ' ', 'g'))"#;
+/// A part's searched text: the expression both GIN indexes are built on (V11; V1 and V10
+/// define the function), repeated so the planner uses them.
+const TEXT: &str = r#"scribe_search_text("p"."type", "p"."data")"#;
+
+/// The indexed expression of `parts_search_words` (V11), over [`TEXT`].
+const VECTOR: &str = r#"to_tsvector('scribe'::regconfig, regexp_replace(scribe_search_text("p"."type", "p"."data"), '[^[:alnum:]]+', ' ', 'g'))"#;
 
 /// One term of a query: its text and whether it is a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -266,7 +270,7 @@ pub(super) fn search(
 /// character of its text, so more of the terms in less text ranks first, the direction in
 /// which bm25 ranks SQLite's trigram hits.
 fn substring_rank(terms: &[String]) -> Expr {
-    let text = r#""p"."search_text""#;
+    let text = TEXT;
     let mut sql = String::from("CAST(-(0");
     let mut values = Vec::new();
     for (n, term) in terms.iter().enumerate() {
@@ -283,12 +287,12 @@ fn substring_rank(terms: &[String]) -> Expr {
     Expr::cust_with_values(sql, values)
 }
 
-/// `p.search_text ILIKE '%text%'`, escaped with `\\` (PostgreSQL's default LIKE escape):
+/// `<the part's text> ILIKE '%text%'`, escaped with `\\` (PostgreSQL's default LIKE escape):
 /// the pg_trgm index serves it from three characters on. ILIKE folds case as SQLite's LIKE
 /// and trigram index do.
 fn contains(text: &str) -> Expr {
     Expr::cust_with_values(
-        r#""p"."search_text" ILIKE $1"#,
+        format!("{TEXT} ILIKE $1"),
         [format!("%{}%", escape_like(text))],
     )
 }
@@ -316,7 +320,7 @@ fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStateme
 /// The page of `best` (rank, then newest first) with the columns of a hit.
 fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
     let mut query = Query::select();
-    hit_columns(&mut query, c("p", "search_text"), c("h", "rank"));
+    hit_columns(&mut query, Expr::cust(TEXT), c("h", "rank"));
     query
         .from_subquery(best, Alias::new("h"))
         .join_as(
