@@ -119,7 +119,13 @@ fn interleaved_steps(url: &str, version: Option<i64>) -> (u64, u64, String, Stri
     for thread in threads {
         thread.join().unwrap();
     }
-    (a.write_retries(), b.write_retries(), sa, sb, open(url, version))
+    (
+        a.write_retries(),
+        b.write_retries(),
+        sa,
+        sb,
+        open(url, version),
+    )
 }
 
 #[test]
@@ -134,10 +140,7 @@ fn two_hosts_appending_to_different_sessions_at_once_both_commit_first_time() {
     );
     // Both steps are stored and counted once each.
     for session in [&sa, &sb] {
-        let row = db
-            .read(|tx| tx.q().get_session(session))
-            .unwrap()
-            .unwrap();
+        let row = db.read(|tx| tx.q().get_session(session)).unwrap().unwrap();
         assert_eq!(row.message_count, 1);
         assert_eq!(row.input_tokens, 10);
         assert_eq!(row.api_call_count, 1);
@@ -157,10 +160,7 @@ fn before_version_12_the_same_interleaving_made_one_writer_retry() {
         "expected a serialization failure before version 12"
     );
     for session in [&sa, &sb] {
-        let row = db
-            .read(|tx| tx.q().get_session(session))
-            .unwrap()
-            .unwrap();
+        let row = db.read(|tx| tx.q().get_session(session)).unwrap().unwrap();
         assert_eq!(row.message_count, 1, "a retried append counts once");
     }
 }
