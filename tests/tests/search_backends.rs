@@ -595,7 +595,8 @@ fn stored(admin: &mut postgres::Client, id: &str) -> (String, i64) {
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn v10_gives_existing_tool_parts_their_stored_input() {
     let url = fresh_postgres_url();
-    // A store at version 10, as V10 left it (V11 came later and is applied on reopening).
+    // Kept at version 10: forgetting V10 below must leave the store at version 9 (no
+    // later version recorded), and the later versions are not written to run twice.
     let db = Arc::new(Database::open_at_version(&url, 10).unwrap());
     let svc = MessageService::new(db.clone());
     let ses = session(&db, "cli", "normal", None, None, 1_000);
@@ -642,7 +643,7 @@ fn v10_gives_existing_tool_parts_their_stored_input() {
     let (old, _) = stored(&mut admin, &msg.id);
     assert!(old.contains(r#""pattern": "zebrafish""#), "{old}");
     // Opened again: V10 runs.
-    let reopened = MessageService::new(Arc::new(Database::open(&url).unwrap()));
+    let reopened = MessageService::new(Arc::new(Database::open_at_version(&url, 10).unwrap()));
     assert_eq!(stored(&mut admin, &msg.id), (now, at));
     let hits = reopened
         .search("zebrafish", &SearchOptions::default())

@@ -14,8 +14,9 @@
 //! ```
 //!
 //! `--db postgres://…` runs the PostgreSQL report instead ([`postgres`]): 1, 4 and 16
-//! writer processes on the server and on SQLite, events from one host to another, and
-//! loading a session.
+//! writer processes on the server and on SQLite (saturated, and paced at one append per
+//! writer every 75 ms), events from one host to another, loading a session, and search
+//! on both backends.
 //!
 //! ```text
 //! cargo run --release -p scribe-bench -- --db postgres://me@host/scratch [--quick] [--json]

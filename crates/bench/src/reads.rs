@@ -48,7 +48,7 @@ WHERE parts_fts_trigram MATCH ?1 ORDER BY parts_fts_trigram.rank LIMIT ?2";
 const LIMIT: usize = 20;
 
 /// The query mix: six kinds, cycled.
-fn query_mix(count: usize) -> Vec<(&'static str, &'static str)> {
+pub(crate) fn query_mix(count: usize) -> Vec<(&'static str, &'static str)> {
     let kinds: [(&str, &[&str]); 6] = [
         (
             "common word",

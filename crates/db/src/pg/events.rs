@@ -12,7 +12,10 @@
 //! committed while it was disconnected cannot be delivered; it reports
 //! [`Notice::Lagged`] instead, which a broker passes on as `RecvError::Lagged` so
 //! subscribers reload. PostgreSQL keeps no count of the notifications a closed connection
-//! missed, so the count is a lower bound: 1 means "at least one change may be missing".
+//! missed, so the count is not a count: it is always 1, meaning "changes may be missing
+//! (none, one or many); reload what you show". An exact count would need an outbox table
+//! numbered by a sequence, which this store deliberately does not keep (every commit
+//! would write one more row, and someone would have to trim it).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +68,9 @@ pub enum Notice {
     /// A committed change, in commit order.
     Change(Change),
     /// The connection was lost and re-established: changes committed meanwhile were not
-    /// delivered. The count is a lower bound (see the module docs).
+    /// delivered. Always `Lagged(1)`: "changes may be missing, reload" (PostgreSQL does
+    /// not say how many; see the module docs). The `u64` matches the brokers'
+    /// `report_missed(n)`.
     Lagged(u64),
 }
 

@@ -1,0 +1,7 @@
+-- Scribe schema, version 12: nothing to do on SQLite.
+--
+-- PostgreSQL's version 12 drops the indexes on session columns every append changes
+-- (updated_at, the cost and token totals), so that its writers of different sessions stop
+-- failing each other's SERIALIZABLE transactions through shared index pages. SQLite has one
+-- writer at a time and keeps them for its session lists. The file exists so both dialects
+-- number their versions alike.
