@@ -201,23 +201,36 @@ pub fn import(
             take(todo, read, sink)?;
         }
     } else {
-        // The next files are read (parsed, mapped) on another thread while the batches
-        // before them are stored: in file order, at most READ_AHEAD files ahead.
+        // The files of the next batch are read (parsed, mapped) on another thread while
+        // the batch before them is stored: handed over in file order, a batch's worth of
+        // messages at a time, so at most about two batches wait in memory.
         std::thread::scope(|scope| -> Result<()> {
-            let (send, receive) = std::sync::mpsc::sync_channel::<Read>(READ_AHEAD);
+            let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Read>>(1);
             let todo = &todo;
             scope.spawn(move || {
+                let (mut group, mut messages) = (Vec::new(), 0);
                 for t in todo {
-                    if send.send(read_file(importer, t, options, &Unread)).is_err() {
-                        break;
+                    let read = read_file(importer, t, options, &Unread);
+                    messages += read.0.messages.len();
+                    group.push(read);
+                    if messages >= options.batch_messages {
+                        if send.send(std::mem::take(&mut group)).is_err() {
+                            return;
+                        }
+                        messages = 0;
                     }
                 }
+                let _ = send.send(group);
             });
-            for t in todo {
-                let Ok(read) = receive.recv() else {
-                    break;
-                };
-                take(t, read, sink)?;
+            // Each read is of the next file in `todo`, in order.
+            let mut todo = todo.iter();
+            while let Ok(group) = receive.recv() {
+                for read in group {
+                    let Some(t) = todo.next() else {
+                        break;
+                    };
+                    take(t, read, sink)?;
+                }
             }
             Ok(())
         })?;
@@ -226,9 +239,6 @@ pub fn import(
     sink.finish(&mut |done, total| progress(Event::Indexed { done, total }))?;
     Ok(summary)
 }
-
-/// Files read ahead of the one being stored (each holds its records in memory).
-const READ_AHEAD: usize = 32;
 
 /// A file to read, and from where.
 struct Todo {
