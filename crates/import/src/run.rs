@@ -203,7 +203,8 @@ pub fn import(
     } else {
         // The files of the next batch are read (parsed, mapped) on another thread while
         // the batch before them is stored: handed over in file order, a batch's worth of
-        // messages at a time, so at most about two batches wait in memory.
+        // messages at a time: about three batches in memory at most (the one being
+        // stored, one handed over, one being read).
         std::thread::scope(|scope| -> Result<()> {
             let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Read>>(1);
             let todo = &todo;
