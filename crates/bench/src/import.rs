@@ -38,6 +38,9 @@ pub struct ImportResult {
     pub import_ms: f64,
     /// Messages stored per second.
     pub import_per_s: f64,
+    /// Of `import_ms`, the time spent building the search indexes at the end of each
+    /// source's import, ms.
+    pub index_ms: f64,
     /// Time of the second, unchanged import, ms.
     pub rerun_ms: f64,
     /// Files the second import read (must be 0).
@@ -68,7 +71,7 @@ pub fn run(dir: &Path, messages: usize, seed: u64) -> Result<ImportResult> {
     let options = Options::default();
     let db = Arc::new(Database::open(dir.join("import.db"))?);
     let mut sink = StoreSink::new(Store::new(Arc::clone(&db)));
-    let (stored, elapsed) = import_all(&db, &root, &options)?;
+    let (stored, elapsed, indexing) = import_all(&db, &root, &options)?;
     let started = Instant::now();
     let mut reread = 0;
     for source in [Source::ClaudeCode, Source::Codex] {
@@ -89,30 +92,40 @@ pub fn run(dir: &Path, messages: usize, seed: u64) -> Result<ImportResult> {
         messages: stored,
         import_ms: ms(elapsed),
         import_per_s: rate(usize::try_from(stored)?, elapsed),
+        index_ms: ms(indexing),
         rerun_ms: ms(rerun),
         rerun_files_read: reread,
         rerun_us_per_file: ms(rerun) * 1000.0 / files.max(1) as f64,
     })
 }
 
-/// Imports the corpus under `root` into `db`: messages stored and the time it took.
+/// Imports the corpus under `root` into `db`: messages stored, the time it took, and the
+/// part of it spent indexing.
 fn import_all(
     db: &Arc<Database>,
     root: &Path,
     options: &Options,
-) -> Result<(u64, std::time::Duration)> {
+) -> Result<(u64, std::time::Duration, std::time::Duration)> {
     let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
     let started = Instant::now();
     let mut stored = 0;
+    let mut indexing = std::time::Duration::ZERO;
     for source in [Source::ClaudeCode, Source::Codex] {
         let root = root.join(source.name());
+        let mut index_started = None;
         let s = import(
             &mut sink,
             sources::importer(source),
             &[root],
             options,
-            &mut |_| {},
+            &mut |event| {
+                if matches!(event, scribe_import::Event::Indexed { .. }) && index_started.is_none()
+                {
+                    index_started = Some(Instant::now());
+                }
+            },
         )?;
+        indexing += index_started.map(|t| t.elapsed()).unwrap_or_default();
         if !s.failed.is_empty() || !s.malformed.is_empty() {
             return Err(format!(
                 "import of the corpus failed: {:?} {:?}",
@@ -122,7 +135,7 @@ fn import_all(
         }
         stored += s.written.messages_inserted;
     }
-    Ok((stored, started.elapsed()))
+    Ok((stored, started.elapsed(), indexing))
 }
 
 fn iso(ms: i64) -> String {

@@ -48,7 +48,7 @@ pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};
 pub use maintenance::{IndexReport, IndexStatus, IntegrityReport, NamedCheck, VacuumReport};
 pub use migrate::{AppliedMigration, MigrationReport};
-pub use search_index::{IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
+pub use search_index::{BULK_HASH_SIZE, IndexBatch, IndexRun, IndexingPaused, STREAM_SETTLE_MS};
 pub use tx::{Backend, ReadTx, Tx, TxError};
 
 use queries::ReadQueries;

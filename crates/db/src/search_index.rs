@@ -85,10 +85,37 @@ impl IndexBatch {
 
     /// Bounds for indexing after a bulk import: few, large transactions (each new FTS5
     /// segment costs merging later; a batch of 20,000 parts takes a few hundred ms).
+    /// Batches with these bounds also raise FTS5's in-memory term buffer (`hashsize`,
+    /// [`BULK_HASH_SIZE`]) for their transaction, so that each writes one segment per
+    /// index instead of one per megabyte of terms.
     pub const BULK: IndexBatch = IndexBatch {
         max_parts: 20_000,
         max_time: Duration::from_secs(1),
     };
+}
+
+/// FTS5's in-memory term buffer during a [`IndexBatch::BULK`] batch, bytes. FTS5 writes
+/// its pending terms out as a new segment whenever they pass `hashsize` (1 MiB by
+/// default), and merges segments as they pile up; a bulk batch of 20,000 parts holds
+/// tens of megabytes of terms, so at the default it writes dozens of small segments and
+/// merges them again. The setting is FTS5's own `hashsize` (kept in `parts_fts_config`):
+/// a batch sets it first and puts the default back before it commits, so no other
+/// writer, and no later transaction, ever sees it changed.
+pub const BULK_HASH_SIZE: i64 = 16 * 1024 * 1024;
+
+/// FTS5's default `hashsize`.
+const DEFAULT_HASH_SIZE: i64 = 1024 * 1024;
+
+const SET_HASH_SIZE: [&str; 2] = [
+    "INSERT INTO parts_fts (parts_fts, rank) VALUES ('hashsize', ?1)",
+    "INSERT INTO parts_fts_trigram (parts_fts_trigram, rank) VALUES ('hashsize', ?1)",
+];
+
+fn set_hash_size(conn: &Connection, bytes: i64) -> Result<()> {
+    for sql in SET_HASH_SIZE {
+        conn.prepare_cached(sql)?.execute([bytes])?;
+    }
+    Ok(())
 }
 
 /// What [`Database::index_pending`] did.
@@ -193,7 +220,14 @@ pub(crate) fn index_until_done(
             } else {
                 retry(options, || {
                     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    let bulk = bounds == IndexBatch::BULK;
+                    if bulk {
+                        set_hash_size(&tx, BULK_HASH_SIZE)?;
+                    }
                     let done = index_batch(&tx, clock.now(), bounds, false)?;
+                    if bulk {
+                        set_hash_size(&tx, DEFAULT_HASH_SIZE)?;
+                    }
                     tx.commit()?;
                     Ok(done)
                 })?

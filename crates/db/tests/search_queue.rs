@@ -412,3 +412,59 @@ fn a_closing_database_indexes_what_it_wrote_for_readers() {
     assert_eq!(reader.search_backlog().unwrap(), 0);
     assert_eq!(word_hits(&reader, "godwit"), vec![part]);
 }
+
+/// FTS5's `hashsize` as this connection sees it (its config row; absent is the default).
+fn hash_size(db: &Database, index: &str) -> Option<i64> {
+    db.read(|tx| -> scribe_db::Result<_> {
+        let v = tx
+            .conn()
+            .unwrap()
+            .query_row(
+                &format!("SELECT v FROM {index}_config WHERE k = 'hashsize'"),
+                [],
+                |r| r.get(0),
+            )
+            .ok();
+        Ok(v)
+    })
+    .unwrap()
+}
+
+#[test]
+fn bulk_indexing_finds_everything_and_leaves_the_index_settings_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("b.db")).unwrap();
+    let _paused = db.pause_background_indexing();
+    let s = session(&db, "cli");
+    let mut words = Vec::new();
+    let mut cjk = Vec::new();
+    for i in 0..300 {
+        words.push(write_part(&db, &s, &text(&format!("bulkword{} shared", i % 7))).1);
+        if i % 10 == 0 {
+            cjk.push(write_part(&db, &s, &text(&format!("批量索引 {i}"))).1);
+        }
+    }
+    assert_eq!(db.search_backlog().unwrap(), 330);
+    let run = db.index_pending_with(scribe_db::IndexBatch::BULK).unwrap();
+    assert_eq!((run.indexed, run.waiting), (330, 0), "{run:?}");
+    assert_eq!(word_hits(&db, "shared").len(), 300);
+    assert_eq!(word_hits(&db, "bulkword3").len(), 43);
+    cjk.sort();
+    assert_eq!(trigram_hits(&db, "批量索"), cjk);
+    // The batch raised FTS5's buffer for itself only: the default is back (as a row, or
+    // no row at all), for this connection and any other.
+    for index in ["parts_fts", "parts_fts_trigram"] {
+        assert!(
+            matches!(hash_size(&db, index), None | Some(1_048_576)),
+            "{index}: {:?}",
+            hash_size(&db, index)
+        );
+    }
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems());
+    // A part changed after a bulk index is taken out and queued again as usual.
+    set_data(&db, &words[0], &text("replaced entirely"));
+    assert_eq!(db.index_pending().unwrap().indexed, 1);
+    assert_eq!(word_hits(&db, "shared").len(), 299);
+    assert_eq!(word_hits(&db, "replaced"), vec![words[0].clone()]);
+}

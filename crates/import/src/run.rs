@@ -11,7 +11,7 @@ use scribe_message::TokenUsage;
 use crate::error::{ImportError, Result};
 use crate::pricing::Pricer;
 use crate::record::{Batch, FileMark, Resume};
-use crate::sink::{Sink, Written};
+use crate::sink::{FileState, Sink, Written};
 use crate::sources::{FileReport, Importer, Malformed, Unit};
 
 /// How to import.
@@ -152,87 +152,189 @@ pub fn import(
     let files = scan(importer, roots)?;
     summary.files = files.len() as u64;
     progress(Event::Found(files.len()));
-    let mut batch = Batch::default();
     let mut states = sink.files(source)?;
-    for (path, size, mtime) in &files {
+    // What to read, decided up front (one `stat` each, done by the scan).
+    let mut todo: Vec<Todo> = Vec::new();
+    for (path, size, mtime) in files {
         let key = path.display().to_string();
         let known = states.remove(&key);
         if let Some(state) = &known
-            && state.size == *size
-            && state.mtime_ns == *mtime
+            && state.size == size
+            && state.mtime_ns == mtime
         {
             summary.files_unchanged += 1;
-            progress(Event::Done(path));
+            progress(Event::Done(&path));
             continue;
         }
         if let Some(since) = options.since
             && mtime / 1_000_000 < since
         {
             summary.files_too_old += 1;
-            progress(Event::Done(path));
+            progress(Event::Done(&path));
             continue;
         }
         // A file that shrank was rewritten: read it again from the start.
         let resume = match known {
-            Some(state) if u64::try_from(*size).unwrap_or(0) >= state.resume.offset => state.resume,
+            Some(state) if u64::try_from(size).unwrap_or(0) >= state.resume.offset => state.resume,
             _ => Resume::default(),
         };
-        let mut report = FileReport::default();
-        let mut part = Batch::default();
-        let unit = Unit {
+        todo.push(Todo {
             path,
+            key,
+            size,
+            mtime,
             resume,
-            since: options.since,
-            mtime_ms: mtime / 1_000_000,
-            state: &*sink,
-        };
-        match importer.read(&unit, &mut part, &mut report) {
-            Ok(resume) => {
-                summary.files_read += 1;
-                for m in &mut part.messages {
-                    options.pricer.apply(m);
-                    summary.tokens += m.message.usage;
-                    summary.cost_usd += m.message.cost_usd;
-                    summary.unpriced += u64::from(m.cost_flags & crate::pricing::UNKNOWN != 0);
-                }
-                for s in &mut part.sessions {
-                    if let Some(u) = &mut s.usage_total {
-                        price_session(&options.pricer, u);
-                        summary.tokens += u.tokens;
-                        summary.cost_usd += u.cost_usd;
-                        summary.unpriced += u64::from(u.cost_flags & crate::pricing::UNKNOWN != 0);
-                    }
-                }
-                summary.records += report.records;
-                let skipped: u64 = report.skipped.values().sum();
-                for (kind, n) in report.skipped {
-                    *summary.skipped.entry(kind).or_default() += n;
-                }
-                summary.malformed.extend(report.malformed);
-                part.files.push(FileMark {
-                    path: key,
-                    size: *size,
-                    mtime_ns: *mtime,
-                    resume,
-                    records: i64::try_from(report.records).unwrap_or(i64::MAX),
-                    skipped: i64::try_from(skipped).unwrap_or(i64::MAX),
-                });
-                batch.append(part);
-            }
-            Err(err) => summary.failed.push(Malformed {
-                path: key,
-                line: None,
-                error: scribe_agent::error_chain(&err),
-            }),
-        }
+        });
+    }
+    let mut batch = Batch::default();
+    let mut take = |todo: &Todo, read: Read, sink: &mut dyn Sink| -> Result<()> {
+        take_file(&mut summary, &mut batch, options, todo, read);
         if batch.messages.len() >= options.batch_messages {
             summary.written += sink.commit(source, &std::mem::take(&mut batch))?;
         }
-        progress(Event::Done(path));
+        progress(Event::Done(&todo.path));
+        Ok(())
+    };
+    if importer.reads_state() {
+        for todo in &todo {
+            let read = read_file(importer, todo, options, &*sink);
+            take(todo, read, sink)?;
+        }
+    } else {
+        // The files of the next batch are read (parsed, mapped) on another thread while
+        // the batch before them is stored: handed over in file order, a batch's worth of
+        // messages at a time: about three batches in memory at most (the one being
+        // stored, one handed over, one being read).
+        std::thread::scope(|scope| -> Result<()> {
+            let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Read>>(1);
+            let todo = &todo;
+            scope.spawn(move || {
+                let (mut group, mut messages) = (Vec::new(), 0);
+                for t in todo {
+                    let read = read_file(importer, t, options, &Unread);
+                    messages += read.0.messages.len();
+                    group.push(read);
+                    if messages >= options.batch_messages {
+                        if send.send(std::mem::take(&mut group)).is_err() {
+                            return;
+                        }
+                        messages = 0;
+                    }
+                }
+                let _ = send.send(group);
+            });
+            // Each read is of the next file in `todo`, in order.
+            let mut todo = todo.iter();
+            while let Ok(group) = receive.recv() {
+                for read in group {
+                    let Some(t) = todo.next() else {
+                        break;
+                    };
+                    take(t, read, sink)?;
+                }
+            }
+            Ok(())
+        })?;
     }
     summary.written += sink.commit(source, &batch)?;
     sink.finish(&mut |done, total| progress(Event::Indexed { done, total }))?;
     Ok(summary)
+}
+
+/// A file to read, and from where.
+struct Todo {
+    path: PathBuf,
+    key: String,
+    size: i64,
+    mtime: i64,
+    resume: Resume,
+}
+
+/// What reading one file gave: its records and report, and where it stopped.
+type Read = (Batch, FileReport, Result<Resume>);
+
+fn read_file(importer: &dyn Importer, todo: &Todo, options: &Options, state: &dyn Sink) -> Read {
+    let mut report = FileReport::default();
+    let mut part = Batch::default();
+    let unit = Unit {
+        path: &todo.path,
+        resume: todo.resume.clone(),
+        since: options.since,
+        mtime_ms: todo.mtime / 1_000_000,
+        state,
+    };
+    let resume = importer.read(&unit, &mut part, &mut report);
+    (part, report, resume)
+}
+
+/// Prices what one file gave, counts it into `summary` and adds it to `batch`.
+fn take_file(
+    summary: &mut SourceSummary,
+    batch: &mut Batch,
+    options: &Options,
+    todo: &Todo,
+    (mut part, report, resume): Read,
+) {
+    let resume = match resume {
+        Ok(resume) => resume,
+        Err(err) => {
+            summary.failed.push(Malformed {
+                path: todo.key.clone(),
+                line: None,
+                error: scribe_agent::error_chain(&err),
+            });
+            return;
+        }
+    };
+    summary.files_read += 1;
+    for m in &mut part.messages {
+        options.pricer.apply(m);
+        summary.tokens += m.message.usage;
+        summary.cost_usd += m.message.cost_usd;
+        summary.unpriced += u64::from(m.cost_flags & crate::pricing::UNKNOWN != 0);
+    }
+    for s in &mut part.sessions {
+        if let Some(u) = &mut s.usage_total {
+            price_session(&options.pricer, u);
+            summary.tokens += u.tokens;
+            summary.cost_usd += u.cost_usd;
+            summary.unpriced += u64::from(u.cost_flags & crate::pricing::UNKNOWN != 0);
+        }
+    }
+    summary.records += report.records;
+    let skipped: u64 = report.skipped.values().sum();
+    for (kind, n) in report.skipped {
+        *summary.skipped.entry(kind).or_default() += n;
+    }
+    summary.malformed.extend(report.malformed);
+    part.files.push(FileMark {
+        path: todo.key.clone(),
+        size: todo.size,
+        mtime_ns: todo.mtime,
+        resume,
+        records: i64::try_from(report.records).unwrap_or(i64::MAX),
+        skipped: i64::try_from(skipped).unwrap_or(i64::MAX),
+    });
+    batch.append(part);
+}
+
+/// The state a reader that does not read it is given ([`Importer::reads_state`] is
+/// false): nothing stored.
+#[derive(Debug)]
+struct Unread;
+
+impl Sink for Unread {
+    fn files(&self, _: crate::Source) -> Result<std::collections::HashMap<String, FileState>> {
+        Ok(std::collections::HashMap::new())
+    }
+
+    fn fingerprint(&self, _: crate::Source, _: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    fn commit(&mut self, _: crate::Source, _: &Batch) -> Result<Written> {
+        Ok(Written::default())
+    }
 }
 
 fn price_session(pricer: &Pricer, u: &mut crate::record::SessionUsage) {

@@ -912,16 +912,24 @@ fn unchanged(session: &scribe_session::Session) -> ExternalSession {
     }
 }
 
-/// Names `child` in a completed task call's metadata (`session_id`), as Scribe's own task
-/// tool does; a call that failed has no metadata and stays as it is.
+/// Names `child` in a task call's part: in a completed call's metadata (`session_id`), as
+/// Scribe's own task tool does; a failed call's error state has no metadata, so there in
+/// the tool part's own `session_id` field (kept verbatim with the part, see
+/// [`scribe_message::part::ToolPart::extra`]). A call still pending or running is left
+/// as it is (its result, when read, is linked then).
 fn link_task(part: &mut Part, child: &str) {
     let Part::Tool(tool) = part else {
         return;
     };
-    let ToolState::Completed { metadata, .. } = &mut tool.state else {
-        return;
-    };
     let child = serde_json::Value::String(child.to_owned());
+    let metadata = match &mut tool.state {
+        ToolState::Completed { metadata, .. } => metadata,
+        ToolState::Error { .. } => {
+            tool.extra.insert("session_id".to_owned(), child);
+            return;
+        }
+        ToolState::Pending | ToolState::Running { .. } => return,
+    };
     match metadata {
         serde_json::Value::Object(map) => {
             map.insert("session_id".to_owned(), child);

@@ -267,3 +267,97 @@ fn a_codex_sub_agent_skips_the_history_copied_from_its_parent() {
     assert_eq!(texts, ["sub-agent answer"]);
     assert_eq!(session(&db, parent_id).tokens.input, 170);
 }
+
+/// `--since`: a file last written before it is not read (nor recorded, so a later import
+/// without it still reads the file); a newer file is read.
+#[test]
+fn since_leaves_out_files_last_written_before_it_until_an_import_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let old = root.join("-old").join(format!("{CLAUDE_ID}.jsonl"));
+    write(&old, &lines(CLAUDE).concat());
+    let fresh_id = "609b44ad-7c18-4745-a70b-784281dce85e";
+    let fresh = root.join("-new").join(format!("{fresh_id}.jsonl"));
+    write(
+        &fresh,
+        &lines(&format!("claude/projects/-work-proj/{fresh_id}.jsonl")).concat(),
+    );
+    let ten_days = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(ten_days)
+        .unwrap();
+    let db = scribe_db(dir.path());
+    let mut sink =
+        scribe_import::sink::StoreSink::new(scribe_session::Store::new(std::sync::Arc::clone(&db)));
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let options = scribe_import::Options {
+        since: Some(now_ms - 86_400_000),
+        ..scribe_import::Options::default()
+    };
+    let s = scribe_import::import(
+        &mut sink,
+        scribe_import::sources::importer(Source::ClaudeCode),
+        std::slice::from_ref(&root),
+        &options,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!((s.files, s.files_read, s.files_too_old), (2, 1, 1), "{s:?}");
+    let ids: Vec<String> = sessions(&db).into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, [fresh_id.to_owned()]);
+    // Without --since the old file is read now, and only it.
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert_eq!((s.files_read, s.files_unchanged), (1, 1), "{s:?}");
+    assert_eq!(sessions(&db).len(), 2);
+}
+
+/// File sources are read on a second thread, a batch's worth at a time: with one message
+/// per batch (every file handed over and stored alone) the store ends up exactly as with
+/// one batch for everything, and so does the summary.
+#[test]
+fn batches_of_any_size_store_the_same() {
+    for (source, tree) in [
+        (Source::ClaudeCode, "claude/projects"),
+        (Source::Codex, "codex"),
+    ] {
+        let mut dumps = Vec::new();
+        for batch_messages in [1, 5_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = scribe_db(dir.path());
+            let mut sink = scribe_import::sink::StoreSink::new(scribe_session::Store::new(
+                std::sync::Arc::clone(&db),
+            ));
+            let s = scribe_import::import(
+                &mut sink,
+                scribe_import::sources::importer(source),
+                &[fixtures().join(tree)],
+                &scribe_import::Options {
+                    batch_messages,
+                    ..scribe_import::Options::default()
+                },
+                &mut |_| {},
+            )
+            .unwrap();
+            assert!(s.failed.is_empty(), "{:?}", s.failed);
+            let counts = (
+                s.files,
+                s.files_read,
+                s.records,
+                s.written.sessions_created,
+                s.written.messages_inserted,
+            );
+            dumps.push((counts, dump(&db)));
+        }
+        assert_eq!(dumps[0].0, dumps[1].0, "{source:?}");
+        assert_same(&dumps[0].1, &dumps[1].1, source.name());
+    }
+}

@@ -203,6 +203,10 @@ fn linked(db: &std::sync::Arc<scribe_db::Database>, session: &str, call: &str) -
                 scribe_message::ToolState::Completed { metadata, .. } => {
                     metadata["session_id"].as_str().map(str::to_owned)
                 }
+                // A failed call has no metadata: the part itself names the session.
+                scribe_message::ToolState::Error { .. } => {
+                    t.extra.get("session_id")?.as_str().map(str::to_owned)
+                }
                 _ => None,
             },
             _ => None,
@@ -379,6 +383,121 @@ fn a_task_call_is_linked_to_its_agent_file() {
         assert_eq!(c.kind, scribe_session::SessionKind::Task);
         assert_eq!(c.parent_session_id.as_deref(), Some(parent));
     }
+}
+
+/// A user line carrying a failed result of `call` (`is_error`), with `toolUseResult` as
+/// Claude Code writes it for an error: the error text.
+fn task_error(uuid: &str, parent: &str, session: &str, second: u32, call: &str) -> Value {
+    let text = "[Request interrupted by user for tool use]";
+    let mut line = claude_line(
+        uuid,
+        Some(parent),
+        session,
+        false,
+        second,
+        json!({"role": "user",
+               "content": [{"type": "tool_result", "tool_use_id": call, "content": text,
+                            "is_error": true}]}),
+    );
+    line["toolUseResult"] = json!(format!("Error: {text}"));
+    line
+}
+
+fn failed_state(db: &std::sync::Arc<scribe_db::Database>, session: &str, call: &str) -> bool {
+    messages(db, session)
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .any(|p| {
+            matches!(&p.part, scribe_message::Part::Tool(t)
+            if t.call_id == call && matches!(t.state, scribe_message::ToolState::Error { .. }))
+        })
+}
+
+#[test]
+fn a_failed_task_call_is_linked_to_the_session_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let project = root.join("-w");
+    // Inline (<= 2.0.27): the sidechain ran, then the call was interrupted.
+    let s = PARENT;
+    write_lines(
+        &project.join(format!("{s}.jsonl")),
+        &[
+            claude_line("u1", None, s, false, 1, said("Look around")),
+            claude_line(
+                "a1",
+                Some("u1"),
+                s,
+                false,
+                2,
+                answer(
+                    "msg_1",
+                    json!([task_call("toolu_E", "look", "Look at the layout")]),
+                ),
+            ),
+            claude_line("s1", None, s, true, 3, said("Look at the layout")),
+            claude_line(
+                "s2",
+                Some("s1"),
+                s,
+                true,
+                4,
+                answer("msg_s2", json!([{"type": "text", "text": "Half way"}])),
+            ),
+            task_error("r1", "a1", s, 5, "toolu_E"),
+        ],
+    );
+    // Newer 2.x: the agent's file and meta under subagents/; the result is an error
+    // without an agentId.
+    let t = "5e7a0000-0000-4000-8000-000000000003";
+    write_lines(
+        &project.join(format!("{t}.jsonl")),
+        &[
+            claude_line("v1", None, t, false, 1, said("Search")),
+            claude_line(
+                "b1",
+                Some("v1"),
+                t,
+                false,
+                2,
+                answer(
+                    "msg_3",
+                    json!([task_call("toolu_F", "search", "Search the repo")]),
+                ),
+            ),
+            task_error("w1", "b1", t, 9, "toolu_F"),
+        ],
+    );
+    let agents = project.join(t).join("subagents");
+    write_lines(
+        &agents.join("agent-failed.jsonl"),
+        &[claude_line("d1", None, t, true, 3, said("Search the repo"))],
+    );
+    std::fs::write(
+        agents.join("agent-failed.meta.json"),
+        json!({"agentType": "general-purpose", "description": "search", "toolUseId": "toolu_F"})
+            .to_string(),
+    )
+    .unwrap();
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    let inline = format!("{s}:sidechain:s1");
+    for (parent, call, child) in [
+        (s, "toolu_E", inline.as_str()),
+        (t, "toolu_F", "agent-failed"),
+    ] {
+        assert!(
+            failed_state(&db, parent, call),
+            "{call} stays a failed call"
+        );
+        assert_eq!(linked(&db, parent, call).as_deref(), Some(child), "{call}");
+        let c = session(&db, child);
+        assert_eq!(c.kind, scribe_session::SessionKind::Task);
+        assert_eq!(c.parent_session_id.as_deref(), Some(parent));
+    }
+    // A second import changes nothing.
+    let again = run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert_eq!(again.files_read, 0);
 }
 
 // ---- Claude Code: summaries title the session whose leaf they name --------------------

@@ -144,3 +144,79 @@ fn a_file_that_is_not_a_database_fails_alone() {
     assert_eq!(s.files_read, 1);
     assert_eq!(s.written.sessions_created, 1);
 }
+
+#[test]
+fn an_opencode_task_call_names_its_child_whether_it_completed_or_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    let source = data.join("opencode.db");
+    build_db("opencode/opencode.sql", &source);
+    let parent = "ses_f0de500f8ffeXvsiYJDOg5JtrU";
+    let message = "msg_0f21b0104001XDVLEwtN0JiIZk";
+    let agent = Connection::open(&source).unwrap();
+    for (child, part, status, at) in [
+        ("ses_childok", "prt_taskok", "completed", 1790768251700_i64),
+        ("ses_childerr", "prt_taskerr", "error", 1790768251710),
+    ] {
+        agent
+            .execute(
+                "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, \
+                 time_created, time_updated) \
+                 VALUES (?1, 'global', ?2, ?1, '/w', ?1, '1.18.33', ?3, ?3)",
+                rusqlite::params![child, parent, at],
+            )
+            .unwrap();
+        let state = if status == "completed" {
+            serde_json::json!({"status": "completed", "input": {"prompt": "look"},
+                "output": "found it", "title": "look", "metadata": {"sessionId": child},
+                "time": {"start": at, "end": at + 5}})
+        } else {
+            serde_json::json!({"status": "error", "input": {"prompt": "look"},
+                "error": "Tool execution aborted", "metadata": {"sessionId": child},
+                "time": {"start": at, "end": at + 5}})
+        };
+        let data = serde_json::json!({"type": "tool", "callID": part, "tool": "task",
+                                      "state": state});
+        agent
+            .execute(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) \
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                rusqlite::params![part, message, parent, at, data.to_string()],
+            )
+            .unwrap();
+    }
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::OpenCode, std::slice::from_ref(&data));
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    let tools: Vec<scribe_message::part::ToolPart> = messages(&db, parent)
+        .into_iter()
+        .flat_map(|m| m.parts)
+        .filter_map(|p| match p.part {
+            scribe_message::Part::Tool(t) if t.tool == "task" => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    for t in &tools {
+        let named = match &t.state {
+            scribe_message::ToolState::Completed { metadata, .. } => {
+                metadata["session_id"].as_str().map(str::to_owned)
+            }
+            scribe_message::ToolState::Error { .. } => t
+                .extra
+                .get("session_id")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            other => panic!("unexpected state {other:?}"),
+        };
+        let want = if t.call_id == "prt_taskok" {
+            "ses_childok"
+        } else {
+            "ses_childerr"
+        };
+        assert_eq!(named.as_deref(), Some(want), "{t:?}");
+        let child = session(&db, want);
+        assert_eq!(child.kind, scribe_session::SessionKind::Task);
+        assert_eq!(child.parent_session_id.as_deref(), Some(parent));
+    }
+}

@@ -13,7 +13,8 @@
 //! - `tool_use` and its `tool_result` (arriving later, in any order, on user lines) are one
 //!   tool part, completed or failed, with `toolUseResult` kept as metadata;
 //! - a completed Task (or Agent) call names the sub-agent session it started in its
-//!   metadata (`session_id`, as Scribe's own task tool does): an inline sidechain is the
+//!   metadata (`session_id`, as Scribe's own task tool does), a failed one in the tool
+//!   part's own `session_id` field (an error state has no metadata): an inline sidechain is the
 //!   one whose first prompt is the call's `prompt` (parallel calls interleave, so only the
 //!   prompt tells them apart); an agent file is `agent-<agentId>` from the result's
 //!   `toolUseResult.agentId`, or the `subagents/*.meta.json` whose `toolUseId` is the
@@ -129,6 +130,10 @@ struct SessionHead {
 }
 
 impl Importer for ClaudeCode {
+    fn reads_state(&self) -> bool {
+        false
+    }
+
     fn source(&self) -> Source {
         SRC
     }
@@ -782,8 +787,10 @@ impl Reader<'_> {
         let metadata = line.get("toolUseResult").cloned().unwrap_or(Value::Null);
         let state = settled(output, is_error, metadata, Some(call.started_at), at);
         let part = tool(id, &call.name, call.input.clone(), state);
+        // A call that failed (interrupted, refused, the sub-agent erred) may still have
+        // started its sub-agent: it is linked the same way (its sidechain's prompt, the
+        // `subagents/` meta file, an `agentId` when the result carries one).
         if is_task_tool(&call.name)
-            && !is_error
             && let Some(child) = self.task_child(id, line)
         {
             self.out.task_links.push(TaskLink {

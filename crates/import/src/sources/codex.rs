@@ -127,6 +127,10 @@ struct Carry {
 }
 
 impl Importer for Codex {
+    fn reads_state(&self) -> bool {
+        false
+    }
+
     fn source(&self) -> Source {
         SRC
     }

@@ -40,6 +40,10 @@ const SRC: Source = Source::Gemini;
 pub struct Gemini;
 
 impl Importer for Gemini {
+    fn reads_state(&self) -> bool {
+        false
+    }
+
     fn source(&self) -> Source {
         SRC
     }

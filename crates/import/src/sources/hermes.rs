@@ -104,7 +104,6 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     let path = unit.path;
     let conn = open_source_db(path)?;
     let db = |source| ImportError::source_db(path, source);
-    conn.execute_batch("BEGIN").map_err(db)?;
     let message_cols = columns(&conn, "messages").map_err(db)?;
     let active = if message_cols.iter().any(|c| c == "active") {
         " AND coalesce(active, 1) = 1"

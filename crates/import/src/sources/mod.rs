@@ -137,6 +137,13 @@ pub trait Importer: Sync {
 
     /// Reads `unit` from where it stopped into `out`; returns where it stops now.
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume>;
+
+    /// Whether [`Importer::read`] asks [`Unit::state`] what earlier imports stored (a
+    /// database source skipping unchanged sessions). One that does not (files read from a
+    /// [`Resume`]) has its next files read on another thread while a batch is stored.
+    fn reads_state(&self) -> bool {
+        true
+    }
 }
 
 /// The importer of `source`.
@@ -347,10 +354,13 @@ pub(crate) fn content_text(v: &serde_json::Value) -> String {
 }
 
 /// Opens an agent's SQLite database without any chance of changing it or holding up the
-/// agent: read-only (`mode=ro`), so SQLite takes no write lock; in WAL mode a reader
-/// never blocks the writer, and it sees the last committed state, `-wal` included. Only
-/// when the `-shm` file cannot be created (a read-only directory, and no agent running,
-/// since a running one keeps it) is the file read as `immutable`.
+/// agent, inside one read transaction (every table read from the same snapshot; it ends
+/// when the connection is dropped): the one way the importers open a source database.
+///
+/// Read-only (`mode=ro`), so SQLite takes no write lock; in WAL mode a reader never
+/// blocks the writer, and it sees the last committed state, `-wal` included. Only when
+/// the `-shm` file cannot be created (a read-only directory, and no agent running, since
+/// a running one keeps it) is the file read as `immutable`.
 pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
     use rusqlite::OpenFlags;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -364,7 +374,9 @@ pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
         }
         let conn = rusqlite::Connection::open_with_flags(uri, flags)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // Touches the schema, so a database that cannot be read fails here.
+        conn.execute_batch("BEGIN")?;
+        // Touches the schema, so a database that cannot be read fails here; and starts
+        // the read transaction's snapshot.
         conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
             r.get::<_, i64>(0)
         })?;
@@ -455,5 +467,60 @@ pub(crate) fn json_col(v: &serde_json::Value, key: &str) -> serde_json::Value {
         }
         Some(other) => other.clone(),
         None => serde_json::Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::open_source_db;
+
+    fn agent(path: &std::path::Path, journal: &str) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row(&format!("PRAGMA journal_mode = {journal}"), [], |_| Ok(()))
+            .unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        conn
+    }
+
+    fn count(conn: &rusqlite::Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_wal_source_is_read_from_one_snapshot_while_the_agent_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.db");
+        let agent = agent(&path, "WAL");
+        let reader = open_source_db(&path).unwrap();
+        assert_eq!(count(&reader), 1);
+        // The agent is not held up: it commits while the snapshot is open (no busy wait:
+        // its busy timeout is zero).
+        agent.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        assert_eq!(count(&reader), 1, "the snapshot does not move");
+        drop(reader);
+        assert_eq!(count(&open_source_db(&path).unwrap()), 2);
+        // The reader cannot write.
+        let reader = open_source_db(&path).unwrap();
+        let err = reader.execute("INSERT INTO t VALUES (3)", []).unwrap_err();
+        assert_eq!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ReadOnly),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_source_that_is_not_a_database_is_an_error_and_stays_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.db");
+        std::fs::write(&path, "not a database").unwrap();
+        assert!(open_source_db(&path).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"not a database");
+        assert!(open_source_db(&dir.path().join("missing.db")).is_err());
+        assert!(!dir.path().join("missing.db").exists(), "never created");
     }
 }

@@ -6,7 +6,9 @@
 //! - sessions, messages and parts keep OpenCode's ids (`ses_…`, `msg_…`, `prt_…`);
 //!   `parent_id` makes a task session (the `task` tool's child), `title` is the title;
 //! - a tool part already holds its call and its result: its state maps as it is
-//!   (`pending`, `running`, `completed`, `error`; `time.compacted` kept);
+//!   (`pending`, `running`, `completed`, `error`; `time.compacted` kept); a `task` call
+//!   names the child session it started (`state.metadata.sessionId`, there while it runs,
+//!   so also when it failed) as Claude Code's Task calls do (`session_id`);
 //! - usage per message is the sum of its `step-finish` parts (the message's own `tokens`
 //!   hold only the last step's, while its `cost` is the sum), else the message's tokens;
 //!   `input` is already without cache; `reasoning` is kept apart; the cost is OpenCode's;
@@ -32,7 +34,7 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::{ImportError, Result};
-use crate::record::{Batch, MessageRec, Resume, SessionRec, TitleRank};
+use crate::record::{Batch, MessageRec, Resume, SessionRec, TaskLink, TitleRank};
 
 const SRC: Source = Source::OpenCode;
 
@@ -96,8 +98,6 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     let path = unit.path;
     let conn = open_source_db(path)?;
     let db = |source| ImportError::source_db(path, source);
-    // One read transaction: every table from the same snapshot.
-    conn.execute_batch("BEGIN").map_err(db)?;
     let sessions =
         rows(&conn, "SELECT * FROM session ORDER BY time_created, id", []).map_err(db)?;
     let counts = rows(
@@ -256,6 +256,12 @@ fn emit_session(
             let mut stored = stored_part(SRC, &pid, "", position as i64, part, pcreated.max(0));
             stored.id = crate::ids::part_id(SRC, &mid, &pid, at);
             stored.updated_at = pupdated.max(pcreated);
+            if let Some(child) = task_child(&pdata) {
+                out.task_links.push(TaskLink {
+                    part_id: stored.id.clone(),
+                    child: child.to_owned(),
+                });
+            }
             m.parts.push(stored);
         }
         let own = data.get("tokens").map(tokens).unwrap_or_default();
@@ -279,6 +285,17 @@ fn emit_session(
         rec.model = models.into_iter().max_by_key(|(_, n)| *n).map(|(m, _)| m);
     }
     out.sessions.push(rec);
+}
+
+/// The child session a `task` tool part started (`state.metadata.sessionId`, which
+/// OpenCode sets while the call runs, so a call that failed has it too).
+fn task_child(part: &Value) -> Option<&str> {
+    if str_of(part, "type")? != "tool" || str_of(part, "tool")? != "task" {
+        return None;
+    }
+    part.pointer("/state/metadata/sessionId")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
 }
 
 /// OpenCode tokens as Scribe's buckets: `input` is already without cache.
