@@ -30,6 +30,19 @@ fn at(origin: &Origin, query: Option<&str>, message: String) -> Diagnostic {
     }
 }
 
+/// Whether a PostgreSQL table named `name` stands in for an SQLite virtual table of the
+/// same name (Scribe's `parts_fts`: PostgreSQL's stored search documents where SQLite has
+/// FTS5). Such a table is each dialect's own index, never read by a shared query nor
+/// copied between backends, so it is not compared and gets no model (models come from
+/// SQLite's tables). It is the one PostgreSQL-only table the check allows.
+fn stands_in(sqlite: &Analyzed, name: &str) -> bool {
+    sqlite
+        .catalog
+        .tables
+        .iter()
+        .any(|t| t.kind == TableKind::Virtual && t.name.eq_ignore_ascii_case(name))
+}
+
 fn tables(sqlite: &Analyzed, pg: &Analyzed, out: &mut Vec<Diagnostic>) {
     let models = |a: &Analyzed| {
         a.catalog
@@ -108,6 +121,9 @@ fn tables(sqlite: &Analyzed, pg: &Analyzed, out: &mut Vec<Diagnostic>) {
         }
     }
     for p in &post {
+        if stands_in(sqlite, &p.name) {
+            continue;
+        }
         if !lite.iter().any(|t| t.name.eq_ignore_ascii_case(&p.name)) {
             out.push(at(
                 &p.origin,

@@ -339,3 +339,35 @@ fn postgres_implementation_runs() {
         Err(Error::Postgres(_))
     ));
 }
+
+/// A PostgreSQL table stands in for an SQLite virtual table of the same name (each dialect's
+/// own search index): it is neither compared nor reported. Any other PostgreSQL-only table
+/// still fails the check.
+#[test]
+fn a_postgres_table_may_stand_in_for_a_virtual_table_of_the_same_name() {
+    let fts = "CREATE TABLE notes_fts (id TEXT PRIMARY KEY NOT NULL, words tsvector NOT NULL);\n";
+    let (_dir, errors) = edited(&[
+        (
+            "migrations/sqlite/V1__init.sql",
+            "CREATE TABLE tags (",
+            "CREATE VIRTUAL TABLE notes_fts USING fts5(body);\nCREATE TABLE tags (",
+        ),
+        (
+            "migrations/postgres/V1__init.sql",
+            "CREATE TABLE tags (",
+            &format!("{fts}CREATE TABLE tags ("),
+        ),
+    ]);
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    let (_dir, errors) = edited(&[(
+        "migrations/postgres/V1__init.sql",
+        "CREATE TABLE tags (",
+        &format!("{fts}CREATE TABLE tags ("),
+    )]);
+    assert!(
+        errors.len() == 1
+            && errors[0].contains("table \"notes_fts\" exists in postgres but not in sqlite"),
+        "{errors:#?}"
+    );
+}

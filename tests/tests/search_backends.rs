@@ -645,7 +645,10 @@ fn v10_gives_existing_tool_parts_their_stored_input() {
     // Opened again: V10 runs.
     let reopened = MessageService::new(Arc::new(Database::open_at_version(&url, 10).unwrap()));
     assert_eq!(stored(&mut admin, &msg.id), (now, at));
-    let hits = reopened
+    drop(reopened);
+    // And on to the latest version, whose search reads the documents V13 stores.
+    let latest = MessageService::new(Arc::new(Database::open(&url).unwrap()));
+    let hits = latest
         .search("zebrafish", &SearchOptions::default())
         .unwrap();
     assert_eq!(hits.len(), 1);

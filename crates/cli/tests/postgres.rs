@@ -84,6 +84,7 @@ fn db_migrate_info_copy_and_check_run_on_postgres() {
         "part_sessions      ok",
         "search (words)     ok",
         "search (trigrams)  ok",
+        "search_documents   ok",
         "skipped: page and b-tree structure",
     ] {
         assert!(text.contains(line), "{line:?} in {text}");
@@ -99,8 +100,9 @@ fn db_check_on_postgres_reports_what_is_wrong() {
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     admin
         .batch_execute(
-            "DROP INDEX parts_search_trigram;
-             ALTER TABLE sessions ADD CONSTRAINT later CHECK (created_at > 0) NOT VALID;",
+            "DROP INDEX parts_fts_trigram;
+             ALTER TABLE sessions ADD CONSTRAINT later CHECK (created_at > 0) NOT VALID;
+             INSERT INTO parts_fts VALUES (-1, 'no such part', scribe_search_words('no such part'));",
         )
         .unwrap();
     let out = scribe(&["--db", &url, "db", "check"], None);
@@ -110,7 +112,7 @@ fn db_check_on_postgres_reports_what_is_wrong() {
     );
     assert_eq!(out.status.code(), Some(1), "{text}{err}");
     assert!(
-        text.contains("search (trigrams)  no such index on parts"),
+        text.contains("search (trigrams)  no such index on parts_fts"),
         "{text}"
     );
     assert!(
@@ -118,7 +120,14 @@ fn db_check_on_postgres_reports_what_is_wrong() {
         "{text}"
     );
     assert!(text.contains("search (words)     ok"), "{text}");
-    assert!(err.contains("search (trigrams), constraints"), "{err}");
+    assert!(
+        text.contains("search_documents   1 part(s) whose stored search text"),
+        "{text}"
+    );
+    assert!(
+        err.contains("search (trigrams), constraints, search_documents"),
+        "{err}"
+    );
 }
 
 /// The commands over one session run on PostgreSQL and answer as they do on SQLite for

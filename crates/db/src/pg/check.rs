@@ -3,13 +3,15 @@
 //! Checked, in one read-only snapshot: the schema version against this build's; that
 //! no constraint or index of the schema is held as not valid (a constraint added
 //! `NOT VALID`, an index whose concurrent build failed); that the search indexes on
-//! `parts` (words and trigrams, both GIN) exist and are valid, with the extensions they
-//! need; and that every part names the same session as its message.
+//! `parts_fts` (words and trigrams, both GIN) exist and are valid, with the extensions
+//! they need; that `parts_fts` holds exactly every searchable part's current text and
+//! words (V13's invariant, recomputed from the parts); and that every part names the
+//! same session as its message.
 //!
 //! Skipped, and said so in [`IntegrityReport::skipped`]: the page-level structure that
 //! SQLite's `integrity_check` covers (the server's own business: data checksums,
-//! `amcheck`), and comparing the search indexes with the rows (GIN indexes are updated
-//! inside each write; there is no queue or side table to drift).
+//! `amcheck`), and comparing the GIN indexes with `parts_fts`'s rows (they are updated
+//! inside each write; there is no queue to drift).
 
 use postgres::Client;
 
@@ -17,10 +19,10 @@ use super::PgBackend;
 use crate::maintenance::{IndexReport, IndexStatus, IntegrityReport, NamedCheck};
 use crate::{Backend, Result};
 
-/// The search indexes on `parts`: a name for the report, and what its definition
-/// contains (matched on the definition, so a renamed index still counts).
+/// The search indexes on `parts_fts` (V13): a name for the report, and what its
+/// definition contains (matched on the definition, so a renamed index still counts).
 const SEARCH_INDEXES: [(&str, &str); 2] = [
-    ("search (words)", "to_tsvector"),
+    ("search (words)", "(words)"),
     ("search (trigrams)", "gin_trgm_ops"),
 ];
 
@@ -128,13 +130,13 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
          JOIN pg_class c ON c.relname = x.indexname \
          JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = x.schemaname \
          JOIN pg_index i ON i.indexrelid = c.oid \
-         WHERE x.schemaname = current_schema() AND x.tablename = 'parts' \
+         WHERE x.schemaname = current_schema() AND x.tablename = 'parts_fts' \
            AND x.indexdef LIKE '%USING gin%'",
         &[],
     )?;
     let mut reports = Vec::with_capacity(SEARCH_INDEXES.len());
     for (index, marker) in SEARCH_INDEXES {
-        let mut status = IndexStatus::Missing("no such index on parts".to_owned());
+        let mut status = IndexStatus::Missing("no such index on parts_fts".to_owned());
         for row in &search {
             let def: String = row.try_get(0)?;
             let valid: bool = row.try_get(1)?;
@@ -152,6 +154,28 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
         reports.push(IndexReport { index, status });
     }
 
+    // The stored search documents against the parts (V13's invariant): a row for every
+    // part with search text, holding that text and its words, and no other row.
+    let stale: i64 = client
+        .query_one(
+            "SELECT count(*) \
+             FROM (SELECT seq, scribe_search_text(type, data) AS doc FROM parts) AS p \
+             FULL JOIN parts_fts AS f ON f.seq = p.seq \
+             WHERE p.doc IS DISTINCT FROM f.search_text \
+                OR (f.seq IS NOT NULL AND f.words IS DISTINCT FROM scribe_search_words(f.search_text))",
+            &[],
+        )?
+        .try_get(0)?;
+    checks.push(NamedCheck {
+        name: "search_documents",
+        problem: (stale != 0).then(|| {
+            format!(
+                "{stale} part(s) whose stored search text or words (parts_fts) differ from the \
+                 part; rebuild with SELECT scribe_parts_fts_rebuild()"
+            )
+        }),
+    });
+
     Ok(IntegrityReport {
         backend: Backend::Postgres,
         integrity_check: Vec::new(),
@@ -161,8 +185,8 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
             "page and b-tree structure (SQLite's integrity_check): the server's own, with \
              data checksums or the amcheck extension"
                 .to_owned(),
-            "search index contents against the parts: GIN indexes change inside each \
-             write, with nothing queued to drift"
+            "GIN index contents against parts_fts: GIN indexes change inside each write, \
+             with nothing queued to drift"
                 .to_owned(),
         ],
     })

@@ -7,8 +7,9 @@
 //! PostgreSQL end has the same tables (sqlgen's parity check). Derived data is copied as
 //! stored, not derived twice:
 //! - into PostgreSQL, the tables' own triggers (counters, updated_at, change
-//!   notifications) are switched off for the copy (`DISABLE TRIGGER USER`, which the
-//!   tables' owner may do; foreign keys stay checked), nullable references to the same or
+//!   notifications, the search documents) are switched off for the copy (`DISABLE TRIGGER
+//!   USER`, which the tables' owner may do; foreign keys stay checked), `parts_fts` (V13,
+//!   PostgreSQL's own search documents) is built from the copied parts in one statement, nullable references to the same or
 //!   a later table (a session's parent and summary message) are filled in after every row
 //!   is there, and identity sequences are moved past the copied keys;
 //! - into SQLite, foreign keys are switched off and tables are filled children first, so
@@ -179,6 +180,9 @@ pub fn copy(
                     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
                 tx.execute(&sql, &refs)?;
             }
+            // The search documents are the target's own (SQLite's FTS5 tables are not
+            // copied), and their triggers were off: built once from the copied parts.
+            tx.batch_execute("SELECT scribe_parts_fts_rebuild()")?;
             for table in &tables {
                 tx.batch_execute(&format!(
                     "ALTER TABLE {} ENABLE TRIGGER USER",

@@ -5,16 +5,16 @@
 //!   alternatives and terms ([`groups`]) and written as a `tsquery` ([`tsquery`]): a term
 //!   is a phrase of its alphanumeric runs (`my-app.config.ts` → `'my' <-> 'app' <-> …`),
 //!   a prefix marks its last run `:*`, `NOT` is `!`, `OR` is `|`. Every run is
-//!   alphanumeric and quoted, so no input reaches `to_tsquery` as syntax. The match
-//!   repeats the expression of V1's `parts_search_words` GIN index (text split at every
-//!   non-alphanumeric, folded by the `scribe` configuration), so the index serves it.
-//!   Rank: `ts_rank_cd` with length normalization, negated so lower is better as with
-//!   bm25; ties newest first.
+//!   alphanumeric and quoted, so no input reaches `to_tsquery` as syntax. It matches the
+//!   words V13's triggers store per part in `parts_fts` (text split at every
+//!   non-alphanumeric, folded by the `scribe` configuration) through their GIN index.
+//!   Rank: `ts_rank_cd` over the stored words with length normalization, negated so lower
+//!   is better as with bm25; ties newest first.
 //! - Substrings ([`TextQuery::Trigrams`], [`TextQuery::Substrings`]): every alternative's
-//!   terms as `ILIKE '%term%'` (escaped) over all text, which V1's pg_trgm GIN index
-//!   serves for terms of three or more characters. Rank: how often the terms occur per
+//!   terms as `ILIKE '%term%'` (escaped) over the stored text, which `parts_fts`'s
+//!   pg_trgm GIN index serves for terms of three or more characters. Rank: how often the terms occur per
 //!   character of text ([`substring_rank`], bm25's direction), ties newest first. The
-//!   trigram index here holds every part, so the plain-text alternatives SQLite adds with
+//!   trigram index here holds every searchable part, so the plain-text alternatives SQLite adds with
 //!   a LIKE are already covered, and ranked with the rest instead of after them.
 //! - A literal substring ([`TextQuery::Substring`]): `ILIKE`, newest first, as on SQLite.
 //!
@@ -23,8 +23,10 @@
 //! FTS5's format: at most [`SNIPPET_TOKENS`] words, every phrase match marked between
 //! [`MATCH_START`] and [`MATCH_END`], [`ELLIPSIS`] where text was cut.
 //!
-//! The GIN indexes are maintained inside each write, so there is nothing to index before
-//! a search (`index_pending` does nothing on PostgreSQL).
+//! `parts_fts` and its GIN indexes are maintained inside each write (V13's triggers on
+//! `parts`), so there is nothing to index before a search (`index_pending` does nothing
+//! on PostgreSQL). Nothing is computed per matching part at search time: matching,
+//! ranking, rechecks and snippets read the stored text and words.
 
 use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
 use unicode_normalization::UnicodeNormalization;
@@ -35,12 +37,12 @@ use super::{
 };
 use crate::filters::{escape_like, pg};
 
-/// A part's searched text: the expression both GIN indexes are built on (V11; V1 and V10
-/// define the function), repeated so the planner uses them.
-const TEXT: &str = r#"scribe_search_text("p"."type", "p"."data")"#;
+/// A part's searched text, as V13's triggers store it in `parts_fts` (joined as `f`); its
+/// trigram GIN index serves ILIKE.
+const TEXT: &str = r#""f"."search_text""#;
 
-/// The indexed expression of `parts_search_words` (V11), over [`TEXT`].
-const VECTOR: &str = r#"to_tsvector('scribe'::regconfig, regexp_replace(scribe_search_text("p"."type", "p"."data"), '[^[:alnum:]]+', ' ', 'g'))"#;
+/// A part's words, stored next to [`TEXT`] with their GIN index (V13).
+const VECTOR: &str = r#""f"."words""#;
 
 /// One term of a query: its text and whether it is a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +309,13 @@ fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStateme
         .expr_as(c("p", "message_id"), Alias::new("message_id"))
         .expr_as(c("m", "created_at"), Alias::new("created_at"))
         .expr_as(rank, Alias::new("rank"))
-        .from_as(Alias::new("parts"), Alias::new("p"));
+        .from_as(Alias::new("parts"), Alias::new("p"))
+        .join_as(
+            JoinType::InnerJoin,
+            Alias::new("parts_fts"),
+            Alias::new("f"),
+            c("f", "seq").equals(tc("p", "seq")),
+        );
     filter_hits(&mut query, filter, JoinOrder::Planner, true);
     query
         .and_where(matched)
@@ -328,6 +336,12 @@ fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
             Alias::new("parts"),
             Alias::new("p"),
             c("p", "seq").equals(tc("h", "seq")),
+        )
+        .join_as(
+            JoinType::InnerJoin,
+            Alias::new("parts_fts"),
+            Alias::new("f"),
+            c("f", "seq").equals(tc("h", "seq")),
         )
         .join_as(
             JoinType::InnerJoin,

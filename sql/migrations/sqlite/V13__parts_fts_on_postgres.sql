@@ -1,0 +1,5 @@
+-- Scribe schema, version 13: nothing to do on SQLite.
+--
+-- PostgreSQL's version 13 stores each searchable part's text and words once, in its own
+-- `parts_fts` table kept by triggers, as this dialect's FTS5 tables (V1, V11) already do.
+-- The file exists so both dialects number their versions alike.
