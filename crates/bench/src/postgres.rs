@@ -30,7 +30,7 @@
 //! end (a crash leaves sessions titled `bench writer …`): use a scratch database.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -477,23 +477,7 @@ fn writers_row(
         }
         children.push(command.spawn()?);
     }
-    let mut readers = Vec::new();
-    for child in &mut children {
-        let stdout = child.stdout.take().ok_or("writer has no stdout")?;
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        if line.trim() != "ready" {
-            return Err(format!("writer did not get ready: {line:?}").into());
-        }
-        readers.push(reader);
-    }
-    let started = Instant::now();
-    for child in &mut children {
-        let stdin = child.stdin.as_mut().ok_or("writer has no stdin")?;
-        writeln!(stdin, "go")?;
-        stdin.flush()?;
-    }
+    let (readers, started) = crate::writers::start(&mut children)?;
     let reports = crate::writers::collect(&mut children, readers)?;
     let elapsed = started.elapsed();
     let mut latencies = Vec::new();

@@ -254,23 +254,7 @@ pub fn run(
             .stderr(Stdio::inherit());
         children.push(cmd.spawn()?);
     }
-    let mut readers = Vec::new();
-    for child in &mut children {
-        let stdout = child.stdout.take().ok_or("writer has no stdout")?;
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        if line.trim() != "ready" {
-            return Err(format!("writer did not get ready: {line:?}").into());
-        }
-        readers.push(reader);
-    }
-    let started = Instant::now();
-    for child in &mut children {
-        let stdin = child.stdin.as_mut().ok_or("writer has no stdin")?;
-        writeln!(stdin, "go")?;
-        stdin.flush()?;
-    }
+    let (readers, started) = start(&mut children)?;
     let reports = collect(&mut children, readers)?;
     // Scribe's run ends when both search indexes have caught up (each writer indexes what
     // it can before it exits; what is left is indexed here), as the limit's ends with its
@@ -315,6 +299,31 @@ pub fn run(
         first_error,
         samples: latencies,
     })
+}
+
+/// Waits until every writer process says "ready", then tells them all "go" at once:
+/// their stdout readers (for [`collect`]) and the moment they were started.
+pub(crate) fn start(
+    children: &mut [Child],
+) -> Result<(Vec<BufReader<std::process::ChildStdout>>, Instant)> {
+    let mut readers = Vec::new();
+    for child in children.iter_mut() {
+        let stdout = child.stdout.take().ok_or("writer has no stdout")?;
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            return Err(format!("writer did not get ready: {line:?}").into());
+        }
+        readers.push(reader);
+    }
+    let started = Instant::now();
+    for child in children.iter_mut() {
+        let stdin = child.stdin.as_mut().ok_or("writer has no stdin")?;
+        writeln!(stdin, "go")?;
+        stdin.flush()?;
+    }
+    Ok((readers, started))
 }
 
 pub(crate) fn collect(
