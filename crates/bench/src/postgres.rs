@@ -182,7 +182,9 @@ pub struct EventFigures {
     pub from_call_p50_ms: f64,
     /// The same, 99th percentile, ms.
     pub from_call_p99_ms: f64,
-    /// Notifications host B received per append (a message and its parts: one per row).
+    /// Changes host B received per append (one per row: the message, its parts, the
+    /// session's counters), which since schema V14 arrive in one notification per
+    /// transaction.
     pub notices_per_commit: f64,
     /// Append rate on A while B listened, per second (the events' cost shows against
     /// the single-writer row).
@@ -862,8 +864,8 @@ impl PgReport {
             );
             let _ = writeln!(
                 out,
-                "  {:.1} notifications per append (one per row: the message and its parts); \
-             appends at {:.0}/s while B listened",
+                "  {:.1} changes per append (one per row: the message, its parts, the session), \
+             in one notification per transaction (schema V14); appends at {:.0}/s while B listened",
                 e.notices_per_commit, e.append_per_s
             );
         }

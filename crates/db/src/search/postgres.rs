@@ -654,4 +654,60 @@ mod statement_tests {
             "{values:?}"
         );
     }
+
+    /// A term without cased letters is matched with LIKE (no lowercasing of the texts);
+    /// any cased letter keeps ILIKE, so case still folds as on SQLite.
+    #[test]
+    fn uncased_terms_use_like_and_cased_ones_ilike() {
+        assert!(uncased("数据库") && uncased("データベース") && uncased("2024-01") && uncased(""));
+        assert!(!uncased("数据库 Docker") && !uncased("ß") && !uncased("Ǆ") && !uncased("x"));
+        let sql = |term: &str| {
+            let mut q = Query::select();
+            q.expr(contains(term))
+                .and_where(substring_rank(&[term.to_owned()]).gt(0));
+            q.build(PostgresQueryBuilder).0
+        };
+        let cjk = sql("数据库");
+        assert!(
+            cjk.contains(" LIKE ") && !cjk.contains("ILIKE") && !cjk.contains("lower("),
+            "{cjk}"
+        );
+        let mixed = sql("数据库x");
+        assert!(
+            mixed.contains("ILIKE") && mixed.contains("lower("),
+            "{mixed}"
+        );
+    }
+
+    /// The page is cut (rank, then newest first) before a hit's columns are joined, and
+    /// sessions are joined per matching part only when a filter reads them.
+    #[test]
+    fn the_page_is_cut_before_the_hit_columns_are_joined() {
+        let plain = SearchFilter {
+            limit: 20,
+            offset: 40,
+            ..SearchFilter::new(TextQuery::Substring("x".into()))
+        };
+        let best = best_parts(
+            &plain,
+            contains("x"),
+            Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+        );
+        let (inner, _) = best.build(PostgresQueryBuilder);
+        assert!(
+            inner.contains(r#""messages""#) && !inner.contains(r#""sessions""#),
+            "{inner}"
+        );
+        let (sql, _) = page(best, &plain).build(PostgresQueryBuilder);
+        let limit = sql.find("LIMIT").unwrap_or(usize::MAX);
+        let sessions = sql.rfind(r#"JOIN "sessions""#).unwrap_or(0);
+        assert!(limit < sessions, "{sql}");
+        let filtered = SearchFilter {
+            sources: vec!["cli".into()],
+            ..plain
+        };
+        let (inner, _) =
+            best_parts(&filtered, contains("x"), Expr::cust("0")).build(PostgresQueryBuilder);
+        assert!(inner.contains(r#""sessions""#), "{inner}");
+    }
 }
