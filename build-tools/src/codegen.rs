@@ -585,31 +585,7 @@ pub fn render_postgres(sqlite: &crate::Analyzed, pg: &crate::Analyzed) -> String
         out.push_str("    })\n}\n");
         readers.push(n);
     }
-    out.push_str(
-        "\n/// The PostgreSQL implementation of [`super::ReadQueries`] and [`super::Queries`] on a\n\
-         /// client or a transaction. Every statement goes out with explicit parameter types\n\
-         /// (`query_typed`, one round trip, no statement cache needed) and every value is read with\n\
-         /// `try_get`, so a type mismatch is an error, never a panic.\n\
-         pub struct PgQueries<'a, C> {\n    \
-         client: &'a mut C,\n\
-         }\n\n\
-         impl<'a, C: postgres::GenericClient> PgQueries<'a, C> {\n    \
-         /// The queries on `client` (a `postgres::Client` or `postgres::Transaction`).\n    \
-         pub fn new(client: &'a mut C) -> Self {\n        \
-         PgQueries { client }\n    \
-         }\n\n    \
-         /// The client these queries run on, for statements built at run time (dynamic\n    \
-         /// filters, search).\n    \
-         pub fn client(&mut self) -> &mut C {\n        \
-         self.client\n    \
-         }\n\
-         }\n\n\
-         impl<C> std::fmt::Debug for PgQueries<'_, C> {\n    \
-         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {\n        \
-         f.debug_struct(\"PgQueries\").finish_non_exhaustive()\n    \
-         }\n\
-         }\n",
-    );
+    out.push_str(PG_RUNTIME);
     for (read, name) in [(true, "ReadQueries"), (false, "Queries")] {
         out.push('\n');
         let _ = writeln!(
@@ -630,6 +606,163 @@ pub fn render_postgres(sqlite: &crate::Analyzed, pg: &crate::Analyzed) -> String
     }
     out
 }
+
+/// What every generated PostgreSQL module holds besides its queries: the statement cache and
+/// `PgQueries` with the three calls the query methods make.
+const PG_RUNTIME: &str = r#"
+/// The statements one connection has prepared, by SQL: kept with the connection (the
+/// pool's), so each generated statement is parsed and planned once per connection instead
+/// of on every call. A statement prepared inside a transaction that rolls back stays
+/// prepared (the protocol's statements are not transactional); a connection that closes
+/// takes its statements with it.
+#[derive(Default)]
+pub struct Statements {
+    prepared: std::collections::HashMap<&'static str, postgres::Statement>,
+}
+
+impl Statements {
+    /// How many statements are prepared.
+    pub fn len(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.prepared.is_empty()
+    }
+
+    /// Forgets every statement (they are closed on the server when dropped).
+    pub fn clear(&mut self) {
+        self.prepared.clear();
+    }
+}
+
+impl std::fmt::Debug for Statements {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Statements")
+            .field("prepared", &self.prepared.len())
+            .finish()
+    }
+}
+
+/// The PostgreSQL implementation of [`super::ReadQueries`] and [`super::Queries`] on a
+/// client or a transaction. Every statement goes out with explicit parameter types and
+/// every value is read with `try_get`, so a type mismatch is an error, never a panic. With
+/// [`Statements`] ([`PgQueries::cached`]) each statement is prepared on the connection the
+/// first time it runs (one more round trip, once) and reused after; without
+/// ([`PgQueries::new`]) each call is one round trip that parses and plans it again
+/// (`query_typed`).
+pub struct PgQueries<'a, C> {
+    client: &'a mut C,
+    statements: Option<&'a mut Statements>,
+}
+
+impl<'a, C: postgres::GenericClient> PgQueries<'a, C> {
+    /// The queries on `client` (a `postgres::Client` or `postgres::Transaction`), each
+    /// statement parsed and planned on every call.
+    pub fn new(client: &'a mut C) -> Self {
+        PgQueries {
+            client,
+            statements: None,
+        }
+    }
+
+    /// The queries on `client`, reusing (and adding to) the statements it has prepared.
+    /// `statements` must belong to the connection `client` runs on.
+    pub fn cached(client: &'a mut C, statements: &'a mut Statements) -> Self {
+        PgQueries {
+            client,
+            statements: Some(statements),
+        }
+    }
+
+    /// The client these queries run on, for statements built at run time (dynamic
+    /// filters, search).
+    pub fn client(&mut self) -> &mut C {
+        self.client
+    }
+
+    /// `sql`'s prepared statement, prepared now if it is new; `None` without a cache.
+    fn sqlgen_prepared(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<Option<postgres::Statement>, postgres::Error> {
+        let Some(statements) = self.statements.as_deref_mut() else {
+            return Ok(None);
+        };
+        if let Some(statement) = statements.prepared.get(sql) {
+            return Ok(Some(statement.clone()));
+        }
+        let types: Vec<Type> = values.iter().map(|(_, ty)| ty.clone()).collect();
+        let statement = self.client.prepare_typed(sql, &types)?;
+        statements.prepared.insert(sql, statement.clone());
+        Ok(Some(statement))
+    }
+
+    /// After a failure: a statement whose plan no longer fits the schema (another process
+    /// migrated it: "cached plan must not change result type") is prepared again next time.
+    fn sqlgen_failed(&mut self, err: postgres::Error) -> postgres::Error {
+        if err.code() == Some(&postgres::error::SqlState::FEATURE_NOT_SUPPORTED)
+            && let Some(statements) = self.statements.as_deref_mut()
+        {
+            statements.clear();
+        }
+        err
+    }
+
+    fn sqlgen_query(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<Vec<postgres::Row>, postgres::Error> {
+        let outcome = match self.sqlgen_prepared(sql, values)? {
+            Some(statement) => {
+                let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|(v, _)| *v).collect();
+                self.client.query(&statement, &params)
+            }
+            None => self.client.query_typed(sql, values),
+        };
+        outcome.map_err(|err| self.sqlgen_failed(err))
+    }
+
+    fn sqlgen_query_one(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<postgres::Row, postgres::Error> {
+        let outcome = match self.sqlgen_prepared(sql, values)? {
+            Some(statement) => {
+                let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|(v, _)| *v).collect();
+                self.client.query_one(&statement, &params)
+            }
+            None => self.client.query_typed_one(sql, values),
+        };
+        outcome.map_err(|err| self.sqlgen_failed(err))
+    }
+
+    fn sqlgen_execute(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<u64, postgres::Error> {
+        let outcome = match self.sqlgen_prepared(sql, values)? {
+            Some(statement) => {
+                let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|(v, _)| *v).collect();
+                self.client.execute(&statement, &params)
+            }
+            None => self.client.execute_typed(sql, values),
+        };
+        outcome.map_err(|err| self.sqlgen_failed(err))
+    }
+}
+
+impl<C> std::fmt::Debug for PgQueries<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgQueries").finish_non_exhaustive()
+    }
+}
+"#;
 
 fn reader_name(row: &str) -> String {
     format!("read_{}", crate::infer::snake_case(row))
@@ -701,13 +834,13 @@ fn render_pg_body(out: &mut String, catalog: &Catalog, q: &QueryInfo, p: &QueryI
     };
     // A short local keeps the call within rustfmt's chain width.
     let _ = writeln!(out, "        let sql = {const_name};");
-    let client_call = |method: &str| format!("self.client.{method}(sql, {values})?");
+    let client_call = |method: &str| format!("self.{method}(sql, {values})?");
     let stmt = |out: &mut String, prefix: &str, call: String| {
         let _ = writeln!(out, "        {prefix}{call};");
     };
     match q.kind {
         Kind::One if q.one_row => {
-            stmt(out, "let row = ", client_call("query_typed_one"));
+            stmt(out, "let row = ", client_call("sqlgen_query_one"));
             match &reader {
                 Some(r) => {
                     let _ = writeln!(out, "        {r}(&row).map_err(crate::Error::from)");
@@ -716,7 +849,7 @@ fn render_pg_body(out: &mut String, catalog: &Catalog, q: &QueryInfo, p: &QueryI
             }
         }
         Kind::One => {
-            stmt(out, "let rows = ", client_call("query_typed"));
+            stmt(out, "let rows = ", client_call("sqlgen_query"));
             let map = match &reader {
                 Some(r) => r.clone(),
                 None => "|row| row.try_get(0)".to_string(),
@@ -727,7 +860,7 @@ fn render_pg_body(out: &mut String, catalog: &Catalog, q: &QueryInfo, p: &QueryI
             out.push_str("            .map_err(crate::Error::from)\n");
         }
         Kind::Many => {
-            stmt(out, "let rows = ", client_call("query_typed"));
+            stmt(out, "let rows = ", client_call("sqlgen_query"));
             let map = match &reader {
                 Some(r) => r.clone(),
                 None => "|row| row.try_get(0)".to_string(),
@@ -738,11 +871,11 @@ fn render_pg_body(out: &mut String, catalog: &Catalog, q: &QueryInfo, p: &QueryI
             out.push_str("            .map_err(crate::Error::from)\n");
         }
         Kind::Exec => {
-            stmt(out, "", client_call("execute_typed"));
+            stmt(out, "", client_call("sqlgen_execute"));
             out.push_str("        Ok(())\n");
         }
         Kind::ExecRows | Kind::ExecLastId => {
-            stmt(out, "let changed = ", client_call("execute_typed"));
+            stmt(out, "let changed = ", client_call("sqlgen_execute"));
             out.push_str("        Ok(usize::try_from(changed).unwrap_or(usize::MAX))\n");
         }
     }

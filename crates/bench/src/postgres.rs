@@ -58,6 +58,19 @@ pub const DB_ENV: &str = "SCRIBE_BENCH_DB";
 /// many milliseconds.
 pub const PACE_ENV: &str = "SCRIBE_BENCH_PACE_MS";
 
+/// The environment variable that limits the report to some of its parts (a comma list of
+/// `writers`, `events`, `load`, `search`; all when unset): for profiling one of them.
+pub const PARTS_ENV: &str = "SCRIBE_BENCH_PG_PARTS";
+
+/// The environment variable that keeps the report's sessions in the database (set to `1`):
+/// for looking at the search corpus or the writers' rows afterwards.
+pub const KEEP_ENV: &str = "SCRIBE_BENCH_PG_KEEP";
+
+/// Whether [`PARTS_ENV`] asks for `part`.
+fn wanted(part: &str) -> bool {
+    std::env::var(PARTS_ENV).map_or(true, |parts| parts.split(',').any(|p| p.trim() == part))
+}
+
 /// The writer counts of the report.
 const WRITERS: [usize; 3] = [1, 4, 16];
 
@@ -169,7 +182,9 @@ pub struct EventFigures {
     pub from_call_p50_ms: f64,
     /// The same, 99th percentile, ms.
     pub from_call_p99_ms: f64,
-    /// Notifications host B received per append (a message and its parts: one per row).
+    /// Changes host B received per append (one per row: the message, its parts, the
+    /// session's counters), which since schema V14 arrive in one notification per
+    /// transaction.
     pub notices_per_commit: f64,
     /// Append rate on A while B listened, per second (the events' cost shows against
     /// the single-writer row).
@@ -221,8 +236,8 @@ pub struct PgReport {
     pub sizes: PgSizes,
     /// Writer rows, PostgreSQL then SQLite.
     pub writers: Vec<WritersRow>,
-    /// Events across hosts.
-    pub events: EventFigures,
+    /// Events across hosts (`None` when [`PARTS_ENV`] leaves them out).
+    pub events: Option<EventFigures>,
     /// Loads, PostgreSQL then SQLite.
     pub load: Vec<LoadFigures>,
     /// Search, PostgreSQL then SQLite.
@@ -247,7 +262,12 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
     let mut made = Vec::new();
 
     let mut writers = Vec::new();
-    for pace in [None, Some(PACE_MS)] {
+    let paces: &[Option<u64>] = if wanted("writers") {
+        &[None, Some(PACE_MS)]
+    } else {
+        &[]
+    };
+    for &pace in paces {
         let count = if pace.is_some() {
             sizes.paced_per_writer
         } else {
@@ -277,12 +297,17 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         }
     }
 
-    progress(&format!(
-        "events: {} appends on host A, received on host B",
-        sizes.events
-    ));
-    let (events, session) = events(url, sizes.events, seed)?;
-    made.push(session);
+    let events = if wanted("events") {
+        progress(&format!(
+            "events: {} appends on host A, received on host B",
+            sizes.events
+        ));
+        let (events, session) = events(url, sizes.events, seed)?;
+        made.push(session);
+        Some(events)
+    } else {
+        None
+    };
 
     progress(&format!(
         "load: a session of {} messages, {} times",
@@ -290,13 +315,17 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
     ));
     let file = dir.join("pg-report-load.db");
     let mut load = Vec::new();
+    let load_on = if wanted("load") { 2 } else { 0 };
     for (backend, location) in [
         ("PostgreSQL", url),
         (
             "SQLite",
             file.to_str().ok_or("temporary path is not UTF-8")?,
         ),
-    ] {
+    ]
+    .into_iter()
+    .take(load_on)
+    {
         let db = Arc::new(Database::open(location)?);
         let session = new_session(&db, "bench load")?;
         let svc = MessageService::new(Arc::clone(&db));
@@ -315,13 +344,17 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
     ));
     let mut search = Vec::new();
     let file = dir.join("pg-report-search.db");
+    let search_on = if wanted("search") { 2 } else { 0 };
     for (backend, location) in [
         ("PostgreSQL", url),
         (
             "SQLite",
             file.to_str().ok_or("temporary path is not UTF-8")?,
         ),
-    ] {
+    ]
+    .into_iter()
+    .take(search_on)
+    {
         let (figures, sessions) = search_figures(backend, location, sizes, seed)?;
         if backend == "PostgreSQL" {
             made.extend(sessions);
@@ -329,6 +362,9 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         search.push(figures);
     }
 
+    if std::env::var(KEEP_ENV).is_ok_and(|keep| keep == "1") {
+        made.clear();
+    }
     db.write(|tx| -> scribe_db::Result<()> {
         for id in &made {
             tx.q().delete_session(id)?;
@@ -810,28 +846,29 @@ impl PgReport {
                 stats::ratio(pg4.total_per_s, lite4.total_per_s)
             );
         }
-        let e = &self.events;
-        let _ = writeln!(
-            out,
-            "\nevents, commit on host A -> Broker subscriber on host B (Database::listen)"
-        );
-        let _ = writeln!(
-            out,
-            "  delivered {}/{}; after A's write returned: p50 {:.2} ms   p99 {:.2} ms   \
+        if let Some(e) = &self.events {
+            let _ = writeln!(
+                out,
+                "\nevents, commit on host A -> Broker subscriber on host B (Database::listen)"
+            );
+            let _ = writeln!(
+                out,
+                "  delivered {}/{}; after A's write returned: p50 {:.2} ms   p99 {:.2} ms   \
              max {:.2} ms (0: B had it first)",
-            e.delivered, e.commits, e.p50_ms, e.p99_ms, e.max_ms
-        );
-        let _ = writeln!(
-            out,
-            "  from the call on A (the append included): p50 {:.2} ms   p99 {:.2} ms",
-            e.from_call_p50_ms, e.from_call_p99_ms
-        );
-        let _ = writeln!(
-            out,
-            "  {:.1} notifications per append (one per row: the message and its parts); \
-             appends at {:.0}/s while B listened",
-            e.notices_per_commit, e.append_per_s
-        );
+                e.delivered, e.commits, e.p50_ms, e.p99_ms, e.max_ms
+            );
+            let _ = writeln!(
+                out,
+                "  from the call on A (the append included): p50 {:.2} ms   p99 {:.2} ms",
+                e.from_call_p50_ms, e.from_call_p99_ms
+            );
+            let _ = writeln!(
+                out,
+                "  {:.1} changes per append (one per row: the message, its parts, the session), \
+             in one notification per transaction (schema V14); appends at {:.0}/s while B listened",
+                e.notices_per_commit, e.append_per_s
+            );
+        }
         let _ = writeln!(out, "\nloading one session (MessageService::list)");
         for l in &self.load {
             let _ = writeln!(

@@ -1299,24 +1299,150 @@ fn read_usage_by_day_since_row(
     })
 }
 
+/// The statements one connection has prepared, by SQL: kept with the connection (the
+/// pool's), so each generated statement is parsed and planned once per connection instead
+/// of on every call. A statement prepared inside a transaction that rolls back stays
+/// prepared (the protocol's statements are not transactional); a connection that closes
+/// takes its statements with it.
+#[derive(Default)]
+pub struct Statements {
+    prepared: std::collections::HashMap<&'static str, postgres::Statement>,
+}
+
+impl Statements {
+    /// How many statements are prepared.
+    pub fn len(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.prepared.is_empty()
+    }
+
+    /// Forgets every statement (they are closed on the server when dropped).
+    pub fn clear(&mut self) {
+        self.prepared.clear();
+    }
+}
+
+impl std::fmt::Debug for Statements {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Statements")
+            .field("prepared", &self.prepared.len())
+            .finish()
+    }
+}
+
 /// The PostgreSQL implementation of [`super::ReadQueries`] and [`super::Queries`] on a
-/// client or a transaction. Every statement goes out with explicit parameter types
-/// (`query_typed`, one round trip, no statement cache needed) and every value is read with
-/// `try_get`, so a type mismatch is an error, never a panic.
+/// client or a transaction. Every statement goes out with explicit parameter types and
+/// every value is read with `try_get`, so a type mismatch is an error, never a panic. With
+/// [`Statements`] ([`PgQueries::cached`]) each statement is prepared on the connection the
+/// first time it runs (one more round trip, once) and reused after; without
+/// ([`PgQueries::new`]) each call is one round trip that parses and plans it again
+/// (`query_typed`).
 pub struct PgQueries<'a, C> {
     client: &'a mut C,
+    statements: Option<&'a mut Statements>,
 }
 
 impl<'a, C: postgres::GenericClient> PgQueries<'a, C> {
-    /// The queries on `client` (a `postgres::Client` or `postgres::Transaction`).
+    /// The queries on `client` (a `postgres::Client` or `postgres::Transaction`), each
+    /// statement parsed and planned on every call.
     pub fn new(client: &'a mut C) -> Self {
-        PgQueries { client }
+        PgQueries {
+            client,
+            statements: None,
+        }
+    }
+
+    /// The queries on `client`, reusing (and adding to) the statements it has prepared.
+    /// `statements` must belong to the connection `client` runs on.
+    pub fn cached(client: &'a mut C, statements: &'a mut Statements) -> Self {
+        PgQueries {
+            client,
+            statements: Some(statements),
+        }
     }
 
     /// The client these queries run on, for statements built at run time (dynamic
     /// filters, search).
     pub fn client(&mut self) -> &mut C {
         self.client
+    }
+
+    /// `sql`'s prepared statement, prepared now if it is new; `None` without a cache.
+    fn sqlgen_prepared(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<Option<postgres::Statement>, postgres::Error> {
+        let Some(statements) = self.statements.as_deref_mut() else {
+            return Ok(None);
+        };
+        if let Some(statement) = statements.prepared.get(sql) {
+            return Ok(Some(statement.clone()));
+        }
+        let types: Vec<Type> = values.iter().map(|(_, ty)| ty.clone()).collect();
+        let statement = self.client.prepare_typed(sql, &types)?;
+        statements.prepared.insert(sql, statement.clone());
+        Ok(Some(statement))
+    }
+
+    /// After a failure: a statement whose plan no longer fits the schema (another process
+    /// migrated it: "cached plan must not change result type") is prepared again next time.
+    fn sqlgen_failed(&mut self, err: postgres::Error) -> postgres::Error {
+        if err.code() == Some(&postgres::error::SqlState::FEATURE_NOT_SUPPORTED)
+            && let Some(statements) = self.statements.as_deref_mut()
+        {
+            statements.clear();
+        }
+        err
+    }
+
+    fn sqlgen_query(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<Vec<postgres::Row>, postgres::Error> {
+        let outcome = match self.sqlgen_prepared(sql, values)? {
+            Some(statement) => {
+                let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|(v, _)| *v).collect();
+                self.client.query(&statement, &params)
+            }
+            None => self.client.query_typed(sql, values),
+        };
+        outcome.map_err(|err| self.sqlgen_failed(err))
+    }
+
+    fn sqlgen_query_one(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<postgres::Row, postgres::Error> {
+        let outcome = match self.sqlgen_prepared(sql, values)? {
+            Some(statement) => {
+                let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|(v, _)| *v).collect();
+                self.client.query_one(&statement, &params)
+            }
+            None => self.client.query_typed_one(sql, values),
+        };
+        outcome.map_err(|err| self.sqlgen_failed(err))
+    }
+
+    fn sqlgen_execute(
+        &mut self,
+        sql: &'static str,
+        values: &[Param<'_>],
+    ) -> Result<u64, postgres::Error> {
+        let outcome = match self.sqlgen_prepared(sql, values)? {
+            Some(statement) => {
+                let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|(v, _)| *v).collect();
+                self.client.execute(&statement, &params)
+            }
+            None => self.client.execute_typed(sql, values),
+        };
+        outcome.map_err(|err| self.sqlgen_failed(err))
     }
 }
 
@@ -1333,7 +1459,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<String>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_UNFINISHED_ASSISTANT_MESSAGE_IDS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(|row| row.try_get(0))
             .collect::<Result<_, _>>()
@@ -1346,7 +1472,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<String>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = GET_LAST_ASSISTANT_MODEL_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(|row| row.try_get(0))
             .transpose()
@@ -1359,7 +1485,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::SessionRunRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = GET_SESSION_RUN_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_run_row)
             .transpose()
@@ -1372,7 +1498,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<String>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = GET_LAST_USER_MESSAGE_ID_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(|row| row.try_get(0))
             .transpose()
@@ -1389,7 +1515,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.limit, Type::INT8),
         ];
         let sql = LIST_SESSIONS_BY_ID_RANGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -1407,7 +1533,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.limit, Type::INT8),
         ];
         let sql = LIST_MESSAGE_IDS_BY_RANGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(|row| row.try_get(0))
             .collect::<Result<_, _>>()
@@ -1420,7 +1546,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<super::GetSessionIdNeighborsRow, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_SESSION_ID_NEIGHBORS_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
+        let row = self.sqlgen_query_one(sql, &values)?;
         read_get_session_id_neighbors_row(&row).map_err(crate::Error::from)
     }
 
@@ -1434,7 +1560,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.version, Type::INT8),
         ];
         let sql = GET_FILE_VERSION_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_file_row)
             .transpose()
@@ -1447,7 +1573,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::FileRow>, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.session_id, Type::TEXT), (&params.path, Type::TEXT)];
         let sql = LIST_FILE_VERSIONS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_file_row)
             .collect::<Result<_, _>>()
@@ -1457,7 +1583,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn list_latest_files(&mut self, session_id: &str) -> Result<Vec<super::FileRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_LATEST_FILES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_file_row)
             .collect::<Result<_, _>>()
@@ -1470,7 +1596,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::FileRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_SESSION_FILES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_file_row)
             .collect::<Result<_, _>>()
@@ -1483,7 +1609,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ImportFileRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&source, Type::TEXT)];
         let sql = LIST_IMPORT_FILES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_import_file_row)
             .collect::<Result<_, _>>()
@@ -1499,7 +1625,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.external_id, Type::TEXT),
         ];
         let sql = GET_IMPORT_SESSION_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_import_session_row)
             .transpose()
@@ -1512,7 +1638,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::ImportSessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = GET_IMPORT_SESSION_BY_ID_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_import_session_row)
             .transpose()
@@ -1521,7 +1647,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
 
     fn list_pending_parents(&mut self) -> Result<Vec<super::ListPendingParentsRow>, crate::Error> {
         let sql = LIST_PENDING_PARENTS_SQL;
-        let rows = self.client.query_typed(sql, &[])?;
+        let rows = self.sqlgen_query(sql, &[])?;
         rows.iter()
             .map(read_list_pending_parents_row)
             .collect::<Result<_, _>>()
@@ -1530,7 +1656,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
 
     fn summarize_imports(&mut self) -> Result<Vec<super::SummarizeImportsRow>, crate::Error> {
         let sql = SUMMARIZE_IMPORTS_SQL;
-        let rows = self.client.query_typed(sql, &[])?;
+        let rows = self.sqlgen_query(sql, &[])?;
         rows.iter()
             .map(read_summarize_imports_row)
             .collect::<Result<_, _>>()
@@ -1541,7 +1667,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         &mut self,
     ) -> Result<Vec<super::CountImportedSessionsRow>, crate::Error> {
         let sql = COUNT_IMPORTED_SESSIONS_SQL;
-        let rows = self.client.query_typed(sql, &[])?;
+        let rows = self.sqlgen_query(sql, &[])?;
         rows.iter()
             .map(read_count_imported_sessions_row)
             .collect::<Result<_, _>>()
@@ -1557,7 +1683,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.record_key, Type::TEXT),
         ];
         let sql = GET_IMPORT_KEY_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_import_key_row)
             .transpose()
@@ -1573,7 +1699,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.limit, Type::INT8),
         ];
         let sql = LIST_MESSAGES_OLDEST_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1591,7 +1717,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.limit, Type::INT8),
         ];
         let sql = LIST_MESSAGES_AFTER_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1604,7 +1730,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListMessageNeighborsRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&ids, Type::TEXT_ARRAY)];
         let sql = LIST_MESSAGE_NEIGHBORS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_message_neighbors_row)
             .collect::<Result<_, _>>()
@@ -1620,7 +1746,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.message_ids, Type::TEXT_ARRAY),
         ];
         let sql = LIST_MESSAGE_TEXTS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_message_texts_row)
             .collect::<Result<_, _>>()
@@ -1633,7 +1759,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListSessionPartDataRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_SESSION_PART_DATA_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_session_part_data_row)
             .collect::<Result<_, _>>()
@@ -1646,7 +1772,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListPartDataByMessageIdsRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&message_ids, Type::TEXT_ARRAY)];
         let sql = LIST_PART_DATA_BY_MESSAGE_IDS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_part_data_by_message_ids_row)
             .collect::<Result<_, _>>()
@@ -1659,7 +1785,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListMessagePartDataRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
         let sql = LIST_MESSAGE_PART_DATA_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_message_part_data_row)
             .collect::<Result<_, _>>()
@@ -1669,7 +1795,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn get_message(&mut self, id: &str) -> Result<Option<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_MESSAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_message_row)
             .transpose()
@@ -1679,7 +1805,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_MESSAGES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1692,7 +1818,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&ids, Type::TEXT_ARRAY)];
         let sql = LIST_MESSAGES_BY_IDS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1708,7 +1834,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.limit, Type::INT8),
         ];
         let sql = LIST_MESSAGES_NEWEST_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1726,7 +1852,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.limit, Type::INT8),
         ];
         let sql = LIST_MESSAGES_BEFORE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1743,7 +1869,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = LIST_MESSAGES_FROM_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
             .collect::<Result<_, _>>()
@@ -1756,7 +1882,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = GET_LAST_MESSAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_message_row)
             .transpose()
@@ -1766,7 +1892,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn get_part(&mut self, id: &str) -> Result<Option<super::PartRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_PART_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_part_row)
             .transpose()
@@ -1776,7 +1902,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn list_parts(&mut self, message_id: &str) -> Result<Vec<super::PartRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
         let sql = LIST_PARTS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_part_row)
             .collect::<Result<_, _>>()
@@ -1789,7 +1915,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::PartRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_SESSION_PARTS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_part_row)
             .collect::<Result<_, _>>()
@@ -1799,7 +1925,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn get_part_place(&mut self, id: &str) -> Result<Option<super::GetPartPlaceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_PART_PLACE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_get_part_place_row)
             .transpose()
@@ -1812,7 +1938,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::GetPartContentRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_PART_CONTENT_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_get_part_content_row)
             .transpose()
@@ -1822,7 +1948,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error> {
         let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
         let sql = NEXT_PART_POSITION_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(|row| row.try_get(0))
             .transpose()
@@ -1835,7 +1961,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<String>, crate::Error> {
         let values: [Param<'_>; 1] = [(&message_id, Type::TEXT)];
         let sql = GET_LAST_FINISH_PART_ID_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(|row| row.try_get(0))
             .transpose()
@@ -1848,7 +1974,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListSourceChoicesRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
         let sql = LIST_SOURCE_CHOICES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_source_choices_row)
             .collect::<Result<_, _>>()
@@ -1861,7 +1987,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListModelChoicesRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
         let sql = LIST_MODEL_CHOICES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_model_choices_row)
             .collect::<Result<_, _>>()
@@ -1874,7 +2000,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::ListDirectoryChoicesRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
         let sql = LIST_DIRECTORY_CHOICES_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_directory_choices_row)
             .collect::<Result<_, _>>()
@@ -1887,7 +2013,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::CountChildSessionsRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&parent_ids, Type::TEXT_ARRAY)];
         let sql = COUNT_CHILD_SESSIONS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_count_child_sessions_row)
             .collect::<Result<_, _>>()
@@ -1900,7 +2026,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::SessionRollupRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&child_id, Type::TEXT)];
         let sql = GET_SESSION_ROLL_UP_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_rollup_row)
             .transpose()
@@ -1913,7 +2039,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&before, Type::INT8)];
         let sql = LIST_PRUNABLE_SESSIONS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -1926,7 +2052,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.before, Type::INT8), (&params.source, Type::TEXT)];
         let sql = LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -1939,7 +2065,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::UsageByModelSinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
         let sql = USAGE_BY_MODEL_SINCE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_usage_by_model_since_row)
             .collect::<Result<_, _>>()
@@ -1952,7 +2078,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::UsageBySourceSinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
         let sql = USAGE_BY_SOURCE_SINCE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_usage_by_source_since_row)
             .collect::<Result<_, _>>()
@@ -1965,14 +2091,14 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<super::UsageTotalsSinceRow, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
         let sql = USAGE_TOTALS_SINCE_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
+        let row = self.sqlgen_query_one(sql, &values)?;
         read_usage_totals_since_row(&row).map_err(crate::Error::from)
     }
 
     fn get_session(&mut self, id: &str) -> Result<Option<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_SESSION_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_row)
             .transpose()
@@ -1982,7 +2108,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn session_exists(&mut self, id: &str) -> Result<bool, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = SESSION_EXISTS_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
+        let row = self.sqlgen_query_one(sql, &values)?;
         row.try_get(0).map_err(crate::Error::from)
     }
 
@@ -1992,7 +2118,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&title, Type::TEXT)];
         let sql = GET_SESSION_BY_TITLE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_row)
             .transpose()
@@ -2005,7 +2131,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&parent_session_id, Type::TEXT)];
         let sql = LIST_CHILD_SESSIONS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -2014,14 +2140,14 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
 
     fn count_sessions(&mut self) -> Result<i64, crate::Error> {
         let sql = COUNT_SESSIONS_SQL;
-        let row = self.client.query_typed_one(sql, &[])?;
+        let row = self.sqlgen_query_one(sql, &[])?;
         row.try_get(0).map_err(crate::Error::from)
     }
 
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = LIST_SESSION_ANCESTORS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -2034,7 +2160,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = LIST_SESSION_DESCENDANTS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -2047,7 +2173,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Option<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = GET_CONTINUATION_TIP_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_row)
             .transpose()
@@ -2060,7 +2186,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&limit, Type::INT8)];
         let sql = TOP_SESSIONS_BY_TOKENS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -2076,7 +2202,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.session_ids, Type::TEXT_ARRAY),
         ];
         let sql = LIST_SESSION_PREVIEWS_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_session_previews_row)
             .collect::<Result<_, _>>()
@@ -2092,7 +2218,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.call_id, Type::TEXT),
         ];
         let sql = GET_TOOL_PART_BY_CALL_ID_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_part_row)
             .transpose()
@@ -2109,7 +2235,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = LIST_SENT_PART_DATA_FROM_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_sent_part_data_from_row)
             .collect::<Result<_, _>>()
@@ -2122,7 +2248,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::UsageByDayAndModelSinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
         let sql = USAGE_BY_DAY_AND_MODEL_SINCE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_usage_by_day_and_model_since_row)
             .collect::<Result<_, _>>()
@@ -2135,7 +2261,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::UsageByDayAndSourceSinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
         let sql = USAGE_BY_DAY_AND_SOURCE_SINCE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_usage_by_day_and_source_since_row)
             .collect::<Result<_, _>>()
@@ -2148,7 +2274,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     ) -> Result<Vec<super::UsageByDaySinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
         let sql = USAGE_BY_DAY_SINCE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_usage_by_day_since_row)
             .collect::<Result<_, _>>()
@@ -2158,7 +2284,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn list_title_lineage(&mut self, title: &str) -> Result<Vec<super::SessionRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&title, Type::TEXT)];
         let sql = LIST_TITLE_LINEAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
             .collect::<Result<_, _>>()
@@ -2168,7 +2294,7 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn max_title_lineage_number(&mut self, title: &str) -> Result<Option<i64>, crate::Error> {
         let values: [Param<'_>; 1] = [(&title, Type::TEXT)];
         let sql = MAX_TITLE_LINEAGE_NUMBER_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(|row| row.try_get(0))
             .transpose()
@@ -2187,7 +2313,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.stale_before, Type::INT8),
         ];
         let sql = CLAIM_SESSION_COMPACTION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2202,7 +2328,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = SET_SESSION_PROMPT_SETTINGS_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2219,7 +2345,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.heartbeat_at, Type::INT8),
         ];
         let sql = PUT_SESSION_RUN_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2233,7 +2359,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.owner, Type::TEXT),
         ];
         let sql = RENEW_SESSION_RUN_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2246,7 +2372,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.owner, Type::TEXT),
         ];
         let sql = DELETE_SESSION_RUN_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2262,7 +2388,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.now, Type::INT8),
         ];
         let sql = CREATE_FILE_VERSION_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
+        let row = self.sqlgen_query_one(sql, &values)?;
         read_file_row(&row).map_err(crate::Error::from)
     }
 
@@ -2283,7 +2409,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.imported_at, Type::INT8),
         ];
         let sql = UPSERT_IMPORT_FILE_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2303,7 +2429,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.imported_at, Type::INT8),
         ];
         let sql = INSERT_IMPORT_SESSION_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2321,7 +2447,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.session_id, Type::TEXT),
         ];
         let sql = UPDATE_IMPORT_SESSION_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2335,7 +2461,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.session_id, Type::TEXT),
         ];
         let sql = MARK_IMPORT_KEY_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2350,7 +2476,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.title_rank, Type::INT8),
         ];
         let sql = SET_IMPORT_KEY_TITLE_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2380,7 +2506,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.finished_at, Type::INT8),
         ];
         let sql = CREATE_MESSAGE_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2407,7 +2533,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = UPDATE_MESSAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2421,7 +2547,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = FINISH_MESSAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_message_row)
             .transpose()
@@ -2443,7 +2569,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_MESSAGE_USAGE_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_add_message_usage_row)
             .transpose()
@@ -2453,14 +2579,14 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_MESSAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = DELETE_SESSION_MESSAGES_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2476,7 +2602,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.updated_at, Type::INT8),
         ];
         let sql = CREATE_PART_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2493,7 +2619,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.now, Type::INT8),
         ];
         let sql = APPEND_PART_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
+        let row = self.sqlgen_query_one(sql, &values)?;
         read_part_row(&row).map_err(crate::Error::from)
     }
 
@@ -2505,14 +2631,14 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = UPDATE_PART_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_PART_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2533,7 +2659,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_SESSION_USAGE_DELTA_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_row)
             .transpose()
@@ -2546,7 +2672,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     ) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.now, Type::INT8), (&params.child_id, Type::TEXT)];
         let sql = MARK_SESSION_ROLLED_UP_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2568,7 +2694,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.actual_cost_usd, Type::FLOAT8),
         ];
         let sql = IMPORT_SESSION_ROLL_UP_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2584,7 +2710,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = RESTORE_IMPORTED_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2594,7 +2720,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     ) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.updated_at, Type::INT8), (&params.id, Type::TEXT)];
         let sql = RESTORE_SESSION_UPDATED_AT_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2612,7 +2738,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.updated_at, Type::INT8),
         ];
         let sql = IMPORT_FILE_VERSION_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2629,7 +2755,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = UPDATE_EXTERNAL_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2655,7 +2781,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.now, Type::INT8),
         ];
         let sql = CREATE_SESSION_SQL;
-        let row = self.client.query_typed_one(sql, &values)?;
+        let row = self.sqlgen_query_one(sql, &values)?;
         read_session_row(&row).map_err(crate::Error::from)
     }
 
@@ -2696,7 +2822,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.archived_at, Type::INT8),
         ];
         let sql = IMPORT_SESSION_SQL;
-        self.client.execute_typed(sql, &values)?;
+        self.sqlgen_execute(sql, &values)?;
         Ok(())
     }
 
@@ -2722,7 +2848,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = UPDATE_SESSION_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
+        let rows = self.sqlgen_query(sql, &values)?;
         rows.first()
             .map(read_session_row)
             .transpose()
@@ -2739,7 +2865,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = SET_SESSION_SUMMARY_MESSAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2753,7 +2879,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = SET_SESSION_COMPACTING_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2764,7 +2890,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = END_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2774,7 +2900,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     ) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.now, Type::INT8), (&params.id, Type::TEXT)];
         let sql = REOPEN_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2784,7 +2910,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     ) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.now, Type::INT8), (&params.id, Type::TEXT)];
         let sql = ARCHIVE_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2794,14 +2920,14 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     ) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.now, Type::INT8), (&params.id, Type::TEXT)];
         let sql = UNARCHIVE_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_SESSION_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2821,7 +2947,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_SESSION_USAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2835,7 +2961,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.id, Type::TEXT),
         ];
         let sql = ADD_SESSION_ACTUAL_COST_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
@@ -2845,7 +2971,7 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     ) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 2] = [(&params.now, Type::INT8), (&params.child_id, Type::TEXT)];
         let sql = ROLL_UP_SESSION_USAGE_SQL;
-        let changed = self.client.execute_typed(sql, &values)?;
+        let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 }

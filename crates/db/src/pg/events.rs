@@ -3,7 +3,10 @@
 //! Version 8 of the PostgreSQL schema announces every committed insert, update and delete
 //! of a session, message, part or file on the channel `scribe_events` (a row trigger, so
 //! no writer can forget; NOTIFY is transactional, so only committed changes go out, in
-//! commit order). [`crate::Database::listen`] starts one thread with its own connection
+//! commit order). Since version 14 a transaction's changes go out together, as one
+//! notification (several past ~6,000 bytes of them) sent when it commits, instead of one
+//! per row; the listener hands each change to the sink on its own, as before, in the
+//! order they were made. [`crate::Database::listen`] starts one thread with its own connection
 //! that turns those notifications into [`Notice`]s for a sink of the caller's: typically
 //! a closure publishing on a `scribe_pubsub::Broker`, decoding the [`Change`] into the
 //! service's own event (reloading the row) on the way.
@@ -181,10 +184,10 @@ fn run(
             loop {
                 match iter.next() {
                     Ok(Some(note)) => {
-                        if note.channel() == CHANNEL
-                            && let Some(change) = decode(note.payload(), own)
-                        {
-                            sink(Notice::Change(change));
+                        if note.channel() == CHANNEL {
+                            for change in decode(note.payload(), own) {
+                                sink(Notice::Change(change));
+                            }
                         }
                     }
                     Err(err) => {
@@ -202,30 +205,86 @@ fn run(
     }
 }
 
-/// The trigger's JSON payload as a [`Change`]; `None` for anything else on the channel.
-fn decode(payload: &str, own: &str) -> Option<Change> {
-    let value: serde_json::Value = serde_json::from_str(payload).ok()?;
-    let text = |key: &str| value.get(key)?.as_str().map(ToOwned::to_owned);
-    let op = match text("op")?.as_str() {
-        "insert" => ChangeOp::Insert,
-        "update" => ChangeOp::Update,
-        "delete" => ChangeOp::Delete,
-        _ => return None,
+/// The changes of one notification, in the order they were made; nothing for anything
+/// else on the channel. Since V14 a notification holds a transaction's changes:
+/// `{"origin": "…", "changes": [[table, op, id, session], …]}`; a V8–V13 payload (one
+/// change: `{"table", "op", "id", "session", "origin"}`) is read as well, so a listener
+/// of this build hears a server whose schema it has not migrated yet.
+fn decode(payload: &str, own: &str) -> Vec<Change> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(payload) else {
+        return Vec::new();
     };
-    let origin = text("origin").unwrap_or_default();
-    Some(Change {
-        table: text("table")?,
-        op,
-        id: text("id")?,
-        session_id: text("session")?,
-        own: !origin.is_empty() && origin == own,
-        origin,
-    })
+    let origin = value
+        .get("origin")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let change = |table: &str, op: &str, id: &str, session: &str| {
+        let op = match op {
+            "insert" => ChangeOp::Insert,
+            "update" => ChangeOp::Update,
+            "delete" => ChangeOp::Delete,
+            _ => return None,
+        };
+        Some(Change {
+            table: table.to_owned(),
+            op,
+            id: id.to_owned(),
+            session_id: session.to_owned(),
+            own: !origin.is_empty() && origin == own,
+            origin: origin.to_owned(),
+        })
+    };
+    if let Some(changes) = value.get("changes").and_then(serde_json::Value::as_array) {
+        return changes
+            .iter()
+            .filter_map(|item| match item.as_array()?.as_slice() {
+                [table, op, id, session] => change(
+                    table.as_str()?,
+                    op.as_str()?,
+                    id.as_str()?,
+                    session.as_str()?,
+                ),
+                _ => None,
+            })
+            .collect();
+    }
+    let text = |key: &str| value.get(key).and_then(serde_json::Value::as_str);
+    (|| change(text("table")?, text("op")?, text("id")?, text("session")?))()
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transactions_changes_decode_in_order() {
+        let changes = decode(
+            r#"{"origin":"me","changes":[["messages","insert","msg_1","ses_1"],["parts","insert","prt_1","ses_1"],["sessions","update","ses_1","ses_1"],["files","truncate","f","ses_1"],"junk"]}"#,
+            "me",
+        );
+        let seen: Vec<(&str, ChangeOp, &str, bool)> = changes
+            .iter()
+            .map(|c| (c.table.as_str(), c.op, c.id.as_str(), c.own))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("messages", ChangeOp::Insert, "msg_1", true),
+                ("parts", ChangeOp::Insert, "prt_1", true),
+                ("sessions", ChangeOp::Update, "ses_1", true),
+            ]
+        );
+        assert!(changes.iter().all(|c| c.session_id == "ses_1"));
+        let other = decode(
+            r#"{"origin":"them","changes":[["parts","delete","prt_2","ses_2"]]}"#,
+            "me",
+        );
+        assert_eq!(other.len(), 1);
+        assert!(!other[0].own);
+        assert_eq!(other[0].origin, "them");
+    }
 
     #[test]
     fn payloads_decode_and_junk_is_skipped() {
@@ -235,24 +294,24 @@ mod tests {
         );
         assert_eq!(
             change,
-            Some(Change {
+            [Change {
                 table: "parts".into(),
                 op: ChangeOp::Update,
                 id: "prt_1".into(),
                 session_id: "ses_1".into(),
                 origin: "me".into(),
                 own: true,
-            })
+            }]
         );
         let other = decode(
             r#"{"table":"sessions","op":"delete","id":"s","session":"s","origin":""}"#,
             "",
         );
         assert_eq!(
-            other.map(|c| (c.op, c.own)),
-            Some((ChangeOp::Delete, false))
+            other.iter().map(|c| (c.op, c.own)).collect::<Vec<_>>(),
+            [(ChangeOp::Delete, false)]
         );
-        assert_eq!(decode("not json", "me"), None);
-        assert_eq!(decode(r#"{"table":"x","op":"truncate"}"#, "me"), None);
+        assert_eq!(decode("not json", "me"), []);
+        assert_eq!(decode(r#"{"table":"x","op":"truncate"}"#, "me"), []);
     }
 }

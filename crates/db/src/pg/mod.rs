@@ -136,7 +136,8 @@ impl PgBackend {
     {
         let mut client = self.begin("BEGIN ISOLATION LEVEL SERIALIZABLE")?;
         let outcome = {
-            let mut tx = Tx::postgres(PgQueries::new(&mut *client), clock);
+            let (conn, statements) = client.with_statements();
+            let mut tx = Tx::postgres(PgQueries::cached(conn, statements), clock);
             f(&mut tx).map(|value| (value, tx.into_after_commit()))
         };
         match outcome {
@@ -159,8 +160,9 @@ impl PgBackend {
     {
         retry_with(options, || {
             let mut client = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+            let (conn, statements) = client.with_statements();
             let outcome = f(&mut ReadTx::postgres(
-                PgQueries::new(&mut *client),
+                PgQueries::cached(conn, statements),
                 &options.clock,
             ));
             // A read has nothing to lose: ending it is enough either way.

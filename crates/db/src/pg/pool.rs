@@ -7,6 +7,8 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use postgres::Client;
+
+use crate::queries::postgres::Statements;
 use postgres_native_tls::MakeTlsConnector;
 
 use super::location::{Location, Verify, error_text};
@@ -28,7 +30,7 @@ pub(crate) struct Pool {
 }
 
 struct State {
-    idle: Vec<Client>,
+    idle: Vec<(Client, Statements)>,
     open: usize,
 }
 
@@ -86,7 +88,7 @@ impl Pool {
     pub(crate) fn get(&self) -> Result<Pooled<'_>> {
         let mut state = self.lock();
         loop {
-            if let Some(client) = state.idle.pop() {
+            if let Some((client, statements)) = state.idle.pop() {
                 if client.is_closed() {
                     state.open -= 1;
                     continue;
@@ -94,6 +96,7 @@ impl Pool {
                 return Ok(Pooled {
                     pool: self,
                     client: Some(client),
+                    statements,
                     reused: true,
                 });
             }
@@ -104,6 +107,7 @@ impl Pool {
                     Ok(client) => Ok(Pooled {
                         pool: self,
                         client: Some(client),
+                        statements: Statements::default(),
                         reused: false,
                     }),
                     Err(err) => {
@@ -146,10 +150,10 @@ impl Pool {
             .map_err(|err| connect_error(err, &self.location))
     }
 
-    fn put_back(&self, client: Client) {
+    fn put_back(&self, client: Client, statements: Statements) {
         let mut state = self.lock();
         if !client.is_closed() && state.idle.len() < self.max_idle {
-            state.idle.push(client);
+            state.idle.push((client, statements));
         } else {
             state.open -= 1;
         }
@@ -168,6 +172,9 @@ impl Pool {
 pub(crate) struct Pooled<'p> {
     pool: &'p Pool,
     client: Option<Client>,
+    /// The statements this connection has prepared (the generated queries'), kept with it
+    /// in the idle list.
+    statements: Statements,
     /// Taken from the idle list (it may have died while idle) rather than just opened.
     reused: bool,
 }
@@ -177,6 +184,14 @@ impl Pooled<'_> {
     /// by the server meanwhile).
     pub(crate) fn reused(&self) -> bool {
         self.reused
+    }
+
+    /// The connection and the statements prepared on it, for
+    /// [`crate::queries::postgres::PgQueries::cached`].
+    pub(crate) fn with_statements(&mut self) -> (&mut Client, &mut Statements) {
+        // Present until drop or discard, which consume the guard.
+        let client = self.client.as_mut().unwrap_or_else(|| unreachable!());
+        (client, &mut self.statements)
     }
 
     /// Closes the connection instead of returning it: its state is unknown (a failed
@@ -206,7 +221,8 @@ impl DerefMut for Pooled<'_> {
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         if let Some(client) = self.client.take() {
-            self.pool.put_back(client);
+            let statements = std::mem::take(&mut self.statements);
+            self.pool.put_back(client, statements);
         }
     }
 }

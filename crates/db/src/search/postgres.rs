@@ -33,7 +33,8 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::{
     ELLIPSIS, JoinOrder, MATCH_END, MATCH_START, SNIPPET_TOKENS, SearchFilter, SearchHit,
-    TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, like_snippet, tc,
+    TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, join_tables, like_snippet,
+    tc,
 };
 use crate::filters::{escape_like, pg};
 
@@ -277,8 +278,16 @@ fn substring_rank(terms: &[String]) -> Expr {
     let mut values = Vec::new();
     for (n, term) in terms.iter().enumerate() {
         let n = n + 1;
+        // An uncased term (CJK, digits) occurs in the text exactly where it occurs in its
+        // lowercase, so the text is not lowercased for it (`lower` of a long text is most
+        // of this expression's cost).
+        let folded = if uncased(term) {
+            format!("replace({text}, CAST(${n} AS TEXT), '')")
+        } else {
+            format!("replace(lower({text}), lower(CAST(${n} AS TEXT)), '')")
+        };
         sql.push_str(&format!(
-            " + (char_length({text}) - char_length(replace(lower({text}), lower(CAST(${n} AS TEXT)), ''))) \
+            " + (char_length({text}) - char_length({folded})) \
              / CAST(greatest(char_length(CAST(${n} AS TEXT)), 1) AS DOUBLE PRECISION)"
         ));
         values.push(term.clone());
@@ -291,16 +300,34 @@ fn substring_rank(terms: &[String]) -> Expr {
 
 /// `<the part's text> ILIKE '%text%'`, escaped with `\\` (PostgreSQL's default LIKE escape):
 /// the pg_trgm index serves it from three characters on. ILIKE folds case as SQLite's LIKE
-/// and trigram index do.
+/// and trigram index do. A term without cased letters (CJK, digits, punctuation) matches
+/// the same with `LIKE`, which does not lowercase every text it reads (ILIKE costs about
+/// seven times as much per row, and a planner without statistics reads every row).
 fn contains(text: &str) -> Expr {
+    let op = if uncased(text) { "LIKE" } else { "ILIKE" };
     Expr::cust_with_values(
-        format!("{TEXT} ILIKE $1"),
+        format!("{TEXT} {op} $1"),
         [format!("%{}%", escape_like(text))],
     )
 }
 
+/// Whether no character of `text` has another case: folding case changes nothing in it,
+/// nor in any text where it occurs (lowercasing maps a cased letter to a cased letter).
+fn uncased(text: &str) -> bool {
+    text.chars().all(|ch| {
+        let mut lower = ch.to_lowercase();
+        let mut upper = ch.to_uppercase();
+        lower.next() == Some(ch)
+            && lower.next().is_none()
+            && upper.next() == Some(ch)
+            && upper.next().is_none()
+    })
+}
+
 /// The best part of each matching message that passes the filters: its `seq`, message
-/// id, message time and `rank` (lower is better; the first part among equals).
+/// id, message time and `rank` (lower is better; the first part among equals). Only the
+/// tables the filters need are joined besides `messages` (the time): every join here runs
+/// once per matching part, where the page's joins run once per hit.
 fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStatement {
     let mut query = Query::select();
     query
@@ -316,7 +343,13 @@ fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStateme
             Alias::new("f"),
             c("f", "seq").equals(tc("p", "seq")),
         );
-    filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    // filter_hits joins `messages` itself when a filter reads it; the time needs it anyway.
+    let filters_join_messages =
+        !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
+    if !filters_join_messages {
+        join_tables(&mut query, JoinOrder::Planner, true, false);
+    }
+    filter_hits(&mut query, filter, JoinOrder::Planner, false);
     query
         .and_where(matched)
         .order_by(tc("p", "message_id"), Order::Asc)
@@ -325,12 +358,21 @@ fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStateme
     query
 }
 
-/// The page of `best` (rank, then newest first) with the columns of a hit.
+/// The page of `best` (rank, then newest first) with the columns of a hit: the page is
+/// cut first, so the hit's columns are joined for its rows only.
 fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
+    let mut cut = Query::select();
+    cut.column(sea_query::Asterisk)
+        .from_subquery(best, Alias::new("b"))
+        .order_by(tc("b", "rank"), Order::Asc)
+        .order_by(tc("b", "created_at"), Order::Desc)
+        .order_by(tc("b", "message_id"), Order::Desc)
+        .limit(filter.limit)
+        .offset(filter.offset);
     let mut query = Query::select();
     hit_columns(&mut query, Expr::cust(TEXT), c("h", "rank"));
     query
-        .from_subquery(best, Alias::new("h"))
+        .from_subquery(cut, Alias::new("h"))
         .join_as(
             JoinType::InnerJoin,
             Alias::new("parts"),
@@ -357,9 +399,7 @@ fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
         )
         .order_by(tc("h", "rank"), Order::Asc)
         .order_by(tc("h", "created_at"), Order::Desc)
-        .order_by(tc("h", "message_id"), Order::Desc)
-        .limit(filter.limit)
-        .offset(filter.offset);
+        .order_by(tc("h", "message_id"), Order::Desc);
     query
 }
 
@@ -613,5 +653,61 @@ mod statement_tests {
             values.0.contains(&sea_query::Value::from(r"%a\%b%")),
             "{values:?}"
         );
+    }
+
+    /// A term without cased letters is matched with LIKE (no lowercasing of the texts);
+    /// any cased letter keeps ILIKE, so case still folds as on SQLite.
+    #[test]
+    fn uncased_terms_use_like_and_cased_ones_ilike() {
+        assert!(uncased("数据库") && uncased("データベース") && uncased("2024-01") && uncased(""));
+        assert!(!uncased("数据库 Docker") && !uncased("ß") && !uncased("Ǆ") && !uncased("x"));
+        let sql = |term: &str| {
+            let mut q = Query::select();
+            q.expr(contains(term))
+                .and_where(substring_rank(&[term.to_owned()]).gt(0));
+            q.build(PostgresQueryBuilder).0
+        };
+        let cjk = sql("数据库");
+        assert!(
+            cjk.contains(" LIKE ") && !cjk.contains("ILIKE") && !cjk.contains("lower("),
+            "{cjk}"
+        );
+        let mixed = sql("数据库x");
+        assert!(
+            mixed.contains("ILIKE") && mixed.contains("lower("),
+            "{mixed}"
+        );
+    }
+
+    /// The page is cut (rank, then newest first) before a hit's columns are joined, and
+    /// sessions are joined per matching part only when a filter reads them.
+    #[test]
+    fn the_page_is_cut_before_the_hit_columns_are_joined() {
+        let plain = SearchFilter {
+            limit: 20,
+            offset: 40,
+            ..SearchFilter::new(TextQuery::Substring("x".into()))
+        };
+        let best = best_parts(
+            &plain,
+            contains("x"),
+            Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+        );
+        let (inner, _) = best.build(PostgresQueryBuilder);
+        assert!(
+            inner.contains(r#""messages""#) && !inner.contains(r#""sessions""#),
+            "{inner}"
+        );
+        let (sql, _) = page(best, &plain).build(PostgresQueryBuilder);
+        let limit = sql.find("LIMIT").unwrap_or(usize::MAX);
+        let sessions = sql.rfind(r#"JOIN "sessions""#).unwrap_or(0);
+        assert!(limit < sessions, "{sql}");
+        let filtered = SearchFilter {
+            sources: vec!["cli".into()],
+            ..plain
+        };
+        let (inner, _) =
+            best_parts(&filtered, contains("x"), Expr::cust("0")).build(PostgresQueryBuilder);
+        assert!(inner.contains(r#""sessions""#), "{inner}");
     }
 }

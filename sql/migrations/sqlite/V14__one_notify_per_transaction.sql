@@ -1,0 +1,5 @@
+-- Scribe schema, version 14: nothing to do on SQLite.
+--
+-- PostgreSQL's version 14 announces a transaction's changes in one notification instead of
+-- one per row (SQLite's processes publish their own events and have no notifications). The
+-- file exists so both dialects number their versions alike.
