@@ -35,21 +35,6 @@ use scribe_session::SessionKind;
 /// (input, output as ccusage counts it, cache write, cache read).
 type Figures = (i64, i64, i64, i64);
 
-fn home(dir: &std::path::Path) -> PathBuf {
-    let home = dir.join("home");
-    copy("claude", &home.join(".claude"));
-    copy("codex", &home.join(".codex"));
-    copy("opencode", &home.join(".local/share/opencode"));
-    build_db(
-        "opencode/opencode.sql",
-        &home.join(".local/share/opencode/opencode.db"),
-    );
-    copy("hermes", &home.join(".hermes"));
-    build_db("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
-    copy("gemini", &home.join(".gemini"));
-    home
-}
-
 fn roots(home: &std::path::Path, source: Source) -> Vec<PathBuf> {
     let env = scribe_import::Env {
         home: Some(home.to_owned()),
