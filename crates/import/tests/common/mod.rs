@@ -1,6 +1,6 @@
 //! Shared by the importer tests: fixture copies in temporary homes, imports into
 //! temporary databases, and reading back what was stored.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
