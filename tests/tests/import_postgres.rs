@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use scribe_db::Database;
@@ -18,50 +18,10 @@ use scribe_message::MessageService;
 use scribe_session::{SessionFilter, SessionService, Store};
 use scribe_tests::{Backend, TestDb};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/import/tests/fixtures")
-}
+#[path = "../../crates/import/tests/common/fixture_home.rs"]
+mod fixture_home;
 
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let dest = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &dest);
-        } else {
-            std::fs::create_dir_all(to).unwrap();
-            std::fs::copy(&path, &dest).unwrap();
-        }
-    }
-}
-
-fn build_db(sql: &str, db: &Path) {
-    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
-    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    rusqlite::Connection::open(db)
-        .unwrap()
-        .execute_batch(&text)
-        .unwrap();
-}
-
-/// The fixtures laid out as the agents lay out their history, under `dir/home`.
-fn home(dir: &Path) -> PathBuf {
-    let home = dir.join("home");
-    copy_tree(&fixtures().join("claude"), &home.join(".claude"));
-    copy_tree(&fixtures().join("codex"), &home.join(".codex"));
-    copy_tree(
-        &fixtures().join("opencode"),
-        &home.join(".local/share/opencode"),
-    );
-    build_db(
-        "opencode/opencode.sql",
-        &home.join(".local/share/opencode/opencode.db"),
-    );
-    copy_tree(&fixtures().join("hermes"), &home.join(".hermes"));
-    build_db("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
-    copy_tree(&fixtures().join("gemini"), &home.join(".gemini"));
-    home
-}
+use fixture_home::home;
 
 fn import_all(db: &Arc<Database>, home: &Path) -> Vec<SourceSummary> {
     let env = Env {

@@ -11,49 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/fixtures")
-}
+#[path = "../../import/tests/common/fixture_home.rs"]
+mod fixture_home;
 
-fn copy_tree(from: &Path, to: &Path) {
-    if from.is_file() {
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(from, to).unwrap();
-        return;
-    }
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        copy_tree(&path, &to.join(path.file_name().unwrap()));
-    }
-}
-
-fn load_sql(sql: &str, db: &Path) {
-    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
-    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    rusqlite::Connection::open(db)
-        .unwrap()
-        .execute_batch(&text)
-        .unwrap();
-}
-
-/// A home directory holding every agent's fixture history where the agent keeps it.
-fn home(dir: &Path) -> PathBuf {
-    let home = dir.join("home");
-    copy_tree(&fixtures().join("claude"), &home.join(".claude"));
-    copy_tree(&fixtures().join("codex"), &home.join(".codex"));
-    copy_tree(
-        &fixtures().join("opencode"),
-        &home.join(".local/share/opencode"),
-    );
-    load_sql(
-        "opencode/opencode.sql",
-        &home.join(".local/share/opencode/opencode.db"),
-    );
-    copy_tree(&fixtures().join("hermes"), &home.join(".hermes"));
-    load_sql("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
-    copy_tree(&fixtures().join("gemini"), &home.join(".gemini"));
-    home
-}
+use fixture_home::{build_db, copy_tree, fixtures, home};
 
 struct Scribe {
     db: PathBuf,
@@ -282,7 +243,7 @@ fn agents_overrides_and_paths_choose_where_to_read() {
     assert_eq!(source(&report, "codex")["files"], 2);
     // OPENCODE_DB names the database file.
     let oc = dir.path().join("elsewhere/opencode-dev.db");
-    load_sql("opencode/opencode.sql", &oc);
+    build_db("opencode/opencode.sql", &oc);
     scribe
         .vars
         .push(("OPENCODE_DB".into(), oc.display().to_string()));

@@ -22,6 +22,7 @@
 //! All SQL lives in `sql/` or in the builders here; services call typed functions only.
 
 mod backend;
+pub mod bulk;
 mod clock;
 mod database;
 mod error;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use scribe_db::queries as q;
 use scribe_db::{Reads, Tx};
 use scribe_message::store::{self, Imported};
-use scribe_message::{MessageError, Part, StoredPart, TokenUsage, ToolState};
+use scribe_message::{Message, MessageError, Part, StoredPart, TokenUsage, ToolState};
 use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageDelta};
 
 use crate::Source;
@@ -231,6 +231,10 @@ impl Sink for StoreSink {
                 sessions,
                 source,
                 links: HashMap::new(),
+                stored: HashMap::new(),
+                seen: HashSet::new(),
+                new: Vec::new(),
+                new_at: HashMap::new(),
             }
             .batch(batch)
         })
@@ -373,11 +377,25 @@ struct Commit<'t, 'a> {
     /// Task calls of this batch (their part ids) → the Scribe id of the session each
     /// started.
     links: HashMap<String, String>,
+    /// Messages of this batch stored before it began: id → the session holding it (read
+    /// for the whole batch at once, instead of one lookup per message).
+    stored: HashMap<String, String>,
+    /// Message ids of this batch met so far.
+    seen: HashSet<String>,
+    /// New messages not written yet: stored together, many rows per statement
+    /// ([`Commit::write_new`]), before anything of the batch reads messages back.
+    new: Vec<Message>,
+    /// Where each message of `new` is in it, by id.
+    new_at: HashMap<String, usize>,
 }
+
+/// Message ids per lookup of [`Commit::read_stored`].
+const LOOKUP_IDS: usize = 500;
 
 impl Commit<'_, '_> {
     fn batch(&mut self, batch: &Batch) -> Result<Written> {
         let now = self.tx.now();
+        self.read_stored(batch)?;
         for link in &batch.task_links {
             let child = self.scribe_id(&link.child)?;
             self.links.insert(link.part_id.clone(), child);
@@ -443,7 +461,6 @@ impl Commit<'_, '_> {
         for i in rest {
             self.store_message(&batch.messages[i], &mut ids, &mut usage, &mut written)?;
         }
-
         for up in &batch.part_updates {
             if self.session_id(&up.session, &mut ids)?.is_none() {
                 continue;
@@ -458,6 +475,14 @@ impl Commit<'_, '_> {
             if let Some(child) = self.links.get(&part.id) {
                 link_task(&mut part.part, child);
             }
+            // A call's result (the common update) changes a part of a message this batch
+            // has not written yet: it is changed there, as import_part would change it
+            // in the store, and written once.
+            if let Some(changed) = self.update_new(&up.message_id, &part)? {
+                written.parts_updated += u64::from(changed);
+                continue;
+            }
+            self.write_new()?;
             match store::import_part(self.tx, &up.message_id, &part) {
                 Ok(true) => written.parts_updated += 1,
                 Ok(false) => {}
@@ -467,6 +492,8 @@ impl Commit<'_, '_> {
                 Err(err) => return Err(err.into()),
             }
         }
+        // Everything below may read messages back.
+        self.write_new()?;
 
         for mark in &batch.marks {
             self.mark(mark, &mut ids)?;
@@ -551,7 +578,21 @@ impl Commit<'_, '_> {
                 link_task(&mut part.part, child);
             }
         }
-        let (before, cost_before, calls) = match store::import_message(self.tx, &msg)? {
+        // What the usage below needs, before the message may be moved to `new`.
+        let (usage_now, cost_now) = (msg.usage, msg.cost_usd);
+        let at = msg.updated_at.max(msg.created_at);
+        // A message neither stored before the batch nor met earlier in it is new: it is
+        // written with the others (write_new), exactly as import_message would insert
+        // it. Any other goes through import_message, after the new ones before it.
+        let imported = if !self.stored.contains_key(&msg.id) && self.seen.insert(msg.id.clone()) {
+            self.new_at.insert(msg.id.clone(), self.new.len());
+            self.new.push(msg);
+            Imported::Inserted
+        } else {
+            self.write_new()?;
+            store::import_message(self.tx, &msg)?
+        };
+        let (before, cost_before, calls) = match imported {
             Imported::Inserted => {
                 written.messages_inserted += 1;
                 (TokenUsage::default(), 0.0, rec.api_calls)
@@ -567,15 +608,66 @@ impl Commit<'_, '_> {
         };
         let entry = usage.entry(session_id).or_default();
         let d = &mut entry.delta;
-        d.tokens += positive(msg.usage, before);
+        d.tokens += positive(usage_now, before);
         d.api_calls += calls;
-        let cost = (msg.cost_usd - cost_before).max(0.0);
+        let cost = (cost_now - cost_before).max(0.0);
         d.cost_usd += cost;
         if rec.cost_flags & REPORTED != 0 && cost > 0.0 {
             *d.actual_cost_usd.get_or_insert(0.0) += cost;
         }
-        entry.at = entry.at.max(msg.updated_at).max(msg.created_at);
+        entry.at = entry.at.max(at);
         Ok(None)
+    }
+
+    /// Reads which messages of `batch` are stored already, and where.
+    fn read_stored(&mut self, batch: &Batch) -> Result<()> {
+        let ids: Vec<&str> = batch
+            .messages
+            .iter()
+            .map(|m| m.message.id.as_str())
+            .collect::<HashSet<&str>>()
+            .into_iter()
+            .collect();
+        for chunk in ids.chunks(LOOKUP_IDS) {
+            for row in self.tx.q().list_messages_by_ids(chunk)? {
+                self.stored.insert(row.id, row.session_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the new messages met so far (see `new`).
+    fn write_new(&mut self) -> Result<()> {
+        if self.new.is_empty() {
+            return Ok(());
+        }
+        scribe_message::bulk::insert_messages(self.tx, &self.new)?;
+        self.new.clear();
+        self.new_at.clear();
+        Ok(())
+    }
+
+    /// Applies `part` to message `message_id` when that message is new and not written
+    /// yet and already has a part with that id: what `store::import_part` does to a
+    /// stored one (the content replaced unless its JSON is the same; `updated_at` the
+    /// update's time, at least 1 ms after the part's own; id, position and `created_at`
+    /// kept). Returns whether it changed anything, or `None` when the message is not
+    /// waiting here or lacks the part (the store path decides those).
+    fn update_new(&mut self, message_id: &str, part: &StoredPart) -> Result<Option<bool>> {
+        let Some(&at) = self.new_at.get(message_id) else {
+            return Ok(None);
+        };
+        let Some(old) = self.new[at].parts.iter_mut().find(|p| p.id == part.id) else {
+            return Ok(None);
+        };
+        if old.part.to_json().map_err(MessageError::from)?
+            == part.part.to_json().map_err(MessageError::from)?
+        {
+            return Ok(Some(false));
+        }
+        old.part = part.part.clone();
+        old.updated_at = part.updated_at.max(old.updated_at.saturating_add(1));
+        Ok(Some(true))
     }
 
     /// Records on a stored message that its source undid it (its `error`); a message that

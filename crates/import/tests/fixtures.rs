@@ -35,21 +35,6 @@ use scribe_session::SessionKind;
 /// (input, output as ccusage counts it, cache write, cache read).
 type Figures = (i64, i64, i64, i64);
 
-fn home(dir: &std::path::Path) -> PathBuf {
-    let home = dir.join("home");
-    copy("claude", &home.join(".claude"));
-    copy("codex", &home.join(".codex"));
-    copy("opencode", &home.join(".local/share/opencode"));
-    build_db(
-        "opencode/opencode.sql",
-        &home.join(".local/share/opencode/opencode.db"),
-    );
-    copy("hermes", &home.join(".hermes"));
-    build_db("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
-    copy("gemini", &home.join(".gemini"));
-    home
-}
-
 fn roots(home: &std::path::Path, source: Source) -> Vec<PathBuf> {
     let env = scribe_import::Env {
         home: Some(home.to_owned()),
@@ -360,4 +345,50 @@ fn costs_are_reported_estimated_or_unknown() {
     assert_eq!(codex.cost_status.as_deref(), Some("unknown"));
     assert_eq!(codex.estimated_cost_usd, 0.0);
     assert_eq!(codex.tokens.input, 31_013);
+}
+
+/// What the bulk path stores is whole: after importing every fixture the database check
+/// passes (both search indexes hold exactly the parts' text), and a search right after
+/// the import finds every message by a word of its text, in its session.
+#[test]
+fn after_an_import_the_check_is_clean_and_search_finds_every_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    import_all(&db, &home);
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+
+    let search = scribe_message::MessageService::new(std::sync::Arc::clone(&db));
+    let mut searched = 0;
+    for s in sessions(&db) {
+        for m in messages(&db, &s.id) {
+            // The message's longest plain ASCII word of its first text part.
+            let Some(word) = m.parts.iter().find_map(|p| match &p.part {
+                Part::Text(t) => t
+                    .text
+                    .split(|c: char| !c.is_ascii_alphabetic())
+                    .filter(|w| w.len() >= 4)
+                    .max_by_key(|w| w.len())
+                    .map(str::to_owned),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let options = scribe_message::SearchOptions {
+                session_id: Some(s.id.clone()),
+                limit: 1000,
+                ..Default::default()
+            };
+            let hits = search.search(&word, &options).unwrap();
+            assert!(
+                hits.iter().any(|h| h.message_id == m.id),
+                "{word:?} did not find {} in {}",
+                m.id,
+                s.id
+            );
+            searched += 1;
+        }
+    }
+    assert!(searched > 50, "only {searched} messages searched");
 }

@@ -31,6 +31,7 @@
 //! Errors are [`MessageError`]; a part row whose JSON cannot be decoded is reported as
 //! [`MessageError::CorruptPart`] naming the row, never a panic.
 
+pub mod bulk;
 pub mod conversation;
 mod error;
 pub mod events;

@@ -580,9 +580,9 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         end_reason: s.end_reason.as_deref(),
         archived_at: s.archived_at,
     })?;
-    for message in &export.messages {
-        store::insert_message(tx, message)?;
-    }
+    // Many rows per statement (the message crate's bulk path); the same rows and errors
+    // as storing them one by one.
+    scribe_message::bulk::insert_messages(tx, &export.messages)?;
     for file in &export.files {
         tx.q().import_file_version(&q::ImportFileVersionParams {
             id: &file.id,

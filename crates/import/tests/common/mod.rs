@@ -1,6 +1,6 @@
 //! Shared by the importer tests: fixture copies in temporary homes, imports into
 //! temporary databases, and reading back what was stored.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,51 +11,9 @@ use scribe_import::{Options, Source, SourceSummary, import, sources};
 use scribe_message::{Message, MessageService, TokenUsage};
 use scribe_session::{Session, SessionFilter, SessionService, Store};
 
-/// The committed fixtures (see fixtures/SOURCES.md).
-pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+pub mod fixture_home;
 
-/// Copies `rel` of the fixtures to `to` (a directory tree or one file).
-pub fn copy(rel: &str, to: &Path) {
-    let from = fixtures().join(rel);
-    copy_tree(&from, to);
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    if from.is_file() {
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(from, to).unwrap();
-        return;
-    }
-    for entry in walkdir(from) {
-        let rel = entry.strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, &dest).unwrap();
-    }
-}
-
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walkdir(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// Builds an SQLite database at `db` from the SQL dump `sql` of the fixtures.
-pub fn build_db(sql: &str, db: &Path) {
-    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
-    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.execute_batch(&text).unwrap();
-}
+pub use fixture_home::{build_db, copy, copy_tree, fixtures, home};
 
 /// A fresh Scribe database in `dir`.
 pub fn scribe_db(dir: &Path) -> Arc<Database> {

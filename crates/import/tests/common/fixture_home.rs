@@ -1,0 +1,62 @@
+//! The importer fixtures laid out as the agents lay out their history: shared by the
+//! importer's own tests (through `common`), the CLI's end-to-end import tests and the
+//! PostgreSQL import suite, which include this file by path (`#[path = …] mod`), so it
+//! needs nothing but std and rusqlite.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The committed fixtures (see fixtures/SOURCES.md), found from whichever crate of the
+/// workspace includes this file.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("crates/import/tests/fixtures"))
+        .find(|dir| dir.is_dir())
+        .expect("the importer fixtures under crates/import/tests/fixtures")
+}
+
+/// Copies `rel` of the fixtures to `to` (a directory tree or one file).
+pub fn copy(rel: &str, to: &Path) {
+    copy_tree(&fixtures().join(rel), to);
+}
+
+/// Copies the file or directory tree `from` to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        copy_tree(&path, &to.join(path.file_name().unwrap()));
+    }
+}
+
+/// Builds an SQLite database at `db` from the SQL dump `sql` of the fixtures.
+pub fn build_db(sql: &str, db: &Path) {
+    let text = std::fs::read_to_string(fixtures().join(sql)).unwrap();
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(&text)
+        .unwrap();
+}
+
+/// A home directory `dir/home` holding every agent's fixture history where the agent
+/// keeps it by default (OpenCode's and Hermes's databases built from their dumps).
+pub fn home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    copy("claude", &home.join(".claude"));
+    copy("codex", &home.join(".codex"));
+    copy("opencode", &home.join(".local/share/opencode"));
+    build_db(
+        "opencode/opencode.sql",
+        &home.join(".local/share/opencode/opencode.db"),
+    );
+    copy("hermes", &home.join(".hermes"));
+    build_db("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
+    copy("gemini", &home.join(".gemini"));
+    home
+}

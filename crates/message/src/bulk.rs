@@ -1,0 +1,112 @@
+//! Storing many new messages at once: the bulk import path (`scribe import FILE`, the
+//! history importers) inserts whole conversations, not one message per call.
+//!
+//! [`insert_messages`] stores what [`store::insert_message`] would store for each message
+//! (the same rows, in the same order, the same triggers), in statements of many rows
+//! (`scribe_db::bulk`, which says why that is cheaper). When the database refuses a row,
+//! or the backend has no bulk path (PostgreSQL), the messages are stored one by one with
+//! [`store::insert_message`], so the error (and on PostgreSQL the whole behaviour) is
+//! exactly that of the one-by-one path.
+
+use scribe_db::Tx;
+use scribe_db::bulk::{self, Bulk};
+use scribe_db::queries::{CreateMessageParams, CreatePartParams};
+
+use crate::error::{MessageError, Result};
+use crate::message::Message;
+use crate::store;
+
+/// Messages per bulk call: the rows of one savepoint (`scribe_db::bulk`).
+const CHUNK: usize = 256;
+
+/// Stores every message of `messages` (with its parts) exactly as
+/// [`store::insert_message`] stores each, in order; errors are that function's, for the
+/// first message it refuses (earlier ones stay stored, as a loop over it would leave them).
+pub fn insert_messages<'m>(
+    tx: &mut Tx<'_>,
+    messages: impl IntoIterator<Item = &'m Message>,
+) -> Result<()> {
+    let mut chunk: Vec<&Message> = Vec::with_capacity(CHUNK);
+    for message in messages {
+        chunk.push(message);
+        if chunk.len() == CHUNK {
+            insert_chunk(tx, &chunk)?;
+            chunk.clear();
+        }
+    }
+    insert_chunk(tx, &chunk)
+}
+
+fn insert_chunk(tx: &mut Tx<'_>, messages: &[&Message]) -> Result<()> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    if messages
+        .iter()
+        .any(|m| m.id.is_empty() || m.parts.iter().any(|p| p.id.is_empty()))
+    {
+        // The one-by-one path says which and stores those before it.
+        return one_by_one(tx, messages);
+    }
+    let errors: Vec<Option<String>> = messages
+        .iter()
+        .map(|m| m.error.as_ref().map(serde_json::Value::to_string))
+        .collect();
+    let mut data: Vec<String> = Vec::new();
+    for m in messages {
+        for p in &m.parts {
+            data.push(p.part.to_json()?);
+        }
+    }
+    let rows: Vec<CreateMessageParams<'_>> = messages
+        .iter()
+        .zip(&errors)
+        .map(|(msg, error)| CreateMessageParams {
+            id: &msg.id,
+            session_id: &msg.session_id,
+            parent_id: msg.parent_id.as_deref(),
+            role: msg.role.as_str(),
+            agent: msg.agent.as_deref(),
+            provider: msg.provider.as_deref(),
+            model: msg.model.as_deref(),
+            finish_reason: msg.finish_reason.as_ref().map(|r| r.as_str()),
+            is_summary: msg.is_summary,
+            input_tokens: msg.usage.input,
+            output_tokens: msg.usage.output,
+            cache_read_tokens: msg.usage.cache_read,
+            cache_write_tokens: msg.usage.cache_write,
+            reasoning_tokens: msg.usage.reasoning,
+            cost_usd: msg.cost_usd,
+            error: error.as_deref(),
+            created_at: msg.created_at,
+            updated_at: msg.updated_at,
+            finished_at: msg.finished_at,
+        })
+        .collect();
+    let parts: Vec<CreatePartParams<'_>> = messages
+        .iter()
+        .flat_map(|m| m.parts.iter().map(move |p| (m, p)))
+        .zip(&data)
+        .map(|((m, p), data)| CreatePartParams {
+            id: &p.id,
+            message_id: &m.id,
+            session_id: &m.session_id,
+            position: p.position,
+            r#type: p.part.type_name(),
+            data,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        })
+        .collect();
+    match bulk::insert_messages(tx, &rows, &parts).map_err(MessageError::Db)? {
+        Bulk::Inserted => Ok(()),
+        Bulk::NotInserted => one_by_one(tx, messages),
+    }
+}
+
+fn one_by_one(tx: &mut Tx<'_>, messages: &[&Message]) -> Result<()> {
+    for message in messages {
+        store::insert_message(tx, message)?;
+    }
+    Ok(())
+}
