@@ -21,23 +21,16 @@ use rusqlite::Connection;
 use rusqlite::types::ToSql;
 
 use crate::Result;
-use crate::queries::{CreateMessageParams, CreatePartParams};
+use crate::queries::{CREATE_MESSAGE_SQL, CREATE_PART_SQL, CreateMessageParams, CreatePartParams};
 use crate::tx::Tx;
 
 /// Rows per statement, largest first: a batch is written in statements of these sizes
 /// (so at most three statements per table are prepared and cached).
 const ROWS: [usize; 3] = [64, 8, 1];
 
-const MESSAGE_COLUMNS: &str = "INSERT INTO messages (
-    id, session_id, parent_id, role, agent, provider, model, finish_reason, is_summary,
-    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-    cost_usd, error, created_at, updated_at, finished_at
-) VALUES ";
+/// Parameters per row of each table: the generated statement's `?1 … ?N`, checked by
+/// [`statement`] against the generated SQL.
 const MESSAGE_PARAMS: usize = 19;
-
-const PART_COLUMNS: &str = "INSERT INTO parts (
-    id, message_id, session_id, position, type, data, created_at, updated_at
-) VALUES ";
 const PART_PARAMS: usize = 8;
 
 /// What [`insert_messages`] did.
@@ -64,6 +57,11 @@ pub fn insert_messages(
     };
     if messages.is_empty() && parts.is_empty() {
         return Ok(Bulk::Inserted);
+    }
+    if statement(CREATE_MESSAGE_SQL, MESSAGE_PARAMS, 1).is_none()
+        || statement(CREATE_PART_SQL, PART_PARAMS, 1).is_none()
+    {
+        return Ok(Bulk::NotInserted);
     }
     conn.execute_batch("SAVEPOINT scribe_bulk")?;
     let stored = insert_all(conn, messages, parts);
@@ -97,53 +95,87 @@ fn insert_all(
     messages: &[CreateMessageParams<'_>],
     parts: &[CreatePartParams<'_>],
 ) -> rusqlite::Result<()> {
+    // The fields are named without `..`, in the generated parameters' order: a column added
+    // to the generated statement stops this from compiling instead of being left out.
     insert_rows(
         conn,
-        MESSAGE_COLUMNS,
+        CREATE_MESSAGE_SQL,
         MESSAGE_PARAMS,
         messages,
         |m, values| {
+            let CreateMessageParams {
+                id,
+                session_id,
+                parent_id,
+                role,
+                agent,
+                provider,
+                model,
+                finish_reason,
+                is_summary,
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+                cost_usd,
+                error,
+                created_at,
+                updated_at,
+                finished_at,
+            } = m;
             values.extend([
-                &m.id as &dyn ToSql,
-                &m.session_id,
-                &m.parent_id,
-                &m.role,
-                &m.agent,
-                &m.provider,
-                &m.model,
-                &m.finish_reason,
-                &m.is_summary,
-                &m.input_tokens,
-                &m.output_tokens,
-                &m.cache_read_tokens,
-                &m.cache_write_tokens,
-                &m.reasoning_tokens,
-                &m.cost_usd,
-                &m.error,
-                &m.created_at,
-                &m.updated_at,
-                &m.finished_at,
+                id as &dyn ToSql,
+                session_id,
+                parent_id,
+                role,
+                agent,
+                provider,
+                model,
+                finish_reason,
+                is_summary,
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+                cost_usd,
+                error,
+                created_at,
+                updated_at,
+                finished_at,
             ]);
         },
     )?;
-    insert_rows(conn, PART_COLUMNS, PART_PARAMS, parts, |p, values| {
+    insert_rows(conn, CREATE_PART_SQL, PART_PARAMS, parts, |p, values| {
+        let CreatePartParams {
+            id,
+            message_id,
+            session_id,
+            position,
+            r#type,
+            data,
+            created_at,
+            updated_at,
+        } = p;
         values.extend([
-            &p.id as &dyn ToSql,
-            &p.message_id,
-            &p.session_id,
-            &p.position,
-            &p.r#type,
-            &p.data,
-            &p.created_at,
-            &p.updated_at,
+            id as &dyn ToSql,
+            message_id,
+            session_id,
+            position,
+            r#type,
+            data,
+            created_at,
+            updated_at,
         ]);
     })
 }
 
-/// Inserts `rows` in statements of [`ROWS`] rows, in order.
+/// Inserts `rows` in statements of [`ROWS`] rows of the generated single-row statement
+/// `generated`, in order.
 fn insert_rows<'r, T>(
     conn: &Connection,
-    head: &str,
+    generated: &str,
     per_row: usize,
     mut rows: &'r [T],
     bind: impl Fn(&'r T, &mut Vec<&'r dyn ToSql>),
@@ -153,7 +185,10 @@ fn insert_rows<'r, T>(
         if rows.len() < size {
             continue;
         }
-        let mut stmt = conn.prepare_cached(&statement(head, per_row, size))?;
+        let Some(sql) = statement(generated, per_row, size) else {
+            return Err(rusqlite::Error::InvalidQuery);
+        };
+        let mut stmt = conn.prepare_cached(&sql)?;
         while rows.len() >= size {
             let (now, rest) = rows.split_at(size);
             values.clear();
@@ -167,18 +202,31 @@ fn insert_rows<'r, T>(
     Ok(())
 }
 
-/// `head` followed by `rows` groups of `per_row` placeholders.
-fn statement(head: &str, per_row: usize, rows: usize) -> String {
+/// The generated single-row INSERT `generated` (`… VALUES (?1, …, ?N)`) with `rows`
+/// groups of values instead of one, so the table and its columns have one definition (the
+/// query in sql/queries). `None` when `generated` is not of that shape.
+fn statement(generated: &str, per_row: usize, rows: usize) -> Option<String> {
+    let at = generated.rfind("VALUES")? + "VALUES".len();
+    let (head, group) = generated.split_at(at);
+    let inner = group.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let numbered = inner
+        .split(',')
+        .map(|p| p.trim().strip_prefix('?')?.parse::<usize>().ok())
+        .collect::<Option<Vec<_>>>()?;
+    if numbered != (1..=per_row).collect::<Vec<_>>() {
+        return None;
+    }
     let group = format!("({})", vec!["?"; per_row].join(", "));
     let mut sql = String::with_capacity(head.len() + rows * (group.len() + 2));
     sql.push_str(head);
+    sql.push(' ');
     for i in 0..rows {
         if i > 0 {
             sql.push_str(", ");
         }
         sql.push_str(&group);
     }
-    sql
+    Some(sql)
 }
 
 #[cfg(test)]
@@ -327,7 +375,31 @@ mod tests {
 
     #[test]
     fn statements_have_one_group_per_row() {
-        let sql = statement("INSERT INTO t (a, b) VALUES ", 2, 3);
-        assert_eq!(sql, "INSERT INTO t (a, b) VALUES (?, ?), (?, ?), (?, ?)");
+        let sql = statement("INSERT INTO t (a, b) VALUES (?1, ?2)", 2, 3);
+        assert_eq!(
+            sql.as_deref(),
+            Some("INSERT INTO t (a, b) VALUES (?, ?), (?, ?), (?, ?)")
+        );
+        // Anything but `?1 … ?N` in order is not expanded (the caller stores one by one).
+        assert_eq!(
+            statement("INSERT INTO t (a, b) VALUES (?2, ?1)", 2, 3),
+            None
+        );
+        assert_eq!(
+            statement("INSERT INTO t (a) VALUES (?1) RETURNING *", 1, 3),
+            None
+        );
+        assert_eq!(
+            statement("INSERT INTO t (a, b) VALUES (?1, ?2)", 3, 3),
+            None
+        );
+    }
+
+    #[test]
+    fn the_generated_inserts_expand() {
+        // If sql/queries changes CreateMessage/CreatePart's shape, the bulk path must be
+        // told, not silently fall back to one row per statement.
+        assert!(statement(CREATE_MESSAGE_SQL, MESSAGE_PARAMS, 64).is_some());
+        assert!(statement(CREATE_PART_SQL, PART_PARAMS, 64).is_some());
     }
 }
