@@ -34,6 +34,11 @@ ORDER BY m.created_at, m.id, p.position;
 -- Replaces one part's content (e.g. a tool moving from running to completed).
 UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
 
+-- name: GetPartPlace :one
+-- Where a part sits, without its content: what a changed part's event needs besides the
+-- content the caller has, read without the part's JSON.
+SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = @id;
+
 -- name: GetPartContent :one
 -- A part's type and JSON (to check a tool part's change against it), and where it sits.
 SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = @id;
@@ -53,15 +58,3 @@ LIMIT 1;
 
 -- name: DeletePart :execrows
 DELETE FROM parts WHERE id = @id;
-
--- name: ReplacePartData :one
--- Replaces one part's content and returns where it sits: a streamed flush is this one
--- statement. updated_at moves strictly forward (to @now, or one past the stored time when
--- the clock has not passed it), so the parts_touch trigger never replaces it and the
--- caller's event carries exactly what is stored.
-UPDATE parts
-SET type = @type,
-    data = @data,
-    updated_at = CASE WHEN updated_at < @now THEN @now ELSE updated_at + 1 END
-WHERE id = @id
-RETURNING message_id, session_id, position, created_at, updated_at;

@@ -2236,7 +2236,40 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:37).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
+
+/// A row returned by [`get_part_place`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPartPlaceRow {
+    pub message_id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
+///
+/// Where a part sits, without its content: what a changed part's event needs besides the
+/// content the caller has, read without the part's JSON.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<GetPartPlaceRow> {
+    let mut stmt = conn.prepare_cached(GET_PART_PLACE_SQL)?;
+    stmt.query_row([id], |row| {
+        Ok(GetPartPlaceRow {
+            message_id: row.get(0)?,
+            session_id: row.get(1)?,
+            position: row.get(2)?,
+            created_at: row.get(3)?,
+            updated_at: row.get(4)?,
+        })
+    })
+}
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
@@ -2251,7 +2284,7 @@ pub struct GetPartContentRow {
     pub updated_at: i64,
 }
 
-/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:37`.
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
 ///
 /// A part's type and JSON (to check a tool part's change against it), and where it sits.
 ///
@@ -2274,13 +2307,13 @@ pub fn get_part_content(
     })
 }
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:41).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = ?1";
 
-/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:41`.
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
 ///
 /// The position after a message's last part (0 for none).
 ///
@@ -2290,13 +2323,13 @@ pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusq
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:47).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = ?1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:47`.
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
 ///
 /// The message's finish part, if it has one (the last, should there be several).
 ///
@@ -2309,65 +2342,13 @@ pub fn get_last_finish_part_id(
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:54).
+/// SQL of `DeletePart` (sql/queries/parts.sql:59).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:54`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
-}
-
-/// SQL of `ReplacePartData` (sql/queries/parts.sql:57).
-pub const REPLACE_PART_DATA_SQL: &str = "UPDATE parts
-SET type = ?1,
-    data = ?2,
-    updated_at = CASE WHEN updated_at < ?3 THEN ?3 ELSE updated_at + 1 END
-WHERE id = ?4
-RETURNING message_id, session_id, position, created_at, updated_at";
-
-/// A row returned by [`replace_part_data`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplacePartDataRow {
-    pub message_id: String,
-    pub session_id: String,
-    pub position: i64,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// Parameters of [`replace_part_data`].
-#[derive(Debug, Clone, Copy)]
-pub struct ReplacePartDataParams<'a> {
-    pub r#type: &'a str,
-    pub data: &'a str,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `ReplacePartData` (`:one`) from `sql/queries/parts.sql:57`.
-///
-/// Replaces one part's content and returns where it sits: a streamed flush is this one
-/// statement. updated_at moves strictly forward (to @now, or one past the stored time when
-/// the clock has not passed it), so the parts_touch trigger never replaces it and the
-/// caller's event carries exactly what is stored.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn replace_part_data(
-    conn: &rusqlite::Connection,
-    params: &ReplacePartDataParams<'_>,
-) -> rusqlite::Result<ReplacePartDataRow> {
-    let mut stmt = conn.prepare_cached(REPLACE_PART_DATA_SQL)?;
-    let values = rusqlite::params![params.r#type, params.data, params.now, params.id];
-    stmt.query_row(values, |row| {
-        Ok(ReplacePartDataRow {
-            message_id: row.get(0)?,
-            session_id: row.get(1)?,
-            position: row.get(2)?,
-            created_at: row.get(3)?,
-            updated_at: row.get(4)?,
-        })
-    })
 }
 
 /// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
@@ -4688,15 +4669,20 @@ pub trait ReadQueries {
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:37`.
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
+    /// Where a part sits, without its content: what a changed part's event needs besides the
+    /// content the caller has, read without the part's JSON.
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
+
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
     /// A part's type and JSON (to check a tool part's change against it), and where it sits.
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
 
-    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:41`.
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
     /// The position after a message's last part (0 for none).
     fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
 
-    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:47`.
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
     /// The message's finish part, if it has one (the last, should there be several).
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
@@ -4970,18 +4956,8 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:54`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
-
-    /// `ReplacePartData` (`:one`) from `sql/queries/parts.sql:57`.
-    /// Replaces one part's content and returns where it sits: a streamed flush is this one
-    /// statement. updated_at moves strictly forward (to @now, or one past the stored time when
-    /// the clock has not passed it), so the parts_touch trigger never replaces it and the
-    /// caller's event carries exactly what is stored.
-    fn replace_part_data(
-        &mut self,
-        params: &ReplacePartDataParams<'_>,
-    ) -> Result<Option<ReplacePartDataRow>, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
     /// Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
@@ -5381,6 +5357,11 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error> {
+        sqlgen_optional(get_part_place(self.conn, id))
+    }
+
+    #[inline]
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error> {
         sqlgen_optional(get_part_content(self.conn, id))
     }
@@ -5710,14 +5691,6 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error> {
         delete_part(self.conn, id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn replace_part_data(
-        &mut self,
-        params: &ReplacePartDataParams<'_>,
-    ) -> Result<Option<ReplacePartDataRow>, crate::Error> {
-        sqlgen_optional(replace_part_data(self.conn, params))
     }
 
     #[inline]

@@ -367,31 +367,27 @@ ORDER BY m.created_at, m.id, p.position";
 pub const UPDATE_PART_SQL: &str =
     "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:37).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
+pub const GET_PART_PLACE_SQL: &str =
+    "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
+
+/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:41).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = $1";
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:47).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = $1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:54).
+/// SQL of `DeletePart` (sql/queries/parts.sql:59).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
-
-/// SQL of `ReplacePartData` (sql/queries/parts.sql:57).
-pub const REPLACE_PART_DATA_SQL: &str = "UPDATE parts
-SET type = $1,
-    data = $2,
-    updated_at = CASE WHEN updated_at < $3 THEN $3 ELSE updated_at + 1 END
-WHERE id = $4
-RETURNING message_id, session_id, position, created_at, updated_at";
 
 /// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
 pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
@@ -1091,6 +1087,17 @@ fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error>
     })
 }
 
+/// Reads a [`super::GetPartPlaceRow`] from a row, by position.
+fn read_get_part_place_row(row: &postgres::Row) -> Result<super::GetPartPlaceRow, postgres::Error> {
+    Ok(super::GetPartPlaceRow {
+        message_id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        created_at: row.try_get(3)?,
+        updated_at: row.try_get(4)?,
+    })
+}
+
 /// Reads a [`super::GetPartContentRow`] from a row, by position.
 fn read_get_part_content_row(
     row: &postgres::Row,
@@ -1103,19 +1110,6 @@ fn read_get_part_content_row(
         position: row.try_get(4)?,
         created_at: row.try_get(5)?,
         updated_at: row.try_get(6)?,
-    })
-}
-
-/// Reads a [`super::ReplacePartDataRow`] from a row, by position.
-fn read_replace_part_data_row(
-    row: &postgres::Row,
-) -> Result<super::ReplacePartDataRow, postgres::Error> {
-    Ok(super::ReplacePartDataRow {
-        message_id: row.try_get(0)?,
-        session_id: row.try_get(1)?,
-        position: row.try_get(2)?,
-        created_at: row.try_get(3)?,
-        updated_at: row.try_get(4)?,
     })
 }
 
@@ -1799,6 +1793,16 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.iter()
             .map(read_part_row)
             .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_part_place(&mut self, id: &str) -> Result<Option<super::GetPartPlaceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
+        let sql = GET_PART_PLACE_SQL;
+        let rows = self.client.query_typed(sql, &values)?;
+        rows.first()
+            .map(read_get_part_place_row)
+            .transpose()
             .map_err(crate::Error::from)
     }
 
@@ -2510,24 +2514,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = DELETE_PART_SQL;
         let changed = self.client.execute_typed(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn replace_part_data(
-        &mut self,
-        params: &super::ReplacePartDataParams<'_>,
-    ) -> Result<Option<super::ReplacePartDataRow>, crate::Error> {
-        let values: [Param<'_>; 4] = [
-            (&params.r#type, Type::TEXT),
-            (&params.data, Type::TEXT),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = REPLACE_PART_DATA_SQL;
-        let rows = self.client.query_typed(sql, &values)?;
-        rows.first()
-            .map(read_replace_part_data_row)
-            .transpose()
-            .map_err(crate::Error::from)
     }
 
     fn add_session_usage_delta(

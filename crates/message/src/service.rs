@@ -469,10 +469,16 @@ impl MessageService {
         let data = part.to_json()?;
         let existing = tx.q().get_last_finish_part_id(id)?;
         let (stored, kind) = match existing {
-            Some(part_id) => (
-                self.write_part(tx, &part_id, &part, &data)?,
-                EventKind::Updated,
-            ),
+            Some(part_id) => {
+                let place = tx
+                    .q()
+                    .get_part_place(&part_id)?
+                    .ok_or_else(|| MessageError::not_found("part", &part_id))?;
+                (
+                    self.write_part(tx, &part_id, place, &part, &data)?,
+                    EventKind::Updated,
+                )
+            }
             None => {
                 let part_id = new_id(Prefix::Part);
                 let event = append(tx, &part_id, id, &row.session_id, part, &data)?;
@@ -549,10 +555,12 @@ impl MessageService {
     /// Replaces part `part_id` with `part` (already serialised as `data`, so that a caller
     /// can fail on serialisation before opening a transaction); queues `updated`.
     ///
-    /// A streamed flush is one statement (`UPDATE … RETURNING` where the part sits): the
-    /// stored content is read (and parsed) first only when `part` is a tool part, to check
-    /// the call's state machine against it, and the event carries `part` itself rather
-    /// than the row read back.
+    /// A streamed flush costs one small SELECT (where the part sits) and one UPDATE (one
+    /// `UPDATE … RETURNING` costs more in SQLite: RETURNING builds an ephemeral table per
+    /// statement, about 6,000 instructions more per flush than the indexed SELECT): the
+    /// stored content is read (and parsed) only when `part` is a tool part, to check the
+    /// call's state machine against it, and the event carries `part` itself rather than
+    /// the row read back.
     fn replace_part_tx(
         &self,
         tx: &mut Tx<'_>,
@@ -560,7 +568,7 @@ impl MessageService {
         part: &Part,
         data: &str,
     ) -> Result<StoredPart> {
-        if let Part::Tool(_) = part {
+        let place = if let Part::Tool(_) = part {
             let old = tx
                 .q()
                 .get_part_content(part_id)?
@@ -570,33 +578,45 @@ impl MessageService {
             {
                 check_part_change(part_id, &old_part, part)?;
             }
-        }
-        let event = self.write_part(tx, part_id, part, data)?;
+            queries::GetPartPlaceRow {
+                message_id: old.message_id,
+                session_id: old.session_id,
+                position: old.position,
+                created_at: old.created_at,
+                updated_at: old.updated_at,
+            }
+        } else {
+            tx.q()
+                .get_part_place(part_id)?
+                .ok_or_else(|| MessageError::not_found("part", part_id))?
+        };
+        let event = self.write_part(tx, part_id, place, part, data)?;
         self.announce_part(tx, EventKind::Updated, &event);
         Ok(event.part)
     }
 
-    /// Stores `part` (serialised as `data`) as part `part_id` in one statement; its event,
-    /// not queued. `updated_at` moves strictly forward (the clock, or one past the stored
-    /// time when the clock has not passed it), so the database's touch trigger never
+    /// Stores `part` (serialised as `data`) as part `part_id`, which sits at `place`; its
+    /// event, not queued. `updated_at` moves strictly forward (the clock, or one past the
+    /// stored time when the clock has not passed it), so the database's touch trigger never
     /// replaces it with its own clock and the event carries exactly what is stored.
     fn write_part(
         &self,
         tx: &mut Tx<'_>,
         part_id: &str,
+        place: queries::GetPartPlaceRow,
         part: &Part,
         data: &str,
     ) -> Result<PartEvent> {
-        let now = tx.now();
-        let place = tx
-            .q()
-            .replace_part_data(&queries::ReplacePartDataParams {
-                r#type: part.type_name(),
-                data,
-                now,
-                id: part_id,
-            })?
-            .ok_or_else(|| MessageError::not_found("part", part_id))?;
+        let now = tx.now().max(place.updated_at.saturating_add(1));
+        let changed = tx.q().update_part(&queries::UpdatePartParams {
+            r#type: part.type_name(),
+            data,
+            now,
+            id: part_id,
+        })?;
+        if changed == 0 {
+            return Err(MessageError::not_found("part", part_id));
+        }
         Ok(PartEvent {
             message_id: place.message_id,
             session_id: place.session_id,
@@ -605,7 +625,7 @@ impl MessageService {
                 position: place.position,
                 part: part.clone(),
                 created_at: place.created_at,
-                updated_at: place.updated_at,
+                updated_at: now,
             },
         })
     }
@@ -629,8 +649,9 @@ impl MessageService {
 }
 
 /// Stores `part` (serialised as `data`) as part `id` after the last part of message
-/// `message_id`, and returns its event. (Not `INSERT … RETURNING`: RETURNING computes every
-/// column of the row, the generated search_text too.)
+/// `message_id`, and returns its event. (Not `INSERT … RETURNING`: SQLite runs RETURNING
+/// through an ephemeral table, a page cache made and dropped per statement, which costs
+/// more than the indexed read it would spare.)
 fn append(
     tx: &mut Tx<'_>,
     id: &str,

@@ -1,4 +1,4 @@
-//! Streamed flushes (`update_part` of a growing text part), one statement each: the part's
+//! Streamed flushes (`update_part` of a growing text part): the part's
 //! `updated_at` moves strictly forward even when the clock stands still or runs behind what
 //! is stored, and what the call returns (and its event carries) is exactly what a reader
 //! of the database sees.
