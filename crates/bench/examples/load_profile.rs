@@ -3,6 +3,9 @@
 //! column extraction, JSON decoding and grouping, in one run on a kept corpus
 //! (`scribe-bench --only reads --keep DIR`).
 //! Usage: load_profile <DIR>/corpus.db <DIR>/corpus-limit.db
+//! With `ONLY=<case>` (and `N=<loads>`, default 2000) it runs one case in a loop and
+//! prints nothing: for `perf record`, or for counting instructions with
+//! `valgrind --tool=callgrind` (subtract a run with `N=0`, the setup).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -254,6 +257,9 @@ fn main() {
             |r| r.get(0),
         )
         .unwrap();
+    let svc = scribe_message::MessageService::new(std::sync::Arc::new(
+        scribe_db::Database::open_read_only(&a[1]).unwrap(),
+    ));
     type Case<'a> = (&'a str, Box<dyn Fn() -> usize + 'a>);
     let cases: Vec<Case<'_>> = vec![
         ("messages: step", Box::new(|| step(&db, MSGS, &s))),
@@ -271,10 +277,12 @@ fn main() {
         ("raw_load", Box::new(|| raw_load(&db, &s, true))),
         ("raw_load no decode", Box::new(|| raw_load(&db, &s, false))),
         ("messages: tuples", Box::new(|| raw_messages(&db, &s))),
+        ("list", Box::new(|| svc.list(&s).unwrap().len())),
     ];
     if let Ok(only) = std::env::var("ONLY") {
         let case = cases.iter().find(|(n, _)| *n == only).unwrap();
-        for _ in 0..2000 {
+        let n: usize = std::env::var("N").map_or(2000, |n| n.parse().unwrap());
+        for _ in 0..n {
             std::hint::black_box(case.1());
         }
         return;
