@@ -85,27 +85,7 @@ fn recovery_with_nothing_to_repair_takes_no_write_lock() {
     assert!(report.is_empty());
     // A write through the same handle does wait for the lock (and gives up), so the
     // read above is what spared recovery from it.
-    let write = db.write(|tx| -> scribe_db::Result<()> {
-        let now = tx.now();
-        tx.q().create_session(&q::CreateSessionParams {
-            id: "ses_probe",
-            parent_session_id: None,
-            kind: "normal",
-            source: "cli",
-            user_id: None,
-            directory: None,
-            title: None,
-            model: None,
-            model_config: None,
-            system_prompt: None,
-            permission: None,
-            billing_provider: None,
-            billing_base_url: None,
-            billing_mode: None,
-            now,
-        })?;
-        Ok(())
-    });
+    let write = db.write(|tx| scribe_db::testing::create_bare_session(tx, "ses_probe"));
     assert!(matches!(write, Err(scribe_db::Error::Locked)), "{write:?}");
     other.execute_batch("ROLLBACK").unwrap();
     // Unknown sessions are still refused.

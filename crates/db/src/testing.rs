@@ -47,3 +47,29 @@ pub fn fresh_test_database(name: &str) -> Result<String> {
     admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
     Ok(format!("{server} dbname={name}"))
 }
+
+/// Inserts a bare session `id` (kind `normal`, source `cli`, no title, model or settings,
+/// created at the transaction's clock): the row a test needs before it can store
+/// messages, when what the session holds does not matter. Either backend.
+pub fn create_bare_session(tx: &mut crate::Tx<'_>, id: &str) -> Result<()> {
+    let now = tx.now();
+    tx.q()
+        .create_session(&crate::queries::CreateSessionParams {
+            id,
+            parent_session_id: None,
+            kind: "normal",
+            source: "cli",
+            user_id: None,
+            directory: None,
+            title: None,
+            model: None,
+            model_config: None,
+            system_prompt: None,
+            permission: None,
+            billing_provider: None,
+            billing_base_url: None,
+            billing_mode: None,
+            now,
+        })?;
+    Ok(())
+}

@@ -7,7 +7,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
@@ -702,58 +702,20 @@ fn writer_process() {
 fn live_events_follow_another_process() {
     let f = fixture();
     let server = serve(&f.db, None);
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET /api/events HTTP/1.1\r\nHost: {}\r\n\r\n",
-        server.addr
-    )
-    .unwrap();
-    let mut lines = BufReader::new(stream);
-    let mut next_line = || {
-        let mut line = String::new();
-        lines.read_line(&mut line).unwrap();
-        line.trim_end().to_owned()
-    };
-    assert_eq!(next_line(), "HTTP/1.1 200 OK");
-    let mut saw_type = false;
-    loop {
-        let line = next_line();
-        if line.is_empty() {
-            break;
-        }
-        saw_type |= line.eq_ignore_ascii_case("content-type: text/event-stream; charset=utf-8");
-    }
-    assert!(saw_type);
-    assert_eq!(next_line(), "retry: 1000");
-    assert_eq!(next_line(), "event: hello");
+    let (headers, mut next_line) = events(server.addr);
+    assert!(
+        headers
+            .iter()
+            .any(|line| line
+                .eq_ignore_ascii_case("content-type: text/event-stream; charset=utf-8"))
+    );
     assert!(next_line().starts_with("data: {\"version\":"));
 
     assert_eq!(get_json(server.addr, "/api/version"), json!({"version": 0}));
 
     // Another process appends a message; the stream reports a change.
-    let exe = std::env::current_exe().unwrap();
-    write_from_another_process(
-        &exe,
-        &["--exact", "writer_process", "--ignored", "--nocapture"],
-        &f.db,
-        &f.main,
-        "written by another process",
-    );
-    loop {
-        let line = next_line();
-        if line == "event: change" {
-            break;
-        }
-        assert!(
-            line.is_empty() || line.starts_with(':') || line.starts_with("data:"),
-            "{line}"
-        );
-    }
-    assert!(next_line().starts_with("data: {\"version\":"));
+    write_elsewhere(&f.db, &f.main, "written by another process");
+    wait_for_change(&mut next_line);
     // Pages that poll see the counter move.
     assert!(
         get_json(server.addr, "/api/version")["version"]

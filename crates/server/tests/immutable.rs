@@ -11,11 +11,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use common::*;
 use scribe_db::Database;
@@ -55,38 +52,6 @@ impl Drop for ReadOnlyMount {
         // Lazy: a connection still open (a server thread finishing) must not leave it mounted.
         let _ = Command::new("umount").arg("-l").arg(&self.at).status();
     }
-}
-
-/// This test binary again, as the writer process (see `writer_process`).
-fn write_elsewhere(db: &Path, session: &str, text: &str) {
-    let exe = std::env::current_exe().unwrap();
-    write_from_another_process(
-        &exe,
-        &["--exact", "writer_process", "--ignored", "--nocapture"],
-        db,
-        session,
-        text,
-    );
-}
-
-/// The event stream of `addr`, past its `hello`.
-fn events(addr: std::net::SocketAddr) -> impl FnMut() -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut lines = BufReader::new(stream);
-    let mut next_line = move || {
-        let mut line = String::new();
-        lines.read_line(&mut line).unwrap();
-        line.trim_end().to_owned()
-    };
-    assert_eq!(next_line(), "HTTP/1.1 200 OK");
-    while !next_line().is_empty() {}
-    assert_eq!(next_line(), "retry: 1000");
-    assert_eq!(next_line(), "event: hello");
-    next_line
 }
 
 /// The text of the last message of `session`, as the API serves it.
@@ -151,7 +116,7 @@ fn live_updates_follow_a_database_read_as_immutable() {
 
     let server = serve(&db, None);
     let before = last_text(server.addr, &f.main);
-    let mut next_line = events(server.addr);
+    let (_, mut next_line) = events(server.addr);
 
     // A writer starts (creating -wal and -shm beside the file), commits and exits.
     write_elsewhere(&f.db, &f.main, "written while read as immutable");

@@ -9,9 +9,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::time::Duration;
 
 use common::*;
 use scribe_db::queries as q;
@@ -232,40 +229,9 @@ fn writer_process() {
 fn live_updates_follow_writers_on_postgres() {
     let (f, url) = fixture_on_postgres("scribe_server_live");
     let server = serve(std::path::Path::new(&url), None);
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET /api/events HTTP/1.1\r\nHost: {}\r\n\r\n",
-        server.addr
-    )
-    .unwrap();
-    let mut lines = BufReader::new(stream);
-    let mut next_line = || {
-        let mut line = String::new();
-        lines.read_line(&mut line).unwrap();
-        line.trim_end().to_owned()
-    };
-    assert_eq!(next_line(), "HTTP/1.1 200 OK");
-    while !next_line().is_empty() {}
-    assert_eq!(next_line(), "retry: 1000");
-    assert_eq!(next_line(), "event: hello");
+    let (_, mut next_line) = events(server.addr);
     assert!(next_line().starts_with("data: {\"version\":"));
     assert_eq!(get_json(server.addr, "/api/version"), json!({"version": 0}));
-    let mut wait_for_change = || loop {
-        let line = next_line();
-        if line == "event: change" {
-            let data = next_line();
-            assert!(data.starts_with("data: {\"version\":"), "{data}");
-            return;
-        }
-        assert!(
-            line.is_empty() || line.starts_with(':') || line.starts_with("data:"),
-            "{line}"
-        );
-    };
     let last_text = |addr| {
         get_json(
             addr,
@@ -275,15 +241,12 @@ fn live_updates_follow_writers_on_postgres() {
     };
 
     // Another process (another host, as far as PostgreSQL can tell) appends a message.
-    let exe = std::env::current_exe().unwrap();
-    write_from_another_process(
-        &exe,
-        &["--exact", "writer_process", "--ignored", "--nocapture"],
+    write_elsewhere(
         std::path::Path::new(&url),
         &f.main,
         "written by another process",
     );
-    wait_for_change();
+    wait_for_change(&mut next_line);
     let seen = get_json(server.addr, "/api/version")["version"]
         .as_u64()
         .unwrap();
@@ -296,7 +259,7 @@ fn live_updates_follow_writers_on_postgres() {
         &f.main,
         "written by a second handle",
     );
-    wait_for_change();
+    wait_for_change(&mut next_line);
     assert!(
         get_json(server.addr, "/api/version")["version"]
             .as_u64()

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scribe_db::ids::{Prefix, new_id};
-use scribe_db::queries::CreateSessionParams;
 use scribe_db::{Database, ManualClock, Options, now_ms};
 
 use super::{AcquireError, LeaseConfig, TEST_HOST_ENV, acquire, this_host, this_owner};
@@ -35,28 +34,8 @@ fn fresh(name: &str) -> String {
 
 fn create_session(db: &Database) -> String {
     let id = new_id(Prefix::Session);
-    db.write(|tx| -> scribe_db::Result<()> {
-        let now = tx.now();
-        tx.q().create_session(&CreateSessionParams {
-            id: &id,
-            parent_session_id: None,
-            kind: "normal",
-            source: "cli",
-            user_id: None,
-            directory: None,
-            title: None,
-            model: None,
-            model_config: None,
-            system_prompt: None,
-            permission: None,
-            billing_provider: None,
-            billing_base_url: None,
-            billing_mode: None,
-            now,
-        })?;
-        Ok(())
-    })
-    .unwrap();
+    db.write(|tx| scribe_db::testing::create_bare_session(tx, &id))
+        .unwrap();
     id
 }
 

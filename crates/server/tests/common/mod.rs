@@ -6,7 +6,7 @@
 
 pub mod webdriver;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -551,4 +551,60 @@ pub fn writer_main() -> bool {
     };
     append_message(Path::new(db), session, text);
     true
+}
+
+/// This test binary again, as the writer process: the test binary must have an ignored
+/// test `writer_process` that calls [`writer_main`]. Appends one message with `text` to
+/// `session` in `db` from another process and waits for it.
+pub fn write_elsewhere(db: &Path, session: &str, text: &str) {
+    let exe = std::env::current_exe().unwrap();
+    write_from_another_process(
+        &exe,
+        &["--exact", "writer_process", "--ignored", "--nocapture"],
+        db,
+        session,
+        text,
+    );
+}
+
+/// The event stream of `addr` (`GET /api/events` on a real socket): asserts `200 OK`,
+/// `retry: 1000` and the `hello` event, and returns the response's header lines and a
+/// reader of each next line (line end cut; each read waits at most 30 s), positioned
+/// just after `event: hello`.
+pub fn events(addr: SocketAddr) -> (Vec<String>, impl FnMut() -> String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut lines = BufReader::new(stream);
+    let mut next_line = move || {
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        line.trim_end().to_owned()
+    };
+    assert_eq!(next_line(), "HTTP/1.1 200 OK");
+    let headers: Vec<String> = std::iter::from_fn(|| Some(next_line()))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    assert_eq!(next_line(), "retry: 1000");
+    assert_eq!(next_line(), "event: hello");
+    (headers, next_line)
+}
+
+/// Reads the event stream until a `change` event, whose data must be a version; anything
+/// else on the way may only be keep-alive comments, blank lines or data.
+pub fn wait_for_change(next_line: &mut impl FnMut() -> String) {
+    loop {
+        let line = next_line();
+        if line == "event: change" {
+            break;
+        }
+        assert!(
+            line.is_empty() || line.starts_with(':') || line.starts_with("data:"),
+            "{line}"
+        );
+    }
+    let data = next_line();
+    assert!(data.starts_with("data: {\"version\":"), "{data}");
 }
