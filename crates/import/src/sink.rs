@@ -649,9 +649,7 @@ impl Commit<'_, '_> {
 
     /// Applies `part` to message `message_id` when that message is new and not written
     /// yet and already has a part with that id: what `store::import_part` does to a
-    /// stored one (the content replaced unless its JSON is the same; `updated_at` the
-    /// update's time, at least 1 ms after the part's own; id, position and `created_at`
-    /// kept). Returns whether it changed anything, or `None` when the message is not
+    /// stored one, by the same rule (`store::import_change`). Returns whether it changed anything, or `None` when the message is not
     /// waiting here or lacks the part (the store path decides those).
     fn update_new(&mut self, message_id: &str, part: &StoredPart) -> Result<Option<bool>> {
         let Some(&at) = self.new_at.get(message_id) else {
@@ -660,13 +658,12 @@ impl Commit<'_, '_> {
         let Some(old) = self.new[at].parts.iter_mut().find(|p| p.id == part.id) else {
             return Ok(None);
         };
-        if old.part.to_json().map_err(MessageError::from)?
-            == part.part.to_json().map_err(MessageError::from)?
-        {
+        let old_data = old.part.to_json().map_err(MessageError::from)?;
+        let Some((_, updated_at)) = store::import_change(&old_data, old.updated_at, part)? else {
             return Ok(Some(false));
-        }
+        };
         old.part = part.part.clone();
-        old.updated_at = part.updated_at.max(old.updated_at.saturating_add(1));
+        old.updated_at = updated_at;
         Ok(Some(true))
     }
 

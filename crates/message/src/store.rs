@@ -210,21 +210,39 @@ fn import_part_of(
             part.id, old.message_id
         ))),
         Some(old) => {
-            let data = part.part.to_json()?;
-            if old.data == data {
+            let Some((data, now)) = import_change(&old.data, old.updated_at, part)? else {
                 return Ok(false);
-            }
-            // An update that leaves updated_at as it was is moved to the clock by the
-            // parts_touch trigger, so a change moves it at least 1 ms on.
+            };
             tx.q().update_part(&queries::UpdatePartParams {
                 r#type: part.part.type_name(),
                 data: &data,
-                now: part.updated_at.max(old.updated_at.saturating_add(1)),
+                now,
                 id: &part.id,
             })?;
             Ok(true)
         }
     }
+}
+
+/// An importer's new version `part` of a part stored (or waiting to be stored) with JSON
+/// `old_data` and time `old_updated_at`: its JSON and time, or `None` when the content is
+/// the same (nothing to write). The one rule for [`import_part`] and importers that apply
+/// a change before the part is written: the content is replaced, id, position and
+/// `created_at` are kept, and the time moves at least 1 ms past the old one (an update
+/// that leaves `updated_at` as it was is moved to the clock by the `parts_touch` trigger).
+pub fn import_change(
+    old_data: &str,
+    old_updated_at: i64,
+    part: &StoredPart,
+) -> Result<Option<(String, i64)>> {
+    let data = part.part.to_json()?;
+    if old_data == data {
+        return Ok(None);
+    }
+    Ok(Some((
+        data,
+        part.updated_at.max(old_updated_at.saturating_add(1)),
+    )))
 }
 
 /// Inserts one part of message `message_id` (in `session_id`) exactly as given.
