@@ -212,6 +212,7 @@ pub(super) fn search(
                 filter,
                 Expr::cust_with_values(matched, [query.clone()]),
                 Expr::cust_with_values(rank, [query]),
+                filter.window,
             );
             let rows = pg::query(client, &page(best, filter))?;
             let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
@@ -240,7 +241,7 @@ pub(super) fn search(
                 .flat_map(|g| g.positive)
                 .map(|t| t.text)
                 .collect();
-            let best = best_parts(filter, any.into(), substring_rank(&terms));
+            let best = best_parts(filter, any.into(), substring_rank(&terms), filter.window);
             let rows = pg::query(client, &page(best, filter))?;
             rows.iter()
                 .map(|row| {
@@ -259,6 +260,7 @@ pub(super) fn search(
                 filter,
                 contains(text),
                 Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+                None,
             );
             let rows = pg::query(client, &page(best, filter))?;
             rows.iter()
@@ -301,8 +303,34 @@ fn contains(text: &str) -> Expr {
 
 /// The best part of each matching message that passes the filters: its `seq`, message
 /// id, message time and `rank` (lower is better; the first part among equals).
-fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStatement {
+///
+/// With `window`, only the newest `window` matching parts that pass the filters (by
+/// `seq`) are ranked ([`SearchFilter::window`]).
+fn best_parts(
+    filter: &SearchFilter,
+    matched: Expr,
+    rank: Expr,
+    window: Option<u64>,
+) -> SelectStatement {
     let mut query = Query::select();
+    if let Some(window) = window {
+        let mut newest = Query::select();
+        newest
+            .expr(c("p", "seq"))
+            .from_as(Alias::new("parts"), Alias::new("p"))
+            .join_as(
+                JoinType::InnerJoin,
+                Alias::new("parts_fts"),
+                Alias::new("f"),
+                c("f", "seq").equals(tc("p", "seq")),
+            );
+        filter_hits(&mut newest, filter, JoinOrder::Planner, false);
+        newest
+            .and_where(matched.clone())
+            .order_by(tc("p", "seq"), Order::Desc)
+            .limit(window);
+        query.and_where(c("p", "seq").in_subquery(newest));
+    }
     query
         .distinct_on([tc("p", "message_id")])
         .expr_as(c("p", "seq"), Alias::new("seq"))
@@ -604,7 +632,7 @@ mod statement_tests {
             format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
             ["'x'"],
         );
-        let (sql, values) = page(best_parts(&filter, matched, contains("a%b")), &filter)
+        let (sql, values) = page(best_parts(&filter, matched, contains("a%b"), None), &filter)
             .build(PostgresQueryBuilder);
         assert!(!sql.contains('?'), "{sql}");
         assert!(sql.contains(VECTOR), "{sql}");
