@@ -65,6 +65,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::var("TEMPMEM").is_ok() {
         raw.pragma_update(None, "temp_store", "MEMORY")?;
     }
+    if std::env::var("KEYS").is_ok() {
+        // Keystrokes as the web page sends them: ranked in the typing window and in full.
+        let typing = SearchOptions {
+            limit: 50,
+            window: Some(scribe_message::TYPING_WINDOW),
+            ..SearchOptions::default()
+        };
+        let full = SearchOptions {
+            limit: 50,
+            ..SearchOptions::default()
+        };
+        for q in [
+            "c",
+            "co",
+            "con*",
+            "conn*",
+            "connection*",
+            "connection",
+            "d",
+            "da",
+            "dat*",
+            "data*",
+            "databa*",
+            "handle_re*",
+        ] {
+            let mut t = [Vec::new(), Vec::new()];
+            for _ in 0..5 {
+                for (i, o) in [&typing, &full].into_iter().enumerate() {
+                    let s = Instant::now();
+                    svc.search(q, o)?;
+                    t[i].push(s.elapsed());
+                }
+            }
+            let mut d = Vec::new();
+            if let SearchQuery::Fts(expr) = SearchQuery::parse(q) {
+                let filter = SearchFilter {
+                    limit: 50,
+                    window: Some(scribe_message::TYPING_WINDOW as u64),
+                    ..SearchFilter::new(TextQuery::Words(expr))
+                };
+                for _ in 0..5 {
+                    let s = Instant::now();
+                    db.read(|tx| scribe_db::search::search(tx, &filter))?;
+                    d.push(s.elapsed());
+                }
+            } else {
+                d.push(Duration::ZERO);
+            }
+            println!(
+                "{q:<14} window {:>8.2} ms (db {:>8.2} ms)  full {:>8.2} ms",
+                med(&mut t[0]),
+                med(&mut d),
+                med(&mut t[1])
+            );
+        }
+        return Ok(());
+    }
     if let Ok(mode) = std::env::var("MODE") {
         // One path only, for `perf stat`: its instructions, whatever the load.
         for _ in 0..3 {
