@@ -689,6 +689,15 @@ impl Report {
                 "",
                 None,
             ),
+            row(
+                "web: search on Enter (whole history), median / p95",
+                format!("{} / {}", millis(w.enter_median_ms), millis(w.enter_p95_ms)),
+                "",
+                None,
+                "",
+                "",
+                None,
+            ),
         ]
     }
 

@@ -10,8 +10,10 @@
 //!   raw;
 //! - the 2,000-message conversation: its first page of 100, and all of it page by page;
 //! - search as you type: each prefix of a few words as the page sends it (`c`, `co`,
-//!   `con*`, `conn*` …) as one request, against `MessageService::search` called directly
-//!   for the same strings.
+//!   `con*`, `conn*` …, with `rank=recent`: the best of the newest
+//!   `scribe_message::TYPING_WINDOW` matches) as one request, against
+//!   `MessageService::search` called directly for the same strings; and the same strings
+//!   as Enter sends them (ranked over the whole history).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -117,6 +119,10 @@ pub struct WebResult {
     pub keystroke_p95_ms: f64,
     /// `MessageService::search` for the same strings, median.
     pub keystroke_service_median_ms: f64,
+    /// The same strings ranked over the whole history (what Enter asks), median.
+    pub enter_median_ms: f64,
+    /// 95th percentile.
+    pub enter_p95_ms: f64,
 }
 
 /// `GET path` from `addr`; the JSON answer and how long it took.
@@ -352,12 +358,26 @@ fn measure(
     let mut samples = Vec::new();
     for _ in 0..rounds.div_ceil(10) {
         for typed in &keystrokes {
-            samples.push(get(addr, &format!("/api/search?q={}&limit=50", encode(typed)))?.1);
+            samples.push(
+                get(
+                    addr,
+                    &format!("/api/search?q={}&limit=50&rank=recent", encode(typed)),
+                )?
+                .1,
+            );
+        }
+    }
+    // Enter on each typed keystroke: the same strings ranked over the whole history.
+    let mut entered = Vec::new();
+    for _ in 0..rounds.div_ceil(10) {
+        for typed in &keystrokes {
+            entered.push(get(addr, &format!("/api/search?q={}&limit=50", encode(typed)))?.1);
         }
     }
     let service = MessageService::new(Arc::clone(&corpus.db));
     let options = SearchOptions {
         limit: 50,
+        window: Some(scribe_message::TYPING_WINDOW),
         ..SearchOptions::default()
     };
     let mut direct = Vec::new();
@@ -386,5 +406,7 @@ fn measure(
         keystroke_median_ms: ms(median(&samples)),
         keystroke_p95_ms: ms(percentile(&samples, 0.95)),
         keystroke_service_median_ms: ms(median(&direct)),
+        enter_median_ms: ms(median(&entered)),
+        enter_p95_ms: ms(percentile(&entered, 0.95)),
     })
 }

@@ -22,7 +22,9 @@
 //! are computed for the page's rows (and the few further parts of messages already on
 //! it), never for the rest of the matches. A later page ranks without snippets (a light
 //! statement, repeated with a larger limit only when many candidates were further parts
-//! of messages already found), then fetches its own rows' snippets.
+//! of messages already found), then fetches its own rows' snippets. Ranking itself costs
+//! per match (FTS5 computes bm25 for every match and sorts them all before the first row
+//! comes back); [`SearchFilter::window`] bounds that by ranking only the newest matches.
 
 use rusqlite::{Connection, Row};
 use sea_query::{
@@ -129,6 +131,14 @@ pub struct SearchFilter {
     pub limit: u64,
     /// Skip this many hits first.
     pub offset: u64,
+    /// Rank only the newest this many matching parts that pass the filters (newest by
+    /// `seq`: the order parts were written), instead of every match: the hits are the best
+    /// of that window, in rank order. `None` ranks every match. Bounds the cost of a query
+    /// that matches much of the history (a short prefix typed into a search box) by the
+    /// window, not the matches. Applies to the index routes ([`TextQuery::Words`],
+    /// [`TextQuery::Trigrams`], the indexed half of [`TextQuery::Substrings`]); the LIKE
+    /// scans are newest first already and ignore it.
+    pub window: Option<u64>,
 }
 
 impl SearchFilter {
@@ -144,6 +154,7 @@ impl SearchFilter {
             before: None,
             limit: 20,
             offset: 0,
+            window: None,
         }
     }
 }
@@ -309,6 +320,64 @@ fn matches(index: &'static str, expr: &str) -> Expr {
     Expr::cust_with_values(format!("\"{index}\" MATCH ?"), [expr])
 }
 
+/// Adds `index.rowid >= floor` (the window of [`SearchFilter::window`]) to `query`.
+fn within(query: &mut SelectStatement, index: &str, floor: Option<i64>) {
+    if let Some(floor) = floor {
+        query.and_where(c(index, "rowid").gte(floor));
+    }
+}
+
+/// The `seq` of the `window`-th newest matching part that passes the filters: ranking
+/// only the matches from it on ranks the window of [`SearchFilter::window`]. `None` when
+/// fewer parts match (the window holds every match).
+///
+/// FTS5 hands matches over newest first without ranking them (it consumes `ORDER BY
+/// rowid DESC`), so this reads `window` matches and stops: its cost follows the window,
+/// not the matches.
+fn window_floor(
+    conn: &Connection,
+    index: &'static str,
+    expr: &str,
+    filter: &SearchFilter,
+    window: u64,
+) -> rusqlite::Result<Option<i64>> {
+    if window == 0 {
+        // An empty window: nothing is ranked (no part has a seq above the largest).
+        return Ok(Some(i64::MAX));
+    }
+    let order = JoinOrder::Fixed;
+    let mut query = Query::select();
+    query.expr(c(index, "rowid")).from(Alias::new(index));
+    let needs_part = filter.session_id.is_some()
+        || !filter.roles.is_empty()
+        || filter.after.is_some()
+        || filter.before.is_some()
+        || !filter.sources.is_empty()
+        || !filter.exclude_sources.is_empty();
+    if needs_part {
+        join(
+            &mut query,
+            order,
+            "parts",
+            "p",
+            c("p", "seq").equals(tc(index, "rowid")),
+        );
+        filter_hits(&mut query, filter, order, false);
+    }
+    query
+        .and_where(matches(index, expr))
+        .order_by(tc(index, "rowid"), Order::Desc)
+        .limit(1)
+        .offset(window - 1);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(&*values.as_params())?;
+    match rows.next()? {
+        Some(row) => Ok(Some(row.get(0)?)),
+        None => Ok(None),
+    }
+}
+
 /// A candidate hit: the part, its message, its rank.
 #[derive(Debug, Clone, PartialEq)]
 struct Candidate {
@@ -329,6 +398,7 @@ fn ranked(
     index: &'static str,
     expr: &str,
     filter: &SearchFilter,
+    floor: Option<i64>,
     n: u64,
 ) -> rusqlite::Result<Vec<Candidate>> {
     // Always start from the match. With a session filter the planner prefers walking the
@@ -350,6 +420,7 @@ fn ranked(
         c("p", "seq").equals(tc(index, "rowid")),
     );
     filter_hits(&mut query, filter, order, false);
+    within(&mut query, index, floor);
     query
         .and_where(matches(index, expr))
         .order_by(tc(index, "rank"), Order::Asc)
@@ -461,8 +532,12 @@ fn fts_search(
         return Ok(Vec::new());
     }
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let floor = match filter.window {
+        Some(window) => window_floor(conn, index, expr, filter, window)?,
+        None => None,
+    };
     if filter.offset == 0 {
-        let mut hits = first_page(conn, index, expr, filter)?;
+        let mut hits = first_page(conn, index, expr, filter, floor)?;
         if plain.iter().any(|a| !a.all.is_empty()) && hits.len() < limit {
             let seen: std::collections::HashSet<String> =
                 hits.iter().map(|h| h.message_id.clone()).collect();
@@ -479,7 +554,7 @@ fn fts_search(
         return Ok(hits);
     }
     let wanted = filter.offset.saturating_add(filter.limit);
-    let mut found = distinct_messages(wanted, |n| ranked(conn, index, expr, filter, n))?;
+    let mut found = distinct_messages(wanted, |n| ranked(conn, index, expr, filter, floor, n))?;
     if plain.iter().any(|a| !a.all.is_empty()) && (found.len() as u64) < wanted {
         // A part is either in the trigram index or in this scan, never both, but a message
         // may have parts in each: it keeps its indexed (better ranked) hit.
@@ -511,6 +586,7 @@ fn first_page(
     index: &'static str,
     expr: &str,
     filter: &SearchFilter,
+    floor: Option<i64>,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
     let order = JoinOrder::Fixed;
@@ -525,6 +601,7 @@ fn first_page(
         c("p", "seq").equals(tc(index, "rowid")),
     );
     filter_hits(&mut query, filter, order, true);
+    within(&mut query, index, floor);
     query
         .and_where(matches(index, expr))
         .order_by(tc(index, "rank"), Order::Asc);

@@ -61,7 +61,7 @@ pub use part::{
 pub use role::{FinishReason, ParseRoleError, Role};
 pub use search::{
     CONTEXT_CHARS, ContextMessage, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, SearchHit,
-    SearchOptions,
+    SearchOptions, TYPING_WINDOW,
 };
 pub use search_query::{LIKE_ESCAPE, MAX_TERMS, SearchQuery};
 pub use service::{MessageService, MessageUpdate, NewMessage, PartEvent};

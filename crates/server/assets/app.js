@@ -827,7 +827,10 @@
 
     let ctl = null;
     let timer = null;
-    async function run() {
+    // `typing`: asked while the user types, so only the newest matches are ranked
+    // (`rank=recent`, quick however much a short prefix matches); Enter, a filter or
+    // opening the page ranks the whole history.
+    async function run(typing) {
       setParams(state);
       if (ctl) ctl.abort();
       if (!state.q.trim()) { hits.replaceChildren(); status.textContent = "Type to search every conversation."; setState("ready"); return; }
@@ -837,17 +840,18 @@
       const started = performance.now();
       try {
         const res = await api("search", { q: asTyped(state.q), source: state.source, exclude_source: state.exclude_source,
-          role: state.role, since: state.since, session: state.session, limit: 50 }, mine.signal);
+          role: state.role, since: state.since, session: state.session, limit: 50, rank: typing === true ? "recent" : "" }, mine.signal);
         if (!stillShown(token) || mine !== ctl) return;
         hits.replaceChildren(...res.hits.map(renderHit));
         const ms = Math.round(performance.now() - started);
-        status.textContent = res.hits.length ? `${res.hits.length}${res.hits.length === 50 ? "+" : ""} messages · ${ms} ms` : `No matches for “${state.q}”`;
+        const scope = typing === true ? " · best of the newest matches, Enter ranks all" : "";
+        status.textContent = res.hits.length ? `${res.hits.length}${res.hits.length === 50 ? "+" : ""} messages · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
         setState("ready");
       } catch (err) {
         if (!isAbort(err) && stillShown(token)) { hits.replaceChildren(errorBox(err)); setState("error"); }
       }
     }
-    input.addEventListener("input", () => { state.q = input.value; clearTimeout(timer); timer = setTimeout(run, 120); });
+    input.addEventListener("input", () => { state.q = input.value; clearTimeout(timer); timer = setTimeout(() => run(true), 120); });
     input.addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(timer); run(); } });
     const set = (k) => (v) => { state[k] = v; run(); };
     let sources = [];

@@ -4,7 +4,7 @@
 //! malformed value is a 400 naming it, so a typo never silently widens a filter. An empty
 //! value (`source=`, as an empty form field sends) counts as absent.
 
-use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchOptions};
+use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchOptions, TYPING_WINDOW};
 use scribe_session::StatsBy;
 use serde::Serialize;
 
@@ -225,6 +225,7 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 "session",
                 "since",
                 "limit",
+                "rank",
             ])?;
             let roles = params
                 .all("role")
@@ -242,6 +243,13 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 session_id: params.one("session")?.map(str::to_owned),
                 since: params.time("since")?,
                 limit: usize::try_from(limit).unwrap_or(20),
+                // `rank=recent`: the best of the newest matches, what the page asks while
+                // the user types; `rank=all` (the default) ranks the whole history.
+                window: params.choice(
+                    "rank",
+                    &[("all", None), ("recent", Some(TYPING_WINDOW))],
+                    None,
+                )?,
                 ..SearchOptions::default()
             };
             let query = params.one("q")?.unwrap_or("");

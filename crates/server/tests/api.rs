@@ -172,6 +172,7 @@ fn bad_list_parameters_are_400_with_a_reason() {
         ("/api/usage?stack=day", "stack"),
         ("/api/search?q=x&role=robot", "role"),
         ("/api/search?q=x&limit=501", "limit"),
+        ("/api/search?q=x&rank=best", "rank"),
         ("/api/filters?x=1", "unknown parameter"),
     ];
     for (path, says) in cases {
@@ -327,6 +328,28 @@ fn search_stats_and_usage_are_the_services_numbers() {
     let expected = SearchHits::new(&messages.search("build", &SearchOptions::default()).unwrap());
     assert_eq!(hits, serde_json::to_value(&expected).unwrap());
     assert!(!hits["hits"].as_array().unwrap().is_empty());
+    // `rank=all` is the default; `rank=recent` ranks the newest TYPING_WINDOW matches,
+    // which here are all of them.
+    assert_eq!(get_json(a, "/api/search?q=build&rank=all"), hits);
+    let recent = SearchHits::new(
+        &messages
+            .search(
+                "build",
+                &SearchOptions {
+                    window: Some(scribe_message::TYPING_WINDOW),
+                    ..SearchOptions::default()
+                },
+            )
+            .unwrap(),
+    );
+    assert_eq!(
+        get_json(a, "/api/search?q=build&rank=recent"),
+        serde_json::to_value(&recent).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_value(&recent).unwrap(),
+        serde_json::to_value(&expected).unwrap()
+    );
     let hit = &hits["hits"][0];
     let snippet: Vec<char> = hit["snippet"].as_str().unwrap().chars().collect();
     let [start, end] = [

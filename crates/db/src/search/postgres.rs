@@ -213,6 +213,7 @@ pub(super) fn search(
                 filter,
                 Expr::cust_with_values(matched, [query.clone()]),
                 Expr::cust_with_values(rank, [query]),
+                filter.window,
             );
             let rows = pg::query(client, &page(best, filter))?;
             let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
@@ -241,7 +242,7 @@ pub(super) fn search(
                 .flat_map(|g| g.positive)
                 .map(|t| t.text)
                 .collect();
-            let best = best_parts(filter, any.into(), substring_rank(&terms));
+            let best = best_parts(filter, any.into(), substring_rank(&terms), filter.window);
             let rows = pg::query(client, &page(best, filter))?;
             rows.iter()
                 .map(|row| {
@@ -260,6 +261,7 @@ pub(super) fn search(
                 filter,
                 contains(text),
                 Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+                None,
             );
             let rows = pg::query(client, &page(best, filter))?;
             rows.iter()
@@ -328,8 +330,34 @@ fn uncased(text: &str) -> bool {
 /// id, message time and `rank` (lower is better; the first part among equals). Only the
 /// tables the filters need are joined besides `messages` (the time): every join here runs
 /// once per matching part, where the page's joins run once per hit.
-fn best_parts(filter: &SearchFilter, matched: Expr, rank: Expr) -> SelectStatement {
+///
+/// With `window`, only the newest `window` matching parts that pass the filters (by
+/// `seq`) are ranked ([`SearchFilter::window`]).
+fn best_parts(
+    filter: &SearchFilter,
+    matched: Expr,
+    rank: Expr,
+    window: Option<u64>,
+) -> SelectStatement {
     let mut query = Query::select();
+    if let Some(window) = window {
+        let mut newest = Query::select();
+        newest
+            .expr(c("p", "seq"))
+            .from_as(Alias::new("parts"), Alias::new("p"))
+            .join_as(
+                JoinType::InnerJoin,
+                Alias::new("parts_fts"),
+                Alias::new("f"),
+                c("f", "seq").equals(tc("p", "seq")),
+            );
+        filter_hits(&mut newest, filter, JoinOrder::Planner, false);
+        newest
+            .and_where(matched.clone())
+            .order_by(tc("p", "seq"), Order::Desc)
+            .limit(window);
+        query.and_where(c("p", "seq").in_subquery(newest));
+    }
     query
         .distinct_on([tc("p", "message_id")])
         .expr_as(c("p", "seq"), Alias::new("seq"))
@@ -644,7 +672,7 @@ mod statement_tests {
             format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
             ["'x'"],
         );
-        let (sql, values) = page(best_parts(&filter, matched, contains("a%b")), &filter)
+        let (sql, values) = page(best_parts(&filter, matched, contains("a%b"), None), &filter)
             .build(PostgresQueryBuilder);
         assert!(!sql.contains('?'), "{sql}");
         assert!(sql.contains(VECTOR), "{sql}");
@@ -692,6 +720,7 @@ mod statement_tests {
             &plain,
             contains("x"),
             Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+            None,
         );
         let (inner, _) = best.build(PostgresQueryBuilder);
         assert!(
@@ -707,7 +736,7 @@ mod statement_tests {
             ..plain
         };
         let (inner, _) =
-            best_parts(&filtered, contains("x"), Expr::cust("0")).build(PostgresQueryBuilder);
+            best_parts(&filtered, contains("x"), Expr::cust("0"), None).build(PostgresQueryBuilder);
         assert!(inner.contains(r#""sessions""#), "{inner}");
     }
 }
