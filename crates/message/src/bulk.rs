@@ -61,42 +61,13 @@ fn insert_chunk(tx: &mut Tx<'_>, messages: &[&Message]) -> Result<()> {
     let rows: Vec<CreateMessageParams<'_>> = messages
         .iter()
         .zip(&errors)
-        .map(|(msg, error)| CreateMessageParams {
-            id: &msg.id,
-            session_id: &msg.session_id,
-            parent_id: msg.parent_id.as_deref(),
-            role: msg.role.as_str(),
-            agent: msg.agent.as_deref(),
-            provider: msg.provider.as_deref(),
-            model: msg.model.as_deref(),
-            finish_reason: msg.finish_reason.as_ref().map(|r| r.as_str()),
-            is_summary: msg.is_summary,
-            input_tokens: msg.usage.input,
-            output_tokens: msg.usage.output,
-            cache_read_tokens: msg.usage.cache_read,
-            cache_write_tokens: msg.usage.cache_write,
-            reasoning_tokens: msg.usage.reasoning,
-            cost_usd: msg.cost_usd,
-            error: error.as_deref(),
-            created_at: msg.created_at,
-            updated_at: msg.updated_at,
-            finished_at: msg.finished_at,
-        })
+        .map(|(msg, error)| store::create_message_params(msg, error.as_deref()))
         .collect();
     let parts: Vec<CreatePartParams<'_>> = messages
         .iter()
         .flat_map(|m| m.parts.iter().map(move |p| (m, p)))
         .zip(&data)
-        .map(|((m, p), data)| CreatePartParams {
-            id: &p.id,
-            message_id: &m.id,
-            session_id: &m.session_id,
-            position: p.position,
-            r#type: p.part.type_name(),
-            data,
-            created_at: p.created_at,
-            updated_at: p.updated_at,
-        })
+        .map(|((m, p), data)| store::create_part_params(&m.id, &m.session_id, p, data))
         .collect();
     match bulk::insert_messages(tx, &rows, &parts).map_err(MessageError::Db)? {
         Bulk::Inserted => Ok(()),

@@ -17,6 +17,55 @@ use crate::error::{MessageError, Result};
 use crate::message::{Message, StoredPart, message_from_row};
 use crate::usage::TokenUsage;
 
+/// The generated insert's row for `msg` (with `error`, its JSON text): one mapping for
+/// [`insert_message`] and the bulk path ([`crate::bulk`]).
+pub(crate) fn create_message_params<'a>(
+    msg: &'a Message,
+    error: Option<&'a str>,
+) -> queries::CreateMessageParams<'a> {
+    queries::CreateMessageParams {
+        id: &msg.id,
+        session_id: &msg.session_id,
+        parent_id: msg.parent_id.as_deref(),
+        role: msg.role.as_str(),
+        agent: msg.agent.as_deref(),
+        provider: msg.provider.as_deref(),
+        model: msg.model.as_deref(),
+        finish_reason: msg.finish_reason.as_ref().map(|r| r.as_str()),
+        is_summary: msg.is_summary,
+        input_tokens: msg.usage.input,
+        output_tokens: msg.usage.output,
+        cache_read_tokens: msg.usage.cache_read,
+        cache_write_tokens: msg.usage.cache_write,
+        reasoning_tokens: msg.usage.reasoning,
+        cost_usd: msg.cost_usd,
+        error,
+        created_at: msg.created_at,
+        updated_at: msg.updated_at,
+        finished_at: msg.finished_at,
+    }
+}
+
+/// The generated insert's row for `part` of message `message_id` in `session_id`, its
+/// content encoded as `data`: one mapping for [`insert_part`] and the bulk path.
+pub(crate) fn create_part_params<'a>(
+    message_id: &'a str,
+    session_id: &'a str,
+    part: &'a StoredPart,
+    data: &'a str,
+) -> queries::CreatePartParams<'a> {
+    queries::CreatePartParams {
+        id: &part.id,
+        message_id,
+        session_id,
+        position: part.position,
+        r#type: part.part.type_name(),
+        data,
+        created_at: part.created_at,
+        updated_at: part.updated_at,
+    }
+}
+
 /// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage).
 ///
 /// Fails with [`MessageError::NotFound`] if the session does not exist (asked only when
@@ -28,28 +77,9 @@ pub fn insert_message(tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
         return Err(MessageError::InvalidInput("message id is empty".into()));
     }
     let error = msg.error.as_ref().map(serde_json::Value::to_string);
-    let finish_reason = msg.finish_reason.as_ref().map(|r| r.as_str());
-    let inserted = tx.q().create_message(&queries::CreateMessageParams {
-        id: &msg.id,
-        session_id: &msg.session_id,
-        parent_id: msg.parent_id.as_deref(),
-        role: msg.role.as_str(),
-        agent: msg.agent.as_deref(),
-        provider: msg.provider.as_deref(),
-        model: msg.model.as_deref(),
-        finish_reason,
-        is_summary: msg.is_summary,
-        input_tokens: msg.usage.input,
-        output_tokens: msg.usage.output,
-        cache_read_tokens: msg.usage.cache_read,
-        cache_write_tokens: msg.usage.cache_write,
-        reasoning_tokens: msg.usage.reasoning,
-        cost_usd: msg.cost_usd,
-        error: error.as_deref(),
-        created_at: msg.created_at,
-        updated_at: msg.updated_at,
-        finished_at: msg.finished_at,
-    });
+    let inserted = tx
+        .q()
+        .create_message(&create_message_params(msg, error.as_deref()));
     if let Err(err) = inserted {
         return Err(insert_failed(tx, &msg.session_id, err));
     }
@@ -256,16 +286,9 @@ pub fn insert_part(
         return Err(MessageError::InvalidInput("part id is empty".into()));
     }
     let data = part.part.to_json()?;
-    let inserted = tx.q().create_part(&queries::CreatePartParams {
-        id: &part.id,
-        message_id,
-        session_id,
-        position: part.position,
-        r#type: part.part.type_name(),
-        data: &data,
-        created_at: part.created_at,
-        updated_at: part.updated_at,
-    });
+    let inserted = tx
+        .q()
+        .create_part(&create_part_params(message_id, session_id, part, &data));
     match inserted {
         Ok(()) => Ok(()),
         Err(err) => match err {
