@@ -649,8 +649,9 @@ impl Commit<'_, '_> {
 
     /// Applies `part` to message `message_id` when that message is new and not written
     /// yet and already has a part with that id: what `store::import_part` does to a
-    /// stored one, by the same rule (`store::import_change`). Returns whether it changed anything, or `None` when the message is not
-    /// waiting here or lacks the part (the store path decides those).
+    /// stored one, by the same rule (`store::import_change`). Returns whether it changed
+    /// anything, or `None` when the message is not waiting here or lacks the part (the
+    /// store path decides those).
     fn update_new(&mut self, message_id: &str, part: &StoredPart) -> Result<Option<bool>> {
         let Some(&at) = self.new_at.get(message_id) else {
             return Ok(None);
