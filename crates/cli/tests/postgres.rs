@@ -152,7 +152,7 @@ fn db_check_on_postgres_reports_a_trigram_index_over_all_text() {
     assert!(
         text.contains(
             "search (trigrams)  the index is not limited to the text that needs it \
-             (expected WHERE scribe_spaceless(search_text))"
+             (expected WHERE spaceless)"
         ),
         "{text}"
     );

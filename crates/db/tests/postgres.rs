@@ -912,10 +912,7 @@ fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
     })
     .unwrap();
     let indexed: Vec<String> = admin
-        .query(
-            "SELECT search_text FROM parts_fts WHERE scribe_spaceless(search_text)",
-            &[],
-        )
+        .query("SELECT search_text FROM parts_fts WHERE spaceless", &[])
         .unwrap()
         .iter()
         .map(|row| row.get(0))
@@ -931,10 +928,18 @@ fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
         )
         .unwrap()
         .get(0);
-    assert!(
-        def.ends_with("WHERE scribe_spaceless(search_text)"),
-        "{def}"
-    );
+    assert!(def.ends_with("WHERE spaceless"), "{def}");
+    let stale = |db: &Database| {
+        let report = db.check().unwrap();
+        report
+            .checks
+            .iter()
+            .find(|c| c.name == "search_documents")
+            .unwrap()
+            .problem
+            .clone()
+    };
+    assert_eq!(stale(&db), None);
 
     let texts = |query: TextQuery| -> Vec<String> {
         let hits = db
@@ -969,5 +974,17 @@ fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
             "the database >>>migration<<< failed on config".to_owned(),
             "数据库>>>迁移失败<<< after the config change".to_owned(),
         ]
+    );
+
+    // `db check` finds a row the trigram index should not hold, or should.
+    admin
+        .batch_execute(
+            "UPDATE parts_fts SET spaceless = NOT spaceless WHERE search_text LIKE 'the %'",
+        )
+        .unwrap();
+    let problem = stale(&db).unwrap();
+    assert!(
+        problem.starts_with("1 part(s) whose stored search text"),
+        "{problem}"
     );
 }

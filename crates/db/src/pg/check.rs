@@ -27,11 +27,7 @@ use crate::{Backend, Result};
 /// of scripts written without spaces (V15), and the queries are written for that.
 const SEARCH_INDEXES: [(&str, &str, Option<&str>); 2] = [
     ("search (words)", "(words)", None),
-    (
-        "search (trigrams)",
-        "gin_trgm_ops",
-        Some("WHERE scribe_spaceless(search_text)"),
-    ),
+    ("search (trigrams)", "gin_trgm_ops", Some("WHERE spaceless")),
 ];
 
 /// The extensions the search indexes need.
@@ -169,14 +165,16 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
     }
 
     // The stored search documents against the parts (V13's invariant): a row for every
-    // part with search text, holding that text and its words, and no other row.
+    // part with search text, holding that text, its words and whether the trigram index
+    // holds it (V15), and no other row.
     let stale: i64 = client
         .query_one(
             "SELECT count(*) \
              FROM (SELECT seq, scribe_search_text(type, data) AS doc FROM parts) AS p \
              FULL JOIN parts_fts AS f ON f.seq = p.seq \
              WHERE p.doc IS DISTINCT FROM f.search_text \
-                OR (f.seq IS NOT NULL AND f.words IS DISTINCT FROM scribe_search_words(f.search_text))",
+                OR (f.seq IS NOT NULL AND f.words IS DISTINCT FROM scribe_search_words(f.search_text)) \
+                OR (f.seq IS NOT NULL AND f.spaceless IS DISTINCT FROM scribe_spaceless(f.search_text))",
             &[],
         )?
         .try_get(0)?;
@@ -184,8 +182,8 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
         name: "search_documents",
         problem: (stale != 0).then(|| {
             format!(
-                "{stale} part(s) whose stored search text or words (parts_fts) differ from the \
-                 part; rebuild with SELECT scribe_parts_fts_rebuild()"
+                "{stale} part(s) whose stored search text, words or trigram flag (parts_fts) \
+                 differ from the part; rebuild with SELECT scribe_parts_fts_rebuild()"
             )
         }),
     });

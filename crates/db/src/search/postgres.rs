@@ -13,7 +13,7 @@
 //! - Substrings ([`TextQuery::Trigrams`], [`TextQuery::Substrings`]): every alternative's
 //!   terms as `ILIKE '%term%'` (escaped) over the stored text. `parts_fts`'s pg_trgm GIN
 //!   index holds, as SQLite's trigram index does, only the text with a character of a
-//!   script written without spaces (V15's partial index over `scribe_spaceless`). The
+//!   script written without spaces (V15's partial index over the row's `spaceless`). The
 //!   condition repeats the index's predicate ([`SPACELESS`]), so the planner can use the
 //!   index, for [`TextQuery::Trigrams`] (the index alone, as on SQLite) and when every
 //!   alternative has such a term (a CJK query), where it changes no result (such a term
@@ -52,9 +52,9 @@ const TEXT: &str = r#""f"."search_text""#;
 const VECTOR: &str = r#""f"."words""#;
 
 /// The predicate of `parts_fts`'s trigram index (V15): [`TEXT`] has a character of a
-/// script written without spaces ([`is_spaceless_script`]). The planner uses a partial
-/// index only for a query whose condition implies its predicate, spelled the same.
-const SPACELESS: &str = r#"scribe_spaceless("f"."search_text")"#;
+/// script written without spaces ([`is_spaceless_script`]), stored with the row. The
+/// planner uses a partial index only for a query whose condition implies its predicate.
+const SPACELESS: &str = r#""f"."spaceless""#;
 
 /// One term of a query: its text and whether it is a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
