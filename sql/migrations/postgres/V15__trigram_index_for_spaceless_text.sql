@@ -32,7 +32,7 @@
 
 -- Whether `text` has a character of a script written without spaces: the ranges of
 -- `scribe_db::search::is_spaceless_script`, and of SQLite's view `parts_search_trigram`
--- (V7); a test compares them code point by code point.
+-- (V7); a test compares it with the Rust function on every code point.
 CREATE FUNCTION scribe_spaceless(text TEXT) RETURNS BOOLEAN
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT text ~ '[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u1100-\u11FF\u2E80-\u2FDF\u3005-\u3007\u3021-\u3029\u3040-\u31FF\u3400-\u4DBF\u4E00-\u9FFF\uA960-\uA97F\uAC00-\uD7FF\uF900-\uFAFF\uFF66-\uFFDC\U00020000-\U0003134F]'
