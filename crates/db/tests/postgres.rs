@@ -868,3 +868,123 @@ fn no_sqlite_inside_and_vacuum_analyzes_every_table() {
     .unwrap();
     assert!(matches!(read_only.vacuum(), Err(Error::ReadOnly { .. })));
 }
+
+// ---- the trigram index (V15) ----
+
+/// The trigram index holds only text with a character of a script written without spaces
+/// (V15), as SQLite's does: its predicate agrees with `is_spaceless_script` on every code
+/// point; a Latin part is outside it and a CJK part inside; a CJK substring search finds
+/// the CJK part through it, a search for the trigram index alone finds no Latin text (as
+/// on SQLite), and a substring search whose other alternative is Latin finds both parts.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
+    use scribe_db::search::{self, Alternative, SearchFilter, TextQuery, is_spaceless_script};
+
+    let url = fresh("scribe_spaceless");
+    let db = Database::open(&url).unwrap();
+    let mut admin = admin(&url);
+
+    // Every code point (but surrogates, which text cannot hold), against the Rust ranges.
+    let in_sql: Vec<u32> = admin
+        .query(
+            "SELECT cp FROM generate_series(1, 1114111) AS cp \
+             WHERE cp NOT BETWEEN 55296 AND 57343 AND scribe_spaceless(chr(cp)) ORDER BY cp",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| u32::try_from(row.get::<_, i32>(0)).unwrap())
+        .collect();
+    let in_rust: Vec<u32> = (1..=0x10FFFF_u32)
+        .filter(|&cp| char::from_u32(cp).is_some_and(is_spaceless_script))
+        .collect();
+    assert_eq!(in_sql.len(), in_rust.len());
+    assert!(
+        in_sql == in_rust,
+        "scribe_spaceless differs from is_spaceless_script"
+    );
+
+    let session = create_session(&db);
+    db.write(|tx| -> scribe_db::Result<()> {
+        message_with_part(tx.q(), &session, "the database migration failed on config")?;
+        message_with_part(tx.q(), &session, "数据库迁移失败 after the config change")
+    })
+    .unwrap();
+    let indexed: Vec<String> = admin
+        .query("SELECT search_text FROM parts_fts WHERE spaceless", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        indexed,
+        vec!["数据库迁移失败 after the config change".to_owned()]
+    );
+    let def: String = admin
+        .query_one(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'parts_fts_trigram'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(def.ends_with("WHERE spaceless"), "{def}");
+    let stale = |db: &Database| {
+        let report = db.check().unwrap();
+        report
+            .checks
+            .iter()
+            .find(|c| c.name == "search_documents")
+            .unwrap()
+            .problem
+            .clone()
+    };
+    assert_eq!(stale(&db), None);
+
+    let texts = |query: TextQuery| -> Vec<String> {
+        let hits = db
+            .read(|tx| search::search(tx, &SearchFilter::new(query.clone())))
+            .unwrap();
+        let mut snippets: Vec<String> = hits.into_iter().map(|h| h.snippet).collect();
+        snippets.sort();
+        snippets
+    };
+    assert_eq!(
+        texts(TextQuery::Substrings {
+            trigrams: "\"数据库\"".into(),
+            plain: Vec::new(),
+        }),
+        vec![">>>数据库<<<迁移失败 after the config change".to_owned()]
+    );
+    // The trigram index alone holds no Latin-only text (SQLite answers the same).
+    assert_eq!(
+        texts(TextQuery::Trigrams("\"config\"".into())),
+        vec!["数据库迁移失败 after the >>>config<<< change".to_owned()]
+    );
+    // Either alternative: the Latin one is matched in the other text too.
+    assert_eq!(
+        texts(TextQuery::Substrings {
+            trigrams: "\"迁移失败\" OR \"migration\"".into(),
+            plain: vec![Alternative {
+                all: vec!["migration".into()],
+                none: Vec::new(),
+            }],
+        }),
+        vec![
+            "the database >>>migration<<< failed on config".to_owned(),
+            "数据库>>>迁移失败<<< after the config change".to_owned(),
+        ]
+    );
+
+    // `db check` finds a row the trigram index should not hold, or should.
+    admin
+        .batch_execute(
+            "UPDATE parts_fts SET spaceless = NOT spaceless WHERE search_text LIKE 'the %'",
+        )
+        .unwrap();
+    let problem = stale(&db).unwrap();
+    assert!(
+        problem.starts_with("1 part(s) whose stored search text"),
+        "{problem}"
+    );
+}

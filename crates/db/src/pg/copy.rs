@@ -183,6 +183,15 @@ pub fn copy(
             // The search documents are the target's own (SQLite's FTS5 tables are not
             // copied), and their triggers were off: built once from the copied parts.
             tx.batch_execute("SELECT scribe_parts_fts_rebuild()")?;
+            // Statistics for what was just loaded, before anyone searches it: without
+            // them the planner guesses the tables' sizes and may read every stored text
+            // instead of using a search index.
+            let analyzed: Vec<String> = tables
+                .iter()
+                .map(|t| q(&t.name))
+                .chain([q("parts_fts")])
+                .collect();
+            tx.batch_execute(&format!("ANALYZE {}", analyzed.join(", ")))?;
             for table in &tables {
                 tx.batch_execute(&format!(
                     "ALTER TABLE {} ENABLE TRIGGER USER",

@@ -11,11 +11,17 @@
 //!   Rank: `ts_rank_cd` over the stored words with length normalization, negated so lower
 //!   is better as with bm25; ties newest first.
 //! - Substrings ([`TextQuery::Trigrams`], [`TextQuery::Substrings`]): every alternative's
-//!   terms as `ILIKE '%term%'` (escaped) over the stored text, which `parts_fts`'s
-//!   pg_trgm GIN index serves for terms of three or more characters. Rank: how often the terms occur per
-//!   character of text ([`substring_rank`], bm25's direction), ties newest first. The
-//!   trigram index here holds every searchable part, so the plain-text alternatives SQLite adds with
-//!   a LIKE are already covered, and ranked with the rest instead of after them.
+//!   terms as `ILIKE '%term%'` (escaped) over the stored text. `parts_fts`'s pg_trgm GIN
+//!   index holds, as SQLite's trigram index does, only the text with a character of a
+//!   script written without spaces (V15's partial index over the row's `spaceless`). The
+//!   condition repeats the index's predicate ([`SPACELESS`]), so the planner can use the
+//!   index, for [`TextQuery::Trigrams`] (the index alone, as on SQLite) and when every
+//!   alternative has such a term (a CJK query), where it changes no result (such a term
+//!   only occurs in such text). An alternative that can match other text (a Latin
+//!   term next to a CJK one, SQLite's plain alternatives) is answered by ILIKE over the
+//!   stored text, as SQLite answers it with LIKE, but ranked with the rest instead of
+//!   after them. Rank: how often the terms occur per character of text
+//!   ([`substring_rank`], bm25's direction), ties newest first.
 //! - A literal substring ([`TextQuery::Substring`]): `ILIKE`, newest first, as on SQLite.
 //!
 //! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
@@ -33,8 +39,8 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::{
     ELLIPSIS, JoinOrder, MATCH_END, MATCH_START, SNIPPET_TOKENS, SearchFilter, SearchHit,
-    TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, join_tables, like_snippet,
-    tc,
+    TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, is_spaceless_script,
+    join_tables, like_snippet, tc,
 };
 use crate::filters::{escape_like, pg};
 
@@ -44,6 +50,11 @@ const TEXT: &str = r#""f"."search_text""#;
 
 /// A part's words, stored next to [`TEXT`] with their GIN index (V13).
 const VECTOR: &str = r#""f"."words""#;
+
+/// The predicate of `parts_fts`'s trigram index (V15): [`TEXT`] has a character of a
+/// script written without spaces ([`is_spaceless_script`]), stored with the row. The
+/// planner uses a partial index only for a query whose condition implies its predicate.
+const SPACELESS: &str = r#""f"."spaceless""#;
 
 /// One term of a query: its text and whether it is a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,12 +248,22 @@ pub(super) fn search(
             if groups.is_empty() {
                 return Ok(Vec::new());
             }
+            // The trigram index alone (as on SQLite), or every alternative needs a
+            // spaceless-script term so only text the index holds can match: saying so
+            // lets the planner use the index.
+            let indexed_only =
+                matches!(filter.query, TextQuery::Trigrams(_)) || groups.iter().all(spaceless);
+            let matched: Expr = if indexed_only {
+                Cond::all().add(Expr::cust(SPACELESS)).add(any).into()
+            } else {
+                any.into()
+            };
             let terms: Vec<String> = groups
                 .into_iter()
                 .flat_map(|g| g.positive)
                 .map(|t| t.text)
                 .collect();
-            let best = best_parts(filter, any.into(), substring_rank(&terms), filter.window);
+            let best = best_parts(filter, matched, substring_rank(&terms), filter.window);
             let rows = pg::query(client, &page(best, filter))?;
             rows.iter()
                 .map(|row| {
@@ -311,6 +332,15 @@ fn contains(text: &str) -> Expr {
         format!("{TEXT} {op} $1"),
         [format!("%{}%", escape_like(text))],
     )
+}
+
+/// Whether `group` can match only text with a character of a script written without
+/// spaces: one of its required terms has such a character.
+fn spaceless(group: &Group) -> bool {
+    group
+        .positive
+        .iter()
+        .any(|term| term.text.chars().any(is_spaceless_script))
 }
 
 /// Whether no character of `text` has another case: folding case changes nothing in it,

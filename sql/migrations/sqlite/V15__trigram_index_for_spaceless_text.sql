@@ -1,0 +1,5 @@
+-- Scribe schema, version 15: nothing to do on SQLite.
+--
+-- PostgreSQL's version 15 keeps its trigram index to the text with characters of scripts
+-- written without spaces (CJK, kana, Hangul, Thai …), as this dialect's trigram index has
+-- since V7. The file exists so both dialects number their versions alike.
