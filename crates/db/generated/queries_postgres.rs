@@ -740,6 +740,17 @@ WHERE m.session_id = $1
   AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY m.created_at, m.id, p.position";
 
+/// SQL of `CreateParts` (sql/queries/postgres/parts.sql:23).
+pub const CREATE_PARTS_SQL: &str =
+    "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
+SELECT CAST(value AS jsonb) ->> 'id', $1, $2,
+       CAST(CAST(value AS jsonb) ->> 'position' AS BIGINT),
+       CAST(value AS jsonb) ->> 'type', CAST(value AS jsonb) ->> 'data',
+       CAST(CAST(value AS jsonb) ->> 'created_at' AS BIGINT),
+       CAST(CAST(value AS jsonb) ->> 'updated_at' AS BIGINT)
+FROM json_each(CAST(CAST($3 AS TEXT) AS json))
+ORDER BY CAST(key AS BIGINT)";
+
 /// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
@@ -2973,5 +2984,16 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = ROLL_UP_SESSION_USAGE_SQL;
         let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    fn create_parts(&mut self, params: &super::CreatePartsParams<'_>) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 3] = [
+            (&params.message_id, Type::TEXT),
+            (&params.session_id, Type::TEXT),
+            (&params.parts, Type::TEXT),
+        ];
+        let sql = CREATE_PARTS_SQL;
+        self.sqlgen_execute(sql, &values)?;
+        Ok(())
     }
 }

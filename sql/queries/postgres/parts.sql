@@ -19,3 +19,18 @@ JOIN parts AS p ON p.message_id = m.id
 WHERE m.session_id = @session_id
   AND (m.created_at, m.id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY m.created_at, m.id, p.position;
+
+-- name: CreateParts :exec
+-- Inserts a new message's parts in one statement (sql/queries/sqlite/parts.sql): @parts is
+-- a JSON object {"0": part, "1": part, …} of objects {id, position, type, data (the part's
+-- JSON as a string), created_at, updated_at}, inserted in key order, so a message and its
+-- parts cost two statements (two round trips) however many parts it has. An object, not
+-- an array: json_each reads objects in both dialects.
+INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
+SELECT CAST(value AS jsonb) ->> 'id', @message_id, @session_id,
+       CAST(CAST(value AS jsonb) ->> 'position' AS BIGINT),
+       CAST(value AS jsonb) ->> 'type', CAST(value AS jsonb) ->> 'data',
+       CAST(CAST(value AS jsonb) ->> 'created_at' AS BIGINT),
+       CAST(CAST(value AS jsonb) ->> 'updated_at' AS BIGINT)
+FROM json_each(CAST(CAST(@parts AS TEXT) AS json))
+ORDER BY CAST(key AS BIGINT);
