@@ -643,7 +643,11 @@ fn store_insert_message_with_many_parts_keeps_each_exactly(backend: Backend) {
     let contents = [
         Part::text(tricky),
         Part::text("why \\u0000 is not a NUL"),
-        Part::tool("call_9", "bash", json!({"cmd": "echo \"{}\"", "n": 1.5e300})),
+        Part::tool(
+            "call_9",
+            "bash",
+            json!({"cmd": "echo \"{}\"", "n": 1.5e300}),
+        ),
         Part::Unknown(json!({"type": "future", "nested": {"a": [1, "2", null]}})),
         Part::text(""),
     ];
@@ -744,7 +748,59 @@ fn store_insert_message_with_many_parts_keeps_each_exactly(backend: Backend) {
         svc.database()
             .read(|tx| store::load_session_messages(tx, &ses))
             .unwrap(),
-        vec![expected]
+        vec![expected.clone()]
+    );
+
+    // The statement itself, on both backends (PostgreSQL's appends use it; SQLite has it
+    // for parity): rows in key order, whatever order the object lists them in.
+    let part = |id: &str, position: i64, text: &str, at: i64| {
+        json!({
+            "id": id, "position": position, "type": "text",
+            "data": Part::text(text).to_json().unwrap(), "created_at": at, "updated_at": at + 1,
+        })
+    };
+    let object = format!(
+        "{{\"1\":{},\"0\":{}}}",
+        part("prt_direct_b", 1, "b \"quoted\"", 30),
+        part("prt_direct_a", 0, "a", 10)
+    );
+    let bare = Message {
+        id: "msg_direct".into(),
+        parts: Vec::new(),
+        ..expected.clone()
+    };
+    svc.database()
+        .write(|tx| -> Result<(), MessageError> {
+            store::insert_message(tx, &bare)?;
+            tx.q()
+                .create_parts(&scribe_db::queries::CreatePartsParams {
+                    message_id: "msg_direct",
+                    session_id: &ses,
+                    parts: &object,
+                })?;
+            Ok(())
+        })
+        .unwrap();
+    let direct = svc.get("msg_direct").unwrap();
+    let got: Vec<(&str, i64, &Part, i64, i64)> = direct
+        .parts
+        .iter()
+        .map(|p| {
+            (
+                p.id.as_str(),
+                p.position,
+                &p.part,
+                p.created_at,
+                p.updated_at,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("prt_direct_a", 0, &Part::text("a"), 10, 11),
+            ("prt_direct_b", 1, &Part::text("b \"quoted\""), 30, 31)
+        ]
     );
 }
 
