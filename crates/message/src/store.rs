@@ -66,7 +66,10 @@ pub(crate) fn create_part_params<'a>(
     }
 }
 
-/// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage).
+/// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage). On
+/// PostgreSQL two or more parts go in with one statement (`CreateParts`: each statement is
+/// a round trip to the server), in the order given, with the same rows, triggers and
+/// errors as one by one.
 ///
 /// Fails with [`MessageError::NotFound`] if the session does not exist (asked only when
 /// the insert fails, so storing a message costs no extra query),
