@@ -743,13 +743,15 @@ ORDER BY m.created_at, m.id, p.position";
 /// SQL of `CreateParts` (sql/queries/postgres/parts.sql:23).
 pub const CREATE_PARTS_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
-SELECT CAST(value AS jsonb) ->> 'id', $1, $2,
-       CAST(CAST(value AS jsonb) ->> 'position' AS BIGINT),
-       CAST(value AS jsonb) ->> 'type', CAST(value AS jsonb) ->> 'data',
-       CAST(CAST(value AS jsonb) ->> 'created_at' AS BIGINT),
-       CAST(CAST(value AS jsonb) ->> 'updated_at' AS BIGINT)
-FROM json_each(CAST(CAST($3 AS TEXT) AS json))
-ORDER BY CAST(key AS BIGINT)";
+SELECT p.v ->> 'id', $1, $2, CAST(p.v ->> 'position' AS BIGINT),
+       p.v ->> 'type', p.v ->> 'data', CAST(p.v ->> 'created_at' AS BIGINT),
+       CAST(p.v ->> 'updated_at' AS BIGINT)
+FROM (
+    SELECT CAST(key AS BIGINT) AS n, CAST(value AS jsonb) AS v
+    FROM json_each(CAST(CAST($3 AS TEXT) AS json))
+    OFFSET 0
+) AS p
+ORDER BY p.n";
 
 /// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =

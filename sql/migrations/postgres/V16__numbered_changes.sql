@@ -17,13 +17,22 @@
 
 CREATE SEQUENCE scribe_change_seq;
 
+-- PL/pgSQL, not SQL: a SQL function is planned on every call, and a subquery counting
+-- the changes cost ~70 µs per commit that way; this costs a few µs over V14's. The changes
+-- are counted without parsing them: `pending` is V14's comma-separated items, each built
+-- by json_build_array, and `["` appears in such text only where an item starts (a quote
+-- inside a JSON string is always escaped).
 CREATE OR REPLACE FUNCTION scribe_notify_send(pending TEXT) RETURNS VOID
-LANGUAGE sql AS $$
-    SELECT pg_notify('scribe_events',
+LANGUAGE plpgsql AS $$
+DECLARE
+    changes INT := (length(pending) - length(replace(pending, '["', ''))) / 2;
+    seq TEXT := nextval('scribe_change_seq')::text;
+BEGIN
+    FOR i IN 2..changes LOOP
+        seq := seq || ',' || nextval('scribe_change_seq')::text;
+    END LOOP;
+    PERFORM pg_notify('scribe_events',
         '{"origin":' || to_json(coalesce(current_setting('scribe.origin', true), ''))::text
-        || ',"seq":['
-        || (SELECT string_agg(nextval('scribe_change_seq')::text, ',' ORDER BY n)
-            FROM json_array_elements(('[' || pending || ']')::json)
-                 WITH ORDINALITY AS change(item, n))
-        || '],"changes":[' || pending || ']}');
+        || ',"seq":[' || seq || '],"changes":[' || pending || ']}');
+END;
 $$;
