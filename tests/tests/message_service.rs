@@ -632,6 +632,178 @@ fn store_insert_message_keeps_everything_as_given(backend: Backend) {
     }
 }
 
+/// Many parts go in together on PostgreSQL (one statement, their JSON escaped into one
+/// parameter): every byte of their content, their ids, positions and times come back as
+/// given, in insertion order, and a bad part among them fails the whole message as it
+/// does one part at a time.
+fn store_insert_message_with_many_parts_keeps_each_exactly(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
+    let ses = session(&svc);
+    let tricky = "quote \" backslash \\ newline \n tab \t nul-free unicode é 漢字 🦀 </script>";
+    let contents = [
+        Part::text(tricky),
+        Part::text("why \\u0000 is not a NUL"),
+        Part::tool(
+            "call_9",
+            "bash",
+            json!({"cmd": "echo \"{}\"", "n": 1.5e300}),
+        ),
+        Part::Unknown(json!({"type": "future", "nested": {"a": [1, "2", null]}})),
+        Part::text(""),
+    ];
+    let parts: Vec<StoredPart> = contents
+        .iter()
+        .enumerate()
+        .map(|(i, part)| StoredPart {
+            id: format!("prt_many_{i}"),
+            // Out of order, with gaps: stored as given, loaded in position order.
+            position: [7, 3, 100, 0, 42][i],
+            part: part.clone(),
+            created_at: 1_000 + i as i64,
+            updated_at: 2_000 + i as i64,
+        })
+        .collect();
+    let msg = Message {
+        id: "msg_many".into(),
+        session_id: ses.clone(),
+        parent_id: None,
+        role: Role::Assistant,
+        agent: None,
+        provider: None,
+        model: None,
+        finish_reason: None,
+        is_summary: false,
+        usage: TokenUsage::default(),
+        cost_usd: 0.0,
+        error: None,
+        created_at: 1_000,
+        updated_at: 1_000,
+        finished_at: None,
+        parts,
+    };
+    svc.database()
+        .write(|tx| store::insert_message(tx, &msg))
+        .unwrap();
+    let loaded = svc
+        .database()
+        .read(|tx| store::load_message(tx, "msg_many"))
+        .unwrap();
+    let mut expected = msg.clone();
+    expected.parts.sort_by_key(|p| p.position);
+    assert_eq!(loaded, expected);
+    // Inserted in the order given (the sequence numbers parts carry follow it).
+    let order = svc
+        .database()
+        .read(|tx| -> scribe_db::Result<Vec<String>> {
+            Ok(tx
+                .q()
+                .list_session_part_data(&ses)?
+                .into_iter()
+                .map(|r| r.id)
+                .collect())
+        })
+        .unwrap();
+    assert_eq!(
+        order,
+        (0..5).map(|i| format!("prt_many_{i}")).collect::<Vec<_>>()
+    );
+
+    // A taken part id among them: the whole message fails, nothing is written.
+    let mut taken = msg.clone();
+    taken.id = "msg_taken".into();
+    for (i, part) in taken.parts.iter_mut().enumerate() {
+        part.id = format!("prt_taken_{i}");
+    }
+    taken.parts[3].id = "prt_many_1".into();
+    let err = svc
+        .database()
+        .write(|tx| store::insert_message(tx, &taken))
+        .unwrap_err();
+    assert!(
+        matches!(&err, MessageError::Db(db) if db.kind() == scribe_db::ErrorKind::UniqueViolation),
+        "{err:?}"
+    );
+    // An empty part id among them is the caller's mistake.
+    taken.parts[3].id = String::new();
+    let err = svc
+        .database()
+        .write(|tx| store::insert_message(tx, &taken))
+        .unwrap_err();
+    assert!(
+        matches!(&err, MessageError::InvalidInput(m) if m.contains("part id is empty")),
+        "{err:?}"
+    );
+    // The second of two parts at one position is the one named.
+    taken.parts[3].id = "prt_taken_3".into();
+    taken.parts[4].position = 100;
+    let err = svc
+        .database()
+        .write(|tx| store::insert_message(tx, &taken))
+        .unwrap_err();
+    assert!(
+        matches!(&err, MessageError::InvalidInput(m) if m == "two parts at position 100"),
+        "{err:?}"
+    );
+    assert_eq!(
+        svc.database()
+            .read(|tx| store::load_session_messages(tx, &ses))
+            .unwrap(),
+        vec![expected.clone()]
+    );
+
+    // The statement itself, on both backends (PostgreSQL's appends use it; SQLite has it
+    // for parity): rows in key order, whatever order the object lists them in.
+    let part = |id: &str, position: i64, text: &str, at: i64| {
+        json!({
+            "id": id, "position": position, "type": "text",
+            "data": Part::text(text).to_json().unwrap(), "created_at": at, "updated_at": at + 1,
+        })
+    };
+    let object = format!(
+        "{{\"1\":{},\"0\":{}}}",
+        part("prt_direct_b", 1, "b \"quoted\"", 30),
+        part("prt_direct_a", 0, "a", 10)
+    );
+    let bare = Message {
+        id: "msg_direct".into(),
+        parts: Vec::new(),
+        ..expected.clone()
+    };
+    svc.database()
+        .write(|tx| -> Result<(), MessageError> {
+            store::insert_message(tx, &bare)?;
+            tx.q()
+                .create_parts(&scribe_db::queries::CreatePartsParams {
+                    message_id: "msg_direct",
+                    session_id: &ses,
+                    parts: &object,
+                })?;
+            Ok(())
+        })
+        .unwrap();
+    let direct = svc.get("msg_direct").unwrap();
+    let got: Vec<(&str, i64, &Part, i64, i64)> = direct
+        .parts
+        .iter()
+        .map(|p| {
+            (
+                p.id.as_str(),
+                p.position,
+                &p.part,
+                p.created_at,
+                p.updated_at,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("prt_direct_a", 0, &Part::text("a"), 10, 11),
+            ("prt_direct_b", 1, &Part::text("b \"quoted\""), 30, 31)
+        ]
+    );
+}
+
 // SQLite only: it damages a row with raw SQL on the SQLite connection.
 #[test]
 fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
@@ -690,6 +862,7 @@ scribe_tests::backends!(
     append_and_delete_part_publish_part_events_and_keep_counters,
     delete_removes_parts_counters_and_index_rows_and_publishes_deleted,
     store_insert_message_keeps_everything_as_given,
+    store_insert_message_with_many_parts_keeps_each_exactly,
     create_in_unknown_session_is_not_found_and_publishes_nothing,
     store_insert_failures_say_why,
     non_assistant_messages_get_a_finish_part,

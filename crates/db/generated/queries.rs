@@ -4210,6 +4210,40 @@ pub fn list_sent_part_data_from(
     rows.collect()
 }
 
+/// SQL of `CreateParts` (sql/queries/sqlite/parts.sql:29).
+pub const CREATE_PARTS_SQL: &str =
+    "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
+SELECT value ->> '$.id', ?1, ?2, CAST(value ->> '$.position' AS INTEGER),
+       value ->> '$.type', value ->> '$.data', CAST(value ->> '$.created_at' AS INTEGER),
+       CAST(value ->> '$.updated_at' AS INTEGER)
+FROM json_each(CAST(?3 AS TEXT))
+ORDER BY CAST(key AS INTEGER)";
+
+/// Parameters of [`create_parts`].
+#[derive(Debug, Clone, Copy)]
+pub struct CreatePartsParams<'a> {
+    pub message_id: &'a str,
+    pub session_id: &'a str,
+    pub parts: &'a str,
+}
+
+/// `CreateParts` (`:exec`) from `sql/queries/sqlite/parts.sql:29`.
+///
+/// Inserts a new message's parts in one statement: @parts is a JSON object
+/// {"0": part, "1": part, …} of objects {id, position, type, data (the part's JSON as a
+/// string), created_at, updated_at}, inserted in key order. PostgreSQL's spelling
+/// (sql/queries/postgres/parts.sql) is what its append uses to save round trips; SQLite,
+/// in process, inserts parts one by one (CreatePart) and has this for parity.
+pub fn create_parts(
+    conn: &rusqlite::Connection,
+    params: &CreatePartsParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(CREATE_PARTS_SQL)?;
+    let values = rusqlite::params![params.message_id, params.session_id, params.parts];
+    stmt.execute(values)?;
+    Ok(())
+}
+
 /// SQL of `UsageByDayAndModelSince` (sql/queries/sqlite/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
@@ -5086,6 +5120,14 @@ pub trait Queries: ReadQueries {
         &mut self,
         params: &RollUpSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
+
+    /// `CreateParts` (`:exec`) from `sql/queries/sqlite/parts.sql:29`.
+    /// Inserts a new message's parts in one statement: @parts is a JSON object
+    /// {"0": part, "1": part, …} of objects {id, position, type, data (the part's JSON as a
+    /// string), created_at, updated_at}, inserted in key order. PostgreSQL's spelling
+    /// (sql/queries/postgres/parts.sql) is what its append uses to save round trips; SQLite,
+    /// in process, inserts parts one by one (CreatePart) and has this for parity.
+    fn create_parts(&mut self, params: &CreatePartsParams<'_>) -> Result<(), crate::Error>;
 }
 
 /// The SQLite implementation of [`ReadQueries`] and [`Queries`] on one connection (a
@@ -5839,5 +5881,10 @@ impl Queries for SqliteQueries<'_> {
         params: &RollUpSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error> {
         roll_up_session_usage(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn create_parts(&mut self, params: &CreatePartsParams<'_>) -> Result<(), crate::Error> {
+        create_parts(self.conn, params).map_err(crate::Error::from)
     }
 }

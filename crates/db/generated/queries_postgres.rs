@@ -740,6 +740,19 @@ WHERE m.session_id = $1
   AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY m.created_at, m.id, p.position";
 
+/// SQL of `CreateParts` (sql/queries/postgres/parts.sql:23).
+pub const CREATE_PARTS_SQL: &str =
+    "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
+SELECT p.v ->> 'id', $1, $2, CAST(p.v ->> 'position' AS BIGINT),
+       p.v ->> 'type', p.v ->> 'data', CAST(p.v ->> 'created_at' AS BIGINT),
+       CAST(p.v ->> 'updated_at' AS BIGINT)
+FROM (
+    SELECT CAST(key AS BIGINT) AS n, CAST(value AS jsonb) AS v
+    FROM json_each(CAST(CAST($3 AS TEXT) AS json))
+    OFFSET 0
+) AS p
+ORDER BY p.n";
+
 /// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
@@ -2973,5 +2986,16 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         let sql = ROLL_UP_SESSION_USAGE_SQL;
         let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    fn create_parts(&mut self, params: &super::CreatePartsParams<'_>) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 3] = [
+            (&params.message_id, Type::TEXT),
+            (&params.session_id, Type::TEXT),
+            (&params.parts, Type::TEXT),
+        ];
+        let sql = CREATE_PARTS_SQL;
+        self.sqlgen_execute(sql, &values)?;
+        Ok(())
     }
 }

@@ -66,7 +66,10 @@ pub(crate) fn create_part_params<'a>(
     }
 }
 
-/// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage).
+/// Inserts `msg` and all its parts exactly as given (ids, positions, times, usage). On
+/// PostgreSQL two or more parts go in with one statement (`CreateParts`: each statement is
+/// a round trip to the server), in the order given, with the same rows, triggers and
+/// errors as one by one.
 ///
 /// Fails with [`MessageError::NotFound`] if the session does not exist (asked only when
 /// the insert fails, so storing a message costs no extra query),
@@ -83,10 +86,89 @@ pub fn insert_message(tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
     if let Err(err) = inserted {
         return Err(insert_failed(tx, &msg.session_id, err));
     }
+    if tx.backend() == Backend::Postgres && msg.parts.len() > 1 {
+        // Each statement is a round trip to the server: the parts go in one.
+        if let Some(parts) = parts_json(&msg.parts) {
+            return insert_parts(tx, msg, &parts);
+        }
+    }
     for part in &msg.parts {
         insert_part(tx, &msg.id, &msg.session_id, part)?;
     }
     Ok(())
+}
+
+/// One part as `CreateParts` reads it from its JSON parameter.
+#[derive(serde::Serialize)]
+struct PartRow<'a> {
+    id: &'a str,
+    position: i64,
+    r#type: &'a str,
+    data: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// `parts` as `CreateParts`' parameter (`{"0": part, "1": part, …}`), or `None` when one
+/// of them cannot be stored (an empty id, content that does not encode): the one-by-one
+/// path then reports it exactly where it always did.
+fn parts_json(parts: &[StoredPart]) -> Option<String> {
+    let mut rows = Vec::with_capacity(parts.len());
+    for part in parts {
+        if part.id.is_empty() {
+            return None;
+        }
+        rows.push(PartRow {
+            id: &part.id,
+            position: part.position,
+            r#type: part.part.type_name(),
+            data: part.part.to_json().ok()?,
+            created_at: part.created_at,
+            updated_at: part.updated_at,
+        });
+    }
+    /// Serialized as a map from each part's index to the part.
+    struct Indexed<'a>(Vec<PartRow<'a>>);
+    impl serde::Serialize for Indexed<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().enumerate())
+        }
+    }
+    serde_json::to_string(&Indexed(rows)).ok()
+}
+
+/// Inserts all of `msg`'s parts (encoded by [`parts_json`]) with one statement, with
+/// [`insert_part`]'s errors: a clashing position is the first part whose position an
+/// earlier part holds, as when they went in one by one (in the same order).
+fn insert_parts(tx: &mut Tx<'_>, msg: &Message, parts: &str) -> Result<()> {
+    let inserted = tx.q().create_parts(&queries::CreatePartsParams {
+        message_id: &msg.id,
+        session_id: &msg.session_id,
+        parts,
+    });
+    match inserted {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            let clash = match &err {
+                scribe_db::Error::Conflict { message, .. } if message.contains("position") => {
+                    msg.parts.iter().enumerate().find_map(|(i, part)| {
+                        let earlier = msg.parts.get(..i)?;
+                        earlier
+                            .iter()
+                            .any(|p| p.position == part.position)
+                            .then_some(part.position)
+                    })
+                }
+                _ => None,
+            };
+            Err(match clash {
+                Some(position) => {
+                    MessageError::InvalidInput(format!("two parts at position {position}"))
+                }
+                None => MessageError::Db(err),
+            })
+        }
+    }
 }
 
 /// What a failed insert into session `session_id` is: [`MessageError::NotFound`] when

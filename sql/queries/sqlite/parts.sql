@@ -25,3 +25,16 @@ JOIN parts AS p ON p.message_id = m.id
 WHERE m.session_id = @session_id
   AND (m.created_at, m.id) >= (CAST(@created_at AS BIGINT), CAST(@id AS TEXT))
 ORDER BY m.created_at, m.id, p.position;
+
+-- name: CreateParts :exec
+-- Inserts a new message's parts in one statement: @parts is a JSON object
+-- {"0": part, "1": part, …} of objects {id, position, type, data (the part's JSON as a
+-- string), created_at, updated_at}, inserted in key order. PostgreSQL's spelling
+-- (sql/queries/postgres/parts.sql) is what its append uses to save round trips; SQLite,
+-- in process, inserts parts one by one (CreatePart) and has this for parity.
+INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
+SELECT value ->> '$.id', @message_id, @session_id, CAST(value ->> '$.position' AS INTEGER),
+       value ->> '$.type', value ->> '$.data', CAST(value ->> '$.created_at' AS INTEGER),
+       CAST(value ->> '$.updated_at' AS INTEGER)
+FROM json_each(CAST(@parts AS TEXT))
+ORDER BY CAST(key AS INTEGER);

@@ -1,0 +1,6 @@
+-- Scribe schema, version 16: nothing to do on SQLite.
+--
+-- PostgreSQL's version 16 numbers the changes its notifications announce, so a listener
+-- that reconnects can say how many it missed (SQLite's processes publish their own events
+-- and have no notifications). The file exists so both dialects number their versions
+-- alike.
