@@ -28,7 +28,7 @@ use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::migrate::{self, MigrationReport};
 use crate::search_index::{IndexBatch, Indexer};
-use crate::tx::{AfterCommit, ReadTx, Tx, TxError};
+use crate::tx::{AfterCommit, ReadTx, SqliteTx, Tx, TxError};
 use crate::{Error, Result};
 
 /// The schema version that queues parts for the search indexes (V7).
@@ -679,12 +679,10 @@ impl SqliteStore {
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
-        let mut conn = self.writer();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(Error::from)?;
+        let conn = self.writer();
+        let tx = SqliteTx::immediate(&conn).map_err(Error::from)?;
         // An error drops `handle` (its queue) and `tx` (rolling back).
-        let mut handle = Tx::new(&tx, clock);
+        let mut handle = Tx::new(tx.conn(), clock);
         let value = f(&mut handle)?;
         let actions = handle.into_after_commit();
         tx.commit().map_err(Error::from)?;
@@ -722,8 +720,8 @@ impl SqliteStore {
         retry_with(options, || {
             let conn = self.take_reader(path, options)?;
             let result = (|| {
-                let tx = conn.unchecked_transaction().map_err(Error::from)?;
-                let value = f(&tx)?;
+                let tx = SqliteTx::deferred(&conn).map_err(Error::from)?;
+                let value = f(tx.conn())?;
                 tx.commit().map_err(Error::from)?;
                 Ok(value)
             })();
