@@ -6,9 +6,9 @@
 //! in batches, each its own short write transaction bounded by a number of parts and a
 //! time ([`IndexBatch`]):
 //!
-//! - in the writing process, on a background thread that each committed write wakes
-//!   ([`Options::index_delay`](crate::Options::index_delay) later, so that one batch
-//!   carries many writes);
+//! - in the writing process, on a background thread that the first committed write after
+//!   its last batch wakes ([`Options::index_delay`](crate::Options::index_delay) later, or
+//!   once a batch's worth of writes came, so that one batch carries many writes);
 //! - in any process that searches, before the search ([`Database::index_pending`]), so a
 //!   search finds every message committed before it started, whoever wrote it;
 //! - when a database is opened read-write, for what a crashed or short-lived process left
@@ -308,9 +308,10 @@ impl Database {
     }
 }
 
-/// The background indexer of a read-write file database: a thread woken by every
-/// committed write, which indexes what is queued [`Options::index_delay`] later, in
-/// batches of [`Options::index_batch`].
+/// The background indexer of a read-write file database: a thread woken by the first
+/// committed write after its last batch, which indexes what is queued
+/// [`Options::index_delay`] later (sooner when a batch's worth of writes came), in batches
+/// of [`Options::index_batch`].
 #[derive(Debug)]
 pub(crate) struct Indexer {
     signal: Arc<Signal>,
