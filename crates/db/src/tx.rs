@@ -124,10 +124,11 @@ impl<'c> SqliteTx<'c> {
 impl Drop for SqliteTx<'_> {
     fn drop(&mut self) {
         // After some errors (a full disk, an interrupt) SQLite has rolled back already.
-        if self.open && !self.conn.is_autocommit() {
-            if let Err(err) = run_cached(self.conn, "ROLLBACK") {
-                tracing::debug!(error = %err, "rollback failed");
-            }
+        if self.open
+            && !self.conn.is_autocommit()
+            && let Err(err) = run_cached(self.conn, "ROLLBACK")
+        {
+            tracing::debug!(error = %err, "rollback failed");
         }
     }
 }
