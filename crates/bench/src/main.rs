@@ -163,12 +163,11 @@ fn only(part: &str, dir: &std::path::Path, seed: u64, sizes: &Sizes) -> Result<(
             sizes.latency_searches,
         )?)?,
         "stream" => serde_json::to_string_pretty(&stream::run(dir, seed, sizes.stream_rounds)?)?,
-        "writers" => serde_json::to_string_pretty(&writers::run(
+        "writers" => serde_json::to_string_pretty(&writers::compare(
             dir,
-            "writers-scribe",
-            writers::Mode::Scribe,
             sizes.writers,
             sizes.per_writer,
+            sizes.writer_runs,
             seed,
         )?)?,
         "reads" => {
@@ -270,21 +269,13 @@ fn run(cli: &Cli) -> Result<()> {
         sizes.writers, sizes.per_writer, sizes.writer_runs
     ));
     // Scribe and the limit alternate, so both see the same background load.
-    let (mut scribes, mut limits) = (Vec::new(), Vec::new());
-    for rep in 0..sizes.writer_runs {
-        let run = |mode, name: String| {
-            writers::run(dir, &name, mode, sizes.writers, sizes.per_writer, seed)
-        };
-        if rep % 2 == 0 {
-            scribes.push(run(writers::Mode::Scribe, format!("writers-scribe-{rep}"))?);
-            limits.push(run(writers::Mode::Limit, format!("writers-limit-{rep}"))?);
-        } else {
-            limits.push(run(writers::Mode::Limit, format!("writers-limit-{rep}"))?);
-            scribes.push(run(writers::Mode::Scribe, format!("writers-scribe-{rep}"))?);
-        }
-    }
-    let many = writers::merge(scribes)?;
-    let limit_many = writers::merge(limits)?;
+    let (many, limit_many) = writers::scribe_and_limit(
+        dir,
+        sizes.writers,
+        sizes.per_writer,
+        sizes.writer_runs,
+        seed,
+    )?;
     let raw_many = writers::run(
         dir,
         "writers-raw",

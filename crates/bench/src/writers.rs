@@ -24,6 +24,11 @@ use crate::Result;
 use crate::append::{drafts, fresh_db, raw_append, raw_connection, scribe_append};
 use crate::stats;
 
+/// An environment variable naming another `scribe-bench` binary whose `--writer` role
+/// runs Scribe's writers instead of this one's: another build's write path measured in
+/// this harness, beside the same limit.
+pub const OTHER_WRITER: &str = "SCRIBE_BENCH_SCRIBE_WRITER";
+
 /// How a writer process appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -203,6 +208,59 @@ pub fn merge(results: Vec<LoadResult>) -> Result<LoadResult> {
     Ok(merged)
 }
 
+/// `runs` runs each of Scribe's writers and the limit's, alternated so that both see the
+/// same background load (the first run of each pair swaps every time): Scribe's merged
+/// result, then the limit's.
+pub fn scribe_and_limit(
+    dir: &Path,
+    processes: usize,
+    per_process: usize,
+    runs: usize,
+    seed: u64,
+) -> Result<(LoadResult, LoadResult)> {
+    let (mut scribes, mut limits) = (Vec::new(), Vec::new());
+    for rep in 0..runs {
+        let run = |mode, name: String| run(dir, &name, mode, processes, per_process, seed);
+        if rep % 2 == 0 {
+            scribes.push(run(Mode::Scribe, format!("writers-scribe-{rep}"))?);
+            limits.push(run(Mode::Limit, format!("writers-limit-{rep}"))?);
+        } else {
+            limits.push(run(Mode::Limit, format!("writers-limit-{rep}"))?);
+            scribes.push(run(Mode::Scribe, format!("writers-scribe-{rep}"))?);
+        }
+    }
+    Ok((merge(scribes)?, merge(limits)?))
+}
+
+/// What `--only writers` prints: Scribe's and the limit's 4-writer runs (alternated, as
+/// in the report), and Scribe's total over the limit's.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    /// Scribe's writers (`MessageService::create`).
+    pub scribe: LoadResult,
+    /// The limit's writers.
+    pub limit: LoadResult,
+    /// Scribe's best total rate over the limit's.
+    pub ratio: f64,
+}
+
+/// [`scribe_and_limit`] as a [`Comparison`].
+pub fn compare(
+    dir: &Path,
+    processes: usize,
+    per_process: usize,
+    runs: usize,
+    seed: u64,
+) -> Result<Comparison> {
+    let (scribe, limit) = scribe_and_limit(dir, processes, per_process, runs, seed)?;
+    let ratio = scribe.total_per_s / limit.total_per_s;
+    Ok(Comparison {
+        scribe,
+        limit,
+        ratio,
+    })
+}
+
 /// Runs `processes` writers of `per_process` messages each on a fresh file in `dir`.
 pub fn run(
     dir: &Path,
@@ -213,7 +271,12 @@ pub fn run(
     seed: u64,
 ) -> Result<LoadResult> {
     let path = dir.join(format!("{name}.db"));
-    let exe = std::env::current_exe()?;
+    // Another build's writers, for an A/B in one harness (`--only writers`, the same
+    // limit beside them).
+    let exe = match std::env::var_os(OTHER_WRITER) {
+        Some(other) if mode == Mode::Scribe => other.into(),
+        _ => std::env::current_exe()?,
+    };
     // Each writer has its own session (an agent, a TUI, a gateway …) in the one file.
     let sessions = if mode == Mode::Limit {
         let conn = crate::limit::open(&path, Duration::from_secs(5))?;

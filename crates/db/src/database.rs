@@ -22,13 +22,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rand::Rng;
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::migrate::{self, MigrationReport};
 use crate::search_index::{IndexBatch, Indexer};
-use crate::tx::{AfterCommit, ReadTx, Tx, TxError};
+use crate::tx::{AfterCommit, ReadTx, SqliteTx, Tx, TxError};
 use crate::{Error, Result};
 
 /// The schema version that queues parts for the search indexes (V7).
@@ -679,12 +680,10 @@ impl SqliteStore {
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
-        let mut conn = self.writer();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(Error::from)?;
+        let conn = self.writer();
+        let tx = SqliteTx::immediate(&conn).map_err(Error::from)?;
         // An error drops `handle` (its queue) and `tx` (rolling back).
-        let mut handle = Tx::new(&tx, clock);
+        let mut handle = Tx::new(tx.conn(), clock);
         let value = f(&mut handle)?;
         let actions = handle.into_after_commit();
         tx.commit().map_err(Error::from)?;
@@ -722,8 +721,8 @@ impl SqliteStore {
         retry_with(options, || {
             let conn = self.take_reader(path, options)?;
             let result = (|| {
-                let tx = conn.unchecked_transaction().map_err(Error::from)?;
-                let value = f(&tx)?;
+                let tx = SqliteTx::deferred(&conn).map_err(Error::from)?;
+                let value = f(tx.conn())?;
                 tx.commit().map_err(Error::from)?;
                 Ok(value)
             })();
@@ -947,6 +946,16 @@ fn configure(conn: &Connection, options: &Options) -> Result<()> {
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", -options.cache_kib)?;
+    // Plans made without the values bound to parameters, so that a cached statement is
+    // prepared once. Without it SQLite 3.51 plans `LIMIT ?N` with the value bound, and
+    // every new binding re-prepares the statement on its next step: the indexer's
+    // candidates query (twice per batch, ~175,000 instructions each, more than half of
+    // what an append costs) and every paged query (sessions, messages, search). No other
+    // planning here uses bound values: LIKE on the trigram index is the
+    // virtual table's, there are no ANALYZE statistics (STAT4), and no partial index is
+    // matched against a parameter; the generated statements with `LIMIT ?N` plan the same
+    // either way (crates/bench/examples/qpsg_plans.rs).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     // `temp_store` stays SQLite's default (a temp file, used only by a sort or temporary
     // table that outgrows the cache). With `MEMORY` the sorter gives up its page-sized
     // arena and mallocs every record: FTS5's `ORDER BY rank` sorts every match, and a
@@ -1066,6 +1075,36 @@ mod tests {
         assert_eq!(db.write_retries(), 1);
         db.write(|_tx| -> Result<()> { Ok(()) }).unwrap();
         assert_eq!(db.write_retries(), 1, "a first run is not a retry");
+    }
+
+    #[test]
+    fn a_cached_statement_with_a_bound_limit_is_prepared_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("limit.db")).unwrap();
+        let sql = "SELECT id FROM sessions ORDER BY id LIMIT ?1";
+        let reprepared = |db: &Database| -> i32 {
+            db.read_sqlite("test", |conn| {
+                for limit in 1..=3 {
+                    let mut stmt = conn.prepare_cached(sql)?;
+                    stmt.query_map([limit], |r| r.get::<_, String>(0))?
+                        .for_each(drop);
+                }
+                let stmt = conn.prepare_cached(sql)?;
+                Ok(stmt.get_status(rusqlite::StatementStatus::RePrepare))
+            })
+            .unwrap()
+        };
+        assert_eq!(reprepared(&db), 0);
+        // The writer connection too (the search indexer's paged queries run there).
+        let conn = db.sqlite().unwrap().writer();
+        for limit in 1..=3 {
+            let mut stmt = conn.prepare_cached(sql).unwrap();
+            stmt.query_map([limit], |r| r.get::<_, String>(0))
+                .unwrap()
+                .for_each(drop);
+        }
+        let stmt = conn.prepare_cached(sql).unwrap();
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
     }
 
     #[test]

@@ -363,6 +363,60 @@ fn the_background_indexer_indexes_without_a_search() {
 }
 
 #[test]
+fn the_background_indexer_takes_every_burst_of_writes() {
+    // The indexer is woken by the first write after it started indexing, not by every
+    // write: bursts after the first are indexed too.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("bursts.db")).unwrap();
+    let s = session(&db, "cli");
+    let mut parts = Vec::new();
+    for burst in 0..3 {
+        for i in 0..4 {
+            parts.push(write_part(&db, &s, &text(&format!("plover{burst}x{i}"))).1);
+        }
+        eventually("background indexing", || db.search_backlog().unwrap() == 0);
+    }
+    for (n, part) in parts.iter().enumerate() {
+        let query = format!("plover{}x{}", n / 4, n % 4);
+        assert_eq!(&word_hits(&db, &query), std::slice::from_ref(part));
+    }
+}
+
+#[test]
+fn a_full_batch_of_writes_wakes_the_indexer_before_its_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path().join("full.db"),
+        Options {
+            // Only a full batch can start indexing within the test.
+            index_delay: Duration::from_secs(3600),
+            index_batch: scribe_db::IndexBatch {
+                max_parts: 3,
+                max_time: Duration::from_secs(1),
+            },
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    // The open's look at the queue, the session and this part fill the first batch.
+    let s = session(&db, "cli");
+    write_part(&db, &s, &text("sanderling"));
+    eventually("indexing the first batch", || {
+        db.search_backlog().unwrap() == 0
+    });
+    // The first write after that starts an hour's wait; the third ends it.
+    for i in 0..3 {
+        write_part(&db, &s, &text(&format!("dunlin{i}")));
+    }
+    eventually("indexing a full batch", || {
+        db.search_backlog().unwrap() == 0
+    });
+    for i in 0..3 {
+        assert_eq!(word_hits(&db, &format!("dunlin{i}")).len(), 1);
+    }
+}
+
+#[test]
 fn what_a_process_left_queued_is_indexed_by_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("n.db");
