@@ -110,6 +110,10 @@ impl IndexBatch {
 /// writer, and no later transaction, ever sees it changed.
 pub const BULK_HASH_SIZE: i64 = 16 * 1024 * 1024;
 
+/// FTS5's `hashsize` while [`index_after`] indexes a bulk import's batch (about 10,000
+/// messages, tens of megabytes of terms): one segment per index and batch.
+const NEW_PARTS_HASH_SIZE: i64 = 32 * 1024 * 1024;
+
 /// FTS5's default `hashsize`.
 const DEFAULT_HASH_SIZE: i64 = 1024 * 1024;
 
@@ -194,11 +198,11 @@ pub(crate) fn last_part(conn: &Connection) -> Result<i64> {
 /// Indexes every queued part whose `seq` is above `after` and takes it off the queue, on
 /// `conn` inside the write transaction that inserted those parts (a bulk import's: what
 /// [`last_part`] said before its inserts). Streamed parts are indexed too (with their
-/// current text: the V7 invariant holds either way). FTS5 gets a [`BULK_HASH_SIZE`] term
-/// buffer for the call, so a batch writes one segment per index; the default is back
+/// current text: the V7 invariant holds either way). FTS5 gets a [`NEW_PARTS_HASH_SIZE`]
+/// term buffer for the call, so a batch writes one segment per index; the default is back
 /// before it returns. Returns how many parts left the queue.
 pub(crate) fn index_after(conn: &Connection, after: i64) -> Result<u64> {
-    set_hash_size(conn, BULK_HASH_SIZE)?;
+    set_hash_size(conn, NEW_PARTS_HASH_SIZE)?;
     {
         let mut select = conn.prepare_cached(NEW_TEXT)?;
         let mut words = conn.prepare_cached(INSERT_WORDS)?;
