@@ -32,7 +32,9 @@ pub struct TransferResult {
     pub import_per_s: f64,
     /// Of that, reading and parsing the file, ms.
     pub parse_ms: f64,
-    /// Of that, indexing after the last session was stored, ms.
+    /// Of that, indexing after the last session was stored, ms: each batch indexes its own
+    /// parts in its transaction (`scribe_db::bulk::index_new_parts`), so this is what was
+    /// left (nothing, unless something else queued parts meanwhile).
     pub index_ms: f64,
     /// Messages of the exported session.
     pub export_messages: usize,

@@ -268,6 +268,18 @@ fn export_import_round_trip_is_lossless() {
     let text = other.ok(&["import", file.to_str().unwrap()]);
     assert!(text.contains("4 imported, 0 skipped, 0 failed"), "{text}");
     assert_eq!(snapshot(&env.db), snapshot(&other.db));
+    // The import built both search indexes: words and CJK are found, and `db check`
+    // finds the indexes and the queue in agreement with the rows.
+    assert!(
+        other
+            .ok(&["search", "mismatched"])
+            .contains("Fix the build")
+    );
+    let cjk = other.json(&["search", "中文", "--json"]);
+    assert_eq!(cjk["hits"].as_array().unwrap().len(), 1, "{cjk}");
+    let check = other.ok(&["db", "check"]);
+    assert!(check.contains("parts_fts          ok"), "{check}");
+    assert!(check.contains("parts_fts_trigram  ok"), "{check}");
 
     // A second import skips every session and changes nothing.
     let again = other.ok(&["import", file.to_str().unwrap()]);
@@ -604,6 +616,14 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
     );
     let json = other.json(&["list", "--all", "--json"]);
     assert_eq!(json["sessions"].as_array().unwrap().len(), 2);
+    // The batch was stored again without the failed session, and indexed with it: the
+    // imported session is found, the failed one's CJK text is not, and the indexes check.
+    assert!(other.ok(&["search", "mismatched"]).contains(&s.build));
+    let cjk = other.json(&["search", "中文", "--json"]);
+    assert_eq!(cjk["hits"].as_array().unwrap().len(), 0, "{cjk}");
+    let check = other.ok(&["db", "check"]);
+    assert!(check.contains("parts_fts          ok"), "{check}");
+    assert!(check.contains("parts_fts_trigram  ok"), "{check}");
     assert_eq!(other.run(&["list", "--limit", "0"]).status.code(), Some(2));
 }
 

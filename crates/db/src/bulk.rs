@@ -22,6 +22,7 @@ use rusqlite::types::ToSql;
 
 use crate::Result;
 use crate::queries::{CREATE_MESSAGE_SQL, CREATE_PART_SQL, CreateMessageParams, CreatePartParams};
+use crate::search_index;
 use crate::tx::Tx;
 
 /// Rows per statement, largest first: a batch is written in statements of these sizes
@@ -79,6 +80,36 @@ pub fn insert_messages(
             }
         }
     }
+}
+
+/// Where the parts table ended when a bulk write began (see [`index_new_parts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartsMark(i64);
+
+/// Marks the end of the parts table, in the write transaction `tx` before it inserts: the
+/// parts it inserts after this can then be indexed at its end with [`index_new_parts`].
+/// `None` where search indexing is not the writer's job (PostgreSQL keeps its indexes in
+/// the write itself).
+pub fn parts_mark(tx: &mut Tx<'_>) -> Result<Option<PartsMark>> {
+    let Some(conn) = tx.conn() else {
+        return Ok(None);
+    };
+    Ok(Some(PartsMark(search_index::last_part(conn)?)))
+}
+
+/// Indexes, in both SQLite full-text indexes and inside `tx`, every part `tx` inserted
+/// since `mark` that is still waiting in the search queue, and takes it off the queue: the
+/// bulk import's indexing, without a candidates query and a lookup per part, and without
+/// indexing transactions of its own after the import. The V7 invariant (every searchable
+/// part is either queued or indexed with its current text) holds before and after, so a
+/// rollback of `tx` leaves nothing behind either. Call it after the transaction's last
+/// insert: FTS5 writes its pending terms out at every later savepoint. Returns how many
+/// parts left the queue.
+pub fn index_new_parts(tx: &mut Tx<'_>, mark: PartsMark) -> Result<u64> {
+    let Some(conn) = tx.conn() else {
+        return Ok(0);
+    };
+    search_index::index_after(conn, mark.0)
 }
 
 /// Whether SQLite refused a row (a constraint), as against failing itself.
@@ -371,6 +402,121 @@ mod tests {
             .unwrap();
         assert_eq!(outcome, Bulk::NotInserted);
         assert_eq!(dump(&db, "SELECT id FROM messages").len(), 3);
+    }
+
+    fn part_at<'a>(
+        id: &'a str,
+        message_id: &'a str,
+        position: i64,
+        kind: &'a str,
+        data: &'a str,
+    ) -> CreatePartParams<'a> {
+        CreatePartParams {
+            position,
+            r#type: kind,
+            ..part(id, message_id, "ses_1", data)
+        }
+    }
+
+    /// The first column of `sql`'s rows, as text.
+    fn texts(db: &Database, sql: &str) -> Vec<String> {
+        db.write(|tx: &mut Tx<'_>| {
+            let conn = tx.conn().unwrap();
+            let mut stmt = conn.prepare(sql)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            Ok::<_, crate::Error>(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .unwrap()
+    }
+
+    /// Part ids the index `table` finds for `query`.
+    fn hits(db: &Database, table: &str, query: &str) -> Vec<String> {
+        texts(
+            db,
+            &format!(
+                "SELECT p.id FROM {table} JOIN parts AS p ON p.seq = {table}.rowid \
+                 WHERE {table} MATCH '{query}' ORDER BY p.id"
+            ),
+        )
+    }
+
+    #[test]
+    fn new_parts_are_indexed_in_their_transaction_and_older_ones_stay_queued() {
+        // One part queued before, by an ordinary write.
+        let db = store(false, 1);
+        assert_eq!(dump(&db, "SELECT seq FROM search_queue").len(), 1);
+        let words = r#"{"type":"text","text":"heron in the reeds"}"#;
+        let cjk = r#"{"type":"text","text":"批量索引 heron"}"#;
+        let tool = r#"{"type":"tool","tool":"bash","input":{"command":"ls"},"state":{"status":"completed","output":"heron.txt"}}"#;
+        let finish = r#"{"type":"finish","reason":"end_turn"}"#;
+        let indexed = db
+            .write(|tx: &mut Tx<'_>| {
+                let mark = parts_mark(tx)?.expect("sqlite");
+                assert_eq!(
+                    insert_messages(
+                        tx,
+                        &[message("msg_a", "ses_1", 50), message("msg_b", "ses_1", 51)],
+                        &[
+                            part_at("prt_a0", "msg_a", 0, "text", words),
+                            part_at("prt_a1", "msg_a", 1, "finish", finish),
+                            part_at("prt_b0", "msg_b", 0, "text", cjk),
+                            part_at("prt_b1", "msg_b", 1, "tool", tool),
+                        ],
+                    )?,
+                    Bulk::Inserted
+                );
+                index_new_parts(tx, mark)
+            })
+            .unwrap();
+        // The three searchable new parts left the queue; the older one is still waiting.
+        assert_eq!(indexed, 3);
+        assert_eq!(
+            texts(
+                &db,
+                "SELECT p.id FROM search_queue JOIN parts AS p USING (seq)"
+            ),
+            ["prt_0000"]
+        );
+        assert_eq!(
+            hits(&db, "parts_fts", "heron"),
+            ["prt_a0", "prt_b0", "prt_b1"]
+        );
+        assert_eq!(hits(&db, "parts_fts_trigram", "批量索"), ["prt_b0"]);
+        // FTS5's term buffer is back at its default, and everything checks out (the
+        // indexes against the rows, the queue against the indexes).
+        for index in ["parts_fts", "parts_fts_trigram"] {
+            assert_eq!(
+                texts(
+                    &db,
+                    &format!("SELECT CAST(v AS TEXT) FROM {index}_config WHERE k = 'hashsize'")
+                ),
+                ["1048576"]
+            );
+        }
+        let report = db.check().unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems());
+    }
+
+    #[test]
+    fn a_rolled_back_bulk_write_leaves_neither_rows_nor_index_entries() {
+        let db = store(false, 1);
+        let data = r#"{"type":"text","text":"heron in the reeds"}"#;
+        let failed = db.write(|tx: &mut Tx<'_>| {
+            let mark = parts_mark(tx)?.expect("sqlite");
+            insert_messages(
+                tx,
+                &[message("msg_a", "ses_1", 50)],
+                &[part("prt_a0", "msg_a", "ses_1", data)],
+            )?;
+            index_new_parts(tx, mark)?;
+            Err::<(), _>(crate::Error::InvalidInput("stop here".into()))
+        });
+        assert!(failed.is_err());
+        assert!(hits(&db, "parts_fts", "heron").is_empty());
+        assert_eq!(dump(&db, "SELECT seq FROM search_queue").len(), 1);
+        assert_eq!(dump(&db, "SELECT id FROM parts").len(), 1);
+        let report = db.check().unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems());
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::clock::Clock;
@@ -43,16 +44,22 @@ pub const STREAM_SETTLE_MS: i64 = 30_000;
 /// `?2`: parts changed before this time count as settled; `?3`: at most this many), in
 /// queue order. A queued part that no longer exists or is no longer searchable is taken
 /// too, so that it leaves the queue.
+///
+/// The tests are a CASE so that they run in this order, cheapest first: as one chain of
+/// ORs, SQLite (3.51) evaluated the JSON tests first, a parse of every queued part's JSON
+/// per look, although nearly every part is settled by its age or its finished message.
 const CANDIDATES: &str = "SELECT q.seq FROM search_queue AS q
 LEFT JOIN parts AS p ON p.seq = q.seq
-WHERE ?1
-   OR p.seq IS NULL
-   OR p.type NOT IN ('text', 'reasoning')
-   OR p.updated_at < ?2
-   OR EXISTS (SELECT 1 FROM messages AS m WHERE m.id = p.message_id AND m.finished_at IS NOT NULL)
-   OR NOT json_valid(p.data)
-   OR p.data ->> '$.time.start' IS NULL
-   OR p.data ->> '$.time.end' IS NOT NULL
+WHERE CASE
+    WHEN ?1 OR p.seq IS NULL OR p.type NOT IN ('text', 'reasoning') OR p.updated_at < ?2
+        THEN 1
+    WHEN EXISTS (SELECT 1 FROM messages AS m
+                 WHERE m.id = p.message_id AND m.finished_at IS NOT NULL)
+        THEN 1
+    ELSE NOT json_valid(p.data)
+        OR p.data ->> '$.time.start' IS NULL
+        OR p.data ->> '$.time.end' IS NOT NULL
+END
 ORDER BY q.seq
 LIMIT ?3";
 
@@ -102,6 +109,10 @@ impl IndexBatch {
 /// a batch sets it first and puts the default back before it commits, so no other
 /// writer, and no later transaction, ever sees it changed.
 pub const BULK_HASH_SIZE: i64 = 16 * 1024 * 1024;
+
+/// FTS5's `hashsize` while [`index_after`] indexes a bulk import's batch (about 10,000
+/// messages, tens of megabytes of terms): one segment per index and batch.
+const NEW_PARTS_HASH_SIZE: i64 = 32 * 1024 * 1024;
 
 /// FTS5's default `hashsize`.
 const DEFAULT_HASH_SIZE: i64 = 1024 * 1024;
@@ -164,6 +175,55 @@ pub(crate) fn index_batch(
         done += 1;
     }
     Ok(done)
+}
+
+/// The queued parts after `seq` (the parts a bulk write just inserted), with their text:
+/// one range scan instead of a candidates query and a lookup per part. A queued part that
+/// is no longer searchable has no text row and just leaves the queue, as in
+/// [`index_batch`].
+const NEW_TEXT: &str = "SELECT s.seq, s.search_text, s.damaged FROM parts_search AS s
+WHERE s.seq > ?1 AND EXISTS (SELECT 1 FROM search_queue AS q WHERE q.seq = s.seq)
+ORDER BY s.seq";
+const DEQUEUE_AFTER: &str = "DELETE FROM search_queue WHERE seq > ?1";
+const LAST_PART: &str = "SELECT coalesce(max(seq), 0) FROM parts";
+
+/// The highest `parts.seq` so far, on `conn` inside a write transaction: the parts that
+/// transaction inserts from then on have higher ones (see [`index_after`]).
+pub(crate) fn last_part(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(LAST_PART)?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Indexes every queued part whose `seq` is above `after` and takes it off the queue, on
+/// `conn` inside the write transaction that inserted those parts (a bulk import's: what
+/// [`last_part`] said before its inserts). Streamed parts are indexed too (with their
+/// current text: the V7 invariant holds either way). FTS5 gets a [`NEW_PARTS_HASH_SIZE`]
+/// term buffer for the call, so a batch writes one segment per index; the default is back
+/// before it returns. Returns how many parts left the queue.
+pub(crate) fn index_after(conn: &Connection, after: i64) -> Result<u64> {
+    set_hash_size(conn, NEW_PARTS_HASH_SIZE)?;
+    {
+        let mut select = conn.prepare_cached(NEW_TEXT)?;
+        let mut words = conn.prepare_cached(INSERT_WORDS)?;
+        let mut trigrams = conn.prepare_cached(INSERT_TRIGRAMS)?;
+        let mut found = select.query([after])?;
+        while let Some(row) = found.next()? {
+            let seq: i64 = row.get(0)?;
+            // Borrowed from the row: the text goes to FTS5 without a copy.
+            let text = row.get_ref(1)?.as_str_or_null().map_err(|err| {
+                rusqlite::Error::FromSqlConversionFailure(1, Type::Text, Box::new(err))
+            })?;
+            let damaged: bool = row.get(2)?;
+            words.execute(params![seq, text])?;
+            if in_trigram_index(text, damaged) {
+                trigrams.execute(params![seq, text])?;
+            }
+        }
+    }
+    set_hash_size(conn, DEFAULT_HASH_SIZE)?;
+    let dequeued = conn.prepare_cached(DEQUEUE_AFTER)?.execute([after])?;
+    Ok(dequeued as u64)
 }
 
 /// Whether the trigram index holds a part with this text: the membership rule of the view

@@ -96,8 +96,11 @@ pub struct ImportProgress {
     pub to_index: u64,
 }
 
-/// About how many messages [`SessionService::import_many`] stores per transaction.
-pub const IMPORT_BATCH_MESSAGES: usize = 5_000;
+/// About how many messages [`SessionService::import_many`] stores (and indexes) per
+/// transaction. Each transaction writes one FTS5 segment per index, which FTS5 merges
+/// later; 10,000 rather than 5,000 cost 5% fewer instructions over a 100,000-message
+/// import (less merging), for transactions of well under a second.
+pub const IMPORT_BATCH_MESSAGES: usize = 10_000;
 
 /// What [`SessionService::prune`] removed, or would remove in a dry run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -391,9 +394,11 @@ impl SessionService {
     /// rules, skips and errors, all or nothing, `created` published), but many go into one
     /// transaction (about [`IMPORT_BATCH_MESSAGES`] messages). One that fails is reported
     /// and the others still go in: the transaction is rolled back and stored again without
-    /// it (failures are rare, so the common path pays nothing for them). While
-    /// the rows go in, this process's background search indexer waits; then both search
-    /// indexes are built in a few large transactions.
+    /// it (failures are rare, so the common path pays nothing for them). Each transaction
+    /// also indexes the parts it stored, in both search indexes, after its last insert
+    /// (`scribe_db::bulk::index_new_parts`), while this process's background search indexer
+    /// waits; what others queued meanwhile is indexed at the end, in a few large
+    /// transactions.
     ///
     /// `progress` is called after every transaction (storing, then indexing). Returns one
     /// outcome per session, in order; `Err` only when the database itself failed (what
@@ -471,6 +476,7 @@ impl SessionService {
                 .filter(|&i| outcomes[i].is_none())
                 .collect();
             let stored = self.db.write(|tx| {
+                let mark = scribe_db::bulk::parts_mark(tx)?;
                 let mut stored = Vec::with_capacity(left.len());
                 for &i in &left {
                     match import_tx(tx, &batch[i]) {
@@ -483,6 +489,12 @@ impl SessionService {
                         Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
                         Err(err) => return Err(BatchError::Session(i, Box::new(err))),
                     }
+                }
+                // Both search indexes in this transaction, after its last insert: the
+                // rows just written are still in the page cache, and no queue scan, lookup
+                // per part or indexing transaction of its own is needed afterwards.
+                if let Some(mark) = mark {
+                    scribe_db::bulk::index_new_parts(tx, mark)?;
                 }
                 Ok(stored)
             });

@@ -3,8 +3,8 @@
 //!
 //! The whole file is read and checked before anything is stored, so a malformed file
 //! imports nothing. The sessions then go in through the bulk path
-//! (`SessionService::import_many`: thousands of messages per transaction, both search
-//! indexes built at the end, progress on stderr): one already present is skipped
+//! (`SessionService::import_many`: thousands of messages per transaction, each of which
+//! also fills both search indexes with what it stored, progress on stderr): one already present is skipped
 //! (importing a file twice never duplicates), and one that cannot be stored is reported
 //! while the rest go in.
 
@@ -101,8 +101,9 @@ impl ImportCmd {
                 (export.session.id.clone(), title)
             })
             .collect();
-        // The bulk path: thousands of messages per transaction, then both search indexes
-        // built at once; the bar counts messages stored, then parts indexed.
+        // The bulk path: thousands of messages per transaction, each indexing what it
+        // stored; the bar counts messages stored, then the parts others left queued (if
+        // any) as they are indexed.
         let bar = ui::progress(total_messages, "importing");
         let mut indexing = false;
         let outcomes = ctx.sessions.import_many(exports, |p| {
