@@ -670,19 +670,37 @@ fn a_listener_that_lost_its_connection_says_how_many_changes_it_missed() {
     let s = create_session(&a);
     // The sink hands each notice over, then waits at a gate the test can hold: while it
     // does, the listener thread can neither notice that its connection died nor
-    // reconnect, so what A commits meanwhile is surely missed.
+    // reconnect, so what A commits meanwhile is surely missed. Past the gate it says so,
+    // and the test takes the gate again only once the listener is past it for every
+    // notice taken (else the listener could still be on its way to the gate with the
+    // last notice, and would wait there instead of delivering the next one).
     let gate = Arc::new(Mutex::new(()));
     let (notices, rx) = std::sync::mpsc::channel();
+    let (through, through_rx) = std::sync::mpsc::channel();
     let listener = b
         .listen({
             let gate = Arc::clone(&gate);
             move |notice| {
                 let _ = notices.send(notice);
                 drop(gate.lock());
+                let _ = through.send(());
             }
         })
         .unwrap();
-    let next = || rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let taken = std::cell::Cell::new(0_usize);
+    let passed = std::cell::Cell::new(0_usize);
+    let next = || {
+        let notice = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        taken.set(taken.get() + 1);
+        notice
+    };
+    let hold = || {
+        while passed.get() < taken.get() {
+            through_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            passed.set(passed.get() + 1);
+        }
+        gate.lock().unwrap()
+    };
     let session_update = |notice: Notice| match notice {
         Notice::Change(c) => {
             assert_eq!(
@@ -693,7 +711,7 @@ fn a_listener_that_lost_its_connection_says_how_many_changes_it_missed() {
         other => panic!("expected the session's update, got {other:?}"),
     };
 
-    let held = gate.lock().unwrap();
+    let held = hold();
     a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
         .unwrap();
     session_update(next());
@@ -715,7 +733,7 @@ fn a_listener_that_lost_its_connection_says_how_many_changes_it_missed() {
 
     // Lost again with nothing committed meanwhile: no Lagged, and what comes after the
     // reconnect arrives.
-    let held = gate.lock().unwrap();
+    let held = hold();
     a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
         .unwrap();
     session_update(next());
