@@ -28,11 +28,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::types::Type;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::Clock;
 use crate::database::{Options, retry};
 use crate::search::is_spaceless_script;
+use crate::tx::SqliteTx;
 use crate::{Database, Result};
 
 /// How long after its last change a part that looks streamed (see the module doc) is
@@ -273,20 +274,21 @@ pub(crate) fn index_until_done(
             break;
         }
         let done = {
-            let mut conn = lock(writer);
+            let conn = lock(writer);
             // Looking first needs no lock: most wake-ups (a streamed flush) find nothing.
             if !has_candidates(&conn, clock.now())? {
                 0
             } else {
                 retry(options, || {
-                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    // BEGIN and COMMIT from the statement cache, as every write's.
+                    let tx = SqliteTx::immediate(&conn)?;
                     let bulk = bounds == IndexBatch::BULK;
                     if bulk {
-                        set_hash_size(&tx, BULK_HASH_SIZE)?;
+                        set_hash_size(tx.conn(), BULK_HASH_SIZE)?;
                     }
-                    let done = index_batch(&tx, clock.now(), bounds, false)?;
+                    let done = index_batch(tx.conn(), clock.now(), bounds, false)?;
                     if bulk {
-                        set_hash_size(&tx, DEFAULT_HASH_SIZE)?;
+                        set_hash_size(tx.conn(), DEFAULT_HASH_SIZE)?;
                     }
                     tx.commit()?;
                     Ok(done)
