@@ -1091,3 +1091,166 @@ fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
         "{problem}"
     );
 }
+
+/// Schema V17: the search trigger computes a part's search text from its JSON without
+/// validating it again (the CHECK on `parts.data` already did). What it stores must stay
+/// exactly what `scribe_search_text` (the rebuild's and `db check`'s function) computes,
+/// for every kind of part and JSON shape, on insert and on update; JSON the CHECK refuses
+/// stores nothing.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn the_search_trigger_stores_what_scribe_search_text_computes() {
+    let url = fresh("scribe_v17_search_trigger");
+    let db = Database::open(&url).unwrap();
+    let session = create_session(&db);
+    db.write(|tx| message_with_part(tx.q(), &session, "the first part"))
+        .unwrap();
+    let mut admin = admin(&url);
+    let message: String = admin
+        .query_one("SELECT message_id FROM parts", &[])
+        .unwrap()
+        .get(0);
+    let shapes: [(&str, &str); 14] = [
+        (
+            "text",
+            r#"{"type":"text","text":"plain words, café Ünïcödé"}"#,
+        ),
+        ("text", r#"{"type":"text","text":"数据库迁移失败 mixed"}"#),
+        ("text", r#"{"type":"text"}"#),
+        ("text", r#""a JSON string, not an object""#),
+        (
+            "reasoning",
+            r#"{"type":"reasoning","text":"think:\n  then \"quote\""}"#,
+        ),
+        (
+            "tool",
+            r#"{"tool":"bash","input":{"cmd":"ls  -la", "n" : [1, 2]},"state":{"status":"completed","output":"a\nb"}}"#,
+        ),
+        (
+            "tool",
+            r#"{"tool":"read","input":"a string input","state":{"status":"error","message":"no such file"}}"#,
+        ),
+        (
+            "tool",
+            r#"{"tool":"edit","state":{"output":{"nested":true}}}"#,
+        ),
+        ("tool", r#"{"input":null,"state":null}"#),
+        ("tool", "[1, 2, 3]"),
+        ("step", r#"{"type":"step","text":"not searchable"}"#),
+        ("finish", r#"{"text":"not searchable either"}"#),
+        (
+            "text",
+            r#"{"text":"escapes \u00e9 \u4e2d \ud83d\ude00 \\ \/"}"#,
+        ),
+        ("text", r#"{"text":""}"#),
+    ];
+    for (i, (kind, data)) in shapes.iter().enumerate() {
+        let position = i64::try_from(i + 1).unwrap();
+        admin
+            .execute(
+                "INSERT INTO parts (id, message_id, session_id, position, type, data, \
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 1, 1)",
+                &[
+                    &new_id(Prefix::Part),
+                    &message,
+                    &session,
+                    &position,
+                    kind,
+                    data,
+                ],
+            )
+            .unwrap();
+    }
+    // Every part against the function, both ways: a row exactly for the parts whose text is
+    // not NULL, holding that text and its words.
+    let mismatches = |admin: &mut postgres::Client| -> Vec<String> {
+        admin
+            .query(
+                "SELECT coalesce(p.id, 'orphan ' || f.seq) FROM parts p \
+                 FULL JOIN parts_fts f ON f.seq = p.seq \
+                 WHERE p.seq IS NULL \
+                    OR scribe_search_text(p.type, p.data) IS DISTINCT FROM f.search_text \
+                    OR (f.seq IS NOT NULL AND (f.words IS DISTINCT FROM scribe_search_words(f.search_text) \
+                        OR f.spaceless IS DISTINCT FROM scribe_spaceless(f.search_text)))",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    };
+    assert_eq!(mismatches(&mut admin), Vec::<String>::new());
+    let stored: i64 = admin
+        .query_one("SELECT count(*) FROM parts_fts", &[])
+        .unwrap()
+        .get(0);
+    // The message's own part and ten shapes: not the step and finish parts, nor the text
+    // parts without a text (no field, a JSON string); a tool part always has one (concat_ws
+    // of NULLs is '').
+    let expected: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM parts WHERE scribe_search_text(type, data) IS NOT NULL",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, expected);
+    assert_eq!(expected, 11);
+
+    // Updates: text -> step drops the row, step -> tool adds one, new data replaces it.
+    admin
+        .batch_execute(
+            "UPDATE parts SET type = 'step' WHERE position = 1;
+             UPDATE parts SET type = 'tool', data = '{\"tool\":\"grep\",\"input\":\"needle\"}' \
+                 WHERE position = 11;
+             UPDATE parts SET data = '{\"text\":\"replaced words\"}' WHERE position = 2;",
+        )
+        .unwrap();
+    assert_eq!(mismatches(&mut admin), Vec::<String>::new());
+    let texts: Vec<String> = admin
+        .query(
+            "SELECT f.search_text FROM parts_fts f JOIN parts p ON p.seq = f.seq \
+             WHERE p.position IN (1, 2, 11) ORDER BY p.position",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        texts,
+        vec!["replaced words".to_owned(), "grep\nneedle".to_owned()]
+    );
+
+    // JSON the CHECK refuses never reaches the trigger: the insert fails, nothing stored.
+    let refused = admin.execute(
+        "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, \
+         updated_at) VALUES ($1, $2, $3, 99, 'text', '{\"text\": \"unclosed', 1, 1)",
+        &[&new_id(Prefix::Part), &message, &session],
+    );
+    let err = refused.unwrap_err();
+    assert_eq!(
+        err.as_db_error().map(|e| e.code().code()),
+        Some("23514"),
+        "{err}"
+    );
+    assert_eq!(mismatches(&mut admin), Vec::<String>::new());
+
+    // The rebuild (after `scribe db copy`) computes the same rows.
+    let before: Vec<(i64, String)> = admin
+        .query("SELECT seq, search_text FROM parts_fts ORDER BY seq", &[])
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    admin
+        .batch_execute("SELECT scribe_parts_fts_rebuild()")
+        .unwrap();
+    let after: Vec<(i64, String)> = admin
+        .query("SELECT seq, search_text FROM parts_fts ORDER BY seq", &[])
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(before, after);
+}

@@ -1,0 +1,6 @@
+-- Scribe schema, version 17: nothing to do on SQLite.
+--
+-- PostgreSQL's version 17 makes its search trigger parse a part's JSON once instead of
+-- validating it again after the CHECK did (SQLite's search triggers read the JSON with
+-- json_extract and never validated it twice). The file exists so both dialects number
+-- their versions alike.
