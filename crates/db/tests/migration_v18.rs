@@ -108,7 +108,11 @@ fn migrating_from_v16_keeps_rows_queue_and_indexes_and_tests_types_without_in_li
             message_with_part(&c, &s, "user", "text", &text("waiting bravo")).unwrap();
         (waiting, derived(&c), definitions(&c))
     };
-    assert_eq!(before.0.len(), 4, "text, reasoning, tool and the waiting text");
+    assert_eq!(
+        before.0.len(),
+        4,
+        "text, reasoning, tool and the waiting text"
+    );
     assert_eq!(before.1.len(), 1, "one part waits");
 
     let db = Database::open_with(
@@ -160,10 +164,7 @@ fn migrating_from_v16_keeps_rows_queue_and_indexes_and_tests_types_without_in_li
                     "reasoning",
                     r#"{"type":"reasoning","text":"echo thoughts"}"#.to_owned(),
                 ),
-                (
-                    "tool",
-                    tool("sed", json!({"expr": "foxtrot"}), "edited"),
-                ),
+                ("tool", tool("sed", json!({"expr": "foxtrot"}), "edited")),
                 ("step_start", r#"{"type":"step_start"}"#.to_owned()),
                 ("finish", r#"{"type":"finish","reason":"stop"}"#.to_owned()),
             ] {
@@ -241,4 +242,3 @@ fn migrating_from_v16_keeps_rows_queue_and_indexes_and_tests_types_without_in_li
     .unwrap();
     assert_derived_exact(&db);
 }
-
