@@ -18,6 +18,12 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OpenFlags};
 use scribe_message::Part;
 
+/// The bench's raw load (the load row's "same design").
+#[path = "../src/raw_load.rs"]
+mod raw;
+
+use raw::{RAW_LIST_MESSAGES as MSGS, RAW_LIST_PARTS as PARTS, raw_load, read_messages};
+
 fn open(path: &str) -> Connection {
     let c = Connection::open_with_flags(
         path,
@@ -28,9 +34,6 @@ fn open(path: &str) -> Connection {
     c
 }
 
-const MSGS: &str = "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
-const PARTS: &str = "SELECT id, message_id, position, data, created_at, updated_at
-FROM parts WHERE session_id = ?1 ORDER BY seq";
 const LIMIT: &str = "SELECT id, role, parts, model, created_at, updated_at
 FROM messages WHERE session_id = ?1 ORDER BY created_at";
 
@@ -105,111 +108,8 @@ fn limit_decode(c: &Connection, s: &str) -> usize {
     out.len()
 }
 
-type Msg = (
-    (
-        String,
-        String,
-        Option<String>,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        bool,
-    ),
-    (
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        f64,
-        Option<String>,
-        i64,
-        i64,
-        Option<i64>,
-    ),
-);
-
-/// The bench's `raw_load`, with or without decoding parts.
-fn raw_load(c: &Connection, s: &str, decode: bool) -> usize {
-    let tx = c.unchecked_transaction().unwrap();
-    let messages = read_messages(&tx, s);
-    let mut grouped: Vec<(Msg, Vec<(String, i64, Option<Part>, i64, i64)>)> =
-        messages.into_iter().map(|m| (m, Vec::new())).collect();
-    let mut stmt = tx.prepare_cached(PARTS).unwrap();
-    let mut rows = stmt.query([s]).unwrap();
-    let mut at = 0;
-    while let Some(r) = rows.next().unwrap() {
-        let message_id: String = r.get(1).unwrap();
-        if grouped[at].0.0.0 != message_id {
-            if grouped
-                .get(at + 1)
-                .is_some_and(|(m, _)| m.0.0 == message_id)
-            {
-                at += 1;
-            } else {
-                at = grouped
-                    .iter()
-                    .position(|(m, _)| m.0.0 == message_id)
-                    .unwrap();
-            }
-        }
-        let data: String = r.get(3).unwrap();
-        let part = decode.then(|| Part::from_json(&data).unwrap());
-        grouped[at].1.push((
-            r.get(0).unwrap(),
-            r.get(2).unwrap(),
-            part,
-            r.get(4).unwrap(),
-            r.get(5).unwrap(),
-        ));
-    }
-    drop(rows);
-    drop(stmt);
-    tx.commit().unwrap();
-    std::hint::black_box(&grouped);
-    grouped.len()
-}
-
-/// The session's message rows into tuples.
-fn read_messages(c: &Connection, s: &str) -> Vec<Msg> {
-    c.prepare_cached(MSGS)
-        .unwrap()
-        .query_map([s], |r| {
-            Ok((
-                (
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                ),
-                (
-                    r.get(9)?,
-                    r.get(10)?,
-                    r.get(11)?,
-                    r.get(12)?,
-                    r.get(13)?,
-                    r.get(14)?,
-                    r.get(15)?,
-                    r.get(16)?,
-                    r.get(17)?,
-                    r.get(18)?,
-                ),
-            ))
-        })
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
-}
-
 fn raw_messages(c: &Connection, s: &str) -> usize {
-    read_messages(c, s).len()
+    read_messages(c, s).unwrap().len()
 }
 
 /// The limit without decoding (each parts array copied into a String).
@@ -274,8 +174,11 @@ fn main() {
         ("limit: owned", Box::new(|| owned(&limit_db, LIMIT, &ls))),
         ("limit: decode", Box::new(|| limit_decode(&limit_db, &ls))),
         ("limit: tuples", Box::new(|| limit_owned(&limit_db, &ls))),
-        ("raw_load", Box::new(|| raw_load(&db, &s, true))),
-        ("raw_load no decode", Box::new(|| raw_load(&db, &s, false))),
+        ("raw_load", Box::new(|| raw_load(&db, &s, true).unwrap())),
+        (
+            "raw_load no decode",
+            Box::new(|| raw_load(&db, &s, false).unwrap()),
+        ),
         ("messages: tuples", Box::new(|| raw_messages(&db, &s))),
         ("list", Box::new(|| svc.list(&s).unwrap().len())),
     ];

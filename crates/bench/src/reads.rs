@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 use scribe_agent::{HeuristicEstimator, context};
 use scribe_db::Options;
 use scribe_db::queries as q;
-use scribe_message::{MessageService, Part, SearchOptions, SearchQuery};
+use scribe_message::{MessageService, SearchOptions, SearchQuery};
 use scribe_session::Store;
 use serde::Serialize;
 
@@ -19,14 +19,11 @@ use crate::corpus::Corpus;
 use crate::data::RARE;
 use crate::stats::{self, median, ms, percentile};
 
-/// `ListMessages`, written out by hand.
-const RAW_LIST_MESSAGES: &str =
-    "SELECT * FROM messages WHERE session_id = ?1 ORDER BY created_at, id";
-/// `ListSessionPartData`, written out by hand.
-const RAW_LIST_PARTS: &str = "SELECT id, message_id, position, data, created_at, updated_at
-FROM parts
-WHERE session_id = ?1
-ORDER BY seq";
+/// The same design's load, shared with `examples/load_profile.rs`.
+#[path = "raw_load.rs"]
+mod raw;
+
+use raw::{RAW_LIST_MESSAGES, RAW_LIST_PARTS};
 
 /// The hits a caller needs (message, session, role, time, snippet, rank, session source,
 /// model and title), best rank first, from the word index.
@@ -273,7 +270,7 @@ pub fn load(corpus: &Corpus, svc: &MessageService, rounds: usize) -> Result<Load
     let session = corpus.load_session.as_str();
     let limit_session = corpus.limit_load_session.as_str();
     let messages = svc.list(session)?.len();
-    let raw_messages = raw_load(&raw, session)?;
+    let raw_messages = raw::raw_load(&raw, session, true)?;
     if raw_messages != messages {
         return Err(format!("raw load found {raw_messages} messages, list {messages}").into());
     }
@@ -295,7 +292,7 @@ pub fn load(corpus: &Corpus, svc: &MessageService, rounds: usize) -> Result<Load
                     limits.push(t.elapsed());
                 }
                 _ => {
-                    std::hint::black_box(raw_load(&raw, session)?);
+                    std::hint::black_box(raw::raw_load(&raw, session, true)?);
                     theirs.push(t.elapsed());
                 }
             }
@@ -308,112 +305,6 @@ pub fn load(corpus: &Corpus, svc: &MessageService, rounds: usize) -> Result<Load
         limit_ms: ms(median(&limits)),
         raw_ms: ms(median(&theirs)),
     })
-}
-
-type RawMessage = (
-    (
-        String,
-        String,
-        Option<String>,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        bool,
-    ),
-    (
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        f64,
-        Option<String>,
-        i64,
-        i64,
-        Option<i64>,
-    ),
-);
-
-/// A decoded part: id, position, content, created and updated times.
-type RawPart = (String, i64, Part, i64, i64);
-
-/// The raw load: both statements in one read transaction (one snapshot, as `list` reads),
-/// message rows into tuples, parts decoded into the same typed `Part`s, grouped under
-/// their messages.
-fn raw_load(conn: &Connection, session: &str) -> Result<usize> {
-    let tx = conn.unchecked_transaction()?;
-    let messages: Vec<RawMessage> = tx
-        .prepare_cached(RAW_LIST_MESSAGES)?
-        .query_map([session], |r| {
-            Ok((
-                (
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                ),
-                (
-                    r.get(9)?,
-                    r.get(10)?,
-                    r.get(11)?,
-                    r.get(12)?,
-                    r.get(13)?,
-                    r.get(14)?,
-                    r.get(15)?,
-                    r.get(16)?,
-                    r.get(17)?,
-                    r.get(18)?,
-                ),
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut grouped: Vec<(RawMessage, Vec<RawPart>)> =
-        messages.into_iter().map(|m| (m, Vec::new())).collect();
-    let mut stmt = tx.prepare_cached(RAW_LIST_PARTS)?;
-    let mut rows = stmt.query([session])?;
-    // Parts come in the order they were written, which is message order: a cursor walks
-    // forward, and an index is built the first time a part is out of that order.
-    let mut at = 0;
-    let mut index: Option<std::collections::HashMap<String, usize>> = None;
-    while let Some(r) = rows.next()? {
-        let message_id: String = r.get(1)?;
-        if grouped.get(at).is_none_or(|(m, _)| m.0.0 != message_id) {
-            if grouped
-                .get(at + 1)
-                .is_some_and(|(m, _)| m.0.0 == message_id)
-            {
-                at += 1;
-            } else {
-                let index = index.get_or_insert_with(|| {
-                    grouped
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (m, _))| (m.0.0.clone(), i))
-                        .collect()
-                });
-                match index.get(&message_id) {
-                    Some(&i) => at = i,
-                    None => continue,
-                }
-            }
-        }
-        let data: String = r.get(3)?;
-        let part = Part::from_json(&data)?;
-        if let Some((_, parts)) = grouped.get_mut(at) {
-            parts.push((r.get(0)?, r.get(2)?, part, r.get(4)?, r.get(5)?));
-        }
-    }
-    drop(rows);
-    drop(stmt);
-    tx.commit()?;
-    Ok(grouped.len())
 }
 
 /// `context()` of the long and the short session, medians in ms.
