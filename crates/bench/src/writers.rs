@@ -75,6 +75,24 @@ pub fn previous_defaults() -> scribe_db::Options {
     }
 }
 
+/// An environment variable that sets [`scribe_db::Options::wal_restart_pages`] for
+/// Scribe's writers (`--only writers`): the background checkpointer measured without a
+/// rebuild.
+pub const WAL_RESTART_PAGES: &str = "SCRIBE_BENCH_WAL_RESTART_PAGES";
+
+/// The options of [`Mode::Scribe`]'s writers: the shipped defaults, unless
+/// [`WAL_RESTART_PAGES`] says otherwise.
+fn scribe_options() -> Result<scribe_db::Options> {
+    let mut options = scribe_db::Options::default();
+    if let Some(pages) = std::env::var_os(WAL_RESTART_PAGES) {
+        let pages = pages.to_string_lossy();
+        options.wal_restart_pages = pages
+            .parse()
+            .map_err(|_| format!("{WAL_RESTART_PAGES} must be a page count, got {pages:?}"))?;
+    }
+    Ok(options)
+}
+
 /// The child side: `--writer`.
 pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> Result<()> {
     let work = drafts(seed, count);
@@ -99,7 +117,7 @@ pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> R
             }
         }
         Mode::Scribe => {
-            let svc = MessageService::new(Arc::new(Database::open(db)?));
+            let svc = MessageService::new(Arc::new(Database::open_with(db, scribe_options()?)?));
             handshake(&mut go)?;
             for draft in work {
                 let started = Instant::now();

@@ -25,9 +25,12 @@
 //! frame copied and starts the WAL over. When it cannot get the lock in time, or another
 //! process checkpoints, the next commit past the threshold tries again.
 //!
-//! The writer connection registers a WAL hook ([`watch_wal`]) instead of SQLite's
-//! auto-checkpoint: it only notes how many frames the WAL holds after each commit, so no
-//! commit runs a checkpoint itself. `journal_size_limit` trims a file that grew past
+//! The writer connection registers a WAL hook ([`watch_wal`]) that notes how many frames
+//! the WAL holds after each commit, and then does what SQLite's auto-checkpoint (which a
+//! hook replaces) did: a passive checkpoint past 1,000 frames. That one stays on purpose:
+//! without it commits were faster (4-writer p99 ~1 ms instead of ~10 ms), the writer
+//! that had just committed took the lock again before the others looked, and the worst
+//! wait rose from ~100 ms to ~400-600 ms. `journal_size_limit` trims a file that grew past
 //! twice the threshold (a restart that had to wait) back when the WAL next starts over.
 
 use std::cell::Cell;
@@ -54,10 +57,17 @@ thread_local! {
 /// The WAL hook: notes the frames a commit left in the WAL, for the thread that
 /// committed (it runs inside the commit, on that thread). Registering it replaces
 /// SQLite's auto-checkpoint on the connection.
-fn record_frames(_wal: &Wal, frames: c_int) -> rusqlite::Result<()> {
+fn record_frames(wal: &Wal, frames: c_int) -> rusqlite::Result<()> {
     COMMITTED_FRAMES.with(|cell| cell.set(u32::try_from(frames).unwrap_or(0)));
+    if frames >= AUTO_CHECKPOINT {
+        // What SQLite's auto-checkpoint does; a failure only leaves it to the next one.
+        let _ = wal.checkpoint();
+    }
     Ok(())
 }
+
+/// SQLite's default auto-checkpoint threshold, frames.
+const AUTO_CHECKPOINT: c_int = 1000;
 
 /// Replaces `conn`'s auto-checkpoint by [`record_frames`].
 pub(crate) fn watch_wal(conn: &Connection) {

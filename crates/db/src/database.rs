@@ -53,23 +53,24 @@ pub struct Options {
     /// A passive WAL checkpoint runs on the writer connection after every this many
     /// successful writes (0: never).
     pub checkpoint_every: u64,
-    /// When non-zero: whenever a commit of this process leaves at least this many frames
-    /// (pages) in the `-wal` file, a background thread of this process checkpoints the WAL
-    /// so that the next writer starts it over. A PASSIVE checkpoint first copies nearly
-    /// everything without any lock writers wait for; then, holding the write lock (taken
-    /// on a connection of its own, looking every 250 us), PASSIVE checkpoints copy the
-    /// frames committed meanwhile: two short syncs under the lock (see
-    /// `crates/db/src/checkpoint.rs`). No commit of this process then runs a checkpoint
-    /// itself (a WAL hook replaces SQLite's auto-checkpoint), and `journal_size_limit` is
-    /// twice this size. With several processes writing without pause, SQLite's own passive
-    /// auto-checkpoint never catches up and the file only grows (to ~600 MB in stop 24's
-    /// 4-writer benchmark); with 4,096 pages it peaked at 40-65 MB.
+    /// Whenever a commit of this process leaves at least this many frames (pages) in the
+    /// `-wal` file, a background thread of this process checkpoints the WAL so that the
+    /// next writer starts it over. A PASSIVE checkpoint first copies nearly everything
+    /// without any lock writers wait for; then, holding the write lock (taken on a
+    /// connection of its own, looking every 250 us), PASSIVE checkpoints copy the frames
+    /// committed meanwhile: two short syncs under the lock (see
+    /// `crates/db/src/checkpoint.rs`). `journal_size_limit` is twice this size. With
+    /// several processes writing without pause, SQLite's own passive auto-checkpoint
+    /// (which still runs, every 1,000 pages) never catches up, and the file only grows
+    /// (to ~600 MB in stop 24's 4-writer benchmark). Read-write file databases only.
     ///
-    /// 0 (the default): SQLite's auto-checkpoint (every 1,000 pages, passive, run by the
-    /// commit that passes it) and no thread. Not the default yet: in scribe-bench's
-    /// 4-writer row the worst wait rose from ~100-180 ms to ~350-470 ms with 4,096 (commits
-    /// no longer run checkpoints, p99 fell from ~10 ms to ~0.3-2 ms, and the writer that
-    /// just committed retakes the lock more often). Read-write file databases only.
+    /// 0 (the default): no thread, SQLite's auto-checkpoint only. Not the default because
+    /// it did not pay in scribe-bench's 4-writer row (stop 26, three alternated runs
+    /// each): with 4,096 pages the peak `-wal` was 86-573 MB against 131-572 MB without
+    /// (the round often cannot take the lock between four writers committing without
+    /// pause), and the total and worst wait moved within the runs' noise. With a small
+    /// threshold and writers that pause it does bound the file
+    /// (`tests/tests/wal_bounded.rs`: 256 pages, under 32 MiB against 58-66 MB).
     pub wal_restart_pages: u32,
     /// SQLite page cache per connection, in KiB.
     pub cache_kib: i64,
