@@ -350,13 +350,23 @@ fn millis(ms: f64) -> String {
 /// A writer configuration in the report's words, pauses first since they decide fairness:
 /// "20-150 ms pauses (busy_timeout 50 ms, 80 attempts, checkpoint every 100 writes)".
 fn waits(o: &scribe_db::Options) -> String {
+    let checkpoints = if o.wal_restart_pages > 0 {
+        format!(
+            "WAL checkpointed and restarted in the background past {} pages",
+            thousands(f64::from(o.wal_restart_pages))
+        )
+    } else {
+        format!(
+            "checkpoint every {} writes",
+            thousands(o.checkpoint_every as f64)
+        )
+    };
     format!(
-        "{}-{} ms pauses (busy_timeout {} ms, {} attempts, checkpoint every {} writes)",
+        "{}-{} ms pauses (busy_timeout {} ms, {} attempts, {checkpoints})",
         o.retry_min.as_millis(),
         o.retry_max.as_millis(),
         o.busy_timeout.as_millis(),
         o.write_attempts,
-        thousands(o.checkpoint_every as f64)
     )
 }
 
@@ -506,6 +516,27 @@ impl Report {
                 format!("{} ({})", millis(wr.max_ms), millis(wr.p99_ms)),
                 "<= 200 ms",
                 Some(w.max_ms <= 200.0),
+            ),
+            row(
+                format!("{n} writers: peak -wal file (at exit)"),
+                format!(
+                    "{} ({})",
+                    mebibytes(w.peak_wal_bytes),
+                    mebibytes(w.end_wal_bytes)
+                ),
+                format!(
+                    "{} ({})",
+                    mebibytes(wl.peak_wal_bytes),
+                    mebibytes(wl.end_wal_bytes)
+                ),
+                None,
+                format!(
+                    "{} ({})",
+                    mebibytes(wr.peak_wal_bytes),
+                    mebibytes(wr.end_wal_bytes)
+                ),
+                "",
+                None,
             ),
             row(
                 format!("{n} writers: errors (messages stored)"),

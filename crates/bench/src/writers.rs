@@ -14,6 +14,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use scribe_db::Database;
@@ -69,8 +70,27 @@ pub fn previous_defaults() -> scribe_db::Options {
         retry_max: Duration::from_millis(150),
         write_attempts: 80,
         checkpoint_every: 100,
+        wal_restart_pages: 0,
         ..scribe_db::Options::default()
     }
+}
+
+/// An environment variable that sets [`scribe_db::Options::wal_restart_pages`] for
+/// Scribe's writers (`--only writers`): the background checkpointer measured without a
+/// rebuild.
+pub const WAL_RESTART_PAGES: &str = "SCRIBE_BENCH_WAL_RESTART_PAGES";
+
+/// The options of [`Mode::Scribe`]'s writers: the shipped defaults, unless
+/// [`WAL_RESTART_PAGES`] says otherwise.
+fn scribe_options() -> Result<scribe_db::Options> {
+    let mut options = scribe_db::Options::default();
+    if let Some(pages) = std::env::var_os(WAL_RESTART_PAGES) {
+        let pages = pages.to_string_lossy();
+        options.wal_restart_pages = pages
+            .parse()
+            .map_err(|_| format!("{WAL_RESTART_PAGES} must be a page count, got {pages:?}"))?;
+    }
+    Ok(options)
 }
 
 /// The child side: `--writer`.
@@ -97,7 +117,7 @@ pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> R
             }
         }
         Mode::Scribe => {
-            let svc = MessageService::new(Arc::new(Database::open(db)?));
+            let svc = MessageService::new(Arc::new(Database::open_with(db, scribe_options()?)?));
             handshake(&mut go)?;
             for draft in work {
                 let started = Instant::now();
@@ -174,6 +194,13 @@ pub struct LoadResult {
     pub errors: usize,
     /// The first failure, if any.
     pub first_error: Option<String>,
+    /// The largest the file's `-wal` grew during a run (sampled every
+    /// [`WAL_SAMPLE_EVERY`] from `go` until the writers exited, and once more then), bytes;
+    /// the largest of all runs.
+    pub peak_wal_bytes: u64,
+    /// The `-wal` file's size when the last writer exited (before the catch-up), bytes;
+    /// the largest of all runs.
+    pub end_wal_bytes: u64,
     /// Every append's latency, all runs.
     #[serde(skip)]
     pub samples: Vec<Duration>,
@@ -196,6 +223,8 @@ pub fn merge(results: Vec<LoadResult>) -> Result<LoadResult> {
         merged.stored += r.stored;
         merged.errors += r.errors;
         merged.catch_up_ms = merged.catch_up_ms.max(r.catch_up_ms);
+        merged.peak_wal_bytes = merged.peak_wal_bytes.max(r.peak_wal_bytes);
+        merged.end_wal_bytes = merged.end_wal_bytes.max(r.end_wal_bytes);
         merged.first_error = merged.first_error.or(r.first_error);
         merged.run_rates_per_s.extend(r.run_rates_per_s);
         merged.samples.extend(r.samples);
@@ -318,7 +347,10 @@ pub fn run(
         children.push(cmd.spawn()?);
     }
     let (readers, started) = start(&mut children)?;
-    let reports = collect(&mut children, readers)?;
+    let sampler = WalSampler::start(&path)?;
+    let collected = collect(&mut children, readers);
+    let (peak_wal_bytes, end_wal_bytes) = sampler.finish();
+    let reports = collected?;
     // Scribe's run ends when both search indexes have caught up (each writer indexes what
     // it can before it exits; what is left is indexed here), as the limit's ends with its
     // one index complete.
@@ -360,8 +392,59 @@ pub fn run(
         catch_up_ms: stats::ms(caught_up),
         errors,
         first_error,
+        peak_wal_bytes,
+        end_wal_bytes,
         samples: latencies,
     })
+}
+
+/// How often [`WalSampler`] looks at the `-wal` file's size.
+pub const WAL_SAMPLE_EVERY: Duration = Duration::from_millis(2);
+
+/// A thread that watches the size of a database's `-wal` file while writers run: SQLite
+/// reuses the file from its start after a checkpoint copied every frame while no reader
+/// used it (a WAL restart), so the file's size is the most the WAL held between two
+/// restarts (or since it was created, if it never restarts).
+struct WalSampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<u64>,
+    wal: std::path::PathBuf,
+}
+
+impl WalSampler {
+    fn start(db: &Path) -> Result<WalSampler> {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal = std::path::PathBuf::from(wal);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, wal) = (Arc::clone(&stop), wal.clone());
+            std::thread::Builder::new()
+                .name("wal-sampler".to_owned())
+                .spawn(move || {
+                    let mut peak = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        peak = peak.max(wal_size(&wal));
+                        std::thread::sleep(WAL_SAMPLE_EVERY);
+                    }
+                    peak
+                })?
+        };
+        Ok(WalSampler { stop, thread, wal })
+    }
+
+    /// Stops sampling: the peak and the size now.
+    fn finish(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        let end = wal_size(&self.wal);
+        let peak = self.thread.join().unwrap_or(0);
+        (peak.max(end), end)
+    }
+}
+
+/// The size of a `-wal` file, 0 when there is none.
+fn wal_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// Waits until every writer process says "ready", then tells them all "go" at once:

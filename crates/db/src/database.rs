@@ -25,6 +25,7 @@ use rand::Rng;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
+use crate::checkpoint::{self, Checkpointer};
 use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::migrate::{self, MigrationReport};
@@ -49,8 +50,28 @@ pub struct Options {
     pub retry_min: Duration,
     /// Longest random pause between tries.
     pub retry_max: Duration,
-    /// A passive WAL checkpoint runs after every this many successful writes (0: never).
+    /// A passive WAL checkpoint runs on the writer connection after every this many
+    /// successful writes (0: never).
     pub checkpoint_every: u64,
+    /// Whenever a commit of this process leaves at least this many frames (pages) in the
+    /// `-wal` file, a background thread of this process checkpoints the WAL so that the
+    /// next writer starts it over. A PASSIVE checkpoint first copies nearly everything
+    /// without any lock writers wait for; then, holding the write lock (taken on a
+    /// connection of its own, looking every 250 us), PASSIVE checkpoints copy the frames
+    /// committed meanwhile: two short syncs under the lock (see
+    /// `crates/db/src/checkpoint.rs`). `journal_size_limit` is twice this size. With
+    /// several processes writing without pause, SQLite's own passive auto-checkpoint
+    /// (which still runs, every 1,000 pages) never catches up, and the file only grows
+    /// (to ~600 MB in stop 24's 4-writer benchmark). Read-write file databases only.
+    ///
+    /// 0 (the default): no thread, SQLite's auto-checkpoint only. Not the default because
+    /// it did not pay in scribe-bench's 4-writer row (stop 26, three alternated runs
+    /// each): with 4,096 pages the peak `-wal` was 86-573 MB against 131-572 MB without
+    /// (the round often cannot take the lock between four writers committing without
+    /// pause), and the total and worst wait moved within the runs' noise. With a small
+    /// threshold and writers that pause it does bound the file
+    /// (`tests/tests/wal_bounded.rs`: 256 pages, under 32 MiB against 58-66 MB).
+    pub wal_restart_pages: u32,
     /// SQLite page cache per connection, in KiB.
     pub cache_kib: i64,
     /// Idle read connections kept open for reuse.
@@ -87,6 +108,7 @@ impl Default for Options {
             retry_min: Duration::from_millis(1),
             retry_max: Duration::from_millis(20),
             checkpoint_every: 1000,
+            wal_restart_pages: 0,
             cache_kib: 16 * 1024,
             max_idle_readers: 4,
             read_only: false,
@@ -142,6 +164,8 @@ pub(crate) struct SqliteStore {
     writer: Arc<Mutex<Connection>>,
     /// The background search indexer (read-write file databases with the current schema).
     indexer: Option<Indexer>,
+    /// The background checkpointer ([`Options::wal_restart_pages`]; read-write files).
+    checkpointer: Option<Checkpointer>,
     /// Whether the schema has the search queue (version 7 on; older ones only through
     /// [`Database::open_at_version`]).
     search_queue: bool,
@@ -165,6 +189,7 @@ impl SqliteStore {
         path: Option<PathBuf>,
         writer: Arc<Mutex<Connection>>,
         indexer: Option<Indexer>,
+        checkpointer: Option<Checkpointer>,
         search_queue: bool,
         immutable: bool,
     ) -> Self {
@@ -172,6 +197,7 @@ impl SqliteStore {
             path,
             writer,
             indexer,
+            checkpointer,
             search_queue,
             readers: Mutex::new(Vec::new()),
             writes: AtomicU64::new(0),
@@ -335,6 +361,7 @@ impl Database {
         conn.pragma_update(None, "ignore_check_constraints", false)?;
         let migration = migrated?;
         let search_queue = migration.to >= SEARCH_QUEUE_VERSION;
+        let checkpointer = start_checkpointer(&conn, path, &options)?;
         let writer = Arc::new(Mutex::new(conn));
         let indexer = if search_queue && options.background_indexing {
             // Also finishes what a crashed or short-lived process left queued.
@@ -356,6 +383,7 @@ impl Database {
                 Some(path.to_owned()),
                 writer,
                 indexer,
+                checkpointer,
                 search_queue,
                 false,
             )),
@@ -416,6 +444,7 @@ impl Database {
                     Some(path.clone()),
                     Arc::new(Mutex::new(conn)),
                     None,
+                    None,
                     found >= SEARCH_QUEUE_VERSION,
                     immutable,
                 )),
@@ -442,6 +471,7 @@ impl Database {
             engine: Engine::Sqlite(SqliteStore::new(
                 None,
                 Arc::new(Mutex::new(conn)),
+                None,
                 None,
                 true,
                 false,
@@ -622,6 +652,14 @@ impl Database {
             .map_or(0, |sqlite| sqlite.checkpoints.load(Ordering::Relaxed))
     }
 
+    /// How many times this handle's background checkpointer restarted the WAL (see
+    /// [`Options::wal_restart_pages`]); 0 without one.
+    pub fn wal_restarts(&self) -> u64 {
+        self.sqlite()
+            .and_then(|sqlite| sqlite.checkpointer.as_ref())
+            .map_or(0, Checkpointer::restarts)
+    }
+
     /// What the latest checkpoint on this handle did, if any ran.
     pub fn last_checkpoint(&self) -> Option<CheckpointReport> {
         *self
@@ -786,6 +824,11 @@ impl SqliteStore {
         if let Some(indexer) = &self.indexer {
             indexer.notify();
         }
+        // This thread's commit, just now (the WAL hook ran inside it).
+        let frames = checkpoint::take_committed_frames();
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.committed(frames);
+        }
         let every = options.checkpoint_every;
         let done = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         if self.path.is_some() && every > 0 && done.is_multiple_of(every) {
@@ -840,6 +883,46 @@ pub(crate) fn open_reader(path: &Path, options: &Options, immutable: bool) -> Re
     configure(&conn, options)?;
     conn.pragma_update(None, "query_only", true)?;
     Ok(conn)
+}
+
+/// The background checkpointer's own connection to `path` (read-write, never in a
+/// transaction; see `checkpoint`).
+pub(crate) fn open_checkpointer(path: &Path, options: &Options) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(options.busy_timeout)?;
+    // The same sync level as the writers' (a checkpoint syncs by it); it reads no tables,
+    // so a small page cache.
+    configure(&conn, options)?;
+    conn.pragma_update(None, "cache_size", -64)?;
+    Ok(conn)
+}
+
+/// Starts the background checkpointer for the writer connection `conn` of `path`, when
+/// [`Options::wal_restart_pages`] asks for one: the writer's commits then note the WAL's
+/// size for it instead of checkpointing themselves, and a WAL restarted after it grew
+/// past twice the threshold is trimmed back. Without the thread (it could not start),
+/// SQLite's auto-checkpoint stays.
+fn start_checkpointer(
+    conn: &Connection,
+    path: &Path,
+    options: &Options,
+) -> Result<Option<Checkpointer>> {
+    if options.wal_restart_pages == 0 {
+        return Ok(None);
+    }
+    let checkpointer = match Checkpointer::start(path, options) {
+        Ok(checkpointer) => checkpointer,
+        Err(err) => {
+            tracing::warn!(error = %err, "no background checkpointer");
+            return Ok(None);
+        }
+    };
+    let page_size: i64 = conn.pragma_query_value(None, "page_size", |row| row.get(0))?;
+    let limit = checkpoint::journal_size_limit(options.wal_restart_pages, page_size);
+    conn.pragma_update(None, "journal_size_limit", limit)?;
+    checkpoint::watch_wal(conn);
+    Ok(Some(checkpointer))
 }
 
 /// `path` percent-encoded for a `file:` URI (everything but unreserved bytes and `/`).
@@ -997,7 +1080,7 @@ fn is_retryable(err: &Error) -> bool {
     }
 }
 
-fn jitter(options: &Options) -> Duration {
+pub(crate) fn jitter(options: &Options) -> Duration {
     let (min, max) = (options.retry_min, options.retry_max.max(options.retry_min));
     rand::rng().random_range(min..=max)
 }

@@ -23,6 +23,7 @@
 
 mod backend;
 pub mod bulk;
+mod checkpoint;
 mod clock;
 mod database;
 mod error;
