@@ -712,10 +712,148 @@ fn page_hits(
         .collect())
 }
 
+/// How many of the newest messages each step of [`like_search`] tests before the next,
+/// larger one; after them, one statement tests the rest of the history.
+const LIKE_STEPS: [u64; 2] = [1_000, 8_000];
+
+/// The LIKE route: messages with a part whose text contains `text`, newest first (by
+/// creation time, then id), each with its first matching part.
+///
+/// There is no index to answer a substring, so every part tested costs the extraction of
+/// its text from JSON. The history is walked newest first in steps ([`LIKE_STEPS`]): the
+/// next newest messages (a top-N over `messages`, which is small), then their parts, and
+/// the walk stops once the page is full. A common substring (a one-character CJK query
+/// typed into the search box) fills the page from the first step; a rare one ends with
+/// one statement over the rest of the history, as a single statement did for all of it.
+/// The steps partition the messages in the order of the answer, so the hits are the ones
+/// a single statement over the whole history returns.
 fn like_search(
     conn: &Connection,
     text: &str,
     filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    like_search_in_steps(conn, text, filter, &LIKE_STEPS)
+}
+
+/// [`like_search`] with these steps.
+fn like_search_in_steps(
+    conn: &Connection,
+    text: &str,
+    filter: &SearchFilter,
+    steps: &[u64],
+) -> rusqlite::Result<Vec<SearchHit>> {
+    if filter.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let wanted = filter.offset.saturating_add(filter.limit);
+    let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let page = |hits: Vec<SearchHit>| hits.into_iter().skip(offset).take(limit).collect();
+    let mut hits: Vec<SearchHit> = Vec::new();
+    let mut cursor: Option<(i64, String)> = None;
+    for &step in steps {
+        let newest = newest_messages(conn, filter, cursor.as_ref(), step)?;
+        let exhausted = (newest.len() as u64) < step;
+        let Some(last) = newest.last().cloned() else {
+            return Ok(page(hits));
+        };
+        let ids = serde_json::Value::from(
+            newest
+                .into_iter()
+                .map(|(_, id)| serde_json::Value::from(id))
+                .collect::<Vec<_>>(),
+        )
+        .to_string();
+        hits.extend(like_hits(
+            conn,
+            text,
+            filter,
+            LikeScope::Messages(&ids),
+            None,
+        )?);
+        cursor = Some(last);
+        if exhausted || hits.len() as u64 >= wanted {
+            return Ok(page(hits));
+        }
+    }
+    let more = wanted - hits.len() as u64;
+    let scope = match &cursor {
+        Some(at) => LikeScope::Older(at),
+        None => LikeScope::All,
+    };
+    hits.extend(like_hits(conn, text, filter, scope, Some(more))?);
+    Ok(page(hits))
+}
+
+/// Which messages a statement of [`like_search`] tests.
+enum LikeScope<'a> {
+    /// Every message.
+    All,
+    /// The messages whose ids are in this JSON array.
+    Messages(&'a str),
+    /// The messages after this (created_at, id) in newest-first order.
+    Older(&'a (i64, String)),
+}
+
+/// The `n` newest messages (created_at, id) after `cursor` in newest-first order. Only the
+/// filters on the message itself narrow them (the source is tested with the parts), so
+/// the list may hold messages the hits leave out, never the other way round.
+fn newest_messages(
+    conn: &Connection,
+    filter: &SearchFilter,
+    cursor: Option<&(i64, String)>,
+    n: u64,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut query = Query::select();
+    query
+        .expr(c("m", "created_at"))
+        .expr(c("m", "id"))
+        .from_as(Alias::new("messages"), Alias::new("m"));
+    let mut cond = Cond::all();
+    if !filter.roles.is_empty() {
+        cond = cond.add(c("m", "role").is_in(filter.roles.iter().cloned()));
+    }
+    if let Some(session) = &filter.session_id {
+        cond = cond.add(c("m", "session_id").eq(session.as_str()));
+    }
+    if let Some(after) = filter.after {
+        cond = cond.add(c("m", "created_at").gte(after));
+    }
+    if let Some(before) = filter.before {
+        cond = cond.add(c("m", "created_at").lt(before));
+    }
+    if let Some(at) = cursor {
+        cond = cond.add(older_than(at));
+    }
+    query
+        .cond_where(cond)
+        .order_by(tc("m", "created_at"), Order::Desc)
+        .order_by(tc("m", "id"), Order::Desc)
+        .limit(n);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
+/// `m` comes after `at` in newest-first order (created_at, then id, both descending).
+fn older_than(at: &(i64, String)) -> Expr {
+    Expr::cust_with_values(
+        "(\"m\".\"created_at\", \"m\".\"id\") < (?, ?)",
+        [
+            sea_query::Value::from(at.0),
+            sea_query::Value::from(at.1.as_str()),
+        ],
+    )
+}
+
+/// The LIKE route's hits among the messages of `scope`, newest first, at most `n`.
+fn like_hits(
+    conn: &Connection,
+    text: &str,
+    filter: &SearchFilter,
+    scope: LikeScope<'_>,
+    n: Option<u64>,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut query = Query::select();
     // The part's text comes back whole; the snippet is cut in Rust around the match.
@@ -727,6 +865,18 @@ fn like_search(
         .from_as(Alias::new("parts"), Alias::new("p"));
     join_text(&mut query);
     filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    match scope {
+        LikeScope::All => {}
+        LikeScope::Messages(ids) => {
+            query.and_where(Expr::cust_with_values(
+                "\"p\".\"message_id\" IN (SELECT \"value\" FROM json_each(?))",
+                [ids],
+            ));
+        }
+        LikeScope::Older(at) => {
+            query.and_where(older_than(at));
+        }
+    }
     query
         .and_where(
             c("v", "search_text")
@@ -734,9 +884,10 @@ fn like_search(
         )
         .group_by_col(tc("p", "message_id"))
         .order_by(tc("m", "created_at"), Order::Desc)
-        .order_by(tc("m", "id"), Order::Desc)
-        .limit(filter.limit)
-        .offset(filter.offset);
+        .order_by(tc("m", "id"), Order::Desc);
+    if let Some(n) = n {
+        query.limit(n);
+    }
     let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(&*values.as_params(), |row| hit(row, Some(text)))?;
@@ -850,6 +1001,195 @@ fn find_ascii_case_insensitive(text: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A history larger than the LIKE route's first steps: 2,400 messages in two sessions
+    /// and sources, many of them created in the same millisecond (the id breaks the tie),
+    /// some with several parts, tool parts, JSON with escaped characters, and needles from
+    /// common (found in the first step) to rare (only in the oldest messages).
+    fn like_history() -> crate::Database {
+        use crate::queries as q;
+        let db = crate::Database::open_in_memory().unwrap();
+        db.write(|tx| -> crate::Result<()> {
+            let conn = tx.conn().unwrap();
+            let sessions = [("ses_a", "cli"), ("ses_b", "telegram")];
+            for (id, source) in sessions {
+                q::create_session(
+                    conn,
+                    &q::CreateSessionParams {
+                        id,
+                        parent_session_id: None,
+                        kind: "normal",
+                        source,
+                        user_id: None,
+                        directory: None,
+                        title: Some(id),
+                        model: None,
+                        model_config: None,
+                        system_prompt: None,
+                        permission: None,
+                        billing_provider: None,
+                        billing_base_url: None,
+                        billing_mode: None,
+                        now: 0,
+                    },
+                )?;
+            }
+            for i in 0..2_400_i64 {
+                let session = sessions[(i % 2) as usize].0;
+                // Ids do not follow creation order: the tie-break must come from the query.
+                let message = format!("msg_{:05}", (i * 7_919) % 10_007);
+                let created = 1_000 + i / 3;
+                q::create_message(
+                    conn,
+                    &q::CreateMessageParams {
+                        id: &message,
+                        session_id: session,
+                        parent_id: None,
+                        role: if i % 5 == 0 { "assistant" } else { "user" },
+                        agent: None,
+                        provider: None,
+                        model: None,
+                        finish_reason: None,
+                        is_summary: false,
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        cache_read_tokens: 0,
+                        cache_write_tokens: 0,
+                        reasoning_tokens: 0,
+                        cost_usd: 0.0,
+                        error: None,
+                        created_at: created,
+                        updated_at: created,
+                        finished_at: None,
+                    },
+                )?;
+                let mut parts =
+                    vec![serde_json::json!({"type": "text", "text": format!("plain {i}")})];
+                if i % 3 == 0 {
+                    parts.push(
+                        serde_json::json!({"type": "text", "text": format!("数 common {i}")}),
+                    );
+                }
+                if i % 4 == 0 {
+                    parts.push(
+                        serde_json::json!({"type": "reasoning", "text": format!("又是数据 {i}")}),
+                    );
+                }
+                if i % 97 == 0 {
+                    parts.push(
+                        serde_json::json!({"type": "tool", "tool": "grep", "input": {"q": "据"},
+                        "state": {"output": format!("out {i}")}}),
+                    );
+                }
+                if i < 40 && i % 7 == 0 {
+                    parts.push(serde_json::json!({"type": "text", "text": format!("rare 稀 {i}")}));
+                }
+                let mut datas: Vec<String> = parts.iter().map(ToString::to_string).collect();
+                if i % 11 == 0 {
+                    // The same text written with JSON escapes.
+                    datas.push(r#"{"type":"text","text":"\u6570\u636e escaped"}"#.to_owned());
+                }
+                for (position, data) in datas.iter().enumerate() {
+                    q::create_part(
+                        conn,
+                        &q::CreatePartParams {
+                            id: &format!("prt_{i}_{position}"),
+                            message_id: &message,
+                            session_id: session,
+                            position: position as i64,
+                            r#type: if data.contains("\"tool\"") {
+                                "tool"
+                            } else {
+                                "text"
+                            },
+                            data,
+                            created_at: created,
+                            updated_at: created,
+                        },
+                    )?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        db
+    }
+
+    /// The walk in steps returns what one statement over the whole history returns (the
+    /// LIKE route as it was): same hits, same order, same part and snippet, for needles
+    /// found at once, late and never, pages deep into the answer, and every filter.
+    #[test]
+    fn like_search_in_steps_equals_one_statement_over_the_history() {
+        let db = like_history();
+        let base = SearchFilter::new(TextQuery::Substring(String::new()));
+        let mut filters = vec![base.clone()];
+        filters.push(SearchFilter {
+            session_id: Some("ses_b".into()),
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            roles: vec!["assistant".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            sources: vec!["cli".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            exclude_sources: vec!["cli".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            after: Some(1_100),
+            before: Some(1_500),
+            ..base.clone()
+        });
+        let mut compared = 0;
+        db.read_sqlite("test", |conn| {
+            for needle in [
+                "数",
+                "数据",
+                "据",
+                "稀",
+                "escaped",
+                "nowhere",
+                "数 common 1",
+            ] {
+                for filter in &filters {
+                    for (offset, limit) in [
+                        (0, 50),
+                        (0, 1),
+                        (10, 20),
+                        (990, 30),
+                        (1_500, 500),
+                        (5_000, 5),
+                    ] {
+                        let filter = SearchFilter {
+                            limit,
+                            offset,
+                            ..filter.clone()
+                        };
+                        let got = like_search(conn, needle, &filter).unwrap();
+                        // Small steps, so that the walk also ends with the statement over
+                        // the rest of the history.
+                        let small =
+                            like_search_in_steps(conn, needle, &filter, &[100, 400]).unwrap();
+                        assert_eq!(got, small, "{needle:?} {filter:?}");
+                        let all =
+                            like_hits(conn, needle, &filter, LikeScope::All, Some(offset + limit))
+                                .unwrap();
+                        let want: Vec<SearchHit> = all.into_iter().skip(offset as usize).collect();
+                        assert_eq!(got, want, "{needle:?} {filter:?}");
+                        compared += got.len();
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        // The comparisons covered pages of hits, not only empty answers.
+        assert!(compared > 1_500, "{compared}");
+    }
 
     #[test]
     fn like_snippet_marks_the_match_with_context() {
