@@ -26,7 +26,7 @@
 //! per match (FTS5 computes bm25 for every match and sorts them all before the first row
 //! comes back); [`SearchFilter::window`] bounds that by ranking only the newest matches.
 
-use rusqlite::{Connection, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 use sea_query::{
     Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SqliteQueryBuilder,
 };
@@ -532,6 +532,12 @@ fn fts_search(
         return Ok(Vec::new());
     }
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    if index == "parts_fts"
+        && let Some(window) = filter.window
+        && let Some(hits) = typing_page(conn, expr, filter, window, TYPING_WALK)?
+    {
+        return Ok(hits);
+    }
     let floor = match filter.window {
         Some(window) => window_floor(conn, index, expr, filter, window)?,
         None => None,
@@ -575,6 +581,280 @@ fn fts_search(
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
     let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();
     page_hits(conn, index, expr, plain, &page)
+}
+
+/// How far [`typing_page`] walks the newest indexed parts: this many steps of this many
+/// parts before it leaves the query to the index.
+const TYPING_WALK: (usize, u64) = (8, 1_000);
+
+/// bm25's parameters, as FTS5 fixes them.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
+
+/// The typing window's first page for a phrase ending in a short prefix (`"con"*`,
+/// `"handle_r"*`), without the word index's prefix query; `None` when the query is not one
+/// of those (or has filters or an offset), or when the window is not found within the walk
+/// ([`TYPING_WALK`]): the index answers then.
+///
+/// Why. FTS5 has no prefix index here, so a prefix query first merges the position lists
+/// of every term it expands to over the whole history, whatever rowid bounds or limit the
+/// statement has, and bm25 runs the phrase again to count its documents: three full merges
+/// per keystroke with the window's floor (`"handle_r"*` expands `r*`: ~450 ms on 100,000
+/// messages). The newest matches are found instead by reading the newest indexed parts'
+/// text (the index holds exactly their current text, V7) into a private in-memory FTS5
+/// table with the same tokenizer, a step at a time, until it holds the window: a common
+/// short prefix matches most parts, so the window comes within a few steps.
+///
+/// Same answer as the index: the same parts match (same tokenizer, same text), the
+/// snippets are FTS5's own `snippet()` over the same text and phrase instances, and the
+/// order is bm25's: with one phrase, bm25 is IDF × f(instances, document length, average
+/// length), the IDF (a count of every matching document, which costs the merge) is one
+/// positive factor for the query, so f with the index's own lengths orders the hits as
+/// bm25 does, ties by rowid as FTS5's sorter leaves them. [`SearchHit::rank`] is −f here
+/// (bm25 without its IDF factor): compare ranks within one search only.
+fn typing_page(
+    conn: &Connection,
+    expr: &str,
+    filter: &SearchFilter,
+    window: u64,
+    (steps, step): (usize, u64),
+) -> rusqlite::Result<Option<Vec<SearchHit>>> {
+    let unfiltered = filter.sources.is_empty()
+        && filter.exclude_sources.is_empty()
+        && filter.roles.is_empty()
+        && filter.session_id.is_none()
+        && filter.after.is_none()
+        && filter.before.is_none();
+    if !unfiltered || filter.offset != 0 || window == 0 || short_prefix_phrase(expr).is_none() {
+        return Ok(None);
+    }
+    let mem = Connection::open_in_memory()?;
+    mem.execute_batch(
+        "CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61 remove_diacritics 2')",
+    )?;
+    // seq -> (message id, document length in tokens), for the parts read.
+    let mut parts: std::collections::HashMap<i64, (String, i64)> = std::collections::HashMap::new();
+    let mut below = i64::MAX;
+    let mut matched = 0_u64;
+    let mut exhausted = false;
+    {
+        let mut newest = conn.prepare_cached(
+            "SELECT d.id, d.sz, v.search_text, p.message_id FROM parts_fts_docsize AS d \
+             CROSS JOIN parts AS p CROSS JOIN parts_search AS v \
+             WHERE p.seq = d.id AND v.seq = d.id AND d.id < ?1 ORDER BY d.id DESC LIMIT ?2",
+        )?;
+        let mut insert = mem.prepare("INSERT INTO w (rowid, t) VALUES (?1, ?2)")?;
+        let mut count = mem.prepare("SELECT count(*) FROM w WHERE w MATCH ?1")?;
+        for _ in 0..steps {
+            let mut rows = newest.query(rusqlite::params![below, step])?;
+            let mut read = 0_u64;
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(0)?;
+                let size: Vec<u8> = row.get(1)?;
+                let text: Option<String> = row.get(2)?;
+                insert.execute(rusqlite::params![seq, text])?;
+                parts.insert(seq, (row.get(3)?, first_varint(&size).unwrap_or(0)));
+                below = seq;
+                read += 1;
+            }
+            matched = count.query_row([expr], |r| r.get(0))?;
+            if read < step {
+                exhausted = true;
+                break;
+            }
+            if matched >= window {
+                break;
+            }
+        }
+    }
+    if matched < window && !exhausted {
+        return Ok(None);
+    }
+    let floor: i64 = if matched > window {
+        mem.query_row(
+            "SELECT rowid FROM w WHERE w MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+            rusqlite::params![expr, window - 1],
+            |r| r.get(0),
+        )?
+    } else {
+        i64::MIN
+    };
+    let Some(avgdl) = average_length(conn)? else {
+        return Ok(None);
+    };
+    // Each match's phrase instances: highlight() opens one mark per instance (instances
+    // of these phrases never overlap: short_prefix_phrase).
+    let mut scored: Vec<(f64, i64)> = Vec::new();
+    {
+        let mut stmt = mem.prepare(
+            "SELECT rowid, highlight(w, 0, char(1), char(2)), t FROM w \
+             WHERE w MATCH ?1 AND rowid >= ?2",
+        )?;
+        let mut rows = stmt.query(rusqlite::params![expr, floor])?;
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            let marked: String = row.get(1)?;
+            let text: Option<String> = row.get(2)?;
+            let own = text.as_deref().map_or(0, |t| t.matches('\u{1}').count());
+            let instances = marked.matches('\u{1}').count().saturating_sub(own);
+            let length = parts.get(&seq).map_or(0, |p| p.1);
+            scored.push((
+                bm25_without_idf(instances as f64, length as f64, avgdl),
+                seq,
+            ));
+        }
+    }
+    // bm25 is −IDF × f, best (lowest) first: f descending, ties by rowid.
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let mut seen = std::collections::HashSet::new();
+    let page: Vec<(f64, i64)> = scored
+        .into_iter()
+        .filter(|(_, seq)| parts.get(seq).is_some_and(|p| seen.insert(p.0.clone())))
+        .take(limit)
+        .collect();
+    if page.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    let ids = serde_json::Value::from(page.iter().map(|p| p.1).collect::<Vec<_>>()).to_string();
+    let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    {
+        let mut stmt = mem.prepare(
+            "SELECT rowid, CASE WHEN rowid IN (SELECT value FROM json_each(?3)) \
+             THEN snippet(w, 0, ?4, ?5, ?6, ?7) END FROM w WHERE w MATCH ?1 AND rowid >= ?2",
+        )?;
+        let mut rows = stmt.query(rusqlite::params![
+            expr,
+            floor,
+            ids,
+            MATCH_START,
+            MATCH_END,
+            ELLIPSIS,
+            SNIPPET_TOKENS
+        ])?;
+        while let Some(row) = rows.next()? {
+            if let Some(snippet) = row.get::<_, Option<String>>(1)? {
+                snippets.insert(row.get(0)?, snippet);
+            }
+        }
+    }
+    let mut query = Query::select();
+    hit_columns(&mut query, Expr::val(""), Expr::val(0.0));
+    query
+        .expr(c("p", "seq"))
+        .from_as(Alias::new("parts"), Alias::new("p"));
+    join_hit_tables(&mut query, JoinOrder::Planner);
+    query.and_where(c("p", "seq").is_in(page.iter().map(|p| p.1)));
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut by_seq: std::collections::HashMap<i64, SearchHit> = std::collections::HashMap::new();
+    for row in stmt.query_map(&*values.as_params(), |row| {
+        Ok((row.get::<_, i64>(12)?, hit(row, None)?))
+    })? {
+        let (seq, hit) = row?;
+        by_seq.insert(seq, hit);
+    }
+    Ok(Some(
+        page.iter()
+            .filter_map(|&(f, seq)| {
+                by_seq.remove(&seq).map(|mut hit| {
+                    hit.rank = -f;
+                    hit.snippet = snippets.remove(&seq).unwrap_or_default();
+                    hit
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// bm25's per-document factor for one phrase, computed as FTS5 computes it (the same
+/// operations in the same order, so the same doubles): `instances` of the phrase in a
+/// document of `length` tokens, `avgdl` the index's average length.
+fn bm25_without_idf(instances: f64, length: f64, avgdl: f64) -> f64 {
+    (instances * (BM25_K1 + 1.0)) / (instances + BM25_K1 * (1.0 - BM25_B + BM25_B * length / avgdl))
+}
+
+/// The word index's average document length in tokens, as bm25 reads it: its total of
+/// tokens over its number of rows (the averages record, id 1 of `parts_fts_data`: a
+/// varint row count, then a varint total per column). `None` when there is none.
+fn average_length(conn: &Connection) -> rusqlite::Result<Option<f64>> {
+    let block: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT block FROM parts_fts_data WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    let Some(block) = block else {
+        return Ok(None);
+    };
+    let Some((rows, used)) = varint(&block) else {
+        return Ok(None);
+    };
+    let Some(tokens) = block.get(used..).and_then(first_varint) else {
+        return Ok(None);
+    };
+    if rows <= 0 {
+        return Ok(None);
+    }
+    Ok(Some(tokens as f64 / rows as f64))
+}
+
+/// The first SQLite varint of `bytes` (FTS5's format), if whole.
+fn first_varint(bytes: &[u8]) -> Option<i64> {
+    varint(bytes).map(|(v, _)| v)
+}
+
+/// An SQLite varint at the start of `bytes` and how many bytes it took: big-endian groups
+/// of 7 bits, high bit set on every byte but the last, and a ninth byte of 8 bits.
+fn varint(bytes: &[u8]) -> Option<(i64, usize)> {
+    let mut value: u64 = 0;
+    for (i, &byte) in bytes.iter().enumerate().take(9) {
+        if i == 8 {
+            value = (value << 8) | u64::from(byte);
+            return Some((value as i64, 9));
+        }
+        value = (value << 7) | u64::from(byte & 0x7f);
+        if byte & 0x80 == 0 {
+            return Some((value as i64, i + 1));
+        }
+    }
+    None
+}
+
+/// Whether `expr` is one FTS5 string with a prefix (`"…"*`, as the sanitizer writes it)
+/// whose text is ASCII, whose last word has at most three characters, and whose
+/// instances cannot overlap: the queries [`typing_page`] answers. The words are
+/// unicode61's on ASCII: runs of letters and digits, lowercased.
+fn short_prefix_phrase(expr: &str) -> Option<Vec<String>> {
+    let inner = expr.strip_prefix('"')?.strip_suffix("\"*")?;
+    // Inside, a quote only as a doubled quote (the sanitizer's escape).
+    if inner.replace("\"\"", "").contains('"') || !inner.is_ascii() {
+        return None;
+    }
+    let words: Vec<String> = inner
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let last = words.last()?;
+    if last.len() > 3 {
+        return None;
+    }
+    // Two instances overlap when the phrase, shifted by `s` words, agrees with itself on
+    // the words both cover (the last word is a prefix).
+    let k = words.len();
+    for s in 1..k {
+        let agrees = (0..k - s).all(|j| {
+            let (a, b) = (&words[j + s], &words[j]);
+            if j + s == k - 1 {
+                b.starts_with(a.as_str())
+            } else {
+                a == b
+            }
+        });
+        if agrees {
+            return None;
+        }
+    }
+    Some(words)
 }
 
 /// The first page (no offset) in one statement: the ranked hits with their columns and
@@ -1113,6 +1393,235 @@ mod tests {
         })
         .unwrap();
         db
+    }
+
+    /// Messages of words drawn (deterministically) from a vocabulary full of shared short
+    /// prefixes, phrases such as `handle_request`, folded diacritics, CJK, control
+    /// characters, tool parts and messages with several parts, indexed.
+    fn typing_history(messages: i64) -> crate::Database {
+        use crate::queries as q;
+        const WORDS: &[&str] = &[
+            "con",
+            "connection",
+            "config",
+            "console",
+            "Cônnection",
+            "conn",
+            "co",
+            "c",
+            "handle",
+            "handle_request",
+            "handle_response",
+            "handle_re",
+            "request",
+            "return",
+            "re",
+            "r",
+            "result",
+            "rêve",
+            "data",
+            "database",
+            "dat",
+            "da",
+            "timeout",
+            "time",
+            "数据库",
+            "接続",
+            "x\u{1}y",
+            "HANDLE",
+            "handle.rs",
+            "r2d2",
+            "ré",
+            "repo",
+            "the",
+        ];
+        let db = crate::Database::open_in_memory().unwrap();
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
+        };
+        db.write(|tx| -> crate::Result<()> {
+            let conn = tx.conn().unwrap();
+            q::create_session(
+                conn,
+                &q::CreateSessionParams {
+                    id: "ses_t",
+                    parent_session_id: None,
+                    kind: "normal",
+                    source: "cli",
+                    user_id: None,
+                    directory: None,
+                    title: None,
+                    model: None,
+                    model_config: None,
+                    system_prompt: None,
+                    permission: None,
+                    billing_provider: None,
+                    billing_base_url: None,
+                    billing_mode: None,
+                    now: 0,
+                },
+            )?;
+            for i in 0..messages {
+                let message = format!("msg_{i:05}");
+                q::create_message(
+                    conn,
+                    &q::CreateMessageParams {
+                        id: &message,
+                        session_id: "ses_t",
+                        parent_id: None,
+                        role: "user",
+                        agent: None,
+                        provider: None,
+                        model: None,
+                        finish_reason: None,
+                        is_summary: false,
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        cache_read_tokens: 0,
+                        cache_write_tokens: 0,
+                        reasoning_tokens: 0,
+                        cost_usd: 0.0,
+                        error: None,
+                        created_at: i,
+                        updated_at: i,
+                        finished_at: Some(i),
+                    },
+                )?;
+                for position in 0..=next(3) as i64 {
+                    let length = 1 + next(60);
+                    let text: Vec<&str> = (0..length).map(|_| WORDS[next(WORDS.len())]).collect();
+                    let text = text.join(if next(2) == 0 { " " } else { ", " });
+                    let data = if next(6) == 0 {
+                        serde_json::json!({"type": "tool", "tool": "grep", "input": {"q": "con"},
+                            "state": {"output": text}})
+                    } else {
+                        serde_json::json!({"type": "text", "text": text})
+                    };
+                    q::create_part(
+                        conn,
+                        &q::CreatePartParams {
+                            id: &format!("prt_{i}_{position}"),
+                            message_id: &message,
+                            session_id: "ses_t",
+                            position,
+                            r#type: if data["type"] == "tool" {
+                                "tool"
+                            } else {
+                                "text"
+                            },
+                            data: &data.to_string(),
+                            created_at: i,
+                            updated_at: i,
+                        },
+                    )?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        db.index_pending().unwrap();
+        db
+    }
+
+    /// The typing window's page without the index's prefix query is the index's page: the
+    /// same hits in the same order with the same snippets, for prefixes of one to three
+    /// letters, phrases ending in one, windows from one part to all of them, and limits
+    /// that make several parts of one message compete.
+    #[test]
+    fn typing_page_equals_the_index_page() {
+        let db = typing_history(400);
+        let queries = [
+            "\"con\"*",
+            "\"co\"*",
+            "\"c\"*",
+            "\"handle_r\"*",
+            "\"handle_re\"*",
+            "\"han\"*",
+            "\"re\"*",
+            "\"r\"*",
+            "\"handle re\"*",
+            "\"dat\"*",
+            "\"x\"*",
+            "\"the\"*",
+            "\"zzz\"*",
+            "\"handle.r\"*",
+            "\"r2d\"*",
+            "\"y\"*",
+        ];
+        let mut answered = 0;
+        db.read_sqlite("test", |conn| {
+            for expr in queries {
+                for window in [1, 7, 60, 300, 100_000] {
+                    for limit in [1, 5, 20, 500] {
+                        let filter = SearchFilter {
+                            limit,
+                            window: Some(window),
+                            ..SearchFilter::new(TextQuery::Words(expr.to_owned()))
+                        };
+                        let floor = window_floor(conn, "parts_fts", expr, &filter, window)?;
+                        let want = first_page(conn, "parts_fts", expr, &filter, floor)?;
+                        let Some(got) = typing_page(conn, expr, &filter, window, (6, 40))? else {
+                            continue;
+                        };
+                        answered += 1;
+                        let strip = |hits: &[SearchHit]| -> Vec<SearchHit> {
+                            hits.iter()
+                                .map(|h| SearchHit {
+                                    rank: 0.0,
+                                    ..h.clone()
+                                })
+                                .collect()
+                        };
+                        assert_eq!(
+                            strip(&got),
+                            strip(&want),
+                            "{expr} window {window} limit {limit}"
+                        );
+                        // Both rank the same way: bm25 there, bm25 without its IDF here.
+                        for pair in got.windows(2) {
+                            assert!(pair[0].rank <= pair[1].rank, "{expr}: {pair:?}");
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(answered >= 100, "{answered}");
+    }
+
+    #[test]
+    fn only_phrases_ending_in_a_short_prefix_without_overlaps_take_the_walk() {
+        assert_eq!(
+            short_prefix_phrase("\"handle_r\"*"),
+            Some(vec!["handle".into(), "r".into()])
+        );
+        assert_eq!(short_prefix_phrase("\"CON\"*"), Some(vec!["con".into()]));
+        for expr in [
+            "\"conn\"*", // four letters: the index is quick enough
+            "\"con\"",   // no prefix
+            "\"con\"* OR \"x\"*",
+            "\"a\" \"b\"*", // two phrases: the IDF weighs them
+            "\"数\"*",
+            "\"rêve\"*",
+            "\"ab ab\"*", // "ab ab ab" holds two overlapping instances
+            "\"ab abc ab\"*",
+            "\"_\"*",
+        ] {
+            assert_eq!(short_prefix_phrase(expr), None, "{expr}");
+        }
+        assert_eq!(short_prefix_phrase("\"ab abc a\"*"), None);
+        assert_eq!(
+            short_prefix_phrase("\"ab cd e\"*"),
+            Some(vec!["ab".into(), "cd".into(), "e".into()])
+        );
+        assert_eq!(varint(&[0x05]), Some((5, 1)));
+        assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
+        assert_eq!(varint(&[0x81]), None);
     }
 
     /// The walk in steps returns what one statement over the whole history returns (the
