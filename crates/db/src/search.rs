@@ -645,9 +645,11 @@ fn typing_page(
         )?;
         let mut insert = mem.prepare("INSERT INTO w (rowid, t) VALUES (?1, ?2)")?;
         let mut count = mem.prepare("SELECT count(*) FROM w WHERE w MATCH ?1")?;
-        for _ in 0..steps {
+        for done in 1..=steps {
             let mut rows = newest.query(rusqlite::params![below, step])?;
             let mut read = 0_u64;
+            // One transaction per step: FTS5 writes one segment for it, not one per part.
+            mem.execute_batch("BEGIN")?;
             while let Some(row) = rows.next()? {
                 let seq: i64 = row.get(0)?;
                 let size: Vec<u8> = row.get(1)?;
@@ -657,12 +659,18 @@ fn typing_page(
                 below = seq;
                 read += 1;
             }
+            mem.execute_batch("COMMIT")?;
             matched = count.query_row([expr], |r| r.get(0))?;
             if read < step {
                 exhausted = true;
                 break;
             }
-            if matched >= window {
+            // Stop when the window is full, or when at this rate it will not be within the
+            // walk (a rarer prefix: its index query is cheap).
+            let done = done as u64;
+            if matched >= window
+                || matched.saturating_mul(steps as u64) < window.saturating_mul(done) / 2
+            {
                 break;
             }
         }
