@@ -175,8 +175,10 @@ pub struct SearchHit {
     /// Text around the match, matches between [`MATCH_START`] and [`MATCH_END`].
     pub snippet: String,
     /// Rank of the best part, lower is better: FTS5's bm25 on SQLite (0 for LIKE
-    /// matches), minus `ts_rank_cd` or minus the terms' frequency on PostgreSQL (0 for a
-    /// literal substring). Compare ranks within one search only.
+    /// matches; in a typing window's search for a phrase ending in a short prefix, bm25
+    /// without its IDF factor, which is the same for every hit of such a query), minus
+    /// `ts_rank_cd` or minus the terms' frequency on PostgreSQL (0 for a literal
+    /// substring). Compare ranks within one search only.
     pub rank: f64,
     /// The session's source.
     pub source: String,
