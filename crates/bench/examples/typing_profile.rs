@@ -35,6 +35,9 @@ fn med(v: &mut [Duration]) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("DB")?;
+    if let Ok(expr) = std::env::var("PHASES") {
+        return phases(&path, &expr);
+    }
     let rounds: usize = std::env::var("N")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -123,5 +126,65 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             hits
         );
     }
+    Ok(())
+}
+
+/// The typing window's walk for one expression, phase by phase (`PHASES=<expr>`).
+pub fn phases(path: &str, expr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let conn = Connection::open(path)?;
+    let t = Instant::now();
+    let mem = Connection::open_in_memory()?;
+    mem.execute_batch(
+        "CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61 remove_diacritics 2')",
+    )?;
+    println!("open {:?}", t.elapsed());
+    let mut below = i64::MAX;
+    let (mut read_t, mut ins_t, mut count_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut texts: Vec<(i64, Option<String>)> = Vec::new();
+    for _ in 0..8 {
+        let t = Instant::now();
+        let mut newest = conn.prepare_cached(
+            "SELECT d.id, d.sz, v.search_text, p.message_id FROM parts_fts_docsize AS d \
+             CROSS JOIN parts AS p CROSS JOIN parts_search AS v \
+             WHERE p.seq = d.id AND v.seq = d.id AND d.id < ?1 ORDER BY d.id DESC LIMIT 1000",
+        )?;
+        texts.clear();
+        for row in newest.query_map([below], |r| Ok((r.get::<_, i64>(0)?, r.get(2)?)))? {
+            texts.push(row?);
+        }
+        read_t += t.elapsed();
+        let t = Instant::now();
+        mem.execute_batch("BEGIN")?;
+        for (seq, text) in &texts {
+            mem.execute(
+                "INSERT INTO w (rowid, t) VALUES (?1, ?2)",
+                rusqlite::params![seq, text],
+            )?;
+            below = *seq;
+        }
+        mem.execute_batch("COMMIT")?;
+        ins_t += t.elapsed();
+        let t = Instant::now();
+        let n: i64 = mem.query_row("SELECT count(*) FROM w WHERE w MATCH ?1", [expr], |r| {
+            r.get(0)
+        })?;
+        count_t += t.elapsed();
+        if n >= 2000 {
+            break;
+        }
+    }
+    println!("read {read_t:?} insert {ins_t:?} count {count_t:?}");
+    let t = Instant::now();
+    let n = mem
+        .prepare("SELECT rowid, highlight(w, 0, char(1), char(2)), t FROM w WHERE w MATCH ?1")?
+        .query_map([expr], |r| r.get::<_, String>(1))?
+        .count();
+    println!("highlight {n} {:?}", t.elapsed());
+    let t = Instant::now();
+    let n = mem
+        .prepare("SELECT rowid FROM w WHERE w MATCH ?1")?
+        .query_map([expr], |r| r.get::<_, i64>(0))?
+        .count();
+    println!("match {n} {:?}", t.elapsed());
     Ok(())
 }

@@ -627,15 +627,21 @@ fn typing_page(
         && filter.session_id.is_none()
         && filter.after.is_none()
         && filter.before.is_none();
-    if !unfiltered || filter.offset != 0 || window == 0 || short_prefix_phrase(expr).is_none() {
+    if !unfiltered || filter.offset != 0 || window == 0 {
         return Ok(None);
     }
+    let Some(words) = short_prefix_phrase(expr) else {
+        return Ok(None);
+    };
     let mem = Connection::open_in_memory()?;
     mem.execute_batch(
         "CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61 remove_diacritics 2')",
     )?;
-    // seq -> (message id, document length in tokens), for the parts read.
-    let mut parts: std::collections::HashMap<i64, (String, i64)> = std::collections::HashMap::new();
+    // seq -> (message id, document length in tokens, text when ASCII), for the parts read.
+    let mut parts: std::collections::HashMap<i64, (String, i64, Option<String>)> =
+        std::collections::HashMap::new();
+    // The matches of ASCII text, counted here: (seq, instances).
+    let mut ascii: Vec<(i64, usize)> = Vec::new();
     let mut below = i64::MAX;
     let mut matched = 0_u64;
     let mut exhausted = false;
@@ -656,13 +662,27 @@ fn typing_page(
                 let seq: i64 = row.get(0)?;
                 let size: Vec<u8> = row.get(1)?;
                 let text: Option<String> = row.get(2)?;
-                insert.execute(rusqlite::params![seq, text])?;
-                parts.insert(seq, (row.get(3)?, first_varint(&size).unwrap_or(0)));
+                let length = first_varint(&size).unwrap_or(0);
+                match text {
+                    // unicode61 on ASCII is plain: runs of letters and digits, lowercased.
+                    Some(text) if text.is_ascii() => {
+                        let n = ascii_instances(&text, &words);
+                        if n > 0 {
+                            ascii.push((seq, n));
+                        }
+                        parts.insert(seq, (row.get(3)?, length, Some(text)));
+                    }
+                    text => {
+                        insert.execute(rusqlite::params![seq, text])?;
+                        parts.insert(seq, (row.get(3)?, length, None));
+                    }
+                }
                 below = seq;
                 read += 1;
             }
             mem.execute_batch("COMMIT")?;
-            matched = count.query_row([expr], |r| r.get(0))?;
+            let in_mem: u64 = count.query_row([expr], |r| r.get(0))?;
+            matched = in_mem + ascii.len() as u64;
             if read < step {
                 exhausted = true;
                 break;
@@ -680,40 +700,41 @@ fn typing_page(
     if matched < window && !exhausted {
         return Ok(None);
     }
-    let floor: i64 = if matched > window {
-        mem.query_row(
-            "SELECT rowid FROM w WHERE w MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
-            rusqlite::params![expr, window - 1],
-            |r| r.get(0),
-        )?
-    } else {
-        i64::MIN
-    };
     let Some(avgdl) = average_length(conn)? else {
         return Ok(None);
     };
-    // Each match's phrase instances: highlight() opens one mark per instance (instances
-    // of these phrases never overlap: short_prefix_phrase).
-    let mut scored: Vec<(f64, i64)> = Vec::new();
+    // Every match with its phrase instances: counted above for ASCII text; for the rest,
+    // highlight() opens one mark per instance (instances of these phrases never overlap:
+    // short_prefix_phrase).
+    let mut all: Vec<(i64, usize)> = ascii;
     {
         let mut stmt = mem.prepare(
-            "SELECT rowid, highlight(w, 0, char(1), char(2)), t FROM w \
-             WHERE w MATCH ?1 AND rowid >= ?2",
+            "SELECT rowid, highlight(w, 0, char(1), char(2)), t FROM w WHERE w MATCH ?1",
         )?;
-        let mut rows = stmt.query(rusqlite::params![expr, floor])?;
+        let mut rows = stmt.query([expr])?;
         while let Some(row) = rows.next()? {
-            let seq: i64 = row.get(0)?;
             let marked: String = row.get(1)?;
             let text: Option<String> = row.get(2)?;
             let own = text.as_deref().map_or(0, |t| t.matches('\u{1}').count());
-            let instances = marked.matches('\u{1}').count().saturating_sub(own);
-            let length = parts.get(&seq).map_or(0, |p| p.1);
-            scored.push((
-                bm25_without_idf(instances as f64, length as f64, avgdl),
-                seq,
+            all.push((
+                row.get(0)?,
+                marked.matches('\u{1}').count().saturating_sub(own),
             ));
         }
     }
+    // The window: the newest `window` matches.
+    all.sort_by(|a, b| b.0.cmp(&a.0));
+    all.truncate(usize::try_from(window).unwrap_or(usize::MAX));
+    let mut scored: Vec<(f64, i64)> = all
+        .iter()
+        .map(|&(seq, instances)| {
+            let length = parts.get(&seq).map_or(0, |p| p.1);
+            (
+                bm25_without_idf(instances as f64, length as f64, avgdl),
+                seq,
+            )
+        })
+        .collect();
     // bm25 is −IDF × f, best (lowest) first: f descending, ties by rowid.
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
@@ -726,26 +747,34 @@ fn typing_page(
     if page.is_empty() {
         return Ok(Some(Vec::new()));
     }
+    // The page's snippets: FTS5's own, so its ASCII texts join the in-memory table.
+    mem.execute_batch("BEGIN")?;
+    {
+        let mut insert = mem.prepare("INSERT INTO w (rowid, t) VALUES (?1, ?2)")?;
+        for &(_, seq) in &page {
+            if let Some((_, _, Some(text))) = parts.get(&seq) {
+                insert.execute(rusqlite::params![seq, text])?;
+            }
+        }
+    }
+    mem.execute_batch("COMMIT")?;
     let ids = serde_json::Value::from(page.iter().map(|p| p.1).collect::<Vec<_>>()).to_string();
     let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     {
         let mut stmt = mem.prepare(
-            "SELECT rowid, CASE WHEN rowid IN (SELECT value FROM json_each(?3)) \
-             THEN snippet(w, 0, ?4, ?5, ?6, ?7) END FROM w WHERE w MATCH ?1 AND rowid >= ?2",
+            "SELECT rowid, snippet(w, 0, ?2, ?3, ?4, ?5) FROM w \
+             WHERE w MATCH ?1 AND rowid IN (SELECT value FROM json_each(?6))",
         )?;
         let mut rows = stmt.query(rusqlite::params![
             expr,
-            floor,
-            ids,
             MATCH_START,
             MATCH_END,
             ELLIPSIS,
-            SNIPPET_TOKENS
+            SNIPPET_TOKENS,
+            ids
         ])?;
         while let Some(row) = rows.next()? {
-            if let Some(snippet) = row.get::<_, Option<String>>(1)? {
-                snippets.insert(row.get(0)?, snippet);
-            }
+            snippets.insert(row.get(0)?, row.get(1)?);
         }
     }
     let mut query = Query::select();
@@ -775,6 +804,33 @@ fn typing_page(
             })
             .collect(),
     ))
+}
+
+/// How many times the phrase `words` (its last word a prefix) occurs in ASCII `text`, as
+/// unicode61 tokenizes it: runs of ASCII letters and digits, lowercased (FTS5 counts an
+/// instance at every position where the phrase starts).
+fn ascii_instances(text: &str, words: &[String]) -> usize {
+    let tokens: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let k = words.len();
+    if k == 0 || tokens.len() < k {
+        return 0;
+    }
+    (0..=tokens.len() - k)
+        .filter(|&o| {
+            words.iter().enumerate().all(|(j, w)| {
+                let t = tokens[o + j].as_bytes();
+                if j + 1 == k {
+                    t.get(..w.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(w.as_bytes()))
+                } else {
+                    t.eq_ignore_ascii_case(w.as_bytes())
+                }
+            })
+        })
+        .count()
 }
 
 /// bm25's per-document factor for one phrase, computed as FTS5 computes it (the same
