@@ -723,7 +723,7 @@ fn typing_page(
         }
     }
     // The window: the newest `window` matches.
-    all.sort_by(|a, b| b.0.cmp(&a.0));
+    all.sort_by_key(|a| std::cmp::Reverse(a.0));
     all.truncate(usize::try_from(window).unwrap_or(usize::MAX));
     let mut scored: Vec<(f64, i64)> = all
         .iter()
