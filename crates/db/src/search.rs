@@ -603,11 +603,13 @@ const BM25_B: f64 = 0.75;
 /// statement has, and bm25 runs the phrase again to count its documents: three full merges
 /// per keystroke with the window's floor (`"handle_r"*` expands `r*`: ~450 ms on 100,000
 /// messages). The newest matches are found instead by reading the newest indexed parts'
-/// text (the index holds exactly their current text, V7) into a private in-memory FTS5
-/// table with the same tokenizer, a step at a time, until it holds the window: a common
-/// short prefix matches most parts, so the window comes within a few steps.
+/// text (the index holds exactly their current text, V7), a step at a time, until the
+/// window is found: a common short prefix matches most parts, so it comes within a few
+/// steps. ASCII text is tokenized here (unicode61 on ASCII: runs of letters and digits,
+/// lowercased) and the phrase counted in it; other text goes to a private in-memory FTS5
+/// table with the index's tokenizer, and so do the page's parts, for their snippets.
 ///
-/// Same answer as the index: the same parts match (same tokenizer, same text), the
+/// Same answer as the index: the same parts match (same tokens, same text), the
 /// snippets are FTS5's own `snippet()` over the same text and phrase instances, and the
 /// order is bm25's: with one phrase, bm25 is IDF × f(instances, document length, average
 /// length), the IDF (a count of every matching document, which costs the merge) is one
