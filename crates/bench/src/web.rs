@@ -117,6 +117,9 @@ pub struct WebResult {
     pub keystroke_median_ms: f64,
     /// 95th percentile.
     pub keystroke_p95_ms: f64,
+    /// The slowest keystrokes (what the p95 is made of): the typed string and its median
+    /// over HTTP, slowest first, at most eight.
+    pub keystroke_slowest: Vec<(String, f64)>,
     /// `MessageService::search` for the same strings, median.
     pub keystroke_service_median_ms: f64,
     /// The same strings ranked over the whole history (what Enter asks), median.
@@ -356,17 +359,25 @@ fn measure(
         .collect();
     let encode = |s: &str| -> String { s.bytes().map(|b| format!("%{b:02X}")).collect() };
     let mut samples = Vec::new();
+    let mut per_keystroke = vec![Vec::new(); keystrokes.len()];
     for _ in 0..rounds.div_ceil(10) {
-        for typed in &keystrokes {
-            samples.push(
-                get(
-                    addr,
-                    &format!("/api/search?q={}&limit=50&rank=recent", encode(typed)),
-                )?
-                .1,
-            );
+        for (i, typed) in keystrokes.iter().enumerate() {
+            let took = get(
+                addr,
+                &format!("/api/search?q={}&limit=50&rank=recent", encode(typed)),
+            )?
+            .1;
+            samples.push(took);
+            per_keystroke[i].push(took);
         }
     }
+    let mut keystroke_slowest: Vec<(String, f64)> = keystrokes
+        .iter()
+        .zip(&per_keystroke)
+        .map(|(typed, took)| (typed.clone(), ms(median(took))))
+        .collect();
+    keystroke_slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    keystroke_slowest.truncate(8);
     // Enter on each typed keystroke: the same strings ranked over the whole history.
     let mut entered = Vec::new();
     for _ in 0..rounds.div_ceil(10) {
@@ -405,6 +416,7 @@ fn measure(
         keystrokes: samples.len(),
         keystroke_median_ms: ms(median(&samples)),
         keystroke_p95_ms: ms(percentile(&samples, 0.95)),
+        keystroke_slowest,
         keystroke_service_median_ms: ms(median(&direct)),
         enter_median_ms: ms(median(&entered)),
         enter_p95_ms: ms(percentile(&entered, 0.95)),

@@ -26,7 +26,7 @@
 //! per match (FTS5 computes bm25 for every match and sorts them all before the first row
 //! comes back); [`SearchFilter::window`] bounds that by ranking only the newest matches.
 
-use rusqlite::{Connection, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 use sea_query::{
     Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SqliteQueryBuilder,
 };
@@ -175,8 +175,10 @@ pub struct SearchHit {
     /// Text around the match, matches between [`MATCH_START`] and [`MATCH_END`].
     pub snippet: String,
     /// Rank of the best part, lower is better: FTS5's bm25 on SQLite (0 for LIKE
-    /// matches), minus `ts_rank_cd` or minus the terms' frequency on PostgreSQL (0 for a
-    /// literal substring). Compare ranks within one search only.
+    /// matches; in a typing window's search for a phrase ending in a short prefix, bm25
+    /// without its IDF factor, which is the same for every hit of such a query), minus
+    /// `ts_rank_cd` or minus the terms' frequency on PostgreSQL (0 for a literal
+    /// substring). Compare ranks within one search only.
     pub rank: f64,
     /// The session's source.
     pub source: String,
@@ -532,6 +534,12 @@ fn fts_search(
         return Ok(Vec::new());
     }
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    if index == "parts_fts"
+        && let Some(window) = filter.window
+        && let Some(hits) = typing_page(conn, expr, filter, window, TYPING_WALK)?
+    {
+        return Ok(hits);
+    }
     let floor = match filter.window {
         Some(window) => window_floor(conn, index, expr, filter, window)?,
         None => None,
@@ -575,6 +583,346 @@ fn fts_search(
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
     let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();
     page_hits(conn, index, expr, plain, &page)
+}
+
+/// How far [`typing_page`] walks the newest indexed parts: this many steps of this many
+/// parts before it leaves the query to the index.
+const TYPING_WALK: (usize, u64) = (8, 1_000);
+
+/// bm25's parameters, as FTS5 fixes them.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
+
+/// The typing window's first page for a phrase ending in a short prefix (`"con"*`,
+/// `"handle_r"*`), without the word index's prefix query; `None` when the query is not one
+/// of those (or has filters or an offset), or when the window is not found within the walk
+/// ([`TYPING_WALK`]): the index answers then.
+///
+/// Why. FTS5 has no prefix index here, so a prefix query first merges the position lists
+/// of every term it expands to over the whole history, whatever rowid bounds or limit the
+/// statement has, and bm25 runs the phrase again to count its documents: three full merges
+/// per keystroke with the window's floor (`"handle_r"*` expands `r*`: ~450 ms on 100,000
+/// messages). The newest matches are found instead by reading the newest indexed parts'
+/// text (the index holds exactly their current text, V7), a step at a time, until the
+/// window is found: a common short prefix matches most parts, so it comes within a few
+/// steps. ASCII text is tokenized here (unicode61 on ASCII: runs of letters and digits,
+/// lowercased) and the phrase counted in it; other text goes to a private in-memory FTS5
+/// table with the index's tokenizer, and so do the page's parts, for their snippets.
+///
+/// Same answer as the index: the same parts match (same tokens, same text), the
+/// snippets are FTS5's own `snippet()` over the same text and phrase instances, and the
+/// order is bm25's: with one phrase, bm25 is IDF × f(instances, document length, average
+/// length), the IDF (a count of every matching document, which costs the merge) is one
+/// positive factor for the query, so f with the index's own lengths orders the hits as
+/// bm25 does, ties by rowid as FTS5's sorter leaves them. [`SearchHit::rank`] is −f here
+/// (bm25 without its IDF factor): compare ranks within one search only.
+fn typing_page(
+    conn: &Connection,
+    expr: &str,
+    filter: &SearchFilter,
+    window: u64,
+    (steps, step): (usize, u64),
+) -> rusqlite::Result<Option<Vec<SearchHit>>> {
+    let unfiltered = filter.sources.is_empty()
+        && filter.exclude_sources.is_empty()
+        && filter.roles.is_empty()
+        && filter.session_id.is_none()
+        && filter.after.is_none()
+        && filter.before.is_none();
+    if !unfiltered || filter.offset != 0 || window == 0 {
+        return Ok(None);
+    }
+    let Some(words) = short_prefix_phrase(expr) else {
+        return Ok(None);
+    };
+    let mem = Connection::open_in_memory()?;
+    mem.execute_batch(
+        "CREATE VIRTUAL TABLE w USING fts5(t, tokenize='unicode61 remove_diacritics 2')",
+    )?;
+    // seq -> (message id, document length in tokens, text when ASCII), for the parts read.
+    let mut parts: std::collections::HashMap<i64, (String, i64, Option<String>)> =
+        std::collections::HashMap::new();
+    // The matches of ASCII text, counted here: (seq, instances).
+    let mut ascii: Vec<(i64, usize)> = Vec::new();
+    let mut below = i64::MAX;
+    let mut matched = 0_u64;
+    let mut exhausted = false;
+    {
+        let mut newest = conn.prepare_cached(
+            "SELECT d.id, d.sz, v.search_text, p.message_id FROM parts_fts_docsize AS d \
+             CROSS JOIN parts AS p CROSS JOIN parts_search AS v \
+             WHERE p.seq = d.id AND v.seq = d.id AND d.id < ?1 ORDER BY d.id DESC LIMIT ?2",
+        )?;
+        let mut insert = mem.prepare("INSERT INTO w (rowid, t) VALUES (?1, ?2)")?;
+        let mut count = mem.prepare("SELECT count(*) FROM w WHERE w MATCH ?1")?;
+        for done in 1..=steps {
+            let mut rows = newest.query(rusqlite::params![below, step])?;
+            let mut read = 0_u64;
+            // One transaction per step: FTS5 writes one segment for it, not one per part.
+            mem.execute_batch("BEGIN")?;
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(0)?;
+                let size: Vec<u8> = row.get(1)?;
+                let text: Option<String> = row.get(2)?;
+                let length = first_varint(&size).unwrap_or(0);
+                match text {
+                    // unicode61 on ASCII is plain: runs of letters and digits, lowercased.
+                    Some(text) if text.is_ascii() => {
+                        let n = ascii_instances(&text, &words);
+                        if n > 0 {
+                            ascii.push((seq, n));
+                        }
+                        parts.insert(seq, (row.get(3)?, length, Some(text)));
+                    }
+                    text => {
+                        insert.execute(rusqlite::params![seq, text])?;
+                        parts.insert(seq, (row.get(3)?, length, None));
+                    }
+                }
+                below = seq;
+                read += 1;
+            }
+            mem.execute_batch("COMMIT")?;
+            let in_mem: u64 = count.query_row([expr], |r| r.get(0))?;
+            matched = in_mem + ascii.len() as u64;
+            if read < step {
+                exhausted = true;
+                break;
+            }
+            // Stop when the window is full, or when at this rate it will not be within the
+            // walk (a rarer prefix: its index query is cheap).
+            let done = done as u64;
+            if matched >= window
+                || matched.saturating_mul(steps as u64) < window.saturating_mul(done) / 2
+            {
+                break;
+            }
+        }
+    }
+    if matched < window && !exhausted {
+        return Ok(None);
+    }
+    let Some(avgdl) = average_length(conn)? else {
+        return Ok(None);
+    };
+    // Every match with its phrase instances: counted above for ASCII text; for the rest,
+    // highlight() opens one mark per instance (instances of these phrases never overlap:
+    // short_prefix_phrase).
+    let mut all: Vec<(i64, usize)> = ascii;
+    {
+        let mut stmt = mem.prepare(
+            "SELECT rowid, highlight(w, 0, char(1), char(2)), t FROM w WHERE w MATCH ?1",
+        )?;
+        let mut rows = stmt.query([expr])?;
+        while let Some(row) = rows.next()? {
+            let marked: String = row.get(1)?;
+            let text: Option<String> = row.get(2)?;
+            let own = text.as_deref().map_or(0, |t| t.matches('\u{1}').count());
+            all.push((
+                row.get(0)?,
+                marked.matches('\u{1}').count().saturating_sub(own),
+            ));
+        }
+    }
+    // The window: the newest `window` matches.
+    all.sort_by_key(|a| std::cmp::Reverse(a.0));
+    all.truncate(usize::try_from(window).unwrap_or(usize::MAX));
+    let mut scored: Vec<(f64, i64)> = all
+        .iter()
+        .map(|&(seq, instances)| {
+            let length = parts.get(&seq).map_or(0, |p| p.1);
+            (
+                bm25_without_idf(instances as f64, length as f64, avgdl),
+                seq,
+            )
+        })
+        .collect();
+    // bm25 is −IDF × f, best (lowest) first: f descending, ties by rowid.
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let mut seen = std::collections::HashSet::new();
+    let page: Vec<(f64, i64)> = scored
+        .into_iter()
+        .filter(|(_, seq)| parts.get(seq).is_some_and(|p| seen.insert(p.0.clone())))
+        .take(limit)
+        .collect();
+    if page.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    // The page's snippets: FTS5's own, so its ASCII texts join the in-memory table.
+    mem.execute_batch("BEGIN")?;
+    {
+        let mut insert = mem.prepare("INSERT INTO w (rowid, t) VALUES (?1, ?2)")?;
+        for &(_, seq) in &page {
+            if let Some((_, _, Some(text))) = parts.get(&seq) {
+                insert.execute(rusqlite::params![seq, text])?;
+            }
+        }
+    }
+    mem.execute_batch("COMMIT")?;
+    let ids = serde_json::Value::from(page.iter().map(|p| p.1).collect::<Vec<_>>()).to_string();
+    let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    {
+        let mut stmt = mem.prepare(
+            "SELECT rowid, snippet(w, 0, ?2, ?3, ?4, ?5) FROM w \
+             WHERE w MATCH ?1 AND rowid IN (SELECT value FROM json_each(?6))",
+        )?;
+        let mut rows = stmt.query(rusqlite::params![
+            expr,
+            MATCH_START,
+            MATCH_END,
+            ELLIPSIS,
+            SNIPPET_TOKENS,
+            ids
+        ])?;
+        while let Some(row) = rows.next()? {
+            snippets.insert(row.get(0)?, row.get(1)?);
+        }
+    }
+    let mut query = Query::select();
+    hit_columns(&mut query, Expr::val(""), Expr::val(0.0));
+    query
+        .expr(c("p", "seq"))
+        .from_as(Alias::new("parts"), Alias::new("p"));
+    join_hit_tables(&mut query, JoinOrder::Planner);
+    query.and_where(c("p", "seq").is_in(page.iter().map(|p| p.1)));
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut by_seq: std::collections::HashMap<i64, SearchHit> = std::collections::HashMap::new();
+    for row in stmt.query_map(&*values.as_params(), |row| {
+        Ok((row.get::<_, i64>(12)?, hit(row, None)?))
+    })? {
+        let (seq, hit) = row?;
+        by_seq.insert(seq, hit);
+    }
+    Ok(Some(
+        page.iter()
+            .filter_map(|&(f, seq)| {
+                by_seq.remove(&seq).map(|mut hit| {
+                    hit.rank = -f;
+                    hit.snippet = snippets.remove(&seq).unwrap_or_default();
+                    hit
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// How many times the phrase `words` (its last word a prefix) occurs in ASCII `text`, as
+/// unicode61 tokenizes it: runs of ASCII letters and digits, lowercased (FTS5 counts an
+/// instance at every position where the phrase starts).
+fn ascii_instances(text: &str, words: &[String]) -> usize {
+    let tokens: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let k = words.len();
+    if k == 0 || tokens.len() < k {
+        return 0;
+    }
+    (0..=tokens.len() - k)
+        .filter(|&o| {
+            words.iter().enumerate().all(|(j, w)| {
+                let t = tokens[o + j].as_bytes();
+                if j + 1 == k {
+                    t.get(..w.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(w.as_bytes()))
+                } else {
+                    t.eq_ignore_ascii_case(w.as_bytes())
+                }
+            })
+        })
+        .count()
+}
+
+/// bm25's per-document factor for one phrase, computed as FTS5 computes it (the same
+/// operations in the same order, so the same doubles): `instances` of the phrase in a
+/// document of `length` tokens, `avgdl` the index's average length.
+fn bm25_without_idf(instances: f64, length: f64, avgdl: f64) -> f64 {
+    (instances * (BM25_K1 + 1.0)) / (instances + BM25_K1 * (1.0 - BM25_B + BM25_B * length / avgdl))
+}
+
+/// The word index's average document length in tokens, as bm25 reads it: its total of
+/// tokens over its number of rows (the averages record, id 1 of `parts_fts_data`: a
+/// varint row count, then a varint total per column). `None` when there is none.
+fn average_length(conn: &Connection) -> rusqlite::Result<Option<f64>> {
+    let block: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT block FROM parts_fts_data WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    let Some(block) = block else {
+        return Ok(None);
+    };
+    let Some((rows, used)) = varint(&block) else {
+        return Ok(None);
+    };
+    let Some(tokens) = block.get(used..).and_then(first_varint) else {
+        return Ok(None);
+    };
+    if rows <= 0 {
+        return Ok(None);
+    }
+    Ok(Some(tokens as f64 / rows as f64))
+}
+
+/// The first SQLite varint of `bytes` (FTS5's format), if whole.
+fn first_varint(bytes: &[u8]) -> Option<i64> {
+    varint(bytes).map(|(v, _)| v)
+}
+
+/// An SQLite varint at the start of `bytes` and how many bytes it took: big-endian groups
+/// of 7 bits, high bit set on every byte but the last, and a ninth byte of 8 bits.
+fn varint(bytes: &[u8]) -> Option<(i64, usize)> {
+    let mut value: u64 = 0;
+    for (i, &byte) in bytes.iter().enumerate().take(9) {
+        if i == 8 {
+            value = (value << 8) | u64::from(byte);
+            return Some((value as i64, 9));
+        }
+        value = (value << 7) | u64::from(byte & 0x7f);
+        if byte & 0x80 == 0 {
+            return Some((value as i64, i + 1));
+        }
+    }
+    None
+}
+
+/// Whether `expr` is one FTS5 string with a prefix (`"…"*`, as the sanitizer writes it)
+/// whose text is ASCII, whose last word has at most three characters, and whose
+/// instances cannot overlap: the queries [`typing_page`] answers. The words are
+/// unicode61's on ASCII: runs of letters and digits, lowercased.
+fn short_prefix_phrase(expr: &str) -> Option<Vec<String>> {
+    let inner = expr.strip_prefix('"')?.strip_suffix("\"*")?;
+    // Inside, a quote only as a doubled quote (the sanitizer's escape).
+    if inner.replace("\"\"", "").contains('"') || !inner.is_ascii() {
+        return None;
+    }
+    let words: Vec<String> = inner
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let last = words.last()?;
+    if last.len() > 3 {
+        return None;
+    }
+    // Two instances overlap when the phrase, shifted by `s` words, agrees with itself on
+    // the words both cover (the last word is a prefix).
+    let k = words.len();
+    for s in 1..k {
+        let agrees = (0..k - s).all(|j| {
+            let (a, b) = (&words[j + s], &words[j]);
+            if j + s == k - 1 {
+                b.starts_with(a.as_str())
+            } else {
+                a == b
+            }
+        });
+        if agrees {
+            return None;
+        }
+    }
+    Some(words)
 }
 
 /// The first page (no offset) in one statement: the ranked hits with their columns and
@@ -712,10 +1060,148 @@ fn page_hits(
         .collect())
 }
 
+/// How many of the newest messages each step of [`like_search`] tests before the next,
+/// larger one; after them, one statement tests the rest of the history.
+const LIKE_STEPS: [u64; 2] = [1_000, 8_000];
+
+/// The LIKE route: messages with a part whose text contains `text`, newest first (by
+/// creation time, then id), each with its first matching part.
+///
+/// There is no index to answer a substring, so every part tested costs the extraction of
+/// its text from JSON. The history is walked newest first in steps ([`LIKE_STEPS`]): the
+/// next newest messages (a top-N over `messages`, which is small), then their parts, and
+/// the walk stops once the page is full. A common substring (a one-character CJK query
+/// typed into the search box) fills the page from the first step; a rare one ends with
+/// one statement over the rest of the history, as a single statement did for all of it.
+/// The steps partition the messages in the order of the answer, so the hits are the ones
+/// a single statement over the whole history returns.
 fn like_search(
     conn: &Connection,
     text: &str,
     filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    like_search_in_steps(conn, text, filter, &LIKE_STEPS)
+}
+
+/// [`like_search`] with these steps.
+fn like_search_in_steps(
+    conn: &Connection,
+    text: &str,
+    filter: &SearchFilter,
+    steps: &[u64],
+) -> rusqlite::Result<Vec<SearchHit>> {
+    if filter.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let wanted = filter.offset.saturating_add(filter.limit);
+    let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    let page = |hits: Vec<SearchHit>| hits.into_iter().skip(offset).take(limit).collect();
+    let mut hits: Vec<SearchHit> = Vec::new();
+    let mut cursor: Option<(i64, String)> = None;
+    for &step in steps {
+        let newest = newest_messages(conn, filter, cursor.as_ref(), step)?;
+        let exhausted = (newest.len() as u64) < step;
+        let Some(last) = newest.last().cloned() else {
+            return Ok(page(hits));
+        };
+        let ids = serde_json::Value::from(
+            newest
+                .into_iter()
+                .map(|(_, id)| serde_json::Value::from(id))
+                .collect::<Vec<_>>(),
+        )
+        .to_string();
+        hits.extend(like_hits(
+            conn,
+            text,
+            filter,
+            LikeScope::Messages(&ids),
+            None,
+        )?);
+        cursor = Some(last);
+        if exhausted || hits.len() as u64 >= wanted {
+            return Ok(page(hits));
+        }
+    }
+    let more = wanted - hits.len() as u64;
+    let scope = match &cursor {
+        Some(at) => LikeScope::Older(at),
+        None => LikeScope::All,
+    };
+    hits.extend(like_hits(conn, text, filter, scope, Some(more))?);
+    Ok(page(hits))
+}
+
+/// Which messages a statement of [`like_search`] tests.
+enum LikeScope<'a> {
+    /// Every message.
+    All,
+    /// The messages whose ids are in this JSON array.
+    Messages(&'a str),
+    /// The messages after this (created_at, id) in newest-first order.
+    Older(&'a (i64, String)),
+}
+
+/// The `n` newest messages (created_at, id) after `cursor` in newest-first order. Only the
+/// filters on the message itself narrow them (the source is tested with the parts), so
+/// the list may hold messages the hits leave out, never the other way round.
+fn newest_messages(
+    conn: &Connection,
+    filter: &SearchFilter,
+    cursor: Option<&(i64, String)>,
+    n: u64,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut query = Query::select();
+    query
+        .expr(c("m", "created_at"))
+        .expr(c("m", "id"))
+        .from_as(Alias::new("messages"), Alias::new("m"));
+    let mut cond = Cond::all();
+    if !filter.roles.is_empty() {
+        cond = cond.add(c("m", "role").is_in(filter.roles.iter().cloned()));
+    }
+    if let Some(session) = &filter.session_id {
+        cond = cond.add(c("m", "session_id").eq(session.as_str()));
+    }
+    if let Some(after) = filter.after {
+        cond = cond.add(c("m", "created_at").gte(after));
+    }
+    if let Some(before) = filter.before {
+        cond = cond.add(c("m", "created_at").lt(before));
+    }
+    if let Some(at) = cursor {
+        cond = cond.add(older_than(at));
+    }
+    query
+        .cond_where(cond)
+        .order_by(tc("m", "created_at"), Order::Desc)
+        .order_by(tc("m", "id"), Order::Desc)
+        .limit(n);
+    let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(&*values.as_params(), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
+/// `m` comes after `at` in newest-first order (created_at, then id, both descending).
+fn older_than(at: &(i64, String)) -> Expr {
+    Expr::cust_with_values(
+        "(\"m\".\"created_at\", \"m\".\"id\") < (?, ?)",
+        [
+            sea_query::Value::from(at.0),
+            sea_query::Value::from(at.1.as_str()),
+        ],
+    )
+}
+
+/// The LIKE route's hits among the messages of `scope`, newest first, at most `n`.
+fn like_hits(
+    conn: &Connection,
+    text: &str,
+    filter: &SearchFilter,
+    scope: LikeScope<'_>,
+    n: Option<u64>,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut query = Query::select();
     // The part's text comes back whole; the snippet is cut in Rust around the match.
@@ -727,6 +1213,18 @@ fn like_search(
         .from_as(Alias::new("parts"), Alias::new("p"));
     join_text(&mut query);
     filter_hits(&mut query, filter, JoinOrder::Planner, true);
+    match scope {
+        LikeScope::All => {}
+        LikeScope::Messages(ids) => {
+            query.and_where(Expr::cust_with_values(
+                "\"p\".\"message_id\" IN (SELECT \"value\" FROM json_each(?))",
+                [ids],
+            ));
+        }
+        LikeScope::Older(at) => {
+            query.and_where(older_than(at));
+        }
+    }
     query
         .and_where(
             c("v", "search_text")
@@ -734,9 +1232,10 @@ fn like_search(
         )
         .group_by_col(tc("p", "message_id"))
         .order_by(tc("m", "created_at"), Order::Desc)
-        .order_by(tc("m", "id"), Order::Desc)
-        .limit(filter.limit)
-        .offset(filter.offset);
+        .order_by(tc("m", "id"), Order::Desc);
+    if let Some(n) = n {
+        query.limit(n);
+    }
     let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(&*values.as_params(), |row| hit(row, Some(text)))?;
@@ -850,6 +1349,424 @@ fn find_ascii_case_insensitive(text: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A history larger than the LIKE route's first steps: 2,400 messages in two sessions
+    /// and sources, many of them created in the same millisecond (the id breaks the tie),
+    /// some with several parts, tool parts, JSON with escaped characters, and needles from
+    /// common (found in the first step) to rare (only in the oldest messages).
+    fn like_history() -> crate::Database {
+        use crate::queries as q;
+        let db = crate::Database::open_in_memory().unwrap();
+        db.write(|tx| -> crate::Result<()> {
+            let conn = tx.conn().unwrap();
+            let sessions = [("ses_a", "cli"), ("ses_b", "telegram")];
+            for (id, source) in sessions {
+                q::create_session(
+                    conn,
+                    &q::CreateSessionParams {
+                        id,
+                        parent_session_id: None,
+                        kind: "normal",
+                        source,
+                        user_id: None,
+                        directory: None,
+                        title: Some(id),
+                        model: None,
+                        model_config: None,
+                        system_prompt: None,
+                        permission: None,
+                        billing_provider: None,
+                        billing_base_url: None,
+                        billing_mode: None,
+                        now: 0,
+                    },
+                )?;
+            }
+            for i in 0..2_400_i64 {
+                let session = sessions[(i % 2) as usize].0;
+                // Ids do not follow creation order: the tie-break must come from the query.
+                let message = format!("msg_{:05}", (i * 7_919) % 10_007);
+                let created = 1_000 + i / 3;
+                q::create_message(
+                    conn,
+                    &q::CreateMessageParams {
+                        id: &message,
+                        session_id: session,
+                        parent_id: None,
+                        role: if i % 5 == 0 { "assistant" } else { "user" },
+                        agent: None,
+                        provider: None,
+                        model: None,
+                        finish_reason: None,
+                        is_summary: false,
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        cache_read_tokens: 0,
+                        cache_write_tokens: 0,
+                        reasoning_tokens: 0,
+                        cost_usd: 0.0,
+                        error: None,
+                        created_at: created,
+                        updated_at: created,
+                        finished_at: None,
+                    },
+                )?;
+                let mut parts =
+                    vec![serde_json::json!({"type": "text", "text": format!("plain {i}")})];
+                if i % 3 == 0 {
+                    parts.push(
+                        serde_json::json!({"type": "text", "text": format!("数 common {i}")}),
+                    );
+                }
+                if i % 4 == 0 {
+                    parts.push(
+                        serde_json::json!({"type": "reasoning", "text": format!("又是数据 {i}")}),
+                    );
+                }
+                if i % 97 == 0 {
+                    parts.push(
+                        serde_json::json!({"type": "tool", "tool": "grep", "input": {"q": "据"},
+                        "state": {"output": format!("out {i}")}}),
+                    );
+                }
+                if i < 40 && i % 7 == 0 {
+                    parts.push(serde_json::json!({"type": "text", "text": format!("rare 稀 {i}")}));
+                }
+                let mut datas: Vec<String> = parts.iter().map(ToString::to_string).collect();
+                if i % 11 == 0 {
+                    // The same text written with JSON escapes.
+                    datas.push(r#"{"type":"text","text":"\u6570\u636e escaped"}"#.to_owned());
+                }
+                for (position, data) in datas.iter().enumerate() {
+                    q::create_part(
+                        conn,
+                        &q::CreatePartParams {
+                            id: &format!("prt_{i}_{position}"),
+                            message_id: &message,
+                            session_id: session,
+                            position: position as i64,
+                            r#type: if data.contains("\"tool\"") {
+                                "tool"
+                            } else {
+                                "text"
+                            },
+                            data,
+                            created_at: created,
+                            updated_at: created,
+                        },
+                    )?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        db
+    }
+
+    /// Messages of words drawn (deterministically) from a vocabulary full of shared short
+    /// prefixes, phrases such as `handle_request`, folded diacritics, CJK, control
+    /// characters, tool parts and messages with several parts, indexed.
+    fn typing_history(messages: i64) -> crate::Database {
+        use crate::queries as q;
+        const WORDS: &[&str] = &[
+            "con",
+            "connection",
+            "config",
+            "console",
+            "Cônnection",
+            "conn",
+            "co",
+            "c",
+            "handle",
+            "handle_request",
+            "handle_response",
+            "handle_re",
+            "request",
+            "return",
+            "re",
+            "r",
+            "result",
+            "rêve",
+            "data",
+            "database",
+            "dat",
+            "da",
+            "timeout",
+            "time",
+            "数据库",
+            "接続",
+            "x\u{1}y",
+            "HANDLE",
+            "handle.rs",
+            "r2d2",
+            "ré",
+            "repo",
+            "the",
+        ];
+        let db = crate::Database::open_in_memory().unwrap();
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
+        };
+        db.write(|tx| -> crate::Result<()> {
+            let conn = tx.conn().unwrap();
+            q::create_session(
+                conn,
+                &q::CreateSessionParams {
+                    id: "ses_t",
+                    parent_session_id: None,
+                    kind: "normal",
+                    source: "cli",
+                    user_id: None,
+                    directory: None,
+                    title: None,
+                    model: None,
+                    model_config: None,
+                    system_prompt: None,
+                    permission: None,
+                    billing_provider: None,
+                    billing_base_url: None,
+                    billing_mode: None,
+                    now: 0,
+                },
+            )?;
+            for i in 0..messages {
+                let message = format!("msg_{i:05}");
+                q::create_message(
+                    conn,
+                    &q::CreateMessageParams {
+                        id: &message,
+                        session_id: "ses_t",
+                        parent_id: None,
+                        role: "user",
+                        agent: None,
+                        provider: None,
+                        model: None,
+                        finish_reason: None,
+                        is_summary: false,
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        cache_read_tokens: 0,
+                        cache_write_tokens: 0,
+                        reasoning_tokens: 0,
+                        cost_usd: 0.0,
+                        error: None,
+                        created_at: i,
+                        updated_at: i,
+                        finished_at: Some(i),
+                    },
+                )?;
+                for position in 0..=next(3) as i64 {
+                    let length = 1 + next(60);
+                    let text: Vec<&str> = (0..length).map(|_| WORDS[next(WORDS.len())]).collect();
+                    let text = text.join(if next(2) == 0 { " " } else { ", " });
+                    let data = if next(6) == 0 {
+                        serde_json::json!({"type": "tool", "tool": "grep", "input": {"q": "con"},
+                            "state": {"output": text}})
+                    } else {
+                        serde_json::json!({"type": "text", "text": text})
+                    };
+                    q::create_part(
+                        conn,
+                        &q::CreatePartParams {
+                            id: &format!("prt_{i}_{position}"),
+                            message_id: &message,
+                            session_id: "ses_t",
+                            position,
+                            r#type: if data["type"] == "tool" {
+                                "tool"
+                            } else {
+                                "text"
+                            },
+                            data: &data.to_string(),
+                            created_at: i,
+                            updated_at: i,
+                        },
+                    )?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        db.index_pending().unwrap();
+        db
+    }
+
+    /// The typing window's page without the index's prefix query is the index's page: the
+    /// same hits in the same order with the same snippets, for prefixes of one to three
+    /// letters, phrases ending in one, windows from one part to all of them, and limits
+    /// that make several parts of one message compete.
+    #[test]
+    fn typing_page_equals_the_index_page() {
+        let db = typing_history(400);
+        let queries = [
+            "\"con\"*",
+            "\"co\"*",
+            "\"c\"*",
+            "\"handle_r\"*",
+            "\"handle_re\"*",
+            "\"han\"*",
+            "\"re\"*",
+            "\"r\"*",
+            "\"handle re\"*",
+            "\"dat\"*",
+            "\"x\"*",
+            "\"the\"*",
+            "\"zzz\"*",
+            "\"handle.r\"*",
+            "\"r2d\"*",
+            "\"y\"*",
+        ];
+        let mut answered = 0;
+        db.read_sqlite("test", |conn| {
+            for expr in queries {
+                for window in [1, 7, 60, 300, 100_000] {
+                    for limit in [1, 5, 20, 500] {
+                        let filter = SearchFilter {
+                            limit,
+                            window: Some(window),
+                            ..SearchFilter::new(TextQuery::Words(expr.to_owned()))
+                        };
+                        let floor = window_floor(conn, "parts_fts", expr, &filter, window)?;
+                        let want = first_page(conn, "parts_fts", expr, &filter, floor)?;
+                        let Some(got) = typing_page(conn, expr, &filter, window, (6, 40))? else {
+                            continue;
+                        };
+                        answered += 1;
+                        let strip = |hits: &[SearchHit]| -> Vec<SearchHit> {
+                            hits.iter()
+                                .map(|h| SearchHit {
+                                    rank: 0.0,
+                                    ..h.clone()
+                                })
+                                .collect()
+                        };
+                        assert_eq!(
+                            strip(&got),
+                            strip(&want),
+                            "{expr} window {window} limit {limit}"
+                        );
+                        // Both rank the same way: bm25 there, bm25 without its IDF here.
+                        for pair in got.windows(2) {
+                            assert!(pair[0].rank <= pair[1].rank, "{expr}: {pair:?}");
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(answered >= 100, "{answered}");
+    }
+
+    #[test]
+    fn only_phrases_ending_in_a_short_prefix_without_overlaps_take_the_walk() {
+        assert_eq!(
+            short_prefix_phrase("\"handle_r\"*"),
+            Some(vec!["handle".into(), "r".into()])
+        );
+        assert_eq!(short_prefix_phrase("\"CON\"*"), Some(vec!["con".into()]));
+        for expr in [
+            "\"conn\"*", // four letters: the index is quick enough
+            "\"con\"",   // no prefix
+            "\"con\"* OR \"x\"*",
+            "\"a\" \"b\"*", // two phrases: the IDF weighs them
+            "\"数\"*",
+            "\"rêve\"*",
+            "\"ab ab\"*", // "ab ab ab" holds two overlapping instances
+            "\"ab abc ab\"*",
+            "\"_\"*",
+        ] {
+            assert_eq!(short_prefix_phrase(expr), None, "{expr}");
+        }
+        assert_eq!(short_prefix_phrase("\"ab abc a\"*"), None);
+        assert_eq!(
+            short_prefix_phrase("\"ab cd e\"*"),
+            Some(vec!["ab".into(), "cd".into(), "e".into()])
+        );
+        assert_eq!(varint(&[0x05]), Some((5, 1)));
+        assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
+        assert_eq!(varint(&[0x81]), None);
+    }
+
+    /// The walk in steps returns what one statement over the whole history returns (the
+    /// LIKE route as it was): same hits, same order, same part and snippet, for needles
+    /// found at once, late and never, pages deep into the answer, and every filter.
+    #[test]
+    fn like_search_in_steps_equals_one_statement_over_the_history() {
+        let db = like_history();
+        let base = SearchFilter::new(TextQuery::Substring(String::new()));
+        let mut filters = vec![base.clone()];
+        filters.push(SearchFilter {
+            session_id: Some("ses_b".into()),
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            roles: vec!["assistant".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            sources: vec!["cli".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            exclude_sources: vec!["cli".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            after: Some(1_100),
+            before: Some(1_500),
+            ..base.clone()
+        });
+        let mut compared = 0;
+        db.read_sqlite("test", |conn| {
+            for needle in [
+                "数",
+                "数据",
+                "据",
+                "稀",
+                "escaped",
+                "nowhere",
+                "数 common 1",
+            ] {
+                for filter in &filters {
+                    for (offset, limit) in [
+                        (0, 50),
+                        (0, 1),
+                        (10, 20),
+                        (990, 30),
+                        (1_500, 500),
+                        (5_000, 5),
+                    ] {
+                        let filter = SearchFilter {
+                            limit,
+                            offset,
+                            ..filter.clone()
+                        };
+                        let got = like_search(conn, needle, &filter).unwrap();
+                        // Small steps, so that the walk also ends with the statement over
+                        // the rest of the history.
+                        let small =
+                            like_search_in_steps(conn, needle, &filter, &[100, 400]).unwrap();
+                        assert_eq!(got, small, "{needle:?} {filter:?}");
+                        let all =
+                            like_hits(conn, needle, &filter, LikeScope::All, Some(offset + limit))
+                                .unwrap();
+                        let want: Vec<SearchHit> = all.into_iter().skip(offset as usize).collect();
+                        assert_eq!(got, want, "{needle:?} {filter:?}");
+                        compared += got.len();
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        // The comparisons covered pages of hits, not only empty answers.
+        assert!(compared > 1_500, "{compared}");
+    }
 
     #[test]
     fn like_snippet_marks_the_match_with_context() {
