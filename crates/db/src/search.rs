@@ -1349,68 +1349,121 @@ fn find_ascii_case_insensitive(text: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queries as q;
+
+    /// A session row for the fixtures below: `id` from `source`, titled `title`.
+    fn insert_session(
+        conn: &Connection,
+        id: &str,
+        source: &str,
+        title: Option<&str>,
+    ) -> crate::Result<()> {
+        q::create_session(
+            conn,
+            &q::CreateSessionParams {
+                id,
+                parent_session_id: None,
+                kind: "normal",
+                source,
+                user_id: None,
+                directory: None,
+                title,
+                model: None,
+                model_config: None,
+                system_prompt: None,
+                permission: None,
+                billing_provider: None,
+                billing_base_url: None,
+                billing_mode: None,
+                now: 0,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// A message row without usage for the fixtures below, created (and finished, when
+    /// `finished`) at `created`.
+    fn insert_message(
+        conn: &Connection,
+        id: &str,
+        session: &str,
+        role: &str,
+        created: i64,
+        finished: bool,
+    ) -> crate::Result<()> {
+        q::create_message(
+            conn,
+            &q::CreateMessageParams {
+                id,
+                session_id: session,
+                parent_id: None,
+                role,
+                agent: None,
+                provider: None,
+                model: None,
+                finish_reason: None,
+                is_summary: false,
+                input_tokens: 0,
+                output_tokens: 0,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reasoning_tokens: 0,
+                cost_usd: 0.0,
+                error: None,
+                created_at: created,
+                updated_at: created,
+                finished_at: finished.then_some(created),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// A part row for the fixtures below: its type is `tool` when its JSON says so.
+    fn insert_part(
+        conn: &Connection,
+        id: &str,
+        (message, session): (&str, &str),
+        position: i64,
+        data: &str,
+        created: i64,
+    ) -> crate::Result<()> {
+        let is_tool =
+            serde_json::from_str::<serde_json::Value>(data).is_ok_and(|v| v["type"] == "tool");
+        q::create_part(
+            conn,
+            &q::CreatePartParams {
+                id,
+                message_id: message,
+                session_id: session,
+                position,
+                r#type: if is_tool { "tool" } else { "text" },
+                data,
+                created_at: created,
+                updated_at: created,
+            },
+        )?;
+        Ok(())
+    }
 
     /// A history larger than the LIKE route's first steps: 2,400 messages in two sessions
     /// and sources, many of them created in the same millisecond (the id breaks the tie),
     /// some with several parts, tool parts, JSON with escaped characters, and needles from
     /// common (found in the first step) to rare (only in the oldest messages).
     fn like_history() -> crate::Database {
-        use crate::queries as q;
         let db = crate::Database::open_in_memory().unwrap();
         db.write(|tx| -> crate::Result<()> {
             let conn = tx.conn().unwrap();
             let sessions = [("ses_a", "cli"), ("ses_b", "telegram")];
             for (id, source) in sessions {
-                q::create_session(
-                    conn,
-                    &q::CreateSessionParams {
-                        id,
-                        parent_session_id: None,
-                        kind: "normal",
-                        source,
-                        user_id: None,
-                        directory: None,
-                        title: Some(id),
-                        model: None,
-                        model_config: None,
-                        system_prompt: None,
-                        permission: None,
-                        billing_provider: None,
-                        billing_base_url: None,
-                        billing_mode: None,
-                        now: 0,
-                    },
-                )?;
+                insert_session(conn, id, source, Some(id))?;
             }
             for i in 0..2_400_i64 {
                 let session = sessions[(i % 2) as usize].0;
                 // Ids do not follow creation order: the tie-break must come from the query.
                 let message = format!("msg_{:05}", (i * 7_919) % 10_007);
                 let created = 1_000 + i / 3;
-                q::create_message(
-                    conn,
-                    &q::CreateMessageParams {
-                        id: &message,
-                        session_id: session,
-                        parent_id: None,
-                        role: if i % 5 == 0 { "assistant" } else { "user" },
-                        agent: None,
-                        provider: None,
-                        model: None,
-                        finish_reason: None,
-                        is_summary: false,
-                        input_tokens: 0,
-                        output_tokens: 0,
-                        cache_read_tokens: 0,
-                        cache_write_tokens: 0,
-                        reasoning_tokens: 0,
-                        cost_usd: 0.0,
-                        error: None,
-                        created_at: created,
-                        updated_at: created,
-                        finished_at: None,
-                    },
-                )?;
+                let role = if i % 5 == 0 { "assistant" } else { "user" };
+                insert_message(conn, &message, session, role, created, false)?;
                 let mut parts =
                     vec![serde_json::json!({"type": "text", "text": format!("plain {i}")})];
                 if i % 3 == 0 {
@@ -1438,22 +1491,13 @@ mod tests {
                     datas.push(r#"{"type":"text","text":"\u6570\u636e escaped"}"#.to_owned());
                 }
                 for (position, data) in datas.iter().enumerate() {
-                    q::create_part(
+                    insert_part(
                         conn,
-                        &q::CreatePartParams {
-                            id: &format!("prt_{i}_{position}"),
-                            message_id: &message,
-                            session_id: session,
-                            position: position as i64,
-                            r#type: if data.contains("\"tool\"") {
-                                "tool"
-                            } else {
-                                "text"
-                            },
-                            data,
-                            created_at: created,
-                            updated_at: created,
-                        },
+                        &format!("prt_{i}_{position}"),
+                        (&message, session),
+                        position as i64,
+                        data,
+                        created,
                     )?;
                 }
             }
@@ -1467,7 +1511,6 @@ mod tests {
     /// prefixes, phrases such as `handle_request`, folded diacritics, CJK, control
     /// characters, tool parts and messages with several parts, indexed.
     fn typing_history(messages: i64) -> crate::Database {
-        use crate::queries as q;
         const WORDS: &[&str] = &[
             "con",
             "connection",
@@ -1513,52 +1556,10 @@ mod tests {
         };
         db.write(|tx| -> crate::Result<()> {
             let conn = tx.conn().unwrap();
-            q::create_session(
-                conn,
-                &q::CreateSessionParams {
-                    id: "ses_t",
-                    parent_session_id: None,
-                    kind: "normal",
-                    source: "cli",
-                    user_id: None,
-                    directory: None,
-                    title: None,
-                    model: None,
-                    model_config: None,
-                    system_prompt: None,
-                    permission: None,
-                    billing_provider: None,
-                    billing_base_url: None,
-                    billing_mode: None,
-                    now: 0,
-                },
-            )?;
+            insert_session(conn, "ses_t", "cli", None)?;
             for i in 0..messages {
                 let message = format!("msg_{i:05}");
-                q::create_message(
-                    conn,
-                    &q::CreateMessageParams {
-                        id: &message,
-                        session_id: "ses_t",
-                        parent_id: None,
-                        role: "user",
-                        agent: None,
-                        provider: None,
-                        model: None,
-                        finish_reason: None,
-                        is_summary: false,
-                        input_tokens: 0,
-                        output_tokens: 0,
-                        cache_read_tokens: 0,
-                        cache_write_tokens: 0,
-                        reasoning_tokens: 0,
-                        cost_usd: 0.0,
-                        error: None,
-                        created_at: i,
-                        updated_at: i,
-                        finished_at: Some(i),
-                    },
-                )?;
+                insert_message(conn, &message, "ses_t", "user", i, true)?;
                 for position in 0..=next(3) as i64 {
                     let length = 1 + next(60);
                     let text: Vec<&str> = (0..length).map(|_| WORDS[next(WORDS.len())]).collect();
@@ -1569,22 +1570,13 @@ mod tests {
                     } else {
                         serde_json::json!({"type": "text", "text": text})
                     };
-                    q::create_part(
+                    insert_part(
                         conn,
-                        &q::CreatePartParams {
-                            id: &format!("prt_{i}_{position}"),
-                            message_id: &message,
-                            session_id: "ses_t",
-                            position,
-                            r#type: if data["type"] == "tool" {
-                                "tool"
-                            } else {
-                                "text"
-                            },
-                            data: &data.to_string(),
-                            created_at: i,
-                            updated_at: i,
-                        },
+                        &format!("prt_{i}_{position}"),
+                        (&message, "ses_t"),
+                        position,
+                        &data.to_string(),
+                        i,
                     )?;
                 }
             }
