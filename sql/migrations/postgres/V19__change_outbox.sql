@@ -163,6 +163,9 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(8314615134004014965) THEN
         RETURN 0;
     END IF;
+    -- Before the outbox has statistics its estimates can be large enough to compile the
+    -- statements below with JIT, which costs far more than running them.
+    PERFORM set_config('jit', 'off', true);
     -- Every transaction with a lower id has finished, so its rows are visible to the
     -- statements below and none will be written later.
     running := pg_snapshot_xmin(pg_current_snapshot());

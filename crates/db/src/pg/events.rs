@@ -95,11 +95,11 @@ const POLL: &str = "WITH prev AS MATERIALIZED (SELECT CAST($1::TEXT AS pg_snapsh
      cur AS MATERIALIZED (SELECT pg_current_snapshot() AS s), \
      cut AS MATERIALIZED (SELECT horizon, changes FROM scribe_outbox_trim), \
      kept AS MATERIALIZED ( \
-         SELECT CAST(coalesce(sum(o.n), 0) AS BIGINT) AS n \
-         FROM scribe_outbox o, cut, prev \
-         WHERE cut.horizon > pg_snapshot_xmin(prev.s) \
-           AND o.xid >= cut.horizon AND o.xid < pg_snapshot_xmax(prev.s) \
-           AND pg_visible_in_snapshot(o.xid, prev.s)) \
+         SELECT CASE WHEN cut.horizon > pg_snapshot_xmin(prev.s) THEN ( \
+             SELECT CAST(coalesce(sum(o.n), 0) AS BIGINT) FROM scribe_outbox o \
+             WHERE o.xid >= cut.horizon AND o.xid < pg_snapshot_xmax(prev.s) \
+               AND pg_visible_in_snapshot(o.xid, prev.s)) ELSE 0 END AS n \
+         FROM cut, prev) \
      SELECT CAST(cur.s AS TEXT), CAST(cut.horizon AS TEXT), cut.changes, kept.n, \
             CAST(o.xid AS TEXT), o.origin, o.n, o.changes \
      FROM cur CROSS JOIN cut CROSS JOIN kept \
@@ -206,17 +206,22 @@ impl Database {
                 location.config.application_name(APPLICATION_NAME);
             }
             let origin = pool.origin().to_owned();
-            move || -> Result<postgres::Client> {
+            move || -> Result<Reader> {
                 let pool = super::pool::Pool::new(location.clone(), origin.clone(), 1, 0)?;
                 let mut client = pool.connect()?;
                 // Each read and trim must see what has committed when it runs, whatever
-                // the server's default.
-                client.batch_execute("SET default_transaction_isolation = 'read committed'")?;
-                Ok(client)
+                // the server's default. No JIT: before the outbox has statistics its
+                // estimates are large enough to compile every read (~0.4 s each, measured).
+                client.batch_execute(
+                    "SET default_transaction_isolation = 'read committed'; SET jit = off",
+                )?;
+                // Parsed once per connection, not at every poll.
+                let poll = client.prepare(POLL)?;
+                Ok(Reader { client, poll })
             }
         };
-        let mut client = connect()?;
-        let cursor = start(&mut client)?;
+        let mut reader = connect()?;
+        let cursor = start(&mut reader.client)?;
         let own = pg.origin().to_owned();
         // A read-only opening (`scribe serve`) deletes nothing, not even expired changes.
         let trims = !self.is_read_only();
@@ -225,7 +230,7 @@ impl Database {
             .name("scribe-listen".to_owned())
             .spawn({
                 let stop = Arc::clone(&stop);
-                move || run(client, cursor, &connect, &own, trims, &stop, sink)
+                move || run(reader, cursor, &connect, &own, trims, &stop, sink)
             })
             .map_err(|source| Error::Io {
                 path: "scribe-listen thread".into(),
@@ -315,8 +320,14 @@ struct Read {
     rows: Vec<(String, i64, String)>,
 }
 
-fn read(client: &mut postgres::Client, cursor: &Cursor) -> Result<Read> {
-    let rows = client.query(POLL, &[&cursor.snapshot])?;
+/// The listener's connection and its prepared [`POLL`].
+struct Reader {
+    client: postgres::Client,
+    poll: postgres::Statement,
+}
+
+fn read(reader: &mut Reader, cursor: &Cursor) -> Result<Read> {
+    let rows = reader.client.query(&reader.poll, &[&cursor.snapshot])?;
     let mut out = Read::default();
     for (i, row) in rows.iter().enumerate() {
         if i == 0 {
@@ -374,9 +385,9 @@ fn account(prev: &Cursor, read: &Read) -> Option<(u64, Cursor)> {
 }
 
 fn run(
-    first: postgres::Client,
+    first: Reader,
     mut cursor: Cursor,
-    connect: &dyn Fn() -> Result<postgres::Client>,
+    connect: &dyn Fn() -> Result<Reader>,
     own: &str,
     trims: bool,
     stop: &AtomicBool,
@@ -389,10 +400,7 @@ fn run(
     while !stop.load(Ordering::Relaxed) {
         let Some(current) = client.as_mut() else {
             match connect() {
-                Ok(fresh) => {
-                    client = Some(fresh);
-                    pause = Duration::from_millis(50);
-                }
+                Ok(fresh) => client = Some(fresh),
                 Err(err) => {
                     tracing::debug!(error = %err, "listener could not reconnect");
                     std::thread::sleep(pause);
@@ -405,11 +413,16 @@ fn run(
         let read = match outcome {
             Ok(read) => read,
             Err(err) => {
-                tracing::debug!(error = %err, "listener lost its connection");
+                // A lost connection, or a read that keeps failing on a fresh one: either
+                // way a new connection after a growing pause.
+                tracing::debug!(error = %err, "listener could not read the outbox");
                 client = None;
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
                 continue;
             }
         };
+        pause = Duration::from_millis(50);
         match account(&cursor, &read) {
             Some((missed, next)) => {
                 cursor = next;
@@ -422,7 +435,7 @@ fn run(
                     }
                 }
             }
-            None => match start(current) {
+            None => match start(&mut current.client) {
                 Ok(fresh) => {
                     cursor = fresh;
                     sink(Notice::Lagged(1));
@@ -430,13 +443,14 @@ fn run(
                 Err(err) => {
                     tracing::debug!(error = %err, "listener could not start over");
                     client = None;
+                    std::thread::sleep(pause);
                     continue;
                 }
             },
         }
         if trims && trimmed_at.elapsed() >= TRIM_EVERY {
             trimmed_at = Instant::now();
-            if let Err(err) = trim(current) {
+            if let Err(err) = trim(&mut current.client) {
                 tracing::debug!(error = %err, "listener could not trim the outbox");
             }
         }
