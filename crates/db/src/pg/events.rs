@@ -69,7 +69,7 @@ pub const APPLICATION_NAME: &str = "scribe-listen";
 pub const RETENTION: Duration = Duration::from_secs(300);
 
 /// The pause between reads while changes keep coming.
-pub const POLL_MIN: Duration = Duration::from_millis(2);
+pub const POLL_MIN: Duration = Duration::from_millis(5);
 
 /// The pause between reads when idle (and the most a [`Listener::stop`] waits for).
 pub const POLL_MAX: Duration = Duration::from_millis(100);
