@@ -19,7 +19,8 @@
 //!   SQLite's saturated 4-writer total (a throughput is what saturated rows measure).
 //! - events: a commit through one [`Database`] ("host A", its own pool and origin)
 //!   until a subscriber of a [`Broker`] fed by another handle's [`Database::listen`]
-//!   ("host B") receives it; and how many notifications one append sends.
+//!   ("host B") receives it, appends back to back and then paced at 75 ms (the listener
+//!   polls the outbox, faster while changes flow); and how many changes one append makes.
 //! - load: reading one whole session (`MessageService::list`), on both backends.
 //! - search: the SQLite report's query mix (`reads::query_mix`: common and rare words,
 //!   two words, phrases, prefixes, CJK) through `MessageService::search` on a corpus of
