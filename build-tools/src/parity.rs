@@ -34,13 +34,16 @@ fn at(origin: &Origin, query: Option<&str>, message: String) -> Diagnostic {
 /// same name (Scribe's `parts_fts`: PostgreSQL's stored search documents where SQLite has
 /// FTS5). Such a table is each dialect's own index, never read by a shared query nor
 /// copied between backends, so it is not compared and gets no model (models come from
-/// SQLite's tables). It is the one PostgreSQL-only table the check allows.
+/// SQLite's tables). The other PostgreSQL-only tables the check allows are its own
+/// machinery, named `scribe_…` like its functions (V19's change outbox): no model either.
 fn stands_in(sqlite: &Analyzed, name: &str) -> bool {
-    sqlite
-        .catalog
-        .tables
-        .iter()
-        .any(|t| t.kind == TableKind::Virtual && t.name.eq_ignore_ascii_case(name))
+    name.get(..7)
+        .is_some_and(|prefix| prefix.eq_ignore_ascii_case("scribe_"))
+        || sqlite
+            .catalog
+            .tables
+            .iter()
+            .any(|t| t.kind == TableKind::Virtual && t.name.eq_ignore_ascii_case(name))
 }
 
 fn tables(sqlite: &Analyzed, pg: &Analyzed, out: &mut Vec<Diagnostic>) {

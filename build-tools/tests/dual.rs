@@ -371,3 +371,15 @@ fn a_postgres_table_may_stand_in_for_a_virtual_table_of_the_same_name() {
         "{errors:#?}"
     );
 }
+
+/// A PostgreSQL-only table named `scribe_…` is the backend's own machinery (Scribe's change
+/// outbox), like its `scribe_` functions: it needs no SQLite twin and gets no model.
+#[test]
+fn a_postgres_table_of_its_own_machinery_needs_no_sqlite_twin() {
+    let (_dir, errors) = edited(&[(
+        "migrations/postgres/V1__init.sql",
+        "CREATE TABLE tags (",
+        "CREATE TABLE scribe_outbox (xid xid8 NOT NULL, changes TEXT NOT NULL);\nCREATE TABLE tags (",
+    )]);
+    assert!(errors.is_empty(), "{errors:#?}");
+}

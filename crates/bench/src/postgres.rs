@@ -19,7 +19,8 @@
 //!   SQLite's saturated 4-writer total (a throughput is what saturated rows measure).
 //! - events: a commit through one [`Database`] ("host A", its own pool and origin)
 //!   until a subscriber of a [`Broker`] fed by another handle's [`Database::listen`]
-//!   ("host B") receives it; and how many notifications one append sends.
+//!   ("host B") receives it, appends back to back and then paced at 75 ms (the listener
+//!   polls the outbox, faster while changes flow); and how many changes one append makes.
 //! - load: reading one whole session (`MessageService::list`), on both backends.
 //! - search: the SQLite report's query mix (`reads::query_mix`: common and rare words,
 //!   two words, phrases, prefixes, CJK) through `MessageService::search` on a corpus of
@@ -199,13 +200,23 @@ pub struct EventFigures {
     /// The same, 99th percentile, ms.
     pub from_call_p99_ms: f64,
     /// Changes host B received per append (one per row: the message, its parts, the
-    /// session's counters), which since schema V14 arrive in one notification per
+    /// session's counters), which since schema V19 come in one outbox row per
     /// transaction.
     pub notices_per_commit: f64,
     /// Append rate on A while B listened, per second (the events' cost shows against
     /// the single-writer row).
     pub append_per_s: f64,
+    /// Appends timed one every [`EVENTS_PACE`] (an agent streaming a reply), after the
+    /// back-to-back ones: the listener's poll has backed off between them.
+    pub paced: usize,
+    /// Their latency after A's write returned, median and 99th percentile, ms.
+    pub paced_p50_ms: f64,
+    /// The same, 99th percentile, ms.
+    pub paced_p99_ms: f64,
 }
+
+/// The pause between the paced appends of the events row.
+pub const EVENTS_PACE: Duration = Duration::from_millis(75);
 
 /// Loading one session.
 #[derive(Debug, Clone, Serialize)]
@@ -609,55 +620,72 @@ fn events(url: &str, commits: usize, seed: u64) -> Result<(EventFigures, String)
             Notice::Lagged(n) => broker.report_missed(n),
         }
     })?;
-    let work = drafts(seed + 7, commits);
-    let mut committed = Vec::with_capacity(commits);
-    let mut begun = Vec::with_capacity(commits);
+    // Back to back, then one every EVENTS_PACE: `commits` and a tenth of it.
+    let paced = (commits / 10).max(5);
+    let work = drafts(seed + 7, commits + paced);
+    let mut committed = Vec::with_capacity(commits + paced);
+    let mut begun = Vec::with_capacity(commits + paced);
+    let mut received = Vec::with_capacity(commits + paced);
+    let mut append_per_s = 0.0;
+    let receive = |received: &mut Vec<Instant>, until: usize| {
+        while received.len() < until {
+            match subscription.recv_timeout(Duration::from_secs(5)) {
+                Ok(event) => {
+                    let (at, change) = event.payload;
+                    if change.table == "messages"
+                        && change.op == ChangeOp::Insert
+                        && change.session_id == session
+                    {
+                        received.push(at);
+                    }
+                }
+                Err(RecvTimeoutError::Lagged(_)) => continue,
+                Err(_) => break,
+            }
+        }
+    };
     let started = Instant::now();
-    for draft in &work {
+    for (i, draft) in work.iter().enumerate() {
+        if i == commits {
+            append_per_s = stats::rate(commits, started.elapsed());
+            receive(&mut received, commits);
+        }
+        if i >= commits {
+            std::thread::sleep(EVENTS_PACE);
+        }
         // The id is made inside `append`; the subscriber matches on message inserts of
         // this session in order, which commit order guarantees.
         begun.push(Instant::now());
         append(&svc, &session, draft)?;
         committed.push(Instant::now());
     }
-    let append_per_s = stats::rate(commits, started.elapsed());
-    let mut received = Vec::with_capacity(commits);
-    while received.len() < commits {
-        match subscription.recv_timeout(Duration::from_secs(5)) {
-            Ok(event) => {
-                let (at, change) = event.payload;
-                if change.table == "messages"
-                    && change.op == ChangeOp::Insert
-                    && change.session_id == session
-                {
-                    received.push(at);
-                }
-            }
-            Err(RecvTimeoutError::Lagged(_)) => continue,
-            Err(_) => break,
-        }
-    }
+    receive(&mut received, commits + paced);
     listener.stop();
-    let latencies: Vec<Duration> = committed
-        .iter()
-        .zip(&received)
-        .map(|(sent, got)| got.saturating_duration_since(*sent))
-        .collect();
-    let whole: Vec<Duration> = begun
-        .iter()
-        .zip(&received)
-        .map(|(sent, got)| got.saturating_duration_since(*sent))
-        .collect();
+    let after = |range: std::ops::Range<usize>, from: &[Instant]| -> Vec<Duration> {
+        let end = range.end.min(received.len());
+        from[range.start.min(end)..end]
+            .iter()
+            .zip(&received[range.start.min(end)..end])
+            .map(|(sent, got)| got.saturating_duration_since(*sent))
+            .collect()
+    };
+    let latencies = after(0..commits, &committed);
+    let whole = after(0..commits, &begun);
+    let slow = after(commits..commits + paced, &committed);
     let figures = EventFigures {
         commits,
-        delivered: received.len(),
+        delivered: received.len().min(commits),
         from_call_p50_ms: stats::ms(stats::median(&whole)),
         from_call_p99_ms: stats::ms(stats::percentile(&whole, 0.99)),
         p50_ms: stats::ms(stats::median(&latencies)),
         p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
         max_ms: stats::ms(stats::max(&latencies)),
-        notices_per_commit: notices.load(Ordering::Relaxed) as f64 / commits.max(1) as f64,
+        notices_per_commit: notices.load(Ordering::Relaxed) as f64
+            / (commits + paced).max(1) as f64,
         append_per_s,
+        paced,
+        paced_p50_ms: stats::ms(stats::median(&slow)),
+        paced_p99_ms: stats::ms(stats::percentile(&slow, 0.99)),
     };
     Ok((figures, session))
 }
@@ -908,9 +936,22 @@ impl PgReport {
             );
             let _ = writeln!(
                 out,
+                "  {} more, one every {} ms (B's poll backed off between them): after A's write \
+             returned p50 {:.2} ms   p99 {:.2} ms",
+                e.paced,
+                EVENTS_PACE.as_millis(),
+                e.paced_p50_ms,
+                e.paced_p99_ms
+            );
+            let _ = writeln!(
+                out,
                 "  {:.1} changes per append (one per row: the message, its parts, the session), \
-             in one notification per transaction (schema V14); appends at {:.0}/s while B listened",
-                e.notices_per_commit, e.append_per_s
+             in one outbox row per transaction (schema V19), polled every {}-{} ms; appends at \
+             {:.0}/s while B listened",
+                e.notices_per_commit,
+                scribe_db::events::POLL_MIN.as_millis(),
+                scribe_db::events::POLL_MAX.as_millis(),
+                e.append_per_s
             );
         }
         let _ = writeln!(out, "\nloading one session (MessageService::list)");

@@ -16,7 +16,7 @@ pub enum ServeError {
         path: PathBuf,
     },
     /// The database exists but could not be opened read-only, or (PostgreSQL) its
-    /// change notifications could not be listened to.
+    /// change outbox could not be listened to.
     #[error("cannot open database {location}")]
     Open {
         /// The database file, or the PostgreSQL location with its password hidden.

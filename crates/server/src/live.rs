@@ -10,8 +10,9 @@
 //! A database read as `immutable` (a read-only directory or medium, no writer at start)
 //! has no data version that moves: its files are watched instead, and each change opens
 //! the store again, so reads never run on a connection that assumed the file could not
-//! change. On PostgreSQL every commit announces its changes (`Database::listen`): the
-//! watcher polls the count of notices received (see [`crate::store::Watcher`]).
+//! change. On PostgreSQL every commit records its changes in the outbox that
+//! `Database::listen` polls: the watcher polls the count of notices received (see
+//! [`crate::store::Watcher`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};

@@ -318,8 +318,8 @@ impl Store {
                 .db
                 .listen({
                     let notices = Arc::clone(&notices);
-                    // A change, or a reconnection that may have missed some: either way
-                    // the pages read again.
+                    // A change, or some deleted before the listener read them (Lagged):
+                    // either way the pages read again.
                     move |_: Notice| {
                         notices.fetch_add(1, Ordering::SeqCst);
                     }
@@ -743,17 +743,18 @@ pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, 
 ///   its `-wal` and `-shm` instead (a writer starting creates them; a commit or checkpoint
 ///   changes one of them), and the store must be opened again on a change
 ///   ([`Watcher::reopens`]).
-/// - [`Watcher::Notices`]: PostgreSQL announces every committed change to sessions,
-///   messages, parts and files, by any process on any host (schema V8's triggers), to
-///   [`Database::listen`]; the listener's thread counts the notices (a reconnection that
-///   may have missed some counts too), and the watcher compares the count.
+/// - [`Watcher::Notices`]: PostgreSQL records every committed change to sessions,
+///   messages, parts and files, by any process on any host, in its change outbox (schema
+///   V19's triggers), which [`Database::listen`] polls; the listener's thread counts the
+///   notices (a `Lagged`, changes deleted before it read them, counts too), and the
+///   watcher compares the count.
 #[derive(Debug)]
 pub enum Watcher {
     /// Polls `PRAGMA data_version` on a connection of its own.
     DataVersion(Box<Database>),
     /// Polls the files of a database read as `immutable`.
     Files(FileStamps),
-    /// Counts PostgreSQL's change notifications (stops listening when dropped).
+    /// Counts the changes PostgreSQL's outbox delivered (stops listening when dropped).
     Notices {
         /// The listening thread, held only to keep it running (dropping it stops it).
         _listener: Listener,
@@ -767,7 +768,7 @@ pub enum Watcher {
 pub enum Signal {
     /// `PRAGMA data_version`.
     DataVersion(i64),
-    /// How many change notifications PostgreSQL has sent.
+    /// How many change notices the PostgreSQL listener has handed over.
     Notices(u64),
     /// The size and modification time of the database, `-wal` and `-shm` files (`None`:
     /// absent).

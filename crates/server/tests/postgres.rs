@@ -220,7 +220,7 @@ fn writer_process() {
     }
 }
 
-/// Live updates on PostgreSQL come from its change notifications (`Database::listen`):
+/// Live updates on PostgreSQL come from its change outbox (`Database::listen`):
 /// the event stream reports a change, and `/api/version` moves, when another process
 /// appends a message, and again when a second `Database` in this process does; the new
 /// message is then on the page.

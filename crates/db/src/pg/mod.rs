@@ -45,6 +45,9 @@ pub(crate) struct PgBackend {
     pool: Pool,
     /// Write closures run again after a serialization failure or deadlock.
     retries: std::sync::atomic::AtomicU64,
+    /// When this process last deleted outbox rows past their retention (`None`: not yet;
+    /// it does after its first commit, then every [`events::WRITER_TRIM_EVERY`]).
+    trimmed_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl PgBackend {
@@ -80,6 +83,7 @@ impl PgBackend {
             PgBackend {
                 pool,
                 retries: std::sync::atomic::AtomicU64::new(0),
+                trimmed_at: std::sync::Mutex::new(None),
             },
             report,
         ))
@@ -126,7 +130,34 @@ impl PgBackend {
         for action in actions {
             action();
         }
+        self.trim_when_due();
         Ok(value)
+    }
+
+    /// After a commit: deletes the outbox rows past their retention if this process has
+    /// not for [`events::WRITER_TRIM_EVERY`] (or ever), so a store nobody listens to does
+    /// not grow. A failure is logged, never the write's.
+    fn trim_when_due(&self) {
+        {
+            let mut last = self
+                .trimmed_at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|at| at.elapsed() < events::WRITER_TRIM_EVERY) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+        }
+        let outcome = self.pool.get().and_then(|mut client| {
+            let outcome = events::trim(&mut client);
+            if outcome.is_err() {
+                client.discard();
+            }
+            outcome
+        });
+        if let Err(err) = outcome {
+            tracing::debug!(error = %err, "could not trim the change outbox");
+        }
     }
 
     fn write_once<T, E, F>(&self, clock: &Clock, f: &mut F) -> Result<(T, Vec<AfterCommit>), E>

@@ -1,0 +1,5 @@
+-- Scribe schema, version 19: nothing to do on SQLite.
+--
+-- PostgreSQL's version 19 writes its change announcements into an outbox table that
+-- listeners on other hosts poll, instead of NOTIFY (SQLite's processes publish their own
+-- events). The file exists so both dialects number their versions alike.
