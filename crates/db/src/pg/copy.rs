@@ -4,10 +4,11 @@
 //!
 //! The plan (tables, columns, keys, foreign keys) is read from the SQLite end's own
 //! catalog, so a table a later migration adds is copied without a change here; the
-//! PostgreSQL end has the same tables (sqlgen's parity check). Derived data is copied as
+//! PostgreSQL end has the same tables (sqlgen's parity check; its own `scribe_…` machinery,
+//! such as V19's change outbox, is not data and is not copied). Derived data is copied as
 //! stored, not derived twice:
-//! - into PostgreSQL, the tables' own triggers (counters, updated_at, change
-//!   notifications, the search documents) are switched off for the copy (`DISABLE TRIGGER
+//! - into PostgreSQL, the tables' own triggers (counters, updated_at, the change
+//!   outbox, the search documents) are switched off for the copy (`DISABLE TRIGGER
 //!   USER`, which the tables' owner may do; foreign keys stay checked), `parts_fts` (V13,
 //!   PostgreSQL's own search documents) is built from the copied parts in one statement, nullable references to the same or
 //!   a later table (a session's parent and summary message) are filled in after every row
