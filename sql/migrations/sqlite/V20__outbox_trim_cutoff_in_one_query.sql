@@ -1,0 +1,4 @@
+-- Scribe schema, version 20: nothing to do on SQLite.
+--
+-- PostgreSQL's version 20 rewrites how its change outbox (V19) is trimmed; SQLite has no
+-- outbox. The file exists so both dialects number their versions alike.
