@@ -794,6 +794,64 @@ fn a_listener_that_lost_its_connection_gets_what_it_missed_or_an_exact_lagged() 
     listener.stop();
 }
 
+/// A store nobody listens to does not grow: a writing process deletes the changes past
+/// their retention after its first commit, on a thread of its own (the write returns
+/// without waiting for it), and records what it deleted for listeners to count.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_writing_process_trims_expired_changes_in_the_background() {
+    let url = fresh("scribe_writer_trim");
+    let mut client = admin(&url);
+    // Migrated by a first opening that writes nothing.
+    drop(Database::open(&url).unwrap());
+    // 40 changes of long-finished transactions (ids below any running one), written ten
+    // minutes ago: past the five minutes' retention.
+    client
+        .batch_execute(
+            "INSERT INTO scribe_outbox (xid, chunk, origin, n, changes, at) \
+             SELECT (3 + g / 4)::text::xid8, g % 4, 'expired', 1, \
+                    '[[\"sessions\",\"update\",\"ses_x\",\"ses_x\"]]', \
+                    clock_timestamp() - INTERVAL '10 minutes' \
+             FROM generate_series(0, 39) g",
+        )
+        .unwrap();
+    let db = Database::open(&url).unwrap();
+    let s = create_session(&db);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let expired = loop {
+        let left: i64 = client
+            .query_one(
+                "SELECT count(*) FROM scribe_outbox WHERE origin = 'expired'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if left == 0 || std::time::Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(expired, 0, "the expired changes are deleted");
+    let (changes, kept): (i64, i64) = {
+        let row = client
+            .query_one(
+                "SELECT (SELECT changes FROM scribe_outbox_trim), \
+                        (SELECT count(*) FROM scribe_outbox WHERE changes LIKE '%' || $1 || '%')",
+                &[&s],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(
+        changes, 40,
+        "the trim record counts every change it deleted"
+    );
+    assert_eq!(
+        kept, 1,
+        "the session's own change is within the retention and stays"
+    );
+}
+
 /// A transaction that stays open holds back nothing but itself: other sessions' commits
 /// arrive meanwhile, a trim keeps its rows (it has written none yet that anyone can see),
 /// and its own changes arrive once it commits, once, with no `Lagged`.

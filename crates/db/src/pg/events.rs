@@ -41,7 +41,7 @@
 //! **Retention and `Lagged`.** Rows are kept at least [`RETENTION`], then deleted by
 //! `scribe_outbox_trim` (listeners of a writable opening run it every [`TRIM_EVERY`],
 //! writing processes after their first commit and then at most every
-//! [`WRITER_TRIM_EVERY`]; one at a time, never on every commit; rows of a transaction
+//! [`WRITER_TRIM_EVERY`], on a thread of their own; one at a time, never on every commit; rows of a transaction
 //! younger than a still running one wait for it).
 //! The listener reconnects by itself (with a growing pause, up to two seconds) and goes on
 //! from its cursor, so what was committed while it was away is delivered, late, in order.

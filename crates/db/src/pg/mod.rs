@@ -42,12 +42,15 @@ const IN_FAILED_TRANSACTION: &str = "25P02";
 /// An open PostgreSQL store: its pool and what opening it found.
 #[derive(Debug)]
 pub(crate) struct PgBackend {
-    pool: Pool,
+    /// Shared with the background trim (see [`PgBackend::trim_when_due`]).
+    pool: std::sync::Arc<Pool>,
     /// Write closures run again after a serialization failure or deadlock.
     retries: std::sync::atomic::AtomicU64,
     /// When this process last deleted outbox rows past their retention (`None`: not yet;
     /// it does after its first commit, then every [`events::WRITER_TRIM_EVERY`]).
     trimmed_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// A background trim is running (at most one per process).
+    trimming: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PgBackend {
@@ -81,9 +84,10 @@ impl PgBackend {
         };
         Ok((
             PgBackend {
-                pool,
+                pool: std::sync::Arc::new(pool),
                 retries: std::sync::atomic::AtomicU64::new(0),
                 trimmed_at: std::sync::Mutex::new(None),
+                trimming: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             },
             report,
         ))
@@ -134,10 +138,13 @@ impl PgBackend {
         Ok(value)
     }
 
-    /// After a commit: deletes the outbox rows past their retention if this process has
-    /// not for [`events::WRITER_TRIM_EVERY`] (or ever), so a store nobody listens to does
-    /// not grow. A failure is logged, never the write's.
+    /// After a commit: starts deleting the outbox rows past their retention on a thread of
+    /// its own if this process has not for [`events::WRITER_TRIM_EVERY`] (or ever), so a
+    /// store nobody listens to does not grow. The write that happens to be due returns at
+    /// once: the trim's DELETE takes ~0.3 s per 300,000 expired rows, which no caller
+    /// should wait for. A failure is logged, never the write's.
     fn trim_when_due(&self) {
+        use std::sync::atomic::Ordering;
         {
             let mut last = self
                 .trimmed_at
@@ -146,17 +153,32 @@ impl PgBackend {
             if last.is_some_and(|at| at.elapsed() < events::WRITER_TRIM_EVERY) {
                 return;
             }
+            if self.trimming.swap(true, Ordering::AcqRel) {
+                // The last one is still running; it counts as this one.
+                return;
+            }
             *last = Some(std::time::Instant::now());
         }
-        let outcome = self.pool.get().and_then(|mut client| {
-            let outcome = events::trim(&mut client);
-            if outcome.is_err() {
-                client.discard();
-            }
-            outcome
-        });
-        if let Err(err) = outcome {
-            tracing::debug!(error = %err, "could not trim the change outbox");
+        let pool = std::sync::Arc::clone(&self.pool);
+        let trimming = std::sync::Arc::clone(&self.trimming);
+        let spawned = std::thread::Builder::new()
+            .name("scribe-outbox-trim".to_owned())
+            .spawn(move || {
+                let outcome = pool.get().and_then(|mut client| {
+                    let outcome = events::trim(&mut client);
+                    if outcome.is_err() {
+                        client.discard();
+                    }
+                    outcome
+                });
+                if let Err(err) = outcome {
+                    tracing::debug!(error = %err, "could not trim the change outbox");
+                }
+                trimming.store(false, Ordering::Release);
+            });
+        if let Err(err) = spawned {
+            self.trimming.store(false, Ordering::Release);
+            tracing::debug!(error = %err, "could not start trimming the change outbox");
         }
     }
 
