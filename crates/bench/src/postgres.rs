@@ -52,6 +52,7 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::append::{Draft, drafts};
+use crate::pg_limit::{self, Variant};
 use crate::stats;
 use crate::writers::WriterReport;
 
@@ -178,6 +179,9 @@ pub struct WritersRow {
     /// Messages the writers were asked to append (each writer's untimed first one
     /// included).
     pub expected: usize,
+    /// CPU time the PostgreSQL server spent per timed append, ms (all its processes,
+    /// read from `/proc`; `None` on SQLite or when the server is not on this machine).
+    pub server_cpu_ms: Option<f64>,
 }
 
 /// Commit on host A to delivery on host B.
@@ -291,11 +295,32 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
     let mut writers = Vec::new();
     let paces: &[Option<u64>] = if wanted("writers") {
         &[None, Some(PACE_MS)]
-    } else if wanted("saturated") {
+    } else if wanted("saturated") || wanted("scribe-pg") {
         &[None]
     } else {
         &[]
     };
+    let sqlite_rows = wanted("writers") || wanted("saturated");
+    let limit_rows = sqlite_rows || wanted("limit");
+    let breakdown_rows = wanted("breakdown");
+    let mut limit_client = if limit_rows || breakdown_rows {
+        let mut client = pg_limit::connect(url)?;
+        pg_limit::create_schema(&mut client)?;
+        Some(client)
+    } else {
+        None
+    };
+    // PostgreSQL's limit on the same server: Scribe's writer rows without Scribe, then
+    // with one of Scribe's choices at a time (the breakdown).
+    let mut limit_runs: Vec<(Variant, usize)> = Vec::new();
+    if limit_rows {
+        limit_runs.extend(WRITERS.map(|processes| (Variant::Limit, processes)));
+    }
+    if breakdown_rows {
+        for variant in [Variant::Tx, Variant::Serializable] {
+            limit_runs.extend([1, 16].map(|processes| (variant, processes)));
+        }
+    }
     for &pace in paces {
         let how = pace.map_or_else(
             || "as fast as they can".to_owned(),
@@ -319,6 +344,14 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             made.extend(sessions);
             writers.push(row);
         }
+        if pace.is_none() {
+            // Right after Scribe's saturated rows, on the same server state.
+            limit_writers(url, &limit_runs, sizes, seed, &mut writers)?;
+            limit_runs.clear();
+        }
+        if !sqlite_rows {
+            continue;
+        }
         for processes in WRITERS {
             let count = count(processes);
             progress(&format!(
@@ -330,6 +363,17 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             let (row, _) = writers_row(file, "SQLite", processes, count, seed, pace)?;
             writers.push(row);
         }
+    }
+
+    if !limit_runs.is_empty() {
+        // PARTS without the Scribe rows: the limit alone.
+        limit_writers(url, &limit_runs, sizes, seed, &mut writers)?;
+    }
+    let keep = std::env::var(KEEP_ENV).is_ok_and(|keep| keep == "1");
+    if let Some(client) = limit_client.as_mut()
+        && !keep
+    {
+        pg_limit::drop_schema(client)?;
     }
 
     let events = if wanted("events") {
@@ -397,7 +441,7 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         search.push(figures);
     }
 
-    if std::env::var(KEEP_ENV).is_ok_and(|keep| keep == "1") {
+    if keep {
         made.clear();
     }
     db.write(|tx| -> scribe_db::Result<()> {
@@ -552,9 +596,15 @@ fn writers_row(
         }
         children.push(command.spawn()?);
     }
+    let cpu = server_cpu(backend, location);
     let (readers, started) = crate::writers::start(&mut children)?;
+    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
     let reports = crate::writers::collect(&mut children, readers)?;
     let elapsed = started.elapsed();
+    let cpu_spent = cpu
+        .and_then(pg_limit::ServerCpu::total)
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let mut latencies = Vec::new();
     let (mut errors, mut first_error, mut retries) = (0, None, 0);
     for report in reports {
@@ -591,8 +641,110 @@ fn writers_row(
         stored,
         // Each writer's untimed first append included.
         expected: processes * (per_writer + 1),
+        server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
     };
     Ok((row, sessions))
+}
+
+/// Runs the limit's rows `runs` (variant, writer processes) and adds them to `writers`.
+fn limit_writers(
+    url: &str,
+    runs: &[(Variant, usize)],
+    sizes: PgSizes,
+    seed: u64,
+    writers: &mut Vec<WritersRow>,
+) -> Result<()> {
+    for &(variant, processes) in runs {
+        progress(&format!(
+            "PostgreSQL limit ({}): {processes} writer processes x {} appends, as fast as they can",
+            variant.describe(),
+            sizes.per_writer
+        ));
+        writers.push(limit_row(url, variant, processes, sizes.per_writer, seed)?);
+    }
+    Ok(())
+}
+
+/// The server's CPU meter for a PostgreSQL row (`None` on SQLite, or when the server is
+/// not on this machine or cannot be reached without TLS).
+fn server_cpu(backend: &str, location: &str) -> Option<pg_limit::ServerCpu> {
+    if backend == "SQLite" {
+        return None;
+    }
+    let mut client = pg_limit::connect(location).ok()?;
+    pg_limit::ServerCpu::find(&mut client)
+}
+
+/// `processes` limit writer processes ([`pg_limit`], `variant`) on `url`, each appending
+/// `per_writer` messages to its own new session of the limit's schema, as fast as it can.
+fn limit_row(
+    url: &str,
+    variant: Variant,
+    processes: usize,
+    per_writer: usize,
+    seed: u64,
+) -> Result<WritersRow> {
+    let mut client = pg_limit::connect(url)?;
+    let sessions = (0..processes)
+        .map(|i| pg_limit::create_session(&mut client, &format!("bench limit writer {i}")))
+        .collect::<Result<Vec<_>>>()?;
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        let mut command = Command::new(&exe);
+        command
+            .args(["--writer", "--pg-limit", "--db", "-", "--session", session])
+            .args(["--count", &per_writer.to_string()])
+            // The same drafts as Scribe's writer rows.
+            .args(["--seed", &(seed + 1_000 + i as u64).to_string()])
+            .env(DB_ENV, url)
+            .env(pg_limit::VARIANT_ENV, variant.name())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        children.push(command.spawn()?);
+    }
+    let cpu = pg_limit::ServerCpu::find(&mut client);
+    let (readers, started) = crate::writers::start(&mut children)?;
+    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
+    let reports = crate::writers::collect(&mut children, readers)?;
+    let elapsed = started.elapsed();
+    let cpu_spent = cpu
+        .and_then(pg_limit::ServerCpu::total)
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let mut latencies = Vec::new();
+    let (mut errors, mut first_error, mut retries) = (0, None, 0);
+    for report in reports {
+        retries += report.retries;
+        latencies.extend(report.latencies_us.iter().map(|&us| Duration::from_micros(us)));
+        errors += report.errors;
+        first_error = first_error.or(report.first_error);
+    }
+    let (counted, stored) = pg_limit::stored(&mut client, &sessions)?;
+    if counted != stored {
+        return Err(format!(
+            "the limit's trigger counted {counted} messages where {stored} are stored"
+        )
+        .into());
+    }
+    Ok(WritersRow {
+        backend: variant.backend(),
+        mode: "saturated",
+        processes,
+        total_per_s: stats::rate(latencies.len() - errors, elapsed),
+        p50_ms: stats::ms(stats::median(&latencies)),
+        p95_ms: stats::ms(stats::percentile(&latencies, 0.95)),
+        p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
+        max_ms: stats::ms(stats::max(&latencies)),
+        appends: latencies.len(),
+        errors,
+        retries_per_append: retries as f64 / latencies.len().max(1) as f64,
+        first_error,
+        stored: usize::try_from(stored)?,
+        expected: processes * (per_writer + 1),
+        server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
+    })
 }
 
 /// Host A appends `commits` messages one by one; host B's listener publishes every
@@ -821,7 +973,7 @@ impl PgReport {
         );
         let _ = writeln!(
             out,
-            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11}",
+            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11} {:>7}",
             "backend",
             "mode",
             "procs",
@@ -833,12 +985,13 @@ impl PgReport {
             "max ms",
             "errors",
             "retries",
-            "stored"
+            "stored",
+            "srv cpu"
         );
         for row in &self.writers {
             let _ = writeln!(
                 out,
-                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11}",
+                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11} {:>7}",
                 row.backend,
                 row.mode,
                 row.processes,
@@ -850,7 +1003,9 @@ impl PgReport {
                 row.max_ms,
                 row.errors,
                 row.retries_per_append,
-                format!("{}/{}", row.stored, row.expected)
+                format!("{}/{}", row.stored, row.expected),
+                row.server_cpu_ms
+                    .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}"))
             );
             if let Some(first) = &row.first_error {
                 let _ = writeln!(out, "            first error: {first}");
@@ -916,6 +1071,39 @@ impl PgReport {
                 out,
                 "  PostgreSQL 4 total / SQLite 4 total, saturated  {:>6.2}x",
                 stats::ratio(pg4.total_per_s, lite4.total_per_s)
+            );
+        }
+        if let (Some(limit16), Some(lite4)) = (
+            find("PG limit", "saturated", 16),
+            find("SQLite", "saturated", 4),
+        ) {
+            let _ = writeln!(
+                out,
+                "  PostgreSQL limit 16 total / SQLite 4 total      {:>6.2}x  (below 0.5x: no design \
+                 on PostgreSQL meets the target on this machine)",
+                stats::ratio(limit16.total_per_s, lite4.total_per_s)
+            );
+        }
+        for processes in WRITERS {
+            if let (Some(pg), Some(limit)) = (
+                find("PostgreSQL", "saturated", processes),
+                find("PG limit", "saturated", processes),
+            ) {
+                let _ = writeln!(
+                    out,
+                    "  Scribe {processes:>2} total / PostgreSQL limit {processes:>2} total   {:>6.2}x",
+                    stats::ratio(pg.total_per_s, limit.total_per_s)
+                );
+            }
+        }
+        if self.writers.iter().any(|r| r.server_cpu_ms.is_some()) {
+            let _ = writeln!(
+                out,
+                "  srv cpu: the PostgreSQL server's CPU time per timed append, ms (all its \
+                 processes, from /proc); PG limit = {}; lim+tx = {}; lim+ser = {}",
+                Variant::Limit.describe(),
+                Variant::Tx.describe(),
+                Variant::Serializable.describe()
             );
         }
         if let Some(e) = &self.events {
