@@ -261,7 +261,10 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
             Ok(retries) => report.retries += retries,
             Err(err) => {
                 report.errors += 1;
-                report.first_error.get_or_insert_with(|| err.to_string());
+                report.first_error.get_or_insert_with(|| match err.as_db_error() {
+                    Some(db) => format!("{} ({})", db.message(), db.code().code()),
+                    None => err.to_string(),
+                });
             }
         }
     }
@@ -319,7 +322,11 @@ impl ServerCpu {
 
 /// `(parent pid, utime + stime, cutime + cstime)` of process `pid`, in ticks.
 fn proc_stat(pid: u32) -> Option<(u32, u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// [`proc_stat`] of the text of a `/proc/<pid>/stat`.
+fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
     // The command name may hold spaces and parentheses: the fields start after the last ')'.
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -327,4 +334,31 @@ fn proc_stat(pid: u32) -> Option<(u32, u64, u64)> {
     let num = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok());
     let parent = u32::try_from(num(4)?).ok()?;
     Some((parent, num(14)? + num(15)?, num(16)? + num(17)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_read_after_the_command_name() {
+        // A backend's title holds spaces and parentheses.
+        let line = "4242 (postgres: postgres db [local] (idle) x) S 17 4242 4242 0 -1 4194560 \
+                    900 0 0 0 123 45 6 7 20 0 1 0 5000 220000000 5000 18446744073709551615";
+        assert_eq!(parse_stat(line), Some((17, 168, 13)));
+    }
+
+    #[test]
+    fn a_truncated_stat_is_none() {
+        assert_eq!(parse_stat("4242 (postgres) S 17 4242"), None);
+        assert_eq!(parse_stat("no parenthesis"), None);
+    }
+
+    #[test]
+    fn variants_round_trip_their_names() {
+        for variant in Variant::ALL {
+            assert_eq!(Variant::parse(variant.name()).ok(), Some(variant));
+        }
+        assert!(Variant::parse("fast").is_err());
+    }
 }
