@@ -261,10 +261,12 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
             Ok(retries) => report.retries += retries,
             Err(err) => {
                 report.errors += 1;
-                report.first_error.get_or_insert_with(|| match err.as_db_error() {
-                    Some(db) => format!("{} ({})", db.message(), db.code().code()),
-                    None => err.to_string(),
-                });
+                report
+                    .first_error
+                    .get_or_insert_with(|| match err.as_db_error() {
+                        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+                        None => err.to_string(),
+                    });
             }
         }
     }
@@ -305,7 +307,10 @@ impl ServerCpu {
         let (_, own, reaped) = proc_stat(self.postmaster)?;
         let mut ticks = own + reaped;
         for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
             else {
                 continue;
             };
