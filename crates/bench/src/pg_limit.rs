@@ -359,6 +359,55 @@ mod tests {
         assert_eq!(parse_stat("no parenthesis"), None);
     }
 
+    /// The limit's schema on a real server: every variant stores its appends, the trigger
+    /// counts them, and the word index answers a word of the first part (with
+    /// `bash .ci/with-postgres cargo test -p scribe-bench -- --ignored`).
+    #[test]
+    #[ignore = "needs a PostgreSQL server: SCRIBE_TEST_POSTGRES (.ci/with-postgres)"]
+    fn the_limit_stores_counts_and_finds_words() -> Result<()> {
+        let url = std::env::var("SCRIBE_TEST_POSTGRES")?;
+        let mut client = connect(&url)?;
+        create_schema(&mut client)?;
+        // Twice: the schema is created only if it is not there.
+        create_schema(&mut client)?;
+        let session = create_session(&mut client, "limit test")?;
+        let insert = client.prepare(INSERT)?;
+        let work = drafts(7, 6);
+        for (variant, draft) in Variant::ALL.into_iter().cycle().zip(&work) {
+            append(&mut client, &insert, variant, &session, draft)?;
+        }
+        assert_eq!(stored(&mut client, &[session.clone()])?, (6, 6));
+        let word = work
+            .iter()
+            .find_map(|(_, parts)| match parts.first() {
+                Some(scribe_message::Part::Text(part)) => part
+                    .text
+                    .split(|c: char| !c.is_alphanumeric())
+                    .find(|w| w.len() > 3)
+                    .map(str::to_lowercase),
+                _ => None,
+            })
+            .ok_or("no text part with a word")?;
+        let found: i64 = client
+            .query_one(
+                "SELECT count(*) FROM scribe_bench_limit.messages
+                 WHERE to_tsvector('simple', (parts::json -> 0 ->> 'text'))
+                       @@ plainto_tsquery('simple', $1)",
+                &[&word],
+            )?
+            .try_get(0)?;
+        assert!(found >= 1, "{word:?} not found");
+        drop_schema(&mut client)?;
+        let left: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_namespace WHERE nspname = 'scribe_bench_limit'",
+                &[],
+            )?
+            .try_get(0)?;
+        assert_eq!(left, 0);
+        Ok(())
+    }
+
     #[test]
     fn variants_round_trip_their_names() {
         for variant in Variant::ALL {
