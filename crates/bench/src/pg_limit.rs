@@ -376,7 +376,7 @@ mod tests {
         for (variant, draft) in Variant::ALL.into_iter().cycle().zip(&work) {
             append(&mut client, &insert, variant, &session, draft)?;
         }
-        assert_eq!(stored(&mut client, &[session.clone()])?, (6, 6));
+        assert_eq!(stored(&mut client, std::slice::from_ref(&session))?, (6, 6));
         let word = work
             .iter()
             .find_map(|(_, parts)| match parts.first() {
