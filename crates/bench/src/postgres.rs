@@ -192,6 +192,9 @@ pub struct WritersRow {
     /// CPU time the PostgreSQL server spent per timed append, ms (all its processes,
     /// read from `/proc`; `None` on SQLite or when the server is not on this machine).
     pub server_cpu_ms: Option<f64>,
+    /// CPU time the writer processes spent per timed append, ms (on SQLite all of an
+    /// append's work; on PostgreSQL the client's side), `None` when `/proc` cannot tell.
+    pub client_cpu_ms: Option<f64>,
 }
 
 /// Commit on host A to delivery on host B.
@@ -543,6 +546,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
         errors: 0,
         first_error: None,
         retries: 0,
+        cpu_us: None,
     };
     // One untimed append first: the connection open, the statements prepared.
     if let Some(first) = drafts(seed ^ 0x5eed, 1).first() {
@@ -553,6 +557,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     out.flush()?;
     let mut go = String::new();
     std::io::stdin().read_line(&mut go)?;
+    let cpu_before = pg_limit::own_cpu();
     let mut next = Instant::now();
     if let Some(pace) = pace {
         let phase = u64::try_from(pace.as_micros()).unwrap_or(u64::MAX).max(1);
@@ -579,6 +584,9 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
         }
     }
     report.retries = db.write_retries();
+    report.cpu_us = pg_limit::own_cpu()
+        .zip(cpu_before)
+        .and_then(|(after, before)| u64::try_from(after.saturating_sub(before).as_micros()).ok());
     serde_json::to_writer(&mut out, &report)?;
     writeln!(out)?;
     out.flush()?;
@@ -628,8 +636,12 @@ fn writers_row(
         .map(|(after, before)| after.saturating_sub(before));
     let mut latencies = Vec::new();
     let (mut errors, mut first_error, mut retries) = (0, None, 0);
+    let mut client_cpu = Some(Duration::ZERO);
     for report in reports {
         retries += report.retries;
+        client_cpu = client_cpu
+            .zip(report.cpu_us)
+            .map(|(sum, us)| sum + Duration::from_micros(us));
         latencies.extend(
             report
                 .latencies_us
@@ -663,6 +675,7 @@ fn writers_row(
         // Each writer's untimed first append included.
         expected: processes * (per_writer + 1),
         server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
+        client_cpu_ms: client_cpu.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
     };
     Ok((row, sessions))
 }
@@ -736,8 +749,12 @@ fn limit_row(
         .map(|(after, before)| after.saturating_sub(before));
     let mut latencies = Vec::new();
     let (mut errors, mut first_error, mut retries) = (0, None, 0);
+    let mut client_cpu = Some(Duration::ZERO);
     for report in reports {
         retries += report.retries;
+        client_cpu = client_cpu
+            .zip(report.cpu_us)
+            .map(|(sum, us)| sum + Duration::from_micros(us));
         latencies.extend(
             report
                 .latencies_us
@@ -770,6 +787,7 @@ fn limit_row(
         stored: usize::try_from(stored)?,
         expected: processes * (per_writer + 1),
         server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
+        client_cpu_ms: client_cpu.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
     })
 }
 
@@ -999,7 +1017,7 @@ impl PgReport {
         );
         let _ = writeln!(
             out,
-            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11} {:>7}",
+            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11} {:>7} {:>7}",
             "backend",
             "mode",
             "procs",
@@ -1012,12 +1030,13 @@ impl PgReport {
             "errors",
             "retries",
             "stored",
-            "srv cpu"
+            "srv cpu",
+            "cli cpu"
         );
         for row in &self.writers {
             let _ = writeln!(
                 out,
-                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11} {:>7}",
+                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11} {:>7} {:>7}",
                 row.backend,
                 row.mode,
                 row.processes,
@@ -1031,6 +1050,8 @@ impl PgReport {
                 row.retries_per_append,
                 format!("{}/{}", row.stored, row.expected),
                 row.server_cpu_ms
+                    .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}")),
+                row.client_cpu_ms
                     .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}"))
             );
             if let Some(first) = &row.first_error {
@@ -1130,7 +1151,8 @@ impl PgReport {
             let _ = writeln!(
                 out,
                 "  srv cpu: the PostgreSQL server's CPU time per timed append, ms (all its \
-                 processes, from /proc); PG limit = {}; lim+tx = {}; lim+ser = {}",
+                 processes, from /proc); cli cpu: the writer processes' (SQLite: all the work); \
+                 srv cpu in 10 ms ticks, cli cpu in ns; PG limit = {}; lim+tx = {}; lim+ser = {}",
                 Variant::Limit.describe(),
                 Variant::Tx.describe(),
                 Variant::Serializable.describe()
