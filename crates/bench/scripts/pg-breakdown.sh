@@ -8,6 +8,8 @@
 #
 #   flock /work/wt/bench.lock bash .ci/with-postgres bash crates/bench/scripts/pg-breakdown.sh
 #
+# SPLIT=word splits the word document instead: its computation (scribe_search_words), the
+# spaceless test, then the rest (the trigger and the parts_fts row). ROUNDS=n repeats.
 # Needs SCRIBE_TEST_POSTGRES (set by .ci/with-postgres) and a release build of scribe-bench.
 set -euo pipefail
 : "${SCRIBE_TEST_POSTGRES:?run under .ci/with-postgres}"
@@ -20,6 +22,21 @@ rows() {
     SCRIBE_BENCH_PG_PARTS=${PARTS:-scribe-pg,limit} "$BENCH" --db "$SCRIBE_TEST_POSTGRES" 2>/dev/null \
         | grep -E '^(PostgreSQL|PG limit|PG lim) +saturated|limit 16|Scribe 16'
 }
+if [ "${SPLIT:-}" = word ]; then
+    # The word document split: its computation, then its row, one at a time.
+    for round in $(seq "$ROUNDS"); do
+        echo "### round $round (word document split)"
+        sql "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"
+        rows "Scribe as it is (V19)"
+        sql "CREATE OR REPLACE FUNCTION scribe_search_words(text TEXT) RETURNS tsvector LANGUAGE sql IMMUTABLE AS \$\$ SELECT ''::tsvector \$\$;"
+        rows "- the words' computation (scribe_search_words returns an empty tsvector)"
+        sql "CREATE OR REPLACE FUNCTION scribe_spaceless(text TEXT) RETURNS BOOLEAN LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS \$\$ SELECT false \$\$;"
+        rows "- the spaceless test (scribe_spaceless returns false)"
+        sql "DROP TRIGGER parts_fts_insert ON parts;"
+        rows "- the rest of the word document (the trigger, the parts_fts row and its indexes)"
+    done
+    exit 0
+fi
 for round in $(seq "$ROUNDS"); do
     echo "### round $round"
     # A fresh schema each round: the report migrates it on open.
