@@ -36,6 +36,7 @@ mod data;
 mod import;
 mod latency;
 mod limit;
+mod pg_limit;
 mod postgres;
 mod reads;
 mod report;
@@ -112,11 +113,20 @@ struct Cli {
     /// Writer: the limit (autocommit INSERTs into its own schema).
     #[arg(long, hide = true, conflicts_with_all = ["raw", "previous_defaults"])]
     limit: bool,
+    /// Writer: PostgreSQL's limit on the server named by SCRIBE_BENCH_DB (raw `postgres`
+    /// client, its own schema; the variant from SCRIBE_BENCH_PG_VARIANT).
+    #[arg(long, hide = true, conflicts_with_all = ["raw", "previous_defaults", "limit", "queries"])]
+    pg_limit: bool,
 }
 
 fn main() {
     let cli = Cli::parse();
-    let outcome = if cli.writer && cli.queries {
+    let outcome = if cli.writer && cli.pg_limit {
+        match (&cli.session, cli.count) {
+            (Some(session), Some(count)) => pg_limit::child(session, count, cli.seed),
+            _ => Err("--writer needs --session and --count".into()),
+        }
+    } else if cli.writer && cli.queries {
         match (&cli.session, cli.count) {
             (Some(session), Some(count)) => postgres::child(session, count, cli.seed),
             _ => Err("--writer needs --session and --count".into()),

@@ -17,6 +17,13 @@
 //!   with 0 errors (both ways), their p99 at most 2x the single writer's (judged on the
 //!   paced rows: "not waiting on each other"), and a saturated total at least 0.5x
 //!   SQLite's saturated 4-writer total (a throughput is what saturated rows measure).
+//! - PostgreSQL's limit ([`pg_limit`]): the simplest raw program doing the same job on the
+//!   same server (issue 14's limit schema, one autocommit INSERT per message), 1, 4 and
+//!   16 writer processes saturated, right after Scribe's saturated rows; then the
+//!   breakdown variants (an explicit transaction, SERIALIZABLE) at 1 and 16. Every
+//!   PostgreSQL row shows the server's CPU per append when the server is on this
+//!   machine. Ratios: the limit's 16 writers against SQLite's 4 (whether the target is
+//!   within PostgreSQL's reach here at all) and Scribe's rows against the limit's.
 //! - events: a commit through one [`Database`] ("host A", its own pool and origin)
 //!   until a subscriber of a [`Broker`] fed by another handle's [`Database::listen`]
 //!   ("host B") receives it, appends back to back and then paced at 75 ms (the listener
@@ -52,6 +59,7 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::append::{Draft, drafts};
+use crate::pg_limit::{self, Variant};
 use crate::stats;
 use crate::writers::WriterReport;
 
@@ -65,7 +73,10 @@ pub const PACE_ENV: &str = "SCRIBE_BENCH_PACE_MS";
 
 /// The environment variable that limits the report to some of its parts (a comma list of
 /// `writers`, `events`, `load`, `search`; all when unset): for profiling one of them.
-/// `saturated` is the writer rows without the paced ones (~20 s instead of ~3 min).
+/// `saturated` is the writer rows without the paced ones (~20 s instead of ~3 min);
+/// `scribe-pg` only Scribe's saturated PostgreSQL rows; `limit` PostgreSQL's limit rows
+/// (which `writers` and `saturated` include); `breakdown` the limit's variants
+/// ([`pg_limit::Variant`]).
 pub const PARTS_ENV: &str = "SCRIBE_BENCH_PG_PARTS";
 
 /// The environment variable that keeps the report's sessions in the database (set to `1`):
@@ -178,6 +189,12 @@ pub struct WritersRow {
     /// Messages the writers were asked to append (each writer's untimed first one
     /// included).
     pub expected: usize,
+    /// CPU time the PostgreSQL server spent per timed append, ms (all its processes,
+    /// read from `/proc`; `None` on SQLite or when the server is not on this machine).
+    pub server_cpu_ms: Option<f64>,
+    /// CPU time the writer processes spent per timed append, ms (on SQLite all of an
+    /// append's work; on PostgreSQL the client's side), `None` when `/proc` cannot tell.
+    pub client_cpu_ms: Option<f64>,
 }
 
 /// Commit on host A to delivery on host B.
@@ -291,11 +308,43 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
     let mut writers = Vec::new();
     let paces: &[Option<u64>] = if wanted("writers") {
         &[None, Some(PACE_MS)]
-    } else if wanted("saturated") {
+    } else if wanted("saturated") || wanted("scribe-pg") {
         &[None]
     } else {
         &[]
     };
+    let sqlite_rows = wanted("writers") || wanted("saturated");
+    let limit_rows = sqlite_rows || wanted("limit");
+    let breakdown_rows = wanted("breakdown");
+    let mut limit_client = if limit_rows || breakdown_rows {
+        // The limit's raw client speaks no TLS: a server that insists on it gets no limit
+        // rows (said so), not a failed report.
+        match pg_limit::connect(url) {
+            Ok(mut client) => {
+                pg_limit::create_schema(&mut client)?;
+                Some(client)
+            }
+            Err(err) => {
+                progress(&format!(
+                    "PostgreSQL limit: skipped, its raw client (no TLS) cannot connect: {err}"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    // PostgreSQL's limit on the same server: Scribe's writer rows without Scribe, then
+    // with one of Scribe's choices at a time (the breakdown).
+    let mut limit_runs: Vec<(Variant, usize)> = Vec::new();
+    if limit_rows && limit_client.is_some() {
+        limit_runs.extend(WRITERS.map(|processes| (Variant::Limit, processes)));
+    }
+    if breakdown_rows && limit_client.is_some() {
+        for variant in [Variant::Tx, Variant::Serializable] {
+            limit_runs.extend([1, 16].map(|processes| (variant, processes)));
+        }
+    }
     for &pace in paces {
         let how = pace.map_or_else(
             || "as fast as they can".to_owned(),
@@ -319,6 +368,14 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             made.extend(sessions);
             writers.push(row);
         }
+        if pace.is_none() {
+            // Right after Scribe's saturated rows, on the same server state.
+            limit_writers(url, &limit_runs, sizes, seed, &mut writers)?;
+            limit_runs.clear();
+        }
+        if !sqlite_rows {
+            continue;
+        }
         for processes in WRITERS {
             let count = count(processes);
             progress(&format!(
@@ -330,6 +387,17 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             let (row, _) = writers_row(file, "SQLite", processes, count, seed, pace)?;
             writers.push(row);
         }
+    }
+
+    if !limit_runs.is_empty() {
+        // PARTS without the Scribe rows: the limit alone.
+        limit_writers(url, &limit_runs, sizes, seed, &mut writers)?;
+    }
+    let keep = std::env::var(KEEP_ENV).is_ok_and(|keep| keep == "1");
+    if let Some(client) = limit_client.as_mut()
+        && !keep
+    {
+        pg_limit::drop_schema(client)?;
     }
 
     let events = if wanted("events") {
@@ -397,7 +465,7 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         search.push(figures);
     }
 
-    if std::env::var(KEEP_ENV).is_ok_and(|keep| keep == "1") {
+    if keep {
         made.clear();
     }
     db.write(|tx| -> scribe_db::Result<()> {
@@ -478,6 +546,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
         errors: 0,
         first_error: None,
         retries: 0,
+        cpu_us: None,
     };
     // One untimed append first: the connection open, the statements prepared.
     if let Some(first) = drafts(seed ^ 0x5eed, 1).first() {
@@ -488,6 +557,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     out.flush()?;
     let mut go = String::new();
     std::io::stdin().read_line(&mut go)?;
+    let cpu_before = pg_limit::own_cpu();
     let mut next = Instant::now();
     if let Some(pace) = pace {
         let phase = u64::try_from(pace.as_micros()).unwrap_or(u64::MAX).max(1);
@@ -514,6 +584,9 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
         }
     }
     report.retries = db.write_retries();
+    report.cpu_us = pg_limit::own_cpu()
+        .zip(cpu_before)
+        .and_then(|(after, before)| u64::try_from(after.saturating_sub(before).as_micros()).ok());
     serde_json::to_writer(&mut out, &report)?;
     writeln!(out)?;
     out.flush()?;
@@ -552,13 +625,23 @@ fn writers_row(
         }
         children.push(command.spawn()?);
     }
+    let cpu = server_cpu(backend, location);
     let (readers, started) = crate::writers::start(&mut children)?;
+    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
     let reports = crate::writers::collect(&mut children, readers)?;
     let elapsed = started.elapsed();
+    let cpu_spent = cpu
+        .and_then(pg_limit::ServerCpu::total)
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let mut latencies = Vec::new();
     let (mut errors, mut first_error, mut retries) = (0, None, 0);
+    let mut client_cpu = Some(Duration::ZERO);
     for report in reports {
         retries += report.retries;
+        client_cpu = client_cpu
+            .zip(report.cpu_us)
+            .map(|(sum, us)| sum + Duration::from_micros(us));
         latencies.extend(
             report
                 .latencies_us
@@ -591,8 +674,121 @@ fn writers_row(
         stored,
         // Each writer's untimed first append included.
         expected: processes * (per_writer + 1),
+        server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
+        client_cpu_ms: client_cpu.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
     };
     Ok((row, sessions))
+}
+
+/// Runs the limit's rows `runs` (variant, writer processes) and adds them to `writers`.
+fn limit_writers(
+    url: &str,
+    runs: &[(Variant, usize)],
+    sizes: PgSizes,
+    seed: u64,
+    writers: &mut Vec<WritersRow>,
+) -> Result<()> {
+    for &(variant, processes) in runs {
+        progress(&format!(
+            "PostgreSQL limit ({}): {processes} writer processes x {} appends, as fast as they can",
+            variant.describe(),
+            sizes.per_writer
+        ));
+        writers.push(limit_row(url, variant, processes, sizes.per_writer, seed)?);
+    }
+    Ok(())
+}
+
+/// The server's CPU meter for a PostgreSQL row (`None` on SQLite, or when the server is
+/// not on this machine or cannot be reached without TLS).
+fn server_cpu(backend: &str, location: &str) -> Option<pg_limit::ServerCpu> {
+    if backend == "SQLite" {
+        return None;
+    }
+    let mut client = pg_limit::connect(location).ok()?;
+    pg_limit::ServerCpu::find(&mut client)
+}
+
+/// `processes` limit writer processes ([`pg_limit`], `variant`) on `url`, each appending
+/// `per_writer` messages to its own new session of the limit's schema, as fast as it can.
+fn limit_row(
+    url: &str,
+    variant: Variant,
+    processes: usize,
+    per_writer: usize,
+    seed: u64,
+) -> Result<WritersRow> {
+    let mut client = pg_limit::connect(url)?;
+    let sessions = (0..processes)
+        .map(|i| pg_limit::create_session(&mut client, &format!("bench limit writer {i}")))
+        .collect::<Result<Vec<_>>>()?;
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        let mut command = Command::new(&exe);
+        command
+            .args(["--writer", "--pg-limit", "--db", "-", "--session", session])
+            .args(["--count", &per_writer.to_string()])
+            // The same drafts as Scribe's writer rows.
+            .args(["--seed", &(seed + 1_000 + i as u64).to_string()])
+            .env(DB_ENV, url)
+            .env(pg_limit::VARIANT_ENV, variant.name())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        children.push(command.spawn()?);
+    }
+    let cpu = pg_limit::ServerCpu::find(&mut client);
+    let (readers, started) = crate::writers::start(&mut children)?;
+    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
+    let reports = crate::writers::collect(&mut children, readers)?;
+    let elapsed = started.elapsed();
+    let cpu_spent = cpu
+        .and_then(pg_limit::ServerCpu::total)
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let mut latencies = Vec::new();
+    let (mut errors, mut first_error, mut retries) = (0, None, 0);
+    let mut client_cpu = Some(Duration::ZERO);
+    for report in reports {
+        retries += report.retries;
+        client_cpu = client_cpu
+            .zip(report.cpu_us)
+            .map(|(sum, us)| sum + Duration::from_micros(us));
+        latencies.extend(
+            report
+                .latencies_us
+                .iter()
+                .map(|&us| Duration::from_micros(us)),
+        );
+        errors += report.errors;
+        first_error = first_error.or(report.first_error);
+    }
+    let (counted, stored) = pg_limit::stored(&mut client, &sessions)?;
+    if counted != stored {
+        return Err(format!(
+            "the limit's trigger counted {counted} messages where {stored} are stored"
+        )
+        .into());
+    }
+    Ok(WritersRow {
+        backend: variant.backend(),
+        mode: "saturated",
+        processes,
+        total_per_s: stats::rate(latencies.len() - errors, elapsed),
+        p50_ms: stats::ms(stats::median(&latencies)),
+        p95_ms: stats::ms(stats::percentile(&latencies, 0.95)),
+        p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
+        max_ms: stats::ms(stats::max(&latencies)),
+        appends: latencies.len(),
+        errors,
+        retries_per_append: retries as f64 / latencies.len().max(1) as f64,
+        first_error,
+        stored: usize::try_from(stored)?,
+        expected: processes * (per_writer + 1),
+        server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
+        client_cpu_ms: client_cpu.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
+    })
 }
 
 /// Host A appends `commits` messages one by one; host B's listener publishes every
@@ -821,7 +1017,7 @@ impl PgReport {
         );
         let _ = writeln!(
             out,
-            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11}",
+            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11} {:>7} {:>7}",
             "backend",
             "mode",
             "procs",
@@ -833,12 +1029,14 @@ impl PgReport {
             "max ms",
             "errors",
             "retries",
-            "stored"
+            "stored",
+            "srv cpu",
+            "cli cpu"
         );
         for row in &self.writers {
             let _ = writeln!(
                 out,
-                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11}",
+                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11} {:>7} {:>7}",
                 row.backend,
                 row.mode,
                 row.processes,
@@ -850,7 +1048,11 @@ impl PgReport {
                 row.max_ms,
                 row.errors,
                 row.retries_per_append,
-                format!("{}/{}", row.stored, row.expected)
+                format!("{}/{}", row.stored, row.expected),
+                row.server_cpu_ms
+                    .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}")),
+                row.client_cpu_ms
+                    .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}"))
             );
             if let Some(first) = &row.first_error {
                 let _ = writeln!(out, "            first error: {first}");
@@ -916,6 +1118,44 @@ impl PgReport {
                 out,
                 "  PostgreSQL 4 total / SQLite 4 total, saturated  {:>6.2}x",
                 stats::ratio(pg4.total_per_s, lite4.total_per_s)
+            );
+        }
+        if let (Some(limit16), Some(lite4)) = (
+            find("PG limit", "saturated", 16),
+            find("SQLite", "saturated", 4),
+        ) {
+            let ratio = stats::ratio(limit16.total_per_s, lite4.total_per_s);
+            let _ = writeln!(
+                out,
+                "  PostgreSQL limit 16 total / SQLite 4 total      {ratio:>6.2}x  {}",
+                if ratio < 0.5 {
+                    "(below 0.5x: no design on PostgreSQL meets the target on this machine)"
+                } else {
+                    "(at least 0.5x: the target is within PostgreSQL's reach here)"
+                }
+            );
+        }
+        for processes in WRITERS {
+            if let (Some(pg), Some(limit)) = (
+                find("PostgreSQL", "saturated", processes),
+                find("PG limit", "saturated", processes),
+            ) {
+                let _ = writeln!(
+                    out,
+                    "  Scribe {processes:>2} total / PostgreSQL limit {processes:>2} total   {:>6.2}x",
+                    stats::ratio(pg.total_per_s, limit.total_per_s)
+                );
+            }
+        }
+        if self.writers.iter().any(|r| r.server_cpu_ms.is_some()) {
+            let _ = writeln!(
+                out,
+                "  srv cpu: the PostgreSQL server's CPU time per timed append, ms (all its \
+                 processes, from /proc); cli cpu: the writer processes' (SQLite: all the work); \
+                 srv cpu in 10 ms ticks, cli cpu in ns; PG limit = {}; lim+tx = {}; lim+ser = {}",
+                Variant::Limit.describe(),
+                Variant::Tx.describe(),
+                Variant::Serializable.describe()
             );
         }
         if let Some(e) = &self.events {

@@ -56,6 +56,10 @@ pub struct WriterReport {
     /// Write closures run again (busy on SQLite, serialization failures on PostgreSQL).
     #[serde(default)]
     pub retries: u64,
+    /// CPU time this writer process spent (its threads' time on a CPU) over its timed
+    /// appends, microseconds, when `/proc/self/task/*/schedstat` can tell.
+    #[serde(default)]
+    pub cpu_us: Option<u64>,
 }
 
 /// The [`Mode::ScribePrevious`] contrast: `scribe_db::Options::default()` before it moved to
@@ -146,6 +150,7 @@ pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> R
         errors,
         first_error,
         retries: 0,
+        cpu_us: None,
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &report)?;

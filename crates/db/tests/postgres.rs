@@ -250,6 +250,11 @@ fn tls_is_used_and_verified_as_the_url_asks() {
     let plain = Database::open(format!("{tcp} dbname=scribe_tls sslmode=disable")).unwrap();
     assert_eq!(ssl_in_use(&plain), [false]);
     drop(plain);
+    // A Unix socket under the default `prefer` connects in plain text (the server offers
+    // no TLS there), with no TLS connector built for it.
+    let local = Database::open(format!("{} dbname=scribe_tls", server())).unwrap();
+    assert_eq!(ssl_in_use(&local), [false]);
+    drop(local);
     // The certificate names localhost, not 127.0.0.1: verify-full refuses, verify-ca
     // (the chain only) and require (no check) accept.
     let by_ip = tcp.replace("host=localhost", "host=127.0.0.1");

@@ -6,7 +6,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use postgres::Client;
+use postgres::config::{Host, SslMode};
+use postgres::{Client, NoTls};
 
 use crate::queries::postgres::Statements;
 use postgres_native_tls::MakeTlsConnector;
@@ -20,7 +21,9 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Connections to one server, shared by the threads of a process.
 pub(crate) struct Pool {
     location: Location,
-    tls: MakeTlsConnector,
+    /// `None` when no connection to this location can use TLS (see [`needs_tls`]): building
+    /// a connector loads the system's root certificates, most of a short command's CPU.
+    tls: Option<MakeTlsConnector>,
     /// This process's name in the events it causes (`scribe.origin` on each connection).
     origin: String,
     state: Mutex<State>,
@@ -55,7 +58,11 @@ impl Pool {
         max_open: usize,
         max_idle: usize,
     ) -> Result<Self> {
-        let tls = tls_connector(&location)?;
+        let tls = if needs_tls(&location) {
+            Some(tls_connector(&location)?)
+        } else {
+            None
+        };
         Ok(Pool {
             location,
             tls,
@@ -145,9 +152,11 @@ impl Pool {
             None => format!("-c scribe.origin={}", self.origin),
         };
         config.options(&options);
-        config
-            .connect(self.tls.clone())
-            .map_err(|err| connect_error(err, &self.location))
+        match &self.tls {
+            Some(tls) => config.connect(tls.clone()),
+            None => config.connect(NoTls),
+        }
+        .map_err(|err| connect_error(err, &self.location))
     }
 
     fn put_back(&self, client: Client, statements: Statements) {
@@ -235,6 +244,25 @@ impl std::fmt::Debug for Pooled<'_> {
     }
 }
 
+/// Whether a connection to `location` may use TLS: not with `sslmode=disable`, nor with
+/// `allow`/`prefer` when every host is a Unix socket and no `sslrootcert` is given (the
+/// server never speaks TLS on a Unix socket, so `prefer` ends in plain text either way).
+/// `require` and `verify-*` keep their connector, and their errors, wherever they go.
+fn needs_tls(location: &Location) -> bool {
+    match location.config.get_ssl_mode() {
+        SslMode::Disable => false,
+        SslMode::Prefer => {
+            location.root_cert.is_some()
+                || !location
+                    .config
+                    .get_hosts()
+                    .iter()
+                    .all(|host| matches!(host, Host::Unix(_)))
+        }
+        _ => true,
+    }
+}
+
 /// The TLS setup `location` asks for (see [`Verify`]).
 fn tls_connector(location: &Location) -> Result<MakeTlsConnector> {
     let mut builder = native_tls::TlsConnector::builder();
@@ -308,5 +336,33 @@ fn connect_error(err: postgres::Error, location: &Location) -> Error {
             target,
             source: Box::new(err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::*;
+
+    fn needs(text: &str) -> bool {
+        needs_tls(&Location::parse(text).expect("a valid location"))
+    }
+
+    #[test]
+    fn only_locations_that_can_use_tls_build_a_connector() {
+        // TCP: `prefer` (the default) tries TLS.
+        assert!(needs("postgres://u@db.example/d"));
+        assert!(needs("host=localhost port=5432 user=u"));
+        // A Unix socket under `prefer`: the server never offers TLS there.
+        assert!(!needs("host=/tmp/pg port=5432 user=u dbname=d"));
+        assert!(!needs("postgres://u@%2Ftmp%2Fpg/d"));
+        // `disable` anywhere.
+        assert!(!needs("postgres://u@db.example/d?sslmode=disable"));
+        // What the user asked for is kept: `require`, `verify-*` and a root certificate
+        // keep their connector (and its errors), on a socket too.
+        assert!(needs("host=/tmp/pg user=u sslmode=require"));
+        assert!(needs("host=/tmp/pg user=u sslmode=verify-full"));
+        assert!(needs("host=/tmp/pg user=u sslrootcert=/nowhere/ca.pem"));
+        // A socket and a TCP host: the TCP one may use TLS.
+        assert!(needs("host=/tmp/pg,db.example user=u"));
     }
 }
