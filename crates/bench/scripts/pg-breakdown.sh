@@ -6,7 +6,7 @@
 # change outbox and session bump (the notify triggers). Destructive: run it only on a
 # throw-away cluster, e.g.
 #
-#   flock /work/wt/bench.lock bash .ci/with-postgres bash crates/bench/scripts/pg-breakdown.sh
+#   bash .ci/with-postgres bash crates/bench/scripts/pg-breakdown.sh
 #
 # SPLIT=word splits the word document instead: its computation (scribe_search_words), the
 # spaceless test, then the rest (the trigger and the parts_fts row). ROUNDS=n repeats.
