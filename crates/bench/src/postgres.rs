@@ -625,32 +625,7 @@ fn writers_row(
         }
         children.push(command.spawn()?);
     }
-    let cpu = server_cpu(backend, location);
-    let (readers, started) = crate::writers::start(&mut children)?;
-    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
-    let reports = crate::writers::collect(&mut children, readers)?;
-    let elapsed = started.elapsed();
-    let cpu_spent = cpu
-        .and_then(pg_limit::ServerCpu::total)
-        .zip(cpu_before)
-        .map(|(after, before)| after.saturating_sub(before));
-    let mut latencies = Vec::new();
-    let (mut errors, mut first_error, mut retries) = (0, None, 0);
-    let mut client_cpu = Some(Duration::ZERO);
-    for report in reports {
-        retries += report.retries;
-        client_cpu = client_cpu
-            .zip(report.cpu_us)
-            .map(|(sum, us)| sum + Duration::from_micros(us));
-        latencies.extend(
-            report
-                .latencies_us
-                .iter()
-                .map(|&us| Duration::from_micros(us)),
-        );
-        errors += report.errors;
-        first_error = first_error.or(report.first_error);
-    }
+    let timed = timed_run(&mut children, server_cpu(backend, location))?;
     let stored = db.read(|tx| -> scribe_db::Result<usize> {
         let mut n = 0;
         for session in &sessions {
@@ -658,25 +633,15 @@ fn writers_row(
         }
         Ok(n)
     })?;
-    let row = WritersRow {
+    let mode = if pace.is_some() { "paced" } else { "saturated" };
+    // Each writer's untimed first append included.
+    let row = timed.row(
         backend,
-        mode: if pace.is_some() { "paced" } else { "saturated" },
+        mode,
         processes,
-        total_per_s: stats::rate(latencies.len() - errors, elapsed),
-        p50_ms: stats::ms(stats::median(&latencies)),
-        p95_ms: stats::ms(stats::percentile(&latencies, 0.95)),
-        p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
-        max_ms: stats::ms(stats::max(&latencies)),
-        appends: latencies.len(),
-        errors,
-        retries_per_append: retries as f64 / latencies.len().max(1) as f64,
-        first_error,
         stored,
-        // Each writer's untimed first append included.
-        expected: processes * (per_writer + 1),
-        server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
-        client_cpu_ms: client_cpu.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
-    };
+        processes * (per_writer + 1),
+    );
     Ok((row, sessions))
 }
 
@@ -738,32 +703,7 @@ fn limit_row(
             .stderr(Stdio::inherit());
         children.push(command.spawn()?);
     }
-    let cpu = pg_limit::ServerCpu::find(&mut client);
-    let (readers, started) = crate::writers::start(&mut children)?;
-    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
-    let reports = crate::writers::collect(&mut children, readers)?;
-    let elapsed = started.elapsed();
-    let cpu_spent = cpu
-        .and_then(pg_limit::ServerCpu::total)
-        .zip(cpu_before)
-        .map(|(after, before)| after.saturating_sub(before));
-    let mut latencies = Vec::new();
-    let (mut errors, mut first_error, mut retries) = (0, None, 0);
-    let mut client_cpu = Some(Duration::ZERO);
-    for report in reports {
-        retries += report.retries;
-        client_cpu = client_cpu
-            .zip(report.cpu_us)
-            .map(|(sum, us)| sum + Duration::from_micros(us));
-        latencies.extend(
-            report
-                .latencies_us
-                .iter()
-                .map(|&us| Duration::from_micros(us)),
-        );
-        errors += report.errors;
-        first_error = first_error.or(report.first_error);
-    }
+    let timed = timed_run(&mut children, pg_limit::ServerCpu::find(&mut client))?;
     let (counted, stored) = pg_limit::stored(&mut client, &sessions)?;
     if counted != stored {
         return Err(format!(
@@ -771,24 +711,99 @@ fn limit_row(
         )
         .into());
     }
-    Ok(WritersRow {
-        backend: variant.backend(),
-        mode: "saturated",
+    Ok(timed.row(
+        variant.backend(),
+        "saturated",
         processes,
-        total_per_s: stats::rate(latencies.len() - errors, elapsed),
-        p50_ms: stats::ms(stats::median(&latencies)),
-        p95_ms: stats::ms(stats::percentile(&latencies, 0.95)),
-        p99_ms: stats::ms(stats::percentile(&latencies, 0.99)),
-        max_ms: stats::ms(stats::max(&latencies)),
-        appends: latencies.len(),
-        errors,
-        retries_per_append: retries as f64 / latencies.len().max(1) as f64,
-        first_error,
-        stored: usize::try_from(stored)?,
-        expected: processes * (per_writer + 1),
-        server_cpu_ms: cpu_spent.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
-        client_cpu_ms: client_cpu.map(|d| stats::ms(d) / latencies.len().max(1) as f64),
-    })
+        usize::try_from(stored)?,
+        processes * (per_writer + 1),
+    ))
+}
+
+/// What a set of writer processes reported: their appends' latencies and outcomes, and
+/// the CPU they and the server spent.
+struct Timed {
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    errors: usize,
+    first_error: Option<String>,
+    retries: u64,
+    client_cpu: Option<Duration>,
+    server_cpu: Option<Duration>,
+}
+
+/// Starts the (spawned, waiting) writer `children` together, collects their reports, and
+/// reads the server's CPU meter `cpu` (if any) around the run.
+fn timed_run(
+    children: &mut [std::process::Child],
+    cpu: Option<pg_limit::ServerCpu>,
+) -> Result<Timed> {
+    let (readers, started) = crate::writers::start(children)?;
+    let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
+    let reports = crate::writers::collect(children, readers)?;
+    let elapsed = started.elapsed();
+    let server_cpu = cpu
+        .and_then(pg_limit::ServerCpu::total)
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let mut timed = Timed {
+        elapsed,
+        latencies: Vec::new(),
+        errors: 0,
+        first_error: None,
+        retries: 0,
+        client_cpu: Some(Duration::ZERO),
+        server_cpu,
+    };
+    for report in reports {
+        timed.retries += report.retries;
+        timed.client_cpu = timed
+            .client_cpu
+            .zip(report.cpu_us)
+            .map(|(sum, us)| sum + Duration::from_micros(us));
+        timed.latencies.extend(
+            report
+                .latencies_us
+                .iter()
+                .map(|&us| Duration::from_micros(us)),
+        );
+        timed.errors += report.errors;
+        timed.first_error = timed.first_error.or(report.first_error);
+    }
+    Ok(timed)
+}
+
+impl Timed {
+    /// The report's row for this run: `stored` of the `expected` appends found afterwards.
+    fn row(
+        self,
+        backend: &'static str,
+        mode: &'static str,
+        processes: usize,
+        stored: usize,
+        expected: usize,
+    ) -> WritersRow {
+        let appends = self.latencies.len();
+        let per_append = |d: Duration| stats::ms(d) / appends.max(1) as f64;
+        WritersRow {
+            backend,
+            mode,
+            processes,
+            total_per_s: stats::rate(appends - self.errors, self.elapsed),
+            p50_ms: stats::ms(stats::median(&self.latencies)),
+            p95_ms: stats::ms(stats::percentile(&self.latencies, 0.95)),
+            p99_ms: stats::ms(stats::percentile(&self.latencies, 0.99)),
+            max_ms: stats::ms(stats::max(&self.latencies)),
+            appends,
+            errors: self.errors,
+            retries_per_append: self.retries as f64 / appends.max(1) as f64,
+            first_error: self.first_error,
+            stored,
+            expected,
+            server_cpu_ms: self.server_cpu.map(per_append),
+            client_cpu_ms: self.client_cpu.map(per_append),
+        }
+    }
 }
 
 /// Host A appends `commits` messages one by one; host B's listener publishes every
