@@ -361,8 +361,13 @@ fn waits(o: &scribe_db::Options) -> String {
             thousands(o.checkpoint_every as f64)
         )
     };
+    let gate = if o.writer_gate {
+        "writers queued at the <db>-writers flock, "
+    } else {
+        ""
+    };
     format!(
-        "{}-{} ms pauses (busy_timeout {} ms, {} attempts, {checkpoints})",
+        "{gate}{}-{} ms pauses (busy_timeout {} ms, {} attempts, {checkpoints})",
         o.retry_min.as_millis(),
         o.retry_max.as_millis(),
         o.busy_timeout.as_millis(),
