@@ -90,12 +90,10 @@ pub const WRITER_GATE: &str = "SCRIBE_BENCH_WRITER_GATE";
 fn scribe_options() -> Result<scribe_db::Options> {
     let mut options = scribe_db::Options::default();
     if let Some(gate) = std::env::var_os(WRITER_GATE) {
-        (options.writer_gate, options.gate_checkpoint_after) = match gate.to_string_lossy().as_ref()
-        {
-            "1" => (true, false),
-            "2" => (true, true),
-            "0" => (false, false),
-            other => return Err(format!("{WRITER_GATE} must be 0, 1 or 2, got {other:?}").into()),
+        options.writer_gate = match gate.to_string_lossy().as_ref() {
+            "1" => true,
+            "0" => false,
+            other => return Err(format!("{WRITER_GATE} must be 0 or 1, got {other:?}").into()),
         };
     }
     if let Some(pages) = std::env::var_os(WAL_RESTART_PAGES) {

@@ -100,12 +100,20 @@ pub struct Options {
     /// budget ([`Options::write_attempts`] x (busy timeout + mean pause)): then
     /// [`Error::Locked`]. SQLite's lock stays the guarantee; a program that does not take
     /// the gate is still excluded by SQLite. Read-write file databases on unix only.
+    ///
+    /// With the gate, SQLite's auto-checkpoint (a passive checkpoint after each commit
+    /// that leaves 1,000 frames or more in the WAL) runs after the writer let the gate go,
+    /// not inside its commit: under the gate it stopped every writer for its syncs (the
+    /// WAL then restarted every ~1,000 frames, 5-17 MB at most, but the 4-writer total
+    /// fell 20-50% and the worst wait rose).
+    ///
+    /// Off by default: in eight alternated pairs of scribe-bench's 4-writer row (stop 27)
+    /// it cut the worst wait in every pair (26-167 ms against 86-310 ms) and nearly halved
+    /// the p99 (9-12 ms against 12-20 ms), but the total fell in five pairs (7-18%) and
+    /// rose in three (2-6%): a fair turn costs a process switch per commit, and the next
+    /// writer's page cache is stale after every other process's commit (README has the
+    /// runs).
     pub writer_gate: bool,
-    /// Experiment (stop 27): with [`Options::writer_gate`], SQLite's auto-checkpoint (a
-    /// passive checkpoint after each commit that leaves 1,000 frames or more) runs after
-    /// the writer let the gate go, instead of inside its commit, with the gate held.
-    #[doc(hidden)]
-    pub gate_checkpoint_after: bool,
 }
 
 impl Default for Options {
@@ -115,6 +123,8 @@ impl Default for Options {
         // in tight loops, 20–150 ms pauses let the writer that just committed retake the lock
         // while every waiter slept, and single writes waited up to 850 ms; with 1–20 ms the
         // worst wait measured 161–264 ms at the same throughput (scribe-bench).
+        // A kernel-queued turn for writers (`writer_gate`, stop 27) cut that worst wait to
+        // 26-167 ms but lowered the total in most pairs, so it stays off.
         // SQLite checkpoints on its own every 1,000 WAL pages; ours is a backstop, since each
         // passive checkpoint waits for an fsync (about 5% of append throughput at every 100).
         Options {
@@ -135,7 +145,6 @@ impl Default for Options {
                 max_time: Duration::from_millis(4),
             },
             writer_gate: false,
-            gate_checkpoint_after: false,
         }
     }
 }
@@ -166,8 +175,8 @@ pub struct Database {
 /// What a [`Database`] runs on: one backend's state, and nothing of the other's.
 #[derive(Debug)]
 pub(crate) enum Engine {
-    /// An SQLite file or in-memory database.
-    Sqlite(SqliteStore),
+    /// An SQLite file or in-memory database (boxed, as the other: the enum stays small).
+    Sqlite(Box<SqliteStore>),
     /// A PostgreSQL store: its pool (crate::pg).
     #[cfg(feature = "postgres")]
     Postgres(Box<crate::pg::PgBackend>),
@@ -334,7 +343,7 @@ impl Database {
     /// The SQLite side, when this handle runs on SQLite.
     pub(crate) fn sqlite(&self) -> Option<&SqliteStore> {
         match &self.engine {
-            Engine::Sqlite(sqlite) => Some(sqlite),
+            Engine::Sqlite(sqlite) => Some(&**sqlite),
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => None,
         }
@@ -413,7 +422,7 @@ impl Database {
         Ok(Database {
             options,
             migration,
-            engine: Engine::Sqlite(SqliteStore::new(
+            engine: Engine::Sqlite(Box::new(SqliteStore::new(
                 Some(path.to_owned()),
                 writer,
                 indexer,
@@ -421,7 +430,7 @@ impl Database {
                 gate,
                 search_queue,
                 false,
-            )),
+            ))),
         })
     }
 
@@ -475,7 +484,7 @@ impl Database {
                     to: found,
                     applied: Vec::new(),
                 },
-                engine: Engine::Sqlite(SqliteStore::new(
+                engine: Engine::Sqlite(Box::new(SqliteStore::new(
                     Some(path.clone()),
                     Arc::new(Mutex::new(conn)),
                     None,
@@ -483,7 +492,7 @@ impl Database {
                     Arc::new(Gate::none()),
                     found >= SEARCH_QUEUE_VERSION,
                     immutable,
-                )),
+                ))),
             })
         };
         open().map_err(|err| classify_open_error(&path, err, false))
@@ -504,7 +513,7 @@ impl Database {
         Ok(Database {
             options,
             migration,
-            engine: Engine::Sqlite(SqliteStore::new(
+            engine: Engine::Sqlite(Box::new(SqliteStore::new(
                 None,
                 Arc::new(Mutex::new(conn)),
                 None,
@@ -512,7 +521,7 @@ impl Database {
                 Arc::new(Gate::none()),
                 true,
                 false,
-            )),
+            ))),
         })
     }
 
@@ -1119,9 +1128,9 @@ pub(crate) fn retry_with<T, E: TxError>(
 }
 
 /// Whether the writer connection's auto-checkpoint runs after a write let the writers'
-/// gate go ([`Options::gate_checkpoint_after`]).
+/// gate go (with [`Options::writer_gate`]), instead of inside the commit.
 pub(crate) fn deferred_checkpoint(options: &Options) -> bool {
-    options.writer_gate && options.gate_checkpoint_after && !options.read_only
+    options.writer_gate && !options.read_only
 }
 
 /// How long a write waits for the writers' gate before [`Error::Locked`]: what its retries

@@ -27,6 +27,11 @@
 //!   [`Error::Locked`](crate::Error::Locked), as after its last retry), and the waiter
 //!   thread stays queued: the next write of this gate takes that place in the queue over,
 //!   or, if none comes, the thread lets go at once when the kernel hands it the lock.
+//! - Whatever a commit triggers that need not exclude other writers runs after the gate
+//!   is let go: SQLite's auto-checkpoint (its syncs stopped every writer when it ran
+//!   inside the commit), the background indexer's wake-up, the after-commit actions.
+//! - The gate is taken before the writer connection's mutex, never while holding it, so
+//!   a thread of this process that holds the connection never waits for the gate.
 //! - Read-only, in-memory and PostgreSQL databases have no gate; neither does a file
 //!   whose side file cannot be opened (a warning, then SQLite's lock alone). On other
 //!   platforms than unix the gate is a no-op.

@@ -306,12 +306,10 @@ pub(crate) fn index_until_done(
         let frames = crate::checkpoint::take_committed_frames();
         if crate::database::deferred_checkpoint(options)
             && crate::checkpoint::deferred_checkpoint_due(frames)
-        {
-            if let Err(err) =
+            && let Err(err) =
                 lock(writer).query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-            {
-                tracing::debug!(error = %err, "passive checkpoint failed");
-            }
+        {
+            tracing::debug!(error = %err, "passive checkpoint failed");
         }
         if done == 0 {
             break;
