@@ -291,11 +291,14 @@ fn two_databases_in_one_process_take_turns_at_the_gate() {
             first
                 .write(|_tx| -> scribe_db::Result<()> {
                     held_tx.send(()).unwrap();
-                    let _ = release.recv();
+                    // Also ends when the main thread failed (its sender dropped).
+                    let _ = release.recv_timeout(GENEROUS);
                     Ok(())
                 })
                 .unwrap();
         });
+        // Dropped if an assertion below fails, so the holder ends and the scope can join.
+        let release_tx = release_tx;
         held.recv_timeout(GENEROUS).unwrap();
         let err = create_session(&second, None).expect_err("both handles were in");
         assert!(matches!(err, Error::Locked), "{err:?}");
