@@ -811,7 +811,9 @@ impl Report {
         for r in &rows {
             line(&mut out, r);
         }
-        let shipped = scribe_db::Options::default();
+        // What the writers ran with: the shipped defaults unless a SCRIBE_BENCH_ variable
+        // changed them (an invalid one already failed the run).
+        let shipped = crate::writers::scribe_options().unwrap_or_default();
         let corpus = &self.corpus;
         let _ = writeln!(
             out,

@@ -87,7 +87,7 @@ pub const WRITER_GATE: &str = "SCRIBE_BENCH_WRITER_GATE";
 
 /// The options of [`Mode::Scribe`]'s writers: the shipped defaults, unless
 /// [`WAL_RESTART_PAGES`] or [`WRITER_GATE`] say otherwise.
-fn scribe_options() -> Result<scribe_db::Options> {
+pub(crate) fn scribe_options() -> Result<scribe_db::Options> {
     let mut options = scribe_db::Options::default();
     if let Some(gate) = std::env::var_os(WRITER_GATE) {
         options.writer_gate = match gate.to_string_lossy().as_ref() {
