@@ -1137,8 +1137,11 @@ pub(crate) fn deferred_checkpoint(options: &Options) -> bool {
 /// would take to run out, [`Options::write_attempts`] x (busy timeout + mean pause)
 /// (about 10 s by default).
 pub(crate) fn gate_wait(options: &Options) -> Duration {
-    let pause = (options.retry_min + options.retry_max.max(options.retry_min)) / 2;
-    (options.busy_timeout + pause).saturating_mul(options.write_attempts.max(1))
+    let pause = options.retry_min / 2 + options.retry_max.max(options.retry_min) / 2;
+    options
+        .busy_timeout
+        .saturating_add(pause)
+        .saturating_mul(options.write_attempts.max(1))
 }
 
 /// [`retry_with`] for operations that fail with this crate's [`Error`].
@@ -1261,6 +1264,23 @@ mod tests {
         }
         let stmt = conn.prepare_cached(sql).unwrap();
         assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
+    }
+
+    #[test]
+    fn an_enormous_write_budget_waits_at_the_gate_without_overflowing() {
+        // (rusqlite refuses a busy timeout past i32::MAX ms; the pauses are the enormous
+        // part here.)
+        let options = Options {
+            retry_min: Duration::MAX,
+            retry_max: Duration::MAX,
+            write_attempts: u32::MAX,
+            writer_gate: true,
+            ..Options::default()
+        };
+        assert_eq!(gate_wait(&options), Duration::MAX);
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open_with(dir.path().join("budget.db"), options).unwrap();
+        db.write(|_tx| -> Result<()> { Ok(()) }).unwrap();
     }
 
     #[test]

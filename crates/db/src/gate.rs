@@ -219,7 +219,8 @@ mod imp {
         /// [`super::Gate::enter`]: `Some(true)` held, `Some(false)` let in without it
         /// (broken), `None` the deadline passed.
         pub(crate) fn enter(self: &Arc<Self>, wait: Duration) -> Option<bool> {
-            let deadline = Instant::now() + wait;
+            // None: further than an Instant can say (an enormous budget): no deadline.
+            let deadline = Instant::now().checked_add(wait);
             let mut state = self.state();
             // Whether this call put the waiter thread in the queue (or took over the place
             // an earlier call gave up): then it must give the place up if it leaves.
@@ -265,18 +266,25 @@ mod imp {
                     Phase::Held | Phase::Wanted => {}
                 }
                 let now = Instant::now();
-                if now >= deadline {
-                    if asked && state.phase == Phase::Wanted {
-                        state.phase = Phase::Abandoned;
-                        self.changed.notify_all();
+                state = match deadline {
+                    Some(deadline) if now >= deadline => {
+                        if asked && state.phase == Phase::Wanted {
+                            state.phase = Phase::Abandoned;
+                            self.changed.notify_all();
+                        }
+                        return None;
                     }
-                    return None;
-                }
-                state = self
-                    .changed
-                    .wait_timeout(state, deadline - now)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
+                    Some(deadline) => {
+                        self.changed
+                            .wait_timeout(state, deadline - now)
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0
+                    }
+                    None => self
+                        .changed
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner),
+                };
             }
         }
 
