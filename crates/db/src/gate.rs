@@ -32,6 +32,8 @@
 //!   inside the commit), the background indexer's wake-up, the after-commit actions.
 //! - The gate is taken before the writer connection's mutex, never while holding it, so
 //!   a thread of this process that holds the connection never waits for the gate.
+//! - The side file is never removed (removing a lock file races with a process about to
+//!   lock it); it is empty, and only ever locked.
 //! - Read-only, in-memory and PostgreSQL databases have no gate; neither does a file
 //!   whose side file cannot be opened (a warning, then SQLite's lock alone). On other
 //!   platforms than unix the gate is a no-op.
