@@ -361,8 +361,13 @@ fn waits(o: &scribe_db::Options) -> String {
             thousands(o.checkpoint_every as f64)
         )
     };
+    let gate = if o.writer_gate {
+        "writers queued at the <db>-writers flock, "
+    } else {
+        ""
+    };
     format!(
-        "{}-{} ms pauses (busy_timeout {} ms, {} attempts, {checkpoints})",
+        "{gate}{}-{} ms pauses (busy_timeout {} ms, {} attempts, {checkpoints})",
         o.retry_min.as_millis(),
         o.retry_max.as_millis(),
         o.busy_timeout.as_millis(),
@@ -806,7 +811,9 @@ impl Report {
         for r in &rows {
             line(&mut out, r);
         }
-        let shipped = scribe_db::Options::default();
+        // What the writers ran with: the shipped defaults unless a SCRIBE_BENCH_ variable
+        // changed them (an invalid one already failed the run).
+        let shipped = crate::writers::scribe_options().unwrap_or_default();
         let corpus = &self.corpus;
         let _ = writeln!(
             out,

@@ -75,6 +75,7 @@ pub fn previous_defaults() -> scribe_db::Options {
         write_attempts: 80,
         checkpoint_every: 100,
         wal_restart_pages: 0,
+        writer_gate: false,
         ..scribe_db::Options::default()
     }
 }
@@ -84,10 +85,21 @@ pub fn previous_defaults() -> scribe_db::Options {
 /// rebuild.
 pub const WAL_RESTART_PAGES: &str = "SCRIBE_BENCH_WAL_RESTART_PAGES";
 
+/// An environment variable that sets [`scribe_db::Options::writer_gate`] for Scribe's
+/// writers (`--only writers`): `1` on, `0` off, so one binary measures both sides.
+pub const WRITER_GATE: &str = "SCRIBE_BENCH_WRITER_GATE";
+
 /// The options of [`Mode::Scribe`]'s writers: the shipped defaults, unless
-/// [`WAL_RESTART_PAGES`] says otherwise.
-fn scribe_options() -> Result<scribe_db::Options> {
+/// [`WAL_RESTART_PAGES`] or [`WRITER_GATE`] say otherwise.
+pub(crate) fn scribe_options() -> Result<scribe_db::Options> {
     let mut options = scribe_db::Options::default();
+    if let Some(gate) = std::env::var_os(WRITER_GATE) {
+        options.writer_gate = match gate.to_string_lossy().as_ref() {
+            "1" => true,
+            "0" => false,
+            other => return Err(format!("{WRITER_GATE} must be 0 or 1, got {other:?}").into()),
+        };
+    }
     if let Some(pages) = std::env::var_os(WAL_RESTART_PAGES) {
         let pages = pages.to_string_lossy();
         options.wal_restart_pages = pages

@@ -74,6 +74,25 @@ pub(crate) fn watch_wal(conn: &Connection) {
     conn.wal_hook(Some(record_frames));
 }
 
+/// The WAL hook of a writer whose auto-checkpoint runs after the commit, outside the
+/// writers' gate ([`deferred_checkpoint_due`]): notes the frames, checkpoints nothing.
+fn record_frames_only(_wal: &Wal, frames: c_int) -> rusqlite::Result<()> {
+    COMMITTED_FRAMES.with(|cell| cell.set(u32::try_from(frames).unwrap_or(0)));
+    Ok(())
+}
+
+/// Replaces `conn`'s auto-checkpoint by [`record_frames_only`]: the writer runs it itself,
+/// once it let the writers' gate go.
+pub(crate) fn watch_wal_deferred(conn: &Connection) {
+    conn.wal_hook(Some(record_frames_only));
+}
+
+/// Whether a commit that left `frames` frames in the WAL is due SQLite's auto-checkpoint
+/// (what [`record_frames`] runs inside the commit).
+pub(crate) fn deferred_checkpoint_due(frames: u32) -> bool {
+    i64::from(frames) >= i64::from(AUTO_CHECKPOINT)
+}
+
 /// The frames the latest commit on this thread left in the WAL (0 when none committed
 /// since the last call), and forgets them.
 pub(crate) fn take_committed_frames() -> u32 {

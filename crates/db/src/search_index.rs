@@ -31,7 +31,8 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::clock::Clock;
-use crate::database::{Options, retry};
+use crate::database::{Options, gate_wait, retry};
+use crate::gate::Gate;
 use crate::search::is_spaceless_script;
 use crate::tx::SqliteTx;
 use crate::{Database, Result};
@@ -258,10 +259,12 @@ pub(crate) fn waiting(conn: &Connection) -> Result<u64> {
 }
 
 /// Runs batches on the writer connection `writer` until nothing settled is left (or
-/// `stop` says so); each batch is its own `BEGIN IMMEDIATE` transaction, retried like a
-/// write when another process holds the lock.
+/// `stop` says so); each batch is its own `BEGIN IMMEDIATE` transaction, taken in its turn
+/// through the writers' `gate` as a write is, and retried like a write when another
+/// process holds the lock.
 pub(crate) fn index_until_done(
     writer: &Mutex<Connection>,
+    gate: &Gate,
     options: &Options,
     clock: &Clock,
     bounds: IndexBatch,
@@ -273,28 +276,41 @@ pub(crate) fn index_until_done(
         if stop() {
             break;
         }
-        let done = {
+        // Looking first needs no lock: most wake-ups (a streamed flush) find nothing.
+        let any = has_candidates(&lock(writer), clock.now())?;
+        let done = if !any {
+            0
+        } else {
+            // The gate before the connection, as in `Database::write` (never the other way
+            // round: a thread holding the connection never waits for the gate).
+            let Some(_entered) = gate.enter(gate_wait(options)) else {
+                return Err(crate::Error::Locked);
+            };
             let conn = lock(writer);
-            // Looking first needs no lock: most wake-ups (a streamed flush) find nothing.
-            if !has_candidates(&conn, clock.now())? {
-                0
-            } else {
-                retry(options, || {
-                    // BEGIN and COMMIT from the statement cache, as every write's.
-                    let tx = SqliteTx::immediate(&conn)?;
-                    let bulk = bounds == IndexBatch::BULK;
-                    if bulk {
-                        set_hash_size(tx.conn(), BULK_HASH_SIZE)?;
-                    }
-                    let done = index_batch(tx.conn(), clock.now(), bounds, false)?;
-                    if bulk {
-                        set_hash_size(tx.conn(), DEFAULT_HASH_SIZE)?;
-                    }
-                    tx.commit()?;
-                    Ok(done)
-                })?
-            }
+            retry(options, || {
+                // BEGIN and COMMIT from the statement cache, as every write's.
+                let tx = SqliteTx::immediate(&conn)?;
+                let bulk = bounds == IndexBatch::BULK;
+                if bulk {
+                    set_hash_size(tx.conn(), BULK_HASH_SIZE)?;
+                }
+                let done = index_batch(tx.conn(), clock.now(), bounds, false)?;
+                if bulk {
+                    set_hash_size(tx.conn(), DEFAULT_HASH_SIZE)?;
+                }
+                tx.commit()?;
+                Ok(done)
+            })?
         };
+        // The auto-checkpoint this batch's commit was due, with the gate let go.
+        let frames = crate::checkpoint::take_committed_frames();
+        if crate::database::deferred_checkpoint(options)
+            && crate::checkpoint::deferred_checkpoint_due(frames)
+            && let Err(err) =
+                lock(writer).query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        {
+            tracing::debug!(error = %err, "passive checkpoint failed");
+        }
         if done == 0 {
             break;
         }
@@ -342,6 +358,7 @@ impl Database {
         }
         index_until_done(
             sqlite.writer_handle(),
+            sqlite.gate(),
             self.options(),
             self.clock(),
             bounds,
@@ -409,6 +426,7 @@ impl Indexer {
     /// left).
     pub(crate) fn start(
         writer: Arc<Mutex<Connection>>,
+        gate: Arc<Gate>,
         options: Options,
     ) -> std::io::Result<Indexer> {
         let batch = options.index_batch.max_parts as u64;
@@ -424,7 +442,7 @@ impl Indexer {
             let signal = Arc::clone(&signal);
             std::thread::Builder::new()
                 .name("scribe-indexer".to_owned())
-                .spawn(move || run(&signal, &writer, &options))?
+                .spawn(move || run(&signal, &writer, &gate, &options))?
         };
         Ok(Indexer {
             signal,
@@ -493,7 +511,7 @@ fn lock_state(signal: &Signal) -> MutexGuard<'_, State> {
     signal.state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
+fn run(signal: &Signal, writer: &Mutex<Connection>, gate: &Gate, options: &Options) {
     loop {
         {
             let mut state = lock_state(signal);
@@ -510,6 +528,7 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
                     let deadline = Instant::now() + CLOSE_BUDGET;
                     let _ = index_until_done(
                         writer,
+                        gate,
                         options,
                         &options.clock,
                         options.index_batch,
@@ -546,6 +565,7 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, options: &Options) {
         };
         if let Err(err) = index_until_done(
             writer,
+            gate,
             options,
             &options.clock,
             options.index_batch,
