@@ -42,7 +42,8 @@ const SEARCH_QUEUE_VERSION: i64 = 7;
 #[derive(Debug, Clone)]
 pub struct Options {
     /// How long SQLite itself waits on a lock before reporting busy. Kept short: the
-    /// jittered retries of [`Database::write`] do the real waiting.
+    /// jittered retries of [`Database::write`] do the real waiting. SQLite takes at most
+    /// `i32::MAX` ms; a longer one is cut to that.
     pub busy_timeout: Duration,
     /// How many times `write` tries (the first try included) before returning
     /// [`Error::Locked`].
@@ -361,7 +362,7 @@ impl Database {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags)?;
-        conn.busy_timeout(options.busy_timeout)?;
+        set_busy_timeout(&conn, options.busy_timeout)?;
         // Switching to WAL needs a moment of exclusive access, which a concurrent opener may
         // hold; it is retried like any write.
         retry(&options, || {
@@ -938,7 +939,7 @@ pub(crate) fn open_reader(path: &Path, options: &Options, immutable: bool) -> Re
     } else {
         Connection::open_with_flags(path, flags)?
     };
-    conn.busy_timeout(options.busy_timeout)?;
+    set_busy_timeout(&conn, options.busy_timeout)?;
     configure(&conn, options)?;
     conn.pragma_update(None, "query_only", true)?;
     Ok(conn)
@@ -949,7 +950,7 @@ pub(crate) fn open_reader(path: &Path, options: &Options, immutable: bool) -> Re
 pub(crate) fn open_checkpointer(path: &Path, options: &Options) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(options.busy_timeout)?;
+    set_busy_timeout(&conn, options.busy_timeout)?;
     // The same sync level as the writers' (a checkpoint syncs by it); it reads no tables,
     // so a small page cache.
     configure(&conn, options)?;
@@ -1127,6 +1128,14 @@ pub(crate) fn retry_with<T, E: TxError>(
     Err(E::from(Error::Locked))
 }
 
+/// Sets `conn`'s busy timeout to `timeout`, or to the longest SQLite takes (`i32::MAX` ms,
+/// ~24.8 days) when it is longer: rusqlite panics on such a value, and a caller's
+/// [`Options::busy_timeout`] must never make opening a database panic.
+fn set_busy_timeout(conn: &Connection, timeout: Duration) -> rusqlite::Result<()> {
+    let longest = Duration::from_millis(i32::MAX.unsigned_abs().into());
+    conn.busy_timeout(timeout.min(longest))
+}
+
 /// Whether the writer connection's auto-checkpoint runs after a write let the writers'
 /// gate go (with [`Options::writer_gate`]), instead of inside the commit.
 pub(crate) fn deferred_checkpoint(options: &Options) -> bool {
@@ -1281,6 +1290,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open_with(dir.path().join("budget.db"), options).unwrap();
         db.write(|_tx| -> Result<()> { Ok(()) }).unwrap();
+    }
+
+    #[test]
+    fn an_endless_busy_timeout_opens_instead_of_panicking() {
+        let options = Options {
+            busy_timeout: Duration::MAX,
+            ..Options::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open_with(dir.path().join("patient.db"), options).unwrap();
+        db.write(|_tx| -> Result<()> { Ok(()) }).unwrap();
+        db.read(|_tx| -> Result<()> { Ok(()) }).unwrap();
     }
 
     #[test]
