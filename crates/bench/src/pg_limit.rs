@@ -21,8 +21,7 @@
 //! Scribe's writer rows. [`Variant`]s add one of Scribe's choices at a time (an explicit
 //! transaction as Scribe runs it, then SERIALIZABLE) for the report's breakdown.
 
-use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postgres::{Client, NoTls};
 use scribe_db::ids::{Prefix, new_id};
@@ -30,8 +29,7 @@ use scribe_db::now_ms;
 use scribe_message::Role;
 
 use crate::Result;
-use crate::append::{Draft, drafts};
-use crate::writers::WriterReport;
+use crate::append::Draft;
 
 /// The environment variable naming a limit writer's [`Variant`].
 pub const VARIANT_ENV: &str = "SCRIBE_BENCH_PG_VARIANT";
@@ -236,49 +234,23 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     };
     let mut client = connect(&location)?;
     let insert = client.prepare(INSERT)?;
-    let work = drafts(seed, count);
-    let mut report = WriterReport {
-        latencies_us: Vec::with_capacity(count),
-        errors: 0,
-        first_error: None,
-        retries: 0,
-        cpu_us: None,
-    };
-    if let Some(first) = drafts(seed ^ 0x5eed, 1).first() {
-        append(&mut client, &insert, variant, session, first)?;
-    }
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "ready")?;
-    out.flush()?;
-    let mut go = String::new();
-    std::io::stdin().read_line(&mut go)?;
-    let cpu_before = own_cpu();
-    for draft in &work {
-        let started = Instant::now();
-        let outcome = append(&mut client, &insert, variant, session, draft);
-        report
-            .latencies_us
-            .push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
-        match outcome {
-            Ok(retries) => report.retries += retries,
-            Err(err) => {
-                report.errors += 1;
-                report
-                    .first_error
-                    .get_or_insert_with(|| match err.as_db_error() {
-                        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-                        None => err.to_string(),
-                    });
+    let retries = std::cell::Cell::new(0);
+    crate::postgres::writer_loop(
+        count,
+        seed,
+        None,
+        |draft| match append(&mut client, &insert, variant, session, draft) {
+            Ok(n) => {
+                retries.set(retries.get() + n);
+                Ok(())
             }
-        }
-    }
-    report.cpu_us = own_cpu()
-        .zip(cpu_before)
-        .and_then(|(after, before)| u64::try_from(after.saturating_sub(before).as_micros()).ok());
-    serde_json::to_writer(&mut out, &report)?;
-    writeln!(out)?;
-    out.flush()?;
-    Ok(())
+            Err(err) => Err(match err.as_db_error() {
+                Some(db) => format!("{} ({})", db.message(), db.code().code()),
+                None => err.to_string(),
+            }),
+        },
+        || retries.get(),
+    )
 }
 
 /// The CPU time the server's processes spent, read from `/proc` when the server runs on
@@ -361,6 +333,7 @@ fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::append::drafts;
 
     #[test]
     fn stat_fields_are_read_after_the_command_name() {

@@ -540,6 +540,29 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     };
     let db = Arc::new(Database::open(&location)?);
     let svc = MessageService::new(Arc::clone(&db));
+    writer_loop(
+        count,
+        seed,
+        pace,
+        |draft| append(&svc, session, draft).map_err(|err| err.to_string()),
+        || db.write_retries(),
+    )
+}
+
+/// A writer process's side of the harness, whatever it appends with (Scribe's
+/// `--writer --queries`, the limit's `--writer --pg-limit`): one untimed append (the
+/// connection open, the statements prepared), "ready", then after "go" `count` drafts
+/// of `seed`, each timed (one every `pace` when given, the first after a pause of up to
+/// one interval drawn from `seed`, so paced writers do not start in step; an append that
+/// is late starts at once), and the report as one JSON line: latencies, errors,
+/// `retries()` at the end, the process's own CPU.
+pub fn writer_loop(
+    count: usize,
+    seed: u64,
+    pace: Option<Duration>,
+    mut append: impl FnMut(&Draft) -> std::result::Result<(), String>,
+    retries: impl FnOnce() -> u64,
+) -> Result<()> {
     let work = drafts(seed, count);
     let mut report = WriterReport {
         latencies_us: Vec::with_capacity(count),
@@ -548,9 +571,8 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
         retries: 0,
         cpu_us: None,
     };
-    // One untimed append first: the connection open, the statements prepared.
     if let Some(first) = drafts(seed ^ 0x5eed, 1).first() {
-        append(&svc, session, first)?;
+        append(first)?;
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")?;
@@ -574,16 +596,16 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
             next += pace;
         }
         let started = Instant::now();
-        let outcome = append(&svc, session, draft);
+        let outcome = append(draft);
         report
             .latencies_us
             .push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
         if let Err(err) = outcome {
             report.errors += 1;
-            report.first_error.get_or_insert_with(|| err.to_string());
+            report.first_error.get_or_insert(err);
         }
     }
-    report.retries = db.write_retries();
+    report.retries = retries();
     report.cpu_us = pg_limit::own_cpu()
         .zip(cpu_before)
         .and_then(|(after, before)| u64::try_from(after.saturating_sub(before).as_micros()).ok());
