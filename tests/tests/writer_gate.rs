@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use scribe_db::ids::{Prefix, new_id};
-use scribe_db::{Database, Error, Options, now_ms, queries, writer_gate_path};
+use scribe_db::{Database, Error, Options, writer_gate_path};
 use scribe_message::{MessageService, NewMessage, Part, Role};
 use scribe_tests::{child_command, consistency_problems, create_session};
 
@@ -93,23 +93,7 @@ fn writer_gate_child() {
         "holder" => {
             let id = new_id(Prefix::Session);
             db.write(|tx| -> scribe_db::Result<()> {
-                tx.q().create_session(&queries::CreateSessionParams {
-                    id: &id,
-                    parent_session_id: None,
-                    kind: "normal",
-                    source: "cli",
-                    user_id: None,
-                    directory: None,
-                    title: Some("held"),
-                    model: None,
-                    model_config: None,
-                    system_prompt: None,
-                    permission: None,
-                    billing_provider: None,
-                    billing_base_url: None,
-                    billing_mode: None,
-                    now: now_ms(),
-                })?;
+                scribe_db::testing::create_bare_session(tx, &id)?;
                 writeln!(out, "holding").and_then(|()| out.flush()).unwrap();
                 let mut line = String::new();
                 let _ = std::io::stdin().read_line(&mut line);

@@ -615,6 +615,30 @@ pub fn writer_loop(
     Ok(())
 }
 
+/// The command of the `i`-th writer process of a row (`kind`: `--queries` for Scribe's,
+/// `--pg-limit` for the limit's), appending `per_writer` drafts of the `i`-th seed after
+/// `seed` to `session` on `location`, its stdin and stdout piped for the harness.
+fn writer_command(
+    exe: &std::path::Path,
+    kind: &str,
+    location: &str,
+    session: &str,
+    per_writer: usize,
+    seed: u64,
+    i: usize,
+) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .args(["--writer", kind, "--db", "-", "--session", session])
+        .args(["--count", &per_writer.to_string()])
+        .args(["--seed", &(seed + 1_000 + i as u64).to_string()])
+        .env(DB_ENV, location)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    command
+}
+
 /// `processes` writer processes on `location`, each appending `per_writer` messages to
 /// its own new session; the row and the sessions made.
 fn writers_row(
@@ -632,16 +656,8 @@ fn writers_row(
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
     for (i, session) in sessions.iter().enumerate() {
-        let mut command = Command::new(&exe);
-        command
-            .args(["--writer", "--queries", "--db", "-", "--session", session])
-            .args(["--count", &per_writer.to_string()])
-            .args(["--seed", &(seed + 1_000 + i as u64).to_string()])
-            .env(DB_ENV, location)
-            .env_remove(PACE_ENV)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        let mut command = writer_command(&exe, "--queries", location, session, per_writer, seed, i);
+        command.env_remove(PACE_ENV);
         if let Some(ms) = pace {
             command.env(PACE_ENV, ms.to_string());
         }
@@ -712,17 +728,9 @@ fn limit_row(
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
     for (i, session) in sessions.iter().enumerate() {
-        let mut command = Command::new(&exe);
-        command
-            .args(["--writer", "--pg-limit", "--db", "-", "--session", session])
-            .args(["--count", &per_writer.to_string()])
-            // The same drafts as Scribe's writer rows.
-            .args(["--seed", &(seed + 1_000 + i as u64).to_string()])
-            .env(DB_ENV, url)
-            .env(pg_limit::VARIANT_ENV, variant.name())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        // The same drafts as Scribe's writer rows.
+        let mut command = writer_command(&exe, "--pg-limit", url, session, per_writer, seed, i);
+        command.env(pg_limit::VARIANT_ENV, variant.name());
         children.push(command.spawn()?);
     }
     let timed = timed_run(&mut children, pg_limit::ServerCpu::find(&mut client))?;
