@@ -361,17 +361,10 @@ fn waits(o: &scribe_db::Options) -> String {
             thousands(o.checkpoint_every as f64)
         )
     };
-    let turns = o.writer_turns;
-    let gate = if !o.writer_gate {
-        String::new()
-    } else if turns.linger.is_zero() || turns.budget.is_zero() {
-        "writers queued at the <db>-writers flock, ".to_owned()
+    let gate = if o.writer_gate {
+        "writers queued at the <db>-writers flock, "
     } else {
-        format!(
-            "writers queued at the <db>-writers flock in turns (linger {} us, budget {} us), ",
-            turns.linger.as_micros(),
-            turns.budget.as_micros()
-        )
+        ""
     };
     format!(
         "{gate}{}-{} ms pauses (busy_timeout {} ms, {} attempts, {checkpoints})",

@@ -89,17 +89,8 @@ pub const WAL_RESTART_PAGES: &str = "SCRIBE_BENCH_WAL_RESTART_PAGES";
 /// writers (`--only writers`): `1` on, `0` off, so one binary measures both sides.
 pub const WRITER_GATE: &str = "SCRIBE_BENCH_WRITER_GATE";
 
-/// An environment variable that sets [`scribe_db::WriterTurns::linger`] for Scribe's
-/// writers (`--only writers`, with [`WRITER_GATE`]), in microseconds.
-pub const WRITER_LINGER_US: &str = "SCRIBE_BENCH_WRITER_LINGER_US";
-
-/// An environment variable that sets [`scribe_db::WriterTurns::budget`] for Scribe's
-/// writers (`--only writers`, with [`WRITER_GATE`]), in microseconds.
-pub const WRITER_TURN_US: &str = "SCRIBE_BENCH_WRITER_TURN_US";
-
 /// The options of [`Mode::Scribe`]'s writers: the shipped defaults, unless
-/// [`WAL_RESTART_PAGES`], [`WRITER_GATE`], [`WRITER_LINGER_US`] or [`WRITER_TURN_US`]
-/// say otherwise.
+/// [`WAL_RESTART_PAGES`] or [`WRITER_GATE`] say otherwise.
 pub(crate) fn scribe_options() -> Result<scribe_db::Options> {
     let mut options = scribe_db::Options::default();
     if let Some(gate) = std::env::var_os(WRITER_GATE) {
@@ -109,12 +100,6 @@ pub(crate) fn scribe_options() -> Result<scribe_db::Options> {
             other => return Err(format!("{WRITER_GATE} must be 0 or 1, got {other:?}").into()),
         };
     }
-    if let Some(linger) = micros(WRITER_LINGER_US)? {
-        options.writer_turns.linger = linger;
-    }
-    if let Some(budget) = micros(WRITER_TURN_US)? {
-        options.writer_turns.budget = budget;
-    }
     if let Some(pages) = std::env::var_os(WAL_RESTART_PAGES) {
         let pages = pages.to_string_lossy();
         options.wal_restart_pages = pages
@@ -122,18 +107,6 @@ pub(crate) fn scribe_options() -> Result<scribe_db::Options> {
             .map_err(|_| format!("{WAL_RESTART_PAGES} must be a page count, got {pages:?}"))?;
     }
     Ok(options)
-}
-
-/// The duration in microseconds the environment variable `name` holds, if set.
-fn micros(name: &str) -> Result<Option<Duration>> {
-    let Some(value) = std::env::var_os(name) else {
-        return Ok(None);
-    };
-    let value = value.to_string_lossy();
-    let us: u64 = value
-        .parse()
-        .map_err(|_| format!("{name} must be microseconds, got {value:?}"))?;
-    Ok(Some(Duration::from_micros(us)))
 }
 
 /// The child side: `--writer`.

@@ -28,7 +28,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use crate::checkpoint::{self, Checkpointer};
 use crate::clock::Clock;
 use crate::error::is_busy;
-use crate::gate::{Gate, WriterTurns};
+use crate::gate::Gate;
 use crate::migrate::{self, MigrationReport};
 use crate::search_index::{IndexBatch, Indexer};
 use crate::tx::{AfterCommit, ReadTx, SqliteTx, Tx, TxError};
@@ -115,13 +115,6 @@ pub struct Options {
     /// writer's page cache is stale after every other process's commit (README has the
     /// runs).
     pub writer_gate: bool,
-    /// Short turns at the writers' gate ([`Options::writer_gate`]; nothing without it):
-    /// after a commit the writer keeps the gate for [`WriterTurns::linger`] in case this
-    /// process writes again at once, and a write within the linger and within
-    /// [`WriterTurns::budget`] of the turn's start goes in without queueing; the gate's
-    /// waiter thread lets go when the linger runs out. [`WriterTurns::ONE_WRITE`] lets go
-    /// at every commit.
-    pub writer_turns: WriterTurns,
 }
 
 impl Default for Options {
@@ -153,7 +146,6 @@ impl Default for Options {
                 max_time: Duration::from_millis(4),
             },
             writer_gate: false,
-            writer_turns: WriterTurns::ONE_WRITE,
         }
     }
 }
@@ -382,7 +374,7 @@ impl Database {
         })?;
         configure(&conn, &options)?;
         let gate = Arc::new(if options.writer_gate {
-            Gate::open(path, options.writer_turns)
+            Gate::open(path)
         } else {
             Gate::none()
         });

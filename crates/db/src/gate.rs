@@ -27,15 +27,6 @@
 //!   [`Error::Locked`](crate::Error::Locked), as after its last retry), and the waiter
 //!   thread stays queued: the next write of this gate takes that place in the queue over,
 //!   or, if none comes, the thread lets go at once when the kernel hands it the lock.
-//! - Short turns ([`WriterTurns`], off by default): after a commit the writer keeps the
-//!   gate for `linger` in case this process writes again at once; a write of this gate
-//!   that comes within the linger, and within `budget` of when the turn began, goes in
-//!   without queueing. The gate's waiter thread lets go when the linger runs out (a timer,
-//!   never the next write, which may never come), and a commit past the budget lets go at
-//!   once: a busy process commits a few writes per turn (a warm page cache, no process
-//!   switch between them), and others still get theirs within about
-//!   (processes - 1) x budget. Nothing holds the gate longer than `linger` after its last
-//!   write (but for the timer thread's own scheduling delay).
 //! - Whatever a commit triggers that need not exclude other writers runs after the gate
 //!   is let go: SQLite's auto-checkpoint (its syncs stopped every writer when it ran
 //!   inside the commit), the background indexer's wake-up, the after-commit actions.
@@ -49,31 +40,6 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// How long a writer keeps the writers' gate for this process's next write
-/// ([`Options::writer_turns`](crate::Options::writer_turns); see the module doc).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriterTurns {
-    /// How long the gate stays held after a commit for another write of this process
-    /// (zero: let go at every commit, a turn per write).
-    pub linger: Duration,
-    /// How long one turn may last: a commit this long after the turn began lets go at
-    /// once, and no write enters a turn this old.
-    pub budget: Duration,
-}
-
-impl WriterTurns {
-    /// A turn per write: the gate is let go at every commit.
-    pub const ONE_WRITE: WriterTurns = WriterTurns {
-        linger: Duration::ZERO,
-        budget: Duration::ZERO,
-    };
-
-    /// Whether a turn may hold more than one write.
-    fn lingers(self) -> bool {
-        !self.linger.is_zero() && !self.budget.is_zero()
-    }
-}
 
 /// The side file of the database `db`: `<db>-writers`.
 pub fn writer_gate_path(db: &Path) -> PathBuf {
@@ -94,7 +60,7 @@ pub(crate) struct Gate {
 #[must_use = "the gate is let go when this is dropped"]
 pub(crate) struct Entered<'g> {
     #[cfg(unix)]
-    shared: Option<&'g std::sync::Arc<imp::Shared>>,
+    shared: Option<&'g imp::Shared>,
     #[cfg(not(unix))]
     _gate: std::marker::PhantomData<&'g Gate>,
 }
@@ -108,14 +74,13 @@ impl Gate {
         }
     }
 
-    /// The gate of the database file `db`, creating its side file (mode 0600) if needed,
-    /// with turns bounded by `turns`. When the file cannot be opened, a warning and no
-    /// gate.
-    pub(crate) fn open(db: &Path, turns: WriterTurns) -> Gate {
+    /// The gate of the database file `db`, creating its side file (mode 0600) if needed.
+    /// When the file cannot be opened, a warning and no gate.
+    pub(crate) fn open(db: &Path) -> Gate {
         #[cfg(unix)]
         {
             let path = writer_gate_path(db);
-            match imp::Shared::open(&path, turns) {
+            match imp::Shared::open(&path) {
                 Ok(shared) => Gate {
                     shared: Some(std::sync::Arc::new(shared)),
                 },
@@ -131,7 +96,7 @@ impl Gate {
         }
         #[cfg(not(unix))]
         {
-            let _ = (db, turns);
+            let _ = db;
             Gate::none()
         }
     }
@@ -159,7 +124,7 @@ impl Gate {
             match &self.shared {
                 None => Some(Entered { shared: None }),
                 Some(shared) => shared.enter(wait).map(|held| Entered {
-                    shared: held.then_some(shared),
+                    shared: held.then_some(&**shared),
                 }),
             }
         }
@@ -201,39 +166,23 @@ mod imp {
 
     use rustix::fs::{FlockOperation, flock};
 
-    use super::WriterTurns;
-
     /// The gate's file and the state its users and waiter thread share.
     #[derive(Debug)]
     pub(crate) struct Shared {
         file: File,
-        turns: WriterTurns,
         state: Mutex<State>,
-        /// Writers of this gate wait on it for the phase to change.
         changed: Condvar,
-        /// The waiter thread waits on it for a phase that needs it ([`Phase::Wanted`],
-        /// [`Phase::Lingering`]) or for the stop.
-        wake: Condvar,
     }
 
     #[derive(Debug, Default)]
     struct State {
         phase: Phase,
-        /// The waiter thread runs (started at the first write that had to wait, or the
-        /// first linger).
+        /// The waiter thread runs (started at the first write that had to wait).
         waiter: bool,
         /// The gate was dropped: the waiter thread lets go of anything it gets and ends.
         stop: bool,
         /// `flock` failed other than by contention: the gate lets everyone in.
         broken: bool,
-        /// When this gate took the lock it holds ([`Phase::Held`], [`Phase::Lingering`]):
-        /// the start of the turn.
-        turn_began: Option<Instant>,
-        /// [`Phase::Lingering`]: when the lock is let go unless a write took it again.
-        linger_until: Option<Instant>,
-        /// The waiter thread sleeps until a linger's end: a later end (a linger that
-        /// followed another) need not wake it, it looks again when it wakes.
-        timing: bool,
     }
 
     #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -243,9 +192,6 @@ mod imp {
         Idle,
         /// A writer holds the lock.
         Held,
-        /// No writer holds it, but the gate keeps the lock until `linger_until` for the
-        /// next write of this gate ([`WriterTurns`]).
-        Lingering,
         /// A writer waits for the waiter thread, which is (or is about to be) blocked in
         /// `flock`.
         Wanted,
@@ -257,16 +203,14 @@ mod imp {
     }
 
     impl Shared {
-        pub(crate) fn open(path: &Path, turns: WriterTurns) -> io::Result<Shared> {
+        pub(crate) fn open(path: &Path) -> io::Result<Shared> {
             let mut options = std::fs::OpenOptions::new();
             options.read(true).write(true).create(true).truncate(false);
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             Ok(Shared {
                 file: options.open(path)?,
-                turns,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
-                wake: Condvar::new(),
             })
         }
 
@@ -292,7 +236,6 @@ mod imp {
                     {
                         Ok(()) => {
                             state.phase = Phase::Held;
-                            state.turn_began = Some(Instant::now());
                             return Some(true);
                         }
                         Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
@@ -302,28 +245,13 @@ mod imp {
                             }
                             state.phase = Phase::Wanted;
                             asked = true;
-                            self.wake.notify_all();
+                            self.changed.notify_all();
                         }
                         Err(err) => {
                             self.break_gate(&mut state, &err);
                             return Some(false);
                         }
                     },
-                    // This gate still holds the lock after its last write: the turn goes on
-                    // while the linger lasts.
-                    Phase::Lingering => {
-                        if state
-                            .linger_until
-                            .is_some_and(|until| Instant::now() < until)
-                        {
-                            state.phase = Phase::Held;
-                            return Some(true);
-                        }
-                        // Over, and the waiter thread has not let go yet: let go here, and
-                        // take a turn as anyone else.
-                        self.unlock(&mut state);
-                        continue;
-                    }
                     // The waiter thread is still queued for a write that gave up: take its
                     // place.
                     Phase::Abandoned => {
@@ -334,7 +262,6 @@ mod imp {
                     // (the one that asked goes on waiting for the next turn).
                     Phase::Granted => {
                         state.phase = Phase::Held;
-                        state.turn_began = Some(Instant::now());
                         return Some(true);
                     }
                     // Another thread of this gate holds it or waits for it.
@@ -363,53 +290,20 @@ mod imp {
             }
         }
 
-        /// A writer is done with the lock: keeps it for the linger when the turn may go
-        /// on ([`WriterTurns`]), lets go otherwise.
-        pub(crate) fn leave(self: &Arc<Self>) {
+        /// Lets go of the lock a writer holds.
+        pub(crate) fn leave(&self) {
             let mut state = self.state();
-            if self.turns.lingers() && !state.stop && !state.broken {
-                let now = Instant::now();
-                let turn_ends = state
-                    .turn_began
-                    .and_then(|began| began.checked_add(self.turns.budget));
-                if let Some(turn_ends) = turn_ends
-                    && now < turn_ends
-                    && (state.waiter || self.start_waiter(&mut state))
-                {
-                    let linger_ends = now.checked_add(self.turns.linger).unwrap_or(turn_ends);
-                    state.phase = Phase::Lingering;
-                    state.linger_until = Some(linger_ends.min(turn_ends));
-                    if !state.timing {
-                        self.wake.notify_all();
-                    }
-                    // A thread of this gate waiting for it takes the rest of the turn.
-                    self.changed.notify_all();
-                    return;
-                }
-            }
-            self.unlock(&mut state);
-        }
-
-        /// Lets go of the lock this gate holds (a writer's, or a linger's).
-        fn unlock(&self, state: &mut State) {
             if let Err(err) = lock(&self.file, FlockOperation::Unlock) {
                 // Unlocking a lock held cannot fail on Linux; should it, closing the file
                 // would be the only way out, so writers go on without the gate.
-                self.break_gate(state, &err);
+                self.break_gate(&mut state, &err);
             }
             state.phase = Phase::Idle;
-            state.turn_began = None;
-            state.linger_until = None;
             self.changed.notify_all();
         }
 
         pub(crate) fn stop(&self) {
-            let mut state = self.state();
-            state.stop = true;
-            if state.phase == Phase::Lingering {
-                self.unlock(&mut state);
-            }
-            self.wake.notify_all();
+            self.state().stop = true;
             self.changed.notify_all();
         }
 
@@ -418,7 +312,6 @@ mod imp {
                 tracing::warn!(error = %err, "the writers' gate failed: SQLite's lock alone orders the writers");
             }
             state.broken = true;
-            self.wake.notify_all();
             self.changed.notify_all();
         }
 
@@ -443,60 +336,39 @@ mod imp {
             }
         }
 
-        /// The waiter thread: blocks in `flock` whenever a writer wants the gate, and
-        /// lets go when a linger runs out.
+        /// The waiter thread: blocks in `flock` whenever a writer wants the gate.
         fn wait_in_queue(&self) {
             let mut state = self.state();
             loop {
+                while !state.stop && state.phase != Phase::Wanted {
+                    state = self
+                        .changed
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
                 if state.stop {
-                    if state.phase == Phase::Lingering {
-                        self.unlock(&mut state);
-                    }
                     return;
                 }
-                match state.phase {
-                    Phase::Wanted => {
-                        drop(state);
-                        let locked = lock(&self.file, FlockOperation::LockExclusive);
-                        state = self.state();
-                        match locked {
-                            Ok(()) if state.phase == Phase::Wanted && !state.stop => {
-                                state.phase = Phase::Granted;
-                            }
-                            Ok(()) => {
-                                // Nobody wants it any more: let the next process in at once.
-                                self.unlock(&mut state);
-                            }
-                            Err(err) => {
-                                self.break_gate(&mut state, &err);
-                                state.phase = Phase::Idle;
-                            }
-                        }
-                        self.changed.notify_all();
+                drop(state);
+                let locked = lock(&self.file, FlockOperation::LockExclusive);
+                state = self.state();
+                match locked {
+                    Ok(()) if state.phase == Phase::Wanted && !state.stop => {
+                        state.phase = Phase::Granted;
                     }
-                    Phase::Lingering => {
-                        let now = Instant::now();
-                        match state.linger_until {
-                            Some(until) if now < until => {
-                                state.timing = true;
-                                state = self
-                                    .wake
-                                    .wait_timeout(state, until - now)
-                                    .unwrap_or_else(PoisonError::into_inner)
-                                    .0;
-                                state.timing = false;
-                            }
-                            // No write of this gate came in time: the next process's turn.
-                            _ => self.unlock(&mut state),
+                    Ok(()) => {
+                        // Nobody wants it any more: let the next process in at once.
+                        if let Err(err) = lock(&self.file, FlockOperation::Unlock) {
+                            self.break_gate(&mut state, &err);
                         }
+                        state.phase = Phase::Idle;
                     }
-                    Phase::Idle | Phase::Held | Phase::Granted | Phase::Abandoned => {
-                        state = self
-                            .wake
-                            .wait(state)
-                            .unwrap_or_else(PoisonError::into_inner);
+                    Err(err) => {
+                        self.break_gate(&mut state, &err);
+                        state.phase = Phase::Idle;
                     }
                 }
+                self.changed.notify_all();
             }
         }
     }
@@ -525,10 +397,7 @@ mod tests {
     fn two_gates_on_one_file_exclude_each_other() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.db");
-        let (a, b) = (
-            Gate::open(&db, WriterTurns::ONE_WRITE),
-            Gate::open(&db, WriterTurns::ONE_WRITE),
-        );
+        let (a, b) = (Gate::open(&db), Gate::open(&db));
         assert!(a.is_real() && b.is_real());
         assert!(writer_gate_path(&db).is_file());
         let held = a.enter(LONG).unwrap();
@@ -544,10 +413,7 @@ mod tests {
     fn a_queued_waiter_gets_the_gate_when_the_holder_lets_go() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.db");
-        let (a, b) = (
-            Gate::open(&db, WriterTurns::ONE_WRITE),
-            Gate::open(&db, WriterTurns::ONE_WRITE),
-        );
+        let (a, b) = (Gate::open(&db), Gate::open(&db));
         let held = a.enter(LONG).unwrap();
         std::thread::scope(|scope| {
             let waiter = scope.spawn(|| b.enter(LONG).is_some());
@@ -560,10 +426,7 @@ mod tests {
     fn a_place_given_up_is_let_go_when_the_kernel_grants_it() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.db");
-        let (a, b) = (
-            Gate::open(&db, WriterTurns::ONE_WRITE),
-            Gate::open(&db, WriterTurns::ONE_WRITE),
-        );
+        let (a, b) = (Gate::open(&db), Gate::open(&db));
         let held = a.enter(LONG).unwrap();
         // b's waiter thread stays queued in the kernel after b gives up.
         assert!(b.enter(SHORT).is_none());
@@ -577,7 +440,7 @@ mod tests {
     #[test]
     fn threads_sharing_a_gate_take_turns() {
         let dir = tempfile::tempdir().unwrap();
-        let gate = Gate::open(&dir.path().join("x.db"), WriterTurns::ONE_WRITE);
+        let gate = Gate::open(&dir.path().join("x.db"));
         let held = gate.enter(LONG).unwrap();
         std::thread::scope(|scope| {
             assert!(scope.spawn(|| gate.enter(SHORT).is_none()).join().unwrap());
@@ -593,31 +456,5 @@ mod tests {
         let gate = Gate::none();
         let first = gate.enter(SHORT);
         assert!(first.is_some() && gate.enter(SHORT).is_some());
-    }
-}
-
-#[cfg(all(test, unix))]
-mod turn_tests {
-    use super::*;
-
-    #[test]
-    fn a_linger_keeps_others_out_and_lets_this_gate_back_in() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("x.db");
-        let turns = WriterTurns {
-            linger: Duration::from_millis(300),
-            budget: Duration::from_secs(5),
-        };
-        let (a, b) = (Gate::open(&db, turns), Gate::open(&db, turns));
-        drop(a.enter(Duration::from_secs(60)).unwrap());
-        // Lingering: b cannot get in at once, a can.
-        assert!(b.enter(Duration::from_millis(20)).is_none());
-        let t = std::time::Instant::now();
-        drop(a.enter(Duration::from_millis(20)).unwrap());
-        assert!(t.elapsed() < Duration::from_millis(5));
-        // Then the timer lets go: b gets in.
-        drop(b.enter(Duration::from_secs(60)).unwrap());
-        drop(a);
-        drop(b);
     }
 }
