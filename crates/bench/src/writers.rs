@@ -100,13 +100,6 @@ pub(crate) fn scribe_options() -> Result<scribe_db::Options> {
             other => return Err(format!("{WRITER_GATE} must be 0 or 1, got {other:?}").into()),
         };
     }
-    if let Some(ms) = std::env::var_os("SCRIBE_BENCH_WRITER_RESCUE_MS") {
-        let ms: u64 = ms
-            .to_string_lossy()
-            .parse()
-            .map_err(|_| "bad SCRIBE_BENCH_WRITER_RESCUE_MS")?;
-        options.writer_rescue_after = Duration::from_millis(ms);
-    }
     if let Some(pages) = std::env::var_os(WAL_RESTART_PAGES) {
         let pages = pages.to_string_lossy();
         options.wal_restart_pages = pages

@@ -115,11 +115,6 @@ pub struct Options {
     /// writer's page cache is stale after every other process's commit (README has the
     /// runs).
     pub writer_gate: bool,
-    /// Experiment (stop 27, "rescue"): with [`Options::writer_gate`] and a non-zero value,
-    /// a write goes without a turn (it only waits while the gate is held) until it has
-    /// waited this long; then it takes the gate, which stops every other Scribe writer at
-    /// its next try until it has committed.
-    pub writer_rescue_after: Duration,
 }
 
 impl Default for Options {
@@ -151,7 +146,6 @@ impl Default for Options {
                 max_time: Duration::from_millis(4),
             },
             writer_gate: false,
-            writer_rescue_after: Duration::ZERO,
         }
     }
 }
@@ -733,47 +727,18 @@ impl SqliteStore {
         self.refuse_if_read_only(options)?;
         // The writers' turn (Options::writer_gate), for every try: a retry here is a
         // program that does not take the gate holding SQLite's lock.
+        let Some(entered) = self.gate.enter(gate_wait(options)) else {
+            return Err(E::from(Error::Locked));
+        };
         let mut tried = false;
-        let mut attempt = || {
+        let outcome = retry_with(options, || {
             if std::mem::replace(&mut tried, true) {
                 self.retries.fetch_add(1, Ordering::Relaxed);
             }
             self.write_once(&options.clock, &mut f)
-        };
-        let mut done = None;
-        let rescue = options.writer_rescue_after;
-        if self.gate.is_real() && !rescue.is_zero() {
-            let started = std::time::Instant::now();
-            while started.elapsed() < rescue {
-                if !self.gate.pass(gate_wait(options)) {
-                    return Err(E::from(Error::Locked));
-                }
-                match attempt() {
-                    Err(err) if err.db_error().is_some_and(is_retryable) => {
-                        std::thread::sleep(jitter(options));
-                    }
-                    other => {
-                        done = Some(other);
-                        break;
-                    }
-                }
-            }
-        }
-        let outcome = match done {
-            Some(outcome) => outcome,
-            None => {
-                let Some(entered) = self.gate.enter(gate_wait(options)) else {
-                    return Err(E::from(Error::Locked));
-                };
-                // Rescued: look at SQLite's lock every 50 us instead of sleeping 1 ms+.
-                let _ = self.writer().busy_handler(Some(fast_poll));
-                let outcome = retry_with(options, &mut attempt);
-                let _ = set_busy_timeout(&self.writer(), options.busy_timeout);
-                // Committed or rolled back: the next writer's turn, before anything else.
-                drop(entered);
-                outcome
-            }
-        };
+        });
+        // Committed or rolled back: the next writer's turn, before anything else here.
+        drop(entered);
         let (value, actions) = match outcome {
             Ok(done) => done,
             Err(mut err) => {
@@ -1161,11 +1126,6 @@ pub(crate) fn retry_with<T, E: TxError>(
         }
     }
     Err(E::from(Error::Locked))
-}
-
-fn fast_poll(count: i32) -> bool {
-    std::thread::sleep(Duration::from_micros(50));
-    count < 200
 }
 
 /// Sets `conn`'s busy timeout to `timeout`, or to the longest SQLite takes (`i32::MAX` ms,

@@ -101,24 +101,8 @@ impl Gate {
         }
     }
 
-    /// Waits (polling) while another writer holds the gate, at most `wait`; false when
-    /// the deadline passed first. Without a gate, at once.
-    pub(crate) fn pass(&self, wait: Duration) -> bool {
-        #[cfg(unix)]
-        {
-            match &self.shared {
-                None => true,
-                Some(shared) => shared.pass(wait),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = wait;
-            true
-        }
-    }
-
     /// Whether this is a real gate (not [`Gate::none`]).
+    #[cfg(test)]
     pub(crate) fn is_real(&self) -> bool {
         #[cfg(unix)]
         {
@@ -186,8 +170,6 @@ mod imp {
     #[derive(Debug)]
     pub(crate) struct Shared {
         file: File,
-        /// Another open description of the file, for [`Shared::pass`]'s shared lock.
-        check: File,
         state: Mutex<State>,
         changed: Condvar,
     }
@@ -227,7 +209,6 @@ mod imp {
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             Ok(Shared {
                 file: options.open(path)?,
-                check: options.open(path)?,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
             })
@@ -306,25 +287,6 @@ mod imp {
                         .wait(state)
                         .unwrap_or_else(PoisonError::into_inner),
                 };
-            }
-        }
-
-        /// [`super::Gate::pass`].
-        pub(crate) fn pass(&self, wait: Duration) -> bool {
-            let deadline = Instant::now().checked_add(wait);
-            loop {
-                match lock(&self.check, FlockOperation::NonBlockingLockShared) {
-                    Ok(()) => {
-                        let _ = lock(&self.check, FlockOperation::Unlock);
-                        return true;
-                    }
-                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => return true,
-                }
-                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_micros(50));
             }
         }
 
