@@ -534,27 +534,12 @@ fn rows_written_on_postgres_are_found_by_the_next_search() {
         let at = 2_000 + i64::try_from(i).unwrap();
         let data = serde_json::to_string(&Part::text(*text)).unwrap();
         db.write(|tx| -> scribe_db::Result<()> {
-            tx.q().create_message(&q::CreateMessageParams {
-                id: &message_id,
-                session_id: &ses,
-                parent_id: None,
-                role: "user",
-                agent: None,
-                provider: None,
-                model: None,
-                finish_reason: None,
-                is_summary: false,
-                input_tokens: 0,
-                output_tokens: 0,
-                cache_read_tokens: 0,
-                cache_write_tokens: 0,
-                reasoning_tokens: 0,
-                cost_usd: 0.0,
-                error: None,
-                created_at: at,
-                updated_at: at,
-                finished_at: None,
-            })?;
+            tx.q().create_message(&scribe_db::testing::bare_message(
+                &message_id,
+                &ses,
+                "user",
+                at,
+            ))?;
             tx.q().create_part(&q::CreatePartParams {
                 id: &part_id,
                 message_id: &message_id,

@@ -40,7 +40,6 @@ pub mod queries;
 pub use pg::{copy, events};
 pub mod search;
 mod search_index;
-#[cfg(feature = "postgres")]
 pub mod testing;
 mod tx;
 

@@ -1394,25 +1394,8 @@ mod tests {
         q::create_message(
             conn,
             &q::CreateMessageParams {
-                id,
-                session_id: session,
-                parent_id: None,
-                role,
-                agent: None,
-                provider: None,
-                model: None,
-                finish_reason: None,
-                is_summary: false,
-                input_tokens: 0,
-                output_tokens: 0,
-                cache_read_tokens: 0,
-                cache_write_tokens: 0,
-                reasoning_tokens: 0,
-                cost_usd: 0.0,
-                error: None,
-                created_at: created,
-                updated_at: created,
                 finished_at: finished.then_some(created),
+                ..crate::testing::bare_message(id, session, role, created)
             },
         )?;
         Ok(())

@@ -1,6 +1,8 @@
-//! For tests that need a PostgreSQL server: `.ci/with-postgres CMD` starts a throwaway
-//! cluster and sets `SCRIBE_TEST_POSTGRES` to its connection string; every PostgreSQL
-//! suite of the workspace makes its databases here, so they are made one way.
+//! Helpers for tests: the bare rows a test needs before what it tests (either backend),
+//! and, for tests that need a PostgreSQL server, its databases: `.ci/with-postgres CMD`
+//! starts a throwaway cluster and sets `SCRIBE_TEST_POSTGRES` to its connection string;
+//! every PostgreSQL suite of the workspace makes its databases here (with the `postgres`
+//! feature), so they are made one way.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -31,6 +33,7 @@ pub fn unique_test_name(prefix: &str) -> String {
 /// A new, empty database `name` (lowercase letters, digits and `_`) on the test server,
 /// dropped first if a run before left it; returns its connection string. The database is
 /// left for the throwaway cluster to take away.
+#[cfg(feature = "postgres")]
 pub fn fresh_test_database(name: &str) -> Result<String> {
     if name.is_empty()
         || !name
@@ -72,4 +75,36 @@ pub fn create_bare_session(tx: &mut crate::Tx<'_>, id: &str) -> Result<()> {
             now,
         })?;
     Ok(())
+}
+
+/// The row of a bare message `id` of `session_id` for a test: `role`, created and updated
+/// at `at`, no usage, model or error, not finished. A test changes what it needs with
+/// struct update syntax (`CreateMessageParams { finished_at: Some(at), ..bare_message(…) }`).
+pub fn bare_message<'a>(
+    id: &'a str,
+    session_id: &'a str,
+    role: &'a str,
+    at: i64,
+) -> crate::queries::CreateMessageParams<'a> {
+    crate::queries::CreateMessageParams {
+        id,
+        session_id,
+        parent_id: None,
+        role,
+        agent: None,
+        provider: None,
+        model: None,
+        finish_reason: None,
+        is_summary: false,
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        cost_usd: 0.0,
+        error: None,
+        created_at: at,
+        updated_at: at,
+        finished_at: None,
+    }
 }

@@ -47,27 +47,12 @@ fn create_session(db: &Database) -> String {
 
 fn message_with_part(q: &mut dyn Queries, session_id: &str, body: &str) -> scribe_db::Result<()> {
     let (message_id, part_id, now) = (new_id(Prefix::Message), new_id(Prefix::Part), now_ms());
-    q.create_message(&q::CreateMessageParams {
-        id: &message_id,
+    q.create_message(&scribe_db::testing::bare_message(
+        &message_id,
         session_id,
-        parent_id: None,
-        role: "user",
-        agent: None,
-        provider: None,
-        model: None,
-        finish_reason: None,
-        is_summary: false,
-        input_tokens: 0,
-        output_tokens: 0,
-        cache_read_tokens: 0,
-        cache_write_tokens: 0,
-        reasoning_tokens: 0,
-        cost_usd: 0.0,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
-    })?;
+        "user",
+        now,
+    ))?;
     q.create_part(&q::CreatePartParams {
         id: &part_id,
         message_id: &message_id,

@@ -52,27 +52,7 @@ pub fn message_with_part(
     let now = now_ms();
     q::create_message(
         tx,
-        &q::CreateMessageParams {
-            id: &message_id,
-            session_id,
-            parent_id: None,
-            role,
-            agent: None,
-            provider: None,
-            model: None,
-            finish_reason: None,
-            is_summary: false,
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
-            reasoning_tokens: 0,
-            cost_usd: 0.0,
-            error: None,
-            created_at: now,
-            updated_at: now,
-            finished_at: None,
-        },
+        &scribe_db::testing::bare_message(&message_id, session_id, role, now),
     )?;
     add_part(tx, &part_id, &message_id, session_id, 0, part_type, data)?;
     Ok((message_id, part_id))
