@@ -331,6 +331,33 @@ pub fn render(catalog: &Catalog, queries: &[QueryInfo], inputs: &[String]) -> St
              }\n",
         );
     }
+    // One reader per table row struct that a query returns, shared by those queries (and
+    // by hand-built statements selecting the table's columns in schema order).
+    let mut readers: Vec<String> = Vec::new();
+    for q in queries {
+        let RowType::Model(n) = row_type(catalog, q) else {
+            continue;
+        };
+        if readers.contains(&n) {
+            continue;
+        }
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "/// Reads a [`{n}`] from a row holding its table's columns in schema order."
+        );
+        let _ = writeln!(
+            out,
+            "pub fn {}(row: &rusqlite::Row<'_>) -> rusqlite::Result<{n}> {{",
+            reader_name(&n)
+        );
+        let _ = writeln!(out, "    Ok({n} {{");
+        for (i, c) in q.columns.iter().enumerate() {
+            let _ = writeln!(out, "        {}: row.get({i})?,", rust_ident(&c.field));
+        }
+        out.push_str("    })\n}\n");
+        readers.push(n);
+    }
     for q in queries {
         render_query(&mut out, catalog, q);
     }
@@ -571,10 +598,15 @@ pub fn render_postgres(sqlite: &crate::Analyzed, pg: &crate::Analyzed) -> String
         }
         out.push('\n');
         let _ = writeln!(out, "/// Reads a [`super::{n}`] from a row, by position.");
+        let vis = if matches!(row_type(catalog, q), RowType::Model(_)) {
+            "pub "
+        } else {
+            ""
+        };
         call_block(
             &mut out,
             "",
-            &format!("fn {}(", reader_name(&n)),
+            &format!("{vis}fn {}(", reader_name(&n)),
             &["row: &postgres::Row".to_string()],
             &format!(") -> Result<super::{n}, postgres::Error> {{"),
         );
@@ -1056,30 +1088,47 @@ fn render_query(out: &mut String, catalog: &Catalog, q: &QueryInfo) {
         RowType::Model(n) | RowType::Struct(n) => Some(n.clone()),
         RowType::None => None,
     };
-    let write_mapper = |out: &mut String, call: &str, tail: &str| match &mapper_head {
-        None => {
-            let line = format!("    {call}({bind}, |row| row.get(0)){tail}");
-            // rustfmt keeps a call on one line only if its arguments fit `fn_call_width` too.
-            let args = format!("{bind}, |row| row.get(0)");
-            if line.len() <= MAX_WIDTH && args.len() <= SHORT_WIDTH {
-                out.push_str(&line);
-                out.push('\n');
-            } else {
+    let model_reader = match &row {
+        RowType::Model(n) => Some(reader_name(n)),
+        _ => None,
+    };
+    let write_mapper =
+        |out: &mut String, call: &str, tail: &str| match (&model_reader, &mapper_head) {
+            (Some(reader), _) => {
+                let line = format!("    {call}({bind}, {reader}){tail}");
+                if line.len() <= MAX_WIDTH && format!("{bind}, {reader}").len() <= SHORT_WIDTH {
+                    out.push_str(&line);
+                    out.push('\n');
+                } else {
+                    let _ = writeln!(out, "    {call}(");
+                    let _ = writeln!(out, "        {bind},");
+                    let _ = writeln!(out, "        {reader},");
+                    let _ = writeln!(out, "    ){tail}");
+                }
+            }
+            (None, None) => {
+                let line = format!("    {call}({bind}, |row| row.get(0)){tail}");
+                // rustfmt keeps a call on one line only if its arguments fit `fn_call_width` too.
+                let args = format!("{bind}, |row| row.get(0)");
+                if line.len() <= MAX_WIDTH && args.len() <= SHORT_WIDTH {
+                    out.push_str(&line);
+                    out.push('\n');
+                } else {
+                    let _ = writeln!(out, "    {call}({bind}, |row| {{");
+                    out.push_str("        row.get(0)\n");
+                    let _ = writeln!(out, "    }}){tail}");
+                }
+            }
+            (None, Some(name)) => {
                 let _ = writeln!(out, "    {call}({bind}, |row| {{");
-                out.push_str("        row.get(0)\n");
+                let _ = writeln!(out, "        Ok({name} {{");
+                for (i, c) in q.columns.iter().enumerate() {
+                    let _ = writeln!(out, "            {}: row.get({i})?,", rust_ident(&c.field));
+                }
+                out.push_str("        })\n");
                 let _ = writeln!(out, "    }}){tail}");
             }
-        }
-        Some(name) => {
-            let _ = writeln!(out, "    {call}({bind}, |row| {{");
-            let _ = writeln!(out, "        Ok({name} {{");
-            for (i, c) in q.columns.iter().enumerate() {
-                let _ = writeln!(out, "            {}: row.get({i})?,", rust_ident(&c.field));
-            }
-            out.push_str("        })\n");
-            let _ = writeln!(out, "    }}){tail}");
-        }
-    };
+        };
     match q.kind {
         Kind::One => write_mapper(out, "stmt.query_row", ""),
         Kind::Many => {

@@ -177,6 +177,170 @@ fn sqlgen_expand_slice(sql: &str, name: &str, next: &mut usize, len: usize) -> S
     sql.replace(&format!("/*SLICE:{name}*/?"), &list)
 }
 
+/// Reads a [`SessionRunRow`] from a row holding its table's columns in schema order.
+pub fn read_session_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRunRow> {
+    Ok(SessionRunRow {
+        session_id: row.get(0)?,
+        owner: row.get(1)?,
+        pid: row.get(2)?,
+        host: row.get(3)?,
+        started_at: row.get(4)?,
+        heartbeat_at: row.get(5)?,
+    })
+}
+
+/// Reads a [`SessionRow`] from a row holding its table's columns in schema order.
+pub fn read_session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get(0)?,
+        parent_session_id: row.get(1)?,
+        kind: row.get(2)?,
+        source: row.get(3)?,
+        user_id: row.get(4)?,
+        directory: row.get(5)?,
+        title: row.get(6)?,
+        model: row.get(7)?,
+        model_config: row.get(8)?,
+        system_prompt: row.get(9)?,
+        permission: row.get(10)?,
+        message_count: row.get(11)?,
+        tool_call_count: row.get(12)?,
+        api_call_count: row.get(13)?,
+        input_tokens: row.get(14)?,
+        output_tokens: row.get(15)?,
+        cache_read_tokens: row.get(16)?,
+        cache_write_tokens: row.get(17)?,
+        reasoning_tokens: row.get(18)?,
+        estimated_cost_usd: row.get(19)?,
+        actual_cost_usd: row.get(20)?,
+        billing_provider: row.get(21)?,
+        billing_base_url: row.get(22)?,
+        billing_mode: row.get(23)?,
+        cost_status: row.get(24)?,
+        cost_source: row.get(25)?,
+        pricing_version: row.get(26)?,
+        summary_message_id: row.get(27)?,
+        created_at: row.get(28)?,
+        updated_at: row.get(29)?,
+        ended_at: row.get(30)?,
+        end_reason: row.get(31)?,
+        archived_at: row.get(32)?,
+        compacting_at: row.get(33)?,
+    })
+}
+
+/// Reads a [`FileRow`] from a row holding its table's columns in schema order.
+pub fn read_file_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<FileRow> {
+    Ok(FileRow {
+        id: row.get(0)?,
+        session_id: row.get(1)?,
+        path: row.get(2)?,
+        content: row.get(3)?,
+        version: row.get(4)?,
+        created_at: row.get(5)?,
+        updated_at: row.get(6)?,
+    })
+}
+
+/// Reads a [`ImportFileRow`] from a row holding its table's columns in schema order.
+pub fn read_import_file_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ImportFileRow> {
+    Ok(ImportFileRow {
+        source: row.get(0)?,
+        path: row.get(1)?,
+        size: row.get(2)?,
+        mtime_ns: row.get(3)?,
+        byte_offset: row.get(4)?,
+        lines: row.get(5)?,
+        carry: row.get(6)?,
+        records: row.get(7)?,
+        skipped: row.get(8)?,
+        imported_at: row.get(9)?,
+    })
+}
+
+/// Reads a [`ImportSessionRow`] from a row holding its table's columns in schema order.
+pub fn read_import_session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ImportSessionRow> {
+    Ok(ImportSessionRow {
+        session_id: row.get(0)?,
+        source: row.get(1)?,
+        external_id: row.get(2)?,
+        path: row.get(3)?,
+        title_rank: row.get(4)?,
+        cost_flags: row.get(5)?,
+        pending_parent: row.get(6)?,
+        fingerprint: row.get(7)?,
+        imported_at: row.get(8)?,
+    })
+}
+
+/// Reads a [`ImportKeyRow`] from a row holding its table's columns in schema order.
+pub fn read_import_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ImportKeyRow> {
+    Ok(ImportKeyRow {
+        source: row.get(0)?,
+        record_key: row.get(1)?,
+        session_id: row.get(2)?,
+        title: row.get(3)?,
+        title_rank: row.get(4)?,
+    })
+}
+
+/// Reads a [`MessageRow`] from a row holding its table's columns in schema order.
+pub fn read_message_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
+    Ok(MessageRow {
+        id: row.get(0)?,
+        session_id: row.get(1)?,
+        parent_id: row.get(2)?,
+        role: row.get(3)?,
+        agent: row.get(4)?,
+        provider: row.get(5)?,
+        model: row.get(6)?,
+        finish_reason: row.get(7)?,
+        is_summary: row.get(8)?,
+        input_tokens: row.get(9)?,
+        output_tokens: row.get(10)?,
+        cache_read_tokens: row.get(11)?,
+        cache_write_tokens: row.get(12)?,
+        reasoning_tokens: row.get(13)?,
+        cost_usd: row.get(14)?,
+        error: row.get(15)?,
+        created_at: row.get(16)?,
+        updated_at: row.get(17)?,
+        finished_at: row.get(18)?,
+    })
+}
+
+/// Reads a [`PartRow`] from a row holding its table's columns in schema order.
+pub fn read_part_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<PartRow> {
+    Ok(PartRow {
+        seq: row.get(0)?,
+        id: row.get(1)?,
+        message_id: row.get(2)?,
+        session_id: row.get(3)?,
+        position: row.get(4)?,
+        r#type: row.get(5)?,
+        data: row.get(6)?,
+        created_at: row.get(7)?,
+        updated_at: row.get(8)?,
+    })
+}
+
+/// Reads a [`SessionRollupRow`] from a row holding its table's columns in schema order.
+pub fn read_session_rollup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRollupRow> {
+    Ok(SessionRollupRow {
+        child_id: row.get(0)?,
+        parent_id: row.get(1)?,
+        rolled_up_at: row.get(2)?,
+        input_tokens: row.get(3)?,
+        output_tokens: row.get(4)?,
+        cache_read_tokens: row.get(5)?,
+        cache_write_tokens: row.get(6)?,
+        reasoning_tokens: row.get(7)?,
+        api_call_count: row.get(8)?,
+        estimated_cost_usd: row.get(9)?,
+        actual_cost_usd: row.get(10)?,
+    })
+}
+
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
 SET compacting_at = ?1, updated_at = ?1
@@ -285,16 +449,7 @@ pub fn get_session_run(
     session_id: &str,
 ) -> rusqlite::Result<SessionRunRow> {
     let mut stmt = conn.prepare_cached(GET_SESSION_RUN_SQL)?;
-    stmt.query_row([session_id], |row| {
-        Ok(SessionRunRow {
-            session_id: row.get(0)?,
-            owner: row.get(1)?,
-            pid: row.get(2)?,
-            host: row.get(3)?,
-            started_at: row.get(4)?,
-            heartbeat_at: row.get(5)?,
-        })
-    })
+    stmt.query_row([session_id], read_session_run_row)
 }
 
 /// SQL of `PutSessionRun` (sql/queries/agent_loop.sql:30).
@@ -427,44 +582,7 @@ pub fn list_sessions_by_id_range(
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_SESSIONS_BY_ID_RANGE_SQL)?;
     let values = rusqlite::params![params.lo, params.hi, params.limit];
-    let rows = stmt.query_map(values, |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map(values, read_session_row)?;
     rows.collect()
 }
 
@@ -562,17 +680,7 @@ pub fn create_file_version(
         params.content,
         params.now
     ];
-    stmt.query_row(values, |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })
+    stmt.query_row(values, read_file_row)
 }
 
 /// SQL of `GetFileVersion` (sql/queries/files.sql:13).
@@ -596,17 +704,7 @@ pub fn get_file_version(
 ) -> rusqlite::Result<FileRow> {
     let mut stmt = conn.prepare_cached(GET_FILE_VERSION_SQL)?;
     let values = rusqlite::params![params.session_id, params.path, params.version];
-    stmt.query_row(values, |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })
+    stmt.query_row(values, read_file_row)
 }
 
 /// SQL of `ListFileVersions` (sql/queries/files.sql:16).
@@ -628,17 +726,10 @@ pub fn list_file_versions(
     params: &ListFileVersionsParams<'_>,
 ) -> rusqlite::Result<Vec<FileRow>> {
     let mut stmt = conn.prepare_cached(LIST_FILE_VERSIONS_SQL)?;
-    let rows = stmt.query_map(rusqlite::params![params.session_id, params.path], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })?;
+    let rows = stmt.query_map(
+        rusqlite::params![params.session_id, params.path],
+        read_file_row,
+    )?;
     rows.collect()
 }
 
@@ -657,17 +748,7 @@ pub fn list_latest_files(
     session_id: &str,
 ) -> rusqlite::Result<Vec<FileRow>> {
     let mut stmt = conn.prepare_cached(LIST_LATEST_FILES_SQL)?;
-    let rows = stmt.query_map([session_id], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })?;
+    let rows = stmt.query_map([session_id], read_file_row)?;
     rows.collect()
 }
 
@@ -681,17 +762,7 @@ pub fn list_session_files(
     session_id: &str,
 ) -> rusqlite::Result<Vec<FileRow>> {
     let mut stmt = conn.prepare_cached(LIST_SESSION_FILES_SQL)?;
-    let rows = stmt.query_map([session_id], |row| {
-        Ok(FileRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            path: row.get(2)?,
-            content: row.get(3)?,
-            version: row.get(4)?,
-            created_at: row.get(5)?,
-            updated_at: row.get(6)?,
-        })
-    })?;
+    let rows = stmt.query_map([session_id], read_file_row)?;
     rows.collect()
 }
 
@@ -708,20 +779,7 @@ pub fn list_import_files(
     source: &str,
 ) -> rusqlite::Result<Vec<ImportFileRow>> {
     let mut stmt = conn.prepare_cached(LIST_IMPORT_FILES_SQL)?;
-    let rows = stmt.query_map([source], |row| {
-        Ok(ImportFileRow {
-            source: row.get(0)?,
-            path: row.get(1)?,
-            size: row.get(2)?,
-            mtime_ns: row.get(3)?,
-            byte_offset: row.get(4)?,
-            lines: row.get(5)?,
-            carry: row.get(6)?,
-            records: row.get(7)?,
-            skipped: row.get(8)?,
-            imported_at: row.get(9)?,
-        })
-    })?;
+    let rows = stmt.query_map([source], read_import_file_row)?;
     rows.collect()
 }
 
@@ -798,19 +856,7 @@ pub fn get_import_session(
 ) -> rusqlite::Result<ImportSessionRow> {
     let mut stmt = conn.prepare_cached(GET_IMPORT_SESSION_SQL)?;
     let values = rusqlite::params![params.source, params.external_id];
-    stmt.query_row(values, |row| {
-        Ok(ImportSessionRow {
-            session_id: row.get(0)?,
-            source: row.get(1)?,
-            external_id: row.get(2)?,
-            path: row.get(3)?,
-            title_rank: row.get(4)?,
-            cost_flags: row.get(5)?,
-            pending_parent: row.get(6)?,
-            fingerprint: row.get(7)?,
-            imported_at: row.get(8)?,
-        })
-    })
+    stmt.query_row(values, read_import_session_row)
 }
 
 /// SQL of `GetImportSessionById` (sql/queries/import.sql:26).
@@ -825,19 +871,7 @@ pub fn get_import_session_by_id(
     session_id: &str,
 ) -> rusqlite::Result<ImportSessionRow> {
     let mut stmt = conn.prepare_cached(GET_IMPORT_SESSION_BY_ID_SQL)?;
-    stmt.query_row([session_id], |row| {
-        Ok(ImportSessionRow {
-            session_id: row.get(0)?,
-            source: row.get(1)?,
-            external_id: row.get(2)?,
-            path: row.get(3)?,
-            title_rank: row.get(4)?,
-            cost_flags: row.get(5)?,
-            pending_parent: row.get(6)?,
-            fingerprint: row.get(7)?,
-            imported_at: row.get(8)?,
-        })
-    })
+    stmt.query_row([session_id], read_import_session_row)
 }
 
 /// SQL of `InsertImportSession` (sql/queries/import.sql:29).
@@ -1047,15 +1081,7 @@ pub fn get_import_key(
 ) -> rusqlite::Result<ImportKeyRow> {
     let mut stmt = conn.prepare_cached(GET_IMPORT_KEY_SQL)?;
     let values = rusqlite::params![params.source, params.record_key];
-    stmt.query_row(values, |row| {
-        Ok(ImportKeyRow {
-            source: row.get(0)?,
-            record_key: row.get(1)?,
-            session_id: row.get(2)?,
-            title: row.get(3)?,
-            title_rank: row.get(4)?,
-        })
-    })
+    stmt.query_row(values, read_import_key_row)
 }
 
 /// SQL of `MarkImportKey` (sql/queries/import.sql:73).
@@ -1142,29 +1168,7 @@ pub fn list_messages_oldest(
 ) -> rusqlite::Result<Vec<MessageRow>> {
     let mut stmt = conn.prepare_cached(LIST_MESSAGES_OLDEST_SQL)?;
     let values = rusqlite::params![params.session_id, params.limit];
-    let rows = stmt.query_map(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map(values, read_message_row)?;
     rows.collect()
 }
 
@@ -1198,29 +1202,7 @@ pub fn list_messages_after(
         params.id,
         params.limit
     ];
-    let rows = stmt.query_map(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map(values, read_message_row)?;
     rows.collect()
 }
 
@@ -1530,29 +1512,7 @@ pub const GET_MESSAGE_SQL: &str = "SELECT * FROM messages WHERE id = ?1";
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<MessageRow> {
     let mut stmt = conn.prepare_cached(GET_MESSAGE_SQL)?;
-    stmt.query_row([id], |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
+    stmt.query_row([id], read_message_row)
 }
 
 /// SQL of `ListMessages` (sql/queries/messages.sql:18).
@@ -1567,29 +1527,7 @@ pub fn list_messages(
     session_id: &str,
 ) -> rusqlite::Result<Vec<MessageRow>> {
     let mut stmt = conn.prepare_cached(LIST_MESSAGES_SQL)?;
-    let rows = stmt.query_map([session_id], |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map([session_id], read_message_row)?;
     rows.collect()
 }
 
@@ -1607,29 +1545,7 @@ pub fn list_messages_by_ids(
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
     values.extend(ids.iter().map(|v| v as &dyn rusqlite::ToSql));
-    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), read_message_row)?;
     rows.collect()
 }
 
@@ -1655,29 +1571,7 @@ pub fn list_messages_newest(
 ) -> rusqlite::Result<Vec<MessageRow>> {
     let mut stmt = conn.prepare_cached(LIST_MESSAGES_NEWEST_SQL)?;
     let values = rusqlite::params![params.session_id, params.limit];
-    let rows = stmt.query_map(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map(values, read_message_row)?;
     rows.collect()
 }
 
@@ -1710,29 +1604,7 @@ pub fn list_messages_before(
         params.id,
         params.limit
     ];
-    let rows = stmt.query_map(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map(values, read_message_row)?;
     rows.collect()
 }
 
@@ -1759,29 +1631,7 @@ pub fn list_messages_from(
 ) -> rusqlite::Result<Vec<MessageRow>> {
     let mut stmt = conn.prepare_cached(LIST_MESSAGES_FROM_SQL)?;
     let values = rusqlite::params![params.session_id, params.created_at, params.id];
-    let rows = stmt.query_map(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })?;
+    let rows = stmt.query_map(values, read_message_row)?;
     rows.collect()
 }
 
@@ -1799,29 +1649,7 @@ pub fn get_last_message(
     session_id: &str,
 ) -> rusqlite::Result<MessageRow> {
     let mut stmt = conn.prepare_cached(GET_LAST_MESSAGE_SQL)?;
-    stmt.query_row([session_id], |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
+    stmt.query_row([session_id], read_message_row)
 }
 
 /// SQL of `UpdateMessage` (sql/queries/messages.sql:52).
@@ -1918,29 +1746,7 @@ pub fn finish_message(
 ) -> rusqlite::Result<MessageRow> {
     let mut stmt = conn.prepare_cached(FINISH_MESSAGE_SQL)?;
     let values = rusqlite::params![params.finish_reason, params.now, params.id];
-    stmt.query_row(values, |row| {
-        Ok(MessageRow {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            parent_id: row.get(2)?,
-            role: row.get(3)?,
-            agent: row.get(4)?,
-            provider: row.get(5)?,
-            model: row.get(6)?,
-            finish_reason: row.get(7)?,
-            is_summary: row.get(8)?,
-            input_tokens: row.get(9)?,
-            output_tokens: row.get(10)?,
-            cache_read_tokens: row.get(11)?,
-            cache_write_tokens: row.get(12)?,
-            reasoning_tokens: row.get(13)?,
-            cost_usd: row.get(14)?,
-            error: row.get(15)?,
-            created_at: row.get(16)?,
-            updated_at: row.get(17)?,
-            finished_at: row.get(18)?,
-        })
-    })
+    stmt.query_row(values, read_message_row)
 }
 
 /// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
@@ -2120,19 +1926,7 @@ pub fn append_part(
         params.data,
         params.now
     ];
-    stmt.query_row(values, |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-        })
-    })
+    stmt.query_row(values, read_part_row)
 }
 
 /// SQL of `GetPart` (sql/queries/parts.sql:19).
@@ -2143,19 +1937,7 @@ pub const GET_PART_SQL: &str = "SELECT * FROM parts WHERE id = ?1";
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<PartRow> {
     let mut stmt = conn.prepare_cached(GET_PART_SQL)?;
-    stmt.query_row([id], |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-        })
-    })
+    stmt.query_row([id], read_part_row)
 }
 
 /// SQL of `ListParts` (sql/queries/parts.sql:22).
@@ -2164,19 +1946,7 @@ pub const LIST_PARTS_SQL: &str = "SELECT * FROM parts WHERE message_id = ?1 ORDE
 /// `ListParts` (`:many`) from `sql/queries/parts.sql:22`.
 pub fn list_parts(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Result<Vec<PartRow>> {
     let mut stmt = conn.prepare_cached(LIST_PARTS_SQL)?;
-    let rows = stmt.query_map([message_id], |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-        })
-    })?;
+    let rows = stmt.query_map([message_id], read_part_row)?;
     rows.collect()
 }
 
@@ -2195,19 +1965,7 @@ pub fn list_session_parts(
     session_id: &str,
 ) -> rusqlite::Result<Vec<PartRow>> {
     let mut stmt = conn.prepare_cached(LIST_SESSION_PARTS_SQL)?;
-    let rows = stmt.query_map([session_id], |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-        })
-    })?;
+    let rows = stmt.query_map([session_id], read_part_row)?;
     rows.collect()
 }
 
@@ -2542,44 +2300,7 @@ pub fn add_session_usage_delta(
         params.now,
         params.id
     ];
-    stmt.query_row(values, |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })
+    stmt.query_row(values, read_session_row)
 }
 
 /// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:22).
@@ -2624,21 +2345,7 @@ pub fn get_session_roll_up(
     child_id: &str,
 ) -> rusqlite::Result<SessionRollupRow> {
     let mut stmt = conn.prepare_cached(GET_SESSION_ROLL_UP_SQL)?;
-    stmt.query_row([child_id], |row| {
-        Ok(SessionRollupRow {
-            child_id: row.get(0)?,
-            parent_id: row.get(1)?,
-            rolled_up_at: row.get(2)?,
-            input_tokens: row.get(3)?,
-            output_tokens: row.get(4)?,
-            cache_read_tokens: row.get(5)?,
-            cache_write_tokens: row.get(6)?,
-            reasoning_tokens: row.get(7)?,
-            api_call_count: row.get(8)?,
-            estimated_cost_usd: row.get(9)?,
-            actual_cost_usd: row.get(10)?,
-        })
-    })
+    stmt.query_row([child_id], read_session_rollup_row)
 }
 
 /// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:39).
@@ -2798,44 +2505,7 @@ pub fn list_prunable_sessions(
     before: i64,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_PRUNABLE_SESSIONS_SQL)?;
-    let rows = stmt.query_map([before], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map([before], read_session_row)?;
     rows.collect()
 }
 
@@ -2857,44 +2527,10 @@ pub fn list_prunable_sessions_by_source(
     params: &ListPrunableSessionsBySourceParams<'_>,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL)?;
-    let rows = stmt.query_map(rusqlite::params![params.before, params.source], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map(
+        rusqlite::params![params.before, params.source],
+        read_session_row,
+    )?;
     rows.collect()
 }
 
@@ -3150,44 +2786,7 @@ pub fn create_session(
         params.billing_mode,
         params.now
     ];
-    stmt.query_row(values, |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })
+    stmt.query_row(values, read_session_row)
 }
 
 /// SQL of `ImportSession` (sql/queries/sessions.sql:18).
@@ -3295,44 +2894,7 @@ pub const GET_SESSION_SQL: &str = "SELECT * FROM sessions WHERE id = ?1";
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<SessionRow> {
     let mut stmt = conn.prepare_cached(GET_SESSION_SQL)?;
-    stmt.query_row([id], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })
+    stmt.query_row([id], read_session_row)
 }
 
 /// SQL of `SessionExists` (sql/queries/sessions.sql:40).
@@ -3358,44 +2920,7 @@ pub fn get_session_by_title(
     title: &str,
 ) -> rusqlite::Result<SessionRow> {
     let mut stmt = conn.prepare_cached(GET_SESSION_BY_TITLE_SQL)?;
-    stmt.query_row([title], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })
+    stmt.query_row([title], read_session_row)
 }
 
 /// SQL of `ListChildSessions` (sql/queries/sessions.sql:46).
@@ -3409,44 +2934,7 @@ pub fn list_child_sessions(
     parent_session_id: &str,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_CHILD_SESSIONS_SQL)?;
-    let rows = stmt.query_map([parent_session_id], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map([parent_session_id], read_session_row)?;
     rows.collect()
 }
 
@@ -3527,44 +3015,7 @@ pub fn update_session(
         params.now,
         params.id
     ];
-    stmt.query_row(values, |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })
+    stmt.query_row(values, read_session_row)
 }
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
@@ -3840,44 +3291,7 @@ pub fn list_session_ancestors(
     id: &str,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_SESSION_ANCESTORS_SQL)?;
-    let rows = stmt.query_map([id], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map([id], read_session_row)?;
     rows.collect()
 }
 
@@ -3900,44 +3314,7 @@ pub fn list_session_descendants(
     id: &str,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_SESSION_DESCENDANTS_SQL)?;
-    let rows = stmt.query_map([id], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map([id], read_session_row)?;
     rows.collect()
 }
 
@@ -3961,44 +3338,7 @@ LIMIT 1";
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<SessionRow> {
     let mut stmt = conn.prepare_cached(GET_CONTINUATION_TIP_SQL)?;
-    stmt.query_row([id], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })
+    stmt.query_row([id], read_session_row)
 }
 
 /// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:180).
@@ -4013,44 +3353,7 @@ pub fn top_sessions_by_tokens(
     limit: i64,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(TOP_SESSIONS_BY_TOKENS_SQL)?;
-    let rows = stmt.query_map([limit], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map([limit], read_session_row)?;
     rows.collect()
 }
 
@@ -4137,19 +3440,7 @@ pub fn get_tool_part_by_call_id(
 ) -> rusqlite::Result<PartRow> {
     let mut stmt = conn.prepare_cached(GET_TOOL_PART_BY_CALL_ID_SQL)?;
     let values = rusqlite::params![params.session_id, params.call_id];
-    stmt.query_row(values, |row| {
-        Ok(PartRow {
-            seq: row.get(0)?,
-            id: row.get(1)?,
-            message_id: row.get(2)?,
-            session_id: row.get(3)?,
-            position: row.get(4)?,
-            r#type: row.get(5)?,
-            data: row.get(6)?,
-            created_at: row.get(7)?,
-            updated_at: row.get(8)?,
-        })
-    })
+    stmt.query_row(values, read_part_row)
 }
 
 /// SQL of `ListSentPartDataFrom` (sql/queries/sqlite/parts.sql:11).
@@ -4433,44 +3724,7 @@ pub fn list_title_lineage(
     title: &str,
 ) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare_cached(LIST_TITLE_LINEAGE_SQL)?;
-    let rows = stmt.query_map([title], |row| {
-        Ok(SessionRow {
-            id: row.get(0)?,
-            parent_session_id: row.get(1)?,
-            kind: row.get(2)?,
-            source: row.get(3)?,
-            user_id: row.get(4)?,
-            directory: row.get(5)?,
-            title: row.get(6)?,
-            model: row.get(7)?,
-            model_config: row.get(8)?,
-            system_prompt: row.get(9)?,
-            permission: row.get(10)?,
-            message_count: row.get(11)?,
-            tool_call_count: row.get(12)?,
-            api_call_count: row.get(13)?,
-            input_tokens: row.get(14)?,
-            output_tokens: row.get(15)?,
-            cache_read_tokens: row.get(16)?,
-            cache_write_tokens: row.get(17)?,
-            reasoning_tokens: row.get(18)?,
-            estimated_cost_usd: row.get(19)?,
-            actual_cost_usd: row.get(20)?,
-            billing_provider: row.get(21)?,
-            billing_base_url: row.get(22)?,
-            billing_mode: row.get(23)?,
-            cost_status: row.get(24)?,
-            cost_source: row.get(25)?,
-            pricing_version: row.get(26)?,
-            summary_message_id: row.get(27)?,
-            created_at: row.get(28)?,
-            updated_at: row.get(29)?,
-            ended_at: row.get(30)?,
-            end_reason: row.get(31)?,
-            archived_at: row.get(32)?,
-            compacting_at: row.get(33)?,
-        })
-    })?;
+    let rows = stmt.query_map([title], read_session_row)?;
     rows.collect()
 }
 

@@ -824,7 +824,7 @@ WHERE title = $1
        AND substr(title, length($1) + 3) ~ '^[1-9][0-9]*$')";
 
 /// Reads a [`super::SessionRunRow`] from a row, by position.
-fn read_session_run_row(row: &postgres::Row) -> Result<super::SessionRunRow, postgres::Error> {
+pub fn read_session_run_row(row: &postgres::Row) -> Result<super::SessionRunRow, postgres::Error> {
     Ok(super::SessionRunRow {
         session_id: row.try_get(0)?,
         owner: row.try_get(1)?,
@@ -836,7 +836,7 @@ fn read_session_run_row(row: &postgres::Row) -> Result<super::SessionRunRow, pos
 }
 
 /// Reads a [`super::SessionRow`] from a row, by position.
-fn read_session_row(row: &postgres::Row) -> Result<super::SessionRow, postgres::Error> {
+pub fn read_session_row(row: &postgres::Row) -> Result<super::SessionRow, postgres::Error> {
     Ok(super::SessionRow {
         id: row.try_get(0)?,
         parent_session_id: row.try_get(1)?,
@@ -886,7 +886,7 @@ fn read_get_session_id_neighbors_row(
 }
 
 /// Reads a [`super::FileRow`] from a row, by position.
-fn read_file_row(row: &postgres::Row) -> Result<super::FileRow, postgres::Error> {
+pub fn read_file_row(row: &postgres::Row) -> Result<super::FileRow, postgres::Error> {
     Ok(super::FileRow {
         id: row.try_get(0)?,
         session_id: row.try_get(1)?,
@@ -899,7 +899,7 @@ fn read_file_row(row: &postgres::Row) -> Result<super::FileRow, postgres::Error>
 }
 
 /// Reads a [`super::ImportFileRow`] from a row, by position.
-fn read_import_file_row(row: &postgres::Row) -> Result<super::ImportFileRow, postgres::Error> {
+pub fn read_import_file_row(row: &postgres::Row) -> Result<super::ImportFileRow, postgres::Error> {
     Ok(super::ImportFileRow {
         source: row.try_get(0)?,
         path: row.try_get(1)?,
@@ -915,7 +915,7 @@ fn read_import_file_row(row: &postgres::Row) -> Result<super::ImportFileRow, pos
 }
 
 /// Reads a [`super::ImportSessionRow`] from a row, by position.
-fn read_import_session_row(
+pub fn read_import_session_row(
     row: &postgres::Row,
 ) -> Result<super::ImportSessionRow, postgres::Error> {
     Ok(super::ImportSessionRow {
@@ -968,7 +968,7 @@ fn read_count_imported_sessions_row(
 }
 
 /// Reads a [`super::ImportKeyRow`] from a row, by position.
-fn read_import_key_row(row: &postgres::Row) -> Result<super::ImportKeyRow, postgres::Error> {
+pub fn read_import_key_row(row: &postgres::Row) -> Result<super::ImportKeyRow, postgres::Error> {
     Ok(super::ImportKeyRow {
         source: row.try_get(0)?,
         record_key: row.try_get(1)?,
@@ -979,7 +979,7 @@ fn read_import_key_row(row: &postgres::Row) -> Result<super::ImportKeyRow, postg
 }
 
 /// Reads a [`super::MessageRow`] from a row, by position.
-fn read_message_row(row: &postgres::Row) -> Result<super::MessageRow, postgres::Error> {
+pub fn read_message_row(row: &postgres::Row) -> Result<super::MessageRow, postgres::Error> {
     Ok(super::MessageRow {
         id: row.try_get(0)?,
         session_id: row.try_get(1)?,
@@ -1086,7 +1086,7 @@ fn read_add_message_usage_row(
 }
 
 /// Reads a [`super::PartRow`] from a row, by position.
-fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error> {
+pub fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Error> {
     Ok(super::PartRow {
         seq: row.try_get(0)?,
         id: row.try_get(1)?,
@@ -1167,7 +1167,7 @@ fn read_count_child_sessions_row(
 }
 
 /// Reads a [`super::SessionRollupRow`] from a row, by position.
-fn read_session_rollup_row(
+pub fn read_session_rollup_row(
     row: &postgres::Row,
 ) -> Result<super::SessionRollupRow, postgres::Error> {
     Ok(super::SessionRollupRow {

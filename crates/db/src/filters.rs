@@ -12,7 +12,6 @@
 //!   from the last row of the previous page), so a page deep into a long list costs what the
 //!   first one does.
 
-use rusqlite::Row;
 use sea_query::{
     Alias, Asterisk, BinOper, CommonTableExpression, Cond, Expr, ExprTrait, LikeExpr, Order, Query,
     SelectStatement, SqliteQueryBuilder, UnionType, WithClause,
@@ -20,7 +19,7 @@ use sea_query::{
 use sea_query_rusqlite::RusqliteBinder;
 
 use crate::Backend;
-use crate::queries::SessionRow;
+use crate::queries::{self, SessionRow};
 use crate::tx::{Conn, ReadTx};
 
 fn col(table: &str, column: &str) -> Expr {
@@ -362,13 +361,13 @@ pub fn list_sessions(
         Conn::Sqlite(conn) => {
             let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
             let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(&*values.as_params(), session_row)?;
+            let rows = stmt.query_map(&*values.as_params(), queries::read_session_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         }
         #[cfg(feature = "postgres")]
         Conn::Postgres(client) => pg::query(client, &query)?
             .iter()
-            .map(pg::session_row)
+            .map(|row| Ok(crate::queries::postgres::read_session_row(row)?))
             .collect(),
     }
 }
@@ -399,53 +398,12 @@ pub fn count_sessions(tx: &mut ReadTx<'_>, filter: &SessionFilter) -> crate::Res
     }
 }
 
-/// Maps a `sessions.*` row (schema column order) to the generated row struct.
-fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
-    Ok(SessionRow {
-        id: row.get(0)?,
-        parent_session_id: row.get(1)?,
-        kind: row.get(2)?,
-        source: row.get(3)?,
-        user_id: row.get(4)?,
-        directory: row.get(5)?,
-        title: row.get(6)?,
-        model: row.get(7)?,
-        model_config: row.get(8)?,
-        system_prompt: row.get(9)?,
-        permission: row.get(10)?,
-        message_count: row.get(11)?,
-        tool_call_count: row.get(12)?,
-        api_call_count: row.get(13)?,
-        input_tokens: row.get(14)?,
-        output_tokens: row.get(15)?,
-        cache_read_tokens: row.get(16)?,
-        cache_write_tokens: row.get(17)?,
-        reasoning_tokens: row.get(18)?,
-        estimated_cost_usd: row.get(19)?,
-        actual_cost_usd: row.get(20)?,
-        billing_provider: row.get(21)?,
-        billing_base_url: row.get(22)?,
-        billing_mode: row.get(23)?,
-        cost_status: row.get(24)?,
-        cost_source: row.get(25)?,
-        pricing_version: row.get(26)?,
-        summary_message_id: row.get(27)?,
-        created_at: row.get(28)?,
-        updated_at: row.get(29)?,
-        ended_at: row.get(30)?,
-        end_reason: row.get(31)?,
-        archived_at: row.get(32)?,
-        compacting_at: row.get(33)?,
-    })
-}
-
-/// Running built statements on PostgreSQL: the dialect, the parameters, the row types.
+/// Running built statements on PostgreSQL: the dialect and the parameters (rows are read by
+/// the generated readers).
 #[cfg(feature = "postgres")]
 pub(crate) mod pg {
     use postgres::types::ToSql;
     use sea_query::{PostgresQueryBuilder, QueryStatementWriter, Value, Values};
-
-    use crate::queries::SessionRow;
 
     /// A value sea-query bound, as the driver takes it. Unsigned integers become `BIGINT`
     /// (PostgreSQL has no unsigned types); a value too big for it is an error.
@@ -500,46 +458,6 @@ pub(crate) mod pg {
         let owned = params(values)?;
         let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| &**p).collect();
         Ok(client.query(sql, &refs)?)
-    }
-
-    /// A `sessions.*` row (schema column order) as the generated row struct.
-    pub(crate) fn session_row(row: &postgres::Row) -> crate::Result<SessionRow> {
-        Ok(SessionRow {
-            id: row.try_get(0)?,
-            parent_session_id: row.try_get(1)?,
-            kind: row.try_get(2)?,
-            source: row.try_get(3)?,
-            user_id: row.try_get(4)?,
-            directory: row.try_get(5)?,
-            title: row.try_get(6)?,
-            model: row.try_get(7)?,
-            model_config: row.try_get(8)?,
-            system_prompt: row.try_get(9)?,
-            permission: row.try_get(10)?,
-            message_count: row.try_get(11)?,
-            tool_call_count: row.try_get(12)?,
-            api_call_count: row.try_get(13)?,
-            input_tokens: row.try_get(14)?,
-            output_tokens: row.try_get(15)?,
-            cache_read_tokens: row.try_get(16)?,
-            cache_write_tokens: row.try_get(17)?,
-            reasoning_tokens: row.try_get(18)?,
-            estimated_cost_usd: row.try_get(19)?,
-            actual_cost_usd: row.try_get(20)?,
-            billing_provider: row.try_get(21)?,
-            billing_base_url: row.try_get(22)?,
-            billing_mode: row.try_get(23)?,
-            cost_status: row.try_get(24)?,
-            cost_source: row.try_get(25)?,
-            pricing_version: row.try_get(26)?,
-            summary_message_id: row.try_get(27)?,
-            created_at: row.try_get(28)?,
-            updated_at: row.try_get(29)?,
-            ended_at: row.try_get(30)?,
-            end_reason: row.try_get(31)?,
-            archived_at: row.try_get(32)?,
-            compacting_at: row.try_get(33)?,
-        })
     }
 }
 
