@@ -1,5 +1,5 @@
 //! Run leases across processes: a session a LIVE process is answering (this
-//! test binary re-run with `SCRIBE_LEASE_CHILD` set, blocked in a tool) is
+//! test binary re-run as a child role, blocked in a tool) is
 //! neither repaired nor prompted by another process; once that process is
 //! killed, recovery proceeds. A lease from another host counts until its
 //! heartbeat is older than the configured window.
@@ -7,10 +7,8 @@
 
 mod loop_support;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loop_support::*;
 use scribe_agent::recovery::INTERRUPTED;
@@ -22,17 +20,13 @@ use scribe_db::queries;
 use scribe_message::{FinishReason, Part, Role};
 use serde_json::json;
 
-const CHILD_ENV: &str = "SCRIBE_LEASE_CHILD";
-const SESSION_ENV: &str = "SCRIBE_LEASE_SESSION";
-
 /// The child role: runs a loop whose tool blocks until the process is killed.
 /// Does nothing in a normal test run.
 #[test]
 fn lease_child_role() {
-    let (Ok(root), Ok(session_id)) = (std::env::var(CHILD_ENV), std::env::var(SESSION_ENV)) else {
+    let Some((env, session_id)) = child_role() else {
         return;
     };
-    let env = Env::open(Path::new(&root));
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::reply()
         .text("working")
         .tool_call("c1", "block", json!({}))]));
@@ -44,17 +38,6 @@ fn lease_child_role() {
         .build();
     let _ = runner.prompt(PromptInput::text(&session_id, "work"), &CancelToken::new());
     panic!("the child should have been killed while its tool blocked");
-}
-
-fn wait_for(path: &Path) {
-    let started = Instant::now();
-    while !path.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the child never started its tool"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn lease_row(env: &Env, session_id: &str) -> Option<queries::SessionRunRow> {
@@ -92,18 +75,7 @@ fn open_message(env: &Env, session_id: &str) -> String {
 fn a_live_process_keeps_its_session_until_it_dies() {
     let env = Env::new();
     let session = env.session();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "lease_child_role",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, &env.root)
-        .env(SESSION_ENV, &session.id)
-        .spawn()
-        .unwrap();
-    wait_for(&env.root.join("running"));
+    let mut child = env.spawn_blocked_child("lease_child_role", &session.id);
 
     let lease = lease_row(&env, &session.id).expect("the child holds the lease");
     assert_eq!(lease.pid, i64::from(child.id()));

@@ -1,5 +1,5 @@
-//! Recovery after a crash: a separate process (this test binary, re-run with
-//! `SCRIBE_CRASH_CHILD` set so only the child role runs) is killed with
+//! Recovery after a crash: a separate process (this test binary, re-run
+//! as a child role by `Env::spawn_blocked_child`) is killed with
 //! SIGKILL while a tool blocks mid-loop; the history it leaves is then made
 //! consistent by `recover_session`, and by the runner when it reopens the
 //! session.
@@ -7,10 +7,7 @@
 
 mod loop_support;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use loop_support::*;
 use scribe_agent::recovery::INTERRUPTED;
@@ -20,17 +17,13 @@ use scribe_agent::{
 use scribe_message::{FinishReason, Part, Role, ToolState};
 use serde_json::json;
 
-const CHILD_ENV: &str = "SCRIBE_CRASH_CHILD";
-const SESSION_ENV: &str = "SCRIBE_CRASH_SESSION";
-
 /// The child role: runs a loop whose tool blocks until the process is killed.
 /// Does nothing in a normal test run.
 #[test]
 fn crash_child_role() {
-    let (Ok(root), Ok(session_id)) = (std::env::var(CHILD_ENV), std::env::var(SESSION_ENV)) else {
+    let Some((env, session_id)) = child_role() else {
         return;
     };
-    let env = Env::open(Path::new(&root));
     let provider = Arc::new(ScriptedProvider::new([ScriptedTurn::reply()
         .text("let me wait")
         .tool_call("c1", "block", json!({}))
@@ -48,33 +41,11 @@ fn crash_child_role() {
     panic!("the child should have been killed while its tool blocked");
 }
 
-fn wait_for(path: &Path) {
-    let started = Instant::now();
-    while !path.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the child never started its tool"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_killed_process_leaves_history_that_recovery_makes_consistent() {
     let env = Env::new();
     let session = env.session();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "crash_child_role",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, &env.root)
-        .env(SESSION_ENV, &session.id)
-        .spawn()
-        .unwrap();
-    wait_for(&env.root.join("running"));
+    let mut child = env.spawn_blocked_child("crash_child_role", &session.id);
     child.kill().unwrap(); // SIGKILL on Unix: no destructor, no cleanup runs.
     let status = child.wait().unwrap();
     assert!(!status.success());

@@ -4,8 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use scribe_agent::{
     AgentRunner, AgentRunnerBuilder, Model, ModelCatalog, Pricing, Provider, Tool, ToolContext,
@@ -180,5 +181,42 @@ impl Tool for Block {
         } else {
             Ok(ToolOutput::new("never canceled", "block"))
         }
+    }
+}
+
+/// Where a child role (this test binary re-run by [`Env::spawn_blocked_child`]) finds its
+/// database directory and session.
+const CHILD_ROOT_ENV: &str = "SCRIBE_TEST_CHILD_ROOT";
+const CHILD_SESSION_ENV: &str = "SCRIBE_TEST_CHILD_SESSION";
+
+/// In a child role: the environment and session its parent gave it; `None` in a normal
+/// test run, where the role does nothing.
+pub fn child_role() -> Option<(Env, String)> {
+    let root = std::env::var(CHILD_ROOT_ENV).ok()?;
+    let session_id = std::env::var(CHILD_SESSION_ENV).ok()?;
+    Some((Env::open(Path::new(&root)), session_id))
+}
+
+impl Env {
+    /// Runs the test `role` of this binary as another process on this environment's
+    /// database and `session_id`, and returns once its [`Block`] tool has written the
+    /// `running` marker (at most 60 s).
+    pub fn spawn_blocked_child(&self, role: &str, session_id: &str) -> Child {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([role, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ROOT_ENV, &self.root)
+            .env(CHILD_SESSION_ENV, session_id)
+            .spawn()
+            .unwrap();
+        let marker = self.root.join("running");
+        let started = Instant::now();
+        while !marker.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the child never started its tool"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
     }
 }
