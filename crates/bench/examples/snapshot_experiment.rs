@@ -18,6 +18,12 @@ use rusqlite::{Connection, OpenFlags};
 use scribe_message::Part;
 use serde::Deserialize;
 
+/// The bench's raw load, for its message-row reader (included by path: the bench is a
+/// binary crate).
+#[path = "../src/raw_load.rs"]
+#[allow(dead_code)]
+mod raw_load;
+
 const MSG_COLS: &str = "id, session_id, parent_id, role, agent, provider, model, finish_reason, is_summary, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, error, created_at, updated_at, finished_at";
 const COLS_DEF: &str = "id TEXT NOT NULL, session_id TEXT NOT NULL, parent_id TEXT, role TEXT NOT NULL, agent TEXT, provider TEXT, model TEXT, finish_reason TEXT, is_summary BOOLEAN NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER";
 
@@ -32,61 +38,14 @@ fn open(path: &str, write: bool) -> Connection {
     c
 }
 
-type Head = (
-    (
-        String,
-        String,
-        Option<String>,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        bool,
-    ),
-    (
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        f64,
-        Option<String>,
-        i64,
-        i64,
-        Option<i64>,
-    ),
-);
+/// A message row (schema column order) as the raw load reads it.
+type Head = raw_load::RawMessage;
 
 /// A stored part as the load returns it: id, position, content, created, updated.
 type Stored = (String, i64, Part, i64, i64);
 
 fn head(r: &rusqlite::Row<'_>) -> rusqlite::Result<Head> {
-    Ok((
-        (
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-            r.get(6)?,
-            r.get(7)?,
-            r.get(8)?,
-        ),
-        (
-            r.get(9)?,
-            r.get(10)?,
-            r.get(11)?,
-            r.get(12)?,
-            r.get(13)?,
-            r.get(14)?,
-            r.get(15)?,
-            r.get(16)?,
-            r.get(17)?,
-            r.get(18)?,
-        ),
-    ))
+    raw_load::message_tuple(r)
 }
 
 /// Snapshot element, object form: `{"id":…,"position":…,"created_at":…,"updated_at":…,

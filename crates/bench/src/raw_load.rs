@@ -53,36 +53,39 @@ pub type RawPart = (String, i64, Option<Part>, i64, i64);
 /// What the raw load fails with: SQLite or a part's JSON.
 pub type RawError = Box<dyn std::error::Error + Send + Sync>;
 
+/// One `messages` row (schema column order, the 19 columns) into a [`RawMessage`].
+pub fn message_tuple(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
+    Ok((
+        (
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+        ),
+        (
+            r.get(9)?,
+            r.get(10)?,
+            r.get(11)?,
+            r.get(12)?,
+            r.get(13)?,
+            r.get(14)?,
+            r.get(15)?,
+            r.get(16)?,
+            r.get(17)?,
+            r.get(18)?,
+        ),
+    ))
+}
+
 /// The session's message rows into tuples (`ListMessages`).
 pub fn read_messages(conn: &Connection, session: &str) -> rusqlite::Result<Vec<RawMessage>> {
     conn.prepare_cached(RAW_LIST_MESSAGES)?
-        .query_map([session], |r| {
-            Ok((
-                (
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                ),
-                (
-                    r.get(9)?,
-                    r.get(10)?,
-                    r.get(11)?,
-                    r.get(12)?,
-                    r.get(13)?,
-                    r.get(14)?,
-                    r.get(15)?,
-                    r.get(16)?,
-                    r.get(17)?,
-                    r.get(18)?,
-                ),
-            ))
-        })?
+        .query_map([session], message_tuple)?
         .collect()
 }
 
