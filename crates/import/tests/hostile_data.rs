@@ -37,3 +37,37 @@ fn claude_cache_write_counts_near_the_limit_saturate() {
     assert_eq!(stored[1].usage.cache_write, i64::MAX);
     assert_eq!(stored[1].usage.input, 3);
 }
+
+/// A legacy Hermes session log (no per-message times: they are spread between start and
+/// last update) spanning the whole calendar with enough messages that the spread
+/// overflowed `i64`.
+#[test]
+fn hermes_log_spanning_millennia_spreads_its_times_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hermes");
+    let sessions = home.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let count = 40_000;
+    let messages_json: Vec<String> = (0..count)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!(r#"{{"role":"{role}","content":"m{i}"}}"#)
+        })
+        .collect();
+    let doc = format!(
+        r#"{{"session_id":"20260101_wide","session_start":"0001-01-01T00:00:00Z","last_updated":"9999-12-31T23:59:59Z","messages":[{}]}}"#,
+        messages_json.join(",")
+    );
+    std::fs::write(sessions.join("session_20260101_wide.json"), doc).unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Hermes, &[home]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    let stored = messages(&db, "20260101_wide");
+    assert_eq!(stored.len(), count);
+    let start = -62_135_596_800_000; // 0001-01-01
+    let end = 253_402_300_799_000; // 9999-12-31T23:59:59
+    let times: Vec<i64> = stored.iter().map(|m| m.created_at).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in order");
+    assert_eq!(times[0], start);
+    assert!(times.iter().all(|t| (start..=end).contains(t)));
+}
