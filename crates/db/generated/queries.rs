@@ -4059,7 +4059,7 @@ pub const LIST_SESSION_PREVIEWS_SQL: &str =
     "SELECT p.session_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.type = 'text'
+WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND coalesce(p.data ->> '$.synthetic', 0) = 0
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
@@ -4089,7 +4089,8 @@ pub struct ListSessionPreviewsParams<'a> {
 /// The text parts of each given session's first user message, in part order, each cut to
 /// @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
 /// of attached files) are left out: the preview is what the user typed. One indexed probe
-/// per session, never a whole conversation.
+/// per session, never a whole conversation. A part whose JSON has no text (damaged or
+/// written by another program) is left out, as ListMessageTexts leaves it out.
 pub fn list_session_previews(
     conn: &rusqlite::Connection,
     params: &ListSessionPreviewsParams<'_>,
@@ -4820,7 +4821,8 @@ pub trait ReadQueries {
     /// The text parts of each given session's first user message, in part order, each cut to
     /// @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
     /// of attached files) are left out: the preview is what the user typed. One indexed probe
-    /// per session, never a whole conversation.
+    /// per session, never a whole conversation. A part whose JSON has no text (damaged or
+    /// written by another program) is left out, as ListMessageTexts leaves it out.
     fn list_session_previews(
         &mut self,
         params: &ListSessionPreviewsParams<'_>,

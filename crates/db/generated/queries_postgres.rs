@@ -713,7 +713,7 @@ pub const LIST_SESSION_PREVIEWS_SQL: &str =
     "SELECT p.session_id, substr(v.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.type = 'text'
+WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
