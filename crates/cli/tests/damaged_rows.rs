@@ -40,3 +40,33 @@ fn list_survives_a_first_message_text_part_without_text() {
     assert!(err.contains("is corrupt"), "{err}");
     assert!(err.contains("missing field `text`"), "{err}");
 }
+
+/// Sessions whose `created_at` lies outside the calendar SQLite's `date()` knows (years
+/// 0000-9999): the day grouping gave NULL for them and `stats --by day` failed outright.
+/// They count on the first or last day, so the days still add up to the totals.
+#[test]
+fn stats_by_day_survives_created_at_out_of_range() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = {} WHERE id = '{}';
+             UPDATE sessions SET created_at = {} WHERE id = '{}';",
+            i64::MAX,
+            seeded.build,
+            i64::MIN,
+            seeded.cjk
+        ),
+    );
+    let by_day = env.json(&["stats", "--by", "day", "--json"]);
+    let rows = by_day["rows"].as_array().unwrap();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.first(), Some(&"0000-01-01"), "{by_day}");
+    assert_eq!(keys.last(), Some(&"9999-12-31"), "{by_day}");
+    let by_model = env.json(&["stats", "--json"]);
+    assert_eq!(by_day["totals"], by_model["totals"]);
+    let sessions: i64 = rows.iter().map(|r| r["sessions"].as_i64().unwrap()).sum();
+    assert_eq!(sessions, by_model["totals"]["sessions"].as_i64().unwrap());
+    assert!(env.ok(&["stats", "--by", "day"]).contains("9999-12-31"));
+}

@@ -4247,7 +4247,7 @@ pub fn create_parts(
 
 /// SQL of `UsageByDayAndModelSince` (sql/queries/sqlite/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
@@ -4259,7 +4259,7 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(created_at / 1000, 'unixepoch'), coalesce(model, '')
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
 ORDER BY 1, 2";
 
 /// A row returned by [`usage_by_day_and_model_since`].
@@ -4307,7 +4307,7 @@ pub fn usage_by_day_and_model_since(
 
 /// SQL of `UsageByDayAndSourceSince` (sql/queries/sqlite/server.sql:24).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
@@ -4319,7 +4319,7 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(created_at / 1000, 'unixepoch'), source
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
 ORDER BY 1, 2";
 
 /// A row returned by [`usage_by_day_and_source_since`].
@@ -4363,7 +4363,8 @@ pub fn usage_by_day_and_source_since(
 }
 
 /// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
-pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
+pub const USAGE_BY_DAY_SINCE_SQL: &str =
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
        CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
@@ -4374,7 +4375,7 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixep
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(created_at / 1000, 'unixepoch')
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
 ORDER BY 1";
 
 /// A row returned by [`usage_by_day_since`].
@@ -4393,7 +4394,9 @@ pub struct UsageByDaySinceRow {
 
 /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
 ///
-/// Days are UTC calendar days of created_at, oldest first.
+/// Days are UTC calendar days of created_at, oldest first. A created_at outside years
+/// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+/// (date() gave NULL for it, which failed the whole query).
 pub fn usage_by_day_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -4864,7 +4867,9 @@ pub trait ReadQueries {
     ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
 
     /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
-    /// Days are UTC calendar days of created_at, oldest first.
+    /// Days are UTC calendar days of created_at, oldest first. A created_at outside years
+    /// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+    /// (date() gave NULL for it, which failed the whole query).
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
 
     /// `ListTitleLineage` (`:many`) from `sql/queries/sqlite/sessions.sql:4`.

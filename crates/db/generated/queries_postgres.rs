@@ -755,7 +755,7 @@ ORDER BY p.n";
 
 /// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
@@ -767,12 +767,12 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
 /// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:24).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
@@ -784,12 +784,12 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
 
 /// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
        CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
@@ -800,7 +800,7 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
 ORDER BY 1";
 
 /// SQL of `ListTitleLineage` (sql/queries/postgres/sessions.sql:7).
