@@ -70,3 +70,27 @@ fn stats_by_day_survives_created_at_out_of_range() {
     assert_eq!(sessions, by_model["totals"]["sessions"].as_i64().unwrap());
     assert!(env.ok(&["stats", "--by", "day"]).contains("9999-12-31"));
 }
+
+/// Token counts near `i64::MAX` in two sessions (another program's rows, or an export
+/// imported as given): SQLite's integer `sum()` raised "integer overflow" and every
+/// `stats` grouping failed. The sums saturate instead.
+#[test]
+fn stats_survive_token_counts_near_the_limit() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET input_tokens = {max}, api_call_count = {max} WHERE id IN ('{}', '{}')",
+            seeded.build,
+            seeded.cjk,
+            max = i64::MAX
+        ),
+    );
+    for by in ["model", "source", "day"] {
+        let json = env.json(&["stats", "--by", by, "--json"]);
+        assert_eq!(json["totals"]["tokens"]["input"], i64::MAX, "{by}: {json}");
+        assert_eq!(json["totals"]["api_calls"], i64::MAX, "{by}: {json}");
+    }
+    assert!(env.ok(&["stats"]).contains("total"));
+}

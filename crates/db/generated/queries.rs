@@ -2901,12 +2901,12 @@ pub fn list_prunable_sessions_by_source(
 /// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:78).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -2931,7 +2931,11 @@ pub struct UsageByModelSinceRow {
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
-/// counted once, under the model, source and day of the session that used it.
+/// counted once, under the model, source and day of the session that used it. Counts are
+/// summed as doubles and cast back (saturating in SQLite, exact below 2^53): SQLite's
+/// integer sum() raised 'integer overflow' for one row near i64::MAX (written by another
+/// program or imported), and every report and the usage chart failed with it. The
+/// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2953,15 +2957,15 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:96).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:100).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -2982,7 +2986,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:96`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:100`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -3004,14 +3008,14 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:111).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:115).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
@@ -3029,7 +3033,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:111`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:115`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -3051,7 +3055,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:123).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:127).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -3071,7 +3075,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:123`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:127`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4250,12 +4254,12 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -4310,12 +4314,12 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -4366,12 +4370,12 @@ pub fn usage_by_day_and_source_since(
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -4771,19 +4775,23 @@ pub trait ReadQueries {
     /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:78`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
-    /// counted once, under the model, source and day of the session that used it.
+    /// counted once, under the model, source and day of the session that used it. Counts are
+    /// summed as doubles and cast back (saturating in SQLite, exact below 2^53): SQLite's
+    /// integer sum() raised 'integer overflow' for one row near i64::MAX (written by another
+    /// program or imported), and every report and the usage chart failed with it. The
+    /// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:96`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:100`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:111`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:115`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -5046,7 +5054,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:123`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:127`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
