@@ -78,10 +78,11 @@ ORDER BY ended_at, id;
 -- name: UsageByModelSince :many
 -- Sessions created at or after @since, each with its own usage (session_own_usage: what it
 -- used itself, without what its rolled-up children added), so every token and cent is
--- counted once, under the model, source and day of the session that used it. Counts are
--- summed as doubles and cast back (saturating in SQLite, exact below 2^53): SQLite's
--- integer sum() raised 'integer overflow' for one row near i64::MAX (written by another
--- program or imported), and every report and the usage chart failed with it. The
+-- counted once, under the model, source and day of the session that used it. SQLite sums
+-- counts as doubles and casts back (exact below 2^53, saturating above): its integer
+-- sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
+-- imported), and every report and the usage chart failed with it. PostgreSQL
+-- (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
 -- grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",

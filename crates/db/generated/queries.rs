@@ -2931,10 +2931,11 @@ pub struct UsageByModelSinceRow {
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
-/// counted once, under the model, source and day of the session that used it. Counts are
-/// summed as doubles and cast back (saturating in SQLite, exact below 2^53): SQLite's
-/// integer sum() raised 'integer overflow' for one row near i64::MAX (written by another
-/// program or imported), and every report and the usage chart failed with it. The
+/// counted once, under the model, source and day of the session that used it. SQLite sums
+/// counts as doubles and casts back (exact below 2^53, saturating above): its integer
+/// sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
+/// imported), and every report and the usage chart failed with it. PostgreSQL
+/// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
 /// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
@@ -2957,7 +2958,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:100).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:101).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
@@ -2986,7 +2987,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:100`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:101`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -3008,7 +3009,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:115).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:116).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
        CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
@@ -3033,7 +3034,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:115`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:116`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -3055,7 +3056,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:127).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:128).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -3075,7 +3076,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:127`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:128`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4775,23 +4776,24 @@ pub trait ReadQueries {
     /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:78`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
-    /// counted once, under the model, source and day of the session that used it. Counts are
-    /// summed as doubles and cast back (saturating in SQLite, exact below 2^53): SQLite's
-    /// integer sum() raised 'integer overflow' for one row near i64::MAX (written by another
-    /// program or imported), and every report and the usage chart failed with it. The
+    /// counted once, under the model, source and day of the session that used it. SQLite sums
+    /// counts as doubles and casts back (exact below 2^53, saturating above): its integer
+    /// sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
+    /// imported), and every report and the usage chart failed with it. PostgreSQL
+    /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
     /// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:100`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:101`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:115`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:116`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -5054,7 +5056,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:127`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:128`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
