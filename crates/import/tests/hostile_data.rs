@@ -71,3 +71,39 @@ fn hermes_log_spanning_millennia_spreads_its_times_without_overflow() {
     assert_eq!(times[0], start);
     assert!(times.iter().all(|t| (start..=end).contains(t)));
 }
+
+/// OpenCode messages each reporting a cost of 1e308 (valid JSON, a finite number): the
+/// session's pending cost summed to infinity, the usage update refused it, and that
+/// aborted the whole import (every session, every run). The sum stops at the largest
+/// finite amount instead, and every session is imported.
+#[test]
+fn opencode_costs_summing_past_f64_max_do_not_abort_the_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    let source = data.join("opencode.db");
+    build_db("opencode/opencode.sql", &source);
+    let clean = {
+        let other = tempfile::tempdir().unwrap();
+        let copy = other.path().join("opencode");
+        build_db("opencode/opencode.sql", &copy.join("opencode.db"));
+        let db = scribe_db(other.path());
+        run(&db, Source::OpenCode, &[copy]).written.sessions_created
+    };
+    let conn = rusqlite::Connection::open(&source).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE message SET data = json_set(data, '$.cost', 1e308) \
+             WHERE json_extract(data, '$.role') = 'assistant'",
+            [],
+        )
+        .unwrap();
+    assert!(changed >= 2, "{changed}");
+    drop(conn);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::OpenCode, &[data]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    assert_eq!(s.written.sessions_created, clean);
+    let costs: Vec<f64> = sessions(&db).iter().map(|s| s.estimated_cost_usd).collect();
+    assert!(costs.iter().any(|c| *c == f64::MAX), "{costs:?}");
+    assert!(costs.iter().all(|c| c.is_finite()), "{costs:?}");
+}
