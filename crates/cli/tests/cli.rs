@@ -232,3 +232,25 @@ fn another_programs_database_is_refused_and_left_untouched() {
         .collect();
     assert_eq!(names, ["agent.db"]);
 }
+
+/// A database file whose name is not UTF-8 (legal on Unix), given with `--db` or
+/// `SCRIBE_DB`: opened like any other path (clap refused it with exit 2 before).
+#[cfg(unix)]
+#[test]
+fn a_database_path_that_is_not_utf8_works() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.db"));
+    let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .arg("--db")
+        .arg(&path)
+        .args(["db", "info"])
+        .env_remove("SCRIBE_DB")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(path.is_file());
+    let out = scribe(&["list"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no sessions"), "{}", stdout(&out));
+}
