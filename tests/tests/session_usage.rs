@@ -545,7 +545,33 @@ fn roll_ups_made_before_v4_are_attributed_after_the_upgrade() {
     ));
 }
 
+/// A session whose counts reach `i64::MAX` (a provider's garbage, an import taken as
+/// given): stats clamp their sums there and the top sessions are still ordered, where
+/// SQLite's integer sum() raised "integer overflow" and PostgreSQL's bigint addition and
+/// casts "bigint out of range".
+fn stats_and_top_sessions_survive_counts_near_the_limit(backend: Backend) {
+    let e = env_on(backend);
+    let huge = e.svc.create(NewSession::default()).unwrap();
+    let small = e.svc.create(NewSession::default()).unwrap();
+    e.svc.add_usage(&huge.id, &delta(i64::MAX, 0, 0.0)).unwrap();
+    e.svc.add_usage(&small.id, &delta(5, 10, 0.0)).unwrap();
+    for by in [StatsBy::Model, StatsBy::Source, StatsBy::Day] {
+        let stats = e.svc.stats(by, None).unwrap();
+        assert_eq!(stats.totals.tokens.input, i64::MAX, "{by:?}");
+        assert_eq!(stats.totals.sessions, 2, "{by:?}");
+    }
+    let top: Vec<_> = e
+        .svc
+        .top_sessions_by_tokens(2)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(top, vec![huge.id, small.id]);
+}
+
 scribe_tests::backends!(
+    stats_and_top_sessions_survive_counts_near_the_limit,
     add_usage_increments_and_publishes_the_new_totals,
     bad_deltas_and_unknown_sessions_change_nothing,
     ten_threads_adding_usage_give_exact_totals,

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 
 use crate::commands::archive::{ArchiveCmd, UnarchiveCmd};
@@ -32,7 +33,8 @@ pub struct Cli {
     /// The database: an SQLite file, or a PostgreSQL `postgres://` URL or libpq keyword
     /// string [default: the platform data directory's scribe/scribe.db]
     #[arg(long, global = true, env = "SCRIBE_DB", value_name = "PATH|URL",
-          value_parser = crate::location::parse_db_path)]
+          value_parser = clap::builder::OsStringValueParser::new()
+              .try_map(crate::location::parse_db_os))]
     pub db: Option<PathBuf>,
 
     #[command(subcommand)]

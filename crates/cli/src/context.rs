@@ -192,7 +192,8 @@ pub fn open_database(path: &Path, access: Access) -> Result<Database, CliError> 
                 // older or newer schema); otherwise the permission problem is the news.
                 Err(
                     ro @ (scribe_db::Error::SchemaTooOld { .. }
-                    | scribe_db::Error::SchemaTooNew { .. }),
+                    | scribe_db::Error::SchemaTooNew { .. }
+                    | scribe_db::Error::ForeignDatabase { .. }),
                 ) => Err(ro.into()),
                 Err(_) => Err(err.into()),
             }

@@ -27,6 +27,19 @@ pub fn parse_db_path(text: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// [`parse_db_path`] for any OS string (`--db`, `SCRIBE_DB`): a file name that is not
+/// UTF-8, legal on Unix, is a path as given (clap refused it: "invalid UTF-8 was detected
+/// in one or more arguments", exit 2); only a URL must be text.
+pub fn parse_db_os(text: std::ffi::OsString) -> Result<PathBuf, String> {
+    match text.to_str() {
+        Some(text) => parse_db_path(text),
+        None if url_scheme(&text.to_string_lossy()).is_some() => {
+            Err("a database URL must be valid UTF-8".to_owned())
+        }
+        None => Ok(PathBuf::from(text)),
+    }
+}
+
 /// The schemes of a PostgreSQL URL (as libpq spells them).
 fn is_postgres_scheme(scheme: &str) -> bool {
     scheme == "postgres" || scheme == "postgresql"

@@ -193,3 +193,64 @@ fn an_unreachable_postgres_server_is_reported_by_every_command_without_its_passw
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "nothing may be created: {left:?}");
 }
+
+/// `--db` pointed at another program's SQLite database (an agent's history, a typo in
+/// SCRIBE_DB): refused in one line, exit 1, by read commands and writes alike, and the
+/// file is left byte for byte as it was, its journal mode too (before, Scribe switched it
+/// to WAL and added its twenty tables to it).
+#[test]
+fn another_programs_database_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, title TEXT);
+             INSERT INTO session VALUES ('s1', 'the agent''s own');",
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let p = path.to_str().unwrap();
+    for args in [
+        vec!["list", "--db", p],
+        vec!["db", "info", "--db", p],
+        vec!["db", "migrate", "--db", p],
+        vec!["import", "--db", p, "/nonexistent.json"],
+    ] {
+        let out = scribe(&args, None);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("SQLite database of another program"), "{err}");
+        assert!(err.contains("1 tables"), "{err}");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["agent.db"]);
+}
+
+/// A database file whose name is not UTF-8 (legal on Unix), given with `--db` or
+/// `SCRIBE_DB`: opened like any other path (clap refused it with exit 2 before).
+#[cfg(unix)]
+#[test]
+fn a_database_path_that_is_not_utf8_works() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.db"));
+    let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .arg("--db")
+        .arg(&path)
+        .args(["db", "info"])
+        .env_remove("SCRIBE_DB")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(path.is_file());
+    let out = scribe(&["list"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no sessions"), "{}", stdout(&out));
+}

@@ -584,6 +584,10 @@ fn export_to_an_unwritable_place_fails_cleanly() {
     let target = env.path("no/such/dir/out.json");
     let err = env.fails(&["export", "--all", "-o", target.to_str().unwrap()]);
     assert!(err.contains("cannot write"), "{err}");
+    assert!(err.contains("No such file or directory"), "{err}");
+    // Not the random name of the temporary file it would have written first.
+    assert!(!err.contains("at path"), "{err}");
+    assert!(err.trim_end().ends_with("(os error 2)"), "{err}");
     assert!(!target.exists());
 }
 

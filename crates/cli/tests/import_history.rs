@@ -497,3 +497,46 @@ fn watch_polls_when_notifications_are_off() {
     let took = watching.expect("\"messages_inserted\":2");
     eprintln!("imported after a write: {took:?}");
 }
+
+/// A PATH that does not exist (a typo) is an error naming it, exit 1, and nothing is
+/// written; before, it printed "no history found" and exited 0. A file that is not the
+/// agent's database fails alone, reported with its path.
+#[test]
+fn a_missing_path_is_an_error_and_a_foreign_file_fails_alone() {
+    let (dir, scribe) = setup();
+    let missing = dir.path().join("no/such/projects");
+    let out = scribe.run(&["import", "--from", "claude-code", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("cannot read {}", missing.display())),
+        "{err}"
+    );
+    assert!(err.contains("No such file or directory"), "{err}");
+    let listed = scribe.json(&["list", "--all", "--json"]);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 0);
+
+    let garbage = dir.path().join("opencode.db");
+    std::fs::write(&garbage, "this is not sqlite").unwrap();
+    let report = scribe.json(&[
+        "import",
+        "--from",
+        "opencode",
+        garbage.to_str().unwrap(),
+        "--json",
+    ]);
+    let failed = source(&report, "opencode")["failed"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(failed.len(), 1, "{report}");
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a database"),
+        "{report}"
+    );
+    assert_eq!(std::fs::read(&garbage).unwrap(), b"this is not sqlite");
+}

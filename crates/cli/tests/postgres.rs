@@ -383,3 +383,78 @@ fn serve_runs_on_postgres_and_never_prints_the_password() {
     assert_eq!(sessions["sessions"], listed["sessions"]);
     assert!(!sessions["sessions"].as_array().unwrap().is_empty());
 }
+
+/// Rows another program wrote into the shared database: a session created past year 9999
+/// and token counts at `i64::MAX`. `stats` by every grouping answers (the time counts on
+/// 9999-12-31, the sums clamp at `i64::MAX`) instead of failing with 'timestamp out of
+/// range' or 'bigint out of range'.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn stats_on_postgres_survive_times_and_counts_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scribe.db");
+    let file = file.to_str().unwrap();
+    ok(&["--db", file, "demo"], None);
+    let url = fresh("cli_damaged_rows");
+    ok(&["db", "copy", file, &url], None);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .execute(
+            "UPDATE sessions SET created_at = $1, input_tokens = $1, api_call_count = $1",
+            &[&i64::MAX],
+        )
+        .unwrap();
+    for by in ["model", "source", "day"] {
+        let stats = json(&["--db", &url, "stats", "--by", by, "--json"], None);
+        assert_eq!(
+            stats["totals"]["tokens"]["input"],
+            i64::MAX,
+            "{by}: {stats}"
+        );
+        assert_eq!(stats["totals"]["api_calls"], i64::MAX, "{by}: {stats}");
+        if by == "day" {
+            assert_eq!(stats["rows"][0]["key"], "9999-12-31", "{stats}");
+        }
+    }
+    // The web viewer's usage chart and top sessions (bigint addition overflowed there).
+    let (status, body) = serve_get(&url, "/api/usage");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("9999-12-31"), "{body}");
+}
+
+/// Starts `scribe serve` on `db`, answers one `GET path` (status, body), and stops it.
+fn serve_get(db: &str, path: &str) -> (u16, String) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .args(["--db", db, "serve", "--addr", "127.0.0.1:0"])
+        .env_remove("SCRIBE_DB")
+        .env_remove("SCRIBE_SERVE_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let host = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&host).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, body.to_owned())
+}

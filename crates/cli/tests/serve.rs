@@ -129,6 +129,49 @@ fn the_api_answers_with_the_clis_json() {
     assert!(body["error"].as_str().unwrap().contains("ses_missing"));
 }
 
+/// A session whose `created_at` is past year 9999 (written by another program) and query
+/// strings a user or a fuzzer can type: every answer is a status with a JSON error, never
+/// a dropped connection (a panic in the request's thread).
+#[test]
+fn the_api_answers_damaged_rows_and_hostile_queries() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    {
+        let conn = rusqlite::Connection::open(&env.db).unwrap();
+        conn.execute(
+            "UPDATE sessions SET created_at = ?1 WHERE id = ?2",
+            rusqlite::params![i64::MAX, seeded.build],
+        )
+        .unwrap();
+    }
+    let server = Serving::start(&env);
+    for stack in ["model", "source"] {
+        let usage = server.json(&format!("/api/usage?stack={stack}"));
+        let text = usage.to_string();
+        assert!(text.contains("9999-12-31"), "{text}");
+    }
+    for path in [
+        "/api/usage?since=9223372036854775807-01-01",
+        "/api/stats?since=99999999999-06-15",
+        "/api/search?q=x&since=9223372036854775807-12-31",
+        "/api/sessions?since=-9223372036854775808-01-01",
+        "/api/stats?since=99999999999999999999999d",
+        "/api/sessions?limit=18446744073709551616",
+        "/api/sessions?limit=-1",
+        "/api/sessions/%ff/messages",
+        "/api/sessions?sort=%00",
+    ] {
+        let (status, body) = server.get(path);
+        assert!(
+            status == 400 || status == 404,
+            "GET {path}: {status} {body}"
+        );
+        assert!(body["error"].is_string(), "GET {path}: {body}");
+    }
+    // Bytes that are not UTF-8 in a query are read lossily, not refused.
+    assert!(server.json("/api/search?q=%ff%fe")["hits"].is_array());
+}
+
 #[test]
 fn serve_refuses_clearly() {
     let env = Env::new();

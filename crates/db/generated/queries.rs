@@ -2537,12 +2537,12 @@ pub fn list_prunable_sessions_by_source(
 /// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:78).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -2567,7 +2567,12 @@ pub struct UsageByModelSinceRow {
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
-/// counted once, under the model, source and day of the session that used it.
+/// counted once, under the model, source and day of the session that used it. SQLite sums
+/// counts as doubles and casts back (exact below 2^53, saturating above): its integer
+/// sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
+/// imported), and every report and the usage chart failed with it. PostgreSQL
+/// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
+/// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2589,15 +2594,15 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:96).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:101).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -2618,7 +2623,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:96`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:101`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2640,14 +2645,14 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:111).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:116).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
@@ -2665,7 +2670,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:111`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:116`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2687,7 +2692,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:123).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:128).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2707,7 +2712,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:123`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:128`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3362,7 +3367,7 @@ pub const LIST_SESSION_PREVIEWS_SQL: &str =
     "SELECT p.session_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.type = 'text'
+WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND coalesce(p.data ->> '$.synthetic', 0) = 0
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
@@ -3392,7 +3397,8 @@ pub struct ListSessionPreviewsParams<'a> {
 /// The text parts of each given session's first user message, in part order, each cut to
 /// @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
 /// of attached files) are left out: the preview is what the user typed. One indexed probe
-/// per session, never a whole conversation.
+/// per session, never a whole conversation. A part whose JSON has no text (damaged or
+/// written by another program) is left out, as ListMessageTexts leaves it out.
 pub fn list_session_previews(
     conn: &rusqlite::Connection,
     params: &ListSessionPreviewsParams<'_>,
@@ -3537,19 +3543,19 @@ pub fn create_parts(
 
 /// SQL of `UsageByDayAndModelSince` (sql/queries/sqlite/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(created_at / 1000, 'unixepoch'), coalesce(model, '')
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
 ORDER BY 1, 2";
 
 /// A row returned by [`usage_by_day_and_model_since`].
@@ -3597,19 +3603,19 @@ pub fn usage_by_day_and_model_since(
 
 /// SQL of `UsageByDayAndSourceSince` (sql/queries/sqlite/server.sql:24).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT date(created_at / 1000, 'unixepoch') AS \"day!\",
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(created_at / 1000, 'unixepoch'), source
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
 ORDER BY 1, 2";
 
 /// A row returned by [`usage_by_day_and_source_since`].
@@ -3653,18 +3659,19 @@ pub fn usage_by_day_and_source_since(
 }
 
 /// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
-pub const USAGE_BY_DAY_SINCE_SQL: &str = "SELECT date(created_at / 1000, 'unixepoch') AS \"key!\",
+pub const USAGE_BY_DAY_SINCE_SQL: &str =
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(created_at / 1000, 'unixepoch')
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
 ORDER BY 1";
 
 /// A row returned by [`usage_by_day_since`].
@@ -3683,7 +3690,9 @@ pub struct UsageByDaySinceRow {
 
 /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
 ///
-/// Days are UTC calendar days of created_at, oldest first.
+/// Days are UTC calendar days of created_at, oldest first. A created_at outside years
+/// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+/// (date() gave NULL for it, which failed the whole query).
 pub fn usage_by_day_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -4021,19 +4030,24 @@ pub trait ReadQueries {
     /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:78`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
-    /// counted once, under the model, source and day of the session that used it.
+    /// counted once, under the model, source and day of the session that used it. SQLite sums
+    /// counts as doubles and casts back (exact below 2^53, saturating above): its integer
+    /// sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
+    /// imported), and every report and the usage chart failed with it. PostgreSQL
+    /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
+    /// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:96`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:101`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:111`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:116`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4074,7 +4088,8 @@ pub trait ReadQueries {
     /// The text parts of each given session's first user message, in part order, each cut to
     /// @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
     /// of attached files) are left out: the preview is what the user typed. One indexed probe
-    /// per session, never a whole conversation.
+    /// per session, never a whole conversation. A part whose JSON has no text (damaged or
+    /// written by another program) is left out, as ListMessageTexts leaves it out.
     fn list_session_previews(
         &mut self,
         params: &ListSessionPreviewsParams<'_>,
@@ -4116,7 +4131,9 @@ pub trait ReadQueries {
     ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
 
     /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
-    /// Days are UTC calendar days of created_at, oldest first.
+    /// Days are UTC calendar days of created_at, oldest first. A created_at outside years
+    /// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+    /// (date() gave NULL for it, which failed the whole query).
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
 
     /// `ListTitleLineage` (`:many`) from `sql/queries/sqlite/sessions.sql:4`.
@@ -4293,7 +4310,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:123`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:128`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

@@ -484,49 +484,49 @@ pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:78).
+/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:22).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:96).
+/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:38).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:111).
+/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:54).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:123).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:128).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -702,10 +702,10 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:180).
+/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:28).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
-ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
-         + reasoning_tokens DESC, id
+ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
+         + cache_write_tokens + reasoning_tokens DESC, id
 LIMIT $1";
 
 /// SQL of `ListSessionPreviews` (sql/queries/postgres/cli.sql:5).
@@ -713,7 +713,7 @@ pub const LIST_SESSION_PREVIEWS_SQL: &str =
     "SELECT p.session_id, substr(v.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.type = 'text'
+WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
@@ -755,52 +755,52 @@ ORDER BY p.n";
 
 /// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
 /// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:24).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
 
 /// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
 ORDER BY 1";
 
 /// SQL of `ListTitleLineage` (sql/queries/postgres/sessions.sql:7).

@@ -367,6 +367,15 @@ impl Database {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags)?;
         set_busy_timeout(&conn, options.busy_timeout)?;
+        // Another program's database (`--db` pointed at an agent's history) is refused
+        // before anything is written to it: no WAL switch, no schema.
+        let tables = retry(&options, || migrate::foreign_tables(&conn))?;
+        if tables > 0 {
+            return Err(Error::ForeignDatabase {
+                path: path.to_owned(),
+                tables,
+            });
+        }
         // Switching to WAL needs a moment of exclusive access, which a concurrent opener may
         // hold; it is retried like any write.
         retry(&options, || {
@@ -472,6 +481,15 @@ impl Database {
                 Err(err) => return Err(err),
             };
             let known = migrate::known_version();
+            if found == 0 {
+                let tables = retry(&options, || migrate::foreign_tables(&conn))?;
+                if tables > 0 {
+                    return Err(Error::ForeignDatabase {
+                        path: path.clone(),
+                        tables,
+                    });
+                }
+            }
             if found > known {
                 return Err(Error::SchemaTooNew { found, known });
             }

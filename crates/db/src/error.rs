@@ -99,6 +99,20 @@ pub enum Error {
         #[source]
         source: SqliteError,
     },
+    /// The file is an SQLite database of another program (an agent's own history, say):
+    /// it has tables but no Scribe schema history. Scribe neither adds its schema to it
+    /// nor reads it; nothing in the file is changed.
+    #[error(
+        "{} is an SQLite database of another program ({tables} tables, no scribe schema); \
+         scribe leaves it as it is (to import an agent's history, use `scribe import --from`)",
+        path.display()
+    )]
+    ForeignDatabase {
+        /// The file.
+        path: PathBuf,
+        /// How many tables it holds.
+        tables: i64,
+    },
     /// The database file is damaged (SQLITE_CORRUPT) in a way found when opening.
     #[error(
         "database {} is damaged (malformed); restore it from a backup or an export",

@@ -59,6 +59,21 @@ pub(crate) fn current_version(conn: &Connection) -> Result<i64> {
     Ok(version.unwrap_or(0))
 }
 
+/// How many tables the database holds when it has no Scribe schema history: 0 for
+/// Scribe's own databases and for a new, empty file; more for another program's database
+/// (SQLite's own `sqlite_…` tables are not counted).
+pub(crate) fn foreign_tables(conn: &Connection) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)
+                THEN 0
+                ELSE (SELECT count(*) FROM sqlite_master
+                      WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\')
+                END",
+        [HISTORY_TABLE],
+        |row| row.get(0),
+    )?)
+}
+
 /// The report of an open that found nothing to do, when the database already holds exactly
 /// this build's migrations (same versions, same checksums); `None` when anything differs,
 /// so the caller takes the write lock and lets refinery apply what is missing or refuse

@@ -516,11 +516,16 @@ impl Commit<'_, '_> {
             let entry = usage.entry(id.clone()).or_default();
             let d = &mut entry.delta;
             d.tokens += positive(total.tokens, current.tokens);
-            d.api_calls += (total.api_calls - current.api_call_count).max(0);
+            d.api_calls = d.api_calls.saturating_add(
+                total
+                    .api_calls
+                    .saturating_sub(current.api_call_count)
+                    .max(0),
+            );
             let cost = (total.cost_usd - current.estimated_cost_usd).max(0.0);
-            d.cost_usd += cost;
+            add_cost(&mut d.cost_usd, cost);
             if total.cost_flags & REPORTED != 0 && cost > 0.0 {
-                *d.actual_cost_usd.get_or_insert(0.0) += cost;
+                add_cost(d.actual_cost_usd.get_or_insert(0.0), cost);
             }
             entry.at = entry.at.max(rec.updated_at);
         }
@@ -609,11 +614,11 @@ impl Commit<'_, '_> {
         let entry = usage.entry(session_id).or_default();
         let d = &mut entry.delta;
         d.tokens += positive(usage_now, before);
-        d.api_calls += calls;
+        d.api_calls = d.api_calls.saturating_add(calls);
         let cost = (cost_now - cost_before).max(0.0);
-        d.cost_usd += cost;
+        add_cost(&mut d.cost_usd, cost);
         if rec.cost_flags & REPORTED != 0 && cost > 0.0 {
-            *d.actual_cost_usd.get_or_insert(0.0) += cost;
+            add_cost(d.actual_cost_usd.get_or_insert(0.0), cost);
         }
         entry.at = entry.at.max(at);
         Ok(None)
@@ -1034,11 +1039,21 @@ fn link_task(part: &mut Part, child: &str) {
 
 /// `new - old`, field by field, never below zero (usage only grows).
 fn positive(new: TokenUsage, old: TokenUsage) -> TokenUsage {
+    // Saturating: `old` is what is stored, which another program may have written.
+    let up = |new: i64, old: i64| new.saturating_sub(old).max(0);
     TokenUsage {
-        input: (new.input - old.input).max(0),
-        output: (new.output - old.output).max(0),
-        cache_read: (new.cache_read - old.cache_read).max(0),
-        cache_write: (new.cache_write - old.cache_write).max(0),
-        reasoning: (new.reasoning - old.reasoning).max(0),
+        input: up(new.input, old.input),
+        output: up(new.output, old.output),
+        cache_read: up(new.cache_read, old.cache_read),
+        cache_write: up(new.cache_write, old.cache_write),
+        reasoning: up(new.reasoning, old.reasoning),
     }
+}
+
+/// Adds an imported cost to a session's pending one, stopping at the largest finite
+/// amount: two messages reporting 1e308 summed to infinity, which the usage update
+/// refuses ("cost must be a finite, non-negative amount"), and that refusal aborted the
+/// whole import, every file of it, on every run.
+fn add_cost(total: &mut f64, cost: f64) {
+    *total = (*total + cost).min(f64::MAX);
 }

@@ -220,3 +220,102 @@ fn an_opencode_task_call_names_its_child_whether_it_completed_or_failed() {
         assert_eq!(child.parent_session_id.as_deref(), Some(parent));
     }
 }
+
+/// Every file in `dir` (recursively) with its length, a checksum of its bytes and its
+/// modification time.
+fn listing(dir: &Path) -> Vec<(String, u64, u64, std::time::SystemTime)> {
+    use std::hash::{Hash, Hasher};
+    let mut out = Vec::new();
+    for entry in walk(dir) {
+        let meta = std::fs::metadata(&entry).unwrap();
+        let mut sum = std::collections::hash_map::DefaultHasher::new();
+        std::fs::read(&entry).unwrap().hash(&mut sum);
+        out.push((
+            entry.display().to_string(),
+            meta.len(),
+            sum.finish(),
+            meta.modified().unwrap(),
+        ));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The agents are not running: their WAL-mode databases have no `-wal`/`-shm` files. A
+/// read-only open would create both in the agent's directory and leave them there; the
+/// import must leave the directories exactly as they were (same files, bytes, mtimes),
+/// and an agent that starts afterwards writes without waiting for anything.
+#[test]
+fn closed_wal_databases_are_read_without_creating_or_touching_any_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("opencode");
+    let hermes = dir.path().join("hermes");
+    build_db("opencode/opencode.sql", &opencode.join("opencode.db"));
+    build_db("hermes/state_db_sample.sql", &hermes.join("state.db"));
+    for db in [opencode.join("opencode.db"), hermes.join("state.db")] {
+        drop(wal(&db));
+        assert!(!db.with_extension("db-wal").exists());
+        assert!(!db.with_extension("db-shm").exists());
+    }
+    let before = (listing(&opencode), listing(&hermes));
+    let db = scribe_db(dir.path());
+    let a = run(&db, Source::OpenCode, std::slice::from_ref(&opencode));
+    let b = run(&db, Source::Hermes, std::slice::from_ref(&hermes));
+    assert!(a.failed.is_empty() && b.failed.is_empty(), "{a:?} {b:?}");
+    assert!(a.written.sessions_created > 0 && b.written.sessions_created > 0);
+    assert_eq!((listing(&opencode), listing(&hermes)), before);
+    // The agent starts and commits at once: no lock of the importer's is left to wait for.
+    let agent = wal(&opencode.join("opencode.db"));
+    agent.busy_timeout(std::time::Duration::ZERO).unwrap();
+    agent
+        .execute_batch("BEGIN IMMEDIATE; UPDATE session SET title = 'Renamed'; COMMIT;")
+        .unwrap();
+}
+
+/// An importer reading while the agent writes: the agent's writes and commits never get
+/// SQLITE_BUSY because of it (no busy timeout on the agent's side, so any wait fails).
+#[test]
+fn an_agent_commits_without_waiting_while_its_database_is_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    let source = data.join("opencode.db");
+    build_db("opencode/opencode.sql", &source);
+    let agent = wal(&source);
+    agent.busy_timeout(std::time::Duration::ZERO).unwrap();
+    let db = scribe_db(dir.path());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let importer = scope.spawn(|| {
+            let mut runs = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || runs == 0 {
+                let s = run(&db, Source::OpenCode, std::slice::from_ref(&data));
+                assert!(s.failed.is_empty(), "{:?}", s.failed);
+                runs += 1;
+            }
+            runs
+        });
+        for i in 0..200 {
+            agent
+                .execute(
+                    "UPDATE session SET title = ?1 WHERE id = (SELECT min(id) FROM session)",
+                    [format!("title {i}")],
+                )
+                .unwrap_or_else(|e| panic!("write {i}: {e}"));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(importer.join().unwrap() > 0);
+    });
+}

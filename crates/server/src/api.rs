@@ -144,7 +144,11 @@ pub fn parse_time(text: &str, now: i64) -> Option<i64> {
             m.parse::<i64>().ok()?,
             d.parse::<i64>().ok()?,
         );
-        if !(1..=12).contains(&m) || !(1..=days_in_month(y, m)).contains(&d) {
+        // A year past 9999 (a typo, a fuzzer) overflowed the day arithmetic below.
+        if !(1..=9999).contains(&y)
+            || !(1..=12).contains(&m)
+            || !(1..=days_in_month(y, m)).contains(&d)
+        {
             return None;
         }
         return Some(days_from_civil(y, m, d) * 86_400_000);
@@ -373,6 +377,9 @@ mod tests {
             "-5d",
             "d",
             "2026-1",
+            "9223372036854775807-01-01",
+            "99999999999-06-15",
+            "0-01-01",
         ] {
             assert_eq!(parse_time(bad, now), None, "{bad}");
         }

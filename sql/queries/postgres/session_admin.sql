@@ -2,17 +2,64 @@
 -- (sql/queries/sqlite/session_admin.sql): days formatted with to_char in UTC.
 
 -- name: UsageByDaySince :many
--- Days are UTC calendar days of created_at, oldest first.
-SELECT to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "key!",
+-- Days are UTC calendar days of created_at, oldest first. A created_at outside years
+-- 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+-- (date() gave NULL for it, which failed the whole query).
+SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
 ORDER BY 1;
+
+-- name: UsageByModelSince :many
+-- As the shared query; counts summed exactly (numeric) and clamped into BIGINT.
+SELECT coalesce(model, '') AS "key!",
+       count(*) AS "session_count!",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since
+GROUP BY coalesce(model, '')
+ORDER BY 9 DESC, 1;
+
+-- name: UsageBySourceSince :many
+-- As the shared query; counts summed exactly (numeric) and clamped into BIGINT.
+SELECT source AS "key!",
+       count(*) AS "session_count!",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since
+GROUP BY source
+ORDER BY 9 DESC, 1;
+
+-- name: UsageTotalsSince :one
+-- As the shared query; counts summed exactly (numeric) and clamped into BIGINT.
+SELECT count(*) AS "session_count!",
+       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
+       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
+       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
+       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
+       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since;

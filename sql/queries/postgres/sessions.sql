@@ -24,3 +24,11 @@ FROM sessions
 WHERE title = @title
    OR (title > @title || ' #' AND title < @title || ' $'
        AND substr(title, length(@title) + 3) ~ '^[1-9][0-9]*$');
+
+-- name: TopSessionsByTokens :many
+-- As the shared query, the sum taken as numeric: bigint addition raised 'bigint out of
+-- range' for counts near i64::MAX (SQLite turns such a sum into a REAL instead).
+SELECT * FROM sessions
+ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
+         + cache_write_tokens + reasoning_tokens DESC, id
+LIMIT @limit;

@@ -5,11 +5,12 @@
 -- The text parts of each given session's first user message, in part order, each cut to
 -- @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
 -- of attached files) are left out: the preview is what the user typed. One indexed probe
--- per session, never a whole conversation.
+-- per session, never a whole conversation. A part whose JSON has no text (damaged or
+-- written by another program) is left out, as ListMessageTexts leaves it out.
 SELECT p.session_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.type = 'text'
+WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND coalesce(p.data ->> '$.synthetic', 0) = 0
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m

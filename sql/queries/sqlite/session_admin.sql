@@ -2,17 +2,19 @@
 -- (sql/queries/postgres/session_admin.sql has its own).
 
 -- name: UsageByDaySince :many
--- Days are UTC calendar days of created_at, oldest first.
-SELECT date(created_at / 1000, 'unixepoch') AS "key!",
+-- Days are UTC calendar days of created_at, oldest first. A created_at outside years
+-- 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+-- (date() gave NULL for it, which failed the whole query).
+SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS "input_tokens!",
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS "output_tokens!",
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS "cache_read_tokens!",
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS "cache_write_tokens!",
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS "reasoning_tokens!",
-       CAST(coalesce(sum(api_call_count), 0) AS BIGINT) AS "api_call_count!",
+       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "input_tokens!",
+       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "output_tokens!",
+       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_read_tokens!",
+       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_write_tokens!",
+       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "reasoning_tokens!",
+       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY date(created_at / 1000, 'unixepoch')
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
 ORDER BY 1;

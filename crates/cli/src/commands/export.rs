@@ -159,7 +159,15 @@ fn write_atomically(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err)?;
+    // tempfile names its own random file in the error ("… at path \"dir/.tmpX1b2\""): the
+    // user asked for `path`, which the message already names.
+    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        let text = e.to_string();
+        let os = text
+            .rsplit_once(" at path ")
+            .map_or(text.as_str(), |(os, _)| os);
+        io_err(std::io::Error::new(e.kind(), os.to_owned()))
+    })?;
     {
         let mut writer = BufWriter::new(tmp.as_file());
         write(&mut writer)?;

@@ -114,6 +114,18 @@ struct Problem<'a> {
 /// Runs `scribe import --from …`.
 pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
     let env = Env::from_process();
+    // A PATH the user named must be there (a typo otherwise reads as "no history found"
+    // with exit 0); `--watch` may wait for a location that does not exist yet.
+    if !args.watch {
+        for path in &args.paths {
+            if let Err(source) = std::fs::metadata(path) {
+                return Err(CliError::ReadFile {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        }
+    }
     let targets: Vec<(Source, Vec<PathBuf>)> = args
         .from
         .sources()

@@ -918,9 +918,11 @@ fn rank(r: u8) -> Option<TitleRank> {
 
 /// Claude usage as Scribe's disjoint buckets.
 fn usage_of(u: &Value) -> TokenUsage {
-    let split = u
-        .get("cache_creation")
-        .map(|c| int_of(c, "ephemeral_5m_input_tokens") + int_of(c, "ephemeral_1h_input_tokens"));
+    let split = u.get("cache_creation").map(|c| {
+        // Saturating: two counts near i64::MAX in a hand-edited file overflowed.
+        int_of(c, "ephemeral_5m_input_tokens")
+            .saturating_add(int_of(c, "ephemeral_1h_input_tokens"))
+    });
     let cache_write = match split {
         Some(n) if n > 0 => n,
         _ => int_of(u, "cache_creation_input_tokens"),

@@ -398,7 +398,11 @@ fn log(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> 
         .enumerate()
         .filter(|(_, m)| str_of(m, "role") != Some("session_meta"))
         .map(|(i, m)| {
-            let at = started + (updated - started).max(0) * i as i64 / n;
+            // In i128: a span of millennia times tens of thousands of messages
+            // overflowed i64; the quotient is at most the span, so it fits again.
+            let span = i128::from(updated.saturating_sub(started).max(0));
+            let step = span.saturating_mul(i128::try_from(i).unwrap_or(i128::MAX)) / i128::from(n);
+            let at = started.saturating_add(i64::try_from(step).unwrap_or(i64::MAX));
             (m, at)
         })
         .collect();

@@ -358,9 +358,17 @@ pub(crate) fn content_text(v: &serde_json::Value) -> String {
 /// when the connection is dropped): the one way the importers open a source database.
 ///
 /// Read-only (`mode=ro`), so SQLite takes no write lock; in WAL mode a reader never
-/// blocks the writer, and it sees the last committed state, `-wal` included. Only when
-/// the `-shm` file cannot be created (a read-only directory, and no agent running, since
-/// a running one keeps it) is the file read as `immutable`.
+/// blocks the writer, and it sees the last committed state, `-wal` included. The file is
+/// read as `immutable` (no locks, no `-wal`/`-shm` files) when the `-shm` file cannot be
+/// created (a read-only directory, and no agent running, since a running one keeps it),
+/// and when the database is in WAL mode with no `-wal` file beside it: no connection has
+/// it open (SQLite deletes `-wal` when the last one closes), everything committed is in
+/// the main file, and a `mode=ro` reader would create `-wal` and `-shm` in the agent's
+/// directory and, unable to delete them, leave them there. The trade-off: an agent that
+/// starts and checkpoints while such a read runs (its first ~1,000 pages go to its own
+/// `-wal`) can make that read fail or see an older state; the next import reads it again.
+/// A database in rollback-journal mode is read under SQLite's shared lock, which a
+/// writer's commit waits for (its busy timeout) until the read ends.
 pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
     use rusqlite::OpenFlags;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -382,6 +390,9 @@ pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
         })?;
         Ok(conn)
     };
+    if wal_mode_and_closed(path) {
+        return open(true).map_err(err);
+    }
     match open(false) {
         Ok(conn) => Ok(conn),
         Err(e)
@@ -394,6 +405,20 @@ pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
         }
         Err(e) => Err(err(e)),
     }
+}
+
+/// Whether the database at `path` is in WAL mode (its header's read and write versions
+/// are 2) and has no `-wal` file: no connection has it open. Any doubt (a file that cannot
+/// be read, a short header) is `false`, and the ordinary read-only open decides.
+fn wal_mode_and_closed(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    let wal_mode = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| header.starts_with(b"SQLite format 3\0") && header[18..20] == [2, 2]);
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    wal_mode && !Path::new(&wal).exists()
 }
 
 /// `path` percent-encoded for a `file:` URI.

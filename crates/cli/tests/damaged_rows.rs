@@ -1,0 +1,96 @@
+//! The built `scribe` binary over a database another program (or a hand) has written odd
+//! rows into, with raw SQL on the real file: one damaged row must not make a whole
+//! listing or report fail, and what fails says which row in one line.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+
+/// Runs raw SQL on the file (CHECK constraints off: a program that is not Scribe).
+fn damage(env: &Env, sql: &str) {
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    conn.execute_batch("PRAGMA ignore_check_constraints = 1")
+        .unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+/// A text part whose JSON has no `text` (valid JSON, a field missing) in a session's first
+/// user message: `list` left the preview query's NULL in a non-null column and failed for
+/// every session.
+#[test]
+fn list_survives_a_first_message_text_part_without_text() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    damage(
+        &env,
+        &format!(
+            "UPDATE parts SET data = '{{\"type\":\"text\"}}' WHERE message_id = '{}'",
+            seeded.build_first
+        ),
+    );
+    let out = env.ok(&["list"]);
+    assert!(out.contains("Fix the build"), "{out}");
+    assert!(out.contains("搜索功能"), "{out}");
+    let listed = env.json(&["list", "--json"]);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2, "{listed}");
+    // Showing the damaged conversation itself is a one-line error naming the part.
+    let err = env.fails(&["show", &seeded.build]);
+    assert!(err.contains("is corrupt"), "{err}");
+    assert!(err.contains("missing field `text`"), "{err}");
+}
+
+/// Sessions whose `created_at` lies outside the calendar SQLite's `date()` knows (years
+/// 0000-9999): the day grouping gave NULL for them and `stats --by day` failed outright.
+/// They count on the first or last day, so the days still add up to the totals.
+#[test]
+fn stats_by_day_survives_created_at_out_of_range() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = {} WHERE id = '{}';
+             UPDATE sessions SET created_at = {} WHERE id = '{}';",
+            i64::MAX,
+            seeded.build,
+            i64::MIN,
+            seeded.cjk
+        ),
+    );
+    let by_day = env.json(&["stats", "--by", "day", "--json"]);
+    let rows = by_day["rows"].as_array().unwrap();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.first(), Some(&"0000-01-01"), "{by_day}");
+    assert_eq!(keys.last(), Some(&"9999-12-31"), "{by_day}");
+    let by_model = env.json(&["stats", "--json"]);
+    assert_eq!(by_day["totals"], by_model["totals"]);
+    let sessions: i64 = rows.iter().map(|r| r["sessions"].as_i64().unwrap()).sum();
+    assert_eq!(sessions, by_model["totals"]["sessions"].as_i64().unwrap());
+    assert!(env.ok(&["stats", "--by", "day"]).contains("9999-12-31"));
+}
+
+/// Token counts near `i64::MAX` in two sessions (another program's rows, or an export
+/// imported as given): SQLite's integer `sum()` raised "integer overflow" and every
+/// `stats` grouping failed. The sums saturate instead.
+#[test]
+fn stats_survive_token_counts_near_the_limit() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET input_tokens = {max}, api_call_count = {max} WHERE id IN ('{}', '{}')",
+            seeded.build,
+            seeded.cjk,
+            max = i64::MAX
+        ),
+    );
+    for by in ["model", "source", "day"] {
+        let json = env.json(&["stats", "--by", by, "--json"]);
+        assert_eq!(json["totals"]["tokens"]["input"], i64::MAX, "{by}: {json}");
+        assert_eq!(json["totals"]["api_calls"], i64::MAX, "{by}: {json}");
+    }
+    assert!(env.ok(&["stats"]).contains("total"));
+}

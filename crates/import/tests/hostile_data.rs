@@ -1,0 +1,109 @@
+//! Source files written by another program, an older or newer agent, or a hand: numbers
+//! at the edge of their type, times millennia apart. Each is imported or reported, never
+//! a panic (debug builds check every integer operation for overflow, as these tests run).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use scribe_import::Source;
+
+/// A Claude Code transcript whose one response reports its cache writes split into two
+/// counts near `i64::MAX` (their sum overflowed).
+#[test]
+fn claude_cache_write_counts_near_the_limit_saturate() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    std::fs::create_dir_all(&root).unwrap();
+    let id = "5e1f0c1d-0000-4000-8000-000000000001";
+    let user = format!(
+        r#"{{"type":"user","sessionId":"{id}","uuid":"u1","parentUuid":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"hi"}}}}"#
+    );
+    let assistant = format!(
+        r#"{{"type":"assistant","sessionId":"{id}","uuid":"a1","parentUuid":"u1","timestamp":"2026-01-01T00:00:01.000Z","requestId":"r1","message":{{"id":"m1","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"hello"}}],"stop_reason":"end_turn","usage":{{"input_tokens":3,"output_tokens":2,"cache_creation":{{"ephemeral_5m_input_tokens":9223372036854775807,"ephemeral_1h_input_tokens":9223372036854775807}}}}}}}}"#
+    );
+    std::fs::write(
+        root.join(format!("{id}.jsonl")),
+        format!("{user}\n{assistant}\n"),
+    )
+    .unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert!(s.malformed.is_empty(), "{:?}", s.malformed);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    let stored = messages(&db, id);
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[1].usage.cache_write, i64::MAX);
+    assert_eq!(stored[1].usage.input, 3);
+}
+
+/// A legacy Hermes session log (no per-message times: they are spread between start and
+/// last update) spanning the whole calendar with enough messages that the spread
+/// overflowed `i64`.
+#[test]
+fn hermes_log_spanning_millennia_spreads_its_times_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hermes");
+    let sessions = home.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let count = 40_000;
+    let messages_json: Vec<String> = (0..count)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!(r#"{{"role":"{role}","content":"m{i}"}}"#)
+        })
+        .collect();
+    let doc = format!(
+        r#"{{"session_id":"20260101_wide","session_start":"0001-01-01T00:00:00Z","last_updated":"9999-12-31T23:59:59Z","messages":[{}]}}"#,
+        messages_json.join(",")
+    );
+    std::fs::write(sessions.join("session_20260101_wide.json"), doc).unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Hermes, &[home]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    let stored = messages(&db, "20260101_wide");
+    assert_eq!(stored.len(), count);
+    let start = -62_135_596_800_000; // 0001-01-01
+    let end = 253_402_300_799_000; // 9999-12-31T23:59:59
+    let times: Vec<i64> = stored.iter().map(|m| m.created_at).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in order");
+    assert_eq!(times[0], start);
+    assert!(times.iter().all(|t| (start..=end).contains(t)));
+}
+
+/// OpenCode messages each reporting a cost of 1e308 (valid JSON, a finite number): the
+/// session's pending cost summed to infinity, the usage update refused it, and that
+/// aborted the whole import (every session, every run). The sum stops at the largest
+/// finite amount instead, and every session is imported.
+#[test]
+fn opencode_costs_summing_past_f64_max_do_not_abort_the_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    let source = data.join("opencode.db");
+    build_db("opencode/opencode.sql", &source);
+    let clean = {
+        let other = tempfile::tempdir().unwrap();
+        let copy = other.path().join("opencode");
+        build_db("opencode/opencode.sql", &copy.join("opencode.db"));
+        let db = scribe_db(other.path());
+        run(&db, Source::OpenCode, &[copy]).written.sessions_created
+    };
+    let conn = rusqlite::Connection::open(&source).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE message SET data = json_set(data, '$.cost', 1e308) \
+             WHERE json_extract(data, '$.role') = 'assistant'",
+            [],
+        )
+        .unwrap();
+    assert!(changed >= 2, "{changed}");
+    drop(conn);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::OpenCode, &[data]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    assert_eq!(s.written.sessions_created, clean);
+    let costs: Vec<f64> = sessions(&db).iter().map(|s| s.estimated_cost_usd).collect();
+    assert!(costs.contains(&f64::MAX), "{costs:?}");
+    assert!(costs.iter().all(|c| c.is_finite()), "{costs:?}");
+}
