@@ -1,0 +1,5 @@
+-- Scribe schema, version 21: nothing to do on SQLite.
+--
+-- PostgreSQL's version 21 makes its word split (`scribe_search_words`) cheaper with the
+-- same result; SQLite's FTS5 tokenizer splits words itself. The file exists so both
+-- dialects number their versions alike.
