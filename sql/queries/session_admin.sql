@@ -79,19 +79,20 @@ ORDER BY ended_at, id;
 -- Sessions created at or after @since, each with its own usage (session_own_usage: what it
 -- used itself, without what its rolled-up children added), so every token and cent is
 -- counted once, under the model, source and day of the session that used it. SQLite sums
--- counts as doubles and casts back (exact below 2^53, saturating above): its integer
--- sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
--- imported), and every report and the usage chart failed with it. PostgreSQL
--- (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
--- grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
+-- counts with total(), as doubles, and casts back (exact below 2^53, saturating above):
+-- its integer sum() raised 'integer overflow' for rows near i64::MAX (written by another
+-- program or imported), and every report and the usage chart failed with it. PostgreSQL
+-- (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
+-- (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
+-- session_admin.sql and server.sql do the same.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "input_tokens!",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "output_tokens!",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_read_tokens!",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_write_tokens!",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "reasoning_tokens!",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS "api_call_count!",
+       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
+       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
+       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
+       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
+       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
+       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -101,12 +102,12 @@ ORDER BY 9 DESC, 1;
 -- name: UsageBySourceSince :many
 SELECT source AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "input_tokens!",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "output_tokens!",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_read_tokens!",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_write_tokens!",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "reasoning_tokens!",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS "api_call_count!",
+       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
+       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
+       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
+       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
+       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
+       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -115,12 +116,12 @@ ORDER BY 9 DESC, 1;
 
 -- name: UsageTotalsSince :one
 SELECT count(*) AS "session_count!",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "input_tokens!",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "output_tokens!",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_read_tokens!",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_write_tokens!",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "reasoning_tokens!",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS "api_call_count!",
+       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
+       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
+       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
+       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
+       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
+       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

@@ -2537,12 +2537,12 @@ pub fn list_prunable_sessions_by_source(
 /// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:78).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -2568,11 +2568,12 @@ pub struct UsageByModelSinceRow {
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
 /// counted once, under the model, source and day of the session that used it. SQLite sums
-/// counts as doubles and casts back (exact below 2^53, saturating above): its integer
-/// sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
-/// imported), and every report and the usage chart failed with it. PostgreSQL
-/// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
-/// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
+/// counts with total(), as doubles, and casts back (exact below 2^53, saturating above):
+/// its integer sum() raised 'integer overflow' for rows near i64::MAX (written by another
+/// program or imported), and every report and the usage chart failed with it. PostgreSQL
+/// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
+/// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
+/// session_admin.sql and server.sql do the same.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2594,15 +2595,15 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:101).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:102).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -2623,7 +2624,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:101`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:102`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2645,14 +2646,14 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:116).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:117).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
@@ -2670,7 +2671,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:116`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:117`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2692,7 +2693,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:128).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:129).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2712,7 +2713,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:128`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:129`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3546,12 +3547,12 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -3606,12 +3607,12 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -3662,12 +3663,12 @@ pub fn usage_by_day_and_source_since(
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"input_tokens!\",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"output_tokens!\",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS \"api_call_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
@@ -4031,23 +4032,24 @@ pub trait ReadQueries {
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
-    /// counts as doubles and casts back (exact below 2^53, saturating above): its integer
-    /// sum() raised 'integer overflow' for rows near i64::MAX (written by another program or
-    /// imported), and every report and the usage chart failed with it. PostgreSQL
-    /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT. The
-    /// grouped queries of sqlite/ and postgres/ session_admin.sql and server.sql do the same.
+    /// counts with total(), as doubles, and casts back (exact below 2^53, saturating above):
+    /// its integer sum() raised 'integer overflow' for rows near i64::MAX (written by another
+    /// program or imported), and every report and the usage chart failed with it. PostgreSQL
+    /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
+    /// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
+    /// session_admin.sql and server.sql do the same.
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:101`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:102`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:116`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:117`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4310,7 +4312,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:128`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:129`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

@@ -487,46 +487,46 @@ ORDER BY ended_at, id";
 /// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:22).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:38).
+/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:39).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:54).
+/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:56).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:128).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:129).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -758,12 +758,12 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
@@ -775,12 +775,12 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
@@ -791,12 +791,12 @@ ORDER BY 1, 2";
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
        count(*) AS \"session_count!\",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"input_tokens!\",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"output_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_read_tokens!\",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"cache_write_tokens!\",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"reasoning_tokens!\",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS \"api_call_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1

@@ -7,12 +7,12 @@
 -- (date() gave NULL for it, which failed the whole query).
 SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "key!",
        count(*) AS "session_count!",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
+       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
+       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -20,15 +20,16 @@ GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 25340
 ORDER BY 1;
 
 -- name: UsageByModelSince :many
--- As the shared query; counts summed exactly (numeric) and clamped into BIGINT.
+-- As the shared query; counts summed exactly (numeric) and clamped into BIGINT
+-- (scribe_clamped_bigint, V22).
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
+       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
+       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -36,15 +37,16 @@ GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1;
 
 -- name: UsageBySourceSince :many
--- As the shared query; counts summed exactly (numeric) and clamped into BIGINT.
+-- As the shared query; counts summed exactly (numeric) and clamped into BIGINT
+-- (scribe_clamped_bigint, V22).
 SELECT source AS "key!",
        count(*) AS "session_count!",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
+       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
+       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -52,14 +54,15 @@ GROUP BY source
 ORDER BY 9 DESC, 1;
 
 -- name: UsageTotalsSince :one
--- As the shared query; counts summed exactly (numeric) and clamped into BIGINT.
+-- As the shared query; counts summed exactly (numeric) and clamped into BIGINT
+-- (scribe_clamped_bigint, V22).
 SELECT count(*) AS "session_count!",
-       CAST(least(greatest(coalesce(sum(input_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "input_tokens!",
-       CAST(least(greatest(coalesce(sum(output_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "output_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_read_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_read_tokens!",
-       CAST(least(greatest(coalesce(sum(cache_write_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "cache_write_tokens!",
-       CAST(least(greatest(coalesce(sum(reasoning_tokens), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "reasoning_tokens!",
-       CAST(least(greatest(coalesce(sum(api_call_count), 0), -9223372036854775808), 9223372036854775807) AS BIGINT) AS "api_call_count!",
+       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
+       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
+       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

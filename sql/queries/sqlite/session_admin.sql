@@ -7,12 +7,12 @@
 -- (date() gave NULL for it, which failed the whole query).
 SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS "key!",
        count(*) AS "session_count!",
-       CAST(coalesce(sum(CAST(input_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "input_tokens!",
-       CAST(coalesce(sum(CAST(output_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "output_tokens!",
-       CAST(coalesce(sum(CAST(cache_read_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_read_tokens!",
-       CAST(coalesce(sum(CAST(cache_write_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "cache_write_tokens!",
-       CAST(coalesce(sum(CAST(reasoning_tokens AS DOUBLE PRECISION)), 0) AS BIGINT) AS "reasoning_tokens!",
-       CAST(coalesce(sum(CAST(api_call_count AS DOUBLE PRECISION)), 0) AS BIGINT) AS "api_call_count!",
+       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
+       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
+       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
+       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
+       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
+       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
        CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since

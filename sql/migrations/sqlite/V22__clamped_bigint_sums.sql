@@ -1,0 +1,5 @@
+-- Scribe schema, version 22: nothing to do on SQLite.
+--
+-- PostgreSQL's version 22 defines `scribe_clamped_bigint`, the usage reports' clamp of an
+-- exact sum into BIGINT; SQLite's reports use `CAST(total(…) AS INTEGER)`, which sums as
+-- a double and saturates. The file exists so both dialects number their versions alike.
