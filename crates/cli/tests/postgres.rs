@@ -4,6 +4,8 @@
 //! --ignored` (`.ci/run` does). Without one they are listed as ignored, never passed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::{Command, Output};
 
 /// A new, empty database named `name` on the test server, as a keyword string.
@@ -319,9 +321,6 @@ fn db_vacuum_runs_vacuum_analyze_on_postgres() {
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn serve_runs_on_postgres_and_never_prints_the_password() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::Stdio;
-
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scribe.db");
     let file = file.to_str().unwrap();
@@ -330,42 +329,16 @@ fn serve_runs_on_postgres_and_never_prints_the_password() {
     let url = format!("{} password=s3cret", fresh("cli_serve"));
     ok(&["db", "copy", file, &url], None);
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env("SCRIBE_DB", &url)
-        .env_remove("SCRIBE_SERVE_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let host = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .map(ToOwned::to_owned);
-    let get = |host: &str, path: &str| -> serde_json::Value {
-        let mut stream = std::net::TcpStream::connect(host).unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut raw = String::new();
-        stream.read_to_string(&mut raw).unwrap();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("HTTP/1.1 200"), "GET {path}: {head}{body}");
-        serde_json::from_str(body).unwrap()
-    };
-    let answers = host
-        .as_deref()
-        .map(|host| (get(host, "/api/stats?by=model"), get(host, "/api/sessions")));
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0"])
+        .env("SCRIBE_DB", &url);
+    let server = common::Serving::spawn(cmd);
+    let line = server.line.clone();
+    let answers = (
+        server.json("/api/stats?by=model"),
+        server.json("/api/sessions"),
+    );
+    drop(server);
 
     assert!(line.contains("(read-only)"), "{line}");
     assert!(line.contains("dbname=cli_serve"), "{line}");
@@ -374,7 +347,7 @@ fn serve_runs_on_postgres_and_never_prints_the_password() {
         !line.contains("s3cret"),
         "the password is never shown: {line}"
     );
-    let (stats, sessions) = answers.unwrap_or_else(|| panic!("no URL in {line:?}"));
+    let (stats, sessions) = answers;
     assert_eq!(
         stats,
         json(&["stats", "--by", "model", "--json"], Some(&url))
@@ -424,37 +397,5 @@ fn stats_on_postgres_survive_times_and_counts_out_of_range() {
 
 /// Starts `scribe serve` on `db`, answers one `GET path` (status, body), and stops it.
 fn serve_get(db: &str, path: &str) -> (u16, String) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
-        .args(["--db", db, "serve", "--addr", "127.0.0.1:0"])
-        .env_remove("SCRIBE_DB")
-        .env_remove("SCRIBE_SERVE_TOKEN")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let host = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
-    let mut stream = std::net::TcpStream::connect(&host).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_owned())
+    common::Serving::start(db).get_text(path)
 }

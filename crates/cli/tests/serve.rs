@@ -5,85 +5,24 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::net::TcpListener;
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
 
-/// A running `scribe serve`, killed (by its pid) on drop.
-struct Serving {
-    child: Child,
-    host: String,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serving {
-    fn start(env: &Env) -> Serving {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
-            .arg("--db")
-            .arg(&env.db)
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .env_remove("SCRIBE_SERVE_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "scribe serve: <db> (read-only) at http://127.0.0.1:PORT/"
-        let host = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_owned();
-        assert!(line.contains("(read-only)"), "{line}");
-        Serving { child, host }
-    }
-
-    /// `GET path` → (status, JSON body).
-    fn get(&self, path: &str) -> (u16, Value) {
-        let mut stream = TcpStream::connect(&self.host).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.host
-        )
-        .unwrap();
-        let mut raw = String::new();
-        stream.read_to_string(&mut raw).unwrap();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (status, serde_json::from_str(body).unwrap_or(Value::Null))
-    }
-
-    fn json(&self, path: &str) -> Value {
-        let (status, body) = self.get(path);
-        assert_eq!(status, 200, "GET {path}: {body}");
-        body
-    }
+/// `scribe serve` on the test's database, which it announces as read-only.
+fn serve(env: &Env) -> Serving {
+    let server = Serving::start(&env.db);
+    assert!(server.line.contains("(read-only)"), "{}", server.line);
+    server
 }
 
 #[test]
 fn the_api_answers_with_the_clis_json() {
     let env = Env::new();
     let seeded = seed(&env);
-    let server = Serving::start(&env);
+    let server = serve(&env);
 
     for by in ["model", "source", "day"] {
         assert_eq!(
@@ -144,7 +83,7 @@ fn the_api_answers_damaged_rows_and_hostile_queries() {
         )
         .unwrap();
     }
-    let server = Serving::start(&env);
+    let server = serve(&env);
     for stack in ["model", "source"] {
         let usage = server.json(&format!("/api/usage?stack={stack}"));
         let text = usage.to_string();

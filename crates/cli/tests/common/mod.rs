@@ -290,3 +290,96 @@ pub fn snapshot(db: &Path) -> Vec<scribe_session::SessionExport> {
         .export(&scribe_session::ExportSelection::All { source: None })
         .unwrap()
 }
+
+/// A running `scribe serve` on a free loopback port, killed (by its pid) on drop.
+pub struct Serving {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub host: String,
+    /// The line it printed on start: "scribe serve: <db> (read-only) at http://…/".
+    pub line: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serving {
+    /// `scribe --db DB serve --addr 127.0.0.1:0`, with no `SCRIBE_DB` or token from the
+    /// environment.
+    pub fn start(db: impl AsRef<std::ffi::OsStr>) -> Serving {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+        cmd.arg("--db")
+            .arg(db)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .env_remove("SCRIBE_DB");
+        Serving::spawn(cmd)
+    }
+
+    /// Runs `cmd` (a `scribe … serve` command) without a token from the environment and
+    /// waits for the URL it prints.
+    pub fn spawn(mut cmd: Command) -> Serving {
+        use std::io::{BufRead, BufReader};
+        let mut child = cmd
+            .env_remove("SCRIBE_SERVE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let host = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .map(ToOwned::to_owned);
+        let Some(host) = host else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no URL in {line:?}");
+        };
+        Serving { child, host, line }
+    }
+
+    /// `GET path` → (status, body).
+    pub fn get_text(&self, path: &str) -> (u16, String) {
+        use std::io::Read;
+        let mut stream = std::net::TcpStream::connect(&self.host).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.host
+        )
+        .unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, body.to_owned())
+    }
+
+    /// `GET path` → (status, JSON body; `Null` when the body is not JSON).
+    pub fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        let (status, body) = self.get_text(path);
+        (
+            status,
+            serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// `GET path`, which must answer 200, → its JSON body.
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = self.get_text(path);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+}
