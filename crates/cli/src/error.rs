@@ -95,6 +95,15 @@ pub enum CliError {
         /// How many the file holds.
         total: usize,
     },
+    /// Some files of an `import --from` failed (listed in its report); the others were
+    /// imported.
+    #[error("{failed} of {total} files could not be imported (see above)")]
+    ImportFilesFailed {
+        /// How many failed.
+        failed: usize,
+        /// How many were found.
+        total: u64,
+    },
     /// The database's consistency checks found problems.
     #[error("database check failed: {0}")]
     CheckFailed(String),

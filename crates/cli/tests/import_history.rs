@@ -500,7 +500,7 @@ fn watch_polls_when_notifications_are_off() {
 
 /// A PATH that does not exist (a typo) is an error naming it, exit 1, and nothing is
 /// written; before, it printed "no history found" and exited 0. A file that is not the
-/// agent's database fails alone, reported with its path.
+/// agent's database fails alone, reported with its path, and the command exits 1.
 #[test]
 fn a_missing_path_is_an_error_and_a_foreign_file_fails_alone() {
     let (dir, scribe) = setup();
@@ -519,13 +519,18 @@ fn a_missing_path_is_an_error_and_a_foreign_file_fails_alone() {
 
     let garbage = dir.path().join("opencode.db");
     std::fs::write(&garbage, "this is not sqlite").unwrap();
-    let report = scribe.json(&[
+    let out = scribe.run(&[
         "import",
         "--from",
         "opencode",
         garbage.to_str().unwrap(),
         "--json",
     ]);
+    // The report on stdout lists the failure; the exit status says it.
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("1 of 1 files could not be imported"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let failed = source(&report, "opencode")["failed"]
         .as_array()
         .unwrap()

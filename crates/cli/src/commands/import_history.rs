@@ -164,6 +164,15 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
         }
     }
     let Some(watch) = watch else {
+        // The report lists what failed; the exit status says that something did, for
+        // scripts (as `scribe import FILE` does for a session that failed).
+        let failed: usize = summaries.iter().map(|s| s.failed.len()).sum();
+        if failed > 0 {
+            return Err(CliError::ImportFilesFailed {
+                failed,
+                total: summaries.iter().map(|s| s.files).sum(),
+            });
+        }
         return Ok(());
     };
     let how = if watch.notifying() {
