@@ -369,13 +369,7 @@ impl Database {
         set_busy_timeout(&conn, options.busy_timeout)?;
         // Another program's database (`--db` pointed at an agent's history) is refused
         // before anything is written to it: no WAL switch, no schema.
-        let tables = retry(&options, || migrate::foreign_tables(&conn))?;
-        if tables > 0 {
-            return Err(Error::ForeignDatabase {
-                path: path.to_owned(),
-                tables,
-            });
-        }
+        refuse_foreign(&conn, path, &options)?;
         // Switching to WAL needs a moment of exclusive access, which a concurrent opener may
         // hold; it is retried like any write.
         retry(&options, || {
@@ -482,13 +476,7 @@ impl Database {
             };
             let known = migrate::known_version();
             if found == 0 {
-                let tables = retry(&options, || migrate::foreign_tables(&conn))?;
-                if tables > 0 {
-                    return Err(Error::ForeignDatabase {
-                        path: path.clone(),
-                        tables,
-                    });
-                }
+                refuse_foreign(&conn, &path, &options)?;
             }
             if found > known {
                 return Err(Error::SchemaTooNew { found, known });
@@ -1148,6 +1136,19 @@ pub(crate) fn retry_with<T, E: TxError>(
         }
     }
     Err(E::from(Error::Locked))
+}
+
+/// `Error::ForeignDatabase` when the file at `path` is another program's database (tables
+/// but no Scribe schema history), checked before anything is written to it.
+fn refuse_foreign(conn: &Connection, path: &Path, options: &Options) -> Result<()> {
+    let tables = retry(options, || migrate::foreign_tables(conn))?;
+    if tables > 0 {
+        return Err(Error::ForeignDatabase {
+            path: path.to_owned(),
+            tables,
+        });
+    }
+    Ok(())
 }
 
 /// Sets `conn`'s busy timeout to `timeout`, or to the longest SQLite takes (`i32::MAX` ms,
