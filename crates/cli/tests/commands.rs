@@ -78,6 +78,7 @@ fn list_limit_source_and_footer() {
     assert_eq!(sessions[0]["title"], "搜索功能");
 
     let empty = Env::new();
+    empty.ok(&["db", "migrate"]);
     assert!(empty.ok(&["list"]).contains("no sessions"));
     let json = empty.json(&["list", "--json"]);
     assert_eq!(json, serde_json::json!({"sessions": [], "more": false}));

@@ -113,6 +113,13 @@ pub enum Error {
         /// How many tables it holds.
         tables: i64,
     },
+    /// An open that must not create a database ([`crate::Database::open_existing`],
+    /// [`crate::Database::open_read_only`]) found no file at the path; nothing was created.
+    #[error("no database at {}: the file does not exist", path.display())]
+    NoDatabase {
+        /// The path looked at.
+        path: PathBuf,
+    },
     /// The database file is damaged (SQLITE_CORRUPT) in a way found when opening.
     #[error(
         "database {} is damaged (malformed); restore it from a backup or an export",
