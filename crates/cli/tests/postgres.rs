@@ -37,6 +37,39 @@ fn json(args: &[&str], db: Option<&str>) -> serde_json::Value {
     serde_json::from_str(&ok(args, db)).unwrap()
 }
 
+/// `SCRIBE_DB` at a PostgreSQL database of another program (a table `foo`, no Scribe
+/// schema history): reading and writing commands alike refuse it in one line, exit 1, as
+/// they refuse another program's SQLite file, and add nothing to it.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn another_programs_postgres_database_is_refused_and_left_untouched() {
+    let url = fresh("cli_foreign");
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin.batch_execute("CREATE TABLE foo (id int)").unwrap();
+    let relations = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = current_schema()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(relations(&mut admin), 1);
+    for args in [&["list"][..], &["db", "info"][..], &["db", "migrate"][..]] {
+        let out = scribe(args, Some(&url));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("PostgreSQL database of another program"),
+            "{err}"
+        );
+        assert_eq!(relations(&mut admin), 1, "{args:?} created something");
+    }
+}
+
 /// The `db` commands on PostgreSQL: migrate once (under its lock), info with the server's
 /// version and the rows, a copy from an SQLite file, and a check that passes.
 #[test]

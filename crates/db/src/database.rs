@@ -1165,6 +1165,7 @@ fn refuse_foreign(conn: &Connection, path: &Path, options: &Options) -> Result<(
         return Err(Error::ForeignDatabase {
             path: path.to_owned(),
             tables,
+            backend: crate::Backend::Sqlite,
         });
     }
     Ok(())
