@@ -14,7 +14,10 @@ SET input_tokens = input_tokens + @input_tokens,
     reasoning_tokens = reasoning_tokens + @reasoning_tokens,
     api_call_count = api_call_count + @api_call_count,
     tool_call_count = tool_call_count + @tool_call_count,
-    estimated_cost_usd = estimated_cost_usd + @estimated_cost_usd,
+    -- Clamped, as every cost sum (see AddSessionUsage).
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(@estimated_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST(@estimated_cost_usd AS DOUBLE PRECISION) END,
     updated_at = CASE WHEN updated_at > @now THEN updated_at ELSE @now END
 WHERE id = @id
 RETURNING *;
