@@ -606,6 +606,29 @@ fn summed_costs_stop_at_the_largest_finite_amount(backend: Backend) {
     assert_eq!(after.actual_cost_usd, Some(f64::MAX));
     assert_eq!(after.tokens.input, 4);
     assert_eq!(e.svc.get(&parent.id).unwrap(), *after);
+
+    // Reports summing several such sessions stop there too (SQLite gave inf, PostgreSQL
+    // failed the report), and below the limit they are the plain sum.
+    let other = e.svc.create(NewSession::default()).unwrap();
+    e.svc.add_usage(&other.id, &costly).unwrap();
+    for by in [StatsBy::Model, StatsBy::Source, StatsBy::Day] {
+        let stats = e.svc.stats(by, None).unwrap();
+        assert_eq!(stats.totals.cost_usd, f64::MAX, "{by:?}");
+        assert_eq!(stats.rows.len(), 1, "{by:?}");
+        assert_eq!(stats.rows[0].totals.cost_usd, f64::MAX, "{by:?}");
+    }
+    let small = env_on(backend);
+    for cost in [0.1, 0.2, 1e-9] {
+        let s = small.svc.create(NewSession::default()).unwrap();
+        small.svc.add_usage(&s.id, &delta(1, 1, cost)).unwrap();
+    }
+    let stats = small.svc.stats(StatsBy::Model, None).unwrap();
+    // (SQLite sums with compensation, PostgreSQL in order: the last bit may differ.)
+    assert!(
+        (stats.totals.cost_usd - 0.300_000_001).abs() < 1e-15,
+        "{}",
+        stats.totals.cost_usd
+    );
 }
 
 scribe_tests::backends!(

@@ -392,7 +392,7 @@ fn serve_runs_on_postgres_and_never_prints_the_password() {
 
 /// Rows another program wrote into the shared database: a session created past year 9999
 /// and token counts at `i64::MAX`. `stats` by every grouping answers (the time counts on
-/// 9999-12-31, the sums clamp at `i64::MAX`) instead of failing with 'timestamp out of
+/// 9999-12-31, the sums clamp at `i64::MAX`, costs at `f64::MAX`) instead of failing with 'timestamp out of
 /// range' or 'bigint out of range'.
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
@@ -400,14 +400,17 @@ fn stats_on_postgres_survive_times_and_counts_out_of_range() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scribe.db");
     let file = file.to_str().unwrap();
+    // Two sessions, so that their costs near f64::MAX sum past it.
+    ok(&["--db", file, "demo"], None);
     ok(&["--db", file, "demo"], None);
     let url = fresh("cli_damaged_rows");
     ok(&["db", "copy", file, &url], None);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client
         .execute(
-            "UPDATE sessions SET created_at = $1, input_tokens = $1, api_call_count = $1",
-            &[&i64::MAX],
+            "UPDATE sessions SET created_at = $1, input_tokens = $1, api_call_count = $1,
+                 estimated_cost_usd = $2",
+            &[&i64::MAX, &f64::MAX],
         )
         .unwrap();
     for by in ["model", "source", "day"] {
@@ -418,6 +421,8 @@ fn stats_on_postgres_survive_times_and_counts_out_of_range() {
             "{by}: {stats}"
         );
         assert_eq!(stats["totals"]["api_calls"], i64::MAX, "{by}: {stats}");
+        // Costs sum to at most f64::MAX ('value out of range: overflow' before).
+        assert_eq!(stats["totals"]["cost_usd"], f64::MAX, "{by}: {stats}");
         if by == "day" {
             assert_eq!(stats["rows"][0]["key"], "9999-12-31", "{stats}");
         }

@@ -2549,7 +2549,7 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY coalesce(model, '')
@@ -2579,7 +2579,11 @@ pub struct UsageByModelSinceRow {
 /// program or imported), and every report and the usage chart failed with it. PostgreSQL
 /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
 /// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
-/// session_admin.sql and server.sql do the same.
+/// session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+/// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
+/// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
+/// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
+/// the same bits scaled, and unable to overflow), clamps, and scales back.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2601,7 +2605,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:105).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:109).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2610,7 +2614,7 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY source
@@ -2630,7 +2634,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:105`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2652,7 +2656,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:120).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:124).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2660,7 +2664,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
 
@@ -2677,7 +2681,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:120`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2699,7 +2703,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:132).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2719,7 +2723,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:132`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3570,7 +3574,7 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
@@ -3630,7 +3634,7 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
@@ -3686,7 +3690,7 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
@@ -4054,19 +4058,23 @@ pub trait ReadQueries {
     /// program or imported), and every report and the usage chart failed with it. PostgreSQL
     /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
     /// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
-    /// session_admin.sql and server.sql do the same.
+    /// session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+    /// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
+    /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
+    /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
+    /// the same bits scaled, and unable to overflow), clamps, and scales back.
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:105`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:120`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4329,7 +4337,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:132`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

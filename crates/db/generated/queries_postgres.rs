@@ -490,7 +490,7 @@ pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:22).
+/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:31).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -499,13 +499,15 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:39).
+/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:50).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -514,13 +516,15 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:56).
+/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:69).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
@@ -528,11 +532,13 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:132).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -770,7 +776,7 @@ FROM (
 ) AS p
 ORDER BY p.n";
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
+/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:5).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        coalesce(model, '') AS \"key!\",
@@ -781,13 +787,15 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:24).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:27).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
@@ -798,13 +806,15 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
+/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:11).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
        count(*) AS \"session_count!\",
@@ -814,7 +824,9 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
