@@ -281,11 +281,12 @@ impl Database {
     /// Opens the existing database at `path` for reading only, with default [`Options`].
     ///
     /// Never creates, migrates or writes anything, so it works on a file or directory this
-    /// process may not write; a path with no file is [`Error::NoDatabase`]. Reading a WAL database alongside writers needs its `-shm`
-    /// file; when neither it nor the `-wal` file exists (as after every writer closed
-    /// cleanly) and they cannot be created (a read-only directory or medium), the file is
-    /// read as `immutable`: without locks, assuming no process writes it meanwhile (a
-    /// writer starting later may make reads fail or miss its changes).
+    /// process may not write; a path with no file is [`Error::NoDatabase`]. Reading a WAL
+    /// database alongside writers needs its `-shm` file; when neither it nor the `-wal`
+    /// file exists (as after every writer closed cleanly) and they cannot be created (a
+    /// read-only directory or medium), the file is read as `immutable`: without locks,
+    /// assuming no process writes it meanwhile (a writer starting later may make reads fail
+    /// or miss its changes).
     ///
     /// The schema must be exactly this build's version: a newer one gives
     /// [`Error::SchemaTooNew`], an older one [`Error::SchemaTooOld`] (open it read-write once

@@ -37,7 +37,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         _ => {}
     }
     // Only a command that adds to the store creates a missing database; see
-    // `context::open_database` and README's "Where the database is".
+    // `context::open_database` and the README's CLI tour.
     let dry_run = matches!(&cli.command, Command::Import(cmd) if cmd.dry_run);
     let access = match &cli.command {
         Command::List(_)
