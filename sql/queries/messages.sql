@@ -84,7 +84,10 @@ SET input_tokens = input_tokens + @input_tokens,
     cache_read_tokens = cache_read_tokens + @cache_read_tokens,
     cache_write_tokens = cache_write_tokens + @cache_write_tokens,
     reasoning_tokens = reasoning_tokens + @reasoning_tokens,
-    cost_usd = cost_usd + @cost_usd,
+    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    cost_usd = CASE WHEN cost_usd / 2 + CAST(@cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE cost_usd + CAST(@cost_usd AS DOUBLE PRECISION) END,
     updated_at = @now
 WHERE id = @id
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,

@@ -14,7 +14,10 @@ SET input_tokens = input_tokens + @input_tokens,
     reasoning_tokens = reasoning_tokens + @reasoning_tokens,
     api_call_count = api_call_count + @api_call_count,
     tool_call_count = tool_call_count + @tool_call_count,
-    estimated_cost_usd = estimated_cost_usd + @estimated_cost_usd,
+    -- Clamped, as every cost sum (see AddSessionUsage).
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(@estimated_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST(@estimated_cost_usd AS DOUBLE PRECISION) END,
     updated_at = CASE WHEN updated_at > @now THEN updated_at ELSE @now END
 WHERE id = @id
 RETURNING *;
@@ -84,7 +87,11 @@ ORDER BY ended_at, id;
 -- program or imported), and every report and the usage chart failed with it. PostgreSQL
 -- (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
 -- (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
--- session_admin.sql and server.sql do the same.
+-- session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+-- amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
+-- sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
+-- sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
+-- the same bits scaled, and unable to overflow), clamps, and scales back.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
        CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
@@ -93,7 +100,7 @@ SELECT coalesce(model, '') AS "key!",
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY coalesce(model, '')
@@ -108,7 +115,7 @@ SELECT source AS "key!",
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY source
@@ -122,7 +129,7 @@ SELECT count(*) AS "session_count!",
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;
 

@@ -110,14 +110,21 @@ SET input_tokens = input_tokens + @input_tokens,
     cache_write_tokens = cache_write_tokens + @cache_write_tokens,
     reasoning_tokens = reasoning_tokens + @reasoning_tokens,
     api_call_count = api_call_count + @api_call_count,
-    estimated_cost_usd = estimated_cost_usd + @estimated_cost_usd,
+    -- Costs add up to at most the largest finite amount, here and in every cost sum
+    -- (ARCHITECTURE.md, "Clamped cost sums"): SQLite would store inf, PostgreSQL refuse
+    -- the write.
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(@estimated_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST(@estimated_cost_usd AS DOUBLE PRECISION) END,
     updated_at = @now
 WHERE id = @id;
 
 -- name: AddSessionActualCost :execrows
 -- A billed amount reported by the provider; NULL + x counts as x.
 UPDATE sessions
-SET actual_cost_usd = coalesce(actual_cost_usd, 0) + @actual_cost_usd,
+SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(@actual_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE coalesce(actual_cost_usd, 0) + CAST(@actual_cost_usd AS DOUBLE PRECISION) END,
     updated_at = @now
 WHERE id = @id;
 
@@ -130,10 +137,14 @@ SET input_tokens = sessions.input_tokens + child.input_tokens,
     cache_write_tokens = sessions.cache_write_tokens + child.cache_write_tokens,
     reasoning_tokens = sessions.reasoning_tokens + child.reasoning_tokens,
     api_call_count = sessions.api_call_count + child.api_call_count,
-    estimated_cost_usd = sessions.estimated_cost_usd + child.estimated_cost_usd,
+    estimated_cost_usd = CASE WHEN sessions.estimated_cost_usd / 2 + child.estimated_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE sessions.estimated_cost_usd + child.estimated_cost_usd END,
     actual_cost_usd = CASE
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
-        ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd
+        ELSE CASE WHEN coalesce(sessions.actual_cost_usd, 0) / 2 + child.actual_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+            THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+            ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
     updated_at = @now
 FROM (SELECT * FROM sessions WHERE id = @child_id) AS child

@@ -478,6 +478,29 @@ fn add_usage_adds_atomically_from_many_threads(backend: Backend) {
     ));
 }
 
+/// A message's summed cost stops at the largest finite amount on both backends, as a
+/// session's does (`session_usage.rs`), where each added cost is valid but the sum is not
+/// finite. (Before: `inf` stored on SQLite, "value out of range: overflow" on PostgreSQL.)
+fn summed_message_cost_stops_at_the_largest_finite_amount(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(&ses, Role::Assistant, vec![]))
+        .unwrap();
+    let big = f64::MAX * 0.75;
+    assert_eq!(
+        svc.add_usage(&msg.id, TokenUsage::default(), big)
+            .unwrap()
+            .cost_usd,
+        big
+    );
+    let after = svc.add_usage(&msg.id, TokenUsage::default(), big).unwrap();
+    assert_eq!(after.cost_usd, f64::MAX);
+    assert_eq!(svc.get(&msg.id).unwrap().cost_usd, f64::MAX);
+    let again = svc.add_usage(&msg.id, TokenUsage::default(), 1.0).unwrap();
+    assert_eq!(again.cost_usd, f64::MAX);
+}
+
 trait SubscribeBig {
     fn subscribe_with_buffer_for_test(&self) -> scribe_pubsub::Subscription<Message>;
 }
@@ -872,4 +895,5 @@ scribe_tests::backends!(
     update_part_changes_one_part_and_follows_the_tool_state_machine,
     finish_sets_reason_and_a_single_finish_part,
     add_usage_adds_atomically_from_many_threads,
+    summed_message_cost_stops_at_the_largest_finite_amount,
 );

@@ -570,8 +570,70 @@ fn stats_and_top_sessions_survive_counts_near_the_limit(backend: Backend) {
     assert_eq!(top, vec![huge.id, small.id]);
 }
 
+/// Costs that each pass validation (finite, not negative) but whose sum is not finite: the
+/// stored total stops at the largest finite amount (`f64::MAX`), on both backends, for an
+/// estimated and a billed cost and a roll-up into the parent. (Before, SQLite stored `inf`,
+/// which its readers turned into an error or `null`, and PostgreSQL refused the write with
+/// "value out of range: overflow".)
+fn summed_costs_stop_at_the_largest_finite_amount(backend: Backend) {
+    let e = env_on(backend);
+    let big = f64::MAX * 0.75;
+    let costly = UsageDelta {
+        actual_cost_usd: Some(big),
+        ..delta(1, 1, big)
+    };
+    let parent = e.svc.create(NewSession::default()).unwrap();
+    let first = e.svc.add_usage(&parent.id, &costly).unwrap();
+    assert_eq!(first.estimated_cost_usd, big);
+    let second = e.svc.add_usage(&parent.id, &costly).unwrap();
+    assert_eq!(second.estimated_cost_usd, f64::MAX);
+    assert_eq!(second.actual_cost_usd, Some(f64::MAX));
+    assert_eq!(second.tokens.input, 2);
+    assert_eq!(e.svc.get(&parent.id).unwrap(), second);
+    // A small amount on top of the largest stays the largest.
+    let third = e.svc.add_usage(&parent.id, &delta(1, 1, 0.5)).unwrap();
+    assert_eq!(third.estimated_cost_usd, f64::MAX);
+
+    let child = e
+        .svc
+        .create_task_session(&parent.id, "call_1", None)
+        .unwrap();
+    e.svc.add_usage(&child.id, &costly).unwrap();
+    let RollUp::RolledUp { parent: after } = e.svc.roll_up_into_parent(&child.id).unwrap() else {
+        panic!("not rolled up");
+    };
+    assert_eq!(after.estimated_cost_usd, f64::MAX);
+    assert_eq!(after.actual_cost_usd, Some(f64::MAX));
+    assert_eq!(after.tokens.input, 4);
+    assert_eq!(e.svc.get(&parent.id).unwrap(), *after);
+
+    // Reports summing several such sessions stop there too (SQLite gave inf, PostgreSQL
+    // failed the report), and below the limit they are the plain sum.
+    let other = e.svc.create(NewSession::default()).unwrap();
+    e.svc.add_usage(&other.id, &costly).unwrap();
+    for by in [StatsBy::Model, StatsBy::Source, StatsBy::Day] {
+        let stats = e.svc.stats(by, None).unwrap();
+        assert_eq!(stats.totals.cost_usd, f64::MAX, "{by:?}");
+        assert_eq!(stats.rows.len(), 1, "{by:?}");
+        assert_eq!(stats.rows[0].totals.cost_usd, f64::MAX, "{by:?}");
+    }
+    let small = env_on(backend);
+    for cost in [0.1, 0.2, 1e-9] {
+        let s = small.svc.create(NewSession::default()).unwrap();
+        small.svc.add_usage(&s.id, &delta(1, 1, cost)).unwrap();
+    }
+    let stats = small.svc.stats(StatsBy::Model, None).unwrap();
+    // (SQLite sums with compensation, PostgreSQL in order: the last bit may differ.)
+    assert!(
+        (stats.totals.cost_usd - 0.300_000_001).abs() < 1e-15,
+        "{}",
+        stats.totals.cost_usd
+    );
+}
+
 scribe_tests::backends!(
     stats_and_top_sessions_survive_counts_near_the_limit,
+    summed_costs_stop_at_the_largest_finite_amount,
     add_usage_increments_and_publishes_the_new_totals,
     bad_deltas_and_unknown_sessions_change_nothing,
     ten_threads_adding_usage_give_exact_totals,

@@ -6,7 +6,6 @@
 //! candidates rather than guessing.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use scribe_db::Database;
@@ -15,6 +14,7 @@ use scribe_message::MessageService;
 use scribe_session::{Session, SessionError, SessionService, Store};
 
 use crate::error::CliError;
+use crate::location::DbPath;
 
 /// The shortest id prefix tables show.
 const MIN_SHORT_ID: usize = 12;
@@ -36,16 +36,26 @@ pub struct Context {
 }
 
 impl Context {
-    /// Opens (creating and migrating) the database at `path`; with [`Access::Read`], a
-    /// database this process may not write is opened read-only instead.
-    pub fn open(path: &Path, access: Access) -> Result<Self, CliError> {
-        let store = Store::new(Arc::new(open_database(path, access)?));
-        Ok(Context {
+    /// Opens the database at `db` as [`open_database`] does.
+    pub fn open(db: &DbPath, access: Access) -> Result<Self, CliError> {
+        Ok(Self::over(Arc::new(open_database(db, access)?)))
+    }
+
+    /// An empty store of this build's schema, in memory, that stands in for a database
+    /// not created yet: a command that only reads answers as for an empty store, and
+    /// nothing is written to disk.
+    pub fn empty() -> Result<Self, CliError> {
+        Ok(Self::over(Arc::new(Database::open_in_memory()?)))
+    }
+
+    fn over(db: Arc<Database>) -> Self {
+        let store = Store::new(db);
+        Context {
             db: Arc::clone(store.database()),
             sessions: Arc::clone(store.sessions()),
             messages: Arc::clone(store.messages()),
             store,
-        })
+        }
     }
 
     /// The session `wanted` names (see the module doc).
@@ -169,20 +179,31 @@ impl Context {
     }
 }
 
-/// What a command needs of the database.
+/// What a command needs of the database, which decides whether a missing one is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// It only reads: a database it may not write is still useful, opened read-only.
+    /// It only reads: never creates a database, and a database it may not write is still
+    /// useful, opened read-only.
     Read,
-    /// It writes (or must migrate first).
-    Write,
+    /// It changes what is stored (rename, archive, delete, prune, fork, vacuum): never
+    /// creates a database either, as a new one holds nothing to change.
+    Change,
+    /// It adds to the store (import, demo, `db migrate`): a missing database is created.
+    Create,
 }
 
-/// Opens the database at `path`, creating and migrating it. For [`Access::Read`], an
-/// existing file this process may not write (someone else's, a read-only mount) is opened
-/// read-only rather than refused.
-pub fn open_database(path: &Path, access: Access) -> Result<Database, CliError> {
-    match Database::open(path) {
+/// Opens the database at `db` and migrates an older schema. Only [`Access::Create`]
+/// creates a missing database; otherwise a missing file is [`CliError::NoDatabase`] when
+/// the user named it, [`CliError::NothingYet`] at the default path, and nothing is created.
+/// For [`Access::Read`], an existing file this process may not write (someone else's, a
+/// read-only mount) is opened read-only rather than refused.
+pub fn open_database(db: &DbPath, access: Access) -> Result<Database, CliError> {
+    let path = db.path.as_path();
+    let opened = match access {
+        Access::Create => Database::open(path),
+        Access::Read | Access::Change => Database::open_existing(path),
+    };
+    match opened {
         Err(err @ scribe_db::Error::NotWritable { .. })
             if access == Access::Read && path.is_file() =>
         {
@@ -198,6 +219,12 @@ pub fn open_database(path: &Path, access: Access) -> Result<Database, CliError> 
                 Err(_) => Err(err.into()),
             }
         }
+        Err(source @ scribe_db::Error::NoDatabase { .. }) if db.explicit => {
+            Err(CliError::NoDatabase { source })
+        }
+        Err(scribe_db::Error::NoDatabase { .. }) => Err(CliError::NothingYet {
+            path: db.path.clone(),
+        }),
         other => Ok(other?),
     }
 }

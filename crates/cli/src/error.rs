@@ -20,6 +20,25 @@ pub enum CliError {
     /// No `--db`, no `SCRIBE_DB`, and the platform has no data directory.
     #[error("cannot find a data directory for the database; pass --db PATH or set SCRIBE_DB")]
     NoDataDir,
+    /// `--db` or `SCRIBE_DB` names a database file that does not exist, for a command that
+    /// does not create one (it only reads, or changes what is stored); nothing was created.
+    #[error("{source}; check --db or SCRIBE_DB (`scribe db migrate` creates an empty database)")]
+    NoDatabase {
+        /// The database's [`scribe_db::Error::NoDatabase`], naming the path.
+        #[source]
+        source: scribe_db::Error,
+    },
+    /// No `--db`, no `SCRIBE_DB`, and no database at the default path yet (a first run),
+    /// for a command that needs one; nothing was created.
+    #[error(
+        "nothing recorded yet: no database at {} (`scribe import --from all` imports the \
+         agents' histories, `scribe demo` records a sample session)",
+        path.display()
+    )]
+    NothingYet {
+        /// The default path, where the first writer creates the database.
+        path: PathBuf,
+    },
     /// Nothing matches what the user named as a session.
     #[error("no session matches {0:?} (not an id, an id prefix or a title); try `scribe list`")]
     NoSuchSession(String),

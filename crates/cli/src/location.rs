@@ -56,13 +56,29 @@ fn url_scheme(text: &str) -> Option<&str> {
     .then_some(scheme)
 }
 
+/// The database a command works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbPath {
+    /// The path or PostgreSQL location.
+    pub path: PathBuf,
+    /// Whether the user named it (`--db`, `SCRIBE_DB`) rather than taking the default: a
+    /// missing file they named is an error, a missing default is a first run.
+    pub explicit: bool,
+}
+
 /// The database path the user asked for, or the platform default.
-pub fn database_path(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {
+pub fn database_path(explicit: Option<PathBuf>) -> Result<DbPath, CliError> {
     if let Some(path) = explicit.filter(|p| !p.as_os_str().is_empty()) {
-        return Ok(path);
+        return Ok(DbPath {
+            path,
+            explicit: true,
+        });
     }
     let dirs = ProjectDirs::from("", "", "scribe").ok_or(CliError::NoDataDir)?;
-    Ok(dirs.data_dir().join("scribe.db"))
+    Ok(DbPath {
+        path: dirs.data_dir().join("scribe.db"),
+        explicit: false,
+    })
 }
 
 #[cfg(test)]
@@ -71,8 +87,9 @@ mod tests {
 
     #[test]
     fn explicit_path_wins() {
-        let path = database_path(Some(PathBuf::from("/tmp/x.db"))).unwrap();
-        assert_eq!(path, PathBuf::from("/tmp/x.db"));
+        let db = database_path(Some(PathBuf::from("/tmp/x.db"))).unwrap();
+        assert_eq!(db.path, PathBuf::from("/tmp/x.db"));
+        assert!(db.explicit);
     }
 
     #[test]
@@ -102,7 +119,8 @@ mod tests {
 
     #[test]
     fn default_is_under_a_scribe_data_dir() {
-        if let Ok(path) = database_path(None) {
+        if let Ok(DbPath { path, explicit }) = database_path(None) {
+            assert!(!explicit);
             assert!(path.ends_with("scribe.db"));
             assert!(path.to_string_lossy().to_lowercase().contains("scribe"));
         }

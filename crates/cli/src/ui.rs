@@ -198,9 +198,16 @@ pub fn grouped(n: i64) -> String {
     out
 }
 
+/// Amounts from here up are no real bill (a damaged or hand-written row; cost sums stop
+/// at `f64::MAX`, 309 digits): shown in scientific notation, `$1.80e308`.
+const HUGE_DOLLARS: f64 = 1e15;
+
 /// Dollars: `$1.23`; below ten cents up to four decimals (`$0.0122`, `$0.05`), so small
-/// costs neither read as zero nor all look alike.
+/// costs neither read as zero nor all look alike; from [`HUGE_DOLLARS`] up `$1.80e308`.
 pub fn dollars(usd: f64) -> String {
+    if usd.abs() >= HUGE_DOLLARS {
+        return format!("${usd:.2e}");
+    }
     if usd == 0.0 || usd.abs() >= 0.1 {
         return format!("${usd:.2}");
     }
@@ -217,6 +224,7 @@ pub fn dollars(usd: f64) -> String {
 pub fn dollar_column(amounts: &[f64]) -> Vec<String> {
     let decimals = amounts
         .iter()
+        .filter(|usd| usd.abs() < HUGE_DOLLARS)
         .map(|&usd| {
             let text = dollars(usd);
             text.find('.').map_or(0, |dot| text.len() - dot - 1)
@@ -225,7 +233,13 @@ pub fn dollar_column(amounts: &[f64]) -> Vec<String> {
         .unwrap_or(2);
     amounts
         .iter()
-        .map(|usd| format!("${usd:.decimals$}"))
+        .map(|&usd| {
+            if usd.abs() >= HUGE_DOLLARS {
+                dollars(usd)
+            } else {
+                format!("${usd:.decimals$}")
+            }
+        })
         .collect()
 }
 
@@ -391,6 +405,13 @@ mod tests {
         assert_eq!(dollars(0.05), "$0.05");
         assert_eq!(dollars(0.5), "$0.50");
         assert_eq!(dollars(0.0), "$0.00");
+        assert_eq!(dollars(f64::MAX), "$1.80e308");
+        assert_eq!(dollars(1e15), "$1.00e15");
+        assert_eq!(dollars(999_999_999_999_999.0), "$999999999999999.00");
+        assert_eq!(
+            dollar_column(&[f64::MAX, 0.0042, 12.5]),
+            ["$1.80e308", "$0.0042", "$12.5000"]
+        );
         assert_eq!(
             dollar_column(&[0.004, 0.0035, 1.5]),
             ["$0.0040", "$0.0035", "$1.5000"]

@@ -60,14 +60,172 @@ fn migrate_then_info() {
     assert_eq!(json["rows"]["sessions"], 0);
 }
 
+/// The names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every command that only reads or changes what is stored, run with `--db` or
+/// `SCRIBE_DB`.
+const NOT_CREATING: &[&[&str]] = &[
+    &["list"],
+    &["list", "--json"],
+    &["show", "x"],
+    &["search", "foo"],
+    &["stats"],
+    &["export", "--all"],
+    &["sources"],
+    &["db", "info"],
+    &["db", "check"],
+    &["db", "vacuum"],
+    &["rename", "x", "y"],
+    &["fork", "x"],
+    &["archive", "x"],
+    &["unarchive", "x"],
+    &["delete", "x", "--yes"],
+    &["prune", "--older-than", "1d", "--yes"],
+    &["serve", "--addr", "127.0.0.1:0"],
+];
+
+/// A mistyped `--db` (`~/scribe.bd`) or `SCRIBE_DB` is not an empty history: every command
+/// that does not add to the store fails in one line naming the path, exit 1, and creates
+/// nothing: no file, no `-wal`/`-shm`, no directory. (Before, each created an empty
+/// database there and `list` printed "no sessions".) The commands that add create it.
 #[test]
-fn info_creates_a_missing_database() {
+fn a_missing_database_named_by_the_user_is_an_error_and_nothing_is_created() {
     let dir = tempfile::tempdir().unwrap();
+    for path in [
+        dir.path().join("scribe.bd"),
+        dir.path().join("no/such/dir/scribe.db"),
+    ] {
+        let shown = path.display().to_string();
+        for args in NOT_CREATING {
+            for via_env in [false, true] {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+                cmd.env_remove("SCRIBE_DB")
+                    .stdin(std::process::Stdio::null());
+                if via_env {
+                    cmd.env("SCRIBE_DB", &path);
+                } else {
+                    cmd.arg("--db").arg(&path);
+                }
+                let out = cmd.args(*args).output().unwrap();
+                let err = stderr(&out);
+                assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+                assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+                assert!(
+                    err.contains(&format!("no database at {shown}")),
+                    "{args:?}: {err}"
+                );
+                assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
+                assert!(
+                    names_in(dir.path()).is_empty(),
+                    "{args:?}: {:?}",
+                    names_in(dir.path())
+                );
+            }
+        }
+    }
+    // `db copy` from a missing store creates neither.
+    let from = dir.path().join("from.db");
+    let to = dir.path().join("to.db");
+    let out = scribe(
+        &["db", "copy", from.to_str().unwrap(), to.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no database at"), "{}", stderr(&out));
+    assert!(
+        names_in(dir.path()).is_empty(),
+        "{:?}",
+        names_in(dir.path())
+    );
+
+    // What adds to the store creates it, directory and all.
     let path = dir.path().join("fresh/scribe.db");
-    let out = scribe(&["db", "info", "--db", path.to_str().unwrap()], None);
+    let p = path.to_str().unwrap();
+    let out = scribe(&["db", "migrate", "--db", p], None);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(path.exists());
+    assert!(path.is_file());
+    let out = scribe(&["db", "copy", p, to.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(to.is_file());
+    let out = scribe(&["db", "info", "--db", p], None);
+    assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("sessions"), "{}", stdout(&out));
+}
+
+/// A first run (no `--db`, no `SCRIBE_DB`, no database at the default path yet): a reading
+/// command answers as for an empty store and says why on stderr, exit 0 (`--json` is still
+/// a document); one that needs a database says there is nothing yet, exit 1; none creates
+/// anything. The first writer (`db migrate` here) creates it at the default path.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_first_run_reads_as_an_empty_store_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&home).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", &data)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let default = data.join("scribe/scribe.db");
+    let nothing_yet = format!("nothing recorded yet: no database at {}", default.display());
+    for (args, shows) in [
+        (&["list"][..], "no sessions"),
+        (&["list", "--json"][..], "\"sessions\": []"),
+        (&["search", "foo"][..], "no matches"),
+        (&["stats"][..], "no usage recorded"),
+        (&["sources"][..], "never"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&nothing_yet),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).contains(shows), "{args:?}: {}", stdout(&out));
+    }
+    for args in [
+        &["db", "info"][..],
+        &["db", "check"][..],
+        &["db", "vacuum"][..],
+        &["rename", "x", "y"][..],
+        &["delete", "x", "--yes"][..],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&nothing_yet),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!data.exists(), "nothing may be created");
+    assert!(names_in(&home).is_empty(), "{:?}", names_in(&home));
+    let out = run(&["db", "migrate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(default.is_file());
+    let out = run(&["list"]);
+    assert!(
+        out.status.success() && stderr(&out).is_empty(),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -151,7 +309,7 @@ fn a_url_without_a_backend_is_a_usage_error_and_creates_nothing() {
 
     // A path that is not a URL is still a path.
     let path = dir.path().join("odd://name/scribe.db");
-    let out = scribe(&["db", "info", "--db", path.to_str().unwrap()], None);
+    let out = scribe(&["db", "migrate", "--db", path.to_str().unwrap()], None);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(path.exists());
 }
@@ -244,7 +402,7 @@ fn a_database_path_that_is_not_utf8_works() {
     let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
         .arg("--db")
         .arg(&path)
-        .args(["db", "info"])
+        .args(["db", "migrate"])
         .env_remove("SCRIBE_DB")
         .output()
         .unwrap();

@@ -78,6 +78,7 @@ fn list_limit_source_and_footer() {
     assert_eq!(sessions[0]["title"], "搜索功能");
 
     let empty = Env::new();
+    empty.ok(&["db", "migrate"]);
     assert!(empty.ok(&["list"]).contains("no sessions"));
     let json = empty.json(&["list", "--json"]);
     assert_eq!(json, serde_json::json!({"sessions": [], "more": false}));
@@ -589,6 +590,33 @@ fn export_to_an_unwritable_place_fails_cleanly() {
     assert!(!err.contains("at path"), "{err}");
     assert!(err.trim_end().ends_with("(os error 2)"), "{err}");
     assert!(!target.exists());
+    // The whole line: the path asked for, then the operating system's own error.
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "scribe: cannot write {}: No such file or directory (os error 2)",
+            target.display()
+        )
+    );
+    // A file where a directory should be: its own error, and no temporary file is left.
+    let file = env.path("plain");
+    std::fs::write(&file, "x").unwrap();
+    let target = file.join("out.json");
+    let err = env.fails(&["export", "--all", "-o", target.to_str().unwrap()]);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "scribe: cannot write {}: Not a directory (os error 20)",
+            target.display()
+        )
+    );
+    let dir = env.path("");
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

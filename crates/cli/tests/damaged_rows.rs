@@ -71,9 +71,10 @@ fn stats_by_day_survives_created_at_out_of_range() {
     assert!(env.ok(&["stats", "--by", "day"]).contains("9999-12-31"));
 }
 
-/// Token counts near `i64::MAX` in two sessions (another program's rows, or an export
-/// imported as given): SQLite's integer `sum()` raised "integer overflow" and every
-/// `stats` grouping failed. The sums saturate instead.
+/// Token counts near `i64::MAX` and costs near `f64::MAX` in two sessions (another
+/// program's rows, or an export imported as given): SQLite's integer `sum()` raised
+/// "integer overflow" and every `stats` grouping failed, and the costs summed to `inf`
+/// (`null` in JSON). The sums saturate instead, in `stats` and the web viewer's chart.
 #[test]
 fn stats_survive_token_counts_near_the_limit() {
     let env = Env::new();
@@ -81,16 +82,25 @@ fn stats_survive_token_counts_near_the_limit() {
     damage(
         &env,
         &format!(
-            "UPDATE sessions SET input_tokens = {max}, api_call_count = {max} WHERE id IN ('{}', '{}')",
+            "UPDATE sessions SET input_tokens = {max}, api_call_count = {max},
+                 estimated_cost_usd = {cost:e} WHERE id IN ('{}', '{}')",
             seeded.build,
             seeded.cjk,
-            max = i64::MAX
+            max = i64::MAX,
+            cost = f64::MAX,
         ),
     );
     for by in ["model", "source", "day"] {
         let json = env.json(&["stats", "--by", by, "--json"]);
         assert_eq!(json["totals"]["tokens"]["input"], i64::MAX, "{by}: {json}");
         assert_eq!(json["totals"]["api_calls"], i64::MAX, "{by}: {json}");
+        assert_eq!(json["totals"]["cost_usd"], f64::MAX, "{by}: {json}");
     }
-    assert!(env.ok(&["stats"]).contains("total"));
+    let text = env.ok(&["stats"]);
+    assert!(text.contains("total"), "{text}");
+    let usage = Serving::start(&env.db).json("/api/usage");
+    assert_eq!(usage["totals"]["cost_usd"], f64::MAX, "{usage}");
+    assert_eq!(usage["days"][0]["cost_usd"], f64::MAX, "{usage}");
+    assert_eq!(usage["top"][0]["cost_usd"], f64::MAX, "{usage}");
+    assert!(text.contains("$1.80e308"), "{text}");
 }

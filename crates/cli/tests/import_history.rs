@@ -142,10 +142,28 @@ fn dry_run_writes_nothing() {
     let report = scribe.json(&["import", "--from", "claude-code", "--dry-run", "--json"]);
     assert_eq!(report["dry_run"], true);
     assert_eq!(source(&report, "claude-code")["messages_inserted"], 36);
-    let human = scribe.ok(&["import", "--from", "claude-code", "--dry-run"]);
-    assert!(human.contains("would import"), "{human}");
-    let list = scribe.json(&["list", "--all", "--json"]);
-    assert!(list["sessions"].as_array().unwrap().is_empty());
+    let out = scribe.run(&["import", "--from", "claude-code", "--dry-run"]);
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && human.contains("would import"),
+        "{human}"
+    );
+    // Into a database not created yet: it counts against an empty store, says so, and
+    // creates nothing (no file, no `-wal`/`-shm`).
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        note.contains("no database at") && note.contains("dry run"),
+        "{note}"
+    );
+    let dir = scribe.db.parent().unwrap();
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("scribe.db"))
+            .collect()
+    };
+    assert!(names(dir).is_empty(), "{:?}", names(dir));
     // And a real import afterwards reads every file.
     let report = scribe.json(&["import", "--from", "claude-code", "--json"]);
     assert_eq!(source(&report, "claude-code")["files_read"], 6);
@@ -308,6 +326,8 @@ fn malformed_lines_are_reported_and_the_rest_imported() {
 #[test]
 fn sources_lists_the_histories_and_their_last_import() {
     let (_dir, scribe) = setup();
+    // `sources` reads the database, which it never creates.
+    scribe.ok(&["db", "migrate"]);
     let before = scribe.json(&["sources", "--json"]);
     let rows = before["sources"].as_array().unwrap();
     assert_eq!(rows.len(), 5);

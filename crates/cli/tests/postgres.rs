@@ -37,6 +37,39 @@ fn json(args: &[&str], db: Option<&str>) -> serde_json::Value {
     serde_json::from_str(&ok(args, db)).unwrap()
 }
 
+/// `SCRIBE_DB` at a PostgreSQL database of another program (a table `foo`, no Scribe
+/// schema history): reading and writing commands alike refuse it in one line, exit 1, as
+/// they refuse another program's SQLite file, and add nothing to it.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn another_programs_postgres_database_is_refused_and_left_untouched() {
+    let url = fresh("cli_foreign");
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin.batch_execute("CREATE TABLE foo (id int)").unwrap();
+    let relations = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = current_schema()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(relations(&mut admin), 1);
+    for args in [&["list"][..], &["db", "info"][..], &["db", "migrate"][..]] {
+        let out = scribe(args, Some(&url));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("PostgreSQL database of another program"),
+            "{err}"
+        );
+        assert_eq!(relations(&mut admin), 1, "{args:?} created something");
+    }
+}
+
 /// The `db` commands on PostgreSQL: migrate once (under its lock), info with the server's
 /// version and the rows, a copy from an SQLite file, and a check that passes.
 #[test]
@@ -359,7 +392,7 @@ fn serve_runs_on_postgres_and_never_prints_the_password() {
 
 /// Rows another program wrote into the shared database: a session created past year 9999
 /// and token counts at `i64::MAX`. `stats` by every grouping answers (the time counts on
-/// 9999-12-31, the sums clamp at `i64::MAX`) instead of failing with 'timestamp out of
+/// 9999-12-31, the sums clamp at `i64::MAX`, costs at `f64::MAX`) instead of failing with 'timestamp out of
 /// range' or 'bigint out of range'.
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
@@ -367,14 +400,17 @@ fn stats_on_postgres_survive_times_and_counts_out_of_range() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scribe.db");
     let file = file.to_str().unwrap();
+    // Two sessions, so that their costs near f64::MAX sum past it.
+    ok(&["--db", file, "demo"], None);
     ok(&["--db", file, "demo"], None);
     let url = fresh("cli_damaged_rows");
     ok(&["db", "copy", file, &url], None);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client
         .execute(
-            "UPDATE sessions SET created_at = $1, input_tokens = $1, api_call_count = $1",
-            &[&i64::MAX],
+            "UPDATE sessions SET created_at = $1, input_tokens = $1, api_call_count = $1,
+                 estimated_cost_usd = $2",
+            &[&i64::MAX, &f64::MAX],
         )
         .unwrap();
     for by in ["model", "source", "day"] {
@@ -385,6 +421,8 @@ fn stats_on_postgres_survive_times_and_counts_out_of_range() {
             "{by}: {stats}"
         );
         assert_eq!(stats["totals"]["api_calls"], i64::MAX, "{by}: {stats}");
+        // Costs sum to at most f64::MAX ('value out of range: overflow' before).
+        assert_eq!(stats["totals"]["cost_usd"], f64::MAX, "{by}: {stats}");
         if by == "day" {
             assert_eq!(stats["rows"][0]["key"], "9999-12-31", "{stats}");
         }

@@ -1756,7 +1756,10 @@ SET input_tokens = input_tokens + ?1,
     cache_read_tokens = cache_read_tokens + ?3,
     cache_write_tokens = cache_write_tokens + ?4,
     reasoning_tokens = reasoning_tokens + ?5,
-    cost_usd = cost_usd + ?6,
+    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    cost_usd = CASE WHEN cost_usd / 2 + CAST(?6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE cost_usd + CAST(?6 AS DOUBLE PRECISION) END,
     updated_at = ?7
 WHERE id = ?8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
@@ -1824,10 +1827,10 @@ pub fn add_message_usage(
     })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1835,10 +1838,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2256,7 +2259,10 @@ SET input_tokens = input_tokens + ?1,
     reasoning_tokens = reasoning_tokens + ?5,
     api_call_count = api_call_count + ?6,
     tool_call_count = tool_call_count + ?7,
-    estimated_cost_usd = estimated_cost_usd + ?8,
+    -- Clamped, as every cost sum (see AddSessionUsage).
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST(?8 AS DOUBLE PRECISION) END,
     updated_at = CASE WHEN updated_at > ?9 THEN updated_at ELSE ?9 END
 WHERE id = ?10
 RETURNING *";
@@ -2303,7 +2309,7 @@ pub fn add_session_usage_delta(
     stmt.query_row(values, read_session_row)
 }
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:22).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2321,7 +2327,7 @@ pub struct MarkSessionRolledUpParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:22`.
+/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:25`.
 ///
 /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
 /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
@@ -2334,10 +2340,10 @@ pub fn mark_session_rolled_up(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:36).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = ?1";
 
-/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
+/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_roll_up(
@@ -2348,7 +2354,7 @@ pub fn get_session_roll_up(
     stmt.query_row([child_id], read_session_rollup_row)
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:39).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2373,7 +2379,7 @@ pub struct ImportSessionRollUpParams<'a> {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:39`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
@@ -2396,7 +2402,7 @@ pub fn import_session_roll_up(
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:48).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2414,7 +2420,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:48`.
+/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the counters were moved by the triggers).
@@ -2433,7 +2439,7 @@ pub fn restore_imported_session(
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:58).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2444,7 +2450,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:58`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2456,7 +2462,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:63).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2473,7 +2479,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:63`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2492,12 +2498,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:67).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:67`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2509,7 +2515,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:73).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2521,7 +2527,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:73`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2534,7 +2540,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:78).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:81).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2543,7 +2549,7 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY coalesce(model, '')
@@ -2563,7 +2569,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:78`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2573,7 +2579,11 @@ pub struct UsageByModelSinceRow {
 /// program or imported), and every report and the usage chart failed with it. PostgreSQL
 /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
 /// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
-/// session_admin.sql and server.sql do the same.
+/// session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+/// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
+/// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
+/// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
+/// the same bits scaled, and unable to overflow), clamps, and scales back.
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2595,7 +2605,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:102).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:109).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2604,7 +2614,7 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY source
@@ -2624,7 +2634,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:102`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2646,7 +2656,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:117).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:124).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2654,7 +2664,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
 
@@ -2671,7 +2681,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:117`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2693,7 +2703,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:129).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2713,7 +2723,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:129`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3177,7 +3187,12 @@ SET input_tokens = input_tokens + ?1,
     cache_write_tokens = cache_write_tokens + ?4,
     reasoning_tokens = reasoning_tokens + ?5,
     api_call_count = api_call_count + ?6,
-    estimated_cost_usd = estimated_cost_usd + ?7,
+    -- Costs add up to at most the largest finite amount, here and in every cost sum
+    -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
+    -- the write.
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?7 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST(?7 AS DOUBLE PRECISION) END,
     updated_at = ?8
 WHERE id = ?9";
 
@@ -3217,9 +3232,11 @@ pub fn add_session_usage(
     stmt.execute(values)
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:117).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:122).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
-SET actual_cost_usd = coalesce(actual_cost_usd, 0) + ?1,
+SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(?1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE coalesce(actual_cost_usd, 0) + CAST(?1 AS DOUBLE PRECISION) END,
     updated_at = ?2
 WHERE id = ?3";
 
@@ -3231,7 +3248,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:117`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:122`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3243,7 +3260,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:124).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = sessions.input_tokens + child.input_tokens,
     output_tokens = sessions.output_tokens + child.output_tokens,
@@ -3251,10 +3268,14 @@ SET input_tokens = sessions.input_tokens + child.input_tokens,
     cache_write_tokens = sessions.cache_write_tokens + child.cache_write_tokens,
     reasoning_tokens = sessions.reasoning_tokens + child.reasoning_tokens,
     api_call_count = sessions.api_call_count + child.api_call_count,
-    estimated_cost_usd = sessions.estimated_cost_usd + child.estimated_cost_usd,
+    estimated_cost_usd = CASE WHEN sessions.estimated_cost_usd / 2 + child.estimated_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE sessions.estimated_cost_usd + child.estimated_cost_usd END,
     actual_cost_usd = CASE
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
-        ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd
+        ELSE CASE WHEN coalesce(sessions.actual_cost_usd, 0) / 2 + child.actual_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+            THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+            ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
     updated_at = ?1
 FROM (SELECT * FROM sessions WHERE id = ?2) AS child
@@ -3267,7 +3288,7 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:124`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
 pub fn roll_up_session_usage(
@@ -3278,7 +3299,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:142).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:153).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3289,7 +3310,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:142`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:153`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3301,7 +3322,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:154).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:165).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3312,7 +3333,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:154`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:165`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3324,7 +3345,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:166).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:177).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3336,7 +3357,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:166`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:177`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3347,13 +3368,13 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     stmt.query_row([id], read_session_row)
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:180).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:191).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:180`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:191`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
@@ -3553,7 +3574,7 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
@@ -3613,7 +3634,7 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
@@ -3669,7 +3690,7 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
@@ -4012,23 +4033,23 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:36`.
+    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:67`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:73`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:78`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
@@ -4037,19 +4058,23 @@ pub trait ReadQueries {
     /// program or imported), and every report and the usage chart failed with it. PostgreSQL
     /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
     /// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
-    /// session_admin.sql and server.sql do the same.
+    /// session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+    /// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
+    /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
+    /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
+    /// the same bits scaled, and unable to overflow), clamps, and scales back.
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:102`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:117`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4070,20 +4095,20 @@ pub trait ReadQueries {
     /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
     fn count_sessions(&mut self) -> Result<i64, crate::Error>;
 
-    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:142`.
+    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:153`.
     /// Root first, excluding the session itself.
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:154`.
+    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:165`.
     /// Breadth first (children, then grandchildren …), excluding the session itself.
     fn list_session_descendants(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:166`.
+    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:177`.
     /// The newest end of a compaction chain: follows continuation children as deep as they go
     /// (the session itself when it has none).
     fn get_continuation_tip(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:180`.
+    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:191`.
     fn top_sessions_by_tokens(&mut self, limit: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `ListSessionPreviews` (`:many`) from `sql/queries/sqlite/cli.sql:4`.
@@ -4244,11 +4269,11 @@ pub trait Queries: ReadQueries {
         params: &AddMessageUsageParams<'_>,
     ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:93`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:97`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -4275,7 +4300,7 @@ pub trait Queries: ReadQueries {
         params: &AddSessionUsageDeltaParams<'_>,
     ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:22`.
+    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:25`.
     /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
     /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
     /// parent in the same transaction (session_own_usage subtracts it again).
@@ -4284,13 +4309,13 @@ pub trait Queries: ReadQueries {
         params: &MarkSessionRolledUpParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:39`.
+    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
     fn import_session_roll_up(
         &mut self,
         params: &ImportSessionRollUpParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:48`.
+    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
     /// message did not exist yet; the counters were moved by the triggers).
     fn restore_imported_session(
@@ -4298,7 +4323,7 @@ pub trait Queries: ReadQueries {
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:58`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
     /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
     /// move it to the current time.
     fn restore_session_updated_at(
@@ -4306,13 +4331,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:63`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:129`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4380,14 +4405,14 @@ pub trait Queries: ReadQueries {
         params: &AddSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:117`.
+    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:122`.
     /// A billed amount reported by the provider; NULL + x counts as x.
     fn add_session_actual_cost(
         &mut self,
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:124`.
+    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
     /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
     fn roll_up_session_usage(
         &mut self,

@@ -324,16 +324,19 @@ SET input_tokens = input_tokens + $1,
     cache_read_tokens = cache_read_tokens + $3,
     cache_write_tokens = cache_write_tokens + $4,
     reasoning_tokens = reasoning_tokens + $5,
-    cost_usd = cost_usd + $6,
+    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    cost_usd = CASE WHEN cost_usd / 2 + CAST($6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE cost_usd + CAST($6 AS DOUBLE PRECISION) END,
     updated_at = $7
 WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:93).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:97).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -429,12 +432,15 @@ SET input_tokens = input_tokens + $1,
     reasoning_tokens = reasoning_tokens + $5,
     api_call_count = api_call_count + $6,
     tool_call_count = tool_call_count + $7,
-    estimated_cost_usd = estimated_cost_usd + $8,
+    -- Clamped, as every cost sum (see AddSessionUsage).
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST($8 AS DOUBLE PRECISION) END,
     updated_at = CASE WHEN updated_at > $9 THEN updated_at ELSE $9 END
 WHERE id = $10
 RETURNING *";
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:22).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -445,10 +451,10 @@ FROM sessions
 WHERE id = $2 AND parent_session_id IS NOT NULL
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:36).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = $1";
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:39).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -457,7 +463,7 @@ VALUES ($1, $2, $3, $4, $5,
         $10, $11)
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:48).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
@@ -465,26 +471,26 @@ SET summary_message_id = $1,
     tool_call_count = $4
 WHERE id = $5";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:58).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:63).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:67).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:73).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:22).
+/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:31).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -493,13 +499,15 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:39).
+/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:50).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -508,13 +516,15 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:56).
+/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:69).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
@@ -522,11 +532,13 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:129).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -641,17 +653,24 @@ SET input_tokens = input_tokens + $1,
     cache_write_tokens = cache_write_tokens + $4,
     reasoning_tokens = reasoning_tokens + $5,
     api_call_count = api_call_count + $6,
-    estimated_cost_usd = estimated_cost_usd + $7,
+    -- Costs add up to at most the largest finite amount, here and in every cost sum
+    -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
+    -- the write.
+    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($7 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE estimated_cost_usd + CAST($7 AS DOUBLE PRECISION) END,
     updated_at = $8
 WHERE id = $9";
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:117).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:122).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
-SET actual_cost_usd = coalesce(actual_cost_usd, 0) + $1,
+SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE coalesce(actual_cost_usd, 0) + CAST($1 AS DOUBLE PRECISION) END,
     updated_at = $2
 WHERE id = $3";
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:124).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = sessions.input_tokens + child.input_tokens,
     output_tokens = sessions.output_tokens + child.output_tokens,
@@ -659,16 +678,20 @@ SET input_tokens = sessions.input_tokens + child.input_tokens,
     cache_write_tokens = sessions.cache_write_tokens + child.cache_write_tokens,
     reasoning_tokens = sessions.reasoning_tokens + child.reasoning_tokens,
     api_call_count = sessions.api_call_count + child.api_call_count,
-    estimated_cost_usd = sessions.estimated_cost_usd + child.estimated_cost_usd,
+    estimated_cost_usd = CASE WHEN sessions.estimated_cost_usd / 2 + child.estimated_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE sessions.estimated_cost_usd + child.estimated_cost_usd END,
     actual_cost_usd = CASE
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
-        ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd
+        ELSE CASE WHEN coalesce(sessions.actual_cost_usd, 0) / 2 + child.actual_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+            THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+            ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
     updated_at = $1
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:142).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:153).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -679,7 +702,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:154).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:165).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -690,7 +713,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:166).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:177).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL
@@ -753,7 +776,7 @@ FROM (
 ) AS p
 ORDER BY p.n";
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:4).
+/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:5).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        coalesce(model, '') AS \"key!\",
@@ -764,13 +787,15 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:24).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:27).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
@@ -781,13 +806,15 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:4).
+/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:11).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
        count(*) AS \"session_count!\",
@@ -797,7 +824,9 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')

@@ -80,6 +80,12 @@ pub struct Options {
     pub max_idle_readers: usize,
     /// Open an existing database for reading only (see [`Database::open_read_only`]).
     pub read_only: bool,
+    /// Create a missing SQLite file (and its directory) when opening read-write: the
+    /// default, what a writer wants. Off ([`Database::open_existing`]), a path with no
+    /// file is [`Error::NoDatabase`] and nothing is created, as for a read-only open
+    /// (which never creates). PostgreSQL never creates a database when connecting, so it
+    /// has no say there.
+    pub create: bool,
     /// Where the services over this database read the time ([`Database::now`],
     /// [`Tx::now`]); the system clock by default, a test's own clock in tests.
     pub clock: Clock,
@@ -142,6 +148,7 @@ impl Default for Options {
             cache_kib: 16 * 1024,
             max_idle_readers: 4,
             read_only: false,
+            create: true,
             clock: Clock::system(),
             background_indexing: true,
             index_delay: Duration::from_millis(50),
@@ -258,14 +265,28 @@ impl Database {
         Self::open_with(path, Options::default())
     }
 
+    /// Opens the database at `path` as [`Database::open`] does (read-write, migrated), but
+    /// only when it exists: a path with no file is [`Error::NoDatabase`] and nothing is
+    /// created (no directory, no file, no `-wal`/`-shm`). For a command that reads or
+    /// changes what is stored, to which a mistyped path must not look like an empty store.
+    /// On PostgreSQL the same as [`Database::open`].
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Self> {
+        let options = Options {
+            create: false,
+            ..Options::default()
+        };
+        Self::open_with(path, options)
+    }
+
     /// Opens the existing database at `path` for reading only, with default [`Options`].
     ///
     /// Never creates, migrates or writes anything, so it works on a file or directory this
-    /// process may not write. Reading a WAL database alongside writers needs its `-shm`
-    /// file; when neither it nor the `-wal` file exists (as after every writer closed
-    /// cleanly) and they cannot be created (a read-only directory or medium), the file is
-    /// read as `immutable`: without locks, assuming no process writes it meanwhile (a
-    /// writer starting later may make reads fail or miss its changes).
+    /// process may not write; a path with no file is [`Error::NoDatabase`]. Reading a WAL
+    /// database alongside writers needs its `-shm` file; when neither it nor the `-wal`
+    /// file exists (as after every writer closed cleanly) and they cannot be created (a
+    /// read-only directory or medium), the file is read as `immutable`: without locks,
+    /// assuming no process writes it meanwhile (a writer starting later may make reads fail
+    /// or miss its changes).
     ///
     /// The schema must be exactly this build's version: a newer one gives
     /// [`Error::SchemaTooNew`], an older one [`Error::SchemaTooOld`] (open it read-write once
@@ -361,10 +382,13 @@ impl Database {
     }
 
     fn open_read_write(path: &Path, options: Options, target: Option<i64>) -> Result<Self> {
-        create_private_file(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = if options.create {
+            create_private_file(path)?;
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } else {
+            must_exist(path)?;
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags)?;
         set_busy_timeout(&conn, options.busy_timeout)?;
         // Another program's database (`--db` pointed at an agent's history) is refused
@@ -445,12 +469,8 @@ impl Database {
     fn open_read_only_at(path: &Path, options: Options) -> Result<Self> {
         let path = absolute(path)?;
         let open = || -> Result<Self> {
-            // SQLite would report a missing file as "unable to open database file"; the
-            // operating system's "no such file" is clearer.
-            fs::metadata(&path).map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+            // SQLite would report a missing file as "unable to open database file".
+            must_exist(&path)?;
             let probe = |immutable: bool| -> Result<(Connection, i64)> {
                 let conn = open_reader(&path, &options, immutable)?;
                 let found = retry(&options, || migrate::current_version(&conn))?;
@@ -1146,6 +1166,7 @@ fn refuse_foreign(conn: &Connection, path: &Path, options: &Options) -> Result<(
         return Err(Error::ForeignDatabase {
             path: path.to_owned(),
             tables,
+            backend: crate::Backend::Sqlite,
         });
     }
     Ok(())
@@ -1210,6 +1231,21 @@ fn absolute(path: &Path) -> Result<PathBuf> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// [`Error::NoDatabase`] when there is no file at `path` (the one rule of every open that
+/// must not create one); [`Error::Io`] when the operating system cannot tell.
+fn must_exist(path: &Path) -> Result<()> {
+    match fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(Error::NoDatabase {
+            path: path.to_owned(),
+        }),
+        Err(source) => Err(Error::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
 }
 
 /// Creates the parent directory (0700) and the file (0600) if they don't exist; existing

@@ -99,19 +99,30 @@ pub enum Error {
         #[source]
         source: SqliteError,
     },
-    /// The file is an SQLite database of another program (an agent's own history, say):
-    /// it has tables but no Scribe schema history. Scribe neither adds its schema to it
-    /// nor reads it; nothing in the file is changed.
+    /// The database is another program's: an SQLite file (an agent's own history, say),
+    /// or a PostgreSQL database whose schema holds tables, and no Scribe schema history.
+    /// Scribe neither adds its schema to it nor reads it; nothing in it is changed.
     #[error(
-        "{} is an SQLite database of another program ({tables} tables, no scribe schema); \
-         scribe leaves it as it is (to import an agent's history, use `scribe import --from`)",
-        path.display()
+        "{} is {} of another program ({tables} tables, no scribe schema); scribe leaves it \
+         as it is ({})",
+        path.display(),
+        foreign_what(*backend),
+        foreign_advice(*backend)
     )]
     ForeignDatabase {
-        /// The file.
+        /// The file, or the PostgreSQL location with its password hidden.
         path: PathBuf,
-        /// How many tables it holds.
+        /// How many tables it holds (PostgreSQL: in the connection's current schema).
         tables: i64,
+        /// Which backend it is on.
+        backend: crate::Backend,
+    },
+    /// An open that must not create a database ([`crate::Database::open_existing`],
+    /// [`crate::Database::open_read_only`]) found no file at the path; nothing was created.
+    #[error("no database at {}: the file does not exist", path.display())]
+    NoDatabase {
+        /// The path looked at.
+        path: PathBuf,
     },
     /// The database file is damaged (SQLITE_CORRUPT) in a way found when opening.
     #[error(
@@ -218,6 +229,22 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+}
+
+/// What [`Error::ForeignDatabase`] found, by backend.
+fn foreign_what(backend: crate::Backend) -> &'static str {
+    match backend {
+        crate::Backend::Sqlite => "an SQLite database",
+        crate::Backend::Postgres => "a PostgreSQL database",
+    }
+}
+
+/// What to do instead, by backend.
+fn foreign_advice(backend: crate::Backend) -> &'static str {
+    match backend {
+        crate::Backend::Sqlite => "to import an agent's history, use `scribe import --from`",
+        crate::Backend::Postgres => "give scribe a database of its own, e.g. `createdb scribe`",
+    }
 }
 
 /// A boxed error kept as the source of a backend-neutral [`Error`] variant, so that no

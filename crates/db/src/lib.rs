@@ -5,8 +5,8 @@
 //!   `BEGIN IMMEDIATE` transactions, with actions queued to run after COMMIT) and
 //!   [`Database::read`] (read-only connections that never take the write lock), both
 //!   generic over the caller's error type ([`TxError`]); [`Database::open_read_only`] for
-//!   files this process may not write; [`Database::check`] and [`Database::vacuum`] for
-//!   maintenance.
+//!   files this process may not write, [`Database::open_existing`] where a missing file
+//!   must not be created; [`Database::check`] and [`Database::vacuum`] for maintenance.
 //! - [`Tx`] and [`ReadTx`]: what those closures get — the generated queries as
 //!   backend-neutral traits (`tx.q().get_session(id)`), the clock, and
 //!   [`Tx::after_commit`]; [`Reads`] for functions that only read and take either.

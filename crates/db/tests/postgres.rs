@@ -153,6 +153,81 @@ fn an_older_schema_is_migrated_and_a_newer_one_refused() {
     assert!(err.to_string().contains("upgrade scribe"), "{err}");
 }
 
+/// What the current schema holds: its relations (tables, indexes, sequences, views) and
+/// functions, by name.
+fn schema_objects(url: &str) -> Vec<String> {
+    admin(url)
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema()
+             UNION ALL
+             SELECT p.proname::text || '()' FROM pg_proc p
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// A database whose schema holds another program's tables and no Scribe schema history is
+/// refused as an SQLite file of another program is (`Error::ForeignDatabase`), by every
+/// way of opening it, before anything is written: its schema is left as it was. (Before,
+/// `Database::open` ran every migration into it.)
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn another_programs_database_is_refused_and_left_untouched() {
+    let url = fresh("scribe_foreign");
+    admin(&url)
+        .batch_execute("CREATE TABLE foo (id int PRIMARY KEY); INSERT INTO foo VALUES (1)")
+        .unwrap();
+    let before = schema_objects(&url);
+    assert_eq!(before, ["foo", "foo_pkey"]);
+    let read_only = Options {
+        read_only: true,
+        ..Options::default()
+    };
+    for err in [
+        Database::open(&url).unwrap_err(),
+        Database::open_existing(&url).unwrap_err(),
+        Database::open_with(&url, read_only).unwrap_err(),
+        Database::open_at_version(&url, 3).unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                err,
+                Error::ForeignDatabase {
+                    tables: 1,
+                    backend: Backend::Postgres,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("is a PostgreSQL database of another program (1 tables"),
+            "{text}"
+        );
+        assert_eq!(schema_objects(&url), before);
+    }
+    let rows: i64 = admin(&url)
+        .query_one("SELECT count(*) FROM foo", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 1);
+
+    // Once the other program's table is gone, the empty database is Scribe's.
+    admin(&url).batch_execute("DROP TABLE foo").unwrap();
+    let db = Database::open(&url).unwrap();
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
+    );
+}
+
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn each_way_of_failing_to_connect_has_its_own_error() {

@@ -17,20 +17,36 @@ fn count(db: &Database, sql: &str) -> i64 {
     .unwrap()
 }
 
+/// Neither a read-only open nor `open_existing` (read-write, migrating) creates a missing
+/// database: both are `Error::NoDatabase` naming the path, and leave no file, no
+/// `-wal`/`-shm` and no directory behind. `open` creates it; then `open_existing` opens it.
 #[test]
 fn a_missing_file_is_not_created() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sub/none.db");
-    let err = Database::open_read_only(&path).unwrap_err();
-    assert!(
-        matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
-        "{err:?}"
+    for path in [dir.path().join("sub/none.db"), dir.path().join("none.db")] {
+        for err in [
+            Database::open_read_only(&path).unwrap_err(),
+            Database::open_existing(&path).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::NoDatabase { path: p } if *p == path),
+                "{err:?}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("no database at {}: the file does not exist", path.display())
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    let path = dir.path().join("sub/made.db");
+    drop(Database::open(&path).unwrap());
+    let db = Database::open_existing(&path).unwrap();
+    assert_eq!(
+        db.schema_version().unwrap(),
+        Database::known_schema_version()
     );
-    assert!(
-        err.to_string().contains(&path.display().to_string()),
-        "{err}"
-    );
-    assert!(!path.exists() && !path.parent().unwrap().exists());
 }
 
 #[test]

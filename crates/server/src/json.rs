@@ -22,9 +22,16 @@ pub const ELLIPSIS: char = '…';
 pub const PREVIEW_CHARS: usize = 200;
 
 /// `dollars` rounded to a billionth: sums of many small float charges carry noise in the
-/// last digits (`0.04644000000000001`) that scripts should not see.
+/// last digits (`0.04644000000000001`) that scripts should not see. An amount too large to
+/// scale (above ~1.8e299, up to the `f64::MAX` cost sums stop at) has no such digits and
+/// is kept as it is, not turned into `inf` (`null` in JSON).
 pub fn usd(dollars: f64) -> f64 {
-    (dollars * 1e9).round() / 1e9
+    let rounded = (dollars * 1e9).round() / 1e9;
+    if rounded.is_finite() {
+        rounded
+    } else {
+        dollars
+    }
 }
 
 /// `text` on one line (every run of whitespace becomes one space), cut to at most
@@ -451,6 +458,8 @@ mod tests {
     fn costs_lose_float_noise() {
         assert_eq!(usd(0.046_440_000_000_000_01).to_string(), "0.04644");
         assert_eq!(usd(0.0123), 0.0123);
+        assert_eq!(usd(f64::MAX), f64::MAX);
+        assert_eq!(usd(1e300), 1e300);
     }
 
     #[test]

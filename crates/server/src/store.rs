@@ -264,16 +264,13 @@ impl Opened {
 /// file is [`ServeError::NoDatabase`] (none is created); a PostgreSQL database must exist
 /// with this build's schema.
 fn open_read_only(path: &Path) -> Result<Database, ServeError> {
-    let failed = |source| ServeError::Open {
-        location: Database::shown_location(path),
-        source,
-    };
-    if Database::backend_of(path).map_err(failed)? == Backend::Sqlite && !path.is_file() {
-        return Err(ServeError::NoDatabase {
-            path: path.to_owned(),
-        });
-    }
-    Database::open_read_only(path).map_err(failed)
+    Database::open_read_only(path).map_err(|source| match source {
+        scribe_db::Error::NoDatabase { path } => ServeError::NoDatabase { path },
+        source => ServeError::Open {
+            location: Database::shown_location(path),
+            source,
+        },
+    })
 }
 
 impl Store {

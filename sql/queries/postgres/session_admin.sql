@@ -1,5 +1,12 @@
 -- PostgreSQL spellings of the session_admin queries SQLite writes differently
 -- (sql/queries/sqlite/session_admin.sql): days formatted with to_char in UTC.
+--
+-- Costs: sum(float8) fails with "value out of range: overflow" past f64::MAX, where SQLite
+-- gives inf. Both clamp to f64::MAX (ARCHITECTURE.md, "Clamped cost sums"): here each cost
+-- is scaled by 2^-64 (exact: a power of two), summed (the same additions, bits scaled,
+-- and no sum of fewer than 2^64 rows can overflow), clamped at MAX * 2^-64
+-- (9.745314011399998e288) and scaled back by 2^64, which gives PostgreSQL's own sum
+-- exactly below the limit. Costs under ~1e-289 would lose precision (subnormal).
 
 -- name: UsageByDaySince :many
 -- Days are UTC calendar days of created_at, oldest first. A created_at outside years
@@ -13,7 +20,9 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
@@ -30,7 +39,9 @@ SELECT coalesce(model, '') AS "key!",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY coalesce(model, '')
@@ -47,7 +58,9 @@ SELECT source AS "key!",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY source
@@ -63,6 +76,8 @@ SELECT count(*) AS "session_count!",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(sum(estimated_cost_usd), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

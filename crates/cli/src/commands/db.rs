@@ -3,13 +3,13 @@
 //! may only read. Every subcommand runs on SQLite and PostgreSQL.
 
 use std::io::Write;
-use std::path::Path;
 
 use clap::{Args, Subcommand};
 use scribe_db::{Backend, Database, DbInfo, IndexStatus};
 
 use crate::context::{Access, open_database};
 use crate::error::CliError;
+use crate::location::DbPath;
 
 /// Database maintenance.
 #[derive(Debug, Subcommand)]
@@ -17,8 +17,8 @@ pub enum DbCommand {
     /// Show the database's backend and location, engine version, schema version, row
     /// counts and size.
     ///
-    /// Like every command, this creates the database if it is missing and migrates an
-    /// older schema first; a database this process may not write is read as it is.
+    /// Migrates an older schema first; a database this process may not write is read as
+    /// it is. A missing database is not created (`scribe db migrate` creates one).
     Info(InfoArgs),
     /// Create the database if needed and bring its schema up to date (on PostgreSQL under
     /// an advisory lock, so processes starting together migrate it once).
@@ -59,12 +59,13 @@ pub struct InfoArgs {
     pub json: bool,
 }
 
-/// Runs a `db` subcommand against the database at `path`.
-pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
+/// Runs a `db` subcommand against the database at `db`. Only `migrate` (and `copy`'s
+/// target) creates a missing database.
+pub fn run(command: DbCommand, db: &DbPath) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     match command {
         DbCommand::Info(args) => {
-            let info = open_database(path, Access::Read)?.info()?;
+            let info = open_database(db, Access::Read)?.info()?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&info_json(&info))?)?;
             } else {
@@ -72,7 +73,7 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
             }
         }
         DbCommand::Migrate => {
-            let db = Database::open(path)?;
+            let db = open_database(db, Access::Create)?;
             let report = db.migration_report();
             if report.applied.is_empty() {
                 writeln!(
@@ -94,16 +95,16 @@ pub fn run(command: DbCommand, path: &Path) -> Result<(), CliError> {
                 )?;
             }
         }
-        DbCommand::Check => check(&mut out, path)?,
-        DbCommand::Vacuum => vacuum(&mut out, path)?,
+        DbCommand::Check => check(&mut out, db)?,
+        DbCommand::Vacuum => vacuum(&mut out, db)?,
         DbCommand::Copy(args) => copy(&mut out, &args)?,
     }
     Ok(())
 }
 
 /// Runs every check, printing one line each, and fails if any found a problem.
-fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
-    let report = open_database(path, Access::Read)?.check()?;
+fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
+    let report = open_database(db, Access::Read)?.check()?;
     if report.integrity_check.is_empty() {
         // PostgreSQL: no such check (see `skipped`).
     } else if report.integrity_check == ["ok"] {
@@ -174,7 +175,9 @@ fn check(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
 
 /// Copies one store into another, with a progress bar per table.
 fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
-    let from = Database::open(&args.from)?;
+    // The source must exist (a mistyped one is not an empty store to copy); the target
+    // is created.
+    let from = Database::open_existing(&args.from)?;
     let to = Database::open(&args.to)?;
     let mut bar: Option<(String, indicatif::ProgressBar)> = None;
     let report = scribe_db::copy::copy(&from, &to, |p| {
@@ -203,8 +206,8 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
 /// SQLite: rebuilds the file, then truncates the write-ahead log, and reports the size
 /// change. PostgreSQL: vacuums and analyzes each table, and reports which, with their
 /// size before and after.
-fn vacuum(out: &mut impl Write, path: &Path) -> Result<(), CliError> {
-    let db = Database::open(path)?;
+fn vacuum(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
+    let db = open_database(db, Access::Change)?;
     let report = db.vacuum()?;
     let (before, after) = (
         human_bytes(report.bytes_before),

@@ -159,15 +159,20 @@ fn write_atomically(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    // tempfile names its own random file in the error ("… at path \"dir/.tmpX1b2\""): the
-    // user asked for `path`, which the message already names.
-    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
-        let text = e.to_string();
-        let os = text
-            .rsplit_once(" at path ")
-            .map_or(text.as_str(), |(os, _)| os);
-        io_err(std::io::Error::new(e.kind(), os.to_owned()))
-    })?;
+    // The temporary file is opened here rather than by `NamedTempFile::new_in`, whose error
+    // wraps the operating system's in a text naming its own random file (`… at path
+    // "dir/.tmpX1b2"`): this one is the operating system's error as it is (kind, code,
+    // message), and the user asked for `path`, which `WriteFile` names. As tempfile does:
+    // a new file (never an existing one), private (0600), removed unless persisted.
+    let tmp = tempfile::Builder::new()
+        .make_in(dir, |tmp| {
+            let mut options = std::fs::OpenOptions::new();
+            options.read(true).write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            options.open(tmp)
+        })
+        .map_err(io_err)?;
     {
         let mut writer = BufWriter::new(tmp.as_file());
         write(&mut writer)?;

@@ -30,12 +30,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::DemoCheck(cmd) => return cmd.run(),
         _ => {}
     }
-    let path = location::database_path(cli.db)?;
+    let db = location::database_path(cli.db)?;
     match cli.command {
-        Command::Db(command) => return db::run(command, &path),
-        Command::Serve(cmd) => return cmd.run(&path),
+        Command::Db(command) => return db::run(command, &db),
+        Command::Serve(cmd) => return cmd.run(&db.path),
         _ => {}
     }
+    // Only a command that adds to the store creates a missing database; see
+    // `context::open_database` and the README's CLI tour.
+    let dry_run = matches!(&cli.command, Command::Import(cmd) if cmd.dry_run);
     let access = match &cli.command {
         Command::List(_)
         | Command::Show(_)
@@ -43,9 +46,24 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Stats(_)
         | Command::Export(_)
         | Command::Sources(_) => Access::Read,
-        _ => Access::Write,
+        // Writes nothing, so creates nothing either.
+        Command::Import(_) if dry_run => Access::Read,
+        Command::Import(_) | Command::Demo(_) => Access::Create,
+        _ => Access::Change,
     };
-    let ctx = Context::open(&path, access)?;
+    let ctx = match Context::open(&db, access) {
+        // A first run: a reading command answers as for an empty store, saying why.
+        Err(CliError::NothingYet { path }) if access == Access::Read => {
+            eprintln!("scribe: {}", CliError::NothingYet { path });
+            Context::empty()?
+        }
+        // A dry run into a database not created yet counts everything as new.
+        Err(CliError::NoDatabase { source }) if dry_run => {
+            eprintln!("scribe: {source}; a dry run counts against an empty store");
+            Context::empty()?
+        }
+        other => other?,
+    };
     match cli.command {
         Command::List(cmd) => cmd.run(&ctx),
         Command::Show(cmd) => cmd.run(&ctx),

@@ -56,6 +56,31 @@ fn recorded(client: &mut Client) -> Result<Vec<(i64, String)>> {
         .collect()
 }
 
+/// [`Error::ForeignDatabase`] when the current schema holds tables but no Scribe schema
+/// history (another program's database), as SQLite's `refuse_foreign`: one read, so that
+/// a concurrent migration is seen whole (its tables with its history) or not at all.
+fn refuse_foreign(client: &mut Client, shown: &str) -> Result<()> {
+    let tables: i64 = client
+        .query_one(
+            "WITH mine AS (
+                 SELECT c.relname FROM pg_catalog.pg_class c
+                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p'))
+             SELECT CASE WHEN EXISTS (SELECT 1 FROM mine WHERE relname = $1) THEN 0
+                         ELSE (SELECT count(*) FROM mine) END",
+            &[&HISTORY_TABLE],
+        )?
+        .try_get(0)?;
+    if tables > 0 {
+        return Err(Error::ForeignDatabase {
+            path: shown.into(),
+            tables,
+            backend: crate::Backend::Postgres,
+        });
+    }
+    Ok(())
+}
+
 /// The highest migration version recorded (0 for a fresh database).
 pub(crate) fn current_version(client: &mut Client) -> Result<i64> {
     Ok(recorded(client)?.last().map_or(0, |(v, _)| *v))
@@ -88,6 +113,11 @@ pub(crate) fn migrate(
 ) -> Result<MigrationReport> {
     let known = known_version();
     let before = recorded(client)?;
+    // Another program's database is refused before anything is written to it, read-only
+    // or not; and again under the lock, before the first migration.
+    if before.is_empty() {
+        refuse_foreign(client, shown)?;
+    }
     let found = before.last().map_or(0, |(v, _)| *v);
     if found > known {
         return Err(Error::SchemaTooNew { found, known });
@@ -112,6 +142,9 @@ pub(crate) fn migrate(
         let from = current_version(client)?;
         if from > known {
             return Err(Error::SchemaTooNew { found: from, known });
+        }
+        if from == 0 {
+            refuse_foreign(client, shown)?;
         }
         let mut runner: Runner = embedded::migrations::runner()
             .set_grouped(true)
