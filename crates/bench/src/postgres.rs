@@ -1522,7 +1522,7 @@ impl PgReport {
             let _ = writeln!(
                 out,
                 "\nwhat an append was made of (traced, mean ms): all appends / the slowest 1% \
-                 (at or above the p99); cli/srv = the writer / its server backend on a CPU, \
+                 (the p99 and above); cli/srv = the writer / its server backend on a CPU, \
                  +wait = waiting in the run queue for one (they overlap: a client still runnable \
                  waits while the backend it woke runs)"
             );

@@ -128,26 +128,27 @@ pub struct Split {
     pub srv_wait_ms: f64,
 }
 
-/// A row's appends split: all of them, and the slowest 1% (at or above the p99).
+/// A row's appends split: all of them, and the slowest 1% (the `n / 100` slowest, at
+/// least one: the p99 and the appends above it).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Tail {
     /// Every traced append.
     pub all: Split,
-    /// The appends at or above the row's p99.
+    /// The slowest 1% of the row's appends.
     pub slowest: Split,
     /// Whether the server's backends were metered (else their columns are 0 and in the
     /// rest).
     pub server: bool,
 }
 
-/// The split of the appends of `latencies` (with their `traces`, in the same order) at or
-/// above `from`.
-fn split(latencies: &[Duration], traces: &[AppendTrace], from: Duration) -> Split {
+/// The split of the appends `which` of `latencies` (with their `traces`, in the same
+/// order).
+fn split(latencies: &[Duration], traces: &[AppendTrace], which: &[usize]) -> Split {
     let mut s = Split::default();
-    for (latency, t) in latencies.iter().zip(traces) {
-        if *latency < from {
+    for &i in which {
+        let (Some(latency), Some(t)) = (latencies.get(i), traces.get(i)) else {
             continue;
-        }
+        };
         s.appends += 1;
         s.latency_ms += latency.as_secs_f64() * 1e3;
         s.cli_run_ms += t.cli_run_us as f64 / 1e3;
@@ -173,9 +174,12 @@ pub fn tail(latencies: &[Duration], traces: &[AppendTrace], server: bool) -> Opt
     if traces.is_empty() || traces.len() != latencies.len() {
         return None;
     }
+    let mut by_latency: Vec<usize> = (0..latencies.len()).collect();
+    by_latency.sort_by_key(|&i| std::cmp::Reverse(latencies[i]));
+    let slowest = &by_latency[..latencies.len().div_ceil(100)];
     Some(Tail {
-        all: split(latencies, traces, Duration::ZERO),
-        slowest: split(latencies, traces, crate::stats::percentile(latencies, 0.99)),
+        all: split(latencies, traces, &by_latency),
+        slowest: split(latencies, traces, slowest),
         server,
     })
 }
