@@ -12,9 +12,10 @@
 //!   times whatever the writer count, so every paced row runs as long (a single writer's
 //!   p99 is then not just its second-slowest append), in [`PgSizes::paced_blocks`]
 //!   blocks, the rows' blocks taking turns, so the rows compared share the machine's
-//!   conditions (other work, the server's autovacuum rounds). Each writer appends once,
-//!   untimed, before the timed ones (its connection open, its statements prepared: the
-//!   rows time appends, not a process's first). Total rate, p50/p95/p99/max of one append, errors, retries
+//!   conditions (other work, the server's autovacuum rounds). Each writer first appends
+//!   one message of every shape untimed ([`warm_up`]: its connection open, every
+//!   statement prepared, every trigger path run once: the rows time appends, not a
+//!   process's first). Total rate, p50/p95/p99/max of one append, errors, retries
 //!   per append, and whether every append is stored. Targets: 16 PostgreSQL writers
 //!   with 0 errors (both ways), their p99 at most 2x the single writer's (judged on the
 //!   paced rows: "not waiting on each other"), and a saturated total at least 0.5x
@@ -199,7 +200,7 @@ pub struct WritersRow {
     pub first_error: Option<String>,
     /// Messages found stored in the writers' sessions afterwards.
     pub stored: usize,
-    /// Messages the writers were asked to append (each writer's untimed first one
+    /// Messages the writers were asked to append (each writer's untimed [`warm_up`]
     /// included).
     pub expected: usize,
     /// CPU time the PostgreSQL server spent per timed append, ms (all its processes,
@@ -665,8 +666,8 @@ fn backends_named(location: &str, name: &str) -> Result<Vec<u32>> {
 }
 
 /// A writer process's side of the harness, whatever it appends with (Scribe's
-/// `--writer --queries`, the limit's `--writer --pg-limit`): one untimed append (the
-/// connection open, the statements prepared), "ready", then after "go" `count` drafts
+/// `--writer --queries`, the limit's `--writer --pg-limit`): the untimed [`warm_up`]
+/// appends (the connection open, every statement prepared), "ready", then after "go" `count` drafts
 /// of `seed`, each timed (one every `pace` when given, the first after a pause of up to
 /// one interval drawn from `seed`, so paced writers do not start in step; an append that
 /// is late starts at once), and the report as one JSON line: latencies, errors,
@@ -689,8 +690,8 @@ pub fn writer_loop(
         trace: Vec::new(),
         traced_server: false,
     };
-    if let Some(first) = drafts(seed ^ 0x5eed, 1).first() {
-        append(first)?;
+    for draft in &warm_up(seed) {
+        append(draft)?;
     }
     // After the first append: its connection is open.
     let meter = crate::trace::enabled().then(|| crate::trace::Meter::new(&backends()));
@@ -740,6 +741,35 @@ pub fn writer_loop(
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// A writer's untimed appends before its timed ones: one draft of every shape (role and
+/// part types) the drafts have, so every statement an append can send is prepared and
+/// every trigger path has run once in the writer's backend before timing starts. One
+/// untimed user message (text and finish) left the first assistant message with a tool
+/// or a step finish to do it inside a timed append: with 16 writers and the rows in
+/// blocks (a fresh process each block) those first-time appends (2-3x the others) were
+/// about 1% of a row's appends, where its p99 is read.
+pub fn warm_up(seed: u64) -> Vec<Draft> {
+    let mut shapes = std::collections::HashSet::new();
+    drafts(seed ^ 0x5eed, 256)
+        .into_iter()
+        .filter(|(role, parts)| {
+            let shape: Vec<String> = std::iter::once(role.as_str().to_owned())
+                .chain(parts.iter().map(|p| p.type_name().to_owned()))
+                .collect();
+            shapes.insert(shape)
+        })
+        .collect()
+}
+
+/// Messages the writers of a row append in all: `per_writer` timed ones each and their
+/// untimed [`warm_up`] (the `i`-th writer's seed is `seed + 1_000 + i`, as
+/// [`writer_command`] passes it).
+fn expected_appends(processes: usize, per_writer: usize, seed: u64) -> usize {
+    (0..processes)
+        .map(|i| per_writer + warm_up(seed + 1_000 + i as u64).len())
+        .sum()
 }
 
 /// The command of the `i`-th writer process of a row (`kind`: `--queries` for Scribe's,
@@ -866,8 +896,13 @@ fn writers_block(
         }
         Ok(n)
     })?;
-    // Each writer's untimed first append included.
-    Ok((timed, stored, processes * (per_writer + 1), sessions))
+    // Each writer's untimed appends included.
+    Ok((
+        timed,
+        stored,
+        expected_appends(processes, per_writer, seed),
+        sessions,
+    ))
 }
 
 /// Runs the limit's rows `runs` (variant, writer processes) and adds them to `writers`.
@@ -964,7 +999,7 @@ fn limit_block(
     Ok((
         timed,
         usize::try_from(stored)?,
-        processes * (per_writer + 1),
+        expected_appends(processes, per_writer, seed),
     ))
 }
 
@@ -1341,7 +1376,7 @@ impl PgReport {
         let _ = writeln!(
             out,
             "\nwriter processes, each appending to its own session (MessageService::create, one \
-             transaction per message), after one untimed append each: saturated = {} appends \
+             transaction per message), after untimed appends of every shape each: saturated = {} appends \
              each as fast as it can; paced = one every {} ms, {} each, in {} blocks per row, the \
              rows' blocks taking turns so every paced row runs as long under the same conditions \
              (timed: the appends column); retries per append; stored (untimed ones included)",
@@ -1618,5 +1653,44 @@ impl PgReport {
         }
         let _ = writeln!(out, "total {:.1} s", self.total_s);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape((role, parts): &Draft) -> Vec<String> {
+        std::iter::once(role.as_str().to_owned())
+            .chain(parts.iter().map(|p| p.type_name().to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_warm_up_has_every_shape_a_writer_then_appends_once() {
+        for seed in (0..40).chain([42, 1_042, 1_057, 7_961]) {
+            let warm = warm_up(seed);
+            let shapes: Vec<_> = warm.iter().map(shape).collect();
+            let distinct: std::collections::HashSet<_> = shapes.iter().collect();
+            assert_eq!(distinct.len(), shapes.len(), "seed {seed}: a shape twice");
+            for draft in drafts(seed, 800) {
+                assert!(
+                    shapes.contains(&shape(&draft)),
+                    "seed {seed}: {:?} not warmed up",
+                    shape(&draft)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_expects_every_writers_warm_up_and_timed_appends() {
+        let seed = 42;
+        let warm: usize = (0..16).map(|i| warm_up(seed + 1_000 + i).len()).sum();
+        assert_eq!(expected_appends(16, 100, seed), 1_600 + warm);
+        assert!(
+            warm >= 16 * 2,
+            "a user and an assistant message each at least"
+        );
     }
 }
