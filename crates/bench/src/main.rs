@@ -42,6 +42,7 @@ mod reads;
 mod report;
 mod stats;
 mod stream;
+mod trace;
 mod transfer;
 mod web;
 mod writers;

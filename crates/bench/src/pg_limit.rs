@@ -224,7 +224,8 @@ fn append(
 
 /// The writer process side of `--writer --pg-limit`: the location from
 /// [`crate::postgres::DB_ENV`], the variant from [`VARIANT_ENV`] (the limit when unset);
-/// one untimed append, "ready", then `count` appends as fast as it can after "go".
+/// one untimed append, "ready", then `count` appends after "go", as fast as it can or
+/// one every [`crate::postgres::PACE_ENV`] ms.
 pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     let location = std::env::var(crate::postgres::DB_ENV)
         .map_err(|_| format!("{} is not set", crate::postgres::DB_ENV))?;
@@ -235,10 +236,15 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     let mut client = connect(&location)?;
     let insert = client.prepare(INSERT)?;
     let retries = std::cell::Cell::new(0);
+    let own_backend = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .ok()
+        .and_then(|row| row.try_get::<_, i32>(0).ok())
+        .and_then(|pid| u32::try_from(pid).ok());
     crate::postgres::writer_loop(
         count,
         seed,
-        None,
+        crate::postgres::pace_of_env()?,
         |draft| match append(&mut client, &insert, variant, session, draft) {
             Ok(n) => {
                 retries.set(retries.get() + n);
@@ -249,6 +255,7 @@ pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
                 None => err.to_string(),
             }),
         },
+        || own_backend.into_iter().collect(),
         || retries.get(),
     )
 }

@@ -8,18 +8,23 @@
 //!   can (on a 2-core machine 16 processes then queue for the CPU, so latency grows
 //!   with writers whatever the store does). Paced: every writer appends once every
 //!   [`PACE_MS`] ms, the rate of an agent streaming a reply, so the rows show whether
-//!   writers wait on each other; every paced row times at least
-//!   [`PgSizes::paced_samples`] appends (a single writer does that many), so its p99 is
-//!   not just its second-slowest append. Each writer appends once, untimed, before the
-//!   timed ones (its connection open, its statements prepared: the rows time appends,
-//!   not a process's first). Total rate, p50/p95/p99/max of one append, errors, retries
+//!   writers wait on each other; every paced writer appends [`PgSizes::paced_per_writer`]
+//!   times whatever the writer count, so every paced row runs as long (a single writer's
+//!   p99 is then not just its second-slowest append), in [`PgSizes::paced_blocks`]
+//!   blocks, the rows' blocks taking turns, so the rows compared share the machine's
+//!   conditions (other work, the server's autovacuum rounds). Each writer first appends
+//!   one message of every shape untimed ([`warm_up`]: its connection open, every
+//!   statement prepared, every trigger path run once: the rows time appends, not a
+//!   process's first). Total rate, p50/p95/p99/max of one append, errors, retries
 //!   per append, and whether every append is stored. Targets: 16 PostgreSQL writers
 //!   with 0 errors (both ways), their p99 at most 2x the single writer's (judged on the
 //!   paced rows: "not waiting on each other"), and a saturated total at least 0.5x
 //!   SQLite's saturated 4-writer total (a throughput is what saturated rows measure).
 //! - PostgreSQL's limit ([`pg_limit`]): the simplest raw program doing the same job on the
 //!   same server (issue 14's limit schema, one autocommit INSERT per message), 1, 4 and
-//!   16 writer processes saturated, right after Scribe's saturated rows; then the
+//!   16 writer processes saturated, right after Scribe's saturated rows, and 1 and 16
+//!   paced, right after Scribe's paced rows (no Scribe: the machine's share of a paced
+//!   p99 ratio); then the
 //!   breakdown variants (an explicit transaction, SERIALIZABLE) at 1 and 16. Every
 //!   PostgreSQL row shows the server's CPU per append when the server is on this
 //!   machine. Ratios: the limit's 16 writers against SQLite's 4 (whether the target is
@@ -74,6 +79,8 @@ pub const PACE_ENV: &str = "SCRIBE_BENCH_PACE_MS";
 /// The environment variable that limits the report to some of its parts (a comma list of
 /// `writers`, `events`, `load`, `search`; all when unset): for profiling one of them.
 /// `saturated` is the writer rows without the paced ones (~20 s instead of ~3 min);
+/// `pg-paced` only the PostgreSQL paced rows of 1 and 16 writers, Scribe's and the
+/// limit's (~5 min);
 /// `scribe-pg` only Scribe's saturated PostgreSQL rows; `limit` PostgreSQL's limit rows
 /// (which `writers` and `saturated` include); `breakdown` the limit's variants
 /// ([`pg_limit::Variant`]).
@@ -106,10 +113,13 @@ pub struct PgSizes {
     pub load_messages: usize,
     /// Loads timed.
     pub load_rounds: usize,
-    /// Appends per paced writer process (at least).
+    /// Appends per paced writer process, whatever the writer count: every paced row runs
+    /// as long (`paced_per_writer` x [`PACE_MS`]).
     pub paced_per_writer: usize,
-    /// Appends timed per paced row at least: fewer writers append more each.
-    pub paced_samples: usize,
+    /// Blocks each paced row is run in, the rows' blocks taking turns (1, 4, 16 writers,
+    /// then 16, 4, 1, …), so that every paced row spends its time under the same
+    /// conditions (other work on the machine, the server's autovacuum rounds).
+    pub paced_blocks: usize,
     /// Messages of the search corpus.
     pub corpus_messages: usize,
     /// Sessions of the search corpus.
@@ -126,8 +136,8 @@ impl PgSizes {
             events: 50,
             load_messages: 100,
             load_rounds: 10,
-            paced_per_writer: 20,
-            paced_samples: 80,
+            paced_per_writer: 40,
+            paced_blocks: 2,
             corpus_messages: 3_000,
             corpus_sessions: 10,
             queries: 36,
@@ -141,10 +151,14 @@ impl PgSizes {
             events: 500,
             load_messages: 500,
             load_rounds: 50,
-            paced_per_writer: 200,
             // One writer's p99 is then its 8th-slowest of 800 (60 s at the pace), where
-            // 200 made it the 2nd-slowest, which moved between 6.6 and 12 ms run to run.
-            paced_samples: 800,
+            // 200 made it the 2nd-slowest, which moved between 6.6 and 12 ms run to run;
+            // 16 writers' is their 128th-slowest of 12,800 over the same 60 s. Until stop
+            // 29 the 16 writers appended 200 each (15 s), after the single writer's 60 s:
+            // the rows compared ran at different times under different conditions.
+            paced_per_writer: 800,
+            // 100 appends (7.5 s) per writer and block.
+            paced_blocks: 8,
             // Smaller than the SQLite report's 50,000: a common word's query on
             // PostgreSQL ranks every matching part (see the report), so its time grows
             // with the corpus and 200 queries at 50,000 messages take most of an hour.
@@ -186,7 +200,7 @@ pub struct WritersRow {
     pub first_error: Option<String>,
     /// Messages found stored in the writers' sessions afterwards.
     pub stored: usize,
-    /// Messages the writers were asked to append (each writer's untimed first one
+    /// Messages the writers were asked to append (each writer's untimed [`warm_up`]
     /// included).
     pub expected: usize,
     /// CPU time the PostgreSQL server spent per timed append, ms (all its processes,
@@ -195,6 +209,12 @@ pub struct WritersRow {
     /// CPU time the writer processes spent per timed append, ms (on SQLite all of an
     /// append's work; on PostgreSQL the client's side), `None` when `/proc` cannot tell.
     pub client_cpu_ms: Option<f64>,
+    /// CPUs' worth of work the rest of the machine did during the row (its busy time,
+    /// steal included, less the server's and the writers'; on SQLite less the writers'),
+    /// `None` when `/proc` cannot tell: other work on the machine shows here.
+    pub other_cores: Option<f64>,
+    /// What the appends were made of, with [`crate::trace::TRACE_ENV`] set.
+    pub tail: Option<crate::trace::Tail>,
 }
 
 /// Commit on host A to delivery on host B.
@@ -306,17 +326,22 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
     let mut made = Vec::new();
 
     let mut writers = Vec::new();
+    let paced_only = wanted("pg-paced") && !wanted("writers");
     let paces: &[Option<u64>] = if wanted("writers") {
         &[None, Some(PACE_MS)]
     } else if wanted("saturated") || wanted("scribe-pg") {
         &[None]
+    } else if paced_only {
+        &[Some(PACE_MS)]
     } else {
         &[]
     };
     let sqlite_rows = wanted("writers") || wanted("saturated");
     let limit_rows = sqlite_rows || wanted("limit");
+    // The limit's paced rows: what the machine alone makes of a paced p99.
+    let limit_paced = wanted("writers") || paced_only;
     let breakdown_rows = wanted("breakdown");
-    let mut limit_client = if limit_rows || breakdown_rows {
+    let mut limit_client = if limit_rows || breakdown_rows || limit_paced {
         // The limit's raw client speaks no TLS: a server that insists on it gets no limit
         // rows (said so), not a failed report.
         match pg_limit::connect(url) {
@@ -350,15 +375,62 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             || "as fast as they can".to_owned(),
             |ms| format!("one every {ms} ms each"),
         );
-        let count = |processes: usize| {
-            if pace.is_some() {
-                sizes
-                    .paced_per_writer
-                    .max(sizes.paced_samples.div_ceil(processes))
-            } else {
-                sizes.per_writer
+        if let Some(ms) = pace {
+            let per_block = sizes.paced_per_writer.div_ceil(sizes.paced_blocks.max(1));
+            // `pg-paced` alone: the two rows the target compares.
+            let counts: &[usize] = if paced_only { &[1, 16] } else { &WRITERS };
+            progress(&format!(
+                "PostgreSQL: {counts:?} writer processes in turn, {} blocks of {per_block} \
+                 appends each, {how}",
+                sizes.paced_blocks
+            ));
+            for (processes, timed, stored, expected, sessions) in
+                paced_rows(counts, sizes, seed, |processes, per_writer, seed| {
+                    writers_block(url, "PostgreSQL", processes, per_writer, seed, Some(ms))
+                })?
+            {
+                made.extend(sessions);
+                writers.push(timed.row("PostgreSQL", "paced", processes, stored, expected));
             }
-        };
+            if limit_paced && limit_client.is_some() {
+                // The same pace and appends with no Scribe: what the machine makes of it.
+                progress(&format!(
+                    "PostgreSQL limit ({}): 1 and 16 writer processes in turn, {how}",
+                    Variant::Limit.describe()
+                ));
+                for (processes, timed, stored, expected, _) in
+                    paced_rows(&[1, 16], sizes, seed, |processes, per_writer, seed| {
+                        let (timed, stored, expected) =
+                            limit_block(url, Variant::Limit, processes, per_writer, seed, pace)?;
+                        Ok((timed, stored, expected, Vec::new()))
+                    })?
+                {
+                    writers.push(timed.row(
+                        Variant::Limit.backend(),
+                        "paced",
+                        processes,
+                        stored,
+                        expected,
+                    ));
+                }
+            }
+            if sqlite_rows {
+                progress(&format!(
+                    "SQLite: 1, 4 and 16 writer processes in turn, {how}"
+                ));
+                let rows = paced_rows(&WRITERS, sizes, seed, |processes, per_writer, seed| {
+                    // A file per row, as the saturated rows have: its blocks add to it.
+                    let file = dir.join(format!("pg-report-sqlite-paced-{processes}.db"));
+                    let file = file.to_str().ok_or("temporary path is not UTF-8")?;
+                    writers_block(file, "SQLite", processes, per_writer, seed, Some(ms))
+                })?;
+                for (processes, timed, stored, expected, _) in rows {
+                    writers.push(timed.row("SQLite", "paced", processes, stored, expected));
+                }
+            }
+            continue;
+        }
+        let count = |_: usize| sizes.per_writer;
         for processes in WRITERS {
             let count = count(processes);
             progress(&format!(
@@ -368,11 +440,9 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             made.extend(sessions);
             writers.push(row);
         }
-        if pace.is_none() {
-            // Right after Scribe's saturated rows, on the same server state.
-            limit_writers(url, &limit_runs, sizes, seed, &mut writers)?;
-            limit_runs.clear();
-        }
+        // Right after Scribe's saturated rows, on the same server state.
+        limit_writers(url, &limit_runs, sizes, seed, &mut writers)?;
+        limit_runs.clear();
         if !sqlite_rows {
             continue;
         }
@@ -381,8 +451,7 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
             progress(&format!(
                 "SQLite: {processes} writer processes x {count} appends, {how}"
             ));
-            let mode = if pace.is_some() { "paced" } else { "saturated" };
-            let file = dir.join(format!("pg-report-sqlite-{mode}-{processes}.db"));
+            let file = dir.join(format!("pg-report-sqlite-saturated-{processes}.db"));
             let file = file.to_str().ok_or("temporary path is not UTF-8")?;
             let (row, _) = writers_row(file, "SQLite", processes, count, seed, pace)?;
             writers.push(row);
@@ -530,28 +599,75 @@ pub fn append(svc: &MessageService, session: &str, draft: &Draft) -> Result<()> 
 /// is late starts at once).
 pub fn child(session: &str, count: usize, seed: u64) -> Result<()> {
     let location = std::env::var(DB_ENV).map_err(|_| format!("{DB_ENV} is not set"))?;
-    let pace = match std::env::var(PACE_ENV) {
-        Ok(ms) => {
-            Some(Duration::from_millis(ms.parse().map_err(|_| {
-                format!("{PACE_ENV} is not a number of ms: {ms:?}")
-            })?))
-        }
-        Err(_) => None,
+    let pace = pace_of_env()?;
+    // Traced: the pool's connections carry a name of this process's, so its backends can be
+    // found (and metered) after the first append.
+    let name = format!("scribe-bench-writer-{}", std::process::id());
+    let named = if crate::trace::enabled() {
+        with_application_name(&location, &name)
+    } else {
+        None
     };
-    let db = Arc::new(Database::open(&location)?);
+    let db = Arc::new(Database::open(named.as_deref().unwrap_or(&location))?);
     let svc = MessageService::new(Arc::clone(&db));
     writer_loop(
         count,
         seed,
         pace,
         |draft| append(&svc, session, draft).map_err(|err| err.to_string()),
+        || {
+            if named.is_none() {
+                return Vec::new();
+            }
+            backends_named(&location, &name).unwrap_or_default()
+        },
         || db.write_retries(),
     )
 }
 
+/// The pace [`PACE_ENV`] asks for, if any.
+pub fn pace_of_env() -> Result<Option<Duration>> {
+    match std::env::var(PACE_ENV) {
+        Ok(ms) => {
+            Ok(Some(Duration::from_millis(ms.parse().map_err(|_| {
+                format!("{PACE_ENV} is not a number of ms: {ms:?}")
+            })?)))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// `location` (a PostgreSQL URL or keyword string) with `application_name` set to `name`;
+/// `None` when it names one already or is not a PostgreSQL location.
+fn with_application_name(location: &str, name: &str) -> Option<String> {
+    if location.contains("application_name") {
+        return None;
+    }
+    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        let sep = if location.contains('?') { '&' } else { '?' };
+        Some(format!("{location}{sep}application_name={name}"))
+    } else if location.contains('=') {
+        Some(format!("{location} application_name={name}"))
+    } else {
+        None
+    }
+}
+
+/// The pids of the server backends whose connections are named `name`.
+fn backends_named(location: &str, name: &str) -> Result<Vec<u32>> {
+    let mut client = pg_limit::connect(location)?;
+    let rows = client.query(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
+        &[&name],
+    )?;
+    rows.iter()
+        .map(|row| Ok(u32::try_from(row.try_get::<_, i32>(0)?)?))
+        .collect()
+}
+
 /// A writer process's side of the harness, whatever it appends with (Scribe's
-/// `--writer --queries`, the limit's `--writer --pg-limit`): one untimed append (the
-/// connection open, the statements prepared), "ready", then after "go" `count` drafts
+/// `--writer --queries`, the limit's `--writer --pg-limit`): the untimed [`warm_up`]
+/// appends (the connection open, every statement prepared), "ready", then after "go" `count` drafts
 /// of `seed`, each timed (one every `pace` when given, the first after a pause of up to
 /// one interval drawn from `seed`, so paced writers do not start in step; an append that
 /// is late starts at once), and the report as one JSON line: latencies, errors,
@@ -561,6 +677,7 @@ pub fn writer_loop(
     seed: u64,
     pace: Option<Duration>,
     mut append: impl FnMut(&Draft) -> std::result::Result<(), String>,
+    backends: impl FnOnce() -> Vec<u32>,
     retries: impl FnOnce() -> u64,
 ) -> Result<()> {
     let work = drafts(seed, count);
@@ -570,10 +687,17 @@ pub fn writer_loop(
         first_error: None,
         retries: 0,
         cpu_us: None,
+        trace: Vec::new(),
+        traced_server: false,
     };
-    if let Some(first) = drafts(seed ^ 0x5eed, 1).first() {
-        append(first)?;
+    for draft in &warm_up(seed) {
+        append(draft)?;
     }
+    // After the first append: its connection is open.
+    let meter = crate::trace::enabled().then(|| crate::trace::Meter::new(&backends()));
+    report.traced_server = meter
+        .as_ref()
+        .is_some_and(crate::trace::Meter::has_backends);
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")?;
     out.flush()?;
@@ -595,11 +719,15 @@ pub fn writer_loop(
             }
             next += pace;
         }
+        let before = meter.as_ref().map(crate::trace::Meter::read);
         let started = Instant::now();
         let outcome = append(draft);
         report
             .latencies_us
             .push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
+        if let (Some(meter), Some(before)) = (&meter, before) {
+            report.trace.push(before.until(&meter.read()));
+        }
         if let Err(err) = outcome {
             report.errors += 1;
             report.first_error.get_or_insert(err);
@@ -613,6 +741,35 @@ pub fn writer_loop(
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// A writer's untimed appends before its timed ones: one draft of every shape (role and
+/// part types) the drafts have, so every statement an append can send is prepared and
+/// every trigger path has run once in the writer's backend before timing starts. One
+/// untimed user message (text and finish) left the first assistant message with a tool
+/// or a step finish to do it inside a timed append: with 16 writers and the rows in
+/// blocks (a fresh process each block) those first-time appends (2-3x the others) were
+/// about 1% of a row's appends, where its p99 is read.
+pub fn warm_up(seed: u64) -> Vec<Draft> {
+    let mut shapes = std::collections::HashSet::new();
+    drafts(seed ^ 0x5eed, 256)
+        .into_iter()
+        .filter(|(role, parts)| {
+            let shape: Vec<String> = std::iter::once(role.as_str().to_owned())
+                .chain(parts.iter().map(|p| p.type_name().to_owned()))
+                .collect();
+            shapes.insert(shape)
+        })
+        .collect()
+}
+
+/// Messages the writers of a row append in all: `per_writer` timed ones each and their
+/// untimed [`warm_up`] (the `i`-th writer's seed is `seed + 1_000 + i`, as
+/// [`writer_command`] passes it).
+fn expected_appends(processes: usize, per_writer: usize, seed: u64) -> usize {
+    (0..processes)
+        .map(|i| per_writer + warm_up(seed + 1_000 + i as u64).len())
+        .sum()
 }
 
 /// The command of the `i`-th writer process of a row (`kind`: `--queries` for Scribe's,
@@ -649,6 +806,74 @@ fn writers_row(
     seed: u64,
     pace: Option<u64>,
 ) -> Result<(WritersRow, Vec<String>)> {
+    let (timed, stored, expected, sessions) =
+        writers_block(location, backend, processes, per_writer, seed, pace)?;
+    let mode = if pace.is_some() { "paced" } else { "saturated" };
+    Ok((
+        timed.row(backend, mode, processes, stored, expected),
+        sessions,
+    ))
+}
+
+/// The rows of `counts` writer processes, paced: [`PgSizes::paced_blocks`] blocks each of
+/// `paced_per_writer / paced_blocks` appends per writer, run by `block(processes,
+/// per_writer, seed)`, the rows taking turns (forwards, then backwards), each block with
+/// its own seed (its own drafts and the writers' own phases); per row its blocks merged,
+/// the messages stored and expected, and the sessions made.
+#[allow(clippy::type_complexity)]
+fn paced_rows(
+    counts: &[usize],
+    sizes: PgSizes,
+    seed: u64,
+    mut block: impl FnMut(usize, usize, u64) -> Result<(Timed, usize, usize, Vec<String>)>,
+) -> Result<Vec<(usize, Timed, usize, usize, Vec<String>)>> {
+    let blocks = sizes.paced_blocks.max(1);
+    let per_block = sizes.paced_per_writer.div_ceil(blocks);
+    let mut rows: Vec<(usize, Option<Timed>, usize, usize, Vec<String>)> = counts
+        .iter()
+        .map(|&processes| (processes, None, 0, 0, Vec::new()))
+        .collect();
+    for b in 0..blocks {
+        let order: Vec<usize> = if b % 2 == 0 {
+            (0..rows.len()).collect()
+        } else {
+            (0..rows.len()).rev().collect()
+        };
+        for i in order {
+            let row = &mut rows[i];
+            let block_seed = seed.wrapping_add(7_919 * b as u64);
+            let (timed, stored, expected, sessions) = block(row.0, per_block, block_seed)?;
+            row.1 = Some(match row.1.take() {
+                Some(mut so_far) => {
+                    so_far.merge(timed);
+                    so_far
+                }
+                None => timed,
+            });
+            row.2 += stored;
+            row.3 += expected;
+            row.4.extend(sessions);
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .filter_map(|(processes, timed, stored, expected, sessions)| {
+            timed.map(|timed| (processes, timed, stored, expected, sessions))
+        })
+        .collect())
+}
+
+/// `processes` writer processes on `location`, each appending `per_writer` messages to
+/// its own new session: what they measured, the messages stored and expected, the
+/// sessions made.
+fn writers_block(
+    location: &str,
+    backend: &'static str,
+    processes: usize,
+    per_writer: usize,
+    seed: u64,
+    pace: Option<u64>,
+) -> Result<(Timed, usize, usize, Vec<String>)> {
     let db = Database::open(location)?;
     let sessions = (0..processes)
         .map(|i| new_session(&db, &format!("bench writer {i}")))
@@ -671,16 +896,13 @@ fn writers_row(
         }
         Ok(n)
     })?;
-    let mode = if pace.is_some() { "paced" } else { "saturated" };
-    // Each writer's untimed first append included.
-    let row = timed.row(
-        backend,
-        mode,
-        processes,
+    // Each writer's untimed appends included.
+    Ok((
+        timed,
         stored,
-        processes * (per_writer + 1),
-    );
-    Ok((row, sessions))
+        expected_appends(processes, per_writer, seed),
+        sessions,
+    ))
 }
 
 /// Runs the limit's rows `runs` (variant, writer processes) and adds them to `writers`.
@@ -697,7 +919,14 @@ fn limit_writers(
             variant.describe(),
             sizes.per_writer
         ));
-        writers.push(limit_row(url, variant, processes, sizes.per_writer, seed)?);
+        writers.push(limit_row(
+            url,
+            variant,
+            processes,
+            sizes.per_writer,
+            seed,
+            None,
+        )?);
     }
     Ok(())
 }
@@ -713,14 +942,36 @@ fn server_cpu(backend: &str, location: &str) -> Option<pg_limit::ServerCpu> {
 }
 
 /// `processes` limit writer processes ([`pg_limit`], `variant`) on `url`, each appending
-/// `per_writer` messages to its own new session of the limit's schema, as fast as it can.
+/// `per_writer` messages to its own new session of the limit's schema, as fast as it can
+/// or one every `pace` ms.
 fn limit_row(
     url: &str,
     variant: Variant,
     processes: usize,
     per_writer: usize,
     seed: u64,
+    pace: Option<u64>,
 ) -> Result<WritersRow> {
+    let (timed, stored, expected) = limit_block(url, variant, processes, per_writer, seed, pace)?;
+    Ok(timed.row(
+        variant.backend(),
+        if pace.is_some() { "paced" } else { "saturated" },
+        processes,
+        stored,
+        expected,
+    ))
+}
+
+/// `processes` limit writer processes as [`limit_row`] runs them: what they measured,
+/// the messages stored and expected.
+fn limit_block(
+    url: &str,
+    variant: Variant,
+    processes: usize,
+    per_writer: usize,
+    seed: u64,
+    pace: Option<u64>,
+) -> Result<(Timed, usize, usize)> {
     let mut client = pg_limit::connect(url)?;
     let sessions = (0..processes)
         .map(|i| pg_limit::create_session(&mut client, &format!("bench limit writer {i}")))
@@ -731,6 +982,10 @@ fn limit_row(
         // The same drafts as Scribe's writer rows.
         let mut command = writer_command(&exe, "--pg-limit", url, session, per_writer, seed, i);
         command.env(pg_limit::VARIANT_ENV, variant.name());
+        command.env_remove(PACE_ENV);
+        if let Some(ms) = pace {
+            command.env(PACE_ENV, ms.to_string());
+        }
         children.push(command.spawn()?);
     }
     let timed = timed_run(&mut children, pg_limit::ServerCpu::find(&mut client))?;
@@ -741,12 +996,10 @@ fn limit_row(
         )
         .into());
     }
-    Ok(timed.row(
-        variant.backend(),
-        "saturated",
-        processes,
+    Ok((
+        timed,
         usize::try_from(stored)?,
-        processes * (per_writer + 1),
+        expected_appends(processes, per_writer, seed),
     ))
 }
 
@@ -760,6 +1013,11 @@ struct Timed {
     retries: u64,
     client_cpu: Option<Duration>,
     server_cpu: Option<Duration>,
+    machine_busy: Option<Duration>,
+    /// Every traced append: writer, latency, trace (empty when untraced).
+    traces: Vec<(usize, Duration, crate::trace::AppendTrace)>,
+    /// Whether every writer's backends were metered.
+    traced_server: bool,
 }
 
 /// Starts the (spawned, waiting) writer `children` together, collects their reports, and
@@ -770,8 +1028,12 @@ fn timed_run(
 ) -> Result<Timed> {
     let (readers, started) = crate::writers::start(children)?;
     let cpu_before = cpu.and_then(pg_limit::ServerCpu::total);
+    let busy_before = crate::trace::machine_busy();
     let reports = crate::writers::collect(children, readers)?;
     let elapsed = started.elapsed();
+    let machine_busy = crate::trace::machine_busy()
+        .zip(busy_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let server_cpu = cpu
         .and_then(pg_limit::ServerCpu::total)
         .zip(cpu_before)
@@ -784,8 +1046,21 @@ fn timed_run(
         retries: 0,
         client_cpu: Some(Duration::ZERO),
         server_cpu,
+        machine_busy,
+        traces: Vec::new(),
+        traced_server: true,
     };
-    for report in reports {
+    for (writer, report) in reports.into_iter().enumerate() {
+        if report.trace.len() == report.latencies_us.len() {
+            timed.traced_server &= report.traced_server;
+            timed.traces.extend(
+                report
+                    .latencies_us
+                    .iter()
+                    .zip(&report.trace)
+                    .map(|(&us, t)| (writer, Duration::from_micros(us), *t)),
+            );
+        }
         timed.retries += report.retries;
         timed.client_cpu = timed
             .client_cpu
@@ -804,6 +1079,21 @@ fn timed_run(
 }
 
 impl Timed {
+    /// Adds another block of the same row.
+    fn merge(&mut self, other: Timed) {
+        let add = |a: Option<Duration>, b: Option<Duration>| a.zip(b).map(|(a, b)| a + b);
+        self.elapsed += other.elapsed;
+        self.latencies.extend(other.latencies);
+        self.errors += other.errors;
+        self.first_error = self.first_error.take().or(other.first_error);
+        self.retries += other.retries;
+        self.client_cpu = add(self.client_cpu, other.client_cpu);
+        self.server_cpu = add(self.server_cpu, other.server_cpu);
+        self.machine_busy = add(self.machine_busy, other.machine_busy);
+        self.traces.extend(other.traces);
+        self.traced_server &= other.traced_server;
+    }
+
     /// The report's row for this run: `stored` of the `expected` appends found afterwards.
     fn row(
         self,
@@ -815,6 +1105,35 @@ impl Timed {
     ) -> WritersRow {
         let appends = self.latencies.len();
         let per_append = |d: Duration| stats::ms(d) / appends.max(1) as f64;
+        let secs = self.elapsed.as_secs_f64();
+        let other_cores = self
+            .machine_busy
+            .zip(self.client_cpu)
+            .and_then(|(busy, client)| {
+                let server = match backend {
+                    "SQLite" => Duration::ZERO,
+                    _ => self.server_cpu?,
+                };
+                (secs > 0.0).then(|| {
+                    (busy.as_secs_f64() - client.as_secs_f64() - server.as_secs_f64()).max(0.0)
+                        / secs
+                })
+            });
+        let tail = if self.traces.len() == appends {
+            let latencies: Vec<Duration> = self.traces.iter().map(|(_, d, _)| *d).collect();
+            let traces: Vec<_> = self.traces.iter().map(|(_, _, t)| *t).collect();
+            crate::trace::tail(&latencies, &traces, self.traced_server)
+        } else {
+            None
+        };
+        if !self.traces.is_empty()
+            && let Some(dir) = std::env::var_os(crate::trace::TRACE_ENV)
+        {
+            let name = format!("{}-{mode}-{processes}", backend.replace(' ', "-"));
+            if let Err(err) = crate::trace::write(Path::new(&dir), &name, &self.traces) {
+                progress(&format!("trace {name}: not written: {err}"));
+            }
+        }
         WritersRow {
             backend,
             mode,
@@ -832,6 +1151,8 @@ impl Timed {
             expected,
             server_cpu_ms: self.server_cpu.map(per_append),
             client_cpu_ms: self.client_cpu.map(per_append),
+            other_cores,
+            tail,
         }
     }
 }
@@ -1055,14 +1376,15 @@ impl PgReport {
         let _ = writeln!(
             out,
             "\nwriter processes, each appending to its own session (MessageService::create, one \
-             transaction per message), after one untimed append each: saturated = {} appends \
-             each as fast as it can; paced = one every {} ms, {} each and at least {} per row \
+             transaction per message), after untimed appends of every shape each: saturated = {} appends \
+             each as fast as it can; paced = one every {} ms, {} each, in {} blocks per row, the \
+             rows' blocks taking turns so every paced row runs as long under the same conditions \
              (timed: the appends column); retries per append; stored (untimed ones included)",
-            self.sizes.per_writer, PACE_MS, self.sizes.paced_per_writer, self.sizes.paced_samples
+            self.sizes.per_writer, PACE_MS, self.sizes.paced_per_writer, self.sizes.paced_blocks
         );
         let _ = writeln!(
             out,
-            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11} {:>7} {:>7}",
+            "{:<11} {:<9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>11} {:>7} {:>7} {:>7}",
             "backend",
             "mode",
             "procs",
@@ -1076,12 +1398,13 @@ impl PgReport {
             "retries",
             "stored",
             "srv cpu",
-            "cli cpu"
+            "cli cpu",
+            "others"
         );
         for row in &self.writers {
             let _ = writeln!(
                 out,
-                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11} {:>7} {:>7}",
+                "{:<11} {:<9} {:>5} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>7.3} {:>11} {:>7} {:>7} {:>7}",
                 row.backend,
                 row.mode,
                 row.processes,
@@ -1097,7 +1420,9 @@ impl PgReport {
                 row.server_cpu_ms
                     .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}")),
                 row.client_cpu_ms
-                    .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}"))
+                    .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}")),
+                row.other_cores
+                    .map_or_else(|| "-".to_owned(), |cores| format!("{cores:.2}"))
             );
             if let Some(first) = &row.first_error {
                 let _ = writeln!(out, "            first error: {first}");
@@ -1140,6 +1465,18 @@ impl PgReport {
                         stats::ratio(pg16.p50_ms, pg1.p50_ms)
                     );
                 }
+            }
+            if mode == "paced"
+                && let (Some(l1), Some(l16)) =
+                    (find("PG limit", mode, 1), find("PG limit", mode, 16))
+            {
+                let _ = writeln!(
+                    out,
+                    "  p99(16) / p99(1), PG limit, {mode:<9}       {:>8.2}x  (no Scribe: the machine's own share; p99 {:.2} / {:.2} ms)",
+                    stats::ratio(l16.p99_ms, l1.p99_ms),
+                    l16.p99_ms,
+                    l1.p99_ms
+                );
             }
             if let (Some(l1), Some(l16)) = (find("SQLite", mode, 1), find("SQLite", mode, 16)) {
                 let _ = writeln!(
@@ -1202,6 +1539,51 @@ impl PgReport {
                 Variant::Tx.describe(),
                 Variant::Serializable.describe()
             );
+        }
+        if self.writers.iter().any(|r| r.other_cores.is_some()) {
+            let _ = writeln!(
+                out,
+                "  others: CPUs' worth of work the rest of the machine did during the row (its \
+                 busy time, steal included, less the server's and the writers'): other work \
+                 on the machine, which rows compared must not differ in"
+            );
+        }
+        let traced: Vec<_> = self
+            .writers
+            .iter()
+            .filter_map(|r| r.tail.map(|t| (r, t)))
+            .collect();
+        if !traced.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nwhat an append was made of (traced, mean ms): all appends / the slowest 1% \
+                 (the p99 and above); cli/srv = the writer / its server backend on a CPU, \
+                 +wait = waiting in the run queue for one (they overlap: a client still runnable \
+                 waits while the backend it woke runs)"
+            );
+            let _ = writeln!(
+                out,
+                "{:<11} {:<9} {:>5} {:>15} {:>13} {:>13} {:>13} {:>13}",
+                "backend", "mode", "procs", "latency", "cli", "cli wait", "srv", "srv wait"
+            );
+            for (row, t) in traced {
+                let pair = |a: f64, b: f64| format!("{a:.2} / {b:.2}");
+                let srv = |a: f64, b: f64| {
+                    if t.server { pair(a, b) } else { "-".to_owned() }
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<11} {:<9} {:>5} {:>15} {:>13} {:>13} {:>13} {:>13}",
+                    row.backend,
+                    row.mode,
+                    row.processes,
+                    pair(t.all.latency_ms, t.slowest.latency_ms),
+                    pair(t.all.cli_run_ms, t.slowest.cli_run_ms),
+                    pair(t.all.cli_wait_ms, t.slowest.cli_wait_ms),
+                    srv(t.all.srv_run_ms, t.slowest.srv_run_ms),
+                    srv(t.all.srv_wait_ms, t.slowest.srv_wait_ms)
+                );
+            }
         }
         if let Some(e) = &self.events {
             let _ = writeln!(
@@ -1271,5 +1653,44 @@ impl PgReport {
         }
         let _ = writeln!(out, "total {:.1} s", self.total_s);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape((role, parts): &Draft) -> Vec<String> {
+        std::iter::once(role.as_str().to_owned())
+            .chain(parts.iter().map(|p| p.type_name().to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_warm_up_has_every_shape_a_writer_then_appends_once() {
+        for seed in (0..40).chain([42, 1_042, 1_057, 7_961]) {
+            let warm = warm_up(seed);
+            let shapes: Vec<_> = warm.iter().map(shape).collect();
+            let distinct: std::collections::HashSet<_> = shapes.iter().collect();
+            assert_eq!(distinct.len(), shapes.len(), "seed {seed}: a shape twice");
+            for draft in drafts(seed, 800) {
+                assert!(
+                    shapes.contains(&shape(&draft)),
+                    "seed {seed}: {:?} not warmed up",
+                    shape(&draft)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_expects_every_writers_warm_up_and_timed_appends() {
+        let seed = 42;
+        let warm: usize = (0..16).map(|i| warm_up(seed + 1_000 + i).len()).sum();
+        assert_eq!(expected_appends(16, 100, seed), 1_600 + warm);
+        assert!(
+            warm >= 16 * 2,
+            "a user and an assistant message each at least"
+        );
     }
 }

@@ -60,6 +60,13 @@ pub struct WriterReport {
     /// appends, microseconds, when `/proc/self/task/*/schedstat` can tell.
     #[serde(default)]
     pub cpu_us: Option<u64>,
+    /// Every timed append traced, in order, when [`crate::trace::TRACE_ENV`] is set
+    /// (PostgreSQL rows only).
+    #[serde(default)]
+    pub trace: Vec<crate::trace::AppendTrace>,
+    /// Whether the trace metered the writer's server backend(s).
+    #[serde(default)]
+    pub traced_server: bool,
 }
 
 /// The [`Mode::ScribePrevious`] contrast: `scribe_db::Options::default()` before it moved to
@@ -163,6 +170,8 @@ pub fn child(db: &Path, session: &str, count: usize, seed: u64, mode: Mode) -> R
         first_error,
         retries: 0,
         cpu_us: None,
+        trace: Vec::new(),
+        traced_server: false,
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &report)?;
