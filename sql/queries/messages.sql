@@ -77,13 +77,24 @@ WHERE id = @id
 RETURNING *;
 
 -- name: AddMessageUsage :one
--- Adds a step's usage to the message atomically; returns the totals after it.
+-- Adds a step's usage to the message atomically; returns the totals after it. Counts
+-- saturate, as every count sum (see AddSessionUsage in sessions.sql).
 UPDATE messages
-SET input_tokens = input_tokens + @input_tokens,
-    output_tokens = output_tokens + @output_tokens,
-    cache_read_tokens = cache_read_tokens + @cache_read_tokens,
-    cache_write_tokens = cache_write_tokens + @cache_write_tokens,
-    reasoning_tokens = reasoning_tokens + @reasoning_tokens,
+SET input_tokens = CASE WHEN CAST(@input_tokens AS BIGINT) <= 0 THEN input_tokens + CAST(@input_tokens AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST(@input_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST(@input_tokens AS BIGINT) END,
+    output_tokens = CASE WHEN CAST(@output_tokens AS BIGINT) <= 0 THEN output_tokens + CAST(@output_tokens AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST(@output_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST(@output_tokens AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST(@cache_read_tokens AS BIGINT) <= 0 THEN cache_read_tokens + CAST(@cache_read_tokens AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST(@cache_read_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST(@cache_read_tokens AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST(@cache_write_tokens AS BIGINT) <= 0 THEN cache_write_tokens + CAST(@cache_write_tokens AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST(@cache_write_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST(@cache_write_tokens AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST(@reasoning_tokens AS BIGINT) <= 0 THEN reasoning_tokens + CAST(@reasoning_tokens AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST(@reasoning_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST(@reasoning_tokens AS BIGINT) END,
     -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
     cost_usd = CASE WHEN cost_usd / 2 + CAST(@cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)

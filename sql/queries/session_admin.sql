@@ -5,15 +5,29 @@
 -- name: AddSessionUsageDelta :one
 -- Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
 -- the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
--- is only for calls that are not stored as tool parts.
+-- is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
 UPDATE sessions
-SET input_tokens = input_tokens + @input_tokens,
-    output_tokens = output_tokens + @output_tokens,
-    cache_read_tokens = cache_read_tokens + @cache_read_tokens,
-    cache_write_tokens = cache_write_tokens + @cache_write_tokens,
-    reasoning_tokens = reasoning_tokens + @reasoning_tokens,
-    api_call_count = api_call_count + @api_call_count,
-    tool_call_count = tool_call_count + @tool_call_count,
+SET input_tokens = CASE WHEN CAST(@input_tokens AS BIGINT) <= 0 THEN input_tokens + CAST(@input_tokens AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST(@input_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST(@input_tokens AS BIGINT) END,
+    output_tokens = CASE WHEN CAST(@output_tokens AS BIGINT) <= 0 THEN output_tokens + CAST(@output_tokens AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST(@output_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST(@output_tokens AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST(@cache_read_tokens AS BIGINT) <= 0 THEN cache_read_tokens + CAST(@cache_read_tokens AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST(@cache_read_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST(@cache_read_tokens AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST(@cache_write_tokens AS BIGINT) <= 0 THEN cache_write_tokens + CAST(@cache_write_tokens AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST(@cache_write_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST(@cache_write_tokens AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST(@reasoning_tokens AS BIGINT) <= 0 THEN reasoning_tokens + CAST(@reasoning_tokens AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST(@reasoning_tokens AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST(@reasoning_tokens AS BIGINT) END,
+    api_call_count = CASE WHEN CAST(@api_call_count AS BIGINT) <= 0 THEN api_call_count + CAST(@api_call_count AS BIGINT)
+        WHEN api_call_count > 9223372036854775807 - CAST(@api_call_count AS BIGINT) THEN 9223372036854775807
+        ELSE api_call_count + CAST(@api_call_count AS BIGINT) END,
+    tool_call_count = CASE WHEN CAST(@tool_call_count AS BIGINT) <= 0 THEN tool_call_count + CAST(@tool_call_count AS BIGINT)
+        WHEN tool_call_count > 9223372036854775807 - CAST(@tool_call_count AS BIGINT) THEN 9223372036854775807
+        ELSE tool_call_count + CAST(@tool_call_count AS BIGINT) END,
     -- Clamped, as every cost sum (see AddSessionUsage).
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(@estimated_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)

@@ -501,6 +501,52 @@ fn summed_message_cost_stops_at_the_largest_finite_amount(backend: Backend) {
     assert_eq!(again.cost_usd, f64::MAX);
 }
 
+/// A message's token totals stop at `i64::MAX` on both backends, counter by counter, when
+/// each added count is valid but the sum is not (an import that claims 9e18 tokens, twice).
+/// Before, SQLite stored the overflowed sum as a REAL in the INTEGER column, after which
+/// the message could not be read, and PostgreSQL refused the write ("bigint out of
+/// range"). A negative count is refused, with nothing written: totals only grow.
+fn summed_message_tokens_stop_at_the_largest_count(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(&ses, Role::Assistant, vec![]))
+        .unwrap();
+    let huge = TokenUsage {
+        input: 9_000_000_000_000_000_000,
+        output: i64::MAX,
+        cache_read: 1,
+        cache_write: 9_000_000_000_000_000_000,
+        reasoning: 0,
+    };
+    svc.add_usage(&msg.id, huge, 0.0).unwrap();
+    let after = svc.add_usage(&msg.id, huge, 0.0).unwrap();
+    let expected = TokenUsage {
+        input: i64::MAX,
+        output: i64::MAX,
+        cache_read: 2,
+        cache_write: i64::MAX,
+        reasoning: 0,
+    };
+    assert_eq!(after.usage, expected);
+    assert_eq!(svc.get(&msg.id).unwrap().usage, expected);
+    assert_eq!(svc.list(&ses).unwrap()[0].usage, expected);
+    for bad in [
+        TokenUsage {
+            input: -1,
+            ..TokenUsage::default()
+        },
+        TokenUsage {
+            reasoning: i64::MIN,
+            ..TokenUsage::default()
+        },
+    ] {
+        let r = svc.add_usage(&msg.id, bad, 0.0);
+        assert!(matches!(r, Err(MessageError::InvalidInput(_))), "{r:?}");
+    }
+    assert_eq!(svc.get(&msg.id).unwrap().usage, expected);
+}
+
 trait SubscribeBig {
     fn subscribe_with_buffer_for_test(&self) -> scribe_pubsub::Subscription<Message>;
 }
@@ -896,4 +942,5 @@ scribe_tests::backends!(
     finish_sets_reason_and_a_single_finish_part,
     add_usage_adds_atomically_from_many_threads,
     summed_message_cost_stops_at_the_largest_finite_amount,
+    summed_message_tokens_stop_at_the_largest_count,
 );

@@ -570,6 +570,82 @@ fn stats_and_top_sessions_survive_counts_near_the_limit(backend: Backend) {
     assert_eq!(top, vec![huge.id, small.id]);
 }
 
+/// Counts that each pass validation (not negative) but whose sum does not fit in an i64 (an
+/// import claiming 9e18 tokens, imported twice): every stored total stops at `i64::MAX`,
+/// on both backends, for an added delta and a roll-up into the parent, and the session
+/// and the reports over it stay readable. (Before, SQLite stored the overflowed sum as a
+/// REAL in the INTEGER column, after which reading the session failed, and PostgreSQL
+/// refused the write with "bigint out of range".)
+fn summed_counts_stop_at_the_largest_count(backend: Backend) {
+    let e = env_on(backend);
+    const HUGE: i64 = 9_000_000_000_000_000_000;
+    let huge = UsageDelta {
+        tokens: TokenUsage {
+            input: HUGE,
+            output: i64::MAX,
+            cache_read: HUGE,
+            cache_write: 1,
+            reasoning: HUGE,
+        },
+        api_calls: HUGE,
+        tool_calls: HUGE,
+        cost_usd: 0.5,
+        actual_cost_usd: None,
+    };
+    let parent = e.svc.create(NewSession::default()).unwrap();
+    e.svc.add_usage(&parent.id, &huge).unwrap();
+    let second = e.svc.add_usage(&parent.id, &huge).unwrap();
+    let saturated = TokenUsage {
+        input: i64::MAX,
+        output: i64::MAX,
+        cache_read: i64::MAX,
+        cache_write: 2,
+        reasoning: i64::MAX,
+    };
+    assert_eq!(second.tokens, saturated);
+    assert_eq!(second.api_call_count, i64::MAX);
+    assert_eq!(second.tool_call_count, i64::MAX);
+    assert_eq!(second.estimated_cost_usd, 1.0);
+    assert_eq!(e.svc.get(&parent.id).unwrap(), second);
+    // A small count on top of the largest stays the largest.
+    let third = e.svc.add_usage(&parent.id, &delta(1, 1, 0.0)).unwrap();
+    assert_eq!(third.tokens.input, i64::MAX);
+    assert_eq!(third.tokens.cache_write, 3);
+
+    let child = e
+        .svc
+        .create_task_session(&parent.id, "call_1", None)
+        .unwrap();
+    e.svc.add_usage(&child.id, &huge).unwrap();
+    let RollUp::RolledUp { parent: after } = e.svc.roll_up_into_parent(&child.id).unwrap() else {
+        panic!("not rolled up");
+    };
+    assert_eq!(after.tokens.input, i64::MAX);
+    assert_eq!(after.tokens.cache_write, 4);
+    assert_eq!(after.api_call_count, i64::MAX);
+    assert_eq!(e.svc.get(&parent.id).unwrap(), *after);
+
+    // The reports sum them (clamped) and list them.
+    for by in [StatsBy::Model, StatsBy::Source, StatsBy::Day] {
+        let stats = e.svc.stats(by, None).unwrap();
+        assert_eq!(stats.totals.tokens.input, i64::MAX, "{by:?}");
+        assert_eq!(stats.totals.api_calls, i64::MAX, "{by:?}");
+        assert_eq!(stats.totals.sessions, 2, "{by:?}");
+    }
+    let top: Vec<_> = e
+        .svc
+        .top_sessions_by_tokens(2)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(top.len(), 2);
+    assert!(
+        top.contains(&parent.id) && top.contains(&child.id),
+        "{top:?}"
+    );
+}
+
 /// Costs that each pass validation (finite, not negative) but whose sum is not finite: the
 /// stored total stops at the largest finite amount (`f64::MAX`), on both backends, for an
 /// estimated and a billed cost and a roll-up into the parent. (Before, SQLite stored `inf`,
@@ -633,6 +709,7 @@ fn summed_costs_stop_at_the_largest_finite_amount(backend: Backend) {
 
 scribe_tests::backends!(
     stats_and_top_sessions_survive_counts_near_the_limit,
+    summed_counts_stop_at_the_largest_count,
     summed_costs_stop_at_the_largest_finite_amount,
     add_usage_increments_and_publishes_the_new_totals,
     bad_deltas_and_unknown_sessions_change_nothing,

@@ -565,3 +565,65 @@ fn a_missing_path_is_an_error_and_a_foreign_file_fails_alone() {
     );
     assert_eq!(std::fs::read(&garbage).unwrap(), b"this is not sqlite");
 }
+
+/// A Claude Code line whose usage claims 9e18 input and output tokens.
+fn claimed_usage_line(uuid: &str, parent: &str, message: &str, at: &str) -> String {
+    serde_json::json!({
+        "parentUuid": parent, "isSidechain": false, "userType": "external",
+        "cwd": "/path/to/Huge", "sessionId": "5a1e9c2d-0b7e-4c55-9d61-3f0e2a4b6c8d",
+        "version": "1.0.98", "type": "assistant", "uuid": uuid, "timestamp": at,
+        "requestId": format!("req_{message}"),
+        "message": {
+            "id": message, "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "counted"}],
+            "usage": {"input_tokens": 9_000_000_000_000_000_000_i64,
+                      "output_tokens": 9_000_000_000_000_000_000_i64}
+        }
+    })
+    .to_string()
+}
+
+/// A history that claims 9e18 tokens per reply, imported in two runs (the file grew):
+/// the session's totals stop at `i64::MAX` and it stays readable, as do the reports over
+/// it. Before, the second run's addition overflowed: SQLite made the total a REAL that
+/// the row could not be read back with, so the import failed on every run.
+#[test]
+fn absurd_token_counts_imported_twice_stop_at_the_largest_count() {
+    let (dir, scribe) = setup();
+    let root = dir.path().join("huge");
+    std::fs::create_dir_all(&root).unwrap();
+    let file = root.join("5a1e9c2d-0b7e-4c55-9d61-3f0e2a4b6c8d.jsonl");
+    let user = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": "/path/to/Huge", "sessionId": "5a1e9c2d-0b7e-4c55-9d61-3f0e2a4b6c8d",
+        "version": "1.0.98", "type": "user", "uuid": "u-1",
+        "timestamp": "2025-09-03T00:47:19.293Z",
+        "message": {"role": "user", "content": "count this"}
+    })
+    .to_string();
+    let first = claimed_usage_line("a-1", "u-1", "msg_a", "2025-09-03T00:47:21.540Z");
+    std::fs::write(&file, format!("{user}\n{first}\n")).unwrap();
+    let root = root.to_str().unwrap();
+    scribe.ok(&["import", "--from", "claude-code", root]);
+    let second = claimed_usage_line("a-2", "a-1", "msg_b", "2025-09-03T00:47:25.000Z");
+    append(&file, &[second]);
+    scribe.ok(&["import", "--from", "claude-code", root]);
+
+    let list = scribe.json(&["list", "--json"]);
+    let session = &list["sessions"][0];
+    assert_eq!(session["message_count"], 3, "{list}");
+    assert_eq!(session["tokens"]["input"], i64::MAX, "{list}");
+    assert_eq!(session["tokens"]["output"], i64::MAX, "{list}");
+    let id = session["id"].as_str().unwrap();
+    let shown = scribe.ok(&["show", id]);
+    assert!(shown.contains("count this"), "{shown}");
+    for by in ["model", "source", "day"] {
+        let stats = scribe.json(&["stats", "--by", by, "--json"]);
+        assert_eq!(
+            stats["totals"]["tokens"]["input"],
+            i64::MAX,
+            "{by}: {stats}"
+        );
+    }
+}

@@ -1751,11 +1751,21 @@ pub fn finish_message(
 
 /// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
-SET input_tokens = input_tokens + ?1,
-    output_tokens = output_tokens + ?2,
-    cache_read_tokens = cache_read_tokens + ?3,
-    cache_write_tokens = cache_write_tokens + ?4,
-    reasoning_tokens = reasoning_tokens + ?5,
+SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST(?1 AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST(?1 AS BIGINT) END,
+    output_tokens = CASE WHEN CAST(?2 AS BIGINT) <= 0 THEN output_tokens + CAST(?2 AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST(?2 AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST(?2 AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST(?3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST(?3 AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST(?3 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST(?3 AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST(?4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST(?4 AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST(?4 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST(?4 AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST(?5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST(?5 AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST(?5 AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST(?5 AS BIGINT) END,
     -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
     cost_usd = CASE WHEN cost_usd / 2 + CAST(?6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -1794,7 +1804,8 @@ pub struct AddMessageUsageParams<'a> {
 
 /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
 ///
-/// Adds a step's usage to the message atomically; returns the totals after it.
+/// Adds a step's usage to the message atomically; returns the totals after it. Counts
+/// saturate, as every count sum (see AddSessionUsage in sessions.sql).
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_message_usage(
@@ -1827,10 +1838,10 @@ pub fn add_message_usage(
     })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1838,10 +1849,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2252,13 +2263,27 @@ pub fn count_child_sessions(
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
-SET input_tokens = input_tokens + ?1,
-    output_tokens = output_tokens + ?2,
-    cache_read_tokens = cache_read_tokens + ?3,
-    cache_write_tokens = cache_write_tokens + ?4,
-    reasoning_tokens = reasoning_tokens + ?5,
-    api_call_count = api_call_count + ?6,
-    tool_call_count = tool_call_count + ?7,
+SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST(?1 AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST(?1 AS BIGINT) END,
+    output_tokens = CASE WHEN CAST(?2 AS BIGINT) <= 0 THEN output_tokens + CAST(?2 AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST(?2 AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST(?2 AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST(?3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST(?3 AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST(?3 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST(?3 AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST(?4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST(?4 AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST(?4 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST(?4 AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST(?5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST(?5 AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST(?5 AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST(?5 AS BIGINT) END,
+    api_call_count = CASE WHEN CAST(?6 AS BIGINT) <= 0 THEN api_call_count + CAST(?6 AS BIGINT)
+        WHEN api_call_count > 9223372036854775807 - CAST(?6 AS BIGINT) THEN 9223372036854775807
+        ELSE api_call_count + CAST(?6 AS BIGINT) END,
+    tool_call_count = CASE WHEN CAST(?7 AS BIGINT) <= 0 THEN tool_call_count + CAST(?7 AS BIGINT)
+        WHEN tool_call_count > 9223372036854775807 - CAST(?7 AS BIGINT) THEN 9223372036854775807
+        ELSE tool_call_count + CAST(?7 AS BIGINT) END,
     -- Clamped, as every cost sum (see AddSessionUsage).
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -2286,7 +2311,7 @@ pub struct AddSessionUsageDeltaParams<'a> {
 ///
 /// Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
 /// the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
-/// is only for calls that are not stored as tool parts.
+/// is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_session_usage_delta(
@@ -2309,7 +2334,7 @@ pub fn add_session_usage_delta(
     stmt.query_row(values, read_session_row)
 }
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:39).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2327,7 +2352,7 @@ pub struct MarkSessionRolledUpParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:25`.
+/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:39`.
 ///
 /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
 /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
@@ -2340,10 +2365,10 @@ pub fn mark_session_rolled_up(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:53).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = ?1";
 
-/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
+/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:53`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_roll_up(
@@ -2354,7 +2379,7 @@ pub fn get_session_roll_up(
     stmt.query_row([child_id], read_session_rollup_row)
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:56).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2379,7 +2404,7 @@ pub struct ImportSessionRollUpParams<'a> {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:56`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
@@ -2402,7 +2427,7 @@ pub fn import_session_roll_up(
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:65).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2420,7 +2445,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
+/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:65`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the counters were moved by the triggers).
@@ -2439,7 +2464,7 @@ pub fn restore_imported_session(
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:75).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2450,7 +2475,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:75`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2462,7 +2487,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:80).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2479,7 +2504,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:80`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2498,12 +2523,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:84).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:84`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2515,7 +2540,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:90).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2527,7 +2552,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:90`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2540,7 +2565,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:81).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:95).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2569,7 +2594,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:95`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2605,7 +2630,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:109).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:123).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2634,7 +2659,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:123`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2656,7 +2681,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:124).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:138).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2681,7 +2706,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:138`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2703,7 +2728,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:150).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2723,7 +2748,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:150`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3181,12 +3206,28 @@ pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
 
 /// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
 pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
-SET input_tokens = input_tokens + ?1,
-    output_tokens = output_tokens + ?2,
-    cache_read_tokens = cache_read_tokens + ?3,
-    cache_write_tokens = cache_write_tokens + ?4,
-    reasoning_tokens = reasoning_tokens + ?5,
-    api_call_count = api_call_count + ?6,
+-- Counts add up to at most the largest BIGINT, here and in every count sum
+-- (ARCHITECTURE.md, \"Saturating counts\"): SQLite would store the overflow as a REAL that
+-- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
+-- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
+SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST(?1 AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST(?1 AS BIGINT) END,
+    output_tokens = CASE WHEN CAST(?2 AS BIGINT) <= 0 THEN output_tokens + CAST(?2 AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST(?2 AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST(?2 AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST(?3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST(?3 AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST(?3 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST(?3 AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST(?4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST(?4 AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST(?4 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST(?4 AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST(?5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST(?5 AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST(?5 AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST(?5 AS BIGINT) END,
+    api_call_count = CASE WHEN CAST(?6 AS BIGINT) <= 0 THEN api_call_count + CAST(?6 AS BIGINT)
+        WHEN api_call_count > 9223372036854775807 - CAST(?6 AS BIGINT) THEN 9223372036854775807
+        ELSE api_call_count + CAST(?6 AS BIGINT) END,
     -- Costs add up to at most the largest finite amount, here and in every cost sum
     -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
     -- the write.
@@ -3232,7 +3273,7 @@ pub fn add_session_usage(
     stmt.execute(values)
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:122).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:138).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(?1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -3248,7 +3289,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:122`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:138`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3260,14 +3301,26 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:147).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
-SET input_tokens = sessions.input_tokens + child.input_tokens,
-    output_tokens = sessions.output_tokens + child.output_tokens,
-    cache_read_tokens = sessions.cache_read_tokens + child.cache_read_tokens,
-    cache_write_tokens = sessions.cache_write_tokens + child.cache_write_tokens,
-    reasoning_tokens = sessions.reasoning_tokens + child.reasoning_tokens,
-    api_call_count = sessions.api_call_count + child.api_call_count,
+SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
+        WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
+        ELSE sessions.input_tokens + child.input_tokens END,
+    output_tokens = CASE WHEN child.output_tokens <= 0 THEN sessions.output_tokens + child.output_tokens
+        WHEN sessions.output_tokens > 9223372036854775807 - child.output_tokens THEN 9223372036854775807
+        ELSE sessions.output_tokens + child.output_tokens END,
+    cache_read_tokens = CASE WHEN child.cache_read_tokens <= 0 THEN sessions.cache_read_tokens + child.cache_read_tokens
+        WHEN sessions.cache_read_tokens > 9223372036854775807 - child.cache_read_tokens THEN 9223372036854775807
+        ELSE sessions.cache_read_tokens + child.cache_read_tokens END,
+    cache_write_tokens = CASE WHEN child.cache_write_tokens <= 0 THEN sessions.cache_write_tokens + child.cache_write_tokens
+        WHEN sessions.cache_write_tokens > 9223372036854775807 - child.cache_write_tokens THEN 9223372036854775807
+        ELSE sessions.cache_write_tokens + child.cache_write_tokens END,
+    reasoning_tokens = CASE WHEN child.reasoning_tokens <= 0 THEN sessions.reasoning_tokens + child.reasoning_tokens
+        WHEN sessions.reasoning_tokens > 9223372036854775807 - child.reasoning_tokens THEN 9223372036854775807
+        ELSE sessions.reasoning_tokens + child.reasoning_tokens END,
+    api_call_count = CASE WHEN child.api_call_count <= 0 THEN sessions.api_call_count + child.api_call_count
+        WHEN sessions.api_call_count > 9223372036854775807 - child.api_call_count THEN 9223372036854775807
+        ELSE sessions.api_call_count + child.api_call_count END,
     estimated_cost_usd = CASE WHEN sessions.estimated_cost_usd / 2 + child.estimated_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE sessions.estimated_cost_usd + child.estimated_cost_usd END,
@@ -3288,9 +3341,10 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:147`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
+/// Counts saturate and costs are clamped, as in AddSessionUsage.
 pub fn roll_up_session_usage(
     conn: &rusqlite::Connection,
     params: &RollUpSessionUsageParams<'_>,
@@ -3299,7 +3353,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:153).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:182).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3310,7 +3364,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:153`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:182`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3322,7 +3376,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:165).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:194).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3333,7 +3387,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:165`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:194`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3345,7 +3399,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:177).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:206).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3357,7 +3411,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:177`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:206`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3368,13 +3422,13 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     stmt.query_row([id], read_session_row)
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:191).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:220).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:191`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:220`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
@@ -4033,23 +4087,23 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
+    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:53`.
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:84`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:90`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:95`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
@@ -4068,13 +4122,13 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:123`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:138`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4095,20 +4149,20 @@ pub trait ReadQueries {
     /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
     fn count_sessions(&mut self) -> Result<i64, crate::Error>;
 
-    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:153`.
+    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:182`.
     /// Root first, excluding the session itself.
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:165`.
+    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:194`.
     /// Breadth first (children, then grandchildren …), excluding the session itself.
     fn list_session_descendants(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:177`.
+    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:206`.
     /// The newest end of a compaction chain: follows continuation children as deep as they go
     /// (the session itself when it has none).
     fn get_continuation_tip(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:191`.
+    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:220`.
     fn top_sessions_by_tokens(&mut self, limit: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `ListSessionPreviews` (`:many`) from `sql/queries/sqlite/cli.sql:4`.
@@ -4263,17 +4317,18 @@ pub trait Queries: ReadQueries {
     ) -> Result<Option<MessageRow>, crate::Error>;
 
     /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
-    /// Adds a step's usage to the message atomically; returns the totals after it.
+    /// Adds a step's usage to the message atomically; returns the totals after it. Counts
+    /// saturate, as every count sum (see AddSessionUsage in sessions.sql).
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
     ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -4294,13 +4349,13 @@ pub trait Queries: ReadQueries {
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
     /// Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
     /// the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
-    /// is only for calls that are not stored as tool parts.
+    /// is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
     fn add_session_usage_delta(
         &mut self,
         params: &AddSessionUsageDeltaParams<'_>,
     ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:25`.
+    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:39`.
     /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
     /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
     /// parent in the same transaction (session_own_usage subtracts it again).
@@ -4309,13 +4364,13 @@ pub trait Queries: ReadQueries {
         params: &MarkSessionRolledUpParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
+    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:56`.
     fn import_session_roll_up(
         &mut self,
         params: &ImportSessionRollUpParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
+    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:65`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
     /// message did not exist yet; the counters were moved by the triggers).
     fn restore_imported_session(
@@ -4323,7 +4378,7 @@ pub trait Queries: ReadQueries {
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:75`.
     /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
     /// move it to the current time.
     fn restore_session_updated_at(
@@ -4331,13 +4386,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:80`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:150`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4405,15 +4460,16 @@ pub trait Queries: ReadQueries {
         params: &AddSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:122`.
+    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:138`.
     /// A billed amount reported by the provider; NULL + x counts as x.
     fn add_session_actual_cost(
         &mut self,
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
+    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:147`.
     /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
+    /// Counts saturate and costs are clamped, as in AddSessionUsage.
     fn roll_up_session_usage(
         &mut self,
         params: &RollUpSessionUsageParams<'_>,

@@ -319,11 +319,21 @@ RETURNING *";
 
 /// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
-SET input_tokens = input_tokens + $1,
-    output_tokens = output_tokens + $2,
-    cache_read_tokens = cache_read_tokens + $3,
-    cache_write_tokens = cache_write_tokens + $4,
-    reasoning_tokens = reasoning_tokens + $5,
+SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST($1 AS BIGINT) END,
+    output_tokens = CASE WHEN CAST($2 AS BIGINT) <= 0 THEN output_tokens + CAST($2 AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST($2 AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST($2 AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST($3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST($3 AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST($3 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST($3 AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST($4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST($4 AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST($4 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST($4 AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
     -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
     cost_usd = CASE WHEN cost_usd / 2 + CAST($6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -333,10 +343,10 @@ WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -425,13 +435,27 @@ GROUP BY parent_session_id";
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
-SET input_tokens = input_tokens + $1,
-    output_tokens = output_tokens + $2,
-    cache_read_tokens = cache_read_tokens + $3,
-    cache_write_tokens = cache_write_tokens + $4,
-    reasoning_tokens = reasoning_tokens + $5,
-    api_call_count = api_call_count + $6,
-    tool_call_count = tool_call_count + $7,
+SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST($1 AS BIGINT) END,
+    output_tokens = CASE WHEN CAST($2 AS BIGINT) <= 0 THEN output_tokens + CAST($2 AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST($2 AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST($2 AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST($3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST($3 AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST($3 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST($3 AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST($4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST($4 AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST($4 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST($4 AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
+    api_call_count = CASE WHEN CAST($6 AS BIGINT) <= 0 THEN api_call_count + CAST($6 AS BIGINT)
+        WHEN api_call_count > 9223372036854775807 - CAST($6 AS BIGINT) THEN 9223372036854775807
+        ELSE api_call_count + CAST($6 AS BIGINT) END,
+    tool_call_count = CASE WHEN CAST($7 AS BIGINT) <= 0 THEN tool_call_count + CAST($7 AS BIGINT)
+        WHEN tool_call_count > 9223372036854775807 - CAST($7 AS BIGINT) THEN 9223372036854775807
+        ELSE tool_call_count + CAST($7 AS BIGINT) END,
     -- Clamped, as every cost sum (see AddSessionUsage).
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -440,7 +464,7 @@ SET input_tokens = input_tokens + $1,
 WHERE id = $10
 RETURNING *";
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:39).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -451,10 +475,10 @@ FROM sessions
 WHERE id = $2 AND parent_session_id IS NOT NULL
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:53).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = $1";
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:56).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -463,7 +487,7 @@ VALUES ($1, $2, $3, $4, $5,
         $10, $11)
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:65).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
@@ -471,21 +495,21 @@ SET summary_message_id = $1,
     tool_call_count = $4
 WHERE id = $5";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:75).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:80).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:84).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:90).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
@@ -538,7 +562,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:150).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -647,12 +671,28 @@ pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = $1";
 
 /// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
 pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
-SET input_tokens = input_tokens + $1,
-    output_tokens = output_tokens + $2,
-    cache_read_tokens = cache_read_tokens + $3,
-    cache_write_tokens = cache_write_tokens + $4,
-    reasoning_tokens = reasoning_tokens + $5,
-    api_call_count = api_call_count + $6,
+-- Counts add up to at most the largest BIGINT, here and in every count sum
+-- (ARCHITECTURE.md, \"Saturating counts\"): SQLite would store the overflow as a REAL that
+-- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
+-- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
+SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
+        WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
+        ELSE input_tokens + CAST($1 AS BIGINT) END,
+    output_tokens = CASE WHEN CAST($2 AS BIGINT) <= 0 THEN output_tokens + CAST($2 AS BIGINT)
+        WHEN output_tokens > 9223372036854775807 - CAST($2 AS BIGINT) THEN 9223372036854775807
+        ELSE output_tokens + CAST($2 AS BIGINT) END,
+    cache_read_tokens = CASE WHEN CAST($3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST($3 AS BIGINT)
+        WHEN cache_read_tokens > 9223372036854775807 - CAST($3 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_read_tokens + CAST($3 AS BIGINT) END,
+    cache_write_tokens = CASE WHEN CAST($4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST($4 AS BIGINT)
+        WHEN cache_write_tokens > 9223372036854775807 - CAST($4 AS BIGINT) THEN 9223372036854775807
+        ELSE cache_write_tokens + CAST($4 AS BIGINT) END,
+    reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
+        WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
+        ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
+    api_call_count = CASE WHEN CAST($6 AS BIGINT) <= 0 THEN api_call_count + CAST($6 AS BIGINT)
+        WHEN api_call_count > 9223372036854775807 - CAST($6 AS BIGINT) THEN 9223372036854775807
+        ELSE api_call_count + CAST($6 AS BIGINT) END,
     -- Costs add up to at most the largest finite amount, here and in every cost sum
     -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
     -- the write.
@@ -662,7 +702,7 @@ SET input_tokens = input_tokens + $1,
     updated_at = $8
 WHERE id = $9";
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:122).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:138).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -670,14 +710,26 @@ SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DO
     updated_at = $2
 WHERE id = $3";
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:147).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
-SET input_tokens = sessions.input_tokens + child.input_tokens,
-    output_tokens = sessions.output_tokens + child.output_tokens,
-    cache_read_tokens = sessions.cache_read_tokens + child.cache_read_tokens,
-    cache_write_tokens = sessions.cache_write_tokens + child.cache_write_tokens,
-    reasoning_tokens = sessions.reasoning_tokens + child.reasoning_tokens,
-    api_call_count = sessions.api_call_count + child.api_call_count,
+SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
+        WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
+        ELSE sessions.input_tokens + child.input_tokens END,
+    output_tokens = CASE WHEN child.output_tokens <= 0 THEN sessions.output_tokens + child.output_tokens
+        WHEN sessions.output_tokens > 9223372036854775807 - child.output_tokens THEN 9223372036854775807
+        ELSE sessions.output_tokens + child.output_tokens END,
+    cache_read_tokens = CASE WHEN child.cache_read_tokens <= 0 THEN sessions.cache_read_tokens + child.cache_read_tokens
+        WHEN sessions.cache_read_tokens > 9223372036854775807 - child.cache_read_tokens THEN 9223372036854775807
+        ELSE sessions.cache_read_tokens + child.cache_read_tokens END,
+    cache_write_tokens = CASE WHEN child.cache_write_tokens <= 0 THEN sessions.cache_write_tokens + child.cache_write_tokens
+        WHEN sessions.cache_write_tokens > 9223372036854775807 - child.cache_write_tokens THEN 9223372036854775807
+        ELSE sessions.cache_write_tokens + child.cache_write_tokens END,
+    reasoning_tokens = CASE WHEN child.reasoning_tokens <= 0 THEN sessions.reasoning_tokens + child.reasoning_tokens
+        WHEN sessions.reasoning_tokens > 9223372036854775807 - child.reasoning_tokens THEN 9223372036854775807
+        ELSE sessions.reasoning_tokens + child.reasoning_tokens END,
+    api_call_count = CASE WHEN child.api_call_count <= 0 THEN sessions.api_call_count + child.api_call_count
+        WHEN sessions.api_call_count > 9223372036854775807 - child.api_call_count THEN 9223372036854775807
+        ELSE sessions.api_call_count + child.api_call_count END,
     estimated_cost_usd = CASE WHEN sessions.estimated_cost_usd / 2 + child.estimated_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE sessions.estimated_cost_usd + child.estimated_cost_usd END,
@@ -691,7 +743,7 @@ SET input_tokens = sessions.input_tokens + child.input_tokens,
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:153).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:182).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -702,7 +754,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:165).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:194).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -713,7 +765,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:177).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:206).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL

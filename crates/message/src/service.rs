@@ -317,9 +317,10 @@ impl MessageService {
     /// processes adding at once both count) and publishes `updated`. Returns the message
     /// as it now is (its parts loaded once; [`add_usage_tx`](Self::add_usage_tx) does not
     /// load them); a message whose parts cannot be decoded is an error, and the charge is
-    /// rolled back.
+    /// rolled back. Each total stops at `i64::MAX` (a cost at `f64::MAX`); a negative count
+    /// or cost is [`MessageError::InvalidInput`], with nothing written.
     pub fn add_usage(&self, id: &str, usage: TokenUsage, cost_usd: f64) -> Result<Message> {
-        check_cost(cost_usd)?;
+        check_charge(&usage, cost_usd)?;
         self.db.write(|tx| {
             let (_, message) = self.add_usage_impl(tx, id, &usage, cost_usd, true)?;
             message.ok_or_else(|| MessageError::not_found("message", id))
@@ -510,7 +511,7 @@ impl MessageService {
         cost_usd: f64,
         load: bool,
     ) -> Result<(MessageUsage, Option<Message>)> {
-        check_cost(cost_usd)?;
+        check_charge(usage, cost_usd)?;
         let now = tx.now();
         let totals = tx
             .q()
@@ -684,6 +685,17 @@ fn append(
             updated_at: now,
         },
     })
+}
+
+/// What [`MessageService::add_usage`] adds: no negative count (totals only grow, as a
+/// session's do; each stored total stops at `i64::MAX`) and a valid cost.
+fn check_charge(usage: &TokenUsage, cost: f64) -> Result<()> {
+    if let Some((name, value)) = usage.first_negative() {
+        return Err(MessageError::InvalidInput(format!(
+            "{name} must not be negative, got {value}"
+        )));
+    }
+    check_cost(cost)
 }
 
 fn check_cost(cost: f64) -> Result<()> {

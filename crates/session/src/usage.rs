@@ -35,17 +35,15 @@ pub struct UsageDelta {
 impl UsageDelta {
     /// Refuses negative counts and negative or non-finite costs: totals only grow.
     pub fn validate(&self) -> Result<()> {
-        let t = &self.tokens;
-        let counts = [
-            ("input tokens", t.input),
-            ("output tokens", t.output),
-            ("cache read tokens", t.cache_read),
-            ("cache write tokens", t.cache_write),
-            ("reasoning tokens", t.reasoning),
+        let calls = [
             ("api calls", self.api_calls),
             ("tool calls", self.tool_calls),
         ];
-        if let Some((name, value)) = counts.iter().find(|(_, v)| *v < 0) {
+        let negative = self
+            .tokens
+            .first_negative()
+            .or_else(|| calls.into_iter().find(|(_, v)| *v < 0));
+        if let Some((name, value)) = negative {
             return Err(SessionError::InvalidInput(format!(
                 "{name} must not be negative (got {value})"
             )));

@@ -39,6 +39,23 @@ impl TokenUsage {
     pub fn is_zero(&self) -> bool {
         *self == TokenUsage::default()
     }
+
+    /// Every counter with its name as messages show it (`"input tokens"`), in field order.
+    pub fn named(&self) -> [(&'static str, i64); 5] {
+        [
+            ("input tokens", self.input),
+            ("output tokens", self.output),
+            ("cache read tokens", self.cache_read),
+            ("cache write tokens", self.cache_write),
+            ("reasoning tokens", self.reasoning),
+        ]
+    }
+
+    /// The first negative counter, named: what a store refuses to add to a total, since
+    /// totals only grow (and the stored sums saturate at `i64::MAX` only upwards).
+    pub fn first_negative(&self) -> Option<(&'static str, i64)> {
+        self.named().into_iter().find(|(_, value)| *value < 0)
+    }
 }
 
 impl Add for TokenUsage {
@@ -96,6 +113,18 @@ mod tests {
         assert_eq!(b.input, i64::MAX);
         assert_eq!([a, a, a].iter().sum::<TokenUsage>().total(), 45);
         assert!(TokenUsage::default().is_zero());
+    }
+
+    #[test]
+    fn the_first_negative_counter_is_named() {
+        assert_eq!(TokenUsage::default().first_negative(), None);
+        let bad = TokenUsage {
+            input: 3,
+            cache_write: -2,
+            reasoning: -1,
+            ..TokenUsage::default()
+        };
+        assert_eq!(bad.first_negative(), Some(("cache write tokens", -2)));
     }
 
     #[test]
