@@ -370,11 +370,15 @@ fn another_programs_database_is_refused_and_left_untouched() {
     }
     let before = std::fs::read(&path).unwrap();
     let p = path.to_str().unwrap();
+    // A valid (empty) export elsewhere: the import reads its input first.
+    let input = tempfile::tempdir().unwrap();
+    let empty_export = input.path().join("empty.json");
+    std::fs::write(&empty_export, "[]").unwrap();
     for args in [
         vec!["list", "--db", p],
         vec!["db", "info", "--db", p],
         vec!["db", "migrate", "--db", p],
-        vec!["import", "--db", p, "/nonexistent.json"],
+        vec!["import", "--db", p, empty_export.to_str().unwrap()],
     ] {
         let out = scribe(&args, None);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -389,6 +393,107 @@ fn another_programs_database_is_refused_and_left_untouched() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["agent.db"]);
+}
+
+/// `scribe import` may create a missing database, but one that fails on its input (a file
+/// that is not there, not an export, a `--from` PATH that does not exist) reads and checks
+/// it first and leaves no database behind: no file, `-wal`/`-shm` or directory. (Before,
+/// the empty database was created and then the input found malformed.) An existing
+/// database is left as it was, and a valid import still creates one.
+#[test]
+fn an_import_that_fails_on_its_input_creates_no_database() {
+    let input = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = input.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let malformed = write("text.json", "hello");
+    let empty = write("empty.json", "");
+    let shape = write("shape.json", "{\"sessions\": [{\"nope\": 1}]}");
+    let missing = input.path().join("missing.json");
+    let missing = missing.to_str().unwrap();
+    let no_history = input.path().join("no/such/projects");
+    let no_history = no_history.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["import", &malformed], "malformed import file"),
+        (&["import", &empty], "the file is empty"),
+        (&["import", &shape], "missing field"),
+        (&["import", missing], "cannot read"),
+        (
+            &["import", "--from", "claude-code", no_history],
+            "cannot read",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data/scribe.db");
+    for (args, want) in cases {
+        for via_env in [false, true] {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+            cmd.env_remove("SCRIBE_DB")
+                .stdin(std::process::Stdio::null());
+            if via_env {
+                cmd.env("SCRIBE_DB", &path);
+            } else {
+                cmd.arg("--db").arg(&path);
+            }
+            let out = cmd.args(args).output().unwrap();
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert!(err.contains(want), "{args:?}: {err}");
+            assert!(
+                names_in(dir.path()).is_empty(),
+                "{args:?}: {:?}",
+                names_in(dir.path())
+            );
+        }
+    }
+    // From stdin too.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .env_remove("SCRIBE_DB")
+        .arg("--db")
+        .arg(&path)
+        .args(["import", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"not an export").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("malformed import file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        names_in(dir.path()).is_empty(),
+        "{:?}",
+        names_in(dir.path())
+    );
+
+    // An existing database stays, untouched by the failed import.
+    let p = path.to_str().unwrap();
+    let out = scribe(&["db", "migrate", "--db", p], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = scribe(&["import", "--db", p, &malformed], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(path.is_file());
+    let out = scribe(&["db", "info", "--json", "--db", p], None);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["rows"]["sessions"], 0, "{json}");
+
+    // A valid import into a missing database creates it.
+    let fresh = dir.path().join("fresh/scribe.db");
+    let valid = write("valid.json", "[]");
+    let out = scribe(&["import", "--db", fresh.to_str().unwrap(), &valid], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(fresh.is_file());
 }
 
 /// A database file whose name is not UTF-8 (legal on Unix), given with `--db` or

@@ -16,7 +16,7 @@ use scribe_session::{ImportOutcome, SessionExport};
 
 use crate::commands::export::{ExportDocument, FORMAT_NAME, FORMAT_VERSION};
 use crate::commands::import_history::{self, From, HistoryArgs};
-use crate::context::Context;
+use crate::context::{Access, Context};
 use crate::error::{CliError, one_line};
 use crate::ui::{self, paint, style};
 
@@ -58,9 +58,21 @@ pub struct ImportCmd {
     pub watch: bool,
 }
 
+/// An import whose input has been read and checked, before any database is opened: an
+/// import that fails on its input (a missing file or PATH, a malformed export) creates no
+/// database (`commands::run`).
+#[derive(Debug)]
+pub enum Import {
+    /// `scribe import FILE`: the sessions of the export.
+    File(Vec<SessionExport>),
+    /// `scribe import --from AGENT`.
+    History(HistoryArgs),
+}
+
 impl ImportCmd {
-    /// Runs the command.
-    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+    /// Reads and checks what is to be imported: the whole export file, or that every PATH
+    /// given with --from is there.
+    pub fn prepare(self) -> Result<Import, CliError> {
         if let Some(from) = self.from {
             if from == From::All && !self.paths.is_empty() {
                 usage(
@@ -75,7 +87,8 @@ impl ImportCmd {
                 json: self.json,
                 watch: self.watch,
             };
-            return import_history::run(args, ctx);
+            import_history::check_paths(&args)?;
+            return Ok(Import::History(args));
         }
         let file = match <[PathBuf; 1]>::try_from(self.paths) {
             Ok([file]) => file,
@@ -86,6 +99,32 @@ impl ImportCmd {
             path: file.clone(),
             reason,
         })?;
+        Ok(Import::File(exports))
+    }
+}
+
+impl Import {
+    /// What the import needs of the database: a dry run only reads; otherwise a missing
+    /// database is created.
+    pub fn access(&self) -> Access {
+        if self.dry_run() {
+            Access::Read
+        } else {
+            Access::Create
+        }
+    }
+
+    /// Whether it is `--dry-run` (which writes nothing, so creates nothing either).
+    pub fn dry_run(&self) -> bool {
+        matches!(self, Import::History(args) if args.dry_run)
+    }
+
+    /// Runs the import into `ctx`.
+    pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let exports = match self {
+            Import::History(args) => return import_history::run(args, ctx),
+            Import::File(exports) => exports,
+        };
         let total = exports.len();
         let total_messages: usize = exports.iter().map(|e| e.messages.len()).sum();
         let labels: Vec<(String, String)> = exports

@@ -111,21 +111,27 @@ struct Problem<'a> {
     error: &'a str,
 }
 
-/// Runs `scribe import --from …`.
-pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
-    let env = Env::from_process();
-    // A PATH the user named must be there (a typo otherwise reads as "no history found"
-    // with exit 0); `--watch` may wait for a location that does not exist yet.
-    if !args.watch {
-        for path in &args.paths {
-            if let Err(source) = std::fs::metadata(path) {
-                return Err(CliError::ReadFile {
-                    path: path.clone(),
-                    source,
-                });
-            }
+/// A PATH the user named must be there (a typo otherwise reads as "no history found" with
+/// exit 0); `--watch` may wait for a location that does not exist yet. Checked before the
+/// database is opened, so a typo creates no database either.
+pub fn check_paths(args: &HistoryArgs) -> Result<(), CliError> {
+    if args.watch {
+        return Ok(());
+    }
+    for path in &args.paths {
+        if let Err(source) = std::fs::metadata(path) {
+            return Err(CliError::ReadFile {
+                path: path.clone(),
+                source,
+            });
         }
     }
+    Ok(())
+}
+
+/// Runs `scribe import --from …` (its PATHs checked by [`check_paths`]).
+pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
+    let env = Env::from_process();
     let targets: Vec<(Source, Vec<PathBuf>)> = args
         .from
         .sources()

@@ -36,9 +36,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(cmd) => return cmd.run(&db.path),
         _ => {}
     }
+    // An import reads and checks its input before the database is opened: one that fails
+    // on its input (a file that is not there or not an export) creates no database.
+    if let Command::Import(cmd) = cli.command {
+        let import = cmd.prepare()?;
+        let ctx = open(&db, import.access(), import.dry_run())?;
+        return import.run(&ctx);
+    }
     // Only a command that adds to the store creates a missing database; see
     // `context::open_database` and the README's CLI tour.
-    let dry_run = matches!(&cli.command, Command::Import(cmd) if cmd.dry_run);
     let access = match &cli.command {
         Command::List(_)
         | Command::Show(_)
@@ -46,31 +52,16 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Stats(_)
         | Command::Export(_)
         | Command::Sources(_) => Access::Read,
-        // Writes nothing, so creates nothing either.
-        Command::Import(_) if dry_run => Access::Read,
-        Command::Import(_) | Command::Demo(_) => Access::Create,
+        Command::Demo(_) => Access::Create,
         _ => Access::Change,
     };
-    let ctx = match Context::open(&db, access) {
-        // A first run: a reading command answers as for an empty store, saying why.
-        Err(CliError::NothingYet { path }) if access == Access::Read => {
-            eprintln!("scribe: {}", CliError::NothingYet { path });
-            Context::empty()?
-        }
-        // A dry run into a database not created yet counts everything as new.
-        Err(CliError::NoDatabase { source }) if dry_run => {
-            eprintln!("scribe: {source}; a dry run counts against an empty store");
-            Context::empty()?
-        }
-        other => other?,
-    };
+    let ctx = open(&db, access, false)?;
     match cli.command {
         Command::List(cmd) => cmd.run(&ctx),
         Command::Show(cmd) => cmd.run(&ctx),
         Command::Search(cmd) => cmd.run(&ctx),
         Command::Stats(cmd) => cmd.run(&ctx),
         Command::Export(cmd) => cmd.run(&ctx),
-        Command::Import(cmd) => cmd.run(&ctx),
         Command::Sources(cmd) => cmd.run(&ctx),
         Command::Rename(cmd) => cmd.run(&ctx),
         Command::Fork(cmd) => cmd.run(&ctx),
@@ -79,8 +70,28 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Delete(cmd) => cmd.run(&ctx),
         Command::Prune(cmd) => cmd.run(&ctx),
         Command::Demo(cmd) => cmd.run(&ctx),
-        Command::Db(_) | Command::Serve(_) | Command::Completions(_) | Command::DemoCheck(_) => {
-            Ok(())
+        Command::Db(_)
+        | Command::Serve(_)
+        | Command::Import(_)
+        | Command::Completions(_)
+        | Command::DemoCheck(_) => Ok(()),
+    }
+}
+
+/// Opens the database for a command that needs `access`; `dry_run` is an import's
+/// `--dry-run` (which reads only).
+fn open(db: &location::DbPath, access: Access, dry_run: bool) -> Result<Context, CliError> {
+    match Context::open(db, access) {
+        // A first run: a reading command answers as for an empty store, saying why.
+        Err(CliError::NothingYet { path }) if access == Access::Read => {
+            eprintln!("scribe: {}", CliError::NothingYet { path });
+            Context::empty()
         }
+        // A dry run into a database not created yet counts everything as new.
+        Err(CliError::NoDatabase { source }) if dry_run => {
+            eprintln!("scribe: {source}; a dry run counts against an empty store");
+            Context::empty()
+        }
+        other => other,
     }
 }
