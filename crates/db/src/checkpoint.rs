@@ -22,8 +22,11 @@
 //! (`BEGIN IMMEDIATE`, its busy handler looking every 250 us), and PASSIVE checkpoints
 //! copy the few frames committed meanwhile: nothing new can arrive, so they complete,
 //! with two short syncs under the lock. When it lets go, the next writer finds every
-//! frame copied and starts the WAL over. When it cannot get the lock in time, or another
-//! process checkpoints, the next commit past the threshold tries again.
+//! frame copied and starts the WAL over. A checkpoint another connection began before the
+//! lock was taken (a writer's auto-checkpoint, another process's first step) holds the
+//! checkpoint lock: it is waited for under the write lock, since it too completes there.
+//! When it cannot get the lock in time, or another process checkpoints, the next commit
+//! past the threshold tries again.
 //!
 //! The writer connection registers a WAL hook ([`watch_wal`]) that notes how many frames
 //! the WAL holds after each commit, and then does what SQLite's auto-checkpoint (which a
@@ -39,7 +42,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use rusqlite::hooks::Wal;
@@ -258,8 +261,9 @@ enum Outcome {
 /// [`LOCK_POLL`]) while PASSIVE checkpoints on `conn` copy the frames committed
 /// meanwhile. No new frame can come while `lock` holds the write lock, so the checkpoint
 /// completes (a reader of an older snapshot may hold it up: it is tried [`FINISH_TRIES`]
-/// times); when `lock` lets go, the next writer finds every frame copied and starts the
-/// WAL over (unless a reader still reads from it: then the one after).
+/// times; another connection's checkpoint under way is waited for, up to
+/// [`FINISH_BUSY_WAIT`]); when `lock` lets go, the next writer finds every frame copied
+/// and starts the WAL over (unless a reader still reads from it: then the one after).
 fn round(conn: &Connection, lock: &Connection, pages: u32) -> Result<Outcome> {
     let pages = i64::from(pages);
     let passive = checkpoint(conn, "PASSIVE")?;
@@ -279,14 +283,30 @@ fn round(conn: &Connection, lock: &Connection, pages: u32) -> Result<Outcome> {
         Err(err) => return Err(err.into()),
     };
     let mut outcome = Outcome::Busy;
-    for _ in 0..FINISH_TRIES {
+    let mut tries = 0;
+    let mut waited = Duration::ZERO;
+    while tries < FINISH_TRIES && waited < FINISH_BUSY_WAIT {
         let report = checkpoint(conn, "PASSIVE")?;
+        if report.busy {
+            // Another connection holds the checkpoint lock (SQLite then reports -1
+            // frames, which is not a small WAL): a writer's auto-checkpoint begun before
+            // this lock was taken, or another process's first, unlocked checkpoint. It
+            // copies what this one would, and no frame can come meanwhile: wait for it
+            // (letting go now would let writers add frames before it ends, and the WAL
+            // would not start over). One that waits for the write lock itself (a FULL or
+            // TRUNCATE checkpoint) cannot end meanwhile: the wait is bounded for it.
+            let paused = Instant::now();
+            std::thread::sleep(FINISH_PAUSE);
+            waited += paused.elapsed();
+            continue;
+        }
+        tries += 1;
         if report.wal_frames < pages {
             // Another process restarted the WAL before this one got the lock.
             outcome = Outcome::Small;
             break;
         }
-        if !report.busy && report.checkpointed_frames == report.wal_frames {
+        if report.checkpointed_frames == report.wal_frames {
             outcome = Outcome::Restarted;
             break;
         }
@@ -321,6 +341,13 @@ const FINISH_TRIES: u32 = 3;
 
 /// The pause between those tries.
 const FINISH_PAUSE: Duration = Duration::from_micros(200);
+
+/// How long [`round`] waits, holding the write lock, for another connection's checkpoint
+/// to end. It copies the frames there are and syncs: ~1 ms on an idle machine, tens of
+/// milliseconds when the disk is busy. Waiting holds writers up; not waiting lets go of
+/// a WAL that was nearly copied (seen with 3 writer processes and other builds on the
+/// machine: rounds gave up one after another while the file grew past 30 MB).
+const FINISH_BUSY_WAIT: Duration = Duration::from_millis(50);
 
 /// `PRAGMA wal_checkpoint(mode)` on `conn`.
 pub(crate) fn checkpoint(conn: &Connection, mode: &str) -> Result<CheckpointReport> {
