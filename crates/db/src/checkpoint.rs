@@ -267,13 +267,14 @@ enum Outcome {
 fn round(conn: &Connection, lock: &Connection, pages: u32) -> Result<Outcome> {
     let pages = i64::from(pages);
     let passive = checkpoint(conn, "PASSIVE")?;
-    if passive.busy {
-        // Another connection holds the checkpoint lock: it is checkpointing now.
-        return Ok(Outcome::Busy);
-    }
+    // Busy: another connection holds the checkpoint lock (a writer's auto-checkpoint,
+    // which every commit runs once the WAL is past 1,000 frames, or another process's
+    // checkpointer). It copies what this one would have; the lock is taken all the same,
+    // and under it that checkpoint is waited for. (Giving up here left the WAL to grow
+    // while writers' checkpoints kept the lock busy.)
     // (A passive checkpoint reports the frames there were when it began: writers may
     // have added more since, so "all copied" means nothing until the lock is held.)
-    if passive.wal_frames < pages {
+    if !passive.busy && passive.wal_frames < pages {
         // Another process restarted the WAL since the commit that woke this thread.
         return Ok(Outcome::Small);
     }
