@@ -138,11 +138,28 @@ impl PgBackend {
         Ok(value)
     }
 
+    /// Makes the next commit start an outbox trim, as if the last were
+    /// [`events::WRITER_TRIM_EVERY`] ago (tests).
+    pub(crate) fn trim_due_now(&self) {
+        *self
+            .trimmed_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Whether a background outbox trim is running: it has not yet returned its connection
+    /// to the pool (tests).
+    pub(crate) fn trim_running(&self) -> bool {
+        self.trimming.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// After a commit: starts deleting the outbox rows past their retention on a thread of
     /// its own if this process has not for [`events::WRITER_TRIM_EVERY`] (or ever), so a
     /// store nobody listens to does not grow. The write that happens to be due returns at
     /// once: the trim's DELETE takes ~0.3 s per 300,000 expired rows, which no caller
-    /// should wait for. A failure is logged, never the write's.
+    /// should wait for. A failure is logged, never the write's. The trim takes a spare
+    /// connection ([`Pool::get_spare`]), never the warm one the writer will want next,
+    /// and the one it used goes back below the writers' (it has prepared nothing).
     fn trim_when_due(&self) {
         use std::sync::atomic::Ordering;
         {
@@ -164,7 +181,7 @@ impl PgBackend {
         let spawned = std::thread::Builder::new()
             .name("scribe-outbox-trim".to_owned())
             .spawn(move || {
-                let outcome = pool.get().and_then(|mut client| {
+                let outcome = pool.get_spare().and_then(|mut client| {
                     let outcome = events::trim(&mut client);
                     if outcome.is_err() {
                         client.discard();

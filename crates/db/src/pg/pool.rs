@@ -1,6 +1,14 @@
 //! A small connection pool: idle connections kept for reuse, a bound on how many are open
 //! at once, and connections that broke (or whose state is unknown) closed instead of
 //! reused. Small enough to read in one go, so no pool crate.
+//!
+//! The idle connections are a stack ordered by how many statements each has prepared:
+//! [`Pool::get`] takes the top, the connection that has prepared the most (the most
+//! recently returned of those that have prepared as many), and a connection that has
+//! prepared fewer goes back below the ones that have prepared more. So a connection
+//! opened for background work ([`Pool::get_spare`], the outbox trim), which prepares
+//! none, never comes before the writers' own: before, it went back on top, and the next
+//! write took it and prepared every statement it ran again.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -33,6 +41,7 @@ pub(crate) struct Pool {
 }
 
 struct State {
+    /// Ordered by [`Statements::len`], fewest first: the top (the end) is taken first.
     idle: Vec<(Client, Statements)>,
     open: usize,
 }
@@ -100,29 +109,12 @@ impl Pool {
                     state.open -= 1;
                     continue;
                 }
-                return Ok(Pooled {
-                    pool: self,
-                    client: Some(client),
-                    statements,
-                    reused: true,
-                });
+                return Ok(self.reuse(client, statements));
             }
             if state.open < self.max_open {
                 state.open += 1;
                 drop(state);
-                return match self.connect() {
-                    Ok(client) => Ok(Pooled {
-                        pool: self,
-                        client: Some(client),
-                        statements: Statements::default(),
-                        reused: false,
-                    }),
-                    Err(err) => {
-                        self.lock().open -= 1;
-                        self.freed.notify_one();
-                        Err(err)
-                    }
-                };
+                return self.open_new();
             }
             let (next, timeout) = self
                 .freed
@@ -144,6 +136,63 @@ impl Pool {
         }
     }
 
+    /// A connection for work in the background (the outbox trim), chosen so that it takes
+    /// none the writers would want next: an idle one that has prepared nothing, else a new
+    /// one while fewer than `max_open` are open, else the idle one that has prepared the
+    /// fewest statements, else (all in use) whichever comes free first, as [`Pool::get`].
+    pub(crate) fn get_spare(&self) -> Result<Pooled<'_>> {
+        let mut state = self.lock();
+        while let Some((client, _)) = state.idle.first() {
+            if !client.is_closed() {
+                break;
+            }
+            state.idle.remove(0);
+            state.open -= 1;
+        }
+        let coldest_is_empty = state
+            .idle
+            .first()
+            .is_some_and(|(_, statements)| statements.is_empty());
+        if !coldest_is_empty && state.open < self.max_open {
+            state.open += 1;
+            drop(state);
+            return self.open_new();
+        }
+        if !state.idle.is_empty() {
+            let (client, statements) = state.idle.remove(0);
+            return Ok(self.reuse(client, statements));
+        }
+        drop(state);
+        self.get()
+    }
+
+    /// `client`, taken from the idle list, as a [`Pooled`].
+    fn reuse(&self, client: Client, statements: Statements) -> Pooled<'_> {
+        Pooled {
+            pool: self,
+            client: Some(client),
+            statements,
+            reused: true,
+        }
+    }
+
+    /// A new connection, already counted in `open` (uncounted again if it fails).
+    fn open_new(&self) -> Result<Pooled<'_>> {
+        match self.connect() {
+            Ok(client) => Ok(Pooled {
+                pool: self,
+                client: Some(client),
+                statements: Statements::default(),
+                reused: false,
+            }),
+            Err(err) => {
+                self.lock().open -= 1;
+                self.freed.notify_one();
+                Err(err)
+            }
+        }
+    }
+
     /// A new connection outside the pool (the event listener's own).
     pub(crate) fn connect(&self) -> Result<Client> {
         let mut config = self.location.config.clone();
@@ -159,14 +208,35 @@ impl Pool {
         .map_err(|err| connect_error(err, &self.location))
     }
 
+    /// Returns `client` to the idle list, above every idle connection that has prepared
+    /// as many statements or fewer and below those that have prepared more. With the list
+    /// full, the connection that has prepared the fewest (this one or the bottom one) is
+    /// closed instead.
     fn put_back(&self, client: Client, statements: Statements) {
         let mut state = self.lock();
-        if !client.is_closed() && state.idle.len() < self.max_idle {
-            state.idle.push((client, statements));
+        let closed = if client.is_closed() || self.max_idle == 0 {
+            Some(client)
         } else {
+            let count = statements.len();
+            let at = state.idle.partition_point(|(_, s)| s.len() <= count);
+            if state.idle.len() < self.max_idle {
+                state.idle.insert(at, (client, statements));
+                None
+            } else if at > 0 {
+                // Full: the bottom one has prepared no more than this one; it goes.
+                let (bottom, _) = state.idle.remove(0);
+                state.idle.insert(at - 1, (client, statements));
+                Some(bottom)
+            } else {
+                Some(client)
+            }
+        };
+        if closed.is_some() {
             state.open -= 1;
         }
         drop(state);
+        // Closing sends a Terminate message: not under the lock.
+        drop(closed);
         self.freed.notify_one();
     }
 
