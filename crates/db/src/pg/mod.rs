@@ -13,6 +13,12 @@
 //! safe as under SQLite's single writer: a conflicting concurrent transaction fails with a
 //! serialization failure (40001) or a deadlock (40P01), and the whole closure runs again
 //! after the same random pause as SQLite's busy retry, with an empty after-commit queue.
+//! A write also turns `enable_seqscan` off for its transaction: under SERIALIZABLE a
+//! sequential scan predicate-locks its whole table, and the planner picks one for a
+//! lookup by key in a table of a few pages once it has statistics (autovacuum analyzes a
+//! new store's tables in its first minute), after which every writer conflicted with
+//! every other writer of the table, whatever their sessions. A write's statements are
+//! lookups by key; with no index to use, a scan still runs.
 //! If the connection is lost while COMMIT is under way, the outcome is unknown and
 //! [`crate::Error::CommitUnknown`] is returned, never a retry. A read runs REPEATABLE READ
 //! READ ONLY: one snapshot, never blocking a writer.
@@ -52,6 +58,10 @@ pub(crate) struct PgBackend {
     /// A background trim is running (at most one per process).
     trimming: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How a write transaction begins (see the module docs for `enable_seqscan`); one round
+/// trip.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE; SET LOCAL enable_seqscan = off";
 
 impl PgBackend {
     /// Connects to `text`, checks the server is reachable and the credentials work, and
@@ -204,9 +214,9 @@ impl PgBackend {
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
-        let mut client = self.begin("BEGIN ISOLATION LEVEL SERIALIZABLE")?;
+        let mut client = self.begin(BEGIN_WRITE)?;
         let outcome = {
-            let (conn, statements) = client.with_statements();
+            let (conn, statements) = client.with_statements(true);
             let mut tx = Tx::postgres(PgQueries::cached(conn, statements), clock);
             f(&mut tx).map(|value| (value, tx.into_after_commit()))
         };
@@ -230,7 +240,7 @@ impl PgBackend {
     {
         retry_with(options, || {
             let mut client = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-            let (conn, statements) = client.with_statements();
+            let (conn, statements) = client.with_statements(false);
             let outcome = f(&mut ReadTx::postgres(
                 PgQueries::cached(conn, statements),
                 &options.clock,

@@ -41,9 +41,33 @@ pub(crate) struct Pool {
 }
 
 struct State {
-    /// Ordered by [`Statements::len`], fewest first: the top (the end) is taken first.
-    idle: Vec<(Client, Statements)>,
+    /// Ordered by [`Prepared::len`], fewest first: the top (the end) is taken first.
+    idle: Vec<(Client, Prepared)>,
     open: usize,
+}
+
+/// The statements a connection has prepared: those of read transactions and those of
+/// write transactions apart. A write runs with `enable_seqscan` off (see
+/// [`super::PgBackend::write`]), and PostgreSQL keeps a prepared statement's generic plan,
+/// made under the settings of the transaction that made it, whatever the settings of the
+/// transactions that use it later: shared, a plan made in a read could scan a whole table
+/// in a write.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    pub(crate) read: Statements,
+    pub(crate) write: Statements,
+}
+
+impl Prepared {
+    /// How many statements are prepared, reads' and writes'.
+    pub(crate) fn len(&self) -> usize {
+        self.read.len() + self.write.len()
+    }
+
+    /// Whether none is.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.write.is_empty()
+    }
 }
 
 impl std::fmt::Debug for Pool {
@@ -167,7 +191,7 @@ impl Pool {
     }
 
     /// `client`, taken from the idle list, as a [`Pooled`].
-    fn reuse(&self, client: Client, statements: Statements) -> Pooled<'_> {
+    fn reuse(&self, client: Client, statements: Prepared) -> Pooled<'_> {
         Pooled {
             pool: self,
             client: Some(client),
@@ -182,7 +206,7 @@ impl Pool {
             Ok(client) => Ok(Pooled {
                 pool: self,
                 client: Some(client),
-                statements: Statements::default(),
+                statements: Prepared::default(),
                 reused: false,
             }),
             Err(err) => {
@@ -212,7 +236,7 @@ impl Pool {
     /// as many statements or fewer and below those that have prepared more. With the list
     /// full, the connection that has prepared the fewest (this one or the bottom one) is
     /// closed instead.
-    fn put_back(&self, client: Client, statements: Statements) {
+    fn put_back(&self, client: Client, statements: Prepared) {
         let mut state = self.lock();
         let closed = if client.is_closed() || self.max_idle == 0 {
             Some(client)
@@ -253,7 +277,7 @@ pub(crate) struct Pooled<'p> {
     client: Option<Client>,
     /// The statements this connection has prepared (the generated queries'), kept with it
     /// in the idle list.
-    statements: Statements,
+    statements: Prepared,
     /// Taken from the idle list (it may have died while idle) rather than just opened.
     reused: bool,
 }
@@ -265,12 +289,18 @@ impl Pooled<'_> {
         self.reused
     }
 
-    /// The connection and the statements prepared on it, for
+    /// The connection and the statements prepared on it for read transactions (`write`
+    /// false) or write transactions (see [`Prepared`]), for
     /// [`crate::queries::postgres::PgQueries::cached`].
-    pub(crate) fn with_statements(&mut self) -> (&mut Client, &mut Statements) {
+    pub(crate) fn with_statements(&mut self, write: bool) -> (&mut Client, &mut Statements) {
         // Present until drop or discard, which consume the guard.
         let client = self.client.as_mut().unwrap_or_else(|| unreachable!());
-        (client, &mut self.statements)
+        let statements = if write {
+            &mut self.statements.write
+        } else {
+            &mut self.statements.read
+        };
+        (client, statements)
     }
 
     /// Closes the connection instead of returning it: its state is unknown (a failed
