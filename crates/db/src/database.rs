@@ -721,6 +721,28 @@ impl Database {
         }
     }
 
+    /// Makes this handle's next commit start a background outbox trim, as if its last were
+    /// a minute ago (PostgreSQL; nothing on SQLite). For tests of the trim.
+    #[doc(hidden)]
+    pub fn outbox_trim_due_now(&self) {
+        match &self.engine {
+            Engine::Sqlite(_) => {}
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.trim_due_now(),
+        }
+    }
+
+    /// Whether a background outbox trim of this handle is running, its connection not yet
+    /// back in the pool (PostgreSQL; always false on SQLite). For tests of the trim.
+    #[doc(hidden)]
+    pub fn outbox_trim_running(&self) -> bool {
+        match &self.engine {
+            Engine::Sqlite(_) => false,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.trim_running(),
+        }
+    }
+
     /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
     /// successful writes, plus each [`Database::checkpoint`] call that did something
     /// (always 0 on PostgreSQL).

@@ -917,6 +917,89 @@ fn a_writing_process_trims_expired_changes_in_the_background() {
     );
 }
 
+/// The backend a write runs on, asked from inside it: the one connection of the pool
+/// (`application_name` scribe) idle in a transaction; a trim waiting on a lock is not.
+fn writing_backend(admin: &mut postgres::Client) -> i32 {
+    admin
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+             AND application_name = 'scribe' AND state = 'idle in transaction'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// One step of a writer (a message with a part, usage), and the backend it ran on.
+fn step_on_backend(db: &Database, session: &str, admin: &mut postgres::Client) -> i32 {
+    db.write(|tx| -> scribe_db::Result<i32> {
+        message_with_part(tx.q(), session, "a step")?;
+        tx.q().add_session_usage(&usage(session, 1))?;
+        Ok(writing_backend(admin))
+    })
+    .unwrap()
+}
+
+/// Waits (up to 10 s) until `ready` says so.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The background outbox trim leaves a writer its warm connection, whose statements are
+/// prepared: it neither takes it (the write meanwhile had to open a new one and prepare
+/// every statement again) nor puts its own, which has prepared nothing, back above it
+/// (the next write took that one). Here the trim is held on a lock while the writer
+/// writes, then let go; every write runs on the same backend.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn the_outbox_trim_leaves_the_writer_its_warm_connection() {
+    let url = fresh("scribe_trim_spare");
+    drop(Database::open(&url).unwrap());
+    let (mut admin, mut blocker) = (admin(&url), admin(&url));
+    let db = Database::open(&url).unwrap();
+    // The first commit starts the first trim; nothing holds it.
+    let s = create_session(&db);
+    wait_until("the first trim ends", || !db.outbox_trim_running());
+    let warm = step_on_backend(&db, &s, &mut admin);
+
+    // The next trim blocks on the trim record until `blocker` commits.
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE scribe_outbox_trim IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    db.outbox_trim_due_now();
+    assert_eq!(step_on_backend(&db, &s, &mut admin), warm);
+    wait_until("the trim waits for the trim record", || {
+        let waiting: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name = 'scribe' AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        waiting == 1
+    });
+    assert_eq!(
+        step_on_backend(&db, &s, &mut admin),
+        warm,
+        "a write during the trim runs on the warm connection, not a new one"
+    );
+    blocker.batch_execute("COMMIT").unwrap();
+    wait_until("the held trim ends", || !db.outbox_trim_running());
+    assert_eq!(
+        step_on_backend(&db, &s, &mut admin),
+        warm,
+        "after the trim the next write runs on the warm connection, not the trim's"
+    );
+}
+
 /// A transaction that stays open holds back nothing but itself: other sessions' commits
 /// arrive meanwhile, a trim keeps its rows (it has written none yet that anyone can see),
 /// and its own changes arrive once it commits, once, with no `Lagged`.

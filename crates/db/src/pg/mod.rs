@@ -13,6 +13,12 @@
 //! safe as under SQLite's single writer: a conflicting concurrent transaction fails with a
 //! serialization failure (40001) or a deadlock (40P01), and the whole closure runs again
 //! after the same random pause as SQLite's busy retry, with an empty after-commit queue.
+//! A write also turns `enable_seqscan` off for its transaction: under SERIALIZABLE a
+//! sequential scan predicate-locks its whole table, and the planner picks one for a
+//! lookup by key in a table of a few pages once it has statistics (autovacuum analyzes a
+//! new store's tables in its first minute), after which every writer conflicted with
+//! every other writer of the table, whatever their sessions. A write's statements are
+//! lookups by key; with no index to use, a scan still runs.
 //! If the connection is lost while COMMIT is under way, the outcome is unknown and
 //! [`crate::Error::CommitUnknown`] is returned, never a retry. A read runs REPEATABLE READ
 //! READ ONLY: one snapshot, never blocking a writer.
@@ -52,6 +58,10 @@ pub(crate) struct PgBackend {
     /// A background trim is running (at most one per process).
     trimming: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How a write transaction begins (see the module docs for `enable_seqscan`); one round
+/// trip.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE; SET LOCAL enable_seqscan = off";
 
 impl PgBackend {
     /// Connects to `text`, checks the server is reachable and the credentials work, and
@@ -138,11 +148,28 @@ impl PgBackend {
         Ok(value)
     }
 
+    /// Makes the next commit start an outbox trim, as if the last were
+    /// [`events::WRITER_TRIM_EVERY`] ago (tests).
+    pub(crate) fn trim_due_now(&self) {
+        *self
+            .trimmed_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Whether a background outbox trim is running: it has not yet returned its connection
+    /// to the pool (tests).
+    pub(crate) fn trim_running(&self) -> bool {
+        self.trimming.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// After a commit: starts deleting the outbox rows past their retention on a thread of
     /// its own if this process has not for [`events::WRITER_TRIM_EVERY`] (or ever), so a
     /// store nobody listens to does not grow. The write that happens to be due returns at
     /// once: the trim's DELETE takes ~0.3 s per 300,000 expired rows, which no caller
-    /// should wait for. A failure is logged, never the write's.
+    /// should wait for. A failure is logged, never the write's. The trim takes a spare
+    /// connection ([`Pool::get_spare`]), never the warm one the writer will want next,
+    /// and the one it used goes back below the writers' (it has prepared nothing).
     fn trim_when_due(&self) {
         use std::sync::atomic::Ordering;
         {
@@ -164,7 +191,7 @@ impl PgBackend {
         let spawned = std::thread::Builder::new()
             .name("scribe-outbox-trim".to_owned())
             .spawn(move || {
-                let outcome = pool.get().and_then(|mut client| {
+                let outcome = pool.get_spare().and_then(|mut client| {
                     let outcome = events::trim(&mut client);
                     if outcome.is_err() {
                         client.discard();
@@ -187,9 +214,9 @@ impl PgBackend {
         E: TxError,
         F: FnMut(&mut Tx<'_>) -> Result<T, E>,
     {
-        let mut client = self.begin("BEGIN ISOLATION LEVEL SERIALIZABLE")?;
+        let mut client = self.begin(BEGIN_WRITE)?;
         let outcome = {
-            let (conn, statements) = client.with_statements();
+            let (conn, statements) = client.with_statements(true);
             let mut tx = Tx::postgres(PgQueries::cached(conn, statements), clock);
             f(&mut tx).map(|value| (value, tx.into_after_commit()))
         };
@@ -213,7 +240,7 @@ impl PgBackend {
     {
         retry_with(options, || {
             let mut client = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-            let (conn, statements) = client.with_statements();
+            let (conn, statements) = client.with_statements(false);
             let outcome = f(&mut ReadTx::postgres(
                 PgQueries::cached(conn, statements),
                 &options.clock,

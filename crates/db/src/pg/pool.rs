@@ -1,6 +1,14 @@
 //! A small connection pool: idle connections kept for reuse, a bound on how many are open
 //! at once, and connections that broke (or whose state is unknown) closed instead of
 //! reused. Small enough to read in one go, so no pool crate.
+//!
+//! The idle connections are a stack ordered by how many statements each has prepared:
+//! [`Pool::get`] takes the top, the connection that has prepared the most (the most
+//! recently returned of those that have prepared as many), and a connection that has
+//! prepared fewer goes back below the ones that have prepared more. So a connection
+//! opened for background work ([`Pool::get_spare`], the outbox trim), which prepares
+//! none, never comes before the writers' own: before, it went back on top, and the next
+//! write took it and prepared every statement it ran again.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -33,8 +41,33 @@ pub(crate) struct Pool {
 }
 
 struct State {
-    idle: Vec<(Client, Statements)>,
+    /// Ordered by [`Prepared::len`], fewest first: the top (the end) is taken first.
+    idle: Vec<(Client, Prepared)>,
     open: usize,
+}
+
+/// The statements a connection has prepared: those of read transactions and those of
+/// write transactions apart. A write runs with `enable_seqscan` off (see
+/// [`super::PgBackend::write`]), and PostgreSQL keeps a prepared statement's generic plan,
+/// made under the settings of the transaction that made it, whatever the settings of the
+/// transactions that use it later: shared, a plan made in a read could scan a whole table
+/// in a write.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    pub(crate) read: Statements,
+    pub(crate) write: Statements,
+}
+
+impl Prepared {
+    /// How many statements are prepared, reads' and writes'.
+    pub(crate) fn len(&self) -> usize {
+        self.read.len() + self.write.len()
+    }
+
+    /// Whether none is.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.write.is_empty()
+    }
 }
 
 impl std::fmt::Debug for Pool {
@@ -100,29 +133,12 @@ impl Pool {
                     state.open -= 1;
                     continue;
                 }
-                return Ok(Pooled {
-                    pool: self,
-                    client: Some(client),
-                    statements,
-                    reused: true,
-                });
+                return Ok(self.reuse(client, statements));
             }
             if state.open < self.max_open {
                 state.open += 1;
                 drop(state);
-                return match self.connect() {
-                    Ok(client) => Ok(Pooled {
-                        pool: self,
-                        client: Some(client),
-                        statements: Statements::default(),
-                        reused: false,
-                    }),
-                    Err(err) => {
-                        self.lock().open -= 1;
-                        self.freed.notify_one();
-                        Err(err)
-                    }
-                };
+                return self.open_new();
             }
             let (next, timeout) = self
                 .freed
@@ -144,6 +160,63 @@ impl Pool {
         }
     }
 
+    /// A connection for work in the background (the outbox trim), chosen so that it takes
+    /// none the writers would want next: an idle one that has prepared nothing, else a new
+    /// one while fewer than `max_open` are open, else the idle one that has prepared the
+    /// fewest statements, else (all in use) whichever comes free first, as [`Pool::get`].
+    pub(crate) fn get_spare(&self) -> Result<Pooled<'_>> {
+        let mut state = self.lock();
+        while let Some((client, _)) = state.idle.first() {
+            if !client.is_closed() {
+                break;
+            }
+            state.idle.remove(0);
+            state.open -= 1;
+        }
+        let coldest_is_empty = state
+            .idle
+            .first()
+            .is_some_and(|(_, statements)| statements.is_empty());
+        if !coldest_is_empty && state.open < self.max_open {
+            state.open += 1;
+            drop(state);
+            return self.open_new();
+        }
+        if !state.idle.is_empty() {
+            let (client, statements) = state.idle.remove(0);
+            return Ok(self.reuse(client, statements));
+        }
+        drop(state);
+        self.get()
+    }
+
+    /// `client`, taken from the idle list, as a [`Pooled`].
+    fn reuse(&self, client: Client, statements: Prepared) -> Pooled<'_> {
+        Pooled {
+            pool: self,
+            client: Some(client),
+            statements,
+            reused: true,
+        }
+    }
+
+    /// A new connection, already counted in `open` (uncounted again if it fails).
+    fn open_new(&self) -> Result<Pooled<'_>> {
+        match self.connect() {
+            Ok(client) => Ok(Pooled {
+                pool: self,
+                client: Some(client),
+                statements: Prepared::default(),
+                reused: false,
+            }),
+            Err(err) => {
+                self.lock().open -= 1;
+                self.freed.notify_one();
+                Err(err)
+            }
+        }
+    }
+
     /// A new connection outside the pool (the event listener's own).
     pub(crate) fn connect(&self) -> Result<Client> {
         let mut config = self.location.config.clone();
@@ -159,14 +232,35 @@ impl Pool {
         .map_err(|err| connect_error(err, &self.location))
     }
 
-    fn put_back(&self, client: Client, statements: Statements) {
+    /// Returns `client` to the idle list, above every idle connection that has prepared
+    /// as many statements or fewer and below those that have prepared more. With the list
+    /// full, the connection that has prepared the fewest (this one or the bottom one) is
+    /// closed instead.
+    fn put_back(&self, client: Client, statements: Prepared) {
         let mut state = self.lock();
-        if !client.is_closed() && state.idle.len() < self.max_idle {
-            state.idle.push((client, statements));
+        let closed = if client.is_closed() || self.max_idle == 0 {
+            Some(client)
         } else {
+            let count = statements.len();
+            let at = state.idle.partition_point(|(_, s)| s.len() <= count);
+            if state.idle.len() < self.max_idle {
+                state.idle.insert(at, (client, statements));
+                None
+            } else if at > 0 {
+                // Full: the bottom one has prepared no more than this one; it goes.
+                let (bottom, _) = state.idle.remove(0);
+                state.idle.insert(at - 1, (client, statements));
+                Some(bottom)
+            } else {
+                Some(client)
+            }
+        };
+        if closed.is_some() {
             state.open -= 1;
         }
         drop(state);
+        // Closing sends a Terminate message: not under the lock.
+        drop(closed);
         self.freed.notify_one();
     }
 
@@ -183,7 +277,7 @@ pub(crate) struct Pooled<'p> {
     client: Option<Client>,
     /// The statements this connection has prepared (the generated queries'), kept with it
     /// in the idle list.
-    statements: Statements,
+    statements: Prepared,
     /// Taken from the idle list (it may have died while idle) rather than just opened.
     reused: bool,
 }
@@ -195,12 +289,18 @@ impl Pooled<'_> {
         self.reused
     }
 
-    /// The connection and the statements prepared on it, for
+    /// The connection and the statements prepared on it for read transactions (`write`
+    /// false) or write transactions (see [`Prepared`]), for
     /// [`crate::queries::postgres::PgQueries::cached`].
-    pub(crate) fn with_statements(&mut self) -> (&mut Client, &mut Statements) {
+    pub(crate) fn with_statements(&mut self, write: bool) -> (&mut Client, &mut Statements) {
         // Present until drop or discard, which consume the guard.
         let client = self.client.as_mut().unwrap_or_else(|| unreachable!());
-        (client, &mut self.statements)
+        let statements = if write {
+            &mut self.statements.write
+        } else {
+            &mut self.statements.read
+        };
+        (client, statements)
     }
 
     /// Closes the connection instead of returning it: its state is unknown (a failed
