@@ -338,9 +338,52 @@ pub struct PartEncodeError(#[from] serde_json::Error);
 
 impl Part {
     /// Decodes a part from its stored JSON text. Never panics.
+    ///
+    /// The same part as `Part::from_value(serde_json::from_str(json)?)`, and the same
+    /// errors: a known type is decoded straight from the text into its struct (no
+    /// intermediate [`Value`]), and anything that path does not take (an unknown or
+    /// escaped tag, a duplicate key, a malformed field, text that is not an object) is
+    /// decoded through the [`Value`] as before, which also makes every error.
     pub fn from_json(json: &str) -> Result<Part, PartDecodeError> {
+        if let Some(part) = Part::from_json_direct(json) {
+            return Ok(part);
+        }
         let value: Value = serde_json::from_str(json).map_err(PartDecodeError::Json)?;
         Part::from_value(value)
+    }
+
+    /// [`Part::from_json`]'s path for a known type whose tag comes first, as Scribe writes
+    /// parts (`{"type":"text",…}`): the text decoded into the tag's struct, whose `extra`
+    /// catches `"type"` as an unknown field and gives it back; it must be the tag read
+    /// first (a later duplicate `"type"` wins through a [`Value`], as it does here).
+    /// `None` when this path does not apply or fails (the caller decodes through a
+    /// [`Value`] then).
+    fn from_json_direct(json: &str) -> Option<Part> {
+        /// The struct of a known tag, decoded from the whole object.
+        fn direct<T: DeserializeOwned + HasExtra>(json: &str, tag: &str) -> Option<T> {
+            let mut body: T = serde_json::from_str(json).ok()?;
+            match body.extra_mut().remove("type") {
+                Some(Value::String(last)) if last == tag => Some(body),
+                _ => None,
+            }
+        }
+        let rest = json.strip_prefix("{\"type\":\"")?;
+        let tag = &rest[..rest.find('"')?];
+        Some(match tag {
+            "text" => Part::Text(direct(json, tag)?),
+            "reasoning" => Part::Reasoning(direct(json, tag)?),
+            "tool" => Part::Tool(direct(json, tag)?),
+            "file" => Part::File(direct(json, tag)?),
+            "image_url" => Part::ImageUrl(direct(json, tag)?),
+            "step_start" => Part::StepStart(direct(json, tag)?),
+            "step_finish" => Part::StepFinish(direct(json, tag)?),
+            "compaction" => Part::Compaction(direct(json, tag)?),
+            "patch" => Part::Patch(direct(json, tag)?),
+            "agent" => Part::Agent(direct(json, tag)?),
+            "subtask" => Part::Subtask(direct(json, tag)?),
+            "finish" => Part::Finish(direct(json, tag)?),
+            _ => return None,
+        })
     }
 
     /// Decodes a part from a JSON value (see the module doc for the rules).
@@ -496,6 +539,37 @@ impl<'de> Deserialize<'de> for Part {
         })
     }
 }
+
+/// A known part type's `extra` map (where a decoded object's `"type"` lands when the
+/// struct is decoded from the whole object).
+trait HasExtra {
+    fn extra_mut(&mut self) -> &mut Extra;
+}
+
+macro_rules! impl_has_extra {
+    ($($ty:ident),* $(,)?) => {
+        $(impl HasExtra for $ty {
+            fn extra_mut(&mut self) -> &mut Extra {
+                &mut self.extra
+            }
+        })*
+    };
+}
+
+impl_has_extra!(
+    TextPart,
+    ReasoningPart,
+    ToolPart,
+    FilePart,
+    ImageUrlPart,
+    StepStartPart,
+    StepFinishPart,
+    CompactionPart,
+    PatchPart,
+    AgentPart,
+    SubtaskPart,
+    FinishPart,
+);
 
 macro_rules! impl_from_part {
     ($($ty:ident => $variant:ident),* $(,)?) => {
