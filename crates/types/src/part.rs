@@ -340,10 +340,10 @@ impl Part {
     /// Decodes a part from its stored JSON text. Never panics.
     ///
     /// The same part as `Part::from_value(serde_json::from_str(json)?)`, and the same
-    /// errors: a known type is decoded straight from the text into its struct (no
-    /// intermediate [`Value`]), and anything that path does not take (an unknown or
-    /// escaped tag, a duplicate key, a malformed field, text that is not an object) is
-    /// decoded through the [`Value`] as before, which also makes every error.
+    /// errors: a known type whose tag comes first is decoded straight from the text into
+    /// its struct (no intermediate [`Value`]), and anything that path does not take
+    /// (another key order, an unknown or escaped tag, a malformed field, text that is not
+    /// an object) is decoded through the [`Value`] as before, which also makes every error.
     pub fn from_json(json: &str) -> Result<Part, PartDecodeError> {
         if let Some(part) = Part::from_json_direct(json) {
             return Ok(part);
