@@ -382,8 +382,100 @@ fn arb_part_like() -> impl Strategy<Value = Value> {
         })
 }
 
+/// `from_json` as it was: the text into a `Value`, then `from_value`. Errors as text
+/// (`PartDecodeError` is not `PartialEq`; its `Debug` names the variant and the source).
+fn through_value(text: &str) -> Result<Part, String> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("{:?}", PartDecodeError::Json(e)))?;
+    Part::from_value(value).map_err(|e| format!("{e:?}"))
+}
+
+#[test]
+fn from_json_decodes_as_through_a_value() {
+    let mut texts: Vec<String> = one_of_each().iter().map(|p| p.to_json().unwrap()).collect();
+    texts.extend(
+        [
+            // Duplicate keys: the last one wins through a value.
+            r#"{"type":"text","text":"a","text":"b"}"#,
+            r#"{"type":"text","type":"text","text":"a"}"#,
+            r#"{"type":"text","type":"tool","text":"a"}"#,
+            r#"{"type":"text","text":"a","type":"reasoning"}"#,
+            r#"{"type":"text","text":"a","type":"text"}"#,
+            r#"{"type":"text","text":"a","type":5}"#,
+            r#"{"type":"finish","reason":"x","time":1,"type":"nope"}"#,
+            r#"{"type":"text","text":"a","later":1,"later":2}"#,
+            // An escaped tag, the tag last, white space, unknown fields, nulls.
+            r#"{"type":"te\u0078t","text":"a"}"#,
+            r#"{"text":"a","zz":[1,{"y":2.5}],"type":"text"}"#,
+            " \n{ \"type\" : \"text\" , \"text\" : \"a\" } ",
+            r#"{"type":"text","text":"a","time":null,"synthetic":false}"#,
+            r#"{"type":"text","text":"a","time":{"start":1,"end":null}}"#,
+            r#"{"type":"step_finish","reason":"end_turn","cost":1}"#,
+            r#"{"type":"step_finish","reason":"end_turn","cost":1e400}"#,
+            r#"{"type":"finish","reason":"x","time":1.5}"#,
+            r#"{"type":"finish","reason":"x","time":18446744073709551615}"#,
+            // Not parts, or not JSON.
+            r#"["text"]"#,
+            r#"{"type":"text"}"#,
+            r#"{"type":"text","text":5}"#,
+            r#"{"type":"nope","text":"a"}"#,
+            r#"{"type":"text","text":"a"} trailing"#,
+            r#"{"type":"text","text":"a""#,
+            "",
+        ]
+        .map(str::to_owned),
+    );
+    for text in &texts {
+        let direct = Part::from_json(text).map_err(|e| format!("{e:?}"));
+        assert_eq!(direct, through_value(text), "{text}");
+    }
+}
+
+/// A known part's JSON as Scribe writes it (the tag first), with members appended: new
+/// fields, or known ones again (a duplicate key; `"type"` too), any value.
+fn arb_known_part() -> impl Strategy<Value = String> {
+    let key = prop_oneof![
+        prop::sample::select(vec![
+            "type", "text", "time", "input", "state", "reason", "cost"
+        ])
+        .prop_map(str::to_owned),
+        "[a-z_]{1,6}",
+    ];
+    let value = prop_oneof![
+        arb_json(),
+        prop::sample::select(KNOWN_PART_TYPES.to_vec()).prop_map(Value::from),
+    ];
+    (
+        prop::sample::select(one_of_each()),
+        prop::collection::vec((key, value), 0..3),
+    )
+        .prop_map(|(part, members)| {
+            let json = part.to_json().unwrap();
+            let mut text = json.strip_suffix('}').unwrap().to_owned();
+            for (k, v) in members {
+                text.push_str(&format!(",{}:{v}", Value::from(k)));
+            }
+            text.push('}');
+            text
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// `from_json` (straight into a known type's struct) gives what the text through a
+    /// `Value` gives: the same part, or the same error.
+    #[test]
+    fn from_json_agrees_with_from_value(
+        text in prop_oneof![
+            arb_known_part(),
+            arb_part_like().prop_map(|v| v.to_string()),
+            arb_json().prop_map(|v| v.to_string()),
+        ],
+    ) {
+        let direct = Part::from_json(&text).map_err(|e| format!("{e:?}"));
+        prop_assert_eq!(direct, through_value(&text));
+    }
 
     /// Decoding never panics, and whatever decodes re-encodes to the same part.
     #[test]

@@ -25,7 +25,7 @@
 //!   ([`PartDecodeError::InvalidPart`]), not silently downgraded to
 //!   [`Part::Unknown`]: a corrupt row should be reported, not hidden.
 
-use serde::de::{DeserializeOwned, Error as _};
+use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -338,9 +338,53 @@ pub struct PartEncodeError(#[from] serde_json::Error);
 
 impl Part {
     /// Decodes a part from its stored JSON text. Never panics.
+    ///
+    /// The same part as `Part::from_value(serde_json::from_str(json)?)`, and the same
+    /// errors: a known type whose tag comes first is decoded straight from the text into
+    /// its struct (no intermediate [`Value`]), and anything that path does not take
+    /// (another key order, an unknown or escaped tag, a malformed field, text that is not
+    /// an object) is decoded through the [`Value`] as before, which also makes every error.
     pub fn from_json(json: &str) -> Result<Part, PartDecodeError> {
+        if let Some(part) = Part::from_json_direct(json) {
+            return Ok(part);
+        }
         let value: Value = serde_json::from_str(json).map_err(PartDecodeError::Json)?;
         Part::from_value(value)
+    }
+
+    /// [`Part::from_json`]'s path for a known type whose tag comes first, as Scribe writes
+    /// parts (`{"type":"text",…}`): the text decoded into the tag's struct, whose `extra`
+    /// catches `"type"` as an unknown field and gives it back (text and finish parts,
+    /// the commonest, member by member: [`by_field`]); the last `"type"` must be the tag
+    /// read first (a later duplicate wins through a [`Value`], as it does here).
+    /// `None` when this path does not apply or fails (the caller decodes through a
+    /// [`Value`] then).
+    fn from_json_direct(json: &str) -> Option<Part> {
+        /// The struct of a known tag, decoded from the whole object.
+        fn direct<T: DeserializeOwned + HasExtra>(json: &str, tag: &str) -> Option<T> {
+            let mut body: T = serde_json::from_str(json).ok()?;
+            match body.extra_mut().remove("type") {
+                Some(Value::String(last)) if last == tag => Some(body),
+                _ => None,
+            }
+        }
+        let rest = json.strip_prefix("{\"type\":\"")?;
+        let tag = &rest[..rest.find('"')?];
+        Some(match tag {
+            "text" => Part::Text(by_field(json, TextFields(tag))?),
+            "finish" => Part::Finish(by_field(json, FinishFields(tag))?),
+            "reasoning" => Part::Reasoning(direct(json, tag)?),
+            "tool" => Part::Tool(direct(json, tag)?),
+            "file" => Part::File(direct(json, tag)?),
+            "image_url" => Part::ImageUrl(direct(json, tag)?),
+            "step_start" => Part::StepStart(direct(json, tag)?),
+            "step_finish" => Part::StepFinish(direct(json, tag)?),
+            "compaction" => Part::Compaction(direct(json, tag)?),
+            "patch" => Part::Patch(direct(json, tag)?),
+            "agent" => Part::Agent(direct(json, tag)?),
+            "subtask" => Part::Subtask(direct(json, tag)?),
+            _ => return None,
+        })
     }
 
     /// Decodes a part from a JSON value (see the module doc for the rules).
@@ -496,6 +540,131 @@ impl<'de> Deserialize<'de> for Part {
         })
     }
 }
+
+/// Decodes `json` (one object, nothing after it) with `fields`, the commonest part types'
+/// own visitors (`text`, `finish`): each member straight into its field or, unknown, into
+/// `extra`, instead of serde's buffering of every member for a `flatten` field. `None`
+/// when anything fails (the caller decodes through a [`Value`] then).
+fn by_field<'de, V: Visitor<'de, Value = Option<T>>, T>(json: &'de str, fields: V) -> Option<T> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let part = de.deserialize_map(fields).ok()??;
+    de.end().ok()?;
+    Some(part)
+}
+
+/// The members of a known part's object, in order: `"type"` checked against `tag` (the
+/// last one counts, as through a [`Value`]), the struct's own fields given to `known`
+/// (which reads the value and says `true`), the rest into `extra` (a repeated key: the
+/// last one). `Ok(false)` when the last `"type"` is not `tag`. A key or tag with escapes
+/// fails (borrowed `&str`), so such a part takes the [`Value`] path.
+fn visit_members<'de, A: MapAccess<'de>>(
+    mut map: A,
+    tag: &str,
+    extra: &mut Extra,
+    mut known: impl FnMut(&str, &mut A) -> Result<bool, A::Error>,
+) -> Result<bool, A::Error> {
+    let mut tagged = false;
+    while let Some(key) = map.next_key::<&'de str>()? {
+        if key == "type" {
+            tagged = map.next_value::<&'de str>()? == tag;
+        } else if !known(key, &mut map)? {
+            let value: Value = map.next_value()?;
+            extra.insert(key.to_owned(), value);
+        }
+    }
+    Ok(tagged)
+}
+
+/// [`TextPart`] member by member (see [`by_field`]).
+struct TextFields<'t>(&'t str);
+
+impl<'de> Visitor<'de> for TextFields<'_> {
+    type Value = Option<TextPart>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a text part")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<TextPart>, A::Error> {
+        let (mut text, mut synthetic, mut time, mut extra) = (None, false, None, Extra::new());
+        let tagged = visit_members(map, self.0, &mut extra, |key, map| {
+            match key {
+                "text" => text = Some(map.next_value()?),
+                "synthetic" => synthetic = map.next_value()?,
+                "time" => time = map.next_value()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(text.filter(|_| tagged).map(|text| TextPart {
+            text,
+            synthetic,
+            time,
+            extra,
+        }))
+    }
+}
+
+/// [`FinishPart`] member by member (see [`by_field`]).
+struct FinishFields<'t>(&'t str);
+
+impl<'de> Visitor<'de> for FinishFields<'_> {
+    type Value = Option<FinishPart>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a finish part")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<FinishPart>, A::Error> {
+        let (mut reason, mut time, mut extra) = (None, None, Extra::new());
+        let tagged = visit_members(map, self.0, &mut extra, |key, map| {
+            match key {
+                "reason" => reason = Some(map.next_value()?),
+                "time" => time = Some(map.next_value()?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(match (tagged, reason, time) {
+            (true, Some(reason), Some(time)) => Some(FinishPart {
+                reason,
+                time,
+                extra,
+            }),
+            _ => None,
+        })
+    }
+}
+
+/// A known part type's `extra` map (where a decoded object's `"type"` lands when the
+/// struct is decoded from the whole object).
+trait HasExtra {
+    fn extra_mut(&mut self) -> &mut Extra;
+}
+
+macro_rules! impl_has_extra {
+    ($($ty:ident),* $(,)?) => {
+        $(impl HasExtra for $ty {
+            fn extra_mut(&mut self) -> &mut Extra {
+                &mut self.extra
+            }
+        })*
+    };
+}
+
+impl_has_extra!(
+    TextPart,
+    ReasoningPart,
+    ToolPart,
+    FilePart,
+    ImageUrlPart,
+    StepStartPart,
+    StepFinishPart,
+    CompactionPart,
+    PatchPart,
+    AgentPart,
+    SubtaskPart,
+);
 
 macro_rules! impl_from_part {
     ($($ty:ident => $variant:ident),* $(,)?) => {
