@@ -12,6 +12,20 @@ fn scribe(args: &[&str], db_env: Option<&std::path::Path>) -> Output {
     cmd.output().unwrap()
 }
 
+/// `scribe ARGS` on the database at `path`, named by `SCRIBE_DB` (`via_env`) or by `--db`,
+/// with nothing on stdin.
+fn scribe_at(path: &std::path::Path, via_env: bool, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+    cmd.env_remove("SCRIBE_DB")
+        .stdin(std::process::Stdio::null());
+    if via_env {
+        cmd.env("SCRIBE_DB", path);
+    } else {
+        cmd.arg("--db").arg(path);
+    }
+    cmd.args(args).output().unwrap()
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -106,15 +120,7 @@ fn a_missing_database_named_by_the_user_is_an_error_and_nothing_is_created() {
         let shown = path.display().to_string();
         for args in NOT_CREATING {
             for via_env in [false, true] {
-                let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
-                cmd.env_remove("SCRIBE_DB")
-                    .stdin(std::process::Stdio::null());
-                if via_env {
-                    cmd.env("SCRIBE_DB", &path);
-                } else {
-                    cmd.arg("--db").arg(&path);
-                }
-                let out = cmd.args(*args).output().unwrap();
+                let out = scribe_at(&path, via_env, args);
                 let err = stderr(&out);
                 assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
                 assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
@@ -429,15 +435,7 @@ fn an_import_that_fails_on_its_input_creates_no_database() {
     let path = dir.path().join("data/scribe.db");
     for (args, want) in cases {
         for via_env in [false, true] {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
-            cmd.env_remove("SCRIBE_DB")
-                .stdin(std::process::Stdio::null());
-            if via_env {
-                cmd.env("SCRIBE_DB", &path);
-            } else {
-                cmd.arg("--db").arg(&path);
-            }
-            let out = cmd.args(args).output().unwrap();
+            let out = scribe_at(&path, via_env, args);
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
             assert!(err.contains(want), "{args:?}: {err}");
