@@ -503,8 +503,8 @@ fn summed_message_cost_stops_at_the_largest_finite_amount(backend: Backend) {
 
 /// A message's token totals stop at `i64::MAX` on both backends, counter by counter, when
 /// each added count is valid but the sum is not (an import that claims 9e18 tokens, twice).
-/// Before, SQLite stored the overflowed sum as a REAL in the INTEGER column, after which
-/// the message could not be read, and PostgreSQL refused the write ("bigint out of
+/// Before, SQLite turned the overflowed sum into a REAL that the write's `RETURNING` could
+/// not read as an integer, so the write failed, and PostgreSQL refused it ("bigint out of
 /// range"). A negative count is refused, with nothing written: totals only grow.
 fn summed_message_tokens_stop_at_the_largest_count(backend: Backend) {
     let (_dir, svc) = service_on(backend);

@@ -573,9 +573,9 @@ fn stats_and_top_sessions_survive_counts_near_the_limit(backend: Backend) {
 /// Counts that each pass validation (not negative) but whose sum does not fit in an i64 (an
 /// import claiming 9e18 tokens, imported twice): every stored total stops at `i64::MAX`,
 /// on both backends, for an added delta and a roll-up into the parent, and the session
-/// and the reports over it stay readable. (Before, SQLite stored the overflowed sum as a
-/// REAL in the INTEGER column, after which reading the session failed, and PostgreSQL
-/// refused the write with "bigint out of range".)
+/// and the reports over it stay readable. (Before, SQLite turned the overflowed sum into a
+/// REAL that the write's `RETURNING` could not read as an integer, so the write failed,
+/// and PostgreSQL refused it with "bigint out of range".)
 fn summed_counts_stop_at_the_largest_count(backend: Backend) {
     let e = env_on(backend);
     const HUGE: i64 = 9_000_000_000_000_000_000;
