@@ -160,14 +160,11 @@ pub fn confirm(question: &str) -> std::io::Result<bool> {
     ))
 }
 
-/// `1 session`, `2 sessions`.
+/// `1 session`, `2 sessions`, `12,345 sessions`: the count grouped by thousands.
 pub fn plural(n: impl Into<i64>, word: &str) -> String {
     let n = n.into();
-    if n == 1 {
-        format!("{n} {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {word}{s}", grouped(n))
 }
 
 /// A token count for a narrow column: `950`, `12.3k`, `4.1M`.

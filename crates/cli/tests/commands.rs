@@ -90,6 +90,8 @@ fn show_renders_the_conversation() {
     let s = seed(&env);
     let text = env.ok(&["show", &s.build]);
     assert!(text.starts_with("Fix the build\n"), "{text}");
+    // The counts read as English: one tool call, not "1 tool calls".
+    assert!(text.contains("2 messages · 1 tool call · "), "{text}");
     assert!(text.contains("user"), "{text}");
     assert!(text.contains("assistant"), "{text}");
     assert!(

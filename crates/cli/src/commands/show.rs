@@ -175,9 +175,9 @@ fn header(out: &mut impl Write, s: &Session) -> Result<(), CliError> {
         paint(
             style::DIM,
             format!(
-                "{} messages · {} tool calls · {} tokens (in {}, out {}, cache read {}, cache write {}, reasoning {}) · {}",
-                s.message_count,
-                s.tool_call_count,
+                "{} · {} · {} tokens (in {}, out {}, cache read {}, cache write {}, reasoning {}) · {}",
+                ui::plural(s.message_count, "message"),
+                ui::plural(s.tool_call_count, "tool call"),
                 ui::grouped(t.total()),
                 ui::grouped(t.input),
                 ui::grouped(t.output),
