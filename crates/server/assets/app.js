@@ -47,6 +47,8 @@
   }
 
   const fmtInt = (n) => Number(n || 0).toLocaleString("en-US");
+  /** `1 message`, `2 messages`, `12,345 messages` (as `scribe` prints a count). */
+  const counted = (n, word) => `${fmtInt(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
   function fmtCompact(n) {
     const a = Math.abs(n);
     if (a < 1e3) return String(n);
@@ -383,7 +385,7 @@
         class: "kids", "aria-expanded": expanded.has(s.id) ? "true" : "false",
         title: "Show the sub-agent sessions, forks and continuations of this session",
         onclick: (e) => { e.stopPropagation(); toggleChildren(s, e.target); },
-      }, (expanded.has(s.id) ? "▾ " : "▸ ") + childCount + (childCount === 1 ? " sub-session" : " sub-sessions")) : null;
+      }, (expanded.has(s.id) ? "▾ " : "▸ ") + counted(childCount, "sub-session")) : null;
       const tr = h("tr", { class: "session" + (isChild ? " child" : ""), dataset: { id: s.id } },
         h("td", { class: "title-cell" },
           sessionLink(s),
@@ -620,9 +622,9 @@
     const others = detail.children.filter((c) => c.kind !== "continuation");
     if (others.length) {
       related.push(h("details", { class: "children", open: others.length <= 6 },
-        h("summary", null, `${others.length}${detail.children_more ? "+" : ""} sub-sessions (sub-agents, forks, titles)`),
+        h("summary", null, `${detail.children_more ? `${fmtInt(others.length)}+ sub-sessions` : counted(others.length, "sub-session")} (sub-agents, forks, titles)`),
         h("ul", null, others.map((c) => h("li", null, sessionLink(c), h("span", { class: "badge" }, c.kind),
-          h("span", { class: "dim" }, ` · ${fmtInt(c.message_count)} messages · ${fmtUsd(c.cost_usd)}`))))));
+          h("span", { class: "dim" }, ` · ${counted(c.message_count, "message")} · ${fmtUsd(c.cost_usd)}`))))));
     }
     head.replaceChildren(
       h("h1", null, s.title || "(untitled)",
@@ -776,7 +778,7 @@
     const short = state.title || shortInput(input);
     const edit = editView(p.tool || "", input);
     const body = [];
-    if (child) body.push(h("div", null, "Sub-agent session: ", sessionLink(child), h("span", { class: "dim" }, ` · ${fmtInt(child.message_count)} messages · ${fmtUsd(child.cost_usd)}`)));
+    if (child) body.push(h("div", null, "Sub-agent session: ", sessionLink(child), h("span", { class: "dim" }, ` · ${counted(child.message_count, "message")} · ${fmtUsd(child.cost_usd)}`)));
     if (edit) body.push(h("div", { class: "label" }, "Edit"), edit);
     body.push(h("details", { class: "input", open: !edit }, h("summary", { class: "label" }, "Input"), codeBlock(JSON.stringify(input, null, 2), "json")));
     if (p.compacted_at) body.push(h("div", { class: "label" }, "Output"), h("div", { class: "dim" }, "(output cleared by compaction)"));
@@ -845,7 +847,7 @@
         hits.replaceChildren(...res.hits.map(renderHit));
         const ms = Math.round(performance.now() - started);
         const scope = typing === true ? " · best of the newest matches, Enter ranks all" : "";
-        status.textContent = res.hits.length ? `${res.hits.length}${res.hits.length === 50 ? "+" : ""} messages · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
+        status.textContent = res.hits.length ? `${res.hits.length === 50 ? "50+ messages" : counted(res.hits.length, "message")} · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
         setState("ready");
       } catch (err) {
         if (!isAbort(err) && stillShown(token)) { hits.replaceChildren(errorBox(err)); setState("error"); }
@@ -1003,7 +1005,7 @@
           const hgt = (v / max) * plotH;
           y -= hgt;
           svg.append(s("rect", { class: "bar", x: L + i * bw + bw * 0.1, y, width: Math.max(bw * 0.8, 0.5), height: hgt, fill: colour(st.key), "data-day": d, "data-key": st.key },
-            s("title", null, `${d} · ${st.key || "(no model)"}: ${fmt(v)} · ${fmtInt(st.sessions)} sessions`)));
+            s("title", null, `${d} · ${st.key || "(no model)"}: ${fmt(v)} · ${counted(st.sessions, "session")}`)));
         }
       });
       const label = (i, anchor) => s("text", { x: anchor === "start" ? L : anchor === "end" ? W - R : L + i * bw + bw / 2, y: H - 8, "text-anchor": anchor }, days[i]);

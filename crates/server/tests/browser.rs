@@ -254,6 +254,17 @@ fn list_filters_sorts_and_groups(ctx: &Ctx) -> Result<()> {
         !rows(ctx)?.contains(&f.task),
         "children are not top-level rows",
     )?;
+    let kids = text(
+        ctx,
+        &format!(
+            "return document.querySelector('tr[data-id=\"{}\"] button.kids').textContent",
+            f.main
+        ),
+    )?;
+    check(
+        kids == "▸ 1 sub-session",
+        format!("the children toggle: {kids}"),
+    )?;
     d.click(&format!("tr[data-id=\"{}\"] button.kids", f.main))?;
     d.wait(
         "the child row",
@@ -375,6 +386,15 @@ fn conversation(ctx: &Ctx) -> Result<()> {
     check(
         totals.contains("$0.50") && totals.contains("1,200"),
         format!("session totals: {totals}"),
+    )?;
+    // Counts read as English: the one sub-agent session is "1 sub-session".
+    let children = text(
+        ctx,
+        "return document.querySelector('.related details.children summary').textContent",
+    )?;
+    check(
+        children == "1 sub-session (sub-agents, forks, titles)",
+        format!("the sub-sessions summary: {children}"),
     )?;
     // The child links back to its parent.
     d.click(&format!(".related a[href=\"/s/{}\"]", f.task))?;
