@@ -118,12 +118,13 @@ pub struct Options {
     /// it cut the worst wait in every pair (26-167 ms against 86-310 ms) and nearly halved
     /// the p99 (9-12 ms against 12-20 ms), but the total fell in five pairs (7-18%) and
     /// rose in three (2-6%): a fair turn costs a process switch per commit, and the next
-    /// writer's page cache is stale after every other process's commit (README has the
-    /// runs). Short turns (a writer kept the gate for a linger after its commit, so that a
-    /// busy process committed a batch per turn) avoided both and still lowered the total
-    /// in 10 of 11 pairs, with worst waits no better than a turn per write: more likely
-    /// the cost is that a turn stops other processes while the holder works between its
-    /// commits, work that otherwise overlaps their transactions; they were reverted.
+    /// writer's page cache is stale after every other process's commit
+    /// (`docs/measurements/sqlite.md` has the runs). Short turns (a writer kept the gate
+    /// for a linger after its commit, so that a busy process committed a batch per turn)
+    /// avoided both and still lowered the total in 10 of 11 pairs, with worst waits no
+    /// better than a turn per write: more likely the cost is that a turn stops other
+    /// processes while the holder works between its commits, work that otherwise overlaps
+    /// their transactions; they were reverted.
     pub writer_gate: bool,
 }
 
