@@ -3,7 +3,8 @@
 //! inside a write (holding the gate and SQLite's lock) makes another process's write fail
 //! with `Error::Locked` once its budget is spent, instead of hanging; a killed holder lets
 //! the next writer in (the kernel drops its lock); read-only and in-memory databases never
-//! create the side file.
+//! create the side file, and a read-write open does by default (the gate is on unless
+//! switched off).
 //!
 //! Every child is this test binary re-run in the `writer_gate_child` role (which one is in
 //! `SCRIBE_GATE_ROLE`).
@@ -296,8 +297,12 @@ fn two_databases_in_one_process_take_turns_at_the_gate() {
 fn read_only_and_in_memory_databases_have_no_gate_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plain.db");
-    // Off by default: no side file.
-    drop(Database::open(&path).unwrap());
+    // Switched off: no side file.
+    let ungated = Options {
+        writer_gate: false,
+        ..Options::default()
+    };
+    drop(Database::open_with(&path, ungated).unwrap());
     assert!(!writer_gate_path(&path).exists());
     let read_only = Options {
         read_only: true,
@@ -313,8 +318,8 @@ fn read_only_and_in_memory_databases_have_no_gate_file() {
         let name = entry.unwrap().file_name();
         !name.to_string_lossy().ends_with("-writers")
     }));
-    // A read-write open with the gate creates it, private.
-    drop(Database::open_with(&path, gated()).unwrap());
+    // A read-write open with the gate (the default) creates it, private.
+    drop(Database::open(&path).unwrap());
     let meta = std::fs::metadata(writer_gate_path(&path)).unwrap();
     #[cfg(unix)]
     {

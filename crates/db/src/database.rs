@@ -114,17 +114,21 @@ pub struct Options {
     /// WAL then restarted every ~1,000 frames, 5-17 MB at most, but the 4-writer total
     /// fell 20-50% and the worst wait rose).
     ///
-    /// Off by default: in eight alternated pairs of scribe-bench's 4-writer row (stop 27)
-    /// it cut the worst wait in every pair (26-167 ms against 86-310 ms) and nearly halved
-    /// the p99 (9-12 ms against 12-20 ms), but the total fell in five pairs (7-18%) and
-    /// rose in three (2-6%): a fair turn costs a process switch per commit, and the next
-    /// writer's page cache is stale after every other process's commit
-    /// (`docs/measurements/sqlite.md` has the runs). Short turns (a writer kept the gate
-    /// for a linger after its commit, so that a busy process committed a batch per turn)
-    /// avoided both and still lowered the total in 10 of 11 pairs, with worst waits no
-    /// better than a turn per write: more likely the cost is that a turn stops other
-    /// processes while the holder works between its commits, work that otherwise overlaps
-    /// their transactions; they were reverted.
+    /// On by default (since stop 30). In ten alternated pairs of scribe-bench's 4-writer
+    /// row (`--only writers`, `SCRIBE_BENCH_WRITER_GATE=0|1`, another build running on the
+    /// machine) the worst wait was 44-158 ms with the gate and 111-396 ms without (over
+    /// 200 ms in six of ten), the p99 13-18 ms against 21-30 ms, and the peak `-wal` file
+    /// 69-207 MiB against 87-576 MiB; the total fell by ~10% (3,115 against 3,445 msg/s on
+    /// average; 0.69-1.02x the limit against 0.74-1.27x): a fair turn costs a process
+    /// switch per commit, and the next writer's page cache is stale after every other
+    /// process's commit. Processes sharing a file (an agent, a TUI, a gateway, the CLI)
+    /// feel the tail more than the saturated total, so the gate is on; off, the writers
+    /// take SQLite's lock alone, as before. Stop 27's eight pairs found the same
+    /// (`docs/measurements/sqlite.md`). Short turns (a writer kept the gate for a linger
+    /// after its commit, so that a busy process committed a batch per turn) lowered the
+    /// total in 10 of 11 pairs, with worst waits no better than a turn per write: more
+    /// likely the cost is that a turn stops other processes while the holder works between
+    /// its commits, work that otherwise overlaps their transactions; they were reverted.
     pub writer_gate: bool,
 }
 
@@ -135,8 +139,8 @@ impl Default for Options {
         // in tight loops, 20–150 ms pauses let the writer that just committed retake the lock
         // while every waiter slept, and single writes waited up to 850 ms; with 1–20 ms the
         // worst wait measured 161–264 ms at the same throughput (scribe-bench).
-        // A kernel-queued turn for writers (`writer_gate`, stop 27) cut that worst wait to
-        // 26-167 ms but lowered the total in most pairs, so it stays off.
+        // A kernel-queued turn for writers (`writer_gate`) cuts that worst wait to 44-167 ms
+        // and the p99 by ~40% for ~10% of the saturated total: on.
         // SQLite checkpoints on its own every 1,000 WAL pages; ours is a backstop, since each
         // passive checkpoint waits for an fsync (about 5% of append throughput at every 100).
         Options {
@@ -157,7 +161,7 @@ impl Default for Options {
                 max_parts: 1_000,
                 max_time: Duration::from_millis(4),
             },
-            writer_gate: false,
+            writer_gate: true,
         }
     }
 }
