@@ -624,6 +624,30 @@ struct Failure {
     message: Option<String>,
 }
 
+/// `sql` (one query's text) with its fragment calls expanded as the generator expands them,
+/// the fragments being those of the `shared` query files, replaced by name by those of the
+/// dialect's `overrides`: for tools that read query files without the generator (a test
+/// that prepares each query on a real database). The error is every diagnostic, one a line.
+pub fn expand_text(
+    dialect: Dialect,
+    shared: &[query::SourceFile],
+    overrides: &[query::SourceFile],
+    sql: &str,
+) -> Result<String, String> {
+    let defined = |files: &[query::SourceFile]| -> Vec<RawFragment> {
+        files.iter().flat_map(|f| query::split_file(f).1).collect()
+    };
+    let (fragments, diags) = Fragments::collect(dialect, &defined(shared), &defined(overrides));
+    if !diags.is_empty() {
+        return Err(crate::Diagnostics::from_items(diags).to_string());
+    }
+    match expand(sql, &fragments, &mut BTreeSet::new()) {
+        Ok(e) => Ok(e.body),
+        Err(Some((line, col, message))) => Err(format!("{line}:{col}: {message}")),
+        Err(None) => Err("a fragment it uses has errors".into()),
+    }
+}
+
 /// Expands every `sqlgen.name(…)` of a query body. Every fragment a call names is recorded
 /// in `used` (also when the call fails). `Err(None)`: the query uses a fragment whose
 /// definition has errors, already reported.
