@@ -3,8 +3,10 @@
 //!
 //! One project has migrations per dialect (`sql/migrations/{sqlite,postgres}/`), one shared
 //! query directory (`sql/queries/`) and per-dialect overrides (`sql/queries/{sqlite,postgres}/`,
-//! a query there replaces the shared one of the same name). [`analyze_project`] analyses both
-//! dialects and checks their parity (same tables, same query shapes); [`Project::render`]
+//! a query there replaces the shared one of the same name; so does a fragment, a named
+//! expression queries call as `sqlgen.name(…)`, see [`fragment`]). [`analyze_project`]
+//! analyses both dialects and checks their parity (same tables, same query shapes);
+//! [`Project::render`]
 //! emits the SQLite module (free functions, the query traits and their SQLite
 //! implementation) and the PostgreSQL one. [`analyze`] / [`generate`] handle one SQLite
 //! directory pair, as before.

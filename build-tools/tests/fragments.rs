@@ -210,6 +210,56 @@ fn unused_fragments_count_every_dialect() {
     assert_eq!(analyze(), Vec::<String>::new());
 }
 
+/// A project in a temp dir: the schema in both dialects' migrations and `files` (path below
+/// `queries/`, text); the diagnostics, paths relative to the temp dir.
+fn project_errors(files: &[(&str, &str)]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let (queries, migrations) = (dir.path().join("queries"), dir.path().join("migrations"));
+    for d in ["sqlite", "postgres"] {
+        std::fs::create_dir_all(queries.join(d)).unwrap();
+        std::fs::create_dir_all(migrations.join(d)).unwrap();
+        std::fs::write(migrations.join(d).join("V1__init.sql"), SCHEMA).unwrap();
+    }
+    for (name, text) in files {
+        std::fs::write(queries.join(name), text).unwrap();
+    }
+    match sqlgen::analyze_project(&migrations, &queries) {
+        Ok(_) => Vec::new(),
+        Err(d) => d
+            .items
+            .iter()
+            .map(|i| {
+                i.to_string()
+                    .replace(&format!("{}/", dir.path().display()), "")
+            })
+            .collect(),
+    }
+}
+
+/// Positions the parity check reports (a parameter's first use) are the query's own, also
+/// for a parameter in a fragment's argument.
+#[test]
+fn parity_positions_are_the_querys() {
+    let e = project_errors(&[
+        (
+            "q.sql",
+            "-- name: V :one\nSELECT sqlgen.f(@x) AS v FROM counters LIMIT 1;\n",
+        ),
+        ("sqlite/f.sql", "-- fragment: f(x)\nlength(x)\n"),
+        (
+            "postgres/f.sql",
+            "-- fragment: f(x)\nCAST(x AS BIGINT) + 1\n",
+        ),
+    ]);
+    assert_eq!(
+        e,
+        [
+            "queries/q.sql:2:17: V: parameter \"x\" is &str in sqlite but i64 in postgres \
+          (queries/q.sql:2:17)"
+        ]
+    );
+}
+
 #[test]
 fn unknown_fragment_and_wrong_argument_count() {
     let e = errors(&format!(
