@@ -441,8 +441,11 @@ fn is_operand(tokens: &[&TokenWithSpan]) -> bool {
         {
             true
         }
-        // a, t.a, f(…), s.f(…)
-        [first, rest @ ..] if word(first) => {
+        // a, t.a, f(…), s.f(…); `NOT (…)` and `DISTINCT (…)` are an operator and an operand.
+        [first, rest @ ..]
+            if word(first)
+                && !first.is_some_and(|t| is_word(t, "not") || is_word(t, "distinct")) =>
+        {
             let path = match rest.split_last() {
                 Some((None, path)) => path,
                 _ => rest,

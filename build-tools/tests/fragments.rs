@@ -97,13 +97,15 @@ fn operands_keep_their_grouping() {
              -- fragment: scaled(x, label)\nlength(label) * x + counters.x\n\n\
              -- name: P :one\n\
              SELECT sqlgen.twice(n - 1) * 2 AS a, sqlgen.twice(CAST(@k AS BIGINT)) AS b,\n       \
-             sqlgen.scaled(-m, label) AS c, sqlgen.twice(CASE WHEN n > 0 THEN n ELSE 0 END) AS d\n\
+             sqlgen.scaled(-m, label) AS c, sqlgen.twice(CASE WHEN n > 0 THEN n ELSE 0 END) AS d,\n       \
+             sqlgen.twice(NOT (n > 0)) AS e\n\
              FROM (SELECT n, m, label, 1 AS x FROM counters) AS counters;\n";
     assert_eq!(
         sql(q),
         [
             "SELECT ((n - 1) + (n - 1)) * 2 AS a, (CAST(?1 AS BIGINT) + CAST(?1 AS BIGINT)) AS b,\n       \
-          (length(label) * (-m) + counters.x) AS c, (CASE WHEN n > 0 THEN n ELSE 0 END + CASE WHEN n > 0 THEN n ELSE 0 END) AS d\n\
+          (length(label) * (-m) + counters.x) AS c, (CASE WHEN n > 0 THEN n ELSE 0 END + CASE WHEN n > 0 THEN n ELSE 0 END) AS d,\n       \
+          ((NOT (n > 0)) + (NOT (n > 0))) AS e\n\
           FROM (SELECT n, m, label, 1 AS x FROM counters) AS counters"
         ]
     );
