@@ -11,7 +11,7 @@ pub struct Diagnostic {
     pub line: u64,
     /// 1-based column (in characters).
     pub col: u64,
-    /// Name of the query the problem belongs to, if any.
+    /// Name of the query (or fragment) the problem belongs to, if any.
     pub query: Option<String>,
     /// Lowercase cause, e.g. `no column "titel" in "sessions"; did you mean "title"?`.
     pub message: String,

@@ -3,8 +3,10 @@
 //!
 //! One project has migrations per dialect (`sql/migrations/{sqlite,postgres}/`), one shared
 //! query directory (`sql/queries/`) and per-dialect overrides (`sql/queries/{sqlite,postgres}/`,
-//! a query there replaces the shared one of the same name). [`analyze_project`] analyses both
-//! dialects and checks their parity (same tables, same query shapes); [`Project::render`]
+//! a query there replaces the shared one of the same name; so does a fragment, a named
+//! expression queries call as `sqlgen.name(…)`, see [`fragment`]). [`analyze_project`]
+//! analyses both dialects and checks their parity (same tables, same query shapes);
+//! [`Project::render`]
 //! emits the SQLite module (free functions, the query traits and their SQLite
 //! implementation) and the PostgreSQL one. [`analyze`] / [`generate`] handle one SQLite
 //! directory pair, as before.
@@ -12,6 +14,7 @@
 pub mod catalog;
 pub mod codegen;
 pub mod diag;
+pub mod fragment;
 pub mod infer;
 pub mod parity;
 pub mod query;
@@ -24,6 +27,9 @@ pub use diag::{Diagnostic, Diagnostics};
 pub use infer::{Param, ResultColumn};
 pub use query::{Kind, SourceFile};
 
+use std::collections::BTreeSet;
+
+use fragment::{FragmentKey, Fragments};
 use query::{RawQuery, Token};
 
 /// The SQL dialect a set of migrations and queries is written in.
@@ -197,6 +203,7 @@ pub fn analyze_project(
     }
     let (shared, mut unreadable) = query::read_queries(queries_root);
     let mut results = Vec::new();
+    let mut usages = Vec::new();
     for d in Dialect::ALL {
         let migrations = match catalog::read_migrations(&migrations_root.join(d.name())) {
             Ok(m) => m,
@@ -212,7 +219,9 @@ pub fn analyze_project(
             (Vec::new(), Vec::new())
         };
         unreadable.extend(bad);
-        results.push((d, analyze_layers(d, &migrations, &shared, &overrides)));
+        let (result, usage) = analyze_dialect(d, &migrations, &shared, &overrides);
+        usages.push(usage);
+        results.push((d, result));
     }
     let mut errors: Vec<(Dialect, Vec<Diagnostic>)> = Vec::new();
     let mut done = Vec::new();
@@ -224,6 +233,11 @@ pub fn analyze_project(
     }
     let mut items = tag_one_sided(errors);
     items.extend(unreadable);
+    // A fragment is used when a query of either dialect uses it; known only when both
+    // dialects got as far as their queries.
+    if usages.len() == Dialect::ALL.len() {
+        items.extend(FragmentUsage::merge(usages).unused());
+    }
     if !items.is_empty() {
         return Err(Diagnostics::from_items(items));
     }
@@ -314,33 +328,116 @@ pub fn analyze_sources(
     analyze_layers(Dialect::Sqlite, migrations, queries, &[])
 }
 
+/// Which fragment definitions exist and which of them queries use.
+#[derive(Debug, Default)]
+struct FragmentUsage {
+    /// The definitions in effect in the dialect.
+    defined: Vec<(FragmentKey, fragment::RawFragment)>,
+    /// Shared definitions the dialect replaces: only another dialect can use them.
+    replaced: Vec<(FragmentKey, fragment::RawFragment)>,
+    used: BTreeSet<FragmentKey>,
+}
+
+impl FragmentUsage {
+    fn merge(all: Vec<FragmentUsage>) -> FragmentUsage {
+        let mut out = FragmentUsage::default();
+        for u in all {
+            for (key, raw) in u.defined.into_iter().chain(u.replaced) {
+                if !out.defined.iter().any(|(k, _)| *k == key) {
+                    out.defined.push((key, raw));
+                }
+            }
+            out.used.extend(u.used);
+        }
+        out
+    }
+
+    /// A fragment no query uses (in a dialect directory: no query of that dialect; shared:
+    /// none of either, also when both dialects replace it) is dead code, or a misspelt
+    /// replacement whose dialect still uses the shared one.
+    fn unused(&self) -> Vec<Diagnostic> {
+        self.defined
+            .iter()
+            .filter(|(key, _)| !self.used.contains(key))
+            .map(|(_, f)| Diagnostic {
+                file: f.file.clone(),
+                line: f.line,
+                col: f.col,
+                query: Some(f.name.clone()),
+                message: format!("fragment \"{}\" is never used; remove it", f.name),
+            })
+            .collect()
+    }
+}
+
 /// Analyses in-memory files of one dialect: `shared` queries, where a query of the same name
-/// in `overrides` replaces the shared one.
+/// in `overrides` replaces the shared one (and so for fragments).
 pub fn analyze_layers(
     dialect: Dialect,
     migrations: &[SourceFile],
     shared: &[SourceFile],
     overrides: &[SourceFile],
 ) -> Result<Analyzed, Diagnostics> {
+    let (result, usage) = analyze_dialect(dialect, migrations, shared, overrides);
+    let unused = usage.unused();
+    match result {
+        Ok(_) if !unused.is_empty() => Err(Diagnostics::from_items(unused)),
+        Ok(a) => Ok(a),
+        Err(mut d) => {
+            d.items.extend(unused);
+            Err(Diagnostics::from_items(d.items))
+        }
+    }
+}
+
+/// [`analyze_layers`] without the check for unused fragments, which needs every dialect's
+/// usage: the analysis and which fragments its queries used.
+fn analyze_dialect(
+    dialect: Dialect,
+    migrations: &[SourceFile],
+    shared: &[SourceFile],
+    overrides: &[SourceFile],
+) -> (Result<Analyzed, Diagnostics>, FragmentUsage) {
     let (catalog, mut diags) = catalog::build(migrations, dialect);
     let mut infos = Vec::new();
     let mut names: Vec<(String, String, u64)> = Vec::new();
     let mut all_raws = Vec::new();
     let mut override_raws = Vec::new();
+    let (mut shared_frags, mut override_frags) = (Vec::new(), Vec::new());
     for file in overrides {
-        let (raws, d) = query::split_queries(file);
+        let (raws, frags, d) = query::split_file(file);
         diags.extend(d);
         override_raws.extend(raws);
+        override_frags.extend(frags);
     }
     for file in shared {
-        let (raws, d) = query::split_queries(file);
+        let (raws, frags, d) = query::split_file(file);
         diags.extend(d);
+        shared_frags.extend(frags);
         all_raws.extend(
             raws.into_iter()
                 .filter(|r| !override_raws.iter().any(|o| o.name == r.name)),
         );
     }
     all_raws.extend(override_raws);
+    let (fragments, d) = Fragments::collect(dialect, &shared_frags, &override_frags);
+    diags.extend(d);
+    let mut usage = FragmentUsage {
+        defined: fragments
+            .definitions()
+            .map(|(k, f)| (k, f.clone()))
+            .collect(),
+        replaced: Vec::new(),
+        // A definition with errors is reported as such, not also as unused.
+        used: fragments.broken().collect(),
+    };
+    for (i, f) in shared_frags.iter().enumerate() {
+        let key = (f.file.clone(), f.line);
+        let duplicate = shared_frags[..i].iter().any(|e| e.name == f.name);
+        if !duplicate && !usage.defined.iter().any(|(k, _)| *k == key) {
+            usage.replaced.push((key, f.clone()));
+        }
+    }
     {
         for raw in all_raws {
             if let Some((_, f, l)) = names
@@ -359,7 +456,7 @@ pub fn analyze_layers(
                 });
             }
             names.push((raw.name.clone(), raw.file.clone(), raw.line));
-            match analyze_query(&catalog, &raw, dialect) {
+            match analyze_query(&catalog, &raw, dialect, &fragments, &mut usage.used) {
                 Ok(info) => infos.push(info),
                 Err(d) => diags.extend(d),
             }
@@ -417,7 +514,7 @@ pub fn analyze_layers(
             types.push((n, format!("a type of query \"{}\"", q.name)));
         }
     }
-    if diags.is_empty() {
+    let result = if diags.is_empty() {
         Ok(Analyzed {
             catalog,
             queries: infos,
@@ -427,20 +524,38 @@ pub fn analyze_layers(
         diags.sort();
         diags.dedup();
         Err(Diagnostics { items: diags })
-    }
+    };
+    (result, usage)
 }
 
 fn analyze_query(
     catalog: &Catalog,
     raw: &RawQuery,
     dialect: Dialect,
+    fragments: &Fragments,
+    used: &mut BTreeSet<FragmentKey>,
 ) -> Result<QueryInfo, Vec<Diagnostic>> {
-    let mk = |(line, col, message): query::PosError| Diagnostic {
+    let diagnostic = |(line, col, message): query::PosError| Diagnostic {
         file: raw.file.clone(),
         line,
         col,
         query: Some(raw.name.clone()),
         message,
+    };
+    // Fragments first: everything below works on the expanded text; its positions are
+    // mapped back to the query file (or the use site of a fragment) when reported.
+    let expanded = fragment::expand(&raw.body, fragments, used)
+        .map_err(|e| e.into_iter().map(diagnostic).collect::<Vec<_>>())?;
+    let mk = |e: query::PosError| diagnostic(expanded.error(e));
+    let expanded_raw;
+    let raw = if expanded.body == raw.body {
+        raw
+    } else {
+        expanded_raw = RawQuery {
+            body: expanded.body.clone(),
+            ..raw.clone()
+        };
+        &expanded_raw
     };
     let tokens = query::tokenize(&raw.body, dialect).map_err(|e| vec![mk(e)])?;
     let scan = query::scan_params(&raw.body, &tokens, dialect).map_err(|e| vec![mk(e)])?;
@@ -500,6 +615,14 @@ fn analyze_query(
     }
     let sql = rewrite(raw, &tokens, &scan, &analysis.params, dialect).map_err(|e| vec![mk(e)])?;
     let doc = leading_comments(&tokens);
+    let mut params = analysis.params;
+    for p in &mut params {
+        p.pos = expanded.position(p.pos);
+    }
+    let mut columns = analysis.columns;
+    for c in &mut columns {
+        c.pos = expanded.position(c.pos);
+    }
     Ok(QueryInfo {
         name: raw.name.clone(),
         kind: raw.kind,
@@ -507,8 +630,8 @@ fn analyze_query(
         line: raw.line,
         doc,
         sql,
-        params: analysis.params,
-        columns: analysis.columns,
+        params,
+        columns,
         dialect,
         read_only: !analysis.is_dml,
         one_row: analysis.one_row,

@@ -1,4 +1,5 @@
-//! Query files: `-- name: Name :kind` annotations, tokenizing/parsing with positions, and
+//! Query files: `-- name: Name :kind` annotations (and `-- fragment:` headers, see
+//! [`crate::fragment`]), tokenizing/parsing with positions, and
 //! parameter discovery (`?`, `?N`, `@name`, `:name`, `$name`, `sqlc.arg/narg/slice(name)`)
 //! with the rewrite to plain positional `?N` placeholders.
 
@@ -14,6 +15,7 @@ pub use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 use crate::Dialect;
 use crate::diag::{Diagnostic, suggestion};
+use crate::fragment::{self, RawFragment};
 
 /// A file read from disk (or given in memory), with the path shown in messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,9 +376,18 @@ pub fn read_source(path: &Path, what: &str) -> Result<SourceFile, Diagnostic> {
 
 /// Splits a query file at its `-- name: Name :kind` annotations.
 pub fn split_queries(file: &SourceFile) -> (Vec<RawQuery>, Vec<Diagnostic>) {
+    let (queries, _, diags) = split_file(file);
+    (queries, diags)
+}
+
+/// Splits a query file at its `-- name: Name :kind` annotations and `-- fragment: name(…)`
+/// headers (see [`crate::fragment`]): its queries and its fragments.
+pub fn split_file(file: &SourceFile) -> (Vec<RawQuery>, Vec<RawFragment>, Vec<Diagnostic>) {
     let mut queries: Vec<RawQuery> = Vec::new();
+    let mut fragments: Vec<RawFragment> = Vec::new();
     let mut diags = Vec::new();
     let mut current: Option<(RawQuery, Vec<&str>)> = None;
+    let mut fragment: Option<(RawFragment, Vec<&str>)> = None;
     let diag = |line: u64, col: u64, query: Option<&str>, message: String| Diagnostic {
         file: file.display.clone(),
         line,
@@ -398,13 +409,58 @@ pub fn split_queries(file: &SourceFile) -> (Vec<RawQuery>, Vec<Diagnostic>) {
             }
         }
     };
+    let finish_fragment = |cur: Option<(RawFragment, Vec<&str>)>,
+                           fragments: &mut Vec<RawFragment>,
+                           diags: &mut Vec<Diagnostic>| {
+        if let Some((mut f, lines)) = cur {
+            let mut body = "\n".repeat(f.line as usize);
+            body.push_str(&lines.join("\n"));
+            if body.trim().is_empty() {
+                diags.push(diag(
+                    f.line,
+                    f.col,
+                    Some(&f.name),
+                    "fragment has no sql".into(),
+                ));
+            } else {
+                f.body = body;
+                fragments.push(f);
+            }
+        }
+    };
     let mut skipping = false;
     for (idx, line) in file.text.lines().enumerate() {
         let lineno = idx as u64 + 1;
         let trimmed = line.trim_start();
         let indent = (line.len() - trimmed.len()) as u64;
-        if let Some(rest) = annotation(trimmed) {
+        if let Some(rest) = fragment::header(trimmed) {
             finish(current.take(), &mut queries, &mut diags);
+            finish_fragment(fragment.take(), &mut fragments, &mut diags);
+            skipping = false;
+            let before = line.len() - rest.len();
+            let col0 = line.get(..before).unwrap_or_default().chars().count() as u64 + 1;
+            match fragment::parse_header(rest, col0) {
+                Ok((name, col, params)) => {
+                    fragment = Some((
+                        RawFragment {
+                            name,
+                            params,
+                            file: file.display.clone(),
+                            line: lineno,
+                            col,
+                            body: String::new(),
+                        },
+                        Vec::new(),
+                    ));
+                }
+                Err((col, message)) => {
+                    diags.push(diag(lineno, col, None, message));
+                    skipping = true;
+                }
+            }
+        } else if let Some(rest) = annotation(trimmed) {
+            finish(current.take(), &mut queries, &mut diags);
+            finish_fragment(fragment.take(), &mut fragments, &mut diags);
             skipping = false;
             let name_off = indent + (trimmed.len() - rest.len()) as u64;
             let mut parts = rest.split_whitespace();
@@ -495,6 +551,8 @@ pub fn split_queries(file: &SourceFile) -> (Vec<RawQuery>, Vec<Diagnostic>) {
             ));
         } else if let Some((_, lines)) = current.as_mut() {
             lines.push(line);
+        } else if let Some((_, lines)) = fragment.as_mut() {
+            lines.push(line);
         } else if !skipping && !trimmed.is_empty() && !trimmed.starts_with("--") {
             diags.push(diag(
                 lineno,
@@ -506,7 +564,8 @@ pub fn split_queries(file: &SourceFile) -> (Vec<RawQuery>, Vec<Diagnostic>) {
         }
     }
     finish(current.take(), &mut queries, &mut diags);
-    (queries, diags)
+    finish_fragment(fragment.take(), &mut fragments, &mut diags);
+    (queries, fragments, diags)
 }
 
 /// If `line` is a `-- name:` annotation, returns what follows `name:`.

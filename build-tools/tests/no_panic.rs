@@ -117,7 +117,16 @@ const WORDS: &[&str] = &[
     "ON CONFLICT",
     "DO UPDATE",
     "excluded.title",
+    "sqlgen.inc(",
+    "sqlgen.pair(",
+    "sqlgen.nope(",
+    "sqlgen.",
+    "sqlgen.inc",
+    "-- fragment: inc(x)\n",
 ];
+
+/// Fragments the random queries may call (and random text may break).
+const FRAGMENTS: &str = "-- fragment: inc(x)\nx + 1\n-- fragment: pair(a, b)\nsqlgen.inc(a) * b\n";
 
 fn fixture(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -171,6 +180,34 @@ fn random_queries_never_panic() {
             sql.push(' ');
         }
         run(&m, &sql);
+    }
+}
+
+/// Random fragment bodies, and random queries calling fragments.
+#[test]
+fn random_fragments_never_panic() {
+    let m = migrations();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for _ in 0..1000 {
+        let len = 1 + rng.next() % 20;
+        let mut sql = String::from(FRAGMENTS);
+        sql.push_str("-- fragment: r(x)\n");
+        for _ in 0..len {
+            sql.push_str(rng.pick(WORDS));
+            sql.push(' ');
+        }
+        sql.push_str("\n-- name: Q :many\nSELECT sqlgen.r(id), sqlgen.pair(");
+        for _ in 0..len {
+            sql.push_str(rng.pick(WORDS));
+            sql.push(' ');
+        }
+        sql.push_str(", 2) FROM sessions;\n");
+        run(&m, &sql);
+        let cut = sql
+            .char_indices()
+            .map(|(i, _)| i)
+            .nth((rng.next() % 200) as usize);
+        run(&m, &sql[..cut.unwrap_or(sql.len())]);
     }
 }
 

@@ -80,25 +80,13 @@ RETURNING *;
 -- Adds a step's usage to the message atomically; returns the totals after it. Counts
 -- saturate, as every count sum (see AddSessionUsage in sessions.sql).
 UPDATE messages
-SET input_tokens = CASE WHEN CAST(@input_tokens AS BIGINT) <= 0 THEN input_tokens + CAST(@input_tokens AS BIGINT)
-        WHEN input_tokens > 9223372036854775807 - CAST(@input_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE input_tokens + CAST(@input_tokens AS BIGINT) END,
-    output_tokens = CASE WHEN CAST(@output_tokens AS BIGINT) <= 0 THEN output_tokens + CAST(@output_tokens AS BIGINT)
-        WHEN output_tokens > 9223372036854775807 - CAST(@output_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE output_tokens + CAST(@output_tokens AS BIGINT) END,
-    cache_read_tokens = CASE WHEN CAST(@cache_read_tokens AS BIGINT) <= 0 THEN cache_read_tokens + CAST(@cache_read_tokens AS BIGINT)
-        WHEN cache_read_tokens > 9223372036854775807 - CAST(@cache_read_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE cache_read_tokens + CAST(@cache_read_tokens AS BIGINT) END,
-    cache_write_tokens = CASE WHEN CAST(@cache_write_tokens AS BIGINT) <= 0 THEN cache_write_tokens + CAST(@cache_write_tokens AS BIGINT)
-        WHEN cache_write_tokens > 9223372036854775807 - CAST(@cache_write_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE cache_write_tokens + CAST(@cache_write_tokens AS BIGINT) END,
-    reasoning_tokens = CASE WHEN CAST(@reasoning_tokens AS BIGINT) <= 0 THEN reasoning_tokens + CAST(@reasoning_tokens AS BIGINT)
-        WHEN reasoning_tokens > 9223372036854775807 - CAST(@reasoning_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE reasoning_tokens + CAST(@reasoning_tokens AS BIGINT) END,
+SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIGINT)),
+    output_tokens = sqlgen.saturating_add(output_tokens, CAST(@output_tokens AS BIGINT)),
+    cache_read_tokens = sqlgen.saturating_add(cache_read_tokens, CAST(@cache_read_tokens AS BIGINT)),
+    cache_write_tokens = sqlgen.saturating_add(cache_write_tokens, CAST(@cache_write_tokens AS BIGINT)),
+    reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
     -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
-    cost_usd = CASE WHEN cost_usd / 2 + CAST(@cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE cost_usd + CAST(@cost_usd AS DOUBLE PRECISION) END,
+    cost_usd = sqlgen.clamped_cost_add(cost_usd, CAST(@cost_usd AS DOUBLE PRECISION)),
     updated_at = @now
 WHERE id = @id
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,

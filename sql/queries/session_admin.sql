@@ -7,31 +7,15 @@
 -- the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
 -- is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
 UPDATE sessions
-SET input_tokens = CASE WHEN CAST(@input_tokens AS BIGINT) <= 0 THEN input_tokens + CAST(@input_tokens AS BIGINT)
-        WHEN input_tokens > 9223372036854775807 - CAST(@input_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE input_tokens + CAST(@input_tokens AS BIGINT) END,
-    output_tokens = CASE WHEN CAST(@output_tokens AS BIGINT) <= 0 THEN output_tokens + CAST(@output_tokens AS BIGINT)
-        WHEN output_tokens > 9223372036854775807 - CAST(@output_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE output_tokens + CAST(@output_tokens AS BIGINT) END,
-    cache_read_tokens = CASE WHEN CAST(@cache_read_tokens AS BIGINT) <= 0 THEN cache_read_tokens + CAST(@cache_read_tokens AS BIGINT)
-        WHEN cache_read_tokens > 9223372036854775807 - CAST(@cache_read_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE cache_read_tokens + CAST(@cache_read_tokens AS BIGINT) END,
-    cache_write_tokens = CASE WHEN CAST(@cache_write_tokens AS BIGINT) <= 0 THEN cache_write_tokens + CAST(@cache_write_tokens AS BIGINT)
-        WHEN cache_write_tokens > 9223372036854775807 - CAST(@cache_write_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE cache_write_tokens + CAST(@cache_write_tokens AS BIGINT) END,
-    reasoning_tokens = CASE WHEN CAST(@reasoning_tokens AS BIGINT) <= 0 THEN reasoning_tokens + CAST(@reasoning_tokens AS BIGINT)
-        WHEN reasoning_tokens > 9223372036854775807 - CAST(@reasoning_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE reasoning_tokens + CAST(@reasoning_tokens AS BIGINT) END,
-    api_call_count = CASE WHEN CAST(@api_call_count AS BIGINT) <= 0 THEN api_call_count + CAST(@api_call_count AS BIGINT)
-        WHEN api_call_count > 9223372036854775807 - CAST(@api_call_count AS BIGINT) THEN 9223372036854775807
-        ELSE api_call_count + CAST(@api_call_count AS BIGINT) END,
-    tool_call_count = CASE WHEN CAST(@tool_call_count AS BIGINT) <= 0 THEN tool_call_count + CAST(@tool_call_count AS BIGINT)
-        WHEN tool_call_count > 9223372036854775807 - CAST(@tool_call_count AS BIGINT) THEN 9223372036854775807
-        ELSE tool_call_count + CAST(@tool_call_count AS BIGINT) END,
+SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIGINT)),
+    output_tokens = sqlgen.saturating_add(output_tokens, CAST(@output_tokens AS BIGINT)),
+    cache_read_tokens = sqlgen.saturating_add(cache_read_tokens, CAST(@cache_read_tokens AS BIGINT)),
+    cache_write_tokens = sqlgen.saturating_add(cache_write_tokens, CAST(@cache_write_tokens AS BIGINT)),
+    reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
+    api_call_count = sqlgen.saturating_add(api_call_count, CAST(@api_call_count AS BIGINT)),
+    tool_call_count = sqlgen.saturating_add(tool_call_count, CAST(@tool_call_count AS BIGINT)),
     -- Clamped, as every cost sum (see AddSessionUsage).
-    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(@estimated_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE estimated_cost_usd + CAST(@estimated_cost_usd AS DOUBLE PRECISION) END,
+    estimated_cost_usd = sqlgen.clamped_cost_add(estimated_cost_usd, CAST(@estimated_cost_usd AS DOUBLE PRECISION)),
     updated_at = CASE WHEN updated_at > @now THEN updated_at ELSE @now END
 WHERE id = @id
 RETURNING *;
@@ -114,7 +98,7 @@ SELECT coalesce(model, '') AS "key!",
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY coalesce(model, '')
@@ -129,7 +113,7 @@ SELECT source AS "key!",
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY source
@@ -143,7 +127,7 @@ SELECT count(*) AS "session_count!",
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;
 

@@ -108,39 +108,23 @@ UPDATE sessions
 -- (ARCHITECTURE.md, "Saturating counts"): SQLite would store the overflow as a REAL that
 -- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
 -- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
-SET input_tokens = CASE WHEN CAST(@input_tokens AS BIGINT) <= 0 THEN input_tokens + CAST(@input_tokens AS BIGINT)
-        WHEN input_tokens > 9223372036854775807 - CAST(@input_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE input_tokens + CAST(@input_tokens AS BIGINT) END,
-    output_tokens = CASE WHEN CAST(@output_tokens AS BIGINT) <= 0 THEN output_tokens + CAST(@output_tokens AS BIGINT)
-        WHEN output_tokens > 9223372036854775807 - CAST(@output_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE output_tokens + CAST(@output_tokens AS BIGINT) END,
-    cache_read_tokens = CASE WHEN CAST(@cache_read_tokens AS BIGINT) <= 0 THEN cache_read_tokens + CAST(@cache_read_tokens AS BIGINT)
-        WHEN cache_read_tokens > 9223372036854775807 - CAST(@cache_read_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE cache_read_tokens + CAST(@cache_read_tokens AS BIGINT) END,
-    cache_write_tokens = CASE WHEN CAST(@cache_write_tokens AS BIGINT) <= 0 THEN cache_write_tokens + CAST(@cache_write_tokens AS BIGINT)
-        WHEN cache_write_tokens > 9223372036854775807 - CAST(@cache_write_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE cache_write_tokens + CAST(@cache_write_tokens AS BIGINT) END,
-    reasoning_tokens = CASE WHEN CAST(@reasoning_tokens AS BIGINT) <= 0 THEN reasoning_tokens + CAST(@reasoning_tokens AS BIGINT)
-        WHEN reasoning_tokens > 9223372036854775807 - CAST(@reasoning_tokens AS BIGINT) THEN 9223372036854775807
-        ELSE reasoning_tokens + CAST(@reasoning_tokens AS BIGINT) END,
-    api_call_count = CASE WHEN CAST(@api_call_count AS BIGINT) <= 0 THEN api_call_count + CAST(@api_call_count AS BIGINT)
-        WHEN api_call_count > 9223372036854775807 - CAST(@api_call_count AS BIGINT) THEN 9223372036854775807
-        ELSE api_call_count + CAST(@api_call_count AS BIGINT) END,
+SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIGINT)),
+    output_tokens = sqlgen.saturating_add(output_tokens, CAST(@output_tokens AS BIGINT)),
+    cache_read_tokens = sqlgen.saturating_add(cache_read_tokens, CAST(@cache_read_tokens AS BIGINT)),
+    cache_write_tokens = sqlgen.saturating_add(cache_write_tokens, CAST(@cache_write_tokens AS BIGINT)),
+    reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
+    api_call_count = sqlgen.saturating_add(api_call_count, CAST(@api_call_count AS BIGINT)),
     -- Costs add up to at most the largest finite amount, here and in every cost sum
     -- (ARCHITECTURE.md, "Clamped cost sums"): SQLite would store inf, PostgreSQL refuse
     -- the write.
-    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(@estimated_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE estimated_cost_usd + CAST(@estimated_cost_usd AS DOUBLE PRECISION) END,
+    estimated_cost_usd = sqlgen.clamped_cost_add(estimated_cost_usd, CAST(@estimated_cost_usd AS DOUBLE PRECISION)),
     updated_at = @now
 WHERE id = @id;
 
 -- name: AddSessionActualCost :execrows
 -- A billed amount reported by the provider; NULL + x counts as x.
 UPDATE sessions
-SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(@actual_cost_usd AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE coalesce(actual_cost_usd, 0) + CAST(@actual_cost_usd AS DOUBLE PRECISION) END,
+SET actual_cost_usd = sqlgen.clamped_cost_add(coalesce(actual_cost_usd, 0), CAST(@actual_cost_usd AS DOUBLE PRECISION)),
     updated_at = @now
 WHERE id = @id;
 
@@ -148,32 +132,16 @@ WHERE id = @id;
 -- Rolls a child session's usage and cost into its parent (run once, when the child ends).
 -- Counts saturate and costs are clamped, as in AddSessionUsage.
 UPDATE sessions
-SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
-        WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
-        ELSE sessions.input_tokens + child.input_tokens END,
-    output_tokens = CASE WHEN child.output_tokens <= 0 THEN sessions.output_tokens + child.output_tokens
-        WHEN sessions.output_tokens > 9223372036854775807 - child.output_tokens THEN 9223372036854775807
-        ELSE sessions.output_tokens + child.output_tokens END,
-    cache_read_tokens = CASE WHEN child.cache_read_tokens <= 0 THEN sessions.cache_read_tokens + child.cache_read_tokens
-        WHEN sessions.cache_read_tokens > 9223372036854775807 - child.cache_read_tokens THEN 9223372036854775807
-        ELSE sessions.cache_read_tokens + child.cache_read_tokens END,
-    cache_write_tokens = CASE WHEN child.cache_write_tokens <= 0 THEN sessions.cache_write_tokens + child.cache_write_tokens
-        WHEN sessions.cache_write_tokens > 9223372036854775807 - child.cache_write_tokens THEN 9223372036854775807
-        ELSE sessions.cache_write_tokens + child.cache_write_tokens END,
-    reasoning_tokens = CASE WHEN child.reasoning_tokens <= 0 THEN sessions.reasoning_tokens + child.reasoning_tokens
-        WHEN sessions.reasoning_tokens > 9223372036854775807 - child.reasoning_tokens THEN 9223372036854775807
-        ELSE sessions.reasoning_tokens + child.reasoning_tokens END,
-    api_call_count = CASE WHEN child.api_call_count <= 0 THEN sessions.api_call_count + child.api_call_count
-        WHEN sessions.api_call_count > 9223372036854775807 - child.api_call_count THEN 9223372036854775807
-        ELSE sessions.api_call_count + child.api_call_count END,
-    estimated_cost_usd = CASE WHEN sessions.estimated_cost_usd / 2 + child.estimated_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE sessions.estimated_cost_usd + child.estimated_cost_usd END,
+SET input_tokens = sqlgen.saturating_add(sessions.input_tokens, child.input_tokens),
+    output_tokens = sqlgen.saturating_add(sessions.output_tokens, child.output_tokens),
+    cache_read_tokens = sqlgen.saturating_add(sessions.cache_read_tokens, child.cache_read_tokens),
+    cache_write_tokens = sqlgen.saturating_add(sessions.cache_write_tokens, child.cache_write_tokens),
+    reasoning_tokens = sqlgen.saturating_add(sessions.reasoning_tokens, child.reasoning_tokens),
+    api_call_count = sqlgen.saturating_add(sessions.api_call_count, child.api_call_count),
+    estimated_cost_usd = sqlgen.clamped_cost_add(sessions.estimated_cost_usd, child.estimated_cost_usd),
     actual_cost_usd = CASE
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
-        ELSE CASE WHEN coalesce(sessions.actual_cost_usd, 0) / 2 + child.actual_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-            THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-            ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
+        ELSE sqlgen.clamped_cost_add(coalesce(sessions.actual_cost_usd, 0), child.actual_cost_usd)
     END,
     updated_at = @now
 FROM (SELECT * FROM sessions WHERE id = @child_id) AS child

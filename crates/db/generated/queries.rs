@@ -1838,10 +1838,10 @@ pub fn add_message_usage(
     })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:95).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1849,10 +1849,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:99).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:99`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2334,7 +2334,7 @@ pub fn add_session_usage_delta(
     stmt.query_row(values, read_session_row)
 }
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:39).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:23).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2352,7 +2352,7 @@ pub struct MarkSessionRolledUpParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:39`.
+/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:23`.
 ///
 /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
 /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
@@ -2365,10 +2365,10 @@ pub fn mark_session_rolled_up(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:53).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:37).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = ?1";
 
-/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:53`.
+/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:37`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_roll_up(
@@ -2379,7 +2379,7 @@ pub fn get_session_roll_up(
     stmt.query_row([child_id], read_session_rollup_row)
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:56).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:40).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2404,7 +2404,7 @@ pub struct ImportSessionRollUpParams<'a> {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:56`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:40`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
@@ -2427,7 +2427,7 @@ pub fn import_session_roll_up(
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:65).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:49).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2445,7 +2445,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:65`.
+/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:49`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the counters were moved by the triggers).
@@ -2464,7 +2464,7 @@ pub fn restore_imported_session(
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:75).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:59).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2475,7 +2475,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:75`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:59`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2487,7 +2487,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:80).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:64).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2504,7 +2504,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:80`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:64`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2523,12 +2523,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:84).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:68).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:84`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:68`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2540,7 +2540,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:90).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:74).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2552,7 +2552,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:90`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:74`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2565,7 +2565,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:95).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:79).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2594,7 +2594,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:95`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:79`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2630,7 +2630,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:123).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:107).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2659,7 +2659,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:123`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:107`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2681,7 +2681,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:138).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:122).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2706,7 +2706,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:138`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:122`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2728,7 +2728,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:150).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:134).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2748,7 +2748,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:150`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:134`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3273,7 +3273,7 @@ pub fn add_session_usage(
     stmt.execute(values)
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:138).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:124).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(?1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -3289,7 +3289,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:138`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:124`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3301,7 +3301,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:147).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -3327,8 +3327,8 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
     actual_cost_usd = CASE
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
         ELSE CASE WHEN coalesce(sessions.actual_cost_usd, 0) / 2 + child.actual_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-            THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-            ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
     updated_at = ?1
 FROM (SELECT * FROM sessions WHERE id = ?2) AS child
@@ -3341,7 +3341,7 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:147`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
 /// Counts saturate and costs are clamped, as in AddSessionUsage.
@@ -3353,7 +3353,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:182).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:150).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3364,7 +3364,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:182`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:150`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3376,7 +3376,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:194).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:162).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3387,7 +3387,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:194`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:162`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3399,7 +3399,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:206).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:174).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3411,7 +3411,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:206`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:174`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3422,13 +3422,13 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     stmt.query_row([id], read_session_row)
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:220).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:188).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:220`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:188`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
@@ -4087,23 +4087,23 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:53`.
+    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:37`.
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:84`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:68`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:90`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:74`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:95`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:79`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
@@ -4122,13 +4122,13 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:123`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:107`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:138`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:122`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4149,20 +4149,20 @@ pub trait ReadQueries {
     /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
     fn count_sessions(&mut self) -> Result<i64, crate::Error>;
 
-    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:182`.
+    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:150`.
     /// Root first, excluding the session itself.
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:194`.
+    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:162`.
     /// Breadth first (children, then grandchildren …), excluding the session itself.
     fn list_session_descendants(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:206`.
+    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:174`.
     /// The newest end of a compaction chain: follows continuation children as deep as they go
     /// (the session itself when it has none).
     fn get_continuation_tip(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:220`.
+    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:188`.
     fn top_sessions_by_tokens(&mut self, limit: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `ListSessionPreviews` (`:many`) from `sql/queries/sqlite/cli.sql:4`.
@@ -4324,11 +4324,11 @@ pub trait Queries: ReadQueries {
         params: &AddMessageUsageParams<'_>,
     ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:99`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -4355,7 +4355,7 @@ pub trait Queries: ReadQueries {
         params: &AddSessionUsageDeltaParams<'_>,
     ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:39`.
+    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:23`.
     /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
     /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
     /// parent in the same transaction (session_own_usage subtracts it again).
@@ -4364,13 +4364,13 @@ pub trait Queries: ReadQueries {
         params: &MarkSessionRolledUpParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:56`.
+    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:40`.
     fn import_session_roll_up(
         &mut self,
         params: &ImportSessionRollUpParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:65`.
+    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:49`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
     /// message did not exist yet; the counters were moved by the triggers).
     fn restore_imported_session(
@@ -4378,7 +4378,7 @@ pub trait Queries: ReadQueries {
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:75`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:59`.
     /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
     /// move it to the current time.
     fn restore_session_updated_at(
@@ -4386,13 +4386,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:80`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:64`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:150`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:134`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4460,14 +4460,14 @@ pub trait Queries: ReadQueries {
         params: &AddSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:138`.
+    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:124`.
     /// A billed amount reported by the provider; NULL + x counts as x.
     fn add_session_actual_cost(
         &mut self,
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:147`.
+    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
     /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
     /// Counts saturate and costs are clamped, as in AddSessionUsage.
     fn roll_up_session_usage(

@@ -343,10 +343,10 @@ WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:95).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:99).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -464,7 +464,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
 WHERE id = $10
 RETURNING *";
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:39).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:23).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -475,10 +475,10 @@ FROM sessions
 WHERE id = $2 AND parent_session_id IS NOT NULL
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:53).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:37).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = $1";
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:56).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:40).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -487,7 +487,7 @@ VALUES ($1, $2, $3, $4, $5,
         $10, $11)
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:65).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:49).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
@@ -495,26 +495,26 @@ SET summary_message_id = $1,
     tool_call_count = $4
 WHERE id = $5";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:75).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:59).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:80).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:64).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:84).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:68).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:90).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:74).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:31).
+/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:26).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -531,7 +531,7 @@ WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:50).
+/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:43).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -548,7 +548,7 @@ WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:69).
+/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:60).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
@@ -562,7 +562,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:150).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:134).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -702,7 +702,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     updated_at = $8
 WHERE id = $9";
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:138).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:124).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -710,7 +710,7 @@ SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DO
     updated_at = $2
 WHERE id = $3";
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:147).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -736,14 +736,14 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
     actual_cost_usd = CASE
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
         ELSE CASE WHEN coalesce(sessions.actual_cost_usd, 0) / 2 + child.actual_cost_usd / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-            THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-            ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
     updated_at = $1
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:182).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:150).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -754,7 +754,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:194).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:162).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -765,7 +765,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:206).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:174).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL
@@ -847,7 +847,7 @@ WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:27).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:25).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
@@ -866,7 +866,7 @@ WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:11).
+/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:8).
 pub const USAGE_BY_DAY_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
        count(*) AS \"session_count!\",

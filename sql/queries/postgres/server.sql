@@ -1,6 +1,6 @@
 -- PostgreSQL spellings of the server queries SQLite writes differently
 -- (sql/queries/sqlite/server.sql): days formatted with to_char in UTC, as UsageByDaySince;
--- costs summed clamped at f64::MAX as there (postgres/session_admin.sql).
+-- costs summed clamped at f64::MAX as there (clamped_cost_sum, postgres/fragments.sql).
 
 -- name: UsageByDayAndModelSince :many
 -- The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
@@ -16,9 +16,7 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
@@ -35,9 +33,7 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source

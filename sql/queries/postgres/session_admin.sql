@@ -2,11 +2,8 @@
 -- (sql/queries/sqlite/session_admin.sql): days formatted with to_char in UTC.
 --
 -- Costs: sum(float8) fails with "value out of range: overflow" past f64::MAX, where SQLite
--- gives inf. Both clamp to f64::MAX (ARCHITECTURE.md, "Clamped cost sums"): here each cost
--- is scaled by 2^-64 (exact: a power of two), summed (the same additions, bits scaled,
--- and no sum of fewer than 2^64 rows can overflow), clamped at MAX * 2^-64
--- (9.745314011399998e288) and scaled back by 2^64, which gives PostgreSQL's own sum
--- exactly below the limit. Costs under ~1e-289 would lose precision (subnormal).
+-- gives inf. Both clamp to f64::MAX (ARCHITECTURE.md, "Clamped cost sums") with the
+-- fragment clamped_cost_sum, each dialect's own (postgres/fragments.sql says how).
 
 -- name: UsageByDaySince :many
 -- Days are UTC calendar days of created_at, oldest first. A created_at outside years
@@ -20,9 +17,7 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
@@ -39,9 +34,7 @@ SELECT coalesce(model, '') AS "key!",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY coalesce(model, '')
@@ -58,9 +51,7 @@ SELECT source AS "key!",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY source
@@ -76,8 +67,6 @@ SELECT count(*) AS "session_count!",
        scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
        scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
        scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

@@ -15,7 +15,7 @@ SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unix
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
@@ -32,7 +32,7 @@ SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unix
        CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
        CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
        CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source

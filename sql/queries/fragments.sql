@@ -1,0 +1,23 @@
+-- Fragments: the rules every query spells the same way, each written once here and used as
+-- `sqlgen.name(…)` (README, "Adding a query"). sqlgen puts the body in place of the call,
+-- each parameter replaced by its argument, before it reads the query, so the generated SQL
+-- is what the query would be with the rule written out. A dialect may replace one
+-- (sql/queries/{sqlite,postgres}/fragments.sql), as it replaces a query.
+
+-- fragment: saturating_add(x, d)
+-- Saturating counts (ARCHITECTURE.md): `x + d`, at most the largest BIGINT. SQLite would
+-- store the overflow as a REAL that no reader can take, PostgreSQL refuse the write. The
+-- first arm keeps `MAX - d` from being computed for a negative d (PostgreSQL folds a bound
+-- parameter into the plan). Every stored token or call count adds with it
+-- (tests/tests/saturating_counts.rs checks).
+CASE WHEN d <= 0 THEN x + d
+        WHEN x > 9223372036854775807 - d THEN 9223372036854775807
+        ELSE x + d END
+
+-- fragment: clamped_cost_add(x, d)
+-- Clamped cost sums (ARCHITECTURE.md): `x + d`, at most the largest finite amount
+-- (f64::MAX). SQLite would store inf, PostgreSQL refuse the write. The halves never
+-- overflow and are exact, so comparing them with MAX / 2 is the overflow test itself.
+CASE WHEN x / 2 + d / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
+        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
+        ELSE x + d END
