@@ -19,7 +19,7 @@ use scribe_message::{
 };
 use scribe_session::{NewSession, SessionError, SessionService};
 use serde_json::{Value, json};
-use sqlgen::SourceFile;
+use sqlgen::{Dialect, SourceFile};
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -400,6 +400,13 @@ fn queries() -> &'static [SourceFile] {
     QUERIES.get_or_init(|| sources("queries"))
 }
 
+/// SQLite's own spellings (`sql/queries/sqlite/`): queries and fragments that replace the
+/// shared ones, or that only SQLite has (the shared queries use fragments defined there).
+fn sqlite_queries() -> &'static [SourceFile] {
+    static QUERIES: OnceLock<Vec<SourceFile>> = OnceLock::new();
+    QUERIES.get_or_init(|| sources("queries/sqlite"))
+}
+
 fn query_file(text: String) -> Vec<SourceFile> {
     vec![SourceFile {
         display: "sql/queries/fuzz.sql".into(),
@@ -527,14 +534,14 @@ proptest! {
         let text = &broken[index].text;
         let cut = text.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(text.len());
         broken[index].text = format!("{}{noise}", &text[..cut]);
-        let _ = sqlgen::analyze_sources(&broken, queries());
+        let _ = sqlgen::analyze_layers(Dialect::Sqlite, &broken, queries(), sqlite_queries());
     }
 }
 
 #[test]
 fn sqlgen_accepts_the_real_sources() {
     // Guards the properties above: the untouched inputs generate code.
-    sqlgen::generate_sources(migrations(), queries()).unwrap();
+    sqlgen::analyze_layers(Dialect::Sqlite, migrations(), queries(), sqlite_queries()).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------
