@@ -634,8 +634,8 @@ impl Commit<'_, '_> {
             .into_iter()
             .collect();
         for chunk in ids.chunks(LOOKUP_IDS) {
-            for row in self.tx.q().list_messages_by_ids(chunk)? {
-                self.stored.insert(row.id, row.session_id);
+            for (id, session_id) in store::message_sessions(self.tx, chunk)? {
+                self.stored.insert(id, session_id);
             }
         }
         Ok(())

@@ -300,8 +300,9 @@ pub fn import_part(tx: &mut Tx<'_>, message_id: &str, part: &StoredPart) -> Resu
     import_part_of(tx, message_id, &session_id, part)
 }
 
-/// The session message `id` belongs to, or `None` when no message has that id (an
-/// importer asks where a record it reads again already lives).
+/// The session message `id` belongs to, or `None` when no message has that id: what an
+/// importer asks of a record it reads again, and the session service before it points at
+/// a message (a session's summary, a fork point). One indexed read; nothing is decoded.
 pub fn message_session(tx: &mut dyn Reads, id: &str) -> Result<Option<String>> {
     Ok(tx.reads().get_message(id)?.map(|row| row.session_id))
 }
@@ -402,6 +403,33 @@ pub(crate) fn parts_of(tx: &mut dyn Reads, id: &str) -> Result<Vec<StoredPart>> 
         .into_iter()
         .map(|row| PartData::from(row).decode())
         .collect()
+}
+
+/// Which of `ids` are stored, each with its session (`(message id, session id)`, in
+/// creation order; ids that are not stored are left out). For many ids, call it per
+/// chunk: each call is one statement with an `IN` list of all of `ids`.
+pub fn message_sessions(tx: &mut dyn Reads, ids: &[&str]) -> Result<Vec<(String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(tx
+        .reads()
+        .list_messages_by_ids(ids)?
+        .into_iter()
+        .map(|row| (row.id, row.session_id))
+        .collect())
+}
+
+/// The id of `session_id`'s newest message (any role), if it has one; one indexed query.
+pub fn last_message_id(tx: &mut dyn Reads, session_id: &str) -> Result<Option<String>> {
+    Ok(tx.reads().get_last_message(session_id)?.map(|row| row.id))
+}
+
+/// Deletes every message of `session_id` with its parts (the session's counters and the
+/// search indexes follow by trigger) and returns how many messages went. Publishes
+/// nothing: the caller announces what the session became.
+pub fn delete_session_messages(tx: &mut Tx<'_>, session_id: &str) -> Result<usize> {
+    Ok(tx.q().delete_session_messages(session_id)?)
 }
 
 /// The message `id` without its parts (its row only: usage, role, session …), for

@@ -14,6 +14,7 @@ use scribe_db::filters::{self, SessionFilter};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
 use scribe_db::{Database, Reads, Tx};
+use scribe_message::store;
 use scribe_pubsub::{Broker, EventKind, Subscription};
 use serde_json::Value;
 
@@ -726,12 +727,11 @@ fn store_mutable(tx: &mut Tx<'_>, id: &str, session: &Session) -> Result<Session
     let model_config = json_text(session.model_config.as_ref());
     let permission = json_text(session.permission.as_ref());
     if let Some(summary) = &session.summary_message_id {
-        match tx.q().get_message(summary)? {
+        match store::message_session(tx, summary)? {
             None => return Err(SessionError::not_found("message", summary.as_str())),
-            Some(message) if message.session_id != id => {
+            Some(owner) if owner != id => {
                 return Err(SessionError::InvalidInput(format!(
-                    "summary message {summary} belongs to session {}, not {id}",
-                    message.session_id
+                    "summary message {summary} belongs to session {owner}, not {id}"
                 )));
             }
             Some(_) => {}

@@ -208,11 +208,10 @@ impl SessionService {
             let original = load(tx, session_id)?;
             let messages = store::load_session_messages(tx, session_id)?;
             let Some(cut) = messages.iter().position(|m| m.id == message_id) else {
-                return match tx.q().get_message(message_id)? {
+                return match store::message_session(tx, message_id)? {
                     None => Err(SessionError::not_found("message", message_id)),
-                    Some(row) => Err(SessionError::InvalidInput(format!(
-                        "message {message_id} belongs to session {}, not {session_id}",
-                        row.session_id
+                    Some(owner) => Err(SessionError::InvalidInput(format!(
+                        "message {message_id} belongs to session {owner}, not {session_id}"
                     ))),
                 };
             };
@@ -259,7 +258,7 @@ impl SessionService {
     pub fn clear(&self, session_id: &str) -> Result<Session> {
         self.db.write(|tx| {
             load(tx, session_id)?;
-            tx.q().delete_session_messages(session_id)?;
+            store::delete_session_messages(tx, session_id)?;
             let session = load(tx, session_id)?;
             self.announce(tx, EventKind::Updated, &session);
             Ok(session)

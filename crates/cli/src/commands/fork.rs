@@ -28,8 +28,7 @@ impl ForkCmd {
             Some(wanted) => ctx.resolve_message(&session, wanted)?,
             None => ctx
                 .db
-                .read(|tx| -> scribe_db::Result<_> { tx.q().get_last_message(&session.id) })?
-                .map(|m| m.id)
+                .read(|tx| scribe_message::store::last_message_id(tx, &session.id))?
                 .ok_or_else(|| CliError::EmptySession(session.id.clone()))?,
         };
         let fork = ctx.sessions.fork(&session.id, &at)?;
