@@ -21,3 +21,12 @@ CASE WHEN d <= 0 THEN x + d
 CASE WHEN x / 2 + d / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE x + d END
+
+-- fragment: moved_forward(old_time, clock)
+-- The updated_at an UPDATE … RETURNING writes: the clock, or one past the stored time when
+-- the clock has not passed it (two changes in one millisecond, another process's clock a
+-- little ahead). updated_at then always moves, and only forward, so the touch trigger
+-- (which stamps an update that left updated_at as it was with the database's own clock,
+-- after RETURNING has read the row) never fires, and the row returned and announced is
+-- exactly the row stored. (MessageService::update_part computes the same in Rust.)
+CASE WHEN old_time >= clock THEN old_time + 1 ELSE clock END

@@ -72,7 +72,8 @@ WHERE id = @id;
 -- name: FinishMessage :one
 -- Ends a message; returns it as it is now.
 UPDATE messages
-SET finish_reason = @finish_reason, finished_at = @now, updated_at = @now
+SET finish_reason = @finish_reason, finished_at = @now,
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id
 RETURNING *;
 
@@ -87,7 +88,7 @@ SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIG
     reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
     -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
     cost_usd = sqlgen.clamped_cost_add(cost_usd, CAST(@cost_usd AS DOUBLE PRECISION)),
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at;

@@ -16,7 +16,7 @@ SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIG
     tool_call_count = sqlgen.saturating_add(tool_call_count, CAST(@tool_call_count AS BIGINT)),
     -- Clamped, as every cost sum (see AddSessionUsage).
     estimated_cost_usd = sqlgen.clamped_cost_add(estimated_cost_usd, CAST(@estimated_cost_usd AS DOUBLE PRECISION)),
-    updated_at = CASE WHEN updated_at > @now THEN updated_at ELSE @now END
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id
 RETURNING *;
 

@@ -67,7 +67,7 @@ SET title = @title,
     cost_status = @cost_status,
     cost_source = @cost_source,
     pricing_version = @pricing_version,
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id
 RETURNING *;
 

@@ -10,9 +10,9 @@ use std::thread;
 
 use common::{drain, env, env_on};
 use rusqlite::Connection;
-use scribe_db::Database;
 use scribe_db::queries as q;
-use scribe_message::TokenUsage;
+use scribe_db::{Database, ManualClock, Options};
+use scribe_message::{FinishReason, MessageService, NewMessage, Part, Role, TokenUsage};
 use scribe_pubsub::EventKind;
 use scribe_session::{
     ExportSelection, NewSession, RollUp, SessionError, SessionService, StatsBy, UsageDelta,
@@ -707,7 +707,61 @@ fn summed_costs_stop_at_the_largest_finite_amount(backend: Backend) {
     );
 }
 
+/// Changes within one millisecond of the store's clock (or with another process's clock
+/// ahead) return, and announce, each row exactly as stored, and move `updated_at` forward.
+/// (Before, a change that found `updated_at` already at the clock's reading left it as it
+/// was; the database's touch trigger then stamped the row with its own clock after
+/// `RETURNING` had read it, so the session or message handed back was a millisecond or
+/// more off the stored one: `summed_counts_stop_at_the_largest_count` failed on it once.)
+fn changes_within_one_millisecond_return_the_stored_row(backend: Backend) {
+    let t = scribe_tests::TestDb::new(backend);
+    // A clock that stands still, far behind the database's own.
+    let hand = ManualClock::new(1_600_000_000_000);
+    let options = Options {
+        clock: hand.clock(),
+        ..Options::default()
+    };
+    let db = Arc::new(Database::open_with(&t.location, options).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let messages = MessageService::new(Arc::clone(&db));
+    let session = sessions.create(NewSession::default()).unwrap();
+    let mut last = session.updated_at;
+    for _ in 0..3 {
+        let after = sessions.add_usage(&session.id, &delta(1, 1, 0.0)).unwrap();
+        assert_eq!(sessions.get(&session.id).unwrap(), after);
+        assert!(after.updated_at > last, "{} after {last}", after.updated_at);
+        last = after.updated_at;
+    }
+    let renamed = sessions
+        .update(&session.id, |s| s.title = Some("renamed".into()))
+        .unwrap();
+    assert_eq!(sessions.get(&session.id).unwrap(), renamed);
+    assert!(
+        renamed.updated_at > last,
+        "{} after {last}",
+        renamed.updated_at
+    );
+
+    let message = messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::text("hello")],
+        ))
+        .unwrap();
+    let usage = TokenUsage {
+        input: 1,
+        ..TokenUsage::default()
+    };
+    let charged = messages.add_usage(&message.id, usage, 0.1).unwrap();
+    assert_eq!(messages.get(&message.id).unwrap(), charged);
+    let finished = messages.finish(&message.id, FinishReason::EndTurn).unwrap();
+    assert_eq!(messages.get(&message.id).unwrap(), finished);
+    assert!(finished.updated_at > charged.updated_at);
+}
+
 scribe_tests::backends!(
+    changes_within_one_millisecond_return_the_stored_row,
     stats_and_top_sessions_survive_counts_near_the_limit,
     summed_counts_stop_at_the_largest_count,
     summed_costs_stop_at_the_largest_finite_amount,

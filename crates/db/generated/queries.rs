@@ -1723,7 +1723,8 @@ pub fn update_message(
 
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
-SET finish_reason = ?1, finished_at = ?2, updated_at = ?2
+SET finish_reason = ?1, finished_at = ?2,
+    updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
 WHERE id = ?3
 RETURNING *";
 
@@ -1749,7 +1750,7 @@ pub fn finish_message(
     stmt.query_row(values, read_message_row)
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:80).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
         WHEN input_tokens > 9223372036854775807 - CAST(?1 AS BIGINT) THEN 9223372036854775807
@@ -1770,7 +1771,7 @@ SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1
     cost_usd = CASE WHEN cost_usd / 2 + CAST(?6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST(?6 AS DOUBLE PRECISION) END,
-    updated_at = ?7
+    updated_at = CASE WHEN updated_at >= ?7 THEN updated_at + 1 ELSE ?7 END
 WHERE id = ?8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
@@ -1802,7 +1803,7 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
+/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:80`.
 ///
 /// Adds a step's usage to the message atomically; returns the totals after it. Counts
 /// saturate, as every count sum (see AddSessionUsage in sessions.sql).
@@ -1838,10 +1839,10 @@ pub fn add_message_usage(
     })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:95).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1849,10 +1850,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:99).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:99`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -2288,7 +2289,7 @@ SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST(?8 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at > ?9 THEN updated_at ELSE ?9 END
+    updated_at = CASE WHEN updated_at >= ?9 THEN updated_at + 1 ELSE ?9 END
 WHERE id = ?10
 RETURNING *";
 
@@ -3005,7 +3006,7 @@ SET title = ?1,
     cost_status = ?11,
     cost_source = ?12,
     pricing_version = ?13,
-    updated_at = ?14
+    updated_at = CASE WHEN updated_at >= ?14 THEN updated_at + 1 ELSE ?14 END
 WHERE id = ?15
 RETURNING *";
 
@@ -4316,7 +4317,7 @@ pub trait Queries: ReadQueries {
         params: &FinishMessageParams<'_>,
     ) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:79`.
+    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:80`.
     /// Adds a step's usage to the message atomically; returns the totals after it. Counts
     /// saturate, as every count sum (see AddSessionUsage in sessions.sql).
     fn add_message_usage(
@@ -4324,11 +4325,11 @@ pub trait Queries: ReadQueries {
         params: &AddMessageUsageParams<'_>,
     ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:95`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:99`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 

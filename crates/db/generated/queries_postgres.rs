@@ -313,11 +313,12 @@ WHERE id = $16";
 
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
-SET finish_reason = $1, finished_at = $2, updated_at = $2
+SET finish_reason = $1, finished_at = $2,
+    updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
 WHERE id = $3
 RETURNING *";
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:79).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:80).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
         WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
@@ -338,15 +339,15 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     cost_usd = CASE WHEN cost_usd / 2 + CAST($6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST($6 AS DOUBLE PRECISION) END,
-    updated_at = $7
+    updated_at = CASE WHEN updated_at >= $7 THEN updated_at + 1 ELSE $7 END
 WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:95).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:99).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -460,7 +461,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST($8 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at > $9 THEN updated_at ELSE $9 END
+    updated_at = CASE WHEN updated_at >= $9 THEN updated_at + 1 ELSE $9 END
 WHERE id = $10
 RETURNING *";
 
@@ -635,7 +636,7 @@ SET title = $1,
     cost_status = $11,
     cost_source = $12,
     pricing_version = $13,
-    updated_at = $14
+    updated_at = CASE WHEN updated_at >= $14 THEN updated_at + 1 ELSE $14 END
 WHERE id = $15
 RETURNING *";
 
