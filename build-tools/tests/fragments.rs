@@ -150,39 +150,22 @@ fn a_dialect_replaces_a_shared_fragment() {
 /// replace, or a misspelt replacement, is reported as unused.
 #[test]
 fn unused_fragments_count_every_dialect() {
-    let dir = tempfile::tempdir().unwrap();
-    let queries = dir.path().join("queries");
-    let migrations = dir.path().join("migrations");
-    for d in ["sqlite", "postgres"] {
-        std::fs::create_dir_all(queries.join(d)).unwrap();
-        std::fs::create_dir_all(migrations.join(d)).unwrap();
-        std::fs::write(migrations.join(d).join("V1__init.sql"), SCHEMA).unwrap();
-    }
-    let write = |name: &str, text: &str| std::fs::write(queries.join(name), text).unwrap();
-    write(
-        "q.sql",
-        "-- fragment: clamp(x)\nmin(x, 100)\n\n\
-         -- fragment: spare(x)\nx\n\n\
-         -- name: Clamped :one\nSELECT CAST(sqlgen.clamp(n) AS BIGINT) AS c FROM counters WHERE id = @id;\n",
-    );
-    write(
-        "postgres/fragments.sql",
-        "-- fragment: clamp(x)\nleast(x, 100)\n\n-- fragment: clammp(x)\nleast(x, 100)\n",
-    );
-    write("sqlite/fragments.sql", "-- fragment: spare(x)\n(x)\n");
-    let analyze = || match sqlgen::analyze_project(&migrations, &queries) {
-        Ok(_) => Vec::new(),
-        Err(d) => d
-            .items
-            .iter()
-            .map(|i| {
-                i.to_string()
-                    .replace(&format!("{}/", dir.path().display()), "")
-            })
-            .collect::<Vec<_>>(),
-    };
+    let shared = "-- fragment: clamp(x)\nmin(x, 100)\n\n\
+                  -- name: Clamped :one\nSELECT CAST(sqlgen.clamp(n) AS BIGINT) AS c FROM counters WHERE id = @id;\n";
     assert_eq!(
-        analyze(),
+        project_errors(&[
+            (
+                "q.sql",
+                "-- fragment: clamp(x)\nmin(x, 100)\n\n\
+                 -- fragment: spare(x)\nx\n\n\
+                 -- name: Clamped :one\nSELECT CAST(sqlgen.clamp(n) AS BIGINT) AS c FROM counters WHERE id = @id;\n",
+            ),
+            (
+                "postgres/fragments.sql",
+                "-- fragment: clamp(x)\nleast(x, 100)\n\n-- fragment: clammp(x)\nleast(x, 100)\n",
+            ),
+            ("sqlite/fragments.sql", "-- fragment: spare(x)\n(x)\n"),
+        ]),
         [
             "queries/postgres/fragments.sql:4:14: clammp: fragment \"clammp\" is never used; remove it",
             "queries/q.sql:4:14: spare: fragment \"spare\" is never used; remove it",
@@ -190,26 +173,25 @@ fn unused_fragments_count_every_dialect() {
         ]
     );
     // Used by SQLite only (PostgreSQL replaces the query), the shared fragment is used.
-    write(
-        "postgres/fragments.sql",
-        "-- fragment: clamp(x)\nleast(x, 100)\n",
-    );
-    write("sqlite/fragments.sql", "");
-    write(
-        "q.sql",
-        "-- fragment: clamp(x)\nmin(x, 100)\n\n\
-         -- name: Clamped :one\nSELECT CAST(sqlgen.clamp(n) AS BIGINT) AS c FROM counters WHERE id = @id;\n",
-    );
-    write(
+    let postgres_query = (
         "postgres/q.sql",
         "-- name: Clamped :one\nSELECT CAST(n AS BIGINT) AS c FROM counters WHERE id = @id;\n",
     );
     assert_eq!(
-        analyze(),
+        project_errors(&[
+            ("q.sql", shared),
+            (
+                "postgres/fragments.sql",
+                "-- fragment: clamp(x)\nleast(x, 100)\n"
+            ),
+            postgres_query,
+        ]),
         ["queries/postgres/fragments.sql:1:14: clamp: fragment \"clamp\" is never used; remove it"]
     );
-    write("postgres/fragments.sql", "");
-    assert_eq!(analyze(), Vec::<String>::new());
+    assert_eq!(
+        project_errors(&[("q.sql", shared), postgres_query]),
+        Vec::<String>::new()
+    );
 }
 
 /// A project in a temp dir: the schema in both dialects' migrations and `files` (path below
