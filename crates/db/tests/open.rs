@@ -333,20 +333,11 @@ fn every_static_query_prepares() {
     let db = Database::open_in_memory().unwrap();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sql/queries");
     let mut checked = 0;
+    // sqlgen's own reader of a query directory (sorted; an unreadable file fails here).
     let read = |dir: &str| -> Vec<sqlgen::SourceFile> {
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .filter(|path| path.extension().is_some_and(|e| e == "sql"))
-            .collect();
-        paths.sort();
-        paths
-            .into_iter()
-            .map(|path| sqlgen::SourceFile {
-                display: path.display().to_string(),
-                text: std::fs::read_to_string(&path).unwrap(),
-            })
-            .collect()
+        let (files, unreadable) = sqlgen::query::read_queries(std::path::Path::new(dir));
+        assert!(unreadable.is_empty(), "{unreadable:?}");
+        files
     };
     // The shared queries and SQLite's own spellings (sql/queries/sqlite).
     let (shared, sqlite) = (read(dir), read(&format!("{dir}/sqlite")));
