@@ -19,6 +19,15 @@ use scribe_session::{
 };
 use scribe_tests::Backend;
 
+/// The ids of the two sessions with the most tokens, most first.
+fn top_two_by_tokens(svc: &SessionService) -> Vec<String> {
+    svc.top_sessions_by_tokens(2)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
+
 fn delta(input: i64, output: i64, cost: f64) -> UsageDelta {
     UsageDelta {
         tokens: TokenUsage {
@@ -312,13 +321,7 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once(backend:
     assert_eq!(future.totals.sessions, 0);
     assert_eq!(future.since, Some(i64::MAX));
 
-    let top: Vec<_> = e
-        .svc
-        .top_sessions_by_tokens(2)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
+    let top = top_two_by_tokens(&e.svc);
     // a holds its rolled-up child: 15 + 6 + 4 + 2 + 8 = 35 tokens, more than b (29).
     assert_eq!(top, vec![c.id.clone(), a.id.clone()]);
 }
@@ -560,13 +563,7 @@ fn stats_and_top_sessions_survive_counts_near_the_limit(backend: Backend) {
         assert_eq!(stats.totals.tokens.input, i64::MAX, "{by:?}");
         assert_eq!(stats.totals.sessions, 2, "{by:?}");
     }
-    let top: Vec<_> = e
-        .svc
-        .top_sessions_by_tokens(2)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
+    let top = top_two_by_tokens(&e.svc);
     assert_eq!(top, vec![huge.id, small.id]);
 }
 
@@ -632,13 +629,7 @@ fn summed_counts_stop_at_the_largest_count(backend: Backend) {
         assert_eq!(stats.totals.api_calls, i64::MAX, "{by:?}");
         assert_eq!(stats.totals.sessions, 2, "{by:?}");
     }
-    let top: Vec<_> = e
-        .svc
-        .top_sessions_by_tokens(2)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
+    let top = top_two_by_tokens(&e.svc);
     assert_eq!(top.len(), 2);
     assert!(
         top.contains(&parent.id) && top.contains(&child.id),
