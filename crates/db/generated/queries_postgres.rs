@@ -335,7 +335,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
         WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
         ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
-    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    -- Clamped, as every cost sum (see AddSessionUsageDelta in session_admin.sql).
     cost_usd = CASE WHEN cost_usd / 2 + CAST($6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST($6 AS DOUBLE PRECISION) END,
@@ -457,7 +457,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     tool_call_count = CASE WHEN CAST($7 AS BIGINT) <= 0 THEN tool_call_count + CAST($7 AS BIGINT)
         WHEN tool_call_count > 9223372036854775807 - CAST($7 AS BIGINT) THEN 9223372036854775807
         ELSE tool_call_count + CAST($7 AS BIGINT) END,
-    -- Clamped, as every cost sum (see AddSessionUsage).
+    -- Clamped, as every cost sum (ARCHITECTURE.md, \"Clamped cost sums\").
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST($8 AS DOUBLE PRECISION) END,
@@ -465,7 +465,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
 WHERE id = $10
 RETURNING *";
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:23).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -476,10 +476,10 @@ FROM sessions
 WHERE id = $2 AND parent_session_id IS NOT NULL
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:37).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = $1";
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:40).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -488,7 +488,7 @@ VALUES ($1, $2, $3, $4, $5,
         $10, $11)
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:49).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
@@ -496,21 +496,21 @@ SET summary_message_id = $1,
     tool_call_count = $4
 WHERE id = $5";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:59).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:64).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:68).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:74).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
@@ -563,7 +563,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:134).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -670,40 +670,7 @@ pub const UNARCHIVE_SESSION_SQL: &str =
 /// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = $1";
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
-pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
--- Counts add up to at most the largest BIGINT, here and in every count sum
--- (ARCHITECTURE.md, \"Saturating counts\"): SQLite would store the overflow as a REAL that
--- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
--- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
-SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
-        WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
-        ELSE input_tokens + CAST($1 AS BIGINT) END,
-    output_tokens = CASE WHEN CAST($2 AS BIGINT) <= 0 THEN output_tokens + CAST($2 AS BIGINT)
-        WHEN output_tokens > 9223372036854775807 - CAST($2 AS BIGINT) THEN 9223372036854775807
-        ELSE output_tokens + CAST($2 AS BIGINT) END,
-    cache_read_tokens = CASE WHEN CAST($3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST($3 AS BIGINT)
-        WHEN cache_read_tokens > 9223372036854775807 - CAST($3 AS BIGINT) THEN 9223372036854775807
-        ELSE cache_read_tokens + CAST($3 AS BIGINT) END,
-    cache_write_tokens = CASE WHEN CAST($4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST($4 AS BIGINT)
-        WHEN cache_write_tokens > 9223372036854775807 - CAST($4 AS BIGINT) THEN 9223372036854775807
-        ELSE cache_write_tokens + CAST($4 AS BIGINT) END,
-    reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
-        WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
-        ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
-    api_call_count = CASE WHEN CAST($6 AS BIGINT) <= 0 THEN api_call_count + CAST($6 AS BIGINT)
-        WHEN api_call_count > 9223372036854775807 - CAST($6 AS BIGINT) THEN 9223372036854775807
-        ELSE api_call_count + CAST($6 AS BIGINT) END,
-    -- Costs add up to at most the largest finite amount, here and in every cost sum
-    -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
-    -- the write.
-    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($7 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE estimated_cost_usd + CAST($7 AS DOUBLE PRECISION) END,
-    updated_at = $8
-WHERE id = $9";
-
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:124).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:104).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
@@ -711,7 +678,7 @@ SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DO
     updated_at = $2
 WHERE id = $3";
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:111).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -744,7 +711,7 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:150).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:130).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -755,7 +722,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:162).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:142).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -766,7 +733,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:174).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:154).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL
@@ -3022,26 +2989,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_SESSION_SQL;
-        let changed = self.sqlgen_execute(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn add_session_usage(
-        &mut self,
-        params: &super::AddSessionUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 9] = [
-            (&params.input_tokens, Type::INT8),
-            (&params.output_tokens, Type::INT8),
-            (&params.cache_read_tokens, Type::INT8),
-            (&params.cache_write_tokens, Type::INT8),
-            (&params.reasoning_tokens, Type::INT8),
-            (&params.api_call_count, Type::INT8),
-            (&params.estimated_cost_usd, Type::FLOAT8),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = ADD_SESSION_USAGE_SQL;
         let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
