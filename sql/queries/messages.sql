@@ -66,7 +66,7 @@ SET parent_id = @parent_id,
     cost_usd = @cost_usd,
     error = @error,
     finished_at = @finished_at,
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: FinishMessage :one

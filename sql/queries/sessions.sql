@@ -72,30 +72,38 @@ WHERE id = @id
 RETURNING *;
 
 -- name: SetSessionSummaryMessage :execrows
-UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now WHERE id = @id;
+UPDATE sessions
+SET summary_message_id = @summary_message_id, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id;
 
 -- name: SetSessionCompacting :execrows
 -- compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 -- not there changes nothing (and so publishes nothing).
-UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now
+UPDATE sessions
+SET compacting_at = @compacting_at, updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id AND compacting_at IS DISTINCT FROM @compacting_at;
 
 -- name: EndSession :execrows
 -- The first end wins: ending an ended session changes nothing (0 rows).
 UPDATE sessions
-SET ended_at = @now, end_reason = @end_reason, updated_at = @now
+SET ended_at = @now, end_reason = @end_reason,
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id AND ended_at IS NULL;
 
 -- name: ReopenSession :execrows
 UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = @now
+SET ended_at = NULL, end_reason = NULL, updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: ArchiveSession :execrows
-UPDATE sessions SET archived_at = @now, updated_at = @now WHERE id = @id AND archived_at IS NULL;
+UPDATE sessions
+SET archived_at = @now, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id AND archived_at IS NULL;
 
 -- name: UnarchiveSession :execrows
-UPDATE sessions SET archived_at = NULL, updated_at = @now WHERE id = @id;
+UPDATE sessions
+SET archived_at = NULL, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id;
 
 -- name: DeleteSession :execrows
 -- Messages, parts and files go with it (cascade); children keep existing, unlinked.
@@ -105,7 +113,7 @@ DELETE FROM sessions WHERE id = @id;
 -- A billed amount reported by the provider; NULL + x counts as x.
 UPDATE sessions
 SET actual_cost_usd = sqlgen.clamped_cost_add(coalesce(actual_cost_usd, 0), CAST(@actual_cost_usd AS DOUBLE PRECISION)),
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: RollUpSessionUsage :execrows
@@ -123,7 +131,7 @@ SET input_tokens = sqlgen.saturating_add(sessions.input_tokens, child.input_toke
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
         ELSE sqlgen.clamped_cost_add(coalesce(sessions.actual_cost_usd, 0), child.actual_cost_usd)
     END,
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(sessions.updated_at, @now)
 FROM (SELECT * FROM sessions WHERE id = @child_id) AS child
 WHERE sessions.id = child.parent_session_id;
 

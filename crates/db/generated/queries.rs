@@ -343,7 +343,7 @@ pub fn read_session_rollup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Sess
 
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
-SET compacting_at = ?1, updated_at = ?1
+SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
 WHERE id = ?2
   AND ended_at IS NULL
   AND (compacting_at IS NULL OR compacting_at < ?3)";
@@ -410,7 +410,7 @@ pub fn get_last_assistant_model(
 pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
 SET model = ?1,
     permission = coalesce(?2, permission),
-    updated_at = ?3
+    updated_at = CASE WHEN updated_at >= ?3 THEN updated_at + 1 ELSE ?3 END
 WHERE id = ?4";
 
 /// Parameters of [`set_session_prompt_settings`].
@@ -1668,7 +1668,7 @@ SET parent_id = ?1,
     cost_usd = ?12,
     error = ?13,
     finished_at = ?14,
-    updated_at = ?15
+    updated_at = CASE WHEN updated_at >= ?15 THEN updated_at + 1 ELSE ?15 END
 WHERE id = ?16";
 
 /// Parameters of [`update_message`].
@@ -1985,8 +1985,9 @@ pub fn list_session_parts(
 }
 
 /// SQL of `UpdatePart` (sql/queries/parts.sql:33).
-pub const UPDATE_PART_SQL: &str =
-    "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4";
+pub const UPDATE_PART_SQL: &str = "UPDATE parts
+SET type = ?1, data = ?2, updated_at = CASE WHEN updated_at >= ?3 THEN updated_at + 1 ELSE ?3 END
+WHERE id = ?4";
 
 /// Parameters of [`update_part`].
 #[derive(Debug, Clone, Copy)]
@@ -2009,7 +2010,7 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
@@ -2023,7 +2024,7 @@ pub struct GetPartPlaceRow {
     pub updated_at: i64,
 }
 
-/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:39`.
 ///
 /// Where a part sits, without its content: what a changed part's event needs besides the
 /// content the caller has, read without the part's JSON.
@@ -2042,7 +2043,7 @@ pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     })
 }
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:44).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
@@ -2057,7 +2058,7 @@ pub struct GetPartContentRow {
     pub updated_at: i64,
 }
 
-/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:44`.
 ///
 /// A part's type and JSON (to check a tool part's change against it), and where it sits.
 ///
@@ -2080,13 +2081,13 @@ pub fn get_part_content(
     })
 }
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:48).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = ?1";
 
-/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:48`.
 ///
 /// The position after a message's last part (0 for none).
 ///
@@ -2096,13 +2097,13 @@ pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusq
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:54).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = ?1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:54`.
 ///
 /// The message's finish part, if it has one (the last, should there be several).
 ///
@@ -2115,10 +2116,10 @@ pub fn get_last_finish_part_id(
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:59).
+/// SQL of `DeletePart` (sql/queries/parts.sql:61).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:61`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -3063,8 +3064,9 @@ pub fn update_session(
 }
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
-pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
-    "UPDATE sessions SET summary_message_id = ?1, updated_at = ?2 WHERE id = ?3";
+pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str = "UPDATE sessions
+SET summary_message_id = ?1, updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
+WHERE id = ?3";
 
 /// Parameters of [`set_session_summary_message`].
 #[derive(Debug, Clone, Copy)]
@@ -3084,9 +3086,9 @@ pub fn set_session_summary_message(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
-pub const SET_SESSION_COMPACTING_SQL: &str =
-    "UPDATE sessions SET compacting_at = ?1, updated_at = ?2
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:79).
+pub const SET_SESSION_COMPACTING_SQL: &str = "UPDATE sessions
+SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
 WHERE id = ?3 AND compacting_at IS DISTINCT FROM ?1";
 
 /// Parameters of [`set_session_compacting`].
@@ -3097,7 +3099,7 @@ pub struct SetSessionCompactingParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
+/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:79`.
 ///
 /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 /// not there changes nothing (and so publishes nothing).
@@ -3110,9 +3112,10 @@ pub fn set_session_compacting(
     stmt.execute(values)
 }
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:83).
+/// SQL of `EndSession` (sql/queries/sessions.sql:86).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = ?1, end_reason = ?2, updated_at = ?1
+SET ended_at = ?1, end_reason = ?2,
+    updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
 WHERE id = ?3 AND ended_at IS NULL";
 
 /// Parameters of [`end_session`].
@@ -3123,7 +3126,7 @@ pub struct EndSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
+/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:86`.
 ///
 /// The first end wins: ending an ended session changes nothing (0 rows).
 pub fn end_session(
@@ -3135,9 +3138,9 @@ pub fn end_session(
     stmt.execute(values)
 }
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:93).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = ?1
+SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
 WHERE id = ?2";
 
 /// Parameters of [`reopen_session`].
@@ -3147,7 +3150,7 @@ pub struct ReopenSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
+/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:93`.
 pub fn reopen_session(
     conn: &rusqlite::Connection,
     params: &ReopenSessionParams<'_>,
@@ -3156,9 +3159,10 @@ pub fn reopen_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
-pub const ARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = ?1, updated_at = ?1 WHERE id = ?2 AND archived_at IS NULL";
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:98).
+pub const ARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = ?1, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+WHERE id = ?2 AND archived_at IS NULL";
 
 /// Parameters of [`archive_session`].
 #[derive(Debug, Clone, Copy)]
@@ -3167,7 +3171,7 @@ pub struct ArchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
+/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:98`.
 pub fn archive_session(
     conn: &rusqlite::Connection,
     params: &ArchiveSessionParams<'_>,
@@ -3176,9 +3180,10 @@ pub fn archive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
-pub const UNARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = NULL, updated_at = ?1 WHERE id = ?2";
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:103).
+pub const UNARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = NULL, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+WHERE id = ?2";
 
 /// Parameters of [`unarchive_session`].
 #[derive(Debug, Clone, Copy)]
@@ -3187,7 +3192,7 @@ pub struct UnarchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
+/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:103`.
 pub fn unarchive_session(
     conn: &rusqlite::Connection,
     params: &UnarchiveSessionParams<'_>,
@@ -3196,10 +3201,10 @@ pub fn unarchive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:108).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = ?1";
 
-/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
+/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:108`.
 ///
 /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
 pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -3207,12 +3212,12 @@ pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:104).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:112).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(?1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(actual_cost_usd, 0) + CAST(?1 AS DOUBLE PRECISION) END,
-    updated_at = ?2
+    updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
 WHERE id = ?3";
 
 /// Parameters of [`add_session_actual_cost`].
@@ -3223,7 +3228,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:104`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:112`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3235,7 +3240,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:111).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:119).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -3264,7 +3269,7 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
-    updated_at = ?1
+    updated_at = CASE WHEN sessions.updated_at >= ?1 THEN sessions.updated_at + 1 ELSE ?1 END
 FROM (SELECT * FROM sessions WHERE id = ?2) AS child
 WHERE sessions.id = child.parent_session_id";
 
@@ -3275,7 +3280,7 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:111`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:119`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
 /// Counts saturate and costs are clamped, as in AddSessionUsageDelta (session_admin.sql).
@@ -3287,7 +3292,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:130).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:138).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3298,7 +3303,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:130`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:138`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3310,7 +3315,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:142).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:150).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3321,7 +3326,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:142`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:150`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3333,7 +3338,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:154).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:162).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3345,7 +3350,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:154`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:162`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3356,13 +3361,13 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     stmt.query_row([id], read_session_row)
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:168).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:176).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:168`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:176`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
@@ -3976,20 +3981,20 @@ pub trait ReadQueries {
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:39`.
     /// Where a part sits, without its content: what a changed part's event needs besides the
     /// content the caller has, read without the part's JSON.
     fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
 
-    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:44`.
     /// A part's type and JSON (to check a tool part's change against it), and where it sits.
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
 
-    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:48`.
     /// The position after a message's last part (0 for none).
     fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
 
-    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:54`.
     /// The message's finish part, if it has one (the last, should there be several).
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
@@ -4083,20 +4088,20 @@ pub trait ReadQueries {
     /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
     fn count_sessions(&mut self) -> Result<i64, crate::Error>;
 
-    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:130`.
+    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:138`.
     /// Root first, excluding the session itself.
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:142`.
+    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:150`.
     /// Breadth first (children, then grandchildren …), excluding the session itself.
     fn list_session_descendants(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:154`.
+    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:162`.
     /// The newest end of a compaction chain: follows continuation children as deep as they go
     /// (the session itself when it has none).
     fn get_continuation_tip(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:168`.
+    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:176`.
     fn top_sessions_by_tokens(&mut self, limit: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `ListSessionPreviews` (`:many`) from `sql/queries/sqlite/cli.sql:4`.
@@ -4277,7 +4282,7 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:61`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
@@ -4360,7 +4365,7 @@ pub trait Queries: ReadQueries {
         params: &SetSessionSummaryMessageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
+    /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:79`.
     /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
     /// not there changes nothing (and so publishes nothing).
     fn set_session_compacting(
@@ -4368,35 +4373,35 @@ pub trait Queries: ReadQueries {
         params: &SetSessionCompactingParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
+    /// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:86`.
     /// The first end wins: ending an ended session changes nothing (0 rows).
     fn end_session(&mut self, params: &EndSessionParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
+    /// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:93`.
     fn reopen_session(&mut self, params: &ReopenSessionParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
+    /// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:98`.
     fn archive_session(&mut self, params: &ArchiveSessionParams<'_>)
     -> Result<usize, crate::Error>;
 
-    /// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
+    /// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:103`.
     fn unarchive_session(
         &mut self,
         params: &UnarchiveSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
+    /// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:108`.
     /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:104`.
+    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:112`.
     /// A billed amount reported by the provider; NULL + x counts as x.
     fn add_session_actual_cost(
         &mut self,
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:111`.
+    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:119`.
     /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
     /// Counts saturate and costs are clamped, as in AddSessionUsageDelta (session_admin.sql).
     fn roll_up_session_usage(

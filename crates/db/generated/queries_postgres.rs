@@ -10,7 +10,7 @@ type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
-SET compacting_at = $1, updated_at = $1
+SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
 WHERE id = $2
   AND ended_at IS NULL
   AND (compacting_at IS NULL OR compacting_at < $3)";
@@ -30,7 +30,7 @@ LIMIT 1";
 pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
 SET model = $1,
     permission = coalesce($2, permission),
-    updated_at = $3
+    updated_at = CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END
 WHERE id = $4";
 
 /// SQL of `GetSessionRun` (sql/queries/agent_loop.sql:26).
@@ -308,7 +308,7 @@ SET parent_id = $1,
     cost_usd = $12,
     error = $13,
     finished_at = $14,
-    updated_at = $15
+    updated_at = CASE WHEN updated_at >= $15 THEN updated_at + 1 ELSE $15 END
 WHERE id = $16";
 
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
@@ -378,29 +378,30 @@ WHERE p.session_id = $1
 ORDER BY m.created_at, m.id, p.position";
 
 /// SQL of `UpdatePart` (sql/queries/parts.sql:33).
-pub const UPDATE_PART_SQL: &str =
-    "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
+pub const UPDATE_PART_SQL: &str = "UPDATE parts
+SET type = $1, data = $2, updated_at = CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END
+WHERE id = $4";
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:44).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:48).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = $1";
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:54).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = $1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:59).
+/// SQL of `DeletePart` (sql/queries/parts.sql:61).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
 /// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
@@ -641,44 +642,48 @@ WHERE id = $15
 RETURNING *";
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
-pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
-    "UPDATE sessions SET summary_message_id = $1, updated_at = $2 WHERE id = $3";
+pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str = "UPDATE sessions
+SET summary_message_id = $1, updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
+WHERE id = $3";
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
-pub const SET_SESSION_COMPACTING_SQL: &str =
-    "UPDATE sessions SET compacting_at = $1, updated_at = $2
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:79).
+pub const SET_SESSION_COMPACTING_SQL: &str = "UPDATE sessions
+SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
 WHERE id = $3 AND compacting_at IS DISTINCT FROM $1";
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:83).
+/// SQL of `EndSession` (sql/queries/sessions.sql:86).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = $1, end_reason = $2, updated_at = $1
+SET ended_at = $1, end_reason = $2,
+    updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
 WHERE id = $3 AND ended_at IS NULL";
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:93).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = $1
+SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
 WHERE id = $2";
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
-pub const ARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = $1, updated_at = $1 WHERE id = $2 AND archived_at IS NULL";
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:98).
+pub const ARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = $1, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+WHERE id = $2 AND archived_at IS NULL";
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
-pub const UNARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = NULL, updated_at = $1 WHERE id = $2";
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:103).
+pub const UNARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = NULL, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+WHERE id = $2";
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:108).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = $1";
 
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:104).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:112).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(actual_cost_usd, 0) + CAST($1 AS DOUBLE PRECISION) END,
-    updated_at = $2
+    updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
 WHERE id = $3";
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:111).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:119).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -707,11 +712,11 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
-    updated_at = $1
+    updated_at = CASE WHEN sessions.updated_at >= $1 THEN sessions.updated_at + 1 ELSE $1 END
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:130).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:138).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -722,7 +727,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:142).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:150).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -733,7 +738,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:154).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:162).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL
