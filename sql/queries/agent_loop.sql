@@ -20,7 +20,7 @@ LIMIT 1;
 UPDATE sessions
 SET model = @model,
     permission = coalesce(sqlc.narg(permission), permission),
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: GetSessionRun :one

@@ -23,10 +23,13 @@ CASE WHEN x / 2 + d / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         ELSE x + d END
 
 -- fragment: moved_forward(old_time, clock)
--- The updated_at an UPDATE … RETURNING writes: the clock, or one past the stored time when
--- the clock has not passed it (two changes in one millisecond, another process's clock a
--- little ahead). updated_at then always moves, and only forward, so the touch trigger
--- (which stamps an update that left updated_at as it was with the database's own clock,
--- after RETURNING has read the row) never fires, and the row returned and announced is
--- exactly the row stored. (MessageService::update_part computes the same in Rust.)
+-- The updated_at every UPDATE of a row writes: the clock, or one past the stored time when
+-- the clock has not passed it (two changes in one millisecond, another process's clock
+-- ahead). updated_at then always moves, and only forward: a process whose clock is behind
+-- never moves it back, and the touch trigger (which stamps an update that left updated_at
+-- as it was with the database's own clock, after RETURNING has read the row) never fires,
+-- so the row returned and announced is exactly the row stored. A column the clock sets as
+-- the time of an event (ended_at, archived_at, compacting_at, finished_at) takes the clock
+-- as it is. (MessageService::update_part computes the same in Rust for its event, which
+-- has no RETURNING to read it from.)
 CASE WHEN old_time >= clock THEN old_time + 1 ELSE clock END

@@ -66,7 +66,7 @@ SET parent_id = @parent_id,
     cost_usd = @cost_usd,
     error = @error,
     finished_at = @finished_at,
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: FinishMessage :one
@@ -79,14 +79,14 @@ RETURNING *;
 
 -- name: AddMessageUsage :one
 -- Adds a step's usage to the message atomically; returns the totals after it. Counts
--- saturate, as every count sum (see AddSessionUsage in sessions.sql).
+-- saturate, as every count sum (see AddSessionUsageDelta in session_admin.sql).
 UPDATE messages
 SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIGINT)),
     output_tokens = sqlgen.saturating_add(output_tokens, CAST(@output_tokens AS BIGINT)),
     cache_read_tokens = sqlgen.saturating_add(cache_read_tokens, CAST(@cache_read_tokens AS BIGINT)),
     cache_write_tokens = sqlgen.saturating_add(cache_write_tokens, CAST(@cache_write_tokens AS BIGINT)),
     reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
-    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    -- Clamped, as every cost sum (see AddSessionUsageDelta in session_admin.sql).
     cost_usd = sqlgen.clamped_cost_add(cost_usd, CAST(@cost_usd AS DOUBLE PRECISION)),
     updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id

@@ -32,7 +32,9 @@ ORDER BY m.created_at, m.id, p.position;
 
 -- name: UpdatePart :execrows
 -- Replaces one part's content (e.g. a tool moving from running to completed).
-UPDATE parts SET type = @type, data = @data, updated_at = @now WHERE id = @id;
+UPDATE parts
+SET type = @type, data = @data, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id;
 
 -- name: GetPartPlace :one
 -- Where a part sits, without its content: what a changed part's event needs besides the

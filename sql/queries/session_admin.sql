@@ -5,7 +5,9 @@
 -- name: AddSessionUsageDelta :one
 -- Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
 -- the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
--- is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
+-- is only for calls that are not stored as tool parts. The only query that adds usage to a
+-- session (the service's add_usage, the importers' add_usage_at_tx). Counts saturate
+-- (ARCHITECTURE.md, "Saturating counts").
 UPDATE sessions
 SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIGINT)),
     output_tokens = sqlgen.saturating_add(output_tokens, CAST(@output_tokens AS BIGINT)),
@@ -14,7 +16,7 @@ SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIG
     reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
     api_call_count = sqlgen.saturating_add(api_call_count, CAST(@api_call_count AS BIGINT)),
     tool_call_count = sqlgen.saturating_add(tool_call_count, CAST(@tool_call_count AS BIGINT)),
-    -- Clamped, as every cost sum (see AddSessionUsage).
+    -- Clamped, as every cost sum (ARCHITECTURE.md, "Clamped cost sums").
     estimated_cost_usd = sqlgen.clamped_cost_add(estimated_cost_usd, CAST(@estimated_cost_usd AS DOUBLE PRECISION)),
     updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id

@@ -72,65 +72,53 @@ WHERE id = @id
 RETURNING *;
 
 -- name: SetSessionSummaryMessage :execrows
-UPDATE sessions SET summary_message_id = @summary_message_id, updated_at = @now WHERE id = @id;
+UPDATE sessions
+SET summary_message_id = @summary_message_id, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id;
 
 -- name: SetSessionCompacting :execrows
 -- compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 -- not there changes nothing (and so publishes nothing).
-UPDATE sessions SET compacting_at = @compacting_at, updated_at = @now
+UPDATE sessions
+SET compacting_at = @compacting_at, updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id AND compacting_at IS DISTINCT FROM @compacting_at;
 
 -- name: EndSession :execrows
 -- The first end wins: ending an ended session changes nothing (0 rows).
 UPDATE sessions
-SET ended_at = @now, end_reason = @end_reason, updated_at = @now
+SET ended_at = @now, end_reason = @end_reason,
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id AND ended_at IS NULL;
 
 -- name: ReopenSession :execrows
 UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = @now
+SET ended_at = NULL, end_reason = NULL, updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: ArchiveSession :execrows
-UPDATE sessions SET archived_at = @now, updated_at = @now WHERE id = @id AND archived_at IS NULL;
+UPDATE sessions
+SET archived_at = @now, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id AND archived_at IS NULL;
 
 -- name: UnarchiveSession :execrows
-UPDATE sessions SET archived_at = NULL, updated_at = @now WHERE id = @id;
+UPDATE sessions
+SET archived_at = NULL, updated_at = sqlgen.moved_forward(updated_at, @now)
+WHERE id = @id;
 
 -- name: DeleteSession :execrows
 -- Messages, parts and files go with it (cascade); children keep existing, unlinked.
 DELETE FROM sessions WHERE id = @id;
 
--- name: AddSessionUsage :execrows
--- Adds one model call's usage atomically, so concurrent writers all count.
-UPDATE sessions
--- Counts add up to at most the largest BIGINT, here and in every count sum
--- (ARCHITECTURE.md, "Saturating counts"): SQLite would store the overflow as a REAL that
--- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
--- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
-SET input_tokens = sqlgen.saturating_add(input_tokens, CAST(@input_tokens AS BIGINT)),
-    output_tokens = sqlgen.saturating_add(output_tokens, CAST(@output_tokens AS BIGINT)),
-    cache_read_tokens = sqlgen.saturating_add(cache_read_tokens, CAST(@cache_read_tokens AS BIGINT)),
-    cache_write_tokens = sqlgen.saturating_add(cache_write_tokens, CAST(@cache_write_tokens AS BIGINT)),
-    reasoning_tokens = sqlgen.saturating_add(reasoning_tokens, CAST(@reasoning_tokens AS BIGINT)),
-    api_call_count = sqlgen.saturating_add(api_call_count, CAST(@api_call_count AS BIGINT)),
-    -- Costs add up to at most the largest finite amount, here and in every cost sum
-    -- (ARCHITECTURE.md, "Clamped cost sums"): SQLite would store inf, PostgreSQL refuse
-    -- the write.
-    estimated_cost_usd = sqlgen.clamped_cost_add(estimated_cost_usd, CAST(@estimated_cost_usd AS DOUBLE PRECISION)),
-    updated_at = @now
-WHERE id = @id;
-
 -- name: AddSessionActualCost :execrows
 -- A billed amount reported by the provider; NULL + x counts as x.
 UPDATE sessions
 SET actual_cost_usd = sqlgen.clamped_cost_add(coalesce(actual_cost_usd, 0), CAST(@actual_cost_usd AS DOUBLE PRECISION)),
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(updated_at, @now)
 WHERE id = @id;
 
 -- name: RollUpSessionUsage :execrows
 -- Rolls a child session's usage and cost into its parent (run once, when the child ends).
--- Counts saturate and costs are clamped, as in AddSessionUsage.
+-- Counts saturate and costs are clamped, as in AddSessionUsageDelta (session_admin.sql).
 UPDATE sessions
 SET input_tokens = sqlgen.saturating_add(sessions.input_tokens, child.input_tokens),
     output_tokens = sqlgen.saturating_add(sessions.output_tokens, child.output_tokens),
@@ -143,7 +131,7 @@ SET input_tokens = sqlgen.saturating_add(sessions.input_tokens, child.input_toke
         WHEN child.actual_cost_usd IS NULL THEN sessions.actual_cost_usd
         ELSE sqlgen.clamped_cost_add(coalesce(sessions.actual_cost_usd, 0), child.actual_cost_usd)
     END,
-    updated_at = @now
+    updated_at = sqlgen.moved_forward(sessions.updated_at, @now)
 FROM (SELECT * FROM sessions WHERE id = @child_id) AS child
 WHERE sessions.id = child.parent_session_id;
 

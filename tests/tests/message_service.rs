@@ -5,14 +5,17 @@
 #[path = "message_common/mod.rs"]
 mod common;
 
-use common::{completed_tool, count, counters, say, service, service_on, session};
-use scribe_tests::Backend;
+use std::sync::Arc;
 
-use scribe_message::store;
+use common::{completed_tool, count, counters, say, service, service_on, session};
+use scribe_tests::{Backend, TestDb};
+
+use scribe_db::{Database, ManualClock, Options};
 use scribe_message::{
     FinishReason, Message, MessageError, MessageUpdate, NewMessage, Part, Role, StoredPart,
     TokenUsage, ToolState,
 };
+use scribe_message::{MessageService, store};
 use scribe_pubsub::{EventKind, TryRecvError};
 use serde_json::json;
 
@@ -926,7 +929,77 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
     assert_eq!(svc.list(&ses).unwrap(), vec![good]);
 }
 
+/// Every change a process makes to a message moves its `updated_at` forward, even when
+/// that process's clock is behind the time stored (another process's clock is ahead) or
+/// stands still: the clock's reading, or one past the stored time; a changed part's time
+/// does the same. `finished_at`, the time of the event, is the clock's reading as it is.
+/// Each change returns what is stored. (Before, `update` and `set_error_tx` wrote the
+/// clock's reading, so the message went back a minute.)
+fn a_process_whose_clock_is_behind_never_moves_a_message_back(backend: Backend) {
+    let t = TestDb::new(backend);
+    // Two processes' clocks, both standing still, one a minute ahead of the other.
+    let process = |at: i64| {
+        let options = Options {
+            clock: ManualClock::new(at).clock(),
+            ..Options::default()
+        };
+        MessageService::new(Arc::new(Database::open_with(&t.location, options).unwrap()))
+    };
+    let behind_at = 1_600_000_000_000;
+    let ahead = process(behind_at + 60_000);
+    let behind = process(behind_at);
+    let ses = session(&ahead);
+    let msg = say(&ahead, &ses, Role::Assistant, "hello");
+    assert_eq!(msg.updated_at, behind_at + 60_000);
+
+    let mut last = msg.updated_at;
+    let mut moved = |what: &str, changed: Message| {
+        assert!(
+            changed.updated_at > last,
+            "{what}: updated_at {} after {last}",
+            changed.updated_at
+        );
+        assert_eq!(behind.get(&changed.id).unwrap(), changed, "{what}");
+        last = changed.updated_at;
+        changed
+    };
+    let update = MessageUpdate {
+        model: Some(Some("gpt-x".into())),
+        ..MessageUpdate::default()
+    };
+    moved("update", behind.update(&msg.id, update).unwrap());
+    let error = json!({"kind": "overloaded"});
+    let failed = behind
+        .database()
+        .write(|tx| behind.set_error_tx(tx, &msg.id, Some(&error)))
+        .unwrap();
+    moved("set_error_tx", failed);
+    let usage = TokenUsage {
+        input: 1,
+        ..TokenUsage::default()
+    };
+    moved("add_usage", behind.add_usage(&msg.id, usage, 0.1).unwrap());
+    let finished = moved(
+        "finish",
+        behind.finish(&msg.id, FinishReason::EndTurn).unwrap(),
+    );
+    assert_eq!(finished.finished_at, Some(behind_at));
+
+    let part = &msg.parts[0];
+    let changed = behind
+        .update_part(&part.id, Part::text("hello again"))
+        .unwrap();
+    assert!(
+        changed.updated_at > part.updated_at,
+        "update_part: updated_at {} after {}",
+        changed.updated_at,
+        part.updated_at
+    );
+    assert_eq!(behind.get(&msg.id).unwrap().parts[0], changed);
+}
+
 scribe_tests::backends!(
+    a_process_whose_clock_is_behind_never_moves_a_message_back,
     create_persists_message_and_parts_and_publishes_created,
     append_and_delete_part_publish_part_events_and_keep_counters,
     delete_removes_parts_counters_and_index_rows_and_publishes_deleted,

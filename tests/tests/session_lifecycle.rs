@@ -5,13 +5,20 @@
 #[path = "session_common/mod.rs"]
 mod common;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use common::{conversation, drain, env_on};
 use scribe_tests::Backend;
 
 use rusqlite::Connection;
+use scribe_db::queries as q;
+use scribe_db::{Database, ManualClock, Options};
+use scribe_message::TokenUsage;
 use scribe_pubsub::EventKind;
 use scribe_session::{
-    NewSession, ParentFilter, SessionError, SessionFilter, SessionKind, SessionOrder,
+    CompactionClaim, NewSession, ParentFilter, RollUp, Session, SessionError, SessionFilter,
+    SessionKind, SessionOrder, SessionService, UsageDelta,
 };
 use serde_json::json;
 
@@ -721,7 +728,111 @@ fn notify_changed_publishes_the_current_state(backend: Backend) {
     );
 }
 
+/// Every change a process makes to a session moves its `updated_at` forward, even when
+/// that process's clock is behind the time stored (another process's clock is ahead) or
+/// stands still (two changes in one millisecond): the clock's reading, or one past the
+/// stored time. The time of the event itself (`ended_at`, `archived_at`, `compacting_at`)
+/// is the clock's reading as it is. Each change returns the row as stored. (Before, all
+/// but `update` and `add_usage` wrote the clock's reading into `updated_at`, so a session
+/// changed by a process a minute behind went a minute back in every list ordered by it.)
+fn a_process_whose_clock_is_behind_never_moves_a_session_back(backend: Backend) {
+    let t = scribe_tests::TestDb::new(backend);
+    // Two processes' clocks, both standing still, one a minute ahead of the other.
+    let process = |at: i64| {
+        let options = Options {
+            clock: ManualClock::new(at).clock(),
+            ..Options::default()
+        };
+        SessionService::new(Arc::new(Database::open_with(&t.location, options).unwrap()))
+    };
+    let behind_at = 1_600_000_000_000;
+    let ahead = process(behind_at + 60_000);
+    let behind = process(behind_at);
+
+    let s = ahead.create(NewSession::default()).unwrap();
+    assert_eq!(s.updated_at, behind_at + 60_000);
+    let mut last = s.updated_at;
+    let mut moved = |what: &str, changed: Session| {
+        assert!(
+            changed.updated_at > last,
+            "{what}: updated_at {} after {last}",
+            changed.updated_at
+        );
+        assert_eq!(behind.get(&changed.id).unwrap(), changed, "{what}");
+        last = changed.updated_at;
+        changed
+    };
+
+    let archived = moved("archive", behind.archive(&s.id).unwrap());
+    assert_eq!(archived.archived_at, Some(behind_at));
+    moved("unarchive", behind.unarchive(&s.id).unwrap());
+    let ended = moved("end", behind.end(&s.id, "user_exit").unwrap());
+    assert_eq!(ended.ended_at, Some(behind_at));
+    moved("reopen", behind.reopen(&s.id).unwrap());
+    let compacting = moved(
+        "set_compacting",
+        behind.set_compacting(&s.id, true).unwrap(),
+    );
+    assert_eq!(compacting.compacting_at, Some(behind_at));
+    moved(
+        "clear compacting",
+        behind.set_compacting(&s.id, false).unwrap(),
+    );
+    let claimed = match behind
+        .claim_compaction(&s.id, Duration::from_secs(60))
+        .unwrap()
+    {
+        CompactionClaim::Claimed(session) => session,
+        other => panic!("not claimed: {other:?}"),
+    };
+    let claimed = moved("claim_compaction", claimed);
+    assert_eq!(claimed.compacting_at, Some(behind_at));
+    let settings = behind
+        .database()
+        .write(|tx| behind.set_prompt_settings_tx(tx, &s.id, "other-model", None))
+        .unwrap();
+    moved("set_prompt_settings_tx", settings);
+    // The usage and the billed amount: two changes in one transaction.
+    let delta = UsageDelta {
+        tokens: TokenUsage {
+            input: 5,
+            ..TokenUsage::default()
+        },
+        api_calls: 1,
+        tool_calls: 0,
+        cost_usd: 0.25,
+        actual_cost_usd: Some(0.5),
+    };
+    moved("add_usage", behind.add_usage(&s.id, &delta).unwrap());
+    // The summary pointer an import restores (SetSessionSummaryMessage; none here: a
+    // stored message would move updated_at to its creation time).
+    behind
+        .database()
+        .write(|tx| {
+            let now = tx.now();
+            tx.q()
+                .set_session_summary_message(&q::SetSessionSummaryMessageParams {
+                    summary_message_id: None,
+                    now,
+                    id: &s.id,
+                })
+        })
+        .unwrap();
+    moved("set_session_summary_message", behind.get(&s.id).unwrap());
+    // A child's roll-up changes the parent.
+    let child = ahead
+        .create_task_session(&s.id, "call_behind", None)
+        .unwrap();
+    let RollUp::RolledUp { parent } = behind.roll_up_into_parent(&child.id).unwrap() else {
+        panic!("not rolled up");
+    };
+    moved("roll_up_into_parent", *parent);
+    // The process ahead is now behind the stored time too.
+    moved("archive (ahead)", ahead.archive(&s.id).unwrap());
+}
+
 scribe_tests::backends!(
+    a_process_whose_clock_is_behind_never_moves_a_session_back,
     delete_cascades_to_messages_and_unlinks_children,
     create_and_get_round_trip_with_created_event,
     title_task_and_continuation_sessions_are_linked_children,

@@ -24,7 +24,7 @@
 //! What of those messages is sent is the one view of scribe-message
 //! ([`scribe_message::sent`]): parts that carry nothing for a model (step markers,
 //! finish markers, patches, compaction markers, unknown types) are left out, a compacted
-//! tool output is sent as [`CLEARED_TOOL_OUTPUT`](crate::compaction::CLEARED_TOOL_OUTPUT),
+//! tool output is sent as [`CLEARED_TOOL_OUTPUT`](scribe_message::CLEARED_TOOL_OUTPUT),
 //! and the summary is sent as a user message.
 //!
 //! # How big it is
@@ -63,10 +63,10 @@ use scribe_message::{
 };
 use scribe_session::{SessionService, Store};
 
-use crate::compaction::PruneMessage;
 use crate::error::Result;
 use crate::estimate::TokenEstimator;
 use crate::provider::{ChatMessage, ChatRequest, ToolSpec};
+use crate::prune_input::PruneMessage;
 
 /// What a request sends besides the conversation: the system prompt and the tool
 /// specifications. Every request pays for it, so every size compared with a budget

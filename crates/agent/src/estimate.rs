@@ -5,17 +5,16 @@
 //! to be deterministic and roughly proportional to what a provider would
 //! count; they never feed into cost, which always uses reported usage.
 //!
-//! Parts are estimated as they would be *sent* (see [`crate::compaction`]):
+//! Parts are estimated as they would be *sent* ([`scribe_message::sent`]):
 //! a compacted tool output counts as [`CLEARED_TOOL_OUTPUT`], a file or image
 //! as a fixed [`MEDIA_PART_TOKENS`] (once media is stripped it is a text part
 //! holding its one-line description, counted as text), and bookkeeping parts
 //! (step markers, patches, finish markers, compaction markers, unknown types)
 //! as nothing.
 
-use scribe_message::{Part, ToolPart, ToolState};
+use scribe_message::{CLEARED_TOOL_OUTPUT, Part, ToolPart, ToolState};
 use serde_json::Value;
 
-use crate::compaction::CLEARED_TOOL_OUTPUT;
 use crate::provider::{ChatMessage, ChatRequest, ToolSpec};
 
 /// Framing tokens added for every part that is sent.

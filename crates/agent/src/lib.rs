@@ -60,6 +60,7 @@ pub mod lease;
 pub mod models;
 pub mod permission;
 pub mod provider;
+mod prune_input;
 pub mod recovery;
 pub mod reply;
 pub mod run;

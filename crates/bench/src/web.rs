@@ -200,17 +200,19 @@ fn add_sessions(db: &scribe_db::Database, have: usize, total: usize, seed: u64) 
                     now: at,
                 })?;
                 let input = rng.random_range(1_000..200_000);
-                tx.q().add_session_usage(&q::AddSessionUsageParams {
-                    input_tokens: input,
-                    output_tokens: input / 20,
-                    cache_read_tokens: input / 2,
-                    cache_write_tokens: 0,
-                    reasoning_tokens: 0,
-                    api_call_count: rng.random_range(1..40),
-                    estimated_cost_usd: input as f64 * 3e-6,
-                    now: at + 60_000,
-                    id: &id,
-                })?;
+                tx.q()
+                    .add_session_usage_delta(&q::AddSessionUsageDeltaParams {
+                        input_tokens: input,
+                        output_tokens: input / 20,
+                        cache_read_tokens: input / 2,
+                        cache_write_tokens: 0,
+                        reasoning_tokens: 0,
+                        api_call_count: rng.random_range(1..40),
+                        tool_call_count: 0,
+                        estimated_cost_usd: input as f64 * 3e-6,
+                        now: at + 60_000,
+                        id: &id,
+                    })?;
                 if rng.random_range(0..50) == 0 {
                     tx.q().archive_session(&q::ArchiveSessionParams {
                         now: at + 120_000,

@@ -343,7 +343,7 @@ pub fn read_session_rollup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Sess
 
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
-SET compacting_at = ?1, updated_at = ?1
+SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
 WHERE id = ?2
   AND ended_at IS NULL
   AND (compacting_at IS NULL OR compacting_at < ?3)";
@@ -410,7 +410,7 @@ pub fn get_last_assistant_model(
 pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
 SET model = ?1,
     permission = coalesce(?2, permission),
-    updated_at = ?3
+    updated_at = CASE WHEN updated_at >= ?3 THEN updated_at + 1 ELSE ?3 END
 WHERE id = ?4";
 
 /// Parameters of [`set_session_prompt_settings`].
@@ -1668,7 +1668,7 @@ SET parent_id = ?1,
     cost_usd = ?12,
     error = ?13,
     finished_at = ?14,
-    updated_at = ?15
+    updated_at = CASE WHEN updated_at >= ?15 THEN updated_at + 1 ELSE ?15 END
 WHERE id = ?16";
 
 /// Parameters of [`update_message`].
@@ -1767,7 +1767,7 @@ SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1
     reasoning_tokens = CASE WHEN CAST(?5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST(?5 AS BIGINT)
         WHEN reasoning_tokens > 9223372036854775807 - CAST(?5 AS BIGINT) THEN 9223372036854775807
         ELSE reasoning_tokens + CAST(?5 AS BIGINT) END,
-    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    -- Clamped, as every cost sum (see AddSessionUsageDelta in session_admin.sql).
     cost_usd = CASE WHEN cost_usd / 2 + CAST(?6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST(?6 AS DOUBLE PRECISION) END,
@@ -1806,7 +1806,7 @@ pub struct AddMessageUsageParams<'a> {
 /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:80`.
 ///
 /// Adds a step's usage to the message atomically; returns the totals after it. Counts
-/// saturate, as every count sum (see AddSessionUsage in sessions.sql).
+/// saturate, as every count sum (see AddSessionUsageDelta in session_admin.sql).
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_message_usage(
@@ -1985,8 +1985,9 @@ pub fn list_session_parts(
 }
 
 /// SQL of `UpdatePart` (sql/queries/parts.sql:33).
-pub const UPDATE_PART_SQL: &str =
-    "UPDATE parts SET type = ?1, data = ?2, updated_at = ?3 WHERE id = ?4";
+pub const UPDATE_PART_SQL: &str = "UPDATE parts
+SET type = ?1, data = ?2, updated_at = CASE WHEN updated_at >= ?3 THEN updated_at + 1 ELSE ?3 END
+WHERE id = ?4";
 
 /// Parameters of [`update_part`].
 #[derive(Debug, Clone, Copy)]
@@ -2009,7 +2010,7 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
@@ -2023,7 +2024,7 @@ pub struct GetPartPlaceRow {
     pub updated_at: i64,
 }
 
-/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:39`.
 ///
 /// Where a part sits, without its content: what a changed part's event needs besides the
 /// content the caller has, read without the part's JSON.
@@ -2042,7 +2043,7 @@ pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     })
 }
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:44).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
@@ -2057,7 +2058,7 @@ pub struct GetPartContentRow {
     pub updated_at: i64,
 }
 
-/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:44`.
 ///
 /// A part's type and JSON (to check a tool part's change against it), and where it sits.
 ///
@@ -2080,13 +2081,13 @@ pub fn get_part_content(
     })
 }
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:48).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = ?1";
 
-/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:48`.
 ///
 /// The position after a message's last part (0 for none).
 ///
@@ -2096,13 +2097,13 @@ pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusq
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:54).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = ?1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:54`.
 ///
 /// The message's finish part, if it has one (the last, should there be several).
 ///
@@ -2115,10 +2116,10 @@ pub fn get_last_finish_part_id(
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:59).
+/// SQL of `DeletePart` (sql/queries/parts.sql:61).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:61`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -2285,7 +2286,7 @@ SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1
     tool_call_count = CASE WHEN CAST(?7 AS BIGINT) <= 0 THEN tool_call_count + CAST(?7 AS BIGINT)
         WHEN tool_call_count > 9223372036854775807 - CAST(?7 AS BIGINT) THEN 9223372036854775807
         ELSE tool_call_count + CAST(?7 AS BIGINT) END,
-    -- Clamped, as every cost sum (see AddSessionUsage).
+    -- Clamped, as every cost sum (ARCHITECTURE.md, \"Clamped cost sums\").
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST(?8 AS DOUBLE PRECISION) END,
@@ -2312,7 +2313,9 @@ pub struct AddSessionUsageDeltaParams<'a> {
 ///
 /// Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
 /// the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
-/// is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
+/// is only for calls that are not stored as tool parts. The only query that adds usage to a
+/// session (the service's add_usage, the importers' add_usage_at_tx). Counts saturate
+/// (ARCHITECTURE.md, "Saturating counts").
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn add_session_usage_delta(
@@ -2335,7 +2338,7 @@ pub fn add_session_usage_delta(
     stmt.query_row(values, read_session_row)
 }
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:23).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2353,7 +2356,7 @@ pub struct MarkSessionRolledUpParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:23`.
+/// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:25`.
 ///
 /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
 /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
@@ -2366,10 +2369,10 @@ pub fn mark_session_rolled_up(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:37).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = ?1";
 
-/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:37`.
+/// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_roll_up(
@@ -2380,7 +2383,7 @@ pub fn get_session_roll_up(
     stmt.query_row([child_id], read_session_rollup_row)
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:40).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2405,7 +2408,7 @@ pub struct ImportSessionRollUpParams<'a> {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:40`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
@@ -2428,7 +2431,7 @@ pub fn import_session_roll_up(
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:49).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2446,7 +2449,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:49`.
+/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the counters were moved by the triggers).
@@ -2465,7 +2468,7 @@ pub fn restore_imported_session(
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:59).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2476,7 +2479,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:59`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2488,7 +2491,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:64).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2505,7 +2508,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:64`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2524,12 +2527,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:68).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:68`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2541,7 +2544,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:74).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2553,7 +2556,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:74`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2566,7 +2569,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:79).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:81).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2595,7 +2598,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:79`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2631,7 +2634,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:107).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:109).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2660,7 +2663,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:107`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2682,7 +2685,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:122).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:124).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2707,7 +2710,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:122`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2729,7 +2732,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:134).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2749,7 +2752,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:134`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3061,8 +3064,9 @@ pub fn update_session(
 }
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
-pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
-    "UPDATE sessions SET summary_message_id = ?1, updated_at = ?2 WHERE id = ?3";
+pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str = "UPDATE sessions
+SET summary_message_id = ?1, updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
+WHERE id = ?3";
 
 /// Parameters of [`set_session_summary_message`].
 #[derive(Debug, Clone, Copy)]
@@ -3082,9 +3086,9 @@ pub fn set_session_summary_message(
     stmt.execute(values)
 }
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
-pub const SET_SESSION_COMPACTING_SQL: &str =
-    "UPDATE sessions SET compacting_at = ?1, updated_at = ?2
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:79).
+pub const SET_SESSION_COMPACTING_SQL: &str = "UPDATE sessions
+SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
 WHERE id = ?3 AND compacting_at IS DISTINCT FROM ?1";
 
 /// Parameters of [`set_session_compacting`].
@@ -3095,7 +3099,7 @@ pub struct SetSessionCompactingParams<'a> {
     pub id: &'a str,
 }
 
-/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
+/// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:79`.
 ///
 /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
 /// not there changes nothing (and so publishes nothing).
@@ -3108,9 +3112,10 @@ pub fn set_session_compacting(
     stmt.execute(values)
 }
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:83).
+/// SQL of `EndSession` (sql/queries/sessions.sql:86).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = ?1, end_reason = ?2, updated_at = ?1
+SET ended_at = ?1, end_reason = ?2,
+    updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
 WHERE id = ?3 AND ended_at IS NULL";
 
 /// Parameters of [`end_session`].
@@ -3121,7 +3126,7 @@ pub struct EndSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
+/// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:86`.
 ///
 /// The first end wins: ending an ended session changes nothing (0 rows).
 pub fn end_session(
@@ -3133,9 +3138,9 @@ pub fn end_session(
     stmt.execute(values)
 }
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:93).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = ?1
+SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
 WHERE id = ?2";
 
 /// Parameters of [`reopen_session`].
@@ -3145,7 +3150,7 @@ pub struct ReopenSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
+/// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:93`.
 pub fn reopen_session(
     conn: &rusqlite::Connection,
     params: &ReopenSessionParams<'_>,
@@ -3154,9 +3159,10 @@ pub fn reopen_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
-pub const ARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = ?1, updated_at = ?1 WHERE id = ?2 AND archived_at IS NULL";
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:98).
+pub const ARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = ?1, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+WHERE id = ?2 AND archived_at IS NULL";
 
 /// Parameters of [`archive_session`].
 #[derive(Debug, Clone, Copy)]
@@ -3165,7 +3171,7 @@ pub struct ArchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
+/// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:98`.
 pub fn archive_session(
     conn: &rusqlite::Connection,
     params: &ArchiveSessionParams<'_>,
@@ -3174,9 +3180,10 @@ pub fn archive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
-pub const UNARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = NULL, updated_at = ?1 WHERE id = ?2";
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:103).
+pub const UNARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = NULL, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+WHERE id = ?2";
 
 /// Parameters of [`unarchive_session`].
 #[derive(Debug, Clone, Copy)]
@@ -3185,7 +3192,7 @@ pub struct UnarchiveSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
+/// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:103`.
 pub fn unarchive_session(
     conn: &rusqlite::Connection,
     params: &UnarchiveSessionParams<'_>,
@@ -3194,10 +3201,10 @@ pub fn unarchive_session(
     stmt.execute(rusqlite::params![params.now, params.id])
 }
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:108).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = ?1";
 
-/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
+/// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:108`.
 ///
 /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
 pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -3205,81 +3212,12 @@ pub fn delete_session(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
-pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
--- Counts add up to at most the largest BIGINT, here and in every count sum
--- (ARCHITECTURE.md, \"Saturating counts\"): SQLite would store the overflow as a REAL that
--- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
--- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
-SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
-        WHEN input_tokens > 9223372036854775807 - CAST(?1 AS BIGINT) THEN 9223372036854775807
-        ELSE input_tokens + CAST(?1 AS BIGINT) END,
-    output_tokens = CASE WHEN CAST(?2 AS BIGINT) <= 0 THEN output_tokens + CAST(?2 AS BIGINT)
-        WHEN output_tokens > 9223372036854775807 - CAST(?2 AS BIGINT) THEN 9223372036854775807
-        ELSE output_tokens + CAST(?2 AS BIGINT) END,
-    cache_read_tokens = CASE WHEN CAST(?3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST(?3 AS BIGINT)
-        WHEN cache_read_tokens > 9223372036854775807 - CAST(?3 AS BIGINT) THEN 9223372036854775807
-        ELSE cache_read_tokens + CAST(?3 AS BIGINT) END,
-    cache_write_tokens = CASE WHEN CAST(?4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST(?4 AS BIGINT)
-        WHEN cache_write_tokens > 9223372036854775807 - CAST(?4 AS BIGINT) THEN 9223372036854775807
-        ELSE cache_write_tokens + CAST(?4 AS BIGINT) END,
-    reasoning_tokens = CASE WHEN CAST(?5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST(?5 AS BIGINT)
-        WHEN reasoning_tokens > 9223372036854775807 - CAST(?5 AS BIGINT) THEN 9223372036854775807
-        ELSE reasoning_tokens + CAST(?5 AS BIGINT) END,
-    api_call_count = CASE WHEN CAST(?6 AS BIGINT) <= 0 THEN api_call_count + CAST(?6 AS BIGINT)
-        WHEN api_call_count > 9223372036854775807 - CAST(?6 AS BIGINT) THEN 9223372036854775807
-        ELSE api_call_count + CAST(?6 AS BIGINT) END,
-    -- Costs add up to at most the largest finite amount, here and in every cost sum
-    -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
-    -- the write.
-    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?7 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE estimated_cost_usd + CAST(?7 AS DOUBLE PRECISION) END,
-    updated_at = ?8
-WHERE id = ?9";
-
-/// Parameters of [`add_session_usage`].
-#[derive(Debug, Clone, Copy)]
-pub struct AddSessionUsageParams<'a> {
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-    pub now: i64,
-    pub id: &'a str,
-}
-
-/// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:104`.
-///
-/// Adds one model call's usage atomically, so concurrent writers all count.
-pub fn add_session_usage(
-    conn: &rusqlite::Connection,
-    params: &AddSessionUsageParams<'_>,
-) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(ADD_SESSION_USAGE_SQL)?;
-    let values = rusqlite::params![
-        params.input_tokens,
-        params.output_tokens,
-        params.cache_read_tokens,
-        params.cache_write_tokens,
-        params.reasoning_tokens,
-        params.api_call_count,
-        params.estimated_cost_usd,
-        params.now,
-        params.id
-    ];
-    stmt.execute(values)
-}
-
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:124).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:112).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(?1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(actual_cost_usd, 0) + CAST(?1 AS DOUBLE PRECISION) END,
-    updated_at = ?2
+    updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
 WHERE id = ?3";
 
 /// Parameters of [`add_session_actual_cost`].
@@ -3290,7 +3228,7 @@ pub struct AddSessionActualCostParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:124`.
+/// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:112`.
 ///
 /// A billed amount reported by the provider; NULL + x counts as x.
 pub fn add_session_actual_cost(
@@ -3302,7 +3240,7 @@ pub fn add_session_actual_cost(
     stmt.execute(values)
 }
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:119).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -3331,7 +3269,7 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
-    updated_at = ?1
+    updated_at = CASE WHEN sessions.updated_at >= ?1 THEN sessions.updated_at + 1 ELSE ?1 END
 FROM (SELECT * FROM sessions WHERE id = ?2) AS child
 WHERE sessions.id = child.parent_session_id";
 
@@ -3342,10 +3280,10 @@ pub struct RollUpSessionUsageParams<'a> {
     pub child_id: &'a str,
 }
 
-/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
+/// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:119`.
 ///
 /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
-/// Counts saturate and costs are clamped, as in AddSessionUsage.
+/// Counts saturate and costs are clamped, as in AddSessionUsageDelta (session_admin.sql).
 pub fn roll_up_session_usage(
     conn: &rusqlite::Connection,
     params: &RollUpSessionUsageParams<'_>,
@@ -3354,7 +3292,7 @@ pub fn roll_up_session_usage(
     stmt.execute(rusqlite::params![params.now, params.child_id])
 }
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:150).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:138).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = ?1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -3365,7 +3303,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:150`.
+/// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:138`.
 ///
 /// Root first, excluding the session itself.
 pub fn list_session_ancestors(
@@ -3377,7 +3315,7 @@ pub fn list_session_ancestors(
     rows.collect()
 }
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:162).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:150).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = ?1
     UNION ALL
@@ -3388,7 +3326,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:162`.
+/// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:150`.
 ///
 /// Breadth first (children, then grandchildren …), excluding the session itself.
 pub fn list_session_descendants(
@@ -3400,7 +3338,7 @@ pub fn list_session_descendants(
     rows.collect()
 }
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:174).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:162).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = ?1
     UNION ALL
@@ -3412,7 +3350,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:174`.
+/// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:162`.
 ///
 /// The newest end of a compaction chain: follows continuation children as deep as they go
 /// (the session itself when it has none).
@@ -3423,13 +3361,13 @@ pub fn get_continuation_tip(conn: &rusqlite::Connection, id: &str) -> rusqlite::
     stmt.query_row([id], read_session_row)
 }
 
-/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:188).
+/// SQL of `TopSessionsByTokens` (sql/queries/sessions.sql:176).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
          + reasoning_tokens DESC, id
 LIMIT ?1";
 
-/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:188`.
+/// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:176`.
 pub fn top_sessions_by_tokens(
     conn: &rusqlite::Connection,
     limit: i64,
@@ -4043,20 +3981,20 @@ pub trait ReadQueries {
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:37`.
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:39`.
     /// Where a part sits, without its content: what a changed part's event needs besides the
     /// content the caller has, read without the part's JSON.
     fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
 
-    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:42`.
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:44`.
     /// A part's type and JSON (to check a tool part's change against it), and where it sits.
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
 
-    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:46`.
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:48`.
     /// The position after a message's last part (0 for none).
     fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
 
-    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:52`.
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:54`.
     /// The message's finish part, if it has one (the last, should there be several).
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
@@ -4088,23 +4026,23 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:37`.
+    /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:68`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:74`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:79`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
@@ -4123,13 +4061,13 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:107`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:122`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4150,20 +4088,20 @@ pub trait ReadQueries {
     /// `CountSessions` (`:one`) from `sql/queries/sessions.sql:51`.
     fn count_sessions(&mut self) -> Result<i64, crate::Error>;
 
-    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:150`.
+    /// `ListSessionAncestors` (`:many`) from `sql/queries/sessions.sql:138`.
     /// Root first, excluding the session itself.
     fn list_session_ancestors(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:162`.
+    /// `ListSessionDescendants` (`:many`) from `sql/queries/sessions.sql:150`.
     /// Breadth first (children, then grandchildren …), excluding the session itself.
     fn list_session_descendants(&mut self, id: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:174`.
+    /// `GetContinuationTip` (`:one`) from `sql/queries/sessions.sql:162`.
     /// The newest end of a compaction chain: follows continuation children as deep as they go
     /// (the session itself when it has none).
     fn get_continuation_tip(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:188`.
+    /// `TopSessionsByTokens` (`:many`) from `sql/queries/sessions.sql:176`.
     fn top_sessions_by_tokens(&mut self, limit: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `ListSessionPreviews` (`:many`) from `sql/queries/sqlite/cli.sql:4`.
@@ -4319,7 +4257,7 @@ pub trait Queries: ReadQueries {
 
     /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:80`.
     /// Adds a step's usage to the message atomically; returns the totals after it. Counts
-    /// saturate, as every count sum (see AddSessionUsage in sessions.sql).
+    /// saturate, as every count sum (see AddSessionUsageDelta in session_admin.sql).
     fn add_message_usage(
         &mut self,
         params: &AddMessageUsageParams<'_>,
@@ -4344,19 +4282,21 @@ pub trait Queries: ReadQueries {
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:59`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:61`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
     /// Adds one model call's usage atomically (`x = x + @n`, never read-modify-write) and returns
     /// the row as it now is. tool_call_count is also kept by the parts triggers; @tool_call_count
-    /// is only for calls that are not stored as tool parts. Counts saturate, as in AddSessionUsage.
+    /// is only for calls that are not stored as tool parts. The only query that adds usage to a
+    /// session (the service's add_usage, the importers' add_usage_at_tx). Counts saturate
+    /// (ARCHITECTURE.md, "Saturating counts").
     fn add_session_usage_delta(
         &mut self,
         params: &AddSessionUsageDeltaParams<'_>,
     ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:23`.
+    /// `MarkSessionRolledUp` (`:execrows`) from `sql/queries/session_admin.sql:25`.
     /// 1 when this call marked the child, 0 when it was marked before (or has no parent).
     /// Records the child's totals as they are now: exactly what RollUpSessionUsage adds to the
     /// parent in the same transaction (session_own_usage subtracts it again).
@@ -4365,13 +4305,13 @@ pub trait Queries: ReadQueries {
         params: &MarkSessionRolledUpParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:40`.
+    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
     fn import_session_roll_up(
         &mut self,
         params: &ImportSessionRollUpParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:49`.
+    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
     /// message did not exist yet; the counters were moved by the triggers).
     fn restore_imported_session(
@@ -4379,7 +4319,7 @@ pub trait Queries: ReadQueries {
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:59`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
     /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
     /// move it to the current time.
     fn restore_session_updated_at(
@@ -4387,13 +4327,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:64`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:134`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4425,7 +4365,7 @@ pub trait Queries: ReadQueries {
         params: &SetSessionSummaryMessageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:77`.
+    /// `SetSessionCompacting` (`:execrows`) from `sql/queries/sessions.sql:79`.
     /// compacting_at marks a compaction in progress (NULL when none). Clearing a mark that is
     /// not there changes nothing (and so publishes nothing).
     fn set_session_compacting(
@@ -4433,44 +4373,37 @@ pub trait Queries: ReadQueries {
         params: &SetSessionCompactingParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:83`.
+    /// `EndSession` (`:execrows`) from `sql/queries/sessions.sql:86`.
     /// The first end wins: ending an ended session changes nothing (0 rows).
     fn end_session(&mut self, params: &EndSessionParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:89`.
+    /// `ReopenSession` (`:execrows`) from `sql/queries/sessions.sql:93`.
     fn reopen_session(&mut self, params: &ReopenSessionParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:94`.
+    /// `ArchiveSession` (`:execrows`) from `sql/queries/sessions.sql:98`.
     fn archive_session(&mut self, params: &ArchiveSessionParams<'_>)
     -> Result<usize, crate::Error>;
 
-    /// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:97`.
+    /// `UnarchiveSession` (`:execrows`) from `sql/queries/sessions.sql:103`.
     fn unarchive_session(
         &mut self,
         params: &UnarchiveSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:100`.
+    /// `DeleteSession` (`:execrows`) from `sql/queries/sessions.sql:108`.
     /// Messages, parts and files go with it (cascade); children keep existing, unlinked.
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `AddSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:104`.
-    /// Adds one model call's usage atomically, so concurrent writers all count.
-    fn add_session_usage(
-        &mut self,
-        params: &AddSessionUsageParams<'_>,
-    ) -> Result<usize, crate::Error>;
-
-    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:124`.
+    /// `AddSessionActualCost` (`:execrows`) from `sql/queries/sessions.sql:112`.
     /// A billed amount reported by the provider; NULL + x counts as x.
     fn add_session_actual_cost(
         &mut self,
         params: &AddSessionActualCostParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:131`.
+    /// `RollUpSessionUsage` (`:execrows`) from `sql/queries/sessions.sql:119`.
     /// Rolls a child session's usage and cost into its parent (run once, when the child ends).
-    /// Counts saturate and costs are clamped, as in AddSessionUsage.
+    /// Counts saturate and costs are clamped, as in AddSessionUsageDelta (session_admin.sql).
     fn roll_up_session_usage(
         &mut self,
         params: &RollUpSessionUsageParams<'_>,
@@ -5212,14 +5145,6 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error> {
         delete_session(self.conn, id).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn add_session_usage(
-        &mut self,
-        params: &AddSessionUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        add_session_usage(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

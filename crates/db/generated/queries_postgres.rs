@@ -10,7 +10,7 @@ type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
-SET compacting_at = $1, updated_at = $1
+SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
 WHERE id = $2
   AND ended_at IS NULL
   AND (compacting_at IS NULL OR compacting_at < $3)";
@@ -30,7 +30,7 @@ LIMIT 1";
 pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
 SET model = $1,
     permission = coalesce($2, permission),
-    updated_at = $3
+    updated_at = CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END
 WHERE id = $4";
 
 /// SQL of `GetSessionRun` (sql/queries/agent_loop.sql:26).
@@ -308,7 +308,7 @@ SET parent_id = $1,
     cost_usd = $12,
     error = $13,
     finished_at = $14,
-    updated_at = $15
+    updated_at = CASE WHEN updated_at >= $15 THEN updated_at + 1 ELSE $15 END
 WHERE id = $16";
 
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
@@ -335,7 +335,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
         WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
         ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
-    -- Clamped, as every cost sum (see AddSessionUsage in sessions.sql).
+    -- Clamped, as every cost sum (see AddSessionUsageDelta in session_admin.sql).
     cost_usd = CASE WHEN cost_usd / 2 + CAST($6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST($6 AS DOUBLE PRECISION) END,
@@ -378,29 +378,30 @@ WHERE p.session_id = $1
 ORDER BY m.created_at, m.id, p.position";
 
 /// SQL of `UpdatePart` (sql/queries/parts.sql:33).
-pub const UPDATE_PART_SQL: &str =
-    "UPDATE parts SET type = $1, data = $2, updated_at = $3 WHERE id = $4";
+pub const UPDATE_PART_SQL: &str = "UPDATE parts
+SET type = $1, data = $2, updated_at = CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END
+WHERE id = $4";
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:37).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:42).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:44).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:46).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:48).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = $1";
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:52).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:54).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = $1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:59).
+/// SQL of `DeletePart` (sql/queries/parts.sql:61).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
 /// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
@@ -457,7 +458,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     tool_call_count = CASE WHEN CAST($7 AS BIGINT) <= 0 THEN tool_call_count + CAST($7 AS BIGINT)
         WHEN tool_call_count > 9223372036854775807 - CAST($7 AS BIGINT) THEN 9223372036854775807
         ELSE tool_call_count + CAST($7 AS BIGINT) END,
-    -- Clamped, as every cost sum (see AddSessionUsage).
+    -- Clamped, as every cost sum (ARCHITECTURE.md, \"Clamped cost sums\").
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST($8 AS DOUBLE PRECISION) END,
@@ -465,7 +466,7 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
 WHERE id = $10
 RETURNING *";
 
-/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:23).
+/// SQL of `MarkSessionRolledUp` (sql/queries/session_admin.sql:25).
 pub const MARK_SESSION_ROLLED_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -476,10 +477,10 @@ FROM sessions
 WHERE id = $2 AND parent_session_id IS NOT NULL
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:37).
+/// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = $1";
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:40).
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -488,7 +489,7 @@ VALUES ($1, $2, $3, $4, $5,
         $10, $11)
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:49).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
@@ -496,21 +497,21 @@ SET summary_message_id = $1,
     tool_call_count = $4
 WHERE id = $5";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:59).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:64).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:68).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:74).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
@@ -563,7 +564,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:134).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -641,77 +642,48 @@ WHERE id = $15
 RETURNING *";
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
-pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str =
-    "UPDATE sessions SET summary_message_id = $1, updated_at = $2 WHERE id = $3";
+pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str = "UPDATE sessions
+SET summary_message_id = $1, updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
+WHERE id = $3";
 
-/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:77).
-pub const SET_SESSION_COMPACTING_SQL: &str =
-    "UPDATE sessions SET compacting_at = $1, updated_at = $2
+/// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:79).
+pub const SET_SESSION_COMPACTING_SQL: &str = "UPDATE sessions
+SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
 WHERE id = $3 AND compacting_at IS DISTINCT FROM $1";
 
-/// SQL of `EndSession` (sql/queries/sessions.sql:83).
+/// SQL of `EndSession` (sql/queries/sessions.sql:86).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = $1, end_reason = $2, updated_at = $1
+SET ended_at = $1, end_reason = $2,
+    updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
 WHERE id = $3 AND ended_at IS NULL";
 
-/// SQL of `ReopenSession` (sql/queries/sessions.sql:89).
+/// SQL of `ReopenSession` (sql/queries/sessions.sql:93).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = $1
+SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
 WHERE id = $2";
 
-/// SQL of `ArchiveSession` (sql/queries/sessions.sql:94).
-pub const ARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = $1, updated_at = $1 WHERE id = $2 AND archived_at IS NULL";
+/// SQL of `ArchiveSession` (sql/queries/sessions.sql:98).
+pub const ARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = $1, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+WHERE id = $2 AND archived_at IS NULL";
 
-/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:97).
-pub const UNARCHIVE_SESSION_SQL: &str =
-    "UPDATE sessions SET archived_at = NULL, updated_at = $1 WHERE id = $2";
+/// SQL of `UnarchiveSession` (sql/queries/sessions.sql:103).
+pub const UNARCHIVE_SESSION_SQL: &str = "UPDATE sessions
+SET archived_at = NULL, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+WHERE id = $2";
 
-/// SQL of `DeleteSession` (sql/queries/sessions.sql:100).
+/// SQL of `DeleteSession` (sql/queries/sessions.sql:108).
 pub const DELETE_SESSION_SQL: &str = "DELETE FROM sessions WHERE id = $1";
 
-/// SQL of `AddSessionUsage` (sql/queries/sessions.sql:104).
-pub const ADD_SESSION_USAGE_SQL: &str = "UPDATE sessions
--- Counts add up to at most the largest BIGINT, here and in every count sum
--- (ARCHITECTURE.md, \"Saturating counts\"): SQLite would store the overflow as a REAL that
--- no reader can take, PostgreSQL refuse the write. The first arm keeps `MAX - d` from
--- being computed for a negative d (PostgreSQL folds a bound parameter into the plan).
-SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
-        WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
-        ELSE input_tokens + CAST($1 AS BIGINT) END,
-    output_tokens = CASE WHEN CAST($2 AS BIGINT) <= 0 THEN output_tokens + CAST($2 AS BIGINT)
-        WHEN output_tokens > 9223372036854775807 - CAST($2 AS BIGINT) THEN 9223372036854775807
-        ELSE output_tokens + CAST($2 AS BIGINT) END,
-    cache_read_tokens = CASE WHEN CAST($3 AS BIGINT) <= 0 THEN cache_read_tokens + CAST($3 AS BIGINT)
-        WHEN cache_read_tokens > 9223372036854775807 - CAST($3 AS BIGINT) THEN 9223372036854775807
-        ELSE cache_read_tokens + CAST($3 AS BIGINT) END,
-    cache_write_tokens = CASE WHEN CAST($4 AS BIGINT) <= 0 THEN cache_write_tokens + CAST($4 AS BIGINT)
-        WHEN cache_write_tokens > 9223372036854775807 - CAST($4 AS BIGINT) THEN 9223372036854775807
-        ELSE cache_write_tokens + CAST($4 AS BIGINT) END,
-    reasoning_tokens = CASE WHEN CAST($5 AS BIGINT) <= 0 THEN reasoning_tokens + CAST($5 AS BIGINT)
-        WHEN reasoning_tokens > 9223372036854775807 - CAST($5 AS BIGINT) THEN 9223372036854775807
-        ELSE reasoning_tokens + CAST($5 AS BIGINT) END,
-    api_call_count = CASE WHEN CAST($6 AS BIGINT) <= 0 THEN api_call_count + CAST($6 AS BIGINT)
-        WHEN api_call_count > 9223372036854775807 - CAST($6 AS BIGINT) THEN 9223372036854775807
-        ELSE api_call_count + CAST($6 AS BIGINT) END,
-    -- Costs add up to at most the largest finite amount, here and in every cost sum
-    -- (ARCHITECTURE.md, \"Clamped cost sums\"): SQLite would store inf, PostgreSQL refuse
-    -- the write.
-    estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($7 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
-        THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
-        ELSE estimated_cost_usd + CAST($7 AS DOUBLE PRECISION) END,
-    updated_at = $8
-WHERE id = $9";
-
-/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:124).
+/// SQL of `AddSessionActualCost` (sql/queries/sessions.sql:112).
 pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(actual_cost_usd, 0) + CAST($1 AS DOUBLE PRECISION) END,
-    updated_at = $2
+    updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
 WHERE id = $3";
 
-/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:131).
+/// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:119).
 pub const ROLL_UP_SESSION_USAGE_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens + child.input_tokens
         WHEN sessions.input_tokens > 9223372036854775807 - child.input_tokens THEN 9223372036854775807
@@ -740,11 +712,11 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
-    updated_at = $1
+    updated_at = CASE WHEN sessions.updated_at >= $1 THEN sessions.updated_at + 1 ELSE $1 END
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
-/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:150).
+/// SQL of `ListSessionAncestors` (sql/queries/sessions.sql:138).
 pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth) AS (
     SELECT parent_session_id, 1 FROM sessions WHERE id = $1 AND parent_session_id IS NOT NULL
     UNION ALL
@@ -755,7 +727,7 @@ pub const LIST_SESSION_ANCESTORS_SQL: &str = "WITH RECURSIVE lineage (id, depth)
 SELECT s.* FROM lineage AS l JOIN sessions AS s ON s.id = l.id
 ORDER BY l.depth DESC";
 
-/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:162).
+/// SQL of `ListSessionDescendants` (sql/queries/sessions.sql:150).
 pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) AS (
     SELECT id, 1 FROM sessions WHERE parent_session_id = $1
     UNION ALL
@@ -766,7 +738,7 @@ pub const LIST_SESSION_DESCENDANTS_SQL: &str = "WITH RECURSIVE tree (id, depth) 
 SELECT s.* FROM tree AS t JOIN sessions AS s ON s.id = t.id
 ORDER BY t.depth, s.created_at, s.id";
 
-/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:174).
+/// SQL of `GetContinuationTip` (sql/queries/sessions.sql:162).
 pub const GET_CONTINUATION_TIP_SQL: &str = "WITH RECURSIVE chain (id, depth) AS (
     SELECT id, 0 FROM sessions WHERE id = $1
     UNION ALL
@@ -3022,26 +2994,6 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn delete_session(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_SESSION_SQL;
-        let changed = self.sqlgen_execute(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
-    }
-
-    fn add_session_usage(
-        &mut self,
-        params: &super::AddSessionUsageParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 9] = [
-            (&params.input_tokens, Type::INT8),
-            (&params.output_tokens, Type::INT8),
-            (&params.cache_read_tokens, Type::INT8),
-            (&params.cache_write_tokens, Type::INT8),
-            (&params.reasoning_tokens, Type::INT8),
-            (&params.api_call_count, Type::INT8),
-            (&params.estimated_cost_usd, Type::FLOAT8),
-            (&params.now, Type::INT8),
-            (&params.id, Type::TEXT),
-        ];
-        let sql = ADD_SESSION_USAGE_SQL;
         let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }

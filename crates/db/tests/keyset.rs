@@ -29,17 +29,19 @@ fn fill(db: &Database) {
             params.now = 1_000 + i % 7;
             params.model = Some(models[(i % 3) as usize]);
             tx.q().create_session(&params)?;
-            tx.q().add_session_usage(&q::AddSessionUsageParams {
-                input_tokens: (i % 5) * 10,
-                output_tokens: i % 2,
-                cache_read_tokens: 0,
-                cache_write_tokens: 0,
-                reasoning_tokens: 0,
-                api_call_count: 1,
-                estimated_cost_usd: (i % 4) as f64 * 0.1,
-                now: 2_000 + i % 6,
-                id: &id,
-            })?;
+            tx.q()
+                .add_session_usage_delta(&q::AddSessionUsageDeltaParams {
+                    input_tokens: (i % 5) * 10,
+                    output_tokens: i % 2,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                    reasoning_tokens: 0,
+                    api_call_count: 1,
+                    tool_call_count: 0,
+                    estimated_cost_usd: (i % 4) as f64 * 0.1,
+                    now: 2_000 + i % 6,
+                    id: &id,
+                })?;
             Ok(())
         })
         .unwrap();

@@ -72,13 +72,14 @@ fn append_step(q: &mut dyn Queries, session_id: &str) -> scribe_db::Result<()> {
         created_at: now,
         updated_at: now,
     })?;
-    q.add_session_usage(&q::AddSessionUsageParams {
+    q.add_session_usage_delta(&q::AddSessionUsageDeltaParams {
         input_tokens: 10,
         output_tokens: 5,
         cache_read_tokens: 0,
         cache_write_tokens: 0,
         reasoning_tokens: 0,
         api_call_count: 1,
+        tool_call_count: 0,
         estimated_cost_usd: 0.01,
         now,
         id: session_id,

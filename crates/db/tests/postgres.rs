@@ -65,14 +65,15 @@ fn message_with_part(q: &mut dyn Queries, session_id: &str, body: &str) -> scrib
     })
 }
 
-fn usage(id: &str, tokens: i64) -> q::AddSessionUsageParams<'_> {
-    q::AddSessionUsageParams {
+fn usage(id: &str, tokens: i64) -> q::AddSessionUsageDeltaParams<'_> {
+    q::AddSessionUsageDeltaParams {
         input_tokens: tokens,
         output_tokens: 0,
         cache_read_tokens: 0,
         cache_write_tokens: 0,
         reasoning_tokens: 0,
         api_call_count: 1,
+        tool_call_count: 0,
         estimated_cost_usd: 0.25,
         now: now_ms(),
         id,
@@ -414,7 +415,7 @@ fn a_serialization_failure_reruns_the_whole_closure_with_an_empty_queue() {
         let (read_done, other_done) = (Arc::clone(&read_done), Arc::clone(&other_done));
         move || {
             read_done.wait();
-            db.write(|tx| tx.q().add_session_usage(&usage(&s, 5)))
+            db.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 5)))
                 .unwrap();
             other_done.wait();
         }
@@ -430,7 +431,7 @@ fn a_serialization_failure_reruns_the_whole_closure_with_an_empty_queue() {
         }
         let announced = Arc::clone(&announced);
         tx.after_commit(move || announced.lock().unwrap().push((run, before)));
-        tx.q().add_session_usage(&usage(&s, 1))?;
+        tx.q().add_session_usage_delta(&usage(&s, 1))?;
         Ok(())
     })
     .unwrap();
@@ -453,7 +454,7 @@ fn a_commit_whose_outcome_is_unknown_is_reported_and_never_retried() {
     let err = db
         .write(|tx| -> scribe_db::Result<()> {
             runs += 1;
-            tx.q().add_session_usage(&usage(&s, 7))?;
+            tx.q().add_session_usage_delta(&usage(&s, 7))?;
             // The connection dies before COMMIT's answer can arrive.
             killer
                 .batch_execute(
@@ -488,7 +489,7 @@ fn a_read_sees_one_snapshot_while_writers_commit() {
         let (first_read, written) = (Arc::clone(&first_read), Arc::clone(&written));
         move || {
             first_read.wait();
-            db.write(|tx| tx.q().add_session_usage(&usage(&s, 3)))
+            db.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 3)))
                 .unwrap();
             written.wait();
         }
@@ -540,7 +541,7 @@ fn child_host() {
                         for i in 0..WRITES {
                             // An atomic increment and a max()+1 version, both on hot rows.
                             db.write(|tx| -> scribe_db::Result<()> {
-                                tx.q().add_session_usage(&usage(&s, 1))?;
+                                tx.q().add_session_usage_delta(&usage(&s, 1))?;
                                 let id = new_id(Prefix::File);
                                 let content = format!("{t}/{i}");
                                 tx.q().create_file_version(&q::CreateFileVersionParams {
@@ -666,7 +667,7 @@ fn committed_changes_reach_another_host_in_commit_order_and_rollbacks_never() {
         Err(Error::InvalidInput("changed my mind".into()))
     });
     a.write(|tx| message_with_part(tx.q(), &s, "kept")).unwrap();
-    a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+    a.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
         .unwrap();
 
     let mut seen = Vec::new();
@@ -699,7 +700,7 @@ fn committed_changes_reach_another_host_in_commit_order_and_rollbacks_never() {
     ));
 
     // b's own change is marked own.
-    b.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+    b.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
         .unwrap();
     let own = sub.recv_timeout(Duration::from_secs(10)).unwrap().payload;
     assert!(own.own);
@@ -805,16 +806,16 @@ fn a_listener_that_lost_its_connection_gets_what_it_missed_or_an_exact_lagged() 
     // Five changes in three transactions: a session update, a message with its part and
     // the session's counter, a session update.
     let three_transactions = || {
-        a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+        a.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
             .unwrap();
         a.write(|tx| message_with_part(tx.q(), &s, "while away"))
             .unwrap();
-        a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+        a.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
             .unwrap();
     };
 
     let held = hold();
-    a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+    a.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
         .unwrap();
     session_update(next());
     // The listener waits in the sink now.
@@ -844,7 +845,7 @@ fn a_listener_that_lost_its_connection_gets_what_it_missed_or_an_exact_lagged() 
     // Away again, and this time the rows are deleted before it reads them: exactly the
     // five it never read are reported (the rows it had read are deleted as well).
     let held = hold();
-    a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+    a.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
         .unwrap();
     session_update(next());
     terminate_listener(&url);
@@ -852,7 +853,7 @@ fn a_listener_that_lost_its_connection_gets_what_it_missed_or_an_exact_lagged() 
     assert_eq!(trim_down_to(&url, 0), 0);
     drop(held);
     assert_eq!(next(), Notice::Lagged(5));
-    a.write(|tx| tx.q().add_session_usage(&usage(&s, 1)))
+    a.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
         .unwrap();
     session_update(next());
     assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
@@ -934,7 +935,7 @@ fn writing_backend(admin: &mut postgres::Client) -> i32 {
 fn step_on_backend(db: &Database, session: &str, admin: &mut postgres::Client) -> i32 {
     db.write(|tx| -> scribe_db::Result<i32> {
         message_with_part(tx.q(), session, "a step")?;
-        tx.q().add_session_usage(&usage(session, 1))?;
+        tx.q().add_session_usage_delta(&usage(session, 1))?;
         Ok(writing_backend(admin))
     })
     .unwrap()
@@ -1025,10 +1026,10 @@ fn a_long_transaction_holds_back_only_itself() {
     long.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
         .unwrap();
     q::postgres::PgQueries::new(&mut long)
-        .add_session_usage(&usage(&slow, 1))
+        .add_session_usage_delta(&usage(&slow, 1))
         .unwrap();
     for _ in 0..3 {
-        a.write(|tx| tx.q().add_session_usage(&usage(&busy, 1)))
+        a.write(|tx| tx.q().add_session_usage_delta(&usage(&busy, 1)))
             .unwrap();
         assert_eq!(
             next(),
@@ -1043,7 +1044,7 @@ fn a_long_transaction_holds_back_only_itself() {
         next(),
         ("sessions".to_owned(), ChangeOp::Update, slow.clone())
     );
-    a.write(|tx| tx.q().add_session_usage(&usage(&busy, 1)))
+    a.write(|tx| tx.q().add_session_usage_delta(&usage(&busy, 1)))
         .unwrap();
     assert_eq!(next(), ("sessions".to_owned(), ChangeOp::Update, busy));
     // Once it has finished, everything read can go, and nothing was lost.

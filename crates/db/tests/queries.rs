@@ -130,15 +130,16 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
     let add = |id: &str, tokens: i64, cost: f64| {
         db.write(|tx| -> scribe_db::Result<_> {
             let tx = tx.conn().unwrap();
-            q::add_session_usage(
+            q::add_session_usage_delta(
                 tx,
-                &q::AddSessionUsageParams {
+                &q::AddSessionUsageDeltaParams {
                     input_tokens: tokens,
                     output_tokens: 2 * tokens,
                     cache_read_tokens: 1,
                     cache_write_tokens: 1,
                     reasoning_tokens: 1,
                     api_call_count: 1,
+                    tool_call_count: 0,
                     estimated_cost_usd: cost,
                     now: 5,
                     id,

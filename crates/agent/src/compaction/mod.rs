@@ -30,8 +30,9 @@ mod summary;
 mod transform;
 mod trigger;
 
+pub use crate::prune_input::{PruneMessage, PrunePart};
 pub use keep::{KeepCandidate, plan_keep};
-pub use prune::{PartRef, PruneMessage, PrunePart, PrunePlan, plan_prune};
+pub use prune::{PartRef, PrunePlan, plan_prune};
 pub use runner::{
     CompactionOutcome, CompactionReport, CompactionStep, Compactor, DEFAULT_STALE_AFTER,
     END_REASON_COMPRESSION, RequestContext,

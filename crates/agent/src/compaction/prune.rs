@@ -21,75 +21,10 @@
 //! - with a target, candidates are taken oldest first until their outputs add
 //!   up to the target, so pruning stops as soon as the request fits.
 
-use scribe_message::{Message, Part, Role, ToolState};
+use scribe_message::Role;
 
 use super::trigger::CompactionConfig;
-use crate::estimate::TokenEstimator;
-
-/// What the planner needs to know about one part.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrunePart {
-    /// A completed tool call whose output is still sent; the estimated tokens
-    /// of that output.
-    ToolOutput(u64),
-    /// A tool call whose output was already cleared.
-    Compacted,
-    /// Anything else: never pruned and not counted.
-    Other,
-}
-
-/// One message as the planner sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PruneMessage {
-    /// Who wrote it; user messages delimit turns.
-    pub role: Role,
-    /// Its parts, in stored order (indices in the plan refer to this order).
-    pub parts: Vec<PrunePart>,
-}
-
-impl PruneMessage {
-    /// Describes stored parts, estimating completed tool outputs with `estimator`.
-    pub fn from_parts<E: TokenEstimator + ?Sized>(
-        role: Role,
-        parts: &[Part],
-        estimator: &E,
-    ) -> PruneMessage {
-        let parts = parts.iter().map(|p| PrunePart::of(p, estimator)).collect();
-        PruneMessage { role, parts }
-    }
-
-    /// Describes a stored message (its parts in stored order).
-    pub fn from_stored<E: TokenEstimator + ?Sized>(
-        message: &Message,
-        estimator: &E,
-    ) -> PruneMessage {
-        let parts = message
-            .parts
-            .iter()
-            .map(|p| PrunePart::of(&p.part, estimator))
-            .collect();
-        PruneMessage {
-            role: message.role,
-            parts,
-        }
-    }
-}
-
-impl PrunePart {
-    /// How the planner sees `part`.
-    fn of<E: TokenEstimator + ?Sized>(part: &Part, estimator: &E) -> PrunePart {
-        match part {
-            Part::Tool(tool) if tool.compacted_at.is_some() => PrunePart::Compacted,
-            Part::Tool(tool) => match &tool.state {
-                ToolState::Completed { output, .. } => {
-                    PrunePart::ToolOutput(estimator.estimate_text(output))
-                }
-                _ => PrunePart::Other,
-            },
-            _ => PrunePart::Other,
-        }
-    }
-}
+use crate::prune_input::{PruneMessage, PrunePart};
 
 /// A part's position: the message's index in the planner's input and the
 /// part's index within that message.
@@ -204,7 +139,7 @@ fn protected_from(messages: &[PruneMessage], turns: usize) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::estimate::HeuristicEstimator;
-    use scribe_message::{Extra, ToolPart};
+    use scribe_message::{Extra, Part, ToolPart, ToolState};
     use serde_json::Value;
 
     fn user() -> PruneMessage {
