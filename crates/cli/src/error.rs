@@ -106,6 +106,15 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// An import that stored nothing could not remove the database file it created.
+    #[error("nothing was imported, and the new {} could not be removed; delete it", path.display())]
+    RemoveNew {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
     /// Some sessions of an import failed; the others were imported.
     #[error("{failed} of {total} sessions could not be imported (see above)")]
     ImportIncomplete {

@@ -405,7 +405,7 @@ fn another_programs_database_is_refused_and_left_untouched() {
 /// that is not there, not an export, a `--from` PATH that does not exist) reads and checks
 /// it first and leaves no database behind: no file, `-wal`/`-shm` or directory. (Before,
 /// the empty database was created and then the input found malformed.) An existing
-/// database is left as it was, and a valid import still creates one.
+/// database is left as it was, and a valid import that stores a session still creates one.
 #[test]
 fn an_import_that_fails_on_its_input_creates_no_database() {
     let input = tempfile::tempdir().unwrap();
@@ -486,10 +486,38 @@ fn an_import_that_fails_on_its_input_creates_no_database() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["rows"]["sessions"], 0, "{json}");
 
-    // A valid import into a missing database creates it.
+    // A valid import into a missing database creates it when it stores a session; one
+    // that stores none (an export of no sessions) leaves none behind either.
     let fresh = dir.path().join("fresh/scribe.db");
-    let valid = write("valid.json", "[]");
-    let out = scribe(&["import", "--db", fresh.to_str().unwrap(), &valid], None);
+    let none = write("none.json", "[]");
+    let out = scribe(&["import", "--db", fresh.to_str().unwrap(), &none], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.path().join("fresh").exists());
+    let source = input.path().join("source.db");
+    let out = scribe(&["demo", "--db", source.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let valid = input.path().join("valid.json");
+    let out = scribe(
+        &[
+            "export",
+            "--all",
+            "--db",
+            source.to_str().unwrap(),
+            "-o",
+            valid.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = scribe(
+        &[
+            "import",
+            "--db",
+            fresh.to_str().unwrap(),
+            valid.to_str().unwrap(),
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(fresh.is_file());
 }

@@ -353,6 +353,87 @@ fn malformed_import_files_write_nothing() {
 }
 
 #[test]
+fn an_import_that_stores_nothing_leaves_no_new_database() {
+    let source = Env::new();
+    seed(&source);
+    let export = source.ok(&["export", "--all"]);
+    let mut doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+    let sessions = doc["sessions"].as_array_mut().unwrap();
+    let good = sessions[0].clone();
+    // A session with no id is refused at store time: the file itself is a valid export.
+    for session in sessions.iter_mut() {
+        session["session"]["id"] = " ".into();
+    }
+    let bad = source.path("bad.json");
+    std::fs::write(&bad, doc.to_string()).unwrap();
+
+    // Into a mistyped path: neither the file, SQLite's and the gate's files beside it,
+    // nor the directories created for it are left.
+    let mut typo = Env::new();
+    typo.db = typo.dir.path().join("new").join("deeper").join("scribe.db");
+    let out = typo.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("4 of 4 sessions could not be imported"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was imported, so no database was created at"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(typo.dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // An export with no sessions at all stores nothing either.
+    let empty = source.path("empty.json");
+    std::fs::write(
+        &empty,
+        r#"{"format":"scribe-export","version":1,"sessions":[]}"#,
+    )
+    .unwrap();
+    let out = typo.run(&["import", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!typo.db.exists() && !typo.dir.path().join("new").exists());
+    // As does an agent's history with nothing in it.
+    let out = typo.run(&[
+        "import",
+        "--from",
+        "codex",
+        typo.dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!typo.db.exists() && !typo.dir.path().join("new").exists());
+
+    // A database that was there before stays, empty as it was.
+    let existing = Env::new();
+    existing.ok(&["db", "migrate"]);
+    assert_eq!(
+        existing
+            .run(&["import", bad.to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
+    let json = existing.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 0);
+
+    // One session stored is enough to keep the new database.
+    let sessions = doc["sessions"].as_array_mut().unwrap();
+    sessions[0] = good;
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let out = typo.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("1 imported, 0 skipped, 3 failed"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stderr(&out).contains("no database was created"));
+    let json = typo.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
 fn rename_fork_archive_and_unarchive() {
     let env = Env::new();
     let s = seed(&env);

@@ -38,10 +38,16 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
     // An import reads and checks its input before the database is opened: one that fails
     // on its input (a file that is not there or not an export) creates no database.
+    // One that stores nothing (every session of the export failed, no history found)
+    // leaves no database it created behind either (`import::NewDatabase`).
     if let Command::Import(cmd) = cli.command {
         let import = cmd.prepare()?;
+        let new = import::NewDatabase::before_open(&db.path, &import);
         let ctx = open(&db, import.access(), import.dry_run())?;
-        return import.run(&ctx);
+        let result = import.run(&ctx);
+        let cleanup = new.map_or(Ok(()), |new| new.remove_if_empty(ctx));
+        // The import's own failure is the news; a failed clean-up only when it succeeded.
+        return result.and(cleanup);
     }
     // Only a command that adds to the store creates a missing database; see
     // `context::open_database` and the README's CLI tour.
