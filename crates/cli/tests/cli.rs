@@ -166,6 +166,59 @@ fn a_missing_database_named_by_the_user_is_an_error_and_nothing_is_created() {
     assert!(stdout(&out).contains("sessions"), "{}", stdout(&out));
 }
 
+/// A `db copy` that fails half-way (here a source whose `parts` table is damaged) leaves
+/// no new target behind: the copy is one transaction, so the file it created holds
+/// nothing, and it is removed with the directory created for it. A target that was there
+/// stays.
+#[test]
+fn a_failed_db_copy_leaves_no_new_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("from.db");
+    let f = from.to_str().unwrap();
+    let out = scribe(&["demo", "--db", f], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Nothing left in the write-ahead log: the damage below is what a reader finds.
+    let conn = rusqlite::Connection::open(&from).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    let (page_size, root): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT page_size FROM pragma_page_size), rootpage \
+             FROM sqlite_master WHERE type = 'table' AND name = 'parts'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&from).unwrap();
+    let at = usize::try_from((root - 1) * page_size).unwrap();
+    bytes[at..at + 64].fill(0xa5);
+    std::fs::write(&from, bytes).unwrap();
+
+    let to = dir.path().join("new/dir/to.db");
+    let out = scribe(&["db", "copy", f, to.to_str().unwrap()], None);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("malformed"), "{err}");
+    assert!(
+        err.contains("nothing was copied, so no database was created at"),
+        "{err}"
+    );
+    assert_eq!(names_in(dir.path()), ["from.db", "from.db-writers"]);
+
+    // An empty target that was there stays.
+    let out = scribe(&["db", "migrate", "--db", to.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = scribe(&["db", "copy", f, to.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("no database was created"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(to.is_file());
+}
+
 /// A first run (no `--db`, no `SCRIBE_DB`, no database at the default path yet): a reading
 /// command answers as for an empty store and says why on stderr, exit 0 (`--json` is still
 /// a document); one that needs a database says there is nothing yet, exit 1; none creates

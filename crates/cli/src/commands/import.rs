@@ -206,94 +206,12 @@ impl Import {
     }
 }
 
-/// The SQLite file an import is about to create, and the directories above it that it
-/// creates with it. An import that stores no session in it removes them again, so a
-/// typo'd `--db` (or an export whose every session fails) leaves no stray empty database.
-///
-/// Removed only while it holds no session, checked just before this process closes it.
-/// A process that opened the brand-new file during the import and has stored nothing yet
-/// would write into the removed file: the window is the import's length, on a path that
-/// did not exist when it began.
-#[derive(Debug)]
-pub struct NewDatabase {
-    /// The database file, absolute.
-    file: PathBuf,
-    /// The directories that did not exist, deepest first.
-    dirs: Vec<PathBuf>,
-}
-
-impl NewDatabase {
-    /// The new database `import` is about to create at `location`: `None` when it
-    /// creates none (a dry run or `--watch`, a PostgreSQL database, a file that exists).
-    pub fn before_open(location: &Path, import: &Import) -> Option<NewDatabase> {
-        if import.access() != Access::Create
-            || matches!(import, Import::History(args) if args.watch)
-            || !matches!(
-                scribe_db::Database::backend_of(location),
-                Ok(scribe_db::Backend::Sqlite)
-            )
-        {
-            return None;
-        }
-        let file = std::path::absolute(location).ok()?;
-        if !is_missing(&file) {
-            return None;
-        }
-        let dirs = file
-            .ancestors()
-            .skip(1)
-            .take_while(|dir| is_missing(dir))
-            .map(Path::to_path_buf)
-            .collect();
-        Some(NewDatabase { file, dirs })
+impl Import {
+    /// Whether a missing SQLite database would be created for it and kept open until it
+    /// ends: not for a dry run (creates nothing) or `--watch` (runs until stopped).
+    pub fn creates(&self) -> bool {
+        self.access() == Access::Create && !matches!(self, Import::History(args) if args.watch)
     }
-
-    /// Closes `ctx` and, when its database holds no session, removes the file (with
-    /// SQLite's `-wal`/`-shm` and the writers' gate beside it) and the directories
-    /// created for it, saying so on stderr.
-    pub fn remove_if_empty(self, ctx: Context) -> Result<(), CliError> {
-        let sessions = ctx
-            .db
-            .read(|tx| -> scribe_db::Result<i64> { tx.q().count_sessions() })?;
-        // Closed first: the last connection's close checkpoints and deletes the `-wal`.
-        drop(ctx);
-        if sessions > 0 {
-            return Ok(());
-        }
-        for suffix in ["", "-wal", "-shm", "-writers", "-journal"] {
-            let mut name = self.file.clone().into_os_string();
-            name.push(suffix);
-            match std::fs::remove_file(&name) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(CliError::RemoveNew {
-                        path: PathBuf::from(name),
-                        source,
-                    });
-                }
-            }
-        }
-        // Only while empty: whatever else appeared in them meanwhile stays.
-        for dir in &self.dirs {
-            if std::fs::remove_dir(dir).is_err() {
-                break;
-            }
-        }
-        anstream::eprintln!(
-            "scribe: nothing was imported, so no database was created at {}",
-            self.file.display()
-        );
-        Ok(())
-    }
-}
-
-/// Whether nothing is at `path` (not even a dangling symlink).
-fn is_missing(path: &Path) -> bool {
-    matches!(
-        std::fs::symlink_metadata(path),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound
-    )
 }
 
 /// Exits with a usage error (status 2), as clap does for the arguments it checks itself.
