@@ -424,7 +424,12 @@ impl std::fmt::Display for SqliteError {
 
 impl std::error::Error for SqliteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
+        match &self.0 {
+            // The message shown is SQLite's own; the driver's source would only repeat
+            // it as "Error code 11: database disk image is malformed".
+            rusqlite::Error::SqliteFailure(..) => None,
+            other => std::error::Error::source(other),
+        }
     }
 }
 

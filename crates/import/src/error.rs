@@ -74,7 +74,12 @@ impl std::fmt::Display for SourceDbError {
 
 impl std::error::Error for SourceDbError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(&self.0)
+        match &self.0 {
+            // The message shown is SQLite's own; the driver's source would only repeat
+            // it as "Error code 11: database disk image is malformed".
+            rusqlite::Error::SqliteFailure(..) => None,
+            other => std::error::Error::source(other),
+        }
     }
 }
 
