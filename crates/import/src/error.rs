@@ -68,7 +68,16 @@ pub struct SourceDbError(rusqlite::Error);
 
 impl std::fmt::Display for SourceDbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        self.0.fmt(f)?;
+        if matches!(
+            self.0.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ) {
+            // A rollback-journal database whose writer held its lock through the busy
+            // timeout: the agent is writing; the next import reads it.
+            f.write_str(" (its writer kept it locked for 5 s; import again when it is idle)")?;
+        }
+        Ok(())
     }
 }
 
