@@ -75,7 +75,11 @@ impl std::fmt::Display for SourceDbError {
         ) {
             // A rollback-journal database whose writer held its lock through the busy
             // timeout: the agent is writing; the next import reads it.
-            f.write_str(" (its writer kept it locked for 5 s; import again when it is idle)")?;
+            write!(
+                f,
+                " (its writer kept it locked for {} s; import again when it is idle)",
+                crate::sources::SOURCE_BUSY_TIMEOUT.as_secs()
+            )?;
         }
         Ok(())
     }
