@@ -291,6 +291,35 @@ fn export_import_round_trip_is_lossless() {
     assert_eq!(snapshot(&env.db), snapshot(&other.db));
 }
 
+/// An export file that lists a child before its parent (two exports concatenated, one
+/// edited by hand) keeps the link: the parent is stored first. (Before, the child went in
+/// first and its link was dropped as "not in this database".)
+#[test]
+fn an_export_listing_a_child_first_keeps_its_parent_link() {
+    let env = Env::new();
+    let s = seed(&env);
+    let jsonl = env.ok(&["export", &s.task, &s.build, "--format", "jsonl"]);
+    let mut lines: Vec<&str> = jsonl.lines().collect();
+    let task_first = |line: &str| line.contains(&format!(r#""id":"{}""#, s.task));
+    if !task_first(lines[0]) {
+        lines.reverse();
+    }
+    assert!(task_first(lines[0]), "{jsonl}");
+    let file = env.path("child-first.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+
+    let other = Env::new();
+    let text = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(text.contains("2 imported, 0 skipped, 0 failed"), "{text}");
+    assert!(!text.contains("link was dropped"), "{text}");
+    let json = other.json(&["show", &s.task, "--json"]);
+    assert_eq!(
+        json["session"]["parent_session_id"],
+        s.build.as_str(),
+        "{json}"
+    );
+}
+
 #[test]
 fn jsonl_and_markdown_exports() {
     let env = Env::new();

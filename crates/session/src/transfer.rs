@@ -133,10 +133,23 @@ fn prunable(tx: &mut dyn Reads, before: i64, source: Option<&str>) -> Result<Vec
 /// in it. Creation order alone is not enough: a task session's id is a tool-call id, so a
 /// child created in the same millisecond as its parent may sort before it.
 fn parents_first(list: Vec<Session>) -> Vec<Session> {
+    parents_first_by(list, |s| s)
+}
+
+/// Reorders the sessions of an export file so every session comes after its parent when
+/// both are in it, keeping the file's order otherwise: [`SessionService::import_many`]
+/// links a child only to a parent already stored, so a file that lists a child first (two
+/// exports concatenated, one edited by hand) would otherwise lose the link.
+pub fn exports_parents_first(list: Vec<SessionExport>) -> Vec<SessionExport> {
+    parents_first_by(list, |e| &e.session)
+}
+
+/// [`parents_first`] over anything that holds a session.
+fn parents_first_by<T>(list: Vec<T>, session: impl Fn(&T) -> &Session) -> Vec<T> {
     let index: HashMap<String, usize> = list
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.id.clone(), i))
+        .map(|(i, s)| (session(s).id.clone(), i))
         .collect();
     let mut placed = vec![false; list.len()];
     let mut order = Vec::with_capacity(list.len());
@@ -149,7 +162,7 @@ fn parents_first(list: Vec<Session>) -> Vec<Session> {
                 break;
             }
             chain.push(i);
-            at = list[i]
+            at = session(&list[i])
                 .parent_session_id
                 .as_ref()
                 .and_then(|parent| index.get(parent).copied());
@@ -159,7 +172,7 @@ fn parents_first(list: Vec<Session>) -> Vec<Session> {
             order.push(i);
         }
     }
-    let mut slots: Vec<Option<Session>> = list.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<T>> = list.into_iter().map(Some).collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 

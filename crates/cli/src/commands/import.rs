@@ -2,7 +2,8 @@
 //! or with `--from <agent>` another agent's own history (see `import_history`).
 //!
 //! The whole file is read and checked before anything is stored, so a malformed file
-//! imports nothing. The sessions then go in through the bulk path
+//! imports nothing; its sessions are then put parents first (a child is linked only to a
+//! parent already stored). The sessions then go in through the bulk path
 //! (`SessionService::import_many`: thousands of messages per transaction, each of which
 //! also fills both search indexes with what it stored, progress on stderr): one already present is skipped
 //! (importing a file twice never duplicates), and one that cannot be stored is reported
@@ -99,7 +100,8 @@ impl ImportCmd {
             path: file.clone(),
             reason,
         })?;
-        Ok(Import::File(exports))
+        // A child is linked only to a parent already stored: parents go first.
+        Ok(Import::File(scribe_session::exports_parents_first(exports)))
     }
 }
 
