@@ -394,6 +394,34 @@ fn export_then_import_into_a_fresh_database_is_equal(backend: Backend) {
     assert_eq!(e2.svc.get(&s.id).unwrap(), expected);
 }
 
+/// A file's `message_count` is a claim about the messages it carries (a hand-built or
+/// edited export may get it wrong); the stored count is the messages stored, as the
+/// triggers count them for every other write.
+fn import_counts_the_messages_it_stored_not_the_files_claim(backend: Backend) {
+    let e = env_on(backend);
+    let s = rich_session(&e);
+    let mut exported = e.svc.export(&ExportSelection::One(s.id.clone())).unwrap();
+    assert_eq!(exported[0].messages.len(), 5);
+    exported[0].session.message_count = 99;
+    let e2 = env_on(backend);
+    let ImportOutcome::Imported { session, .. } = e2.svc.import(&exported[0]).unwrap() else {
+        panic!("not imported")
+    };
+    assert_eq!(session.message_count, 5);
+    assert_eq!(e2.svc.get(&s.id).unwrap().message_count, 5);
+
+    // The bulk path too, with one message fewer than the file claims.
+    exported[0].messages.pop();
+    exported[0].session.message_count = 5;
+    let e3 = env_on(backend);
+    let outcomes = e3.svc.import_many(exported, |_| {}).unwrap();
+    assert!(
+        matches!(outcomes[0], Ok(ImportOutcome::Imported { .. })),
+        "{outcomes:?}"
+    );
+    assert_eq!(e3.svc.get(&s.id).unwrap().message_count, 4);
+}
+
 fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
@@ -637,6 +665,7 @@ scribe_tests::backends!(
     fork_copies_the_conversation_up_to_the_message,
     fork_carries_a_copied_summary_message,
     export_then_import_into_a_fresh_database_is_equal,
+    import_counts_the_messages_it_stored_not_the_files_claim,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,
 );

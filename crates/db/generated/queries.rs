@@ -2432,16 +2432,14 @@ pub fn import_session_roll_up(
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
-    message_count = ?3,
-    tool_call_count = ?4
-WHERE id = ?5";
+    tool_call_count = ?3
+WHERE id = ?4";
 
 /// Parameters of [`restore_imported_session`].
 #[derive(Debug, Clone, Copy)]
 pub struct RestoreImportedSessionParams<'a> {
     pub summary_message_id: Option<&'a str>,
     pub compacting_at: Option<i64>,
-    pub message_count: i64,
     pub tool_call_count: i64,
     pub id: &'a str,
 }
@@ -2449,7 +2447,9 @@ pub struct RestoreImportedSessionParams<'a> {
 /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:49`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
-/// message did not exist yet; the counters were moved by the triggers).
+/// message did not exist yet; the triggers moved tool_call_count, which also counts tool
+/// calls reported with usage, so the file's is restored). message_count stays the
+/// triggers', from what was stored, never the file's claim.
 pub fn restore_imported_session(
     conn: &rusqlite::Connection,
     params: &RestoreImportedSessionParams<'_>,
@@ -2458,14 +2458,13 @@ pub fn restore_imported_session(
     let values = rusqlite::params![
         params.summary_message_id,
         params.compacting_at,
-        params.message_count,
         params.tool_call_count,
         params.id
     ];
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:59).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:60).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2476,7 +2475,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:59`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:60`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2488,7 +2487,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:64).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:65).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2505,7 +2504,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:64`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:65`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2524,12 +2523,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:68).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:69).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:68`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:69`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2541,7 +2540,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:74).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:75).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2553,7 +2552,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:74`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:75`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2566,7 +2565,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:79).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:80).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2595,7 +2594,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:79`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:80`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2631,7 +2630,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:107).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:108).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2660,7 +2659,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:107`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:108`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2682,7 +2681,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:122).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:123).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2707,7 +2706,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:122`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:123`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2729,7 +2728,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:134).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:135).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2749,7 +2748,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:134`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:135`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4094,17 +4093,17 @@ pub trait ReadQueries {
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:68`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:69`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:74`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:75`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:79`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:80`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
@@ -4123,13 +4122,13 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:107`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:108`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:122`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:123`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4373,13 +4372,15 @@ pub trait Queries: ReadQueries {
 
     /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:49`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
-    /// message did not exist yet; the counters were moved by the triggers).
+    /// message did not exist yet; the triggers moved tool_call_count, which also counts tool
+    /// calls reported with usage, so the file's is restored). message_count stays the
+    /// triggers', from what was stored, never the file's claim.
     fn restore_imported_session(
         &mut self,
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:59`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:60`.
     /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
     /// move it to the current time.
     fn restore_session_updated_at(
@@ -4387,13 +4388,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:64`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:65`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:134`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:135`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

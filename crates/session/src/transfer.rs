@@ -652,7 +652,6 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         .restore_imported_session(&q::RestoreImportedSessionParams {
             summary_message_id: summary,
             compacting_at: s.compacting_at,
-            message_count: s.message_count,
             tool_call_count: s.tool_call_count,
             id: &s.id,
         })?;
