@@ -137,10 +137,13 @@ fn a_file_that_is_not_a_database_fails_alone() {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("opencode.db"), "this is not sqlite").unwrap();
     build_db("opencode/opencode.sql", &data.join("opencode-dev.db"));
+    // A directory named like a database is not one, and not a failure either.
+    std::fs::create_dir_all(data.join("opencode-old.db")).unwrap();
     let db = scribe_db(dir.path());
     let s = run(&db, Source::OpenCode, &[data]);
     assert_eq!(s.failed.len(), 1, "{:?}", s.failed);
     assert!(s.failed[0].path.ends_with("opencode.db"));
+    assert_eq!(s.files, 2);
     assert_eq!(s.files_read, 1);
     assert_eq!(s.written.sessions_created, 1);
 }
