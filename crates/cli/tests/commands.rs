@@ -407,6 +407,11 @@ fn an_import_that_stores_nothing_leaves_no_new_database() {
         err.contains("4 of 4 sessions could not be imported"),
         "{err}"
     );
+    // The blank id is shown quoted, not as nothing.
+    assert!(
+        err.contains(r#"failed session " ""#) && err.contains("id must not be empty"),
+        "{err}"
+    );
     assert!(
         err.contains("nothing was imported, so no database was created at"),
         "{err}"

@@ -139,7 +139,14 @@ impl Import {
                     // A title the import refuses may be huge; the message stays one short line.
                     .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
                     .unwrap_or_default();
-                (export.session.id.clone(), title)
+                let id = &export.session.id;
+                // A blank id (refused) would print as nothing: quoted, it shows.
+                let id = if id.trim().is_empty() {
+                    format!("session {id:?}")
+                } else {
+                    id.clone()
+                };
+                (id, title)
             })
             .collect();
         // The bulk path: thousands of messages per transaction, each indexing what it
