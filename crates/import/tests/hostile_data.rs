@@ -129,7 +129,7 @@ fn a_file_with_nothing_of_gemini_in_it_makes_no_session() {
     std::fs::write(&other, r#"{"theme": "dark", "messages": []}"#).unwrap();
     let db = scribe_db(dir.path());
     for file in [codex, claude, other] {
-        let s = run(&db, Source::Gemini, &[file.clone()]);
+        let s = run(&db, Source::Gemini, std::slice::from_ref(&file));
         assert!(s.failed.is_empty(), "{file:?}: {:?}", s.failed);
         assert_eq!(s.written.sessions_created, 0, "{file:?}: {s:?}");
     }
