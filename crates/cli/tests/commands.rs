@@ -375,6 +375,26 @@ fn malformed_import_files_write_nothing() {
         assert!(err.contains(want), "{name}: {err}");
         assert!(err.contains("nothing was imported"), "{name}: {err}");
     }
+    // Bytes that are not text: a compressed export is named as such, with what to do.
+    for (name, content, want) in [
+        ("all.json.gz", &[0x1f, 0x8b, 0x08, 0x00, 0xff][..], "gunzip"),
+        (
+            "all.json.zst",
+            &[0x28, 0xb5, 0x2f, 0xfd, 0xff][..],
+            "zstd -d",
+        ),
+        (
+            "bin.json",
+            &[b'{', 0xff, 0xfe][..],
+            "not UTF-8 text (byte 1)",
+        ),
+    ] {
+        let file = env.path(name);
+        std::fs::write(&file, content).unwrap();
+        let err = env.fails(&["import", file.to_str().unwrap()]);
+        assert!(err.contains("malformed import file"), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
     let json = env.json(&["list", "--all", "--json"]);
     assert_eq!(json["sessions"].as_array().unwrap().len(), 0);
     let err = env.fails(&["import", env.path("missing.json").to_str().unwrap()]);
