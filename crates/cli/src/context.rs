@@ -261,10 +261,15 @@ impl NewDatabase {
         if !is_missing(&file) {
             return None;
         }
+        // `a/new/../x.db` creates `a/new` but names `a` as `a/new/..`: with a `..` in the
+        // path, no directory is taken for one this command created.
+        let lexical = !file
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
         let dirs = file
             .ancestors()
             .skip(1)
-            .take_while(|dir| is_missing(dir))
+            .take_while(|dir| lexical && is_missing(dir))
             .map(Path::to_path_buf)
             .collect();
         Some(NewDatabase { file, dirs })

@@ -438,6 +438,16 @@ fn an_import_that_stores_nothing_leaves_no_new_database() {
     );
     let left: Vec<_> = std::fs::read_dir(typo.dir.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+    // A directory that was there stays, even named through one created for the file
+    // (`new/../kept` did not exist before the import; `kept` did).
+    let mut up = Env::new();
+    let kept = up.dir.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    up.db = up.dir.path().join("new/../kept/scribe.db");
+    let out = up.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(kept.is_dir(), "{}", stderr(&out));
+    assert!(!kept.join("scribe.db").exists());
     // An export with no sessions at all stores nothing either.
     let empty = source.path("empty.json");
     std::fs::write(
