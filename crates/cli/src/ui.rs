@@ -363,7 +363,8 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
         parse_date(text)
     } else {
         // Either is accepted, so a word that is neither says both.
-        let span = parse_span(text).map_err(|err| format!("{err}, nor a date like 2026-01-31"))?;
+        let span =
+            parse_span(text).map_err(|err| format!("{err} (or give a date like 2026-01-31)"))?;
         Ok(scribe_db::now_ms().saturating_sub(span))
     }
 }
