@@ -422,6 +422,59 @@ fn import_counts_the_messages_it_stored_not_the_files_claim(backend: Backend) {
     assert_eq!(e3.svc.get(&s.id).unwrap().message_count, 4);
 }
 
+/// A session whose messages another session holds (a file that carries a message twice,
+/// under two sessions) fails saying which message and where, not only "UNIQUE constraint
+/// failed: messages.id"; the rest go in.
+fn import_names_the_message_another_session_holds(backend: Backend) {
+    let e = env_on(backend);
+    let s = rich_session(&e);
+    let original = e
+        .svc
+        .export(&ExportSelection::One(s.id.clone()))
+        .unwrap()
+        .remove(0);
+    let mut twin = original.clone();
+    twin.session.id = "twin".into();
+    twin.session.title = None;
+    for m in &mut twin.messages {
+        m.session_id = "twin".into();
+    }
+    twin.files.clear();
+    twin.rolled_up = None;
+    let first = original.messages[0].id.clone();
+
+    // Both in one import: the twin clashes with the session before it.
+    let e2 = env_on(backend);
+    let outcomes = e2
+        .svc
+        .import_many(vec![original.clone(), twin.clone()], |_| {})
+        .unwrap();
+    assert!(
+        matches!(outcomes[0], Ok(ImportOutcome::Imported { .. })),
+        "{outcomes:?}"
+    );
+    let err = outcomes[1].as_ref().unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "message {first} is already in session {}, earlier in this import",
+            s.id
+        )),
+        "{err}"
+    );
+
+    // The twin alone, later: the message is stored already.
+    let outcomes = e2.svc.import_many(vec![twin], |_| {}).unwrap();
+    let err = outcomes[0].as_ref().unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "message {first} is already in session {}, stored before",
+            s.id
+        )),
+        "{err}"
+    );
+    assert!(err.contains("remove it from one of them"), "{err}");
+}
+
 fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
@@ -666,6 +719,7 @@ scribe_tests::backends!(
     fork_carries_a_copied_summary_message,
     export_then_import_into_a_fresh_database_is_equal,
     import_counts_the_messages_it_stored_not_the_files_claim,
+    import_names_the_message_another_session_holds,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,
 );

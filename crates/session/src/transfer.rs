@@ -524,10 +524,69 @@ impl SessionService {
                         })
                         .collect());
                 }
-                Err(BatchError::Session(i, err)) => outcomes[i] = Some(Err(*err)),
+                Err(BatchError::Session(i, err)) => {
+                    let err = match *err {
+                        err @ SessionError::Conflict { .. } => {
+                            self.explain_conflict(batch, &outcomes, i).unwrap_or(err)
+                        }
+                        err => err,
+                    };
+                    outcomes[i] = Some(Err(err));
+                }
                 Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
             }
         }
+    }
+}
+
+impl SessionService {
+    /// Which message of `batch[failed]` clashed (the database said only "UNIQUE constraint
+    /// failed: messages.id"): one already stored in another session, or one that a
+    /// session before it in the batch, not failed, also holds. `None` when none did (the
+    /// clash was elsewhere) or the lookup itself failed: the database's error stands.
+    fn explain_conflict(
+        &self,
+        batch: &[SessionExport],
+        outcomes: &[Option<Result<ImportOutcome>>],
+        failed: usize,
+    ) -> Option<SessionError> {
+        let export = &batch[failed];
+        let ids: Vec<&str> = export.messages.iter().map(|m| m.id.as_str()).collect();
+        let stored = self
+            .db
+            .read(|tx| -> Result<Vec<(String, String)>> {
+                let mut found = Vec::new();
+                for chunk in ids.chunks(500) {
+                    found.extend(store::message_sessions(tx, chunk)?);
+                }
+                Ok(found)
+            })
+            .ok()?;
+        let clash = |id: &str, holder: &str, when: &str| {
+            SessionError::conflict(format!(
+                "message {id} is already in session {holder}, {when}; a message belongs to one \
+                 session: remove it from one of them and import again"
+            ))
+        };
+        if let Some((id, holder)) = stored
+            .into_iter()
+            .find(|(_, holder)| *holder != export.session.id)
+        {
+            return Some(clash(&id, &holder, "stored before"));
+        }
+        let mine: BTreeSet<&str> = ids.into_iter().collect();
+        batch
+            .iter()
+            .zip(outcomes)
+            .take(failed)
+            .filter(|(_, outcome)| !matches!(outcome, Some(Err(_))))
+            .find_map(|(other, _)| {
+                let id = other
+                    .messages
+                    .iter()
+                    .find(|m| mine.contains(m.id.as_str()))?;
+                Some(clash(&id.id, &other.session.id, "earlier in this import"))
+            })
     }
 }
 
