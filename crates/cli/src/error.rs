@@ -132,6 +132,16 @@ pub enum CliError {
         /// How many were found.
         total: u64,
     },
+    /// The PATHs given to `import --from` hold none of the agent's history.
+    #[error("no {agent} history in {paths} ({keeps}); check the PATH, or --from")]
+    NoHistoryIn {
+        /// The agent (`claude-code`).
+        agent: String,
+        /// The PATHs, as given.
+        paths: String,
+        /// What the agent's history looks like and where it keeps it.
+        keeps: &'static str,
+    },
     /// The database's consistency checks found problems.
     #[error("database check failed: {0}")]
     CheckFailed(String),

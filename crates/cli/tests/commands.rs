@@ -458,13 +458,15 @@ fn an_import_that_stores_nothing_leaves_no_new_database() {
     let out = typo.run(&["import", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!typo.db.exists() && !typo.dir.path().join("new").exists());
-    // As does an agent's history with nothing in it.
-    let out = typo.run(&[
-        "import",
-        "--from",
-        "codex",
-        typo.dir.path().to_str().unwrap(),
-    ]);
+    // As does an agent's history with no session in it (a rollout of metadata only).
+    let rollouts = source.path("rollouts");
+    std::fs::create_dir_all(&rollouts).unwrap();
+    std::fs::write(
+        rollouts.join("rollout-x.jsonl"),
+        "{\"type\":\"event_msg\"}\n",
+    )
+    .unwrap();
+    let out = typo.run(&["import", "--from", "codex", rollouts.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!typo.db.exists() && !typo.dir.path().join("new").exists());
 

@@ -179,6 +179,23 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
                 total: summaries.iter().map(|s| s.files).sum(),
             });
         }
+        // PATHs the user named that hold nothing this agent reads are a mistake (another
+        // agent's files, a file of another kind), not an empty history.
+        if let Some(s) = summaries
+            .iter()
+            .find(|s| !args.paths.is_empty() && s.files == 0)
+        {
+            return Err(CliError::NoHistoryIn {
+                agent: s.source.clone(),
+                paths: args
+                    .paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                keeps: keeps(&s.source),
+            });
+        }
         return Ok(());
     };
     let how = if watch.notifying() {
@@ -200,6 +217,20 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             }
             out.flush()?;
         }
+    }
+}
+
+/// What an agent's history looks like, for a PATH that held none of it.
+fn keeps(source: &str) -> &'static str {
+    match source {
+        "claude-code" => "Claude Code keeps *.jsonl transcripts under ~/.claude/projects",
+        "codex" => "Codex keeps rollout-*.jsonl files under ~/.codex/sessions",
+        "opencode" => {
+            "OpenCode keeps opencode*.db (or storage/session/*.json) in ~/.local/share/opencode"
+        }
+        "hermes" => "Hermes keeps state.db and sessions/*.json in ~/.hermes",
+        "gemini" => "Gemini CLI keeps chats/*.json and *.jsonl under ~/.gemini/tmp",
+        _ => "see `scribe import --help`",
     }
 }
 
