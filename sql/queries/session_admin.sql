@@ -50,11 +50,12 @@ ON CONFLICT (child_id) DO NOTHING;
 
 -- name: RestoreImportedSession :execrows
 -- After an import's messages are in: the columns ImportSession cannot set (the summary
--- message did not exist yet; the counters were moved by the triggers).
+-- message did not exist yet; the triggers moved tool_call_count, which also counts tool
+-- calls reported with usage, so the file's is restored). message_count stays the
+-- triggers', from what was stored, never the file's claim.
 UPDATE sessions
 SET summary_message_id = @summary_message_id,
     compacting_at = @compacting_at,
-    message_count = @message_count,
     tool_call_count = @tool_call_count
 WHERE id = @id;
 

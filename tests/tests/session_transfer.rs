@@ -394,6 +394,87 @@ fn export_then_import_into_a_fresh_database_is_equal(backend: Backend) {
     assert_eq!(e2.svc.get(&s.id).unwrap(), expected);
 }
 
+/// A file's `message_count` is a claim about the messages it carries (a hand-built or
+/// edited export may get it wrong); the stored count is the messages stored, as the
+/// triggers count them for every other write.
+fn import_counts_the_messages_it_stored_not_the_files_claim(backend: Backend) {
+    let e = env_on(backend);
+    let s = rich_session(&e);
+    let mut exported = e.svc.export(&ExportSelection::One(s.id.clone())).unwrap();
+    assert_eq!(exported[0].messages.len(), 5);
+    exported[0].session.message_count = 99;
+    let e2 = env_on(backend);
+    let ImportOutcome::Imported { session, .. } = e2.svc.import(&exported[0]).unwrap() else {
+        panic!("not imported")
+    };
+    assert_eq!(session.message_count, 5);
+    assert_eq!(e2.svc.get(&s.id).unwrap().message_count, 5);
+
+    // The bulk path too, with one message fewer than the file claims.
+    exported[0].messages.pop();
+    exported[0].session.message_count = 5;
+    let e3 = env_on(backend);
+    let outcomes = e3.svc.import_many(exported, |_| {}).unwrap();
+    assert!(
+        matches!(outcomes[0], Ok(ImportOutcome::Imported { .. })),
+        "{outcomes:?}"
+    );
+    assert_eq!(e3.svc.get(&s.id).unwrap().message_count, 4);
+}
+
+/// A session whose messages another session holds (a file that carries a message twice,
+/// under two sessions) fails saying which message and where, not only "UNIQUE constraint
+/// failed: messages.id"; the rest go in.
+fn import_names_the_message_another_session_holds(backend: Backend) {
+    let e = env_on(backend);
+    let s = rich_session(&e);
+    let original = e
+        .svc
+        .export(&ExportSelection::One(s.id.clone()))
+        .unwrap()
+        .remove(0);
+    let mut twin = original.clone();
+    twin.session.id = "twin".into();
+    twin.session.title = None;
+    for m in &mut twin.messages {
+        m.session_id = "twin".into();
+    }
+    twin.files.clear();
+    twin.rolled_up = None;
+    let first = original.messages[0].id.clone();
+
+    // Both in one import: the twin clashes with the session before it.
+    let e2 = env_on(backend);
+    let outcomes = e2
+        .svc
+        .import_many(vec![original.clone(), twin.clone()], |_| {})
+        .unwrap();
+    assert!(
+        matches!(outcomes[0], Ok(ImportOutcome::Imported { .. })),
+        "{outcomes:?}"
+    );
+    let err = outcomes[1].as_ref().unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "message {first} is already in session {}, earlier in this import",
+            s.id
+        )),
+        "{err}"
+    );
+
+    // The twin alone, later: the message is stored already.
+    let outcomes = e2.svc.import_many(vec![twin], |_| {}).unwrap();
+    let err = outcomes[0].as_ref().unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "message {first} is already in session {}, stored before",
+            s.id
+        )),
+        "{err}"
+    );
+    assert!(err.contains("remove it from one of them"), "{err}");
+}
+
 fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
@@ -637,6 +718,8 @@ scribe_tests::backends!(
     fork_copies_the_conversation_up_to_the_message,
     fork_carries_a_copied_summary_message,
     export_then_import_into_a_fresh_database_is_equal,
+    import_counts_the_messages_it_stored_not_the_files_claim,
+    import_names_the_message_another_session_holds,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,
 );

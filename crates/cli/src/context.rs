@@ -6,6 +6,7 @@
 //! candidates rather than guessing.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use scribe_db::Database;
@@ -227,6 +228,92 @@ pub fn open_database(db: &DbPath, access: Access) -> Result<Database, CliError> 
         }),
         other => Ok(other?),
     }
+}
+
+/// The SQLite file a command is about to create, and the directories above it that it
+/// creates with it, noted before the open: a command that ends up storing nothing in it
+/// (an import of which every session failed, a `db copy` that failed) removes them again,
+/// so a typo'd path leaves no stray empty database.
+///
+/// Only after this process closed the database, and (for an import) only while it holds
+/// no session. A process that opened the brand-new file meanwhile and has stored nothing
+/// yet would write into the removed file: the window is the command's length, on a path
+/// that did not exist when it began.
+#[derive(Debug)]
+pub struct NewDatabase {
+    /// The database file, absolute.
+    file: PathBuf,
+    /// The directories that did not exist, deepest first.
+    dirs: Vec<PathBuf>,
+}
+
+impl NewDatabase {
+    /// The new SQLite database that opening `location` to create it will create: `None`
+    /// for a PostgreSQL database or a path where something exists.
+    pub fn before_open(location: &Path) -> Option<NewDatabase> {
+        if !matches!(
+            Database::backend_of(location),
+            Ok(scribe_db::Backend::Sqlite)
+        ) {
+            return None;
+        }
+        let file = std::path::absolute(location).ok()?;
+        if !is_missing(&file) {
+            return None;
+        }
+        // `a/new/../x.db` creates `a/new` but names `a` as `a/new/..`: with a `..` in the
+        // path, no directory is taken for one this command created.
+        let lexical = !file
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
+        let dirs = file
+            .ancestors()
+            .skip(1)
+            .take_while(|dir| lexical && is_missing(dir))
+            .map(Path::to_path_buf)
+            .collect();
+        Some(NewDatabase { file, dirs })
+    }
+
+    /// The database file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Removes the file, SQLite's `-wal`/`-shm`/`-journal` and the writers' gate beside
+    /// it, and the directories created for it while they are empty. Call it once every
+    /// handle on the database in this process is closed.
+    pub fn remove(self) -> Result<(), CliError> {
+        for suffix in ["", "-wal", "-shm", "-journal", "-writers"] {
+            let mut name = self.file.clone().into_os_string();
+            name.push(suffix);
+            match std::fs::remove_file(&name) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(CliError::RemoveNew {
+                        path: PathBuf::from(name),
+                        source,
+                    });
+                }
+            }
+        }
+        // Whatever else appeared in them meanwhile stays, and so do they.
+        for dir in &self.dirs {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether nothing is at `path` (not even a dangling symlink).
+fn is_missing(path: &Path) -> bool {
+    matches!(
+        std::fs::symlink_metadata(path),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound
+    )
 }
 
 /// `[prefix, prefix + U+10FFFF)`: every string that starts with `prefix`, as a key range.

@@ -106,6 +106,15 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// An import that stored nothing could not remove the database file it created.
+    #[error("nothing was imported, and the new {} could not be removed; delete it", path.display())]
+    RemoveNew {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
     /// Some sessions of an import failed; the others were imported.
     #[error("{failed} of {total} sessions could not be imported (see above)")]
     ImportIncomplete {
@@ -122,6 +131,16 @@ pub enum CliError {
         failed: usize,
         /// How many were found.
         total: u64,
+    },
+    /// The PATHs given to `import --from` hold none of the agent's history.
+    #[error("no {agent} history in {paths} ({keeps}); check the PATH, or --from")]
+    NoHistoryIn {
+        /// The agent (`claude-code`).
+        agent: String,
+        /// The PATHs, as given.
+        paths: String,
+        /// What the agent's history looks like and where it keeps it.
+        keeps: &'static str,
     },
     /// The database's consistency checks found problems.
     #[error("database check failed: {0}")]

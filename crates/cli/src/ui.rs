@@ -362,7 +362,10 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
     if text.contains('-') {
         parse_date(text)
     } else {
-        Ok(scribe_db::now_ms().saturating_sub(parse_span(text)?))
+        // Either is accepted, so a word that is neither says both.
+        let span =
+            parse_span(text).map_err(|err| format!("{err} (or give a date like 2026-01-31)"))?;
+        Ok(scribe_db::now_ms().saturating_sub(span))
     }
 }
 
@@ -460,5 +463,7 @@ mod tests {
         assert!(parse_days("36h").is_err());
         assert!(parse_since("7d").unwrap() < scribe_db::now_ms());
         assert_eq!(parse_since("1970-01-02").unwrap(), DAY);
+        let err = parse_since("yesterday").unwrap_err();
+        assert!(err.contains("7d") && err.contains("2026-01-31"), "{err}");
     }
 }

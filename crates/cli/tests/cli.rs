@@ -166,6 +166,60 @@ fn a_missing_database_named_by_the_user_is_an_error_and_nothing_is_created() {
     assert!(stdout(&out).contains("sessions"), "{}", stdout(&out));
 }
 
+/// A `db copy` that fails half-way (here a source whose `parts` table is damaged) leaves
+/// no new target behind: the copy is one transaction, so the file it created holds
+/// nothing, and it is removed with the directory created for it. A target that was there
+/// stays.
+#[test]
+fn a_failed_db_copy_leaves_no_new_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("from.db");
+    let f = from.to_str().unwrap();
+    let out = scribe(&["demo", "--db", f], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Nothing left in the write-ahead log: the damage below is what a reader finds.
+    let conn = rusqlite::Connection::open(&from).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    let (page_size, root): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT page_size FROM pragma_page_size), rootpage \
+             FROM sqlite_master WHERE type = 'table' AND name = 'parts'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&from).unwrap();
+    let at = usize::try_from((root - 1) * page_size).unwrap();
+    bytes[at..at + 64].fill(0xa5);
+    std::fs::write(&from, bytes).unwrap();
+
+    let to = dir.path().join("new/dir/to.db");
+    let out = scribe(&["db", "copy", f, to.to_str().unwrap()], None);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // Said once: SQLite's message, not again as the driver's "Error code 11: …".
+    assert_eq!(err.matches("malformed").count(), 1, "{err}");
+    assert!(
+        err.contains("nothing was copied, so no database was created at"),
+        "{err}"
+    );
+    assert_eq!(names_in(dir.path()), ["from.db", "from.db-writers"]);
+
+    // An empty target that was there stays.
+    let out = scribe(&["db", "migrate", "--db", to.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = scribe(&["db", "copy", f, to.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("no database was created"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(to.is_file());
+}
+
 /// A first run (no `--db`, no `SCRIBE_DB`, no database at the default path yet): a reading
 /// command answers as for an empty store and says why on stderr, exit 0 (`--json` is still
 /// a document); one that needs a database says there is nothing yet, exit 1; none creates
@@ -405,7 +459,7 @@ fn another_programs_database_is_refused_and_left_untouched() {
 /// that is not there, not an export, a `--from` PATH that does not exist) reads and checks
 /// it first and leaves no database behind: no file, `-wal`/`-shm` or directory. (Before,
 /// the empty database was created and then the input found malformed.) An existing
-/// database is left as it was, and a valid import still creates one.
+/// database is left as it was, and a valid import that stores a session still creates one.
 #[test]
 fn an_import_that_fails_on_its_input_creates_no_database() {
     let input = tempfile::tempdir().unwrap();
@@ -486,10 +540,38 @@ fn an_import_that_fails_on_its_input_creates_no_database() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["rows"]["sessions"], 0, "{json}");
 
-    // A valid import into a missing database creates it.
+    // A valid import into a missing database creates it when it stores a session; one
+    // that stores none (an export of no sessions) leaves none behind either.
     let fresh = dir.path().join("fresh/scribe.db");
-    let valid = write("valid.json", "[]");
-    let out = scribe(&["import", "--db", fresh.to_str().unwrap(), &valid], None);
+    let none = write("none.json", "[]");
+    let out = scribe(&["import", "--db", fresh.to_str().unwrap(), &none], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.path().join("fresh").exists());
+    let source = input.path().join("source.db");
+    let out = scribe(&["demo", "--db", source.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let valid = input.path().join("valid.json");
+    let out = scribe(
+        &[
+            "export",
+            "--all",
+            "--db",
+            source.to_str().unwrap(),
+            "-o",
+            valid.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = scribe(
+        &[
+            "import",
+            "--db",
+            fresh.to_str().unwrap(),
+            valid.to_str().unwrap(),
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(fresh.is_file());
 }

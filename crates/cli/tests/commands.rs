@@ -291,6 +291,35 @@ fn export_import_round_trip_is_lossless() {
     assert_eq!(snapshot(&env.db), snapshot(&other.db));
 }
 
+/// An export file that lists a child before its parent (two exports concatenated, one
+/// edited by hand) keeps the link: the parent is stored first. (Before, the child went in
+/// first and its link was dropped as "not in this database".)
+#[test]
+fn an_export_listing_a_child_first_keeps_its_parent_link() {
+    let env = Env::new();
+    let s = seed(&env);
+    let jsonl = env.ok(&["export", &s.task, &s.build, "--format", "jsonl"]);
+    let mut lines: Vec<&str> = jsonl.lines().collect();
+    let task_first = |line: &str| line.contains(&format!(r#""id":"{}""#, s.task));
+    if !task_first(lines[0]) {
+        lines.reverse();
+    }
+    assert!(task_first(lines[0]), "{jsonl}");
+    let file = env.path("child-first.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+
+    let other = Env::new();
+    let text = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(text.contains("2 imported, 0 skipped, 0 failed"), "{text}");
+    assert!(!text.contains("link was dropped"), "{text}");
+    let json = other.json(&["show", &s.task, "--json"]);
+    assert_eq!(
+        json["session"]["parent_session_id"],
+        s.build.as_str(),
+        "{json}"
+    );
+}
+
 #[test]
 fn jsonl_and_markdown_exports() {
     let env = Env::new();
@@ -346,10 +375,128 @@ fn malformed_import_files_write_nothing() {
         assert!(err.contains(want), "{name}: {err}");
         assert!(err.contains("nothing was imported"), "{name}: {err}");
     }
+    // Bytes that are not text: a compressed export is named as such, with what to do.
+    for (name, content, want) in [
+        ("all.json.gz", &[0x1f, 0x8b, 0x08, 0x00, 0xff][..], "gunzip"),
+        (
+            "all.json.zst",
+            &[0x28, 0xb5, 0x2f, 0xfd, 0xff][..],
+            "zstd -d",
+        ),
+        (
+            "bin.json",
+            &[b'{', 0xff, 0xfe][..],
+            "not UTF-8 text (byte 1)",
+        ),
+    ] {
+        let file = env.path(name);
+        std::fs::write(&file, content).unwrap();
+        let err = env.fails(&["import", file.to_str().unwrap()]);
+        assert!(err.contains("malformed import file"), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
     let json = env.json(&["list", "--all", "--json"]);
     assert_eq!(json["sessions"].as_array().unwrap().len(), 0);
     let err = env.fails(&["import", env.path("missing.json").to_str().unwrap()]);
     assert!(err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn an_import_that_stores_nothing_leaves_no_new_database() {
+    let source = Env::new();
+    seed(&source);
+    let export = source.ok(&["export", "--all"]);
+    let mut doc: serde_json::Value = serde_json::from_str(&export).unwrap();
+    let sessions = doc["sessions"].as_array_mut().unwrap();
+    let good = sessions[0].clone();
+    // A session with no id is refused at store time: the file itself is a valid export.
+    for session in sessions.iter_mut() {
+        session["session"]["id"] = " ".into();
+    }
+    let bad = source.path("bad.json");
+    std::fs::write(&bad, doc.to_string()).unwrap();
+
+    // Into a mistyped path: neither the file, SQLite's and the gate's files beside it,
+    // nor the directories created for it are left.
+    let mut typo = Env::new();
+    typo.db = typo.dir.path().join("new").join("deeper").join("scribe.db");
+    let out = typo.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("4 of 4 sessions could not be imported"),
+        "{err}"
+    );
+    // The blank id is shown quoted, not as nothing.
+    assert!(
+        err.contains(r#"failed session " ""#) && err.contains("id must not be empty"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was imported, so no database was created at"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(typo.dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // A directory that was there stays, even named through one created for the file
+    // (`new/../kept` did not exist before the import; `kept` did).
+    let mut up = Env::new();
+    let kept = up.dir.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    up.db = up.dir.path().join("new/../kept/scribe.db");
+    let out = up.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(kept.is_dir(), "{}", stderr(&out));
+    assert!(!kept.join("scribe.db").exists());
+    // An export with no sessions at all stores nothing either.
+    let empty = source.path("empty.json");
+    std::fs::write(
+        &empty,
+        r#"{"format":"scribe-export","version":1,"sessions":[]}"#,
+    )
+    .unwrap();
+    let out = typo.run(&["import", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!typo.db.exists() && !typo.dir.path().join("new").exists());
+    // As does an agent's history with no session in it (a rollout of metadata only).
+    let rollouts = source.path("rollouts");
+    std::fs::create_dir_all(&rollouts).unwrap();
+    std::fs::write(
+        rollouts.join("rollout-x.jsonl"),
+        "{\"type\":\"event_msg\"}\n",
+    )
+    .unwrap();
+    let out = typo.run(&["import", "--from", "codex", rollouts.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!typo.db.exists() && !typo.dir.path().join("new").exists());
+
+    // A database that was there before stays, empty as it was.
+    let existing = Env::new();
+    existing.ok(&["db", "migrate"]);
+    assert_eq!(
+        existing
+            .run(&["import", bad.to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
+    let json = existing.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 0);
+
+    // One session stored is enough to keep the new database.
+    let sessions = doc["sessions"].as_array_mut().unwrap();
+    sessions[0] = good;
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let out = typo.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("1 imported, 0 skipped, 3 failed"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stderr(&out).contains("no database was created"));
+    let json = typo.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 1);
 }
 
 #[test]

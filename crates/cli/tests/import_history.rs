@@ -518,6 +518,43 @@ fn watch_polls_when_notifications_are_off() {
     eprintln!("imported after a write: {took:?}");
 }
 
+/// PATHs that exist but hold nothing the agent reads (another agent's files, an export
+/// given with --from) are a mistake, exit 1, saying what the agent's history looks like;
+/// before, "no history found" and exit 0. Nothing is written.
+#[test]
+fn paths_with_none_of_the_agents_history_are_an_error() {
+    let (dir, scribe) = setup();
+    let export = dir.path().join("export.json");
+    std::fs::write(&export, "[]").unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (agent, path, keeps) in [
+        ("claude-code", &export, "*.jsonl transcripts"),
+        ("hermes", &empty, "state.db and sessions/*.json"),
+    ] {
+        let out = scribe.run(&["import", "--from", agent, path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{agent}: {err}");
+        assert!(
+            err.contains(&format!("no {agent} history in {}", path.display())),
+            "{err}"
+        );
+        assert!(err.contains(keeps), "{err}");
+        assert!(!scribe.db.exists(), "a database was left");
+    }
+    // The default locations holding nothing are a first run, not a mistake.
+    let bare = Scribe {
+        db: dir.path().join("bare.db"),
+        home: empty.clone(),
+        vars: Vec::new(),
+    };
+    let out = bare.run(&["import", "--from", "claude-code"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no history found"));
+    assert!(!bare.db.exists(), "a database was left");
+}
+
 /// A PATH that does not exist (a typo) is an error naming it, exit 1, and nothing is
 /// written, not even a new database; before, it printed "no history found" and exited 0.
 /// A file that is not the agent's database fails alone, reported with its path, and the
@@ -557,11 +594,14 @@ fn a_missing_path_is_an_error_and_a_foreign_file_fails_alone() {
         .unwrap()
         .clone();
     assert_eq!(failed.len(), 1, "{report}");
-    assert!(
+    // Said once: SQLite's message, not again as the driver's "Error code 26: …".
+    assert_eq!(
         failed[0]["error"]
             .as_str()
             .unwrap()
-            .contains("not a database"),
+            .matches("not a database")
+            .count(),
+        1,
         "{report}"
     );
     assert_eq!(std::fs::read(&garbage).unwrap(), b"this is not sqlite");

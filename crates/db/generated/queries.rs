@@ -2435,16 +2435,14 @@ pub fn import_session_roll_up(
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
-    message_count = ?3,
-    tool_call_count = ?4
-WHERE id = ?5";
+    tool_call_count = ?3
+WHERE id = ?4";
 
 /// Parameters of [`restore_imported_session`].
 #[derive(Debug, Clone, Copy)]
 pub struct RestoreImportedSessionParams<'a> {
     pub summary_message_id: Option<&'a str>,
     pub compacting_at: Option<i64>,
-    pub message_count: i64,
     pub tool_call_count: i64,
     pub id: &'a str,
 }
@@ -2452,7 +2450,9 @@ pub struct RestoreImportedSessionParams<'a> {
 /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
-/// message did not exist yet; the counters were moved by the triggers).
+/// message did not exist yet; the triggers moved tool_call_count, which also counts tool
+/// calls reported with usage, so the file's is restored). message_count stays the
+/// triggers', from what was stored, never the file's claim.
 pub fn restore_imported_session(
     conn: &rusqlite::Connection,
     params: &RestoreImportedSessionParams<'_>,
@@ -2461,14 +2461,13 @@ pub fn restore_imported_session(
     let values = rusqlite::params![
         params.summary_message_id,
         params.compacting_at,
-        params.message_count,
         params.tool_call_count,
         params.id
     ];
     stmt.execute(values)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:62).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2479,7 +2478,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:62`.
 ///
 /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
 /// move it to the current time.
@@ -2491,7 +2490,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:67).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2508,7 +2507,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:67`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2527,12 +2526,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:71).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:71`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2544,7 +2543,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:77).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2556,7 +2555,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:77`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2569,7 +2568,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:81).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:82).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2598,7 +2597,7 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:82`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2634,7 +2633,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:109).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:110).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2663,7 +2662,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:110`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2685,7 +2684,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:124).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:125).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2710,7 +2709,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:125`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2732,7 +2731,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:137).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2752,7 +2751,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:137`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4032,17 +4031,17 @@ pub trait ReadQueries {
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:70`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:71`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:76`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:77`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:81`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:82`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. SQLite sums
@@ -4061,13 +4060,13 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:109`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:110`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:124`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:125`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4313,13 +4312,15 @@ pub trait Queries: ReadQueries {
 
     /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
-    /// message did not exist yet; the counters were moved by the triggers).
+    /// message did not exist yet; the triggers moved tool_call_count, which also counts tool
+    /// calls reported with usage, so the file's is restored). message_count stays the
+    /// triggers', from what was stored, never the file's claim.
     fn restore_imported_session(
         &mut self,
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:61`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:62`.
     /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
     /// move it to the current time.
     fn restore_session_updated_at(
@@ -4327,13 +4328,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:66`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:67`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:136`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:137`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

@@ -493,25 +493,24 @@ ON CONFLICT (child_id) DO NOTHING";
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
-    message_count = $3,
-    tool_call_count = $4
-WHERE id = $5";
+    tool_call_count = $3
+WHERE id = $4";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:61).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:62).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:66).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:67).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:70).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:71).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:76).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:77).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
@@ -564,7 +563,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:136).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:137).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -2769,10 +2768,9 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         &mut self,
         params: &super::RestoreImportedSessionParams<'_>,
     ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 5] = [
+        let values: [Param<'_>; 4] = [
             (&params.summary_message_id, Type::TEXT),
             (&params.compacting_at, Type::INT8),
-            (&params.message_count, Type::INT8),
             (&params.tool_call_count, Type::INT8),
             (&params.id, Type::TEXT),
         ];

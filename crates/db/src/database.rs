@@ -1287,7 +1287,26 @@ fn create_private_file(path: &Path) -> Result<()> {
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(parent).map_err(io(parent))?;
+        builder.create(parent).map_err(|source| {
+            // A file where a directory should be: name it (the system's "File exists" or
+            // "Not a directory" named a path below it).
+            let kind = source.kind();
+            match parent.ancestors().find(|dir| dir.is_file()) {
+                Some(file)
+                    if kind == std::io::ErrorKind::AlreadyExists
+                        || kind == std::io::ErrorKind::NotADirectory =>
+                {
+                    Error::Io {
+                        path: file.to_owned(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::NotADirectory,
+                            "a file, not a directory",
+                        ),
+                    }
+                }
+                _ => io(parent)(source),
+            }
+        })?;
     }
     let mut file = fs::OpenOptions::new();
     file.read(true).write(true).create(true).truncate(false);
@@ -1306,6 +1325,23 @@ mod tests {
     #[test]
     fn database_is_send_and_sync() {
         assert_send_sync::<Database>();
+    }
+
+    #[test]
+    fn a_file_where_a_directory_should_be_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.json");
+        std::fs::write(&file, "{}").unwrap();
+        for below in ["scribe.db", "sub/scribe.db", "sub/deeper/scribe.db"] {
+            let err = Database::open(file.join(below)).unwrap_err();
+            let source = std::error::Error::source(&err).map(ToString::to_string);
+            let text = format!("{err}: {}", source.unwrap_or_default());
+            assert!(
+                text.contains(&format!("{}: a file, not a directory", file.display())),
+                "{below}: {text}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"{}");
     }
 
     #[test]

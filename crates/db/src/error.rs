@@ -138,7 +138,10 @@ pub enum Error {
     },
     /// SQLite could not grow the database (SQLITE_FULL): the disk, or a configured page
     /// limit, is full. The failed transaction was rolled back whole.
-    #[error("database or disk is full")]
+    #[error(
+        "database or disk is full; the last change was rolled back: free some space and run \
+         it again"
+    )]
     DiskFull(#[source] SqliteError),
     /// The database's directory or file could not be created or inspected.
     #[error("cannot access database path {}", path.display())]
@@ -424,7 +427,12 @@ impl std::fmt::Display for SqliteError {
 
 impl std::error::Error for SqliteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
+        match &self.0 {
+            // The message shown is SQLite's own; the driver's source would only repeat
+            // it as "Error code 11: database disk image is malformed".
+            rusqlite::Error::SqliteFailure(..) => None,
+            other => std::error::Error::source(other),
+        }
     }
 }
 
@@ -497,7 +505,11 @@ mod tests {
     fn full_is_typed_and_keeps_the_code() {
         let err = Error::from(failure(rusqlite::ffi::SQLITE_FULL, None));
         assert!(matches!(err, Error::DiskFull(_)), "{err:?}");
-        assert_eq!(err.to_string(), "database or disk is full");
+        assert!(
+            err.to_string()
+                .starts_with("database or disk is full; the last change was rolled back"),
+            "{err}"
+        );
         assert_eq!(err.sqlite_code(), Some(rusqlite::ffi::SQLITE_FULL));
     }
 

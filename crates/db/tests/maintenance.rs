@@ -217,7 +217,12 @@ fn a_full_disk_is_a_typed_error_and_the_database_recovers() {
         })
         .unwrap_err();
     assert!(matches!(err, Error::DiskFull(_)), "{err:?}");
-    assert_eq!(err.to_string(), "database or disk is full");
+    // What happened, and what to do about it.
+    assert_eq!(
+        err.to_string(),
+        "database or disk is full; the last change was rolled back: free some space and run \
+         it again"
+    );
     assert!(!err.is_busy());
     limit(None);
     db.write(|tx| -> scribe_db::Result<_> {

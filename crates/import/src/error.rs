@@ -68,13 +68,31 @@ pub struct SourceDbError(rusqlite::Error);
 
 impl std::fmt::Display for SourceDbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        self.0.fmt(f)?;
+        if matches!(
+            self.0.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ) {
+            // A rollback-journal database whose writer held its lock through the busy
+            // timeout: the agent is writing; the next import reads it.
+            write!(
+                f,
+                " (its writer kept it locked for {} s; import again when it is idle)",
+                crate::sources::SOURCE_BUSY_TIMEOUT.as_secs()
+            )?;
+        }
+        Ok(())
     }
 }
 
 impl std::error::Error for SourceDbError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(&self.0)
+        match &self.0 {
+            // The message shown is SQLite's own; the driver's source would only repeat
+            // it as "Error code 11: database disk image is malformed".
+            rusqlite::Error::SqliteFailure(..) => None,
+            other => std::error::Error::source(other),
+        }
     }
 }
 

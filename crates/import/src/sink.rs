@@ -154,8 +154,12 @@ impl Stored {
                 source: source.name(),
                 external_id: external,
             })?;
-            if let Some(row) = row {
-                stored.sessions.insert(external.to_owned(), row.session_id);
+            let id = match row {
+                Some(row) => Some(row.session_id),
+                None => unrecorded_session(tx, source, external)?,
+            };
+            if let Some(id) = id {
+                stored.sessions.insert(external.to_owned(), id);
             }
         }
         let ids = batch
@@ -172,6 +176,25 @@ impl Stored {
         }
         Ok(stored)
     }
+}
+
+/// The stored session of `source` that an import would give `external` (its id, or
+/// `<source>-<id>`), when the importer has no record of it: one that `scribe import` of
+/// an export of an earlier import brought (an export does not carry `import_sessions`).
+/// It is that session, taken over by the import rather than doubled.
+fn unrecorded_session(
+    tx: &mut dyn Reads,
+    source: Source,
+    external: &str,
+) -> Result<Option<String>> {
+    for id in [external.to_owned(), format!("{}-{external}", source.name())] {
+        if SessionService::exists_tx(tx, &id)?
+            && SessionService::get_tx(tx, &id)?.source == source.name()
+        {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
 }
 
 fn file_states(tx: &mut dyn Reads, source: Source) -> Result<HashMap<String, FileState>> {
@@ -806,8 +829,11 @@ impl Commit<'_, '_> {
     }
 
     /// The Scribe id a session of this source not imported yet gets: the source's id,
-    /// unless another session already has it.
+    /// unless another source's session already has it (then `<source>-<id>`).
     fn fresh_id(&mut self, external: &str) -> Result<String> {
+        if let Some(id) = unrecorded_session(self.tx, self.source, external)? {
+            return Ok(id);
+        }
         Ok(if SessionService::exists_tx(self.tx, external)? {
             format!("{}-{}", self.source.name(), external)
         } else {

@@ -219,6 +219,53 @@ fn reading_every_file_again_stores_nothing_twice() {
 }
 
 #[test]
+fn history_imported_over_an_export_of_its_import_adds_nothing() {
+    // A store moved with `scribe export --all` / `scribe import` keeps the sessions but
+    // not the importer's record of them: importing the agents' history into it again
+    // finds them, rather than adding an empty twin of each (and, for Hermes, whose usage
+    // is per session, counting its usage twice).
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    import_all(&db, &home);
+    let exports = scribe_session::SessionService::new(std::sync::Arc::clone(&db))
+        .export(&scribe_session::ExportSelection::All { source: None })
+        .unwrap();
+    let moved_dir = tempfile::tempdir().unwrap();
+    let moved = scribe_db(moved_dir.path());
+    let outcomes = scribe_session::SessionService::new(std::sync::Arc::clone(&moved))
+        .import_many(exports, |_| {})
+        .unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let before = dump(&moved);
+    assert_eq!(before, dump(&db));
+
+    // A dry run counts nothing new either.
+    for source in Source::ALL {
+        let mut sink = scribe_import::sink::DryRunSink::new(Some(scribe_session::Store::new(
+            std::sync::Arc::clone(&moved),
+        )));
+        let s = scribe_import::import(
+            &mut sink,
+            scribe_import::sources::importer(source),
+            &roots(&home, source),
+            &scribe_import::Options::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(s.written.sessions_created, 0, "{source:?} dry run: {s:?}");
+        assert_eq!(s.written.messages_inserted, 0, "{source:?} dry run: {s:?}");
+        assert_eq!(s.written.messages_replayed, 0, "{source:?} dry run: {s:?}");
+    }
+    for s in import_all(&moved, &home) {
+        assert_eq!(s.written.sessions_created, 0, "{}: {s:?}", s.source);
+        assert_eq!(s.written.messages_inserted, 0, "{}: {s:?}", s.source);
+        assert_eq!(s.written.messages_replayed, 0, "{}: {s:?}", s.source);
+    }
+    assert_same(&dump(&moved), &before, "history over its moved import");
+}
+
+#[test]
 fn tool_calls_are_paired_with_their_results() {
     let dir = tempfile::tempdir().unwrap();
     let home = home(dir.path());

@@ -107,3 +107,31 @@ fn opencode_costs_summing_past_f64_max_do_not_abort_the_import() {
     assert!(costs.contains(&f64::MAX), "{costs:?}");
     assert!(costs.iter().all(|c| c.is_finite()), "{costs:?}");
 }
+
+/// Another agent's file given to the Gemini importer (`--from gemini` with a Codex rollout
+/// or a Claude Code transcript, a stray JSON file under `chats/`): nothing of a Gemini
+/// conversation in it, so no session, only the skipped records in the report. (Before,
+/// each became an empty session named after the file.)
+#[test]
+fn a_file_with_nothing_of_gemini_in_it_makes_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = dir.path().join("rollout.jsonl");
+    copy(
+        "codex/sessions/2026/02/23/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl",
+        &codex,
+    );
+    let claude = dir.path().join("claude.jsonl");
+    copy(
+        "claude/projects/-path-to-Demo/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        &claude,
+    );
+    let other = dir.path().join("settings.json");
+    std::fs::write(&other, r#"{"theme": "dark", "messages": []}"#).unwrap();
+    let db = scribe_db(dir.path());
+    for file in [codex, claude, other] {
+        let s = run(&db, Source::Gemini, std::slice::from_ref(&file));
+        assert!(s.failed.is_empty(), "{file:?}: {:?}", s.failed);
+        assert_eq!(s.written.sessions_created, 0, "{file:?}: {s:?}");
+    }
+    assert!(sessions(&db).is_empty(), "{:?}", sessions(&db));
+}

@@ -137,11 +137,36 @@ fn a_file_that_is_not_a_database_fails_alone() {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("opencode.db"), "this is not sqlite").unwrap();
     build_db("opencode/opencode.sql", &data.join("opencode-dev.db"));
+    // A directory named like a database is not one, and not a failure either.
+    std::fs::create_dir_all(data.join("opencode-old.db")).unwrap();
     let db = scribe_db(dir.path());
     let s = run(&db, Source::OpenCode, &[data]);
     assert_eq!(s.failed.len(), 1, "{:?}", s.failed);
     assert!(s.failed[0].path.ends_with("opencode.db"));
+    assert_eq!(s.files, 2);
     assert_eq!(s.files_read, 1);
+    assert_eq!(s.written.sessions_created, 1);
+}
+
+/// A rollback-journal database whose writer holds its lock through the reader's busy
+/// timeout fails alone, saying what to do, and the next import reads it.
+#[test]
+fn a_database_locked_by_its_writer_fails_saying_to_import_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    build_db("opencode/opencode.sql", &data.join("opencode.db"));
+    let writer = Connection::open(data.join("opencode.db")).unwrap();
+    writer.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::OpenCode, std::slice::from_ref(&data));
+    assert_eq!(s.failed.len(), 1, "{:?}", s.failed);
+    let reason = &s.failed[0].error;
+    assert!(reason.contains("database is locked"), "{reason}");
+    assert!(reason.contains("import again when it is idle"), "{reason}");
+    assert_eq!(s.written.sessions_created, 0);
+    writer.execute_batch("COMMIT").unwrap();
+    let s = run(&db, Source::OpenCode, &[data]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
     assert_eq!(s.written.sessions_created, 1);
 }
 

@@ -56,6 +56,6 @@ pub use title::{
 };
 pub use transfer::{
     BoxError, ExportSelection, IMPORT_BATCH_MESSAGES, ImportOutcome, ImportProgress, PruneReport,
-    RollUpMark, SessionExport,
+    RollUpMark, SessionExport, exports_parents_first,
 };
 pub use usage::{RollUp, StatsBy, UsageDelta, UsageStats, UsageStatsRow, UsageTotals};

@@ -133,10 +133,23 @@ fn prunable(tx: &mut dyn Reads, before: i64, source: Option<&str>) -> Result<Vec
 /// in it. Creation order alone is not enough: a task session's id is a tool-call id, so a
 /// child created in the same millisecond as its parent may sort before it.
 fn parents_first(list: Vec<Session>) -> Vec<Session> {
+    parents_first_by(list, |s| s)
+}
+
+/// Reorders the sessions of an export file so every session comes after its parent when
+/// both are in it, keeping the file's order otherwise: [`SessionService::import_many`]
+/// links a child only to a parent already stored, so a file that lists a child first (two
+/// exports concatenated, one edited by hand) would otherwise lose the link.
+pub fn exports_parents_first(list: Vec<SessionExport>) -> Vec<SessionExport> {
+    parents_first_by(list, |e| &e.session)
+}
+
+/// [`parents_first`] over anything that holds a session.
+fn parents_first_by<T>(list: Vec<T>, session: impl Fn(&T) -> &Session) -> Vec<T> {
     let index: HashMap<String, usize> = list
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.id.clone(), i))
+        .map(|(i, s)| (session(s).id.clone(), i))
         .collect();
     let mut placed = vec![false; list.len()];
     let mut order = Vec::with_capacity(list.len());
@@ -149,7 +162,7 @@ fn parents_first(list: Vec<Session>) -> Vec<Session> {
                 break;
             }
             chain.push(i);
-            at = list[i]
+            at = session(&list[i])
                 .parent_session_id
                 .as_ref()
                 .and_then(|parent| index.get(parent).copied());
@@ -159,7 +172,7 @@ fn parents_first(list: Vec<Session>) -> Vec<Session> {
             order.push(i);
         }
     }
-    let mut slots: Vec<Option<Session>> = list.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<T>> = list.into_iter().map(Some).collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
@@ -511,10 +524,69 @@ impl SessionService {
                         })
                         .collect());
                 }
-                Err(BatchError::Session(i, err)) => outcomes[i] = Some(Err(*err)),
+                Err(BatchError::Session(i, err)) => {
+                    let err = match *err {
+                        err @ SessionError::Conflict { .. } => {
+                            self.explain_conflict(batch, &outcomes, i).unwrap_or(err)
+                        }
+                        err => err,
+                    };
+                    outcomes[i] = Some(Err(err));
+                }
                 Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
             }
         }
+    }
+}
+
+impl SessionService {
+    /// Which message of `batch[failed]` clashed (the database said only "UNIQUE constraint
+    /// failed: messages.id"): one already stored in another session, or one that a
+    /// session before it in the batch, not failed, also holds. `None` when none did (the
+    /// clash was elsewhere) or the lookup itself failed: the database's error stands.
+    fn explain_conflict(
+        &self,
+        batch: &[SessionExport],
+        outcomes: &[Option<Result<ImportOutcome>>],
+        failed: usize,
+    ) -> Option<SessionError> {
+        let export = &batch[failed];
+        let ids: Vec<&str> = export.messages.iter().map(|m| m.id.as_str()).collect();
+        let stored = self
+            .db
+            .read(|tx| -> Result<Vec<(String, String)>> {
+                let mut found = Vec::new();
+                for chunk in ids.chunks(500) {
+                    found.extend(store::message_sessions(tx, chunk)?);
+                }
+                Ok(found)
+            })
+            .ok()?;
+        let clash = |id: &str, holder: &str, when: &str| {
+            SessionError::conflict(format!(
+                "message {id} is already in session {holder}, {when}; a message belongs to one \
+                 session: remove it from one of them and import again"
+            ))
+        };
+        if let Some((id, holder)) = stored
+            .into_iter()
+            .find(|(_, holder)| *holder != export.session.id)
+        {
+            return Some(clash(&id, &holder, "stored before"));
+        }
+        let mine: BTreeSet<&str> = ids.into_iter().collect();
+        batch
+            .iter()
+            .zip(outcomes)
+            .take(failed)
+            .filter(|(_, outcome)| !matches!(outcome, Some(Err(_))))
+            .find_map(|(other, _)| {
+                let id = other
+                    .messages
+                    .iter()
+                    .find(|m| mine.contains(m.id.as_str()))?;
+                Some(clash(&id.id, &other.session.id, "earlier in this import"))
+            })
     }
 }
 
@@ -639,7 +711,6 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         .restore_imported_session(&q::RestoreImportedSessionParams {
             summary_message_id: summary,
             compacting_at: s.compacting_at,
-            message_count: s.message_count,
             tool_call_count: s.tool_call_count,
             id: &s.id,
         })?;

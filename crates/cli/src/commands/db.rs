@@ -7,7 +7,7 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use scribe_db::{Backend, Database, DbInfo, IndexStatus};
 
-use crate::context::{Access, open_database};
+use crate::context::{Access, NewDatabase, open_database};
 use crate::error::CliError;
 use crate::location::DbPath;
 
@@ -176,11 +176,13 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
 /// Copies one store into another, with a progress bar per table.
 fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
     // The source must exist (a mistyped one is not an empty store to copy); the target
-    // is created.
+    // is created, and removed again if the copy fails (it is one transaction, so a failed
+    // one leaves the new file empty).
     let from = Database::open_existing(&args.from)?;
+    let new = NewDatabase::before_open(std::path::Path::new(&args.to));
     let to = Database::open(&args.to)?;
     let mut bar: Option<(String, indicatif::ProgressBar)> = None;
-    let report = scribe_db::copy::copy(&from, &to, |p| {
+    let copied = scribe_db::copy::copy(&from, &to, |p| {
         if bar.as_ref().is_none_or(|(table, _)| *table != p.table) {
             if let Some((_, done)) = bar.take() {
                 done.finish_and_clear();
@@ -192,10 +194,28 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
         if let Some((_, current)) = &bar {
             current.set_position(p.done);
         }
-    })?;
+    });
     if let Some((_, done)) = bar.take() {
         done.finish_and_clear();
     }
+    let report = match (copied, new) {
+        (Ok(report), _) => report,
+        (Err(err), None) => return Err(err.into()),
+        (Err(err), Some(new)) => {
+            drop(to);
+            // The copy's failure is the news; a failed clean-up is reported alone only
+            // when there is nothing to add it to.
+            let path = new.file().to_owned();
+            match new.remove() {
+                Ok(()) => eprintln!(
+                    "scribe: nothing was copied, so no database was created at {}",
+                    path.display()
+                ),
+                Err(cleanup) => eprintln!("scribe: {}", crate::error::one_line(&cleanup)),
+            }
+            return Err(err.into());
+        }
+    };
     for (table, rows) in &report.tables {
         writeln!(out, "  {table:<16} {rows:>10} rows")?;
     }

@@ -2,7 +2,8 @@
 //! or with `--from <agent>` another agent's own history (see `import_history`).
 //!
 //! The whole file is read and checked before anything is stored, so a malformed file
-//! imports nothing. The sessions then go in through the bulk path
+//! imports nothing; its sessions are then put parents first (a child is linked only to a
+//! parent already stored). The sessions then go in through the bulk path
 //! (`SessionService::import_many`: thousands of messages per transaction, each of which
 //! also fills both search indexes with what it stored, progress on stderr): one already present is skipped
 //! (importing a file twice never duplicates), and one that cannot be stored is reported
@@ -94,12 +95,14 @@ impl ImportCmd {
             Ok([file]) => file,
             Err(_) => usage("give one export FILE, or --from AGENT to import an agent's history"),
         };
-        let text = read(&file)?;
-        let exports = parse(&text).map_err(|reason| CliError::MalformedImport {
+        let malformed = |reason| CliError::MalformedImport {
             path: file.clone(),
             reason,
-        })?;
-        Ok(Import::File(exports))
+        };
+        let text = String::from_utf8(read(&file)?).map_err(|e| malformed(not_text(&e)))?;
+        let exports = parse(&text).map_err(malformed)?;
+        // A child is linked only to a parent already stored: parents go first.
+        Ok(Import::File(scribe_session::exports_parents_first(exports)))
     }
 }
 
@@ -137,7 +140,14 @@ impl Import {
                     // A title the import refuses may be huge; the message stays one short line.
                     .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
                     .unwrap_or_default();
-                (export.session.id.clone(), title)
+                let id = &export.session.id;
+                // A blank id (refused) would print as nothing: quoted, it shows.
+                let id = if id.trim().is_empty() {
+                    format!("session {id:?}")
+                } else {
+                    id.clone()
+                };
+                (id, title)
             })
             .collect();
         // The bulk path: thousands of messages per transaction, each indexing what it
@@ -206,6 +216,14 @@ impl Import {
     }
 }
 
+impl Import {
+    /// Whether a missing SQLite database would be created for it and kept open until it
+    /// ends: not for a dry run (creates nothing) or `--watch` (runs until stopped).
+    pub fn creates(&self) -> bool {
+        self.access() == Access::Create && !matches!(self, Import::History(args) if args.watch)
+    }
+}
+
 /// Exits with a usage error (status 2), as clap does for the arguments it checks itself.
 fn usage(message: &str) -> ! {
     use clap::CommandFactory;
@@ -214,17 +232,32 @@ fn usage(message: &str) -> ! {
         .exit()
 }
 
-fn read(path: &Path) -> Result<String, CliError> {
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     let err = |source| CliError::ReadFile {
         path: path.to_owned(),
         source,
     };
     if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(err)?;
-        return Ok(text);
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(err)?;
+        return Ok(bytes);
     }
-    std::fs::read_to_string(path).map_err(err)
+    std::fs::read(path).map_err(err)
+}
+
+/// Why bytes that are not UTF-8 are no export, with what to do about a compressed file.
+fn not_text(err: &std::string::FromUtf8Error) -> String {
+    let bytes = err.as_bytes();
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        "gzip-compressed: decompress it first (`gunzip -k FILE`), then import the .json".to_owned()
+    } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        "zstd-compressed: decompress it first (`zstd -d FILE`), then import the .json".to_owned()
+    } else {
+        format!(
+            "not UTF-8 text (byte {}): a scribe export is JSON",
+            err.utf8_error().valid_up_to()
+        )
+    }
 }
 
 /// The sessions of an export file: a JSON export document, a single session export, a

@@ -179,6 +179,23 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
                 total: summaries.iter().map(|s| s.files).sum(),
             });
         }
+        // PATHs the user named that hold nothing this agent reads are a mistake (another
+        // agent's files, a file of another kind), not an empty history.
+        if let Some(s) = summaries
+            .iter()
+            .find(|s| !args.paths.is_empty() && s.files == 0)
+        {
+            return Err(CliError::NoHistoryIn {
+                agent: s.source.clone(),
+                paths: args
+                    .paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                keeps: keeps(&s.source),
+            });
+        }
         return Ok(());
     };
     let how = if watch.notifying() {
@@ -200,6 +217,20 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             }
             out.flush()?;
         }
+    }
+}
+
+/// What an agent's history looks like, for a PATH that held none of it.
+fn keeps(source: &str) -> &'static str {
+    match source {
+        "claude-code" => "Claude Code keeps *.jsonl transcripts under ~/.claude/projects",
+        "codex" => "Codex keeps rollout-*.jsonl files under ~/.codex/sessions",
+        "opencode" => {
+            "OpenCode keeps opencode*.db (or storage/session/*.json) in ~/.local/share/opencode"
+        }
+        "hermes" => "Hermes keeps state.db and sessions/*.json in ~/.hermes",
+        "gemini" => "Gemini CLI keeps chats/*.json and *.jsonl under ~/.gemini/tmp",
+        _ => "see `scribe import --help`",
     }
 }
 
@@ -318,8 +349,8 @@ fn watch_line(s: &SourceSummary) -> String {
             i64::try_from(w.messages_inserted).unwrap_or(i64::MAX),
             "message"
         ),
-        w.messages_merged,
-        w.parts_updated
+        ui::grouped(i64::try_from(w.messages_merged).unwrap_or(i64::MAX)),
+        ui::grouped(i64::try_from(w.parts_updated).unwrap_or(i64::MAX))
     )
 }
 
@@ -347,10 +378,10 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
     text.push_str(&format!(
         "  {} ({} read, {} unchanged{})\n",
         ui::plural(n(s.files), "file"),
-        s.files_read,
-        s.files_unchanged,
+        ui::grouped(n(s.files_read)),
+        ui::grouped(n(s.files_unchanged)),
         if s.files_too_old > 0 {
-            format!(", {} older than --since", s.files_too_old)
+            format!(", {} older than --since", ui::grouped(n(s.files_too_old)))
         } else {
             String::new()
         }
@@ -364,12 +395,12 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
         let mut bits = vec![format!(
             "{} ({} new)",
             ui::plural(n(w.sessions_created + w.sessions_updated), "session"),
-            w.sessions_created
+            ui::grouped(n(w.sessions_created))
         )];
         bits.push(format!(
             "{} ({} new)",
             ui::plural(n(w.messages_inserted + w.messages_merged), "message"),
-            w.messages_inserted
+            ui::grouped(n(w.messages_inserted))
         ));
         if w.parts_updated > 0 {
             bits.push(ui::plural(n(w.parts_updated), "later tool result"));
@@ -409,7 +440,7 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
         let top: Vec<String> = kinds
             .iter()
             .take(5)
-            .map(|(k, v)| format!("{k} {v}"))
+            .map(|(k, v)| format!("{k} {}", ui::grouped(n(**v))))
             .collect();
         text.push_str(&format!(
             "  skipped {} (metadata or unknown types: {}{})\n",
@@ -438,4 +469,40 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
         ));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use scribe_import::SourceSummary;
+
+    #[test]
+    fn every_count_of_the_summary_is_grouped_alike() {
+        let mut s = SourceSummary {
+            source: "claude-code".to_owned(),
+            files: 1500,
+            files_read: 1200,
+            files_unchanged: 250,
+            files_too_old: 50,
+            ..SourceSummary::default()
+        };
+        s.written.sessions_created = 1200;
+        s.written.messages_inserted = 13_500;
+        s.written.messages_merged = 2000;
+        s.skipped.insert("progress".to_owned(), 4000);
+        let text = super::human(&s, false);
+        assert!(
+            text.contains("1,500 files (1,200 read, 250 unchanged, 50 older than --since)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1,200 sessions (1,200 new), 15,500 messages (13,500 new)"),
+            "{text}"
+        );
+        assert!(text.contains("progress 4,000"), "{text}");
+        assert!(
+            super::watch_line(&s).ends_with("13,500 messages new, 2,000 updated, 0 tool results"),
+            "{}",
+            super::watch_line(&s)
+        );
+    }
 }

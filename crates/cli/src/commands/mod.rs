@@ -19,7 +19,7 @@ pub mod sources;
 pub mod stats;
 
 use crate::cli::{Cli, Command};
-use crate::context::{Access, Context};
+use crate::context::{Access, Context, NewDatabase};
 use crate::error::CliError;
 use crate::location;
 
@@ -38,10 +38,35 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
     // An import reads and checks its input before the database is opened: one that fails
     // on its input (a file that is not there or not an export) creates no database.
+    // One that stores nothing (every session of the export failed, no history found)
+    // leaves no database it created behind either (`context::NewDatabase`).
     if let Command::Import(cmd) = cli.command {
         let import = cmd.prepare()?;
+        let new = import
+            .creates()
+            .then(|| NewDatabase::before_open(&db.path))
+            .flatten();
         let ctx = open(&db, import.access(), import.dry_run())?;
-        return import.run(&ctx);
+        let result = import.run(&ctx);
+        let Some(new) = new else { return result };
+        // Counted before closing: the last connection's close deletes the `-wal`.
+        let sessions = ctx
+            .db
+            .read(|tx| -> scribe_db::Result<i64> { tx.q().count_sessions() });
+        drop(ctx);
+        let new_path = new.file().to_owned();
+        let cleanup = match sessions {
+            Ok(0) => new.remove().map(|()| {
+                eprintln!(
+                    "scribe: nothing was imported, so no database was created at {}",
+                    new_path.display()
+                );
+            }),
+            Ok(_) => Ok(()),
+            Err(err) => Err(err.into()),
+        };
+        // The import's own failure is the news; a failed clean-up only when it succeeded.
+        return result.and(cleanup);
     }
     // Only a command that adds to the store creates a missing database; see
     // `context::open_database` and the README's CLI tour.

@@ -184,6 +184,12 @@ impl Log {
         out: &mut Batch,
         report: &mut FileReport,
     ) -> Option<SessionRec> {
+        // Nothing of a Gemini CLI conversation in it (another agent's file given with
+        // `--from gemini`, a stray JSON file under chats/): no session, only the skipped
+        // records the report already counts.
+        if str_of(&self.meta, "sessionId").is_none() && self.messages.is_empty() {
+            return None;
+        }
         let stem = path
             .file_stem()
             .map(|n| n.to_string_lossy().into_owned())

@@ -353,6 +353,9 @@ pub(crate) fn content_text(v: &serde_json::Value) -> String {
     }
 }
 
+/// How long a read of an agent's rollback-journal database waits for its writer's lock.
+pub(crate) const SOURCE_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Opens an agent's SQLite database without any chance of changing it or holding up the
 /// agent, inside one read transaction (every table read from the same snapshot; it ends
 /// when the connection is dropped): the one way the importers open a source database.
@@ -381,7 +384,7 @@ pub(crate) fn open_source_db(path: &Path) -> Result<rusqlite::Connection> {
             uri.push_str("&immutable=1");
         }
         let conn = rusqlite::Connection::open_with_flags(uri, flags)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(SOURCE_BUSY_TIMEOUT)?;
         conn.execute_batch("BEGIN")?;
         // Touches the schema, so a database that cannot be read fails here; and starts
         // the read transaction's snapshot.

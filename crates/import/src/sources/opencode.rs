@@ -73,7 +73,8 @@ impl Importer for OpenCode {
                     .file_name()
                     .map(|n| n.to_string_lossy())
                     .unwrap_or_default();
-                name.starts_with("opencode") && name.ends_with(".db")
+                // A directory so named is not a database (SQLite: "disk I/O error").
+                name.starts_with("opencode") && name.ends_with(".db") && p.is_file()
             })
             .collect();
         dbs.sort();
