@@ -25,7 +25,7 @@ use rand::Rng;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
-use crate::checkpoint::{self, Checkpointer};
+use crate::checkpoint::{self, AutoCheckpoint, Checkpointer};
 use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::gate::Gate;
@@ -209,6 +209,9 @@ pub(crate) struct SqliteStore {
     indexer: Option<Indexer>,
     /// The background checkpointer ([`Options::wal_restart_pages`]; read-write files).
     checkpointer: Option<Checkpointer>,
+    /// SQLite's auto-checkpoint off the writing thread (with [`Options::writer_gate`];
+    /// read-write files), shared with the indexer.
+    auto_checkpoint: Option<Arc<AutoCheckpoint>>,
     /// The writers' gate ([`Options::writer_gate`]; read-write files), shared with the
     /// indexer.
     gate: Arc<Gate>,
@@ -245,6 +248,7 @@ impl SqliteStore {
             writer,
             indexer,
             checkpointer,
+            auto_checkpoint: None,
             gate,
             search_queue,
             readers: Mutex::new(Vec::new()),
@@ -439,13 +443,19 @@ impl Database {
         let migration = migrated?;
         let search_queue = migration.to >= SEARCH_QUEUE_VERSION;
         let checkpointer = start_checkpointer(&conn, path, &options)?;
-        if deferred_checkpoint(&options) {
+        let auto_checkpoint = deferred_checkpoint(&options).then(|| {
             checkpoint::watch_wal_deferred(&conn);
-        }
+            Arc::new(AutoCheckpoint::new(path, &options))
+        });
         let writer = Arc::new(Mutex::new(conn));
         let indexer = if search_queue && options.background_indexing {
             // Also finishes what a crashed or short-lived process left queued.
-            match Indexer::start(Arc::clone(&writer), Arc::clone(&gate), options.clone()) {
+            match Indexer::start(
+                Arc::clone(&writer),
+                Arc::clone(&gate),
+                auto_checkpoint.clone(),
+                options.clone(),
+            ) {
                 Ok(indexer) => Some(indexer),
                 Err(err) => {
                     // Searches still index what they need before they run.
@@ -459,15 +469,18 @@ impl Database {
         Ok(Database {
             options,
             migration,
-            engine: Engine::Sqlite(Box::new(SqliteStore::new(
-                Some(path.to_owned()),
-                writer,
-                indexer,
-                checkpointer,
-                gate,
-                search_queue,
-                false,
-            ))),
+            engine: Engine::Sqlite(Box::new(SqliteStore {
+                auto_checkpoint,
+                ..SqliteStore::new(
+                    Some(path.to_owned()),
+                    writer,
+                    indexer,
+                    checkpointer,
+                    gate,
+                    search_queue,
+                    false,
+                )
+            })),
         })
     }
 
@@ -692,13 +705,27 @@ impl Database {
         }
     }
 
-    /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers.
-    /// Does nothing on a read-only, in-memory or PostgreSQL database (which have no WAL
-    /// of their own).
+    /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers
+    /// (after the background auto-checkpoint's round under way, if any, which would turn
+    /// it away; see [`Database::wait_for_checkpoint`]). Does nothing on a read-only,
+    /// in-memory or PostgreSQL database (which have no WAL of their own).
     pub fn checkpoint(&self) -> Result<()> {
         match self.sqlite() {
             Some(sqlite) => sqlite.checkpoint(&self.options),
             None => Ok(()),
+        }
+    }
+
+    /// Waits until the background auto-checkpoint of this handle is idle: with
+    /// [`Options::writer_gate`] (the default), a commit that leaves 1,000 frames or more
+    /// in the WAL hands SQLite's passive auto-checkpoint to a thread of its own instead of
+    /// running it before the write returns, and this returns once that thread has done
+    /// what it was handed (at once when nothing is under way, and on databases without
+    /// it). For a program or benchmark that must count that work as its own, or wants the
+    /// main file up to date before it copies it.
+    pub fn wait_for_checkpoint(&self) {
+        if let Some(auto) = self.sqlite().and_then(SqliteStore::auto_checkpoint) {
+            auto.wait_idle();
         }
     }
 
@@ -883,6 +910,9 @@ impl SqliteStore {
     /// [`Database::checkpoint`] on SQLite.
     fn checkpoint(&self, options: &Options) -> Result<()> {
         if self.path.is_some() && !options.read_only {
+            if let Some(auto) = &self.auto_checkpoint {
+                auto.wait_idle();
+            }
             let report = {
                 let conn = self.writer();
                 conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
@@ -917,6 +947,11 @@ impl SqliteStore {
         &self.gate
     }
 
+    /// SQLite's auto-checkpoint off the writing thread, when this database has it.
+    pub(crate) fn auto_checkpoint(&self) -> Option<&AutoCheckpoint> {
+        self.auto_checkpoint.as_deref()
+    }
+
     /// The background indexer, if this database runs one.
     pub(crate) fn indexer(&self) -> Option<&Indexer> {
         self.indexer.as_ref()
@@ -947,7 +982,12 @@ impl SqliteStore {
         }
         let every = options.checkpoint_every;
         let done = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        let deferred = deferred_checkpoint(options) && checkpoint::deferred_checkpoint_due(frames);
+        let deferred = deferred_checkpoint(options)
+            && checkpoint::deferred_checkpoint_due(frames)
+            && !self
+                .auto_checkpoint
+                .as_ref()
+                .is_some_and(|auto| auto.take(frames));
         if self.path.is_some() && (deferred || (every > 0 && done.is_multiple_of(every))) {
             // Keeps the WAL from growing while readers stay busy; failure only delays that.
             if let Err(err) = self.checkpoint(options) {
