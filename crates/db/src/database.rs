@@ -112,7 +112,12 @@ pub struct Options {
     /// that leaves 1,000 frames or more in the WAL) runs after the writer let the gate go,
     /// not inside its commit: under the gate it stopped every writer for its syncs (the
     /// WAL then restarted every ~1,000 frames, 5-17 MB at most, but the 4-writer total
-    /// fell 20-50% and the worst wait rose).
+    /// fell 20-50% and the worst wait rose). Since stop 31 it runs on a thread of its own
+    /// with a connection of its own, and the write that was due it returns at once (those
+    /// writes were the slowest 1% of single appends, 5-6 ms each); only a write that finds
+    /// 4,000 frames or more in the WAL (the thread has not caught up with writes that never
+    /// pause) still runs it itself, so that the WAL starts over
+    /// ([`Database::wait_for_checkpoint`]).
     ///
     /// On by default (since stop 30). In ten alternated pairs of scribe-bench's 4-writer
     /// row (`--only writers`, `SCRIBE_BENCH_WRITER_GATE=0|1`, another build running on the
@@ -776,8 +781,10 @@ impl Database {
     }
 
     /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
-    /// successful writes, plus each [`Database::checkpoint`] call that did something
-    /// (always 0 on PostgreSQL).
+    /// successful writes, plus each [`Database::checkpoint`] call that did something,
+    /// plus each SQLite auto-checkpoint a write ran itself (with [`Options::writer_gate`]
+    /// only past 4,000 WAL frames: the auto-checkpoint's own thread is not counted; see
+    /// [`Database::wait_for_checkpoint`]); always 0 on PostgreSQL.
     pub fn checkpoints_run(&self) -> u64 {
         self.sqlite()
             .map_or(0, |sqlite| sqlite.checkpoints.load(Ordering::Relaxed))
