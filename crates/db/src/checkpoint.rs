@@ -35,6 +35,10 @@
 //! that had just committed took the lock again before the others looked, and the worst
 //! wait rose from ~100 ms to ~400-600 ms. `journal_size_limit` trims a file that grew past
 //! twice the threshold (a restart that had to wait) back when the WAL next starts over.
+//!
+//! With the writers' gate, SQLite's own auto-checkpoint (every commit past 1,000 frames)
+//! is run here too, by [`AutoCheckpoint`]'s thread instead of the write that was due it
+//! (stop 31: those writes were the slowest 1% of single appends).
 
 use std::cell::Cell;
 use std::os::raw::c_int;
