@@ -25,7 +25,7 @@ use rand::Rng;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
-use crate::checkpoint::{self, Checkpointer};
+use crate::checkpoint::{self, AutoCheckpoint, Checkpointer};
 use crate::clock::Clock;
 use crate::error::is_busy;
 use crate::gate::Gate;
@@ -112,7 +112,12 @@ pub struct Options {
     /// that leaves 1,000 frames or more in the WAL) runs after the writer let the gate go,
     /// not inside its commit: under the gate it stopped every writer for its syncs (the
     /// WAL then restarted every ~1,000 frames, 5-17 MB at most, but the 4-writer total
-    /// fell 20-50% and the worst wait rose).
+    /// fell 20-50% and the worst wait rose). Since stop 31 it runs on a thread of its own
+    /// with a connection of its own, and the write that was due it returns at once (those
+    /// writes were the slowest 1% of single appends, 5-6 ms each); only a write that finds
+    /// 4,000 frames or more in the WAL (the thread has not caught up with writes that never
+    /// pause) still runs it itself, so that the WAL starts over
+    /// ([`Database::wait_for_checkpoint`]).
     ///
     /// On by default (since stop 30). In ten alternated pairs of scribe-bench's 4-writer
     /// row (`--only writers`, `SCRIBE_BENCH_WRITER_GATE=0|1`, another build running on the
@@ -209,6 +214,9 @@ pub(crate) struct SqliteStore {
     indexer: Option<Indexer>,
     /// The background checkpointer ([`Options::wal_restart_pages`]; read-write files).
     checkpointer: Option<Checkpointer>,
+    /// SQLite's auto-checkpoint off the writing thread (with [`Options::writer_gate`];
+    /// read-write files), shared with the indexer.
+    auto_checkpoint: Option<Arc<AutoCheckpoint>>,
     /// The writers' gate ([`Options::writer_gate`]; read-write files), shared with the
     /// indexer.
     gate: Arc<Gate>,
@@ -245,6 +253,7 @@ impl SqliteStore {
             writer,
             indexer,
             checkpointer,
+            auto_checkpoint: None,
             gate,
             search_queue,
             readers: Mutex::new(Vec::new()),
@@ -439,13 +448,19 @@ impl Database {
         let migration = migrated?;
         let search_queue = migration.to >= SEARCH_QUEUE_VERSION;
         let checkpointer = start_checkpointer(&conn, path, &options)?;
-        if deferred_checkpoint(&options) {
+        let auto_checkpoint = deferred_checkpoint(&options).then(|| {
             checkpoint::watch_wal_deferred(&conn);
-        }
+            Arc::new(AutoCheckpoint::new(path, &options))
+        });
         let writer = Arc::new(Mutex::new(conn));
         let indexer = if search_queue && options.background_indexing {
             // Also finishes what a crashed or short-lived process left queued.
-            match Indexer::start(Arc::clone(&writer), Arc::clone(&gate), options.clone()) {
+            match Indexer::start(
+                Arc::clone(&writer),
+                Arc::clone(&gate),
+                auto_checkpoint.clone(),
+                options.clone(),
+            ) {
                 Ok(indexer) => Some(indexer),
                 Err(err) => {
                     // Searches still index what they need before they run.
@@ -459,15 +474,18 @@ impl Database {
         Ok(Database {
             options,
             migration,
-            engine: Engine::Sqlite(Box::new(SqliteStore::new(
-                Some(path.to_owned()),
-                writer,
-                indexer,
-                checkpointer,
-                gate,
-                search_queue,
-                false,
-            ))),
+            engine: Engine::Sqlite(Box::new(SqliteStore {
+                auto_checkpoint,
+                ..SqliteStore::new(
+                    Some(path.to_owned()),
+                    writer,
+                    indexer,
+                    checkpointer,
+                    gate,
+                    search_queue,
+                    false,
+                )
+            })),
         })
     }
 
@@ -692,13 +710,27 @@ impl Database {
         }
     }
 
-    /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers.
-    /// Does nothing on a read-only, in-memory or PostgreSQL database (which have no WAL
-    /// of their own).
+    /// Runs a passive WAL checkpoint now: copies what it can without waiting for readers
+    /// (after the background auto-checkpoint's round under way, if any, which would turn
+    /// it away; see [`Database::wait_for_checkpoint`]). Does nothing on a read-only,
+    /// in-memory or PostgreSQL database (which have no WAL of their own).
     pub fn checkpoint(&self) -> Result<()> {
         match self.sqlite() {
             Some(sqlite) => sqlite.checkpoint(&self.options),
             None => Ok(()),
+        }
+    }
+
+    /// Waits until the background auto-checkpoint of this handle is idle: with
+    /// [`Options::writer_gate`] (the default), a commit that leaves 1,000 frames or more
+    /// in the WAL hands SQLite's passive auto-checkpoint to a thread of its own instead of
+    /// running it before the write returns, and this returns once that thread has done
+    /// what it was handed (at once when nothing is under way, and on databases without
+    /// it). For a program or benchmark that must count that work as its own, or wants the
+    /// main file up to date before it copies it.
+    pub fn wait_for_checkpoint(&self) {
+        if let Some(auto) = self.sqlite().and_then(SqliteStore::auto_checkpoint) {
+            auto.wait_idle();
         }
     }
 
@@ -749,8 +781,10 @@ impl Database {
     }
 
     /// How many WAL checkpoints have run on this handle: every [`Options::checkpoint_every`]
-    /// successful writes, plus each [`Database::checkpoint`] call that did something
-    /// (always 0 on PostgreSQL).
+    /// successful writes, plus each [`Database::checkpoint`] call that did something,
+    /// plus each SQLite auto-checkpoint a write ran itself (with [`Options::writer_gate`]
+    /// only past 4,000 WAL frames: the auto-checkpoint's own thread is not counted; see
+    /// [`Database::wait_for_checkpoint`]); always 0 on PostgreSQL.
     pub fn checkpoints_run(&self) -> u64 {
         self.sqlite()
             .map_or(0, |sqlite| sqlite.checkpoints.load(Ordering::Relaxed))
@@ -883,6 +917,9 @@ impl SqliteStore {
     /// [`Database::checkpoint`] on SQLite.
     fn checkpoint(&self, options: &Options) -> Result<()> {
         if self.path.is_some() && !options.read_only {
+            if let Some(auto) = &self.auto_checkpoint {
+                auto.wait_idle();
+            }
             let report = {
                 let conn = self.writer();
                 conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
@@ -917,6 +954,11 @@ impl SqliteStore {
         &self.gate
     }
 
+    /// SQLite's auto-checkpoint off the writing thread, when this database has it.
+    pub(crate) fn auto_checkpoint(&self) -> Option<&AutoCheckpoint> {
+        self.auto_checkpoint.as_deref()
+    }
+
     /// The background indexer, if this database runs one.
     pub(crate) fn indexer(&self) -> Option<&Indexer> {
         self.indexer.as_ref()
@@ -947,7 +989,12 @@ impl SqliteStore {
         }
         let every = options.checkpoint_every;
         let done = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        let deferred = deferred_checkpoint(options) && checkpoint::deferred_checkpoint_due(frames);
+        let deferred = deferred_checkpoint(options)
+            && checkpoint::deferred_checkpoint_due(frames)
+            && !self
+                .auto_checkpoint
+                .as_ref()
+                .is_some_and(|auto| auto.take(frames));
         if self.path.is_some() && (deferred || (every > 0 && done.is_multiple_of(every))) {
             // Keeps the WAL from growing while readers stay busy; failure only delays that.
             if let Err(err) = self.checkpoint(options) {

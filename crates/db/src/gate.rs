@@ -29,7 +29,9 @@
 //!   or, if none comes, the thread lets go at once when the kernel hands it the lock.
 //! - Whatever a commit triggers that need not exclude other writers runs after the gate
 //!   is let go: SQLite's auto-checkpoint (its syncs stopped every writer when it ran
-//!   inside the commit), the background indexer's wake-up, the after-commit actions.
+//!   inside the commit; since stop 31 on a thread of its own, see
+//!   `checkpoint::AutoCheckpoint`), the background indexer's wake-up, the after-commit
+//!   actions.
 //! - The gate is taken before the writer connection's mutex, never while holding it, so
 //!   a thread of this process that holds the connection never waits for the gate.
 //! - The side file is never removed (removing a lock file races with a process about to

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::checkpoint::AutoCheckpoint;
 use crate::clock::Clock;
 use crate::database::{Options, gate_wait, retry};
 use crate::gate::Gate;
@@ -262,9 +263,11 @@ pub(crate) fn waiting(conn: &Connection) -> Result<u64> {
 /// `stop` says so); each batch is its own `BEGIN IMMEDIATE` transaction, taken in its turn
 /// through the writers' `gate` as a write is, and retried like a write when another
 /// process holds the lock.
+#[allow(clippy::too_many_arguments)] // what the indexer thread and a search each hold, passed flat
 pub(crate) fn index_until_done(
     writer: &Mutex<Connection>,
     gate: &Gate,
+    auto_checkpoint: Option<&AutoCheckpoint>,
     options: &Options,
     clock: &Clock,
     bounds: IndexBatch,
@@ -302,10 +305,12 @@ pub(crate) fn index_until_done(
                 Ok(done)
             })?
         };
-        // The auto-checkpoint this batch's commit was due, with the gate let go.
+        // The auto-checkpoint this batch's commit was due, with the gate let go: on the
+        // checkpoint's own thread, or here when that cannot take it.
         let frames = crate::checkpoint::take_committed_frames();
         if crate::database::deferred_checkpoint(options)
             && crate::checkpoint::deferred_checkpoint_due(frames)
+            && !auto_checkpoint.is_some_and(|auto| auto.take(frames))
             && let Err(err) =
                 lock(writer).query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
         {
@@ -359,6 +364,7 @@ impl Database {
         index_until_done(
             sqlite.writer_handle(),
             sqlite.gate(),
+            sqlite.auto_checkpoint(),
             self.options(),
             self.clock(),
             bounds,
@@ -427,6 +433,7 @@ impl Indexer {
     pub(crate) fn start(
         writer: Arc<Mutex<Connection>>,
         gate: Arc<Gate>,
+        auto_checkpoint: Option<Arc<AutoCheckpoint>>,
         options: Options,
     ) -> std::io::Result<Indexer> {
         let batch = options.index_batch.max_parts as u64;
@@ -442,7 +449,15 @@ impl Indexer {
             let signal = Arc::clone(&signal);
             std::thread::Builder::new()
                 .name("scribe-indexer".to_owned())
-                .spawn(move || run(&signal, &writer, &gate, &options))?
+                .spawn(move || {
+                    run(
+                        &signal,
+                        &writer,
+                        &gate,
+                        auto_checkpoint.as_deref(),
+                        &options,
+                    )
+                })?
         };
         Ok(Indexer {
             signal,
@@ -511,7 +526,13 @@ fn lock_state(signal: &Signal) -> MutexGuard<'_, State> {
     signal.state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn run(signal: &Signal, writer: &Mutex<Connection>, gate: &Gate, options: &Options) {
+fn run(
+    signal: &Signal,
+    writer: &Mutex<Connection>,
+    gate: &Gate,
+    auto_checkpoint: Option<&AutoCheckpoint>,
+    options: &Options,
+) {
     loop {
         {
             let mut state = lock_state(signal);
@@ -529,6 +550,7 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, gate: &Gate, options: &Optio
                     let _ = index_until_done(
                         writer,
                         gate,
+                        auto_checkpoint,
                         options,
                         &options.clock,
                         options.index_batch,
@@ -566,6 +588,7 @@ fn run(signal: &Signal, writer: &Mutex<Connection>, gate: &Gate, options: &Optio
         if let Err(err) = index_until_done(
             writer,
             gate,
+            auto_checkpoint,
             options,
             &options.clock,
             options.index_batch,

@@ -164,6 +164,87 @@ fn no_periodic_checkpoint_when_disabled_or_in_memory() {
     );
 }
 
+/// Bytes of `path`'s `-wal` file (0 when there is none).
+fn wal_bytes(path: &std::path::Path) -> u64 {
+    std::fs::metadata(format!("{}-wal", path.display())).map_or(0, |m| m.len())
+}
+
+/// Bytes a WAL of `frames` 4 KiB pages takes (each frame has a 24-byte header).
+const fn wal_frames_bytes(frames: u64) -> u64 {
+    frames * (4096 + 24)
+}
+
+/// With the writers' gate (the default), SQLite's auto-checkpoint (a passive checkpoint
+/// once a commit leaves 1,000 frames in the WAL) runs on a thread of its own, not in the
+/// write that was due it: the write returns without having checkpointed, and what it
+/// committed still reaches the main file without another write.
+#[test]
+fn the_auto_checkpoint_runs_off_the_writing_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auto.db");
+    let options = scribe_db::Options {
+        checkpoint_every: 0,
+        background_indexing: false,
+        ..scribe_db::Options::default()
+    };
+    let db = Database::open_with(&path, options).unwrap();
+    let s = session(&db, "cli");
+    // On demand: the schema reaches the main file, so its copies below can be read.
+    db.checkpoint().unwrap();
+    assert_eq!(db.checkpoints_run(), 1);
+    let body = "lorem ipsum dolor sit amet ".repeat(600); // ~16 KB: a few pages per write
+    let mut written = 0;
+    while wal_bytes(&path) < wal_frames_bytes(1_000) {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn().unwrap();
+            message_with_part(tx, &s, "user", "text", &text(&body))
+        })
+        .unwrap();
+        written += 1;
+    }
+    // The write that left 1,000 frames was due the checkpoint: not run by it.
+    assert_eq!(db.checkpoints_run(), 1);
+    // The thread copies everything committed before it began, with no write after.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while checkpointed_messages(&path) < written {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the WAL never reached the main file: {} of {written} messages there",
+            checkpointed_messages(&path)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(checkpointed_messages(&path), written);
+    assert_derived_exact(&db);
+}
+
+/// A thread that writes without pause never leaves the auto-checkpoint's thread a moment
+/// in which every frame is copied, which is when the WAL starts over: past 4,000 frames
+/// (16 MiB) the write checkpoints itself, so the file stays near that size instead of
+/// growing with everything written (~190 MB here without that backstop).
+#[test]
+fn writing_without_pause_keeps_the_wal_near_its_backstop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.db");
+    let db = Database::open(&path).unwrap();
+    let s = session(&db, "cli");
+    let body = "lorem ipsum dolor sit amet ".repeat(150); // ~4 KB
+    let mut peak = 0;
+    for _ in 0..3_000 {
+        db.write(|tx| -> scribe_db::Result<_> {
+            let tx = tx.conn().unwrap();
+            message_with_part(tx, &s, "user", "text", &text(&body))
+        })
+        .unwrap();
+        peak = peak.max(wal_bytes(&path));
+    }
+    assert!(
+        peak <= wal_frames_bytes(5_000),
+        "the -wal file grew to {peak} bytes"
+    );
+    assert_derived_exact(&db);
+}
+
 #[test]
 fn a_v1_database_with_data_keeps_every_row_when_opened_by_this_build() {
     let dir = tempfile::tempdir().unwrap();
