@@ -27,6 +27,14 @@
 //!   [`Error::Locked`](crate::Error::Locked), as after its last retry), and the waiter
 //!   thread stays queued: the next write of this gate takes that place in the queue over,
 //!   or, if none comes, the thread lets go at once when the kernel hands it the lock.
+//!   That handover is most of what the gate costs a saturated 4-process total (two
+//!   threads to schedule per turn; a writer blocking in `flock` itself measured +12%,
+//!   `docs/measurements/sqlite.md`, stop 30), and it stays: the only ways to wait in the
+//!   writer's own thread and still give up at the deadline are a signal that interrupts
+//!   the blocked `flock` (a process-wide handler, which a library embedded in agents and
+//!   TUIs must not claim) or a robust mutex in shared memory (`mmap`), and both need
+//!   `unsafe` code, which the workspace forbids. Without a deadline, a stopped or hung
+//!   holder would hang every writer instead of failing them with `Error::Locked`.
 //! - Whatever a commit triggers that need not exclude other writers runs after the gate
 //!   is let go: SQLite's auto-checkpoint (its syncs stopped every writer when it ran
 //!   inside the commit; since stop 31 on a thread of its own, see
