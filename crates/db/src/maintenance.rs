@@ -195,6 +195,12 @@ impl Database {
         let bytes_before = size_on_disk(&path);
         {
             let conn = sqlite.writer();
+            // The background auto-checkpoint's round would keep the TRUNCATE below from
+            // emptying the log (it answers busy); with the writer held, no commit of this
+            // process can hand it another while the vacuum runs.
+            if let Some(auto) = sqlite.auto_checkpoint() {
+                auto.wait_idle();
+            }
             retry(self.options(), || {
                 conn.execute_batch("VACUUM")?;
                 Ok(())
