@@ -774,18 +774,38 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
     let s = seed(&env);
     let file = env.path("two.jsonl");
     let jsonl = env.ok(&["export", &s.build, &s.cjk, "--format", "jsonl"]);
-    std::fs::write(&file, jsonl).unwrap();
+    std::fs::write(&file, &jsonl).unwrap();
 
+    // Another store holds a session ("Clash") whose message has the id of the CJK
+    // session's message: a message belongs to one session, so that session cannot go in.
+    let cjk_line = jsonl.lines().find(|l| l.contains(&s.cjk)).unwrap();
+    let mut clash: serde_json::Value = serde_json::from_str(cjk_line).unwrap();
+    clash["session"]["id"] = "ses_clash".into();
+    clash["session"]["title"] = "Clash".into();
+    for message in clash["messages"].as_array_mut().unwrap() {
+        message["session_id"] = "ses_clash".into();
+        for (i, part) in message["parts"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            part["id"] = format!("prt_clash_{i}").into();
+        }
+    }
+    let clash = serde_json::to_string(&clash)
+        .unwrap()
+        .replace("搜索功能需要支持中文分词", "nothing to find here");
+    let clash_file = env.path("clash.jsonl");
+    std::fs::write(&clash_file, clash).unwrap();
     let other = Env::new();
-    let (sessions, _) = other.services();
-    sessions
-        .create(scribe_session::NewSession::titled("搜索功能"))
-        .unwrap();
+    other.ok(&["import", clash_file.to_str().unwrap()]);
+
     let out = other.run(&["import", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains(&format!("failed {}", s.cjk)), "{err}");
-    assert!(err.contains("already used"), "{err}");
+    assert!(err.contains("is already in session ses_clash"), "{err}");
     assert!(
         err.contains("1 of 2 sessions could not be imported"),
         "{err}"
@@ -806,6 +826,53 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
     assert!(check.contains("parts_fts          ok"), "{check}");
     assert!(check.contains("parts_fts_trigram  ok"), "{check}");
     assert_eq!(other.run(&["list", "--limit", "0"]).status.code(), Some(2));
+}
+
+/// Merging two stores: an exported session whose title another stored session already
+/// holds is imported under the next title of its lineage (`t #2`), as the history
+/// importers number it, and the report says so; importing the file again changes nothing.
+/// (Before, that session failed with "title … is already used", exit 1.)
+#[test]
+fn an_import_numbers_a_title_another_session_holds() {
+    let env = Env::new();
+    let s = seed(&env);
+    let file = env.path("two.jsonl");
+    let jsonl = env.ok(&["export", &s.build, &s.cjk, "--format", "jsonl"]);
+    std::fs::write(&file, jsonl).unwrap();
+
+    let other = Env::new();
+    let (sessions, _) = other.services();
+    let holder = sessions
+        .create(scribe_session::NewSession::titled("搜索功能"))
+        .unwrap();
+    let text = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(
+        text.contains(&format!(
+            "imported {} \"搜索功能\" as \"搜索功能 #2\"",
+            s.cjk
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("imported {} \"Fix the build\" (", s.build)),
+        "{text}"
+    );
+    assert!(text.contains("2 imported, 0 skipped, 0 failed"), "{text}");
+    let show = other.json(&["show", &s.cjk, "--json"]);
+    assert_eq!(show["session"]["title"], "搜索功能 #2", "{show}");
+    assert_eq!(show["messages"].as_array().unwrap().len(), 1, "{show}");
+    assert_eq!(
+        sessions.get(&holder.id).unwrap().title.as_deref(),
+        Some("搜索功能")
+    );
+    // The title names the newest of its lineage: the imported session.
+    let by_title = other.json(&["show", "搜索功能", "--json"]);
+    assert_eq!(by_title["session"]["id"], s.cjk.as_str(), "{by_title}");
+
+    let again = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(again.contains("0 imported, 2 skipped, 0 failed"), "{again}");
+    let json = other.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 3, "{json}");
 }
 
 #[test]

@@ -692,6 +692,16 @@ pub enum CompactionClaim {
     },
 }
 
+/// `title` (normalized), or the next free title of its lineage (`t #2`) when another
+/// session than `id` holds it: how an importer (of another agent's history, or of an
+/// export) keeps a session whose title is taken.
+pub(crate) fn free_title(tx: &mut dyn Reads, title: &str, id: &str) -> Result<String> {
+    match tx.reads().get_session_by_title(title)? {
+        Some(holder) if holder.id != id => next_title_tx(tx, title),
+        _ => Ok(title.to_owned()),
+    }
+}
+
 /// `title` is already normalized.
 pub(crate) fn next_title_tx(tx: &mut dyn Reads, title: &str) -> Result<String> {
     let (base, _) = split_lineage(title);
