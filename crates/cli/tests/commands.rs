@@ -932,6 +932,65 @@ fn demo_runs_offline_compacts_and_numbers_its_titles() {
     assert!(env.ok(&["db", "check"]).contains("parts_fts          ok"));
 }
 
+/// Stored text is printed as text: control characters in a message (an agent's history
+/// holds tool output from any file or web page) are shown as symbols (`␛`, `␇`, `␍`) by
+/// `show`, `search`, `list` and `stats`, even with colour on, so they cannot retitle or
+/// clear the terminal or overwrite a line. (Before, a terminal got them raw.)
+#[test]
+fn stored_control_characters_never_reach_the_terminal() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("Escapes"))
+        .unwrap();
+    let hostile = "look\u{1b}]0;pwned\u{7} here\u{1b}[2J\rhidden\u{9b}6n end";
+    let mut message = scribe_message::NewMessage::new(
+        &session.id,
+        scribe_message::Role::User,
+        vec![
+            scribe_message::Part::Reasoning(scribe_message::ReasoningPart {
+                text: hostile.into(),
+                ..Default::default()
+            }),
+            scribe_message::Part::text(hostile),
+        ],
+    );
+    message.model = Some("model\u{1b}[8m".into());
+    let message = messages.create(message).unwrap();
+    messages
+        .add_usage(&message.id, scribe_message::TokenUsage::default(), 0.01)
+        .unwrap();
+    let runs = [
+        vec!["show", "Escapes"],
+        vec!["search", "look"],
+        vec!["list"],
+        vec!["stats"],
+    ];
+    for args in runs {
+        let out = env.run_env(&args, &[("CLICOLOR_FORCE", "1")]);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        for raw in ["\u{1b}]", "\u{1b}[2J", "\u{1b}[8m", "\u{7}", "\r", "\u{9b}"] {
+            assert!(!text.contains(raw), "{args:?} printed {raw:?}: {text:?}");
+        }
+        if args[0] != "stats" {
+            assert!(text.contains("␛]0;pwned␇"), "{args:?}: {text}");
+        }
+    }
+    let shown = env.ok(&["show", "Escapes"]);
+    assert!(
+        shown.contains("  look␛]0;pwned␇ here␛[2J␍hidden\u{fffd}6n end"),
+        "{shown}"
+    );
+    assert!(shown.contains("model␛[8m"), "{shown}");
+    // JSON keeps the text exactly (escaped as JSON does).
+    let json = env.json(&["show", "Escapes", "--json"]);
+    assert!(
+        json.to_string().contains("look\\u001b]0;pwned\\u0007"),
+        "{json}"
+    );
+}
+
 #[test]
 fn colour_only_when_wanted_and_never_with_no_color() {
     let env = Env::new();

@@ -109,12 +109,13 @@ impl ListCmd {
                 .get(&s.id)
                 .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
                 .unwrap_or_default();
-            let mut title = s.title.clone().unwrap_or_else(|| "(untitled)".to_owned());
+            let mut title = ui::visible(s.title.as_deref().unwrap_or("(untitled)")).into_owned();
             if s.is_archived() {
                 title.push_str(" [archived]");
             }
             if let Some(parent) = &s.parent_session_id {
-                let parent = parents.get(parent).map_or(parent.as_str(), String::as_str);
+                let parent =
+                    ui::visible(parents.get(parent).map_or(parent.as_str(), String::as_str));
                 title = match s.kind {
                     SessionKind::Fork => format!("{title} (fork of {parent})"),
                     SessionKind::Continuation => format!("{title} (continues {parent})"),
@@ -129,7 +130,7 @@ impl ListCmd {
                         .map_or(s.id.as_str(), String::as_str),
                 ),
                 title,
-                s.source.clone(),
+                ui::visible(&s.source).into_owned(),
                 s.message_count.to_string(),
                 ui::compact_count(s.tokens.total()),
                 cost,

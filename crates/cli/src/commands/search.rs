@@ -150,8 +150,9 @@ fn parse_role(text: &str) -> Result<Role, String> {
 /// The snippet on one line with its matches styled.
 fn highlighted(snippet: &str) -> String {
     let flat = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = ui::visible(&flat);
     let mut out = String::new();
-    let mut rest = flat.as_str();
+    let mut rest: &str = &flat;
     while let Some(start) = rest.find(MATCH_START) {
         out.push_str(&rest[..start]);
         rest = &rest[start + MATCH_START.len()..];
@@ -194,14 +195,14 @@ impl SearchCmd {
             if i > 0 {
                 writeln!(out)?;
             }
-            let title = hit.title.as_deref().unwrap_or("(untitled)");
+            let title = ui::visible(hit.title.as_deref().unwrap_or("(untitled)"));
             writeln!(
                 out,
                 "{} {} {} {}",
                 paint(style::HEADER, title),
                 paint(
                     style::DIM,
-                    format!("· {} · {} ·", hit.role.as_str(), hit.source)
+                    format!("· {} · {} ·", hit.role.as_str(), ui::visible(&hit.source))
                 ),
                 paint(style::DIM, ui::ago(hit.created_at, now)),
                 paint(style::DIM, format!("· {}", hit.session_id)),
