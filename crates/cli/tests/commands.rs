@@ -825,7 +825,13 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
     let check = other.ok(&["db", "check"]);
     assert!(check.contains("parts_fts          ok"), "{check}");
     assert!(check.contains("parts_fts_trigram  ok"), "{check}");
-    assert_eq!(other.run(&["list", "--limit", "0"]).status.code(), Some(2));
+    let zero = other.run(&["list", "--limit", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        stderr(&zero).contains("expected a whole number from 1 up"),
+        "{}",
+        stderr(&zero)
+    );
 }
 
 /// Merging two stores: an exported session whose title another stored session already

@@ -32,7 +32,7 @@ pub struct ListCmd {
     pub source: Vec<String>,
     /// Show at most this many sessions.
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = parse_limit)]
     pub limit: u64,
     /// Include archived sessions and every child session (tasks, titles, continued parts).
     #[arg(long, short = 'a')]
@@ -43,6 +43,15 @@ pub struct ListCmd {
     /// Print JSON: {"sessions": [...], "more": bool}.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A `--limit`: a whole number from 1 (clap's own range check would say "0 is not in
+/// 1..18446744073709551615").
+fn parse_limit(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number from 1 up".to_owned()),
+    }
 }
 
 /// The order of `scribe list`.
