@@ -997,6 +997,47 @@ fn stored_control_characters_never_reach_the_terminal() {
     );
 }
 
+/// A stored `>>>` (a Python prompt, a merge conflict) or `<<<` (a heredoc) is text in a
+/// hit: kept in the snippet, never taken for a match. (Before, they were the snippets'
+/// match markers: both were dropped from the text and the words between them marked.)
+#[test]
+fn search_snippets_keep_stored_angle_brackets() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("Python REPL"))
+        .unwrap();
+    let text = "In the REPL: >>> print(1) gives 1, and a <<< b is a heredoc";
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(text)],
+        ))
+        .unwrap();
+    let json = env.json(&["search", "heredoc", "--json"]);
+    let hit = &json["hits"][0];
+    assert_eq!(hit["snippet"], text, "{json}");
+    let chars: Vec<char> = text.chars().collect();
+    let marked: Vec<String> = hit["highlights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
+            chars[a as usize..b as usize].iter().collect()
+        })
+        .collect();
+    assert_eq!(marked, ["heredoc"], "{json}");
+    let shown = env.ok(&["search", "heredoc"]);
+    assert!(shown.contains(&format!("  {text}")), "{shown}");
+    let coloured = stdout(&env.run_env(&["search", "heredoc"], &[("CLICOLOR_FORCE", "1")]));
+    assert!(
+        coloured.contains(">>> print(1) gives 1, and a <<< b is a \u{1b}[1m\u{1b}[33mheredoc"),
+        "{coloured:?}"
+    );
+}
+
 #[test]
 fn colour_only_when_wanted_and_never_with_no_color() {
     let env = Env::new();

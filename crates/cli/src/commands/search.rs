@@ -150,17 +150,17 @@ fn parse_role(text: &str) -> Result<Role, String> {
 /// The snippet on one line with its matches styled.
 fn highlighted(snippet: &str) -> String {
     let flat = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
-    let flat = ui::visible(&flat);
     let mut out = String::new();
-    let mut rest: &str = &flat;
+    let mut rest = flat.as_str();
+    // The markers are control characters themselves: text is made visible piece by piece.
     while let Some(start) = rest.find(MATCH_START) {
-        out.push_str(&rest[..start]);
+        out.push_str(&ui::visible(&rest[..start]));
         rest = &rest[start + MATCH_START.len()..];
         let end = rest.find(MATCH_END).unwrap_or(rest.len());
-        out.push_str(&paint(style::MATCH, &rest[..end]));
+        out.push_str(&paint(style::MATCH, ui::visible(&rest[..end])));
         rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
     }
-    out.push_str(rest);
+    out.push_str(&ui::visible(rest));
     out
 }
 
