@@ -415,7 +415,7 @@ fn snippets_have_the_same_shape() {
             .search("deployments", &SearchOptions::default())
             .unwrap()[0];
         assert!(
-            hit.snippet.starts_with('…') && hit.snippet.contains(">>>deployments<<<"),
+            hit.snippet.starts_with('…') && hit.snippet.contains("\u{2}deployments\u{3}"),
             "{}",
             hit.snippet
         );
@@ -638,7 +638,7 @@ fn v10_gives_existing_tool_parts_their_stored_input() {
         .unwrap();
     assert_eq!(hits.len(), 1);
     assert!(
-        hits[0].snippet.contains(">>>zebrafish<<<"),
+        hits[0].snippet.contains("\u{2}zebrafish\u{3}"),
         "{}",
         hits[0].snippet
     );

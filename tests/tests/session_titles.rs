@@ -150,12 +150,14 @@ fn resolve_and_next_title_agree_on_numbered_titles(backend: Backend) {
     let t5 = e.svc.create(NewSession::titled("Plan #5")).unwrap();
 
     // For each input: (what resolve gives, what next gives).
-    let table: [(&str, &str, &str); 6] = [
+    let table: [(&str, &str, &str); 7] = [
         // A plain title: the newest of its lineage.
         ("Plan", &t5.id, "Plan #6"),
         // A numbered title that exists: exactly that session.
         ("Plan #3", &t3.id, "Plan #6"),
         ("  Plan   #5 ", &t5.id, "Plan #6"),
+        // `#1` is the lineage's first member, `Plan` itself (it named the newest, `#5`).
+        ("Plan #1", &t1.id, "Plan #6"),
         // A numbered title that does not exist: the lineage it belongs to.
         ("Plan #2", &t5.id, "Plan #6"),
         ("Plan #40", &t5.id, "Plan #6"),

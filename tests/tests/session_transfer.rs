@@ -534,16 +534,24 @@ fn import_conflicts_roll_back_completely(backend: Backend) {
         .unwrap()
         .remove(0);
 
-    // A different session holding the title.
+    // A different session holding the title is no conflict: the session is imported
+    // under the next title of its lineage, as the history importers number it.
     let e2 = env_on(backend);
-    e2.svc.create(NewSession::titled("Export me #2")).unwrap();
-    let sub = e2.svc.subscribe();
-    let r = e2.svc.import(&export);
-    assert!(matches!(r, Err(SessionError::TitleInUse { .. })), "{r:?}");
+    let holder = e2.svc.create(NewSession::titled("Export me #2")).unwrap();
+    let ImportOutcome::Imported { session, .. } = e2.svc.import(&export).unwrap() else {
+        panic!("skipped");
+    };
+    assert_eq!(session.title.as_deref(), Some("Export me #3"));
+    assert_eq!(
+        e2.svc.get(&s.id).unwrap().title.as_deref(),
+        Some("Export me #3")
+    );
+    assert_eq!(e2.svc.get(&holder.id).unwrap().title, holder.title);
 
     // A message id already present: nothing of the session stays.
     let e3 = env_on(backend);
     let host = e3.svc.create(NewSession::default()).unwrap();
+    let sub = e3.svc.subscribe();
     let mut clash = export.messages[2].clone();
     clash.session_id = host.id.clone();
     store_message(&e3.db, &clash);
@@ -596,13 +604,17 @@ fn import_applies_the_title_rules() {
     assert_eq!(session.title.as_deref(), Some("Imported title"));
     assert_eq!(e2.svc.resolve_by_title("Imported title").unwrap().id, s.id);
 
-    // A title equal to another's after normalization is in use.
+    // A title equal to another's after normalization is taken: the next of its lineage.
     let e3 = env();
     let holder = e3.svc.create(NewSession::titled("Imported title")).unwrap();
-    let r = e3.svc.import(&messy);
-    assert!(
-        matches!(&r, Err(SessionError::TitleInUse { session_id, .. }) if *session_id == holder.id),
-        "{r:?}"
+    let ImportOutcome::Imported { session, .. } = e3.svc.import(&messy).unwrap() else {
+        panic!("skipped");
+    };
+    assert_eq!(session.title.as_deref(), Some("Imported title #2"));
+    assert_eq!(e3.svc.resolve_by_title("Imported title").unwrap().id, s.id);
+    assert_eq!(
+        e3.svc.get(&holder.id).unwrap().title.as_deref(),
+        Some("Imported title")
     );
 
     // Bad titles are typed errors and nothing of the session is stored.

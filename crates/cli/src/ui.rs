@@ -13,9 +13,45 @@ use anstyle::{AnsiColor, Style};
 use comfy_table::{ColumnConstraint, ContentArrangement, Row, Table, presets};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// One-line cuts of text, shared with the JSON shapes (a preview is cut the same way in
-/// a table and in `--json`).
-pub use scribe_server::json::{cut, one_line};
+/// `text` on one line, whitespace collapsed, cut to `max` characters: the cut the JSON
+/// shapes use (a preview is cut the same way in a table and in `--json`), with control
+/// characters made [`visible`].
+pub fn one_line(text: &str, max: usize) -> String {
+    visible(&scribe_server::json::one_line(text, max)).into_owned()
+}
+
+/// `text` cut to `max` characters as the JSON shapes cut it, with control characters made
+/// [`visible`].
+pub fn cut(text: &str, max: usize) -> String {
+    visible(&scribe_server::json::cut(text, max)).into_owned()
+}
+
+/// Stored text as a terminal should print it: every control character but newline and
+/// tab shown as a visible symbol (`ESC` as `␛`, `CR` as `␍`, `BEL` as `␇`, the C1 set
+/// as `�`; a `CR` before a newline is dropped), so that what an agent's history holds
+/// (tool output from any file or web page) cannot recolour, retitle or clear the
+/// terminal, move its cursor or hide text when `show`, `search` or `list` prints it.
+/// One character for one, so cut lengths stay.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let acts = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\u{0}'..='\u{1f}' if acts(c) => {
+                out.push(char::from_u32(0x2400 + u32::from(c)).unwrap_or('\u{fffd}'));
+            }
+            '\u{7f}' => out.push('\u{2421}'),
+            c if acts(c) => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
 
 /// Styles used across commands.
 pub mod style {
@@ -383,6 +419,18 @@ pub fn parse_days(text: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_acted_on() {
+        assert_eq!(visible("plain\ttext\nline"), "plain\ttext\nline");
+        assert!(matches!(visible("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            visible("a\u{1b}[31mred\u{7}\u{1b}]0;t\u{7}\rb\u{7f}\u{9b}c\r\nd"),
+            "a␛[31mred␇␛]0;t␇␍b␡\u{fffd}c\nd"
+        );
+        assert_eq!(one_line("x\u{1b}[2J y", 40), "x␛[2J y");
+        assert_eq!(cut("\u{1b}\u{1b}\u{1b}", 2), "␛…");
+    }
 
     #[test]
     fn cuts_to_one_line() {

@@ -220,6 +220,42 @@ fn a_failed_db_copy_leaves_no_new_target() {
     assert!(to.is_file());
 }
 
+/// `db copy` with the source as its target (the same path twice, `./x.db` and `x.db`, a
+/// symlink to it) says that they are the same database, exit 1, and leaves the store as
+/// it was. (Before, it said the target "is not empty", as if it were another store.)
+#[test]
+fn db_copy_onto_its_own_source_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let out = scribe(&["demo", "--db", db.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&db, dir.path().join("link.db")).unwrap();
+    let listed = |db: &str| stdout(&scribe(&["list", "--all", "--json", "--db", db], None));
+    let before = listed(db.to_str().unwrap());
+    let mut pairs = vec![("x.db", "x.db"), ("./x.db", "x.db")];
+    if cfg!(unix) {
+        pairs.push(("x.db", "link.db"));
+        pairs.push(("link.db", "./x.db"));
+    }
+    for (from, to) in pairs {
+        let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .args(["db", "copy", from, to])
+            .env_remove("SCRIBE_DB")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{from} {to}: {err}");
+        assert_eq!(err.lines().count(), 1, "{from} {to}: {err}");
+        assert!(err.contains("are the same database"), "{from} {to}: {err}");
+        assert!(!err.contains("not empty"), "{from} {to}: {err}");
+        assert!(stdout(&out).is_empty(), "{from} {to}: {}", stdout(&out));
+    }
+    assert_eq!(listed(db.to_str().unwrap()), before);
+    assert!(db.is_file());
+}
+
 /// A first run (no `--db`, no `SCRIBE_DB`, no database at the default path yet): a reading
 /// command answers as for an empty store and says why on stderr, exit 0 (`--json` is still
 /// a document); one that needs a database says there is nothing yet, exit 1; none creates

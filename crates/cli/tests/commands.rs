@@ -774,18 +774,38 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
     let s = seed(&env);
     let file = env.path("two.jsonl");
     let jsonl = env.ok(&["export", &s.build, &s.cjk, "--format", "jsonl"]);
-    std::fs::write(&file, jsonl).unwrap();
+    std::fs::write(&file, &jsonl).unwrap();
 
+    // Another store holds a session ("Clash") whose message has the id of the CJK
+    // session's message: a message belongs to one session, so that session cannot go in.
+    let cjk_line = jsonl.lines().find(|l| l.contains(&s.cjk)).unwrap();
+    let mut clash: serde_json::Value = serde_json::from_str(cjk_line).unwrap();
+    clash["session"]["id"] = "ses_clash".into();
+    clash["session"]["title"] = "Clash".into();
+    for message in clash["messages"].as_array_mut().unwrap() {
+        message["session_id"] = "ses_clash".into();
+        for (i, part) in message["parts"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            part["id"] = format!("prt_clash_{i}").into();
+        }
+    }
+    let clash = serde_json::to_string(&clash)
+        .unwrap()
+        .replace("搜索功能需要支持中文分词", "nothing to find here");
+    let clash_file = env.path("clash.jsonl");
+    std::fs::write(&clash_file, clash).unwrap();
     let other = Env::new();
-    let (sessions, _) = other.services();
-    sessions
-        .create(scribe_session::NewSession::titled("搜索功能"))
-        .unwrap();
+    other.ok(&["import", clash_file.to_str().unwrap()]);
+
     let out = other.run(&["import", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains(&format!("failed {}", s.cjk)), "{err}");
-    assert!(err.contains("already used"), "{err}");
+    assert!(err.contains("is already in session ses_clash"), "{err}");
     assert!(
         err.contains("1 of 2 sessions could not be imported"),
         "{err}"
@@ -805,7 +825,60 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
     let check = other.ok(&["db", "check"]);
     assert!(check.contains("parts_fts          ok"), "{check}");
     assert!(check.contains("parts_fts_trigram  ok"), "{check}");
-    assert_eq!(other.run(&["list", "--limit", "0"]).status.code(), Some(2));
+    let zero = other.run(&["list", "--limit", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        stderr(&zero).contains("expected a whole number from 1 up"),
+        "{}",
+        stderr(&zero)
+    );
+}
+
+/// Merging two stores: an exported session whose title another stored session already
+/// holds is imported under the next title of its lineage (`t #2`), as the history
+/// importers number it, and the report says so; importing the file again changes nothing.
+/// (Before, that session failed with "title … is already used", exit 1.)
+#[test]
+fn an_import_numbers_a_title_another_session_holds() {
+    let env = Env::new();
+    let s = seed(&env);
+    let file = env.path("two.jsonl");
+    let jsonl = env.ok(&["export", &s.build, &s.cjk, "--format", "jsonl"]);
+    std::fs::write(&file, jsonl).unwrap();
+
+    let other = Env::new();
+    let (sessions, _) = other.services();
+    let holder = sessions
+        .create(scribe_session::NewSession::titled("搜索功能"))
+        .unwrap();
+    let text = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(
+        text.contains(&format!(
+            "imported {} \"搜索功能\" as \"搜索功能 #2\"",
+            s.cjk
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("imported {} \"Fix the build\" (", s.build)),
+        "{text}"
+    );
+    assert!(text.contains("2 imported, 0 skipped, 0 failed"), "{text}");
+    let show = other.json(&["show", &s.cjk, "--json"]);
+    assert_eq!(show["session"]["title"], "搜索功能 #2", "{show}");
+    assert_eq!(show["messages"].as_array().unwrap().len(), 1, "{show}");
+    assert_eq!(
+        sessions.get(&holder.id).unwrap().title.as_deref(),
+        Some("搜索功能")
+    );
+    // The title names the newest of its lineage: the imported session.
+    let by_title = other.json(&["show", "搜索功能", "--json"]);
+    assert_eq!(by_title["session"]["id"], s.cjk.as_str(), "{by_title}");
+
+    let again = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(again.contains("0 imported, 2 skipped, 0 failed"), "{again}");
+    let json = other.json(&["list", "--all", "--json"]);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 3, "{json}");
 }
 
 #[test]
@@ -863,6 +936,106 @@ fn demo_runs_offline_compacts_and_numbers_its_titles() {
     assert!(shown.contains("returned 0, expected 4"), "{shown}");
     assert!(shown.contains("test result: ok. 1 passed"), "{shown}");
     assert!(env.ok(&["db", "check"]).contains("parts_fts          ok"));
+}
+
+/// Stored text is printed as text: control characters in a message (an agent's history
+/// holds tool output from any file or web page) are shown as symbols (`␛`, `␇`, `␍`) by
+/// `show`, `search`, `list` and `stats`, even with colour on, so they cannot retitle or
+/// clear the terminal or overwrite a line. (Before, a terminal got them raw.)
+#[test]
+fn stored_control_characters_never_reach_the_terminal() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("Escapes"))
+        .unwrap();
+    let hostile = "look\u{1b}]0;pwned\u{7} here\u{1b}[2J\rhidden\u{9b}6n end";
+    let mut message = scribe_message::NewMessage::new(
+        &session.id,
+        scribe_message::Role::User,
+        vec![
+            scribe_message::Part::Reasoning(scribe_message::ReasoningPart {
+                text: hostile.into(),
+                ..Default::default()
+            }),
+            scribe_message::Part::text(hostile),
+        ],
+    );
+    message.model = Some("model\u{1b}[8m".into());
+    let message = messages.create(message).unwrap();
+    messages
+        .add_usage(&message.id, scribe_message::TokenUsage::default(), 0.01)
+        .unwrap();
+    let runs = [
+        vec!["show", "Escapes"],
+        vec!["search", "look"],
+        vec!["list"],
+        vec!["stats"],
+    ];
+    for args in runs {
+        let out = env.run_env(&args, &[("CLICOLOR_FORCE", "1")]);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        for raw in ["\u{1b}]", "\u{1b}[2J", "\u{1b}[8m", "\u{7}", "\r", "\u{9b}"] {
+            assert!(!text.contains(raw), "{args:?} printed {raw:?}: {text:?}");
+        }
+        if args[0] != "stats" {
+            assert!(text.contains("␛]0;pwned␇"), "{args:?}: {text}");
+        }
+    }
+    let shown = env.ok(&["show", "Escapes"]);
+    assert!(
+        shown.contains("  look␛]0;pwned␇ here␛[2J␍hidden\u{fffd}6n end"),
+        "{shown}"
+    );
+    assert!(shown.contains("model␛[8m"), "{shown}");
+    // JSON keeps the text exactly (escaped as JSON does).
+    let json = env.json(&["show", "Escapes", "--json"]);
+    assert!(
+        json.to_string().contains("look\\u001b]0;pwned\\u0007"),
+        "{json}"
+    );
+}
+
+/// A stored `>>>` (a Python prompt, a merge conflict) or `<<<` (a heredoc) is text in a
+/// hit: kept in the snippet, never taken for a match. (Before, they were the snippets'
+/// match markers: both were dropped from the text and the words between them marked.)
+#[test]
+fn search_snippets_keep_stored_angle_brackets() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("Python REPL"))
+        .unwrap();
+    let text = "In the REPL: >>> print(1) gives 1, and a <<< b is a heredoc";
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(text)],
+        ))
+        .unwrap();
+    let json = env.json(&["search", "heredoc", "--json"]);
+    let hit = &json["hits"][0];
+    assert_eq!(hit["snippet"], text, "{json}");
+    let chars: Vec<char> = text.chars().collect();
+    let marked: Vec<String> = hit["highlights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
+            chars[a as usize..b as usize].iter().collect()
+        })
+        .collect();
+    assert_eq!(marked, ["heredoc"], "{json}");
+    let shown = env.ok(&["search", "heredoc"]);
+    assert!(shown.contains(&format!("  {text}")), "{shown}");
+    let coloured = stdout(&env.run_env(&["search", "heredoc"], &[("CLICOLOR_FORCE", "1")]));
+    assert!(
+        coloured.contains(">>> print(1) gives 1, and a <<< b is a \u{1b}[1m\u{1b}[33mheredoc"),
+        "{coloured:?}"
+    );
 }
 
 #[test]

@@ -136,6 +136,39 @@ fn import_from_all_then_again_changes_nothing() {
     assert!(stats.to_string().contains("gemini"), "{stats}");
 }
 
+/// The output the README shows after `$ scribe COMMAND` in its import tour: the lines
+/// up to the next blank line or the end of the block.
+fn readme_output(command: &str) -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let start = readme
+        .find(&format!("\n$ scribe {command}\n"))
+        .unwrap_or_else(|| panic!("the README shows `$ scribe {command}`"));
+    readme[start..]
+        .lines()
+        .skip(2)
+        .take_while(|line| !line.is_empty() && !line.starts_with("```"))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// The README's import tour is a real run on the fixture home (`/home/me` standing for
+/// it): the first `import --from all` and `stats --by source` print what it shows, so the
+/// page cannot drift from the CLI (it showed `$0.00` beside `$0.0945` after every cost
+/// column had come to share one format).
+#[test]
+fn the_readme_import_tour_is_what_the_fixtures_print() {
+    let (_dir, scribe) = setup();
+    let home = scribe.home.to_str().unwrap().to_owned();
+    let imported = scribe
+        .ok(&["import", "--from", "all"])
+        .replace(&home, "/home/me");
+    assert_eq!(imported, readme_output("import --from all"));
+    let stats = scribe.ok(&["stats", "--by", "source"]);
+    assert_eq!(stats, readme_output("stats --by source"));
+}
+
 #[test]
 fn dry_run_writes_nothing() {
     let (_dir, scribe) = setup();

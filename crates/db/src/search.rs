@@ -38,10 +38,12 @@ use crate::tx::{Conn, ReadTx};
 #[cfg(feature = "postgres")]
 mod postgres;
 
-/// Marks the start of a match in [`SearchHit::snippet`].
-pub const MATCH_START: &str = ">>>";
-/// Marks the end of a match in [`SearchHit::snippet`].
-pub const MATCH_END: &str = "<<<";
+/// Marks the start of a match in [`SearchHit::snippet`]: a control character (STX) that
+/// text does not hold. It was `>>>`, which stored text often holds (a Python prompt, a
+/// merge conflict's `>>>>>>>`): that text was lost from snippets and mistaken for a match.
+pub const MATCH_START: &str = "\u{2}";
+/// Marks the end of a match in [`SearchHit::snippet`] (ETX; it was `<<<`, a heredoc too).
+pub const MATCH_END: &str = "\u{3}";
 /// Stands for cut text at either end of a snippet.
 pub const ELLIPSIS: &str = "…";
 /// Roughly how many tokens (words) a snippet of the word index holds.
@@ -1747,12 +1749,12 @@ mod tests {
     fn like_snippet_marks_the_match_with_context() {
         assert_eq!(
             like_snippet("数据库迁移失败", "迁移"),
-            "数据库>>>迁移<<<失败"
+            "数据库\u{2}迁移\u{3}失败"
         );
         let long = format!("{}needle{}", "a".repeat(100), "b".repeat(100));
         let s = like_snippet(&long, "NEEDLE");
         assert!(s.starts_with(ELLIPSIS) && s.ends_with(ELLIPSIS), "{s}");
-        assert!(s.contains(">>>needle<<<"));
+        assert!(s.contains("\u{2}needle\u{3}"));
     }
 
     /// Text whose lowercase form has another byte length ('İ' → "i̇", 'ẞ' → 'ß'), CJK,
@@ -1773,18 +1775,21 @@ mod tests {
     fn like_snippet_cuts_multi_byte_text_on_character_boundaries() {
         assert_eq!(
             like_snippet("İstanbul İİİ NEEDLE after", "needle"),
-            "İstanbul İİİ >>>NEEDLE<<< after"
+            "İstanbul İİİ \u{2}NEEDLE\u{3} after"
         );
         assert_eq!(
             like_snippet("ẞTRASSE ẞ needle ẞẞ", "ẞ"),
-            ">>>ẞ<<<TRASSE ẞ needle ẞẞ"
+            "\u{2}ẞ\u{3}TRASSE ẞ needle ẞẞ"
         );
         assert_eq!(
             like_snippet("👨‍👩‍👧 family 🎉 Needle 🎉🎉", "🎉"),
-            "👨‍👩‍👧 family >>>🎉<<< Needle 🎉🎉"
+            "👨‍👩‍👧 family \u{2}🎉\u{3} Needle 🎉🎉"
         );
         // A lone combining mark is a character of its own; a precomposed 'é' is not "e\u{301}".
-        assert_eq!(like_snippet("cafe\u{301}", "\u{301}"), "cafe>>>\u{301}<<<");
+        assert_eq!(
+            like_snippet("cafe\u{301}", "\u{301}"),
+            "cafe\u{2}\u{301}\u{3}"
+        );
         assert_eq!(like_snippet("cafe\u{301}", "é"), "cafe\u{301}");
         // LIKE folds ASCII only: 'İ' does not match "i".
         assert_eq!(like_snippet("İ", "i"), "İ");
@@ -1792,7 +1797,7 @@ mod tests {
         let long = format!("{}needle{}", "数".repeat(100), "🎉".repeat(100));
         let s = like_snippet(&long, "NEEDLE");
         let expected = format!(
-            "{ELLIPSIS}{}>>>needle<<<{}{ELLIPSIS}",
+            "{ELLIPSIS}{}\u{2}needle\u{3}{}{ELLIPSIS}",
             "数".repeat(LIKE_CONTEXT_CHARS),
             "🎉".repeat(LIKE_CONTEXT_CHARS)
         );

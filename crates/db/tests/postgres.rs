@@ -1561,12 +1561,12 @@ fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
             trigrams: "\"数据库\"".into(),
             plain: Vec::new(),
         }),
-        vec![">>>数据库<<<迁移失败 after the config change".to_owned()]
+        vec!["\u{2}数据库\u{3}迁移失败 after the config change".to_owned()]
     );
     // The trigram index alone holds no Latin-only text (SQLite answers the same).
     assert_eq!(
         texts(TextQuery::Trigrams("\"config\"".into())),
-        vec!["数据库迁移失败 after the >>>config<<< change".to_owned()]
+        vec!["数据库迁移失败 after the \u{2}config\u{3} change".to_owned()]
     );
     // Either alternative: the Latin one is matched in the other text too.
     assert_eq!(
@@ -1578,8 +1578,8 @@ fn the_trigram_index_holds_only_spaceless_text_and_both_kinds_are_found() {
             }],
         }),
         vec![
-            "the database >>>migration<<< failed on config".to_owned(),
-            "数据库>>>迁移失败<<< after the config change".to_owned(),
+            "the database \u{2}migration\u{3} failed on config".to_owned(),
+            "数据库\u{2}迁移失败\u{3} after the config change".to_owned(),
         ]
     );
 

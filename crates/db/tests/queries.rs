@@ -770,7 +770,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
     want.sort();
     assert_eq!(ids, want);
     assert!(
-        hits.iter().all(|h| h.snippet.contains(">>>docker<<<")),
+        hits.iter().all(|h| h.snippet.contains("\u{2}docker\u{3}")),
         "{hits:?}"
     );
     let m1_hit = hits.iter().find(|h| h.message_id == m1).unwrap();
@@ -813,7 +813,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
         cjk.iter().map(|h| h.message_id.clone()).collect::<Vec<_>>(),
         vec![m3.clone()]
     );
-    assert!(cjk[0].snippet.contains(">>>"), "{cjk:?}");
+    assert!(cjk[0].snippet.contains("\u{2}"), "{cjk:?}");
     let short = run(SearchFilter::new(TextQuery::Substring("迁移".into())));
     assert_eq!(
         short
@@ -822,7 +822,7 @@ fn search_filters_ranks_and_never_repeats_a_message() {
             .collect::<Vec<_>>(),
         vec![m3.clone()]
     );
-    assert_eq!(short[0].snippet, "数据库>>>迁移<<<失败");
+    assert_eq!(short[0].snippet, "数据库\u{2}迁移\u{3}失败");
     // LIKE wildcards in user text are literal.
     assert!(run(SearchFilter::new(TextQuery::Substring("%".into()))).is_empty());
     let in_session = run(SearchFilter {

@@ -316,9 +316,9 @@ fn cjk_uses_trigrams_from_three_characters_and_like_below(backend: Backend) {
     assert!(f.texts("缺失").is_empty());
     // Snippets mark the match on both routes.
     let tri = f.search("连接池");
-    assert!(tri[0].snippet.contains(">>>"), "{:?}", tri[0].snippet);
+    assert!(tri[0].snippet.contains("\u{2}"), "{:?}", tri[0].snippet);
     let like = f.search("中文");
-    assert_eq!(like[0].snippet, "这是>>>中文<<<文本");
+    assert_eq!(like[0].snippet, "这是\u{2}中文\u{3}文本");
 }
 
 fn hits_carry_snippet_context_and_session_fields(backend: Backend) {
@@ -351,7 +351,7 @@ fn hits_carry_snippet_context_and_session_fields(backend: Backend) {
     assert_eq!(hit.session_id, f.tg);
     assert_eq!(hit.role, Role::Assistant);
     assert_eq!(hit.created_at, hit_msg.created_at);
-    assert!(hit.snippet.contains(">>>vault<<<"), "{}", hit.snippet);
+    assert!(hit.snippet.contains("\u{2}vault\u{3}"), "{}", hit.snippet);
     assert_eq!(hit.source, "telegram");
     assert_eq!(hit.title.as_deref(), Some("chat"));
     assert_eq!(hit.model.as_deref(), Some("claude-test"));

@@ -86,6 +86,9 @@ pub enum ApiError {
     /// The session, message or route does not exist (404).
     #[error("{0}")]
     NotFound(String),
+    /// A method other than `GET` or `HEAD` (405): the server is read-only.
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// The server is too busy for this request (503).
     #[error("{0}")]
     Unavailable(String),
@@ -102,6 +105,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => 401,
             ApiError::Forbidden(_) => 403,
             ApiError::NotFound(_) => 404,
+            ApiError::MethodNotAllowed(_) => 405,
             ApiError::Internal(_) => 500,
             ApiError::Unavailable(_) => 503,
         }

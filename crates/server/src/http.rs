@@ -501,21 +501,23 @@ fn cookie_token(request: &Request) -> Option<&str> {
 
 /// Applies the access rules: `Err` is the answer when the request may not go on.
 fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
-    if !matches!(request.method.as_str(), "GET" | "HEAD") {
-        return Err(text_response(
-            405,
-            "scribe serve is read-only: only GET and HEAD are allowed\n",
-        )
-        .with("Allow", "GET, HEAD"));
-    }
+    // Under /api/ every failure is `{"error": …}`, as the README's API reference says;
+    // elsewhere it is a line of text.
     let api = request.path().starts_with("/api/");
-    let refuse = |err: ApiError| {
-        Err(if api {
+    let refusal = |err: ApiError| {
+        if api {
             json_error(&err)
         } else {
             text_response(err.status(), &format!("{err}\n"))
-        })
+        }
     };
+    if !matches!(request.method.as_str(), "GET" | "HEAD") {
+        return Err(refusal(ApiError::MethodNotAllowed(
+            "scribe serve is read-only: only GET and HEAD are allowed".into(),
+        ))
+        .with("Allow", "GET, HEAD"));
+    }
+    let refuse = |err: ApiError| Err(refusal(err));
     let Some(token) = &shared.token else {
         let host = request.header("Host").unwrap_or("");
         if loopback_host(host) {

@@ -464,9 +464,13 @@ mod tests {
 
     #[test]
     fn snippets_split_into_text_and_ranges() {
-        let (text, ranges) = split_snippet("a >>>fix<<< to the >>>büild<<< x");
+        let (text, ranges) = split_snippet("a \u{2}fix\u{3} to the \u{2}büild\u{3} x");
         assert_eq!(text, "a fix to the büild x");
         assert_eq!(ranges, vec![[2, 5], [13, 18]]);
+        // `>>>` and `<<<` are text.
+        let (text, ranges) = split_snippet(">>> \u{2}print\u{3}(1) <<<");
+        assert_eq!(text, ">>> print(1) <<<");
+        assert_eq!(ranges, vec![[4, 9]]);
         let (text, ranges) = split_snippet("no match");
         assert_eq!((text.as_str(), ranges.len()), ("no match", 0));
     }

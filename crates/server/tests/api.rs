@@ -570,6 +570,23 @@ fn the_server_is_read_only_and_never_writes_the_file() {
             let reply = request(server.addr, method, path, &[], Some(b"{}")).unwrap();
             assert_eq!(reply.status, 405, "{method} {path}");
             assert_eq!(reply.header("allow"), Some("GET, HEAD"));
+            // Under /api/ a refusal is `{"error": …}` like every other API failure (it
+            // was a line of plain text); the page's own paths answer text.
+            if path.starts_with("/api/") {
+                assert!(
+                    reply.json()["error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("read-only")),
+                    "{method} {path}"
+                );
+            } else {
+                assert!(
+                    reply
+                        .header("content-type")
+                        .is_some_and(|t| t.starts_with("text/plain")),
+                    "{method} {path}"
+                );
+            }
         }
     }
     for path in [

@@ -13,7 +13,7 @@ use scribe_pubsub::EventKind;
 use serde_json::Value;
 
 use crate::error::{Result, SessionError};
-use crate::service::{SessionService, load};
+use crate::service::{SessionService, free_title, load};
 use crate::session::{Session, SessionKind, json_text};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -265,14 +265,6 @@ impl SessionService {
     /// id only when no other session has it).
     pub fn exists_tx(tx: &mut dyn Reads, id: &str) -> Result<bool> {
         Ok(tx.reads().session_exists(id)?)
-    }
-}
-
-/// `title`, or the next free title of its lineage when another session than `id` holds it.
-fn free_title(tx: &mut dyn Reads, title: &str, id: &str) -> Result<String> {
-    match tx.reads().get_session_by_title(title)? {
-        Some(holder) if holder.id != id => crate::service::next_title_tx(tx, title),
-        _ => Ok(title.to_owned()),
     }
 }
 

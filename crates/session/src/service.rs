@@ -612,7 +612,8 @@ impl SessionService {
     /// ([`split_lineage`]).
     ///
     /// - A numbered title (`"t #3"`) names one member: the session titled exactly that,
-    ///   when it exists.
+    ///   when it exists; `"t #1"`, when no session is titled so, names `t` itself (the
+    ///   member numbered 1).
     /// - Otherwise (a plain title, or a numbered one that does not exist) it is the newest
     ///   session of the lineage: the highest number wins (`t` itself counts as 1).
     ///
@@ -620,10 +621,16 @@ impl SessionService {
     /// when the lineage is empty; title errors when `title` is not a usable title.
     pub fn resolve_by_title(&self, title: &str) -> Result<Session> {
         let title = normalize_title(title)?;
-        let (base, _) = split_lineage(&title);
+        let (base, number) = split_lineage(&title);
         self.db.read(|tx| {
             if base != title
                 && let Some(row) = tx.q().get_session_by_title(&title)?
+            {
+                return Session::try_from(row);
+            }
+            if base != title
+                && number == 1
+                && let Some(row) = tx.q().get_session_by_title(base)?
             {
                 return Session::try_from(row);
             }
@@ -690,6 +697,16 @@ pub enum CompactionClaim {
         /// When the running compaction claimed the session (ms since the epoch).
         since_ms: i64,
     },
+}
+
+/// `title` (normalized), or the next free title of its lineage (`t #2`) when another
+/// session than `id` holds it: how an importer (of another agent's history, or of an
+/// export) keeps a session whose title is taken.
+pub(crate) fn free_title(tx: &mut dyn Reads, title: &str, id: &str) -> Result<String> {
+    match tx.reads().get_session_by_title(title)? {
+        Some(holder) if holder.id != id => next_title_tx(tx, title),
+        _ => Ok(title.to_owned()),
+    }
 }
 
 /// `title` is already normalized.

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
 use crate::files::{FileVersion, file_versions};
-use crate::service::{SessionService, child_of, insert_session, load};
+use crate::service::{SessionService, child_of, free_title, insert_session, load};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -388,8 +388,9 @@ impl SessionService {
     /// the link (reported in the outcome). The title goes through the same rules as
     /// [`create`](SessionService::create): it is stored normalized, and one that is empty
     /// after normalization is [`SessionError::InvalidTitle`], one too long
-    /// [`SessionError::TitleTooLong`]. A title held by another session is
-    /// [`SessionError::TitleInUse`], and a message id already present is a
+    /// [`SessionError::TitleTooLong`]. A title held by another session becomes the next
+    /// free title of its lineage (`t #2`, as the history importers number it; the
+    /// outcome's session has the title stored). A message id already present is a
     /// [`SessionError::Conflict`]; on any error nothing is stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
         self.db.write(|tx| {
@@ -604,15 +605,12 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
     }
     // The same title rules as every other way in: an export may come from an older or
     // edited file, so its title is normalized and length-checked, never trusted.
-    let title = normalize_optional_title(s.title.as_deref())?;
-    if let Some(title) = &title
-        && let Some(holder) = tx.q().get_session_by_title(title)?
-    {
-        return Err(SessionError::TitleInUse {
-            title: title.clone(),
-            session_id: holder.id,
-        });
-    }
+    // A title another stored session holds is numbered as the history importers number
+    // it (`t #2`): merging two stores keeps every session.
+    let title = match normalize_optional_title(s.title.as_deref())? {
+        Some(title) => Some(free_title(tx, &title, &s.id)?),
+        None => None,
+    };
     if let Some(stray) = export.messages.iter().find(|m| m.session_id != s.id) {
         return Err(SessionError::InvalidInput(format!(
             "message {} belongs to session {}, not {}",

@@ -273,7 +273,11 @@ fn markdown_message(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
     for stored in &m.parts {
         match &stored.part {
             Part::Text(t) => writeln!(out, "{}\n", t.text.trim_end())?,
-            Part::Reasoning(r) => writeln!(out, "> _thinking:_ {}\n", ui::one_line(&r.text, 300))?,
+            Part::Reasoning(r) => writeln!(
+                out,
+                "> _thinking:_ {}\n",
+                scribe_server::json::one_line(&r.text, 300)
+            )?,
             Part::Tool(t) => {
                 writeln!(
                     out,

@@ -29,7 +29,8 @@ const TITLE_CHARS: usize = 60;
 ///
 /// `scribe import FILE`: JSON and JSON Lines are told apart by their content. Sessions
 /// already in the database are skipped, so importing the same file twice changes nothing
-/// the second time. A file that is not a valid export imports nothing.
+/// the second time; one whose title another session holds is imported under the next title
+/// of its lineage (`t #2`). A file that is not a valid export imports nothing.
 ///
 /// `scribe import --from AGENT [PATH...]`: reads the agent's history where it keeps it
 /// (its own environment overrides apply: CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_DB or
@@ -130,12 +131,11 @@ impl Import {
         };
         let total = exports.len();
         let total_messages: usize = exports.iter().map(|e| e.messages.len()).sum();
-        let labels: Vec<(String, String)> = exports
+        let labels: Vec<(String, String, Option<String>)> = exports
             .iter()
             .map(|export| {
-                let title = export
-                    .session
-                    .title
+                let given = export.session.title.clone();
+                let title = given
                     .as_deref()
                     // A title the import refuses may be huge; the message stays one short line.
                     .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
@@ -147,7 +147,7 @@ impl Import {
                 } else {
                     id.clone()
                 };
-                (id, title)
+                (id, title, given)
             })
             .collect();
         // The bulk path: thousands of messages per transaction, each indexing what it
@@ -170,15 +170,23 @@ impl Import {
         bar.finish_and_clear();
         let mut out = anstream::stdout().lock();
         let (mut imported, mut skipped, mut failed) = (0, 0, 0);
-        for ((id, title), outcome) in labels.iter().zip(outcomes) {
+        for ((id, title, given), outcome) in labels.iter().zip(outcomes) {
             match outcome {
                 Ok(ImportOutcome::Imported {
                     session,
                     unlinked_parent,
                 }) => {
                     imported += 1;
+                    // A title another session held was numbered (`t #2`), one with
+                    // stray whitespace normalized: say what it is called now.
+                    let renamed = match &session.title {
+                        Some(stored) if given.as_ref() != Some(stored) => {
+                            format!(" as {:?}", ui::cut(stored, TITLE_CHARS))
+                        }
+                        _ => String::new(),
+                    };
                     let mut line = format!(
-                        "imported {}{title} ({})",
+                        "imported {}{title}{renamed} ({})",
                         session.id,
                         ui::plural(session.message_count, "message")
                     );

@@ -32,7 +32,7 @@ pub struct ListCmd {
     pub source: Vec<String>,
     /// Show at most this many sessions.
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = parse_limit)]
     pub limit: u64,
     /// Include archived sessions and every child session (tasks, titles, continued parts).
     #[arg(long, short = 'a')]
@@ -43,6 +43,15 @@ pub struct ListCmd {
     /// Print JSON: {"sessions": [...], "more": bool}.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A `--limit`: a whole number from 1 (clap's own range check would say "0 is not in
+/// 1..18446744073709551615").
+fn parse_limit(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number from 1 up".to_owned()),
+    }
 }
 
 /// The order of `scribe list`.
@@ -109,12 +118,13 @@ impl ListCmd {
                 .get(&s.id)
                 .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
                 .unwrap_or_default();
-            let mut title = s.title.clone().unwrap_or_else(|| "(untitled)".to_owned());
+            let mut title = ui::visible(s.title.as_deref().unwrap_or("(untitled)")).into_owned();
             if s.is_archived() {
                 title.push_str(" [archived]");
             }
             if let Some(parent) = &s.parent_session_id {
-                let parent = parents.get(parent).map_or(parent.as_str(), String::as_str);
+                let parent =
+                    ui::visible(parents.get(parent).map_or(parent.as_str(), String::as_str));
                 title = match s.kind {
                     SessionKind::Fork => format!("{title} (fork of {parent})"),
                     SessionKind::Continuation => format!("{title} (continues {parent})"),
@@ -129,7 +139,7 @@ impl ListCmd {
                         .map_or(s.id.as_str(), String::as_str),
                 ),
                 title,
-                s.source.clone(),
+                ui::visible(&s.source).into_owned(),
                 s.message_count.to_string(),
                 ui::compact_count(s.tokens.total()),
                 cost,

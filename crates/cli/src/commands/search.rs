@@ -152,14 +152,15 @@ fn highlighted(snippet: &str) -> String {
     let flat = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut out = String::new();
     let mut rest = flat.as_str();
+    // The markers are control characters themselves: text is made visible piece by piece.
     while let Some(start) = rest.find(MATCH_START) {
-        out.push_str(&rest[..start]);
+        out.push_str(&ui::visible(&rest[..start]));
         rest = &rest[start + MATCH_START.len()..];
         let end = rest.find(MATCH_END).unwrap_or(rest.len());
-        out.push_str(&paint(style::MATCH, &rest[..end]));
+        out.push_str(&paint(style::MATCH, ui::visible(&rest[..end])));
         rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
     }
-    out.push_str(rest);
+    out.push_str(&ui::visible(rest));
     out
 }
 
@@ -194,14 +195,14 @@ impl SearchCmd {
             if i > 0 {
                 writeln!(out)?;
             }
-            let title = hit.title.as_deref().unwrap_or("(untitled)");
+            let title = ui::visible(hit.title.as_deref().unwrap_or("(untitled)"));
             writeln!(
                 out,
                 "{} {} {} {}",
                 paint(style::HEADER, title),
                 paint(
                     style::DIM,
-                    format!("· {} · {} ·", hit.role.as_str(), hit.source)
+                    format!("· {} · {} ·", hit.role.as_str(), ui::visible(&hit.source))
                 ),
                 paint(style::DIM, ui::ago(hit.created_at, now)),
                 paint(style::DIM, format!("· {}", hit.session_id)),

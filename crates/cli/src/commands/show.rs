@@ -154,7 +154,7 @@ fn in_session(ctx: &Context, id: &str, session_id: &str) -> Result<bool, CliErro
 
 fn header(out: &mut impl Write, s: &Session) -> Result<(), CliError> {
     let title = s.title.as_deref().unwrap_or("(untitled)");
-    writeln!(out, "{}", paint(style::HEADER, title))?;
+    writeln!(out, "{}", paint(style::HEADER, ui::visible(title)))?;
     let mut facts = vec![s.id.clone(), s.kind.to_string(), s.source.clone()];
     facts.extend(s.model.clone());
     facts.push(format!("started {}", ui::date_time(s.created_at)));
@@ -167,7 +167,11 @@ fn header(out: &mut impl Write, s: &Session) -> Result<(), CliError> {
     if let Some(reason) = &s.end_reason {
         facts.push(format!("ended: {reason}"));
     }
-    writeln!(out, "{}", paint(style::DIM, facts.join(" · ")))?;
+    writeln!(
+        out,
+        "{}",
+        paint(style::DIM, ui::visible(&facts.join(" · ")))
+    )?;
     let t = &s.tokens;
     writeln!(
         out,
@@ -204,7 +208,7 @@ fn render(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
     writeln!(out)?;
     let mut line = format!("{} {}", role_label(m.role), ui::date_time(m.created_at));
     if let Some(model) = &m.model {
-        line.push_str(&format!(" · {model}"));
+        line.push_str(&format!(" · {}", ui::visible(model)));
     }
     if m.is_summary {
         let what = match summary_compaction(m) {
@@ -241,7 +245,7 @@ fn indent(text: &str) -> String {
 fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
     match part {
         Part::Text(t) => {
-            let text = indent(t.text.trim_end());
+            let text = indent(&ui::visible(t.text.trim_end()));
             if t.synthetic {
                 writeln!(out, "{}", paint(style::DIM, text))?;
             } else {
@@ -265,7 +269,7 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
             writeln!(
                 out,
                 "  {} {}",
-                paint(style::TOOL, format!("⚙ {}({input})", t.tool)),
+                paint(style::TOOL, format!("⚙ {}({input})", ui::visible(&t.tool))),
                 format_args!("[{state}]")
             )?;
             let shown = t.state.output().or(t.state.error_message());
@@ -294,14 +298,18 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
             "  {}",
             paint(
                 style::TOOL,
-                format!(
+                ui::visible(&format!(
                     "📎 {} ({})",
                     f.filename.as_deref().unwrap_or("attachment"),
                     f.mime
-                )
+                ))
             )
         )?,
-        Part::ImageUrl(i) => writeln!(out, "  {}", paint(style::TOOL, format!("🖼 {}", i.url)))?,
+        Part::ImageUrl(i) => writeln!(
+            out,
+            "  {}",
+            paint(style::TOOL, format!("🖼 {}", ui::visible(&i.url)))
+        )?,
         Part::Compaction(c) => writeln!(
             out,
             "  {}",
@@ -319,10 +327,14 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
             "  {}",
             paint(
                 style::DIM,
-                format!("patch {} · {}", p.hash, p.files.join(", "))
+                ui::visible(&format!("patch {} · {}", p.hash, p.files.join(", ")))
             )
         )?,
-        Part::Agent(a) => writeln!(out, "  {}", paint(style::DIM, format!("agent: {}", a.name)))?,
+        Part::Agent(a) => writeln!(
+            out,
+            "  {}",
+            paint(style::DIM, format!("agent: {}", ui::visible(&a.name)))
+        )?,
         Part::Subtask(s) => writeln!(
             out,
             "  {}",
@@ -330,7 +342,7 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
                 style::TOOL,
                 format!(
                     "↳ sub-agent task ({}): {}",
-                    s.agent,
+                    ui::visible(&s.agent),
                     ui::one_line(&s.description, 100)
                 )
             )
@@ -351,7 +363,11 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
         Part::StepStart(_) | Part::Finish(_) => {}
         Part::Unknown(value) => {
             let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("?");
-            writeln!(out, "  {}", paint(style::DIM, format!("[{kind} part]")))?;
+            writeln!(
+                out,
+                "  {}",
+                paint(style::DIM, format!("[{} part]", ui::visible(kind)))
+            )?;
         }
     }
     Ok(())

@@ -79,7 +79,7 @@ impl StatsCmd {
             let key = if row.key.is_empty() {
                 "(none)".to_owned()
             } else {
-                row.key.clone()
+                ui::visible(&row.key).into_owned()
             };
             table.add_row(cells(key, &row.totals, costs.next().unwrap_or_default()));
         }

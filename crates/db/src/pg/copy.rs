@@ -50,6 +50,22 @@ pub struct CopyReport {
     pub tables: Vec<(String, u64)>,
 }
 
+/// Whether `a` and `b` name one file: the same device and inode where there are such
+/// things, else the same canonical path.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return a.dev() == b.dev() && a.ino() == b.ino();
+        }
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 /// One table of the plan.
 #[derive(Debug, Clone)]
 struct Table {
@@ -73,6 +89,18 @@ pub fn copy(
         return Err(Error::InvalidInput(
             "copying a store into itself does nothing".to_owned(),
         ));
+    }
+    // Two handles on one file (the same path twice, `./x.db` and `x.db`, a symlink or a
+    // hard link): the target is not "not empty", it is the source.
+    if let (Some(a), Some(b)) = (from.path(), to.path())
+        && same_file(a, b)
+    {
+        return Err(Error::InvalidInput(format!(
+            "the source ({}) and the target ({}) are the same database; copy into another, \
+             empty store",
+            from.location(),
+            to.location()
+        )));
     }
     let (version_from, version_to) = (from.schema_version()?, to.schema_version()?);
     if version_from != version_to {

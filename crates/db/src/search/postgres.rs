@@ -663,20 +663,20 @@ mod tests {
     fn snippets_mark_phrases_and_cut_like_fts5() {
         assert_eq!(
             word_snippet("see my-app.config.ts now", &[t("my-app.config.ts", false)]),
-            "see >>>my-app.config.ts<<< now"
+            "see \u{2}my-app.config.ts\u{3} now"
         );
         assert_eq!(
             word_snippet("Café au lait", &[t("cafe", false)]),
-            ">>>Café<<< au lait"
+            "\u{2}Café\u{3} au lait"
         );
         assert_eq!(
             word_snippet("deployment done", &[t("deploy", true)]),
-            ">>>deployment<<< done"
+            "\u{2}deployment\u{3} done"
         );
         let long = format!("{} needle {}", "a ".repeat(100), "b ".repeat(100));
         let s = word_snippet(&long, &[t("needle", false)]);
         assert!(s.starts_with(ELLIPSIS) && s.ends_with(ELLIPSIS), "{s}");
-        assert!(s.contains(">>>needle<<<"), "{s}");
+        assert!(s.contains("\u{2}needle\u{3}"), "{s}");
         assert_eq!(s.split_whitespace().count(), 24, "{s}");
         // No match found here (the server split differently): the start, unmarked.
         let s = word_snippet(&long, &[t("zzz", false)]);
