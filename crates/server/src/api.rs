@@ -29,14 +29,19 @@ pub struct Params {
 }
 
 impl Params {
-    /// Parses `a=1&b=2` (percent- and `+`-decoded); empty values are dropped.
-    pub fn parse(query: &str) -> Params {
-        Params {
-            pairs: form_urlencoded::parse(query.as_bytes())
-                .filter(|(_, value)| !value.is_empty())
-                .map(|(name, value)| (name.into_owned(), value.into_owned()))
-                .collect(),
+    /// Parses `a=1&b=2` (percent- and `+`-decoded); empty values are dropped. A name or
+    /// value that is not UTF-8 once decoded is refused, as a path segment is (decoding it
+    /// lossily would search for, or filter by, text nobody sent).
+    pub fn parse(query: &str) -> Result<Params, ApiError> {
+        let mut pairs = Vec::new();
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (name, value) = (query_text(name)?, query_text(value)?);
+            if !value.is_empty() {
+                pairs.push((name, value));
+            }
         }
+        Ok(Params { pairs })
     }
 
     /// Refuses any parameter not in `known` (`token` is always allowed).
@@ -293,6 +298,11 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
     }
 }
 
+/// A query string's name or value: `+` for a space, then as a path segment.
+fn query_text(part: &str) -> Result<String, ApiError> {
+    decode(&part.replace('+', " "))
+}
+
 /// A path segment, percent-decoded.
 fn decode(segment: &str) -> Result<String, ApiError> {
     percent_encoding::percent_decode_str(segment)
@@ -387,14 +397,22 @@ mod tests {
 
     #[test]
     fn params_are_strict() {
-        let p = Params::parse("a=1&a=2&b=&c=x%20y");
+        let p = Params::parse("a=1&a=2&b=&c=x%20y").unwrap();
         assert_eq!(p.all("a"), vec!["1", "2"]);
         assert!(p.one("a").is_err());
         assert_eq!(p.one("b").ok(), Some(None));
         assert_eq!(p.one("c").ok(), Some(Some("x y")));
         assert!(p.only(&["a", "c"]).is_ok());
         assert!(p.only(&["a"]).is_err());
-        assert!(Params::parse("token=t").only(&[]).is_ok());
+        assert!(Params::parse("token=t").unwrap().only(&[]).is_ok());
+        // Bytes that are not UTF-8 are refused; the replacement character sent as itself
+        // (percent-encoded or raw) is text like any other.
+        assert!(Params::parse("q=%ff").is_err());
+        assert!(Params::parse("q%ff=1").is_err());
+        assert!(Params::parse("a=1&q=ok%ff").is_err());
+        let sent = Params::parse("q=%EF%BF%BD&r=\u{fffd}").unwrap();
+        assert_eq!(sent.one("q").ok(), Some(Some("\u{fffd}")));
+        assert_eq!(sent.one("r").ok(), Some(Some("\u{fffd}")));
         assert!(p.number("c", 1, 5, 1).is_err());
     }
 }

@@ -577,8 +577,9 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
 fn handle(shared: &Shared, request: &Request) -> Response {
     let path = request.path();
     if let Some(route) = path.strip_prefix("/api/") {
-        let params = Params::parse(request.query());
-        return match api::answer(shared, route, &params) {
+        return match Params::parse(request.query())
+            .and_then(|params| api::answer(shared, route, &params))
+        {
             Ok(body) => json_response(200, body),
             Err(err) => json_error(&err),
         };

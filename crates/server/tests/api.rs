@@ -174,6 +174,9 @@ fn bad_list_parameters_are_400_with_a_reason() {
         ("/api/search?q=x&limit=501", "limit"),
         ("/api/search?q=x&rank=best", "rank"),
         ("/api/filters?x=1", "unknown parameter"),
+        // Bytes that are not UTF-8 are refused, not searched for as U+FFFD.
+        ("/api/search?q=%ff", "not UTF-8"),
+        ("/api/sessions?source=cl%c3", "not UTF-8"),
     ];
     for (path, says) in cases {
         let reply = get(server.addr, path);
