@@ -200,6 +200,15 @@ fn search_finds_words_cjk_and_filters() {
     assert_eq!(recent["hits"].as_array().unwrap().len(), 1);
     // Nothing searchable is no hits, not an error.
     assert!(env.ok(&["search", "\"(*"]).contains("no matches"));
+    // A long query that finds nothing (a pasted file) is echoed on one short line.
+    let pasted = "zzzunfound\nline ".repeat(4_000);
+    let said = env.ok(&["search", &pasted]);
+    assert!(
+        said.starts_with("no matches for \"zzzunfound line"),
+        "{said}"
+    );
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.chars().count() < 120, "{said}");
     // Bad filters are usage errors.
     assert_eq!(
         env.run(&["search", "x", "--since", "yesterday"])

@@ -17,6 +17,9 @@ use crate::ui::{self, paint, style};
 /// phrases" match in order, `-word` (or `NOT word`) leaves out messages with that word, `OR`
 /// gives alternatives, and Chinese, Japanese and Korean text and other substrings are found
 /// too. The best match of each message is shown, best first.
+/// How much of a query that found nothing is echoed back (characters).
+const QUERY_ECHO: usize = 80;
+
 #[derive(Debug, Args)]
 pub struct SearchCmd {
     /// What to look for; words may start with `-` to exclude them (`fix -test`).
@@ -187,7 +190,9 @@ impl SearchCmd {
             return json::print(&mut out, &SearchHits::new(&hits));
         }
         if hits.is_empty() {
-            writeln!(out, "no matches for {query:?}")?;
+            // One line, however long the query was (a pasted file, say).
+            let shown = ui::one_line(&query, QUERY_ECHO);
+            writeln!(out, "no matches for {shown:?}")?;
             return Ok(());
         }
         let now = scribe_db::now_ms();
