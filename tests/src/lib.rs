@@ -71,6 +71,50 @@ impl TestDb {
     pub fn reopen(&self) -> Arc<Database> {
         Arc::new(Database::open(&self.location).expect("reopen the test store"))
     }
+
+    /// Another handle on the same store whose clock stands still at `at` (ms): a process
+    /// whose clock is behind or ahead of another's.
+    pub fn reopen_at(&self, at: i64) -> Arc<Database> {
+        let options = scribe_db::Options {
+            clock: scribe_db::ManualClock::new(at).clock(),
+            ..scribe_db::Options::default()
+        };
+        Arc::new(Database::open_with(&self.location, options).expect("reopen the test store"))
+    }
+}
+
+/// Checks a run of changes to one row: each moves its `updated_at` forward and returns
+/// what `stored` reads back.
+#[derive(Debug)]
+pub struct MovesForward<T, R> {
+    last: i64,
+    updated_at: fn(&T) -> i64,
+    stored: R,
+}
+
+impl<T: PartialEq + std::fmt::Debug, R: FnMut(&T) -> T> MovesForward<T, R> {
+    /// Starts from the row as `first` is.
+    pub fn new(first: &T, updated_at: fn(&T) -> i64, stored: R) -> Self {
+        MovesForward {
+            last: updated_at(first),
+            updated_at,
+            stored,
+        }
+    }
+
+    /// Asserts that `changed` (what the change `what` returned) moved `updated_at` forward
+    /// and is what is stored; returns it.
+    pub fn check(&mut self, what: &str, changed: T) -> T {
+        let at = (self.updated_at)(&changed);
+        assert!(
+            at > self.last,
+            "{what}: updated_at {at} after {}",
+            self.last
+        );
+        assert_eq!((self.stored)(&changed), changed, "{what}");
+        self.last = at;
+        changed
+    }
 }
 
 impl Drop for TestDb {

@@ -5,12 +5,9 @@
 #[path = "message_common/mod.rs"]
 mod common;
 
-use std::sync::Arc;
-
 use common::{completed_tool, count, counters, say, service, service_on, session};
-use scribe_tests::{Backend, TestDb};
+use scribe_tests::{Backend, MovesForward, TestDb};
 
-use scribe_db::{Database, ManualClock, Options};
 use scribe_message::{
     FinishReason, Message, MessageError, MessageUpdate, NewMessage, Part, Role, StoredPart,
     TokenUsage, ToolState,
@@ -938,13 +935,7 @@ fn a_corrupt_part_row_is_reported_by_name_and_other_messages_still_load() {
 fn a_process_whose_clock_is_behind_never_moves_a_message_back(backend: Backend) {
     let t = TestDb::new(backend);
     // Two processes' clocks, both standing still, one a minute ahead of the other.
-    let process = |at: i64| {
-        let options = Options {
-            clock: ManualClock::new(at).clock(),
-            ..Options::default()
-        };
-        MessageService::new(Arc::new(Database::open_with(&t.location, options).unwrap()))
-    };
+    let process = |at: i64| MessageService::new(t.reopen_at(at));
     let behind_at = 1_600_000_000_000;
     let ahead = process(behind_at + 60_000);
     let behind = process(behind_at);
@@ -952,17 +943,12 @@ fn a_process_whose_clock_is_behind_never_moves_a_message_back(backend: Backend) 
     let msg = say(&ahead, &ses, Role::Assistant, "hello");
     assert_eq!(msg.updated_at, behind_at + 60_000);
 
-    let mut last = msg.updated_at;
-    let mut moved = |what: &str, changed: Message| {
-        assert!(
-            changed.updated_at > last,
-            "{what}: updated_at {} after {last}",
-            changed.updated_at
-        );
-        assert_eq!(behind.get(&changed.id).unwrap(), changed, "{what}");
-        last = changed.updated_at;
-        changed
-    };
+    let mut forward = MovesForward::new(
+        &msg,
+        |m: &Message| m.updated_at,
+        |m: &Message| behind.get(&m.id).unwrap(),
+    );
+    let mut moved = |what: &str, changed: Message| forward.check(what, changed);
     let update = MessageUpdate {
         model: Some(Some("gpt-x".into())),
         ..MessageUpdate::default()

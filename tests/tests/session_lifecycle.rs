@@ -5,7 +5,6 @@
 #[path = "session_common/mod.rs"]
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{conversation, drain, env_on};
@@ -13,7 +12,6 @@ use scribe_tests::Backend;
 
 use rusqlite::Connection;
 use scribe_db::queries as q;
-use scribe_db::{Database, ManualClock, Options};
 use scribe_message::TokenUsage;
 use scribe_pubsub::EventKind;
 use scribe_session::{
@@ -738,30 +736,19 @@ fn notify_changed_publishes_the_current_state(backend: Backend) {
 fn a_process_whose_clock_is_behind_never_moves_a_session_back(backend: Backend) {
     let t = scribe_tests::TestDb::new(backend);
     // Two processes' clocks, both standing still, one a minute ahead of the other.
-    let process = |at: i64| {
-        let options = Options {
-            clock: ManualClock::new(at).clock(),
-            ..Options::default()
-        };
-        SessionService::new(Arc::new(Database::open_with(&t.location, options).unwrap()))
-    };
+    let process = |at: i64| SessionService::new(t.reopen_at(at));
     let behind_at = 1_600_000_000_000;
     let ahead = process(behind_at + 60_000);
     let behind = process(behind_at);
 
     let s = ahead.create(NewSession::default()).unwrap();
     assert_eq!(s.updated_at, behind_at + 60_000);
-    let mut last = s.updated_at;
-    let mut moved = |what: &str, changed: Session| {
-        assert!(
-            changed.updated_at > last,
-            "{what}: updated_at {} after {last}",
-            changed.updated_at
-        );
-        assert_eq!(behind.get(&changed.id).unwrap(), changed, "{what}");
-        last = changed.updated_at;
-        changed
-    };
+    let mut forward = scribe_tests::MovesForward::new(
+        &s,
+        |s: &Session| s.updated_at,
+        |s: &Session| behind.get(&s.id).unwrap(),
+    );
+    let mut moved = |what: &str, changed: Session| forward.check(what, changed);
 
     let archived = moved("archive", behind.archive(&s.id).unwrap());
     assert_eq!(archived.archived_at, Some(behind_at));
