@@ -90,3 +90,129 @@ fn the_readme_help_is_the_real_help() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), readme_block("--help"));
 }
+
+/// A session holding text with control characters, as tool output from anywhere can.
+const HOSTILE: &str = "look\u{1b}]0;pwned\u{7} here\u{1b}[2J\rhidden\u{9b}6n end\r\n";
+
+fn hostile_session(env: &Env) -> String {
+    let (sessions, messages) = env.services();
+    let session = sessions.create(NewSession::titled("Escapes")).unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(HOSTILE)],
+        ))
+        .unwrap();
+    session.id
+}
+
+/// Written to a pipe, every export format and `--json` carries the stored text exactly:
+/// a JSON Lines export parses back to the very string stored.
+#[test]
+fn piped_exports_and_json_are_the_stored_text_exactly() {
+    let env = Env::new();
+    hostile_session(&env);
+    let jsonl: serde_json::Value =
+        serde_json::from_str(&env.ok(&["export", "Escapes", "-f", "jsonl"])).unwrap();
+    assert_eq!(
+        jsonl["messages"][0]["parts"][0]["part"]["text"].as_str(),
+        Some(HOSTILE)
+    );
+    let json = env.json(&["export", "Escapes"]);
+    assert_eq!(
+        json["sessions"][0]["messages"][0]["parts"][0]["part"]["text"].as_str(),
+        Some(HOSTILE)
+    );
+    let shown = env.json(&["show", "Escapes", "--json"]);
+    assert!(
+        shown
+            .to_string()
+            .contains(&serde_json::to_string(HOSTILE).unwrap())
+    );
+    let markdown = env.ok(&["export", "Escapes", "-f", "markdown"]);
+    assert!(markdown.contains(HOSTILE.trim_end()), "{markdown:?}");
+}
+
+/// Runs `scribe --db DB args…` with its stdout on a terminal (util-linux `script`), and
+/// returns what the terminal received.
+#[cfg(target_os = "linux")]
+fn on_a_terminal(env: &Env, args: &str) -> String {
+    let command = format!(
+        "{} --db {} {args}",
+        env!("CARGO_BIN_EXE_scribe"),
+        env.db.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("SCRIBE_DB")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux `script` runs a command on a pseudo-terminal");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+}
+
+/// A Markdown export read on a terminal shows stored control characters as symbols, as
+/// `show` does, rather than letting them retitle or clear the terminal (they reached it
+/// as they were stored).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_markdown_export_on_a_terminal_shows_control_characters() {
+    let env = Env::new();
+    hostile_session(&env);
+    let seen = on_a_terminal(&env, "export Escapes -f markdown");
+    assert!(
+        seen.contains("look␛]0;pwned␇ here␛[2J␍hidden\u{fffd}6n end"),
+        "{seen:?}"
+    );
+    for raw in ["\u{1b}]", "\u{1b}[2J", "\u{7}", "\u{9b}"] {
+        assert!(
+            !seen.contains(raw),
+            "{raw:?} reached the terminal: {seen:?}"
+        );
+    }
+}
+
+/// `scribe export` of nothing is an empty `sessions` array, `[]`, with no blank line in it.
+#[test]
+fn an_export_of_no_sessions_is_an_empty_array() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    let text = env.ok(&["export", "--all"]);
+    assert!(text.contains("\n  \"sessions\": []\n}\n"), "{text:?}");
+    assert!(!text.contains("\n\n"), "{text:?}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["sessions"], serde_json::json!([]));
+}
+
+/// A reader that stops early (`| head -1`) ends the command quietly with status 0: the
+/// completion script (clap_complete panicked on the failed write) and a Markdown or JSON
+/// Lines export (the closed pipe came back wrapped by the session service, and was
+/// reported as "writing the export failed … Broken pipe", status 1).
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    let env = Env::new();
+    common::seed(&env);
+    for args in [
+        &["completions", "bash"][..],
+        &["export", "--all", "-f", "markdown"],
+        &["export", "--all", "-f", "jsonl"],
+        &["export", "--all"],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before anything is written, like `| head -0`.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+    }
+}
