@@ -174,12 +174,21 @@ pub fn one_line(err: &dyn std::error::Error) -> String {
         .join(" ")
 }
 
-/// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure.
+/// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure:
+/// an [`std::io::Error`] of kind `BrokenPipe` anywhere in its chain (an export streams
+/// each session from inside the session service, which wraps what its writer returned).
 pub fn is_broken_pipe(err: &CliError) -> bool {
-    match err {
-        CliError::Output(io) => io.kind() == std::io::ErrorKind::BrokenPipe,
-        // JSON is streamed to stdout, so a closed pipe surfaces as an encoding error.
-        CliError::Json(json) => json.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe),
-        _ => false,
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(err) = next {
+        let kind = err
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            // JSON is streamed to stdout, so a closed pipe surfaces as an encoding error.
+            .or_else(|| err.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        if kind == Some(std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        next = err.source();
     }
+    false
 }
