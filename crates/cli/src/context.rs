@@ -157,6 +157,13 @@ impl Context {
     /// The id of the message of `session` that `wanted` names: an exact id or a unique id
     /// prefix.
     pub fn resolve_message(&self, session: &Session, wanted: &str) -> Result<String, CliError> {
+        // The empty prefix would name every message of the session.
+        if wanted.trim().is_empty() {
+            return Err(CliError::NoSuchMessage {
+                session: session.id.clone(),
+                message: wanted.to_owned(),
+            });
+        }
         let (lo, hi) = prefix_range(wanted);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
         let ids = self.db.read(|tx| -> scribe_db::Result<_> {

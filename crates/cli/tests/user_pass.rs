@@ -216,3 +216,48 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
         assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// `fork --at ""` names no message: a usage error naming the flag, and no fork is made.
+/// (The empty prefix matched every message: a one-message session was forked at it.)
+#[test]
+fn fork_at_an_empty_value_is_a_usage_error() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions.create(NewSession::titled("one")).unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text("hello")],
+        ))
+        .unwrap();
+    for at in ["", " "] {
+        let out = env.run(&["fork", "one", "--at", at]);
+        assert_eq!(out.status.code(), Some(2), "{at:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--at"), "{}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    }
+    assert_eq!(
+        sessions
+            .list(&scribe_session::SessionFilter::default())
+            .unwrap()
+            .len(),
+        1,
+        "no fork was made"
+    );
+}
+
+/// A usage error that `import` finds itself (no FILE, two FILEs) shows import's usage
+/// line, as clap's own errors for it do, not the top-level `scribe [OPTIONS] <COMMAND>`.
+#[test]
+fn import_usage_errors_show_the_import_usage() {
+    let env = Env::new();
+    for args in [&["import"][..], &["import", "a.json", "b.json"]] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("Usage: scribe import "), "{args:?}: {err}");
+        assert!(!err.contains("<COMMAND>"), "{args:?}: {err}");
+    }
+    assert!(!env.db.exists(), "a usage error creates no database");
+}
