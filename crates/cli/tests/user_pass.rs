@@ -261,3 +261,40 @@ fn import_usage_errors_show_the_import_usage() {
     }
     assert!(!env.db.exists(), "a usage error creates no database");
 }
+
+/// `export -o` through a symlink writes the file it points to and leaves the link, and onto
+/// a device (`/dev/null`, `/dev/stdout`) writes the device: nothing is put in the place of
+/// either. (The temporary file was renamed over the path itself: as root, `-o /dev/stdout`
+/// turned the system's `/dev/stdout` symlink into a regular file.)
+#[cfg(unix)]
+#[test]
+fn export_to_a_symlink_or_a_device_keeps_the_link_and_the_device() {
+    let env = Env::new();
+    common::seed(&env);
+    let target = env.path("real.json");
+    std::fs::write(&target, "old").unwrap();
+    let link = env.path("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    env.ok(&["export", "--all", "-o", link.to_str().unwrap()]);
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "the link was replaced"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 4);
+
+    let null = env.path("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    env.ok(&["export", "--all", "-o", null.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_link(&null).unwrap(),
+        std::path::Path::new("/dev/null")
+    );
+    let names: Vec<_> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.starts_with("scribe.db"))
+        .collect();
+    assert_eq!(names.len(), 3, "no temporary file is left: {names:?}");
+}

@@ -134,7 +134,7 @@ impl ExportCmd {
             }
             Some(path) => {
                 let mut count = 0;
-                write_atomically(path, |file| {
+                write_output(path, |file| {
                     count = stream(file)?;
                     Ok(())
                 })?;
@@ -146,6 +146,41 @@ impl ExportCmd {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes the export to `path`: a regular file (or a new one) atomically, through
+/// [`write_atomically`]; through a symlink, the file it points to, so the link stays; a
+/// device, FIFO or socket (`/dev/stdout`, `/dev/null`, a named pipe) directly, as it is
+/// not a file to replace. (Renaming a temporary file over `-o /dev/stdout` replaced the
+/// device's symlink with a regular file.)
+fn write_output(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let io_err = |source| CliError::WriteFile {
+        path: path.to_owned(),
+        source,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            let target = std::fs::canonicalize(path).map_err(io_err)?;
+            write_atomically(&target, write).map_err(|err| match err {
+                CliError::WriteFile { source, .. } => io_err(source),
+                other => other,
+            })
+        }
+        // A directory fails below, named as the user gave it.
+        Ok(meta) if !meta.is_dir() => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io_err)?;
+            let mut writer = BufWriter::new(&file);
+            write(&mut writer)?;
+            writer.flush().map_err(io_err)
+        }
+        _ => write_atomically(path, write),
     }
 }
 
