@@ -12,11 +12,14 @@ mod ui;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
     let args = commands::search::escape_query_words(std::env::args_os().collect());
-    let cli = cli::Cli::parse_from(args);
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(&err),
+    };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // `scribe list | head`: the reader has what it wanted.
@@ -26,4 +29,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints what clap stopped at (help, version or a usage error) and its status, as
+/// `clap::Error::exit` would, except that help or version that cannot be written
+/// (`scribe --help > /dev/full`) is a failure, not a silent success; a closed pipe is not.
+fn clap_exit(err: &clap::Error) -> ExitCode {
+    match err.print() {
+        Err(io) if err.use_stderr() || io.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(io) => {
+            eprintln!("scribe: cannot write output: {io}");
+            return ExitCode::FAILURE;
+        }
+        Ok(()) => {}
+    }
+    u8::try_from(err.exit_code()).map_or(ExitCode::FAILURE, ExitCode::from)
 }

@@ -298,3 +298,24 @@ fn export_to_a_symlink_or_a_device_keeps_the_link_and_the_device() {
         .collect();
     assert_eq!(names.len(), 3, "no temporary file is left: {names:?}");
 }
+
+/// Help or version that cannot be written (a full disk) is a failure, status 1 with one
+/// line, as for any other output; clap's own printing ignored the error and exited 0.
+#[cfg(target_os = "linux")]
+#[test]
+fn help_that_cannot_be_written_is_a_failure() {
+    for args in [&["--help"][..], &["--version"], &["list", "--help"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&out),
+            "scribe: cannot write output: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+}
