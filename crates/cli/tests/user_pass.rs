@@ -319,3 +319,26 @@ fn help_that_cannot_be_written_is_a_failure() {
         );
     }
 }
+
+/// An empty FROM or TO of `db copy`, or a URL with no backend, is a usage error (status
+/// 2, naming the argument) as the same mistake in `--db` is, and nothing is created.
+/// (They failed with status 1: "cannot access database path : cannot make an empty path
+/// absolute", "invalid database location mysql://x".)
+#[test]
+fn db_copy_locations_are_checked_like_db() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    let db = env.db.to_str().unwrap().to_owned();
+    let target = env.path("copy.db");
+    let target = target.to_str().unwrap();
+    for (args, names) in [
+        (["db", "copy", db.as_str(), ""], "<TO>"),
+        (["db", "copy", "", target], "<FROM>"),
+        (["db", "copy", db.as_str(), "mysql://h/x"], "<TO>"),
+    ] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(names), "{args:?}: {}", stderr(&out));
+    }
+    assert!(!std::path::Path::new(target).exists());
+}
