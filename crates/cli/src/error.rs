@@ -40,10 +40,10 @@ pub enum CliError {
         path: PathBuf,
     },
     /// Nothing matches what the user named as a session.
-    #[error("no session matches {0:?} (not an id, an id prefix or a title); try `scribe list`")]
+    #[error("no session matches {} (not an id, an id prefix or a title); try `scribe list`", echo(.0))]
     NoSuchSession(String),
     /// An id prefix names more than one session.
-    #[error("{prefix:?} matches {matches} sessions: {}; use a longer prefix", candidates.join(", "))]
+    #[error("{} matches {matches} sessions: {}; use a longer prefix", echo(prefix), candidates.join(", "))]
     AmbiguousSession {
         /// What the user typed.
         prefix: String,
@@ -53,7 +53,7 @@ pub enum CliError {
         candidates: Vec<String>,
     },
     /// Nothing matches what the user named as a message.
-    #[error("no message of session {session} matches {message:?}")]
+    #[error("no message of session {session} matches {}", echo(message))]
     NoSuchMessage {
         /// The session searched.
         session: String,
@@ -61,7 +61,7 @@ pub enum CliError {
         message: String,
     },
     /// A message id prefix names more than one message.
-    #[error("{prefix:?} matches several messages: {}; use a longer prefix", candidates.join(", "))]
+    #[error("{} matches several messages: {}; use a longer prefix", echo(prefix), candidates.join(", "))]
     AmbiguousMessage {
         /// What the user typed.
         prefix: String,
@@ -163,6 +163,16 @@ pub enum CliError {
     /// Encoding JSON output failed.
     #[error("cannot encode output")]
     Json(#[from] serde_json::Error),
+}
+
+/// How many characters of what the user typed an error repeats.
+const ECHO_CHARS: usize = 80;
+
+/// What the user typed, quoted and escaped, cut to [`ECHO_CHARS`] characters: a pasted
+/// 100 KB argument that names nothing is not printed back whole (as `search` cuts its
+/// "no matches for …").
+fn echo(typed: &str) -> String {
+    format!("{:?}", scribe_server::json::cut(typed, ECHO_CHARS))
 }
 
 /// `err` and its sources joined with `: `, skipping a source whose text its parent

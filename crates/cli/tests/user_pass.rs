@@ -342,3 +342,30 @@ fn db_copy_locations_are_checked_like_db() {
     }
     assert!(!std::path::Path::new(target).exists());
 }
+
+/// A pasted 100 KB argument that names no session or message is echoed cut to 80
+/// characters, on one short line (it was printed back whole).
+#[test]
+fn a_huge_argument_that_names_nothing_is_echoed_cut() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions.create(NewSession::titled("one")).unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text("hello")],
+        ))
+        .unwrap();
+    let huge = "x".repeat(100_000);
+    let expected_echo = format!("\"{}…\"", "x".repeat(79));
+    for args in [
+        vec!["show", huge.as_str()],
+        vec!["delete", huge.as_str(), "--yes"],
+        vec!["fork", "one", "--at", huge.as_str()],
+    ] {
+        let err = env.fails(&args);
+        assert!(err.len() < 300, "{} bytes: {}", err.len(), &err[..200]);
+        assert!(err.contains(&expected_echo), "{args:?}: {err}");
+    }
+}
