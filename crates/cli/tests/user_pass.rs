@@ -369,3 +369,27 @@ fn a_huge_argument_that_names_nothing_is_echoed_cut() {
         assert!(err.contains(&expected_echo), "{args:?}: {err}");
     }
 }
+
+/// Without a home directory, `sources` lists every agent with no location as `(none)`,
+/// in its column (it printed ` (none)`, one space out of line with the header).
+#[test]
+fn sources_without_a_home_directory_stay_in_their_columns() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .arg("--db")
+        .arg(&env.db)
+        .arg("sources")
+        .env_clear()
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let column = header.find("location").unwrap();
+    for line in lines {
+        assert_eq!(line.find("(none)"), Some(column), "{text}");
+    }
+}
