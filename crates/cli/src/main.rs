@@ -16,9 +16,9 @@ use clap::Parser as _;
 
 fn main() -> ExitCode {
     let args = commands::search::escape_query_words(std::env::args_os().collect());
-    let cli = match cli::Cli::try_parse_from(args) {
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => return clap_exit(&err),
+        Err(err) => return clap_exit(&without_env_in_usage(err, &args)),
     };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -28,6 +28,26 @@ fn main() -> ExitCode {
             eprintln!("scribe: {}", error::one_line(&err));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `err` as it reads when `--db` came from `SCRIBE_DB` rather than the command line: clap
+/// lists an argument taken from the environment in the usage line of an error as if it
+/// had been typed (`Usage: scribe search --db <PATH|URL> <QUERY>...` for a missing
+/// query), which reads as though `--db` were required. The same command line is parsed
+/// again without the variable; its error is used when it is the same mistake (not one
+/// about `SCRIBE_DB`'s own value).
+fn without_env_in_usage(err: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::CommandFactory as _;
+    if !err.use_stderr() || std::env::var_os("SCRIBE_DB").is_none() {
+        return err;
+    }
+    let plain = cli::Cli::command()
+        .mut_arg("db", |db| db.env(None))
+        .try_get_matches_from(args);
+    match plain {
+        Err(again) if again.kind() == err.kind() => again,
+        _ => err,
     }
 }
 

@@ -393,3 +393,31 @@ fn sources_without_a_home_directory_stay_in_their_columns() {
         assert_eq!(line.find("(none)"), Some(column), "{text}");
     }
 }
+
+/// With `SCRIBE_DB` set (as a shell profile does), a usage error's usage line is the
+/// command's own, `--db` not in it as if required (it read `Usage: scribe search --db
+/// <PATH|URL> <QUERY>...`); a bad `SCRIBE_DB` is still the error reported.
+#[test]
+fn scribe_db_from_the_environment_is_not_in_usage_lines() {
+    let env = Env::new();
+    let run = |args: &[&str], db: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .args(args)
+            .env("SCRIBE_DB", db)
+            .output()
+            .unwrap()
+    };
+    let db = env.db.to_str().unwrap();
+    for (args, usage) in [
+        (&["search"][..], "Usage: scribe search <QUERY>...\n"),
+        (&["db", "copy", "x"], "Usage: scribe db copy <FROM> <TO>\n"),
+    ] {
+        let out = run(args, db);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(usage), "{args:?}: {}", stderr(&out));
+    }
+    let out = run(&["search"], "mysql://h/x");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("mysql://"), "{}", stderr(&out));
+    assert!(!env.db.exists());
+}
