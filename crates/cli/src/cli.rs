@@ -25,8 +25,8 @@ use crate::commands::stats::StatsCmd;
 /// PostgreSQL database shared by many hosts).
 ///
 /// A <SESSION> argument is a session id, a unique id prefix, or a title (a title names the
-/// newest of its lineage `t`, `t #2`, …). Data goes to stdout, progress and errors to
-/// stderr. Exit status: 0 success, 1 failure, 2 usage error.
+/// newest of its lineage `t`, `t #2`, …; `t #2` names only that one). Data goes to stdout,
+/// progress and errors to stderr. Exit status: 0 success, 1 failure, 2 usage error.
 #[derive(Debug, Parser)]
 #[command(name = "scribe", version, propagate_version = true)]
 pub struct Cli {

@@ -2,7 +2,8 @@
 //! or `--at <message>` argument names a row.
 //!
 //! A session argument is, in this order: an exact id; a title (lineage-aware: `t` names
-//! the newest of `t`, `t #2`, …); a unique id prefix. An ambiguous prefix lists its
+//! the newest of `t`, `t #2`, …; a numbered `t #3` names that member only, never another);
+//! a unique id prefix. An ambiguous prefix lists its
 //! candidates rather than guessing.
 
 use std::collections::HashMap;
@@ -70,7 +71,11 @@ impl Context {
             Err(err) => return Err(err.into()),
         }
         match self.sessions.resolve_by_title(wanted) {
-            Ok(session) => return Ok(session),
+            Ok(session) if names_member(wanted, &session) => return Ok(session),
+            // `t #3` when only `t` and `t #2` exist: the service answers with the newest
+            // member, but a number the user typed names that member or nothing (a
+            // `delete "t #3"` must never delete `t #2`). It may still be an id prefix.
+            Ok(_) => {}
             // Not a usable title (empty, too long) is simply not a title match.
             Err(
                 SessionError::NotFound { .. }
@@ -152,6 +157,13 @@ impl Context {
     /// The id of the message of `session` that `wanted` names: an exact id or a unique id
     /// prefix.
     pub fn resolve_message(&self, session: &Session, wanted: &str) -> Result<String, CliError> {
+        // The empty prefix would name every message of the session.
+        if wanted.trim().is_empty() {
+            return Err(CliError::NoSuchMessage {
+                session: session.id.clone(),
+                message: wanted.to_owned(),
+            });
+        }
         let (lo, hi) = prefix_range(wanted);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
         let ids = self.db.read(|tx| -> scribe_db::Result<_> {
@@ -314,6 +326,21 @@ fn is_missing(path: &Path) -> bool {
         std::fs::symlink_metadata(path),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound
     )
+}
+
+/// Whether `session`, which the title resolver gave for `wanted`, is the one `wanted`
+/// names: any member of the lineage for a plain title (its newest), exactly the member
+/// numbered so for a numbered one (`t #1` is `t` itself).
+fn names_member(wanted: &str, session: &Session) -> bool {
+    let Ok(wanted) = scribe_session::normalize_title(wanted) else {
+        return false;
+    };
+    let (base, number) = scribe_session::split_lineage(&wanted);
+    if base == wanted {
+        return true;
+    }
+    let title = session.title.as_deref().unwrap_or_default();
+    title == wanted || (number == 1 && title == base)
 }
 
 /// `[prefix, prefix + U+10FFFF)`: every string that starts with `prefix`, as a key range.

@@ -40,10 +40,10 @@ pub enum CliError {
         path: PathBuf,
     },
     /// Nothing matches what the user named as a session.
-    #[error("no session matches {0:?} (not an id, an id prefix or a title); try `scribe list`")]
+    #[error("no session matches {} (not an id, an id prefix or a title); try `scribe list`", echo(.0))]
     NoSuchSession(String),
     /// An id prefix names more than one session.
-    #[error("{prefix:?} matches {matches} sessions: {}; use a longer prefix", candidates.join(", "))]
+    #[error("{} matches {matches} sessions: {}; use a longer prefix", echo(prefix), candidates.join(", "))]
     AmbiguousSession {
         /// What the user typed.
         prefix: String,
@@ -53,7 +53,7 @@ pub enum CliError {
         candidates: Vec<String>,
     },
     /// Nothing matches what the user named as a message.
-    #[error("no message of session {session} matches {message:?}")]
+    #[error("no message of session {session} matches {}", echo(message))]
     NoSuchMessage {
         /// The session searched.
         session: String,
@@ -61,7 +61,7 @@ pub enum CliError {
         message: String,
     },
     /// A message id prefix names more than one message.
-    #[error("{prefix:?} matches several messages: {}; use a longer prefix", candidates.join(", "))]
+    #[error("{} matches several messages: {}; use a longer prefix", echo(prefix), candidates.join(", "))]
     AmbiguousMessage {
         /// What the user typed.
         prefix: String,
@@ -165,6 +165,16 @@ pub enum CliError {
     Json(#[from] serde_json::Error),
 }
 
+/// How many characters of what the user typed an error repeats.
+const ECHO_CHARS: usize = 80;
+
+/// What the user typed, quoted and escaped, cut to [`ECHO_CHARS`] characters: a pasted
+/// 100 KB argument that names nothing is not printed back whole (as `search` cuts its
+/// "no matches for …").
+fn echo(typed: &str) -> String {
+    format!("{:?}", scribe_server::json::cut(typed, ECHO_CHARS))
+}
+
 /// `err` and its sources joined with `: `, skipping a source whose text its parent
 /// already shows ([`scribe_agent::error_chain`]), on one line.
 pub fn one_line(err: &dyn std::error::Error) -> String {
@@ -174,12 +184,21 @@ pub fn one_line(err: &dyn std::error::Error) -> String {
         .join(" ")
 }
 
-/// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure.
+/// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure:
+/// an [`std::io::Error`] of kind `BrokenPipe` anywhere in its chain (an export streams
+/// each session from inside the session service, which wraps what its writer returned).
 pub fn is_broken_pipe(err: &CliError) -> bool {
-    match err {
-        CliError::Output(io) => io.kind() == std::io::ErrorKind::BrokenPipe,
-        // JSON is streamed to stdout, so a closed pipe surfaces as an encoding error.
-        CliError::Json(json) => json.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe),
-        _ => false,
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(err) = next {
+        let kind = err
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            // JSON is streamed to stdout, so a closed pipe surfaces as an encoding error.
+            .or_else(|| err.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        if kind == Some(std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        next = err.source();
     }
+    false
 }

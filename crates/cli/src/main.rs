@@ -12,11 +12,14 @@ mod ui;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
     let args = commands::search::escape_query_words(std::env::args_os().collect());
-    let cli = cli::Cli::parse_from(args);
+    let cli = match cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(&without_env_in_usage(err, &args)),
+    };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // `scribe list | head`: the reader has what it wanted.
@@ -26,4 +29,39 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `err` as it reads when `--db` came from `SCRIBE_DB` rather than the command line: clap
+/// lists an argument taken from the environment in the usage line of an error as if it
+/// had been typed (`Usage: scribe search --db <PATH|URL> <QUERY>...` for a missing
+/// query), which reads as though `--db` were required. The same command line is parsed
+/// again without the variable; its error is used when it is the same mistake (not one
+/// about `SCRIBE_DB`'s own value).
+fn without_env_in_usage(err: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::CommandFactory as _;
+    if !err.use_stderr() || std::env::var_os("SCRIBE_DB").is_none() {
+        return err;
+    }
+    let plain = cli::Cli::command()
+        .mut_arg("db", |db| db.env(None))
+        .try_get_matches_from(args);
+    match plain {
+        Err(again) if again.kind() == err.kind() => again,
+        _ => err,
+    }
+}
+
+/// Prints what clap stopped at (help, version or a usage error) and its status, as
+/// `clap::Error::exit` would, except that help or version that cannot be written
+/// (`scribe --help > /dev/full`) is a failure, not a silent success; a closed pipe is not.
+fn clap_exit(err: &clap::Error) -> ExitCode {
+    match err.print() {
+        Err(io) if err.use_stderr() || io.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(io) => {
+            eprintln!("scribe: cannot write output: {io}");
+            return ExitCode::FAILURE;
+        }
+        Ok(()) => {}
+    }
+    u8::try_from(err.exit_code()).map_or(ExitCode::FAILURE, ExitCode::from)
 }

@@ -22,8 +22,12 @@ pub struct CompletionsCmd {
 impl CompletionsCmd {
     /// Runs the command (it needs no database).
     pub fn run(self) -> Result<(), CliError> {
+        // Generated into memory first: clap_complete panics on a failed write, and a
+        // closed pipe (`scribe completions bash | head -1`) is no failure (`main`).
+        let mut script = Vec::new();
+        clap_complete::generate(self.shell, &mut Cli::command(), "scribe", &mut script);
         let mut out = std::io::stdout().lock();
-        clap_complete::generate(self.shell, &mut Cli::command(), "scribe", &mut out);
+        out.write_all(&script)?;
         out.flush()?;
         Ok(())
     }

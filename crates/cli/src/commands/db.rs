@@ -46,9 +46,21 @@ pub enum DbCommand {
 #[derive(Debug, Args)]
 pub struct CopyArgs {
     /// The store to copy: an SQLite file, a `postgres://` URL or a libpq keyword string.
+    #[arg(value_parser = store_location)]
     pub from: String,
     /// The empty store to fill, in the same forms.
+    #[arg(value_parser = store_location)]
     pub to: String,
+}
+
+/// A FROM or TO of `db copy` as `--db` takes it (a URL without a backend is a usage
+/// error), except that it cannot be empty: `--db ""` means the default database, but an
+/// empty FROM or TO names nothing.
+fn store_location(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("give an SQLite file or a postgres:// URL".to_owned());
+    }
+    crate::location::parse_db_path(text).map(|_| text.to_owned())
 }
 
 /// Options of `scribe db info`.

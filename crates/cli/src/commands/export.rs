@@ -4,7 +4,7 @@
 //! A file given with `-o` is written to a temporary file beside it and renamed into place
 //! only when complete, so a failed export never leaves half a file.
 
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, ValueEnum};
@@ -107,11 +107,15 @@ impl ExportCmd {
             selections.len()
         };
         let format = self.format;
+        // Markdown for a person reading a terminal shows stored control characters as
+        // symbols (`ui::visible`), as `show` does; written to a pipe or a file, every
+        // format is the stored text exactly.
+        let on_terminal = self.output.is_none() && std::io::stdout().is_terminal();
         let stream = |out: &mut dyn Write| -> Result<usize, CliError> {
             // Each session is written as soon as it is read: memory holds one session,
             // however many are exported.
             let bar = ui::progress(expected, "exporting");
-            let mut writer = ExportWriter::new(out, format)?;
+            let mut writer = ExportWriter::new(out, format, on_terminal)?;
             for selection in &selections {
                 ctx.sessions.export_each(selection, &mut |export| {
                     writer.write(&export)?;
@@ -130,7 +134,7 @@ impl ExportCmd {
             }
             Some(path) => {
                 let mut count = 0;
-                write_atomically(path, |file| {
+                write_output(path, |file| {
                     count = stream(file)?;
                     Ok(())
                 })?;
@@ -142,6 +146,41 @@ impl ExportCmd {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes the export to `path`: a regular file (or a new one) atomically, through
+/// [`write_atomically`]; through a symlink, the file it points to, so the link stays; a
+/// device, FIFO or socket (`/dev/stdout`, `/dev/null`, a named pipe) directly, as it is
+/// not a file to replace. (Renaming a temporary file over `-o /dev/stdout` replaced the
+/// device's symlink with a regular file.)
+fn write_output(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let io_err = |source| CliError::WriteFile {
+        path: path.to_owned(),
+        source,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            let target = std::fs::canonicalize(path).map_err(io_err)?;
+            write_atomically(&target, write).map_err(|err| match err {
+                CliError::WriteFile { source, .. } => io_err(source),
+                other => other,
+            })
+        }
+        // A directory fails below, named as the user gave it.
+        Ok(meta) if !meta.is_dir() => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io_err)?;
+            let mut writer = BufWriter::new(&file);
+            write(&mut writer)?;
+            writer.flush().map_err(io_err)
+        }
+        _ => write_atomically(path, write),
     }
 }
 
@@ -188,13 +227,15 @@ fn write_atomically(
 struct ExportWriter<'w> {
     out: &'w mut dyn Write,
     format: Format,
+    /// Markdown goes to a terminal: control characters are made visible.
+    on_terminal: bool,
     written: usize,
 }
 
 impl<'w> ExportWriter<'w> {
-    fn new(out: &'w mut dyn Write, format: Format) -> Result<Self, CliError> {
+    fn new(out: &'w mut dyn Write, format: Format, on_terminal: bool) -> Result<Self, CliError> {
         if format == Format::Json {
-            writeln!(
+            write!(
                 out,
                 "{{\n  \"format\": {},\n  \"version\": {FORMAT_VERSION},\n  \"exported_at\": {},\n  \"sessions\": [",
                 serde_json::to_string(FORMAT_NAME)?,
@@ -204,6 +245,7 @@ impl<'w> ExportWriter<'w> {
         Ok(ExportWriter {
             out,
             format,
+            on_terminal,
             written: 0,
         })
     }
@@ -211,9 +253,8 @@ impl<'w> ExportWriter<'w> {
     fn write(&mut self, export: &SessionExport) -> Result<(), CliError> {
         match self.format {
             Format::Json => {
-                if self.written > 0 {
-                    writeln!(self.out, ",")?;
-                }
+                // `[` then one session a line: `[]` when there is none.
+                writeln!(self.out, "{}", if self.written > 0 { "," } else { "" })?;
                 serde_json::to_writer(&mut *self.out, export)?;
             }
             Format::Jsonl => {
@@ -224,7 +265,14 @@ impl<'w> ExportWriter<'w> {
                 if self.written > 0 {
                     writeln!(self.out, "\n---\n")?;
                 }
-                markdown(&mut self.out, export)?;
+                if self.on_terminal {
+                    let mut text = Vec::new();
+                    markdown(&mut text, export)?;
+                    let text = String::from_utf8_lossy(&text);
+                    self.out.write_all(ui::visible(&text).as_bytes())?;
+                } else {
+                    markdown(&mut self.out, export)?;
+                }
             }
         }
         self.written += 1;
@@ -234,7 +282,8 @@ impl<'w> ExportWriter<'w> {
     /// Closes the document; returns how many sessions it holds.
     fn finish(self) -> Result<usize, CliError> {
         if self.format == Format::Json {
-            writeln!(self.out, "\n  ]\n}}")?;
+            let end = if self.written > 0 { "\n  " } else { "" };
+            writeln!(self.out, "{end}]\n}}")?;
         }
         Ok(self.written)
     }

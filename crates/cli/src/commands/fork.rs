@@ -16,7 +16,7 @@ pub struct ForkCmd {
     /// The session: an id, a unique id prefix, or a title.
     pub session: String,
     /// The last message to copy (an id or unique id prefix) [default: the last message].
-    #[arg(long, value_name = "MESSAGE")]
+    #[arg(long, value_name = "MESSAGE", value_parser = message_id)]
     pub at: Option<String>,
 }
 
@@ -42,4 +42,13 @@ impl ForkCmd {
         )?;
         Ok(())
     }
+}
+
+/// `--at` as typed: an empty or blank value names no message (as a prefix it matched every
+/// message of the session), so it is a usage error.
+fn message_id(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("give a message id or a unique id prefix".to_owned());
+    }
+    Ok(text.to_owned())
 }

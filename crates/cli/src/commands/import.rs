@@ -232,10 +232,16 @@ impl Import {
     }
 }
 
-/// Exits with a usage error (status 2), as clap does for the arguments it checks itself.
+/// Exits with a usage error (status 2), as clap does for the arguments it checks itself:
+/// with import's own usage line (`Usage: scribe import [OPTIONS] [PATH]...`), not the
+/// top-level one.
 fn usage(message: &str) -> ! {
     use clap::CommandFactory;
-    crate::cli::Cli::command()
+    let mut cli = crate::cli::Cli::command();
+    // Building gives every subcommand its full name (`scribe import`) for the usage line.
+    cli.build();
+    let mut import = cli.find_subcommand("import").cloned().unwrap_or(cli);
+    import
         .error(clap::error::ErrorKind::ArgumentConflict, message)
         .exit()
 }

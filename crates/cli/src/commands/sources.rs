@@ -85,10 +85,11 @@ impl SourcesCmd {
                 .join(", ");
             table.add_row(vec![
                 r.source.to_owned(),
-                if r.found {
-                    location
-                } else {
-                    format!("{location} (none)")
+                match (r.found, location.is_empty()) {
+                    (true, _) => location,
+                    // No home directory: no location to look in at all.
+                    (false, true) => "(none)".to_owned(),
+                    (false, false) => format!("{location} (none)"),
                 },
                 r.files.to_string(),
                 size(r.bytes),
