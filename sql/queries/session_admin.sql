@@ -60,8 +60,8 @@ SET summary_message_id = @summary_message_id,
 WHERE id = @id;
 
 -- name: RestoreSessionUpdatedAt :execrows
--- Only when it differs: an update that leaves updated_at as it was makes sessions_touch
--- move it to the current time.
+-- Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
+-- move it to the database's time; now it just writes nothing).
 UPDATE sessions SET updated_at = @updated_at WHERE id = @id AND updated_at <> @updated_at;
 
 -- name: ImportFileVersion :exec

@@ -2480,8 +2480,8 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
 
 /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:62`.
 ///
-/// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
-/// move it to the current time.
+/// Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
+/// move it to the database's time; now it just writes nothing).
 pub fn restore_session_updated_at(
     conn: &rusqlite::Connection,
     params: &RestoreSessionUpdatedAtParams<'_>,
@@ -4321,8 +4321,8 @@ pub trait Queries: ReadQueries {
     ) -> Result<usize, crate::Error>;
 
     /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:62`.
-    /// Only when it differs: an update that leaves updated_at as it was makes sessions_touch
-    /// move it to the current time.
+    /// Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
+    /// move it to the database's time; now it just writes nothing).
     fn restore_session_updated_at(
         &mut self,
         params: &RestoreSessionUpdatedAtParams<'_>,

@@ -174,6 +174,12 @@ fn migrating_from_v10_keeps_rows_queue_indexes_and_damaged_behaviour() {
             after.0.iter().find(|r| r.1 == other).map(|r| r.3.clone()),
             Some(None)
         );
+        // V23 drops `parts_touch` (updated_at comes from the statements, the Clock's).
+        let triggers: Vec<String> = triggers
+            .iter()
+            .filter(|t| *t != "parts_touch")
+            .cloned()
+            .collect();
         assert_eq!(schema_names(c, "trigger", "parts"), triggers);
         assert_eq!(schema_names(c, "index", "parts"), indexes);
         assert_eq!(

@@ -137,6 +137,12 @@ fn migrating_from_v16_keeps_rows_queue_and_indexes_and_tests_types_without_in_li
         let names = |d: &[(String, String, String)]| -> Vec<(String, String)> {
             d.iter().map(|(t, n, _)| (t.clone(), n.clone())).collect()
         };
+        // V23 drops the `*_touch` triggers (updated_at comes from the statements).
+        let schema_before: Vec<_> = schema_before
+            .iter()
+            .filter(|(_, n, _)| !n.ends_with("_touch"))
+            .cloned()
+            .collect();
         assert_eq!(names(&after), names(&schema_before));
         for (_, name, sql) in &after {
             assert!(

@@ -259,8 +259,8 @@ pub fn import_message(tx: &mut Tx<'_>, msg: &Message) -> Result<Imported> {
             }
         && row.error == error
         && row.finished_at == msg.finished_at;
-    // An update that leaves updated_at as it was would be moved to the clock by the
-    // messages_touch trigger, so a real change moves it at least one millisecond on.
+    // A real change moves updated_at at least one millisecond on (before V23 an update
+    // that left it as it was got the database's clock from the messages_touch trigger).
     if !unchanged {
         tx.q().update_message(&queries::UpdateMessageParams {
             parent_id: msg.parent_id.as_deref(),
@@ -342,7 +342,7 @@ fn import_part_of(
 /// the same (nothing to write). The one rule for [`import_part`] and importers that apply
 /// a change before the part is written: the content is replaced, id, position and
 /// `created_at` are kept, and the time moves at least 1 ms past the old one (an update
-/// that leaves `updated_at` as it was is moved to the clock by the `parts_touch` trigger).
+/// that left `updated_at` as it was got the database's clock from `parts_touch` until V23).
 pub fn import_change(
     old_data: &str,
     old_updated_at: i64,

@@ -192,8 +192,9 @@ impl SessionService {
                     id: &e.id,
                 })?;
         }
-        // An update that leaves updated_at as it was is moved to the clock by the
-        // sessions_touch trigger: put it where the source says it is.
+        // The counter triggers moved updated_at to the new messages' times (before V23
+        // the sessions_touch trigger to the database's clock): put it where the source
+        // says it is.
         tx.q()
             .restore_session_updated_at(&q::RestoreSessionUpdatedAtParams {
                 updated_at,
