@@ -7,7 +7,7 @@
 -- what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
 -- after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
 -- summed over days, a model's rows give UsageByModelSince's row for that model.
-SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "day!",
+SELECT sqlgen.utc_day(created_at) AS "day!",
        coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
        scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
@@ -19,12 +19,12 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+GROUP BY sqlgen.utc_day(created_at), coalesce(model, '')
 ORDER BY 1, 2;
 
 -- name: UsageByDayAndSourceSince :many
 -- The usage chart, stacked by source (as UsageByDayAndModelSince).
-SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "day!",
+SELECT sqlgen.utc_day(created_at) AS "day!",
        source AS "key!",
        count(*) AS "session_count!",
        scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
@@ -36,5 +36,5 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+GROUP BY sqlgen.utc_day(created_at), source
 ORDER BY 1, 2;

@@ -9,7 +9,7 @@
 -- Days are UTC calendar days of created_at, oldest first. A created_at outside years
 -- 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
 -- (date() gave NULL for it, which failed the whole query).
-SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS "key!",
+SELECT sqlgen.utc_day(created_at) AS "key!",
        count(*) AS "session_count!",
        scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
        scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
@@ -20,7 +20,7 @@ SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 2534023
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+GROUP BY sqlgen.utc_day(created_at)
 ORDER BY 1;
 
 -- name: UsageByModelSince :many

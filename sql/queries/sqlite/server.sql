@@ -6,7 +6,7 @@
 -- what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
 -- after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
 -- summed over days, a model's rows give UsageByModelSince's row for that model.
-SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS "day!",
+SELECT sqlgen.utc_day(created_at) AS "day!",
        coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
        CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
@@ -18,12 +18,12 @@ SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unix
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
+GROUP BY sqlgen.utc_day(created_at), coalesce(model, '')
 ORDER BY 1, 2;
 
 -- name: UsageByDayAndSourceSince :many
 -- The usage chart, stacked by source (as UsageByDayAndModelSince).
-SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS "day!",
+SELECT sqlgen.utc_day(created_at) AS "day!",
        source AS "key!",
        count(*) AS "session_count!",
        CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
@@ -35,5 +35,5 @@ SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unix
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
+GROUP BY sqlgen.utc_day(created_at), source
 ORDER BY 1, 2;

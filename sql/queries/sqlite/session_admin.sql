@@ -5,7 +5,7 @@
 -- Days are UTC calendar days of created_at, oldest first. A created_at outside years
 -- 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
 -- (date() gave NULL for it, which failed the whole query).
-SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS "key!",
+SELECT sqlgen.utc_day(created_at) AS "key!",
        count(*) AS "session_count!",
        CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
        CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
@@ -16,5 +16,5 @@ SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unix
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
+GROUP BY sqlgen.utc_day(created_at)
 ORDER BY 1;
