@@ -95,12 +95,12 @@ ORDER BY ended_at, id;
 -- the same bits scaled, and unable to overflow), clamps, and scales back.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
-       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
-       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
-       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
-       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
-       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
-       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -110,12 +110,12 @@ ORDER BY 9 DESC, 1;
 -- name: UsageBySourceSince :many
 SELECT source AS "key!",
        count(*) AS "session_count!",
-       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
-       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
-       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
-       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
-       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
-       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -124,12 +124,12 @@ ORDER BY 9 DESC, 1;
 
 -- name: UsageTotalsSince :one
 SELECT count(*) AS "session_count!",
-       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
-       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
-       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
-       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
-       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
-       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

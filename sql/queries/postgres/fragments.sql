@@ -20,3 +20,8 @@ CAST(coalesce(least(sum(x * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
 -- day every usage chart and `scribe stats` buckets by. A time outside years 0000-9999 (a
 -- damaged or hand-edited row) counts on the first or last of those days.
 to_char(to_timestamp(least(greatest(ms, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+
+-- fragment: clamped_count_sum(x)
+-- The sum of the counts x (tokens, calls) over a group, summed exactly (numeric) and
+-- clamped into BIGINT by scribe_clamped_bigint (V22), as every reported count sum.
+scribe_clamped_bigint(sum(x))

@@ -11,12 +11,12 @@
 -- (date() gave NULL for it, which failed the whole query).
 SELECT sqlgen.utc_day(created_at) AS "key!",
        count(*) AS "session_count!",
-       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
-       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
-       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -28,12 +28,12 @@ ORDER BY 1;
 -- (scribe_clamped_bigint, V22).
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
-       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
-       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
-       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -45,12 +45,12 @@ ORDER BY 9 DESC, 1;
 -- (scribe_clamped_bigint, V22).
 SELECT source AS "key!",
        count(*) AS "session_count!",
-       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
-       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
-       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -61,12 +61,12 @@ ORDER BY 9 DESC, 1;
 -- As the shared query; counts summed exactly (numeric) and clamped into BIGINT
 -- (scribe_clamped_bigint, V22).
 SELECT count(*) AS "session_count!",
-       scribe_clamped_bigint(sum(input_tokens)) AS "input_tokens!",
-       scribe_clamped_bigint(sum(output_tokens)) AS "output_tokens!",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS "cache_read_tokens!",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS "cache_write_tokens!",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS "reasoning_tokens!",
-       scribe_clamped_bigint(sum(api_call_count)) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

@@ -14,3 +14,9 @@ CAST(min(total(x), 1.7976931348623157e308) AS DOUBLE PRECISION)
 -- damaged or hand-edited row) counts on the first or last of those days (date() gives
 -- NULL for it, which would fail the whole query).
 date(min(max(ms, -62167219200000), 253402300799999) / 1000, 'unixepoch')
+
+-- fragment: clamped_count_sum(x)
+-- The sum of the counts x (tokens, calls) over a group, as every reported count sum:
+-- total() never overflows (it sums in REAL, 0.0 for no rows) and the CAST clamps it into
+-- INTEGER.
+CAST(total(x) AS INTEGER)
