@@ -1358,21 +1358,8 @@ mod tests {
         q::create_session(
             conn,
             &q::CreateSessionParams {
-                id,
-                parent_session_id: None,
-                kind: "normal",
-                source,
-                user_id: None,
-                directory: None,
                 title,
-                model: None,
-                model_config: None,
-                system_prompt: None,
-                permission: None,
-                billing_provider: None,
-                billing_base_url: None,
-                billing_mode: None,
-                now: 0,
+                ..crate::testing::bare_session(id, source, 0)
             },
         )?;
         Ok(())
