@@ -7,9 +7,9 @@ use sqlparser::ast::{
     Assignment, AssignmentTarget, BinaryOperator, CastKind, Cte, Delete, Expr, FromTable, Function,
     FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, InTarget, Insert,
     JoinConstraint, JoinOperator, LimitClause, ObjectName, OnConflictAction, OnInsert, OrderBy,
-    OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Spanned,
-    SqliteOnConflict, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Update,
-    UpdateTableFromKind, Value, WindowFrameBound, WindowType,
+    OrderByExpr, OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
+    Spanned, SqliteOnConflict, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator,
+    Update, UpdateTableFromKind, Value, WindowFrameBound, WindowType,
 };
 
 use crate::Dialect;
@@ -689,21 +689,12 @@ impl<'a> Analyzer<'a> {
         if let Some(rel) = target {
             self.assignments(&u.assignments, &rel);
         }
-        if let Some(sel) = &u.selection {
-            self.expr(sel, Some(&Hint::ty(SqlType::Bool)));
-        }
-        for o in &u.order_by {
-            self.expr(&o.expr, None);
-        }
-        if let Some(l) = &u.limit {
-            self.expr(l, Some(&Hint::of(SqlType::Integer, "limit")));
-        }
-        let cols = match &u.returning {
-            Some(items) => self.projection(items, None),
-            None => Vec::new(),
-        };
-        self.frames.pop();
-        cols
+        self.write_tail(
+            u.selection.as_ref(),
+            &u.order_by,
+            u.limit.as_ref(),
+            u.returning.as_deref(),
+        )
     }
 
     fn delete(&mut self, d: &Delete) -> Vec<Col> {
@@ -717,16 +708,33 @@ impl<'a> Analyzer<'a> {
                 self.table_with_joins(twj);
             }
         }
-        if let Some(sel) = &d.selection {
+        self.write_tail(
+            d.selection.as_ref(),
+            &d.order_by,
+            d.limit.as_ref(),
+            d.returning.as_deref(),
+        )
+    }
+
+    /// The clauses UPDATE and DELETE share after their tables: WHERE, ORDER BY, LIMIT and
+    /// RETURNING (the returned columns). Pops the statement's frame.
+    fn write_tail(
+        &mut self,
+        selection: Option<&Expr>,
+        order_by: &[OrderByExpr],
+        limit: Option<&Expr>,
+        returning: Option<&[SelectItem]>,
+    ) -> Vec<Col> {
+        if let Some(sel) = selection {
             self.expr(sel, Some(&Hint::ty(SqlType::Bool)));
         }
-        for o in &d.order_by {
+        for o in order_by {
             self.expr(&o.expr, None);
         }
-        if let Some(l) = &d.limit {
+        if let Some(l) = limit {
             self.expr(l, Some(&Hint::of(SqlType::Integer, "limit")));
         }
-        let cols = match &d.returning {
+        let cols = match returning {
             Some(items) => self.projection(items, None),
             None => Vec::new(),
         };

@@ -79,28 +79,46 @@ SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source
 ORDER BY ended_at, id;
 
+-- name: UsageByDaySince :many
+-- Days are UTC calendar days of created_at, oldest first. A created_at outside years
+-- 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+-- (the fragment utc_day, each dialect's own).
+SELECT sqlgen.utc_day(created_at) AS "key!",
+       count(*) AS "session_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+FROM session_own_usage
+WHERE created_at >= @since
+GROUP BY sqlgen.utc_day(created_at)
+ORDER BY 1;
+
 -- name: UsageByModelSince :many
 -- Sessions created at or after @since, each with its own usage (session_own_usage: what it
 -- used itself, without what its rolled-up children added), so every token and cent is
--- counted once, under the model, source and day of the session that used it. SQLite sums
--- counts with total(), as doubles, and casts back (exact below 2^53, saturating above):
--- its integer sum() raised 'integer overflow' for rows near i64::MAX (written by another
--- program or imported), and every report and the usage chart failed with it. PostgreSQL
--- (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
--- (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
--- session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+-- counted once, under the model, source and day of the session that used it. Counts sum
+-- with the fragment clamped_count_sum, each dialect's own: SQLite with total(), as doubles,
+-- cast back (exact below 2^53, saturating above; its integer sum() raised 'integer
+-- overflow' for rows near i64::MAX, written by another program or imported, and every
+-- report and the usage chart failed with it); PostgreSQL exactly as numeric, clamped into
+-- BIGINT (scribe_clamped_bigint, V22). The other usage queries (UsageByDaySince here,
+-- UsageByDayAnd…Since in server.sql) do the same. Costs sum to at most the largest finite
 -- amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
 -- sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
 -- sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
 -- the same bits scaled, and unable to overflow), clamps, and scales back.
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
-       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
-       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
-       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
-       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
-       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
-       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -110,12 +128,12 @@ ORDER BY 9 DESC, 1;
 -- name: UsageBySourceSince :many
 SELECT source AS "key!",
        count(*) AS "session_count!",
-       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
-       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
-       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
-       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
-       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
-       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since
@@ -124,12 +142,12 @@ ORDER BY 9 DESC, 1;
 
 -- name: UsageTotalsSince :one
 SELECT count(*) AS "session_count!",
-       CAST(total(input_tokens) AS INTEGER) AS "input_tokens!",
-       CAST(total(output_tokens) AS INTEGER) AS "output_tokens!",
-       CAST(total(cache_read_tokens) AS INTEGER) AS "cache_read_tokens!",
-       CAST(total(cache_write_tokens) AS INTEGER) AS "cache_write_tokens!",
-       CAST(total(reasoning_tokens) AS INTEGER) AS "reasoning_tokens!",
-       CAST(total(api_call_count) AS INTEGER) AS "api_call_count!",
+       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
        sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
 FROM session_own_usage
 WHERE created_at >= @since;

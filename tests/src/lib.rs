@@ -189,21 +189,10 @@ pub fn create_session(db: &Database, title: Option<&str>) -> scribe_db::Result<S
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
         tx.q().create_session(&queries::CreateSessionParams {
-            id: &id,
-            parent_session_id: None,
-            kind: "normal",
-            source: "cli",
-            user_id: None,
             directory: Some("/home/dev/project"),
             title,
             model: Some("anthropic/claude-sonnet"),
-            model_config: None,
-            system_prompt: None,
-            permission: None,
-            billing_provider: None,
-            billing_base_url: None,
-            billing_mode: None,
-            now: now_ms(),
+            ..scribe_db::testing::bare_session(&id, "cli", now_ms())
         })?;
         Ok(())
     })?;

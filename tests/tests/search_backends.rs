@@ -55,21 +55,11 @@ fn session(
     let id = new_id(Prefix::Session);
     db.write(|tx| {
         tx.q().create_session(&q::CreateSessionParams {
-            id: &id,
             parent_session_id: parent,
             kind,
-            source,
-            user_id: None,
-            directory: None,
             title,
             model: Some("claude-test"),
-            model_config: None,
-            system_prompt: None,
-            permission: None,
-            billing_provider: None,
-            billing_base_url: None,
-            billing_mode: None,
-            now,
+            ..scribe_db::testing::bare_session(&id, source, now)
         })
     })
     .unwrap();

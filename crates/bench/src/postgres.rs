@@ -566,21 +566,8 @@ fn new_session(db: &Database, title: &str) -> Result<String> {
     let title = title.as_str();
     db.write(|tx| {
         tx.q().create_session(&q::CreateSessionParams {
-            id: &id,
-            parent_session_id: None,
-            kind: "normal",
-            source: "bench",
-            user_id: None,
-            directory: None,
             title: Some(title),
-            model: None,
-            model_config: None,
-            system_prompt: None,
-            permission: None,
-            billing_provider: None,
-            billing_base_url: None,
-            billing_mode: None,
-            now: now_ms(),
+            ..scribe_db::testing::bare_session(&id, "bench", now_ms())
         })
     })?;
     Ok(id)

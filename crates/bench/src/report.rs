@@ -304,6 +304,11 @@ struct Row {
     verdict: &'static str,
 }
 
+/// A row that only reports a measured value: no limit, ratio, raw figure or target.
+fn timing_row(measure: impl Into<String>, scribe: impl Into<String>) -> Row {
+    row(measure, scribe, "", None, "", "", None)
+}
+
 /// A row: Scribe's figure, the limit's, Scribe/limit, the same design in raw rusqlite,
 /// the target and whether it was met.
 fn row(
@@ -607,26 +612,16 @@ impl Report {
                 "one stat, 0 read",
                 Some(h.rerun_files_read == 0),
             ),
-            row(
+            timing_row(
                 format!("export {} messages", i.export_messages),
                 format!("{} ({})", millis(i.export_ms), per_s(i.export_per_s)),
-                "",
-                None,
-                "",
-                "",
-                None,
             ),
-            row(
+            timing_row(
                 format!(
                     "context(): {} msgs, summary {} back",
                     c.long_messages, c.loaded_messages
                 ),
                 millis(c.long_ms),
-                "",
-                None,
-                "",
-                "",
-                None,
             ),
             row(
                 format!(
@@ -674,35 +669,17 @@ impl Report {
                 "deep/first <= 2x",
                 Some(deep_ratio <= 2.0),
             ),
-            row(
-                "web: list page sorted by cost",
-                millis(w.list_cost_ms),
-                "",
-                None,
-                "",
-                "",
-                None,
-            ),
-            row(
+            timing_row("web: list page sorted by cost", millis(w.list_cost_ms)),
+            timing_row(
                 format!(
                     "web: {}-message conversation, first 100",
                     w.sizes.conversation
                 ),
                 millis(w.conversation_first_ms),
-                "",
-                None,
-                "",
-                "",
-                None,
             ),
-            row(
+            timing_row(
                 format!("web: same, all {} pages", w.conversation_pages),
                 millis(w.conversation_all_ms),
-                "",
-                None,
-                "",
-                "",
-                None,
             ),
             row(
                 format!(
@@ -716,23 +693,10 @@ impl Report {
                 "<= 100 ms",
                 Some(w.keystroke_median_ms <= 100.0),
             ),
-            row(
-                "web: search keystroke: p95",
-                millis(w.keystroke_p95_ms),
-                "",
-                None,
-                "",
-                "",
-                None,
-            ),
-            row(
+            timing_row("web: search keystroke: p95", millis(w.keystroke_p95_ms)),
+            timing_row(
                 "web: search on Enter (whole history), median / p95",
                 format!("{} / {}", millis(w.enter_median_ms), millis(w.enter_p95_ms)),
-                "",
-                None,
-                "",
-                "",
-                None,
             ),
         ]
     }
@@ -892,6 +856,18 @@ mod tests {
             waits(&crate::writers::previous_defaults()),
             "20-150 ms pauses (busy_timeout 50 ms, 80 attempts, checkpoint every 100 writes)"
         );
+    }
+
+    #[test]
+    fn a_timing_row_shows_only_its_figure() {
+        let r = timing_row("export 10 messages", "5 ms");
+        assert_eq!(r.measure, "export 10 messages");
+        assert_eq!(r.scribe, "5 ms");
+        assert_eq!(r.limit, "");
+        assert_eq!(r.ratio, "-");
+        assert_eq!(r.raw, "");
+        assert_eq!(r.target, "");
+        assert_eq!(r.verdict, "");
     }
 
     #[test]

@@ -185,21 +185,7 @@ fn fresh_db(dir: &Path, name: &str, session: &str) -> std::path::PathBuf {
         q::create_session(
             tx,
             &q::CreateSessionParams {
-                id: session,
-                parent_session_id: None,
-                kind: "normal",
-                source: "bench",
-                user_id: None,
-                directory: None,
-                title: None,
-                model: None,
-                model_config: None,
-                system_prompt: None,
-                permission: None,
-                billing_provider: None,
-                billing_base_url: None,
-                billing_mode: None,
-                now: 1_700_000_000_000,
+                ..scribe_db::testing::bare_session(session, "bench", 1_700_000_000_000)
             },
         )?;
         Ok(())

@@ -2263,6 +2263,123 @@ pub fn count_child_sessions(
     rows.collect()
 }
 
+/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:41).
+pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
+       coalesce(model, '') AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
+ORDER BY 1, 2";
+
+/// A row returned by [`usage_by_day_and_model_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDayAndModelSinceRow {
+    pub day: String,
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:41`.
+///
+/// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+/// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+/// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+/// summed over days, a model's rows give UsageByModelSince's row for that model.
+pub fn usage_by_day_and_model_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDayAndModelSinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_MODEL_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDayAndModelSinceRow {
+            day: row.get(0)?,
+            key: row.get(1)?,
+            session_count: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:61).
+pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
+       source AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
+ORDER BY 1, 2";
+
+/// A row returned by [`usage_by_day_and_source_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDayAndSourceSinceRow {
+    pub day: String,
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:61`.
+///
+/// The usage chart, stacked by source (as UsageByDayAndModelSince).
+pub fn usage_by_day_and_source_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDayAndSourceSinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_SOURCE_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDayAndSourceSinceRow {
+            day: row.get(0)?,
+            key: row.get(1)?,
+            session_count: row.get(2)?,
+            input_tokens: row.get(3)?,
+            output_tokens: row.get(4)?,
+            cache_read_tokens: row.get(5)?,
+            cache_write_tokens: row.get(6)?,
+            reasoning_tokens: row.get(7)?,
+            api_call_count: row.get(8)?,
+            estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
@@ -2568,7 +2685,63 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:82).
+/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:82).
+pub const USAGE_BY_DAY_SINCE_SQL: &str =
+    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
+       count(*) AS \"session_count!\",
+       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= ?1
+GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
+ORDER BY 1";
+
+/// A row returned by [`usage_by_day_since`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageByDaySinceRow {
+    pub key: String,
+    pub session_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub api_call_count: i64,
+    pub estimated_cost_usd: f64,
+}
+
+/// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:82`.
+///
+/// Days are UTC calendar days of created_at, oldest first. A created_at outside years
+/// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+/// (the fragment utc_day, each dialect's own).
+pub fn usage_by_day_since(
+    conn: &rusqlite::Connection,
+    since: i64,
+) -> rusqlite::Result<Vec<UsageByDaySinceRow>> {
+    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_SINCE_SQL)?;
+    let rows = stmt.query_map([since], |row| {
+        Ok(UsageByDaySinceRow {
+            key: row.get(0)?,
+            session_count: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+            api_call_count: row.get(7)?,
+            estimated_cost_usd: row.get(8)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:100).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2597,17 +2770,17 @@ pub struct UsageByModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:82`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:100`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
-/// counted once, under the model, source and day of the session that used it. SQLite sums
-/// counts with total(), as doubles, and casts back (exact below 2^53, saturating above):
-/// its integer sum() raised 'integer overflow' for rows near i64::MAX (written by another
-/// program or imported), and every report and the usage chart failed with it. PostgreSQL
-/// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
-/// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
-/// session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+/// counted once, under the model, source and day of the session that used it. Counts sum
+/// with the fragment clamped_count_sum, each dialect's own: SQLite with total(), as doubles,
+/// cast back (exact below 2^53, saturating above; its integer sum() raised 'integer
+/// overflow' for rows near i64::MAX, written by another program or imported, and every
+/// report and the usage chart failed with it); PostgreSQL exactly as numeric, clamped into
+/// BIGINT (scribe_clamped_bigint, V22). The other usage queries (UsageByDaySince here,
+/// UsageByDayAnd…Since in server.sql) do the same. Costs sum to at most the largest finite
 /// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
 /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
 /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
@@ -2633,7 +2806,7 @@ pub fn usage_by_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:110).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:128).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2662,7 +2835,7 @@ pub struct UsageBySourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:110`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:128`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2684,7 +2857,7 @@ pub fn usage_by_source_since(
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:125).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:143).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2709,7 +2882,7 @@ pub struct UsageTotalsSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:125`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:143`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -2731,7 +2904,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:137).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:155).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2751,7 +2924,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:137`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:155`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -3555,179 +3728,6 @@ pub fn create_parts(
     Ok(())
 }
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/sqlite/server.sql:4).
-pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
-       coalesce(model, '') AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
-ORDER BY 1, 2";
-
-/// A row returned by [`usage_by_day_and_model_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageByDayAndModelSinceRow {
-    pub day: String,
-    pub key: String,
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-}
-
-/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/sqlite/server.sql:4`.
-///
-/// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
-/// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
-/// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
-/// summed over days, a model's rows give UsageByModelSince's row for that model.
-pub fn usage_by_day_and_model_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<Vec<UsageByDayAndModelSinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_MODEL_SINCE_SQL)?;
-    let rows = stmt.query_map([since], |row| {
-        Ok(UsageByDayAndModelSinceRow {
-            day: row.get(0)?,
-            key: row.get(1)?,
-            session_count: row.get(2)?,
-            input_tokens: row.get(3)?,
-            output_tokens: row.get(4)?,
-            cache_read_tokens: row.get(5)?,
-            cache_write_tokens: row.get(6)?,
-            reasoning_tokens: row.get(7)?,
-            api_call_count: row.get(8)?,
-            estimated_cost_usd: row.get(9)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/sqlite/server.sql:24).
-pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
-       source AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
-ORDER BY 1, 2";
-
-/// A row returned by [`usage_by_day_and_source_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageByDayAndSourceSinceRow {
-    pub day: String,
-    pub key: String,
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-}
-
-/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/sqlite/server.sql:24`.
-///
-/// The usage chart, stacked by source (as UsageByDayAndModelSince).
-pub fn usage_by_day_and_source_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<Vec<UsageByDayAndSourceSinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_SOURCE_SINCE_SQL)?;
-    let rows = stmt.query_map([since], |row| {
-        Ok(UsageByDayAndSourceSinceRow {
-            day: row.get(0)?,
-            key: row.get(1)?,
-            session_count: row.get(2)?,
-            input_tokens: row.get(3)?,
-            output_tokens: row.get(4)?,
-            cache_read_tokens: row.get(5)?,
-            cache_write_tokens: row.get(6)?,
-            reasoning_tokens: row.get(7)?,
-            api_call_count: row.get(8)?,
-            estimated_cost_usd: row.get(9)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `UsageByDaySince` (sql/queries/sqlite/session_admin.sql:4).
-pub const USAGE_BY_DAY_SINCE_SQL: &str =
-    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
-ORDER BY 1";
-
-/// A row returned by [`usage_by_day_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageByDaySinceRow {
-    pub key: String,
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-}
-
-/// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
-///
-/// Days are UTC calendar days of created_at, oldest first. A created_at outside years
-/// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
-/// (date() gave NULL for it, which failed the whole query).
-pub fn usage_by_day_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<Vec<UsageByDaySinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_SINCE_SQL)?;
-    let rows = stmt.query_map([since], |row| {
-        Ok(UsageByDaySinceRow {
-            key: row.get(0)?,
-            session_count: row.get(1)?,
-            input_tokens: row.get(2)?,
-            output_tokens: row.get(3)?,
-            cache_read_tokens: row.get(4)?,
-            cache_write_tokens: row.get(5)?,
-            reasoning_tokens: row.get(6)?,
-            api_call_count: row.get(7)?,
-            estimated_cost_usd: row.get(8)?,
-        })
-    })?;
-    rows.collect()
-}
-
 /// SQL of `ListTitleLineage` (sql/queries/sqlite/sessions.sql:4).
 pub const LIST_TITLE_LINEAGE_SQL: &str = "SELECT * FROM sessions
 WHERE title = ?1
@@ -4025,6 +4025,23 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
+    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:41`.
+    /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
+    /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
+    /// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
+    /// summed over days, a model's rows give UsageByModelSince's row for that model.
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
+
+    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:61`.
+    /// The usage chart, stacked by source (as UsageByDayAndModelSince).
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
+
     /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
     fn get_session_roll_up(
         &mut self,
@@ -4041,16 +4058,22 @@ pub trait ReadQueries {
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:82`.
+    /// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:82`.
+    /// Days are UTC calendar days of created_at, oldest first. A created_at outside years
+    /// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
+    /// (the fragment utc_day, each dialect's own).
+    fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
+
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:100`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
-    /// counted once, under the model, source and day of the session that used it. SQLite sums
-    /// counts with total(), as doubles, and casts back (exact below 2^53, saturating above):
-    /// its integer sum() raised 'integer overflow' for rows near i64::MAX (written by another
-    /// program or imported), and every report and the usage chart failed with it. PostgreSQL
-    /// (postgres/session_admin.sql) sums exactly as numeric and clamps into BIGINT
-    /// (scribe_clamped_bigint, V22). The grouped queries of sqlite/ and postgres/
-    /// session_admin.sql and server.sql do the same. Costs sum to at most the largest finite
+    /// counted once, under the model, source and day of the session that used it. Counts sum
+    /// with the fragment clamped_count_sum, each dialect's own: SQLite with total(), as doubles,
+    /// cast back (exact below 2^53, saturating above; its integer sum() raised 'integer
+    /// overflow' for rows near i64::MAX, written by another program or imported, and every
+    /// report and the usage chart failed with it); PostgreSQL exactly as numeric, clamped into
+    /// BIGINT (scribe_clamped_bigint, V22). The other usage queries (UsageByDaySince here,
+    /// UsageByDayAnd…Since in server.sql) do the same. Costs sum to at most the largest finite
     /// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
     /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
     /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
@@ -4060,13 +4083,13 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:110`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:128`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:125`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:143`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4131,29 +4154,6 @@ pub trait ReadQueries {
         &mut self,
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
-
-    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/sqlite/server.sql:4`.
-    /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
-    /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
-    /// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
-    /// summed over days, a model's rows give UsageByModelSince's row for that model.
-    fn usage_by_day_and_model_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
-
-    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/sqlite/server.sql:24`.
-    /// The usage chart, stacked by source (as UsageByDayAndModelSince).
-    fn usage_by_day_and_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
-
-    /// `UsageByDaySince` (`:many`) from `sql/queries/sqlite/session_admin.sql:4`.
-    /// Days are UTC calendar days of created_at, oldest first. A created_at outside years
-    /// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
-    /// (date() gave NULL for it, which failed the whole query).
-    fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
 
     /// `ListTitleLineage` (`:many`) from `sql/queries/sqlite/sessions.sql:4`.
     /// The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
@@ -4334,7 +4334,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:137`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:155`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4740,6 +4740,22 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error> {
+        usage_by_day_and_model_since(self.conn, since).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error> {
+        usage_by_day_and_source_since(self.conn, since).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -4758,6 +4774,11 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error> {
         list_prunable_sessions_by_source(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error> {
+        usage_by_day_since(self.conn, since).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -4851,27 +4872,6 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error> {
         list_sent_part_data_from(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn usage_by_day_and_model_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error> {
-        usage_by_day_and_model_since(self.conn, since).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn usage_by_day_and_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error> {
-        usage_by_day_and_source_since(self.conn, since).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error> {
-        usage_by_day_since(self.conn, since).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -435,6 +435,44 @@ FROM sessions
 WHERE parent_session_id = ANY($1)
 GROUP BY parent_session_id";
 
+/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:41).
+pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       coalesce(model, '') AS \"key!\",
+       count(*) AS \"session_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
+ORDER BY 1, 2";
+
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:61).
+pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       source AS \"key!\",
+       count(*) AS \"session_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
+ORDER BY 1, 2";
+
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
 SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
@@ -515,7 +553,25 @@ pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `UsageByModelSince` (sql/queries/postgres/session_admin.sql:26).
+/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:82).
+pub const USAGE_BY_DAY_SINCE_SQL: &str =
+    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
+       count(*) AS \"session_count!\",
+       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
+       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
+       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+FROM session_own_usage
+WHERE created_at >= $1
+GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+ORDER BY 1";
+
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:100).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -532,7 +588,7 @@ WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/postgres/session_admin.sql:43).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:128).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -549,7 +605,7 @@ WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/postgres/session_admin.sql:60).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:143).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
@@ -563,7 +619,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:137).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:155).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -799,62 +855,6 @@ FROM (
     OFFSET 0
 ) AS p
 ORDER BY p.n";
-
-/// SQL of `UsageByDayAndModelSince` (sql/queries/postgres/server.sql:5).
-pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
-       coalesce(model, '') AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
-ORDER BY 1, 2";
-
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/postgres/server.sql:25).
-pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
-       source AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
-ORDER BY 1, 2";
-
-/// SQL of `UsageByDaySince` (sql/queries/postgres/session_admin.sql:8).
-pub const USAGE_BY_DAY_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
-ORDER BY 1";
 
 /// SQL of `ListTitleLineage` (sql/queries/postgres/sessions.sql:7).
 pub const LIST_TITLE_LINEAGE_SQL: &str = "SELECT * FROM sessions
@@ -1219,6 +1219,42 @@ fn read_count_child_sessions_row(
     })
 }
 
+/// Reads a [`super::UsageByDayAndModelSinceRow`] from a row, by position.
+fn read_usage_by_day_and_model_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDayAndModelSinceRow, postgres::Error> {
+    Ok(super::UsageByDayAndModelSinceRow {
+        day: row.try_get(0)?,
+        key: row.try_get(1)?,
+        session_count: row.try_get(2)?,
+        input_tokens: row.try_get(3)?,
+        output_tokens: row.try_get(4)?,
+        cache_read_tokens: row.try_get(5)?,
+        cache_write_tokens: row.try_get(6)?,
+        reasoning_tokens: row.try_get(7)?,
+        api_call_count: row.try_get(8)?,
+        estimated_cost_usd: row.try_get(9)?,
+    })
+}
+
+/// Reads a [`super::UsageByDayAndSourceSinceRow`] from a row, by position.
+fn read_usage_by_day_and_source_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDayAndSourceSinceRow, postgres::Error> {
+    Ok(super::UsageByDayAndSourceSinceRow {
+        day: row.try_get(0)?,
+        key: row.try_get(1)?,
+        session_count: row.try_get(2)?,
+        input_tokens: row.try_get(3)?,
+        output_tokens: row.try_get(4)?,
+        cache_read_tokens: row.try_get(5)?,
+        cache_write_tokens: row.try_get(6)?,
+        reasoning_tokens: row.try_get(7)?,
+        api_call_count: row.try_get(8)?,
+        estimated_cost_usd: row.try_get(9)?,
+    })
+}
+
 /// Reads a [`super::SessionRollupRow`] from a row, by position.
 pub fn read_session_rollup_row(
     row: &postgres::Row,
@@ -1235,6 +1271,23 @@ pub fn read_session_rollup_row(
         api_call_count: row.try_get(8)?,
         estimated_cost_usd: row.try_get(9)?,
         actual_cost_usd: row.try_get(10)?,
+    })
+}
+
+/// Reads a [`super::UsageByDaySinceRow`] from a row, by position.
+fn read_usage_by_day_since_row(
+    row: &postgres::Row,
+) -> Result<super::UsageByDaySinceRow, postgres::Error> {
+    Ok(super::UsageByDaySinceRow {
+        key: row.try_get(0)?,
+        session_count: row.try_get(1)?,
+        input_tokens: row.try_get(2)?,
+        output_tokens: row.try_get(3)?,
+        cache_read_tokens: row.try_get(4)?,
+        cache_write_tokens: row.try_get(5)?,
+        reasoning_tokens: row.try_get(6)?,
+        api_call_count: row.try_get(7)?,
+        estimated_cost_usd: row.try_get(8)?,
     })
 }
 
@@ -1309,59 +1362,6 @@ fn read_list_sent_part_data_from_row(
         data: row.try_get(3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
-    })
-}
-
-/// Reads a [`super::UsageByDayAndModelSinceRow`] from a row, by position.
-fn read_usage_by_day_and_model_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageByDayAndModelSinceRow, postgres::Error> {
-    Ok(super::UsageByDayAndModelSinceRow {
-        day: row.try_get(0)?,
-        key: row.try_get(1)?,
-        session_count: row.try_get(2)?,
-        input_tokens: row.try_get(3)?,
-        output_tokens: row.try_get(4)?,
-        cache_read_tokens: row.try_get(5)?,
-        cache_write_tokens: row.try_get(6)?,
-        reasoning_tokens: row.try_get(7)?,
-        api_call_count: row.try_get(8)?,
-        estimated_cost_usd: row.try_get(9)?,
-    })
-}
-
-/// Reads a [`super::UsageByDayAndSourceSinceRow`] from a row, by position.
-fn read_usage_by_day_and_source_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageByDayAndSourceSinceRow, postgres::Error> {
-    Ok(super::UsageByDayAndSourceSinceRow {
-        day: row.try_get(0)?,
-        key: row.try_get(1)?,
-        session_count: row.try_get(2)?,
-        input_tokens: row.try_get(3)?,
-        output_tokens: row.try_get(4)?,
-        cache_read_tokens: row.try_get(5)?,
-        cache_write_tokens: row.try_get(6)?,
-        reasoning_tokens: row.try_get(7)?,
-        api_call_count: row.try_get(8)?,
-        estimated_cost_usd: row.try_get(9)?,
-    })
-}
-
-/// Reads a [`super::UsageByDaySinceRow`] from a row, by position.
-fn read_usage_by_day_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageByDaySinceRow, postgres::Error> {
-    Ok(super::UsageByDaySinceRow {
-        key: row.try_get(0)?,
-        session_count: row.try_get(1)?,
-        input_tokens: row.try_get(2)?,
-        output_tokens: row.try_get(3)?,
-        cache_read_tokens: row.try_get(4)?,
-        cache_write_tokens: row.try_get(5)?,
-        reasoning_tokens: row.try_get(6)?,
-        api_call_count: row.try_get(7)?,
-        estimated_cost_usd: row.try_get(8)?,
     })
 }
 
@@ -2086,6 +2086,32 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn usage_by_day_and_model_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDayAndModelSinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_AND_MODEL_SINCE_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_and_model_since_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn usage_by_day_and_source_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDayAndSourceSinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_AND_SOURCE_SINCE_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_and_source_since_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -2121,6 +2147,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_session_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn usage_by_day_since(
+        &mut self,
+        since: i64,
+    ) -> Result<Vec<super::UsageByDaySinceRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
+        let sql = USAGE_BY_DAY_SINCE_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_usage_by_day_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
@@ -2304,45 +2343,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_sent_part_data_from_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn usage_by_day_and_model_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<super::UsageByDayAndModelSinceRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_DAY_AND_MODEL_SINCE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_usage_by_day_and_model_since_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn usage_by_day_and_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<super::UsageByDayAndSourceSinceRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_DAY_AND_SOURCE_SINCE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_usage_by_day_and_source_since_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn usage_by_day_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<super::UsageByDaySinceRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_DAY_SINCE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_usage_by_day_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -288,11 +288,18 @@ fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOr
     if !filter.exclude_sources.is_empty() {
         cond = cond.add(c("s", "source").is_not_in(filter.exclude_sources.iter().cloned()));
     }
+    cond = message_filters(cond, filter, "p");
+    query.cond_where(cond);
+}
+
+/// Adds the filters on a message `m` to `cond`: its role, its session (the `session_id` of
+/// the table aliased `session_of`) and its creation time.
+fn message_filters(mut cond: Cond, filter: &SearchFilter, session_of: &str) -> Cond {
     if !filter.roles.is_empty() {
         cond = cond.add(c("m", "role").is_in(filter.roles.iter().cloned()));
     }
     if let Some(session) = &filter.session_id {
-        cond = cond.add(c("p", "session_id").eq(session.as_str()));
+        cond = cond.add(c(session_of, "session_id").eq(session.as_str()));
     }
     if let Some(after) = filter.after {
         cond = cond.add(c("m", "created_at").gte(after));
@@ -300,7 +307,7 @@ fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOr
     if let Some(before) = filter.before {
         cond = cond.add(c("m", "created_at").lt(before));
     }
-    query.cond_where(cond);
+    cond
 }
 
 /// Output columns of a hit; `text` (snippet source) and `rank` differ by path.
@@ -1159,19 +1166,7 @@ fn newest_messages(
         .expr(c("m", "created_at"))
         .expr(c("m", "id"))
         .from_as(Alias::new("messages"), Alias::new("m"));
-    let mut cond = Cond::all();
-    if !filter.roles.is_empty() {
-        cond = cond.add(c("m", "role").is_in(filter.roles.iter().cloned()));
-    }
-    if let Some(session) = &filter.session_id {
-        cond = cond.add(c("m", "session_id").eq(session.as_str()));
-    }
-    if let Some(after) = filter.after {
-        cond = cond.add(c("m", "created_at").gte(after));
-    }
-    if let Some(before) = filter.before {
-        cond = cond.add(c("m", "created_at").lt(before));
-    }
+    let mut cond = message_filters(Cond::all(), filter, "m");
     if let Some(at) = cursor {
         cond = cond.add(older_than(at));
     }
@@ -1363,21 +1358,8 @@ mod tests {
         q::create_session(
             conn,
             &q::CreateSessionParams {
-                id,
-                parent_session_id: None,
-                kind: "normal",
-                source,
-                user_id: None,
-                directory: None,
                 title,
-                model: None,
-                model_config: None,
-                system_prompt: None,
-                permission: None,
-                billing_provider: None,
-                billing_base_url: None,
-                billing_mode: None,
-                now: 0,
+                ..crate::testing::bare_session(id, source, 0)
             },
         )?;
         Ok(())

@@ -56,25 +56,36 @@ pub fn fresh_test_database(name: &str) -> Result<String> {
 /// messages, when what the session holds does not matter. Either backend.
 pub fn create_bare_session(tx: &mut crate::Tx<'_>, id: &str) -> Result<()> {
     let now = tx.now();
-    tx.q()
-        .create_session(&crate::queries::CreateSessionParams {
-            id,
-            parent_session_id: None,
-            kind: "normal",
-            source: "cli",
-            user_id: None,
-            directory: None,
-            title: None,
-            model: None,
-            model_config: None,
-            system_prompt: None,
-            permission: None,
-            billing_provider: None,
-            billing_base_url: None,
-            billing_mode: None,
-            now,
-        })?;
+    tx.q().create_session(&bare_session(id, "cli", now))?;
     Ok(())
+}
+
+/// The row of a bare session `id` from `source` for a test: a normal session created at
+/// `at`, with no parent, user, directory, title, model, prompt, permission or billing. A
+/// test changes what it needs with struct update syntax
+/// (`CreateSessionParams { title: Some(t), ..bare_session(…) }`).
+pub fn bare_session<'a>(
+    id: &'a str,
+    source: &'a str,
+    at: i64,
+) -> crate::queries::CreateSessionParams<'a> {
+    crate::queries::CreateSessionParams {
+        id,
+        parent_session_id: None,
+        kind: "normal",
+        source,
+        user_id: None,
+        directory: None,
+        title: None,
+        model: None,
+        model_config: None,
+        system_prompt: None,
+        permission: None,
+        billing_provider: None,
+        billing_base_url: None,
+        billing_mode: None,
+        now: at,
+    }
 }
 
 /// The row of a bare message `id` of `session_id` for a test: `role`, created and updated

@@ -14,6 +14,24 @@ use scribe_db::search::{self, SearchFilter, TextQuery};
 use scribe_db::{Database, Error};
 use serde_json::json;
 
+/// Runs `f` on a read connection of `db` (these tests are on SQLite) and unwraps its result.
+fn read_with<T>(
+    db: &Database,
+    mut f: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> T {
+    db.read(|c| -> scribe_db::Result<T> { Ok(f(c.conn().unwrap())?) })
+        .unwrap()
+}
+
+/// Runs `f` in one write transaction of `db` (these tests are on SQLite) and unwraps its result.
+fn write_with<T>(
+    db: &Database,
+    mut f: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> T {
+    db.write(|tx| -> scribe_db::Result<T> { Ok(f(tx.conn().unwrap())?) })
+        .unwrap()
+}
+
 fn child(db: &Database, parent: &str, kind: &str, created_at: i64) -> String {
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
@@ -62,12 +80,7 @@ fn end_first_wins_reopen_archive() {
     };
     assert_eq!(end("user_exit", 100), 1);
     assert_eq!(end("timeout", 200), 0);
-    let row = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, &s)?)
-        })
-        .unwrap();
+    let row = read_with(&db, |c| q::get_session(c, &s));
     assert_eq!(
         (row.ended_at, row.end_reason.as_deref()),
         (Some(100), Some("user_exit"))
@@ -81,12 +94,7 @@ fn end_first_wins_reopen_archive() {
         )?)
     })
     .unwrap();
-    let row = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, &s)?)
-        })
-        .unwrap();
+    let row = read_with(&db, |c| q::get_session(c, &s));
     assert_eq!((row.ended_at, row.end_reason), (None, None));
 
     db.write(|tx| -> scribe_db::Result<_> {
@@ -97,27 +105,13 @@ fn end_first_wins_reopen_archive() {
         )?)
     })
     .unwrap();
-    let row = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, &s)?)
-        })
-        .unwrap();
+    let row = read_with(&db, |c| q::get_session(c, &s));
     assert_eq!(row.archived_at, Some(400));
 
-    let missing = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, "ses_missing").optional()?)
-        })
-        .unwrap();
+    let missing = read_with(&db, |c| q::get_session(c, "ses_missing").optional());
     assert!(missing.is_none());
     assert_eq!(
-        db.write(|tx| -> scribe_db::Result<_> {
-            let tx = tx.conn().unwrap();
-            Ok(q::delete_session(tx, "ses_missing")?)
-        })
-        .unwrap(),
+        write_with(&db, |tx| q::delete_session(tx, "ses_missing")),
         0
     );
 }
@@ -172,12 +166,7 @@ fn usage_adds_atomically_and_rolls_up_into_the_parent() {
         Ok(())
     })
     .unwrap();
-    let row = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, &parent)?)
-        })
-        .unwrap();
+    let row = read_with(&db, |c| q::get_session(c, &parent));
     assert_eq!(row.input_tokens, 210);
     assert_eq!(row.output_tokens, 420);
     assert_eq!(row.api_call_count, 3);
@@ -194,47 +183,18 @@ fn lineage_ancestors_descendants_and_continuation_tip() {
     let task = child(&db, &a, "task", 30);
     let ids = |rows: Vec<q::SessionRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
 
-    let ancestors = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_session_ancestors(c, &b)?)
-        })
-        .unwrap();
+    let ancestors = read_with(&db, |c| q::list_session_ancestors(c, &b));
     assert_eq!(ids(ancestors), vec![root.clone(), a.clone()]);
-    let descendants = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_session_descendants(c, &root)?)
-        })
-        .unwrap();
+    let descendants = read_with(&db, |c| q::list_session_descendants(c, &root));
     assert_eq!(ids(descendants), vec![a.clone(), b.clone(), task.clone()]);
-    let tip = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_continuation_tip(c, &root)?)
-        })
-        .unwrap();
+    let tip = read_with(&db, |c| q::get_continuation_tip(c, &root));
     assert_eq!(tip.id, b);
-    let tip = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_continuation_tip(c, &task)?)
-        })
-        .unwrap();
+    let tip = read_with(&db, |c| q::get_continuation_tip(c, &task));
     assert_eq!(tip.id, task);
 
     // Deleting the middle keeps its children, unlinked.
-    db.write(|tx| -> scribe_db::Result<_> {
-        let tx = tx.conn().unwrap();
-        Ok(q::delete_session(tx, &a)?)
-    })
-    .unwrap();
-    let b_row = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, &b)?)
-        })
-        .unwrap();
+    write_with(&db, |tx| q::delete_session(tx, &a));
+    let b_row = read_with(&db, |c| q::get_session(c, &b));
     assert_eq!(b_row.parent_session_id, None);
 }
 
@@ -248,27 +208,13 @@ fn title_lineage_takes_literal_titles_and_the_highest_number() {
     titled(&db, "fix 100%_done #02"); // leading zero: not ours
     titled(&db, "fix 1000_done #3"); // `%_` are not wildcards
     titled(&db, "fix 100%_done #2 #3"); // a lineage of its own
-    let lineage = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_title_lineage(c, "fix 100%_done")?)
-        })
-        .unwrap();
+    let lineage = read_with(&db, |c| q::list_title_lineage(c, "fix 100%_done"));
     let ids: Vec<_> = lineage.iter().map(|r| r.id.clone()).collect();
     assert_eq!(ids, vec![tenth, second, base]);
-    let n = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::max_title_lineage_number(c, "fix 100%_done")?)
-        })
-        .unwrap();
+    let n = read_with(&db, |c| q::max_title_lineage_number(c, "fix 100%_done"));
     assert_eq!(n, 10);
     assert_eq!(
-        db.read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::max_title_lineage_number(c, "unused")?)
-        })
-        .unwrap(),
+        read_with(&db, |c| q::max_title_lineage_number(c, "unused")),
         0
     );
 
@@ -339,19 +285,9 @@ fn message_pages_use_stable_cursors() {
     seen.reverse();
     assert_eq!(seen, ids);
 
-    let all = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_messages(c, &s)?)
-        })
-        .unwrap();
+    let all = read_with(&db, |c| q::list_messages(c, &s));
     assert_eq!(all.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), ids);
-    let parts = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_session_parts(c, &s)?)
-        })
-        .unwrap();
+    let parts = read_with(&db, |c| q::list_session_parts(c, &s));
     assert_eq!(
         parts
             .iter()
@@ -359,22 +295,11 @@ fn message_pages_use_stable_cursors() {
             .collect::<Vec<_>>(),
         ids
     );
-    let by_ids = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_messages_by_ids(
-                c,
-                &[ids[3].as_str(), ids[1].as_str()],
-            )?)
-        })
-        .unwrap();
+    let by_ids = read_with(&db, |c| {
+        q::list_messages_by_ids(c, &[ids[3].as_str(), ids[1].as_str()])
+    });
     assert_eq!(by_ids.len(), 2);
-    let none = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_messages_by_ids(c, &[])?)
-        })
-        .unwrap();
+    let none = read_with(&db, |c| q::list_messages_by_ids(c, &[]));
     assert!(none.is_empty());
 }
 
@@ -449,12 +374,7 @@ fn parts_append_update_and_find_by_call_id() {
         })
         .unwrap();
     assert!(text.contains("zebra"));
-    let session_row = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::get_session(c, &s)?)
-        })
-        .unwrap();
+    let session_row = read_with(&db, |c| q::get_session(c, &s));
     assert_eq!(
         (session_row.message_count, session_row.tool_call_count),
         (1, 1)
@@ -505,12 +425,7 @@ fn file_versions_count_per_path() {
             .collect::<Vec<_>>(),
         ["v1", "v2", "v3"]
     );
-    let latest = db
-        .read(|c| -> scribe_db::Result<_> {
-            let c = c.conn().unwrap();
-            Ok(q::list_latest_files(c, &s)?)
-        })
-        .unwrap();
+    let latest = read_with(&db, |c| q::list_latest_files(c, &s));
     assert_eq!(
         latest
             .iter()

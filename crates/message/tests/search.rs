@@ -148,21 +148,9 @@ fn session_on(svc: &MessageService, source: &str, title: &str) -> String {
     svc.database()
         .write(|tx| {
             tx.q().create_session(&queries::CreateSessionParams {
-                id: &id,
-                parent_session_id: None,
-                kind: "normal",
-                source,
-                user_id: None,
-                directory: None,
                 title: Some(title),
                 model: Some("claude-test"),
-                model_config: None,
-                system_prompt: None,
-                permission: None,
-                billing_provider: None,
-                billing_base_url: None,
-                billing_mode: None,
-                now: scribe_db::now_ms(),
+                ..scribe_db::testing::bare_session(&id, source, scribe_db::now_ms())
             })
         })
         .unwrap();

@@ -7,3 +7,16 @@
 -- every stored cost sum (ARCHITECTURE.md, "Clamped cost sums"): total() gives inf past it
 -- (and 0.0 for no rows).
 CAST(min(total(x), 1.7976931348623157e308) AS DOUBLE PRECISION)
+
+-- fragment: utc_day(ms)
+-- The UTC calendar day (`YYYY-MM-DD`) of the time ms (milliseconds since the epoch), the
+-- day every usage chart and `scribe stats` buckets by. A time outside years 0000-9999 (a
+-- damaged or hand-edited row) counts on the first or last of those days (date() gives
+-- NULL for it, which would fail the whole query).
+date(min(max(ms, -62167219200000), 253402300799999) / 1000, 'unixepoch')
+
+-- fragment: clamped_count_sum(x)
+-- The sum of the counts x (tokens, calls) over a group, as every reported count sum:
+-- total() never overflows (it sums in REAL, 0.0 for no rows) and the CAST clamps it into
+-- INTEGER.
+CAST(total(x) AS INTEGER)

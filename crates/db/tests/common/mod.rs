@@ -19,24 +19,9 @@ pub fn session(db: &Database, source: &str) -> String {
     id
 }
 
+/// A bare session's row (`scribe_db::testing::bare_session`) created now.
 pub fn new_session<'a>(id: &'a str, source: &'a str) -> q::CreateSessionParams<'a> {
-    q::CreateSessionParams {
-        id,
-        parent_session_id: None,
-        kind: "normal",
-        source,
-        user_id: None,
-        directory: None,
-        title: None,
-        model: None,
-        model_config: None,
-        system_prompt: None,
-        permission: None,
-        billing_provider: None,
-        billing_base_url: None,
-        billing_mode: None,
-        now: now_ms(),
-    }
+    scribe_db::testing::bare_session(id, source, now_ms())
 }
 
 /// Inserts a message with one part (`data` JSON) in `tx`; returns (message id, part id).

@@ -21,21 +21,11 @@ pub fn session_with(
     svc.database()
         .write(|tx| -> scribe_db::Result<_> {
             tx.q().create_session(&queries::CreateSessionParams {
-                id: &id,
                 parent_session_id: parent,
                 kind,
-                source,
-                user_id: None,
-                directory: None,
                 title,
                 model: Some("claude-test"),
-                model_config: None,
-                system_prompt: None,
-                permission: None,
-                billing_provider: None,
-                billing_base_url: None,
-                billing_mode: None,
-                now: scribe_db::now_ms(),
+                ..scribe_db::testing::bare_session(&id, source, scribe_db::now_ms())
             })?;
             Ok(())
         })
