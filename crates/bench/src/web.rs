@@ -179,11 +179,8 @@ fn add_sessions(db: &scribe_db::Database, have: usize, total: usize, seed: u64) 
                     .then(|| ids[rng.random_range(0..ids.len())].clone());
                 let title = format!("bench web session {n}");
                 tx.q().create_session(&q::CreateSessionParams {
-                    id: &id,
                     parent_session_id: parent.as_deref(),
                     kind: if parent.is_some() { "task" } else { "normal" },
-                    source: sources[n % sources.len()],
-                    user_id: None,
                     directory: Some(if n.is_multiple_of(3) {
                         "/src/app"
                     } else {
@@ -191,13 +188,7 @@ fn add_sessions(db: &scribe_db::Database, have: usize, total: usize, seed: u64) 
                     }),
                     title: Some(&title),
                     model: Some(models[n % models.len()]),
-                    model_config: None,
-                    system_prompt: None,
-                    permission: None,
-                    billing_provider: None,
-                    billing_base_url: None,
-                    billing_mode: None,
-                    now: at,
+                    ..scribe_db::testing::bare_session(&id, sources[n % sources.len()], at)
                 })?;
                 let input = rng.random_range(1_000..200_000);
                 tx.q()
