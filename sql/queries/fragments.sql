@@ -26,9 +26,8 @@ CASE WHEN x / 2 + d / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
 -- The updated_at every UPDATE of a row writes: the clock, or one past the stored time when
 -- the clock has not passed it (two changes in one millisecond, another process's clock
 -- ahead). updated_at then always moves, and only forward: a process whose clock is behind
--- never moves it back, and the touch trigger (which stamps an update that left updated_at
--- as it was with the database's own clock, after RETURNING has read the row) never fires,
--- so the row returned and announced is exactly the row stored. A column the clock sets as
+-- never moves it back, and the row returned and announced is exactly the row stored (no
+-- trigger restamps it: since V23 every time comes from the statements). A column the clock sets as
 -- the time of an event (ended_at, archived_at, compacting_at, finished_at) takes the clock
 -- as it is. (MessageService::update_part computes the same in Rust for its event, which
 -- has no RETURNING to read it from.)

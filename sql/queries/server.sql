@@ -1,6 +1,6 @@
 -- Queries of `scribe serve` (crates/server): the choices of the session list's filters, and
--- how many child sessions each listed session has. The usage chart's day × model and day ×
--- source groups format days differently per dialect: sql/queries/{sqlite,postgres}/server.sql.
+-- how many child sessions each listed session has, and the usage chart's day × model and
+-- day × source groups (the UTC day and the sums are fragments each dialect spells its own way).
 -- Everything else the web viewer reads goes through the services.
 
 -- name: ListSourceChoices :many

@@ -598,8 +598,8 @@ impl MessageService {
 
     /// Stores `part` (serialised as `data`) as part `part_id`, which sits at `place`; its
     /// event, not queued. `updated_at` moves strictly forward (the clock, or one past the
-    /// stored time when the clock has not passed it), so the database's touch trigger never
-    /// replaces it with its own clock and the event carries exactly what is stored.
+    /// stored time when the clock has not passed it), as the `moved_forward` fragment of
+    /// every UPDATE, so the event carries exactly what is stored.
     fn write_part(
         &self,
         tx: &mut Tx<'_>,
