@@ -37,7 +37,8 @@ pub struct SearchCmd {
     /// Only this session (an id, id prefix or title).
     #[arg(long, value_name = "SESSION")]
     pub session: Option<String>,
-    /// Only messages since then: a span back from now (7d, 24h, 30m) or a date (2026-01-31).
+    /// Only messages since then: a span back from now (7d, 24h, 30m) or a date (2026-01-31),
+    /// from 1970-01-01 on.
     #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
     pub since: Option<i64>,
     /// Show at most this many hits.
