@@ -45,3 +45,52 @@ fn a_span_reaching_before_1970_is_a_usage_error() {
     let stats = env.json(&["stats", "--since", "20000d", "--json"]);
     assert!(stats["since"].as_i64().unwrap() > 0, "{stats}");
 }
+
+/// `export -o` over an existing file keeps that file's permissions, and a new file gets
+/// the mode a shell's `>` gives it (0666 less the umask); both were 0600, so exporting
+/// over a shared 0644 file made it private.
+#[cfg(unix)]
+#[test]
+fn export_to_a_file_keeps_its_mode_and_a_new_one_follows_the_umask() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new();
+    common::seed(&env);
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    // `scribe --db DB export --all -o FILE` under `umask 027`.
+    let export = |path: &std::path::Path| {
+        let out = std::process::Command::new("sh")
+            .args(["-c", "umask 027 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(["export", "--all", "-o"])
+            .arg(path)
+            .env_remove("SCRIBE_DB")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 4);
+    };
+    for old in [0o644, 0o664, 0o600, 0o444] {
+        let path = env.path(&format!("old-{old:o}.json"));
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(old)).unwrap();
+        export(&path);
+        assert_eq!(
+            format!("{:o}", mode(&path)),
+            format!("{old:o}"),
+            "{}",
+            path.display()
+        );
+    }
+    let new = env.path("new.json");
+    export(&new);
+    assert_eq!(
+        format!("{:o}", mode(&new)),
+        "640",
+        "0666 less the umask 027"
+    );
+}

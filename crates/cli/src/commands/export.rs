@@ -165,7 +165,7 @@ fn write_output(
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => {
             let target = std::fs::canonicalize(path).map_err(io_err)?;
-            write_atomically(&target, write).map_err(|err| match err {
+            write_atomically(&target, Some(meta.permissions()), write).map_err(|err| match err {
                 CliError::WriteFile { source, .. } => io_err(source),
                 other => other,
             })
@@ -180,14 +180,17 @@ fn write_output(
             write(&mut writer)?;
             writer.flush().map_err(io_err)
         }
-        _ => write_atomically(path, write),
+        _ => write_atomically(path, None, write),
     }
 }
 
 /// Writes `path` through a temporary file in the same directory, renamed into place when
-/// `write` succeeded.
+/// `write` succeeded. The file keeps `replaced`, the permissions of the file it replaces;
+/// a new one has the mode a shell's `>` gives (0666 less the umask). (Both were 0600, so
+/// an export over a shared 0644 file made it private.)
 fn write_atomically(
     path: &Path,
+    replaced: Option<std::fs::Permissions>,
     write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let io_err = |source| CliError::WriteFile {
@@ -202,16 +205,23 @@ fn write_atomically(
     // wraps the operating system's in a text naming its own random file (`… at path
     // "dir/.tmpX1b2"`): this one is the operating system's error as it is (kind, code,
     // message), and the user asked for `path`, which `WriteFile` names. As tempfile does:
-    // a new file (never an existing one), private (0600), removed unless persisted.
+    // a new file (never an existing one), removed unless persisted; created 0600 when it
+    // replaces a file, and given that file's permissions before anything is written.
     let tmp = tempfile::Builder::new()
         .make_in(dir, |tmp| {
             let mut options = std::fs::OpenOptions::new();
             options.read(true).write(true).create_new(true);
             #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            std::os::unix::fs::OpenOptionsExt::mode(
+                &mut options,
+                if replaced.is_some() { 0o600 } else { 0o666 },
+            );
             options.open(tmp)
         })
         .map_err(io_err)?;
+    if let Some(permissions) = replaced {
+        tmp.as_file().set_permissions(permissions).map_err(io_err)?;
+    }
     {
         let mut writer = BufWriter::new(tmp.as_file());
         write(&mut writer)?;
