@@ -94,3 +94,39 @@ fn export_to_a_file_keeps_its_mode_and_a_new_one_follows_the_umask() {
         "0666 less the umask 027"
     );
 }
+
+/// `--db` naming a directory says so, in one line, for a command that reads, one that
+/// writes and one that creates (it said "sqlite error: unable to open database file" or
+/// "cannot access database path …: Is a directory (os error 21)"); nothing is created in
+/// it.
+#[test]
+fn a_directory_given_as_the_database_is_named_as_one() {
+    let env = Env::new();
+    let dir = env.path("history");
+    std::fs::create_dir(&dir).unwrap();
+    for args in [
+        &["list"][..],
+        &["rename", "x", "y"],
+        &["db", "migrate"],
+        &["db", "info"],
+        &["demo"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&dir)
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "scribe: {} is a directory, not a database file\n",
+                dir.display()
+            ),
+            "{args:?}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}

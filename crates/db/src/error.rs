@@ -124,6 +124,12 @@ pub enum Error {
         /// The path looked at.
         path: PathBuf,
     },
+    /// The database path names a directory, not a file; nothing was created in it.
+    #[error("{} is a directory, not a database file", path.display())]
+    IsADirectory {
+        /// The path looked at.
+        path: PathBuf,
+    },
     /// The database file is damaged (SQLITE_CORRUPT) in a way found when opening.
     #[error(
         "database {} is damaged (malformed); restore it from a backup or an export",

@@ -49,6 +49,31 @@ fn a_missing_file_is_not_created() {
     );
 }
 
+/// A path naming a directory is `Error::IsADirectory` naming it, from every open (it was
+/// SQLite's "unable to open database file", or "Is a directory (os error 21)"), and
+/// nothing is created in it.
+#[test]
+fn a_directory_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    for err in [
+        Database::open(&path).unwrap_err(),
+        Database::open_existing(&path).unwrap_err(),
+        Database::open_read_only(&path).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::IsADirectory { path: p } if *p == path),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("{} is a directory, not a database file", path.display())
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&path).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn reads_work_and_writes_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
