@@ -130,3 +130,86 @@ fn a_directory_given_as_the_database_is_named_as_one() {
     }
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
+
+/// Runs `scribe --db DB args…` with its stdout on a terminal (util-linux `script`), and
+/// returns what the terminal received.
+#[cfg(target_os = "linux")]
+fn on_a_terminal(env: &Env, args: &str) -> String {
+    let command = format!(
+        "{} --db {} {args}",
+        env!("CARGO_BIN_EXE_scribe"),
+        env.db.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("SCRIBE_DB")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux `script` runs a command on a pseudo-terminal");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+}
+
+/// Message text holding C1 controls (U+009B is CSI, U+009D OSC, U+0085 NEL) and a C0 one.
+#[cfg(target_os = "linux")]
+const C1_TEXT: &str = "needle see\u{9b}2J\u{9d}0;x\u{7}ok\u{85}é\u{a0}";
+
+/// The text of the first part of the first message of `doc`: an export document, a
+/// session export (`show --json`, a JSON Lines line).
+#[cfg(target_os = "linux")]
+fn first_text(doc: &serde_json::Value) -> Option<&str> {
+    let session = doc.get("sessions").map_or(doc, |all| &all[0]);
+    session["messages"][0]["parts"][0]["part"]["text"].as_str()
+}
+
+/// `--json` on a terminal escapes C1 control characters as `\u009b`, as JSON already does
+/// for C0 ones, so stored text cannot send the terminal an escape (`show`, `search`,
+/// `export` in both JSON formats); the document still parses to the stored text. Piped,
+/// the bytes stay exactly what serde_json writes (C1 raw).
+#[cfg(target_os = "linux")]
+#[test]
+fn json_on_a_terminal_escapes_c1_controls_and_piped_json_does_not() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("c1"))
+        .unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(C1_TEXT)],
+        ))
+        .unwrap();
+    let id = &session.id;
+    let escaped = r"see\u009b2J\u009d0;x\u0007ok\u0085é";
+    for (args, parses) in [
+        (format!("show {id} --json"), true),
+        (format!("export {id}"), true),
+        (format!("export {id} -f jsonl"), true),
+        ("search needle --json".to_owned(), false),
+    ] {
+        let seen = on_a_terminal(&env, &args);
+        for raw in ['\u{9b}', '\u{9d}', '\u{85}', '\u{7}'] {
+            assert!(
+                !seen.contains(raw),
+                "{args}: {raw:?} reached the terminal: {seen:?}"
+            );
+        }
+        assert!(seen.contains(escaped), "{args}: {seen:?}");
+        if parses {
+            // The same value: what the terminal shows parses back to the stored text.
+            let doc: serde_json::Value = serde_json::from_str(&seen.replace("\r\n", "\n"))
+                .unwrap_or_else(|e| panic!("{args}: {e}: {seen:?}"));
+            assert_eq!(first_text(&doc), Some(C1_TEXT), "{args}");
+        }
+    }
+    // Piped: the bytes serde_json writes, C1 raw.
+    for args in [&["show", id, "--json"][..], &["export", id, "-f", "jsonl"]] {
+        let piped = env.ok(args);
+        assert!(
+            piped.contains(&serde_json::to_string(C1_TEXT).unwrap()),
+            "{args:?}: {piped:?}"
+        );
+    }
+}

@@ -128,7 +128,8 @@ impl ExportCmd {
         };
         match &self.output {
             None => {
-                let mut out = std::io::stdout().lock();
+                // On a terminal, JSON escapes C1 controls (Markdown shows them as symbols).
+                let mut out = crate::json::for_stdout(std::io::stdout().lock());
                 stream(&mut out)?;
                 out.flush()?;
             }
