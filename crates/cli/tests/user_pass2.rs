@@ -213,3 +213,27 @@ fn json_on_a_terminal_escapes_c1_controls_and_piped_json_does_not() {
         );
     }
 }
+
+/// The URL `serve --token` prints lets a browser in whatever the token holds: `+`, `&`,
+/// `#`, `%` and `=` are percent-encoded (it was printed as given, so `a+b` arrived as
+/// `a b`, `&`/`#` cut it short, and opening the printed URL answered 401).
+#[test]
+fn the_url_serve_prints_carries_any_token() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    for token in ["a+b", "x&y=z", "p#q", "100%25", "plain-token_1"] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"));
+        cmd.arg("--db")
+            .arg(&env.db)
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", token])
+            .env_remove("SCRIBE_DB");
+        let serving = common::Serving::spawn(cmd);
+        let url = serving.line.split(" at ").nth(1).unwrap().trim();
+        let from_host = url.strip_prefix("http://").unwrap();
+        let path = &from_host[from_host.find('/').unwrap()..];
+        // What a browser sends: no fragment.
+        let sent = path.split('#').next().unwrap();
+        let (status, body) = serving.get_text(sent);
+        assert_eq!(status, 303, "{token:?}: GET {sent} (printed {url}): {body}");
+    }
+}

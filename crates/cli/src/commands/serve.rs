@@ -42,12 +42,9 @@ impl Cmd {
         let server = Server::bind(Config {
             db: db.to_owned(),
             addr: self.addr,
-            token: self.token.clone(),
+            token: self.token,
         })?;
-        let url = match &self.token {
-            Some(token) => format!("{}?token={token}", server.url()),
-            None => server.url(),
-        };
+        let url = server.url_with_token();
         {
             let mut out = anstream::stdout().lock();
             writeln!(
