@@ -237,3 +237,29 @@ fn the_url_serve_prints_carries_any_token() {
         assert_eq!(status, 303, "{token:?}: GET {sent} (printed {url}): {body}");
     }
 }
+
+/// A token `serve` cannot use is refused naming where it came from and every character
+/// it may not hold (`"` and `\` were refused without being listed), and nothing listens.
+#[test]
+fn a_token_serve_cannot_use_is_refused_naming_what_it_may_hold() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    for token in ["", "a b", "a\"b", "a\\b", "a;b", "a,b"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", token])
+            .env_remove("SCRIBE_DB")
+            .env_remove("SCRIBE_SERVE_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{token:?}");
+        assert!(stdout(&out).is_empty(), "{token:?}");
+        assert_eq!(
+            stderr(&out),
+            "scribe: the token (--token or SCRIBE_SERVE_TOKEN) must be 1 to 256 visible ASCII \
+             characters, none of them `;`, `,`, `\"` or `\\` (no spaces)\n",
+            "{token:?}"
+        );
+    }
+}
