@@ -38,9 +38,15 @@ pub fn print_line(
 /// the window. Escaped, the document is still valid JSON of the same value; piped or
 /// redirected output is the bytes serde_json writes.
 pub fn for_stdout<W: Write>(out: W) -> C1Escaped<W> {
+    escaped_on(out, std::io::stdout().is_terminal())
+}
+
+/// `out`, a writer of JSON text, escaping C1 control characters when `terminal` (it goes
+/// to one), as [`for_stdout`] does for stdout.
+pub fn escaped_on<W: Write>(out: W, terminal: bool) -> C1Escaped<W> {
     C1Escaped {
         out,
-        escape: std::io::stdout().is_terminal(),
+        escape: terminal,
         lead: false,
     }
 }

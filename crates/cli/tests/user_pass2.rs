@@ -263,3 +263,42 @@ fn a_token_serve_cannot_use_is_refused_naming_what_it_may_hold() {
         );
     }
 }
+
+/// `export -o` naming the terminal itself (`/dev/tty`, or `/dev/stdout` when that is the
+/// terminal) is printing on a terminal: JSON escapes C1 controls and Markdown shows
+/// control characters as symbols, as without `-o` (both reached the terminal raw).
+#[cfg(target_os = "linux")]
+#[test]
+fn export_to_the_terminal_device_is_printing_on_a_terminal() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("c1"))
+        .unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(C1_TEXT)],
+        ))
+        .unwrap();
+    let id = &session.id;
+    for device in ["/dev/tty", "/dev/stdout"] {
+        for format in ["json", "jsonl", "markdown"] {
+            let args = format!("export {id} -f {format} -o {device}");
+            let seen = on_a_terminal(&env, &args);
+            for raw in ['\u{9b}', '\u{9d}', '\u{85}', '\u{7}'] {
+                assert!(
+                    !seen.contains(raw),
+                    "{args}: {raw:?} reached the terminal: {seen:?}"
+                );
+            }
+            let shown = if format == "markdown" {
+                "see\u{fffd}2J\u{fffd}0;x␇ok\u{fffd}é"
+            } else {
+                r"see\u009b2J\u009d0;x\u0007ok\u0085é"
+            };
+            assert!(seen.contains(shown), "{args}: {seen:?}");
+        }
+    }
+}

@@ -107,15 +107,16 @@ impl ExportCmd {
             selections.len()
         };
         let format = self.format;
-        // Markdown for a person reading a terminal shows stored control characters as
-        // symbols (`ui::visible`), as `show` does; written to a pipe or a file, every
-        // format is the stored text exactly.
-        let on_terminal = self.output.is_none() && std::io::stdout().is_terminal();
-        let stream = |out: &mut dyn Write| -> Result<usize, CliError> {
+        // Markdown for a person reading a terminal (stdout, or `-o /dev/tty`) shows stored
+        // control characters as symbols (`ui::visible`), as `show` does, and JSON escapes
+        // the C1 ones (`json::escaped_on`); written to a pipe or a file, every format is the
+        // stored text exactly.
+        let stream = |out: &mut dyn Write, on_terminal: bool| -> Result<usize, CliError> {
+            let mut out = crate::json::escaped_on(out, on_terminal);
             // Each session is written as soon as it is read: memory holds one session,
             // however many are exported.
             let bar = ui::progress(expected, "exporting");
-            let mut writer = ExportWriter::new(out, format, on_terminal)?;
+            let mut writer = ExportWriter::new(&mut out, format, on_terminal)?;
             for selection in &selections {
                 ctx.sessions.export_each(selection, &mut |export| {
                     writer.write(&export)?;
@@ -128,15 +129,14 @@ impl ExportCmd {
         };
         match &self.output {
             None => {
-                // On a terminal, JSON escapes C1 controls (Markdown shows them as symbols).
-                let mut out = crate::json::for_stdout(std::io::stdout().lock());
-                stream(&mut out)?;
+                let mut out = std::io::stdout().lock();
+                stream(&mut out, std::io::stdout().is_terminal())?;
                 out.flush()?;
             }
             Some(path) => {
                 let mut count = 0;
-                write_output(path, |file| {
-                    count = stream(file)?;
+                write_output(path, |file, on_terminal| {
+                    count = stream(file, on_terminal)?;
                     Ok(())
                 })?;
                 eprintln!(
@@ -154,10 +154,11 @@ impl ExportCmd {
 /// [`write_atomically`]; through a symlink, the file it points to, so the link stays; a
 /// device, FIFO or socket (`/dev/stdout`, `/dev/null`, a named pipe) directly, as it is
 /// not a file to replace. (Renaming a temporary file over `-o /dev/stdout` replaced the
-/// device's symlink with a regular file.)
+/// device's symlink with a regular file.) `write` is told whether it writes to a terminal
+/// (`-o /dev/tty`).
 fn write_output(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<(), CliError>,
+    write: impl FnOnce(&mut BufWriter<&std::fs::File>, bool) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let io_err = |source| CliError::WriteFile {
         path: path.to_owned(),
@@ -166,10 +167,12 @@ fn write_output(
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => {
             let target = std::fs::canonicalize(path).map_err(io_err)?;
-            write_atomically(&target, Some(meta.permissions()), write).map_err(|err| match err {
-                CliError::WriteFile { source, .. } => io_err(source),
-                other => other,
-            })
+            write_atomically(&target, Some(meta.permissions()), |out| write(out, false)).map_err(
+                |err| match err {
+                    CliError::WriteFile { source, .. } => io_err(source),
+                    other => other,
+                },
+            )
         }
         // A directory fails below, named as the user gave it.
         Ok(meta) if !meta.is_dir() => {
@@ -178,10 +181,10 @@ fn write_output(
                 .open(path)
                 .map_err(io_err)?;
             let mut writer = BufWriter::new(&file);
-            write(&mut writer)?;
+            write(&mut writer, file.is_terminal())?;
             writer.flush().map_err(io_err)
         }
-        _ => write_atomically(path, None, write),
+        _ => write_atomically(path, None, |out| write(out, false)),
     }
 }
 
