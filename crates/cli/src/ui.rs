@@ -424,6 +424,16 @@ fn back_from_now(text: &str, span: i64) -> Result<i64, String> {
     Ok(now - span)
 }
 
+/// `--source` / `--exclude-source`: a source name, which is never empty. An empty one (an
+/// unset shell variable) matched no session, so `export --all --source ""` wrote an empty
+/// export, over a backup as readily as anywhere.
+pub fn parse_source(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("a source name cannot be empty (cli, tui, telegram …)".to_owned());
+    }
+    Ok(text.to_owned())
+}
+
 /// `--older-than` of `prune`: whole days (`90d`, `90`, `12w`).
 pub fn parse_days(text: &str) -> Result<u32, String> {
     let ms = parse_span(text)?;

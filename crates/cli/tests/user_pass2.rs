@@ -302,3 +302,37 @@ fn export_to_the_terminal_device_is_printing_on_a_terminal() {
         }
     }
 }
+
+/// An empty `--source` (or `--exclude-source`), as an unset shell variable gives, is a
+/// usage error naming the flag: it matched no session, so `export --all --source "$SRC"
+/// -o backup.json` replaced a backup with an empty export, and `list` said "no sessions".
+#[test]
+fn an_empty_source_is_a_usage_error() {
+    let env = Env::new();
+    common::seed(&env);
+    let backup = env.path("backup.json");
+    std::fs::write(&backup, "the old backup").unwrap();
+    let backup = backup.to_str().unwrap();
+    for args in [
+        &["export", "--all", "--source", "", "-o", backup][..],
+        &["list", "--source", " "],
+        &["search", "parser", "--source", ""],
+        &["search", "parser", "--exclude-source", ""],
+        &["prune", "--older-than", "0", "--source", "", "--yes"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("source <SOURCE>'"), "{args:?}: {err}");
+        assert!(
+            err.contains("a source name cannot be empty"),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&out).is_empty(), "{args:?}");
+    }
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), "the old backup");
+    assert_eq!(common::snapshot(&env.db).len(), 4, "nothing was pruned");
+    // A real source still filters.
+    let listed = env.json(&["list", "--source", "tui", "--json"]);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
+}

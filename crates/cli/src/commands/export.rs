@@ -62,7 +62,7 @@ pub struct ExportCmd {
     #[arg(long, conflicts_with = "sessions")]
     pub all: bool,
     /// With --all: only sessions from this source.
-    #[arg(long, requires = "all", value_name = "SOURCE")]
+    #[arg(long, requires = "all", value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Option<String>,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = Format::Json)]

@@ -22,7 +22,7 @@ pub struct PruneCmd {
     #[arg(long, value_name = "AGE", value_parser = ui::parse_days)]
     pub older_than: u32,
     /// Only sessions from this source.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Option<String>,
     /// Show what would be deleted; change nothing.
     #[arg(long)]

@@ -26,10 +26,10 @@ pub struct SearchCmd {
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     pub query: Vec<String>,
     /// Only sessions from this source; repeat for several.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Vec<String>,
     /// Leave out sessions from this source; repeat for several.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub exclude_source: Vec<String>,
     /// Only messages with this role (user, assistant, system, tool); repeat for several.
     #[arg(long, value_name = "ROLE", value_parser = parse_role)]
