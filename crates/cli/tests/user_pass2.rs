@@ -336,3 +336,48 @@ fn an_empty_source_is_a_usage_error() {
     let listed = env.json(&["list", "--source", "tui", "--json"]);
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
 }
+
+/// A `serve --addr` that is not `host:port` is a usage error naming the flag (status 2,
+/// as for any other flag's bad value; it was status 1), and nothing listens; a host that
+/// does not resolve is still a failure to start (status 1).
+#[test]
+fn a_serve_address_that_is_not_host_port_is_a_usage_error() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    let serve = |addr: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(["serve", "--addr", addr])
+            .env_remove("SCRIBE_DB")
+            .env_remove("SCRIBE_SERVE_TOKEN")
+            .output()
+            .unwrap()
+    };
+    for addr in [
+        "127.0.0.1",
+        "localhost",
+        "",
+        ":7777",
+        "127.0.0.1:",
+        "127.0.0.1:99999",
+        "127.0.0.1:-1",
+        "127.0.0.1:http",
+        "[::1",
+        "::1:7777",
+    ] {
+        let out = serve(addr);
+        assert_eq!(out.status.code(), Some(2), "{addr:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("'--addr <HOST:PORT>'"), "{addr:?}: {err}");
+        assert!(err.contains("e.g. 127.0.0.1:7777"), "{addr:?}: {err}");
+        assert!(stdout(&out).is_empty(), "{addr:?}");
+    }
+    let out = serve("no-such-host.invalid:7777");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no-such-host.invalid:7777"),
+        "{}",
+        stderr(&out)
+    );
+}
