@@ -103,10 +103,11 @@ pub enum Error {
     /// or a PostgreSQL database whose schema holds tables, and no Scribe schema history.
     /// Scribe neither adds its schema to it nor reads it; nothing in it is changed.
     #[error(
-        "{} is {} of another program ({tables} tables, no scribe schema); scribe leaves it \
+        "{} is {} of another program ({tables} {}, no scribe schema); scribe leaves it \
          as it is ({})",
         path.display(),
         foreign_what(*backend),
+        if *tables == 1 { "table" } else { "tables" },
         foreign_advice(*backend)
     )]
     ForeignDatabase {

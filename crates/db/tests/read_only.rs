@@ -237,3 +237,39 @@ fn an_empty_or_foreign_file_is_a_clear_error() {
     );
     assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
 }
+
+/// Another program's SQLite file is refused by every open, counting its tables in
+/// English ("1 tables" was the text for one), and is left as it was.
+#[test]
+fn a_foreign_file_is_refused_counting_its_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    for (tables, count) in [(1, "1 table,"), (2, "2 tables,")] {
+        let path = dir.path().join(format!("agent-{tables}.db"));
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for n in 0..tables {
+                c.execute_batch(&format!("CREATE TABLE t{n} (a)")).unwrap();
+            }
+        }
+        let before = std::fs::read(&path).unwrap();
+        for err in [
+            Database::open(&path).unwrap_err(),
+            Database::open_read_only(&path).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::ForeignDatabase { tables: t, .. } if *t == tables),
+                "{err:?}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{} is an SQLite database of another program ({count} no scribe schema); \
+                     scribe leaves it as it is (to import an agent's history, use `scribe \
+                     import --from`)",
+                    path.display()
+                )
+            );
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+}
