@@ -131,28 +131,26 @@ fn a_directory_given_as_the_database_is_named_as_one() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
 
-/// Runs `scribe --db DB args…` with its stdout on a terminal (util-linux `script`), and
-/// returns what the terminal received.
-#[cfg(target_os = "linux")]
-fn on_a_terminal(env: &Env, args: &str) -> String {
-    let command = format!(
-        "{} --db {} {args}",
-        env!("CARGO_BIN_EXE_scribe"),
-        env.db.display()
-    );
-    let out = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("SCRIBE_DB")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("util-linux `script` runs a command on a pseudo-terminal");
-    assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out)
-}
-
 /// Message text holding C1 controls (U+009B is CSI, U+009D OSC, U+0085 NEL) and a C0 one.
 #[cfg(target_os = "linux")]
 const C1_TEXT: &str = "needle see\u{9b}2J\u{9d}0;x\u{7}ok\u{85}é\u{a0}";
+
+/// A session "c1" whose one message is [`C1_TEXT`]; its id.
+#[cfg(target_os = "linux")]
+fn c1_session(env: &Env) -> String {
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("c1"))
+        .unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(C1_TEXT)],
+        ))
+        .unwrap();
+    session.id
+}
 
 /// The text of the first part of the first message of `doc`: an export document, a
 /// session export (`show --json`, a JSON Lines line).
@@ -170,18 +168,7 @@ fn first_text(doc: &serde_json::Value) -> Option<&str> {
 #[test]
 fn json_on_a_terminal_escapes_c1_controls_and_piped_json_does_not() {
     let env = Env::new();
-    let (sessions, messages) = env.services();
-    let session = sessions
-        .create(scribe_session::NewSession::titled("c1"))
-        .unwrap();
-    messages
-        .create(scribe_message::NewMessage::new(
-            &session.id,
-            scribe_message::Role::User,
-            vec![scribe_message::Part::text(C1_TEXT)],
-        ))
-        .unwrap();
-    let id = &session.id;
+    let id = &c1_session(&env);
     let escaped = r"see\u009b2J\u009d0;x\u0007ok\u0085é";
     for (args, parses) in [
         (format!("show {id} --json"), true),
@@ -189,7 +176,7 @@ fn json_on_a_terminal_escapes_c1_controls_and_piped_json_does_not() {
         (format!("export {id} -f jsonl"), true),
         ("search needle --json".to_owned(), false),
     ] {
-        let seen = on_a_terminal(&env, &args);
+        let seen = env.on_a_terminal(&args);
         for raw in ['\u{9b}', '\u{9d}', '\u{85}', '\u{7}'] {
             assert!(
                 !seen.contains(raw),
@@ -245,14 +232,7 @@ fn a_token_serve_cannot_use_is_refused_naming_what_it_may_hold() {
     let env = Env::new();
     env.ok(&["db", "migrate"]);
     for token in ["", "a b", "a\"b", "a\\b", "a;b", "a,b"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
-            .arg("--db")
-            .arg(&env.db)
-            .args(["serve", "--addr", "127.0.0.1:0", "--token", token])
-            .env_remove("SCRIBE_DB")
-            .env_remove("SCRIBE_SERVE_TOKEN")
-            .output()
-            .unwrap();
+        let out = env.run(&["serve", "--addr", "127.0.0.1:0", "--token", token]);
         assert_eq!(out.status.code(), Some(1), "{token:?}");
         assert!(stdout(&out).is_empty(), "{token:?}");
         assert_eq!(
@@ -271,22 +251,11 @@ fn a_token_serve_cannot_use_is_refused_naming_what_it_may_hold() {
 #[test]
 fn export_to_the_terminal_device_is_printing_on_a_terminal() {
     let env = Env::new();
-    let (sessions, messages) = env.services();
-    let session = sessions
-        .create(scribe_session::NewSession::titled("c1"))
-        .unwrap();
-    messages
-        .create(scribe_message::NewMessage::new(
-            &session.id,
-            scribe_message::Role::User,
-            vec![scribe_message::Part::text(C1_TEXT)],
-        ))
-        .unwrap();
-    let id = &session.id;
+    let id = &c1_session(&env);
     for device in ["/dev/tty", "/dev/stdout"] {
         for format in ["json", "jsonl", "markdown"] {
             let args = format!("export {id} -f {format} -o {device}");
-            let seen = on_a_terminal(&env, &args);
+            let seen = env.on_a_terminal(&args);
             for raw in ['\u{9b}', '\u{9d}', '\u{85}', '\u{7}'] {
                 assert!(
                     !seen.contains(raw),
@@ -344,16 +313,7 @@ fn an_empty_source_is_a_usage_error() {
 fn a_serve_address_that_is_not_host_port_is_a_usage_error() {
     let env = Env::new();
     env.ok(&["db", "migrate"]);
-    let serve = |addr: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
-            .arg("--db")
-            .arg(&env.db)
-            .args(["serve", "--addr", addr])
-            .env_remove("SCRIBE_DB")
-            .env_remove("SCRIBE_SERVE_TOKEN")
-            .output()
-            .unwrap()
-    };
+    let serve = |addr: &str| env.run(&["serve", "--addr", addr]);
     for addr in [
         "127.0.0.1",
         "localhost",
