@@ -1,5 +1,6 @@
 //! End to end, as a user types it (a second pass): spans reaching before 1970, `export -o`
-//! over an existing file, `--db` naming a directory, and `--json` on a terminal.
+//! over an existing file or onto the terminal, `--db` naming a directory, `--json` on a
+//! terminal, an empty `--source`, and `serve`'s `--addr` and `--token`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
