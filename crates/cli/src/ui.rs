@@ -379,7 +379,12 @@ pub fn parse_date(text: &str) -> Result<i64, String> {
             Err(bad())
         }
     };
-    let (y, m, d) = (next(1970..=9999)?, next(1..=12)?, next(1..=31)?);
+    let (y, m, d) = (next(0..=9999)?, next(1..=12)?, next(1..=31)?);
+    if y < 1970 {
+        return Err(format!(
+            "{text:?} is before 1970-01-01, the earliest time Scribe keeps"
+        ));
+    }
     let days = days_from_civil(y, m, d);
     if civil_from_days(days)
         != (
@@ -401,8 +406,32 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
         // Either is accepted, so a word that is neither says both.
         let span =
             parse_span(text).map_err(|err| format!("{err} (or give a date like 2026-01-31)"))?;
-        Ok(scribe_db::now_ms().saturating_sub(span))
+        back_from_now(text, span)
     }
+}
+
+/// The time `span` ms before now, which must not be before 1970-01-01: the earliest date
+/// `--since` takes, before anything Scribe records (a huge span printed as a negative
+/// year, `-6187-03-16`).
+fn back_from_now(text: &str, span: i64) -> Result<i64, String> {
+    let now = scribe_db::now_ms();
+    if span > now {
+        return Err(format!(
+            "{text:?} reaches back before 1970-01-01, the earliest time Scribe keeps; give a \
+             shorter span"
+        ));
+    }
+    Ok(now - span)
+}
+
+/// `--source` / `--exclude-source`: a source name, which is never empty. An empty one (an
+/// unset shell variable) matched no session, so `export --all --source ""` wrote an empty
+/// export, over a backup as readily as anywhere.
+pub fn parse_source(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("a source name cannot be empty (cli, tui, telegram …)".to_owned());
+    }
+    Ok(text.to_owned())
 }
 
 /// `--older-than` of `prune`: whole days (`90d`, `90`, `12w`).
@@ -413,6 +442,7 @@ pub fn parse_days(text: &str) -> Result<u32, String> {
             "{text:?} is not a whole number of days; use e.g. 90d or 12w"
         ));
     }
+    back_from_now(text, ms)?;
     u32::try_from(ms / DAY).map_err(|_| format!("{text:?} is too long"))
 }
 
@@ -491,6 +521,11 @@ mod tests {
         assert_eq!(date_time(ms + 90 * MINUTE), "2026-11-29 01:30");
         assert!(parse_date("2026-02-30").is_err());
         assert!(parse_date("yesterday").is_err());
+        assert!(
+            parse_date("1969-12-31")
+                .unwrap_err()
+                .contains("before 1970-01-01")
+        );
         assert_eq!(
             parse_date("2000-03-01").unwrap() - parse_date("2000-02-28").unwrap(),
             2 * DAY
@@ -509,6 +544,17 @@ mod tests {
         assert_eq!(parse_days("90").unwrap(), 90);
         assert_eq!(parse_days("12w").unwrap(), 84);
         assert!(parse_days("36h").is_err());
+        assert!(parse_days("20000d").is_ok());
+        assert!(
+            parse_days("3000000d")
+                .unwrap_err()
+                .contains("before 1970-01-01")
+        );
+        assert!(
+            parse_since("3000000d")
+                .unwrap_err()
+                .contains("before 1970-01-01")
+        );
         assert!(parse_since("7d").unwrap() < scribe_db::now_ms());
         assert_eq!(parse_since("1970-01-02").unwrap(), DAY);
         let err = parse_since("yesterday").unwrap_err();

@@ -481,7 +481,7 @@ fn another_programs_database_is_refused_and_left_untouched() {
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("SQLite database of another program"), "{err}");
-        assert!(err.contains("1 tables"), "{err}");
+        assert!(err.contains("(1 table, no scribe schema)"), "{err}");
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let names: Vec<String> = std::fs::read_dir(dir.path())

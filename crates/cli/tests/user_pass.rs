@@ -134,25 +134,6 @@ fn piped_exports_and_json_are_the_stored_text_exactly() {
     assert!(markdown.contains(HOSTILE.trim_end()), "{markdown:?}");
 }
 
-/// Runs `scribe --db DB args…` with its stdout on a terminal (util-linux `script`), and
-/// returns what the terminal received.
-#[cfg(target_os = "linux")]
-fn on_a_terminal(env: &Env, args: &str) -> String {
-    let command = format!(
-        "{} --db {} {args}",
-        env!("CARGO_BIN_EXE_scribe"),
-        env.db.display()
-    );
-    let out = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("SCRIBE_DB")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("util-linux `script` runs a command on a pseudo-terminal");
-    assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out)
-}
-
 /// A Markdown export read on a terminal shows stored control characters as symbols, as
 /// `show` does, rather than letting them retitle or clear the terminal (they reached it
 /// as they were stored).
@@ -161,7 +142,7 @@ fn on_a_terminal(env: &Env, args: &str) -> String {
 fn a_markdown_export_on_a_terminal_shows_control_characters() {
     let env = Env::new();
     hostile_session(&env);
-    let seen = on_a_terminal(&env, "export Escapes -f markdown");
+    let seen = env.on_a_terminal("export Escapes -f markdown");
     assert!(
         seen.contains("look␛]0;pwned␇ here␛[2J␍hidden\u{fffd}6n end"),
         "{seen:?}"

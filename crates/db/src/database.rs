@@ -1308,9 +1308,13 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 }
 
 /// [`Error::NoDatabase`] when there is no file at `path` (the one rule of every open that
-/// must not create one); [`Error::Io`] when the operating system cannot tell.
+/// must not create one), [`Error::IsADirectory`] when it is a directory (SQLite would say
+/// "unable to open database file"); [`Error::Io`] when the operating system cannot tell.
 fn must_exist(path: &Path) -> Result<()> {
     match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(Error::IsADirectory {
+            path: path.to_owned(),
+        }),
         Ok(_) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(Error::NoDatabase {
             path: path.to_owned(),
@@ -1323,8 +1327,13 @@ fn must_exist(path: &Path) -> Result<()> {
 }
 
 /// Creates the parent directory (0700) and the file (0600) if they don't exist; existing
-/// ones keep their modes.
+/// ones keep their modes. A directory at `path` is [`Error::IsADirectory`].
 fn create_private_file(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(Error::IsADirectory {
+            path: path.to_owned(),
+        });
+    }
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| Error::Io { path, source }

@@ -103,10 +103,11 @@ pub enum Error {
     /// or a PostgreSQL database whose schema holds tables, and no Scribe schema history.
     /// Scribe neither adds its schema to it nor reads it; nothing in it is changed.
     #[error(
-        "{} is {} of another program ({tables} tables, no scribe schema); scribe leaves it \
+        "{} is {} of another program ({tables} {}, no scribe schema); scribe leaves it \
          as it is ({})",
         path.display(),
         foreign_what(*backend),
+        if *tables == 1 { "table" } else { "tables" },
         foreign_advice(*backend)
     )]
     ForeignDatabase {
@@ -121,6 +122,12 @@ pub enum Error {
     /// [`crate::Database::open_read_only`]) found no file at the path; nothing was created.
     #[error("no database at {}: the file does not exist", path.display())]
     NoDatabase {
+        /// The path looked at.
+        path: PathBuf,
+    },
+    /// The database path names a directory, not a file; nothing was created in it.
+    #[error("{} is a directory, not a database file", path.display())]
+    IsADirectory {
         /// The path looked at.
         path: PathBuf,
     },

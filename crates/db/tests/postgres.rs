@@ -209,7 +209,7 @@ fn another_programs_database_is_refused_and_left_untouched() {
         );
         let text = err.to_string();
         assert!(
-            text.contains("is a PostgreSQL database of another program (1 tables"),
+            text.contains("is a PostgreSQL database of another program (1 table,"),
             "{text}"
         );
         assert_eq!(schema_objects(&url), before);

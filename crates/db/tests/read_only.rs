@@ -49,6 +49,31 @@ fn a_missing_file_is_not_created() {
     );
 }
 
+/// A path naming a directory is `Error::IsADirectory` naming it, from every open (it was
+/// SQLite's "unable to open database file", or "Is a directory (os error 21)"), and
+/// nothing is created in it.
+#[test]
+fn a_directory_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    for err in [
+        Database::open(&path).unwrap_err(),
+        Database::open_existing(&path).unwrap_err(),
+        Database::open_read_only(&path).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::IsADirectory { path: p } if *p == path),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("{} is a directory, not a database file", path.display())
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&path).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn reads_work_and_writes_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -211,4 +236,40 @@ fn an_empty_or_foreign_file_is_a_clear_error() {
         "{err:?}"
     );
     assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+}
+
+/// Another program's SQLite file is refused by every open, counting its tables in
+/// English ("1 tables" was the text for one), and is left as it was.
+#[test]
+fn a_foreign_file_is_refused_counting_its_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    for (tables, count) in [(1, "1 table,"), (2, "2 tables,")] {
+        let path = dir.path().join(format!("agent-{tables}.db"));
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for n in 0..tables {
+                c.execute_batch(&format!("CREATE TABLE t{n} (a)")).unwrap();
+            }
+        }
+        let before = std::fs::read(&path).unwrap();
+        for err in [
+            Database::open(&path).unwrap_err(),
+            Database::open_read_only(&path).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::ForeignDatabase { tables: t, .. } if *t == tables),
+                "{err:?}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{} is an SQLite database of another program ({count} no scribe schema); \
+                     scribe leaves it as it is (to import an agent's history, use `scribe \
+                     import --from`)",
+                    path.display()
+                )
+            );
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
 }

@@ -45,7 +45,10 @@ pub enum ServeError {
         addr: String,
     },
     /// The token is empty or holds characters that cannot travel in a header or cookie.
-    #[error("the token must be 1 to 256 visible ASCII characters (no spaces, `;` or `,`)")]
+    #[error(
+        "the token (--token or SCRIBE_SERVE_TOKEN) must be 1 to 256 visible ASCII characters, \
+         none of them `;`, `,`, `\"` or `\\` (no spaces)"
+    )]
     BadToken,
     /// Another process already listens on the address.
     #[error(

@@ -181,6 +181,21 @@ impl Server {
         format!("http://{}/", self.addr)
     }
 
+    /// The URL to open the viewer with: [`Server::url`], plus `?token=` when the server
+    /// requires one, encoded as the server decodes a query (`+`, `&`, `#`, `%` in a token
+    /// would otherwise change or cut it).
+    pub fn url_with_token(&self) -> String {
+        match &self.shared.token {
+            Some(token) => {
+                let query = form_urlencoded::Serializer::new(String::new())
+                    .append_pair("token", token)
+                    .finish();
+                format!("{}?{query}", self.url())
+            }
+            None => self.url(),
+        }
+    }
+
     /// A handle that stops [`run`](Server::run) from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {

@@ -79,7 +79,7 @@ pub fn run(command: DbCommand, db: &DbPath) -> Result<(), CliError> {
         DbCommand::Info(args) => {
             let info = open_database(db, Access::Read)?.info()?;
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&info_json(&info))?)?;
+                crate::json::print(&mut out, &info_json(&info))?;
             } else {
                 write_info(&mut out, &info)?;
             }

@@ -62,7 +62,7 @@ pub struct ExportCmd {
     #[arg(long, conflicts_with = "sessions")]
     pub all: bool,
     /// With --all: only sessions from this source.
-    #[arg(long, requires = "all", value_name = "SOURCE")]
+    #[arg(long, requires = "all", value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Option<String>,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = Format::Json)]
@@ -107,15 +107,16 @@ impl ExportCmd {
             selections.len()
         };
         let format = self.format;
-        // Markdown for a person reading a terminal shows stored control characters as
-        // symbols (`ui::visible`), as `show` does; written to a pipe or a file, every
-        // format is the stored text exactly.
-        let on_terminal = self.output.is_none() && std::io::stdout().is_terminal();
-        let stream = |out: &mut dyn Write| -> Result<usize, CliError> {
+        // Markdown for a person reading a terminal (stdout, or `-o /dev/tty`) shows stored
+        // control characters as symbols (`ui::visible`), as `show` does, and JSON escapes
+        // the C1 ones (`json::escaped_on`); written to a pipe or a file, every format is the
+        // stored text exactly.
+        let stream = |out: &mut dyn Write, on_terminal: bool| -> Result<usize, CliError> {
+            let mut out = crate::json::escaped_on(out, on_terminal);
             // Each session is written as soon as it is read: memory holds one session,
             // however many are exported.
             let bar = ui::progress(expected, "exporting");
-            let mut writer = ExportWriter::new(out, format, on_terminal)?;
+            let mut writer = ExportWriter::new(&mut out, format, on_terminal)?;
             for selection in &selections {
                 ctx.sessions.export_each(selection, &mut |export| {
                     writer.write(&export)?;
@@ -129,13 +130,13 @@ impl ExportCmd {
         match &self.output {
             None => {
                 let mut out = std::io::stdout().lock();
-                stream(&mut out)?;
+                stream(&mut out, std::io::stdout().is_terminal())?;
                 out.flush()?;
             }
             Some(path) => {
                 let mut count = 0;
-                write_output(path, |file| {
-                    count = stream(file)?;
+                write_output(path, |file, on_terminal| {
+                    count = stream(file, on_terminal)?;
                     Ok(())
                 })?;
                 eprintln!(
@@ -153,10 +154,11 @@ impl ExportCmd {
 /// [`write_atomically`]; through a symlink, the file it points to, so the link stays; a
 /// device, FIFO or socket (`/dev/stdout`, `/dev/null`, a named pipe) directly, as it is
 /// not a file to replace. (Renaming a temporary file over `-o /dev/stdout` replaced the
-/// device's symlink with a regular file.)
+/// device's symlink with a regular file.) `write` is told whether it writes to a terminal
+/// (`-o /dev/tty`).
 fn write_output(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<(), CliError>,
+    write: impl FnOnce(&mut BufWriter<&std::fs::File>, bool) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let io_err = |source| CliError::WriteFile {
         path: path.to_owned(),
@@ -165,10 +167,12 @@ fn write_output(
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => {
             let target = std::fs::canonicalize(path).map_err(io_err)?;
-            write_atomically(&target, write).map_err(|err| match err {
-                CliError::WriteFile { source, .. } => io_err(source),
-                other => other,
-            })
+            write_atomically(&target, Some(meta.permissions()), |out| write(out, false)).map_err(
+                |err| match err {
+                    CliError::WriteFile { source, .. } => io_err(source),
+                    other => other,
+                },
+            )
         }
         // A directory fails below, named as the user gave it.
         Ok(meta) if !meta.is_dir() => {
@@ -177,17 +181,20 @@ fn write_output(
                 .open(path)
                 .map_err(io_err)?;
             let mut writer = BufWriter::new(&file);
-            write(&mut writer)?;
+            write(&mut writer, file.is_terminal())?;
             writer.flush().map_err(io_err)
         }
-        _ => write_atomically(path, write),
+        _ => write_atomically(path, None, |out| write(out, false)),
     }
 }
 
 /// Writes `path` through a temporary file in the same directory, renamed into place when
-/// `write` succeeded.
+/// `write` succeeded. The file keeps `replaced`, the permissions of the file it replaces;
+/// a new one has the mode a shell's `>` gives (0666 less the umask). (Both were 0600, so
+/// an export over a shared 0644 file made it private.)
 fn write_atomically(
     path: &Path,
+    replaced: Option<std::fs::Permissions>,
     write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let io_err = |source| CliError::WriteFile {
@@ -202,16 +209,23 @@ fn write_atomically(
     // wraps the operating system's in a text naming its own random file (`… at path
     // "dir/.tmpX1b2"`): this one is the operating system's error as it is (kind, code,
     // message), and the user asked for `path`, which `WriteFile` names. As tempfile does:
-    // a new file (never an existing one), private (0600), removed unless persisted.
+    // a new file (never an existing one), removed unless persisted; created 0600 when it
+    // replaces a file, and given that file's permissions before anything is written.
     let tmp = tempfile::Builder::new()
         .make_in(dir, |tmp| {
             let mut options = std::fs::OpenOptions::new();
             options.read(true).write(true).create_new(true);
             #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            std::os::unix::fs::OpenOptionsExt::mode(
+                &mut options,
+                if replaced.is_some() { 0o600 } else { 0o666 },
+            );
             options.open(tmp)
         })
         .map_err(io_err)?;
+    if let Some(permissions) = replaced {
+        tmp.as_file().set_permissions(permissions).map_err(io_err)?;
+    }
     {
         let mut writer = BufWriter::new(tmp.as_file());
         write(&mut writer)?;

@@ -49,7 +49,8 @@ pub struct ImportCmd {
     /// With --from: say what would be imported, and write nothing.
     #[arg(long, requires = "from")]
     pub dry_run: bool,
-    /// With --from: only sessions active since a span ago (7d, 24h) or a date (2026-01-31).
+    /// With --from: only sessions active since a span ago (7d, 24h) or a date (2026-01-31),
+    /// from 1970-01-01 on.
     #[arg(long, requires = "from", value_name = "WHEN", value_parser = ui::parse_since)]
     pub since: Option<i64>,
     /// With --from: print the summary as JSON.

@@ -210,8 +210,7 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
         let summaries = once(&targets, &options, sink.as_mut(), false)?;
         for s in summaries.iter().filter(|s| changed(s)) {
             if args.json {
-                serde_json::to_writer(&mut out, &source_json(s))?;
-                writeln!(out)?;
+                json::print_line(&mut out, &source_json(s))?;
             } else {
                 writeln!(out, "{}", watch_line(s))?;
             }

@@ -28,7 +28,7 @@ const PREVIEW_TABLE_CHARS: usize = 60;
 #[derive(Debug, Args)]
 pub struct ListCmd {
     /// Only sessions from this source (cli, tui, telegram …); repeat for several.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Vec<String>,
     /// Show at most this many sessions.
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N",

@@ -17,11 +17,12 @@ use crate::ui::{self, paint, style};
 /// elsewhere --yes (or --dry-run) is required.
 #[derive(Debug, Args)]
 pub struct PruneCmd {
-    /// How long ago a session must have ended: whole days (90d, 12w; a bare number is days).
+    /// How long ago a session must have ended: whole days (90d, 12w; a bare number is days),
+    /// reaching back no further than 1970-01-01.
     #[arg(long, value_name = "AGE", value_parser = ui::parse_days)]
     pub older_than: u32,
     /// Only sessions from this source.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Option<String>,
     /// Show what would be deleted; change nothing.
     #[arg(long)]

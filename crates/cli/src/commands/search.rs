@@ -26,10 +26,10 @@ pub struct SearchCmd {
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     pub query: Vec<String>,
     /// Only sessions from this source; repeat for several.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Vec<String>,
     /// Leave out sessions from this source; repeat for several.
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub exclude_source: Vec<String>,
     /// Only messages with this role (user, assistant, system, tool); repeat for several.
     #[arg(long, value_name = "ROLE", value_parser = parse_role)]
@@ -37,7 +37,8 @@ pub struct SearchCmd {
     /// Only this session (an id, id prefix or title).
     #[arg(long, value_name = "SESSION")]
     pub session: Option<String>,
-    /// Only messages since then: a span back from now (7d, 24h, 30m) or a date (2026-01-31).
+    /// Only messages since then: a span back from now (7d, 24h, 30m) or a date (2026-01-31),
+    /// from 1970-01-01 on.
     #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
     pub since: Option<i64>,
     /// Show at most this many hits.

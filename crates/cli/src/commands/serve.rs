@@ -20,7 +20,7 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 pub struct Cmd {
     /// Where to listen (host:port). An address beyond loopback needs --token.
-    #[arg(long, default_value = "127.0.0.1:7777", value_name = "HOST:PORT")]
+    #[arg(long, default_value = "127.0.0.1:7777", value_name = "HOST:PORT", value_parser = parse_addr)]
     pub addr: String,
     /// Open the viewer in the default browser.
     #[arg(long)]
@@ -42,12 +42,9 @@ impl Cmd {
         let server = Server::bind(Config {
             db: db.to_owned(),
             addr: self.addr,
-            token: self.token.clone(),
+            token: self.token,
         })?;
-        let url = match &self.token {
-            Some(token) => format!("{}?token={token}", server.url()),
-            None => server.url(),
-        };
+        let url = server.url_with_token();
         {
             let mut out = anstream::stdout().lock();
             writeln!(
@@ -63,6 +60,30 @@ impl Cmd {
         server.run()?;
         Ok(())
     }
+}
+
+/// `--addr`: `host:port` in form, a usage error otherwise (before the database is
+/// opened); whether the host resolves is found when binding.
+fn parse_addr(text: &str) -> Result<String, String> {
+    let expected = |what: String| {
+        format!(
+            "{what}; expected host:port, e.g. 127.0.0.1:7777 (an IPv6 host in brackets: [::1]:7777)"
+        )
+    };
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(expected(format!("{text:?} has no port")));
+    };
+    if port.parse::<u16>().is_err() {
+        return Err(expected(format!("{port:?} is not a port (0 to 65535)")));
+    }
+    let in_brackets = host.len() > 2 && host.starts_with('[') && host.ends_with(']');
+    if host.is_empty() {
+        return Err(expected("no host".to_owned()));
+    }
+    if !in_brackets && (host.contains([':', '[', ']'])) {
+        return Err(expected(format!("{host:?} is not a host")));
+    }
+    Ok(text.to_owned())
 }
 
 /// Starts the platform's URL opener; failing to is only worth a note.

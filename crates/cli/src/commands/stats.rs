@@ -32,7 +32,7 @@ pub struct StatsCmd {
     #[arg(long, value_enum, default_value_t = By::Model)]
     pub by: By,
     /// Only sessions started since then: a span back from now (7d, 24h) or a date
-    /// (2026-01-31).
+    /// (2026-01-31), from 1970-01-01 on.
     #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
     pub since: Option<i64>,
     /// Print JSON: {"by": …, "since": …, "rows": [...], "totals": {...}}.

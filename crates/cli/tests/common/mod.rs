@@ -114,6 +114,26 @@ impl Env {
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+
+    /// Runs `scribe --db <db> args…` (`args` as a shell would split them) with its stdout
+    /// on a terminal (util-linux `script`), expecting success; returns what the terminal
+    /// received.
+    #[cfg(target_os = "linux")]
+    pub fn on_a_terminal(&self, args: &str) -> String {
+        let command = format!(
+            "{} --db {} {args}",
+            env!("CARGO_BIN_EXE_scribe"),
+            self.db.display()
+        );
+        let out = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("SCRIBE_DB")
+            .stdin(Stdio::null())
+            .output()
+            .expect("util-linux `script` runs a command on a pseudo-terminal");
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    }
 }
 
 pub fn stdout(out: &Output) -> String {
