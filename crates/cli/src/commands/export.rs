@@ -189,9 +189,10 @@ fn write_output(
 }
 
 /// Writes `path` through a temporary file in the same directory, renamed into place when
-/// `write` succeeded. The file keeps `replaced`, the permissions of the file it replaces;
-/// a new one has the mode a shell's `>` gives (0666 less the umask). (Both were 0600, so
-/// an export over a shared 0644 file made it private.)
+/// `write` succeeded. The file keeps `replaced`, the permissions of the file it replaces
+/// (it was 0600, so an export over a shared 0644 file made it private); a new one is
+/// private (0600) as the database it comes from is: it holds the same conversations, tool
+/// output and all.
 fn write_atomically(
     path: &Path,
     replaced: Option<std::fs::Permissions>,
@@ -209,17 +210,14 @@ fn write_atomically(
     // wraps the operating system's in a text naming its own random file (`… at path
     // "dir/.tmpX1b2"`): this one is the operating system's error as it is (kind, code,
     // message), and the user asked for `path`, which `WriteFile` names. As tempfile does:
-    // a new file (never an existing one), removed unless persisted; created 0600 when it
-    // replaces a file, and given that file's permissions before anything is written.
+    // a new file (never an existing one), private (0600), removed unless persisted; when
+    // it replaces a file, given that file's permissions before anything is written.
     let tmp = tempfile::Builder::new()
         .make_in(dir, |tmp| {
             let mut options = std::fs::OpenOptions::new();
             options.read(true).write(true).create_new(true);
             #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(
-                &mut options,
-                if replaced.is_some() { 0o600 } else { 0o666 },
-            );
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             options.open(tmp)
         })
         .map_err(io_err)?;
