@@ -138,29 +138,6 @@ fn import_all(
     Ok((stored, started.elapsed(), indexing))
 }
 
-fn iso(ms: i64) -> String {
-    let secs = ms / 1000;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms.rem_euclid(1000)
-    )
-}
-
 fn json(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
@@ -179,7 +156,7 @@ fn claude(g: &mut Gen, root: &Path, i: usize) -> (PathBuf, String) {
     let env = |uuid: &str, parent: &str, t: i64| {
         format!(
             "\"uuid\":\"{uuid}\",\"parentUuid\":{parent},\"sessionId\":\"{sid}\",\"timestamp\":\"{}\",\"cwd\":\"/work/project\",\"isSidechain\":false,\"userType\":\"external\",\"version\":\"2.1.200\",\"gitBranch\":\"main\"",
-            iso(t)
+            scribe_db::calendar::rfc3339(t)
         )
     };
     for turn in 0..TURNS_PER_SESSION {
@@ -261,7 +238,7 @@ fn codex(g: &mut Gen, root: &Path, i: usize) -> (PathBuf, String) {
         let _ = writeln!(
             out,
             "{{\"timestamp\":\"{}\",\"type\":\"{kind}\",\"payload\":{payload}}}",
-            iso(t)
+            scribe_db::calendar::rfc3339(t)
         );
     };
     line(
@@ -270,7 +247,7 @@ fn codex(g: &mut Gen, root: &Path, i: usize) -> (PathBuf, String) {
         "session_meta",
         format!(
             "{{\"id\":\"{id}\",\"timestamp\":\"{}\",\"cwd\":\"/work/project\",\"originator\":\"codex_cli_rs\",\"cli_version\":\"0.104.0\",\"source\":\"cli\",\"model_provider\":\"openai\"}}",
-            iso(t)
+            scribe_db::calendar::rfc3339(t)
         ),
     );
     line(

@@ -276,10 +276,9 @@ pub fn dollar_column(amounts: &[f64]) -> Vec<String> {
         .collect()
 }
 
-const SECOND: i64 = 1000;
-const MINUTE: i64 = 60 * SECOND;
-const HOUR: i64 = 60 * MINUTE;
-const DAY: i64 = 24 * HOUR;
+use scribe_db::calendar::{self, DAY, HOUR, MINUTE, SECOND};
+/// UTC dates (`YYYY-MM-DD`) and times (`YYYY-MM-DD HH:MM`), as every command prints them.
+pub use scribe_db::calendar::{date, date_time};
 
 /// How long before `now` the time `then` was (both ms): `just now`, `5m ago`, `3h ago`,
 /// `2d ago`, and the UTC date beyond four weeks.
@@ -295,133 +294,11 @@ pub fn ago(then: i64, now: i64) -> String {
     }
 }
 
-/// The UTC date of `ms` as `YYYY-MM-DD`.
-pub fn date(ms: i64) -> String {
-    let (y, m, d) = civil_from_days(ms.div_euclid(DAY));
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// The UTC date and time of `ms` as `YYYY-MM-DD HH:MM`.
-pub fn date_time(ms: i64) -> String {
-    let in_day = ms.rem_euclid(DAY);
-    format!(
-        "{} {:02}:{:02}",
-        date(ms),
-        in_day / HOUR,
-        (in_day % HOUR) / MINUTE
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        u32::try_from(m).unwrap_or(1),
-        u32::try_from(d).unwrap_or(1),
-    )
-}
-
-/// (year, month, day) → days since 1970-01-01 (the inverse of [`civil_from_days`]).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// A span like `90d`, `12h`, `30m`, `2w` (a bare number is days) in milliseconds.
-pub fn parse_span(text: &str) -> Result<i64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: i64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a span like 7d, 24h, 30m or 2w"))?;
-    let unit_ms = match unit.trim() {
-        "" | "d" | "day" | "days" => DAY,
-        "h" | "hour" | "hours" => HOUR,
-        "m" | "min" | "minutes" => MINUTE,
-        "s" | "sec" | "seconds" => SECOND,
-        "w" | "week" | "weeks" => 7 * DAY,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?}; use d, h, m, s or w"
-            ));
-        }
-    };
-    n.checked_mul(unit_ms)
-        .ok_or_else(|| format!("{text:?} is too long"))
-}
-
-/// A date `YYYY-MM-DD` as the UTC midnight that starts it (ms).
-pub fn parse_date(text: &str) -> Result<i64, String> {
-    let bad = || format!("{text:?} is not a date like 2026-01-31");
-    let mut parts = text.trim().splitn(3, '-');
-    let mut next = |range: std::ops::RangeInclusive<i64>| -> Result<i64, String> {
-        let n: i64 = parts.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
-        if range.contains(&n) {
-            Ok(n)
-        } else {
-            Err(bad())
-        }
-    };
-    let (y, m, d) = (next(0..=9999)?, next(1..=12)?, next(1..=31)?);
-    if y < 1970 {
-        return Err(format!(
-            "{text:?} is before 1970-01-01, the earliest time Scribe keeps"
-        ));
-    }
-    let days = days_from_civil(y, m, d);
-    if civil_from_days(days)
-        != (
-            y,
-            u32::try_from(m).unwrap_or(0),
-            u32::try_from(d).unwrap_or(0),
-        )
-    {
-        return Err(bad());
-    }
-    Ok(days * DAY)
-}
-
-/// `--since`: a span back from now (`7d`, `24h`) or a date (`2026-01-31`), as ms.
+/// `--since`: a span back from now (`7d`, `24h`) or a date (`2026-01-31`), as ms, never
+/// before 1970-01-01 ([`calendar::parse_since`]; a huge span printed a negative year,
+/// `-6187-03-16`).
 pub fn parse_since(text: &str) -> Result<i64, String> {
-    if text.contains('-') {
-        parse_date(text)
-    } else {
-        // Either is accepted, so a word that is neither says both.
-        let span =
-            parse_span(text).map_err(|err| format!("{err} (or give a date like 2026-01-31)"))?;
-        back_from_now(text, span)
-    }
-}
-
-/// The time `span` ms before now, which must not be before 1970-01-01: the earliest date
-/// `--since` takes, before anything Scribe records (a huge span printed as a negative
-/// year, `-6187-03-16`).
-fn back_from_now(text: &str, span: i64) -> Result<i64, String> {
-    let now = scribe_db::now_ms();
-    if span > now {
-        return Err(format!(
-            "{text:?} reaches back before 1970-01-01, the earliest time Scribe keeps; give a \
-             shorter span"
-        ));
-    }
-    Ok(now - span)
+    calendar::parse_since(text, scribe_db::now_ms()).map_err(|err| err.to_string())
 }
 
 /// `--source` / `--exclude-source`: a source name, which is never empty. An empty one (an
@@ -434,16 +311,9 @@ pub fn parse_source(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
-/// `--older-than` of `prune`: whole days (`90d`, `90`, `12w`).
+/// `--older-than` of `prune`: whole days (`90d`, `90`, `12w`; [`calendar::parse_days`]).
 pub fn parse_days(text: &str) -> Result<u32, String> {
-    let ms = parse_span(text)?;
-    if ms % DAY != 0 {
-        return Err(format!(
-            "{text:?} is not a whole number of days; use e.g. 90d or 12w"
-        ));
-    }
-    back_from_now(text, ms)?;
-    u32::try_from(ms / DAY).map_err(|_| format!("{text:?} is too long"))
+    calendar::parse_days(text, scribe_db::now_ms()).map_err(|err| err.to_string())
 }
 
 #[cfg(test)]
@@ -514,49 +384,23 @@ mod tests {
     }
 
     #[test]
-    fn dates_round_trip() {
-        assert_eq!(date(0), "1970-01-01");
-        let ms = parse_date("2026-11-29").unwrap();
-        assert_eq!(date(ms), "2026-11-29");
-        assert_eq!(date_time(ms + 90 * MINUTE), "2026-11-29 01:30");
-        assert!(parse_date("2026-02-30").is_err());
-        assert!(parse_date("yesterday").is_err());
-        assert!(
-            parse_date("1969-12-31")
-                .unwrap_err()
-                .contains("before 1970-01-01")
-        );
+    fn the_flags_take_the_calendar_grammar() {
         assert_eq!(
-            parse_date("2000-03-01").unwrap() - parse_date("2000-02-28").unwrap(),
-            2 * DAY
+            date_time(parse_since("2026-11-29").unwrap() + 90 * MINUTE),
+            "2026-11-29 01:30"
         );
-    }
-
-    #[test]
-    fn spans_and_days() {
-        assert_eq!(parse_span("7d").unwrap(), 7 * DAY);
-        assert_eq!(parse_span("24h").unwrap(), DAY);
-        assert_eq!(parse_span("30m").unwrap(), 30 * MINUTE);
-        assert_eq!(parse_span("2w").unwrap(), 14 * DAY);
-        assert!(parse_span("soon").is_err());
-        assert!(parse_span("5y").is_err());
-        assert_eq!(parse_days("90d").unwrap(), 90);
-        assert_eq!(parse_days("90").unwrap(), 90);
-        assert_eq!(parse_days("12w").unwrap(), 84);
-        assert!(parse_days("36h").is_err());
-        assert!(parse_days("20000d").is_ok());
-        assert!(
-            parse_days("3000000d")
-                .unwrap_err()
-                .contains("before 1970-01-01")
-        );
+        assert!(parse_since("7d").unwrap() < scribe_db::now_ms());
         assert!(
             parse_since("3000000d")
                 .unwrap_err()
                 .contains("before 1970-01-01")
         );
-        assert!(parse_since("7d").unwrap() < scribe_db::now_ms());
-        assert_eq!(parse_since("1970-01-02").unwrap(), DAY);
+        assert!(
+            parse_days("3000000d")
+                .unwrap_err()
+                .contains("before 1970-01-01")
+        );
+        assert_eq!(parse_days("12w").unwrap(), 84);
         let err = parse_since("yesterday").unwrap_err();
         assert!(err.contains("7d") && err.contains("2026-01-31"), "{err}");
     }

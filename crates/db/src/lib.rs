@@ -18,11 +18,14 @@
 //!   (optional filters, IN lists, sort orders).
 //! - [`search`]: full-text search over parts (both indexes) with filters.
 //! - [`ids`]: prefixed, time-sortable ids and [`now_ms`].
+//! - [`calendar`]: UTC dates of those times, and the one grammar users write a time in
+//!   (`7d`, `2026-01-31`) for the CLI and the web viewer.
 //!
 //! All SQL lives in `sql/` or in the builders here; services call typed functions only.
 
 mod backend;
 pub mod bulk;
+pub mod calendar;
 mod checkpoint;
 mod clock;
 mod database;

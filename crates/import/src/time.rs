@@ -5,6 +5,8 @@
 //! Claude Code write `Z` with 3 to 9 fraction digits, and sanitised fixtures carry text
 //! where a time should be. Anything unparseable is `None`, never a panic.
 
+use scribe_db::calendar;
+
 /// Parses `2026-01-31T12:34:56.789Z`, `…+02:00`, `… 12:34:56`, a date alone, or epoch
 /// seconds / milliseconds given as a JSON number elsewhere (see [`epoch`]).
 pub fn parse(text: &str) -> Option<i64> {
@@ -19,10 +21,11 @@ pub fn parse(text: &str) -> Option<i64> {
         return None;
     }
     let (y, m, d) = (num(&t[0..4])?, num(&t[5..7])?, num(&t[8..10])?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+    let (m, d) = (u32::try_from(m).ok()?, u32::try_from(d).ok()?);
+    if !calendar::is_date(y, m, d) {
         return None;
     }
-    let mut ms = days_from_civil(y, m, d) * 86_400_000;
+    let mut ms = calendar::days_from_civil(y, m, d) * calendar::DAY;
     let rest = &t[10..];
     if rest.is_empty() {
         return Some(ms);
@@ -74,17 +77,6 @@ pub fn epoch(value: f64) -> Option<i64> {
     Some(ms.round() as i64)
 }
 
-/// (year, month, day) → days since 1970-01-01.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +97,8 @@ mod tests {
         assert_eq!(parse("2026-04-29"), Some(1_777_420_800_000));
         assert_eq!(parse("[trimmed for fixture]"), None);
         assert_eq!(parse("2026-13-01T00:00:00Z"), None);
+        // A day the month does not have is no time (it was counted on into March).
+        assert_eq!(parse("2026-02-31T00:00:00Z"), None);
         assert_eq!(parse(""), None);
         assert_eq!(epoch(1_767_261_600.5), Some(1_767_261_600_500));
         assert_eq!(epoch(1_790_768_250_632.0), Some(1_790_768_250_632));
