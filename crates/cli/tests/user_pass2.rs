@@ -1,6 +1,6 @@
 //! End to end, as a user types it (a second pass): spans reaching before 1970, `export -o`
 //! over an existing file or onto the terminal, `--db` naming a directory, `--json` on a
-//! terminal, an empty `--source`, and `serve`'s `--addr` and `--token`.
+//! terminal, an empty `--source`, `serve`'s `--addr` and `--token`, and `db copy`'s report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -341,4 +341,28 @@ fn a_serve_address_that_is_not_host_port_is_a_usage_error() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `db copy` counts what it copied in English and in thousands as every other report
+/// does: `1 row`, not `1 rows`.
+#[test]
+fn db_copy_counts_rows_in_english() {
+    let env = Env::new();
+    // The demo's store: two sessions, one roll-up row.
+    env.ok(&["demo"]);
+    let to = env.path("copy.db");
+    let report = env.ok(&["db", "copy", env.db.to_str().unwrap(), to.to_str().unwrap()]);
+    let rows = |table: &str| {
+        report
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(table))
+            .unwrap_or_else(|| panic!("no {table} line in {report}"))
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(rows("sessions"), "2 rows", "{report}");
+    assert_eq!(rows("session_rollups"), "1 row", "{report}");
+    assert_eq!(rows("search_queue"), "0 rows", "{report}");
 }

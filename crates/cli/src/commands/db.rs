@@ -10,6 +10,7 @@ use scribe_db::{Backend, Database, DbInfo, IndexStatus};
 use crate::context::{Access, NewDatabase, open_database};
 use crate::error::CliError;
 use crate::location::DbPath;
+use crate::ui;
 
 /// Database maintenance.
 #[derive(Debug, Subcommand)]
@@ -229,7 +230,9 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
         }
     };
     for (table, rows) in &report.tables {
-        writeln!(out, "  {table:<16} {rows:>10} rows")?;
+        let rows = i64::try_from(*rows).unwrap_or(i64::MAX);
+        let word = if rows == 1 { "row" } else { "rows" };
+        writeln!(out, "  {table:<16} {:>10} {word}", ui::grouped(rows))?;
     }
     writeln!(out, "copied {} to {}", from.location(), to.location())?;
     Ok(())
