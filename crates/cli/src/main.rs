@@ -18,7 +18,10 @@ fn main() -> ExitCode {
     let args = commands::search::escape_query_words(std::env::args_os().collect());
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => return clap_exit(&without_env_in_usage(err, &args)),
+        Err(err) => match without_database_env(&args) {
+            Some(cli) => cli,
+            None => return clap_exit(&without_env_in_usage(err, &args)),
+        },
     };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -29,6 +32,27 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command line parsed without `SCRIBE_DB`, when that is what failed it and the
+/// variable is not used: `--db` was given (it comes first), or the command reads no
+/// database (`completions`, `db copy`, which names its own stores). clap checks the
+/// variable's value even then, so a `SCRIBE_DB` that is not a database location
+/// (`mysql://…`) failed `scribe --db good.db list` and `scribe completions bash`.
+fn without_database_env(args: &[std::ffi::OsString]) -> Option<cli::Cli> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    std::env::var_os("SCRIBE_DB")?;
+    let matches = cli::Cli::command()
+        .mut_arg("db", |db| db.env(None))
+        .try_get_matches_from(args)
+        .ok()?;
+    let cli = cli::Cli::from_arg_matches(&matches).ok()?;
+    let reads_no_database = match &cli.command {
+        cli::Command::Completions(_) => true,
+        cli::Command::Db(db) => matches!(db, commands::db::DbCommand::Copy(_)),
+        _ => false,
+    };
+    (reads_no_database || cli.db.is_some()).then_some(cli)
 }
 
 /// `err` as it reads when `--db` came from `SCRIBE_DB` rather than the command line: clap

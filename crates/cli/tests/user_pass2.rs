@@ -1,6 +1,7 @@
 //! End to end, as a user types it (a second pass): spans reaching before 1970, `export -o`
 //! over an existing file or onto the terminal, `--db` naming a directory, `--json` on a
-//! terminal, an empty `--source`, `serve`'s `--addr` and `--token`, and `db copy`'s report.
+//! terminal, an empty `--source`, `serve`'s `--addr` and `--token`, `db copy`'s report, and
+//! a `SCRIBE_DB` that names no database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -365,4 +366,45 @@ fn db_copy_counts_rows_in_english() {
     assert_eq!(rows("sessions"), "2 rows", "{report}");
     assert_eq!(rows("session_rollups"), "1 row", "{report}");
     assert_eq!(rows("search_queue"), "0 rows", "{report}");
+}
+
+/// A `SCRIBE_DB` that names no database location (`mysql://…`) is a usage error only where
+/// it is used: `--db` comes before it (`scribe --db good.db list` failed on the
+/// variable), and `completions` and `db copy` read no database. Where it is used, it is
+/// still refused, naming its value.
+#[test]
+fn a_bad_scribe_db_matters_only_where_it_is_used() {
+    let env = Env::new();
+    common::seed(&env);
+    let bad = [("SCRIBE_DB", "mysql://nowhere")];
+    // Env::run passes --db: the variable is not used.
+    let out = env.run_env(&["list", "--json"], &bad);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        env.ok(&["list", "--json"]),
+        "as without the variable"
+    );
+    let to = env.path("copy.db");
+    let out = env.run_env(
+        &["db", "copy", env.db.to_str().unwrap(), to.to_str().unwrap()],
+        &bad,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(to.is_file());
+    // Without --db.
+    let bare = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .args(args)
+            .env("SCRIBE_DB", "mysql://nowhere")
+            .output()
+            .unwrap()
+    };
+    let out = bare(&["completions", "bash"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("_scribe"));
+    let out = bare(&["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("mysql://nowhere"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
 }
