@@ -46,6 +46,9 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A comment line on an idle event stream this often, so a closed client is noticed.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How often an idle event stream checks whether its client hung up, so that a closed
+/// stream gives its slot (of [`MAX_STREAMS`]) back within about this long.
+const HANGUP_CHECK: Duration = Duration::from_millis(500);
 /// The cookie a page load with `?token=` sets.
 const COOKIE: &str = "scribe_token";
 
@@ -650,20 +653,53 @@ fn write_events(shared: &Shared, out: &mut TcpStream, head_only: bool) -> std::i
         "retry: 1000\nevent: hello\ndata: {{\"version\":{seen}}}\n\n"
     )?;
     out.flush()?;
+    let mut quiet = Duration::ZERO;
     while !shared.stop.load(Ordering::SeqCst) {
-        let now = shared.live.wait(seen, KEEPALIVE);
+        let now = shared.live.wait(seen, HANGUP_CHECK);
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        if now == seen {
-            out.write_all(b": keep-alive\n\n")?;
-        } else {
+        if now != seen {
             seen = now;
+            quiet = Duration::ZERO;
             write!(out, "event: change\ndata: {{\"version\":{now}}}\n\n")?;
+        } else if hung_up(out) {
+            // The client closed: give the slot back now, not at the next failed write.
+            break;
+        } else {
+            quiet += HANGUP_CHECK;
+            if quiet < KEEPALIVE {
+                continue;
+            }
+            quiet = Duration::ZERO;
+            out.write_all(b": keep-alive\n\n")?;
         }
         out.flush()?;
     }
     Ok(())
+}
+
+/// Whether the client of an event stream has closed its side (or the connection failed).
+/// It sends nothing after its request, so anything it does send is read and dropped (a
+/// bounded amount per check). A client that closes only its sending side ends its stream
+/// too: the two cannot be told apart without writing.
+fn hung_up(stream: &mut TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut sink = [0u8; 4096];
+    let mut gone = false;
+    for _ in 0..16 {
+        match stream.read(&mut sink) {
+            Ok(0) => gone = true,
+            Ok(_) => continue,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => gone = err.kind() != std::io::ErrorKind::WouldBlock,
+        }
+        break;
+    }
+    let _ = stream.set_nonblocking(false);
+    gone
 }
 
 #[cfg(test)]

@@ -835,3 +835,58 @@ fn malformed_requests_get_a_clear_answer() {
     // The server still answers afterwards.
     assert_eq!(get(server.addr, "/api/version").status, 200);
 }
+
+/// The first line of the answer to `GET /api/events` on a new connection, and the
+/// connection (still open).
+fn open_stream(addr: std::net::SocketAddr) -> (String, TcpStream) {
+    use std::io::{BufRead, BufReader};
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut status = String::new();
+    BufReader::new(stream.try_clone().unwrap())
+        .read_line(&mut status)
+        .unwrap();
+    (status.trim_end().to_owned(), stream)
+}
+
+#[test]
+fn closed_event_streams_give_their_slots_back_at_once() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let streams: Vec<TcpStream> = (0..scribe_server::MAX_STREAMS)
+        .map(|_| {
+            let (status, stream) = open_stream(server.addr);
+            assert_eq!(status, "HTTP/1.1 200 OK");
+            stream
+        })
+        .collect();
+    // One more is refused with a JSON error, and the rest of the API still answers.
+    let reply = request(server.addr, "GET", "/api/events", &[], None).unwrap();
+    assert_eq!(reply.status, 503);
+    assert!(
+        reply.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("event streams")
+    );
+    assert_eq!(get(server.addr, "/api/version").status, 200);
+    // The clients go away (a page closed, a script stopped): reconnecting works within a
+    // moment, not only after the keep-alive comment (15 s) found each socket closed.
+    drop(streams);
+    let start = std::time::Instant::now();
+    loop {
+        let (status, _stream) = open_stream(server.addr);
+        if status == "HTTP/1.1 200 OK" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "event streams were still refused {:?} after their clients closed: {status}",
+            start.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
