@@ -130,7 +130,14 @@ impl Sort {
         let value = if let Some(int) = value.strip_prefix('i') {
             SortValue::Int(int.parse().map_err(|_| bad())?)
         } else if let Some(real) = value.strip_prefix('r') {
-            SortValue::Real(real.parse().map_err(|_| bad())?)
+            // No stored amount is NaN, and nothing compares after it: a page after `rNaN`
+            // was silently empty.
+            SortValue::Real(
+                real.parse()
+                    .ok()
+                    .filter(|v: &f64| !v.is_nan())
+                    .ok_or_else(bad)?,
+            )
         } else {
             return Err(bad());
         };

@@ -836,15 +836,15 @@ fn malformed_requests_get_a_clear_answer() {
     assert_eq!(get(server.addr, "/api/version").status, 200);
 }
 
-/// The first line of the answer to `GET /api/events` on a new connection, and the
-/// connection (still open).
-fn open_stream(addr: std::net::SocketAddr) -> (String, TcpStream) {
+/// The first line of the answer to `GET path` (an event stream) on a new connection, and
+/// the connection (still open).
+fn open_stream(addr: std::net::SocketAddr, path: &str) -> (String, TcpStream) {
     use std::io::{BufRead, BufReader};
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
     let mut status = String::new();
     BufReader::new(stream.try_clone().unwrap())
         .read_line(&mut status)
@@ -858,7 +858,7 @@ fn closed_event_streams_give_their_slots_back_at_once() {
     let server = serve(&f.db, None);
     let streams: Vec<TcpStream> = (0..scribe_server::MAX_STREAMS)
         .map(|_| {
-            let (status, stream) = open_stream(server.addr);
+            let (status, stream) = open_stream(server.addr, "/api/events");
             assert_eq!(status, "HTTP/1.1 200 OK");
             stream
         })
@@ -878,7 +878,7 @@ fn closed_event_streams_give_their_slots_back_at_once() {
     drop(streams);
     let start = std::time::Instant::now();
     loop {
-        let (status, _stream) = open_stream(server.addr);
+        let (status, _stream) = open_stream(server.addr, "/api/events");
         if status == "HTTP/1.1 200 OK" {
             break;
         }
@@ -888,5 +888,41 @@ fn closed_event_streams_give_their_slots_back_at_once() {
             start.elapsed()
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_cursor_the_server_never_made_is_400_not_an_empty_page() {
+    use base64::Engine as _;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let encode = |plain: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(plain);
+    // A real cost cursor pages on.
+    let page = get_json(server.addr, "/api/sessions?sort=cost&limit=1");
+    let next = page["next"].as_str().unwrap();
+    assert_eq!(
+        ids(&get_json(
+            server.addr,
+            &format!("/api/sessions?sort=cost&limit=1&after={next}")
+        ))
+        .len(),
+        1
+    );
+    // A forged one whose amount is NaN compares after nothing: a 400, not "no more sessions".
+    for plain in ["v1:cost:rNaN:ses_main", "v1:cost:rnan:x", "v1:created:i:x"] {
+        let path = format!(
+            "/api/sessions?sort={}&after={}",
+            plain.split(':').nth(1).unwrap(),
+            encode(plain)
+        );
+        let reply = get(server.addr, &path);
+        assert_eq!(reply.status, 400, "{plain}: {}", reply.text());
+        assert!(
+            reply.json()["error"]
+                .as_str()
+                .unwrap()
+                .contains("invalid cursor"),
+            "{plain}"
+        );
     }
 }
