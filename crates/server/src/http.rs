@@ -437,6 +437,11 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
     let response = match admit(shared, &request) {
         Err(response) => response,
         Ok(()) if request.path() == "/api/events" => {
+            if let Err(err) = api::events_query(request.query()) {
+                let _ = write_response(&mut stream, &json_error(&err), request.is_head());
+                let _ = stream.shutdown(Shutdown::Write);
+                return;
+            }
             stream_events(shared, &mut stream, request.is_head());
             let _ = stream.shutdown(Shutdown::Both);
             return;

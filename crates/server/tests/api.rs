@@ -926,3 +926,49 @@ fn a_cursor_the_server_never_made_is_400_not_an_empty_page() {
         );
     }
 }
+
+#[test]
+fn tail_and_event_stream_parameters_are_strict_too() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let messages = format!("/api/sessions/{}/messages", f.long);
+    let last = f.long_messages.last().unwrap();
+    for tail in ["1", "true"] {
+        let page = get_json(server.addr, &format!("{messages}?tail={tail}&limit=1"));
+        assert_eq!(page["messages"][0]["id"], json!(last), "tail={tail}");
+    }
+    for tail in ["0", "false"] {
+        let page = get_json(server.addr, &format!("{messages}?tail={tail}&limit=1"));
+        assert_eq!(
+            page["messages"][0]["id"],
+            json!(f.long_messages[0]),
+            "tail={tail}"
+        );
+    }
+    // A value that is neither is refused rather than read as "the last page".
+    for tail in ["no", "off", "yes", "2"] {
+        let reply = get(server.addr, &format!("{messages}?tail={tail}&limit=1"));
+        assert_eq!(reply.status, 400, "tail={tail}: {}", reply.text());
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains("tail"),
+            "tail={tail}"
+        );
+    }
+    // /api/events takes no parameters: a typo is a 400 like everywhere else, answered at
+    // once instead of a stream that ignores it.
+    for (path, says) in [
+        ("/api/events?sinse=5", "sinse"),
+        ("/api/events?x=%ff", "not UTF-8"),
+    ] {
+        let (status, _) = open_stream(server.addr, path);
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{path}");
+        let reply = request(server.addr, "GET", path, &[], None).unwrap();
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains(says),
+            "{path}"
+        );
+    }
+    // The token parameter and empty values are allowed, as elsewhere.
+    let (status, _) = open_stream(server.addr, "/api/events?token=&x=");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
