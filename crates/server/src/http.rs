@@ -343,7 +343,10 @@ fn write_response(
         .iter()
         .map(|(n, v)| (*n, v.as_str()))
         .collect();
-    headers.push(("Content-Length", &length));
+    // A 304 has no body, and a length it gives must be the 200's: it gives none.
+    if response.status != 304 {
+        headers.push(("Content-Length", &length));
+    }
     write_head(out, response.status, &headers)?;
     if !head_only && response.status != 304 {
         out.write_all(&response.body)?;
@@ -594,8 +597,13 @@ fn handle(shared: &Shared, request: &Request) -> Response {
     }
     if let Some(name) = path.strip_prefix("/assets/") {
         return match assets::find(name) {
-            Some((_, tag)) if request.header("If-None-Match") == Some(tag) => {
-                Response::new(304, "text/plain; charset=utf-8", Vec::new())
+            // The headers a 200 would have (a cache updates its copy's from them), no body.
+            Some((asset, tag))
+                if request
+                    .header("If-None-Match")
+                    .is_some_and(|v| matches_tag(v, tag)) =>
+            {
+                Response::new(304, asset.mime, Vec::new())
                     .with("ETag", tag)
                     .with("Cache-Control", "no-cache")
             }
@@ -615,6 +623,14 @@ fn handle(shared: &Shared, request: &Request) -> Response {
         return Response::new(200, asset.mime, asset.body.to_vec());
     }
     text_response(404, "no such page\n")
+}
+
+/// Whether an `If-None-Match` value (`*`, or a list of tags, weak or strong) names `tag`:
+/// the weak comparison RFC 9110 asks for.
+fn matches_tag(header: &str, tag: &str) -> bool {
+    header.split(',').map(str::trim).any(|candidate| {
+        candidate == "*" || candidate.strip_prefix("W/").unwrap_or(candidate) == tag
+    })
 }
 
 /// The routes the page itself handles: `/`, `/search`, `/usage`, `/s/<session id>`.

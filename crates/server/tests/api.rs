@@ -972,3 +972,50 @@ fn tail_and_event_stream_parameters_are_strict_too() {
     let (status, _) = open_stream(server.addr, "/api/events?token=&x=");
     assert_eq!(status, "HTTP/1.1 200 OK");
 }
+
+#[test]
+fn conditional_asset_requests_follow_http_caching_rules() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let js = get(a, "/assets/app.js");
+    assert_eq!(js.status, 200);
+    let etag = js.header("etag").unwrap().to_owned();
+    let length = js.header("content-length").unwrap().to_owned();
+    let with = |method: &str, value: &str| {
+        request(
+            a,
+            method,
+            "/assets/app.js",
+            &[("If-None-Match", value)],
+            None,
+        )
+        .unwrap()
+    };
+    // The tag as sent, weak, in a list, or `*`: not modified.
+    for value in [
+        etag.clone(),
+        format!("W/{etag}"),
+        format!("\"0000000000000000\", {etag}"),
+        "*".to_owned(),
+    ] {
+        for method in ["GET", "HEAD"] {
+            let reply = with(method, &value);
+            assert_eq!(reply.status, 304, "{method} If-None-Match: {value}");
+            assert!(reply.body.is_empty());
+            // A cache refreshes its stored headers from a 304: they must be the 200's, and
+            // a Content-Length other than the 200's (it said 0) is forbidden.
+            assert_eq!(reply.header("etag"), Some(etag.as_str()));
+            assert_eq!(reply.header("content-type"), js.header("content-type"));
+            assert!(
+                reply.header("content-length").is_none_or(|l| l == length),
+                "{method} {value}: content-length {:?}",
+                reply.header("content-length")
+            );
+        }
+    }
+    // Another tag: the file itself.
+    let reply = with("GET", "\"0000000000000000\"");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, js.body);
+}
