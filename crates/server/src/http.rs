@@ -538,10 +538,12 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
             "host {host:?} is not this machine's loopback; open the viewer at localhost"
         )));
     };
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer T` is as good as `Bearer T`.
     let bearer = request
         .header("Authorization")
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map(|(_, t)| t.trim());
     if bearer
         .or(cookie_token(request))
         .is_some_and(|t| same(t, token))
@@ -553,11 +555,13 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
         .find(|(name, _)| name == "token")
         .map(|(_, value)| value.into_owned());
     if !from_query.is_some_and(|t| same(&t, token)) {
-        return refuse(ApiError::Unauthorized(
+        // A 401 names the scheme that would do (RFC 9110 §15.5.2).
+        return Err(refusal(ApiError::Unauthorized(
             "this server needs its token: open the URL `scribe serve` printed, or send \
              Authorization: Bearer TOKEN"
                 .into(),
-        ));
+        ))
+        .with("WWW-Authenticate", "Bearer realm=\"scribe\""));
     }
     if api {
         return Ok(());

@@ -1019,3 +1019,43 @@ fn conditional_asset_requests_follow_http_caching_rules() {
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body, js.body);
 }
+
+#[test]
+fn the_token_is_taken_as_http_authentication_is_spelled() {
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let server = serve(&f.db, Some(token));
+    let a = server.addr;
+    // The scheme is case-insensitive and may be followed by more than one space.
+    for value in [
+        format!("Bearer {token}"),
+        format!("bearer {token}"),
+        format!("BEARER  {token}"),
+    ] {
+        let reply = request(a, "GET", "/api/version", &[("Authorization", &value)], None).unwrap();
+        assert_eq!(
+            reply.status,
+            200,
+            "Authorization: {value}: {}",
+            reply.text()
+        );
+    }
+    for value in [
+        format!("Basic {token}"),
+        token.to_owned(),
+        "Bearer".to_owned(),
+    ] {
+        let reply = request(a, "GET", "/api/version", &[("Authorization", &value)], None).unwrap();
+        assert_eq!(reply.status, 401, "Authorization: {value}");
+    }
+    // A 401 says which scheme would do, on the API and on pages.
+    for path in ["/api/version", "/"] {
+        let reply = get(a, path);
+        assert_eq!(reply.status, 401);
+        assert_eq!(
+            reply.header("www-authenticate"),
+            Some("Bearer realm=\"scribe\""),
+            "{path}"
+        );
+    }
+}
