@@ -243,6 +243,8 @@ impl Server {
 #[derive(Debug)]
 struct Request {
     method: String,
+    /// The minor version: `HTTP/1.0` or `HTTP/1.1`.
+    version: u8,
     /// The request target: path and query.
     url: String,
     headers: Vec<(String, String)>,
@@ -366,6 +368,7 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
             Ok(httparse::Status::Complete(head_len)) => {
                 let request = Request {
                     method: parsed.method.unwrap_or("").to_owned(),
+                    version: parsed.version.unwrap_or(1),
                     url: parsed.path.unwrap_or("/").to_owned(),
                     headers: parsed
                         .headers
@@ -522,6 +525,18 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
             text_response(err.status(), &format!("{err}\n"))
         }
     };
+    // One Host, and on HTTP/1.1 exactly one (RFC 9112 §3.2): with two, this server and a
+    // proxy in front of it could each read a different one.
+    let hosts = request
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Host"))
+        .count();
+    if hosts > 1 || (hosts == 0 && request.version >= 1) {
+        return Err(refusal(ApiError::BadRequest(
+            "a request must carry exactly one Host header".into(),
+        )));
+    }
     if !matches!(request.method.as_str(), "GET" | "HEAD") {
         return Err(refusal(ApiError::MethodNotAllowed(
             "scribe serve is read-only: only GET and HEAD are allowed".into(),

@@ -1059,3 +1059,55 @@ fn the_token_is_taken_as_http_authentication_is_spelled() {
         );
     }
 }
+
+#[test]
+fn a_request_names_exactly_one_host() {
+    use std::io::Read;
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let plain = serve(&f.db, None);
+    let guarded = serve(&f.db, Some(token));
+    let raw = |addr: std::net::SocketAddr, head: String| {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    };
+    for (addr, auth) in [
+        (plain.addr, String::new()),
+        (guarded.addr, format!("Authorization: Bearer {token}\r\n")),
+    ] {
+        // Two Host headers, the loopback one first or last: refused, whichever is checked.
+        for hosts in [
+            format!("Host: {addr}\r\nHost: evil.example\r\n"),
+            format!("Host: evil.example\r\nHost: {addr}\r\n"),
+            format!("Host: {addr}\r\nhost: {addr}\r\n"),
+        ] {
+            let reply = raw(
+                addr,
+                format!("GET /api/version HTTP/1.1\r\n{hosts}{auth}\r\n"),
+            );
+            assert!(reply.starts_with("HTTP/1.1 400"), "{hosts:?}: {reply}");
+            assert!(reply.contains("exactly one Host"), "{reply}");
+        }
+        // HTTP/1.1 requires one; HTTP/1.0 may omit it (then only a token admits it).
+        let reply = raw(addr, format!("GET /api/version HTTP/1.1\r\n{auth}\r\n"));
+        assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+        let reply = raw(
+            addr,
+            format!("GET /api/version HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\n"),
+        );
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    }
+    let reply = raw(
+        guarded.addr,
+        format!("GET /api/version HTTP/1.0\r\nAuthorization: Bearer {token}\r\n\r\n"),
+    );
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let reply = raw(plain.addr, "GET /api/version HTTP/1.0\r\n\r\n".to_owned());
+    assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
+}
