@@ -381,7 +381,7 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
                         })
                         .collect(),
                 };
-                drain_body(stream, &request, buf.len() - head_len);
+                drain_body(stream, &request, buf.len() - head_len, deadline);
                 return Ok(Some(request));
             }
             Ok(httparse::Status::Partial) => {}
@@ -409,8 +409,14 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
 }
 
 /// Reads and drops a small request body, so that closing the socket after a 405 does not
-/// reset the connection before the client read the answer.
-fn drain_body(stream: &mut TcpStream, request: &Request, already: usize) {
+/// reset the connection before the client read the answer; by `deadline`, the head's, so
+/// a body trickled a byte at a time does not hold the connection longer than a head may.
+fn drain_body(
+    stream: &mut TcpStream,
+    request: &Request,
+    already: usize,
+    deadline: std::time::Instant,
+) {
     let length = request
         .header("Content-Length")
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -418,6 +424,10 @@ fn drain_body(stream: &mut TcpStream, request: &Request, already: usize) {
     let mut left = length.saturating_sub(already).min(1024 * 1024);
     let mut sink = [0u8; 4096];
     while left > 0 {
+        let Some(wait) = deadline.checked_duration_since(std::time::Instant::now()) else {
+            break;
+        };
+        let _ = stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
         match stream.read(&mut sink[..left.min(4096)]) {
             Ok(0) | Err(_) => break,
             Ok(n) => left -= n,

@@ -1111,3 +1111,44 @@ fn a_request_names_exactly_one_host() {
     let reply = raw(plain.addr, "GET /api/version HTTP/1.0\r\n\r\n".to_owned());
     assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
 }
+
+#[test]
+fn a_body_trickled_byte_by_byte_is_cut_off_like_a_slow_head() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    write!(
+        stream,
+        "POST /api/sessions HTTP/1.1\r\nHost: {}\r\nContent-Length: 100000\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    // One byte of the body every 200 ms: each read is quick, the whole would take 5 hours.
+    let start = std::time::Instant::now();
+    let trickle = {
+        let mut stream = stream.try_clone().unwrap();
+        std::thread::spawn(move || {
+            while start.elapsed() < Duration::from_secs(40) {
+                if stream.write_all(b"x").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    // The answer comes once the time a request may take (10 s) is over.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 405");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(stream);
+    let _ = trickle.join();
+}
