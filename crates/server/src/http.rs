@@ -596,13 +596,16 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
         .filter(|(name, _)| name != "token")
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect();
+    // One leading slash: `//host/…` (or `/\host/…`, which browsers read alike) in a
+    // Location is another site.
+    let path = format!("/{}", request.path().trim_start_matches(['/', '\\']));
     let location = if rest.is_empty() {
-        request.path().to_owned()
+        path
     } else {
         let query: String = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(rest)
             .finish();
-        format!("{}?{query}", request.path())
+        format!("{path}?{query}")
     };
     Err(Response::new(303, "text/plain; charset=utf-8", Vec::new())
         .with("Location", location)

@@ -1152,3 +1152,20 @@ fn a_body_trickled_byte_by_byte_is_cut_off_like_a_slow_head() {
     drop(stream);
     let _ = trickle.join();
 }
+
+#[test]
+fn the_token_redirect_stays_on_this_server() {
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let server = serve(&f.db, Some(token));
+    for (path, location) in [
+        ("//evil.example/x", "/evil.example/x"),
+        ("///evil.example", "/evil.example"),
+        ("/\\evil.example", "/evil.example"),
+        ("/s/ses_main", "/s/ses_main"),
+    ] {
+        let reply = get(server.addr, &format!("{path}?token={token}"));
+        assert_eq!(reply.status, 303, "{path}");
+        assert_eq!(reply.header("location"), Some(location), "{path}");
+    }
+}
