@@ -269,6 +269,30 @@ impl Request {
     fn is_head(&self) -> bool {
         self.method == "HEAD"
     }
+
+    /// Reads a target in absolute form (`GET http://host:port/path`, as a client talking
+    /// to a proxy sends), which a server must accept (RFC 9112 §3.2.2): the path is the
+    /// target's, and its authority replaces any `Host` header.
+    fn absolute_form(&mut self) {
+        let Some(rest) = ["http://", "https://"].iter().find_map(|scheme| {
+            self.url
+                .get(..scheme.len())
+                .filter(|s| s.eq_ignore_ascii_case(scheme))
+                .map(|_| self.url[scheme.len()..].to_owned())
+        }) else {
+            return;
+        };
+        let split = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, target) = rest.split_at(split);
+        self.url = if target.starts_with('/') {
+            target.to_owned()
+        } else {
+            format!("/{target}")
+        };
+        self.headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case("Host"));
+        self.headers.push(("Host".into(), authority.to_owned()));
+    }
 }
 
 /// A response with its whole body.
@@ -366,7 +390,7 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
         let mut parsed = httparse::Request::new(&mut headers);
         match parsed.parse(&buf) {
             Ok(httparse::Status::Complete(head_len)) => {
-                let request = Request {
+                let mut request = Request {
                     method: parsed.method.unwrap_or("").to_owned(),
                     version: parsed.version.unwrap_or(1),
                     url: parsed.path.unwrap_or("/").to_owned(),
@@ -381,6 +405,7 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
                         })
                         .collect(),
                 };
+                request.absolute_form();
                 drain_body(stream, &request, buf.len() - head_len, deadline);
                 return Ok(Some(request));
             }

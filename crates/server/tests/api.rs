@@ -1169,3 +1169,45 @@ fn the_token_redirect_stays_on_this_server() {
         assert_eq!(reply.header("location"), Some(location), "{path}");
     }
 }
+
+#[test]
+fn a_target_in_absolute_form_is_understood() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let raw = |head: String| {
+        let mut stream = TcpStream::connect(a).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    };
+    // As a client configured with a proxy sends it: the same answer as the origin form.
+    let reply = raw(format!(
+        "GET http://{a}/api/version HTTP/1.1\r\nHost: {a}\r\n\r\n"
+    ));
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with("{\"version\":0}"), "{reply}");
+    let reply = raw(format!(
+        "GET HTTP://{a}/api/sessions/nope?x=1 HTTP/1.1\r\nHost: {a}\r\n\r\n"
+    ));
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert!(reply.contains("unknown parameter"), "{reply}");
+    let reply = raw(format!("GET http://{a} HTTP/1.1\r\nHost: {a}\r\n\r\n"));
+    assert!(
+        reply.starts_with("HTTP/1.1 200") && reply.contains("<!doctype html>"),
+        "{reply}"
+    );
+    // Its authority is the host that counts, not the Host header.
+    let reply = raw(format!(
+        "GET http://evil.example/api/version HTTP/1.1\r\nHost: {a}\r\n\r\n"
+    ));
+    assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
+    let reply =
+        raw("GET http://localhost:1/api/version HTTP/1.1\r\nHost: evil.example\r\n\r\n".to_owned());
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
