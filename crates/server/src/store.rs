@@ -375,6 +375,11 @@ impl Store {
             ..SessionFilter::default()
         };
         let opened = self.current();
+        // The children of a session that does not exist: a 404, as `search?session=` is,
+        // not an empty list that reads as "it has none".
+        if let Parent::Of(id) = &query.parent {
+            opened.sessions.get(id)?;
+        }
         let mut sessions = opened.sessions.list(&filter)?;
         let more = sessions.len() as u64 > query.limit;
         sessions.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));

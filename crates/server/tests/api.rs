@@ -1211,3 +1211,26 @@ fn a_target_in_absolute_form_is_understood() {
         raw("GET http://localhost:1/api/version HTTP/1.1\r\nHost: evil.example\r\n\r\n".to_owned());
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
 }
+
+#[test]
+fn the_children_of_an_unknown_session_are_a_404() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    // A session's children; one without any lists none.
+    let page = get_json(server.addr, &format!("/api/sessions?parent={}", f.main));
+    assert_eq!(ids(&page), vec![f.task.clone()]);
+    let page = get_json(server.addr, &format!("/api/sessions?parent={}", f.telegram));
+    assert_eq!(ids(&page), Vec::<String>::new());
+    // A mistyped id is not "a session without children", as search's session= is not.
+    for path in [
+        "/api/sessions?parent=ses_mian",
+        "/api/search?q=build&session=ses_mian",
+    ] {
+        let reply = get(server.addr, path);
+        assert_eq!(reply.status, 404, "{path}: {}", reply.text());
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains("ses_mian"),
+            "{path}"
+        );
+    }
+}
