@@ -411,12 +411,12 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
             }
             Ok(httparse::Status::Partial) => {}
             Err(httparse::Error::TooManyHeaders) => {
-                return Err(text_response(431, "too many headers\n"));
+                return Err(early_error(&buf, 431, "too many headers"));
             }
-            Err(err) => return Err(text_response(400, &format!("bad request: {err}\n"))),
+            Err(err) => return Err(early_error(&buf, 400, &format!("bad request: {err}"))),
         }
         if buf.len() >= MAX_HEAD {
-            return Err(text_response(431, "request head too large\n"));
+            return Err(early_error(&buf, 431, "request head too large"));
         }
         // A client trickling its head byte by byte is dropped at the deadline.
         let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
@@ -425,11 +425,26 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
         let _ = stream.set_read_timeout(Some(left.max(Duration::from_millis(1))));
         match stream.read(&mut chunk) {
             Ok(0) if buf.is_empty() => return Ok(None),
-            Ok(0) => return Err(text_response(400, "incomplete request\n")),
+            Ok(0) => return Err(early_error(&buf, 400, "incomplete request")),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             // A client that connected and sent nothing (or too slowly) is dropped.
             Err(_) => return Ok(None),
         }
+    }
+}
+
+/// The answer to a request head that could not be read whole: `{"error": …}` when its
+/// target is under `/api/` (as every API failure is), a line of text otherwise.
+fn early_error(head: &[u8], status: u16, text: &str) -> Response {
+    let target = head.split(|&b| b == b' ').nth(1).unwrap_or_default();
+    if target.starts_with(b"/api/") {
+        let body = serde_json::to_vec(&ErrorBody {
+            error: text.to_owned(),
+        })
+        .unwrap_or_default();
+        json_response(status, body)
+    } else {
+        text_response(status, &format!("{text}\n"))
     }
 }
 

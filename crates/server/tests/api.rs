@@ -832,6 +832,33 @@ fn malformed_requests_get_a_clear_answer() {
     let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
     let reply = raw(format!("GET /api/stats HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes());
     assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+    // Under /api/ even these are `{"error": …}`, as the API reference promises; elsewhere
+    // a line of text.
+    for (head, status) in [
+        (huge.clone(), "431"),
+        (
+            format!("GET /api/stats HTTP/1.1\r\nHost: localhost\r\n{many}\r\n"),
+            "431",
+        ),
+        ("GET /api/stats HTTP/9.1\r\n\r\n".to_owned(), "400"),
+        (
+            "GET /api/stats HTTP/1.1\r\nBad Header\r\n\r\n".to_owned(),
+            "400",
+        ),
+    ] {
+        let reply = raw(head.as_bytes());
+        assert!(reply.starts_with(&format!("HTTP/1.1 {status}")), "{reply}");
+        assert!(
+            reply.contains("Content-Type: application/json; charset=utf-8"),
+            "{reply}"
+        );
+        let body = reply.split("\r\n\r\n").nth(1).unwrap();
+        let error: Value = serde_json::from_str(body).unwrap();
+        assert!(error["error"].is_string(), "{body}");
+    }
+    let reply = raw(b"GET /search HTTP/9.1\r\n\r\n");
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert!(reply.contains("Content-Type: text/plain"), "{reply}");
     // The server still answers afterwards.
     assert_eq!(get(server.addr, "/api/version").status, 200);
 }
