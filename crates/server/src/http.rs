@@ -34,6 +34,11 @@ use crate::store::Store;
 
 /// Connections served at once; more are answered 503 at once.
 pub const MAX_CONNECTIONS: usize = 256;
+/// The stack of a connection thread. Reading a part and writing it as JSON recurse once
+/// per level of its nesting, which serde_json lets reach 128: 256 KiB overflowed (in a
+/// debug build; 512 KiB was enough) on a tool input stored 125 levels deep, and a stack
+/// overflow aborts the whole server. Only the pages a thread touches are committed.
+const CONNECTION_STACK: usize = 2 * 1024 * 1024;
 /// Event streams open at once; more are answered 503.
 pub const MAX_STREAMS: usize = 64;
 /// The largest request head (request line and headers) read.
@@ -223,7 +228,7 @@ impl Server {
             }
             let spawned = thread::Builder::new()
                 .name("scribe-serve-conn".into())
-                .stack_size(256 * 1024)
+                .stack_size(CONNECTION_STACK)
                 .spawn(move || {
                     serve_connection(&shared, stream);
                     shared.connections.fetch_sub(1, Ordering::SeqCst);

@@ -1261,3 +1261,41 @@ fn the_children_of_an_unknown_session_are_a_404() {
         );
     }
 }
+
+#[test]
+fn a_deeply_nested_tool_input_is_served_not_a_crash() {
+    use scribe_message::{NewMessage, Part, Role};
+    let f = fixture();
+    // A tool call whose input nests as deep as a part may be read back (serde_json reads
+    // 128 levels; the part and its input take two): stored by the service like any other.
+    let mut input = json!("leaf");
+    for _ in 0..125 {
+        input = json!({ "a": input });
+    }
+    let part: Part = serde_json::from_value(json!({
+        "type": "tool", "call_id": "call_deep", "tool": "deep", "input": input,
+        "state": {"status": "completed", "output": "ok", "title": "deep",
+                  "started_at": T0, "ended_at": T0}
+    }))
+    .unwrap();
+    let db = Arc::new(Database::open(&f.db).unwrap());
+    let id = MessageService::new(Arc::clone(&db))
+        .create(NewMessage::new(&f.telegram, Role::Assistant, vec![part]))
+        .unwrap()
+        .id;
+    drop(db);
+    let server = serve(&f.db, None);
+    // The connection thread reads and writes it without overflowing its stack, which
+    // aborted the whole server. (The page nests it deeper than serde_json reads by
+    // default, so it is checked as text; JSON.parse in the page has no such limit.)
+    let reply = get(
+        server.addr,
+        &format!("/api/sessions/{}/messages?tail=1&limit=1", f.telegram),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let text = reply.text();
+    assert!(text.contains(&format!("\"id\":\"{id}\"")), "{text}");
+    assert_eq!(text.matches("{\"a\":").count(), 125, "{text}");
+    assert!(text.contains("\"a\":\"leaf\"}"), "{text}");
+    assert_eq!(get(server.addr, "/api/version").status, 200);
+}
