@@ -526,7 +526,12 @@ fn json_error(err: &ApiError) -> Response {
         error: err.to_string(),
     })
     .unwrap_or_default();
-    json_response(err.status(), body)
+    let response = json_response(err.status(), body);
+    if err.status() == 503 {
+        // Busy for a moment (connections and streams end all the time): when to try again.
+        return response.with("Retry-After", "1");
+    }
+    response
 }
 
 fn text_response(status: u16, text: &str) -> Response {

@@ -893,6 +893,7 @@ fn closed_event_streams_give_their_slots_back_at_once() {
     // One more is refused with a JSON error, and the rest of the API still answers.
     let reply = request(server.addr, "GET", "/api/events", &[], None).unwrap();
     assert_eq!(reply.status, 503);
+    assert_eq!(reply.header("retry-after"), Some("1"));
     assert!(
         reply.json()["error"]
             .as_str()
