@@ -333,6 +333,7 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         413 => "Payload Too Large",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
@@ -423,16 +424,36 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
         if buf.len() >= MAX_HEAD {
             return Err(early_error(&buf, 431, "request head too large"));
         }
-        // A client trickling its head byte by byte is dropped at the deadline.
+        // A client trickling its head byte by byte is answered 408 at the deadline; one
+        // that sent nothing at all (a browser's spare connection) is closed quietly.
+        let timed_out = || {
+            if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(early_error(
+                    &buf,
+                    408,
+                    "the request head took too long to arrive",
+                ))
+            }
+        };
         let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
-            return Ok(None);
+            return timed_out();
         };
         let _ = stream.set_read_timeout(Some(left.max(Duration::from_millis(1))));
         match stream.read(&mut chunk) {
             Ok(0) if buf.is_empty() => return Ok(None),
             Ok(0) => return Err(early_error(&buf, 400, "incomplete request")),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            // A client that connected and sent nothing (or too slowly) is dropped.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return timed_out();
+            }
+            // The connection failed: nobody to answer.
             Err(_) => return Ok(None),
         }
     }

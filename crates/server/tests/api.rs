@@ -1300,3 +1300,43 @@ fn a_deeply_nested_tool_input_is_served_not_a_crash() {
     assert!(text.contains("\"a\":\"leaf\"}"), "{text}");
     assert_eq!(get(server.addr, "/api/version").status, 200);
 }
+
+#[test]
+fn a_request_head_that_never_ends_is_answered_408() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let start = std::time::Instant::now();
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // The head's blank line never comes.
+    write!(
+        stream,
+        "GET /api/version HTTP/1.1\r\nHost: {}\r\n",
+        server.addr
+    )
+    .unwrap();
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply:?}");
+    assert!(reply.contains("took too long"), "{reply}");
+    // After the time a head may take (10 s), not the client's patience.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    // A connection that sent nothing is closed without an answer (browsers open spares).
+    let mut idle = TcpStream::connect(server.addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut nothing = Vec::new();
+    let _ = idle.read_to_end(&mut nothing);
+    assert!(
+        nothing.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&nothing)
+    );
+}
