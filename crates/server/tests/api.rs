@@ -1307,11 +1307,14 @@ fn a_request_head_that_never_ends_is_answered_408() {
     let f = fixture();
     let server = serve(&f.db, None);
     let start = std::time::Instant::now();
+    // A connection that sends nothing, and one whose head's blank line never comes.
+    let mut idle = TcpStream::connect(server.addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let mut stream = TcpStream::connect(server.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    // The head's blank line never comes.
     write!(
         stream,
         "GET /api/version HTTP/1.1\r\nHost: {}\r\n",
@@ -1328,10 +1331,7 @@ fn a_request_head_that_never_ends_is_answered_408() {
         "{:?}",
         start.elapsed()
     );
-    // A connection that sent nothing is closed without an answer (browsers open spares).
-    let mut idle = TcpStream::connect(server.addr).unwrap();
-    idle.set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
+    // The one that sent nothing is closed without an answer (browsers open spares).
     let mut nothing = Vec::new();
     let _ = idle.read_to_end(&mut nothing);
     assert!(
