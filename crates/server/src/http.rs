@@ -650,7 +650,13 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
     let from_query = form_urlencoded::parse(query.as_bytes())
         .find(|(name, _)| name == "token")
         .map(|(_, value)| value.into_owned());
-    if !from_query.is_some_and(|t| same(&t, token)) {
+    // The URL `scribe serve` prints carries the token as it is, and a base64 token (what
+    // `openssl rand -base64` makes) holds `+`, which decoding turns into a space: the
+    // value as sent counts too.
+    let as_sent = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="));
+    if !from_query.is_some_and(|t| same(&t, token)) && !as_sent.is_some_and(|t| same(t, token)) {
         // A 401 names the scheme that would do (RFC 9110 §15.5.2).
         return Err(refusal(ApiError::Unauthorized(
             "this server needs its token: open the URL `scribe serve` printed, or send \

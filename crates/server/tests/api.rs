@@ -1340,3 +1340,53 @@ fn a_request_head_that_never_ends_is_answered_408() {
         String::from_utf8_lossy(&nothing)
     );
 }
+
+#[test]
+fn a_base64_token_works_in_the_printed_url() {
+    // `openssl rand -base64 12`: `+`, `/` and `=` are all allowed in a token.
+    let token = "q+Zr/8fT+w9x1AbC==";
+    let f = fixture();
+    let server = serve(&f.db, Some(token));
+    let a = server.addr;
+    // As `scribe serve` prints it (not percent-encoded), and encoded: both are the token.
+    let encoded: String = form_urlencoded_token(token);
+    for sent in [token.to_owned(), encoded] {
+        let page = get(a, &format!("/?token={sent}"));
+        assert_eq!(page.status, 303, "?token={sent}: {}", page.text());
+        assert!(
+            page.header("set-cookie")
+                .unwrap()
+                .starts_with(&format!("scribe_token={token};"))
+        );
+        let api = get(a, &format!("/api/version?token={sent}"));
+        assert_eq!(api.status, 200, "?token={sent}: {}", api.text());
+    }
+    // The cookie it set, and the header, work as they are.
+    let cookie = format!("scribe_token={token}");
+    let reply = request(a, "GET", "/api/version", &[("Cookie", &cookie)], None).unwrap();
+    assert_eq!(reply.status, 200);
+    // A token that differs only where decoding would change it is still refused.
+    let near = token.replace('+', " ");
+    assert_eq!(
+        get(
+            a,
+            &format!("/api/version?token={}", near.replace(' ', "%20"))
+        )
+        .status,
+        401
+    );
+    assert_eq!(get(a, "/api/version?token=q+Zr/8fT+w9x1AbC=").status, 401);
+}
+
+/// `text` percent-encoded for a query value (every byte but letters and digits).
+fn form_urlencoded_token(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
