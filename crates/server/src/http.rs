@@ -412,6 +412,20 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
                         .collect(),
                 };
                 request.absolute_form();
+                // A length that is not one number leaves no telling where the request
+                // ends (RFC 9112 §6.3): refused rather than guessed.
+                let mut lengths = request
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+                    .flat_map(|(_, v)| v.split(','))
+                    .map(str::trim);
+                let first = lengths.next();
+                if first.is_some_and(|l| l.is_empty() || !l.bytes().all(|b| b.is_ascii_digit()))
+                    || lengths.any(|l| Some(l) != first)
+                {
+                    return Err(early_error(&buf, 400, "invalid Content-Length"));
+                }
                 drain_body(stream, &request, buf.len() - head_len, deadline);
                 return Ok(Some(request));
             }

@@ -856,6 +856,29 @@ fn malformed_requests_get_a_clear_answer() {
         let error: Value = serde_json::from_str(body).unwrap();
         assert!(error["error"].is_string(), "{body}");
     }
+    // A body length that is not one number: where the request ends is unknown.
+    for length in ["abc", "-1", "5, 6", "", "1e3"] {
+        let head = format!(
+            "GET /api/version HTTP/1.1\r\nHost: localhost\r\nContent-Length: {length}\r\n\r\n"
+        );
+        let reply = raw(head.as_bytes());
+        assert!(
+            reply.starts_with("HTTP/1.1 400"),
+            "Content-Length: {length:?}: {reply}"
+        );
+        assert!(reply.contains("Content-Length"), "{reply}");
+    }
+    let reply = raw(b"GET /api/version HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\ncontent-length: 5\r\n\r\nabcde");
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    for same in [
+        "Content-Length: 0\r\n",
+        "Content-Length: 2\r\nContent-Length: 2\r\n",
+        "Content-Length: 2, 2\r\n",
+    ] {
+        let head = format!("GET /api/version HTTP/1.1\r\nHost: localhost\r\n{same}\r\nab");
+        let reply = raw(head.as_bytes());
+        assert!(reply.starts_with("HTTP/1.1 200"), "{same:?}: {reply}");
+    }
     let reply = raw(b"GET /search HTTP/9.1\r\n\r\n");
     assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
     assert!(reply.contains("Content-Type: text/plain"), "{reply}");
