@@ -335,6 +335,7 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Payload Too Large",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
@@ -436,6 +437,15 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
             Err(err) => return Err(early_error(&buf, 400, &format!("bad request: {err}"))),
         }
         if buf.len() >= MAX_HEAD {
+            // The request line alone too long is the address's fault (414), not the
+            // headers' (431).
+            if !buf.contains(&b'\n') {
+                return Err(early_error(
+                    &buf,
+                    414,
+                    "the request's address is too long (at most 16 KiB)",
+                ));
+            }
             return Err(early_error(&buf, 431, "request head too large"));
         }
         // A client trickling its head byte by byte is answered 408 at the deadline; one

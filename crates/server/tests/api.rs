@@ -856,6 +856,17 @@ fn malformed_requests_get_a_clear_answer() {
         let error: Value = serde_json::from_str(body).unwrap();
         assert!(error["error"].is_string(), "{body}");
     }
+    // An address too long to read is a 414, as JSON under /api/.
+    let long = format!(
+        "GET /api/search?q={} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let reply = raw(long.as_bytes());
+    assert!(reply.starts_with("HTTP/1.1 414"), "{reply}");
+    assert!(
+        reply.contains("{\"error\":\"the request's address is too long"),
+        "{reply}"
+    );
     // A body length that is not one number: where the request ends is unknown.
     for length in ["abc", "-1", "5, 6", "", "1e3"] {
         let head = format!(
