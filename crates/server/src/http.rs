@@ -253,6 +253,10 @@ struct Request {
     /// The request target: path and query.
     url: String,
     headers: Vec<(String, String)>,
+    /// Bytes of the body read with the head.
+    body_read: usize,
+    /// When the request must have arrived, body included.
+    deadline: std::time::Instant,
 }
 
 impl Request {
@@ -411,6 +415,8 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
                             )
                         })
                         .collect(),
+                    body_read: buf.len() - head_len,
+                    deadline,
                 };
                 request.absolute_form();
                 // A length that is not one number leaves no telling where the request
@@ -427,7 +433,6 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
                 {
                     return Err(early_error(&buf, 400, "invalid Content-Length"));
                 }
-                drain_body(stream, &request, buf.len() - head_len, deadline);
                 return Ok(Some(request));
             }
             Ok(httparse::Status::Partial) => {}
@@ -498,15 +503,13 @@ fn early_error(head: &[u8], status: u16, text: &str) -> Response {
     }
 }
 
-/// Reads and drops a small request body, so that closing the socket after a 405 does not
-/// reset the connection before the client read the answer; by `deadline`, the head's, so
-/// a body trickled a byte at a time does not hold the connection longer than a head may.
-fn drain_body(
-    stream: &mut TcpStream,
-    request: &Request,
-    already: usize,
-    deadline: std::time::Instant,
-) {
+/// Reads and drops a small request body once the answer is sent, so that closing the
+/// socket after a 405 does not reset the connection before the client read the answer;
+/// by the head's deadline, so a body trickled a byte at a time does not hold the
+/// connection longer than a head may. (Answering first: a client that waits to hear
+/// before sending its body, `Expect: 100-continue`, hears at once.)
+fn drain_body(stream: &mut TcpStream, request: &Request) {
+    let (already, deadline) = (request.body_read, request.deadline);
     let length = request
         .header("Content-Length")
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -546,6 +549,7 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
             if let Err(err) = api::events_query(request.query()) {
                 let _ = write_response(&mut stream, &json_error(&err), request.is_head());
                 let _ = stream.shutdown(Shutdown::Write);
+                drain_body(&mut stream, &request);
                 return;
             }
             stream_events(shared, &mut stream, request.is_head());
@@ -556,6 +560,7 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
     };
     let _ = write_response(&mut stream, &response, request.is_head());
     let _ = stream.shutdown(Shutdown::Write);
+    drain_body(&mut stream, &request);
 }
 
 fn path_of(url: &str) -> &str {
