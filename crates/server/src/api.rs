@@ -212,7 +212,13 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 params.one("before")?.map(|m| At::Before(m.to_owned())),
                 match params.one("tail")? {
                     None | Some("0") | Some("false") => None,
-                    Some(_) => Some(At::End),
+                    Some("1") | Some("true") => Some(At::End),
+                    // `tail=no` meant the last page, not the first.
+                    Some(text) => {
+                        return Err(ApiError::BadRequest(format!(
+                            "invalid tail={text:?}: expected 1 (the last messages) or 0"
+                        )));
+                    }
                 },
             ];
             let mut given = places.into_iter().flatten();
@@ -296,6 +302,11 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
             "no such API: /api/{route} (see the README's API reference)"
         ))),
     }
+}
+
+/// Checks the query of `GET /api/events`, which takes no parameters (but `token`).
+pub(crate) fn events_query(query: &str) -> Result<(), ApiError> {
+    Params::parse(query)?.only(&[])
 }
 
 /// A query string's name or value: `+` for a space, then as a path segment.

@@ -34,6 +34,11 @@ use crate::store::Store;
 
 /// Connections served at once; more are answered 503 at once.
 pub const MAX_CONNECTIONS: usize = 256;
+/// The stack of a connection thread. Reading a part and writing it as JSON recurse once
+/// per level of its nesting, which serde_json lets reach 128: 256 KiB overflowed (in a
+/// debug build; 512 KiB was enough) on a tool input stored 125 levels deep, and a stack
+/// overflow aborts the whole server. Only the pages a thread touches are committed.
+const CONNECTION_STACK: usize = 2 * 1024 * 1024;
 /// Event streams open at once; more are answered 503.
 pub const MAX_STREAMS: usize = 64;
 /// The largest request head (request line and headers) read.
@@ -46,6 +51,9 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A comment line on an idle event stream this often, so a closed client is noticed.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How often an idle event stream checks whether its client hung up, so that a closed
+/// stream gives its slot (of [`MAX_STREAMS`]) back within about this long.
+const HANGUP_CHECK: Duration = Duration::from_millis(500);
 /// The cookie a page load with `?token=` sets.
 const COOKIE: &str = "scribe_token";
 
@@ -235,7 +243,7 @@ impl Server {
             }
             let spawned = thread::Builder::new()
                 .name("scribe-serve-conn".into())
-                .stack_size(256 * 1024)
+                .stack_size(CONNECTION_STACK)
                 .spawn(move || {
                     serve_connection(&shared, stream);
                     shared.connections.fetch_sub(1, Ordering::SeqCst);
@@ -255,9 +263,15 @@ impl Server {
 #[derive(Debug)]
 struct Request {
     method: String,
+    /// The minor version: `HTTP/1.0` or `HTTP/1.1`.
+    version: u8,
     /// The request target: path and query.
     url: String,
     headers: Vec<(String, String)>,
+    /// Bytes of the body read with the head.
+    body_read: usize,
+    /// When the request must have arrived, body included.
+    deadline: std::time::Instant,
 }
 
 impl Request {
@@ -278,6 +292,30 @@ impl Request {
 
     fn is_head(&self) -> bool {
         self.method == "HEAD"
+    }
+
+    /// Reads a target in absolute form (`GET http://host:port/path`, as a client talking
+    /// to a proxy sends), which a server must accept (RFC 9112 §3.2.2): the path is the
+    /// target's, and its authority replaces any `Host` header.
+    fn absolute_form(&mut self) {
+        let Some(rest) = ["http://", "https://"].iter().find_map(|scheme| {
+            self.url
+                .get(..scheme.len())
+                .filter(|s| s.eq_ignore_ascii_case(scheme))
+                .map(|_| self.url[scheme.len()..].to_owned())
+        }) else {
+            return;
+        };
+        let split = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, target) = rest.split_at(split);
+        self.url = if target.starts_with('/') {
+            target.to_owned()
+        } else {
+            format!("/{target}")
+        };
+        self.headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case("Host"));
+        self.headers.push(("Host".into(), authority.to_owned()));
     }
 }
 
@@ -314,7 +352,9 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         413 => "Payload Too Large",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
@@ -355,7 +395,10 @@ fn write_response(
         .iter()
         .map(|(n, v)| (*n, v.as_str()))
         .collect();
-    headers.push(("Content-Length", &length));
+    // A 304 has no body, and a length it gives must be the 200's: it gives none.
+    if response.status != 304 {
+        headers.push(("Content-Length", &length));
+    }
     write_head(out, response.status, &headers)?;
     if !head_only && response.status != 304 {
         out.write_all(&response.body)?;
@@ -373,8 +416,9 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
         let mut parsed = httparse::Request::new(&mut headers);
         match parsed.parse(&buf) {
             Ok(httparse::Status::Complete(head_len)) => {
-                let request = Request {
+                let mut request = Request {
                     method: parsed.method.unwrap_or("").to_owned(),
+                    version: parsed.version.unwrap_or(1),
                     url: parsed.path.unwrap_or("/").to_owned(),
                     headers: parsed
                         .headers
@@ -386,37 +430,101 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Response> {
                             )
                         })
                         .collect(),
+                    body_read: buf.len() - head_len,
+                    deadline,
                 };
-                drain_body(stream, &request, buf.len() - head_len);
+                request.absolute_form();
+                // A length that is not one number leaves no telling where the request
+                // ends (RFC 9112 §6.3): refused rather than guessed.
+                let mut lengths = request
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+                    .flat_map(|(_, v)| v.split(','))
+                    .map(str::trim);
+                let first = lengths.next();
+                if first.is_some_and(|l| l.is_empty() || !l.bytes().all(|b| b.is_ascii_digit()))
+                    || lengths.any(|l| Some(l) != first)
+                {
+                    return Err(early_error(&buf, 400, "invalid Content-Length"));
+                }
                 return Ok(Some(request));
             }
             Ok(httparse::Status::Partial) => {}
             Err(httparse::Error::TooManyHeaders) => {
-                return Err(text_response(431, "too many headers\n"));
+                return Err(early_error(&buf, 431, "too many headers"));
             }
-            Err(err) => return Err(text_response(400, &format!("bad request: {err}\n"))),
+            Err(err) => return Err(early_error(&buf, 400, &format!("bad request: {err}"))),
         }
         if buf.len() >= MAX_HEAD {
-            return Err(text_response(431, "request head too large\n"));
+            // The request line alone too long is the address's fault (414), not the
+            // headers' (431).
+            if !buf.contains(&b'\n') {
+                return Err(early_error(
+                    &buf,
+                    414,
+                    "the request's address is too long (at most 16 KiB)",
+                ));
+            }
+            return Err(early_error(&buf, 431, "request head too large"));
         }
-        // A client trickling its head byte by byte is dropped at the deadline.
+        // A client trickling its head byte by byte is answered 408 at the deadline; one
+        // that sent nothing at all (a browser's spare connection) is closed quietly.
+        let timed_out = || {
+            if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(early_error(
+                    &buf,
+                    408,
+                    "the request head took too long to arrive",
+                ))
+            }
+        };
         let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
-            return Ok(None);
+            return timed_out();
         };
         let _ = stream.set_read_timeout(Some(left.max(Duration::from_millis(1))));
         match stream.read(&mut chunk) {
             Ok(0) if buf.is_empty() => return Ok(None),
-            Ok(0) => return Err(text_response(400, "incomplete request\n")),
+            Ok(0) => return Err(early_error(&buf, 400, "incomplete request")),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            // A client that connected and sent nothing (or too slowly) is dropped.
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return timed_out();
+            }
+            // The connection failed: nobody to answer.
             Err(_) => return Ok(None),
         }
     }
 }
 
-/// Reads and drops a small request body, so that closing the socket after a 405 does not
-/// reset the connection before the client read the answer.
-fn drain_body(stream: &mut TcpStream, request: &Request, already: usize) {
+/// The answer to a request head that could not be read whole: `{"error": …}` when its
+/// target is under `/api/` (as every API failure is), a line of text otherwise.
+fn early_error(head: &[u8], status: u16, text: &str) -> Response {
+    let target = head.split(|&b| b == b' ').nth(1).unwrap_or_default();
+    if target.starts_with(b"/api/") {
+        let body = serde_json::to_vec(&ErrorBody {
+            error: text.to_owned(),
+        })
+        .unwrap_or_default();
+        json_response(status, body)
+    } else {
+        text_response(status, &format!("{text}\n"))
+    }
+}
+
+/// Reads and drops a small request body once the answer is sent, so that closing the
+/// socket after a 405 does not reset the connection before the client read the answer;
+/// by the head's deadline, so a body trickled a byte at a time does not hold the
+/// connection longer than a head may. (Answering first: a client that waits to hear
+/// before sending its body, `Expect: 100-continue`, hears at once.)
+fn drain_body(stream: &mut TcpStream, request: &Request) {
+    let (already, deadline) = (request.body_read, request.deadline);
     let length = request
         .header("Content-Length")
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -424,6 +532,10 @@ fn drain_body(stream: &mut TcpStream, request: &Request, already: usize) {
     let mut left = length.saturating_sub(already).min(1024 * 1024);
     let mut sink = [0u8; 4096];
     while left > 0 {
+        let Some(wait) = deadline.checked_duration_since(std::time::Instant::now()) else {
+            break;
+        };
+        let _ = stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
         match stream.read(&mut sink[..left.min(4096)]) {
             Ok(0) | Err(_) => break,
             Ok(n) => left -= n,
@@ -449,6 +561,12 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
     let response = match admit(shared, &request) {
         Err(response) => response,
         Ok(()) if request.path() == "/api/events" => {
+            if let Err(err) = api::events_query(request.query()) {
+                let _ = write_response(&mut stream, &json_error(&err), request.is_head());
+                let _ = stream.shutdown(Shutdown::Write);
+                drain_body(&mut stream, &request);
+                return;
+            }
             stream_events(shared, &mut stream, request.is_head());
             let _ = stream.shutdown(Shutdown::Both);
             return;
@@ -457,6 +575,7 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
     };
     let _ = write_response(&mut stream, &response, request.is_head());
     let _ = stream.shutdown(Shutdown::Write);
+    drain_body(&mut stream, &request);
 }
 
 fn path_of(url: &str) -> &str {
@@ -472,7 +591,12 @@ fn json_error(err: &ApiError) -> Response {
         error: err.to_string(),
     })
     .unwrap_or_default();
-    json_response(err.status(), body)
+    let response = json_response(err.status(), body);
+    if err.status() == 503 {
+        // Busy for a moment (connections and streams end all the time): when to try again.
+        return response.with("Retry-After", "1");
+    }
+    response
 }
 
 fn text_response(status: u16, text: &str) -> Response {
@@ -526,6 +650,18 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
             text_response(err.status(), &format!("{err}\n"))
         }
     };
+    // One Host, and on HTTP/1.1 exactly one (RFC 9112 §3.2): with two, this server and a
+    // proxy in front of it could each read a different one.
+    let hosts = request
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Host"))
+        .count();
+    if hosts > 1 || (hosts == 0 && request.version >= 1) {
+        return Err(refusal(ApiError::BadRequest(
+            "a request must carry exactly one Host header".into(),
+        )));
+    }
     if !matches!(request.method.as_str(), "GET" | "HEAD") {
         return Err(refusal(ApiError::MethodNotAllowed(
             "scribe serve is read-only: only GET and HEAD are allowed".into(),
@@ -542,10 +678,12 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
             "host {host:?} is not this machine's loopback; open the viewer at localhost"
         )));
     };
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer T` is as good as `Bearer T`.
     let bearer = request
         .header("Authorization")
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map(|(_, t)| t.trim());
     if bearer
         .or(cookie_token(request))
         .is_some_and(|t| same(t, token))
@@ -556,12 +694,20 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
     let from_query = form_urlencoded::parse(query.as_bytes())
         .find(|(name, _)| name == "token")
         .map(|(_, value)| value.into_owned());
-    if !from_query.is_some_and(|t| same(&t, token)) {
-        return refuse(ApiError::Unauthorized(
+    // The URL `scribe serve` prints carries the token as it is, and a base64 token (what
+    // `openssl rand -base64` makes) holds `+`, which decoding turns into a space: the
+    // value as sent counts too.
+    let as_sent = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="));
+    if !from_query.is_some_and(|t| same(&t, token)) && !as_sent.is_some_and(|t| same(t, token)) {
+        // A 401 names the scheme that would do (RFC 9110 §15.5.2).
+        return Err(refusal(ApiError::Unauthorized(
             "this server needs its token: open the URL `scribe serve` printed, or send \
              Authorization: Bearer TOKEN"
                 .into(),
-        ));
+        ))
+        .with("WWW-Authenticate", "Bearer realm=\"scribe\""));
     }
     if api {
         return Ok(());
@@ -571,13 +717,16 @@ fn admit(shared: &Shared, request: &Request) -> Result<(), Response> {
         .filter(|(name, _)| name != "token")
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect();
+    // One leading slash: `//host/…` (or `/\host/…`, which browsers read alike) in a
+    // Location is another site.
+    let path = format!("/{}", request.path().trim_start_matches(['/', '\\']));
     let location = if rest.is_empty() {
-        request.path().to_owned()
+        path
     } else {
         let query: String = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(rest)
             .finish();
-        format!("{}?{query}", request.path())
+        format!("{path}?{query}")
     };
     Err(Response::new(303, "text/plain; charset=utf-8", Vec::new())
         .with("Location", location)
@@ -601,8 +750,13 @@ fn handle(shared: &Shared, request: &Request) -> Response {
     }
     if let Some(name) = path.strip_prefix("/assets/") {
         return match assets::find(name) {
-            Some((_, tag)) if request.header("If-None-Match") == Some(tag) => {
-                Response::new(304, "text/plain; charset=utf-8", Vec::new())
+            // The headers a 200 would have (a cache updates its copy's from them), no body.
+            Some((asset, tag))
+                if request
+                    .header("If-None-Match")
+                    .is_some_and(|v| matches_tag(v, tag)) =>
+            {
+                Response::new(304, asset.mime, Vec::new())
                     .with("ETag", tag)
                     .with("Cache-Control", "no-cache")
             }
@@ -622,6 +776,14 @@ fn handle(shared: &Shared, request: &Request) -> Response {
         return Response::new(200, asset.mime, asset.body.to_vec());
     }
     text_response(404, "no such page\n")
+}
+
+/// Whether an `If-None-Match` value (`*`, or a list of tags, weak or strong) names `tag`:
+/// the weak comparison RFC 9110 asks for.
+fn matches_tag(header: &str, tag: &str) -> bool {
+    header.split(',').map(str::trim).any(|candidate| {
+        candidate == "*" || candidate.strip_prefix("W/").unwrap_or(candidate) == tag
+    })
 }
 
 /// The routes the page itself handles: `/`, `/search`, `/usage`, `/s/<session id>`.
@@ -665,20 +827,53 @@ fn write_events(shared: &Shared, out: &mut TcpStream, head_only: bool) -> std::i
         "retry: 1000\nevent: hello\ndata: {{\"version\":{seen}}}\n\n"
     )?;
     out.flush()?;
+    let mut quiet = Duration::ZERO;
     while !shared.stop.load(Ordering::SeqCst) {
-        let now = shared.live.wait(seen, KEEPALIVE);
+        let now = shared.live.wait(seen, HANGUP_CHECK);
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        if now == seen {
-            out.write_all(b": keep-alive\n\n")?;
-        } else {
+        if now != seen {
             seen = now;
+            quiet = Duration::ZERO;
             write!(out, "event: change\ndata: {{\"version\":{now}}}\n\n")?;
+        } else if hung_up(out) {
+            // The client closed: give the slot back now, not at the next failed write.
+            break;
+        } else {
+            quiet += HANGUP_CHECK;
+            if quiet < KEEPALIVE {
+                continue;
+            }
+            quiet = Duration::ZERO;
+            out.write_all(b": keep-alive\n\n")?;
         }
         out.flush()?;
     }
     Ok(())
+}
+
+/// Whether the client of an event stream has closed its side (or the connection failed).
+/// It sends nothing after its request, so anything it does send is read and dropped (a
+/// bounded amount per check). A client that closes only its sending side ends its stream
+/// too: the two cannot be told apart without writing.
+fn hung_up(stream: &mut TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut sink = [0u8; 4096];
+    let mut gone = false;
+    for _ in 0..16 {
+        match stream.read(&mut sink) {
+            Ok(0) => gone = true,
+            Ok(_) => continue,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => gone = err.kind() != std::io::ErrorKind::WouldBlock,
+        }
+        break;
+    }
+    let _ = stream.set_nonblocking(false);
+    gone
 }
 
 #[cfg(test)]

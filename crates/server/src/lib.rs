@@ -40,6 +40,6 @@ mod store;
 
 pub use api::{MAX_MESSAGE_PAGE, MAX_SESSION_PAGE, parse_time};
 pub use error::{ApiError, ServeError};
-pub use http::{Config, Server, StopHandle};
+pub use http::{Config, MAX_STREAMS, Server, StopHandle};
 pub use live::POLL;
 pub use store::{MAX_CHILDREN, previews};

@@ -130,7 +130,14 @@ impl Sort {
         let value = if let Some(int) = value.strip_prefix('i') {
             SortValue::Int(int.parse().map_err(|_| bad())?)
         } else if let Some(real) = value.strip_prefix('r') {
-            SortValue::Real(real.parse().map_err(|_| bad())?)
+            // No stored amount is NaN, and nothing compares after it: a page after `rNaN`
+            // was silently empty.
+            SortValue::Real(
+                real.parse()
+                    .ok()
+                    .filter(|v: &f64| !v.is_nan())
+                    .ok_or_else(bad)?,
+            )
         } else {
             return Err(bad());
         };
@@ -368,6 +375,11 @@ impl Store {
             ..SessionFilter::default()
         };
         let opened = self.current();
+        // The children of a session that does not exist: a 404, as `search?session=` is,
+        // not an empty list that reads as "it has none".
+        if let Parent::Of(id) = &query.parent {
+            opened.sessions.get(id)?;
+        }
         let mut sessions = opened.sessions.list(&filter)?;
         let more = sessions.len() as u64 > query.limit;
         sessions.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));

@@ -832,6 +832,629 @@ fn malformed_requests_get_a_clear_answer() {
     let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
     let reply = raw(format!("GET /api/stats HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes());
     assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+    // Under /api/ even these are `{"error": …}`, as the API reference promises; elsewhere
+    // a line of text.
+    for (head, status) in [
+        (huge.clone(), "431"),
+        (
+            format!("GET /api/stats HTTP/1.1\r\nHost: localhost\r\n{many}\r\n"),
+            "431",
+        ),
+        ("GET /api/stats HTTP/9.1\r\n\r\n".to_owned(), "400"),
+        (
+            "GET /api/stats HTTP/1.1\r\nBad Header\r\n\r\n".to_owned(),
+            "400",
+        ),
+    ] {
+        let reply = raw(head.as_bytes());
+        assert!(reply.starts_with(&format!("HTTP/1.1 {status}")), "{reply}");
+        assert!(
+            reply.contains("Content-Type: application/json; charset=utf-8"),
+            "{reply}"
+        );
+        let body = reply.split("\r\n\r\n").nth(1).unwrap();
+        let error: Value = serde_json::from_str(body).unwrap();
+        assert!(error["error"].is_string(), "{body}");
+    }
+    // An address too long to read is a 414, as JSON under /api/.
+    let long = format!(
+        "GET /api/search?q={} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let reply = raw(long.as_bytes());
+    assert!(reply.starts_with("HTTP/1.1 414"), "{reply}");
+    assert!(
+        reply.contains("{\"error\":\"the request's address is too long"),
+        "{reply}"
+    );
+    // A body length that is not one number: where the request ends is unknown.
+    for length in ["abc", "-1", "5, 6", "", "1e3"] {
+        let head = format!(
+            "GET /api/version HTTP/1.1\r\nHost: localhost\r\nContent-Length: {length}\r\n\r\n"
+        );
+        let reply = raw(head.as_bytes());
+        assert!(
+            reply.starts_with("HTTP/1.1 400"),
+            "Content-Length: {length:?}: {reply}"
+        );
+        assert!(reply.contains("Content-Length"), "{reply}");
+    }
+    let reply = raw(b"GET /api/version HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\ncontent-length: 5\r\n\r\nabcde");
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    for same in [
+        "Content-Length: 0\r\n",
+        "Content-Length: 2\r\nContent-Length: 2\r\n",
+        "Content-Length: 2, 2\r\n",
+    ] {
+        let head = format!("GET /api/version HTTP/1.1\r\nHost: localhost\r\n{same}\r\nab");
+        let reply = raw(head.as_bytes());
+        assert!(reply.starts_with("HTTP/1.1 200"), "{same:?}: {reply}");
+    }
+    let reply = raw(b"GET /search HTTP/9.1\r\n\r\n");
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert!(reply.contains("Content-Type: text/plain"), "{reply}");
     // The server still answers afterwards.
     assert_eq!(get(server.addr, "/api/version").status, 200);
+}
+
+/// The first line of the answer to `GET path` (an event stream) on a new connection, and
+/// the connection (still open).
+fn open_stream(addr: std::net::SocketAddr, path: &str) -> (String, TcpStream) {
+    use std::io::{BufRead, BufReader};
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut status = String::new();
+    BufReader::new(stream.try_clone().unwrap())
+        .read_line(&mut status)
+        .unwrap();
+    (status.trim_end().to_owned(), stream)
+}
+
+#[test]
+fn closed_event_streams_give_their_slots_back_at_once() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let streams: Vec<TcpStream> = (0..scribe_server::MAX_STREAMS)
+        .map(|_| {
+            let (status, stream) = open_stream(server.addr, "/api/events");
+            assert_eq!(status, "HTTP/1.1 200 OK");
+            stream
+        })
+        .collect();
+    // One more is refused with a JSON error, and the rest of the API still answers.
+    let reply = request(server.addr, "GET", "/api/events", &[], None).unwrap();
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(
+        reply.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("event streams")
+    );
+    assert_eq!(get(server.addr, "/api/version").status, 200);
+    // The clients go away (a page closed, a script stopped): reconnecting works within a
+    // moment, not only after the keep-alive comment (15 s) found each socket closed.
+    drop(streams);
+    let start = std::time::Instant::now();
+    loop {
+        let (status, _stream) = open_stream(server.addr, "/api/events");
+        if status == "HTTP/1.1 200 OK" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "event streams were still refused {:?} after their clients closed: {status}",
+            start.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_cursor_the_server_never_made_is_400_not_an_empty_page() {
+    use base64::Engine as _;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let encode = |plain: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(plain);
+    // A real cost cursor pages on.
+    let page = get_json(server.addr, "/api/sessions?sort=cost&limit=1");
+    let next = page["next"].as_str().unwrap();
+    assert_eq!(
+        ids(&get_json(
+            server.addr,
+            &format!("/api/sessions?sort=cost&limit=1&after={next}")
+        ))
+        .len(),
+        1
+    );
+    // A forged one whose amount is NaN compares after nothing: a 400, not "no more sessions".
+    for plain in ["v1:cost:rNaN:ses_main", "v1:cost:rnan:x", "v1:created:i:x"] {
+        let path = format!(
+            "/api/sessions?sort={}&after={}",
+            plain.split(':').nth(1).unwrap(),
+            encode(plain)
+        );
+        let reply = get(server.addr, &path);
+        assert_eq!(reply.status, 400, "{plain}: {}", reply.text());
+        assert!(
+            reply.json()["error"]
+                .as_str()
+                .unwrap()
+                .contains("invalid cursor"),
+            "{plain}"
+        );
+    }
+}
+
+#[test]
+fn tail_and_event_stream_parameters_are_strict_too() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let messages = format!("/api/sessions/{}/messages", f.long);
+    let last = f.long_messages.last().unwrap();
+    for tail in ["1", "true"] {
+        let page = get_json(server.addr, &format!("{messages}?tail={tail}&limit=1"));
+        assert_eq!(page["messages"][0]["id"], json!(last), "tail={tail}");
+    }
+    for tail in ["0", "false"] {
+        let page = get_json(server.addr, &format!("{messages}?tail={tail}&limit=1"));
+        assert_eq!(
+            page["messages"][0]["id"],
+            json!(f.long_messages[0]),
+            "tail={tail}"
+        );
+    }
+    // A value that is neither is refused rather than read as "the last page".
+    for tail in ["no", "off", "yes", "2"] {
+        let reply = get(server.addr, &format!("{messages}?tail={tail}&limit=1"));
+        assert_eq!(reply.status, 400, "tail={tail}: {}", reply.text());
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains("tail"),
+            "tail={tail}"
+        );
+    }
+    // /api/events takes no parameters: a typo is a 400 like everywhere else, answered at
+    // once instead of a stream that ignores it.
+    for (path, says) in [
+        ("/api/events?sinse=5", "sinse"),
+        ("/api/events?x=%ff", "not UTF-8"),
+    ] {
+        let (status, _) = open_stream(server.addr, path);
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{path}");
+        let reply = request(server.addr, "GET", path, &[], None).unwrap();
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains(says),
+            "{path}"
+        );
+    }
+    // The token parameter and empty values are allowed, as elsewhere.
+    let (status, _) = open_stream(server.addr, "/api/events?token=&x=");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
+
+#[test]
+fn conditional_asset_requests_follow_http_caching_rules() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let js = get(a, "/assets/app.js");
+    assert_eq!(js.status, 200);
+    let etag = js.header("etag").unwrap().to_owned();
+    let length = js.header("content-length").unwrap().to_owned();
+    let with = |method: &str, value: &str| {
+        request(
+            a,
+            method,
+            "/assets/app.js",
+            &[("If-None-Match", value)],
+            None,
+        )
+        .unwrap()
+    };
+    // The tag as sent, weak, in a list, or `*`: not modified.
+    for value in [
+        etag.clone(),
+        format!("W/{etag}"),
+        format!("\"0000000000000000\", {etag}"),
+        "*".to_owned(),
+    ] {
+        for method in ["GET", "HEAD"] {
+            let reply = with(method, &value);
+            assert_eq!(reply.status, 304, "{method} If-None-Match: {value}");
+            assert!(reply.body.is_empty());
+            // A cache refreshes its stored headers from a 304: they must be the 200's, and
+            // a Content-Length other than the 200's (it said 0) is forbidden.
+            assert_eq!(reply.header("etag"), Some(etag.as_str()));
+            assert_eq!(reply.header("content-type"), js.header("content-type"));
+            assert!(
+                reply.header("content-length").is_none_or(|l| l == length),
+                "{method} {value}: content-length {:?}",
+                reply.header("content-length")
+            );
+        }
+    }
+    // Another tag: the file itself.
+    let reply = with("GET", "\"0000000000000000\"");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, js.body);
+}
+
+#[test]
+fn the_token_is_taken_as_http_authentication_is_spelled() {
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let server = serve(&f.db, Some(token));
+    let a = server.addr;
+    // The scheme is case-insensitive and may be followed by more than one space.
+    for value in [
+        format!("Bearer {token}"),
+        format!("bearer {token}"),
+        format!("BEARER  {token}"),
+    ] {
+        let reply = request(a, "GET", "/api/version", &[("Authorization", &value)], None).unwrap();
+        assert_eq!(
+            reply.status,
+            200,
+            "Authorization: {value}: {}",
+            reply.text()
+        );
+    }
+    for value in [
+        format!("Basic {token}"),
+        token.to_owned(),
+        "Bearer".to_owned(),
+    ] {
+        let reply = request(a, "GET", "/api/version", &[("Authorization", &value)], None).unwrap();
+        assert_eq!(reply.status, 401, "Authorization: {value}");
+    }
+    // A 401 says which scheme would do, on the API and on pages.
+    for path in ["/api/version", "/"] {
+        let reply = get(a, path);
+        assert_eq!(reply.status, 401);
+        assert_eq!(
+            reply.header("www-authenticate"),
+            Some("Bearer realm=\"scribe\""),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn a_request_names_exactly_one_host() {
+    use std::io::Read;
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let plain = serve(&f.db, None);
+    let guarded = serve(&f.db, Some(token));
+    let raw = |addr: std::net::SocketAddr, head: String| {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    };
+    for (addr, auth) in [
+        (plain.addr, String::new()),
+        (guarded.addr, format!("Authorization: Bearer {token}\r\n")),
+    ] {
+        // Two Host headers, the loopback one first or last: refused, whichever is checked.
+        for hosts in [
+            format!("Host: {addr}\r\nHost: evil.example\r\n"),
+            format!("Host: evil.example\r\nHost: {addr}\r\n"),
+            format!("Host: {addr}\r\nhost: {addr}\r\n"),
+        ] {
+            let reply = raw(
+                addr,
+                format!("GET /api/version HTTP/1.1\r\n{hosts}{auth}\r\n"),
+            );
+            assert!(reply.starts_with("HTTP/1.1 400"), "{hosts:?}: {reply}");
+            assert!(reply.contains("exactly one Host"), "{reply}");
+        }
+        // HTTP/1.1 requires one; HTTP/1.0 may omit it (then only a token admits it).
+        let reply = raw(addr, format!("GET /api/version HTTP/1.1\r\n{auth}\r\n"));
+        assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+        let reply = raw(
+            addr,
+            format!("GET /api/version HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\n"),
+        );
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    }
+    let reply = raw(
+        guarded.addr,
+        format!("GET /api/version HTTP/1.0\r\nAuthorization: Bearer {token}\r\n\r\n"),
+    );
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let reply = raw(plain.addr, "GET /api/version HTTP/1.0\r\n\r\n".to_owned());
+    assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
+}
+
+#[test]
+fn a_body_trickled_byte_by_byte_is_cut_off_like_a_slow_head() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    write!(
+        stream,
+        "POST /api/sessions HTTP/1.1\r\nHost: {}\r\nContent-Length: 100000\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    // One byte of the body every 200 ms: each read is quick, the whole would take 5 hours.
+    let start = std::time::Instant::now();
+    let trickle = {
+        let mut stream = stream.try_clone().unwrap();
+        std::thread::spawn(move || {
+            while start.elapsed() < Duration::from_secs(40) {
+                if stream.write_all(b"x").is_err() {
+                    return Some(start.elapsed());
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            None
+        })
+    };
+    // The answer comes at once: a body a read-only server refuses need not arrive first.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 405");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    // The rest of the body is read (so closing does not reset the answer) only until the
+    // time a request may take (10 s): then the server closes, and writing fails.
+    let stopped = trickle.join().unwrap();
+    assert!(
+        stopped.is_some_and(|t| t < Duration::from_secs(25)),
+        "the server still read the body after {stopped:?}"
+    );
+}
+
+#[test]
+fn a_client_that_waits_for_100_continue_hears_405_at_once() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
+    // As curl sends a larger POST: the body only after a 100 (or a second of silence).
+    write!(
+        stream,
+        "POST /api/sessions HTTP/1.1\r\nHost: {}\r\nContent-Length: 5000\r\n\
+         Expect: 100-continue\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 405");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn the_token_redirect_stays_on_this_server() {
+    let f = fixture();
+    let token = "t0ken-for-tests";
+    let server = serve(&f.db, Some(token));
+    for (path, location) in [
+        ("//evil.example/x", "/evil.example/x"),
+        ("///evil.example", "/evil.example"),
+        ("/\\evil.example", "/evil.example"),
+        ("/s/ses_main", "/s/ses_main"),
+    ] {
+        let reply = get(server.addr, &format!("{path}?token={token}"));
+        assert_eq!(reply.status, 303, "{path}");
+        assert_eq!(reply.header("location"), Some(location), "{path}");
+    }
+}
+
+#[test]
+fn a_target_in_absolute_form_is_understood() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let raw = |head: String| {
+        let mut stream = TcpStream::connect(a).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    };
+    // As a client configured with a proxy sends it: the same answer as the origin form.
+    let reply = raw(format!(
+        "GET http://{a}/api/version HTTP/1.1\r\nHost: {a}\r\n\r\n"
+    ));
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with("{\"version\":0}"), "{reply}");
+    let reply = raw(format!(
+        "GET HTTP://{a}/api/sessions/nope?x=1 HTTP/1.1\r\nHost: {a}\r\n\r\n"
+    ));
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert!(reply.contains("unknown parameter"), "{reply}");
+    let reply = raw(format!("GET http://{a} HTTP/1.1\r\nHost: {a}\r\n\r\n"));
+    assert!(
+        reply.starts_with("HTTP/1.1 200") && reply.contains("<!doctype html>"),
+        "{reply}"
+    );
+    // Its authority is the host that counts, not the Host header.
+    let reply = raw(format!(
+        "GET http://evil.example/api/version HTTP/1.1\r\nHost: {a}\r\n\r\n"
+    ));
+    assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
+    let reply =
+        raw("GET http://localhost:1/api/version HTTP/1.1\r\nHost: evil.example\r\n\r\n".to_owned());
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
+
+#[test]
+fn the_children_of_an_unknown_session_are_a_404() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    // A session's children; one without any lists none.
+    let page = get_json(server.addr, &format!("/api/sessions?parent={}", f.main));
+    assert_eq!(ids(&page), vec![f.task.clone()]);
+    let page = get_json(server.addr, &format!("/api/sessions?parent={}", f.telegram));
+    assert_eq!(ids(&page), Vec::<String>::new());
+    // A mistyped id is not "a session without children", as search's session= is not.
+    for path in [
+        "/api/sessions?parent=ses_mian",
+        "/api/search?q=build&session=ses_mian",
+    ] {
+        let reply = get(server.addr, path);
+        assert_eq!(reply.status, 404, "{path}: {}", reply.text());
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains("ses_mian"),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn a_deeply_nested_tool_input_is_served_not_a_crash() {
+    use scribe_message::{NewMessage, Part, Role};
+    let f = fixture();
+    // A tool call whose input nests as deep as a part may be read back (serde_json reads
+    // 128 levels; the part and its input take two): stored by the service like any other.
+    let mut input = json!("leaf");
+    for _ in 0..125 {
+        input = json!({ "a": input });
+    }
+    let part: Part = serde_json::from_value(json!({
+        "type": "tool", "call_id": "call_deep", "tool": "deep", "input": input,
+        "state": {"status": "completed", "output": "ok", "title": "deep",
+                  "started_at": T0, "ended_at": T0}
+    }))
+    .unwrap();
+    let db = Arc::new(Database::open(&f.db).unwrap());
+    let id = MessageService::new(Arc::clone(&db))
+        .create(NewMessage::new(&f.telegram, Role::Assistant, vec![part]))
+        .unwrap()
+        .id;
+    drop(db);
+    let server = serve(&f.db, None);
+    // The connection thread reads and writes it without overflowing its stack, which
+    // aborted the whole server. (The page nests it deeper than serde_json reads by
+    // default, so it is checked as text; JSON.parse in the page has no such limit.)
+    let reply = get(
+        server.addr,
+        &format!("/api/sessions/{}/messages?tail=1&limit=1", f.telegram),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let text = reply.text();
+    assert!(text.contains(&format!("\"id\":\"{id}\"")), "{text}");
+    assert_eq!(text.matches("{\"a\":").count(), 125, "{text}");
+    assert!(text.contains("\"a\":\"leaf\"}"), "{text}");
+    assert_eq!(get(server.addr, "/api/version").status, 200);
+}
+
+#[test]
+fn a_request_head_that_never_ends_is_answered_408() {
+    use std::io::Read;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let start = std::time::Instant::now();
+    // A connection that sends nothing, and one whose head's blank line never comes.
+    let mut idle = TcpStream::connect(server.addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/version HTTP/1.1\r\nHost: {}\r\n",
+        server.addr
+    )
+    .unwrap();
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply:?}");
+    assert!(reply.contains("took too long"), "{reply}");
+    // After the time a head may take (10 s), not the client's patience.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    // The one that sent nothing is closed without an answer (browsers open spares).
+    let mut nothing = Vec::new();
+    let _ = idle.read_to_end(&mut nothing);
+    assert!(
+        nothing.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&nothing)
+    );
+}
+
+#[test]
+fn a_base64_token_works_in_the_printed_url() {
+    // `openssl rand -base64 12`: `+`, `/` and `=` are all allowed in a token.
+    let token = "q+Zr/8fT+w9x1AbC==";
+    let f = fixture();
+    let server = serve(&f.db, Some(token));
+    let a = server.addr;
+    // As `scribe serve` prints it (not percent-encoded), and encoded: both are the token.
+    let encoded: String = form_urlencoded_token(token);
+    for sent in [token.to_owned(), encoded] {
+        let page = get(a, &format!("/?token={sent}"));
+        assert_eq!(page.status, 303, "?token={sent}: {}", page.text());
+        assert!(
+            page.header("set-cookie")
+                .unwrap()
+                .starts_with(&format!("scribe_token={token};"))
+        );
+        let api = get(a, &format!("/api/version?token={sent}"));
+        assert_eq!(api.status, 200, "?token={sent}: {}", api.text());
+    }
+    // The cookie it set, and the header, work as they are.
+    let cookie = format!("scribe_token={token}");
+    let reply = request(a, "GET", "/api/version", &[("Cookie", &cookie)], None).unwrap();
+    assert_eq!(reply.status, 200);
+    // A token that differs only where decoding would change it is still refused.
+    let near = token.replace('+', " ");
+    assert_eq!(
+        get(
+            a,
+            &format!("/api/version?token={}", near.replace(' ', "%20"))
+        )
+        .status,
+        401
+    );
+    assert_eq!(get(a, "/api/version?token=q+Zr/8fT+w9x1AbC=").status, 401);
+}
+
+/// `text` percent-encoded for a query value (every byte but letters and digits).
+fn form_urlencoded_token(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
