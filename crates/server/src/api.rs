@@ -4,6 +4,7 @@
 //! malformed value is a 400 naming it, so a typo never silently widens a filter. An empty
 //! value (`source=`, as an empty form field sends) counts as absent.
 
+use scribe_db::calendar::{self, TimeError};
 use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchOptions, TYPING_WINDOW};
 use scribe_session::StatsBy;
 use serde::Serialize;
@@ -101,9 +102,9 @@ impl Params {
     fn time(&self, name: &str) -> Result<Option<i64>, ApiError> {
         self.one(name)?
             .map(|text| {
-                parse_time(text, scribe_db::now_ms()).ok_or_else(|| {
+                parse_time(text, scribe_db::now_ms()).map_err(|err| {
                     ApiError::BadRequest(format!(
-                        "invalid {name}={text:?}: expected milliseconds since the epoch, a date \
+                        "invalid {name}: {err}; give milliseconds since the epoch, a date \
                          (2026-01-31) or a span back from now (7d, 24h, 30m, 2w)"
                     ))
                 })
@@ -135,58 +136,17 @@ impl Params {
     }
 }
 
-/// A time parameter: milliseconds since the epoch (`1767225600000`), a UTC date
-/// (`2026-01-31`, its midnight) or a span back from `now` (`30m`, `24h`, `7d`, `2w`), the
-/// forms `scribe … --since` takes.
-pub fn parse_time(text: &str, now: i64) -> Option<i64> {
-    if text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse().ok();
+/// A time parameter: milliseconds since the epoch (`1767225600000`), or what `scribe …
+/// --since` takes ([`calendar::parse_since`]): a UTC date (`2026-01-31`, its midnight) or a
+/// span back from `now` (`30m`, `24h`, `7d`, `2w`), never before 1970-01-01. (Digits alone
+/// are milliseconds here, where `--since` reads them as days.)
+pub fn parse_time(text: &str, now: i64) -> Result<i64, TimeError> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map_err(|_| TimeError::TooLong(text.to_owned()));
     }
-    if let Some((y, rest)) = text.split_once('-') {
-        let (m, d) = rest.split_once('-')?;
-        let (y, m, d) = (
-            y.parse::<i64>().ok()?,
-            m.parse::<i64>().ok()?,
-            d.parse::<i64>().ok()?,
-        );
-        // A year past 9999 (a typo, a fuzzer) overflowed the day arithmetic below.
-        if !(1..=9999).contains(&y)
-            || !(1..=12).contains(&m)
-            || !(1..=days_in_month(y, m)).contains(&d)
-        {
-            return None;
-        }
-        return Some(days_from_civil(y, m, d) * 86_400_000);
-    }
-    let unit = match text.chars().last()? {
-        'm' => 60_000,
-        'h' => 3_600_000,
-        'd' => 86_400_000,
-        'w' => 7 * 86_400_000,
-        _ => return None,
-    };
-    let n: i64 = text.get(..text.len() - 1)?.parse().ok()?;
-    Some(now.saturating_sub(n.checked_mul(unit)?))
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    calendar::parse_since(text, now)
 }
 
 fn json(value: &impl Serialize) -> Result<Vec<u8>, ApiError> {
@@ -381,14 +341,24 @@ mod tests {
     #[test]
     fn times_in_every_form() {
         let now = 10 * 86_400_000;
-        assert_eq!(parse_time("1767225600000", now), Some(1_767_225_600_000));
-        assert_eq!(parse_time("1970-01-02", now), Some(86_400_000));
-        assert_eq!(parse_time("2026-01-31", now), Some(1_769_817_600_000));
-        assert_eq!(parse_time("2024-02-29", now), Some(1_709_164_800_000));
-        assert_eq!(parse_time("7d", now), Some(3 * 86_400_000));
-        assert_eq!(parse_time("24h", now), Some(9 * 86_400_000));
-        assert_eq!(parse_time("30m", now), Some(now - 1_800_000));
-        assert_eq!(parse_time("1w", now), Some(3 * 86_400_000));
+        assert_eq!(parse_time("1767225600000", now), Ok(1_767_225_600_000));
+        assert_eq!(parse_time("1970-01-02", now), Ok(86_400_000));
+        assert_eq!(parse_time("2026-01-31", now), Ok(1_769_817_600_000));
+        assert_eq!(parse_time("2024-02-29", now), Ok(1_709_164_800_000));
+        assert_eq!(parse_time("7d", now), Ok(3 * 86_400_000));
+        assert_eq!(parse_time("24h", now), Ok(9 * 86_400_000));
+        assert_eq!(parse_time("30m", now), Ok(now - 1_800_000));
+        assert_eq!(parse_time("1w", now), Ok(3 * 86_400_000));
+        // Every form `--since` takes, and its floor: nothing before 1970-01-01.
+        assert_eq!(parse_time("2 days", now), Ok(8 * 86_400_000));
+        assert_eq!(
+            parse_time("11d", now),
+            Err(TimeError::SpanBeforeEpoch("11d".to_owned()))
+        );
+        assert_eq!(
+            parse_time("1969-12-31", now),
+            Err(TimeError::BeforeEpoch("1969-12-31".to_owned()))
+        );
         for bad in [
             "",
             "x",
@@ -401,8 +371,9 @@ mod tests {
             "9223372036854775807-01-01",
             "99999999999-06-15",
             "0-01-01",
+            "99999999999999999999",
         ] {
-            assert_eq!(parse_time(bad, now), None, "{bad}");
+            assert!(parse_time(bad, now).is_err(), "{bad}");
         }
     }
 

@@ -165,6 +165,11 @@ fn bad_list_parameters_are_400_with_a_reason() {
         ("/api/sessions?limit=x", "limit"),
         ("/api/sessions?archived=maybe", "archived"),
         ("/api/sessions?from=yesterday", "from"),
+        // Times as `--since` takes them, with its floor: a span reaching before 1970 was
+        // answered with a negative `since`, a year-1 date with a year-1 one.
+        ("/api/stats?since=3000000d", "before 1970-01-01"),
+        ("/api/usage?since=0001-01-01", "before 1970-01-01"),
+        ("/api/search?q=x&since=5y", "unknown unit"),
         ("/api/sessions?sorce=cli", "sorce"),
         ("/api/sessions?after=not-a-cursor", "cursor"),
         ("/api/sessions?q=a&q=b", "more than once"),

@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
 use common::{Fixture, Running, SCRIPT_TEXT, fixture, get_json, serve};
+use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
 
 struct Ctx {
@@ -739,22 +740,6 @@ fn killed_test_process(_: &Ctx) -> Result<()> {
         "the start-up sweep kills leftovers",
     )?;
     all_gone(&mark, "after the start-up sweep")
-}
-
-/// `ms` as `YYYY-MM-DD` in UTC (days since the epoch to a civil date).
-fn utc_date(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// The Created cell of each listed top-level row, by session id.
