@@ -1006,6 +1006,47 @@ fn stored_control_characters_never_reach_the_terminal() {
     );
 }
 
+/// Stored STX/ETX (U+0002/U+0003, terminal output in a tool result can hold them: the
+/// snippets' match markers) are text in a hit too: shown as `␂`/`␃`, never a highlight.
+/// (Before, `red` between them was highlighted and both characters were dropped.)
+#[test]
+fn search_snippets_show_stored_match_markers_as_text() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("Terminal"))
+        .unwrap();
+    messages
+        .create(scribe_message::NewMessage::new(
+            &session.id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(
+                "output \u{2}red\u{3} then the needle here",
+            )],
+        ))
+        .unwrap();
+    let shown_text = "output ␂red␃ then the needle here";
+    let json = env.json(&["search", "needle", "--json"]);
+    let hit = &json["hits"][0];
+    assert_eq!(hit["snippet"], shown_text, "{json}");
+    let chars: Vec<char> = shown_text.chars().collect();
+    let marked: Vec<String> = hit["highlights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
+            chars[a as usize..b as usize].iter().collect()
+        })
+        .collect();
+    assert_eq!(marked, ["needle"], "{json}");
+    let coloured = stdout(&env.run_env(&["search", "needle"], &[("CLICOLOR_FORCE", "1")]));
+    assert!(
+        coloured.contains("output ␂red␃ then the \u{1b}[1m\u{1b}[33mneedle"),
+        "{coloured:?}"
+    );
+}
+
 /// A stored `>>>` (a Python prompt, a merge conflict) or `<<<` (a heredoc) is text in a
 /// hit: kept in the snippet, never taken for a match. (Before, they were the snippets'
 /// match markers: both were dropped from the text and the words between them marked.)

@@ -40,7 +40,7 @@ use unicode_normalization::UnicodeNormalization;
 use super::{
     ELLIPSIS, JoinOrder, MATCH_END, MATCH_START, SNIPPET_TOKENS, SearchFilter, SearchHit,
     TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, is_spaceless_script,
-    join_tables, like_snippet, tc,
+    join_tables, like_snippet, push_text, tc,
 };
 use crate::filters::{escape_like, pg};
 
@@ -499,7 +499,8 @@ struct Word {
 /// words, the one with the most distinct terms matched (the earliest among equals), the
 /// first match roughly centred; each phrase match marked as one span; [`ELLIPSIS`] where
 /// the window cuts text; the text before the first word and after the last kept when the
-/// window reaches them.
+/// window reaches them. The text's own STX/ETX are shown as [`super::STX_SYMBOL`] /
+/// [`super::ETX_SYMBOL`] ([`push_text`]): only the marks are markers.
 fn word_snippet(text: &str, terms: &[Term]) -> String {
     let mut words = Vec::new();
     let mut start = None;
@@ -593,13 +594,13 @@ fn word_snippet(text: &str, terms: &[Term]) -> String {
     }
     let mut at = from;
     for (a, b) in spans {
-        out.push_str(text.get(at..a).unwrap_or_default());
+        push_text(&mut out, text.get(at..a).unwrap_or_default());
         out.push_str(MATCH_START);
-        out.push_str(text.get(a..b).unwrap_or_default());
+        push_text(&mut out, text.get(a..b).unwrap_or_default());
         out.push_str(MATCH_END);
         at = b;
     }
-    out.push_str(text.get(at..to).unwrap_or_default());
+    push_text(&mut out, text.get(at..to).unwrap_or_default());
     if to < text.len() {
         out.push_str(ELLIPSIS);
     }
@@ -682,6 +683,15 @@ mod tests {
         let s = word_snippet(&long, &[t("zzz", false)]);
         assert!(s.starts_with("a a") && s.ends_with(ELLIPSIS), "{s}");
         assert_eq!(word_snippet("", &[t("x", false)]), "");
+        // The text's own STX/ETX are no marks: shown as their symbols, next to a match too.
+        assert_eq!(
+            word_snippet("out \u{2}red\u{3} the needle", &[t("needle", false)]),
+            "out ␂red␃ the \u{2}needle\u{3}"
+        );
+        assert_eq!(
+            word_snippet("\u{3}\u{2}needle\u{3}", &[t("needle", false)]),
+            "␃␂\u{2}needle\u{3}␃"
+        );
     }
 }
 
