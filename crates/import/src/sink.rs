@@ -688,7 +688,9 @@ impl Commit<'_, '_> {
             return Ok(None);
         };
         let old_data = old.part.to_json().map_err(MessageError::from)?;
-        let Some((_, updated_at)) = store::import_change(&old_data, old.updated_at, part)? else {
+        let Some((_, updated_at)) =
+            store::import_change(message_id, &old_data, old.updated_at, part)?
+        else {
             return Ok(Some(false));
         };
         old.part = part.part.clone();
