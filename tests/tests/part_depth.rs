@@ -215,7 +215,44 @@ fn a_too_deep_part_stored_before_does_not_make_the_conversation_unreadable(backe
     assert_eq!(stored.data, raw);
 }
 
+/// 124 levels: serde_json reads it, but it could not be stored again (a fork, an export
+/// that `scribe import` reads back): it is read as it can be stored.
+fn a_part_stored_just_past_the_limit_reads_as_it_can_be_stored_again(backend: Backend) {
+    let (_t, svc) = service_on(backend);
+    let ses = session(&svc);
+    let msg = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![Part::tool("call_deep", "probe", json!({}))],
+        ))
+        .unwrap();
+    let part_id = msg.parts[0].id.clone();
+    let raw = r#"{"type":"tool","call_id":"call_deep","tool":"probe","input":"#.to_owned()
+        + &nested(123).to_string()
+        + r#","state":{"status":"pending"}}"#;
+    assert!(serde_json::from_str::<Value>(&raw).is_ok());
+    store_raw(&svc, &part_id, &raw);
+
+    let read = svc.get(&msg.id).unwrap();
+    assert_eq!(read.parts[0].part.depth(), MAX_PART_DEPTH);
+    // What a fork does with it: store a copy.
+    let copy = Message {
+        id: new_id(Prefix::Message),
+        parts: vec![StoredPart {
+            id: new_id(Prefix::Part),
+            ..read.parts[0].clone()
+        }],
+        ..read.clone()
+    };
+    svc.database()
+        .write(|tx| store::insert_message(tx, &copy))
+        .unwrap();
+    assert_eq!(svc.get(&copy.id).unwrap().parts[0].part, read.parts[0].part);
+}
+
 scribe_tests::backends!(
+    a_part_stored_just_past_the_limit_reads_as_it_can_be_stored_again,
     the_deepest_part_accepted_reads_back_and_one_deeper_is_refused,
     a_too_deep_part_stored_before_does_not_make_the_conversation_unreadable,
 );

@@ -21,6 +21,7 @@
 //! assert_eq!(request.messages[0].parts, vec![Part::text("hello")]);
 //! ```
 
+mod depth;
 mod error;
 pub mod part;
 pub mod provider;

@@ -462,26 +462,36 @@ impl Part {
     /// an object) is decoded through the [`Value`] as before, which also makes every error.
     ///
     /// A part nesting deeper than [`MAX_PART_DEPTH`] (stored by an older build, which did
-    /// not refuse one) decodes when serde_json can read it; when it cannot (more than 127
-    /// levels), it decodes as [`Part::into_storable`] would have stored it: every object or
-    /// array below [`MAX_PART_DEPTH`] as its JSON text, a string. So one such part does not
-    /// make its whole conversation unreadable (the row itself is left as it is).
+    /// not refuse one) decodes as [`Part::into_storable`] would have stored it: every
+    /// object or array below [`MAX_PART_DEPTH`] as its JSON text, a string. So one such
+    /// part does not make its whole conversation unreadable (past serde_json's 127 levels
+    /// it could not be read at all), and what is read can always be written again (a
+    /// fork, an export that `scribe import` reads back); the row itself is left as it is.
     pub fn from_json(json: &str) -> Result<Part, PartDecodeError> {
-        if let Some(part) = Part::from_json_direct(json) {
-            return Ok(part);
-        }
-        let value: Value = match serde_json::from_str(json) {
-            Ok(value) => value,
-            Err(err) => {
+        let decoded = Part::decode_json(json);
+        match decoded {
+            // Read as it is only when it could be stored as it is (a fork, an export, an
+            // importer's merge write back what they read).
+            Ok(part) if part.depth() <= MAX_PART_DEPTH => Ok(part),
+            Ok(_) | Err(PartDecodeError::Json(_)) => {
                 if json_depth(json) > MAX_PART_DEPTH
                     && let Some(cut) = cut_too_deep(json, MAX_PART_DEPTH)
-                    && let Ok(part) = Part::from_json(&cut)
+                    && let Ok(part) = Part::decode_json(&cut)
                 {
                     return Ok(part);
                 }
-                return Err(PartDecodeError::Json(err));
+                decoded
             }
-        };
+            Err(err) => Err(err),
+        }
+    }
+
+    /// [`Part::from_json`] without the depth rule.
+    fn decode_json(json: &str) -> Result<Part, PartDecodeError> {
+        if let Some(part) = Part::from_json_direct(json) {
+            return Ok(part);
+        }
+        let value: Value = serde_json::from_str(json).map_err(PartDecodeError::Json)?;
         Part::from_value(value)
     }
 
@@ -563,16 +573,24 @@ impl Part {
 
     /// Encodes the part as compact JSON for storage: [`PartEncodeError::TooDeep`] when it
     /// nests deeper than [`MAX_PART_DEPTH`] (it could not be read back).
+    ///
+    /// The depth is counted before encoding, on the part's values (`depth::depth_of`: a
+    /// string costs nothing however long), so a refused part is never encoded.
     pub fn to_json(&self) -> Result<String, PartEncodeError> {
-        let json = serde_json::to_string(self)?;
-        let depth = json_depth(&json);
+        let depth = self.depth();
         if depth > MAX_PART_DEPTH {
             return Err(PartEncodeError::TooDeep {
                 depth,
                 limit: MAX_PART_DEPTH,
             });
         }
-        Ok(json)
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// How deep the part's JSON nests ([`json_depth`] of [`Part::to_json`]'s text), counted
+    /// without writing it. `0` when it cannot be encoded (encoding then says why).
+    pub fn depth(&self) -> usize {
+        crate::depth::depth_of(self).unwrap_or(0)
     }
 
     /// This part as it can be stored: itself when it nests at most [`MAX_PART_DEPTH`]
@@ -581,37 +599,11 @@ impl Part {
     /// expected: only free-form values, such as a tool's input, nest that deep). What the
     /// history importers store for a record too deep to store as it is.
     pub fn into_storable(self) -> Option<Part> {
-        if self.is_shallow() {
+        if self.depth() <= MAX_PART_DEPTH {
             return Some(self);
         }
-        let json = match self.to_json() {
-            Ok(_) => return Some(self),
-            Err(PartEncodeError::TooDeep { .. }) => serde_json::to_string(&self).ok()?,
-            Err(PartEncodeError::Json(_)) => return None,
-        };
+        let json = serde_json::to_string(&self).ok()?;
         Part::from_json(&cut_too_deep(&json, MAX_PART_DEPTH)?).ok()
-    }
-
-    /// Whether the part surely nests less than [`MAX_PART_DEPTH`] levels without encoding
-    /// it: a known type without free-form JSON (a tool's input and state, reasoning
-    /// metadata, fields of newer versions), whose fields nest a few levels at most.
-    fn is_shallow(&self) -> bool {
-        let extra = match self {
-            Part::Tool(_) | Part::Unknown(_) => return false,
-            Part::Reasoning(p) if p.metadata.is_some() => return false,
-            Part::Text(p) => &p.extra,
-            Part::Reasoning(p) => &p.extra,
-            Part::File(p) => &p.extra,
-            Part::ImageUrl(p) => &p.extra,
-            Part::StepStart(p) => &p.extra,
-            Part::StepFinish(p) => &p.extra,
-            Part::Compaction(p) => &p.extra,
-            Part::Patch(p) => &p.extra,
-            Part::Agent(p) => &p.extra,
-            Part::Subtask(p) => &p.extra,
-            Part::Finish(p) => &p.extra,
-        };
-        extra.is_empty()
     }
 
     /// Encodes the part as a JSON value.
