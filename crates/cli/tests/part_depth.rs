@@ -1,0 +1,89 @@
+//! The built `scribe` binary over parts nested as deep as a part may be, and deeper (an
+//! older build stored any depth): the conversation shows, serves and exports, and the
+//! export imports into another store. Before, a 200-level tool input made every read of
+//! its conversation fail ("part … is corrupt: recursion limit exceeded"), and a part at
+//! 121-127 levels made an export that `scribe import` could not read.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use scribe_message::{MAX_PART_DEPTH, NewMessage, Part, Role};
+use scribe_session::NewSession;
+use serde_json::Value;
+
+/// `levels` arrays nested in each other around `"leaf"`.
+fn nested(levels: usize) -> String {
+    "[".repeat(levels) + "\"leaf\"" + &"]".repeat(levels)
+}
+
+#[test]
+fn deep_parts_show_serve_export_and_import() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(NewSession {
+            title: Some("Deep probe".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    // The deepest part Scribe stores, through the service.
+    let input: Value = serde_json::from_str(&nested(MAX_PART_DEPTH - 1)).unwrap();
+    let deepest = messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::tool("call_max", "probe", input), Part::text("kept")],
+        ))
+        .unwrap();
+    assert_eq!(deepest.parts[0].part.depth(), MAX_PART_DEPTH);
+    // Parts an older build stored: 124 levels (serde_json reads it) and 200 (it does not).
+    let older = messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::text("a"), Part::text("b")],
+        ))
+        .unwrap();
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    for (part, levels) in older.parts.iter().zip([123, 199]) {
+        let data = format!(
+            r#"{{"type":"tool","call_id":"call_{levels}","tool":"probe","input":{},"state":{{"status":"pending"}}}}"#,
+            nested(levels)
+        );
+        conn.execute(
+            "UPDATE parts SET type = 'tool', data = ?1 WHERE id = ?2",
+            (&data, &part.id),
+        )
+        .unwrap();
+    }
+    drop(conn);
+
+    let shown = env.ok(&["show", &session.id]);
+    assert!(shown.contains("kept"), "{shown}");
+    let server = Serving::start(&env.db);
+    let page = server.json(&format!("/api/sessions/{}/messages", session.id));
+    assert_eq!(page["messages"].as_array().unwrap().len(), 2, "{page}");
+    drop(server);
+
+    for (name, format) in [("all.json", "json"), ("all.jsonl", "jsonl")] {
+        let file = env.path(name);
+        env.ok(&[
+            "export",
+            &session.id,
+            "--format",
+            format,
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+        let other = Env::new();
+        let text = other.ok(&["import", file.to_str().unwrap()]);
+        assert!(text.contains("1 imported, 0 skipped, 0 failed"), "{text}");
+        let (_, imported) = other.services();
+        let listed = imported.list(&session.id).unwrap();
+        assert_eq!(listed[0].parts, deepest.parts);
+        let depths: Vec<usize> = listed[1].parts.iter().map(|p| p.part.depth()).collect();
+        assert_eq!(depths, [MAX_PART_DEPTH, MAX_PART_DEPTH]);
+    }
+}
