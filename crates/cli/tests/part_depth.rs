@@ -87,3 +87,65 @@ fn deep_parts_show_serve_export_and_import() {
         assert_eq!(depths, [MAX_PART_DEPTH, MAX_PART_DEPTH]);
     }
 }
+
+/// An export (hand-edited, or an older build's) holding a part deeper than a part may,
+/// though within what serde_json reads of its line: `scribe import` refuses that session,
+/// saying which part of which message and the limit, and imports the others.
+#[test]
+fn import_refuses_a_session_whose_part_is_too_deep_and_imports_the_others() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let mut ids = Vec::new();
+    for title in ["Deep", "Plain"] {
+        let session = sessions
+            .create(NewSession {
+                title: Some(title.into()),
+                ..NewSession::default()
+            })
+            .unwrap();
+        messages
+            .create(NewMessage::new(
+                &session.id,
+                Role::Assistant,
+                vec![Part::tool(
+                    "call_1",
+                    "probe",
+                    Value::String(format!("PLACEHOLDER-{title}")),
+                )],
+            ))
+            .unwrap();
+        ids.push(session.id);
+    }
+    let file = env.path("two.jsonl");
+    env.ok(&[
+        "export",
+        &ids[0],
+        &ids[1],
+        "--format",
+        "jsonl",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    // 121 levels of input: the part nests 122, its line 127.
+    let edited = text.replace("\"PLACEHOLDER-Deep\"", &nested(MAX_PART_DEPTH + 1));
+    assert_ne!(edited, text);
+    std::fs::write(&file, edited).unwrap();
+
+    let other = Env::new();
+    let out = other.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = stdout(&out) + &stderr(&out);
+    assert!(
+        report.contains("1 imported, 0 skipped, 1 failed"),
+        "{report}"
+    );
+    assert!(report.contains(&ids[0]), "{report}");
+    assert!(
+        report.contains(&format!("more than the {MAX_PART_DEPTH} a part may have")),
+        "{report}"
+    );
+    let (imported, _) = other.services();
+    assert!(imported.get(&ids[1]).is_ok());
+    assert!(imported.get(&ids[0]).is_err());
+}
