@@ -455,8 +455,8 @@ fn container_end(bytes: &[u8], start: usize) -> Option<usize> {
 impl Part {
     /// Decodes a part from its stored JSON text. Never panics.
     ///
-    /// The same part as `Part::from_value(serde_json::from_str(json)?)`, and the same
-    /// errors: a known type whose tag comes first is decoded straight from the text into
+    /// Up to [`MAX_PART_DEPTH`] levels, the same part as
+    /// `Part::from_value(serde_json::from_str(json)?)`, and the same errors: a known type whose tag comes first is decoded straight from the text into
     /// its struct (no intermediate [`Value`]), and anything that path does not take
     /// (another key order, an unknown or escaped tag, a malformed field, text that is not
     /// an object) is decoded through the [`Value`] as before, which also makes every error.
