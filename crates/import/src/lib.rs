@@ -16,7 +16,13 @@
 //!   read-only and never block the agent writing them;
 //! - **exact usage**: each agent's token counters are turned into Scribe's disjoint
 //!   buckets with that agent's quirks handled (see each module), and costs are the
-//!   agent's own or estimated from the pricing catalog ([`pricing`]).
+//!   agent's own or estimated from the pricing catalog ([`pricing`]);
+//! - **every record kept**: a malformed line or an unknown record type is counted and
+//!   skipped, never stops a file; a record nesting deeper than a part may
+//!   (`scribe_message::MAX_PART_DEPTH`, e.g. a tool call's deeply nested input, which the
+//!   store refuses since it could not be read back) is stored with every object or array
+//!   below that depth as its JSON text, a string (`Part::into_storable`): the call, its
+//!   result and the records after it are all imported.
 //!
 //! ```no_run
 //! use scribe_import::{Env, Options, Source, import, sink::StoreSink, sources};

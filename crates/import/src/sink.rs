@@ -498,6 +498,9 @@ impl Commit<'_, '_> {
             if let Some(child) = self.links.get(&part.id) {
                 link_task(&mut part.part, child);
             }
+            if !storable(&mut part) {
+                continue;
+            }
             // A call's result (the common update) changes a part of a message this batch
             // has not written yet: it is changed there, as import_part would change it
             // in the store, and written once.
@@ -606,6 +609,7 @@ impl Commit<'_, '_> {
                 link_task(&mut part.part, child);
             }
         }
+        msg.parts.retain_mut(storable);
         // What the usage below needs, before the message may be moved to `new`.
         let (usage_now, cost_now) = (msg.usage, msg.cost_usd);
         let at = msg.updated_at.max(msg.created_at);
@@ -688,7 +692,9 @@ impl Commit<'_, '_> {
             return Ok(None);
         };
         let old_data = old.part.to_json().map_err(MessageError::from)?;
-        let Some((_, updated_at)) = store::import_change(&old_data, old.updated_at, part)? else {
+        let Some((_, updated_at)) =
+            store::import_change(message_id, &old_data, old.updated_at, part)?
+        else {
             return Ok(Some(false));
         };
         old.part = part.part.clone();
@@ -1038,6 +1044,23 @@ fn unchanged(session: &scribe_session::Session) -> ExternalSession {
 /// the tool part's own `session_id` field (kept verbatim with the part, see
 /// [`scribe_message::part::ToolPart::extra`]). A call still pending or running is left
 /// as it is (its result, when read, is linked then).
+/// Makes `part` storable: a record nesting deeper than a part may
+/// (`scribe_message::MAX_PART_DEPTH`: the store refuses it, since it could not be read
+/// back) keeps its content with every object or array below that depth as its JSON text,
+/// a string (`Part::into_storable`), so one such record does not stop the import.
+/// `false` (leave the part out) only when even that is no part, which only free-form
+/// values nesting that deep could cause, so it is not expected.
+fn storable(part: &mut StoredPart) -> bool {
+    let content = std::mem::replace(&mut part.part, Part::Unknown(serde_json::Value::Null));
+    match content.into_storable() {
+        Some(content) => {
+            part.part = content;
+            true
+        }
+        None => false,
+    }
+}
+
 fn link_task(part: &mut Part, child: &str) {
     let Part::Tool(tool) = part else {
         return;

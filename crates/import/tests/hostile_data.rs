@@ -135,3 +135,89 @@ fn a_file_with_nothing_of_gemini_in_it_makes_no_session() {
     }
     assert!(sessions(&db).is_empty(), "{:?}", sessions(&db));
 }
+
+/// A Claude Code transcript whose tool call's input nests deeper than a part may
+/// (`scribe_message::MAX_PART_DEPTH`; the line itself is within what serde_json reads):
+/// the store refuses such a part, and the whole import stopped at it. The call is stored
+/// with its input's deepest values as their JSON text (a string), its result still
+/// reaches it, the records after it are imported, and the conversation reads back.
+#[test]
+fn claude_tool_input_nested_deeper_than_a_part_may_is_kept_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    std::fs::create_dir_all(&root).unwrap();
+    let id = "5e1f0c1d-0000-4000-8000-000000000002";
+    // 122 levels of input: the tool part would nest 123 (its own object first).
+    let levels = 122;
+    let input = "[".repeat(levels) + "\"deep\"" + &"]".repeat(levels);
+    let line = |uuid: &str, parent: &str, at: u32, body: &str| {
+        format!(
+            r#"{{"sessionId":"{id}","uuid":"{uuid}","parentUuid":{parent},"timestamp":"2026-01-01T00:00:0{at}.000Z",{body}}}"#
+        )
+    };
+    let lines = [
+        line(
+            "u1",
+            "null",
+            0,
+            r#""type":"user","message":{"role":"user","content":"probe"}"#,
+        ),
+        line(
+            "a1",
+            r#""u1""#,
+            1,
+            &format!(
+                r#""type":"assistant","requestId":"r1","message":{{"id":"m1","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"tool_use","id":"toolu_1","name":"Probe","input":{input}}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":2}}}}"#
+            ),
+        ),
+        line(
+            "u2",
+            r#""a1""#,
+            2,
+            r#""type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"probed"}]}"#,
+        ),
+        line(
+            "a2",
+            r#""u2""#,
+            3,
+            r#""type":"assistant","requestId":"r2","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"after the deep call"}],"stop_reason":"end_turn","usage":{"input_tokens":4,"output_tokens":5}}"#,
+        ),
+    ];
+    assert!(serde_json::from_str::<serde_json::Value>(&lines[1]).is_ok());
+    std::fs::write(root.join(format!("{id}.jsonl")), lines.join("\n") + "\n").unwrap();
+
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert!(s.malformed.is_empty(), "{:?}", s.malformed);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    let stored = messages(&db, id);
+    let all: Vec<&scribe_message::StoredPart> = stored.iter().flat_map(|m| &m.parts).collect();
+    let tool = all
+        .iter()
+        .find_map(|p| match &p.part {
+            scribe_message::Part::Tool(t) => Some(t),
+            _ => None,
+        })
+        .expect("the deep call is stored");
+    assert_eq!(tool.call_id, "toolu_1");
+    assert_eq!(tool.state.output(), Some("probed"));
+    let json = scribe_message::Part::Tool(tool.clone()).to_json().unwrap();
+    assert_eq!(
+        scribe_message::part::json_depth(&json),
+        scribe_message::MAX_PART_DEPTH
+    );
+    // Levels 2..=MAX_PART_DEPTH as they were, the rest as its text.
+    let mut inner = &tool.input;
+    for _ in 2..=scribe_message::MAX_PART_DEPTH {
+        inner = &inner.as_array().unwrap()[0];
+    }
+    let rest = levels - (scribe_message::MAX_PART_DEPTH - 1);
+    assert_eq!(
+        inner.as_str().unwrap(),
+        "[".repeat(rest) + "\"deep\"" + &"]".repeat(rest)
+    );
+    assert!(
+        stored.iter().any(|m| m.text() == "after the deep call"),
+        "{stored:?}"
+    );
+}

@@ -55,7 +55,8 @@ fn insert_chunk(tx: &mut Tx<'_>, messages: &[&Message]) -> Result<()> {
     let mut data: Vec<String> = Vec::new();
     for m in messages {
         for p in &m.parts {
-            data.push(p.part.to_json()?);
+            let json = p.part.to_json();
+            data.push(json.map_err(|err| MessageError::encoding(err, &p.id, &m.id))?);
         }
     }
     let rows: Vec<CreateMessageParams<'_>> = messages

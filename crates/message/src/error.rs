@@ -46,6 +46,23 @@ pub enum MessageError {
     /// A part could not be encoded as JSON.
     #[error("cannot encode part")]
     Encode(#[from] PartEncodeError),
+    /// A part nests deeper than [`crate::MAX_PART_DEPTH`]: it is refused, nothing is
+    /// written, since it could not be read back (see [`crate::Part::into_storable`] for
+    /// a form that can be stored).
+    #[error(
+        "part {part_id} of message {message_id} nests {depth} levels deep, more than the \
+         {limit} a part may have"
+    )]
+    PartTooDeep {
+        /// The part's id.
+        part_id: String,
+        /// Its message's id.
+        message_id: String,
+        /// How deep its JSON nests (its own object is level 1).
+        depth: usize,
+        /// [`crate::MAX_PART_DEPTH`].
+        limit: usize,
+    },
     /// A tool part update asked for a state change the tool state machine forbids
     /// (e.g. completed → running).
     #[error("part {part_id}: illegal tool state change")]
@@ -63,6 +80,20 @@ pub enum MessageError {
 }
 
 impl MessageError {
+    /// A part's encoding error as the error of storing part `part_id` of message
+    /// `message_id` ([`MessageError::PartTooDeep`] names both).
+    pub(crate) fn encoding(err: PartEncodeError, part_id: &str, message_id: &str) -> Self {
+        match err {
+            PartEncodeError::TooDeep { depth, limit } => MessageError::PartTooDeep {
+                part_id: part_id.to_owned(),
+                message_id: message_id.to_owned(),
+                depth,
+                limit,
+            },
+            other => MessageError::Encode(other),
+        }
+    }
+
     /// A [`MessageError::NotFound`] for `what` with `id`.
     pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
         MessageError::NotFound {

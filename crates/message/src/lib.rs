@@ -55,8 +55,8 @@ pub use message::{Message, MessageUsage, StoredPart};
 pub use page::{Cursor, MAX_PAGE, MessageStream, Page};
 pub use part::{
     AgentPart, CompactionPart, Extra, FilePart, FileSource, FinishPart, ImageUrlPart,
-    KNOWN_PART_TYPES, Part, PartDecodeError, PartEncodeError, PartTime, PatchPart, ReasoningPart,
-    StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolPart,
+    KNOWN_PART_TYPES, MAX_PART_DEPTH, Part, PartDecodeError, PartEncodeError, PartTime, PatchPart,
+    ReasoningPart, StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolPart,
 };
 pub use role::{FinishReason, ParseRoleError, Role};
 pub use search::{

@@ -281,17 +281,35 @@ impl MessageService {
     /// compaction, is allowed): anything else is
     /// [`MessageError::IllegalToolTransition`] or [`MessageError::InvalidInput`]. A part
     /// whose stored JSON is corrupt may be overwritten (that is how it is repaired).
+    ///
+    /// A part nesting deeper than [`crate::MAX_PART_DEPTH`] is
+    /// [`MessageError::PartTooDeep`], and the stored part stays as it was.
     pub fn update_part(&self, part_id: &str, part: Part) -> Result<StoredPart> {
-        let data = part.to_json()?;
+        let data = match part.to_json() {
+            Ok(data) => data,
+            Err(err) => {
+                // Only the error names the message, so only it asks which that is.
+                let message_id = self
+                    .db
+                    .read(|tx| Ok::<_, MessageError>(tx.reads().get_part_place(part_id)?))?
+                    .ok_or_else(|| MessageError::not_found("part", part_id))?
+                    .message_id;
+                return Err(MessageError::encoding(err, part_id, &message_id));
+            }
+        };
         self.db
             .write(|tx| self.replace_part_tx(tx, part_id, &part, &data))
     }
 
     /// Adds `part` after the last part of message `message_id` and publishes a part
     /// `created` event.
+    /// A part nesting deeper than [`crate::MAX_PART_DEPTH`] is
+    /// [`MessageError::PartTooDeep`], with nothing written.
     pub fn append_part(&self, message_id: &str, part: Part) -> Result<StoredPart> {
-        let data = part.to_json()?;
         let id = new_id(Prefix::Part);
+        let data = part
+            .to_json()
+            .map_err(|err| MessageError::encoding(err, &id, message_id))?;
         self.db
             .write(|tx| self.insert_part_tx(tx, &id, message_id, &part, &data))
     }
@@ -382,7 +400,16 @@ impl MessageService {
         part_id: &str,
         part: &Part,
     ) -> Result<StoredPart> {
-        let data = part.to_json()?;
+        let data = match part.to_json() {
+            Ok(data) => data,
+            Err(err) => {
+                let place = tx
+                    .q()
+                    .get_part_place(part_id)?
+                    .ok_or_else(|| MessageError::not_found("part", part_id))?;
+                return Err(MessageError::encoding(err, part_id, &place.message_id));
+            }
+        };
         self.replace_part_tx(tx, part_id, part, &data)
     }
 
@@ -393,8 +420,11 @@ impl MessageService {
         message_id: &str,
         part: &Part,
     ) -> Result<StoredPart> {
-        let data = part.to_json()?;
-        self.insert_part_tx(tx, &new_id(Prefix::Part), message_id, part, &data)
+        let id = new_id(Prefix::Part);
+        let data = part
+            .to_json()
+            .map_err(|err| MessageError::encoding(err, &id, message_id))?;
+        self.insert_part_tx(tx, &id, message_id, part, &data)
     }
 
     /// [`MessageService::delete_part`] inside the caller's transaction.

@@ -323,7 +323,8 @@ fn import_part_of(
             part.id, old.message_id
         ))),
         Some(old) => {
-            let Some((data, now)) = import_change(&old.data, old.updated_at, part)? else {
+            let Some((data, now)) = import_change(message_id, &old.data, old.updated_at, part)?
+            else {
                 return Ok(false);
             };
             tx.q().update_part(&queries::UpdatePartParams {
@@ -343,12 +344,19 @@ fn import_part_of(
 /// a change before the part is written: the content is replaced, id, position and
 /// `created_at` are kept, and the time moves at least 1 ms past the old one (an update
 /// that left `updated_at` as it was got the database's clock from `parts_touch` until V23).
+///
+/// A part nesting deeper than [`crate::MAX_PART_DEPTH`] is [`MessageError::PartTooDeep`]
+/// (naming `message_id`).
 pub fn import_change(
+    message_id: &str,
     old_data: &str,
     old_updated_at: i64,
     part: &StoredPart,
 ) -> Result<Option<(String, i64)>> {
-    let data = part.part.to_json()?;
+    let data = part
+        .part
+        .to_json()
+        .map_err(|err| MessageError::encoding(err, &part.id, message_id))?;
     if old_data == data {
         return Ok(None);
     }
@@ -368,7 +376,10 @@ pub fn insert_part(
     if part.id.is_empty() {
         return Err(MessageError::InvalidInput("part id is empty".into()));
     }
-    let data = part.part.to_json()?;
+    let data = part
+        .part
+        .to_json()
+        .map_err(|err| MessageError::encoding(err, &part.id, message_id))?;
     let inserted = tx
         .q()
         .create_part(&create_part_params(message_id, session_id, part, &data));

@@ -497,3 +497,33 @@ proptest! {
         let _ = Part::from_json(&text);
     }
 }
+
+/// `Part::depth` (counted on the part's values, no text written) is the nesting of the
+/// JSON `to_json` writes, for every part type and free-form values of any shape.
+#[test]
+fn depth_is_the_nesting_of_the_stored_json() {
+    let mut parts = one_of_each();
+    let deep = (0..130).fold(json!({"k": [1, "x"]}), |inner, i| {
+        if i % 2 == 0 {
+            json!([inner, {}])
+        } else {
+            json!({ "a": inner, "b": [] })
+        }
+    });
+    parts.push(Part::tool("c", "t", deep.clone()));
+    parts.push(Part::Unknown(json!({"type": "future", "v": deep})));
+    let mut text = scribe_message::TextPart {
+        text: "[[[{{{".into(),
+        ..Default::default()
+    };
+    text.extra.insert("x".into(), json!([[[]]]));
+    parts.push(Part::Text(text));
+    for part in parts {
+        let json = serde_json::to_string(&part).unwrap();
+        assert_eq!(
+            part.depth(),
+            scribe_message::part::json_depth(&json),
+            "{json}"
+        );
+    }
+}

@@ -21,6 +21,7 @@
 //! assert_eq!(request.messages[0].parts, vec![Part::text("hello")]);
 //! ```
 
+mod depth;
 mod error;
 pub mod part;
 pub mod provider;
@@ -31,8 +32,8 @@ pub mod usage;
 pub use error::error_chain;
 pub use part::{
     AgentPart, CompactionPart, Extra, FilePart, FileSource, FinishPart, ImageUrlPart,
-    KNOWN_PART_TYPES, Part, PartDecodeError, PartEncodeError, PartTime, PatchPart, ReasoningPart,
-    StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolPart,
+    KNOWN_PART_TYPES, MAX_PART_DEPTH, Part, PartDecodeError, PartEncodeError, PartTime, PatchPart,
+    ReasoningPart, StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolPart,
 };
 pub use provider::{
     ChatMessage, ChatRequest, Provider, ProviderError, ProviderEvent, ProviderResponse,

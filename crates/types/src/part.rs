@@ -301,7 +301,7 @@ pub struct FinishPart {
 /// Stored part JSON that cannot be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum PartDecodeError {
-    /// The text is not JSON at all (or nests deeper than 128 levels).
+    /// The text is not JSON at all.
     #[error("malformed part json")]
     Json(#[source] serde_json::Error),
     /// The JSON is valid but not an object.
@@ -330,21 +330,164 @@ pub enum PartDecodeError {
     },
 }
 
-/// A part that cannot be encoded as JSON (not expected with these types,
-/// but reported instead of panicking).
+/// A part that cannot be stored.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot encode part as json")]
-pub struct PartEncodeError(#[from] serde_json::Error);
+pub enum PartEncodeError {
+    /// serde_json refused it (not expected with these types, but reported instead of
+    /// panicking).
+    #[error("cannot encode part as json")]
+    Json(#[from] serde_json::Error),
+    /// Its JSON nests deeper than [`MAX_PART_DEPTH`]: it would be stored but could not be
+    /// read back (serde_json stops at 128 levels, and an export puts a part 7 levels down).
+    #[error("part json nests {depth} levels deep, more than the {limit} a part may have")]
+    TooDeep {
+        /// How deep its JSON nests (the part's own object is level 1).
+        depth: usize,
+        /// [`MAX_PART_DEPTH`].
+        limit: usize,
+    },
+}
+
+/// The deepest a part's JSON may nest, its own object counting as level 1 (`{"type":"tool",
+/// "input":[[1]]}` nests 3 levels): the one limit that writing ([`Part::to_json`] refuses a
+/// deeper part) and reading share. serde_json reads at most 127 levels (its recursion
+/// limit is 128) in one document, and the deepest document Scribe reads a part back from
+/// is an export file (`scribe import`), whose part objects sit at level 8
+/// (`{"sessions":[{"messages":[{"parts":[{"part":{…}}]}]}]}`): 127 - 7 = 120. A stored part
+/// deeper than this (written by an older build) is read with [`cut_too_deep`]'s rule.
+pub const MAX_PART_DEPTH: usize = 120;
+
+/// How deep the JSON text `json` nests: the most containers (objects, arrays) open at
+/// once, `0` for a scalar. Reads only brackets and string quotes (it does not validate).
+pub fn json_depth(json: &str) -> usize {
+    let bytes = json.as_bytes();
+    // No more containers than opening brackets: most parts have few, so one counting
+    // pass (vectorised) usually answers without following strings.
+    let openers = bytes.iter().filter(|&&b| b == b'[' || b == b'{').count();
+    if openers <= 1 {
+        return openers;
+    }
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i),
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    max
+}
+
+/// The index of the quote that closes the JSON string opening at `start` (or the last
+/// index, for an unterminated one).
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return i,
+            _ => i += 1,
+        }
+    }
+    bytes.len().saturating_sub(1)
+}
+
+/// `json` with every object or array that opens deeper than `limit` replaced by its own
+/// JSON text as a string, so that what is left nests at most `limit` levels and keeps
+/// everything (`cut_too_deep("[[[1]]]", 2)` is `[["[1]"]]`). `None` when the text is not
+/// balanced JSON (then there is nothing sensible to keep). The rule for a part too deep to
+/// store (the history importers) or to read (a row an older build wrote).
+pub fn cut_too_deep(json: &str, limit: usize) -> Option<String> {
+    let bytes = json.as_bytes();
+    let mut out = String::with_capacity(json.len() + 16);
+    let (mut depth, mut copied, mut i) = (0usize, 0usize, 0usize);
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i),
+            b'[' | b'{' if depth == limit => {
+                let end = container_end(bytes, i)?;
+                out.push_str(json.get(copied..i)?);
+                let inner = json.get(i..=end)?;
+                out.push_str(&serde_json::to_string(inner).ok()?);
+                copied = end + 1;
+                i = end;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        i += 1;
+    }
+    if depth != 0 {
+        return None;
+    }
+    out.push_str(json.get(copied..)?);
+    Some(out)
+}
+
+/// The index of the bracket that closes the container opening at `start`.
+fn container_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i),
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
 
 impl Part {
     /// Decodes a part from its stored JSON text. Never panics.
     ///
-    /// The same part as `Part::from_value(serde_json::from_str(json)?)`, and the same
-    /// errors: a known type whose tag comes first is decoded straight from the text into
+    /// Up to [`MAX_PART_DEPTH`] levels, the same part as
+    /// `Part::from_value(serde_json::from_str(json)?)`, and the same errors: a known type whose tag comes first is decoded straight from the text into
     /// its struct (no intermediate [`Value`]), and anything that path does not take
     /// (another key order, an unknown or escaped tag, a malformed field, text that is not
     /// an object) is decoded through the [`Value`] as before, which also makes every error.
+    ///
+    /// A part nesting deeper than [`MAX_PART_DEPTH`] (stored by an older build, which did
+    /// not refuse one) decodes as [`Part::into_storable`] would have stored it: every
+    /// object or array below [`MAX_PART_DEPTH`] as its JSON text, a string. So one such
+    /// part does not make its whole conversation unreadable (past serde_json's 127 levels
+    /// it could not be read at all), and what is read can always be written again (a
+    /// fork, an export that `scribe import` reads back); the row itself is left as it is.
     pub fn from_json(json: &str) -> Result<Part, PartDecodeError> {
+        let decoded = Part::decode_json(json);
+        match decoded {
+            // Read as it is only when it could be stored as it is (a fork, an export, an
+            // importer's merge write back what they read).
+            Ok(part) if part.depth() <= MAX_PART_DEPTH => Ok(part),
+            Ok(_) | Err(PartDecodeError::Json(_)) => {
+                if json_depth(json) > MAX_PART_DEPTH
+                    && let Some(cut) = cut_too_deep(json, MAX_PART_DEPTH)
+                    && let Ok(part) = Part::decode_json(&cut)
+                {
+                    return Ok(part);
+                }
+                decoded
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// [`Part::from_json`] without the depth rule.
+    fn decode_json(json: &str) -> Result<Part, PartDecodeError> {
         if let Some(part) = Part::from_json_direct(json) {
             return Ok(part);
         }
@@ -428,9 +571,39 @@ impl Part {
         })
     }
 
-    /// Encodes the part as compact JSON for storage.
+    /// Encodes the part as compact JSON for storage: [`PartEncodeError::TooDeep`] when it
+    /// nests deeper than [`MAX_PART_DEPTH`] (it could not be read back).
+    ///
+    /// The depth is counted before encoding, on the part's values (`depth::depth_of`: a
+    /// string costs nothing however long), so a refused part is never encoded.
     pub fn to_json(&self) -> Result<String, PartEncodeError> {
+        let depth = self.depth();
+        if depth > MAX_PART_DEPTH {
+            return Err(PartEncodeError::TooDeep {
+                depth,
+                limit: MAX_PART_DEPTH,
+            });
+        }
         Ok(serde_json::to_string(self)?)
+    }
+
+    /// How deep the part's JSON nests ([`json_depth`] of [`Part::to_json`]'s text), counted
+    /// without writing it. `0` when it cannot be encoded (encoding then says why).
+    pub fn depth(&self) -> usize {
+        crate::depth::depth_of(self).unwrap_or(0)
+    }
+
+    /// This part as it can be stored: itself when it nests at most [`MAX_PART_DEPTH`]
+    /// levels; otherwise every object or array deeper than that replaced by its JSON text,
+    /// a string ([`cut_too_deep`]). `None` when even that does not decode as a part (not
+    /// expected: only free-form values, such as a tool's input, nest that deep). What the
+    /// history importers store for a record too deep to store as it is.
+    pub fn into_storable(self) -> Option<Part> {
+        if self.depth() <= MAX_PART_DEPTH {
+            return Some(self);
+        }
+        let json = serde_json::to_string(&self).ok()?;
+        Part::from_json(&cut_too_deep(&json, MAX_PART_DEPTH)?).ok()
     }
 
     /// Encodes the part as a JSON value.
@@ -727,5 +900,68 @@ mod base64_bytes {
         STANDARD
             .decode(text.as_bytes())
             .map_err(|e| D::Error::custom(format_args!("invalid base64: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `levels` arrays nested in each other around `1`.
+    fn nested(levels: usize) -> String {
+        "[".repeat(levels) + "1" + &"]".repeat(levels)
+    }
+
+    #[test]
+    fn depth_counts_containers_not_brackets_in_strings() {
+        assert_eq!(json_depth("1"), 0);
+        assert_eq!(json_depth(r#"{"a":[1,{"b":[]}]}"#), 4);
+        assert_eq!(json_depth(r#"{"a":"[[[[{{{{\"[[[["}"#), 1);
+        assert_eq!(json_depth(&nested(300)), 300);
+    }
+
+    #[test]
+    fn cut_keeps_every_value_below_the_limit_as_its_text() {
+        assert_eq!(cut_too_deep("[[[1]]]", 2).unwrap(), r#"[["[1]"]]"#);
+        assert_eq!(
+            cut_too_deep(r#"{"a":{"b":{"c":"]\"["}},"d":[]}"#, 2).unwrap(),
+            r#"{"a":{"b":"{\"c\":\"]\\\"[\"}"},"d":[]}"#
+        );
+        assert_eq!(cut_too_deep("[[1]]", 2).unwrap(), "[[1]]");
+        assert!(cut_too_deep("[[1]", 5).is_none());
+        let cut = cut_too_deep(&nested(300), MAX_PART_DEPTH).unwrap();
+        assert_eq!(json_depth(&cut), MAX_PART_DEPTH);
+    }
+
+    /// The limit is what the readers can read: serde_json reads 127 levels, not 128, and
+    /// an export document (`scribe import`) puts a part's object at level 8.
+    #[test]
+    fn the_limit_is_what_an_export_document_can_hold() {
+        let wrap = |part: &str| {
+            format!(r#"{{"sessions":[{{"messages":[{{"parts":[{{"part":{part}}}]}}]}}]}}"#)
+        };
+        let part = |depth: usize| format!(r#"{{"type":"tool","input":{}}}"#, nested(depth - 1));
+        assert!(serde_json::from_str::<Value>(&nested(127)).is_ok());
+        assert!(serde_json::from_str::<Value>(&nested(128)).is_err());
+        assert_eq!(json_depth(&wrap(&part(MAX_PART_DEPTH))), 127);
+        assert!(serde_json::from_str::<Value>(&wrap(&part(MAX_PART_DEPTH))).is_ok());
+        assert!(serde_json::from_str::<Value>(&wrap(&part(MAX_PART_DEPTH + 1))).is_err());
+    }
+
+    #[test]
+    fn a_too_deep_part_is_refused_and_its_storable_form_reads_back() {
+        let deep = Part::tool("c", "t", serde_json::from_str(&nested(126)).unwrap());
+        match deep.to_json() {
+            Err(PartEncodeError::TooDeep { depth, limit }) => {
+                assert_eq!((depth, limit), (127, MAX_PART_DEPTH));
+            }
+            other => panic!("{other:?}"),
+        }
+        let stored = deep.into_storable().unwrap();
+        let json = stored.to_json().unwrap();
+        assert_eq!(json_depth(&json), MAX_PART_DEPTH);
+        assert_eq!(Part::from_json(&json).unwrap(), stored);
+        let text = Part::text("[[[[ not json");
+        assert_eq!(text.clone().into_storable(), Some(text));
     }
 }
