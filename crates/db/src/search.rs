@@ -59,6 +59,28 @@ const STX: char = '\u{2}';
 const ETX: char = '\u{3}';
 /// Stands for cut text at either end of a snippet.
 pub const ELLIPSIS: &str = "…";
+
+/// A snippet ([`SearchHit::snippet`]) in its pieces, in order: `(text, true)` for a match
+/// (between [`MATCH_START`] and [`MATCH_END`]; one left open runs to the end),
+/// `(text, false)` for the text between. The one reading of the markers, for every page
+/// and printer that shows a snippet.
+pub fn snippet_pieces(snippet: &str) -> Vec<(&str, bool)> {
+    let mut pieces = Vec::new();
+    let mut rest = snippet;
+    while let Some(start) = rest.find(MATCH_START) {
+        if start > 0 {
+            pieces.push((&rest[..start], false));
+        }
+        rest = &rest[start + MATCH_START.len()..];
+        let end = rest.find(MATCH_END).unwrap_or(rest.len());
+        pieces.push((&rest[..end], true));
+        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
+    }
+    if !rest.is_empty() {
+        pieces.push((rest, false));
+    }
+    pieces
+}
 /// Roughly how many tokens (words) a snippet of the word index holds.
 const SNIPPET_TOKENS: i64 = 24;
 /// Characters of context on each side of a LIKE match.
@@ -1786,6 +1808,20 @@ mod tests {
 
     /// The text's own STX/ETX are shown as their symbols, so a snippet's only markers are
     /// the ones around the match (the characters were read as marks, and lost).
+    #[test]
+    fn snippet_pieces_read_the_markers() {
+        assert_eq!(
+            snippet_pieces("a \u{2}b\u{3} c \u{2}d\u{3}"),
+            [("a ", false), ("b", true), (" c ", false), ("d", true)]
+        );
+        assert_eq!(snippet_pieces("plain ␂x␃"), [("plain ␂x␃", false)]);
+        assert_eq!(
+            snippet_pieces("\u{2}open to the end"),
+            [("open to the end", true)]
+        );
+        assert!(snippet_pieces("").is_empty());
+    }
+
     #[test]
     fn like_snippet_shows_stored_markers_as_symbols() {
         assert_eq!(MATCH_START, STX.to_string());

@@ -60,8 +60,8 @@ pub use part::{
 };
 pub use role::{FinishReason, ParseRoleError, Role};
 pub use search::{
-    CONTEXT_CHARS, ContextMessage, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, SearchHit,
-    SearchOptions, TYPING_WINDOW,
+    CONTEXT_CHARS, ContextMessage, ETX_SYMBOL, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT,
+    STX_SYMBOL, SearchHit, SearchOptions, TYPING_WINDOW, snippet_pieces,
 };
 pub use search_query::{LIKE_ESCAPE, MAX_TERMS, SearchQuery};
 pub use service::{MessageService, MessageUpdate, NewMessage, PartEvent};

@@ -32,7 +32,9 @@ use std::collections::HashMap;
 use scribe_db::queries;
 use scribe_db::search::{self as db_search, Alternative, SearchFilter, TextQuery};
 
-pub use scribe_db::search::{ELLIPSIS, MATCH_END, MATCH_START};
+pub use scribe_db::search::{
+    ELLIPSIS, ETX_SYMBOL, MATCH_END, MATCH_START, STX_SYMBOL, snippet_pieces,
+};
 
 use crate::error::{MessageError, Result};
 use crate::role::Role;

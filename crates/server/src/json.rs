@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use scribe_message::{ContextMessage, MATCH_END, MATCH_START, Message, SearchHit, TokenUsage};
+use scribe_message::{ContextMessage, Message, SearchHit, TokenUsage, snippet_pieces};
 use scribe_session::{Session, UsageStats, UsageTotals};
 use serde::Serialize;
 
@@ -325,21 +325,14 @@ pub fn split_snippet(snippet: &str) -> (String, Vec<[usize; 2]>) {
     let mut text = String::with_capacity(snippet.len());
     let mut ranges = Vec::new();
     let mut chars = 0;
-    let mut rest = snippet;
-    while let Some(start) = rest.find(MATCH_START) {
-        let before = &rest[..start];
-        text.push_str(before);
-        chars += before.chars().count();
-        rest = &rest[start + MATCH_START.len()..];
-        let end = rest.find(MATCH_END).unwrap_or(rest.len());
-        let matched = &rest[..end];
-        text.push_str(matched);
-        let len = matched.chars().count();
-        ranges.push([chars, chars + len]);
+    for (piece, matched) in snippet_pieces(snippet) {
+        text.push_str(piece);
+        let len = piece.chars().count();
+        if matched {
+            ranges.push([chars, chars + len]);
+        }
         chars += len;
-        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
     }
-    text.push_str(rest);
     (text, ranges)
 }
 

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::io::Write;
 
 use clap::{Args, CommandFactory};
-use scribe_message::{MATCH_END, MATCH_START, MAX_SEARCH_LIMIT, Role, SearchOptions};
+use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchOptions, snippet_pieces};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -155,16 +155,14 @@ fn parse_role(text: &str) -> Result<Role, String> {
 fn highlighted(snippet: &str) -> String {
     let flat = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut out = String::new();
-    let mut rest = flat.as_str();
     // The markers are control characters themselves: text is made visible piece by piece.
-    while let Some(start) = rest.find(MATCH_START) {
-        out.push_str(&ui::visible(&rest[..start]));
-        rest = &rest[start + MATCH_START.len()..];
-        let end = rest.find(MATCH_END).unwrap_or(rest.len());
-        out.push_str(&paint(style::MATCH, ui::visible(&rest[..end])));
-        rest = rest.get(end + MATCH_END.len()..).unwrap_or("");
+    for (piece, matched) in snippet_pieces(&flat) {
+        if matched {
+            out.push_str(&paint(style::MATCH, ui::visible(piece)));
+        } else {
+            out.push_str(&ui::visible(piece));
+        }
     }
-    out.push_str(&ui::visible(rest));
     out
 }
 
