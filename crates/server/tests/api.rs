@@ -1338,12 +1338,13 @@ fn the_children_of_an_unknown_session_are_a_404() {
 
 #[test]
 fn a_deeply_nested_tool_input_is_served_not_a_crash() {
-    use scribe_message::{NewMessage, Part, Role};
+    use scribe_message::{MAX_PART_DEPTH, NewMessage, Part, Role};
     let f = fixture();
-    // A tool call whose input nests as deep as a part may be read back (serde_json reads
-    // 128 levels; the part and its input take two): stored by the service like any other.
+    // A tool call whose input nests as deep as a part may (MAX_PART_DEPTH levels, the
+    // part's own object one of them): stored by the service like any other.
+    let levels = MAX_PART_DEPTH - 1;
     let mut input = json!("leaf");
-    for _ in 0..125 {
+    for _ in 0..levels {
         input = json!({ "a": input });
     }
     let part: Part = serde_json::from_value(json!({
@@ -1360,8 +1361,10 @@ fn a_deeply_nested_tool_input_is_served_not_a_crash() {
     drop(db);
     let server = serve(&f.db, None);
     // The connection thread reads and writes it without overflowing its stack, which
-    // aborted the whole server. (The page nests it deeper than serde_json reads by
-    // default, so it is checked as text; JSON.parse in the page has no such limit.)
+    // aborted the whole server (125 levels did, on 256 KiB, before parts were held to
+    // MAX_PART_DEPTH; the 2 MiB stack stays as a margin). The page nests it deeper than
+    // serde_json reads by default, so it is checked as text; JSON.parse in the page has
+    // no such limit.
     let reply = get(
         server.addr,
         &format!("/api/sessions/{}/messages?tail=1&limit=1", f.telegram),
@@ -1369,7 +1372,7 @@ fn a_deeply_nested_tool_input_is_served_not_a_crash() {
     assert_eq!(reply.status, 200, "{}", reply.text());
     let text = reply.text();
     assert!(text.contains(&format!("\"id\":\"{id}\"")), "{text}");
-    assert_eq!(text.matches("{\"a\":").count(), 125, "{text}");
+    assert_eq!(text.matches("{\"a\":").count(), levels, "{text}");
     assert!(text.contains("\"a\":\"leaf\"}"), "{text}");
     assert_eq!(get(server.addr, "/api/version").status, 200);
 }
