@@ -102,12 +102,8 @@ impl Params {
     fn time(&self, name: &str) -> Result<Option<i64>, ApiError> {
         self.one(name)?
             .map(|text| {
-                parse_time(text, scribe_db::now_ms()).map_err(|err| {
-                    ApiError::BadRequest(format!(
-                        "invalid {name}: {err}; give milliseconds since the epoch, a date \
-                         (2026-01-31) or a span back from now (7d, 24h, 30m, 2w)"
-                    ))
-                })
+                parse_time(text, scribe_db::now_ms())
+                    .map_err(|err| ApiError::BadRequest(format!("invalid {name}: {err}")))
             })
             .transpose()
     }
