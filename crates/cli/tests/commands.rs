@@ -1029,8 +1029,20 @@ fn search_snippets_show_stored_match_markers_as_text() {
     let json = env.json(&["search", "needle", "--json"]);
     let hit = &json["hits"][0];
     assert_eq!(hit["snippet"], shown_text, "{json}");
-    let chars: Vec<char> = shown_text.chars().collect();
-    let marked: Vec<String> = hit["highlights"]
+    let marked = highlighted(hit, shown_text);
+    assert_eq!(marked, ["needle"], "{json}");
+    let coloured = stdout(&env.run_env(&["search", "needle"], &[("CLICOLOR_FORCE", "1")]));
+    assert!(
+        coloured.contains("output ␂red␃ then the \u{1b}[1m\u{1b}[33mneedle"),
+        "{coloured:?}"
+    );
+}
+
+/// The words a `--json` search hit highlights in its snippet `text` (its `highlights` are
+/// character ranges).
+fn highlighted(hit: &serde_json::Value, text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    hit["highlights"]
         .as_array()
         .unwrap()
         .iter()
@@ -1038,13 +1050,7 @@ fn search_snippets_show_stored_match_markers_as_text() {
             let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
             chars[a as usize..b as usize].iter().collect()
         })
-        .collect();
-    assert_eq!(marked, ["needle"], "{json}");
-    let coloured = stdout(&env.run_env(&["search", "needle"], &[("CLICOLOR_FORCE", "1")]));
-    assert!(
-        coloured.contains("output ␂red␃ then the \u{1b}[1m\u{1b}[33mneedle"),
-        "{coloured:?}"
-    );
+        .collect()
 }
 
 /// A stored `>>>` (a Python prompt, a merge conflict) or `<<<` (a heredoc) is text in a
@@ -1068,16 +1074,7 @@ fn search_snippets_keep_stored_angle_brackets() {
     let json = env.json(&["search", "heredoc", "--json"]);
     let hit = &json["hits"][0];
     assert_eq!(hit["snippet"], text, "{json}");
-    let chars: Vec<char> = text.chars().collect();
-    let marked: Vec<String> = hit["highlights"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
-            chars[a as usize..b as usize].iter().collect()
-        })
-        .collect();
+    let marked = highlighted(hit, text);
     assert_eq!(marked, ["heredoc"], "{json}");
     let shown = env.ok(&["search", "heredoc"]);
     assert!(shown.contains(&format!("  {text}")), "{shown}");
