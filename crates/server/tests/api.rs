@@ -813,21 +813,25 @@ fn starting_fails_clearly() {
     assert!(matches!(err, ServeError::Open { .. }), "{err}");
 }
 
+/// Sends `bytes` on a new connection to `addr` and returns everything the server answers
+/// until it closes (or 30 s pass).
+fn exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
+    use std::io::Read;
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(bytes).unwrap();
+    let mut out = String::new();
+    let _ = stream.read_to_string(&mut out);
+    out
+}
+
 #[test]
 fn malformed_requests_get_a_clear_answer() {
-    use std::io::Read;
     let f = fixture();
     let server = serve(&f.db, None);
-    let raw = |bytes: &[u8]| {
-        let mut stream = TcpStream::connect(server.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream.write_all(bytes).unwrap();
-        let mut out = String::new();
-        let _ = stream.read_to_string(&mut out);
-        out
-    };
+    let raw = |bytes: &[u8]| exchange(server.addr, bytes);
     assert!(raw(b"NOT HTTP AT ALL\r\n\r\n").starts_with("HTTP/1.1 400"));
     let huge = format!(
         "GET /api/stats HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n",
@@ -1129,21 +1133,11 @@ fn the_token_is_taken_as_http_authentication_is_spelled() {
 
 #[test]
 fn a_request_names_exactly_one_host() {
-    use std::io::Read;
     let f = fixture();
     let token = "t0ken-for-tests";
     let plain = serve(&f.db, None);
     let guarded = serve(&f.db, Some(token));
-    let raw = |addr: std::net::SocketAddr, head: String| {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream.write_all(head.as_bytes()).unwrap();
-        let mut out = String::new();
-        let _ = stream.read_to_string(&mut out);
-        out
-    };
+    let raw = |addr: std::net::SocketAddr, head: String| exchange(addr, head.as_bytes());
     for (addr, auth) in [
         (plain.addr, String::new()),
         (guarded.addr, format!("Authorization: Bearer {token}\r\n")),
@@ -1273,20 +1267,10 @@ fn the_token_redirect_stays_on_this_server() {
 
 #[test]
 fn a_target_in_absolute_form_is_understood() {
-    use std::io::Read;
     let f = fixture();
     let server = serve(&f.db, None);
     let a = server.addr;
-    let raw = |head: String| {
-        let mut stream = TcpStream::connect(a).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream.write_all(head.as_bytes()).unwrap();
-        let mut out = String::new();
-        let _ = stream.read_to_string(&mut out);
-        out
-    };
+    let raw = |head: String| exchange(a, head.as_bytes());
     // As a client configured with a proxy sends it: the same answer as the origin form.
     let reply = raw(format!(
         "GET http://{a}/api/version HTTP/1.1\r\nHost: {a}\r\n\r\n"
