@@ -1,5 +1,5 @@
 //! End to end, as a user types it (a second pass): spans reaching before 1970, `export -o`
-//! over an existing file or onto the terminal, `--db` naming a directory, `--json` on a
+//! over an existing file or onto the terminal, `--db` naming a directory (or `dir/`), `--json` on a
 //! terminal, an empty `--source`, `serve`'s `--addr` and `--token`, `db copy`'s report, and
 //! a `SCRIBE_DB` that names no database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -131,6 +131,43 @@ fn a_directory_given_as_the_database_is_named_as_one() {
         );
     }
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+/// `--db dir/` (a path written as a directory, which does not exist) is named as a directory
+/// by every kind of command, and nothing is created: a command that creates the database
+/// said "cannot access database path …/: Is a directory (os error 21)", and one that reads
+/// said there was no database and to run `scribe db migrate`, which then failed so.
+#[test]
+fn a_database_path_ending_in_a_slash_is_named_as_a_directory() {
+    let env = Env::new();
+    let dir = env.path("history");
+    let mut given = dir.clone().into_os_string();
+    given.push("/");
+    for args in [
+        &["list"][..],
+        &["rename", "x", "y"],
+        &["db", "migrate"],
+        &["db", "info"],
+        &["demo"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&given)
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "scribe: {}/ is a directory, not a database file\n",
+                dir.display()
+            ),
+            "{args:?}"
+        );
+        assert!(!dir.exists(), "{args:?} created {}", dir.display());
+    }
 }
 
 /// Message text holding C1 controls (U+009B is CSI, U+009D OSC, U+0085 NEL) and a C0 one.

@@ -1307,10 +1307,26 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     })
 }
 
+/// Whether `path` is written as a directory: it ends in a separator (`dir/`), which names a
+/// directory whether or not one exists (opening it to create a file is the system's "Is a
+/// directory").
+fn written_as_directory(path: &Path) -> bool {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .last()
+        .is_some_and(|&last| std::path::is_separator(char::from(last)))
+}
+
 /// [`Error::NoDatabase`] when there is no file at `path` (the one rule of every open that
-/// must not create one), [`Error::IsADirectory`] when it is a directory (SQLite would say
-/// "unable to open database file"); [`Error::Io`] when the operating system cannot tell.
+/// must not create one), [`Error::IsADirectory`] when it is a directory or is written as
+/// one (SQLite would say "unable to open database file"); [`Error::Io`] when the operating
+/// system cannot tell.
 fn must_exist(path: &Path) -> Result<()> {
+    if written_as_directory(path) {
+        return Err(Error::IsADirectory {
+            path: path.to_owned(),
+        });
+    }
     match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(Error::IsADirectory {
             path: path.to_owned(),
@@ -1327,9 +1343,10 @@ fn must_exist(path: &Path) -> Result<()> {
 }
 
 /// Creates the parent directory (0700) and the file (0600) if they don't exist; existing
-/// ones keep their modes. A directory at `path` is [`Error::IsADirectory`].
+/// ones keep their modes. A directory at `path`, or a `path` written as one (`dir/`, which
+/// does not exist yet), is [`Error::IsADirectory`] and nothing is created.
 fn create_private_file(path: &Path) -> Result<()> {
-    if path.is_dir() {
+    if written_as_directory(path) || path.is_dir() {
         return Err(Error::IsADirectory {
             path: path.to_owned(),
         });
@@ -1368,7 +1385,16 @@ fn create_private_file(path: &Path) -> Result<()> {
     file.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
-    file.open(path).map_err(io(path))?;
+    file.open(path).map_err(|source| {
+        // A directory made at `path` since the check above.
+        if source.kind() == std::io::ErrorKind::IsADirectory {
+            Error::IsADirectory {
+                path: path.to_owned(),
+            }
+        } else {
+            io(path)(source)
+        }
+    })?;
     Ok(())
 }
 

@@ -125,7 +125,8 @@ pub enum Error {
         /// The path looked at.
         path: PathBuf,
     },
-    /// The database path names a directory, not a file; nothing was created in it.
+    /// The database path names a directory, not a file: an existing one, or a path ending in
+    /// a separator (`dir/`, existing or not); nothing was created.
     #[error("{} is a directory, not a database file", path.display())]
     IsADirectory {
         /// The path looked at.

@@ -74,6 +74,33 @@ fn a_directory_is_not_a_database() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A path ending in a separator (`dir/`) that does not exist is `Error::IsADirectory` from
+/// every open, and nothing is created: the creating open gave the system's "Is a directory
+/// (os error 21)" as `Error::Io`.
+#[test]
+fn a_path_written_as_a_directory_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut path = dir.path().join("history").into_os_string();
+    path.push("/");
+    let path = std::path::PathBuf::from(path);
+    for err in [
+        Database::open(&path).unwrap_err(),
+        Database::open_existing(&path).unwrap_err(),
+        Database::open_read_only(&path).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::IsADirectory { path: p } if *p == path),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("{} is a directory, not a database file", path.display())
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn reads_work_and_writes_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
