@@ -81,8 +81,40 @@ pub(crate) struct Shared {
     pub(crate) live: Live,
     token: Option<String>,
     stop: AtomicBool,
-    connections: AtomicUsize,
-    streams: AtomicUsize,
+    /// Connections being served ([`Slot`]s of [`MAX_CONNECTIONS`]).
+    connections: Arc<AtomicUsize>,
+    /// Event streams open ([`Slot`]s of [`MAX_STREAMS`]).
+    streams: Arc<AtomicUsize>,
+}
+
+/// One of at most `limit` places counted by a shared counter, given back when dropped:
+/// when its holder returns, and also when its thread panics and unwinds (a slot given
+/// back by hand after the work would be lost to a panic, and once every slot was lost
+/// every request would be answered 503).
+#[derive(Debug)]
+struct Slot {
+    count: Arc<AtomicUsize>,
+}
+
+impl Slot {
+    /// A slot of `count`'s `limit`, or `None` when all are taken (the count is then left
+    /// as it was: it never exceeds `limit`).
+    fn take(count: &Arc<AtomicUsize>, limit: usize) -> Option<Slot> {
+        count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |taken| {
+                (taken < limit).then_some(taken + 1)
+            })
+            .ok()
+            .map(|_| Slot {
+                count: Arc::clone(count),
+            })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A bound server, ready to [`run`](Server::run).
@@ -167,8 +199,8 @@ impl Server {
                 live: Live::default(),
                 token: config.token,
                 stop: AtomicBool::new(false),
-                connections: AtomicUsize::new(0),
-                streams: AtomicUsize::new(0),
+                connections: Arc::new(AtomicUsize::new(0)),
+                streams: Arc::new(AtomicUsize::new(0)),
             }),
         })
     }
@@ -232,25 +264,23 @@ impl Server {
                 thread::sleep(Duration::from_millis(20));
                 continue;
             };
-            let shared = Arc::clone(&self.shared);
-            if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                shared.connections.fetch_sub(1, Ordering::SeqCst);
+            let Some(slot) = Slot::take(&self.shared.connections, MAX_CONNECTIONS) else {
                 let mut stream = stream;
                 let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
                 let busy = ApiError::Unavailable("the server is busy; try again".into());
                 let _ = write_response(&mut stream, &json_error(&busy), false);
                 continue;
-            }
-            let spawned = thread::Builder::new()
+            };
+            let shared = Arc::clone(&self.shared);
+            // The slot is the thread's: given back when it ends, however it ends, or
+            // with the closure when the thread cannot be started.
+            let _ = thread::Builder::new()
                 .name("scribe-serve-conn".into())
                 .stack_size(CONNECTION_STACK)
                 .spawn(move || {
+                    let _slot = slot;
                     serve_connection(&shared, stream);
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
                 });
-            if spawned.is_err() {
-                self.shared.connections.fetch_sub(1, Ordering::SeqCst);
-            }
         }
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.live.wake_all();
@@ -797,16 +827,14 @@ fn is_page(path: &str) -> bool {
 /// `GET /api/events`: a `change` event whenever the database changes, until the client
 /// goes away or the server stops.
 fn stream_events(shared: &Shared, out: &mut TcpStream, head_only: bool) {
-    if shared.streams.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
-        shared.streams.fetch_sub(1, Ordering::SeqCst);
+    let Some(_slot) = Slot::take(&shared.streams, MAX_STREAMS) else {
         let busy = ApiError::Unavailable(format!(
             "too many event streams open (at most {MAX_STREAMS})"
         ));
         let _ = write_response(out, &json_error(&busy), head_only);
         return;
-    }
+    };
     let _ = write_events(shared, out, head_only);
-    shared.streams.fetch_sub(1, Ordering::SeqCst);
 }
 
 fn write_events(shared: &Shared, out: &mut TcpStream, head_only: bool) -> std::io::Result<()> {
@@ -879,6 +907,31 @@ fn hung_up(stream: &mut TcpStream) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A slot is given back when its thread panics (it was given back by hand after the
+    /// work, which a panic skipped: each panicking connection lost a slot for good), and
+    /// when its holder returns; a full count refuses a slot and is left as it was.
+    #[test]
+    fn a_slot_is_given_back_when_its_thread_panics() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let slot = Slot::take(&count, 1).unwrap();
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert!(Slot::take(&count, 1).is_none(), "the one slot is taken");
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        let worker = thread::spawn(move || {
+            let _slot = slot;
+            panic!("a connection thread panics");
+        });
+        assert!(worker.join().is_err(), "the thread panicked");
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+        let again = Slot::take(&count, 1).expect("the panicked thread's slot is free again");
+        drop(again);
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+        let slots: Vec<_> = (0..3).map(|_| Slot::take(&count, 3).unwrap()).collect();
+        assert!(Slot::take(&count, 3).is_none());
+        drop(slots);
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn loopback_hosts() {
