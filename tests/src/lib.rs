@@ -163,7 +163,7 @@ macro_rules! sqlite_only {
 /// runs it (and it fails, never passes, without a server).
 ///
 /// ```ignore
-/// fn creates_a_session(backend: Backend) { let t = TestDb::new(backend); … }
+/// fn creates_a_session(backend: Backend) { let t = TestDb::new(backend); /* … */ }
 /// scribe_tests::backends!(creates_a_session);
 /// ```
 #[macro_export]

@@ -24,7 +24,7 @@ use crate::commands::stats::StatsCmd;
 /// Scribe keeps every conversation of an AI coding agent in one SQLite file (or one
 /// PostgreSQL database shared by many hosts).
 ///
-/// A <SESSION> argument is a session id, a unique id prefix, or a title (a title names the
+/// A `<SESSION>` argument is a session id, a unique id prefix, or a title (a title names the
 /// newest of its lineage `t`, `t #2`, …; `t #2` names only that one). Data goes to stdout,
 /// progress and errors to stderr. Exit status: 0 success, 1 failure, 2 usage error.
 #[derive(Debug, Parser)]
