@@ -2,7 +2,7 @@
 //! its role and, for each part, the estimated tokens of a completed tool output that is
 //! still sent ([`PruneMessage`], [`PrunePart`]).
 //!
-//! Below both of its users: [`context`](crate::context) builds the planner's input while
+//! Below both of its users: [`context`](fn@crate::context) builds the planner's input while
 //! it loads what is sent, and compaction plans from it.
 
 use scribe_message::{Message, Part, Role, ToolState};

@@ -331,7 +331,7 @@ impl TxError for Error {
 }
 
 /// Implements [`TxError`] for an error enum whose tuple variant `$variant` holds the
-/// [`Error`](crate::Error): `scribe_db::impl_tx_error!(MyError, MyError::Db);`. A busy
+/// [`Error`]: `scribe_db::impl_tx_error!(MyError, MyError::Db);`. A busy
 /// database error in that variant is retried; every other value passes through.
 #[macro_export]
 macro_rules! impl_tx_error {

@@ -678,7 +678,7 @@ fn anchor(tx: &mut ReadTx<'_>, session_id: &str, id: &str) -> Result<q::MessageR
     }
 }
 
-/// What a closure of [`Store::read`] fails with: the database (so the transaction helper
+/// What a closure of [`Opened::read`] fails with: the database (so the transaction helper
 /// sees it) or an answer for the client.
 #[derive(Debug)]
 enum ReadError {

@@ -3,7 +3,7 @@
 //! An importer knows where its agent keeps history ([`Importer::default_roots`]), which
 //! files or databases under a root hold it ([`Importer::discover`]), and how to turn one of
 //! them into a [`Batch`] from where the last import stopped ([`Importer::read`]). It never
-//! writes anything: the [`Sink`](crate::sink::Sink) does.
+//! writes anything: the [`Sink`] does.
 
 pub mod claude_code;
 pub mod codex;
