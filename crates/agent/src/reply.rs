@@ -44,6 +44,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! An application that reads a model's stream itself, without a [`Provider`](crate::Provider),
+//! pushes each event to the writer and to a
+//! [`ResponseBuilder`](crate::provider::ResponseBuilder), which assembles the
+//! [`ProviderResponse`] that [`ReplyWriter::finish`] and the charge take
+//! (`crates/agent/examples/own_loop.rs` does, and searches and reads the cost after).
+//!
 //! When the call returns, [`ReplyWriter::finish`] squares what streamed with the
 //! [`ProviderResponse`] (a provider may return parts without streaming them,
 //! or stream less than it returns). The rules, in one transaction:

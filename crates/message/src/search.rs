@@ -123,7 +123,8 @@ pub struct SearchHit {
     pub role: Role,
     /// Its creation time (ms).
     pub created_at: i64,
-    /// Text around the match, each match between [`MATCH_START`] and [`MATCH_END`].
+    /// Text around the match, each match between [`MATCH_START`] and [`MATCH_END`]
+    /// (control characters: read them with [`snippet_pieces`] before showing it).
     pub snippet: String,
     /// Rank of the best part (lower is better; 0 on the `LIKE` route): bm25 on SQLite,
     /// its PostgreSQL stand-in there (see `scribe_db::search::SearchHit::rank`).

@@ -81,13 +81,16 @@ impl<T> Subscription<T> {
         }
     }
 
-    /// A blocking iterator: events and lags until the stream ends.
+    /// A blocking iterator: events and lags until the stream ends. Each item is
+    /// `Ok(event)`, or `Err(Lagged(n))` when `n` events were missed before the ones that
+    /// follow (reload what the events would have told).
     #[must_use]
     pub fn iter(&self) -> Iter<'_, T> {
         Iter { subscription: self }
     }
 
     /// A non-blocking iterator: what is available now, ending when the buffer is empty.
+    /// Items as [`Subscription::iter`]'s: `Ok(event)` or `Err(Lagged(n))`.
     #[must_use]
     pub fn try_iter(&self) -> TryIter<'_, T> {
         TryIter { subscription: self }

@@ -1,0 +1,252 @@
+//! An application with a loop of its own, composing the crates as the README's library
+//! section and the crates' docs describe: open a store, watch its events, create a
+//! session, store the user's prompt, stream a model's reply into the session with
+//! [`ReplyWriter`] (the deltas a real provider adapter would read off the wire), charge
+//! the step's usage and cost, then search the history and read what was spent.
+//!
+//! Run: `cargo run -p scribe-agent --example own_loop [DB_PATH]` (a temporary database
+//! when no path is given; run it again on one path and it adds a session `… #2` that the
+//! search finds too). `cargo test -p scribe-agent --example own_loop` runs it twice on
+//! one file and checks what it reports.
+
+use std::error::Error;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use scribe_agent::provider::{ProviderEvent, ResponseBuilder};
+use scribe_agent::{ModelCatalog, ReplyWriter, UsageTracker};
+use scribe_message::{
+    FinishReason, NewMessage, Part, Role, SearchOptions, StepStartPart, TokenUsage, snippet_pieces,
+};
+use scribe_pubsub::{EventKind, Lagged};
+use scribe_session::{NewSession, StatsBy, Store};
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let work = tempfile::tempdir()?;
+    let db_path = std::env::args()
+        .nth(1)
+        .map_or_else(|| work.path().join("scribe.db"), Into::into);
+    run(&db_path, &mut std::io::stdout().lock())?;
+    Ok(())
+}
+
+/// What one run did, for the test.
+#[derive(Debug)]
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "only the test reads the report")
+)]
+struct Report {
+    session_id: String,
+    title: String,
+    reply: String,
+    cost_usd: f64,
+    hits: Vec<String>,
+    session_events: Vec<(EventKind, String)>,
+    part_events: usize,
+}
+
+/// One prompt and its streamed reply in the store at `db_path`, and what the store then
+/// says about it, printed to `out`.
+fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
+    // The store: the database (created 0600, WAL, migrated) with the session and message
+    // services over it. Every service announces a change after it commits.
+    let store = Store::open(db_path)?;
+    let session_events = store.sessions().subscribe();
+    let part_events = store.messages().subscribe_parts();
+
+    // A model of the built-in catalog prices the usage.
+    let catalog = Arc::new(ModelCatalog::builtin());
+    let model = catalog
+        .iter()
+        .next()
+        .ok_or("the built-in catalog is empty")?
+        .id
+        .clone();
+    // A title is unique: a second session on the same subject takes the lineage's next
+    // one (`… #2`), which `scribe show "borrow, don't clone"` then names.
+    let title = store
+        .sessions()
+        .next_title_in_lineage("borrow, don't clone")?;
+    let session = store.sessions().create(NewSession {
+        model: Some(model.clone()),
+        ..NewSession::titled(title)
+    })?;
+
+    // The user's prompt: complete when written (it gets its finish part then).
+    let prompt = store.messages().create(NewMessage::new(
+        &session.id,
+        Role::User,
+        vec![Part::text("parse() takes a String; make it borrow")],
+    ))?;
+
+    // The reply: an open assistant message that grows as the deltas arrive. A provider
+    // adapter turns its wire format into `ProviderEvent`s; here they are spelled out. The
+    // writer stores them; the builder assembles the whole response the charge needs.
+    let mut reply = ReplyWriter::start(
+        store.messages(),
+        NewMessage {
+            model: Some(model.clone()),
+            parent_id: Some(prompt.id.clone()),
+            ..NewMessage::new(
+                &session.id,
+                Role::Assistant,
+                vec![Part::StepStart(StepStartPart::default())],
+            )
+        },
+    )?
+    .with_flush_interval(Duration::ZERO);
+    let mut response = ResponseBuilder::new();
+    let usage = TokenUsage {
+        input: 1_200,
+        output: 40,
+        ..TokenUsage::default()
+    };
+    for event in [
+        ProviderEvent::TextDelta("Borrow it: ".into()),
+        ProviderEvent::TextDelta("`fn parse(s: &str)`.".into()),
+        ProviderEvent::Finish {
+            reason: FinishReason::EndTurn,
+            usage,
+        },
+    ] {
+        response.push(&event);
+        reply.push(event);
+    }
+    let response = response
+        .finish()
+        .ok_or("the stream ended without a finish")?;
+    let reply_id = reply.message_id().to_owned();
+    let tool_calls = reply.finish(&response)?;
+    if !tool_calls.is_empty() {
+        return Err("this reply calls no tools".into());
+    }
+
+    // The step's usage and cost, committed with the step-finish part that reports them;
+    // then the message is ended with the model's finish reason.
+    let tracker = UsageTracker::new(store.clone(), Arc::clone(&catalog));
+    let (charge, _step_finish) = tracker.charge_step(&session.id, &model, &reply_id, &response)?;
+    let reply = store
+        .messages()
+        .finish(&reply_id, response.finish_reason.clone())?;
+    writeln!(
+        out,
+        "charged {} input + {} output tokens on {model}: ${:.6}",
+        charge.usage.input, charge.usage.output, charge.cost_usd
+    )?;
+
+    // Any string is a safe query; hits are best first, each match in its snippet between
+    // markers that `snippet_pieces` reads.
+    let mut hits = Vec::new();
+    for hit in store
+        .messages()
+        .search("borrow", &SearchOptions::default())?
+    {
+        let snippet: String = snippet_pieces(&hit.snippet)
+            .into_iter()
+            .map(|(text, matched)| {
+                if matched {
+                    format!("[{text}]")
+                } else {
+                    text.to_owned()
+                }
+            })
+            .collect();
+        let title = hit.title.as_deref().unwrap_or(&hit.session_id);
+        writeln!(out, "hit in {title} ({}): {snippet}", hit.role)?;
+        hits.push(snippet);
+    }
+
+    // The session's running totals (kept by the charge) and the store's totals by model.
+    let session = store.sessions().get(&session.id)?;
+    let title = session.title.clone().unwrap_or_default();
+    writeln!(
+        out,
+        "{title}: {} messages, {} model call, {} tokens, ${:.6}",
+        session.message_count,
+        session.api_call_count,
+        session.tokens.total(),
+        session.estimated_cost_usd
+    )?;
+    for row in store.sessions().stats(StatsBy::Model, None)?.rows {
+        writeln!(
+            out,
+            "all sessions on {}: {} tokens, ${:.6}",
+            row.key,
+            row.totals.tokens.total(),
+            row.totals.cost_usd
+        )?;
+    }
+
+    // What was announced, in commit order. A subscriber too slow for its buffer is told
+    // how many events it missed (`Lagged`) and reloads what it shows rather than drift.
+    let mut announced = Vec::new();
+    for event in session_events.try_iter() {
+        match event {
+            Ok(event) => announced.push((event.kind, event.payload.id)),
+            Err(Lagged(missed)) => writeln!(out, "{missed} session events missed: reload")?,
+        }
+    }
+    for (kind, id) in &announced {
+        writeln!(out, "session {}: {id}", kind.as_str())?;
+    }
+    let parts = part_events.try_iter().filter(Result::is_ok).count();
+    writeln!(out, "{parts} part events")?;
+
+    Ok(Report {
+        session_id: session.id,
+        title,
+        reply: reply.text(),
+        cost_usd: session.estimated_cost_usd,
+        hits,
+        session_events: announced,
+        part_events: parts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two runs on one file: each stores its reply as streamed and charges its cost, the
+    /// second takes the lineage's next title, the search finds both runs' prompts and
+    /// replies with the match marked, and each run saw its session created then updated.
+    #[test]
+    fn two_runs_on_one_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scribe.db");
+        let first = run(&path, &mut Vec::new()).unwrap();
+        let mut printed = Vec::new();
+        let second = run(&path, &mut printed).unwrap();
+        let printed = String::from_utf8(printed).unwrap();
+
+        assert_eq!(first.title, "borrow, don't clone");
+        assert_eq!(second.title, "borrow, don't clone #2");
+        for report in [&first, &second] {
+            assert_eq!(report.reply, "Borrow it: `fn parse(s: &str)`.");
+            assert!(report.cost_usd > 0.0, "{report:?}");
+            assert_eq!(
+                report.session_events,
+                [
+                    (EventKind::Created, report.session_id.clone()),
+                    (EventKind::Updated, report.session_id.clone()),
+                ]
+            );
+            assert!(report.part_events >= 3, "{report:?}");
+        }
+        assert_eq!(second.hits.len(), 4, "{printed}");
+        assert!(
+            second
+                .hits
+                .iter()
+                .any(|hit| hit == "[Borrow] it: `fn parse(s: &str)`."),
+            "{printed}"
+        );
+        assert!(
+            printed.contains("borrow, don't clone #2: 2 messages"),
+            "{printed}"
+        );
+    }
+}
