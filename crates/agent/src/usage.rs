@@ -123,7 +123,10 @@ impl UsageTracker {
     /// [`crate::ReplyWriter`]) for `response`'s usage on `model_id`, and saves the
     /// step's `step_finish` part (its finish reason, tokens and cost) in the same
     /// transaction: the charge and the part that reports it never commit apart.
-    /// Returns the charge and the stored part.
+    /// Returns the charge and the stored part. Errors as
+    /// [`track_usage`](UsageTracker::track_usage)'s, with nothing written (no part
+    /// either): a model not in the catalog is [`AgentError::UnknownModel`], so an
+    /// application on its own models adds them to the [`ModelCatalog`] it passes.
     pub fn charge_step(
         &self,
         session_id: &str,

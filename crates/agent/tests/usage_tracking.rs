@@ -164,6 +164,34 @@ fn refusals_write_nothing() {
     assert_eq!(env.get(&other.id).api_call_count, 0);
 }
 
+/// A step charged on a model the catalog does not know is `UnknownModel` and writes
+/// nothing: no `step_finish` part on the message (its doc says so; an application on its
+/// own models must add them to the catalog), no tokens on the session.
+#[test]
+fn a_step_on_an_unknown_model_writes_no_part() {
+    let env = Env::new();
+    let s = env.session("unknown step");
+    let a = env.assistant(&s.id, vec![Part::text("hello")]);
+    let response = scribe_agent::ProviderResponse {
+        parts: vec![Part::text("hello")],
+        finish_reason: scribe_message::FinishReason::EndTurn,
+        usage: usage(),
+    };
+    let err = tracker(&env)
+        .charge_step(&s.id, "gpt-99", &a.id, &response)
+        .unwrap_err();
+    assert!(
+        matches!(&err, AgentError::UnknownModel(m) if m == "gpt-99"),
+        "{err}"
+    );
+    assert_eq!(env.messages.get(&a.id).unwrap().parts.len(), 1);
+    let after = env.get(&s.id);
+    assert_eq!(
+        (after.api_call_count, after.tokens),
+        (0, TokenUsage::default())
+    );
+}
+
 #[test]
 fn ten_threads_tracking_at_once_count_exactly() {
     let env = Env::new();

@@ -95,9 +95,12 @@ pub struct Session {
     pub system_prompt: Option<String>,
     /// The permission ruleset as JSON.
     pub permission: Option<Value>,
-    /// Messages in the session (kept by triggers).
+    /// Messages in the session (kept by triggers). A message added or deleted is announced
+    /// by the message service's broker, not as a session `updated`: a list that shows this
+    /// count watches both.
     pub message_count: i64,
-    /// Tool calls in the session (kept by triggers on tool parts).
+    /// Tool calls in the session (kept by triggers on tool parts; announced as
+    /// [`message_count`](Session::message_count) is).
     pub tool_call_count: i64,
     /// Model calls made.
     pub api_call_count: i64,
