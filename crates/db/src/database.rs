@@ -274,7 +274,11 @@ impl Database {
     /// conversations are private. A database written by a newer Scribe is refused with
     /// [`Error::SchemaTooNew`]. A file or directory this process may not write gives
     /// [`Error::NotWritable`] (open it with [`Database::open_read_only`] instead), a file
-    /// that is not a database [`Error::NotADatabase`], a damaged one [`Error::Corrupt`].
+    /// that is not a database [`Error::NotADatabase`], a damaged one [`Error::Corrupt`], a
+    /// directory (or a path written as one, `dir/`) [`Error::IsADirectory`].
+    ///
+    /// A PostgreSQL location (a `postgres://` URL or a libpq keyword string) as `path`
+    /// opens that database instead: see [`Database::open_postgres`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, Options::default())
     }

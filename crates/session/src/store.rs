@@ -39,7 +39,9 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating and migrating) the database file at `path`; see
-    /// [`Database::open`].
+    /// [`Database::open`]. `path` may also be a PostgreSQL location (a `postgres://` URL
+    /// or a libpq keyword string), which needs scribe-db's `postgres` feature (without it,
+    /// [`scribe_db::Error::InvalidLocation`]); see [`Database::open_postgres`].
     pub fn open(path: impl AsRef<Path>) -> scribe_db::Result<Store> {
         Ok(Store::new(Arc::new(Database::open(path)?)))
     }
