@@ -230,8 +230,9 @@ pub enum Error {
         source: BoxError,
     },
     /// TLS was required (`sslmode=require`, `verify-ca`, `verify-full`) and could not be
-    /// set up: the server does not offer it, or its certificate failed verification.
-    #[error("TLS with the database server at {target} failed")]
+    /// set up: the server does not offer it, its certificate failed verification, or the
+    /// root certificate named by `sslrootcert` cannot be read.
+    #[error("cannot set up TLS with the database server at {target}")]
     Tls {
         /// The server (host and port).
         target: String,
