@@ -397,6 +397,19 @@ fn serve_answers_on_postgres_as_on_sqlite() {
     }
     assert_eq!(on_postgres[0].0, 200);
     assert_eq!(on_postgres[4].0, 404);
+
+    // An empty database (created, never migrated): serve opens read-only and says what
+    // to run, in one line.
+    let empty = fresh("cli_pass_serve_empty");
+    let out = scribe(&empty, &["serve", "--addr", "127.0.0.1:0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("holds no scribe schema yet")
+            && err.contains("to create it (`scribe db migrate`)"),
+        "{err}"
+    );
 }
 
 /// `scribe ARGS` fails with exit 1 and one line on stderr, `scribe: ` and a lowercase

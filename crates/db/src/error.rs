@@ -58,9 +58,10 @@ pub enum Error {
     /// never migrates, and reading an older schema with this build's queries is not
     /// supported.
     #[error(
-        "database {} has schema version {found}, older than this build's version {known}; \
-         open it read-write once to migrate it",
-        path.display()
+        "database {} {}; open it read-write once to {} (`scribe db migrate`)",
+        path.display(),
+        schema_too_old(*found, *known),
+        if *found == 0 { "create it" } else { "migrate it" }
     )]
     SchemaTooOld {
         /// The database file.
@@ -240,6 +241,16 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+}
+
+/// What [`Error::SchemaTooOld`] found: no Scribe schema yet (an empty PostgreSQL
+/// database), or an older one.
+fn schema_too_old(found: i64, known: i64) -> String {
+    if found == 0 {
+        format!("holds no scribe schema yet (this build's is version {known})")
+    } else {
+        format!("has schema version {found}, older than this build's version {known}")
+    }
 }
 
 /// What [`Error::ForeignDatabase`] found, by backend.
