@@ -513,6 +513,40 @@ fn each_wrong_postgres_location_is_one_clear_line() {
     }
     assert_eq!(tables(&mut admin), before, "a store was made somewhere");
 
+    // A user who may read but not vacuum: `db vacuum` says so (VACUUM itself only warns
+    // and skips each table, and the command reported a vacuum of every table).
+    let store = fresh("cli_pass_reader");
+    ok(&store, &["db", "migrate"]);
+    let mut owner = postgres::Client::connect(&store, postgres::NoTls).unwrap();
+    owner
+        .batch_execute(
+            "DO $$ BEGIN CREATE ROLE scribe_reader LOGIN; \
+             EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             GRANT SELECT ON ALL TABLES IN SCHEMA public TO scribe_reader",
+        )
+        .unwrap();
+    let reader = format!("{store} user=scribe_reader");
+    assert_eq!(ok(&reader, &["list"]), "no sessions\n");
+    let (code, stdout, stderr) = seen(&reader, &["db", "vacuum"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout, "");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("user \"scribe_reader\" may not vacuum ") && stderr.contains(", sessions)"),
+        "{stderr}"
+    );
+    let never: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(never, 0, "nothing was vacuumed");
+    owner
+        .batch_execute("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM scribe_reader")
+        .unwrap();
+
     // A schema a newer Scribe wrote: every command refuses it in the same line.
     let newer = fresh("cli_pass_newer");
     ok(&newer, &["db", "migrate"]);
