@@ -425,7 +425,10 @@ fn one_clear_line(db: &str, want: &str) -> String {
         .unwrap_or_else(|| panic!("{line}"));
     assert!(rest.starts_with(|c: char| c.is_lowercase()), "{db}: {line}");
     assert!(line.contains(want), "{db}: {want:?} in {line}");
-    for secret in ["s3cret", "Error {", "DbError", "kind:", "Some("] {
+    // The driver's own wording ("db error: FATAL: …") repeated what the line said.
+    for secret in [
+        "s3cret", "Error {", "DbError", "kind:", "Some(", "db error", "FATAL",
+    ] {
         assert!(!line.contains(secret), "{db}: {secret:?} in {line}");
     }
     line.to_owned()
@@ -516,7 +519,7 @@ fn each_wrong_postgres_location_is_one_clear_line() {
     // A user who may read but not vacuum: `db vacuum` says so (VACUUM itself only warns
     // and skips each table, and the command reported a vacuum of every table).
     let store = fresh("cli_pass_reader");
-    ok(&store, &["db", "migrate"]);
+    ok(&store, &["demo"]);
     let mut owner = postgres::Client::connect(&store, postgres::NoTls).unwrap();
     owner
         .batch_execute(
@@ -526,7 +529,19 @@ fn each_wrong_postgres_location_is_one_clear_line() {
         )
         .unwrap();
     let reader = format!("{store} user=scribe_reader");
-    assert_eq!(ok(&reader, &["list"]), "no sessions\n");
+    assert!(ok(&reader, &["list"]).contains("Demo: fix the failing add test"));
+    // A change it may not make: the server's words, once.
+    let (code, _, stderr) = seen(&reader, &["rename", "Demo: fix the failing add test", "x"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("permission denied for table sessions")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("db error"), "{stderr}");
     let (code, stdout, stderr) = seen(&reader, &["db", "vacuum"]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert_eq!(stdout, "");

@@ -461,6 +461,63 @@ impl From<rusqlite::Error> for SqliteError {
     }
 }
 
+/// The driver's error for a reply in which the server refused something, kept as the
+/// source of an [`Error`]: shown as the server's own words (its message, and its detail),
+/// without the driver's `db error: ERROR: ` before them, so that a chain printed on one
+/// line (`postgres error: permission denied for table sessions`) does not say it twice.
+/// The driver's error itself is [`ServerError::driver`]; it ends the chain, whose text it
+/// would only repeat.
+#[cfg(feature = "postgres")]
+#[derive(Debug)]
+pub struct ServerError(postgres::Error);
+
+#[cfg(feature = "postgres")]
+impl ServerError {
+    /// Wraps `err` when it is the server's reply; `None` for a client-side failure.
+    pub(crate) fn of(err: postgres::Error) -> std::result::Result<Self, postgres::Error> {
+        if err.as_db_error().is_some() {
+            Ok(ServerError(err))
+        } else {
+            Err(err)
+        }
+    }
+
+    /// The driver's error (its SQLSTATE, severity, position …).
+    pub fn driver(&self) -> &postgres::Error {
+        &self.0
+    }
+
+    /// The server's message, with its detail when it gave one.
+    fn text(&self) -> String {
+        match self.0.as_db_error() {
+            Some(db) => match db.detail() {
+                Some(detail) => format!("{}: {detail}", db.message()),
+                None => db.message().to_owned(),
+            },
+            None => self.0.to_string(),
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl std::error::Error for ServerError {}
+
+/// `err` boxed as a source: a server's reply as [`ServerError`], anything else as it is.
+#[cfg(feature = "postgres")]
+pub(crate) fn driver_source(err: postgres::Error) -> BoxError {
+    match ServerError::of(err) {
+        Ok(server) => Box::new(server),
+        Err(err) => Box::new(err),
+    }
+}
+
 /// PostgreSQL's SQLSTATE for a serialization failure.
 const SERIALIZATION_FAILURE: &str = "40001";
 /// PostgreSQL's SQLSTATE for a deadlock.
@@ -480,14 +537,12 @@ impl From<postgres::Error> for Error {
                     source: None,
                 };
             }
-            let message = match db.detail() {
-                Some(detail) => format!("{}: {detail}", db.message()),
-                None => db.message().to_owned(),
-            };
+            let code = Some(db.code().code().to_owned());
+            let source = driver_source(err);
             return Error::Postgres {
-                code: Some(db.code().code().to_owned()),
-                message,
-                source: Some(Box::new(err)),
+                code,
+                message: source.to_string(),
+                source: Some(source),
             };
         }
         Error::Postgres {

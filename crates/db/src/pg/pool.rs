@@ -411,12 +411,12 @@ fn connect_error(err: postgres::Error, location: &Location) -> Error {
             "28P01" | "28000" => Error::AuthFailed {
                 user: location.user(),
                 target,
-                source: Box::new(err),
+                source: crate::error::driver_source(err),
             },
             "3D000" => Error::NoSuchDatabase {
                 name: location.dbname(),
                 target,
-                source: Box::new(err),
+                source: crate::error::driver_source(err),
             },
             _ => Error::from(err),
         };
