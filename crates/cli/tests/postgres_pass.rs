@@ -412,8 +412,9 @@ fn serve_answers_on_postgres_as_on_sqlite() {
     );
 }
 
-/// `scribe ARGS` fails with exit 1 and one line on stderr, `scribe: ` and a lowercase
-/// word, that contains `want`, holds no password and no driver's struct.
+/// `scribe --db DB list` fails with exit 1 and one line on stderr, `scribe: ` and a
+/// lowercase word, that contains `want`, holds no password, no driver's struct and not
+/// the driver's own wording.
 fn one_clear_line(db: &str, want: &str) -> String {
     let (code, stdout, stderr) = seen(db, &["list"]);
     assert_eq!(code, Some(1), "{db}: {stderr}");
@@ -438,7 +439,8 @@ fn one_clear_line(db: &str, want: &str) -> String {
 /// a bad URL, nothing listening, a wrong password, no such database, no database name
 /// (libpq would pick the user's name: `postgres`, the server's own database, for the
 /// superuser, and a command migrates an empty database), a root certificate that is not
-/// there, and a schema newer than this build.
+/// there, and a schema newer than this build; and a user who may read but not write or
+/// vacuum: the server's refusal once, and `db vacuum` refused rather than reported done.
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn each_wrong_postgres_location_is_one_clear_line() {
