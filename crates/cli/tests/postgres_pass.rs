@@ -563,6 +563,12 @@ fn each_wrong_postgres_location_is_one_clear_line() {
     owner
         .batch_execute("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM scribe_reader")
         .unwrap();
+    // A user who may not even read: the server's refusal, not a migration it tried (the
+    // history it could not see was taken for a fresh database's).
+    one_clear_line(
+        &reader,
+        "postgres error: permission denied for table refinery_schema_history",
+    );
 
     // A schema a newer Scribe wrote: every command refuses it in the same line.
     let newer = fresh("cli_pass_newer");
