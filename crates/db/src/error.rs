@@ -58,9 +58,10 @@ pub enum Error {
     /// never migrates, and reading an older schema with this build's queries is not
     /// supported.
     #[error(
-        "database {} has schema version {found}, older than this build's version {known}; \
-         open it read-write once to migrate it",
-        path.display()
+        "database {} {}; open it read-write once to {} (`scribe db migrate`)",
+        path.display(),
+        schema_too_old(*found, *known),
+        if *found == 0 { "create it" } else { "migrate it" }
     )]
     SchemaTooOld {
         /// The database file.
@@ -231,8 +232,9 @@ pub enum Error {
         source: BoxError,
     },
     /// TLS was required (`sslmode=require`, `verify-ca`, `verify-full`) and could not be
-    /// set up: the server does not offer it, or its certificate failed verification.
-    #[error("TLS with the database server at {target} failed")]
+    /// set up: the server does not offer it, its certificate failed verification, or the
+    /// root certificate named by `sslrootcert` cannot be read.
+    #[error("cannot set up TLS with the database server at {target}")]
     Tls {
         /// The server (host and port).
         target: String,
@@ -240,6 +242,16 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+}
+
+/// What [`Error::SchemaTooOld`] found: no Scribe schema yet (an empty PostgreSQL
+/// database), or an older one.
+fn schema_too_old(found: i64, known: i64) -> String {
+    if found == 0 {
+        format!("holds no scribe schema yet (this build's is version {known})")
+    } else {
+        format!("has schema version {found}, older than this build's version {known}")
+    }
 }
 
 /// What [`Error::ForeignDatabase`] found, by backend.
@@ -450,6 +462,63 @@ impl From<rusqlite::Error> for SqliteError {
     }
 }
 
+/// The driver's error for a reply in which the server refused something, kept as the
+/// source of an [`Error`]: shown as the server's own words (its message, and its detail),
+/// without the driver's `db error: ERROR: ` before them, so that a chain printed on one
+/// line (`postgres error: permission denied for table sessions`) does not say it twice.
+/// The driver's error itself is [`ServerError::driver`]; it ends the chain, whose text it
+/// would only repeat.
+#[cfg(feature = "postgres")]
+#[derive(Debug)]
+pub struct ServerError(postgres::Error);
+
+#[cfg(feature = "postgres")]
+impl ServerError {
+    /// Wraps `err` when it is the server's reply; `None` for a client-side failure.
+    pub(crate) fn of(err: postgres::Error) -> std::result::Result<Self, postgres::Error> {
+        if err.as_db_error().is_some() {
+            Ok(ServerError(err))
+        } else {
+            Err(err)
+        }
+    }
+
+    /// The driver's error (its SQLSTATE, severity, position …).
+    pub fn driver(&self) -> &postgres::Error {
+        &self.0
+    }
+
+    /// The server's message, with its detail when it gave one.
+    fn text(&self) -> String {
+        match self.0.as_db_error() {
+            Some(db) => match db.detail() {
+                Some(detail) => format!("{}: {detail}", db.message()),
+                None => db.message().to_owned(),
+            },
+            None => self.0.to_string(),
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl std::error::Error for ServerError {}
+
+/// `err` boxed as a source: a server's reply as [`ServerError`], anything else as it is.
+#[cfg(feature = "postgres")]
+pub(crate) fn driver_source(err: postgres::Error) -> BoxError {
+    match ServerError::of(err) {
+        Ok(server) => Box::new(server),
+        Err(err) => Box::new(err),
+    }
+}
+
 /// PostgreSQL's SQLSTATE for a serialization failure.
 const SERIALIZATION_FAILURE: &str = "40001";
 /// PostgreSQL's SQLSTATE for a deadlock.
@@ -469,14 +538,12 @@ impl From<postgres::Error> for Error {
                     source: None,
                 };
             }
-            let message = match db.detail() {
-                Some(detail) => format!("{}: {detail}", db.message()),
-                None => db.message().to_owned(),
-            };
+            let code = Some(db.code().code().to_owned());
+            let source = driver_source(err);
             return Error::Postgres {
-                code: Some(db.code().code().to_owned()),
-                message,
-                source: Some(Box::new(err)),
+                code,
+                message: source.to_string(),
+                source: Some(source),
             };
         }
         Error::Postgres {

@@ -48,6 +48,8 @@ mod tx;
 
 pub use clock::{Clock, ManualClock};
 pub use database::{CheckpointReport, Database, Options};
+#[cfg(feature = "postgres")]
+pub use error::ServerError;
 pub use error::{BoxError, Error, ErrorKind, Result, SqliteError};
 pub use gate::writer_gate_path;
 pub use ids::now_ms;

@@ -241,7 +241,7 @@ fn each_way_of_failing_to_connect_has_its_own_error() {
     let err = Database::open("postgres://me@127.0.0.1:1/db?connect_timeout=5").unwrap_err();
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
-    let err = Database::open("host=/nonexistent/socket/dir user=me").unwrap_err();
+    let err = Database::open("host=/nonexistent/socket/dir user=me dbname=d").unwrap_err();
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
 
     let err = Database::open(format!("{base} dbname=no_such_db_here")).unwrap_err();

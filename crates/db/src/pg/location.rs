@@ -130,6 +130,14 @@ impl Location {
                 "no user: add one (postgres://USER@HOST/DB or user=USER)".to_owned(),
             ));
         }
+        // libpq would connect to the database named as the user (`postgres`, the server's
+        // own, for the superuser), and a command migrates an empty database: a location
+        // that forgot its name would put Scribe's tables there.
+        if config.get_dbname().is_none_or(str::is_empty) {
+            return Err(invalid(
+                "no database name: add one (postgres://USER@HOST/DB or dbname=DB)".to_owned(),
+            ));
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
@@ -173,11 +181,9 @@ impl Location {
         self.config.get_user().unwrap_or_default().to_owned()
     }
 
-    /// The database name (libpq's default: the user name).
+    /// The database name (a parsed location always has one).
     pub(crate) fn dbname(&self) -> String {
-        self.config
-            .get_dbname()
-            .map_or_else(|| self.user(), ToOwned::to_owned)
+        self.config.get_dbname().unwrap_or_default().to_owned()
     }
 }
 
@@ -402,7 +408,10 @@ mod tests {
             v("postgres://u@h/d?sslmode=require&sslrootcert=/ca.pem"),
             Ok(Verify::Chain)
         );
-        assert_eq!(v("host=h user=u sslmode=verify-ca"), Ok(Verify::Chain));
+        assert_eq!(
+            v("host=h user=u dbname=d sslmode=verify-ca"),
+            Ok(Verify::Chain)
+        );
         assert_eq!(
             v("postgres://u@h/d?sslmode=verify-full&application_name=x"),
             Ok(Verify::Full)
@@ -422,6 +431,24 @@ mod tests {
         assert!(err.to_string().contains("unterminated"), "{err}");
         let err = Location::parse("postgres://h/d").unwrap_err();
         assert!(err.to_string().contains("no user"), "{err}");
+        // No database name: libpq's default (the user's name; `postgres`, the server's
+        // own database, for the superuser) is refused, not migrated into.
+        for text in [
+            "postgres://u@h",
+            "postgres://u@h/",
+            "postgres://u:pw@h:5432/?sslmode=disable",
+            "host=h user=u",
+            "host=h user=u dbname=''",
+        ] {
+            let err = Location::parse(text).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidLocation { .. }),
+                "{text}: {err:?}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("no database name: add one"), "{message}");
+            assert!(!message.contains("pw"), "{message}");
+        }
     }
 
     #[test]

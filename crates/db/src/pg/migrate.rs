@@ -37,10 +37,14 @@ pub(crate) fn known_version() -> i64 {
 
 /// The recorded (version, checksum) pairs, in version order; empty for a fresh database.
 fn recorded(client: &mut Client) -> Result<Vec<(i64, String)>> {
+    // The catalog, not information_schema: that lists only the tables this user holds a
+    // privilege on, so a user without one took the store for a fresh database and tried
+    // to migrate it ("schema migration failed … permission denied for schema public").
     let exists: bool = client
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
-             WHERE table_schema = current_schema() AND table_name = $1)",
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relname = $1 AND c.relkind IN ('r', 'p'))",
             &[&HISTORY_TABLE],
         )?
         .try_get(0)?;

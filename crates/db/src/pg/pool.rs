@@ -381,12 +381,14 @@ fn tls_connector(location: &Location) -> Result<MakeTlsConnector> {
         .as_ref()
         .filter(|p| p.as_os_str() != "system")
     {
-        let pem = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
+        // Named as a certificate, not as the database (`Error::Io` says "database path").
+        let target = || format!("{} (sslrootcert {})", location.target(), path.display());
+        let pem = std::fs::read(path).map_err(|err| Error::Tls {
+            target: target(),
+            source: Box::new(err),
         })?;
         let cert = native_tls::Certificate::from_pem(&pem).map_err(|err| Error::Tls {
-            target: format!("{} (sslrootcert {})", location.target(), path.display()),
+            target: target(),
             source: Box::new(err),
         })?;
         builder.add_root_certificate(cert);
@@ -409,12 +411,12 @@ fn connect_error(err: postgres::Error, location: &Location) -> Error {
             "28P01" | "28000" => Error::AuthFailed {
                 user: location.user(),
                 target,
-                source: Box::new(err),
+                source: crate::error::driver_source(err),
             },
             "3D000" => Error::NoSuchDatabase {
                 name: location.dbname(),
                 target,
-                source: Box::new(err),
+                source: crate::error::driver_source(err),
             },
             _ => Error::from(err),
         };
@@ -451,7 +453,7 @@ mod tls_tests {
     fn only_locations_that_can_use_tls_build_a_connector() {
         // TCP: `prefer` (the default) tries TLS.
         assert!(needs("postgres://u@db.example/d"));
-        assert!(needs("host=localhost port=5432 user=u"));
+        assert!(needs("host=localhost port=5432 user=u dbname=d"));
         // A Unix socket under `prefer`: the server never offers TLS there.
         assert!(!needs("host=/tmp/pg port=5432 user=u dbname=d"));
         assert!(!needs("postgres://u@%2Ftmp%2Fpg/d"));
@@ -459,10 +461,12 @@ mod tls_tests {
         assert!(!needs("postgres://u@db.example/d?sslmode=disable"));
         // What the user asked for is kept: `require`, `verify-*` and a root certificate
         // keep their connector (and its errors), on a socket too.
-        assert!(needs("host=/tmp/pg user=u sslmode=require"));
-        assert!(needs("host=/tmp/pg user=u sslmode=verify-full"));
-        assert!(needs("host=/tmp/pg user=u sslrootcert=/nowhere/ca.pem"));
+        assert!(needs("host=/tmp/pg user=u dbname=d sslmode=require"));
+        assert!(needs("host=/tmp/pg user=u dbname=d sslmode=verify-full"));
+        assert!(needs(
+            "host=/tmp/pg user=u dbname=d sslrootcert=/nowhere/ca.pem"
+        ));
         // A socket and a TCP host: the TCP one may use TLS.
-        assert!(needs("host=/tmp/pg,db.example user=u"));
+        assert!(needs("host=/tmp/pg,db.example user=u dbname=d"));
     }
 }
