@@ -4,7 +4,9 @@
 //! paths); the words on either side of it are found by search; `scribe db check` stays
 //! clean; a tool part holding one does not break the lookup of its session's calls, nor the
 //! preview of `scribe list`. A text holding the escaped backslash `\\u0000` (a backslash,
-//! then the letters "u0000") is no NUL: it is stored and searched as written.
+//! then the letters "u0000") is no NUL: it is stored and searched as written. A SQLite
+//! store with such parts copies to PostgreSQL and back unchanged (`scribe db copy`), and a
+//! Claude Code history with a NUL in a tool result imports into PostgreSQL.
 //!
 //! On PostgreSQL part JSON is TEXT holding the escape `\u0000`, which jsonb and the json
 //! operators refuse; schema V24 reads around it. A snippet shows a NUL as a space there
@@ -15,8 +17,14 @@
 #[path = "message_common/mod.rs"]
 mod common;
 
+use std::sync::Arc;
+
 use common::{completed_tool, service_on, session};
-use scribe_tests::{Backend, backends};
+use scribe_db::Database;
+use scribe_import::sink::StoreSink;
+use scribe_import::{Env, Options, Source, import, sources};
+use scribe_session::{SessionFilter, SessionService, Store};
+use scribe_tests::{Backend, TestDb, backends};
 
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries;
@@ -299,6 +307,171 @@ fn the_store_and_import_paths_take_nul_parts(backend: Backend) {
     assert_eq!(found_ids(&svc, "four"), vec![two.id.clone()]);
     assert!(found_ids(&svc, "three").is_empty());
     assert_eq!(check(&svc), Vec::<String>::new());
+}
+
+/// Every message of every session of `db`, as text (the parts' JSON exactly).
+fn export(db: &Arc<Database>) -> String {
+    let sessions = SessionService::new(Arc::clone(db));
+    let messages = MessageService::new(Arc::clone(db));
+    let mut out = String::new();
+    let mut all = sessions
+        .list(&SessionFilter {
+            limit: None,
+            ..SessionFilter::default()
+        })
+        .unwrap();
+    all.sort_by(|a, b| a.id.cmp(&b.id));
+    for s in all {
+        out.push_str(&format!("{s:?}\n"));
+        for m in messages.list(&s.id).unwrap() {
+            out.push_str(&format!("  {m:?}\n"));
+            for p in &m.parts {
+                out.push_str(&format!(
+                    "    {}\n",
+                    serde_json::to_string(&p.part).unwrap()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A SQLite store holding NUL parts copies into PostgreSQL and back without a change
+/// (`scribe db copy`; until V24 PostgreSQL's CHECK refused the first such part and the copy
+/// failed), and the copy's search documents (rebuilt by `scribe_parts_fts_rebuild`) find
+/// the words around the NULs and pass `scribe db check`.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_sqlite_store_with_nul_parts_copies_to_postgres_and_back_losslessly() {
+    let sqlite = TestDb::new(Backend::Sqlite);
+    let svc = MessageService::new(Arc::clone(&sqlite.db));
+    let ses = session(&svc);
+    let m = svc
+        .create(NewMessage::new(
+            &ses,
+            Role::Assistant,
+            vec![
+                Part::text("copied\u{0}text"),
+                completed_tool("call_1", "bash", json!({"c": "x\u{0}y"}), "out\u{0}put"),
+                Part::text("escaped \\u0000 stays"),
+            ],
+        ))
+        .unwrap();
+    let before = export(&sqlite.db);
+    assert!(before.contains("\\u0000"), "{before}");
+
+    let pg = TestDb::new(Backend::Postgres);
+    scribe_db::copy::copy(&sqlite.db, &pg.db, |_| {}).unwrap();
+    assert_eq!(export(&pg.db), before);
+    let on_pg = MessageService::new(Arc::clone(&pg.db));
+    for word in ["copied", "text", "out", "put", "escaped"] {
+        assert_eq!(found_ids(&on_pg, word), vec![m.id.clone()], "{word}");
+    }
+    assert_eq!(check(&on_pg), Vec::<String>::new());
+
+    let back = TestDb::new(Backend::Sqlite);
+    scribe_db::copy::copy(&pg.db, &back.db, |_| {}).unwrap();
+    assert_eq!(export(&back.db), before);
+}
+
+/// A Claude Code history whose tool result holds a NUL (`cat` of a binary file) imports
+/// into PostgreSQL as into SQLite: the tool's output holds the NUL, and it is searchable.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_claude_code_history_with_a_nul_imports_into_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("home/.claude/projects/-work-nul");
+    std::fs::create_dir_all(&project).unwrap();
+    let session = "5e1f0a2b-0c3d-4e5f-8a9b-0c1d2e3f4a5b";
+    let line = |v: serde_json::Value| serde_json::to_string(&v).unwrap();
+    let common = |uuid: &str, parent: Option<&str>, at: &str| {
+        json!({"parentUuid": parent, "isSidechain": false, "userType": "external",
+               "cwd": "/work/nul", "sessionId": session, "version": "1.0.98",
+               "gitBranch": "", "uuid": uuid, "timestamp": at})
+    };
+    let merge = |mut a: serde_json::Value, b: serde_json::Value| {
+        for (k, v) in b.as_object().unwrap() {
+            a[k] = v.clone();
+        }
+        a
+    };
+    let u1 = "00000000-0000-4000-8000-000000000001";
+    let a1 = "00000000-0000-4000-8000-000000000002";
+    let r1 = "00000000-0000-4000-8000-000000000003";
+    let lines = [
+        line(merge(
+            common(u1, None, "2025-09-03T00:47:19.293Z"),
+            json!({"type": "user", "message": {"role": "user", "content": "show the blob"}}),
+        )),
+        line(merge(
+            common(a1, Some(u1), "2025-09-03T00:47:20.000Z"),
+            json!({"type": "assistant", "message": {"id": "msg_nul", "type": "message",
+                "role": "assistant", "model": "claude-sonnet-4-20250514",
+                "content": [{"type": "tool_use", "id": "toolu_nul", "name": "Bash",
+                             "input": {"command": "cat blob.bin"}}],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 3, "output_tokens": 5}}}),
+        )),
+        line(merge(
+            common(r1, Some(a1), "2025-09-03T00:47:21.000Z"),
+            json!({"type": "user", "message": {"role": "user", "content": [
+                {"tool_use_id": "toolu_nul", "type": "tool_result",
+                 "content": "ELF\u{0}\u{0}binary tailword"}]}}),
+        )),
+    ];
+    let text = lines.join("\n") + "\n";
+    assert!(
+        text.contains("\\u0000"),
+        "the fixture holds the JSON escape"
+    );
+    std::fs::write(project.join(format!("{session}.jsonl")), text).unwrap();
+
+    let mut outputs = Vec::new();
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let t = TestDb::new(backend);
+        let env = Env {
+            home: Some(dir.path().join("home")),
+            vars: Default::default(),
+        };
+        let importer = sources::importer(Source::ClaudeCode);
+        let mut sink = StoreSink::new(Store::new(Arc::clone(&t.db)));
+        import(
+            &mut sink,
+            importer,
+            &importer.default_roots(&env),
+            &Options::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let svc = MessageService::new(Arc::clone(&t.db));
+        let all = SessionService::new(Arc::clone(&t.db))
+            .list(&SessionFilter {
+                limit: None,
+                ..SessionFilter::default()
+            })
+            .unwrap();
+        assert_eq!(all.len(), 1, "{backend:?}");
+        let output: Vec<String> = svc
+            .list(&all[0].id)
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| match &p.part {
+                Part::Tool(t) => t.state.output().map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            output,
+            vec!["ELF\u{0}\u{0}binary tailword".to_owned()],
+            "{backend:?}"
+        );
+        assert_eq!(found_ids(&svc, "tailword").len(), 1, "{backend:?}");
+        assert_eq!(found_ids(&svc, "binary").len(), 1, "{backend:?}");
+        outputs.push(export(&t.db));
+    }
+    // The same import on both (ids are the importer's, derived from the source).
+    assert_eq!(outputs[0], outputs[1]);
 }
 
 backends!(
