@@ -31,10 +31,12 @@
 --   whose tokenizer separates words at a NUL. A tool's input is searched as its stored JSON
 --   text (V10), so there the escape `\u0000` is put back (`scribe_json_nul_restored`): the
 --   words are SQLite's ("u0000" sticks to the word after it on both).
---   What a search snippet shows for the NUL differs: SQLite's snippet is cut from the
---   stored text and shows the NUL itself; PostgreSQL's is cut from parts_fts.search_text
---   and shows a space. The same holds for the preview of `scribe list`. Rows stored before
---   this version have no NUL escape (the CHECK refused them), so nothing is rebuilt.
+--   What a search snippet shows for the NUL differs: PostgreSQL's is cut from
+--   parts_fts.search_text and shows a space; SQLite's FTS5 `snippet()` drops the text from
+--   the NUL to the next match or the snippet's end (it appends pieces as C strings), and
+--   SQLite's preview of `scribe list` (`substr`) ends at the NUL, where PostgreSQL's shows
+--   a space. Rows stored before this version have no NUL escape (the CHECK refused them),
+--   so no search document is rebuilt.
 -- * The queries that read one field of a part (GetToolPartByCallId, ListSessionPreviews)
 --   read it from the document without its NULs (sql/queries/postgres).
 
