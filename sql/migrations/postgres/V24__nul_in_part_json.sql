@@ -41,8 +41,8 @@
 --   read it from the document without its NULs (sql/queries/postgres).
 --
 -- Measured (crates/bench/scripts/pg-append-instructions.sh: callgrind, the server's
--- instructions per append of the bench's drafts, none with a NUL): 4.003M with V17's
--- trigger, 4.014M with this one (+0.27%, three runs within 2K): the `strpos` over each
+-- instructions per append of the bench's drafts, none with a NUL): 4.000-4.003M with V17's
+-- trigger, 4.013-4.015M with this one (+0.3%, three runs each): the `strpos` over each
 -- searchable part's JSON. Testing it in an IF before a plain cast costs the same; the
 -- validation's path for a part without NUL is unchanged (the same cast, no expression).
 
