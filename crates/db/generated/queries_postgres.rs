@@ -811,13 +811,13 @@ ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
          + cache_write_tokens + reasoning_tokens DESC, id
 LIMIT $1";
 
-/// SQL of `ListSessionPreviews` (sql/queries/postgres/cli.sql:5).
+/// SQL of `ListSessionPreviews` (sql/queries/postgres/cli.sql:6).
 pub const LIST_SESSION_PREVIEWS_SQL: &str =
     "SELECT p.session_id, substr(v.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text' AND v.search_text IS NOT NULL
-  AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
+  AND coalesce(CAST(scribe_json_without_nul(p.data) AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
               WHERE m.session_id = s.id AND m.role = 'user'
@@ -827,14 +827,14 @@ WHERE p.type = 'text' AND v.search_text IS NOT NULL
       WHERE s.id = ANY($2))
 ORDER BY p.session_id, p.position";
 
-/// SQL of `GetToolPartByCallId` (sql/queries/postgres/parts.sql:4).
+/// SQL of `GetToolPartByCallId` (sql/queries/postgres/parts.sql:6).
 pub const GET_TOOL_PART_BY_CALL_ID_SQL: &str = "SELECT * FROM parts
 WHERE session_id = $1 AND type = 'tool'
-  AND CAST(data AS jsonb) ->> 'call_id' = CAST($2 AS TEXT)
+  AND CAST(scribe_json_without_nul(data) AS jsonb) ->> 'call_id' = CAST($2 AS TEXT)
 ORDER BY seq DESC
 LIMIT 1";
 
-/// SQL of `ListSentPartDataFrom` (sql/queries/postgres/parts.sql:12).
+/// SQL of `ListSentPartDataFrom` (sql/queries/postgres/parts.sql:15).
 pub const LIST_SENT_PART_DATA_FROM_SQL: &str =
     "SELECT p.id, p.message_id, p.position, p.data AS \"data!\", p.created_at, p.updated_at
 FROM messages AS m
@@ -843,7 +843,7 @@ WHERE m.session_id = $1
   AND (m.created_at, m.id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY m.created_at, m.id, p.position";
 
-/// SQL of `CreateParts` (sql/queries/postgres/parts.sql:23).
+/// SQL of `CreateParts` (sql/queries/postgres/parts.sql:26).
 pub const CREATE_PARTS_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
 SELECT p.v ->> 'id', $1, $2, CAST(p.v ->> 'position' AS BIGINT),

@@ -179,6 +179,19 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// A text value holds the NUL character (U+0000), which PostgreSQL's text types cannot
+    /// store (SQLite stores it; part JSON holds it as the escape `\u0000` on both, schema
+    /// V24). `what` names the value when the writer knew it (`the system prompt of session
+    /// ses_…`, `files.content of row fil_…`), else it is `a text value`. The statement
+    /// failed, so the transaction it ran in stored nothing.
+    #[error("{what} holds a nul character, which postgresql cannot store in a text column")]
+    NulInText {
+        /// What could not be stored.
+        what: String,
+        /// The server's error (SQLSTATE 22021), when the server found it.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// The connection was lost while COMMIT was under way: the transaction may or may not
     /// have been applied. It is never retried (a retry could apply a change twice, such as
     /// adding usage); look at the data before doing it again.
@@ -296,6 +309,24 @@ pub enum ErrorKind {
     CommitUnknown,
     /// Anything else (I/O, a bad query, a damaged file, an unreachable server, …).
     Other,
+}
+
+/// Refuses `value` on PostgreSQL when it holds the NUL character, which no PostgreSQL
+/// text column can store ([`Error::NulInText`] naming `what()`); on SQLite, which stores
+/// it, never. For writers that can name what they store better than the server's error
+/// can (it names no column).
+pub fn storable_text(
+    backend: crate::Backend,
+    what: impl FnOnce() -> String,
+    value: &str,
+) -> Result<()> {
+    if backend == crate::Backend::Postgres && value.contains('\0') {
+        return Err(Error::NulInText {
+            what: what(),
+            source: None,
+        });
+    }
+    Ok(())
 }
 
 impl Error {
@@ -536,6 +567,16 @@ impl From<postgres::Error> for Error {
                 return Error::Conflict {
                     message,
                     source: None,
+                };
+            }
+            // "invalid byte sequence for encoding "UTF8": 0x00": a raw NUL in a text
+            // parameter (never in part JSON, which escapes it).
+            if *db.code() == postgres::error::SqlState::CHARACTER_NOT_IN_REPERTOIRE
+                && db.message().ends_with(": 0x00")
+            {
+                return Error::NulInText {
+                    what: "a text value".to_owned(),
+                    source: Some(driver_source(err)),
                 };
             }
             let code = Some(db.code().code().to_owned());

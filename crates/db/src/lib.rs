@@ -50,7 +50,7 @@ pub use clock::{Clock, ManualClock};
 pub use database::{CheckpointReport, Database, Options};
 #[cfg(feature = "postgres")]
 pub use error::ServerError;
-pub use error::{BoxError, Error, ErrorKind, Result, SqliteError};
+pub use error::{BoxError, Error, ErrorKind, Result, SqliteError, storable_text};
 pub use gate::writer_gate_path;
 pub use ids::now_ms;
 pub use info::{DbInfo, TableCount};

@@ -92,6 +92,13 @@ impl SessionService {
             None => None,
             Some(title) => Some(free_title(tx, &title, &e.id)?),
         };
+        crate::service::ensure_storable_texts(
+            tx,
+            &e.id,
+            e.directory.as_deref(),
+            e.system_prompt.as_deref(),
+            e.model.as_deref(),
+        )?;
         let model_config = json_text(e.model_config.as_ref());
         let Some(row) = existing else {
             tx.q().import_session(&q::ImportSessionParams {

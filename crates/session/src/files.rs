@@ -45,6 +45,29 @@ pub(crate) fn file_versions(rows: Vec<FileRow>) -> Vec<FileVersion> {
     rows.into_iter().map(FileVersion::from).collect()
 }
 
+/// Refuses, on PostgreSQL, a file version whose path or content holds the NUL character
+/// (a binary file's bytes read as text), which PostgreSQL's text cannot store (SQLite
+/// stores it): [`scribe_db::Error::NulInText`] naming the file and the session.
+pub(crate) fn ensure_storable_file(
+    tx: &scribe_db::Tx<'_>,
+    session_id: &str,
+    path: &str,
+    content: &str,
+) -> Result<()> {
+    let backend = tx.backend();
+    scribe_db::storable_text(
+        backend,
+        || format!("the path {path:?} of a file of session {session_id}"),
+        path,
+    )?;
+    scribe_db::storable_text(
+        backend,
+        || format!("the content of file {path:?} of session {session_id}"),
+        content,
+    )?;
+    Ok(())
+}
+
 impl SessionService {
     /// Records `content` as the next version of `path` in `session_id` (1 when it is the
     /// first). The number is assigned inside the write transaction, so concurrent
@@ -59,6 +82,7 @@ impl SessionService {
         let id = new_id(Prefix::File);
         self.db.write(|tx| {
             load(tx, session_id)?;
+            ensure_storable_file(tx, session_id, path, content)?;
             let params = q::CreateFileVersionParams {
                 id: &id,
                 session_id,

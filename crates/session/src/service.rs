@@ -141,6 +141,33 @@ fn ensure_not_empty(what: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, on PostgreSQL, a session's free-text column holding the NUL character, which
+/// PostgreSQL's text cannot store (SQLite stores it): [`scribe_db::Error::NulInText`]
+/// naming the column and the session, before anything of the write is stored. Columns not
+/// listed here get the same error from the server, naming no column.
+pub(crate) fn ensure_storable_texts(
+    tx: &Tx<'_>,
+    id: &str,
+    directory: Option<&str>,
+    system_prompt: Option<&str>,
+    model: Option<&str>,
+) -> Result<()> {
+    for (name, value) in [
+        ("directory", directory),
+        ("system prompt", system_prompt),
+        ("model", model),
+    ] {
+        if let Some(value) = value {
+            scribe_db::storable_text(
+                tx.backend(),
+                || format!("the {name} of session {id}"),
+                value,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Inserts a session with `id` after checking everything a caller can get wrong, so the
 /// caller gets a typed error rather than a constraint failure.
 pub(crate) fn insert_session(tx: &mut Tx<'_>, id: &str, new: &NewSession) -> Result<Session> {
@@ -168,6 +195,13 @@ pub(crate) fn insert_session(tx: &mut Tx<'_>, id: &str, new: &NewSession) -> Res
     if let Some(title) = &title {
         ensure_title_free(tx, title, None)?;
     }
+    ensure_storable_texts(
+        tx,
+        id,
+        new.directory.as_deref(),
+        new.system_prompt.as_deref(),
+        new.model.as_deref(),
+    )?;
     let model_config = json_text(new.model_config.as_ref());
     let permission = json_text(new.permission.as_ref());
     let now = tx.now();
@@ -741,6 +775,13 @@ fn store_mutable(tx: &mut Tx<'_>, id: &str, session: &Session) -> Result<Session
     if let Some(title) = &title {
         ensure_title_free(tx, title, Some(id))?;
     }
+    ensure_storable_texts(
+        tx,
+        id,
+        session.directory.as_deref(),
+        session.system_prompt.as_deref(),
+        session.model.as_deref(),
+    )?;
     let model_config = json_text(session.model_config.as_ref());
     let permission = json_text(session.permission.as_ref());
     if let Some(summary) = &session.summary_message_id {

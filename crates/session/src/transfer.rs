@@ -627,6 +627,16 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         Some(parent) if !tx.q().session_exists(parent)? => (None, Some(parent.clone())),
         other => (other.as_deref(), None),
     };
+    crate::service::ensure_storable_texts(
+        tx,
+        &s.id,
+        s.directory.as_deref(),
+        s.system_prompt.as_deref(),
+        s.model.as_deref(),
+    )?;
+    for file in &export.files {
+        crate::files::ensure_storable_file(tx, &s.id, &file.path, &file.content)?;
+    }
     let model_config = json_text(s.model_config.as_ref());
     let permission = json_text(s.permission.as_ref());
     tx.q().import_session(&q::ImportSessionParams {

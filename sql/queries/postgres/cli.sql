@@ -1,5 +1,6 @@
 -- PostgreSQL spellings of the cli queries SQLite writes differently
--- (sql/queries/sqlite/cli.sql): part JSON is TEXT, read as jsonb; a part is synthetic when
+-- (sql/queries/sqlite/cli.sql): part JSON is TEXT, read as jsonb (without its NUL escapes,
+-- which jsonb refuses: `scribe_json_without_nul`, V24); a part is synthetic when
 -- its `synthetic` is true (or 1, as SQLite reads it).
 
 -- name: ListSessionPreviews :many
@@ -12,7 +13,7 @@ SELECT p.session_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "t
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text' AND v.search_text IS NOT NULL
-  AND coalesce(CAST(p.data AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
+  AND coalesce(CAST(scribe_json_without_nul(p.data) AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1')
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
               WHERE m.session_id = s.id AND m.role = 'user'

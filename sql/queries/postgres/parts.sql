@@ -1,11 +1,14 @@
 -- PostgreSQL spellings of the parts queries SQLite writes differently
--- (sql/queries/sqlite/parts.sql): part JSON is TEXT, read as jsonb.
+-- (sql/queries/sqlite/parts.sql): part JSON is TEXT, read as jsonb; a field is read from
+-- the document without its NUL escapes (`scribe_json_without_nul`, V24), since jsonb and
+-- `->>` refuse `\u0000` anywhere in the document.
 
 -- name: GetToolPartByCallId :one
--- The tool part of a call, by the provider's call id.
+-- The tool part of a call, by the provider's call id. A tool part holding a NUL (its output
+-- of a binary file) does not break the lookup of any call of its session.
 SELECT * FROM parts
 WHERE session_id = @session_id AND type = 'tool'
-  AND CAST(data AS jsonb) ->> 'call_id' = CAST(@call_id AS TEXT)
+  AND CAST(scribe_json_without_nul(data) AS jsonb) ->> 'call_id' = CAST(@call_id AS TEXT)
 ORDER BY seq DESC
 LIMIT 1;
 

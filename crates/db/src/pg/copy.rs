@@ -578,6 +578,30 @@ fn insert_pg(tx: &mut postgres::Transaction<'_>, table: &Table, rows: &[Vec<Valu
         return Ok(());
     }
     let width = table.columns.len();
+    // PostgreSQL's text cannot hold a NUL, which SQLite's can: name the row and column
+    // rather than let the server refuse the batch without naming either.
+    for row in rows {
+        for (column, value) in table.columns.iter().zip(row) {
+            if let Value::Text(text) = value
+                && text.contains('\0')
+            {
+                let key: Vec<String> = table
+                    .key
+                    .iter()
+                    .filter_map(|k| table.columns.iter().position(|c| c == k))
+                    .map(|i| match &row[i] {
+                        Value::Text(t) => t.clone(),
+                        Value::Integer(v) => v.to_string(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect();
+                return Err(Error::NulInText {
+                    what: format!("{}.{column} of row {}", table.name, key.join(", ")),
+                    source: None,
+                });
+            }
+        }
+    }
     let mut n = 0;
     let tuples: Vec<String> = rows
         .iter()

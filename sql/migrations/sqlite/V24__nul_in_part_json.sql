@@ -1,0 +1,6 @@
+-- Scribe schema, version 24: nothing to do on SQLite.
+--
+-- PostgreSQL's version 24 lets part JSON hold the NUL character (the escape `\u0000`),
+-- which its jsonb refused, and reads a part's search text and fields around it. SQLite's
+-- json functions accept `\u0000` and its FTS5 tokenizer separates words at a NUL, as it
+-- always did. The file exists so both dialects number their versions alike.
