@@ -66,13 +66,12 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
         .id
         .clone();
     // A title is unique: a second session on the same subject takes the lineage's next
-    // one (`… #2`), which `scribe show "borrow, don't clone"` then names.
-    let title = store
-        .sessions()
-        .next_title_in_lineage("borrow, don't clone")?;
-    let session = store.sessions().create(NewSession {
+    // one (`… #2`), which `scribe show "borrow, don't clone"` then names. The title is
+    // picked and the session created in one transaction, so another process creating
+    // in the lineage at the same time cannot take it in between.
+    let session = store.sessions().create_in_lineage(NewSession {
         model: Some(model.clone()),
-        ..NewSession::titled(title)
+        ..NewSession::titled("borrow, don't clone")
     })?;
 
     // The user's prompt: complete when written (it gets its finish part then).
