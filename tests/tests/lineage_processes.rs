@@ -48,7 +48,8 @@ fn lineage_processes_child() {
     let count: usize = std::env::var(ENV_COUNT).unwrap().parse().unwrap();
     let start: u64 = std::env::var(ENV_START).unwrap().parse().unwrap();
     let two_step = std::env::var_os(ENV_TWO_STEP).is_some();
-    let sessions = SessionService::new(Arc::new(Database::open(&location).unwrap()));
+    let db = Arc::new(Database::open(&location).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
     // Every process starts together, so their creates overlap.
     std::thread::sleep(Duration::from_millis(start.saturating_sub(now_ms())));
     for _ in 0..count {
@@ -65,6 +66,8 @@ fn lineage_processes_child() {
         let session = created.unwrap_or_else(|e| panic!("create: {}", error_chain(&e)));
         println!("{PREFIX}{}", session.title.unwrap_or_default());
     }
+    // Not a protocol line: how often the store retried a write (busy, or 40001).
+    println!("\n@lp-retries {}", db.write_retries());
 }
 
 fn spawn(t: &TestDb, start: u64) -> Child {
@@ -85,6 +88,7 @@ fn processes_creating_in_one_lineage_never_collide(backend: Backend) {
     let start = now_ms() + 1_500;
     let children: Vec<Child> = (0..PROCESSES).map(|_| spawn(&t, start)).collect();
     let mut acked = Vec::new();
+    let mut retries = 0;
     for (i, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -100,9 +104,15 @@ fn processes_creating_in_one_lineage_never_collide(backend: Backend) {
             .collect();
         assert_eq!(titles.len(), PER_PROCESS, "process {i}:\n{stdout}");
         acked.extend(titles);
+        retries += stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("@lp-retries "))
+            .map(|n| n.trim().parse::<u64>().unwrap())
+            .sum::<u64>();
     }
 
     let total = PROCESSES * PER_PROCESS;
+    println!("{backend:?}: {total} sessions created in one lineage, {retries} write retries");
     let want: BTreeSet<String> = std::iter::once(LINEAGE.to_owned())
         .chain((2..=total).map(|n| format!("{LINEAGE} #{n}")))
         .collect();
