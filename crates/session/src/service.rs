@@ -258,7 +258,9 @@ impl SessionService {
         scribe_message::queue_event(tx, &self.broker, kind, &session.id, session.clone());
     }
 
-    /// Creates a session with a new `ses_…` id.
+    /// Creates a session with a new `ses_…` id. A title another session holds is refused:
+    /// to take the next free title of its lineage instead, use
+    /// [`create_in_lineage`](SessionService::create_in_lineage).
     ///
     /// Errors: [`SessionError::TitleInUse`], [`SessionError::InvalidTitle`],
     /// [`SessionError::TitleTooLong`], [`SessionError::NotFound`] (parent),
