@@ -236,7 +236,97 @@ fn next_title_respects_the_length_limit(backend: Backend) {
     assert!(matches!(r, Err(SessionError::TitleTooLong { .. })), "{r:?}");
 }
 
+fn create_in_lineage_takes_the_next_free_title(backend: Backend) {
+    let e = env_on(backend);
+    let events = e.svc.subscribe();
+    // An empty lineage: the title itself, normalized.
+    let first = e
+        .svc
+        .create_in_lineage(NewSession {
+            model: Some("claude".to_owned()),
+            source: "telegram".to_owned(),
+            ..NewSession::titled("  Fix   build ")
+        })
+        .unwrap();
+    assert_eq!(first.title.as_deref(), Some("Fix build"));
+    assert_eq!(
+        (first.model.as_deref(), first.source.as_str()),
+        (Some("claude"), "telegram")
+    );
+    let second = e
+        .svc
+        .create_in_lineage(NewSession::titled("Fix build"))
+        .unwrap();
+    assert_eq!(second.title.as_deref(), Some("Fix build #2"));
+    // A numbered title names its lineage; the highest number in use wins.
+    e.svc.create(NewSession::titled("Fix build #5")).unwrap();
+    let numbered = e
+        .svc
+        .create_in_lineage(NewSession::titled("Fix build #2"))
+        .unwrap();
+    assert_eq!(numbered.title.as_deref(), Some("Fix build #6"));
+    assert_eq!(e.svc.resolve_by_title("Fix build").unwrap().id, numbered.id);
+    let created: Vec<String> = drain(&events).into_iter().map(|ev| ev.payload.id).collect();
+    assert_eq!(created.len(), 4);
+    assert_eq!(created[3], numbered.id);
+
+    // No title: no lineage, refused before anything is written or announced.
+    let before = e.svc.count(&Default::default()).unwrap();
+    let r = e.svc.create_in_lineage(NewSession::default());
+    assert!(matches!(r, Err(SessionError::InvalidInput(_))), "{r:?}");
+    // A lineage whose next number would not fit the limit, and an unusable title.
+    let long = "x".repeat(MAX_TITLE_CHARS);
+    e.svc.create(NewSession::titled(long.clone())).unwrap();
+    drain(&events);
+    let r = e.svc.create_in_lineage(NewSession::titled(long));
+    assert!(matches!(r, Err(SessionError::TitleTooLong { .. })), "{r:?}");
+    let r = e.svc.create_in_lineage(NewSession::titled(" \u{200B} "));
+    assert!(matches!(r, Err(SessionError::InvalidTitle { .. })), "{r:?}");
+    assert_eq!(e.svc.count(&Default::default()).unwrap(), before + 1);
+    assert!(drain(&events).is_empty());
+}
+
+/// Threads on handles of their own (as processes have) creating in one lineage at once:
+/// no `TitleInUse`, every title once. (The multi-process version: `lineage_processes`.)
+fn create_in_lineage_never_collides_across_handles(backend: Backend) {
+    const THREADS: usize = 4;
+    const EACH: usize = 15;
+    let e = env_on(backend);
+    let barrier = std::sync::Barrier::new(THREADS);
+    let titles: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let svc = scribe_session::SessionService::new(e.t.reopen());
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    (0..EACH)
+                        .map(|_| {
+                            svc.create_in_lineage(NewSession::titled("race"))
+                                .unwrap()
+                                .title
+                                .unwrap()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let got: std::collections::BTreeSet<String> = titles.iter().cloned().collect();
+    assert_eq!(got.len(), THREADS * EACH, "a title given twice: {titles:?}");
+    let want: std::collections::BTreeSet<String> = std::iter::once("race".to_owned())
+        .chain((2..=THREADS * EACH).map(|n| format!("race #{n}")))
+        .collect();
+    assert_eq!(got, want);
+}
+
 scribe_tests::backends!(
+    create_in_lineage_takes_the_next_free_title,
+    create_in_lineage_never_collides_across_handles,
     service_refuses_bad_titles_without_changes_or_events,
     titles_are_unique_when_present,
     lineage_resolves_to_the_highest_number,

@@ -4,7 +4,8 @@
 //!
 //! - unique titles and `#N` lineage numbers: each creates continuations of one titled
 //!   session (`race #2`, `race #3` …: the next number is read and used in one
-//!   transaction);
+//!   transaction), and creates new sessions in the lineage `gateway` with
+//!   `create_in_lineage` (`gateway`, `gateway #2` …), as an agent and a chat gateway do;
 //! - file versions: each records new versions of one file of one session;
 //! - part positions: each appends parts to one message;
 //! - exact usage totals: each adds usage to that message and to its session.
@@ -86,6 +87,11 @@ fn two_hosts_child() {
             .unwrap_or_else(|e| fail("continuation", &e));
         println!("{PREFIX}title {}", child.title.unwrap_or_default());
 
+        let fresh = sessions
+            .create_in_lineage(NewSession::titled("gateway"))
+            .unwrap_or_else(|e| fail("create in lineage", &e));
+        println!("{PREFIX}lineage {}", fresh.title.unwrap_or_default());
+
         let version = sessions
             .record_file(&root, FILE, &format!("host {host} round {round}\n"))
             .unwrap_or_else(|e| fail("record file", &e));
@@ -131,6 +137,7 @@ fn spawn(t: &TestDb, host: &str, root: &str, message: &str, rounds: usize, start
 #[derive(Default)]
 struct Acked {
     titles: Vec<String>,
+    lineage: Vec<String>,
     versions: Vec<i64>,
     parts: Vec<(String, i64)>,
     usages: usize,
@@ -165,6 +172,7 @@ fn collect(host: &str, mut child: Child) -> Acked {
         let fields: Vec<&str> = line.split(' ').collect();
         match fields[0] {
             "title" => acked.titles.push(line["title ".len()..].to_owned()),
+            "lineage" => acked.lineage.push(line["lineage ".len()..].to_owned()),
             "version" => acked.versions.push(fields[1].parse().unwrap()),
             "part" => acked
                 .parts
@@ -203,6 +211,7 @@ fn two_hosts_never_duplicate_or_lose_titles_versions_positions_or_usage() {
     let total = 2 * rounds;
     for acked in [&a, &b] {
         assert_eq!(acked.titles.len(), rounds);
+        assert_eq!(acked.lineage.len(), rounds);
         assert_eq!(acked.versions.len(), rounds);
         assert_eq!(acked.parts.len(), rounds);
         assert_eq!(acked.usages, rounds);
@@ -225,6 +234,24 @@ fn two_hosts_never_duplicate_or_lose_titles_versions_positions_or_usage() {
     assert_eq!(
         sessions.next_title_in_lineage("race").unwrap(),
         format!("race #{}", total + 2)
+    );
+
+    // New sessions in one lineage: `gateway`, `gateway #2` … `gateway #2n`, each
+    // acknowledged once and stored once.
+    let expected: BTreeSet<String> = std::iter::once("gateway".to_owned())
+        .chain((2..=total).map(|n| format!("gateway #{n}")))
+        .collect();
+    let acked: Vec<&String> = a.lineage.iter().chain(&b.lineage).collect();
+    let acked_set: BTreeSet<String> = acked.iter().map(|s| (*s).clone()).collect();
+    assert_eq!(
+        acked_set.len(),
+        acked.len(),
+        "a lineage title was given twice"
+    );
+    assert_eq!(acked_set, expected);
+    assert_eq!(
+        sessions.resolve_by_title("gateway").unwrap().title.unwrap(),
+        format!("gateway #{total}")
     );
 
     // File versions: 1 … 2n, each acknowledged once and stored once.

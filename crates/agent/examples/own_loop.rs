@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scribe_agent::provider::{ProviderEvent, ResponseBuilder};
-use scribe_agent::{ModelCatalog, ReplyWriter, UsageTracker};
+use scribe_agent::provider::ProviderEvent;
+use scribe_agent::{ModelCatalog, ReplyWriter, StreamedReply, UsageTracker};
 use scribe_message::{
     FinishReason, NewMessage, Part, Role, SearchOptions, StepStartPart, TokenUsage, snippet_pieces,
 };
@@ -66,13 +66,12 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
         .id
         .clone();
     // A title is unique: a second session on the same subject takes the lineage's next
-    // one (`… #2`), which `scribe show "borrow, don't clone"` then names.
-    let title = store
-        .sessions()
-        .next_title_in_lineage("borrow, don't clone")?;
-    let session = store.sessions().create(NewSession {
+    // one (`… #2`), which `scribe show "borrow, don't clone"` then names. The title is
+    // picked and the session created in one transaction, so another process creating
+    // in the lineage at the same time cannot take it in between.
+    let session = store.sessions().create_in_lineage(NewSession {
         model: Some(model.clone()),
-        ..NewSession::titled(title)
+        ..NewSession::titled("borrow, don't clone")
     })?;
 
     // The user's prompt: complete when written (it gets its finish part then).
@@ -84,7 +83,7 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
 
     // The reply: an open assistant message that grows as the deltas arrive. A provider
     // adapter turns its wire format into `ProviderEvent`s; here they are spelled out. The
-    // writer stores them; the builder assembles the whole response the charge needs.
+    // writer stores them and assembles the whole response the charge needs.
     let mut reply = ReplyWriter::start(
         store.messages(),
         NewMessage {
@@ -98,7 +97,6 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
         },
     )?
     .with_flush_interval(Duration::ZERO);
-    let mut response = ResponseBuilder::new();
     let usage = TokenUsage {
         input: 1_200,
         output: 40,
@@ -112,14 +110,18 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
             usage,
         },
     ] {
-        response.push(&event);
         reply.push(event);
     }
-    let response = response
-        .finish()
-        .ok_or("the stream ended without a finish")?;
-    let reply_id = reply.message_id().to_owned();
-    let tool_calls = reply.finish(&response)?;
+    // A stream that broke off before its finish event is abandoned instead.
+    if !reply.is_finished() {
+        reply.abandon();
+        return Err("the stream ended without a finish".into());
+    }
+    let StreamedReply {
+        message_id: reply_id,
+        response,
+        tool_calls,
+    } = reply.finish_streamed()?;
     if !tool_calls.is_empty() {
         return Err("this reply calls no tools".into());
     }

@@ -22,7 +22,8 @@
 //!   sub-agent's session and rolls its cost into the parent in the same
 //!   transaction;
 //! - [`reply`]: [`ReplyWriter`] writes a streamed assistant reply as it arrives
-//!   (the loop's, or an application's own);
+//!   (the loop's, or an application's own, which ends it with
+//!   [`ReplyWriter::finish_streamed`] to get the assembled response back);
 //! - [`context()`]: what the next request sends (the latest summary and what
 //!   is sent with it, loaded in proportion to what is sent) and its size (the
 //!   one view of scribe-message, [`scribe_message::sent`]);
@@ -87,7 +88,7 @@ pub use provider::{
     ScriptedProvider, ScriptedTurn, ToolSpec,
 };
 pub use recovery::{RecoveryReport, recover_session, recover_session_with};
-pub use reply::{DEFAULT_FLUSH_INTERVAL, ReplyWriter, ToolCall};
+pub use reply::{DEFAULT_FLUSH_INTERVAL, ReplyWriter, StreamedReply, ToolCall};
 pub use run::{AgentRunner, AgentRunnerBuilder, RunOutcome};
 pub use scribe_types::error_chain;
 pub use title::TitleHandle;

@@ -45,10 +45,40 @@
 //! ```
 //!
 //! An application that reads a model's stream itself, without a [`Provider`](crate::Provider),
-//! pushes each event to the writer and to a
-//! [`ResponseBuilder`](crate::provider::ResponseBuilder), which assembles the
-//! [`ProviderResponse`] that [`ReplyWriter::finish`] and the charge take
-//! (`crates/agent/examples/own_loop.rs` does, and searches and reads the cost after).
+//! has no [`ProviderResponse`] to give [`ReplyWriter::finish`]: it pushes each event to
+//! the writer alone and ends with [`ReplyWriter::finish_streamed`], which assembles the
+//! response from the events as a [`ResponseBuilder`] does and returns it (for the charge)
+//! with the message id and the tool calls. What is stored is exactly what `finish` with
+//! that response stores (`crates/agent/examples/own_loop.rs` does this, and searches and
+//! reads the cost after):
+//!
+//! ```
+//! use scribe_agent::ReplyWriter;
+//! use scribe_agent::provider::ProviderEvent;
+//! use scribe_message::{FinishReason, NewMessage, Part, Role, StepStartPart, TokenUsage};
+//! use scribe_session::{NewSession, Store};
+//!
+//! let store = Store::open_in_memory()?;
+//! let session = store.sessions().create(NewSession::default())?;
+//! let mut reply = ReplyWriter::start(store.messages(), NewMessage::new(
+//!     &session.id,
+//!     Role::Assistant,
+//!     vec![Part::StepStart(StepStartPart::default())],
+//! ))?;
+//! // Events as your adapter reads them off the wire.
+//! for event in [
+//!     ProviderEvent::TextDelta("Hello ".into()),
+//!     ProviderEvent::TextDelta("there.".into()),
+//!     ProviderEvent::Finish { reason: FinishReason::EndTurn, usage: TokenUsage::default() },
+//! ] {
+//!     reply.push(event);
+//! }
+//! let streamed = reply.finish_streamed()?;
+//! assert_eq!(streamed.response.text(), "Hello there.");
+//! assert_eq!(store.messages().get(&streamed.message_id)?.text(), "Hello there.");
+//! assert!(streamed.tool_calls.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! When the call returns, [`ReplyWriter::finish`] squares what streamed with the
 //! [`ProviderResponse`] (a provider may return parts without streaming them,
@@ -78,7 +108,7 @@ use scribe_message::{
 };
 
 use crate::error::{AgentError, Result};
-use crate::provider::{ProviderEvent, ProviderResponse};
+use crate::provider::{ProviderEvent, ProviderResponse, ResponseBuilder};
 
 /// How often a growing text or reasoning part is written by default.
 pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
@@ -111,6 +141,10 @@ pub struct ReplyWriter<'a> {
     content: Vec<(String, Part)>,
     /// Whether any text, reasoning or tool-call delta arrived.
     any: bool,
+    /// Every event pushed, assembled (for [`ReplyWriter::finish_streamed`]).
+    response: ResponseBuilder,
+    /// Whether a [`ProviderEvent::Finish`] was pushed.
+    finished: bool,
     error: Option<MessageError>,
 }
 
@@ -127,6 +161,20 @@ impl fmt::Debug for ReplyWriter<'_> {
 /// A tool call the reply made, as stored: the part's id and the call (`pending`).
 pub type ToolCall = (String, ToolPart);
 
+/// What [`ReplyWriter::finish_streamed`] gives back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamedReply {
+    /// The assistant message written.
+    pub message_id: String,
+    /// The response assembled from the events pushed, as a [`ResponseBuilder`] makes
+    /// it: what [`UsageTracker::charge_step`](crate::UsageTracker::charge_step) takes, and
+    /// whose `finish_reason` ends the message.
+    pub response: ProviderResponse,
+    /// Every tool call of the message to run, in order, as [`ReplyWriter::finish`]
+    /// returns them.
+    pub tool_calls: Vec<ToolCall>,
+}
+
 impl<'a> ReplyWriter<'a> {
     /// Writes into the existing assistant message `message_id`.
     pub fn new(messages: &'a MessageService, message_id: impl Into<String>) -> Self {
@@ -138,6 +186,8 @@ impl<'a> ReplyWriter<'a> {
             tools: Vec::new(),
             content: Vec::new(),
             any: false,
+            response: ResponseBuilder::new(),
+            finished: false,
             error: None,
         }
     }
@@ -170,6 +220,10 @@ impl<'a> ReplyWriter<'a> {
     /// Takes one event; after a storage failure the rest are ignored and the
     /// failure is reported by [`ReplyWriter::finish`].
     pub fn push(&mut self, event: ProviderEvent) {
+        self.response.push(&event);
+        if matches!(event, ProviderEvent::Finish { .. }) {
+            self.finished = true;
+        }
         if self.error.is_some() {
             return;
         }
@@ -188,6 +242,40 @@ impl<'a> ReplyWriter<'a> {
         }
         self.close()?;
         reconcile(self.messages, &self.message_id, &self.streamed(), response)
+    }
+
+    /// Whether the stream's [`ProviderEvent::Finish`] was pushed: what
+    /// [`ReplyWriter::finish_streamed`] needs (without it, the stream broke off: call
+    /// [`ReplyWriter::abandon`]).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Ends a stream the caller read itself (no [`Provider`](crate::Provider) returned a
+    /// response): assembles the [`ProviderResponse`] from the events pushed, as a
+    /// [`ResponseBuilder`] does, and [`finish`](ReplyWriter::finish)es with it, so what is
+    /// stored is the same. Returns the message id, that response and the tool calls.
+    ///
+    /// Errors: [`AgentError::InvalidInput`] when no [`ProviderEvent::Finish`] was pushed
+    /// (check [`is_finished`](ReplyWriter::is_finished) and call
+    /// [`abandon`](ReplyWriter::abandon) instead, which returns the tool calls to fail;
+    /// here what is pending is written, as `abandon` does, and nothing else), and
+    /// `finish`'s.
+    pub fn finish_streamed(mut self) -> Result<StreamedReply> {
+        let response = std::mem::take(&mut self.response);
+        let Some(response) = response.finish() else {
+            self.abandon();
+            return Err(AgentError::InvalidInput(
+                "the stream ended without a finish event".to_owned(),
+            ));
+        };
+        let message_id = self.message_id.clone();
+        let tool_calls = self.finish(&response)?;
+        Ok(StreamedReply {
+            message_id,
+            response,
+            tool_calls,
+        })
     }
 
     /// Ends a stream whose call failed: writes what is pending (best effort) and

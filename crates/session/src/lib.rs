@@ -9,7 +9,10 @@
 //!   archive / unarchive, [`end`](SessionService::end) (first end wins) and reopen;
 //! - titles: normalized ([`normalize_title`]), unique when present, lineages `t`, `t #2` …
 //!   ([`resolve_by_title`](SessionService::resolve_by_title),
-//!   [`next_title_in_lineage`](SessionService::next_title_in_lineage));
+//!   [`next_title_in_lineage`](SessionService::next_title_in_lineage) to show one, and
+//!   [`create_in_lineage`](SessionService::create_in_lineage) to create a session with
+//!   the lineage's next title: picked and used in one transaction, so two processes
+//!   creating in one lineage at once never collide);
 //! - lineage: ancestors, descendants, the tip of a compaction chain;
 //! - usage: atomic [`add_usage`](SessionService::add_usage), a once-only
 //!   [`roll_up_into_parent`](SessionService::roll_up_into_parent), [`stats`](SessionService::stats);

@@ -99,6 +99,9 @@ impl NewSession {
 /// let s = svc.create(NewSession::titled("  Fix   the build "))?;
 /// assert_eq!(s.title.as_deref(), Some("Fix the build"));
 /// assert_eq!(svc.next_title_in_lineage("Fix the build")?, "Fix the build #2");
+/// // Creating in the lineage picks that title in the same transaction.
+/// let again = svc.create_in_lineage(NewSession::titled("Fix the build"))?;
+/// assert_eq!(again.title.as_deref(), Some("Fix the build #2"));
 /// let s = svc.add_usage(&s.id, &UsageDelta { api_calls: 1, cost_usd: 0.25, ..UsageDelta::default() })?;
 /// assert_eq!(s.estimated_cost_usd, 0.25);
 /// let created = events.try_recv().unwrap();
@@ -289,7 +292,9 @@ impl SessionService {
         scribe_message::queue_event(tx, &self.broker, kind, &session.id, session.clone());
     }
 
-    /// Creates a session with a new `ses_…` id.
+    /// Creates a session with a new `ses_…` id. A title another session holds is refused:
+    /// to take the next free title of its lineage instead, use
+    /// [`create_in_lineage`](SessionService::create_in_lineage).
     ///
     /// Errors: [`SessionError::TitleInUse`], [`SessionError::InvalidTitle`],
     /// [`SessionError::TitleTooLong`], [`SessionError::NotFound`] (parent),
@@ -305,6 +310,42 @@ impl SessionService {
         let session = insert_session(tx, id, new)?;
         self.announce(tx, EventKind::Created, &session);
         Ok(session)
+    }
+
+    /// Creates a session titled with the next free title of the lineage `new.title`
+    /// belongs to (`t` when no session of the lineage exists, else `t #N+1`, as
+    /// [`next_title_in_lineage`](SessionService::next_title_in_lineage) gives it), read and
+    /// used in ONE write transaction: two processes creating in one lineage at once each
+    /// get a title of their own, never [`SessionError::TitleInUse`] (the two-step
+    /// `next_title_in_lineage` then `create` can race).
+    ///
+    /// Errors: [`SessionError::InvalidInput`] when `new.title` is `None`, the title errors
+    /// of [`create`](SessionService::create) (a title too long once numbered), and the rest
+    /// of `create`'s.
+    pub fn create_in_lineage(&self, new: NewSession) -> Result<Session> {
+        let id = new_id(Prefix::Session);
+        self.db.write(|tx| self.create_in_lineage_tx(tx, &id, &new))
+    }
+
+    /// [`SessionService::create_in_lineage`] with the id `id`, inside the caller's
+    /// transaction; queues `created`.
+    pub fn create_in_lineage_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        new: &NewSession,
+    ) -> Result<Session> {
+        let Some(title) = &new.title else {
+            return Err(SessionError::InvalidInput(
+                "a session created in a lineage needs a title".to_owned(),
+            ));
+        };
+        let title = next_title_tx(tx, &normalize_title(title)?)?;
+        let new = NewSession {
+            title: Some(title),
+            ..new.clone()
+        };
+        self.create_tx(tx, id, &new)
     }
 
     /// Creates the background session that generates `parent_id`'s title: id
@@ -350,11 +391,13 @@ impl SessionService {
         let parent = load(tx, parent_id)?;
         let mut new = child_of(&parent, SessionKind::Continuation);
         new.system_prompt = parent.system_prompt.clone();
-        new.title = match &parent.title {
-            Some(title) => Some(next_title_tx(tx, title)?),
-            None => None,
-        };
-        self.create_tx(tx, &new_id(Prefix::Session), &new)
+        new.title = parent.title.clone();
+        let id = new_id(Prefix::Session);
+        if new.title.is_some() {
+            self.create_in_lineage_tx(tx, &id, &new)
+        } else {
+            self.create_tx(tx, &id, &new)
+        }
     }
 
     /// Sets the title of `id` to `title` only if it has none, inside the caller's
@@ -680,6 +723,13 @@ impl SessionService {
     /// as in [`resolve_by_title`](SessionService::resolve_by_title)), or `t` itself when
     /// no session of the lineage exists. So the lineage's newest session, as
     /// `resolve_by_title(t)` gives it, is always numbered `N`.
+    ///
+    /// This is what a UI shows before creating; it reads in a transaction of its own, so
+    /// another process may take the title before a following
+    /// [`create`](SessionService::create) (which then fails with
+    /// [`SessionError::TitleInUse`]). To create the session, use
+    /// [`create_in_lineage`](SessionService::create_in_lineage), which picks the title and
+    /// creates in one transaction.
     pub fn next_title_in_lineage(&self, title: &str) -> Result<String> {
         let title = normalize_title(title)?;
         self.db.read(|tx| next_title_tx(tx, &title))

@@ -248,9 +248,8 @@ impl DemoCmd {
         let project = project_dir.path().to_path_buf();
         write_project(&project)?;
 
-        let title = ctx.sessions.next_title_in_lineage(TITLE)?;
-        let session = ctx.sessions.create(NewSession {
-            title: Some(title),
+        let session = ctx.sessions.create_in_lineage(NewSession {
+            title: Some(TITLE.to_owned()),
             source: SOURCE.to_owned(),
             directory: Some(project.to_string_lossy().into_owned()),
             model: Some(MAIN_MODEL.to_owned()),
