@@ -480,6 +480,53 @@ fn a_commit_whose_outcome_is_unknown_is_reported_and_never_retried() {
 
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn idle_connections_the_server_ended_are_replaced_without_an_error() {
+    let url = fresh("scribe_ended_idle");
+    let db = Database::open(&url).unwrap();
+    let s = create_session(&db);
+    // Two connections idle in the pool: a read's and a write's, each warm.
+    let (read_started, write_done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            db.read(|tx| -> scribe_db::Result<()> {
+                read_started.wait();
+                write_done.wait();
+                tx.q().get_session(&s).map(drop)
+            })
+            .unwrap();
+        });
+        read_started.wait();
+        db.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 2)))
+            .unwrap();
+        write_done.wait();
+    });
+    // An administrator ends every idle session of this database (as a restart or an idle
+    // timeout would); each answers its next statement with a FATAL error.
+    let ended: Vec<bool> = admin(&url)
+        .query(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND state = 'idle' AND application_name = 'scribe'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(ended.len() >= 2 && ended.iter().all(|&e| e), "{ended:?}");
+    // Reads and writes go on, on new connections, and lose nothing.
+    for _ in 0..3 {
+        db.write(|tx| tx.q().add_session_usage_delta(&usage(&s, 1)))
+            .unwrap();
+        let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+        assert!(row.input_tokens >= 3);
+    }
+    let row = db.read(|tx| tx.q().get_session(&s)).unwrap().unwrap();
+    assert_eq!((row.input_tokens, row.api_call_count), (5, 4));
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn a_read_sees_one_snapshot_while_writers_commit() {
     let db = Arc::new(Database::open(fresh("scribe_snapshot")).unwrap());
     let s = create_session(&db);

@@ -252,20 +252,23 @@ impl PgBackend {
     }
 
     /// A pooled connection inside a transaction begun with `begin`. A reused connection
-    /// the server closed while it sat idle is replaced by a new one, once.
+    /// the server closed while it sat idle is closed and the next one tried, until one
+    /// begins or a new one is opened: one whose socket closed, or one whose session the
+    /// server ended (`pg_terminate_backend`, a restart, an idle timeout), which answers its
+    /// next statement with a FATAL error. Nothing ran on it yet, so replacing it loses
+    /// nothing; each one tried leaves the idle list, so this ends.
     fn begin(&self, begin: &str) -> Result<Pooled<'_>> {
-        let mut client = self.pool.get()?;
-        match client.batch_execute(begin) {
-            Ok(()) => Ok(client),
-            Err(err) if client.reused() && err.as_db_error().is_none() => {
-                client.discard();
-                let mut fresh = self.pool.get()?;
-                fresh.batch_execute(begin)?;
-                Ok(fresh)
-            }
-            Err(err) => {
-                client.discard();
-                Err(err.into())
+        loop {
+            let mut client = self.pool.get()?;
+            match client.batch_execute(begin) {
+                Ok(()) => return Ok(client),
+                Err(err) => {
+                    let stale = client.reused() && session_ended(&err);
+                    client.discard();
+                    if !stale {
+                        return Err(err.into());
+                    }
+                }
             }
         }
     }
@@ -325,13 +328,9 @@ impl PgBackend {
 fn commit(mut client: Pooled<'_>) -> Result<()> {
     match client.batch_execute("SELECT 1; COMMIT") {
         Ok(()) => Ok(()),
-        // FATAL: the server ended the connection (shut down, terminated) while COMMIT was
-        // on its way, so whether it ran is as unknown as for a lost connection.
-        Err(err)
-            if err
-                .as_db_error()
-                .is_some_and(|db| !matches!(db.severity(), "FATAL" | "PANIC")) =>
-        {
+        // An ended session (lost connection, or FATAL: the server shut down or terminated
+        // it while COMMIT was on its way) leaves whether it ran unknown: handled below.
+        Err(err) if !session_ended(&err) => {
             let err = Error::from(err);
             let err = match err {
                 Error::Postgres {
@@ -356,6 +355,20 @@ fn commit(mut client: Pooled<'_>) -> Result<()> {
             Err(Error::CommitUnknown(Box::new(err)))
         }
     }
+}
+
+/// Whether `err` means the connection's session is over: the connection was lost (no
+/// answer from the server), or the server ended the session with a FATAL or PANIC error
+/// (an administrator's `pg_terminate_backend`, a shutdown, an idle timeout), after which it
+/// closes the connection. Any other error leaves the session usable. The severity is read
+/// from the field servers never translate, the localized one only where that is missing.
+fn session_ended(err: &postgres::Error) -> bool {
+    use postgres::error::Severity;
+    err.as_db_error()
+        .is_none_or(|db| match db.parsed_severity() {
+            Some(severity) => matches!(severity, Severity::Fatal | Severity::Panic),
+            None => matches!(db.severity(), "FATAL" | "PANIC"),
+        })
 }
 
 /// Rolls back; a connection that cannot even do that is closed rather than reused.
