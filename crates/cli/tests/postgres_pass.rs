@@ -592,3 +592,48 @@ fn each_wrong_postgres_location_is_one_clear_line() {
         assert!(stderr.contains(&want), "{args:?}: {stderr}");
     }
 }
+
+/// A location whose port answers, but not as PostgreSQL (here a listener that reads the
+/// greeting, answers `HTTP/1.1 400 Bad Request` and closes, as a web server does): one
+/// line saying so, under every `sslmode` and as a URL; not the driver's "bytes remaining
+/// on stream" nor "cannot reach" (something was reached). Once nothing listens there,
+/// it is "cannot reach" again. Needs no PostgreSQL server.
+#[test]
+fn a_port_that_is_not_postgres_is_one_clear_line() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answering = std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut greeting = [0_u8; 1024];
+            if stream.read(&mut greeting).unwrap_or(0) == 0 {
+                break; // the test's own "stop" connection
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let want = format!(
+        "the server at 127.0.0.1:{port} did not answer as PostgreSQL (it answered \
+         \"HTTP/1.1 400 Bad Request\"); check the location's host and port"
+    );
+    for location in [
+        format!("host=127.0.0.1 port={port} user=me password=s3cret dbname=scribe"),
+        format!("host=127.0.0.1 port={port} user=me dbname=scribe sslmode=disable"),
+        format!("host=127.0.0.1 port={port} user=me dbname=scribe sslmode=require"),
+        format!("postgres://me:s3cret@127.0.0.1:{port}/scribe"),
+    ] {
+        let line = one_clear_line(&location, &want);
+        for driver in ["bytes remaining", "cannot reach", "error communicating"] {
+            assert!(!line.contains(driver), "{location}: {line}");
+        }
+    }
+    drop(std::net::TcpStream::connect(("127.0.0.1", port)).unwrap());
+    answering.join().unwrap();
+    one_clear_line(
+        &format!("host=127.0.0.1 port={port} user=me dbname=scribe"),
+        &format!("cannot reach the database server at 127.0.0.1:{port}"),
+    );
+}

@@ -219,6 +219,21 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// Something answers at the location's host and port, but not as PostgreSQL (an HTTP
+    /// server, another service): the location names the wrong port or host. `answered`
+    /// says what came back to a PostgreSQL greeting (the driver's own words, such as
+    /// "bytes remaining on stream", say nothing a person can act on, so they are not kept).
+    #[error(
+        "the server at {target} did not answer as PostgreSQL ({answered}); check the \
+         location's host and port"
+    )]
+    NotPostgres {
+        /// The host and port (or socket) that answered.
+        target: String,
+        /// What it answered: `it answered "HTTP/1.1 400 Bad Request"`, or that it closed
+        /// the connection without a word.
+        answered: String,
+    },
     /// The server refused the credentials: a wrong password, an unknown role, or no
     /// `pg_hba.conf` entry letting this user in.
     #[error(
