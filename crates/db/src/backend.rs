@@ -65,7 +65,8 @@ impl Database {
     /// starting together migrate it once. [`Database::open`] does the same when given
     /// such a location. `sslmode` `disable`, `allow`, `prefer` (the default), `require`,
     /// `verify-ca` and `verify-full` mean what they mean to libpq, with `sslrootcert`
-    /// naming the root certificate to trust (`system`: the system's).
+    /// naming the root certificate to trust (`system`: the system's; empty: none named, as
+    /// libpq reads it).
     ///
     /// Errors say what to fix: [`Error::InvalidLocation`] (a malformed URL, or any URL
     /// when this build lacks scribe-db's `postgres` feature), [`Error::Unreachable`],
