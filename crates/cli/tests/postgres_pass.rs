@@ -637,3 +637,69 @@ fn a_port_that_is_not_postgres_is_one_clear_line() {
         &format!("cannot reach the database server at 127.0.0.1:{port}"),
     );
 }
+
+/// `db info` says what is true of each backend: on SQLite the write-ahead log file's
+/// size (a number in `--json`, a line in the text), on PostgreSQL no such number (`null`:
+/// the log is the server's, not this database's; before, `0`) and no such line. `db copy`
+/// refusals are the command's own (`cannot copy: …`, not "invalid input: …"), the same
+/// on both backends. An empty `sslrootcert=` names no file, as in libpq.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn db_info_and_copy_say_what_is_true_on_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scribe.db");
+    let file = file.to_str().unwrap();
+    ok(file, &["demo"]);
+    let url = fresh("cli_pass_info");
+    ok(&url, &["demo"]);
+
+    let on_sqlite = json(file, &["db", "info", "--json"]);
+    assert!(on_sqlite["wal_size"].is_u64(), "{on_sqlite}");
+    assert!(ok(file, &["db", "info"]).contains("(write-ahead log "));
+    let on_postgres = json(&url, &["db", "info", "--json"]);
+    assert_eq!(on_postgres["backend"], "postgres", "{on_postgres}");
+    assert!(on_postgres["wal_size"].is_null(), "{on_postgres}");
+    assert!(
+        on_postgres["file_size"].as_u64().unwrap() > 0,
+        "{on_postgres}"
+    );
+    let text = ok(&url, &["db", "info"]);
+    assert!(text.contains("database size   "), "{text}");
+    assert!(!text.contains("write-ahead"), "{text}");
+
+    // Into a store that holds sessions, either way: the copy's refusal, one line.
+    let other = dir.path().join("other.db");
+    let other = other.to_str().unwrap();
+    ok(other, &["demo"]);
+    for (from, to) in [(file, url.as_str()), (url.as_str(), other)] {
+        let (code, stdout, stderr) = seen(file, &["db", "copy", from, to]);
+        assert_eq!(code, Some(1), "{from} → {to}: {stderr}");
+        assert_eq!(stdout, "");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("scribe: cannot copy: ") && stderr.contains(" is not empty ("),
+            "{from} → {to}: {stderr}"
+        );
+        assert!(!stderr.contains("invalid input"), "{stderr}");
+    }
+    let empty = fresh("cli_pass_info_empty");
+    ok(&empty, &["db", "migrate"]);
+    let (code, _, stderr) = seen(file, &["db", "copy", &url, &empty]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "scribe: cannot copy: one end must be an SQLite file (PostgreSQL to PostgreSQL: \
+         use pg_dump)"
+    );
+
+    // `sslrootcert=` (empty) is not a file named "": TLS as without it.
+    let tcp = std::env::var("SCRIBE_TEST_POSTGRES_TCP").expect("under .ci/with-postgres");
+    let over_tls = format!("{tcp} dbname=cli_pass_info sslmode=require");
+    let listed = ok(&over_tls, &["list", "--json"]);
+    for location in [
+        format!("{over_tls} sslrootcert="),
+        format!("{over_tls} sslrootcert=''"),
+    ] {
+        assert_eq!(ok(&location, &["list", "--json"]), listed, "{location}");
+    }
+}

@@ -38,6 +38,12 @@ pub enum Error {
     /// The caller's input was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// `copy::copy` (the `postgres` feature) refused to copy (the target is not empty or is the source,
+    /// the schema versions differ, neither end is SQLite, a value it cannot carry), or
+    /// found the copy would break a reference; nothing was copied. The same on both
+    /// backends.
+    #[error("cannot copy: {0}")]
+    CopyRefused(String),
     /// Another writer held the database lock through every retry.
     #[error("database stayed locked: another process kept writing through every retry")]
     Locked,
