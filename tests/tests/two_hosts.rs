@@ -20,7 +20,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -143,22 +142,16 @@ struct Acked {
     usages: usize,
 }
 
-fn collect(host: &str, mut child: Child) -> Acked {
-    let mut out = String::new();
-    let mut err = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
+/// What `child` acknowledged on stdout, once it exited successfully. Both pipes are read
+/// together (`wait_with_output`): read one after the other, a child that wrote more than
+/// a pipe buffer to stderr would block while stdout was waited on, and so would the test.
+fn collect(host: &str, child: Child) -> Acked {
+    let output = child.wait_with_output().unwrap();
+    let (status, out, err) = (
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
     assert!(
         status.success(),
         "host {host} failed ({status}):\n{err}\n{out}"
@@ -296,4 +289,28 @@ fn two_hosts_never_duplicate_or_lose_titles_versions_positions_or_usage() {
         (input, output)
     );
     assert_eq!(session.api_call_count, i64::try_from(total).unwrap());
+}
+
+/// `collect` reads a child that writes more to stderr than a pipe holds (a panicking
+/// child's backtrace, a chatty driver) before it writes its acknowledgements: before, it
+/// read stdout to its end first, while the child waited for room on stderr, and both
+/// waited for ever. Needs no server (the child is `sh`).
+#[cfg(unix)]
+#[test]
+fn collect_reads_a_child_that_fills_its_stderr_pipe() {
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "yes noise | head -c 1000000 >&2; echo '{PREFIX}title race #2'"
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (done, acked) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(collect("noisy", child).titles));
+    let titles = acked
+        .recv_timeout(Duration::from_secs(60))
+        .expect("collect returned (it blocked on a full stderr pipe)");
+    assert_eq!(titles, ["race #2"]);
 }

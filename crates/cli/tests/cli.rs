@@ -249,11 +249,42 @@ fn db_copy_onto_its_own_source_says_so() {
         assert_eq!(out.status.code(), Some(1), "{from} {to}: {err}");
         assert_eq!(err.lines().count(), 1, "{from} {to}: {err}");
         assert!(err.contains("are the same database"), "{from} {to}: {err}");
+        assert!(
+            err.starts_with("scribe: cannot copy: "),
+            "{from} {to}: {err}"
+        );
         assert!(!err.contains("not empty"), "{from} {to}: {err}");
         assert!(stdout(&out).is_empty(), "{from} {to}: {}", stdout(&out));
     }
     assert_eq!(listed(db.to_str().unwrap()), before);
     assert!(db.is_file());
+}
+
+/// `db copy` into a store that holds sessions is the command's own refusal, one line
+/// (`scribe: cannot copy: … is not empty …`, not the generic "invalid input: …"), exit 1,
+/// and both stores are left as they were.
+#[test]
+fn db_copy_into_a_store_with_sessions_is_refused_as_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let (from, to) = (dir.path().join("from.db"), dir.path().join("to.db"));
+    let (from, to) = (from.to_str().unwrap(), to.to_str().unwrap());
+    for db in [from, to] {
+        let out = scribe(&["demo", "--db", db], None);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let listed = |db: &str| stdout(&scribe(&["list", "--all", "--json", "--db", db], None));
+    let before = (listed(from), listed(to));
+    let out = scribe(&["db", "copy", from, to], None);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("scribe: cannot copy: {to} is not empty (")),
+        "{err}"
+    );
+    assert!(!err.contains("invalid input"), "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    assert_eq!((listed(from), listed(to)), before);
 }
 
 /// A first run (no `--db`, no `SCRIBE_DB`, no database at the default path yet): a reading

@@ -592,3 +592,114 @@ fn each_wrong_postgres_location_is_one_clear_line() {
         assert!(stderr.contains(&want), "{args:?}: {stderr}");
     }
 }
+
+/// A location whose port answers, but not as PostgreSQL (here a listener that reads the
+/// greeting, answers `HTTP/1.1 400 Bad Request` and closes, as a web server does): one
+/// line saying so, under every `sslmode` and as a URL; not the driver's "bytes remaining
+/// on stream" nor "cannot reach" (something was reached). Once nothing listens there,
+/// it is "cannot reach" again. Needs no PostgreSQL server.
+#[test]
+fn a_port_that_is_not_postgres_is_one_clear_line() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answering = std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut greeting = [0_u8; 1024];
+            if stream.read(&mut greeting).unwrap_or(0) == 0 {
+                break; // the test's own "stop" connection
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let want = format!(
+        "the server at 127.0.0.1:{port} did not answer as PostgreSQL (it answered \
+         \"HTTP/1.1 400 Bad Request\"); check the location's host and port"
+    );
+    for location in [
+        format!("host=127.0.0.1 port={port} user=me password=s3cret dbname=scribe"),
+        format!("host=127.0.0.1 port={port} user=me dbname=scribe sslmode=disable"),
+        format!("host=127.0.0.1 port={port} user=me dbname=scribe sslmode=require"),
+        format!("postgres://me:s3cret@127.0.0.1:{port}/scribe"),
+    ] {
+        let line = one_clear_line(&location, &want);
+        for driver in ["bytes remaining", "cannot reach", "error communicating"] {
+            assert!(!line.contains(driver), "{location}: {line}");
+        }
+    }
+    drop(std::net::TcpStream::connect(("127.0.0.1", port)).unwrap());
+    answering.join().unwrap();
+    one_clear_line(
+        &format!("host=127.0.0.1 port={port} user=me dbname=scribe"),
+        &format!("cannot reach the database server at 127.0.0.1:{port}"),
+    );
+}
+
+/// `db info` says what is true of each backend: on SQLite the write-ahead log file's
+/// size (a number in `--json`, a line in the text), on PostgreSQL no such number (`null`:
+/// the log is the server's, not this database's; before, `0`) and no such line. `db copy`
+/// refusals are the command's own (`cannot copy: …`, not "invalid input: …"), the same
+/// on both backends. An empty `sslrootcert=` names no file, as in libpq.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn db_info_and_copy_say_what_is_true_on_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scribe.db");
+    let file = file.to_str().unwrap();
+    ok(file, &["demo"]);
+    let url = fresh("cli_pass_info");
+    ok(&url, &["demo"]);
+
+    let on_sqlite = json(file, &["db", "info", "--json"]);
+    assert!(on_sqlite["wal_size"].is_u64(), "{on_sqlite}");
+    assert!(ok(file, &["db", "info"]).contains("(write-ahead log "));
+    let on_postgres = json(&url, &["db", "info", "--json"]);
+    assert_eq!(on_postgres["backend"], "postgres", "{on_postgres}");
+    assert!(on_postgres["wal_size"].is_null(), "{on_postgres}");
+    assert!(
+        on_postgres["file_size"].as_u64().unwrap() > 0,
+        "{on_postgres}"
+    );
+    let text = ok(&url, &["db", "info"]);
+    assert!(text.contains("database size   "), "{text}");
+    assert!(!text.contains("write-ahead"), "{text}");
+
+    // Into a store that holds sessions, either way: the copy's refusal, one line.
+    let other = dir.path().join("other.db");
+    let other = other.to_str().unwrap();
+    ok(other, &["demo"]);
+    for (from, to) in [(file, url.as_str()), (url.as_str(), other)] {
+        let (code, stdout, stderr) = seen(file, &["db", "copy", from, to]);
+        assert_eq!(code, Some(1), "{from} → {to}: {stderr}");
+        assert_eq!(stdout, "");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("scribe: cannot copy: ") && stderr.contains(" is not empty ("),
+            "{from} → {to}: {stderr}"
+        );
+        assert!(!stderr.contains("invalid input"), "{stderr}");
+    }
+    let empty = fresh("cli_pass_info_empty");
+    ok(&empty, &["db", "migrate"]);
+    let (code, _, stderr) = seen(file, &["db", "copy", &url, &empty]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "scribe: cannot copy: one end must be an SQLite file (PostgreSQL to PostgreSQL: \
+         use pg_dump)"
+    );
+
+    // `sslrootcert=` (empty) is not a file named "": TLS as without it.
+    let tcp = std::env::var("SCRIBE_TEST_POSTGRES_TCP").expect("under .ci/with-postgres");
+    let over_tls = format!("{tcp} dbname=cli_pass_info sslmode=require");
+    let listed = ok(&over_tls, &["list", "--json"]);
+    for location in [
+        format!("{over_tls} sslrootcert="),
+        format!("{over_tls} sslrootcert=''"),
+    ] {
+        assert_eq!(ok(&location, &["list", "--json"]), listed, "{location}");
+    }
+}

@@ -145,10 +145,26 @@ fn serve_refuses_clearly() {
         .args(["serve", "--addr", "127.0.0.1:0"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // Why, with the file named once (before: "cannot open database X: X is not …").
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("is not a scribe database"), "{err}");
+    assert_eq!(err.matches(not_db.to_str().unwrap()).count(), 1, "{err}");
+    // A reason that does not name the database (an unreachable server): the location is
+    // named once, before it.
+    let nowhere = "host=127.0.0.1 port=1 user=me dbname=scribe connect_timeout=5";
+    let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .args(["--db", nowhere, "serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        stderr(&out).contains("cannot open database"),
-        "{}",
-        stderr(&out)
+        err.starts_with(&format!("scribe: cannot open database {nowhere}: "))
+            && err.contains("cannot reach the database server at 127.0.0.1:1"),
+        "{err}"
     );
+    assert_eq!(err.matches(nowhere).count(), 1, "{err}");
 }

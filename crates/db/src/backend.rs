@@ -65,11 +65,13 @@ impl Database {
     /// starting together migrate it once. [`Database::open`] does the same when given
     /// such a location. `sslmode` `disable`, `allow`, `prefer` (the default), `require`,
     /// `verify-ca` and `verify-full` mean what they mean to libpq, with `sslrootcert`
-    /// naming the root certificate to trust (`system`: the system's).
+    /// naming the root certificate to trust (`system`: the system's; empty: none named, as
+    /// libpq reads it).
     ///
     /// Errors say what to fix: [`Error::InvalidLocation`] (a malformed URL, or any URL
     /// when this build lacks scribe-db's `postgres` feature), [`Error::Unreachable`],
-    /// [`Error::AuthFailed`], [`Error::NoSuchDatabase`], [`Error::Tls`],
+    /// [`Error::NotPostgres`] (something else answers there), [`Error::AuthFailed`],
+    /// [`Error::NoSuchDatabase`], [`Error::Tls`],
     /// [`Error::SchemaTooNew`]. With [`Options::read_only`] nothing is migrated, an older
     /// schema is [`Error::SchemaTooOld`] and writes are [`Error::ReadOnly`].
     pub fn open_postgres(location: &str, options: Options) -> Result<Self> {

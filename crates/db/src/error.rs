@@ -38,6 +38,12 @@ pub enum Error {
     /// The caller's input was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// `copy::copy` (the `postgres` feature) refused to copy (the target is not empty or is the source,
+    /// the schema versions differ, neither end is SQLite, a value it cannot carry), or
+    /// found the copy would break a reference; nothing was copied. The same on both
+    /// backends.
+    #[error("cannot copy: {0}")]
+    CopyRefused(String),
     /// Another writer held the database lock through every retry.
     #[error("database stayed locked: another process kept writing through every retry")]
     Locked,
@@ -218,6 +224,21 @@ pub enum Error {
         /// What the client or the operating system said.
         #[source]
         source: BoxError,
+    },
+    /// Something answers at the location's host and port, but not as PostgreSQL (an HTTP
+    /// server, another service): the location names the wrong port or host. `answered`
+    /// says what came back to a PostgreSQL greeting (the driver's own words, such as
+    /// "bytes remaining on stream", say nothing a person can act on, so they are not kept).
+    #[error(
+        "the server at {target} did not answer as PostgreSQL ({answered}); check the \
+         location's host and port"
+    )]
+    NotPostgres {
+        /// The host and port (or socket) that answered.
+        target: String,
+        /// What it answered: `it answered "HTTP/1.1 400 Bad Request"`, or that it closed
+        /// the connection without a word.
+        answered: String,
     },
     /// The server refused the credentials: a wrong password, an unknown role, or no
     /// `pg_hba.conf` entry letting this user in.

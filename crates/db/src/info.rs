@@ -41,9 +41,10 @@ pub struct DbInfo {
     /// Size of the main file in bytes (0 in memory); on PostgreSQL the database's size
     /// (`pg_database_size`).
     pub file_size: u64,
-    /// Size of the write-ahead log in bytes (0 when absent, and on PostgreSQL, whose log
-    /// is the server's, shared by its databases).
-    pub wal_size: u64,
+    /// Size of the write-ahead log file in bytes (0 when absent or in memory); `None` on
+    /// PostgreSQL, whose log is the server's, shared by its databases, with no file of
+    /// this database's own.
+    pub wal_size: Option<u64>,
 }
 
 impl Database {
@@ -85,7 +86,7 @@ impl Database {
             known_version: migrate::known_version(),
             tables,
             file_size: size(""),
-            wal_size: size("-wal"),
+            wal_size: Some(size("-wal")),
         })
     }
 }

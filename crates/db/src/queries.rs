@@ -8,7 +8,7 @@
 //! - the traits [`ReadQueries`] (SELECT-only queries) and [`Queries`] (all of them), methods
 //!   on `&mut self` returning [`crate::Error`], implemented for SQLite by [`SqliteQueries`]
 //!   (which runs the free functions, with their cached statements) and, with the `postgres`
-//!   feature, for PostgreSQL by [`postgres::PgQueries`] (explicit parameter types,
+//!   feature, for PostgreSQL by `postgres::PgQueries` (explicit parameter types,
 //!   `try_get`). sqlgen checks that both dialects give every query the same shape.
 //!
 //! Add a query by editing a `.sql` file; `build.rs` regenerates this. Reviewable copies are

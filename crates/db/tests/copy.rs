@@ -32,7 +32,7 @@ fn an_sqlite_store_copies_into_an_empty_one_unchanged() {
     // A second copy into the now-full store is refused, and changes nothing.
     let err = copy(&from, &to, |_| {}).unwrap_err();
     assert!(
-        matches!(err, Error::InvalidInput(ref m) if m.contains("not empty")),
+        matches!(err, Error::CopyRefused(ref m) if m.contains("not empty")),
         "{err}"
     );
     assert_eq!(dump(&from), dump(&to));

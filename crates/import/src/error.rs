@@ -1,6 +1,6 @@
 //! [`ImportError`]: what can stop an import. Problems inside one record (a malformed line,
 //! an unknown record type) never do: they are counted and reported in the
-//! [`Summary`](crate::Summary), and the rest is imported.
+//! [`SourceSummary`](crate::SourceSummary), and the rest is imported.
 
 use std::path::PathBuf;
 

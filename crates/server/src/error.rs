@@ -3,6 +3,17 @@
 
 use std::path::PathBuf;
 
+/// [`ServeError::Open`]'s message: the reason itself when it names `location` (a chain
+/// printer then skips it as already shown), else what could not be opened.
+fn open_message(location: &str, source: &scribe_db::Error) -> String {
+    let reason = source.to_string();
+    if reason.contains(location) {
+        reason
+    } else {
+        format!("cannot open database {location}")
+    }
+}
+
 /// `scribe serve` could not start or stopped with a failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -16,8 +27,10 @@ pub enum ServeError {
         path: PathBuf,
     },
     /// The database exists but could not be opened read-only, or (PostgreSQL) its
-    /// change outbox could not be listened to.
-    #[error("cannot open database {location}")]
+    /// change outbox could not be listened to. When the reason already names the
+    /// location (`X is not a scribe database …`), the message is the reason alone, so
+    /// the location is said once; otherwise `cannot open database X`, then the reason.
+    #[error("{}", open_message(location, source))]
     Open {
         /// The database file, or the PostgreSQL location with its password hidden.
         location: String,

@@ -291,7 +291,7 @@ fn write_info(out: &mut impl Write, info: &DbInfo) -> std::io::Result<()> {
             out,
             "file size       {} (write-ahead log {})",
             human_bytes(info.file_size),
-            human_bytes(info.wal_size)
+            human_bytes(info.wal_size.unwrap_or(0))
         )?,
         Backend::Postgres => writeln!(out, "database size   {}", human_bytes(info.file_size))?,
     }

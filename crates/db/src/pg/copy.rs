@@ -86,8 +86,8 @@ pub fn copy(
     mut progress: impl FnMut(&CopyProgress),
 ) -> Result<CopyReport> {
     if std::ptr::eq(from, to) {
-        return Err(Error::InvalidInput(
-            "copying a store into itself does nothing".to_owned(),
+        return Err(Error::CopyRefused(
+            "the source and the target are one handle; copy into another, empty store".to_owned(),
         ));
     }
     // Two handles on one file (the same path twice, `./x.db` and `x.db`, a symlink or a
@@ -95,7 +95,7 @@ pub fn copy(
     if let (Some(a), Some(b)) = (from.path(), to.path())
         && same_file(a, b)
     {
-        return Err(Error::InvalidInput(format!(
+        return Err(Error::CopyRefused(format!(
             "the source ({}) and the target ({}) are the same database; copy into another, \
              empty store",
             from.location(),
@@ -104,7 +104,7 @@ pub fn copy(
     }
     let (version_from, version_to) = (from.schema_version()?, to.schema_version()?);
     if version_from != version_to {
-        return Err(Error::InvalidInput(format!(
+        return Err(Error::CopyRefused(format!(
             "{} has schema version {version_from} and {} version {version_to}; open both \
              with this build first",
             from.location(),
@@ -114,8 +114,8 @@ pub fn copy(
     let plan_db = match (from.sqlite(), to.sqlite()) {
         (Some(sqlite), _) | (None, Some(sqlite)) => sqlite,
         (None, None) => {
-            return Err(Error::InvalidInput(
-                "copying needs an SQLite end (PostgreSQL to PostgreSQL: use pg_dump)".to_owned(),
+            return Err(Error::CopyRefused(
+                "one end must be an SQLite file (PostgreSQL to PostgreSQL: use pg_dump)".to_owned(),
             ));
         }
     };
@@ -123,7 +123,7 @@ pub fn copy(
     for table in &tables {
         let rows = count(to, &table.name)?;
         if rows > 0 {
-            return Err(Error::InvalidInput(format!(
+            return Err(Error::CopyRefused(format!(
                 "{} is not empty ({} holds {rows} rows); copy into an empty store",
                 to.location(),
                 table.name
@@ -299,7 +299,7 @@ pub fn copy(
                         r.get(0)
                     })?;
                 if broken > 0 {
-                    return Err(Error::InvalidInput(format!(
+                    return Err(Error::CopyRefused(format!(
                         "the copy would leave {broken} rows pointing at rows that do not exist"
                     )));
                 }
@@ -562,8 +562,8 @@ fn from_pg(row: &postgres::Row) -> Result<Vec<Value>> {
         } else if matches!(*ty, Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME) {
             row.try_get::<_, Option<String>>(i)?.map(Value::Text)
         } else {
-            return Err(Error::InvalidInput(format!(
-                "column {} has PostgreSQL type {ty}, which copying does not know",
+            return Err(Error::CopyRefused(format!(
+                "column {} has PostgreSQL type {ty}, which the copy does not know",
                 column.name()
             )));
         };

@@ -98,6 +98,9 @@ impl Location {
         } else {
             split_keywords(text).map_err(invalid)?
         };
+        // libpq reads an empty `sslrootcert=` as not given (its default file, never a file
+        // named ""); so does `require` then, without checking the chain.
+        let root_cert = root_cert.filter(|path| !path.is_empty());
         let mut config: postgres::Config = rest
             .parse()
             .map_err(|err: postgres::Error| invalid(error_text(&err)))?;
@@ -418,6 +421,25 @@ mod tests {
         );
         let err = v("postgres://u@h/d?sslmode=sometimes").unwrap_err();
         assert!(err.contains("sslmode \"sometimes\""), "{err}");
+    }
+
+    /// An empty `sslrootcert=` names no file (libpq reads it as not given): no root
+    /// certificate, so `require` does not check the chain. Before, it was a file named "".
+    #[test]
+    fn an_empty_sslrootcert_is_not_given() {
+        for text in [
+            "host=h user=u dbname=d sslmode=require sslrootcert=",
+            "host=h user=u dbname=d sslmode=require sslrootcert=''",
+            "postgres://u@h/d?sslmode=require&sslrootcert=",
+            "postgres://u@h/d?sslrootcert=&sslmode=require",
+        ] {
+            let loc = Location::parse(text).unwrap();
+            assert_eq!(loc.root_cert, None, "{text}");
+            assert_eq!(loc.verify, Verify::Unchecked, "{text}");
+        }
+        // A named one is still read (and `verify-ca` still needs it to check the chain).
+        let loc = Location::parse("host=h user=u dbname=d sslrootcert=/ca.pem").unwrap();
+        assert_eq!(loc.root_cert, Some(PathBuf::from("/ca.pem")));
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl PgBackend {
             known_version: migrate::known_version(),
             tables: counts,
             file_size: u64::try_from(size).unwrap_or(0),
-            wal_size: 0,
+            wal_size: None,
         })
     }
 

@@ -422,6 +422,15 @@ fn connect_error(err: postgres::Error, location: &Location) -> Error {
         };
     }
     let text = error_text(&err);
+    // Connected, then an answer the driver could not read ("bytes remaining on stream",
+    // "unexpected message", "server does not support TLS" from a server answering `H`):
+    // ask again what is there. A refused or timed-out connection is not asked twice.
+    if !text.starts_with("error connecting to server")
+        && !text.starts_with("timeout")
+        && let Some((target, answered)) = not_postgres(location)
+    {
+        return Error::NotPostgres { target, answered };
+    }
     if text.starts_with("error performing TLS handshake") {
         Error::Tls {
             target,
@@ -437,6 +446,78 @@ fn connect_error(err: postgres::Error, location: &Location) -> Error {
         Error::Unreachable {
             target,
             source: Box::new(err),
+        }
+    }
+}
+
+/// PostgreSQL's SSLRequest: length 8, then the code 80877103. A server answers `S` or
+/// `N` (a very old one an `E`rror message), before it looks at anything else.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
+
+/// The first of `location`'s hosts where something other than PostgreSQL answers, and
+/// what it answered (for [`Error::NotPostgres`]); `None` when each one answers as
+/// PostgreSQL, cannot be reached, or says nothing in time (the driver's error stands).
+fn not_postgres(location: &Location) -> Option<(String, String)> {
+    let timeout = location
+        .config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(Duration::from_secs(5))
+        .min(Duration::from_secs(5));
+    let ports = location.config.get_ports();
+    location
+        .config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .find_map(|(i, host)| {
+            let port = ports
+                .get(i)
+                .or_else(|| ports.first())
+                .copied()
+                .unwrap_or(5432);
+            match host {
+                Host::Tcp(name) => {
+                    let addrs = std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), port));
+                    let answered = addrs.ok()?.find_map(|addr| {
+                        let stream = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
+                        stream.set_read_timeout(Some(timeout)).ok()?;
+                        stream.set_write_timeout(Some(timeout)).ok()?;
+                        greeting(stream)
+                    })?;
+                    Some((format!("{name}:{port}"), answered))
+                }
+                #[cfg(unix)]
+                Host::Unix(dir) => {
+                    let socket = dir.join(format!(".s.PGSQL.{port}"));
+                    let stream = std::os::unix::net::UnixStream::connect(socket).ok()?;
+                    stream.set_read_timeout(Some(timeout)).ok()?;
+                    stream.set_write_timeout(Some(timeout)).ok()?;
+                    let answered = greeting(stream)?;
+                    Some((format!("{} (port {port})", dir.display()), answered))
+                }
+                #[cfg(not(unix))]
+                Host::Unix(_) => None,
+            }
+        })
+}
+
+/// What a server answered to [`SSL_REQUEST`] when that is not PostgreSQL's answer: its
+/// first line, quoted and cut, or that it closed the connection without a word. `None`
+/// for PostgreSQL's answer, or when nothing could be sent or read.
+fn greeting(mut stream: impl std::io::Read + std::io::Write) -> Option<String> {
+    stream.write_all(&SSL_REQUEST).ok()?;
+    let mut buf = [0_u8; 64];
+    let read = stream.read(&mut buf).ok()?;
+    let answer = buf.get(..read)?;
+    match answer.first() {
+        None => Some("it closed the connection without answering".to_owned()),
+        Some(b'S' | b'N' | b'E') => None,
+        Some(_) => {
+            let text = String::from_utf8_lossy(answer);
+            let line = text.lines().next().unwrap_or_default();
+            let cut: String = line.chars().take(40).collect();
+            Some(format!("it answered {cut:?}"))
         }
     }
 }
