@@ -3551,7 +3551,7 @@ pub fn top_sessions_by_tokens(
 
 /// SQL of `ListSessionPreviews` (sql/queries/sqlite/cli.sql:4).
 pub const LIST_SESSION_PREVIEWS_SQL: &str = "SELECT p.session_id, substr(
-    CASE WHEN instr(p.data, '\\u0000') > 0
+    CASE WHEN p.data GLOB '*\\u0000*'
         THEN replace(replace(p.data, '\\\\', '\\u005c'), '\\u0000', '\\u0020') ->> '$.text'
         ELSE v.search_text
     END, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"

@@ -1032,12 +1032,15 @@ fn first_page(
 /// `snippet()` itself, so nothing between could put a space there; giving the view a space
 /// instead would cost every read of it (the indexer's, the LIKE scan's) a copy of the text
 /// (SQLite's `replace()` cannot even take `char(0)` as its pattern: it reads it as empty).
-/// The test here is an `instr` over the JSON of the page's rows only, next to `snippet()`,
-/// which tokenizes all of that text anyway. A false alarm (an escaped backslash before the
-/// letters "u0000") only costs the second snippet, which is the same.
+/// The test here is a GLOB over the JSON of the page's rows only, next to `snippet()`,
+/// which reads and tokenizes all of that text anyway: GLOB skips to each backslash with
+/// `strcspn`, ~10 times faster than `instr` (which compares at every character). Measured
+/// on a page of 20 parts of 11 KB of JSON each: ~50 µs for the GLOBs with the rows' reads
+/// (~470 µs with `instr`). A false alarm (an escaped backslash before the letters "u0000")
+/// only costs the second snippet, which is the same.
 fn snippet(index: &str) -> Expr {
     Expr::cust(format!(
-        "CASE WHEN instr(\"p\".\"data\", '\\u0000') > 0 THEN {} ELSE {} END",
+        "CASE WHEN \"p\".\"data\" GLOB '*\\u0000*' THEN {} ELSE {} END",
         sql_chars(NUL_SNIPPET),
         snippet_sql(index)
     ))

@@ -13,7 +13,7 @@
 -- space escape. Every escaped backslash is first written `\u005c`, so that the letters
 -- "u0000" after one (`\\u0000`, no NUL) stay; the text read is the same but for its NULs.
 SELECT p.session_id, substr(
-    CASE WHEN instr(p.data, '\u0000') > 0
+    CASE WHEN p.data GLOB '*\u0000*'
         THEN replace(replace(p.data, '\\', '\u005c'), '\u0000', '\u0020') ->> '$.text'
         ELSE v.search_text
     END, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
