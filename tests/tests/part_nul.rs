@@ -10,9 +10,10 @@
 //!
 //! On PostgreSQL part JSON is TEXT holding the escape `\u0000`, which jsonb and the json
 //! operators refuse; schema V24 reads around it. A search snippet and a preview of
-//! `scribe list` show a NUL as a space on both backends (SQLite since schema V25: its
-//! `snippet()` and `substr` stop at a NUL, so its search text has a space there). Runs on
-//! SQLite, and on PostgreSQL under `.ci/with-postgres … -- --ignored`.
+//! `scribe list` show a NUL as a space on both backends (SQLite's FTS5 `snippet()` and
+//! `substr` stop at a NUL, so its search code and preview query put a space there, see
+//! ARCHITECTURE.md). Runs on SQLite, and on PostgreSQL under `.ci/with-postgres …
+//! -- --ignored`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "message_common/mod.rs"]
@@ -173,7 +174,7 @@ fn nul_parts_are_stored_read_back_searched_and_checked(backend: Backend) {
         assert_eq!(found_ids(&svc, query), vec![message.clone()], "{query}");
     }
     assert!(found_ids(&svc, "appended").is_empty(), "the old text");
-    // A snippet shows the NUL as a space, the text after it kept (until V25 SQLite's
+    // A snippet shows the NUL as a space, the text after it kept (until now SQLite's
     // snippet() dropped the text from a NUL to the next match: "beforeneedle"); so does a
     // snippet that ends after a NUL with no match after it (it was cut at the NUL), and
     // one of a tool's output (two NULs, two spaces).
@@ -226,20 +227,31 @@ fn a_nul_tool_part_breaks_neither_call_lookup_nor_the_list_preview(backend: Back
         assert_eq!(row.id, calls.parts[n].id, "{call_id}");
     }
 
-    let previews = svc
+    // A second session whose first text holds an escaped backslash before "u0000" (no
+    // NUL), then an escaped backslash and a NUL, cut after the NUL.
+    let other = session(&svc);
+    svc.create(NewMessage::new(
+        &other,
+        Role::User,
+        vec![Part::text("C:\\u0000dir and\\\u{0}zyx and more")],
+    ))
+    .unwrap();
+    let mut previews = svc
         .database()
         .read(|tx| {
             tx.q()
                 .list_session_previews(&queries::ListSessionPreviewsParams {
-                    max_chars: 200,
-                    session_ids: &[ses.as_str()],
+                    max_chars: 19,
+                    session_ids: &[ses.as_str(), other.as_str()],
                 })
         })
         .unwrap();
-    assert_eq!(previews.len(), 1, "{previews:?}");
-    // The preview is read from the search text, where the NUL is a space on both (until
-    // V25 SQLite's substr() stopped at the NUL: "look").
-    assert_eq!(previews[0].text, "look here please");
+    assert_eq!(previews.len(), 2, "{previews:?}");
+    let first_preview = previews.remove(usize::from(previews[0].session_id != ses));
+    // A NUL shows as a space on both (until now SQLite's substr() stopped at the NUL:
+    // "look"); an escaped backslash stays one, and the cut counts characters.
+    assert_eq!(first_preview.text, "look here please");
+    assert_eq!(previews[0].text, "C:\\u0000dir and\\ zy");
     assert_eq!(first.parts[0].part, Part::text("look\u{0}here please"));
 }
 
@@ -254,7 +266,7 @@ fn an_escaped_backslash_before_u0000_is_no_nul(backend: Backend) {
     assert_eq!(parts(&svc, &m.id)[0], Part::text(literal));
     assert_eq!(found_ids(&svc, "u0000dir"), vec![m.id.clone()]);
     assert_eq!(found_ids(&svc, "zyx"), vec![m.id.clone()]);
-    // The escaped backslash is shown as written, the NUL after it as a space (until V25
+    // The escaped backslash is shown as written, the NUL after it as a space (until now
     // SQLite's snippet ended at it: "path C:\\u0000dir and\\").
     let (_, snippet) = found(&svc, "u0000dir").remove(0);
     assert_eq!(snippet, "path C:\\u0000dir and\\ zyx");
