@@ -3550,8 +3550,11 @@ pub fn top_sessions_by_tokens(
 }
 
 /// SQL of `ListSessionPreviews` (sql/queries/sqlite/cli.sql:4).
-pub const LIST_SESSION_PREVIEWS_SQL: &str =
-    "SELECT p.session_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
+pub const LIST_SESSION_PREVIEWS_SQL: &str = "SELECT p.session_id, substr(
+    CASE WHEN p.data GLOB '*\\u0000*'
+        THEN replace(replace(p.data, '\\\\', '\\u005c'), '\\u0000', '\\u0020') ->> '$.text'
+        ELSE v.search_text
+    END, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text' AND v.search_text IS NOT NULL
@@ -3586,6 +3589,11 @@ pub struct ListSessionPreviewsParams<'a> {
 /// of attached files) are left out: the preview is what the user typed. One indexed probe
 /// per session, never a whole conversation. A part whose JSON has no text (damaged or
 /// written by another program) is left out, as ListMessageTexts leaves it out.
+/// A NUL character in the text is a space in the preview, as on PostgreSQL: substr() stops
+/// at a NUL (it reads a C string) and replace() cannot take char(0) as its pattern, so a
+/// part whose JSON holds the escape `\u0000` is read from its JSON with that escape made a
+/// space escape. Every escaped backslash is first written `\u005c`, so that the letters
+/// "u0000" after one (`\\u0000`, no NUL) stay; the text read is the same but for its NULs.
 pub fn list_session_previews(
     conn: &rusqlite::Connection,
     params: &ListSessionPreviewsParams<'_>,
@@ -4132,6 +4140,11 @@ pub trait ReadQueries {
     /// of attached files) are left out: the preview is what the user typed. One indexed probe
     /// per session, never a whole conversation. A part whose JSON has no text (damaged or
     /// written by another program) is left out, as ListMessageTexts leaves it out.
+    /// A NUL character in the text is a space in the preview, as on PostgreSQL: substr() stops
+    /// at a NUL (it reads a C string) and replace() cannot take char(0) as its pattern, so a
+    /// part whose JSON holds the escape `\u0000` is read from its JSON with that escape made a
+    /// space escape. Every escaped backslash is first written `\u005c`, so that the letters
+    /// "u0000" after one (`\\u0000`, no NUL) stay; the text read is the same but for its NULs.
     fn list_session_previews(
         &mut self,
         params: &ListSessionPreviewsParams<'_>,

@@ -7,7 +7,16 @@
 -- of attached files) are left out: the preview is what the user typed. One indexed probe
 -- per session, never a whole conversation. A part whose JSON has no text (damaged or
 -- written by another program) is left out, as ListMessageTexts leaves it out.
-SELECT p.session_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
+-- A NUL character in the text is a space in the preview, as on PostgreSQL: substr() stops
+-- at a NUL (it reads a C string) and replace() cannot take char(0) as its pattern, so a
+-- part whose JSON holds the escape `\u0000` is read from its JSON with that escape made a
+-- space escape. Every escaped backslash is first written `\u005c`, so that the letters
+-- "u0000" after one (`\\u0000`, no NUL) stay; the text read is the same but for its NULs.
+SELECT p.session_id, substr(
+    CASE WHEN p.data GLOB '*\u0000*'
+        THEN replace(replace(p.data, '\\', '\u005c'), '\u0000', '\u0020') ->> '$.text'
+        ELSE v.search_text
+    END, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
 FROM parts AS p
 JOIN parts_search AS v ON v.seq = p.seq
 WHERE p.type = 'text' AND v.search_text IS NOT NULL
