@@ -242,7 +242,7 @@
   // ---------------------------------------------------------------- routing
 
   const main = () => document.getElementById("main");
-  const view = { cleanups: [], token: 0 };
+  const view = { cleanups: [], token: 0, path: "" };
   function setState(state) { main().dataset.state = state; }
   function navigate(url, replace) {
     if (replace) history.replaceState(null, "", url);
@@ -258,6 +258,9 @@
     setState("loading");
     for (const a of document.querySelectorAll("[data-nav]")) a.classList.remove("current");
     const current = (name) => document.querySelector(`[data-nav="${name}"]`)?.classList.add("current");
+    // The tab (and the history menu) names the view; a conversation sets its own title.
+    document.title = { "/search": "Search · Scribe", "/usage": "Usage · Scribe" }[path] || (path.startsWith("/s/") ? "Scribe" : "Sessions · Scribe");
+    view.path = path + location.search;
     if (path.startsWith("/s/")) {
       showSession(decodeURIComponent(path.slice(3)));
     } else if (path === "/search") {
@@ -286,13 +289,25 @@
     }
     navigate(url.pathname + url.search + url.hash);
   });
-  window.addEventListener("popstate", route);
+  // Back/Forward between entries that differ only in their #message (a permalink was
+  // followed) stays in the conversation as loaded; the hashchange that follows marks the
+  // message. Anything else shows its view afresh.
+  window.addEventListener("popstate", () => {
+    const hash = location.hash;
+    const sameView = location.pathname + location.search === view.path && location.pathname.startsWith("/s/");
+    if (sameView && (!hash.startsWith("#msg_") || document.getElementById(decodeURIComponent(hash.slice(1))))) {
+      if (!hash) for (const x of document.querySelectorAll(".msg.target")) x.classList.remove("target");
+      return;
+    }
+    route();
+  });
   const params = () => new URLSearchParams(location.search);
   function setParams(values) {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(values)) if (v !== null && v !== undefined && v !== "") q.set(k, v);
     const url = location.pathname + (q.toString() ? "?" + q : "");
     history.replaceState(null, "", url);
+    view.path = location.pathname + location.search;
   }
   function sessionLink(s, text) {
     return h("a", { href: "/s/" + encodeURIComponent(s.id), "data-link": true }, text || s.title || "(untitled)");
@@ -326,20 +341,30 @@
     const body = h("tbody");
     const more = h("div", { class: "more-row" });
     const filters = h("div", { class: "filters" });
+    const head = h("thead", null, headerRow());
+    // Wide tables scroll sideways in their own box, not the whole page (narrow windows).
     m.append(h("h1", null, "Sessions"), filters, bannerSlot,
-      h("table", { id: "sessions-table" }, h("thead", null, headerRow()), body), more);
+      h("div", { class: "table-wrap" }, h("table", { id: "sessions-table" }, head, body)), more);
 
     function apply(change) {
       Object.assign(state, change);
       setParams(state.archived === "exclude" ? { ...state, archived: "" } : state);
+      // The arrowed column and the sort choice both show the order, however it was picked.
+      if ("sort" in change) {
+        head.replaceChildren(headerRow());
+        const sel = filters.querySelector("select[name=sort]");
+        if (sel) sel.value = state.sort;
+      }
       load();
     }
     function headerRow() {
+      // A sortable heading is a button: reachable with Tab, sorted with Enter or Space.
       const th = (text, sort, cls) => h("th", {
         class: [cls, sort ? "sortable" : "", state.sort === sort ? "sorted" : ""].join(" ").trim(),
         title: sort ? "Sort by " + text.replace(" (UTC)", "").toLowerCase() : null,
+        "aria-sort": sort && state.sort === sort ? "descending" : null,
         onclick: sort ? () => apply({ sort }) : null,
-      }, text, state.sort === sort ? " ↓" : "");
+      }, sort ? h("button", { type: "button", class: "th-sort" }, text, state.sort === sort ? " ↓" : "") : text);
       return h("tr", null, th("Session", null), th("Source"), th("Model"), th("Msgs", null, "num"),
         th("Tokens", "tokens", "num"), th("Cost", "cost", "num"), th("Created (UTC)", "created", "num"), th("Active", "active", "num"));
     }

@@ -66,6 +66,19 @@ const TESTS: &[(&str, Test)] = &[
         dates_in_utc,
     ),
     (
+        "the_sorted_column_and_the_sort_choice_follow_every_way_of_sorting",
+        sort_controls_agree,
+    ),
+    (
+        "the_tab_title_names_the_view_shown_not_the_last_conversation",
+        tab_title,
+    ),
+    (
+        "back_over_a_message_link_keeps_the_conversation_as_loaded",
+        back_over_a_permalink,
+    ),
+    ("a_narrow_window_scrolls_only_up_and_down", narrow_window),
+    (
         "a_killed_test_process_leaves_no_browser_running",
         killed_test_process,
     ),
@@ -856,4 +869,175 @@ fn dates_in_utc(ctx: &Ctx) -> Result<()> {
     })();
     d.set_time_zone("")?;
     outcome
+}
+
+/// What the list says it is sorted by: the arrowed column's title, the `sort` choice.
+fn sort_shown(ctx: &Ctx) -> Result<Value> {
+    ctx.driver.exec(
+        "const th = [...document.querySelectorAll('#sessions-table th')].filter(t => t.classList.contains('sorted') || t.textContent.includes('↓'));
+         return [th.map(t => t.title), document.querySelector('select[name=sort]').value]",
+        json!([]),
+    )
+}
+
+fn sort_controls_agree(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url("/"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the sort choice",
+        "return document.querySelector('select[name=sort]')",
+    )?;
+    check(
+        sort_shown(ctx)? == json!([["Sort by created"], "created"]),
+        format!("newest first at the start: {}", sort_shown(ctx)?),
+    )?;
+    // A column heading sorts, moves the arrow there and sets the choice to match.
+    d.click("#sessions-table th.sortable[title='Sort by cost']")?;
+    d.wait("most expensive first", &format!("return document.querySelector('#sessions-table tbody tr.session')?.dataset.id === '{}'", f.main))?;
+    check(
+        sort_shown(ctx)? == json!([["Sort by cost"], "cost"]),
+        format!("sorted by cost, shown so: {}", sort_shown(ctx)?),
+    )?;
+    // The choice sorts and the arrow follows it (no column for `oldest`: no arrow).
+    d.click("select[name=sort] option[value=oldest]")?;
+    d.wait("oldest first", &format!("return document.querySelector('#sessions-table tbody tr.session')?.dataset.id !== '{}'", f.main))?;
+    d.wait_ready()?;
+    check(
+        sort_shown(ctx)? == json!([[], "oldest"]),
+        format!("sorted oldest first, shown so: {}", sort_shown(ctx)?),
+    )?;
+    // A heading sorts from the keyboard too: it is a button in the tab order.
+    d.exec(
+        "document.querySelector('#sessions-table th[title=\"Sort by tokens\"] button').focus()",
+        json!([]),
+    )?;
+    check(
+        d.exec(
+            "return document.activeElement.closest('th')?.title",
+            json!([]),
+        )? == json!("Sort by tokens"),
+        "the heading takes the focus",
+    )?;
+    d.keys("\u{E007}")?; // Enter
+    d.wait(
+        "sorted by tokens from the keyboard",
+        "return document.querySelector('select[name=sort]').value === 'tokens'",
+    )?;
+    check(
+        d.url()?.contains("sort=tokens"),
+        "the sort is in the address",
+    )?;
+    Ok(())
+}
+
+fn tab_title(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the conversation's title",
+        "return document.title === 'Fix the build · Scribe'",
+    )?;
+    for (link, title) in [
+        ("search", "Search · Scribe"),
+        ("usage", "Usage · Scribe"),
+        ("sessions", "Sessions · Scribe"),
+    ] {
+        d.click(&format!("[data-nav={link}]"))?;
+        d.wait_ready()?;
+        let shown = text(ctx, "return document.title")?;
+        check(
+            shown == title,
+            format!("after opening {link} the tab says {shown:?}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn back_over_a_permalink(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
+    d.wait_ready()?;
+    d.wait(
+        "all 250 messages, by scrolling",
+        "window.scrollTo(0, document.body.scrollHeight); return document.querySelectorAll('#messages .msg').length === 250",
+    )?;
+    d.exec(
+        "window.__list = document.getElementById('messages')",
+        json!([]),
+    )?;
+    d.click("#msg_long_0200 a.permalink")?;
+    d.wait(
+        "the link in the address",
+        "return location.hash === '#msg_long_0200'",
+    )?;
+    d.wait(
+        "the message marked",
+        "return document.querySelector('#msg_long_0200.target')",
+    )?;
+    d.exec("history.back()", json!([]))?;
+    d.wait("back without the link", "return location.hash === ''")?;
+    // A re-render would come back with only the first page (and lose the reader's place).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kept = d.exec(
+        "return [document.getElementById('messages') === window.__list, document.querySelectorAll('#messages .msg').length]",
+        json!([]),
+    )?;
+    check(
+        kept == json!([true, 250]),
+        format!("the conversation as loaded after Back: {kept}"),
+    )?;
+    d.exec("history.forward()", json!([]))?;
+    d.wait(
+        "forward to the link",
+        "return location.hash === '#msg_long_0200'",
+    )?;
+    d.wait(
+        "the message marked again",
+        "return document.querySelector('#msg_long_0200.target')",
+    )?;
+    check(
+        d.exec(
+            "return document.getElementById('messages') === window.__list",
+            json!([]),
+        )? == json!(true),
+        "forward keeps it as loaded too",
+    )?;
+    // Back to another page still routes.
+    d.exec("history.back(); history.back()", json!([]))?;
+    Ok(())
+}
+
+fn narrow_window(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.resize(400, 800)?;
+    let result = (|| {
+        for path in [
+            "/".to_owned(),
+            format!("/s/{}", f.main),
+            "/search?q=build".to_owned(),
+            "/usage".to_owned(),
+        ] {
+            d.goto(&ctx.server.url(&path))?;
+            d.wait_ready()?;
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            // The width, and what sticks out (the innermost elements past the right edge).
+            let widths = d.exec(
+                "const w = document.documentElement.clientWidth;
+                 const out = [...document.querySelectorAll('body *')]
+                   .filter(e => e.getBoundingClientRect().right > w + 1 && !e.closest('.table-wrap, pre') && ![...e.children].some(c => c.getBoundingClientRect().right > w + 1))
+                   .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));
+                 return [document.documentElement.scrollWidth, w, out]",
+                json!([]),
+            )?;
+            check(
+                widths[0].as_i64() <= widths[1].as_i64(),
+                format!("{path} is no wider than the window: {widths}"),
+            )?;
+        }
+        Ok(())
+    })();
+    d.resize(1280, 900)?;
+    result
 }

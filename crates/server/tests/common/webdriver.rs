@@ -336,6 +336,27 @@ impl Driver {
         Ok(())
     }
 
+    /// Presses and releases each key of `text` (WebDriver key codes such as `\u{E007}`,
+    /// Enter, included) on whatever has the focus, as a user at the keyboard would.
+    pub fn keys(&self, text: &str) -> Result<()> {
+        let actions: Vec<Value> = text
+            .chars()
+            .flat_map(|c| {
+                let key = c.to_string();
+                [
+                    json!({"type": "keyDown", "value": key}),
+                    json!({"type": "keyUp", "value": key}),
+                ]
+            })
+            .collect();
+        self.session_call(
+            "POST",
+            "/actions",
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        )?;
+        Ok(())
+    }
+
     /// Resizes the browser window.
     pub fn resize(&self, width: u32, height: u32) -> Result<()> {
         self.session_call(
