@@ -651,7 +651,9 @@
         h("ul", null, others.map((c) => h("li", null, sessionLink(c), h("span", { class: "badge" }, c.kind),
           h("span", { class: "dim" }, ` · ${counted(c.message_count, "message")} · ${fmtUsd(c.cost_usd)}`))))));
     }
-    head.replaceChildren(
+    // append() leaves out the parts that are null (replaceChildren would show "null").
+    head.replaceChildren();
+    append(head, [
       h("h1", null, s.title || "(untitled)",
         kindText ? h("span", { class: "badge" }, kindText) : null,
         s.archived_at ? h("span", { class: "badge" }, "archived") : null,
@@ -672,7 +674,7 @@
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
         fact("cost", fmtUsd(s.estimated_cost_usd) + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
         h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation")),
-      related.length ? h("div", { class: "related" }, related) : null);
+      related.length ? h("div", { class: "related" }, related) : null]);
   }
 
   function renderMessage(msg, children, openParts) {

@@ -77,6 +77,10 @@ const TESTS: &[(&str, Test)] = &[
         "back_over_a_message_link_keeps_the_conversation_as_loaded",
         back_over_a_permalink,
     ),
+    (
+        "a_conversation_with_no_related_sessions_shows_no_stray_text",
+        head_without_relations,
+    ),
     ("a_narrow_window_scrolls_only_up_and_down", narrow_window),
     (
         "a_killed_test_process_leaves_no_browser_running",
@@ -1040,4 +1044,31 @@ fn narrow_window(ctx: &Ctx) -> Result<()> {
     })();
     d.resize(1280, 900)?;
     result
+}
+
+fn head_without_relations(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.telegram)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the head",
+        "return document.getElementById('session-totals')",
+    )?;
+    let lines = d.exec(
+        "return [...document.querySelector('.session-head').childNodes].map(n => n.nodeType === 3 ? 'text:' + n.textContent : n.tagName)",
+        json!([]),
+    )?;
+    check(
+        lines == json!(["H1", "DIV", "DIV"]),
+        format!("the head holds the title and its facts, nothing else: {lines}"),
+    )?;
+    check(
+        !text(
+            ctx,
+            "return document.querySelector('.session-head').innerText",
+        )?
+        .contains("null"),
+        "no \"null\" in the head",
+    )?;
+    Ok(())
 }
