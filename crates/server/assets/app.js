@@ -470,13 +470,22 @@
         next = page.next;
         more.replaceChildren(next
           ? h("button", { id: "load-more", onclick: () => load(next) }, "Load more")
-          : h("span", { class: "dim" }, body.children.length ? "End of the list" : "No sessions match"));
+          : body.children.length ? h("span", { class: "dim" }, "End of the list") : await nothingListed(ctl.signal));
         setState("ready");
       } catch (err) {
         if (!isAbort(err) && stillShown(mine)) { more.replaceChildren(errorBox(err)); setState("error"); }
       } finally {
         if (loading === ctl) loading = null;
       }
+    }
+    /** Why the list is empty: the filters, the hidden archived sessions, or an empty store. */
+    async function nothingListed(signal) {
+      const filtered = ["q", "source", "model", "directory", "from", "to"].some((k) => state[k]) || state.archived !== "exclude";
+      if (filtered) return h("span", { class: "dim" }, "No sessions match");
+      const any = await api("sessions", { archived: "include", limit: 1 }, signal);
+      if (any.sessions.length) return h("span", { class: "dim" }, "No sessions match: every session is archived (Archived: include shows them)");
+      return h("p", { class: "empty", id: "no-sessions" }, "No sessions recorded yet. ",
+        h("code", null, "scribe import --from all"), " brings in the agents' histories found on this machine; this page follows as they arrive.");
     }
     // Load further pages as the end of the list scrolls into view.
     const io = new IntersectionObserver((entries) => {

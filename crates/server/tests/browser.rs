@@ -83,6 +83,10 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("a_narrow_window_scrolls_only_up_and_down", narrow_window),
     (
+        "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
+        empty_store,
+    ),
+    (
         "a_killed_test_process_leaves_no_browser_running",
         killed_test_process,
     ),
@@ -1069,6 +1073,45 @@ fn head_without_relations(ctx: &Ctx) -> Result<()> {
         )?
         .contains("null"),
         "no \"null\" in the head",
+    )?;
+    Ok(())
+}
+
+fn empty_store(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("empty.db");
+    drop(scribe_db::Database::open(&db)?);
+    let server = serve(&db, None);
+    d.console()?;
+    d.goto(&server.url("/"))?;
+    d.wait_ready()?;
+    let said = d.wait(
+        "the empty list explained",
+        "return document.getElementById('no-sessions')?.textContent",
+    )?;
+    check(
+        said.as_str()
+            .is_some_and(|s| s.contains("No sessions recorded yet") && s.contains("scribe import")),
+        format!("an empty store says so and how to fill it: {said}"),
+    )?;
+    // A filter that matches nothing says that instead.
+    d.goto(&server.url("/?q=nothing"))?;
+    d.wait_ready()?;
+    d.wait(
+        "no match",
+        "return document.querySelector('.more-row')?.textContent === 'No sessions match'",
+    )?;
+    // The other views work on an empty store, and nothing went to the console.
+    for path in ["/search?q=anything", "/usage"] {
+        d.goto(&server.url(path))?;
+        d.wait_ready()?;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let console = d.console()?;
+    check(
+        console.is_empty(),
+        format!("the console stays clean: {console:?}"),
     )?;
     Ok(())
 }

@@ -190,7 +190,8 @@ impl Driver {
         }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": args}
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+            "goog:loggingPrefs": {"browser": "ALL"}
         }}});
         let value = driver.call("POST", "/session", Some(caps))?;
         driver.session = value["sessionId"]
@@ -355,6 +356,27 @@ impl Driver {
             Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
         )?;
         Ok(())
+    }
+
+    /// The browser console's entries since the last call, as `LEVEL message` lines
+    /// (chromedriver's log endpoint; `goog:loggingPrefs` asks it to keep them).
+    pub fn console(&self) -> Result<Vec<String>> {
+        let value = self.session_call("POST", "/se/log", Some(json!({"type": "browser"})))?;
+        Ok(value
+            .as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{} {}",
+                            e["level"].as_str().unwrap_or("?"),
+                            e["message"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// Resizes the browser window.
