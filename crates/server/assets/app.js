@@ -170,8 +170,11 @@
     if (window.marked && window.DOMPurify) {
       const html = window.marked.parse(String(text || ""));
       div.innerHTML = window.DOMPurify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ["style", "form", "input", "img"] });
+      // Each paragraph takes the direction of its own first letter: Arabic or Hebrew reads
+      // right to left, aligned right, with an English paragraph next to it left to right.
+      for (const block of div.querySelectorAll("p, li, h1, h2, h3, h4, h5, h6, blockquote, td, th")) block.setAttribute("dir", "auto");
     } else {
-      div.append(h("pre", { class: "plain" }, text));
+      div.append(h("pre", { class: "plain", dir: "auto" }, text));
     }
     return div;
   }
@@ -417,7 +420,7 @@
           s.kind !== "normal" ? h("span", { class: "badge" }, s.kind) : null,
           s.archived_at ? h("span", { class: "badge" }, "archived") : null,
           kids,
-          s.preview ? h("div", { class: "preview" }, s.preview) : null),
+          s.preview ? h("div", { class: "preview", dir: "auto" }, s.preview) : null),
         h("td", null, s.source),
         h("td", { class: "mono" }, s.model || ""),
         h("td", { class: "num" }, fmtInt(s.message_count)),
@@ -924,7 +927,7 @@
   }
 
   function renderHit(hit) {
-    const snippet = h("div", { class: "snippet" });
+    const snippet = h("div", { class: "snippet", dir: "auto" });
     // Offsets count Unicode characters (code points), as the server does.
     const chars = Array.from(hit.snippet);
     let at = 0;

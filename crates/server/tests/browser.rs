@@ -82,6 +82,7 @@ const TESTS: &[(&str, Test)] = &[
         head_without_relations,
     ),
     ("a_narrow_window_scrolls_only_up_and_down", narrow_window),
+    ("right_to_left_paragraphs_read_right_to_left", right_to_left),
     (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
@@ -1112,6 +1113,40 @@ fn empty_store(ctx: &Ctx) -> Result<()> {
     check(
         console.is_empty(),
         format!("the console stays clean: {console:?}"),
+    )?;
+    Ok(())
+}
+
+fn right_to_left(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // A store of its own: the shared fixture's conversations stay as the other tests know them.
+    let f = fixture();
+    common::append_message(
+        &f.db,
+        &f.telegram,
+        "مرحبا بالعالم، هذا نص عربي مع كلمة English في الوسط.\n\nAnd an English paragraph after it.",
+    );
+    let server = serve(&f.db, None);
+    d.goto(&server.url(&format!("/s/{}", f.telegram)))?;
+    d.wait_ready()?;
+    let dirs = d.wait(
+        "the two paragraphs",
+        "const ps = [...document.querySelectorAll('#messages .msg:last-child .md p')];
+         return ps.length === 2 && ps.map(p => getComputedStyle(p).direction)",
+    )?;
+    check(
+        dirs == json!(["rtl", "ltr"]),
+        format!("Arabic right to left, English left to right: {dirs}"),
+    )?;
+    d.goto(&server.url("/search?q=%D9%85%D8%B1%D8%AD%D8%A8%D8%A7"))?;
+    d.wait_ready()?;
+    let dir = d.wait(
+        "the hit",
+        "const s = document.querySelector('.hit .snippet'); return s && getComputedStyle(s).direction",
+    )?;
+    check(
+        dir == json!("rtl"),
+        format!("an Arabic snippet right to left: {dir}"),
     )?;
     Ok(())
 }
