@@ -249,12 +249,26 @@
   function setState(state) { main().dataset.state = state; }
   function navigate(url, replace) {
     if (replace) history.replaceState(null, "", url);
-    else history.pushState(null, "", url);
+    else { remember(); history.pushState(null, "", url); }
     route();
+  }
+  // Where the reader was (and how many pages of the list were loaded) is kept in the
+  // history entry being left, so Back returns to the same place; the views put it back
+  // once their content is there (hence scrollRestoration = "manual" in start()).
+  function remember() {
+    history.replaceState({ ...(history.state || {}), scrollY: window.scrollY, pages: view.pages || 0 }, "");
+  }
+  /** Scrolls back to where the reader was in this history entry, if it says. */
+  function restoreScroll(token) {
+    const r = view.restore;
+    if (r && stillShown(token)) window.scrollTo(0, r.scrollY);
   }
   function route() {
     for (const fn of view.cleanups.splice(0)) fn();
     view.token += 1;
+    const st = history.state;
+    view.restore = st && typeof st.scrollY === "number" ? st : null;
+    view.pages = 0;
     const path = location.pathname;
     const m = main();
     m.replaceChildren();
@@ -286,6 +300,7 @@
     if (url.origin !== location.origin) return;
     e.preventDefault();
     if (url.pathname === location.pathname && url.search === location.search && url.hash) {
+      remember();
       history.pushState(null, "", url.pathname + url.search + url.hash);
       window.dispatchEvent(new HashChangeEvent("hashchange"));
       return;
@@ -300,6 +315,7 @@
     const sameView = location.pathname + location.search === view.path && location.pathname.startsWith("/s/");
     if (sameView && (!hash.startsWith("#msg_") || document.getElementById(decodeURIComponent(hash.slice(1))))) {
       if (!hash) for (const x of document.querySelectorAll(".msg.target")) x.classList.remove("target");
+      if (history.state && typeof history.state.scrollY === "number") window.scrollTo(0, history.state.scrollY);
       return;
     }
     route();
@@ -466,6 +482,7 @@
         if (!stillShown(mine)) return;
         if (!after) { body.replaceChildren(); pages = 0; bannerSlot.replaceChildren(); }
         pages += 1;
+        view.pages = pages;
         for (const s of page.sessions) {
           body.append(row(s, page.child_counts[s.id] || 0, false));
           if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
@@ -491,8 +508,9 @@
         h("code", null, "scribe import --from all"), " brings in the agents' histories found on this machine; this page follows as they arrive.");
     }
     // Load further pages as the end of the list scrolls into view.
+    let restoring = false;
     const io = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting) && next && !loading) load(next);
+      if (entries.some((e) => e.isIntersecting) && next && !loading && !restoring) load(next);
     });
     io.observe(more);
     view.cleanups.push(() => io.disconnect());
@@ -503,6 +521,14 @@
         h("button", { onclick: () => { window.scrollTo(0, 0); load(); } }, "Reload the list")));
     });
     await load();
+    // Back to the list: as many pages as were loaded, and the place in them.
+    if (view.restore && stillShown(token)) {
+      restoring = true;
+      try {
+        while (pages < view.restore.pages && next && stillShown(token)) await load(next);
+      } finally { restoring = false; }
+      restoreScroll(token);
+    }
   }
 
   // ---------------------------------------------------------------- a conversation
@@ -911,6 +937,7 @@
     }
     onChange(run);
     await run();
+    restoreScroll(token);
   }
 
   /**
@@ -1103,6 +1130,7 @@
         box.focus();
       }
     });
+    if ("scrollRestoration" in history) history.scrollRestoration = "manual";
     startLive();
     route();
   }

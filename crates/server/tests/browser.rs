@@ -84,6 +84,10 @@ const TESTS: &[(&str, Test)] = &[
     ("a_narrow_window_scrolls_only_up_and_down", narrow_window),
     ("right_to_left_paragraphs_read_right_to_left", right_to_left),
     (
+        "back_from_a_conversation_returns_to_the_same_place_in_the_list_and_the_hits",
+        back_returns_to_the_place,
+    ),
+    (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
     ),
@@ -969,11 +973,11 @@ fn back_over_a_permalink(ctx: &Ctx) -> Result<()> {
     d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
     d.wait_ready()?;
     d.wait(
-        "all 250 messages, by scrolling",
-        "window.scrollTo(0, document.body.scrollHeight); return document.querySelectorAll('#messages .msg').length === 250",
+        "every message, by scrolling (the live test may have added some)",
+        "window.scrollTo(0, document.body.scrollHeight); return !document.getElementById('load-later') && document.querySelectorAll('#messages .msg').length >= 250",
     )?;
     d.exec(
-        "window.__list = document.getElementById('messages')",
+        "window.__list = document.getElementById('messages'); window.__count = document.querySelectorAll('#messages .msg').length",
         json!([]),
     )?;
     d.click("#msg_long_0200 a.permalink")?;
@@ -990,11 +994,11 @@ fn back_over_a_permalink(ctx: &Ctx) -> Result<()> {
     // A re-render would come back with only the first page (and lose the reader's place).
     std::thread::sleep(std::time::Duration::from_millis(500));
     let kept = d.exec(
-        "return [document.getElementById('messages') === window.__list, document.querySelectorAll('#messages .msg').length]",
+        "return [document.getElementById('messages') === window.__list, document.querySelectorAll('#messages .msg').length === window.__count]",
         json!([]),
     )?;
     check(
-        kept == json!([true, 250]),
+        kept == json!([true, true]),
         format!("the conversation as loaded after Back: {kept}"),
     )?;
     d.exec("history.forward()", json!([]))?;
@@ -1149,4 +1153,49 @@ fn right_to_left(ctx: &Ctx) -> Result<()> {
         format!("an Arabic snippet right to left: {dir}"),
     )?;
     Ok(())
+}
+
+fn back_returns_to_the_place(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // A short window, so that the nine sessions and the hits scroll.
+    d.resize(1000, 420)?;
+    let result = (|| {
+        for (path, link) in [
+            (
+                "/",
+                "#sessions-table tbody tr.session:last-child td.title-cell a",
+            ),
+            ("/search?q=step", "#hits a.hit:nth-last-child(3)"),
+        ] {
+            d.goto(&ctx.server.url(path))?;
+            d.wait_ready()?;
+            d.wait(
+                "the link",
+                &format!("return document.querySelector('{link}')"),
+            )?;
+            d.click(link)?;
+            d.wait(
+                "the conversation",
+                "return location.pathname.startsWith('/s/')",
+            )?;
+            d.wait_ready()?;
+            d.exec("history.back()", json!([]))?;
+            d.wait("back", "return !location.pathname.startsWith('/s/')")?;
+            d.wait_ready()?;
+            let at = d.wait(
+                "the same place",
+                &format!(
+                    "const a = document.querySelector('{link}'); const r = a && a.getBoundingClientRect();
+                     return r && window.scrollY > 0 && r.top >= 0 && r.bottom <= innerHeight && window.scrollY"
+                ),
+            );
+            check(
+                at.is_ok(),
+                format!("{path}: back where the link was clicked: {at:?}"),
+            )?;
+        }
+        Ok(())
+    })();
+    d.resize(1280, 900)?;
+    result
 }
