@@ -557,6 +557,8 @@
     renderHead(head, detail);
 
     const loaded = { first: null, last: null, moreBefore: false, moreAfter: false };
+    /** The last message shown, as the API gave it: what a live update compares with. */
+    const shownAs = new Map();
     const openParts = new Set();
     list.addEventListener("toggle", (e) => {
       const d = e.target;
@@ -570,6 +572,11 @@
       if (page.messages.length) {
         if (where === "before" || !loaded.first) loaded.first = page.messages[0].id;
         if (where !== "before") loaded.last = page.messages[page.messages.length - 1].id;
+      }
+      if (where !== "before" && page.messages.length) {
+        const last = page.messages[page.messages.length - 1];
+        shownAs.clear();
+        shownAs.set(last.id, JSON.stringify(last));
       }
       if (where === "before") loaded.moreBefore = page.more_before;
       else loaded.moreAfter = page.more_after;
@@ -646,8 +653,14 @@
         : await api(`sessions/${encodeURIComponent(id)}/messages`, { limit: PAGE });
       if (!stillShown(mine)) return;
       for (const msg of page.messages) {
-        const el = renderMessage(msg, children, openParts);
+        // A message shown as it is stays (a change elsewhere in the store must not redraw
+        // it under a reader selecting its text); a grown or new one is drawn.
+        const sig = JSON.stringify(msg);
         const old = document.getElementById(msg.id);
+        if (old && shownAs.get(msg.id) === sig) { loaded.last = msg.id; continue; }
+        shownAs.clear();
+        shownAs.set(msg.id, sig);
+        const el = renderMessage(msg, children, openParts);
         if (old) old.replaceWith(el); else list.append(el);
         loaded.last = msg.id;
         if (!loaded.first) loaded.first = msg.id;

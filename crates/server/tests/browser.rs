@@ -88,6 +88,10 @@ const TESTS: &[(&str, Test)] = &[
         back_returns_to_the_place,
     ),
     (
+        "a_write_to_another_session_leaves_the_open_conversation_as_drawn",
+        other_writes_leave_it_alone,
+    ),
+    (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
     ),
@@ -1198,4 +1202,44 @@ fn back_returns_to_the_place(ctx: &Ctx) -> Result<()> {
     })();
     d.resize(1280, 900)?;
     result
+}
+
+fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // A store of its own: the shared fixture's conversations stay as the other tests know them.
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url(&format!("/s/{}", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    let last = f.main_messages.last().unwrap();
+    d.exec(
+        &format!("window.__last = document.getElementById('{last}'); window.__version = document.body.dataset.version"),
+        json!([]),
+    )?;
+    // Another conversation grows: the open one's last message is not drawn again (a reader
+    // selecting its text would lose the selection twice a second while an agent works).
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    d.wait(
+        "the page to see the change",
+        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    check(
+        d.exec(
+            &format!("return document.getElementById('{last}') === window.__last"),
+            json!([]),
+        )? == json!(true),
+        "the last message is the same element",
+    )?;
+    // This conversation grows: the new message is shown.
+    common::append_message(&f.db, &f.main, "here");
+    d.wait(
+        "the new message",
+        "return document.querySelectorAll('#messages .msg').length === 5",
+    )?;
+    Ok(())
 }
