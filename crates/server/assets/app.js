@@ -555,6 +555,7 @@
     document.title = (detail.session.title || "(untitled)") + " · Scribe";
     const children = new Map(detail.children.map((c) => [c.id, c]));
     renderHead(head, detail);
+    let shownHead = JSON.stringify(detail);
 
     const loaded = { first: null, last: null, moreBefore: false, moreAfter: false };
     /** The last message shown, as the API gave it: what a live update compares with. */
@@ -645,7 +646,9 @@
       const fresh = await api("sessions/" + encodeURIComponent(id));
       if (!stillShown(mine)) return;
       for (const c of fresh.children) children.set(c.id, c);
-      renderHead(head, fresh);
+      // The head too stays as drawn unless it changed (someone may be copying the id).
+      const headAs = JSON.stringify(fresh);
+      if (headAs !== shownHead) { shownHead = headAs; renderHead(head, fresh); }
       if (loaded.moreAfter) { controls(); return; }
       const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
       const page = loaded.last

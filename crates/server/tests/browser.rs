@@ -1217,7 +1217,7 @@ fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
     )?;
     let last = f.main_messages.last().unwrap();
     d.exec(
-        &format!("window.__last = document.getElementById('{last}'); window.__version = document.body.dataset.version"),
+        &format!("window.__last = document.getElementById('{last}'); window.__head = document.querySelector('.session-head h1'); window.__version = document.body.dataset.version"),
         json!([]),
     )?;
     // Another conversation grows: the open one's last message is not drawn again (a reader
@@ -1230,10 +1230,10 @@ fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
     std::thread::sleep(std::time::Duration::from_millis(800));
     check(
         d.exec(
-            &format!("return document.getElementById('{last}') === window.__last"),
+            &format!("return document.getElementById('{last}') === window.__last && document.querySelector('.session-head h1') === window.__head"),
             json!([]),
         )? == json!(true),
-        "the last message is the same element",
+        "the last message and the head are the same elements",
     )?;
     // This conversation grows: the new message is shown.
     common::append_message(&f.db, &f.main, "here");
