@@ -471,6 +471,30 @@
         at = r;
       }
     }
+    /** The row of a top-level session, remembering what it was drawn from. */
+    const drawnFrom = new WeakMap();
+    function drawn(s, childCount) {
+      const tr = row(s, childCount, false);
+      drawnFrom.set(tr, JSON.stringify([s, childCount]));
+      return tr;
+    }
+    function reconcile(page) {
+      const old = new Map([...body.children].map((tr) => [tr.dataset.id, tr]));
+      const rows = page.sessions.map((s) => {
+        const count = page.child_counts[s.id] || 0;
+        const tr = old.get(s.id);
+        return tr && drawnFrom.get(tr) === JSON.stringify([s, count]) ? tr : drawn(s, count);
+      });
+      const kept = new Set(rows);
+      for (const tr of old.values()) if (!kept.has(tr)) tr.remove();
+      let at = body.firstElementChild;
+      for (const tr of rows) {
+        if (at === tr) at = at.nextElementSibling;
+        else body.insertBefore(tr, at);
+      }
+      while (at) { const n = at.nextElementSibling; at.remove(); at = n; }
+      bannerSlot.replaceChildren();
+    }
     async function load(after) {
       const mine = view.token;
       if (loading) loading.abort();
@@ -480,13 +504,21 @@
       try {
         const page = await api("sessions", query(after), ctl.signal);
         if (!stillShown(mine)) return;
-        if (!after) { body.replaceChildren(); pages = 0; bannerSlot.replaceChildren(); }
+        if (!after && body.children.length && !expanded.size) {
+          // A refresh of the first page (a live change): rows that did not change stay
+          // in place, so the focus, a hover or a selection on them survives an agent's
+          // writes elsewhere; changed, new and gone rows are drawn, moved or removed.
+          reconcile(page);
+        } else {
+          if (!after) { body.replaceChildren(); bannerSlot.replaceChildren(); }
+          for (const s of page.sessions) {
+            body.append(drawn(s, page.child_counts[s.id] || 0));
+            if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
+          }
+        }
+        if (!after) pages = 0;
         pages += 1;
         view.pages = pages;
-        for (const s of page.sessions) {
-          body.append(row(s, page.child_counts[s.id] || 0, false));
-          if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
-        }
         next = page.next;
         more.replaceChildren(next
           ? h("button", { id: "load-more", onclick: () => load(next) }, "Load more")

@@ -92,6 +92,10 @@ const TESTS: &[(&str, Test)] = &[
         other_writes_leave_it_alone,
     ),
     (
+        "a_live_change_keeps_the_keyboard_focus_in_the_session_list",
+        list_keeps_focus,
+    ),
+    (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
     ),
@@ -1240,6 +1244,48 @@ fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
     d.wait(
         "the new message",
         "return document.querySelectorAll('#messages .msg').length === 5",
+    )?;
+    Ok(())
+}
+
+fn list_keeps_focus(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url("/"))?;
+    d.wait_ready()?;
+    let link = format!("tr[data-id=\"{}\"] td.title-cell a", f.main);
+    d.wait(
+        "the row",
+        &format!("return document.querySelector('{link}')"),
+    )?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.exec(
+        &format!("document.querySelector('{link}').focus()"),
+        json!([]),
+    )?;
+    // Another session grows: its row shows it, and the focused link keeps the focus.
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    let cells = format!("tr[data-id=\"{}\"] td.num", f.telegram);
+    d.wait(
+        "the grown session's row",
+        &format!("return document.querySelector('{cells}')?.textContent === '2'"),
+    )?;
+    let focused = d.exec(
+        &format!("return document.activeElement === document.querySelector('{link}')"),
+        json!([]),
+    )?;
+    let why = d.exec("const a = document.activeElement; return a.tagName + ' ' + a.textContent.slice(0, 40) + ' ' + a.isConnected", json!([]))?;
+    check(
+        focused == json!(true),
+        format!("the focus stays on the link it was on: {why}"),
+    )?;
+    check(
+        rows(ctx)?.len() == 9 && rows(ctx)?[0] == f.telegram,
+        format!("the list is whole and in order: {:?}", rows(ctx)?),
     )?;
     Ok(())
 }
