@@ -945,7 +945,14 @@
     // `typing`: asked while the user types, so only the newest matches are ranked
     // (`rank=recent`, quick however much a short prefix matches); Enter, a filter or
     // opening the page ranks the whole history.
-    async function run(typing) {
+    // A live change re-asks the last question the same way (ranked among the newest matches
+    // when it was asked while typing) and redraws the hits only if they changed, so a
+    // focused or selected hit stays while an agent writes elsewhere.
+    let lastTyping = false;
+    let shownHits = null;
+    async function run(typing, live) {
+      if (live === true) typing = lastTyping;
+      else lastTyping = typing === true;
       setParams(state);
       if (ctl) ctl.abort();
       if (!state.q.trim()) { hits.replaceChildren(); status.textContent = "Type to search every conversation."; setState("ready"); return; }
@@ -957,7 +964,10 @@
         const res = await api("search", { q: asTyped(state.q), source: state.source, exclude_source: state.exclude_source,
           role: state.role, since: state.since, session: state.session, limit: 50, rank: typing === true ? "recent" : "" }, mine.signal);
         if (!stillShown(token) || mine !== ctl) return;
-        hits.replaceChildren(...res.hits.map(renderHit));
+        // What a hit shows (its rank moves with every message the store gains).
+        const sig = JSON.stringify(res.hits.map((x) => ({ ...x, rank: null })));
+        if (!(live === true && sig === shownHits)) hits.replaceChildren(...res.hits.map(renderHit));
+        shownHits = sig;
         const ms = Math.round(performance.now() - started);
         const scope = typing === true ? " · best of the newest matches, Enter ranks all" : "";
         status.textContent = res.hits.length ? `${res.hits.length === 50 ? "50+ messages" : counted(res.hits.length, "message")} · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
@@ -983,7 +993,7 @@
       filters.append(h("span", { class: "badge" }, "in one conversation ", h("span", { class: "mono" }, state.session.slice(0, 16)),
         " ", h("button", { onclick: (e) => { state.session = ""; e.target.parentElement.remove(); run(); }, title: "Search everywhere" }, "×")));
     }
-    onChange(run);
+    onChange(() => run(false, true));
     await run();
     restoreScroll(token);
   }

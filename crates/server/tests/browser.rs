@@ -96,6 +96,10 @@ const TESTS: &[(&str, Test)] = &[
         list_keeps_focus,
     ),
     (
+        "a_live_change_leaves_the_search_hits_and_their_ranking_alone",
+        hits_stay,
+    ),
+    (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
     ),
@@ -1286,6 +1290,50 @@ fn list_keeps_focus(ctx: &Ctx) -> Result<()> {
     check(
         rows(ctx)?.len() == 9 && rows(ctx)?[0] == f.telegram,
         format!("the list is whole and in order: {:?}", rows(ctx)?),
+    )?;
+    Ok(())
+}
+
+fn hits_stay(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url("/search"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.type_into("#search-input", "step")?;
+    d.wait(
+        "hits while typing",
+        "return document.querySelectorAll('#hits a.hit').length > 3 && document.getElementById('search-status').textContent.includes('newest')",
+    )?;
+    d.exec(
+        "window.__hit = document.querySelectorAll('#hits a.hit')[2]; window.__hit.focus(); window.__version = document.body.dataset.version",
+        json!([]),
+    )?;
+    // A write that does not change the hits: the same elements, the focus kept, and still
+    // ranked as asked while typing.
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    d.wait(
+        "the page to see the change",
+        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let kept = d.exec(
+        "return [document.querySelectorAll('#hits a.hit')[2] === window.__hit, document.activeElement === window.__hit, document.getElementById('search-status').textContent.includes('newest')]",
+        json!([]),
+    )?;
+    check(
+        kept == json!([true, true, true]),
+        format!("hit kept, focus kept, ranking kept: {kept}"),
+    )?;
+    // A write that matches: it shows.
+    common::append_message(&f.db, &f.telegram, "one more step");
+    d.wait(
+        "the new hit",
+        "return [...document.querySelectorAll('#hits a.hit')].some(a => a.textContent.includes('one more step'))",
     )?;
     Ok(())
 }
