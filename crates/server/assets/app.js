@@ -1058,9 +1058,12 @@
       const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - (days - 1) * 86400e3;
       return new Date(start).toISOString().slice(0, 10);
     }
-    async function refresh() {
+    // A live change leaves the controls (and the keyboard focus on them) alone and redraws
+    // the numbers only when they changed.
+    let shownData = null;
+    async function refresh(live) {
       setParams(state);
-      drawControls();
+      if (live !== true) drawControls();
       const mine = view.token;
       try {
         const from = since();
@@ -1069,7 +1072,9 @@
           api("stats", { by: state.stack, since: from }),
         ]);
         if (!stillShown(mine)) return;
-        render(usage, stats, from);
+        const sig = JSON.stringify([usage, stats, from, state]);
+        if (!(live === true && sig === shownData)) render(usage, stats, from);
+        shownData = sig;
         setState("ready");
       } catch (err) { if (stillShown(mine)) { content.replaceChildren(errorBox(err)); setState("error"); } }
     }
@@ -1160,7 +1165,7 @@
         h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),
         h("td", { class: "num" }, fmtUsd(t.cost_usd))))));
     }
-    onChange(refresh);
+    onChange(() => refresh(true));
     await refresh();
   }
 

@@ -100,6 +100,10 @@ const TESTS: &[(&str, Test)] = &[
         hits_stay,
     ),
     (
+        "a_live_change_leaves_the_usage_controls_and_their_focus_alone",
+        usage_controls_stay,
+    ),
+    (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
     ),
@@ -1335,5 +1339,42 @@ fn hits_stay(ctx: &Ctx) -> Result<()> {
         "the new hit",
         "return [...document.querySelectorAll('#hits a.hit')].some(a => a.textContent.includes('one more step'))",
     )?;
+    Ok(())
+}
+
+fn usage_controls_stay(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url("/usage?period=all"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.wait(
+        "the chart",
+        "return document.querySelector('svg.chart rect.bar')",
+    )?;
+    d.exec(
+        "window.__button = document.querySelector('.seg button[data-value=\"90d\"]'); window.__button.focus(); window.__version = document.body.dataset.version",
+        json!([]),
+    )?;
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    d.wait(
+        "the page to see the change",
+        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    check(
+        d.exec(
+            "return document.activeElement === window.__button && window.__button.isConnected",
+            json!([]),
+        )? == json!(true),
+        "the focused period button keeps the focus",
+    )?;
+    // The controls still work after the change.
+    d.click(".seg button[data-value='7d']")?;
+    d.wait("seven days", "return location.search.includes('period=7d') && document.querySelector('.seg button[data-value=\"7d\"]').classList.contains('active')")?;
     Ok(())
 }
