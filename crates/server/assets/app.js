@@ -170,8 +170,11 @@
     if (window.marked && window.DOMPurify) {
       const html = window.marked.parse(String(text || ""));
       div.innerHTML = window.DOMPurify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ["style", "form", "input", "img"] });
+      // Each paragraph takes the direction of its own first letter: Arabic or Hebrew reads
+      // right to left, aligned right, with an English paragraph next to it left to right.
+      for (const block of div.querySelectorAll("p, li, h1, h2, h3, h4, h5, h6, blockquote, td, th")) block.setAttribute("dir", "auto");
     } else {
-      div.append(h("pre", { class: "plain" }, text));
+      div.append(h("pre", { class: "plain", dir: "auto" }, text));
     }
     return div;
   }
@@ -242,22 +245,39 @@
   // ---------------------------------------------------------------- routing
 
   const main = () => document.getElementById("main");
-  const view = { cleanups: [], token: 0 };
+  const view = { cleanups: [], token: 0, path: "" };
   function setState(state) { main().dataset.state = state; }
   function navigate(url, replace) {
     if (replace) history.replaceState(null, "", url);
-    else history.pushState(null, "", url);
+    else { remember(); history.pushState(null, "", url); }
     route();
+  }
+  // Where the reader was (and how many pages of the list were loaded) is kept in the
+  // history entry being left, so Back returns to the same place; the views put it back
+  // once their content is there (hence scrollRestoration = "manual" in start()).
+  function remember() {
+    history.replaceState({ ...(history.state || {}), scrollY: window.scrollY, pages: view.pages || 0 }, "");
+  }
+  /** Scrolls back to where the reader was in this history entry, if it says. */
+  function restoreScroll(token) {
+    const r = view.restore;
+    if (r && stillShown(token)) window.scrollTo(0, r.scrollY);
   }
   function route() {
     for (const fn of view.cleanups.splice(0)) fn();
     view.token += 1;
+    const st = history.state;
+    view.restore = st && typeof st.scrollY === "number" ? st : null;
+    view.pages = 0;
     const path = location.pathname;
     const m = main();
     m.replaceChildren();
     setState("loading");
     for (const a of document.querySelectorAll("[data-nav]")) a.classList.remove("current");
     const current = (name) => document.querySelector(`[data-nav="${name}"]`)?.classList.add("current");
+    // The tab (and the history menu) names the view; a conversation sets its own title.
+    document.title = { "/search": "Search · Scribe", "/usage": "Usage · Scribe" }[path] || (path.startsWith("/s/") ? "Scribe" : "Sessions · Scribe");
+    view.path = path + location.search;
     if (path.startsWith("/s/")) {
       showSession(decodeURIComponent(path.slice(3)));
     } else if (path === "/search") {
@@ -280,19 +300,33 @@
     if (url.origin !== location.origin) return;
     e.preventDefault();
     if (url.pathname === location.pathname && url.search === location.search && url.hash) {
+      remember();
       history.pushState(null, "", url.pathname + url.search + url.hash);
       window.dispatchEvent(new HashChangeEvent("hashchange"));
       return;
     }
     navigate(url.pathname + url.search + url.hash);
   });
-  window.addEventListener("popstate", route);
+  // Back/Forward between entries that differ only in their #message (a permalink was
+  // followed) stays in the conversation as loaded; the hashchange that follows marks the
+  // message. Anything else shows its view afresh.
+  window.addEventListener("popstate", () => {
+    const hash = location.hash;
+    const sameView = location.pathname + location.search === view.path && location.pathname.startsWith("/s/");
+    if (sameView && (!hash.startsWith("#msg_") || document.getElementById(decodeURIComponent(hash.slice(1))))) {
+      if (!hash) for (const x of document.querySelectorAll(".msg.target")) x.classList.remove("target");
+      if (history.state && typeof history.state.scrollY === "number") window.scrollTo(0, history.state.scrollY);
+      return;
+    }
+    route();
+  });
   const params = () => new URLSearchParams(location.search);
   function setParams(values) {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(values)) if (v !== null && v !== undefined && v !== "") q.set(k, v);
     const url = location.pathname + (q.toString() ? "?" + q : "");
     history.replaceState(null, "", url);
+    view.path = location.pathname + location.search;
   }
   function sessionLink(s, text) {
     return h("a", { href: "/s/" + encodeURIComponent(s.id), "data-link": true }, text || s.title || "(untitled)");
@@ -326,20 +360,30 @@
     const body = h("tbody");
     const more = h("div", { class: "more-row" });
     const filters = h("div", { class: "filters" });
+    const head = h("thead", null, headerRow());
+    // Wide tables scroll sideways in their own box, not the whole page (narrow windows).
     m.append(h("h1", null, "Sessions"), filters, bannerSlot,
-      h("table", { id: "sessions-table" }, h("thead", null, headerRow()), body), more);
+      h("div", { class: "table-wrap" }, h("table", { id: "sessions-table" }, head, body)), more);
 
     function apply(change) {
       Object.assign(state, change);
       setParams(state.archived === "exclude" ? { ...state, archived: "" } : state);
+      // The arrowed column and the sort choice both show the order, however it was picked.
+      if ("sort" in change) {
+        head.replaceChildren(headerRow());
+        const sel = filters.querySelector("select[name=sort]");
+        if (sel) sel.value = state.sort;
+      }
       load();
     }
     function headerRow() {
+      // A sortable heading is a button: reachable with Tab, sorted with Enter or Space.
       const th = (text, sort, cls) => h("th", {
         class: [cls, sort ? "sortable" : "", state.sort === sort ? "sorted" : ""].join(" ").trim(),
         title: sort ? "Sort by " + text.replace(" (UTC)", "").toLowerCase() : null,
+        "aria-sort": sort && state.sort === sort ? "descending" : null,
         onclick: sort ? () => apply({ sort }) : null,
-      }, text, state.sort === sort ? " ↓" : "");
+      }, sort ? h("button", { type: "button", class: "th-sort" }, text, state.sort === sort ? " ↓" : "") : text);
       return h("tr", null, th("Session", null), th("Source"), th("Model"), th("Msgs", null, "num"),
         th("Tokens", "tokens", "num"), th("Cost", "cost", "num"), th("Created (UTC)", "created", "num"), th("Active", "active", "num"));
     }
@@ -392,7 +436,7 @@
           s.kind !== "normal" ? h("span", { class: "badge" }, s.kind) : null,
           s.archived_at ? h("span", { class: "badge" }, "archived") : null,
           kids,
-          s.preview ? h("div", { class: "preview" }, s.preview) : null),
+          s.preview ? h("div", { class: "preview", dir: "auto" }, s.preview) : null),
         h("td", null, s.source),
         h("td", { class: "mono" }, s.model || ""),
         h("td", { class: "num" }, fmtInt(s.message_count)),
@@ -427,6 +471,30 @@
         at = r;
       }
     }
+    /** The row of a top-level session, remembering what it was drawn from. */
+    const drawnFrom = new WeakMap();
+    function drawn(s, childCount) {
+      const tr = row(s, childCount, false);
+      drawnFrom.set(tr, JSON.stringify([s, childCount]));
+      return tr;
+    }
+    function reconcile(page) {
+      const old = new Map([...body.children].map((tr) => [tr.dataset.id, tr]));
+      const rows = page.sessions.map((s) => {
+        const count = page.child_counts[s.id] || 0;
+        const tr = old.get(s.id);
+        return tr && drawnFrom.get(tr) === JSON.stringify([s, count]) ? tr : drawn(s, count);
+      });
+      const kept = new Set(rows);
+      for (const tr of old.values()) if (!kept.has(tr)) tr.remove();
+      let at = body.firstElementChild;
+      for (const tr of rows) {
+        if (at === tr) at = at.nextElementSibling;
+        else body.insertBefore(tr, at);
+      }
+      while (at) { const n = at.nextElementSibling; at.remove(); at = n; }
+      bannerSlot.replaceChildren();
+    }
     async function load(after) {
       const mine = view.token;
       if (loading) loading.abort();
@@ -436,16 +504,25 @@
       try {
         const page = await api("sessions", query(after), ctl.signal);
         if (!stillShown(mine)) return;
-        if (!after) { body.replaceChildren(); pages = 0; bannerSlot.replaceChildren(); }
-        pages += 1;
-        for (const s of page.sessions) {
-          body.append(row(s, page.child_counts[s.id] || 0, false));
-          if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
+        if (!after && body.children.length && !expanded.size) {
+          // A refresh of the first page (a live change): rows that did not change stay
+          // in place, so the focus, a hover or a selection on them survives an agent's
+          // writes elsewhere; changed, new and gone rows are drawn, moved or removed.
+          reconcile(page);
+        } else {
+          if (!after) { body.replaceChildren(); bannerSlot.replaceChildren(); }
+          for (const s of page.sessions) {
+            body.append(drawn(s, page.child_counts[s.id] || 0));
+            if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
+          }
         }
+        if (!after) pages = 0;
+        pages += 1;
+        view.pages = pages;
         next = page.next;
         more.replaceChildren(next
           ? h("button", { id: "load-more", onclick: () => load(next) }, "Load more")
-          : h("span", { class: "dim" }, body.children.length ? "End of the list" : "No sessions match"));
+          : body.children.length ? h("span", { class: "dim" }, "End of the list") : await nothingListed(ctl.signal));
         setState("ready");
       } catch (err) {
         if (!isAbort(err) && stillShown(mine)) { more.replaceChildren(errorBox(err)); setState("error"); }
@@ -453,9 +530,19 @@
         if (loading === ctl) loading = null;
       }
     }
+    /** Why the list is empty: the filters, the hidden archived sessions, or an empty store. */
+    async function nothingListed(signal) {
+      const filtered = ["q", "source", "model", "directory", "from", "to"].some((k) => state[k]) || state.archived !== "exclude";
+      if (filtered) return h("span", { class: "dim" }, "No sessions match");
+      const any = await api("sessions", { archived: "include", limit: 1 }, signal);
+      if (any.sessions.length) return h("span", { class: "dim" }, "No sessions match: every session is archived (Archived: include shows them)");
+      return h("p", { class: "empty", id: "no-sessions" }, "No sessions recorded yet. ",
+        h("code", null, "scribe import --from all"), " brings in the agents' histories found on this machine; this page follows as they arrive.");
+    }
     // Load further pages as the end of the list scrolls into view.
+    let restoring = false;
     const io = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting) && next && !loading) load(next);
+      if (entries.some((e) => e.isIntersecting) && next && !loading && !restoring) load(next);
     });
     io.observe(more);
     view.cleanups.push(() => io.disconnect());
@@ -466,6 +553,14 @@
         h("button", { onclick: () => { window.scrollTo(0, 0); load(); } }, "Reload the list")));
     });
     await load();
+    // Back to the list: as many pages as were loaded, and the place in them.
+    if (view.restore && stillShown(token)) {
+      restoring = true;
+      try {
+        while (pages < view.restore.pages && next && stillShown(token)) await load(next);
+      } finally { restoring = false; }
+      restoreScroll(token);
+    }
   }
 
   // ---------------------------------------------------------------- a conversation
@@ -492,8 +587,11 @@
     document.title = (detail.session.title || "(untitled)") + " · Scribe";
     const children = new Map(detail.children.map((c) => [c.id, c]));
     renderHead(head, detail);
+    let shownHead = JSON.stringify(detail);
 
     const loaded = { first: null, last: null, moreBefore: false, moreAfter: false };
+    /** The last message shown, as the API gave it: what a live update compares with. */
+    const shownAs = new Map();
     const openParts = new Set();
     list.addEventListener("toggle", (e) => {
       const d = e.target;
@@ -507,6 +605,11 @@
       if (page.messages.length) {
         if (where === "before" || !loaded.first) loaded.first = page.messages[0].id;
         if (where !== "before") loaded.last = page.messages[page.messages.length - 1].id;
+      }
+      if (where !== "before" && page.messages.length) {
+        const last = page.messages[page.messages.length - 1];
+        shownAs.clear();
+        shownAs.set(last.id, JSON.stringify(last));
       }
       if (where === "before") loaded.moreBefore = page.more_before;
       else loaded.moreAfter = page.more_after;
@@ -575,7 +678,9 @@
       const fresh = await api("sessions/" + encodeURIComponent(id));
       if (!stillShown(mine)) return;
       for (const c of fresh.children) children.set(c.id, c);
-      renderHead(head, fresh);
+      // The head too stays as drawn unless it changed (someone may be copying the id).
+      const headAs = JSON.stringify(fresh);
+      if (headAs !== shownHead) { shownHead = headAs; renderHead(head, fresh); }
       if (loaded.moreAfter) { controls(); return; }
       const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
       const page = loaded.last
@@ -583,8 +688,14 @@
         : await api(`sessions/${encodeURIComponent(id)}/messages`, { limit: PAGE });
       if (!stillShown(mine)) return;
       for (const msg of page.messages) {
-        const el = renderMessage(msg, children, openParts);
+        // A message shown as it is stays (a change elsewhere in the store must not redraw
+        // it under a reader selecting its text); a grown or new one is drawn.
+        const sig = JSON.stringify(msg);
         const old = document.getElementById(msg.id);
+        if (old && shownAs.get(msg.id) === sig) { loaded.last = msg.id; continue; }
+        shownAs.clear();
+        shownAs.set(msg.id, sig);
+        const el = renderMessage(msg, children, openParts);
         if (old) old.replaceWith(el); else list.append(el);
         loaded.last = msg.id;
         if (!loaded.first) loaded.first = msg.id;
@@ -626,7 +737,9 @@
         h("ul", null, others.map((c) => h("li", null, sessionLink(c), h("span", { class: "badge" }, c.kind),
           h("span", { class: "dim" }, ` · ${counted(c.message_count, "message")} · ${fmtUsd(c.cost_usd)}`))))));
     }
-    head.replaceChildren(
+    // append() leaves out the parts that are null (replaceChildren would show "null").
+    head.replaceChildren();
+    append(head, [
       h("h1", null, s.title || "(untitled)",
         kindText ? h("span", { class: "badge" }, kindText) : null,
         s.archived_at ? h("span", { class: "badge" }, "archived") : null,
@@ -647,7 +760,7 @@
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
         fact("cost", fmtUsd(s.estimated_cost_usd) + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
         h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation")),
-      related.length ? h("div", { class: "related" }, related) : null);
+      related.length ? h("div", { class: "related" }, related) : null]);
   }
 
   function renderMessage(msg, children, openParts) {
@@ -832,7 +945,14 @@
     // `typing`: asked while the user types, so only the newest matches are ranked
     // (`rank=recent`, quick however much a short prefix matches); Enter, a filter or
     // opening the page ranks the whole history.
-    async function run(typing) {
+    // A live change re-asks the last question the same way (ranked among the newest matches
+    // when it was asked while typing) and redraws the hits only if they changed, so a
+    // focused or selected hit stays while an agent writes elsewhere.
+    let lastTyping = false;
+    let shownHits = null;
+    async function run(typing, live) {
+      if (live === true) typing = lastTyping;
+      else lastTyping = typing === true;
       setParams(state);
       if (ctl) ctl.abort();
       if (!state.q.trim()) { hits.replaceChildren(); status.textContent = "Type to search every conversation."; setState("ready"); return; }
@@ -844,7 +964,10 @@
         const res = await api("search", { q: asTyped(state.q), source: state.source, exclude_source: state.exclude_source,
           role: state.role, since: state.since, session: state.session, limit: 50, rank: typing === true ? "recent" : "" }, mine.signal);
         if (!stillShown(token) || mine !== ctl) return;
-        hits.replaceChildren(...res.hits.map(renderHit));
+        // What a hit shows (its rank moves with every message the store gains).
+        const sig = JSON.stringify(res.hits.map((x) => ({ ...x, rank: null })));
+        if (!(live === true && sig === shownHits)) hits.replaceChildren(...res.hits.map(renderHit));
+        shownHits = sig;
         const ms = Math.round(performance.now() - started);
         const scope = typing === true ? " · best of the newest matches, Enter ranks all" : "";
         status.textContent = res.hits.length ? `${res.hits.length === 50 ? "50+ messages" : counted(res.hits.length, "message")} · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
@@ -870,8 +993,9 @@
       filters.append(h("span", { class: "badge" }, "in one conversation ", h("span", { class: "mono" }, state.session.slice(0, 16)),
         " ", h("button", { onclick: (e) => { state.session = ""; e.target.parentElement.remove(); run(); }, title: "Search everywhere" }, "×")));
     }
-    onChange(run);
+    onChange(() => run(false, true));
     await run();
+    restoreScroll(token);
   }
 
   /**
@@ -888,7 +1012,7 @@
   }
 
   function renderHit(hit) {
-    const snippet = h("div", { class: "snippet" });
+    const snippet = h("div", { class: "snippet", dir: "auto" });
     // Offsets count Unicode characters (code points), as the server does.
     const chars = Array.from(hit.snippet);
     let at = 0;
@@ -934,9 +1058,12 @@
       const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - (days - 1) * 86400e3;
       return new Date(start).toISOString().slice(0, 10);
     }
-    async function refresh() {
+    // A live change leaves the controls (and the keyboard focus on them) alone and redraws
+    // the numbers only when they changed.
+    let shownData = null;
+    async function refresh(live) {
       setParams(state);
-      drawControls();
+      if (live !== true) drawControls();
       const mine = view.token;
       try {
         const from = since();
@@ -945,7 +1072,9 @@
           api("stats", { by: state.stack, since: from }),
         ]);
         if (!stillShown(mine)) return;
-        render(usage, stats, from);
+        const sig = JSON.stringify([usage, stats, from, state]);
+        if (!(live === true && sig === shownData)) render(usage, stats, from);
+        shownData = sig;
         setState("ready");
       } catch (err) { if (stillShown(mine)) { content.replaceChildren(errorBox(err)); setState("error"); } }
     }
@@ -1036,7 +1165,7 @@
         h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),
         h("td", { class: "num" }, fmtUsd(t.cost_usd))))));
     }
-    onChange(refresh);
+    onChange(() => refresh(true));
     await refresh();
   }
 
@@ -1064,6 +1193,7 @@
         box.focus();
       }
     });
+    if ("scrollRestoration" in history) history.scrollRestoration = "manual";
     startLive();
     route();
   }

@@ -66,6 +66,48 @@ const TESTS: &[(&str, Test)] = &[
         dates_in_utc,
     ),
     (
+        "the_sorted_column_and_the_sort_choice_follow_every_way_of_sorting",
+        sort_controls_agree,
+    ),
+    (
+        "the_tab_title_names_the_view_shown_not_the_last_conversation",
+        tab_title,
+    ),
+    (
+        "back_over_a_message_link_keeps_the_conversation_as_loaded",
+        back_over_a_permalink,
+    ),
+    (
+        "a_conversation_with_no_related_sessions_shows_no_stray_text",
+        head_without_relations,
+    ),
+    ("a_narrow_window_scrolls_only_up_and_down", narrow_window),
+    ("right_to_left_paragraphs_read_right_to_left", right_to_left),
+    (
+        "back_from_a_conversation_returns_to_the_same_place_in_the_list_and_the_hits",
+        back_returns_to_the_place,
+    ),
+    (
+        "a_write_to_another_session_leaves_the_open_conversation_as_drawn",
+        other_writes_leave_it_alone,
+    ),
+    (
+        "a_live_change_keeps_the_keyboard_focus_in_the_session_list",
+        list_keeps_focus,
+    ),
+    (
+        "a_live_change_leaves_the_search_hits_and_their_ranking_alone",
+        hits_stay,
+    ),
+    (
+        "a_live_change_leaves_the_usage_controls_and_their_focus_alone",
+        usage_controls_stay,
+    ),
+    (
+        "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
+        empty_store,
+    ),
+    (
         "a_killed_test_process_leaves_no_browser_running",
         killed_test_process,
     ),
@@ -856,4 +898,483 @@ fn dates_in_utc(ctx: &Ctx) -> Result<()> {
     })();
     d.set_time_zone("")?;
     outcome
+}
+
+/// What the list says it is sorted by: the arrowed column's title, the `sort` choice.
+fn sort_shown(ctx: &Ctx) -> Result<Value> {
+    ctx.driver.exec(
+        "const th = [...document.querySelectorAll('#sessions-table th')].filter(t => t.classList.contains('sorted') || t.textContent.includes('↓'));
+         return [th.map(t => t.title), document.querySelector('select[name=sort]').value]",
+        json!([]),
+    )
+}
+
+fn sort_controls_agree(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url("/"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the sort choice",
+        "return document.querySelector('select[name=sort]')",
+    )?;
+    check(
+        sort_shown(ctx)? == json!([["Sort by created"], "created"]),
+        format!("newest first at the start: {}", sort_shown(ctx)?),
+    )?;
+    // A column heading sorts, moves the arrow there and sets the choice to match.
+    d.click("#sessions-table th.sortable[title='Sort by cost']")?;
+    d.wait("most expensive first", &format!("return document.querySelector('#sessions-table tbody tr.session')?.dataset.id === '{}'", f.main))?;
+    check(
+        sort_shown(ctx)? == json!([["Sort by cost"], "cost"]),
+        format!("sorted by cost, shown so: {}", sort_shown(ctx)?),
+    )?;
+    // The choice sorts and the arrow follows it (no column for `oldest`: no arrow).
+    d.click("select[name=sort] option[value=oldest]")?;
+    d.wait("oldest first", &format!("return document.querySelector('#sessions-table tbody tr.session')?.dataset.id !== '{}'", f.main))?;
+    d.wait_ready()?;
+    check(
+        sort_shown(ctx)? == json!([[], "oldest"]),
+        format!("sorted oldest first, shown so: {}", sort_shown(ctx)?),
+    )?;
+    // A heading sorts from the keyboard too: it is a button in the tab order.
+    d.exec(
+        "document.querySelector('#sessions-table th[title=\"Sort by tokens\"] button').focus()",
+        json!([]),
+    )?;
+    check(
+        d.exec(
+            "return document.activeElement.closest('th')?.title",
+            json!([]),
+        )? == json!("Sort by tokens"),
+        "the heading takes the focus",
+    )?;
+    d.keys("\u{E007}")?; // Enter
+    d.wait(
+        "sorted by tokens from the keyboard",
+        "return document.querySelector('select[name=sort]').value === 'tokens'",
+    )?;
+    check(
+        d.url()?.contains("sort=tokens"),
+        "the sort is in the address",
+    )?;
+    Ok(())
+}
+
+fn tab_title(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the conversation's title",
+        "return document.title === 'Fix the build · Scribe'",
+    )?;
+    for (link, title) in [
+        ("search", "Search · Scribe"),
+        ("usage", "Usage · Scribe"),
+        ("sessions", "Sessions · Scribe"),
+    ] {
+        d.click(&format!("[data-nav={link}]"))?;
+        d.wait_ready()?;
+        let shown = text(ctx, "return document.title")?;
+        check(
+            shown == title,
+            format!("after opening {link} the tab says {shown:?}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn back_over_a_permalink(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
+    d.wait_ready()?;
+    d.wait(
+        "every message, by scrolling (the live test may have added some)",
+        "window.scrollTo(0, document.body.scrollHeight); return !document.getElementById('load-later') && document.querySelectorAll('#messages .msg').length >= 250",
+    )?;
+    d.exec(
+        "window.__list = document.getElementById('messages'); window.__count = document.querySelectorAll('#messages .msg').length",
+        json!([]),
+    )?;
+    d.click("#msg_long_0200 a.permalink")?;
+    d.wait(
+        "the link in the address",
+        "return location.hash === '#msg_long_0200'",
+    )?;
+    d.wait(
+        "the message marked",
+        "return document.querySelector('#msg_long_0200.target')",
+    )?;
+    d.exec("history.back()", json!([]))?;
+    d.wait("back without the link", "return location.hash === ''")?;
+    // A re-render would come back with only the first page (and lose the reader's place).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kept = d.exec(
+        "return [document.getElementById('messages') === window.__list, document.querySelectorAll('#messages .msg').length === window.__count]",
+        json!([]),
+    )?;
+    check(
+        kept == json!([true, true]),
+        format!("the conversation as loaded after Back: {kept}"),
+    )?;
+    d.exec("history.forward()", json!([]))?;
+    d.wait(
+        "forward to the link",
+        "return location.hash === '#msg_long_0200'",
+    )?;
+    d.wait(
+        "the message marked again",
+        "return document.querySelector('#msg_long_0200.target')",
+    )?;
+    check(
+        d.exec(
+            "return document.getElementById('messages') === window.__list",
+            json!([]),
+        )? == json!(true),
+        "forward keeps it as loaded too",
+    )?;
+    // Back to another page still routes.
+    d.exec("history.back(); history.back()", json!([]))?;
+    Ok(())
+}
+
+fn narrow_window(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.resize(400, 800)?;
+    let result = (|| {
+        for path in [
+            "/".to_owned(),
+            format!("/s/{}", f.main),
+            "/search?q=build".to_owned(),
+            "/usage".to_owned(),
+        ] {
+            d.goto(&ctx.server.url(&path))?;
+            d.wait_ready()?;
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            // The width, and what sticks out (the innermost elements past the right edge).
+            let widths = d.exec(
+                "const w = document.documentElement.clientWidth;
+                 const out = [...document.querySelectorAll('body *')]
+                   .filter(e => e.getBoundingClientRect().right > w + 1 && !e.closest('.table-wrap, pre') && ![...e.children].some(c => c.getBoundingClientRect().right > w + 1))
+                   .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));
+                 return [document.documentElement.scrollWidth, w, out]",
+                json!([]),
+            )?;
+            check(
+                widths[0].as_i64() <= widths[1].as_i64(),
+                format!("{path} is no wider than the window: {widths}"),
+            )?;
+        }
+        Ok(())
+    })();
+    d.resize(1280, 900)?;
+    result
+}
+
+fn head_without_relations(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url(&format!("/s/{}", f.telegram)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the head",
+        "return document.getElementById('session-totals')",
+    )?;
+    let lines = d.exec(
+        "return [...document.querySelector('.session-head').childNodes].map(n => n.nodeType === 3 ? 'text:' + n.textContent : n.tagName)",
+        json!([]),
+    )?;
+    check(
+        lines == json!(["H1", "DIV", "DIV"]),
+        format!("the head holds the title and its facts, nothing else: {lines}"),
+    )?;
+    check(
+        !text(
+            ctx,
+            "return document.querySelector('.session-head').innerText",
+        )?
+        .contains("null"),
+        "no \"null\" in the head",
+    )?;
+    Ok(())
+}
+
+fn empty_store(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("empty.db");
+    drop(scribe_db::Database::open(&db)?);
+    let server = serve(&db, None);
+    d.console()?;
+    d.goto(&server.url("/"))?;
+    d.wait_ready()?;
+    let said = d.wait(
+        "the empty list explained",
+        "return document.getElementById('no-sessions')?.textContent",
+    )?;
+    check(
+        said.as_str()
+            .is_some_and(|s| s.contains("No sessions recorded yet") && s.contains("scribe import")),
+        format!("an empty store says so and how to fill it: {said}"),
+    )?;
+    // A filter that matches nothing says that instead.
+    d.goto(&server.url("/?q=nothing"))?;
+    d.wait_ready()?;
+    d.wait(
+        "no match",
+        "return document.querySelector('.more-row')?.textContent === 'No sessions match'",
+    )?;
+    // The other views work on an empty store, and nothing went to the console.
+    for path in ["/search?q=anything", "/usage"] {
+        d.goto(&server.url(path))?;
+        d.wait_ready()?;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let console = d.console()?;
+    check(
+        console.is_empty(),
+        format!("the console stays clean: {console:?}"),
+    )?;
+    Ok(())
+}
+
+fn right_to_left(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // A store of its own: the shared fixture's conversations stay as the other tests know them.
+    let f = fixture();
+    common::append_message(
+        &f.db,
+        &f.telegram,
+        "مرحبا بالعالم، هذا نص عربي مع كلمة English في الوسط.\n\nAnd an English paragraph after it.",
+    );
+    let server = serve(&f.db, None);
+    d.goto(&server.url(&format!("/s/{}", f.telegram)))?;
+    d.wait_ready()?;
+    let dirs = d.wait(
+        "the two paragraphs",
+        "const ps = [...document.querySelectorAll('#messages .msg:last-child .md p')];
+         return ps.length === 2 && ps.map(p => getComputedStyle(p).direction)",
+    )?;
+    check(
+        dirs == json!(["rtl", "ltr"]),
+        format!("Arabic right to left, English left to right: {dirs}"),
+    )?;
+    d.goto(&server.url("/search?q=%D9%85%D8%B1%D8%AD%D8%A8%D8%A7"))?;
+    d.wait_ready()?;
+    let dir = d.wait(
+        "the hit",
+        "const s = document.querySelector('.hit .snippet'); return s && getComputedStyle(s).direction",
+    )?;
+    check(
+        dir == json!("rtl"),
+        format!("an Arabic snippet right to left: {dir}"),
+    )?;
+    Ok(())
+}
+
+fn back_returns_to_the_place(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // A short window, so that the nine sessions and the hits scroll.
+    d.resize(1000, 420)?;
+    let result = (|| {
+        for (path, link) in [
+            (
+                "/",
+                "#sessions-table tbody tr.session:last-child td.title-cell a",
+            ),
+            ("/search?q=step", "#hits a.hit:nth-last-child(3)"),
+        ] {
+            d.goto(&ctx.server.url(path))?;
+            d.wait_ready()?;
+            d.wait(
+                "the link",
+                &format!("return document.querySelector('{link}')"),
+            )?;
+            d.click(link)?;
+            d.wait(
+                "the conversation",
+                "return location.pathname.startsWith('/s/')",
+            )?;
+            d.wait_ready()?;
+            d.exec("history.back()", json!([]))?;
+            d.wait("back", "return !location.pathname.startsWith('/s/')")?;
+            d.wait_ready()?;
+            let at = d.wait(
+                "the same place",
+                &format!(
+                    "const a = document.querySelector('{link}'); const r = a && a.getBoundingClientRect();
+                     return r && window.scrollY > 0 && r.top >= 0 && r.bottom <= innerHeight && window.scrollY"
+                ),
+            );
+            check(
+                at.is_ok(),
+                format!("{path}: back where the link was clicked: {at:?}"),
+            )?;
+        }
+        Ok(())
+    })();
+    d.resize(1280, 900)?;
+    result
+}
+
+fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // A store of its own: the shared fixture's conversations stay as the other tests know them.
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url(&format!("/s/{}", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    let last = f.main_messages.last().unwrap();
+    d.exec(
+        &format!("window.__last = document.getElementById('{last}'); window.__head = document.querySelector('.session-head h1'); window.__version = document.body.dataset.version"),
+        json!([]),
+    )?;
+    // Another conversation grows: the open one's last message is not drawn again (a reader
+    // selecting its text would lose the selection twice a second while an agent works).
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    d.wait(
+        "the page to see the change",
+        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    check(
+        d.exec(
+            &format!("return document.getElementById('{last}') === window.__last && document.querySelector('.session-head h1') === window.__head"),
+            json!([]),
+        )? == json!(true),
+        "the last message and the head are the same elements",
+    )?;
+    // This conversation grows: the new message is shown.
+    common::append_message(&f.db, &f.main, "here");
+    d.wait(
+        "the new message",
+        "return document.querySelectorAll('#messages .msg').length === 5",
+    )?;
+    Ok(())
+}
+
+fn list_keeps_focus(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url("/"))?;
+    d.wait_ready()?;
+    let link = format!("tr[data-id=\"{}\"] td.title-cell a", f.main);
+    d.wait(
+        "the row",
+        &format!("return document.querySelector('{link}')"),
+    )?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.exec(
+        &format!("document.querySelector('{link}').focus()"),
+        json!([]),
+    )?;
+    // Another session grows: its row shows it, and the focused link keeps the focus.
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    let cells = format!("tr[data-id=\"{}\"] td.num", f.telegram);
+    d.wait(
+        "the grown session's row",
+        &format!("return document.querySelector('{cells}')?.textContent === '2'"),
+    )?;
+    let focused = d.exec(
+        &format!("return document.activeElement === document.querySelector('{link}')"),
+        json!([]),
+    )?;
+    let why = d.exec("const a = document.activeElement; return a.tagName + ' ' + a.textContent.slice(0, 40) + ' ' + a.isConnected", json!([]))?;
+    check(
+        focused == json!(true),
+        format!("the focus stays on the link it was on: {why}"),
+    )?;
+    check(
+        rows(ctx)?.len() == 9 && rows(ctx)?[0] == f.telegram,
+        format!("the list is whole and in order: {:?}", rows(ctx)?),
+    )?;
+    Ok(())
+}
+
+fn hits_stay(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url("/search"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.type_into("#search-input", "step")?;
+    d.wait(
+        "hits while typing",
+        "return document.querySelectorAll('#hits a.hit').length > 3 && document.getElementById('search-status').textContent.includes('newest')",
+    )?;
+    d.exec(
+        "window.__hit = document.querySelectorAll('#hits a.hit')[2]; window.__hit.focus(); window.__version = document.body.dataset.version",
+        json!([]),
+    )?;
+    // A write that does not change the hits: the same elements, the focus kept, and still
+    // ranked as asked while typing.
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    d.wait(
+        "the page to see the change",
+        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let kept = d.exec(
+        "return [document.querySelectorAll('#hits a.hit')[2] === window.__hit, document.activeElement === window.__hit, document.getElementById('search-status').textContent.includes('newest')]",
+        json!([]),
+    )?;
+    check(
+        kept == json!([true, true, true]),
+        format!("hit kept, focus kept, ranking kept: {kept}"),
+    )?;
+    // A write that matches: it shows.
+    common::append_message(&f.db, &f.telegram, "one more step");
+    d.wait(
+        "the new hit",
+        "return [...document.querySelectorAll('#hits a.hit')].some(a => a.textContent.includes('one more step'))",
+    )?;
+    Ok(())
+}
+
+fn usage_controls_stay(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let f = fixture();
+    let server = serve(&f.db, None);
+    d.goto(&server.url("/usage?period=all"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the live badge",
+        "return document.getElementById('live').classList.contains('on')",
+    )?;
+    d.wait(
+        "the chart",
+        "return document.querySelector('svg.chart rect.bar')",
+    )?;
+    d.exec(
+        "window.__button = document.querySelector('.seg button[data-value=\"90d\"]'); window.__button.focus(); window.__version = document.body.dataset.version",
+        json!([]),
+    )?;
+    common::append_message(&f.db, &f.telegram, "elsewhere");
+    d.wait(
+        "the page to see the change",
+        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    check(
+        d.exec(
+            "return document.activeElement === window.__button && window.__button.isConnected",
+            json!([]),
+        )? == json!(true),
+        "the focused period button keeps the focus",
+    )?;
+    // The controls still work after the change.
+    d.click(".seg button[data-value='7d']")?;
+    d.wait("seven days", "return location.search.includes('period=7d') && document.querySelector('.seg button[data-value=\"7d\"]').classList.contains('active')")?;
+    Ok(())
 }

@@ -190,7 +190,8 @@ impl Driver {
         }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": args}
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+            "goog:loggingPrefs": {"browser": "ALL"}
         }}});
         let value = driver.call("POST", "/session", Some(caps))?;
         driver.session = value["sessionId"]
@@ -334,6 +335,48 @@ impl Driver {
             Some(json!({"text": text})),
         )?;
         Ok(())
+    }
+
+    /// Presses and releases each key of `text` (WebDriver key codes such as `\u{E007}`,
+    /// Enter, included) on whatever has the focus, as a user at the keyboard would.
+    pub fn keys(&self, text: &str) -> Result<()> {
+        let actions: Vec<Value> = text
+            .chars()
+            .flat_map(|c| {
+                let key = c.to_string();
+                [
+                    json!({"type": "keyDown", "value": key}),
+                    json!({"type": "keyUp", "value": key}),
+                ]
+            })
+            .collect();
+        self.session_call(
+            "POST",
+            "/actions",
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        )?;
+        Ok(())
+    }
+
+    /// The browser console's entries since the last call, as `LEVEL message` lines
+    /// (chromedriver's log endpoint; `goog:loggingPrefs` asks it to keep them).
+    pub fn console(&self) -> Result<Vec<String>> {
+        let value = self.session_call("POST", "/se/log", Some(json!({"type": "browser"})))?;
+        Ok(value
+            .as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{} {}",
+                            e["level"].as_str().unwrap_or("?"),
+                            e["message"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// Resizes the browser window.
