@@ -11,7 +11,9 @@
 //! - [`seed`]: the random seed of a randomised test, `SCRIBE_TEST_SEED` to reproduce one;
 //! - [`TestDb`] and [`backends!`]: a fresh store on SQLite (a file) or PostgreSQL (a new
 //!   database on the `.ci/with-postgres` server), and the macro that runs one test body on
-//!   both.
+//!   both;
+//! - [`dump_store_rows`] and [`upgrade_location`]: the rows an upgrade test compares, and
+//!   where it creates the older store.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -423,3 +425,63 @@ pub const WORDS: [&str; 28] = [
     "lifetime",
     "trait",
 ];
+
+/// The tables an upgrade test compares, each with the key its rows are ordered by.
+const UPGRADE_TABLES: [(&str, &str); 4] = [
+    ("sessions", "id"),
+    ("messages", "id"),
+    ("parts", "seq"),
+    ("files", "id"),
+];
+
+/// What the upgrade helpers fail with: either backend's driver error, or the server's.
+pub type DumpError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Every row of sessions, messages, parts and files, in key order, as text: what an
+/// upgrade test compares before and after a migration (SQLite's values as rusqlite shows
+/// them, PostgreSQL's rows as `to_jsonb` text).
+pub fn dump_store_rows(backend: Backend, location: &str) -> Result<Vec<String>, DumpError> {
+    let mut rows = Vec::new();
+    match backend {
+        Backend::Sqlite => {
+            let conn = rusqlite::Connection::open(location)?;
+            for (table, key) in UPGRADE_TABLES {
+                let mut stmt = conn.prepare(&format!("SELECT * FROM {table} ORDER BY {key}"))?;
+                let n = stmt.column_count();
+                let mut r = stmt.query([])?;
+                while let Some(row) = r.next()? {
+                    let cols = (0..n)
+                        .map(|i| row.get_ref(i).map(|value| format!("{value:?}")))
+                        .collect::<rusqlite::Result<Vec<String>>>()?;
+                    rows.push(format!("{table}: {}", cols.join(" | ")));
+                }
+            }
+        }
+        Backend::Postgres => {
+            let mut client = postgres::Client::connect(location, postgres::NoTls)?;
+            for (table, key) in UPGRADE_TABLES {
+                let query = format!("SELECT to_jsonb(t)::text FROM {table} AS t ORDER BY {key}");
+                for row in client.query(&query, &[])? {
+                    rows.push(format!("{table}: {}", row.try_get::<_, String>(0)?));
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Where an upgrade test creates a store at an older version: `file` in `dir` on SQLite, a
+/// new database (its name made unique from `name`) on the `.ci/with-postgres` server.
+pub fn upgrade_location(
+    backend: Backend,
+    dir: &tempfile::TempDir,
+    file: &str,
+    name: &str,
+) -> scribe_db::Result<String> {
+    match backend {
+        Backend::Sqlite => Ok(dir.path().join(file).to_string_lossy().into_owned()),
+        Backend::Postgres => {
+            scribe_db::testing::fresh_test_database(&scribe_db::testing::unique_test_name(name))
+        }
+    }
+}

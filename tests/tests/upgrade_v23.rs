@@ -10,67 +10,12 @@ use std::sync::Arc;
 use scribe_db::{Backend, Database, ManualClock, Options};
 use scribe_message::{MessageService, NewMessage, Part, Role, TokenUsage};
 use scribe_session::{NewSession, SessionService, UsageDelta};
-use scribe_tests::consistency_problems;
+use scribe_tests::{consistency_problems, dump_store_rows, upgrade_location};
 use serde_json::json;
-
-const TABLES: [(&str, &str); 4] = [
-    ("sessions", "id"),
-    ("messages", "id"),
-    ("parts", "seq"),
-    ("files", "id"),
-];
-
-/// Every row of the four tables, in key order, as text.
-fn dump(backend: Backend, location: &str) -> Vec<String> {
-    let mut rows = Vec::new();
-    match backend {
-        Backend::Sqlite => {
-            let conn = rusqlite::Connection::open(location).unwrap();
-            for (table, key) in TABLES {
-                let mut stmt = conn
-                    .prepare(&format!("SELECT * FROM {table} ORDER BY {key}"))
-                    .unwrap();
-                let n = stmt.column_count();
-                let mut r = stmt.query([]).unwrap();
-                while let Some(row) = r.next().unwrap() {
-                    let cols: Vec<String> = (0..n)
-                        .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
-                        .collect();
-                    rows.push(format!("{table}: {}", cols.join(" | ")));
-                }
-            }
-        }
-        Backend::Postgres => {
-            let mut client = postgres::Client::connect(location, postgres::NoTls).unwrap();
-            for (table, key) in TABLES {
-                for row in client
-                    .query(
-                        &format!("SELECT to_jsonb(t)::text FROM {table} AS t ORDER BY {key}"),
-                        &[],
-                    )
-                    .unwrap()
-                {
-                    rows.push(format!("{table}: {}", row.get::<_, String>(0)));
-                }
-            }
-        }
-    }
-    rows
-}
-
-fn fresh_location(backend: Backend, dir: &tempfile::TempDir) -> String {
-    match backend {
-        Backend::Sqlite => dir.path().join("v22.db").to_string_lossy().into_owned(),
-        Backend::Postgres => {
-            let name = scribe_db::testing::unique_test_name("scribe_upgrade_v23");
-            scribe_db::testing::fresh_test_database(&name).unwrap()
-        }
-    }
-}
 
 fn a_v22_store_upgrades_to_v23_with_its_rows_intact(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let location = fresh_location(backend, &dir);
+    let location = upgrade_location(backend, &dir, "v22.db", "scribe_upgrade_v23").unwrap();
     let (session_id, message_id) = {
         let db = Arc::new(Database::open_at_version(&location, 22).unwrap());
         assert_eq!(db.schema_version().unwrap(), 22);
@@ -113,7 +58,7 @@ fn a_v22_store_upgrades_to_v23_with_its_rows_intact(backend: Backend) {
             .unwrap();
         (s.id, m.id)
     };
-    let before = dump(backend, &location);
+    let before = dump_store_rows(backend, &location).unwrap();
     assert!(before.len() >= 6, "{before:#?}");
 
     let hand = ManualClock::new(978_307_200_000); // 2001, far from the wall clock
@@ -126,7 +71,11 @@ fn a_v22_store_upgrades_to_v23_with_its_rows_intact(backend: Backend) {
         db.schema_version().unwrap(),
         Database::known_schema_version()
     );
-    assert_eq!(dump(backend, &location), before, "rows changed by V23");
+    assert_eq!(
+        dump_store_rows(backend, &location).unwrap(),
+        before,
+        "rows changed by V23"
+    );
     if backend == Backend::Sqlite {
         assert_eq!(consistency_problems(&db).unwrap(), Vec::<String>::new());
     }
