@@ -8,10 +8,9 @@
 //!
 //! A step's end is one transaction: [`ReplyWriter::finish_charged`] squares what
 //! streamed with the response (below), appends the step's `step_finish` part and
-//! charges its usage to the message and its session
-//! ([`UsageTracker`](crate::UsageTracker)), all or none of it; a crash or a storage
-//! error never leaves a reply ended but uncharged. [`ReplyWriter::finish`] ends a
-//! reply that is not charged.
+//! charges its usage to the message and its session ([`UsageTracker`]), all or none
+//! of it; a crash or a storage error never leaves a reply ended but uncharged.
+//! [`ReplyWriter::finish`] ends a reply that is not charged.
 //!
 //! ```
 //! use std::sync::Arc;
