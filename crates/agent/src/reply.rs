@@ -389,7 +389,7 @@ impl<'a> ReplyWriter<'a> {
                 "the usage tracker is over another database than the reply".to_owned(),
             ));
         }
-        usage.step_delta(model_id, &response.usage)
+        usage.delta(model_id, &response.usage)
     }
 
     /// The end, in one transaction: squares what streamed with `response` (see the

@@ -141,12 +141,6 @@ impl UsageTracker {
         &self.store
     }
 
-    /// What one call of `model_id` with `usage` adds, priced and validated: for a step
-    /// charged with [`charge_step_tx`](UsageTracker::charge_step_tx).
-    pub(crate) fn step_delta(&self, model_id: &str, usage: &TokenUsage) -> Result<UsageDelta> {
-        self.delta(model_id, usage)
-    }
-
     /// Inside the caller's transaction (the reply's end, see
     /// [`crate::ReplyWriter::finish_charged`]): appends assistant message `message_id`'s
     /// `step_finish` part for `response` through `messages` (the writer's service, so
@@ -179,8 +173,9 @@ impl UsageTracker {
         })
     }
 
-    /// The delta one call of `model_id` with `usage` adds, priced and validated.
-    fn delta(&self, model_id: &str, usage: &TokenUsage) -> Result<UsageDelta> {
+    /// The delta one call of `model_id` with `usage` adds, priced and validated (before
+    /// a transaction: a step's end prices its charge before it writes anything).
+    pub(crate) fn delta(&self, model_id: &str, usage: &TokenUsage) -> Result<UsageDelta> {
         let delta = UsageDelta {
             tokens: *usage,
             api_calls: 1,

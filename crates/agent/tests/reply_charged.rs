@@ -308,3 +308,22 @@ fn an_end_that_commits_is_charged_exactly_and_announced_after_its_commit() {
     assert_eq!(after.tokens.output, usage().output + second.output);
     assert!((after.estimated_cost_usd - (expected + small_cost(&second))).abs() < 1e-9);
 }
+
+/// A writer over a message that is not the assistant's (`ReplyWriter::new` takes any id)
+/// charges nothing and adds none of the response to it: the refusal comes from inside
+/// the end's transaction, which rolls back what the end had written.
+#[test]
+fn an_end_on_a_user_message_is_refused_and_rolled_back() {
+    let env = Env::new();
+    let t = tracker(&env);
+    let session = env.session("not the assistant's");
+    let user = env.user(&session.id, "hi");
+    let watch = Watch::new(&env, &t);
+    let err = ReplyWriter::new(env.store.messages(), &user.id)
+        .finish_charged(&response(), &t, SMALL)
+        .unwrap_err();
+    assert!(matches!(err, AgentError::InvalidInput(_)), "{err}");
+    assert_eq!(env.messages.get(&user.id).unwrap(), user);
+    assert_eq!(env.get(&session.id).api_call_count, 0);
+    assert_eq!(watch.counts(), (0, 0, 0, 0));
+}
