@@ -1,8 +1,9 @@
 //! An application with a loop of its own, composing the crates as the README's library
 //! section and the crates' docs describe: open a store, watch its events, create a
 //! session, store the user's prompt, stream a model's reply into the session with
-//! [`ReplyWriter`] (the deltas a real provider adapter would read off the wire), charge
-//! the step's usage and cost, then search the history and read what was spent.
+//! [`ReplyWriter`] (the deltas a real provider adapter would read off the wire), end it
+//! and charge the step's usage and cost in one transaction, then search the history and
+//! read what was spent.
 //!
 //! Run: `cargo run -p scribe-agent --example own_loop [DB_PATH]` (a temporary database
 //! when no path is given; run it again on one path and it adds a session `… #2` that the
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scribe_agent::provider::ProviderEvent;
-use scribe_agent::{ModelCatalog, ReplyWriter, StreamedReply, UsageTracker};
+use scribe_agent::{ModelCatalog, ReplyWriter, StepCharge, StreamedReply, UsageTracker};
 use scribe_message::{
     FinishReason, NewMessage, Part, Role, SearchOptions, StepStartPart, TokenUsage, snippet_pieces,
 };
@@ -117,19 +118,22 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
         reply.abandon();
         return Err("the stream ended without a finish".into());
     }
-    let StreamedReply {
-        message_id: reply_id,
-        response,
-        tool_calls,
-    } = reply.finish_streamed()?;
+    // The end: what streamed squared with the assembled response, the step's usage and
+    // cost charged to the message (and so to its session), and the step-finish part
+    // that reports them, all in one transaction: a reply is never stored ended but
+    // uncharged. Then the message is ended with the model's finish reason.
+    let tracker = UsageTracker::new(store.clone(), Arc::clone(&catalog));
+    let (
+        StreamedReply {
+            message_id: reply_id,
+            response,
+            tool_calls,
+        },
+        StepCharge { record: charge, .. },
+    ) = reply.finish_streamed_charged(&tracker, &model)?;
     if !tool_calls.is_empty() {
         return Err("this reply calls no tools".into());
     }
-
-    // The step's usage and cost, committed with the step-finish part that reports them;
-    // then the message is ended with the model's finish reason.
-    let tracker = UsageTracker::new(store.clone(), Arc::clone(&catalog));
-    let (charge, _step_finish) = tracker.charge_step(&session.id, &model, &reply_id, &response)?;
     let reply = store
         .messages()
         .finish(&reply_id, response.finish_reason.clone())?;

@@ -16,14 +16,15 @@
 //! together):
 //!
 //! - [`usage`]: [`UsageTracker::track_usage`] charges a call to a session and
-//!   its assistant message in one transaction, and
-//!   [`UsageTracker::charge_step`] does so together with the step's
-//!   `step_finish` part; [`UsageTracker::finish_task_session`] ends a
-//!   sub-agent's session and rolls its cost into the parent in the same
-//!   transaction;
+//!   its assistant message in one transaction;
+//!   [`UsageTracker::finish_task_session`] ends a sub-agent's session and rolls
+//!   its cost into the parent in the same transaction;
 //! - [`reply`]: [`ReplyWriter`] writes a streamed assistant reply as it arrives
 //!   (the loop's, or an application's own, which ends it with
-//!   [`ReplyWriter::finish_streamed`] to get the assembled response back);
+//!   [`ReplyWriter::finish_streamed`] to get the assembled response back); a
+//!   step's end, its `step_finish` part and its charge ([`StepCharge`]) commit
+//!   in one transaction with [`ReplyWriter::finish_charged`] (or
+//!   [`ReplyWriter::finish_streamed_charged`]);
 //! - [`context()`]: what the next request sends (the latest summary and what
 //!   is sent with it, loaded in proportion to what is sent) and its size (the
 //!   one view of scribe-message, [`scribe_message::sent`]);
@@ -93,4 +94,4 @@ pub use run::{AgentRunner, AgentRunnerBuilder, RunOutcome};
 pub use scribe_types::error_chain;
 pub use title::TitleHandle;
 pub use tools::{CheckCommand, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
-pub use usage::{TaskFinish, UsageRecord, UsageTracker};
+pub use usage::{StepCharge, TaskFinish, UsageRecord, UsageTracker};

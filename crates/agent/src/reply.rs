@@ -6,6 +6,12 @@
 //! `pending` tool part at once — so a crash mid-answer leaves what had arrived. Every
 //! write announces its part on the message service's part broker after it commits.
 //!
+//! A step's end is one transaction: [`ReplyWriter::finish_charged`] squares what
+//! streamed with the response (below), appends the step's `step_finish` part and
+//! charges its usage to the message and its session ([`UsageTracker`]), all or none
+//! of it; a crash or a storage error never leaves a reply ended but uncharged.
+//! [`ReplyWriter::finish`] ends a reply that is not charged.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use scribe_agent::{ModelCatalog, ReplyWriter, ScriptedProvider, ScriptedTurn, UsageTracker};
@@ -22,8 +28,8 @@
 //!     .text("there.")
 //!     .usage(TokenUsage { input: 12, output: 3, ..TokenUsage::default() })]);
 //!
-//! // Your own loop: an assistant message, the provider's stream into it, then the
-//! // usage, committed together with the step's step-finish part.
+//! // Your own loop: an assistant message, the provider's stream into it, then its end,
+//! // committed in one transaction with the step's usage and its step-finish part.
 //! let mut reply = ReplyWriter::start(store.messages(), NewMessage::new(
 //!     &session.id,
 //!     Role::Assistant,
@@ -32,25 +38,28 @@
 //! let request = ChatRequest::new(&model, vec![ChatMessage::user_text("hi")]);
 //! let response = provider.send(&request, &mut |event| reply.push(event))?;
 //! let message_id = reply.message_id().to_owned();
-//! let tool_calls = reply.finish(&response)?;
-//! assert!(tool_calls.is_empty());
 //! let tracker = UsageTracker::new(store.clone(), catalog);
-//! let (charged, _step_finish) = tracker.charge_step(&session.id, &model, &message_id, &response)?;
+//! let (tool_calls, charge) = reply.finish_charged(&response, &tracker, &model)?;
+//! assert!(tool_calls.is_empty());
 //! store.messages().finish(&message_id, FinishReason::EndTurn)?;
 //!
 //! assert_eq!(store.messages().get(&message_id)?.text(), "Hello there.");
 //! assert_eq!(store.sessions().get(&session.id)?.tokens.input, 12);
-//! assert_eq!(charged.usage.output, 3);
+//! assert_eq!(charge.record.usage.output, 3);
+//! assert!(matches!(charge.step_finish.part, Part::StepFinish(_)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! An application that reads a model's stream itself, without a [`Provider`](crate::Provider),
 //! has no [`ProviderResponse`] to give [`ReplyWriter::finish`]: it pushes each event to
 //! the writer alone and ends with [`ReplyWriter::finish_streamed`], which assembles the
-//! response from the events as a [`ResponseBuilder`] does and returns it (for the charge)
-//! with the message id and the tool calls. What is stored is exactly what `finish` with
-//! that response stores (`crates/agent/examples/own_loop.rs` does this, and searches and
-//! reads the cost after):
+//! response from the events as a [`ResponseBuilder`](crate::provider::ResponseBuilder)
+//! does (from the parts it wrote: the text is not kept twice) and returns it with the
+//! message id and the tool calls. What is stored is exactly what `finish` with that
+//! response stores. [`ReplyWriter::finish_streamed_charged`] does the same and charges
+//! the step in the same transaction, as `finish_charged` does
+//! (`crates/agent/examples/own_loop.rs` does this, and searches and reads the cost
+//! after):
 //!
 //! ```
 //! use scribe_agent::ReplyWriter;
@@ -100,15 +109,18 @@
 //!     takes `R` and the later ones of that kind are deleted.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use scribe_db::Tx;
 use scribe_message::{
-    MessageError, MessageService, NewMessage, Part, PartTime, ReasoningPart, Role, TextPart,
-    ToolPart, ToolState,
+    FinishReason, MessageError, MessageService, NewMessage, Part, PartTime, ReasoningPart, Role,
+    TextPart, TokenUsage, ToolPart, ToolState,
 };
 
 use crate::error::{AgentError, Result};
-use crate::provider::{ProviderEvent, ProviderResponse, ResponseBuilder};
+use crate::provider::{ProviderEvent, ProviderResponse};
+use crate::usage::{StepCharge, UsageTracker};
 
 /// How often a growing text or reasoning part is written by default.
 pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
@@ -121,6 +133,13 @@ struct Streamed<'s> {
     tools: &'s [(String, ToolPart)],
     /// Whether any content delta arrived.
     any: bool,
+}
+
+/// Where a part written so far sits: in `content` or in `tools`, at this index.
+#[derive(Clone, Copy)]
+enum Slot {
+    Content(usize),
+    Tool(usize),
 }
 
 struct OpenPart {
@@ -141,10 +160,12 @@ pub struct ReplyWriter<'a> {
     content: Vec<(String, Part)>,
     /// Whether any text, reasoning or tool-call delta arrived.
     any: bool,
-    /// Every event pushed, assembled (for [`ReplyWriter::finish_streamed`]).
-    response: ResponseBuilder,
-    /// Whether a [`ProviderEvent::Finish`] was pushed.
-    finished: bool,
+    /// The parts of `content` and `tools` in the order they streamed: with `finish`,
+    /// the response [`ReplyWriter::finish_streamed`] assembles (the text is kept once,
+    /// in the parts written, not again in a `ResponseBuilder`).
+    order: Vec<Slot>,
+    /// The last [`ProviderEvent::Finish`] pushed.
+    finish: Option<(FinishReason, TokenUsage)>,
     error: Option<MessageError>,
 }
 
@@ -166,9 +187,10 @@ pub type ToolCall = (String, ToolPart);
 pub struct StreamedReply {
     /// The assistant message written.
     pub message_id: String,
-    /// The response assembled from the events pushed, as a [`ResponseBuilder`] makes
-    /// it: what [`UsageTracker::charge_step`](crate::UsageTracker::charge_step) takes, and
-    /// whose `finish_reason` ends the message.
+    /// The response assembled from the events pushed, as a
+    /// [`ResponseBuilder`](crate::provider::ResponseBuilder) makes it: its usage is what
+    /// [`ReplyWriter::finish_streamed_charged`] charges, and its `finish_reason` ends the
+    /// message.
     pub response: ProviderResponse,
     /// Every tool call of the message to run, in order, as [`ReplyWriter::finish`]
     /// returns them.
@@ -186,8 +208,8 @@ impl<'a> ReplyWriter<'a> {
             tools: Vec::new(),
             content: Vec::new(),
             any: false,
-            response: ResponseBuilder::new(),
-            finished: false,
+            order: Vec::new(),
+            finish: None,
             error: None,
         }
     }
@@ -220,9 +242,8 @@ impl<'a> ReplyWriter<'a> {
     /// Takes one event; after a storage failure the rest are ignored and the
     /// failure is reported by [`ReplyWriter::finish`].
     pub fn push(&mut self, event: ProviderEvent) {
-        self.response.push(&event);
-        if matches!(event, ProviderEvent::Finish { .. }) {
-            self.finished = true;
+        if let ProviderEvent::Finish { reason, usage } = &event {
+            self.finish = Some((reason.clone(), *usage));
         }
         if self.error.is_some() {
             return;
@@ -236,25 +257,60 @@ impl<'a> ReplyWriter<'a> {
     /// (see the module doc; one transaction, whose part events follow its commit), and
     /// returns every tool call of the message to run (streamed first, then added), in
     /// order. A storage failure while streaming is reported here.
+    ///
+    /// This charges nothing: a step that is charged ends with
+    /// [`finish_charged`](ReplyWriter::finish_charged) instead.
     pub fn finish(mut self, response: &ProviderResponse) -> Result<Vec<ToolCall>> {
-        if let Some(e) = self.error.take() {
-            return Err(e.into());
-        }
-        self.close()?;
-        reconcile(self.messages, &self.message_id, &self.streamed(), response)
+        self.write_pending()?;
+        let (tool_calls, ()) = self.commit(response, |_| Ok(()))?;
+        Ok(tool_calls)
+    }
+
+    /// [`finish`](ReplyWriter::finish), and charges the step to the message and its
+    /// session in the same transaction: `response`'s usage priced on `model_id` by
+    /// `usage` ([`UsageTracker::track_usage`]'s charge, the message implying the
+    /// session), and the step's `step_finish` part (finish reason, tokens, cost)
+    /// appended. The reply's end, its `step_finish` part and its charge commit together
+    /// or not at all; every event of them (parts, message and session `updated`,
+    /// [`AgentEvent::UsageTracked`](crate::AgentEvent::UsageTracked)) goes out after
+    /// the commit. Returns the tool calls, as `finish` does, and the charge.
+    ///
+    /// What streamed is written first (as [`abandon`](ReplyWriter::abandon) writes it),
+    /// so after a failure the message holds what arrived, and nothing of its end.
+    ///
+    /// Errors, with nothing of the end written: a storage failure while streaming;
+    /// [`AgentError::UnknownModel`] for a model not in `usage`'s catalog (an
+    /// application on its own models adds them to the [`ModelCatalog`](crate::ModelCatalog)
+    /// it gives the tracker); a usage with negative counts ([`AgentError::Session`]);
+    /// [`AgentError::InvalidInput`] when `usage` is over another database than the
+    /// writer's message service; and any storage failure of the transaction.
+    pub fn finish_charged(
+        mut self,
+        response: &ProviderResponse,
+        usage: &UsageTracker,
+        model_id: &str,
+    ) -> Result<(Vec<ToolCall>, StepCharge)> {
+        self.write_pending()?;
+        let delta = self.price(usage, model_id, response)?;
+        let (messages, message_id) = (self.messages, self.message_id.as_str());
+        self.commit(response, |tx| {
+            usage.charge_step_tx(tx, messages, message_id, model_id, &delta, response)
+        })
     }
 
     /// Whether the stream's [`ProviderEvent::Finish`] was pushed: what
     /// [`ReplyWriter::finish_streamed`] needs (without it, the stream broke off: call
     /// [`ReplyWriter::abandon`]).
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.finish.is_some()
     }
 
     /// Ends a stream the caller read itself (no [`Provider`](crate::Provider) returned a
     /// response): assembles the [`ProviderResponse`] from the events pushed, as a
-    /// [`ResponseBuilder`] does, and [`finish`](ReplyWriter::finish)es with it, so what is
-    /// stored is the same. Returns the message id, that response and the tool calls.
+    /// [`ResponseBuilder`](crate::provider::ResponseBuilder) does, and
+    /// [`finish`](ReplyWriter::finish)es with it, so what is stored is the same. Returns
+    /// the message id, that response and the tool calls. Charges nothing:
+    /// [`finish_streamed_charged`](ReplyWriter::finish_streamed_charged) does.
     ///
     /// Errors: [`AgentError::InvalidInput`] when no [`ProviderEvent::Finish`] was pushed
     /// (check [`is_finished`](ReplyWriter::is_finished) and call
@@ -262,19 +318,93 @@ impl<'a> ReplyWriter<'a> {
     /// here what is pending is written, as `abandon` does, and nothing else), and
     /// `finish`'s.
     pub fn finish_streamed(mut self) -> Result<StreamedReply> {
-        let response = std::mem::take(&mut self.response);
-        let Some(response) = response.finish() else {
-            self.abandon();
+        let response = self.finished_response()?;
+        let (tool_calls, ()) = self.commit(&response, |_| Ok(()))?;
+        Ok(StreamedReply {
+            message_id: self.message_id,
+            response,
+            tool_calls,
+        })
+    }
+
+    /// [`finish_streamed`](ReplyWriter::finish_streamed), charging the step as
+    /// [`finish_charged`](ReplyWriter::finish_charged) does, in the same transaction:
+    /// the end, the `step_finish` part and the charge commit together or not at all.
+    /// Errors: `finish_streamed`'s and `finish_charged`'s, with nothing of the end
+    /// written.
+    pub fn finish_streamed_charged(
+        mut self,
+        usage: &UsageTracker,
+        model_id: &str,
+    ) -> Result<(StreamedReply, StepCharge)> {
+        let response = self.finished_response()?;
+        let delta = self.price(usage, model_id, &response)?;
+        let (messages, message_id) = (self.messages, self.message_id.as_str());
+        let (tool_calls, charge) = self.commit(&response, |tx| {
+            usage.charge_step_tx(tx, messages, message_id, model_id, &delta, &response)
+        })?;
+        let streamed = StreamedReply {
+            message_id: self.message_id,
+            response,
+            tool_calls,
+        };
+        Ok((streamed, charge))
+    }
+
+    /// Reports a storage failure while streaming, else writes what is pending (the
+    /// open part's last content and end time): what arrived is stored before the end.
+    fn write_pending(&mut self) -> Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e.into());
+        }
+        Ok(self.close()?)
+    }
+
+    /// For `finish_streamed*`: the response the events pushed make, after
+    /// [`write_pending`](ReplyWriter::write_pending); a stream without its finish event
+    /// is abandoned and refused.
+    fn finished_response(&mut self) -> Result<ProviderResponse> {
+        let Some(finish) = self.finish.clone() else {
+            if self.error.is_none() {
+                let _ = self.close();
+            }
             return Err(AgentError::InvalidInput(
                 "the stream ended without a finish event".to_owned(),
             ));
         };
-        let message_id = self.message_id.clone();
-        let tool_calls = self.finish(&response)?;
-        Ok(StreamedReply {
-            message_id,
-            response,
-            tool_calls,
+        self.write_pending()?;
+        Ok(self.assembled(finish))
+    }
+
+    /// What the step's charge adds, checked before anything of the end is written:
+    /// `usage` must be over this writer's database, and the model priced.
+    fn price(
+        &self,
+        usage: &UsageTracker,
+        model_id: &str,
+        response: &ProviderResponse,
+    ) -> Result<scribe_session::UsageDelta> {
+        if !Arc::ptr_eq(self.messages.database(), usage.store().database()) {
+            return Err(AgentError::InvalidInput(
+                "the usage tracker is over another database than the reply".to_owned(),
+            ));
+        }
+        usage.delta(model_id, &response.usage)
+    }
+
+    /// The end, in one transaction: squares what streamed with `response` (see the
+    /// module doc), then runs `then` (the charge, or nothing) in the same transaction.
+    /// Every event of it follows the commit.
+    fn commit<T>(
+        &self,
+        response: &ProviderResponse,
+        mut then: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<(Vec<ToolCall>, T)> {
+        let streamed = self.streamed();
+        self.messages.database().write(|tx| {
+            let tool_calls = reconcile(tx, self.messages, &self.message_id, &streamed, response)?;
+            let then = then(tx)?;
+            Ok((tool_calls, then))
         })
     }
 
@@ -311,6 +441,7 @@ impl<'a> ReplyWriter<'a> {
                 let part = Part::tool(call_id, name, input);
                 let stored = self.messages.append_part(&self.message_id, part)?;
                 if let Part::Tool(tool) = stored.part {
+                    self.order.push(Slot::Tool(self.tools.len()));
                     self.tools.push((stored.id, tool));
                 }
                 Ok(())
@@ -384,21 +515,56 @@ impl<'a> ReplyWriter<'a> {
             _ => {}
         }
         self.messages.update_part(&open.id, open.part.clone())?;
+        self.order.push(Slot::Content(self.content.len()));
         self.content.push((open.id, open.part));
         Ok(())
     }
+
+    /// The response the events pushed make, as a `ResponseBuilder` fed the same events
+    /// makes it (no times, tool calls `pending`), from the parts written: call after
+    /// [`close`](ReplyWriter::close) and only when no storage error stopped the writes.
+    fn assembled(&self, (finish_reason, usage): (FinishReason, TokenUsage)) -> ProviderResponse {
+        let parts = self
+            .order
+            .iter()
+            .filter_map(|slot| match *slot {
+                Slot::Content(i) => match &self.content.get(i)?.1 {
+                    Part::Text(p) => Some(Part::text(p.text.clone())),
+                    Part::Reasoning(p) => Some(Part::Reasoning(ReasoningPart {
+                        text: p.text.clone(),
+                        ..ReasoningPart::default()
+                    })),
+                    _ => None,
+                },
+                Slot::Tool(i) => {
+                    let (_, call) = self.tools.get(i)?;
+                    Some(Part::tool(
+                        call.call_id.clone(),
+                        call.tool.clone(),
+                        call.input.clone(),
+                    ))
+                }
+            })
+            .collect();
+        ProviderResponse {
+            parts,
+            finish_reason,
+            usage,
+        }
+    }
 }
 
-/// Squares what streamed with the final response (see the module doc), in one
-/// transaction whose part events follow its commit. Returns every tool part of the
-/// message to run (streamed first, then added), in order.
+/// Squares what streamed with the final response (see the module doc) inside `tx`,
+/// whose commit its part events follow. Returns every tool part of the message to run
+/// (streamed first, then added), in order.
 fn reconcile(
+    tx: &mut Tx<'_>,
     messages: &MessageService,
     message_id: &str,
     streamed: &Streamed<'_>,
     response: &ProviderResponse,
 ) -> Result<Vec<ToolCall>> {
-    messages.database().write(|tx| {
+    {
         let mut tools = streamed.tools.to_vec();
         let now = tx.now();
         if !streamed.any {
@@ -478,7 +644,7 @@ fn reconcile(
             }
         }
         Ok(tools)
-    })
+    }
 }
 
 /// The text of a text part (`reasoning` false) or a reasoning part (true).

@@ -1,5 +1,8 @@
 //! Usage and cost tracking: [`UsageTracker::track_usage`] charges one model
-//! call to a session and its assistant message in one transaction, and
+//! call to a session and its assistant message in one transaction (a step of a
+//! reply streamed with [`crate::ReplyWriter`] is charged by its end,
+//! [`ReplyWriter::finish_charged`](crate::ReplyWriter::finish_charged), in the
+//! transaction that ends the reply, with its `step_finish` part), and
 //! [`UsageTracker::finish_task_session`] ends a sub-agent's session and rolls
 //! its totals into the parent in one transaction.
 //!
@@ -14,7 +17,9 @@
 use std::sync::Arc;
 
 use scribe_db::Tx;
-use scribe_message::{MessageUsage, Part, Role, StepFinishPart, StoredPart, TokenUsage, store};
+use scribe_message::{
+    MessageService, MessageUsage, Part, Role, StepFinishPart, StoredPart, TokenUsage, store,
+};
 use scribe_pubsub::Broker;
 use scribe_session::{RollUp, Session, Store, UsageDelta};
 
@@ -41,6 +46,18 @@ pub struct UsageRecord {
     /// The assistant message's usage totals after the charge (`None` when none
     /// was named). Its parts are not read: a charge never depends on them.
     pub message: Option<MessageUsage>,
+}
+
+/// What a charged step's end wrote besides the reply
+/// ([`crate::ReplyWriter::finish_charged`] and
+/// [`finish_streamed_charged`](crate::ReplyWriter::finish_streamed_charged)), in the
+/// same transaction as the reply's end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepCharge {
+    /// The charge: the step's tokens and cost added to the message and its session.
+    pub record: UsageRecord,
+    /// The step's `step_finish` part (finish reason, tokens, cost), as stored.
+    pub step_finish: StoredPart,
 }
 
 /// What [`UsageTracker::finish_task_session`] did.
@@ -119,39 +136,46 @@ impl UsageTracker {
             .write(|tx| self.charge_tx(tx, session_id, model_id, &delta, assistant_message_id))
     }
 
-    /// Charges one step of assistant message `message_id` (a reply written with
-    /// [`crate::ReplyWriter`]) for `response`'s usage on `model_id`, and saves the
-    /// step's `step_finish` part (its finish reason, tokens and cost) in the same
-    /// transaction: the charge and the part that reports it never commit apart.
-    /// Returns the charge and the stored part. Errors as
-    /// [`track_usage`](UsageTracker::track_usage)'s, with nothing written (no part
-    /// either): a model not in the catalog is [`AgentError::UnknownModel`], so an
-    /// application on its own models adds them to the [`ModelCatalog`] it passes.
-    pub fn charge_step(
+    /// The store charges are written to.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Inside the caller's transaction (the reply's end, see
+    /// [`crate::ReplyWriter::finish_charged`]): appends assistant message `message_id`'s
+    /// `step_finish` part for `response` through `messages` (the writer's service, so
+    /// the part's event goes where the reply's went) and charges `delta` on `model_id`
+    /// to the message and the session it belongs to.
+    pub(crate) fn charge_step_tx(
         &self,
-        session_id: &str,
-        model_id: &str,
+        tx: &mut Tx<'_>,
+        messages: &MessageService,
         message_id: &str,
+        model_id: &str,
+        delta: &UsageDelta,
         response: &ProviderResponse,
-    ) -> Result<(UsageRecord, StoredPart)> {
-        let delta = self.delta(model_id, &response.usage)?;
-        let messages = self.store.messages();
-        self.store.database().write(|tx| {
-            // The part first, so the message as the charge announces it holds it.
-            let part = Part::StepFinish(StepFinishPart {
-                reason: response.finish_reason.clone(),
-                tokens: response.usage,
-                cost: delta.cost_usd,
-                extra: Default::default(),
-            });
-            let stored = messages.append_part_tx(tx, message_id, &part)?;
-            let record = self.charge_tx(tx, session_id, model_id, &delta, Some(message_id))?;
-            Ok((record, stored))
+    ) -> Result<StepCharge> {
+        // The row only: a charge never depends on decoding the message's parts.
+        let message = store::load_message_row(tx, message_id)?;
+        assistant_only(message_id, message.role)?;
+        // The part first, so the message as the charge announces it holds it.
+        let part = Part::StepFinish(StepFinishPart {
+            reason: response.finish_reason.clone(),
+            tokens: response.usage,
+            cost: delta.cost_usd,
+            extra: Default::default(),
+        });
+        let step_finish = messages.append_part_tx(tx, message_id, &part)?;
+        let record = self.add_tx(tx, &message.session_id, model_id, delta, Some(message_id))?;
+        Ok(StepCharge {
+            record,
+            step_finish,
         })
     }
 
-    /// The delta one call of `model_id` with `usage` adds, priced and validated.
-    fn delta(&self, model_id: &str, usage: &TokenUsage) -> Result<UsageDelta> {
+    /// The delta one call of `model_id` with `usage` adds, priced and validated (before
+    /// a transaction: a step's end prices its charge before it writes anything).
+    pub(crate) fn delta(&self, model_id: &str, usage: &TokenUsage) -> Result<UsageDelta> {
         let delta = UsageDelta {
             tokens: *usage,
             api_calls: 1,
@@ -183,13 +207,21 @@ impl UsageTracker {
                     message.session_id
                 )));
             }
-            if message.role != Role::Assistant {
-                return Err(AgentError::InvalidInput(format!(
-                    "message {message_id} is a {} message; usage is charged to assistant messages",
-                    message.role
-                )));
-            }
+            assistant_only(message_id, message.role)?;
         }
+        self.add_tx(tx, session_id, model_id, delta, assistant_message_id)
+    }
+
+    /// [`charge_tx`](UsageTracker::charge_tx) once the message is known to be an
+    /// assistant message of `session_id`.
+    fn add_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        session_id: &str,
+        model_id: &str,
+        delta: &UsageDelta,
+        assistant_message_id: Option<&str>,
+    ) -> Result<UsageRecord> {
         let session = self.store.sessions().add_usage_tx(tx, session_id, delta)?;
         let message = match assistant_message_id {
             Some(id) => Some(self.store.messages().add_usage_tx(
@@ -231,6 +263,16 @@ impl UsageTracker {
             Ok(TaskFinish { child, roll_up })
         })
     }
+}
+
+/// Refuses to charge a message that is not from the assistant.
+fn assistant_only(message_id: &str, role: Role) -> Result<()> {
+    if role != Role::Assistant {
+        return Err(AgentError::InvalidInput(format!(
+            "message {message_id} is a {role} message; usage is charged to assistant messages"
+        )));
+    }
+    Ok(())
 }
 
 impl UsageRecord {

@@ -84,3 +84,25 @@ fn a_turn_with_a_tool_and_a_compaction_runs_on_postgresql() {
         None
     );
 }
+
+/// A step's end on PostgreSQL is one transaction too: a charge that fails in the
+/// database (a trigger refusing every change of a session's `api_call_count`) leaves
+/// nothing of the end, as on SQLite (`loop_step_end.rs`).
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_charge_failing_on_postgresql_leaves_nothing_of_the_step_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh("scribe_agent_step_end");
+    let env = Env::with_database(dir.path(), Database::open(&url).unwrap());
+    a_failed_step_end_stores_nothing_of_it(&env, || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(
+                "CREATE FUNCTION fail_charge() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'injected charge failure'; END $$;
+                 CREATE TRIGGER fail_charge BEFORE UPDATE OF api_call_count ON sessions
+                 FOR EACH ROW EXECUTE FUNCTION fail_charge();",
+            )
+            .unwrap();
+    });
+}

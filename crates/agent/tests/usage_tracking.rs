@@ -9,7 +9,7 @@ mod compaction_support;
 use std::sync::Arc;
 
 use compaction_support::{CHEAP, Env, SMALL};
-use scribe_agent::{AgentError, AgentEvent, UsageTracker};
+use scribe_agent::{AgentError, AgentEvent, ReplyWriter, UsageTracker};
 use scribe_message::{Part, TokenUsage};
 use scribe_session::{RollUp, Session};
 
@@ -164,9 +164,10 @@ fn refusals_write_nothing() {
     assert_eq!(env.get(&other.id).api_call_count, 0);
 }
 
-/// A step charged on a model the catalog does not know is `UnknownModel` and writes
-/// nothing: no `step_finish` part on the message (its doc says so; an application on its
-/// own models must add them to the catalog), no tokens on the session.
+/// A step's end charged on a model the catalog does not know is `UnknownModel` and writes
+/// nothing: no `step_finish` part, none of the response's parts on the message (its doc
+/// says so; an application on its own models must add them to the catalog), no tokens on
+/// the session.
 #[test]
 fn a_step_on_an_unknown_model_writes_no_part() {
     let env = Env::new();
@@ -177,8 +178,8 @@ fn a_step_on_an_unknown_model_writes_no_part() {
         finish_reason: scribe_message::FinishReason::EndTurn,
         usage: usage(),
     };
-    let err = tracker(&env)
-        .charge_step(&s.id, "gpt-99", &a.id, &response)
+    let err = ReplyWriter::new(env.store.messages(), &a.id)
+        .finish_charged(&response, &tracker(&env), "gpt-99")
         .unwrap_err();
     assert!(
         matches!(&err, AgentError::UnknownModel(m) if m == "gpt-99"),

@@ -21,8 +21,11 @@
 //!    provider is called; the reply streams into it through a
 //!    [`ReplyWriter`](crate::ReplyWriter): streamed text grows one text part, each
 //!    tool call is saved as a `pending` tool part as it arrives;
-//! 3. the call's usage and cost are charged to the session and the message
-//!    together with a `step_finish` part;
+//! 3. the step's end is one transaction
+//!    ([`ReplyWriter::finish_charged`](crate::ReplyWriter::finish_charged)): what
+//!    streamed is squared with the response, a `step_finish` part is added and the
+//!    call's usage and cost are charged to the message and its session; a failure
+//!    leaves none of it and ends the message with the error recorded;
 //! 4. each tool call is checked (known tool, input matches its schema,
 //!    permission rules / approver) and run: `pending → running → completed |
 //!    error`; a schema mismatch or a tool failure is an error part the model

@@ -154,24 +154,26 @@ impl AgentRunner {
                 });
             }
         };
-        // What streamed stands; the response fills in what did not (a provider
-        // may answer without streaming), see `crate::reply`.
-        let tool_parts = match reply.finish(&response) {
-            Ok(parts) => parts,
+        // What streamed stands; the response fills in what did not (a provider may
+        // answer without streaming), see `crate::reply`. The end, the step_finish part
+        // and the charge commit in one transaction: a reply is never stored ended but
+        // uncharged.
+        let tool_parts = match reply.finish_charged(&response, &self.usage, turn.model) {
+            Ok((parts, _charge)) => parts,
             Err(e) => {
-                // Best effort: the store just failed, so this may fail too, and
-                // recovery will finish the message on the next open.
+                // Best effort: the store may just have failed, so this may fail too,
+                // and recovery will finish the message on the next open.
+                let kind = match e {
+                    AgentError::UnknownModel(_) => "usage",
+                    _ => "storage",
+                };
                 let _ = self.record_error(
                     &message_id,
-                    json!({"type": "storage", "message": error_chain(&e)}),
+                    json!({"type": kind, "message": error_chain(&e)}),
                 );
                 return Err(e);
             }
         };
-        // The charge and the step_finish part that reports it commit together.
-        self.usage
-            .charge_step(session_id, turn.model, &message_id, &response)?;
-
         let called_tools = !tool_parts.is_empty();
         let mut stop: Option<FinishReason> = None;
         for (part_id, part) in tool_parts {

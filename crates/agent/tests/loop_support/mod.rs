@@ -220,3 +220,122 @@ impl Env {
         child
     }
 }
+
+/// What [`StreamsLess`] reports it used.
+pub const STREAMS_LESS_USAGE: scribe_message::TokenUsage = scribe_message::TokenUsage {
+    input: 1_000,
+    output: 20,
+    cache_read: 0,
+    cache_write: 0,
+    reasoning: 0,
+};
+
+/// A provider that streams less than it returns: on its first call `Hello ` streams,
+/// the response is `Hello there.` and an `echo` call that never streamed, so the step's
+/// end adds both; every later call streams and returns `done` ([`DONE_USAGE`]).
+#[derive(Debug, Default)]
+pub struct StreamsLess {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+/// What [`StreamsLess`] reports after its first call.
+pub const DONE_USAGE: scribe_message::TokenUsage = scribe_message::TokenUsage {
+    input: 1_100,
+    output: 2,
+    cache_read: 0,
+    cache_write: 0,
+    reasoning: 0,
+};
+
+impl Provider for StreamsLess {
+    fn name(&self) -> &str {
+        "streams-less"
+    }
+
+    fn send(
+        &self,
+        _request: &scribe_agent::ChatRequest,
+        on_event: &mut dyn FnMut(scribe_agent::ProviderEvent),
+    ) -> Result<scribe_agent::ProviderResponse, scribe_agent::ProviderError> {
+        use scribe_agent::ProviderEvent;
+        use scribe_message::FinishReason;
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            on_event(ProviderEvent::TextDelta("done".into()));
+            on_event(ProviderEvent::Finish {
+                reason: FinishReason::EndTurn,
+                usage: DONE_USAGE,
+            });
+            return Ok(scribe_agent::ProviderResponse {
+                parts: vec![Part::text("done")],
+                finish_reason: FinishReason::EndTurn,
+                usage: DONE_USAGE,
+            });
+        }
+        on_event(ProviderEvent::TextDelta("Hello ".into()));
+        on_event(ProviderEvent::Finish {
+            reason: FinishReason::ToolUse,
+            usage: STREAMS_LESS_USAGE,
+        });
+        Ok(scribe_agent::ProviderResponse {
+            parts: vec![
+                Part::text("Hello there."),
+                Part::tool("c9", "echo", json!({"text": "unstreamed"})),
+            ],
+            finish_reason: FinishReason::ToolUse,
+            usage: STREAMS_LESS_USAGE,
+        })
+    }
+}
+
+/// A turn whose step's charge fails inside the end's transaction (`inject` makes every
+/// change of a session's `api_call_count` fail in the database) stores nothing of the
+/// step's end: the streamed `Hello ` stands, but not the response's tail, not its
+/// unstreamed tool call, no `step_finish` part and no charge; the message is ended with
+/// the error recorded, and the session's totals are untouched.
+pub fn a_failed_step_end_stores_nothing_of_it(env: &Env, inject: impl FnOnce()) {
+    use scribe_agent::{CancelToken, PromptInput, ToolRegistry};
+    use scribe_message::{FinishReason, Role};
+
+    let runner = env
+        .runner(Arc::new(StreamsLess::default()))
+        .with_tools(ToolRegistry::new().with(Echo))
+        .build();
+    let session = env.session();
+    inject();
+    let err = runner
+        .prompt(PromptInput::text(&session.id, "hi"), &CancelToken::new())
+        .unwrap_err();
+    assert!(
+        scribe_agent::error_chain(&err).contains("injected"),
+        "{}",
+        scribe_agent::error_chain(&err)
+    );
+
+    let messages = env.messages_of(&session.id);
+    let reply = messages
+        .iter()
+        .find(|m| m.role == Role::Assistant)
+        .expect("the step's message");
+    assert_eq!(reply.text(), "Hello ");
+    assert!(tool_parts(reply).is_empty(), "{:#?}", reply.parts);
+    assert!(
+        !reply
+            .parts
+            .iter()
+            .any(|p| matches!(p.part, Part::StepFinish(_))),
+        "{:#?}",
+        reply.parts
+    );
+    assert!(reply.usage.is_zero());
+    assert_eq!(reply.finish_reason, Some(FinishReason::Error));
+    assert_eq!(
+        reply.error.as_ref().and_then(|e| e.get("type")),
+        Some(&json!("storage")),
+        "{:?}",
+        reply.error
+    );
+    let after = env.sessions.get(&session.id).unwrap();
+    assert_eq!(after.api_call_count, 0);
+    assert!(after.tokens.is_zero(), "{:?}", after.tokens);
+    assert_eq!(after.estimated_cost_usd, 0.0);
+}
