@@ -187,6 +187,10 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
             let limit = usize::try_from(limit).unwrap_or(MESSAGE_PAGE);
             json(&store.messages(&decode(id)?, &at, limit)?)
         }
+        ["parts", id] if !id.is_empty() => {
+            params.only(&[])?;
+            json(&store.part(&decode(id)?)?)
+        }
         ["search"] => {
             params.only(&[
                 "q",

@@ -19,13 +19,13 @@ use scribe_db::events::{Listener, Notice};
 use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
 use scribe_db::queries as q;
 use scribe_db::{Backend, Database, ReadTx};
-use scribe_message::{MessageError, MessageService, SearchOptions, store};
+use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
 use crate::error::{ApiError, ServeError};
 use crate::json::{
     Choice, Choices, MessagePage, SearchHits, SessionDetail, SessionList, SessionPage,
-    SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, usd,
+    SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, page_message, usd,
 };
 
 /// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
@@ -518,12 +518,25 @@ impl Store {
                 (more_before, overflow)
             };
             let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-            let messages = store::load_messages_by_ids(tx, &ids)?;
+            let messages = store::load_messages_by_ids(tx, &ids)?
+                .iter()
+                .map(page_message)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|err| ApiError::Internal(err.to_string()))?;
             Ok(MessagePage {
                 messages,
                 more_before,
                 more_after,
             })
+        })
+    }
+
+    /// The part `id` whole, as in the `parts` of `scribe show --json` (what the messages
+    /// API cuts), or 404.
+    pub fn part(&self, id: &str) -> Result<StoredPart, ApiError> {
+        self.current().read(|tx| match tx.q().get_part(id)? {
+            Some(row) => Ok(StoredPart::from_row(row)?),
+            None => Err(ApiError::NotFound(format!("part not found: {id}")).into()),
         })
     }
 
