@@ -776,13 +776,47 @@
         msg.finish_reason && !["stop", "tool_use", "end_turn"].includes(msg.finish_reason) ? h("span", { class: "badge warn" }, msg.finish_reason) : null,
         h("a", { class: "permalink", href: "#" + msg.id, "data-link": true, title: "Link to this message" }, "#")),
       msg.is_summary ? h("div", { class: "summary-mark" }, "Compaction summary: the conversation before this point, condensed") : null,
-      (msg.parts || []).map((p) => renderPart(p, children, openParts)),
+      (msg.parts || []).map((p) => renderStored(p, children, openParts)),
       msg.error ? h("div", { class: "msg-error" }, "error: " + JSON.stringify(msg.error, null, 2)) : null);
     return el;
   }
 
   function foldable(cls, partId, openParts, summary, ...body) {
     return h("details", { class: cls, dataset: { part: partId }, open: openParts.has(partId) }, h("summary", null, summary), body);
+  }
+
+  /** `n` bytes, for people: 980 B, 64 KB, 12.3 MB. */
+  function fmtBytes(n) {
+    if (n < 1000) return `${n} B`;
+    if (n < 1e6) return `${Math.round(n / 1000)} KB`;
+    return `${(n / 1e6).toFixed(1)} MB`;
+  }
+  /**
+   * A part as the messages API sent it. A big one (a 20 MB `cat` of a log) comes cut
+   * (`cut`, its size whole in `full_bytes`): it is drawn cut, with a button that fetches
+   * it whole from /api/parts/{id} and draws that in its place.
+   */
+  function renderStored(stored, children, openParts) {
+    const el = renderPart(stored, children, openParts);
+    if (!stored.cut) return el;
+    const button = h("button", { class: "show-all" }, `show all (${fmtBytes(stored.full_bytes)})`);
+    const note = h("div", { class: "cut-note dim" }, "Cut to its first 64 KiB. ", button);
+    // In a fold (a tool call, reasoning) the note sits inside it, under what it cut.
+    let holder;
+    if (el && el.tagName === "DETAILS") { el.append(note); holder = el; }
+    else holder = h("div", { class: "cut-part" }, el, note);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      button.textContent = "loading…";
+      try {
+        const whole = await api("parts/" + encodeURIComponent(stored.id));
+        const drawn = renderPart(whole, children, openParts);
+        holder.replaceWith(drawn || h("div"));
+      } catch (err) {
+        note.replaceChildren(errorBox(err));
+      }
+    });
+    return holder;
   }
 
   function renderPart(stored, children, openParts) {

@@ -22,7 +22,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
-use common::{Fixture, Running, SCRIPT_TEXT, fixture, get_json, serve};
+use common::{Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve};
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
 
@@ -106,6 +106,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
+    ),
+    (
+        "a_big_tool_output_is_drawn_cut_and_whole_on_demand",
+        big_output,
     ),
     (
         "a_killed_test_process_leaves_no_browser_running",
@@ -1376,5 +1380,104 @@ fn usage_controls_stay(ctx: &Ctx) -> Result<()> {
     // The controls still work after the change.
     d.click(".seg button[data-value='7d']")?;
     d.wait("seven days", "return location.search.includes('period=7d') && document.querySelector('.seg button[data-value=\"7d\"]').classList.contains('active')")?;
+    Ok(())
+}
+
+/// The log of `big_output`: numbered lines, `bytes` long (ASCII, so characters are bytes).
+fn big_log(bytes: usize) -> String {
+    let mut log = String::with_capacity(bytes + 64);
+    let mut n = 0;
+    while log.len() < bytes {
+        n += 1;
+        log.push_str(&format!(
+            "{n:08} INFO build step finished without a problem\n"
+        ));
+    }
+    log.truncate(bytes);
+    log
+}
+
+fn big_output(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // SCRIBE_BIG_OUTPUT_MB=20 measures the case of a 20 MB `cat` (and prints the figures).
+    let mb: usize = std::env::var("SCRIBE_BIG_OUTPUT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let log = big_log(mb * 1_000_000);
+    let dir = tempfile::tempdir()?;
+    let db = big_output_store(dir.path(), &log);
+    let server = serve(&db, None);
+    d.console()?;
+    let started = Instant::now();
+    d.goto(&server.url("/s/ses_big"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the conversation drawn",
+        "return document.getElementById('msg_big_3')",
+    )?;
+    let drawn = started.elapsed();
+    let sent = d.exec(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('/messages')).reduce((n, e) => n + e.encodedBodySize, 0)",
+        json!([]),
+    )?;
+    if std::env::var_os("SCRIBE_BIG_OUTPUT_MB").is_some() {
+        let took = d.exec(
+            "const e = performance.getEntriesByType('resource').find(e => e.name.includes('/messages')); return [Math.round(e.responseStart - e.requestStart), Math.round(e.responseEnd - e.responseStart), Math.round(performance.now())]",
+            json!([]),
+        )?;
+        println!(
+            "measured: a {mb} MB tool output: /messages sent {sent} bytes; [server answer ms, transfer ms, page age ms] {took}; the conversation seen drawn {} ms after navigating",
+            drawn.as_millis()
+        );
+    }
+    let output = "#msg_big_2 details.tool > pre.plain";
+    let shown = d.exec(
+        &format!("return document.querySelector('{output}').textContent"),
+        json!([]),
+    )?;
+    let shown = shown.as_str().unwrap_or("");
+    check(
+        !shown.is_empty() && shown.len() <= 64 * 1024 && log.starts_with(shown),
+        format!(
+            "the output is drawn cut to its start: {} bytes",
+            shown.len()
+        ),
+    )?;
+    check(
+        sent.as_u64().is_some_and(|n| n < 200_000),
+        format!("the page is not sent whole: {sent}"),
+    )?;
+    let label = text(
+        ctx,
+        "return document.querySelector('#msg_big_2 .show-all').textContent",
+    )?;
+    let whole_mb = format!("{:.1} MB", (log.len() + 150) as f64 / 1e6);
+    check(
+        label.starts_with("show all (") && label.ends_with(" MB)"),
+        format!("the button says how big it is whole (about {whole_mb}): {label:?}"),
+    )?;
+    // Opened, the whole output is fetched and drawn in place, the fold left open.
+    d.click("#msg_big_2 details.tool > summary")?;
+    d.click("#msg_big_2 .show-all")?;
+    d.wait(
+        "the whole output",
+        &format!(
+            "const pre = document.querySelector('{output}'); return pre && pre.textContent.length === {} && pre.closest('details').open",
+            log.len()
+        ),
+    )?;
+    check(
+        d.exec(
+            "return document.querySelectorAll('#msg_big_2 .show-all, #msg_big_2 .cut-note').length",
+            json!([]),
+        )? == json!(0),
+        "no cut note once whole",
+    )?;
+    let console = d.console()?;
+    check(
+        console.is_empty(),
+        format!("the console stays clean: {console:?}"),
+    )?;
     Ok(())
 }
