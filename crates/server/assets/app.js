@@ -646,18 +646,20 @@
     }
 
     const target = location.hash.startsWith("#msg_") ? decodeURIComponent(location.hash.slice(1)) : null;
+    // A link to a message that is gone (deleted, pruned, a typo) opens the conversation
+    // from the start and says so: `missing=first` answers that page instead of a 404
+    // (which the browser would log as an error).
     try {
-      const page = await api(`sessions/${encodeURIComponent(id)}/messages`, target ? { from: target, limit: PAGE } : { limit: PAGE });
+      const page = await api(`sessions/${encodeURIComponent(id)}/messages`, target ? { from: target, limit: PAGE, missing: "first" } : { limit: PAGE });
       if (!stillShown(token)) return;
       place(page, "first");
+      if (page.missing) {
+        list.before(h("div", { class: "banner", id: "message-gone", role: "status" },
+          "The linked message ", h("span", { class: "mono" }, target), " is no longer in this conversation; showing it from the start."));
+      }
     } catch (err) {
-      if (!stillShown(token)) return;
-      if (target && err.status === 404) {
-        list.before(errorBox(`Message ${target} is not in this conversation; showing it from the start.`));
-        const page = await api(`sessions/${encodeURIComponent(id)}/messages`, { limit: PAGE });
-        if (!stillShown(token)) return;
-        place(page, "first");
-      } else { list.replaceChildren(errorBox(err)); setState("error"); return; }
+      if (stillShown(token)) { list.replaceChildren(errorBox(err)); setState("error"); }
+      return;
     }
     if (target) focusMessage(target);
     const onHash = () => { if (location.hash.startsWith("#msg_")) focusMessage(decodeURIComponent(location.hash.slice(1))); };

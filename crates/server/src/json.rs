@@ -380,6 +380,10 @@ pub struct MessagePage {
     pub more_before: bool,
     /// Whether newer messages exist (load them with `after=<last id>`).
     pub more_after: bool,
+    /// Asked with `missing=first`: the `from` message is not in the session, so this is
+    /// the first page instead (absent otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
 }
 
 /// `message` as the messages API sends it: as in `scribe show --json`, except that a part

@@ -446,12 +446,15 @@ impl Store {
         })
     }
 
-    /// Up to `limit` consecutive messages of `session_id`, starting `at`.
+    /// Up to `limit` consecutive messages of `session_id`, starting `at`. With
+    /// `missing_first`, an `At::From` message that is not in the session gives the first
+    /// page, marked `missing`, instead of a 404 (a stale `#msg_…` link of the page).
     pub fn messages(
         &self,
         session_id: &str,
         at: &At,
         limit: usize,
+        missing_first: bool,
     ) -> Result<MessagePage, ApiError> {
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
         let opened = self.current();
@@ -481,12 +484,17 @@ impl Store {
                     limit,
                 })
             };
+            let mut missing = false;
             // Forward pages: (rows oldest first, whether older ones exist).
             let (mut rows, more_before, backward) = match at {
                 At::Start => (oldest(tx)?, false, false),
                 At::After(id) => {
                     let m = anchor(tx, session_id, id)?;
                     (after(tx, &m)?, true, false)
+                }
+                At::From(id) if missing_first && find(tx, session_id, id)?.is_none() => {
+                    missing = true;
+                    (oldest(tx)?, false, false)
                 }
                 At::From(id) => {
                     let m = anchor(tx, session_id, id)?;
@@ -527,6 +535,7 @@ impl Store {
                 messages,
                 more_before,
                 more_after,
+                missing,
             })
         })
     }
@@ -681,11 +690,23 @@ impl Store {
     }
 }
 
+/// The message `id` of `session_id`, if it is one.
+fn find(
+    tx: &mut ReadTx<'_>,
+    session_id: &str,
+    id: &str,
+) -> Result<Option<q::MessageRow>, ReadError> {
+    Ok(tx
+        .q()
+        .get_message(id)?
+        .filter(|row| row.session_id == session_id))
+}
+
 /// The message `id` of `session_id`, or 404.
 fn anchor(tx: &mut ReadTx<'_>, session_id: &str, id: &str) -> Result<q::MessageRow, ReadError> {
-    match tx.q().get_message(id)? {
-        Some(row) if row.session_id == session_id => Ok(row),
-        _ => Err(
+    match find(tx, session_id, id)? {
+        Some(row) => Ok(row),
+        None => Err(
             ApiError::NotFound(format!("message not found: {id} in session {session_id}")).into(),
         ),
     }

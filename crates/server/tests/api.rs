@@ -1502,3 +1502,40 @@ fn a_big_part_is_cut_in_the_message_page_and_served_whole_on_its_own() {
     assert_eq!(missing.json()["error"], json!("part not found: prt_nope"));
     assert_eq!(get(a, "/api/parts/prt_msg_big_2_0?limit=1").status, 400);
 }
+
+#[test]
+fn a_stale_from_gives_the_first_page_marked_missing_when_asked() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let path = |q: &str| format!("/api/sessions/{}/messages?{q}", f.main);
+
+    // By default a message that is not there is a 404, as before.
+    let gone = get(a, &path("from=msg_gone"));
+    assert_eq!(gone.status, 404);
+    // With missing=first: the first page, marked.
+    let page = get_json(a, &path("from=msg_gone&missing=first"));
+    assert_eq!(page["missing"], json!(true));
+    assert_eq!(page["messages"][0]["id"], json!(f.main_messages[0]));
+    assert_eq!(page["more_before"], json!(false));
+    // A message of another session is not this one's either.
+    let other = get_json(
+        a,
+        &path(&format!("from={}&missing=first", f.long_messages[5])),
+    );
+    assert_eq!(other["missing"], json!(true));
+    // A message that is there: its page, with no `missing` field.
+    let found = get_json(
+        a,
+        &path(&format!("from={}&missing=first", f.main_messages[2])),
+    );
+    assert_eq!(found["messages"][0]["id"], json!(f.main_messages[2]));
+    assert!(found.get("missing").is_none());
+    // An unknown session is still a 404; missing= needs from= and a known value.
+    assert_eq!(
+        get(a, "/api/sessions/ses_nope/messages?from=m&missing=first").status,
+        404
+    );
+    assert_eq!(get(a, &path("missing=first")).status, 400);
+    assert_eq!(get(a, &path("from=msg_gone&missing=yes")).status, 400);
+}

@@ -108,6 +108,10 @@ const TESTS: &[(&str, Test)] = &[
         empty_store,
     ),
     (
+        "a_link_to_a_message_that_is_gone_opens_the_conversation_and_says_so",
+        stale_deep_link,
+    ),
+    (
         "a_big_tool_output_is_drawn_cut_and_whole_on_demand",
         big_output,
     ),
@@ -1478,6 +1482,37 @@ fn big_output(ctx: &Ctx) -> Result<()> {
     check(
         console.is_empty(),
         format!("the console stays clean: {console:?}"),
+    )?;
+    Ok(())
+}
+
+fn stale_deep_link(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.console()?;
+    d.goto(&ctx.server.url(&format!("/s/{}#msg_gone_long_ago", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the conversation, from its start",
+        &format!("return document.getElementById('{}')", f.main_messages[0]),
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let console = d.console()?;
+    check(
+        console.is_empty(),
+        format!("the console stays clean: {console:?}"),
+    )?;
+    let said = d.wait(
+        "the message said gone",
+        "return document.getElementById('message-gone')?.textContent",
+    )?;
+    check(
+        said.as_str()
+            .is_some_and(|s| s.contains("msg_gone_long_ago") && s.contains("no longer")),
+        format!("it says which message is gone: {said}"),
+    )?;
+    check(
+        d.exec("return !document.querySelector('.error-box')", json!([]))? == json!(true),
+        "and shows no error",
     )?;
     Ok(())
 }
