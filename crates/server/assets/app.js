@@ -256,7 +256,36 @@
   // history entry being left, so Back returns to the same place; the views put it back
   // once their content is there (hence scrollRestoration = "manual" in start()).
   function remember() {
-    history.replaceState({ ...(history.state || {}), scrollY: window.scrollY, pages: view.pages || 0 }, "");
+    history.replaceState({ ...(history.state || {}), scrollY: window.scrollY, pages: view.pages || 0, focus: focusedSelector() }, "");
+  }
+  /** What has the keyboard focus in the view (a session row's link, a hit), as a selector. */
+  function focusedSelector() {
+    const a = document.activeElement;
+    if (!a || !main().contains(a)) return null;
+    const row = a.closest("tr.session[data-id]");
+    if (row) return `tr.session[data-id="${CSS.escape(row.dataset.id)}"] td.title-cell > a`;
+    const hit = a.closest("a.hit[data-message]");
+    if (hit) return `a.hit[data-message="${CSS.escape(hit.dataset.message)}"]`;
+    return null;
+  }
+  /**
+   * Puts the keyboard focus in the view just shown, once its content is there, so that
+   * keyboard and screen-reader users land in it rather than on <body>: back in a view (Back),
+   * on what had it when the view was left (the row or hit that was opened); otherwise on the
+   * view's heading, unless the view put it in itself already (the search box). The page's
+   * first view leaves it where the browser put it.
+   */
+  function landFocus(token) {
+    if (!stillShown(token) || view.first) return;
+    const r = view.restore;
+    const back = r && r.focus ? document.querySelector(r.focus) : null;
+    // preventScroll: the view has put the scroll where it belongs.
+    if (back) { back.focus({ preventScroll: true }); return; }
+    const active = document.activeElement;
+    if (active && active !== document.body && main().contains(active)) return;
+    const target = main().querySelector("h1") || main();
+    if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+    target.focus({ preventScroll: true });
   }
   /** Scrolls back to where the reader was in this history entry, if it says. */
   function restoreScroll(token) {
@@ -265,6 +294,7 @@
   }
   function route() {
     for (const fn of view.cleanups.splice(0)) fn();
+    view.first = view.token === 0;
     view.token += 1;
     const st = history.state;
     view.restore = st && typeof st.scrollY === "number" ? st : null;
@@ -561,6 +591,7 @@
       } finally { restoring = false; }
       restoreScroll(token);
     }
+    landFocus(token);
   }
 
   // ---------------------------------------------------------------- a conversation
@@ -580,13 +611,14 @@
     try {
       detail = await api("sessions/" + encodeURIComponent(id));
     } catch (err) {
-      if (stillShown(token)) { m.replaceChildren(errorBox(err)); setState("error"); }
+      if (stillShown(token)) { m.replaceChildren(errorBox(err)); setState("error"); landFocus(token); }
       return;
     }
     if (!stillShown(token)) return;
     document.title = (detail.session.title || "(untitled)") + " · Scribe";
     const children = new Map(detail.children.map((c) => [c.id, c]));
     renderHead(head, detail);
+    landFocus(token);
     let shownHead = JSON.stringify(detail);
 
     const loaded = { first: null, last: null, moreBefore: false, moreAfter: false };
@@ -1032,6 +1064,7 @@
     onChange(() => run(false, true));
     await run();
     restoreScroll(token);
+    landFocus(token);
   }
 
   /**
@@ -1079,6 +1112,7 @@
     const controls = h("div", { class: "filters" });
     const content = h("div");
     m.append(h("h1", null, "Usage"), controls, content);
+    landFocus(token);
     const seg = (name, options, onpick) => h("div", { class: "seg", role: "group", "aria-label": name },
       options.map(([v, text]) => h("button", { class: state[name] === v ? "active" : "", dataset: { value: v }, onclick: () => onpick(v) }, text)));
     function drawControls() {

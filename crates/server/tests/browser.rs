@@ -108,6 +108,10 @@ const TESTS: &[(&str, Test)] = &[
         empty_store,
     ),
     (
+        "a_new_view_takes_the_keyboard_focus_and_back_returns_it_to_what_was_opened",
+        focus_follows_the_view,
+    ),
+    (
         "a_link_to_a_message_that_is_gone_opens_the_conversation_and_says_so",
         stale_deep_link,
     ),
@@ -1514,5 +1518,89 @@ fn stale_deep_link(ctx: &Ctx) -> Result<()> {
         d.exec("return !document.querySelector('.error-box')", json!([]))? == json!(true),
         "and shows no error",
     )?;
+    Ok(())
+}
+
+/// What has the keyboard focus: `tag#id.class text`, or `BODY`.
+const FOCUSED: &str = "const a = document.activeElement; if (!a || a === document.body) return 'BODY';
+    const row = a.closest('tr.session'); const hit = a.closest('a.hit');
+    return a.tagName + (row ? ' row ' + row.dataset.id : '') + (hit ? ' hit ' + hit.dataset.message : '')
+      + ' ' + (a.tagName === 'H1' ? a.textContent : '') + (document.getElementById('main').contains(a) ? ' in-main' : '')";
+
+fn wait_focus(ctx: &Ctx, what: &str, want: &str) -> Result<()> {
+    let script = format!(
+        "const f = (() => {{ {FOCUSED} }})(); return f.startsWith({}) ? f : null",
+        json!(want)
+    );
+    match ctx.driver.wait(what, &script) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(format!(
+            "{what}: the focus is on {:?}, not {want:?}",
+            ctx.driver.exec(FOCUSED, json!([]))?
+        )
+        .into()),
+    }
+}
+
+fn focus_follows_the_view(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url("/"))?;
+    d.wait_ready()?;
+    // Opening a session from the list: the focus lands on the conversation's heading.
+    let link = format!(
+        "#sessions-table tr.session[data-id='{}'] td.title-cell > a",
+        f.main
+    );
+    d.wait(
+        "the row",
+        &format!("return document.querySelector(\"{link}\")"),
+    )?;
+    d.click(&link)?;
+    d.wait(
+        "the conversation",
+        "return location.pathname.startsWith('/s/')",
+    )?;
+    d.wait_ready()?;
+    wait_focus(ctx, "open a session", "H1 Fix the build")?;
+    // Back: on the row that was opened.
+    d.exec("history.back()", json!([]))?;
+    d.wait("back", "return location.pathname === '/'")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "back to the list", &format!("A row {}", f.main))?;
+    // The header's links: each view's heading.
+    d.click("[data-nav=usage]")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "the usage page", "H1 Usage")?;
+    d.click("[data-nav=sessions]")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "the session list", "H1 Sessions")?;
+    // Search results: the search box of the new view; a hit opened, then Back: that hit.
+    d.type_into("#quick-search", "build")?;
+    d.wait("the search page", "return location.pathname === '/search'")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "search results", "INPUT")?;
+    check(
+        d.exec(FOCUSED, json!([]))?
+            .as_str()
+            .is_some_and(|f| f.ends_with("in-main")),
+        "the search box of the view, not the header's",
+    )?;
+    let hit = "#hits a.hit";
+    d.wait("a hit", &format!("return document.querySelector('{hit}')"))?;
+    let message = text(
+        ctx,
+        &format!("return document.querySelector('{hit}').dataset.message"),
+    )?;
+    d.click(hit)?;
+    d.wait(
+        "the conversation",
+        "return location.pathname.startsWith('/s/')",
+    )?;
+    d.wait_ready()?;
+    wait_focus(ctx, "a hit opened", "H1")?;
+    d.exec("history.back()", json!([]))?;
+    d.wait("back", "return location.pathname === '/search'")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "back to the hits", &format!("A hit {message}"))?;
     Ok(())
 }
