@@ -1000,7 +1000,7 @@
     const state = { q: p.get("q") || "", source: p.get("source") || "", exclude_source: p.get("exclude_source") || "",
       role: p.get("role") || "", since: p.get("since") || "", session: p.get("session") || "" };
     const m = main();
-    const input = h("input", { type: "search", id: "search-input", placeholder: "Words, \"a phrase\", fix*, -exclude, 中文, or any substring", value: state.q, autocomplete: "off", "aria-label": "Search" });
+    const input = h("input", { type: "search", id: "search-input", placeholder: "Words, \"a phrase\", fix*, -exclude, 中文", value: state.q, autocomplete: "off", "aria-label": "Search" });
     const filters = h("div", { class: "filters" });
     const status = h("div", { class: "dim", id: "search-status" });
     const hits = h("div", { class: "hits", id: "hits" });

@@ -505,6 +505,16 @@ fn search(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
     d.goto(&ctx.server.url("/search"))?;
     d.wait_ready()?;
+    // The box's hint promises only what the search does: words, phrases, prefixes,
+    // exclusions and CJK text, not any substring (a symbol or an emoji alone is no word).
+    let hint = text(
+        ctx,
+        "return document.getElementById('search-input').placeholder",
+    )?;
+    check(
+        hint.contains("\"a phrase\"") && hint.contains("fix*") && !hint.contains("substring"),
+        format!("the search hint is true: {hint:?}"),
+    )?;
     // A word being typed already finds longer words.
     d.type_into("#search-input", "weat")?;
     d.wait(
