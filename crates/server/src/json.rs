@@ -7,7 +7,8 @@
 //! Scribe's own wire types rather than the library's, so a library refactor cannot silently
 //! change what scripts read. (`scribe show --json` and the conversation API print the
 //! library's [`scribe_session::SessionExport`] / [`scribe_message::Message`] as they are:
-//! that is the export format, versioned with the data.)
+//! that is the export format, versioned with the data; the conversation API cuts a big
+//! part's strings, see [`page_message`].)
 
 use std::collections::BTreeMap;
 
