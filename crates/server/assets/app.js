@@ -256,7 +256,36 @@
   // history entry being left, so Back returns to the same place; the views put it back
   // once their content is there (hence scrollRestoration = "manual" in start()).
   function remember() {
-    history.replaceState({ ...(history.state || {}), scrollY: window.scrollY, pages: view.pages || 0 }, "");
+    history.replaceState({ ...(history.state || {}), scrollY: window.scrollY, pages: view.pages || 0, focus: focusedSelector() }, "");
+  }
+  /** What has the keyboard focus in the view (a session row's link, a hit), as a selector. */
+  function focusedSelector() {
+    const a = document.activeElement;
+    if (!a || !main().contains(a)) return null;
+    const row = a.closest("tr.session[data-id]");
+    if (row) return `tr.session[data-id="${CSS.escape(row.dataset.id)}"] td.title-cell > a`;
+    const hit = a.closest("a.hit[data-message]");
+    if (hit) return `a.hit[data-message="${CSS.escape(hit.dataset.message)}"]`;
+    return null;
+  }
+  /**
+   * Puts the keyboard focus in the view just shown, once its content is there, so that
+   * keyboard and screen-reader users land in it rather than on <body>: back in a view (Back),
+   * on what had it when the view was left (the row or hit that was opened); otherwise on the
+   * view's heading, unless the view put it in itself already (the search box). The page's
+   * first view leaves it where the browser put it.
+   */
+  function landFocus(token) {
+    if (!stillShown(token) || view.first) return;
+    const r = view.restore;
+    const back = r && r.focus ? document.querySelector(r.focus) : null;
+    // preventScroll: the view has put the scroll where it belongs.
+    if (back) { back.focus({ preventScroll: true }); return; }
+    const active = document.activeElement;
+    if (active && active !== document.body && main().contains(active)) return;
+    const target = main().querySelector("h1") || main();
+    if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+    target.focus({ preventScroll: true });
   }
   /** Scrolls back to where the reader was in this history entry, if it says. */
   function restoreScroll(token) {
@@ -265,6 +294,7 @@
   }
   function route() {
     for (const fn of view.cleanups.splice(0)) fn();
+    view.first = view.token === 0;
     view.token += 1;
     const st = history.state;
     view.restore = st && typeof st.scrollY === "number" ? st : null;
@@ -561,6 +591,7 @@
       } finally { restoring = false; }
       restoreScroll(token);
     }
+    landFocus(token);
   }
 
   // ---------------------------------------------------------------- a conversation
@@ -580,13 +611,14 @@
     try {
       detail = await api("sessions/" + encodeURIComponent(id));
     } catch (err) {
-      if (stillShown(token)) { m.replaceChildren(errorBox(err)); setState("error"); }
+      if (stillShown(token)) { m.replaceChildren(errorBox(err)); setState("error"); landFocus(token); }
       return;
     }
     if (!stillShown(token)) return;
     document.title = (detail.session.title || "(untitled)") + " · Scribe";
     const children = new Map(detail.children.map((c) => [c.id, c]));
     renderHead(head, detail);
+    landFocus(token);
     let shownHead = JSON.stringify(detail);
 
     const loaded = { first: null, last: null, moreBefore: false, moreAfter: false };
@@ -646,18 +678,20 @@
     }
 
     const target = location.hash.startsWith("#msg_") ? decodeURIComponent(location.hash.slice(1)) : null;
+    // A link to a message that is gone (deleted, pruned, a typo) opens the conversation
+    // from the start and says so: `missing=first` answers that page instead of a 404
+    // (which the browser would log as an error).
     try {
-      const page = await api(`sessions/${encodeURIComponent(id)}/messages`, target ? { from: target, limit: PAGE } : { limit: PAGE });
+      const page = await api(`sessions/${encodeURIComponent(id)}/messages`, target ? { from: target, limit: PAGE, missing: "first" } : { limit: PAGE });
       if (!stillShown(token)) return;
       place(page, "first");
+      if (page.missing) {
+        list.before(h("div", { class: "banner", id: "message-gone", role: "status" },
+          "The linked message ", h("span", { class: "mono" }, target), " is no longer in this conversation; showing it from the start."));
+      }
     } catch (err) {
-      if (!stillShown(token)) return;
-      if (target && err.status === 404) {
-        list.before(errorBox(`Message ${target} is not in this conversation; showing it from the start.`));
-        const page = await api(`sessions/${encodeURIComponent(id)}/messages`, { limit: PAGE });
-        if (!stillShown(token)) return;
-        place(page, "first");
-      } else { list.replaceChildren(errorBox(err)); setState("error"); return; }
+      if (stillShown(token)) { list.replaceChildren(errorBox(err)); setState("error"); }
+      return;
     }
     if (target) focusMessage(target);
     const onHash = () => { if (location.hash.startsWith("#msg_")) focusMessage(decodeURIComponent(location.hash.slice(1))); };
@@ -776,13 +810,47 @@
         msg.finish_reason && !["stop", "tool_use", "end_turn"].includes(msg.finish_reason) ? h("span", { class: "badge warn" }, msg.finish_reason) : null,
         h("a", { class: "permalink", href: "#" + msg.id, "data-link": true, title: "Link to this message" }, "#")),
       msg.is_summary ? h("div", { class: "summary-mark" }, "Compaction summary: the conversation before this point, condensed") : null,
-      (msg.parts || []).map((p) => renderPart(p, children, openParts)),
+      (msg.parts || []).map((p) => renderStored(p, children, openParts)),
       msg.error ? h("div", { class: "msg-error" }, "error: " + JSON.stringify(msg.error, null, 2)) : null);
     return el;
   }
 
   function foldable(cls, partId, openParts, summary, ...body) {
     return h("details", { class: cls, dataset: { part: partId }, open: openParts.has(partId) }, h("summary", null, summary), body);
+  }
+
+  /** `n` bytes, for people: 980 B, 64 KB, 12.3 MB. */
+  function fmtBytes(n) {
+    if (n < 1000) return `${n} B`;
+    if (n < 1e6) return `${Math.round(n / 1000)} KB`;
+    return `${(n / 1e6).toFixed(1)} MB`;
+  }
+  /**
+   * A part as the messages API sent it. A big one (a 20 MB `cat` of a log) comes cut
+   * (`cut`, its size whole in `full_bytes`): it is drawn cut, with a button that fetches
+   * it whole from /api/parts/{id} and draws that in its place.
+   */
+  function renderStored(stored, children, openParts) {
+    const el = renderPart(stored, children, openParts);
+    if (!stored.cut) return el;
+    const button = h("button", { class: "show-all" }, `show all (${fmtBytes(stored.full_bytes)})`);
+    const note = h("div", { class: "cut-note dim" }, "Cut to its first 64 KiB. ", button);
+    // In a fold (a tool call, reasoning) the note sits inside it, under what it cut.
+    let holder;
+    if (el && el.tagName === "DETAILS") { el.append(note); holder = el; }
+    else holder = h("div", { class: "cut-part" }, el, note);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      button.textContent = "loading…";
+      try {
+        const whole = await api("parts/" + encodeURIComponent(stored.id));
+        const drawn = renderPart(whole, children, openParts);
+        holder.replaceWith(drawn || h("div"));
+      } catch (err) {
+        note.replaceChildren(errorBox(err));
+      }
+    });
+    return holder;
   }
 
   function renderPart(stored, children, openParts) {
@@ -932,7 +1000,7 @@
     const state = { q: p.get("q") || "", source: p.get("source") || "", exclude_source: p.get("exclude_source") || "",
       role: p.get("role") || "", since: p.get("since") || "", session: p.get("session") || "" };
     const m = main();
-    const input = h("input", { type: "search", id: "search-input", placeholder: "Words, \"a phrase\", fix*, -exclude, 中文, or any substring", value: state.q, autocomplete: "off", "aria-label": "Search" });
+    const input = h("input", { type: "search", id: "search-input", placeholder: "Words, \"a phrase\", fix*, -exclude, 中文", value: state.q, autocomplete: "off", "aria-label": "Search" });
     const filters = h("div", { class: "filters" });
     const status = h("div", { class: "dim", id: "search-status" });
     const hits = h("div", { class: "hits", id: "hits" });
@@ -996,6 +1064,7 @@
     onChange(() => run(false, true));
     await run();
     restoreScroll(token);
+    landFocus(token);
   }
 
   /**
@@ -1043,6 +1112,7 @@
     const controls = h("div", { class: "filters" });
     const content = h("div");
     m.append(h("h1", null, "Usage"), controls, content);
+    landFocus(token);
     const seg = (name, options, onpick) => h("div", { class: "seg", role: "group", "aria-label": name },
       options.map(([v, text]) => h("button", { class: state[name] === v ? "active" : "", dataset: { value: v }, onclick: () => onpick(v) }, text)));
     function drawControls() {

@@ -160,7 +160,16 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
             json(&store.session(&decode(id)?)?)
         }
         ["sessions", id, "messages"] if !id.is_empty() => {
-            params.only(&["limit", "from", "after", "before", "tail"])?;
+            params.only(&["limit", "from", "after", "before", "tail", "missing"])?;
+            // `missing=first`: a `from` message that is not there (a stale link) gives the
+            // first page, marked `"missing": true`, rather than a 404.
+            let missing_first =
+                params.choice("missing", &[("error", false), ("first", true)], false)?;
+            if missing_first && params.one("from")?.is_none() {
+                return Err(ApiError::BadRequest(
+                    "missing=first goes with from=<message id>".into(),
+                ));
+            }
             let limit = params.number("limit", 1, MAX_MESSAGE_PAGE as u64, MESSAGE_PAGE as u64)?;
             let places = [
                 params.one("from")?.map(|m| At::From(m.to_owned())),
@@ -185,7 +194,11 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 ));
             }
             let limit = usize::try_from(limit).unwrap_or(MESSAGE_PAGE);
-            json(&store.messages(&decode(id)?, &at, limit)?)
+            json(&store.messages(&decode(id)?, &at, limit, missing_first)?)
+        }
+        ["parts", id] if !id.is_empty() => {
+            params.only(&[])?;
+            json(&store.part(&decode(id)?)?)
         }
         ["search"] => {
             params.only(&[

@@ -7,7 +7,8 @@
 //! Scribe's own wire types rather than the library's, so a library refactor cannot silently
 //! change what scripts read. (`scribe show --json` and the conversation API print the
 //! library's [`scribe_session::SessionExport`] / [`scribe_message::Message`] as they are:
-//! that is the export format, versioned with the data.)
+//! that is the export format, versioned with the data; the conversation API cuts a big
+//! part's strings, see [`page_message`].)
 
 use std::collections::BTreeMap;
 
@@ -366,16 +367,75 @@ pub struct SessionDetail {
     pub children_more: bool,
 }
 
+/// Bytes of each string of a part that `GET /api/sessions/{id}/messages` sends (64 KiB): a
+/// tool's 20 MB output would otherwise be sent, and drawn, whole.
+pub const PART_TEXT_CAP: usize = 64 * 1024;
+
 /// `GET /api/sessions/{id}/messages`: consecutive messages in creation order, each as in
-/// the `messages` array of `scribe show --json`.
+/// the `messages` array of `scribe show --json`, except for big parts (see [`page_message`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct MessagePage {
-    /// The messages, oldest first, with their parts.
-    pub messages: Vec<Message>,
+    /// The messages, oldest first, with their parts (see [`page_message`]).
+    pub messages: Vec<serde_json::Value>,
     /// Whether older messages exist (load them with `before=<first id>`).
     pub more_before: bool,
     /// Whether newer messages exist (load them with `after=<last id>`).
     pub more_after: bool,
+    /// Asked with `missing=first`: the `from` message is not in the session, so this is
+    /// the first page instead (absent otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+}
+
+/// `message` as the messages API sends it: as in `scribe show --json`, except that a part
+/// holding a string longer than [`PART_TEXT_CAP`] bytes (a tool's output or input, a text)
+/// has every such string cut to its first [`PART_TEXT_CAP`] bytes (at a character
+/// boundary) and two more fields: `"cut": true` and `"full_bytes"`, the size of the part's
+/// JSON (`part`) whole. `GET /api/parts/{id}` answers the part whole.
+pub fn page_message(message: &Message) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value = serde_json::to_value(message)?;
+    if let Some(parts) = value
+        .get_mut("parts")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for (stored, part) in message.parts.iter().zip(parts.iter_mut()) {
+            let Some(object) = part.as_object_mut() else {
+                continue;
+            };
+            let Some(content) = object.get_mut("part") else {
+                continue;
+            };
+            if cut_strings(content, PART_TEXT_CAP) {
+                let full = serde_json::to_vec(&stored.part)?.len();
+                object.insert("cut".into(), serde_json::Value::Bool(true));
+                object.insert("full_bytes".into(), full.into());
+            }
+        }
+    }
+    Ok(value)
+}
+
+/// Cuts every string in `value` longer than `max` bytes to at most `max` bytes, at a
+/// character boundary; true if any was cut.
+fn cut_strings(value: &mut serde_json::Value, max: usize) -> bool {
+    use serde_json::Value as V;
+    match value {
+        V::String(text) if text.len() > max => {
+            let mut end = max;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            true
+        }
+        V::Array(items) => items
+            .iter_mut()
+            .fold(false, |cut, item| cut_strings(item, max) | cut),
+        V::Object(map) => map
+            .values_mut()
+            .fold(false, |cut, item| cut_strings(item, max) | cut),
+        _ => false,
+    }
 }
 
 /// `GET /api/usage`: usage per UTC day, stacked by model or source, for the charts.
@@ -466,6 +526,19 @@ mod tests {
         assert_eq!(ranges, vec![[4, 9]]);
         let (text, ranges) = split_snippet("no match");
         assert_eq!((text.as_str(), ranges.len()), ("no match", 0));
+    }
+
+    #[test]
+    fn big_strings_of_a_part_are_cut_at_a_character_boundary() {
+        let mut v =
+            serde_json::json!({"a": "é".repeat(10), "b": ["xyz", {"c": "abcdefghijk"}], "n": 5});
+        assert!(cut_strings(&mut v, 5));
+        assert_eq!(
+            v,
+            serde_json::json!({"a": "éé", "b": ["xyz", {"c": "abcde"}], "n": 5})
+        );
+        let mut small = serde_json::json!({"a": "abc"});
+        assert!(!cut_strings(&mut small, 5));
     }
 
     #[test]

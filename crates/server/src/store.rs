@@ -19,13 +19,13 @@ use scribe_db::events::{Listener, Notice};
 use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
 use scribe_db::queries as q;
 use scribe_db::{Backend, Database, ReadTx};
-use scribe_message::{MessageError, MessageService, SearchOptions, store};
+use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
 use crate::error::{ApiError, ServeError};
 use crate::json::{
     Choice, Choices, MessagePage, SearchHits, SessionDetail, SessionList, SessionPage,
-    SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, usd,
+    SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, page_message, usd,
 };
 
 /// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
@@ -446,12 +446,15 @@ impl Store {
         })
     }
 
-    /// Up to `limit` consecutive messages of `session_id`, starting `at`.
+    /// Up to `limit` consecutive messages of `session_id`, starting `at`. With
+    /// `missing_first`, an `At::From` message that is not in the session gives the first
+    /// page, marked `missing`, instead of a 404 (a stale `#msg_…` link of the page).
     pub fn messages(
         &self,
         session_id: &str,
         at: &At,
         limit: usize,
+        missing_first: bool,
     ) -> Result<MessagePage, ApiError> {
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
         let opened = self.current();
@@ -481,12 +484,17 @@ impl Store {
                     limit,
                 })
             };
+            let mut missing = false;
             // Forward pages: (rows oldest first, whether older ones exist).
             let (mut rows, more_before, backward) = match at {
                 At::Start => (oldest(tx)?, false, false),
                 At::After(id) => {
                     let m = anchor(tx, session_id, id)?;
                     (after(tx, &m)?, true, false)
+                }
+                At::From(id) if missing_first && find(tx, session_id, id)?.is_none() => {
+                    missing = true;
+                    (oldest(tx)?, false, false)
                 }
                 At::From(id) => {
                     let m = anchor(tx, session_id, id)?;
@@ -518,12 +526,26 @@ impl Store {
                 (more_before, overflow)
             };
             let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-            let messages = store::load_messages_by_ids(tx, &ids)?;
+            let messages = store::load_messages_by_ids(tx, &ids)?
+                .iter()
+                .map(page_message)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|err| ApiError::Internal(err.to_string()))?;
             Ok(MessagePage {
                 messages,
                 more_before,
                 more_after,
+                missing,
             })
+        })
+    }
+
+    /// The part `id` whole, as in the `parts` of `scribe show --json` (what the messages
+    /// API cuts), or 404.
+    pub fn part(&self, id: &str) -> Result<StoredPart, ApiError> {
+        self.current().read(|tx| match tx.q().get_part(id)? {
+            Some(row) => Ok(StoredPart::from_row(row)?),
+            None => Err(ApiError::NotFound(format!("part not found: {id}")).into()),
         })
     }
 
@@ -668,11 +690,23 @@ impl Store {
     }
 }
 
+/// The message `id` of `session_id`, if it is one.
+fn find(
+    tx: &mut ReadTx<'_>,
+    session_id: &str,
+    id: &str,
+) -> Result<Option<q::MessageRow>, ReadError> {
+    Ok(tx
+        .q()
+        .get_message(id)?
+        .filter(|row| row.session_id == session_id))
+}
+
 /// The message `id` of `session_id`, or 404.
 fn anchor(tx: &mut ReadTx<'_>, session_id: &str, id: &str) -> Result<q::MessageRow, ReadError> {
-    match tx.q().get_message(id)? {
-        Some(row) if row.session_id == session_id => Ok(row),
-        _ => Err(
+    match find(tx, session_id, id)? {
+        Some(row) => Ok(row),
+        None => Err(
             ApiError::NotFound(format!("message not found: {id} in session {session_id}")).into(),
         ),
     }

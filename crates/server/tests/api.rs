@@ -1450,3 +1450,92 @@ fn form_urlencoded_token(text: &str) -> String {
         })
         .collect()
 }
+
+#[test]
+fn a_big_part_is_cut_in_the_message_page_and_served_whole_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 MB of a three-byte character: the cap (64 KiB) falls inside one.
+    let output = "日".repeat(1_000_000);
+    let db = big_output_store(dir.path(), &output);
+    let server = serve(&db, None);
+    let a = server.addr;
+    let cap = scribe_server::json::PART_TEXT_CAP;
+
+    let reply = get(a, "/api/sessions/ses_big/messages");
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply.body.len() < 2 * cap,
+        "the page is not sent whole: {} bytes",
+        reply.body.len()
+    );
+    let page = reply.json();
+    let big = &page["messages"][1]["parts"][0];
+    let sent = big["part"]["state"]["output"].as_str().unwrap();
+    assert!(sent.len() <= cap && sent.len() > cap - 4, "{}", sent.len());
+    assert!(
+        output.starts_with(sent),
+        "the start of the output, whole characters"
+    );
+    assert_eq!(big["cut"], json!(true));
+    // The rest of the part is as stored.
+    assert_eq!(big["part"]["input"]["command"], json!("cat build.log"));
+    assert_eq!(big["part"]["state"]["status"], json!("completed"));
+
+    // The part whole, from its own endpoint: what `full_bytes` says.
+    let whole = get_json(a, "/api/parts/prt_msg_big_2_0");
+    assert_eq!(whole["id"], json!("prt_msg_big_2_0"));
+    assert_eq!(whole["position"], json!(0));
+    assert_eq!(whole["part"]["state"]["output"], json!(output));
+    assert_eq!(
+        big["full_bytes"],
+        json!(serde_json::to_vec(&whole["part"]).unwrap().len())
+    );
+
+    // A small part is exactly as `scribe show --json` has it: no cut fields.
+    let small = &page["messages"][1]["parts"][1];
+    assert_eq!(small, &get_json(a, "/api/parts/prt_msg_big_2_1"));
+    assert!(small.get("cut").is_none() && small.get("full_bytes").is_none());
+
+    // Unknown parts are 404; the endpoint takes no parameters.
+    let missing = get(a, "/api/parts/prt_nope");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"], json!("part not found: prt_nope"));
+    assert_eq!(get(a, "/api/parts/prt_msg_big_2_0?limit=1").status, 400);
+}
+
+#[test]
+fn a_stale_from_gives_the_first_page_marked_missing_when_asked() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let path = |q: &str| format!("/api/sessions/{}/messages?{q}", f.main);
+
+    // By default a message that is not there is a 404, as before.
+    let gone = get(a, &path("from=msg_gone"));
+    assert_eq!(gone.status, 404);
+    // With missing=first: the first page, marked.
+    let page = get_json(a, &path("from=msg_gone&missing=first"));
+    assert_eq!(page["missing"], json!(true));
+    assert_eq!(page["messages"][0]["id"], json!(f.main_messages[0]));
+    assert_eq!(page["more_before"], json!(false));
+    // A message of another session is not this one's either.
+    let other = get_json(
+        a,
+        &path(&format!("from={}&missing=first", f.long_messages[5])),
+    );
+    assert_eq!(other["missing"], json!(true));
+    // A message that is there: its page, with no `missing` field.
+    let found = get_json(
+        a,
+        &path(&format!("from={}&missing=first", f.main_messages[2])),
+    );
+    assert_eq!(found["messages"][0]["id"], json!(f.main_messages[2]));
+    assert!(found.get("missing").is_none());
+    // An unknown session is still a 404; missing= needs from= and a known value.
+    assert_eq!(
+        get(a, "/api/sessions/ses_nope/messages?from=m&missing=first").status,
+        404
+    );
+    assert_eq!(get(a, &path("missing=first")).status, 400);
+    assert_eq!(get(a, &path("from=msg_gone&missing=yes")).status, 400);
+}

@@ -22,7 +22,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
-use common::{Fixture, Running, SCRIPT_TEXT, fixture, get_json, serve};
+use common::{Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve};
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
 
@@ -106,6 +106,18 @@ const TESTS: &[(&str, Test)] = &[
     (
         "an_empty_store_says_how_to_fill_it_and_the_console_stays_clean",
         empty_store,
+    ),
+    (
+        "a_new_view_takes_the_keyboard_focus_and_back_returns_it_to_what_was_opened",
+        focus_follows_the_view,
+    ),
+    (
+        "a_link_to_a_message_that_is_gone_opens_the_conversation_and_says_so",
+        stale_deep_link,
+    ),
+    (
+        "a_big_tool_output_is_drawn_cut_and_whole_on_demand",
+        big_output,
     ),
     (
         "a_killed_test_process_leaves_no_browser_running",
@@ -493,6 +505,16 @@ fn search(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
     d.goto(&ctx.server.url("/search"))?;
     d.wait_ready()?;
+    // The box's hint promises only what the search does: words, phrases, prefixes,
+    // exclusions and CJK text, not any substring (a symbol or an emoji alone is no word).
+    let hint = text(
+        ctx,
+        "return document.getElementById('search-input').placeholder",
+    )?;
+    check(
+        hint.contains("\"a phrase\"") && hint.contains("fix*") && !hint.contains("substring"),
+        format!("the search hint is true: {hint:?}"),
+    )?;
     // A word being typed already finds longer words.
     d.type_into("#search-input", "weat")?;
     d.wait(
@@ -1376,5 +1398,219 @@ fn usage_controls_stay(ctx: &Ctx) -> Result<()> {
     // The controls still work after the change.
     d.click(".seg button[data-value='7d']")?;
     d.wait("seven days", "return location.search.includes('period=7d') && document.querySelector('.seg button[data-value=\"7d\"]').classList.contains('active')")?;
+    Ok(())
+}
+
+/// The log of `big_output`: numbered lines, `bytes` long (ASCII, so characters are bytes).
+fn big_log(bytes: usize) -> String {
+    let mut log = String::with_capacity(bytes + 64);
+    let mut n = 0;
+    while log.len() < bytes {
+        n += 1;
+        log.push_str(&format!(
+            "{n:08} INFO build step finished without a problem\n"
+        ));
+    }
+    log.truncate(bytes);
+    log
+}
+
+fn big_output(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    // SCRIBE_BIG_OUTPUT_MB=20 measures the case of a 20 MB `cat` (and prints the figures).
+    let mb: usize = std::env::var("SCRIBE_BIG_OUTPUT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let log = big_log(mb * 1_000_000);
+    let dir = tempfile::tempdir()?;
+    let db = big_output_store(dir.path(), &log);
+    let server = serve(&db, None);
+    d.console()?;
+    let started = Instant::now();
+    d.goto(&server.url("/s/ses_big"))?;
+    d.wait_ready()?;
+    d.wait(
+        "the conversation drawn",
+        "return document.getElementById('msg_big_3')",
+    )?;
+    let drawn = started.elapsed();
+    let sent = d.exec(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('/messages')).reduce((n, e) => n + e.encodedBodySize, 0)",
+        json!([]),
+    )?;
+    if std::env::var_os("SCRIBE_BIG_OUTPUT_MB").is_some() {
+        let took = d.exec(
+            "const e = performance.getEntriesByType('resource').find(e => e.name.includes('/messages')); return [Math.round(e.responseStart - e.requestStart), Math.round(e.responseEnd - e.responseStart), Math.round(performance.now())]",
+            json!([]),
+        )?;
+        println!(
+            "measured: a {mb} MB tool output: /messages sent {sent} bytes; [server answer ms, transfer ms, page age ms] {took}; the conversation seen drawn {} ms after navigating",
+            drawn.as_millis()
+        );
+    }
+    let output = "#msg_big_2 details.tool > pre.plain";
+    let shown = d.exec(
+        &format!("return document.querySelector('{output}').textContent"),
+        json!([]),
+    )?;
+    let shown = shown.as_str().unwrap_or("");
+    check(
+        !shown.is_empty() && shown.len() <= 64 * 1024 && log.starts_with(shown),
+        format!(
+            "the output is drawn cut to its start: {} bytes",
+            shown.len()
+        ),
+    )?;
+    check(
+        sent.as_u64().is_some_and(|n| n < 200_000),
+        format!("the page is not sent whole: {sent}"),
+    )?;
+    let label = text(
+        ctx,
+        "return document.querySelector('#msg_big_2 .show-all').textContent",
+    )?;
+    let whole_mb = format!("{:.1} MB", (log.len() + 150) as f64 / 1e6);
+    check(
+        label.starts_with("show all (") && label.ends_with(" MB)"),
+        format!("the button says how big it is whole (about {whole_mb}): {label:?}"),
+    )?;
+    // Opened, the whole output is fetched and drawn in place, the fold left open.
+    d.click("#msg_big_2 details.tool > summary")?;
+    d.click("#msg_big_2 .show-all")?;
+    d.wait(
+        "the whole output",
+        &format!(
+            "const pre = document.querySelector('{output}'); return pre && pre.textContent.length === {} && pre.closest('details').open",
+            log.len()
+        ),
+    )?;
+    check(
+        d.exec(
+            "return document.querySelectorAll('#msg_big_2 .show-all, #msg_big_2 .cut-note').length",
+            json!([]),
+        )? == json!(0),
+        "no cut note once whole",
+    )?;
+    let console = d.console()?;
+    check(
+        console.is_empty(),
+        format!("the console stays clean: {console:?}"),
+    )?;
+    Ok(())
+}
+
+fn stale_deep_link(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.console()?;
+    d.goto(&ctx.server.url(&format!("/s/{}#msg_gone_long_ago", f.main)))?;
+    d.wait_ready()?;
+    d.wait(
+        "the conversation, from its start",
+        &format!("return document.getElementById('{}')", f.main_messages[0]),
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let console = d.console()?;
+    check(
+        console.is_empty(),
+        format!("the console stays clean: {console:?}"),
+    )?;
+    let said = d.wait(
+        "the message said gone",
+        "return document.getElementById('message-gone')?.textContent",
+    )?;
+    check(
+        said.as_str()
+            .is_some_and(|s| s.contains("msg_gone_long_ago") && s.contains("no longer")),
+        format!("it says which message is gone: {said}"),
+    )?;
+    check(
+        d.exec("return !document.querySelector('.error-box')", json!([]))? == json!(true),
+        "and shows no error",
+    )?;
+    Ok(())
+}
+
+/// What has the keyboard focus: `tag#id.class text`, or `BODY`.
+const FOCUSED: &str = "const a = document.activeElement; if (!a || a === document.body) return 'BODY';
+    const row = a.closest('tr.session'); const hit = a.closest('a.hit');
+    return a.tagName + (row ? ' row ' + row.dataset.id : '') + (hit ? ' hit ' + hit.dataset.message : '')
+      + ' ' + (a.tagName === 'H1' ? a.textContent : '') + (document.getElementById('main').contains(a) ? ' in-main' : '')";
+
+fn wait_focus(ctx: &Ctx, what: &str, want: &str) -> Result<()> {
+    let script = format!(
+        "const f = (() => {{ {FOCUSED} }})(); return f.startsWith({}) ? f : null",
+        json!(want)
+    );
+    match ctx.driver.wait(what, &script) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(format!(
+            "{what}: the focus is on {:?}, not {want:?}",
+            ctx.driver.exec(FOCUSED, json!([]))?
+        )
+        .into()),
+    }
+}
+
+fn focus_follows_the_view(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    d.goto(&ctx.server.url("/"))?;
+    d.wait_ready()?;
+    // Opening a session from the list: the focus lands on the conversation's heading.
+    let link = format!(
+        "#sessions-table tr.session[data-id='{}'] td.title-cell > a",
+        f.main
+    );
+    d.wait(
+        "the row",
+        &format!("return document.querySelector(\"{link}\")"),
+    )?;
+    d.click(&link)?;
+    d.wait(
+        "the conversation",
+        "return location.pathname.startsWith('/s/')",
+    )?;
+    d.wait_ready()?;
+    wait_focus(ctx, "open a session", "H1 Fix the build")?;
+    // Back: on the row that was opened.
+    d.exec("history.back()", json!([]))?;
+    d.wait("back", "return location.pathname === '/'")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "back to the list", &format!("A row {}", f.main))?;
+    // The header's links: each view's heading.
+    d.click("[data-nav=usage]")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "the usage page", "H1 Usage")?;
+    d.click("[data-nav=sessions]")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "the session list", "H1 Sessions")?;
+    // Search results: the search box of the new view; a hit opened, then Back: that hit.
+    d.type_into("#quick-search", "build")?;
+    d.wait("the search page", "return location.pathname === '/search'")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "search results", "INPUT")?;
+    check(
+        d.exec(FOCUSED, json!([]))?
+            .as_str()
+            .is_some_and(|f| f.ends_with("in-main")),
+        "the search box of the view, not the header's",
+    )?;
+    let hit = "#hits a.hit";
+    d.wait("a hit", &format!("return document.querySelector('{hit}')"))?;
+    let message = text(
+        ctx,
+        &format!("return document.querySelector('{hit}').dataset.message"),
+    )?;
+    d.click(hit)?;
+    d.wait(
+        "the conversation",
+        "return location.pathname.startsWith('/s/')",
+    )?;
+    d.wait_ready()?;
+    wait_focus(ctx, "a hit opened", "H1")?;
+    d.exec("history.back()", json!([]))?;
+    d.wait("back", "return location.pathname === '/search'")?;
+    d.wait_ready()?;
+    wait_focus(ctx, "back to the hits", &format!("A hit {message}"))?;
     Ok(())
 }

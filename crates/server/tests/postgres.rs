@@ -153,6 +153,11 @@ fn the_api_answers_on_postgres_as_on_sqlite() {
             "/api/sessions/{}/messages?from={}&limit=5",
             f.long, f.long_messages[120]
         ),
+        format!(
+            "/api/sessions/{}/messages?from=msg_gone&missing=first",
+            f.main
+        ),
+        format!("/api/parts/prt_{}_3", f.main_messages[1]),
         "/api/stats".to_owned(),
         "/api/stats?by=day".to_owned(),
         "/api/stats?by=source&since=2026-01-05".to_owned(),

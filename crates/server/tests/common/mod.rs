@@ -514,6 +514,59 @@ pub fn fixture() -> Fixture {
     }
 }
 
+/// A store in `dir` with one session, `ses_big`, whose second message (`msg_big_2`) holds a
+/// `cat` of a log whose output (part `prt_msg_big_2_0`) is `output` and a short text
+/// (part `prt_msg_big_2_1`); a user message before and an answer after. Returns the file.
+pub fn big_output_store(dir: &Path, output: &str) -> PathBuf {
+    let db_path = dir.join("big.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let t = T0 - DAY;
+    import(
+        &sessions,
+        session(
+            "ses_big",
+            Some("Read the big log"),
+            "cli",
+            "m-opus",
+            Some("/p/big"),
+            t,
+            0.1,
+            (100, 20),
+        ),
+        vec![
+            message(
+                "ses_big",
+                "msg_big_1",
+                "user",
+                t + MINUTE,
+                vec![json!({"type": "text", "text": "What is in the log?"})],
+            ),
+            message(
+                "ses_big",
+                "msg_big_2",
+                "assistant",
+                t + 2 * MINUTE,
+                vec![
+                    json!({"type": "tool", "call_id": "call_cat", "tool": "bash",
+                       "input": {"command": "cat build.log"},
+                       "state": {"status": "completed", "output": output, "title": "cat build.log",
+                                 "started_at": t, "ended_at": t}}),
+                    json!({"type": "text", "text": "That is a long log."}),
+                ],
+            ),
+            message(
+                "ses_big",
+                "msg_big_3",
+                "assistant",
+                t + 3 * MINUTE,
+                vec![json!({"type": "text", "text": "It ends with the failure."})],
+            ),
+        ],
+    );
+    db_path
+}
+
 /// Appends an assistant message with `text` to `session` in `db`, in this process.
 pub fn append_message(db: &Path, session: &str, text: &str) {
     let db = Arc::new(Database::open(db).unwrap());
