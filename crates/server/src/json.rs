@@ -406,13 +406,31 @@ pub fn page_message(message: &Message) -> Result<serde_json::Value, serde_json::
                 continue;
             };
             if cut_strings(content, PART_TEXT_CAP) {
-                let full = serde_json::to_vec(&stored.part)?.len();
+                let full = json_len(&stored.part)?;
                 object.insert("cut".into(), serde_json::Value::Bool(true));
                 object.insert("full_bytes".into(), full.into());
             }
         }
     }
     Ok(value)
+}
+
+/// The length of `value`'s compact JSON, counted as it is written (not kept: a tool's
+/// output may be many MB).
+fn json_len<T: Serialize>(value: &T) -> Result<usize, serde_json::Error> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value)?;
+    Ok(count.0)
 }
 
 /// Cuts every string in `value` longer than `max` bytes to at most `max` bytes, at a
