@@ -2,7 +2,9 @@
 //!
 //! The user's string goes through [`SearchQuery::parse`] (which no input can make fail)
 //! and is routed to the word index, the trigram index (CJK and other spaceless scripts,
-//! three or more characters) or an escaped `LIKE` (shorter CJK); the filters of
+//! three or more characters) or an escaped `LIKE` (shorter CJK); emoji, operators and
+//! punctuation (a term with no letter or digit) take the same substring routes when an
+//! alternative has nothing else (`🚀`, `->`), and are dropped next to a word; the filters of
 //! [`SearchOptions`] apply on every route. Each message appears at most once (its
 //! best-ranked part), best bm25 rank first (newest first on the `LIKE` route), with a
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
