@@ -316,13 +316,20 @@ mod tests {
     fn like_patterns_unescape_to_their_text() {
         assert_eq!(unescape_like("%中文%"), "中文");
         assert_eq!(unescape_like(r"%a\%b\_c\\%"), r"a%b_c\");
-        for text in ["中", r"x\%_y", "%"] {
+        for text in ["中", r"x\%_y"] {
             if let SearchQuery::Like(p) = SearchQuery::parse_substring(text) {
                 assert_eq!(
                     unescape_like(&p),
                     text.trim_matches(|c: char| !c.is_alphanumeric())
                 );
             }
+        }
+        // A term of symbols alone is kept whole.
+        for text in ["%", "_", "\\", "->", "🚀"] {
+            let SearchQuery::Like(p) = SearchQuery::parse_substring(text) else {
+                panic!("{text:?} is not a LIKE pattern");
+            };
+            assert_eq!(unescape_like(&p), text);
         }
     }
 
