@@ -99,6 +99,10 @@ const TEXTS: &[&str] = &[
     "データベースの移行に失敗しました",
     "한국어 텍스트 검색",
     "rust rust rust",
+    "🚀 shipped; ship🚀it",
+    "family 👨\u{200d}👩\u{200d}👧 and thumbs 👍🏽",
+    "fn main() -> Result<(), Error> { std::io::stdin(); }",
+    "if a != b && c { echo $HOME } #tag @user ...",
     "a long text about rust with many other words so that the snippet has to be cut \
      somewhere before and after the match because it holds far more than twenty four \
      words in total, and then it goes on about deployments, databases and other things",
@@ -215,6 +219,26 @@ const QUERIES: &[&str] = &[
     "NEAR(a b)",
     "* foo",
     "OR AND NOT",
+    "🚀",
+    "ship🚀it",
+    "🚀 shipped",
+    "👨\u{200d}👩\u{200d}👧",
+    "👍🏽",
+    "👍",
+    "->",
+    "::",
+    "!=",
+    "&&",
+    "$",
+    "#",
+    "%",
+    "@user",
+    "...",
+    r#""()""#,
+    "-> OR ::",
+    "-",
+    "中",
+    "x",
 ];
 
 fn options(p: &Pair) -> Vec<(String, SearchOptions)> {

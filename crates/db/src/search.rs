@@ -107,7 +107,8 @@ pub enum TextQuery {
         plain: Vec<Alternative>,
     },
     /// A literal substring (any length), matched with an escaped LIKE: slow on big
-    /// databases, meant for 1–2 character CJK queries the trigram index cannot serve.
+    /// databases, meant for 1–2 character CJK or symbol queries (`中`, `🚀`, `->`) the
+    /// trigram index cannot serve.
     Substring(String),
 }
 

@@ -2,7 +2,9 @@
 //!
 //! The user's string goes through [`SearchQuery::parse`] (which no input can make fail)
 //! and is routed to the word index, the trigram index (CJK and other spaceless scripts,
-//! three or more characters) or an escaped `LIKE` (shorter CJK); the filters of
+//! three or more characters) or an escaped `LIKE` (shorter CJK); emoji, operators and
+//! punctuation (a term with no letter or digit) take the same substring routes when an
+//! alternative has nothing else (`🚀`, `->`), and are dropped next to a word; the filters of
 //! [`SearchOptions`] apply on every route. Each message appears at most once (its
 //! best-ranked part), best bm25 rank first (newest first on the `LIKE` route), with a
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
@@ -314,13 +316,20 @@ mod tests {
     fn like_patterns_unescape_to_their_text() {
         assert_eq!(unescape_like("%中文%"), "中文");
         assert_eq!(unescape_like(r"%a\%b\_c\\%"), r"a%b_c\");
-        for text in ["中", r"x\%_y", "%"] {
+        for text in ["中", r"x\%_y"] {
             if let SearchQuery::Like(p) = SearchQuery::parse_substring(text) {
                 assert_eq!(
                     unescape_like(&p),
                     text.trim_matches(|c: char| !c.is_alphanumeric())
                 );
             }
+        }
+        // A term of symbols alone is kept whole.
+        for text in ["%", "_", "\\", "->", "🚀"] {
+            let SearchQuery::Like(p) = SearchQuery::parse_substring(text) else {
+                panic!("{text:?} is not a LIKE pattern");
+            };
+            assert_eq!(unescape_like(&p), text);
         }
     }
 

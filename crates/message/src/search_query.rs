@@ -31,8 +31,11 @@
 //!    never honoured as grouping.
 //! 2. A word loses leading and trailing characters that are not letters or
 //!    digits (`C++` → `C`, `--foo` → `foo`, `100%` → `100`, `^x` → `x`,
-//!    `#tag` → `tag`); a word with none left (`*`, `++`, `-`) is dropped. A word
+//!    `#tag` → `tag`, `@user` → `user`, `🚀deployed` → `deployed`). A word
 //!    that began with exactly one `-` is excluded (`-foo` → `NOT "foo"`).
+//!    A word or phrase with no letter or digit at all (`🚀`, `👍🏽`, `->`, `::`,
+//!    `$`, `%`, `...`, `*`, `-`) is a *symbol term*: kept whole and literal (its
+//!    `*` is no prefix, its `-` no exclusion), matched as a substring (Routing).
 //! 3. What remains is quoted as one FTS5 string, so inner punctuation makes it
 //!    a phrase of the tokens unicode61 produced for the document:
 //!    `chat-send` → `"chat-send"` (= chat, send), `P2.2`, `my-app.config.ts`,
@@ -48,14 +51,21 @@
 //! # Routing
 //!
 //! - No term contains CJK (Han, kana, Hangul, Bopomofo) or another script
-//!   written without spaces (Thai, Lao, Khmer, Myanmar) → [`SearchQuery::Fts`]
-//!   for the `unicode61` word index.
+//!   written without spaces (Thai, Lao, Khmer, Myanmar), and every alternative
+//!   has a term with a letter or digit → [`SearchQuery::Fts`] for the `unicode61`
+//!   word index. Symbol terms are dropped from it (the index holds no symbols):
+//!   `🚀 deployed` searches `deployed`, `-> fn` searches `fn`; a word with symbols
+//!   inside is a phrase of its words (`ship🚀it` → `ship`, `it`).
+//! - An alternative made only of symbol terms (`🚀`, `->`, `-> OR ::`, `!!! ???`)
+//!   makes the whole query a substring search, as CJK does (below): symbol terms
+//!   of three or more characters go to the trigram expression, shorter ones
+//!   to the `LIKE` pattern (`🚀` → `%🚀%`).
 //! - Otherwise (or always, with [`SearchQuery::parse_substring`]) the same
 //!   expression is built for the `trigram` index ([`SearchQuery::Trigram`]),
 //!   without prefixes (trigram already matches substrings). Terms shorter than
 //!   three characters cannot use trigrams and are dropped from it (so a
 //!   short AND term widens the search and a short OR alternative is lost;
-//!   `中文 数据库` searches `数据库`).
+//!   `中文 数据库` searches `数据库`, `foo OR ->` searches `foo`).
 //! - If no term of three or more characters remains, the longest positive
 //!   term (the first among equals) becomes an escaped `LIKE` pattern
 //!   ([`SearchQuery::Like`]): `%term%` with `\`, `%` and `_` escaped by `\`,
@@ -90,11 +100,18 @@ impl SearchQuery {
             .flat_map(|g| g.positive.iter().chain(&g.negative))
             .any(|t| t.text.chars().any(is_spaceless_script));
         if spaceless {
+            return route_substring(groups);
+        }
+        // The word index holds no symbols: they are dropped from an alternative that has a
+        // word (the words find it), and an alternative of symbols alone is a substring
+        // search.
+        let words: Vec<Group> = groups.iter().map(without_symbols).collect();
+        if words.iter().any(|g| g.positive.is_empty()) {
             route_substring(groups)
-        } else if groups.is_empty() {
+        } else if words.is_empty() {
             SearchQuery::Empty
         } else {
-            SearchQuery::Fts(emit(&groups, true))
+            SearchQuery::Fts(emit(&words, true))
         }
     }
 
@@ -191,7 +208,8 @@ fn lex(input: &str) -> Vec<Lexeme> {
             while chars.next_if_eq(&'*').is_some() {
                 prefix = true;
             }
-            if phrase.chars().any(char::is_alphanumeric) {
+            // A phrase of symbols alone (`"->"`) is kept: it is searched as a substring.
+            if !phrase.trim().is_empty() {
                 out.push(Lexeme::Term(Term {
                     text: phrase.trim().to_owned(),
                     prefix,
@@ -230,6 +248,13 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
                     text: text.to_owned(),
                     prefix,
                 }));
+            } else {
+                // No letter or digit (`🚀`, `->`, `$`, `...`): a literal symbol term, every
+                // character kept (`*` and `-` included), searched as a substring.
+                out.push(Lexeme::Term(Term {
+                    text: raw,
+                    prefix: false,
+                }));
             }
         }
     }
@@ -263,6 +288,20 @@ fn parse_groups(input: &str) -> Vec<Group> {
     }
     close_group(&mut current, &mut groups);
     groups
+}
+
+/// Whether `term` has no letter or digit (`🚀`, `->`): the word index cannot find it.
+fn is_symbol(term: &Term) -> bool {
+    !term.text.chars().any(char::is_alphanumeric)
+}
+
+/// `group` without its symbol terms.
+fn without_symbols(group: &Group) -> Group {
+    let keep = |terms: &[Term]| terms.iter().filter(|t| !is_symbol(t)).cloned().collect();
+    Group {
+        positive: keep(&group.positive),
+        negative: keep(&group.negative),
+    }
 }
 
 /// Keeps a finished alternative only if FTS5 can express it (it needs a positive term).

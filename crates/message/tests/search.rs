@@ -97,6 +97,28 @@ const SANITIZER_INPUTS: &[&str] = &[
     "NOT 中文",
     "データベース",
     "한국어",
+    "🚀",
+    "ship🚀it",
+    "🚀 deployed",
+    "👍🏽",
+    "👨\u{200d}👩\u{200d}👧",
+    "->",
+    "::",
+    "!=",
+    "&&",
+    "$",
+    "#",
+    "%",
+    "_",
+    "\\",
+    "'",
+    "@user",
+    "...",
+    "-> OR ::",
+    "-> NOT ::",
+    "foo OR ->",
+    r#""()""#,
+    "中 🚀",
 ];
 
 /// Runs each named test (a `fn(Backend)`) on SQLite and on PostgreSQL.
@@ -126,6 +148,7 @@ on_both_backends!(
     a_message_with_many_matching_parts_is_one_hit,
     tool_names_inputs_and_outputs_are_found_until_changed_or_deleted,
     results_order_by_rank_then_recency,
+    emoji_symbols_and_short_strings_are_found_as_substrings,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -307,6 +330,82 @@ fn cjk_uses_trigrams_from_three_characters_and_like_below(backend: Backend) {
     assert!(tri[0].snippet.contains("\u{2}"), "{:?}", tri[0].snippet);
     let like = f.search("中文");
     assert_eq!(like[0].snippet, "这是\u{2}中文\u{3}文本");
+}
+
+/// Emoji, symbols, operators and one- or two-character strings, as a user types them
+/// into the search box (which promises any substring): a term without a letter or digit
+/// is a literal substring on both backends; next to a word the word index answers.
+fn emoji_symbols_and_short_strings_are_found_as_substrings(backend: Backend) {
+    let f = Fixture::new(backend);
+    const ROCKET: &str = "🚀 deployed to prod";
+    const SHIP: &str = "ship🚀it now";
+    const FAMILY: &str = "family 👨\u{200d}👩\u{200d}👧 photo";
+    const THUMBS: &str = "thumbs 👍🏽 up";
+    const RUST: &str = "fn main() -> Result<(), Error> { std::io::stdin(); }";
+    const SHELL: &str = "if a != b && c { echo $HOME }";
+    const SALE: &str = "cost is 50% off #sale";
+    const PING: &str = "ping @user about it";
+    const CJK: &str = "中文 text";
+    const DOTS: &str = "loading...";
+    const PLAIN: &str = "deployed the fix";
+    const EQ: &str = "x = y";
+    for text in [
+        ROCKET, SHIP, FAMILY, THUMBS, RUST, SHELL, SALE, PING, CJK, DOTS, PLAIN, EQ,
+    ] {
+        say(&f.svc, &f.cli, Role::User, text);
+    }
+    let cases: &[(&str, &[&str])] = &[
+        // an emoji alone, inside a word, with a ZWJ sequence or a skin tone
+        ("🚀", &[ROCKET, SHIP]),
+        ("ship🚀it", &[SHIP]),
+        ("👨\u{200d}👩\u{200d}👧", &[FAMILY]),
+        ("👍🏽", &[THUMBS]),
+        ("👍", &[THUMBS]),
+        // operators and symbols
+        ("->", &[RUST]),
+        ("::", &[RUST]),
+        (r#""()""#, &[RUST]),
+        ("!=", &[SHELL]),
+        ("&&", &[SHELL]),
+        ("$", &[SHELL]),
+        ("%", &[SALE]),
+        ("#", &[SALE]),
+        ("=", &[SHELL, EQ]),
+        ("...", &[DOTS]),
+        ("-> OR ::", &[RUST]),
+        // a leading `-` of a symbol term is part of it, not an exclusion
+        ("-", &[RUST]),
+        ("!!!", &[]),
+        ("_", &[]),
+        // words with symbols around them: the words answer
+        ("@user", &[PING]),
+        ("#sale", &[SALE]),
+        ("🚀 deployed", &[ROCKET, PLAIN]),
+        ("-> fn", &[RUST]),
+        // one-character words, one and two CJK characters
+        ("x", &[EQ]),
+        ("中", &[CJK]),
+        ("中文", &[CJK]),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(f.texts(query), sorted(expected), "{query:?} on {backend:?}");
+    }
+    // The match is marked in the snippet, in the same format as every LIKE hit.
+    let hit = &f.search("->")[0];
+    assert_eq!(
+        hit.snippet,
+        "fn main() \u{2}->\u{3} Result<(), Error> { std::io::stdin(); }"
+    );
+    let hits = f.search("🚀");
+    let rocket = hits
+        .iter()
+        .find(|h| f.svc.get(&h.message_id).unwrap().text() == ROCKET)
+        .unwrap();
+    assert_eq!(rocket.snippet, "\u{2}🚀\u{3} deployed to prod");
+    let hit = &f.search("👨\u{200d}👩\u{200d}👧")[0];
+    assert_eq!(hit.snippet, "family \u{2}👨\u{200d}👩\u{200d}👧\u{3} photo");
+    let hit = &f.search("%")[0];
+    assert_eq!(hit.snippet, "cost is 50\u{2}%\u{3} off #sale");
 }
 
 fn hits_carry_snippet_context_and_session_fields(backend: Backend) {

@@ -83,15 +83,15 @@ pub(super) fn cases() -> Vec<(&'static str, SearchQuery)> {
         ("100%", fts(r#""100""#)),
         ("user@example.com", fts(r#""user@example.com""#)),
         ("^start", fts(r#""start""#)),
-        ("^", SearchQuery::Empty),
+        ("^", like("%^%")),
         ("NEAR(a b)", fts(r#""NEAR" "a" "b""#)),
         ("NEAR(", fts(r#""NEAR""#)),
-        ("*", SearchQuery::Empty),
+        ("*", like("%*%")),
         ("* foo", fts(r#""foo""#)),
         ("a + b", fts(r#""a" "b""#)),
         ("", SearchQuery::Empty),
         ("   \t\n", SearchQuery::Empty),
-        ("!!! ??? ---", SearchQuery::Empty),
+        ("!!! ??? ---", tri(r#""!!!" "???" "---""#)),
         // identifiers become phrases of their unicode61 tokens
         ("chat-send", fts(r#""chat-send""#)),
         ("P2.2", fts(r#""P2.2""#)),
@@ -120,6 +120,36 @@ pub(super) fn cases() -> Vec<(&'static str, SearchQuery)> {
         ("NOT 中文", SearchQuery::Empty),
         ("データベース", tri(r#""データベース""#)),
         ("한국어", tri(r#""한국어""#)),
+        // symbols, operators and emoji: a term with no letter or digit is a literal
+        // substring (LIKE below three characters, trigram from three); next to a word
+        // in its alternative it is dropped and the word index answers
+        ("🚀", like("%🚀%")),
+        ("ship🚀it", fts(r#""ship🚀it""#)),
+        ("🚀deployed", fts(r#""deployed""#)),
+        ("🚀 deployed", fts(r#""deployed""#)),
+        ("deployed -🚀", fts(r#""deployed""#)),
+        ("👍🏽", like("%👍🏽%")),
+        ("👨\u{200d}👩\u{200d}👧", tri("\"👨\u{200d}👩\u{200d}👧\"")),
+        ("❤️", like("%❤️%")),
+        ("->", like("%->%")),
+        ("::", like("%::%")),
+        ("!=", like("%!=%")),
+        ("&&", like("%&&%")),
+        ("$", like("%$%")),
+        ("#", like("%#%")),
+        ("%", like(r"%\%%")),
+        ("_", like(r"%\_%")),
+        ("-", like("%-%")),
+        ("...", tri(r#""...""#)),
+        ("=>>", tri(r#""=>>""#)),
+        (r#""->""#, like("%->%")),
+        ("-> ::", like("%->%")),
+        ("-> NOT ::", like("%->%")),
+        ("-> foo", fts(r#""foo""#)),
+        ("foo OR ->", tri(r#""foo""#)),
+        ("@user", fts(r#""user""#)),
+        ("中 🚀", like("%中%")),
+        ("数据库 ...", tri(r#""数据库" "...""#)),
     ]
 }
 
@@ -131,7 +161,8 @@ fn substring_mode_always_uses_trigram_or_like() {
     assert_eq!(SearchQuery::parse_substring("a_%"), like(r"%a%"));
     assert_eq!(SearchQuery::parse_substring(r#""a%""#), like(r"%a\%%"));
     assert_eq!(SearchQuery::parse_substring(r#""\a""#), like(r"%\\a%"));
-    assert_eq!(SearchQuery::parse_substring("+++"), SearchQuery::Empty);
+    assert_eq!(SearchQuery::parse_substring("+++"), tri(r#""+++""#));
+    assert_eq!(SearchQuery::parse_substring("   "), SearchQuery::Empty);
 }
 
 #[test]
