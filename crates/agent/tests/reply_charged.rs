@@ -11,7 +11,7 @@ mod compaction_support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use compaction_support::{Env, SMALL};
+use compaction_support::{Env, SMALL, sample_usage, small_cost};
 use scribe_agent::provider::ProviderEvent;
 use scribe_agent::{
     AgentError, AgentEvent, ProviderResponse, ReplyWriter, StreamedReply, UsageTracker, error_chain,
@@ -23,25 +23,6 @@ use scribe_pubsub::Subscription;
 use scribe_session::{Session, Store};
 use serde_json::json;
 
-fn usage() -> TokenUsage {
-    TokenUsage {
-        input: 1_234,
-        output: 567,
-        cache_read: 89_012,
-        cache_write: 4_321,
-        reasoning: 250,
-    }
-}
-
-/// small: $3 input, $15 output (and reasoning), $0.30 cache read, $3.75 cache write per Mtok.
-fn small_cost(u: &TokenUsage) -> f64 {
-    (u.input as f64 * 3.0
-        + (u.output + u.reasoning) as f64 * 15.0
-        + u.cache_read as f64 * 0.30
-        + u.cache_write as f64 * 3.75)
-        / 1e6
-}
-
 /// The reply streams `Hello ` (written at once); the response says `Hello there.` and
 /// calls a tool that never streamed, so the end has both to add.
 fn response() -> ProviderResponse {
@@ -51,7 +32,7 @@ fn response() -> ProviderResponse {
             Part::tool("c9", "read", json!({"path": "a.rs"})),
         ],
         finish_reason: FinishReason::ToolUse,
-        usage: usage(),
+        usage: sample_usage(),
     }
 }
 
@@ -82,7 +63,7 @@ fn streamed<'a>(env: &'a Env, finished: bool) -> (Session, ReplyWriter<'a>) {
     if finished {
         reply.push(ProviderEvent::Finish {
             reason: FinishReason::EndTurn,
-            usage: usage(),
+            usage: sample_usage(),
         });
     }
     (session, reply)
@@ -250,9 +231,9 @@ fn an_end_that_commits_is_charged_exactly_and_announced_after_its_commit() {
     assert_eq!(first_kind, "text", "the tail is the end's first change");
     assert_eq!(calls_seen, 1, "the charge committed with the tail");
 
-    let expected = small_cost(&usage());
+    let expected = small_cost(&sample_usage());
     assert!((charge.record.cost_usd - expected).abs() < 1e-9);
-    assert_eq!(charge.record.usage, usage());
+    assert_eq!(charge.record.usage, sample_usage());
     assert_eq!(charge.record.session_id, session.id);
     assert_eq!(
         charge.record.message_id.as_deref(),
@@ -269,13 +250,13 @@ fn an_end_that_commits_is_charged_exactly_and_announced_after_its_commit() {
     let Part::StepFinish(step) = &charge.step_finish.part else {
         panic!("{:?}", charge.step_finish)
     };
-    assert_eq!(step.tokens, usage());
+    assert_eq!(step.tokens, sample_usage());
     assert_eq!(step.reason, FinishReason::ToolUse);
     assert!((step.cost - expected).abs() < 1e-9);
-    assert_eq!(message.usage, usage());
+    assert_eq!(message.usage, sample_usage());
     assert!((message.cost_usd - expected).abs() < 1e-9);
     let after = env.get(&session.id);
-    assert_eq!(after.tokens, usage());
+    assert_eq!(after.tokens, sample_usage());
     assert_eq!(after.api_call_count, 1);
     assert!((after.estimated_cost_usd - expected).abs() < 1e-9);
 
@@ -304,8 +285,8 @@ fn an_end_that_commits_is_charged_exactly_and_announced_after_its_commit() {
     assert_eq!(charge.record.usage, second);
     let after = env.get(&session.id);
     assert_eq!(after.api_call_count, 2);
-    assert_eq!(after.tokens.input, usage().input + second.input);
-    assert_eq!(after.tokens.output, usage().output + second.output);
+    assert_eq!(after.tokens.input, sample_usage().input + second.input);
+    assert_eq!(after.tokens.output, sample_usage().output + second.output);
     assert!((after.estimated_cost_usd - (expected + small_cost(&second))).abs() < 1e-9);
 }
 

@@ -8,32 +8,13 @@ mod compaction_support;
 
 use std::sync::Arc;
 
-use compaction_support::{CHEAP, Env, SMALL};
+use compaction_support::{CHEAP, Env, SMALL, sample_usage, small_cost};
 use scribe_agent::{AgentError, AgentEvent, ReplyWriter, UsageTracker};
 use scribe_message::{Part, TokenUsage};
 use scribe_session::{RollUp, Session};
 
 fn tracker(env: &Env) -> UsageTracker {
     UsageTracker::new(env.store.clone(), env.catalog.clone())
-}
-
-fn usage() -> TokenUsage {
-    TokenUsage {
-        input: 1_234,
-        output: 567,
-        cache_read: 89_012,
-        cache_write: 4_321,
-        reasoning: 250,
-    }
-}
-
-/// small: $3 input, $15 output (and reasoning), $0.30 cache read, $3.75 cache write per Mtok.
-fn expected_small_cost(u: &TokenUsage) -> f64 {
-    (u.input as f64 * 3.0
-        + (u.output + u.reasoning) as f64 * 15.0
-        + u.cache_read as f64 * 0.30
-        + u.cache_write as f64 * 3.75)
-        / 1e6
 }
 
 #[test]
@@ -45,11 +26,11 @@ fn cost_with_cache_and_reasoning_tokens_to_a_billionth() {
     let t = tracker(&env);
     let events = t.events().subscribe();
 
-    let u = usage();
+    let u = sample_usage();
     let record = t.track_usage(&s.id, SMALL, &u, Some(&a.id)).unwrap();
     // 3702 + 12255 + 26703.6 + 16203.75 = 58864.35 → $0.05886435
     let expected = 0.058_864_35;
-    assert!((expected_small_cost(&u) - expected).abs() < 1e-12);
+    assert!((small_cost(&u) - expected).abs() < 1e-12);
     assert!(
         (record.cost_usd - expected).abs() < 1e-9,
         "{}",
@@ -105,9 +86,9 @@ fn session_only_charges_need_no_message() {
     let env = Env::new();
     let s = env.session("no message");
     let t = tracker(&env);
-    let r = t.track_usage(&s.id, SMALL, &usage(), None).unwrap();
+    let r = t.track_usage(&s.id, SMALL, &sample_usage(), None).unwrap();
     assert!(r.message.is_none());
-    assert_eq!(env.get(&s.id).tokens, usage());
+    assert_eq!(env.get(&s.id).tokens, sample_usage());
 }
 
 #[test]
@@ -122,7 +103,7 @@ fn refusals_write_nothing() {
     let before = env.get(&s.id);
 
     let err = t
-        .track_usage(&s.id, "gpt-99", &usage(), Some(&a.id))
+        .track_usage(&s.id, "gpt-99", &sample_usage(), Some(&a.id))
         .unwrap_err();
     assert!(
         matches!(&err, AgentError::UnknownModel(m) if m == "gpt-99"),
@@ -131,15 +112,15 @@ fn refusals_write_nothing() {
     assert!(err.to_string().starts_with("unknown model \"gpt-99\""));
 
     let err = t
-        .track_usage(&s.id, SMALL, &usage(), Some(&foreign.id))
+        .track_usage(&s.id, SMALL, &sample_usage(), Some(&foreign.id))
         .unwrap_err();
     assert!(matches!(err, AgentError::InvalidInput(_)), "{err}");
     let err = t
-        .track_usage(&s.id, SMALL, &usage(), Some(&u.id))
+        .track_usage(&s.id, SMALL, &sample_usage(), Some(&u.id))
         .unwrap_err();
     assert!(matches!(err, AgentError::InvalidInput(_)), "{err}");
     let err = t
-        .track_usage(&s.id, SMALL, &usage(), Some("msg_missing"))
+        .track_usage(&s.id, SMALL, &sample_usage(), Some("msg_missing"))
         .unwrap_err();
     assert!(matches!(err, AgentError::Message(_)), "{err}");
     let negative = TokenUsage {
@@ -151,7 +132,7 @@ fn refusals_write_nothing() {
         .unwrap_err();
     assert!(matches!(err, AgentError::Session(_)), "{err}");
     let err = t
-        .track_usage("ses_missing", SMALL, &usage(), None)
+        .track_usage("ses_missing", SMALL, &sample_usage(), None)
         .unwrap_err();
     assert!(matches!(err, AgentError::Session(_)), "{err}");
 
@@ -176,7 +157,7 @@ fn a_step_on_an_unknown_model_writes_no_part() {
     let response = scribe_agent::ProviderResponse {
         parts: vec![Part::text("hello")],
         finish_reason: scribe_message::FinishReason::EndTurn,
-        usage: usage(),
+        usage: sample_usage(),
     };
     let err = ReplyWriter::new(env.store.messages(), &a.id)
         .finish_charged(&response, &tracker(&env), "gpt-99")
@@ -234,7 +215,7 @@ fn ten_threads_tracking_at_once_count_exactly() {
                 reasoning: 3,
             };
             total += u;
-            cost += expected_small_cost(&u);
+            cost += small_cost(&u);
         }
     }
     let session = env.get(&s.id);
@@ -251,7 +232,8 @@ fn finishing_a_task_session_rolls_its_cost_into_the_parent_once() {
     let env = Env::new();
     let parent = env.session("parent");
     let t = tracker(&env);
-    t.track_usage(&parent.id, SMALL, &usage(), None).unwrap();
+    t.track_usage(&parent.id, SMALL, &sample_usage(), None)
+        .unwrap();
     let child = env
         .sessions
         .create_task_session(&parent.id, "call_task_1", None)
@@ -273,9 +255,9 @@ fn finishing_a_task_session_rolls_its_cost_into_the_parent_once() {
     let RollUp::RolledUp { parent: rolled } = &done.roll_up else {
         panic!("expected a roll-up, got {:?}", done.roll_up);
     };
-    let expected = expected_small_cost(&usage()) + expected_small_cost(&child_usage);
+    let expected = small_cost(&sample_usage()) + small_cost(&child_usage);
     assert!((rolled.estimated_cost_usd - expected).abs() < 1e-9);
-    assert_eq!(rolled.tokens, usage() + child_usage);
+    assert_eq!(rolled.tokens, sample_usage() + child_usage);
     assert_eq!(rolled.api_call_count, 2);
     assert_eq!(env.get(&parent.id), **rolled);
 

@@ -39,6 +39,28 @@ pub fn small_model() -> Model {
     }
 }
 
+/// One call's usage with every kind of token, for the usage tests.
+pub fn sample_usage() -> scribe_message::TokenUsage {
+    scribe_message::TokenUsage {
+        input: 1_234,
+        output: 567,
+        cache_read: 89_012,
+        cache_write: 4_321,
+        reasoning: 250,
+    }
+}
+
+/// What [`small_model`] charges for `u`, written out from its prices ($3 input, $15
+/// output and reasoning, $0.30 cache read, $3.75 cache write per Mtok), not through the
+/// crate's pricing code.
+pub fn small_cost(u: &scribe_message::TokenUsage) -> f64 {
+    (u.input as f64 * 3.0
+        + (u.output + u.reasoning) as f64 * 15.0
+        + u.cache_read as f64 * 0.30
+        + u.cache_write as f64 * 3.75)
+        / 1e6
+}
+
 pub fn cheap_model() -> Model {
     Model {
         id: CHEAP.into(),
