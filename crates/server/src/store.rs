@@ -492,18 +492,18 @@ impl Store {
                     let m = anchor(tx, session_id, id)?;
                     (after(tx, &m)?, true, false)
                 }
-                At::From(id) if missing_first && find(tx, session_id, id)?.is_none() => {
-                    missing = true;
-                    (oldest(tx)?, false, false)
-                }
-                At::From(id) => {
-                    let m = anchor(tx, session_id, id)?;
+                At::From(id) => match find(tx, session_id, id)? {
                     // The page starts after the message just before it, if any.
-                    match before(tx, &m, 1)?.pop() {
+                    Some(m) => match before(tx, &m, 1)?.pop() {
                         Some(previous) => (after(tx, &previous)?, true, false),
                         None => (oldest(tx)?, false, false),
+                    },
+                    None if missing_first => {
+                        missing = true;
+                        (oldest(tx)?, false, false)
                     }
-                }
+                    None => return Err(not_found(session_id, id)),
+                },
                 At::Before(id) => {
                     let m = anchor(tx, session_id, id)?;
                     (before(tx, &m, fetch)?, false, true)
@@ -704,12 +704,12 @@ fn find(
 
 /// The message `id` of `session_id`, or 404.
 fn anchor(tx: &mut ReadTx<'_>, session_id: &str, id: &str) -> Result<q::MessageRow, ReadError> {
-    match find(tx, session_id, id)? {
-        Some(row) => Ok(row),
-        None => Err(
-            ApiError::NotFound(format!("message not found: {id} in session {session_id}")).into(),
-        ),
-    }
+    find(tx, session_id, id)?.ok_or_else(|| not_found(session_id, id))
+}
+
+/// The 404 of a message `id` that is not in `session_id`.
+fn not_found(session_id: &str, id: &str) -> ReadError {
+    ApiError::NotFound(format!("message not found: {id} in session {session_id}")).into()
 }
 
 /// What a closure of [`Opened::read`] fails with: the database (so the transaction helper
