@@ -1126,7 +1126,7 @@ fn empty_store(ctx: &Ctx) -> Result<()> {
     let db = dir.path().join("empty.db");
     drop(scribe_db::Database::open(&db)?);
     let server = serve(&db, None);
-    d.console()?;
+    d.clear_console()?;
     d.goto(&server.url("/"))?;
     d.wait_ready()?;
     let said = d.wait(
@@ -1426,7 +1426,7 @@ fn big_output(ctx: &Ctx) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let db = big_output_store(dir.path(), &log);
     let server = serve(&db, None);
-    d.console()?;
+    d.clear_console()?;
     let started = Instant::now();
     d.goto(&server.url("/s/ses_big"))?;
     d.wait_ready()?;
@@ -1502,7 +1502,7 @@ fn big_output(ctx: &Ctx) -> Result<()> {
 
 fn stale_deep_link(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.console()?;
+    d.clear_console()?;
     d.goto(&ctx.server.url(&format!("/s/{}#msg_gone_long_ago", f.main)))?;
     d.wait_ready()?;
     d.wait(

@@ -379,6 +379,15 @@ impl Driver {
             .unwrap_or_default())
     }
 
+    /// Starts a clean console record: leaves the page shown for `about:blank` (a page left by an
+    /// earlier test keeps polling its server, which is gone, and the browser logs every refused
+    /// request), then drops the entries so far.
+    pub fn clear_console(&self) -> Result<()> {
+        self.goto("about:blank")?;
+        self.console()?;
+        Ok(())
+    }
+
     /// Resizes the browser window.
     pub fn resize(&self, width: u32, height: u32) -> Result<()> {
         self.session_call(
