@@ -33,6 +33,15 @@
 //! The front door is [`Store`]: a database with this service and scribe-message's
 //! `MessageService` over it, built together.
 //!
+//! A list of sessions with their counts and cost kept live watches one thing,
+//! [`Store::watch`] ([`SessionWatch`]): this store's session, message and part events and
+//! every other process's commits (an SQLite file's data version; PostgreSQL's change
+//! outbox with the `postgres` feature), as the ids of the sessions that changed, or
+//! [`SessionChanges::All`] when the change cannot be named. A message added to a session
+//! changes its counters through triggers and is announced by the message service only,
+//! not as a session `updated`, so a list fed by the session broker alone goes stale
+//! (`crates/session/examples/watch_list.rs`).
+//!
 //! Also [`SessionService::conversation`]: a session (and the sessions it continues) as
 //! an LLM request needs it.
 
@@ -46,6 +55,7 @@ mod store;
 mod title;
 mod transfer;
 mod usage;
+mod watch;
 
 pub use error::{Result, SessionError};
 pub use external::ExternalSession;
@@ -62,3 +72,4 @@ pub use transfer::{
     RollUpMark, SessionExport, exports_parents_first,
 };
 pub use usage::{RollUp, StatsBy, UsageDelta, UsageStats, UsageStatsRow, UsageTotals};
+pub use watch::{SessionChanges, SessionWatch, WATCH_POLL};

@@ -97,7 +97,8 @@ pub struct Session {
     pub permission: Option<Value>,
     /// Messages in the session (kept by triggers). A message added or deleted is announced
     /// by the message service's broker, not as a session `updated`: a list that shows this
-    /// count watches both.
+    /// count watches [`Store::watch`](crate::Store::watch), which hears both (and other
+    /// processes).
     pub message_count: i64,
     /// Tool calls in the session (kept by triggers on tool parts; announced as
     /// [`message_count`](Session::message_count) is).

@@ -1,0 +1,122 @@
+//! `Store::watch`: one subscription that hears every change a session list shows, made by
+//! this store, by another handle on the same file (as another process would), or missed.
+//! A real second process is `examples/watch_list.rs`'s test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use scribe_message::{NewMessage, Part, Role};
+use scribe_session::{NewSession, SessionChanges, Store};
+
+const SOON: Duration = Duration::from_secs(5);
+
+fn say(store: &Store, session_id: &str, text: &str) {
+    store
+        .messages()
+        .create(NewMessage::new(
+            session_id,
+            Role::User,
+            vec![Part::text(text)],
+        ))
+        .unwrap();
+}
+
+/// A message appended changes its session's count but is no session event: the session
+/// broker alone misses it (a list fed by it went stale); the watch names the session.
+#[test]
+fn a_message_append_reaches_the_watch_with_its_session() {
+    let store = Store::open_in_memory().unwrap();
+    let session = store
+        .sessions()
+        .create(NewSession::titled("counted"))
+        .unwrap();
+    let sessions_only = store.sessions().subscribe();
+    let mut watch = store.watch().unwrap();
+
+    say(&store, &session.id, "one more");
+
+    assert_eq!(sessions_only.try_iter().count(), 0);
+    assert_eq!(
+        watch.wait(SOON).unwrap(),
+        Some(SessionChanges::Sessions(BTreeSet::from([session
+            .id
+            .clone()])))
+    );
+    assert_eq!(store.sessions().get(&session.id).unwrap().message_count, 1);
+}
+
+/// Created, renamed and deleted sessions and appends to two of them, all seen before the
+/// next wait: one report naming each session once; then quiet is `None`, after the
+/// timeout and not before.
+#[test]
+fn changes_are_gathered_and_quiet_times_out() {
+    let store = Store::open_in_memory().unwrap();
+    let mut watch = store.watch().unwrap();
+    let a = store.sessions().create(NewSession::titled("a")).unwrap();
+    let b = store.sessions().create(NewSession::titled("b")).unwrap();
+    say(&store, &a.id, "x");
+    say(&store, &b.id, "y");
+    store.sessions().set_title(&a.id, Some("a2")).unwrap();
+    store.sessions().delete(&b.id).unwrap();
+
+    let changes = watch.wait(SOON).unwrap().unwrap();
+    assert_eq!(
+        changes,
+        SessionChanges::Sessions(BTreeSet::from([a.id.clone(), b.id.clone()]))
+    );
+    assert!(changes.touches(&a.id) && !changes.touches("ses_other"));
+
+    let started = Instant::now();
+    assert_eq!(watch.wait(Duration::from_millis(150)).unwrap(), None);
+    assert!(started.elapsed() >= Duration::from_millis(150));
+}
+
+/// Another handle on the same file stands for another process: its commits reach no
+/// broker of this store, and the watch reports them as `All` (SQLite's data version
+/// names no session) within a poll; a read of this store's own does not.
+#[test]
+fn another_handles_commit_on_the_file_is_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scribe.db");
+    let store = Store::open(&path).unwrap();
+    let other = Store::open(&path).unwrap();
+    let session = other
+        .sessions()
+        .create(NewSession::titled("there"))
+        .unwrap();
+    let mut watch = store.watch().unwrap();
+
+    store.sessions().get(&session.id).unwrap();
+    assert_eq!(watch.wait(Duration::from_millis(300)).unwrap(), None);
+
+    say(&other, &session.id, "from elsewhere");
+    let started = Instant::now();
+    assert_eq!(watch.wait(SOON).unwrap(), Some(SessionChanges::All));
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(store.sessions().get(&session.id).unwrap().message_count, 1);
+
+    other.sessions().delete(&session.id).unwrap();
+    assert_eq!(watch.wait(SOON).unwrap(), Some(SessionChanges::All));
+    assert!(store.sessions().get(&session.id).is_err());
+}
+
+/// More events than a subscription holds: what was missed cannot be named, so the
+/// report is `All`, and the watch goes on naming sessions afterwards.
+#[test]
+fn missed_events_are_all() {
+    let store = Store::open_in_memory().unwrap();
+    let session = store.sessions().create(NewSession::titled("busy")).unwrap();
+    let mut watch = store.watch().unwrap();
+    for i in 0..=scribe_pubsub::DEFAULT_BUFFER {
+        say(&store, &session.id, &format!("message {i}"));
+    }
+    assert_eq!(watch.wait(SOON).unwrap(), Some(SessionChanges::All));
+
+    say(&store, &session.id, "after");
+    assert_eq!(
+        watch.wait(SOON).unwrap(),
+        Some(SessionChanges::Sessions(BTreeSet::from([session.id])))
+    );
+}
