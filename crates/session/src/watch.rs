@@ -1,26 +1,6 @@
 //! [`SessionWatch`]: one subscription that says when what a session list shows (titles,
 //! message and tool-call counts, tokens, cost, `updated_at`, which sessions exist) may
 //! have changed, whichever process changed it.
-//!
-//! Why a helper and not a session `updated` event per append: the services' brokers are
-//! in-process, and a list is usually watched while another process (an agent, a TUI, an
-//! import) writes, whose events never reach this one. A message append changes its
-//! session's counters through the schema's triggers and is announced on the message
-//! service's broker only; publishing a session `updated` for it as well would cost every
-//! append a read of the session row inside the write lock and still not reach another
-//! process. So the watch combines, behind one [`SessionWatch::wait`]:
-//!
-//! - this [`Store`]'s three brokers (sessions, messages, parts), which name the session;
-//! - other processes' commits: on an SQLite file, `PRAGMA data_version` on a read-only
-//!   connection of the watch's own, polled every [`WATCH_POLL`] (a pragma on an idle
-//!   connection: microseconds); it moves on every commit by any other connection and
-//!   names nothing, so it is reported as [`SessionChanges::All`]. On PostgreSQL,
-//!   [`scribe_db::Database::listen`]'s change outbox, which names the session of every
-//!   change on any host (needs this crate's `postgres` feature). An in-memory store has
-//!   no other connection.
-//!
-//! Missed events (a subscription's buffer overflowed, the outbox trimmed changes before
-//! they were read) are [`SessionChanges::All`] too: read again what you show.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -68,7 +48,27 @@ impl SessionChanges {
 }
 
 /// One subscription to every change of a store's sessions and their counters, from this
-/// process and from others; see the [module doc](self) and [`Store::watch`].
+/// process and from others ([`Store::watch`]).
+///
+/// Why a helper and not a session `updated` event per append: the services' brokers are
+/// in-process, and a list is usually watched while another process (an agent, a TUI, an
+/// import) writes, whose events never reach this one. A message append changes its
+/// session's counters through the schema's triggers and is announced on the message
+/// service's broker only; publishing a session `updated` for it as well would cost every
+/// append a read of the session row inside the write lock and still not reach another
+/// process. So the watch combines, behind one [`SessionWatch::wait`]:
+///
+/// - this [`Store`]'s three brokers (sessions, messages, parts), which name the session;
+/// - other processes' commits: on an SQLite file, `PRAGMA data_version` on a read-only
+///   connection of the watch's own, polled every [`WATCH_POLL`] (a pragma on an idle
+///   connection: microseconds); it moves on every commit by any other connection and
+///   names nothing, so it is reported as [`SessionChanges::All`]. On PostgreSQL,
+///   `scribe_db::Database::listen`'s change outbox, which names the session of every
+///   change on any host (needs this crate's `postgres` feature). An in-memory store has
+///   no other connection.
+///
+/// Missed events (a subscription's buffer overflowed, the outbox trimmed changes before
+/// they were read) are [`SessionChanges::All`] too: read again what you show.
 ///
 /// ```
 /// use std::time::Duration;

@@ -120,3 +120,30 @@ fn missed_events_are_all() {
         Some(SessionChanges::Sessions(BTreeSet::from([session.id])))
     );
 }
+
+/// On PostgreSQL the change outbox names the session of another handle's commit (as
+/// another host's would be), and a deletion too.
+#[cfg(feature = "postgres")]
+#[test]
+#[ignore = "needs a PostgreSQL server: .ci/with-postgres cargo test -p scribe-session \
+            --features postgres --test watch -- --ignored"]
+fn another_hosts_commit_on_postgresql_names_its_session() {
+    let name = scribe_db::testing::unique_test_name("scribe_session_watch");
+    let location = scribe_db::testing::fresh_test_database(&name).unwrap();
+    let store = Store::open(&location).unwrap();
+    let other = Store::open(&location).unwrap();
+    let session = other
+        .sessions()
+        .create(NewSession::titled("there"))
+        .unwrap();
+    let mut watch = store.watch().unwrap();
+    assert_eq!(watch.wait(Duration::from_millis(300)).unwrap(), None);
+
+    say(&other, &session.id, "from another host");
+    let named = SessionChanges::Sessions(BTreeSet::from([session.id.clone()]));
+    assert_eq!(watch.wait(SOON).unwrap(), Some(named.clone()));
+    assert_eq!(store.sessions().get(&session.id).unwrap().message_count, 1);
+
+    other.sessions().delete(&session.id).unwrap();
+    assert_eq!(watch.wait(SOON).unwrap(), Some(named));
+}
