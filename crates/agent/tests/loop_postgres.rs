@@ -106,3 +106,60 @@ fn a_charge_failing_on_postgresql_leaves_nothing_of_the_step_end() {
             .unwrap();
     });
 }
+
+/// A charged end's tracker over its own handle on the reply's PostgreSQL database (the
+/// same location) is the same store and charges the reply; over another database of the
+/// same server it is refused, with nothing of the end written.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_charged_end_accepts_any_handle_to_the_same_postgresql_database() {
+    use scribe_agent::provider::ProviderEvent;
+    use scribe_agent::{AgentError, ModelCatalog, ReplyWriter, UsageTracker};
+    use scribe_message::{NewMessage, Part, StepStartPart};
+    use scribe_session::{NewSession, Store};
+
+    let location = fresh("scribe_agent_same_store");
+    let store = Store::open(&location).unwrap();
+    let catalog = Arc::new(ModelCatalog::builtin());
+    let model = catalog.iter().next().unwrap().id.clone();
+    let usage = TokenUsage {
+        input: 100,
+        output: 10,
+        ..TokenUsage::default()
+    };
+    let session = store
+        .sessions()
+        .create(NewSession::titled("two handles"))
+        .unwrap();
+    let reply = |text: &str| {
+        let mut reply = ReplyWriter::start(
+            store.messages(),
+            NewMessage::new(
+                &session.id,
+                Role::Assistant,
+                vec![Part::StepStart(StepStartPart::default())],
+            ),
+        )
+        .unwrap();
+        reply.push(ProviderEvent::TextDelta(text.into()));
+        reply.push(ProviderEvent::Finish {
+            reason: FinishReason::EndTurn,
+            usage,
+        });
+        reply
+    };
+
+    let same = UsageTracker::new(Store::open(&location).unwrap(), Arc::clone(&catalog));
+    reply("charged")
+        .finish_streamed_charged(&same, &model)
+        .unwrap();
+    assert_eq!(store.sessions().get(&session.id).unwrap().api_call_count, 1);
+
+    let elsewhere = Store::open(fresh("scribe_agent_other_store")).unwrap();
+    let other = UsageTracker::new(elsewhere, Arc::clone(&catalog));
+    let err = reply("refused")
+        .finish_streamed_charged(&other, &model)
+        .unwrap_err();
+    assert!(matches!(err, AgentError::InvalidInput(_)), "{err}");
+    assert_eq!(store.sessions().get(&session.id).unwrap().api_call_count, 1);
+}

@@ -197,6 +197,59 @@ fn a_tracker_over_another_database_is_refused_before_anything_is_written() {
     assert_no_end(&env, &session.id, &message_id);
 }
 
+/// A tracker over a handle of its own on the reply's file (opened by a path written
+/// another way, as a second component of one program would) is the same store: the
+/// charge commits with the end, and its session event goes to the tracker's store's
+/// subscribers (whose service queued it). Before, any other handle was refused.
+#[test]
+fn a_tracker_on_another_handle_to_the_same_file_charges_the_reply() {
+    let env = Env::new();
+    let same_file = Store::open(env._dir.path().join(".").join("scribe.db")).unwrap();
+    let tracker_sessions = same_file.sessions().subscribe();
+    let t = UsageTracker::new(same_file, env.catalog.clone());
+    let (session, reply) = streamed(&env, true);
+    let message_id = reply.message_id().to_owned();
+
+    let (_, charge) = reply.finish_charged(&response(), &t, SMALL).unwrap();
+
+    let expected = small_cost(&sample_usage());
+    assert!((charge.record.cost_usd - expected).abs() < 1e-9);
+    let after = env.get(&session.id);
+    assert_eq!(after.api_call_count, 1);
+    assert_eq!(after.tokens, sample_usage());
+    assert!((after.estimated_cost_usd - expected).abs() < 1e-9);
+    assert_eq!(
+        env.messages.get(&message_id).unwrap().text(),
+        "Hello there."
+    );
+    let announced: Vec<String> = tracker_sessions
+        .try_iter()
+        .map(|event| event.unwrap().payload.id)
+        .collect();
+    assert_eq!(announced, [session.id]);
+}
+
+/// Another file is another store, even in the same directory: refused by name, and
+/// nothing of the end written to either.
+#[test]
+fn a_tracker_over_another_file_is_refused_before_anything_is_written() {
+    let env = Env::new();
+    let other_path = env._dir.path().join("other.db");
+    let other = Store::open(&other_path).unwrap();
+    let t = UsageTracker::new(other.clone(), env.catalog.clone());
+    let (session, reply) = streamed(&env, true);
+    let message_id = reply.message_id().to_owned();
+    let err = reply.finish_charged(&response(), &t, SMALL).unwrap_err();
+    assert!(matches!(err, AgentError::InvalidInput(_)), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("another store") && text.contains(&other_path.display().to_string()),
+        "{text}"
+    );
+    assert_no_end(&env, &session.id, &message_id);
+    assert!(other.sessions().get(&session.id).is_err());
+}
+
 /// The end commits whole: the tail and the unstreamed call added, the `step_finish` part
 /// last with the step's tokens and cost, the message and session charged exactly that,
 /// and every event of it announced once, after the commit: a subscriber reading the

@@ -191,8 +191,9 @@ impl SessionWatch {
     }
 
     /// Waits up to `timeout` for a change and returns every change seen by then, or
-    /// `None` when nothing changed. Changes of this process are reported as they are
-    /// published; another process's within one poll interval.
+    /// `None` when nothing changed. A session event of this store ends the wait at once;
+    /// its message and part events and other processes' commits are looked for once per
+    /// poll interval ([`with_poll`](Self::with_poll)).
     ///
     /// Errors: polling the SQLite file's data version failed (the watch stays usable; the
     /// next call tries again).
