@@ -1,7 +1,7 @@
 //! End to end, as a user types it (a second pass): spans reaching before 1970, `export -o`
 //! over an existing file or onto the terminal, `--db` naming a directory (or `dir/`), `--json` on a
-//! terminal, an empty `--source`, `serve`'s `--addr` and `--token`, `db copy`'s report, and
-//! a `SCRIBE_DB` that names no database.
+//! terminal, an empty `--source`, `serve`'s `--addr` and `--token`, `db copy`'s report,
+//! a `SCRIBE_DB` that names no database, and `search --` alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -444,4 +444,45 @@ fn a_bad_scribe_db_matters_only_where_it_is_used() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("mysql://nowhere"), "{}", stderr(&out));
     assert!(stdout(&out).is_empty());
+}
+
+/// `scribe search --` searches for `--`, as `scribe search -- --` does (it was a usage
+/// error, "the following required arguments were not provided: <QUERY>", though a query
+/// was typed); with options, with `--json`, and a `--` after words still only ends the
+/// options. No query at all is still a usage error.
+#[test]
+fn search_for_a_lone_double_dash_finds_it() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions
+        .create(scribe_session::NewSession::titled("flags"))
+        .unwrap();
+    for text in ["run cargo test -- --nocapture", "no dashes here"] {
+        messages
+            .create(scribe_message::NewMessage::new(
+                &session.id,
+                scribe_message::Role::User,
+                vec![scribe_message::Part::text(text)],
+            ))
+            .unwrap();
+    }
+
+    let alone = env.ok(&["search", "--"]);
+    assert_eq!(alone, env.ok(&["search", "--", "--"]));
+    assert!(alone.contains("flags · user"), "{alone}");
+    assert_eq!(alone.matches("ses_").count(), 1, "{alone}");
+    assert!(alone.contains("--nocapture"), "{alone}");
+
+    let json = env.json(&["search", "-n", "5", "--json", "--"]);
+    let hits = json["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{json}");
+    assert_eq!(hits[0]["session_id"], session.id.as_str());
+
+    // After words, `--` ends the options and adds nothing: `dashes` alone.
+    let words = env.ok(&["search", "dashes", "--"]);
+    assert!(words.contains("no dashes here"), "{words}");
+    assert!(!words.contains("nocapture"), "{words}");
+
+    let out = env.run(&["search"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }

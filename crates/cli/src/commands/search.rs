@@ -55,7 +55,11 @@ pub struct SearchCmd {
 /// of the query — web-search syntax for "without" — not an unknown option. Such words go
 /// after a `--`, with the other words of the query in their order; options stay before
 /// it, wherever they were. Only exact option forms are options: `-n 5`, `-n5`, `-n=5`,
-/// `--limit 5`, `--limit=5`, `--json`, `-h`. Other command lines are returned unchanged.
+/// `--limit 5`, `--limit=5`, `--json`, `-h`. A `--` ends the options, unless nothing
+/// else is the query (`scribe search --`, `scribe search -n 5 --`): then it is the query,
+/// searched for as `scribe search -- --` does (it was a usage error, "required arguments
+/// were not provided", though a query was typed). Other command lines are returned
+/// unchanged.
 pub fn escape_query_words(args: Vec<OsString>) -> Vec<OsString> {
     let mut cmd = crate::cli::Cli::command();
     cmd.build();
@@ -78,6 +82,11 @@ pub fn escape_query_words(args: Vec<OsString>) -> Vec<OsString> {
         };
         if text == "--" {
             words.extend(rest.by_ref().cloned());
+            // `scribe search --`: a `--` with no word before or after it ends no options;
+            // the one thing typed to search for is `--` itself, an operator like `->`.
+            if words.is_empty() {
+                words.push(arg.clone());
+            }
             break;
         }
         match option_form(search, text) {
@@ -245,6 +254,24 @@ mod tests {
         assert_eq!(
             escaped(&["scribe", "search", "--verbose", "-h"]),
             ["scribe", "search", "-h", "--", "--verbose"]
+        );
+        // A `--` that ends no options and leaves no query is the query.
+        assert_eq!(
+            escaped(&["scribe", "search", "--"]),
+            ["scribe", "search", "--", "--"]
+        );
+        assert_eq!(
+            escaped(&["scribe", "search", "-n", "3", "--json", "--"]),
+            ["scribe", "search", "-n", "3", "--json", "--", "--"]
+        );
+        // With words before or after it, it only ends the options.
+        assert_eq!(
+            escaped(&["scribe", "search", "foo", "--"]),
+            ["scribe", "search", "--", "foo"]
+        );
+        assert_eq!(
+            escaped(&["scribe", "search", "--", "--"]),
+            ["scribe", "search", "--", "--"]
         );
         // Other commands, and a search with no words, are left alone.
         for args in [
