@@ -33,6 +33,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// The model the (spelled-out) provider is said to be.
+const MODEL: &str = "claude-sonnet-4-5";
+
 /// What one run did, for the test.
 #[derive(Debug)]
 #[cfg_attr(
@@ -58,14 +61,14 @@ fn run(db_path: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn Error>> {
     let session_events = store.sessions().subscribe();
     let part_events = store.messages().subscribe_parts();
 
-    // A model of the built-in catalog prices the usage.
+    // The model this program calls, named as its provider adapter names it; the
+    // catalog (built-in prices, or a user's file over them) prices its usage. There is
+    // no default model: the charge must be the price of the model that was called.
     let catalog = Arc::new(ModelCatalog::builtin());
-    let model = catalog
-        .iter()
-        .next()
-        .ok_or("the built-in catalog is empty")?
-        .id
-        .clone();
+    let model = MODEL.to_owned();
+    if !catalog.contains(&model) {
+        return Err(format!("{model} is not in the model catalog").into());
+    }
     // A title is unique: a second session on the same subject takes the lineage's next
     // one (`… #2`), which `scribe show "borrow, don't clone"` then names. The title is
     // picked and the session created in one transaction, so another process creating

@@ -289,6 +289,15 @@ pub enum CatalogError {
 /// The models Scribe knows, by id.
 ///
 /// [`ModelCatalog::default`] is [`ModelCatalog::builtin`].
+///
+/// A catalog names no default model, on purpose: it holds prices and limits, while the
+/// model a program talks to is its provider's (an API key, a local server), and a
+/// charge must be priced as the model that was called. A program names its model where
+/// it calls one: [`AgentConfig::with_model`](crate::AgentConfig::with_model), a
+/// prompt's or session's model, or the id it gives
+/// [`ReplyWriter::finish_charged`](crate::ReplyWriter::finish_charged); without any,
+/// the runner's answer is [`AgentError::NoModel`](crate::AgentError::NoModel), never a
+/// guess.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelCatalog {
     models: BTreeMap<String, Model>,
