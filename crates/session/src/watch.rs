@@ -58,7 +58,10 @@ impl SessionChanges {
 /// append a read of the session row inside the write lock and still not reach another
 /// process. So the watch combines, behind one [`SessionWatch::wait`]:
 ///
-/// - this [`Store`]'s three brokers (sessions, messages, parts), which name the session;
+/// - this [`Store`]'s session broker, which names the session and ends a wait at once;
+///   on an in-memory store its message and part brokers too (a file or server store's
+///   own commits are seen as another process's are, below, so that a watch costs this
+///   process's appends nothing: no part of a streamed reply is cloned for it);
 /// - other processes' commits: on an SQLite file, `PRAGMA data_version` on a read-only
 ///   connection of the watch's own, polled every [`WATCH_POLL`] (a pragma on an idle
 ///   connection: microseconds); it moves on every commit by any other connection and
@@ -88,8 +91,9 @@ impl SessionChanges {
 #[derive(Debug)]
 pub struct SessionWatch {
     sessions: Subscription<Session>,
-    messages: Subscription<Message>,
-    parts: Subscription<PartEvent>,
+    /// In-memory stores only (see the type's doc).
+    messages: Option<Subscription<Message>>,
+    parts: Option<Subscription<PartEvent>>,
     others: Others,
     poll: Duration,
 }
@@ -122,9 +126,10 @@ impl Store {
         // Subscribe first: a change committed while the rest is set up is then heard
         // (perhaps twice, which a set of ids absorbs).
         let sessions = self.sessions().subscribe();
-        let messages = self.messages().subscribe();
-        let parts = self.messages().subscribe_parts();
         let db = self.database();
+        let in_memory = db.backend() == Backend::Sqlite && db.path().is_none();
+        let messages = in_memory.then(|| self.messages().subscribe());
+        let parts = in_memory.then(|| self.messages().subscribe_parts());
         let others = match db.backend() {
             Backend::Sqlite => match db.path() {
                 None => Others::None,
@@ -220,8 +225,12 @@ impl SessionWatch {
     /// Everything buffered and every other process's commit so far, into `changes`.
     fn collect(&mut self, changes: &mut Option<SessionChanges>) -> Result<()> {
         drain(&self.sessions, changes, |s| &s.id);
-        drain(&self.messages, changes, |m| &m.session_id);
-        drain(&self.parts, changes, |p| &p.session_id);
+        if let Some(messages) = &self.messages {
+            drain(messages, changes, |m| &m.session_id);
+        }
+        if let Some(parts) = &self.parts {
+            drain(parts, changes, |p| &p.session_id);
+        }
         match &mut self.others {
             Others::None => {}
             Others::DataVersion { db, last } => {

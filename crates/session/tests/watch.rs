@@ -147,3 +147,23 @@ fn another_hosts_commit_on_postgresql_names_its_session() {
     other.sessions().delete(&session.id).unwrap();
     assert_eq!(watch.wait(SOON).unwrap(), Some(named));
 }
+
+/// On a file, this process's own appends are seen as every commit is (its data version),
+/// so the watch subscribes to no message or part broker: a streamed reply written while
+/// a list is watched clones nothing for it. An in-memory store has only its brokers.
+#[test]
+fn a_file_stores_watch_costs_its_appends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("scribe.db")).unwrap();
+    let session = store.sessions().create(NewSession::titled("own")).unwrap();
+    let mut watch = store.watch().unwrap();
+    assert_eq!(store.messages().messages().subscriber_count(), 0);
+    assert_eq!(store.messages().parts().subscriber_count(), 0);
+    say(&store, &session.id, "mine");
+    assert_eq!(watch.wait(SOON).unwrap(), Some(SessionChanges::All));
+
+    let memory = Store::open_in_memory().unwrap();
+    let _watch = memory.watch().unwrap();
+    assert_eq!(memory.messages().messages().subscriber_count(), 1);
+    assert_eq!(memory.messages().parts().subscriber_count(), 1);
+}
