@@ -11,7 +11,8 @@
 //! change is shown, or after [`DEADLINE`].
 //!
 //! Run: `cargo run -p scribe-session --example watch_list [DB_PATH]` (a temporary database
-//! when no path is given). `cargo test -p scribe-session --example watch_list` runs it
+//! when no path is given; on a path that has sessions already they are listed too, and
+//! the writer's titles take their lineage's next number). `cargo test -p scribe-session --example watch_list` runs it
 //! with the writer in another process and checks every list it printed.
 
 use std::error::Error;
@@ -113,15 +114,25 @@ fn read_list(store: &Store) -> Result<Vec<Session>, Box<dyn Error>> {
 
 /// The list as shown: one line per session, its title, messages and cost.
 fn render(sessions: &[Session]) -> String {
-    let mut text = format!("-- {} sessions\n", sessions.len());
+    let mut text = format!("-- {}\n", counted(sessions.len() as i64, "session"));
     for session in sessions {
         let title = session.title.as_deref().unwrap_or("(untitled)");
         text.push_str(&format!(
-            "{title:<16} {:>2} messages  ${:.4}\n",
-            session.message_count, session.estimated_cost_usd
+            "{title:<20} {:>11}  ${:.4}\n",
+            counted(session.message_count, "message"),
+            session.estimated_cost_usd
         ));
     }
     text
+}
+
+/// `1 message`, `2 messages`.
+fn counted(n: i64, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// The writer: its own store on the same file, one change per step (each one
@@ -141,11 +152,13 @@ fn write_steps(db: &Path, acks: &mut dyn BufRead) -> Result<(), Box<dyn Error>> 
         messages.create(NewMessage::new(&session.id, role, vec![Part::text(text)]))
     };
 
-    let alpha = sessions.create(NewSession::titled("alpha"))?;
+    // Titles are unique: on a store that has these already (a second run on one path)
+    // each takes its lineage's next one (`alpha #2`).
+    let alpha = sessions.create_in_lineage(NewSession::titled("alpha"))?;
     wait()?;
     say(&alpha, Role::User, "make parse() borrow")?;
     wait()?;
-    let beta = sessions.create(NewSession::titled("beta"))?;
+    let beta = sessions.create_in_lineage(NewSession::titled("beta"))?;
     wait()?;
     say(&beta, Role::User, "why is the build red?")?;
     wait()?;
@@ -166,7 +179,8 @@ fn write_steps(db: &Path, acks: &mut dyn BufRead) -> Result<(), Box<dyn Error>> 
         },
     )?;
     wait()?;
-    sessions.set_title(&alpha.id, Some("alpha, borrowed"))?;
+    let renamed = sessions.next_title_in_lineage("alpha, borrowed")?;
+    sessions.set_title(&alpha.id, Some(&renamed))?;
     wait()?;
     sessions.delete(&beta.id)?;
     wait()?;
@@ -205,27 +219,27 @@ mod tests {
             printed,
             "\
 -- 0 sessions
--- 1 sessions
-alpha             0 messages  $0.0000
--- 1 sessions
-alpha             1 messages  $0.0000
+-- 1 session
+alpha                 0 messages  $0.0000
+-- 1 session
+alpha                  1 message  $0.0000
 -- 2 sessions
-alpha             1 messages  $0.0000
-beta              0 messages  $0.0000
+alpha                  1 message  $0.0000
+beta                  0 messages  $0.0000
 -- 2 sessions
-alpha             1 messages  $0.0000
-beta              1 messages  $0.0000
+alpha                  1 message  $0.0000
+beta                   1 message  $0.0000
 -- 2 sessions
-alpha             1 messages  $0.0000
-beta              2 messages  $0.0000
+alpha                  1 message  $0.0000
+beta                  2 messages  $0.0000
 -- 2 sessions
-alpha             1 messages  $0.0000
-beta              2 messages  $0.0125
+alpha                  1 message  $0.0000
+beta                  2 messages  $0.0125
 -- 2 sessions
-alpha, borrowed   1 messages  $0.0000
-beta              2 messages  $0.0125
--- 1 sessions
-alpha, borrowed   1 messages  $0.0000
+alpha, borrowed        1 message  $0.0000
+beta                  2 messages  $0.0125
+-- 1 session
+alpha, borrowed        1 message  $0.0000
 "
         );
         assert_eq!(lists, 9);
