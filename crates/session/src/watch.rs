@@ -120,8 +120,10 @@ impl Store {
     /// sessions, their messages and parts, by this process or another.
     ///
     /// Errors: the read-only connection to an SQLite file could not be opened, or (on
-    /// PostgreSQL) the listener could not start; on PostgreSQL without this crate's
-    /// `postgres` feature, [`SessionError::InvalidInput`].
+    /// PostgreSQL) the listener could not start; [`SessionError::InvalidInput`] for an
+    /// SQLite file read as immutable ([`Database::open_read_only`] in a read-only
+    /// location: nothing it could poll moves) and on PostgreSQL without this crate's
+    /// `postgres` feature.
     pub fn watch(&self) -> Result<SessionWatch> {
         // Subscribe first: a change committed while the rest is set up is then heard
         // (perhaps twice, which a set of ids absorbs).
@@ -135,6 +137,14 @@ impl Store {
                 None => Others::None,
                 Some(path) => {
                     let own = Database::open_read_only(path).map_err(SessionError::Db)?;
+                    if db.is_immutable() || own.is_immutable() {
+                        // Its data version never moves: a watch would never report.
+                        return Err(SessionError::InvalidInput(format!(
+                            "{} is read as immutable (a read-only location no process \
+                             was writing), so its changes cannot be watched",
+                            path.display()
+                        )));
+                    }
                     let last = own.data_version().map_err(SessionError::Db)?;
                     Others::DataVersion {
                         db: Box::new(own),

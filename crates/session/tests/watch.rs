@@ -167,3 +167,57 @@ fn a_file_stores_watch_costs_its_appends_nothing() {
     assert_eq!(memory.messages().messages().subscriber_count(), 1);
     assert_eq!(memory.messages().parts().subscriber_count(), 1);
 }
+
+/// A file SQLite can only read as `immutable` (a read-only location, no writer when it
+/// was opened) has no data version that moves: its watch is refused by name rather than
+/// one that never reports. Needs root to bind-mount a directory read-only (the only way
+/// to make SQLite read a file as immutable as root); `.ci/run` runs it.
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs root to bind-mount a directory read-only: .ci/run runs it with --ignored"]
+fn an_immutable_file_cannot_be_watched() {
+    let source = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(source.path().join("scribe.db")).unwrap();
+        store.sessions().create(NewSession::titled("kept")).unwrap();
+    }
+    let at = tempfile::tempdir().unwrap();
+    let mount = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("mount")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    mount(&[
+        "--bind".as_ref(),
+        source.path().as_os_str(),
+        at.path().as_os_str(),
+    ]);
+    mount(&[
+        "-o".as_ref(),
+        "remount,bind,ro".as_ref(),
+        at.path().as_os_str(),
+    ]);
+    let result = (|| {
+        let db = scribe_db::Database::open_read_only(at.path().join("scribe.db")).unwrap();
+        assert!(db.is_immutable());
+        let store = Store::new(std::sync::Arc::new(db));
+        assert_eq!(store.sessions().list(&Default::default()).unwrap().len(), 1);
+        store.watch().map(|_| ())
+    })();
+    let _ = std::process::Command::new("umount")
+        .arg("-l")
+        .arg(at.path())
+        .status();
+    let err = result.unwrap_err();
+    assert!(
+        matches!(err, scribe_session::SessionError::InvalidInput(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("immutable"), "{err}");
+}
