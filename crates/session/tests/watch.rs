@@ -182,42 +182,51 @@ fn an_immutable_file_cannot_be_watched() {
         store.sessions().create(NewSession::titled("kept")).unwrap();
     }
     let at = tempfile::tempdir().unwrap();
-    let mount = |args: &[&std::ffi::OsStr]| {
-        let out = std::process::Command::new("mount")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    mount(&[
-        "--bind".as_ref(),
-        source.path().as_os_str(),
-        at.path().as_os_str(),
-    ]);
-    mount(&[
-        "-o".as_ref(),
-        "remount,bind,ro".as_ref(),
-        at.path().as_os_str(),
-    ]);
-    let result = (|| {
-        let db = scribe_db::Database::open_read_only(at.path().join("scribe.db")).unwrap();
-        assert!(db.is_immutable());
-        let store = Store::new(std::sync::Arc::new(db));
-        assert_eq!(store.sessions().list(&Default::default()).unwrap().len(), 1);
-        store.watch().map(|_| ())
-    })();
-    let _ = std::process::Command::new("umount")
-        .arg("-l")
-        .arg(at.path())
-        .status();
-    let err = result.unwrap_err();
+    let _mounted = ReadOnlyMount::new(source.path(), at.path());
+    let db = scribe_db::Database::open_read_only(at.path().join("scribe.db")).unwrap();
+    assert!(db.is_immutable());
+    let store = Store::new(std::sync::Arc::new(db));
+    assert_eq!(store.sessions().list(&Default::default()).unwrap().len(), 1);
+    let err = store.watch().unwrap_err();
     assert!(
         matches!(err, scribe_session::SessionError::InvalidInput(_)),
         "{err}"
     );
     assert!(err.to_string().contains("immutable"), "{err}");
+}
+
+/// `source` bind-mounted read-only at `at` until dropped (lazily unmounted, so an open
+/// connection cannot keep it).
+#[cfg(target_os = "linux")]
+struct ReadOnlyMount(std::path::PathBuf);
+
+#[cfg(target_os = "linux")]
+impl ReadOnlyMount {
+    fn new(source: &std::path::Path, at: &std::path::Path) -> ReadOnlyMount {
+        let mount = |args: &[&std::ffi::OsStr]| {
+            let out = std::process::Command::new("mount")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "this test needs root to bind-mount a directory read-only: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        mount(&["--bind".as_ref(), source.as_os_str(), at.as_os_str()]);
+        let mounted = ReadOnlyMount(at.to_owned());
+        mount(&["-o".as_ref(), "remount,bind,ro".as_ref(), at.as_os_str()]);
+        mounted
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
 }
