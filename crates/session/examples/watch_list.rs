@@ -173,9 +173,8 @@ fn write_steps(db: &Path, acks: &mut dyn BufRead) -> Result<(), Box<dyn Error>> 
                 ..TokenUsage::default()
             },
             api_calls: 1,
-            tool_calls: 0,
             cost_usd: 0.0125,
-            actual_cost_usd: None,
+            ..UsageDelta::default()
         },
     )?;
     wait()?;
