@@ -32,7 +32,7 @@
 use std::collections::HashMap;
 
 use scribe_db::queries;
-use scribe_db::search::{self as db_search, Alternative, SearchFilter, TextQuery};
+use scribe_db::search::{self as db_search, Alternative, Check, SearchFilter, TextQuery};
 
 pub use scribe_db::search::{
     ELLIPSIS, ETX_SYMBOL, MATCH_END, MATCH_START, STX_SYMBOL, snippet_pieces,
@@ -153,17 +153,45 @@ impl MessageService {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let text_query = match SearchQuery::parse(query) {
+        let alternatives = |list: Vec<(Vec<String>, Vec<String>)>| -> Vec<Alternative> {
+            list.into_iter()
+                .map(|(all, none)| Alternative { all, none })
+                .collect()
+        };
+        let (route, literals) = SearchQuery::parse_with_literals(query);
+        let text_query = match route {
             SearchQuery::Fts(expr) => TextQuery::Words(expr),
             SearchQuery::Trigram(expr) => TextQuery::Substrings {
                 trigrams: expr,
-                plain: SearchQuery::plain_alternatives(query)
-                    .into_iter()
-                    .map(|(all, none)| Alternative { all, none })
-                    .collect(),
+                plain: alternatives(SearchQuery::plain_alternatives(query)),
             },
+            SearchQuery::Like(_) if !literals.alone.is_empty() => {
+                TextQuery::Literal(alternatives(literals.alone.clone()))
+            }
             SearchQuery::Like(pattern) => TextQuery::Substring(unescape_like(&pattern)),
             SearchQuery::Empty => return Ok(Vec::new()),
+        };
+        // Symbols next to words, short terms next to CJK: tested on the index's candidates,
+        // or searched as substrings next to them. A pure word query has none of this.
+        let text_query = match text_query {
+            TextQuery::Words(_) | TextQuery::Substrings { .. } if !literals.is_empty() => {
+                TextQuery::Mixed {
+                    index: Box::new(text_query),
+                    checks: literals
+                        .checks
+                        .into_iter()
+                        .map(|c| Check {
+                            expr: c.expr,
+                            terms: Alternative {
+                                all: c.all,
+                                none: c.none,
+                            },
+                        })
+                        .collect(),
+                    substrings: alternatives(literals.alone),
+                }
+            }
+            other => other,
         };
         let filter = SearchFilter {
             query: text_query,

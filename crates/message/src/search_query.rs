@@ -91,34 +91,93 @@ pub enum SearchQuery {
     Empty,
 }
 
+/// What the route of [`SearchQuery::parse`] cannot test through its index, as literal
+/// substrings (see "Routing" in the module doc); empty for a query its route answers
+/// alone (every pure word query).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Literals {
+    /// For [`SearchQuery::Fts`] and [`SearchQuery::Trigram`]: one per alternative of the
+    /// expression, in order, or none when no alternative has anything to test.
+    pub checks: Vec<LiteralCheck>,
+    /// Alternatives the index cannot serve at all, as (terms that must occur, terms
+    /// that must not), all literal substrings: an alternative of symbols alone next to
+    /// words (`deployed OR 🚀`), or of terms shorter than three characters next to the
+    /// trigram route. For [`SearchQuery::Like`]: every alternative, when the query is more
+    /// than its one pattern (`-> ::`, `-> NOT ::`, `中 🚀`).
+    pub alone: Vec<(Vec<String>, Vec<String>)>,
+}
+
+impl Literals {
+    /// Whether the route answers the query alone.
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty() && self.alone.is_empty()
+    }
+}
+
+/// One alternative of the route's expression and the literal substrings its part must
+/// also hold (`all`) or lack (`none`): the symbols next to its words (`🚀 deployed`,
+/// `deployed -🚀`), its terms of one or two characters on the trigram route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiteralCheck {
+    /// The alternative's own expression (for the same index as the route's).
+    pub expr: String,
+    /// Substrings its part must hold.
+    pub all: Vec<String>,
+    /// Substrings its part must not hold.
+    pub none: Vec<String>,
+}
+
 impl SearchQuery {
     /// Sanitizes and routes a user search string (see the module doc). Never fails.
     pub fn parse(input: &str) -> SearchQuery {
+        SearchQuery::parse_with_literals(input).0
+    }
+
+    /// [`SearchQuery::parse`] and what its route cannot test itself ([`Literals`]), from one
+    /// reading of `input`.
+    pub fn parse_with_literals(input: &str) -> (SearchQuery, Literals) {
         let groups = parse_groups(input);
         let spaceless = groups
             .iter()
             .flat_map(|g| g.positive.iter().chain(&g.negative))
             .any(|t| t.text.chars().any(is_spaceless_script));
         if spaceless {
-            return route_substring(groups);
+            return plan_substring(groups);
         }
-        // The word index holds no symbols: they are dropped from an alternative that has a
-        // word (the words find it), and an alternative of symbols alone is a substring
-        // search.
-        let words: Vec<Group> = groups.iter().map(without_symbols).collect();
-        if words.iter().any(|g| g.positive.is_empty()) {
-            route_substring(groups)
-        } else if words.is_empty() {
-            SearchQuery::Empty
-        } else {
-            SearchQuery::Fts(emit(&words, true))
+        // The word index holds no symbols: an alternative with a word is searched for its
+        // words, its symbols tested on the candidates; an alternative of symbols alone is
+        // a substring search next to them (and the whole query when every one is).
+        let (words, alone): (Vec<Group>, Vec<Group>) = groups
+            .into_iter()
+            .partition(|g| g.positive.iter().any(|t| !is_symbol(t)));
+        if words.is_empty() {
+            return plan_substring(alone);
         }
+        let indexed: Vec<Group> = words.iter().map(without_symbols).collect();
+        let symbols = |terms: &[Term]| -> Vec<String> {
+            terms
+                .iter()
+                .filter(|t| is_symbol(t))
+                .map(|t| t.text.clone())
+                .collect()
+        };
+        let checks = words
+            .iter()
+            .zip(&indexed)
+            .map(|(group, words)| LiteralCheck {
+                expr: emit(std::slice::from_ref(words), true),
+                all: symbols(&group.positive),
+                none: symbols(&group.negative),
+            })
+            .collect();
+        let route = SearchQuery::Fts(emit(&indexed, true));
+        (route, literals(checks, alone.iter().map(literal).collect()))
     }
 
     /// Like [`SearchQuery::parse`], but always a substring search: routes to
     /// [`SearchQuery::Trigram`], [`SearchQuery::Like`] or [`SearchQuery::Empty`].
     pub fn parse_substring(input: &str) -> SearchQuery {
-        route_substring(parse_groups(input))
+        plan_substring(parse_groups(input)).0
     }
 
     /// The alternatives of `input`'s substring search ([`SearchQuery::parse_substring`],
@@ -129,18 +188,19 @@ impl SearchQuery {
     ///
     /// The trigram index holds only text with such characters (schema V7), so a search
     /// matches these alternatives in the rest of the text by other means.
+    ///
+    /// Each alternative holds all of its terms, the short ones the trigram expression
+    /// leaves to [`Literals::checks`] too: a LIKE tests them all.
     pub fn plain_alternatives(input: &str) -> Vec<(Vec<String>, Vec<String>)> {
-        trigram_groups(&parse_groups(input))
-            .into_iter()
+        parse_groups(input)
+            .iter()
+            .filter(|g| g.positive.iter().any(long_enough))
             .filter(|g| {
                 !g.positive
                     .iter()
                     .any(|t| t.text.chars().any(is_spaceless_script))
             })
-            .map(|g| {
-                let texts = |terms: Vec<Term>| terms.into_iter().map(|t| t.text).collect();
-                (texts(g.positive), texts(g.negative))
-            })
+            .map(literal)
             .collect()
     }
 
@@ -248,6 +308,13 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
                     text: text.to_owned(),
                     prefix,
                 }));
+            } else if let Some(rest) = excluded_symbol(&raw) {
+                // `-🚀`: web-search syntax excludes the symbol as it excludes a word.
+                out.push(Lexeme::Not);
+                out.push(Lexeme::Term(Term {
+                    text: rest.to_owned(),
+                    prefix: false,
+                }));
             } else {
                 // No letter or digit (`🚀`, `->`, `$`, `...`): a literal symbol term, every
                 // character kept (`*` and `-` included), searched as a substring.
@@ -258,6 +325,15 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
             }
         }
     }
+}
+
+/// The symbols a word of symbols alone excludes: those after exactly one leading `-` when
+/// one of them is not ASCII punctuation (`-🚀` → `🚀`, `-✅` → `✅`). ASCII operators keep
+/// their `-` (`->`, `-=`, `-$`, `-`, `--`): they are searched as written; `-"->"` or
+/// `NOT ->` excludes one.
+fn excluded_symbol(raw: &str) -> Option<&str> {
+    let rest = raw.strip_prefix('-')?;
+    (!rest.starts_with('-') && rest.chars().any(|c| !c.is_ascii_punctuation())).then_some(rest)
 }
 
 fn parse_groups(input: &str) -> Vec<Group> {
@@ -312,32 +388,68 @@ fn close_group(current: &mut Group, groups: &mut Vec<Group>) {
     }
 }
 
-/// The groups of a trigram expression: terms shorter than three characters dropped, and
-/// groups left without a positive term.
-fn trigram_groups(groups: &[Group]) -> Vec<Group> {
-    let long_enough = |t: &Term| t.text.chars().count() >= 3;
-    groups
-        .iter()
-        .map(|g| Group {
-            positive: g
-                .positive
-                .iter()
-                .filter(|t| long_enough(t))
-                .cloned()
-                .collect(),
-            negative: g
-                .negative
-                .iter()
-                .filter(|t| long_enough(t))
-                .cloned()
-                .collect(),
-        })
-        .filter(|g| !g.positive.is_empty())
-        .collect()
+/// Whether the trigram index can find `term`: it has three or more characters.
+fn long_enough(term: &Term) -> bool {
+    term.text.chars().count() >= 3
 }
 
-fn route_substring(groups: Vec<Group>) -> SearchQuery {
-    let like_term = groups
+/// `group` as literal substrings: (terms that must occur, terms that must not).
+fn literal(group: &Group) -> (Vec<String>, Vec<String>) {
+    let texts = |terms: &[Term]| terms.iter().map(|t| t.text.clone()).collect();
+    (texts(&group.positive), texts(&group.negative))
+}
+
+/// [`Literals`] with the checks left out when none tests anything.
+fn literals(checks: Vec<LiteralCheck>, alone: Vec<(Vec<String>, Vec<String>)>) -> Literals {
+    let tested = checks
+        .iter()
+        .any(|c| !c.all.is_empty() || !c.none.is_empty());
+    Literals {
+        checks: if tested { checks } else { Vec::new() },
+        alone,
+    }
+}
+
+/// The substring route of `groups`: the alternatives with a term of three or more
+/// characters go to the trigram expression (their shorter terms left to
+/// [`Literals::checks`]), the others are [`Literals::alone`]; without any such
+/// alternative, the longest term that must occur is the LIKE pattern (and every
+/// alternative is in [`Literals::alone`] when there is more to the query than it).
+fn plan_substring(groups: Vec<Group>) -> (SearchQuery, Literals) {
+    let (indexed, alone): (Vec<Group>, Vec<Group>) = groups
+        .into_iter()
+        .partition(|g| g.positive.iter().any(long_enough));
+    if !indexed.is_empty() {
+        let split = |terms: &[Term], long: bool| -> Vec<Term> {
+            terms
+                .iter()
+                .filter(|t| long_enough(t) == long)
+                .cloned()
+                .collect()
+        };
+        let trigram: Vec<Group> = indexed
+            .iter()
+            .map(|g| Group {
+                positive: split(&g.positive, true),
+                negative: split(&g.negative, true),
+            })
+            .collect();
+        let checks = indexed
+            .iter()
+            .zip(&trigram)
+            .map(|(group, long)| {
+                let texts = |terms: Vec<Term>| terms.into_iter().map(|t| t.text).collect();
+                LiteralCheck {
+                    expr: emit(std::slice::from_ref(long), false),
+                    all: texts(split(&group.positive, false)),
+                    none: texts(split(&group.negative, false)),
+                }
+            })
+            .collect();
+        let route = SearchQuery::Trigram(emit(&trigram, false));
+        return (route, literals(checks, alone.iter().map(literal).collect()));
+    }
+    let like_term = alone
         .iter()
         .flat_map(|g| &g.positive)
         .fold(None::<&Term>, |best, t| match best {
@@ -345,14 +457,16 @@ fn route_substring(groups: Vec<Group>) -> SearchQuery {
             _ => Some(t),
         })
         .map(|t| like_pattern(&t.text));
-    let trigram = trigram_groups(&groups);
-    if !trigram.is_empty() {
-        SearchQuery::Trigram(emit(&trigram, false))
-    } else if let Some(pattern) = like_term {
-        SearchQuery::Like(pattern)
+    let Some(pattern) = like_term else {
+        return (SearchQuery::Empty, Literals::default());
+    };
+    let single = matches!(alone.as_slice(), [g] if g.positive.len() == 1 && g.negative.is_empty());
+    let alone = if single {
+        Vec::new()
     } else {
-        SearchQuery::Empty
-    }
+        alone.iter().map(literal).collect()
+    };
+    (SearchQuery::Like(pattern), literals(Vec::new(), alone))
 }
 
 fn emit(groups: &[Group], prefixes: bool) -> String {

@@ -146,7 +146,7 @@ pub(super) fn cases() -> Vec<(&'static str, SearchQuery)> {
         ("-> ::", like("%->%")),
         ("-> NOT ::", like("%->%")),
         ("-> foo", fts(r#""foo""#)),
-        ("foo OR ->", tri(r#""foo""#)),
+        ("foo OR ->", fts(r#""foo""#)),
         ("@user", fts(r#""user""#)),
         ("中 🚀", like("%中%")),
         ("数据库 ...", tri(r#""数据库" "...""#)),
