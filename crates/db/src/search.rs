@@ -11,8 +11,12 @@
 //! index (`parts_fts_trigram`: substrings of 3+ characters in the parts whose text has CJK
 //! or other spaceless-script characters), both together with an escaped LIKE over the
 //! other parts ([`TextQuery::Substrings`]), or an escaped LIKE alone for shorter
-//! substrings. FTS expressions must already be sanitized (crates/message does that); this
-//! module binds them as values, never splices them into SQL.
+//! substrings ([`TextQuery::Substring`], [`TextQuery::Literal`]). [`TextQuery::Mixed`]
+//! adds what an index cannot test: substrings its candidates must hold or lack (a symbol
+//! next to a word), tested as the page is read, and alternatives of substrings alone, a
+//! LIKE walk after the index's hits. FTS expressions must already be sanitized
+//! (crates/message does that); this module binds them as values, never splices them into
+//! SQL.
 //!
 //! The indexes are read as they are: parts still queued for indexing (schema V7) are not
 //! found. [`crate::Database::index_pending`] first, as `MessageService::search` does, to
@@ -2056,6 +2060,119 @@ mod tests {
         assert_eq!(varint(&[0x05]), Some((5, 1)));
         assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
         assert_eq!(varint(&[0x81]), None);
+    }
+
+    /// The walk that follows an index's hits skips the messages they found and still
+    /// returns what one statement over the history returns without them, for every step
+    /// the walk can end in (its last statement asks for more rows than it keeps).
+    #[test]
+    fn like_walk_skipping_messages_equals_one_statement_without_them() {
+        let db = like_history();
+        let filter = SearchFilter::new(TextQuery::Substring(String::new()));
+        db.read_sqlite("test", |conn| {
+            for alternatives in [
+                vec![Alternative::of("数")],
+                vec![Alternative {
+                    all: vec!["plain".into()],
+                    none: vec!["数".into(), "1".into()],
+                }],
+                vec![Alternative::of("稀"), Alternative::of("escaped")],
+            ] {
+                let all = like_hits(conn, &alternatives, &filter, LikeScope::All, None)?;
+                // Skip every third hit, and some messages that are no hit at all.
+                let mut skip: std::collections::HashSet<String> = all
+                    .iter()
+                    .step_by(3)
+                    .map(|h| h.message_id.clone())
+                    .collect();
+                skip.insert("msg_00001".into());
+                for wanted in [1, 50, 150, 900, 5_000] {
+                    let got = like_walk(conn, &alternatives, &filter, &[100, 400], wanted, &skip)?;
+                    let want: Vec<SearchHit> = all
+                        .iter()
+                        .filter(|h| !skip.contains(&h.message_id))
+                        .take(wanted as usize)
+                        .cloned()
+                        .collect();
+                    assert_eq!(got, want, "{alternatives:?} {wanted}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    /// A mixed query (an index route with checks, then substrings alone) pages through one
+    /// list: the index's hits, then the substring hits of the other messages, newest
+    /// first; pages of any size neither repeat nor skip a message.
+    #[test]
+    fn mixed_pages_walk_one_list() {
+        let db = like_history();
+        db.index_pending().unwrap();
+        let query = TextQuery::Mixed {
+            index: Box::new(TextQuery::Words("\"plain\"".into())),
+            checks: vec![Check {
+                expr: "\"plain\"".into(),
+                terms: Alternative {
+                    all: vec!["7".into()],
+                    none: vec!["3".into()],
+                },
+            }],
+            substrings: vec![Alternative::of("稀"), Alternative::of("据")],
+        };
+        db.read_sqlite("test", |conn| {
+            let whole = sqlite_search(
+                conn,
+                &SearchFilter {
+                    limit: 10_000,
+                    ..SearchFilter::new(query.clone())
+                },
+            )?;
+            let ids: Vec<&str> = whole.iter().map(|h| h.message_id.as_str()).collect();
+            let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+            assert_eq!(unique.len(), ids.len());
+            // The index's hits first (ranked), then the substring hits (rank 0).
+            let words = whole.iter().take_while(|h| h.rank < 0.0).count();
+            assert!(
+                words > 100 && words < whole.len(),
+                "{words} of {}",
+                whole.len()
+            );
+            for hit in &whole[..words] {
+                let text = hit.snippet.replace(['\u{2}', '\u{3}'], "");
+                assert!(text.contains('7') && !text.contains('3'), "{text}");
+            }
+            assert!(whole[words..].iter().all(|h| h.rank == 0.0));
+            for limit in [1_u64, 7, 100, 500] {
+                let mut paged = Vec::new();
+                let mut offset = 0;
+                loop {
+                    let page = sqlite_search(
+                        conn,
+                        &SearchFilter {
+                            limit,
+                            offset,
+                            ..SearchFilter::new(query.clone())
+                        },
+                    )?;
+                    if page.is_empty() || offset > 5_000 {
+                        break;
+                    }
+                    offset += limit;
+                    paged.extend(page.into_iter().map(|h| h.message_id));
+                    if limit == 1 && offset > 300 {
+                        break;
+                    }
+                }
+                let n = paged.len();
+                assert_eq!(paged, ids[..n], "limit {limit}");
+                if limit > 1 {
+                    assert_eq!(n, ids.len(), "limit {limit}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
     }
 
     /// The walk in steps returns what one statement over the whole history returns (the

@@ -3,9 +3,12 @@
 //! The user's string goes through [`SearchQuery::parse`] (which no input can make fail)
 //! and is routed to the word index, the trigram index (CJK and other spaceless scripts,
 //! three or more characters) or an escaped `LIKE` (shorter CJK); emoji, operators and
-//! punctuation (a term with no letter or digit) take the same substring routes when an
-//! alternative has nothing else (`🚀`, `->`), and are dropped next to a word; the filters of
-//! [`SearchOptions`] apply on every route. Each message appears at most once (its
+//! punctuation (a term with no letter or digit) take the same substring routes when the
+//! query has nothing else (`🚀`, `->`). Next to a word they are tested as substrings on
+//! the word index's candidates (`🚀 deployed`, `deployed -🚀`), and an alternative of them
+//! alone is searched as a substring next to the words, its hits after theirs (`deployed
+//! OR 🚀`); terms of one or two characters next to the trigram route likewise. The
+//! filters of [`SearchOptions`] apply on every route. Each message appears at most once (its
 //! best-ranked part), best bm25 rank first (newest first on the `LIKE` route), with a
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
 //! context on each side, and its session's source, model and title.
@@ -20,8 +23,7 @@
 //!
 //! On SQLite, CJK queries use the trigram index, which holds only text with CJK (or other
 //! spaceless-script) characters; their alternatives that can match other text (`数据库 OR
-//! docker`, or `中文 docker`, whose two-character term the trigram route drops) are
-//! matched there with an escaped LIKE, ranked after the indexed hits.
+//! docker`) are matched there with an escaped LIKE, ranked after the indexed hits.
 //!
 //! Cost: the first page is one statement (ranking, hits and snippets, read only as far as
 //! the page), later pages a ranking statement and one for their hits; then two small

@@ -35,7 +35,10 @@
 //!    that began with exactly one `-` is excluded (`-foo` → `NOT "foo"`).
 //!    A word or phrase with no letter or digit at all (`🚀`, `👍🏽`, `->`, `::`,
 //!    `$`, `%`, `...`, `*`, `-`) is a *symbol term*: kept whole and literal (its
-//!    `*` is no prefix, its `-` no exclusion), matched as a substring (Routing).
+//!    `*` is no prefix), matched as a substring (Routing). One leading `-` excludes
+//!    it only when a character after it is not ASCII punctuation (`-🚀` →
+//!    `NOT 🚀`); an ASCII operator keeps its dash (`->`, `-=`, `-`), and
+//!    `NOT ->` or `-"->"` excludes one.
 //! 3. What remains is quoted as one FTS5 string, so inner punctuation makes it
 //!    a phrase of the tokens unicode61 produced for the document:
 //!    `chat-send` → `"chat-send"` (= chat, send), `P2.2`, `my-app.config.ts`,
@@ -51,26 +54,35 @@
 //! # Routing
 //!
 //! - No term contains CJK (Han, kana, Hangul, Bopomofo) or another script
-//!   written without spaces (Thai, Lao, Khmer, Myanmar), and every alternative
-//!   has a term with a letter or digit → [`SearchQuery::Fts`] for the `unicode61`
-//!   word index. Symbol terms are dropped from it (the index holds no symbols):
-//!   `🚀 deployed` searches `deployed`, `-> fn` searches `fn`; a word with symbols
-//!   inside is a phrase of its words (`ship🚀it` → `ship`, `it`).
-//! - An alternative made only of symbol terms (`🚀`, `->`, `-> OR ::`, `!!! ???`)
-//!   makes the whole query a substring search, as CJK does (below): symbol terms
-//!   of three or more characters go to the trigram expression, shorter ones
-//!   to the `LIKE` pattern (`🚀` → `%🚀%`).
-//! - Otherwise (or always, with [`SearchQuery::parse_substring`]) the same
-//!   expression is built for the `trigram` index ([`SearchQuery::Trigram`]),
-//!   without prefixes (trigram already matches substrings). Terms shorter than
-//!   three characters cannot use trigrams and are dropped from it (so a
-//!   short AND term widens the search and a short OR alternative is lost;
-//!   `中文 数据库` searches `数据库`, `foo OR ->` searches `foo`).
+//!   written without spaces (Thai, Lao, Khmer, Myanmar), and an alternative has a
+//!   term with a letter or digit → [`SearchQuery::Fts`] for the `unicode61` word
+//!   index, of the alternatives with such a term, their symbol terms left out
+//!   (the index holds no symbols; a word with symbols inside is a phrase of its
+//!   words: `ship🚀it` → `ship`, `it`). What the index cannot test comes with the
+//!   route ([`SearchQuery::parse_with_literals`], [`Literals`]): each
+//!   alternative's symbol terms, to be tested on its candidates as substrings
+//!   (`🚀 deployed` needs both, `deployed -🚀` leaves out the rocket), and the
+//!   alternatives of symbols alone, searched as substrings next to the words
+//!   (`deployed OR 🚀`). A pure word query has none.
+//! - When every alternative is made only of symbol terms (`🚀`, `->`,
+//!   `-> OR ::`, `!!! ???`) the whole query is a substring search, as CJK is
+//!   (below): symbol terms of three or more characters go to the trigram
+//!   expression, shorter ones to the `LIKE` pattern (`🚀` → `%🚀%`).
+//! - Otherwise (or always, with [`SearchQuery::parse_substring`]) the
+//!   alternatives with a term of three or more characters are built for the
+//!   `trigram` index ([`SearchQuery::Trigram`]), without prefixes (trigram
+//!   already matches substrings). Shorter terms cannot use trigrams: they are
+//!   left out of the expression and come back as [`Literals::checks`] (`中文
+//!   数据库` searches `数据库` and tests `中文`), and an alternative of short terms
+//!   alone as [`Literals::alone`] (`数据库 OR 缓存`).
 //! - If no term of three or more characters remains, the longest positive
 //!   term (the first among equals) becomes an escaped `LIKE` pattern
 //!   ([`SearchQuery::Like`]): `%term%` with `\`, `%` and `_` escaped by `\`,
-//!   to be used as `content LIKE ?1 ESCAPE '\'`.
-//! - Nothing searchable → [`SearchQuery::Empty`]: callers return no hits.
+//!   to be used as `content LIKE ?1 ESCAPE '\'`; when the query holds more than
+//!   that one term, [`Literals::alone`] lists every alternative (`-> NOT ::`).
+//! - Nothing searchable → [`SearchQuery::Empty`]: callers return no hits. So is
+//!   a query of exclusions alone (`-🚀`, `NOT x`): an alternative needs a term
+//!   that must occur.
 
 /// The escape character of [`SearchQuery::Like`] patterns (`ESCAPE '\'`).
 pub const LIKE_ESCAPE: char = '\\';

@@ -22,7 +22,13 @@
 //!   stored text, as SQLite answers it with LIKE, but ranked with the rest instead of
 //!   after them. Rank: how often the terms occur per character of text
 //!   ([`substring_rank`], bm25's direction), ties newest first.
-//! - A literal substring ([`TextQuery::Substring`]): `ILIKE`, newest first, as on SQLite.
+//! - A literal substring ([`TextQuery::Substring`], [`TextQuery::Literal`]): `ILIKE`,
+//!   newest first, as on SQLite.
+//! - [`TextQuery::Mixed`]: the same condition with each alternative's substring checks
+//!   added to it (with several alternatives, each check with its own `tsquery`), ORed
+//!   with the alternatives of substrings alone. On the word route those rank 0, after
+//!   every word hit (as SQLite lists its LIKE walk after the index's hits); on the
+//!   substring route they are ranked with the rest.
 //!
 //! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
 //! part by position among equals). Snippets are cut here from the part's text, in
