@@ -255,6 +255,8 @@ const QUERIES: &[&str] = &[
     "数据库迁移 中文",
     "中文 OR ->",
     "-🚀 -rust",
+    "shipped 🚀 OR main ->",
+    "rust -:: OR fn :: OR 🚀🚀",
 ];
 
 fn options(p: &Pair) -> Vec<(String, SearchOptions)> {

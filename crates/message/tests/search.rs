@@ -749,6 +749,13 @@ fn symbols_next_to_words_are_searched_not_dropped(backend: Backend) {
         ("🚀 OR deployed", &[ROCKET, PLAIN, LAUNCH, CJK_ROCKET, DASH]),
         ("deployed OR 🚀🚀", &[ROCKET, PLAIN, LAUNCH]),
         ("rewrite OR -> OR ✅", &[PARSER, ARROW, CHECKED]),
+        // each alternative tests its own symbols on the parts its own words find
+        ("deployed 🚀 OR parser ->", &[ROCKET, ARROW]),
+        ("deployed -🚀 OR parser ->", &[PLAIN, ARROW]),
+        (
+            "parser -> OR deployed OR ✅",
+            &[ARROW, ROCKET, PLAIN, CHECKED],
+        ),
         // a phrase next to a symbol, a symbol as a phrase next to a word
         (r#""parser maps" ->"#, &[ARROW]),
         (r#""->" parser"#, &[ARROW]),
