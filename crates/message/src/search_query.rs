@@ -36,9 +36,9 @@
 //!    A word or phrase with no letter or digit at all (`🚀`, `👍🏽`, `->`, `::`,
 //!    `$`, `%`, `...`, `*`, `-`) is a *symbol term*: kept whole and literal (its
 //!    `*` is no prefix), matched as a substring (Routing). One leading `-` excludes
-//!    it only when a character after it is not ASCII punctuation (`-🚀` →
-//!    `NOT 🚀`); an ASCII operator keeps its dash (`->`, `-=`, `-`), and
-//!    `NOT ->` or `-"->"` excludes one.
+//!    it (`-🚀` → `NOT 🚀`, `-::` → `NOT ::`) unless the dash begins an operator:
+//!    `-`, `->`, `-=`, `-<` and `--…` are searched as written, and `NOT ->` or
+//!    `-"->"` excludes one.
 //! 3. What remains is quoted as one FTS5 string, so inner punctuation makes it
 //!    a phrase of the tokens unicode61 produced for the document:
 //!    `chat-send` → `"chat-send"` (= chat, send), `P2.2`, `my-app.config.ts`,
@@ -339,13 +339,14 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
     }
 }
 
-/// The symbols a word of symbols alone excludes: those after exactly one leading `-` when
-/// one of them is not ASCII punctuation (`-🚀` → `🚀`, `-✅` → `✅`). ASCII operators keep
-/// their `-` (`->`, `-=`, `-$`, `-`, `--`): they are searched as written; `-"->"` or
-/// `NOT ->` excludes one.
+/// The symbols a word of symbols alone excludes: those after exactly one leading `-`, as
+/// `-word` excludes a word (`-🚀` → `🚀`, `-::` → `::`, `-$` → `$`), unless the dash
+/// begins an operator: `-` alone, `--…`, `->`, `-=`, `-<` are searched as written
+/// (`-"->"` or `NOT ->` excludes one).
 fn excluded_symbol(raw: &str) -> Option<&str> {
     let rest = raw.strip_prefix('-')?;
-    (!rest.starts_with('-') && rest.chars().any(|c| !c.is_ascii_punctuation())).then_some(rest)
+    let operator = matches!(rest.chars().next(), None | Some('-' | '>' | '=' | '<'));
+    (!operator).then_some(rest)
 }
 
 fn parse_groups(input: &str) -> Vec<Group> {

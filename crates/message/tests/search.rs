@@ -374,7 +374,7 @@ fn emoji_symbols_and_short_strings_are_found_as_substrings(backend: Backend) {
         ("=", &[SHELL, EQ]),
         ("...", &[DOTS]),
         ("-> OR ::", &[RUST]),
-        // a leading `-` of a symbol term is part of it, not an exclusion
+        // a dash alone (or one that begins an operator, `->`) is searched as written
         ("-", &[RUST]),
         ("!!!", &[]),
         ("_", &[]),

@@ -268,13 +268,22 @@ fn literals_say_what_the_route_cannot_test() {
     );
 }
 
-/// `-` before a symbol that is not ASCII punctuation excludes it, as before a word; ASCII
-/// operators keep their dash.
+/// `-` before a symbol excludes it, as before a word; an operator that begins with a dash
+/// is searched as written.
 #[test]
-fn a_dash_excludes_an_emoji_but_not_an_operator() {
-    assert_eq!(SearchQuery::parse("-🚀"), SearchQuery::Empty);
-    assert_eq!(SearchQuery::parse("-✅ -x"), SearchQuery::Empty);
-    for (input, kept) in [("->", "%->%"), ("-", "%-%"), ("-$", "%-$%")] {
+fn a_dash_excludes_a_symbol_but_not_an_operator() {
+    for excluded in ["-🚀", "-✅ -x", "-::", "-$", "-..."] {
+        assert_eq!(
+            SearchQuery::parse(excluded),
+            SearchQuery::Empty,
+            "{excluded:?}"
+        );
+    }
+    assert_eq!(
+        SearchQuery::parse_with_literals("error -::").1.checks,
+        vec![check(r#""error""#, &[], &["::"])]
+    );
+    for (input, kept) in [("->", "%->%"), ("-", "%-%"), ("-=", "%-=%"), ("-<", "%-<%")] {
         assert_eq!(SearchQuery::parse(input), like(kept), "{input:?}");
     }
     // Two dashes are no exclusion (as `--word`): the text as written.
