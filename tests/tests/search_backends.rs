@@ -239,6 +239,24 @@ const QUERIES: &[&str] = &[
     "-",
     "中",
     "x",
+    // symbols next to words, and short terms next to CJK: tested, not dropped
+    "shipped -🚀",
+    "shipped OR 🚀",
+    "rust OR ->",
+    "main -> Result",
+    r#""fn main" ->"#,
+    "echo -$",
+    "-> NOT ::",
+    "中 🚀",
+    "config* ...",
+    "docker OR 🚀 OR ::",
+    "needle -中文",
+    "needle 中文",
+    "数据库迁移 中文",
+    "中文 OR ->",
+    "-🚀 -rust",
+    "shipped 🚀 OR main ->",
+    "rust -:: OR fn :: OR 🚀🚀",
 ];
 
 fn options(p: &Pair) -> Vec<(String, SearchOptions)> {

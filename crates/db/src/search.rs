@@ -11,8 +11,12 @@
 //! index (`parts_fts_trigram`: substrings of 3+ characters in the parts whose text has CJK
 //! or other spaceless-script characters), both together with an escaped LIKE over the
 //! other parts ([`TextQuery::Substrings`]), or an escaped LIKE alone for shorter
-//! substrings. FTS expressions must already be sanitized (crates/message does that); this
-//! module binds them as values, never splices them into SQL.
+//! substrings ([`TextQuery::Substring`], [`TextQuery::Literal`]). [`TextQuery::Mixed`]
+//! adds what an index cannot test: substrings its candidates must hold or lack (a symbol
+//! next to a word), tested as the page is read, and alternatives of substrings alone, a
+//! LIKE walk after the index's hits. FTS expressions must already be sanitized
+//! (crates/message does that); this module binds them as values, never splices them into
+//! SQL.
 //!
 //! The indexes are read as they are: parts still queued for indexing (schema V7) are not
 //! found. [`crate::Database::index_pending`] first, as `MessageService::search` does, to
@@ -110,6 +114,42 @@ pub enum TextQuery {
     /// databases, meant for 1–2 character CJK or symbol queries (`中`, `🚀`, `->`) the
     /// trigram index cannot serve.
     Substring(String),
+    /// Alternatives of literal substrings alone ([`TextQuery::Substring`] with more than
+    /// one term: `-> ::`, `-> NOT ::`, `中 🚀`, `-> OR 中`): matched with an escaped LIKE,
+    /// newest first, each message with its first matching part. An alternative without a
+    /// term that must occur matches nothing.
+    Literal(Vec<Alternative>),
+    /// An index route whose alternatives also test literal substrings the index cannot
+    /// (a symbol next to a word, `🚀 deployed`, `deployed -🚀`; a term of one or two
+    /// characters next to a CJK one), and alternatives of substrings alone that it
+    /// cannot serve at all (`deployed OR 🚀`).
+    ///
+    /// The index's candidates are tested in rank order, only as far as the page needs:
+    /// a candidate is a hit when one of `checks` holds for its part (the part matches the
+    /// check's expression, holds every `all` term and no `none` term as substrings of
+    /// its searchable text, as the LIKE route tests them). Then, when the page is not
+    /// full, the messages matching one of `substrings` and not found through the index,
+    /// newest first, walked in steps as the LIKE route walks (rank 0, as LIKE hits).
+    Mixed {
+        /// The index route: [`TextQuery::Words`], [`TextQuery::Trigrams`] or
+        /// [`TextQuery::Substrings`] (any other is searched as it is, without the rest).
+        index: Box<TextQuery>,
+        /// One per alternative of the index route's expression (its own expression and
+        /// its substrings), or none when no candidate needs a test.
+        checks: Vec<Check>,
+        /// The alternatives of substrings alone, after the index's hits.
+        substrings: Vec<Alternative>,
+    },
+}
+
+/// One alternative of an index expression with the literal substrings its part must also
+/// hold (`all`) or lack (`none`): see [`TextQuery::Mixed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// The alternative's own FTS5 expression (sanitized, as the index route's).
+    pub expr: String,
+    /// The substrings the part must hold and must not hold.
+    pub terms: Alternative,
 }
 
 /// Whether `c` belongs to a script written without spaces between words (Thai, Lao,
@@ -146,6 +186,16 @@ pub struct Alternative {
     pub all: Vec<String>,
     /// Terms that must not occur.
     pub none: Vec<String>,
+}
+
+impl Alternative {
+    /// The alternative of one term that must occur.
+    pub fn of(term: &str) -> Alternative {
+        Alternative {
+            all: vec![term.to_owned()],
+            none: Vec::new(),
+        }
+    }
 }
 
 /// A search and its filters; empty lists and `None` mean "any".
@@ -387,6 +437,7 @@ fn window_floor(
     index: &'static str,
     expr: &str,
     filter: &SearchFilter,
+    checks: Option<&Cond>,
     window: u64,
 ) -> rusqlite::Result<Option<i64>> {
     if window == 0 {
@@ -401,7 +452,8 @@ fn window_floor(
         || filter.after.is_some()
         || filter.before.is_some()
         || !filter.sources.is_empty()
-        || !filter.exclude_sources.is_empty();
+        || !filter.exclude_sources.is_empty()
+        || checks.is_some();
     if needs_part {
         join(
             &mut query,
@@ -411,6 +463,7 @@ fn window_floor(
             c("p", "seq").equals(tc(index, "rowid")),
         );
         filter_hits(&mut query, filter, order, false);
+        add_checks(&mut query, order, checks);
     }
     query
         .and_where(matches(index, expr))
@@ -446,6 +499,7 @@ fn ranked(
     index: &'static str,
     expr: &str,
     filter: &SearchFilter,
+    checks: Option<&Cond>,
     floor: Option<i64>,
     n: u64,
 ) -> rusqlite::Result<Vec<Candidate>> {
@@ -468,6 +522,7 @@ fn ranked(
         c("p", "seq").equals(tc(index, "rowid")),
     );
     filter_hits(&mut query, filter, order, false);
+    add_checks(&mut query, order, checks);
     within(&mut query, index, floor);
     query
         .and_where(matches(index, expr))
@@ -486,6 +541,80 @@ fn ranked(
     rows.collect()
 }
 
+/// The searchable text of a part (`v.search_text`, [`join_text`]) holds `term`: an escaped
+/// LIKE, which folds ASCII case. The one substring test of every route that tests text.
+fn holds(term: &str) -> Expr {
+    c("v", "search_text")
+        .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(term))).escape('\\'))
+}
+
+/// The text holds every `all` term of `alternative` and no `none` term.
+fn literal_alternative(alternative: &Alternative) -> Cond {
+    let mut all = Cond::all();
+    for term in &alternative.all {
+        all = all.add(holds(term));
+    }
+    for term in &alternative.none {
+        all = all.add(holds(term).not());
+    }
+    all
+}
+
+/// The text matches one of `alternatives` (those without an `all` term match nothing).
+fn literal_alternatives(alternatives: &[Alternative]) -> Cond {
+    let mut any = Cond::any();
+    for alternative in alternatives.iter().filter(|a| !a.all.is_empty()) {
+        any = any.add(literal_alternative(alternative));
+    }
+    any
+}
+
+/// The condition [`TextQuery::Mixed`]'s `checks` put on the candidates of `index` (parts
+/// `p` with their text `v`); `None` when there is nothing to test. With one check its
+/// expression is the index route's own, which the candidate matched; with several, a
+/// candidate passes a check only if it also matches that check's expression (a rowid
+/// list of the index's matches for it, computed once per statement).
+fn checks_cond(index: &'static str, checks: &[Check]) -> Option<Cond> {
+    if checks
+        .iter()
+        .all(|c| c.terms.all.is_empty() && c.terms.none.is_empty())
+    {
+        return None;
+    }
+    if let [check] = checks {
+        return Some(literal_alternative(&check.terms));
+    }
+    let mut any = Cond::any();
+    for check in checks {
+        let matched = Expr::cust_with_values(
+            format!(
+                "\"p\".\"seq\" IN (SELECT \"rowid\" FROM \"{index}\" WHERE \"{index}\" MATCH ?)"
+            ),
+            [check.expr.as_str()],
+        );
+        any = any.add(
+            Cond::all()
+                .add(matched)
+                .add(literal_alternative(&check.terms)),
+        );
+    }
+    Some(any)
+}
+
+/// Joins the part's text `v` to `p` in `order` and adds `cond` (a [`checks_cond`]).
+fn add_checks(query: &mut SelectStatement, order: JoinOrder, cond: Option<&Cond>) {
+    if let Some(cond) = cond {
+        join(
+            query,
+            order,
+            "parts_search",
+            "v",
+            c("v", "seq").equals(tc("p", "seq")),
+        );
+        query.cond_where(cond.clone());
+    }
+}
+
 /// The newest `n` parts outside the trigram index that match one of `plain` and pass the
 /// filters (the plain-text half of [`TextQuery::Substrings`]).
 fn plain_matches(
@@ -494,21 +623,7 @@ fn plain_matches(
     filter: &SearchFilter,
     n: u64,
 ) -> rusqlite::Result<Vec<Candidate>> {
-    let like = |term: &str| {
-        c("v", "search_text")
-            .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(term))).escape('\\'))
-    };
-    let mut any = Cond::any();
-    for alternative in plain.iter().filter(|a| !a.all.is_empty()) {
-        let mut all = Cond::all();
-        for term in &alternative.all {
-            all = all.add(like(term));
-        }
-        for term in &alternative.none {
-            all = all.add(like(term).not());
-        }
-        any = any.add(all);
-    }
+    let any = literal_alternatives(plain);
     let mut query = Query::select();
     query
         .expr(c("p", "seq"))
@@ -569,14 +684,23 @@ fn distinct_messages(
     }
 }
 
+/// What an index search tests besides its expression: the plain half of
+/// [`TextQuery::Substrings`], the checks and substring alternatives of [`TextQuery::Mixed`].
+#[derive(Clone, Copy, Default)]
+struct Extras<'a> {
+    plain: &'a [Alternative],
+    checks: &'a [Check],
+    substrings: &'a [Alternative],
+}
+
 fn fts_search(
     conn: &Connection,
     index: &'static str,
     expr: &str,
-    plain: &[Alternative],
+    extras: Extras<'_>,
     filter: &SearchFilter,
 ) -> rusqlite::Result<Vec<SearchHit>> {
-    let mut hits = fts_hits(conn, index, expr, plain, filter)?;
+    let mut hits = fts_hits(conn, index, expr, extras, filter)?;
     nul_free_snippets(conn, index, expr, &mut hits)?;
     Ok(hits)
 }
@@ -586,25 +710,35 @@ fn fts_hits(
     conn: &Connection,
     index: &'static str,
     expr: &str,
-    plain: &[Alternative],
+    extras: Extras<'_>,
     filter: &SearchFilter,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     if filter.limit == 0 {
         return Ok(Vec::new());
     }
+    let Extras {
+        plain,
+        checks,
+        substrings,
+    } = extras;
+    let checks = checks_cond(index, checks);
+    let checks = checks.as_ref();
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
     if index == "parts_fts"
+        && checks.is_none()
+        && substrings.is_empty()
         && let Some(window) = filter.window
         && let Some(hits) = typing_page(conn, expr, filter, window, TYPING_WALK)?
     {
         return Ok(hits);
     }
     let floor = match filter.window {
-        Some(window) => window_floor(conn, index, expr, filter, window)?,
+        Some(window) => window_floor(conn, index, expr, filter, checks, window)?,
         None => None,
     };
+    let alone = !substrings.iter().any(|a| !a.all.is_empty());
     if filter.offset == 0 {
-        let mut hits = first_page(conn, index, expr, filter, floor)?;
+        let mut hits = first_page(conn, index, expr, filter, checks, floor)?;
         if plain.iter().any(|a| !a.all.is_empty()) && hits.len() < limit {
             let seen: std::collections::HashSet<String> =
                 hits.iter().map(|h| h.message_id.clone()).collect();
@@ -618,10 +752,25 @@ fn fts_hits(
             let page: Vec<Candidate> = extra.into_iter().take(limit - hits.len()).collect();
             hits.extend(page_hits(conn, index, expr, plain, &page)?);
         }
+        if !alone && hits.len() < limit {
+            // The index's hits are all here: the substring alternatives' come after them.
+            let seen = hits.iter().map(|h| h.message_id.clone()).collect();
+            let more = (limit - hits.len()) as u64;
+            hits.extend(like_walk(
+                conn,
+                substrings,
+                filter,
+                &LIKE_STEPS,
+                more,
+                &seen,
+            )?);
+        }
         return Ok(hits);
     }
     let wanted = filter.offset.saturating_add(filter.limit);
-    let mut found = distinct_messages(wanted, |n| ranked(conn, index, expr, filter, floor, n))?;
+    let mut found = distinct_messages(wanted, |n| {
+        ranked(conn, index, expr, filter, checks, floor, n)
+    })?;
     if plain.iter().any(|a| !a.all.is_empty()) && (found.len() as u64) < wanted {
         // A part is either in the trigram index or in this scan, never both, but a message
         // may have parts in each: it keeps its indexed (better ranked) hit.
@@ -640,8 +789,27 @@ fn fts_hits(
         );
     }
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
+    // Every hit of the index route when it has fewer than the page needs.
+    let all_found = found.len();
+    let seen: std::collections::HashSet<String> = if !alone && (all_found as u64) < wanted {
+        found.iter().map(|f| f.message_id.clone()).collect()
+    } else {
+        std::collections::HashSet::new()
+    };
     let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();
-    page_hits(conn, index, expr, plain, &page)
+    let mut hits = page_hits(conn, index, expr, plain, &page)?;
+    if !alone && (all_found as u64) < wanted {
+        let more = wanted - all_found as u64;
+        let extra = like_walk(conn, substrings, filter, &LIKE_STEPS, more, &seen)?;
+        let skip = offset.saturating_sub(all_found);
+        hits.extend(
+            extra
+                .into_iter()
+                .skip(skip)
+                .take(limit - hits.len().min(limit)),
+        );
+    }
+    Ok(hits)
 }
 
 /// How far [`typing_page`] walks the newest indexed parts: this many steps of this many
@@ -987,6 +1155,7 @@ fn first_page(
     index: &'static str,
     expr: &str,
     filter: &SearchFilter,
+    checks: Option<&Cond>,
     floor: Option<i64>,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
@@ -1002,6 +1171,7 @@ fn first_page(
         c("p", "seq").equals(tc(index, "rowid")),
     );
     filter_hits(&mut query, filter, order, true);
+    add_checks(&mut query, order, checks);
     within(&mut query, index, floor);
     query
         .and_where(matches(index, expr))
@@ -1219,13 +1389,8 @@ fn page_hits(
             let text: Option<String> = row.get(5)?;
             let text = text.unwrap_or_default();
             // The snippet marks the first term of an alternative the text has.
-            let needle = plain
-                .iter()
-                .flat_map(|a| &a.all)
-                .find(|t| find_ascii_case_insensitive(&text, t).is_some())
-                .cloned()
-                .unwrap_or_default();
-            Ok((row.get::<_, i64>(12)?, hit(row, Some(&needle))?))
+            let needle = first_found(&text, plain);
+            Ok((row.get::<_, i64>(12)?, hit(row, Some(needle))?))
         })?;
         for row in rows {
             let (seq, hit) = row?;
@@ -1247,8 +1412,9 @@ fn page_hits(
 /// larger one; after them, one statement tests the rest of the history.
 const LIKE_STEPS: [u64; 2] = [1_000, 8_000];
 
-/// The LIKE route: messages with a part whose text contains `text`, newest first (by
-/// creation time, then id), each with its first matching part.
+/// The LIKE route: messages with a part whose text matches one of `alternatives` (literal
+/// substrings), newest first (by creation time, then id), each with its first matching
+/// part.
 ///
 /// There is no index to answer a substring, so every part tested costs the extraction of
 /// its text from JSON. The history is walked newest first in steps ([`LIKE_STEPS`]): the
@@ -1260,16 +1426,16 @@ const LIKE_STEPS: [u64; 2] = [1_000, 8_000];
 /// a single statement over the whole history returns.
 fn like_search(
     conn: &Connection,
-    text: &str,
+    alternatives: &[Alternative],
     filter: &SearchFilter,
 ) -> rusqlite::Result<Vec<SearchHit>> {
-    like_search_in_steps(conn, text, filter, &LIKE_STEPS)
+    like_search_in_steps(conn, alternatives, filter, &LIKE_STEPS)
 }
 
 /// [`like_search`] with these steps.
 fn like_search_in_steps(
     conn: &Connection,
-    text: &str,
+    alternatives: &[Alternative],
     filter: &SearchFilter,
     steps: &[u64],
 ) -> rusqlite::Result<Vec<SearchHit>> {
@@ -1279,32 +1445,51 @@ fn like_search_in_steps(
     let wanted = filter.offset.saturating_add(filter.limit);
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
-    let page = |hits: Vec<SearchHit>| hits.into_iter().skip(offset).take(limit).collect();
+    let none = std::collections::HashSet::new();
+    let hits = like_walk(conn, alternatives, filter, steps, wanted, &none)?;
+    Ok(hits.into_iter().skip(offset).take(limit).collect())
+}
+
+/// The first `wanted` hits of the LIKE route (newest first, from the first message on,
+/// whatever `filter`'s offset and limit) of messages not in `skip`, walked in `steps`.
+fn like_walk(
+    conn: &Connection,
+    alternatives: &[Alternative],
+    filter: &SearchFilter,
+    steps: &[u64],
+    wanted: u64,
+    skip: &std::collections::HashSet<String>,
+) -> rusqlite::Result<Vec<SearchHit>> {
     let mut hits: Vec<SearchHit> = Vec::new();
+    if wanted == 0 || !alternatives.iter().any(|a| !a.all.is_empty()) {
+        return Ok(hits);
+    }
     let mut cursor: Option<(i64, String)> = None;
     for &step in steps {
         let newest = newest_messages(conn, filter, cursor.as_ref(), step)?;
         let exhausted = (newest.len() as u64) < step;
         let Some(last) = newest.last().cloned() else {
-            return Ok(page(hits));
+            return Ok(hits);
         };
         let ids = serde_json::Value::from(
             newest
                 .into_iter()
+                .filter(|(_, id)| !skip.contains(id))
                 .map(|(_, id)| serde_json::Value::from(id))
                 .collect::<Vec<_>>(),
         )
         .to_string();
         hits.extend(like_hits(
             conn,
-            text,
+            alternatives,
             filter,
             LikeScope::Messages(&ids),
             None,
         )?);
         cursor = Some(last);
         if exhausted || hits.len() as u64 >= wanted {
-            return Ok(page(hits));
+            hits.truncate(usize::try_from(wanted).unwrap_or(usize::MAX));
+            return Ok(hits);
         }
     }
     let more = wanted - hits.len() as u64;
@@ -1312,8 +1497,19 @@ fn like_search_in_steps(
         Some(at) => LikeScope::Older(at),
         None => LikeScope::All,
     };
-    hits.extend(like_hits(conn, text, filter, scope, Some(more))?);
-    Ok(page(hits))
+    let rest = like_hits(
+        conn,
+        alternatives,
+        filter,
+        scope,
+        Some(more.saturating_add(skip.len() as u64)),
+    )?;
+    hits.extend(
+        rest.into_iter()
+            .filter(|h| !skip.contains(&h.message_id))
+            .take(usize::try_from(more).unwrap_or(usize::MAX)),
+    );
+    Ok(hits)
 }
 
 /// Which messages a statement of [`like_search`] tests.
@@ -1369,7 +1565,7 @@ fn older_than(at: &(i64, String)) -> Expr {
 /// The LIKE route's hits among the messages of `scope`, newest first, at most `n`.
 fn like_hits(
     conn: &Connection,
-    text: &str,
+    alternatives: &[Alternative],
     filter: &SearchFilter,
     scope: LikeScope<'_>,
     n: Option<u64>,
@@ -1397,10 +1593,7 @@ fn like_hits(
         }
     }
     query
-        .and_where(
-            c("v", "search_text")
-                .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\')),
-        )
+        .cond_where(literal_alternatives(alternatives))
         .group_by_col(tc("p", "message_id"))
         .order_by(tc("m", "created_at"), Order::Desc)
         .order_by(tc("m", "id"), Order::Desc);
@@ -1409,8 +1602,22 @@ fn like_hits(
     }
     let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(&*values.as_params(), |row| hit(row, Some(text)))?;
+    let rows = stmt.query_map(&*values.as_params(), |row| {
+        let text: Option<String> = row.get(5)?;
+        let needle = first_found(text.as_deref().unwrap_or_default(), alternatives);
+        hit(row, Some(needle))
+    })?;
     rows.collect()
+}
+
+/// The first term that must occur (in the order of `alternatives`) that `text` holds, as
+/// LIKE finds it: what a substring hit's snippet marks. Empty when there is none.
+fn first_found<'a>(text: &str, alternatives: &'a [Alternative]) -> &'a str {
+    alternatives
+        .iter()
+        .flat_map(|a| &a.all)
+        .find(|t| find_ascii_case_insensitive(text, t).is_some())
+        .map_or("", String::as_str)
 }
 
 /// A hit from a row of [`hit_columns`]; `like` is the substring to mark in the raw text.
@@ -1449,13 +1656,44 @@ pub fn search(tx: &mut ReadTx<'_>, filter: &SearchFilter) -> crate::Result<Vec<S
 
 /// [`search`] on SQLite: the FTS5 indexes (or LIKE).
 fn sqlite_search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
+    let none = Extras::default();
     match &filter.query {
-        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, &[], filter),
-        TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, &[], filter),
+        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, none, filter),
+        TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, none, filter),
         TextQuery::Substrings { trigrams, plain } => {
-            fts_search(conn, "parts_fts_trigram", trigrams, plain, filter)
+            let extras = Extras { plain, ..none };
+            fts_search(conn, "parts_fts_trigram", trigrams, extras, filter)
         }
-        TextQuery::Substring(text) => like_search(conn, text, filter),
+        TextQuery::Substring(text) => like_search(conn, &[Alternative::of(text)], filter),
+        TextQuery::Literal(alternatives) => like_search(conn, alternatives, filter),
+        TextQuery::Mixed {
+            index,
+            checks,
+            substrings,
+        } => {
+            let extras = Extras {
+                plain: &[],
+                checks,
+                substrings,
+            };
+            match &**index {
+                TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, extras, filter),
+                TextQuery::Trigrams(expr) => {
+                    fts_search(conn, "parts_fts_trigram", expr, extras, filter)
+                }
+                TextQuery::Substrings { trigrams, plain } => {
+                    let extras = Extras { plain, ..extras };
+                    fts_search(conn, "parts_fts_trigram", trigrams, extras, filter)
+                }
+                _ => sqlite_search(
+                    conn,
+                    &SearchFilter {
+                        query: (**index).clone(),
+                        ..filter.clone()
+                    },
+                ),
+            }
+        }
     }
 }
 
@@ -1762,8 +2000,8 @@ mod tests {
                             window: Some(window),
                             ..SearchFilter::new(TextQuery::Words(expr.to_owned()))
                         };
-                        let floor = window_floor(conn, "parts_fts", expr, &filter, window)?;
-                        let want = first_page(conn, "parts_fts", expr, &filter, floor)?;
+                        let floor = window_floor(conn, "parts_fts", expr, &filter, None, window)?;
+                        let want = first_page(conn, "parts_fts", expr, &filter, None, floor)?;
                         let Some(got) = typing_page(conn, expr, &filter, window, (6, 40))? else {
                             continue;
                         };
@@ -1824,6 +2062,119 @@ mod tests {
         assert_eq!(varint(&[0x81]), None);
     }
 
+    /// The walk that follows an index's hits skips the messages they found and still
+    /// returns what one statement over the history returns without them, for every step
+    /// the walk can end in (its last statement asks for more rows than it keeps).
+    #[test]
+    fn like_walk_skipping_messages_equals_one_statement_without_them() {
+        let db = like_history();
+        let filter = SearchFilter::new(TextQuery::Substring(String::new()));
+        db.read_sqlite("test", |conn| {
+            for alternatives in [
+                vec![Alternative::of("数")],
+                vec![Alternative {
+                    all: vec!["plain".into()],
+                    none: vec!["数".into(), "1".into()],
+                }],
+                vec![Alternative::of("稀"), Alternative::of("escaped")],
+            ] {
+                let all = like_hits(conn, &alternatives, &filter, LikeScope::All, None)?;
+                // Skip every third hit, and some messages that are no hit at all.
+                let mut skip: std::collections::HashSet<String> = all
+                    .iter()
+                    .step_by(3)
+                    .map(|h| h.message_id.clone())
+                    .collect();
+                skip.insert("msg_00001".into());
+                for wanted in [1, 50, 150, 900, 5_000] {
+                    let got = like_walk(conn, &alternatives, &filter, &[100, 400], wanted, &skip)?;
+                    let want: Vec<SearchHit> = all
+                        .iter()
+                        .filter(|h| !skip.contains(&h.message_id))
+                        .take(wanted as usize)
+                        .cloned()
+                        .collect();
+                    assert_eq!(got, want, "{alternatives:?} {wanted}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    /// A mixed query (an index route with checks, then substrings alone) pages through one
+    /// list: the index's hits, then the substring hits of the other messages, newest
+    /// first; pages of any size neither repeat nor skip a message.
+    #[test]
+    fn mixed_pages_walk_one_list() {
+        let db = like_history();
+        db.index_pending().unwrap();
+        let query = TextQuery::Mixed {
+            index: Box::new(TextQuery::Words("\"plain\"".into())),
+            checks: vec![Check {
+                expr: "\"plain\"".into(),
+                terms: Alternative {
+                    all: vec!["7".into()],
+                    none: vec!["3".into()],
+                },
+            }],
+            substrings: vec![Alternative::of("稀"), Alternative::of("据")],
+        };
+        db.read_sqlite("test", |conn| {
+            let whole = sqlite_search(
+                conn,
+                &SearchFilter {
+                    limit: 10_000,
+                    ..SearchFilter::new(query.clone())
+                },
+            )?;
+            let ids: Vec<&str> = whole.iter().map(|h| h.message_id.as_str()).collect();
+            let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+            assert_eq!(unique.len(), ids.len());
+            // The index's hits first (ranked), then the substring hits (rank 0).
+            let words = whole.iter().take_while(|h| h.rank < 0.0).count();
+            assert!(
+                words > 100 && words < whole.len(),
+                "{words} of {}",
+                whole.len()
+            );
+            for hit in &whole[..words] {
+                let text = hit.snippet.replace(['\u{2}', '\u{3}'], "");
+                assert!(text.contains('7') && !text.contains('3'), "{text}");
+            }
+            assert!(whole[words..].iter().all(|h| h.rank == 0.0));
+            for limit in [1_u64, 7, 100, 500] {
+                let mut paged = Vec::new();
+                let mut offset = 0;
+                loop {
+                    let page = sqlite_search(
+                        conn,
+                        &SearchFilter {
+                            limit,
+                            offset,
+                            ..SearchFilter::new(query.clone())
+                        },
+                    )?;
+                    if page.is_empty() || offset > 5_000 {
+                        break;
+                    }
+                    offset += limit;
+                    paged.extend(page.into_iter().map(|h| h.message_id));
+                    if limit == 1 && offset > 300 {
+                        break;
+                    }
+                }
+                let n = paged.len();
+                assert_eq!(paged, ids[..n], "limit {limit}");
+                if limit > 1 {
+                    assert_eq!(n, ids.len(), "limit {limit}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+
     /// The walk in steps returns what one statement over the whole history returns (the
     /// LIKE route as it was): same hits, same order, same part and snippet, for needles
     /// found at once, late and never, pages deep into the answer, and every filter.
@@ -1878,6 +2229,7 @@ mod tests {
                             offset,
                             ..filter.clone()
                         };
+                        let needle = &[Alternative::of(needle)];
                         let got = like_search(conn, needle, &filter).unwrap();
                         // Small steps, so that the walk also ends with the statement over
                         // the rest of the history.

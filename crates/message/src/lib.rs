@@ -63,7 +63,7 @@ pub use search::{
     CONTEXT_CHARS, ContextMessage, ETX_SYMBOL, MATCH_END, MATCH_START, MAX_SEARCH_LIMIT,
     STX_SYMBOL, SearchHit, SearchOptions, TYPING_WINDOW, snippet_pieces,
 };
-pub use search_query::{LIKE_ESCAPE, MAX_TERMS, SearchQuery};
+pub use search_query::{LIKE_ESCAPE, LiteralCheck, Literals, MAX_TERMS, SearchQuery};
 pub use service::{MessageService, MessageUpdate, NewMessage, PartEvent};
 pub use tool_state::{ToolState, ToolStateError};
 pub use usage::TokenUsage;

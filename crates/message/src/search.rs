@@ -3,9 +3,12 @@
 //! The user's string goes through [`SearchQuery::parse`] (which no input can make fail)
 //! and is routed to the word index, the trigram index (CJK and other spaceless scripts,
 //! three or more characters) or an escaped `LIKE` (shorter CJK); emoji, operators and
-//! punctuation (a term with no letter or digit) take the same substring routes when an
-//! alternative has nothing else (`🚀`, `->`), and are dropped next to a word; the filters of
-//! [`SearchOptions`] apply on every route. Each message appears at most once (its
+//! punctuation (a term with no letter or digit) take the same substring routes when the
+//! query has nothing else (`🚀`, `->`). Next to a word they are tested as substrings on
+//! the word index's candidates (`🚀 deployed`, `deployed -🚀`), and an alternative of them
+//! alone is searched as a substring next to the words, its hits after theirs (`deployed
+//! OR 🚀`); terms of one or two characters next to the trigram route likewise. The
+//! filters of [`SearchOptions`] apply on every route. Each message appears at most once (its
 //! best-ranked part), best bm25 rank first (newest first on the `LIKE` route), with a
 //! snippet whose matches are between [`MATCH_START`] and [`MATCH_END`], one message of
 //! context on each side, and its session's source, model and title.
@@ -20,8 +23,7 @@
 //!
 //! On SQLite, CJK queries use the trigram index, which holds only text with CJK (or other
 //! spaceless-script) characters; their alternatives that can match other text (`数据库 OR
-//! docker`, or `中文 docker`, whose two-character term the trigram route drops) are
-//! matched there with an escaped LIKE, ranked after the indexed hits.
+//! docker`) are matched there with an escaped LIKE, ranked after the indexed hits.
 //!
 //! Cost: the first page is one statement (ranking, hits and snippets, read only as far as
 //! the page), later pages a ranking statement and one for their hits; then two small
@@ -32,7 +34,7 @@
 use std::collections::HashMap;
 
 use scribe_db::queries;
-use scribe_db::search::{self as db_search, Alternative, SearchFilter, TextQuery};
+use scribe_db::search::{self as db_search, Alternative, Check, SearchFilter, TextQuery};
 
 pub use scribe_db::search::{
     ELLIPSIS, ETX_SYMBOL, MATCH_END, MATCH_START, STX_SYMBOL, snippet_pieces,
@@ -153,17 +155,45 @@ impl MessageService {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let text_query = match SearchQuery::parse(query) {
+        let alternatives = |list: Vec<(Vec<String>, Vec<String>)>| -> Vec<Alternative> {
+            list.into_iter()
+                .map(|(all, none)| Alternative { all, none })
+                .collect()
+        };
+        let (route, literals) = SearchQuery::parse_with_literals(query);
+        let text_query = match route {
             SearchQuery::Fts(expr) => TextQuery::Words(expr),
             SearchQuery::Trigram(expr) => TextQuery::Substrings {
                 trigrams: expr,
-                plain: SearchQuery::plain_alternatives(query)
-                    .into_iter()
-                    .map(|(all, none)| Alternative { all, none })
-                    .collect(),
+                plain: alternatives(SearchQuery::plain_alternatives(query)),
             },
+            SearchQuery::Like(_) if !literals.alone.is_empty() => {
+                TextQuery::Literal(alternatives(literals.alone.clone()))
+            }
             SearchQuery::Like(pattern) => TextQuery::Substring(unescape_like(&pattern)),
             SearchQuery::Empty => return Ok(Vec::new()),
+        };
+        // Symbols next to words, short terms next to CJK: tested on the index's candidates,
+        // or searched as substrings next to them. A pure word query has none of this.
+        let text_query = match text_query {
+            TextQuery::Words(_) | TextQuery::Substrings { .. } if !literals.is_empty() => {
+                TextQuery::Mixed {
+                    index: Box::new(text_query),
+                    checks: literals
+                        .checks
+                        .into_iter()
+                        .map(|c| Check {
+                            expr: c.expr,
+                            terms: Alternative {
+                                all: c.all,
+                                none: c.none,
+                            },
+                        })
+                        .collect(),
+                    substrings: alternatives(literals.alone),
+                }
+            }
+            other => other,
         };
         let filter = SearchFilter {
             query: text_query,

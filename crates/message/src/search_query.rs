@@ -35,7 +35,10 @@
 //!    that began with exactly one `-` is excluded (`-foo` → `NOT "foo"`).
 //!    A word or phrase with no letter or digit at all (`🚀`, `👍🏽`, `->`, `::`,
 //!    `$`, `%`, `...`, `*`, `-`) is a *symbol term*: kept whole and literal (its
-//!    `*` is no prefix, its `-` no exclusion), matched as a substring (Routing).
+//!    `*` is no prefix), matched as a substring (Routing). One leading `-` excludes
+//!    it (`-🚀` → `NOT 🚀`, `-::` → `NOT ::`) unless the dash begins an operator:
+//!    `-`, `->`, `-=`, `-<` and `--…` are searched as written, and `NOT ->` or
+//!    `-"->"` excludes one.
 //! 3. What remains is quoted as one FTS5 string, so inner punctuation makes it
 //!    a phrase of the tokens unicode61 produced for the document:
 //!    `chat-send` → `"chat-send"` (= chat, send), `P2.2`, `my-app.config.ts`,
@@ -51,26 +54,35 @@
 //! # Routing
 //!
 //! - No term contains CJK (Han, kana, Hangul, Bopomofo) or another script
-//!   written without spaces (Thai, Lao, Khmer, Myanmar), and every alternative
-//!   has a term with a letter or digit → [`SearchQuery::Fts`] for the `unicode61`
-//!   word index. Symbol terms are dropped from it (the index holds no symbols):
-//!   `🚀 deployed` searches `deployed`, `-> fn` searches `fn`; a word with symbols
-//!   inside is a phrase of its words (`ship🚀it` → `ship`, `it`).
-//! - An alternative made only of symbol terms (`🚀`, `->`, `-> OR ::`, `!!! ???`)
-//!   makes the whole query a substring search, as CJK does (below): symbol terms
-//!   of three or more characters go to the trigram expression, shorter ones
-//!   to the `LIKE` pattern (`🚀` → `%🚀%`).
-//! - Otherwise (or always, with [`SearchQuery::parse_substring`]) the same
-//!   expression is built for the `trigram` index ([`SearchQuery::Trigram`]),
-//!   without prefixes (trigram already matches substrings). Terms shorter than
-//!   three characters cannot use trigrams and are dropped from it (so a
-//!   short AND term widens the search and a short OR alternative is lost;
-//!   `中文 数据库` searches `数据库`, `foo OR ->` searches `foo`).
+//!   written without spaces (Thai, Lao, Khmer, Myanmar), and an alternative has a
+//!   term with a letter or digit → [`SearchQuery::Fts`] for the `unicode61` word
+//!   index, of the alternatives with such a term, their symbol terms left out
+//!   (the index holds no symbols; a word with symbols inside is a phrase of its
+//!   words: `ship🚀it` → `ship`, `it`). What the index cannot test comes with the
+//!   route ([`SearchQuery::parse_with_literals`], [`Literals`]): each
+//!   alternative's symbol terms, to be tested on its candidates as substrings
+//!   (`🚀 deployed` needs both, `deployed -🚀` leaves out the rocket), and the
+//!   alternatives of symbols alone, searched as substrings next to the words
+//!   (`deployed OR 🚀`). A pure word query has none.
+//! - When every alternative is made only of symbol terms (`🚀`, `->`,
+//!   `-> OR ::`, `!!! ???`) the whole query is a substring search, as CJK is
+//!   (below): symbol terms of three or more characters go to the trigram
+//!   expression, shorter ones to the `LIKE` pattern (`🚀` → `%🚀%`).
+//! - Otherwise (or always, with [`SearchQuery::parse_substring`]) the
+//!   alternatives with a term of three or more characters are built for the
+//!   `trigram` index ([`SearchQuery::Trigram`]), without prefixes (trigram
+//!   already matches substrings). Shorter terms cannot use trigrams: they are
+//!   left out of the expression and come back as [`Literals::checks`] (`中文
+//!   数据库` searches `数据库` and tests `中文`), and an alternative of short terms
+//!   alone as [`Literals::alone`] (`数据库 OR 缓存`).
 //! - If no term of three or more characters remains, the longest positive
 //!   term (the first among equals) becomes an escaped `LIKE` pattern
 //!   ([`SearchQuery::Like`]): `%term%` with `\`, `%` and `_` escaped by `\`,
-//!   to be used as `content LIKE ?1 ESCAPE '\'`.
-//! - Nothing searchable → [`SearchQuery::Empty`]: callers return no hits.
+//!   to be used as `content LIKE ?1 ESCAPE '\'`; when the query holds more than
+//!   that one term, [`Literals::alone`] lists every alternative (`-> NOT ::`).
+//! - Nothing searchable → [`SearchQuery::Empty`]: callers return no hits. So is
+//!   a query of exclusions alone (`-🚀`, `NOT x`): an alternative needs a term
+//!   that must occur.
 
 /// The escape character of [`SearchQuery::Like`] patterns (`ESCAPE '\'`).
 pub const LIKE_ESCAPE: char = '\\';
@@ -91,34 +103,93 @@ pub enum SearchQuery {
     Empty,
 }
 
+/// What the route of [`SearchQuery::parse`] cannot test through its index, as literal
+/// substrings (see "Routing" in the module doc); empty for a query its route answers
+/// alone (every pure word query).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Literals {
+    /// For [`SearchQuery::Fts`] and [`SearchQuery::Trigram`]: one per alternative of the
+    /// expression, in order, or none when no alternative has anything to test.
+    pub checks: Vec<LiteralCheck>,
+    /// Alternatives the index cannot serve at all, as (terms that must occur, terms
+    /// that must not), all literal substrings: an alternative of symbols alone next to
+    /// words (`deployed OR 🚀`), or of terms shorter than three characters next to the
+    /// trigram route. For [`SearchQuery::Like`]: every alternative, when the query is more
+    /// than its one pattern (`-> ::`, `-> NOT ::`, `中 🚀`).
+    pub alone: Vec<(Vec<String>, Vec<String>)>,
+}
+
+impl Literals {
+    /// Whether the route answers the query alone.
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty() && self.alone.is_empty()
+    }
+}
+
+/// One alternative of the route's expression and the literal substrings its part must
+/// also hold (`all`) or lack (`none`): the symbols next to its words (`🚀 deployed`,
+/// `deployed -🚀`), its terms of one or two characters on the trigram route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiteralCheck {
+    /// The alternative's own expression (for the same index as the route's).
+    pub expr: String,
+    /// Substrings its part must hold.
+    pub all: Vec<String>,
+    /// Substrings its part must not hold.
+    pub none: Vec<String>,
+}
+
 impl SearchQuery {
     /// Sanitizes and routes a user search string (see the module doc). Never fails.
     pub fn parse(input: &str) -> SearchQuery {
+        SearchQuery::parse_with_literals(input).0
+    }
+
+    /// [`SearchQuery::parse`] and what its route cannot test itself ([`Literals`]), from one
+    /// reading of `input`.
+    pub fn parse_with_literals(input: &str) -> (SearchQuery, Literals) {
         let groups = parse_groups(input);
         let spaceless = groups
             .iter()
             .flat_map(|g| g.positive.iter().chain(&g.negative))
             .any(|t| t.text.chars().any(is_spaceless_script));
         if spaceless {
-            return route_substring(groups);
+            return plan_substring(groups);
         }
-        // The word index holds no symbols: they are dropped from an alternative that has a
-        // word (the words find it), and an alternative of symbols alone is a substring
-        // search.
-        let words: Vec<Group> = groups.iter().map(without_symbols).collect();
-        if words.iter().any(|g| g.positive.is_empty()) {
-            route_substring(groups)
-        } else if words.is_empty() {
-            SearchQuery::Empty
-        } else {
-            SearchQuery::Fts(emit(&words, true))
+        // The word index holds no symbols: an alternative with a word is searched for its
+        // words, its symbols tested on the candidates; an alternative of symbols alone is
+        // a substring search next to them (and the whole query when every one is).
+        let (words, alone): (Vec<Group>, Vec<Group>) = groups
+            .into_iter()
+            .partition(|g| g.positive.iter().any(|t| !is_symbol(t)));
+        if words.is_empty() {
+            return plan_substring(alone);
         }
+        let indexed: Vec<Group> = words.iter().map(without_symbols).collect();
+        let symbols = |terms: &[Term]| -> Vec<String> {
+            terms
+                .iter()
+                .filter(|t| is_symbol(t))
+                .map(|t| t.text.clone())
+                .collect()
+        };
+        let checks = words
+            .iter()
+            .zip(&indexed)
+            .map(|(group, words)| LiteralCheck {
+                expr: emit(std::slice::from_ref(words), true),
+                all: symbols(&group.positive),
+                none: symbols(&group.negative),
+            })
+            .collect();
+        let route = SearchQuery::Fts(emit(&indexed, true));
+        (route, literals(checks, alone.iter().map(literal).collect()))
     }
 
     /// Like [`SearchQuery::parse`], but always a substring search: routes to
     /// [`SearchQuery::Trigram`], [`SearchQuery::Like`] or [`SearchQuery::Empty`].
     pub fn parse_substring(input: &str) -> SearchQuery {
-        route_substring(parse_groups(input))
+        plan_substring(parse_groups(input)).0
     }
 
     /// The alternatives of `input`'s substring search ([`SearchQuery::parse_substring`],
@@ -129,18 +200,19 @@ impl SearchQuery {
     ///
     /// The trigram index holds only text with such characters (schema V7), so a search
     /// matches these alternatives in the rest of the text by other means.
+    ///
+    /// Each alternative holds all of its terms, the short ones the trigram expression
+    /// leaves to [`Literals::checks`] too: a LIKE tests them all.
     pub fn plain_alternatives(input: &str) -> Vec<(Vec<String>, Vec<String>)> {
-        trigram_groups(&parse_groups(input))
-            .into_iter()
+        parse_groups(input)
+            .iter()
+            .filter(|g| g.positive.iter().any(long_enough))
             .filter(|g| {
                 !g.positive
                     .iter()
                     .any(|t| t.text.chars().any(is_spaceless_script))
             })
-            .map(|g| {
-                let texts = |terms: Vec<Term>| terms.into_iter().map(|t| t.text).collect();
-                (texts(g.positive), texts(g.negative))
-            })
+            .map(literal)
             .collect()
     }
 
@@ -248,6 +320,13 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
                     text: text.to_owned(),
                     prefix,
                 }));
+            } else if let Some(rest) = excluded_symbol(&raw) {
+                // `-🚀`: web-search syntax excludes the symbol as it excludes a word.
+                out.push(Lexeme::Not);
+                out.push(Lexeme::Term(Term {
+                    text: rest.to_owned(),
+                    prefix: false,
+                }));
             } else {
                 // No letter or digit (`🚀`, `->`, `$`, `...`): a literal symbol term, every
                 // character kept (`*` and `-` included), searched as a substring.
@@ -258,6 +337,16 @@ fn flush_word(word: &mut String, out: &mut Vec<Lexeme>) {
             }
         }
     }
+}
+
+/// The symbols a word of symbols alone excludes: those after exactly one leading `-`, as
+/// `-word` excludes a word (`-🚀` → `🚀`, `-::` → `::`, `-$` → `$`), unless the dash
+/// begins an operator: `-` alone, `--…`, `->`, `-=`, `-<` are searched as written
+/// (`-"->"` or `NOT ->` excludes one).
+fn excluded_symbol(raw: &str) -> Option<&str> {
+    let rest = raw.strip_prefix('-')?;
+    let operator = matches!(rest.chars().next(), None | Some('-' | '>' | '=' | '<'));
+    (!operator).then_some(rest)
 }
 
 fn parse_groups(input: &str) -> Vec<Group> {
@@ -312,32 +401,68 @@ fn close_group(current: &mut Group, groups: &mut Vec<Group>) {
     }
 }
 
-/// The groups of a trigram expression: terms shorter than three characters dropped, and
-/// groups left without a positive term.
-fn trigram_groups(groups: &[Group]) -> Vec<Group> {
-    let long_enough = |t: &Term| t.text.chars().count() >= 3;
-    groups
-        .iter()
-        .map(|g| Group {
-            positive: g
-                .positive
-                .iter()
-                .filter(|t| long_enough(t))
-                .cloned()
-                .collect(),
-            negative: g
-                .negative
-                .iter()
-                .filter(|t| long_enough(t))
-                .cloned()
-                .collect(),
-        })
-        .filter(|g| !g.positive.is_empty())
-        .collect()
+/// Whether the trigram index can find `term`: it has three or more characters.
+fn long_enough(term: &Term) -> bool {
+    term.text.chars().count() >= 3
 }
 
-fn route_substring(groups: Vec<Group>) -> SearchQuery {
-    let like_term = groups
+/// `group` as literal substrings: (terms that must occur, terms that must not).
+fn literal(group: &Group) -> (Vec<String>, Vec<String>) {
+    let texts = |terms: &[Term]| terms.iter().map(|t| t.text.clone()).collect();
+    (texts(&group.positive), texts(&group.negative))
+}
+
+/// [`Literals`] with the checks left out when none tests anything.
+fn literals(checks: Vec<LiteralCheck>, alone: Vec<(Vec<String>, Vec<String>)>) -> Literals {
+    let tested = checks
+        .iter()
+        .any(|c| !c.all.is_empty() || !c.none.is_empty());
+    Literals {
+        checks: if tested { checks } else { Vec::new() },
+        alone,
+    }
+}
+
+/// The substring route of `groups`: the alternatives with a term of three or more
+/// characters go to the trigram expression (their shorter terms left to
+/// [`Literals::checks`]), the others are [`Literals::alone`]; without any such
+/// alternative, the longest term that must occur is the LIKE pattern (and every
+/// alternative is in [`Literals::alone`] when there is more to the query than it).
+fn plan_substring(groups: Vec<Group>) -> (SearchQuery, Literals) {
+    let (indexed, alone): (Vec<Group>, Vec<Group>) = groups
+        .into_iter()
+        .partition(|g| g.positive.iter().any(long_enough));
+    if !indexed.is_empty() {
+        let split = |terms: &[Term], long: bool| -> Vec<Term> {
+            terms
+                .iter()
+                .filter(|t| long_enough(t) == long)
+                .cloned()
+                .collect()
+        };
+        let trigram: Vec<Group> = indexed
+            .iter()
+            .map(|g| Group {
+                positive: split(&g.positive, true),
+                negative: split(&g.negative, true),
+            })
+            .collect();
+        let checks = indexed
+            .iter()
+            .zip(&trigram)
+            .map(|(group, long)| {
+                let texts = |terms: Vec<Term>| terms.into_iter().map(|t| t.text).collect();
+                LiteralCheck {
+                    expr: emit(std::slice::from_ref(long), false),
+                    all: texts(split(&group.positive, false)),
+                    none: texts(split(&group.negative, false)),
+                }
+            })
+            .collect();
+        let route = SearchQuery::Trigram(emit(&trigram, false));
+        return (route, literals(checks, alone.iter().map(literal).collect()));
+    }
+    let like_term = alone
         .iter()
         .flat_map(|g| &g.positive)
         .fold(None::<&Term>, |best, t| match best {
@@ -345,14 +470,16 @@ fn route_substring(groups: Vec<Group>) -> SearchQuery {
             _ => Some(t),
         })
         .map(|t| like_pattern(&t.text));
-    let trigram = trigram_groups(&groups);
-    if !trigram.is_empty() {
-        SearchQuery::Trigram(emit(&trigram, false))
-    } else if let Some(pattern) = like_term {
-        SearchQuery::Like(pattern)
+    let Some(pattern) = like_term else {
+        return (SearchQuery::Empty, Literals::default());
+    };
+    let single = matches!(alone.as_slice(), [g] if g.positive.len() == 1 && g.negative.is_empty());
+    let alone = if single {
+        Vec::new()
     } else {
-        SearchQuery::Empty
-    }
+        alone.iter().map(literal).collect()
+    };
+    (SearchQuery::Like(pattern), literals(Vec::new(), alone))
 }
 
 fn emit(groups: &[Group], prefixes: bool) -> String {

@@ -149,6 +149,7 @@ on_both_backends!(
     tool_names_inputs_and_outputs_are_found_until_changed_or_deleted,
     results_order_by_rank_then_recency,
     emoji_symbols_and_short_strings_are_found_as_substrings,
+    symbols_next_to_words_are_searched_not_dropped,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -373,14 +374,15 @@ fn emoji_symbols_and_short_strings_are_found_as_substrings(backend: Backend) {
         ("=", &[SHELL, EQ]),
         ("...", &[DOTS]),
         ("-> OR ::", &[RUST]),
-        // a leading `-` of a symbol term is part of it, not an exclusion
+        // a dash alone (or one that begins an operator, `->`) is searched as written
         ("-", &[RUST]),
         ("!!!", &[]),
         ("_", &[]),
-        // words with symbols around them: the words answer
+        // symbols around a word belong to it (the word answers); a symbol term next to a
+        // word is searched too
         ("@user", &[PING]),
         ("#sale", &[SALE]),
-        ("🚀 deployed", &[ROCKET, PLAIN]),
+        ("🚀 deployed", &[ROCKET]),
         ("-> fn", &[RUST]),
         // one-character words, one and two CJK characters
         ("x", &[EQ]),
@@ -709,4 +711,124 @@ proptest! {
     fn any_string_searches_ok_on_postgres(query in any_query()) {
         any_string_searches_ok(Backend::Postgres, &query)?;
     }
+}
+
+/// A symbol term next to a word is searched, not dropped: required (`🚀 deployed` needs
+/// both), excluded (`deployed -🚀`), an alternative of its own (`🚀 OR deployed` finds
+/// either, the word's hits first), next to a phrase, a prefix or CJK; a query of
+/// exclusions alone finds nothing. Each case found the wrong messages when the word index
+/// answered alone (the symbol dropped, `-🚀` searched as the text "-🚀").
+fn symbols_next_to_words_are_searched_not_dropped(backend: Backend) {
+    let f = Fixture::new(backend);
+    const ROCKET: &str = "🚀 deployed to prod";
+    const PLAIN: &str = "deployed the fix";
+    const LAUNCH: &str = "launch 🚀🚀 soon";
+    const ARROW: &str = "the parser maps a -> b";
+    const PARSER: &str = "parser rewrite done";
+    const MAPS: &str = "the parser maps words";
+    const CHECKED: &str = "configured ✅ everything";
+    const CONFIG: &str = "configuration pending";
+    const CJK_ROCKET: &str = "数据库迁移 🚀 完成";
+    const CJK: &str = "数据库迁移失败";
+    const DASH: &str = "a -🚀 written with a dash";
+    for text in [
+        ROCKET, PLAIN, LAUNCH, ARROW, PARSER, MAPS, CHECKED, CONFIG, CJK_ROCKET, CJK, DASH,
+    ] {
+        say(&f.svc, &f.cli, Role::User, text);
+    }
+    let cases: &[(&str, &[&str])] = &[
+        // required symbol: both must occur
+        ("🚀 deployed", &[ROCKET]),
+        ("deployed 🚀", &[ROCKET]),
+        ("deployed AND 🚀", &[ROCKET]),
+        // NOT symbol: leaves out the parts holding it
+        ("deployed -🚀", &[PLAIN]),
+        ("deployed NOT 🚀", &[PLAIN]),
+        (r#"parser -"->""#, &[PARSER, MAPS]),
+        // OR: either, each message once
+        ("🚀 OR deployed", &[ROCKET, PLAIN, LAUNCH, CJK_ROCKET, DASH]),
+        ("deployed OR 🚀🚀", &[ROCKET, PLAIN, LAUNCH]),
+        ("rewrite OR -> OR ✅", &[PARSER, ARROW, CHECKED]),
+        // each alternative tests its own symbols on the parts its own words find
+        ("deployed 🚀 OR parser ->", &[ROCKET, ARROW]),
+        ("deployed -🚀 OR parser ->", &[PLAIN, ARROW]),
+        (
+            "parser -> OR deployed OR ✅",
+            &[ARROW, ROCKET, PLAIN, CHECKED],
+        ),
+        // a phrase next to a symbol, a symbol as a phrase next to a word
+        (r#""parser maps" ->"#, &[ARROW]),
+        (r#""->" parser"#, &[ARROW]),
+        (r#""the fix" 🚀"#, &[]),
+        // a symbol next to a prefix
+        ("✅ config*", &[CHECKED]),
+        ("config* -✅", &[CONFIG]),
+        // CJK next to a symbol (the trigram route tests the short term)
+        ("数据库迁移 🚀", &[CJK_ROCKET]),
+        ("数据库迁移 -🚀", &[CJK]),
+        ("数据库 OR 🚀🚀", &[LAUNCH, CJK_ROCKET, CJK]),
+        // exclusions alone find nothing, as `-deployed` alone does
+        ("-🚀", &[]),
+        ("NOT 🚀", &[]),
+        ("-deployed -🚀", &[]),
+        ("NOT deployed NOT ->", &[]),
+        // symbols alone: every term counts
+        ("🚀 -", &[DASH]),
+        ("🚀 NOT -", &[ROCKET, LAUNCH, CJK_ROCKET]),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(f.texts(query), sorted(expected), "{query:?} on {backend:?}");
+    }
+    // The word's hits come first (by rank), then the symbol's alone, newest first; pages
+    // of one hit walk the same list without a repeat or a gap.
+    let all: Vec<String> = f
+        .search("deployed OR 🚀")
+        .iter()
+        .map(|h| f.svc.get(&h.message_id).unwrap().text())
+        .collect();
+    assert_eq!(all.len(), 5, "{all:?}");
+    assert_eq!(
+        sorted(&[&all[0], &all[1]]),
+        sorted(&[ROCKET, PLAIN]),
+        "{all:?}"
+    );
+    assert_eq!(all[2..], [DASH, CJK_ROCKET, LAUNCH], "{all:?}");
+    for offset in 0..6 {
+        let page = f
+            .search_with(
+                "deployed OR 🚀",
+                &SearchOptions {
+                    limit: 1,
+                    offset,
+                    ..SearchOptions::default()
+                },
+            )
+            .unwrap();
+        let texts: Vec<String> = page
+            .iter()
+            .map(|h| f.svc.get(&h.message_id).unwrap().text())
+            .collect();
+        assert_eq!(
+            texts,
+            all.get(offset..=offset).unwrap_or_default(),
+            "{offset}"
+        );
+    }
+    // Snippets as before: the word's highlight, or the symbol's on its own.
+    let hit = &f.search("🚀 deployed")[0];
+    assert_eq!(hit.snippet, "🚀 \u{2}deployed\u{3} to prod");
+    let launch = f
+        .search("deployed OR 🚀🚀")
+        .into_iter()
+        .find(|h| f.svc.get(&h.message_id).unwrap().text() == LAUNCH)
+        .unwrap();
+    assert_eq!(launch.snippet, "launch \u{2}🚀🚀\u{3} soon");
+    assert_eq!(launch.rank, 0.0);
+    // Filters apply to both halves.
+    let other = SearchOptions {
+        session_id: Some(f.tg.clone()),
+        ..SearchOptions::default()
+    };
+    assert!(f.texts_with("deployed OR 🚀", &other).is_empty());
+    assert!(f.texts_with("🚀 deployed", &other).is_empty());
 }

@@ -22,7 +22,13 @@
 //!   stored text, as SQLite answers it with LIKE, but ranked with the rest instead of
 //!   after them. Rank: how often the terms occur per character of text
 //!   ([`substring_rank`], bm25's direction), ties newest first.
-//! - A literal substring ([`TextQuery::Substring`]): `ILIKE`, newest first, as on SQLite.
+//! - A literal substring ([`TextQuery::Substring`], [`TextQuery::Literal`]): `ILIKE`,
+//!   newest first, as on SQLite.
+//! - [`TextQuery::Mixed`]: the same condition with each alternative's substring checks
+//!   added to it (with several alternatives, each check with its own `tsquery`), ORed
+//!   with the alternatives of substrings alone. On the word route those rank 0, after
+//!   every word hit (as SQLite lists its LIKE walk after the index's hits); on the
+//!   substring route they are ranked with the rest.
 //!
 //! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
 //! part by position among equals). Snippets are cut here from the part's text, in
@@ -38,9 +44,9 @@ use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStat
 use unicode_normalization::UnicodeNormalization;
 
 use super::{
-    ELLIPSIS, JoinOrder, MATCH_END, MATCH_START, SNIPPET_TOKENS, SearchFilter, SearchHit,
-    TextQuery, c, filter_hits, find_ascii_case_insensitive, hit_columns, is_spaceless_script,
-    join_tables, like_snippet, push_text, tc,
+    Alternative, Check, ELLIPSIS, JoinOrder, MATCH_END, MATCH_START, SNIPPET_TOKENS, SearchFilter,
+    SearchHit, TextQuery, c, filter_hits, find_ascii_case_insensitive, first_found, hit_columns,
+    is_spaceless_script, join_tables, like_snippet, push_text, tc,
 };
 use crate::filters::{escape_like, pg};
 
@@ -210,86 +216,217 @@ pub(super) fn search(
         return Ok(Vec::new());
     }
     match &filter.query {
-        TextQuery::Words(expr) => {
-            let groups = groups(expr);
-            let Some(query) = tsquery(&groups) else {
-                return Ok(Vec::new());
-            };
-            // `$1`: the values given with each expression (sea-query renumbers them).
-            let matched = format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)");
-            let rank = format!(
-                "CAST(-ts_rank_cd({VECTOR}, to_tsquery('scribe'::regconfig, $1), 1) AS DOUBLE PRECISION)"
-            );
-            let best = best_parts(
-                filter,
-                Expr::cust_with_values(matched, [query.clone()]),
-                Expr::cust_with_values(rank, [query]),
-                filter.window,
-            );
-            let rows = pg::query(client, &page(best, filter))?;
-            let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
-            rows.iter()
-                .map(|row| hit(row, |text| word_snippet(text, &terms)))
-                .collect()
-        }
+        TextQuery::Words(expr) => words(client, filter, expr, &[], &[]),
         TextQuery::Trigrams(expr) | TextQuery::Substrings { trigrams: expr, .. } => {
-            let groups = groups(expr);
-            let mut any = Cond::any();
-            for group in &groups {
-                let mut all = Cond::all();
-                for term in &group.positive {
-                    all = all.add(contains(&term.text));
-                }
-                for term in &group.negative {
-                    all = all.add(contains(&term.text).not());
-                }
-                any = any.add(all);
-            }
-            if groups.is_empty() {
-                return Ok(Vec::new());
-            }
-            // The trigram index alone (as on SQLite), or every alternative needs a
-            // spaceless-script term so only text the index holds can match: saying so
-            // lets the planner use the index.
-            let indexed_only =
-                matches!(filter.query, TextQuery::Trigrams(_)) || groups.iter().all(spaceless);
-            let matched: Expr = if indexed_only {
-                Cond::all().add(Expr::cust(SPACELESS)).add(any).into()
-            } else {
-                any.into()
-            };
-            let terms: Vec<String> = groups
-                .into_iter()
-                .flat_map(|g| g.positive)
-                .map(|t| t.text)
-                .collect();
-            let best = best_parts(filter, matched, substring_rank(&terms), filter.window);
-            let rows = pg::query(client, &page(best, filter))?;
-            rows.iter()
-                .map(|row| {
-                    hit(row, |text| {
-                        let needle = terms
-                            .iter()
-                            .find(|t| find_ascii_case_insensitive(text, t).is_some())
-                            .map_or("", String::as_str);
-                        like_snippet(text, needle)
-                    })
-                })
-                .collect()
+            substrings(client, filter, expr, &[], &[])
         }
-        TextQuery::Substring(text) => {
-            let best = best_parts(
-                filter,
-                contains(text),
-                Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
-                None,
-            );
-            let rows = pg::query(client, &page(best, filter))?;
-            rows.iter()
-                .map(|row| hit(row, |t| like_snippet(t, text)))
-                .collect()
-        }
+        TextQuery::Substring(text) => literal(client, filter, &[Alternative::of(text)]),
+        TextQuery::Literal(alternatives) => literal(client, filter, alternatives),
+        TextQuery::Mixed {
+            index,
+            checks,
+            substrings: alone,
+        } => match &**index {
+            TextQuery::Words(expr) => words(client, filter, expr, checks, alone),
+            TextQuery::Trigrams(expr) | TextQuery::Substrings { trigrams: expr, .. } => {
+                substrings(client, filter, expr, checks, alone)
+            }
+            other => search(
+                client,
+                &SearchFilter {
+                    query: other.clone(),
+                    ..filter.clone()
+                },
+            ),
+        },
     }
+}
+
+/// The word route: the `tsquery` of `expr` over the stored words; with `checks` (one per
+/// alternative, [`TextQuery::Mixed`]) a part also needs one alternative whose words it
+/// has and whose substrings pass, and the parts matching one of `alone` (substrings alone)
+/// are hits too, ranked 0, after every word hit (as SQLite lists them after the index's).
+fn words(
+    client: &mut postgres::Client,
+    filter: &SearchFilter,
+    expr: &str,
+    checks: &[Check],
+    alone: &[Alternative],
+) -> crate::Result<Vec<SearchHit>> {
+    let groups = groups(expr);
+    let Some(query) = tsquery(&groups) else {
+        return Ok(Vec::new());
+    };
+    // `$1`: the values given with each expression (sea-query renumbers them).
+    let words_of = |query: String| {
+        Expr::cust_with_values(
+            format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+            [query],
+        )
+    };
+    let mut indexed = Cond::all().add(words_of(query.clone()));
+    let tested = checks
+        .iter()
+        .any(|c| !c.terms.all.is_empty() || !c.terms.none.is_empty());
+    if let ([check], true) = (checks, tested) {
+        indexed = indexed.add(all_of(&check.terms));
+    } else if tested {
+        let mut any = Cond::any();
+        for check in checks {
+            if let Some(own) = tsquery(&super::postgres::groups(&check.expr)) {
+                any = any.add(Cond::all().add(words_of(own)).add(all_of(&check.terms)));
+            }
+        }
+        indexed = indexed.add(any);
+    }
+    let rank = Expr::cust_with_values(
+        "CAST(-ts_rank_cd(\"f\".\"words\", to_tsquery('scribe'::regconfig, $1), 1) AS DOUBLE PRECISION)",
+        [query],
+    );
+    let alone: Vec<&Alternative> = alone.iter().filter(|a| !a.all.is_empty()).collect();
+    let (matched, rank) = if alone.is_empty() {
+        (indexed.into(), rank)
+    } else {
+        let mut any = Cond::any().add(indexed.clone());
+        for alternative in &alone {
+            any = any.add(all_of(alternative));
+        }
+        let zero = Expr::cust("CAST(0 AS DOUBLE PRECISION)");
+        let ranked = Expr::case(indexed, rank).finally(zero);
+        (any.into(), ranked.into())
+    };
+    let best = best_parts(filter, matched, rank, filter.window);
+    let rows = pg::query(client, &page(best, filter))?;
+    let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
+    let alone: Vec<Alternative> = alone.into_iter().cloned().collect();
+    rows.iter()
+        .map(|row| {
+            hit(row, |text| {
+                let marked = word_snippet(text, &terms);
+                if marked.contains(MATCH_START) || alone.is_empty() {
+                    marked
+                } else {
+                    like_snippet(text, first_found(text, &alone))
+                }
+            })
+        })
+        .collect()
+}
+
+/// The substring route: every alternative of `expr` (with its `checks`, one per
+/// alternative, [`TextQuery::Mixed`]) and of `alone` as ILIKEs over the stored text.
+fn substrings(
+    client: &mut postgres::Client,
+    filter: &SearchFilter,
+    expr: &str,
+    checks: &[Check],
+    alone: &[Alternative],
+) -> crate::Result<Vec<SearchHit>> {
+    let groups = groups(expr);
+    let mut terms: Vec<String> = Vec::new();
+    let mut any = Cond::any();
+    for (n, group) in groups.iter().enumerate() {
+        let mut all = Cond::all();
+        for term in &group.positive {
+            all = all.add(contains(&term.text));
+            terms.push(term.text.clone());
+        }
+        for term in &group.negative {
+            all = all.add(contains(&term.text).not());
+        }
+        if let Some(check) = checks.get(n).filter(|_| checks.len() == groups.len()) {
+            all = all.add(all_of(&check.terms));
+            terms.extend(check.terms.all.iter().cloned());
+        }
+        any = any.add(all);
+    }
+    let alone: Vec<&Alternative> = alone.iter().filter(|a| !a.all.is_empty()).collect();
+    if groups.is_empty() && alone.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The trigram index alone (as on SQLite), or every alternative needs a
+    // spaceless-script term so only text the index holds can match: saying so
+    // lets the planner use the index.
+    let indexed_only = matches!(filter.query, TextQuery::Trigrams(_))
+        || matches!(&filter.query, TextQuery::Mixed { index, .. } if matches!(**index, TextQuery::Trigrams(_)));
+    let every_spaceless = groups.iter().all(spaceless)
+        && alone
+            .iter()
+            .all(|a| a.all.iter().any(|t| t.chars().any(is_spaceless_script)));
+    let mut matched = Cond::any();
+    if groups.is_empty() {
+        // Nothing from the index route: only the substrings alone.
+    } else if indexed_only || every_spaceless {
+        matched = matched.add(Cond::all().add(Expr::cust(SPACELESS)).add(any));
+    } else {
+        matched = any;
+    }
+    for alternative in &alone {
+        matched = matched.add(all_of(alternative));
+        terms.extend(alternative.all.iter().cloned());
+    }
+    if every_spaceless && !alone.is_empty() {
+        // Every alternative of substrings alone needs such a character too.
+        matched = Cond::all().add(Expr::cust(SPACELESS)).add(matched);
+    }
+    let best = best_parts(
+        filter,
+        matched.into(),
+        substring_rank(&terms),
+        filter.window,
+    );
+    let rows = pg::query(client, &page(best, filter))?;
+    rows.iter()
+        .map(|row| {
+            hit(row, |text| {
+                let needle = terms
+                    .iter()
+                    .find(|t| find_ascii_case_insensitive(text, t).is_some())
+                    .map_or("", String::as_str);
+                like_snippet(text, needle)
+            })
+        })
+        .collect()
+}
+
+/// The literal route: parts whose text matches one of `alternatives`, newest first, as
+/// SQLite's LIKE walk.
+fn literal(
+    client: &mut postgres::Client,
+    filter: &SearchFilter,
+    alternatives: &[Alternative],
+) -> crate::Result<Vec<SearchHit>> {
+    let mut any = Cond::any();
+    let mut some = false;
+    for alternative in alternatives.iter().filter(|a| !a.all.is_empty()) {
+        any = any.add(all_of(alternative));
+        some = true;
+    }
+    if !some {
+        return Ok(Vec::new());
+    }
+    let best = best_parts(
+        filter,
+        any.into(),
+        Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
+        None,
+    );
+    let rows = pg::query(client, &page(best, filter))?;
+    rows.iter()
+        .map(|row| hit(row, |t| like_snippet(t, first_found(t, alternatives))))
+        .collect()
+}
+
+/// The stored text holds every `all` term of `alternative` and no `none` term.
+fn all_of(alternative: &Alternative) -> Cond {
+    let mut all = Cond::all();
+    for term in &alternative.all {
+        all = all.add(contains(term));
+    }
+    for term in &alternative.none {
+        all = all.add(contains(term).not());
+    }
+    all
 }
 
 /// The rank of a part on the substring route: minus how often the terms occur in it per

@@ -122,7 +122,8 @@ pub(super) fn cases() -> Vec<(&'static str, SearchQuery)> {
         ("한국어", tri(r#""한국어""#)),
         // symbols, operators and emoji: a term with no letter or digit is a literal
         // substring (LIKE below three characters, trigram from three); next to a word
-        // in its alternative it is dropped and the word index answers
+        // in its alternative the word index answers and the symbol is tested on its
+        // candidates (literals_say_what_the_route_cannot_test)
         ("🚀", like("%🚀%")),
         ("ship🚀it", fts(r#""ship🚀it""#)),
         ("🚀deployed", fts(r#""deployed""#)),
@@ -146,7 +147,7 @@ pub(super) fn cases() -> Vec<(&'static str, SearchQuery)> {
         ("-> ::", like("%->%")),
         ("-> NOT ::", like("%->%")),
         ("-> foo", fts(r#""foo""#)),
-        ("foo OR ->", tri(r#""foo""#)),
+        ("foo OR ->", fts(r#""foo""#)),
         ("@user", fts(r#""user""#)),
         ("中 🚀", like("%中%")),
         ("数据库 ...", tri(r#""数据库" "...""#)),
@@ -182,4 +183,109 @@ fn accessors() {
     assert!(SearchQuery::parse("").is_empty());
     assert_eq!(SearchQuery::parse("x").as_str(), Some(r#""x""#));
     assert_eq!(SearchQuery::Empty.as_str(), None);
+}
+
+fn owned(terms: &[&str]) -> Vec<String> {
+    terms.iter().map(|t| (*t).to_owned()).collect()
+}
+
+fn check(expr: &str, all: &[&str], none: &[&str]) -> LiteralCheck {
+    LiteralCheck {
+        expr: expr.to_owned(),
+        all: owned(all),
+        none: owned(none),
+    }
+}
+
+/// What the index of the route cannot test comes with it: symbols next to words (required
+/// or excluded), alternatives of symbols alone, short terms next to CJK; nothing for a
+/// query its route answers alone.
+#[test]
+fn literals_say_what_the_route_cannot_test() {
+    let literals = |input: &str| SearchQuery::parse_with_literals(input).1;
+    for alone in [
+        "hello world",
+        "a b NOT c OR d",
+        "deploy*",
+        "C++ ship🚀it",
+        "数据库连接池",
+        "🚀",
+        "->",
+        "...",
+        "NOT 🚀",
+        "",
+    ] {
+        assert!(
+            literals(alone).is_empty(),
+            "{alone:?}: {:?}",
+            literals(alone)
+        );
+    }
+    assert_eq!(
+        SearchQuery::parse_with_literals("🚀 deployed"),
+        (
+            fts(r#""deployed""#),
+            Literals {
+                checks: vec![check(r#""deployed""#, &["🚀"], &[])],
+                alone: vec![],
+            }
+        )
+    );
+    assert_eq!(
+        literals("deployed -🚀").checks,
+        vec![check(r#""deployed""#, &[], &["🚀"])]
+    );
+    assert_eq!(
+        literals("deployed NOT -> OR fix* ::").checks,
+        vec![
+            check(r#""deployed""#, &[], &["->"]),
+            check(r#""fix"*"#, &["::"], &[]),
+        ]
+    );
+    let (route, l) = SearchQuery::parse_with_literals("🚀 OR deployed -x");
+    assert_eq!(route, fts(r#""deployed" NOT "x""#));
+    assert!(l.checks.is_empty());
+    assert_eq!(l.alone, vec![(owned(&["🚀"]), vec![])]);
+    // The trigram route leaves its short terms to the checks, short alternatives alone.
+    let (route, l) = SearchQuery::parse_with_literals("数据库迁移 -🚀 OR 中文");
+    assert_eq!(route, tri(r#""数据库迁移""#));
+    assert_eq!(l.checks, vec![check(r#""数据库迁移""#, &[], &["🚀"])]);
+    assert_eq!(l.alone, vec![(owned(&["中文"]), vec![])]);
+    // A LIKE pattern with more to the query: every alternative, literally.
+    let (route, l) = SearchQuery::parse_with_literals("-> NOT :: OR 中 🚀");
+    assert_eq!(route, like("%->%"));
+    assert_eq!(
+        l.alone,
+        vec![
+            (owned(&["->"]), owned(&["::"])),
+            (owned(&["中", "🚀"]), vec![]),
+        ]
+    );
+    // The plain alternatives of the trigram route hold their short terms too.
+    assert_eq!(
+        SearchQuery::plain_alternatives("docker 🚀 OR 中文 数据库"),
+        vec![(owned(&["docker", "🚀"]), vec![])]
+    );
+}
+
+/// `-` before a symbol excludes it, as before a word; an operator that begins with a dash
+/// is searched as written.
+#[test]
+fn a_dash_excludes_a_symbol_but_not_an_operator() {
+    for excluded in ["-🚀", "-✅ -x", "-::", "-$", "-..."] {
+        assert_eq!(
+            SearchQuery::parse(excluded),
+            SearchQuery::Empty,
+            "{excluded:?}"
+        );
+    }
+    assert_eq!(
+        SearchQuery::parse_with_literals("error -::").1.checks,
+        vec![check(r#""error""#, &[], &["::"])]
+    );
+    for (input, kept) in [("->", "%->%"), ("-", "%-%"), ("-=", "%-=%"), ("-<", "%-<%")] {
+        assert_eq!(SearchQuery::parse(input), like(kept), "{input:?}");
+    }
+    // Two dashes are no exclusion (as `--word`): the text as written.
+    assert_eq!(SearchQuery::parse("--🚀"), tri(r#""--🚀""#));
 }
