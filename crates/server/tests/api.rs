@@ -1539,3 +1539,73 @@ fn a_stale_from_gives_the_first_page_marked_missing_when_asked() {
     assert_eq!(get(a, &path("missing=first")).status, 400);
     assert_eq!(get(a, &path("from=msg_gone&missing=yes")).status, 400);
 }
+
+/// Not a test of its own: the server process of `the_page_of_a_big_part_has_a_small_peak`
+/// (this test binary again, with `SCRIBE_TEST_SERVE_DB` set): serves that file, prints
+/// its address, and stops when its stdin closes. Without the variable it does nothing.
+#[test]
+#[ignore = "helper: run as a separate server process by the_page_of_a_big_part_has_a_small_peak"]
+fn serve_process() {
+    let Some(db) = std::env::var_os("SCRIBE_TEST_SERVE_DB") else {
+        return;
+    };
+    let server = serve(std::path::Path::new(&db), None);
+    println!("listening {}", server.addr);
+    std::io::stdout().flush().unwrap();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+}
+
+/// A measurement (prints the figures, asserts only that the page answers): the peak
+/// resident memory (VmHWM) of a server process that answers the message page of a
+/// conversation holding a `SCRIBE_BIG_OUTPUT_MB` (default 20) MB tool output, next to
+/// its peak before that request. The server runs as its own process so nothing else
+/// (building the store) counts.
+#[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+fn the_page_of_a_big_part_has_a_small_peak() {
+    use std::io::BufRead;
+    let mb: usize = std::env::var("SCRIBE_BIG_OUTPUT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let db = big_output_store(dir.path(), &"x".repeat(mb * 1_000_000));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "serve_process", "--nocapture"])
+        .env("SCRIBE_TEST_SERVE_DB", &db)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr: std::net::SocketAddr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(addr) = line.strip_prefix("listening ") {
+            break addr.parse().unwrap();
+        }
+    };
+    let peak = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .map(|v| v.trim().to_owned())
+            .unwrap()
+    };
+    // One small request first, so the baseline includes an opened database.
+    assert_eq!(get(addr, "/api/sessions").status, 200);
+    let before = peak();
+    let started = std::time::Instant::now();
+    let reply = get(addr, "/api/sessions/ses_big/messages");
+    let took = started.elapsed();
+    assert_eq!(reply.status, 200);
+    let after = peak();
+    println!(
+        "measured: a {mb} MB tool output: the server's peak RSS {before} before the page, {after} after; the page {} bytes in {} ms",
+        reply.body.len(),
+        took.as_millis()
+    );
+    drop(child.stdin.take());
+    child.wait().unwrap();
+}
