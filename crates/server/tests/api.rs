@@ -1609,3 +1609,15 @@ fn the_page_of_a_big_part_has_a_small_peak() {
     drop(child.stdin.take());
     child.wait().unwrap();
 }
+
+/// A part with a 5 MB string and one with fifty 100 KB strings: each string is cut at the
+/// cap (never inside a character, four-byte ones included), the part within its budget,
+/// `full_bytes` is exact, and `/api/parts/{id}` sends each whole, as stored
+/// (`common::check_cut_parts`; tests/postgres.rs checks the same on PostgreSQL).
+#[test]
+fn big_strings_are_cut_at_the_cap_within_the_part_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = cut_parts_store(dir.path());
+    let server = serve(&db, None);
+    check_cut_parts(server.addr);
+}

@@ -302,3 +302,22 @@ fn starting_on_postgres_fails_clearly() {
     );
     assert!(text.contains("127.0.0.1:1"), "{text}");
 }
+
+/// A part with a 5 MB string and one with fifty 100 KB strings, on PostgreSQL: cut in the
+/// database as on SQLite (`common::check_cut_parts`: at the cap, whole characters, within
+/// the part's budget, `full_bytes` exact, `/api/parts/{id}` whole), and the page is the
+/// same document as the SQLite file's it was copied from.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn big_strings_are_cut_in_the_database_on_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = cut_parts_store(dir.path());
+    let url = scribe_db::testing::fresh_test_database("scribe_server_cut").unwrap();
+    let sqlite = Database::open(&db).unwrap();
+    let pg = Database::open(&url).unwrap();
+    scribe_db::copy::copy(&sqlite, &pg, |_| {}).unwrap();
+    let on_pg = serve(std::path::Path::new(&url), None);
+    let on_sqlite = serve(&db, None);
+    let page = check_cut_parts(on_pg.addr);
+    assert_eq!(page, check_cut_parts(on_sqlite.addr));
+}
