@@ -233,6 +233,14 @@ pub fn serve(db: &Path, token: Option<&str>) -> Running {
     }
 }
 
+/// A fixture of its own, served: for a test that writes to it, so the shared fixture's
+/// conversations stay as the other tests know them.
+pub fn serve_fixture() -> (Fixture, Running) {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    (f, server)
+}
+
 /// 2026-01-10 12:00 UTC: "now" of the fixture's story.
 pub const T0: i64 = 1_768_046_400_000;
 pub const DAY: i64 = 86_400_000;
