@@ -1540,11 +1540,11 @@ fn a_stale_from_gives_the_first_page_marked_missing_when_asked() {
     assert_eq!(get(a, &path("from=msg_gone&missing=yes")).status, 400);
 }
 
-/// Not a test of its own: the server process of `the_page_of_a_big_part_has_a_small_peak`
+/// Not a test of its own: the server process of `measure_the_peak_memory_of_a_big_part_page`
 /// (this test binary again, with `SCRIBE_TEST_SERVE_DB` set): serves that file, prints
 /// its address, and stops when its stdin closes. Without the variable it does nothing.
 #[test]
-#[ignore = "helper: run as a separate server process by the_page_of_a_big_part_has_a_small_peak"]
+#[ignore = "helper: run as a separate server process by measure_the_peak_memory_of_a_big_part_page"]
 fn serve_process() {
     let Some(db) = std::env::var_os("SCRIBE_TEST_SERVE_DB") else {
         return;
@@ -1563,7 +1563,7 @@ fn serve_process() {
 /// (building the store) counts.
 #[test]
 #[ignore = "a measurement: run with --ignored --nocapture"]
-fn the_page_of_a_big_part_has_a_small_peak() {
+fn measure_the_peak_memory_of_a_big_part_page() {
     use std::io::BufRead;
     let mb: usize = std::env::var("SCRIBE_BIG_OUTPUT_MB")
         .ok()
@@ -1620,4 +1620,23 @@ fn big_strings_are_cut_at_the_cap_within_the_part_budget() {
     let db = cut_parts_store(dir.path());
     let server = serve(&db, None);
     check_cut_parts(server.addr);
+}
+
+/// On SQLite a cut string keeps a NUL character as stored (PostgreSQL's reads it as a
+/// space: ARCHITECTURE.md), and the cut ends on a character boundary after it.
+#[test]
+fn a_cut_string_keeps_its_nul_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = format!("a\0b{}", "é".repeat(40_000));
+    let db = big_output_store(dir.path(), &output);
+    let server = serve(&db, None);
+    let page = get_json(server.addr, "/api/sessions/ses_big/messages");
+    let sent = page["messages"][1]["parts"][0]["part"]["state"]["output"]
+        .as_str()
+        .unwrap();
+    assert!(sent.starts_with("a\0b"), "{:?}", &sent[..4]);
+    assert_eq!(
+        sent,
+        common::head_of(&output, scribe_server::json::PART_TEXT_CAP)
+    );
 }
