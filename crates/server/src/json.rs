@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use scribe_message::{ContextMessage, Message, SearchHit, TokenUsage, snippet_pieces};
+use scribe_message::{
+    ContextMessage, MAX_PART_DEPTH, Message, SearchHit, TokenUsage, snippet_pieces,
+};
 use scribe_session::{Session, UsageStats, UsageTotals};
 use serde::Serialize;
 
@@ -468,7 +470,8 @@ pub enum CutError {
 }
 
 /// The JSON value of one part from its [`CutNode`]s, and whether any string was cut. A
-/// string's head is kept up to its last whole character.
+/// string's head is kept up to its last whole character; a container deeper than
+/// [`MAX_PART_DEPTH`] is its JSON text (`flatten_below`).
 pub fn rebuild_cut(
     nodes: impl IntoIterator<Item = CutNode>,
 ) -> Result<(serde_json::Value, bool), CutError> {
@@ -519,7 +522,26 @@ pub fn rebuild_cut(
     while !open.is_empty() {
         close(&mut open, &mut root)?;
     }
-    root.map(|v| (v, cut)).ok_or(CutError::Shape("no root"))
+    let mut value = root.ok_or(CutError::Shape("no root"))?;
+    flatten_below(&mut value, 1);
+    Ok((value, cut))
+}
+
+/// Every object or array of `value` (at `level`, the root's being 1) deeper than
+/// [`MAX_PART_DEPTH`] as its JSON text, a string: as [`scribe_message::Part::from_json`]
+/// reads a part an older build stored too deep, so the page has the levels
+/// `/api/parts/{id}` has and stays readable by a JSON reader with serde_json's limit.
+fn flatten_below(value: &mut serde_json::Value, level: usize) {
+    use serde_json::Value as V;
+    if level > MAX_PART_DEPTH && matches!(value, V::Object(_) | V::Array(_)) {
+        *value = V::String(value.to_string());
+        return;
+    }
+    match value {
+        V::Object(map) => map.values_mut().for_each(|v| flatten_below(v, level + 1)),
+        V::Array(items) => items.iter_mut().for_each(|v| flatten_below(v, level + 1)),
+        _ => {}
+    }
 }
 
 /// Puts `value` into the innermost open container (under `key` in an object).

@@ -1640,3 +1640,47 @@ fn a_cut_string_keeps_its_nul_on_sqlite() {
         common::head_of(&output, scribe_server::json::PART_TEXT_CAP)
     );
 }
+
+/// A big part nesting deeper than a part may now (stored by an older build, which did not
+/// refuse one) is still cut and sent, its levels as `/api/parts/{id}` has them (below
+/// the deepest allowed, JSON text): the page stays readable by serde_json.
+#[test]
+fn a_too_deep_big_part_is_cut_and_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = big_output_store(dir.path(), "short");
+    // 200 levels of arrays around 1 in the input, and a 100 KB output.
+    let nested = (0..199).fold(json!(1), |inner, _| Value::Array(vec![inner]));
+    let output = "y".repeat(100_000);
+    let raw = format!(
+        r#"{{"type":"tool","call_id":"call_deep","tool":"probe","input":{nested},"state":{{"status":"completed","output":"{output}","title":"","started_at":1,"ended_at":2}}}}"#
+    );
+    Database::open(&db)
+        .unwrap()
+        .write(|tx| -> scribe_db::Result<()> {
+            tx.q().update_part(&scribe_db::queries::UpdatePartParams {
+                r#type: "tool",
+                data: &raw,
+                now: i64::MAX / 2,
+                id: "prt_msg_big_2_0",
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    let server = serve(&db, None);
+    let page = get_json(server.addr, "/api/sessions/ses_big/messages");
+    let part = &page["messages"][1]["parts"][0];
+    assert_eq!(part["cut"], json!(true));
+    assert_eq!(part["full_bytes"], json!(raw.len()));
+    // As `/api/parts/{id}` reads it: the levels below the deepest allowed as JSON text.
+    let whole = get_json(server.addr, "/api/parts/prt_msg_big_2_0");
+    assert_eq!(part["part"]["input"], whole["part"]["input"]);
+    let mut inner = &part["part"]["input"];
+    for _ in 2..=scribe_message::MAX_PART_DEPTH {
+        inner = &inner[0];
+    }
+    let levels = 199 - (scribe_message::MAX_PART_DEPTH - 1);
+    let below = (0..levels).fold(json!(1), |inner, _| Value::Array(vec![inner]));
+    assert_eq!(inner, &json!(below.to_string()));
+    let sent = part["part"]["state"]["output"].as_str().unwrap();
+    assert_eq!(sent.len(), scribe_server::json::PART_TEXT_CAP);
+}
