@@ -865,12 +865,14 @@ FROM (
 ORDER BY p.n";
 
 /// SQL of `ListCutPartNodes` (sql/queries/postgres/server.sql:4).
-pub const LIST_CUT_PART_NODES_SQL: &str =
-    "WITH RECURSIVE node (part_id, path, parent, key, value) AS (
+pub const LIST_CUT_PART_NODES_SQL: &str = "WITH RECURSIVE limits AS (
+    SELECT CAST($1 AS BIGINT) AS cap_bytes, CAST($2 AS BIGINT) AS floor_bytes,
+           CAST($3 AS BIGINT) AS budget_bytes
+), node (part_id, path, parent, key, value) AS (
     SELECT p.id, CAST('' AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT),
            CAST(scribe_json_without_nul(p.data) AS json)
     FROM parts AS p
-    WHERE p.id = ANY($1)
+    WHERE p.id = ANY($4)
   UNION ALL
     SELECT n.part_id, n.path || lpad(CAST(c.ord AS TEXT), 10, '0'), n.path, c.key, c.value
     FROM node AS n
@@ -890,29 +892,29 @@ pub const LIST_CUT_PART_NODES_SQL: &str =
            CASE json_typeof(value) WHEN 'object' THEN 'object' WHEN 'array' THEN 'array'
                 WHEN 'string' THEN 'string' ELSE 'scalar' END AS kind,
            CASE WHEN json_typeof(value) = 'string'
-                THEN substring(convert_to(left(value #>> '{}', CAST($2 AS INTEGER) + 1), 'UTF8')
-                               FROM 1 FOR CAST($2 AS INTEGER) + 1)
+                THEN substring(convert_to(left(value #>> '{}', CAST(l.cap_bytes AS INTEGER) + 1), 'UTF8')
+                               FROM 1 FOR CAST(l.cap_bytes AS INTEGER) + 1)
                 WHEN json_typeof(value) IN ('number', 'boolean', 'null')
                 THEN convert_to(CAST(value AS TEXT), 'UTF8')
            END AS head
-    FROM node
+    FROM node CROSS JOIN limits AS l
 ), sized AS (
     SELECT part_id, path, parent, key, kind, head,
-           CASE WHEN kind = 'string' THEN greatest(CAST($3 AS BIGINT), least(CAST($2 AS BIGINT),
-               CAST($4 AS BIGINT) - coalesce(sum(CASE WHEN kind = 'string'
-                   THEN least(octet_length(head), CAST($2 AS BIGINT)) END) OVER (
+           CASE WHEN kind = 'string' THEN greatest(l.floor_bytes, least(l.cap_bytes,
+               l.budget_bytes - coalesce(sum(CASE WHEN kind = 'string'
+                   THEN least(octet_length(head), l.cap_bytes) END) OVER (
                    PARTITION BY part_id ORDER BY path
                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
            END AS allowed
-    FROM leaf
+    FROM leaf CROSS JOIN limits AS l
 )
 SELECT part_id AS \"part_id!: String\",
        path AS \"node!: String\",
        parent AS \"parent?: String\",
        key AS \"key?: String\",
        kind AS \"kind!: String\",
-       CASE WHEN allowed IS NULL THEN head
-            ELSE substring(head FROM 1 FOR CAST(allowed AS INTEGER)) END AS \"head?: Vec<u8>\",
+       CAST(CASE WHEN allowed IS NULL THEN head
+                 ELSE substring(head FROM 1 FOR CAST(allowed AS INTEGER)) END AS BYTEA) AS \"head?\",
        coalesce(octet_length(head) > allowed, FALSE) AS \"cut!: bool\"
 FROM sized
 ORDER BY part_id, path";
@@ -2459,10 +2461,10 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         params: &super::ListCutPartNodesParams<'_>,
     ) -> Result<Vec<super::ListCutPartNodesRow>, crate::Error> {
         let values: [Param<'_>; 4] = [
-            (&params.part_ids, Type::TEXT_ARRAY),
             (&params.cap, Type::INT8),
             (&params.floor, Type::INT8),
             (&params.budget, Type::INT8),
+            (&params.part_ids, Type::TEXT_ARRAY),
         ];
         let sql = LIST_CUT_PART_NODES_SQL;
         let rows = self.sqlgen_query(sql, &values)?;

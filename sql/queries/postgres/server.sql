@@ -10,7 +10,10 @@
 -- (`scribe_json_without_nul`, V24: `#>>` refuses `\u0000`), so a NUL in a cut string is a
 -- space here. A number's head is its stored text. Each string is read to its first
 -- @cap + 1 characters (`left`, no copy of the rest), then to as many bytes.
-WITH RECURSIVE node (part_id, path, parent, key, value) AS (
+WITH RECURSIVE limits AS (
+    SELECT CAST(@cap AS BIGINT) AS cap_bytes, CAST(@floor AS BIGINT) AS floor_bytes,
+           CAST(@budget AS BIGINT) AS budget_bytes
+), node (part_id, path, parent, key, value) AS (
     SELECT p.id, CAST('' AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT),
            CAST(scribe_json_without_nul(p.data) AS json)
     FROM parts AS p
@@ -34,29 +37,29 @@ WITH RECURSIVE node (part_id, path, parent, key, value) AS (
            CASE json_typeof(value) WHEN 'object' THEN 'object' WHEN 'array' THEN 'array'
                 WHEN 'string' THEN 'string' ELSE 'scalar' END AS kind,
            CASE WHEN json_typeof(value) = 'string'
-                THEN substring(convert_to(left(value #>> '{}', CAST(@cap AS INTEGER) + 1), 'UTF8')
-                               FROM 1 FOR CAST(@cap AS INTEGER) + 1)
+                THEN substring(convert_to(left(value #>> '{}', CAST(l.cap_bytes AS INTEGER) + 1), 'UTF8')
+                               FROM 1 FOR CAST(l.cap_bytes AS INTEGER) + 1)
                 WHEN json_typeof(value) IN ('number', 'boolean', 'null')
                 THEN convert_to(CAST(value AS TEXT), 'UTF8')
            END AS head
-    FROM node
+    FROM node CROSS JOIN limits AS l
 ), sized AS (
     SELECT part_id, path, parent, key, kind, head,
-           CASE WHEN kind = 'string' THEN greatest(CAST(@floor AS BIGINT), least(CAST(@cap AS BIGINT),
-               CAST(@budget AS BIGINT) - coalesce(sum(CASE WHEN kind = 'string'
-                   THEN least(octet_length(head), CAST(@cap AS BIGINT)) END) OVER (
+           CASE WHEN kind = 'string' THEN greatest(l.floor_bytes, least(l.cap_bytes,
+               l.budget_bytes - coalesce(sum(CASE WHEN kind = 'string'
+                   THEN least(octet_length(head), l.cap_bytes) END) OVER (
                    PARTITION BY part_id ORDER BY path
                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
            END AS allowed
-    FROM leaf
+    FROM leaf CROSS JOIN limits AS l
 )
 SELECT part_id AS "part_id!: String",
        path AS "node!: String",
        parent AS "parent?: String",
        key AS "key?: String",
        kind AS "kind!: String",
-       CASE WHEN allowed IS NULL THEN head
-            ELSE substring(head FROM 1 FOR CAST(allowed AS INTEGER)) END AS "head?: Vec<u8>",
+       CAST(CASE WHEN allowed IS NULL THEN head
+                 ELSE substring(head FROM 1 FOR CAST(allowed AS INTEGER)) END AS BYTEA) AS "head?",
        coalesce(octet_length(head) > allowed, FALSE) AS "cut!: bool"
 FROM sized
 ORDER BY part_id, path;

@@ -12,38 +12,42 @@
 -- inside a character: the reader drops the broken end. Reals print with 17 digits, which
 -- read back as the same double. Each string is read once (`atom`), to its first @cap + 1
 -- bytes, which tell whether it is longer than what is sent; only heads leave the database.
-WITH picked AS (
+WITH limits AS (
+    SELECT CAST(@cap AS INTEGER) AS cap_bytes, CAST(@floor AS INTEGER) AS floor_bytes,
+           CAST(@budget AS INTEGER) AS budget_bytes
+), picked AS (
     SELECT id, data FROM parts WHERE id IN (sqlc.slice(part_ids))
 ), node AS (
     SELECT p.id AS part_id, t.id AS seq, t.parent AS parent, CAST(t.key AS TEXT) AS key,
            CASE t.type WHEN 'object' THEN 'object' WHEN 'array' THEN 'array'
                 WHEN 'text' THEN 'string' ELSE 'scalar' END AS kind,
            CASE t.type
-                WHEN 'text' THEN substr(CAST(t.atom AS BLOB), 1, CAST(@cap AS INTEGER) + 1)
+                WHEN 'text' THEN substr(CAST(t.atom AS BLOB), 1, l.cap_bytes + 1)
                 WHEN 'integer' THEN CAST(CAST(t.atom AS TEXT) AS BLOB)
                 WHEN 'real' THEN CAST(printf('%!.17g', t.atom) AS BLOB)
                 WHEN 'true' THEN CAST('true' AS BLOB)
                 WHEN 'false' THEN CAST('false' AS BLOB)
                 WHEN 'null' THEN CAST('null' AS BLOB)
            END AS head
-    FROM picked AS p, json_tree(p.data) AS t
+    FROM limits AS l, picked AS p, json_tree(p.data) AS t
     LIMIT -1 OFFSET 0
 ), sized AS (
     SELECT part_id, seq, parent, key, kind, head,
-           CASE WHEN kind = 'string' THEN max(CAST(@floor AS INTEGER), min(CAST(@cap AS INTEGER),
-               CAST(@budget AS INTEGER) - coalesce(sum(CASE WHEN kind = 'string'
-                   THEN min(length(head), CAST(@cap AS INTEGER)) END) OVER (
+           CASE WHEN kind = 'string' THEN max(l.floor_bytes, min(l.cap_bytes,
+               l.budget_bytes - coalesce(sum(CASE WHEN kind = 'string'
+                   THEN min(length(head), l.cap_bytes) END) OVER (
                    PARTITION BY part_id ORDER BY seq
                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
            END AS allowed
-    FROM node
+    FROM node, limits AS l
 )
 SELECT part_id AS "part_id!: String",
        CAST(seq AS TEXT) AS "node!: String",
        CAST(parent AS TEXT) AS "parent?: String",
        key AS "key?: String",
        kind AS "kind!: String",
-       CASE WHEN allowed IS NULL THEN head ELSE substr(head, 1, allowed) END AS "head?: Vec<u8>",
+       CAST(CASE WHEN allowed IS NULL THEN head ELSE substr(head, 1, allowed) END AS BLOB)
+           AS "head?",
        coalesce(length(head) > allowed, 0) AS "cut!: bool"
 FROM sized
 ORDER BY part_id, seq;
