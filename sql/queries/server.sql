@@ -1,7 +1,9 @@
 -- Queries of `scribe serve` (crates/server): the choices of the session list's filters, and
 -- how many child sessions each listed session has, and the usage chart's day × model and
--- day × source groups (the UTC day and the sums are fragments each dialect spells its own way).
--- Everything else the web viewer reads goes through the services.
+-- day × source groups (the UTC day and the sums are fragments each dialect spells its own way),
+-- and the parts of a message page (ListPagePartData here; ListCutPartNodes, which reads a
+-- big part cut, in sqlite/server.sql and postgres/server.sql). Everything else the web
+-- viewer reads goes through the services.
 
 -- name: ListSourceChoices :many
 -- The sources of the session list's filter, most used first (the sessions_source index
@@ -74,3 +76,16 @@ FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY sqlgen.utc_day(created_at), source
 ORDER BY 1, 2;
+
+-- name: ListPagePartData :many
+-- The parts of a message page's messages, each with its JSON's size in bytes and its JSON
+-- only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
+-- part (a tool's 20 MB output) is read cut, by ListCutPartNodes, so a page never reads a
+-- big part whole. octet_length reads the stored size without the value (SQLite's record
+-- header, PostgreSQL's TOAST header: no decompression).
+SELECT id, message_id, position, created_at, updated_at,
+       CAST(octet_length(data) AS BIGINT) AS "bytes!: i64",
+       CASE WHEN octet_length(data) <= CAST(@whole_max AS BIGINT) THEN data END AS "data?: String"
+FROM parts
+WHERE message_id IN (sqlc.slice(message_ids))
+ORDER BY message_id, position;

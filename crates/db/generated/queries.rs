@@ -2125,7 +2125,7 @@ pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<us
     stmt.execute([id])
 }
 
-/// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:8).
 pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 GROUP BY source
@@ -2139,7 +2139,7 @@ pub struct ListSourceChoicesRow {
     pub sessions: i64,
 }
 
-/// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
+/// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:8`.
 ///
 /// The sources of the session list's filter, most used first (the sessions_source index
 /// covers it).
@@ -2157,7 +2157,7 @@ pub fn list_source_choices(
     rows.collect()
 }
 
-/// SQL of `ListModelChoices` (sql/queries/server.sql:15).
+/// SQL of `ListModelChoices` (sql/queries/server.sql:17).
 pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 WHERE model IS NOT NULL
@@ -2172,7 +2172,7 @@ pub struct ListModelChoicesRow {
     pub sessions: i64,
 }
 
-/// `ListModelChoices` (`:many`) from `sql/queries/server.sql:15`.
+/// `ListModelChoices` (`:many`) from `sql/queries/server.sql:17`.
 ///
 /// The models of the session list's filter, most used first.
 pub fn list_model_choices(
@@ -2189,7 +2189,7 @@ pub fn list_model_choices(
     rows.collect()
 }
 
-/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:24).
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:26).
 pub const LIST_DIRECTORY_CHOICES_SQL: &str =
     "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
@@ -2205,7 +2205,7 @@ pub struct ListDirectoryChoicesRow {
     pub sessions: i64,
 }
 
-/// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:24`.
+/// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:26`.
 ///
 /// The directories of the session list's filter, most used first.
 pub fn list_directory_choices(
@@ -2222,7 +2222,7 @@ pub fn list_directory_choices(
     rows.collect()
 }
 
-/// SQL of `CountChildSessions` (sql/queries/server.sql:33).
+/// SQL of `CountChildSessions` (sql/queries/server.sql:35).
 pub const COUNT_CHILD_SESSIONS_SQL: &str =
     "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
 FROM sessions
@@ -2236,7 +2236,7 @@ pub struct CountChildSessionsRow {
     pub children: i64,
 }
 
-/// `CountChildSessions` (`:many`) from `sql/queries/server.sql:33`.
+/// `CountChildSessions` (`:many`) from `sql/queries/server.sql:35`.
 ///
 /// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
 /// the given sessions has; sessions without children have no row (sessions_parent index).
@@ -2263,7 +2263,7 @@ pub fn count_child_sessions(
     rows.collect()
 }
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:41).
+/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:43).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        coalesce(model, '') AS \"key!\",
@@ -2295,7 +2295,7 @@ pub struct UsageByDayAndModelSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:41`.
+/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:43`.
 ///
 /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
 /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
@@ -2323,7 +2323,7 @@ pub fn usage_by_day_and_model_since(
     rows.collect()
 }
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:61).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:63).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        source AS \"key!\",
@@ -2355,7 +2355,7 @@ pub struct UsageByDayAndSourceSinceRow {
     pub estimated_cost_usd: f64,
 }
 
-/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:61`.
+/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:63`.
 ///
 /// The usage chart, stacked by source (as UsageByDayAndModelSince).
 pub fn usage_by_day_and_source_since(
@@ -2375,6 +2375,68 @@ pub fn usage_by_day_and_source_since(
             reasoning_tokens: row.get(7)?,
             api_call_count: row.get(8)?,
             estimated_cost_usd: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListPagePartData` (sql/queries/server.sql:80).
+pub const LIST_PAGE_PART_DATA_SQL: &str = "SELECT id, message_id, position, created_at, updated_at,
+       CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
+       CASE WHEN octet_length(data) <= CAST(?1 AS BIGINT) THEN data END AS \"data?: String\"
+FROM parts
+WHERE message_id IN (/*SLICE:message_ids*/?)
+ORDER BY message_id, position";
+
+/// A row returned by [`list_page_part_data`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPagePartDataRow {
+    pub id: String,
+    pub message_id: String,
+    pub position: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub bytes: i64,
+    pub data: Option<String>,
+}
+
+/// Parameters of [`list_page_part_data`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListPagePartDataParams<'a> {
+    pub whole_max: i64,
+    pub message_ids: &'a [&'a str],
+}
+
+/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:80`.
+///
+/// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
+/// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
+/// part (a tool's 20 MB output) is read cut, by ListCutPartNodes, so a page never reads a
+/// big part whole. octet_length reads the stored size without the value (SQLite's record
+/// header, PostgreSQL's TOAST header: no decompression).
+pub fn list_page_part_data(
+    conn: &rusqlite::Connection,
+    params: &ListPagePartDataParams<'_>,
+) -> rusqlite::Result<Vec<ListPagePartDataRow>> {
+    let mut next = 2;
+    let sql = sqlgen_expand_slice(
+        LIST_PAGE_PART_DATA_SQL,
+        "message_ids",
+        &mut next,
+        params.message_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&params.whole_max];
+    values.extend(params.message_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListPagePartDataRow {
+            id: row.get(0)?,
+            message_id: row.get(1)?,
+            position: row.get(2)?,
+            created_at: row.get(3)?,
+            updated_at: row.get(4)?,
+            bytes: row.get(5)?,
+            data: row.get(6)?,
         })
     })?;
     rows.collect()
@@ -3736,6 +3798,108 @@ pub fn create_parts(
     Ok(())
 }
 
+/// SQL of `ListCutPartNodes` (sql/queries/sqlite/server.sql:4).
+pub const LIST_CUT_PART_NODES_SQL: &str = "WITH limits AS (
+    SELECT CAST(?1 AS INTEGER) AS cap_bytes, CAST(?2 AS INTEGER) AS floor_bytes,
+           CAST(?3 AS INTEGER) AS budget_bytes
+), picked AS (
+    SELECT id, data FROM parts WHERE id IN (/*SLICE:part_ids*/?)
+), node AS (
+    SELECT p.id AS part_id, t.id AS seq, t.parent AS parent, CAST(t.key AS TEXT) AS key,
+           CASE t.type WHEN 'object' THEN 'object' WHEN 'array' THEN 'array'
+                WHEN 'text' THEN 'string' ELSE 'scalar' END AS kind,
+           CASE t.type
+                WHEN 'text' THEN substr(CAST(t.atom AS BLOB), 1, l.cap_bytes + 1)
+                WHEN 'integer' THEN CAST(CAST(t.atom AS TEXT) AS BLOB)
+                WHEN 'real' THEN CAST(printf('%!.17g', t.atom) AS BLOB)
+                WHEN 'true' THEN CAST('true' AS BLOB)
+                WHEN 'false' THEN CAST('false' AS BLOB)
+                WHEN 'null' THEN CAST('null' AS BLOB)
+           END AS head
+    FROM limits AS l, picked AS p, json_tree(p.data) AS t
+    LIMIT -1 OFFSET 0
+), sized AS (
+    SELECT part_id, seq, parent, key, kind, head,
+           CASE WHEN kind = 'string' THEN max(l.floor_bytes, min(l.cap_bytes,
+               l.budget_bytes - coalesce(sum(CASE WHEN kind = 'string'
+                   THEN min(length(head), l.cap_bytes) END) OVER (
+                   PARTITION BY part_id ORDER BY seq
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
+           END AS allowed
+    FROM node, limits AS l
+)
+SELECT part_id AS \"part_id!: String\",
+       CAST(seq AS TEXT) AS \"node!: String\",
+       CAST(parent AS TEXT) AS \"parent?: String\",
+       key AS \"key?: String\",
+       kind AS \"kind!: String\",
+       CAST(CASE WHEN allowed IS NULL THEN head ELSE substr(head, 1, allowed) END AS BLOB)
+           AS \"head?\",
+       coalesce(length(head) > allowed, 0) AS \"cut!: bool\"
+FROM sized
+ORDER BY part_id, seq";
+
+/// A row returned by [`list_cut_part_nodes`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListCutPartNodesRow {
+    pub part_id: String,
+    pub node: String,
+    pub parent: Option<String>,
+    pub key: Option<String>,
+    pub kind: String,
+    pub head: Option<Vec<u8>>,
+    pub cut: bool,
+}
+
+/// Parameters of [`list_cut_part_nodes`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListCutPartNodesParams<'a> {
+    pub cap: i64,
+    pub floor: i64,
+    pub budget: i64,
+    pub part_ids: &'a [&'a str],
+}
+
+/// `ListCutPartNodes` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+///
+/// The given parts' JSON as nodes, each string cut: what a message page sends of a part too
+/// big to read whole (ListPagePartData). One row per node, in document order per part:
+/// `node` and `parent` identify nodes within a part (the root has no parent), `key` is an
+/// object member's name (NULL in arrays), `kind` is object, array, string or scalar. `head`
+/// is a scalar's JSON text, or a string's first bytes: at most @cap, and once the strings
+/// before it in the part took @budget bytes together (each its first @cap at most), at
+/// most @floor; `cut` says whether the string was longer than its head. A cut may end
+/// inside a character: the reader drops the broken end. Reals print with 17 digits, which
+/// read back as the same double. Each string is read once (`atom`), to its first @cap + 1
+/// bytes, which tell whether it is longer than what is sent; only heads leave the database.
+pub fn list_cut_part_nodes(
+    conn: &rusqlite::Connection,
+    params: &ListCutPartNodesParams<'_>,
+) -> rusqlite::Result<Vec<ListCutPartNodesRow>> {
+    let mut next = 4;
+    let sql = sqlgen_expand_slice(
+        LIST_CUT_PART_NODES_SQL,
+        "part_ids",
+        &mut next,
+        params.part_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&params.cap, &params.floor, &params.budget];
+    values.extend(params.part_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListCutPartNodesRow {
+            part_id: row.get(0)?,
+            node: row.get(1)?,
+            parent: row.get(2)?,
+            key: row.get(3)?,
+            kind: row.get(4)?,
+            head: row.get(5)?,
+            cut: row.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `ListTitleLineage` (sql/queries/sqlite/sessions.sql:4).
 pub const LIST_TITLE_LINEAGE_SQL: &str = "SELECT * FROM sessions
 WHERE title = ?1
@@ -4006,7 +4170,7 @@ pub trait ReadQueries {
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
 
-    /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:6`.
+    /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:8`.
     /// The sources of the session list's filter, most used first (the sessions_source index
     /// covers it).
     fn list_source_choices(
@@ -4014,18 +4178,18 @@ pub trait ReadQueries {
         limit: i64,
     ) -> Result<Vec<ListSourceChoicesRow>, crate::Error>;
 
-    /// `ListModelChoices` (`:many`) from `sql/queries/server.sql:15`.
+    /// `ListModelChoices` (`:many`) from `sql/queries/server.sql:17`.
     /// The models of the session list's filter, most used first.
     fn list_model_choices(&mut self, limit: i64) -> Result<Vec<ListModelChoicesRow>, crate::Error>;
 
-    /// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:24`.
+    /// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:26`.
     /// The directories of the session list's filter, most used first.
     fn list_directory_choices(
         &mut self,
         limit: i64,
     ) -> Result<Vec<ListDirectoryChoicesRow>, crate::Error>;
 
-    /// `CountChildSessions` (`:many`) from `sql/queries/server.sql:33`.
+    /// `CountChildSessions` (`:many`) from `sql/queries/server.sql:35`.
     /// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
     /// the given sessions has; sessions without children have no row (sessions_parent index).
     fn count_child_sessions(
@@ -4033,7 +4197,7 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:41`.
+    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:43`.
     /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
     /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
     /// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
@@ -4043,12 +4207,23 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
 
-    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:61`.
+    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:63`.
     /// The usage chart, stacked by source (as UsageByDayAndModelSince).
     fn usage_by_day_and_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
+
+    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:80`.
+    /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
+    /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
+    /// part (a tool's 20 MB output) is read cut, by ListCutPartNodes, so a page never reads a
+    /// big part whole. octet_length reads the stored size without the value (SQLite's record
+    /// header, PostgreSQL's TOAST header: no decompression).
+    fn list_page_part_data(
+        &mut self,
+        params: &ListPagePartDataParams<'_>,
+    ) -> Result<Vec<ListPagePartDataRow>, crate::Error>;
 
     /// `GetSessionRollUp` (`:one`) from `sql/queries/session_admin.sql:39`.
     fn get_session_roll_up(
@@ -4167,6 +4342,22 @@ pub trait ReadQueries {
         &mut self,
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
+
+    /// `ListCutPartNodes` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+    /// The given parts' JSON as nodes, each string cut: what a message page sends of a part too
+    /// big to read whole (ListPagePartData). One row per node, in document order per part:
+    /// `node` and `parent` identify nodes within a part (the root has no parent), `key` is an
+    /// object member's name (NULL in arrays), `kind` is object, array, string or scalar. `head`
+    /// is a scalar's JSON text, or a string's first bytes: at most @cap, and once the strings
+    /// before it in the part took @budget bytes together (each its first @cap at most), at
+    /// most @floor; `cut` says whether the string was longer than its head. A cut may end
+    /// inside a character: the reader drops the broken end. Reals print with 17 digits, which
+    /// read back as the same double. Each string is read once (`atom`), to its first @cap + 1
+    /// bytes, which tell whether it is longer than what is sent; only heads leave the database.
+    fn list_cut_part_nodes(
+        &mut self,
+        params: &ListCutPartNodesParams<'_>,
+    ) -> Result<Vec<ListCutPartNodesRow>, crate::Error>;
 
     /// `ListTitleLineage` (`:many`) from `sql/queries/sqlite/sessions.sql:4`.
     /// The sessions titled `t` or `t #N` (N ≥ 1, digits only), highest N first (`t` itself counts
@@ -4769,6 +4960,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_page_part_data(
+        &mut self,
+        params: &ListPagePartDataParams<'_>,
+    ) -> Result<Vec<ListPagePartDataRow>, crate::Error> {
+        list_page_part_data(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -4885,6 +5084,14 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error> {
         list_sent_part_data_from(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_cut_part_nodes(
+        &mut self,
+        params: &ListCutPartNodesParams<'_>,
+    ) -> Result<Vec<ListCutPartNodesRow>, crate::Error> {
+        list_cut_part_nodes(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

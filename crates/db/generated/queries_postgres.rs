@@ -404,14 +404,14 @@ LIMIT 1";
 /// SQL of `DeletePart` (sql/queries/parts.sql:61).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
-/// SQL of `ListSourceChoices` (sql/queries/server.sql:6).
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:8).
 pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 GROUP BY source
 ORDER BY 2 DESC, 1
 LIMIT $1";
 
-/// SQL of `ListModelChoices` (sql/queries/server.sql:15).
+/// SQL of `ListModelChoices` (sql/queries/server.sql:17).
 pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 WHERE model IS NOT NULL
@@ -419,7 +419,7 @@ GROUP BY model
 ORDER BY 2 DESC, 1
 LIMIT $1";
 
-/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:24).
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:26).
 pub const LIST_DIRECTORY_CHOICES_SQL: &str =
     "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
@@ -428,14 +428,14 @@ GROUP BY directory
 ORDER BY 2 DESC, 1
 LIMIT $1";
 
-/// SQL of `CountChildSessions` (sql/queries/server.sql:33).
+/// SQL of `CountChildSessions` (sql/queries/server.sql:35).
 pub const COUNT_CHILD_SESSIONS_SQL: &str =
     "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
 FROM sessions
 WHERE parent_session_id = ANY($1)
 GROUP BY parent_session_id";
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:41).
+/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:43).
 pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        coalesce(model, '') AS \"key!\",
@@ -454,7 +454,7 @@ WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:61).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:63).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
@@ -472,6 +472,14 @@ FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
+
+/// SQL of `ListPagePartData` (sql/queries/server.sql:80).
+pub const LIST_PAGE_PART_DATA_SQL: &str = "SELECT id, message_id, position, created_at, updated_at,
+       CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
+       CASE WHEN octet_length(data) <= CAST($1 AS BIGINT) THEN data END AS \"data?: String\"
+FROM parts
+WHERE message_id = ANY($2)
+ORDER BY message_id, position";
 
 /// SQL of `AddSessionUsageDelta` (sql/queries/session_admin.sql:5).
 pub const ADD_SESSION_USAGE_DELTA_SQL: &str = "UPDATE sessions
@@ -855,6 +863,61 @@ FROM (
     OFFSET 0
 ) AS p
 ORDER BY p.n";
+
+/// SQL of `ListCutPartNodes` (sql/queries/postgres/server.sql:4).
+pub const LIST_CUT_PART_NODES_SQL: &str = "WITH RECURSIVE limits AS (
+    SELECT CAST($1 AS BIGINT) AS cap_bytes, CAST($2 AS BIGINT) AS floor_bytes,
+           CAST($3 AS BIGINT) AS budget_bytes
+), node (part_id, path, parent, key, value) AS (
+    SELECT p.id, CAST('' AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT),
+           CAST(scribe_json_without_nul(p.data) AS json)
+    FROM parts AS p
+    WHERE p.id = ANY($4)
+  UNION ALL
+    SELECT n.part_id, n.path || lpad(CAST(c.ord AS TEXT), 10, '0'), n.path, c.key, c.value
+    FROM node AS n
+    CROSS JOIN LATERAL (
+        SELECT e.key AS key, e.value AS value, e.ord AS ord
+        FROM json_each(CASE WHEN json_typeof(n.value) = 'object' THEN n.value
+                            ELSE CAST('{}' AS json) END) WITH ORDINALITY AS e (key, value, ord)
+        UNION ALL
+        SELECT CAST(NULL AS TEXT), n.value -> CAST(g.i AS INTEGER), g.i + 1
+        FROM (
+            SELECT CAST(generate_series(0, json_array_length(n.value) - 1) AS BIGINT) AS i
+            WHERE json_typeof(n.value) = 'array'
+        ) AS g
+    ) AS c
+), leaf AS (
+    SELECT part_id, path, parent, key,
+           CASE json_typeof(value) WHEN 'object' THEN 'object' WHEN 'array' THEN 'array'
+                WHEN 'string' THEN 'string' ELSE 'scalar' END AS kind,
+           CASE WHEN json_typeof(value) = 'string'
+                THEN substring(convert_to(left(value #>> '{}', CAST(l.cap_bytes AS INTEGER) + 1), 'UTF8')
+                               FROM 1 FOR CAST(l.cap_bytes AS INTEGER) + 1)
+                WHEN json_typeof(value) IN ('number', 'boolean', 'null')
+                THEN convert_to(CAST(value AS TEXT), 'UTF8')
+           END AS head
+    FROM node CROSS JOIN limits AS l
+), sized AS (
+    SELECT part_id, path, parent, key, kind, head,
+           CASE WHEN kind = 'string' THEN greatest(l.floor_bytes, least(l.cap_bytes,
+               l.budget_bytes - coalesce(sum(CASE WHEN kind = 'string'
+                   THEN least(octet_length(head), l.cap_bytes) END) OVER (
+                   PARTITION BY part_id ORDER BY path
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
+           END AS allowed
+    FROM leaf CROSS JOIN limits AS l
+)
+SELECT part_id AS \"part_id!: String\",
+       path AS \"node!: String\",
+       parent AS \"parent?: String\",
+       key AS \"key?: String\",
+       kind AS \"kind!: String\",
+       CAST(CASE WHEN allowed IS NULL THEN head
+                 ELSE substring(head FROM 1 FOR CAST(allowed AS INTEGER)) END AS BYTEA) AS \"head?\",
+       coalesce(octet_length(head) > allowed, FALSE) AS \"cut!: bool\"
+FROM sized
+ORDER BY part_id, path";
 
 /// SQL of `ListTitleLineage` (sql/queries/postgres/sessions.sql:7).
 pub const LIST_TITLE_LINEAGE_SQL: &str = "SELECT * FROM sessions
@@ -1255,6 +1318,21 @@ fn read_usage_by_day_and_source_since_row(
     })
 }
 
+/// Reads a [`super::ListPagePartDataRow`] from a row, by position.
+fn read_list_page_part_data_row(
+    row: &postgres::Row,
+) -> Result<super::ListPagePartDataRow, postgres::Error> {
+    Ok(super::ListPagePartDataRow {
+        id: row.try_get(0)?,
+        message_id: row.try_get(1)?,
+        position: row.try_get(2)?,
+        created_at: row.try_get(3)?,
+        updated_at: row.try_get(4)?,
+        bytes: row.try_get(5)?,
+        data: row.try_get(6)?,
+    })
+}
+
 /// Reads a [`super::SessionRollupRow`] from a row, by position.
 pub fn read_session_rollup_row(
     row: &postgres::Row,
@@ -1362,6 +1440,21 @@ fn read_list_sent_part_data_from_row(
         data: row.try_get(3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::ListCutPartNodesRow`] from a row, by position.
+fn read_list_cut_part_nodes_row(
+    row: &postgres::Row,
+) -> Result<super::ListCutPartNodesRow, postgres::Error> {
+    Ok(super::ListCutPartNodesRow {
+        part_id: row.try_get(0)?,
+        node: row.try_get(1)?,
+        parent: row.try_get(2)?,
+        key: row.try_get(3)?,
+        kind: row.try_get(4)?,
+        head: row.try_get(5)?,
+        cut: row.try_get(6)?,
     })
 }
 
@@ -2112,6 +2205,22 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_page_part_data(
+        &mut self,
+        params: &super::ListPagePartDataParams<'_>,
+    ) -> Result<Vec<super::ListPagePartDataRow>, crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.whole_max, Type::INT8),
+            (&params.message_ids, Type::TEXT_ARRAY),
+        ];
+        let sql = LIST_PAGE_PART_DATA_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_page_part_data_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn get_session_roll_up(
         &mut self,
         child_id: &str,
@@ -2343,6 +2452,24 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_sent_part_data_from_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_cut_part_nodes(
+        &mut self,
+        params: &super::ListCutPartNodesParams<'_>,
+    ) -> Result<Vec<super::ListCutPartNodesRow>, crate::Error> {
+        let values: [Param<'_>; 4] = [
+            (&params.cap, Type::INT8),
+            (&params.floor, Type::INT8),
+            (&params.budget, Type::INT8),
+            (&params.part_ids, Type::TEXT_ARRAY),
+        ];
+        let sql = LIST_CUT_PART_NODES_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_cut_part_nodes_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -110,7 +110,7 @@ impl StoredPart {
     }
 
     /// Decodes a part from its stored columns; bad JSON is [`MessageError::CorruptPart`].
-    pub(crate) fn decode(
+    pub fn decode(
         id: String,
         position: i64,
         data: &str,

@@ -550,6 +550,23 @@ pub fn load_messages_by_ids(tx: &mut dyn Reads, ids: &[&str]) -> Result<Vec<Mess
     attach_parts(tx, rows)
 }
 
+/// The messages `ids` without their parts (`parts` empty), in creation order; ids that
+/// are not stored are left out. For a reader that loads parts its own way (the web
+/// viewer's message pages read a big part cut, in the database).
+pub fn load_messages_without_parts_by_ids(
+    tx: &mut dyn Reads,
+    ids: &[&str],
+) -> Result<Vec<Message>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    tx.reads()
+        .list_messages_by_ids(ids)?
+        .into_iter()
+        .map(message_from_row)
+        .collect()
+}
+
 /// Decodes message rows and loads all their parts with one query, keeping the rows' order.
 pub(crate) fn attach_parts(tx: &mut dyn Reads, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
     if rows.is_empty() {

@@ -8,11 +8,13 @@
 //! change what scripts read. (`scribe show --json` and the conversation API print the
 //! library's [`scribe_session::SessionExport`] / [`scribe_message::Message`] as they are:
 //! that is the export format, versioned with the data; the conversation API cuts a big
-//! part's strings, see [`page_message`].)
+//! part's strings, see [`CutPart`].)
 
 use std::collections::BTreeMap;
 
-use scribe_message::{ContextMessage, Message, SearchHit, TokenUsage, snippet_pieces};
+use scribe_message::{
+    ContextMessage, MAX_PART_DEPTH, Message, SearchHit, TokenUsage, snippet_pieces,
+};
 use scribe_session::{Session, UsageStats, UsageTotals};
 use serde::Serialize;
 
@@ -368,14 +370,26 @@ pub struct SessionDetail {
 }
 
 /// Bytes of each string of a part that `GET /api/sessions/{id}/messages` sends (64 KiB): a
-/// tool's 20 MB output would otherwise be sent, and drawn, whole.
+/// tool's 20 MB output would otherwise be sent, and drawn, whole. A part whose JSON is at
+/// most this long is read and sent whole (none of its strings can be longer).
 pub const PART_TEXT_CAP: usize = 64 * 1024;
 
+/// Bytes of string a cut part sends in all (256 KiB, four [`PART_TEXT_CAP`]s): the strings
+/// of a part, in stored order, each send at most [`PART_TEXT_CAP`] bytes until their sends
+/// reach this; after that each sends at most [`PART_STRING_FLOOR`] bytes. So a tool input
+/// of fifty 100 KB strings sends 256 KiB and the first 256 bytes of each other string,
+/// not fifty times 64 KiB.
+pub const PART_BUDGET: usize = 4 * PART_TEXT_CAP;
+
+/// Bytes every string of a cut part keeps, whatever the budget left (256): names, ids,
+/// statuses and paths stay whole, so the part is still drawn as what it is.
+pub const PART_STRING_FLOOR: usize = 256;
+
 /// `GET /api/sessions/{id}/messages`: consecutive messages in creation order, each as in
-/// the `messages` array of `scribe show --json`, except for big parts (see [`page_message`]).
+/// the `messages` array of `scribe show --json`, except for big parts (see [`CutPart`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct MessagePage {
-    /// The messages, oldest first, with their parts (see [`page_message`]).
+    /// The messages, oldest first, with their parts (see [`CutPart`]).
     pub messages: Vec<serde_json::Value>,
     /// Whether older messages exist (load them with `before=<first id>`).
     pub more_before: bool,
@@ -387,72 +401,184 @@ pub struct MessagePage {
     pub missing: bool,
 }
 
-/// `message` as the messages API sends it: as in `scribe show --json`, except that a part
-/// holding a string longer than [`PART_TEXT_CAP`] bytes (a tool's output or input, a text)
-/// has every such string cut to its first [`PART_TEXT_CAP`] bytes (at a character
-/// boundary) and two more fields: `"cut": true` and `"full_bytes"`, the size of the part's
-/// JSON (`part`) whole. `GET /api/parts/{id}` answers the part whole.
-pub fn page_message(message: &Message) -> Result<serde_json::Value, serde_json::Error> {
+/// `message` (read without its parts) as the messages API sends it, with `parts` (each a
+/// [`StoredPart`](scribe_message::StoredPart) as `scribe show --json` prints it, or a
+/// [`CutPart`]) as its parts.
+pub fn page_message(
+    message: &Message,
+    parts: Vec<serde_json::Value>,
+) -> Result<serde_json::Value, serde_json::Error> {
     let mut value = serde_json::to_value(message)?;
-    if let Some(parts) = value
-        .get_mut("parts")
-        .and_then(serde_json::Value::as_array_mut)
-    {
-        for (stored, part) in message.parts.iter().zip(parts.iter_mut()) {
-            let Some(object) = part.as_object_mut() else {
-                continue;
-            };
-            let Some(content) = object.get_mut("part") else {
-                continue;
-            };
-            if cut_strings(content, PART_TEXT_CAP) {
-                let full = json_len(&stored.part)?;
-                object.insert("cut".into(), serde_json::Value::Bool(true));
-                object.insert("full_bytes".into(), full.into());
-            }
-        }
+    if let Some(object) = value.as_object_mut() {
+        object.insert("parts".into(), serde_json::Value::Array(parts));
     }
     Ok(value)
 }
 
-/// The length of `value`'s compact JSON, counted as it is written (not kept: a tool's
-/// output may be many MB).
-fn json_len<T: Serialize>(value: &T) -> Result<usize, serde_json::Error> {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value)?;
-    Ok(count.0)
+/// A part longer than [`PART_TEXT_CAP`] as the messages API sends it: as in `scribe show
+/// --json`, except that its strings are cut (each to at most [`PART_TEXT_CAP`] bytes, at
+/// a character boundary, within the part's [`PART_BUDGET`]); when any was, two more fields:
+/// `"cut": true` and `"full_bytes"`, the size of the part's JSON (`part`) whole.
+/// `GET /api/parts/{id}` answers the part whole.
+#[derive(Debug, Clone, Serialize)]
+pub struct CutPart {
+    /// `prt_…`.
+    pub id: String,
+    /// Its place in the message.
+    pub position: i64,
+    /// The part's JSON, its strings cut.
+    pub part: serde_json::Value,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+    /// Whether a string was cut.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+    /// When cut: the bytes of the part's JSON whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_bytes: Option<i64>,
 }
 
-/// Cuts every string in `value` longer than `max` bytes to at most `max` bytes, at a
-/// character boundary; true if any was cut.
-fn cut_strings(value: &mut serde_json::Value, max: usize) -> bool {
+/// One node of a part's JSON as the database hands over a part too big to read whole
+/// (the query `ListCutPartNodes`), in document order, depth first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutNode {
+    /// Its id within the part.
+    pub node: String,
+    /// Its container's id; `None` for the root.
+    pub parent: Option<String>,
+    /// Its name in an object container (ignored in an array).
+    pub key: Option<String>,
+    /// `object`, `array`, `string` or `scalar`.
+    pub kind: String,
+    /// A string's first bytes (a cut may end inside a character), or a scalar's JSON text.
+    pub head: Option<Vec<u8>>,
+    /// Whether the string is longer than its head.
+    pub cut: bool,
+}
+
+/// Why the nodes of a cut part do not make one JSON value.
+#[derive(Debug, thiserror::Error)]
+pub enum CutError {
+    /// The nodes are not one tree in document order.
+    #[error("a cut part's nodes are not one tree: {0}")]
+    Shape(&'static str),
+    /// A scalar's text is not JSON.
+    #[error("a cut part's scalar is not json")]
+    Scalar(#[source] serde_json::Error),
+}
+
+/// The JSON value of one part from its [`CutNode`]s, and whether any string was cut. A
+/// string's head is kept up to its last whole character; a container deeper than
+/// [`MAX_PART_DEPTH`] is its JSON text (`flatten_below`).
+pub fn rebuild_cut(
+    nodes: impl IntoIterator<Item = CutNode>,
+) -> Result<(serde_json::Value, bool), CutError> {
     use serde_json::Value as V;
-    match value {
-        V::String(text) if text.len() > max => {
-            let mut end = max;
-            while !text.is_char_boundary(end) {
-                end -= 1;
+    // The open containers, outermost first: (id, name in its container, value so far).
+    let mut open: Vec<(String, Option<String>, V)> = Vec::new();
+    let mut root: Option<V> = None;
+    let mut cut = false;
+    for n in nodes {
+        let value = match n.kind.as_str() {
+            "object" => V::Object(serde_json::Map::new()),
+            "array" => V::Array(Vec::new()),
+            "string" => {
+                let mut bytes = n.head.unwrap_or_default();
+                if let Err(err) = std::str::from_utf8(&bytes) {
+                    bytes.truncate(err.valid_up_to());
+                }
+                cut |= n.cut;
+                V::String(String::from_utf8(bytes).unwrap_or_default())
             }
-            text.truncate(end);
-            true
+            "scalar" => serde_json::from_slice(n.head.as_deref().unwrap_or(b"null"))
+                .map_err(CutError::Scalar)?,
+            _ => return Err(CutError::Shape("a node of an unknown kind")),
+        };
+        match &n.parent {
+            None if root.is_some() || !open.is_empty() => {
+                return Err(CutError::Shape("two roots"));
+            }
+            None => {}
+            Some(parent) => {
+                // Close the containers this node is not in (document order: they are done).
+                while open.last().is_some_and(|(id, _, _)| id != parent) {
+                    close(&mut open, &mut root)?;
+                }
+                if open.is_empty() {
+                    return Err(CutError::Shape("a node before its container"));
+                }
+            }
         }
-        V::Array(items) => items
-            .iter_mut()
-            .fold(false, |cut, item| cut_strings(item, max) | cut),
-        V::Object(map) => map
-            .values_mut()
-            .fold(false, |cut, item| cut_strings(item, max) | cut),
-        _ => false,
+        if matches!(value, V::Object(_) | V::Array(_)) {
+            open.push((n.node, n.key, value));
+        } else if n.parent.is_none() {
+            root = Some(value);
+        } else {
+            attach(&mut open, n.key, value)?;
+        }
+    }
+    while !open.is_empty() {
+        close(&mut open, &mut root)?;
+    }
+    let mut value = root.ok_or(CutError::Shape("no root"))?;
+    flatten_below(&mut value, 1);
+    Ok((value, cut))
+}
+
+/// Every object or array of `value` (at `level`, the root's being 1) deeper than
+/// [`MAX_PART_DEPTH`] as its JSON text, a string: as [`scribe_message::Part::from_json`]
+/// reads a part an older build stored too deep, so the page has the levels
+/// `/api/parts/{id}` has and stays readable by a JSON reader with serde_json's limit.
+fn flatten_below(value: &mut serde_json::Value, level: usize) {
+    use serde_json::Value as V;
+    if level > MAX_PART_DEPTH && matches!(value, V::Object(_) | V::Array(_)) {
+        *value = V::String(value.to_string());
+        return;
+    }
+    match value {
+        V::Object(map) => map.values_mut().for_each(|v| flatten_below(v, level + 1)),
+        V::Array(items) => items.iter_mut().for_each(|v| flatten_below(v, level + 1)),
+        _ => {}
+    }
+}
+
+/// Puts `value` into the innermost open container (under `key` in an object).
+fn attach(
+    open: &mut [(String, Option<String>, serde_json::Value)],
+    key: Option<String>,
+    value: serde_json::Value,
+) -> Result<(), CutError> {
+    match open.last_mut().map(|(_, _, v)| v) {
+        Some(serde_json::Value::Object(map)) => {
+            map.insert(key.unwrap_or_default(), value);
+            Ok(())
+        }
+        Some(serde_json::Value::Array(items)) => {
+            items.push(value);
+            Ok(())
+        }
+        _ => Err(CutError::Shape("a node outside any container")),
+    }
+}
+
+/// Closes the innermost open container: into the next one out, or as the root.
+fn close(
+    open: &mut Vec<(String, Option<String>, serde_json::Value)>,
+    root: &mut Option<serde_json::Value>,
+) -> Result<(), CutError> {
+    let Some((_, key, value)) = open.pop() else {
+        return Ok(());
+    };
+    if open.is_empty() {
+        if root.is_some() {
+            return Err(CutError::Shape("two roots"));
+        }
+        *root = Some(value);
+        Ok(())
+    } else {
+        attach(open, key, value)
     }
 }
 
@@ -546,17 +672,51 @@ mod tests {
         assert_eq!((text.as_str(), ranges.len()), ("no match", 0));
     }
 
+    fn node(id: &str, parent: Option<&str>, key: Option<&str>, kind: &str, head: &[u8]) -> CutNode {
+        CutNode {
+            node: id.into(),
+            parent: parent.map(Into::into),
+            key: key.map(Into::into),
+            kind: kind.into(),
+            head: (!head.is_empty()).then(|| head.to_vec()),
+            cut: false,
+        }
+    }
+
     #[test]
-    fn big_strings_of_a_part_are_cut_at_a_character_boundary() {
-        let mut v =
-            serde_json::json!({"a": "é".repeat(10), "b": ["xyz", {"c": "abcdefghijk"}], "n": 5});
-        assert!(cut_strings(&mut v, 5));
+    fn cut_nodes_make_the_part_again_and_bad_ones_are_errors() {
+        let mut split = node("3", Some("2"), None, "string", "ab😀".as_bytes());
+        // Cut inside the emoji: the broken character is dropped.
+        split.head.as_mut().unwrap().truncate(4);
+        split.cut = true;
+        let nodes = vec![
+            node("0", None, None, "object", b""),
+            node("1", Some("0"), Some("n"), "scalar", b"0.10000000000000001"),
+            node("2", Some("0"), Some("list"), "array", b""),
+            split,
+            node("4", Some("2"), None, "object", b""),
+            node("5", Some("4"), Some("t"), "scalar", b"true"),
+            node("6", Some("0"), Some("s"), "string", b"done"),
+        ];
+        let (value, cut) = rebuild_cut(nodes).unwrap();
+        assert!(cut);
         assert_eq!(
-            v,
-            serde_json::json!({"a": "éé", "b": ["xyz", {"c": "abcde"}], "n": 5})
+            value,
+            serde_json::json!({"n": 0.1, "list": ["ab", {"t": true}], "s": "done"})
         );
-        let mut small = serde_json::json!({"a": "abc"});
-        assert!(!cut_strings(&mut small, 5));
+        // Not one tree, or not JSON: an error, never a panic.
+        let orphan = vec![node("1", Some("9"), Some("a"), "scalar", b"1")];
+        assert!(matches!(rebuild_cut(orphan), Err(CutError::Shape(_))));
+        let two = vec![
+            node("0", None, None, "object", b""),
+            node("1", None, None, "object", b""),
+        ];
+        assert!(matches!(rebuild_cut(two), Err(CutError::Shape(_))));
+        let bad = vec![node("0", None, None, "scalar", b"tru")];
+        assert!(matches!(rebuild_cut(bad), Err(CutError::Scalar(_))));
+        assert!(matches!(rebuild_cut(Vec::new()), Err(CutError::Shape(_))));
+        let odd = vec![node("0", None, None, "set", b"")];
+        assert!(matches!(rebuild_cut(odd), Err(CutError::Shape(_))));
     }
 
     #[test]

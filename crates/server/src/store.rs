@@ -4,8 +4,9 @@
 //! The database is opened read-only ([`Database::open_read_only`]): the server cannot write
 //! a byte, whatever a request asks. Reads go through the services where they have what is
 //! needed (session lists and lookups, search, stats) and through generated queries otherwise
-//! (message pages by id, the usage chart groups, filter choices, child counts, previews;
-//! the queries of the last four are in `sql/queries/server.sql` and `cli.sql`).
+//! (message pages by id and their parts, a big part cut in the database, the usage chart
+//! groups, filter choices, child counts, previews; the queries of the last five are in
+//! `sql/queries/server.sql`, its dialect spellings, and `cli.sql`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -24,8 +25,9 @@ use scribe_session::{Session, SessionService, StatsBy};
 
 use crate::error::{ApiError, ServeError};
 use crate::json::{
-    Choice, Choices, MessagePage, SearchHits, SessionDetail, SessionList, SessionPage,
-    SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay, page_message, usd,
+    Choice, Choices, CutNode, CutPart, MessagePage, PART_BUDGET, PART_STRING_FLOOR, PART_TEXT_CAP,
+    SearchHits, SessionDetail, SessionList, SessionPage, SessionSummary, Stats, StatsRow, Totals,
+    Usage, UsageDay, page_message, rebuild_cut, usd,
 };
 
 /// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
@@ -526,9 +528,10 @@ impl Store {
                 (more_before, overflow)
             };
             let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-            let messages = store::load_messages_by_ids(tx, &ids)?
+            let mut parts = page_parts(tx, &ids)?;
+            let messages = store::load_messages_without_parts_by_ids(tx, &ids)?
                 .iter()
-                .map(page_message)
+                .map(|m| page_message(m, parts.remove(&m.id).unwrap_or_default()))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|err| ApiError::Internal(err.to_string()))?;
             Ok(MessagePage {
@@ -688,6 +691,103 @@ impl Store {
         }
         Ok(choices)
     }
+}
+
+/// The parts of the messages `ids` as a message page sends them, by message id, in
+/// position order: a part whose JSON is at most [`PART_TEXT_CAP`] bytes is read whole and
+/// sent as stored; a bigger one is never read whole: the database hands over its strings
+/// cut (`ListCutPartNodes`: each at most [`PART_TEXT_CAP`] bytes, within [`PART_BUDGET`]
+/// for the part, at least [`PART_STRING_FLOOR`]) and the rest of it, and it is sent as a
+/// [`CutPart`].
+fn page_parts(
+    tx: &mut ReadTx<'_>,
+    ids: &[&str],
+) -> Result<HashMap<String, Vec<serde_json::Value>>, ReadError> {
+    let mut by_message: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
+    if ids.is_empty() {
+        return Ok(by_message);
+    }
+    let rows = tx.q().list_page_part_data(&q::ListPagePartDataParams {
+        message_ids: ids,
+        whole_max: limit(PART_TEXT_CAP),
+    })?;
+    let big: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.data.is_none())
+        .map(|r| r.id.as_str())
+        .collect();
+    let mut cut = cut_parts(tx, &big)?;
+    for row in rows {
+        let value = match row.data {
+            Some(data) => serde_json::to_value(StoredPart::decode(
+                row.id,
+                row.position,
+                &data,
+                row.created_at,
+                row.updated_at,
+            )?),
+            None => {
+                let Some((part, was_cut)) = cut.remove(&row.id) else {
+                    return Err(ApiError::Internal(format!("part {} was not read", row.id)).into());
+                };
+                serde_json::to_value(CutPart {
+                    id: row.id,
+                    position: row.position,
+                    part,
+                    created_at: row.created_at,
+                    updated_at: row.updated_at,
+                    cut: was_cut,
+                    full_bytes: was_cut.then_some(row.bytes),
+                })
+            }
+        }
+        .map_err(|err| ApiError::Internal(err.to_string()))?;
+        by_message.entry(row.message_id).or_default().push(value);
+    }
+    Ok(by_message)
+}
+
+/// The parts `ids` read cut ([`page_parts`]): each one's JSON value and whether a string
+/// of it was cut, by part id.
+fn cut_parts(
+    tx: &mut ReadTx<'_>,
+    ids: &[&str],
+) -> Result<HashMap<String, (serde_json::Value, bool)>, ReadError> {
+    let mut out = HashMap::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let rows = tx.q().list_cut_part_nodes(&q::ListCutPartNodesParams {
+        part_ids: ids,
+        cap: limit(PART_TEXT_CAP),
+        floor: limit(PART_STRING_FLOOR),
+        budget: limit(PART_BUDGET),
+    })?;
+    // Rows come part by part (ordered by part id), each part's in document order.
+    let mut rows = rows.into_iter().peekable();
+    while let Some(first) = rows.next() {
+        let part_id = first.part_id.clone();
+        let mut nodes = vec![first];
+        while let Some(next) = rows.next_if(|r| r.part_id == part_id) {
+            nodes.push(next);
+        }
+        let built = rebuild_cut(nodes.into_iter().map(|r| CutNode {
+            node: r.node,
+            parent: r.parent,
+            key: r.key,
+            kind: r.kind,
+            head: r.head,
+            cut: r.cut,
+        }))
+        .map_err(|err| ApiError::Internal(format!("part {part_id}: {err}")))?;
+        out.insert(part_id, built);
+    }
+    Ok(out)
+}
+
+/// A byte count as a query parameter.
+fn limit(bytes: usize) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 /// The message `id` of `session_id`, if it is one.

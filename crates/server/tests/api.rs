@@ -1539,3 +1539,148 @@ fn a_stale_from_gives_the_first_page_marked_missing_when_asked() {
     assert_eq!(get(a, &path("missing=first")).status, 400);
     assert_eq!(get(a, &path("from=msg_gone&missing=yes")).status, 400);
 }
+
+/// Not a test of its own: the server process of `measure_the_peak_memory_of_a_big_part_page`
+/// (this test binary again, with `SCRIBE_TEST_SERVE_DB` set): serves that file, prints
+/// its address, and stops when its stdin closes. Without the variable it does nothing.
+#[test]
+#[ignore = "helper: run as a separate server process by measure_the_peak_memory_of_a_big_part_page"]
+fn serve_process() {
+    let Some(db) = std::env::var_os("SCRIBE_TEST_SERVE_DB") else {
+        return;
+    };
+    let server = serve(std::path::Path::new(&db), None);
+    println!("listening {}", server.addr);
+    std::io::stdout().flush().unwrap();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+}
+
+/// A measurement (prints the figures, asserts only that the page answers): the peak
+/// resident memory (VmHWM) of a server process that answers the message page of a
+/// conversation holding a `SCRIBE_BIG_OUTPUT_MB` (default 20) MB tool output, next to
+/// its peak before that request. The server runs as its own process so nothing else
+/// (building the store) counts.
+#[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+fn measure_the_peak_memory_of_a_big_part_page() {
+    use std::io::BufRead;
+    let mb: usize = std::env::var("SCRIBE_BIG_OUTPUT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let db = big_output_store(dir.path(), &"x".repeat(mb * 1_000_000));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "serve_process", "--nocapture"])
+        .env("SCRIBE_TEST_SERVE_DB", &db)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr: std::net::SocketAddr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(addr) = line.strip_prefix("listening ") {
+            break addr.parse().unwrap();
+        }
+    };
+    let peak = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .map(|v| v.trim().to_owned())
+            .unwrap()
+    };
+    // One small request first, so the baseline includes an opened database.
+    assert_eq!(get(addr, "/api/sessions").status, 200);
+    let before = peak();
+    let started = std::time::Instant::now();
+    let reply = get(addr, "/api/sessions/ses_big/messages");
+    let took = started.elapsed();
+    assert_eq!(reply.status, 200);
+    let after = peak();
+    println!(
+        "measured: a {mb} MB tool output: the server's peak RSS {before} before the page, {after} after; the page {} bytes in {} ms",
+        reply.body.len(),
+        took.as_millis()
+    );
+    drop(child.stdin.take());
+    child.wait().unwrap();
+}
+
+/// A part with a 5 MB string and one with fifty 100 KB strings: each string is cut at the
+/// cap (never inside a character, four-byte ones included), the part within its budget,
+/// `full_bytes` is exact, and `/api/parts/{id}` sends each whole, as stored
+/// (`common::check_cut_parts`; tests/postgres.rs checks the same on PostgreSQL).
+#[test]
+fn big_strings_are_cut_at_the_cap_within_the_part_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = cut_parts_store(dir.path());
+    let server = serve(&db, None);
+    check_cut_parts(server.addr);
+}
+
+/// On SQLite a cut string keeps a NUL character as stored (PostgreSQL's reads it as a
+/// space: ARCHITECTURE.md), and the cut ends on a character boundary after it.
+#[test]
+fn a_cut_string_keeps_its_nul_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = format!("a\0b{}", "é".repeat(40_000));
+    let db = big_output_store(dir.path(), &output);
+    let server = serve(&db, None);
+    let page = get_json(server.addr, "/api/sessions/ses_big/messages");
+    let sent = page["messages"][1]["parts"][0]["part"]["state"]["output"]
+        .as_str()
+        .unwrap();
+    assert!(sent.starts_with("a\0b"), "{:?}", &sent[..4]);
+    assert_eq!(
+        sent,
+        common::head_of(&output, scribe_server::json::PART_TEXT_CAP)
+    );
+}
+
+/// A big part nesting deeper than a part may now (stored by an older build, which did not
+/// refuse one) is still cut and sent, its levels as `/api/parts/{id}` has them (below
+/// the deepest allowed, JSON text): the page stays readable by serde_json.
+#[test]
+fn a_too_deep_big_part_is_cut_and_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = big_output_store(dir.path(), "short");
+    // 200 levels of arrays around 1 in the input, and a 100 KB output.
+    let nested = (0..199).fold(json!(1), |inner, _| Value::Array(vec![inner]));
+    let output = "y".repeat(100_000);
+    let raw = format!(
+        r#"{{"type":"tool","call_id":"call_deep","tool":"probe","input":{nested},"state":{{"status":"completed","output":"{output}","title":"","started_at":1,"ended_at":2}}}}"#
+    );
+    Database::open(&db)
+        .unwrap()
+        .write(|tx| -> scribe_db::Result<()> {
+            tx.q().update_part(&scribe_db::queries::UpdatePartParams {
+                r#type: "tool",
+                data: &raw,
+                now: i64::MAX / 2,
+                id: "prt_msg_big_2_0",
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    let server = serve(&db, None);
+    let page = get_json(server.addr, "/api/sessions/ses_big/messages");
+    let part = &page["messages"][1]["parts"][0];
+    assert_eq!(part["cut"], json!(true));
+    assert_eq!(part["full_bytes"], json!(raw.len()));
+    // As `/api/parts/{id}` reads it: the levels below the deepest allowed as JSON text.
+    let whole = get_json(server.addr, "/api/parts/prt_msg_big_2_0");
+    assert_eq!(part["part"]["input"], whole["part"]["input"]);
+    let mut inner = &part["part"]["input"];
+    for _ in 2..=scribe_message::MAX_PART_DEPTH {
+        inner = &inner[0];
+    }
+    let levels = 199 - (scribe_message::MAX_PART_DEPTH - 1);
+    let below = (0..levels).fold(json!(1), |inner, _| Value::Array(vec![inner]));
+    assert_eq!(inner, &json!(below.to_string()));
+    let sent = part["part"]["state"]["output"].as_str().unwrap();
+    assert_eq!(sent.len(), scribe_server::json::PART_TEXT_CAP);
+}

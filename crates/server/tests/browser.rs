@@ -22,7 +22,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
-use common::{Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve};
+use common::{
+    Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve, serve_fixture,
+};
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
 
@@ -259,8 +261,7 @@ fn rows(ctx: &Ctx) -> Result<Vec<String>> {
 
 fn list_filters_sorts_and_groups(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url("/"))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url("/"))?;
     d.wait(
         "9 sessions listed",
         "return document.querySelectorAll('#sessions-table tbody tr.session').length === 9",
@@ -333,8 +334,7 @@ fn list_filters_sorts_and_groups(ctx: &Ctx) -> Result<()> {
 
 fn conversation(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}", f.main)))?;
     d.wait(
         "the messages",
         "return document.querySelectorAll('#messages .msg').length === 4",
@@ -466,8 +466,7 @@ fn conversation(ctx: &Ctx) -> Result<()> {
 
 fn deep_link_and_progressive(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url(&format!("/s/{}#msg_long_0180", f.long)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}#msg_long_0180", f.long)))?;
     d.wait(
         "the linked message, highlighted",
         "return document.querySelector('#msg_long_0180.target')",
@@ -481,8 +480,7 @@ fn deep_link_and_progressive(ctx: &Ctx) -> Result<()> {
         "return document.getElementById('msg_long_0080')",
     )?;
     // From the start, pages load as the end scrolls into view.
-    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}", f.long)))?;
     d.wait(
         "the first page",
         "return document.querySelectorAll('#messages .msg').length === 100",
@@ -503,8 +501,7 @@ fn deep_link_and_progressive(ctx: &Ctx) -> Result<()> {
 
 fn search(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url("/search"))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url("/search"))?;
     // The box's hint promises only what the search does: words, phrases, prefixes,
     // exclusions and CJK text, not any substring (a symbol or an emoji alone is no word).
     let hint = text(
@@ -575,8 +572,7 @@ fn search(ctx: &Ctx) -> Result<()> {
 
 fn usage(ctx: &Ctx) -> Result<()> {
     let d = &ctx.driver;
-    d.goto(&ctx.server.url("/usage?period=all&stack=model&metric=cost"))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url("/usage?period=all&stack=model&metric=cost"))?;
     d.wait(
         "bars",
         "return document.querySelectorAll('svg.chart rect.bar').length > 0",
@@ -645,12 +641,8 @@ fn follows_another_process(ctx: &Ctx, server: &Running, db: &std::path::Path) ->
         get_json(server.addr, &format!("/api/sessions/{}", f.long))["session"]["message_count"]
             .as_u64()
             .ok_or("no message count")?;
-    d.goto(&server.url(&format!("/s/{}", f.long)))?;
-    d.wait_ready()?;
-    d.wait(
-        "the live badge",
-        "return document.getElementById('live').classList.contains('on')",
-    )?;
+    d.open(&server.url(&format!("/s/{}", f.long)))?;
+    d.wait_live()?;
     d.wait(
         "everything",
         &format!(
@@ -684,8 +676,7 @@ fn token(ctx: &Ctx) -> Result<()> {
         "the refusal",
         "return document.body.innerText.includes('token')",
     )?;
-    d.goto(&server.url("/?token=browser-t0ken"))?;
-    d.wait_ready()?;
+    d.open(&server.url("/?token=browser-t0ken"))?;
     d.wait(
         "the list",
         "return document.querySelectorAll('#sessions-table tbody tr.session').length === 9",
@@ -694,12 +685,9 @@ fn token(ctx: &Ctx) -> Result<()> {
         !d.url()?.contains("token"),
         "the token left the address bar",
     )?;
-    d.wait(
-        "live through the cookie",
-        "return document.getElementById('live').classList.contains('on')",
-    )?;
-    d.goto(&server.url("/usage"))?;
-    d.wait_ready()?;
+    // Live, through the cookie.
+    d.wait_live()?;
+    d.open(&server.url("/usage"))?;
     Ok(())
 }
 
@@ -839,8 +827,7 @@ fn dates_in_utc(ctx: &Ctx) -> Result<()> {
                 .any(|(_, at)| utc_date(*at) != utc_date(at + AHEAD)),
             "some session is on another day in the browser's zone (else this proves nothing)",
         )?;
-        d.goto(&ctx.server.url("/"))?;
-        d.wait_ready()?;
+        d.open(&ctx.server.url("/"))?;
         check(
             d.exec(
                 "return Intl.DateTimeFormat().resolvedOptions().timeZone",
@@ -886,8 +873,7 @@ fn dates_in_utc(ctx: &Ctx) -> Result<()> {
                 .ok_or("main")?
                 .1,
         );
-        d.goto(&ctx.server.url(&format!("/?from={day}&to={day}")))?;
-        d.wait_ready()?;
+        d.open(&ctx.server.url(&format!("/?from={day}&to={day}")))?;
         let filtered = created_cells(ctx)?;
         let want: BTreeSet<&String> = shown
             .iter()
@@ -900,8 +886,7 @@ fn dates_in_utc(ctx: &Ctx) -> Result<()> {
             format!("from=to={day}: listed {filtered:?}, shown with that date {want:?}"),
         )?;
         // A message's time is UTC and says so.
-        d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
-        d.wait_ready()?;
+        d.open(&ctx.server.url(&format!("/s/{}", f.main)))?;
         let first = get_json(
             ctx.server.addr,
             &format!("/api/sessions/{}/messages?limit=1", f.main),
@@ -933,8 +918,7 @@ fn sort_shown(ctx: &Ctx) -> Result<Value> {
 
 fn sort_controls_agree(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url("/"))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url("/"))?;
     d.wait(
         "the sort choice",
         "return document.querySelector('select[name=sort]')",
@@ -984,8 +968,7 @@ fn sort_controls_agree(ctx: &Ctx) -> Result<()> {
 
 fn tab_title(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}", f.main)))?;
     d.wait(
         "the conversation's title",
         "return document.title === 'Fix the build · Scribe'",
@@ -1008,8 +991,7 @@ fn tab_title(ctx: &Ctx) -> Result<()> {
 
 fn back_over_a_permalink(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url(&format!("/s/{}", f.long)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}", f.long)))?;
     d.wait(
         "every message, by scrolling (the live test may have added some)",
         "window.scrollTo(0, document.body.scrollHeight); return !document.getElementById('load-later') && document.querySelectorAll('#messages .msg').length >= 250",
@@ -1070,8 +1052,7 @@ fn narrow_window(ctx: &Ctx) -> Result<()> {
             "/search?q=build".to_owned(),
             "/usage".to_owned(),
         ] {
-            d.goto(&ctx.server.url(&path))?;
-            d.wait_ready()?;
+            d.open(&ctx.server.url(&path))?;
             std::thread::sleep(std::time::Duration::from_millis(200));
             // The width, and what sticks out (the innermost elements past the right edge).
             let widths = d.exec(
@@ -1095,8 +1076,7 @@ fn narrow_window(ctx: &Ctx) -> Result<()> {
 
 fn head_without_relations(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url(&format!("/s/{}", f.telegram)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}", f.telegram)))?;
     d.wait(
         "the head",
         "return document.getElementById('session-totals')",
@@ -1127,8 +1107,7 @@ fn empty_store(ctx: &Ctx) -> Result<()> {
     drop(scribe_db::Database::open(&db)?);
     let server = serve(&db, None);
     d.clear_console()?;
-    d.goto(&server.url("/"))?;
-    d.wait_ready()?;
+    d.open(&server.url("/"))?;
     let said = d.wait(
         "the empty list explained",
         "return document.getElementById('no-sessions')?.textContent",
@@ -1139,23 +1118,17 @@ fn empty_store(ctx: &Ctx) -> Result<()> {
         format!("an empty store says so and how to fill it: {said}"),
     )?;
     // A filter that matches nothing says that instead.
-    d.goto(&server.url("/?q=nothing"))?;
-    d.wait_ready()?;
+    d.open(&server.url("/?q=nothing"))?;
     d.wait(
         "no match",
         "return document.querySelector('.more-row')?.textContent === 'No sessions match'",
     )?;
     // The other views work on an empty store, and nothing went to the console.
     for path in ["/search?q=anything", "/usage"] {
-        d.goto(&server.url(path))?;
-        d.wait_ready()?;
+        d.open(&server.url(path))?;
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let console = d.console()?;
-    check(
-        console.is_empty(),
-        format!("the console stays clean: {console:?}"),
-    )?;
+    d.check_console_clean()?;
     Ok(())
 }
 
@@ -1169,8 +1142,7 @@ fn right_to_left(ctx: &Ctx) -> Result<()> {
         "مرحبا بالعالم، هذا نص عربي مع كلمة English في الوسط.\n\nAnd an English paragraph after it.",
     );
     let server = serve(&f.db, None);
-    d.goto(&server.url(&format!("/s/{}", f.telegram)))?;
-    d.wait_ready()?;
+    d.open(&server.url(&format!("/s/{}", f.telegram)))?;
     let dirs = d.wait(
         "the two paragraphs",
         "const ps = [...document.querySelectorAll('#messages .msg:last-child .md p')];
@@ -1180,8 +1152,7 @@ fn right_to_left(ctx: &Ctx) -> Result<()> {
         dirs == json!(["rtl", "ltr"]),
         format!("Arabic right to left, English left to right: {dirs}"),
     )?;
-    d.goto(&server.url("/search?q=%D9%85%D8%B1%D8%AD%D8%A8%D8%A7"))?;
-    d.wait_ready()?;
+    d.open(&server.url("/search?q=%D9%85%D8%B1%D8%AD%D8%A8%D8%A7"))?;
     let dir = d.wait(
         "the hit",
         "const s = document.querySelector('.hit .snippet'); return s && getComputedStyle(s).direction",
@@ -1205,8 +1176,7 @@ fn back_returns_to_the_place(ctx: &Ctx) -> Result<()> {
             ),
             ("/search?q=step", "#hits a.hit:nth-last-child(3)"),
         ] {
-            d.goto(&ctx.server.url(path))?;
-            d.wait_ready()?;
+            d.open(&ctx.server.url(path))?;
             d.wait(
                 "the link",
                 &format!("return document.querySelector('{link}')"),
@@ -1241,14 +1211,9 @@ fn back_returns_to_the_place(ctx: &Ctx) -> Result<()> {
 fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
     let d = &ctx.driver;
     // A store of its own: the shared fixture's conversations stay as the other tests know them.
-    let f = fixture();
-    let server = serve(&f.db, None);
-    d.goto(&server.url(&format!("/s/{}", f.main)))?;
-    d.wait_ready()?;
-    d.wait(
-        "the live badge",
-        "return document.getElementById('live').classList.contains('on')",
-    )?;
+    let (f, server) = serve_fixture();
+    d.open(&server.url(&format!("/s/{}", f.main)))?;
+    d.wait_live()?;
     let last = f.main_messages.last().unwrap();
     d.exec(
         &format!("window.__last = document.getElementById('{last}'); window.__head = document.querySelector('.session-head h1'); window.__version = document.body.dataset.version"),
@@ -1257,10 +1222,7 @@ fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
     // Another conversation grows: the open one's last message is not drawn again (a reader
     // selecting its text would lose the selection twice a second while an agent works).
     common::append_message(&f.db, &f.telegram, "elsewhere");
-    d.wait(
-        "the page to see the change",
-        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
-    )?;
+    d.wait_change_seen()?;
     std::thread::sleep(std::time::Duration::from_millis(800));
     check(
         d.exec(
@@ -1280,19 +1242,14 @@ fn other_writes_leave_it_alone(ctx: &Ctx) -> Result<()> {
 
 fn list_keeps_focus(ctx: &Ctx) -> Result<()> {
     let d = &ctx.driver;
-    let f = fixture();
-    let server = serve(&f.db, None);
-    d.goto(&server.url("/"))?;
-    d.wait_ready()?;
+    let (f, server) = serve_fixture();
+    d.open(&server.url("/"))?;
     let link = format!("tr[data-id=\"{}\"] td.title-cell a", f.main);
     d.wait(
         "the row",
         &format!("return document.querySelector('{link}')"),
     )?;
-    d.wait(
-        "the live badge",
-        "return document.getElementById('live').classList.contains('on')",
-    )?;
+    d.wait_live()?;
     d.exec(
         &format!("document.querySelector('{link}').focus()"),
         json!([]),
@@ -1322,14 +1279,9 @@ fn list_keeps_focus(ctx: &Ctx) -> Result<()> {
 
 fn hits_stay(ctx: &Ctx) -> Result<()> {
     let d = &ctx.driver;
-    let f = fixture();
-    let server = serve(&f.db, None);
-    d.goto(&server.url("/search"))?;
-    d.wait_ready()?;
-    d.wait(
-        "the live badge",
-        "return document.getElementById('live').classList.contains('on')",
-    )?;
+    let (f, server) = serve_fixture();
+    d.open(&server.url("/search"))?;
+    d.wait_live()?;
     d.type_into("#search-input", "step")?;
     d.wait(
         "hits while typing",
@@ -1342,10 +1294,7 @@ fn hits_stay(ctx: &Ctx) -> Result<()> {
     // A write that does not change the hits: the same elements, the focus kept, and still
     // ranked as asked while typing.
     common::append_message(&f.db, &f.telegram, "elsewhere");
-    d.wait(
-        "the page to see the change",
-        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
-    )?;
+    d.wait_change_seen()?;
     std::thread::sleep(std::time::Duration::from_millis(800));
     let kept = d.exec(
         "return [document.querySelectorAll('#hits a.hit')[2] === window.__hit, document.activeElement === window.__hit, document.getElementById('search-status').textContent.includes('newest')]",
@@ -1366,14 +1315,9 @@ fn hits_stay(ctx: &Ctx) -> Result<()> {
 
 fn usage_controls_stay(ctx: &Ctx) -> Result<()> {
     let d = &ctx.driver;
-    let f = fixture();
-    let server = serve(&f.db, None);
-    d.goto(&server.url("/usage?period=all"))?;
-    d.wait_ready()?;
-    d.wait(
-        "the live badge",
-        "return document.getElementById('live').classList.contains('on')",
-    )?;
+    let (f, server) = serve_fixture();
+    d.open(&server.url("/usage?period=all"))?;
+    d.wait_live()?;
     d.wait(
         "the chart",
         "return document.querySelector('svg.chart rect.bar')",
@@ -1383,10 +1327,7 @@ fn usage_controls_stay(ctx: &Ctx) -> Result<()> {
         json!([]),
     )?;
     common::append_message(&f.db, &f.telegram, "elsewhere");
-    d.wait(
-        "the page to see the change",
-        "return document.body.dataset.version && document.body.dataset.version !== window.__version",
-    )?;
+    d.wait_change_seen()?;
     std::thread::sleep(std::time::Duration::from_millis(800));
     check(
         d.exec(
@@ -1428,8 +1369,7 @@ fn big_output(ctx: &Ctx) -> Result<()> {
     let server = serve(&db, None);
     d.clear_console()?;
     let started = Instant::now();
-    d.goto(&server.url("/s/ses_big"))?;
-    d.wait_ready()?;
+    d.open(&server.url("/s/ses_big"))?;
     d.wait(
         "the conversation drawn",
         "return document.getElementById('msg_big_3')",
@@ -1492,29 +1432,20 @@ fn big_output(ctx: &Ctx) -> Result<()> {
         )? == json!(0),
         "no cut note once whole",
     )?;
-    let console = d.console()?;
-    check(
-        console.is_empty(),
-        format!("the console stays clean: {console:?}"),
-    )?;
+    d.check_console_clean()?;
     Ok(())
 }
 
 fn stale_deep_link(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
     d.clear_console()?;
-    d.goto(&ctx.server.url(&format!("/s/{}#msg_gone_long_ago", f.main)))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url(&format!("/s/{}#msg_gone_long_ago", f.main)))?;
     d.wait(
         "the conversation, from its start",
         &format!("return document.getElementById('{}')", f.main_messages[0]),
     )?;
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let console = d.console()?;
-    check(
-        console.is_empty(),
-        format!("the console stays clean: {console:?}"),
-    )?;
+    d.check_console_clean()?;
     let said = d.wait(
         "the message said gone",
         "return document.getElementById('message-gone')?.textContent",
@@ -1554,8 +1485,7 @@ fn wait_focus(ctx: &Ctx, what: &str, want: &str) -> Result<()> {
 
 fn focus_follows_the_view(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
-    d.goto(&ctx.server.url("/"))?;
-    d.wait_ready()?;
+    d.open(&ctx.server.url("/"))?;
     // Opening a session from the list: the focus lands on the conversation's heading.
     let link = format!(
         "#sessions-table tr.session[data-id='{}'] td.title-cell > a",

@@ -233,6 +233,14 @@ pub fn serve(db: &Path, token: Option<&str>) -> Running {
     }
 }
 
+/// A fixture of its own, served: for a test that writes to it, so the shared fixture's
+/// conversations stay as the other tests know them.
+pub fn serve_fixture() -> (Fixture, Running) {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    (f, server)
+}
+
 /// 2026-01-10 12:00 UTC: "now" of the fixture's story.
 pub const T0: i64 = 1_768_046_400_000;
 pub const DAY: i64 = 86_400_000;
@@ -660,4 +668,172 @@ pub fn wait_for_change(next_line: &mut impl FnMut() -> String) {
     }
     let data = next_line();
     assert!(data.starts_with("data: {\"version\":"), "{data}");
+}
+
+/// The start of `text` of at most `max` bytes that ends on a character boundary: what the
+/// messages API keeps of a string cut to `max` bytes.
+pub fn head_of(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The 5 MB string of [`cut_parts_store`]: `x`s up to one byte before the cap, then
+/// four-byte characters, so the cap falls inside one.
+pub fn five_mb_string() -> String {
+    let cap = scribe_server::json::PART_TEXT_CAP;
+    let mut text = "x".repeat(cap - 1);
+    while text.len() < 5_000_000 {
+        text.push('😀');
+    }
+    text
+}
+
+/// The tool input of [`cut_parts_store`]'s part of many long strings: fifty 100 KB
+/// strings (`k00`…`k49`: "ab" then four-byte characters) and one short one under a key
+/// that needs escaping.
+pub fn many_strings_input() -> Value {
+    let long = format!("ab{}", "😀".repeat(25_000));
+    let mut input = serde_json::Map::new();
+    for i in 0..50 {
+        input.insert(format!("k{i:02}"), Value::String(long.clone()));
+    }
+    input.insert("a \"key\" é".into(), json!("short"));
+    Value::Object(input)
+}
+
+/// A store with session `ses_cut`: `msg_cut_2` holds a tool part whose output is
+/// [`five_mb_string`] (`prt_msg_cut_2_0`), a tool part whose input is
+/// [`many_strings_input`] (`prt_msg_cut_2_1`, its metadata every kind of scalar) and a
+/// small text part (`prt_msg_cut_2_2`).
+pub fn cut_parts_store(dir: &Path) -> PathBuf {
+    let db_path = dir.join("cut.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let t = T0 - DAY;
+    import(
+        &sessions,
+        session(
+            "ses_cut",
+            Some("Big strings"),
+            "cli",
+            "m-opus",
+            None,
+            t,
+            0.1,
+            (100, 20),
+        ),
+        vec![
+            message(
+                "ses_cut",
+                "msg_cut_1",
+                "user",
+                t + MINUTE,
+                vec![json!({"type": "text", "text": "Write them."})],
+            ),
+            message(
+                "ses_cut",
+                "msg_cut_2",
+                "assistant",
+                t + 2 * MINUTE,
+                vec![
+                    json!({"type": "tool", "call_id": "call_cat", "tool": "bash",
+                       "input": {"command": "cat emoji.txt"},
+                       "state": {"status": "completed", "output": five_mb_string(),
+                                 "title": "cat emoji.txt", "started_at": t, "ended_at": t}}),
+                    json!({"type": "tool", "call_id": "call_many", "tool": "write",
+                       "input": many_strings_input(),
+                       "state": {"status": "completed", "output": "done", "title": "write",
+                                 "metadata": {"exit": 0, "ratio": 0.1, "big": 12_345_678_901_234_i64,
+                                              "third": 1.0 / 3.0, "ok": true, "none": null,
+                                              "list": [1, "two", [3.5]]},
+                                 "started_at": t, "ended_at": t}}),
+                    json!({"type": "text", "text": "Done."}),
+                ],
+            ),
+        ],
+    );
+    db_path
+}
+
+/// What the messages API must send of [`cut_parts_store`] (on any backend): strings cut
+/// at the cap, whole characters only, within the part's budget; `full_bytes` exactly the
+/// size of the part's JSON whole; everything else as stored; and `/api/parts/{id}` the
+/// part whole, as stored. Returns the page.
+pub fn check_cut_parts(addr: SocketAddr) -> Value {
+    use scribe_server::json::{PART_BUDGET, PART_STRING_FLOOR, PART_TEXT_CAP};
+    let reply = get(addr, "/api/sessions/ses_cut/messages");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // Two cut parts: at most a cap, the budget, and a floor per string, plus their JSON.
+    assert!(
+        reply.body.len() < PART_TEXT_CAP + PART_BUDGET + 60 * PART_STRING_FLOOR + 10_000,
+        "the page is bounded: {} bytes",
+        reply.body.len()
+    );
+    let page = reply.json();
+    let parts = &page["messages"][1]["parts"];
+
+    // The 5 MB output: its first cap bytes but for the four-byte character across the cap.
+    let big = &parts[0];
+    let output = five_mb_string();
+    let sent = big["part"]["state"]["output"].as_str().unwrap();
+    assert_eq!(sent.len(), PART_TEXT_CAP - 1);
+    assert_eq!(sent, head_of(&output, PART_TEXT_CAP));
+    assert_eq!(big["cut"], json!(true));
+    assert_eq!(big["part"]["input"], json!({"command": "cat emoji.txt"}));
+    assert_eq!(big["part"]["state"]["title"], json!("cat emoji.txt"));
+    let whole = get_json(addr, "/api/parts/prt_msg_cut_2_0");
+    assert_eq!(whole["part"]["state"]["output"], json!(output));
+    assert_eq!(
+        big["full_bytes"],
+        json!(serde_json::to_vec(&whole["part"]).unwrap().len())
+    );
+    // Apart from the output, the part is sent as it is whole.
+    let mut rest = big.clone();
+    rest["part"]["state"]["output"] = whole["part"]["state"]["output"].clone();
+    for field in ["cut", "full_bytes"] {
+        rest.as_object_mut().unwrap().remove(field);
+    }
+    assert_eq!(rest, whole);
+
+    // Many 100 KB strings: in stored order, each its cap until the budget is spent (the
+    // strings before them count: "tool", "call_many", "write", then the short input),
+    // then the floor each.
+    let many = &parts[1];
+    let input = many_strings_input();
+    let mut used = "tool".len() + "call_many".len() + "write".len() + "short".len();
+    for i in 0..50 {
+        let key = format!("k{i:02}");
+        let full = input[&key].as_str().unwrap();
+        let allowed = PART_TEXT_CAP
+            .min(PART_BUDGET.saturating_sub(used))
+            .max(PART_STRING_FLOOR);
+        let sent = many["part"]["input"][&key].as_str().unwrap();
+        assert_eq!(sent, head_of(full, allowed), "{key}: {} bytes", sent.len());
+        used += full.len().min(PART_TEXT_CAP);
+    }
+    assert_eq!(many["part"]["input"]["k00"].as_str().unwrap().len(), 65_534);
+    assert_eq!(many["part"]["input"]["k49"].as_str().unwrap().len(), 254);
+    assert_eq!(many["part"]["input"]["a \"key\" é"], json!("short"));
+    assert_eq!(many["cut"], json!(true));
+    let whole = get_json(addr, "/api/parts/prt_msg_cut_2_1");
+    assert_eq!(whole["part"]["input"], input);
+    assert_eq!(
+        many["full_bytes"],
+        json!(serde_json::to_vec(&whole["part"]).unwrap().len())
+    );
+    // Its state, scalars and all, is whole.
+    assert_eq!(many["part"]["state"], whole["part"]["state"]);
+    assert_eq!(
+        whole["part"]["state"]["metadata"]["third"],
+        json!(1.0_f64 / 3.0)
+    );
+
+    // A small part is sent as stored, without cut fields.
+    let small = &parts[2];
+    assert_eq!(small, &get_json(addr, "/api/parts/prt_msg_cut_2_2"));
+    assert!(small.get("cut").is_none() && small.get("full_bytes").is_none());
+    page
 }

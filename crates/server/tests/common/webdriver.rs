@@ -288,6 +288,42 @@ impl Driver {
         Ok(())
     }
 
+    /// Opens a view of the viewer: loads `url` and waits until it is ready.
+    pub fn open(&self, url: &str) -> Result<()> {
+        self.goto(url)?;
+        self.wait_ready()
+    }
+
+    /// Waits until the page follows changes (its live badge is on).
+    pub fn wait_live(&self) -> Result<()> {
+        self.wait(
+            "the live badge",
+            "return document.getElementById('live').classList.contains('on')",
+        )?;
+        Ok(())
+    }
+
+    /// Waits until the page has seen a change: its `body[data-version]` moved from what
+    /// the test kept in `window.__version`.
+    pub fn wait_change_seen(&self) -> Result<()> {
+        self.wait(
+            "the page to see the change",
+            "return document.body.dataset.version && document.body.dataset.version !== window.__version",
+        )?;
+        Ok(())
+    }
+
+    /// Fails unless the browser console has no entries since the last look (see
+    /// [`Driver::clear_console`]).
+    pub fn check_console_clean(&self) -> Result<()> {
+        let console = self.console()?;
+        if console.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("the console stays clean: {console:?}").into())
+        }
+    }
+
     /// The first element matching `css` (waits for it).
     pub fn find(&self, css: &str) -> Result<Value> {
         let started = Instant::now();
