@@ -109,10 +109,9 @@
 //!     takes `R` and the later ones of that kind are deleted.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scribe_db::{Backend, Database, Tx};
+use scribe_db::Tx;
 use scribe_message::{
     FinishReason, MessageError, MessageService, NewMessage, Part, PartTime, ReasoningPart, Role,
     TextPart, TokenUsage, ToolPart, ToolState,
@@ -378,7 +377,7 @@ impl<'a> ReplyWriter<'a> {
     }
 
     /// What the step's charge adds, checked before anything of the end is written:
-    /// `usage` must be over this writer's store (any handle to it: [`same_store`]), and
+    /// `usage` must be over this writer's store (any handle to it: [`Database::is_same_store`]), and
     /// the model priced.
     fn price(
         &self,
@@ -387,7 +386,7 @@ impl<'a> ReplyWriter<'a> {
         response: &ProviderResponse,
     ) -> Result<scribe_session::UsageDelta> {
         let (reply_db, tracker_db) = (self.messages.database(), usage.store().database());
-        if !same_store(reply_db, tracker_db) {
+        if !reply_db.is_same_store(tracker_db) {
             return Err(AgentError::InvalidInput(format!(
                 "the usage tracker is over another store ({}) than the reply ({})",
                 tracker_db.location(),
@@ -698,45 +697,4 @@ fn pending(call: &ToolPart) -> Part {
     call.state = ToolState::Pending;
     call.compacted_at = None;
     Part::Tool(call)
-}
-
-/// Whether `a` and `b` are handles to one store, so that a charge the tracker of one
-/// writes in the other's transaction lands where the tracker reads: the same handle; two
-/// handles on one SQLite file (however its path was written: the same file on disk,
-/// through links and `..`); two on one PostgreSQL location, as written (password
-/// hidden), so the same server, database and settings. Two in-memory databases are two
-/// stores, and a location that names one server two ways is refused (nothing on the
-/// client side can tell it is one).
-fn same_store(a: &Arc<Database>, b: &Arc<Database>) -> bool {
-    if Arc::ptr_eq(a, b) {
-        return true;
-    }
-    match (a.backend(), b.backend()) {
-        (Backend::Sqlite, Backend::Sqlite) => match (a.path(), b.path()) {
-            (Some(a), Some(b)) => same_file(a, b),
-            _ => false,
-        },
-        (Backend::Postgres, Backend::Postgres) => a.location() == b.location(),
-        _ => false,
-    }
-}
-
-/// Whether two paths name one existing file: its device and inode on Unix, its
-/// canonical path elsewhere. A path that cannot be read names no file.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        }
-    }
 }

@@ -144,4 +144,44 @@ impl Database {
             Engine::Postgres(pg) => pg.shown().to_owned(),
         }
     }
+
+    /// Whether `self` and `other` are handles to one store, so that what one writes the
+    /// other reads: the same handle; two handles on one SQLite file, however its path was
+    /// written (the same file on disk, through links and `..`); two on one PostgreSQL
+    /// location as written (password hidden), so the same server, database and settings.
+    /// Two in-memory databases are two stores, and a location that names one server two
+    /// ways counts as two (nothing on the client side can tell they are one).
+    pub fn is_same_store(&self, other: &Database) -> bool {
+        if std::ptr::eq(self, other) {
+            return true;
+        }
+        match (self.backend(), other.backend()) {
+            (Backend::Sqlite, Backend::Sqlite) => match (self.path(), other.path()) {
+                (Some(a), Some(b)) => same_file(a, b),
+                _ => false,
+            },
+            (Backend::Postgres, Backend::Postgres) => self.location() == other.location(),
+            _ => false,
+        }
+    }
+}
+
+/// Whether `a` and `b` name one existing file: its device and inode on Unix, its
+/// canonical path elsewhere. A path that cannot be read names no file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
 }

@@ -50,22 +50,6 @@ pub struct CopyReport {
     pub tables: Vec<(String, u64)>,
 }
 
-/// Whether `a` and `b` name one file: the same device and inode where there are such
-/// things, else the same canonical path.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-            return a.dev() == b.dev() && a.ino() == b.ino();
-        }
-    }
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
-}
-
 /// One table of the plan.
 #[derive(Debug, Clone)]
 struct Table {
@@ -92,9 +76,7 @@ pub fn copy(
     }
     // Two handles on one file (the same path twice, `./x.db` and `x.db`, a symlink or a
     // hard link): the target is not "not empty", it is the source.
-    if let (Some(a), Some(b)) = (from.path(), to.path())
-        && same_file(a, b)
-    {
+    if from.is_same_store(to) {
         return Err(Error::CopyRefused(format!(
             "the source ({}) and the target ({}) are the same database; copy into another, \
              empty store",
