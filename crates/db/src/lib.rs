@@ -17,6 +17,9 @@
 //! - [`filters`]: sea-query builders for the queries whose shape depends on the caller
 //!   (optional filters, IN lists, sort orders).
 //! - [`search`]: full-text search over parts (both indexes) with filters.
+//! - [`changes`]: [`Database::watch_changes`], whether the database changed since the last
+//!   look, whichever process changed it (SQLite's data version on a connection of its own;
+//!   PostgreSQL's change outbox, naming sessions).
 //! - [`ids`]: prefixed, time-sortable ids and [`now_ms`].
 //! - [`calendar`]: UTC dates of those times, and the one grammar users write a time in
 //!   (`7d`, `2026-01-31`) for the CLI and the web viewer.
@@ -26,6 +29,7 @@
 mod backend;
 pub mod bulk;
 pub mod calendar;
+pub mod changes;
 mod checkpoint;
 mod clock;
 mod database;
@@ -46,6 +50,7 @@ mod search_index;
 pub mod testing;
 mod tx;
 
+pub use changes::{ChangeWatch, Changes};
 pub use clock::{Clock, ManualClock};
 pub use database::{CheckpointReport, Database, Options};
 #[cfg(feature = "postgres")]

@@ -11,7 +11,9 @@
 //! has no data version that moves: its files are watched instead, and each change opens
 //! the store again, so reads never run on a connection that assumed the file could not
 //! change. On PostgreSQL every commit records its changes in the outbox that
-//! `Database::listen` polls: the watcher polls the count of notices received (see
+//! `Database::listen` polls: the watcher asks whether it delivered any since the last poll.
+//! Both the data version and the outbox are scribe-db's one change watch
+//! (`Database::watch_changes`, also behind scribe-session's `Store::watch`; see
 //! [`crate::store::Watcher`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,16 +81,15 @@ impl Live {
 /// file briefly locked or mid-change) is tried again at the next poll; a watcher whose
 /// connection fails for good is replaced by opening the store again.
 pub(crate) fn watch(store: &Store, mut watcher: Watcher, live: &Live, stop: &AtomicBool) {
-    let mut last = watcher.signal().ok();
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(POLL);
-        let now = watcher.signal().ok();
-        if now.is_some() && now == last {
+        let changed = watcher.changed();
+        if matches!(changed, Ok(false)) {
             continue;
         }
-        if now.is_none() || watcher.reopens() {
+        if changed.is_err() || watcher.reopens() {
             // An immutable read's files changed, or the watcher's connection failed: open
-            // again. On failure `last` stays, so the next poll tries again.
+            // again. On failure the watcher stays, so the next poll tries again.
             if store.reopen().is_err() {
                 continue;
             }
@@ -96,9 +97,6 @@ pub(crate) fn watch(store: &Store, mut watcher: Watcher, live: &Live, stop: &Ato
                 Ok(fresh) => watcher = fresh,
                 Err(_) => continue,
             }
-            last = watcher.signal().ok();
-        } else {
-            last = now;
         }
         live.bump();
     }

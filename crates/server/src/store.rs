@@ -10,16 +10,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use scribe_db::events::{Listener, Notice};
 use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
 use scribe_db::queries as q;
-use scribe_db::{Backend, Database, ReadTx};
+use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
@@ -318,31 +316,23 @@ impl Store {
     /// A change detector for the current opening (see [`Watcher`]).
     pub fn watcher(&self) -> Result<Watcher, ServeError> {
         let opened = self.current();
-        if opened.db.backend() == Backend::Postgres {
-            let notices = Arc::new(AtomicU64::new(0));
-            let listener = opened
-                .db
-                .listen({
-                    let notices = Arc::clone(&notices);
-                    // A change, or some deleted before the listener read them (Lagged):
-                    // either way the pages read again.
-                    move |_: Notice| {
-                        notices.fetch_add(1, Ordering::SeqCst);
-                    }
-                })
-                .map_err(|source| ServeError::Open {
-                    location: opened.db.location(),
-                    source,
-                })?;
-            return Ok(Watcher::Notices {
-                _listener: listener,
-                notices,
-            });
-        }
         if self.is_immutable() {
-            return Ok(Watcher::Files(FileStamps::new(&self.path)));
+            return Ok(Watcher::files(&self.path));
         }
-        Ok(Watcher::DataVersion(Box::new(open_read_only(&self.path)?)))
+        match opened.db.watch_changes() {
+            Ok(changes) => Ok(Watcher::Changes(changes)),
+            // The file can only be read as immutable now (its writer left since this
+            // opening): its data version would never move, so watch its files, whose
+            // next change opens the store again.
+            Err(scribe_db::Error::InvalidInput(_)) if opened.db.backend() == Backend::Sqlite => {
+                Ok(Watcher::files(&self.path))
+            }
+            Err(scribe_db::Error::NoDatabase { path }) => Err(ServeError::NoDatabase { path }),
+            Err(source) => Err(ServeError::Open {
+                location: opened.db.location(),
+                source,
+            }),
+        }
     }
 
     /// A page of the session list.
@@ -877,61 +867,60 @@ pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, 
 
 /// Tells when the database changed, whichever process changed it.
 ///
-/// - [`Watcher::DataVersion`]: SQLite's `PRAGMA data_version` on one connection changes
-///   whenever another connection (in this process or any other) commits, so the watcher
-///   keeps a connection of its own (a [`Database`] used by one thread only, whose pool keeps
-///   handing back the same connection) and compares the value between polls.
+/// - [`Watcher::Changes`]: scribe-db's change watch ([`Database::watch_changes`], the one
+///   `Store::watch` of scribe-session uses too): on an SQLite file SQLite's `PRAGMA
+///   data_version` on a connection of its own, which changes whenever another connection
+///   (in this process or any other) commits; on PostgreSQL the change outbox, which
+///   records every committed change to sessions, messages, parts and files, by any
+///   process on any host (schema V19's triggers), read by a [`Database::listen`] thread
+///   (a `Lagged`, changes deleted before it read them, is a change too).
 /// - [`Watcher::Files`]: a database read as `immutable` takes no locks and its data version
 ///   never moves, so the watcher compares the size and modification time of the file and
 ///   its `-wal` and `-shm` instead (a writer starting creates them; a commit or checkpoint
 ///   changes one of them), and the store must be opened again on a change
 ///   ([`Watcher::reopens`]).
-/// - [`Watcher::Notices`]: PostgreSQL records every committed change to sessions,
-///   messages, parts and files, by any process on any host, in its change outbox (schema
-///   V19's triggers), which [`Database::listen`] polls; the listener's thread counts the
-///   notices (a `Lagged`, changes deleted before it read them, counts too), and the
-///   watcher compares the count.
 #[derive(Debug)]
 pub enum Watcher {
-    /// Polls `PRAGMA data_version` on a connection of its own.
-    DataVersion(Box<Database>),
-    /// Polls the files of a database read as `immutable`.
-    Files(FileStamps),
-    /// Counts the changes PostgreSQL's outbox delivered (stops listening when dropped).
-    Notices {
-        /// The listening thread, held only to keep it running (dropping it stops it).
-        _listener: Listener,
-        /// Notices received so far.
-        notices: Arc<AtomicU64>,
+    /// scribe-db's change watch.
+    Changes(ChangeWatch),
+    /// Polls the files of a database read as `immutable`, and their stamps last seen.
+    Files {
+        /// The files.
+        files: FileStamps,
+        /// Their stamps at the last poll (or when the watcher was made).
+        last: [Option<(u64, SystemTime)>; 3],
     },
 }
 
-/// What a [`Watcher`] compares between polls: any difference means a change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Signal {
-    /// `PRAGMA data_version`.
-    DataVersion(i64),
-    /// How many change notices the PostgreSQL listener has handed over.
-    Notices(u64),
-    /// The size and modification time of the database, `-wal` and `-shm` files (`None`:
-    /// absent).
-    Files([Option<(u64, SystemTime)>; 3]),
-}
-
 impl Watcher {
-    /// The current signal; a different value than at the last call means a change.
-    pub fn signal(&self) -> Result<Signal, scribe_db::Error> {
+    /// A watcher of the files of the database at `path`, from their stamps now.
+    fn files(path: &Path) -> Watcher {
+        let files = FileStamps::new(path);
+        let last = files.stamps();
+        Watcher::Files { files, last }
+    }
+
+    /// Whether the database changed since the last poll (or since the watcher was made).
+    /// Errors: the change watch's connection failed (what it last saw stays, so the next
+    /// poll compares with it again).
+    pub fn changed(&mut self) -> Result<bool, scribe_db::Error> {
         match self {
-            Watcher::DataVersion(db) => db.data_version().map(Signal::DataVersion),
-            Watcher::Files(files) => Ok(Signal::Files(files.stamps())),
-            Watcher::Notices { notices, .. } => Ok(Signal::Notices(notices.load(Ordering::SeqCst))),
+            Watcher::Changes(changes) => Ok(changes.poll()?.is_some()),
+            Watcher::Files { files, last } => {
+                let now = files.stamps();
+                if now == *last {
+                    return Ok(false);
+                }
+                *last = now;
+                Ok(true)
+            }
         }
     }
 
     /// Whether a change means the store must be opened again ([`Store::reopen`]) to be
     /// seen: true when the database is read as `immutable`.
     pub fn reopens(&self) -> bool {
-        matches!(self, Watcher::Files(_))
+        matches!(self, Watcher::Files { .. })
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use scribe_db::{Backend, Database};
+use scribe_db::{Backend, ChangeWatch, Changes};
 use scribe_message::{Message, PartEvent};
 use scribe_pubsub::{Event, RecvTimeoutError, Subscription, TryRecvError};
 
@@ -62,13 +62,14 @@ impl SessionChanges {
 ///   on an in-memory store its message and part brokers too (a file or server store's
 ///   own commits are seen as another process's are, below, so that a watch costs this
 ///   process's appends nothing: no part of a streamed reply is cloned for it);
-/// - other processes' commits: on an SQLite file, `PRAGMA data_version` on a read-only
-///   connection of the watch's own, polled every [`WATCH_POLL`] (a pragma on an idle
-///   connection: microseconds); it moves on every commit by any other connection and
-///   names nothing, so it is reported as [`SessionChanges::All`]. On PostgreSQL,
-///   `scribe_db::Database::listen`'s change outbox, which names the session of every
-///   change on any host (needs this crate's `postgres` feature). An in-memory store has
-///   no other connection.
+/// - other processes' commits, through scribe-db's one change watch
+///   ([`scribe_db::Database::watch_changes`], which `scribe serve` uses too): on an
+///   SQLite file, `PRAGMA data_version` on a read-only connection of the watch's own,
+///   polled every [`WATCH_POLL`] (a pragma on an idle connection: microseconds); it
+///   moves on every commit by any other connection and names nothing, so it is reported
+///   as [`SessionChanges::All`]. On PostgreSQL, `scribe_db::Database::listen`'s change
+///   outbox, which names the session of every change on any host (needs this crate's
+///   `postgres` feature). An in-memory store has no other connection.
 ///
 /// Missed events (a subscription's buffer overflowed, the outbox trimmed changes before
 /// they were read) are [`SessionChanges::All`] too: read again what you show.
@@ -94,25 +95,10 @@ pub struct SessionWatch {
     /// In-memory stores only (see the type's doc).
     messages: Option<Subscription<Message>>,
     parts: Option<Subscription<PartEvent>>,
-    others: Others,
+    /// Other processes' commits (every commit but an in-memory store's: see the type's
+    /// doc); `None` for an in-memory store.
+    others: Option<ChangeWatch>,
     poll: Duration,
-}
-
-/// How the watch sees other processes' commits.
-#[derive(Debug)]
-enum Others {
-    /// An in-memory store: no other connection writes to it.
-    None,
-    /// An SQLite file: `PRAGMA data_version` on a connection of the watch's own (a
-    /// read-only [`Database`] used by this watch only, whose pool hands back the same
-    /// connection), and the value last seen.
-    DataVersion { db: Box<Database>, last: i64 },
-    /// PostgreSQL: the sessions the outbox listener named since the last look.
-    #[cfg(feature = "postgres")]
-    Notices {
-        _listener: scribe_db::events::Listener,
-        pending: std::sync::Arc<std::sync::Mutex<Option<SessionChanges>>>,
-    },
 }
 
 impl Store {
@@ -121,7 +107,7 @@ impl Store {
     ///
     /// Errors: the read-only connection to an SQLite file could not be opened, or (on
     /// PostgreSQL) the listener could not start; [`SessionError::InvalidInput`] for an
-    /// SQLite file read as immutable ([`Database::open_read_only`] in a read-only
+    /// SQLite file read as immutable ([`scribe_db::Database::open_read_only`] in a read-only
     /// location: nothing it could poll moves) and on PostgreSQL without this crate's
     /// `postgres` feature.
     pub fn watch(&self) -> Result<SessionWatch> {
@@ -132,27 +118,20 @@ impl Store {
         let in_memory = db.backend() == Backend::Sqlite && db.path().is_none();
         let messages = in_memory.then(|| self.messages().subscribe());
         let parts = in_memory.then(|| self.messages().subscribe_parts());
-        let others = match db.backend() {
-            Backend::Sqlite => match db.path() {
-                None => Others::None,
-                Some(path) => {
-                    let own = Database::open_read_only(path).map_err(SessionError::Db)?;
-                    if db.is_immutable() || own.is_immutable() {
-                        // Its data version never moves: a watch would never report.
-                        return Err(SessionError::InvalidInput(format!(
-                            "{} is read as immutable (a read-only location no process \
-                             was writing), so its changes cannot be watched",
-                            path.display()
-                        )));
-                    }
-                    let last = own.data_version().map_err(SessionError::Db)?;
-                    Others::DataVersion {
-                        db: Box::new(own),
-                        last,
-                    }
-                }
-            },
-            Backend::Postgres => postgres_notices(db)?,
+        if db.backend() == Backend::Postgres && !cfg!(feature = "postgres") {
+            return Err(SessionError::InvalidInput(
+                "watching a postgresql store needs scribe-session's `postgres` feature".to_owned(),
+            ));
+        }
+        // Other processes' commits: scribe-db's one change watch (an immutable file is
+        // its `InvalidInput`, which stays one here).
+        let others = if in_memory {
+            None
+        } else {
+            Some(db.watch_changes().map_err(|err| match err {
+                scribe_db::Error::InvalidInput(message) => SessionError::InvalidInput(message),
+                other => SessionError::Db(other),
+            })?)
         };
         Ok(SessionWatch {
             sessions,
@@ -162,38 +141,6 @@ impl Store {
             poll: WATCH_POLL,
         })
     }
-}
-
-#[cfg(feature = "postgres")]
-fn postgres_notices(db: &Database) -> Result<Others> {
-    use std::sync::{Arc, Mutex, PoisonError};
-
-    use scribe_db::events::Notice;
-
-    let pending = Arc::new(Mutex::new(None));
-    let listener = db
-        .listen({
-            let pending = Arc::clone(&pending);
-            move |notice| {
-                let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
-                match notice {
-                    Notice::Change(change) => SessionChanges::add(&mut pending, &change.session_id),
-                    Notice::Lagged(_) => *pending = Some(SessionChanges::All),
-                }
-            }
-        })
-        .map_err(SessionError::Db)?;
-    Ok(Others::Notices {
-        _listener: listener,
-        pending,
-    })
-}
-
-#[cfg(not(feature = "postgres"))]
-fn postgres_notices(_db: &Database) -> Result<Others> {
-    Err(SessionError::InvalidInput(
-        "watching a postgresql store needs scribe-session's `postgres` feature".to_owned(),
-    ))
 }
 
 impl SessionWatch {
@@ -241,28 +188,13 @@ impl SessionWatch {
         if let Some(parts) = &self.parts {
             drain(parts, changes, |p| &p.session_id);
         }
-        match &mut self.others {
-            Others::None => {}
-            Others::DataVersion { db, last } => {
-                let now = db.data_version().map_err(SessionError::Db)?;
-                if now != *last {
-                    *last = now;
-                    *changes = Some(SessionChanges::All);
-                }
-            }
-            #[cfg(feature = "postgres")]
-            Others::Notices { pending, .. } => {
-                let taken = pending
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take();
-                match taken {
-                    None => {}
-                    Some(SessionChanges::All) => *changes = Some(SessionChanges::All),
-                    Some(SessionChanges::Sessions(ids)) => {
-                        for id in ids {
-                            SessionChanges::add(changes, &id);
-                        }
+        if let Some(others) = &mut self.others {
+            match others.poll().map_err(SessionError::Db)? {
+                None => {}
+                Some(Changes::All) => *changes = Some(SessionChanges::All),
+                Some(Changes::Sessions(ids)) => {
+                    for id in ids {
+                        SessionChanges::add(changes, &id);
                     }
                 }
             }
