@@ -834,7 +834,7 @@
     const el = renderPart(stored, children, openParts);
     if (!stored.cut) return el;
     const button = h("button", { class: "show-all" }, `show all (${fmtBytes(stored.full_bytes)})`);
-    const note = h("div", { class: "cut-note dim" }, "Cut to its first 64 KiB. ", button);
+    const note = h("div", { class: "cut-note dim" }, "Long text cut for this page. ", button);
     // In a fold (a tool call, reasoning) the note sits inside it, under what it cut.
     let holder;
     if (el && el.tagName === "DETAILS") { el.append(note); holder = el; }
