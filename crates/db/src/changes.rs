@@ -29,6 +29,14 @@ pub enum Changes {
 }
 
 impl Changes {
+    /// Whether session `id` may have changed.
+    pub fn touches(&self, id: &str) -> bool {
+        match self {
+            Changes::Sessions(ids) => ids.contains(id),
+            Changes::All => true,
+        }
+    }
+
     /// Adds a change of session `id` to `this`.
     pub fn add(this: &mut Option<Changes>, id: &str) {
         match this {

@@ -37,7 +37,7 @@
 //! [`Store::watch`] ([`SessionWatch`]): this store's session, message and part events and
 //! every other process's commits (an SQLite file's data version; PostgreSQL's change
 //! outbox with the `postgres` feature), as the ids of the sessions that changed, or
-//! [`SessionChanges::All`] when the change cannot be named. A message added to a session
+//! [`SessionChanges::All`](scribe_db::Changes::All) when the change cannot be named. A message added to a session
 //! changes its counters through triggers and is announced by the message service only,
 //! not as a session `updated`, so a list fed by the session broker alone goes stale
 //! (`crates/session/examples/watch_list.rs`).

@@ -2,7 +2,6 @@
 //! message and tool-call counts, tokens, cost, `updated_at`, which sessions exist) may
 //! have changed, whichever process changed it.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use scribe_db::{Backend, ChangeWatch, Changes};
@@ -16,36 +15,12 @@ use crate::store::Store;
 /// How often a [`SessionWatch`] looks for other processes' commits by default.
 pub const WATCH_POLL: Duration = Duration::from_millis(100);
 
-/// What changed since the watch last reported.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionChanges {
-    /// These sessions changed: created, updated (renamed, archived, charged …), deleted,
-    /// or a message or part of theirs was added, changed or deleted.
-    Sessions(BTreeSet<String>),
-    /// Something changed that the watch cannot name (another process committed to an
-    /// SQLite file, or events were missed): read again everything you show.
-    All,
-}
-
-impl SessionChanges {
-    /// Whether session `id` may have changed.
-    pub fn touches(&self, id: &str) -> bool {
-        match self {
-            SessionChanges::Sessions(ids) => ids.contains(id),
-            SessionChanges::All => true,
-        }
-    }
-
-    fn add(this: &mut Option<SessionChanges>, id: &str) {
-        match this {
-            Some(SessionChanges::All) => {}
-            Some(SessionChanges::Sessions(ids)) => {
-                ids.insert(id.to_owned());
-            }
-            None => *this = Some(SessionChanges::Sessions(BTreeSet::from([id.to_owned()]))),
-        }
-    }
-}
+/// What changed since the watch last reported: these sessions (created, updated —
+/// renamed, archived, charged … —, deleted, or a message or part of theirs added, changed
+/// or deleted), or [`Changes::All`] for something the watch cannot name (another process
+/// committed to an SQLite file, or events were missed): read again everything you show.
+/// The same type as scribe-db's change watch reports.
+pub type SessionChanges = Changes;
 
 /// One subscription to every change of a store's sessions and their counters, from this
 /// process and from others ([`Store::watch`]).
@@ -67,12 +42,12 @@ impl SessionChanges {
 ///   SQLite file, `PRAGMA data_version` on a read-only connection of the watch's own,
 ///   polled every [`WATCH_POLL`] (a pragma on an idle connection: microseconds); it
 ///   moves on every commit by any other connection and names nothing, so it is reported
-///   as [`SessionChanges::All`]. On PostgreSQL, `scribe_db::Database::listen`'s change
+///   as [`Changes::All`]. On PostgreSQL, `scribe_db::Database::listen`'s change
 ///   outbox, which names the session of every change on any host (needs this crate's
 ///   `postgres` feature). An in-memory store has no other connection.
 ///
 /// Missed events (a subscription's buffer overflowed, the outbox trimmed changes before
-/// they were read) are [`SessionChanges::All`] too: read again what you show.
+/// they were read) are [`Changes::All`] too: read again what you show.
 ///
 /// ```
 /// use std::time::Duration;
@@ -191,10 +166,10 @@ impl SessionWatch {
         if let Some(others) = &mut self.others {
             match others.poll().map_err(SessionError::Db)? {
                 None => {}
-                Some(Changes::All) => *changes = Some(SessionChanges::All),
+                Some(Changes::All) => *changes = Some(Changes::All),
                 Some(Changes::Sessions(ids)) => {
                     for id in ids {
-                        SessionChanges::add(changes, &id);
+                        Changes::add(changes, &id);
                     }
                 }
             }
