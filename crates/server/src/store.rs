@@ -21,11 +21,12 @@ use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
-use crate::error::{ApiError, ServeError};
+use crate::cut::{CutLimits, cut_part};
+use crate::error::{ApiError, ServeError, chain};
 use crate::json::{
-    Choice, Choices, CutNode, CutPart, MessagePage, PART_BUDGET, PART_STRING_FLOOR, PART_TEXT_CAP,
-    SearchHits, SessionDetail, SessionList, SessionPage, SessionSummary, Stats, StatsRow, Totals,
-    Usage, UsageDay, page_message, rebuild_cut, usd,
+    Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits, SessionDetail,
+    SessionList, SessionPage, SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay,
+    page_message, rebuild_cut, usd,
 };
 
 /// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
@@ -685,10 +686,11 @@ impl Store {
 
 /// The parts of the messages `ids` as a message page sends them, by message id, in
 /// position order: a part whose JSON is at most [`PART_TEXT_CAP`] bytes is read whole and
-/// sent as stored; a bigger one is never read whole: the database hands over its strings
-/// cut (`ListCutPartNodes`: each at most [`PART_TEXT_CAP`] bytes, within [`PART_BUDGET`]
-/// for the part, at least [`PART_STRING_FLOOR`]) and the rest of it, and it is sent as a
-/// [`CutPart`].
+/// sent as stored; a bigger one is never read whole, its strings are cut ([`CutLimits`]:
+/// each at most [`PART_TEXT_CAP`] bytes, within a budget for the part, at least a floor)
+/// and it is sent as a [`CutPart`]. On SQLite its JSON text is
+/// streamed from the row and cut on the way ([`stream_cut_parts`]); on PostgreSQL the
+/// server hands over its strings cut and the rest of it (`ListCutPartNodes`).
 fn page_parts(
     tx: &mut ReadTx<'_>,
     ids: &[&str],
@@ -701,12 +703,22 @@ fn page_parts(
         message_ids: ids,
         whole_max: limit(PART_TEXT_CAP),
     })?;
-    let big: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.data.is_none())
-        .map(|r| r.id.as_str())
-        .collect();
-    let mut cut = cut_parts(tx, &big)?;
+    let mut cut = match tx.conn() {
+        Some(conn) => stream_cut_parts(
+            conn,
+            rows.iter()
+                .filter(|r| r.data.is_none())
+                .map(|r| (r.id.as_str(), r.seq)),
+        )?,
+        None => {
+            let big: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.data.is_none())
+                .map(|r| r.id.as_str())
+                .collect();
+            cut_parts(tx, &big)?
+        }
+    };
     for row in rows {
         let value = match row.data {
             Some(data) => serde_json::to_value(StoredPart::decode(
@@ -737,8 +749,35 @@ fn page_parts(
     Ok(by_message)
 }
 
-/// The parts `ids` read cut ([`page_parts`]): each one's JSON value and whether a string
-/// of it was cut, by part id.
+/// The parts `parts` (id, `seq`) read cut on SQLite ([`page_parts`]): each one's JSON
+/// value and whether a string of it was cut, by part id. Each part's JSON text is streamed
+/// from its row through [`cut_part`] (SQLite's incremental blob I/O, inside the read's
+/// snapshot), so the page holds the cut, never the part. A row that cannot be opened
+/// because it is gone is left out (as `ListCutPartNodes` leaves it out).
+fn stream_cut_parts<'p>(
+    conn: &rusqlite::Connection,
+    parts: impl Iterator<Item = (&'p str, i64)>,
+) -> Result<HashMap<String, (serde_json::Value, bool)>, ReadError> {
+    let mut out = HashMap::new();
+    for (id, seq) in parts {
+        let blob = match conn.blob_open("main", "parts", "data", seq, true) {
+            Ok(blob) => blob,
+            Err(rusqlite::Error::SqliteFailure(_, Some(message)))
+                if message.starts_with("no such rowid") =>
+            {
+                continue;
+            }
+            Err(err) => return Err(scribe_db::Error::from(err).into()),
+        };
+        let built = cut_part(blob, CutLimits::PAGE)
+            .map_err(|err| ApiError::Internal(format!("part {id}: {}", chain(&err))))?;
+        out.insert(id.to_owned(), built);
+    }
+    Ok(out)
+}
+
+/// The parts `ids` read cut on PostgreSQL ([`page_parts`]): each one's JSON value and
+/// whether a string of it was cut, by part id (the server cuts, `ListCutPartNodes`).
 fn cut_parts(
     tx: &mut ReadTx<'_>,
     ids: &[&str],
@@ -749,9 +788,9 @@ fn cut_parts(
     }
     let rows = tx.q().list_cut_part_nodes(&q::ListCutPartNodesParams {
         part_ids: ids,
-        cap: limit(PART_TEXT_CAP),
-        floor: limit(PART_STRING_FLOOR),
-        budget: limit(PART_BUDGET),
+        cap: limit(CutLimits::PAGE.cap),
+        floor: limit(CutLimits::PAGE.floor),
+        budget: limit(CutLimits::PAGE.budget),
     })?;
     // Rows come part by part (ordered by part id), each part's in document order.
     let mut rows = rows.into_iter().peekable();

@@ -1569,8 +1569,17 @@ fn measure_the_peak_memory_of_a_big_part_page() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    // SCRIBE_BIG_OUTPUT_LINES=1: an output of short lines (a `\n` escape every 17 bytes)
+    // instead of one long run of `x`.
+    let short_lines = std::env::var_os("SCRIBE_BIG_OUTPUT_LINES").is_some();
+    let output = if short_lines {
+        "some output line\n".repeat(mb * 1_000_000 / 17)
+    } else {
+        "x".repeat(mb * 1_000_000)
+    };
     let dir = tempfile::tempdir().unwrap();
-    let db = big_output_store(dir.path(), &"x".repeat(mb * 1_000_000));
+    let db = big_output_store(dir.path(), &output);
+    drop(output);
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", "serve_process", "--nocapture"])
         .env("SCRIBE_TEST_SERVE_DB", &db)
@@ -1602,7 +1611,8 @@ fn measure_the_peak_memory_of_a_big_part_page() {
     assert_eq!(reply.status, 200);
     let after = peak();
     println!(
-        "measured: a {mb} MB tool output: the server's peak RSS {before} before the page, {after} after; the page {} bytes in {} ms",
+        "measured: a {mb} MB tool output{}: the server's peak RSS {before} before the page, {after} after; the page {} bytes in {} ms",
+        if short_lines { " of short lines" } else { "" },
         reply.body.len(),
         took.as_millis()
     );
