@@ -242,7 +242,15 @@ impl Cutter {
     /// escape or a character) is fed again with more. At the end of the text (`eof`) all is
     /// used or it is an error.
     fn feed(&mut self, buf: &[u8], eof: bool) -> Result<usize, CutTextError> {
-        let used = self.cut_some(buf, eof)?;
+        // The text is UTF-8 (as a whole part, read as a string, is): checked a chunk at a
+        // time, in one pass, so what is cut ends at a character and a cut string's rest
+        // is only counted. A character the next chunk completes waits for it.
+        let whole = match std::str::from_utf8(buf) {
+            Ok(_) => buf.len(),
+            Err(err) if err.error_len().is_none() && !eof => err.valid_up_to(),
+            Err(err) => return Err(self.malformed(err.valid_up_to(), "the text is not utf-8")),
+        };
+        let used = self.cut_some(&buf[..whole], eof)?;
         self.offset += used as u64;
         if eof && !matches!(self.state, State::Outside) {
             return Err(self.malformed(0, "the text ends in a string"));
@@ -306,6 +314,12 @@ impl Cutter {
                     i += 1;
                 }
                 State::Value(string) => {
+                    if string.full {
+                        i += skip_counted(&buf[i..], &mut string.len);
+                        if i == buf.len() {
+                            break;
+                        }
+                    }
                     let rest = &buf[i..];
                     match rest[0] {
                         b'"' => {
@@ -331,26 +345,13 @@ impl Cutter {
                             return Err(self.malformed(i, "a control character in a string"));
                         }
                         _ => {
-                            let run_len = plain_len(rest);
-                            let run = &rest[..run_len];
-                            match std::str::from_utf8(run) {
-                                Ok(s) => {
-                                    string.take(s);
-                                    i += run_len;
-                                }
-                                Err(err) => {
-                                    let valid = err.valid_up_to();
-                                    // The valid prefix is UTF-8 (`valid_up_to`).
-                                    if let Ok(s) = std::str::from_utf8(&run[..valid]) {
-                                        string.take(s);
-                                    }
-                                    if err.error_len().is_none() && run_len == rest.len() && !eof {
-                                        // A character the next chunk completes.
-                                        return Ok(i + valid);
-                                    }
-                                    return Err(self.malformed(i + valid, "a string is not utf-8"));
-                                }
-                            }
+                            let run = &rest[..plain_len(rest)];
+                            // Whole characters: `feed` passes UTF-8 that ends at one.
+                            let Ok(text) = std::str::from_utf8(run) else {
+                                return Err(self.malformed(i, "a string is not utf-8"));
+                            };
+                            string.take(text);
+                            i += run.len();
                         }
                     }
                 }
@@ -426,18 +427,43 @@ fn hex4(digits: &[u8]) -> Result<u16, &'static str> {
     })
 }
 
+/// The bytes at the start of `bytes` that the rest of a cut string spends in plain text
+/// and simple escapes (`\n`, `\"` …), adding their decoded bytes to `len`: the loop a
+/// long string spends its time in, so it does nothing else. Stops at the string's end, a
+/// `\u` escape, anything malformed or the end of `bytes`.
+fn skip_counted(bytes: &[u8], len: &mut usize) -> usize {
+    let mut i = 0;
+    loop {
+        let plain = plain_len(&bytes[i..]);
+        *len += plain;
+        i += plain;
+        match bytes.get(i..i + 2) {
+            Some(
+                [
+                    b'\\',
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't',
+                ],
+            ) => {
+                *len += 1;
+                i += 2;
+            }
+            _ => return i,
+        }
+    }
+}
+
 /// The bytes at the start of `bytes` that a string copies as they are: up to a quote, a
-/// backslash or a control character. Eight bytes at a time (the usual bit tricks for "a
+/// backslash or a control character. Sixteen bytes at a time (the usual bit tricks for "a
 /// byte equal to" and "a byte below"), as this is the loop a long string spends its time in.
 fn plain_len(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const QUOTES: u64 = ONES * b'"' as u64;
-    const BACKSLASHES: u64 = ONES * b'\\' as u64;
-    const SPACES: u64 = ONES * 0x20;
+    const ONES: u128 = u128::MAX / 0xFF;
+    const HIGHS: u128 = ONES * 0x80;
+    const QUOTES: u128 = ONES * b'"' as u128;
+    const BACKSLASHES: u128 = ONES * b'\\' as u128;
+    const SPACES: u128 = ONES * 0x20;
     let mut i = 0;
-    while let Some(word) = bytes.get(i..i + 8).and_then(|w| w.first_chunk::<8>()) {
-        let v = u64::from_le_bytes(*word);
+    while let Some(word) = bytes.get(i..).and_then(|w| w.first_chunk::<16>()) {
+        let v = u128::from_le_bytes(*word);
         let quote = v ^ QUOTES;
         let backslash = v ^ BACKSLASHES;
         let found = (quote.wrapping_sub(ONES) & !quote)
@@ -446,7 +472,7 @@ fn plain_len(bytes: &[u8]) -> usize {
         if found & HIGHS != 0 {
             break;
         }
-        i += 8;
+        i += 16;
     }
     while let Some(&b) = bytes.get(i) {
         if b == b'"' || b == b'\\' || b < 0x20 {
@@ -856,6 +882,36 @@ mod tests {
             differed_from_whole > 50,
             "{differed_from_whole} parts were cut"
         );
+    }
+
+    #[test]
+    fn the_word_scan_stops_where_the_byte_scan_does() {
+        let naive = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(bytes.len())
+        };
+        for special in [b'"', b'\\', 0, 0x1f, b'\n'] {
+            for len in 0..40 {
+                for at in 0..=len {
+                    let mut bytes = vec![b'x'; len];
+                    // Bytes just past the specials' values, and above 0x7f, are plain.
+                    for (k, b) in bytes.iter_mut().enumerate() {
+                        *b = [b'x', 0x20, 0x23, 0x5d, 0xc3, 0xff][k % 6];
+                    }
+                    if at < len {
+                        bytes[at] = special;
+                    }
+                    assert_eq!(plain_len(&bytes), naive(&bytes), "{bytes:?}");
+                    let mut counted = 0;
+                    assert_eq!(skip_counted(&bytes, &mut counted), naive(&bytes));
+                }
+            }
+        }
+        let mut counted = 0;
+        assert_eq!(skip_counted(br#"ab\n\"cd\u0041"#, &mut counted), 8);
+        assert_eq!(counted, 6);
     }
 
     /// How long the cutter takes over a long string (run with `--ignored --nocapture`).
