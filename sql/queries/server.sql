@@ -2,8 +2,8 @@
 -- how many child sessions each listed session has, and the usage chart's day × model and
 -- day × source groups (the UTC day and the sums are fragments each dialect spells its own way),
 -- and the parts of a message page (ListPagePartData here; ListCutPartNodes, which reads a
--- big part cut, in sqlite/server.sql and postgres/server.sql). Everything else the web
--- viewer reads goes through the services.
+-- big part cut on PostgreSQL, in sqlite/server.sql and postgres/server.sql). Everything
+-- else the web viewer reads goes through the services.
 
 -- name: ListSourceChoices :many
 -- The sources of the session list's filter, most used first (the sessions_source index

@@ -4,9 +4,10 @@
 //! The database is opened read-only ([`Database::open_read_only`]): the server cannot write
 //! a byte, whatever a request asks. Reads go through the services where they have what is
 //! needed (session lists and lookups, search, stats) and through generated queries otherwise
-//! (message pages by id and their parts, a big part cut in the database, the usage chart
-//! groups, filter choices, child counts, previews; the queries of the last five are in
-//! `sql/queries/server.sql`, its dialect spellings, and `cli.sql`).
+//! (message pages by id and their parts, a big part streamed from its row on SQLite or cut
+//! in the database on PostgreSQL, the usage chart groups, filter choices, child counts,
+//! previews; the queries of the last five are in `sql/queries/server.sql`, its dialect
+//! spellings, and `cli.sql`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -988,5 +989,34 @@ impl FileStamps {
             let meta = std::fs::metadata(file).ok()?;
             Some((meta.len(), meta.modified().ok()?))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row the page listed but cannot open (gone) is left out, as `ListCutPartNodes`
+    /// leaves it out: `page_parts` then answers "part … was not read", not a panic. Any
+    /// other failure to open is the database's error.
+    #[test]
+    fn a_part_row_that_is_gone_is_left_out_of_the_stream() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE parts (seq INTEGER PRIMARY KEY, id TEXT, data TEXT);
+             INSERT INTO parts VALUES (7, 'prt_here', '{\"a\":\"0123456789\"}');",
+        )
+        .unwrap();
+        let cut = stream_cut_parts(&conn, [("prt_here", 7), ("prt_gone", 8)].into_iter()).unwrap();
+        assert_eq!(cut.len(), 1);
+        assert_eq!(
+            cut["prt_here"],
+            (serde_json::json!({"a": "0123456789"}), false)
+        );
+        conn.execute_batch("DROP TABLE parts").unwrap();
+        assert!(matches!(
+            stream_cut_parts(&conn, [("prt_here", 7)].into_iter()),
+            Err(ReadError::Db(_))
+        ));
     }
 }
