@@ -877,7 +877,7 @@ mod tests {
 
     impl<'de> serde::de::Visitor<'de> for DecodeThenCut<'_> {
         type Value = Value;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("json")
         }
         fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
