@@ -2,8 +2,8 @@
 -- how many child sessions each listed session has, and the usage chart's day × model and
 -- day × source groups (the UTC day and the sums are fragments each dialect spells its own way),
 -- and the parts of a message page (ListPagePartData here; ListCutPartNodes, which reads a
--- big part cut, in sqlite/server.sql and postgres/server.sql). Everything else the web
--- viewer reads goes through the services.
+-- big part cut on PostgreSQL, in sqlite/server.sql and postgres/server.sql). Everything
+-- else the web viewer reads goes through the services.
 
 -- name: ListSourceChoices :many
 -- The sources of the session list's filter, most used first (the sessions_source index
@@ -80,10 +80,11 @@ ORDER BY 1, 2;
 -- name: ListPagePartData :many
 -- The parts of a message page's messages, each with its JSON's size in bytes and its JSON
 -- only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
--- part (a tool's 20 MB output) is read cut, by ListCutPartNodes, so a page never reads a
--- big part whole. octet_length reads the stored size without the value (SQLite's record
+-- part (a tool's 20 MB output) is read cut, so a page never reads a big part whole: on
+-- SQLite streamed from its row (`seq`, the rowid) by crates/server's cutter, on PostgreSQL
+-- by ListCutPartNodes. octet_length reads the stored size without the value (SQLite's record
 -- header, PostgreSQL's TOAST header: no decompression).
-SELECT id, message_id, position, created_at, updated_at,
+SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS "bytes!: i64",
        CASE WHEN octet_length(data) <= CAST(@whole_max AS BIGINT) THEN data END AS "data?: String"
 FROM parts

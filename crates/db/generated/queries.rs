@@ -2381,7 +2381,8 @@ pub fn usage_by_day_and_source_since(
 }
 
 /// SQL of `ListPagePartData` (sql/queries/server.sql:80).
-pub const LIST_PAGE_PART_DATA_SQL: &str = "SELECT id, message_id, position, created_at, updated_at,
+pub const LIST_PAGE_PART_DATA_SQL: &str =
+    "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
        CASE WHEN octet_length(data) <= CAST(?1 AS BIGINT) THEN data END AS \"data?: String\"
 FROM parts
@@ -2391,6 +2392,7 @@ ORDER BY message_id, position";
 /// A row returned by [`list_page_part_data`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPagePartDataRow {
+    pub seq: i64,
     pub id: String,
     pub message_id: String,
     pub position: i64,
@@ -2411,8 +2413,9 @@ pub struct ListPagePartDataParams<'a> {
 ///
 /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
 /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
-/// part (a tool's 20 MB output) is read cut, by ListCutPartNodes, so a page never reads a
-/// big part whole. octet_length reads the stored size without the value (SQLite's record
+/// part (a tool's 20 MB output) is read cut, so a page never reads a big part whole: on
+/// SQLite streamed from its row (`seq`, the rowid) by crates/server's cutter, on PostgreSQL
+/// by ListCutPartNodes. octet_length reads the stored size without the value (SQLite's record
 /// header, PostgreSQL's TOAST header: no decompression).
 pub fn list_page_part_data(
     conn: &rusqlite::Connection,
@@ -2430,13 +2433,14 @@ pub fn list_page_part_data(
     values.extend(params.message_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
     let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
         Ok(ListPagePartDataRow {
-            id: row.get(0)?,
-            message_id: row.get(1)?,
-            position: row.get(2)?,
-            created_at: row.get(3)?,
-            updated_at: row.get(4)?,
-            bytes: row.get(5)?,
-            data: row.get(6)?,
+            seq: row.get(0)?,
+            id: row.get(1)?,
+            message_id: row.get(2)?,
+            position: row.get(3)?,
+            created_at: row.get(4)?,
+            updated_at: row.get(5)?,
+            bytes: row.get(6)?,
+            data: row.get(7)?,
         })
     })?;
     rows.collect()
@@ -3862,6 +3866,10 @@ pub struct ListCutPartNodesParams<'a> {
 
 /// `ListCutPartNodes` (`:many`) from `sql/queries/sqlite/server.sql:4`.
 ///
+/// Not what the server runs on SQLite (it streams a big part from its row and cuts it in
+/// Rust, crates/server's cut.rs: json_tree holds the whole string several times); kept
+/// because every PostgreSQL query needs a SQLite spelling (sqlgen's parity check), and as
+/// the reference the cutter's tests compare with.
 /// The given parts' JSON as nodes, each string cut: what a message page sends of a part too
 /// big to read whole (ListPagePartData). One row per node, in document order per part:
 /// `node` and `parent` identify nodes within a part (the root has no parent), `key` is an
@@ -4217,8 +4225,9 @@ pub trait ReadQueries {
     /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:80`.
     /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
     /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
-    /// part (a tool's 20 MB output) is read cut, by ListCutPartNodes, so a page never reads a
-    /// big part whole. octet_length reads the stored size without the value (SQLite's record
+    /// part (a tool's 20 MB output) is read cut, so a page never reads a big part whole: on
+    /// SQLite streamed from its row (`seq`, the rowid) by crates/server's cutter, on PostgreSQL
+    /// by ListCutPartNodes. octet_length reads the stored size without the value (SQLite's record
     /// header, PostgreSQL's TOAST header: no decompression).
     fn list_page_part_data(
         &mut self,
@@ -4344,6 +4353,10 @@ pub trait ReadQueries {
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
 
     /// `ListCutPartNodes` (`:many`) from `sql/queries/sqlite/server.sql:4`.
+    /// Not what the server runs on SQLite (it streams a big part from its row and cuts it in
+    /// Rust, crates/server's cut.rs: json_tree holds the whole string several times); kept
+    /// because every PostgreSQL query needs a SQLite spelling (sqlgen's parity check), and as
+    /// the reference the cutter's tests compare with.
     /// The given parts' JSON as nodes, each string cut: what a message page sends of a part too
     /// big to read whole (ListPagePartData). One row per node, in document order per part:
     /// `node` and `parent` identify nodes within a part (the root has no parent), `key` is an

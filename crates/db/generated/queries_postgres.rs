@@ -474,7 +474,8 @@ GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 25340
 ORDER BY 1, 2";
 
 /// SQL of `ListPagePartData` (sql/queries/server.sql:80).
-pub const LIST_PAGE_PART_DATA_SQL: &str = "SELECT id, message_id, position, created_at, updated_at,
+pub const LIST_PAGE_PART_DATA_SQL: &str =
+    "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
        CASE WHEN octet_length(data) <= CAST($1 AS BIGINT) THEN data END AS \"data?: String\"
 FROM parts
@@ -1323,13 +1324,14 @@ fn read_list_page_part_data_row(
     row: &postgres::Row,
 ) -> Result<super::ListPagePartDataRow, postgres::Error> {
     Ok(super::ListPagePartDataRow {
-        id: row.try_get(0)?,
-        message_id: row.try_get(1)?,
-        position: row.try_get(2)?,
-        created_at: row.try_get(3)?,
-        updated_at: row.try_get(4)?,
-        bytes: row.try_get(5)?,
-        data: row.try_get(6)?,
+        seq: row.try_get(0)?,
+        id: row.try_get(1)?,
+        message_id: row.try_get(2)?,
+        position: row.try_get(3)?,
+        created_at: row.try_get(4)?,
+        updated_at: row.try_get(5)?,
+        bytes: row.try_get(6)?,
+        data: row.try_get(7)?,
     })
 }
 

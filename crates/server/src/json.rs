@@ -441,7 +441,7 @@ pub struct CutPart {
 }
 
 /// One node of a part's JSON as the database hands over a part too big to read whole
-/// (the query `ListCutPartNodes`), in document order, depth first.
+/// (the query `ListCutPartNodes`, on PostgreSQL), in document order, depth first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CutNode {
     /// Its id within the part.

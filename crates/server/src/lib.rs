@@ -32,6 +32,7 @@
 
 mod api;
 mod assets;
+pub mod cut;
 mod error;
 mod http;
 pub mod json;

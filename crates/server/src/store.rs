@@ -4,9 +4,10 @@
 //! The database is opened read-only ([`Database::open_read_only`]): the server cannot write
 //! a byte, whatever a request asks. Reads go through the services where they have what is
 //! needed (session lists and lookups, search, stats) and through generated queries otherwise
-//! (message pages by id and their parts, a big part cut in the database, the usage chart
-//! groups, filter choices, child counts, previews; the queries of the last five are in
-//! `sql/queries/server.sql`, its dialect spellings, and `cli.sql`).
+//! (message pages by id and their parts, a big part streamed from its row on SQLite or cut
+//! in the database on PostgreSQL, the usage chart groups, filter choices, child counts,
+//! previews; the queries of the last five are in `sql/queries/server.sql`, its dialect
+//! spellings, and `cli.sql`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,11 +22,12 @@ use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
 use scribe_session::{Session, SessionService, StatsBy};
 
-use crate::error::{ApiError, ServeError};
+use crate::cut::{CutLimits, cut_part};
+use crate::error::{ApiError, ServeError, chain};
 use crate::json::{
-    Choice, Choices, CutNode, CutPart, MessagePage, PART_BUDGET, PART_STRING_FLOOR, PART_TEXT_CAP,
-    SearchHits, SessionDetail, SessionList, SessionPage, SessionSummary, Stats, StatsRow, Totals,
-    Usage, UsageDay, page_message, rebuild_cut, usd,
+    Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits, SessionDetail,
+    SessionList, SessionPage, SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay,
+    page_message, rebuild_cut, usd,
 };
 
 /// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
@@ -685,10 +687,11 @@ impl Store {
 
 /// The parts of the messages `ids` as a message page sends them, by message id, in
 /// position order: a part whose JSON is at most [`PART_TEXT_CAP`] bytes is read whole and
-/// sent as stored; a bigger one is never read whole: the database hands over its strings
-/// cut (`ListCutPartNodes`: each at most [`PART_TEXT_CAP`] bytes, within [`PART_BUDGET`]
-/// for the part, at least [`PART_STRING_FLOOR`]) and the rest of it, and it is sent as a
-/// [`CutPart`].
+/// sent as stored; a bigger one is never read whole, its strings are cut ([`CutLimits`]:
+/// each at most [`PART_TEXT_CAP`] bytes, within a budget for the part, at least a floor)
+/// and it is sent as a [`CutPart`]. On SQLite its JSON text is
+/// streamed from the row and cut on the way ([`stream_cut_parts`]); on PostgreSQL the
+/// server hands over its strings cut and the rest of it (`ListCutPartNodes`).
 fn page_parts(
     tx: &mut ReadTx<'_>,
     ids: &[&str],
@@ -701,12 +704,22 @@ fn page_parts(
         message_ids: ids,
         whole_max: limit(PART_TEXT_CAP),
     })?;
-    let big: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.data.is_none())
-        .map(|r| r.id.as_str())
-        .collect();
-    let mut cut = cut_parts(tx, &big)?;
+    let mut cut = match tx.conn() {
+        Some(conn) => stream_cut_parts(
+            conn,
+            rows.iter()
+                .filter(|r| r.data.is_none())
+                .map(|r| (r.id.as_str(), r.seq)),
+        )?,
+        None => {
+            let big: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.data.is_none())
+                .map(|r| r.id.as_str())
+                .collect();
+            cut_parts(tx, &big)?
+        }
+    };
     for row in rows {
         let value = match row.data {
             Some(data) => serde_json::to_value(StoredPart::decode(
@@ -737,8 +750,35 @@ fn page_parts(
     Ok(by_message)
 }
 
-/// The parts `ids` read cut ([`page_parts`]): each one's JSON value and whether a string
-/// of it was cut, by part id.
+/// The parts `parts` (id, `seq`) read cut on SQLite ([`page_parts`]): each one's JSON
+/// value and whether a string of it was cut, by part id. Each part's JSON text is streamed
+/// from its row through [`cut_part`] (SQLite's incremental blob I/O, inside the read's
+/// snapshot), so the page holds the cut, never the part. A row that cannot be opened
+/// because it is gone is left out (as `ListCutPartNodes` leaves it out).
+fn stream_cut_parts<'p>(
+    conn: &rusqlite::Connection,
+    parts: impl Iterator<Item = (&'p str, i64)>,
+) -> Result<HashMap<String, (serde_json::Value, bool)>, ReadError> {
+    let mut out = HashMap::new();
+    for (id, seq) in parts {
+        let blob = match conn.blob_open("main", "parts", "data", seq, true) {
+            Ok(blob) => blob,
+            Err(rusqlite::Error::SqliteFailure(_, Some(message)))
+                if message.starts_with("no such rowid") =>
+            {
+                continue;
+            }
+            Err(err) => return Err(scribe_db::Error::from(err).into()),
+        };
+        let built = cut_part(blob, CutLimits::PAGE)
+            .map_err(|err| ApiError::Internal(format!("part {id}: {}", chain(&err))))?;
+        out.insert(id.to_owned(), built);
+    }
+    Ok(out)
+}
+
+/// The parts `ids` read cut on PostgreSQL ([`page_parts`]): each one's JSON value and
+/// whether a string of it was cut, by part id (the server cuts, `ListCutPartNodes`).
 fn cut_parts(
     tx: &mut ReadTx<'_>,
     ids: &[&str],
@@ -749,9 +789,9 @@ fn cut_parts(
     }
     let rows = tx.q().list_cut_part_nodes(&q::ListCutPartNodesParams {
         part_ids: ids,
-        cap: limit(PART_TEXT_CAP),
-        floor: limit(PART_STRING_FLOOR),
-        budget: limit(PART_BUDGET),
+        cap: limit(CutLimits::PAGE.cap),
+        floor: limit(CutLimits::PAGE.floor),
+        budget: limit(CutLimits::PAGE.budget),
     })?;
     // Rows come part by part (ordered by part id), each part's in document order.
     let mut rows = rows.into_iter().peekable();
@@ -949,5 +989,34 @@ impl FileStamps {
             let meta = std::fs::metadata(file).ok()?;
             Some((meta.len(), meta.modified().ok()?))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row the page listed but cannot open (gone) is left out, as `ListCutPartNodes`
+    /// leaves it out: `page_parts` then answers "part … was not read", not a panic. Any
+    /// other failure to open is the database's error.
+    #[test]
+    fn a_part_row_that_is_gone_is_left_out_of_the_stream() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE parts (seq INTEGER PRIMARY KEY, id TEXT, data TEXT);
+             INSERT INTO parts VALUES (7, 'prt_here', '{\"a\":\"0123456789\"}');",
+        )
+        .unwrap();
+        let cut = stream_cut_parts(&conn, [("prt_here", 7), ("prt_gone", 8)].into_iter()).unwrap();
+        assert_eq!(cut.len(), 1);
+        assert_eq!(
+            cut["prt_here"],
+            (serde_json::json!({"a": "0123456789"}), false)
+        );
+        conn.execute_batch("DROP TABLE parts").unwrap();
+        assert!(matches!(
+            stream_cut_parts(&conn, [("prt_here", 7)].into_iter()),
+            Err(ReadError::Db(_))
+        ));
     }
 }

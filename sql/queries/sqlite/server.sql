@@ -2,6 +2,10 @@
 -- (sql/queries/postgres/server.sql has its own).
 
 -- name: ListCutPartNodes :many
+-- Not what the server runs on SQLite (it streams a big part from its row and cuts it in
+-- Rust, crates/server's cut.rs: json_tree holds the whole string several times); kept
+-- because every PostgreSQL query needs a SQLite spelling (sqlgen's parity check), and as
+-- the reference the cutter's tests compare with.
 -- The given parts' JSON as nodes, each string cut: what a message page sends of a part too
 -- big to read whole (ListPagePartData). One row per node, in document order per part:
 -- `node` and `parent` identify nodes within a part (the root has no parent), `key` is an
