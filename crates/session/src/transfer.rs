@@ -407,7 +407,11 @@ impl SessionService {
     /// rules, skips and errors, all or nothing, `created` published), but many go into one
     /// transaction (about [`IMPORT_BATCH_MESSAGES`] messages). One that fails is reported
     /// and the others still go in: the transaction is rolled back and stored again without
-    /// it (failures are rare, so the common path pays nothing for them). Each transaction
+    /// it (failures are rare, so the common path pays nothing for them). A value the server
+    /// refuses (SQLSTATE class 22 or 54: on PostgreSQL a text whose words exceed the 1 MiB
+    /// `tsvector`, met only when the batch is indexed) names no session: the batch's
+    /// sessions are then stored one per transaction, and the one refused fails alone. Each
+    /// transaction
     /// also indexes the parts it stored, in both search indexes, after its last insert
     /// (`scribe_db::bulk::index_new_parts`), while this process's background search indexer
     /// waits; what others queued meanwhile is indexed at the end, in a few large
@@ -534,10 +538,29 @@ impl SessionService {
                     };
                     outcomes[i] = Some(Err(err));
                 }
+                // The server refused a value of one of the sessions (a text whose words
+                // exceed PostgreSQL's 1 MiB `tsvector`, met only when the batch is
+                // indexed): which one is unknown, so each is stored alone, and the one
+                // refused alone fails by itself, as a session this import refuses does.
+                Err(BatchError::Db(err)) if refused_value(&err) => match left[..] {
+                    [only] => outcomes[only] = Some(Err(SessionError::from(err))),
+                    _ => {
+                        for &i in &left {
+                            outcomes[i] = self.import_batch(std::slice::from_ref(&batch[i]))?.pop();
+                        }
+                    }
+                },
                 Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
             }
         }
     }
+}
+
+/// Whether the server refused a value written (SQLSTATE class 22, data exception; 54,
+/// program limit exceeded), not the transaction or the connection: then one session of a
+/// batch is to blame, and the others can still be stored.
+fn refused_value(err: &scribe_db::Error) -> bool {
+    matches!(err.sqlstate(), Some(code) if code.starts_with("22") || code.starts_with("54"))
 }
 
 impl SessionService {
