@@ -1934,3 +1934,108 @@ fn the_word_split_gives_v13s_words_and_positions_for_any_text() {
         .get(0);
     assert_eq!(differ, 0);
 }
+
+/// Schema V25: a text of very many different words stores on PostgreSQL (a tsvector holds
+/// at most 1 MiB, and until V25 such a part failed its write with "string is too long for
+/// tsvector", where SQLite stores it). Its words are searched up to the document's budget;
+/// a text over 200,000 bytes whose words fit is searched whole, at every piece boundary,
+/// multibyte characters and a word longer than a piece included; a text of at most
+/// 200,000 bytes keeps V21's document exactly; `db check` finds every document right.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_text_of_very_many_words_stores_and_its_words_are_searched_to_the_budget() {
+    use scribe_db::search::{self, SearchFilter, TextQuery};
+
+    let url = fresh("scribe_many_words");
+    let db = Database::open(&url).unwrap();
+    let mut admin = admin(&url);
+    let session = create_session(&db);
+    // ~250,000 different words, ~2.7 MB: the document of the whole would be ~4 MB.
+    let many: String = (0..250_000)
+        .map(|i| format!("w{i:07}x"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // ~600 KB: different words of two-byte and three-byte characters and ASCII, a
+    // 300,000-byte word (no piece boundary inside it), then words after it.
+    let letters = ['é', 'ж', '中', 'ß', '文'];
+    let fits: String = (0..60_000)
+        .map(|i| format!("{}{i}", letters[i % letters.len()]))
+        .chain(std::iter::once("y".repeat(300_000)))
+        .chain((0..2_000).map(|i| format!("tail{i}")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // ~300 KB of 20-byte words; the first piece ends after the first space from byte
+    // 200,000 on (0-based), between the words `across[0]` and `across[1]`.
+    let long_words: Vec<String> = (0..14_300).map(|i| format!("b{i:019}")).collect();
+    let positional = long_words.join(" ");
+    let end = 200_000 + positional[200_000..].find(' ').unwrap();
+    let k = positional[..end].split(' ').count() - 1;
+    let across = [&long_words[k], &long_words[k + 1], &long_words[k + 2]];
+    let small = "the quick brown fox jumps over the lazy dog ".repeat(4_000);
+    assert!(fits.len() > 600_000 && small.len() <= 200_000);
+    db.write(|tx| -> scribe_db::Result<()> {
+        message_with_part(tx.q(), &session, &many)?;
+        message_with_part(tx.q(), &session, &fits)?;
+        message_with_part(tx.q(), &session, &positional)?;
+        message_with_part(tx.q(), &session, &small)
+    })
+    .unwrap();
+
+    let found = |word: &str| -> usize {
+        db.read(|tx| {
+            search::search(
+                tx,
+                &SearchFilter::new(TextQuery::Words(format!("\"{word}\""))),
+            )
+        })
+        .unwrap()
+        .len()
+    };
+    // The first words of the big text are searched; its last, past the budget, are not.
+    assert_eq!(found("w0000000x"), 1);
+    assert_eq!(found("w0010000x"), 1);
+    assert_eq!(found("w0249999x"), 0);
+    // The text whose words fit is searched whole: every letter's words, across pieces,
+    // and the words after the long one.
+    for word in [
+        "é0", "ж1", "中2", "ß3", "文4", "é59995", "文59999", "tail0", "tail1999",
+    ] {
+        assert_eq!(found(word), 1, "{word}");
+    }
+    // Positions run on from piece to piece as in one document: two words on either side
+    // of the first piece's end are a phrase (positions stop counting at 16,383, so these
+    // words are long enough for the end to come before that).
+    assert_eq!(found(&format!("{} {}", across[0], across[1])), 1);
+    assert_eq!(found(&format!("{} {}", across[0], across[2])), 0);
+    let documents: Vec<(i64, i32)> = admin
+        .query(
+            "SELECT octet_length(search_text)::bigint, pg_column_size(words) FROM parts_fts \
+             ORDER BY seq",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(documents.len(), 4);
+    assert!(
+        documents.iter().all(|&(_, size)| size < 1_048_576),
+        "{documents:?}"
+    );
+    // A text of at most 200,000 bytes has V21's document exactly.
+    let same: bool = admin
+        .query_one(
+            "SELECT scribe_search_words($1)::text = \
+                    to_tsvector('scribe', regexp_replace($1, '[^[:alnum:] ]+', ' ', 'g'))::text",
+            &[&small],
+        )
+        .unwrap()
+        .get(0);
+    assert!(same);
+    let report = db.check().unwrap();
+    assert!(
+        report.checks.iter().all(|c| c.problem.is_none()),
+        "{:?}",
+        report.checks
+    );
+}

@@ -1,0 +1,5 @@
+-- Scribe schema, version 25: nothing to do on SQLite.
+--
+-- PostgreSQL's version 25 bounds a part's word document to what a tsvector can hold (1 MiB),
+-- so a text of very many different words no longer fails its write there; FTS5 has no such
+-- limit. The file exists so both dialects number their versions alike.
