@@ -704,14 +704,16 @@ fn db_info_and_copy_say_what_is_true_on_postgres() {
     }
 }
 
-/// An export holding one session PostgreSQL cannot index (a text of ~250,000 different
-/// words: its words exceed the server's 1 MiB `tsvector` limit) among others: as on SQLite
-/// for a session it refuses, that one is reported failed by id and title, exit status 1,
-/// and the others are stored. Before, the whole import failed with the server's message
-/// alone, naming no session, and stored nothing.
+/// An export holding a session of a text of ~250,000 different words (more than a 1 MiB
+/// `tsvector` holds) and one whose id is longer than PostgreSQL's btree index takes, among
+/// others. The first is stored and found by its first words (schema V25; before, its
+/// write failed: "string is too long for tsvector"). The second PostgreSQL refuses: as
+/// on SQLite for a session it refuses, that one is reported failed by id and title, exit
+/// status 1, and the others are stored. Before, the whole import failed with the server's
+/// message alone, naming no session, and stored nothing.
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
-fn one_session_postgres_cannot_index_fails_alone() {
+fn one_session_postgres_refuses_fails_alone_and_very_many_words_are_stored() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scribe.db");
     let file = file.to_str().unwrap();
@@ -720,47 +722,58 @@ fn one_session_postgres_cannot_index_fails_alone() {
     let normal: Vec<&str> = lines.lines().collect();
     assert_eq!(normal.len(), 2, "{lines}");
 
-    // The demo's sub-agent session, made huge: one text part of many different words.
-    let mut huge: serde_json::Value = serde_json::from_str(normal[0]).unwrap();
-    let mut words = String::new();
     let mut n: u64 = 0x2545_f491_4f6c_dd1d;
-    for _ in 0..250_000 {
-        for _ in 0..10 {
-            n ^= n << 13;
-            n ^= n >> 7;
-            n ^= n << 17;
-            words.push(char::from(b'a' + u8::try_from(n % 26).unwrap()));
-        }
-        words.push(' ');
-    }
-    huge["session"]["id"] = "huge_session".into();
-    huge["session"]["title"] = "huge words".into();
-    huge["session"]["parent_session_id"] = serde_json::Value::Null;
-    huge.as_object_mut().unwrap().remove("rolled_up");
-    let mut message = huge["messages"][0].clone();
-    message["id"] = "msg_huge".into();
-    message["session_id"] = "huge_session".into();
-    message["parent_id"] = serde_json::Value::Null;
-    message["parts"] = serde_json::json!([{
-        "id": "prt_huge", "position": 0,
-        "part": {"type": "text", "text": words},
-        "created_at": message["created_at"], "updated_at": message["created_at"],
-    }]);
-    huge["messages"] = serde_json::json!([message]);
-    huge["files"] = serde_json::json!([]);
-    huge["session"]["message_count"] = 1.into();
+    let mut letters = |count: usize| -> String {
+        (0..count)
+            .map(|_| {
+                n ^= n << 13;
+                n ^= n >> 7;
+                n ^= n << 17;
+                char::from(b'a' + u8::try_from(n % 26).unwrap())
+            })
+            .collect()
+    };
+    // The demo's sub-agent session as another one, `id`, with one text part `text`.
+    let session = |id: &str, title: &str, text: String| -> serde_json::Value {
+        let mut copy: serde_json::Value = serde_json::from_str(normal[0]).unwrap();
+        copy["session"]["id"] = id.into();
+        copy["session"]["title"] = title.into();
+        copy["session"]["parent_session_id"] = serde_json::Value::Null;
+        copy.as_object_mut().unwrap().remove("rolled_up");
+        let mut message = copy["messages"][0].clone();
+        message["id"] = format!("msg_{title}").replace(' ', "_").into();
+        message["session_id"] = id.into();
+        message["parent_id"] = serde_json::Value::Null;
+        message["parts"] = serde_json::json!([{
+            "id": format!("prt_{title}").replace(' ', "_"), "position": 0,
+            "part": {"type": "text", "text": text},
+            "created_at": message["created_at"], "updated_at": message["created_at"],
+        }]);
+        copy["messages"] = serde_json::json!([message]);
+        copy["files"] = serde_json::json!([]);
+        copy["session"]["message_count"] = 1.into();
+        copy
+    };
+    let words: Vec<String> = (0..250_000).map(|_| letters(10)).collect();
+    let huge = session("huge_session", "huge words", words.join(" "));
+    let long_id = format!("ses_{}", letters(9_000));
+    let refused = session(&long_id, "long id", "a short text".into());
     let export = dir.path().join("mixed.jsonl");
-    std::fs::write(&export, format!("{}\n{huge}\n{}\n", normal[0], normal[1])).unwrap();
+    std::fs::write(
+        &export,
+        format!("{}\n{huge}\n{refused}\n{}\n", normal[0], normal[1]),
+    )
+    .unwrap();
 
     let url = fresh("cli_pass_huge_words");
     let (code, stdout, stderr) = seen(&url, &["import", export.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert!(
-        stdout.ends_with("2 imported, 0 skipped, 1 failed\n"),
+        stdout.ends_with("3 imported, 0 skipped, 1 failed\n"),
         "{stdout}{stderr}"
     );
     assert!(
-        stderr.contains("failed huge_session \"huge words\": ") && stderr.contains("tsvector"),
+        stderr.contains(&format!("failed {long_id} \"long id\": ")),
         "{stderr}"
     );
     let listed = json(&url, &["list", "--all", "--json"]);
@@ -770,8 +783,17 @@ fn one_session_postgres_cannot_index_fails_alone() {
         .iter()
         .map(|s| s["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids.len(), 2, "{listed}");
-    assert!(!ids.contains("huge_session"), "{listed}");
+    assert_eq!(ids.len(), 3, "{listed}");
+    assert!(ids.contains("huge_session"), "{listed}");
+    // Found by its first word; its last, past the word index's budget, finds nothing.
+    let found = |word: &str| -> usize {
+        json(&url, &["search", word, "--json"])["hits"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(found(&words[0]), 1);
+    assert_eq!(found(&words[249_999]), 0);
     let check = ok(&url, &["db", "check"]);
     assert!(
         !check.contains("FAIL") && !check.contains("error"),
