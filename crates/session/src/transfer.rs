@@ -408,13 +408,12 @@ impl SessionService {
     /// transaction (about [`IMPORT_BATCH_MESSAGES`] messages). One that fails is reported
     /// and the others still go in: the transaction is rolled back and stored again without
     /// it (failures are rare, so the common path pays nothing for them). A value the server
-    /// refuses (SQLSTATE class 22 or 54: on PostgreSQL a text whose words exceed the 1 MiB
-    /// `tsvector`, met only when the batch is indexed) names no session: the batch's
-    /// sessions are then stored one per transaction, and the one refused fails alone. Each
-    /// transaction
-    /// also indexes the parts it stored, in both search indexes, after its last insert
-    /// (`scribe_db::bulk::index_new_parts`), while this process's background search indexer
-    /// waits; what others queued meanwhile is indexed at the end, in a few large
+    /// refuses (SQLSTATE class 22 or 54: on PostgreSQL an id longer than its btree index
+    /// takes; before schema V25 also a text whose words exceeded the 1 MiB `tsvector`)
+    /// names no session: the batch's sessions are then stored one per transaction, and the
+    /// one refused fails alone. Each transaction also indexes the parts it stored, in both
+    /// search indexes, after its last insert (`scribe_db::bulk::index_new_parts`), while
+    /// this process's background search indexer waits; what others queued meanwhile is indexed at the end, in a few large
     /// transactions.
     ///
     /// `progress` is called after every transaction (storing, then indexing). Returns one
@@ -538,10 +537,10 @@ impl SessionService {
                     };
                     outcomes[i] = Some(Err(err));
                 }
-                // The server refused a value of one of the sessions (a text whose words
-                // exceed PostgreSQL's 1 MiB `tsvector`, met only when the batch is
-                // indexed): which one is unknown, so each is stored alone, and the one
-                // refused alone fails by itself, as a session this import refuses does.
+                // The server refused a value of one of the sessions (on PostgreSQL an id
+                // longer than its btree index takes): which one is unknown, so each is
+                // stored alone, and the one refused fails by itself, as a session this
+                // import refuses does.
                 Err(BatchError::Db(err)) if refused_value(&err) => match left[..] {
                     [only] => outcomes[only] = Some(Err(SessionError::from(err))),
                     _ => {
