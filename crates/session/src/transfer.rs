@@ -413,8 +413,8 @@ impl SessionService {
     /// names no session: the batch's sessions are then stored one per transaction, and the
     /// one refused fails alone. Each transaction also indexes the parts it stored, in both
     /// search indexes, after its last insert (`scribe_db::bulk::index_new_parts`), while
-    /// this process's background search indexer waits; what others queued meanwhile is indexed at the end, in a few large
-    /// transactions.
+    /// this process's background search indexer waits; what others queued meanwhile is
+    /// indexed at the end, in a few large transactions.
     ///
     /// `progress` is called after every transaction (storing, then indexing). Returns one
     /// outcome per session, in order; `Err` only when the database itself failed (what
