@@ -843,15 +843,7 @@ mod tests {
             },
         )
         .unwrap();
-        crate::json::rebuild_cut(rows.into_iter().map(|r| crate::json::CutNode {
-            node: r.node,
-            parent: r.parent,
-            key: r.key,
-            kind: r.kind,
-            head: r.head,
-            cut: r.cut,
-        }))
-        .unwrap()
+        crate::json::rebuild_cut(rows.into_iter().map(crate::json::CutNode::from)).unwrap()
     }
 
     /// "Decode whole, then cut": serde_json reads the whole text and each string, in the

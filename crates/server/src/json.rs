@@ -458,6 +458,19 @@ pub struct CutNode {
     pub cut: bool,
 }
 
+impl From<scribe_db::queries::ListCutPartNodesRow> for CutNode {
+    fn from(row: scribe_db::queries::ListCutPartNodesRow) -> Self {
+        CutNode {
+            node: row.node,
+            parent: row.parent,
+            key: row.key,
+            kind: row.kind,
+            head: row.head,
+            cut: row.cut,
+        }
+    }
+}
+
 /// Why the nodes of a cut part do not make one JSON value.
 #[derive(Debug, thiserror::Error)]
 pub enum CutError {

@@ -801,15 +801,8 @@ fn cut_parts(
         while let Some(next) = rows.next_if(|r| r.part_id == part_id) {
             nodes.push(next);
         }
-        let built = rebuild_cut(nodes.into_iter().map(|r| CutNode {
-            node: r.node,
-            parent: r.parent,
-            key: r.key,
-            kind: r.kind,
-            head: r.head,
-            cut: r.cut,
-        }))
-        .map_err(|err| ApiError::Internal(format!("part {part_id}: {err}")))?;
+        let built = rebuild_cut(nodes.into_iter().map(CutNode::from))
+            .map_err(|err| ApiError::Internal(format!("part {part_id}: {err}")))?;
         out.insert(part_id, built);
     }
     Ok(out)
