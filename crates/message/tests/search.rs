@@ -832,3 +832,65 @@ fn symbols_next_to_words_are_searched_not_dropped(backend: Backend) {
     assert!(f.texts_with("deployed OR 🚀", &other).is_empty());
     assert!(f.texts_with("🚀 deployed", &other).is_empty());
 }
+
+/// Known wrong (stop 38): exclusions are checked per part on both backends, so both
+/// variants are ignored until the fix; run them with `-- --ignored` to see it.
+mod an_exclusion_leaves_out_the_whole_message {
+    #[test]
+    #[ignore = "known bug: an exclusion is checked per part, not per message (stop 38 finding)"]
+    fn sqlite() {
+        super::an_exclusion_leaves_out_the_whole_message(scribe_db::Backend::Sqlite);
+    }
+
+    #[test]
+    #[ignore = "needs PostgreSQL, and the known bug: an exclusion is checked per part"]
+    fn postgres() {
+        super::an_exclusion_leaves_out_the_whole_message(scribe_db::Backend::Postgres);
+    }
+}
+
+/// An exclusion leaves out the message, not the part: search returns one hit per
+/// message, so `deploy -staging` reads "messages about deploy without staging". A
+/// message whose text part says `deploy` and whose second text part or tool part says
+/// `staging` (or holds `🚀`) is not found by `deploy -staging`, `deploy NOT staging` or
+/// `deploy -🚀`; a message saying `deploy` alone still is.
+fn an_exclusion_leaves_out_the_whole_message(backend: Backend) {
+    let f = Fixture::new(backend);
+    let two_texts = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("deploy the service now"),
+            Part::text("staging is ready 🚀"),
+        ],
+    );
+    f.svc.create(two_texts).unwrap();
+    let with_tool = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("deploy finished for everyone"),
+            completed_tool(
+                "t1",
+                "bash",
+                json!({"command": "kubectl apply"}),
+                "staging 🚀 ok",
+            ),
+        ],
+    );
+    f.svc.create(with_tool).unwrap();
+    const PLAIN: &str = "deploy went fine";
+    say(&f.svc, &f.cli, Role::User, PLAIN);
+    let wrong: Vec<(&str, Vec<String>)> = [
+        "deploy -staging",
+        "deploy NOT staging",
+        "deploy -🚀",
+        "deploy NOT 🚀",
+    ]
+    .into_iter()
+    .map(|query| (query, f.texts(query)))
+    .filter(|(_, found)| *found != sorted(&[PLAIN]))
+    .collect();
+    assert!(wrong.is_empty(), "on {backend:?}: {wrong:#?}");
+    assert_eq!(f.search("deploy").len(), 3, "on {backend:?}");
+}
