@@ -143,13 +143,30 @@ pub enum TextQuery {
 }
 
 /// One alternative of an index expression with the literal substrings its part must also
-/// hold (`all`) or lack (`none`): see [`TextQuery::Mixed`].
+/// hold (`all`), and what no part of its message may hold (`none`, `without`): see
+/// [`TextQuery::Mixed`].
+///
+/// Exclusions are tested per message, not per part: search returns one hit per message,
+/// and `deploy -staging` reads "messages about deploy without staging", so a candidate
+/// part is left out when any searchable part of its message holds an excluded term.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
     /// The alternative's own FTS5 expression (sanitized, as the index route's).
     pub expr: String,
-    /// The substrings the part must hold and must not hold.
+    /// The substrings the part must hold (`all`) and no part of its message may hold
+    /// (`none`), as the LIKE route tests them.
     pub terms: Alternative,
+    /// The alternative's excluded words, one sanitized FTS5 expression each (`"staging"`,
+    /// `"conf"*`): no part of the candidate's message may match one in the word index.
+    /// Only for the word route ([`TextQuery::Words`]); empty on the others.
+    pub without: Vec<String>,
+}
+
+impl Check {
+    /// Whether the check tests anything besides its expression.
+    fn tests(&self) -> bool {
+        !self.terms.all.is_empty() || !self.terms.none.is_empty() || !self.without.is_empty()
+    }
 }
 
 /// Whether `c` belongs to a script written without spaces between words (Thai, Lao,
@@ -548,6 +565,46 @@ fn holds(term: &str) -> Expr {
         .like(sea_query::LikeExpr::new(format!("%{}%", escape_like(term))).escape('\\'))
 }
 
+/// No searchable part of the message of part `p` matches the word expression `expr`: a
+/// correlated probe of the word index per part of the message (FTS5 seeks the part's
+/// rowid, so its cost follows the message's parts, not the excluded word's matches).
+fn message_lacks_words(expr: &str) -> Expr {
+    Expr::cust_with_values(
+        "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" CROSS JOIN \"parts_fts\" AS \"x\" \
+         WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND \"x\".\"rowid\" = \"q\".\"seq\" \
+         AND \"x\".\"parts_fts\" MATCH ?)",
+        [expr],
+    )
+}
+
+/// No searchable part of the message of part `p` holds `term` as a substring of its
+/// searchable text (the escaped LIKE of [`holds`]).
+fn message_lacks_text(term: &str) -> Expr {
+    Expr::cust_with_values(
+        "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" CROSS JOIN \"parts_search\" AS \"w\" \
+         WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND \"w\".\"seq\" = \"q\".\"seq\" \
+         AND \"w\".\"search_text\" LIKE ? ESCAPE '\\')",
+        [format!("%{}%", escape_like(term))],
+    )
+}
+
+/// What `check` tests on a candidate part `p` (its text `v`): the part holds every `all`
+/// substring, and no part of its message holds a `none` substring or matches a `without`
+/// word expression.
+fn check_terms(check: &Check) -> Cond {
+    let mut all = Cond::all();
+    for term in &check.terms.all {
+        all = all.add(holds(term));
+    }
+    for term in &check.terms.none {
+        all = all.add(message_lacks_text(term));
+    }
+    for expr in &check.without {
+        all = all.add(message_lacks_words(expr));
+    }
+    all
+}
+
 /// The text holds every `all` term of `alternative` and no `none` term.
 fn literal_alternative(alternative: &Alternative) -> Cond {
     let mut all = Cond::all();
@@ -575,14 +632,11 @@ fn literal_alternatives(alternatives: &[Alternative]) -> Cond {
 /// candidate passes a check only if it also matches that check's expression (a rowid
 /// list of the index's matches for it, computed once per statement).
 fn checks_cond(index: &'static str, checks: &[Check]) -> Option<Cond> {
-    if checks
-        .iter()
-        .all(|c| c.terms.all.is_empty() && c.terms.none.is_empty())
-    {
+    if !checks.iter().any(Check::tests) {
         return None;
     }
     if let [check] = checks {
-        return Some(literal_alternative(&check.terms));
+        return Some(check_terms(check));
     }
     let mut any = Cond::any();
     for check in checks {
@@ -592,11 +646,7 @@ fn checks_cond(index: &'static str, checks: &[Check]) -> Option<Cond> {
             ),
             [check.expr.as_str()],
         );
-        any = any.add(
-            Cond::all()
-                .add(matched)
-                .add(literal_alternative(&check.terms)),
-        );
+        any = any.add(Cond::all().add(matched).add(check_terms(check)));
     }
     Some(any)
 }
@@ -2117,6 +2167,7 @@ mod tests {
                     all: vec!["7".into()],
                     none: vec!["3".into()],
                 },
+                without: Vec::new(),
             }],
             substrings: vec![Alternative::of("稀"), Alternative::of("据")],
         };

@@ -126,17 +126,27 @@ impl Literals {
     }
 }
 
-/// One alternative of the route's expression and the literal substrings its part must
-/// also hold (`all`) or lack (`none`): the symbols next to its words (`🚀 deployed`,
-/// `deployed -🚀`), its terms of one or two characters on the trigram route.
+/// One alternative of the route's expression and what its candidates are tested for
+/// besides it: the literal substrings the part must also hold (`all`), the substrings
+/// (`none`) and words (`without`) no part of its message may hold. The symbols next to its
+/// words (`🚀 deployed`, `deployed -🚀`), its terms of one or two characters on the trigram
+/// route, its excluded words on the word route (`deploy -staging`).
+///
+/// An exclusion leaves out the whole message: search returns one hit per message, so
+/// `deploy -staging` does not find a message whose one part says `deploy` and whose other
+/// part (text or tool output) says `staging`. The expression's own `NOT` tests only the
+/// matching part, hence the exclusions are handed over again here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiteralCheck {
     /// The alternative's own expression (for the same index as the route's).
     pub expr: String,
     /// Substrings its part must hold.
     pub all: Vec<String>,
-    /// Substrings its part must not hold.
+    /// Substrings no part of its message may hold.
     pub none: Vec<String>,
+    /// Its excluded words (word route only), one FTS5 expression each (`"staging"`,
+    /// `"conf"*`): no part of its message may match one.
+    pub without: Vec<String>,
 }
 
 impl SearchQuery {
@@ -180,6 +190,17 @@ impl SearchQuery {
                 expr: emit(std::slice::from_ref(words), true),
                 all: symbols(&group.positive),
                 none: symbols(&group.negative),
+                without: words
+                    .negative
+                    .iter()
+                    .map(|term| {
+                        let excluded = Group {
+                            positive: vec![term.clone()],
+                            negative: Vec::new(),
+                        };
+                        emit(std::slice::from_ref(&excluded), true)
+                    })
+                    .collect(),
             })
             .collect();
         let route = SearchQuery::Fts(emit(&indexed, true));
@@ -416,7 +437,7 @@ fn literal(group: &Group) -> (Vec<String>, Vec<String>) {
 fn literals(checks: Vec<LiteralCheck>, alone: Vec<(Vec<String>, Vec<String>)>) -> Literals {
     let tested = checks
         .iter()
-        .any(|c| !c.all.is_empty() || !c.none.is_empty());
+        .any(|c| !c.all.is_empty() || !c.none.is_empty() || !c.without.is_empty());
     Literals {
         checks: if tested { checks } else { Vec::new() },
         alone,
@@ -456,6 +477,7 @@ fn plan_substring(groups: Vec<Group>) -> (SearchQuery, Literals) {
                     expr: emit(std::slice::from_ref(long), false),
                     all: texts(split(&group.positive, false)),
                     none: texts(split(&group.negative, false)),
+                    without: Vec::new(),
                 }
             })
             .collect();

@@ -150,6 +150,7 @@ on_both_backends!(
     results_order_by_rank_then_recency,
     emoji_symbols_and_short_strings_are_found_as_substrings,
     symbols_next_to_words_are_searched_not_dropped,
+    an_exclusion_leaves_out_the_whole_message,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -831,22 +832,6 @@ fn symbols_next_to_words_are_searched_not_dropped(backend: Backend) {
     };
     assert!(f.texts_with("deployed OR 🚀", &other).is_empty());
     assert!(f.texts_with("🚀 deployed", &other).is_empty());
-}
-
-/// Known wrong (stop 38): exclusions are checked per part on both backends, so both
-/// variants are ignored until the fix; run them with `-- --ignored` to see it.
-mod an_exclusion_leaves_out_the_whole_message {
-    #[test]
-    #[ignore = "known bug: an exclusion is checked per part, not per message (stop 38 finding)"]
-    fn sqlite() {
-        super::an_exclusion_leaves_out_the_whole_message(scribe_db::Backend::Sqlite);
-    }
-
-    #[test]
-    #[ignore = "needs PostgreSQL, and the known bug: an exclusion is checked per part"]
-    fn postgres() {
-        super::an_exclusion_leaves_out_the_whole_message(scribe_db::Backend::Postgres);
-    }
 }
 
 /// An exclusion leaves out the message, not the part: search returns one hit per

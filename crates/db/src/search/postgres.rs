@@ -265,16 +265,14 @@ fn words(
         )
     };
     let mut indexed = Cond::all().add(words_of(query.clone()));
-    let tested = checks
-        .iter()
-        .any(|c| !c.terms.all.is_empty() || !c.terms.none.is_empty());
+    let tested = checks.iter().any(Check::tests);
     if let ([check], true) = (checks, tested) {
-        indexed = indexed.add(all_of(&check.terms));
+        indexed = indexed.add(check_terms(check));
     } else if tested {
         let mut any = Cond::any();
         for check in checks {
             if let Some(own) = tsquery(&super::postgres::groups(&check.expr)) {
-                any = any.add(Cond::all().add(words_of(own)).add(all_of(&check.terms)));
+                any = any.add(Cond::all().add(words_of(own)).add(check_terms(check)));
             }
         }
         indexed = indexed.add(any);
@@ -335,7 +333,7 @@ fn substrings(
             all = all.add(contains(&term.text).not());
         }
         if let Some(check) = checks.get(n).filter(|_| checks.len() == groups.len()) {
-            all = all.add(all_of(&check.terms));
+            all = all.add(check_terms(check));
             terms.extend(check.terms.all.iter().cloned());
         }
         any = any.add(all);
@@ -415,6 +413,43 @@ fn literal(
     rows.iter()
         .map(|row| hit(row, |t| like_snippet(t, first_found(t, alternatives))))
         .collect()
+}
+
+/// What `check` tests on a candidate part `p` (its stored row `f`), as on SQLite
+/// (`super::check_terms`): the part holds every `all` substring, and no searchable part of
+/// its message holds a `none` substring or has the words of a `without` expression (a
+/// correlated probe of the message's rows in `parts_fts`, per candidate).
+fn check_terms(check: &Check) -> Cond {
+    let mut all = Cond::all();
+    for term in &check.terms.all {
+        all = all.add(contains(term));
+    }
+    let lacks = |test: String, value: String| {
+        Expr::cust_with_values(
+            format!(
+                "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" JOIN \"parts_fts\" AS \"g\" \
+                 ON \"g\".\"seq\" = \"q\".\"seq\" \
+                 WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND {test})"
+            ),
+            [value],
+        )
+    };
+    for term in &check.terms.none {
+        let op = if uncased(term) { "LIKE" } else { "ILIKE" };
+        all = all.add(lacks(
+            format!("\"g\".\"search_text\" {op} $1"),
+            format!("%{}%", escape_like(term)),
+        ));
+    }
+    for expr in &check.without {
+        if let Some(query) = tsquery(&groups(expr)) {
+            all = all.add(lacks(
+                "\"g\".\"words\" @@ to_tsquery('scribe'::regconfig, $1)".to_owned(),
+                query,
+            ));
+        }
+    }
+    all
 }
 
 /// The stored text holds every `all` term of `alternative` and no `none` term.
