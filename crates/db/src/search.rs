@@ -592,27 +592,22 @@ fn message_lacks_text(term: &str) -> Expr {
 /// substring, and no part of its message holds a `none` substring or matches a `without`
 /// word expression.
 fn check_terms(check: &Check) -> Cond {
-    let mut all = Cond::all();
-    for term in &check.terms.all {
-        all = all.add(holds(term));
-    }
-    for term in &check.terms.none {
-        all = all.add(message_lacks_text(term));
-    }
+    let mut all = literal_alternative(&check.terms);
     for expr in &check.without {
         all = all.add(message_lacks_words(expr));
     }
     all
 }
 
-/// The text holds every `all` term of `alternative` and no `none` term.
+/// The text of part `p` (`v`) holds every `all` term of `alternative`, and no part of its
+/// message holds a `none` term (an exclusion leaves out the whole message).
 fn literal_alternative(alternative: &Alternative) -> Cond {
     let mut all = Cond::all();
     for term in &alternative.all {
         all = all.add(holds(term));
     }
     for term in &alternative.none {
-        all = all.add(holds(term).not());
+        all = all.add(message_lacks_text(term));
     }
     all
 }

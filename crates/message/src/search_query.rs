@@ -476,7 +476,9 @@ fn plan_substring(groups: Vec<Group>) -> (SearchQuery, Literals) {
                 LiteralCheck {
                     expr: emit(std::slice::from_ref(long), false),
                     all: texts(split(&group.positive, false)),
-                    none: texts(split(&group.negative, false)),
+                    // Every excluded term, the long ones too: the expression's NOT tests
+                    // only the matching part, the check every part of its message.
+                    none: texts(group.negative.clone()),
                     without: Vec::new(),
                 }
             })

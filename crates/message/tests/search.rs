@@ -151,6 +151,7 @@ on_both_backends!(
     emoji_symbols_and_short_strings_are_found_as_substrings,
     symbols_next_to_words_are_searched_not_dropped,
     an_exclusion_leaves_out_the_whole_message,
+    an_exclusion_leaves_out_the_whole_message_on_substring_routes,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -878,4 +879,54 @@ fn an_exclusion_leaves_out_the_whole_message(backend: Backend) {
     .collect();
     assert!(wrong.is_empty(), "on {backend:?}: {wrong:#?}");
     assert_eq!(f.search("deploy").len(), 3, "on {backend:?}");
+}
+
+/// The same rule on the substring routes: an excluded term leaves out the message when any
+/// of its parts holds it, whether the query goes to the trigram index (`数据库迁移 -失败了`,
+/// its short terms tested on the candidates: `数据库迁移 -::`, its plain alternatives:
+/// `中文测试 OR docker -staging`), to a LIKE of symbols alone (`-> NOT ::`, `🚀 -staging`)
+/// or to the LIKE walk after the words (`zzzqqq OR 🚀 -staging`).
+fn an_exclusion_leaves_out_the_whole_message_on_substring_routes(backend: Backend) {
+    let f = Fixture::new(backend);
+    let split = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("数据库迁移 -> docker 🚀 start"),
+            Part::text("失败了 :: staging"),
+        ],
+    );
+    f.svc.create(split).unwrap();
+    let plain_split = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("docker -> 🚀 begins"),
+            completed_tool("t1", "bash", json!({"command": "ls"}), "staging :: 失败了"),
+        ],
+    );
+    f.svc.create(plain_split).unwrap();
+    const CJK: &str = "数据库迁移 -> docker 🚀 fine";
+    const PLAIN: &str = "docker -> 🚀 fine";
+    say(&f.svc, &f.cli, Role::User, CJK);
+    say(&f.svc, &f.cli, Role::User, PLAIN);
+    let wrong: Vec<(&str, Vec<String>, Vec<String>)> = [
+        ("数据库迁移 -失败了", vec![CJK]),
+        ("数据库迁移 NOT staging", vec![CJK]),
+        ("数据库迁移 -::", vec![CJK]),
+        ("中文测试 OR docker -staging", vec![CJK, PLAIN]),
+        ("中文测试 OR docker -::", vec![CJK, PLAIN]),
+        ("-> NOT ::", vec![CJK, PLAIN]),
+        ("🚀 -staging", vec![CJK, PLAIN]),
+        ("🚀 NOT 失败了", vec![CJK, PLAIN]),
+        ("zzzqqq OR 🚀 -staging", vec![CJK, PLAIN]),
+    ]
+    .into_iter()
+    .map(|(query, want)| (query, f.texts(query), sorted(&want)))
+    .filter(|(_, found, want)| found != want)
+    .collect();
+    assert!(wrong.is_empty(), "on {backend:?}: {wrong:#?}");
+    // Without the exclusion every message is found.
+    assert_eq!(f.search("docker").len(), 4, "on {backend:?}");
+    assert_eq!(f.search("->").len(), 4, "on {backend:?}");
 }

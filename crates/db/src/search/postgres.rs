@@ -330,7 +330,7 @@ fn substrings(
             terms.push(term.text.clone());
         }
         for term in &group.negative {
-            all = all.add(contains(&term.text).not());
+            all = all.add(message_lacks_text(&term.text));
         }
         if let Some(check) = checks.get(n).filter(|_| checks.len() == groups.len()) {
             all = all.add(check_terms(check));
@@ -420,30 +420,10 @@ fn literal(
 /// its message holds a `none` substring or has the words of a `without` expression (a
 /// correlated probe of the message's rows in `parts_fts`, per candidate).
 fn check_terms(check: &Check) -> Cond {
-    let mut all = Cond::all();
-    for term in &check.terms.all {
-        all = all.add(contains(term));
-    }
-    let lacks = |test: String, value: String| {
-        Expr::cust_with_values(
-            format!(
-                "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" JOIN \"parts_fts\" AS \"g\" \
-                 ON \"g\".\"seq\" = \"q\".\"seq\" \
-                 WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND {test})"
-            ),
-            [value],
-        )
-    };
-    for term in &check.terms.none {
-        let op = if uncased(term) { "LIKE" } else { "ILIKE" };
-        all = all.add(lacks(
-            format!("\"g\".\"search_text\" {op} $1"),
-            format!("%{}%", escape_like(term)),
-        ));
-    }
+    let mut all = all_of(&check.terms);
     for expr in &check.without {
         if let Some(query) = tsquery(&groups(expr)) {
-            all = all.add(lacks(
+            all = all.add(message_lacks(
                 "\"g\".\"words\" @@ to_tsquery('scribe'::regconfig, $1)".to_owned(),
                 query,
             ));
@@ -452,14 +432,37 @@ fn check_terms(check: &Check) -> Cond {
     all
 }
 
-/// The stored text holds every `all` term of `alternative` and no `none` term.
+/// No searchable part of the message of part `p` passes `test` on its stored row `g`
+/// (`$1` bound to `value`): a correlated probe of the message's rows in `parts_fts`.
+fn message_lacks(test: String, value: String) -> Expr {
+    Expr::cust_with_values(
+        format!(
+            "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" JOIN \"parts_fts\" AS \"g\" \
+             ON \"g\".\"seq\" = \"q\".\"seq\" \
+             WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND {test})"
+        ),
+        [value],
+    )
+}
+
+/// No searchable part of the message of part `p` holds `text` ([`contains`] over each).
+fn message_lacks_text(text: &str) -> Expr {
+    let op = if uncased(text) { "LIKE" } else { "ILIKE" };
+    message_lacks(
+        format!("\"g\".\"search_text\" {op} $1"),
+        format!("%{}%", escape_like(text)),
+    )
+}
+
+/// The stored text holds every `all` term of `alternative`, and no part of its message
+/// holds a `none` term (an exclusion leaves out the whole message).
 fn all_of(alternative: &Alternative) -> Cond {
     let mut all = Cond::all();
     for term in &alternative.all {
         all = all.add(contains(term));
     }
     for term in &alternative.none {
-        all = all.add(contains(term).not());
+        all = all.add(message_lacks_text(term));
     }
     all
 }

@@ -275,6 +275,17 @@ fn literals_say_what_the_route_cannot_test() {
     assert_eq!(route, tri(r#""数据库迁移""#));
     assert_eq!(l.checks, vec![check(r#""数据库迁移""#, &[], &["🚀"])]);
     assert_eq!(l.alone, vec![(owned(&["中文"]), vec![])]);
+    // Its excluded terms, long ones too, are tested on every part of the message.
+    let (route, l) = SearchQuery::parse_with_literals("数据库迁移 -失败了 NOT ::");
+    assert_eq!(route, tri(r#""数据库迁移" NOT "失败了""#));
+    assert_eq!(
+        l.checks,
+        vec![check(
+            r#""数据库迁移" NOT "失败了""#,
+            &[],
+            &["失败了", "::"]
+        )]
+    );
     // A LIKE pattern with more to the query: every alternative, literally.
     let (route, l) = SearchQuery::parse_with_literals("-> NOT :: OR 中 🚀");
     assert_eq!(route, like("%->%"));
