@@ -14,7 +14,10 @@
 //! substrings ([`TextQuery::Substring`], [`TextQuery::Literal`]). [`TextQuery::Mixed`]
 //! adds what an index cannot test: substrings its candidates must hold or lack (a symbol
 //! next to a word), tested as the page is read, and alternatives of substrings alone, a
-//! LIKE walk after the index's hits. FTS expressions must already be sanitized
+//! LIKE walk after the index's hits. An exclusion leaves out the whole message: an
+//! excluded word or substring is tested over every searchable part of the candidate's
+//! message ([`Check::without`], [`Alternative::none`]), not only the part that matched.
+//! FTS expressions must already be sanitized
 //! (crates/message does that); this module binds them as values, never splices them into
 //! SQL.
 //!
@@ -126,10 +129,12 @@ pub enum TextQuery {
     ///
     /// The index's candidates are tested in rank order, only as far as the page needs:
     /// a candidate is a hit when one of `checks` holds for its part (the part matches the
-    /// check's expression, holds every `all` term and no `none` term as substrings of
-    /// its searchable text, as the LIKE route tests them). Then, when the page is not
-    /// full, the messages matching one of `substrings` and not found through the index,
-    /// newest first, walked in steps as the LIKE route walks (rank 0, as LIKE hits).
+    /// check's expression and holds every `all` term as a substring of its searchable
+    /// text, as the LIKE route tests them, and no part of its message holds a `none`
+    /// term or matches a `without` word: an exclusion leaves out the whole message).
+    /// Then, when the page is not full, the messages matching one of `substrings` and
+    /// not found through the index, newest first, walked in steps as the LIKE route
+    /// walks (rank 0, as LIKE hits).
     Mixed {
         /// The index route: [`TextQuery::Words`], [`TextQuery::Trigrams`] or
         /// [`TextQuery::Substrings`] (any other is searched as it is, without the rest).
@@ -194,9 +199,10 @@ pub fn is_spaceless_script(c: char) -> bool {
     )
 }
 
-/// One alternative of a substring search: the text holds every `all` term and no `none`
-/// term, as literal substrings (ASCII letters in either case, as LIKE compares them; the
-/// trigram index also folds other letters).
+/// One alternative of a substring search: the part's text holds every `all` term and no
+/// part of its message holds a `none` term (an exclusion leaves out the whole message, on
+/// every route), as literal substrings (ASCII letters in either case, as LIKE compares
+/// them; the trigram index also folds other letters).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alternative {
     /// Terms that must all occur.

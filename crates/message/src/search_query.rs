@@ -22,6 +22,13 @@
 //!   does web-search syntax: `-x` (a word with exactly one leading `-`) or
 //!   `-"a phrase"`. Operators are uppercase only (as in FTS5): `or`, `and`, `not`
 //!   are words.
+//! - An exclusion leaves out the whole message (search returns one hit per message):
+//!   `deploy -staging` does not find a message whose one part says `deploy` and whose
+//!   other part, text or a tool's input or output, says `staging`. An FTS5 `NOT` tests
+//!   only the part it matches, so every excluded term also comes back with the route
+//!   ([`Literals::checks`]: `without` for words, `none` for symbols and substrings) for
+//!   the db layer to test over the message's parts; a word query without an exclusion
+//!   has none of this.
 //! - Precedence: `NOT` binds to the next term, `OR` is loosest:
 //!   `a b NOT c OR d` means `(a AND b AND NOT c) OR d`.
 //!
@@ -61,9 +68,10 @@
 //!   words: `ship🚀it` → `ship`, `it`). What the index cannot test comes with the
 //!   route ([`SearchQuery::parse_with_literals`], [`Literals`]): each
 //!   alternative's symbol terms, to be tested on its candidates as substrings
-//!   (`🚀 deployed` needs both, `deployed -🚀` leaves out the rocket), and the
+//!   (`🚀 deployed` needs both, `deployed -🚀` leaves out the rocket), each
+//!   alternative's excluded words (`deploy -staging`), and the
 //!   alternatives of symbols alone, searched as substrings next to the words
-//!   (`deployed OR 🚀`). A pure word query has none.
+//!   (`deployed OR 🚀`). A pure word query without an exclusion has none.
 //! - When every alternative is made only of symbol terms (`🚀`, `->`,
 //!   `-> OR ::`, `!!! ???`) the whole query is a substring search, as CJK is
 //!   (below): symbol terms of three or more characters go to the trigram
@@ -104,8 +112,8 @@ pub enum SearchQuery {
 }
 
 /// What the route of [`SearchQuery::parse`] cannot test through its index, as literal
-/// substrings (see "Routing" in the module doc); empty for a query its route answers
-/// alone (every pure word query).
+/// substrings (see "Routing" in the module doc) and excluded words; empty for a query its
+/// route answers alone (every pure word query without an exclusion).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Literals {
     /// For [`SearchQuery::Fts`] and [`SearchQuery::Trigram`]: one per alternative of the

@@ -26,7 +26,10 @@
 //!   newest first, as on SQLite.
 //! - [`TextQuery::Mixed`]: the same condition with each alternative's substring checks
 //!   added to it (with several alternatives, each check with its own `tsquery`), ORed
-//!   with the alternatives of substrings alone. On the word route those rank 0, after
+//!   with the alternatives of substrings alone. An exclusion (a check's `none` and
+//!   `without`, an alternative's `none`, a substring route's `NOT`) is a correlated
+//!   `NOT EXISTS` over the stored rows of the candidate's message, so it leaves out the
+//!   whole message, as on SQLite. On the word route those rank 0, after
 //!   every word hit (as SQLite lists its LIKE walk after the index's hits); on the
 //!   substring route they are ranked with the rest.
 //!
