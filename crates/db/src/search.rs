@@ -572,13 +572,15 @@ fn holds(term: &str) -> Expr {
 }
 
 /// No searchable part of the message of part `p` matches the word expression `expr`: a
-/// correlated probe of the word index per part of the message (FTS5 seeks the part's
-/// rowid, so its cost follows the message's parts, not the excluded word's matches).
+/// correlated probe of the message's parts against the word index's matches for `expr`,
+/// which SQLite lists once per statement (an uncorrelated `IN`), so a candidate costs a
+/// lookup per part of its message. Probing the index per part instead (FTS5 seeking the
+/// part's rowid) cost ~0.15 ms a probe: 2.4 s for 8,000 candidates all left out.
 fn message_lacks_words(expr: &str) -> Expr {
     Expr::cust_with_values(
-        "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" CROSS JOIN \"parts_fts\" AS \"x\" \
-         WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND \"x\".\"rowid\" = \"q\".\"seq\" \
-         AND \"x\".\"parts_fts\" MATCH ?)",
+        "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" \
+         WHERE \"q\".\"message_id\" = \"p\".\"message_id\" \
+         AND \"q\".\"seq\" IN (SELECT \"rowid\" FROM \"parts_fts\" WHERE \"parts_fts\" MATCH ?))",
         [expr],
     )
 }
