@@ -152,6 +152,7 @@ on_both_backends!(
     symbols_next_to_words_are_searched_not_dropped,
     an_exclusion_leaves_out_the_whole_message,
     an_exclusion_leaves_out_the_whole_message_on_substring_routes,
+    pages_with_an_exclusion_neither_repeat_nor_skip,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -929,4 +930,75 @@ fn an_exclusion_leaves_out_the_whole_message_on_substring_routes(backend: Backen
     // Without the exclusion every message is found.
     assert_eq!(f.search("docker").len(), 4, "on {backend:?}");
     assert_eq!(f.search("->").len(), 4, "on {backend:?}");
+}
+
+/// Pages of a query with an exclusion neither repeat nor skip a message: the messages left
+/// out because another of their parts holds the excluded word or symbol are left out of
+/// every page, and the pages together are the one long answer, in its order.
+fn pages_with_an_exclusion_neither_repeat_nor_skip(backend: Backend) {
+    let f = Fixture::new(backend);
+    let mut kept_staging = HashSet::new();
+    let mut kept_rocket = HashSet::new();
+    for i in 0..45 {
+        let mut parts = vec![Part::text(format!("deploy number {i} done"))];
+        if i % 3 == 0 {
+            parts.push(Part::text(format!("staging {i}")));
+        }
+        if i % 5 == 0 {
+            parts.push(completed_tool(
+                &format!("t{i}"),
+                "bash",
+                json!({"command": "ship"}),
+                "🚀 shipped",
+            ));
+        }
+        let id = f
+            .svc
+            .create(NewMessage::new(&f.cli, Role::Assistant, parts))
+            .unwrap()
+            .id;
+        if i % 3 != 0 {
+            kept_staging.insert(id.clone());
+        }
+        if i % 5 != 0 {
+            kept_rocket.insert(id);
+        }
+    }
+    for (query, kept) in [
+        ("deploy -staging", &kept_staging),
+        ("deploy NOT 🚀", &kept_rocket),
+    ] {
+        let ids = |offset: usize, limit: usize| -> Vec<String> {
+            let options = SearchOptions {
+                offset,
+                limit,
+                ..SearchOptions::default()
+            };
+            f.search_with(query, &options)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.message_id)
+                .collect()
+        };
+        let whole = ids(0, 100);
+        assert_eq!(
+            whole.iter().cloned().collect::<HashSet<_>>(),
+            *kept,
+            "{query} on {backend:?}"
+        );
+        assert_eq!(whole.len(), kept.len(), "{query} on {backend:?}");
+        for limit in [1, 7, 20] {
+            let mut paged = Vec::new();
+            let mut offset = 0;
+            loop {
+                let page = ids(offset, limit);
+                if page.is_empty() {
+                    break;
+                }
+                offset += limit;
+                paged.extend(page);
+            }
+            assert_eq!(paged, whole, "{query} limit {limit} on {backend:?}");
+        }
+    }
 }
