@@ -188,6 +188,7 @@ impl MessageService {
                                 all: c.all,
                                 none: c.none,
                             },
+                            without: c.without,
                         })
                         .collect(),
                     substrings: alternatives(literals.alone),

@@ -22,6 +22,13 @@
 //!   does web-search syntax: `-x` (a word with exactly one leading `-`) or
 //!   `-"a phrase"`. Operators are uppercase only (as in FTS5): `or`, `and`, `not`
 //!   are words.
+//! - An exclusion leaves out the whole message (search returns one hit per message):
+//!   `deploy -staging` does not find a message whose one part says `deploy` and whose
+//!   other part, text or a tool's input or output, says `staging`. An FTS5 `NOT` tests
+//!   only the part it matches, so every excluded term also comes back with the route
+//!   ([`Literals::checks`]: `without` for words, `none` for symbols and substrings) for
+//!   the db layer to test over the message's parts; a word query without an exclusion
+//!   has none of this.
 //! - Precedence: `NOT` binds to the next term, `OR` is loosest:
 //!   `a b NOT c OR d` means `(a AND b AND NOT c) OR d`.
 //!
@@ -61,9 +68,10 @@
 //!   words: `ship🚀it` → `ship`, `it`). What the index cannot test comes with the
 //!   route ([`SearchQuery::parse_with_literals`], [`Literals`]): each
 //!   alternative's symbol terms, to be tested on its candidates as substrings
-//!   (`🚀 deployed` needs both, `deployed -🚀` leaves out the rocket), and the
+//!   (`🚀 deployed` needs both, `deployed -🚀` leaves out the rocket), each
+//!   alternative's excluded words (`deploy -staging`), and the
 //!   alternatives of symbols alone, searched as substrings next to the words
-//!   (`deployed OR 🚀`). A pure word query has none.
+//!   (`deployed OR 🚀`). A pure word query without an exclusion has none.
 //! - When every alternative is made only of symbol terms (`🚀`, `->`,
 //!   `-> OR ::`, `!!! ???`) the whole query is a substring search, as CJK is
 //!   (below): symbol terms of three or more characters go to the trigram
@@ -104,8 +112,8 @@ pub enum SearchQuery {
 }
 
 /// What the route of [`SearchQuery::parse`] cannot test through its index, as literal
-/// substrings (see "Routing" in the module doc); empty for a query its route answers
-/// alone (every pure word query).
+/// substrings (see "Routing" in the module doc) and excluded words; empty for a query its
+/// route answers alone (every pure word query without an exclusion).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Literals {
     /// For [`SearchQuery::Fts`] and [`SearchQuery::Trigram`]: one per alternative of the
@@ -126,17 +134,27 @@ impl Literals {
     }
 }
 
-/// One alternative of the route's expression and the literal substrings its part must
-/// also hold (`all`) or lack (`none`): the symbols next to its words (`🚀 deployed`,
-/// `deployed -🚀`), its terms of one or two characters on the trigram route.
+/// One alternative of the route's expression and what its candidates are tested for
+/// besides it: the literal substrings the part must also hold (`all`), the substrings
+/// (`none`) and words (`without`) no part of its message may hold. The symbols next to its
+/// words (`🚀 deployed`, `deployed -🚀`), its terms of one or two characters on the trigram
+/// route, its excluded words on the word route (`deploy -staging`).
+///
+/// An exclusion leaves out the whole message: search returns one hit per message, so
+/// `deploy -staging` does not find a message whose one part says `deploy` and whose other
+/// part (text or tool output) says `staging`. The expression's own `NOT` tests only the
+/// matching part, hence the exclusions are handed over again here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiteralCheck {
     /// The alternative's own expression (for the same index as the route's).
     pub expr: String,
     /// Substrings its part must hold.
     pub all: Vec<String>,
-    /// Substrings its part must not hold.
+    /// Substrings no part of its message may hold.
     pub none: Vec<String>,
+    /// Its excluded words (word route only), one FTS5 expression each (`"staging"`,
+    /// `"conf"*`): no part of its message may match one.
+    pub without: Vec<String>,
 }
 
 impl SearchQuery {
@@ -180,6 +198,17 @@ impl SearchQuery {
                 expr: emit(std::slice::from_ref(words), true),
                 all: symbols(&group.positive),
                 none: symbols(&group.negative),
+                without: words
+                    .negative
+                    .iter()
+                    .map(|term| {
+                        let excluded = Group {
+                            positive: vec![term.clone()],
+                            negative: Vec::new(),
+                        };
+                        emit(std::slice::from_ref(&excluded), true)
+                    })
+                    .collect(),
             })
             .collect();
         let route = SearchQuery::Fts(emit(&indexed, true));
@@ -416,7 +445,7 @@ fn literal(group: &Group) -> (Vec<String>, Vec<String>) {
 fn literals(checks: Vec<LiteralCheck>, alone: Vec<(Vec<String>, Vec<String>)>) -> Literals {
     let tested = checks
         .iter()
-        .any(|c| !c.all.is_empty() || !c.none.is_empty());
+        .any(|c| !c.all.is_empty() || !c.none.is_empty() || !c.without.is_empty());
     Literals {
         checks: if tested { checks } else { Vec::new() },
         alone,
@@ -455,7 +484,10 @@ fn plan_substring(groups: Vec<Group>) -> (SearchQuery, Literals) {
                 LiteralCheck {
                     expr: emit(std::slice::from_ref(long), false),
                     all: texts(split(&group.positive, false)),
-                    none: texts(split(&group.negative, false)),
+                    // Every excluded term, the long ones too: the expression's NOT tests
+                    // only the matching part, the check every part of its message.
+                    none: texts(group.negative.clone()),
+                    without: Vec::new(),
                 }
             })
             .collect();

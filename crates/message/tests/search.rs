@@ -150,6 +150,9 @@ on_both_backends!(
     results_order_by_rank_then_recency,
     emoji_symbols_and_short_strings_are_found_as_substrings,
     symbols_next_to_words_are_searched_not_dropped,
+    an_exclusion_leaves_out_the_whole_message,
+    an_exclusion_leaves_out_the_whole_message_on_substring_routes,
+    pages_with_an_exclusion_neither_repeat_nor_skip,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -831,4 +834,171 @@ fn symbols_next_to_words_are_searched_not_dropped(backend: Backend) {
     };
     assert!(f.texts_with("deployed OR 🚀", &other).is_empty());
     assert!(f.texts_with("🚀 deployed", &other).is_empty());
+}
+
+/// An exclusion leaves out the message, not the part: search returns one hit per
+/// message, so `deploy -staging` reads "messages about deploy without staging". A
+/// message whose text part says `deploy` and whose second text part or tool part says
+/// `staging` (or holds `🚀`) is not found by `deploy -staging`, `deploy NOT staging` or
+/// `deploy -🚀`; a message saying `deploy` alone still is.
+fn an_exclusion_leaves_out_the_whole_message(backend: Backend) {
+    let f = Fixture::new(backend);
+    let two_texts = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("deploy the service now"),
+            Part::text("staging is ready 🚀"),
+        ],
+    );
+    f.svc.create(two_texts).unwrap();
+    let with_tool = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("deploy finished for everyone"),
+            completed_tool(
+                "t1",
+                "bash",
+                json!({"command": "kubectl apply"}),
+                "staging 🚀 ok",
+            ),
+        ],
+    );
+    f.svc.create(with_tool).unwrap();
+    const PLAIN: &str = "deploy went fine";
+    say(&f.svc, &f.cli, Role::User, PLAIN);
+    let wrong: Vec<(&str, Vec<String>)> = [
+        "deploy -staging",
+        "deploy NOT staging",
+        "deploy -🚀",
+        "deploy NOT 🚀",
+    ]
+    .into_iter()
+    .map(|query| (query, f.texts(query)))
+    .filter(|(_, found)| *found != sorted(&[PLAIN]))
+    .collect();
+    assert!(wrong.is_empty(), "on {backend:?}: {wrong:#?}");
+    assert_eq!(f.search("deploy").len(), 3, "on {backend:?}");
+}
+
+/// The same rule on the substring routes: an excluded term leaves out the message when any
+/// of its parts holds it, whether the query goes to the trigram index (`数据库迁移 -失败了`,
+/// its short terms tested on the candidates: `数据库迁移 -::`, its plain alternatives:
+/// `中文测试 OR docker -staging`), to a LIKE of symbols alone (`-> NOT ::`, `🚀 -staging`)
+/// or to the LIKE walk after the words (`zzzqqq OR 🚀 -staging`).
+fn an_exclusion_leaves_out_the_whole_message_on_substring_routes(backend: Backend) {
+    let f = Fixture::new(backend);
+    let split = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("数据库迁移 -> docker 🚀 start"),
+            Part::text("失败了 :: staging"),
+        ],
+    );
+    f.svc.create(split).unwrap();
+    let plain_split = NewMessage::new(
+        &f.cli,
+        Role::Assistant,
+        vec![
+            Part::text("docker -> 🚀 begins"),
+            completed_tool("t1", "bash", json!({"command": "ls"}), "staging :: 失败了"),
+        ],
+    );
+    f.svc.create(plain_split).unwrap();
+    const CJK: &str = "数据库迁移 -> docker 🚀 fine";
+    const PLAIN: &str = "docker -> 🚀 fine";
+    say(&f.svc, &f.cli, Role::User, CJK);
+    say(&f.svc, &f.cli, Role::User, PLAIN);
+    let wrong: Vec<(&str, Vec<String>, Vec<String>)> = [
+        ("数据库迁移 -失败了", vec![CJK]),
+        ("数据库迁移 NOT staging", vec![CJK]),
+        ("数据库迁移 -::", vec![CJK]),
+        ("中文测试 OR docker -staging", vec![CJK, PLAIN]),
+        ("中文测试 OR docker -::", vec![CJK, PLAIN]),
+        ("-> NOT ::", vec![CJK, PLAIN]),
+        ("🚀 -staging", vec![CJK, PLAIN]),
+        ("🚀 NOT 失败了", vec![CJK, PLAIN]),
+        ("zzzqqq OR 🚀 -staging", vec![CJK, PLAIN]),
+    ]
+    .into_iter()
+    .map(|(query, want)| (query, f.texts(query), sorted(&want)))
+    .filter(|(_, found, want)| found != want)
+    .collect();
+    assert!(wrong.is_empty(), "on {backend:?}: {wrong:#?}");
+    // Without the exclusion every message is found.
+    assert_eq!(f.search("docker").len(), 4, "on {backend:?}");
+    assert_eq!(f.search("->").len(), 4, "on {backend:?}");
+}
+
+/// Pages of a query with an exclusion neither repeat nor skip a message: the messages left
+/// out because another of their parts holds the excluded word or symbol are left out of
+/// every page, and the pages together are the one long answer, in its order.
+fn pages_with_an_exclusion_neither_repeat_nor_skip(backend: Backend) {
+    let f = Fixture::new(backend);
+    let mut kept_staging = HashSet::new();
+    let mut kept_rocket = HashSet::new();
+    for i in 0..45 {
+        let mut parts = vec![Part::text(format!("deploy number {i} done"))];
+        if i % 3 == 0 {
+            parts.push(Part::text(format!("staging {i}")));
+        }
+        if i % 5 == 0 {
+            parts.push(completed_tool(
+                &format!("t{i}"),
+                "bash",
+                json!({"command": "ship"}),
+                "🚀 shipped",
+            ));
+        }
+        let id = f
+            .svc
+            .create(NewMessage::new(&f.cli, Role::Assistant, parts))
+            .unwrap()
+            .id;
+        if i % 3 != 0 {
+            kept_staging.insert(id.clone());
+        }
+        if i % 5 != 0 {
+            kept_rocket.insert(id);
+        }
+    }
+    for (query, kept) in [
+        ("deploy -staging", &kept_staging),
+        ("deploy NOT 🚀", &kept_rocket),
+    ] {
+        let ids = |offset: usize, limit: usize| -> Vec<String> {
+            let options = SearchOptions {
+                offset,
+                limit,
+                ..SearchOptions::default()
+            };
+            f.search_with(query, &options)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.message_id)
+                .collect()
+        };
+        let whole = ids(0, 100);
+        assert_eq!(
+            whole.iter().cloned().collect::<HashSet<_>>(),
+            *kept,
+            "{query} on {backend:?}"
+        );
+        assert_eq!(whole.len(), kept.len(), "{query} on {backend:?}");
+        for limit in [1, 7, 20] {
+            let mut paged = Vec::new();
+            let mut offset = 0;
+            loop {
+                let page = ids(offset, limit);
+                if page.is_empty() {
+                    break;
+                }
+                offset += limit;
+                paged.extend(page);
+            }
+            assert_eq!(paged, whole, "{query} limit {limit} on {backend:?}");
+        }
+    }
 }

@@ -26,7 +26,10 @@
 //!   newest first, as on SQLite.
 //! - [`TextQuery::Mixed`]: the same condition with each alternative's substring checks
 //!   added to it (with several alternatives, each check with its own `tsquery`), ORed
-//!   with the alternatives of substrings alone. On the word route those rank 0, after
+//!   with the alternatives of substrings alone. An exclusion (a check's `none` and
+//!   `without`, an alternative's `none`, a substring route's `NOT`) is a correlated
+//!   `NOT EXISTS` over the stored rows of the candidate's message, so it leaves out the
+//!   whole message, as on SQLite. On the word route those rank 0, after
 //!   every word hit (as SQLite lists its LIKE walk after the index's hits); on the
 //!   substring route they are ranked with the rest.
 //!
@@ -265,16 +268,14 @@ fn words(
         )
     };
     let mut indexed = Cond::all().add(words_of(query.clone()));
-    let tested = checks
-        .iter()
-        .any(|c| !c.terms.all.is_empty() || !c.terms.none.is_empty());
+    let tested = checks.iter().any(Check::tests);
     if let ([check], true) = (checks, tested) {
-        indexed = indexed.add(all_of(&check.terms));
+        indexed = indexed.add(check_terms(check));
     } else if tested {
         let mut any = Cond::any();
         for check in checks {
             if let Some(own) = tsquery(&super::postgres::groups(&check.expr)) {
-                any = any.add(Cond::all().add(words_of(own)).add(all_of(&check.terms)));
+                any = any.add(Cond::all().add(words_of(own)).add(check_terms(check)));
             }
         }
         indexed = indexed.add(any);
@@ -332,10 +333,10 @@ fn substrings(
             terms.push(term.text.clone());
         }
         for term in &group.negative {
-            all = all.add(contains(&term.text).not());
+            all = all.add(message_lacks_text(&term.text));
         }
         if let Some(check) = checks.get(n).filter(|_| checks.len() == groups.len()) {
-            all = all.add(all_of(&check.terms));
+            all = all.add(check_terms(check));
             terms.extend(check.terms.all.iter().cloned());
         }
         any = any.add(all);
@@ -417,14 +418,54 @@ fn literal(
         .collect()
 }
 
-/// The stored text holds every `all` term of `alternative` and no `none` term.
+/// What `check` tests on a candidate part `p` (its stored row `f`), as on SQLite
+/// (`super::check_terms`): the part holds every `all` substring, and no searchable part of
+/// its message holds a `none` substring or has the words of a `without` expression (a
+/// correlated probe of the message's rows in `parts_fts`, per candidate).
+fn check_terms(check: &Check) -> Cond {
+    let mut all = all_of(&check.terms);
+    for expr in &check.without {
+        if let Some(query) = tsquery(&groups(expr)) {
+            all = all.add(message_lacks(
+                "\"g\".\"words\" @@ to_tsquery('scribe'::regconfig, $1)".to_owned(),
+                query,
+            ));
+        }
+    }
+    all
+}
+
+/// No searchable part of the message of part `p` passes `test` on its stored row `g`
+/// (`$1` bound to `value`): a correlated probe of the message's rows in `parts_fts`.
+fn message_lacks(test: String, value: String) -> Expr {
+    Expr::cust_with_values(
+        format!(
+            "NOT EXISTS (SELECT 1 FROM \"parts\" AS \"q\" JOIN \"parts_fts\" AS \"g\" \
+             ON \"g\".\"seq\" = \"q\".\"seq\" \
+             WHERE \"q\".\"message_id\" = \"p\".\"message_id\" AND {test})"
+        ),
+        [value],
+    )
+}
+
+/// No searchable part of the message of part `p` holds `text` ([`contains`] over each).
+fn message_lacks_text(text: &str) -> Expr {
+    let op = if uncased(text) { "LIKE" } else { "ILIKE" };
+    message_lacks(
+        format!("\"g\".\"search_text\" {op} $1"),
+        format!("%{}%", escape_like(text)),
+    )
+}
+
+/// The stored text holds every `all` term of `alternative`, and no part of its message
+/// holds a `none` term (an exclusion leaves out the whole message).
 fn all_of(alternative: &Alternative) -> Cond {
     let mut all = Cond::all();
     for term in &alternative.all {
         all = all.add(contains(term));
     }
     for term in &alternative.none {
-        all = all.add(contains(term).not());
+        all = all.add(message_lacks_text(term));
     }
     all
 }

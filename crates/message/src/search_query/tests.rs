@@ -194,6 +194,7 @@ fn check(expr: &str, all: &[&str], none: &[&str]) -> LiteralCheck {
         expr: expr.to_owned(),
         all: owned(all),
         none: owned(none),
+        without: Vec::new(),
     }
 }
 
@@ -205,7 +206,7 @@ fn literals_say_what_the_route_cannot_test() {
     let literals = |input: &str| SearchQuery::parse_with_literals(input).1;
     for alone in [
         "hello world",
-        "a b NOT c OR d",
+        "a b OR d",
         "deploy*",
         "C++ ship🚀it",
         "数据库连接池",
@@ -244,13 +245,47 @@ fn literals_say_what_the_route_cannot_test() {
     );
     let (route, l) = SearchQuery::parse_with_literals("🚀 OR deployed -x");
     assert_eq!(route, fts(r#""deployed" NOT "x""#));
-    assert!(l.checks.is_empty());
+    assert_eq!(
+        l.checks,
+        vec![LiteralCheck {
+            without: owned(&[r#""x""#]),
+            ..check(r#""deployed" NOT "x""#, &[], &[])
+        }]
+    );
     assert_eq!(l.alone, vec![(owned(&["🚀"]), vec![])]);
+    // Excluded words come back too: the expression's NOT tests only the matching part,
+    // the check every part of the candidate's message.
+    let (route, l) = SearchQuery::parse_with_literals("a b NOT c* OR d -\"e f\" -🚀");
+    assert_eq!(route, fts(r#"("a" "b" NOT "c"*) OR ("d" NOT "e f")"#));
+    assert_eq!(
+        l.checks,
+        vec![
+            LiteralCheck {
+                without: owned(&[r#""c"*"#]),
+                ..check(r#""a" "b" NOT "c"*"#, &[], &[])
+            },
+            LiteralCheck {
+                without: owned(&[r#""e f""#]),
+                ..check(r#""d" NOT "e f""#, &[], &["🚀"])
+            },
+        ]
+    );
     // The trigram route leaves its short terms to the checks, short alternatives alone.
     let (route, l) = SearchQuery::parse_with_literals("数据库迁移 -🚀 OR 中文");
     assert_eq!(route, tri(r#""数据库迁移""#));
     assert_eq!(l.checks, vec![check(r#""数据库迁移""#, &[], &["🚀"])]);
     assert_eq!(l.alone, vec![(owned(&["中文"]), vec![])]);
+    // Its excluded terms, long ones too, are tested on every part of the message.
+    let (route, l) = SearchQuery::parse_with_literals("数据库迁移 -失败了 NOT ::");
+    assert_eq!(route, tri(r#""数据库迁移" NOT "失败了""#));
+    assert_eq!(
+        l.checks,
+        vec![check(
+            r#""数据库迁移" NOT "失败了""#,
+            &[],
+            &["失败了", "::"]
+        )]
+    );
     // A LIKE pattern with more to the query: every alternative, literally.
     let (route, l) = SearchQuery::parse_with_literals("-> NOT :: OR 中 🚀");
     assert_eq!(route, like("%->%"));
