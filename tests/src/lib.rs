@@ -12,8 +12,9 @@
 //! - [`TestDb`] and [`backends!`]: a fresh store on SQLite (a file) or PostgreSQL (a new
 //!   database on the `.ci/with-postgres` server), and the macro that runs one test body on
 //!   both;
-//! - [`dump_store_rows`] and [`upgrade_location`]: the rows an upgrade test compares, and
-//!   where it creates the older store.
+//! - [`dump_store_rows`], [`upgrade_location`] and [`open_upgraded`]: the rows an upgrade
+//!   test compares, where it creates the older store, and the upgrade's open with what
+//!   every upgrade keeps asserted (the newest version, the rows unchanged).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -468,6 +469,31 @@ pub fn dump_store_rows(backend: Backend, location: &str) -> Result<Vec<String>, 
         }
     }
     Ok(rows)
+}
+
+/// Opens the older store at `location` with `options`, which migrates it, and asserts
+/// what every upgrade keeps: the store is at the newest schema version and its rows of
+/// sessions, messages, parts and files are `before` ([`dump_store_rows`] before the
+/// upgrade), exactly. `upgrade` names the upgrade in a failure (`"V25"`).
+pub fn open_upgraded(
+    backend: Backend,
+    location: &str,
+    options: scribe_db::Options,
+    before: &[String],
+    upgrade: &str,
+) -> Arc<Database> {
+    let db = Arc::new(Database::open_with(location, options).expect("open the upgraded store"));
+    assert_eq!(
+        db.schema_version().expect("its schema version"),
+        Database::known_schema_version(),
+        "{upgrade}: not at the newest version"
+    );
+    assert_eq!(
+        dump_store_rows(backend, location).expect("its rows"),
+        before,
+        "rows changed by {upgrade}"
+    );
+    db
 }
 
 /// Where an upgrade test creates a store at an older version: `file` in `dir` on SQLite, a

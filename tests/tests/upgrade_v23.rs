@@ -10,7 +10,7 @@ use std::sync::Arc;
 use scribe_db::{Backend, Database, ManualClock, Options};
 use scribe_message::{MessageService, NewMessage, Part, Role, TokenUsage};
 use scribe_session::{NewSession, SessionService, UsageDelta};
-use scribe_tests::{consistency_problems, dump_store_rows, upgrade_location};
+use scribe_tests::{consistency_problems, dump_store_rows, open_upgraded, upgrade_location};
 use serde_json::json;
 
 fn a_v22_store_upgrades_to_v23_with_its_rows_intact(backend: Backend) {
@@ -66,16 +66,7 @@ fn a_v22_store_upgrades_to_v23_with_its_rows_intact(backend: Backend) {
         clock: hand.clock(),
         ..Options::default()
     };
-    let db = Arc::new(Database::open_with(&location, options).unwrap());
-    assert_eq!(
-        db.schema_version().unwrap(),
-        Database::known_schema_version()
-    );
-    assert_eq!(
-        dump_store_rows(backend, &location).unwrap(),
-        before,
-        "rows changed by V23"
-    );
+    let db = open_upgraded(backend, &location, options, &before, "V23");
     if backend == Backend::Sqlite {
         assert_eq!(consistency_problems(&db).unwrap(), Vec::<String>::new());
     }

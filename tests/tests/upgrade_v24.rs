@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use scribe_db::{Backend, Database};
+use scribe_db::{Backend, Database, Options};
 use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions};
 use scribe_session::{NewSession, SessionService};
-use scribe_tests::{dump_store_rows, upgrade_location};
+use scribe_tests::{dump_store_rows, open_upgraded, upgrade_location};
 use serde_json::json;
 
 fn a_v23_store_upgrades_to_v24_with_its_rows_intact(backend: Backend) {
@@ -41,16 +41,7 @@ fn a_v23_store_upgrades_to_v24_with_its_rows_intact(backend: Backend) {
     let before = dump_store_rows(backend, &location).unwrap();
     assert!(before.len() >= 4, "{before:#?}");
 
-    let db = Arc::new(Database::open(&location).unwrap());
-    assert_eq!(
-        db.schema_version().unwrap(),
-        Database::known_schema_version()
-    );
-    assert_eq!(
-        dump_store_rows(backend, &location).unwrap(),
-        before,
-        "rows changed by V24"
-    );
+    let db = open_upgraded(backend, &location, Options::default(), &before, "V24");
     assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
 
     let messages = MessageService::new(Arc::clone(&db));

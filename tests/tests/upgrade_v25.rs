@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use scribe_db::{Backend, Database};
+use scribe_db::{Backend, Database, Options};
 use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions};
 use scribe_session::{NewSession, SessionService};
-use scribe_tests::{dump_store_rows, upgrade_location};
+use scribe_tests::{dump_store_rows, open_upgraded, upgrade_location};
 
 fn a_v24_store_upgrades_to_v25_with_its_rows_intact(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
@@ -40,16 +40,7 @@ fn a_v24_store_upgrades_to_v25_with_its_rows_intact(backend: Backend) {
     let before = dump_store_rows(backend, &location).unwrap();
     assert!(before.len() >= 4, "{before:#?}");
 
-    let db = Arc::new(Database::open(&location).unwrap());
-    assert_eq!(
-        db.schema_version().unwrap(),
-        Database::known_schema_version()
-    );
-    assert_eq!(
-        dump_store_rows(backend, &location).unwrap(),
-        before,
-        "rows changed by V25"
-    );
+    let db = open_upgraded(backend, &location, Options::default(), &before, "V25");
     assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
 
     let messages = MessageService::new(Arc::clone(&db));
