@@ -302,6 +302,27 @@ impl<'a> ReadTx<'a> {
     pub fn now(&self) -> i64 {
         self.clock.now()
     }
+
+    /// The stored JSON text of the part whose row is `seq` (`parts.data`), read from its
+    /// row a piece at a time inside this snapshot (SQLite's incremental blob I/O), so a big
+    /// part is never held whole; `None` when there is no such row. SQLite only: on
+    /// PostgreSQL it is [`Error::InvalidInput`] (read parts there through [`ReadTx::q`]).
+    pub fn part_json_reader(&self, seq: i64) -> Result<Option<impl std::io::Read + 'a>, Error> {
+        let Some(conn) = self.on.sqlite() else {
+            return Err(Error::InvalidInput(
+                "a part's JSON is read from its row on SQLite only".into(),
+            ));
+        };
+        match conn.blob_open("main", "parts", "data", seq, true) {
+            Ok(blob) => Ok(Some(blob)),
+            Err(rusqlite::Error::SqliteFailure(_, Some(message)))
+                if message.starts_with("no such rowid") =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
 }
 
 /// An error type a [`crate::Database::write`] or [`crate::Database::read`] closure may
@@ -359,6 +380,27 @@ macro_rules! impl_tx_error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A part's JSON is read from its row whole; a row that is gone is `None` (a page
+    /// leaves such a part out); any other failure to open is the database's error.
+    #[test]
+    fn a_part_json_reader_reads_the_row_and_a_gone_row_is_none() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE parts (seq INTEGER PRIMARY KEY, id TEXT, data TEXT);
+             INSERT INTO parts VALUES (7, 'prt_here', '{\"a\":\"0123456789\"}');",
+        )
+        .unwrap();
+        let clock = Clock::system();
+        let tx = ReadTx::new(&conn, &clock);
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut tx.part_json_reader(7).unwrap().unwrap(), &mut text)
+            .unwrap();
+        assert_eq!(text, r#"{"a":"0123456789"}"#);
+        assert!(tx.part_json_reader(8).unwrap().is_none());
+        conn.execute_batch("DROP TABLE parts").unwrap();
+        assert!(tx.part_json_reader(7).is_err());
+    }
 
     fn conn() -> Connection {
         let conn = Connection::open_in_memory().unwrap();

@@ -704,14 +704,14 @@ fn page_parts(
         message_ids: ids,
         whole_max: limit(PART_TEXT_CAP),
     })?;
-    let mut cut = match tx.conn() {
-        Some(conn) => stream_cut_parts(
-            conn,
+    let mut cut = match tx.backend() {
+        Backend::Sqlite => stream_cut_parts(
+            tx,
             rows.iter()
                 .filter(|r| r.data.is_none())
                 .map(|r| (r.id.as_str(), r.seq)),
         )?,
-        None => {
+        Backend::Postgres => {
             let big: Vec<&str> = rows
                 .iter()
                 .filter(|r| r.data.is_none())
@@ -756,19 +756,13 @@ fn page_parts(
 /// snapshot), so the page holds the cut, never the part. A row that cannot be opened
 /// because it is gone is left out (as `ListCutPartNodes` leaves it out).
 fn stream_cut_parts<'p>(
-    conn: &rusqlite::Connection,
+    tx: &ReadTx<'_>,
     parts: impl Iterator<Item = (&'p str, i64)>,
 ) -> Result<HashMap<String, (serde_json::Value, bool)>, ReadError> {
     let mut out = HashMap::new();
     for (id, seq) in parts {
-        let blob = match conn.blob_open("main", "parts", "data", seq, true) {
-            Ok(blob) => blob,
-            Err(rusqlite::Error::SqliteFailure(_, Some(message)))
-                if message.starts_with("no such rowid") =>
-            {
-                continue;
-            }
-            Err(err) => return Err(scribe_db::Error::from(err).into()),
+        let Some(blob) = tx.part_json_reader(seq)? else {
+            continue;
         };
         let built = cut_part(blob, CutLimits::PAGE)
             .map_err(|err| ApiError::Internal(format!("part {id}: {}", chain(&err))))?;
@@ -982,34 +976,5 @@ impl FileStamps {
             let meta = std::fs::metadata(file).ok()?;
             Some((meta.len(), meta.modified().ok()?))
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A row the page listed but cannot open (gone) is left out, as `ListCutPartNodes`
-    /// leaves it out: `page_parts` then answers "part … was not read", not a panic. Any
-    /// other failure to open is the database's error.
-    #[test]
-    fn a_part_row_that_is_gone_is_left_out_of_the_stream() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE parts (seq INTEGER PRIMARY KEY, id TEXT, data TEXT);
-             INSERT INTO parts VALUES (7, 'prt_here', '{\"a\":\"0123456789\"}');",
-        )
-        .unwrap();
-        let cut = stream_cut_parts(&conn, [("prt_here", 7), ("prt_gone", 8)].into_iter()).unwrap();
-        assert_eq!(cut.len(), 1);
-        assert_eq!(
-            cut["prt_here"],
-            (serde_json::json!({"a": "0123456789"}), false)
-        );
-        conn.execute_batch("DROP TABLE parts").unwrap();
-        assert!(matches!(
-            stream_cut_parts(&conn, [("prt_here", 7)].into_iter()),
-            Err(ReadError::Db(_))
-        ));
     }
 }
