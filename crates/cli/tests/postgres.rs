@@ -508,3 +508,32 @@ fn parts_holding_nul_copy_list_search_and_check_on_postgres() {
         "the exports differ after the copy back"
     );
 }
+
+/// `SCRIBE_DB` whose `search_path` names a schema that does not exist: `db info`, `list`
+/// and `db migrate` each say so in one line naming the schema and what to do, exit 1, and
+/// create nothing (before: refinery's "error asserting migrations table").
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_search_path_naming_no_schema_is_one_clear_line() {
+    let url = fresh("cli_no_schema");
+    let db = format!("{url} options='-csearch_path=scribe_here'");
+    for args in [&["db", "info"][..], &["list"][..], &["db", "migrate"][..]] {
+        let out = scribe(args, Some(&db));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("no schema for scribe's tables: its search_path (scribe_here)"),
+            "{err}"
+        );
+        assert!(err.contains("CREATE SCHEMA \"scribe_here\""), "{err}");
+    }
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin.batch_execute("CREATE SCHEMA scribe_here").unwrap();
+    ok(&["db", "migrate"], Some(&db));
+    let info = json(&["db", "info", "--json"], Some(&db));
+    assert_eq!(
+        info["schema_version"],
+        scribe_db::Database::known_schema_version()
+    );
+}

@@ -71,7 +71,8 @@ impl Database {
     /// Errors say what to fix: [`Error::InvalidLocation`] (a malformed URL, or any URL
     /// when this build lacks scribe-db's `postgres` feature), [`Error::Unreachable`],
     /// [`Error::NotPostgres`] (something else answers there), [`Error::AuthFailed`],
-    /// [`Error::NoSuchDatabase`], [`Error::Tls`],
+    /// [`Error::NoSuchDatabase`], [`Error::Tls`], [`Error::NoSchema`] (the location's
+    /// `search_path` names no schema that exists: Scribe creates none), [`Error::ForeignDatabase`],
     /// [`Error::SchemaTooNew`]. With [`Options::read_only`] nothing is migrated, an older
     /// schema is [`Error::SchemaTooOld`] and writes are [`Error::ReadOnly`].
     pub fn open_postgres(location: &str, options: Options) -> Result<Self> {

@@ -265,6 +265,21 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// The PostgreSQL location's `search_path` (`options=-csearch_path=…`) names no schema
+    /// that exists in the database, or is empty: the connection has no current schema to
+    /// find Scribe's tables in or create them in. Scribe creates no schema, as it creates
+    /// no database; nothing was written.
+    #[error(
+        "{location} has no schema for scribe's tables: its search_path ({search_path}) names \
+         none that exists in the database; {}",
+        no_schema_advice(search_path)
+    )]
+    NoSchema {
+        /// The location as given, with any password replaced by `***`.
+        location: String,
+        /// The connection's `search_path`, as the server reports it.
+        search_path: String,
+    },
     /// TLS was required (`sslmode=require`, `verify-ca`, `verify-full`) and could not be
     /// set up: the server does not offer it, its certificate failed verification, or the
     /// root certificate named by `sslrootcert` cannot be read.
@@ -285,6 +300,25 @@ fn schema_too_old(found: i64, known: i64) -> String {
         format!("holds no scribe schema yet (this build's is version {known})")
     } else {
         format!("has schema version {found}, older than this build's version {known}")
+    }
+}
+
+/// What to do about [`Error::NoSchema`]: create the first schema the path names (not
+/// `$user` or a system schema), or name an existing one.
+fn no_schema_advice(search_path: &str) -> String {
+    let named = search_path
+        .split(',')
+        .map(|name| name.trim().trim_matches('"'))
+        .find(|name| {
+            !name.is_empty() && *name != "$user" && *name != "pg_catalog" && *name != "pg_temp"
+        });
+    match named {
+        Some(name) => format!(
+            "create it (CREATE SCHEMA \"{}\") or name an existing one \
+             (options=-csearch_path=NAME)",
+            name.replace('"', "\"\"")
+        ),
+        None => "name an existing schema in the location (options=-csearch_path=NAME)".to_owned(),
     }
 }
 

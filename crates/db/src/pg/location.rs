@@ -473,6 +473,22 @@ mod tests {
         }
     }
 
+    /// The README's two ways of naming a schema reach the server as one option.
+    #[test]
+    fn a_search_path_in_a_url_or_keyword_string_is_passed_on() {
+        for text in [
+            "postgres://u@h/d?options=-csearch_path%3Dscribe",
+            "host=h user=u dbname=d options='-csearch_path=scribe'",
+        ] {
+            let loc = Location::parse(text).unwrap();
+            assert_eq!(
+                loc.config.get_options(),
+                Some("-csearch_path=scribe"),
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn keyword_values_keep_spaces_and_quotes() {
         let loc = Location::parse("host=/tmp/x user='a b' dbname=it\\'s").unwrap();

@@ -85,6 +85,25 @@ fn refuse_foreign(client: &mut Client, shown: &str) -> Result<()> {
     Ok(())
 }
 
+/// [`Error::NoSchema`] when the connection has no current schema: its `search_path`
+/// names no schema that exists (a typo in `options=-csearch_path=…`, a schema not yet
+/// created) or is empty. Without this, refinery failed to create its history table
+/// ("no schema has been selected to create in"), and a read-only open took the store for
+/// one never migrated.
+fn require_schema(client: &mut Client, shown: &str) -> Result<()> {
+    let row = client.query_one(
+        "SELECT current_schema() IS NOT NULL, current_setting('search_path')",
+        &[],
+    )?;
+    if row.try_get(0)? {
+        return Ok(());
+    }
+    Err(Error::NoSchema {
+        location: shown.to_owned(),
+        search_path: row.try_get(1)?,
+    })
+}
+
 /// The highest migration version recorded (0 for a fresh database).
 pub(crate) fn current_version(client: &mut Client) -> Result<i64> {
     Ok(recorded(client)?.last().map_or(0, |(v, _)| *v))
@@ -116,6 +135,7 @@ pub(crate) fn migrate(
     shown: &str,
 ) -> Result<MigrationReport> {
     let known = known_version();
+    require_schema(client, shown)?;
     let before = recorded(client)?;
     // Another program's database is refused before anything is written to it, read-only
     // or not; and again under the lock, before the first migration.
