@@ -265,6 +265,10 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// An id longer than [`crate::ids::MAX_ID_BYTES`] (`scribe db copy` into PostgreSQL
+    /// of a store that holds one): refused before anything was written.
+    #[error(transparent)]
+    IdTooLong(#[from] crate::ids::IdTooLong),
     /// The PostgreSQL location's `search_path` (`options=-csearch_path=…`) names no schema
     /// that exists in the database, or is empty: the connection has no current schema to
     /// find Scribe's tables in or create them in. Scribe creates no schema, as it creates

@@ -2112,3 +2112,95 @@ fn a_search_path_naming_no_schema_is_refused_with_what_to_do() {
     assert!(tables("nosuch") > 5, "{}", tables("nosuch"));
     assert_eq!(tables("public"), 0);
 }
+
+/// `len` bytes no compressor shrinks much (PostgreSQL compresses an index key before it
+/// compares it with its limit), from a fixed seed.
+fn incompressible(len: usize, seed: u64) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(ALPHABET[usize::try_from(x % 64).unwrap()])
+        })
+        .collect()
+}
+
+/// An SQLite store holding an id longer than `MAX_ID_BYTES` (written before the rule,
+/// here through the query layer): it copies into SQLite whole, and a copy into
+/// PostgreSQL is `Error::IdTooLong` naming the kind, the length and the session, before
+/// anything is written (the target stays empty and can take a copy later). Before, the
+/// server refused the row midway with SQLSTATE 54000 ("index row size … exceeds btree
+/// version 4 maximum 2704 for index \"sessions_pkey\"").
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_store_with_an_over_long_id_copies_into_sqlite_but_is_refused_by_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let len = 3_000;
+    let cases = [
+        ("session", incompressible(len, 1)),
+        ("part", incompressible(len, 2)),
+    ];
+    for (i, (what, long)) in cases.iter().enumerate() {
+        let source = Database::open(dir.path().join(format!("source{i}.db"))).unwrap();
+        let ordinary = common::session(&source, "cli");
+        let holder = if *what == "session" {
+            source
+                .write(|tx| tx.q().create_session(&new_session(long, "cli")))
+                .unwrap();
+            long.clone()
+        } else {
+            ordinary.clone()
+        };
+        source
+            .write(|tx| {
+                let conn = tx.conn().unwrap();
+                let message = new_id(Prefix::Message);
+                q::create_message(
+                    conn,
+                    &scribe_db::testing::bare_message(&message, &holder, "user", now_ms()),
+                )?;
+                let part = if *what == "part" {
+                    long.clone()
+                } else {
+                    new_id(Prefix::Part)
+                };
+                common::add_part(conn, &part, &message, &holder, 0, "text", &text("hi"))
+            })
+            .unwrap();
+
+        let sqlite = Database::open(dir.path().join(format!("copy{i}.db"))).unwrap();
+        let report = scribe_db::copy::copy(&source, &sqlite, |_| {}).unwrap();
+        assert!(report.tables.iter().any(|(t, n)| t == "parts" && *n == 1));
+        assert_eq!(
+            sqlite.read(|tx| tx.q().count_sessions()).unwrap(),
+            source.read(|tx| tx.q().count_sessions()).unwrap()
+        );
+        assert!(
+            sqlite
+                .read(|tx| tx.q().get_session(&holder))
+                .unwrap()
+                .is_some()
+        );
+
+        let url = fresh(&format!("scribe_copy_long_{i}"));
+        let pg = Database::open(&url).unwrap();
+        let err = scribe_db::copy::copy(&source, &pg, |_| {}).unwrap_err();
+        let Error::IdTooLong(ref too_long) = err else {
+            panic!("{what}: {err:?}");
+        };
+        assert_eq!((too_long.what, too_long.len), (*what, len), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.ends_with("is 3000 bytes long, more than the 1024 an id may have"),
+            "{text}"
+        );
+        if *what == "part" {
+            assert_eq!(too_long.session.as_deref(), Some(ordinary.as_str()));
+            assert!(text.contains(&format!("(of session {ordinary})")), "{text}");
+        }
+        assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 0);
+    }
+}

@@ -72,7 +72,9 @@ pub struct SourceSummary {
     pub skipped: BTreeMap<String, u64>,
     /// Lines or records that could not be read (the rest of their file was imported).
     pub malformed: Vec<Malformed>,
-    /// Files that could not be read at all, with why.
+    /// Files that could not be read at all, and sessions that could not be stored (an
+    /// id longer than [`scribe_db::ids::MAX_ID_BYTES`]; the rest of their file was
+    /// imported), with why.
     pub failed: Vec<Malformed>,
     /// What was stored.
     pub written: Written,
@@ -287,6 +289,7 @@ fn take_file(
         }
     };
     summary.files_read += 1;
+    refuse_long_ids(summary, &mut part, &todo.key);
     for m in &mut part.messages {
         options.pricer.apply(m);
         summary.tokens += m.message.usage;
@@ -316,6 +319,39 @@ fn take_file(
         skipped: i64::try_from(skipped).unwrap_or(i64::MAX),
     });
     batch.append(part);
+}
+
+/// Takes out of `part` every session whose source id is longer than
+/// [`scribe_db::ids::MAX_ID_BYTES`] (its Scribe id would be that id, which neither backend
+/// stores), with everything of it, and reports each in `summary.failed` with the typed
+/// error's words; the file's other sessions go on. A parent or record key that long names
+/// nothing that can be stored, and is dropped. Before, PostgreSQL refused such an id with
+/// a raw message and the whole import stopped; SQLite stored it.
+fn refuse_long_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
+    use scribe_db::ids::check_id;
+    let fits = |id: &str| check_id("session", id).is_ok();
+    let mut refused = std::collections::HashSet::new();
+    part.sessions.retain_mut(|rec| {
+        if let Err(err) = check_id("session", &rec.external_id) {
+            summary.failed.push(Malformed {
+                path: path.to_owned(),
+                line: None,
+                error: err.to_string(),
+            });
+            refused.insert(rec.external_id.clone());
+            return false;
+        }
+        if rec.parent.as_deref().is_some_and(|p| !fits(p)) {
+            rec.parent = None;
+        }
+        true
+    });
+    let kept = |session: &str| fits(session) && !refused.contains(session);
+    part.messages.retain(|m| kept(&m.session));
+    part.part_updates.retain(|u| kept(&u.session));
+    part.marks.retain(|m| kept(&m.session));
+    part.task_links.retain(|l| kept(&l.child));
+    part.keys.retain(|k| kept(&k.session) && fits(&k.key));
 }
 
 /// The state a reader that does not read it is given ([`Importer::reads_state`] is

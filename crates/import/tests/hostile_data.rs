@@ -221,3 +221,41 @@ fn claude_tool_input_nested_deeper_than_a_part_may_is_kept_as_text() {
         "{stored:?}"
     );
 }
+
+/// A Codex rollout whose session id (its `session_meta` line's) is 3,000 bytes (a
+/// hand-edited or another program's file), next to an ordinary one: that session fails
+/// alone, reported in `failed` with the kind and length, and the other is imported.
+/// Before, SQLite stored the id and PostgreSQL refused it with a raw message, which
+/// stopped the whole import.
+#[test]
+fn a_session_id_longer_than_an_id_may_be_fails_that_session_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let long = "7".repeat(3_000);
+    let fine = "019c8a70-dda7-7f33-98ea-f30553347399";
+    for (id, file) in [
+        (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
+        (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
+    ] {
+        let meta = format!(
+            r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
+        );
+        let reply = r#"{"timestamp":"2026-02-23T12:19:42.562Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#;
+        std::fs::write(root.join(file), format!("{meta}\n{reply}\n")).unwrap();
+    }
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Codex, &[root]);
+    assert_eq!(s.failed.len(), 1, "{:?}", s.failed);
+    assert!(s.failed[0].path.ends_with("long.jsonl"), "{:?}", s.failed);
+    assert_eq!(
+        s.failed[0].error,
+        format!(
+            "session id {}… is 3000 bytes long, more than the 1024 an id may have",
+            "7".repeat(24)
+        )
+    );
+    let ids: Vec<String> = sessions(&db).into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, [fine]);
+    assert_eq!(messages(&db, fine).len(), 1);
+}

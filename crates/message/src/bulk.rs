@@ -41,10 +41,7 @@ fn insert_chunk(tx: &mut Tx<'_>, messages: &[&Message]) -> Result<()> {
     if messages.is_empty() {
         return Ok(());
     }
-    if messages
-        .iter()
-        .any(|m| m.id.is_empty() || m.parts.iter().any(|p| p.id.is_empty()))
-    {
+    if !messages.iter().all(|m| store::ids_storable(m)) {
         // The one-by-one path says which and stores those before it.
         return one_by_one(tx, messages);
     }

@@ -21,6 +21,10 @@ pub enum MessageError {
     /// page size, an empty id …).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A message or part id is longer than [`scribe_db::ids::MAX_ID_BYTES`]; nothing of
+    /// the message was written.
+    #[error(transparent)]
+    IdTooLong(#[from] scribe_db::ids::IdTooLong),
     /// A stored part's JSON cannot be decoded; names the row so it can be repaired.
     #[error("part {part_id} is corrupt")]
     CorruptPart {

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use scribe_db::ids::check_id;
 use scribe_db::queries::{self, MessageRow};
 use scribe_db::{Backend, ErrorKind, Reads, Tx};
 
@@ -73,12 +74,14 @@ pub(crate) fn create_part_params<'a>(
 ///
 /// Fails with [`MessageError::NotFound`] if the session does not exist (asked only when
 /// the insert fails, so storing a message costs no extra query),
-/// [`MessageError::InvalidInput`] for an empty id or duplicate part positions, and
+/// [`MessageError::InvalidInput`] for an empty id or duplicate part positions,
+/// [`MessageError::IdTooLong`] for an id longer than [`scribe_db::ids::MAX_ID_BYTES`], and
 /// `Db(Conflict)` if an id is already taken.
 pub fn insert_message(tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
     if msg.id.is_empty() {
         return Err(MessageError::InvalidInput("message id is empty".into()));
     }
+    check_ids(msg)?;
     let error = msg.error.as_ref().map(serde_json::Value::to_string);
     let inserted = tx
         .q()
@@ -98,6 +101,25 @@ pub fn insert_message(tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
     Ok(())
 }
 
+/// [`MessageError::IdTooLong`] when the message's id or one of its parts' is longer than
+/// [`scribe_db::ids::MAX_ID_BYTES`], naming its session: checked before anything of the
+/// message is written, on both backends (PostgreSQL refused such an id itself, with a
+/// raw message about its index, and only there).
+pub(crate) fn check_ids(msg: &Message) -> Result<()> {
+    let named = |err: scribe_db::ids::IdTooLong| err.in_session(&msg.session_id);
+    check_id("message", &msg.id).map_err(named)?;
+    for part in &msg.parts {
+        check_id("part", &part.id).map_err(named)?;
+    }
+    Ok(())
+}
+
+/// Whether every id of `msg` may be stored as it is (not empty, not too long).
+pub(crate) fn ids_storable(msg: &Message) -> bool {
+    let fits = |id: &str| !id.is_empty() && check_id("", id).is_ok();
+    fits(&msg.id) && msg.parts.iter().all(|p| fits(&p.id))
+}
+
 /// One part as `CreateParts` reads it from its JSON parameter.
 #[derive(serde::Serialize)]
 struct PartRow<'a> {
@@ -115,7 +137,7 @@ struct PartRow<'a> {
 fn parts_json(parts: &[StoredPart]) -> Option<String> {
     let mut rows = Vec::with_capacity(parts.len());
     for part in parts {
-        if part.id.is_empty() {
+        if part.id.is_empty() || check_id("part", &part.id).is_err() {
             return None;
         }
         rows.push(PartRow {
@@ -376,6 +398,7 @@ pub fn insert_part(
     if part.id.is_empty() {
         return Err(MessageError::InvalidInput("part id is empty".into()));
     }
+    check_id("part", &part.id).map_err(|err| err.in_session(session_id))?;
     let data = part
         .part
         .to_json()

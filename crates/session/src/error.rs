@@ -45,6 +45,10 @@ pub enum SessionError {
         /// The limit, [`crate::MAX_TITLE_CHARS`].
         max: usize,
     },
+    /// An id (the session's, or one of its messages', parts' or file versions') is longer
+    /// than [`scribe_db::ids::MAX_ID_BYTES`]; nothing of the session was written.
+    #[error(transparent)]
+    IdTooLong(#[from] scribe_db::ids::IdTooLong),
     /// Some other argument was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -98,6 +102,7 @@ impl From<scribe_db::Error> for SessionError {
                 source: Some(scribe_db::Error::Conflict { message, source }),
             },
             scribe_db::Error::InvalidInput(message) => SessionError::InvalidInput(message),
+            scribe_db::Error::IdTooLong(err) => SessionError::IdTooLong(err),
             other => SessionError::Db(other),
         }
     }
@@ -109,6 +114,7 @@ impl From<scribe_message::MessageError> for SessionError {
         // still retried by `Database::write`.
         match err {
             scribe_message::MessageError::Db(db) => SessionError::from(db),
+            scribe_message::MessageError::IdTooLong(err) => SessionError::IdTooLong(err),
             scribe_message::MessageError::NotFound { what, id } => {
                 SessionError::NotFound { what, id }
             }

@@ -68,7 +68,8 @@ impl SessionService {
     ///
     /// Inside the caller's transaction; queues `created` for a new session and `updated`
     /// for a stored one that changed. Errors: an empty id or source
-    /// ([`SessionError::InvalidInput`]), a parent that is not stored
+    /// ([`SessionError::InvalidInput`]), an id longer than
+    /// [`scribe_db::ids::MAX_ID_BYTES`] ([`SessionError::IdTooLong`]), a parent that is not stored
     /// ([`SessionError::NotFound`]), an unusable title ([`SessionError::InvalidTitle`],
     /// [`SessionError::TitleTooLong`]).
     pub fn upsert_external_tx(
@@ -82,6 +83,7 @@ impl SessionService {
                 "an imported session needs an id and a source".to_owned(),
             ));
         }
+        scribe_db::ids::check_id("session", &e.id)?;
         if let Some(parent) = &e.parent_session_id
             && !tx.q().session_exists(parent)?
         {

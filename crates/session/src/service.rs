@@ -175,6 +175,7 @@ pub(crate) fn ensure_storable_texts(
 /// caller gets a typed error rather than a constraint failure.
 pub(crate) fn insert_session(tx: &mut Tx<'_>, id: &str, new: &NewSession) -> Result<Session> {
     ensure_not_empty("session id", id)?;
+    scribe_db::ids::check_id("session", id)?;
     ensure_not_empty("source", &new.source)?;
     let title = normalize_optional_title(new.title.as_deref())?;
     match (&new.parent_session_id, new.kind) {

@@ -391,7 +391,10 @@ impl SessionService {
     /// [`SessionError::TitleTooLong`]. A title held by another session becomes the next
     /// free title of its lineage (`t #2`, as the history importers number it; the
     /// outcome's session has the title stored). A message id already present is a
-    /// [`SessionError::Conflict`]; on any error nothing is stored. Publishes `created`.
+    /// [`SessionError::Conflict`]; an id (the session's, a message's, a part's, a file
+    /// version's) longer than [`scribe_db::ids::MAX_ID_BYTES`] is
+    /// [`SessionError::IdTooLong`], checked before anything is read. On any error nothing
+    /// is stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
         self.db.write(|tx| {
             let outcome = import_tx(tx, export)?;
@@ -407,10 +410,11 @@ impl SessionService {
     /// rules, skips and errors, all or nothing, `created` published), but many go into one
     /// transaction (about [`IMPORT_BATCH_MESSAGES`] messages). One that fails is reported
     /// and the others still go in: the transaction is rolled back and stored again without
-    /// it (failures are rare, so the common path pays nothing for them). A value the server
-    /// refuses (SQLSTATE class 22 or 54: on PostgreSQL an id longer than its btree index
-    /// takes; before schema V25 also a text whose words exceeded the 1 MiB `tsvector`)
-    /// names no session: the batch's sessions are then stored one per transaction, and the
+    /// it (failures are rare, so the common path pays nothing for them). An id longer than
+    /// [`scribe_db::ids::MAX_ID_BYTES`] is that session's [`SessionError::IdTooLong`], on
+    /// both backends. A value the server refuses (SQLSTATE class 22 or 54: on PostgreSQL
+    /// a key longer than its btree index takes, such as a file path of several KB; before
+    /// schema V25 also a text whose words exceeded the 1 MiB `tsvector`) names no session: the batch's sessions are then stored one per transaction, and the
     /// one refused fails alone. Each transaction also indexes the parts it stored, in both
     /// search indexes, after its last insert (`scribe_db::bulk::index_new_parts`), while
     /// this process's background search indexer waits; what others queued meanwhile is
@@ -537,7 +541,7 @@ impl SessionService {
                     };
                     outcomes[i] = Some(Err(err));
                 }
-                // The server refused a value of one of the sessions (on PostgreSQL an id
+                // The server refused a value of one of the sessions (on PostgreSQL a key
                 // longer than its btree index takes): which one is unknown, so each is
                 // stored alone, and the one refused fails by itself, as a session this
                 // import refuses does.
@@ -615,6 +619,10 @@ impl SessionService {
 
 fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
     let s = &export.session;
+    // Every id the file gives, before anything is read or written: the same refusal on
+    // both backends (PostgreSQL refused an id longer than its index takes itself, with
+    // a raw message naming the index).
+    check_ids(export)?;
     if tx.q().session_exists(&s.id)? {
         return Ok(ImportOutcome::Skipped {
             reason: format!("session {} is already in this database", s.id),
@@ -753,6 +761,25 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         session: Box::new(load(tx, &s.id)?),
         unlinked_parent,
     })
+}
+
+/// [`SessionError::IdTooLong`] for the first id of `export` (its session's, a message's,
+/// a part's, a file version's) longer than [`scribe_db::ids::MAX_ID_BYTES`].
+fn check_ids(export: &SessionExport) -> Result<()> {
+    use scribe_db::ids::check_id;
+    let session = &export.session.id;
+    check_id("session", session)?;
+    let named = |err: scribe_db::ids::IdTooLong| err.in_session(session);
+    for message in &export.messages {
+        check_id("message", &message.id).map_err(named)?;
+        for part in &message.parts {
+            check_id("part", &part.id).map_err(named)?;
+        }
+    }
+    for file in &export.files {
+        check_id("file version", &file.id).map_err(named)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

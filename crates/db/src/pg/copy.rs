@@ -63,7 +63,9 @@ struct Table {
 }
 
 /// Copies every row of `from` into `to`, which must be empty and at the same schema
-/// version; one end must be SQLite. Calls `progress` after each batch.
+/// version; one end must be SQLite. Calls `progress` after each batch. Into PostgreSQL,
+/// an id longer than [`crate::ids::MAX_ID_BYTES`] is [`Error::IdTooLong`] naming its
+/// session, before anything is written.
 pub fn copy(
     from: &Database,
     to: &Database,
@@ -116,6 +118,7 @@ pub fn copy(
     let mut reader = Reader::open(from)?;
     match to.engine() {
         Engine::Postgres(pg) => {
+            reader.refuse_long_ids()?;
             let mut client = pg.client()?;
             let mut tx = client.transaction()?;
             for table in &tables {
@@ -441,6 +444,57 @@ impl<'a> Reader<'a> {
             Reader::Postgres(client) => client.query_one(&sql, &[])?.try_get(0)?,
         };
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// [`Error::IdTooLong`] for the first id longer than [`crate::ids::MAX_ID_BYTES`]
+    /// (a session's, a message's, a part's, a file version's, naming the session), read
+    /// before anything is written to a PostgreSQL target: SQLite stores such an id (an
+    /// older build, or one written around the services), PostgreSQL cannot index it, and
+    /// the copy failed midway with the server's raw message naming an index. One scan of
+    /// each table's id index; nothing is read from a PostgreSQL source, which cannot hold
+    /// such ids.
+    fn refuse_long_ids(&mut self) -> Result<()> {
+        let Reader::Sqlite(conn) = self else {
+            return Ok(());
+        };
+        let max = i64::try_from(crate::ids::MAX_ID_BYTES).unwrap_or(i64::MAX);
+        let long = |sql: &str| -> Result<Option<(String, Option<String>)>> {
+            let mut stmt = conn.prepare(sql)?;
+            let mut rows = stmt.query([max])?;
+            match rows.next()? {
+                Some(row) => Ok(Some((row.get(0)?, row.get(1)?))),
+                None => Ok(None),
+            }
+        };
+        for (what, sql) in [
+            (
+                "session",
+                "SELECT id, NULL FROM sessions WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
+            ),
+            (
+                "message",
+                "SELECT id, session_id FROM messages WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
+            ),
+            (
+                "part",
+                "SELECT id, session_id FROM parts WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
+            ),
+            (
+                "file version",
+                "SELECT id, session_id FROM files WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
+            ),
+        ] {
+            if let Some((id, session)) = long(sql)? {
+                let Err(err) = crate::ids::check_id(what, &id) else {
+                    continue;
+                };
+                return Err(Error::IdTooLong(match session {
+                    Some(session) => err.in_session(&session),
+                    None => err,
+                }));
+            }
+        }
+        Ok(())
     }
 
     /// Calls `f` with each batch of `table`'s rows (its columns, in key order).
