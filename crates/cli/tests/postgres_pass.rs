@@ -707,10 +707,11 @@ fn db_info_and_copy_say_what_is_true_on_postgres() {
 /// An export holding a session of a text of ~250,000 different words (more than a 1 MiB
 /// `tsvector` holds) and one whose id is longer than PostgreSQL's btree index takes, among
 /// others. The first is stored and found by its first words (schema V25; before, its
-/// write failed: "string is too long for tsvector"). The second PostgreSQL refuses: as
-/// on SQLite for a session it refuses, that one is reported failed by id and title, exit
-/// status 1, and the others are stored. Before, the whole import failed with the server's
-/// message alone, naming no session, and stored nothing.
+/// write failed: "string is too long for tsvector"). The second is refused by the id rule
+/// (at most 1,024 bytes, the same on SQLite), with the id's kind and length: as for any
+/// session refused, that one is reported failed by id and title, exit status 1, and the
+/// others are stored. Before, the whole import failed with the server's message alone,
+/// naming no session, and stored nothing; then the server's raw 54000 named the index.
 #[test]
 #[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
 fn one_session_postgres_refuses_fails_alone_and_very_many_words_are_stored() {
@@ -774,6 +775,10 @@ fn one_session_postgres_refuses_fails_alone_and_very_many_words_are_stored() {
     );
     assert!(
         stderr.contains(&format!("failed {long_id} \"long id\": ")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("is 9004 bytes long, more than the 1024 an id may have"),
         "{stderr}"
     );
     let listed = json(&url, &["list", "--all", "--json"]);

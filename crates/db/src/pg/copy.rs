@@ -24,6 +24,7 @@ use std::collections::HashMap;
 
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use rusqlite::OptionalExtension;
 use rusqlite::types::Value;
 
 use crate::database::{Engine, SqliteStore};
@@ -451,48 +452,43 @@ impl<'a> Reader<'a> {
     /// before anything is written to a PostgreSQL target: SQLite stores such an id (an
     /// older build, or one written around the services), PostgreSQL cannot index it, and
     /// the copy failed midway with the server's raw message naming an index. One scan of
-    /// each table's id index; nothing is read from a PostgreSQL source, which cannot hold
-    /// such ids.
+    /// each table's id index (not of its rows); nothing is read from a PostgreSQL source,
+    /// which cannot hold such ids.
     fn refuse_long_ids(&mut self) -> Result<()> {
         let Reader::Sqlite(conn) = self else {
             return Ok(());
         };
         let max = i64::try_from(crate::ids::MAX_ID_BYTES).unwrap_or(i64::MAX);
-        let long = |sql: &str| -> Result<Option<(String, Option<String>)>> {
-            let mut stmt = conn.prepare(sql)?;
-            let mut rows = stmt.query([max])?;
-            match rows.next()? {
-                Some(row) => Ok(Some((row.get(0)?, row.get(1)?))),
-                None => Ok(None),
-            }
-        };
-        for (what, sql) in [
-            (
-                "session",
-                "SELECT id, NULL FROM sessions WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
-            ),
-            (
-                "message",
-                "SELECT id, session_id FROM messages WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
-            ),
-            (
-                "part",
-                "SELECT id, session_id FROM parts WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
-            ),
-            (
-                "file version",
-                "SELECT id, session_id FROM files WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1",
-            ),
+        for (what, table) in [
+            ("session", "sessions"),
+            ("message", "messages"),
+            ("part", "parts"),
+            ("file version", "files"),
         ] {
-            if let Some((id, session)) = long(sql)? {
-                let Err(err) = crate::ids::check_id(what, &id) else {
-                    continue;
-                };
-                return Err(Error::IdTooLong(match session {
-                    Some(session) => err.in_session(&session),
-                    None => err,
-                }));
+            // The id alone: a scan of the table's id index, never of its rows (a part's
+            // row holds its whole JSON).
+            let id: Option<String> = conn
+                .query_row(
+                    &format!("SELECT id FROM {table} WHERE length(CAST(id AS BLOB)) > ?1 LIMIT 1"),
+                    [max],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let Some(id) = id else {
+                continue;
+            };
+            let Err(err) = crate::ids::check_id(what, &id) else {
+                continue;
+            };
+            if table == "sessions" {
+                return Err(Error::IdTooLong(err));
             }
+            let session: String = conn.query_row(
+                &format!("SELECT session_id FROM {table} WHERE id = ?1"),
+                [&id],
+                |row| row.get(0),
+            )?;
+            return Err(Error::IdTooLong(err.in_session(&session)));
         }
         Ok(())
     }
