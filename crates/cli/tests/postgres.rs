@@ -530,6 +530,27 @@ fn a_search_path_naming_no_schema_is_one_clear_line() {
     }
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     admin.batch_execute("CREATE SCHEMA scribe_here").unwrap();
+    // A user who may use it but not create in it: one line naming them, not the server's
+    // "permission denied for schema".
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS cli_guest; CREATE ROLE cli_guest LOGIN; \
+             GRANT USAGE ON SCHEMA scribe_here TO cli_guest",
+        )
+        .unwrap();
+    let guest = format!("{db} user=cli_guest");
+    for args in [&["db", "info"][..], &["list"][..], &["db", "migrate"][..]] {
+        let out = scribe(args, Some(&guest));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(
+                "user \"cli_guest\" may not create scribe's tables in schema \"scribe_here\""
+            ),
+            "{err}"
+        );
+    }
     ok(&["db", "migrate"], Some(&db));
     let info = json(&["db", "info", "--json"], Some(&db));
     assert_eq!(

@@ -72,7 +72,9 @@ impl Database {
     /// when this build lacks scribe-db's `postgres` feature), [`Error::Unreachable`],
     /// [`Error::NotPostgres`] (something else answers there), [`Error::AuthFailed`],
     /// [`Error::NoSuchDatabase`], [`Error::Tls`], [`Error::NoSchema`] (the location's
-    /// `search_path` names no schema that exists: Scribe creates none), [`Error::ForeignDatabase`],
+    /// `search_path` names no schema that exists, or none the user may use: Scribe
+    /// creates none), [`Error::SchemaNotWritable`] (tables to create or migrate, and a user
+    /// who may not create in the schema), [`Error::ForeignDatabase`],
     /// [`Error::SchemaTooNew`]. With [`Options::read_only`] nothing is migrated, an older
     /// schema is [`Error::SchemaTooOld`] and writes are [`Error::ReadOnly`].
     pub fn open_postgres(location: &str, options: Options) -> Result<Self> {

@@ -270,19 +270,48 @@ pub enum Error {
     #[error(transparent)]
     IdTooLong(#[from] crate::ids::IdTooLong),
     /// The PostgreSQL location's `search_path` (`options=-csearch_path=…`) names no schema
-    /// that exists in the database, or is empty: the connection has no current schema to
-    /// find Scribe's tables in or create them in. Scribe creates no schema, as it creates
-    /// no database; nothing was written.
+    /// the user may use: none that exists in the database (or the path is empty), or one
+    /// that exists but on which the user has no USAGE privilege. The connection has no
+    /// current schema to find Scribe's tables in or create them in. Scribe creates no
+    /// schema, as it creates no database; nothing was written.
     #[error(
-        "{location} has no schema for scribe's tables: its search_path ({search_path}) names \
-         none that exists in the database; {}",
-        no_schema_advice(search_path)
+        "{location} has no schema for scribe's tables: {}",
+        no_schema_text(search_path, unusable.as_deref(), user)
     )]
     NoSchema {
         /// The location as given, with any password replaced by `***`.
         location: String,
         /// The connection's `search_path`, as the server reports it.
         search_path: String,
+        /// The first schema of the path that exists but that the user may not use.
+        unusable: Option<String>,
+        /// The user the connection logged in as.
+        user: String,
+    },
+    /// The store needs its tables created or migrated, and the user may not create
+    /// anything in the connection's current schema (PostgreSQL 15 and later give only
+    /// the database's owner CREATE on `public`). Nothing was written.
+    #[error(
+        "user {} may not create scribe's tables in schema {} of {location}: give scribe a \
+         database that user owns (createdb -O USER scribe), or grant the user CREATE on the \
+         schema and the database (GRANT CREATE ON SCHEMA {} TO {}; GRANT CREATE ON DATABASE \
+         {} TO {})",
+        quoted(user),
+        quoted(schema),
+        quoted(schema),
+        quoted(user),
+        quoted(database),
+        quoted(user)
+    )]
+    SchemaNotWritable {
+        /// The location as given, with any password replaced by `***`.
+        location: String,
+        /// The connection's current schema.
+        schema: String,
+        /// The database.
+        database: String,
+        /// The user the connection logged in as.
+        user: String,
     },
     /// TLS was required (`sslmode=require`, `verify-ca`, `verify-full`) and could not be
     /// set up: the server does not offer it, its certificate failed verification, or the
@@ -307,23 +336,40 @@ fn schema_too_old(found: i64, known: i64) -> String {
     }
 }
 
-/// What to do about [`Error::NoSchema`]: create the first schema the path names (not
-/// `$user` or a system schema), or name an existing one.
-fn no_schema_advice(search_path: &str) -> String {
+/// `name` as a PostgreSQL identifier in double quotes.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// What [`Error::NoSchema`] found and what to do: grant the user the schema it may not
+/// use, or create the first schema the path names (not `$user` or a system schema), or
+/// name an existing one.
+fn no_schema_text(search_path: &str, unusable: Option<&str>, user: &str) -> String {
+    if let Some(schema) = unusable {
+        return format!(
+            "its search_path ({search_path}) names schema {}, which user {} may not use; \
+             grant it (GRANT USAGE, CREATE ON SCHEMA {} TO {}) or name another \
+             (options=-csearch_path=NAME)",
+            quoted(schema),
+            quoted(user),
+            quoted(schema),
+            quoted(user)
+        );
+    }
     let named = search_path
         .split(',')
         .map(|name| name.trim().trim_matches('"'))
         .find(|name| {
             !name.is_empty() && *name != "$user" && *name != "pg_catalog" && *name != "pg_temp"
         });
-    match named {
+    let advice = match named {
         Some(name) => format!(
-            "create it (CREATE SCHEMA \"{}\") or name an existing one \
-             (options=-csearch_path=NAME)",
-            name.replace('"', "\"\"")
+            "create it (CREATE SCHEMA {}) or name an existing one (options=-csearch_path=NAME)",
+            quoted(name)
         ),
         None => "name an existing schema in the location (options=-csearch_path=NAME)".to_owned(),
-    }
+    };
+    format!("its search_path ({search_path}) names none that exists in the database; {advice}")
 }
 
 /// What [`Error::ForeignDatabase`] found, by backend.

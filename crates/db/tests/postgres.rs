@@ -2103,7 +2103,65 @@ fn a_search_path_naming_no_schema_is_refused_with_what_to_do() {
     assert_eq!(tables("public"), 0);
 
     admin(&url).batch_execute("CREATE SCHEMA nosuch").unwrap();
-    let db = Database::open(&missing).unwrap();
+
+    // A user who may not use the schema (no USAGE: PostgreSQL skips it in the path) is
+    // told so, not that it does not exist; one who may use but not create in it (a
+    // fresh database it does not own: PostgreSQL 15 gives only the owner CREATE on
+    // `public`) is told who may not create where, instead of refinery's "permission
+    // denied for schema public".
+    admin(&url)
+        .batch_execute(
+            "DROP ROLE IF EXISTS scribe_guest; CREATE ROLE scribe_guest LOGIN; \
+             GRANT CONNECT ON DATABASE scribe_no_schema TO scribe_guest",
+        )
+        .unwrap();
+    let guest = format!("{missing} user=scribe_guest");
+    let err = Database::open(&guest).unwrap_err();
+    assert!(
+        matches!(err, Error::NoSchema { unusable: Some(ref s), ref user, .. }
+            if s == "nosuch" && user == "scribe_guest"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(
+            "its search_path (nosuch) names schema \"nosuch\", which user \"scribe_guest\" \
+             may not use; grant it (GRANT USAGE, CREATE ON SCHEMA \"nosuch\" TO \"scribe_guest\")"
+        ),
+        "{err}"
+    );
+    admin(&url)
+        .batch_execute("GRANT USAGE ON SCHEMA nosuch TO scribe_guest")
+        .unwrap();
+    for location in [guest.clone(), format!("{url} user=scribe_guest")] {
+        let err = Database::open(&location).unwrap_err();
+        assert!(
+            matches!(err, Error::SchemaNotWritable { ref user, .. } if user == "scribe_guest"),
+            "{location}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("user \"scribe_guest\" may not create scribe's tables in schema"),
+            "{text}"
+        );
+        assert!(
+            text.contains("GRANT CREATE ON DATABASE \"scribe_no_schema\""),
+            "{text}"
+        );
+        assert!(
+            !text.contains("refinery") && !text.contains("migration"),
+            "{text}"
+        );
+    }
+    assert_eq!(tables("public"), 0);
+    assert_eq!(tables("nosuch"), 0);
+    // What the message says to grant is enough.
+    admin(&url)
+        .batch_execute(
+            "GRANT CREATE ON SCHEMA nosuch TO scribe_guest; \
+             GRANT CREATE ON DATABASE scribe_no_schema TO scribe_guest",
+        )
+        .unwrap();
+    let db = Database::open(&guest).unwrap();
     create_session(&db);
     assert_eq!(
         db.schema_version().unwrap(),

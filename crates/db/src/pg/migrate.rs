@@ -85,23 +85,49 @@ fn refuse_foreign(client: &mut Client, shown: &str) -> Result<()> {
     Ok(())
 }
 
-/// [`Error::NoSchema`] when the connection has no current schema: its `search_path`
-/// names no schema that exists (a typo in `options=-csearch_path=…`, a schema not yet
-/// created) or is empty. Without this, refinery failed to create its history table
-/// ("no schema has been selected to create in"), and a read-only open took the store for
-/// one never migrated.
-fn require_schema(client: &mut Client, shown: &str) -> Result<()> {
+/// The connection's current schema, and whether its user may create in it.
+struct Schema {
+    name: String,
+    may_create: bool,
+    user: String,
+    database: String,
+}
+
+/// The connection's current schema, or [`Error::NoSchema`] when it has none: its
+/// `search_path` names no schema that exists (a typo in `options=-csearch_path=…`, a
+/// schema not yet created) or is empty, or names one the user may not use (no USAGE
+/// privilege: PostgreSQL then skips it). Without this, refinery failed to create its
+/// history table ("no schema has been selected to create in"), and a read-only open took
+/// the store for one never migrated. One round trip.
+fn require_schema(client: &mut Client, shown: &str) -> Result<Schema> {
     let row = client.query_one(
-        "SELECT current_schema() IS NOT NULL, current_setting('search_path')",
+        "SELECT current_schema(), \
+                coalesce(has_schema_privilege(current_schema(), 'CREATE'), false), \
+                current_user, current_setting('search_path'), current_database(), \
+                (SELECT n.nspname FROM unnest(string_to_array(current_setting('search_path'), ',')) \
+                     WITH ORDINALITY AS p(name, i) \
+                 JOIN pg_catalog.pg_namespace n ON n.nspname = \
+                     CASE WHEN btrim(p.name) = '\"$user\"' OR btrim(p.name) = '$user' \
+                          THEN current_user::text \
+                          ELSE btrim(btrim(p.name), '\"') END \
+                 WHERE NOT has_schema_privilege(n.oid, 'USAGE') ORDER BY p.i LIMIT 1)",
         &[],
     )?;
-    if row.try_get(0)? {
-        return Ok(());
+    let user: String = row.try_get(2)?;
+    match row.try_get::<_, Option<String>>(0)? {
+        Some(name) => Ok(Schema {
+            name,
+            may_create: row.try_get(1)?,
+            user,
+            database: row.try_get(4)?,
+        }),
+        None => Err(Error::NoSchema {
+            location: shown.to_owned(),
+            search_path: row.try_get(3)?,
+            unusable: row.try_get(5)?,
+            user,
+        }),
     }
-    Err(Error::NoSchema {
-        location: shown.to_owned(),
-        search_path: row.try_get(1)?,
-    })
 }
 
 /// The highest migration version recorded (0 for a fresh database).
@@ -135,7 +161,7 @@ pub(crate) fn migrate(
     shown: &str,
 ) -> Result<MigrationReport> {
     let known = known_version();
-    require_schema(client, shown)?;
+    let schema = require_schema(client, shown)?;
     let before = recorded(client)?;
     // Another program's database is refused before anything is written to it, read-only
     // or not; and again under the lock, before the first migration.
@@ -158,6 +184,16 @@ pub(crate) fn migrate(
             path: shown.into(),
             found,
             known,
+        });
+    }
+    // Tables to create and a user who may not: refinery's own "permission denied for
+    // schema public" said neither who nor what to do.
+    if !schema.may_create {
+        return Err(Error::SchemaNotWritable {
+            location: shown.into(),
+            schema: schema.name,
+            database: schema.database,
+            user: schema.user,
         });
     }
     client.batch_execute("BEGIN ISOLATION LEVEL READ COMMITTED")?;
