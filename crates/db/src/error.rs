@@ -282,11 +282,11 @@ pub enum Error {
         /// The location as given, with any password replaced by `***`.
         location: String,
         /// The connection's `search_path`, as the server reports it.
-        search_path: String,
+        search_path: Box<str>,
         /// The first schema of the path that exists but that the user may not use.
-        unusable: Option<String>,
+        unusable: Option<Box<str>>,
         /// The user the connection logged in as.
-        user: String,
+        user: Box<str>,
     },
     /// The store needs its tables created or migrated, and the user may not create
     /// anything in the connection's current schema (PostgreSQL 15 and later give only
@@ -307,11 +307,11 @@ pub enum Error {
         /// The location as given, with any password replaced by `***`.
         location: String,
         /// The connection's current schema.
-        schema: String,
+        schema: Box<str>,
         /// The database.
-        database: String,
+        database: Box<str>,
         /// The user the connection logged in as.
-        user: String,
+        user: Box<str>,
     },
     /// TLS was required (`sslmode=require`, `verify-ca`, `verify-full`) and could not be
     /// set up: the server does not offer it, its certificate failed verification, or the

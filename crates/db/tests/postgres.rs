@@ -2070,7 +2070,7 @@ fn a_search_path_naming_no_schema_is_refused_with_what_to_do() {
         Database::open_with(&missing, read_only).unwrap_err(),
     ] {
         assert!(
-            matches!(err, Error::NoSchema { ref search_path, .. } if search_path == "nosuch"),
+            matches!(err, Error::NoSchema { ref search_path, .. } if &**search_path == "nosuch"),
             "{err:?}"
         );
         let text = err.to_string();
@@ -2119,7 +2119,7 @@ fn a_search_path_naming_no_schema_is_refused_with_what_to_do() {
     let err = Database::open(&guest).unwrap_err();
     assert!(
         matches!(err, Error::NoSchema { unusable: Some(ref s), ref user, .. }
-            if s == "nosuch" && user == "scribe_guest"),
+            if &**s == "nosuch" && &**user == "scribe_guest"),
         "{err:?}"
     );
     assert!(
@@ -2135,7 +2135,7 @@ fn a_search_path_naming_no_schema_is_refused_with_what_to_do() {
     for location in [guest.clone(), format!("{url} user=scribe_guest")] {
         let err = Database::open(&location).unwrap_err();
         assert!(
-            matches!(err, Error::SchemaNotWritable { ref user, .. } if user == "scribe_guest"),
+            matches!(err, Error::SchemaNotWritable { ref user, .. } if &**user == "scribe_guest"),
             "{location}: {err:?}"
         );
         let text = err.to_string();

@@ -123,9 +123,9 @@ fn require_schema(client: &mut Client, shown: &str) -> Result<Schema> {
         }),
         None => Err(Error::NoSchema {
             location: shown.to_owned(),
-            search_path: row.try_get(3)?,
-            unusable: row.try_get(5)?,
-            user,
+            search_path: row.try_get::<_, String>(3)?.into(),
+            unusable: row.try_get::<_, Option<String>>(5)?.map(Into::into),
+            user: user.into(),
         }),
     }
 }
@@ -191,9 +191,9 @@ pub(crate) fn migrate(
     if !schema.may_create {
         return Err(Error::SchemaNotWritable {
             location: shown.into(),
-            schema: schema.name,
-            database: schema.database,
-            user: schema.user,
+            schema: schema.name.into(),
+            database: schema.database.into(),
+            user: schema.user.into(),
         });
     }
     client.batch_execute("BEGIN ISOLATION LEVEL READ COMMITTED")?;
