@@ -43,7 +43,10 @@
 //! on PostgreSQL). Nothing is computed per matching part at search time: matching,
 //! ranking, rechecks and snippets read the stored text and words.
 
-use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
+use sea_query::{
+    Alias, CommonTableExpression, Cond, Expr, ExprTrait, JoinType, Order, PostgresQueryBuilder,
+    Query, SelectStatement, Values, WithClause,
+};
 use unicode_normalization::UnicodeNormalization;
 
 use super::{
@@ -296,8 +299,9 @@ fn words(
         let ranked = Expr::case(indexed, rank).finally(zero);
         (any.into(), ranked.into())
     };
-    let best = best_parts(filter, matched, rank, filter.window);
-    let rows = pg::query(client, &page(best, filter))?;
+    let best = best_parts(filter, matched, rank, filter.window, Cut::Ranked);
+    let (sql, values) = page(best, filter, Cut::Ranked);
+    let rows = pg::run(client, &sql, values)?;
     let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
     let alone: Vec<Alternative> = alone.into_iter().cloned().collect();
     rows.iter()
@@ -375,8 +379,10 @@ fn substrings(
         matched.into(),
         substring_rank(&terms),
         filter.window,
+        Cut::Ranked,
     );
-    let rows = pg::query(client, &page(best, filter))?;
+    let (sql, values) = page(best, filter, Cut::Ranked);
+    let rows = pg::run(client, &sql, values)?;
     rows.iter()
         .map(|row| {
             hit(row, |text| {
@@ -411,8 +417,10 @@ fn literal(
         any.into(),
         Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
         None,
+        Cut::Newest,
     );
-    let rows = pg::query(client, &page(best, filter))?;
+    let (sql, values) = page(best, filter, Cut::Newest);
+    let rows = pg::run(client, &sql, values)?;
     rows.iter()
         .map(|row| hit(row, |t| like_snippet(t, first_found(t, alternatives))))
         .collect()
@@ -534,10 +542,22 @@ fn uncased(text: &str) -> bool {
     })
 }
 
+/// How the page is cut from the best parts: by rank, or newest first where every rank is
+/// the same ([`literal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Ranks differ: the best parts carry no message time, and only those that can reach
+    /// the page (their rank at most the page's last rank) look theirs up.
+    Ranked,
+    /// Every rank is equal (newest first): the best parts carry their message's time.
+    Newest,
+}
+
 /// The best part of each matching message that passes the filters: its `seq`, message
-/// id, message time and `rank` (lower is better; the first part among equals). Only the
-/// tables the filters need are joined besides `messages` (the time): every join here runs
-/// once per matching part, where the page's joins run once per hit.
+/// id, `rank` (lower is better; the first part among equals) and, for [`Cut::Newest`], its
+/// message's time. Only the tables the filters need are joined (and `messages` for the
+/// time): every join here runs once per matching part, where the page's joins run once
+/// per hit.
 ///
 /// With `window`, only the newest `window` matching parts that pass the filters (by
 /// `seq`) are ranked ([`SearchFilter::window`]).
@@ -546,6 +566,7 @@ fn best_parts(
     matched: Expr,
     rank: Expr,
     window: Option<u64>,
+    cut: Cut,
 ) -> SelectStatement {
     let mut query = Query::select();
     if let Some(window) = window {
@@ -569,8 +590,11 @@ fn best_parts(
     query
         .distinct_on([tc("p", "message_id")])
         .expr_as(c("p", "seq"), Alias::new("seq"))
-        .expr_as(c("p", "message_id"), Alias::new("message_id"))
-        .expr_as(c("m", "created_at"), Alias::new("created_at"))
+        .expr_as(c("p", "message_id"), Alias::new("message_id"));
+    if cut == Cut::Newest {
+        query.expr_as(c("m", "created_at"), Alias::new("created_at"));
+    }
+    query
         .expr_as(rank, Alias::new("rank"))
         .from_as(Alias::new("parts"), Alias::new("p"))
         .join_as(
@@ -579,10 +603,10 @@ fn best_parts(
             Alias::new("f"),
             c("f", "seq").equals(tc("p", "seq")),
         );
-    // filter_hits joins `messages` itself when a filter reads it; the time needs it anyway.
+    // filter_hits joins `messages` itself when a filter reads it; the time needs it too.
     let filters_join_messages =
         !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
-    if !filters_join_messages {
+    if cut == Cut::Newest && !filters_join_messages {
         join_tables(&mut query, JoinOrder::Planner, true, false);
     }
     filter_hits(&mut query, filter, JoinOrder::Planner, false);
@@ -596,19 +620,49 @@ fn best_parts(
 
 /// The page of `best` (rank, then newest first) with the columns of a hit: the page is
 /// cut first, so the hit's columns are joined for its rows only.
-fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
-    let mut cut = Query::select();
-    cut.column(sea_query::Asterisk)
-        .from_subquery(best, Alias::new("b"))
-        .order_by(tc("b", "rank"), Order::Asc)
-        .order_by(tc("b", "created_at"), Order::Desc)
+///
+/// [`Cut::Ranked`]: `best` is computed once (a CTE, `b`) and read twice: for the rank of
+/// the page's last hit (the `offset + limit`-th best, or none when fewer match), and for
+/// the hits at or above it, each looking its message's time up for the order among equal
+/// ranks. A common word matches thousands of parts; joining `messages` to every one of
+/// them (a hash of the whole table) cost a third of such a search, the lookups cost the
+/// page's.
+fn page(best: SelectStatement, filter: &SearchFilter, cut: Cut) -> (String, Values) {
+    let mut page = Query::select();
+    let mut shared = None;
+    match cut {
+        Cut::Newest => {
+            page.column(sea_query::Asterisk)
+                .from_subquery(best, Alias::new("b"));
+        }
+        Cut::Ranked => {
+            shared = Some(best);
+            let last = filter.offset.saturating_add(filter.limit).saturating_sub(1);
+            page.expr_as(c("b", "seq"), Alias::new("seq"))
+                .expr_as(c("b", "message_id"), Alias::new("message_id"))
+                .expr_as(
+                    Expr::cust(
+                        r#"(SELECT "t"."created_at" FROM "messages" AS "t" WHERE "t"."id" = "b"."message_id")"#,
+                    ),
+                    Alias::new("created_at"),
+                )
+                .expr_as(c("b", "rank"), Alias::new("rank"))
+                .from(Alias::new("b"))
+                .and_where(Expr::cust_with_values(
+                    r#""b"."rank" <= COALESCE((SELECT "l"."rank" FROM "b" AS "l" ORDER BY "l"."rank" ASC LIMIT 1 OFFSET $1), CAST('Infinity' AS DOUBLE PRECISION))"#,
+                    [i64::try_from(last).unwrap_or(i64::MAX)],
+                ));
+        }
+    }
+    page.order_by(tc("b", "rank"), Order::Asc)
+        .order_by(Alias::new("created_at"), Order::Desc)
         .order_by(tc("b", "message_id"), Order::Desc)
         .limit(filter.limit)
         .offset(filter.offset);
     let mut query = Query::select();
     hit_columns(&mut query, Expr::cust(TEXT), c("h", "rank"));
     query
-        .from_subquery(cut, Alias::new("h"))
+        .from_subquery(page, Alias::new("h"))
         .join_as(
             JoinType::InnerJoin,
             Alias::new("parts"),
@@ -636,7 +690,19 @@ fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
         .order_by(tc("h", "rank"), Order::Asc)
         .order_by(tc("h", "created_at"), Order::Desc)
         .order_by(tc("h", "message_id"), Order::Desc);
-    query
+    match shared {
+        Some(best) => WithClause::new()
+            .cte(
+                CommonTableExpression::new()
+                    .query(best)
+                    .table_name(Alias::new("b"))
+                    .to_owned(),
+            )
+            .to_owned()
+            .query(query)
+            .build(PostgresQueryBuilder),
+        None => query.build(PostgresQueryBuilder),
+    }
 }
 
 /// A hit from a row of [`hit_columns`]; `snippet` cuts the part's text.
@@ -890,8 +956,8 @@ mod statement_tests {
             format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
             ["'x'"],
         );
-        let (sql, values) = page(best_parts(&filter, matched, contains("a%b"), None), &filter)
-            .build(PostgresQueryBuilder);
+        let best = best_parts(&filter, matched, contains("a%b"), None, Cut::Ranked);
+        let (sql, values) = page(best, &filter, Cut::Ranked);
         assert!(!sql.contains('?'), "{sql}");
         assert!(sql.contains(VECTOR), "{sql}");
         assert!(!sql.contains("'x'") && !sql.contains("a%b"), "{sql}");
@@ -939,13 +1005,14 @@ mod statement_tests {
             contains("x"),
             Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
             None,
+            Cut::Newest,
         );
         let (inner, _) = best.build(PostgresQueryBuilder);
         assert!(
             inner.contains(r#""messages""#) && !inner.contains(r#""sessions""#),
             "{inner}"
         );
-        let (sql, _) = page(best, &plain).build(PostgresQueryBuilder);
+        let (sql, _) = page(best, &plain, Cut::Newest);
         let limit = sql.find("LIMIT").unwrap_or(usize::MAX);
         let sessions = sql.rfind(r#"JOIN "sessions""#).unwrap_or(0);
         assert!(limit < sessions, "{sql}");
@@ -953,8 +1020,39 @@ mod statement_tests {
             sources: vec!["cli".into()],
             ..plain
         };
-        let (inner, _) =
-            best_parts(&filtered, contains("x"), Expr::cust("0"), None).build(PostgresQueryBuilder);
+        let (inner, _) = best_parts(&filtered, contains("x"), Expr::cust("0"), None, Cut::Newest)
+            .build(PostgresQueryBuilder);
         assert!(inner.contains(r#""sessions""#), "{inner}");
+    }
+
+    /// A ranked page joins no table per matching part for the message's time: the best
+    /// parts are computed once (a CTE) and only those ranked at or above the page's last
+    /// (its 60th here) look their message up.
+    #[test]
+    fn a_ranked_page_looks_up_message_times_only_for_the_hits_that_can_reach_it() {
+        let plain = SearchFilter {
+            limit: 20,
+            offset: 40,
+            ..SearchFilter::new(TextQuery::Words(r#""x""#.into()))
+        };
+        let best = best_parts(
+            &plain,
+            contains("x"),
+            substring_rank(&["x".into()]),
+            None,
+            Cut::Ranked,
+        );
+        let (inner, _) = best.build(PostgresQueryBuilder);
+        assert!(!inner.contains(r#""messages""#), "{inner}");
+        let (sql, values) = page(best, &plain, Cut::Ranked);
+        assert!(sql.starts_with(r#"WITH "b" AS"#), "{sql}");
+        assert!(
+            sql.contains(r#"FROM "b" AS "l""#) && sql.contains("OFFSET $"),
+            "{sql}"
+        );
+        assert!(
+            values.0.contains(&sea_query::Value::from(59_i64)),
+            "{values:?}"
+        );
     }
 }
