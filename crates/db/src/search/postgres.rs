@@ -299,7 +299,14 @@ fn words(
         let ranked = Expr::case(indexed, rank).finally(zero);
         (any.into(), ranked.into())
     };
-    let best = best_parts(filter, matched, rank, filter.window, Cut::Ranked);
+    // A plain word query reads nothing but the stored words: matched and ranked in
+    // `parts_fts` alone, before the join.
+    let reads = if tested || !alone.is_empty() {
+        Reads::Joined
+    } else {
+        Reads::WordsAlone
+    };
+    let best = best_parts(filter, matched, rank, filter.window, Cut::Ranked, reads);
     let (sql, values) = page(best, filter, Cut::Ranked);
     let rows = pg::run(client, &sql, values)?;
     let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
@@ -380,6 +387,7 @@ fn substrings(
         substring_rank(&terms),
         filter.window,
         Cut::Ranked,
+        Reads::Joined,
     );
     let (sql, values) = page(best, filter, Cut::Ranked);
     let rows = pg::run(client, &sql, values)?;
@@ -418,6 +426,7 @@ fn literal(
         Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
         None,
         Cut::Newest,
+        Reads::Joined,
     );
     let (sql, values) = page(best, filter, Cut::Newest);
     let rows = pg::run(client, &sql, values)?;
@@ -553,6 +562,20 @@ enum Cut {
     Newest,
 }
 
+/// What a statement's condition and rank read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// The stored row `f` and the part `p` (its message, for an exclusion): tested and
+    /// ranked after `parts_fts` is joined to `parts`.
+    Joined,
+    /// Only the stored row `f`: tested and ranked in a subquery over `parts_fts` alone
+    /// (`OFFSET 0` keeps the planner from merging it), so the join carries a part's `seq`
+    /// and rank, not its words. A common word matches thousands of parts, and the planner
+    /// hashed the matching rows, words included, to join them (a hash of ~10 MB for
+    /// `error` on the bench's corpus, spilled to disk past `work_mem`), ranking them after.
+    WordsAlone,
+}
+
 /// The best part of each matching message that passes the filters: its `seq`, message
 /// id, `rank` (lower is better; the first part among equals) and, for [`Cut::Newest`], its
 /// message's time. Only the tables the filters need are joined (and `messages` for the
@@ -567,8 +590,11 @@ fn best_parts(
     rank: Expr,
     window: Option<u64>,
     cut: Cut,
+    reads: Reads,
 ) -> SelectStatement {
     let mut query = Query::select();
+    // The window ranks only its own parts: they are picked after the join.
+    let alone = reads == Reads::WordsAlone && window.is_none();
     if let Some(window) = window {
         let mut newest = Query::select();
         newest
@@ -594,15 +620,33 @@ fn best_parts(
     if cut == Cut::Newest {
         query.expr_as(c("m", "created_at"), Alias::new("created_at"));
     }
-    query
-        .expr_as(rank, Alias::new("rank"))
-        .from_as(Alias::new("parts"), Alias::new("p"))
-        .join_as(
+    query.from_as(Alias::new("parts"), Alias::new("p"));
+    let matched = if alone {
+        let mut ranked = Query::select();
+        ranked
+            .expr_as(c("f", "seq"), Alias::new("seq"))
+            .expr_as(rank, Alias::new("rank"))
+            .from_as(Alias::new("parts_fts"), Alias::new("f"))
+            .and_where(matched)
+            .offset(0);
+        query
+            .expr_as(c("f", "rank"), Alias::new("rank"))
+            .join_subquery(
+                JoinType::InnerJoin,
+                ranked,
+                Alias::new("f"),
+                c("f", "seq").equals(tc("p", "seq")),
+            );
+        None
+    } else {
+        query.expr_as(rank, Alias::new("rank")).join_as(
             JoinType::InnerJoin,
             Alias::new("parts_fts"),
             Alias::new("f"),
             c("f", "seq").equals(tc("p", "seq")),
         );
+        Some(matched)
+    };
     // filter_hits joins `messages` itself when a filter reads it; the time needs it too.
     let filters_join_messages =
         !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
@@ -610,8 +654,10 @@ fn best_parts(
         join_tables(&mut query, JoinOrder::Planner, true, false);
     }
     filter_hits(&mut query, filter, JoinOrder::Planner, false);
+    if let Some(matched) = matched {
+        query.and_where(matched);
+    }
     query
-        .and_where(matched)
         .order_by(tc("p", "message_id"), Order::Asc)
         .order_by(Alias::new("rank"), Order::Asc)
         .order_by(tc("p", "position"), Order::Asc);
@@ -956,7 +1002,14 @@ mod statement_tests {
             format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
             ["'x'"],
         );
-        let best = best_parts(&filter, matched, contains("a%b"), None, Cut::Ranked);
+        let best = best_parts(
+            &filter,
+            matched,
+            contains("a%b"),
+            None,
+            Cut::Ranked,
+            Reads::Joined,
+        );
         let (sql, values) = page(best, &filter, Cut::Ranked);
         assert!(!sql.contains('?'), "{sql}");
         assert!(sql.contains(VECTOR), "{sql}");
@@ -1006,6 +1059,7 @@ mod statement_tests {
             Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
             None,
             Cut::Newest,
+            Reads::Joined,
         );
         let (inner, _) = best.build(PostgresQueryBuilder);
         assert!(
@@ -1020,8 +1074,15 @@ mod statement_tests {
             sources: vec!["cli".into()],
             ..plain
         };
-        let (inner, _) = best_parts(&filtered, contains("x"), Expr::cust("0"), None, Cut::Newest)
-            .build(PostgresQueryBuilder);
+        let (inner, _) = best_parts(
+            &filtered,
+            contains("x"),
+            Expr::cust("0"),
+            None,
+            Cut::Newest,
+            Reads::Joined,
+        )
+        .build(PostgresQueryBuilder);
         assert!(inner.contains(r#""sessions""#), "{inner}");
     }
 
@@ -1041,6 +1102,7 @@ mod statement_tests {
             substring_rank(&["x".into()]),
             None,
             Cut::Ranked,
+            Reads::Joined,
         );
         let (inner, _) = best.build(PostgresQueryBuilder);
         assert!(!inner.contains(r#""messages""#), "{inner}");
@@ -1054,5 +1116,49 @@ mod statement_tests {
             values.0.contains(&sea_query::Value::from(59_i64)),
             "{values:?}"
         );
+    }
+
+    /// A plain word query is matched and ranked over `parts_fts` alone, in a subquery the
+    /// planner keeps (`OFFSET 0`), so what is joined to `parts` is a `seq` and a rank; with
+    /// a window (its parts picked after the join) or a test that reads the part's message,
+    /// the rank stays after the join.
+    #[test]
+    fn a_plain_word_query_ranks_before_the_join() {
+        let filter = SearchFilter::new(TextQuery::Words(r#""x""#.into()));
+        let matched = || {
+            Expr::cust_with_values(
+                format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+                ["'x'"],
+            )
+        };
+        let rank = || {
+            Expr::cust(format!(
+                "CAST(-ts_rank_cd({VECTOR}, 'x', 1) AS DOUBLE PRECISION)"
+            ))
+        };
+        let sql = |window, reads| {
+            best_parts(&filter, matched(), rank(), window, Cut::Ranked, reads)
+                .build(PostgresQueryBuilder)
+                .0
+        };
+        let alone = sql(None, Reads::WordsAlone);
+        let from = alone
+            .find(r#"FROM "parts_fts" AS "f""#)
+            .unwrap_or(usize::MAX);
+        let ranked = alone.find("ts_rank_cd").unwrap_or(0);
+        let fence = alone.find("OFFSET").unwrap_or(0);
+        assert!(ranked < from && from < fence, "{alone}");
+        assert!(
+            alone.contains(r#"AS "f" ON "f"."seq" = "p"."seq""#),
+            "{alone}"
+        );
+        assert_eq!(alone.matches("@@").count(), 1, "{alone}");
+        for joined in [sql(Some(100), Reads::WordsAlone), sql(None, Reads::Joined)] {
+            assert!(!joined.contains("OFFSET"), "{joined}");
+            assert!(
+                joined.contains(r#"JOIN "parts_fts" AS "f" ON "f"."seq" = "p"."seq""#),
+                "{joined}"
+            );
+        }
     }
 }
