@@ -4,6 +4,9 @@
 //! a page longer than the hits must come out as whole pages of the one order (rank, then
 //! newest first): every hit once, none left out, a clearly better hit first.
 //!
+//! Unfiltered word queries find that last rank from the best parts' messages, looked up
+//! for a few hundred parts at most: a message whose parts crowd the top counts once.
+//!
 //! Runs on SQLite, and on PostgreSQL under `.ci/with-postgres … -- --ignored`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -73,4 +76,53 @@ fn pages_of_equal_ranks_are_whole_and_newest_first(backend: Backend) {
     }
 }
 
-backends!(pages_of_equal_ranks_are_whole_and_newest_first);
+/// A message whose parts are the best matches by the hundred (more than PostgreSQL looks up
+/// to find the page's last rank) is one hit, and the other messages still fill the page.
+fn a_message_of_many_best_parts_is_one_hit(backend: Backend) {
+    let db = TestDb::new(backend);
+    let svc = MessageService::new(db.db.clone());
+    let session = create_session(&db.db, Some("crowded")).unwrap();
+    let add = |parts: Vec<Part>| {
+        svc.create(NewMessage::new(&session, Role::Assistant, parts))
+            .unwrap()
+            .id
+    };
+    let others: Vec<String> = (0..30)
+        .map(|i| {
+            add(vec![Part::text(format!(
+                "a kestrel seen on day {i}, and then the field"
+            ))])
+        })
+        .collect();
+    let crowded = add((0..250)
+        .map(|_| Part::text("kestrel kestrel kestrel"))
+        .collect());
+    let options = |offset: usize, limit: usize| SearchOptions {
+        limit,
+        offset,
+        ..SearchOptions::default()
+    };
+    let ids = |offset, limit| -> Vec<String> {
+        svc.search("kestrel", &options(offset, limit))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.message_id)
+            .collect()
+    };
+    let all = ids(0, 100);
+    assert_eq!(all.len(), others.len() + 1, "{all:?}");
+    assert_eq!(all[0], crowded);
+    let first = ids(0, 20);
+    assert_eq!(first, all[..20]);
+    let second = ids(20, 20);
+    assert_eq!(second, all[20..]);
+    if backend == Backend::Postgres {
+        let newest_first: Vec<String> = others.iter().rev().cloned().collect();
+        assert_eq!(all[1..], newest_first[..]);
+    }
+}
+
+backends!(
+    pages_of_equal_ranks_are_whole_and_newest_first,
+    a_message_of_many_best_parts_is_one_hit
+);

@@ -306,8 +306,14 @@ fn words(
     } else {
         Reads::WordsAlone
     };
-    let best = best_parts(filter, matched, rank, filter.window, Cut::Ranked, reads);
-    let (sql, values) = page(best, filter, Cut::Ranked);
+    let (sql, values) =
+        if reads == Reads::WordsAlone && filter.window.is_none() && unfiltered(filter) {
+            let (ranked, best) = ranked_first(filter, matched, rank);
+            page(best, filter, Cut::Ranked, Some(ranked))
+        } else {
+            let best = best_parts(filter, matched, rank, filter.window, Cut::Ranked, reads);
+            page(best, filter, Cut::Ranked, None)
+        };
     let rows = pg::run(client, &sql, values)?;
     let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
     let alone: Vec<Alternative> = alone.into_iter().cloned().collect();
@@ -389,7 +395,7 @@ fn substrings(
         Cut::Ranked,
         Reads::Joined,
     );
-    let (sql, values) = page(best, filter, Cut::Ranked);
+    let (sql, values) = page(best, filter, Cut::Ranked, None);
     let rows = pg::run(client, &sql, values)?;
     rows.iter()
         .map(|row| {
@@ -428,7 +434,7 @@ fn literal(
         Cut::Newest,
         Reads::Joined,
     );
-    let (sql, values) = page(best, filter, Cut::Newest);
+    let (sql, values) = page(best, filter, Cut::Newest, None);
     let rows = pg::run(client, &sql, values)?;
     rows.iter()
         .map(|row| hit(row, |t| like_snippet(t, first_found(t, alternatives))))
@@ -673,7 +679,14 @@ fn best_parts(
 /// ranks. A common word matches thousands of parts; joining `messages` to every one of
 /// them (a hash of the whole table) cost a third of such a search, the lookups cost the
 /// page's.
-fn page(best: SelectStatement, filter: &SearchFilter, cut: Cut) -> (String, Values) {
+///
+/// `ranked`, a CTE `best` reads ([`ranked_first`]), comes before it.
+fn page(
+    best: SelectStatement,
+    filter: &SearchFilter,
+    cut: Cut,
+    ranked: Option<CommonTableExpression>,
+) -> (String, Values) {
     let mut page = Query::select();
     let mut shared = None;
     match cut {
@@ -737,8 +750,12 @@ fn page(best: SelectStatement, filter: &SearchFilter, cut: Cut) -> (String, Valu
         .order_by(tc("h", "created_at"), Order::Desc)
         .order_by(tc("h", "message_id"), Order::Desc);
     match shared {
-        Some(best) => WithClause::new()
-            .cte(
+        Some(best) => {
+            let mut with = WithClause::new();
+            if let Some(ranked) = ranked {
+                with.cte(ranked);
+            }
+            with.cte(
                 CommonTableExpression::new()
                     .query(best)
                     .table_name(Alias::new("b"))
@@ -746,9 +763,96 @@ fn page(best: SelectStatement, filter: &SearchFilter, cut: Cut) -> (String, Valu
             )
             .to_owned()
             .query(query)
-            .build(PostgresQueryBuilder),
+            .build(PostgresQueryBuilder)
+        }
         None => query.build(PostgresQueryBuilder),
     }
+}
+
+/// Whether `filter` has no condition besides its text (no source, role, session or time).
+fn unfiltered(filter: &SearchFilter) -> bool {
+    filter.sources.is_empty()
+        && filter.exclude_sources.is_empty()
+        && filter.roles.is_empty()
+        && filter.session_id.is_none()
+        && filter.after.is_none()
+        && filter.before.is_none()
+}
+
+/// At least this many of the best parts, and [`TOP_PARTS_PER_HIT`] per hit up to the
+/// page's end, are looked up for their message to find the page's last rank.
+const TOP_PARTS: u64 = 200;
+
+/// See [`TOP_PARTS`].
+const TOP_PARTS_PER_HIT: u64 = 8;
+
+/// The best parts of an unfiltered plain word query ([`Reads::WordsAlone`], no window),
+/// looking up a part's message only where it can reach the page: a CTE `r` of every
+/// matching part's `seq` and rank (over `parts_fts` alone, no join), and the statement of
+/// `b` (as [`best_parts`]) over the parts of `r` ranked at or above the page's last hit.
+///
+/// The page's last hit is the `offset + limit`-th message by its best part's rank. The
+/// best [`TOP_PARTS`] parts (or more for a deep page) are looked up for their message;
+/// when they hold that many messages, the rank of the last one's best part bounds the
+/// page: a message whose best part ranks below it is not on the page, and every part at or
+/// above it is among the parts read (ties past them included: the bound is taken from
+/// `r`, not from the parts read). Otherwise (fewer messages match, or the best parts
+/// crowd into fewer messages) every matching part is looked up, as before. A common word
+/// matches thousands of parts, and joining `parts` to each (a hash of the whole table, to
+/// keep one part per message) was half of its search after V26.
+fn ranked_first(
+    filter: &SearchFilter,
+    matched: Expr,
+    rank: Expr,
+) -> (CommonTableExpression, SelectStatement) {
+    let mut ranked = Query::select();
+    ranked
+        .expr_as(c("f", "seq"), Alias::new("seq"))
+        .expr_as(rank, Alias::new("rank"))
+        .from_as(Alias::new("parts_fts"), Alias::new("f"))
+        .and_where(matched);
+    let ranked = CommonTableExpression::new()
+        .query(ranked)
+        .table_name(Alias::new("r"))
+        .materialized(true)
+        .to_owned();
+    let hits = filter.offset.saturating_add(filter.limit);
+    let read = Ord::max(hits.saturating_mul(TOP_PARTS_PER_HIT), TOP_PARTS);
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let message_of = |part: &str| {
+        format!(r#"(SELECT "q"."message_id" FROM "parts" AS "q" WHERE "q"."seq" = "{part}"."seq")"#)
+    };
+    let bound = Expr::cust_with_values(
+        format!(
+            r#""r"."rank" <= COALESCE((SELECT min("t"."rank") AS "rank" FROM (SELECT "a"."rank", {} AS "message_id" FROM (SELECT "r"."seq", "r"."rank" FROM "r" ORDER BY "r"."rank" ASC LIMIT $1) AS "a") AS "t" GROUP BY "t"."message_id" ORDER BY "rank" ASC LIMIT 1 OFFSET $2), CAST('Infinity' AS DOUBLE PRECISION))"#,
+            message_of("a")
+        ),
+        [as_i64(read), as_i64(hits.saturating_sub(1))],
+    );
+    let mut candidates = Query::select();
+    candidates
+        .expr_as(c("r", "seq"), Alias::new("seq"))
+        .expr_as(c("r", "rank"), Alias::new("rank"))
+        .expr_as(Expr::cust(message_of("r")), Alias::new("message_id"))
+        .expr_as(
+            Expr::cust(
+                r#"(SELECT "q"."position" FROM "parts" AS "q" WHERE "q"."seq" = "r"."seq")"#,
+            ),
+            Alias::new("position"),
+        )
+        .from(Alias::new("r"))
+        .and_where(bound);
+    let mut best = Query::select();
+    best.distinct_on([tc("c", "message_id")])
+        .expr_as(c("c", "seq"), Alias::new("seq"))
+        .expr_as(c("c", "message_id"), Alias::new("message_id"))
+        .expr_as(c("c", "rank"), Alias::new("rank"))
+        .from_subquery(candidates, Alias::new("c"))
+        .and_where(c("c", "message_id").is_not_null())
+        .order_by(tc("c", "message_id"), Order::Asc)
+        .order_by(tc("c", "rank"), Order::Asc)
+        .order_by(tc("c", "position"), Order::Asc);
+    (ranked, best)
 }
 
 /// A hit from a row of [`hit_columns`]; `snippet` cuts the part's text.
@@ -1010,7 +1114,7 @@ mod statement_tests {
             Cut::Ranked,
             Reads::Joined,
         );
-        let (sql, values) = page(best, &filter, Cut::Ranked);
+        let (sql, values) = page(best, &filter, Cut::Ranked, None);
         assert!(!sql.contains('?'), "{sql}");
         assert!(sql.contains(VECTOR), "{sql}");
         assert!(!sql.contains("'x'") && !sql.contains("a%b"), "{sql}");
@@ -1066,7 +1170,7 @@ mod statement_tests {
             inner.contains(r#""messages""#) && !inner.contains(r#""sessions""#),
             "{inner}"
         );
-        let (sql, _) = page(best, &plain, Cut::Newest);
+        let (sql, _) = page(best, &plain, Cut::Newest, None);
         let limit = sql.find("LIMIT").unwrap_or(usize::MAX);
         let sessions = sql.rfind(r#"JOIN "sessions""#).unwrap_or(0);
         assert!(limit < sessions, "{sql}");
@@ -1106,7 +1210,7 @@ mod statement_tests {
         );
         let (inner, _) = best.build(PostgresQueryBuilder);
         assert!(!inner.contains(r#""messages""#), "{inner}");
-        let (sql, values) = page(best, &plain, Cut::Ranked);
+        let (sql, values) = page(best, &plain, Cut::Ranked, None);
         assert!(sql.starts_with(r#"WITH "b" AS"#), "{sql}");
         assert!(
             sql.contains(r#"FROM "b" AS "l""#) && sql.contains("OFFSET $"),
@@ -1160,5 +1264,52 @@ mod statement_tests {
                 "{joined}"
             );
         }
+    }
+
+    /// An unfiltered plain word query matches and ranks once (a materialized `r` over
+    /// `parts_fts` alone) and looks parts up for their message only to bound the page
+    /// (at least 200 best parts, 8 per hit up to the page's end: 320 here) and for the
+    /// parts within it.
+    #[test]
+    fn an_unfiltered_word_query_looks_up_messages_only_near_the_page() {
+        let filter = SearchFilter {
+            limit: 20,
+            offset: 20,
+            ..SearchFilter::new(TextQuery::Words(r#""x""#.into()))
+        };
+        let matched = Expr::cust_with_values(
+            format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+            ["'x'"],
+        );
+        let rank = Expr::cust(format!(
+            "CAST(-ts_rank_cd({VECTOR}, 'x', 1) AS DOUBLE PRECISION)"
+        ));
+        let (ranked, best) = ranked_first(&filter, matched, rank);
+        let (sql, values) = page(best, &filter, Cut::Ranked, Some(ranked));
+        assert!(sql.starts_with(r#"WITH "r" AS"#), "{sql}");
+        assert!(sql.contains(r#"MATERIALIZED (SELECT "f"."seq""#), "{sql}");
+        assert_eq!(sql.matches("@@").count(), 1, "{sql}");
+        assert_eq!(sql.matches("ts_rank_cd").count(), 1, "{sql}");
+        assert!(sql.contains(r#""b" AS (SELECT DISTINCT ON"#), "{sql}");
+        assert!(
+            !sql.contains(r#"JOIN "parts" AS "p" ON "f"."seq""#),
+            "{sql}"
+        );
+        for n in [320_i64, 39] {
+            assert!(
+                values.0.contains(&sea_query::Value::from(n)),
+                "{n}: {values:?}"
+            );
+        }
+        let deep = SearchFilter {
+            offset: 980,
+            ..filter
+        };
+        let (ranked, best) = ranked_first(&deep, Expr::cust("TRUE"), Expr::cust("0"));
+        let (_, values) = page(best, &deep, Cut::Ranked, Some(ranked));
+        assert!(
+            values.0.contains(&sea_query::Value::from(8_000_i64)),
+            "{values:?}"
+        );
     }
 }
