@@ -34,7 +34,11 @@
 //!   substring route they are ranked with the rest.
 //!
 //! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
-//! part by position among equals). Snippets are cut here from the part's text, in
+//! part by position among equals). A ranked page looks a message's time (the order among
+//! equal ranks) up only for the hits at or above its last rank ([`page`]); a plain word
+//! query is ranked over `parts_fts` before the join ([`Reads::WordsAlone`]), and an
+//! unfiltered one looks parts up for their message only near the page ([`ranked_first`]):
+//! a common word matches most parts, and what each match costs is the search's cost. Snippets are cut here from the part's text, in
 //! FTS5's format: at most [`SNIPPET_TOKENS`] words, every phrase match marked between
 //! [`MATCH_START`] and [`MATCH_END`], [`ELLIPSIS`] where text was cut.
 //!
