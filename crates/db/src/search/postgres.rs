@@ -34,7 +34,11 @@
 //!   substring route they are ranked with the rest.
 //!
 //! One hit per message: `DISTINCT ON (message_id)` keeps each message's best part (first
-//! part by position among equals). Snippets are cut here from the part's text, in
+//! part by position among equals). A ranked page looks a message's time (the order among
+//! equal ranks) up only for the hits at or above its last rank ([`page`]); a plain word
+//! query is ranked over `parts_fts` before the join ([`Reads::WordsAlone`]), and an
+//! unfiltered one looks parts up for their message only near the page ([`ranked_first`]):
+//! a common word matches most parts, and what each match costs is the search's cost. Snippets are cut here from the part's text, in
 //! FTS5's format: at most [`SNIPPET_TOKENS`] words, every phrase match marked between
 //! [`MATCH_START`] and [`MATCH_END`], [`ELLIPSIS`] where text was cut.
 //!
@@ -43,7 +47,10 @@
 //! on PostgreSQL). Nothing is computed per matching part at search time: matching,
 //! ranking, rechecks and snippets read the stored text and words.
 
-use sea_query::{Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
+use sea_query::{
+    Alias, CommonTableExpression, Cond, Expr, ExprTrait, JoinType, Order, PostgresQueryBuilder,
+    Query, SelectStatement, Values, WithClause,
+};
 use unicode_normalization::UnicodeNormalization;
 
 use super::{
@@ -296,8 +303,22 @@ fn words(
         let ranked = Expr::case(indexed, rank).finally(zero);
         (any.into(), ranked.into())
     };
-    let best = best_parts(filter, matched, rank, filter.window);
-    let rows = pg::query(client, &page(best, filter))?;
+    // A plain word query reads nothing but the stored words: matched and ranked in
+    // `parts_fts` alone, before the join.
+    let reads = if tested || !alone.is_empty() {
+        Reads::Joined
+    } else {
+        Reads::WordsAlone
+    };
+    let (sql, values) =
+        if reads == Reads::WordsAlone && filter.window.is_none() && unfiltered(filter) {
+            let (ranked, best) = ranked_first(filter, matched, rank);
+            page(best, filter, Cut::Ranked, Some(ranked))
+        } else {
+            let best = best_parts(filter, matched, rank, filter.window, Cut::Ranked, reads);
+            page(best, filter, Cut::Ranked, None)
+        };
+    let rows = pg::run(client, &sql, values)?;
     let terms: Vec<Term> = groups.into_iter().flat_map(|g| g.positive).collect();
     let alone: Vec<Alternative> = alone.into_iter().cloned().collect();
     rows.iter()
@@ -375,8 +396,11 @@ fn substrings(
         matched.into(),
         substring_rank(&terms),
         filter.window,
+        Cut::Ranked,
+        Reads::Joined,
     );
-    let rows = pg::query(client, &page(best, filter))?;
+    let (sql, values) = page(best, filter, Cut::Ranked, None);
+    let rows = pg::run(client, &sql, values)?;
     rows.iter()
         .map(|row| {
             hit(row, |text| {
@@ -411,8 +435,11 @@ fn literal(
         any.into(),
         Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
         None,
+        Cut::Newest,
+        Reads::Joined,
     );
-    let rows = pg::query(client, &page(best, filter))?;
+    let (sql, values) = page(best, filter, Cut::Newest, None);
+    let rows = pg::run(client, &sql, values)?;
     rows.iter()
         .map(|row| hit(row, |t| like_snippet(t, first_found(t, alternatives))))
         .collect()
@@ -534,10 +561,36 @@ fn uncased(text: &str) -> bool {
     })
 }
 
+/// How the page is cut from the best parts: by rank, or newest first where every rank is
+/// the same ([`literal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Ranks differ: the best parts carry no message time, and only those that can reach
+    /// the page (their rank at most the page's last rank) look theirs up.
+    Ranked,
+    /// Every rank is equal (newest first): the best parts carry their message's time.
+    Newest,
+}
+
+/// What a statement's condition and rank read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// The stored row `f` and the part `p` (its message, for an exclusion): tested and
+    /// ranked after `parts_fts` is joined to `parts`.
+    Joined,
+    /// Only the stored row `f`: tested and ranked in a subquery over `parts_fts` alone
+    /// (`OFFSET 0` keeps the planner from merging it), so the join carries a part's `seq`
+    /// and rank, not its words. A common word matches thousands of parts, and the planner
+    /// hashed the matching rows, words included, to join them (a hash of ~10 MB for
+    /// `error` on the bench's corpus, spilled to disk past `work_mem`), ranking them after.
+    WordsAlone,
+}
+
 /// The best part of each matching message that passes the filters: its `seq`, message
-/// id, message time and `rank` (lower is better; the first part among equals). Only the
-/// tables the filters need are joined besides `messages` (the time): every join here runs
-/// once per matching part, where the page's joins run once per hit.
+/// id, `rank` (lower is better; the first part among equals) and, for [`Cut::Newest`], its
+/// message's time. Only the tables the filters need are joined (and `messages` for the
+/// time): every join here runs once per matching part, where the page's joins run once
+/// per hit.
 ///
 /// With `window`, only the newest `window` matching parts that pass the filters (by
 /// `seq`) are ranked ([`SearchFilter::window`]).
@@ -546,8 +599,12 @@ fn best_parts(
     matched: Expr,
     rank: Expr,
     window: Option<u64>,
+    cut: Cut,
+    reads: Reads,
 ) -> SelectStatement {
     let mut query = Query::select();
+    // The window ranks only its own parts: they are picked after the join.
+    let alone = reads == Reads::WordsAlone && window.is_none();
     if let Some(window) = window {
         let mut newest = Query::select();
         newest
@@ -569,25 +626,48 @@ fn best_parts(
     query
         .distinct_on([tc("p", "message_id")])
         .expr_as(c("p", "seq"), Alias::new("seq"))
-        .expr_as(c("p", "message_id"), Alias::new("message_id"))
-        .expr_as(c("m", "created_at"), Alias::new("created_at"))
-        .expr_as(rank, Alias::new("rank"))
-        .from_as(Alias::new("parts"), Alias::new("p"))
-        .join_as(
+        .expr_as(c("p", "message_id"), Alias::new("message_id"));
+    if cut == Cut::Newest {
+        query.expr_as(c("m", "created_at"), Alias::new("created_at"));
+    }
+    query.from_as(Alias::new("parts"), Alias::new("p"));
+    let matched = if alone {
+        let mut ranked = Query::select();
+        ranked
+            .expr_as(c("f", "seq"), Alias::new("seq"))
+            .expr_as(rank, Alias::new("rank"))
+            .from_as(Alias::new("parts_fts"), Alias::new("f"))
+            .and_where(matched)
+            .offset(0);
+        query
+            .expr_as(c("f", "rank"), Alias::new("rank"))
+            .join_subquery(
+                JoinType::InnerJoin,
+                ranked,
+                Alias::new("f"),
+                c("f", "seq").equals(tc("p", "seq")),
+            );
+        None
+    } else {
+        query.expr_as(rank, Alias::new("rank")).join_as(
             JoinType::InnerJoin,
             Alias::new("parts_fts"),
             Alias::new("f"),
             c("f", "seq").equals(tc("p", "seq")),
         );
-    // filter_hits joins `messages` itself when a filter reads it; the time needs it anyway.
+        Some(matched)
+    };
+    // filter_hits joins `messages` itself when a filter reads it; the time needs it too.
     let filters_join_messages =
         !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
-    if !filters_join_messages {
+    if cut == Cut::Newest && !filters_join_messages {
         join_tables(&mut query, JoinOrder::Planner, true, false);
     }
     filter_hits(&mut query, filter, JoinOrder::Planner, false);
+    if let Some(matched) = matched {
+        query.and_where(matched);
+    }
     query
-        .and_where(matched)
         .order_by(tc("p", "message_id"), Order::Asc)
         .order_by(Alias::new("rank"), Order::Asc)
         .order_by(tc("p", "position"), Order::Asc);
@@ -596,19 +676,56 @@ fn best_parts(
 
 /// The page of `best` (rank, then newest first) with the columns of a hit: the page is
 /// cut first, so the hit's columns are joined for its rows only.
-fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
-    let mut cut = Query::select();
-    cut.column(sea_query::Asterisk)
-        .from_subquery(best, Alias::new("b"))
-        .order_by(tc("b", "rank"), Order::Asc)
-        .order_by(tc("b", "created_at"), Order::Desc)
+///
+/// [`Cut::Ranked`]: `best` is computed once (a CTE, `b`) and read twice: for the rank of
+/// the page's last hit (the `offset + limit`-th best, or none when fewer match), and for
+/// the hits at or above it, each looking its message's time up for the order among equal
+/// ranks. A common word matches thousands of parts; joining `messages` to every one of
+/// them (a hash of the whole table) cost a third of such a search, the lookups cost the
+/// page's.
+///
+/// `ranked`, a CTE `best` reads ([`ranked_first`]), comes before it.
+fn page(
+    best: SelectStatement,
+    filter: &SearchFilter,
+    cut: Cut,
+    ranked: Option<CommonTableExpression>,
+) -> (String, Values) {
+    let mut page = Query::select();
+    let mut shared = None;
+    match cut {
+        Cut::Newest => {
+            page.column(sea_query::Asterisk)
+                .from_subquery(best, Alias::new("b"));
+        }
+        Cut::Ranked => {
+            shared = Some(best);
+            let last = filter.offset.saturating_add(filter.limit).saturating_sub(1);
+            page.expr_as(c("b", "seq"), Alias::new("seq"))
+                .expr_as(c("b", "message_id"), Alias::new("message_id"))
+                .expr_as(
+                    Expr::cust(
+                        r#"(SELECT "t"."created_at" FROM "messages" AS "t" WHERE "t"."id" = "b"."message_id")"#,
+                    ),
+                    Alias::new("created_at"),
+                )
+                .expr_as(c("b", "rank"), Alias::new("rank"))
+                .from(Alias::new("b"))
+                .and_where(Expr::cust_with_values(
+                    r#""b"."rank" <= COALESCE((SELECT "l"."rank" FROM "b" AS "l" ORDER BY "l"."rank" ASC LIMIT 1 OFFSET $1), CAST('Infinity' AS DOUBLE PRECISION))"#,
+                    [i64::try_from(last).unwrap_or(i64::MAX)],
+                ));
+        }
+    }
+    page.order_by(tc("b", "rank"), Order::Asc)
+        .order_by(Alias::new("created_at"), Order::Desc)
         .order_by(tc("b", "message_id"), Order::Desc)
         .limit(filter.limit)
         .offset(filter.offset);
     let mut query = Query::select();
     hit_columns(&mut query, Expr::cust(TEXT), c("h", "rank"));
     query
-        .from_subquery(cut, Alias::new("h"))
+        .from_subquery(page, Alias::new("h"))
         .join_as(
             JoinType::InnerJoin,
             Alias::new("parts"),
@@ -636,7 +753,110 @@ fn page(best: SelectStatement, filter: &SearchFilter) -> SelectStatement {
         .order_by(tc("h", "rank"), Order::Asc)
         .order_by(tc("h", "created_at"), Order::Desc)
         .order_by(tc("h", "message_id"), Order::Desc);
-    query
+    match shared {
+        Some(best) => {
+            let mut with = WithClause::new();
+            if let Some(ranked) = ranked {
+                with.cte(ranked);
+            }
+            with.cte(
+                CommonTableExpression::new()
+                    .query(best)
+                    .table_name(Alias::new("b"))
+                    .to_owned(),
+            )
+            .to_owned()
+            .query(query)
+            .build(PostgresQueryBuilder)
+        }
+        None => query.build(PostgresQueryBuilder),
+    }
+}
+
+/// Whether `filter` has no condition besides its text (no source, role, session or time).
+fn unfiltered(filter: &SearchFilter) -> bool {
+    filter.sources.is_empty()
+        && filter.exclude_sources.is_empty()
+        && filter.roles.is_empty()
+        && filter.session_id.is_none()
+        && filter.after.is_none()
+        && filter.before.is_none()
+}
+
+/// At least this many of the best parts, and [`TOP_PARTS_PER_HIT`] per hit up to the
+/// page's end, are looked up for their message to find the page's last rank.
+const TOP_PARTS: u64 = 200;
+
+/// See [`TOP_PARTS`].
+const TOP_PARTS_PER_HIT: u64 = 8;
+
+/// The best parts of an unfiltered plain word query ([`Reads::WordsAlone`], no window),
+/// looking up a part's message only where it can reach the page: a CTE `r` of every
+/// matching part's `seq` and rank (over `parts_fts` alone, no join), and the statement of
+/// `b` (as [`best_parts`]) over the parts of `r` ranked at or above the page's last hit.
+///
+/// The page's last hit is the `offset + limit`-th message by its best part's rank. The
+/// best [`TOP_PARTS`] parts (or more for a deep page) are looked up for their message;
+/// when they hold that many messages, the rank of the last one's best part bounds the
+/// page: a message whose best part ranks below it is not on the page, and every part at or
+/// above it is among the parts read (ties past them included: the bound is taken from
+/// `r`, not from the parts read). Otherwise (fewer messages match, or the best parts
+/// crowd into fewer messages) every matching part is looked up, as before. A common word
+/// matches thousands of parts, and joining `parts` to each (a hash of the whole table, to
+/// keep one part per message) was half of its search after V26.
+fn ranked_first(
+    filter: &SearchFilter,
+    matched: Expr,
+    rank: Expr,
+) -> (CommonTableExpression, SelectStatement) {
+    let mut ranked = Query::select();
+    ranked
+        .expr_as(c("f", "seq"), Alias::new("seq"))
+        .expr_as(rank, Alias::new("rank"))
+        .from_as(Alias::new("parts_fts"), Alias::new("f"))
+        .and_where(matched);
+    let ranked = CommonTableExpression::new()
+        .query(ranked)
+        .table_name(Alias::new("r"))
+        .materialized(true)
+        .to_owned();
+    let hits = filter.offset.saturating_add(filter.limit);
+    let read = Ord::max(hits.saturating_mul(TOP_PARTS_PER_HIT), TOP_PARTS);
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let message_of = |part: &str| {
+        format!(r#"(SELECT "q"."message_id" FROM "parts" AS "q" WHERE "q"."seq" = "{part}"."seq")"#)
+    };
+    let bound = Expr::cust_with_values(
+        format!(
+            r#""r"."rank" <= COALESCE((SELECT min("t"."rank") AS "rank" FROM (SELECT "a"."rank", {} AS "message_id" FROM (SELECT "r"."seq", "r"."rank" FROM "r" ORDER BY "r"."rank" ASC LIMIT $1) AS "a") AS "t" GROUP BY "t"."message_id" ORDER BY "rank" ASC LIMIT 1 OFFSET $2), CAST('Infinity' AS DOUBLE PRECISION))"#,
+            message_of("a")
+        ),
+        [as_i64(read), as_i64(hits.saturating_sub(1))],
+    );
+    let mut candidates = Query::select();
+    candidates
+        .expr_as(c("r", "seq"), Alias::new("seq"))
+        .expr_as(c("r", "rank"), Alias::new("rank"))
+        .expr_as(Expr::cust(message_of("r")), Alias::new("message_id"))
+        .expr_as(
+            Expr::cust(
+                r#"(SELECT "q"."position" FROM "parts" AS "q" WHERE "q"."seq" = "r"."seq")"#,
+            ),
+            Alias::new("position"),
+        )
+        .from(Alias::new("r"))
+        .and_where(bound);
+    let mut best = Query::select();
+    best.distinct_on([tc("c", "message_id")])
+        .expr_as(c("c", "seq"), Alias::new("seq"))
+        .expr_as(c("c", "message_id"), Alias::new("message_id"))
+        .expr_as(c("c", "rank"), Alias::new("rank"))
+        .from_subquery(candidates, Alias::new("c"))
+        .and_where(c("c", "message_id").is_not_null())
+        .order_by(tc("c", "message_id"), Order::Asc)
+        .order_by(tc("c", "rank"), Order::Asc)
+        .order_by(tc("c", "position"), Order::Asc);
+    (ranked, best)
 }
 
 /// A hit from a row of [`hit_columns`]; `snippet` cuts the part's text.
@@ -890,8 +1110,15 @@ mod statement_tests {
             format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
             ["'x'"],
         );
-        let (sql, values) = page(best_parts(&filter, matched, contains("a%b"), None), &filter)
-            .build(PostgresQueryBuilder);
+        let best = best_parts(
+            &filter,
+            matched,
+            contains("a%b"),
+            None,
+            Cut::Ranked,
+            Reads::Joined,
+        );
+        let (sql, values) = page(best, &filter, Cut::Ranked, None);
         assert!(!sql.contains('?'), "{sql}");
         assert!(sql.contains(VECTOR), "{sql}");
         assert!(!sql.contains("'x'") && !sql.contains("a%b"), "{sql}");
@@ -939,13 +1166,15 @@ mod statement_tests {
             contains("x"),
             Expr::cust("CAST(0 AS DOUBLE PRECISION)"),
             None,
+            Cut::Newest,
+            Reads::Joined,
         );
         let (inner, _) = best.build(PostgresQueryBuilder);
         assert!(
             inner.contains(r#""messages""#) && !inner.contains(r#""sessions""#),
             "{inner}"
         );
-        let (sql, _) = page(best, &plain).build(PostgresQueryBuilder);
+        let (sql, _) = page(best, &plain, Cut::Newest, None);
         let limit = sql.find("LIMIT").unwrap_or(usize::MAX);
         let sessions = sql.rfind(r#"JOIN "sessions""#).unwrap_or(0);
         assert!(limit < sessions, "{sql}");
@@ -953,8 +1182,138 @@ mod statement_tests {
             sources: vec!["cli".into()],
             ..plain
         };
-        let (inner, _) =
-            best_parts(&filtered, contains("x"), Expr::cust("0"), None).build(PostgresQueryBuilder);
+        let (inner, _) = best_parts(
+            &filtered,
+            contains("x"),
+            Expr::cust("0"),
+            None,
+            Cut::Newest,
+            Reads::Joined,
+        )
+        .build(PostgresQueryBuilder);
         assert!(inner.contains(r#""sessions""#), "{inner}");
+    }
+
+    /// A ranked page joins no table per matching part for the message's time: the best
+    /// parts are computed once (a CTE) and only those ranked at or above the page's last
+    /// (its 60th here) look their message up.
+    #[test]
+    fn a_ranked_page_looks_up_message_times_only_for_the_hits_that_can_reach_it() {
+        let plain = SearchFilter {
+            limit: 20,
+            offset: 40,
+            ..SearchFilter::new(TextQuery::Words(r#""x""#.into()))
+        };
+        let best = best_parts(
+            &plain,
+            contains("x"),
+            substring_rank(&["x".into()]),
+            None,
+            Cut::Ranked,
+            Reads::Joined,
+        );
+        let (inner, _) = best.build(PostgresQueryBuilder);
+        assert!(!inner.contains(r#""messages""#), "{inner}");
+        let (sql, values) = page(best, &plain, Cut::Ranked, None);
+        assert!(sql.starts_with(r#"WITH "b" AS"#), "{sql}");
+        assert!(
+            sql.contains(r#"FROM "b" AS "l""#) && sql.contains("OFFSET $"),
+            "{sql}"
+        );
+        assert!(
+            values.0.contains(&sea_query::Value::from(59_i64)),
+            "{values:?}"
+        );
+    }
+
+    /// A plain word query is matched and ranked over `parts_fts` alone, in a subquery the
+    /// planner keeps (`OFFSET 0`), so what is joined to `parts` is a `seq` and a rank; with
+    /// a window (its parts picked after the join) or a test that reads the part's message,
+    /// the rank stays after the join.
+    #[test]
+    fn a_plain_word_query_ranks_before_the_join() {
+        let filter = SearchFilter::new(TextQuery::Words(r#""x""#.into()));
+        let matched = || {
+            Expr::cust_with_values(
+                format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+                ["'x'"],
+            )
+        };
+        let rank = || {
+            Expr::cust(format!(
+                "CAST(-ts_rank_cd({VECTOR}, 'x', 1) AS DOUBLE PRECISION)"
+            ))
+        };
+        let sql = |window, reads| {
+            best_parts(&filter, matched(), rank(), window, Cut::Ranked, reads)
+                .build(PostgresQueryBuilder)
+                .0
+        };
+        let alone = sql(None, Reads::WordsAlone);
+        let from = alone
+            .find(r#"FROM "parts_fts" AS "f""#)
+            .unwrap_or(usize::MAX);
+        let ranked = alone.find("ts_rank_cd").unwrap_or(0);
+        let fence = alone.find("OFFSET").unwrap_or(0);
+        assert!(ranked < from && from < fence, "{alone}");
+        assert!(
+            alone.contains(r#"AS "f" ON "f"."seq" = "p"."seq""#),
+            "{alone}"
+        );
+        assert_eq!(alone.matches("@@").count(), 1, "{alone}");
+        for joined in [sql(Some(100), Reads::WordsAlone), sql(None, Reads::Joined)] {
+            assert!(!joined.contains("OFFSET"), "{joined}");
+            assert!(
+                joined.contains(r#"JOIN "parts_fts" AS "f" ON "f"."seq" = "p"."seq""#),
+                "{joined}"
+            );
+        }
+    }
+
+    /// An unfiltered plain word query matches and ranks once (a materialized `r` over
+    /// `parts_fts` alone) and looks parts up for their message only to bound the page
+    /// (at least 200 best parts, 8 per hit up to the page's end: 320 here) and for the
+    /// parts within it.
+    #[test]
+    fn an_unfiltered_word_query_looks_up_messages_only_near_the_page() {
+        let filter = SearchFilter {
+            limit: 20,
+            offset: 20,
+            ..SearchFilter::new(TextQuery::Words(r#""x""#.into()))
+        };
+        let matched = Expr::cust_with_values(
+            format!("{VECTOR} @@ to_tsquery('scribe'::regconfig, $1)"),
+            ["'x'"],
+        );
+        let rank = Expr::cust(format!(
+            "CAST(-ts_rank_cd({VECTOR}, 'x', 1) AS DOUBLE PRECISION)"
+        ));
+        let (ranked, best) = ranked_first(&filter, matched, rank);
+        let (sql, values) = page(best, &filter, Cut::Ranked, Some(ranked));
+        assert!(sql.starts_with(r#"WITH "r" AS"#), "{sql}");
+        assert!(sql.contains(r#"MATERIALIZED (SELECT "f"."seq""#), "{sql}");
+        assert_eq!(sql.matches("@@").count(), 1, "{sql}");
+        assert_eq!(sql.matches("ts_rank_cd").count(), 1, "{sql}");
+        assert!(sql.contains(r#""b" AS (SELECT DISTINCT ON"#), "{sql}");
+        assert!(
+            !sql.contains(r#"JOIN "parts" AS "p" ON "f"."seq""#),
+            "{sql}"
+        );
+        for n in [320_i64, 39] {
+            assert!(
+                values.0.contains(&sea_query::Value::from(n)),
+                "{n}: {values:?}"
+            );
+        }
+        let deep = SearchFilter {
+            offset: 980,
+            ..filter
+        };
+        let (ranked, best) = ranked_first(&deep, Expr::cust("TRUE"), Expr::cust("0"));
+        let (_, values) = page(best, &deep, Cut::Ranked, Some(ranked));
+        assert!(
+            values.0.contains(&sea_query::Value::from(8_000_i64)),
+            "{values:?}"
+        );
     }
 }

@@ -1,0 +1,5 @@
+-- Scribe schema, version 26: nothing to do on SQLite.
+--
+-- PostgreSQL's version 26 keeps a part's stored search text and words (`parts_fts`) in its
+-- row uncompressed, so a word search no longer decompresses or fetches them per match;
+-- FTS5 keeps its own index. The file exists so both dialects number their versions alike.
