@@ -296,6 +296,23 @@ impl NewDatabase {
     /// it, and the directories created for it while they are empty. Call it once every
     /// handle on the database in this process is closed.
     pub fn remove(self) -> Result<(), CliError> {
+        self.remove_only_files()?;
+        // Whatever else appeared in them meanwhile stays, and so do they.
+        for dir in &self.dirs {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the file and SQLite's and the gate's files beside it as [`Self::remove`]
+    /// does, but not the directories (a file that another name links to lives on there).
+    pub fn remove_files(self) -> Result<(), CliError> {
+        self.remove_only_files()
+    }
+
+    fn remove_only_files(&self) -> Result<(), CliError> {
         for suffix in ["", "-wal", "-shm", "-journal", "-writers"] {
             let mut name = self.file.clone().into_os_string();
             name.push(suffix);
@@ -308,12 +325,6 @@ impl NewDatabase {
                         source,
                     });
                 }
-            }
-        }
-        // Whatever else appeared in them meanwhile stays, and so do they.
-        for dir in &self.dirs {
-            if std::fs::remove_dir(dir).is_err() {
-                break;
             }
         }
         Ok(())

@@ -19,6 +19,7 @@ use crate::commands::export::{ExportDocument, FORMAT_NAME, FORMAT_VERSION};
 use crate::commands::import_history::{self, From, HistoryArgs};
 use crate::context::{Access, Context};
 use crate::error::{CliError, one_line};
+use crate::interrupt::Interrupt;
 use crate::ui::{self, paint, style};
 
 /// Characters of a session title quoted in import messages.
@@ -66,8 +67,9 @@ pub struct ImportCmd {
 /// database (`commands::run`).
 #[derive(Debug)]
 pub enum Import {
-    /// `scribe import FILE`: the sessions of the export.
-    File(Vec<SessionExport>),
+    /// `scribe import FILE`: the sessions of the export, and Ctrl-C (caught from before
+    /// the file is read: a pipe whose writer Ctrl-C ended reads as a cut-off file).
+    File(Vec<SessionExport>, Interrupt),
     /// `scribe import --from AGENT`.
     History(HistoryArgs),
 }
@@ -101,10 +103,22 @@ impl ImportCmd {
             path: file.clone(),
             reason,
         };
-        let text = String::from_utf8(read(&file)?).map_err(|e| malformed(not_text(&e)))?;
+        let interrupt = Interrupt::catch();
+        let bytes = read(&file)?;
+        let nothing = || CliError::Interrupted("nothing was imported".to_owned());
+        if interrupt.happened() {
+            return Err(nothing());
+        }
+        let text = String::from_utf8(bytes).map_err(|e| malformed(not_text(&e)))?;
         let exports = parse(&text).map_err(malformed)?;
+        if interrupt.happened() {
+            return Err(nothing());
+        }
         // A child is linked only to a parent already stored: parents go first.
-        Ok(Import::File(scribe_session::exports_parents_first(exports)))
+        Ok(Import::File(
+            scribe_session::exports_parents_first(exports),
+            interrupt,
+        ))
     }
 }
 
@@ -126,9 +140,9 @@ impl Import {
 
     /// Runs the import into `ctx`.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let exports = match self {
+        let (exports, interrupt) = match self {
             Import::History(args) => return import_history::run(args, ctx),
-            Import::File(exports) => exports,
+            Import::File(exports, interrupt) => (exports, interrupt),
         };
         let total = exports.len();
         let total_messages: usize = exports.iter().map(|e| e.messages.len()).sum();
@@ -156,7 +170,10 @@ impl Import {
         // any) as they are indexed.
         let bar = ui::progress(total_messages, "importing");
         let mut indexing = false;
-        let outcomes = ctx.sessions.import_many(exports, |p| {
+        // Ctrl-C ends the sessions handed over: the batch being filled is stored (one
+        // transaction, as always) and the import stops there.
+        let handed = exports.into_iter().take_while(|_| !interrupt.happened());
+        let outcomes = ctx.sessions.import_many(handed, |p| {
             if p.to_index > 0 {
                 if !indexing {
                     indexing = true;
@@ -170,7 +187,9 @@ impl Import {
         })?;
         bar.finish_and_clear();
         let mut out = anstream::stdout().lock();
-        let (mut imported, mut skipped, mut failed) = (0, 0, 0);
+        let (mut imported, mut skipped, mut failed) = (0_usize, 0_usize, 0_usize);
+        let handled = outcomes.len();
+        let mut stored_messages = 0;
         for ((id, title, given), outcome) in labels.iter().zip(outcomes) {
             match outcome {
                 Ok(ImportOutcome::Imported {
@@ -178,6 +197,7 @@ impl Import {
                     unlinked_parent,
                 }) => {
                     imported += 1;
+                    stored_messages += session.message_count;
                     // A title another session held was numbered (`t #2`), one with
                     // stray whitespace normalized: say what it is called now.
                     let renamed = match &session.title {
@@ -218,6 +238,16 @@ impl Import {
             out,
             "{imported} imported, {skipped} skipped, {failed} failed"
         )?;
+        if handled < total {
+            return Err(CliError::Interrupted(format!(
+                "{} ({}) stored, {} of {} not reached; importing the same export again \
+                 skips what is stored and imports the rest",
+                ui::plural(i64::try_from(imported).unwrap_or(i64::MAX), "session"),
+                ui::plural(stored_messages, "message"),
+                ui::grouped(i64::try_from(total - handled).unwrap_or(i64::MAX)),
+                ui::grouped(i64::try_from(total).unwrap_or(i64::MAX)),
+            )));
+        }
         if failed > 0 {
             return Err(CliError::ImportIncomplete { failed, total });
         }
