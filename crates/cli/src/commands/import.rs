@@ -104,8 +104,10 @@ impl ImportCmd {
             reason,
         };
         let interrupt = Interrupt::catch();
-        let bytes = read(&file)?;
         let nothing = || CliError::Interrupted("nothing was imported".to_owned());
+        let Some(bytes) = read(&file, &interrupt)? else {
+            return Err(nothing());
+        };
         if interrupt.happened() {
             return Err(nothing());
         }
@@ -277,17 +279,35 @@ fn usage(message: &str) -> ! {
         .exit()
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+/// The bytes of the export at `path` (`-`: stdin), or `None` when Ctrl-C came while
+/// stdin was still being read (a read of a pipe is not interrupted by the signal itself:
+/// it goes on in a thread of its own, left behind, while this one watches for Ctrl-C).
+fn read(path: &Path, interrupt: &Interrupt) -> Result<Option<Vec<u8>>, CliError> {
     let err = |source| CliError::ReadFile {
         path: path.to_owned(),
         source,
     };
-    if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(err)?;
-        return Ok(bytes);
+    if path.as_os_str() != "-" {
+        return std::fs::read(path).map(Some).map_err(err);
     }
-    std::fs::read(path).map_err(err)
+    let (sender, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes);
+        drop(sender.send(read.map(|_| bytes)));
+    });
+    loop {
+        if interrupt.happened() {
+            return Ok(None);
+        }
+        match received.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(read) => return read.map(Some).map_err(err),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(err(std::io::Error::other("the reading thread ended")));
+            }
+        }
+    }
 }
 
 /// Why bytes that are not UTF-8 are no export, with what to do about a compressed file.
