@@ -368,3 +368,47 @@ fn ctrl_c_stops_an_import_or_a_copy_and_says_so() {
     assert_eq!(names_in(&into), ["new.db"]);
     assert_eq!(stored(&new), i64::try_from(total).unwrap());
 }
+
+/// On PostgreSQL a dry run writes nothing either: an empty database is counted as an
+/// empty store and keeps no table (it was given the whole schema), and one at an older
+/// schema version is refused with what to run, and stays at its version (it was
+/// migrated).
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_dry_run_leaves_an_empty_or_older_postgres_database_as_it_was() {
+    let tables = |url: &str| -> i64 {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client
+            .query_one(
+                "SELECT count(*) FROM information_schema.tables \
+                 WHERE table_schema = current_schema()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let empty = scribe_db::testing::fresh_test_database("dry_run_empty").unwrap();
+    let (report, err) = dry_run(Path::new(&empty));
+    assert_eq!(sessions_created(&report), 7, "{report}");
+    assert!(err.contains("holds no scribe schema yet"), "{err}");
+    assert_eq!(tables(&empty), 0);
+
+    let older = scribe_db::testing::fresh_test_database("dry_run_older").unwrap();
+    let known = scribe_db::Database::known_schema_version();
+    drop(scribe_db::Database::open_at_version(&older, known - 1).unwrap());
+    let before = tables(&older);
+    let out = scribe(Path::new(&older))
+        .args(["import", "--from", "claude-code", "--dry-run"])
+        .arg(claude_projects())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("scribe db migrate"), "{err}");
+    assert_eq!(tables(&older), before);
+    let version = scribe_db::Database::open_read_only(&older);
+    assert!(
+        matches!(version, Err(scribe_db::Error::SchemaTooOld { found, .. }) if found == known - 1),
+        "{version:?}"
+    );
+}
