@@ -42,6 +42,9 @@ pub enum DbCommand {
     ///
     /// Every row goes over as stored (ids, times, JSON, amounts), in one transaction on
     /// the target, which must be empty; both are brought to this build's schema first.
+    /// A new SQLite target is written under a hidden name beside it and takes its name
+    /// once complete, so a copy that fails or that Ctrl-C stops (exit 130) leaves
+    /// nothing there.
     Copy(CopyArgs),
 }
 

@@ -31,7 +31,9 @@ const TITLE_CHARS: usize = 60;
 /// `scribe import FILE`: JSON and JSON Lines are told apart by their content. Sessions
 /// already in the database are skipped, so importing the same file twice changes nothing
 /// the second time; one whose title another session holds is imported under the next title
-/// of its lineage (`t #2`). A file that is not a valid export imports nothing.
+/// of its lineage (`t #2`). A file that is not a valid export imports nothing. Ctrl-C
+/// stops the import after the transaction it is in, says what was stored, and exits
+/// with 130; importing the same export again imports the rest.
 ///
 /// `scribe import --from AGENT [PATH...]`: reads the agent's history where it keeps it
 /// (its own environment overrides apply: CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_DB or
@@ -47,7 +49,8 @@ pub struct ImportCmd {
     /// Import this agent's own history instead of an export file.
     #[arg(long, value_enum, value_name = "AGENT")]
     pub from: Option<From>,
-    /// With --from: say what would be imported, and write nothing.
+    /// With --from: say what would be imported, and write nothing (the database is read
+    /// as it is, not created or migrated).
     #[arg(long, requires = "from")]
     pub dry_run: bool,
     /// With --from: only sessions active since a span ago (7d, 24h) or a date (2026-01-31),
