@@ -26,7 +26,8 @@ use crate::commands::stats::StatsCmd;
 ///
 /// A `<SESSION>` argument is a session id, a unique id prefix, or a title (a title names the
 /// newest of its lineage `t`, `t #2`, …; `t #2` names only that one). Data goes to stdout,
-/// progress and errors to stderr. Exit status: 0 success, 1 failure, 2 usage error.
+/// progress and errors to stderr. Exit status: 0 success, 1 failure, 2 usage error, 130
+/// stopped by Ctrl-C.
 #[derive(Debug, Parser)]
 #[command(name = "scribe", version, propagate_version = true)]
 pub struct Cli {

@@ -35,6 +35,10 @@ pub struct Context {
     pub sessions: Arc<SessionService>,
     /// Messages.
     pub messages: Arc<MessageService>,
+    /// The directory of the migrated copy a dry run reads instead of an older store
+    /// ([`Context::open_dry_run`]); removed after the database is closed (fields drop in
+    /// order).
+    scratch: Option<tempfile::TempDir>,
 }
 
 impl Context {
@@ -57,6 +61,50 @@ impl Context {
             sessions: Arc::clone(store.sessions()),
             messages: Arc::clone(store.messages()),
             store,
+            scratch: None,
+        }
+    }
+
+    /// Opens the database at `db` for a dry run (`import --from … --dry-run`), which
+    /// writes nothing to it, not even a schema: it is read as it is, read-only. What it
+    /// counts against instead, saying so on stderr: a missing database, or one without
+    /// Scribe's schema yet (an empty file, an empty PostgreSQL database), counts as an
+    /// empty store; an SQLite store at an older schema version is copied to a temporary
+    /// directory and the copy migrated and read (the store itself stays byte for byte as
+    /// it was). An older PostgreSQL schema is refused (`scribe db migrate` first).
+    pub fn open_dry_run(db: &DbPath) -> Result<Self, CliError> {
+        let empty = |why: String| {
+            eprintln!("scribe: {why}; a dry run counts against an empty store");
+            Self::empty()
+        };
+        match Database::open_read_only(&db.path) {
+            Ok(found) => Ok(Self::over(Arc::new(found))),
+            Err(scribe_db::Error::NoDatabase { .. }) if !db.explicit => {
+                eprintln!(
+                    "scribe: {}",
+                    CliError::NothingYet {
+                        path: db.path.clone()
+                    }
+                );
+                Self::empty()
+            }
+            Err(source @ scribe_db::Error::NoDatabase { .. }) => empty(source.to_string()),
+            Err(scribe_db::Error::SchemaTooOld { path, found: 0, .. }) => empty(format!(
+                "{} holds no scribe schema yet (a dry run adds none)",
+                path.display()
+            )),
+            Err(scribe_db::Error::SchemaTooOld { path, found, known })
+                if Database::backend_of(&db.path).ok() == Some(scribe_db::Backend::Sqlite) =>
+            {
+                let copy = migrated_copy(&path)?;
+                eprintln!(
+                    "scribe: {} has schema version {found}, older than this build's {known}; \
+                     the dry run reads a migrated copy and leaves it as it is",
+                    path.display()
+                );
+                Ok(copy)
+            }
+            Err(err) => Err(err.into()),
         }
     }
 
@@ -192,6 +240,34 @@ impl Context {
     }
 }
 
+/// A context over a migrated copy of the SQLite store at `path` (with its write-ahead
+/// log), in a temporary directory removed when the context is dropped.
+fn migrated_copy(path: &Path) -> Result<Context, CliError> {
+    let scratch = tempfile::tempdir().map_err(|source| CliError::DryRunCopy {
+        path: path.to_owned(),
+        source,
+    })?;
+    let copy = scratch.path().join("scribe.db");
+    for suffix in ["", "-wal"] {
+        let (mut from, mut to) = (path.as_os_str().to_owned(), copy.as_os_str().to_owned());
+        from.push(suffix);
+        to.push(suffix);
+        match std::fs::copy(&from, &to) {
+            Ok(_) => {}
+            Err(err) if !suffix.is_empty() && err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(CliError::DryRunCopy {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+    let mut context = Context::over(Arc::new(Database::open(&copy)?));
+    context.scratch = Some(scratch);
+    Ok(context)
+}
+
 /// What a command needs of the database, which decides whether a missing one is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -296,6 +372,23 @@ impl NewDatabase {
     /// it, and the directories created for it while they are empty. Call it once every
     /// handle on the database in this process is closed.
     pub fn remove(self) -> Result<(), CliError> {
+        self.remove_only_files()?;
+        // Whatever else appeared in them meanwhile stays, and so do they.
+        for dir in &self.dirs {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the file and SQLite's and the gate's files beside it as [`Self::remove`]
+    /// does, but not the directories (a file that another name links to lives on there).
+    pub fn remove_files(self) -> Result<(), CliError> {
+        self.remove_only_files()
+    }
+
+    fn remove_only_files(&self) -> Result<(), CliError> {
         for suffix in ["", "-wal", "-shm", "-journal", "-writers"] {
             let mut name = self.file.clone().into_os_string();
             name.push(suffix);
@@ -308,12 +401,6 @@ impl NewDatabase {
                         source,
                     });
                 }
-            }
-        }
-        // Whatever else appeared in them meanwhile stays, and so do they.
-        for dir in &self.dirs {
-            if std::fs::remove_dir(dir).is_err() {
-                break;
             }
         }
         Ok(())

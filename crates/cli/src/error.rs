@@ -115,6 +115,36 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// Ctrl-C stopped the command where nothing was half done; what it did is said in
+    /// the message (exit status [`crate::interrupt::EXIT`]).
+    #[error("interrupted: {0}")]
+    Interrupted(String),
+    /// A dry run could not copy an older store to migrate the copy.
+    #[error("cannot copy {} to read it as this build's schema for the dry run", path.display())]
+    DryRunCopy {
+        /// The store.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `db copy`'s scratch name beside a new target is taken (by a copy that was killed).
+    #[error("{} is in the way of the copy (left by a copy that was killed?); remove it and copy again", path.display())]
+    CopyScratchExists {
+        /// The sibling's path.
+        path: PathBuf,
+    },
+    /// `db copy` could not give the finished copy the target's name.
+    #[error("cannot move the copy {} to {}", from.display(), to.display())]
+    MoveCopy {
+        /// The finished copy.
+        from: PathBuf,
+        /// The target.
+        to: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
     /// Some sessions of an import failed; the others were imported.
     #[error("{failed} of {total} sessions could not be imported (see above)")]
     ImportIncomplete {

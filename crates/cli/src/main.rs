@@ -1,11 +1,13 @@
 //! `scribe`: the command-line tool over a Scribe database.
 //!
-//! Exit codes: 0 success, 1 a failure (one line on stderr), 2 a usage error (from clap).
+//! Exit codes: 0 success, 1 a failure (one line on stderr), 2 a usage error (from clap),
+//! 130 Ctrl-C stopped `import FILE` or `db copy` (see `interrupt`).
 
 mod cli;
 mod commands;
 mod context;
 mod error;
+mod interrupt;
 mod json;
 mod location;
 mod ui;
@@ -27,6 +29,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `scribe list | head`: the reader has what it wanted.
         Err(err) if error::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err @ error::CliError::Interrupted(_)) => {
+            eprintln!("scribe: {err}");
+            ExitCode::from(interrupt::EXIT)
+        }
         Err(err) => {
             eprintln!("scribe: {}", error::one_line(&err));
             ExitCode::FAILURE

@@ -3,12 +3,14 @@
 //! may only read. Every subcommand runs on SQLite and PostgreSQL.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use scribe_db::{Backend, Database, DbInfo, IndexStatus};
 
 use crate::context::{Access, NewDatabase, open_database};
 use crate::error::CliError;
+use crate::interrupt::Interrupt;
 use crate::location::DbPath;
 use crate::ui;
 
@@ -40,6 +42,9 @@ pub enum DbCommand {
     ///
     /// Every row goes over as stored (ids, times, JSON, amounts), in one transaction on
     /// the target, which must be empty; both are brought to this build's schema first.
+    /// A new SQLite target is written under a hidden name beside it and takes its name
+    /// once complete, so a copy that fails or that Ctrl-C stops (exit 130) leaves
+    /// nothing there.
     Copy(CopyArgs),
 }
 
@@ -187,15 +192,56 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
 }
 
 /// Copies one store into another, with a progress bar per table.
+///
+/// Into a new SQLite file the copy is written to a hidden sibling
+/// (`.NAME.scribe-copy-PID`) that takes the target's name only once the copy is
+/// committed and closed: a copy that fails, or that Ctrl-C stops, leaves nothing at the
+/// target (and removes the sibling), so a later `db copy` to it just works. Into an
+/// existing store (an empty SQLite file, PostgreSQL) the copy is one transaction there,
+/// so a stopped or failed one leaves the rows as they were.
 fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
-    // The source must exist (a mistyped one is not an empty store to copy); the target
-    // is created, and removed again if the copy fails (it is one transaction, so a failed
-    // one leaves the new file empty).
+    let interrupt = Interrupt::catch();
+    // The source must exist (a mistyped one is not an empty store to copy).
     let from = Database::open_existing(&args.from)?;
-    let new = NewDatabase::before_open(std::path::Path::new(&args.to));
-    let to = Database::open(&args.to)?;
+    let target = Path::new(&args.to);
+    let new = NewDatabase::before_open(target);
+    let sibling = match &new {
+        Some(new) => Some(copy_sibling(new.file())?),
+        None => None,
+    };
+    // What is created is the sibling (and the directories above it), removed again
+    // unless the copy is there in the end.
+    let created = match &sibling {
+        Some(sibling) => NewDatabase::before_open(sibling),
+        None => None,
+    };
+    let to = Database::open(sibling.as_deref().unwrap_or(target))?;
+    let stopped = |created: Option<NewDatabase>| -> CliError {
+        let what = match created {
+            None => "nothing was copied (the copy is one transaction)".to_owned(),
+            Some(created) => match created.remove() {
+                Ok(()) => format!(
+                    "nothing was copied, and no database was created at {}",
+                    target.display()
+                ),
+                Err(cleanup) => format!("nothing was copied; {}", crate::error::one_line(&cleanup)),
+            },
+        };
+        CliError::Interrupted(what)
+    };
+    let mut created = created;
     let mut bar: Option<(String, indicatif::ProgressBar)> = None;
     let copied = scribe_db::copy::copy(&from, &to, |p| {
+        if interrupt.happened() {
+            // The copy cannot be stopped between its batches from here, and nothing of
+            // it is committed yet: remove what this command created and end, which
+            // rolls the transaction back.
+            if let Some((_, done)) = bar.take() {
+                done.finish_and_clear();
+            }
+            eprintln!("scribe: {}", stopped(created.take()));
+            std::process::exit(i32::from(crate::interrupt::EXIT));
+        }
         if bar.as_ref().is_none_or(|(table, _)| *table != p.table) {
             if let Some((_, done)) = bar.take() {
                 done.finish_and_clear();
@@ -211,33 +257,99 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
     if let Some((_, done)) = bar.take() {
         done.finish_and_clear();
     }
-    let report = match (copied, new) {
-        (Ok(report), _) => report,
+    let report = match (copied, created) {
+        (Ok(report), created) => match created {
+            // Stopped after the last batch: a new file is not kept half wanted.
+            Some(created) if interrupt.happened() => {
+                drop(to);
+                return Err(stopped(Some(created)));
+            }
+            created => {
+                // Closed first: the last close checkpoints the write-ahead log into the
+                // file, which then moves to the target's name whole.
+                let location = match (&sibling, created) {
+                    (Some(sibling), Some(created)) => {
+                        drop(to);
+                        move_into_place(sibling, target, created)?;
+                        std::path::absolute(target)
+                            .unwrap_or_else(|_| target.to_owned())
+                            .display()
+                            .to_string()
+                    }
+                    _ => to.location().to_string(),
+                };
+                (report, location)
+            }
+        },
         (Err(err), None) => return Err(err.into()),
-        (Err(err), Some(new)) => {
+        (Err(err), Some(created)) => {
             drop(to);
             // The copy's failure is the news; a failed clean-up is reported alone only
             // when there is nothing to add it to.
-            let path = new.file().to_owned();
-            match new.remove() {
+            match created.remove() {
                 Ok(()) => eprintln!(
                     "scribe: nothing was copied, so no database was created at {}",
-                    path.display()
+                    target.display()
                 ),
                 Err(cleanup) => eprintln!("scribe: {}", crate::error::one_line(&cleanup)),
             }
             return Err(err.into());
         }
     };
+    let (report, location) = report;
     for (table, rows) in &report.tables {
         let rows = i64::try_from(*rows).unwrap_or(i64::MAX);
         let word = if rows == 1 { "row" } else { "rows" };
         writeln!(out, "  {table:<16} {:>10} {word}", ui::grouped(rows))?;
     }
-    writeln!(out, "copied {} to {}", from.location(), to.location())?;
+    writeln!(out, "copied {} to {location}", from.location())?;
     Ok(())
 }
 
+/// The hidden sibling a copy into the new SQLite file `file` is written to.
+fn copy_sibling(file: &Path) -> Result<PathBuf, CliError> {
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let sibling = file.with_file_name(format!(".{name}.scribe-copy-{}", std::process::id()));
+    // Left by a copy of this process id that was killed: never written into.
+    if std::fs::symlink_metadata(&sibling).is_ok() {
+        return Err(CliError::CopyScratchExists { path: sibling });
+    }
+    Ok(sibling)
+}
+
+/// Gives the closed, committed copy at `sibling` the name `target`, which must still be
+/// free (linked, not renamed, so a file that appeared there meanwhile is never
+/// replaced), then removes the sibling's own files (not the directories: the target is
+/// in them now).
+fn move_into_place(sibling: &Path, target: &Path, created: NewDatabase) -> Result<(), CliError> {
+    let with = |path: &Path, suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let moved = |source| CliError::MoveCopy {
+        from: sibling.to_owned(),
+        to: target.to_owned(),
+        source,
+    };
+    match std::fs::hard_link(sibling, target) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => return Err(moved(err)),
+        // A file system without hard links: renamed, while the target is still free.
+        Err(err) => {
+            if std::fs::symlink_metadata(target).is_ok() {
+                return Err(moved(err));
+            }
+            std::fs::rename(sibling, target).map_err(moved)?;
+        }
+    }
+    // A write-ahead log the close did not fold into the file goes along.
+    let wal = with(sibling, "-wal");
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        std::fs::rename(&wal, with(target, "-wal")).map_err(moved)?;
+    }
+    created.remove_files()
+}
 /// SQLite: rebuilds the file, then truncates the write-ahead log, and reports the size
 /// change. PostgreSQL: vacuums and analyzes each table, and reports which, with their
 /// size before and after.

@@ -19,6 +19,7 @@ use crate::commands::export::{ExportDocument, FORMAT_NAME, FORMAT_VERSION};
 use crate::commands::import_history::{self, From, HistoryArgs};
 use crate::context::{Access, Context};
 use crate::error::{CliError, one_line};
+use crate::interrupt::Interrupt;
 use crate::ui::{self, paint, style};
 
 /// Characters of a session title quoted in import messages.
@@ -30,7 +31,9 @@ const TITLE_CHARS: usize = 60;
 /// `scribe import FILE`: JSON and JSON Lines are told apart by their content. Sessions
 /// already in the database are skipped, so importing the same file twice changes nothing
 /// the second time; one whose title another session holds is imported under the next title
-/// of its lineage (`t #2`). A file that is not a valid export imports nothing.
+/// of its lineage (`t #2`). A file that is not a valid export imports nothing. Ctrl-C
+/// stops the import after the transaction it is in, says what was stored, and exits
+/// with 130; importing the same export again imports the rest.
 ///
 /// `scribe import --from AGENT [PATH...]`: reads the agent's history where it keeps it
 /// (its own environment overrides apply: CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_DB or
@@ -46,7 +49,8 @@ pub struct ImportCmd {
     /// Import this agent's own history instead of an export file.
     #[arg(long, value_enum, value_name = "AGENT")]
     pub from: Option<From>,
-    /// With --from: say what would be imported, and write nothing.
+    /// With --from: say what would be imported, and write nothing (the database is read
+    /// as it is, not created or migrated).
     #[arg(long, requires = "from")]
     pub dry_run: bool,
     /// With --from: only sessions active since a span ago (7d, 24h) or a date (2026-01-31),
@@ -66,8 +70,9 @@ pub struct ImportCmd {
 /// database (`commands::run`).
 #[derive(Debug)]
 pub enum Import {
-    /// `scribe import FILE`: the sessions of the export.
-    File(Vec<SessionExport>),
+    /// `scribe import FILE`: the sessions of the export, and Ctrl-C (caught from before
+    /// the file is read: a pipe whose writer Ctrl-C ended reads as a cut-off file).
+    File(Vec<SessionExport>, Interrupt),
     /// `scribe import --from AGENT`.
     History(HistoryArgs),
 }
@@ -101,10 +106,24 @@ impl ImportCmd {
             path: file.clone(),
             reason,
         };
-        let text = String::from_utf8(read(&file)?).map_err(|e| malformed(not_text(&e)))?;
+        let interrupt = Interrupt::catch();
+        let nothing = || CliError::Interrupted("nothing was imported".to_owned());
+        let Some(bytes) = read(&file, &interrupt)? else {
+            return Err(nothing());
+        };
+        if interrupt.happened() {
+            return Err(nothing());
+        }
+        let text = String::from_utf8(bytes).map_err(|e| malformed(not_text(&e)))?;
         let exports = parse(&text).map_err(malformed)?;
+        if interrupt.happened() {
+            return Err(nothing());
+        }
         // A child is linked only to a parent already stored: parents go first.
-        Ok(Import::File(scribe_session::exports_parents_first(exports)))
+        Ok(Import::File(
+            scribe_session::exports_parents_first(exports),
+            interrupt,
+        ))
     }
 }
 
@@ -126,9 +145,9 @@ impl Import {
 
     /// Runs the import into `ctx`.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let exports = match self {
+        let (exports, interrupt) = match self {
             Import::History(args) => return import_history::run(args, ctx),
-            Import::File(exports) => exports,
+            Import::File(exports, interrupt) => (exports, interrupt),
         };
         let total = exports.len();
         let total_messages: usize = exports.iter().map(|e| e.messages.len()).sum();
@@ -156,7 +175,10 @@ impl Import {
         // any) as they are indexed.
         let bar = ui::progress(total_messages, "importing");
         let mut indexing = false;
-        let outcomes = ctx.sessions.import_many(exports, |p| {
+        // Ctrl-C ends the sessions handed over: the batch being filled is stored (one
+        // transaction, as always) and the import stops there.
+        let handed = exports.into_iter().take_while(|_| !interrupt.happened());
+        let outcomes = ctx.sessions.import_many(handed, |p| {
             if p.to_index > 0 {
                 if !indexing {
                     indexing = true;
@@ -170,7 +192,9 @@ impl Import {
         })?;
         bar.finish_and_clear();
         let mut out = anstream::stdout().lock();
-        let (mut imported, mut skipped, mut failed) = (0, 0, 0);
+        let (mut imported, mut skipped, mut failed) = (0_usize, 0_usize, 0_usize);
+        let handled = outcomes.len();
+        let mut stored_messages = 0;
         for ((id, title, given), outcome) in labels.iter().zip(outcomes) {
             match outcome {
                 Ok(ImportOutcome::Imported {
@@ -178,6 +202,7 @@ impl Import {
                     unlinked_parent,
                 }) => {
                     imported += 1;
+                    stored_messages += session.message_count;
                     // A title another session held was numbered (`t #2`), one with
                     // stray whitespace normalized: say what it is called now.
                     let renamed = match &session.title {
@@ -218,6 +243,16 @@ impl Import {
             out,
             "{imported} imported, {skipped} skipped, {failed} failed"
         )?;
+        if handled < total {
+            return Err(CliError::Interrupted(format!(
+                "{} ({}) stored, {} of {} not reached; importing the same export again \
+                 skips what is stored and imports the rest",
+                ui::plural(i64::try_from(imported).unwrap_or(i64::MAX), "session"),
+                ui::plural(stored_messages, "message"),
+                ui::grouped(i64::try_from(total - handled).unwrap_or(i64::MAX)),
+                ui::grouped(i64::try_from(total).unwrap_or(i64::MAX)),
+            )));
+        }
         if failed > 0 {
             return Err(CliError::ImportIncomplete { failed, total });
         }
@@ -247,17 +282,35 @@ fn usage(message: &str) -> ! {
         .exit()
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+/// The bytes of the export at `path` (`-`: stdin), or `None` when Ctrl-C came while
+/// stdin was still being read (a read of a pipe is not interrupted by the signal itself:
+/// it goes on in a thread of its own, left behind, while this one watches for Ctrl-C).
+fn read(path: &Path, interrupt: &Interrupt) -> Result<Option<Vec<u8>>, CliError> {
     let err = |source| CliError::ReadFile {
         path: path.to_owned(),
         source,
     };
-    if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(err)?;
-        return Ok(bytes);
+    if path.as_os_str() != "-" {
+        return std::fs::read(path).map(Some).map_err(err);
     }
-    std::fs::read(path).map_err(err)
+    let (sender, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes);
+        drop(sender.send(read.map(|_| bytes)));
+    });
+    loop {
+        if interrupt.happened() {
+            return Ok(None);
+        }
+        match received.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(read) => return read.map(Some).map_err(err),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(err(std::io::Error::other("the reading thread ended")));
+            }
+        }
+    }
 }
 
 /// Why bytes that are not UTF-8 are no export, with what to do about a compressed file.

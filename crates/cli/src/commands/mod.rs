@@ -104,17 +104,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// Opens the database for a command that needs `access`; `dry_run` is an import's
-/// `--dry-run` (which reads only).
+/// `--dry-run`, which reads only and writes nothing (`Context::open_dry_run`).
 fn open(db: &location::DbPath, access: Access, dry_run: bool) -> Result<Context, CliError> {
+    if dry_run {
+        return Context::open_dry_run(db);
+    }
     match Context::open(db, access) {
         // A first run: a reading command answers as for an empty store, saying why.
         Err(CliError::NothingYet { path }) if access == Access::Read => {
             eprintln!("scribe: {}", CliError::NothingYet { path });
-            Context::empty()
-        }
-        // A dry run into a database not created yet counts everything as new.
-        Err(CliError::NoDatabase { source }) if dry_run => {
-            eprintln!("scribe: {source}; a dry run counts against an empty store");
             Context::empty()
         }
         other => other,
