@@ -44,6 +44,10 @@ pub enum Error {
     /// backends.
     #[error("cannot copy: {0}")]
     CopyRefused(String),
+    /// `copy::copy`'s progress callback asked it to stop (`scribe db copy` on Ctrl-C); its
+    /// one transaction on the target was rolled back, so nothing was copied.
+    #[error("the copy was stopped before it committed; nothing was copied")]
+    CopyStopped,
     /// Another writer held the database lock through every retry.
     #[error("database stayed locked: another process kept writing through every retry")]
     Locked,

@@ -1400,6 +1400,7 @@ fn a_store_goes_to_postgres_and_back_unchanged() {
         if tables_seen.last() != Some(&p.table) {
             tables_seen.push(p.table.clone());
         }
+        std::ops::ControlFlow::Continue(())
     })
     .unwrap();
     // Parents first.
@@ -1428,7 +1429,7 @@ fn a_store_goes_to_postgres_and_back_unchanged() {
     // And back into a fresh SQLite file: byte for byte what we started with, derived
     // data (counters, both search indexes) exact.
     let back = Database::open(dir.path().join("back.db")).unwrap();
-    scribe_db::copy::copy(&pg, &back, |_| {}).unwrap();
+    scribe_db::copy::copy(&pg, &back, |_| std::ops::ControlFlow::Continue(())).unwrap();
     assert_eq!(common::dump(&original), common::dump(&back));
     common::assert_derived_exact(&back);
 
@@ -2230,7 +2231,9 @@ fn a_store_with_an_over_long_id_copies_into_sqlite_but_is_refused_by_postgres() 
             .unwrap();
 
         let sqlite = Database::open(dir.path().join(format!("copy{i}.db"))).unwrap();
-        let report = scribe_db::copy::copy(&source, &sqlite, |_| {}).unwrap();
+        let report =
+            scribe_db::copy::copy(&source, &sqlite, |_| std::ops::ControlFlow::Continue(()))
+                .unwrap();
         assert!(report.tables.iter().any(|(t, n)| t == "parts" && *n == 1));
         assert_eq!(
             sqlite.read(|tx| tx.q().count_sessions()).unwrap(),
@@ -2245,7 +2248,8 @@ fn a_store_with_an_over_long_id_copies_into_sqlite_but_is_refused_by_postgres() 
 
         let url = fresh(&format!("scribe_copy_long_{i}"));
         let pg = Database::open(&url).unwrap();
-        let err = scribe_db::copy::copy(&source, &pg, |_| {}).unwrap_err();
+        let err = scribe_db::copy::copy(&source, &pg, |_| std::ops::ControlFlow::Continue(()))
+            .unwrap_err();
         let Error::IdTooLong(ref too_long) = err else {
             panic!("{what}: {err:?}");
         };

@@ -626,7 +626,7 @@ fn live_postgres(ctx: &Ctx) -> Result<()> {
     {
         let sqlite = scribe_db::Database::open(&ctx.fixture.db)?;
         let pg = scribe_db::Database::open(&url)?;
-        scribe_db::copy::copy(&sqlite, &pg, |_| {})?;
+        scribe_db::copy::copy(&sqlite, &pg, |_| std::ops::ControlFlow::Continue(()))?;
     }
     let url = std::path::PathBuf::from(url);
     let server = serve(&url, None);

@@ -87,7 +87,7 @@ fn the_server_queries_answer_the_same_on_postgres() {
     let sqlite = Database::open(&f.db).unwrap();
     let pg = fresh("scribe_server_queries");
     assert_eq!(pg.backend(), Backend::Postgres);
-    scribe_db::copy::copy(&sqlite, &pg, |_| {}).unwrap();
+    scribe_db::copy::copy(&sqlite, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap();
 
     let ids = [
         f.main.as_str(),
@@ -123,7 +123,7 @@ fn fixture_on_postgres(name: &str) -> (Fixture, String) {
     let url = scribe_db::testing::fresh_test_database(name).unwrap();
     let sqlite = Database::open(&f.db).unwrap();
     let pg = Database::open(&url).unwrap();
-    scribe_db::copy::copy(&sqlite, &pg, |_| {}).unwrap();
+    scribe_db::copy::copy(&sqlite, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap();
     (f, url)
 }
 
@@ -315,7 +315,7 @@ fn big_strings_are_cut_in_the_database_on_postgres() {
     let url = scribe_db::testing::fresh_test_database("scribe_server_cut").unwrap();
     let sqlite = Database::open(&db).unwrap();
     let pg = Database::open(&url).unwrap();
-    scribe_db::copy::copy(&sqlite, &pg, |_| {}).unwrap();
+    scribe_db::copy::copy(&sqlite, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap();
     let on_pg = serve(std::path::Path::new(&url), None);
     let on_sqlite = serve(&db, None);
     let page = check_cut_parts(on_pg.addr);
@@ -333,7 +333,7 @@ fn a_cut_string_reads_its_nul_as_a_space_on_postgres() {
     let url = scribe_db::testing::fresh_test_database("scribe_server_cut_nul").unwrap();
     let sqlite = Database::open(&db).unwrap();
     let pg = Database::open(&url).unwrap();
-    scribe_db::copy::copy(&sqlite, &pg, |_| {}).unwrap();
+    scribe_db::copy::copy(&sqlite, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap();
     let server = serve(std::path::Path::new(&url), None);
     let page = get_json(server.addr, "/api/sessions/ses_big/messages");
     let sent = page["messages"][1]["parts"][0]["part"]["state"]["output"]

@@ -229,18 +229,12 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
         };
         CliError::Interrupted(what)
     };
-    let mut created = created;
     let mut bar: Option<(String, indicatif::ProgressBar)> = None;
     let copied = scribe_db::copy::copy(&from, &to, |p| {
         if interrupt.happened() {
-            // The copy cannot be stopped between its batches from here, and nothing of
-            // it is committed yet: remove what this command created and end, which
-            // rolls the transaction back.
-            if let Some((_, done)) = bar.take() {
-                done.finish_and_clear();
-            }
-            eprintln!("scribe: {}", stopped(created.take()));
-            std::process::exit(i32::from(crate::interrupt::EXIT));
+            // Nothing of the copy is committed yet: it stops, and its transaction is
+            // rolled back.
+            return std::ops::ControlFlow::Break(());
         }
         if bar.as_ref().is_none_or(|(table, _)| *table != p.table) {
             if let Some((_, done)) = bar.take() {
@@ -253,6 +247,7 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
         if let Some((_, current)) = &bar {
             current.set_position(p.done);
         }
+        std::ops::ControlFlow::Continue(())
     });
     if let Some((_, done)) = bar.take() {
         done.finish_and_clear();
@@ -281,6 +276,10 @@ fn copy(out: &mut impl Write, args: &CopyArgs) -> Result<(), CliError> {
                 (report, location)
             }
         },
+        (Err(scribe_db::Error::CopyStopped), created) => {
+            drop(to);
+            return Err(stopped(created));
+        }
         (Err(err), None) => return Err(err.into()),
         (Err(err), Some(created)) => {
             drop(to);

@@ -21,6 +21,7 @@
 //! none since schema version 11).
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -64,13 +65,15 @@ struct Table {
 }
 
 /// Copies every row of `from` into `to`, which must be empty and at the same schema
-/// version; one end must be SQLite. Calls `progress` after each batch. Into PostgreSQL,
-/// an id longer than [`crate::ids::MAX_ID_BYTES`] is [`Error::IdTooLong`] naming its
-/// session, before anything is written.
+/// version; one end must be SQLite. Calls `progress` after each batch; when it returns
+/// [`ControlFlow::Break`] the copy stops there with [`Error::CopyStopped`] and its one
+/// transaction is rolled back (nothing was copied). Into PostgreSQL, an id longer than
+/// [`crate::ids::MAX_ID_BYTES`] is [`Error::IdTooLong`] naming its session, before
+/// anything is written.
 pub fn copy(
     from: &Database,
     to: &Database,
-    mut progress: impl FnMut(&CopyProgress),
+    mut progress: impl FnMut(&CopyProgress) -> ControlFlow<()>,
 ) -> Result<CopyReport> {
     if std::ptr::eq(from, to) {
         return Err(Error::CopyRefused(
@@ -156,12 +159,14 @@ pub fn copy(
                     }
                     insert_pg(&mut tx, table, &rows)?;
                     done += rows.len() as u64;
-                    progress(&CopyProgress {
+                    match progress(&CopyProgress {
                         table: table.name.clone(),
                         done,
                         total,
-                    });
-                    Ok(())
+                    }) {
+                        ControlFlow::Continue(()) => Ok(()),
+                        ControlFlow::Break(()) => Err(Error::CopyStopped),
+                    }
                 })?;
                 report.tables.push((table.name.clone(), done));
             }
@@ -271,12 +276,14 @@ pub fn copy(
                             stmt.execute(rusqlite::params_from_iter(row.iter()))?;
                         }
                         done += rows.len() as u64;
-                        progress(&CopyProgress {
+                        match progress(&CopyProgress {
                             table: table.name.clone(),
                             done,
                             total,
-                        });
-                        Ok(())
+                        }) {
+                            ControlFlow::Continue(()) => Ok(()),
+                            ControlFlow::Break(()) => Err(Error::CopyStopped),
+                        }
                     })?;
                     report.tables.push((table.name.clone(), done));
                 }
