@@ -445,7 +445,7 @@ fn a_sqlite_store_with_nul_parts_copies_to_postgres_and_back_losslessly() {
     assert!(before.contains("\\u0000"), "{before}");
 
     let pg = TestDb::new(Backend::Postgres);
-    scribe_db::copy::copy(&sqlite.db, &pg.db, |_| {}).unwrap();
+    scribe_db::copy::copy(&sqlite.db, &pg.db, |_| std::ops::ControlFlow::Continue(())).unwrap();
     assert_eq!(export(&pg.db), before);
     let on_pg = MessageService::new(Arc::clone(&pg.db));
     for word in ["copied", "text", "out", "put", "escaped"] {
@@ -454,7 +454,7 @@ fn a_sqlite_store_with_nul_parts_copies_to_postgres_and_back_losslessly() {
     assert_eq!(check(&on_pg), Vec::<String>::new());
 
     let back = TestDb::new(Backend::Sqlite);
-    scribe_db::copy::copy(&pg.db, &back.db, |_| {}).unwrap();
+    scribe_db::copy::copy(&pg.db, &back.db, |_| std::ops::ControlFlow::Continue(())).unwrap();
     assert_eq!(export(&back.db), before);
 }
 

@@ -148,7 +148,7 @@ fn pair() -> Pair {
     ))
     .unwrap();
     let pg = fresh_postgres();
-    scribe_db::copy::copy(&db, &pg, |_| {}).unwrap();
+    scribe_db::copy::copy(&db, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap();
     Pair {
         _dir: dir,
         sqlite: svc,

@@ -200,7 +200,10 @@ fn db_copy_of_a_nul_in_a_text_column_names_the_row_and_stores_nothing() {
         })
         .unwrap();
     let target = TestDb::new(Backend::Postgres);
-    let err = scribe_db::copy::copy(&source.db, &target.db, |_| {}).unwrap_err();
+    let err = scribe_db::copy::copy(&source.db, &target.db, |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap_err();
     assert_refused(&err, &format!("sessions.system_prompt of row {}", odd.id));
     assert!(sessions_of(&target.db).is_empty());
 }
