@@ -153,14 +153,16 @@ pub enum CliError {
         /// How many the file holds.
         total: usize,
     },
-    /// Some files of an `import --from` failed (listed in its report); the others were
-    /// imported.
-    #[error("{failed} of {total} files could not be imported (see above)")]
+    /// Some files of an `import --from`, or some sessions of its files, failed (listed in
+    /// its report); the others were imported.
+    #[error("{} could not be imported (see above)", import_failures(*failed, *total, *sessions))]
     ImportFilesFailed {
-        /// How many failed.
+        /// How many files failed.
         failed: usize,
-        /// How many were found.
+        /// How many files were found.
         total: u64,
+        /// How many sessions of files that were read failed.
+        sessions: usize,
     },
     /// The PATHs given to `import --from` hold none of the agent's history.
     #[error("no {agent} history in {paths} ({keeps}); check the PATH, or --from")]
@@ -231,4 +233,22 @@ pub fn is_broken_pipe(err: &CliError) -> bool {
         next = err.source();
     }
     false
+}
+
+/// What failed in an `import --from`: "2 of 10 files", "1 session", or both.
+fn import_failures(files: usize, total: u64, sessions: usize) -> String {
+    let files = (files > 0).then(|| format!("{files} of {total} files"));
+    let sessions = (sessions > 0).then(|| {
+        if sessions == 1 {
+            "1 session".to_owned()
+        } else {
+            format!("{sessions} sessions")
+        }
+    });
+    match (files, sessions) {
+        (Some(f), Some(s)) => format!("{f} and {s}"),
+        (Some(f), None) => f,
+        (None, Some(s)) => s,
+        (None, None) => "nothing".to_owned(),
+    }
 }

@@ -701,3 +701,53 @@ fn absurd_token_counts_imported_twice_stop_at_the_largest_count() {
         );
     }
 }
+
+/// A session the store refuses (an id over 1,024 bytes) in a file whose other session is
+/// imported is a failed session, not a failed file: the human report says "failed a
+/// session of FILE", `--json` lists it under `failed_sessions` (and `failed`, the files,
+/// stays empty), and the exit status 1 says "1 session could not be imported". Before,
+/// it read "1 of 2 files could not be imported", though both files were read.
+#[test]
+fn a_refused_session_is_reported_as_a_session_not_a_file() {
+    let (dir, scribe) = setup();
+    let root = dir.path().join("rollouts");
+    std::fs::create_dir_all(&root).unwrap();
+    let long = "7".repeat(3_000);
+    let fine = "019c8a70-dda7-7f33-98ea-f30553347399";
+    for (id, file) in [
+        (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
+        (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
+    ] {
+        let meta = format!(
+            r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
+        );
+        let reply = r#"{"timestamp":"2026-02-23T12:19:42.562Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#;
+        std::fs::write(root.join(file), format!("{meta}\n{reply}\n")).unwrap();
+    }
+    let path = root.to_str().unwrap();
+    let out = scribe.run(&["import", "--from", "codex", path, "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(text.contains("failed a session of "), "{text}");
+    assert!(text.contains("long.jsonl: session id 7777"), "{text}");
+    assert!(err.contains("1 session could not be imported"), "{err}");
+    assert!(!err.contains("files"), "{err}");
+
+    let out = scribe.run(&["import", "--from", "codex", path, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codex = source(&report, "codex");
+    assert_eq!(codex["failed"].as_array().unwrap().len(), 0, "{report}");
+    let sessions = codex["failed_sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{report}");
+    assert!(
+        sessions[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("long.jsonl"),
+        "{report}"
+    );
+    assert_eq!(codex["files_read"], 2, "{report}");
+    assert_eq!(codex["sessions_created"], 1, "{report}");
+}

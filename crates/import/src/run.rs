@@ -72,10 +72,12 @@ pub struct SourceSummary {
     pub skipped: BTreeMap<String, u64>,
     /// Lines or records that could not be read (the rest of their file was imported).
     pub malformed: Vec<Malformed>,
-    /// Files that could not be read at all, and sessions that could not be stored (an
-    /// id longer than [`scribe_db::ids::MAX_ID_BYTES`]; the rest of their file was
-    /// imported), with why.
+    /// Files that could not be read at all, with why.
     pub failed: Vec<Malformed>,
+    /// Sessions that could not be stored (an id longer than
+    /// [`scribe_db::ids::MAX_ID_BYTES`]), each with its file and why; the rest of their
+    /// file was imported.
+    pub failed_sessions: Vec<Malformed>,
     /// What was stored.
     pub written: Written,
     /// Tokens of the messages read.
@@ -323,8 +325,8 @@ fn take_file(
 
 /// Takes out of `part` every session whose source id is longer than
 /// [`scribe_db::ids::MAX_ID_BYTES`] (its Scribe id would be that id, which neither backend
-/// stores), with everything of it, and reports each in `summary.failed` with the typed
-/// error's words; the file's other sessions go on. A parent or record key that long names
+/// stores), with everything of it, and reports each in `summary.failed_sessions` with the
+/// typed error's words; the file's other sessions go on. A parent or record key that long names
 /// nothing that can be stored, and is dropped. Before, PostgreSQL refused such an id with
 /// a raw message and the whole import stopped; SQLite stored it.
 fn refuse_long_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
@@ -333,7 +335,7 @@ fn refuse_long_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
     let mut refused = std::collections::HashSet::new();
     part.sessions.retain_mut(|rec| {
         if let Err(err) = check_id("session", &rec.external_id) {
-            summary.failed.push(Malformed {
+            summary.failed_sessions.push(Malformed {
                 path: path.to_owned(),
                 line: None,
                 error: err.to_string(),

@@ -224,7 +224,8 @@ fn claude_tool_input_nested_deeper_than_a_part_may_is_kept_as_text() {
 
 /// A Codex rollout whose session id (its `session_meta` line's) is 3,000 bytes (a
 /// hand-edited or another program's file), next to an ordinary one: that session fails
-/// alone, reported in `failed` with the kind and length, and the other is imported.
+/// alone, reported in `failed_sessions` (not as a failed file) with the kind and length,
+/// and the other is imported.
 /// Before, SQLite stored the id and PostgreSQL refused it with a raw message, which
 /// stopped the whole import.
 #[test]
@@ -246,10 +247,15 @@ fn a_session_id_longer_than_an_id_may_be_fails_that_session_alone() {
     }
     let db = scribe_db(dir.path());
     let s = run(&db, Source::Codex, &[root]);
-    assert_eq!(s.failed.len(), 1, "{:?}", s.failed);
-    assert!(s.failed[0].path.ends_with("long.jsonl"), "{:?}", s.failed);
+    // The file was read (its other sessions, had it any, are imported): a failed
+    // session, not a failed file.
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    assert_eq!(s.files_read, 2);
+    let failed = &s.failed_sessions;
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].path.ends_with("long.jsonl"), "{failed:?}");
     assert_eq!(
-        s.failed[0].error,
+        failed[0].error,
         format!(
             "session id {}… is 3000 bytes long, more than the 1024 an id may have",
             "7".repeat(24)

@@ -92,6 +92,7 @@ struct SourceJson<'a> {
     skipped: &'a std::collections::BTreeMap<String, u64>,
     malformed: Vec<Problem<'a>>,
     failed: Vec<Problem<'a>>,
+    failed_sessions: Vec<Problem<'a>>,
     sessions_created: u64,
     sessions_updated: u64,
     messages_inserted: u64,
@@ -173,10 +174,12 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
         // The report lists what failed; the exit status says that something did, for
         // scripts (as `scribe import FILE` does for a session that failed).
         let failed: usize = summaries.iter().map(|s| s.failed.len()).sum();
-        if failed > 0 {
+        let sessions: usize = summaries.iter().map(|s| s.failed_sessions.len()).sum();
+        if failed + sessions > 0 {
             return Err(CliError::ImportFilesFailed {
                 failed,
                 total: summaries.iter().map(|s| s.files).sum(),
+                sessions,
             });
         }
         // PATHs the user named that hold nothing this agent reads are a mistake (another
@@ -275,6 +278,7 @@ fn source_json(s: &SourceSummary) -> SourceJson<'_> {
         skipped: &s.skipped,
         malformed: problems(&s.malformed),
         failed: problems(&s.failed),
+        failed_sessions: problems(&s.failed_sessions),
         sessions_created: w.sessions_created,
         sessions_updated: w.sessions_updated,
         messages_inserted: w.messages_inserted,
@@ -292,6 +296,7 @@ fn changed(s: &SourceSummary) -> bool {
     w.messages_inserted + w.messages_merged + w.parts_updated + w.sessions_created > 0
         || !s.malformed.is_empty()
         || !s.failed.is_empty()
+        || !s.failed_sessions.is_empty()
 }
 
 /// Imports every target once, with a progress bar per source on a terminal.
@@ -465,6 +470,12 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
         text.push_str(&paint(
             style::ERROR,
             format!("  failed {}: {}\n", f.path, f.error),
+        ));
+    }
+    for f in &s.failed_sessions {
+        text.push_str(&paint(
+            style::ERROR,
+            format!("  failed a session of {}: {}\n", f.path, f.error),
         ));
     }
     text
