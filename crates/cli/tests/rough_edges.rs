@@ -412,3 +412,104 @@ fn a_dry_run_leaves_an_empty_or_older_postgres_database_as_it_was() {
         "{version:?}"
     );
 }
+
+/// `count` Codex rollouts of `messages` messages each under `dir/sessions`.
+fn codex_rollouts(dir: &Path, count: usize, messages: usize) -> PathBuf {
+    let root = dir.join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let filler = "a line of a long conversation about the parser ".repeat(4);
+    for i in 0..count {
+        let id = format!("019c8a70-dda7-7f33-98ea-{i:012}");
+        let mut text = format!(
+            r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
+        );
+        text.push('\n');
+        for m in 0..messages {
+            let (role, kind) = if m % 2 == 0 {
+                ("user", "input_text")
+            } else {
+                ("assistant", "output_text")
+            };
+            text.push_str(&format!(
+                r#"{{"timestamp":"2026-02-23T12:{:02}:{:02}.000Z","type":"response_item","payload":{{"type":"message","role":"{role}","content":[{{"type":"{kind}","text":"{m}: {filler}"}}]}}}}"#,
+                20 + m / 60,
+                m % 60
+            ));
+            text.push('\n');
+        }
+        std::fs::write(
+            root.join(format!("rollout-2026-02-23T13-19-38-{i:05}.jsonl")),
+            text,
+        )
+        .unwrap();
+    }
+    root
+}
+
+/// Ctrl-C during `import --from AGENT`: it stops between files (the files taken are
+/// stored, whole), prints its report, says on stderr how many sessions it stored and
+/// how many of the agent's files it did not reach, and exits 130; importing again reads
+/// the rest, and every session is there once. Before, the signal ended it and it printed
+/// nothing.
+#[test]
+fn ctrl_c_stops_an_import_from_an_agent_between_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, messages) = (2_000, 40);
+    let root = codex_rollouts(dir.path(), files, messages);
+    let db = dir.path().join("agent.db");
+    let child = scribe(&db)
+        .args(["import", "--from", "codex"])
+        .arg(&root)
+        .spawn()
+        .unwrap();
+    interrupt_when(&child, || stored(&db) > 0);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let first = stored(&db);
+    assert!(
+        first > 0 && usize::try_from(first).unwrap() < files,
+        "{first}: {err}"
+    );
+    assert!(
+        text(&out.stdout).starts_with("codex "),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        err.contains(&format!("interrupted: {first} sessions (")),
+        "{err}"
+    );
+    assert!(err.contains(" files of codex not reached"), "{err}");
+    assert!(err.contains("importing again reads the rest"), "{err}");
+    // Whole files: every stored session has all its messages (the importer makes 21 of
+    // each file's 40 lines; the count is the same for every file, whole).
+    let counts = |db: &Path| -> Vec<i64> {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT DISTINCT message_count FROM sessions")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let whole = counts(&db);
+    assert_eq!(whole.len(), 1, "{whole:?}");
+
+    let out = scribe(&db)
+        .args(["import", "--from", "codex", "--json"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(
+        report["sources"][0]["sessions_created"].as_i64().unwrap(),
+        i64::try_from(files).unwrap() - first,
+        "{report}"
+    );
+    assert_eq!(stored(&db), i64::try_from(files).unwrap());
+    assert_eq!(counts(&db), whole);
+    let check = scribe(&db).args(["db", "check"]).output().unwrap();
+    ok(&check);
+}

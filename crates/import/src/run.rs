@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
 use scribe_message::TokenUsage;
@@ -23,6 +25,18 @@ pub struct Options {
     pub batch_messages: usize,
     /// Prices for usage without a reported cost.
     pub pricer: Pricer,
+    /// When set (`scribe import --from` on Ctrl-C), the import takes no further file:
+    /// the files already taken are stored in one last transaction (and indexed, as at
+    /// any run's end) and [`import`] returns with [`SourceSummary::stopped`]; the files
+    /// not reached are read by the next import, as any file not yet imported.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Options {
+    /// Whether [`Options::stop`] is set.
+    fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
+    }
 }
 
 impl Default for Options {
@@ -31,6 +45,7 @@ impl Default for Options {
             since: None,
             batch_messages: 5_000,
             pricer: Pricer::default(),
+            stop: None,
         }
     }
 }
@@ -84,6 +99,10 @@ pub struct SourceSummary {
     pub tokens: TokenUsage,
     /// Their cost (reported or estimated), US dollars.
     pub cost_usd: f64,
+    /// [`Options::stop`] ended the import before every file to read was taken (the
+    /// files taken were stored; `files - files_read - files_unchanged - files_too_old`
+    /// were not reached).
+    pub stopped: bool,
     /// Messages (or session totals) with usage of a model the pricing catalog does not
     /// know: their tokens are kept, their cost is unknown and not in `cost_usd`.
     pub unpriced: u64,
@@ -199,8 +218,13 @@ pub fn import(
         progress(Event::Done(&todo.path));
         Ok(())
     };
+    let mut stopped = false;
     if importer.reads_state() {
         for todo in &todo {
+            if options.stopped() {
+                stopped = true;
+                break;
+            }
             let read = read_file(importer, todo, options, &*sink);
             take(todo, read, sink)?;
         }
@@ -227,20 +251,27 @@ pub fn import(
                 }
                 let _ = send.send(group);
             });
-            // Each read is of the next file in `todo`, in order.
+            // Each read is of the next file in `todo`, in order. Dropping `receive` on a
+            // stop ends the reader at its next hand-over.
             let mut todo = todo.iter();
-            while let Ok(group) = receive.recv() {
+            'groups: while let Ok(group) = receive.recv() {
                 for read in group {
+                    if options.stopped() {
+                        stopped = true;
+                        break 'groups;
+                    }
                     let Some(t) = todo.next() else {
                         break;
                     };
                     take(t, read, sink)?;
                 }
             }
+            drop(receive);
             Ok(())
         })?;
     }
     summary.written += sink.commit(source, &batch)?;
+    summary.stopped = stopped;
     sink.finish(&mut |done, total| progress(Event::Indexed { done, total }))?;
     Ok(summary)
 }

@@ -40,6 +40,9 @@ const TITLE_CHARS: usize = 60;
 /// XDG_DATA_HOME, HERMES_HOME, GEMINI_DATA_DIR), or the files and directories given.
 /// Incremental: an unchanged file costs one stat, a grown one is read from where the last
 /// import stopped, and importing twice changes nothing. The agents' files are only read.
+/// Ctrl-C stops it between files (those taken are stored whole), says what was stored
+/// and how many files it did not reach, and exits with 130; importing again reads the
+/// rest. With --watch, Ctrl-C ends the watch (what it committed stays).
 #[derive(Debug, Args)]
 pub struct ImportCmd {
     /// Without --from: the export file (`-` for stdin). With --from: the agent's files or

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -13,6 +14,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::CliError;
+use crate::interrupt::Interrupt;
 use crate::json::{self, Tokens, usd};
 use crate::ui::{self, paint, style};
 
@@ -146,8 +148,12 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             (source, roots)
         })
         .collect();
+    // Ctrl-C stops a one-off import between files (what was taken is stored), and says
+    // so; `--watch` keeps Ctrl-C's default, which ends it (what it committed stays).
+    let interrupt = (!args.watch).then(Interrupt::catch);
     let options = Options {
         since: args.since,
+        stop: interrupt.as_ref().map(Interrupt::flag),
         ..Options::default()
     };
     // Watching starts before the first import, so nothing written during it is missed.
@@ -171,6 +177,12 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
         }
     }
     let Some(watch) = watch else {
+        // Ctrl-C that came when every file was taken (while the last agent's search
+        // indexes were built) left nothing undone.
+        let left = summaries.iter().any(|s| s.stopped) || summaries.len() < targets.len();
+        if left && interrupt.as_ref().is_some_and(Interrupt::happened) {
+            return Err(stopped(&summaries, targets.len(), args.dry_run));
+        }
         // The report lists what failed; the exit status says that something did, for
         // scripts (as `scribe import FILE` does for a session that failed).
         let failed: usize = summaries.iter().map(|s| s.failed.len()).sum();
@@ -338,9 +350,62 @@ fn once(
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
+        let stopped = summary.stopped;
         summaries.push(summary);
+        if stopped
+            || options
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::SeqCst))
+        {
+            break;
+        }
     }
     Ok(summaries)
+}
+
+/// What a one-off import that Ctrl-C stopped says after its report (exit status 130):
+/// what it stored, and how much it did not reach (files of the agent it was reading,
+/// agents of `--from all` it did not start).
+fn stopped(summaries: &[SourceSummary], agents: usize, dry_run: bool) -> CliError {
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let sessions: u64 = summaries
+        .iter()
+        .map(|s| s.written.sessions_created + s.written.sessions_updated)
+        .sum();
+    let messages: u64 = summaries.iter().map(|s| s.written.messages_inserted).sum();
+    let mut left = Vec::new();
+    for s in summaries.iter().filter(|s| s.stopped) {
+        let reached = s.files_read + s.files_unchanged + s.files_too_old;
+        left.push(format!(
+            "{} of {} files of {} not reached",
+            ui::grouped(n(s.files.saturating_sub(reached))),
+            ui::grouped(n(s.files)),
+            s.source
+        ));
+    }
+    let not_started = agents.saturating_sub(summaries.len());
+    if not_started > 0 {
+        left.push(format!(
+            "{} not started",
+            ui::plural(n(not_started as u64), "more agent")
+        ));
+    }
+    let verb = if dry_run {
+        "would be imported"
+    } else {
+        "stored"
+    };
+    let mut text = format!(
+        "{} ({} new) {verb}",
+        ui::plural(n(sessions), "session"),
+        ui::plural(n(messages), "message"),
+    );
+    if !left.is_empty() {
+        text.push_str(&format!(", {}", left.join(", ")));
+    }
+    text.push_str("; importing again reads the rest");
+    CliError::Interrupted(text)
 }
 
 fn watch_line(s: &SourceSummary) -> String {
