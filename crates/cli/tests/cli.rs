@@ -506,6 +506,14 @@ fn another_programs_database_is_refused_and_left_untouched() {
         vec!["db", "info", "--db", p],
         vec!["db", "migrate", "--db", p],
         vec!["import", "--db", p, empty_export.to_str().unwrap()],
+        vec![
+            "import",
+            "--db",
+            p,
+            "--from",
+            "codex",
+            empty_export.to_str().unwrap(),
+        ],
     ] {
         let out = scribe(&args, None);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -513,6 +521,11 @@ fn another_programs_database_is_refused_and_left_untouched() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("SQLite database of another program"), "{err}");
         assert!(err.contains("(1 table, no scribe schema)"), "{err}");
+        // The advice fits an `import --from` too: the file goes after it, --db elsewhere.
+        assert!(
+            err.contains("name its files after `scribe import --from AGENT` and give --db"),
+            "{err}"
+        );
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let names: Vec<String> = std::fs::read_dir(dir.path())

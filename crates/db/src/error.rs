@@ -387,7 +387,12 @@ fn foreign_what(backend: crate::Backend) -> &'static str {
 /// What to do instead, by backend.
 fn foreign_advice(backend: crate::Backend) -> &'static str {
     match backend {
-        crate::Backend::Sqlite => "to import an agent's history, use `scribe import --from`",
+        // The file is most likely an agent's own database named as scribe's store: say
+        // where each goes, whether or not the command was an `import --from` already.
+        crate::Backend::Sqlite => {
+            "to import an agent's history, name its files after `scribe import --from AGENT` \
+             and give --db a store of scribe's own, or none for the default"
+        }
         crate::Backend::Postgres => "give scribe a database of its own, e.g. `createdb scribe`",
     }
 }

@@ -291,8 +291,9 @@ fn a_foreign_file_is_refused_counting_its_tables() {
                 err.to_string(),
                 format!(
                     "{} is an SQLite database of another program ({count} no scribe schema); \
-                     scribe leaves it as it is (to import an agent's history, use `scribe \
-                     import --from`)",
+                     scribe leaves it as it is (to import an agent's history, name its files \
+                     after `scribe import --from AGENT` and give --db a store of scribe's own, \
+                     or none for the default)",
                     path.display()
                 )
             );
