@@ -14,7 +14,7 @@ use serde_json::Value;
 #[path = "../../import/tests/common/fixture_home.rs"]
 mod fixture_home;
 
-use fixture_home::{build_db, copy_tree, fixtures, home};
+use fixture_home::{build_db, codex_rollout, copy_tree, fixtures, home};
 
 struct Scribe {
     db: PathBuf,
@@ -718,11 +718,8 @@ fn a_refused_session_is_reported_as_a_session_not_a_file() {
         (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
         (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
     ] {
-        let meta = format!(
-            r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
-        );
-        let reply = r#"{"timestamp":"2026-02-23T12:19:42.562Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#;
-        std::fs::write(root.join(file), format!("{meta}\n{reply}\n")).unwrap();
+        let rollout = codex_rollout(id, &[("assistant", "hi")]);
+        std::fs::write(root.join(file), rollout).unwrap();
     }
     let path = root.to_str().unwrap();
     let out = scribe.run(&["import", "--from", "codex", path, "--dry-run"]);

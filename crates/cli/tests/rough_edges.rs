@@ -417,29 +417,21 @@ fn a_dry_run_leaves_an_empty_or_older_postgres_database_as_it_was() {
 fn codex_rollouts(dir: &Path, count: usize, messages: usize) -> PathBuf {
     let root = dir.join("sessions");
     std::fs::create_dir_all(&root).unwrap();
-    let filler = "a line of a long conversation about the parser ".repeat(4);
+    let lines: Vec<(&str, String)> = (0..messages)
+        .map(|m| {
+            let role = if m % 2 == 0 { "user" } else { "assistant" };
+            (
+                role,
+                format!("{m}: {}", "a line of a long conversation ".repeat(6)),
+            )
+        })
+        .collect();
+    let lines: Vec<(&str, &str)> = lines.iter().map(|(r, t)| (*r, t.as_str())).collect();
     for i in 0..count {
         let id = format!("019c8a70-dda7-7f33-98ea-{i:012}");
-        let mut text = format!(
-            r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
-        );
-        text.push('\n');
-        for m in 0..messages {
-            let (role, kind) = if m % 2 == 0 {
-                ("user", "input_text")
-            } else {
-                ("assistant", "output_text")
-            };
-            text.push_str(&format!(
-                r#"{{"timestamp":"2026-02-23T12:{:02}:{:02}.000Z","type":"response_item","payload":{{"type":"message","role":"{role}","content":[{{"type":"{kind}","text":"{m}: {filler}"}}]}}}}"#,
-                20 + m / 60,
-                m % 60
-            ));
-            text.push('\n');
-        }
         std::fs::write(
             root.join(format!("rollout-2026-02-23T13-19-38-{i:05}.jsonl")),
-            text,
+            fixture_home::codex_rollout(&id, &lines),
         )
         .unwrap();
     }

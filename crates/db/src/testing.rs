@@ -119,3 +119,19 @@ pub fn bare_message<'a>(
         finished_at: None,
     }
 }
+
+/// `len` bytes no compressor shrinks much, from a fixed `seed` (an xorshift over 64
+/// letters, digits and `-_`): PostgreSQL compresses an index key before it compares it
+/// with its limit, so a test of a key too long to index needs text like this.
+pub fn incompressible(len: usize, seed: u64) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(ALPHABET[(x % 64) as usize])
+        })
+        .collect()
+}

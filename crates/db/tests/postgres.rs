@@ -20,6 +20,7 @@ use common::{new_session, text};
 use scribe_db::events::{ChangeOp, Notice};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries::{self as q, Queries};
+use scribe_db::testing::incompressible;
 use scribe_db::{Backend, Database, Error, ErrorKind, Options, now_ms};
 use scribe_pubsub::{Broker, RecvTimeoutError};
 
@@ -2170,21 +2171,6 @@ fn a_search_path_naming_no_schema_is_refused_with_what_to_do() {
     );
     assert!(tables("nosuch") > 5, "{}", tables("nosuch"));
     assert_eq!(tables("public"), 0);
-}
-
-/// `len` bytes no compressor shrinks much (PostgreSQL compresses an index key before it
-/// compares it with its limit), from a fixed seed.
-fn incompressible(len: usize, seed: u64) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            char::from(ALPHABET[usize::try_from(x % 64).unwrap()])
-        })
-        .collect()
 }
 
 /// An SQLite store holding an id longer than `MAX_ID_BYTES` (written before the rule,

@@ -239,11 +239,8 @@ fn a_session_id_longer_than_an_id_may_be_fails_that_session_alone() {
         (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
         (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
     ] {
-        let meta = format!(
-            r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
-        );
-        let reply = r#"{"timestamp":"2026-02-23T12:19:42.562Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#;
-        std::fs::write(root.join(file), format!("{meta}\n{reply}\n")).unwrap();
+        let rollout = codex_rollout(id, &[("assistant", "hi")]);
+        std::fs::write(root.join(file), rollout).unwrap();
     }
     let db = scribe_db(dir.path());
     let s = run(&db, Source::Codex, &[root]);

@@ -17,26 +17,12 @@ use std::sync::Arc;
 
 use scribe_db::Database;
 use scribe_db::ids::{IdTooLong, MAX_ID_BYTES};
+use scribe_db::testing::incompressible;
 use scribe_message::{MessageError, MessageService, NewMessage, Part, Role};
 use scribe_session::{
     ExportSelection, FileVersion, ImportOutcome, NewSession, SessionError, SessionExport,
     SessionFilter, SessionService,
 };
-
-/// `len` bytes no compressor shrinks much (PostgreSQL compresses an index key before it
-/// compares it with its limit), from a fixed seed.
-fn incompressible(len: usize, seed: u64) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            char::from(ALPHABET[usize::try_from(x % 64).unwrap()])
-        })
-        .collect()
-}
 
 /// Four exported sessions of one message each (the last with a file version), from a
 /// scratch SQLite store.

@@ -60,3 +60,27 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("gemini", &home.join(".gemini"));
     home
 }
+
+/// A Codex rollout (JSON Lines) of session `id`: its `session_meta` line, then one
+/// `response_item` message per `(role, text)`, a second apart, user lines as
+/// `input_text` and the others as `output_text`.
+pub fn codex_rollout(id: &str, messages: &[(&str, &str)]) -> String {
+    let mut text = format!(
+        r#"{{"timestamp":"2026-02-23T12:19:42.561Z","type":"session_meta","payload":{{"id":"{id}","timestamp":"2026-02-23T12:19:38.535Z","cwd":"/p","originator":"codex_cli_rs","cli_version":"0.104.0","source":"cli","model_provider":"openai"}}}}"#
+    );
+    text.push('\n');
+    for (n, (role, said)) in messages.iter().enumerate() {
+        let kind = if *role == "user" {
+            "input_text"
+        } else {
+            "output_text"
+        };
+        text.push_str(&format!(
+            r#"{{"timestamp":"2026-02-23T12:{:02}:{:02}.000Z","type":"response_item","payload":{{"type":"message","role":"{role}","content":[{{"type":"{kind}","text":"{said}"}}]}}}}"#,
+            20 + n / 60,
+            n % 60
+        ));
+        text.push('\n');
+    }
+    text
+}
