@@ -14,7 +14,7 @@ use serde_json::Value;
 #[path = "../../import/tests/common/fixture_home.rs"]
 mod fixture_home;
 
-use fixture_home::{build_db, codex_rollout, copy_tree, fixtures, home};
+use fixture_home::{build_db, copy_tree, fixtures, home, long_and_fine_rollouts};
 
 struct Scribe {
     db: PathBuf,
@@ -711,16 +711,7 @@ fn absurd_token_counts_imported_twice_stop_at_the_largest_count() {
 fn a_refused_session_is_reported_as_a_session_not_a_file() {
     let (dir, scribe) = setup();
     let root = dir.path().join("rollouts");
-    std::fs::create_dir_all(&root).unwrap();
-    let long = "7".repeat(3_000);
-    let fine = "019c8a70-dda7-7f33-98ea-f30553347399";
-    for (id, file) in [
-        (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
-        (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
-    ] {
-        let rollout = codex_rollout(id, &[("assistant", "hi")]);
-        std::fs::write(root.join(file), rollout).unwrap();
-    }
+    long_and_fine_rollouts(&root);
     let path = root.to_str().unwrap();
     let out = scribe.run(&["import", "--from", "codex", path, "--dry-run"]);
     assert_eq!(out.status.code(), Some(1));

@@ -232,16 +232,7 @@ fn claude_tool_input_nested_deeper_than_a_part_may_is_kept_as_text() {
 fn a_session_id_longer_than_an_id_may_be_fails_that_session_alone() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
-    std::fs::create_dir_all(&root).unwrap();
-    let long = "7".repeat(3_000);
-    let fine = "019c8a70-dda7-7f33-98ea-f30553347399";
-    for (id, file) in [
-        (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
-        (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
-    ] {
-        let rollout = codex_rollout(id, &[("assistant", "hi")]);
-        std::fs::write(root.join(file), rollout).unwrap();
-    }
+    let fine = long_and_fine_rollouts(&root);
     let db = scribe_db(dir.path());
     let s = run(&db, Source::Codex, &[root]);
     // The file was read (its other sessions, had it any, are imported): a failed

@@ -84,3 +84,19 @@ pub fn codex_rollout(id: &str, messages: &[(&str, &str)]) -> String {
     }
     text
 }
+
+/// Two Codex rollouts in `root` (created): `…-long.jsonl`, whose session id is 3,000
+/// bytes (more than an id may have), and `…-fine.jsonl`, an ordinary one, each with one
+/// reply; returns the ordinary session's id.
+pub fn long_and_fine_rollouts(root: &Path) -> &'static str {
+    std::fs::create_dir_all(root).unwrap();
+    let long = "7".repeat(3_000);
+    let fine = "019c8a70-dda7-7f33-98ea-f30553347399";
+    for (id, file) in [
+        (long.as_str(), "rollout-2026-02-23T13-19-38-long.jsonl"),
+        (fine, "rollout-2026-02-23T13-19-39-fine.jsonl"),
+    ] {
+        std::fs::write(root.join(file), codex_rollout(id, &[("assistant", "hi")])).unwrap();
+    }
+    fine
+}

@@ -13,7 +13,9 @@ use scribe_session::{Session, SessionFilter, SessionService, Store};
 
 pub mod fixture_home;
 
-pub use fixture_home::{build_db, codex_rollout, copy, copy_tree, fixtures, home};
+pub use fixture_home::{
+    build_db, codex_rollout, copy, copy_tree, fixtures, home, long_and_fine_rollouts,
+};
 
 /// A fresh Scribe database in `dir`.
 pub fn scribe_db(dir: &Path) -> Arc<Database> {
