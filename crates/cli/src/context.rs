@@ -35,10 +35,6 @@ pub struct Context {
     pub sessions: Arc<SessionService>,
     /// Messages.
     pub messages: Arc<MessageService>,
-    /// The directory of the migrated copy a dry run reads instead of an older store
-    /// ([`Context::open_dry_run`]); removed after the database is closed (fields drop in
-    /// order).
-    scratch: Option<tempfile::TempDir>,
 }
 
 impl Context {
@@ -61,7 +57,6 @@ impl Context {
             sessions: Arc::clone(store.sessions()),
             messages: Arc::clone(store.messages()),
             store,
-            scratch: None,
         }
     }
 
@@ -69,9 +64,10 @@ impl Context {
     /// writes nothing to it, not even a schema: it is read as it is, read-only. What it
     /// counts against instead, saying so on stderr: a missing database, or one without
     /// Scribe's schema yet (an empty file, an empty PostgreSQL database), counts as an
-    /// empty store; an SQLite store at an older schema version is copied to a temporary
-    /// directory and the copy migrated and read (the store itself stays byte for byte as
-    /// it was). An older PostgreSQL schema is refused (`scribe db migrate` first).
+    /// empty store. A store at an older schema version is refused, on both backends
+    /// (`Error::SchemaTooOld`: `scribe db migrate`, or any command that writes, first):
+    /// this build's queries cannot read it, and migrating a copy would mean copying the
+    /// whole store, consistently, only to count.
     pub fn open_dry_run(db: &DbPath) -> Result<Self, CliError> {
         let empty = |why: String| {
             eprintln!("scribe: {why}; a dry run counts against an empty store");
@@ -93,17 +89,6 @@ impl Context {
                 "{} holds no scribe schema yet (a dry run adds none)",
                 path.display()
             )),
-            Err(scribe_db::Error::SchemaTooOld { path, found, known })
-                if Database::backend_of(&db.path).ok() == Some(scribe_db::Backend::Sqlite) =>
-            {
-                let copy = migrated_copy(&path)?;
-                eprintln!(
-                    "scribe: {} has schema version {found}, older than this build's {known}; \
-                     the dry run reads a migrated copy and leaves it as it is",
-                    path.display()
-                );
-                Ok(copy)
-            }
             Err(err) => Err(err.into()),
         }
     }
@@ -238,34 +223,6 @@ impl Context {
             }),
         }
     }
-}
-
-/// A context over a migrated copy of the SQLite store at `path` (with its write-ahead
-/// log), in a temporary directory removed when the context is dropped.
-fn migrated_copy(path: &Path) -> Result<Context, CliError> {
-    let scratch = tempfile::tempdir().map_err(|source| CliError::DryRunCopy {
-        path: path.to_owned(),
-        source,
-    })?;
-    let copy = scratch.path().join("scribe.db");
-    for suffix in ["", "-wal"] {
-        let (mut from, mut to) = (path.as_os_str().to_owned(), copy.as_os_str().to_owned());
-        from.push(suffix);
-        to.push(suffix);
-        match std::fs::copy(&from, &to) {
-            Ok(_) => {}
-            Err(err) if !suffix.is_empty() && err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(CliError::DryRunCopy {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        }
-    }
-    let mut context = Context::over(Arc::new(Database::open(&copy)?));
-    context.scratch = Some(scratch);
-    Ok(context)
 }
 
 /// What a command needs of the database, which decides whether a missing one is created.

@@ -119,15 +119,6 @@ pub enum CliError {
     /// the message (exit status [`crate::interrupt::EXIT`]).
     #[error("interrupted: {0}")]
     Interrupted(String),
-    /// A dry run could not copy an older store to migrate the copy.
-    #[error("cannot copy {} to read it as this build's schema for the dry run", path.display())]
-    DryRunCopy {
-        /// The store.
-        path: PathBuf,
-        /// What the file system said.
-        #[source]
-        source: std::io::Error,
-    },
     /// `db copy`'s scratch name beside a new target is taken (by a copy that was killed).
     #[error("{} is in the way of the copy (left by a copy that was killed?); remove it and copy again", path.display())]
     CopyScratchExists {

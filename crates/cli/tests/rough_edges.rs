@@ -65,9 +65,10 @@ fn names_in(dir: &Path) -> Vec<String> {
 
 /// A dry run writes nothing: an empty (0-byte) file and an SQLite file without Scribe's
 /// schema stay byte for byte as they were (they were given the whole schema, and a
-/// `-writers` file beside them), an older store keeps its version and bytes (it was
-/// migrated), and a missing one is still not created; each still reports what would be
-/// imported, counted against an empty store or the older store's rows.
+/// `-writers` file beside them), an older store is refused with what to do and keeps its
+/// version and bytes (it was migrated), and a missing one is still not created; the
+/// others still report what would be imported, counted against an empty store or the
+/// store's rows.
 #[test]
 fn a_dry_run_leaves_an_empty_file_and_an_older_store_as_they_were() {
     let dir = tempfile::tempdir().unwrap();
@@ -93,14 +94,21 @@ fn a_dry_run_leaves_an_empty_file_and_an_older_store_as_they_were() {
     assert_eq!(sessions_created(&report), 7, "{report}");
     assert_eq!(std::fs::read(&blank).unwrap(), before);
 
-    // A store one schema version behind: read as a migrated copy, left as it was.
+    // A store one schema version behind: refused (this build cannot read it, and a dry
+    // run migrates nothing), as on PostgreSQL, and left as it was.
     let known = scribe_db::Database::known_schema_version();
     let older = dir.path().join("older.db");
     drop(scribe_db::Database::open_at_version(&older, known - 1).unwrap());
     let before = std::fs::read(&older).unwrap();
-    let (report, err) = dry_run(&older);
-    assert_eq!(sessions_created(&report), 7, "{report}");
+    let out = scribe(&older)
+        .args(["import", "--from", "claude-code", "--dry-run", "--json"])
+        .arg(claude_projects())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("older than this build's"), "{err}");
+    assert!(err.contains("scribe db migrate"), "{err}");
     assert_eq!(
         std::fs::read(&older).unwrap(),
         before,
