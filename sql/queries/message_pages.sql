@@ -35,16 +35,6 @@ SELECT m.id,
 FROM messages AS m
 WHERE m.id IN (sqlc.slice(ids));
 
--- name: ListMessageTexts :many
--- The searchable text of the given messages' parts, each cut to @max_chars characters, in
--- part order (search-hit context). The text is read through the view `parts_search`
--- (schema V11), the one place each dialect says how a part's text comes from its JSON.
-SELECT p.message_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
-FROM parts AS p
-JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.message_id IN (sqlc.slice(message_ids)) AND v.search_text IS NOT NULL
-ORDER BY p.message_id, p.position;
-
 -- name: ListSessionPartData :many
 -- Every part of a session in the order they were written (seq), only its stored columns
 -- (loading a conversation decodes each part's JSON once, in Rust). Driven by

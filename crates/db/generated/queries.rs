@@ -1258,57 +1258,7 @@ pub fn list_message_neighbors(
     rows.collect()
 }
 
-/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
-pub const LIST_MESSAGE_TEXTS_SQL: &str =
-    "SELECT p.message_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
-FROM parts AS p
-JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.message_id IN (/*SLICE:message_ids*/?) AND v.search_text IS NOT NULL
-ORDER BY p.message_id, p.position";
-
-/// A row returned by [`list_message_texts`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListMessageTextsRow {
-    pub message_id: String,
-    pub text: String,
-}
-
-/// Parameters of [`list_message_texts`].
-#[derive(Debug, Clone, Copy)]
-pub struct ListMessageTextsParams<'a> {
-    pub max_chars: i64,
-    pub message_ids: &'a [&'a str],
-}
-
-/// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
-///
-/// The searchable text of the given messages' parts, each cut to @max_chars characters, in
-/// part order (search-hit context). The text is read through the view `parts_search`
-/// (schema V11), the one place each dialect says how a part's text comes from its JSON.
-pub fn list_message_texts(
-    conn: &rusqlite::Connection,
-    params: &ListMessageTextsParams<'_>,
-) -> rusqlite::Result<Vec<ListMessageTextsRow>> {
-    let mut next = 2;
-    let sql = sqlgen_expand_slice(
-        LIST_MESSAGE_TEXTS_SQL,
-        "message_ids",
-        &mut next,
-        params.message_ids.len(),
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&params.max_chars];
-    values.extend(params.message_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
-    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
-        Ok(ListMessageTextsRow {
-            message_id: row.get(0)?,
-            text: row.get(1)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:48).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:38).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1326,7 +1276,7 @@ pub struct ListSessionPartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:48`.
+/// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:38`.
 ///
 /// Every part of a session in the order they were written (seq), only its stored columns
 /// (loading a conversation decodes each part's JSON once, in Rust). Driven by
@@ -1351,7 +1301,7 @@ pub fn list_session_part_data(
     rows.collect()
 }
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:59).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:49).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1369,7 +1319,7 @@ pub struct ListPartDataByMessageIdsRow {
     pub updated_at: i64,
 }
 
-/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:59`.
+/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:49`.
 ///
 /// The parts of the given messages.
 pub fn list_part_data_by_message_ids(
@@ -1399,7 +1349,7 @@ pub fn list_part_data_by_message_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:66).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:56).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1417,7 +1367,7 @@ pub struct ListMessagePartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:66`.
+/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:56`.
 ///
 /// One message's parts in order.
 pub fn list_message_part_data(
@@ -3802,6 +3752,57 @@ pub fn create_parts(
     Ok(())
 }
 
+/// SQL of `ListMessageTexts` (sql/queries/sqlite/parts.sql:42).
+pub const LIST_MESSAGE_TEXTS_SQL: &str =
+    "SELECT p.message_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
+FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
+WHERE p.message_id IN (/*SLICE:message_ids*/?) AND v.search_text IS NOT NULL
+ORDER BY p.message_id, p.position";
+
+/// A row returned by [`list_message_texts`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListMessageTextsRow {
+    pub message_id: String,
+    pub text: String,
+}
+
+/// Parameters of [`list_message_texts`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListMessageTextsParams<'a> {
+    pub max_chars: i64,
+    pub message_ids: &'a [&'a str],
+}
+
+/// `ListMessageTexts` (`:many`) from `sql/queries/sqlite/parts.sql:42`.
+///
+/// The searchable text of the given messages' parts, each cut to @max_chars characters, in
+/// part order (search-hit context). The text is read through the view `parts_search`
+/// (schema V11), the one place each dialect says how a part's text comes from its JSON
+/// (sql/queries/postgres/parts.sql reads PostgreSQL's stored search text instead).
+pub fn list_message_texts(
+    conn: &rusqlite::Connection,
+    params: &ListMessageTextsParams<'_>,
+) -> rusqlite::Result<Vec<ListMessageTextsRow>> {
+    let mut next = 2;
+    let sql = sqlgen_expand_slice(
+        LIST_MESSAGE_TEXTS_SQL,
+        "message_ids",
+        &mut next,
+        params.message_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&params.max_chars];
+    values.extend(params.message_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListMessageTextsRow {
+            message_id: row.get(0)?,
+            text: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// SQL of `ListCutPartNodes` (sql/queries/sqlite/server.sql:4).
 pub const LIST_CUT_PART_NODES_SQL: &str = "WITH limits AS (
     SELECT CAST(?1 AS INTEGER) AS cap_bytes, CAST(?2 AS INTEGER) AS floor_bytes,
@@ -4080,16 +4081,7 @@ pub trait ReadQueries {
         ids: &[&str],
     ) -> Result<Vec<ListMessageNeighborsRow>, crate::Error>;
 
-    /// `ListMessageTexts` (`:many`) from `sql/queries/message_pages.sql:38`.
-    /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
-    /// part order (search-hit context). The text is read through the view `parts_search`
-    /// (schema V11), the one place each dialect says how a part's text comes from its JSON.
-    fn list_message_texts(
-        &mut self,
-        params: &ListMessageTextsParams<'_>,
-    ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
-
-    /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:48`.
+    /// `ListSessionPartData` (`:many`) from `sql/queries/message_pages.sql:38`.
     /// Every part of a session in the order they were written (seq), only its stored columns
     /// (loading a conversation decodes each part's JSON once, in Rust). Driven by
     /// parts_session alone: one index step and one row per part, no seek per message and no
@@ -4100,14 +4092,14 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Vec<ListSessionPartDataRow>, crate::Error>;
 
-    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:59`.
+    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:49`.
     /// The parts of the given messages.
     fn list_part_data_by_message_ids(
         &mut self,
         message_ids: &[&str],
     ) -> Result<Vec<ListPartDataByMessageIdsRow>, crate::Error>;
 
-    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:66`.
+    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:56`.
     /// One message's parts in order.
     fn list_message_part_data(
         &mut self,
@@ -4351,6 +4343,16 @@ pub trait ReadQueries {
         &mut self,
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
+
+    /// `ListMessageTexts` (`:many`) from `sql/queries/sqlite/parts.sql:42`.
+    /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
+    /// part order (search-hit context). The text is read through the view `parts_search`
+    /// (schema V11), the one place each dialect says how a part's text comes from its JSON
+    /// (sql/queries/postgres/parts.sql reads PostgreSQL's stored search text instead).
+    fn list_message_texts(
+        &mut self,
+        params: &ListMessageTextsParams<'_>,
+    ) -> Result<Vec<ListMessageTextsRow>, crate::Error>;
 
     /// `ListCutPartNodes` (`:many`) from `sql/queries/sqlite/server.sql:4`.
     /// Not what the server runs on SQLite (it streams a big part from its row and cuts it in
@@ -4814,14 +4816,6 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn list_message_texts(
-        &mut self,
-        params: &ListMessageTextsParams<'_>,
-    ) -> Result<Vec<ListMessageTextsRow>, crate::Error> {
-        list_message_texts(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
     fn list_session_part_data(
         &mut self,
         session_id: &str,
@@ -5097,6 +5091,14 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error> {
         list_sent_part_data_from(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_message_texts(
+        &mut self,
+        params: &ListMessageTextsParams<'_>,
+    ) -> Result<Vec<ListMessageTextsRow>, crate::Error> {
+        list_message_texts(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -218,29 +218,21 @@ pub const LIST_MESSAGE_NEIGHBORS_SQL: &str = "SELECT m.id,
 FROM messages AS m
 WHERE m.id = ANY($1)";
 
-/// SQL of `ListMessageTexts` (sql/queries/message_pages.sql:38).
-pub const LIST_MESSAGE_TEXTS_SQL: &str =
-    "SELECT p.message_id, substr(v.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
-FROM parts AS p
-JOIN parts_search AS v ON v.seq = p.seq
-WHERE p.message_id = ANY($2) AND v.search_text IS NOT NULL
-ORDER BY p.message_id, p.position";
-
-/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:48).
+/// SQL of `ListSessionPartData` (sql/queries/message_pages.sql:38).
 pub const LIST_SESSION_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE session_id = $1
 ORDER BY seq";
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:59).
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:49).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE message_id = ANY($1)
 ORDER BY message_id, position";
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:66).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:56).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -865,6 +857,14 @@ FROM (
 ) AS p
 ORDER BY p.n";
 
+/// SQL of `ListMessageTexts` (sql/queries/postgres/parts.sql:44).
+pub const LIST_MESSAGE_TEXTS_SQL: &str =
+    "SELECT p.message_id, substr(f.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
+FROM parts AS p
+JOIN parts_fts AS f ON f.seq = p.seq
+WHERE p.message_id = ANY($2)
+ORDER BY p.message_id, p.position";
+
 /// SQL of `ListCutPartNodes` (sql/queries/postgres/server.sql:4).
 pub const LIST_CUT_PART_NODES_SQL: &str = "WITH RECURSIVE limits AS (
     SELECT CAST($1 AS BIGINT) AS cap_bytes, CAST($2 AS BIGINT) AS floor_bytes,
@@ -1130,16 +1130,6 @@ fn read_list_message_neighbors_row(
         before_role: row.try_get(2)?,
         after_id: row.try_get(3)?,
         after_role: row.try_get(4)?,
-    })
-}
-
-/// Reads a [`super::ListMessageTextsRow`] from a row, by position.
-fn read_list_message_texts_row(
-    row: &postgres::Row,
-) -> Result<super::ListMessageTextsRow, postgres::Error> {
-    Ok(super::ListMessageTextsRow {
-        message_id: row.try_get(0)?,
-        text: row.try_get(1)?,
     })
 }
 
@@ -1442,6 +1432,16 @@ fn read_list_sent_part_data_from_row(
         data: row.try_get(3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::ListMessageTextsRow`] from a row, by position.
+fn read_list_message_texts_row(
+    row: &postgres::Row,
+) -> Result<super::ListMessageTextsRow, postgres::Error> {
+    Ok(super::ListMessageTextsRow {
+        message_id: row.try_get(0)?,
+        text: row.try_get(1)?,
     })
 }
 
@@ -1894,22 +1894,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_message_neighbors_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn list_message_texts(
-        &mut self,
-        params: &super::ListMessageTextsParams<'_>,
-    ) -> Result<Vec<super::ListMessageTextsRow>, crate::Error> {
-        let values: [Param<'_>; 2] = [
-            (&params.max_chars, Type::INT8),
-            (&params.message_ids, Type::TEXT_ARRAY),
-        ];
-        let sql = LIST_MESSAGE_TEXTS_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_list_message_texts_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
@@ -2454,6 +2438,22 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_list_sent_part_data_from_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_message_texts(
+        &mut self,
+        params: &super::ListMessageTextsParams<'_>,
+    ) -> Result<Vec<super::ListMessageTextsRow>, crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.max_chars, Type::INT8),
+            (&params.message_ids, Type::TEXT_ARRAY),
+        ];
+        let sql = LIST_MESSAGE_TEXTS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_message_texts_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -38,3 +38,14 @@ SELECT value ->> '$.id', @message_id, @session_id, CAST(value ->> '$.position' A
        CAST(value ->> '$.updated_at' AS INTEGER)
 FROM json_each(CAST(@parts AS TEXT))
 ORDER BY CAST(key AS INTEGER);
+
+-- name: ListMessageTexts :many
+-- The searchable text of the given messages' parts, each cut to @max_chars characters, in
+-- part order (search-hit context). The text is read through the view `parts_search`
+-- (schema V11), the one place each dialect says how a part's text comes from its JSON
+-- (sql/queries/postgres/parts.sql reads PostgreSQL's stored search text instead).
+SELECT p.message_id, substr(v.search_text, 1, CAST(@max_chars AS INTEGER)) AS "text!: String"
+FROM parts AS p
+JOIN parts_search AS v ON v.seq = p.seq
+WHERE p.message_id IN (sqlc.slice(message_ids)) AND v.search_text IS NOT NULL
+ORDER BY p.message_id, p.position;
