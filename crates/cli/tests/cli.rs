@@ -1,6 +1,8 @@
 //! The `scribe` binary end to end: database location, `db migrate`, `db info`, exit codes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::{Command, Output};
 
 fn scribe(args: &[&str], db_env: Option<&std::path::Path>) -> Output {
@@ -74,16 +76,6 @@ fn migrate_then_info() {
     assert_eq!(json["rows"]["sessions"], 0);
 }
 
-/// The names in `dir`, sorted.
-fn names_in(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// Every command that only reads or changes what is stored, run with `--db` or
 /// `SCRIBE_DB`.
 const NOT_CREATING: &[&[&str]] = &[
@@ -130,9 +122,9 @@ fn a_missing_database_named_by_the_user_is_an_error_and_nothing_is_created() {
                 );
                 assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
                 assert!(
-                    names_in(dir.path()).is_empty(),
+                    common::names_in(dir.path()).is_empty(),
                     "{args:?}: {:?}",
-                    names_in(dir.path())
+                    common::names_in(dir.path())
                 );
             }
         }
@@ -147,9 +139,9 @@ fn a_missing_database_named_by_the_user_is_an_error_and_nothing_is_created() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("no database at"), "{}", stderr(&out));
     assert!(
-        names_in(dir.path()).is_empty(),
+        common::names_in(dir.path()).is_empty(),
         "{:?}",
-        names_in(dir.path())
+        common::names_in(dir.path())
     );
 
     // What adds to the store creates it, directory and all.
@@ -205,7 +197,7 @@ fn a_failed_db_copy_leaves_no_new_target() {
         err.contains("nothing was copied, so no database was created at"),
         "{err}"
     );
-    assert_eq!(names_in(dir.path()), ["from.db", "from.db-writers"]);
+    assert_eq!(common::names_in(dir.path()), ["from.db", "from.db-writers"]);
 
     // An empty target that was there stays.
     let out = scribe(&["db", "migrate", "--db", to.to_str().unwrap()], None);
@@ -343,7 +335,11 @@ fn a_first_run_reads_as_an_empty_store_and_creates_nothing() {
         );
     }
     assert!(!data.exists(), "nothing may be created");
-    assert!(names_in(&home).is_empty(), "{:?}", names_in(&home));
+    assert!(
+        common::names_in(&home).is_empty(),
+        "{:?}",
+        common::names_in(&home)
+    );
     let out = run(&["db", "migrate"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(default.is_file());
@@ -574,9 +570,9 @@ fn an_import_that_fails_on_its_input_creates_no_database() {
             assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
             assert!(err.contains(want), "{args:?}: {err}");
             assert!(
-                names_in(dir.path()).is_empty(),
+                common::names_in(dir.path()).is_empty(),
                 "{args:?}: {:?}",
-                names_in(dir.path())
+                common::names_in(dir.path())
             );
         }
     }
@@ -604,9 +600,9 @@ fn an_import_that_fails_on_its_input_creates_no_database() {
         stderr(&out)
     );
     assert!(
-        names_in(dir.path()).is_empty(),
+        common::names_in(dir.path()).is_empty(),
         "{:?}",
-        names_in(dir.path())
+        common::names_in(dir.path())
     );
 
     // An existing database stays, untouched by the failed import.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
 #[path = "../../import/tests/common/fixture_home.rs"]
 mod fixture_home;
 
@@ -54,15 +55,6 @@ fn sessions_created(report: &Value) -> u64 {
     report["sources"][0]["sessions_created"].as_u64().unwrap()
 }
 
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// A dry run writes nothing: an empty (0-byte) file and an SQLite file without Scribe's
 /// schema stay byte for byte as they were (they were given the whole schema, and a
 /// `-writers` file beside them), an older store is refused with what to do and keeps its
@@ -80,7 +72,7 @@ fn a_dry_run_leaves_an_empty_file_and_an_older_store_as_they_were() {
     assert_eq!(sessions_created(&report), 7, "{report}");
     assert!(err.contains("holds no scribe schema yet"), "{err}");
     assert_eq!(std::fs::read(&empty).unwrap(), b"");
-    assert_eq!(names_in(dir.path()), ["empty.db"]);
+    assert_eq!(common::names_in(dir.path()), ["empty.db"]);
 
     // An SQLite file with no tables (another program's, never used yet).
     let blank = dir.path().join("blank.db");
@@ -350,7 +342,7 @@ fn ctrl_c_stops_an_import_or_a_copy_and_says_so() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    interrupt_when(&child, || !names_in(&into).is_empty());
+    interrupt_when(&child, || !common::names_in(&into).is_empty());
     let out = child.wait_with_output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
@@ -358,7 +350,11 @@ fn ctrl_c_stops_an_import_or_a_copy_and_says_so() {
         err.contains("interrupted: nothing was copied, and no database was created at"),
         "{err}"
     );
-    assert!(names_in(&into).is_empty(), "{:?}", names_in(&into));
+    assert!(
+        common::names_in(&into).is_empty(),
+        "{:?}",
+        common::names_in(&into)
+    );
     // The next copy is not refused, and leaves only the store.
     let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
         .env_remove("SCRIBE_DB")
@@ -373,7 +369,7 @@ fn ctrl_c_stops_an_import_or_a_copy_and_says_so() {
         report.contains(&format!("to {}", new.display())),
         "{report}"
     );
-    assert_eq!(names_in(&into), ["new.db"]);
+    assert_eq!(common::names_in(&into), ["new.db"]);
     assert_eq!(stored(&new), i64::try_from(total).unwrap());
 }
 
