@@ -34,7 +34,7 @@ pub struct Options {
 
 impl Options {
     /// Whether [`Options::stop`] is set.
-    fn stopped(&self) -> bool {
+    pub fn stopped(&self) -> bool {
         self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
     }
 }

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -352,12 +351,7 @@ fn once(
         }
         let stopped = summary.stopped;
         summaries.push(summary);
-        if stopped
-            || options
-                .stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::SeqCst))
-        {
+        if stopped || options.stopped() {
             break;
         }
     }
