@@ -1,7 +1,7 @@
 //! Ctrl-C (SIGINT) for the commands that store a lot at once, `scribe import FILE`,
-//! `scribe import --from AGENT` (without `--watch`) and `scribe db copy`: the first one
-//! asks the command to stop where nothing is half done (an import between two of its
-//! transactions, a copy before its one transaction commits), and the command then says what it stored and that it was interrupted (exit
+//! `scribe import --from AGENT` (with or without `--watch`) and `scribe db copy`: the first
+//! one asks the command to stop where nothing is half done (an import between two of its
+//! transactions, a watch between two imports, a copy before its one transaction commits), and the command then says what it stored and that it was interrupted (exit
 //! status [`EXIT`]); a second one ends the process at once, as Ctrl-C does everywhere
 //! else. Other commands keep the default: Ctrl-C ends them, and SQLite or PostgreSQL
 //! rolls back the transaction they were in.

@@ -437,6 +437,33 @@ impl Watching {
     }
 }
 
+impl Watching {
+    /// Sends Ctrl-C (SIGINT) and waits (a minute at most) for the process to end; its exit
+    /// code (`None`: killed by the signal) and what it said on stderr.
+    fn interrupt(&mut self) -> (Option<i32>, String) {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running a minute after Ctrl-C; it printed:\n{}",
+                self.seen
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut err).unwrap();
+        (status.code(), err)
+    }
+}
+
 impl Drop for Watching {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -483,6 +510,47 @@ fn watch_imports_records_as_they_are_written() {
     drop(watching);
     let list = scribe.json(&["list", "--json"]);
     assert_eq!(list["sessions"][0]["message_count"], 3);
+}
+
+/// Ctrl-C ends a watch between imports, says on stderr what the watch stored after its
+/// first report, and exits 130 (before, the signal killed it: no exit code, nothing said);
+/// a session the store refuses during the watch is shown in its lines ("failed a session
+/// of FILE"; before, only `--json` told it) and the watch goes on.
+#[test]
+fn ctrl_c_ends_a_watch_and_says_what_it_stored() {
+    let (dir, scribe) = setup();
+    let (root, file, lines) = live_codex(dir.path());
+    let mut watching = Watching::start(
+        &scribe,
+        &[
+            "import",
+            "--from",
+            "codex",
+            root.to_str().unwrap(),
+            "--watch",
+        ],
+    );
+    watching.expect("watching");
+    append(&file, &lines[8..]);
+    watching.expect("codex: 2 messages new");
+    // A session id over the store's limit, and a fine session, in a new day's directory.
+    long_and_fine_rollouts(&root.join("2026/10/02"));
+    // One import or two, in either order.
+    for line in ["failed a session of ", "codex: 1 message new"] {
+        if !watching.seen.contains(line) {
+            watching.expect(line);
+        }
+    }
+    let (code, err) = watching.interrupt();
+    assert_eq!(code, Some(130), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "scribe: interrupted: stopped watching; 2 sessions (3 messages new) stored while watching",
+        "{}",
+        watching.seen
+    );
+    let list = scribe.json(&["list", "--json"]);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2, "{list}");
 }
 
 #[test]

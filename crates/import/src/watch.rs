@@ -9,6 +9,8 @@
 //! missed one is not: when in doubt, it wakes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -28,6 +30,9 @@ const QUIET: Duration = Duration::from_millis(50);
 /// The longest a burst is gathered before importing anyway.
 const BURST: Duration = Duration::from_millis(300);
 
+/// How often a wait with a stop flag ([`Watch::stop_on`]) looks at it.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// Waits for changes under a set of roots (see the module doc).
 pub struct Watch {
     /// The watcher (kept alive while waiting) and where it reports.
@@ -35,6 +40,8 @@ pub struct Watch {
     /// Whether notifications cover every root.
     complete: bool,
     poll: Duration,
+    /// Set (by a Ctrl-C handler) to end a wait early.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for Watch {
@@ -43,6 +50,7 @@ impl std::fmt::Debug for Watch {
             .field("notifying", &self.events.is_some())
             .field("complete", &self.complete)
             .field("poll", &self.poll)
+            .field("stop", &self.stop)
             .finish()
     }
 }
@@ -56,6 +64,7 @@ impl Watch {
             events: None,
             complete: false,
             poll,
+            stop: None,
         };
         if !notify || roots.is_empty() {
             return polling;
@@ -90,7 +99,20 @@ impl Watch {
             events: Some((watcher, rx)),
             complete,
             poll,
+            stop: None,
         }
+    }
+
+    /// Ends [`Watch::wait`] early (within a tenth of a second) once `stop` is set, e.g. by
+    /// a Ctrl-C handler; the caller then tells a stop from a change by the flag.
+    pub fn stop_on(mut self, stop: Arc<AtomicBool>) -> Watch {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Whether the stop flag is set.
+    fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
     }
 
     /// Whether file-system notifications cover every root (else [`Watch::wait`] polls).
@@ -100,7 +122,8 @@ impl Watch {
 
     /// Returns once something under the roots changed (after gathering the rest of its
     /// burst), or when it is time to look anyway: every `poll` unless notifications cover
-    /// every root, then every [`RESCAN`] (or `poll`, if longer).
+    /// every root, then every [`RESCAN`] (or `poll`, if longer); or soon after the stop
+    /// flag is set ([`Watch::stop_on`]).
     pub fn wait(&self) {
         let timeout = if self.notifying() {
             self.poll.max(RESCAN)
@@ -108,17 +131,53 @@ impl Watch {
             self.poll
         };
         let Some((_, rx)) = &self.events else {
-            std::thread::sleep(timeout);
+            self.sleep(timeout);
             return;
         };
-        match rx.recv_timeout(timeout) {
+        match self.recv(rx, timeout) {
             Ok(()) => {
                 let until = Instant::now() + BURST;
-                while Instant::now() < until && rx.recv_timeout(QUIET).is_ok() {}
+                while Instant::now() < until && !self.stopped() && rx.recv_timeout(QUIET).is_ok() {}
             }
             Err(RecvTimeoutError::Timeout) => {}
             // The watcher is gone: poll.
-            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(self.poll),
+            Err(RecvTimeoutError::Disconnected) => self.sleep(self.poll),
+        }
+    }
+
+    /// `rx.recv_timeout(timeout)`, given up early (as a timeout) once the stop flag is set.
+    fn recv(&self, rx: &Receiver<()>, timeout: Duration) -> Result<(), RecvTimeoutError> {
+        let until = Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stopped() {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            let slice = if self.stop.is_some() {
+                left.min(STOP_CHECK)
+            } else {
+                left
+            };
+            match rx.recv_timeout(slice) {
+                Err(RecvTimeoutError::Timeout) => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Sleeps `d`, or less once the stop flag is set.
+    fn sleep(&self, d: Duration) {
+        let until = Instant::now() + d;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stopped() {
+                return;
+            }
+            std::thread::sleep(if self.stop.is_some() {
+                left.min(STOP_CHECK)
+            } else {
+                left
+            });
         }
     }
 }
@@ -170,5 +229,31 @@ mod tests {
         assert!(!watch.notifying());
         let watch = Watch::new(&[dir.path().to_path_buf()], POLL, false);
         assert!(!watch.notifying());
+    }
+
+    /// A wait of an hour (polling, or notified with nothing changing) ends once its stop
+    /// flag is set: `scribe import --watch` ends on Ctrl-C without waiting for a change.
+    #[test]
+    fn a_stop_flag_ends_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let hour = Duration::from_secs(3600);
+        for notify in [false, true] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let watch = Watch::new(&[dir.path().to_path_buf()], hour, notify).stop_on(stop.clone());
+            assert_eq!(watch.notifying(), notify);
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                watch.wait();
+                let _ = tx.send(());
+            });
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "returned before the flag was set (notify {notify})"
+            );
+            stop.store(true, Ordering::SeqCst);
+            // Generous: this proves the wait ends at all, not how fast.
+            rx.recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("the wait went on after the stop (notify {notify})"));
+        }
     }
 }

@@ -42,7 +42,8 @@ const TITLE_CHARS: usize = 60;
 /// import stopped, and importing twice changes nothing. The agents' files are only read.
 /// Ctrl-C stops it between files (those taken are stored whole), says what was stored
 /// and how many files it did not reach, and exits with 130; importing again reads the
-/// rest. With --watch, Ctrl-C ends the watch (what it committed stays).
+/// rest. With --watch, Ctrl-C ends the watch between imports (an import in flight stops
+/// between files) and says what the watch stored, exit status 130.
 #[derive(Debug, Args)]
 pub struct ImportCmd {
     /// Without --from: the export file (`-` for stdin). With --from: the agent's files or

@@ -147,16 +147,18 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             (source, roots)
         })
         .collect();
-    // Ctrl-C stops a one-off import between files (what was taken is stored), and says
-    // so; `--watch` keeps Ctrl-C's default, which ends it (what it committed stays).
-    let interrupt = (!args.watch).then(Interrupt::catch);
+    // Ctrl-C stops an import between files (what was taken is stored) and a watch between
+    // imports, and the command says what it stored.
+    let interrupt = Interrupt::catch();
     let options = Options {
         since: args.since,
-        stop: interrupt.as_ref().map(Interrupt::flag),
+        stop: Some(interrupt.flag()),
         ..Options::default()
     };
     // Watching starts before the first import, so nothing written during it is missed.
-    let watch = args.watch.then(|| watcher(&targets));
+    let watch = args
+        .watch
+        .then(|| watcher(&targets).stop_on(interrupt.flag()));
     let mut sink: Box<dyn Sink> = if args.dry_run {
         Box::new(DryRunSink::new(Some(ctx.store.clone())))
     } else {
@@ -175,13 +177,13 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             write!(out, "{}", human(s, args.dry_run))?;
         }
     }
+    // Ctrl-C that came when every file was taken (while the last agent's search indexes
+    // were built) left nothing undone.
+    let left = summaries.iter().any(|s| s.stopped) || summaries.len() < targets.len();
+    if left && interrupt.happened() {
+        return Err(stopped(&summaries, targets.len(), args.dry_run));
+    }
     let Some(watch) = watch else {
-        // Ctrl-C that came when every file was taken (while the last agent's search
-        // indexes were built) left nothing undone.
-        let left = summaries.iter().any(|s| s.stopped) || summaries.len() < targets.len();
-        if left && interrupt.as_ref().is_some_and(Interrupt::happened) {
-            return Err(stopped(&summaries, targets.len(), args.dry_run));
-        }
         // The report lists what failed; the exit status says that something did, for
         // scripts (as `scribe import FILE` does for a session that failed).
         let failed: usize = summaries.iter().map(|s| s.failed.len()).sum();
@@ -219,18 +221,24 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
     };
     writeln!(out, "watching for new records ({how}; Ctrl-C to stop)…")?;
     out.flush()?;
-    loop {
+    let mut watched = Vec::new();
+    while !interrupt.happened() {
         watch.wait();
+        if interrupt.happened() {
+            break;
+        }
         let summaries = once(&targets, &options, sink.as_mut(), false)?;
         for s in summaries.iter().filter(|s| changed(s)) {
             if args.json {
                 json::print_line(&mut out, &source_json(s))?;
             } else {
-                writeln!(out, "{}", watch_line(s))?;
+                write!(out, "{}\n{}", watch_line(s), problem_lines(s))?;
             }
             out.flush()?;
         }
+        watched.extend(summaries);
     }
+    Err(watch_stopped(&watched, args.dry_run))
 }
 
 /// What an agent's history looks like, for a PATH that held none of it.
@@ -363,11 +371,6 @@ fn once(
 /// agents of `--from all` it did not start).
 fn stopped(summaries: &[SourceSummary], agents: usize, dry_run: bool) -> CliError {
     let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    let sessions: u64 = summaries
-        .iter()
-        .map(|s| s.written.sessions_created + s.written.sessions_updated)
-        .sum();
-    let messages: u64 = summaries.iter().map(|s| s.written.messages_inserted).sum();
     let mut left = Vec::new();
     for s in summaries.iter().filter(|s| s.stopped) {
         let reached = s.files_read + s.files_unchanged + s.files_too_old;
@@ -385,21 +388,47 @@ fn stopped(summaries: &[SourceSummary], agents: usize, dry_run: bool) -> CliErro
             ui::plural(n(not_started as u64), "more agent")
         ));
     }
-    let verb = if dry_run {
-        "would be imported"
-    } else {
-        "stored"
-    };
-    let mut text = format!(
-        "{} ({} new) {verb}",
-        ui::plural(n(sessions), "session"),
-        ui::plural(n(messages), "message"),
-    );
+    let mut text = stored(summaries, dry_run);
     if !left.is_empty() {
         text.push_str(&format!(", {}", left.join(", ")));
     }
     text.push_str("; importing again reads the rest");
     CliError::Interrupted(text)
+}
+
+/// What a watch that Ctrl-C ended says (exit status 130): what it stored after its first
+/// import (which reported itself), and whether the import in flight was cut short.
+fn watch_stopped(watched: &[SourceSummary], dry_run: bool) -> CliError {
+    let mut text = format!(
+        "stopped watching; {} while watching",
+        stored(watched, dry_run)
+    );
+    if watched.iter().any(|s| s.stopped) {
+        text.push_str(
+            "; the import in flight stopped between files, importing again reads the rest",
+        );
+    }
+    CliError::Interrupted(text)
+}
+
+/// "N sessions (M new messages) stored" over `summaries` ("would be imported" for a dry run).
+fn stored(summaries: &[SourceSummary], dry_run: bool) -> String {
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let sessions: u64 = summaries
+        .iter()
+        .map(|s| s.written.sessions_created + s.written.sessions_updated)
+        .sum();
+    let messages: u64 = summaries.iter().map(|s| s.written.messages_inserted).sum();
+    let verb = if dry_run {
+        "would be imported"
+    } else {
+        "stored"
+    };
+    format!(
+        "{} ({} new) {verb}",
+        ui::plural(n(sessions), "session"),
+        ui::plural(n(messages), "message"),
+    )
 }
 
 fn watch_line(s: &SourceSummary) -> String {
@@ -512,6 +541,14 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
             if kinds.len() > 5 { ", …" } else { "" }
         ));
     }
+    text.push_str(&problem_lines(s));
+    text
+}
+
+/// The malformed records, failed files and failed sessions of one source, a line each
+/// (after the summary of a one-off import, after the line of a watch's import).
+fn problem_lines(s: &SourceSummary) -> String {
+    let mut text = String::new();
     for m in s.malformed.iter().take(MALFORMED_SHOWN) {
         let at = m.line.map(|l| format!(":{l}")).unwrap_or_default();
         text.push_str(&paint(
