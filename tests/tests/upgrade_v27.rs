@@ -1,5 +1,5 @@
 //! Schema version 27: a file path of any length is stored on both backends. PostgreSQL
-//! keys `files` (session, path, version) and `import_files` (source, path) by a SHA-256 of
+//! keys `files` (session, path, version) and `import_files` (source, path) by the MD5 of
 //! the path since V27; before, a path of ~2,700+ incompressible bytes was refused by the
 //! server (SQLSTATE 54000, "index row size … exceeds btree version 4 maximum 2704") where
 //! SQLite stored it, and `scribe db copy` of such a store into PostgreSQL failed midway.

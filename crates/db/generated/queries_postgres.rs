@@ -81,7 +81,7 @@ pub const CREATE_FILE_VERSION_SQL: &str =
 VALUES (
     $1, $2, $3, $4,
     (SELECT coalesce(max(version), 0) + 1 FROM files
-     WHERE session_id = $2 AND scribe_text_key(path) = scribe_text_key($3)
+     WHERE session_id = $2 AND md5(path) = md5($3)
        AND path = $3),
     $5, $5
 )
@@ -89,12 +89,12 @@ RETURNING *";
 
 /// SQL of `GetFileVersion` (sql/queries/postgres/files.sql:17).
 pub const GET_FILE_VERSION_SQL: &str = "SELECT * FROM files
-WHERE session_id = $1 AND scribe_text_key(path) = scribe_text_key($2)
+WHERE session_id = $1 AND md5(path) = md5($2)
   AND path = $2 AND version = $3";
 
 /// SQL of `ListFileVersions` (sql/queries/postgres/files.sql:22).
 pub const LIST_FILE_VERSIONS_SQL: &str = "SELECT * FROM files
-WHERE session_id = $1 AND scribe_text_key(path) = scribe_text_key($2)
+WHERE session_id = $1 AND md5(path) = md5($2)
   AND path = $2
 ORDER BY version";
 
@@ -131,7 +131,7 @@ pub const UPSERT_IMPORT_FILE_SQL: &str =
         skipped = f.skipped + v.skipped,
         imported_at = v.imported_at
     FROM v
-    WHERE f.source = v.source AND scribe_text_key(f.path) = scribe_text_key(v.path)
+    WHERE f.source = v.source AND md5(f.path) = md5(v.path)
       AND f.path = v.path
     RETURNING 1
 )

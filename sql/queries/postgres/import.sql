@@ -1,5 +1,5 @@
 -- PostgreSQL spellings of the importers' queries on `import_files`: since schema V27 its
--- key is (source, scribe_text_key(path)) (a path of any length is stored;
+-- key is (source, md5(path)) (a path of any length is stored;
 -- sql/migrations/postgres/V27 says why).
 
 -- name: UpsertImportFile :exec
@@ -24,7 +24,7 @@ WITH v (source, path, size, mtime_ns, byte_offset, lines, carry, records, skippe
         skipped = f.skipped + v.skipped,
         imported_at = v.imported_at
     FROM v
-    WHERE f.source = v.source AND scribe_text_key(f.path) = scribe_text_key(v.path)
+    WHERE f.source = v.source AND md5(f.path) = md5(v.path)
       AND f.path = v.path
     RETURNING 1
 )
