@@ -60,7 +60,12 @@ fn lookups(sessions: &SessionService, session: &str, paths: &[&str]) -> Vec<Stri
         for v in &versions {
             let one = sessions.file_version(session, path, v.version).unwrap();
             assert_eq!(one.id, v.id);
-            out.push(format!("{}:{}:{}", v.version, v.content, &v.path[..20.min(v.path.len())]));
+            out.push(format!(
+                "{}:{}:{}",
+                v.version,
+                v.content,
+                &v.path[..20.min(v.path.len())]
+            ));
         }
         out.push(format!("{} versions", versions.len()));
     }
@@ -80,16 +85,25 @@ fn long_paths_are_stored_and_found(db: &Arc<Database>, session: &str) {
     assert_eq!(first.path, path);
     let versions = sessions.file_versions(session, &path).unwrap();
     assert_eq!(
-        versions.iter().map(|v| v.content.as_str()).collect::<Vec<_>>(),
+        versions
+            .iter()
+            .map(|v| v.content.as_str())
+            .collect::<Vec<_>>(),
         ["one", "two"]
     );
-    assert_eq!(sessions.file_version(session, &path, 2).unwrap().id, second.id);
+    assert_eq!(
+        sessions.file_version(session, &path, 2).unwrap().id,
+        second.id
+    );
     assert_eq!(sessions.file_versions(session, &other).unwrap().len(), 1);
 
     let file = long_path(3);
     upsert_import_file(db, &file, 5, 100);
     upsert_import_file(db, &file, 3, 200);
-    let rows: Vec<_> = import_files(db).into_iter().filter(|r| r.path == file).collect();
+    let rows: Vec<_> = import_files(db)
+        .into_iter()
+        .filter(|r| r.path == file)
+        .collect();
     assert_eq!(rows.len(), 1, "one row per (source, path)");
     assert_eq!((rows[0].records, rows[0].byte_offset), (8, 200));
 }
@@ -124,7 +138,12 @@ fn a_v26_store_upgrades_to_v27_and_keeps_any_path(backend: Backend) {
         for (i, path) in paths.iter().enumerate() {
             for n in 0..=i {
                 let v = i64::try_from(n + 1).unwrap();
-                rows.push((format!("fil_{i}{n}"), (*path).to_owned(), format!("{path} v{n}"), v));
+                rows.push((
+                    format!("fil_{i}{n}"),
+                    (*path).to_owned(),
+                    format!("{path} v{n}"),
+                    v,
+                ));
             }
         }
         let files = [("/logs/a.jsonl", 4_i64, 10_i64), ("/logs/b.jsonl", 2, 20)];
@@ -197,9 +216,18 @@ fn a_v26_store_upgrades_to_v27_and_keeps_any_path(backend: Backend) {
         .collect();
     assert_eq!(stored, before_files);
     // The key still holds: a new version of a path counts on, an import adds up.
-    assert_eq!(sessions.record_file(&session, "README.md", "x").unwrap().version, 4);
+    assert_eq!(
+        sessions
+            .record_file(&session, "README.md", "x")
+            .unwrap()
+            .version,
+        4
+    );
     upsert_import_file(&db, "/logs/a.jsonl", 1, 30);
-    let a = import_files(&db).into_iter().find(|r| r.path == "/logs/a.jsonl").unwrap();
+    let a = import_files(&db)
+        .into_iter()
+        .find(|r| r.path == "/logs/a.jsonl")
+        .unwrap();
     assert_eq!((a.records, a.byte_offset), (5, 30));
     assert_eq!(import_files(&db).len(), 2);
 
@@ -214,7 +242,11 @@ fn a_v26_store_upgrades_to_v27_and_keeps_any_path(backend: Backend) {
         );
         assert!(get.contains("files_session_path_version"), "{get}");
         assert!(get.contains("Index Cond"), "{get}");
-        let list = plan(&location, pq::LIST_FILE_VERSIONS_SQL, &[&session, &"src/lib.rs"]);
+        let list = plan(
+            &location,
+            pq::LIST_FILE_VERSIONS_SQL,
+            &[&session, &"src/lib.rs"],
+        );
         assert!(list.contains("files_session_path_version"), "{list}");
         // The upsert's update finds the row through the new key.
         let upsert = plan(
@@ -261,13 +293,20 @@ fn an_sqlite_store_with_long_paths_copies_into_postgres() {
     let to = TestDb::new(Backend::Postgres);
     scribe_db::copy::copy(&from.db, &to.db, |_| ControlFlow::Continue(())).unwrap();
     let files = |db: &Arc<Database>| {
-        let mut v = SessionService::new(Arc::clone(db)).latest_files(&s.id).unwrap();
+        let mut v = SessionService::new(Arc::clone(db))
+            .latest_files(&s.id)
+            .unwrap();
         v.sort_by(|a, b| a.id.cmp(&b.id));
-        v.into_iter().map(|f| (f.id, f.path, f.content, f.version)).collect::<Vec<_>>()
+        v.into_iter()
+            .map(|f| (f.id, f.path, f.content, f.version))
+            .collect::<Vec<_>>()
     };
     let copied_files = files(&to.db);
     assert_eq!(copied_files.len(), 2);
-    assert!(copied_files == files(&from.db), "the copied file versions differ");
+    assert!(
+        copied_files == files(&from.db),
+        "the copied file versions differ"
+    );
     assert_eq!(import_files(&to.db), import_files(&from.db));
     let copied = SessionService::new(Arc::clone(&to.db));
     let path = long_path(1);

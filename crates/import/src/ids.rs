@@ -106,7 +106,10 @@ mod tests {
         assert_eq!(clash_session_id(Source::Codex, "abc"), "codex-abc");
         // Just fits with the prefix: spelled as before.
         let fits = "x".repeat(MAX_ID_BYTES - "codex-".len());
-        assert_eq!(clash_session_id(Source::Codex, &fits), format!("codex-{fits}"));
+        assert_eq!(
+            clash_session_id(Source::Codex, &fits),
+            format!("codex-{fits}")
+        );
         // One byte more, and an id at the limit itself: cut, hashed, exactly the limit.
         for len in [MAX_ID_BYTES - "codex-".len() + 1, MAX_ID_BYTES] {
             let external = "y".repeat(len);
@@ -119,7 +122,10 @@ mod tests {
         // Same start, different ends: different ids; another source: another id.
         let a = format!("{}a", "z".repeat(MAX_ID_BYTES - 1));
         let b = format!("{}b", "z".repeat(MAX_ID_BYTES - 1));
-        assert_ne!(clash_session_id(Source::Codex, &a), clash_session_id(Source::Codex, &b));
+        assert_ne!(
+            clash_session_id(Source::Codex, &a),
+            clash_session_id(Source::Codex, &b)
+        );
         assert_ne!(
             clash_session_id(Source::Codex, &a),
             clash_session_id(Source::Hermes, &a)
@@ -127,7 +133,11 @@ mod tests {
         // The cut never splits a character: 341 three-byte characters and one byte.
         let wide = format!("{}q", "€".repeat(341));
         let id = clash_session_id(Source::ClaudeCode, &wide);
-        assert!(id.len() <= MAX_ID_BYTES && id.len() > MAX_ID_BYTES - 3, "{}", id.len());
+        assert!(
+            id.len() <= MAX_ID_BYTES && id.len() > MAX_ID_BYTES - 3,
+            "{}",
+            id.len()
+        );
         assert!(id.starts_with("claude-code-€€"));
     }
 }

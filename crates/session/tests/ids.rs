@@ -260,19 +260,21 @@ fn over_long_source_and_user_are_refused(db: &Arc<Database>) {
         assert!(err.to_string().starts_with(&format!("{what} id ")), "{err}");
     };
     refused(
-        sessions.create(NewSession {
-            source: long.clone(),
-            ..NewSession::default()
-        })
-        .map(|_| ()),
+        sessions
+            .create(NewSession {
+                source: long.clone(),
+                ..NewSession::default()
+            })
+            .map(|_| ()),
         "source",
     );
     refused(
-        sessions.create(NewSession {
-            user_id: Some(long.clone()),
-            ..NewSession::default()
-        })
-        .map(|_| ()),
+        sessions
+            .create(NewSession {
+                user_id: Some(long.clone()),
+                ..NewSession::default()
+            })
+            .map(|_| ()),
         "user",
     );
     let external = scribe_session::ExternalSession {
