@@ -288,6 +288,6 @@ fn a_clashing_session_id_near_the_limit_is_imported_within_it() {
         .filter(|x| x.id != id)
         .map(|x| x.id)
         .collect();
-    assert_eq!(imported, [expected.clone()]);
+    assert_eq!(imported, std::slice::from_ref(&expected));
     assert_eq!(messages(&db, &expected).len(), 1);
 }
