@@ -75,23 +75,28 @@ pub const GET_SESSION_ID_NEIGHBORS_SQL: &str = "SELECT
     (SELECT max(id) FROM sessions WHERE id < $1) AS \"before?: String\",
     (SELECT min(id) FROM sessions WHERE id > $1) AS \"after?: String\"";
 
-/// SQL of `CreateFileVersion` (sql/queries/files.sql:4).
+/// SQL of `CreateFileVersion` (sql/queries/postgres/files.sql:6).
 pub const CREATE_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (
     $1, $2, $3, $4,
-    (SELECT coalesce(max(version), 0) + 1 FROM files WHERE session_id = $2 AND path = $3),
+    (SELECT coalesce(max(version), 0) + 1 FROM files
+     WHERE session_id = $2 AND md5(path) = md5($3)
+       AND path = $3),
     $5, $5
 )
 RETURNING *";
 
-/// SQL of `GetFileVersion` (sql/queries/files.sql:13).
-pub const GET_FILE_VERSION_SQL: &str =
-    "SELECT * FROM files WHERE session_id = $1 AND path = $2 AND version = $3";
+/// SQL of `GetFileVersion` (sql/queries/postgres/files.sql:17).
+pub const GET_FILE_VERSION_SQL: &str = "SELECT * FROM files
+WHERE session_id = $1 AND md5(path) = md5($2)
+  AND path = $2 AND version = $3";
 
-/// SQL of `ListFileVersions` (sql/queries/files.sql:16).
-pub const LIST_FILE_VERSIONS_SQL: &str =
-    "SELECT * FROM files WHERE session_id = $1 AND path = $2 ORDER BY version";
+/// SQL of `ListFileVersions` (sql/queries/postgres/files.sql:22).
+pub const LIST_FILE_VERSIONS_SQL: &str = "SELECT * FROM files
+WHERE session_id = $1 AND md5(path) = md5($2)
+  AND path = $2
+ORDER BY version";
 
 /// SQL of `ListLatestFiles` (sql/queries/files.sql:20).
 pub const LIST_LATEST_FILES_SQL: &str = "SELECT f.* FROM files AS f
@@ -108,19 +113,31 @@ pub const LIST_SESSION_FILES_SQL: &str =
 pub const LIST_IMPORT_FILES_SQL: &str =
     "SELECT * FROM import_files WHERE source = $1 ORDER BY path";
 
-/// SQL of `UpsertImportFile` (sql/queries/import.sql:9).
+/// SQL of `UpsertImportFile` (sql/queries/postgres/import.sql:5).
 pub const UPSERT_IMPORT_FILE_SQL: &str =
-    "INSERT INTO import_files (source, path, size, mtime_ns, byte_offset, lines, carry, records, skipped, imported_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-ON CONFLICT (source, path) DO UPDATE SET
-    size = excluded.size,
-    mtime_ns = excluded.mtime_ns,
-    byte_offset = excluded.byte_offset,
-    lines = excluded.lines,
-    carry = excluded.carry,
-    records = import_files.records + excluded.records,
-    skipped = import_files.skipped + excluded.skipped,
-    imported_at = excluded.imported_at";
+    "WITH v (source, path, size, mtime_ns, byte_offset, lines, carry, records, skipped, imported_at) AS (
+    VALUES (CAST($1 AS TEXT), CAST($2 AS TEXT), CAST($3 AS BIGINT),
+            CAST($4 AS BIGINT), CAST($5 AS BIGINT), CAST($6 AS BIGINT),
+            CAST($7 AS TEXT), CAST($8 AS BIGINT), CAST($9 AS BIGINT),
+            CAST($10 AS BIGINT))
+), updated AS (
+    UPDATE import_files AS f SET
+        size = v.size,
+        mtime_ns = v.mtime_ns,
+        byte_offset = v.byte_offset,
+        lines = v.lines,
+        carry = v.carry,
+        records = f.records + v.records,
+        skipped = f.skipped + v.skipped,
+        imported_at = v.imported_at
+    FROM v
+    WHERE f.source = v.source AND md5(f.path) = md5(v.path)
+      AND f.path = v.path
+    RETURNING 1
+)
+INSERT INTO import_files (source, path, size, mtime_ns, byte_offset, lines, carry, records, skipped, imported_at)
+SELECT * FROM v
+WHERE NOT EXISTS (SELECT 1 FROM updated)";
 
 /// SQL of `GetImportSession` (sql/queries/import.sql:23).
 pub const GET_IMPORT_SESSION_SQL: &str =

@@ -38,8 +38,11 @@ pub fn new_id(prefix: Prefix) -> String {
 }
 
 /// The most bytes an id may have: a session's, a message's, a part's or a file
-/// version's, whoever supplies it (an export file, an agent's history). Scribe's own ids
-/// have 36; the agents' (UUIDs, `ses_…`, Hermes' dated names) at most a few dozen.
+/// version's, and the names a session is listed by, its source (`cli`, `claude-code`, a
+/// client's name) and its user id, whoever supplies them (an export file, an agent's
+/// history, the API). Scribe's own ids have 36; the agents' (UUIDs, `ses_…`, Hermes' dated
+/// names) at most a few dozen. (A file path is not bounded: PostgreSQL keys it by a
+/// digest, schema V27.)
 /// PostgreSQL cannot index a key of more than about 2,700 bytes (its b-tree's largest
 /// row, after compression), so without a limit an id SQLite stored was refused there
 /// (SQLSTATE 54000, a raw message naming an index) and `scribe db copy` into PostgreSQL
@@ -55,7 +58,8 @@ const SHOWN_WHOLE_BYTES: usize = 64;
 /// the same on both backends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdTooLong {
-    /// What the id names: `"session"`, `"message"`, `"part"`, `"file version"`.
+    /// What the id names: `"session"`, `"message"`, `"part"`, `"file version"`, or whose
+    /// id it is: `"source"` (a session's source), `"user"` (a session's user id).
     pub what: &'static str,
     /// Its length in bytes.
     pub len: usize,

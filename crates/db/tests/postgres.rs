@@ -2252,3 +2252,38 @@ fn a_store_with_an_over_long_id_copies_into_sqlite_but_is_refused_by_postgres() 
         assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 0);
     }
 }
+
+/// A session's source or user id longer than `MAX_ID_BYTES` in an SQLite store (written
+/// before the rule, through the query layer): a copy into PostgreSQL is `Error::IdTooLong`
+/// naming `source` / `user` and the session, before anything is written. Before, the
+/// server refused the row midway (54000 for index "sessions_source" / "sessions_user").
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_store_with_an_over_long_source_or_user_is_refused_by_postgres_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = incompressible(3_000, 3);
+    for (i, what) in ["source", "user"].into_iter().enumerate() {
+        let source = Database::open(dir.path().join(format!("long_{what}.db"))).unwrap();
+        common::session(&source, "cli");
+        let id = new_id(Prefix::Session);
+        let params = if what == "source" {
+            new_session(&id, &long)
+        } else {
+            q::CreateSessionParams {
+                user_id: Some(&long),
+                ..new_session(&id, "cli")
+            }
+        };
+        source.write(|tx| tx.q().create_session(&params)).unwrap();
+        let url = fresh(&format!("scribe_copy_long_{what}_{i}"));
+        let pg = Database::open(&url).unwrap();
+        let err = scribe_db::copy::copy(&source, &pg, |_| std::ops::ControlFlow::Continue(()))
+            .unwrap_err();
+        let Error::IdTooLong(ref too_long) = err else {
+            panic!("{what}: {err:?}");
+        };
+        assert_eq!((too_long.what, too_long.len), (what, 3_000), "{err:?}");
+        assert_eq!(too_long.session.as_deref(), Some(id.as_str()));
+        assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 0);
+    }
+}

@@ -47,6 +47,29 @@ pub fn part_id(source: Source, message_key: &str, part_key: &str, at_ms: i64) ->
     )
 }
 
+/// The Scribe id of `external`, a session of `source` whose own id another source's
+/// session already has: `<source>-<external>`, unless that is longer than
+/// [`scribe_db::ids::MAX_ID_BYTES`] (the external id fits, so it is at most that long,
+/// and the prefix can push it over). Then the external id is cut at a character boundary
+/// and a 128-bit hash of the whole of it follows, `<source>-<start>-<32 hex digits>`, which
+/// is exactly the limit long: distinct ids with the same start stay distinct, the same id
+/// always gets the same spelling (an import into another store, or again after its record
+/// was lost, finds the same session), and the batch is not refused for an id Scribe made.
+pub fn clash_session_id(source: Source, external: &str) -> String {
+    let max = scribe_db::ids::MAX_ID_BYTES;
+    let prefixed = format!("{}-{external}", source.name());
+    if prefixed.len() <= max {
+        return prefixed;
+    }
+    let digest = format!("{:032x}", hash(&[source.name(), "session", external]));
+    let room = max.saturating_sub(source.name().len() + 1 + 1 + digest.len());
+    let mut cut = room.min(external.len());
+    while !external.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{}-{digest}", source.name(), &external[..cut])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +98,46 @@ mod tests {
             part_id(Source::Codex, "m", "p", 1),
             "prt_0000000000019108f8022d5101a1aa60"
         );
+    }
+
+    #[test]
+    fn a_clash_id_stays_within_the_id_limit_and_is_stable() {
+        use scribe_db::ids::{MAX_ID_BYTES, check_id};
+        assert_eq!(clash_session_id(Source::Codex, "abc"), "codex-abc");
+        // Just fits with the prefix: spelled as before.
+        let fits = "x".repeat(MAX_ID_BYTES - "codex-".len());
+        assert_eq!(
+            clash_session_id(Source::Codex, &fits),
+            format!("codex-{fits}")
+        );
+        // One byte more, and an id at the limit itself: cut, hashed, exactly the limit.
+        for len in [MAX_ID_BYTES - "codex-".len() + 1, MAX_ID_BYTES] {
+            let external = "y".repeat(len);
+            let id = clash_session_id(Source::Codex, &external);
+            assert_eq!(id.len(), MAX_ID_BYTES, "{len}");
+            assert!(check_id("session", &id).is_ok());
+            assert!(id.starts_with("codex-yyyy"), "{id}");
+            assert_eq!(id, clash_session_id(Source::Codex, &external), "stable");
+        }
+        // Same start, different ends: different ids; another source: another id.
+        let a = format!("{}a", "z".repeat(MAX_ID_BYTES - 1));
+        let b = format!("{}b", "z".repeat(MAX_ID_BYTES - 1));
+        assert_ne!(
+            clash_session_id(Source::Codex, &a),
+            clash_session_id(Source::Codex, &b)
+        );
+        assert_ne!(
+            clash_session_id(Source::Codex, &a),
+            clash_session_id(Source::Hermes, &a)
+        );
+        // The cut never splits a character: 341 three-byte characters and one byte.
+        let wide = format!("{}q", "€".repeat(341));
+        let id = clash_session_id(Source::ClaudeCode, &wide);
+        assert!(
+            id.len() <= MAX_ID_BYTES && id.len() > MAX_ID_BYTES - 3,
+            "{}",
+            id.len()
+        );
+        assert!(id.starts_with("claude-code-€€"));
     }
 }

@@ -835,13 +835,14 @@ impl Commit<'_, '_> {
     }
 
     /// The Scribe id a session of this source not imported yet gets: the source's id,
-    /// unless another source's session already has it (then `<source>-<id>`).
+    /// unless another source's session already has it (then `<source>-<id>`, spelled
+    /// within the id limit: [`crate::ids::clash_session_id`]).
     fn fresh_id(&mut self, external: &str) -> Result<String> {
         if let Some(id) = unrecorded_session(self.tx, self.source, external)? {
             return Ok(id);
         }
         Ok(if SessionService::exists_tx(self.tx, external)? {
-            format!("{}-{}", self.source.name(), external)
+            crate::ids::clash_session_id(self.source, external)
         } else {
             external.to_owned()
         })

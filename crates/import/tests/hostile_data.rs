@@ -253,3 +253,41 @@ fn a_session_id_longer_than_an_id_may_be_fails_that_session_alone() {
     assert_eq!(ids, [fine]);
     assert_eq!(messages(&db, fine).len(), 1);
 }
+
+/// A Hermes session whose id (1,020 bytes, within the id limit) another source's session
+/// already has: it is imported as `hermes-<id>` cut to the limit with a hash of the whole
+/// id (`scribe_import::ids::clash_session_id`), not refused. Before, the prefix made an id
+/// of 1,027 bytes and the session failed with `IdTooLong`.
+#[test]
+fn a_clashing_session_id_near_the_limit_is_imported_within_it() {
+    use scribe_db::ids::MAX_ID_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hermes");
+    let dir_sessions = home.join("sessions");
+    std::fs::create_dir_all(&dir_sessions).unwrap();
+    let id = format!("20260101_{}", "a".repeat(MAX_ID_BYTES - 13));
+    assert!(id.len() <= MAX_ID_BYTES && id.len() + "hermes-".len() > MAX_ID_BYTES);
+    let db = scribe_db(dir.path());
+    db.write(|tx| -> scribe_db::Result<()> {
+        tx.q()
+            .create_session(&scribe_db::testing::bare_session(&id, "cli", 1))
+            .map(|_| ())
+    })
+    .unwrap();
+    let doc = format!(
+        r#"{{"session_id":"{id}","session_start":"2026-01-01T00:00:00Z","last_updated":"2026-01-01T00:01:00Z","messages":[{{"role":"user","content":"hi"}}]}}"#
+    );
+    std::fs::write(dir_sessions.join("session_20260101_clash.json"), doc).unwrap();
+    let s = run(&db, Source::Hermes, &[home]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    assert!(s.failed_sessions.is_empty(), "{:?}", s.failed_sessions);
+    let expected = scribe_import::ids::clash_session_id(Source::Hermes, &id);
+    assert_eq!(expected.len(), MAX_ID_BYTES);
+    let imported: Vec<_> = sessions(&db)
+        .into_iter()
+        .filter(|x| x.id != id)
+        .map(|x| x.id)
+        .collect();
+    assert_eq!(imported, std::slice::from_ref(&expected));
+    assert_eq!(messages(&db, &expected).len(), 1);
+}

@@ -68,7 +68,7 @@ impl SessionService {
     ///
     /// Inside the caller's transaction; queues `created` for a new session and `updated`
     /// for a stored one that changed. Errors: an empty id or source
-    /// ([`SessionError::InvalidInput`]), an id longer than
+    /// ([`SessionError::InvalidInput`]), an id or source longer than
     /// [`scribe_db::ids::MAX_ID_BYTES`] ([`SessionError::IdTooLong`]), a parent that is not stored
     /// ([`SessionError::NotFound`]), an unusable title ([`SessionError::InvalidTitle`],
     /// [`SessionError::TitleTooLong`]).
@@ -84,6 +84,7 @@ impl SessionService {
             ));
         }
         scribe_db::ids::check_id("session", &e.id)?;
+        scribe_db::ids::check_id("source", &e.source)?;
         if let Some(parent) = &e.parent_session_id
             && !tx.q().session_exists(parent)?
         {

@@ -177,6 +177,10 @@ pub(crate) fn insert_session(tx: &mut Tx<'_>, id: &str, new: &NewSession) -> Res
     ensure_not_empty("session id", id)?;
     scribe_db::ids::check_id("session", id)?;
     ensure_not_empty("source", &new.source)?;
+    scribe_db::ids::check_id("source", &new.source)?;
+    if let Some(user) = &new.user_id {
+        scribe_db::ids::check_id("user", user)?;
+    }
     let title = normalize_optional_title(new.title.as_deref())?;
     match (&new.parent_session_id, new.kind) {
         (None, SessionKind::Normal) => {}
@@ -299,7 +303,9 @@ impl SessionService {
     ///
     /// Errors: [`SessionError::TitleInUse`], [`SessionError::InvalidTitle`],
     /// [`SessionError::TitleTooLong`], [`SessionError::NotFound`] (parent),
-    /// [`SessionError::InvalidInput`] (empty source, a non-normal kind without parent).
+    /// [`SessionError::InvalidInput`] (empty source, a non-normal kind without parent),
+    /// [`SessionError::IdTooLong`] (a source or user id longer than
+    /// [`scribe_db::ids::MAX_ID_BYTES`]).
     pub fn create(&self, new: NewSession) -> Result<Session> {
         let id = new_id(Prefix::Session);
         self.db.write(|tx| self.create_tx(tx, &id, &new))

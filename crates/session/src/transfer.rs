@@ -763,13 +763,18 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
     })
 }
 
-/// [`SessionError::IdTooLong`] for the first id of `export` (its session's, a message's,
-/// a part's, a file version's) longer than [`scribe_db::ids::MAX_ID_BYTES`].
+/// [`SessionError::IdTooLong`] for the first id of `export` (its session's, its source's
+/// or user's, a message's, a part's, a file version's) longer than
+/// [`scribe_db::ids::MAX_ID_BYTES`].
 fn check_ids(export: &SessionExport) -> Result<()> {
     use scribe_db::ids::check_id;
     let session = &export.session.id;
     check_id("session", session)?;
     let named = |err: scribe_db::ids::IdTooLong| err.in_session(session);
+    check_id("source", &export.session.source).map_err(named)?;
+    if let Some(user) = &export.session.user_id {
+        check_id("user", user).map_err(named)?;
+    }
     for message in &export.messages {
         check_id("message", &message.id).map_err(named)?;
         for part in &message.parts {

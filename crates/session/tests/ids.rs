@@ -242,3 +242,113 @@ fn a_store_holding_an_over_long_id_still_reads_and_exports() {
     assert_eq!(exported.len(), 1);
     assert_eq!(exported[0].session.id, long);
 }
+
+/// A session's source and user id are indexed as ids are (PostgreSQL's sessions_source,
+/// sessions_user) and follow the same rule: 3,000 incompressible bytes are `IdTooLong`
+/// naming `source` / `user`, on every way in (create, an importer's session, an export
+/// imported), and nothing is stored; at the limit they are stored and listed by. Before,
+/// SQLite stored them and PostgreSQL refused them with the server's raw 54000.
+fn over_long_source_and_user_are_refused(db: &Arc<Database>) {
+    let sessions = SessionService::new(Arc::clone(db));
+    let long = incompressible(3_000, 11);
+    let refused = |result: Result<(), SessionError>, what: &str| {
+        let err = match result {
+            Err(SessionError::IdTooLong(err)) => err,
+            other => panic!("{what}: {other:?}"),
+        };
+        assert_eq!((err.what, err.len), (what, 3_000), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("{what} id ")), "{err}");
+    };
+    refused(
+        sessions
+            .create(NewSession {
+                source: long.clone(),
+                ..NewSession::default()
+            })
+            .map(|_| ()),
+        "source",
+    );
+    refused(
+        sessions
+            .create(NewSession {
+                user_id: Some(long.clone()),
+                ..NewSession::default()
+            })
+            .map(|_| ()),
+        "user",
+    );
+    let external = scribe_session::ExternalSession {
+        id: "ext-1".to_owned(),
+        parent_session_id: None,
+        kind: scribe_session::SessionKind::Normal,
+        source: long.clone(),
+        directory: None,
+        title: None,
+        model: None,
+        model_config: None,
+        system_prompt: None,
+        billing_provider: None,
+        billing_base_url: None,
+        cost_status: None,
+        cost_source: None,
+        created_at: 1,
+        updated_at: 1,
+        ended_at: None,
+        end_reason: None,
+    };
+    refused(
+        db.write(|tx| sessions.upsert_external_tx(tx, &external).map(|_| ())),
+        "source",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut list = exports(dir.path());
+    list.truncate(2);
+    list[0].session.source.clone_from(&long);
+    list[1].session.user_id = Some(long.clone());
+    let outcomes = sessions.import_many(list, |_| {}).unwrap();
+    let mut outcomes = outcomes.into_iter();
+    refused(outcomes.next().unwrap().map(|_| ()), "source");
+    refused(outcomes.next().unwrap().map(|_| ()), "user");
+    let all = |filter: SessionFilter| {
+        sessions
+            .list(&SessionFilter {
+                limit: None,
+                ..filter
+            })
+            .unwrap()
+    };
+    assert!(all(SessionFilter::default()).is_empty());
+
+    let at_limit = incompressible(MAX_ID_BYTES, 12);
+    let s = sessions
+        .create(NewSession {
+            source: at_limit.clone(),
+            user_id: Some(at_limit.clone()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let listed = all(SessionFilter {
+        sources: vec![at_limit.clone()],
+        user_id: Some(at_limit.clone()),
+        ..SessionFilter::default()
+    });
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, s.id);
+    assert_eq!(listed[0].user_id.as_deref(), Some(at_limit.as_str()));
+}
+
+#[test]
+fn over_long_source_and_user_are_refused_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Database::open(dir.path().join("scribe.db")).unwrap());
+    over_long_source_and_user_are_refused(&db);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn over_long_source_and_user_are_refused_on_postgres() {
+    let url = scribe_db::testing::fresh_test_database("session_long_source").unwrap();
+    let db = Arc::new(Database::open(&url).unwrap());
+    over_long_source_and_user_are_refused(&db);
+}

@@ -455,7 +455,8 @@ impl<'a> Reader<'a> {
     }
 
     /// [`Error::IdTooLong`] for the first id longer than [`crate::ids::MAX_ID_BYTES`]
-    /// (a session's, a message's, a part's, a file version's, naming the session), read
+    /// (a session's, a message's, a part's, a file version's, a session's source or user
+    /// id, naming the session), read
     /// before anything is written to a PostgreSQL target: SQLite stores such an id (an
     /// older build, or one written around the services), PostgreSQL cannot index it, and
     /// the copy failed midway with the server's raw message naming an index. One scan of
@@ -496,6 +497,25 @@ impl<'a> Reader<'a> {
                 |row| row.get(0),
             )?;
             return Err(Error::IdTooLong(err.in_session(&session)));
+        }
+        // A session's source and user id: the same rule (PostgreSQL indexes both), read
+        // through their indexes (sessions_source, sessions_user).
+        for (what, column) in [("source", "source"), ("user", "user_id")] {
+            let found: Option<(String, String)> = conn
+                .query_row(
+                    &format!(
+                        "SELECT {column}, id FROM sessions \
+                         WHERE length(CAST({column} AS BLOB)) > ?1 LIMIT 1"
+                    ),
+                    [max],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()?;
+            if let Some((text, session)) = found
+                && let Err(err) = crate::ids::check_id(what, &text)
+            {
+                return Err(Error::IdTooLong(err.in_session(&session)));
+            }
         }
         Ok(())
     }

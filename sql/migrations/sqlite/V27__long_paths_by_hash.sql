@@ -1,0 +1,5 @@
+-- Scribe schema, version 27: nothing to do on SQLite.
+--
+-- PostgreSQL's version 27 indexes file paths (`files`, `import_files`) through the MD5
+-- of the path, so a path of any length is stored there as here: SQLite's b-tree takes a
+-- key of any length. The file exists so both dialects number their versions alike.
