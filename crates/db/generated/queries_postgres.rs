@@ -98,12 +98,10 @@ WHERE session_id = $1 AND md5(path) = md5($2)
   AND path = $2
 ORDER BY version";
 
-/// SQL of `ListLatestFiles` (sql/queries/files.sql:20).
-pub const LIST_LATEST_FILES_SQL: &str = "SELECT f.* FROM files AS f
-WHERE f.session_id = $1
-  AND f.version = (SELECT max(g.version) FROM files AS g
-                   WHERE g.session_id = f.session_id AND g.path = f.path)
-ORDER BY f.path";
+/// SQL of `ListLatestFiles` (sql/queries/postgres/files.sql:29).
+pub const LIST_LATEST_FILES_SQL: &str = "SELECT DISTINCT ON (path) * FROM files
+WHERE session_id = $1
+ORDER BY path, version DESC";
 
 /// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
 pub const LIST_SESSION_FILES_SQL: &str =

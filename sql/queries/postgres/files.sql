@@ -25,3 +25,11 @@ SELECT * FROM files
 WHERE session_id = @session_id AND md5(path) = md5(@path)
   AND path = @path
 ORDER BY version;
+
+-- name: ListLatestFiles :many
+-- The newest version of every path the session changed, by path: one pass over the
+-- session's versions in path order (the shared spelling's lookup of each path's newest
+-- version by `g.path = f.path` could only walk the key's session prefix since V27).
+SELECT DISTINCT ON (path) * FROM files
+WHERE session_id = @session_id
+ORDER BY path, version DESC;
