@@ -161,7 +161,45 @@ fn stored_markers_on_the_substring_routes(backend: Backend) {
     );
 }
 
+/// Every occurrence of a symbol or short literal term the query requires is marked, next
+/// to the word index's marks, never an excluded one; touching occurrences are one mark.
+/// Before, `error 🚀` marked only the `error`s, and `🚀` only its first rocket.
+fn every_required_literal_is_marked(backend: Backend) {
+    let s = Store::new(backend);
+    let session = create_session(&s.db.db, Some("literals")).unwrap();
+    let rockets = s.say(
+        &session,
+        "The deploy error 🚀 happened after the rocket 🚀 launch; another error later.",
+    );
+    let plain = s.say(&session, "an error without symbols");
+    let pair = s.say(&session, "go 🚀🚀 now");
+    let short = s.say(&session, "Ship X中 now");
+    let marked = |query: &str, message: &str| {
+        let (text, marked) = split(&s.snippet(query, false, message));
+        assert!(!text.is_empty(), "{query:?}");
+        marked
+    };
+    assert_eq!(marked("error 🚀", &rockets), ["error", "🚀", "🚀", "error"]);
+    assert_eq!(marked("🚀", &rockets), ["🚀", "🚀"]);
+    assert_eq!(marked("rocket 🚀", &rockets), ["🚀", "rocket", "🚀"]);
+    assert_eq!(
+        marked("error OR 🚀", &rockets),
+        ["error", "🚀", "🚀", "error"]
+    );
+    // An excluded term is never marked (and leaves out the messages holding it).
+    assert_eq!(marked("error -🚀", &plain), ["error"]);
+    let hits = s
+        .svc
+        .search("error -🚀", &SearchOptions::default())
+        .unwrap();
+    assert!(hits.iter().all(|h| h.message_id != rockets), "{hits:?}");
+    assert_eq!(marked("🚀", &pair), ["🚀🚀"]);
+    // Compared as the substring routes match: ASCII letters without case.
+    assert_eq!(marked("x中", &short), ["X中"]);
+}
+
 backends!(
+    every_required_literal_is_marked,
     stored_markers_forge_no_highlight,
     stored_markers_next_to_a_match_stay_text,
     stored_markers_on_the_substring_routes,

@@ -1699,12 +1699,93 @@ fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
 /// Runs the search described by `filter` inside the snapshot `tx`, on either backend: at
 /// most `limit` hits after skipping `offset`, best first (newest first for substring
 /// matches), never two for one message.
+///
+/// Every occurrence in a hit's snippet of a literal term the query requires (a symbol, a
+/// short CJK term, a phrase holding one: what the indexes cannot mark) is marked, beside
+/// the index's own marks ([`mark_literals`]).
 pub fn search(tx: &mut ReadTx<'_>, filter: &SearchFilter) -> crate::Result<Vec<SearchHit>> {
-    match tx.raw() {
-        Conn::Sqlite(conn) => Ok(sqlite_search(conn, filter)?),
+    let mut hits = match tx.raw() {
+        Conn::Sqlite(conn) => sqlite_search(conn, filter)?,
         #[cfg(feature = "postgres")]
-        Conn::Postgres(client) => postgres::search(client, filter),
+        Conn::Postgres(client) => postgres::search(client, filter)?,
+    };
+    let mut terms = Vec::new();
+    literal_terms(&filter.query, &mut terms);
+    if !terms.is_empty() {
+        for hit in &mut hits {
+            hit.snippet = mark_literals(&hit.snippet, &terms);
+        }
     }
+    Ok(hits)
+}
+
+/// The literal terms `query` requires somewhere (each alternative's `all`; never an
+/// excluded one), which its index's snippets do not mark: the substrings of the LIKE
+/// routes and those tested beside an index.
+fn literal_terms<'a>(query: &'a TextQuery, out: &mut Vec<&'a str>) {
+    let mut add = |alternatives: &'a [Alternative]| {
+        out.extend(alternatives.iter().flat_map(|a| &a.all).map(String::as_str));
+    };
+    match query {
+        TextQuery::Words(_) | TextQuery::Trigrams(_) => {}
+        TextQuery::Substring(text) => out.push(text),
+        TextQuery::Literal(alternatives)
+        | TextQuery::Substrings {
+            plain: alternatives,
+            ..
+        } => {
+            add(alternatives);
+        }
+        TextQuery::Mixed {
+            index,
+            checks,
+            substrings,
+        } => {
+            add(substrings);
+            out.extend(checks.iter().flat_map(|c| &c.terms.all).map(String::as_str));
+            literal_terms(index, out);
+        }
+    }
+}
+
+/// `snippet` with every occurrence of each of `terms` marked too (compared as the LIKE
+/// route compares: ASCII letters case-insensitively), merged with the marks it has: a
+/// term overlapping or touching a mark makes one longer mark. Occurrences are found in the
+/// snippet's text without its marks, so a term is marked across a mark's edge too
+/// (`rocket 🚀` where the word index marked `rocket`).
+fn mark_literals(snippet: &str, terms: &[&str]) -> String {
+    let pieces = snippet_pieces(snippet);
+    let mut text = String::with_capacity(snippet.len());
+    let mut marked = Vec::with_capacity(snippet.len());
+    for (piece, is_match) in &pieces {
+        text.push_str(piece);
+        marked.resize(text.len(), *is_match);
+    }
+    for term in terms {
+        let mut from = 0;
+        while let Some(at) = text
+            .get(from..)
+            .and_then(|rest| find_ascii_case_insensitive(rest, term))
+        {
+            let start = from + at;
+            let end = start + term.len();
+            marked[start..end].fill(true);
+            from = end;
+        }
+    }
+    let mut out = String::with_capacity(snippet.len() + 8);
+    let mut open = false;
+    for (i, c) in text.char_indices() {
+        if marked[i] != open {
+            out.push_str(if open { MATCH_END } else { MATCH_START });
+            open = marked[i];
+        }
+        out.push(c);
+    }
+    if open {
+        out.push_str(MATCH_END);
+    }
+    out
 }
 
 /// [`search`] on SQLite: the FTS5 indexes (or LIKE).
@@ -1811,6 +1892,21 @@ fn find_ascii_case_insensitive(text: &str, needle: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::queries as q;
+
+    #[test]
+    fn literal_marks_merge_with_the_index_marks() {
+        let m = |s: &str| s.replace('[', MATCH_START).replace(']', MATCH_END);
+        // Across a mark's edge, touching, at both ends, a mark left open.
+        assert_eq!(
+            mark_literals(&m("[rocket] 🚀 x"), &["t 🚀"]),
+            m("[rocket 🚀] x")
+        );
+        assert_eq!(mark_literals("🚀🚀a🚀", &["🚀"]), m("[🚀🚀]a[🚀]"));
+        assert_eq!(mark_literals(&m("a [open"), &["A"]), m("[a] [open]"));
+        // Nothing to mark: the snippet as it was, its marks kept.
+        assert_eq!(mark_literals(&m("x [y] z"), &["q"]), m("x [y] z"));
+        assert_eq!(mark_literals("", &["q"]), "");
+    }
 
     /// A session row for the fixtures below: `id` from `source`, titled `title`.
     fn insert_session(
