@@ -1701,8 +1701,8 @@ fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
 /// matches), never two for one message.
 ///
 /// Every occurrence in a hit's snippet of a literal term the query requires (a symbol, a
-/// short CJK term, a phrase holding one: what the indexes cannot mark) is marked, beside
-/// the index's own marks.
+/// CJK term too short for the trigram index: what the indexes cannot mark) is marked,
+/// beside the index's own marks.
 pub fn search(tx: &mut ReadTx<'_>, filter: &SearchFilter) -> crate::Result<Vec<SearchHit>> {
     let mut hits = match tx.raw() {
         Conn::Sqlite(conn) => sqlite_search(conn, filter)?,
