@@ -817,9 +817,10 @@ fn symbols_next_to_words_are_searched_not_dropped(backend: Backend) {
             "{offset}"
         );
     }
-    // Snippets as before: the word's highlight, or the symbol's on its own.
+    // Snippets mark the word and the symbol the hit needed (the symbol's alone when only
+    // it matched).
     let hit = &f.search("🚀 deployed")[0];
-    assert_eq!(hit.snippet, "🚀 \u{2}deployed\u{3} to prod");
+    assert_eq!(hit.snippet, "\u{2}🚀\u{3} \u{2}deployed\u{3} to prod");
     let launch = f
         .search("deployed OR 🚀🚀")
         .into_iter()
