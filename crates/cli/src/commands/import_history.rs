@@ -221,7 +221,8 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
     };
     writeln!(out, "watching for new records ({how}; Ctrl-C to stop)…")?;
     out.flush()?;
-    let mut watched = Vec::new();
+    // What the watch stored, as counts: a watch may run for days.
+    let mut watched = Stored::default();
     while !interrupt.happened() {
         watch.wait();
         if interrupt.happened() {
@@ -236,7 +237,7 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
             }
             out.flush()?;
         }
-        watched.extend(summaries);
+        watched.add(&summaries);
     }
     Err(watch_stopped(&watched, args.dry_run))
 }
@@ -388,7 +389,9 @@ fn stopped(summaries: &[SourceSummary], agents: usize, dry_run: bool) -> CliErro
             ui::plural(n(not_started as u64), "more agent")
         ));
     }
-    let mut text = stored(summaries, dry_run);
+    let mut all = Stored::default();
+    all.add(summaries);
+    let mut text = all.describe(dry_run);
     if !left.is_empty() {
         text.push_str(&format!(", {}", left.join(", ")));
     }
@@ -398,12 +401,12 @@ fn stopped(summaries: &[SourceSummary], agents: usize, dry_run: bool) -> CliErro
 
 /// What a watch that Ctrl-C ended says (exit status 130): what it stored after its first
 /// import (which reported itself), and whether the import in flight was cut short.
-fn watch_stopped(watched: &[SourceSummary], dry_run: bool) -> CliError {
+fn watch_stopped(watched: &Stored, dry_run: bool) -> CliError {
     let mut text = format!(
         "stopped watching; {} while watching",
-        stored(watched, dry_run)
+        watched.describe(dry_run)
     );
-    if watched.iter().any(|s| s.stopped) {
+    if watched.cut_short {
         text.push_str(
             "; the import in flight stopped between files, importing again reads the rest",
         );
@@ -411,24 +414,41 @@ fn watch_stopped(watched: &[SourceSummary], dry_run: bool) -> CliError {
     CliError::Interrupted(text)
 }
 
-/// "N sessions (M new messages) stored" over `summaries` ("would be imported" for a dry run).
-fn stored(summaries: &[SourceSummary], dry_run: bool) -> String {
-    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    let sessions: u64 = summaries
-        .iter()
-        .map(|s| s.written.sessions_created + s.written.sessions_updated)
-        .sum();
-    let messages: u64 = summaries.iter().map(|s| s.written.messages_inserted).sum();
-    let verb = if dry_run {
-        "would be imported"
-    } else {
-        "stored"
-    };
-    format!(
-        "{} ({} new) {verb}",
-        ui::plural(n(sessions), "session"),
-        ui::plural(n(messages), "message"),
-    )
+/// Sessions and new messages stored (or, in a dry run, that would be), summed over
+/// imports, and whether one was stopped between files.
+#[derive(Default)]
+struct Stored {
+    sessions: u64,
+    messages: u64,
+    cut_short: bool,
+}
+
+impl Stored {
+    fn add(&mut self, summaries: &[SourceSummary]) {
+        for s in summaries {
+            let w = &s.written;
+            self.sessions = self
+                .sessions
+                .saturating_add(w.sessions_created + w.sessions_updated);
+            self.messages = self.messages.saturating_add(w.messages_inserted);
+            self.cut_short |= s.stopped;
+        }
+    }
+
+    /// "N sessions (M messages new) stored" ("would be imported" for a dry run).
+    fn describe(&self, dry_run: bool) -> String {
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let verb = if dry_run {
+            "would be imported"
+        } else {
+            "stored"
+        };
+        format!(
+            "{} ({} new) {verb}",
+            ui::plural(n(self.sessions), "session"),
+            ui::plural(n(self.messages), "message"),
+        )
+    }
 }
 
 fn watch_line(s: &SourceSummary) -> String {
