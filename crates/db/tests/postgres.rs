@@ -2287,3 +2287,51 @@ fn a_store_with_an_over_long_source_or_user_is_refused_by_postgres_up_front() {
         assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 0);
     }
 }
+
+/// A session title longer than `MAX_ID_BYTES` in an SQLite store (written around the
+/// services, which cap titles at 200 characters): a copy into PostgreSQL is
+/// `Error::CopyRefused` naming the session and the length, before anything is written.
+/// Before, the server refused the row midway (54000 for index "sessions_title_unique").
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_store_with_an_over_long_title_is_refused_by_postgres_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = Database::open(dir.path().join("long_title.db")).unwrap();
+    common::session(&source, "cli");
+    let id = new_id(Prefix::Session);
+    let long = incompressible(3_000, 5);
+    source
+        .write(|tx| tx.q().create_session(&new_session(&id, "cli")))
+        .unwrap();
+    source
+        .write(|tx| {
+            tx.conn()
+                .unwrap()
+                .execute("UPDATE sessions SET title = ?1 WHERE id = ?2", [&long, &id])?;
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    let url = fresh("scribe_copy_long_title");
+    let pg = Database::open(&url).unwrap();
+    let err =
+        scribe_db::copy::copy(&source, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap_err();
+    let Error::CopyRefused(ref text) = err else {
+        panic!("{err:?}");
+    };
+    assert!(text.contains(&id) && text.contains("3000 bytes"), "{text}");
+    assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 0);
+
+    // At the bound it is copied.
+    let at_bound = incompressible(scribe_db::ids::MAX_ID_BYTES, 6);
+    source
+        .write(|tx| {
+            tx.conn().unwrap().execute(
+                "UPDATE sessions SET title = ?1 WHERE id = ?2",
+                [&at_bound, &id],
+            )?;
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    scribe_db::copy::copy(&source, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap();
+    assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 2);
+}

@@ -68,8 +68,8 @@ struct Table {
 /// version; one end must be SQLite. Calls `progress` after each batch; when it returns
 /// [`ControlFlow::Break`] the copy stops there with [`Error::CopyStopped`] and its one
 /// transaction is rolled back (nothing was copied). Into PostgreSQL, an id longer than
-/// [`crate::ids::MAX_ID_BYTES`] is [`Error::IdTooLong`] naming its session, before
-/// anything is written.
+/// [`crate::ids::MAX_ID_BYTES`] is [`Error::IdTooLong`] naming its session, and a title
+/// longer than that [`Error::CopyRefused`] naming its session, before anything is written.
 pub fn copy(
     from: &Database,
     to: &Database,
@@ -516,6 +516,25 @@ impl<'a> Reader<'a> {
             {
                 return Err(Error::IdTooLong(err.in_session(&session)));
             }
+        }
+        // A title: PostgreSQL keeps titles unique through an index too
+        // (sessions_title_unique). The services cap a title at 200 characters (at most
+        // 800 bytes); one written around them is held to the ids' bound, which the index
+        // holds on every server.
+        let title: Option<(String, usize)> = conn
+            .query_row(
+                "SELECT id, length(CAST(title AS BLOB)) FROM sessions \
+                 WHERE length(CAST(title AS BLOB)) > ?1 LIMIT 1",
+                [max],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        if let Some((session, len)) = title {
+            return Err(Error::CopyRefused(format!(
+                "the title of session {session} is {len} bytes, more than PostgreSQL's \
+                 title index is given ({} at most); shorten it in the source store first",
+                crate::ids::MAX_ID_BYTES
+            )));
         }
         Ok(())
     }
