@@ -130,6 +130,34 @@ fn require_schema(client: &mut Client, shown: &str) -> Result<Schema> {
     }
 }
 
+/// The `search_path` a store's connections need when the extensions its schema uses
+/// (`unaccent`, `pg_trgm`) are installed in a schema the connection's path leaves out:
+/// the path as it is, then those schemas. `None` when they are on it, or not installed
+/// (the first migration installs them, in the store's own schema). PostgreSQL installs an
+/// extension once per database, so a second store in another schema found them in the
+/// first one's: its migration failed with "text search dictionary "unaccent" does not
+/// exist", and its writes could not find `unaccent()`. One round trip.
+pub(crate) fn extension_path(client: &mut Client) -> Result<Option<String>> {
+    let row = client.query_one(
+        "SELECT current_setting('search_path'), \
+                (SELECT string_agg(DISTINCT quote_ident(n.nspname), ', ') \
+                 FROM pg_catalog.pg_extension e \
+                 JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace \
+                 WHERE e.extname IN ('unaccent', 'pg_trgm') \
+                   AND NOT n.nspname = ANY (current_schemas(true)))",
+        &[],
+    )?;
+    let Some(missing) = row.try_get::<_, Option<String>>(1)? else {
+        return Ok(None);
+    };
+    let path: String = row.try_get(0)?;
+    Ok(Some(if path.trim().is_empty() {
+        missing
+    } else {
+        format!("{path}, {missing}")
+    }))
+}
+
 /// The highest migration version recorded (0 for a fresh database).
 pub(crate) fn current_version(client: &mut Client) -> Result<i64> {
     Ok(recorded(client)?.last().map_or(0, |(v, _)| *v))

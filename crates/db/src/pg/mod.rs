@@ -83,6 +83,13 @@ impl PgBackend {
         let report = {
             let mut client = pool.get()?;
             let shown = pool.location().shown.clone();
+            if let Some(path) = migrate::extension_path(&mut client)? {
+                client.execute(
+                    "SELECT pg_catalog.set_config('search_path', $1, false)",
+                    &[&path],
+                )?;
+                pool.set_search_path(path);
+            }
             let outcome = retry(options, || {
                 migrate::migrate(&mut client, target, options.read_only, &shown)
             });

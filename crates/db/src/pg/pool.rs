@@ -34,6 +34,10 @@ pub(crate) struct Pool {
     tls: Option<MakeTlsConnector>,
     /// This process's name in the events it causes (`scribe.origin` on each connection).
     origin: String,
+    /// A `search_path` every new connection is given, set once at open when the
+    /// extensions Scribe uses live in a schema the location's path leaves out (see
+    /// [`super::migrate::extension_path`]).
+    search_path: std::sync::OnceLock<String>,
     state: Mutex<State>,
     freed: Condvar,
     max_open: usize,
@@ -100,6 +104,7 @@ impl Pool {
             location,
             tls,
             origin,
+            search_path: std::sync::OnceLock::new(),
             state: Mutex::new(State {
                 idle: Vec::new(),
                 open: 0,
@@ -108,6 +113,12 @@ impl Pool {
             max_open: max_open.max(1),
             max_idle,
         })
+    }
+
+    /// Gives every connection opened from now on `search_path` (connections already open
+    /// are the caller's to `SET`). Only the first call counts.
+    pub(crate) fn set_search_path(&self, path: String) {
+        let _ = self.search_path.set(path);
     }
 
     pub(crate) fn location(&self) -> &Location {
@@ -220,10 +231,21 @@ impl Pool {
     /// A new connection outside the pool (the event listener's own).
     pub(crate) fn connect(&self) -> Result<Client> {
         let mut config = self.location.config.clone();
-        let options = match config.get_options() {
+        let mut options = match config.get_options() {
             Some(existing) => format!("{existing} -c scribe.origin={}", self.origin),
             None => format!("-c scribe.origin={}", self.origin),
         };
+        if let Some(path) = self.search_path.get() {
+            // The server splits options at white space; a backslash escapes the next
+            // character.
+            options.push_str(" -c search_path=");
+            for c in path.chars() {
+                if c == '\\' || c.is_whitespace() {
+                    options.push('\\');
+                }
+                options.push(c);
+            }
+        }
         config.options(&options);
         match &self.tls {
             Some(tls) => config.connect(tls.clone()),
