@@ -509,15 +509,23 @@ fn substring_rank(terms: &[String]) -> Expr {
         // An uncased term (CJK, digits) occurs in the text exactly where it occurs in its
         // lowercase, so the text is not lowercased for it (`lower` of a long text is most
         // of this expression's cost).
-        let folded = if uncased(term) {
-            format!("replace({text}, CAST(${n} AS TEXT), '')")
+        //
+        // The count is what `replace` removed over the term's length. For an uncased term
+        // it is counted in bytes: the same whole number (each occurrence removed is the
+        // term's bytes and its characters alike), but a text's byte length is in its
+        // header where `char_length` walks every byte, twice per term.
+        let removed = if uncased(term) {
+            format!(
+                "(octet_length({text}) - octet_length(replace({text}, CAST(${n} AS TEXT), ''))) \
+                 / CAST(greatest(octet_length(CAST(${n} AS TEXT)), 1) AS DOUBLE PRECISION)"
+            )
         } else {
-            format!("replace(lower({text}), lower(CAST(${n} AS TEXT)), '')")
+            format!(
+                "(char_length({text}) - char_length(replace(lower({text}), lower(CAST(${n} AS TEXT)), ''))) \
+                 / CAST(greatest(char_length(CAST(${n} AS TEXT)), 1) AS DOUBLE PRECISION)"
+            )
         };
-        sql.push_str(&format!(
-            " + (char_length({text}) - char_length({folded})) \
-             / CAST(greatest(char_length(CAST(${n} AS TEXT)), 1) AS DOUBLE PRECISION)"
-        ));
+        sql.push_str(&format!(" + {removed}"));
         values.push(term.clone());
     }
     sql.push_str(&format!(
@@ -1145,6 +1153,9 @@ mod statement_tests {
             cjk.contains(" LIKE ") && !cjk.contains("ILIKE") && !cjk.contains("lower("),
             "{cjk}"
         );
+        // An uncased term is counted in bytes: one `char_length` of the text per row
+        // (the rank's divisor), none per term.
+        assert_eq!(cjk.matches("char_length(").count(), 1, "{cjk}");
         let mixed = sql("数据库x");
         assert!(
             mixed.contains("ILIKE") && mixed.contains("lower("),
