@@ -439,3 +439,34 @@ fn after_an_import_the_check_is_clean_and_search_finds_every_message() {
     }
     assert!(searched > 50, "only {searched} messages searched");
 }
+
+/// OpenCode's legacy JSON storage is found from the folder a user sees it in: the data
+/// folder (the default root), the `storage` folder itself, or its `session` folder; each
+/// imports the same sessions with the same figures. Before, only the data folder did
+/// ("no history found" for the others).
+#[test]
+fn opencode_storage_is_found_from_its_own_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let data = roots(&home, Source::OpenCode).remove(0);
+    for (i, root) in [
+        data.join("storage"),
+        data.join("storage/session"),
+        data.clone(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let store = dir.path().join(format!("store{i}"));
+        std::fs::create_dir_all(&store).unwrap();
+        let db = scribe_db(&store);
+        let summary = run(&db, Source::OpenCode, &[root.clone()]);
+        assert!(summary.files > 0, "{}: {summary:?}", root.display());
+        assert_eq!(
+            figures(&db, "s_stage0_large", true),
+            (120, 16, 0, 0),
+            "{}",
+            root.display()
+        );
+    }
+}

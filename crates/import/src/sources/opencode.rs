@@ -80,7 +80,7 @@ impl Importer for OpenCode {
         dbs.sort();
         out.extend(dbs);
         // Legacy JSON storage: one unit per session file.
-        walk(&root.join("storage/session"), out, |p| {
+        walk(&legacy_sessions(root), out, |p| {
             p.extension().is_some_and(|e| e == "json")
         })
     }
@@ -423,6 +423,25 @@ fn part_of(d: &Value, steps: &mut Option<TokenUsage>) -> Part {
             serde_json::json!({"type": "opencode", "data": d})
         }),
     }
+}
+
+/// The session folder of the legacy JSON storage under `root`: OpenCode's data folder
+/// (`…/opencode/storage/session`), the storage folder itself (`…/storage/session`, beside
+/// `message` and `part`), or that session folder. A user points at the folder they see
+/// their history in; before, only the data folder found it ("no history found").
+fn legacy_sessions(root: &Path) -> PathBuf {
+    let holds_storage = |dir: &Path| dir.join("session").is_dir() && dir.join("message").is_dir();
+    if !root.join("storage/session").is_dir() {
+        if holds_storage(root) {
+            return root.join("session");
+        }
+        if root.file_name().is_some_and(|n| n == "session")
+            && root.parent().is_some_and(holds_storage)
+        {
+            return root.to_owned();
+        }
+    }
+    root.join("storage/session")
 }
 
 /// A session of the JSON storage OpenCode used before its database.
