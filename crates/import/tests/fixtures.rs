@@ -460,7 +460,7 @@ fn opencode_storage_is_found_from_its_own_folders() {
         let store = dir.path().join(format!("store{i}"));
         std::fs::create_dir_all(&store).unwrap();
         let db = scribe_db(&store);
-        let summary = run(&db, Source::OpenCode, &[root.clone()]);
+        let summary = run(&db, Source::OpenCode, std::slice::from_ref(&root));
         assert!(summary.files > 0, "{}: {summary:?}", root.display());
         assert_eq!(
             figures(&db, "s_stage0_large", true),
