@@ -56,9 +56,24 @@ impl Importer for Hermes {
             out.push(root.to_owned());
             return Ok(());
         }
-        let db = root.join("state.db");
+        // Hermes' home (state.db, sessions/), or its sessions folder itself: a user points
+        // at the folder they see their logs in. From there the logs are read, and the
+        // database beside it only for which sessions it holds, not imported.
+        let logs_only = root.file_name().is_some_and(|n| n == "sessions")
+            && !root.join("sessions").is_dir()
+            && !root.join("state.db").is_file();
+        let (db, logs_dir) = if logs_only {
+            (
+                root.parent().map(|home| home.join("state.db")),
+                root.to_owned(),
+            )
+        } else {
+            (Some(root.join("state.db")), root.join("sessions"))
+        };
         let mut in_db = HashSet::new();
-        if db.is_file() {
+        if let Some(db) = db.filter(|db| db.is_file()) {
+            // A log's session that the database holds is read from the database (which
+            // has its usage), never from both.
             if let Ok(conn) = open_source_db(&db)
                 && let Ok(ids) = rows(&conn, "SELECT id FROM sessions", [])
             {
@@ -67,9 +82,11 @@ impl Importer for Hermes {
                         .filter_map(|r| str_of(r, "id").map(str::to_owned)),
                 );
             }
-            out.push(db);
+            if !logs_only {
+                out.push(db);
+            }
         }
-        let Ok(entries) = std::fs::read_dir(root.join("sessions")) else {
+        let Ok(entries) = std::fs::read_dir(logs_dir) else {
             return Ok(());
         };
         let mut logs: Vec<PathBuf> = entries
