@@ -471,10 +471,10 @@ fn opencode_storage_is_found_from_its_own_folders() {
     }
 }
 
-/// Hermes' session logs are found from their own folder (`~/.hermes/sessions`) too: the
-/// logs there are imported as from Hermes' home, and a log whose session `state.db` beside
-/// it holds is left to the database (never read from both). Before, the folder held "no
-/// history".
+/// Hermes' session logs are found from their own folder (`~/.hermes/sessions`) too, with
+/// `state.db` beside it (which holds the sessions whose logs are left to it): the same
+/// files and the same store as an import of Hermes' home; without a database beside it,
+/// every log. Before, the folder held "no history".
 #[test]
 fn hermes_logs_are_found_from_their_own_folder() {
     let dir = tempfile::tempdir().unwrap();
@@ -482,31 +482,29 @@ fn hermes_logs_are_found_from_their_own_folder() {
     let hermes = roots(&home, Source::Hermes).remove(0);
     let whole = scribe_db(dir.path());
     let from_home = run(&whole, Source::Hermes, std::slice::from_ref(&hermes));
-    let store = dir.path().join("logs");
-    std::fs::create_dir_all(&store).unwrap();
-    let logs = scribe_db(&store);
+    let store = |name: &str| {
+        let store = dir.path().join(name);
+        std::fs::create_dir_all(&store).unwrap();
+        scribe_db(&store)
+    };
+    let logs = store("logs");
     let from_logs = run(&logs, Source::Hermes, &[hermes.join("sessions")]);
-    // Every file but the database.
-    assert!(from_logs.files > 0, "{from_logs:?}");
-    assert_eq!(from_logs.files + 1, from_home.files, "{from_logs:?}");
+    assert_eq!(from_logs.files, from_home.files, "{from_logs:?}");
     assert!(from_logs.failed.is_empty() && from_logs.malformed.is_empty());
-    // Each session read from the logs is the one read from Hermes' home, and none of them
-    // is one the database holds.
-    let in_db: Vec<String> = sessions(&whole)
-        .into_iter()
-        .map(|s| s.id)
-        .filter(|id| !sessions(&logs).iter().any(|l| &l.id == id))
-        .collect();
-    assert!(!in_db.is_empty());
-    for read in sessions(&logs) {
-        let there = session(&whole, &read.id);
-        assert_eq!(read.message_count, there.message_count, "{}", read.id);
-        assert_eq!(read.tokens, there.tokens, "{}", read.id);
-        assert_eq!(
-            messages(&logs, &read.id),
-            messages(&whole, &read.id),
-            "{}",
-            read.id
-        );
+    assert_eq!(dump(&logs), dump(&whole));
+
+    // The logs alone, copied where no database is beside them.
+    let alone = dir.path().join("elsewhere/sessions");
+    std::fs::create_dir_all(&alone).unwrap();
+    let mut copied = 0;
+    for entry in std::fs::read_dir(hermes.join("sessions")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, alone.join(path.file_name().unwrap())).unwrap();
+        copied += 1;
     }
+    let only = store("only");
+    let from_alone = run(&only, Source::Hermes, std::slice::from_ref(&alone));
+    assert_eq!(from_alone.files, copied, "{from_alone:?}");
+    assert!(from_alone.failed.is_empty() && from_alone.malformed.is_empty());
+    assert!(!sessions(&only).is_empty());
 }

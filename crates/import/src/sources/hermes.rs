@@ -57,8 +57,9 @@ impl Importer for Hermes {
             return Ok(());
         }
         // Hermes' home (state.db, sessions/), or its sessions folder itself: a user points
-        // at the folder they see their logs in. From there the logs are read, and the
-        // database beside it only for which sessions it holds, not imported.
+        // at the folder they see their logs in. From there, state.db beside it is read as
+        // well, since the logs of the sessions it holds are left to it: without it they
+        // would not be imported at all.
         let logs_only = root.file_name().is_some_and(|n| n == "sessions")
             && !root.join("sessions").is_dir()
             && !root.join("state.db").is_file();
@@ -82,9 +83,7 @@ impl Importer for Hermes {
                         .filter_map(|r| str_of(r, "id").map(str::to_owned)),
                 );
             }
-            if !logs_only {
-                out.push(db);
-            }
+            out.push(db);
         }
         let Ok(entries) = std::fs::read_dir(logs_dir) else {
             return Ok(());
