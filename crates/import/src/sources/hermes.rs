@@ -60,10 +60,10 @@ impl Importer for Hermes {
         // at the folder they see their logs in. From there, state.db beside it is read as
         // well, since the logs of the sessions it holds are left to it: without it they
         // would not be imported at all.
-        let logs_only = root.file_name().is_some_and(|n| n == "sessions")
+        let in_sessions_folder = root.file_name().is_some_and(|n| n == "sessions")
             && !root.join("sessions").is_dir()
             && !root.join("state.db").is_file();
-        let (db, logs_dir) = if logs_only {
+        let (db, logs_dir) = if in_sessions_folder {
             (
                 root.parent().map(|home| home.join("state.db")),
                 root.to_owned(),
