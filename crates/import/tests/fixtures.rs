@@ -462,6 +462,14 @@ fn opencode_storage_is_found_from_its_own_folders() {
         let db = scribe_db(&store);
         let summary = run(&db, Source::OpenCode, std::slice::from_ref(&root));
         assert!(summary.files > 0, "{}: {summary:?}", root.display());
+        // `--watch` watches the storage whole: messages and parts lie beside its sessions.
+        let watched = scribe_import::sources::importer(Source::OpenCode).watch_root(&root);
+        let expected = if root.ends_with("storage/session") {
+            data.join("storage")
+        } else {
+            root.clone()
+        };
+        assert_eq!(watched, expected);
         assert_eq!(
             figures(&db, "s_stage0_large", true),
             (120, 16, 0, 0),
@@ -492,6 +500,10 @@ fn hermes_logs_are_found_from_their_own_folder() {
     assert_eq!(from_logs.files, from_home.files, "{from_logs:?}");
     assert!(from_logs.failed.is_empty() && from_logs.malformed.is_empty());
     assert_eq!(dump(&logs), dump(&whole));
+    // `--watch` watches Hermes' home, where state.db changes too.
+    let hermes_importer = scribe_import::sources::importer(Source::Hermes);
+    assert_eq!(hermes_importer.watch_root(&hermes.join("sessions")), hermes);
+    assert_eq!(hermes_importer.watch_root(&hermes), hermes);
 
     // The logs alone, copied where no database is beside them.
     let alone = dir.path().join("elsewhere/sessions");
@@ -507,4 +519,5 @@ fn hermes_logs_are_found_from_their_own_folder() {
     assert_eq!(from_alone.files, copied, "{from_alone:?}");
     assert!(from_alone.failed.is_empty() && from_alone.malformed.is_empty());
     assert!(!sessions(&only).is_empty());
+    assert_eq!(hermes_importer.watch_root(&alone), alone);
 }

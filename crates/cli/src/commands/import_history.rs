@@ -269,7 +269,10 @@ fn poll() -> Duration {
 fn watcher(targets: &[(Source, Vec<PathBuf>)]) -> Watch {
     let roots: Vec<PathBuf> = targets
         .iter()
-        .flat_map(|(_, roots)| roots.iter().cloned())
+        .flat_map(|(source, roots)| {
+            let importer = scribe_import::sources::importer(*source);
+            roots.iter().map(|root| importer.watch_root(root))
+        })
         .collect();
     let notify = std::env::var(NOTIFY_VAR).map_or(true, |v| v.trim() != "0");
     Watch::new(&roots, poll(), notify)

@@ -60,10 +60,7 @@ impl Importer for Hermes {
         // at the folder they see their logs in. From there, state.db beside it is read as
         // well, since the logs of the sessions it holds are left to it: without it they
         // would not be imported at all.
-        let in_sessions_folder = root.file_name().is_some_and(|n| n == "sessions")
-            && !root.join("sessions").is_dir()
-            && !root.join("state.db").is_file();
-        let (db, logs_dir) = if in_sessions_folder {
+        let (db, logs_dir) = if in_sessions_folder(root) {
             (
                 root.parent().map(|home| home.join("state.db")),
                 root.to_owned(),
@@ -106,6 +103,15 @@ impl Importer for Hermes {
         Ok(())
     }
 
+    fn watch_root(&self, root: &Path) -> PathBuf {
+        match root.parent() {
+            Some(home) if in_sessions_folder(root) && home.join("state.db").is_file() => {
+                home.to_owned()
+            }
+            _ => root.to_owned(),
+        }
+    }
+
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         if unit.path.extension().is_some_and(|e| e == "json") {
             log(unit, out, report)?;
@@ -114,6 +120,13 @@ impl Importer for Hermes {
         }
         Ok(Resume::default())
     }
+}
+
+/// Whether `root` is Hermes' sessions folder itself rather than its home.
+fn in_sessions_folder(root: &Path) -> bool {
+    root.file_name().is_some_and(|n| n == "sessions")
+        && !root.join("sessions").is_dir()
+        && !root.join("state.db").is_file()
 }
 
 fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {

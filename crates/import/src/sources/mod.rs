@@ -135,6 +135,15 @@ pub trait Importer: Sync {
     /// that is a file is itself, when the importer reads that kind of file.
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()>;
 
+    /// The folder (or file) `--watch` watches for changes to what `root` holds: `root`
+    /// itself, unless history [`Importer::discover`] reads from `root` lies beside it
+    /// (Hermes' `state.db` beside its sessions folder, OpenCode's messages and parts
+    /// beside its storage's session folder); then the folder above, so a change there is
+    /// noticed too.
+    fn watch_root(&self, root: &Path) -> PathBuf {
+        root.to_owned()
+    }
+
     /// Reads `unit` from where it stopped into `out`; returns where it stops now.
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume>;
 

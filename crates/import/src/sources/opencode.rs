@@ -85,6 +85,15 @@ impl Importer for OpenCode {
         })
     }
 
+    fn watch_root(&self, root: &Path) -> PathBuf {
+        let sessions = legacy_sessions(root);
+        match sessions.parent() {
+            // The storage's session folder itself: its messages and parts are beside it.
+            Some(storage) if sessions == root => storage.to_owned(),
+            _ => root.to_owned(),
+        }
+    }
+
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         if unit.path.extension().is_some_and(|e| e == "json") {
             legacy(unit, out, report)?;
