@@ -523,23 +523,48 @@ impl ModelEntry {
 
 /// The built-in model set: defaults, not a promise.
 ///
-/// Prices and limits are the providers' published list prices as of late
-/// 2025 (USD per million tokens; Anthropic cache writes at the 5-minute
-/// rate; OpenAI and Google charge no cache-write premium, so their cache-write
-/// price is the input price; Gemini 2.5 Pro at its ≤200k-token prompt tier).
-/// Providers change prices; override any of them in a catalog file.
+/// Prices and limits are the providers' published list prices as of 2026
+/// (USD per million tokens; Anthropic cache writes at the 5-minute rate;
+/// OpenAI and Google charge no cache-write premium, so their cache-write price
+/// is the input price; Gemini Pro models at their ≤200k-token prompt tier).
+/// Every price agrees with the [models.dev](https://models.dev) catalog and
+/// with ccusage 20.0.24's (`ccusage codex session --offline`); models whose
+/// prices those two disagree on are left out rather than guessed. Providers
+/// change prices; override any of them in a catalog file.
 pub fn builtin_models() -> Vec<Model> {
     // (id, provider, name, window, max output, [input, output, cache write, cache read])
     type Row = (&'static str, &'static str, &'static str, u64, u64, [f64; 4]);
     #[rustfmt::skip]
     const TABLE: &[Row] = &[
         // Anthropic Claude 4.x
+        ("claude-opus-4-8", "anthropic", "Claude Opus 4.8", 1_000_000, 128_000, [5.0, 25.0, 6.25, 0.50]),
+        ("claude-opus-4-7", "anthropic", "Claude Opus 4.7", 1_000_000, 128_000, [5.0, 25.0, 6.25, 0.50]),
+        ("claude-opus-4-6", "anthropic", "Claude Opus 4.6", 1_000_000, 128_000, [5.0, 25.0, 6.25, 0.50]),
         ("claude-opus-4-5", "anthropic", "Claude Opus 4.5", 200_000, 64_000, [5.0, 25.0, 6.25, 0.50]),
         ("claude-opus-4-1", "anthropic", "Claude Opus 4.1", 200_000, 32_000, [15.0, 75.0, 18.75, 1.50]),
         ("claude-opus-4", "anthropic", "Claude Opus 4", 200_000, 32_000, [15.0, 75.0, 18.75, 1.50]),
+        ("claude-sonnet-4-6", "anthropic", "Claude Sonnet 4.6", 1_000_000, 64_000, [3.0, 15.0, 3.75, 0.30]),
         ("claude-sonnet-4-5", "anthropic", "Claude Sonnet 4.5", 200_000, 64_000, [3.0, 15.0, 3.75, 0.30]),
         ("claude-sonnet-4", "anthropic", "Claude Sonnet 4", 200_000, 64_000, [3.0, 15.0, 3.75, 0.30]),
         ("claude-haiku-4-5", "anthropic", "Claude Haiku 4.5", 200_000, 64_000, [1.0, 5.0, 1.25, 0.10]),
+        // Anthropic Claude 3.x, still in 2025's histories
+        ("claude-3-7-sonnet", "anthropic", "Claude Sonnet 3.7", 200_000, 64_000, [3.0, 15.0, 3.75, 0.30]),
+        ("claude-3-5-sonnet", "anthropic", "Claude Sonnet 3.5", 200_000, 8_192, [3.0, 15.0, 3.75, 0.30]),
+        ("claude-3-5-haiku", "anthropic", "Claude Haiku 3.5", 200_000, 8_192, [0.80, 4.0, 1.0, 0.08]),
+        // OpenAI GPT-5 and its Codex models (a 400k window: 272k of input, 128k of output)
+        ("gpt-5.5", "openai", "GPT-5.5", 1_050_000, 128_000, [5.0, 30.0, 5.0, 0.50]),
+        ("gpt-5.4", "openai", "GPT-5.4", 1_050_000, 128_000, [2.50, 15.0, 2.50, 0.25]),
+        ("gpt-5.3-codex", "openai", "GPT-5.3 Codex", 400_000, 128_000, [1.75, 14.0, 1.75, 0.175]),
+        ("gpt-5.2-codex", "openai", "GPT-5.2 Codex", 400_000, 128_000, [1.75, 14.0, 1.75, 0.175]),
+        ("gpt-5.2", "openai", "GPT-5.2", 400_000, 128_000, [1.75, 14.0, 1.75, 0.175]),
+        ("gpt-5.1-codex-max", "openai", "GPT-5.1 Codex Max", 400_000, 128_000, [1.25, 10.0, 1.25, 0.125]),
+        ("gpt-5.1-codex-mini", "openai", "GPT-5.1 Codex mini", 400_000, 128_000, [0.25, 2.0, 0.25, 0.025]),
+        ("gpt-5.1-codex", "openai", "GPT-5.1 Codex", 400_000, 128_000, [1.25, 10.0, 1.25, 0.125]),
+        ("gpt-5.1", "openai", "GPT-5.1", 400_000, 128_000, [1.25, 10.0, 1.25, 0.125]),
+        ("gpt-5-codex", "openai", "GPT-5 Codex", 400_000, 128_000, [1.25, 10.0, 1.25, 0.125]),
+        ("gpt-5-mini", "openai", "GPT-5 mini", 400_000, 128_000, [0.25, 2.0, 0.25, 0.025]),
+        ("gpt-5-nano", "openai", "GPT-5 nano", 400_000, 128_000, [0.05, 0.40, 0.05, 0.005]),
+        ("gpt-5", "openai", "GPT-5", 400_000, 128_000, [1.25, 10.0, 1.25, 0.125]),
         // OpenAI GPT-4.1, GPT-4o and o-series
         ("gpt-4.1", "openai", "GPT-4.1", 1_047_576, 32_768, [2.0, 8.0, 2.0, 0.50]),
         ("gpt-4.1-mini", "openai", "GPT-4.1 mini", 1_047_576, 32_768, [0.40, 1.60, 0.40, 0.10]),
@@ -550,10 +575,13 @@ pub fn builtin_models() -> Vec<Model> {
         ("o3", "openai", "o3", 200_000, 100_000, [2.0, 8.0, 2.0, 0.50]),
         ("o3-mini", "openai", "o3-mini", 200_000, 100_000, [1.10, 4.40, 1.10, 0.55]),
         ("o4-mini", "openai", "o4-mini", 200_000, 100_000, [1.10, 4.40, 1.10, 0.275]),
-        // Google Gemini 2.5
-        ("gemini-2.5-pro", "google", "Gemini 2.5 Pro", 1_048_576, 65_536, [1.25, 10.0, 1.25, 0.31]),
-        ("gemini-2.5-flash", "google", "Gemini 2.5 Flash", 1_048_576, 65_536, [0.30, 2.50, 0.30, 0.075]),
-        ("gemini-2.5-flash-lite", "google", "Gemini 2.5 Flash-Lite", 1_048_576, 65_536, [0.10, 0.40, 0.10, 0.025]),
+        // Google Gemini 3 and 2.5
+        ("gemini-3.1-pro-preview", "google", "Gemini 3.1 Pro Preview", 1_048_576, 65_536, [2.0, 12.0, 2.0, 0.20]),
+        ("gemini-3-pro-preview", "google", "Gemini 3 Pro Preview", 1_000_000, 64_000, [2.0, 12.0, 2.0, 0.20]),
+        ("gemini-3-flash-preview", "google", "Gemini 3 Flash Preview", 1_048_576, 65_536, [0.50, 3.0, 0.50, 0.05]),
+        ("gemini-2.5-pro", "google", "Gemini 2.5 Pro", 1_048_576, 65_536, [1.25, 10.0, 1.25, 0.125]),
+        ("gemini-2.5-flash", "google", "Gemini 2.5 Flash", 1_048_576, 65_536, [0.30, 2.50, 0.30, 0.03]),
+        ("gemini-2.5-flash-lite", "google", "Gemini 2.5 Flash-Lite", 1_048_576, 65_536, [0.10, 0.40, 0.10, 0.01]),
     ];
     TABLE
         .iter()
@@ -678,6 +706,12 @@ mod tests {
             "o4-mini",
             "gemini-2.5-pro",
             "gemini-2.5-flash",
+            "gpt-5",
+            "gpt-5-codex",
+            "gpt-5.3-codex",
+            "claude-opus-4-8",
+            "claude-sonnet-4-6",
+            "gemini-3-pro-preview",
         ] {
             assert!(catalog.contains(id), "{id}");
         }

@@ -109,7 +109,7 @@ fn import_from_all_then_again_changes_nothing() {
     );
     let codex = source(&first, "codex");
     assert_eq!(codex["tokens"]["input"], 46_690);
-    assert_eq!(codex["unpriced_messages"], 6);
+    assert_eq!(codex["unpriced_messages"], 3);
     assert_eq!(codex["files_read"], 4);
     assert!(codex["skipped"]["event_msg:token_count(repeated)"].is_null());
 

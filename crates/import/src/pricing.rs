@@ -133,7 +133,11 @@ mod tests {
             p.model("anthropic/claude-opus-4-1").map(|m| m.id.as_str()),
             Some("claude-opus-4-1")
         );
-        assert!(p.model("gpt-5.3-codex").is_none());
+        assert_eq!(
+            p.model("openai/gpt-5.3-codex").map(|m| m.id.as_str()),
+            Some("gpt-5.3-codex")
+        );
+        assert!(p.model("gpt-5.6-luna").is_none());
         assert!(p.model("<synthetic>").is_none());
         assert_eq!(status(0), None);
         assert_eq!(status(ESTIMATED), Some("estimated"));

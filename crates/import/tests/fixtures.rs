@@ -148,6 +148,50 @@ fn token_totals_equal_ccusage_per_session() {
     assert_eq!(session(&db, "20260101_100000_a1b2c3").tokens.reasoning, 40);
 }
 
+/// Costs the sources do not report are estimated from the built-in pricing catalog, and
+/// equal ccusage's `costUSD` (the same runs as the token figures above) for every session
+/// whose models both price. `609b44ad…` is left out: Scribe counts both of its calls (see
+/// [`scribe_counts_both_calls_of_a_reused_message_id`]). Models whose prices the catalog's
+/// sources disagree on (`claude-opus-5`, `gpt-5.6-luna`) and a fake model keep their
+/// tokens with the cost unknown, never a guess.
+#[test]
+fn estimated_costs_equal_ccusage_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    import_all(&db, &home);
+    let expected: [(&str, f64); 6] = [
+        // claude-sonnet-4-20250514
+        ("1af7fc5e-8455-4414-9ccd-011d40f70b2a", 0.093_157_2),
+        ("agent-test-hash-123", 0.000_45),
+        // gpt-5.3-codex; gpt-5.2-codex then gpt-5.3-codex
+        ("019c8a70-dda7-7f33-98ea-f30553347322", 0.060_911_55),
+        ("session-alpha", 0.010_893_75),
+        // gemini-3-flash-preview
+        ("gemini_stage0_jsonl", 0.007_470_1),
+        ("session-2026-01-16T18-34-3739ef95", 0.000_02),
+    ];
+    for (id, want) in expected {
+        let s = session(&db, id);
+        assert!(
+            (s.estimated_cost_usd - want).abs() < 1e-12,
+            "{id}: {} != {want}",
+            s.estimated_cost_usd
+        );
+        assert_eq!(s.cost_status.as_deref(), Some("estimated"), "{id}");
+    }
+    for id in [
+        "small",
+        "019fc8be-3658-7ca3-9e29-000000000000",
+        "01a0f21c-5c40-7f72-9aa9-ef0b43570680",
+    ] {
+        let s = session(&db, id);
+        assert!(s.tokens.input > 0, "{id}");
+        assert_eq!(s.estimated_cost_usd, 0.0, "{id}");
+        assert_eq!(s.cost_status.as_deref(), Some("unknown"), "{id}");
+    }
+}
+
 /// Where Scribe deliberately differs from ccusage.
 ///
 /// `609b44ad…` was recorded against a fake model that gives two different API calls the
@@ -388,10 +432,10 @@ fn costs_are_reported_estimated_or_unknown() {
     assert!((hermes.estimated_cost_usd - 0.0421).abs() < 1e-9);
     assert_eq!(hermes.actual_cost_usd, Some(0.0421));
     // A model the catalog does not price: tokens kept, cost unknown.
-    let codex = session(&db, "019c8a70-dda7-7f33-98ea-f30553347322");
+    let codex = session(&db, "01a0f21c-5c40-7f72-9aa9-ef0b43570680");
     assert_eq!(codex.cost_status.as_deref(), Some("unknown"));
     assert_eq!(codex.estimated_cost_usd, 0.0);
-    assert_eq!(codex.tokens.input, 31_013);
+    assert_eq!(codex.tokens.input, 170);
 }
 
 /// What the bulk path stores is whole: after importing every fixture the database check
