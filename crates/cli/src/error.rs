@@ -17,6 +17,14 @@ pub enum CliError {
     /// `scribe serve` could not start or failed.
     #[error(transparent)]
     Serve(#[from] scribe_server::ServeError),
+    /// The user's model catalog file (`SCRIBE_MODELS`, or `models.toml` in the platform
+    /// config directory) cannot be read, parsed or used; nothing was imported.
+    #[error("nothing was imported: {source}")]
+    ModelCatalog {
+        /// What is wrong with the file, naming it.
+        #[source]
+        source: scribe_agent::models::CatalogError,
+    },
     /// No `--db`, no `SCRIBE_DB`, and the platform has no data directory.
     #[error("cannot find a data directory for the database; pass --db PATH or set SCRIBE_DB")]
     NoDataDir,

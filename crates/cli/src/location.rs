@@ -5,10 +5,14 @@
 //! `host=/run/postgresql dbname=scribe`, which is not a URL and passes as a "path") names
 //! a PostgreSQL database; `scribe_db::Database::open` tells them apart. Any other
 //! `scheme://` is a usage error.
+//!
+//! Where the prices are: the built-in pricing catalog, with the user's catalog file
+//! applied ([`model_catalog`]).
 
 use std::path::PathBuf;
 
 use directories::ProjectDirs;
+use scribe_agent::models::ModelCatalog;
 
 use crate::error::CliError;
 
@@ -79,6 +83,44 @@ pub fn database_path(explicit: Option<PathBuf>) -> Result<DbPath, CliError> {
         path: dirs.data_dir().join("scribe.db"),
         explicit: false,
     })
+}
+
+/// Names the model catalog file (TOML or JSON) that prices what `import --from` reads.
+pub const MODELS_VAR: &str = "SCRIBE_MODELS";
+
+/// The catalog file read when [`MODELS_VAR`] is not set, in the platform config directory
+/// (`~/.config/scribe/models.toml` on Linux), if there is one.
+pub const MODELS_FILE: &str = "models.toml";
+
+/// The pricing catalog: the built-in models with the user's catalog file applied, the
+/// file [`MODELS_VAR`] names (which must be there) or else [`MODELS_FILE`] in the
+/// platform config directory when it exists. A file that cannot be read or parsed, or
+/// holds an invalid entry, is an error naming it and the entry.
+pub fn model_catalog() -> Result<ModelCatalog, CliError> {
+    let mut catalog = ModelCatalog::builtin();
+    let path = match std::env::var_os(MODELS_VAR).filter(|v| !v.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => match default_models_file() {
+            Some(path) => path,
+            None => return Ok(catalog),
+        },
+    };
+    catalog
+        .apply_file(&path)
+        .map_err(|source| CliError::ModelCatalog { source })?;
+    Ok(catalog)
+}
+
+/// [`MODELS_FILE`] in the platform config directory, when it is there (a missing one is
+/// no catalog file: the built-in prices alone).
+fn default_models_file() -> Option<PathBuf> {
+    let path = ProjectDirs::from("", "", "scribe")?
+        .config_dir()
+        .join(MODELS_FILE);
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        _ => Some(path),
+    }
 }
 
 #[cfg(test)]

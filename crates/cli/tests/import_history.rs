@@ -169,6 +169,111 @@ fn the_readme_import_tour_is_what_the_fixtures_print() {
     assert_eq!(stats, readme_output("stats --by source"));
 }
 
+/// Usage of a model the built-in catalog does not price is priced by the user's catalog
+/// file: `models.toml` in the config directory, or the file `SCRIBE_MODELS` names (which
+/// wins); a broken file stops the import before the database is created, naming the file.
+/// The codex fixtures' `gpt-5.3-codex` costs what ccusage 20.0.24 says
+/// (`ccusage codex session --offline`: $0.06091155 + $0.01089375).
+#[test]
+fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
+    let (dir, mut scribe) = setup();
+    let builtin = scribe.json(&["import", "--from", "codex", "--dry-run", "--json"]);
+    let codex = source(&builtin, "codex");
+    assert_eq!(codex["unpriced_messages"], 3);
+    let builtin_cost = codex["cost_usd"].as_f64().unwrap();
+    assert!((builtin_cost - 0.071_805_3).abs() < 1e-9, "{builtin_cost}");
+
+    // Round prices ($ per million tokens) for the two models no catalog entry has.
+    let prices = |input: f64, output: f64, cache_read: f64| {
+        format!(
+            "provider = \"test\"\ncontext_window = 100000\nmax_output_tokens = 1000\n\
+             pricing = {{ input_per_mtok = {input:?}, output_per_mtok = {output:?}, \
+             cache_read_per_mtok = {cache_read:?} }}\n"
+        )
+    };
+    let config = scribe.home.join(".config/scribe");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("models.toml"),
+        format!(
+            "[[models]]\nid = \"fake-model\"\n{}\n[[models]]\nid = \"gpt-5.6-luna\"\n{}",
+            prices(1000.0, 2000.0, 100.0),
+            prices(10.0, 20.0, 1.0)
+        ),
+    )
+    .unwrap();
+    let report = scribe.json(&["import", "--from", "codex", "--json"]);
+    let codex = source(&report, "codex");
+    assert_eq!(codex["unpriced_messages"], 0, "{codex}");
+    // What the stored tokens cost at those prices (reasoning at the output price).
+    let stats = scribe.json(&["stats", "--by", "model", "--json"]);
+    let at = |model: &str, [input, output, cache_read]: [f64; 3]| {
+        let row = stats["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == model)
+            .unwrap_or_else(|| panic!("{model} in {stats}"));
+        let t = |k: &str| row["tokens"][k].as_f64().unwrap();
+        let cost = (t("input") * input
+            + (t("output") + t("reasoning")) * output
+            + t("cache_read") * cache_read)
+            / 1e6;
+        assert!(cost > 0.0, "{row}");
+        assert!((row["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9, "{row}");
+        cost
+    };
+    let expected = builtin_cost
+        + at("fake-model", [1000.0, 2000.0, 100.0])
+        + at("gpt-5.6-luna", [10.0, 20.0, 1.0]);
+    let cost = codex["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+
+    // SCRIBE_MODELS wins over the config directory's file (broken now, and not read).
+    std::fs::write(config.join("models.toml"), "models = 3\n").unwrap();
+    let named = dir.path().join("prices.json");
+    std::fs::write(
+        &named,
+        r#"{"models": [{"id": "fake-model", "provider": "test", "context_window": 1000,
+            "max_output_tokens": 100, "pricing": {"input_per_mtok": 1000, "output_per_mtok": 2000,
+            "cache_read_per_mtok": 100}}]}"#,
+    )
+    .unwrap();
+    scribe.db = dir.path().join("named.db");
+    scribe
+        .vars
+        .push(("SCRIBE_MODELS".to_owned(), named.display().to_string()));
+    let report = scribe.json(&["import", "--from", "codex", "--json"]);
+    let codex = source(&report, "codex");
+    // gpt-5.6-luna is unpriced again; fake-model costs what the named file says.
+    let unpriced = codex["unpriced_messages"].as_u64().unwrap();
+    assert!(unpriced > 0 && unpriced < 3, "{codex}");
+    let cost = codex["cost_usd"].as_f64().unwrap();
+    let fake = at("fake-model", [1000.0, 2000.0, 100.0]);
+    assert!((cost - (builtin_cost + fake)).abs() < 1e-9, "{codex}");
+
+    // A file that cannot be used: the import stops before the database is created.
+    std::fs::write(
+        &named,
+        r#"{"models": [{"id": "gpt-5", "pricing": {"input_per_mtok": -1}}]}"#,
+    )
+    .unwrap();
+    scribe.db = dir.path().join("refused.db");
+    let out = scribe.run(&["import", "--from", "codex"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("scribe: nothing was imported: "), "{err}");
+    assert!(err.contains(&named.display().to_string()), "{err}");
+    assert!(err.contains("\"gpt-5\""), "{err}");
+    assert!(!scribe.db.exists(), "{err}");
+    scribe.vars.clear();
+    let out = scribe.run(&["import", "--from", "codex"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(".config/scribe/models.toml"), "{err}");
+    assert!(!scribe.db.exists(), "{err}");
+}
+
 #[test]
 fn dry_run_writes_nothing() {
     let (_dir, scribe) = setup();

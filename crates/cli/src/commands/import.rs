@@ -98,6 +98,7 @@ impl ImportCmd {
                 since: self.since,
                 json: self.json,
                 watch: self.watch,
+                catalog: crate::location::model_catalog()?,
             };
             import_history::check_paths(&args)?;
             return Ok(Import::History(args));

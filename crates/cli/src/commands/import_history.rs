@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use scribe_agent::models::ModelCatalog;
+use scribe_import::pricing::Pricer;
 use scribe_import::sink::{DryRunSink, Sink, StoreSink};
 use scribe_import::watch::{self, Watch};
 use scribe_import::{Env, Event, Options, Source, SourceSummary, import, sources};
@@ -72,6 +74,8 @@ pub struct HistoryArgs {
     pub json: bool,
     /// Keep following the sources.
     pub watch: bool,
+    /// Prices usage the agents do not price themselves (the user's catalog file applied).
+    pub catalog: ModelCatalog,
 }
 
 #[derive(Serialize)]
@@ -153,6 +157,7 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
     let options = Options {
         since: args.since,
         stop: Some(interrupt.flag()),
+        pricer: Pricer::new(args.catalog.clone()),
         ..Options::default()
     };
     // Watching starts before the first import, so nothing written during it is missed.
