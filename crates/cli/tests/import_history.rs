@@ -220,7 +220,10 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
             + t("cache_read") * cache_read)
             / 1e6;
         assert!(cost > 0.0, "{row}");
-        assert!((row["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9, "{row}");
+        assert!(
+            (row["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
+            "{row}"
+        );
         cost
     };
     let expected = builtin_cost
