@@ -42,6 +42,20 @@ SET path = @path,
     imported_at = @imported_at
 WHERE session_id = @session_id;
 
+-- name: ListUnpricedImportSessions :many
+-- One source's imported sessions with usage of a model that had no price (cost bit 4,
+-- scribe_import::pricing::UNKNOWN) and no cost reported by the source (bit 1, REPORTED),
+-- last priced with another catalog than @pricing_version (sessions.pricing_version).
+SELECT i.session_id, i.cost_flags
+FROM import_sessions AS i
+JOIN sessions AS s ON s.id = i.session_id
+WHERE i.source = @source AND (i.cost_flags & 4) <> 0 AND (i.cost_flags & 1) = 0
+  AND s.pricing_version IS DISTINCT FROM @pricing_version
+ORDER BY i.session_id;
+
+-- name: SetImportSessionCostFlags :exec
+UPDATE import_sessions SET cost_flags = @cost_flags WHERE session_id = @session_id;
+
 -- name: ListPendingParents :many
 -- Imported sessions whose parent was not imported yet, with the parent's session when it
 -- now is (NULL otherwise).

@@ -93,6 +93,17 @@ WHERE id = @id
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at;
 
+-- name: ListUnpricedMessages :many
+-- A session's messages that used tokens and cost nothing: how an importer stores usage of
+-- a model it had no price for (scribe_import prices them when a price is known later).
+SELECT id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+       reasoning_tokens
+FROM messages
+WHERE session_id = @session_id AND cost_usd = 0
+  AND (input_tokens > 0 OR output_tokens > 0 OR cache_read_tokens > 0
+       OR cache_write_tokens > 0 OR reasoning_tokens > 0)
+ORDER BY created_at, id;
+
 -- name: DeleteMessage :execrows
 -- Its parts go with it (cascade).
 DELETE FROM messages WHERE id = @id;

@@ -112,4 +112,53 @@ fn every_fixture_imports_into_postgres_as_into_sqlite_and_twice_changes_nothing(
         assert_eq!(s.written, Default::default(), "{}", s.source);
     }
     assert_eq!(dump(&postgres.db, &ids), expected);
+
+    // Usage stored without a price is priced alike on both once its price is known.
+    let mut catalog = scribe_agent::models::ModelCatalog::builtin();
+    for id in ["gpt-5.6-luna", "fake-model"] {
+        catalog
+            .insert(scribe_agent::models::Model {
+                id: id.to_owned(),
+                provider: "test".to_owned(),
+                name: id.to_owned(),
+                context_window: 100_000,
+                max_output_tokens: 1_000,
+                pricing: scribe_agent::models::Pricing {
+                    input_per_mtok: 3.0,
+                    output_per_mtok: 7.0,
+                    cache_write_per_mtok: 3.0,
+                    cache_read_per_mtok: 0.5,
+                },
+            })
+            .unwrap();
+    }
+    let options = Options {
+        pricer: scribe_import::pricing::Pricer::new(catalog),
+        ..Options::default()
+    };
+    let env = Env {
+        home: Some(home.clone()),
+        vars: Default::default(),
+    };
+    let roots = sources::importer(Source::Codex).default_roots(&env);
+    let repriced: Vec<_> = [&sqlite.db, &postgres.db]
+        .into_iter()
+        .map(|db| {
+            let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
+            import(
+                &mut sink,
+                sources::importer(Source::Codex),
+                &roots,
+                &options,
+                &mut |_| {},
+            )
+            .unwrap()
+            .repriced
+        })
+        .collect();
+    assert_eq!(repriced[0].messages, 3, "{repriced:?}");
+    assert_eq!(repriced[0].sessions, repriced[1].sessions);
+    assert_eq!(repriced[0].messages, repriced[1].messages);
+    assert!((repriced[0].cost_usd - repriced[1].cost_usd).abs() < 1e-12);
+    assert_eq!(dump(&postgres.db, &ids), dump(&sqlite.db, &ids));
 }

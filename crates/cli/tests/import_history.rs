@@ -171,17 +171,24 @@ fn the_readme_import_tour_is_what_the_fixtures_print() {
 
 /// Usage of a model the built-in catalog does not price is priced by the user's catalog
 /// file: `models.toml` in the config directory, or the file `SCRIBE_MODELS` names (which
-/// wins); a broken file stops the import before the database is created, naming the file.
-/// The codex fixtures' `gpt-5.3-codex` costs what ccusage 20.0.24 says
-/// (`ccusage codex session --offline`: $0.06091155 + $0.01089375).
+/// wins), history imported before included; a broken file stops the import before the
+/// database is created, naming the file. The codex fixtures' `gpt-5.3-codex` costs what
+/// ccusage 20.0.24 says (`ccusage codex session --offline`: $0.06091155 + $0.01089375).
 #[test]
 fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
     let (dir, mut scribe) = setup();
-    let builtin = scribe.json(&["import", "--from", "codex", "--dry-run", "--json"]);
+    let builtin = scribe.json(&["import", "--from", "codex", "--json"]);
     let codex = source(&builtin, "codex");
     assert_eq!(codex["unpriced_messages"], 3);
+    assert_eq!(codex["repriced_messages"], 0);
     let builtin_cost = codex["cost_usd"].as_f64().unwrap();
     assert!((builtin_cost - 0.071_805_3).abs() < 1e-9, "{builtin_cost}");
+    let told = Scribe {
+        db: dir.path().join("told.db"),
+        home: scribe.home.clone(),
+        vars: Vec::new(),
+    };
+    told.ok(&["import", "--from", "codex"]);
 
     // Round prices ($ per million tokens) for the two models no catalog entry has.
     let prices = |input: f64, output: f64, cache_read: f64| {
@@ -202,9 +209,12 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
         ),
     )
     .unwrap();
+    // Every file is unchanged; what was stored without a price is priced now.
     let report = scribe.json(&["import", "--from", "codex", "--json"]);
     let codex = source(&report, "codex");
-    assert_eq!(codex["unpriced_messages"], 0, "{codex}");
+    assert_eq!(codex["files_read"], 0, "{codex}");
+    assert_eq!(codex["repriced_messages"], 3, "{codex}");
+    assert_eq!(codex["repriced_sessions"], 2, "{codex}");
     // What the stored tokens cost at those prices (reasoning at the output price).
     let stats = scribe.json(&["stats", "--by", "model", "--json"]);
     let at = |model: &str, [input, output, cache_read]: [f64; 3]| {
@@ -226,11 +236,23 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
         );
         cost
     };
-    let expected = builtin_cost
-        + at("fake-model", [1000.0, 2000.0, 100.0])
-        + at("gpt-5.6-luna", [10.0, 20.0, 1.0]);
-    let cost = codex["cost_usd"].as_f64().unwrap();
-    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    let repriced =
+        at("fake-model", [1000.0, 2000.0, 100.0]) + at("gpt-5.6-luna", [10.0, 20.0, 1.0]);
+    let cost = codex["repriced_cost_usd"].as_f64().unwrap();
+    assert!((cost - repriced).abs() < 1e-9, "{cost} != {repriced}");
+    let total = stats["totals"]["cost_usd"].as_f64().unwrap();
+    assert!((total - (builtin_cost + repriced)).abs() < 1e-9, "{stats}");
+    let said = told.ok(&["import", "--from", "codex"]);
+    assert!(
+        said.contains(
+            "  nothing new\n  priced 3 messages of 2 sessions imported before their models \
+             had a price: $0.34\n"
+        ),
+        "{said}"
+    );
+    // Under the same prices there is nothing left to look at.
+    let again = scribe.json(&["import", "--from", "codex", "--json"]);
+    assert_eq!(source(&again, "codex")["repriced_messages"], 0);
 
     // SCRIBE_MODELS wins over the config directory's file (broken now, and not read).
     std::fs::write(config.join("models.toml"), "models = 3\n").unwrap();

@@ -957,7 +957,71 @@ pub fn update_import_session(
     Ok(())
 }
 
-/// SQL of `ListPendingParents` (sql/queries/import.sql:45).
+/// SQL of `ListUnpricedImportSessions` (sql/queries/import.sql:45).
+pub const LIST_UNPRICED_IMPORT_SESSIONS_SQL: &str = "SELECT i.session_id, i.cost_flags
+FROM import_sessions AS i
+JOIN sessions AS s ON s.id = i.session_id
+WHERE i.source = ?1 AND (i.cost_flags & 4) <> 0 AND (i.cost_flags & 1) = 0
+  AND s.pricing_version IS DISTINCT FROM ?2
+ORDER BY i.session_id";
+
+/// A row returned by [`list_unpriced_import_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListUnpricedImportSessionsRow {
+    pub session_id: String,
+    pub cost_flags: i64,
+}
+
+/// Parameters of [`list_unpriced_import_sessions`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListUnpricedImportSessionsParams<'a> {
+    pub source: &'a str,
+    pub pricing_version: Option<&'a str>,
+}
+
+/// `ListUnpricedImportSessions` (`:many`) from `sql/queries/import.sql:45`.
+///
+/// One source's imported sessions with usage of a model that had no price (cost bit 4,
+/// scribe_import::pricing::UNKNOWN) and no cost reported by the source (bit 1, REPORTED),
+/// last priced with another catalog than @pricing_version (sessions.pricing_version).
+pub fn list_unpriced_import_sessions(
+    conn: &rusqlite::Connection,
+    params: &ListUnpricedImportSessionsParams<'_>,
+) -> rusqlite::Result<Vec<ListUnpricedImportSessionsRow>> {
+    let mut stmt = conn.prepare_cached(LIST_UNPRICED_IMPORT_SESSIONS_SQL)?;
+    let values = rusqlite::params![params.source, params.pricing_version];
+    let rows = stmt.query_map(values, |row| {
+        Ok(ListUnpricedImportSessionsRow {
+            session_id: row.get(0)?,
+            cost_flags: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:56).
+pub const SET_IMPORT_SESSION_COST_FLAGS_SQL: &str =
+    "UPDATE import_sessions SET cost_flags = ?1 WHERE session_id = ?2";
+
+/// Parameters of [`set_import_session_cost_flags`].
+#[derive(Debug, Clone, Copy)]
+pub struct SetImportSessionCostFlagsParams<'a> {
+    pub cost_flags: i64,
+    pub session_id: &'a str,
+}
+
+/// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:56`.
+pub fn set_import_session_cost_flags(
+    conn: &rusqlite::Connection,
+    params: &SetImportSessionCostFlagsParams<'_>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(SET_IMPORT_SESSION_COST_FLAGS_SQL)?;
+    let values = rusqlite::params![params.cost_flags, params.session_id];
+    stmt.execute(values)?;
+    Ok(())
+}
+
+/// SQL of `ListPendingParents` (sql/queries/import.sql:59).
 pub const LIST_PENDING_PARENTS_SQL: &str =
     "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
        p.session_id AS parent_session_id
@@ -975,7 +1039,7 @@ pub struct ListPendingParentsRow {
     pub parent_session_id: Option<String>,
 }
 
-/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:45`.
+/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:59`.
 ///
 /// Imported sessions whose parent was not imported yet, with the parent's session when it
 /// now is (NULL otherwise).
@@ -994,7 +1058,7 @@ pub fn list_pending_parents(
     rows.collect()
 }
 
-/// SQL of `SummarizeImports` (sql/queries/import.sql:55).
+/// SQL of `SummarizeImports` (sql/queries/import.sql:69).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
     "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
        CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
@@ -1014,7 +1078,7 @@ pub struct SummarizeImportsRow {
     pub last_imported_at: i64,
 }
 
-/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:55`.
+/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:69`.
 ///
 /// Per source: files read, their bytes, records taken and skipped, and the last import.
 pub fn summarize_imports(
@@ -1034,7 +1098,7 @@ pub fn summarize_imports(
     rows.collect()
 }
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:64).
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
@@ -1047,7 +1111,7 @@ pub struct CountImportedSessionsRow {
     pub sessions: i64,
 }
 
-/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:64`.
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
 pub fn count_imported_sessions(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {
@@ -1061,7 +1125,7 @@ pub fn count_imported_sessions(
     rows.collect()
 }
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:70).
+/// SQL of `GetImportKey` (sql/queries/import.sql:84).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = ?1 AND record_key = ?2";
 
@@ -1072,7 +1136,7 @@ pub struct GetImportKeyParams<'a> {
     pub record_key: &'a str,
 }
 
-/// `GetImportKey` (`:one`) from `sql/queries/import.sql:70`.
+/// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_import_key(
@@ -1084,7 +1148,7 @@ pub fn get_import_key(
     stmt.query_row(values, read_import_key_row)
 }
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:73).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES (?1, ?2, ?3)
 ON CONFLICT (source, record_key) DO UPDATE SET
@@ -1098,7 +1162,7 @@ pub struct MarkImportKeyParams<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:73`.
+/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
 ///
 /// Records that @session_id holds a record key; the first session to hold it keeps it.
 pub fn mark_import_key(
@@ -1111,7 +1175,7 @@ pub fn mark_import_key(
     Ok(())
 }
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:80).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES (?1, ?2, ?3, ?4)
@@ -1128,7 +1192,7 @@ pub struct SetImportKeyTitleParams<'a> {
     pub title_rank: i64,
 }
 
-/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:80`.
+/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
 ///
 /// A title for the session that will hold a record key (NULL clears it once applied).
 pub fn set_import_key_title(
@@ -1789,10 +1853,55 @@ pub fn add_message_usage(
     })
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
+/// SQL of `ListUnpricedMessages` (sql/queries/messages.sql:96).
+pub const LIST_UNPRICED_MESSAGES_SQL: &str =
+    "SELECT id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+       reasoning_tokens
+FROM messages
+WHERE session_id = ?1 AND cost_usd = 0
+  AND (input_tokens > 0 OR output_tokens > 0 OR cache_read_tokens > 0
+       OR cache_write_tokens > 0 OR reasoning_tokens > 0)
+ORDER BY created_at, id";
+
+/// A row returned by [`list_unpriced_messages`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListUnpricedMessagesRow {
+    pub id: String,
+    pub model: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+}
+
+/// `ListUnpricedMessages` (`:many`) from `sql/queries/messages.sql:96`.
+///
+/// A session's messages that used tokens and cost nothing: how an importer stores usage of
+/// a model it had no price for (scribe_import prices them when a price is known later).
+pub fn list_unpriced_messages(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<Vec<ListUnpricedMessagesRow>> {
+    let mut stmt = conn.prepare_cached(LIST_UNPRICED_MESSAGES_SQL)?;
+    let rows = stmt.query_map([session_id], |row| {
+        Ok(ListUnpricedMessagesRow {
+            id: row.get(0)?,
+            model: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1800,10 +1909,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
 ///
 /// Clears a session's conversation, keeping the session.
 pub fn delete_session_messages(
@@ -4040,19 +4149,28 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Option<ImportSessionRow>, crate::Error>;
 
-    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:45`.
+    /// `ListUnpricedImportSessions` (`:many`) from `sql/queries/import.sql:45`.
+    /// One source's imported sessions with usage of a model that had no price (cost bit 4,
+    /// scribe_import::pricing::UNKNOWN) and no cost reported by the source (bit 1, REPORTED),
+    /// last priced with another catalog than @pricing_version (sessions.pricing_version).
+    fn list_unpriced_import_sessions(
+        &mut self,
+        params: &ListUnpricedImportSessionsParams<'_>,
+    ) -> Result<Vec<ListUnpricedImportSessionsRow>, crate::Error>;
+
+    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:59`.
     /// Imported sessions whose parent was not imported yet, with the parent's session when it
     /// now is (NULL otherwise).
     fn list_pending_parents(&mut self) -> Result<Vec<ListPendingParentsRow>, crate::Error>;
 
-    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:55`.
+    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:69`.
     /// Per source: files read, their bytes, records taken and skipped, and the last import.
     fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error>;
 
-    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:64`.
+    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
     fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error>;
 
-    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:70`.
+    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
     fn get_import_key(
         &mut self,
         params: &GetImportKeyParams<'_>,
@@ -4140,6 +4258,14 @@ pub trait ReadQueries {
 
     /// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
     fn get_last_message(&mut self, session_id: &str) -> Result<Option<MessageRow>, crate::Error>;
+
+    /// `ListUnpricedMessages` (`:many`) from `sql/queries/messages.sql:96`.
+    /// A session's messages that used tokens and cost nothing: how an importer stores usage of
+    /// a model it had no price for (scribe_import prices them when a price is known later).
+    fn list_unpriced_messages(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Vec<ListUnpricedMessagesRow>, crate::Error>;
 
     /// `GetPart` (`:one`) from `sql/queries/parts.sql:19`.
     fn get_part(&mut self, id: &str) -> Result<Option<PartRow>, crate::Error>;
@@ -4448,11 +4574,17 @@ pub trait Queries: ReadQueries {
         params: &UpdateImportSessionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:73`.
+    /// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:56`.
+    fn set_import_session_cost_flags(
+        &mut self,
+        params: &SetImportSessionCostFlagsParams<'_>,
+    ) -> Result<(), crate::Error>;
+
+    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
     /// Records that @session_id holds a record key; the first session to hold it keeps it.
     fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error>;
 
-    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:80`.
+    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
     /// A title for the session that will hold a record key (NULL clears it once applied).
     fn set_import_key_title(
         &mut self,
@@ -4481,11 +4613,11 @@ pub trait Queries: ReadQueries {
         params: &AddMessageUsageParams<'_>,
     ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:96`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:100`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
     /// Clears a session's conversation, keeping the session.
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
@@ -4769,6 +4901,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_unpriced_import_sessions(
+        &mut self,
+        params: &ListUnpricedImportSessionsParams<'_>,
+    ) -> Result<Vec<ListUnpricedImportSessionsRow>, crate::Error> {
+        list_unpriced_import_sessions(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn list_pending_parents(&mut self) -> Result<Vec<ListPendingParentsRow>, crate::Error> {
         list_pending_parents(self.conn).map_err(crate::Error::from)
     }
@@ -4881,6 +5021,14 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn get_last_message(&mut self, session_id: &str) -> Result<Option<MessageRow>, crate::Error> {
         sqlgen_optional(get_last_message(self.conn, session_id))
+    }
+
+    #[inline]
+    fn list_unpriced_messages(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Vec<ListUnpricedMessagesRow>, crate::Error> {
+        list_unpriced_messages(self.conn, session_id).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5188,6 +5336,14 @@ impl Queries for SqliteQueries<'_> {
         params: &UpdateImportSessionParams<'_>,
     ) -> Result<(), crate::Error> {
         update_import_session(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn set_import_session_cost_flags(
+        &mut self,
+        params: &SetImportSessionCostFlagsParams<'_>,
+    ) -> Result<(), crate::Error> {
+        set_import_session_cost_flags(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

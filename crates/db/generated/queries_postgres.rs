@@ -162,7 +162,19 @@ SET path = $1,
     imported_at = $6
 WHERE session_id = $7";
 
-/// SQL of `ListPendingParents` (sql/queries/import.sql:45).
+/// SQL of `ListUnpricedImportSessions` (sql/queries/import.sql:45).
+pub const LIST_UNPRICED_IMPORT_SESSIONS_SQL: &str = "SELECT i.session_id, i.cost_flags
+FROM import_sessions AS i
+JOIN sessions AS s ON s.id = i.session_id
+WHERE i.source = $1 AND (i.cost_flags & 4) <> 0 AND (i.cost_flags & 1) = 0
+  AND s.pricing_version IS DISTINCT FROM $2
+ORDER BY i.session_id";
+
+/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:56).
+pub const SET_IMPORT_SESSION_COST_FLAGS_SQL: &str =
+    "UPDATE import_sessions SET cost_flags = $1 WHERE session_id = $2";
+
+/// SQL of `ListPendingParents` (sql/queries/import.sql:59).
 pub const LIST_PENDING_PARENTS_SQL: &str =
     "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
        p.session_id AS parent_session_id
@@ -171,7 +183,7 @@ LEFT JOIN import_sessions AS p
     ON p.source = c.source AND p.external_id = c.pending_parent
 WHERE c.pending_parent IS NOT NULL";
 
-/// SQL of `SummarizeImports` (sql/queries/import.sql:55).
+/// SQL of `SummarizeImports` (sql/queries/import.sql:69).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
     "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
        CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
@@ -180,23 +192,23 @@ FROM import_files
 GROUP BY source
 ORDER BY source";
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:64).
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
 ORDER BY source";
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:70).
+/// SQL of `GetImportKey` (sql/queries/import.sql:84).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = $1 AND record_key = $2";
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:73).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES ($1, $2, $3)
 ON CONFLICT (source, record_key) DO UPDATE SET
     session_id = coalesce(import_keys.session_id, excluded.session_id)";
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:80).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES ($1, $2, $3, $4)
@@ -351,10 +363,20 @@ WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:96).
+/// SQL of `ListUnpricedMessages` (sql/queries/messages.sql:96).
+pub const LIST_UNPRICED_MESSAGES_SQL: &str =
+    "SELECT id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+       reasoning_tokens
+FROM messages
+WHERE session_id = $1 AND cost_usd = 0
+  AND (input_tokens > 0 OR output_tokens > 0 OR cache_read_tokens > 0
+       OR cache_write_tokens > 0 OR reasoning_tokens > 0)
+ORDER BY created_at, id";
+
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:100).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -1063,6 +1085,16 @@ pub fn read_import_session_row(
     })
 }
 
+/// Reads a [`super::ListUnpricedImportSessionsRow`] from a row, by position.
+fn read_list_unpriced_import_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::ListUnpricedImportSessionsRow, postgres::Error> {
+    Ok(super::ListUnpricedImportSessionsRow {
+        session_id: row.try_get(0)?,
+        cost_flags: row.try_get(1)?,
+    })
+}
+
 /// Reads a [`super::ListPendingParentsRow`] from a row, by position.
 fn read_list_pending_parents_row(
     row: &postgres::Row,
@@ -1204,6 +1236,21 @@ fn read_add_message_usage_row(
         reasoning_tokens: row.try_get(6)?,
         cost_usd: row.try_get(7)?,
         updated_at: row.try_get(8)?,
+    })
+}
+
+/// Reads a [`super::ListUnpricedMessagesRow`] from a row, by position.
+fn read_list_unpriced_messages_row(
+    row: &postgres::Row,
+) -> Result<super::ListUnpricedMessagesRow, postgres::Error> {
+    Ok(super::ListUnpricedMessagesRow {
+        id: row.try_get(0)?,
+        model: row.try_get(1)?,
+        input_tokens: row.try_get(2)?,
+        output_tokens: row.try_get(3)?,
+        cache_read_tokens: row.try_get(4)?,
+        cache_write_tokens: row.try_get(5)?,
+        reasoning_tokens: row.try_get(6)?,
     })
 }
 
@@ -1821,6 +1868,22 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_unpriced_import_sessions(
+        &mut self,
+        params: &super::ListUnpricedImportSessionsParams<'_>,
+    ) -> Result<Vec<super::ListUnpricedImportSessionsRow>, crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.source, Type::TEXT),
+            (&params.pricing_version, Type::TEXT),
+        ];
+        let sql = LIST_UNPRICED_IMPORT_SESSIONS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_unpriced_import_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn list_pending_parents(&mut self) -> Result<Vec<super::ListPendingParentsRow>, crate::Error> {
         let sql = LIST_PENDING_PARENTS_SQL;
         let rows = self.sqlgen_query(sql, &[])?;
@@ -2046,6 +2109,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.first()
             .map(read_message_row)
             .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_unpriced_messages(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Vec<super::ListUnpricedMessagesRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
+        let sql = LIST_UNPRICED_MESSAGES_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_unpriced_messages_row)
+            .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
 
@@ -2657,6 +2733,19 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
             (&params.session_id, Type::TEXT),
         ];
         let sql = UPDATE_IMPORT_SESSION_SQL;
+        self.sqlgen_execute(sql, &values)?;
+        Ok(())
+    }
+
+    fn set_import_session_cost_flags(
+        &mut self,
+        params: &super::SetImportSessionCostFlagsParams<'_>,
+    ) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 2] = [
+            (&params.cost_flags, Type::INT8),
+            (&params.session_id, Type::TEXT),
+        ];
+        let sql = SET_IMPORT_SESSION_COST_FLAGS_SQL;
         self.sqlgen_execute(sql, &values)?;
         Ok(())
     }

@@ -51,6 +51,34 @@ impl Pricer {
         self.catalog.get(base)
     }
 
+    /// The version of its prices: a digest of every model's id and prices (FNV-1a), so
+    /// two catalogs that price alike have the same version. Stored with the sessions it
+    /// priced (`pricing_version`); usage left without a price is looked at again only
+    /// under another version ([`crate::sink::Sink::reprice`]).
+    pub fn version(&self) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                hash ^= u64::from(*b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        for m in &self.catalog {
+            eat(m.id.as_bytes());
+            eat(&[0]);
+            let p = m.pricing;
+            for price in [
+                p.input_per_mtok,
+                p.output_per_mtok,
+                p.cache_write_per_mtok,
+                p.cache_read_per_mtok,
+            ] {
+                eat(&price.to_bits().to_le_bytes());
+            }
+        }
+        format!("catalog-{hash:016x}")
+    }
+
     /// What `usage` of `model` costs, when the catalog knows the model.
     pub fn estimate(&self, model: Option<&str>, usage: &TokenUsage) -> Option<f64> {
         self.model(model?).map(|m| m.cost(usage))

@@ -106,6 +106,9 @@ pub struct SourceSummary {
     /// Messages (or session totals) with usage of a model the pricing catalog does not
     /// know: their tokens are kept, their cost is unknown and not in `cost_usd`.
     pub unpriced: u64,
+    /// Usage imported earlier without a price that the catalog prices now
+    /// ([`Sink::reprice`], before the files are read); not in `cost_usd`.
+    pub repriced: crate::sink::Repriced,
 }
 
 /// Size and modification time (ns) of a file; for a SQLite database, of it and its WAL
@@ -172,6 +175,8 @@ pub fn import(
         roots: roots.to_vec(),
         ..SourceSummary::default()
     };
+    // Usage stored before its model had a price, priced now (once per catalog version).
+    summary.repriced = sink.reprice(source, &options.pricer)?;
     let files = scan(importer, roots)?;
     summary.files = files.len() as u64;
     progress(Event::Found(files.len()));

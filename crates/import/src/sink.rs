@@ -25,7 +25,7 @@ use scribe_session::{ExternalSession, SessionKind, SessionService, Store, UsageD
 
 use crate::Source;
 use crate::error::Result;
-use crate::pricing::{self, REPORTED};
+use crate::pricing::{self, ESTIMATED, Pricer, REPORTED, UNKNOWN};
 use crate::record::{Batch, KeyMark, KeyTitle, MessageMark, Resume, SessionRec};
 
 /// What an earlier import recorded about a file.
@@ -67,6 +67,17 @@ impl std::ops::AddAssign for Written {
     }
 }
 
+/// What one [`Sink::reprice`] priced.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Repriced {
+    /// Sessions with usage priced.
+    pub sessions: u64,
+    /// Messages priced.
+    pub messages: u64,
+    /// What that usage costs, US dollars (added to the sessions' costs).
+    pub cost_usd: f64,
+}
+
 /// Where imported history goes.
 pub trait Sink: std::fmt::Debug {
     /// What the last imports recorded about every file of `source`, by path (one query,
@@ -76,6 +87,16 @@ pub trait Sink: std::fmt::Debug {
     fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>>;
     /// Stores `batch` (records of `source`) in one transaction: all of it or nothing.
     fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written>;
+    /// Prices with `pricer` the usage `source`'s sessions stored without a price (a model
+    /// the catalog did not know when they were imported), in one transaction. [`import`]
+    /// calls it first in every run, with the prices its commits then estimate with.
+    /// Nothing by default (a sink that stores nothing has nothing to price).
+    ///
+    /// [`import`]: crate::import
+    fn reprice(&mut self, source: Source, pricer: &Pricer) -> Result<Repriced> {
+        let _ = (source, pricer);
+        Ok(Repriced::default())
+    }
     /// The end of an import run: whatever the run left to do in bulk (the store sink
     /// builds the search indexes for what it stored), reporting `(done, total)` parts as
     /// it goes. Nothing by default.
@@ -94,6 +115,9 @@ pub struct StoreSink {
     store: Store,
     /// Held from the first commit of a run to its finish.
     paused: Option<Arc<scribe_db::IndexingPaused>>,
+    /// The version of the prices the run's commits estimate with (from
+    /// [`Sink::reprice`], which a run calls first): kept with the sessions they price.
+    pricing_version: Option<String>,
 }
 
 impl StoreSink {
@@ -102,6 +126,7 @@ impl StoreSink {
         StoreSink {
             store,
             paused: None,
+            pricing_version: None,
         }
     }
 }
@@ -253,6 +278,7 @@ impl Sink for StoreSink {
                 tx,
                 sessions,
                 source,
+                pricing_version: self.pricing_version.as_deref(),
                 links: HashMap::new(),
                 stored: HashMap::new(),
                 seen: HashSet::new(),
@@ -261,6 +287,26 @@ impl Sink for StoreSink {
             }
             .batch(batch)
         })
+    }
+
+    /// Each session of `source` whose cost is unknown in part (and not the source's own
+    /// figure) and was estimated with another catalog version than `pricer`'s
+    /// (`sessions.pricing_version`) is looked at once: its messages that used tokens and
+    /// cost nothing are priced where the catalog now knows their model, the cost added to
+    /// the message and the session, and its cost status said again (`estimated` once no
+    /// usage is left without a price). A session whose usage is its own (Hermes) keeps
+    /// its status. Either way it is marked with the version, so an unchanged catalog
+    /// looks at nothing again. The run's commits mark the sessions they price with the
+    /// same version.
+    fn reprice(&mut self, source: Source, pricer: &Pricer) -> Result<Repriced> {
+        let version = pricer.version();
+        let sessions = self.store.sessions();
+        let repriced = self
+            .store
+            .database()
+            .write(|tx| reprice(tx, sessions, source, pricer, &version))?;
+        self.pricing_version = Some(version);
+        Ok(repriced)
     }
 
     fn finish(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
@@ -397,6 +443,8 @@ struct Commit<'t, 'a> {
     tx: &'t mut Tx<'a>,
     sessions: &'t SessionService,
     source: Source,
+    /// The version of the prices estimates were made with ([`StoreSink::pricing_version`]).
+    pricing_version: Option<&'t str>,
     /// Task calls of this batch (their part ids) → the Scribe id of the session each
     /// started.
     links: HashMap<String, String>,
@@ -929,6 +977,11 @@ impl Commit<'_, '_> {
             billing_base_url: None,
             cost_status: pricing::status(cost_flags).map(str::to_owned),
             cost_source: pricing::source(cost_flags, source.name()),
+            // Priced by the catalog in this batch: marked with its version, so a later run
+            // under the same prices does not look at its unpriced usage again.
+            pricing_version: (batch_flags & (ESTIMATED | UNKNOWN) != 0)
+                .then(|| self.pricing_version.map(str::to_owned))
+                .flatten(),
             created_at: rec.created_at,
             updated_at: rec.updated_at,
             ended_at: rec.ended_at,
@@ -1016,6 +1069,76 @@ impl Commit<'_, '_> {
     }
 }
 
+/// [`StoreSink::reprice`] inside `tx`.
+fn reprice(
+    tx: &mut Tx<'_>,
+    sessions: &SessionService,
+    source: Source,
+    pricer: &Pricer,
+    version: &str,
+) -> Result<Repriced> {
+    let mut out = Repriced::default();
+    let candidates =
+        tx.q()
+            .list_unpriced_import_sessions(&q::ListUnpricedImportSessionsParams {
+                source: source.name(),
+                pricing_version: Some(version),
+            })?;
+    for candidate in candidates {
+        let id = candidate.session_id.as_str();
+        let unpriced = store::unpriced_messages(tx, id)?;
+        let (mut cost, mut priced, mut left) = (0.0, 0, false);
+        for m in &unpriced {
+            match pricer.estimate(m.model.as_deref(), &m.usage) {
+                Some(c) => {
+                    if c > 0.0 {
+                        store::add_message_cost(tx, &m.id, c)?;
+                        add_cost(&mut cost, c);
+                    }
+                    priced += 1;
+                }
+                None => left = true,
+            }
+        }
+        let before = candidate.cost_flags as u8;
+        let mut flags = before;
+        if priced > 0 {
+            flags |= ESTIMATED;
+            if !left {
+                flags &= !UNKNOWN;
+            }
+        }
+        if flags != before {
+            tx.q()
+                .set_import_session_cost_flags(&q::SetImportSessionCostFlagsParams {
+                    cost_flags: i64::from(flags),
+                    session_id: id,
+                })?;
+        }
+        let current = SessionService::get_tx(tx, id)?;
+        if cost > 0.0 {
+            let delta = UsageDelta {
+                cost_usd: cost,
+                ..UsageDelta::default()
+            };
+            sessions.add_usage_at_tx(tx, id, &delta, current.updated_at)?;
+        }
+        let external = ExternalSession {
+            cost_status: pricing::status(flags).map(str::to_owned),
+            cost_source: pricing::source(flags, source.name()),
+            pricing_version: Some(version.to_owned()),
+            ..unchanged(&current)
+        };
+        sessions.upsert_external_tx(tx, &external)?;
+        if priced > 0 {
+            out.sessions += 1;
+            out.messages += priced;
+            add_cost(&mut out.cost_usd, cost);
+        }
+    }
+    Ok(out)
+}
+
 /// `session` as an [`ExternalSession`] that changes nothing of it: no field given (a
 /// stored session keeps what it has), its own kind, parent and times.
 fn unchanged(session: &scribe_session::Session) -> ExternalSession {
@@ -1033,6 +1156,7 @@ fn unchanged(session: &scribe_session::Session) -> ExternalSession {
         billing_base_url: None,
         cost_status: None,
         cost_source: None,
+        pricing_version: None,
         created_at: session.created_at,
         updated_at: session.updated_at,
         ended_at: None,

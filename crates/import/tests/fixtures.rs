@@ -565,3 +565,103 @@ fn hermes_logs_are_found_from_their_own_folder() {
     assert!(!sessions(&only).is_empty());
     assert_eq!(hermes_importer.watch_root(&alone), alone);
 }
+
+/// Imports `source` from `roots` pricing with `catalog`.
+fn run_priced(
+    db: &std::sync::Arc<scribe_db::Database>,
+    source: Source,
+    roots: &[PathBuf],
+    catalog: &scribe_agent::models::ModelCatalog,
+) -> scribe_import::SourceSummary {
+    let mut sink =
+        scribe_import::sink::StoreSink::new(scribe_session::Store::new(std::sync::Arc::clone(db)));
+    let options = scribe_import::Options {
+        pricer: scribe_import::pricing::Pricer::new(catalog.clone()),
+        ..scribe_import::Options::default()
+    };
+    scribe_import::import(
+        &mut sink,
+        scribe_import::sources::importer(source),
+        roots,
+        &options,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+/// Usage imported before its model had a price is priced by the next import whose
+/// catalog knows it, with every file unchanged: the messages' costs, the session's total
+/// and status, and nothing else of the session; then not looked at again under the same
+/// prices, and a cost is never lowered.
+#[test]
+fn usage_imported_without_a_price_is_priced_once_the_price_is_known() {
+    use scribe_agent::models::{Model, ModelCatalog, Pricing};
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    let roots = roots(&home, Source::Codex);
+    let builtin = ModelCatalog::builtin();
+    run_priced(&db, Source::Codex, &roots, &builtin);
+    let (luna, fake) = (
+        "019fc8be-3658-7ca3-9e29-000000000000",
+        "01a0f21c-5c40-7f72-9aa9-ef0b43570680",
+    );
+    let before = session(&db, luna);
+    assert_eq!(before.cost_status.as_deref(), Some("unknown"));
+    assert_eq!(before.estimated_cost_usd, 0.0);
+
+    let mut priced = builtin.clone();
+    let model = Model {
+        id: "gpt-5.6-luna".to_owned(),
+        provider: "openai".to_owned(),
+        name: "GPT-5.6 Luna".to_owned(),
+        context_window: 1_050_000,
+        max_output_tokens: 128_000,
+        pricing: Pricing {
+            input_per_mtok: 1.0,
+            output_per_mtok: 6.0,
+            cache_write_per_mtok: 1.0,
+            cache_read_per_mtok: 0.10,
+        },
+    };
+    let want = model.cost(&before.tokens);
+    priced.insert(model).unwrap();
+    let summary = run_priced(&db, Source::Codex, &roots, &priced);
+    assert_eq!(summary.files_read, 0, "every file is unchanged");
+    assert_eq!(summary.repriced.sessions, 1);
+    let with_usage = messages(&db, luna)
+        .into_iter()
+        .filter(|m| !m.usage.is_zero())
+        .collect::<Vec<_>>();
+    assert_eq!(summary.repriced.messages, with_usage.len() as u64);
+    assert!((summary.repriced.cost_usd - want).abs() < 1e-12);
+    assert!(with_usage.iter().all(|m| m.cost_usd > 0.0));
+    let sum: f64 = with_usage.iter().map(|m| m.cost_usd).sum();
+    assert!((sum - want).abs() < 1e-12, "{sum} != {want}");
+    let after = session(&db, luna);
+    assert!((after.estimated_cost_usd - want).abs() < 1e-12);
+    assert_eq!(after.cost_status.as_deref(), Some("estimated"));
+    assert_eq!(after.cost_source.as_deref(), Some("pricing-catalog"));
+    let version = scribe_import::pricing::Pricer::new(priced.clone()).version();
+    assert_eq!(after.pricing_version.as_deref(), Some(version.as_str()));
+    assert_eq!(
+        (after.tokens, after.updated_at, after.message_count),
+        (before.tokens, before.updated_at, before.message_count)
+    );
+    // The model nobody prices was looked at, and stays unknown.
+    let unknown = session(&db, fake);
+    assert_eq!(unknown.cost_status.as_deref(), Some("unknown"));
+    assert_eq!(unknown.pricing_version.as_deref(), Some(version.as_str()));
+
+    // The same prices again: nothing to look at, nothing changes.
+    let stored = dump(&db);
+    let again = run_priced(&db, Source::Codex, &roots, &priced);
+    assert_eq!(again.repriced, Default::default());
+    assert_eq!(dump(&db), stored);
+    // Back to prices without it: a cost counted is not taken back.
+    let back = run_priced(&db, Source::Codex, &roots, &builtin);
+    assert_eq!(back.repriced, Default::default());
+    assert!((session(&db, luna).estimated_cost_usd - want).abs() < 1e-12);
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+}

@@ -550,6 +550,64 @@ pub fn last_assistant_model(tx: &mut dyn Reads, session_id: &str) -> Result<Opti
     Ok(tx.reads().get_last_assistant_model(session_id)?)
 }
 
+/// A message that used tokens and cost nothing ([`unpriced_messages`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnpricedMessage {
+    /// The message.
+    pub id: String,
+    /// The model it names.
+    pub model: Option<String>,
+    /// Its tokens.
+    pub usage: TokenUsage,
+}
+
+/// The messages of `session_id` that used tokens and cost nothing, in creation order: how
+/// an importer stores usage of a model it had no price for. One indexed query.
+pub fn unpriced_messages(tx: &mut dyn Reads, session_id: &str) -> Result<Vec<UnpricedMessage>> {
+    Ok(tx
+        .reads()
+        .list_unpriced_messages(session_id)?
+        .into_iter()
+        .map(|r| UnpricedMessage {
+            id: r.id,
+            model: r.model,
+            usage: TokenUsage {
+                input: r.input_tokens,
+                output: r.output_tokens,
+                cache_read: r.cache_read_tokens,
+                cache_write: r.cache_write_tokens,
+                reasoning: r.reasoning_tokens,
+            },
+        })
+        .collect())
+}
+
+/// Adds `cost_usd` to message `id`'s cost, its tokens unchanged (a price found for usage
+/// stored without one); `updated_at` moves one past its stored value, as every change
+/// moves it, not to the clock (the time of an imported record stays the source's). Errors: a negative or non-finite cost
+/// ([`MessageError::InvalidInput`]), an unknown message ([`MessageError::NotFound`]).
+pub fn add_message_cost(tx: &mut Tx<'_>, id: &str, cost_usd: f64) -> Result<()> {
+    if !cost_usd.is_finite() || cost_usd < 0.0 {
+        return Err(MessageError::InvalidInput(format!(
+            "cost must be a finite, non-negative amount (got {cost_usd})"
+        )));
+    }
+    tx.q()
+        .add_message_usage(&queries::AddMessageUsageParams {
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            cost_usd,
+            // `moved_forward` from the smallest clock: one past the stored time.
+            now: i64::MIN,
+            id,
+        })?
+        .ok_or_else(|| MessageError::not_found("message", id))?;
+    Ok(())
+}
+
 /// Every message of a session in creation order, parts in position order: two queries
 /// however long the session is. An unknown session is [`MessageError::NotFound`].
 pub fn load_session_messages(tx: &mut dyn Reads, session_id: &str) -> Result<Vec<Message>> {

@@ -49,6 +49,9 @@ pub struct ExternalSession {
     pub cost_status: Option<String>,
     /// Where the cost figures came from.
     pub cost_source: Option<String>,
+    /// The version of the prices its cost was estimated with (`None` keeps the stored
+    /// value).
+    pub pricing_version: Option<String>,
     /// When it started (ms).
     pub created_at: i64,
     /// Its last activity (ms); the stored value never moves backwards.
@@ -129,7 +132,7 @@ impl SessionService {
                 billing_mode: None,
                 cost_status: e.cost_status.as_deref(),
                 cost_source: e.cost_source.as_deref(),
-                pricing_version: None,
+                pricing_version: e.pricing_version.as_deref(),
                 created_at: e.created_at,
                 updated_at: e.updated_at.max(e.created_at),
                 ended_at: e.ended_at,
@@ -156,7 +159,8 @@ impl SessionService {
             || (e.billing_provider.is_some() && e.billing_provider != current.billing_provider)
             || (e.billing_base_url.is_some() && e.billing_base_url != current.billing_base_url)
             || (e.cost_status.is_some() && e.cost_status != current.cost_status)
-            || (e.cost_source.is_some() && e.cost_source != current.cost_source);
+            || (e.cost_source.is_some() && e.cost_source != current.cost_source)
+            || (e.pricing_version.is_some() && e.pricing_version != current.pricing_version);
         if fields_changed {
             let pick = |new: &Option<String>, old: &Option<String>| new.clone().or(old.clone());
             let model_config = json_text(e.model_config.as_ref().or(current.model_config.as_ref()));
@@ -174,7 +178,7 @@ impl SessionService {
                 billing_mode: current.billing_mode.as_deref(),
                 cost_status: pick(&e.cost_status, &current.cost_status).as_deref(),
                 cost_source: pick(&e.cost_source, &current.cost_source).as_deref(),
-                pricing_version: current.pricing_version.as_deref(),
+                pricing_version: pick(&e.pricing_version, &current.pricing_version).as_deref(),
                 now: updated_at,
                 id: &e.id,
             })?;

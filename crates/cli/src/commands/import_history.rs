@@ -107,6 +107,9 @@ struct SourceJson<'a> {
     tokens: Tokens,
     cost_usd: f64,
     unpriced_messages: u64,
+    repriced_sessions: u64,
+    repriced_messages: u64,
+    repriced_cost_usd: f64,
 }
 
 /// A malformed line or a file that could not be read.
@@ -316,6 +319,9 @@ fn source_json(s: &SourceSummary) -> SourceJson<'_> {
         tokens: Tokens::from(&s.tokens),
         cost_usd: usd(s.cost_usd),
         unpriced_messages: s.unpriced,
+        repriced_sessions: s.repriced.sessions,
+        repriced_messages: s.repriced.messages,
+        repriced_cost_usd: usd(s.repriced.cost_usd),
     }
 }
 
@@ -325,6 +331,7 @@ fn changed(s: &SourceSummary) -> bool {
         || !s.malformed.is_empty()
         || !s.failed.is_empty()
         || !s.failed_sessions.is_empty()
+        || s.repriced.messages > 0
 }
 
 /// Imports every target once, with a progress bar per source on a terminal.
@@ -532,6 +539,14 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
             ));
         }
         text.push_str(&format!("  {verb} {}\n", bits.join(", ")));
+    }
+    if s.repriced.messages > 0 {
+        text.push_str(&format!(
+            "  priced {} of {} imported before their models had a price: {}\n",
+            ui::plural(n(s.repriced.messages), "message"),
+            ui::plural(n(s.repriced.sessions), "session"),
+            ui::dollars(s.repriced.cost_usd)
+        ));
     }
     if !s.tokens.is_zero() {
         text.push_str(&format!(
