@@ -301,10 +301,15 @@ impl Sink for StoreSink {
     fn reprice(&mut self, source: Source, pricer: &Pricer) -> Result<Repriced> {
         let version = pricer.version();
         let sessions = self.store.sessions();
-        let repriced = self
-            .store
-            .database()
-            .write(|tx| reprice(tx, sessions, source, pricer, &version))?;
+        let db = self.store.database();
+        // Most runs have nothing to look at: that is found in a read, without the write
+        // lock.
+        let any = db.read(|tx| unpriced_sessions(tx, source, &version))?;
+        let repriced = if any.is_empty() {
+            Repriced::default()
+        } else {
+            db.write(|tx| reprice(tx, sessions, source, pricer, &version))?
+        };
         self.pricing_version = Some(version);
         Ok(repriced)
     }
@@ -1069,6 +1074,21 @@ impl Commit<'_, '_> {
     }
 }
 
+/// `source`'s sessions with usage left unpriced, priced under another version than
+/// `version` (or none): what [`StoreSink::reprice`] looks at.
+fn unpriced_sessions(
+    tx: &mut dyn Reads,
+    source: Source,
+    version: &str,
+) -> Result<Vec<q::ListUnpricedImportSessionsRow>> {
+    Ok(tx
+        .reads()
+        .list_unpriced_import_sessions(&q::ListUnpricedImportSessionsParams {
+            source: source.name(),
+            pricing_version: Some(version),
+        })?)
+}
+
 /// [`StoreSink::reprice`] inside `tx`.
 fn reprice(
     tx: &mut Tx<'_>,
@@ -1078,13 +1098,7 @@ fn reprice(
     version: &str,
 ) -> Result<Repriced> {
     let mut out = Repriced::default();
-    let candidates =
-        tx.q()
-            .list_unpriced_import_sessions(&q::ListUnpricedImportSessionsParams {
-                source: source.name(),
-                pricing_version: Some(version),
-            })?;
-    for candidate in candidates {
+    for candidate in unpriced_sessions(tx, source, version)? {
         let id = candidate.session_id.as_str();
         let unpriced = store::unpriced_messages(tx, id)?;
         let (mut cost, mut priced, mut left) = (0.0, 0, false);
