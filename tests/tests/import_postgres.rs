@@ -128,6 +128,7 @@ fn every_fixture_imports_into_postgres_as_into_sqlite_and_twice_changes_nothing(
                     output_per_mtok: 7.0,
                     cache_write_per_mtok: 3.0,
                     cache_read_per_mtok: 0.5,
+                    long_prompt: None,
                 },
             })
             .unwrap();

@@ -22,6 +22,17 @@
 //! context_window = 262144
 //! max_output_tokens = 65536
 //! pricing = { input_per_mtok = 0.0, output_per_mtok = 0.0 }
+//!
+//! # A call whose prompt holds more than 200,000 tokens costs these instead
+//! # (given whole; it replaces the model's long-prompt prices).
+//! [[models]]
+//! id = "claude-sonnet-4-5"
+//! [models.pricing.long_prompt]
+//! above_tokens = 200000
+//! input_per_mtok = 6.0
+//! output_per_mtok = 22.5
+//! cache_write_per_mtok = 7.5
+//! cache_read_per_mtok = 0.60
 //! ```
 //!
 //! The JSON form is the same document: `{"models": [{"id": …}, …]}`. Unknown
@@ -58,6 +69,44 @@ pub struct Pricing {
     pub cache_write_per_mtok: f64,
     /// Prompt tokens read back from the provider's cache.
     pub cache_read_per_mtok: f64,
+    /// What a call with a long prompt costs instead, where the provider charges long
+    /// prompts more (Claude Sonnet 4 and 4.5, Gemini Pro models, GPT-5.5); `None`: the
+    /// same prices at any length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_prompt: Option<LongPromptPricing>,
+}
+
+/// A token count as billed: a negative one (corrupt data) bills nothing.
+fn billable(n: i64) -> f64 {
+    n.max(0) as f64
+}
+
+/// `usage` at `[input, output, cache write, cache read]` dollars per million tokens
+/// (reasoning at the output price).
+fn charge(usage: &TokenUsage, [input, output, cache_write, cache_read]: [f64; 4]) -> f64 {
+    let dollars_times_million = billable(usage.input) * input
+        + (billable(usage.output) + billable(usage.reasoning)) * output
+        + billable(usage.cache_read) * cache_read
+        + billable(usage.cache_write) * cache_write;
+    dollars_times_million / 1e6
+}
+
+/// The prices of a call whose prompt (input, cache reads and cache writes together)
+/// holds more than [`above_tokens`](LongPromptPricing::above_tokens): every token of that
+/// call, its output included, is charged at these, as the providers bill it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongPromptPricing {
+    /// A prompt of more tokens than this is a long one (200,000 for Claude and Gemini).
+    pub above_tokens: u64,
+    /// Prompt tokens not served from the cache.
+    pub input_per_mtok: f64,
+    /// Generated tokens, hidden reasoning included.
+    pub output_per_mtok: f64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_per_mtok: f64,
+    /// Prompt tokens read back from the provider's cache.
+    pub cache_read_per_mtok: f64,
 }
 
 impl Pricing {
@@ -67,29 +116,70 @@ impl Pricing {
         output_per_mtok: 0.0,
         cache_write_per_mtok: 0.0,
         cache_read_per_mtok: 0.0,
+        long_prompt: None,
     };
 
-    /// What `usage` costs in US dollars: Σ tokens × price / 1e6 over input,
-    /// output (plus separately reported reasoning), cache read and cache write.
+    /// What `usage` (one model call's) costs in US dollars: Σ tokens × price / 1e6 over
+    /// input, output (plus separately reported reasoning), cache read and cache write, at
+    /// the [`long_prompt`](Pricing::long_prompt) prices when its prompt is a long one.
     ///
     /// Negative counters (corrupt data) count as zero, so a cost is never negative.
     pub fn cost(&self, usage: &TokenUsage) -> f64 {
-        let billable = |n: i64| n.max(0) as f64;
-        let dollars_times_million = billable(usage.input) * self.input_per_mtok
-            + (billable(usage.output) + billable(usage.reasoning)) * self.output_per_mtok
-            + billable(usage.cache_read) * self.cache_read_per_mtok
-            + billable(usage.cache_write) * self.cache_write_per_mtok;
-        dollars_times_million / 1e6
+        let prompt =
+            billable(usage.input) + billable(usage.cache_read) + billable(usage.cache_write);
+        match self.long_prompt {
+            Some(long) if prompt > long.above_tokens as f64 => charge(
+                usage,
+                [
+                    long.input_per_mtok,
+                    long.output_per_mtok,
+                    long.cache_write_per_mtok,
+                    long.cache_read_per_mtok,
+                ],
+            ),
+            _ => self.base_cost(usage),
+        }
     }
 
-    /// Every price finite and non-negative.
+    /// What `usage` costs at the base prices, however long its prompt: for usage summed
+    /// over several calls (a session's total, a turn of many calls), whose prompts one by
+    /// one are not known. The sum's prompt may be long when no call's was, so the
+    /// long-prompt prices would overcharge it; a long call among them is undercharged.
+    pub fn base_cost(&self, usage: &TokenUsage) -> f64 {
+        charge(
+            usage,
+            [
+                self.input_per_mtok,
+                self.output_per_mtok,
+                self.cache_write_per_mtok,
+                self.cache_read_per_mtok,
+            ],
+        )
+    }
+
+    /// Every price finite and non-negative; a long prompt's threshold above 0.
     pub fn validate(&self) -> Result<(), ModelProblem> {
-        for (field, value) in [
+        let mut prices = vec![
             ("input_per_mtok", self.input_per_mtok),
             ("output_per_mtok", self.output_per_mtok),
             ("cache_write_per_mtok", self.cache_write_per_mtok),
             ("cache_read_per_mtok", self.cache_read_per_mtok),
-        ] {
+        ];
+        if let Some(long) = self.long_prompt {
+            if long.above_tokens == 0 {
+                return Err(ModelProblem::ZeroLongPrompt);
+            }
+            prices.extend([
+                ("long_prompt.input_per_mtok", long.input_per_mtok),
+                ("long_prompt.output_per_mtok", long.output_per_mtok),
+                (
+                    "long_prompt.cache_write_per_mtok",
+                    long.cache_write_per_mtok,
+                ),
+                ("long_prompt.cache_read_per_mtok", long.cache_read_per_mtok),
+            ]);
+        }
+        for (field, value) in prices {
             if !value.is_finite() || value < 0.0 {
                 return Err(ModelProblem::InvalidPrice { field, value });
             }
@@ -202,6 +292,9 @@ pub enum ModelProblem {
     /// The same id appears twice in one file.
     #[error("model is defined more than once in this file")]
     DuplicateId,
+    /// `long_prompt.above_tokens` is 0.
+    #[error("long_prompt.above_tokens must be greater than 0")]
+    ZeroLongPrompt,
 }
 
 /// The format of a catalog file.
@@ -472,6 +565,8 @@ struct PricingEntry {
     output_per_mtok: Option<f64>,
     cache_write_per_mtok: Option<f64>,
     cache_read_per_mtok: Option<f64>,
+    /// Replaces the model's long-prompt prices (all of them: no field is optional).
+    long_prompt: Option<LongPromptPricing>,
 }
 
 impl ModelEntry {
@@ -497,6 +592,7 @@ impl ModelEntry {
                     cache_read_per_mtok: pricing
                         .cache_read_per_mtok
                         .unwrap_or(base.pricing.cache_read_per_mtok),
+                    long_prompt: pricing.long_prompt.or(base.pricing.long_prompt),
                 },
             });
         }
@@ -515,6 +611,7 @@ impl ModelEntry {
                     .ok_or(missing("pricing.output_per_mtok"))?,
                 cache_write_per_mtok: pricing.cache_write_per_mtok.unwrap_or(0.0),
                 cache_read_per_mtok: pricing.cache_read_per_mtok.unwrap_or(0.0),
+                long_prompt: pricing.long_prompt,
             },
             id: self.id,
         })
@@ -526,7 +623,7 @@ impl ModelEntry {
 /// Prices and limits are the providers' published list prices as of 2026
 /// (USD per million tokens; Anthropic cache writes at the 5-minute rate;
 /// OpenAI and Google charge no cache-write premium, so their cache-write price
-/// is the input price; Gemini Pro models at their ≤200k-token prompt tier).
+/// is the input price; a long prompt's prices where the provider has them).
 /// Every price agrees with the [models.dev](https://models.dev) catalog and
 /// with ccusage 20.0.24's (`ccusage codex session --offline`); models whose
 /// prices those two disagree on are left out rather than guessed. Providers
@@ -583,6 +680,20 @@ pub fn builtin_models() -> Vec<Model> {
         ("gemini-2.5-flash", "google", "Gemini 2.5 Flash", 1_048_576, 65_536, [0.30, 2.50, 0.30, 0.03]),
         ("gemini-2.5-flash-lite", "google", "Gemini 2.5 Flash-Lite", 1_048_576, 65_536, [0.10, 0.40, 0.10, 0.01]),
     ];
+    // Long prompts: (id, above this many prompt tokens, [input, output, cache write,
+    // cache read]). Claude Sonnet 4 and 4.5 and Gemini 2.5 Pro and 3.1 Pro as models.dev
+    // and ccusage 20.0.24 price them; Gemini 3 Pro as Google's price list and models.dev
+    // do (ccusage has no tier for it); GPT-5.5's as models.dev and ccusage. GPT-5.4's
+    // (which ccusage has above 272k) is left out: models.dev does not confirm it.
+    #[rustfmt::skip]
+    const LONG: &[(&str, u64, [f64; 4])] = &[
+        ("claude-sonnet-4-5", 200_000, [6.0, 22.5, 7.5, 0.60]),
+        ("claude-sonnet-4", 200_000, [6.0, 22.5, 7.5, 0.60]),
+        ("gpt-5.5", 272_000, [10.0, 45.0, 10.0, 1.0]),
+        ("gemini-3.1-pro-preview", 200_000, [4.0, 18.0, 4.0, 0.40]),
+        ("gemini-3-pro-preview", 200_000, [4.0, 18.0, 4.0, 0.40]),
+        ("gemini-2.5-pro", 200_000, [2.50, 15.0, 2.50, 0.25]),
+    ];
     TABLE
         .iter()
         .map(
@@ -597,6 +708,15 @@ pub fn builtin_models() -> Vec<Model> {
                     output_per_mtok: o,
                     cache_write_per_mtok: cw,
                     cache_read_per_mtok: cr,
+                    long_prompt: LONG.iter().find(|l| l.0 == id).map(
+                        |&(_, above_tokens, [i, o, cw, cr])| LongPromptPricing {
+                            above_tokens,
+                            input_per_mtok: i,
+                            output_per_mtok: o,
+                            cache_write_per_mtok: cw,
+                            cache_read_per_mtok: cr,
+                        },
+                    ),
                 },
             },
         )
@@ -639,11 +759,101 @@ mod tests {
         let expected = (12_345.0 * 3.0 + 6_789.0 * 15.0 + 100_000.0 * 0.30 + 20_000.0 * 3.75) / 1e6;
         assert_close(sonnet.cost(&u), expected);
         assert_close(sonnet.cost(&u), 0.037035 + 0.101835 + 0.03 + 0.075);
-        // Cache reads are billed at the cache-read price, not the output price.
-        assert_close(sonnet.cost(&usage(0, 0, 1_000_000, 0, 0)), 0.30);
-        assert_close(sonnet.cost(&usage(0, 0, 0, 1_000_000, 0)), 3.75);
+        // Cache reads are billed at the cache-read price, not the output price (prompts
+        // of 100k tokens: below the long-prompt threshold).
+        assert_close(sonnet.cost(&usage(0, 0, 100_000, 0, 0)), 0.030);
+        assert_close(sonnet.cost(&usage(0, 0, 0, 100_000, 0)), 0.375);
         assert_close(sonnet.cost(&usage(0, 1_000_000, 0, 0, 0)), 15.0);
         assert_close(sonnet.cost(&TokenUsage::default()), 0.0);
+    }
+
+    /// A call whose prompt (input, cache reads and writes together) is over the threshold
+    /// costs the long-prompt prices for all of its tokens, output included; at the
+    /// threshold it does not (as ccusage 20.0.24 and the providers bill: 199,999 and
+    /// 200,000 at $3, 200,001 at $6 per million for Claude Sonnet 4.5).
+    #[test]
+    fn a_long_prompt_costs_the_long_prompt_prices() {
+        let sonnet = ModelCatalog::builtin()
+            .get("claude-sonnet-4-5")
+            .cloned()
+            .unwrap();
+        assert_close(sonnet.cost(&usage(200_000, 0, 0, 0, 0)), 0.6);
+        assert_close(
+            sonnet.cost(&usage(200_001, 0, 0, 0, 0)),
+            200_001.0 * 6.0 / 1e6,
+        );
+        // The prompt counts cached tokens: 150k read back + 50,001 new is long.
+        let long = usage(50_001, 1_000, 150_000, 0, 500);
+        assert_close(
+            sonnet.cost(&long),
+            (50_001.0 * 6.0 + 1_500.0 * 22.5 + 150_000.0 * 0.60) / 1e6,
+        );
+        let written = usage(1, 0, 0, 200_000, 0);
+        assert_close(sonnet.cost(&written), (6.0 + 200_000.0 * 7.5) / 1e6);
+        // A sum over calls is charged at the base prices.
+        assert_close(
+            sonnet.pricing.base_cost(&usage(200_001, 0, 0, 0, 0)),
+            200_001.0 * 3.0 / 1e6,
+        );
+        // A model without long-prompt prices costs the same at any length.
+        let haiku = ModelCatalog::builtin()
+            .get("claude-haiku-4-5")
+            .cloned()
+            .unwrap();
+        assert!(haiku.pricing.long_prompt.is_none());
+        assert_close(haiku.cost(&usage(1_000_000, 0, 0, 0, 0)), 1.0);
+
+        // In a catalog file: given whole, replacing a model's; a zero threshold and a
+        // bad price refused by name.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        std::fs::write(
+            &path,
+            "[[models]]\nid = \"claude-haiku-4-5\"\n[models.pricing.long_prompt]\n\
+             above_tokens = 100\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n\
+             cache_write_per_mtok = 2.5\ncache_read_per_mtok = 0.2\n",
+        )
+        .unwrap();
+        let catalog = ModelCatalog::load(&path).unwrap();
+        let haiku = catalog.get("claude-haiku-4-5").unwrap();
+        assert_eq!(haiku.pricing.input_per_mtok, 1.0);
+        assert_close(haiku.cost(&usage(100, 0, 0, 0, 0)), 100.0 / 1e6);
+        assert_close(
+            haiku.cost(&usage(101, 10, 0, 0, 0)),
+            (101.0 * 2.0 + 100.0) / 1e6,
+        );
+        // Written out and read back, the long-prompt prices are kept.
+        let mut round_trip = ModelCatalog::empty();
+        let text = catalog.to_toml_string().unwrap();
+        round_trip
+            .apply_str(&text, CatalogFormat::Toml, &path)
+            .unwrap();
+        assert_eq!(round_trip, catalog);
+        for (text, problem) in [
+            (
+                "above_tokens = 0\ninput_per_mtok = 1.0",
+                "above_tokens must be greater than 0",
+            ),
+            (
+                "above_tokens = 5\ninput_per_mtok = -1.0",
+                "long_prompt.input_per_mtok",
+            ),
+        ] {
+            std::fs::write(
+                &path,
+                format!(
+                    "[[models]]\nid = \"gpt-5\"\n[models.pricing.long_prompt]\n{text}\n\
+                     output_per_mtok = 1.0\ncache_write_per_mtok = 1.0\ncache_read_per_mtok = 0.1\n"
+                ),
+            )
+            .unwrap();
+            let err = ModelCatalog::load(&path).unwrap_err();
+            assert!(
+                crate::error_chain(&err).contains(problem),
+                "{}",
+                crate::error_chain(&err)
+            );
+        }
     }
 
     #[test]
@@ -653,6 +863,7 @@ mod tests {
             output_per_mtok: 10.0,
             cache_write_per_mtok: 1.25,
             cache_read_per_mtok: 0.31,
+            long_prompt: None,
         };
         // Gemini-style: 500 visible + 1_500 thinking tokens, both billed at output.
         assert_close(
@@ -668,6 +879,7 @@ mod tests {
             output_per_mtok: 8.0,
             cache_write_per_mtok: 2.0,
             cache_read_per_mtok: 0.5,
+            long_prompt: None,
         };
         // OpenAI-style: completion_tokens = 2_000 of which 1_500 reasoning.
         let reported = usage(1_000, 2_000, 300, 0, 1_500);

@@ -189,6 +189,7 @@ fn model(window: u64) -> Model {
             output_per_mtok: 15.0,
             cache_write_per_mtok: 3.75,
             cache_read_per_mtok: 0.30,
+            long_prompt: None,
         },
     }
 }

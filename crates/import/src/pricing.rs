@@ -67,21 +67,47 @@ impl Pricer {
             eat(m.id.as_bytes());
             eat(&[0]);
             let p = m.pricing;
-            for price in [
+            let mut prices = vec![
                 p.input_per_mtok,
                 p.output_per_mtok,
                 p.cache_write_per_mtok,
                 p.cache_read_per_mtok,
-            ] {
+            ];
+            if let Some(long) = p.long_prompt {
+                eat(&long.above_tokens.to_le_bytes());
+                prices.extend([
+                    long.input_per_mtok,
+                    long.output_per_mtok,
+                    long.cache_write_per_mtok,
+                    long.cache_read_per_mtok,
+                ]);
+            }
+            for price in prices {
                 eat(&price.to_bits().to_le_bytes());
             }
         }
         format!("catalog-{hash:016x}")
     }
 
-    /// What `usage` of `model` costs, when the catalog knows the model.
+    /// What one call's `usage` of `model` costs (long-prompt prices for a long prompt),
+    /// when the catalog knows the model.
     pub fn estimate(&self, model: Option<&str>, usage: &TokenUsage) -> Option<f64> {
         self.model(model?).map(|m| m.cost(usage))
+    }
+
+    /// What `usage` summed over `calls` calls of `model` costs: as one call when it is
+    /// one ([`Pricer::estimate`]), else at the base prices (`Pricing::base_cost`: the
+    /// sum's prompt says nothing of each call's).
+    pub fn estimate_calls(
+        &self,
+        model: Option<&str>,
+        usage: &TokenUsage,
+        calls: i64,
+    ) -> Option<f64> {
+        if calls == 1 {
+            return self.estimate(model, usage);
+        }
+        self.model(model?).map(|m| m.pricing.base_cost(usage))
     }
 
     /// Sets `rec`'s cost and cost bits: the reported cost, else the estimate, else 0 with
@@ -98,7 +124,7 @@ impl Pricer {
             rec.cost_flags = 0;
             return;
         }
-        match self.estimate(rec.message.model.as_deref(), &usage) {
+        match self.estimate_calls(rec.message.model.as_deref(), &usage, rec.api_calls) {
             Some(cost) => {
                 rec.message.cost_usd = cost;
                 rec.cost_flags = ESTIMATED;
@@ -149,6 +175,73 @@ pub fn source(flags: u8, agent: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One call with a long prompt is charged the long-prompt prices (as ccusage charges
+    /// Claude Code's responses); usage summed over several calls (a Codex turn, a Hermes
+    /// session) the base prices, since its prompt is no call's.
+    #[test]
+    fn a_long_prompt_is_told_only_of_one_call() {
+        let p = Pricer::default();
+        let long = TokenUsage {
+            input: 1,
+            cache_read: 250_000,
+            output: 1_000,
+            ..TokenUsage::default()
+        };
+        let model = Some("claude-sonnet-4-5-20250929");
+        let one = p.estimate_calls(model, &long, 1).unwrap();
+        assert!((one - (6.0 + 250_000.0 * 0.60 + 1_000.0 * 22.5) / 1e6).abs() < 1e-12);
+        let many = p.estimate_calls(model, &long, 3).unwrap();
+        assert!((many - (3.0 + 250_000.0 * 0.30 + 1_000.0 * 15.0) / 1e6).abs() < 1e-12);
+        let mut rec = MessageRec {
+            session: "s".to_owned(),
+            message: scribe_message::Message {
+                model: model.map(str::to_owned),
+                usage: long,
+                ..crate::sources::message(
+                    crate::Source::ClaudeCode,
+                    "k",
+                    scribe_message::Role::Assistant,
+                    0,
+                )
+            },
+            api_calls: 1,
+            reported_cost: None,
+            cost_flags: 0,
+        };
+        p.apply(&mut rec);
+        assert_eq!((rec.message.cost_usd, rec.cost_flags), (one, ESTIMATED));
+        rec.api_calls = 2;
+        p.apply(&mut rec);
+        assert_eq!((rec.message.cost_usd, rec.cost_flags), (many, ESTIMATED));
+    }
+
+    /// The version names the prices: the same catalog gives the same one, any price
+    /// changed (a long prompt's too) another.
+    #[test]
+    fn the_version_changes_with_any_price() {
+        let builtin = ModelCatalog::builtin();
+        let version = Pricer::new(builtin.clone()).version();
+        assert_eq!(Pricer::default().version(), version);
+        assert!(version.starts_with("catalog-"), "{version}");
+        let changed = |edit: &dyn Fn(&mut scribe_agent::models::Pricing)| {
+            let mut catalog = builtin.clone();
+            let mut sonnet = catalog.get("claude-sonnet-4-5").cloned().unwrap();
+            edit(&mut sonnet.pricing);
+            catalog.insert(sonnet).unwrap();
+            Pricer::new(catalog).version()
+        };
+        assert_ne!(changed(&|p| p.cache_read_per_mtok = 0.31), version);
+        assert_ne!(
+            changed(&|p| {
+                if let Some(long) = &mut p.long_prompt {
+                    long.above_tokens += 1;
+                }
+            }),
+            version
+        );
+        assert_eq!(changed(&|_| {}), version);
+    }
 
     #[test]
     fn dated_and_prefixed_names_find_their_model() {

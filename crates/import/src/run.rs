@@ -418,7 +418,7 @@ fn price_session(pricer: &Pricer, u: &mut crate::record::SessionUsage) {
         u.cost_flags = REPORTED;
     } else if u.tokens.is_zero() {
         u.cost_flags = 0;
-    } else if let Some(cost) = pricer.estimate(u.model.as_deref(), &u.tokens) {
+    } else if let Some(cost) = pricer.estimate_calls(u.model.as_deref(), &u.tokens, u.api_calls) {
         u.cost_usd = cost;
         u.cost_flags = ESTIMATED;
     } else {

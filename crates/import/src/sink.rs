@@ -1103,7 +1103,9 @@ fn reprice(
         let unpriced = store::unpriced_messages(tx, id)?;
         let (mut cost, mut priced, mut left) = (0.0, 0, false);
         for m in &unpriced {
-            match pricer.estimate(m.model.as_deref(), &m.usage) {
+            // How many calls a stored message stands for is not stored: priced as a
+            // sum (the base prices).
+            match pricer.estimate_calls(m.model.as_deref(), &m.usage, 0) {
                 Some(c) => {
                     if c > 0.0 {
                         store::add_message_cost(tx, &m.id, c)?;

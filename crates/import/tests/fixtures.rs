@@ -622,6 +622,7 @@ fn usage_imported_without_a_price_is_priced_once_the_price_is_known() {
             output_per_mtok: 6.0,
             cache_write_per_mtok: 1.0,
             cache_read_per_mtok: 0.10,
+            long_prompt: None,
         },
     };
     let want = model.cost(&before.tokens);

@@ -35,6 +35,7 @@ pub fn small_model() -> Model {
             output_per_mtok: 15.0,
             cache_write_per_mtok: 3.75,
             cache_read_per_mtok: 0.30,
+            long_prompt: None,
         },
     }
 }
@@ -73,6 +74,7 @@ pub fn cheap_model() -> Model {
             output_per_mtok: 5.0,
             cache_write_per_mtok: 1.25,
             cache_read_per_mtok: 0.10,
+            long_prompt: None,
         },
     }
 }

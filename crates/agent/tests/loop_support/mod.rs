@@ -35,6 +35,7 @@ pub fn model(id: &str, window: u64) -> Model {
             output_per_mtok: 2_000.0,
             cache_write_per_mtok: 0.0,
             cache_read_per_mtok: 0.0,
+            long_prompt: None,
         },
     }
 }

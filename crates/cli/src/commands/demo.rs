@@ -111,6 +111,7 @@ fn catalog() -> Result<ModelCatalog, CliError> {
                 output_per_mtok: 15.0,
                 cache_write_per_mtok: 3.75,
                 cache_read_per_mtok: 0.30,
+                long_prompt: None,
             },
         ),
         model(
@@ -122,6 +123,7 @@ fn catalog() -> Result<ModelCatalog, CliError> {
                 output_per_mtok: 5.0,
                 cache_write_per_mtok: 1.25,
                 cache_read_per_mtok: 0.10,
+                long_prompt: None,
             },
         ),
     ];
