@@ -769,8 +769,10 @@ mod tests {
 
     /// A call whose prompt (input, cache reads and writes together) is over the threshold
     /// costs the long-prompt prices for all of its tokens, output included; at the
-    /// threshold it does not (as ccusage 20.0.24 and the providers bill: 199,999 and
-    /// 200,000 at $3, 200,001 at $6 per million for Claude Sonnet 4.5).
+    /// threshold it does not, as Anthropic bills a request over 200k input tokens (cache
+    /// reads and writes counted) and as ccusage 20.0.24 prices a Codex call of Claude
+    /// Sonnet 4.5: 199,999 and 200,000 at $3, 200,001 at $6 per million. (ccusage's
+    /// Claude Code report charges only each kind's tokens beyond 200k the higher price.)
     #[test]
     fn a_long_prompt_costs_the_long_prompt_prices() {
         let sonnet = ModelCatalog::builtin()
