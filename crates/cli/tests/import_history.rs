@@ -209,6 +209,14 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
         ),
     )
     .unwrap();
+    // A dry run says what it would price, and prices nothing.
+    let dry = scribe.json(&["import", "--from", "codex", "--dry-run", "--json"]);
+    assert_eq!(source(&dry, "codex")["repriced_messages"], 3, "{dry}");
+    let said = told.ok(&["import", "--from", "codex", "--dry-run"]);
+    assert!(
+        said.contains("  would price 3 messages of 2 sessions imported before"),
+        "{said}"
+    );
     // Every file is unchanged; what was stored without a price is priced now.
     let report = scribe.json(&["import", "--from", "codex", "--json"]);
     let codex = source(&report, "codex");

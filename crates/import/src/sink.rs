@@ -90,7 +90,7 @@ pub trait Sink: std::fmt::Debug {
     /// Prices with `pricer` the usage `source`'s sessions stored without a price (a model
     /// the catalog did not know when they were imported), in one transaction. [`import`]
     /// calls it first in every run, with the prices its commits then estimate with.
-    /// Nothing by default (a sink that stores nothing has nothing to price).
+    /// Nothing by default; a dry run says what it would price.
     ///
     /// [`import`]: crate::import
     fn reprice(&mut self, source: Source, pricer: &Pricer) -> Result<Repriced> {
@@ -343,6 +343,18 @@ impl Sink for DryRunSink {
                 .read(|tx| fingerprint_of(tx, source, external_id)),
             None => Ok(None),
         }
+    }
+
+    /// What the store sink would price (read only).
+    fn reprice(&mut self, source: Source, pricer: &Pricer) -> Result<Repriced> {
+        let Some(store) = &self.store else {
+            return Ok(Repriced::default());
+        };
+        let version = pricer.version();
+        let plan = store
+            .database()
+            .read(|tx| plan_repricing(tx, source, pricer, &version))?;
+        Ok(repriced(&plan))
     }
 
     fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written> {
@@ -1089,7 +1101,81 @@ fn unpriced_sessions(
         })?)
 }
 
-/// [`StoreSink::reprice`] inside `tx`.
+/// One session [`StoreSink::reprice`] looks at, and what it finds.
+struct Repricing {
+    session_id: String,
+    /// Its cost bits before.
+    flags: u8,
+    /// Its messages the catalog prices now, with their cost (0 for a free model).
+    priced: Vec<(String, f64)>,
+    /// Whether usage without a price is left.
+    left: bool,
+}
+
+impl Repricing {
+    /// Its cost bits after: estimated where something was priced, unknown while usage
+    /// without a price is left (a session whose usage is its own keeps its bits).
+    fn flags(&self) -> u8 {
+        let mut flags = self.flags;
+        if !self.priced.is_empty() {
+            flags |= ESTIMATED;
+            if !self.left {
+                flags &= !UNKNOWN;
+            }
+        }
+        flags
+    }
+
+    fn cost(&self) -> f64 {
+        let mut cost = 0.0;
+        for (_, c) in &self.priced {
+            add_cost(&mut cost, *c);
+        }
+        cost
+    }
+}
+
+/// What pricing `source`'s unpriced history under `pricer` (of version `version`) finds,
+/// read only: the sessions [`unpriced_sessions`] names, each with its messages that used
+/// tokens and cost nothing priced where the catalog knows their model. How many calls a
+/// stored message stands for is not stored: each is priced as a sum (the base prices).
+fn plan_repricing(
+    tx: &mut dyn Reads,
+    source: Source,
+    pricer: &Pricer,
+    version: &str,
+) -> Result<Vec<Repricing>> {
+    let mut plan = Vec::new();
+    for candidate in unpriced_sessions(tx, source, version)? {
+        let mut found = Repricing {
+            flags: candidate.cost_flags as u8,
+            session_id: candidate.session_id,
+            priced: Vec::new(),
+            left: false,
+        };
+        for m in store::unpriced_messages(tx, &found.session_id)? {
+            match pricer.estimate_calls(m.model.as_deref(), &m.usage, 0) {
+                Some(cost) => found.priced.push((m.id, cost)),
+                None => found.left = true,
+            }
+        }
+        plan.push(found);
+    }
+    Ok(plan)
+}
+
+/// What `plan` prices, summed.
+fn repriced(plan: &[Repricing]) -> Repriced {
+    let mut out = Repriced::default();
+    for p in plan.iter().filter(|p| !p.priced.is_empty()) {
+        out.sessions += 1;
+        out.messages += p.priced.len() as u64;
+        add_cost(&mut out.cost_usd, p.cost());
+    }
+    out
+}
+
+/// [`StoreSink::reprice`] inside `tx`: the plan read again and written.
 fn reprice(
     tx: &mut Tx<'_>,
     sessions: &SessionService,
@@ -1097,34 +1183,16 @@ fn reprice(
     pricer: &Pricer,
     version: &str,
 ) -> Result<Repriced> {
-    let mut out = Repriced::default();
-    for candidate in unpriced_sessions(tx, source, version)? {
-        let id = candidate.session_id.as_str();
-        let unpriced = store::unpriced_messages(tx, id)?;
-        let (mut cost, mut priced, mut left) = (0.0, 0, false);
-        for m in &unpriced {
-            // How many calls a stored message stands for is not stored: priced as a
-            // sum (the base prices).
-            match pricer.estimate_calls(m.model.as_deref(), &m.usage, 0) {
-                Some(c) => {
-                    if c > 0.0 {
-                        store::add_message_cost(tx, &m.id, c)?;
-                        add_cost(&mut cost, c);
-                    }
-                    priced += 1;
-                }
-                None => left = true,
+    let plan = plan_repricing(tx, source, pricer, version)?;
+    for p in &plan {
+        let id = p.session_id.as_str();
+        for (message, cost) in &p.priced {
+            if *cost > 0.0 {
+                store::add_message_cost(tx, message, *cost)?;
             }
         }
-        let before = candidate.cost_flags as u8;
-        let mut flags = before;
-        if priced > 0 {
-            flags |= ESTIMATED;
-            if !left {
-                flags &= !UNKNOWN;
-            }
-        }
-        if flags != before {
+        let flags = p.flags();
+        if flags != p.flags {
             tx.q()
                 .set_import_session_cost_flags(&q::SetImportSessionCostFlagsParams {
                     cost_flags: i64::from(flags),
@@ -1132,6 +1200,7 @@ fn reprice(
                 })?;
         }
         let current = SessionService::get_tx(tx, id)?;
+        let cost = p.cost();
         if cost > 0.0 {
             let delta = UsageDelta {
                 cost_usd: cost,
@@ -1146,13 +1215,8 @@ fn reprice(
             ..unchanged(&current)
         };
         sessions.upsert_external_tx(tx, &external)?;
-        if priced > 0 {
-            out.sessions += 1;
-            out.messages += priced;
-            add_cost(&mut out.cost_usd, cost);
-        }
     }
-    Ok(out)
+    Ok(repriced(&plan))
 }
 
 /// `session` as an [`ExternalSession`] that changes nothing of it: no field given (a

@@ -542,7 +542,8 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
     }
     if s.repriced.messages > 0 {
         text.push_str(&format!(
-            "  priced {} of {} imported before their models had a price: {}\n",
+            "  {} {} of {} imported before their models had a price: {}\n",
+            if dry_run { "would price" } else { "priced" },
             ui::plural(n(s.repriced.messages), "message"),
             ui::plural(n(s.repriced.sessions), "session"),
             ui::dollars(s.repriced.cost_usd)
