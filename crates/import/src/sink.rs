@@ -1126,6 +1126,7 @@ impl Repricing {
         flags
     }
 
+    /// What its priced messages cost, summed.
     fn cost(&self) -> f64 {
         let mut cost = 0.0;
         for (_, c) in &self.priced {
