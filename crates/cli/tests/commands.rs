@@ -841,6 +841,26 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
         "{}",
         stderr(&zero)
     );
+    // A negative count is a wrong value of -n, not an unknown option (clap said
+    // "unexpected argument '-1'" and, for search, to pass it after `--`: as a query word).
+    for (args, want) in [
+        (
+            &["list", "-n", "-1"][..],
+            "expected a whole number from 1 up",
+        ),
+        (
+            &["search", "mismatched", "-n", "-1"][..],
+            "expected a number from 1 to 500",
+        ),
+    ] {
+        let out = other.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("invalid value '-1' for '--limit <N>': {want}")),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 /// Merging two stores: an exported session whose title another stored session already

@@ -32,7 +32,7 @@ pub struct ListCmd {
     pub source: Vec<String>,
     /// Show at most this many sessions.
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
-          value_parser = parse_limit)]
+          value_parser = parse_limit, allow_negative_numbers = true)]
     pub limit: u64,
     /// Include archived sessions and every child session (tasks, titles, continued parts).
     #[arg(long, short = 'a')]

@@ -43,7 +43,7 @@ pub struct SearchCmd {
     pub since: Option<i64>,
     /// Show at most this many hits.
     #[arg(long, short = 'n', default_value_t = 20, value_name = "N",
-          value_parser = parse_limit)]
+          value_parser = parse_limit, allow_negative_numbers = true)]
     pub limit: usize,
     /// Print JSON: {"hits": [...]}.
     #[arg(long)]
