@@ -43,7 +43,10 @@ const TITLE_CHARS: usize = 60;
 /// Ctrl-C stops it between files (those taken are stored whole), says what was stored
 /// and how many files it did not reach, and exits with 130; importing again reads the
 /// rest. With --watch, Ctrl-C ends the watch between imports (an import in flight stops
-/// between files) and says what the watch stored, exit status 130.
+/// between files) and says what the watch stored, exit status 130. A cost the agent does
+/// not report is estimated from the built-in prices and your model catalog file
+/// (SCRIBE_MODELS, else ~/.config/scribe/models.toml, TOML or JSON); history imported
+/// before its model had a price is priced once a price is known.
 #[derive(Debug, Args)]
 pub struct ImportCmd {
     /// Without --from: the export file (`-` for stdin). With --from: the agent's files or
@@ -51,6 +54,9 @@ pub struct ImportCmd {
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Import this agent's own history instead of an export file.
+    ///
+    /// A cost the agent does not report is estimated from the built-in prices and your model catalog file
+    /// (SCRIBE_MODELS, else ~/.config/scribe/models.toml).
     #[arg(long, value_enum, value_name = "AGENT")]
     pub from: Option<From>,
     /// With --from: say what would be imported, and write nothing (the database is read
