@@ -177,8 +177,8 @@ mod tests {
     use super::*;
 
     /// One call with a long prompt is charged the long-prompt prices for all its tokens
-    /// (as the providers bill it); usage summed over several calls (a Codex turn, a
-    /// Hermes session) the base prices, since its prompt is no call's.
+    /// (as the providers bill it); usage summed over several calls (a Hermes session's
+    /// total) the base prices, since its prompt is no call's.
     #[test]
     fn a_long_prompt_is_told_only_of_one_call() {
         let p = Pricer::default();
