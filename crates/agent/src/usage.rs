@@ -104,7 +104,8 @@ impl UsageTracker {
         &self.catalog
     }
 
-    /// What `usage` on `model_id` costs, in US dollars.
+    /// What one call's `usage` on `model_id` costs, in US dollars (the long-prompt prices
+    /// when its prompt is a long one: [`crate::models::Pricing::cost`]).
     pub fn cost(&self, model_id: &str, usage: &TokenUsage) -> Result<f64> {
         let model = self
             .catalog
