@@ -728,7 +728,8 @@ fn check_charge(usage: &TokenUsage, cost: f64) -> Result<()> {
     check_cost(cost)
 }
 
-fn check_cost(cost: f64) -> Result<()> {
+/// A cost is finite and not negative.
+pub(crate) fn check_cost(cost: f64) -> Result<()> {
     if cost.is_finite() && cost >= 0.0 {
         Ok(())
     } else {

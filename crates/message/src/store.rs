@@ -584,14 +584,11 @@ pub fn unpriced_messages(tx: &mut dyn Reads, session_id: &str) -> Result<Vec<Unp
 
 /// Adds `cost_usd` to message `id`'s cost, its tokens unchanged (a price found for usage
 /// stored without one); `updated_at` moves one past its stored value, as every change
-/// moves it, not to the clock (the time of an imported record stays the source's). Errors: a negative or non-finite cost
-/// ([`MessageError::InvalidInput`]), an unknown message ([`MessageError::NotFound`]).
+/// moves it, not to the clock (the time of an imported record stays the source's).
+/// Errors: a negative or non-finite cost ([`MessageError::InvalidInput`]), an unknown
+/// message ([`MessageError::NotFound`]).
 pub fn add_message_cost(tx: &mut Tx<'_>, id: &str, cost_usd: f64) -> Result<()> {
-    if !cost_usd.is_finite() || cost_usd < 0.0 {
-        return Err(MessageError::InvalidInput(format!(
-            "cost must be a finite, non-negative amount (got {cost_usd})"
-        )));
-    }
+    crate::service::check_cost(cost_usd)?;
     tx.q()
         .add_message_usage(&queries::AddMessageUsageParams {
             input_tokens: 0,

@@ -55,8 +55,8 @@ pub struct ImportCmd {
     pub paths: Vec<PathBuf>,
     /// Import this agent's own history instead of an export file.
     ///
-    /// A cost the agent does not report is estimated from the built-in prices and your model catalog file
-    /// (SCRIBE_MODELS, else ~/.config/scribe/models.toml).
+    /// A cost the agent does not report is estimated from the built-in prices and your
+    /// model catalog file (SCRIBE_MODELS, else ~/.config/scribe/models.toml).
     #[arg(long, value_enum, value_name = "AGENT")]
     pub from: Option<From>,
     /// With --from: say what would be imported, and write nothing (the database is read
