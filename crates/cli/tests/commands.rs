@@ -861,6 +861,24 @@ fn an_import_that_conflicts_reports_the_session_and_keeps_the_rest() {
             "{args:?}: {err}"
         );
     }
+    // An empty query word (most often a shell variable that was not set) is a usage error,
+    // not a search for nothing that answered "no matches" with success.
+    for (args, word) in [
+        (&["search", ""][..], ""),
+        (&["search", "mismatched", "  "][..], "  "),
+        (&["search", "--json", "--", "-x", ""][..], ""),
+    ] {
+        let out = other.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stdout(&out).is_empty(), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "invalid value '{word}' for '<QUERY>...': expected text to search for"
+            )),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 /// Merging two stores: an exported session whose title another stored session already

@@ -23,7 +23,7 @@ const QUERY_ECHO: usize = 80;
 #[derive(Debug, Args)]
 pub struct SearchCmd {
     /// What to look for; words may start with `-` to exclude them (`fix -test`).
-    #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+    #[arg(required = true, num_args = 1.., value_name = "QUERY", value_parser = parse_word)]
     pub query: Vec<String>,
     /// Only sessions from this source; repeat for several.
     #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
@@ -154,6 +154,16 @@ fn parse_limit(text: &str) -> Result<usize, String> {
         Ok(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => Ok(n),
         _ => Err(format!("expected a number from 1 to {MAX_SEARCH_LIMIT}")),
     }
+}
+
+/// A word of the query: any text but an empty (or all-blank) one, which is most often a
+/// shell variable that was not set; it searched for nothing and answered "no matches"
+/// (exit 0), as if the store had been searched for something.
+fn parse_word(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("expected text to search for, not an empty word".to_owned());
+    }
+    Ok(text.to_owned())
 }
 
 fn parse_role(text: &str) -> Result<Role, String> {
