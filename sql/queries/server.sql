@@ -54,7 +54,8 @@ SELECT sqlgen.utc_day(created_at) AS "day!",
        sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
        sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
+       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY sqlgen.utc_day(created_at), coalesce(model, '')
@@ -71,7 +72,8 @@ SELECT sqlgen.utc_day(created_at) AS "day!",
        sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
        sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
+       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY sqlgen.utc_day(created_at), source

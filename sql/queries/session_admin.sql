@@ -91,7 +91,8 @@ SELECT sqlgen.utc_day(created_at) AS "key!",
        sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
        sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
+       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY sqlgen.utc_day(created_at)
@@ -111,6 +112,8 @@ ORDER BY 1;
 -- sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
 -- sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
 -- the same bits scaled, and unable to overflow), clamps, and scales back.
+-- unpriced_session_count: the sessions whose cost leaves out usage of a model without a
+-- price (session_own_usage.unpriced, V28).
 SELECT coalesce(model, '') AS "key!",
        count(*) AS "session_count!",
        sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
@@ -119,7 +122,8 @@ SELECT coalesce(model, '') AS "key!",
        sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
        sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
+       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY coalesce(model, '')
@@ -134,7 +138,8 @@ SELECT source AS "key!",
        sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
        sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
+       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
 FROM session_own_usage
 WHERE created_at >= @since
 GROUP BY source
@@ -148,7 +153,8 @@ SELECT count(*) AS "session_count!",
        sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
        sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!"
+       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
+       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
 FROM session_own_usage
 WHERE created_at >= @since;
 

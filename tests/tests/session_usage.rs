@@ -326,6 +326,84 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once(backend:
     assert_eq!(top, vec![c.id.clone(), a.id.clone()]);
 }
 
+/// A cost that leaves out usage of a model without a price (an imported session's
+/// `cost_status` `partial` or `unknown`) is counted as such in every grouping, and in the
+/// totals, so a report can say its cost is a lower bound; `reported+estimated` and no
+/// status are complete costs.
+fn stats_count_the_sessions_whose_cost_leaves_out_unpriced_usage(backend: Backend) {
+    let e = env_on(backend);
+    let mut ids = Vec::new();
+    for (model, source, status, cost) in [
+        ("m1", "codex", Some("estimated"), 1.0),
+        ("m1", "codex", Some("partial"), 0.5),
+        ("m2", "gemini", Some("unknown"), 0.0),
+        ("m2", "cli", None, 0.25),
+        ("m3", "cli", Some("reported+estimated"), 2.0),
+    ] {
+        let s = e
+            .svc
+            .create(NewSession {
+                model: Some(model.into()),
+                source: source.into(),
+                ..NewSession::default()
+            })
+            .unwrap();
+        e.svc.add_usage(&s.id, &delta(10, 1, cost)).unwrap();
+        let s = e
+            .svc
+            .update(&s.id, |s| s.cost_status = status.map(str::to_owned))
+            .unwrap();
+        assert_eq!(
+            s.cost_is_partial(),
+            matches!(status, Some("partial" | "unknown")),
+            "{status:?}"
+        );
+        ids.push(s.id);
+    }
+    let unpriced = |by| -> Vec<(String, i64, i64)> {
+        let stats = e.svc.stats(by, None).unwrap();
+        assert_eq!(stats.totals.unpriced_sessions, 2);
+        assert!(stats.totals.cost_is_partial());
+        let mut rows: Vec<_> = stats
+            .rows
+            .into_iter()
+            .map(|r| (r.key, r.totals.sessions, r.totals.unpriced_sessions))
+            .collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(
+        unpriced(StatsBy::Model),
+        vec![
+            ("m1".to_owned(), 2, 1),
+            ("m2".to_owned(), 2, 1),
+            ("m3".to_owned(), 1, 0)
+        ]
+    );
+    assert_eq!(
+        unpriced(StatsBy::Source),
+        vec![
+            ("cli".to_owned(), 2, 0),
+            ("codex".to_owned(), 2, 1),
+            ("gemini".to_owned(), 1, 1)
+        ]
+    );
+    let by_day = unpriced(StatsBy::Day);
+    assert_eq!(by_day.len(), 1);
+    assert_eq!((by_day[0].1, by_day[0].2), (5, 2));
+    // Given a price later (the importer sets the status again), nothing is left out.
+    for id in &ids[1..3] {
+        e.svc
+            .update(id, |s| s.cost_status = Some("estimated".into()))
+            .unwrap();
+    }
+    let stats = e.svc.stats(StatsBy::Model, None).unwrap();
+    assert_eq!(stats.totals.unpriced_sessions, 0);
+    assert!(stats.rows.iter().all(|r| !r.totals.cost_is_partial()));
+    let future = e.svc.stats(StatsBy::Model, Some(i64::MAX)).unwrap();
+    assert_eq!(future.totals.unpriced_sessions, 0);
+}
+
 // SQLite only: it checks rows, counters or index entries with raw SQL on the file.
 #[test]
 fn stats_attribute_a_rolled_up_child_to_its_own_model() {
@@ -763,6 +841,7 @@ scribe_tests::backends!(
     add_usage_tx_joins_the_callers_transaction,
     roll_up_adds_child_totals_to_parent_exactly_once,
     stats_group_by_model_source_and_day_counting_rolled_up_children_once,
+    stats_count_the_sessions_whose_cost_leaves_out_unpriced_usage,
 );
 
 // Filtered session lists (sea-query filters) run on both backends through the handle.

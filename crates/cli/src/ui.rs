@@ -276,6 +276,53 @@ pub fn dollar_column(amounts: &[f64]) -> Vec<String> {
         .collect()
 }
 
+/// What marks a cost that leaves out usage of a model without a price (`$0.0932+?`); a
+/// cost that is nothing but such usage is [`UNPRICED`] alone.
+pub const PARTIAL_MARK: &str = "+?";
+
+/// A cost none of whose usage had a price.
+pub const UNPRICED: &str = "?";
+
+/// A COST column, each amount with whether it leaves out unpriced usage: as
+/// [`dollar_column`], a partial amount followed by [`PARTIAL_MARK`] and a partial $0 shown
+/// as [`UNPRICED`]. When any is marked, the others are padded as wide as the mark, so the
+/// decimal points of the right-aligned column still line up.
+pub fn cost_column(costs: &[(f64, bool)]) -> Vec<String> {
+    let amounts: Vec<f64> = costs.iter().map(|&(usd, _)| usd).collect();
+    let any = costs.iter().any(|&(_, partial)| partial);
+    let pad = " ".repeat(PARTIAL_MARK.len());
+    dollar_column(&amounts)
+        .into_iter()
+        .zip(costs)
+        .map(|(text, &(usd, partial))| match (any, partial) {
+            (false, _) => text,
+            (true, false) => format!("{text}{pad}"),
+            (true, true) if usd == 0.0 => format!("{UNPRICED}{pad}"),
+            (true, true) => format!("{text}{PARTIAL_MARK}"),
+        })
+        .collect()
+}
+
+/// The line under a table with a marked cost ([`cost_column`]): what the mark means and
+/// how to give those models a price.
+pub fn unpriced_note(sessions: i64) -> String {
+    format!(
+        "{PARTIAL_MARK} leaves out usage of models without a price ({}); give them one in \
+         a model catalog (see `scribe import --help`) and import again",
+        plural(sessions, "session")
+    )
+}
+
+/// A cost as one figure ([`dollars`]), saying when it leaves out unpriced usage, as an
+/// import's summary does: `$0.0932 + unknown (models without a price)`.
+pub fn cost_text(usd: f64, partial: bool) -> String {
+    if partial {
+        format!("{} + unknown (models without a price)", dollars(usd))
+    } else {
+        dollars(usd)
+    }
+}
+
 use scribe_db::calendar::{self, DAY, HOUR, MINUTE, SECOND};
 /// UTC dates (`YYYY-MM-DD`) and times (`YYYY-MM-DD HH:MM`), as every command prints them.
 pub use scribe_db::calendar::{date, date_time};

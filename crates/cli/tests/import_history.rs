@@ -183,6 +183,45 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
     assert_eq!(codex["repriced_messages"], 0);
     let builtin_cost = codex["cost_usd"].as_f64().unwrap();
     assert!((builtin_cost - 0.071_805_3).abs() < 1e-9, "{builtin_cost}");
+    // Until those models have a price, every report says what their cost leaves out
+    // rather than show their usage as free.
+    let note = "+? leaves out usage of models without a price (2 sessions); give them one in \
+                a model catalog (see `scribe import --help`) and import again";
+    let stats = scribe.json(&["stats", "--json"]);
+    assert_eq!(stats["totals"]["unpriced_sessions"], 2, "{stats}");
+    for model in ["fake-model", "gpt-5.6-luna"] {
+        let row = stats["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == model);
+        assert_eq!(row.unwrap()["unpriced_sessions"], 1, "{model} in {stats}");
+    }
+    let table = scribe.ok(&["stats"]);
+    let cost_of = |table: &str, key: &str| -> String {
+        let line = table.lines().find(|l| l.starts_with(key));
+        let line = line.unwrap_or_else(|| panic!("{key} in {table}"));
+        line.split_whitespace()
+            .last()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(cost_of(&table, "gpt-5.6-luna"), "?", "{table}");
+    assert_eq!(cost_of(&table, "gpt-5.3-codex"), "$0.0718", "{table}");
+    assert_eq!(cost_of(&table, "total"), "$0.0718+?", "{table}");
+    assert!(table.ends_with(&format!("{note}\n")), "{table}");
+    let list = scribe.json(&["list", "--json"]);
+    let luna = list["sessions"].as_array().unwrap().iter();
+    let luna: Vec<&Value> = luna.filter(|s| s["model"] == "gpt-5.6-luna").collect();
+    assert_eq!(luna[0]["cost_status"], "unknown", "{list}");
+    assert_eq!(luna[0]["cost_partial"], true, "{list}");
+    let luna_id = luna[0]["id"].as_str().unwrap().to_owned();
+    assert!(scribe.ok(&["list"]).ends_with(&format!("{note}\n")));
+    let shown = scribe.ok(&["show", &luna_id]);
+    assert!(
+        shown.contains(" · $0.00 + unknown (models without a price)\n"),
+        "{shown}"
+    );
     let told = Scribe {
         db: dir.path().join("told.db"),
         home: scribe.home.clone(),
@@ -261,6 +300,13 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
     // Under the same prices there is nothing left to look at.
     let again = scribe.json(&["import", "--from", "codex", "--json"]);
     assert_eq!(source(&again, "codex")["repriced_messages"], 0);
+    // Priced, nothing is left out any more.
+    assert_eq!(stats["totals"]["unpriced_sessions"], 0, "{stats}");
+    let table = scribe.ok(&["stats"]);
+    assert!(!table.contains('?'), "{table}");
+    assert!(!scribe.ok(&["list"]).contains("+?"));
+    let shown = scribe.ok(&["show", &luna_id]);
+    assert!(!shown.contains("unknown"), "{shown}");
 
     // SCRIBE_MODELS wins over the config directory's file (broken now, and not read).
     std::fs::write(config.join("models.toml"), "models = 3\n").unwrap();

@@ -2333,7 +2333,8 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
@@ -2352,6 +2353,7 @@ pub struct UsageByDayAndModelSinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
+    pub unpriced_session_count: i64,
 }
 
 /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:43`.
@@ -2377,12 +2379,13 @@ pub fn usage_by_day_and_model_since(
             reasoning_tokens: row.get(7)?,
             api_call_count: row.get(8)?,
             estimated_cost_usd: row.get(9)?,
+            unpriced_session_count: row.get(10)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:63).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:64).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        source AS \"key!\",
@@ -2393,7 +2396,8 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
@@ -2412,9 +2416,10 @@ pub struct UsageByDayAndSourceSinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
+    pub unpriced_session_count: i64,
 }
 
-/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:63`.
+/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:64`.
 ///
 /// The usage chart, stacked by source (as UsageByDayAndModelSince).
 pub fn usage_by_day_and_source_since(
@@ -2434,12 +2439,13 @@ pub fn usage_by_day_and_source_since(
             reasoning_tokens: row.get(7)?,
             api_call_count: row.get(8)?,
             estimated_cost_usd: row.get(9)?,
+            unpriced_session_count: row.get(10)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `ListPagePartData` (sql/queries/server.sql:80).
+/// SQL of `ListPagePartData` (sql/queries/server.sql:82).
 pub const LIST_PAGE_PART_DATA_SQL: &str =
     "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
@@ -2468,7 +2474,7 @@ pub struct ListPagePartDataParams<'a> {
     pub message_ids: &'a [&'a str],
 }
 
-/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:80`.
+/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:82`.
 ///
 /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
 /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
@@ -2820,7 +2826,8 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
@@ -2838,6 +2845,7 @@ pub struct UsageByDaySinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
+    pub unpriced_session_count: i64,
 }
 
 /// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:82`.
@@ -2861,12 +2869,13 @@ pub fn usage_by_day_since(
             reasoning_tokens: row.get(6)?,
             api_call_count: row.get(7)?,
             estimated_cost_usd: row.get(8)?,
+            unpriced_session_count: row.get(9)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:100).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:101).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2875,7 +2884,8 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY coalesce(model, '')
@@ -2893,9 +2903,10 @@ pub struct UsageByModelSinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
+    pub unpriced_session_count: i64,
 }
 
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:100`.
+/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:101`.
 ///
 /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
@@ -2910,6 +2921,8 @@ pub struct UsageByModelSinceRow {
 /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
 /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
 /// the same bits scaled, and unable to overflow), clamps, and scales back.
+/// unpriced_session_count: the sessions whose cost leaves out usage of a model without a
+/// price (session_own_usage.unpriced, V28).
 pub fn usage_by_model_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2926,12 +2939,13 @@ pub fn usage_by_model_since(
             reasoning_tokens: row.get(6)?,
             api_call_count: row.get(7)?,
             estimated_cost_usd: row.get(8)?,
+            unpriced_session_count: row.get(9)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:128).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:132).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
@@ -2940,7 +2954,8 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= ?1
 GROUP BY source
@@ -2958,9 +2973,10 @@ pub struct UsageBySourceSinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
+    pub unpriced_session_count: i64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:128`.
+/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:132`.
 pub fn usage_by_source_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2977,12 +2993,13 @@ pub fn usage_by_source_since(
             reasoning_tokens: row.get(6)?,
             api_call_count: row.get(7)?,
             estimated_cost_usd: row.get(8)?,
+            unpriced_session_count: row.get(9)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:143).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:148).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2990,7 +3007,8 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
        CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
        CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= ?1";
 
@@ -3005,9 +3023,10 @@ pub struct UsageTotalsSinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
+    pub unpriced_session_count: i64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:143`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:148`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -3025,11 +3044,12 @@ pub fn usage_totals_since(
             reasoning_tokens: row.get(5)?,
             api_call_count: row.get(6)?,
             estimated_cost_usd: row.get(7)?,
+            unpriced_session_count: row.get(8)?,
         })
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:155).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:161).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -3049,7 +3069,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:155`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:161`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4333,14 +4353,14 @@ pub trait ReadQueries {
         since: i64,
     ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
 
-    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:63`.
+    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:64`.
     /// The usage chart, stacked by source (as UsageByDayAndModelSince).
     fn usage_by_day_and_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
 
-    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:80`.
+    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:82`.
     /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
     /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
     /// part (a tool's 20 MB output) is read cut, so a page never reads a big part whole: on
@@ -4374,7 +4394,7 @@ pub trait ReadQueries {
     /// (the fragment utc_day, each dialect's own).
     fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
 
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:100`.
+    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:101`.
     /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
     /// counted once, under the model, source and day of the session that used it. Counts sum
@@ -4388,18 +4408,20 @@ pub trait ReadQueries {
     /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
     /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
     /// the same bits scaled, and unable to overflow), clamps, and scales back.
+    /// unpriced_session_count: the sessions whose cost leaves out usage of a model without a
+    /// price (session_own_usage.unpriced, V28).
     fn usage_by_model_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:128`.
+    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:132`.
     fn usage_by_source_since(
         &mut self,
         since: i64,
     ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
 
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:143`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:148`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4685,7 +4707,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:155`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:161`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

@@ -477,13 +477,14 @@ pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
 ORDER BY 1, 2";
 
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:63).
+/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:64).
 pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
     "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        source AS \"key!\",
@@ -496,13 +497,14 @@ pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
 ORDER BY 1, 2";
 
-/// SQL of `ListPagePartData` (sql/queries/server.sql:80).
+/// SQL of `ListPagePartData` (sql/queries/server.sql:82).
 pub const LIST_PAGE_PART_DATA_SQL: &str =
     "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
@@ -603,13 +605,14 @@ pub const USAGE_BY_DAY_SINCE_SQL: &str =
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
 ORDER BY 1";
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:100).
+/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:101).
 pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -620,13 +623,14 @@ pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY coalesce(model, '')
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:128).
+/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:132).
 pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
@@ -637,13 +641,14 @@ pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= $1
 GROUP BY source
 ORDER BY 9 DESC, 1";
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:143).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:148).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
@@ -653,11 +658,12 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
        CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\"
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
+       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:155).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:161).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -1350,6 +1356,7 @@ fn read_usage_by_day_and_model_since_row(
         reasoning_tokens: row.try_get(7)?,
         api_call_count: row.try_get(8)?,
         estimated_cost_usd: row.try_get(9)?,
+        unpriced_session_count: row.try_get(10)?,
     })
 }
 
@@ -1368,6 +1375,7 @@ fn read_usage_by_day_and_source_since_row(
         reasoning_tokens: row.try_get(7)?,
         api_call_count: row.try_get(8)?,
         estimated_cost_usd: row.try_get(9)?,
+        unpriced_session_count: row.try_get(10)?,
     })
 }
 
@@ -1420,6 +1428,7 @@ fn read_usage_by_day_since_row(
         reasoning_tokens: row.try_get(6)?,
         api_call_count: row.try_get(7)?,
         estimated_cost_usd: row.try_get(8)?,
+        unpriced_session_count: row.try_get(9)?,
     })
 }
 
@@ -1437,6 +1446,7 @@ fn read_usage_by_model_since_row(
         reasoning_tokens: row.try_get(6)?,
         api_call_count: row.try_get(7)?,
         estimated_cost_usd: row.try_get(8)?,
+        unpriced_session_count: row.try_get(9)?,
     })
 }
 
@@ -1454,6 +1464,7 @@ fn read_usage_by_source_since_row(
         reasoning_tokens: row.try_get(6)?,
         api_call_count: row.try_get(7)?,
         estimated_cost_usd: row.try_get(8)?,
+        unpriced_session_count: row.try_get(9)?,
     })
 }
 
@@ -1470,6 +1481,7 @@ fn read_usage_totals_since_row(
         reasoning_tokens: row.try_get(5)?,
         api_call_count: row.try_get(6)?,
         estimated_cost_usd: row.try_get(7)?,
+        unpriced_session_count: row.try_get(8)?,
     })
 }
 

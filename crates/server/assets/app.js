@@ -64,6 +64,17 @@
     while (t.endsWith("0") && t.length > t.indexOf(".") + 3) t = t.slice(0, -1);
     return "$" + t;
   }
+  // A cost that leaves out usage of models without a price (a session's cost_partial, a
+  // group's unpriced_sessions) is marked "+?", and is "?" when nothing had a price, as
+  // scribe list and stats mark it.
+  const UNPRICED = "leaves out usage of models without a price";
+  function fmtCost(v, partial) {
+    if (!partial) return fmtUsd(v);
+    return Number(v || 0) === 0 ? "?" : fmtUsd(v) + "+?";
+  }
+  function costCell(v, partial) {
+    return h("td", partial ? { class: "num unpriced", title: UNPRICED } : { class: "num" }, fmtCost(v, partial));
+  }
   // Dates and times are UTC everywhere, as the date filters, the usage chart's days and
   // `scribe stats --by day` read them; times say so.
   const pad = (n) => String(n).padStart(2, "0");
@@ -471,7 +482,7 @@
         h("td", { class: "mono" }, s.model || ""),
         h("td", { class: "num" }, fmtInt(s.message_count)),
         h("td", { class: "num", title: tokensTitle(s.tokens) }, fmtCompact(s.tokens.total)),
-        h("td", { class: "num" }, fmtUsd(s.cost_usd)),
+        costCell(s.cost_usd, s.cost_partial),
         h("td", { class: "num" }, timeEl(s.created_at, fmtDate(s.created_at))),
         h("td", { class: "num" }, timeEl(s.updated_at)));
       return tr;
@@ -769,7 +780,7 @@
       related.push(h("details", { class: "children", open: others.length <= 6 },
         h("summary", null, `${detail.children_more ? `${fmtInt(others.length)}+ sub-sessions` : counted(others.length, "sub-session")} (sub-agents, forks, titles)`),
         h("ul", null, others.map((c) => h("li", null, sessionLink(c), h("span", { class: "badge" }, c.kind),
-          h("span", { class: "dim" }, ` · ${counted(c.message_count, "message")} · ${fmtUsd(c.cost_usd)}`))))));
+          h("span", { class: "dim" }, ` · ${counted(c.message_count, "message")} · ${fmtCost(c.cost_usd, c.cost_partial)}`))))));
     }
     // append() leaves out the parts that are null (replaceChildren would show "null").
     head.replaceChildren();
@@ -792,7 +803,7 @@
         fact("model calls", fmtInt(s.api_call_count)),
         h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
-        fact("cost", fmtUsd(s.estimated_cost_usd) + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
+        fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
         h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation")),
       related.length ? h("div", { class: "related" }, related) : null]);
   }
@@ -959,7 +970,7 @@
     const short = state.title || shortInput(input);
     const edit = editView(p.tool || "", input);
     const body = [];
-    if (child) body.push(h("div", null, "Sub-agent session: ", sessionLink(child), h("span", { class: "dim" }, ` · ${counted(child.message_count, "message")} · ${fmtUsd(child.cost_usd)}`)));
+    if (child) body.push(h("div", null, "Sub-agent session: ", sessionLink(child), h("span", { class: "dim" }, ` · ${counted(child.message_count, "message")} · ${fmtCost(child.cost_usd, child.cost_partial)}`)));
     if (edit) body.push(h("div", { class: "label" }, "Edit"), edit);
     body.push(h("details", { class: "input", open: !edit }, h("summary", { class: "label" }, "Input"), codeBlock(JSON.stringify(input, null, 2), "json")));
     if (p.compacted_at) body.push(h("div", { class: "label" }, "Output"), h("div", { class: "dim" }, "(output cleared by compaction)"));
@@ -1155,7 +1166,8 @@
       const fmt = (v) => state.metric === "cost" ? fmtUsd(v) : fmtCompact(v);
       content.replaceChildren(
         h("div", { class: "cards" },
-          card("cost" + (from ? " since " + from + " (UTC)" : ""), fmtUsd(tot.cost_usd)),
+          card("cost" + (from ? " since " + from + " (UTC)" : ""), fmtCost(tot.cost_usd, tot.unpriced_sessions > 0),
+            tot.unpriced_sessions > 0 ? `${UNPRICED} (${counted(tot.unpriced_sessions, "session")})` : undefined),
           card("tokens", fmtCompact(tot.tokens.total), tokensTitle(tot.tokens)),
           card("sessions", fmtInt(tot.sessions)),
           card("model calls", fmtInt(tot.api_calls))),
@@ -1223,7 +1235,7 @@
         h("td", { class: "num" }, fmtInt(t.sessions)),
         h("td", { class: "num" }, fmtInt(t.api_calls)),
         h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),
-        h("td", { class: "num" }, fmtUsd(t.cost_usd)));
+        costCell(t.cost_usd, t.unpriced_sessions > 0));
       return h("table", { id: "stats-table" },
         h("thead", null, h("tr", null, h("th", null, state.stack), h("th", { class: "num" }, "sessions"), h("th", { class: "num" }, "calls"), h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "cost"))),
         h("tbody", null, stats.rows.map((r) => row(r.key, r)), row("total", stats.totals, true)));
@@ -1233,7 +1245,7 @@
       return h("table", { id: "top-table" }, h("tbody", null, top.map((t) => h("tr", null,
         h("td", null, sessionLink(t), h("div", { class: "dim" }, t.source, t.model ? " · " + t.model : "", " · ", fmtDate(t.created_at))),
         h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),
-        h("td", { class: "num" }, fmtUsd(t.cost_usd))))));
+        costCell(t.cost_usd, t.cost_partial)))));
     }
     onChange(() => refresh(true));
     await refresh();

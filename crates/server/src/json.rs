@@ -123,6 +123,12 @@ pub struct SessionSummary {
     pub tokens: Tokens,
     /// Estimated cost (USD).
     pub cost_usd: f64,
+    /// Where the cost stands (`reported`, `estimated`, `reported+estimated`, `partial`,
+    /// `unknown`; `null` for the agent's own sessions, whose every call was priced).
+    pub cost_status: Option<String>,
+    /// Whether `cost_usd` leaves out usage of a model without a price (`cost_status`
+    /// `partial` or `unknown`): a lower bound, not what the session cost.
+    pub cost_partial: bool,
     /// The first user message on one line, cut with `…`; `null` when there is none.
     pub preview: Option<String>,
     /// Creation time.
@@ -150,6 +156,8 @@ impl SessionSummary {
             tool_call_count: s.tool_call_count,
             tokens: Tokens::from(&s.tokens),
             cost_usd: usd(s.estimated_cost_usd),
+            cost_status: s.cost_status.clone(),
+            cost_partial: s.cost_is_partial(),
             preview: first_message.map(|text| one_line(text, PREVIEW_CHARS)),
             created_at: s.created_at,
             updated_at: s.updated_at,
@@ -179,6 +187,9 @@ pub struct Totals {
     pub tokens: Tokens,
     /// Estimated cost (USD).
     pub cost_usd: f64,
+    /// Sessions whose usage is partly or wholly of models without a price: when more than
+    /// 0, `cost_usd` leaves their unpriced usage out.
+    pub unpriced_sessions: i64,
 }
 
 impl From<&UsageTotals> for Totals {
@@ -188,6 +199,7 @@ impl From<&UsageTotals> for Totals {
             api_calls: t.api_calls,
             tokens: Tokens::from(&t.tokens),
             cost_usd: usd(t.cost_usd),
+            unpriced_sessions: t.unpriced_sessions,
         }
     }
 }
@@ -361,6 +373,9 @@ pub struct SessionPage {
 pub struct SessionDetail {
     /// The session (the `session` object of `scribe show --json`).
     pub session: Session,
+    /// Whether the session's cost leaves out usage of a model without a price
+    /// ([`Session::cost_is_partial`]).
+    pub cost_partial: bool,
     /// The session it came from, if it still exists.
     pub parent: Option<SessionSummary>,
     /// Its direct children, oldest first (at most [`crate::MAX_CHILDREN`]).

@@ -436,6 +436,7 @@ impl Store {
             children: opened.summaries(&children)?,
             children_more,
             parent,
+            cost_partial: session.cost_is_partial(),
             session,
         })
     }
@@ -586,6 +587,7 @@ impl Store {
                                 },
                                 api_calls: r.api_call_count,
                                 cost_usd: r.estimated_cost_usd,
+                                unpriced_sessions: r.unpriced_session_count,
                             });
                             (r.day, StatsRow { key: r.key, totals })
                         })

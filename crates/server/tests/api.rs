@@ -497,6 +497,50 @@ fn search_stats_and_usage_are_the_services_numbers() {
     assert_eq!(filters["directories"].as_array().unwrap().len(), 2);
 }
 
+/// A cost that leaves out usage of a model without a price says so in every document that
+/// shows it: a session's `cost_partial` (list, detail, top sessions) and a group's
+/// `unpriced_sessions` (stats, the usage chart's stacks and totals).
+#[test]
+fn a_cost_that_leaves_out_unpriced_usage_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = unpriced_store(dir.path());
+    let server = serve(&db, None);
+    let list = get_json(server.addr, "/api/sessions?sort=oldest");
+    let partial: Vec<(Value, Value)> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["cost_status"].clone(), s["cost_partial"].clone()))
+        .collect();
+    assert_eq!(
+        partial,
+        vec![
+            (json!("estimated"), json!(false)),
+            (json!("partial"), json!(true)),
+            (json!("unknown"), json!(true)),
+        ]
+    );
+    for (id, partial) in [("ses_priced", false), ("ses_partial", true)] {
+        let detail = get_json(server.addr, &format!("/api/sessions/{id}"));
+        assert_eq!(detail["cost_partial"], json!(partial), "{detail}");
+    }
+    let stats = get_json(server.addr, "/api/stats?by=model");
+    assert_eq!(stats["rows"][0]["key"], "m-new");
+    assert_eq!(stats["rows"][0]["unpriced_sessions"], 2, "{stats}");
+    assert_eq!(stats["totals"]["unpriced_sessions"], 2, "{stats}");
+    assert_eq!(stats["totals"]["cost_usd"], 0.75, "{stats}");
+    let usage = get_json(server.addr, "/api/usage?stack=model");
+    assert_eq!(usage["totals"]["unpriced_sessions"], 2, "{usage}");
+    assert_eq!(
+        usage["days"][0]["stacks"][0]["unpriced_sessions"], 2,
+        "{usage}"
+    );
+    let top: Vec<&Value> = usage["top"].as_array().unwrap().iter().collect();
+    assert_eq!(top[0]["id"], "ses_priced", "{usage}");
+    assert_eq!(top[0]["cost_partial"], false);
+    assert_eq!(top[1]["cost_partial"], true);
+}
+
 #[test]
 fn pages_assets_and_404s() {
     let f = fixture();

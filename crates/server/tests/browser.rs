@@ -24,6 +24,7 @@ use std::time::Instant;
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
 use common::{
     Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve, serve_fixture,
+    unpriced_store,
 };
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
@@ -120,6 +121,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "a_big_tool_output_is_drawn_cut_and_whole_on_demand",
         big_output,
+    ),
+    (
+        "a_cost_that_leaves_out_unpriced_usage_is_marked_wherever_it_is_shown",
+        unpriced_costs,
     ),
     (
         "a_killed_test_process_leaves_no_browser_running",
@@ -1354,6 +1359,71 @@ fn big_log(bytes: usize) -> String {
     }
     log.truncate(bytes);
     log
+}
+
+fn unpriced_costs(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let server = serve(&unpriced_store(dir.path()), None);
+    d.open(&server.url("/"))?;
+    d.wait(
+        "3 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 3",
+    )?;
+    let cost = |id: &str| {
+        text(
+            ctx,
+            &format!(
+                "const c = document.querySelector('tr[data-id=\"{id}\"] td.num:nth-last-child(3)'); \
+                 return c.innerText + '|' + (c.title || '')"
+            ),
+        )
+    };
+    let marked = "leaves out usage of models without a price";
+    check(
+        cost("ses_priced")? == "$0.50|",
+        format!("a priced cost as it is: {}", cost("ses_priced")?),
+    )?;
+    check(
+        cost("ses_partial")? == format!("$0.25+?|{marked}"),
+        format!("a partial cost marked: {}", cost("ses_partial")?),
+    )?;
+    check(
+        cost("ses_unknown")? == format!("?|{marked}"),
+        format!("a cost with nothing priced: {}", cost("ses_unknown")?),
+    )?;
+    d.open(&server.url("/s/ses_partial"))?;
+    d.wait(
+        "the head",
+        "return document.getElementById('session-totals')",
+    )?;
+    let facts = text(
+        ctx,
+        "return document.getElementById('session-totals').innerText",
+    )?;
+    check(
+        facts.contains("cost $0.25 + unknown (models without a price)"),
+        format!("the session's cost says what it leaves out: {facts}"),
+    )?;
+    d.open(&server.url("/usage?period=all&stack=model&metric=cost"))?;
+    d.wait(
+        "the stats table",
+        "return document.querySelector('#stats-table tr.total')",
+    )?;
+    let card = text(
+        ctx,
+        "const c = document.querySelector('.cards .card'); return c.innerText + '|' + c.title",
+    )?;
+    check(
+        card.starts_with("$0.75+?") && card.ends_with(&format!("|{marked} (2 sessions)")),
+        format!("the period's cost card: {card}"),
+    )?;
+    let total = text(
+        ctx,
+        "return document.querySelector('#stats-table tr.total td:last-child').innerText",
+    )?;
+    check(total == "$0.75+?", format!("the stats total: {total}"))?;
+    Ok(())
 }
 
 fn big_output(ctx: &Ctx) -> Result<()> {

@@ -117,7 +117,11 @@ pub struct Session {
     pub billing_base_url: Option<String>,
     /// How calls are billed (e.g. `api`, `subscription`).
     pub billing_mode: Option<String>,
-    /// Whether the cost is estimated, final, unknown … (set by the agent crate).
+    /// Where the cost figure stands, as the history importers write it
+    /// (`scribe_import::pricing::status`): `reported`, `estimated`, `reported+estimated`,
+    /// `partial` (some usage had no price) or `unknown` (none had); `None` for sessions
+    /// the agent loop wrote, whose every call was priced. See
+    /// [`Session::cost_is_partial`].
     pub cost_status: Option<String>,
     /// Where the cost figure came from.
     pub cost_source: Option<String>,
@@ -143,6 +147,15 @@ impl Session {
     /// Whether the session has not ended.
     pub fn is_active(&self) -> bool {
         self.ended_at.is_none()
+    }
+
+    /// Whether [`estimated_cost_usd`](Session::estimated_cost_usd) leaves out usage of a
+    /// model without a price (`cost_status` `unknown` or `partial`): the cost is a lower
+    /// bound, and reports say so rather than show the usage as free. The same rule, in
+    /// SQL, is `session_own_usage.unpriced` (schema V28), which
+    /// [`UsageTotals::unpriced_sessions`](crate::UsageTotals::unpriced_sessions) counts.
+    pub fn cost_is_partial(&self) -> bool {
+        matches!(self.cost_status.as_deref(), Some("unknown" | "partial"))
     }
 
     /// Whether the session is archived.

@@ -102,6 +102,17 @@ pub struct UsageTotals {
     pub api_calls: i64,
     /// Estimated cost in US dollars.
     pub cost_usd: f64,
+    /// Sessions counted whose usage is partly or wholly of models without a price (their
+    /// `cost_status` is `unknown` or `partial`): `cost_usd` leaves that usage out, so it
+    /// is a lower bound, not what the group cost. 0 when every token had a price.
+    pub unpriced_sessions: i64,
+}
+
+impl UsageTotals {
+    /// Whether `cost_usd` leaves out usage of a model without a price.
+    pub fn cost_is_partial(&self) -> bool {
+        self.unpriced_sessions > 0
+    }
 }
 
 /// One group of [`UsageStats`].
@@ -156,6 +167,7 @@ macro_rules! totals_of {
             },
             api_calls: $row.api_call_count,
             cost_usd: $row.estimated_cost_usd,
+            unpriced_sessions: $row.unpriced_session_count,
         }
     };
 }

@@ -100,8 +100,12 @@ impl ListCmd {
         }
         let short = ctx.short_ids(&ids)?;
         let parents = parent_names(ctx, &sessions)?;
-        let costs: Vec<f64> = sessions.iter().map(|s| s.estimated_cost_usd).collect();
-        let costs = ui::dollar_column(&costs);
+        let costs: Vec<(f64, bool)> = sessions
+            .iter()
+            .map(|s| (s.estimated_cost_usd, s.cost_is_partial()))
+            .collect();
+        let unpriced = costs.iter().filter(|&&(_, partial)| partial).count();
+        let costs = ui::cost_column(&costs);
         let now = scribe_db::now_ms();
         let mut table = ui::table([
             "ID",
@@ -153,6 +157,10 @@ impl ListCmd {
             }
         }
         writeln!(out, "{}", ui::render(&mut table, &[0, 3, 4, 5, 7]))?;
+        if unpriced > 0 {
+            let unpriced = i64::try_from(unpriced).unwrap_or(i64::MAX);
+            writeln!(out, "{}", paint(style::DIM, ui::unpriced_note(unpriced)))?;
+        }
         if more {
             let total = ctx.sessions.count(&filter)?;
             let shown = i64::try_from(sessions.len()).unwrap_or(i64::MAX);

@@ -188,7 +188,7 @@ fn header(out: &mut impl Write, s: &Session) -> Result<(), CliError> {
                 ui::grouped(t.cache_read),
                 ui::grouped(t.cache_write),
                 ui::grouped(t.reasoning),
-                ui::dollars(s.estimated_cost_usd)
+                ui::cost_text(s.estimated_cost_usd, s.cost_is_partial())
             )
         )
     )?;

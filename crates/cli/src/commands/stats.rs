@@ -68,13 +68,14 @@ impl StatsCmd {
             "REASONING",
             "COST",
         ]);
-        let costs: Vec<f64> = stats
+        let costs: Vec<(f64, bool)> = stats
             .rows
             .iter()
-            .map(|r| r.totals.cost_usd)
-            .chain([stats.totals.cost_usd])
+            .map(|r| &r.totals)
+            .chain([&stats.totals])
+            .map(|t| (t.cost_usd, t.cost_is_partial()))
             .collect();
-        let mut costs = ui::dollar_column(&costs).into_iter();
+        let mut costs = ui::cost_column(&costs).into_iter();
         for row in &stats.rows {
             let key = if row.key.is_empty() {
                 "(none)".to_owned()
@@ -99,6 +100,10 @@ impl StatsCmd {
             }
         }
         writeln!(out, "{}", ui::render(&mut table, &[1, 2, 3, 4, 5, 6, 7, 8]))?;
+        if stats.totals.cost_is_partial() {
+            let note = ui::unpriced_note(stats.totals.unpriced_sessions);
+            writeln!(out, "{}", paint(style::DIM, note))?;
+        }
         Ok(())
     }
 }

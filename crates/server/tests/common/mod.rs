@@ -575,6 +575,35 @@ pub fn big_output_store(dir: &Path, output: &str) -> PathBuf {
     db_path
 }
 
+/// A store of three imported sessions, the cost of two of which leaves out usage of a model
+/// without a price: `ses_priced` ($0.50, `estimated`), `ses_partial` ($0.25, `partial`) and
+/// `ses_unknown` ($0, `unknown`), all three on `m-new`, created a day before `T0`.
+pub fn unpriced_store(dir: &Path) -> PathBuf {
+    let db_path = dir.join("unpriced.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let t = T0 - DAY;
+    for (i, (id, status, cost)) in [
+        ("ses_priced", "estimated", 0.5),
+        ("ses_partial", "partial", 0.25),
+        ("ses_unknown", "unknown", 0.0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = t + i64::try_from(i).unwrap() * MINUTE;
+        let mut s = session(id, Some(id), "codex", "m-new", None, at, cost, (1000, 100));
+        s["cost_status"] = json!(status);
+        let text = vec![json!({"type": "text", "text": format!("question of {id}")})];
+        import(
+            &sessions,
+            s,
+            vec![message(id, &format!("msg_{id}"), "user", at, text)],
+        );
+    }
+    db_path
+}
+
 /// Appends an assistant message with `text` to `session` in `db`, in this process.
 pub fn append_message(db: &Path, session: &str, text: &str) {
     let db = Arc::new(Database::open(db).unwrap());
