@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{Env, seed, snapshot, stderr, stdout};
+use common::{Env, seed, snapshot, stderr, stdout, tool_done};
+use scribe_message::{NewMessage, Part, Role};
+use scribe_session::NewSession;
 
 #[test]
 fn list_shows_roots_newest_first_with_previews() {
@@ -355,6 +357,46 @@ fn jsonl_and_markdown_exports() {
 
     // Nothing to export is a usage error.
     assert_eq!(env.run(&["export"]).status.code(), Some(2));
+}
+
+/// A tool output holding a fenced code block (`cat README.md`) stays inside its own block
+/// in a Markdown export: its fence is longer than any run of backticks in it. A plain
+/// ```` ``` ```` fence was closed by the output's first fence line, and the rest of the
+/// output and of the conversation turned into Markdown of the output's making.
+#[test]
+fn a_markdown_export_keeps_a_fenced_tool_output_in_its_block() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let s = sessions.create(NewSession::titled("Fences")).unwrap();
+    let readme = "# App\n\n```sh\ncargo run\n```\n\nAn inline ````` run.";
+    let mut answer = NewMessage::new(
+        &s.id,
+        Role::Assistant,
+        vec![
+            tool_done(
+                "call_1",
+                "bash",
+                serde_json::json!({"command": "cat README.md"}),
+                readme,
+            ),
+            Part::text("That is the README."),
+        ],
+    );
+    answer.model = Some("m".into());
+    messages.create(answer).unwrap();
+    let md = env.ok(&["export", "Fences", "-f", "markdown"]);
+    let block = format!("\n``````\n{readme}\n``````\n");
+    assert!(md.contains(&block), "{md}");
+    // The input's one-line JSON keeps its plain fence; so does an output without backticks
+    // (the seeded history's).
+    assert!(
+        md.contains("```json\n{\"command\":\"cat README.md\"}\n```\n"),
+        "{md}"
+    );
+    assert!(md.ends_with("\nThat is the README.\n\n"), "{md:?}");
+    seed(&env);
+    let md = env.ok(&["export", "Fix the build", "-f", "markdown"]);
+    assert!(md.contains("\n```\nfn parse(input: &str)"), "{md}");
 }
 
 #[test]

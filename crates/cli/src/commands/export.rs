@@ -315,12 +315,22 @@ fn markdown(out: &mut impl Write, export: &SessionExport) -> Result<(), CliError
         "- {} messages · {} tokens · {}",
         s.message_count,
         ui::grouped(s.tokens.total()),
-        ui::dollars(s.estimated_cost_usd)
+        ui::cost_text(s.estimated_cost_usd, s.cost_is_partial())
     )?;
     for m in &export.messages {
         markdown_message(out, m)?;
     }
     Ok(())
+}
+
+/// A fence for a code block holding `text`: backticks, one more than the longest run in
+/// `text` and at least three, so no line of the text can close it (CommonMark closes a
+/// block at a line of at least as many backticks as opened it). A tool's output is often
+/// a file with fenced code (`cat README.md`), which closed a plain ```` ``` ```` block
+/// early and turned the rest of the export into Markdown of the output's making.
+fn code_fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
 }
 
 fn markdown_message(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
@@ -353,7 +363,8 @@ fn markdown_message(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
                     _ => None,
                 };
                 if let Some(text) = text {
-                    writeln!(out, "```\n{}\n```\n", text.trim_end())?;
+                    let fence = code_fence(text);
+                    writeln!(out, "{fence}\n{}\n{fence}\n", text.trim_end())?;
                 }
             }
             Part::File(f) => writeln!(

@@ -158,7 +158,8 @@ pub struct Seeded {
     pub archived: String,
 }
 
-fn tool_done(call: &str, tool: &str, input: serde_json::Value, output: &str) -> Part {
+/// A completed tool call of `tool` with `input` that output `output`.
+pub fn tool_done(call: &str, tool: &str, input: serde_json::Value, output: &str) -> Part {
     Part::Tool(ToolPart {
         call_id: call.into(),
         tool: tool.into(),
