@@ -1216,7 +1216,7 @@
           const hgt = (v / max) * plotH;
           y -= hgt;
           svg.append(s("rect", { class: "bar", x: L + i * bw + bw * 0.1, y, width: Math.max(bw * 0.8, 0.5), height: hgt, fill: colour(st.key), "data-day": d, "data-key": st.key },
-            s("title", null, `${d} · ${st.key || "(no model)"}: ${fmt(v)} · ${counted(st.sessions, "session")}`)));
+            s("title", null, `${d} · ${st.key || "(no model)"}: ${state.metric === "cost" ? fmtCost(v, st.unpriced_sessions > 0) : fmt(v)} · ${counted(st.sessions, "session")}`)));
         }
       });
       const label = (i, anchor) => s("text", { x: anchor === "start" ? L : anchor === "end" ? W - R : L + i * bw + bw / 2, y: H - 8, "text-anchor": anchor }, days[i]);

@@ -104,7 +104,9 @@ pub struct UsageTotals {
     pub cost_usd: f64,
     /// Sessions counted whose usage is partly or wholly of models without a price (their
     /// `cost_status` is `unknown` or `partial`): `cost_usd` leaves that usage out, so it
-    /// is a lower bound, not what the group cost. 0 when every token had a price.
+    /// is a lower bound, not what the group cost. 0 when every token had a price (and
+    /// when absent from serialized totals written before it existed).
+    #[serde(default)]
     pub unpriced_sessions: i64,
 }
 
