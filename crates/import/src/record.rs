@@ -52,8 +52,10 @@ pub struct SessionRec {
     pub usage_total: Option<SessionUsage>,
     /// Database sources: what was seen of the session, so an unchanged one is skipped.
     pub fingerprint: Option<String>,
-    /// A message (Scribe id) of another session this one continues from (Claude Code
-    /// `--resume`): the session becomes that session's continuation.
+    /// The record key (the source's own, as a [`KeyMark`] records it) of a line of
+    /// another session that this one's first line answers (Claude Code `--resume`
+    /// without a replay: its first `parentUuid`): the session becomes the continuation of
+    /// the session holding that key.
     pub continues_from: Option<String>,
 }
 

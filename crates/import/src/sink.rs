@@ -595,6 +595,25 @@ impl Commit<'_, '_> {
         for title in &batch.key_titles {
             self.title_key(title)?;
         }
+        // A session whose first line answers a line of another session (Claude Code
+        // `--resume` without a replay) continues the session holding that line's key:
+        // looked up once this batch's keys are marked, so that session may be in this
+        // batch, and again in every batch with the session until it is found.
+        for rec in &batch.sessions {
+            let (Some(key), None) = (&rec.continues_from, &rec.parent) else {
+                continue;
+            };
+            let Some(id) = ids.get(&rec.external_id).cloned() else {
+                continue;
+            };
+            let Some(holder) = self.key(key)?.and_then(|row| row.session_id) else {
+                continue;
+            };
+            let session = SessionService::get_tx(self.tx, &id)?;
+            if holder != id && session.parent_session_id.is_none() {
+                self.link(&session, holder, SessionKind::Continuation)?;
+            }
+        }
 
         for rec in &batch.sessions {
             let Some(total) = &rec.usage_total else {
@@ -961,13 +980,12 @@ impl Commit<'_, '_> {
                 None => pending = Some(p.clone()),
             }
         }
-        if parent.is_none()
-            && let Some(message_id) = &rec.continues_from
-            && let Some(holder) = store::message_session(self.tx, message_id)?
-            && holder != id
-        {
-            parent = Some(holder);
-            kind = SessionKind::Continuation;
+        // A kind comes with the parent it is a kind of: a stored session whose link this
+        // batch does not name (a resumed file read again, a parent still pending) keeps the
+        // kind and parent it has, as a continuation linked after its upsert (by a replay
+        // or an answered line, below) or by an earlier run does.
+        if parent.is_none() && known.is_some() {
+            kind = SessionService::get_tx(self.tx, &id)?.kind;
         }
         let stored_rank = known.as_ref().map_or(0, |r| r.title_rank);
         let title = rec

@@ -209,7 +209,7 @@ fn a_resumed_session_continues_the_one_it_replays() {
     let db = scribe_db(dir.path());
     run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
     write(&root.join(format!("{new_id}.jsonl")), &resumed.concat());
-    let s = run(&db, Source::ClaudeCode, &[root]);
+    let s = run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
     assert_eq!(s.written.messages_replayed, 3, "{:?}", s.written);
     assert_eq!(s.written.messages_inserted, 2);
     let new = session(&db, new_id);
@@ -219,6 +219,90 @@ fn a_resumed_session_continues_the_one_it_replays() {
     // The replayed calls are counted once, with the session that made them.
     assert_eq!((new.tokens.input, new.tokens.output), (7, 3));
     assert_eq!(session(&db, old_id).tokens.input, 170);
+    // Read again once it grew, it stays a continuation (it became `normal`, its parent
+    // kept: the reader names no link for a file whose first line answers nothing).
+    append(
+        &root.join(format!("{new_id}.jsonl")),
+        &format!(
+            "{{\"type\":\"user\",\"uuid\":\"new-user-2\",\"parentUuid\":\"new-asst-1\",\"sessionId\":\"{new_id}\",\"timestamp\":\"2026-09-30T14:00:05.000Z\",\"cwd\":\"/work/proj\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"thanks\"}}}}\n"
+        ),
+    );
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert_eq!(s.written.messages_inserted, 1, "{:?}", s.written);
+    let new = session(&db, new_id);
+    assert_eq!(new.kind, SessionKind::Continuation);
+    assert_eq!(new.parent_session_id.as_deref(), Some(old_id));
+    assert_eq!(new.message_count, 3);
+}
+
+/// `claude --resume` that does not replay: the new file's first line answers the earlier
+/// session's last line (`parentUuid`), which that file recorded among its leaves. The new
+/// session is the earlier one's continuation, whether both files are read in one run or
+/// the earlier one first, and stays one when its file grows. (The link was looked up as a
+/// message id made with the answering line's time, which the answered message's id never
+/// has: such a session was imported as a conversation of its own.)
+#[test]
+fn a_resumed_session_that_does_not_replay_continues_the_one_it_answers() {
+    let old_id = "609b44ad-7c18-4745-a70b-784281dce85e";
+    let new_id = "88888888-7c18-4745-a70b-784281dce85e";
+    let original = lines("claude/projects/-work-proj/609b44ad-7c18-4745-a70b-784281dce85e.jsonl");
+    let line = |uuid: &str, parent: &str, at: &str, text: &str| {
+        format!(
+            "{{\"type\":\"user\",\"uuid\":\"{uuid}\",\"parentUuid\":\"{parent}\",\"sessionId\":\"{new_id}\",\"timestamp\":\"2026-10-01T{at}.000Z\",\"cwd\":\"/work/proj\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"{text}\"}}}}\n"
+        )
+    };
+    for one_run in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("in");
+        let old = root.join(format!("{old_id}.jsonl"));
+        write(&old, &original.concat());
+        // Files are read oldest first: the earlier session's file was written earlier.
+        let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(earlier)
+            .unwrap();
+        let db = scribe_db(dir.path());
+        if !one_run {
+            run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+        }
+        let new = root.join(format!("{new_id}.jsonl"));
+        write(
+            &new,
+            &line(
+                "resumed-1",
+                "2db8c26e-303e-4c63-a733-9d1a3b5c61bd",
+                "09:00:00",
+                "go on",
+            ),
+        );
+        run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+        let resumed = session(&db, new_id);
+        assert_eq!(
+            resumed.kind,
+            SessionKind::Continuation,
+            "one run: {one_run}"
+        );
+        assert_eq!(resumed.parent_session_id.as_deref(), Some(old_id));
+        append(&new, &line("resumed-2", "resumed-1", "09:00:05", "and on"));
+        let s = run(&db, Source::ClaudeCode, &[root]);
+        assert_eq!(s.written.messages_inserted, 1, "{:?}", s.written);
+        let resumed = session(&db, new_id);
+        assert_eq!(
+            resumed.kind,
+            SessionKind::Continuation,
+            "one run: {one_run}"
+        );
+        assert_eq!(resumed.parent_session_id.as_deref(), Some(old_id));
+        assert_eq!(resumed.message_count, 2);
+        let earlier = session(&db, old_id);
+        assert_eq!(
+            (earlier.kind, earlier.parent_session_id),
+            (SessionKind::Normal, None)
+        );
+    }
 }
 
 #[test]

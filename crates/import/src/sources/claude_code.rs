@@ -28,8 +28,10 @@
 //!   records the file's leaf lines (uuids no later line names as its parent, the newest
 //!   [`LEAVES_KEPT`]) with their sessions, and a summary naming a leaf not imported yet
 //!   waits for it;
-//! - a file whose first line continues a message of another session (`--resume`) is that
-//!   session's continuation; the replayed lines keep their ids and stay with the original.
+//! - a file whose first line answers a line of another session (`--resume`: its
+//!   `parentUuid`, one of the leaves that session's file recorded) is that session's
+//!   continuation, as is one that replays another's lines first; the replayed lines keep
+//!   their ids and stay with the original.
 //! - skipped, counted: `progress`, `queue-operation`, `file-history-snapshot`,
 //!   `attachment` (except queued commands), `cost-state`, other metadata and unknown types.
 
@@ -355,8 +357,10 @@ impl Reader<'_> {
         head.updated_at = head.updated_at.max(at);
         // A session file whose first line answers a line it does not hold continues
         // another session (`--resume`); an agent file's root is its parent's tool call.
+        // The line answered is named by its uuid, which the earlier file recorded as one
+        // of its leaves (a message's id holds its own time, which this line cannot know).
         if first && !head.task {
-            head.continues_from = parent_uuid.map(|p| crate::ids::message_id(SRC, &p, at));
+            head.continues_from = parent_uuid.filter(|p| !p.is_empty());
         }
     }
 
