@@ -235,6 +235,98 @@ fn a_resumed_session_continues_the_one_it_replays() {
     assert_eq!(new.message_count, 3);
 }
 
+/// A Gemini CLI rewind (`{"$rewindTo": id}`) drops that message and the ones after it from
+/// the conversation; they stay in Scribe marked `rewound`, with their usage (it was
+/// spent), as Codex's rolled-back turns do, and the store is the same whether the file was
+/// read before the rewind and again after, or once after it. A rewound message appended
+/// again is live again. (The rewound messages were left out of a file read after the
+/// rewind, their usage uncounted, and kept unmarked in a store that read it before.)
+#[test]
+fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
+    let rel = "gemini/tmp/0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9/chats/session-2026-04-29T21-39-gemini_s.jsonl";
+    let before = lines(rel).concat();
+    let record = |id: &str, kind: &str, at: &str, text: &str, input: i64| {
+        format!(
+            "{{\"id\":\"{id}\",\"timestamp\":\"2026-04-29T21:{at}Z\",\"type\":\"{kind}\",\"content\":\"{text}\",\"tokens\":{{\"input\":{input},\"output\":2,\"cached\":0,\"thoughts\":0,\"tool\":0,\"total\":{}}},\"model\":\"gemini-3-flash-preview\"}}\n",
+            input + 2
+        )
+    };
+    let after = format!(
+        "{{\"$rewindTo\":\"g-assistant-2\"}}\n{}{}",
+        record("g-user-2", "user", "40:00.000", "Actually, just say hi.", 0),
+        record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
+    );
+    let name = "h/chats/session-2026-04-29T21-39-gemini_s.jsonl";
+    let (incremental, once) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (file, root) = file_in(incremental.path(), name);
+    write(&file, &before);
+    let db = scribe_db(incremental.path());
+    run(&db, Source::Gemini, std::slice::from_ref(&root));
+    append(&file, &after);
+    run(&db, Source::Gemini, &[root]);
+    let (file, root) = file_in(once.path(), name);
+    write(&file, &format!("{before}{after}"));
+    let db_once = scribe_db(once.path());
+    run(&db_once, Source::Gemini, &[root]);
+    // The same store, but for the time the rewound message last changed: marked by the
+    // second read, it changed then (a millisecond after it was written, as every change).
+    let marked_later =
+        |dump: String| dump.replace("updated_at: 1777498785997", "updated_at: 1777498785996");
+    assert_same(
+        &marked_later(dump(&db)),
+        &dump(&db_once),
+        "read before and after the rewind",
+    );
+
+    let id = sessions(&db)[0].id.clone();
+    let marked: Vec<(String, Option<String>)> = messages(&db, &id)
+        .iter()
+        .map(|m| {
+            let text = m.parts.iter().find_map(|p| match &p.part {
+                scribe_message::Part::Text(t) => Some(t.text.clone()),
+                _ => None,
+            });
+            let kind = m
+                .error
+                .as_ref()
+                .and_then(|e| e["type"].as_str().map(str::to_owned));
+            (text.unwrap_or_default(), kind)
+        })
+        .collect();
+    let rewound = Some("rewound".to_owned());
+    assert_eq!(
+        marked,
+        vec![
+            ("Say hello and list files.".to_owned(), None),
+            (String::new(), None),
+            ("Hello! I listed the files.".to_owned(), rewound),
+            ("Actually, just say hi.".to_owned(), None),
+            ("Hi.".to_owned(), None),
+        ]
+    );
+    // Every call counted, the rewound one's included: 11,855 + 12,069 + 100 prompt tokens.
+    let s = session(&db, &id);
+    assert_eq!(
+        (s.tokens.input + s.tokens.cache_read, s.api_call_count),
+        (24_024, 3)
+    );
+
+    // The rewound message appended again (an update of it, same id and time) is live again.
+    let (file, root) = file_in(once.path(), name);
+    append(
+        &file,
+        &record(
+            "g-assistant-2",
+            "gemini",
+            "39:45.996",
+            "Hello! I listed the files.",
+            12_069,
+        ),
+    );
+    run(&db_once, Source::Gemini, &[root]);
+    assert!(messages(&db_once, &id).iter().all(|m| m.error.is_none()));
+}
+
 /// `claude --resume` that does not replay: the new file's first line answers the earlier
 /// session's last line (`parentUuid`), which that file recorded among its leaves. The new
 /// session is the earlier one's continuation, whether both files are read in one run or

@@ -230,9 +230,22 @@ fn render(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
         render_part(out, &stored.part)?;
     }
     if let Some(error) = &m.error {
-        writeln!(out, "  {}", paint(style::ERROR, format!("error: {error}")))?;
+        writeln!(out, "  {}", paint(style::ERROR, error_line(error)))?;
     }
     Ok(())
+}
+
+/// A message's error on one line: its `message` and `type` when it has them as text
+/// (`error (rewound): undone by a rewind in Gemini CLI`), else its JSON.
+fn error_line(error: &serde_json::Value) -> String {
+    let text = |key: &str| error.get(key).and_then(serde_json::Value::as_str);
+    match (text("message"), text("type")) {
+        (Some(message), Some(kind)) => {
+            format!("error ({}): {}", ui::visible(kind), ui::visible(message))
+        }
+        (Some(message), None) => format!("error: {}", ui::visible(message)),
+        _ => format!("error: {error}"),
+    }
 }
 
 fn indent(text: &str) -> String {
@@ -393,4 +406,25 @@ fn write_cut_output(out: &mut impl Write, text: &str) -> Result<(), CliError> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_line;
+    use serde_json::json;
+
+    #[test]
+    fn an_error_reads_as_its_message_and_type() {
+        let rewound = json!({"type": "rewound", "message": "undone by a rewind in Gemini CLI"});
+        assert_eq!(
+            error_line(&rewound),
+            "error (rewound): undone by a rewind in Gemini CLI"
+        );
+        assert_eq!(error_line(&json!({"message": "boom"})), "error: boom");
+        assert_eq!(
+            error_line(&json!({"message": "a\u{1b}[2J"})),
+            "error: a\u{241b}[2J"
+        );
+        assert_eq!(error_line(&json!({"code": 7})), "error: {\"code\":7}");
+    }
 }

@@ -7,8 +7,12 @@
 //! - the file is a log of records: a metadata line, message records (the same message
 //!   `id` is appended again on every update, and the last one wins), `{"$set": …}`
 //!   updates (`summary` is the title, `messages` replaces the list) and
-//!   `{"$rewindTo": id}`, which drops that message and all after it. So a changed file is
-//!   read whole; messages are keyed by session and id, so reading it again stores each once;
+//!   `{"$rewindTo": id}`, which drops that message and all after it from the conversation.
+//!   Those stay in Scribe, as they stay in the file, with `error` `{"type": "rewound", …}`,
+//!   and their usage (it was spent) stays counted, as Codex's rolled-back turns do; a
+//!   rewound message appended again is live again. A changed file is read whole;
+//!   messages are keyed by session and id, so reading it again stores each once (and
+//!   marks one rewound since);
 //! - `user` records are user messages, `gemini` records assistant messages with their
 //!   `thoughts` as reasoning and `toolCalls` (call and result in one record) as tool parts;
 //!   `info`, `error` and `warning` records are skipped;
@@ -16,7 +20,7 @@
 //!   `input − cached` and `cached` as cache read; `thoughts` is reasoning, apart from
 //!   `output`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use scribe_message::{Part, Role, TokenUsage, ToolState};
@@ -113,6 +117,8 @@ struct Log {
     meta: Value,
     messages: Vec<Value>,
     index: BTreeMap<String, usize>,
+    /// Ids of `messages` a `$rewindTo` dropped from the conversation.
+    rewound: BTreeSet<String>,
     summary: Option<String>,
 }
 
@@ -127,9 +133,15 @@ impl Log {
         if let Some(set) = v.get("$set") {
             self.set(set, report);
         } else if let Some(to) = v.get("$rewindTo").and_then(Value::as_str) {
-            if let Some(i) = self.index.get(to).copied() {
-                self.messages.truncate(i);
-                self.reindex();
+            // As the CLI rewinds its list of live messages: one not in it is no point to
+            // rewind to.
+            if let Some(i) = self.index.get(to).copied()
+                && !self.rewound.contains(to)
+            {
+                for m in &self.messages[i..] {
+                    self.rewound
+                        .insert(str_of(m, "id").unwrap_or("").to_owned());
+                }
             }
             report.records += 1;
         } else if v.get("sessionId").is_some() && v.get("type").is_none() {
@@ -150,6 +162,7 @@ impl Log {
         if let Some(list) = set.get("messages").and_then(Value::as_array) {
             self.messages.clear();
             self.index.clear();
+            self.rewound.clear();
             for m in list {
                 self.put(m.clone());
             }
@@ -159,6 +172,7 @@ impl Log {
 
     fn put(&mut self, m: Value) {
         let id = str_of(&m, "id").unwrap_or("").to_owned();
+        self.rewound.remove(&id);
         match self.index.get(&id).copied() {
             Some(i) => self.messages[i] = m,
             None => {
@@ -166,15 +180,6 @@ impl Log {
                 self.messages.push(m);
             }
         }
-    }
-
-    fn reindex(&mut self) {
-        self.index = self
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (str_of(m, "id").unwrap_or("").to_owned(), i))
-            .collect();
     }
 
     fn finish(
@@ -248,6 +253,12 @@ impl Log {
                 }
             };
             let mut msg = message(SRC, &key, role, at);
+            if self.rewound.contains(mid) {
+                msg.error = Some(serde_json::json!({
+                    "type": "rewound",
+                    "message": "undone by a rewind in Gemini CLI",
+                }));
+            }
             let mut parts: Vec<Part> = Vec::new();
             if let Some(thoughts) = m.get("thoughts").and_then(Value::as_array) {
                 for t in thoughts {
