@@ -822,8 +822,15 @@
         h("a", { class: "permalink", href: "#" + msg.id, "data-link": true, title: "Link to this message" }, "#")),
       msg.is_summary ? h("div", { class: "summary-mark" }, "Compaction summary: the conversation before this point, condensed") : null,
       (msg.parts || []).map((p) => renderStored(p, children, openParts)),
-      msg.error ? h("div", { class: "msg-error" }, "error: " + JSON.stringify(msg.error, null, 2)) : null);
+      msg.error ? h("div", { class: "msg-error" }, errorText(msg.error)) : null);
     return el;
+  }
+
+  // A message's error as `scribe show` prints it: its type and message when it has them as
+  // text (`error (rewound): undone by a rewind in Gemini CLI`), else its JSON.
+  function errorText(e) {
+    if (e && typeof e.message === "string") return "error" + (typeof e.type === "string" ? ` (${e.type})` : "") + ": " + e.message;
+    return "error: " + JSON.stringify(e, null, 2);
   }
 
   function foldable(cls, partId, openParts, summary, ...body) {

@@ -123,7 +123,7 @@ const TESTS: &[(&str, Test)] = &[
         big_output,
     ),
     (
-        "a_cost_that_leaves_out_unpriced_usage_is_marked_wherever_it_is_shown",
+        "an_unpriced_cost_and_a_rewound_answer_say_so_wherever_shown",
         unpriced_costs,
     ),
     (
@@ -1404,6 +1404,20 @@ fn unpriced_costs(ctx: &Ctx) -> Result<()> {
     check(
         facts.contains("cost $0.25 + unknown (models without a price)"),
         format!("the session's cost says what it leaves out: {facts}"),
+    )?;
+    // A message's error reads as its type and message, as `scribe show` prints it.
+    d.open(&server.url("/s/ses_unknown"))?;
+    d.wait(
+        "the marked answer",
+        "return document.querySelector('#msg_ses_unknown_2 .msg-error')",
+    )?;
+    let error = text(
+        ctx,
+        "return document.querySelector('#msg_ses_unknown_2 .msg-error').innerText",
+    )?;
+    check(
+        error == "error (rewound): undone by a rewind in Gemini CLI",
+        format!("the message's error: {error}"),
     )?;
     d.open(&server.url("/usage?period=all&stack=model&metric=cost"))?;
     d.wait(

@@ -577,7 +577,8 @@ pub fn big_output_store(dir: &Path, output: &str) -> PathBuf {
 
 /// A store of three imported sessions, the cost of two of which leaves out usage of a model
 /// without a price: `ses_priced` ($0.50, `estimated`), `ses_partial` ($0.25, `partial`) and
-/// `ses_unknown` ($0, `unknown`), all three on `m-new`, created a day before `T0`.
+/// `ses_unknown` ($0, `unknown`, its answer marked `rewound`), all three on `m-new`, created
+/// a day before `T0`.
 pub fn unpriced_store(dir: &Path) -> PathBuf {
     let db_path = dir.join("unpriced.db");
     let db = Arc::new(Database::open(&db_path).unwrap());
@@ -595,11 +596,16 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
         let mut s = session(id, Some(id), "codex", "m-new", None, at, cost, (1000, 100));
         s["cost_status"] = json!(status);
         let text = vec![json!({"type": "text", "text": format!("question of {id}")})];
-        import(
-            &sessions,
-            s,
-            vec![message(id, &format!("msg_{id}"), "user", at, text)],
-        );
+        let mut messages = vec![message(id, &format!("msg_{id}"), "user", at, text)];
+        if id == "ses_unknown" {
+            // An answer a rewind in the agent dropped: kept, marked.
+            let text = vec![json!({"type": "text", "text": "an answer taken back"})];
+            let mut answer = message(id, "msg_ses_unknown_2", "assistant", at + 1000, text);
+            answer["error"] =
+                json!({"type": "rewound", "message": "undone by a rewind in Gemini CLI"});
+            messages.push(answer);
+        }
+        import(&sessions, s, messages);
     }
     db_path
 }
