@@ -302,6 +302,61 @@ fn export_import_round_trip_is_lossless() {
     assert_eq!(snapshot(&env.db), snapshot(&other.db));
 }
 
+/// Every layout of an export file imports the same store, its sessions parsed one at a
+/// time as they are stored: the document (its keys in any order), a bare array of session
+/// exports, JSON Lines, and one session's export alone.
+#[test]
+fn every_export_layout_imports_the_same_store() {
+    let env = Env::new();
+    let s = seed(&env);
+    let document = env.ok(&["export", "--all"]);
+    let value: serde_json::Value = serde_json::from_str(&document).unwrap();
+    let sessions = value["sessions"].to_string();
+    let layouts = [
+        ("document.json", document.clone()),
+        (
+            "keys-reordered.json",
+            format!(r#"{{"sessions": {sessions}, "version": 1, "format": "scribe-export"}}"#),
+        ),
+        ("array.json", sessions.clone()),
+        (
+            "lines.jsonl",
+            env.ok(&["export", "--all", "--format", "jsonl"]),
+        ),
+    ];
+    let mut stores = Vec::new();
+    for (name, text) in layouts {
+        let file = env.path(name);
+        std::fs::write(&file, text).unwrap();
+        let other = Env::new();
+        let said = other.ok(&["import", file.to_str().unwrap()]);
+        assert!(
+            said.contains("4 imported, 0 skipped, 0 failed"),
+            "{name}: {said}"
+        );
+        stores.push((name, snapshot(&other.db)));
+    }
+    for (name, store) in &stores[1..] {
+        assert_eq!(store, &stores[0].1, "{name}");
+    }
+    let one = value["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["session"]["id"] == s.cjk.as_str())
+        .unwrap()
+        .to_string();
+    let file = env.path("one.json");
+    std::fs::write(&file, one).unwrap();
+    let other = Env::new();
+    let said = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(said.contains("1 imported, 0 skipped, 0 failed"), "{said}");
+    assert!(
+        said.contains(&format!("imported {} \"搜索功能\"", s.cjk)),
+        "{said}"
+    );
+}
+
 /// An export file that lists a child before its parent (two exports concatenated, one
 /// edited by hand) keeps the link: the parent is stored first. (Before, the child went in
 /// first and its link was dropped as "not in this database".)

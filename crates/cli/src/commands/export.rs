@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use clap::{ArgGroup, Args, ValueEnum};
 use scribe_message::{Message, Part, ToolState};
 use scribe_session::{ExportSelection, SessionExport};
-use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -20,22 +19,6 @@ use crate::ui;
 pub const FORMAT_NAME: &str = "scribe-export";
 /// The version of the export document this build writes (and the newest it reads).
 pub const FORMAT_VERSION: u32 = 1;
-
-/// An export file in the `json` format.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ExportDocument {
-    /// Always [`FORMAT_NAME`].
-    #[serde(default)]
-    pub format: String,
-    /// [`FORMAT_VERSION`] when written.
-    #[serde(default)]
-    pub version: u32,
-    /// When it was written (ms).
-    #[serde(default)]
-    pub exported_at: i64,
-    /// The sessions, parents before their children.
-    pub sessions: Vec<SessionExport>,
-}
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -234,8 +217,10 @@ fn write_atomically(
     Ok(())
 }
 
-/// Writes sessions one by one in one of the formats: the JSON document is written by hand
-/// around them (the same document serde would write for [`ExportDocument`]).
+/// Writes sessions one by one in one of the formats: the JSON document
+/// (`{"format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": ms, "sessions":
+/// [...]}`, parents before their children) is written by hand around them;
+/// `export_file` reads it back.
 struct ExportWriter<'w> {
     out: &'w mut dyn Write,
     format: Format,

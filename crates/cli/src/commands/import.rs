@@ -2,8 +2,10 @@
 //! or with `--from <agent>` another agent's own history (see `import_history`).
 //!
 //! The whole file is read and checked before anything is stored, so a malformed file
-//! imports nothing; its sessions are then put parents first (a child is linked only to a
-//! parent already stored). The sessions then go in through the bulk path
+//! imports nothing; the sessions are then parsed again one at a time as they are stored
+//! (`export_file`), so memory holds the file's text and a batch, never every session. A
+//! file that lists a child before its parent (a child is linked only to a parent already
+//! stored) is held whole and put parents first. The sessions go in through the bulk path
 //! (`SessionService::import_many`: thousands of messages per transaction, each of which
 //! also fills both search indexes with what it stored, progress on stderr): one already present is skipped
 //! (importing a file twice never duplicates), and one that cannot be stored is reported
@@ -15,7 +17,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use scribe_session::{ImportOutcome, SessionExport};
 
-use crate::commands::export::{ExportDocument, FORMAT_NAME, FORMAT_VERSION};
+use crate::commands::export_file::{ExportFile, Listed};
 use crate::commands::import_history::{self, From, HistoryArgs};
 use crate::context::{Access, Context};
 use crate::error::{CliError, one_line};
@@ -80,9 +82,9 @@ pub struct ImportCmd {
 /// database (`commands::run`).
 #[derive(Debug)]
 pub enum Import {
-    /// `scribe import FILE`: the sessions of the export, and Ctrl-C (caught from before
-    /// the file is read: a pipe whose writer Ctrl-C ended reads as a cut-off file).
-    File(Vec<SessionExport>, Interrupt),
+    /// `scribe import FILE`: the export, checked, and Ctrl-C (caught from before the file
+    /// is read: a pipe whose writer Ctrl-C ended reads as a cut-off file).
+    File(ExportFile, Interrupt),
     /// `scribe import --from AGENT`.
     History(HistoryArgs),
 }
@@ -126,15 +128,11 @@ impl ImportCmd {
             return Err(nothing());
         }
         let text = String::from_utf8(bytes).map_err(|e| malformed(not_text(&e)))?;
-        let exports = parse(&text).map_err(malformed)?;
+        let file = ExportFile::check(text).map_err(malformed)?;
         if interrupt.happened() {
             return Err(nothing());
         }
-        // A child is linked only to a parent already stored: parents go first.
-        Ok(Import::File(
-            scribe_session::exports_parents_first(exports),
-            interrupt,
-        ))
+        Ok(Import::File(file, interrupt))
     }
 }
 
@@ -156,40 +154,18 @@ impl Import {
 
     /// Runs the import into `ctx`.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let (exports, interrupt) = match self {
+        let (file, interrupt) = match self {
             Import::History(args) => return import_history::run(args, ctx),
-            Import::File(exports, interrupt) => (exports, interrupt),
+            Import::File(file, interrupt) => (file, interrupt),
         };
-        let total = exports.len();
-        let total_messages: usize = exports.iter().map(|e| e.messages.len()).sum();
-        let labels: Vec<(String, String, Option<String>)> = exports
-            .iter()
-            .map(|export| {
-                let given = export.session.title.clone();
-                let title = given
-                    .as_deref()
-                    // A title the import refuses may be huge; the message stays one short line.
-                    .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
-                    .unwrap_or_default();
-                let id = &export.session.id;
-                // A blank id (refused) would print as nothing: quoted, it shows.
-                let id = if id.trim().is_empty() {
-                    format!("session {id:?}")
-                } else {
-                    id.clone()
-                };
-                (id, title, given)
-            })
-            .collect();
+        let total = file.listed().len();
+        let total_messages: usize = file.listed().iter().map(|s| s.messages).sum();
         // The bulk path: thousands of messages per transaction, each indexing what it
         // stored; the bar counts messages stored, then the parts others left queued (if
         // any) as they are indexed.
         let bar = ui::progress(total_messages, "importing");
         let mut indexing = false;
-        // Ctrl-C ends the sessions handed over: the batch being filled is stored (one
-        // transaction, as always) and the import stops there.
-        let handed = exports.into_iter().take_while(|_| !interrupt.happened());
-        let outcomes = ctx.sessions.import_many(handed, |p| {
+        let progress = |p: &scribe_session::ImportProgress| {
             if p.to_index > 0 {
                 if !indexing {
                     indexing = true;
@@ -200,7 +176,33 @@ impl Import {
             } else {
                 bar.set_position(u64::try_from(p.messages).unwrap_or(u64::MAX));
             }
-        })?;
+        };
+        // Ctrl-C ends the sessions handed over: the batch being filled is stored (one
+        // transaction, as always) and the import stops there.
+        let (labels, outcomes) = if file.parents_first() {
+            // As `scribe export` writes them: parsed again one at a time, on a thread of
+            // their own, as the import takes them.
+            let labels: Vec<_> = file.listed().iter().map(label).collect();
+            let outcomes = std::thread::scope(|scope| {
+                let (send, taken) = std::sync::mpsc::sync_channel::<SessionExport>(4);
+                scope.spawn(|| {
+                    // Ends when the import stops taking sessions (the receiver is gone).
+                    file.each(&mut move |export| {
+                        send.send(export).map_err(|_| "stopped".to_owned())
+                    })
+                });
+                let handed = taken.into_iter().take_while(|_| !interrupt.happened());
+                ctx.sessions.import_many(handed, progress)
+            })?;
+            (labels, outcomes)
+        } else {
+            // A child is linked only to a parent already stored: parents go first, which
+            // needs them all.
+            let exports = scribe_session::exports_parents_first(file.all());
+            let labels = exports.iter().map(|e| label(&Listed::of(e))).collect();
+            let handed = exports.into_iter().take_while(|_| !interrupt.happened());
+            (labels, ctx.sessions.import_many(handed, progress)?)
+        };
         bar.finish_and_clear();
         let mut out = anstream::stdout().lock();
         let (mut imported, mut skipped, mut failed) = (0_usize, 0_usize, 0_usize);
@@ -339,92 +341,19 @@ fn not_text(err: &std::string::FromUtf8Error) -> String {
     }
 }
 
-/// The sessions of an export file: a JSON export document, a single session export, a
-/// JSON array of them, or JSON Lines. `Err` says where and why it is malformed.
-pub fn parse(text: &str) -> Result<Vec<SessionExport>, String> {
-    let trimmed = text.trim_start_matches('\u{feff}').trim();
-    if trimmed.is_empty() {
-        return Err("the file is empty".to_owned());
-    }
-    if !trimmed.starts_with('{') && !trimmed.starts_with('[') {
-        return Err("not JSON: a scribe export starts with `{` or `[`".to_owned());
-    }
-    match serde_json::from_str::<serde_json::Value>(trimmed) {
-        Ok(value) => from_document(value),
-        // Not one JSON value: JSON Lines, one session per line.
-        Err(whole) => {
-            let lines: Vec<(usize, &str)> = trimmed
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-                .collect();
-            // A first line that is not a whole JSON value means a broken JSON document,
-            // not JSON Lines: report where the document broke.
-            let first_is_value = lines
-                .first()
-                .is_some_and(|(_, l)| serde_json::from_str::<serde_json::Value>(l).is_ok());
-            if lines.len() < 2 || !first_is_value {
-                return Err(whole.to_string());
-            }
-            lines
-                .into_iter()
-                .map(|(i, line)| {
-                    serde_json::from_str::<SessionExport>(line)
-                        .map_err(|e| format!("line {}: {e}", i + 1))
-                })
-                .collect()
-        }
-    }
-}
-
-fn from_document(value: serde_json::Value) -> Result<Vec<SessionExport>, String> {
-    match &value {
-        serde_json::Value::Array(_) => {
-            serde_json::from_value::<Vec<SessionExport>>(value).map_err(|e| e.to_string())
-        }
-        serde_json::Value::Object(map) if map.contains_key("sessions") => {
-            let format = map.get("format").and_then(|f| f.as_str());
-            if format.is_some_and(|f| f != FORMAT_NAME) {
-                return Err(format!(
-                    "unknown format {format:?}, expected {FORMAT_NAME:?}"
-                ));
-            }
-            let version = map.get("version").and_then(serde_json::Value::as_u64);
-            if version.is_some_and(|v| v > u64::from(FORMAT_VERSION)) {
-                return Err(format!(
-                    "written by a newer scribe (export version {}, this build reads {FORMAT_VERSION})",
-                    version.unwrap_or_default()
-                ));
-            }
-            serde_json::from_value::<ExportDocument>(value)
-                .map(|doc| doc.sessions)
-                .map_err(|e| e.to_string())
-        }
-        serde_json::Value::Object(_) => serde_json::from_value::<SessionExport>(value)
-            .map(|one| vec![one])
-            .map_err(|e| e.to_string()),
-        _ => Err("not a scribe export".to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse;
-
-    #[test]
-    fn malformed_files_say_where() {
-        assert!(parse("").unwrap_err().contains("empty"));
-        assert!(parse("hello").unwrap_err().contains("not JSON"));
-        let err = parse("{\"session\": 1}\n{\"x\": 2}\n").unwrap_err();
-        assert!(err.starts_with("line 1:"), "{err}");
-        let err = parse("{\n  \"format\": \"scribe-export\",\n  \"sessions\": [\n").unwrap_err();
-        assert!(err.contains("EOF") && err.contains("line 3"), "{err}");
-        let err = parse(r#"{"format":"scribe-export","version":9,"sessions":[]}"#).unwrap_err();
-        assert!(err.contains("newer"), "{err}");
-        assert!(
-            parse(r#"{"format":"scribe-export","version":1,"sessions":[]}"#)
-                .unwrap()
-                .is_empty()
-        );
-    }
+/// How a session is named in the import's lines: its id (a blank one quoted, so it
+/// shows), the start of its title quoted (a title the import refuses may be huge; the line
+/// stays short), and the title as given.
+fn label(s: &Listed) -> (String, String, Option<String>) {
+    let title = s
+        .title
+        .as_deref()
+        .map(|t| format!(" {:?}", ui::cut(t, TITLE_CHARS)))
+        .unwrap_or_default();
+    let id = if s.id.trim().is_empty() {
+        format!("session {:?}", s.id)
+    } else {
+        s.id.clone()
+    };
+    (id, title, s.title.clone())
 }

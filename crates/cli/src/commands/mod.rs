@@ -6,6 +6,7 @@ pub mod db;
 pub mod delete;
 pub mod demo;
 pub mod export;
+pub mod export_file;
 pub mod fork;
 pub mod import;
 pub mod import_history;
