@@ -5,7 +5,9 @@
 //! ids are a function of the source and the record's key, not random. They keep Scribe's
 //! shape and order: `msg_` + 12 hex digits of the creation time in ms + 20 hex digits of a
 //! hash, so id order is still time order (ties within one millisecond fall back to the
-//! hash). The hash is SipHash-1-3 with fixed keys, a defined function that does not change
+//! hash; messages of one session the file wrote in one millisecond are stored a
+//! millisecond apart to keep the file's order, `run::keep_file_order`, their ids as
+//! here). The hash is SipHash-1-3 with fixed keys, a defined function that does not change
 //! with the Rust release.
 
 use std::hash::Hasher;

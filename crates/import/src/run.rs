@@ -2,7 +2,7 @@
 //! the rest from where they stopped, price what was read, and hand it to the sink in large
 //! batches (one transaction each).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -328,6 +328,7 @@ fn take_file(
     };
     summary.files_read += 1;
     refuse_long_ids(summary, &mut part, &todo.key);
+    keep_file_order(&mut part);
     for m in &mut part.messages {
         options.pricer.apply(m);
         summary.tokens += m.message.usage;
@@ -365,6 +366,36 @@ fn take_file(
 /// typed error's words; the file's other sessions go on. A parent or record key that long names
 /// nothing that can be stored, and is dropped. Before, PostgreSQL refused such an id with
 /// a raw message and the whole import stopped; SQLite stored it.
+/// Messages of a session keep the order the file wrote them in when their times do not
+/// say otherwise. The store orders a session's messages by time, then id, and an id's
+/// tail is a hash, so two written in the same millisecond showed in either order (Claude
+/// Code writes a slash command's line and its expanded prompt in one). A message whose
+/// source time is not before that of the message the file wrote before it in its
+/// session, but which would sort before it, is moved to the millisecond after it; its id,
+/// made from the source's time, stays, so reading the file again finds it. A message the
+/// file wrote after a later one (a tool result logged late) keeps its time.
+fn keep_file_order(part: &mut Batch) {
+    // Per session: the last message's time in the source, its time and its id.
+    let mut last: HashMap<&str, (i64, i64, &str)> = HashMap::new();
+    for rec in &mut part.messages {
+        let m = &mut rec.message;
+        let source_at = m.created_at;
+        if let Some(&(prev_source, prev_at, prev_id)) = last.get(rec.session.as_str())
+            && source_at >= prev_source
+            && (m.created_at, m.id.as_str()) <= (prev_at, prev_id)
+        {
+            let at = prev_at.saturating_add(1);
+            m.created_at = at;
+            m.updated_at = m.updated_at.max(at);
+            m.finished_at = m.finished_at.map(|f| f.max(at));
+        }
+        last.insert(
+            rec.session.as_str(),
+            (source_at, m.created_at, m.id.as_str()),
+        );
+    }
+}
+
 fn refuse_long_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
     use scribe_db::ids::check_id;
     let fits = |id: &str| check_id("session", id).is_ok();

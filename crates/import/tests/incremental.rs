@@ -235,6 +235,71 @@ fn a_resumed_session_continues_the_one_it_replays() {
     assert_eq!(new.message_count, 3);
 }
 
+/// Messages a file wrote in the same millisecond keep the file's order: Claude Code writes
+/// a slash command's line and its expanded prompt in one (the real fixture's `/init`),
+/// and twenty prompts in one millisecond come back as written. (They came in the order of
+/// their ids' hashes.) Their ids stay those of the source's time, so a second read
+/// changes nothing, and a message the file wrote late, with an earlier time, keeps it.
+#[test]
+fn messages_written_in_one_millisecond_keep_the_files_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, root) = file_in(dir.path(), "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl");
+    write(&file, &lines(CLAUDE).concat());
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    let first_text = |m: &scribe_message::Message| {
+        m.parts
+            .iter()
+            .find_map(|p| match &p.part {
+                scribe_message::Part::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+    let shown: Vec<String> = messages(&db, CLAUDE_ID)
+        .iter()
+        .take(2)
+        .map(first_text)
+        .collect();
+    assert!(shown[0].starts_with("<command-message>init"), "{shown:?}");
+    assert!(
+        shown[1].starts_with("Please analyze this codebase"),
+        "{shown:?}"
+    );
+
+    let id = "99999999-7c18-4745-a70b-784281dce85e";
+    let mut burst = String::new();
+    for i in 0..20 {
+        burst.push_str(&format!(
+            "{{\"type\":\"user\",\"uuid\":\"burst-{i}\",\"sessionId\":\"{id}\",\"timestamp\":\"2026-10-02T10:00:00.000Z\",\"cwd\":\"/w\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"prompt {i}\"}}}}\n"
+        ));
+    }
+    // Written last, logged a second earlier: its own time places it first.
+    burst.push_str(&format!(
+        "{{\"type\":\"user\",\"uuid\":\"late\",\"sessionId\":\"{id}\",\"timestamp\":\"2026-10-02T09:59:59.000Z\",\"cwd\":\"/w\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"logged late\"}}}}\n"
+    ));
+    write(&root.join(format!("{id}.jsonl")), &burst);
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    let mut want = vec!["logged late".to_owned()];
+    want.extend((0..20).map(|i| format!("prompt {i}")));
+    let stored = messages(&db, id);
+    assert_eq!(stored.iter().map(first_text).collect::<Vec<_>>(), want);
+    // Moved by at most the messages before it in the millisecond.
+    let at = stored.iter().map(|m| m.created_at).max().unwrap();
+    assert!(at - stored[1].created_at <= 19, "{at}");
+    // The same lines read again (a copy of the file) land on the same messages.
+    let before = dump(&db);
+    write(&root.join("copy").join(format!("{id}.jsonl")), &burst);
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert_eq!(
+        (s.files_read, s.written.messages_inserted),
+        (1, 0),
+        "{:?}",
+        s.written
+    );
+    assert_same(&dump(&db), &before, "read again");
+}
+
 /// A Gemini CLI rewind (`{"$rewindTo": id}`) drops that message and the ones after it from
 /// the conversation; they stay in Scribe marked `rewound`, with their usage (it was
 /// spent), as Codex's rolled-back turns do, and the store is the same whether the file was
