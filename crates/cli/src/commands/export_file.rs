@@ -145,8 +145,8 @@ fn walk(
     } else {
         Shape::Document
     };
-    // Sessions handed over before the file turns out to be JSON Lines are handed over
-    // again from its first line: only a check, which lists them, walks it so.
+    // A file that handed sessions over as one value and then failed is a broken document
+    // or array (its error says where), never JSON Lines.
     let mut handed = 0_usize;
     let whole = value(trimmed, shape, &mut |export| {
         handed += 1;
