@@ -435,25 +435,22 @@ fn a_resumed_session_that_does_not_replay_continues_the_one_it_answers() {
                 "go on",
             ),
         );
+        let continues_the_earlier = || {
+            let resumed = session(&db, new_id);
+            let link = (resumed.kind, resumed.parent_session_id.as_deref());
+            assert_eq!(
+                link,
+                (SessionKind::Continuation, Some(old_id)),
+                "one run: {one_run}"
+            );
+            resumed.message_count
+        };
         run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
-        let resumed = session(&db, new_id);
-        assert_eq!(
-            resumed.kind,
-            SessionKind::Continuation,
-            "one run: {one_run}"
-        );
-        assert_eq!(resumed.parent_session_id.as_deref(), Some(old_id));
+        assert_eq!(continues_the_earlier(), 1);
         append(&new, &line("resumed-2", "resumed-1", "09:00:05", "and on"));
         let s = run(&db, Source::ClaudeCode, &[root]);
         assert_eq!(s.written.messages_inserted, 1, "{:?}", s.written);
-        let resumed = session(&db, new_id);
-        assert_eq!(
-            resumed.kind,
-            SessionKind::Continuation,
-            "one run: {one_run}"
-        );
-        assert_eq!(resumed.parent_session_id.as_deref(), Some(old_id));
-        assert_eq!(resumed.message_count, 2);
+        assert_eq!(continues_the_earlier(), 2);
         let earlier = session(&db, old_id);
         assert_eq!(
             (earlier.kind, earlier.parent_session_id),
