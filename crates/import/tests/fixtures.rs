@@ -564,6 +564,16 @@ fn hermes_logs_are_found_from_their_own_folder() {
     assert!(from_alone.failed.is_empty() && from_alone.malformed.is_empty());
     assert!(!sessions(&only).is_empty());
     assert_eq!(hermes_importer.watch_root(&alone), alone);
+    // The same logs in a folder of any other name are found as well (they were not: only
+    // a home or a folder named `sessions` was looked in).
+    let kept = dir.path().join("backup/hermes-logs");
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    std::fs::rename(&alone, &kept).unwrap();
+    let renamed = store("renamed");
+    let from_kept = run(&renamed, Source::Hermes, std::slice::from_ref(&kept));
+    assert_eq!(from_kept.files, copied, "{from_kept:?}");
+    assert_eq!(dump(&renamed), dump(&only));
+    assert_eq!(hermes_importer.watch_root(&kept), kept);
 }
 
 /// Imports `source` from `roots` pricing with `catalog`.

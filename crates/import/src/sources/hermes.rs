@@ -59,14 +59,17 @@ impl Importer for Hermes {
         // Hermes' home (state.db, sessions/), or its sessions folder itself: a user points
         // at the folder they see their logs in. From there, state.db beside it is read as
         // well, since the logs of the sessions it holds are left to it: without it they
-        // would not be imported at all.
+        // would not be imported at all. A folder of logs under another name (copied, kept)
+        // is read alone.
         let (db, logs_dir) = if in_sessions_folder(root) {
             (
                 root.parent().map(|home| home.join("state.db")),
                 root.to_owned(),
             )
-        } else {
+        } else if is_home(root) || !holds_logs(root) {
             (Some(root.join("state.db")), root.join("sessions"))
+        } else {
+            (None, root.to_owned())
         };
         let mut in_db = HashSet::new();
         if let Some(db) = db.filter(|db| db.is_file()) {
@@ -87,16 +90,7 @@ impl Importer for Hermes {
         };
         let mut logs: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default();
-                let id = name
-                    .strip_prefix("session_")
-                    .and_then(|n| n.strip_suffix(".json"));
-                id.is_some_and(|id| !in_db.contains(id))
-            })
+            .filter(|p| log_id(p).is_some_and(|id| !in_db.contains(&id)))
             .collect();
         logs.sort();
         out.extend(logs);
@@ -124,9 +118,28 @@ impl Importer for Hermes {
 
 /// Whether `root` is Hermes' sessions folder itself rather than its home.
 fn in_sessions_folder(root: &Path) -> bool {
-    root.file_name().is_some_and(|n| n == "sessions")
-        && !root.join("sessions").is_dir()
-        && !root.join("state.db").is_file()
+    root.file_name().is_some_and(|n| n == "sessions") && !is_home(root)
+}
+
+/// Whether `root` looks like Hermes' home: its database or its sessions folder is there.
+fn is_home(root: &Path) -> bool {
+    root.join("sessions").is_dir() || root.join("state.db").is_file()
+}
+
+/// Whether `dir` holds session logs (`session_<id>.json`) itself.
+fn holds_logs(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .any(|e| log_id(&e.path()).is_some())
+    })
+}
+
+/// The session id of a log file's name (`session_<id>.json`).
+fn log_id(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    let id = name.strip_prefix("session_")?.strip_suffix(".json")?;
+    Some(id.to_owned())
 }
 
 fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
