@@ -576,6 +576,33 @@ fn hermes_logs_are_found_from_their_own_folder() {
     assert_eq!(hermes_importer.watch_root(&kept), kept);
 }
 
+/// Gemini CLI conversation files (`session-….json`, `.jsonl`) copied into a folder of any
+/// name are found there, as under the CLI's own `chats` folders. (Only files under a
+/// `chats` folder were looked at: "no gemini history".)
+#[test]
+fn gemini_conversations_are_found_in_a_folder_of_any_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let gemini = roots(&home, Source::Gemini).remove(0);
+    let whole = scribe_db(dir.path());
+    let from_home = run(&whole, Source::Gemini, std::slice::from_ref(&gemini));
+    let kept = dir.path().join("backup/gemini-conversations");
+    std::fs::create_dir_all(&kept).unwrap();
+    let mut files = Vec::new();
+    scribe_import::sources::importer(Source::Gemini)
+        .discover(&gemini, &mut files)
+        .unwrap();
+    for path in &files {
+        std::fs::copy(path, kept.join(path.file_name().unwrap())).unwrap();
+    }
+    let store = dir.path().join("kept");
+    std::fs::create_dir_all(&store).unwrap();
+    let copied = scribe_db(&store);
+    let from_kept = run(&copied, Source::Gemini, std::slice::from_ref(&kept));
+    assert_eq!((from_kept.files, from_home.files), (2, 2), "{from_kept:?}");
+    assert_eq!(dump(&copied), dump(&whole));
+}
+
 /// Imports `source` from `roots` pricing with `catalog`.
 fn run_priced(
     db: &std::sync::Arc<scribe_db::Database>,

@@ -71,9 +71,11 @@ impl Importer for Gemini {
             let in_chats = p
                 .ancestors()
                 .any(|a| a.file_name().is_some_and(|n| n == "chats"));
+            // Under a `chats` folder, or named as the CLI names a conversation's file
+            // (a folder of them copied elsewhere), or given itself.
             (name.ends_with(".json") || name.ends_with(".jsonl"))
                 && name != "logs.json"
-                && (in_chats || root.is_file())
+                && (in_chats || name.starts_with("session-") || root.is_file())
         })
     }
 
