@@ -186,6 +186,11 @@ pub struct Resume {
     pub lines: u64,
     /// The reader's own state (opaque JSON).
     pub carry: Option<Value>,
+    /// The read stopped before the end of the file, at a session boundary, once it had
+    /// given [`Unit::max_messages`](crate::sources::Unit::max_messages): what it gave is
+    /// stored, then the file is read again from `carry`. Database sources do so, so a
+    /// database of any size is imported a batch at a time. Never stored with the file.
+    pub more: bool,
 }
 
 /// What was seen of a file: recorded with the records taken from it, in one transaction.

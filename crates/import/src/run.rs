@@ -215,23 +215,53 @@ pub fn import(
         });
     }
     let mut batch = Batch::default();
+    // What a read of a file gave, taken: the whole file (or its last part) with the file's
+    // mark, stored once a batch's worth is taken; a part a database source gave before
+    // its end (`Resume::more`), stored at once without the mark.
     let mut take = |todo: &Todo, read: Read, sink: &mut dyn Sink| -> Result<()> {
-        take_file(&mut summary, &mut batch, options, todo, read);
-        if batch.messages.len() >= options.batch_messages {
+        let more = matches!(&read.2, Ok(resume) if resume.more);
+        if more {
+            let (part, report, _) = read;
+            take_part(&mut summary, &mut batch, options, todo, part, report);
+        } else {
+            take_file(&mut summary, &mut batch, options, todo, read);
+        }
+        if more || batch.messages.len() >= options.batch_messages {
             summary.written += sink.commit(source, &std::mem::take(&mut batch))?;
         }
-        progress(Event::Done(&todo.path));
+        if !more {
+            progress(Event::Done(&todo.path));
+        }
         Ok(())
     };
     let mut stopped = false;
     if importer.reads_state() {
-        for todo in &todo {
+        'files: for todo in &todo {
             if options.stopped() {
                 stopped = true;
                 break;
             }
-            let read = read_file(importer, todo, options, &*sink);
-            take(todo, read, sink)?;
+            // A database is read a batch of sessions at a time: each part it gives before
+            // its end is stored before the next is read, and the file is marked read with
+            // its last part only (stopped or failed before that, the next import reads it
+            // again and skips the sessions stored, which carry their fingerprints).
+            let mut resume = todo.resume.clone();
+            loop {
+                let read = read_file(importer, todo, resume, options, &*sink);
+                let next = match &read.2 {
+                    Ok(next) if next.more => Some(next.clone()),
+                    _ => None,
+                };
+                take(todo, read, sink)?;
+                let Some(next) = next else {
+                    break;
+                };
+                if options.stopped() {
+                    stopped = true;
+                    break 'files;
+                }
+                resume = next;
+            }
         }
     } else {
         // The files of the next batch are read (parsed, mapped) on another thread while
@@ -244,7 +274,7 @@ pub fn import(
             scope.spawn(move || {
                 let (mut group, mut messages) = (Vec::new(), 0);
                 for t in todo {
-                    let read = read_file(importer, t, options, &Unread);
+                    let read = read_file(importer, t, t.resume.clone(), options, &Unread);
                     messages += read.0.messages.len();
                     group.push(read);
                     if messages >= options.batch_messages {
@@ -293,27 +323,35 @@ struct Todo {
 /// What reading one file gave: its records and report, and where it stopped.
 type Read = (Batch, FileReport, Result<Resume>);
 
-fn read_file(importer: &dyn Importer, todo: &Todo, options: &Options, state: &dyn Sink) -> Read {
+fn read_file(
+    importer: &dyn Importer,
+    todo: &Todo,
+    resume: Resume,
+    options: &Options,
+    state: &dyn Sink,
+) -> Read {
     let mut report = FileReport::default();
     let mut part = Batch::default();
     let unit = Unit {
         path: &todo.path,
-        resume: todo.resume.clone(),
+        resume,
         since: options.since,
         mtime_ms: todo.mtime / 1_000_000,
         state,
+        max_messages: options.batch_messages,
     };
     let resume = importer.read(&unit, &mut part, &mut report);
     (part, report, resume)
 }
 
-/// Prices what one file gave, counts it into `summary` and adds it to `batch`.
+/// Prices what one file gave, counts it into `summary` and adds it to `batch` with the
+/// file's mark (what was read of it, recorded in the same transaction).
 fn take_file(
     summary: &mut SourceSummary,
     batch: &mut Batch,
     options: &Options,
     todo: &Todo,
-    (mut part, report, resume): Read,
+    (part, report, resume): Read,
 ) {
     let resume = match resume {
         Ok(resume) => resume,
@@ -327,6 +365,27 @@ fn take_file(
         }
     };
     summary.files_read += 1;
+    let (records, skipped) = take_part(summary, batch, options, todo, part, report);
+    batch.files.push(FileMark {
+        path: todo.key.clone(),
+        size: todo.size,
+        mtime_ns: todo.mtime,
+        resume,
+        records: i64::try_from(records).unwrap_or(i64::MAX),
+        skipped: i64::try_from(skipped).unwrap_or(i64::MAX),
+    });
+}
+
+/// Prices what one read of `todo`'s file gave, counts it into `summary` and adds it to
+/// `batch`; returns the records it took and the ones it skipped.
+fn take_part(
+    summary: &mut SourceSummary,
+    batch: &mut Batch,
+    options: &Options,
+    todo: &Todo,
+    mut part: Batch,
+    report: FileReport,
+) -> (u64, u64) {
     refuse_long_ids(summary, &mut part, &todo.key);
     keep_file_order(&mut part);
     for m in &mut part.messages {
@@ -349,15 +408,8 @@ fn take_file(
         *summary.skipped.entry(kind).or_default() += n;
     }
     summary.malformed.extend(report.malformed);
-    part.files.push(FileMark {
-        path: todo.key.clone(),
-        size: todo.size,
-        mtime_ns: todo.mtime,
-        resume,
-        records: i64::try_from(report.records).unwrap_or(i64::MAX),
-        skipped: i64::try_from(skipped).unwrap_or(i64::MAX),
-    });
     batch.append(part);
+    (report.records, skipped)
 }
 
 /// Takes out of `part` every session whose source id is longer than

@@ -234,6 +234,7 @@ fn file_states(tx: &mut dyn Reads, source: Source) -> Result<HashMap<String, Fil
                     offset: u64::try_from(r.byte_offset).unwrap_or(0),
                     lines: u64::try_from(r.lines).unwrap_or(0),
                     carry: r.carry.and_then(|c| serde_json::from_str(&c).ok()),
+                    more: false,
                 },
             };
             (r.path, state)

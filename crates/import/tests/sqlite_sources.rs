@@ -130,6 +130,117 @@ fn hermes_is_read_while_the_gateway_writes_and_changed_sessions_are_read_again()
     assert_eq!((s.tokens.input, s.api_call_count), (500, 2));
 }
 
+/// A database source is read and stored a batch at a time, so a database of any size
+/// is imported in the memory of one batch (an OpenCode database of 150,000 messages took
+/// 674 MB, read whole into one batch; 59 MB read so): each read stops at the end of the
+/// session that filled its batch and says where (`Resume::more`), the next goes on from
+/// there, and every session is read once. The store is the one a whole read gives.
+#[test]
+fn a_database_is_read_and_stored_a_batch_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("opencode/opencode.db");
+    build_db("opencode/opencode.sql", &opencode);
+    // Four more sessions like the fixture's one, each created a second later.
+    let conn = Connection::open(&opencode).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         CREATE TEMP TABLE n(i INTEGER);
+         INSERT INTO n VALUES (1), (2), (3), (4);
+         CREATE TEMP TABLE s0 AS SELECT * FROM session;
+         CREATE TEMP TABLE m0 AS SELECT * FROM message;
+         CREATE TEMP TABLE p0 AS SELECT * FROM part;
+         UPDATE s0 SET time_created = time_created + 1000;
+         INSERT INTO session SELECT s0.id || 'n' || n.i, project_id, workspace_id, parent_id,
+             slug, directory, path, title, version, share_url, summary_additions,
+             summary_deletions, summary_files, summary_diffs, metadata, cost, tokens_input,
+             tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, revert,
+             permission, agent, model, time_created * 1 + n.i, time_updated, time_compacting,
+             time_archived FROM s0, n;
+         INSERT INTO message SELECT m0.id || 'n' || n.i, m0.session_id || 'n' || n.i,
+             time_created, time_updated, replace(data, m0.session_id, m0.session_id || 'n' || n.i)
+             FROM m0, n;
+         INSERT INTO part SELECT p0.id || 'n' || n.i, p0.message_id || 'n' || n.i,
+             p0.session_id || 'n' || n.i, time_created, time_updated,
+             replace(replace(data, p0.session_id, p0.session_id || 'n' || n.i),
+                     p0.message_id, p0.message_id || 'n' || n.i)
+             FROM p0, n;",
+    )
+    .unwrap();
+    drop(conn);
+    let hermes = dir.path().join("hermes/state.db");
+    build_db("hermes/state_db_sample.sql", &hermes);
+    for (source, file, sessions) in [
+        (Source::OpenCode, &opencode, 5),
+        (Source::Hermes, &hermes, 3),
+    ] {
+        let importer = scribe_import::sources::importer(source);
+        // Read by hand, one message a batch: one session a read, each once.
+        let state = scribe_import::sink::DryRunSink::new(None);
+        let (mut resume, mut read) = (scribe_import::record::Resume::default(), Vec::new());
+        let mut reads = 0;
+        loop {
+            reads += 1;
+            let mut out = scribe_import::record::Batch::default();
+            let unit = scribe_import::sources::Unit {
+                path: file,
+                resume: resume.clone(),
+                since: None,
+                mtime_ms: 0,
+                state: &state,
+                max_messages: 1,
+            };
+            let mut report = scribe_import::sources::FileReport::default();
+            let next = importer.read(&unit, &mut out, &mut report).unwrap();
+            read.extend(out.sessions.iter().map(|s| s.external_id.clone()));
+            if !next.more {
+                break;
+            }
+            assert_eq!(out.sessions.len(), 1, "{source:?}: one session a read");
+            resume = next;
+        }
+        let mut once = read.clone();
+        once.sort();
+        once.dedup();
+        assert_eq!(
+            (read.len(), once.len()),
+            (sessions, sessions),
+            "{source:?}: {read:?}"
+        );
+        assert_eq!(reads, sessions, "{source:?}: a read a session");
+
+        // Imported so, the store is the one a whole read gives.
+        let store = |name: &str, batch_messages: usize| {
+            let at = dir.path().join(name);
+            std::fs::create_dir_all(&at).unwrap();
+            let db = scribe_db(&at);
+            let mut sink = scribe_import::sink::StoreSink::new(scribe_session::Store::new(
+                std::sync::Arc::clone(&db),
+            ));
+            let options = scribe_import::Options {
+                batch_messages,
+                ..scribe_import::Options::default()
+            };
+            let summary = scribe_import::import(
+                &mut sink,
+                importer,
+                std::slice::from_ref(file),
+                &options,
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!(summary.files_read, 1, "{summary:?}");
+            assert_eq!(summary.written.sessions_created, sessions as u64);
+            db
+        };
+        let name = format!("{source:?}");
+        let (whole, batched) = (
+            store(&format!("{name}-whole"), 5_000),
+            store(&format!("{name}-batched"), 1),
+        );
+        assert_same(&dump(&batched), &dump(&whole), &name);
+    }
+}
+
 #[test]
 fn a_file_that_is_not_a_database_fails_alone() {
     let dir = tempfile::tempdir().unwrap();

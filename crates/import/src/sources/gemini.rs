@@ -110,6 +110,7 @@ impl Importer for Gemini {
             offset: size,
             lines: text.lines().count() as u64,
             carry: None,
+            more: false,
         })
     }
 }

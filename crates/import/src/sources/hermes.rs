@@ -109,10 +109,10 @@ impl Importer for Hermes {
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         if unit.path.extension().is_some_and(|e| e == "json") {
             log(unit, out, report)?;
+            Ok(Resume::default())
         } else {
-            database(unit, out, report)?;
+            database(unit, out, report)
         }
-        Ok(Resume::default())
     }
 }
 
@@ -142,7 +142,10 @@ fn log_id(path: &Path) -> Option<String> {
     Some(id.to_owned())
 }
 
-fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
+/// The sessions of Hermes' database in order of start, a batch at a time: after
+/// [`Unit::max_messages`] it stops at a session's end and says where it got to
+/// ([`super::after_session`]).
+fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
     let path = unit.path;
     let conn = open_source_db(path)?;
     let db = |source| ImportError::source_db(path, source);
@@ -180,8 +183,27 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
             ))
         })
         .collect();
+    fn order_of(s: &Value) -> (f64, &str) {
+        let started = f64_of(s, "started_at").unwrap_or(0.0);
+        (started, str_of(s, "id").unwrap_or(""))
+    }
+    let mut sessions = sessions;
+    sessions.sort_by(|a, b| super::session_order(order_of(a), order_of(b)));
+    let after = super::resumed_after(&unit.resume);
+    let mut last = None;
     for s in &sessions {
         let Some(id) = str_of(s, "id") else { continue };
+        let order = order_of(s);
+        if !super::not_read_yet(order, after.as_ref()) {
+            continue;
+        }
+        if let Some(last) = last
+            && out.messages.len() >= unit.max_messages
+        {
+            conn.execute_batch("COMMIT").map_err(db)?;
+            return Ok(super::after_session(last));
+        }
+        last = Some(order);
         let started = f64_of(s, "started_at").and_then(time::epoch).unwrap_or(0);
         let ended = f64_of(s, "ended_at").and_then(time::epoch);
         let last_activity = f64_of(s, "last_activity_at").and_then(time::epoch);
@@ -274,7 +296,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         out.sessions.push(rec);
     }
     conn.execute_batch("COMMIT").map_err(db)?;
-    Ok(())
+    Ok(Resume::default())
 }
 
 /// The messages of one session: (row, time) in order.

@@ -59,6 +59,36 @@ pub(crate) fn read_json_lines(
     Ok(chunk)
 }
 
+/// Where a database source stopped, a batch's worth given ([`Resume::more`]): after the
+/// session that comes at `(key, id)` in the order it reads them.
+pub(crate) fn after_session((key, id): (f64, &str)) -> Resume {
+    Resume {
+        carry: Some(serde_json::json!({ "after": [key, id] })),
+        more: true,
+        ..Resume::default()
+    }
+}
+
+/// The session a database source's read goes on after ([`after_session`]), if the read
+/// before it stopped early.
+pub(crate) fn resumed_after(resume: &Resume) -> Option<(f64, String)> {
+    let after = resume.carry.as_ref()?.get("after")?;
+    Some((after.get(0)?.as_f64()?, after.get(1)?.as_str()?.to_owned()))
+}
+
+/// The order a database source reads its sessions in, and resumes by: `(key, id)`, the
+/// key compared as `f64::total_cmp` does. The reader sorts its sessions with it, so a
+/// value the database would order otherwise (text where a number belongs) cannot make
+/// a resumed read skip a session or read one twice.
+pub(crate) fn session_order(a: (f64, &str), b: (f64, &str)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1))
+}
+
+/// Whether the session at `order` comes after `after`, where the read before stopped.
+pub(crate) fn not_read_yet(order: (f64, &str), after: Option<&(f64, String)>) -> bool {
+    after.is_none_or(|(key, id)| session_order(order, (*key, id)).is_gt())
+}
+
 /// Where the next import of a JSON Lines file goes on: after the complete lines of
 /// `chunk`, with the reader's `carry`.
 pub(crate) fn resume_after(chunk: &crate::reader::Chunk, carry: &impl serde::Serialize) -> Resume {
@@ -67,6 +97,7 @@ pub(crate) fn resume_after(chunk: &crate::reader::Chunk, carry: &impl serde::Ser
         offset,
         lines,
         carry: serde_json::to_value(carry).ok(),
+        more: false,
     }
 }
 
@@ -121,6 +152,10 @@ pub struct Unit<'a> {
     pub mtime_ms: i64,
     /// What earlier imports recorded (database sources skip unchanged sessions).
     pub state: &'a dyn Sink,
+    /// Messages after which a database source may stop at the next session boundary
+    /// ([`Resume::more`](crate::record::Resume::more)), so that one batch at a time is
+    /// held; `usize::MAX`: read it whole.
+    pub max_messages: usize,
 }
 
 /// An agent's history.

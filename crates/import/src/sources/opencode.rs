@@ -97,14 +97,17 @@ impl Importer for OpenCode {
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         if unit.path.extension().is_some_and(|e| e == "json") {
             legacy(unit, out, report)?;
+            Ok(Resume::default())
         } else {
-            database(unit, out, report)?;
+            database(unit, out, report)
         }
-        Ok(Resume::default())
     }
 }
 
-fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
+/// The sessions of OpenCode's database in order of creation, a batch at a time: after
+/// [`Unit::max_messages`] it stops at a session's end and says where it got to
+/// ([`super::after_session`]).
+fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
     let path = unit.path;
     let conn = open_source_db(path)?;
     let db = |source| ImportError::source_db(path, source);
@@ -125,11 +128,32 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
             ))
         })
         .collect();
+    fn order_of(s: &Value) -> (f64, &str) {
+        (
+            int_of(s, "time_created") as f64,
+            str_of(s, "id").unwrap_or(""),
+        )
+    }
+    let mut sessions = sessions;
+    sessions.sort_by(|a, b| super::session_order(order_of(a), order_of(b)));
+    let after = super::resumed_after(&unit.resume);
+    let mut last = None;
     for s in &sessions {
         let Some(id) = str_of(s, "id") else {
             report.malformed(path, None, "a session without an id");
             continue;
         };
+        let order = order_of(s);
+        if !super::not_read_yet(order, after.as_ref()) {
+            continue;
+        }
+        if let Some(last) = last
+            && out.messages.len() >= unit.max_messages
+        {
+            conn.execute_batch("COMMIT").map_err(db)?;
+            return Ok(super::after_session(last));
+        }
+        last = Some(order);
         let updated = int_of(s, "time_updated");
         if unit.since.is_some_and(|since| updated < since) {
             continue;
@@ -196,7 +220,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         emit_session(rec, msgs, out, report, path);
     }
     conn.execute_batch("COMMIT").map_err(db)?;
-    Ok(())
+    Ok(Resume::default())
 }
 
 fn session_rec(
