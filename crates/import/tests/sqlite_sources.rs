@@ -238,6 +238,15 @@ fn a_database_is_read_and_stored_a_batch_at_a_time() {
             store(&format!("{name}-batched"), 1),
         );
         assert_same(&dump(&batched), &dump(&whole), &name);
+        if source == Source::Hermes {
+            // An older schema without the index on a message's session: the same store.
+            Connection::open(file)
+                .unwrap()
+                .execute_batch("DROP INDEX idx_messages_session")
+                .unwrap();
+            let unindexed = store("Hermes-unindexed", 1);
+            assert_same(&dump(&unindexed), &dump(&whole), "without the index");
+        }
     }
 }
 

@@ -165,24 +165,46 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
             ))
         })
         .collect();
-    let stats = rows(
+    // What a session's messages look like for its fingerprint (count, newest id): asked
+    // per session where an index leads with `session_id` (a database read a batch at a
+    // time would count every message again for each batch), else counted for all at once
+    // (an older schema without the index would scan the table once per session).
+    let per_session = rows(
         &conn,
-        &format!(
-            "SELECT session_id, count(*) AS n, max(id) AS last FROM messages \
-             WHERE 1 = 1{active} GROUP BY session_id"
-        ),
+        "SELECT 1 AS found FROM pragma_index_list('messages') AS l, \
+         pragma_index_info(l.name) AS i WHERE i.seqno = 0 AND i.name = 'session_id'",
         [],
     )
-    .map_err(db)?;
-    let stats: BTreeMap<String, (i64, i64)> = stats
-        .iter()
-        .filter_map(|r| {
-            Some((
-                str_of(r, "session_id")?.to_owned(),
-                (int_of(r, "n"), int_of(r, "last")),
-            ))
-        })
-        .collect();
+    .is_ok_and(|found| !found.is_empty());
+    let seen_sql = format!(
+        "SELECT session_id, count(*) AS n, coalesce(max(id), 0) AS last FROM messages \
+         WHERE {}{active} GROUP BY session_id",
+        if per_session {
+            "session_id = ?1"
+        } else {
+            "?1 IS NOT NULL"
+        }
+    );
+    let mut all_seen: Option<BTreeMap<String, (i64, i64)>> = None;
+    let mut seen_of = |id: &str| -> Result<(i64, i64)> {
+        let of = |r: &Value| (int_of(r, "n"), int_of(r, "last"));
+        if per_session {
+            let seen = rows(&conn, &seen_sql, [id]).map_err(db)?;
+            return Ok(seen.first().map_or((0, 0), of));
+        }
+        if all_seen.is_none() {
+            let seen = rows(&conn, &seen_sql, [""]).map_err(db)?;
+            all_seen = Some(
+                seen.iter()
+                    .filter_map(|r| Some((str_of(r, "session_id")?.to_owned(), of(r))))
+                    .collect(),
+            );
+        }
+        Ok(all_seen
+            .as_ref()
+            .and_then(|all| all.get(id).copied())
+            .unwrap_or((0, 0)))
+    };
     fn order_of(s: &Value) -> (f64, &str) {
         let started = f64_of(s, "started_at").unwrap_or(0.0);
         (started, str_of(s, "id").unwrap_or(""))
@@ -213,7 +235,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         {
             continue;
         }
-        let (n, last) = stats.get(id).copied().unwrap_or((0, 0));
+        let (n, last) = seen_of(id)?;
         let totals = [
             "input_tokens",
             "output_tokens",

@@ -113,21 +113,6 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     let db = |source| ImportError::source_db(path, source);
     let sessions =
         rows(&conn, "SELECT * FROM session ORDER BY time_created, id", []).map_err(db)?;
-    let counts = rows(
-        &conn,
-        "SELECT session_id, count(*) AS n, max(time_updated) AS t FROM part GROUP BY session_id",
-        [],
-    )
-    .map_err(db)?;
-    let counts: BTreeMap<String, String> = counts
-        .iter()
-        .filter_map(|r| {
-            Some((
-                str_of(r, "session_id")?.to_owned(),
-                format!("{}:{}", int_of(r, "n"), int_of(r, "t")),
-            ))
-        })
-        .collect();
     fn order_of(s: &Value) -> (f64, &str) {
         (
             int_of(s, "time_created") as f64,
@@ -160,7 +145,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         }
         let fingerprint = format!(
             "{updated}:{}:{:?}",
-            counts.get(id).map_or("0:0", String::as_str),
+            parts_seen(&conn, id).map_err(db)?,
             str_of(s, "title")
         );
         if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
@@ -221,6 +206,20 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     }
     conn.execute_batch("COMMIT").map_err(db)?;
     Ok(Resume::default())
+}
+
+/// What a session's parts look like for its fingerprint: `<count>:<newest update>`. Asked
+/// per session (an index range), not for the whole table at once: a database read a
+/// batch at a time would scan every part again for each batch.
+fn parts_seen(conn: &rusqlite::Connection, session: &str) -> rusqlite::Result<String> {
+    let row = rows(
+        conn,
+        "SELECT count(*) AS n, coalesce(max(time_updated), 0) AS t FROM part \
+         WHERE session_id = ?1",
+        [session],
+    )?;
+    let row = row.first().cloned().unwrap_or_default();
+    Ok(format!("{}:{}", int_of(&row, "n"), int_of(&row, "t")))
 }
 
 fn session_rec(
