@@ -57,6 +57,14 @@ pub enum Event<'a> {
     Found(usize),
     /// One file is done (read, skipped or failed).
     Done(&'a Path),
+    /// A part of a file read a batch at a time (a database source) was stored: `messages`
+    /// of it so far. A database's one file may take minutes; this is its progress.
+    Stored {
+        /// The file.
+        path: &'a Path,
+        /// Its messages stored so far in this import.
+        messages: u64,
+    },
     /// Building the search indexes for what the run stored: `done` of `total` parts.
     Indexed {
         /// Parts indexed so far.
@@ -218,10 +226,12 @@ pub fn import(
     // What a read of a file gave, taken: the whole file (or its last part) with the file's
     // mark, stored once a batch's worth is taken; a part a database source gave before
     // its end (`Resume::more`), stored at once without the mark.
+    let mut stored = 0_u64;
     let mut take = |todo: &Todo, read: Read, sink: &mut dyn Sink| -> Result<()> {
         let more = matches!(&read.2, Ok(resume) if resume.more);
         if more {
             let (part, report, _) = read;
+            stored += part.messages.len() as u64;
             take_part(&mut summary, &mut batch, options, todo, part, report);
         } else {
             take_file(&mut summary, &mut batch, options, todo, read);
@@ -229,7 +239,13 @@ pub fn import(
         if more || batch.messages.len() >= options.batch_messages {
             summary.written += sink.commit(source, &std::mem::take(&mut batch))?;
         }
-        if !more {
+        if more {
+            progress(Event::Stored {
+                path: &todo.path,
+                messages: stored,
+            });
+        } else {
+            stored = 0;
             progress(Event::Done(&todo.path));
         }
         Ok(())

@@ -220,16 +220,25 @@ fn a_database_is_read_and_stored_a_batch_at_a_time() {
                 batch_messages,
                 ..scribe_import::Options::default()
             };
+            // Each part stored says so, with the file's messages stored so far.
+            let mut stored = Vec::new();
             let summary = scribe_import::import(
                 &mut sink,
                 importer,
                 std::slice::from_ref(file),
                 &options,
-                &mut |_| {},
+                &mut |event| {
+                    if let scribe_import::Event::Stored { messages, .. } = event {
+                        stored.push(messages);
+                    }
+                },
             )
             .unwrap();
             assert_eq!(summary.files_read, 1, "{summary:?}");
             assert_eq!(summary.written.sessions_created, sessions as u64);
+            let parts = if batch_messages == 1 { sessions - 1 } else { 0 };
+            assert_eq!(stored.len(), parts, "{name}: {stored:?}");
+            assert!(stored.windows(2).all(|w| w[0] < w[1]), "{stored:?}");
             db
         };
         let name = format!("{source:?}");

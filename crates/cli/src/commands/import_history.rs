@@ -352,6 +352,21 @@ fn once(
                 }
             }
             Event::Found(_) => {}
+            // A database read a batch at a time: its one file may take minutes.
+            Event::Stored { path, messages } if progress => {
+                let bar = bar.get_or_insert_with(|| ui::spinner(source.name()));
+                if bar.is_hidden() {
+                    *bar = ui::spinner(source.name());
+                }
+                let file = path.file_name().unwrap_or(path.as_os_str());
+                bar.set_message(format!(
+                    "{}: {} messages of {} stored",
+                    source.name(),
+                    ui::grouped(i64::try_from(messages).unwrap_or(i64::MAX)),
+                    ui::visible(&file.to_string_lossy())
+                ));
+            }
+            Event::Stored { .. } => {}
             // The store sink builds the search indexes once the files are read.
             Event::Indexed { done, total } => {
                 if let Some(bar) = &bar {
