@@ -25,8 +25,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, columns, content_text, f64_of, int_of, json_col, message,
-    open_source_db, reasoning, rows, settled, stored_part, str_of, text, tool,
+    Batches, FileReport, Importer, Step, Unit, columns, content_text, f64_of, int_of, json_col,
+    message, open_source_db, reasoning, rows, settled, stored_part, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -144,7 +144,7 @@ fn log_id(path: &Path) -> Option<String> {
 
 /// The sessions of Hermes' database in order of start, a batch at a time: after
 /// [`Unit::max_messages`] it stops at a session's end and says where it got to
-/// ([`super::after_session`]).
+/// ([`Batches`]).
 fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
     let path = unit.path;
     let conn = open_source_db(path)?;
@@ -210,22 +210,17 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         (started, str_of(s, "id").unwrap_or(""))
     }
     let mut sessions = sessions;
-    sessions.sort_by(|a, b| super::session_order(order_of(a), order_of(b)));
-    let after = super::resumed_after(&unit.resume);
-    let mut last = None;
+    let mut batches = Batches::new(unit, &mut sessions, order_of);
     for s in &sessions {
         let Some(id) = str_of(s, "id") else { continue };
-        let order = order_of(s);
-        if !super::not_read_yet(order, after.as_ref()) {
-            continue;
+        match batches.step(order_of(s), out.messages.len()) {
+            Step::Skip => continue,
+            Step::Read => {}
+            Step::Stop(resume) => {
+                conn.execute_batch("COMMIT").map_err(db)?;
+                return Ok(resume);
+            }
         }
-        if let Some(last) = last
-            && out.messages.len() >= unit.max_messages
-        {
-            conn.execute_batch("COMMIT").map_err(db)?;
-            return Ok(super::after_session(last));
-        }
-        last = Some(order);
         let started = f64_of(s, "started_at").and_then(time::epoch).unwrap_or(0);
         let ended = f64_of(s, "ended_at").and_then(time::epoch);
         let last_activity = f64_of(s, "last_activity_at").and_then(time::epoch);

@@ -59,34 +59,73 @@ pub(crate) fn read_json_lines(
     Ok(chunk)
 }
 
-/// Where a database source stopped, a batch's worth given ([`Resume::more`]): after the
-/// session that comes at `(key, id)` in the order it reads them.
-pub(crate) fn after_session((key, id): (f64, &str)) -> Resume {
-    Resume {
-        carry: Some(serde_json::json!({ "after": [key, id] })),
-        more: true,
-        ..Resume::default()
+/// How a database source reads its sessions a batch at a time ([`Resume::more`]): in
+/// `(key, id)` order, the key compared as `f64::total_cmp` does (sorted here, in Rust,
+/// so a value the database would order otherwise, text where a number belongs, cannot make
+/// a resumed read skip a session or read one twice); going on after the session the read
+/// before stopped at; stopping at the end of a session once the batch is full.
+pub(crate) struct Batches {
+    /// The session the read before stopped after (from the resume's carry).
+    after: Option<(f64, String)>,
+    /// The last session this read went through.
+    last: Option<(f64, String)>,
+    max_messages: usize,
+}
+
+/// What [`Batches::step`] says of the next session.
+pub(crate) enum Step {
+    /// An earlier read of this import read it: go on to the next.
+    Skip,
+    /// Read it.
+    Read,
+    /// The batch is full: stop before it, and go on from here.
+    Stop(Resume),
+}
+
+impl Batches {
+    /// Sorts `sessions` by `order_of` and goes on from where `unit`'s resume says.
+    pub(crate) fn new(
+        unit: &Unit<'_>,
+        sessions: &mut [serde_json::Value],
+        order_of: fn(&serde_json::Value) -> (f64, &str),
+    ) -> Batches {
+        sessions.sort_by(|a, b| order(order_of(a), order_of(b)));
+        let after = (|| {
+            let after = unit.resume.carry.as_ref()?.get("after")?;
+            Some((after.get(0)?.as_f64()?, after.get(1)?.as_str()?.to_owned()))
+        })();
+        Batches {
+            after,
+            last: None,
+            max_messages: unit.max_messages,
+        }
+    }
+
+    /// What to do with the session at `at`, the batch holding `messages` messages.
+    pub(crate) fn step(&mut self, at: (f64, &str), messages: usize) -> Step {
+        if self
+            .after
+            .as_ref()
+            .is_some_and(|(key, id)| !order(at, (*key, id)).is_gt())
+        {
+            return Step::Skip;
+        }
+        if let Some((key, id)) = &self.last
+            && messages >= self.max_messages
+        {
+            return Step::Stop(Resume {
+                carry: Some(serde_json::json!({ "after": [key, id] })),
+                more: true,
+                ..Resume::default()
+            });
+        }
+        self.last = Some((at.0, at.1.to_owned()));
+        Step::Read
     }
 }
 
-/// The session a database source's read goes on after ([`after_session`]), if the read
-/// before it stopped early.
-pub(crate) fn resumed_after(resume: &Resume) -> Option<(f64, String)> {
-    let after = resume.carry.as_ref()?.get("after")?;
-    Some((after.get(0)?.as_f64()?, after.get(1)?.as_str()?.to_owned()))
-}
-
-/// The order a database source reads its sessions in, and resumes by: `(key, id)`, the
-/// key compared as `f64::total_cmp` does. The reader sorts its sessions with it, so a
-/// value the database would order otherwise (text where a number belongs) cannot make
-/// a resumed read skip a session or read one twice.
-pub(crate) fn session_order(a: (f64, &str), b: (f64, &str)) -> std::cmp::Ordering {
+fn order(a: (f64, &str), b: (f64, &str)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1))
-}
-
-/// Whether the session at `order` comes after `after`, where the read before stopped.
-pub(crate) fn not_read_yet(order: (f64, &str), after: Option<&(f64, String)>) -> bool {
-    after.is_none_or(|(key, id)| session_order(order, (*key, id)).is_gt())
 }
 
 /// Where the next import of a JSON Lines file goes on: after the complete lines of

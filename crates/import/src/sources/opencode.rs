@@ -28,8 +28,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, f64_of, file, int_of, json_col, message, open_source_db, reasoning,
-    rows, stored_part, str_of, text, tool, walk,
+    Batches, FileReport, Importer, Step, Unit, f64_of, file, int_of, json_col, message,
+    open_source_db, reasoning, rows, stored_part, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -106,7 +106,7 @@ impl Importer for OpenCode {
 
 /// The sessions of OpenCode's database in order of creation, a batch at a time: after
 /// [`Unit::max_messages`] it stops at a session's end and says where it got to
-/// ([`super::after_session`]).
+/// ([`Batches`]).
 fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
     let path = unit.path;
     let conn = open_source_db(path)?;
@@ -120,25 +120,20 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         )
     }
     let mut sessions = sessions;
-    sessions.sort_by(|a, b| super::session_order(order_of(a), order_of(b)));
-    let after = super::resumed_after(&unit.resume);
-    let mut last = None;
+    let mut batches = Batches::new(unit, &mut sessions, order_of);
     for s in &sessions {
         let Some(id) = str_of(s, "id") else {
             report.malformed(path, None, "a session without an id");
             continue;
         };
-        let order = order_of(s);
-        if !super::not_read_yet(order, after.as_ref()) {
-            continue;
+        match batches.step(order_of(s), out.messages.len()) {
+            Step::Skip => continue,
+            Step::Read => {}
+            Step::Stop(resume) => {
+                conn.execute_batch("COMMIT").map_err(db)?;
+                return Ok(resume);
+            }
         }
-        if let Some(last) = last
-            && out.messages.len() >= unit.max_messages
-        {
-            conn.execute_batch("COMMIT").map_err(db)?;
-            return Ok(super::after_session(last));
-        }
-        last = Some(order);
         let updated = int_of(s, "time_updated");
         if unit.since.is_some_and(|since| updated < since) {
             continue;
