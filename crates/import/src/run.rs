@@ -428,12 +428,6 @@ fn take_part(
     (report.records, skipped)
 }
 
-/// Takes out of `part` every session whose source id is longer than
-/// [`scribe_db::ids::MAX_ID_BYTES`] (its Scribe id would be that id, which neither backend
-/// stores), with everything of it, and reports each in `summary.failed_sessions` with the
-/// typed error's words; the file's other sessions go on. A parent or record key that long names
-/// nothing that can be stored, and is dropped. Before, PostgreSQL refused such an id with
-/// a raw message and the whole import stopped; SQLite stored it.
 /// Messages of a session keep the order the file wrote them in when their times do not
 /// say otherwise. The store orders a session's messages by time, then id, and an id's
 /// tail is a hash, so two written in the same millisecond showed in either order (Claude
@@ -464,6 +458,12 @@ fn keep_file_order(part: &mut Batch) {
     }
 }
 
+/// Takes out of `part` every session whose source id is longer than
+/// [`scribe_db::ids::MAX_ID_BYTES`] (its Scribe id would be that id, which neither backend
+/// stores), with everything of it, and reports each in `summary.failed_sessions` with the
+/// typed error's words; the file's other sessions go on. A parent or record key that long names
+/// nothing that can be stored, and is dropped. Before, PostgreSQL refused such an id with
+/// a raw message and the whole import stopped; SQLite stored it.
 fn refuse_long_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
     use scribe_db::ids::check_id;
     let fits = |id: &str| check_id("session", id).is_ok();

@@ -169,41 +169,40 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     // per session where an index leads with `session_id` (a database read a batch at a
     // time would count every message again for each batch), else counted for all at once
     // (an older schema without the index would scan the table once per session).
-    let per_session = rows(
+    let indexed = rows(
         &conn,
         "SELECT 1 AS found FROM pragma_index_list('messages') AS l, \
          pragma_index_info(l.name) AS i WHERE i.seqno = 0 AND i.name = 'session_id'",
         [],
     )
     .is_ok_and(|found| !found.is_empty());
-    let seen_sql = format!(
-        "SELECT session_id, count(*) AS n, coalesce(max(id), 0) AS last FROM messages \
-         WHERE {}{active} GROUP BY session_id",
-        if per_session {
-            "session_id = ?1"
-        } else {
-            "?1 IS NOT NULL"
-        }
+    let of = |r: &Value| (int_of(r, "n"), int_of(r, "last"));
+    let all_seen: Option<BTreeMap<String, (i64, i64)>> = if indexed {
+        None
+    } else {
+        let sql = format!(
+            "SELECT session_id, count(*) AS n, max(id) AS last FROM messages \
+             WHERE 1 = 1{active} GROUP BY session_id"
+        );
+        let seen = rows(&conn, &sql, []).map_err(db)?;
+        Some(
+            seen.iter()
+                .filter_map(|r| Some((str_of(r, "session_id")?.to_owned(), of(r))))
+                .collect(),
+        )
+    };
+    let one_sql = format!(
+        "SELECT count(*) AS n, coalesce(max(id), 0) AS last FROM messages \
+         WHERE session_id = ?1{active}"
     );
-    let mut all_seen: Option<BTreeMap<String, (i64, i64)>> = None;
-    let mut seen_of = |id: &str| -> Result<(i64, i64)> {
-        let of = |r: &Value| (int_of(r, "n"), int_of(r, "last"));
-        if per_session {
-            let seen = rows(&conn, &seen_sql, [id]).map_err(db)?;
-            return Ok(seen.first().map_or((0, 0), of));
-        }
-        if all_seen.is_none() {
-            let seen = rows(&conn, &seen_sql, [""]).map_err(db)?;
-            all_seen = Some(
-                seen.iter()
-                    .filter_map(|r| Some((str_of(r, "session_id")?.to_owned(), of(r))))
-                    .collect(),
-            );
-        }
-        Ok(all_seen
-            .as_ref()
-            .and_then(|all| all.get(id).copied())
-            .unwrap_or((0, 0)))
+    let seen_of = |id: &str| -> Result<(i64, i64)> {
+        Ok(match &all_seen {
+            Some(all) => all.get(id).copied().unwrap_or((0, 0)),
+            None => rows(&conn, &one_sql, [id])
+                .map_err(db)?
+                .first()
+                .map_or((0, 0), of),
+        })
     };
     fn order_of(s: &Value) -> (f64, &str) {
         let started = f64_of(s, "started_at").unwrap_or(0.0);
