@@ -1,9 +1,8 @@
--- Queries of `scribe serve` (crates/server): the choices of the session list's filters, and
--- how many child sessions each listed session has, and the usage chart's day × model and
--- day × source groups (the UTC day and the sums are fragments each dialect spells its own way),
--- and the parts of a message page (ListPagePartData here; ListCutPartNodes, which reads a
--- big part cut on PostgreSQL, in sqlite/server.sql and postgres/server.sql). Everything
--- else the web viewer reads goes through the services.
+-- Queries of `scribe serve` (crates/server): the choices of the session list's filters, how
+-- many child sessions each listed session has, and the parts of a message page
+-- (ListPagePartData here; ListCutPartNodes, which reads a big part cut on PostgreSQL, in
+-- sqlite/server.sql and postgres/server.sql). Everything else the web viewer reads,
+-- the usage chart too, goes through the services.
 
 -- name: ListSourceChoices :many
 -- The sources of the session list's filter, most used first (the sessions_source index
@@ -39,45 +38,6 @@ SELECT parent_session_id AS "parent_id!", count(*) AS "children!"
 FROM sessions
 WHERE parent_session_id IN (sqlc.slice(parent_ids))
 GROUP BY parent_session_id;
-
--- name: UsageByDayAndModelSince :many
--- The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
--- what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
--- after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
--- summed over days, a model's rows give UsageByModelSince's row for that model.
-SELECT sqlgen.utc_day(created_at) AS "day!",
-       coalesce(model, '') AS "key!",
-       count(*) AS "session_count!",
-       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
-       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
-       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
-       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
-       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
-       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
-       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
-FROM session_own_usage
-WHERE created_at >= @since
-GROUP BY sqlgen.utc_day(created_at), coalesce(model, '')
-ORDER BY 1, 2;
-
--- name: UsageByDayAndSourceSince :many
--- The usage chart, stacked by source (as UsageByDayAndModelSince).
-SELECT sqlgen.utc_day(created_at) AS "day!",
-       source AS "key!",
-       count(*) AS "session_count!",
-       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
-       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
-       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
-       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
-       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
-       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
-       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
-FROM session_own_usage
-WHERE created_at >= @since
-GROUP BY sqlgen.utc_day(created_at), source
-ORDER BY 1, 2;
 
 -- name: ListPagePartData :many
 -- The parts of a message page's messages, each with its JSON's size in bytes and its JSON

@@ -79,71 +79,57 @@ SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source
 ORDER BY ended_at, id;
 
--- name: UsageByDaySince :many
--- Days are UTC calendar days of created_at, oldest first. A created_at outside years
--- 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
--- (the fragment utc_day, each dialect's own).
-SELECT sqlgen.utc_day(created_at) AS "key!",
-       count(*) AS "session_count!",
-       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
-       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
-       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
-       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
-       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
-       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
-       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
-FROM session_own_usage
-WHERE created_at >= @since
-GROUP BY sqlgen.utc_day(created_at)
-ORDER BY 1;
-
--- name: UsageByModelSince :many
--- Sessions created at or after @since, each with its own usage (session_own_usage: what it
+-- name: OwnUsageSince :many
+-- Every session created at or after @since with its own usage (session_own_usage: what it
 -- used itself, without what its rolled-up children added), so every token and cent is
--- counted once, under the model, source and day of the session that used it. Counts sum
--- with the fragment clamped_count_sum, each dialect's own: SQLite with total(), as doubles,
--- cast back (exact below 2^53, saturating above; its integer sum() raised 'integer
--- overflow' for rows near i64::MAX, written by another program or imported, and every
--- report and the usage chart failed with it); PostgreSQL exactly as numeric, clamped into
--- BIGINT (scribe_clamped_bigint, V22). The other usage queries (UsageByDaySince here,
--- UsageByDayAnd…Since in server.sql) do the same. Costs sum to at most the largest finite
--- amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
--- sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
--- sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
--- the same bits scaled, and unable to overflow), clamps, and scales back.
--- unpriced_session_count: the sessions whose cost leaves out usage of a model without a
--- price (session_own_usage.unpriced, V28).
-SELECT coalesce(model, '') AS "key!",
-       count(*) AS "session_count!",
-       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
-       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
-       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
-       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
-       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
-       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
-       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
+-- counted once, and the UTC day of its creation (the fragment utc_day, each dialect's
+-- own). With MessageUsageSince, what `scribe stats` and the web page's usage chart split
+-- by model and day (SessionService::usage_slices, crates/session/src/usage.rs).
+-- unpriced: the session's cost leaves out usage of a model without a price (V28).
+SELECT id, model, source,
+       sqlgen.utc_day(created_at) AS "day!",
+       input_tokens AS "input_tokens!",
+       output_tokens AS "output_tokens!",
+       cache_read_tokens AS "cache_read_tokens!",
+       cache_write_tokens AS "cache_write_tokens!",
+       reasoning_tokens AS "reasoning_tokens!",
+       api_call_count AS "api_call_count!",
+       estimated_cost_usd AS "estimated_cost_usd!",
+       CAST(unpriced AS BIGINT) AS "unpriced!"
 FROM session_own_usage
 WHERE created_at >= @since
-GROUP BY coalesce(model, '')
-ORDER BY 9 DESC, 1;
+ORDER BY id;
 
--- name: UsageBySourceSince :many
-SELECT source AS "key!",
-       count(*) AS "session_count!",
-       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
-       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
-       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
-       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
-       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
-       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
-       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
-FROM session_own_usage
-WHERE created_at >= @since
-GROUP BY source
-ORDER BY 9 DESC, 1;
+-- name: MessageUsageSince :many
+-- The usage the messages of each session created at or after @since carry, per UTC day of
+-- the message and model of the message (NULL: none named), with how many messages carry
+-- it, in no order; messages without usage are left out. SessionService::usage_slices puts
+-- each group under its own model and day, and what the session counts beyond its messages
+-- under the session's. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite
+-- with total(), as doubles, cast back (exact below 2^53, saturating above; its integer
+-- sum() raised 'integer overflow' for rows near i64::MAX, written by another program or
+-- imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
+-- BIGINT (scribe_clamped_bigint, V22). Costs sum to at most the largest finite amount
+-- (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
+-- min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float sum fails with
+-- "value out of range: overflow", sums the costs scaled by 2^-64 (exact, the same bits
+-- scaled, and unable to overflow), clamps, and scales back.
+SELECT m.session_id,
+       sqlgen.utc_day(m.created_at) AS "day!",
+       m.model,
+       count(*) AS "message_count!",
+       sqlgen.clamped_count_sum(m.input_tokens) AS "input_tokens!",
+       sqlgen.clamped_count_sum(m.output_tokens) AS "output_tokens!",
+       sqlgen.clamped_count_sum(m.cache_read_tokens) AS "cache_read_tokens!",
+       sqlgen.clamped_count_sum(m.cache_write_tokens) AS "cache_write_tokens!",
+       sqlgen.clamped_count_sum(m.reasoning_tokens) AS "reasoning_tokens!",
+       sqlgen.clamped_cost_sum(m.cost_usd) AS "cost_usd!"
+FROM messages AS m
+JOIN sessions AS s ON s.id = m.session_id
+WHERE s.created_at >= @since
+  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+       OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
+GROUP BY m.session_id, sqlgen.utc_day(m.created_at), m.model;
 
 -- name: UsageTotalsSince :one
 SELECT count(*) AS "session_count!",

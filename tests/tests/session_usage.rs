@@ -404,6 +404,174 @@ fn stats_count_the_sessions_whose_cost_leaves_out_unpriced_usage(backend: Backen
     assert_eq!(future.totals.unpriced_sessions, 0);
 }
 
+/// A message of `model` at `at` carrying `input` tokens and `cost`, stored in `session_id`.
+fn used(
+    e: &common::Env,
+    session_id: &str,
+    model: Option<&str>,
+    at: i64,
+    input: i64,
+    cost: f64,
+) -> String {
+    let mut msg = common::message(session_id, Role::Assistant, vec![Part::text("done")]);
+    msg.model = model.map(str::to_owned);
+    msg.created_at = at;
+    msg.updated_at = at;
+    msg.usage = TokenUsage {
+        input,
+        ..TokenUsage::default()
+    };
+    msg.cost_usd = cost;
+    common::store_message(&e.db, &msg);
+    msg.id
+}
+
+/// (key, sessions, input tokens, calls, cost in micro-dollars, unpriced sessions) of
+/// every row, in the stats' order.
+fn rows_of(stats: &scribe_session::UsageStats) -> Vec<(String, i64, i64, i64, i64, i64)> {
+    stats
+        .rows
+        .iter()
+        .map(|r| {
+            let t = &r.totals;
+            #[allow(clippy::cast_possible_truncation)]
+            let micros = (t.cost_usd * 1e6).round() as i64;
+            (
+                r.key.clone(),
+                t.sessions,
+                t.tokens.input,
+                t.api_calls,
+                micros,
+                t.unpriced_sessions,
+            )
+        })
+        .collect()
+}
+
+fn stats_split_a_session_by_the_model_and_day_of_its_messages(backend: Backend) {
+    let e = env_on(backend);
+    const DAY1: i64 = 1_772_359_200_000; // 2026-03-01 10:00 UTC
+    const DAY2: i64 = DAY1 + 86_400_000 - 3_600_000; // 2026-03-02 09:00 UTC
+    let new = |model: &str| {
+        e.svc
+            .create(NewSession {
+                model: Some(model.into()),
+                source: "claude-code".into(),
+                ..NewSession::default()
+            })
+            .unwrap()
+    };
+    let plain = |input: i64, calls: i64, cost: f64| UsageDelta {
+        tokens: TokenUsage {
+            input,
+            ..TokenUsage::default()
+        },
+        api_calls: calls,
+        tool_calls: 0,
+        cost_usd: cost,
+        actual_cost_usd: None,
+    };
+    // Switched from sonnet to opus overnight; one message names no model; 1,000 tokens and
+    // two calls the session counts were carried by no message.
+    let switched = new("opus");
+    used(&e, &switched.id, Some("sonnet"), DAY1, 100, 1.0);
+    used(&e, &switched.id, None, DAY1 + 3_600_000, 5, 0.125);
+    let on_opus = used(&e, &switched.id, Some("opus"), DAY2, 200, 3.0);
+    e.svc
+        .add_usage(&switched.id, &plain(1_305, 5, 4.625))
+        .unwrap();
+    // A fork copies messages with their usage and starts with no usage of its own: its
+    // copies count nowhere, so no token counts twice.
+    let fork = e.svc.fork(&switched.id, &on_opus).unwrap();
+    // Cleared: its messages are gone, the usage they carried is still the session's.
+    let cleared = new("haiku");
+    used(&e, &cleared.id, Some("sonnet"), DAY1, 40, 0.5);
+    e.svc.add_usage(&cleared.id, &plain(40, 1, 0.5)).unwrap();
+    e.svc.clear(&cleared.id).unwrap();
+    // No usage at all.
+    let idle = new("haiku");
+
+    let today = scribe_db::calendar::date(switched.created_at);
+    for id in [&fork.id, &cleared.id, &idle.id] {
+        let created = e.svc.get(id).unwrap().created_at;
+        assert_eq!(
+            scribe_db::calendar::date(created),
+            today,
+            "one creation day"
+        );
+    }
+    let by_model = e.svc.stats(StatsBy::Model, None).unwrap();
+    assert_eq!(
+        rows_of(&by_model),
+        vec![
+            // the opus message, the unnamed one, and what no message carried (+2 calls)
+            ("opus".to_owned(), 2, 1_205, 4, 3_625_000, 0),
+            ("sonnet".to_owned(), 1, 100, 1, 1_000_000, 0),
+            ("haiku".to_owned(), 2, 40, 1, 500_000, 0),
+        ]
+    );
+    let by_day = e.svc.stats(StatsBy::Day, None).unwrap();
+    assert_eq!(
+        rows_of(&by_day),
+        vec![
+            ("2026-03-01".to_owned(), 1, 105, 2, 1_125_000, 0),
+            ("2026-03-02".to_owned(), 1, 200, 1, 3_000_000, 0),
+            (today.clone(), 4, 1_040, 3, 1_000_000, 0),
+        ]
+    );
+    let by_source = e.svc.stats(StatsBy::Source, None).unwrap();
+    assert_eq!(
+        rows_of(&by_source),
+        vec![("claude-code".to_owned(), 4, 1_345, 6, 5_125_000, 0)]
+    );
+    // Every grouping adds up to the totals, which count every session once.
+    for stats in [&by_model, &by_day, &by_source] {
+        let t = &stats.totals;
+        assert_eq!((t.sessions, t.tokens.input, t.api_calls), (4, 1_345, 6));
+        assert!((t.cost_usd - 5.125).abs() < 1e-12, "{}", t.cost_usd);
+        let input: i64 = stats.rows.iter().map(|r| r.totals.tokens.input).sum();
+        let calls: i64 = stats.rows.iter().map(|r| r.totals.api_calls).sum();
+        let cost: f64 = stats.rows.iter().map(|r| r.totals.cost_usd).sum();
+        assert_eq!((input, calls), (1_345, 6));
+        assert!((cost - 5.125).abs() < 1e-12, "{cost}");
+    }
+    // A session whose cost leaves out a model without a price marks only the model that
+    // had none (a store of its own: sessions created within a millisecond share a time).
+    let e = env_on(backend);
+    let partial = e
+        .svc
+        .create(NewSession {
+            model: Some("opus".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    used(&e, &partial.id, Some("opus"), DAY1, 10, 0.25);
+    used(&e, &partial.id, Some("mystery"), DAY1, 7, 0.0);
+    e.svc.add_usage(&partial.id, &plain(17, 2, 0.25)).unwrap();
+    e.svc
+        .update(&partial.id, |s| s.cost_status = Some("partial".into()))
+        .unwrap();
+    let marks: Vec<(String, i64)> = e
+        .svc
+        .stats(StatsBy::Model, None)
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|r| (r.key, r.totals.unpriced_sessions))
+        .collect();
+    assert_eq!(
+        marks,
+        vec![("opus".to_owned(), 0), ("mystery".to_owned(), 1)]
+    );
+    // `since` still picks sessions by creation, whenever their messages were.
+    let later = e
+        .svc
+        .stats(StatsBy::Day, Some(partial.created_at + 1))
+        .unwrap();
+    assert!(later.rows.is_empty());
+    assert_eq!(later.totals.sessions, 0);
+}
+
 // SQLite only: it checks rows, counters or index entries with raw SQL on the file.
 #[test]
 fn stats_attribute_a_rolled_up_child_to_its_own_model() {
@@ -842,6 +1010,7 @@ scribe_tests::backends!(
     roll_up_adds_child_totals_to_parent_exactly_once,
     stats_group_by_model_source_and_day_counting_rolled_up_children_once,
     stats_count_the_sessions_whose_cost_leaves_out_unpriced_usage,
+    stats_split_a_session_by_the_model_and_day_of_its_messages,
 );
 
 // Filtered session lists (sea-query filters) run on both backends through the handle.

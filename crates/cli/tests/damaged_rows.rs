@@ -41,9 +41,11 @@ fn list_survives_a_first_message_text_part_without_text() {
     assert!(err.contains("missing field `text`"), "{err}");
 }
 
-/// Sessions whose `created_at` lies outside the calendar SQLite's `date()` knows (years
-/// 0000-9999): the day grouping gave NULL for them and `stats --by day` failed outright.
-/// They count on the first or last day, so the days still add up to the totals.
+/// Sessions and messages whose `created_at` lies outside the calendar SQLite's `date()`
+/// knows (years 0000-9999): the day grouping gave NULL for them and `stats --by day`
+/// failed outright. They count on the first or last day, so the days still add up to the
+/// totals. (Usage counts on the day of the message that carries it, what no message
+/// carries on its session's creation day.)
 #[test]
 fn stats_by_day_survives_created_at_out_of_range() {
     let env = Env::new();
@@ -51,12 +53,14 @@ fn stats_by_day_survives_created_at_out_of_range() {
     damage(
         &env,
         &format!(
-            "UPDATE sessions SET created_at = {} WHERE id = '{}';
-             UPDATE sessions SET created_at = {} WHERE id = '{}';",
-            i64::MAX,
+            "UPDATE sessions SET created_at = {max} WHERE id = '{}';
+             UPDATE messages SET created_at = {max} WHERE session_id = '{}';
+             UPDATE sessions SET created_at = {min} WHERE id = '{}';",
             seeded.build,
-            i64::MIN,
-            seeded.cjk
+            seeded.build,
+            seeded.cjk,
+            max = i64::MAX,
+            min = i64::MIN,
         ),
     );
     let by_day = env.json(&["stats", "--by", "day", "--json"]);

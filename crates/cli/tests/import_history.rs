@@ -207,7 +207,9 @@ fn a_catalog_file_prices_the_models_the_builtin_one_does_not() {
             .to_owned()
     };
     assert_eq!(cost_of(&table, "gpt-5.6-luna"), "?", "{table}");
-    assert_eq!(cost_of(&table, "gpt-5.3-codex"), "$0.0718", "{table}");
+    // session-alpha switched models: each is priced and counted as it was used.
+    assert_eq!(cost_of(&table, "gpt-5.3-codex"), "$0.0687", "{table}");
+    assert_eq!(cost_of(&table, "gpt-5.2-codex"), "$0.0031", "{table}");
     assert_eq!(cost_of(&table, "total"), "$0.0718+?", "{table}");
     assert!(table.ends_with(&format!("{note}\n")), "{table}");
     let list = scribe.json(&["list", "--json"]);

@@ -68,20 +68,22 @@ fn the_api_answers_with_the_clis_json() {
     assert!(body["error"].as_str().unwrap().contains("ses_missing"));
 }
 
-/// A session whose `created_at` is past year 9999 (written by another program) and query
-/// strings a user or a fuzzer can type: every answer is a status with a JSON error, never
-/// a dropped connection (a panic in the request's thread).
+/// A session and its messages whose `created_at` is past year 9999 (written by another
+/// program) and query strings a user or a fuzzer can type: every answer is a status with
+/// a JSON error, never a dropped connection (a panic in the request's thread).
 #[test]
 fn the_api_answers_damaged_rows_and_hostile_queries() {
     let env = Env::new();
     let seeded = seed(&env);
     {
         let conn = rusqlite::Connection::open(&env.db).unwrap();
-        conn.execute(
+        for sql in [
             "UPDATE sessions SET created_at = ?1 WHERE id = ?2",
-            rusqlite::params![i64::MAX, seeded.build],
-        )
-        .unwrap();
+            "UPDATE messages SET created_at = ?1 WHERE session_id = ?2",
+        ] {
+            conn.execute(sql, rusqlite::params![i64::MAX, seeded.build])
+                .unwrap();
+        }
     }
     let server = serve(&env);
     for stack in ["model", "source"] {

@@ -2184,7 +2184,7 @@ pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<us
     stmt.execute([id])
 }
 
-/// SQL of `ListSourceChoices` (sql/queries/server.sql:8).
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:7).
 pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 GROUP BY source
@@ -2198,7 +2198,7 @@ pub struct ListSourceChoicesRow {
     pub sessions: i64,
 }
 
-/// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:8`.
+/// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:7`.
 ///
 /// The sources of the session list's filter, most used first (the sessions_source index
 /// covers it).
@@ -2216,7 +2216,7 @@ pub fn list_source_choices(
     rows.collect()
 }
 
-/// SQL of `ListModelChoices` (sql/queries/server.sql:17).
+/// SQL of `ListModelChoices` (sql/queries/server.sql:16).
 pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 WHERE model IS NOT NULL
@@ -2231,7 +2231,7 @@ pub struct ListModelChoicesRow {
     pub sessions: i64,
 }
 
-/// `ListModelChoices` (`:many`) from `sql/queries/server.sql:17`.
+/// `ListModelChoices` (`:many`) from `sql/queries/server.sql:16`.
 ///
 /// The models of the session list's filter, most used first.
 pub fn list_model_choices(
@@ -2248,7 +2248,7 @@ pub fn list_model_choices(
     rows.collect()
 }
 
-/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:26).
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:25).
 pub const LIST_DIRECTORY_CHOICES_SQL: &str =
     "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
@@ -2264,7 +2264,7 @@ pub struct ListDirectoryChoicesRow {
     pub sessions: i64,
 }
 
-/// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:26`.
+/// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:25`.
 ///
 /// The directories of the session list's filter, most used first.
 pub fn list_directory_choices(
@@ -2281,7 +2281,7 @@ pub fn list_directory_choices(
     rows.collect()
 }
 
-/// SQL of `CountChildSessions` (sql/queries/server.sql:35).
+/// SQL of `CountChildSessions` (sql/queries/server.sql:34).
 pub const COUNT_CHILD_SESSIONS_SQL: &str =
     "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
 FROM sessions
@@ -2295,7 +2295,7 @@ pub struct CountChildSessionsRow {
     pub children: i64,
 }
 
-/// `CountChildSessions` (`:many`) from `sql/queries/server.sql:35`.
+/// `CountChildSessions` (`:many`) from `sql/queries/server.sql:34`.
 ///
 /// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
 /// the given sessions has; sessions without children have no row (sessions_parent index).
@@ -2322,130 +2322,7 @@ pub fn count_child_sessions(
     rows.collect()
 }
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:43).
-pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
-       coalesce(model, '') AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), coalesce(model, '')
-ORDER BY 1, 2";
-
-/// A row returned by [`usage_by_day_and_model_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageByDayAndModelSinceRow {
-    pub day: String,
-    pub key: String,
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-    pub unpriced_session_count: i64,
-}
-
-/// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:43`.
-///
-/// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
-/// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
-/// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
-/// summed over days, a model's rows give UsageByModelSince's row for that model.
-pub fn usage_by_day_and_model_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<Vec<UsageByDayAndModelSinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_MODEL_SINCE_SQL)?;
-    let rows = stmt.query_map([since], |row| {
-        Ok(UsageByDayAndModelSinceRow {
-            day: row.get(0)?,
-            key: row.get(1)?,
-            session_count: row.get(2)?,
-            input_tokens: row.get(3)?,
-            output_tokens: row.get(4)?,
-            cache_read_tokens: row.get(5)?,
-            cache_write_tokens: row.get(6)?,
-            reasoning_tokens: row.get(7)?,
-            api_call_count: row.get(8)?,
-            estimated_cost_usd: row.get(9)?,
-            unpriced_session_count: row.get(10)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:64).
-pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
-       source AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), source
-ORDER BY 1, 2";
-
-/// A row returned by [`usage_by_day_and_source_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageByDayAndSourceSinceRow {
-    pub day: String,
-    pub key: String,
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-    pub unpriced_session_count: i64,
-}
-
-/// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:64`.
-///
-/// The usage chart, stacked by source (as UsageByDayAndModelSince).
-pub fn usage_by_day_and_source_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<Vec<UsageByDayAndSourceSinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_AND_SOURCE_SINCE_SQL)?;
-    let rows = stmt.query_map([since], |row| {
-        Ok(UsageByDayAndSourceSinceRow {
-            day: row.get(0)?,
-            key: row.get(1)?,
-            session_count: row.get(2)?,
-            input_tokens: row.get(3)?,
-            output_tokens: row.get(4)?,
-            cache_read_tokens: row.get(5)?,
-            cache_write_tokens: row.get(6)?,
-            reasoning_tokens: row.get(7)?,
-            api_call_count: row.get(8)?,
-            estimated_cost_usd: row.get(9)?,
-            unpriced_session_count: row.get(10)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `ListPagePartData` (sql/queries/server.sql:82).
+/// SQL of `ListPagePartData` (sql/queries/server.sql:42).
 pub const LIST_PAGE_PART_DATA_SQL: &str =
     "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
@@ -2474,7 +2351,7 @@ pub struct ListPagePartDataParams<'a> {
     pub message_ids: &'a [&'a str],
 }
 
-/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:82`.
+/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:42`.
 ///
 /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
 /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
@@ -2816,28 +2693,28 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:82).
-pub const USAGE_BY_DAY_SINCE_SQL: &str =
-    "SELECT date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
+/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
+pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
+       date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
+       input_tokens AS \"input_tokens!\",
+       output_tokens AS \"output_tokens!\",
+       cache_read_tokens AS \"cache_read_tokens!\",
+       cache_write_tokens AS \"cache_write_tokens!\",
+       reasoning_tokens AS \"reasoning_tokens!\",
+       api_call_count AS \"api_call_count!\",
+       estimated_cost_usd AS \"estimated_cost_usd!\",
+       CAST(unpriced AS BIGINT) AS \"unpriced!\"
 FROM session_own_usage
 WHERE created_at >= ?1
-GROUP BY date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch')
-ORDER BY 1";
+ORDER BY id";
 
-/// A row returned by [`usage_by_day_since`].
+/// A row returned by [`own_usage_since`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct UsageByDaySinceRow {
-    pub key: String,
-    pub session_count: i64,
+pub struct OwnUsageSinceRow {
+    pub id: String,
+    pub model: Option<String>,
+    pub source: String,
+    pub day: String,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cache_read_tokens: i64,
@@ -2845,161 +2722,112 @@ pub struct UsageByDaySinceRow {
     pub reasoning_tokens: i64,
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
-    pub unpriced_session_count: i64,
+    pub unpriced: i64,
 }
 
-/// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:82`.
+/// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:82`.
 ///
-/// Days are UTC calendar days of created_at, oldest first. A created_at outside years
-/// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
-/// (the fragment utc_day, each dialect's own).
-pub fn usage_by_day_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<Vec<UsageByDaySinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_DAY_SINCE_SQL)?;
-    let rows = stmt.query_map([since], |row| {
-        Ok(UsageByDaySinceRow {
-            key: row.get(0)?,
-            session_count: row.get(1)?,
-            input_tokens: row.get(2)?,
-            output_tokens: row.get(3)?,
-            cache_read_tokens: row.get(4)?,
-            cache_write_tokens: row.get(5)?,
-            reasoning_tokens: row.get(6)?,
-            api_call_count: row.get(7)?,
-            estimated_cost_usd: row.get(8)?,
-            unpriced_session_count: row.get(9)?,
-        })
-    })?;
-    rows.collect()
-}
-
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:101).
-pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY coalesce(model, '')
-ORDER BY 9 DESC, 1";
-
-/// A row returned by [`usage_by_model_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageByModelSinceRow {
-    pub key: String,
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-    pub unpriced_session_count: i64,
-}
-
-/// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:101`.
-///
-/// Sessions created at or after @since, each with its own usage (session_own_usage: what it
+/// Every session created at or after @since with its own usage (session_own_usage: what it
 /// used itself, without what its rolled-up children added), so every token and cent is
-/// counted once, under the model, source and day of the session that used it. Counts sum
-/// with the fragment clamped_count_sum, each dialect's own: SQLite with total(), as doubles,
-/// cast back (exact below 2^53, saturating above; its integer sum() raised 'integer
-/// overflow' for rows near i64::MAX, written by another program or imported, and every
-/// report and the usage chart failed with it); PostgreSQL exactly as numeric, clamped into
-/// BIGINT (scribe_clamped_bigint, V22). The other usage queries (UsageByDaySince here,
-/// UsageByDayAnd…Since in server.sql) do the same. Costs sum to at most the largest finite
-/// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
-/// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
-/// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
-/// the same bits scaled, and unable to overflow), clamps, and scales back.
-/// unpriced_session_count: the sessions whose cost leaves out usage of a model without a
-/// price (session_own_usage.unpriced, V28).
-pub fn usage_by_model_since(
+/// counted once, and the UTC day of its creation (the fragment utc_day, each dialect's
+/// own). With MessageUsageSince, what `scribe stats` and the web page's usage chart split
+/// by model and day (SessionService::usage_slices, crates/session/src/usage.rs).
+/// unpriced: the session's cost leaves out usage of a model without a price (V28).
+pub fn own_usage_since(
     conn: &rusqlite::Connection,
     since: i64,
-) -> rusqlite::Result<Vec<UsageByModelSinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_MODEL_SINCE_SQL)?;
+) -> rusqlite::Result<Vec<OwnUsageSinceRow>> {
+    let mut stmt = conn.prepare_cached(OWN_USAGE_SINCE_SQL)?;
     let rows = stmt.query_map([since], |row| {
-        Ok(UsageByModelSinceRow {
-            key: row.get(0)?,
-            session_count: row.get(1)?,
-            input_tokens: row.get(2)?,
-            output_tokens: row.get(3)?,
-            cache_read_tokens: row.get(4)?,
-            cache_write_tokens: row.get(5)?,
-            reasoning_tokens: row.get(6)?,
-            api_call_count: row.get(7)?,
-            estimated_cost_usd: row.get(8)?,
-            unpriced_session_count: row.get(9)?,
+        Ok(OwnUsageSinceRow {
+            id: row.get(0)?,
+            model: row.get(1)?,
+            source: row.get(2)?,
+            day: row.get(3)?,
+            input_tokens: row.get(4)?,
+            output_tokens: row.get(5)?,
+            cache_read_tokens: row.get(6)?,
+            cache_write_tokens: row.get(7)?,
+            reasoning_tokens: row.get(8)?,
+            api_call_count: row.get(9)?,
+            estimated_cost_usd: row.get(10)?,
+            unpriced: row.get(11)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:132).
-pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
-       count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= ?1
-GROUP BY source
-ORDER BY 9 DESC, 1";
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:103).
+pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
+       date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
+       m.model,
+       count(*) AS \"message_count!\",
+       CAST(total(m.input_tokens) AS INTEGER) AS \"input_tokens!\",
+       CAST(total(m.output_tokens) AS INTEGER) AS \"output_tokens!\",
+       CAST(total(m.cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
+       CAST(total(m.cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
+       CAST(total(m.reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
+       CAST(min(total(m.cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"cost_usd!\"
+FROM messages AS m
+JOIN sessions AS s ON s.id = m.session_id
+WHERE s.created_at >= ?1
+  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+       OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
+GROUP BY m.session_id, date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), m.model";
 
-/// A row returned by [`usage_by_source_since`].
+/// A row returned by [`message_usage_since`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct UsageBySourceSinceRow {
-    pub key: String,
-    pub session_count: i64,
+pub struct MessageUsageSinceRow {
+    pub session_id: String,
+    pub day: String,
+    pub model: Option<String>,
+    pub message_count: i64,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cache_read_tokens: i64,
     pub cache_write_tokens: i64,
     pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-    pub unpriced_session_count: i64,
+    pub cost_usd: f64,
 }
 
-/// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:132`.
-pub fn usage_by_source_since(
+/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:103`.
+///
+/// The usage the messages of each session created at or after @since carry, per UTC day of
+/// the message and model of the message (NULL: none named), with how many messages carry
+/// it, in no order; messages without usage are left out. SessionService::usage_slices puts
+/// each group under its own model and day, and what the session counts beyond its messages
+/// under the session's. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite
+/// with total(), as doubles, cast back (exact below 2^53, saturating above; its integer
+/// sum() raised 'integer overflow' for rows near i64::MAX, written by another program or
+/// imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
+/// BIGINT (scribe_clamped_bigint, V22). Costs sum to at most the largest finite amount
+/// (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
+/// min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float sum fails with
+/// "value out of range: overflow", sums the costs scaled by 2^-64 (exact, the same bits
+/// scaled, and unable to overflow), clamps, and scales back.
+pub fn message_usage_since(
     conn: &rusqlite::Connection,
     since: i64,
-) -> rusqlite::Result<Vec<UsageBySourceSinceRow>> {
-    let mut stmt = conn.prepare_cached(USAGE_BY_SOURCE_SINCE_SQL)?;
+) -> rusqlite::Result<Vec<MessageUsageSinceRow>> {
+    let mut stmt = conn.prepare_cached(MESSAGE_USAGE_SINCE_SQL)?;
     let rows = stmt.query_map([since], |row| {
-        Ok(UsageBySourceSinceRow {
-            key: row.get(0)?,
-            session_count: row.get(1)?,
-            input_tokens: row.get(2)?,
-            output_tokens: row.get(3)?,
-            cache_read_tokens: row.get(4)?,
-            cache_write_tokens: row.get(5)?,
-            reasoning_tokens: row.get(6)?,
-            api_call_count: row.get(7)?,
-            estimated_cost_usd: row.get(8)?,
-            unpriced_session_count: row.get(9)?,
+        Ok(MessageUsageSinceRow {
+            session_id: row.get(0)?,
+            day: row.get(1)?,
+            model: row.get(2)?,
+            message_count: row.get(3)?,
+            input_tokens: row.get(4)?,
+            output_tokens: row.get(5)?,
+            cache_read_tokens: row.get(6)?,
+            cache_write_tokens: row.get(7)?,
+            reasoning_tokens: row.get(8)?,
+            cost_usd: row.get(9)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:148).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:134).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -3026,7 +2854,7 @@ pub struct UsageTotalsSinceRow {
     pub unpriced_session_count: i64,
 }
 
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:148`.
+/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:134`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn usage_totals_since(
@@ -3049,7 +2877,7 @@ pub fn usage_totals_since(
     })
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:161).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:147).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -3069,7 +2897,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:161`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:147`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4316,7 +4144,7 @@ pub trait ReadQueries {
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
 
-    /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:8`.
+    /// `ListSourceChoices` (`:many`) from `sql/queries/server.sql:7`.
     /// The sources of the session list's filter, most used first (the sessions_source index
     /// covers it).
     fn list_source_choices(
@@ -4324,18 +4152,18 @@ pub trait ReadQueries {
         limit: i64,
     ) -> Result<Vec<ListSourceChoicesRow>, crate::Error>;
 
-    /// `ListModelChoices` (`:many`) from `sql/queries/server.sql:17`.
+    /// `ListModelChoices` (`:many`) from `sql/queries/server.sql:16`.
     /// The models of the session list's filter, most used first.
     fn list_model_choices(&mut self, limit: i64) -> Result<Vec<ListModelChoicesRow>, crate::Error>;
 
-    /// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:26`.
+    /// `ListDirectoryChoices` (`:many`) from `sql/queries/server.sql:25`.
     /// The directories of the session list's filter, most used first.
     fn list_directory_choices(
         &mut self,
         limit: i64,
     ) -> Result<Vec<ListDirectoryChoicesRow>, crate::Error>;
 
-    /// `CountChildSessions` (`:many`) from `sql/queries/server.sql:35`.
+    /// `CountChildSessions` (`:many`) from `sql/queries/server.sql:34`.
     /// How many child sessions (sub-agent tasks, forks, continuations, title sessions) each of
     /// the given sessions has; sessions without children have no row (sessions_parent index).
     fn count_child_sessions(
@@ -4343,24 +4171,7 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `UsageByDayAndModelSince` (`:many`) from `sql/queries/server.sql:43`.
-    /// The usage chart, stacked by model: each session's own usage (session_own_usage, exactly
-    /// what `scribe stats` sums) per UTC day of creation and model, for sessions created at or
-    /// after @since. Summed over models, a day's rows give UsageByDaySince's row for that day;
-    /// summed over days, a model's rows give UsageByModelSince's row for that model.
-    fn usage_by_day_and_model_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error>;
-
-    /// `UsageByDayAndSourceSince` (`:many`) from `sql/queries/server.sql:64`.
-    /// The usage chart, stacked by source (as UsageByDayAndModelSince).
-    fn usage_by_day_and_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error>;
-
-    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:82`.
+    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:42`.
     /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
     /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
     /// part (a tool's 20 MB output) is read cut, so a page never reads a big part whole: on
@@ -4388,40 +4199,35 @@ pub trait ReadQueries {
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `UsageByDaySince` (`:many`) from `sql/queries/session_admin.sql:82`.
-    /// Days are UTC calendar days of created_at, oldest first. A created_at outside years
-    /// 0000-9999 (a damaged or hand-edited row) counts on the first or last of those days
-    /// (the fragment utc_day, each dialect's own).
-    fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error>;
-
-    /// `UsageByModelSince` (`:many`) from `sql/queries/session_admin.sql:101`.
-    /// Sessions created at or after @since, each with its own usage (session_own_usage: what it
+    /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:82`.
+    /// Every session created at or after @since with its own usage (session_own_usage: what it
     /// used itself, without what its rolled-up children added), so every token and cent is
-    /// counted once, under the model, source and day of the session that used it. Counts sum
-    /// with the fragment clamped_count_sum, each dialect's own: SQLite with total(), as doubles,
-    /// cast back (exact below 2^53, saturating above; its integer sum() raised 'integer
-    /// overflow' for rows near i64::MAX, written by another program or imported, and every
-    /// report and the usage chart failed with it); PostgreSQL exactly as numeric, clamped into
-    /// BIGINT (scribe_clamped_bigint, V22). The other usage queries (UsageByDaySince here,
-    /// UsageByDayAnd…Since in server.sql) do the same. Costs sum to at most the largest finite
-    /// amount (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost
-    /// sums"): here min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float
-    /// sum fails with "value out of range: overflow", sums the costs scaled by 2^-64 (exact,
-    /// the same bits scaled, and unable to overflow), clamps, and scales back.
-    /// unpriced_session_count: the sessions whose cost leaves out usage of a model without a
-    /// price (session_own_usage.unpriced, V28).
-    fn usage_by_model_since(
+    /// counted once, and the UTC day of its creation (the fragment utc_day, each dialect's
+    /// own). With MessageUsageSince, what `scribe stats` and the web page's usage chart split
+    /// by model and day (SessionService::usage_slices, crates/session/src/usage.rs).
+    /// unpriced: the session's cost leaves out usage of a model without a price (V28).
+    fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error>;
+
+    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:103`.
+    /// The usage the messages of each session created at or after @since carry, per UTC day of
+    /// the message and model of the message (NULL: none named), with how many messages carry
+    /// it, in no order; messages without usage are left out. SessionService::usage_slices puts
+    /// each group under its own model and day, and what the session counts beyond its messages
+    /// under the session's. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite
+    /// with total(), as doubles, cast back (exact below 2^53, saturating above; its integer
+    /// sum() raised 'integer overflow' for rows near i64::MAX, written by another program or
+    /// imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
+    /// BIGINT (scribe_clamped_bigint, V22). Costs sum to at most the largest finite amount
+    /// (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
+    /// min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float sum fails with
+    /// "value out of range: overflow", sums the costs scaled by 2^-64 (exact, the same bits
+    /// scaled, and unable to overflow), clamps, and scales back.
+    fn message_usage_since(
         &mut self,
         since: i64,
-    ) -> Result<Vec<UsageByModelSinceRow>, crate::Error>;
+    ) -> Result<Vec<MessageUsageSinceRow>, crate::Error>;
 
-    /// `UsageBySourceSince` (`:many`) from `sql/queries/session_admin.sql:132`.
-    fn usage_by_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error>;
-
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:148`.
+    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:134`.
     fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
@@ -4707,7 +4513,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:161`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:147`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -5121,22 +4927,6 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn usage_by_day_and_model_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndModelSinceRow>, crate::Error> {
-        usage_by_day_and_model_since(self.conn, since).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn usage_by_day_and_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageByDayAndSourceSinceRow>, crate::Error> {
-        usage_by_day_and_source_since(self.conn, since).map_err(crate::Error::from)
-    }
-
-    #[inline]
     fn list_page_part_data(
         &mut self,
         params: &ListPagePartDataParams<'_>,
@@ -5166,24 +4956,16 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn usage_by_day_since(&mut self, since: i64) -> Result<Vec<UsageByDaySinceRow>, crate::Error> {
-        usage_by_day_since(self.conn, since).map_err(crate::Error::from)
+    fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error> {
+        own_usage_since(self.conn, since).map_err(crate::Error::from)
     }
 
     #[inline]
-    fn usage_by_model_since(
+    fn message_usage_since(
         &mut self,
         since: i64,
-    ) -> Result<Vec<UsageByModelSinceRow>, crate::Error> {
-        usage_by_model_since(self.conn, since).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn usage_by_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<UsageBySourceSinceRow>, crate::Error> {
-        usage_by_source_since(self.conn, since).map_err(crate::Error::from)
+    ) -> Result<Vec<MessageUsageSinceRow>, crate::Error> {
+        message_usage_since(self.conn, since).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -433,14 +433,14 @@ LIMIT 1";
 /// SQL of `DeletePart` (sql/queries/parts.sql:61).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
-/// SQL of `ListSourceChoices` (sql/queries/server.sql:8).
+/// SQL of `ListSourceChoices` (sql/queries/server.sql:7).
 pub const LIST_SOURCE_CHOICES_SQL: &str = "SELECT source AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 GROUP BY source
 ORDER BY 2 DESC, 1
 LIMIT $1";
 
-/// SQL of `ListModelChoices` (sql/queries/server.sql:17).
+/// SQL of `ListModelChoices` (sql/queries/server.sql:16).
 pub const LIST_MODEL_CHOICES_SQL: &str = "SELECT model AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
 WHERE model IS NOT NULL
@@ -448,7 +448,7 @@ GROUP BY model
 ORDER BY 2 DESC, 1
 LIMIT $1";
 
-/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:26).
+/// SQL of `ListDirectoryChoices` (sql/queries/server.sql:25).
 pub const LIST_DIRECTORY_CHOICES_SQL: &str =
     "SELECT directory AS \"value!\", count(*) AS \"sessions!\"
 FROM sessions
@@ -457,54 +457,14 @@ GROUP BY directory
 ORDER BY 2 DESC, 1
 LIMIT $1";
 
-/// SQL of `CountChildSessions` (sql/queries/server.sql:35).
+/// SQL of `CountChildSessions` (sql/queries/server.sql:34).
 pub const COUNT_CHILD_SESSIONS_SQL: &str =
     "SELECT parent_session_id AS \"parent_id!\", count(*) AS \"children!\"
 FROM sessions
 WHERE parent_session_id = ANY($1)
 GROUP BY parent_session_id";
 
-/// SQL of `UsageByDayAndModelSince` (sql/queries/server.sql:43).
-pub const USAGE_BY_DAY_AND_MODEL_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
-       coalesce(model, '') AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(model, '')
-ORDER BY 1, 2";
-
-/// SQL of `UsageByDayAndSourceSince` (sql/queries/server.sql:64).
-pub const USAGE_BY_DAY_AND_SOURCE_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
-       source AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), source
-ORDER BY 1, 2";
-
-/// SQL of `ListPagePartData` (sql/queries/server.sql:82).
+/// SQL of `ListPagePartData` (sql/queries/server.sql:42).
 pub const LIST_PAGE_PART_DATA_SQL: &str =
     "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
@@ -593,62 +553,42 @@ pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `UsageByDaySince` (sql/queries/session_admin.sql:82).
-pub const USAGE_BY_DAY_SINCE_SQL: &str =
-    "SELECT to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
+/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
+pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
+       to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       input_tokens AS \"input_tokens!\",
+       output_tokens AS \"output_tokens!\",
+       cache_read_tokens AS \"cache_read_tokens!\",
+       cache_write_tokens AS \"cache_write_tokens!\",
+       reasoning_tokens AS \"reasoning_tokens!\",
+       api_call_count AS \"api_call_count!\",
+       estimated_cost_usd AS \"estimated_cost_usd!\",
+       CAST(unpriced AS BIGINT) AS \"unpriced!\"
 FROM session_own_usage
 WHERE created_at >= $1
-GROUP BY to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
-ORDER BY 1";
+ORDER BY id";
 
-/// SQL of `UsageByModelSince` (sql/queries/session_admin.sql:101).
-pub const USAGE_BY_MODEL_SINCE_SQL: &str = "SELECT coalesce(model, '') AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:103).
+pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
+       to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       m.model,
+       count(*) AS \"message_count!\",
+       scribe_clamped_bigint(sum(m.input_tokens)) AS \"input_tokens!\",
+       scribe_clamped_bigint(sum(m.output_tokens)) AS \"output_tokens!\",
+       scribe_clamped_bigint(sum(m.cache_read_tokens)) AS \"cache_read_tokens!\",
+       scribe_clamped_bigint(sum(m.cache_write_tokens)) AS \"cache_write_tokens!\",
+       scribe_clamped_bigint(sum(m.reasoning_tokens)) AS \"reasoning_tokens!\",
+       CAST(coalesce(least(sum(m.cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY coalesce(model, '')
-ORDER BY 9 DESC, 1";
+                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"cost_usd!\"
+FROM messages AS m
+JOIN sessions AS s ON s.id = m.session_id
+WHERE s.created_at >= $1
+  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+       OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
+GROUP BY m.session_id, to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), m.model";
 
-/// SQL of `UsageBySourceSince` (sql/queries/session_admin.sql:132).
-pub const USAGE_BY_SOURCE_SINCE_SQL: &str = "SELECT source AS \"key!\",
-       count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= $1
-GROUP BY source
-ORDER BY 9 DESC, 1";
-
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:148).
+/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:134).
 pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
        scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
@@ -663,7 +603,7 @@ pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
 FROM session_own_usage
 WHERE created_at >= $1";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:161).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:147).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -1341,44 +1281,6 @@ fn read_count_child_sessions_row(
     })
 }
 
-/// Reads a [`super::UsageByDayAndModelSinceRow`] from a row, by position.
-fn read_usage_by_day_and_model_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageByDayAndModelSinceRow, postgres::Error> {
-    Ok(super::UsageByDayAndModelSinceRow {
-        day: row.try_get(0)?,
-        key: row.try_get(1)?,
-        session_count: row.try_get(2)?,
-        input_tokens: row.try_get(3)?,
-        output_tokens: row.try_get(4)?,
-        cache_read_tokens: row.try_get(5)?,
-        cache_write_tokens: row.try_get(6)?,
-        reasoning_tokens: row.try_get(7)?,
-        api_call_count: row.try_get(8)?,
-        estimated_cost_usd: row.try_get(9)?,
-        unpriced_session_count: row.try_get(10)?,
-    })
-}
-
-/// Reads a [`super::UsageByDayAndSourceSinceRow`] from a row, by position.
-fn read_usage_by_day_and_source_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageByDayAndSourceSinceRow, postgres::Error> {
-    Ok(super::UsageByDayAndSourceSinceRow {
-        day: row.try_get(0)?,
-        key: row.try_get(1)?,
-        session_count: row.try_get(2)?,
-        input_tokens: row.try_get(3)?,
-        output_tokens: row.try_get(4)?,
-        cache_read_tokens: row.try_get(5)?,
-        cache_write_tokens: row.try_get(6)?,
-        reasoning_tokens: row.try_get(7)?,
-        api_call_count: row.try_get(8)?,
-        estimated_cost_usd: row.try_get(9)?,
-        unpriced_session_count: row.try_get(10)?,
-    })
-}
-
 /// Reads a [`super::ListPagePartDataRow`] from a row, by position.
 fn read_list_page_part_data_row(
     row: &postgres::Row,
@@ -1414,57 +1316,41 @@ pub fn read_session_rollup_row(
     })
 }
 
-/// Reads a [`super::UsageByDaySinceRow`] from a row, by position.
-fn read_usage_by_day_since_row(
+/// Reads a [`super::OwnUsageSinceRow`] from a row, by position.
+fn read_own_usage_since_row(
     row: &postgres::Row,
-) -> Result<super::UsageByDaySinceRow, postgres::Error> {
-    Ok(super::UsageByDaySinceRow {
-        key: row.try_get(0)?,
-        session_count: row.try_get(1)?,
-        input_tokens: row.try_get(2)?,
-        output_tokens: row.try_get(3)?,
-        cache_read_tokens: row.try_get(4)?,
-        cache_write_tokens: row.try_get(5)?,
-        reasoning_tokens: row.try_get(6)?,
-        api_call_count: row.try_get(7)?,
-        estimated_cost_usd: row.try_get(8)?,
-        unpriced_session_count: row.try_get(9)?,
+) -> Result<super::OwnUsageSinceRow, postgres::Error> {
+    Ok(super::OwnUsageSinceRow {
+        id: row.try_get(0)?,
+        model: row.try_get(1)?,
+        source: row.try_get(2)?,
+        day: row.try_get(3)?,
+        input_tokens: row.try_get(4)?,
+        output_tokens: row.try_get(5)?,
+        cache_read_tokens: row.try_get(6)?,
+        cache_write_tokens: row.try_get(7)?,
+        reasoning_tokens: row.try_get(8)?,
+        api_call_count: row.try_get(9)?,
+        estimated_cost_usd: row.try_get(10)?,
+        unpriced: row.try_get(11)?,
     })
 }
 
-/// Reads a [`super::UsageByModelSinceRow`] from a row, by position.
-fn read_usage_by_model_since_row(
+/// Reads a [`super::MessageUsageSinceRow`] from a row, by position.
+fn read_message_usage_since_row(
     row: &postgres::Row,
-) -> Result<super::UsageByModelSinceRow, postgres::Error> {
-    Ok(super::UsageByModelSinceRow {
-        key: row.try_get(0)?,
-        session_count: row.try_get(1)?,
-        input_tokens: row.try_get(2)?,
-        output_tokens: row.try_get(3)?,
-        cache_read_tokens: row.try_get(4)?,
-        cache_write_tokens: row.try_get(5)?,
-        reasoning_tokens: row.try_get(6)?,
-        api_call_count: row.try_get(7)?,
-        estimated_cost_usd: row.try_get(8)?,
-        unpriced_session_count: row.try_get(9)?,
-    })
-}
-
-/// Reads a [`super::UsageBySourceSinceRow`] from a row, by position.
-fn read_usage_by_source_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageBySourceSinceRow, postgres::Error> {
-    Ok(super::UsageBySourceSinceRow {
-        key: row.try_get(0)?,
-        session_count: row.try_get(1)?,
-        input_tokens: row.try_get(2)?,
-        output_tokens: row.try_get(3)?,
-        cache_read_tokens: row.try_get(4)?,
-        cache_write_tokens: row.try_get(5)?,
-        reasoning_tokens: row.try_get(6)?,
-        api_call_count: row.try_get(7)?,
-        estimated_cost_usd: row.try_get(8)?,
-        unpriced_session_count: row.try_get(9)?,
+) -> Result<super::MessageUsageSinceRow, postgres::Error> {
+    Ok(super::MessageUsageSinceRow {
+        session_id: row.try_get(0)?,
+        day: row.try_get(1)?,
+        model: row.try_get(2)?,
+        message_count: row.try_get(3)?,
+        input_tokens: row.try_get(4)?,
+        output_tokens: row.try_get(5)?,
+        cache_read_tokens: row.try_get(6)?,
+        cache_write_tokens: row.try_get(7)?,
+        reasoning_tokens: row.try_get(8)?,
+        cost_usd: row.try_get(9)?,
     })
 }
 
@@ -2268,32 +2154,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn usage_by_day_and_model_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<super::UsageByDayAndModelSinceRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_DAY_AND_MODEL_SINCE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_usage_by_day_and_model_since_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn usage_by_day_and_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<super::UsageByDayAndSourceSinceRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_DAY_AND_SOURCE_SINCE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_usage_by_day_and_source_since_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
     fn list_page_part_data(
         &mut self,
         params: &super::ListPagePartDataParams<'_>,
@@ -2349,41 +2209,28 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn usage_by_day_since(
+    fn own_usage_since(
         &mut self,
         since: i64,
-    ) -> Result<Vec<super::UsageByDaySinceRow>, crate::Error> {
+    ) -> Result<Vec<super::OwnUsageSinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_DAY_SINCE_SQL;
+        let sql = OWN_USAGE_SINCE_SQL;
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
-            .map(read_usage_by_day_since_row)
+            .map(read_own_usage_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
 
-    fn usage_by_model_since(
+    fn message_usage_since(
         &mut self,
         since: i64,
-    ) -> Result<Vec<super::UsageByModelSinceRow>, crate::Error> {
+    ) -> Result<Vec<super::MessageUsageSinceRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_MODEL_SINCE_SQL;
+        let sql = MESSAGE_USAGE_SINCE_SQL;
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
-            .map(read_usage_by_model_since_row)
-            .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn usage_by_source_since(
-        &mut self,
-        since: i64,
-    ) -> Result<Vec<super::UsageBySourceSinceRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_BY_SOURCE_SINCE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.iter()
-            .map(read_usage_by_source_since_row)
+            .map(read_message_usage_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -568,40 +568,30 @@ impl Store {
     /// Usage per day stacked by model (`by_model`) or source, and the top sessions.
     pub fn usage(&self, by_model: bool, since: Option<i64>) -> Result<Usage, ApiError> {
         let opened = self.current();
-        let from = since.unwrap_or(i64::MIN);
-        // (day, key, totals) of every group, oldest day first.
-        let groups: Vec<(String, StatsRow)> = opened.read(|tx| {
-            macro_rules! groups {
-                ($rows:expr) => {
-                    $rows
-                        .into_iter()
-                        .map(|r| {
-                            let totals = Totals::from(&scribe_session::UsageTotals {
-                                sessions: r.session_count,
-                                tokens: scribe_message::TokenUsage {
-                                    input: r.input_tokens,
-                                    output: r.output_tokens,
-                                    cache_read: r.cache_read_tokens,
-                                    cache_write: r.cache_write_tokens,
-                                    reasoning: r.reasoning_tokens,
-                                },
-                                api_calls: r.api_call_count,
-                                cost_usd: r.estimated_cost_usd,
-                                unpriced_sessions: r.unpriced_session_count,
-                            });
-                            (r.day, StatsRow { key: r.key, totals })
-                        })
-                        .collect()
-                };
-            }
-            Ok(if by_model {
-                groups!(tx.q().usage_by_day_and_model_since(from)?)
+        // (day, key, totals) of every group, oldest day first: the same slices of each
+        // session's usage that `scribe stats` adds up, and its rows by day.
+        let usage = opened.sessions.usage_slices(since)?;
+        let by_day = usage.stats(StatsBy::Day);
+        let groups: Vec<(String, StatsRow)> = scribe_session::group_usage(&usage.slices, |slice| {
+            let key = if by_model {
+                &slice.model
             } else {
-                groups!(tx.q().usage_by_day_and_source_since(from)?)
-            })
-        })?;
-        // The period's totals and each day's come from the same service as `scribe stats`.
-        let by_day = opened.sessions.stats(StatsBy::Day, since)?;
+                &slice.source
+            };
+            (slice.day.as_str(), key.as_str())
+        })
+        .into_iter()
+        .map(|((day, key), totals)| {
+            let totals = Totals::from(&totals);
+            (
+                day.to_owned(),
+                StatsRow {
+                    key: key.to_owned(),
+                    totals,
+                },
+            )
+        })
+        .collect();
         let mut key_cost: HashMap<&str, f64> = HashMap::new();
         for (_, row) in &groups {
             *key_cost.entry(row.key.as_str()).or_default() += row.totals.cost_usd;

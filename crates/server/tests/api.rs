@@ -541,6 +541,61 @@ fn a_cost_that_leaves_out_unpriced_usage_says_so() {
     assert_eq!(top[1]["cost_partial"], true);
 }
 
+/// A session that switched models overnight: the chart stacks each model's usage on the
+/// day it was used, and what no message carried on the session's model and day.
+#[test]
+fn the_usage_chart_stacks_a_switched_session_by_model_and_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = switched_store(dir.path());
+    let server = serve(&db, None);
+    let usage = get_json(server.addr, "/api/usage?stack=model");
+    let stacks: Vec<(String, String, i64, i64, i64, f64)> = usage["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|day| {
+            day["stacks"].as_array().unwrap().iter().map(move |s| {
+                (
+                    day["day"].as_str().unwrap().to_owned(),
+                    s["key"].as_str().unwrap().to_owned(),
+                    s["tokens"]["input"].as_i64().unwrap(),
+                    s["tokens"]["output"].as_i64().unwrap(),
+                    s["api_calls"].as_i64().unwrap(),
+                    s["cost_usd"].as_f64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    let (day1, day2) = ("2026-01-09".to_owned(), "2026-01-10".to_owned());
+    assert_eq!(
+        stacks,
+        vec![
+            // Stacks in the keys' order: the most expensive model first.
+            (day1.clone(), "m-b".to_owned(), 0, 100, 0, 0.0),
+            (day1, "m-a".to_owned(), 300, 0, 1, 0.25),
+            (day2, "m-b".to_owned(), 700, 0, 1, 0.75),
+        ],
+        "{usage}"
+    );
+    assert_eq!(usage["keys"], json!(["m-b", "m-a"]));
+    assert_eq!(usage["totals"]["sessions"], 1);
+    assert_eq!(usage["days"][0]["sessions"], 1);
+    assert_eq!(usage["days"][1]["sessions"], 1);
+    let stats = get_json(server.addr, "/api/stats?by=model");
+    let rows: Vec<(&str, i64)> = stats["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap(),
+                r["tokens"]["total"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, vec![("m-b", 800), ("m-a", 300)], "{stats}");
+}
+
 #[test]
 fn pages_assets_and_404s() {
     let f = fixture();

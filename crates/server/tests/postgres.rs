@@ -25,34 +25,40 @@ fn fresh(name: &str) -> Database {
 fn answers(tx: &mut ReadTx<'_>, ids: &[&str]) -> scribe_db::Result<Vec<String>> {
     let mut out = Vec::new();
     for since in [i64::MIN, T0 - 3 * DAY] {
-        for r in tx.q().usage_by_day_and_model_since(since)? {
-            out.push(format!(
-                "model {since} {} {} {} {} {} {} {} {} {} {:.9}",
+        // In no order: sorted.
+        let mut carried = Vec::new();
+        for r in tx.q().message_usage_since(since)? {
+            carried.push(format!(
+                "messages {since} {} {} {:?} {} {} {} {} {} {} {:.9}",
+                r.session_id,
                 r.day,
-                r.key,
-                r.session_count,
+                r.model,
+                r.message_count,
                 r.input_tokens,
                 r.output_tokens,
                 r.cache_read_tokens,
                 r.cache_write_tokens,
                 r.reasoning_tokens,
-                r.api_call_count,
-                r.estimated_cost_usd
+                r.cost_usd
             ));
         }
-        for r in tx.q().usage_by_day_and_source_since(since)? {
+        carried.sort();
+        out.extend(carried);
+        for r in tx.q().own_usage_since(since)? {
             out.push(format!(
-                "source {since} {} {} {} {} {} {} {} {} {} {:.9}",
+                "own {since} {} {:?} {} {} {} {} {} {} {} {} {:.9} {}",
+                r.id,
+                r.model,
+                r.source,
                 r.day,
-                r.key,
-                r.session_count,
                 r.input_tokens,
                 r.output_tokens,
                 r.cache_read_tokens,
                 r.cache_write_tokens,
                 r.reasoning_tokens,
                 r.api_call_count,
-                r.estimated_cost_usd
+                r.estimated_cost_usd,
+                r.unpriced
             ));
         }
     }
@@ -100,8 +106,8 @@ fn the_server_queries_answer_the_same_on_postgres() {
     let on_pg = pg.read(|tx| answers(tx, &ids)).unwrap();
     // Not vacuous: every query answered something.
     for what in [
-        "model ",
-        "source ",
+        "messages ",
+        "own ",
         "source choice",
         "model choice",
         "directory choice",

@@ -71,5 +71,8 @@ pub use transfer::{
     BoxError, ExportSelection, IMPORT_BATCH_MESSAGES, ImportOutcome, ImportProgress, PruneReport,
     RollUpMark, SessionExport, exports_parents_first,
 };
-pub use usage::{RollUp, StatsBy, UsageDelta, UsageStats, UsageStatsRow, UsageTotals};
+pub use usage::{
+    RollUp, StatsBy, UsageDelta, UsageSlice, UsageSlices, UsageStats, UsageStatsRow, UsageTotals,
+    group_usage,
+};
 pub use watch::{SessionChanges, SessionWatch, WATCH_POLL};

@@ -5,6 +5,8 @@
 //! back, so any number of threads and processes can add usage to one session at once and
 //! all of it counts.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use scribe_db::Tx;
 use scribe_db::queries as q;
 use scribe_message::TokenUsage;
@@ -137,11 +139,14 @@ pub struct UsageStatsRow {
 /// A parent imported without its rolled-up child has no mark to subtract, so there the
 /// child's share counts under the parent.
 ///
-/// Why not sum the per-message usage of `messages` by `messages.model`: a fork copies its
-/// original's messages with their usage (counting them twice), `clear` deletes messages
-/// but keeps the session's totals, usage can be added without a message, and api calls
-/// are not recorded per message. The session totals are the ledger; the roll-up amounts
-/// make them attributable.
+/// Within a session, usage counts under the model and UTC day of the message that carries
+/// it ([`UsageSlice`]): a conversation that switched from one model to another, or went on
+/// past midnight, is split as it happened. The session totals stay the ledger: what they
+/// hold beyond their messages' usage (usage reported for the session as a whole, usage of
+/// messages since cleared, calls made without a message of their own) counts under the
+/// session's model and creation day. A session whose messages carry more than it counts
+/// itself (a fork: its copied messages keep their usage, its totals start at zero) counts
+/// wholly under its own model and day, so no token is counted twice.
 ///
 /// Costs are sums and differences of floating-point amounts, exact to the usual rounding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,18 +176,6 @@ macro_rules! totals_of {
             cost_usd: $row.estimated_cost_usd,
             unpriced_sessions: $row.unpriced_session_count,
         }
-    };
-}
-
-macro_rules! stats_rows {
-    ($rows:expr) => {
-        $rows
-            .into_iter()
-            .map(|row| UsageStatsRow {
-                totals: totals_of!(row),
-                key: row.key,
-            })
-            .collect::<Vec<_>>()
     };
 }
 
@@ -281,21 +274,32 @@ impl SessionService {
 
     /// Token and cost totals grouped `by` model, source or day, over sessions created at
     /// or after `since` (ms; `None`: all), with the grand totals. Each session counts its
-    /// own usage under its own model, source and creation day (see [`UsageStats`]);
-    /// `sessions` counts every session created in the range, children included.
+    /// own usage, split by the model and day of the messages that carry it (see
+    /// [`UsageStats`]); a row's `sessions` counts the sessions with usage in it, the
+    /// totals' every session created in the range, children included.
     pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<UsageStats> {
+        Ok(self.usage_slices(since)?.stats(by))
+    }
+
+    /// Every session created at or after `since` (ms; `None`: all), its own usage split
+    /// by the model and UTC day it was used on (see [`UsageStats`]), and their totals, read
+    /// in one transaction: what [`stats`](Self::stats) groups, for grouping other ways.
+    pub fn usage_slices(&self, since: Option<i64>) -> Result<UsageSlices> {
         let from = since.unwrap_or(i64::MIN);
         self.db.read(|tx| {
-            let rows = match by {
-                StatsBy::Model => stats_rows!(tx.q().usage_by_model_since(from)?),
-                StatsBy::Source => stats_rows!(tx.q().usage_by_source_since(from)?),
-                StatsBy::Day => stats_rows!(tx.q().usage_by_day_since(from)?),
-            };
+            let mut carried: HashMap<String, Vec<q::MessageUsageSinceRow>> = HashMap::new();
+            for row in tx.q().message_usage_since(from)? {
+                carried.entry(row.session_id.clone()).or_default().push(row);
+            }
+            let mut slices = Vec::new();
+            for own in tx.q().own_usage_since(from)? {
+                let messages = carried.remove(&own.id).unwrap_or_default();
+                slices.extend(split_session(own, messages));
+            }
             let totals = tx.q().usage_totals_since(from)?;
-            Ok(UsageStats {
-                by,
+            Ok(UsageSlices {
                 since,
-                rows,
+                slices,
                 totals: totals_of!(totals),
             })
         })
@@ -306,5 +310,229 @@ impl SessionService {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.db
             .read(|tx| sessions(tx.q().top_sessions_by_tokens(limit)?))
+    }
+}
+
+/// One session's own usage of one model on one UTC day: what [`SessionService::stats`]
+/// and the web page's usage chart add up (see [`UsageStats`] for how a session's usage is
+/// split).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageSlice {
+    /// The session that used it.
+    pub session_id: String,
+    /// The model of the messages that carried it (the session's model for usage no
+    /// message carries, or whose message names none); `""` when neither names one.
+    pub model: String,
+    /// The session's source.
+    pub source: String,
+    /// The UTC day (`YYYY-MM-DD`) of the messages that carried it (the session's creation
+    /// day for usage no message carries).
+    pub day: String,
+    /// The usage; `sessions` is 1, and `unpriced_sessions` 1 when this share of the
+    /// session's cost leaves out usage of a model without a price: when the session's
+    /// does, the shares with tokens and no cost (every share of the session, when none
+    /// looks so).
+    pub totals: UsageTotals,
+}
+
+/// The usage of a period, sliced ([`SessionService::usage_slices`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageSlices {
+    /// Only sessions created at or after this time (ms) were counted.
+    pub since: Option<i64>,
+    /// Each session's usage per day and model, ordered by session, day and model.
+    pub slices: Vec<UsageSlice>,
+    /// All of it, every session of the period counted (those without usage too).
+    pub totals: UsageTotals,
+}
+
+impl UsageSlices {
+    /// The slices added up `by` model or source (most expensive first) or day (oldest
+    /// first), with the totals.
+    pub fn stats(&self, by: StatsBy) -> UsageStats {
+        let grouped = group_usage(&self.slices, |slice| match by {
+            StatsBy::Model => slice.model.as_str(),
+            StatsBy::Source => slice.source.as_str(),
+            StatsBy::Day => slice.day.as_str(),
+        });
+        let mut rows: Vec<UsageStatsRow> = grouped
+            .into_iter()
+            .map(|(key, totals)| UsageStatsRow {
+                key: key.to_owned(),
+                totals,
+            })
+            .collect();
+        if by != StatsBy::Day {
+            rows.sort_by(|a, b| {
+                b.totals
+                    .cost_usd
+                    .total_cmp(&a.totals.cost_usd)
+                    .then_with(|| a.key.cmp(&b.key))
+            });
+        }
+        UsageStats {
+            by,
+            since: self.since,
+            rows,
+            totals: self.totals.clone(),
+        }
+    }
+}
+
+/// Adds `slices` up by `key`, in key order. A group's `sessions` and `unpriced_sessions`
+/// count each session once, however many of its slices the group holds; counts saturate
+/// and costs stop at the largest finite amount, as every stored sum does.
+pub fn group_usage<'a, K: Ord>(
+    slices: &'a [UsageSlice],
+    key: impl Fn(&'a UsageSlice) -> K,
+) -> BTreeMap<K, UsageTotals> {
+    let mut groups: BTreeMap<K, (UsageTotals, HashSet<&str>, HashSet<&str>)> = BTreeMap::new();
+    for slice in slices {
+        let (totals, sessions, unpriced) = groups.entry(key(slice)).or_default();
+        add_totals(totals, &slice.totals);
+        sessions.insert(&slice.session_id);
+        if slice.totals.unpriced_sessions > 0 {
+            unpriced.insert(&slice.session_id);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(key, (mut totals, sessions, unpriced))| {
+            totals.sessions = count(sessions.len());
+            totals.unpriced_sessions = count(unpriced.len());
+            (key, totals)
+        })
+        .collect()
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `into += add`, tokens and calls saturating, the cost clamped (ARCHITECTURE.md,
+/// "Clamped cost sums"); `sessions` and `unpriced_sessions` are left to the caller.
+fn add_totals(into: &mut UsageTotals, add: &UsageTotals) {
+    into.tokens += add.tokens;
+    into.api_calls = into.api_calls.saturating_add(add.api_calls);
+    into.cost_usd = (into.cost_usd + add.cost_usd).min(f64::MAX);
+}
+
+/// How far a session's message costs may exceed its own in the sum's rounding (the two
+/// add the same amounts in different orders) before they count as more than it holds.
+const COST_ROUNDING: f64 = 1e-9;
+
+/// One session's own usage split by the model and day of the messages that carry it
+/// (see [`UsageStats`]), each (day, model) once, in that order.
+fn split_session(
+    own: q::OwnUsageSinceRow,
+    messages: Vec<q::MessageUsageSinceRow>,
+) -> Vec<UsageSlice> {
+    let session_model = own.model.unwrap_or_default();
+    let whole = UsageTotals {
+        sessions: 1,
+        tokens: TokenUsage {
+            input: own.input_tokens,
+            output: own.output_tokens,
+            cache_read: own.cache_read_tokens,
+            cache_write: own.cache_write_tokens,
+            reasoning: own.reasoning_tokens,
+        },
+        api_calls: own.api_call_count,
+        cost_usd: own.estimated_cost_usd,
+        unpriced_sessions: 0,
+    };
+    let carried: Vec<(String, String, UsageTotals)> = messages
+        .into_iter()
+        .map(|row| {
+            let totals = UsageTotals {
+                sessions: 1,
+                tokens: TokenUsage {
+                    input: row.input_tokens,
+                    output: row.output_tokens,
+                    cache_read: row.cache_read_tokens,
+                    cache_write: row.cache_write_tokens,
+                    reasoning: row.reasoning_tokens,
+                },
+                api_calls: row.message_count,
+                cost_usd: row.cost_usd,
+                unpriced_sessions: 0,
+            };
+            let model = row.model.unwrap_or_else(|| session_model.clone());
+            (row.day, model, totals)
+        })
+        .collect();
+    let mut in_messages = UsageTotals::default();
+    for (_, _, totals) in &carried {
+        add_totals(&mut in_messages, totals);
+    }
+    let mut parts: BTreeMap<(String, String), UsageTotals> = BTreeMap::new();
+    let mut rest = whole.clone();
+    if fits_within(&in_messages, &whole) {
+        // One call per message that carries usage, unless that is more calls than the
+        // session made (a message of several steps); then the calls stay with the session.
+        let calls_fit = in_messages.api_calls <= whole.api_calls;
+        for (day, model, mut totals) in carried {
+            if !calls_fit {
+                totals.api_calls = 0;
+            }
+            add_totals(parts.entry((day, model)).or_default(), &totals);
+        }
+        rest = UsageTotals {
+            sessions: 1,
+            tokens: minus(whole.tokens, in_messages.tokens),
+            api_calls: if calls_fit {
+                whole.api_calls - in_messages.api_calls
+            } else {
+                whole.api_calls
+            },
+            cost_usd: (whole.cost_usd - in_messages.cost_usd).max(0.0),
+            unpriced_sessions: 0,
+        };
+    }
+    if parts.is_empty() || rest.tokens.total() != 0 || rest.api_calls != 0 || rest.cost_usd != 0.0 {
+        add_totals(parts.entry((own.day, session_model)).or_default(), &rest);
+    }
+    let unpriced = own.unpriced != 0;
+    let lacks_price = |t: &UsageTotals| !t.tokens.is_zero() && t.cost_usd == 0.0;
+    let mark_all = unpriced && !parts.values().any(lacks_price);
+    parts
+        .into_iter()
+        .map(|((day, model), mut totals)| {
+            totals.sessions = 1;
+            totals.unpriced_sessions = i64::from(unpriced && (mark_all || lacks_price(&totals)));
+            UsageSlice {
+                session_id: own.id.clone(),
+                model,
+                source: own.source.clone(),
+                day,
+                totals,
+            }
+        })
+        .collect()
+}
+
+/// Whether usage `part` (what a session's messages carry) is within `whole` (what the
+/// session counts as its own): no count negative and none over the whole's, the cost
+/// within its rounding. Calls are not compared (see [`split_session`]).
+fn fits_within(part: &UsageTotals, whole: &UsageTotals) -> bool {
+    let within = |p: i64, w: i64| (0..=w).contains(&p);
+    let (p, w) = (part.tokens, whole.tokens);
+    within(p.input, w.input)
+        && within(p.output, w.output)
+        && within(p.cache_read, w.cache_read)
+        && within(p.cache_write, w.cache_write)
+        && within(p.reasoning, w.reasoning)
+        && part.cost_usd >= 0.0
+        && part.cost_usd <= whole.cost_usd + whole.cost_usd.abs() * COST_ROUNDING + COST_ROUNDING
+}
+
+/// `a - b` counter by counter, for `b` within `a` ([`fits_within`]).
+fn minus(a: TokenUsage, b: TokenUsage) -> TokenUsage {
+    TokenUsage {
+        input: a.input.saturating_sub(b.input),
+        output: a.output.saturating_sub(b.output),
+        cache_read: a.cache_read.saturating_sub(b.cache_read),
+        cache_write: a.cache_write.saturating_sub(b.cache_write),
+        reasoning: a.reasoning.saturating_sub(b.reasoning),
     }
 }

@@ -13,19 +13,22 @@ use crate::ui::{self, paint, style};
 /// How to group usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum By {
-    /// By model, most expensive first.
+    /// By the model that used it, most expensive first.
     Model,
     /// By source (cli, tui, telegram …), most expensive first.
     Source,
-    /// By UTC day the session started, oldest first.
+    /// By the UTC day it was used on, oldest first.
     Day,
 }
 
 /// Token usage and cost.
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
-/// by model, source or day, with totals. A sub-agent session whose usage was rolled into
-/// its parent is counted once, in the parent.
+/// by model, source or day, with totals. Usage counts under the model and day of the
+/// message that used it, so a session that switched models or ran past midnight is split
+/// as it happened; what a session counts beyond its messages (usage an agent reported for
+/// the session as a whole) counts under its model and the day it started. A sub-agent
+/// session whose usage was rolled into its parent is counted once, under its own model.
 #[derive(Debug, Args)]
 pub struct StatsCmd {
     /// How to group.

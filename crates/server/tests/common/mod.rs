@@ -610,6 +610,47 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
     db_path
 }
 
+/// A store of one imported session on `m-b`, created a day before `T0`, that answered
+/// first on `m-a` (300 input tokens, $0.25) and the next day on `m-b` (700, $0.75), a call
+/// each; its 100 output tokens were carried by no message.
+pub fn switched_store(dir: &Path) -> PathBuf {
+    let db_path = dir.join("switched.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let t = T0 - DAY;
+    let s = session(
+        "ses_switched",
+        None,
+        "codex",
+        "m-b",
+        None,
+        t,
+        1.0,
+        (1000, 100),
+    );
+    let mut messages = Vec::new();
+    for (i, (model, at, input, cost)) in [("m-a", t, 300, 0.25), ("m-b", T0, 700, 0.75)]
+        .into_iter()
+        .enumerate()
+    {
+        let text = vec![json!({"type": "text", "text": format!("answer {i}")})];
+        let mut answer = message(
+            "ses_switched",
+            &format!("msg_switched_{i}"),
+            "assistant",
+            at,
+            text,
+        );
+        answer["model"] = json!(model);
+        answer["usage"] =
+            json!({"input": input, "output": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0});
+        answer["cost_usd"] = json!(cost);
+        messages.push(answer);
+    }
+    import(&sessions, s, messages);
+    db_path
+}
+
 /// Appends an assistant message with `text` to `session` in `db`, in this process.
 pub fn append_message(db: &Path, session: &str, text: &str) {
     let db = Arc::new(Database::open(db).unwrap());
