@@ -390,8 +390,8 @@ fn serve_runs_on_postgres_and_never_prints_the_password() {
     assert!(!sessions["sessions"].as_array().unwrap().is_empty());
 }
 
-/// Rows another program wrote into the shared database: a session created past year 9999
-/// and token counts at `i64::MAX`. `stats` by every grouping answers (the time counts on
+/// Rows another program wrote into the shared database: sessions and messages created past
+/// year 9999 and token counts at `i64::MAX`. `stats` by every grouping answers (the time counts on
 /// 9999-12-31, the sums clamp at `i64::MAX`, costs at `f64::MAX`) instead of failing with 'timestamp out of
 /// range' or 'bigint out of range'.
 #[test]
@@ -412,6 +412,10 @@ fn stats_on_postgres_survive_times_and_counts_out_of_range() {
                  estimated_cost_usd = $2",
             &[&i64::MAX, &f64::MAX],
         )
+        .unwrap();
+    // Usage counts on the day of the message that carries it.
+    client
+        .execute("UPDATE messages SET created_at = $1", &[&i64::MAX])
         .unwrap();
     for by in ["model", "source", "day"] {
         let stats = json(&["--db", &url, "stats", "--by", by, "--json"], None);
