@@ -477,19 +477,27 @@ fn split_session(
             }
             add_totals(parts.entry((day, model)).or_default(), &totals);
         }
+        // What the messages' costs leave, less the rounding of their sum: nothing at all
+        // when they carry the whole cost (else a session would count, with $0.00, on its
+        // creation day and model too).
+        let cost_left = whole.cost_usd - in_messages.cost_usd;
         rest = UsageTotals {
             sessions: 1,
             tokens: minus(whole.tokens, in_messages.tokens),
             api_calls: if calls_fit {
-                whole.api_calls - in_messages.api_calls
+                whole.api_calls.saturating_sub(in_messages.api_calls)
             } else {
                 whole.api_calls
             },
-            cost_usd: (whole.cost_usd - in_messages.cost_usd).max(0.0),
+            cost_usd: if cost_left > rounding(whole.cost_usd) {
+                cost_left
+            } else {
+                0.0
+            },
             unpriced_sessions: 0,
         };
     }
-    if parts.is_empty() || rest.tokens.total() != 0 || rest.api_calls != 0 || rest.cost_usd != 0.0 {
+    if parts.is_empty() || !rest.tokens.is_zero() || rest.api_calls != 0 || rest.cost_usd != 0.0 {
         add_totals(parts.entry((own.day, session_model)).or_default(), &rest);
     }
     let unpriced = own.unpriced != 0;
@@ -523,7 +531,13 @@ fn fits_within(part: &UsageTotals, whole: &UsageTotals) -> bool {
         && within(p.cache_write, w.cache_write)
         && within(p.reasoning, w.reasoning)
         && part.cost_usd >= 0.0
-        && part.cost_usd <= whole.cost_usd + whole.cost_usd.abs() * COST_ROUNDING + COST_ROUNDING
+        && part.cost_usd <= whole.cost_usd + rounding(whole.cost_usd)
+}
+
+/// How far two sums of the same costs (in different orders) may differ: [`COST_ROUNDING`]
+/// of `cost`, and at least that much of a dollar.
+fn rounding(cost: f64) -> f64 {
+    cost.abs() * COST_ROUNDING + COST_ROUNDING
 }
 
 /// `a - b` counter by counter, for `b` within `a` ([`fits_within`]).
@@ -534,5 +548,111 @@ fn minus(a: TokenUsage, b: TokenUsage) -> TokenUsage {
         cache_read: a.cache_read.saturating_sub(b.cache_read),
         cache_write: a.cache_write.saturating_sub(b.cache_write),
         reasoning: a.reasoning.saturating_sub(b.reasoning),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own(input: i64, calls: i64, cost: f64) -> q::OwnUsageSinceRow {
+        q::OwnUsageSinceRow {
+            id: "ses_1".into(),
+            model: Some("m-session".into()),
+            source: "cli".into(),
+            day: "2026-03-01".into(),
+            input_tokens: input,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            api_call_count: calls,
+            estimated_cost_usd: cost,
+            unpriced: 0,
+        }
+    }
+
+    fn carried(day: &str, model: &str, input: i64, cost: f64) -> q::MessageUsageSinceRow {
+        q::MessageUsageSinceRow {
+            session_id: "ses_1".into(),
+            day: day.into(),
+            model: Some(model.into()),
+            message_count: 1,
+            input_tokens: input,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            cost_usd: cost,
+        }
+    }
+
+    fn keys(slices: &[UsageSlice]) -> Vec<(&str, &str, i64, i64)> {
+        slices
+            .iter()
+            .map(|s| {
+                let t = &s.totals;
+                (
+                    s.day.as_str(),
+                    s.model.as_str(),
+                    t.tokens.input,
+                    t.api_calls,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn messages_that_carry_the_whole_cost_leave_no_share_to_the_session() {
+        // The session added 0.1 then 0.2; its one message was charged 0.3: the sums differ
+        // in the last bit, and that is no usage of the session's own.
+        let slices = split_session(
+            own(30, 1, 0.1 + 0.2),
+            vec![carried("2026-03-02", "m-msg", 30, 0.3)],
+        );
+        assert_eq!(keys(&slices), vec![("2026-03-02", "m-msg", 30, 1)]);
+        assert!((slices[0].totals.cost_usd - 0.3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn damaged_or_copied_counts_keep_the_session_whole() {
+        // Negative counts written by another program, and messages carrying more than the
+        // session (a fork's copies): the session counts whole, on its own model and day.
+        for messages in [
+            vec![carried("2026-03-02", "m-msg", -5, 0.0)],
+            vec![carried("2026-03-02", "m-msg", 50, 0.0)],
+            vec![carried("2026-03-02", "m-msg", 5, 2.0)],
+        ] {
+            let slices = split_session(own(10, 2, 1.0), messages);
+            assert_eq!(keys(&slices), vec![("2026-03-01", "m-session", 10, 2)]);
+        }
+    }
+
+    #[test]
+    fn calls_follow_their_messages_only_when_the_session_made_that_many() {
+        let two = vec![
+            carried("2026-03-01", "m-a", 1, 0.0),
+            carried("2026-03-02", "m-b", 2, 0.0),
+        ];
+        let slices = split_session(own(3, 5, 0.0), two.clone());
+        assert_eq!(
+            keys(&slices),
+            vec![
+                ("2026-03-01", "m-a", 1, 1),
+                ("2026-03-01", "m-session", 0, 3),
+                ("2026-03-02", "m-b", 2, 1),
+            ]
+        );
+        // Two messages, but the session counts one call: messages are not its calls here,
+        // so the call stays with the session.
+        let slices = split_session(own(3, 1, 0.0), two);
+        assert_eq!(
+            keys(&slices),
+            vec![
+                ("2026-03-01", "m-a", 1, 0),
+                ("2026-03-01", "m-session", 0, 1),
+                ("2026-03-02", "m-b", 2, 0),
+            ]
+        );
     }
 }
