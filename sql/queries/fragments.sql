@@ -32,3 +32,10 @@ CASE WHEN x / 2 + d / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
 -- as it is. (MessageService::update_part computes the same in Rust for its event, which
 -- has no RETURNING to read it from.)
 CASE WHEN old_time >= clock THEN old_time + 1 ELSE clock END
+
+-- fragment: carries_usage(m)
+-- Whether the row m (an alias of messages) carries usage: a token count or a cost. The
+-- messages `scribe stats` splits a session's usage by (session_admin.sql,
+-- MessageUsageSince).
+(m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+ OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)

@@ -80,12 +80,14 @@ WHERE ended_at IS NOT NULL AND ended_at < @before AND source = @source
 ORDER BY ended_at, id;
 
 -- name: OwnUsageSince :many
--- Every session created at or after @since with its own usage (session_own_usage: what it
--- used itself, without what its rolled-up children added), so every token and cent is
--- counted once, and the UTC day of its creation (the fragment utc_day, each dialect's
--- own). With MessageUsageSince, what `scribe stats` and the web page's usage chart split
--- by model and day (SessionService::usage_slices, crates/session/src/usage.rs).
--- unpriced: the session's cost leaves out usage of a model without a price (V28).
+-- The sessions whose usage `scribe stats --since @since` and the web page's usage chart
+-- count: every session started at or after @since (started_since 1), and every other one
+-- whose messages carry usage from then on. Each with its own usage (session_own_usage:
+-- what it used itself, without what its rolled-up children added), so every token and
+-- cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
+-- own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
+-- (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
+-- without a price (V28).
 SELECT id, model, source,
        sqlgen.utc_day(created_at) AS "day!",
        input_tokens AS "input_tokens!",
@@ -95,19 +97,23 @@ SELECT id, model, source,
        reasoning_tokens AS "reasoning_tokens!",
        api_call_count AS "api_call_count!",
        estimated_cost_usd AS "estimated_cost_usd!",
-       CAST(unpriced AS BIGINT) AS "unpriced!"
+       CAST(unpriced AS BIGINT) AS "unpriced!",
+       CAST(CASE WHEN created_at >= @since THEN 1 ELSE 0 END AS BIGINT) AS "started_since!"
 FROM session_own_usage
 WHERE created_at >= @since
+   OR id IN (SELECT u.session_id FROM messages AS u
+             WHERE u.created_at >= @since AND sqlgen.carries_usage(u))
 ORDER BY id;
 
 -- name: MessageUsageSince :many
--- The usage the messages of each session created at or after @since carry, per UTC day of
--- the message and model of the message (NULL: none named), with how many messages carry
--- it, in no order; messages without usage are left out. SessionService::usage_slices puts
--- each group under its own model and day, and what the session counts beyond its messages
--- under the session's. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite
--- with total(), as doubles, cast back (exact below 2^53, saturating above; its integer
--- sum() raised 'integer overflow' for rows near i64::MAX, written by another program or
+-- The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
+-- counts beyond its messages is its own less all of theirs), per UTC day and model of the
+-- message (NULL: none named) and whether it is from @since on (since 1), with how many
+-- messages carry it, in no order; messages without usage are left out.
+-- SessionService::usage_slices puts each group from @since on under its own model and
+-- day. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
+-- total(), as doubles, cast back (exact below 2^53, saturating above; its integer sum()
+-- raised 'integer overflow' for rows near i64::MAX, written by another program or
 -- imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
 -- BIGINT (scribe_clamped_bigint, V22). Costs sum to at most the largest finite amount
 -- (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
@@ -117,6 +123,7 @@ ORDER BY id;
 SELECT m.session_id,
        sqlgen.utc_day(m.created_at) AS "day!",
        m.model,
+       CAST(CASE WHEN m.created_at >= @since THEN 1 ELSE 0 END AS BIGINT) AS "since!",
        count(*) AS "message_count!",
        sqlgen.clamped_count_sum(m.input_tokens) AS "input_tokens!",
        sqlgen.clamped_count_sum(m.output_tokens) AS "output_tokens!",
@@ -126,23 +133,11 @@ SELECT m.session_id,
        sqlgen.clamped_cost_sum(m.cost_usd) AS "cost_usd!"
 FROM messages AS m
 JOIN sessions AS s ON s.id = m.session_id
-WHERE s.created_at >= @since
-  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
-       OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
-GROUP BY m.session_id, sqlgen.utc_day(m.created_at), m.model;
-
--- name: UsageTotalsSince :one
-SELECT count(*) AS "session_count!",
-       sqlgen.clamped_count_sum(input_tokens) AS "input_tokens!",
-       sqlgen.clamped_count_sum(output_tokens) AS "output_tokens!",
-       sqlgen.clamped_count_sum(cache_read_tokens) AS "cache_read_tokens!",
-       sqlgen.clamped_count_sum(cache_write_tokens) AS "cache_write_tokens!",
-       sqlgen.clamped_count_sum(reasoning_tokens) AS "reasoning_tokens!",
-       sqlgen.clamped_count_sum(api_call_count) AS "api_call_count!",
-       sqlgen.clamped_cost_sum(estimated_cost_usd) AS "estimated_cost_usd!",
-       sqlgen.clamped_count_sum(unpriced) AS "unpriced_session_count!"
-FROM session_own_usage
-WHERE created_at >= @since;
+WHERE sqlgen.carries_usage(m)
+  AND (s.created_at >= @since
+       OR m.session_id IN (SELECT u.session_id FROM messages AS u
+                           WHERE u.created_at >= @since AND sqlgen.carries_usage(u)))
+GROUP BY 1, 2, 3, 4;
 
 -- name: UpdateExternalSession :execrows
 -- An imported session's link, kind and end as its source now shows them (history import);

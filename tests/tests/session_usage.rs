@@ -535,6 +535,24 @@ fn stats_split_a_session_by_the_model_and_day_of_its_messages(backend: Backend) 
         assert_eq!((input, calls), (1_345, 6));
         assert!((cost - 5.125).abs() < 1e-12, "{cost}");
     }
+    // `since` counts the usage from then on: a message's by its time, what a session
+    // counts beyond its messages by when the session started (all four today).
+    let since = e.svc.stats(StatsBy::Model, Some(DAY2)).unwrap();
+    assert_eq!(
+        rows_of(&since),
+        vec![
+            ("opus".to_owned(), 2, 1_200, 3, 3_500_000, 0),
+            ("haiku".to_owned(), 2, 40, 1, 500_000, 0),
+        ]
+    );
+    assert_eq!(
+        (
+            since.totals.sessions,
+            since.totals.tokens.input,
+            since.totals.api_calls
+        ),
+        (4, 1_240, 4)
+    );
     // A session whose cost leaves out a model without a price marks only the model that
     // had none (a store of its own: sessions created within a millisecond share a time).
     let e = env_on(backend);
@@ -563,12 +581,13 @@ fn stats_split_a_session_by_the_model_and_day_of_its_messages(backend: Backend) 
         marks,
         vec![("opus".to_owned(), 0), ("mystery".to_owned(), 1)]
     );
-    // `since` still picks sessions by creation, whenever their messages were.
+    // Nothing from after the last session started: its messages are dated before.
     let later = e
         .svc
         .stats(StatsBy::Day, Some(partial.created_at + 1))
         .unwrap();
     assert!(later.rows.is_empty());
+    assert_eq!(later.totals.sessions, 0);
     assert_eq!(later.totals.sessions, 0);
 }
 

@@ -2703,9 +2703,13 @@ pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        reasoning_tokens AS \"reasoning_tokens!\",
        api_call_count AS \"api_call_count!\",
        estimated_cost_usd AS \"estimated_cost_usd!\",
-       CAST(unpriced AS BIGINT) AS \"unpriced!\"
+       CAST(unpriced AS BIGINT) AS \"unpriced!\",
+       CAST(CASE WHEN created_at >= ?1 THEN 1 ELSE 0 END AS BIGINT) AS \"started_since!\"
 FROM session_own_usage
 WHERE created_at >= ?1
+   OR id IN (SELECT u.session_id FROM messages AS u
+             WHERE u.created_at >= ?1 AND (u.input_tokens <> 0 OR u.output_tokens <> 0 OR u.cache_read_tokens <> 0
+ OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
 ORDER BY id";
 
 /// A row returned by [`own_usage_since`].
@@ -2723,16 +2727,19 @@ pub struct OwnUsageSinceRow {
     pub api_call_count: i64,
     pub estimated_cost_usd: f64,
     pub unpriced: i64,
+    pub started_since: i64,
 }
 
 /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:82`.
 ///
-/// Every session created at or after @since with its own usage (session_own_usage: what it
-/// used itself, without what its rolled-up children added), so every token and cent is
-/// counted once, and the UTC day of its creation (the fragment utc_day, each dialect's
-/// own). With MessageUsageSince, what `scribe stats` and the web page's usage chart split
-/// by model and day (SessionService::usage_slices, crates/session/src/usage.rs).
-/// unpriced: the session's cost leaves out usage of a model without a price (V28).
+/// The sessions whose usage `scribe stats --since @since` and the web page's usage chart
+/// count: every session started at or after @since (started_since 1), and every other one
+/// whose messages carry usage from then on. Each with its own usage (session_own_usage:
+/// what it used itself, without what its rolled-up children added), so every token and
+/// cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
+/// own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
+/// (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
+/// without a price (V28).
 pub fn own_usage_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2752,15 +2759,17 @@ pub fn own_usage_since(
             api_call_count: row.get(9)?,
             estimated_cost_usd: row.get(10)?,
             unpriced: row.get(11)?,
+            started_since: row.get(12)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:103).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:108).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        m.model,
+       CAST(CASE WHEN m.created_at >= ?1 THEN 1 ELSE 0 END AS BIGINT) AS \"since!\",
        count(*) AS \"message_count!\",
        CAST(total(m.input_tokens) AS INTEGER) AS \"input_tokens!\",
        CAST(total(m.output_tokens) AS INTEGER) AS \"output_tokens!\",
@@ -2770,10 +2779,13 @@ pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        CAST(min(total(m.cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"cost_usd!\"
 FROM messages AS m
 JOIN sessions AS s ON s.id = m.session_id
-WHERE s.created_at >= ?1
-  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
-       OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
-GROUP BY m.session_id, date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch'), m.model";
+WHERE (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+ OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
+  AND (s.created_at >= ?1
+       OR m.session_id IN (SELECT u.session_id FROM messages AS u
+                           WHERE u.created_at >= ?1 AND (u.input_tokens <> 0 OR u.output_tokens <> 0 OR u.cache_read_tokens <> 0
+ OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0)))
+GROUP BY 1, 2, 3, 4";
 
 /// A row returned by [`message_usage_since`].
 #[derive(Debug, Clone, PartialEq)]
@@ -2781,6 +2793,7 @@ pub struct MessageUsageSinceRow {
     pub session_id: String,
     pub day: String,
     pub model: Option<String>,
+    pub since: i64,
     pub message_count: i64,
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -2790,15 +2803,16 @@ pub struct MessageUsageSinceRow {
     pub cost_usd: f64,
 }
 
-/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:103`.
+/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:108`.
 ///
-/// The usage the messages of each session created at or after @since carry, per UTC day of
-/// the message and model of the message (NULL: none named), with how many messages carry
-/// it, in no order; messages without usage are left out. SessionService::usage_slices puts
-/// each group under its own model and day, and what the session counts beyond its messages
-/// under the session's. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite
-/// with total(), as doubles, cast back (exact below 2^53, saturating above; its integer
-/// sum() raised 'integer overflow' for rows near i64::MAX, written by another program or
+/// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
+/// counts beyond its messages is its own less all of theirs), per UTC day and model of the
+/// message (NULL: none named) and whether it is from @since on (since 1), with how many
+/// messages carry it, in no order; messages without usage are left out.
+/// SessionService::usage_slices puts each group from @since on under its own model and
+/// day. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
+/// total(), as doubles, cast back (exact below 2^53, saturating above; its integer sum()
+/// raised 'integer overflow' for rows near i64::MAX, written by another program or
 /// imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
 /// BIGINT (scribe_clamped_bigint, V22). Costs sum to at most the largest finite amount
 /// (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
@@ -2815,69 +2829,20 @@ pub fn message_usage_since(
             session_id: row.get(0)?,
             day: row.get(1)?,
             model: row.get(2)?,
-            message_count: row.get(3)?,
-            input_tokens: row.get(4)?,
-            output_tokens: row.get(5)?,
-            cache_read_tokens: row.get(6)?,
-            cache_write_tokens: row.get(7)?,
-            reasoning_tokens: row.get(8)?,
-            cost_usd: row.get(9)?,
+            since: row.get(3)?,
+            message_count: row.get(4)?,
+            input_tokens: row.get(5)?,
+            output_tokens: row.get(6)?,
+            cache_read_tokens: row.get(7)?,
+            cache_write_tokens: row.get(8)?,
+            reasoning_tokens: row.get(9)?,
+            cost_usd: row.get(10)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:134).
-pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       CAST(total(input_tokens) AS INTEGER) AS \"input_tokens!\",
-       CAST(total(output_tokens) AS INTEGER) AS \"output_tokens!\",
-       CAST(total(cache_read_tokens) AS INTEGER) AS \"cache_read_tokens!\",
-       CAST(total(cache_write_tokens) AS INTEGER) AS \"cache_write_tokens!\",
-       CAST(total(reasoning_tokens) AS INTEGER) AS \"reasoning_tokens!\",
-       CAST(total(api_call_count) AS INTEGER) AS \"api_call_count!\",
-       CAST(min(total(estimated_cost_usd), 1.7976931348623157e308) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       CAST(total(unpriced) AS INTEGER) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= ?1";
-
-/// A row returned by [`usage_totals_since`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UsageTotalsSinceRow {
-    pub session_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub api_call_count: i64,
-    pub estimated_cost_usd: f64,
-    pub unpriced_session_count: i64,
-}
-
-/// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:134`.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn usage_totals_since(
-    conn: &rusqlite::Connection,
-    since: i64,
-) -> rusqlite::Result<UsageTotalsSinceRow> {
-    let mut stmt = conn.prepare_cached(USAGE_TOTALS_SINCE_SQL)?;
-    stmt.query_row([since], |row| {
-        Ok(UsageTotalsSinceRow {
-            session_count: row.get(0)?,
-            input_tokens: row.get(1)?,
-            output_tokens: row.get(2)?,
-            cache_read_tokens: row.get(3)?,
-            cache_write_tokens: row.get(4)?,
-            reasoning_tokens: row.get(5)?,
-            api_call_count: row.get(6)?,
-            estimated_cost_usd: row.get(7)?,
-            unpriced_session_count: row.get(8)?,
-        })
-    })
-}
-
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:147).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:142).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2897,7 +2862,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:147`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:142`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4200,22 +4165,25 @@ pub trait ReadQueries {
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:82`.
-    /// Every session created at or after @since with its own usage (session_own_usage: what it
-    /// used itself, without what its rolled-up children added), so every token and cent is
-    /// counted once, and the UTC day of its creation (the fragment utc_day, each dialect's
-    /// own). With MessageUsageSince, what `scribe stats` and the web page's usage chart split
-    /// by model and day (SessionService::usage_slices, crates/session/src/usage.rs).
-    /// unpriced: the session's cost leaves out usage of a model without a price (V28).
+    /// The sessions whose usage `scribe stats --since @since` and the web page's usage chart
+    /// count: every session started at or after @since (started_since 1), and every other one
+    /// whose messages carry usage from then on. Each with its own usage (session_own_usage:
+    /// what it used itself, without what its rolled-up children added), so every token and
+    /// cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
+    /// own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
+    /// (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
+    /// without a price (V28).
     fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error>;
 
-    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:103`.
-    /// The usage the messages of each session created at or after @since carry, per UTC day of
-    /// the message and model of the message (NULL: none named), with how many messages carry
-    /// it, in no order; messages without usage are left out. SessionService::usage_slices puts
-    /// each group under its own model and day, and what the session counts beyond its messages
-    /// under the session's. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite
-    /// with total(), as doubles, cast back (exact below 2^53, saturating above; its integer
-    /// sum() raised 'integer overflow' for rows near i64::MAX, written by another program or
+    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:108`.
+    /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
+    /// counts beyond its messages is its own less all of theirs), per UTC day and model of the
+    /// message (NULL: none named) and whether it is from @since on (since 1), with how many
+    /// messages carry it, in no order; messages without usage are left out.
+    /// SessionService::usage_slices puts each group from @since on under its own model and
+    /// day. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
+    /// total(), as doubles, cast back (exact below 2^53, saturating above; its integer sum()
+    /// raised 'integer overflow' for rows near i64::MAX, written by another program or
     /// imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
     /// BIGINT (scribe_clamped_bigint, V22). Costs sum to at most the largest finite amount
     /// (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
@@ -4226,9 +4194,6 @@ pub trait ReadQueries {
         &mut self,
         since: i64,
     ) -> Result<Vec<MessageUsageSinceRow>, crate::Error>;
-
-    /// `UsageTotalsSince` (`:one`) from `sql/queries/session_admin.sql:134`.
-    fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error>;
 
     /// `GetSession` (`:one`) from `sql/queries/sessions.sql:37`.
     fn get_session(&mut self, id: &str) -> Result<Option<SessionRow>, crate::Error>;
@@ -4513,7 +4478,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:147`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:142`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4966,11 +4931,6 @@ impl ReadQueries for SqliteQueries<'_> {
         since: i64,
     ) -> Result<Vec<MessageUsageSinceRow>, crate::Error> {
         message_usage_since(self.conn, since).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn usage_totals_since(&mut self, since: i64) -> Result<UsageTotalsSinceRow, crate::Error> {
-        usage_totals_since(self.conn, since).map_err(crate::Error::from)
     }
 
     #[inline]

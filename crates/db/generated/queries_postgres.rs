@@ -563,15 +563,20 @@ pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        reasoning_tokens AS \"reasoning_tokens!\",
        api_call_count AS \"api_call_count!\",
        estimated_cost_usd AS \"estimated_cost_usd!\",
-       CAST(unpriced AS BIGINT) AS \"unpriced!\"
+       CAST(unpriced AS BIGINT) AS \"unpriced!\",
+       CAST(CASE WHEN created_at >= $1 THEN 1 ELSE 0 END AS BIGINT) AS \"started_since!\"
 FROM session_own_usage
 WHERE created_at >= $1
+   OR id IN (SELECT u.session_id FROM messages AS u
+             WHERE u.created_at >= $1 AND (u.input_tokens <> 0 OR u.output_tokens <> 0 OR u.cache_read_tokens <> 0
+ OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
 ORDER BY id";
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:103).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:108).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        m.model,
+       CAST(CASE WHEN m.created_at >= $1 THEN 1 ELSE 0 END AS BIGINT) AS \"since!\",
        count(*) AS \"message_count!\",
        scribe_clamped_bigint(sum(m.input_tokens)) AS \"input_tokens!\",
        scribe_clamped_bigint(sum(m.output_tokens)) AS \"output_tokens!\",
@@ -583,27 +588,15 @@ pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
                     * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"cost_usd!\"
 FROM messages AS m
 JOIN sessions AS s ON s.id = m.session_id
-WHERE s.created_at >= $1
-  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
-       OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
-GROUP BY m.session_id, to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), m.model";
+WHERE (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+ OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
+  AND (s.created_at >= $1
+       OR m.session_id IN (SELECT u.session_id FROM messages AS u
+                           WHERE u.created_at >= $1 AND (u.input_tokens <> 0 OR u.output_tokens <> 0 OR u.cache_read_tokens <> 0
+ OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0)))
+GROUP BY 1, 2, 3, 4";
 
-/// SQL of `UsageTotalsSince` (sql/queries/session_admin.sql:134).
-pub const USAGE_TOTALS_SINCE_SQL: &str = "SELECT count(*) AS \"session_count!\",
-       scribe_clamped_bigint(sum(input_tokens)) AS \"input_tokens!\",
-       scribe_clamped_bigint(sum(output_tokens)) AS \"output_tokens!\",
-       scribe_clamped_bigint(sum(cache_read_tokens)) AS \"cache_read_tokens!\",
-       scribe_clamped_bigint(sum(cache_write_tokens)) AS \"cache_write_tokens!\",
-       scribe_clamped_bigint(sum(reasoning_tokens)) AS \"reasoning_tokens!\",
-       scribe_clamped_bigint(sum(api_call_count)) AS \"api_call_count!\",
-       CAST(coalesce(least(sum(estimated_cost_usd * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
-                          CAST(9.745314011399998e288 AS DOUBLE PRECISION))
-                    * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"estimated_cost_usd!\",
-       scribe_clamped_bigint(sum(unpriced)) AS \"unpriced_session_count!\"
-FROM session_own_usage
-WHERE created_at >= $1";
-
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:147).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:142).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -1333,6 +1326,7 @@ fn read_own_usage_since_row(
         api_call_count: row.try_get(9)?,
         estimated_cost_usd: row.try_get(10)?,
         unpriced: row.try_get(11)?,
+        started_since: row.try_get(12)?,
     })
 }
 
@@ -1344,30 +1338,14 @@ fn read_message_usage_since_row(
         session_id: row.try_get(0)?,
         day: row.try_get(1)?,
         model: row.try_get(2)?,
-        message_count: row.try_get(3)?,
-        input_tokens: row.try_get(4)?,
-        output_tokens: row.try_get(5)?,
-        cache_read_tokens: row.try_get(6)?,
-        cache_write_tokens: row.try_get(7)?,
-        reasoning_tokens: row.try_get(8)?,
-        cost_usd: row.try_get(9)?,
-    })
-}
-
-/// Reads a [`super::UsageTotalsSinceRow`] from a row, by position.
-fn read_usage_totals_since_row(
-    row: &postgres::Row,
-) -> Result<super::UsageTotalsSinceRow, postgres::Error> {
-    Ok(super::UsageTotalsSinceRow {
-        session_count: row.try_get(0)?,
-        input_tokens: row.try_get(1)?,
-        output_tokens: row.try_get(2)?,
-        cache_read_tokens: row.try_get(3)?,
-        cache_write_tokens: row.try_get(4)?,
-        reasoning_tokens: row.try_get(5)?,
-        api_call_count: row.try_get(6)?,
-        estimated_cost_usd: row.try_get(7)?,
-        unpriced_session_count: row.try_get(8)?,
+        since: row.try_get(3)?,
+        message_count: row.try_get(4)?,
+        input_tokens: row.try_get(5)?,
+        output_tokens: row.try_get(6)?,
+        cache_read_tokens: row.try_get(7)?,
+        cache_write_tokens: row.try_get(8)?,
+        reasoning_tokens: row.try_get(9)?,
+        cost_usd: row.try_get(10)?,
     })
 }
 
@@ -2233,16 +2211,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map(read_message_usage_since_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
-    }
-
-    fn usage_totals_since(
-        &mut self,
-        since: i64,
-    ) -> Result<super::UsageTotalsSinceRow, crate::Error> {
-        let values: [Param<'_>; 1] = [(&since, Type::INT8)];
-        let sql = USAGE_TOTALS_SINCE_SQL;
-        let row = self.sqlgen_query_one(sql, &values)?;
-        read_usage_totals_since_row(&row).map_err(crate::Error::from)
     }
 
     fn get_session(&mut self, id: &str) -> Result<Option<super::SessionRow>, crate::Error> {

@@ -219,7 +219,7 @@ pub struct StatsRow {
 pub struct Stats {
     /// `model`, `source` or `day`.
     pub by: &'static str,
-    /// Only sessions created at or after this time (ms) were counted.
+    /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`).
     pub since: Option<i64>,
     /// One row per group.
     pub rows: Vec<StatsRow>,
@@ -613,7 +613,8 @@ fn close(
 /// `GET /api/usage`: usage per UTC day, stacked by model or source, for the charts.
 #[derive(Debug, Clone, Serialize)]
 pub struct Usage {
-    /// Only sessions created at or after this time (ms) were counted.
+    /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`); the
+    /// top sessions are those started from then on.
     pub since: Option<i64>,
     /// `model` or `source`: what each day's `stacks` are.
     pub stack: &'static str,

@@ -148,35 +148,20 @@ pub struct UsageStatsRow {
 /// itself (a fork: its copied messages keep their usage, its totals start at zero) counts
 /// wholly under its own model and day, so no token is counted twice.
 ///
+/// Usage `since` a time is the usage of the messages from then on, and of the sessions
+/// started from then on, what they count beyond their messages.
+///
 /// Costs are sums and differences of floating-point amounts, exact to the usual rounding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageStats {
     /// How the rows are grouped.
     pub by: StatsBy,
-    /// Only sessions created at or after this time (ms) were counted.
+    /// Only usage from this time (ms) on was counted.
     pub since: Option<i64>,
     /// One row per group.
     pub rows: Vec<UsageStatsRow>,
     /// All groups together.
     pub totals: UsageTotals,
-}
-
-macro_rules! totals_of {
-    ($row:expr) => {
-        UsageTotals {
-            sessions: $row.session_count,
-            tokens: TokenUsage {
-                input: $row.input_tokens,
-                output: $row.output_tokens,
-                cache_read: $row.cache_read_tokens,
-                cache_write: $row.cache_write_tokens,
-                reasoning: $row.reasoning_tokens,
-            },
-            api_calls: $row.api_call_count,
-            cost_usd: $row.estimated_cost_usd,
-            unpriced_sessions: $row.unpriced_session_count,
-        }
-    };
 }
 
 impl SessionService {
@@ -272,18 +257,18 @@ impl SessionService {
         })
     }
 
-    /// Token and cost totals grouped `by` model, source or day, over sessions created at
-    /// or after `since` (ms; `None`: all), with the grand totals. Each session counts its
-    /// own usage, split by the model and day of the messages that carry it (see
-    /// [`UsageStats`]); a row's `sessions` counts the sessions with usage in it, the
-    /// totals' every session created in the range, children included.
+    /// Token and cost totals grouped `by` model, source or day, of the usage from `since`
+    /// on (ms; `None`: all), with the grand totals. Each session counts its own usage,
+    /// split by the model and day of the messages that carry it (see [`UsageStats`]); a
+    /// row's `sessions` counts the sessions with usage in it, the totals' each of them
+    /// once, and every session started in the range (children included) with or without.
     pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<UsageStats> {
         Ok(self.usage_slices(since)?.stats(by))
     }
 
-    /// Every session created at or after `since` (ms; `None`: all), its own usage split
-    /// by the model and UTC day it was used on (see [`UsageStats`]), and their totals, read
-    /// in one transaction: what [`stats`](Self::stats) groups, for grouping other ways.
+    /// The usage from `since` on (ms; `None`: all), each session's own split by the model
+    /// and UTC day it was used on (see [`UsageStats`]), and its totals, read in one
+    /// transaction: what [`stats`](Self::stats) groups, for grouping other ways.
     pub fn usage_slices(&self, since: Option<i64>) -> Result<UsageSlices> {
         let from = since.unwrap_or(i64::MIN);
         self.db.read(|tx| {
@@ -296,11 +281,11 @@ impl SessionService {
                 let messages = carried.remove(&own.id).unwrap_or_default();
                 slices.extend(split_session(own, messages));
             }
-            let totals = tx.q().usage_totals_since(from)?;
+            let totals = group_usage(&slices, |_| ()).remove(&()).unwrap_or_default();
             Ok(UsageSlices {
                 since,
                 slices,
-                totals: totals_of!(totals),
+                totals,
             })
         })
     }
@@ -338,11 +323,12 @@ pub struct UsageSlice {
 /// The usage of a period, sliced ([`SessionService::usage_slices`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageSlices {
-    /// Only sessions created at or after this time (ms) were counted.
+    /// Only usage from this time (ms) on was counted (see [`UsageStats`]).
     pub since: Option<i64>,
     /// Each session's usage per day and model, ordered by session, day and model.
     pub slices: Vec<UsageSlice>,
-    /// All of it, every session of the period counted (those without usage too).
+    /// All of it; `sessions` counts the sessions with a slice (every session started in
+    /// the period has one, with or without usage).
     pub totals: UsageTotals,
 }
 
@@ -417,12 +403,15 @@ fn add_totals(into: &mut UsageTotals, add: &UsageTotals) {
     into.cost_usd = (into.cost_usd + add.cost_usd).min(f64::MAX);
 }
 
-/// How far a session's message costs may exceed its own in the sum's rounding (the two
-/// add the same amounts in different orders) before they count as more than it holds.
+/// How far, relative to their size, a session's message costs and its own may differ in
+/// their sums' rounding (the two add the same amounts in different orders, and a sum of n
+/// amounts may be off by n × 2^-53 of it) and still count as the same amount.
 const COST_ROUNDING: f64 = 1e-9;
 
 /// One session's own usage split by the model and day of the messages that carry it
-/// (see [`UsageStats`]), each (day, model) once, in that order.
+/// (see [`UsageStats`]), each (day, model) once, in that order, keeping what is from the
+/// period on: the messages' shares from then on, and what the session counts beyond its
+/// messages when it started in the period.
 fn split_session(
     own: q::OwnUsageSinceRow,
     messages: Vec<q::MessageUsageSinceRow>,
@@ -441,7 +430,7 @@ fn split_session(
         cost_usd: own.estimated_cost_usd,
         unpriced_sessions: 0,
     };
-    let carried: Vec<(String, String, UsageTotals)> = messages
+    let carried: Vec<(bool, String, String, UsageTotals)> = messages
         .into_iter()
         .map(|row| {
             let totals = UsageTotals {
@@ -458,24 +447,25 @@ fn split_session(
                 unpriced_sessions: 0,
             };
             let model = row.model.unwrap_or_else(|| session_model.clone());
-            (row.day, model, totals)
+            (row.since != 0, row.day, model, totals)
         })
         .collect();
     let mut in_messages = UsageTotals::default();
-    for (_, _, totals) in &carried {
+    for (_, _, _, totals) in &carried {
         add_totals(&mut in_messages, totals);
     }
-    let mut parts: BTreeMap<(String, String), UsageTotals> = BTreeMap::new();
+    // Every share of the session by (day, model, whether it is from the period on).
+    let mut shares: BTreeMap<(String, String, bool), UsageTotals> = BTreeMap::new();
     let mut rest = whole.clone();
     if fits_within(&in_messages, &whole) {
         // One call per message that carries usage, unless that is more calls than the
         // session made (a message of several steps); then the calls stay with the session.
         let calls_fit = in_messages.api_calls <= whole.api_calls;
-        for (day, model, mut totals) in carried {
+        for (since, day, model, mut totals) in carried {
             if !calls_fit {
                 totals.api_calls = 0;
             }
-            add_totals(parts.entry((day, model)).or_default(), &totals);
+            add_totals(shares.entry((day, model, since)).or_default(), &totals);
         }
         // What the messages' costs leave, less the rounding of their sum: nothing at all
         // when they carry the whole cost (else a session would count, with $0.00, on its
@@ -489,7 +479,7 @@ fn split_session(
             } else {
                 whole.api_calls
             },
-            cost_usd: if cost_left > rounding(whole.cost_usd) {
+            cost_usd: if cost_left > rounding(whole.cost_usd, in_messages.cost_usd) {
                 cost_left
             } else {
                 0.0
@@ -497,15 +487,27 @@ fn split_session(
             unpriced_sessions: 0,
         };
     }
-    if parts.is_empty() || !rest.tokens.is_zero() || rest.api_calls != 0 || rest.cost_usd != 0.0 {
-        add_totals(parts.entry((own.day, session_model)).or_default(), &rest);
+    // What the session counts beyond its messages is from when it started; a session
+    // started in the period counts in it, with usage or without.
+    let started_since = own.started_since != 0;
+    let rest_counts = !rest.tokens.is_zero() || rest.api_calls != 0 || rest.cost_usd != 0.0;
+    if rest_counts || shares.is_empty() {
+        add_totals(
+            shares
+                .entry((own.day, session_model, started_since))
+                .or_default(),
+            &rest,
+        );
     }
+    // Of a session whose cost leaves usage out, the shares with tokens and no cost are
+    // that usage; when none looks so (before the period too), every share may hold it.
     let unpriced = own.unpriced != 0;
     let lacks_price = |t: &UsageTotals| !t.tokens.is_zero() && t.cost_usd == 0.0;
-    let mark_all = unpriced && !parts.values().any(lacks_price);
-    parts
+    let mark_all = unpriced && !shares.values().any(lacks_price);
+    shares
         .into_iter()
-        .map(|((day, model), mut totals)| {
+        .filter(|((_, _, since), _)| *since)
+        .map(|((day, model, _), mut totals)| {
             totals.sessions = 1;
             totals.unpriced_sessions = i64::from(unpriced && (mark_all || lacks_price(&totals)));
             UsageSlice {
@@ -531,13 +533,13 @@ fn fits_within(part: &UsageTotals, whole: &UsageTotals) -> bool {
         && within(p.cache_write, w.cache_write)
         && within(p.reasoning, w.reasoning)
         && part.cost_usd >= 0.0
-        && part.cost_usd <= whole.cost_usd + rounding(whole.cost_usd)
+        && part.cost_usd <= whole.cost_usd + rounding(whole.cost_usd, part.cost_usd)
 }
 
-/// How far two sums of the same costs (in different orders) may differ: [`COST_ROUNDING`]
-/// of `cost`, and at least that much of a dollar.
-fn rounding(cost: f64) -> f64 {
-    cost.abs() * COST_ROUNDING + COST_ROUNDING
+/// How far sums `a` and `b` of the same costs (in different orders) may differ:
+/// [`COST_ROUNDING`] of their size.
+fn rounding(a: f64, b: f64) -> f64 {
+    (a.abs() + b.abs()) * COST_ROUNDING
 }
 
 /// `a - b` counter by counter, for `b` within `a` ([`fits_within`]).
@@ -569,6 +571,7 @@ mod tests {
             api_call_count: calls,
             estimated_cost_usd: cost,
             unpriced: 0,
+            started_since: 1,
         }
     }
 
@@ -577,6 +580,7 @@ mod tests {
             session_id: "ses_1".into(),
             day: day.into(),
             model: Some(model.into()),
+            since: 1,
             message_count: 1,
             input_tokens: input,
             output_tokens: 0,
@@ -626,6 +630,35 @@ mod tests {
             let slices = split_session(own(10, 2, 1.0), messages);
             assert_eq!(keys(&slices), vec![("2026-03-01", "m-session", 10, 2)]);
         }
+    }
+
+    #[test]
+    fn a_period_keeps_the_messages_from_its_start_and_a_session_started_in_it() {
+        let mut before = carried("2026-03-01", "m-old", 10, 0.0);
+        before.since = 0;
+        let messages = vec![before, carried("2026-03-02", "m-new", 20, 0.5)];
+        // Started before the period: only its messages from then on count.
+        let mut old = own(100, 2, 0.5);
+        old.started_since = 0;
+        old.unpriced = 1;
+        let slices = split_session(old.clone(), messages.clone());
+        assert_eq!(keys(&slices), vec![("2026-03-02", "m-new", 20, 1)]);
+        // Its unpriced usage was on m-old, before the period: nothing here is marked.
+        assert_eq!(slices[0].totals.unpriced_sessions, 0);
+        // Started in the period: what no message carries counts too.
+        old.started_since = 1;
+        let slices = split_session(old, messages);
+        assert_eq!(
+            keys(&slices),
+            vec![
+                ("2026-03-01", "m-session", 70, 0),
+                ("2026-03-02", "m-new", 20, 1)
+            ]
+        );
+        // A session started before the period without usage in it is not counted.
+        let mut idle = own(0, 0, 0.0);
+        idle.started_since = 0;
+        assert!(split_session(idle, Vec::new()).is_empty());
     }
 
     #[test]

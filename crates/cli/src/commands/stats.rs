@@ -34,7 +34,8 @@ pub struct StatsCmd {
     /// How to group.
     #[arg(long, value_enum, default_value_t = By::Model)]
     pub by: By,
-    /// Only sessions started since then: a span back from now (7d, 24h) or a date
+    /// Only usage since then (a message's by its time; what a session counts beyond its
+    /// messages by when it started): a span back from now (7d, 24h) or a date
     /// (2026-01-31), from 1970-01-01 on.
     #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
     pub since: Option<i64>,
