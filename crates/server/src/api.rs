@@ -250,12 +250,12 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 ],
                 StatsBy::Model,
             )?;
-            json(&store.stats(by, params.time("since")?)?)
+            json(&store.stats(shared.live.current(), by, params.time("since")?)?)
         }
         ["usage"] => {
             params.only(&["stack", "since"])?;
             let by_model = params.choice("stack", &[("model", true), ("source", false)], true)?;
-            json(&store.usage(by_model, params.time("since")?)?)
+            json(&store.usage(shared.live.current(), by_model, params.time("since")?)?)
         }
         ["version"] => {
             params.only(&[])?;

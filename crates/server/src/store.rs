@@ -20,7 +20,7 @@ use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrde
 use scribe_db::queries as q;
 use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
-use scribe_session::{Session, SessionService, StatsBy};
+use scribe_session::{Session, SessionService, StatsBy, UsageSlices};
 
 use crate::cut::{CutLimits, cut_part};
 use crate::error::{ApiError, ServeError, chain};
@@ -231,7 +231,14 @@ pub struct Store {
     opened: RwLock<Arc<Opened>>,
     /// Filter choices and the change generation they were read at.
     choices: Mutex<Option<(u64, Choices)>>,
+    /// The last usage read, with the change generation and period it was read at: the
+    /// usage page asks for it twice per refresh (`/api/usage` and `/api/stats`), and it
+    /// reads every message that carries usage.
+    usage: Mutex<Option<UsageRead>>,
 }
+
+/// A usage read: the change generation and the period it was read at, and what it read.
+type UsageRead = (u64, Option<i64>, Arc<UsageSlices>);
 
 /// One opening of the database, with the services over it.
 #[derive(Debug)]
@@ -289,6 +296,7 @@ impl Store {
             path: path.to_owned(),
             opened: RwLock::new(Arc::new(Opened::new(path)?)),
             choices: Mutex::new(None),
+            usage: Mutex::new(None),
         })
     }
 
@@ -555,22 +563,56 @@ impl Store {
         Ok(SearchHits::new(&hits))
     }
 
-    /// Usage statistics, as `scribe stats`.
-    pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<Stats, ApiError> {
+    /// The usage from `since` on, sliced as `scribe stats` slices it, read again only when
+    /// the database changed since `generation` or the period is another. The lock is held
+    /// while reading, so the page's two requests of one refresh read once.
+    fn usage_slices(
+        &self,
+        generation: u64,
+        since: Option<i64>,
+    ) -> Result<Arc<UsageSlices>, ApiError> {
+        let mut cache = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, period, slices)) = cache.as_ref()
+            && *seen == generation
+            && *period == since
+        {
+            return Ok(Arc::clone(slices));
+        }
+        let slices = Arc::new(self.current().sessions.usage_slices(since)?);
+        *cache = Some((generation, since, Arc::clone(&slices)));
+        Ok(slices)
+    }
+
+    /// Usage statistics, as `scribe stats`, at change `generation`.
+    pub fn stats(
+        &self,
+        generation: u64,
+        by: StatsBy,
+        since: Option<i64>,
+    ) -> Result<Stats, ApiError> {
         let name = match by {
             StatsBy::Model => "model",
             StatsBy::Source => "source",
             StatsBy::Day => "day",
         };
-        Ok(Stats::new(name, &self.current().sessions.stats(by, since)?))
+        Ok(Stats::new(
+            name,
+            &self.usage_slices(generation, since)?.stats(by),
+        ))
     }
 
-    /// Usage per day stacked by model (`by_model`) or source, and the top sessions.
-    pub fn usage(&self, by_model: bool, since: Option<i64>) -> Result<Usage, ApiError> {
+    /// Usage per day stacked by model (`by_model`) or source, and the top sessions, at
+    /// change `generation`.
+    pub fn usage(
+        &self,
+        generation: u64,
+        by_model: bool,
+        since: Option<i64>,
+    ) -> Result<Usage, ApiError> {
         let opened = self.current();
         // (day, key, totals) of every group, oldest day first: the same slices of each
         // session's usage that `scribe stats` adds up, and its rows by day.
-        let usage = opened.sessions.usage_slices(since)?;
+        let usage = self.usage_slices(generation, since)?;
         let by_day = usage.stats(StatsBy::Day);
         let groups: Vec<(String, StatsRow)> = scribe_session::group_usage(&usage.slices, |slice| {
             let key = if by_model {

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use common::*;
 use scribe_db::Database;
-use scribe_message::{MessageService, SearchOptions};
+use scribe_message::{MessageService, SearchOptions, TokenUsage};
 use scribe_server::json::{SearchHits, Stats};
-use scribe_session::{SessionService, StatsBy};
+use scribe_session::{SessionService, StatsBy, UsageDelta};
 use serde_json::{Value, json};
 
 fn ids(page: &Value) -> Vec<String> {
@@ -594,6 +594,41 @@ fn the_usage_chart_stacks_a_switched_session_by_model_and_day() {
         })
         .collect();
     assert_eq!(rows, vec![("m-b", 800), ("m-a", 300)], "{stats}");
+}
+
+/// The usage page's numbers are read again once the database changed (between changes
+/// its two requests of a refresh share one read), and for each period apart.
+#[test]
+fn usage_is_read_again_after_a_change() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let (_, mut next_line) = events(a);
+    let input = |doc: &Value| doc["totals"]["tokens"]["input"].as_i64().unwrap();
+    let before = get_json(a, "/api/stats");
+    assert_eq!(input(&get_json(a, "/api/usage")), input(&before));
+    let recent = get_json(a, "/api/stats?since=2026-01-09");
+    assert!(input(&recent) < input(&before), "{recent} against {before}");
+    let db = Arc::new(Database::open(&f.db).unwrap());
+    let delta = UsageDelta {
+        tokens: TokenUsage {
+            input: 1_000,
+            ..TokenUsage::default()
+        },
+        api_calls: 1,
+        cost_usd: 1.0,
+        ..UsageDelta::default()
+    };
+    SessionService::new(db).add_usage(&f.main, &delta).unwrap();
+    wait_for_change(&mut next_line);
+    let after = get_json(a, "/api/stats");
+    assert_eq!(input(&after), input(&before) + 1_000, "{after}");
+    assert_eq!(input(&get_json(a, "/api/usage")), input(&after));
+    assert_eq!(
+        get_json(a, "/api/stats?since=2026-01-09"),
+        recent,
+        "the main session started before that day"
+    );
 }
 
 #[test]
