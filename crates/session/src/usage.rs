@@ -408,6 +408,19 @@ fn add_totals(into: &mut UsageTotals, add: &UsageTotals) {
 /// amounts may be off by n × 2^-53 of it) and still count as the same amount.
 const COST_ROUNDING: f64 = 1e-9;
 
+/// The five token counts of a query row with the usual column names.
+macro_rules! tokens_of {
+    ($row:expr) => {
+        TokenUsage {
+            input: $row.input_tokens,
+            output: $row.output_tokens,
+            cache_read: $row.cache_read_tokens,
+            cache_write: $row.cache_write_tokens,
+            reasoning: $row.reasoning_tokens,
+        }
+    };
+}
+
 /// One session's own usage split by the model and day of the messages that carry it
 /// (see [`UsageStats`]), each (day, model) once, in that order, keeping what is from the
 /// period on: the messages' shares from then on, and what the session counts beyond its
@@ -419,13 +432,7 @@ fn split_session(
     let session_model = own.model.unwrap_or_default();
     let whole = UsageTotals {
         sessions: 1,
-        tokens: TokenUsage {
-            input: own.input_tokens,
-            output: own.output_tokens,
-            cache_read: own.cache_read_tokens,
-            cache_write: own.cache_write_tokens,
-            reasoning: own.reasoning_tokens,
-        },
+        tokens: tokens_of!(own),
         api_calls: own.api_call_count,
         cost_usd: own.estimated_cost_usd,
         unpriced_sessions: 0,
@@ -435,13 +442,7 @@ fn split_session(
         .map(|row| {
             let totals = UsageTotals {
                 sessions: 1,
-                tokens: TokenUsage {
-                    input: row.input_tokens,
-                    output: row.output_tokens,
-                    cache_read: row.cache_read_tokens,
-                    cache_write: row.cache_write_tokens,
-                    reasoning: row.reasoning_tokens,
-                },
+                tokens: tokens_of!(row),
                 api_calls: row.message_count,
                 cost_usd: row.cost_usd,
                 unpriced_sessions: 0,
