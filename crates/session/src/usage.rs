@@ -143,8 +143,9 @@ pub struct UsageStatsRow {
 /// it ([`UsageSlice`]): a conversation that switched from one model to another, or went on
 /// past midnight, is split as it happened. The session totals stay the ledger: what they
 /// hold beyond their messages' usage (usage reported for the session as a whole, usage of
-/// messages since cleared, calls made without a message of their own) counts under the
-/// session's model and creation day. A session whose messages carry more than it counts
+/// messages since cleared) counts under the session's model and creation day. Calls are
+/// counted per session only: they are shared among its messages' days and models in
+/// proportion to the messages that carry usage. A session whose messages carry more than it counts
 /// itself (a fork: its copied messages keep their usage, its totals start at zero) counts
 /// wholly under its own model and day, so no token is counted twice.
 ///
@@ -459,15 +460,11 @@ fn split_session(
     let mut shares: BTreeMap<(String, String, bool), UsageTotals> = BTreeMap::new();
     let mut rest = whole.clone();
     if fits_within(&in_messages, &whole) {
-        // One call per message that carries usage, unless that is more calls than the
-        // session made (a message of several steps); then the calls stay with the session.
-        let calls_fit = in_messages.api_calls <= whole.api_calls;
-        for (since, day, model, mut totals) in carried {
-            if !calls_fit {
-                totals.api_calls = 0;
-            }
+        for (since, day, model, totals) in carried {
             add_totals(shares.entry((day, model, since)).or_default(), &totals);
         }
+        // Calls are counted per session only: shared among the messages' shares.
+        share_calls(&mut shares, whole.api_calls);
         // What the messages' costs leave, less the rounding of their sum: nothing at all
         // when they carry the whole cost (else a session would count, with $0.00, on its
         // creation day and model too).
@@ -475,10 +472,10 @@ fn split_session(
         rest = UsageTotals {
             sessions: 1,
             tokens: minus(whole.tokens, in_messages.tokens),
-            api_calls: if calls_fit {
-                whole.api_calls.saturating_sub(in_messages.api_calls)
-            } else {
+            api_calls: if shares.is_empty() {
                 whole.api_calls
+            } else {
+                0
             },
             cost_usd: if cost_left > rounding(whole.cost_usd, in_messages.cost_usd) {
                 cost_left
@@ -522,13 +519,44 @@ fn split_session(
         .collect()
 }
 
+/// Shares a session's `calls` among its messages' `shares` (each holding, on entry, how
+/// many messages carry it as its `api_calls`) in proportion to those messages, by largest
+/// remainder: each gets `calls × m / M` rounded down, and what that leaves goes one call
+/// each to the shares with the largest fractions (the first in order on a tie), so the
+/// shares add up to `calls` exactly. A session's calls are not stored per message (an
+/// agent's message may hold several steps, an importer's several lines one call).
+fn share_calls<K>(shares: &mut BTreeMap<K, UsageTotals>, calls: i64) {
+    let messages: i128 = shares.values().map(|t| i128::from(t.api_calls)).sum();
+    if messages <= 0 {
+        return;
+    }
+    let calls = i128::from(calls.max(0));
+    let mut shares: Vec<&mut UsageTotals> = shares.values_mut().collect();
+    let mut fractions = Vec::with_capacity(shares.len());
+    let mut given = 0;
+    for (i, share) in shares.iter_mut().enumerate() {
+        let exact = calls * i128::from(share.api_calls);
+        let whole = exact / messages;
+        fractions.push((exact % messages, i));
+        share.api_calls = i64::try_from(whole).unwrap_or(i64::MAX);
+        given += whole;
+    }
+    fractions.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let left = usize::try_from(calls - given).unwrap_or(0);
+    for &(_, i) in fractions.iter().take(left) {
+        shares[i].api_calls = shares[i].api_calls.saturating_add(1);
+    }
+}
+
 /// Whether usage `part` (what a session's messages carry) is within `whole` (what the
 /// session counts as its own): no count negative and none over the whole's, the cost
-/// within its rounding. Calls are not compared (see [`split_session`]).
+/// within its rounding, and the session's calls not negative (`part`'s calls, how many
+/// messages carry usage, are shared out by [`share_calls`]).
 fn fits_within(part: &UsageTotals, whole: &UsageTotals) -> bool {
     let within = |p: i64, w: i64| (0..=w).contains(&p);
     let (p, w) = (part.tokens, whole.tokens);
-    within(p.input, w.input)
+    whole.api_calls >= 0
+        && within(p.input, w.input)
         && within(p.output, w.output)
         && within(p.cache_read, w.cache_read)
         && within(p.cache_write, w.cache_write)
@@ -663,30 +691,50 @@ mod tests {
     }
 
     #[test]
-    fn calls_follow_their_messages_only_when_the_session_made_that_many() {
+    fn a_sessions_calls_are_shared_among_its_messages() {
         let two = vec![
             carried("2026-03-01", "m-a", 1, 0.0),
             carried("2026-03-02", "m-b", 2, 0.0),
         ];
+        // Five calls for two messages: two and a half each, the half to the first.
         let slices = split_session(own(3, 5, 0.0), two.clone());
         assert_eq!(
             keys(&slices),
-            vec![
-                ("2026-03-01", "m-a", 1, 1),
-                ("2026-03-01", "m-session", 0, 3),
-                ("2026-03-02", "m-b", 2, 1),
-            ]
+            vec![("2026-03-01", "m-a", 1, 3), ("2026-03-02", "m-b", 2, 2)]
         );
-        // Two messages, but the session counts one call: messages are not its calls here,
-        // so the call stays with the session.
+        // One call for two messages (an importer's lines of one answer).
         let slices = split_session(own(3, 1, 0.0), two);
         assert_eq!(
             keys(&slices),
+            vec![("2026-03-01", "m-a", 1, 1), ("2026-03-02", "m-b", 2, 0)]
+        );
+        // Usage no message carries keeps none of the calls when messages carry some.
+        let one = vec![carried("2026-03-02", "m-b", 2, 0.0)];
+        let slices = split_session(own(10, 4, 0.0), one);
+        assert_eq!(
+            keys(&slices),
             vec![
-                ("2026-03-01", "m-a", 1, 0),
-                ("2026-03-01", "m-session", 0, 1),
-                ("2026-03-02", "m-b", 2, 0),
+                ("2026-03-01", "m-session", 8, 0),
+                ("2026-03-02", "m-b", 2, 4)
             ]
         );
+        // Shares of three messages on one day and one on the next: 3:1 of 8 calls; the
+        // largest counts stay exact however big.
+        let mut three = carried("2026-03-01", "m-a", 3, 0.0);
+        three.message_count = 3;
+        let slices = split_session(
+            own(4, 8, 0.0),
+            vec![three.clone(), carried("2026-03-02", "m-a", 1, 0.0)],
+        );
+        assert_eq!(
+            keys(&slices),
+            vec![("2026-03-01", "m-a", 3, 6), ("2026-03-02", "m-a", 1, 2)]
+        );
+        let slices = split_session(
+            own(4, i64::MAX, 0.0),
+            vec![three, carried("2026-03-02", "m-a", 1, 0.0)],
+        );
+        let calls: i128 = slices.iter().map(|s| i128::from(s.totals.api_calls)).sum();
+        assert_eq!(calls, i128::from(i64::MAX));
     }
 }
