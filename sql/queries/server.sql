@@ -1,8 +1,8 @@
 -- Queries of `scribe serve` (crates/server): the choices of the session list's filters, how
--- many child sessions each listed session has, and the parts of a message page
--- (ListPagePartData here; ListCutPartNodes, which reads a big part cut on PostgreSQL, in
--- sqlite/server.sql and postgres/server.sql). Everything else the web viewer reads,
--- the usage chart too, goes through the services.
+-- many child sessions each listed session has, who is whose child, and the parts of a
+-- message page (ListPagePartData here; ListCutPartNodes, which reads a big part cut on
+-- PostgreSQL, in sqlite/server.sql and postgres/server.sql). Everything else the web
+-- viewer reads, the usage chart's numbers too, goes through the services.
 
 -- name: ListSourceChoices :many
 -- The sources of the session list's filter, most used first (the sessions_source index
@@ -38,6 +38,13 @@ SELECT parent_session_id AS "parent_id!", count(*) AS "children!"
 FROM sessions
 WHERE parent_session_id IN (sqlc.slice(parent_ids))
 GROUP BY parent_session_id;
+
+-- name: ListSessionParents :many
+-- Every child session with its parent (sessions_parent index): how the usage page's top
+-- sessions count a sub-agent's usage in the period under the conversation it belongs to.
+SELECT id, parent_session_id AS "parent_id!"
+FROM sessions
+WHERE parent_session_id IS NOT NULL;
 
 -- name: ListPagePartData :many
 -- The parts of a message page's messages, each with its JSON's size in bytes and its JSON

@@ -2322,7 +2322,36 @@ pub fn count_child_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPagePartData` (sql/queries/server.sql:42).
+/// SQL of `ListSessionParents` (sql/queries/server.sql:42).
+pub const LIST_SESSION_PARENTS_SQL: &str = "SELECT id, parent_session_id AS \"parent_id!\"
+FROM sessions
+WHERE parent_session_id IS NOT NULL";
+
+/// A row returned by [`list_session_parents`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListSessionParentsRow {
+    pub id: String,
+    pub parent_id: String,
+}
+
+/// `ListSessionParents` (`:many`) from `sql/queries/server.sql:42`.
+///
+/// Every child session with its parent (sessions_parent index): how the usage page's top
+/// sessions count a sub-agent's usage in the period under the conversation it belongs to.
+pub fn list_session_parents(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<ListSessionParentsRow>> {
+    let mut stmt = conn.prepare_cached(LIST_SESSION_PARENTS_SQL)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(ListSessionParentsRow {
+            id: row.get(0)?,
+            parent_id: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListPagePartData` (sql/queries/server.sql:49).
 pub const LIST_PAGE_PART_DATA_SQL: &str =
     "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
@@ -2351,7 +2380,7 @@ pub struct ListPagePartDataParams<'a> {
     pub message_ids: &'a [&'a str],
 }
 
-/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:42`.
+/// `ListPagePartData` (`:many`) from `sql/queries/server.sql:49`.
 ///
 /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
 /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
@@ -4136,7 +4165,12 @@ pub trait ReadQueries {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error>;
 
-    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:42`.
+    /// `ListSessionParents` (`:many`) from `sql/queries/server.sql:42`.
+    /// Every child session with its parent (sessions_parent index): how the usage page's top
+    /// sessions count a sub-agent's usage in the period under the conversation it belongs to.
+    fn list_session_parents(&mut self) -> Result<Vec<ListSessionParentsRow>, crate::Error>;
+
+    /// `ListPagePartData` (`:many`) from `sql/queries/server.sql:49`.
     /// The parts of a message page's messages, each with its JSON's size in bytes and its JSON
     /// only when that size is at most @whole_max (crates/server's PART_TEXT_CAP): a bigger
     /// part (a tool's 20 MB output) is read cut, so a page never reads a big part whole: on
@@ -4889,6 +4923,11 @@ impl ReadQueries for SqliteQueries<'_> {
         parent_ids: &[&str],
     ) -> Result<Vec<CountChildSessionsRow>, crate::Error> {
         count_child_sessions(self.conn, parent_ids).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_session_parents(&mut self) -> Result<Vec<ListSessionParentsRow>, crate::Error> {
+        list_session_parents(self.conn).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -464,7 +464,12 @@ FROM sessions
 WHERE parent_session_id = ANY($1)
 GROUP BY parent_session_id";
 
-/// SQL of `ListPagePartData` (sql/queries/server.sql:42).
+/// SQL of `ListSessionParents` (sql/queries/server.sql:42).
+pub const LIST_SESSION_PARENTS_SQL: &str = "SELECT id, parent_session_id AS \"parent_id!\"
+FROM sessions
+WHERE parent_session_id IS NOT NULL";
+
+/// SQL of `ListPagePartData` (sql/queries/server.sql:49).
 pub const LIST_PAGE_PART_DATA_SQL: &str =
     "SELECT seq, id, message_id, position, created_at, updated_at,
        CAST(octet_length(data) AS BIGINT) AS \"bytes!: i64\",
@@ -1271,6 +1276,16 @@ fn read_count_child_sessions_row(
     Ok(super::CountChildSessionsRow {
         parent_id: row.try_get(0)?,
         children: row.try_get(1)?,
+    })
+}
+
+/// Reads a [`super::ListSessionParentsRow`] from a row, by position.
+fn read_list_session_parents_row(
+    row: &postgres::Row,
+) -> Result<super::ListSessionParentsRow, postgres::Error> {
+    Ok(super::ListSessionParentsRow {
+        id: row.try_get(0)?,
+        parent_id: row.try_get(1)?,
     })
 }
 
@@ -2128,6 +2143,15 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_count_child_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_session_parents(&mut self) -> Result<Vec<super::ListSessionParentsRow>, crate::Error> {
+        let sql = LIST_SESSION_PARENTS_SQL;
+        let rows = self.sqlgen_query(sql, &[])?;
+        rows.iter()
+            .map(read_list_session_parents_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

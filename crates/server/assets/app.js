@@ -1249,10 +1249,12 @@
     }
     function topTable(top) {
       if (!top.length) return h("p", { class: "empty" }, "No sessions with a cost in this period.");
-      return h("table", { id: "top-table" }, h("tbody", null, top.map((t) => h("tr", null,
+      // Ranked by what each conversation (with its sub-agents) cost in the period; its
+      // tokens and cost of all time are on the row's title.
+      return h("table", { id: "top-table" }, h("tbody", null, top.map((t) => h("tr", { title: `all time: ${fmtCompact(t.tokens.total)} tokens, ${fmtCost(t.cost_usd, t.cost_partial)}` },
         h("td", null, sessionLink(t), h("div", { class: "dim" }, t.source, t.model ? " · " + t.model : "", " · ", fmtDate(t.created_at))),
-        h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),
-        costCell(t.cost_usd, t.cost_partial)))));
+        h("td", { class: "num", title: tokensTitle(t.period.tokens) }, fmtCompact(t.period.tokens.total)),
+        costCell(t.period.cost_usd, t.period.unpriced_sessions > 0)))));
     }
     onChange(() => refresh(true));
     await refresh();

@@ -613,8 +613,7 @@ fn close(
 /// `GET /api/usage`: usage per UTC day, stacked by model or source, for the charts.
 #[derive(Debug, Clone, Serialize)]
 pub struct Usage {
-    /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`); the
-    /// top sessions are those started from then on.
+    /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`).
     pub since: Option<i64>,
     /// `model` or `source`: what each day's `stacks` are.
     pub stack: &'static str,
@@ -624,9 +623,22 @@ pub struct Usage {
     pub days: Vec<UsageDay>,
     /// The whole period (equal to `scribe stats --since …`'s totals).
     pub totals: Totals,
-    /// The most expensive top-level sessions of the period (totals include their
-    /// sub-agents), most expensive first.
-    pub top: Vec<SessionSummary>,
+    /// The conversations that cost the most in the period, most first: top-level sessions,
+    /// each ranked by the usage in the period of itself and the sessions under it.
+    pub top: Vec<TopSession>,
+}
+
+/// One of [`Usage::top`]: the session as `list` shows it (its totals of all time, which
+/// include its rolled-up sub-agents), and the usage in the period of it and every session
+/// under it (sub-agents, forks, continuations).
+#[derive(Debug, Clone, Serialize)]
+pub struct TopSession {
+    /// The session.
+    #[serde(flatten)]
+    pub session: SessionSummary,
+    /// Its usage in the period, with the sessions under it (`sessions` counts those with
+    /// usage in it, itself included).
+    pub period: Totals,
 }
 
 /// One day of [`Usage`].

@@ -20,13 +20,15 @@ use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrde
 use scribe_db::queries as q;
 use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
-use scribe_session::{Session, SessionService, StatsBy, UsageSlices};
+use scribe_session::{
+    Session, SessionError, SessionService, StatsBy, UsageSlice, UsageSlices, UsageTotals,
+};
 
 use crate::cut::{CutLimits, cut_part};
 use crate::error::{ApiError, ServeError, chain};
 use crate::json::{
     Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits, SessionDetail,
-    SessionList, SessionPage, SessionSummary, Stats, StatsRow, Totals, Usage, UsageDay,
+    SessionList, SessionPage, SessionSummary, Stats, StatsRow, TopSession, Totals, Usage, UsageDay,
     page_message, rebuild_cut, usd,
 };
 
@@ -40,7 +42,7 @@ const PREVIEW_FETCH_CHARS: i64 = 400;
 const MAX_CHOICES: i64 = 500;
 
 /// Top sessions of the usage page.
-const TOP_SESSIONS: u64 = 10;
+const TOP_SESSIONS: usize = 10;
 
 /// The order of the session list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,6 +266,66 @@ impl Opened {
         f: impl FnMut(&mut ReadTx<'_>) -> Result<T, ReadError>,
     ) -> Result<T, ApiError> {
         self.db.read(f).map_err(ApiError::from)
+    }
+
+    /// The [`TOP_SESSIONS`] conversations that cost the most in the period `slices` are
+    /// of: each top-level session with the usage in it of itself and of every session
+    /// under it (sub-agents, forks, continuations), most first, those without a cost left
+    /// out.
+    fn top_sessions(&self, slices: &[UsageSlice]) -> Result<Vec<TopSession>, ApiError> {
+        let parents: HashMap<String, String> = self.read(|tx| {
+            Ok(tx
+                .q()
+                .list_session_parents()?
+                .into_iter()
+                .map(|row| (row.id, row.parent_id))
+                .collect())
+        })?;
+        /// The top-level session `id` is under (itself when it has no parent).
+        fn root<'a>(parents: &'a HashMap<String, String>, mut id: &'a str) -> &'a str {
+            // A chain of links longer than the sessions can only be a loop.
+            for _ in 0..=parents.len() {
+                match parents.get(id) {
+                    Some(parent) if parent != id => id = parent,
+                    _ => break,
+                }
+            }
+            id
+        }
+        let conversations =
+            scribe_session::group_usage(slices, |slice| root(&parents, &slice.session_id));
+        let mut ranked: Vec<(&str, UsageTotals)> = conversations
+            .into_iter()
+            .filter(|(_, totals)| usd(totals.cost_usd) > 0.0)
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.1.cost_usd
+                .total_cmp(&a.1.cost_usd)
+                .then_with(|| a.0.cmp(b.0))
+        });
+        let mut top = Vec::new();
+        let mut periods = Vec::new();
+        for (id, period) in ranked {
+            if top.len() >= TOP_SESSIONS {
+                break;
+            }
+            // Deleted since the usage was read: left out.
+            match self.sessions.get(id) {
+                Ok(session) => top.push(session),
+                Err(SessionError::NotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            periods.push(period);
+        }
+        Ok(self
+            .summaries(&top)?
+            .into_iter()
+            .zip(periods)
+            .map(|(session, period)| TopSession {
+                session,
+                period: Totals::from(&period),
+            })
+            .collect())
     }
 
     fn summaries(&self, sessions: &[Session]) -> Result<Vec<SessionSummary>, ApiError> {
@@ -665,24 +727,14 @@ impl Store {
                 }
             })
             .collect();
-        let top = opened.sessions.list(&SessionFilter {
-            parent: ParentFilter::Root,
-            created_after: since,
-            order: SessionOrder::CostDesc,
-            limit: Some(TOP_SESSIONS),
-            ..SessionFilter::default()
-        })?;
-        let top: Vec<Session> = top
-            .into_iter()
-            .filter(|s| usd(s.estimated_cost_usd) > 0.0)
-            .collect();
+        let top = opened.top_sessions(&usage.slices)?;
         Ok(Usage {
             since,
             stack: if by_model { "model" } else { "source" },
             keys,
             days,
             totals: Totals::from(&by_day.totals),
-            top: opened.summaries(&top)?,
+            top,
         })
     }
 

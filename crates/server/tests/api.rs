@@ -487,6 +487,8 @@ fn search_stats_and_usage_are_the_services_numbers() {
         top,
         vec![f.main.as_str(), f.long.as_str(), f.telegram.as_str()]
     );
+    // A sub-agent's usage counts under its conversation, which alone is listed.
+    assert_eq!(usage["top"][0]["period"]["sessions"], 2, "{usage}");
 
     let filters = get_json(a, "/api/filters");
     assert_eq!(
@@ -594,6 +596,14 @@ fn the_usage_chart_stacks_a_switched_session_by_model_and_day() {
         })
         .collect();
     assert_eq!(rows, vec![("m-b", 800), ("m-a", 300)], "{stats}");
+    // A period from its second day: the conversation started before it, and its usage in
+    // it makes it the period's top session, with what it used in the period.
+    let usage = get_json(server.addr, "/api/usage?since=2026-01-10");
+    assert_eq!(usage["totals"]["tokens"]["total"], 700, "{usage}");
+    assert_eq!(usage["top"][0]["id"], "ses_switched", "{usage}");
+    assert_eq!(usage["top"][0]["period"]["tokens"]["total"], 700);
+    assert_eq!(usage["top"][0]["period"]["cost_usd"], 0.75);
+    assert_eq!(usage["top"][0]["cost_usd"], 1.0, "its cost of all time");
 }
 
 /// The usage page's numbers are read again once the database changed (between changes
