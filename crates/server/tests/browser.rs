@@ -606,6 +606,29 @@ fn usage(ctx: &Ctx) -> Result<()> {
     )?;
     let bars = d.exec("return new Set([...document.querySelectorAll('svg.chart rect.bar')].map(r => r.dataset.key)).size", json!([]))?;
     check(bars == json!(3), format!("one colour per model: {bars}"))?;
+    // The top sessions: the conversations of the period, each with its tokens in it.
+    let usage: Value = get_json(ctx.server.addr, "/api/usage?stack=model");
+    let top = d.exec(
+        "return [...document.querySelectorAll('#top-table tbody tr')].map(r => r.cells[1].innerText)",
+        json!([]),
+    )?;
+    let expected: Vec<Value> = usage["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let tokens = t["period"]["tokens"]["total"].as_i64().unwrap();
+            json!(if tokens >= 1000 {
+                format!("{:.1}k", tokens as f64 / 1000.0)
+            } else {
+                tokens.to_string()
+            })
+        })
+        .collect();
+    check(
+        !expected.is_empty() && top == Value::Array(expected.clone()),
+        format!("the top sessions' tokens in the period: {top} against {expected:?}"),
+    )?;
     d.click(".seg[aria-label=stack] button[data-value=source]")?;
     d.wait("stacked by source", "return document.querySelector('.legend')?.innerText.includes('telegram') && location.search.includes('stack=source')")?;
     d.click(".seg[aria-label=period] button[data-value='7d']")?;
