@@ -215,10 +215,8 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         match batches.step(order_of(s), out.messages.len()) {
             Step::Skip => continue,
             Step::Read => {}
-            Step::Stop(resume) => {
-                conn.execute_batch("COMMIT").map_err(db)?;
-                return Ok(resume);
-            }
+            // The read transaction ends with the connection.
+            Step::Stop(resume) => return Ok(resume),
         }
         let started = f64_of(s, "started_at").and_then(time::epoch).unwrap_or(0);
         let ended = f64_of(s, "ended_at").and_then(time::epoch);
@@ -311,7 +309,6 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         transcript(&rec, &rows, out, report, path);
         out.sessions.push(rec);
     }
-    conn.execute_batch("COMMIT").map_err(db)?;
     Ok(Resume::default())
 }
 

@@ -129,10 +129,8 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         match batches.step(order_of(s), out.messages.len()) {
             Step::Skip => continue,
             Step::Read => {}
-            Step::Stop(resume) => {
-                conn.execute_batch("COMMIT").map_err(db)?;
-                return Ok(resume);
-            }
+            // The read transaction ends with the connection.
+            Step::Stop(resume) => return Ok(resume),
         }
         let updated = int_of(s, "time_updated");
         if unit.since.is_some_and(|since| updated < since) {
@@ -199,7 +197,6 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         }
         emit_session(rec, msgs, out, report, path);
     }
-    conn.execute_batch("COMMIT").map_err(db)?;
     Ok(Resume::default())
 }
 
