@@ -478,15 +478,27 @@ fn agents_overrides_and_paths_choose_where_to_read() {
         "--json",
     ]);
     assert_eq!(source(&report, "codex")["files"], 2);
-    // OPENCODE_DB names the database file.
+    // OPENCODE_DATA_DIR (ccusage's override) names the data directory, in place of
+    // XDG_DATA_HOME's opencode folder.
+    let data = dir.path().join("oc-data");
+    build_db("opencode/opencode.sql", &data.join("opencode.db"));
+    scribe
+        .vars
+        .push(("OPENCODE_DATA_DIR".into(), data.display().to_string()));
+    let report = scribe.json(&["import", "--from", "opencode", "--json"]);
+    assert_eq!(source(&report, "opencode")["files"], 1);
+    assert_eq!(source(&report, "opencode")["sessions_created"], 1);
+    // OPENCODE_DB names the database file, and wins over the directory.
     let oc = dir.path().join("elsewhere/opencode-dev.db");
     build_db("opencode/opencode.sql", &oc);
+    std::fs::remove_file(data.join("opencode.db")).unwrap();
     scribe
         .vars
         .push(("OPENCODE_DB".into(), oc.display().to_string()));
     let report = scribe.json(&["import", "--from", "opencode", "--json"]);
     assert_eq!(source(&report, "opencode")["files"], 1);
-    assert_eq!(source(&report, "opencode")["sessions_created"], 1);
+    // The same sessions, so nothing new.
+    assert_eq!(source(&report, "opencode")["sessions_created"], 0);
 }
 
 #[test]

@@ -38,8 +38,9 @@ const TITLE_CHARS: usize = 60;
 /// with 130; importing the same export again imports the rest.
 ///
 /// `scribe import --from AGENT [PATH...]`: reads the agent's history where it keeps it
-/// (its own environment overrides apply: CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_DB or
-/// XDG_DATA_HOME, HERMES_HOME, GEMINI_DATA_DIR), or the files and directories given.
+/// (its own environment overrides apply: CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_DB,
+/// OPENCODE_DATA_DIR or XDG_DATA_HOME, HERMES_HOME, GEMINI_DATA_DIR), or the files and
+/// directories given.
 /// Incremental: an unchanged file costs one stat, a grown one is read from where the last
 /// import stopped, and importing twice changes nothing. The agents' files are only read.
 /// Ctrl-C stops it between files (those taken are stored whole), says what was stored

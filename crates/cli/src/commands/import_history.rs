@@ -36,7 +36,7 @@ pub enum From {
     ClaudeCode,
     /// OpenAI Codex CLI (`~/.codex/sessions`, `CODEX_HOME`).
     Codex,
-    /// OpenCode (`~/.local/share/opencode`, `OPENCODE_DB`, `XDG_DATA_HOME`).
+    /// OpenCode (`~/.local/share/opencode`, `OPENCODE_DB`, `OPENCODE_DATA_DIR`, `XDG_DATA_HOME`).
     Opencode,
     /// Hermes Agent (`~/.hermes`, `HERMES_HOME`).
     Hermes,

@@ -1,6 +1,7 @@
 //! OpenCode: `$XDG_DATA_HOME/opencode/opencode.db` (default `~/.local/share/opencode`,
-//! `opencode-<channel>.db` for other channels, `OPENCODE_DB` overrides the file), and the
-//! older JSON files under `storage/` that versions before the database wrote.
+//! `opencode-<channel>.db` for other channels, `OPENCODE_DB` overrides the file and
+//! `OPENCODE_DATA_DIR`, as ccusage reads it, the directory), and the older JSON files
+//! under `storage/` that versions before the database wrote.
 //!
 //! Mapping (FORMATS.md §3):
 //! - sessions, messages and parts keep OpenCode's ids (`ses_…`, `msg_…`, `prt_…`);
@@ -50,6 +51,9 @@ impl Importer for OpenCode {
     fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
         if let Some(db) = env.var("OPENCODE_DB") {
             return vec![env.expand(db)];
+        }
+        if let Some(dir) = env.var("OPENCODE_DATA_DIR") {
+            return vec![env.expand(dir)];
         }
         let data = env
             .var("XDG_DATA_HOME")
