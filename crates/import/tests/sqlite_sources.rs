@@ -260,6 +260,65 @@ fn a_database_is_read_and_stored_a_batch_at_a_time() {
 }
 
 #[test]
+fn a_session_row_without_an_id_is_reported_once_and_the_rest_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("opencode/opencode.db");
+    build_db("opencode/opencode.sql", &opencode);
+    let hermes = dir.path().join("hermes/state.db");
+    build_db("hermes/state_db_sample.sql", &hermes);
+    for (source, file, table, started, sessions) in [
+        (Source::OpenCode, &opencode, "session", "time_created", 2),
+        (Source::Hermes, &hermes, "sessions", "started_at", 4),
+    ] {
+        // A copy of the first session without an id (both schemas allow a NULL key),
+        // started just before it, and one more session after them all, so that a read
+        // a batch at a time stops after the first one and goes on past the row.
+        Connection::open(file)
+            .unwrap()
+            .execute_batch(&format!(
+                "PRAGMA foreign_keys = OFF;
+                 CREATE TEMP TABLE s0 AS SELECT * FROM {table} ORDER BY {started} LIMIT 1;
+                 UPDATE s0 SET id = NULL, {started} = {started} - 1;
+                 INSERT INTO {table} SELECT * FROM s0;
+                 UPDATE s0 SET id = 'last', {started} = {started} + 1000000;
+                 INSERT INTO {table} SELECT * FROM s0;"
+            ))
+            .unwrap();
+        // Read a session at a time (batches of one message), and all at once.
+        for batch_messages in [1, 5_000] {
+            let at = dir.path().join(format!("{source:?}-{batch_messages}"));
+            std::fs::create_dir_all(&at).unwrap();
+            let db = scribe_db(&at);
+            let mut sink = scribe_import::sink::StoreSink::new(scribe_session::Store::new(
+                std::sync::Arc::clone(&db),
+            ));
+            let options = scribe_import::Options {
+                batch_messages,
+                ..scribe_import::Options::default()
+            };
+            let summary = scribe_import::import(
+                &mut sink,
+                scribe_import::sources::importer(source),
+                std::slice::from_ref(file),
+                &options,
+                &mut |_| {},
+            )
+            .unwrap();
+            let said: Vec<&str> = summary.malformed.iter().map(|m| m.error.as_str()).collect();
+            assert_eq!(
+                said,
+                ["a session without an id"],
+                "{source:?}, batches of {batch_messages}"
+            );
+            assert_eq!(summary.malformed[0].path, file.display().to_string());
+            assert!(summary.failed.is_empty(), "{:?}", summary.failed);
+            assert_eq!(summary.written.sessions_created, sessions);
+            assert_eq!(self::sessions(&db).len(), sessions as usize);
+        }
+    }
+}
+
+#[test]
 fn a_file_that_is_not_a_database_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("opencode");

@@ -211,13 +211,17 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     let mut sessions = sessions;
     let mut batches = Batches::new(unit, &mut sessions, order_of);
     for s in &sessions {
-        let Some(id) = str_of(s, "id") else { continue };
         match batches.step(order_of(s), out.messages.len()) {
             Step::Skip => continue,
             Step::Read => {}
             // The read transaction ends with the connection.
             Step::Stop(resume) => return Ok(resume),
         }
+        // Said by the read whose batch holds the row, so once however many reads there are.
+        let Some(id) = str_of(s, "id") else {
+            report.malformed(path, None, "a session without an id");
+            continue;
+        };
         let started = f64_of(s, "started_at").and_then(time::epoch).unwrap_or(0);
         let ended = f64_of(s, "ended_at").and_then(time::epoch);
         let last_activity = f64_of(s, "last_activity_at").and_then(time::epoch);

@@ -126,16 +126,17 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     let mut sessions = sessions;
     let mut batches = Batches::new(unit, &mut sessions, order_of);
     for s in &sessions {
-        let Some(id) = str_of(s, "id") else {
-            report.malformed(path, None, "a session without an id");
-            continue;
-        };
         match batches.step(order_of(s), out.messages.len()) {
             Step::Skip => continue,
             Step::Read => {}
             // The read transaction ends with the connection.
             Step::Stop(resume) => return Ok(resume),
         }
+        // Said by the read whose batch holds the row, so once however many reads there are.
+        let Some(id) = str_of(s, "id") else {
+            report.malformed(path, None, "a session without an id");
+            continue;
+        };
         let updated = int_of(s, "time_updated");
         if unit.since.is_some_and(|since| updated < since) {
             continue;
