@@ -525,8 +525,29 @@ fn stats_split_a_session_by_the_model_and_day_of_its_messages(backend: Backend) 
         rows_of(&by_source),
         vec![("claude-code".to_owned(), 4, 1_345, 6, 5_125_000, 0)]
     );
+    // A week runs Monday to Sunday, keyed by its Monday: 2026-03-01 was a Sunday, so the
+    // night's two days fall in two weeks, and in one month.
+    let this_week = scribe_db::calendar::week_start(&today).unwrap();
+    assert_ne!(this_week, "2026-03-02", "the test runs after that week");
+    let by_week = e.svc.stats(StatsBy::Week, None).unwrap();
+    assert_eq!(
+        rows_of(&by_week),
+        vec![
+            ("2026-02-23".to_owned(), 1, 105, 4, 1_125_000, 0),
+            ("2026-03-02".to_owned(), 1, 200, 1, 3_000_000, 0),
+            (this_week, 4, 1_040, 1, 1_000_000, 0),
+        ]
+    );
+    let by_month = e.svc.stats(StatsBy::Month, None).unwrap();
+    assert_eq!(
+        rows_of(&by_month),
+        vec![
+            ("2026-03".to_owned(), 1, 305, 5, 4_125_000, 0),
+            (today[..7].to_owned(), 4, 1_040, 1, 1_000_000, 0),
+        ]
+    );
     // Every grouping adds up to the totals, which count every session once.
-    for stats in [&by_model, &by_day, &by_source] {
+    for stats in [&by_model, &by_day, &by_source, &by_week, &by_month] {
         let t = &stats.totals;
         assert_eq!((t.sessions, t.tokens.input, t.api_calls), (4, 1_345, 6));
         assert!((t.cost_usd - 5.125).abs() < 1e-12, "{}", t.cost_usd);

@@ -253,6 +253,23 @@ fn stats_by_model_source_and_day() {
     );
     let by_day = env.json(&["stats", "--by", "day", "--json"]);
     assert_eq!(by_day["rows"].as_array().unwrap().len(), 1);
+    // The week and month of that day, each one row with the same totals.
+    let day = by_day["rows"][0]["key"].as_str().unwrap().to_owned();
+    for (by, key) in [
+        ("week", scribe_db::calendar::week_start(&day).unwrap()),
+        ("month", day[..7].to_owned()),
+    ] {
+        let json = env.json(&["stats", "--by", by, "--json"]);
+        assert_eq!(json["by"], by);
+        assert_eq!(json["rows"].as_array().unwrap().len(), 1, "{json}");
+        assert_eq!(json["rows"][0]["key"], key.as_str());
+        assert_eq!(json["totals"], by_day["totals"]);
+        let text = env.ok(&["stats", "--by", by]);
+        assert!(
+            text.starts_with(&by.to_uppercase()) && text.contains(&key),
+            "{text}"
+        );
+    }
     let none = env.json(&["stats", "--since", "2999-01-01", "--json"]);
     assert_eq!(none["totals"]["sessions"], 0);
 

@@ -73,6 +73,19 @@ fn stats_by_day_survives_created_at_out_of_range() {
     let sessions: i64 = rows.iter().map(|r| r["sessions"].as_i64().unwrap()).sum();
     assert_eq!(sessions, by_model["totals"]["sessions"].as_i64().unwrap());
     assert!(env.ok(&["stats", "--by", "day"]).contains("9999-12-31"));
+    // Weeks and months of those days: the first week stays in year 0000 (its Monday
+    // would be in year -1), 9999-12-31 was a Friday.
+    for (by, first, last) in [
+        ("week", "0000-01-01", "9999-12-27"),
+        ("month", "0000-01", "9999-12"),
+    ] {
+        let json = env.json(&["stats", "--by", by, "--json"]);
+        let rows = json["rows"].as_array().unwrap();
+        let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+        assert_eq!(keys.first(), Some(&first), "{json}");
+        assert_eq!(keys.last(), Some(&last), "{json}");
+        assert_eq!(json["totals"], by_model["totals"]);
+    }
 }
 
 /// Token counts near `i64::MAX` and costs near `f64::MAX` in two sessions (another
@@ -94,7 +107,7 @@ fn stats_survive_token_counts_near_the_limit() {
             cost = f64::MAX,
         ),
     );
-    for by in ["model", "source", "day"] {
+    for by in ["model", "source", "day", "week", "month"] {
         let json = env.json(&["stats", "--by", by, "--json"]);
         assert_eq!(json["totals"]["tokens"]["input"], i64::MAX, "{by}: {json}");
         assert_eq!(json["totals"]["api_calls"], i64::MAX, "{by}: {json}");

@@ -98,6 +98,36 @@ pub fn is_date(y: i64, m: u32, d: u32) -> bool {
     (1..=12).contains(&m) && d >= 1 && civil_from_days(days_from_civil(y, m, d)) == (y, m, d)
 }
 
+/// The Monday that starts the week (ISO 8601: Monday to Sunday) holding the date
+/// `YYYY-MM-DD` (years 0000-9999, as the usage reports' days are), as `YYYY-MM-DD`
+/// (0000-01-01 for that year's first days); `None` for text that is not such a date.
+pub fn week_start(date: &str) -> Option<String> {
+    let b = date.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let number = |part: &str| -> Option<u32> {
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    let (y, m, d) = (
+        number(date.get(..4)?)?,
+        number(date.get(5..7)?)?,
+        number(date.get(8..)?)?,
+    );
+    if !is_date(i64::from(y), m, d) {
+        return None;
+    }
+    let days = days_from_civil(i64::from(y), m, d);
+    // 1970-01-01 was a Thursday, three days after a Monday. The first days of year 0000
+    // (where the reports clamp a damaged time) stay in that year.
+    let monday = (days - (days + 3).rem_euclid(7)).max(days_from_civil(0, 1, 1));
+    let (y, m, d) = civil_from_days(monday);
+    Some(format!("{y:04}-{m:02}-{d:02}"))
+}
+
 /// The UTC date of `ms` as `YYYY-MM-DD`.
 pub fn date(ms: i64) -> String {
     let (y, m, d) = civil_from_days(ms.div_euclid(DAY));
@@ -215,6 +245,33 @@ fn back_from(text: &str, span: i64, now: i64) -> Result<i64, TimeError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_week_starts_on_its_monday() {
+        for (date, monday) in [
+            ("2026-12-05", "2026-11-30"), // a Saturday
+            ("2026-11-30", "2026-11-30"), // a Monday
+            ("2026-12-06", "2026-11-30"), // a Sunday ends it
+            ("2026-01-01", "2025-12-29"), // across a year
+            ("1970-01-01", "1969-12-29"),
+            ("2024-03-01", "2024-02-26"), // across a leap day
+            ("0000-01-01", "0000-01-01"),
+            ("0000-01-05", "0000-01-03"),
+            ("9999-12-31", "9999-12-27"),
+        ] {
+            assert_eq!(week_start(date).as_deref(), Some(monday), "{date}");
+        }
+        for bad in [
+            "",
+            "2026-02-30",
+            "2026-1-01",
+            "20261201xx",
+            "2026-12-0x",
+            "+026-12-01",
+        ] {
+            assert_eq!(week_start(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -241,15 +241,8 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
         }
         ["stats"] => {
             params.only(&["by", "since"])?;
-            let by = params.choice(
-                "by",
-                &[
-                    ("model", StatsBy::Model),
-                    ("source", StatsBy::Source),
-                    ("day", StatsBy::Day),
-                ],
-                StatsBy::Model,
-            )?;
+            let choices = StatsBy::ALL.map(|by| (by.name(), by));
+            let by = params.choice("by", &choices, StatsBy::Model)?;
             json(&store.stats(shared.live.current(), by, params.time("since")?)?)
         }
         ["usage"] => {

@@ -217,7 +217,7 @@ pub struct StatsRow {
 /// `scribe stats --json`: `{"by", "since", "rows": [...], "totals": {...}}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stats {
-    /// `model`, `source` or `day`.
+    /// `model`, `source`, `day`, `week` or `month`.
     pub by: &'static str,
     /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`).
     pub since: Option<i64>,
@@ -228,10 +228,10 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// The document of `stats`, grouped `by` (`model`, `source` or `day`).
-    pub fn new(by: &'static str, stats: &UsageStats) -> Self {
+    /// The document of `stats`.
+    pub fn new(stats: &UsageStats) -> Self {
         Stats {
-            by,
+            by: stats.by.name(),
             since: stats.since,
             rows: stats
                 .rows

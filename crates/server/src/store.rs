@@ -652,15 +652,7 @@ impl Store {
         by: StatsBy,
         since: Option<i64>,
     ) -> Result<Stats, ApiError> {
-        let name = match by {
-            StatsBy::Model => "model",
-            StatsBy::Source => "source",
-            StatsBy::Day => "day",
-        };
-        Ok(Stats::new(
-            name,
-            &self.usage_slices(generation, since)?.stats(by),
-        ))
+        Ok(Stats::new(&self.usage_slices(generation, since)?.stats(by)))
     }
 
     /// Usage per day stacked by model (`by_model`) or source, and the top sessions, at

@@ -173,7 +173,7 @@ fn bad_list_parameters_are_400_with_a_reason() {
         ("/api/sessions?sorce=cli", "sorce"),
         ("/api/sessions?after=not-a-cursor", "cursor"),
         ("/api/sessions?q=a&q=b", "more than once"),
-        ("/api/stats?by=week", "by"),
+        ("/api/stats?by=year", "by"),
         ("/api/usage?stack=day", "stack"),
         ("/api/search?q=x&role=robot", "role"),
         ("/api/search?q=x&limit=501", "limit"),
@@ -403,17 +403,14 @@ fn search_stats_and_usage_are_the_services_numbers() {
     assert_eq!(get(a, "/api/search?q=x&session=ses_nope").status, 404);
 
     // Stats: the same document `scribe stats --json` prints, for every grouping.
-    for (by, name) in [
-        (StatsBy::Model, "model"),
-        (StatsBy::Source, "source"),
-        (StatsBy::Day, "day"),
-    ] {
+    for by in StatsBy::ALL {
+        let name = by.name();
         for since in [None, Some(T0 - 4 * DAY)] {
             let path = match since {
                 Some(ms) => format!("/api/stats?by={name}&since={ms}"),
                 None => format!("/api/stats?by={name}"),
             };
-            let expected = Stats::new(name, &sessions.stats(by, since).unwrap());
+            let expected = Stats::new(&sessions.stats(by, since).unwrap());
             assert_eq!(
                 get_json(a, &path),
                 serde_json::to_value(&expected).unwrap(),
@@ -426,13 +423,9 @@ fn search_stats_and_usage_are_the_services_numbers() {
     // stats row, and the totals are the stats totals.
     for (stack, by) in [("model", StatsBy::Model), ("source", StatsBy::Source)] {
         let usage = get_json(a, &format!("/api/usage?stack={stack}"));
-        let by_day = serde_json::to_value(Stats::new(
-            "day",
-            &sessions.stats(StatsBy::Day, None).unwrap(),
-        ))
-        .unwrap();
-        let by_key =
-            serde_json::to_value(Stats::new(stack, &sessions.stats(by, None).unwrap())).unwrap();
+        let by_day =
+            serde_json::to_value(Stats::new(&sessions.stats(StatsBy::Day, None).unwrap())).unwrap();
+        let by_key = serde_json::to_value(Stats::new(&sessions.stats(by, None).unwrap())).unwrap();
         assert_eq!(usage["totals"], by_day["totals"]);
         let days = usage["days"].as_array().unwrap();
         assert_eq!(days.len(), by_day["rows"].as_array().unwrap().len());

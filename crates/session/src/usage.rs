@@ -5,6 +5,7 @@
 //! back, so any number of threads and processes can add usage to one session at once and
 //! all of it counts.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use scribe_db::Tx;
@@ -91,6 +92,51 @@ pub enum StatsBy {
     Source,
     /// By UTC day of creation (`YYYY-MM-DD`), oldest first.
     Day,
+    /// By UTC week, Monday to Sunday (ISO 8601), keyed by its Monday (`YYYY-MM-DD`),
+    /// oldest first.
+    Week,
+    /// By UTC month (`YYYY-MM`), oldest first.
+    Month,
+}
+
+impl StatsBy {
+    /// Every grouping, in the order the command line and the API list them.
+    pub const ALL: [StatsBy; 5] = [
+        StatsBy::Model,
+        StatsBy::Source,
+        StatsBy::Day,
+        StatsBy::Week,
+        StatsBy::Month,
+    ];
+
+    /// Its name: `model`, `source`, `day`, `week` or `month` (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            StatsBy::Model => "model",
+            StatsBy::Source => "source",
+            StatsBy::Day => "day",
+            StatsBy::Week => "week",
+            StatsBy::Month => "month",
+        }
+    }
+
+    /// Whether its rows go oldest first (a period) rather than most expensive first.
+    pub fn is_period(self) -> bool {
+        matches!(self, StatsBy::Day | StatsBy::Week | StatsBy::Month)
+    }
+
+    /// The key of `slice` in this grouping.
+    fn key(self, slice: &UsageSlice) -> Cow<'_, str> {
+        match self {
+            StatsBy::Model => Cow::Borrowed(&slice.model),
+            StatsBy::Source => Cow::Borrowed(&slice.source),
+            StatsBy::Day => Cow::Borrowed(&slice.day),
+            // A day the reader does not know as a date (none is written so) stays whole.
+            StatsBy::Week => scribe_db::calendar::week_start(&slice.day)
+                .map_or(Cow::Borrowed(slice.day.as_str()), Cow::Owned),
+            StatsBy::Month => Cow::Borrowed(slice.day.get(..7).unwrap_or(&slice.day)),
+        }
+    }
 }
 
 /// Usage totals of a group of sessions.
@@ -122,7 +168,7 @@ impl UsageTotals {
 /// One group of [`UsageStats`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageStatsRow {
-    /// The model, source or day.
+    /// The model, source, day (`YYYY-MM-DD`), week (its Monday) or month (`YYYY-MM`).
     pub key: String,
     /// The group's totals.
     pub totals: UsageTotals,
@@ -258,7 +304,7 @@ impl SessionService {
         })
     }
 
-    /// Token and cost totals grouped `by` model, source or day, of the usage from `since`
+    /// Token and cost totals grouped `by` model, source, day, week or month, of the usage from `since`
     /// on (ms; `None`: all), with the grand totals. Each session counts its own usage,
     /// split by the model and day of the messages that carry it (see [`UsageStats`]); a
     /// row's `sessions` counts the sessions with usage in it, the totals' each of them
@@ -334,22 +380,18 @@ pub struct UsageSlices {
 }
 
 impl UsageSlices {
-    /// The slices added up `by` model or source (most expensive first) or day (oldest
-    /// first), with the totals.
+    /// The slices added up `by` model or source (most expensive first) or day, week or
+    /// month (oldest first), with the totals.
     pub fn stats(&self, by: StatsBy) -> UsageStats {
-        let grouped = group_usage(&self.slices, |slice| match by {
-            StatsBy::Model => slice.model.as_str(),
-            StatsBy::Source => slice.source.as_str(),
-            StatsBy::Day => slice.day.as_str(),
-        });
+        let grouped = group_usage(&self.slices, |slice| by.key(slice));
         let mut rows: Vec<UsageStatsRow> = grouped
             .into_iter()
             .map(|(key, totals)| UsageStatsRow {
-                key: key.to_owned(),
+                key: key.into_owned(),
                 totals,
             })
             .collect();
-        if by != StatsBy::Day {
+        if !by.is_period() {
             rows.sort_by(|a, b| {
                 b.totals
                     .cost_usd

@@ -1,4 +1,4 @@
-//! `scribe stats`: tokens and cost grouped by model, source or day.
+//! `scribe stats`: tokens and cost grouped by model, source, day, week or month.
 
 use std::io::Write;
 
@@ -19,12 +19,16 @@ pub enum By {
     Source,
     /// By the UTC day it was used on, oldest first.
     Day,
+    /// By the UTC week it was used in (Monday to Sunday, shown by its Monday), oldest first.
+    Week,
+    /// By the UTC month it was used in, oldest first.
+    Month,
 }
 
 /// Token usage and cost.
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
-/// by model, source or day, with totals. Usage counts under the model and day of the
+/// by model, source, day, week or month (UTC), with totals. Usage counts under the model and day of the
 /// message that used it, so a session that switched models or ran past midnight is split
 /// as it happened; what a session counts beyond its messages (usage an agent reported for
 /// the session as a whole) counts under its model and the day it started. A sub-agent
@@ -47,22 +51,24 @@ pub struct StatsCmd {
 impl StatsCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let (by, by_name) = match self.by {
-            By::Model => (StatsBy::Model, "model"),
-            By::Source => (StatsBy::Source, "source"),
-            By::Day => (StatsBy::Day, "day"),
+        let by = match self.by {
+            By::Model => StatsBy::Model,
+            By::Source => StatsBy::Source,
+            By::Day => StatsBy::Day,
+            By::Week => StatsBy::Week,
+            By::Month => StatsBy::Month,
         };
         let stats = ctx.sessions.stats(by, self.since)?;
         let mut out = anstream::stdout().lock();
         if self.json {
-            return json::print(&mut out, &Stats::new(by_name, &stats));
+            return json::print(&mut out, &Stats::new(&stats));
         }
         if stats.rows.is_empty() {
             writeln!(out, "no usage recorded")?;
             return Ok(());
         }
         let mut table = ui::table([
-            by_name.to_uppercase().as_str(),
+            by.name().to_uppercase().as_str(),
             "SESSIONS",
             "CALLS",
             "INPUT",
