@@ -1005,3 +1005,97 @@ fn a_refused_session_is_reported_as_a_session_not_a_file() {
     assert_eq!(codex["files_read"], 2, "{report}");
     assert_eq!(codex["sessions_created"], 1, "{report}");
 }
+
+/// Claude Code records a slash command, a `!` shell command and what they printed as user
+/// lines of tags (`<command-name>/model</command-name>…`). They are kept as the user typed
+/// them (`/model opus`, `!ls`) and as the output they printed (synthetic text, dimmed by
+/// `show`), so `list` previews, `show` and search read what happened, not the markup; an
+/// output that printed nothing is no message, and a prompt that only mentions a tag is
+/// kept as written.
+#[test]
+fn claude_code_commands_are_kept_as_typed() {
+    let (dir, scribe) = setup();
+    let root = dir.path().join("commands");
+    std::fs::create_dir_all(&root).unwrap();
+    let id = "c0ffee00-0000-4000-8000-000000000001";
+    let mut lines = Vec::new();
+    let mut user = |uuid: &str, content: &str| {
+        let at = lines.len();
+        lines.push(
+            serde_json::json!({
+                "type": "user", "sessionId": id, "uuid": uuid,
+                "timestamp": format!("2026-03-01T10:00:0{at}.000Z"),
+                "message": {"role": "user", "content": content},
+            })
+            .to_string(),
+        );
+    };
+    user(
+        "u1",
+        "<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args>opus</command-args>",
+    );
+    user(
+        "u2",
+        "<local-command-stdout>Set model to opus</local-command-stdout>",
+    );
+    user("u3", "<bash-input>ls</bash-input>");
+    user(
+        "u4",
+        "<bash-stdout>Cargo.toml\nsrc</bash-stdout><bash-stderr></bash-stderr>",
+    );
+    user("u5", "<local-command-stdout></local-command-stdout>");
+    user("u6", "why does <command-name> show up in my logs?");
+    std::fs::write(root.join(format!("{id}.jsonl")), lines.join("\n") + "\n").unwrap();
+    let report = scribe.json(&[
+        "import",
+        "--from",
+        "claude-code",
+        root.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(source(&report, "claude-code")["messages_inserted"], 5);
+
+    let shown = scribe.json(&["show", id, "--json"]);
+    let texts: Vec<(&str, bool)> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let part = &m["parts"][0]["part"];
+            (
+                part["text"].as_str().unwrap(),
+                part["synthetic"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            ("/model opus", false),
+            ("Set model to opus", true),
+            ("!ls", false),
+            ("Cargo.toml\nsrc", true),
+            ("why does <command-name> show up in my logs?", false),
+        ]
+    );
+    let list = scribe.json(&["list", "--json"]);
+    let row = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap();
+    assert_eq!(row["preview"], "/model opus");
+    let found = scribe.json(&["search", "opus", "--json"]);
+    assert!(!found["hits"].as_array().unwrap().is_empty(), "{found}");
+    // The real fixture's `/init`.
+    scribe.ok(&["import", "--from", "claude-code"]);
+    let list = scribe.json(&["list", "--json"]);
+    let init = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "1af7fc5e-8455-4414-9ccd-011d40f70b2a")
+        .unwrap();
+    assert_eq!(init["preview"], "/init");
+}

@@ -261,7 +261,7 @@ fn messages_written_in_one_millisecond_keep_the_files_order() {
         .take(2)
         .map(first_text)
         .collect();
-    assert!(shown[0].starts_with("<command-message>init"), "{shown:?}");
+    assert_eq!(shown[0], "/init", "{shown:?}");
     assert!(
         shown[1].starts_with("Please analyze this codebase"),
         "{shown:?}"

@@ -22,6 +22,10 @@
 //! - usage: `input_tokens` (without cache), cache read, cache write (5m + 1h when the
 //!   breakdown is there), output without `thinking_tokens`, which are reasoning;
 //!   `<synthetic>` messages carry no model and no usage;
+//! - a user line that is only Claude Code's command tags is kept as the user typed it: a
+//!   slash command with its arguments (`/model opus`), a shell command (`!ls`); what a
+//!   command printed (`<local-command-stdout>`, `<bash-stdout>`, …) is synthetic text, and
+//!   none when it printed nothing;
 //! - `compact_boundary` + the `isCompactSummary` user line: a summary message;
 //! - titles: `custom-title` over `ai-title` over `summary`; a `summary` titles the session
 //!   whose line its `leafUuid` names, which may be in another (earlier) file: each read
@@ -720,11 +724,13 @@ impl Reader<'_> {
         let mut parts: Vec<Part> = Vec::new();
         let mut results = 0;
         match &content {
-            Value::String(s) => parts.push(text(s.clone(), meta)),
+            Value::String(s) => parts.extend(user_text(s, meta)),
             Value::Array(blocks) => {
                 for block in blocks {
                     match str_of(block, "type").unwrap_or("") {
-                        "text" => parts.push(text(str_of(block, "text").unwrap_or(""), meta)),
+                        "text" => {
+                            parts.extend(user_text(str_of(block, "text").unwrap_or(""), meta))
+                        }
                         "tool_result" => {
                             results += 1;
                             self.tool_result(v, block, at);
@@ -956,6 +962,93 @@ fn finish_reason(stop: &str) -> FinishReason {
 }
 
 /// An image or document block as a file part (base64 data kept as a `data:` URL).
+/// A user line's text as Scribe keeps it: a command Claude Code wrapped in its tags reads
+/// as the user typed it, its output as synthetic text (what the user did not type), and
+/// an output that printed nothing is no part; any other text is kept as it is.
+fn user_text(s: &str, meta: bool) -> Option<Part> {
+    match command(s) {
+        Some(Command::Typed(typed)) => Some(text(typed, meta)),
+        Some(Command::Output(out)) if out.is_empty() => None,
+        Some(Command::Output(out)) => Some(text(out, true)),
+        None => Some(text(s, meta)),
+    }
+}
+
+/// What a text made only of Claude Code's command tags stands for.
+#[derive(Debug, PartialEq)]
+enum Command {
+    /// What the user typed: a slash command with its arguments (`/model opus`, from
+    /// `<command-name>` and `<command-args>`; `<command-message>` is the CLI's status
+    /// line for it) or a shell command (`!ls`, from `<bash-input>`).
+    Typed(String),
+    /// What ran printed (`<local-command-stdout>`, `<bash-stdout>`, their `-stderr`, the
+    /// stderr after the stdout) or the caveat the CLI puts before such lines.
+    Output(String),
+}
+
+/// The tags Claude Code writes around a command and its output.
+const COMMAND_TAGS: [&str; 9] = [
+    "command-name",
+    "command-message",
+    "command-args",
+    "local-command-stdout",
+    "local-command-stderr",
+    "local-command-caveat",
+    "bash-input",
+    "bash-stdout",
+    "bash-stderr",
+];
+
+/// `s` read as Claude Code's command tags (daaain/claude-code-log's `dev-docs/messages.md`
+/// lists them): `None` unless the whole text, spaces aside, is one or more of
+/// [`COMMAND_TAGS`], each closed, so a prompt that only mentions a tag stays as written.
+fn command(s: &str) -> Option<Command> {
+    let mut tags: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let open = rest.strip_prefix('<')?;
+        let (name, after) = open.split_once('>')?;
+        if !COMMAND_TAGS.contains(&name) {
+            return None;
+        }
+        let (inner, after) = after.split_once(&format!("</{name}>"))?;
+        tags.insert(name, inner);
+        rest = after.trim_start();
+    }
+    let tag = |name: &str| tags.get(name).map_or("", |t| t.trim());
+    if let Some(name) = tags.get("command-name").map(|n| n.trim()) {
+        let name = if name.starts_with('/') {
+            name.to_owned()
+        } else {
+            format!("/{name}")
+        };
+        let args = tag("command-args");
+        return Some(Command::Typed(if args.is_empty() {
+            name
+        } else {
+            format!("{name} {args}")
+        }));
+    }
+    if tags.contains_key("bash-input") {
+        return Some(Command::Typed(format!("!{}", tag("bash-input"))));
+    }
+    let printed: Vec<&str> = [
+        "local-command-stdout",
+        "bash-stdout",
+        "local-command-stderr",
+        "bash-stderr",
+        "local-command-caveat",
+    ]
+    .into_iter()
+    .map(tag)
+    .filter(|t| !t.is_empty())
+    .collect();
+    Some(Command::Output(printed.join("\n")))
+}
+
 fn media(block: &Value) -> Part {
     let src = block.get("source").cloned().unwrap_or(Value::Null);
     let mime = str_of(&src, "media_type").unwrap_or("application/octet-stream");
@@ -969,4 +1062,58 @@ fn media(block: &Value) -> Part {
         _ => return Part::Unknown(block.clone()),
     };
     file(mime, str_of(block, "title").map(str::to_owned), url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_read_as_typed_and_their_output_as_printed() {
+        let typed = |t: &str| Some(Command::Typed(t.to_owned()));
+        let output = |t: &str| Some(Command::Output(t.to_owned()));
+        for (text, read) in [
+            (
+                "<command-message>init is analyzing your codebase…</command-message>\n<command-name>/init</command-name>",
+                typed("/init"),
+            ),
+            (
+                "<command-name>/model</command-name>\n            <command-message>model</command-message>\n            <command-args>opus</command-args>",
+                typed("/model opus"),
+            ),
+            (
+                "<command-name>review</command-name><command-args> </command-args>",
+                typed("/review"),
+            ),
+            ("<bash-input>ls -la</bash-input>", typed("!ls -la")),
+            (
+                "<bash-stdout>a\nb</bash-stdout><bash-stderr>warn</bash-stderr>",
+                output("a\nb\nwarn"),
+            ),
+            ("<local-command-stdout></local-command-stdout>", output("")),
+            (
+                "<local-command-stdout>Set model to opus</local-command-stdout>",
+                output("Set model to opus"),
+            ),
+            // Anything else is a prompt, kept as written.
+            ("fix <command-name> parsing", None),
+            ("<command-name>/init</command-name> and then explain", None),
+            ("<command-name>/init", None),
+            ("<b>bold</b>", None),
+            ("<bash-input>ls</bash-input><div>x</div>", None),
+            ("", None),
+            ("   ", None),
+        ] {
+            assert_eq!(command(text), read, "{text:?}");
+        }
+        assert!(user_text("<local-command-stdout></local-command-stdout>", false).is_none());
+        let Some(Part::Text(out)) = user_text("<bash-stdout>ok</bash-stdout>", false) else {
+            panic!("a text part");
+        };
+        assert_eq!((out.text.as_str(), out.synthetic), ("ok", true));
+        let Some(Part::Text(cmd)) = user_text("<bash-input>ok</bash-input>", false) else {
+            panic!("a text part");
+        };
+        assert_eq!((cmd.text.as_str(), cmd.synthetic), ("!ok", false));
+    }
 }
