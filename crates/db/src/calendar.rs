@@ -98,10 +98,9 @@ pub fn is_date(y: i64, m: u32, d: u32) -> bool {
     (1..=12).contains(&m) && d >= 1 && civil_from_days(days_from_civil(y, m, d)) == (y, m, d)
 }
 
-/// The Monday that starts the week (ISO 8601: Monday to Sunday) holding the date
-/// `YYYY-MM-DD` (years 0000-9999, as the usage reports' days are), as `YYYY-MM-DD`
-/// (0000-01-01 for that year's first days); `None` for text that is not such a date.
-pub fn week_start(date: &str) -> Option<String> {
+/// The date `YYYY-MM-DD` (years 0000-9999, as the usage reports' days are) as days since
+/// 1970-01-01 (negative before); `None` for text that is not such a date.
+pub fn day_number(date: &str) -> Option<i64> {
     let b = date.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
@@ -117,10 +116,14 @@ pub fn week_start(date: &str) -> Option<String> {
         number(date.get(5..7)?)?,
         number(date.get(8..)?)?,
     );
-    if !is_date(i64::from(y), m, d) {
-        return None;
-    }
-    let days = days_from_civil(i64::from(y), m, d);
+    is_date(i64::from(y), m, d).then(|| days_from_civil(i64::from(y), m, d))
+}
+
+/// The Monday that starts the week (ISO 8601: Monday to Sunday) holding the date
+/// `YYYY-MM-DD` (years 0000-9999, as the usage reports' days are), as `YYYY-MM-DD`
+/// (0000-01-01 for that year's first days); `None` for text that is not such a date.
+pub fn week_start(date: &str) -> Option<String> {
+    let days = day_number(date)?;
     // 1970-01-01 was a Thursday, three days after a Monday. The first days of year 0000
     // (where the reports clamp a damaged time) stay in that year.
     let monday = (days - (days + 3).rem_euclid(7)).max(days_from_civil(0, 1, 1));

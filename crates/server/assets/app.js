@@ -1118,7 +1118,30 @@
 
   // ---------------------------------------------------------------- usage
 
-  const PERIODS = [["7d", "7 days", 7], ["30d", "30 days", 30], ["90d", "90 days", 90], ["365d", "1 year", 365], ["all", "All time", 0]];
+  // [value, label, days (0: all), bars]: a year by week, all of time by what its length
+  // suits (the server picks days, weeks or months).
+  const PERIODS = [["7d", "7 days", 7, "day"], ["30d", "30 days", 30, "day"], ["90d", "90 days", 90, "day"], ["365d", "1 year", 365, "week"], ["all", "All time", 0, "auto"]];
+  const DAY_MS = 86400e3;
+  /** The key of the bar holding the UTC day `day` (`YYYY-MM-DD`) when bars are `step`s. */
+  function barKey(day, step) {
+    if (step === "month") return day.slice(0, 7);
+    if (step !== "week") return day;
+    const t = Date.parse(day + "T00:00:00Z");
+    return new Date(t - ((new Date(t).getUTCDay() + 6) % 7) * DAY_MS).toISOString().slice(0, 10);
+  }
+  /** The key of the bar after `key`. */
+  function nextBar(key, step) {
+    if (step === "month") {
+      const [y, mo] = key.split("-").map(Number);
+      return mo === 12 ? `${String(y + 1).padStart(4, "0")}-01` : `${String(y).padStart(4, "0")}-${String(mo + 1).padStart(2, "0")}`;
+    }
+    return new Date(Date.parse(key + "T00:00:00Z") + (step === "week" ? 7 : 1) * DAY_MS).toISOString().slice(0, 10);
+  }
+  const STEP_NOTES = {
+    day: "Days are UTC calendar days, as in scribe stats --by day.",
+    week: "Weeks run Monday to Sunday (UTC), each shown by its Monday, as in scribe stats --by week.",
+    month: "Months are UTC calendar months, as in scribe stats --by month.",
+  };
   const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"];
   const OTHER = "#9aa0a6";
 
@@ -1155,8 +1178,9 @@
       const mine = view.token;
       try {
         const from = since();
+        const step = (PERIODS.find(([v]) => v === state.period) || PERIODS[1])[3];
         const [usage, stats] = await Promise.all([
-          api("usage", { since: from, stack: state.stack }),
+          api("usage", { since: from, stack: state.stack, step }),
           api("stats", { by: state.stack, since: from }),
         ]);
         if (!stillShown(mine)) return;
@@ -1187,22 +1211,22 @@
       const keys = usage.keys.slice(0, PALETTE.length);
       const other = usage.keys.length > PALETTE.length;
       const colour = (k) => { const i = keys.indexOf(k); return i >= 0 ? PALETTE[i] : OTHER; };
-      // Every day of the period, with or without usage.
+      // Every day (week, month) of the period, with or without usage.
+      const step = usage.step;
       const byDay = new Map(usage.days.map((d) => [d.day, d]));
       const days = [];
-      const first = from || (usage.days[0] && usage.days[0].day);
+      const first = from ? barKey(from, step) : usage.days[0] && usage.days[0].day;
       if (first) {
-        const today = new Date().toISOString().slice(0, 10);
-        const last = usage.days.length && usage.days[usage.days.length - 1].day > today ? usage.days[usage.days.length - 1].day : today;
-        for (let t = Date.parse(first + "T00:00:00Z"); t <= Date.parse(last + "T00:00:00Z") && days.length < 3700; t += 86400e3) {
-          days.push(new Date(t).toISOString().slice(0, 10));
-        }
+        const today = barKey(new Date().toISOString().slice(0, 10), step);
+        const newest = usage.days.length ? usage.days[usage.days.length - 1].day : today;
+        const last = newest > today ? newest : today;
+        for (let key = first; key <= last && days.length < 3700; key = nextBar(key, step)) days.push(key);
       }
       // Drawn at the width it is shown at, so text is not stretched.
       const W = Math.max(480, Math.min(1400, main().clientWidth - 24)), H = 280, L = 64, R = 12, T = 10, B = 26;
       const totals = days.map((d) => (byDay.has(d) ? value(byDay.get(d)) : 0));
       const max = Math.max(0, ...totals);
-      const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${state.metric} per day, stacked by ${state.stack}` });
+      const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${state.metric} per ${step}, stacked by ${state.stack}` });
       if (!days.length || max <= 0) {
         svg.append(s("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "No usage in this period"));
         return h("div", null, svg);
@@ -1234,7 +1258,7 @@
         keys.map((k) => h("span", null, h("span", { class: "sw", dataset: { colour: colour(k) } }), k || "(no model)")),
         other ? h("span", null, h("span", { class: "sw", dataset: { colour: OTHER } }), "other") : null);
       for (const sw of legend.querySelectorAll(".sw")) sw.style.background = sw.dataset.colour;
-      return h("div", null, svg, legend, h("p", { class: "dim chart-note" }, "Days are UTC calendar days, as in scribe stats --by day."));
+      return h("div", null, svg, legend, h("p", { class: "dim chart-note" }, STEP_NOTES[step] || STEP_NOTES.day));
     }
     function statsTable(stats) {
       const row = (key, t, strong) => h("tr", { class: strong ? "total" : "" },

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::error::ApiError;
 use crate::http::Shared;
 use crate::json::Version;
-use crate::store::{Archived, At, ListQuery, Parent, Sort};
+use crate::store::{Archived, At, ListQuery, Parent, Sort, Step};
 
 /// Largest page of the session list.
 pub const MAX_SESSION_PAGE: u64 = 200;
@@ -246,9 +246,19 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
             json(&store.stats(shared.live.current(), by, params.time("since")?)?)
         }
         ["usage"] => {
-            params.only(&["stack", "since"])?;
+            params.only(&["stack", "since", "step"])?;
             let by_model = params.choice("stack", &[("model", true), ("source", false)], true)?;
-            json(&store.usage(shared.live.current(), by_model, params.time("since")?)?)
+            let step = params.choice(
+                "step",
+                &[
+                    ("day", Step::Day),
+                    ("week", Step::Week),
+                    ("month", Step::Month),
+                    ("auto", Step::Auto),
+                ],
+                Step::Day,
+            )?;
+            json(&store.usage(shared.live.current(), by_model, params.time("since")?, step)?)
         }
         ["version"] => {
             params.only(&[])?;

@@ -615,11 +615,13 @@ fn close(
 pub struct Usage {
     /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`).
     pub since: Option<i64>,
+    /// `day`, `week` or `month`: what each of `days` is.
+    pub step: &'static str,
     /// `model` or `source`: what each day's `stacks` are.
     pub stack: &'static str,
     /// Every stack key of the period, most expensive first (`""`: no model).
     pub keys: Vec<String>,
-    /// Days with usage, oldest first.
+    /// Days (weeks, months) with usage, oldest first.
     pub days: Vec<UsageDay>,
     /// The whole period (equal to `scribe stats --since …`'s totals).
     pub totals: Totals,
@@ -641,12 +643,12 @@ pub struct TopSession {
     pub period: Totals,
 }
 
-/// One day of [`Usage`].
+/// One day (week, month) of [`Usage`].
 #[derive(Debug, Clone, Serialize)]
 pub struct UsageDay {
-    /// `YYYY-MM-DD` (UTC).
+    /// `YYYY-MM-DD` (UTC): the day, or the Monday of the week; `YYYY-MM` for a month.
     pub day: String,
-    /// The day's totals (equal to that day's row of `scribe stats --by day`).
+    /// The day's totals (equal to its row of `scribe stats --by day|week|month`).
     #[serde(flatten)]
     pub totals: Totals,
     /// The day's usage by model or source, in the order of [`Usage::keys`].

@@ -655,32 +655,35 @@ impl Store {
         Ok(Stats::new(&self.usage_slices(generation, since)?.stats(by)))
     }
 
-    /// Usage per day stacked by model (`by_model`) or source, and the top sessions, at
-    /// change `generation`.
+    /// Usage per day, week or month (`step`; [`Step::Auto`] picks by the period's length)
+    /// stacked by model (`by_model`) or source, and the top sessions, at change
+    /// `generation`.
     pub fn usage(
         &self,
         generation: u64,
         by_model: bool,
         since: Option<i64>,
+        step: Step,
     ) -> Result<Usage, ApiError> {
         let opened = self.current();
-        // (day, key, totals) of every group, oldest day first: the same slices of each
-        // session's usage that `scribe stats` adds up, and its rows by day.
+        // (period, key, totals) of every group, oldest first: the same slices of each
+        // session's usage that `scribe stats` adds up, and its rows by that period.
         let usage = self.usage_slices(generation, since)?;
-        let by_day = usage.stats(StatsBy::Day);
+        let step = step.resolve(&usage.slices, since, scribe_db::now_ms());
+        let by_day = usage.stats(step);
         let groups: Vec<(String, StatsRow)> = scribe_session::group_usage(&usage.slices, |slice| {
             let key = if by_model {
                 &slice.model
             } else {
                 &slice.source
             };
-            (slice.day.as_str(), key.as_str())
+            (step.key(slice), key.as_str())
         })
         .into_iter()
         .map(|((day, key), totals)| {
             let totals = Totals::from(&totals);
             (
-                day.to_owned(),
+                day.into_owned(),
                 StatsRow {
                     key: key.to_owned(),
                     totals,
@@ -722,6 +725,7 @@ impl Store {
         let top = opened.top_sessions(&usage.slices)?;
         Ok(Usage {
             since,
+            step: step.name(),
             stack: if by_model { "model" } else { "source" },
             keys,
             days,
@@ -942,6 +946,55 @@ impl From<ReadError> for ApiError {
         match err {
             ReadError::Db(err) => err.into(),
             ReadError::Api(err) => err,
+        }
+    }
+}
+
+/// The bars of the usage chart ([`Store::usage`]): UTC days, weeks (Monday to Sunday) or
+/// months, as `scribe stats --by day|week|month` counts them, or picked by the period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A bar a day.
+    Day,
+    /// A bar a week, keyed by its Monday.
+    Week,
+    /// A bar a month, keyed `YYYY-MM`.
+    Month,
+    /// Days for a period of up to [`Step::DAYS_OF_DAYS`] days (from `since`, or the first
+    /// day with usage, to today or the last day with usage), weeks up to
+    /// [`Step::DAYS_OF_WEEKS`], months beyond (about 160 bars at most, for a history of
+    /// up to 13 years).
+    Auto,
+}
+
+impl Step {
+    /// The longest period [`Step::Auto`] shows by day.
+    pub const DAYS_OF_DAYS: i64 = 92;
+    /// The longest period [`Step::Auto`] shows by week (three years).
+    pub const DAYS_OF_WEEKS: i64 = 3 * 366;
+
+    /// The grouping of `slices` (of the period from `since`, at `now`) this step is.
+    fn resolve(self, slices: &[UsageSlice], since: Option<i64>, now: i64) -> StatsBy {
+        match self {
+            Step::Day => StatsBy::Day,
+            Step::Week => StatsBy::Week,
+            Step::Month => StatsBy::Month,
+            Step::Auto => {
+                let days = slices
+                    .iter()
+                    .filter_map(|slice| scribe_db::calendar::day_number(&slice.day));
+                let today = now.div_euclid(scribe_db::calendar::DAY);
+                let first = since
+                    .map(|ms| ms.div_euclid(scribe_db::calendar::DAY))
+                    .or_else(|| days.clone().min())
+                    .unwrap_or(today);
+                let last = days.max().unwrap_or(today).max(today);
+                match last.saturating_sub(first) {
+                    span if span <= Step::DAYS_OF_DAYS => StatsBy::Day,
+                    span if span <= Step::DAYS_OF_WEEKS => StatsBy::Week,
+                    _ => StatsBy::Month,
+                }
+            }
         }
     }
 }

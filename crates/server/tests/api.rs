@@ -175,6 +175,7 @@ fn bad_list_parameters_are_400_with_a_reason() {
         ("/api/sessions?q=a&q=b", "more than once"),
         ("/api/stats?by=year", "by"),
         ("/api/usage?stack=day", "stack"),
+        ("/api/usage?step=year", "step"),
         ("/api/search?q=x&role=robot", "role"),
         ("/api/search?q=x&limit=501", "limit"),
         ("/api/search?q=x&rank=best", "rank"),
@@ -419,12 +420,23 @@ fn search_stats_and_usage_are_the_services_numbers() {
         }
     }
 
-    // Usage: each day's stacks add up to that day's stats row, each key's days to its
-    // stats row, and the totals are the stats totals.
-    for (stack, by) in [("model", StatsBy::Model), ("source", StatsBy::Source)] {
-        let usage = get_json(a, &format!("/api/usage?stack={stack}"));
+    // Usage: each day's (week's, month's) stacks add up to its stats row, each key's days
+    // to its stats row, and the totals are the stats totals.
+    for (stack, by, step) in [
+        ("model", StatsBy::Model, StatsBy::Day),
+        ("source", StatsBy::Source, StatsBy::Day),
+        ("model", StatsBy::Model, StatsBy::Week),
+        ("source", StatsBy::Source, StatsBy::Month),
+    ] {
+        let path = match step {
+            // Days when no step is asked for.
+            StatsBy::Day => format!("/api/usage?stack={stack}"),
+            _ => format!("/api/usage?stack={stack}&step={}", step.name()),
+        };
+        let usage = get_json(a, &path);
+        assert_eq!(usage["step"], step.name());
         let by_day =
-            serde_json::to_value(Stats::new(&sessions.stats(StatsBy::Day, None).unwrap())).unwrap();
+            serde_json::to_value(Stats::new(&sessions.stats(step, None).unwrap())).unwrap();
         let by_key = serde_json::to_value(Stats::new(&sessions.stats(by, None).unwrap())).unwrap();
         assert_eq!(usage["totals"], by_day["totals"]);
         let days = usage["days"].as_array().unwrap();
@@ -467,6 +479,14 @@ fn search_stats_and_usage_are_the_services_numbers() {
             usage["keys"].as_array().unwrap().len(),
             by_key["rows"].as_array().unwrap().len()
         );
+    }
+    // `step=auto` picks by the period's length: days up to 92 days, weeks up to three
+    // years, months beyond.
+    let now = scribe_db::now_ms();
+    for (back_days, step) in [(30, "day"), (92, "day"), (400, "week"), (4_000, "month")] {
+        let since = now - back_days * DAY;
+        let usage = get_json(a, &format!("/api/usage?step=auto&since={since}"));
+        assert_eq!(usage["step"], step, "{back_days} days back");
     }
     let usage = get_json(a, "/api/usage?since=2026-01-07");
     assert_eq!(usage["since"], json!(T0 - 3 * DAY - 12 * 3_600_000));

@@ -606,6 +606,49 @@ fn usage(ctx: &Ctx) -> Result<()> {
     )?;
     let bars = d.exec("return new Set([...document.querySelectorAll('svg.chart rect.bar')].map(r => r.dataset.key)).size", json!([]))?;
     check(bars == json!(3), format!("one colour per model: {bars}"))?;
+    // All of time comes in the bars its length suits (the fixture's ~11 months: weeks,
+    // until it is over three years old), each at the key the API gives it, and the note
+    // says which.
+    let auto: Value = get_json(ctx.server.addr, "/api/usage?stack=model&step=auto");
+    let step = auto["step"].as_str().unwrap_or("");
+    let mut keys: Vec<Value> = auto["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["day"].clone())
+        .collect();
+    keys.sort_by_key(|k| k.to_string());
+    let shown = d.exec(
+        "return [...new Set([...document.querySelectorAll('svg.chart rect.bar')].map(r => r.dataset.day))].sort()",
+        json!([]),
+    )?;
+    check(
+        shown == Value::Array(keys.clone()),
+        format!("the bars are the {step}s of /api/usage: {shown} against {keys:?}"),
+    )?;
+    let note = text(
+        ctx,
+        "return document.querySelector('.chart-note').innerText",
+    )?;
+    let says = match step {
+        "day" => "Days are UTC calendar days",
+        "week" => "Weeks run Monday to Sunday",
+        _ => "Months are UTC calendar months",
+    };
+    check(
+        note.contains(says),
+        format!("the note says {step}s: {note}"),
+    )?;
+    if step == "week" {
+        let mondays = d.exec(
+            "return [...document.querySelectorAll('svg.chart rect.bar')].every(r => new Date(r.dataset.day + 'T00:00:00Z').getUTCDay() === 1)",
+            json!([]),
+        )?;
+        check(
+            mondays == json!(true),
+            "every week's bar is keyed by its Monday",
+        )?;
+    }
     // The top sessions: the conversations of the period, each with its tokens in it.
     let usage: Value = get_json(ctx.server.addr, "/api/usage?stack=model");
     let top = d.exec(

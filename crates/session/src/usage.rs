@@ -125,8 +125,9 @@ impl StatsBy {
         matches!(self, StatsBy::Day | StatsBy::Week | StatsBy::Month)
     }
 
-    /// The key of `slice` in this grouping.
-    fn key(self, slice: &UsageSlice) -> Cow<'_, str> {
+    /// The key of `slice` in this grouping: its model, source, day, week (its Monday) or
+    /// month (`YYYY-MM`).
+    pub fn key(self, slice: &UsageSlice) -> Cow<'_, str> {
         match self {
             StatsBy::Model => Cow::Borrowed(&slice.model),
             StatsBy::Source => Cow::Borrowed(&slice.source),
