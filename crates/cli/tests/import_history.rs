@@ -1007,13 +1007,13 @@ fn a_refused_session_is_reported_as_a_session_not_a_file() {
 }
 
 /// Claude Code records a slash command, a `!` shell command and what they printed as user
-/// lines of tags (`<command-name>/model</command-name>…`). They are kept as the user typed
-/// them (`/model opus`, `!ls`) and as the output they printed (synthetic text, dimmed by
-/// `show`), so `list` previews, `show` and search read what happened, not the markup; an
-/// output that printed nothing is no message, and a prompt that only mentions a tag is
-/// kept as written.
+/// lines of tags (`<command-name>/model</command-name>…`), Codex a `!` shell command as a
+/// user message `<user_shell_command>…`. They are kept as the user typed them (`/model
+/// opus`, `!ls`) and as the output they printed (synthetic text, dimmed by `show`), so
+/// `list` previews, `show` and search read what happened, not the markup; an output that
+/// printed nothing is no message, and a prompt that only mentions a tag is kept as written.
 #[test]
-fn claude_code_commands_are_kept_as_typed() {
+fn agents_commands_are_kept_as_typed() {
     let (dir, scribe) = setup();
     let root = dir.path().join("commands");
     std::fs::create_dir_all(&root).unwrap();
@@ -1098,4 +1098,47 @@ fn claude_code_commands_are_kept_as_typed() {
         .find(|s| s["id"] == "1af7fc5e-8455-4414-9ccd-011d40f70b2a")
         .unwrap();
     assert_eq!(init["preview"], "/init");
+
+    // Codex records a `!` shell command as a user message of tags too.
+    let codex = dir.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let name = "rollout-2026-09-30T08-39-00-01a0f21c-5c40-7f72-9aa9-ef0b43570680.jsonl";
+    let mut rollout =
+        std::fs::read_to_string(fixtures().join("codex/sessions/2026/09/30").join(name)).unwrap();
+    rollout.push_str(
+        &(serde_json::json!({
+            "timestamp": "2026-09-30T11:40:00.000Z", "type": "event_msg",
+            "payload": {"type": "user_message", "message": "<user_shell_command>\n<command>printf synthetic</command>\n<result>\nExit code: 0\nOutput:\nsynthetic\n</result>\n</user_shell_command>"},
+        })
+        .to_string()
+            + "\n"),
+    );
+    std::fs::write(codex.join(name), rollout).unwrap();
+    scribe.ok(&["import", "--from", "codex", codex.to_str().unwrap()]);
+    let shown = scribe.json(&["show", "01a0f21c-5c40-7f72-9aa9-ef0b43570680", "--json"]);
+    let last = shown["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let parts: Vec<(&str, bool)> = last["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["part"]["text"].as_str().unwrap(),
+                p["part"]["synthetic"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("!printf synthetic", false),
+            ("Exit code: 0\nOutput:\nsynthetic", true)
+        ]
+    );
 }

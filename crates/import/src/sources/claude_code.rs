@@ -1003,21 +1003,7 @@ const COMMAND_TAGS: [&str; 9] = [
 /// lists them): `None` unless the whole text, spaces aside, is one or more of
 /// [`COMMAND_TAGS`], each closed, so a prompt that only mentions a tag stays as written.
 fn command(s: &str) -> Option<Command> {
-    let mut tags: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let open = rest.strip_prefix('<')?;
-        let (name, after) = open.split_once('>')?;
-        if !COMMAND_TAGS.contains(&name) {
-            return None;
-        }
-        let (inner, after) = after.split_once(&format!("</{name}>"))?;
-        tags.insert(name, inner);
-        rest = after.trim_start();
-    }
+    let tags = super::only_tags(s, &COMMAND_TAGS)?;
     let tag = |name: &str| tags.get(name).map_or("", |t| t.trim());
     if let Some(name) = tags.get("command-name").map(|n| n.trim()) {
         let name = if name.starts_with('/') {

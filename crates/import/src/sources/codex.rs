@@ -11,7 +11,9 @@
 //! - user messages: a `response_item` user message is a prompt only when the user typed it
 //!   (0.158: `content_item_kinds` holds `user.text`; older: a matching `event_msg
 //!   user_message` exists; with neither, text that is not injected context); the
-//!   `event_msg` and `item_completed` copies of messages are skipped;
+//!   `event_msg` and `item_completed` copies of messages are skipped; a `!` shell command
+//!   the user ran (`<user_shell_command>`) is kept as typed (`!ls`) with what it printed
+//!   as synthetic text;
 //! - usage: deltas of the cumulative `total_token_usage` (a `token_count` re-emitted with
 //!   unchanged totals is skipped; `last_token_usage` only when totals are missing or went
 //!   back), attached to the response before it; `input_tokens` includes the cached ones and
@@ -604,7 +606,28 @@ impl Reader<'_> {
     fn emit_user(&mut self, u: PendingUser) {
         let mut m = message(SRC, &u.key, Role::User, u.at);
         let mut position = 0;
-        if !u.text.is_empty() {
+        if let Some((typed, output)) = shell_command(&u.text) {
+            m.parts.push(stored_part(
+                SRC,
+                &u.key,
+                "text",
+                0,
+                text(typed, false),
+                u.at,
+            ));
+            position = 1;
+            if !output.is_empty() {
+                m.parts.push(stored_part(
+                    SRC,
+                    &u.key,
+                    "output",
+                    1,
+                    text(output, true),
+                    u.at,
+                ));
+                position = 2;
+            }
+        } else if !u.text.is_empty() {
             m.parts.push(stored_part(
                 SRC,
                 &u.key,
@@ -874,6 +897,20 @@ fn sub(a: &Totals, b: &Totals) -> Totals {
     }
 }
 
+/// A shell command the user ran in Codex (`!ls`), which it records as a user message
+/// `<user_shell_command><command>ls</command><result>…</result></user_shell_command>`:
+/// the command as typed (`!ls`) and what it printed (its exit code, time and output, as
+/// Codex wrote them), or `None` for any other text.
+fn shell_command(text: &str) -> Option<(String, &str)> {
+    let outer = super::only_tags(text, &["user_shell_command"])?;
+    let inner = super::only_tags(outer.get("user_shell_command")?, &["command", "result"])?;
+    let command = inner.get("command")?.trim();
+    Some((
+        format!("!{command}"),
+        inner.get("result").map_or("", |r| r.trim()),
+    ))
+}
+
 /// Context Codex injects as user-role messages (instructions, environment, AGENTS.md).
 fn injected(text: &str) -> bool {
     let t = text.trim_start();
@@ -894,6 +931,30 @@ fn injected(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_command_reads_as_typed_with_its_output() {
+        let recorded = "<user_shell_command><command>printf synthetic</command><result>Exit code: 0\nDuration: 0.01 seconds\nOutput:\nsynthetic</result></user_shell_command>";
+        assert_eq!(
+            shell_command(recorded),
+            Some((
+                "!printf synthetic".to_owned(),
+                "Exit code: 0\nDuration: 0.01 seconds\nOutput:\nsynthetic"
+            ))
+        );
+        assert_eq!(
+            shell_command("<user_shell_command><command>true</command></user_shell_command>"),
+            Some(("!true".to_owned(), ""))
+        );
+        for prompt in [
+            "what does <user_shell_command> mean?",
+            "<user_shell_command><result>no command</result></user_shell_command>",
+            "<user_shell_command><command>ls</command>",
+            "",
+        ] {
+            assert_eq!(shell_command(prompt), None, "{prompt:?}");
+        }
+    }
 
     #[test]
     fn thread_ids_come_from_rollout_names() {

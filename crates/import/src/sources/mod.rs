@@ -353,6 +353,32 @@ pub(crate) fn text(text: impl Into<String>, synthetic: bool) -> scribe_message::
     })
 }
 
+/// `s` read as nothing but a run of tags named in `known`, each closed (`<a>x</a>
+/// <b>y</b>`, spaces between and around them aside): each tag's text by its name (the
+/// last of a name twice); `None` for any other text, an unknown or unclosed tag, or none
+/// at all. How agents write what the user did not type as prose (Claude Code's
+/// `<command-name>`, Codex's `<user_shell_command>`).
+pub(crate) fn only_tags<'a>(
+    s: &'a str,
+    known: &[&str],
+) -> Option<std::collections::BTreeMap<&'a str, &'a str>> {
+    let mut tags = std::collections::BTreeMap::new();
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let (name, after) = rest.strip_prefix('<')?.split_once('>')?;
+        if !known.contains(&name) {
+            return None;
+        }
+        let (inner, after) = after.split_once(&format!("</{name}>"))?;
+        tags.insert(name, inner);
+        rest = after.trim_start();
+    }
+    Some(tags)
+}
+
 /// A reasoning part.
 pub(crate) fn reasoning(
     text: impl Into<String>,
