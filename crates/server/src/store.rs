@@ -670,7 +670,7 @@ impl Store {
         // session's usage that `scribe stats` adds up, and its rows by that period.
         let usage = self.usage_slices(generation, since)?;
         let step = step.resolve(&usage.slices, since, scribe_db::now_ms());
-        let by_day = usage.stats(step);
+        let by_period = usage.stats(step);
         let groups: Vec<(String, StatsRow)> = scribe_session::group_usage(&usage.slices, |slice| {
             let key = if by_model {
                 &slice.model
@@ -709,7 +709,7 @@ impl Store {
         for (day, row) in groups {
             stacks.entry(day).or_default().push(row);
         }
-        let days = by_day
+        let days = by_period
             .rows
             .iter()
             .map(|row| {
@@ -729,7 +729,7 @@ impl Store {
             stack: if by_model { "model" } else { "source" },
             keys,
             days,
-            totals: Totals::from(&by_day.totals),
+            totals: Totals::from(&by_period.totals),
             top,
         })
     }

@@ -90,7 +90,7 @@ pub enum StatsBy {
     Model,
     /// By source, most expensive first.
     Source,
-    /// By UTC day of creation (`YYYY-MM-DD`), oldest first.
+    /// By the UTC day it was used on (`YYYY-MM-DD`), oldest first.
     Day,
     /// By UTC week, Monday to Sunday (ISO 8601), keyed by its Monday (`YYYY-MM-DD`),
     /// oldest first.
