@@ -999,7 +999,60 @@ pub fn list_unpriced_import_sessions(
     rows.collect()
 }
 
-/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:56).
+/// SQL of `GetSessionOwnUsage` (sql/queries/import.sql:56).
+pub const GET_SESSION_OWN_USAGE_SQL: &str =
+    "SELECT o.model, o.api_call_count AS \"api_call_count!\",
+       o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
+       o.cache_read_tokens AS \"cache_read_tokens!\", o.cache_write_tokens AS \"cache_write_tokens!\",
+       o.reasoning_tokens AS \"reasoning_tokens!\",
+       (SELECT count(*) FROM messages AS m
+        WHERE m.session_id = o.id AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+ OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)) AS \"carrying!\"
+FROM session_own_usage AS o
+WHERE o.id = ?1";
+
+/// A row returned by [`get_session_own_usage`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetSessionOwnUsageRow {
+    pub model: Option<String>,
+    pub api_call_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub carrying: i64,
+}
+
+/// `GetSessionOwnUsage` (`:one`) from `sql/queries/import.sql:56`.
+///
+/// An imported session's own usage (session_own_usage: without what rolled-up children
+/// added to it) with its model and calls, and how many of its messages carry usage: a
+/// session none of whose messages does (Hermes, which reports usage per session) has
+/// usage of its own that its model prices, which ListUnpricedImportSessions' repricing
+/// prices once the catalog knows the model.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_session_own_usage(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<GetSessionOwnUsageRow> {
+    let mut stmt = conn.prepare_cached(GET_SESSION_OWN_USAGE_SQL)?;
+    stmt.query_row([session_id], |row| {
+        Ok(GetSessionOwnUsageRow {
+            model: row.get(0)?,
+            api_call_count: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+            carrying: row.get(7)?,
+        })
+    })
+}
+
+/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:71).
 pub const SET_IMPORT_SESSION_COST_FLAGS_SQL: &str =
     "UPDATE import_sessions SET cost_flags = ?1 WHERE session_id = ?2";
 
@@ -1010,7 +1063,7 @@ pub struct SetImportSessionCostFlagsParams<'a> {
     pub session_id: &'a str,
 }
 
-/// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:56`.
+/// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:71`.
 pub fn set_import_session_cost_flags(
     conn: &rusqlite::Connection,
     params: &SetImportSessionCostFlagsParams<'_>,
@@ -1021,7 +1074,7 @@ pub fn set_import_session_cost_flags(
     Ok(())
 }
 
-/// SQL of `ListPendingParents` (sql/queries/import.sql:59).
+/// SQL of `ListPendingParents` (sql/queries/import.sql:74).
 pub const LIST_PENDING_PARENTS_SQL: &str =
     "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
        p.session_id AS parent_session_id
@@ -1039,7 +1092,7 @@ pub struct ListPendingParentsRow {
     pub parent_session_id: Option<String>,
 }
 
-/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:59`.
+/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:74`.
 ///
 /// Imported sessions whose parent was not imported yet, with the parent's session when it
 /// now is (NULL otherwise).
@@ -1058,7 +1111,7 @@ pub fn list_pending_parents(
     rows.collect()
 }
 
-/// SQL of `SummarizeImports` (sql/queries/import.sql:69).
+/// SQL of `SummarizeImports` (sql/queries/import.sql:84).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
     "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
        CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
@@ -1078,7 +1131,7 @@ pub struct SummarizeImportsRow {
     pub last_imported_at: i64,
 }
 
-/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:69`.
+/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:84`.
 ///
 /// Per source: files read, their bytes, records taken and skipped, and the last import.
 pub fn summarize_imports(
@@ -1098,7 +1151,7 @@ pub fn summarize_imports(
     rows.collect()
 }
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:93).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
@@ -1111,7 +1164,7 @@ pub struct CountImportedSessionsRow {
     pub sessions: i64,
 }
 
-/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:93`.
 pub fn count_imported_sessions(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {
@@ -1125,7 +1178,7 @@ pub fn count_imported_sessions(
     rows.collect()
 }
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:84).
+/// SQL of `GetImportKey` (sql/queries/import.sql:99).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = ?1 AND record_key = ?2";
 
@@ -1136,7 +1189,7 @@ pub struct GetImportKeyParams<'a> {
     pub record_key: &'a str,
 }
 
-/// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
+/// `GetImportKey` (`:one`) from `sql/queries/import.sql:99`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_import_key(
@@ -1148,7 +1201,7 @@ pub fn get_import_key(
     stmt.query_row(values, read_import_key_row)
 }
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:102).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES (?1, ?2, ?3)
 ON CONFLICT (source, record_key) DO UPDATE SET
@@ -1162,7 +1215,7 @@ pub struct MarkImportKeyParams<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
+/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:102`.
 ///
 /// Records that @session_id holds a record key; the first session to hold it keeps it.
 pub fn mark_import_key(
@@ -1175,7 +1228,7 @@ pub fn mark_import_key(
     Ok(())
 }
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:109).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES (?1, ?2, ?3, ?4)
@@ -1192,7 +1245,7 @@ pub struct SetImportKeyTitleParams<'a> {
     pub title_rank: i64,
 }
 
-/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
+/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:109`.
 ///
 /// A title for the session that will hold a record key (NULL clears it once applied).
 pub fn set_import_key_title(
@@ -4000,19 +4053,30 @@ pub trait ReadQueries {
         params: &ListUnpricedImportSessionsParams<'_>,
     ) -> Result<Vec<ListUnpricedImportSessionsRow>, crate::Error>;
 
-    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:59`.
+    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/import.sql:56`.
+    /// An imported session's own usage (session_own_usage: without what rolled-up children
+    /// added to it) with its model and calls, and how many of its messages carry usage: a
+    /// session none of whose messages does (Hermes, which reports usage per session) has
+    /// usage of its own that its model prices, which ListUnpricedImportSessions' repricing
+    /// prices once the catalog knows the model.
+    fn get_session_own_usage(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error>;
+
+    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:74`.
     /// Imported sessions whose parent was not imported yet, with the parent's session when it
     /// now is (NULL otherwise).
     fn list_pending_parents(&mut self) -> Result<Vec<ListPendingParentsRow>, crate::Error>;
 
-    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:69`.
+    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:84`.
     /// Per source: files read, their bytes, records taken and skipped, and the last import.
     fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error>;
 
-    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
+    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:93`.
     fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error>;
 
-    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
+    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:99`.
     fn get_import_key(
         &mut self,
         params: &GetImportKeyParams<'_>,
@@ -4401,17 +4465,17 @@ pub trait Queries: ReadQueries {
         params: &UpdateImportSessionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:56`.
+    /// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:71`.
     fn set_import_session_cost_flags(
         &mut self,
         params: &SetImportSessionCostFlagsParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
+    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:102`.
     /// Records that @session_id holds a record key; the first session to hold it keeps it.
     fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error>;
 
-    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
+    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:109`.
     /// A title for the session that will hold a record key (NULL clears it once applied).
     fn set_import_key_title(
         &mut self,
@@ -4733,6 +4797,14 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListUnpricedImportSessionsParams<'_>,
     ) -> Result<Vec<ListUnpricedImportSessionsRow>, crate::Error> {
         list_unpriced_import_sessions(self.conn, params).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn get_session_own_usage(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error> {
+        sqlgen_optional(get_session_own_usage(self.conn, session_id))
     }
 
     #[inline]

@@ -295,10 +295,11 @@ impl Sink for StoreSink {
     /// (`sessions.pricing_version`) is looked at once: its messages that used tokens and
     /// cost nothing are priced where the catalog now knows their model, the cost added to
     /// the message and the session, and its cost status said again (`estimated` once no
-    /// usage is left without a price). A session whose usage is its own (Hermes) keeps
-    /// its status. Either way it is marked with the version, so an unchanged catalog
-    /// looks at nothing again. The run's commits mark the sessions they price with the
-    /// same version.
+    /// usage is left without a price). A session whose usage is its own (Hermes reports
+    /// it per session; no message carries any) is priced by its model, as the import
+    /// priced it, the cost added to the session. Either way it is marked with the
+    /// version, so an unchanged catalog looks at nothing again. The run's commits mark
+    /// the sessions they price with the same version.
     fn reprice(&mut self, source: Source, pricer: &Pricer) -> Result<Repriced> {
         let version = pricer.version();
         let sessions = self.store.sessions();
@@ -1127,16 +1128,24 @@ struct Repricing {
     flags: u8,
     /// Its messages the catalog prices now, with their cost (0 for a free model).
     priced: Vec<(String, f64)>,
+    /// What the catalog now prices its usage of its own at, when no message carries usage
+    /// (a source that reports usage per session: Hermes).
+    own: Option<f64>,
     /// Whether usage without a price is left.
     left: bool,
 }
 
 impl Repricing {
+    /// Whether anything was priced.
+    fn any(&self) -> bool {
+        !self.priced.is_empty() || self.own.is_some()
+    }
+
     /// Its cost bits after: estimated where something was priced, unknown while usage
-    /// without a price is left (a session whose usage is its own keeps its bits).
+    /// without a price is left.
     fn flags(&self) -> u8 {
         let mut flags = self.flags;
-        if !self.priced.is_empty() {
+        if self.any() {
             flags |= ESTIMATED;
             if !self.left {
                 flags &= !UNKNOWN;
@@ -1145,9 +1154,9 @@ impl Repricing {
         flags
     }
 
-    /// What its priced messages cost, summed.
+    /// What its priced messages and usage of its own cost, summed.
     fn cost(&self) -> f64 {
-        let mut cost = 0.0;
+        let mut cost = self.own.unwrap_or(0.0);
         for (_, c) in &self.priced {
             add_cost(&mut cost, *c);
         }
@@ -1171,12 +1180,33 @@ fn plan_repricing(
             flags: candidate.cost_flags as u8,
             session_id: candidate.session_id,
             priced: Vec::new(),
+            own: None,
             left: false,
         };
         for m in store::unpriced_messages(tx, &found.session_id)? {
             match pricer.estimate_calls(m.model.as_deref(), &m.usage, 0) {
                 Some(cost) => found.priced.push((m.id, cost)),
                 None => found.left = true,
+            }
+        }
+        // Usage the source reported for the session as a whole, priced by the session's
+        // model as the import priced it (`price_session`); a session whose messages
+        // carry usage has none of its own to price (its unpriced usage is theirs).
+        if let Some(own) = tx.reads().get_session_own_usage(&found.session_id)?
+            && own.carrying == 0
+        {
+            let usage = TokenUsage {
+                input: own.input_tokens,
+                output: own.output_tokens,
+                cache_read: own.cache_read_tokens,
+                cache_write: own.cache_write_tokens,
+                reasoning: own.reasoning_tokens,
+            };
+            if !usage.is_zero() {
+                match pricer.estimate_calls(own.model.as_deref(), &usage, own.api_call_count) {
+                    Some(cost) => found.own = Some(cost),
+                    None => found.left = true,
+                }
             }
         }
         plan.push(found);
@@ -1187,7 +1217,7 @@ fn plan_repricing(
 /// What `plan` prices, summed.
 fn repriced(plan: &[Repricing]) -> Repriced {
     let mut out = Repriced::default();
-    for p in plan.iter().filter(|p| !p.priced.is_empty()) {
+    for p in plan.iter().filter(|p| p.any()) {
         out.sessions += 1;
         out.messages += p.priced.len() as u64;
         add_cost(&mut out.cost_usd, p.cost());

@@ -703,3 +703,75 @@ fn usage_imported_without_a_price_is_priced_once_the_price_is_known() {
     let report = db.check().unwrap();
     assert!(report.is_ok(), "{report:?}");
 }
+
+/// Hermes reports usage per session, not per message: a session whose model had no price
+/// (and no cost of Hermes' own) is priced by the next import whose catalog knows the
+/// model, with the database unchanged, as messages are; then not looked at again.
+#[test]
+fn hermes_usage_without_a_price_is_priced_once_the_price_is_known() {
+    use scribe_agent::models::{Model, ModelCatalog, Pricing};
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("hermes/state.db");
+    build_db("hermes/state_db_sample.sql", &state);
+    let id = "20260101_100500_sub001";
+    rusqlite::Connection::open(&state)
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET model = 'mystery-9', estimated_cost_usd = NULL,
+                 actual_cost_usd = NULL WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+    let db = scribe_db(dir.path());
+    let roots = [state.clone()];
+    let builtin = ModelCatalog::builtin();
+    run_priced(&db, Source::Hermes, &roots, &builtin);
+    let before = session(&db, id);
+    assert_eq!(before.cost_status.as_deref(), Some("unknown"));
+    assert_eq!(before.estimated_cost_usd, 0.0);
+    assert!(!before.tokens.is_zero());
+    assert!(messages(&db, id).iter().all(|m| m.usage.is_zero()));
+
+    let mut priced = builtin.clone();
+    let model = Model {
+        id: "mystery-9".to_owned(),
+        provider: "example".to_owned(),
+        name: "Mystery 9".to_owned(),
+        context_window: 200_000,
+        max_output_tokens: 32_000,
+        pricing: Pricing {
+            input_per_mtok: 2.0,
+            output_per_mtok: 8.0,
+            cache_write_per_mtok: 2.5,
+            cache_read_per_mtok: 0.2,
+            long_prompt: None,
+        },
+    };
+    assert_eq!(before.api_call_count, 1);
+    let want = model.cost(&before.tokens);
+    assert!(want > 0.0);
+    priced.insert(model).unwrap();
+    let summary = run_priced(&db, Source::Hermes, &roots, &priced);
+    assert_eq!(summary.files_read, 0, "the database is unchanged");
+    assert_eq!(summary.repriced.sessions, 1);
+    assert_eq!(summary.repriced.messages, 0);
+    assert!((summary.repriced.cost_usd - want).abs() < 1e-12);
+    let after = session(&db, id);
+    assert!((after.estimated_cost_usd - want).abs() < 1e-12);
+    assert_eq!(after.cost_status.as_deref(), Some("estimated"));
+    assert_eq!(
+        (after.tokens, after.message_count),
+        (before.tokens, before.message_count)
+    );
+    // Its parent, whose cost Hermes reported, is not touched.
+    let parent = session(&db, "20260101_100000_a1b2c3");
+    assert_eq!(parent.cost_status.as_deref(), Some("reported"));
+
+    // The same prices again: nothing to look at, nothing changes.
+    let stored = dump(&db);
+    let again = run_priced(&db, Source::Hermes, &roots, &priced);
+    assert_eq!(again.repriced, Default::default());
+    assert_eq!(dump(&db), stored);
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+}
