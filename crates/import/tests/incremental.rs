@@ -392,6 +392,98 @@ fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
     assert!(messages(&db_once, &id).iter().all(|m| m.error.is_none()));
 }
 
+/// Gemini CLI sets the messages it keeps sending the model (`{"$set": {"messages": [...]}}`)
+/// after a compression or a turn taken back: the messages it lists are updated and the ones
+/// it leaves out stay in Scribe, as they stay in the file, with their usage, whether the
+/// file was read before the set or only after it. A later rewind cuts the CLI's list as
+/// the set left it. (The set replaced everything read before it: a file read after a
+/// compression lost the conversation before it, and its usage.)
+#[test]
+fn a_gemini_set_of_messages_keeps_the_ones_it_leaves_out() {
+    let rel = "gemini/tmp/0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9/chats/session-2026-04-29T21-39-gemini_s.jsonl";
+    let before = lines(rel).concat();
+    let assistant_2 = before
+        .lines()
+        .rfind(|l| l.contains("\"id\":\"g-assistant-2\""))
+        .expect("the fixture's last answer")
+        .to_owned();
+    let record = |id: &str, kind: &str, at: &str, text: &str, input: i64| {
+        format!(
+            "{{\"id\":\"{id}\",\"timestamp\":\"2026-04-29T21:{at}Z\",\"type\":\"{kind}\",\"content\":\"{text}\",\"tokens\":{{\"input\":{input},\"output\":2,\"cached\":0,\"thoughts\":0,\"tool\":0,\"total\":{}}},\"model\":\"gemini-3-flash-preview\"}}",
+            input + 2
+        )
+    };
+    let summary = record(
+        "g-summary",
+        "user",
+        "40:00.000",
+        "Summary: files were listed.",
+        0,
+    );
+    let after = format!(
+        "{{\"$set\":{{\"messages\":[{summary},{assistant_2}]}}}}\n{}\n{}\n",
+        record("g-user-2", "user", "40:01.000", "Now say hi.", 0),
+        record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
+    );
+    let name = "h/chats/session-2026-04-29T21-39-gemini_s.jsonl";
+    let (incremental, once) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (file, root) = file_in(incremental.path(), name);
+    write(&file, &before);
+    let db = scribe_db(incremental.path());
+    run(&db, Source::Gemini, std::slice::from_ref(&root));
+    append(&file, &after);
+    run(&db, Source::Gemini, &[root]);
+    let (once_file, once_root) = file_in(once.path(), name);
+    write(&once_file, &format!("{before}{after}"));
+    let db_once = scribe_db(once.path());
+    run(&db_once, Source::Gemini, std::slice::from_ref(&once_root));
+    assert_same(&dump(&db), &dump(&db_once), "read before and after the set");
+
+    let id = sessions(&db_once)[0].id.clone();
+    let shown = |db: &std::sync::Arc<scribe_db::Database>| -> Vec<(String, bool)> {
+        messages(db, &id)
+            .iter()
+            .map(|m| {
+                let text = m.parts.iter().find_map(|p| match &p.part {
+                    scribe_message::Part::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                });
+                (text.unwrap_or_default(), m.error.is_some())
+            })
+            .collect()
+    };
+    let kept = |marked: [bool; 6]| {
+        [
+            "Say hello and list files.",
+            "",
+            "Hello! I listed the files.",
+            "Summary: files were listed.",
+            "Now say hi.",
+            "Hi.",
+        ]
+        .into_iter()
+        .zip(marked)
+        .map(|(t, m)| (t.to_owned(), m))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(shown(&db_once), kept([false; 6]));
+    // Every call counted: 11,855 + 12,069 + 100 prompt tokens.
+    let s = session(&db_once, &id);
+    assert_eq!(
+        (s.tokens.input + s.tokens.cache_read, s.api_call_count),
+        (24_024, 3)
+    );
+
+    // Rewound to the answer the set kept: it and what came after it in the CLI's list
+    // are dropped, not the summary the set put before it.
+    append(&once_file, "{\"$rewindTo\":\"g-assistant-2\"}\n");
+    run(&db_once, Source::Gemini, &[once_root]);
+    assert_eq!(
+        shown(&db_once),
+        kept([false, false, true, false, true, true])
+    );
+}
+
 /// `claude --resume` that does not replay: the new file's first line answers the earlier
 /// session's last line (`parentUuid`), which that file recorded among its leaves. The new
 /// session is the earlier one's continuation, whether both files are read in one run or

@@ -6,7 +6,9 @@
 //! Mapping (FORMATS.md §5):
 //! - the file is a log of records: a metadata line, message records (the same message
 //!   `id` is appended again on every update, and the last one wins), `{"$set": …}`
-//!   updates (`summary` is the title, `messages` replaces the list) and
+//!   updates (`summary` is the title; `messages`, the context the CLI keeps after a
+//!   compression or a turn taken back, updates the messages it lists and leaves the rest
+//!   in Scribe, as they stay in the file) and
 //!   `{"$rewindTo": id}`, which drops that message and all after it from the conversation.
 //!   Those stay in Scribe, as they stay in the file, with `error` `{"type": "rewound", …}`,
 //!   and their usage (it was spent) stays counted, as Codex's rolled-back turns do; a
@@ -118,8 +120,15 @@ impl Importer for Gemini {
 #[derive(Debug, Default)]
 struct Log {
     meta: Value,
+    /// Every message the file holds (the last record of each id), in the order each first
+    /// came.
     messages: Vec<Value>,
     index: BTreeMap<String, usize>,
+    /// The CLI's list of live messages, in its order: what a `$rewindTo` cuts and a
+    /// `$set.messages` sets.
+    live: Vec<String>,
+    /// The ids in `live`.
+    in_live: BTreeSet<String>,
     /// Ids of `messages` a `$rewindTo` dropped from the conversation.
     rewound: BTreeSet<String>,
     summary: Option<String>,
@@ -138,12 +147,10 @@ impl Log {
         } else if let Some(to) = v.get("$rewindTo").and_then(Value::as_str) {
             // As the CLI rewinds its list of live messages: one not in it is no point to
             // rewind to.
-            if let Some(i) = self.index.get(to).copied()
-                && !self.rewound.contains(to)
-            {
-                for m in &self.messages[i..] {
-                    self.rewound
-                        .insert(str_of(m, "id").unwrap_or("").to_owned());
+            if let Some(i) = self.live.iter().position(|id| id == to) {
+                for id in self.live.drain(i..) {
+                    self.in_live.remove(&id);
+                    self.rewound.insert(id);
                 }
             }
             report.records += 1;
@@ -162,10 +169,12 @@ impl Log {
         if let Some(summary) = str_of(set, "summary") {
             self.summary = Some(summary.to_owned());
         }
+        // The CLI sets the messages it sends the model from then on (after a compression,
+        // or a turn taken back): each is taken as an update, and the ones it leaves out
+        // stay, as they stay in the file, with the usage they were counted with.
         if let Some(list) = set.get("messages").and_then(Value::as_array) {
-            self.messages.clear();
-            self.index.clear();
-            self.rewound.clear();
+            self.live.clear();
+            self.in_live.clear();
             for m in list {
                 self.put(m.clone());
             }
@@ -173,9 +182,14 @@ impl Log {
         report.records += 1;
     }
 
+    /// Takes a message record: new, or the update of one (the last wins), which is live
+    /// (again, if a rewind had dropped it).
     fn put(&mut self, m: Value) {
         let id = str_of(&m, "id").unwrap_or("").to_owned();
         self.rewound.remove(&id);
+        if self.in_live.insert(id.clone()) {
+            self.live.push(id.clone());
+        }
         match self.index.get(&id).copied() {
             Some(i) => self.messages[i] = m,
             None => {
