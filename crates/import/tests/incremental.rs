@@ -393,9 +393,10 @@ fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
 }
 
 /// Gemini CLI sets the messages it keeps sending the model (`{"$set": {"messages": [...]}}`)
-/// after a compression or a turn taken back: the messages it lists are updated and the ones
-/// it leaves out stay in Scribe, as they stay in the file, with their usage, whether the
-/// file was read before the set or only after it. A later rewind cuts the CLI's list as
+/// after a compression (with a summary turn) or a masking of old tool outputs: a new one
+/// (the summary) is added, one recorded before keeps its record (not the set's masked
+/// copy), and the ones it leaves out stay in Scribe, as they stay in the file, with their
+/// usage, whether the file was read before the set or only after it. A later rewind cuts the CLI's list as
 /// the set left it. (The set replaced everything read before it: a file read after a
 /// compression lost the conversation before it, and its usage.)
 #[test]
@@ -420,8 +421,11 @@ fn a_gemini_set_of_messages_keeps_the_ones_it_leaves_out() {
         "Summary: files were listed.",
         0,
     );
+    // The answer as the set lists it, its text masked: the record of it stays.
+    let masked = assistant_2.replace("Hello! I listed the files.", "[masked]");
+    assert_ne!(masked, assistant_2);
     let after = format!(
-        "{{\"$set\":{{\"messages\":[{summary},{assistant_2}]}}}}\n{}\n{}\n",
+        "{{\"$set\":{{\"messages\":[{summary},{masked}]}}}}\n{}\n{}\n",
         record("g-user-2", "user", "40:01.000", "Now say hi.", 0),
         record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
     );

@@ -6,9 +6,11 @@
 //! Mapping (FORMATS.md §5):
 //! - the file is a log of records: a metadata line, message records (the same message
 //!   `id` is appended again on every update, and the last one wins), `{"$set": …}`
-//!   updates (`summary` is the title; `messages`, the context the CLI keeps after a
-//!   compression or a turn taken back, updates the messages it lists and leaves the rest
-//!   in Scribe, as they stay in the file) and
+//!   updates (`summary` is the title; `messages`, the history the CLI keeps sending
+//!   after a compression or a masking of old tool outputs, adds the messages it has new,
+//!   such as a summary, keeps the records of those it lists, and leaves the rest in
+//!   Scribe, as they stay in the file; chatRecordingService.ts `updateMessagesFromHistory`)
+//!   and
 //!   `{"$rewindTo": id}`, which drops that message and all after it from the conversation.
 //!   Those stay in Scribe, as they stay in the file, with `error` `{"type": "rewound", …}`,
 //!   and their usage (it was spent) stays counted, as Codex's rolled-back turns do; a
@@ -169,14 +171,25 @@ impl Log {
         if let Some(summary) = str_of(set, "summary") {
             self.summary = Some(summary.to_owned());
         }
-        // The CLI sets the messages it sends the model from then on (after a compression,
-        // or a turn taken back): each is taken as an update, and the ones it leaves out
-        // stay, as they stay in the file, with the usage they were counted with.
+        // The CLI sets the messages it sends the model from then on (its history after a
+        // compression, with a summary turn, or with old tool outputs masked): that is its
+        // list of live messages now. A message it lists that the file recorded before
+        // keeps that record (the set's copy may be masked); a new one (the summary) is
+        // taken; the ones it leaves out stay, as they stay in the file, with the usage
+        // they were counted with.
         if let Some(list) = set.get("messages").and_then(Value::as_array) {
             self.live.clear();
             self.in_live.clear();
             for m in list {
-                self.put(m.clone());
+                let id = str_of(m, "id").unwrap_or("");
+                if self.index.contains_key(id) {
+                    self.rewound.remove(id);
+                    if self.in_live.insert(id.to_owned()) {
+                        self.live.push(id.to_owned());
+                    }
+                } else {
+                    self.put(m.clone());
+                }
             }
         }
         report.records += 1;
