@@ -833,6 +833,11 @@
     return "error: " + JSON.stringify(e, null, 2);
   }
 
+  /** The first line of `text` with words in it, cut to 80 characters. */
+  function firstLine(text) {
+    const line = Array.from(String(text || "").split("\n").map((l) => l.trim()).find((l) => l) || "");
+    return line.length > 80 ? line.slice(0, 79).join("") + "…" : line.join("");
+  }
   function foldable(cls, partId, openParts, summary, ...body) {
     return h("details", { class: cls, dataset: { part: partId }, open: openParts.has(partId) }, h("summary", null, summary), body);
   }
@@ -875,7 +880,9 @@
     const p = stored.part || {};
     switch (p.type) {
       case "text":
-        if (p.synthetic) return foldable("attached", stored.id, openParts, h("span", { class: "dim" }, "attached text"), markdown(p.text));
+        // Text the user did not type (an attached file, a command's output, injected
+        // context): folded, under its first line.
+        if (p.synthetic) return foldable("attached", stored.id, openParts, h("span", { class: "dim" }, "added text", firstLine(p.text) ? " · " + firstLine(p.text) : ""), markdown(p.text));
         return markdown(p.text);
       case "reasoning":
         return foldable("reasoning", stored.id, openParts, "Thinking", markdown(p.text));

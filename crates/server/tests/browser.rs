@@ -56,6 +56,10 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("the_usage_page_draws_a_chart_with_the_stats_numbers", usage),
     (
+        "text_the_user_did_not_type_is_folded_under_its_first_line",
+        added_text,
+    ),
+    (
         "a_conversation_updates_live_while_another_process_writes",
         live,
     ),
@@ -1503,6 +1507,35 @@ fn unpriced_costs(ctx: &Ctx) -> Result<()> {
         "return document.querySelector('#stats-table tr.total td:last-child').innerText",
     )?;
     check(total == "$0.75+?", format!("the stats total: {total}"))?;
+    Ok(())
+}
+
+/// Text the user did not type (an attached file, a command's output) is folded under its
+/// first line, and opens to the whole of it.
+fn added_text(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let server = serve(&unpriced_store(dir.path()), None);
+    d.open(&server.url("/s/ses_priced"))?;
+    d.wait(
+        "the folded text",
+        "return document.querySelector('#msg_ses_priced details.attached')",
+    )?;
+    let folded = d.exec(
+        "const f = document.querySelector('#msg_ses_priced details.attached'); \
+         return [f.open, f.querySelector('summary').innerText]",
+        json!([]),
+    )?;
+    check(
+        folded == json!([false, "added text · Set model to opus (claude-opus-4-5)"]),
+        format!("folded under its first line: {folded}"),
+    )?;
+    d.click("#msg_ses_priced details.attached summary")?;
+    d.wait(
+        "the whole text",
+        "const f = document.querySelector('#msg_ses_priced details.attached'); \
+         return f.open && f.innerText.includes('and more')",
+    )?;
     Ok(())
 }
 

@@ -578,7 +578,7 @@ pub fn big_output_store(dir: &Path, output: &str) -> PathBuf {
 /// A store of three imported sessions, the cost of two of which leaves out usage of a model
 /// without a price: `ses_priced` ($0.50, `estimated`), `ses_partial` ($0.25, `partial`) and
 /// `ses_unknown` ($0, `unknown`, its answer marked `rewound`), all three on `m-new`, created
-/// a day before `T0`.
+/// a day before `T0`; `ses_priced`'s question has a synthetic text part after its text.
 pub fn unpriced_store(dir: &Path) -> PathBuf {
     let db_path = dir.join("unpriced.db");
     let db = Arc::new(Database::open(&db_path).unwrap());
@@ -595,7 +595,12 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
         let at = t + i64::try_from(i).unwrap() * MINUTE;
         let mut s = session(id, Some(id), "codex", "m-new", None, at, cost, (1000, 100));
         s["cost_status"] = json!(status);
-        let text = vec![json!({"type": "text", "text": format!("question of {id}")})];
+        let mut text = vec![json!({"type": "text", "text": format!("question of {id}")})];
+        if id == "ses_priced" {
+            // Text the user did not type (a command's output): folded in the page.
+            text.push(json!({"type": "text", "synthetic": true,
+                             "text": "\n  Set model to opus (claude-opus-4-5)\nand more"}));
+        }
         let mut messages = vec![message(id, &format!("msg_{id}"), "user", at, text)];
         if id == "ses_unknown" {
             // An answer a rewind in the agent dropped: kept, marked.
