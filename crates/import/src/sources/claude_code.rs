@@ -961,7 +961,6 @@ fn finish_reason(stop: &str) -> FinishReason {
     }
 }
 
-/// An image or document block as a file part (base64 data kept as a `data:` URL).
 /// A user line's text as Scribe keeps it: a command Claude Code wrapped in its tags reads
 /// as the user typed it, its output as synthetic text (what the user did not type), and
 /// an output that printed nothing is no part; any other text is kept as it is.
@@ -1035,6 +1034,7 @@ fn command(s: &str) -> Option<Command> {
     Some(Command::Output(printed.join("\n")))
 }
 
+/// An image or document block as a file part (base64 data kept as a `data:` URL).
 fn media(block: &Value) -> Part {
     let src = block.get("source").cloned().unwrap_or(Value::Null);
     let mime = str_of(&src, "media_type").unwrap_or("application/octet-stream");
