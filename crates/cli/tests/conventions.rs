@@ -14,7 +14,7 @@ use scribe_db::{Clock, Options, now_ms};
 use scribe_message::{NewMessage, Part, Role};
 
 #[test]
-fn list_is_newest_first_and_sort_active_orders_by_activity() {
+fn list_is_newest_first_and_sort_orders_by_activity_cost_or_tokens() {
     let env = Env::new();
     let s = seed(&env);
     // The older session becomes the most recently active one: a message a second later
@@ -54,7 +54,20 @@ fn list_is_newest_first_and_sort_active_orders_by_activity() {
         text.find("搜索功能").unwrap() < text.find("Fix the build").unwrap(),
         "{text}"
     );
-    assert_eq!(env.run(&["list", "--sort", "cost"]).status.code(), Some(2));
+    // The most expensive conversation first ($0.50 against $0.0123), or the one with the
+    // most tokens (2,450 against 600).
+    assert_eq!(
+        ids(&["list", "--json", "--sort", "cost"]),
+        [s.cjk.clone(), s.build.clone()]
+    );
+    assert_eq!(
+        ids(&["list", "--json", "--sort", "tokens"]),
+        [s.build.clone(), s.cjk.clone()]
+    );
+    assert_eq!(
+        env.run(&["list", "--sort", "planet"]).status.code(),
+        Some(2)
+    );
     assert!(env.ok(&["list", "--help"]).contains("newest first"));
 }
 

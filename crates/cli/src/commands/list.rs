@@ -1,5 +1,5 @@
-//! `scribe list`: sessions, newest first (or most recently active first with `--sort
-//! active`), with a preview of how each began.
+//! `scribe list`: sessions, newest first (or most recently active, most expensive or
+//! most tokens first with `--sort`), with a preview of how each began.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -37,7 +37,8 @@ pub struct ListCmd {
     /// Include archived sessions and every child session (tasks, titles, continued parts).
     #[arg(long, short = 'a')]
     pub all: bool,
-    /// Order: by creation, newest first, or by last activity, most recent first.
+    /// Order: by creation, newest first; by last activity, most recent first; by cost or
+    /// tokens, most first.
     #[arg(long, value_enum, default_value_t = Sort::Created)]
     pub sort: Sort,
     /// Print JSON: {"sessions": [...], "more": bool}.
@@ -61,6 +62,10 @@ pub enum Sort {
     Created,
     /// Most recently active first (its last message or change).
     Active,
+    /// Most expensive first (a conversation's estimated cost, its sub-agents' included).
+    Cost,
+    /// Most tokens first (all kinds, its sub-agents' included).
+    Tokens,
 }
 
 impl ListCmd {
@@ -71,6 +76,8 @@ impl ListCmd {
             order: match self.sort {
                 Sort::Created => SessionOrder::CreatedDesc,
                 Sort::Active => SessionOrder::UpdatedDesc,
+                Sort::Cost => SessionOrder::CostDesc,
+                Sort::Tokens => SessionOrder::TokensDesc,
             },
             // One more than asked tells whether more exist.
             limit: Some(self.limit.saturating_add(1)),
