@@ -62,9 +62,9 @@ pub enum Sort {
     Created,
     /// Most recently active first (its last message or change).
     Active,
-    /// Most expensive first (a conversation's estimated cost, its sub-agents' included).
+    /// Most expensive first (by the cost the COST column shows).
     Cost,
-    /// Most tokens first (all kinds, its sub-agents' included).
+    /// Most tokens first (all kinds, as the TOKENS column counts them).
     Tokens,
 }
 
