@@ -815,6 +815,9 @@ WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
               WHERE m.session_id = s.id AND m.role = 'user'
+                AND EXISTS (SELECT 1 FROM parts AS q
+                            WHERE q.message_id = m.id AND q.type = 'text'
+                              AND coalesce(CAST(scribe_json_without_nul(q.data) AS jsonb) ->> 'synthetic', 'false') NOT IN ('true', '1'))
               ORDER BY m.created_at, m.id
               LIMIT 1)
       FROM sessions AS s

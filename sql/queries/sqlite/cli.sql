@@ -2,10 +2,12 @@
 -- (sql/queries/postgres/cli.sql has its own).
 
 -- name: ListSessionPreviews :many
--- The text parts of each given session's first user message, in part order, each cut to
--- @max_chars characters (the preview column of `scribe list`). Synthetic parts (the text
--- of attached files) are left out: the preview is what the user typed. One indexed probe
--- per session, never a whole conversation. A part whose JSON has no text (damaged or
+-- The text parts of each given session's first user message with text the user typed, in
+-- part order, each cut to @max_chars characters (the preview column of `scribe list`).
+-- Synthetic parts (the text of attached files, a command's output, an agent's caveat) are
+-- left out, and so is a message of nothing else (Claude Code's caveat before a command):
+-- the preview is what the user typed. Indexed probes of a session's first user messages,
+-- never a whole conversation. A part whose JSON has no text (damaged or
 -- written by another program) is left out, as ListMessageTexts leaves it out.
 -- A NUL character in the text is a space in the preview, as on PostgreSQL: substr() stops
 -- at a NUL (it reads a C string) and replace() cannot take char(0) as its pattern, so a
@@ -24,6 +26,9 @@ WHERE p.type = 'text' AND v.search_text IS NOT NULL
   AND p.message_id IN (
       SELECT (SELECT m.id FROM messages AS m
               WHERE m.session_id = s.id AND m.role = 'user'
+                AND EXISTS (SELECT 1 FROM parts AS q
+                            WHERE q.message_id = m.id AND q.type = 'text'
+                              AND coalesce(q.data ->> '$.synthetic', 0) = 0)
               ORDER BY m.created_at, m.id
               LIMIT 1)
       FROM sessions AS s
