@@ -300,6 +300,52 @@ fn messages_written_in_one_millisecond_keep_the_files_order() {
     assert_same(&dump(&db), &before, "read again");
 }
 
+/// The Gemini fixture whose records the rewind and set tests add to.
+const GEMINI_FIXTURE: &str = "gemini/tmp/0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9/chats/session-2026-04-29T21-39-gemini_s.jsonl";
+
+/// A message record of the Gemini fixture's session, with its newline: `input` prompt
+/// tokens, 2 output, at 21:`at` on the fixture's day.
+fn gemini_record(id: &str, kind: &str, at: &str, text: &str, input: i64) -> String {
+    format!(
+        "{{\"id\":\"{id}\",\"timestamp\":\"2026-04-29T21:{at}Z\",\"type\":\"{kind}\",\"content\":\"{text}\",\"tokens\":{{\"input\":{input},\"output\":2,\"cached\":0,\"thoughts\":0,\"tool\":0,\"total\":{}}},\"model\":\"gemini-3-flash-preview\"}}\n",
+        input + 2
+    )
+}
+
+/// The Gemini fixture with `after` appended, imported two ways: into `db` before `after`
+/// was written and again after it, and into `db_once` once, with it (`once_file` under
+/// `once_root`, to go on writing).
+struct BeforeAndAfter {
+    db: std::sync::Arc<scribe_db::Database>,
+    db_once: std::sync::Arc<scribe_db::Database>,
+    once_file: PathBuf,
+    once_root: PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn gemini_before_and_after(after: &str) -> BeforeAndAfter {
+    let before = lines(GEMINI_FIXTURE).concat();
+    let name = "h/chats/session-2026-04-29T21-39-gemini_s.jsonl";
+    let (incremental, once) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (file, root) = file_in(incremental.path(), name);
+    write(&file, &before);
+    let db = scribe_db(incremental.path());
+    run(&db, Source::Gemini, std::slice::from_ref(&root));
+    append(&file, after);
+    run(&db, Source::Gemini, &[root]);
+    let (once_file, once_root) = file_in(once.path(), name);
+    write(&once_file, &format!("{before}{after}"));
+    let db_once = scribe_db(once.path());
+    run(&db_once, Source::Gemini, std::slice::from_ref(&once_root));
+    BeforeAndAfter {
+        db,
+        db_once,
+        once_file,
+        once_root,
+        _dirs: (incremental, once),
+    }
+}
+
 /// A Gemini CLI rewind (`{"$rewindTo": id}`) drops that message and the ones after it from
 /// the conversation; they stay in Scribe marked `rewound`, with their usage (it was
 /// spent), as Codex's rolled-back turns do, and the store is the same whether the file was
@@ -308,31 +354,18 @@ fn messages_written_in_one_millisecond_keep_the_files_order() {
 /// rewind, their usage uncounted, and kept unmarked in a store that read it before.)
 #[test]
 fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
-    let rel = "gemini/tmp/0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9/chats/session-2026-04-29T21-39-gemini_s.jsonl";
-    let before = lines(rel).concat();
-    let record = |id: &str, kind: &str, at: &str, text: &str, input: i64| {
-        format!(
-            "{{\"id\":\"{id}\",\"timestamp\":\"2026-04-29T21:{at}Z\",\"type\":\"{kind}\",\"content\":\"{text}\",\"tokens\":{{\"input\":{input},\"output\":2,\"cached\":0,\"thoughts\":0,\"tool\":0,\"total\":{}}},\"model\":\"gemini-3-flash-preview\"}}\n",
-            input + 2
-        )
-    };
     let after = format!(
         "{{\"$rewindTo\":\"g-assistant-2\"}}\n{}{}",
-        record("g-user-2", "user", "40:00.000", "Actually, just say hi.", 0),
-        record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
+        gemini_record("g-user-2", "user", "40:00.000", "Actually, just say hi.", 0),
+        gemini_record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
     );
-    let name = "h/chats/session-2026-04-29T21-39-gemini_s.jsonl";
-    let (incremental, once) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (file, root) = file_in(incremental.path(), name);
-    write(&file, &before);
-    let db = scribe_db(incremental.path());
-    run(&db, Source::Gemini, std::slice::from_ref(&root));
-    append(&file, &after);
-    run(&db, Source::Gemini, &[root]);
-    let (file, root) = file_in(once.path(), name);
-    write(&file, &format!("{before}{after}"));
-    let db_once = scribe_db(once.path());
-    run(&db_once, Source::Gemini, &[root]);
+    let BeforeAndAfter {
+        db,
+        db_once,
+        once_file,
+        once_root,
+        _dirs,
+    } = gemini_before_and_after(&after);
     // The same store, but for the time the rewound message last changed: marked by the
     // second read, it changed then (a millisecond after it was written, as every change).
     let marked_later =
@@ -377,10 +410,9 @@ fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
     );
 
     // The rewound message appended again (an update of it, same id and time) is live again.
-    let (file, root) = file_in(once.path(), name);
     append(
-        &file,
-        &record(
+        &once_file,
+        &gemini_record(
             "g-assistant-2",
             "gemini",
             "39:45.996",
@@ -388,7 +420,7 @@ fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
             12_069,
         ),
     );
-    run(&db_once, Source::Gemini, &[root]);
+    run(&db_once, Source::Gemini, &[once_root]);
     assert!(messages(&db_once, &id).iter().all(|m| m.error.is_none()));
 }
 
@@ -396,25 +428,18 @@ fn a_gemini_rewind_marks_what_it_dropped_and_keeps_its_usage() {
 /// after a compression (with a summary turn) or a masking of old tool outputs: a new one
 /// (the summary) is added, one recorded before keeps its record (not the set's masked
 /// copy), and the ones it leaves out stay in Scribe, as they stay in the file, with their
-/// usage, whether the file was read before the set or only after it. A later rewind cuts the CLI's list as
-/// the set left it. (The set replaced everything read before it: a file read after a
-/// compression lost the conversation before it, and its usage.)
+/// usage, whether the file was read before the set or only after it. A later rewind cuts
+/// the CLI's list as the set left it. (The set replaced everything read before it: a file
+/// read after a compression lost the conversation before it, and its usage.)
 #[test]
 fn a_gemini_set_of_messages_keeps_the_ones_it_leaves_out() {
-    let rel = "gemini/tmp/0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9/chats/session-2026-04-29T21-39-gemini_s.jsonl";
-    let before = lines(rel).concat();
-    let assistant_2 = before
+    let assistant_2 = lines(GEMINI_FIXTURE)
+        .concat()
         .lines()
         .rfind(|l| l.contains("\"id\":\"g-assistant-2\""))
         .expect("the fixture's last answer")
         .to_owned();
-    let record = |id: &str, kind: &str, at: &str, text: &str, input: i64| {
-        format!(
-            "{{\"id\":\"{id}\",\"timestamp\":\"2026-04-29T21:{at}Z\",\"type\":\"{kind}\",\"content\":\"{text}\",\"tokens\":{{\"input\":{input},\"output\":2,\"cached\":0,\"thoughts\":0,\"tool\":0,\"total\":{}}},\"model\":\"gemini-3-flash-preview\"}}",
-            input + 2
-        )
-    };
-    let summary = record(
+    let summary = gemini_record(
         "g-summary",
         "user",
         "40:00.000",
@@ -425,22 +450,18 @@ fn a_gemini_set_of_messages_keeps_the_ones_it_leaves_out() {
     let masked = assistant_2.replace("Hello! I listed the files.", "[masked]");
     assert_ne!(masked, assistant_2);
     let after = format!(
-        "{{\"$set\":{{\"messages\":[{summary},{masked}]}}}}\n{}\n{}\n",
-        record("g-user-2", "user", "40:01.000", "Now say hi.", 0),
-        record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
+        "{{\"$set\":{{\"messages\":[{},{masked}]}}}}\n{}{}",
+        summary.trim_end(),
+        gemini_record("g-user-2", "user", "40:01.000", "Now say hi.", 0),
+        gemini_record("g-assistant-3", "gemini", "40:02.000", "Hi.", 100)
     );
-    let name = "h/chats/session-2026-04-29T21-39-gemini_s.jsonl";
-    let (incremental, once) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (file, root) = file_in(incremental.path(), name);
-    write(&file, &before);
-    let db = scribe_db(incremental.path());
-    run(&db, Source::Gemini, std::slice::from_ref(&root));
-    append(&file, &after);
-    run(&db, Source::Gemini, &[root]);
-    let (once_file, once_root) = file_in(once.path(), name);
-    write(&once_file, &format!("{before}{after}"));
-    let db_once = scribe_db(once.path());
-    run(&db_once, Source::Gemini, std::slice::from_ref(&once_root));
+    let BeforeAndAfter {
+        db,
+        db_once,
+        once_file,
+        once_root,
+        _dirs,
+    } = gemini_before_and_after(&after);
     assert_same(&dump(&db), &dump(&db_once), "read before and after the set");
 
     let id = sessions(&db_once)[0].id.clone();
