@@ -252,6 +252,21 @@ fn list_filters_and_orders_through_the_builder(backend: Backend) {
         }),
         all_newest_first
     );
+    // Active since: by the last change, whenever created (archiving b and ending c were
+    // changes, now), where created since counts the creation only.
+    let since = |updated_after: i64, created_after: Option<i64>| {
+        ids(SessionFilter {
+            updated_after: Some(updated_after),
+            created_after,
+            ..SessionFilter::default()
+        })
+    };
+    assert_eq!(
+        since(900, None),
+        vec![c.id.clone(), b.id.clone(), a.id.clone()]
+    );
+    assert_eq!(since(2_500, None), vec![c.id.clone(), b.id.clone()]);
+    assert_eq!(since(2_500, Some(2_500)), vec![c.id.clone()]);
     // Most recently active first is still there when asked for.
     e.svc.set_title(&d.id, Some("alphaX1 100 renamed")).unwrap();
     assert_eq!(

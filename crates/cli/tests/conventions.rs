@@ -64,6 +64,17 @@ fn list_is_newest_first_and_sort_orders_by_activity_cost_or_tokens() {
         ids(&["list", "--json", "--sort", "tokens"]),
         [s.build.clone(), s.cjk.clone()]
     );
+    // Active since then: both are, today; none from a future date on.
+    assert_eq!(
+        ids(&["list", "--json", "--since", "7d", "--sort", "cost"]),
+        [s.cjk.clone(), s.build.clone()]
+    );
+    assert!(ids(&["list", "--json", "--since", "2999-01-01"]).is_empty());
+    assert!(
+        env.ok(&["list", "--since", "2999-01-01"])
+            .contains("no sessions")
+    );
+    assert_eq!(env.run(&["list", "--since", "soon"]).status.code(), Some(2));
     assert_eq!(
         env.run(&["list", "--sort", "planet"]).status.code(),
         Some(2)

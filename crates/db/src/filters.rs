@@ -142,6 +142,9 @@ pub struct SessionFilter {
     pub created_after: Option<i64>,
     /// Only sessions created before this time (ms).
     pub created_before: Option<i64>,
+    /// Only sessions active at or after this time (ms): whose last change (`updated_at`:
+    /// a message, a title, an ending) is then or later, whenever they were created.
+    pub updated_after: Option<i64>,
     /// Sort order; newest first ([`SessionOrder::CreatedDesc`]) by default.
     pub order: SessionOrder,
     /// At most this many rows.
@@ -225,6 +228,9 @@ impl SessionFilter {
         }
         if let Some(before) = self.created_before {
             cond = cond.add(c("created_at").lt(before));
+        }
+        if let Some(after) = self.updated_after {
+            cond = cond.add(c("updated_at").gte(after));
         }
         cond
     }

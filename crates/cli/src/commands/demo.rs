@@ -353,6 +353,7 @@ impl DemoCmd {
             source: Vec::new(),
             limit: 5,
             all: true,
+            since: None,
             sort: crate::commands::list::Sort::Created,
             json: false,
         }

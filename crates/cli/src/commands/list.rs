@@ -37,6 +37,11 @@ pub struct ListCmd {
     /// Include archived sessions and every child session (tasks, titles, continued parts).
     #[arg(long, short = 'a')]
     pub all: bool,
+    /// Only sessions active since then (a message or other change from then on, whenever
+    /// they began): a span back from now (7d, 24h) or a date (2026-01-31), from
+    /// 1970-01-01 on.
+    #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
+    pub since: Option<i64>,
     /// Order: by creation, newest first; by last activity, most recent first; by cost or
     /// tokens, most first.
     #[arg(long, value_enum, default_value_t = Sort::Created)]
@@ -73,6 +78,7 @@ impl ListCmd {
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
         let mut filter = SessionFilter {
             sources: self.source.clone(),
+            updated_after: self.since,
             order: match self.sort {
                 Sort::Created => SessionOrder::CreatedDesc,
                 Sort::Active => SessionOrder::UpdatedDesc,
