@@ -248,6 +248,8 @@ fn back_from(text: &str, span: i64, now: i64) -> Result<i64, TimeError> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_week_starts_on_its_monday() {
         for (date, monday) in [
@@ -274,8 +276,6 @@ mod tests {
             assert_eq!(week_start(bad), None, "{bad:?}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn days_and_dates_agree_with_the_time_crate() {

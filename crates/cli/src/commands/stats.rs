@@ -28,11 +28,12 @@ pub enum By {
 /// Token usage and cost.
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
-/// by model, source, day, week or month (UTC), with totals. Usage counts under the model and day of the
-/// message that used it, so a session that switched models or ran past midnight is split
-/// as it happened; what a session counts beyond its messages (usage an agent reported for
-/// the session as a whole) counts under its model and the day it started. A sub-agent
-/// session whose usage was rolled into its parent is counted once, under its own model.
+/// by model, source, day, week or month (UTC), with totals. Usage counts under the model
+/// and day of the message that used it, so a session that switched models or ran past
+/// midnight is split as it happened; what a session counts beyond its messages (usage an
+/// agent reported for the session as a whole) counts under its model and the day it
+/// started. A sub-agent session whose usage was rolled into its parent is counted once,
+/// under its own model.
 #[derive(Debug, Args)]
 pub struct StatsCmd {
     /// How to group.
