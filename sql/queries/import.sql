@@ -53,21 +53,6 @@ WHERE i.source = @source AND (i.cost_flags & 4) <> 0 AND (i.cost_flags & 1) = 0
   AND s.pricing_version IS DISTINCT FROM @pricing_version
 ORDER BY i.session_id;
 
--- name: GetSessionOwnUsage :one
--- An imported session's own usage (session_own_usage: without what rolled-up children
--- added to it) with its model and calls, and how many of its messages carry usage: a
--- session none of whose messages does (Hermes, which reports usage per session) has
--- usage of its own that its model prices, which ListUnpricedImportSessions' repricing
--- prices once the catalog knows the model.
-SELECT o.model, o.api_call_count AS "api_call_count!",
-       o.input_tokens AS "input_tokens!", o.output_tokens AS "output_tokens!",
-       o.cache_read_tokens AS "cache_read_tokens!", o.cache_write_tokens AS "cache_write_tokens!",
-       o.reasoning_tokens AS "reasoning_tokens!",
-       (SELECT count(*) FROM messages AS m
-        WHERE m.session_id = o.id AND sqlgen.carries_usage(m)) AS "carrying!"
-FROM session_own_usage AS o
-WHERE o.id = @session_id;
-
 -- name: SetImportSessionCostFlags :exec
 UPDATE import_sessions SET cost_flags = @cost_flags WHERE session_id = @session_id;
 

@@ -105,6 +105,21 @@ WHERE created_at >= @since
              WHERE u.created_at >= @since AND sqlgen.carries_usage(u))
 ORDER BY id;
 
+-- name: GetSessionOwnUsage :one
+-- A session's own usage (session_own_usage: without what rolled-up children added to it)
+-- with its model and calls, and how many of its messages carry usage: a session none of
+-- whose messages does (Hermes reports usage per session) has usage of its own that its
+-- model prices (SessionService::own_usage_tx; scribe_import prices it once the catalog
+-- knows the model).
+SELECT o.model, o.api_call_count AS "api_call_count!",
+       o.input_tokens AS "input_tokens!", o.output_tokens AS "output_tokens!",
+       o.cache_read_tokens AS "cache_read_tokens!", o.cache_write_tokens AS "cache_write_tokens!",
+       o.reasoning_tokens AS "reasoning_tokens!",
+       (SELECT count(*) FROM messages AS m
+        WHERE m.session_id = o.id AND sqlgen.carries_usage(m)) AS "carrying!"
+FROM session_own_usage AS o
+WHERE o.id = @session_id;
+
 -- name: MessageUsageSince :many
 -- The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
 -- counts beyond its messages is its own less all of theirs), per UTC day and model of the

@@ -999,60 +999,7 @@ pub fn list_unpriced_import_sessions(
     rows.collect()
 }
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/import.sql:56).
-pub const GET_SESSION_OWN_USAGE_SQL: &str =
-    "SELECT o.model, o.api_call_count AS \"api_call_count!\",
-       o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
-       o.cache_read_tokens AS \"cache_read_tokens!\", o.cache_write_tokens AS \"cache_write_tokens!\",
-       o.reasoning_tokens AS \"reasoning_tokens!\",
-       (SELECT count(*) FROM messages AS m
-        WHERE m.session_id = o.id AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
- OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)) AS \"carrying!\"
-FROM session_own_usage AS o
-WHERE o.id = ?1";
-
-/// A row returned by [`get_session_own_usage`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct GetSessionOwnUsageRow {
-    pub model: Option<String>,
-    pub api_call_count: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub carrying: i64,
-}
-
-/// `GetSessionOwnUsage` (`:one`) from `sql/queries/import.sql:56`.
-///
-/// An imported session's own usage (session_own_usage: without what rolled-up children
-/// added to it) with its model and calls, and how many of its messages carry usage: a
-/// session none of whose messages does (Hermes, which reports usage per session) has
-/// usage of its own that its model prices, which ListUnpricedImportSessions' repricing
-/// prices once the catalog knows the model.
-///
-/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
-pub fn get_session_own_usage(
-    conn: &rusqlite::Connection,
-    session_id: &str,
-) -> rusqlite::Result<GetSessionOwnUsageRow> {
-    let mut stmt = conn.prepare_cached(GET_SESSION_OWN_USAGE_SQL)?;
-    stmt.query_row([session_id], |row| {
-        Ok(GetSessionOwnUsageRow {
-            model: row.get(0)?,
-            api_call_count: row.get(1)?,
-            input_tokens: row.get(2)?,
-            output_tokens: row.get(3)?,
-            cache_read_tokens: row.get(4)?,
-            cache_write_tokens: row.get(5)?,
-            reasoning_tokens: row.get(6)?,
-            carrying: row.get(7)?,
-        })
-    })
-}
-
-/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:71).
+/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:56).
 pub const SET_IMPORT_SESSION_COST_FLAGS_SQL: &str =
     "UPDATE import_sessions SET cost_flags = ?1 WHERE session_id = ?2";
 
@@ -1063,7 +1010,7 @@ pub struct SetImportSessionCostFlagsParams<'a> {
     pub session_id: &'a str,
 }
 
-/// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:71`.
+/// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:56`.
 pub fn set_import_session_cost_flags(
     conn: &rusqlite::Connection,
     params: &SetImportSessionCostFlagsParams<'_>,
@@ -1074,7 +1021,7 @@ pub fn set_import_session_cost_flags(
     Ok(())
 }
 
-/// SQL of `ListPendingParents` (sql/queries/import.sql:74).
+/// SQL of `ListPendingParents` (sql/queries/import.sql:59).
 pub const LIST_PENDING_PARENTS_SQL: &str =
     "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
        p.session_id AS parent_session_id
@@ -1092,7 +1039,7 @@ pub struct ListPendingParentsRow {
     pub parent_session_id: Option<String>,
 }
 
-/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:74`.
+/// `ListPendingParents` (`:many`) from `sql/queries/import.sql:59`.
 ///
 /// Imported sessions whose parent was not imported yet, with the parent's session when it
 /// now is (NULL otherwise).
@@ -1111,7 +1058,7 @@ pub fn list_pending_parents(
     rows.collect()
 }
 
-/// SQL of `SummarizeImports` (sql/queries/import.sql:84).
+/// SQL of `SummarizeImports` (sql/queries/import.sql:69).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
     "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
        CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
@@ -1131,7 +1078,7 @@ pub struct SummarizeImportsRow {
     pub last_imported_at: i64,
 }
 
-/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:84`.
+/// `SummarizeImports` (`:many`) from `sql/queries/import.sql:69`.
 ///
 /// Per source: files read, their bytes, records taken and skipped, and the last import.
 pub fn summarize_imports(
@@ -1151,7 +1098,7 @@ pub fn summarize_imports(
     rows.collect()
 }
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:93).
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
@@ -1164,7 +1111,7 @@ pub struct CountImportedSessionsRow {
     pub sessions: i64,
 }
 
-/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:93`.
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
 pub fn count_imported_sessions(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {
@@ -1178,7 +1125,7 @@ pub fn count_imported_sessions(
     rows.collect()
 }
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:99).
+/// SQL of `GetImportKey` (sql/queries/import.sql:84).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = ?1 AND record_key = ?2";
 
@@ -1189,7 +1136,7 @@ pub struct GetImportKeyParams<'a> {
     pub record_key: &'a str,
 }
 
-/// `GetImportKey` (`:one`) from `sql/queries/import.sql:99`.
+/// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_import_key(
@@ -1201,7 +1148,7 @@ pub fn get_import_key(
     stmt.query_row(values, read_import_key_row)
 }
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:102).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES (?1, ?2, ?3)
 ON CONFLICT (source, record_key) DO UPDATE SET
@@ -1215,7 +1162,7 @@ pub struct MarkImportKeyParams<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:102`.
+/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
 ///
 /// Records that @session_id holds a record key; the first session to hold it keeps it.
 pub fn mark_import_key(
@@ -1228,7 +1175,7 @@ pub fn mark_import_key(
     Ok(())
 }
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:109).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES (?1, ?2, ?3, ?4)
@@ -1245,7 +1192,7 @@ pub struct SetImportKeyTitleParams<'a> {
     pub title_rank: i64,
 }
 
-/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:109`.
+/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
 ///
 /// A title for the session that will hold a record key (NULL clears it once applied).
 pub fn set_import_key_title(
@@ -2847,7 +2794,60 @@ pub fn own_usage_since(
     rows.collect()
 }
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:108).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:108).
+pub const GET_SESSION_OWN_USAGE_SQL: &str =
+    "SELECT o.model, o.api_call_count AS \"api_call_count!\",
+       o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
+       o.cache_read_tokens AS \"cache_read_tokens!\", o.cache_write_tokens AS \"cache_write_tokens!\",
+       o.reasoning_tokens AS \"reasoning_tokens!\",
+       (SELECT count(*) FROM messages AS m
+        WHERE m.session_id = o.id AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+ OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)) AS \"carrying!\"
+FROM session_own_usage AS o
+WHERE o.id = ?1";
+
+/// A row returned by [`get_session_own_usage`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetSessionOwnUsageRow {
+    pub model: Option<String>,
+    pub api_call_count: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub carrying: i64,
+}
+
+/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:108`.
+///
+/// A session's own usage (session_own_usage: without what rolled-up children added to it)
+/// with its model and calls, and how many of its messages carry usage: a session none of
+/// whose messages does (Hermes reports usage per session) has usage of its own that its
+/// model prices (SessionService::own_usage_tx; scribe_import prices it once the catalog
+/// knows the model).
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
+pub fn get_session_own_usage(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<GetSessionOwnUsageRow> {
+    let mut stmt = conn.prepare_cached(GET_SESSION_OWN_USAGE_SQL)?;
+    stmt.query_row([session_id], |row| {
+        Ok(GetSessionOwnUsageRow {
+            model: row.get(0)?,
+            api_call_count: row.get(1)?,
+            input_tokens: row.get(2)?,
+            output_tokens: row.get(3)?,
+            cache_read_tokens: row.get(4)?,
+            cache_write_tokens: row.get(5)?,
+            reasoning_tokens: row.get(6)?,
+            carrying: row.get(7)?,
+        })
+    })
+}
+
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:123).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        m.model,
@@ -2885,7 +2885,7 @@ pub struct MessageUsageSinceRow {
     pub cost_usd: f64,
 }
 
-/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:108`.
+/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:123`.
 ///
 /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
 /// counts beyond its messages is its own less all of theirs), per UTC day and model of the
@@ -2924,7 +2924,7 @@ pub fn message_usage_since(
     rows.collect()
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:142).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:157).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2944,7 +2944,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:142`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:157`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4058,30 +4058,19 @@ pub trait ReadQueries {
         params: &ListUnpricedImportSessionsParams<'_>,
     ) -> Result<Vec<ListUnpricedImportSessionsRow>, crate::Error>;
 
-    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/import.sql:56`.
-    /// An imported session's own usage (session_own_usage: without what rolled-up children
-    /// added to it) with its model and calls, and how many of its messages carry usage: a
-    /// session none of whose messages does (Hermes, which reports usage per session) has
-    /// usage of its own that its model prices, which ListUnpricedImportSessions' repricing
-    /// prices once the catalog knows the model.
-    fn get_session_own_usage(
-        &mut self,
-        session_id: &str,
-    ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error>;
-
-    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:74`.
+    /// `ListPendingParents` (`:many`) from `sql/queries/import.sql:59`.
     /// Imported sessions whose parent was not imported yet, with the parent's session when it
     /// now is (NULL otherwise).
     fn list_pending_parents(&mut self) -> Result<Vec<ListPendingParentsRow>, crate::Error>;
 
-    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:84`.
+    /// `SummarizeImports` (`:many`) from `sql/queries/import.sql:69`.
     /// Per source: files read, their bytes, records taken and skipped, and the last import.
     fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error>;
 
-    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:93`.
+    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
     fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error>;
 
-    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:99`.
+    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
     fn get_import_key(
         &mut self,
         params: &GetImportKeyParams<'_>,
@@ -4278,7 +4267,18 @@ pub trait ReadQueries {
     /// without a price (V28).
     fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error>;
 
-    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:108`.
+    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:108`.
+    /// A session's own usage (session_own_usage: without what rolled-up children added to it)
+    /// with its model and calls, and how many of its messages carry usage: a session none of
+    /// whose messages does (Hermes reports usage per session) has usage of its own that its
+    /// model prices (SessionService::own_usage_tx; scribe_import prices it once the catalog
+    /// knows the model).
+    fn get_session_own_usage(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error>;
+
+    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:123`.
     /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
     /// counts beyond its messages is its own less all of theirs), per UTC day and model of the
     /// message (NULL: none named) and whether it is from @since on (since 1), with how many
@@ -4472,17 +4472,17 @@ pub trait Queries: ReadQueries {
         params: &UpdateImportSessionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:71`.
+    /// `SetImportSessionCostFlags` (`:exec`) from `sql/queries/import.sql:56`.
     fn set_import_session_cost_flags(
         &mut self,
         params: &SetImportSessionCostFlagsParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:102`.
+    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
     /// Records that @session_id holds a record key; the first session to hold it keeps it.
     fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error>;
 
-    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:109`.
+    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
     /// A title for the session that will hold a record key (NULL clears it once applied).
     fn set_import_key_title(
         &mut self,
@@ -4583,7 +4583,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:142`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:157`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -4804,14 +4804,6 @@ impl ReadQueries for SqliteQueries<'_> {
         params: &ListUnpricedImportSessionsParams<'_>,
     ) -> Result<Vec<ListUnpricedImportSessionsRow>, crate::Error> {
         list_unpriced_import_sessions(self.conn, params).map_err(crate::Error::from)
-    }
-
-    #[inline]
-    fn get_session_own_usage(
-        &mut self,
-        session_id: &str,
-    ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error> {
-        sqlgen_optional(get_session_own_usage(self.conn, session_id))
     }
 
     #[inline]
@@ -5041,6 +5033,14 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error> {
         own_usage_since(self.conn, since).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn get_session_own_usage(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error> {
+        sqlgen_optional(get_session_own_usage(self.conn, session_id))
     }
 
     #[inline]

@@ -170,23 +170,11 @@ WHERE i.source = $1 AND (i.cost_flags & 4) <> 0 AND (i.cost_flags & 1) = 0
   AND s.pricing_version IS DISTINCT FROM $2
 ORDER BY i.session_id";
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/import.sql:56).
-pub const GET_SESSION_OWN_USAGE_SQL: &str =
-    "SELECT o.model, o.api_call_count AS \"api_call_count!\",
-       o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
-       o.cache_read_tokens AS \"cache_read_tokens!\", o.cache_write_tokens AS \"cache_write_tokens!\",
-       o.reasoning_tokens AS \"reasoning_tokens!\",
-       (SELECT count(*) FROM messages AS m
-        WHERE m.session_id = o.id AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
- OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)) AS \"carrying!\"
-FROM session_own_usage AS o
-WHERE o.id = $1";
-
-/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:71).
+/// SQL of `SetImportSessionCostFlags` (sql/queries/import.sql:56).
 pub const SET_IMPORT_SESSION_COST_FLAGS_SQL: &str =
     "UPDATE import_sessions SET cost_flags = $1 WHERE session_id = $2";
 
-/// SQL of `ListPendingParents` (sql/queries/import.sql:74).
+/// SQL of `ListPendingParents` (sql/queries/import.sql:59).
 pub const LIST_PENDING_PARENTS_SQL: &str =
     "SELECT c.session_id, c.source, c.pending_parent AS \"pending_parent!: String\",
        p.session_id AS parent_session_id
@@ -195,7 +183,7 @@ LEFT JOIN import_sessions AS p
     ON p.source = c.source AND p.external_id = c.pending_parent
 WHERE c.pending_parent IS NOT NULL";
 
-/// SQL of `SummarizeImports` (sql/queries/import.sql:84).
+/// SQL of `SummarizeImports` (sql/queries/import.sql:69).
 pub const SUMMARIZE_IMPORTS_SQL: &str =
     "SELECT source, count(*) AS \"files!: i64\", CAST(sum(size) AS BIGINT) AS \"bytes!\",
        CAST(sum(records) AS BIGINT) AS \"records!\", CAST(sum(skipped) AS BIGINT) AS \"skipped!\",
@@ -204,23 +192,23 @@ FROM import_files
 GROUP BY source
 ORDER BY source";
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:93).
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
 ORDER BY source";
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:99).
+/// SQL of `GetImportKey` (sql/queries/import.sql:84).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = $1 AND record_key = $2";
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:102).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES ($1, $2, $3)
 ON CONFLICT (source, record_key) DO UPDATE SET
     session_id = coalesce(import_keys.session_id, excluded.session_id)";
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:109).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES ($1, $2, $3, $4)
@@ -589,7 +577,19 @@ WHERE created_at >= $1
  OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
 ORDER BY id";
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:108).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:108).
+pub const GET_SESSION_OWN_USAGE_SQL: &str =
+    "SELECT o.model, o.api_call_count AS \"api_call_count!\",
+       o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
+       o.cache_read_tokens AS \"cache_read_tokens!\", o.cache_write_tokens AS \"cache_write_tokens!\",
+       o.reasoning_tokens AS \"reasoning_tokens!\",
+       (SELECT count(*) FROM messages AS m
+        WHERE m.session_id = o.id AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+ OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)) AS \"carrying!\"
+FROM session_own_usage AS o
+WHERE o.id = $1";
+
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:123).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        m.model,
@@ -613,7 +613,7 @@ WHERE (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
  OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0)))
 GROUP BY 1, 2, 3, 4";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:142).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:157).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -1054,22 +1054,6 @@ fn read_list_unpriced_import_sessions_row(
     })
 }
 
-/// Reads a [`super::GetSessionOwnUsageRow`] from a row, by position.
-fn read_get_session_own_usage_row(
-    row: &postgres::Row,
-) -> Result<super::GetSessionOwnUsageRow, postgres::Error> {
-    Ok(super::GetSessionOwnUsageRow {
-        model: row.try_get(0)?,
-        api_call_count: row.try_get(1)?,
-        input_tokens: row.try_get(2)?,
-        output_tokens: row.try_get(3)?,
-        cache_read_tokens: row.try_get(4)?,
-        cache_write_tokens: row.try_get(5)?,
-        reasoning_tokens: row.try_get(6)?,
-        carrying: row.try_get(7)?,
-    })
-}
-
 /// Reads a [`super::ListPendingParentsRow`] from a row, by position.
 fn read_list_pending_parents_row(
     row: &postgres::Row,
@@ -1373,6 +1357,22 @@ fn read_own_usage_since_row(
         estimated_cost_usd: row.try_get(10)?,
         unpriced: row.try_get(11)?,
         started_since: row.try_get(12)?,
+    })
+}
+
+/// Reads a [`super::GetSessionOwnUsageRow`] from a row, by position.
+fn read_get_session_own_usage_row(
+    row: &postgres::Row,
+) -> Result<super::GetSessionOwnUsageRow, postgres::Error> {
+    Ok(super::GetSessionOwnUsageRow {
+        model: row.try_get(0)?,
+        api_call_count: row.try_get(1)?,
+        input_tokens: row.try_get(2)?,
+        output_tokens: row.try_get(3)?,
+        cache_read_tokens: row.try_get(4)?,
+        cache_write_tokens: row.try_get(5)?,
+        reasoning_tokens: row.try_get(6)?,
+        carrying: row.try_get(7)?,
     })
 }
 
@@ -1803,19 +1803,6 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.iter()
             .map(read_list_unpriced_import_sessions_row)
             .collect::<Result<_, _>>()
-            .map_err(crate::Error::from)
-    }
-
-    fn get_session_own_usage(
-        &mut self,
-        session_id: &str,
-    ) -> Result<Option<super::GetSessionOwnUsageRow>, crate::Error> {
-        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
-        let sql = GET_SESSION_OWN_USAGE_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.first()
-            .map(read_get_session_own_usage_row)
-            .transpose()
             .map_err(crate::Error::from)
     }
 
@@ -2265,6 +2252,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.iter()
             .map(read_own_usage_since_row)
             .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn get_session_own_usage(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Option<super::GetSessionOwnUsageRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
+        let sql = GET_SESSION_OWN_USAGE_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.first()
+            .map(read_get_session_own_usage_row)
+            .transpose()
             .map_err(crate::Error::from)
     }
 

@@ -1192,21 +1192,13 @@ fn plan_repricing(
         // Usage the source reported for the session as a whole, priced by the session's
         // model as the import priced it (`price_session`); a session whose messages
         // carry usage has none of its own to price (its unpriced usage is theirs).
-        if let Some(own) = tx.reads().get_session_own_usage(&found.session_id)?
-            && own.carrying == 0
+        if let Some(own) = SessionService::own_usage_tx(tx, &found.session_id)?
+            && !own.carried_by_messages
+            && !own.tokens.is_zero()
         {
-            let usage = TokenUsage {
-                input: own.input_tokens,
-                output: own.output_tokens,
-                cache_read: own.cache_read_tokens,
-                cache_write: own.cache_write_tokens,
-                reasoning: own.reasoning_tokens,
-            };
-            if !usage.is_zero() {
-                match pricer.estimate_calls(own.model.as_deref(), &usage, own.api_call_count) {
-                    Some(cost) => found.own = Some(cost),
-                    None => found.left = true,
-                }
+            match pricer.estimate_calls(own.model.as_deref(), &own.tokens, own.api_calls) {
+                Some(cost) => found.own = Some(cost),
+                None => found.left = true,
             }
         }
         plan.push(found);

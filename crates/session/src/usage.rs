@@ -8,8 +8,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use scribe_db::Tx;
 use scribe_db::queries as q;
+use scribe_db::{Reads, Tx};
 use scribe_message::TokenUsage;
 use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,19 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, SessionError};
 use crate::service::{SessionService, load};
 use crate::session::{Session, sessions};
+
+/// The five token counts of a query row with the usual column names.
+macro_rules! tokens_of {
+    ($row:expr) => {
+        TokenUsage {
+            input: $row.input_tokens,
+            output: $row.output_tokens,
+            cache_read: $row.cache_read_tokens,
+            cache_write: $row.cache_write_tokens,
+            reasoning: $row.reasoning_tokens,
+        }
+    };
+}
 
 /// What one model call (or step) adds to a session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -61,6 +74,20 @@ impl UsageDelta {
         }
         Ok(())
     }
+}
+
+/// A session's own usage ([`SessionService::own_usage_tx`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnUsage {
+    /// Its model.
+    pub model: Option<String>,
+    /// Its model calls.
+    pub api_calls: i64,
+    /// What it used itself, without what rolled-up children added to its totals.
+    pub tokens: TokenUsage,
+    /// Whether any of its messages carries usage (false: its usage is the session's
+    /// alone, as Hermes reports it).
+    pub carried_by_messages: bool,
 }
 
 /// The result of [`SessionService::roll_up_into_parent`].
@@ -305,6 +332,18 @@ impl SessionService {
         })
     }
 
+    /// Session `id`'s own usage (without what rolled-up children added), its model and
+    /// calls, and whether its messages carry usage, inside `tx`; `None` for no such
+    /// session.
+    pub fn own_usage_tx(tx: &mut dyn Reads, id: &str) -> Result<Option<OwnUsage>> {
+        Ok(tx.reads().get_session_own_usage(id)?.map(|row| OwnUsage {
+            tokens: tokens_of!(row),
+            model: row.model,
+            api_calls: row.api_call_count,
+            carried_by_messages: row.carrying != 0,
+        }))
+    }
+
     /// Token and cost totals grouped `by` model, source, day, week or month, of the usage from `since`
     /// on (ms; `None`: all), with the grand totals. Each session counts its own usage,
     /// split by the model and day of the messages that carry it (see [`UsageStats`]); a
@@ -451,19 +490,6 @@ fn add_totals(into: &mut UsageTotals, add: &UsageTotals) {
 /// their sums' rounding (the two add the same amounts in different orders, and a sum of n
 /// amounts may be off by n × 2^-53 of it) and still count as the same amount.
 const COST_ROUNDING: f64 = 1e-9;
-
-/// The five token counts of a query row with the usual column names.
-macro_rules! tokens_of {
-    ($row:expr) => {
-        TokenUsage {
-            input: $row.input_tokens,
-            output: $row.output_tokens,
-            cache_read: $row.cache_read_tokens,
-            cache_write: $row.cache_write_tokens,
-            reasoning: $row.reasoning_tokens,
-        }
-    };
-}
 
 /// One session's own usage split by the model and day of the messages that carry it
 /// (see [`UsageStats`]), each (day, model) once, in that order, keeping what is from the
