@@ -604,3 +604,153 @@ fn a_summary_naming_a_session_not_imported_yet_waits_for_it() {
     );
     assert_eq!(session(&db, LATER).title, None);
 }
+
+// ---- Claude Code: a rewind (Esc-Esc) --------------------------------------------------
+
+const REWOUND: &str = "5e7a0000-0000-4000-8000-0000000000c1";
+
+/// A line that is not conversation: a hook's attachment answering `parent`.
+fn hook(uuid: &str, parent: &str, second: u32) -> Value {
+    json!({"parentUuid": parent, "isSidechain": false, "cwd": "/w", "sessionId": REWOUND,
+           "type": "attachment", "attachment": {"type": "hook_success", "content": ""},
+           "uuid": uuid, "timestamp": format!("2025-08-01T10:00:{second:02}.000Z")})
+}
+
+fn line(uuid: &str, parent: Option<&str>, second: u32, message: Value) -> Value {
+    claude_line(uuid, parent, REWOUND, false, second, message)
+}
+
+fn reply(uuid: &str, parent: &str, second: u32, text: &str) -> Value {
+    let id = format!("msg_{uuid}");
+    line(
+        uuid,
+        Some(parent),
+        second,
+        answer(&id, json!([{"type": "text", "text": text}])),
+    )
+}
+
+/// A conversation of three prompts, then a rewind to before the second: the new prompt
+/// answers the first reply, as the second did (each through a hook's line).
+fn rewound_conversation() -> (Vec<Value>, Vec<Value>) {
+    let call = json!([{"type": "tool_use", "id": "toolu_r1", "name": "Bash",
+                       "input": {"command": "cargo bench"}}]);
+    let before = vec![
+        line("u1", None, 0, said("write a parser")),
+        reply("a1", "u1", 5, "Here is a parser."),
+        hook("h1", "a1", 9),
+        line("u2", Some("h1"), 10, said("make it faster")),
+        line("a2", Some("u2"), 15, answer("msg_a2", call)),
+        line(
+            "r2",
+            Some("a2"),
+            16,
+            json!({"role": "user", "content": [{"type": "tool_result",
+                   "tool_use_id": "toolu_r1", "content": "12 ns"}]}),
+        ),
+        reply("a2b", "r2", 17, "Faster now."),
+        line("u3", Some("a2b"), 20, said("add tests")),
+        reply("a3", "u3", 25, "Tests added."),
+    ];
+    let after = vec![
+        hook("h2", "a1", 29),
+        line("u2b", Some("h2"), 30, said("make it shorter")),
+        reply("a4", "u2b", 35, "Shorter now."),
+    ];
+    (before, after)
+}
+
+/// (text, rewound) of every message of `session`, in order.
+fn rewound(db: &std::sync::Arc<scribe_db::Database>, session: &str) -> Vec<(String, bool)> {
+    messages(db, session)
+        .iter()
+        .map(|m| {
+            let undone = m.error.as_ref().is_some_and(|e| {
+                e["type"] == "rewound" && e["message"] == "undone by a rewind in Claude Code"
+            });
+            (m.text(), undone)
+        })
+        .collect()
+}
+
+#[test]
+fn a_claude_code_rewind_marks_the_branch_it_left_and_keeps_its_usage() {
+    let expected: Vec<(String, bool)> = [
+        ("write a parser", false),
+        ("Here is a parser.", false),
+        ("make it faster", true),
+        ("", true),
+        ("Faster now.", true),
+        ("add tests", true),
+        ("Tests added.", true),
+        ("make it shorter", false),
+        ("Shorter now.", false),
+    ]
+    .iter()
+    .map(|(t, r)| ((*t).to_owned(), *r))
+    .collect();
+    let (before, after) = rewound_conversation();
+    // Read in one go, and with the rewind arriving in a later import than the branch.
+    for split in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("projects");
+        let file = root.join("-w").join(format!("{REWOUND}.jsonl"));
+        let db = scribe_db(dir.path());
+        if split {
+            write_lines(&file, &before);
+            run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+            assert!(
+                rewound(&db, REWOUND).iter().all(|(_, r)| !r),
+                "nothing is rewound before the rewind"
+            );
+            append_lines(&file, &after);
+        } else {
+            write_lines(&file, &[before.clone(), after.clone()].concat());
+        }
+        run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+        assert_eq!(rewound(&db, REWOUND), expected, "split: {split}");
+        // The left branch's calls were made and paid for: their tokens stay counted.
+        let s = session(&db, REWOUND);
+        assert_eq!(
+            (s.tokens.input, s.tokens.output),
+            (50, 25),
+            "split: {split}"
+        );
+        // Importing again changes nothing.
+        let stored = dump(&db);
+        std::fs::write(&file, std::fs::read(&file).unwrap()).unwrap();
+        run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+        assert_same(&dump(&db), &stored, "again");
+    }
+}
+
+#[test]
+fn prompts_that_only_look_like_a_rewind_are_not_marked() {
+    // A compaction's replay writes its lines at one time, a prompt after a compaction
+    // answers the boundary (a line with no parent) and tool results are no prompts: none
+    // of them is a rewind.
+    let lines = vec![
+        line("u1", None, 0, said("first")),
+        reply("a1", "u1", 5, "one"),
+        line("u2", Some("a1"), 10, said("second")),
+        line("u2r", Some("a1"), 10, said("second, replayed")),
+        reply("a2", "u2", 15, "two"),
+        json!({"parentUuid": null, "isSidechain": false, "cwd": "/w", "sessionId": REWOUND,
+               "type": "system", "subtype": "compact_boundary", "uuid": "b1",
+               "compactMetadata": {"trigger": "manual", "preTokens": 100},
+               "timestamp": "2025-08-01T10:00:20.000Z"}),
+        line("u3", Some("b1"), 25, said("third")),
+        reply("a3", "u3", 30, "three"),
+        line("u4", None, 35, said("a new root")),
+        reply("a4", "u4", 40, "four"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let file = root.join("-w").join(format!("{REWOUND}.jsonl"));
+    write_lines(&file, &lines);
+    let db = scribe_db(dir.path());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    let read = rewound(&db, REWOUND);
+    assert_eq!(read.len(), 9, "{read:?}");
+    assert!(read.iter().all(|(_, r)| !r), "{read:?}");
+}

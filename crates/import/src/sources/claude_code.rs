@@ -27,6 +27,16 @@
 //!   command printed (`<local-command-stdout>`, `<bash-stdout>`, …) is synthetic text, and
 //!   none when it printed nothing;
 //! - `compact_boundary` + the `isCompactSummary` user line: a summary message;
+//! - a rewind (Esc-Esc, `/rewind`): the conversation is a tree of lines by `parentUuid`, and
+//!   a prompt the user typed that answers the same line as an earlier typed prompt, at
+//!   another time, starts a new branch; the earlier prompt and everything after it in the
+//!   file's own conversation (not its sub-agents) is marked `rewound`, kept with its usage
+//!   (those tokens were spent). The line a prompt answers is found through lines that are
+//!   not conversation (hooks' attachments, the CLI's meta lines). A replay after a
+//!   compaction writes its lines at one time and is no rewind (claude-code-log's
+//!   `dev-docs/dag.md`, "Real rewind"); a prompt answering no line is never taken for one.
+//!   Only the newest [`TURNS_KEPT`] prompts (and [`TURN_IDS_KEPT`] message ids) are
+//!   remembered for it;
 //! - titles: `custom-title` over `ai-title` over `summary`; a `summary` titles the session
 //!   whose line its `leafUuid` names, which may be in another (earlier) file: each read
 //!   records the file's leaf lines (uuids no later line names as its parent, the newest
@@ -55,7 +65,8 @@ use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
 use crate::record::{
-    Batch, KeyMark, KeyTitle, MessageRec, PartUpdate, Resume, SessionRec, TaskLink, TitleRank,
+    Batch, KeyMark, KeyTitle, MessageMark, MessageRec, PartUpdate, Resume, SessionRec, TaskLink,
+    TitleRank,
 };
 use crate::time;
 
@@ -63,6 +74,19 @@ const SRC: Source = Source::ClaudeCode;
 
 /// Leaf lines a reader remembers per file (uuid and session), for `summary` lines.
 pub const LEAVES_KEPT: usize = 64;
+
+/// Typed prompts a reader remembers per file (with the messages after each), for a later
+/// rewind to one of them.
+pub const TURNS_KEPT: usize = 100;
+
+/// Message ids a reader remembers per file in those turns at the most: the oldest turns
+/// are let go first (a file's carry is stored with it).
+pub const TURN_IDS_KEPT: usize = 2_000;
+
+/// Lines other than conversation a reader remembers per file (uuid and parent), to see
+/// through them to the line a prompt answers: the lines a CLI writes between a reply and
+/// the next prompt.
+pub const HOPS_KEPT: usize = 64;
 
 /// The Claude Code importer.
 #[derive(Debug, Clone, Copy)]
@@ -118,6 +142,24 @@ struct Carry {
     compact: Option<bool>,
     last_at: i64,
     started: bool,
+    /// The newest prompts the user typed in the file's own conversation, oldest first:
+    /// what a rewind undoes.
+    turns: Vec<Turn>,
+    /// The newest lines that are not conversation (attachments, hooks, system lines, the
+    /// CLI's meta lines), oldest first: (uuid, the line it names as its parent). A prompt
+    /// may answer one of them rather than the line before it.
+    hops: Vec<(String, Option<String>)>,
+}
+
+/// A prompt the user typed, and the messages from it to the next one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Turn {
+    /// The line it answers (`parentUuid`; none for a conversation's first line).
+    parent: Option<String>,
+    /// When it was written.
+    at: i64,
+    /// The prompt's message id and those of the messages after it, in order.
+    ids: Vec<String>,
 }
 
 /// What is known of the file's session so far.
@@ -271,6 +313,9 @@ impl Reader<'_> {
             self.carry.last_at = at;
         }
         let at = at.unwrap_or(self.carry.last_at);
+        if kind != "user" && kind != "assistant" {
+            self.hop(v);
+        }
         match kind {
             "user" | "assistant" => {
                 self.touch(v, at);
@@ -516,6 +561,18 @@ impl Reader<'_> {
     }
 
     fn emit(&mut self, session: String, m: scribe_message::Message, api_calls: i64) {
+        if self.is_own(&session)
+            && let Some(turn) = self.carry.turns.last_mut()
+            && turn.ids.last() != Some(&m.id)
+        {
+            turn.ids.push(m.id.clone());
+            let turns = &mut self.carry.turns;
+            while turns.len() > 1
+                && turns.iter().map(|t| t.ids.len()).sum::<usize>() > TURN_IDS_KEPT
+            {
+                turns.remove(0);
+            }
+        }
         self.emitted.insert(m.id.clone(), self.out.messages.len());
         self.out.messages.push(MessageRec {
             session,
@@ -745,6 +802,7 @@ impl Reader<'_> {
         if parts.is_empty() {
             if results == 0 {
                 self.report.skip("user:empty");
+                self.hop(v);
             }
             return;
         }
@@ -783,7 +841,105 @@ impl Reader<'_> {
         {
             m.agent = Some(agent);
         }
+        let typed = !summary
+            && results == 0
+            && m.parts
+                .iter()
+                .any(|p| matches!(&p.part, Part::Text(t) if !t.synthetic));
+        if !typed && !summary && results == 0 {
+            self.hop(v);
+        }
+        if typed && self.is_own(&session) {
+            let parent = self.answered(v);
+            self.rewind(parent.as_deref(), at);
+            let turns = &mut self.carry.turns;
+            turns.push(Turn {
+                parent,
+                at,
+                ids: Vec::new(),
+            });
+            if turns.len() > TURNS_KEPT {
+                turns.remove(0);
+            }
+        }
         self.emit(session, m, 0);
+    }
+
+    /// Whether `session` is the file's own conversation (not an inline sub-agent's, and
+    /// not a sub-agent's file): the one whose prompts the user types and rewinds.
+    fn is_own(&mut self, session: &str) -> bool {
+        let head = self.head();
+        !head.task && head.id == session
+    }
+
+    /// Notes line `v` as one that is not conversation, for [`answered`](Self::answered).
+    fn hop(&mut self, v: &Value) {
+        let Some(uuid) = str_of(v, "uuid").filter(|u| !u.is_empty()) else {
+            return;
+        };
+        let parent = str_of(v, "parentUuid")
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        let hops = &mut self.carry.hops;
+        hops.push((uuid.to_owned(), parent));
+        if hops.len() > HOPS_KEPT {
+            hops.remove(0);
+        }
+    }
+
+    /// The line prompt `v` answers: its parent, or that line's parent while the parent is
+    /// not conversation (a hook's attachment, the CLI's meta line before a command).
+    fn answered(&self, v: &Value) -> Option<String> {
+        let mut at = str_of(v, "parentUuid")
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        for _ in 0..HOPS_KEPT {
+            let Some(hop) = at
+                .as_deref()
+                .and_then(|u| self.carry.hops.iter().rfind(|(h, _)| h == u))
+            else {
+                break;
+            };
+            at.clone_from(&hop.1);
+        }
+        at
+    }
+
+    /// A typed prompt answering line `parent` at `at`: when an earlier typed prompt
+    /// answered the same line at another time, the user rewound to before it, and it and
+    /// every message after it are marked as undone (stored ones by a mark). A prompt that
+    /// answers no line (a conversation's first, or one after a compaction's boundary) is
+    /// never taken for a rewind: roots are not told apart.
+    fn rewind(&mut self, parent: Option<&str>, at: i64) {
+        let Some(parent) = parent else {
+            return;
+        };
+        let Some(from) = self
+            .carry
+            .turns
+            .iter()
+            .position(|t| t.parent.as_deref() == Some(parent) && t.at != at)
+        else {
+            return;
+        };
+        let error = serde_json::json!({
+            "type": "rewound",
+            "message": "undone by a rewind in Claude Code",
+            "at": at,
+        });
+        let session = self.head().id.clone();
+        let undone: Vec<String> = self.carry.turns.drain(from..).flat_map(|t| t.ids).collect();
+        for id in undone {
+            match self.emitted.get(&id).copied() {
+                // Read in this import: stored with its mark.
+                Some(i) => self.out.messages[i].message.error = Some(error.clone()),
+                None => self.out.marks.push(MessageMark {
+                    session: session.clone(),
+                    message_id: id,
+                    error: error.clone(),
+                }),
+            }
+        }
     }
 
     fn tool_result(&mut self, line: &Value, block: &Value, at: i64) {
