@@ -811,7 +811,7 @@
   function renderMessage(msg, children, openParts) {
     const u = msg.usage || {};
     const used = tokenTotal(u);
-    const el = h("article", { class: `msg role-${msg.role}` + (msg.is_summary ? " summary" : ""), id: msg.id, dataset: { role: msg.role } },
+    const el = h("article", { class: `msg role-${msg.role}` + (msg.is_summary ? " summary" : "") + (isUndone(msg.error) ? " undone" : ""), id: msg.id, dataset: { role: msg.role } },
       h("div", { class: "msg-head" },
         h("span", { class: "role" }, msg.role),
         msg.agent ? h("span", null, msg.agent) : null,
@@ -824,6 +824,12 @@
       (msg.parts || []).map((p) => renderStored(p, children, openParts)),
       msg.error ? h("div", { class: "msg-error" }, errorText(msg.error)) : null);
     return el;
+  }
+
+  // Whether an error says the agent undid the message (a rewind, a rolled-back turn): it
+  // stays in the conversation as it was said, dimmed.
+  function isUndone(e) {
+    return !!e && (e.type === "rewound" || e.type === "rolled_back");
   }
 
   // A message's error as `scribe show` prints it: its type and message when it has them as

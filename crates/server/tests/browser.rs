@@ -1489,6 +1489,15 @@ fn unpriced_costs(ctx: &Ctx) -> Result<()> {
         error == "error (rewound): undone by a rewind in Gemini CLI",
         format!("the message's error: {error}"),
     )?;
+    // A message the agent undid is dimmed; the question before it is not.
+    let dimmed = text(
+        ctx,
+        "return [...document.querySelectorAll('article.msg')].filter((a) => getComputedStyle(a).opacity < 1).map((a) => a.id).join(' ')",
+    )?;
+    check(
+        dimmed == "msg_ses_unknown_2",
+        format!("the messages dimmed: {dimmed}"),
+    )?;
     d.open(&server.url("/usage?period=all&stack=model&metric=cost"))?;
     d.wait(
         "the stats table",
