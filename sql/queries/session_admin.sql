@@ -87,8 +87,10 @@ ORDER BY ended_at, id;
 -- cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
 -- own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
 -- (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
--- without a price (V28).
+-- without a price (V28). directory: where the session's agent worked (its project), for
+-- `scribe stats --by directory`.
 SELECT id, model, source,
+       (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        sqlgen.utc_day(created_at) AS "day!",
        input_tokens AS "input_tokens!",
        output_tokens AS "output_tokens!",

@@ -248,13 +248,16 @@ fn roll_up_adds_child_totals_to_parent_exactly_once(backend: Backend) {
     ));
 }
 
-fn stats_group_by_model_source_and_day_counting_rolled_up_children_once(backend: Backend) {
+fn stats_group_by_model_source_directory_and_day_counting_rolled_up_children_once(
+    backend: Backend,
+) {
     let e = env_on(backend);
     let a = e
         .svc
         .create(NewSession {
             model: Some("m1".into()),
             source: "cli".into(),
+            directory: Some("/w/one".into()),
             ..NewSession::default()
         })
         .unwrap();
@@ -271,6 +274,7 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once(backend:
         .create(NewSession {
             model: Some("m1".into()),
             source: "tui".into(),
+            directory: Some("/w/two".into()),
             ..NewSession::default()
         })
         .unwrap();
@@ -310,6 +314,21 @@ fn stats_group_by_model_source_and_day_counting_rolled_up_children_once(backend:
         .map(|r| (r.key.as_str(), r.totals.tokens.input))
         .collect();
     assert_eq!(keys, vec![("tui", 50), ("cli", 15)]);
+
+    // By where the agent worked: the task child where its parent did, a session that
+    // names no directory under "".
+    let by_directory = e.svc.stats(StatsBy::Directory, None).unwrap();
+    let keys: Vec<_> = by_directory
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.totals.tokens.input, r.totals.cost_usd))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![("", 20, 2.0), ("/w/one", 15, 1.25), ("/w/two", 30, 0.5)]
+    );
+    assert_eq!(by_directory.rows[1].totals.sessions, 2);
+    assert_eq!(by_directory.totals, by_model.totals);
 
     let by_day = e.svc.stats(StatsBy::Day, None).unwrap();
     assert_eq!(by_day.rows.len(), 1);
@@ -1049,7 +1068,7 @@ scribe_tests::backends!(
     two_services_on_two_connections_both_count,
     add_usage_tx_joins_the_callers_transaction,
     roll_up_adds_child_totals_to_parent_exactly_once,
-    stats_group_by_model_source_and_day_counting_rolled_up_children_once,
+    stats_group_by_model_source_directory_and_day_counting_rolled_up_children_once,
     stats_count_the_sessions_whose_cost_leaves_out_unpriced_usage,
     stats_split_a_session_by_the_model_and_day_of_its_messages,
 );

@@ -225,7 +225,7 @@ fn search_finds_words_cjk_and_filters() {
 }
 
 #[test]
-fn stats_by_model_source_and_day() {
+fn stats_by_model_source_day_and_directory() {
     let env = Env::new();
     seed(&env);
     let json = env.json(&["stats", "--json"]);
@@ -270,6 +270,25 @@ fn stats_by_model_source_and_day() {
             "{text}"
         );
     }
+    // By where the agent worked: "Fix the build" and its task in /src/app, the rest in
+    // none, shown as (none).
+    let by_directory = env.json(&["stats", "--by", "directory", "--json"]);
+    assert_eq!(by_directory["by"], "directory");
+    let keys: Vec<&str> = by_directory["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 2, "{by_directory}");
+    assert!(keys.contains(&"/src/app") && keys.contains(&""), "{keys:?}");
+    assert_eq!(by_directory["totals"], json["totals"]);
+    let text = env.ok(&["stats", "--by", "directory"]);
+    assert!(
+        text.starts_with("DIRECTORY") && text.contains("/src/app") && text.contains("(none)"),
+        "{text}"
+    );
+
     let none = env.json(&["stats", "--since", "2999-01-01", "--json"]);
     assert_eq!(none["totals"]["sessions"], 0);
 

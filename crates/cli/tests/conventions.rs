@@ -82,6 +82,74 @@ fn list_is_newest_first_and_sort_orders_by_activity_cost_or_tokens() {
     assert!(env.ok(&["list", "--help"]).contains("newest first"));
 }
 
+#[test]
+fn list_filters_by_directory_model_and_title() {
+    let env = Env::new();
+    let s = seed(&env);
+    // A session whose agent worked in a directory that exists, reached here through a
+    // symbolic link too.
+    let work = tempfile::tempdir().unwrap();
+    let real = std::fs::canonicalize(work.path()).unwrap();
+    let (sessions, _) = env.services_with(Options::default());
+    let here = sessions
+        .create(scribe_session::NewSession {
+            title: Some("Here".into()),
+            directory: Some(real.to_str().unwrap().to_owned()),
+            ..scribe_session::NewSession::default()
+        })
+        .unwrap();
+    let link = env.path("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let ids_in = |dir: &Path, args: &[&str]| -> Vec<String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(["list", "--json"])
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        json["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let ids = |args: &[&str]| ids_in(env.dir.path(), args);
+    // The directory as the agent recorded it: written out, or `.` and a link to it; a
+    // directory that is gone is still named (`..` and a trailing `/` taken out by name);
+    // not its subdirectories, nor its parent.
+    assert_eq!(ids(&["--dir", "/src/app"]), vec![s.build.clone()]);
+    assert_eq!(ids(&["--dir", "/src/app/"]), vec![s.build.clone()]);
+    assert_eq!(ids(&["--dir", "/src/lib/../app"]), vec![s.build.clone()]);
+    assert!(ids(&["--dir", "/src"]).is_empty());
+    assert_eq!(ids_in(&real, &["--dir", "."]), vec![here.id.clone()]);
+    assert_eq!(ids(&["--dir", "link"]), vec![here.id.clone()]);
+    assert_eq!(ids_in(&link, &["--dir", "."]), vec![here.id.clone()]);
+    // The session's model, any of several.
+    assert_eq!(ids(&["--model", "openai/gpt-4o"]), vec![s.cjk.clone()]);
+    assert_eq!(
+        ids(&[
+            "--model",
+            "openai/gpt-4o",
+            "--model",
+            "anthropic/claude-sonnet-4"
+        ]),
+        vec![s.cjk.clone(), s.build.clone()]
+    );
+    assert!(ids(&["--model", "openai"]).is_empty());
+    // Text in the title, letters of any case; with the others, all must hold.
+    assert_eq!(ids(&["--title", "BUILD"]), vec![s.build.clone()]);
+    assert_eq!(ids(&["--title", "搜索"]), vec![s.cjk.clone()]);
+    assert!(ids(&["--title", "build", "--model", "openai/gpt-4o"]).is_empty());
+    assert_eq!(env.run(&["list", "--dir", ""]).status.code(), Some(2));
+    assert!(env.ok(&["list", "--help"]).contains("--dir <DIR>"));
+}
+
 /// `export` of `id` as one JSON Lines line, as a JSON value.
 fn exported(env: &Env, id: &str) -> serde_json::Value {
     let line = env.ok(&["export", id, "--format", "jsonl"]);

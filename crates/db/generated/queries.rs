@@ -2724,6 +2724,7 @@ pub fn list_prunable_sessions_by_source(
 
 /// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
+       (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        input_tokens AS \"input_tokens!\",
        output_tokens AS \"output_tokens!\",
@@ -2747,6 +2748,7 @@ pub struct OwnUsageSinceRow {
     pub id: String,
     pub model: Option<String>,
     pub source: String,
+    pub directory: Option<String>,
     pub day: String,
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -2768,7 +2770,8 @@ pub struct OwnUsageSinceRow {
 /// cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
 /// own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
 /// (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
-/// without a price (V28).
+/// without a price (V28). directory: where the session's agent worked (its project), for
+/// `scribe stats --by directory`.
 pub fn own_usage_since(
     conn: &rusqlite::Connection,
     since: i64,
@@ -2779,22 +2782,23 @@ pub fn own_usage_since(
             id: row.get(0)?,
             model: row.get(1)?,
             source: row.get(2)?,
-            day: row.get(3)?,
-            input_tokens: row.get(4)?,
-            output_tokens: row.get(5)?,
-            cache_read_tokens: row.get(6)?,
-            cache_write_tokens: row.get(7)?,
-            reasoning_tokens: row.get(8)?,
-            api_call_count: row.get(9)?,
-            estimated_cost_usd: row.get(10)?,
-            unpriced: row.get(11)?,
-            started_since: row.get(12)?,
+            directory: row.get(3)?,
+            day: row.get(4)?,
+            input_tokens: row.get(5)?,
+            output_tokens: row.get(6)?,
+            cache_read_tokens: row.get(7)?,
+            cache_write_tokens: row.get(8)?,
+            reasoning_tokens: row.get(9)?,
+            api_call_count: row.get(10)?,
+            estimated_cost_usd: row.get(11)?,
+            unpriced: row.get(12)?,
+            started_since: row.get(13)?,
         })
     })?;
     rows.collect()
 }
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:108).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:110).
 pub const GET_SESSION_OWN_USAGE_SQL: &str =
     "SELECT o.model, o.api_call_count AS \"api_call_count!\",
        o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
@@ -2819,7 +2823,7 @@ pub struct GetSessionOwnUsageRow {
     pub carrying: i64,
 }
 
-/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:108`.
+/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:110`.
 ///
 /// A session's own usage (session_own_usage: without what rolled-up children added to it)
 /// with its model and calls, and how many of its messages carry usage: a session none of
@@ -2847,7 +2851,7 @@ pub fn get_session_own_usage(
     })
 }
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:123).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:125).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
        m.model,
@@ -2885,7 +2889,7 @@ pub struct MessageUsageSinceRow {
     pub cost_usd: f64,
 }
 
-/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:123`.
+/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:125`.
 ///
 /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
 /// counts beyond its messages is its own less all of theirs), per UTC day and model of the
@@ -2924,7 +2928,7 @@ pub fn message_usage_since(
     rows.collect()
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:157).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:159).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -2944,7 +2948,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:157`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:159`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4264,10 +4268,11 @@ pub trait ReadQueries {
     /// cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
     /// own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
     /// (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
-    /// without a price (V28).
+    /// without a price (V28). directory: where the session's agent worked (its project), for
+    /// `scribe stats --by directory`.
     fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error>;
 
-    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:108`.
+    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:110`.
     /// A session's own usage (session_own_usage: without what rolled-up children added to it)
     /// with its model and calls, and how many of its messages carry usage: a session none of
     /// whose messages does (Hermes reports usage per session) has usage of its own that its
@@ -4278,7 +4283,7 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error>;
 
-    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:123`.
+    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:125`.
     /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
     /// counts beyond its messages is its own less all of theirs), per UTC day and model of the
     /// message (NULL: none named) and whether it is from @since on (since 1), with how many
@@ -4583,7 +4588,7 @@ pub trait Queries: ReadQueries {
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:157`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:159`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(

@@ -560,6 +560,7 @@ ORDER BY ended_at, id";
 
 /// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
+       (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        input_tokens AS \"input_tokens!\",
        output_tokens AS \"output_tokens!\",
@@ -577,7 +578,7 @@ WHERE created_at >= $1
  OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
 ORDER BY id";
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:108).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:110).
 pub const GET_SESSION_OWN_USAGE_SQL: &str =
     "SELECT o.model, o.api_call_count AS \"api_call_count!\",
        o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
@@ -589,7 +590,7 @@ pub const GET_SESSION_OWN_USAGE_SQL: &str =
 FROM session_own_usage AS o
 WHERE o.id = $1";
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:123).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:125).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
        m.model,
@@ -613,7 +614,7 @@ WHERE (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
  OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0)))
 GROUP BY 1, 2, 3, 4";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:157).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:159).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -1347,16 +1348,17 @@ fn read_own_usage_since_row(
         id: row.try_get(0)?,
         model: row.try_get(1)?,
         source: row.try_get(2)?,
-        day: row.try_get(3)?,
-        input_tokens: row.try_get(4)?,
-        output_tokens: row.try_get(5)?,
-        cache_read_tokens: row.try_get(6)?,
-        cache_write_tokens: row.try_get(7)?,
-        reasoning_tokens: row.try_get(8)?,
-        api_call_count: row.try_get(9)?,
-        estimated_cost_usd: row.try_get(10)?,
-        unpriced: row.try_get(11)?,
-        started_since: row.try_get(12)?,
+        directory: row.try_get(3)?,
+        day: row.try_get(4)?,
+        input_tokens: row.try_get(5)?,
+        output_tokens: row.try_get(6)?,
+        cache_read_tokens: row.try_get(7)?,
+        cache_write_tokens: row.try_get(8)?,
+        reasoning_tokens: row.try_get(9)?,
+        api_call_count: row.try_get(10)?,
+        estimated_cost_usd: row.try_get(11)?,
+        unpriced: row.try_get(12)?,
+        started_since: row.try_get(13)?,
     })
 }
 

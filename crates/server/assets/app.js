@@ -839,6 +839,12 @@
     return "error: " + JSON.stringify(e, null, 2);
   }
 
+  /** A directory by its last two names (`…/projects/scribe`), for a legend. */
+  function shortPath(path) {
+    const names = String(path).split(/[\\/]/).filter((n) => n);
+    return names.length > 2 ? "…/" + names.slice(-2).join("/") : path;
+  }
+
   /** The first line of `text` with words in it, cut to 80 characters. */
   function firstLine(text) {
     const line = Array.from(String(text || "").split("\n").map((l) => l.trim()).find((l) => l) || "");
@@ -1172,7 +1178,7 @@
     function drawControls() {
       controls.replaceChildren(
         seg("period", PERIODS.map(([v, t]) => [v, t]), (v) => { state.period = v; refresh(); }),
-        seg("stack", [["model", "by model"], ["source", "by source"]], (v) => { state.stack = v; refresh(); }),
+        seg("stack", [["model", "by model"], ["source", "by source"], ["directory", "by directory"]], (v) => { state.stack = v; refresh(); }),
         seg("metric", [["cost", "cost"], ["tokens", "tokens"]], (v) => { state.metric = v; refresh(); }));
     }
     function since() {
@@ -1260,7 +1266,7 @@
           const hgt = (v / max) * plotH;
           y -= hgt;
           svg.append(s("rect", { class: "bar", x: L + i * bw + bw * 0.1, y, width: Math.max(bw * 0.8, 0.5), height: hgt, fill: colour(st.key), "data-day": d, "data-key": st.key },
-            s("title", null, `${d} · ${st.key || "(no model)"}: ${state.metric === "cost" ? fmtCost(v, st.unpriced_sessions > 0) : fmt(v)} · ${counted(st.sessions, "session")}`)));
+            s("title", null, `${d} · ${keyLabel(st.key)}: ${state.metric === "cost" ? fmtCost(v, st.unpriced_sessions > 0) : fmt(v)} · ${counted(st.sessions, "session")}`)));
         }
       });
       const label = (i, anchor) => s("text", { x: anchor === "start" ? L : anchor === "end" ? W - R : L + i * bw + bw / 2, y: H - 8, "text-anchor": anchor }, days[i]);
@@ -1268,14 +1274,22 @@
       if (days.length > 2) svg.append(label(Math.floor(days.length / 2), "middle"));
       if (days.length > 1) svg.append(label(days.length - 1, "end"));
       const legend = h("div", { class: "legend" },
-        keys.map((k) => h("span", null, h("span", { class: "sw", dataset: { colour: colour(k) } }), k || "(no model)")),
+        keys.map((k) => h("span", { title: k }, h("span", { class: "sw", dataset: { colour: colour(k) } }), state.stack === "directory" && k ? shortPath(k) : keyLabel(k))),
         other ? h("span", null, h("span", { class: "sw", dataset: { colour: OTHER } }), "other") : null);
       for (const sw of legend.querySelectorAll(".sw")) sw.style.background = sw.dataset.colour;
       return h("div", null, svg, legend, h("p", { class: "dim chart-note" }, STEP_NOTES[step] || STEP_NOTES.day));
     }
+    // A stack's or row's key as shown: a directory's sessions are a link to them.
+    function keyLabel(k) {
+      return k || ({ model: "(no model)", directory: "(no directory)" }[state.stack] || "(none)");
+    }
+    function keyCell(k) {
+      if (state.stack !== "directory" || !k) return keyLabel(k);
+      return h("a", { href: "/?directory=" + encodeURIComponent(k), "data-link": true, title: "Its sessions" }, k);
+    }
     function statsTable(stats) {
       const row = (key, t, strong) => h("tr", { class: strong ? "total" : "" },
-        h("td", null, strong ? h("b", null, key) : key || "(none)"),
+        h("td", null, strong ? h("b", null, key) : keyCell(key)),
         h("td", { class: "num" }, fmtInt(t.sessions)),
         h("td", { class: "num" }, fmtInt(t.api_calls)),
         h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),

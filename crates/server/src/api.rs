@@ -247,7 +247,9 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
         }
         ["usage"] => {
             params.only(&["stack", "since", "step"])?;
-            let by_model = params.choice("stack", &[("model", true), ("source", false)], true)?;
+            let stacks = [StatsBy::Model, StatsBy::Source, StatsBy::Directory];
+            let stack =
+                params.choice("stack", &stacks.map(|by| (by.name(), by)), StatsBy::Model)?;
             let step = params.choice(
                 "step",
                 &[
@@ -258,7 +260,7 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 ],
                 Step::Day,
             )?;
-            json(&store.usage(shared.live.current(), by_model, params.time("since")?, step)?)
+            json(&store.usage(shared.live.current(), stack, params.time("since")?, step)?)
         }
         ["version"] => {
             params.only(&[])?;

@@ -610,14 +610,15 @@ fn close(
     }
 }
 
-/// `GET /api/usage`: usage per UTC day, stacked by model or source, for the charts.
+/// `GET /api/usage`: usage per UTC day, stacked by model, source or directory, for the
+/// charts.
 #[derive(Debug, Clone, Serialize)]
 pub struct Usage {
     /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`).
     pub since: Option<i64>,
     /// `day`, `week` or `month`: what each of `days` is.
     pub step: &'static str,
-    /// `model` or `source`: what each day's `stacks` are.
+    /// `model`, `source` or `directory`: what each day's `stacks` are.
     pub stack: &'static str,
     /// Every stack key of the period, most expensive first (`""`: no model).
     pub keys: Vec<String>,

@@ -656,12 +656,12 @@ impl Store {
     }
 
     /// Usage per day, week or month (`step`; [`Step::Auto`] picks by the period's length)
-    /// stacked by model (`by_model`) or source, and the top sessions, at change
-    /// `generation`.
+    /// stacked by model, source or directory (`stack`; any other grouping stacks by
+    /// model), and the top sessions, at change `generation`.
     pub fn usage(
         &self,
         generation: u64,
-        by_model: bool,
+        stack: StatsBy,
         since: Option<i64>,
         step: Step,
     ) -> Result<Usage, ApiError> {
@@ -671,26 +671,24 @@ impl Store {
         let usage = self.usage_slices(generation, since)?;
         let step = step.resolve(&usage.slices, since, scribe_db::now_ms());
         let by_period = usage.stats(step);
-        let groups: Vec<(String, StatsRow)> = scribe_session::group_usage(&usage.slices, |slice| {
-            let key = if by_model {
-                &slice.model
-            } else {
-                &slice.source
-            };
-            (step.key(slice), key.as_str())
-        })
-        .into_iter()
-        .map(|((day, key), totals)| {
-            let totals = Totals::from(&totals);
-            (
-                day.into_owned(),
-                StatsRow {
-                    key: key.to_owned(),
-                    totals,
-                },
-            )
-        })
-        .collect();
+        let stack = match stack {
+            StatsBy::Source | StatsBy::Directory => stack,
+            _ => StatsBy::Model,
+        };
+        let groups: Vec<(String, StatsRow)> =
+            scribe_session::group_usage(&usage.slices, |slice| (step.key(slice), stack.key(slice)))
+                .into_iter()
+                .map(|((day, key), totals)| {
+                    let totals = Totals::from(&totals);
+                    (
+                        day.into_owned(),
+                        StatsRow {
+                            key: key.into_owned(),
+                            totals,
+                        },
+                    )
+                })
+                .collect();
         let mut key_cost: HashMap<&str, f64> = HashMap::new();
         for (_, row) in &groups {
             *key_cost.entry(row.key.as_str()).or_default() += row.totals.cost_usd;
@@ -726,7 +724,7 @@ impl Store {
         Ok(Usage {
             since,
             step: step.name(),
-            stack: if by_model { "model" } else { "source" },
+            stack: stack.name(),
             keys,
             days,
             totals: Totals::from(&by_period.totals),

@@ -427,6 +427,7 @@ fn search_stats_and_usage_are_the_services_numbers() {
         ("source", StatsBy::Source, StatsBy::Day),
         ("model", StatsBy::Model, StatsBy::Week),
         ("source", StatsBy::Source, StatsBy::Month),
+        ("directory", StatsBy::Directory, StatsBy::Day),
     ] {
         let path = match step {
             // Days when no step is asked for.
@@ -435,6 +436,7 @@ fn search_stats_and_usage_are_the_services_numbers() {
         };
         let usage = get_json(a, &path);
         assert_eq!(usage["step"], step.name());
+        assert_eq!(usage["stack"], stack);
         let by_day =
             serde_json::to_value(Stats::new(&sessions.stats(step, None).unwrap())).unwrap();
         let by_key = serde_json::to_value(Stats::new(&sessions.stats(by, None).unwrap())).unwrap();

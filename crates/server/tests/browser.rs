@@ -678,6 +678,22 @@ fn usage(ctx: &Ctx) -> Result<()> {
     )?;
     d.click(".seg[aria-label=stack] button[data-value=source]")?;
     d.wait("stacked by source", "return document.querySelector('.legend')?.innerText.includes('telegram') && location.search.includes('stack=source')")?;
+    // By directory: each row of the table is a link to the sessions of that directory.
+    d.click(".seg[aria-label=stack] button[data-value=directory]")?;
+    d.wait(
+        "stacked by directory",
+        "return location.search.includes('stack=directory') && document.querySelector('#stats-table a[href=\"/?directory=%2Fp%2Fone\"]')",
+    )?;
+    d.click("#stats-table a[href=\"/?directory=%2Fp%2Fone\"]")?;
+    d.wait(
+        "the sessions of /p/one",
+        "return document.querySelector('select[name=directory]')?.value === '/p/one' && document.querySelectorAll('#sessions-table tbody tr').length > 0",
+    )?;
+    d.exec("history.back()", json!([]))?;
+    d.wait(
+        "the usage page again",
+        "return location.pathname === '/usage' && document.querySelector('#stats-table')",
+    )?;
     d.click(".seg[aria-label=period] button[data-value='7d']")?;
     d.wait(
         "an empty recent week",

@@ -124,19 +124,24 @@ pub enum StatsBy {
     Week,
     /// By UTC month (`YYYY-MM`), oldest first.
     Month,
+    /// By the directory the session's agent worked in (its project; `""` for sessions
+    /// without one), most expensive first.
+    Directory,
 }
 
 impl StatsBy {
     /// Every grouping, in the order the command line and the API list them.
-    pub const ALL: [StatsBy; 5] = [
+    pub const ALL: [StatsBy; 6] = [
         StatsBy::Model,
         StatsBy::Source,
         StatsBy::Day,
         StatsBy::Week,
         StatsBy::Month,
+        StatsBy::Directory,
     ];
 
-    /// Its name: `model`, `source`, `day`, `week` or `month` (as serialized).
+    /// Its name: `model`, `source`, `day`, `week`, `month` or `directory` (as
+    /// serialized).
     pub fn name(self) -> &'static str {
         match self {
             StatsBy::Model => "model",
@@ -144,6 +149,7 @@ impl StatsBy {
             StatsBy::Day => "day",
             StatsBy::Week => "week",
             StatsBy::Month => "month",
+            StatsBy::Directory => "directory",
         }
     }
 
@@ -152,8 +158,8 @@ impl StatsBy {
         matches!(self, StatsBy::Day | StatsBy::Week | StatsBy::Month)
     }
 
-    /// The key of `slice` in this grouping: its model, source, day, week (its Monday) or
-    /// month (`YYYY-MM`).
+    /// The key of `slice` in this grouping: its model, source, day, week (its Monday),
+    /// month (`YYYY-MM`) or directory.
     pub fn key(self, slice: &UsageSlice) -> Cow<'_, str> {
         match self {
             StatsBy::Model => Cow::Borrowed(&slice.model),
@@ -163,6 +169,7 @@ impl StatsBy {
             StatsBy::Week => scribe_db::calendar::week_start(&slice.day)
                 .map_or(Cow::Borrowed(slice.day.as_str()), Cow::Owned),
             StatsBy::Month => Cow::Borrowed(slice.day.get(..7).unwrap_or(&slice.day)),
+            StatsBy::Directory => Cow::Borrowed(&slice.directory),
         }
     }
 }
@@ -196,7 +203,8 @@ impl UsageTotals {
 /// One group of [`UsageStats`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageStatsRow {
-    /// The model, source, day (`YYYY-MM-DD`), week (its Monday) or month (`YYYY-MM`).
+    /// The model, source, day (`YYYY-MM-DD`), week (its Monday), month (`YYYY-MM`) or
+    /// directory.
     pub key: String,
     /// The group's totals.
     pub totals: UsageTotals,
@@ -344,11 +352,12 @@ impl SessionService {
         }))
     }
 
-    /// Token and cost totals grouped `by` model, source, day, week or month, of the usage from `since`
-    /// on (ms; `None`: all), with the grand totals. Each session counts its own usage,
-    /// split by the model and day of the messages that carry it (see [`UsageStats`]); a
-    /// row's `sessions` counts the sessions with usage in it, the totals' each of them
-    /// once, and every session started in the range (children included) with or without.
+    /// Token and cost totals grouped `by` model, source, day, week, month or directory, of
+    /// the usage from `since` on (ms; `None`: all), with the grand totals. Each session
+    /// counts its own usage, split by the model and day of the messages that carry it (see
+    /// [`UsageStats`]); a row's `sessions` counts the sessions with usage in it, the
+    /// totals' each of them once, and every session started in the range (children
+    /// included) with or without.
     pub fn stats(&self, by: StatsBy, since: Option<i64>) -> Result<UsageStats> {
         Ok(self.usage_slices(since)?.stats(by))
     }
@@ -397,6 +406,9 @@ pub struct UsageSlice {
     pub model: String,
     /// The session's source.
     pub source: String,
+    /// The directory the session's agent worked in; `""` when it names none.
+    #[serde(default)]
+    pub directory: String,
     /// The UTC day (`YYYY-MM-DD`) of the messages that carried it (the session's creation
     /// day for usage no message carries).
     pub day: String,
@@ -420,8 +432,8 @@ pub struct UsageSlices {
 }
 
 impl UsageSlices {
-    /// The slices added up `by` model or source (most expensive first) or day, week or
-    /// month (oldest first), with the totals.
+    /// The slices added up `by` model, source or directory (most expensive first) or day,
+    /// week or month (oldest first), with the totals.
     pub fn stats(&self, by: StatsBy) -> UsageStats {
         let grouped = group_usage(&self.slices, |slice| by.key(slice));
         let mut rows: Vec<UsageStatsRow> = grouped
@@ -581,6 +593,7 @@ fn split_session(
                 session_id: own.id.clone(),
                 model,
                 source: own.source.clone(),
+                directory: own.directory.clone().unwrap_or_default(),
                 day,
                 totals,
             }
@@ -660,6 +673,7 @@ mod tests {
             id: "ses_1".into(),
             model: Some("m-session".into()),
             source: "cli".into(),
+            directory: Some("/w".into()),
             day: "2026-03-01".into(),
             input_tokens: input,
             output_tokens: 0,

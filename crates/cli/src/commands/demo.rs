@@ -351,6 +351,9 @@ impl DemoCmd {
         section("Sessions (scribe list --all -n 5)")?;
         ListCmd {
             source: Vec::new(),
+            model: Vec::new(),
+            dir: None,
+            title: None,
             limit: 5,
             all: true,
             since: None,

@@ -1,4 +1,4 @@
-//! `scribe stats`: tokens and cost grouped by model, source, day, week or month.
+//! `scribe stats`: tokens and cost grouped by model, source, day, week, month or directory.
 
 use std::io::Write;
 
@@ -23,12 +23,15 @@ pub enum By {
     Week,
     /// By the UTC month it was used in, oldest first.
     Month,
+    /// By the directory the agent worked in (the project), most expensive first.
+    Directory,
 }
 
 /// Token usage and cost.
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
-/// by model, source, day, week or month (UTC), with totals. Usage counts under the model
+/// by model, source, day, week or month (UTC) or the directory the agent worked in, with
+/// totals. Usage counts under the model
 /// and day of the message that used it, so a session that switched models or ran past
 /// midnight is split as it happened; what a session counts beyond its messages (usage an
 /// agent reported for the session as a whole) counts under its model and the day it
@@ -58,6 +61,7 @@ impl StatsCmd {
             By::Day => StatsBy::Day,
             By::Week => StatsBy::Week,
             By::Month => StatsBy::Month,
+            By::Directory => StatsBy::Directory,
         };
         let stats = ctx.sessions.stats(by, self.since)?;
         let mut out = anstream::stdout().lock();
