@@ -775,3 +775,132 @@ fn hermes_usage_without_a_price_is_priced_once_the_price_is_known() {
     let report = db.check().unwrap();
     assert!(report.is_ok(), "{report:?}");
 }
+
+/// Hermes (v22+) records auxiliary calls (a title, a compression, a look at an image) in
+/// `session_model_usage` under their task, and not in the session's totals: each task and
+/// model of a session is a child session holding that usage, so stats count every call
+/// once under its own model; the main loop's rows and a voice turn's (already in the
+/// totals) are not counted again. A new auxiliary call is read on the next import; an
+/// unchanged database is not read again.
+#[test]
+fn hermes_auxiliary_calls_are_child_sessions_under_their_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("hermes/state.db");
+    build_db("hermes/state_db_sample.sql", &state);
+    let parent = "20260101_100000_a1b2c3";
+    let source = rusqlite::Connection::open(&state).unwrap();
+    source
+        .execute_batch(
+            "CREATE TABLE session_model_usage (
+                session_id TEXT NOT NULL, model TEXT NOT NULL,
+                billing_provider TEXT NOT NULL DEFAULT '', billing_base_url TEXT NOT NULL DEFAULT '',
+                billing_mode TEXT NOT NULL DEFAULT '', task TEXT NOT NULL DEFAULT '',
+                api_call_count INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+                cache_write_tokens INTEGER NOT NULL DEFAULT 0, reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+                estimated_cost_usd REAL NOT NULL DEFAULT 0, actual_cost_usd REAL NOT NULL DEFAULT 0,
+                cost_status TEXT, cost_source TEXT, first_seen REAL, last_seen REAL,
+                PRIMARY KEY (session_id, model, billing_provider, billing_base_url, billing_mode, task));
+             INSERT INTO session_model_usage
+                 (session_id, model, billing_provider, task, api_call_count, input_tokens,
+                  output_tokens, estimated_cost_usd, first_seen, last_seen) VALUES
+               ('20260101_100000_a1b2c3', 'claude-sonnet-4-6', 'anthropic', '', 5, 1000, 100, 0.01, 1767261601, 1767262100),
+               ('20260101_100000_a1b2c3', 'voice-1', 'voicep', 'voice_chat', 1, 40, 4, 0.001, 1767261700, 1767261700),
+               ('20260101_100000_a1b2c3', 'gpt-4o-mini', 'openai', 'title_generation', 1, 200, 10, 0.0004, 1767261605, 1767261605),
+               ('20260101_100000_a1b2c3', 'gemini-2.5-flash', 'google', 'compression', 1, 5000, 300, 0.0, 1767262150, 1767262150),
+               ('20260101_100000_a1b2c3', 'gemini-2.5-flash', 'openrouter', 'compression', 1, 3000, 200, 0.0, 1767262190, 1767262190);",
+        )
+        .unwrap();
+    let db = scribe_db(dir.path());
+    let roots = [state.clone()];
+    run(&db, Source::Hermes, &roots);
+    let children: Vec<_> = sessions(&db)
+        .into_iter()
+        .filter(|s| {
+            s.parent_session_id.as_deref() == Some(parent)
+                && s.model_config
+                    .as_ref()
+                    .is_some_and(|c| c.get("hermes_task").is_some())
+        })
+        .collect();
+    let seen: Vec<(String, Option<String>, i64, i64, i64)> = children
+        .iter()
+        .map(|s| {
+            (
+                s.kind.to_string(),
+                s.model.clone(),
+                s.api_call_count,
+                s.tokens.input,
+                s.tokens.output,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "task".to_owned(),
+                Some("gemini-2.5-flash".to_owned()),
+                2,
+                8000,
+                500
+            ),
+            (
+                "title".to_owned(),
+                Some("gpt-4o-mini".to_owned()),
+                1,
+                200,
+                10
+            ),
+        ]
+    );
+    // The title call's cost is Hermes' own; the compression's, which Hermes left at 0,
+    // is Scribe's estimate from the built-in prices.
+    let title = children
+        .iter()
+        .find(|s| s.kind.to_string() == "title")
+        .unwrap();
+    assert!((title.estimated_cost_usd - 0.0004).abs() < 1e-12);
+    let compression = children
+        .iter()
+        .find(|s| s.kind.to_string() == "task")
+        .unwrap();
+    // 8,000 input tokens at $0.30 and 500 output tokens at $2.50 a million.
+    assert!((compression.estimated_cost_usd - 0.00365).abs() < 1e-12);
+    assert_eq!(compression.cost_status.as_deref(), Some("estimated"));
+    assert!(children.iter().all(|s| messages(&db, &s.id).is_empty()));
+    // The parent keeps Hermes' totals; stats count the children once, under their models.
+    let sessions_svc = scribe_session::SessionService::new(std::sync::Arc::clone(&db));
+    let by_model = sessions_svc
+        .stats(scribe_session::StatsBy::Model, None)
+        .unwrap();
+    let row = |m: &str| {
+        by_model
+            .rows
+            .iter()
+            .find(|r| r.key == m)
+            .map(|r| r.totals.tokens.input)
+    };
+    assert_eq!(row("gpt-4o-mini"), Some(200));
+    assert_eq!(row("gemini-2.5-flash"), Some(8000));
+    assert_eq!(row("voice-1"), None);
+
+    // Unchanged: nothing read, nothing changes.
+    let stored = dump(&db);
+    let again = run(&db, Source::Hermes, &roots);
+    assert_eq!(again.written.sessions_updated, 0, "{again:?}");
+    assert_same(&dump(&db), &stored, "unchanged");
+    // Another title call: its child is read again with it.
+    source
+        .execute(
+            "UPDATE session_model_usage SET api_call_count = 2, input_tokens = 450
+             WHERE task = 'title_generation'",
+            [],
+        )
+        .unwrap();
+    run(&db, Source::Hermes, &roots);
+    let title = session(&db, &title.id);
+    assert_eq!((title.api_call_count, title.tokens.input), (2, 450));
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+}

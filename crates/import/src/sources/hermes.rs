@@ -9,6 +9,13 @@
 //! - usage exists per session only: the session's totals are set to Hermes's
 //!   (input without cache, cache read and write, output, reasoning, API calls) and its cost
 //!   is `actual_cost_usd`, else Hermes's own `estimated_cost_usd`;
+//! - auxiliary calls (v22+: `session_model_usage` rows whose `task` names one, such as
+//!   `title_generation`, `compression`, `vision`) are not in the session's totals: each
+//!   task and model of a session becomes a child session holding that usage (a title
+//!   session for `title_generation`, a task otherwise; no messages), as Scribe records its
+//!   own title calls, so stats count them under their own model. Rows of the main loop
+//!   (`task` empty) and of a per-turn route (`voice_chat`) are already in the totals
+//!   (Hermes' own dashboard reads them the same way);
 //! - `parent_session_id` is a compression continuation when the parent ended with
 //!   `compression`, a fork for `_branched_from`, otherwise a delegated task; the
 //!   `[CONTEXT COMPACTION …]` user message that opens a continuation is its summary;
@@ -156,6 +163,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         ""
     };
     let sessions = rows(&conn, "SELECT * FROM sessions ORDER BY started_at, id", []).map_err(db)?;
+    let aux_sql = aux_usage_sql(&columns(&conn, "session_model_usage").map_err(db)?);
     let ends: BTreeMap<String, String> = sessions
         .iter()
         .filter_map(|s| {
@@ -242,7 +250,26 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         ]
         .map(|c| int_of(s, c).to_string())
         .join(",");
-        let fingerprint = format!("{n}:{last}:{totals}:{ended:?}:{:?}", str_of(s, "title"));
+        let aux = match &aux_sql {
+            Some(sql) => rows(&conn, sql, [id]).map_err(db)?,
+            None => Vec::new(),
+        };
+        let mut fingerprint = format!("{n}:{last}:{totals}:{ended:?}:{:?}", str_of(s, "title"));
+        // Only a session with auxiliary usage says so: the others keep the fingerprint
+        // they were stored with, and are not read again for it.
+        for row in &aux {
+            fingerprint.push_str(&format!(
+                ":{}/{}/{}/{}/{}/{}/{}/{}",
+                str_of(row, "task").unwrap_or(""),
+                str_of(row, "model").unwrap_or(""),
+                int_of(row, "api_call_count"),
+                int_of(row, "input_tokens"),
+                int_of(row, "output_tokens"),
+                int_of(row, "cache_read_tokens"),
+                int_of(row, "cache_write_tokens"),
+                int_of(row, "reasoning_tokens"),
+            ));
+        }
         if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
             continue;
         }
@@ -311,9 +338,109 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
             })
             .collect();
         transcript(&rec, &rows, out, report, path);
+        let children: Vec<SessionRec> = aux.iter().map(|row| aux_session(&rec, row)).collect();
         out.sessions.push(rec);
+        out.sessions.extend(children);
     }
     Ok(Resume::default())
+}
+
+/// Per-turn routes whose calls Hermes counts in the session's totals as well as under
+/// their task in `session_model_usage`: not auxiliary.
+const PRIMARY_TASKS: [&str; 2] = ["", "voice_chat"];
+
+/// The statement reading one session's auxiliary usage (`?1`: its id) per task and model,
+/// from the `session_model_usage` columns this database has (`cols`); `None` without the
+/// table or its `task` column (before v22 every row was the main loop's).
+fn aux_usage_sql(cols: &[String]) -> Option<String> {
+    let has = |c: &str| cols.iter().any(|x| x == c);
+    if !(has("session_id") && has("task") && has("model")) {
+        return None;
+    }
+    let sum = |c: &str| {
+        if has(c) {
+            format!("coalesce(sum({c}), 0) AS {c}")
+        } else {
+            format!("0 AS {c}")
+        }
+    };
+    let seen = |f: &str, c: &str| {
+        if has(c) {
+            format!("{f}({c}) AS {c}")
+        } else {
+            format!("NULL AS {c}")
+        }
+    };
+    let primary = PRIMARY_TASKS
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(format!(
+        "SELECT task, model, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} \
+         FROM session_model_usage \
+         WHERE session_id = ?1 AND coalesce(task, '') NOT IN ({primary}) \
+         GROUP BY task, model ORDER BY task, model",
+        sum("api_call_count"),
+        sum("input_tokens"),
+        sum("output_tokens"),
+        sum("cache_read_tokens"),
+        sum("cache_write_tokens"),
+        sum("reasoning_tokens"),
+        sum("estimated_cost_usd"),
+        sum("actual_cost_usd"),
+        seen("min", "first_seen"),
+        seen("max", "last_seen"),
+    ))
+}
+
+/// The child session holding `parent`'s auxiliary usage of one task and model (`row`,
+/// from [`aux_usage_sql`]): a title session for `title_generation`, else a task; its
+/// cost Hermes' billed amount, else its estimate, else none (priced from the catalog).
+fn aux_session(parent: &SessionRec, row: &Value) -> SessionRec {
+    let task = str_of(row, "task").unwrap_or("");
+    let model = str_of(row, "model")
+        .filter(|m| !m.is_empty() && *m != "unknown")
+        .map(str::to_owned);
+    let id = format!(
+        "{}:{task}:{}",
+        parent.external_id,
+        model.as_deref().unwrap_or("unknown")
+    );
+    let created = f64_of(row, "first_seen")
+        .and_then(time::epoch)
+        .unwrap_or(parent.created_at);
+    let mut rec = SessionRec::new(id, created);
+    rec.updated_at = f64_of(row, "last_seen")
+        .and_then(time::epoch)
+        .unwrap_or(created)
+        .max(created);
+    rec.parent = Some(parent.external_id.clone());
+    rec.kind = if task == "title_generation" {
+        SessionKind::Title
+    } else {
+        SessionKind::Task
+    };
+    rec.ended_at = parent.ended_at;
+    rec.directory.clone_from(&parent.directory);
+    rec.model.clone_from(&model);
+    rec.model_config = Some(serde_json::json!({ "hermes_task": task }));
+    let positive = |c: &str| f64_of(row, c).filter(|v| *v > 0.0);
+    rec.usage_total = Some(SessionUsage {
+        tokens: TokenUsage {
+            input: int_of(row, "input_tokens"),
+            output: int_of(row, "output_tokens"),
+            cache_read: int_of(row, "cache_read_tokens"),
+            cache_write: int_of(row, "cache_write_tokens"),
+            reasoning: int_of(row, "reasoning_tokens"),
+        },
+        api_calls: int_of(row, "api_call_count"),
+        reported_cost: positive("actual_cost_usd").or_else(|| positive("estimated_cost_usd")),
+        model,
+        cost_usd: 0.0,
+        cost_flags: 0,
+    });
+    rec
 }
 
 /// The messages of one session: (row, time) in order.
