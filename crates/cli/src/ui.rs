@@ -358,6 +358,35 @@ pub fn parse_source(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// `--dir`: `dir` as an agent records where it works: absolute, symbolic links resolved (the
+/// working directory a process reads), without a trailing `/`; a directory that no longer
+/// exists is made absolute and has its `.` and `..` taken out by name.
+pub fn parse_dir(dir: &str) -> Result<String, String> {
+    use std::path::Component;
+    if dir.is_empty() {
+        return Err("expected a directory (`.` for the current one)".to_owned());
+    }
+    let joined = std::env::current_dir()
+        .map_err(|e| format!("cannot read the current directory: {e}"))?
+        .join(dir);
+    let path = std::fs::canonicalize(&joined).unwrap_or_else(|_| {
+        let mut out = std::path::PathBuf::new();
+        for part in joined.components() {
+            match part {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    });
+    path.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "not UTF-8, and no agent records such a directory".to_owned())
+}
+
 /// `--older-than` of `prune`: whole days (`90d`, `90`, `12w`; [`calendar::parse_days`]).
 pub fn parse_days(text: &str) -> Result<u32, String> {
     calendar::parse_days(text, scribe_db::now_ms()).map_err(|err| err.to_string())

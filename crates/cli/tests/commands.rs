@@ -289,6 +289,43 @@ fn stats_by_model_source_day_and_directory() {
         "{text}"
     );
 
+    // Only some sessions: a directory's, a source's, a model's usage, in any grouping;
+    // their totals are the row of that key.
+    let row_of = |stats: &serde_json::Value, key: &str| -> serde_json::Value {
+        let row = stats["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == key)
+            .unwrap()
+            .clone();
+        let mut totals = row;
+        totals.as_object_mut().unwrap().remove("key");
+        totals
+    };
+    for (flag, value, by, key) in [
+        ("--dir", "/src/app", &by_directory, "/src/app"),
+        ("--source", "tui", &by_source, "tui"),
+        ("--model", "openai/gpt-4o", &json, "openai/gpt-4o"),
+    ] {
+        let only = env.json(&["stats", "--by", "day", flag, value, "--json"]);
+        assert_eq!(only["totals"], row_of(by, key), "{flag} {value}");
+        assert_eq!(only["rows"].as_array().unwrap().len(), 1, "{only}");
+    }
+    let both = env.json(&[
+        "stats",
+        "--dir",
+        "/src/app",
+        "--model",
+        "openai/gpt-4o",
+        "--json",
+    ]);
+    assert_eq!(both["totals"]["sessions"], 0, "{both}");
+    assert!(
+        env.ok(&["stats", "--source", "nope"])
+            .contains("no usage matches")
+    );
+
     let none = env.json(&["stats", "--since", "2999-01-01", "--json"]);
     assert_eq!(none["totals"]["sessions"], 0);
 

@@ -432,6 +432,15 @@ pub struct UsageSlices {
 }
 
 impl UsageSlices {
+    /// Keeps only the slices `keep` accepts (a source's, a directory's, a model's), and
+    /// their totals: `sessions` then counts the sessions with a slice kept.
+    pub fn retain(&mut self, keep: impl Fn(&UsageSlice) -> bool) {
+        self.slices.retain(|slice| keep(slice));
+        self.totals = group_usage(&self.slices, |_| ())
+            .remove(&())
+            .unwrap_or_default();
+    }
+
     /// The slices added up `by` model, source or directory (most expensive first) or day,
     /// week or month (oldest first), with the totals.
     pub fn stats(&self, by: StatsBy) -> UsageStats {

@@ -35,7 +35,7 @@ pub struct ListCmd {
     pub model: Vec<String>,
     /// Only sessions whose agent worked in this directory (`.`: the current one), as the
     /// agent recorded it: not its subdirectories.
-    #[arg(long = "dir", value_name = "DIR", value_parser = absolute_dir)]
+    #[arg(long = "dir", value_name = "DIR", value_parser = ui::parse_dir)]
     pub dir: Option<String>,
     /// Only sessions whose title contains this text (letters of any case).
     #[arg(long, value_name = "TEXT")]
@@ -59,35 +59,6 @@ pub struct ListCmd {
     /// Print JSON: {"sessions": [...], "more": bool}.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `dir` as an agent records where it works: absolute, symbolic links resolved (the
-/// working directory a process reads), without a trailing `/`; a directory that no longer
-/// exists is made absolute and has its `.` and `..` taken out by name.
-fn absolute_dir(dir: &str) -> Result<String, String> {
-    use std::path::Component;
-    if dir.is_empty() {
-        return Err("expected a directory (`.` for the current one)".to_owned());
-    }
-    let joined = std::env::current_dir()
-        .map_err(|e| format!("cannot read the current directory: {e}"))?
-        .join(dir);
-    let path = std::fs::canonicalize(&joined).unwrap_or_else(|_| {
-        let mut out = std::path::PathBuf::new();
-        for part in joined.components() {
-            match part {
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    out.pop();
-                }
-                other => out.push(other),
-            }
-        }
-        out
-    });
-    path.to_str()
-        .map(str::to_owned)
-        .ok_or_else(|| "not UTF-8, and no agent records such a directory".to_owned())
 }
 
 /// A `--limit`: a whole number from 1 (clap's own range check would say "0 is not in

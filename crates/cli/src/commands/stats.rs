@@ -47,6 +47,17 @@ pub struct StatsCmd {
     /// (2026-01-31), from 1970-01-01 on.
     #[arg(long, value_name = "WHEN", value_parser = ui::parse_since)]
     pub since: Option<i64>,
+    /// Only sessions from this source (cli, tui, telegram …); repeat for several.
+    #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
+    pub source: Vec<String>,
+    /// Only usage of this model (as the MODEL rows name it); repeat for several.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Vec<String>,
+    /// Only sessions whose agent worked in this directory (`.`: the current one), as
+    /// `scribe list --dir` takes it: `scribe stats --by day --dir .` is this project's
+    /// spend per day.
+    #[arg(long = "dir", value_name = "DIR", value_parser = ui::parse_dir)]
+    pub dir: Option<String>,
     /// Print JSON: {"by": …, "since": …, "rows": [...], "totals": {...}}.
     #[arg(long)]
     pub json: bool,
@@ -63,13 +74,27 @@ impl StatsCmd {
             By::Month => StatsBy::Month,
             By::Directory => StatsBy::Directory,
         };
-        let stats = ctx.sessions.stats(by, self.since)?;
+        let mut slices = ctx.sessions.usage_slices(self.since)?;
+        let filtered = !self.source.is_empty() || !self.model.is_empty() || self.dir.is_some();
+        if filtered {
+            slices.retain(|slice| {
+                (self.source.is_empty() || self.source.contains(&slice.source))
+                    && (self.model.is_empty() || self.model.contains(&slice.model))
+                    && self.dir.as_ref().is_none_or(|dir| *dir == slice.directory)
+            });
+        }
+        let stats = slices.stats(by);
         let mut out = anstream::stdout().lock();
         if self.json {
             return json::print(&mut out, &Stats::new(&stats));
         }
         if stats.rows.is_empty() {
-            writeln!(out, "no usage recorded")?;
+            let none = if filtered {
+                "no usage matches --source, --model and --dir"
+            } else {
+                "no usage recorded"
+            };
+            writeln!(out, "{none}")?;
             return Ok(());
         }
         let mut table = ui::table([
