@@ -326,6 +326,39 @@ fn stats_by_model_source_day_and_directory() {
             .contains("no usage matches")
     );
 
+    // Each row split by model (rows of models: by day): the split adds up to its row.
+    for by in ["day", "source", "directory", "model"] {
+        let split = env.json(&["stats", "--by", by, "--breakdown", "--json"]);
+        let plain = env.json(&["stats", "--by", by, "--json"]);
+        for (row, same) in split["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(plain["rows"].as_array().unwrap())
+        {
+            assert_eq!(row["key"], same["key"]);
+            let parts = row["breakdown"].as_array().unwrap();
+            assert!(!parts.is_empty(), "{row}");
+            let sum = |f: &dyn Fn(&serde_json::Value) -> i64| parts.iter().map(f).sum::<i64>();
+            assert_eq!(
+                sum(&|p| p["tokens"]["total"].as_i64().unwrap()),
+                row["tokens"]["total"].as_i64().unwrap(),
+                "{by}: {row}"
+            );
+            assert_eq!(
+                sum(&|p| p["api_calls"].as_i64().unwrap()),
+                row["api_calls"].as_i64().unwrap()
+            );
+            if by == "model" {
+                assert_eq!(parts[0]["key"].as_str().unwrap().len(), 10, "a day: {row}");
+            }
+        }
+        assert_eq!(split["totals"], plain["totals"]);
+        assert!(plain["rows"][0].get("breakdown").is_none(), "{plain}");
+    }
+    let text = env.ok(&["stats", "--by", "source", "--breakdown"]);
+    assert!(text.contains("  └ openai/gpt-4o"), "{text}");
+
     let none = env.json(&["stats", "--since", "2999-01-01", "--json"]);
     assert_eq!(none["totals"]["sessions"], 0);
 

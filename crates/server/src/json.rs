@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use scribe_message::{
     ContextMessage, MAX_PART_DEPTH, Message, SearchHit, TokenUsage, snippet_pieces,
 };
-use scribe_session::{Session, UsageStats, UsageTotals};
+use scribe_session::{Session, UsageStats, UsageStatsRow, UsageTotals};
 use serde::Serialize;
 
 /// The ellipsis that marks cut text.
@@ -207,17 +207,30 @@ impl From<&UsageTotals> for Totals {
 /// One group of [`Stats`].
 #[derive(Debug, Clone, Serialize)]
 pub struct StatsRow {
-    /// The model, source or day (`""`: sessions without a model).
+    /// The model, source, day, week, month or directory (`""`: sessions without one).
     pub key: String,
     /// The group's totals.
     #[serde(flatten)]
     pub totals: Totals,
+    /// The group split another way (`scribe stats --breakdown`); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<StatsRow>,
+}
+
+impl From<&UsageStatsRow> for StatsRow {
+    fn from(r: &UsageStatsRow) -> Self {
+        StatsRow {
+            key: r.key.clone(),
+            totals: Totals::from(&r.totals),
+            breakdown: r.breakdown.iter().map(StatsRow::from).collect(),
+        }
+    }
 }
 
 /// `scribe stats --json`: `{"by", "since", "rows": [...], "totals": {...}}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stats {
-    /// `model`, `source`, `day`, `week` or `month`.
+    /// `model`, `source`, `day`, `week`, `month` or `directory`.
     pub by: &'static str,
     /// Only usage from this time (ms) on was counted (`scribe_session::UsageStats`).
     pub since: Option<i64>,
@@ -233,14 +246,7 @@ impl Stats {
         Stats {
             by: stats.by.name(),
             since: stats.since,
-            rows: stats
-                .rows
-                .iter()
-                .map(|r| StatsRow {
-                    key: r.key.clone(),
-                    totals: Totals::from(&r.totals),
-                })
-                .collect(),
+            rows: stats.rows.iter().map(StatsRow::from).collect(),
             totals: Totals::from(&stats.totals),
         }
     }

@@ -666,57 +666,32 @@ impl Store {
         step: Step,
     ) -> Result<Usage, ApiError> {
         let opened = self.current();
-        // (period, key, totals) of every group, oldest first: the same slices of each
-        // session's usage that `scribe stats` adds up, and its rows by that period.
+        // The same slices of each session's usage that `scribe stats` adds up.
         let usage = self.usage_slices(generation, since)?;
         let step = step.resolve(&usage.slices, since, scribe_db::now_ms());
-        let by_period = usage.stats(step);
         let stack = match stack {
             StatsBy::Source | StatsBy::Directory => stack,
             _ => StatsBy::Model,
         };
-        let groups: Vec<(String, StatsRow)> =
-            scribe_session::group_usage(&usage.slices, |slice| (step.key(slice), stack.key(slice)))
-                .into_iter()
-                .map(|((day, key), totals)| {
-                    let totals = Totals::from(&totals);
-                    (
-                        day.into_owned(),
-                        StatsRow {
-                            key: key.into_owned(),
-                            totals,
-                        },
-                    )
-                })
-                .collect();
-        let mut key_cost: HashMap<&str, f64> = HashMap::new();
-        for (_, row) in &groups {
-            *key_cost.entry(row.key.as_str()).or_default() += row.totals.cost_usd;
-        }
-        let mut keys: Vec<String> = key_cost.keys().map(|k| (*k).to_owned()).collect();
-        keys.sort_by(|a, b| {
-            let (ca, cb) = (key_cost[a.as_str()], key_cost[b.as_str()]);
-            cb.total_cmp(&ca).then_with(|| a.cmp(b))
-        });
+        // Each period split by the stack's key; the keys most expensive first over the
+        // whole period, the order every period's stacks are drawn in.
+        let by_period = usage.stats_broken_down(step, stack);
+        let keys: Vec<String> = usage.stats(stack).rows.into_iter().map(|r| r.key).collect();
         let rank: HashMap<&str, usize> = keys
             .iter()
             .enumerate()
             .map(|(i, k)| (k.as_str(), i))
             .collect();
-        let mut stacks: BTreeMap<String, Vec<StatsRow>> = BTreeMap::new();
-        for (day, row) in groups {
-            stacks.entry(day).or_default().push(row);
-        }
         let days = by_period
             .rows
             .iter()
             .map(|row| {
-                let mut day_stacks = stacks.remove(&row.key).unwrap_or_default();
-                day_stacks.sort_by_key(|s| rank.get(s.key.as_str()).copied().unwrap_or(usize::MAX));
+                let mut stacks: Vec<StatsRow> = row.breakdown.iter().map(StatsRow::from).collect();
+                stacks.sort_by_key(|s| rank.get(s.key.as_str()).copied().unwrap_or(usize::MAX));
                 UsageDay {
                     day: row.key.clone(),
                     totals: Totals::from(&row.totals),
-                    stacks: day_stacks,
+                    stacks,
                 }
             })
             .collect();

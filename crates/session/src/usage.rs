@@ -208,6 +208,10 @@ pub struct UsageStatsRow {
     pub key: String,
     /// The group's totals.
     pub totals: UsageTotals,
+    /// The group split another way ([`UsageSlices::stats_broken_down`]), in that
+    /// grouping's order; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<UsageStatsRow>,
 }
 
 /// Usage grouped one way, with the grand totals.
@@ -445,28 +449,55 @@ impl UsageSlices {
     /// week or month (oldest first), with the totals.
     pub fn stats(&self, by: StatsBy) -> UsageStats {
         let grouped = group_usage(&self.slices, |slice| by.key(slice));
-        let mut rows: Vec<UsageStatsRow> = grouped
-            .into_iter()
-            .map(|(key, totals)| UsageStatsRow {
-                key: key.into_owned(),
-                totals,
-            })
-            .collect();
-        if !by.is_period() {
-            rows.sort_by(|a, b| {
-                b.totals
-                    .cost_usd
-                    .total_cmp(&a.totals.cost_usd)
-                    .then_with(|| a.key.cmp(&b.key))
-            });
-        }
         UsageStats {
             by,
             since: self.since,
-            rows,
+            rows: ordered_rows(by, grouped),
             totals: self.totals.clone(),
         }
     }
+
+    /// [`stats`](Self::stats) `by` one grouping with each row split `then` another (a day
+    /// by model, as `scribe stats --by day --breakdown` shows it): a row's `breakdown`
+    /// adds up to the row.
+    pub fn stats_broken_down(&self, by: StatsBy, then: StatsBy) -> UsageStats {
+        let mut stats = self.stats(by);
+        let mut split: BTreeMap<Cow<'_, str>, BTreeMap<Cow<'_, str>, UsageTotals>> =
+            BTreeMap::new();
+        for ((key, sub), totals) in group_usage(&self.slices, |s| (by.key(s), then.key(s))) {
+            split.entry(key).or_default().insert(sub, totals);
+        }
+        for row in &mut stats.rows {
+            if let Some(groups) = split.remove(row.key.as_str()) {
+                row.breakdown = ordered_rows(then, groups);
+            }
+        }
+        stats
+    }
+}
+
+/// `groups` as rows: by key for a period (oldest first), else most expensive first.
+fn ordered_rows<'a>(
+    by: StatsBy,
+    groups: BTreeMap<Cow<'a, str>, UsageTotals>,
+) -> Vec<UsageStatsRow> {
+    let mut rows: Vec<UsageStatsRow> = groups
+        .into_iter()
+        .map(|(key, totals)| UsageStatsRow {
+            key: key.into_owned(),
+            totals,
+            breakdown: Vec::new(),
+        })
+        .collect();
+    if !by.is_period() {
+        rows.sort_by(|a, b| {
+            b.totals
+                .cost_usd
+                .total_cmp(&a.totals.cost_usd)
+                .then_with(|| a.key.cmp(&b.key))
+        });
+    }
+    rows
 }
 
 /// Adds `slices` up by `key`, in key order. A group's `sessions` and `unpriced_sessions`

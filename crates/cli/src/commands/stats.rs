@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use scribe_session::{StatsBy, UsageTotals};
+use scribe_session::{StatsBy, UsageStatsRow, UsageTotals};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -58,6 +58,10 @@ pub struct StatsCmd {
     /// spend per day.
     #[arg(long = "dir", value_name = "DIR", value_parser = ui::parse_dir)]
     pub dir: Option<String>,
+    /// Split each row by model (rows of models: by day), as indented lines under it;
+    /// in JSON each row's "breakdown".
+    #[arg(long)]
+    pub breakdown: bool,
     /// Print JSON: {"by": …, "since": …, "rows": [...], "totals": {...}}.
     #[arg(long)]
     pub json: bool,
@@ -83,7 +87,15 @@ impl StatsCmd {
                     && self.dir.as_ref().is_none_or(|dir| *dir == slice.directory)
             });
         }
-        let stats = slices.stats(by);
+        let stats = if self.breakdown {
+            let then = match by {
+                StatsBy::Model => StatsBy::Day,
+                _ => StatsBy::Model,
+            };
+            slices.stats_broken_down(by, then)
+        } else {
+            slices.stats(by)
+        };
         let mut out = anstream::stdout().lock();
         if self.json {
             return json::print(&mut out, &Stats::new(&stats));
@@ -108,21 +120,36 @@ impl StatsCmd {
             "REASONING",
             "COST",
         ]);
-        let costs: Vec<(f64, bool)> = stats
+        // Each row, then its breakdown's (in that order in the cost column too).
+        let lines: Vec<(bool, &UsageStatsRow)> = stats
             .rows
             .iter()
-            .map(|r| &r.totals)
+            .flat_map(|row| {
+                [(false, row)]
+                    .into_iter()
+                    .chain(row.breakdown.iter().map(|b| (true, b)))
+            })
+            .collect();
+        let costs: Vec<(f64, bool)> = lines
+            .iter()
+            .map(|(_, r)| &r.totals)
             .chain([&stats.totals])
             .map(|t| (t.cost_usd, t.cost_is_partial()))
             .collect();
         let mut costs = ui::cost_column(&costs).into_iter();
-        for row in &stats.rows {
+        for (sub, row) in lines {
             let key = if row.key.is_empty() {
                 "(none)".to_owned()
             } else {
                 ui::visible(&row.key).into_owned()
             };
-            table.add_row(cells(key, &row.totals, costs.next().unwrap_or_default()));
+            let cost = costs.next().unwrap_or_default();
+            let key = if sub {
+                paint(style::DIM, format!("  └ {key}"))
+            } else {
+                key
+            };
+            table.add_row(cells(key, &row.totals, cost));
         }
         table.add_row(
             cells(
