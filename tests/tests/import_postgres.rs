@@ -69,6 +69,22 @@ fn dump(db: &Arc<Database>, ids: &[String]) -> String {
 fn every_fixture_imports_into_postgres_as_into_sqlite_and_twice_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let home = home(dir.path());
+    // Hermes' auxiliary calls (v22+), which become child sessions.
+    rusqlite::Connection::open(home.join(".hermes/state.db"))
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE session_model_usage (
+                session_id TEXT NOT NULL, model TEXT NOT NULL, task TEXT NOT NULL DEFAULT '',
+                api_call_count INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0, estimated_cost_usd REAL NOT NULL DEFAULT 0,
+                first_seen REAL, last_seen REAL);
+             INSERT INTO session_model_usage VALUES
+               ('20260101_100000_a1b2c3', 'gpt-4o-mini', 'title_generation', 1, 200, 10, 0.0004,
+                1767261605, 1767261605),
+               ('20260101_100000_a1b2c3', 'gemini-2.5-flash', 'compression', 1, 5000, 300, 0,
+                1767262150, 1767262150);",
+        )
+        .unwrap();
 
     let sqlite = TestDb::new(Backend::Sqlite);
     let on_sqlite = import_all(&sqlite.db, &home);
@@ -84,6 +100,13 @@ fn every_fixture_imports_into_postgres_as_into_sqlite_and_twice_changes_nothing(
         .collect();
     ids.sort();
     assert!(ids.len() > 10, "the fixtures hold more sessions: {ids:?}");
+    for aux in [
+        "title_generation:gpt-4o-mini",
+        "compression:gemini-2.5-flash",
+    ] {
+        let id = format!("20260101_100000_a1b2c3:{aux}");
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
 
     let postgres = TestDb::new(Backend::Postgres);
     let on_postgres = import_all(&postgres.db, &home);
