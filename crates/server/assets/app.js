@@ -780,7 +780,7 @@
       related.push(h("details", { class: "children", open: others.length <= 6 },
         h("summary", null, `${detail.children_more ? `${fmtInt(others.length)}+ sub-sessions` : counted(others.length, "sub-session")} (sub-agents, forks, titles)`),
         h("ul", null, others.map((c) => h("li", null, sessionLink(c), h("span", { class: "badge" }, c.kind),
-          h("span", { class: "dim" }, ` · ${counted(c.message_count, "message")} · ${fmtCost(c.cost_usd, c.cost_partial)}`))))));
+          h("span", { class: "dim" }, `${c.model ? " · " + c.model : ""} · ${counted(c.message_count, "message")} · ${fmtCost(c.cost_usd, c.cost_partial)}`))))));
     }
     // append() leaves out the parts that are null (replaceChildren would show "null").
     head.replaceChildren();

@@ -460,6 +460,15 @@ fn conversation(ctx: &Ctx) -> Result<()> {
         children == "1 sub-session (sub-agents, forks, titles)",
         format!("the sub-sessions summary: {children}"),
     )?;
+    // Each names its model (a sub-agent, or an agent's title call, often runs on another).
+    let child = text(
+        ctx,
+        "return document.querySelector('.related details.children li').textContent",
+    )?;
+    check(
+        child.contains("task · m-haiku · 1 message · $0.05"),
+        format!("the sub-session line: {child}"),
+    )?;
     // The child links back to its parent.
     d.click(&format!(".related a[href=\"/s/{}\"]", f.task))?;
     d.wait("the child session", &format!("return location.pathname === '/s/{}' && document.getElementById('main').dataset.state === 'ready'", f.task))?;
