@@ -58,15 +58,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, JsonLines, Unit, content_text, file, int_of, message, read_json_lines,
-    reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text, tool, walk,
+    FileReport, Importer, JsonLines, Unit, content_text, file, int_of, mark_undone, message,
+    read_json_lines, reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text,
+    tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
 use crate::record::{
-    Batch, KeyMark, KeyTitle, MessageMark, MessageRec, PartUpdate, Resume, SessionRec, TaskLink,
-    TitleRank,
+    Batch, KeyMark, KeyTitle, MessageRec, PartUpdate, Resume, SessionRec, TaskLink, TitleRank,
 };
 use crate::time;
 
@@ -929,17 +929,7 @@ impl Reader<'_> {
         });
         let session = self.head().id.clone();
         let undone: Vec<String> = self.carry.turns.drain(from..).flat_map(|t| t.ids).collect();
-        for id in undone {
-            match self.emitted.get(&id).copied() {
-                // Read in this import: stored with its mark.
-                Some(i) => self.out.messages[i].message.error = Some(error.clone()),
-                None => self.out.marks.push(MessageMark {
-                    session: session.clone(),
-                    message_id: id,
-                    error: error.clone(),
-                }),
-            }
-        }
+        mark_undone(self.out, &self.emitted, &session, undone, &error);
     }
 
     fn tool_result(&mut self, line: &Value, block: &Value, at: i64) {

@@ -39,13 +39,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, JsonLines, Unit, content_text, int_of, message, read_json_lines,
-    reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text, tool, walk,
+    FileReport, Importer, JsonLines, Unit, content_text, int_of, mark_undone, message,
+    read_json_lines, reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text,
+    tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
-use crate::record::{Batch, MessageMark, MessageRec, PartUpdate, Resume, SessionRec, TitleRank};
+use crate::record::{Batch, MessageRec, PartUpdate, Resume, SessionRec, TitleRank};
 use crate::time;
 
 const SRC: Source = Source::Codex;
@@ -738,17 +739,8 @@ impl Reader<'_> {
         });
         let keep = self.carry.turns.len().saturating_sub(n);
         let undone: Vec<String> = self.carry.turns.drain(keep..).flatten().collect();
-        for id in undone {
-            match self.emitted.get(&id).copied() {
-                // Read in this import: stored with its mark.
-                Some(i) => self.out.messages[i].message.error = Some(error.clone()),
-                None => self.out.marks.push(MessageMark {
-                    session: self.carry.head.id.clone(),
-                    message_id: id,
-                    error: error.clone(),
-                }),
-            }
-        }
+        let session = self.carry.head.id.clone();
+        mark_undone(self.out, &self.emitted, &session, undone, &error);
     }
 
     fn tokens(&mut self, p: &Value, at: i64) {

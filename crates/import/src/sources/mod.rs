@@ -344,6 +344,29 @@ pub(crate) fn stored_part(
     }
 }
 
+/// Marks messages `ids` of session `session` as undone by the agent (a Codex rollback, a
+/// Claude Code rewind) with `error`: those read in this import (`emitted`: id → index in
+/// `out.messages`) are stored with it, those stored earlier get a
+/// [`MessageMark`](crate::record::MessageMark).
+pub(crate) fn mark_undone(
+    out: &mut crate::record::Batch,
+    emitted: &std::collections::BTreeMap<String, usize>,
+    session: &str,
+    ids: impl IntoIterator<Item = String>,
+    error: &serde_json::Value,
+) {
+    for id in ids {
+        match emitted.get(&id).copied() {
+            Some(i) => out.messages[i].message.error = Some(error.clone()),
+            None => out.marks.push(crate::record::MessageMark {
+                session: session.to_owned(),
+                message_id: id,
+                error: error.clone(),
+            }),
+        }
+    }
+}
+
 /// A text part.
 pub(crate) fn text(text: impl Into<String>, synthetic: bool) -> scribe_message::Part {
     scribe_message::Part::Text(scribe_message::TextPart {
