@@ -211,7 +211,7 @@ pub fn import(
         }
         // A file that shrank was rewritten: read it again from the start.
         let resume = match known {
-            Some(state) if u64::try_from(size).unwrap_or(0) >= state.resume.offset => state.resume,
+            Some(state) if u64::try_from(size).unwrap_or(0) >= state.offset => state.resume(),
             _ => Resume::default(),
         };
         todo.push(Todo {

@@ -35,8 +35,26 @@ pub struct FileState {
     pub size: i64,
     /// Its modification time then (ns).
     pub mtime_ns: i64,
-    /// Where reading stopped.
-    pub resume: Resume,
+    /// Bytes of complete records read.
+    pub offset: u64,
+    /// Lines read.
+    pub lines: u64,
+    /// The reader's state, as stored (JSON text): parsed only for a file read again
+    /// ([`FileState::resume`]), so an import of unchanged history parses none.
+    pub carry: Option<String>,
+}
+
+impl FileState {
+    /// Where reading stopped, to go on from: the offset, the lines and the reader's state
+    /// (a state that no longer parses is none: the reader starts its state afresh).
+    pub fn resume(self) -> Resume {
+        Resume {
+            offset: self.offset,
+            lines: self.lines,
+            carry: self.carry.and_then(|c| serde_json::from_str(&c).ok()),
+            more: false,
+        }
+    }
 }
 
 /// What one [`Sink::commit`] wrote.
@@ -230,12 +248,9 @@ fn file_states(tx: &mut dyn Reads, source: Source) -> Result<HashMap<String, Fil
             let state = FileState {
                 size: r.size,
                 mtime_ns: r.mtime_ns,
-                resume: Resume {
-                    offset: u64::try_from(r.byte_offset).unwrap_or(0),
-                    lines: u64::try_from(r.lines).unwrap_or(0),
-                    carry: r.carry.and_then(|c| serde_json::from_str(&c).ok()),
-                    more: false,
-                },
+                offset: u64::try_from(r.byte_offset).unwrap_or(0),
+                lines: u64::try_from(r.lines).unwrap_or(0),
+                carry: r.carry,
             };
             (r.path, state)
         })
