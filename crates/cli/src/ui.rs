@@ -358,9 +358,9 @@ pub fn parse_source(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
-/// `--dir`: `dir` as an agent records where it works: absolute, symbolic links resolved (the
-/// working directory a process reads), without a trailing `/`; a directory that no longer
-/// exists is made absolute and has its `.` and `..` taken out by name.
+/// `--dir`: `dir` as an agent records where it works: absolute, symbolic links resolved
+/// (the working directory a process reads), without a trailing `/`; a directory that no
+/// longer exists is made absolute and has its `.` and `..` taken out by name.
 pub fn parse_dir(dir: &str) -> Result<String, String> {
     use std::path::Component;
     if dir.is_empty() {

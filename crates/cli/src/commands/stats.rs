@@ -31,12 +31,11 @@ pub enum By {
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
 /// by model, source, day, week or month (UTC) or the directory the agent worked in, with
-/// totals. Usage counts under the model
-/// and day of the message that used it, so a session that switched models or ran past
-/// midnight is split as it happened; what a session counts beyond its messages (usage an
-/// agent reported for the session as a whole) counts under its model and the day it
-/// started. A sub-agent session whose usage was rolled into its parent is counted once,
-/// under its own model.
+/// totals. Usage counts under the model and day of the message that used it, so a session
+/// that switched models or ran past midnight is split as it happened; what a session
+/// counts beyond its messages (usage an agent reported for the session as a whole) counts
+/// under its model and the day it started. A sub-agent session whose usage was rolled
+/// into its parent is counted once, under its own model.
 #[derive(Debug, Args)]
 pub struct StatsCmd {
     /// How to group.
@@ -102,7 +101,7 @@ impl StatsCmd {
         }
         if stats.rows.is_empty() {
             let none = if filtered {
-                "no usage matches --source, --model and --dir"
+                "no usage matches the filters (--source, --model, --dir)"
             } else {
                 "no usage recorded"
             };
