@@ -106,6 +106,16 @@ fn show_renders_the_conversation() {
     );
     assert!(text.contains("fn parse(input: &str) -> String {"), "{text}");
     assert!(text.contains("the build passes now"), "{text}");
+    // Its sub-agent session, named under the header with its kind, model and cost; the
+    // sub-agent's own page names none.
+    assert!(
+        text.contains(&format!(
+            "1 sub-session (sub-agents, forks, titles):\n  {} · Check the tests · task · anthropic/claude-sonnet-4 · 1 message · ",
+            s.task
+        )),
+        "{text}"
+    );
+    assert!(!env.ok(&["show", &s.task]).contains("sub-session"));
 
     // By title and by unique prefix too.
     assert_eq!(env.ok(&["show", "Fix the build"]), text);

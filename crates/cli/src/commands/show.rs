@@ -69,7 +69,9 @@ impl ShowCmd {
                 )
             )?;
         }
-        let marks = compaction_marks(ctx, &session)?;
+        let children = ctx.sessions.children(&session.id)?;
+        sub_sessions(&mut out, &children)?;
+        let marks = compaction_marks(ctx, &session, &children)?;
         let mut first = true;
         for message in ctx.messages.stream(&session.id)? {
             let message = message?;
@@ -91,7 +93,11 @@ impl ShowCmd {
 /// where what the model is sent next begins (by the session's latest summary), and, in a
 /// session compacted into a continuation, where the messages the continuation still sends
 /// begin.
-fn compaction_marks(ctx: &Context, session: &Session) -> Result<HashMap<String, String>, CliError> {
+fn compaction_marks(
+    ctx: &Context,
+    session: &Session,
+    children: &[Session],
+) -> Result<HashMap<String, String>, CliError> {
     let mut marks = HashMap::new();
     if let Some(id) = &session.summary_message_id {
         let summary = ctx.messages.get(id)?;
@@ -121,7 +127,7 @@ fn compaction_marks(ctx: &Context, session: &Session) -> Result<HashMap<String, 
         }
     }
     // Ended by compaction: the continuation may still send this session's last messages.
-    for child in ctx.sessions.children(&session.id)? {
+    for child in children {
         if child.kind != SessionKind::Continuation {
             continue;
         }
@@ -141,6 +147,51 @@ fn compaction_marks(ctx: &Context, session: &Session) -> Result<HashMap<String, 
         }
     }
     Ok(marks)
+}
+
+/// Sub-sessions `show` names under the header; the rest are counted.
+const SUB_SESSIONS_SHOWN: usize = 20;
+
+/// The session's sub-sessions other than its continuation (sub-agents, forks, title
+/// calls, an agent's auxiliary calls), a line each: id, title, kind, model, messages and
+/// cost, as the web page lists them.
+fn sub_sessions(out: &mut impl Write, children: &[Session]) -> Result<(), CliError> {
+    let others: Vec<&Session> = children
+        .iter()
+        .filter(|c| c.kind != SessionKind::Continuation)
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let head = format!(
+        "{} (sub-agents, forks, titles):",
+        ui::plural(
+            i64::try_from(others.len()).unwrap_or(i64::MAX),
+            "sub-session"
+        )
+    );
+    writeln!(out, "{}", paint(style::DIM, head))?;
+    for c in others.iter().take(SUB_SESSIONS_SHOWN) {
+        let mut facts = vec![c.id.clone()];
+        facts.extend(c.title.clone());
+        facts.push(c.kind.to_string());
+        facts.extend(c.model.clone());
+        facts.push(ui::plural(c.message_count, "message"));
+        facts.push(ui::cost_text(c.estimated_cost_usd, c.cost_is_partial()));
+        writeln!(
+            out,
+            "  {}",
+            paint(style::DIM, ui::visible(&facts.join(" · ")))
+        )?;
+    }
+    if others.len() > SUB_SESSIONS_SHOWN {
+        let more = format!(
+            "  … and {} more: scribe list --all",
+            others.len() - SUB_SESSIONS_SHOWN
+        );
+        writeln!(out, "{}", paint(style::DIM, more))?;
+    }
+    Ok(())
 }
 
 /// Whether message `id` exists in session `session_id`.
