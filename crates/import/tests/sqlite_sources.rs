@@ -213,27 +213,19 @@ fn a_database_is_read_and_stored_a_batch_at_a_time() {
             let at = dir.path().join(name);
             std::fs::create_dir_all(&at).unwrap();
             let db = scribe_db(&at);
-            let mut sink = scribe_import::sink::StoreSink::new(scribe_session::Store::new(
-                std::sync::Arc::clone(&db),
-            ));
-            let options = scribe_import::Options {
-                batch_messages,
-                ..scribe_import::Options::default()
-            };
             // Each part stored says so, with the file's messages stored so far.
             let mut stored = Vec::new();
-            let summary = scribe_import::import(
-                &mut sink,
-                importer,
+            let summary = run_batched(
+                &db,
+                source,
                 std::slice::from_ref(file),
-                &options,
+                batch_messages,
                 &mut |event| {
                     if let scribe_import::Event::Stored { messages, .. } = event {
                         stored.push(messages);
                     }
                 },
-            )
-            .unwrap();
+            );
             assert_eq!(summary.files_read, 1, "{summary:?}");
             assert_eq!(summary.written.sessions_created, sessions as u64);
             let parts = if batch_messages == 1 { sessions - 1 } else { 0 };
@@ -289,21 +281,13 @@ fn a_session_row_without_an_id_is_reported_once_and_the_rest_imported() {
             let at = dir.path().join(format!("{source:?}-{batch_messages}"));
             std::fs::create_dir_all(&at).unwrap();
             let db = scribe_db(&at);
-            let mut sink = scribe_import::sink::StoreSink::new(scribe_session::Store::new(
-                std::sync::Arc::clone(&db),
-            ));
-            let options = scribe_import::Options {
-                batch_messages,
-                ..scribe_import::Options::default()
-            };
-            let summary = scribe_import::import(
-                &mut sink,
-                scribe_import::sources::importer(source),
+            let summary = run_batched(
+                &db,
+                source,
                 std::slice::from_ref(file),
-                &options,
+                batch_messages,
                 &mut |_| {},
-            )
-            .unwrap();
+            );
             let said: Vec<&str> = summary.malformed.iter().map(|m| m.error.as_str()).collect();
             assert_eq!(
                 said,

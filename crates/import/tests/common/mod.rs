@@ -24,13 +24,30 @@ pub fn scribe_db(dir: &Path) -> Arc<Database> {
 
 /// Imports `source` from `roots` into `db`.
 pub fn run(db: &Arc<Database>, source: Source, roots: &[PathBuf]) -> SourceSummary {
+    let batch_messages = Options::default().batch_messages;
+    run_batched(db, source, roots, batch_messages, &mut |_| {})
+}
+
+/// Imports `source` from `roots` into `db`, `batch_messages` messages to a batch, telling
+/// `progress` what it does.
+pub fn run_batched(
+    db: &Arc<Database>,
+    source: Source,
+    roots: &[PathBuf],
+    batch_messages: usize,
+    progress: &mut dyn FnMut(scribe_import::Event<'_>),
+) -> SourceSummary {
     let mut sink = StoreSink::new(Store::new(Arc::clone(db)));
+    let options = Options {
+        batch_messages,
+        ..Options::default()
+    };
     import(
         &mut sink,
         sources::importer(source),
         roots,
-        &Options::default(),
-        &mut |_| {},
+        &options,
+        progress,
     )
     .unwrap()
 }
