@@ -230,6 +230,8 @@ pub struct SearchFilter {
     pub sources: Vec<String>,
     /// No sessions from these sources.
     pub exclude_sources: Vec<String>,
+    /// Only sessions whose agent worked in this directory (exactly: not those below it).
+    pub directory: Option<String>,
     /// Only messages with these roles.
     pub roles: Vec<String>,
     /// Only this session.
@@ -259,6 +261,7 @@ impl SearchFilter {
             query,
             sources: Vec::new(),
             exclude_sources: Vec::new(),
+            directory: None,
             roles: Vec::new(),
             session_id: None,
             after: None,
@@ -267,6 +270,23 @@ impl SearchFilter {
             offset: 0,
             window: None,
         }
+    }
+
+    /// Whether any condition besides the text narrows the hits (a source, directory,
+    /// role, session or time): the routes that read only the index when none does.
+    pub fn is_narrowed(&self) -> bool {
+        !self.sources.is_empty()
+            || !self.exclude_sources.is_empty()
+            || self.directory.is_some()
+            || !self.roles.is_empty()
+            || self.session_id.is_some()
+            || self.after.is_some()
+            || self.before.is_some()
+    }
+
+    /// Whether a condition reads the hit's session row (`s`): its source or directory.
+    fn reads_session(&self) -> bool {
+        !self.sources.is_empty() || !self.exclude_sources.is_empty() || self.directory.is_some()
     }
 }
 
@@ -389,7 +409,7 @@ fn join_tables(query: &mut SelectStatement, order: JoinOrder, message: bool, ses
 fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOrder, all: bool) {
     let needs_message =
         all || !filter.roles.is_empty() || filter.after.is_some() || filter.before.is_some();
-    let needs_session = all || !filter.sources.is_empty() || !filter.exclude_sources.is_empty();
+    let needs_session = all || filter.reads_session();
     join_tables(query, order, needs_message, needs_session);
     let mut cond = Cond::all();
     if !filter.sources.is_empty() {
@@ -397,6 +417,9 @@ fn filter_hits(query: &mut SelectStatement, filter: &SearchFilter, order: JoinOr
     }
     if !filter.exclude_sources.is_empty() {
         cond = cond.add(c("s", "source").is_not_in(filter.exclude_sources.iter().cloned()));
+    }
+    if let Some(directory) = &filter.directory {
+        cond = cond.add(c("s", "directory").eq(directory.as_str()));
     }
     cond = message_filters(cond, filter, "p");
     query.cond_where(cond);
@@ -470,13 +493,7 @@ fn window_floor(
     let order = JoinOrder::Fixed;
     let mut query = Query::select();
     query.expr(c(index, "rowid")).from(Alias::new(index));
-    let needs_part = filter.session_id.is_some()
-        || !filter.roles.is_empty()
-        || filter.after.is_some()
-        || filter.before.is_some()
-        || !filter.sources.is_empty()
-        || !filter.exclude_sources.is_empty()
-        || checks.is_some();
+    let needs_part = filter.is_narrowed() || checks.is_some();
     if needs_part {
         join(
             &mut query,
@@ -903,13 +920,7 @@ fn typing_page(
     window: u64,
     (steps, step): (usize, u64),
 ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
-    let unfiltered = filter.sources.is_empty()
-        && filter.exclude_sources.is_empty()
-        && filter.roles.is_empty()
-        && filter.session_id.is_none()
-        && filter.after.is_none()
-        && filter.before.is_none();
-    if !unfiltered || filter.offset != 0 || window == 0 {
+    if filter.is_narrowed() || filter.offset != 0 || window == 0 {
         return Ok(None);
     }
     let Some(words) = short_prefix_phrase(expr) else {
@@ -1984,6 +1995,11 @@ mod tests {
             for (id, source) in sessions {
                 insert_session(conn, id, source, Some(id))?;
             }
+            // `ses_b`'s agent worked in a directory (a filter of its own), `ses_a`'s names none.
+            conn.execute(
+                "UPDATE sessions SET directory = '/work/b' WHERE id = 'ses_b'",
+                [],
+            )?;
             for i in 0..2_400_i64 {
                 let session = sessions[(i % 2) as usize].0;
                 // Ids do not follow creation order: the tie-break must come from the query.
@@ -2347,6 +2363,10 @@ mod tests {
         });
         filters.push(SearchFilter {
             exclude_sources: vec!["cli".into()],
+            ..base.clone()
+        });
+        filters.push(SearchFilter {
+            directory: Some("/work/b".into()),
             ..base.clone()
         });
         filters.push(SearchFilter {

@@ -65,6 +65,9 @@ pub struct SearchOptions {
     pub sources: Vec<String>,
     /// No sessions from these sources.
     pub exclude_sources: Vec<String>,
+    /// Only sessions whose agent worked in this directory (the session's `directory`, as
+    /// the agent recorded it: the same path exactly, not the directories below it).
+    pub directory: Option<String>,
     /// Only messages with one of these roles.
     pub roles: Vec<Role>,
     /// Only this session.
@@ -91,6 +94,7 @@ impl Default for SearchOptions {
         SearchOptions {
             sources: Vec::new(),
             exclude_sources: Vec::new(),
+            directory: None,
             roles: Vec::new(),
             session_id: None,
             since: None,
@@ -200,6 +204,7 @@ impl MessageService {
             query: text_query,
             sources: options.sources.clone(),
             exclude_sources: options.exclude_sources.clone(),
+            directory: options.directory.clone(),
             roles: options
                 .roles
                 .iter()

@@ -479,6 +479,18 @@ fn filters_apply_on_every_route(backend: Backend) {
         ))
         .unwrap();
     let tg_user = say(&f.svc, &f.tg, Role::User, texts[0]);
+    // A third session whose agent worked in a project directory.
+    let project = new_id(Prefix::Session);
+    f.svc
+        .database()
+        .write(|tx| {
+            tx.q().create_session(&queries::CreateSessionParams {
+                directory: Some("/home/dev/project"),
+                ..scribe_db::testing::bare_session(&project, "cli", scribe_db::now_ms())
+            })
+        })
+        .unwrap();
+    let project_user = say(&f.svc, &project, Role::User, texts[0]);
     let ids = |q: &str, o: &SearchOptions| -> HashSet<String> {
         f.search_with(q, o)
             .unwrap()
@@ -490,7 +502,11 @@ fn filters_apply_on_every_route(backend: Backend) {
     // words, trigram, LIKE
     for q in ["deploy", "数据库迁移", "中文"] {
         let all = ids(q, &SearchOptions::default());
-        assert_eq!(all, set(&[&cli_user.id, &cli_asst.id, &tg_user.id]), "{q}");
+        assert_eq!(
+            all,
+            set(&[&cli_user.id, &cli_asst.id, &tg_user.id, &project_user.id]),
+            "{q}"
+        );
         let o = SearchOptions {
             sources: vec!["telegram".into()],
             ..SearchOptions::default()
@@ -502,9 +518,28 @@ fn filters_apply_on_every_route(backend: Backend) {
         };
         assert_eq!(
             ids(q, &o),
-            set(&[&cli_user.id, &cli_asst.id]),
+            set(&[&cli_user.id, &cli_asst.id, &project_user.id]),
             "{q} exclude"
         );
+        let o = SearchOptions {
+            directory: Some("/home/dev/project".into()),
+            ..SearchOptions::default()
+        };
+        assert_eq!(ids(q, &o), set(&[&project_user.id]), "{q} directory");
+        // The same path exactly: not a directory above it, nor one merely starting so.
+        for other in ["/home/dev", "/home/dev/proj", "/home/dev/project/src"] {
+            let o = SearchOptions {
+                directory: Some(other.into()),
+                ..SearchOptions::default()
+            };
+            assert!(ids(q, &o).is_empty(), "{q} directory {other}");
+        }
+        let o = SearchOptions {
+            directory: Some("/home/dev/project".into()),
+            sources: vec!["telegram".into()],
+            ..SearchOptions::default()
+        };
+        assert!(ids(q, &o).is_empty(), "{q} directory and source");
         let o = SearchOptions {
             roles: vec![Role::Assistant],
             ..SearchOptions::default()
@@ -540,7 +575,7 @@ fn filters_apply_on_every_route(backend: Backend) {
         assert_eq!(second.len(), 1, "{q} offset");
         assert!(first.is_disjoint(&second));
         let o = SearchOptions {
-            offset: 3,
+            offset: 4,
             ..SearchOptions::default()
         };
         assert!(ids(q, &o).is_empty());

@@ -311,7 +311,7 @@ fn words(
         Reads::WordsAlone
     };
     let (sql, values) =
-        if reads == Reads::WordsAlone && filter.window.is_none() && unfiltered(filter) {
+        if reads == Reads::WordsAlone && filter.window.is_none() && !filter.is_narrowed() {
             let (ranked, best) = ranked_first(filter, matched, rank);
             page(best, filter, Cut::Ranked, Some(ranked))
         } else {
@@ -779,16 +779,6 @@ fn page(
         }
         None => query.build(PostgresQueryBuilder),
     }
-}
-
-/// Whether `filter` has no condition besides its text (no source, role, session or time).
-fn unfiltered(filter: &SearchFilter) -> bool {
-    filter.sources.is_empty()
-        && filter.exclude_sources.is_empty()
-        && filter.roles.is_empty()
-        && filter.session_id.is_none()
-        && filter.after.is_none()
-        && filter.before.is_none()
 }
 
 /// At least this many of the best parts, and [`TOP_PARTS_PER_HIT`] per hit up to the
