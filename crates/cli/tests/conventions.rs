@@ -83,7 +83,7 @@ fn list_is_newest_first_and_sort_orders_by_activity_cost_or_tokens() {
 }
 
 #[test]
-fn list_filters_by_directory_model_and_title() {
+fn list_and_search_filter_by_directory_and_list_by_model_and_title() {
     let env = Env::new();
     let s = seed(&env);
     // A session whose agent worked in a directory that exists, reached here through a
@@ -148,6 +148,70 @@ fn list_filters_by_directory_model_and_title() {
     assert!(ids(&["--title", "build", "--model", "openai/gpt-4o"]).is_empty());
     assert_eq!(env.run(&["list", "--dir", ""]).status.code(), Some(2));
     assert!(env.ok(&["list", "--help"]).contains("--dir <DIR>"));
+
+    // `search --dir` takes the directory the same way, and finds only that project's
+    // messages; anywhere among the query's words, a `-word` still excluding.
+    messages_in(&env, &here.id, "the parser of this project");
+    let hits_in = |dir: &Path, args: &[&str]| -> Vec<String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(["search", "--json"])
+            .args(args)
+            .env_remove("SCRIBE_DB")
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let mut sessions: Vec<String> = json["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["session_id"].as_str().unwrap().to_owned())
+            .collect();
+        sessions.dedup();
+        sessions
+    };
+    let everywhere = hits_in(env.dir.path(), &["parser"]);
+    assert!(everywhere.contains(&s.build) && everywhere.contains(&here.id));
+    assert_eq!(
+        hits_in(&real, &["parser", "--dir", "."]),
+        vec![here.id.clone()]
+    );
+    assert_eq!(
+        hits_in(&link, &["--dir", ".", "parser"]),
+        vec![here.id.clone()]
+    );
+    // The build's sub-agent worked where the build did (it inherits the directory).
+    let mut in_app = hits_in(env.dir.path(), &["--dir", "/src/app", "parser"]);
+    in_app.sort();
+    let mut build_and_task = vec![s.build.clone(), s.task.clone()];
+    build_and_task.sort();
+    assert_eq!(in_app, build_and_task);
+    assert_eq!(
+        hits_in(&real, &["project", "--dir", "."]),
+        vec![here.id.clone()]
+    );
+    assert!(hits_in(&real, &["project", "--dir", ".", "-parser"]).is_empty());
+    assert!(hits_in(&real, &["project", "--dir", "/src/app"]).is_empty());
+    assert!(hits_in(env.dir.path(), &["--dir", "/src", "parser"]).is_empty());
+    assert_eq!(
+        env.run(&["search", "--dir", "", "parser"]).status.code(),
+        Some(2)
+    );
+}
+
+/// Adds a user message with `text` to session `id`.
+fn messages_in(env: &Env, id: &str, text: &str) {
+    let (_, messages) = env.services();
+    messages
+        .create(scribe_message::NewMessage::new(
+            id,
+            scribe_message::Role::User,
+            vec![scribe_message::Part::text(text)],
+        ))
+        .unwrap();
 }
 
 /// `export` of `id` as one JSON Lines line, as a JSON value.

@@ -367,6 +367,7 @@ impl DemoCmd {
             query: vec!["expected 4".to_owned()],
             source: Vec::new(),
             exclude_source: Vec::new(),
+            dir: None,
             role: Vec::new(),
             session: Some(session.id.clone()),
             since: None,

@@ -31,6 +31,10 @@ pub struct SearchCmd {
     /// Leave out sessions from this source; repeat for several.
     #[arg(long, value_name = "SOURCE", value_parser = ui::parse_source)]
     pub exclude_source: Vec<String>,
+    /// Only sessions whose agent worked in this directory (`.`: the current one), as
+    /// `scribe list --dir` takes it: `scribe search --dir . WORDS` searches this project.
+    #[arg(long = "dir", value_name = "DIR", value_parser = ui::parse_dir)]
+    pub dir: Option<String>,
     /// Only messages with this role (user, assistant, system, tool); repeat for several.
     #[arg(long, value_name = "ROLE", value_parser = parse_role)]
     pub role: Vec<Role>,
@@ -195,6 +199,7 @@ impl SearchCmd {
         let options = SearchOptions {
             sources: self.source.clone(),
             exclude_sources: self.exclude_source.clone(),
+            directory: self.dir.clone(),
             roles: self.role.clone(),
             session_id,
             since: self.since,
