@@ -804,7 +804,8 @@
         h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
         fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
-        h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation")),
+        h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation"),
+        s.directory ? h("a", { href: "/search?directory=" + encodeURIComponent(s.directory), "data-link": true, id: "search-directory" }, "Search its directory") : null),
       related.length ? h("div", { class: "related" }, related) : null]);
   }
 
@@ -1035,7 +1036,7 @@
     const token = view.token;
     const p = params();
     const state = { q: p.get("q") || "", source: p.get("source") || "", exclude_source: p.get("exclude_source") || "",
-      role: p.get("role") || "", since: p.get("since") || "", session: p.get("session") || "" };
+      directory: p.get("directory") || "", role: p.get("role") || "", since: p.get("since") || "", session: p.get("session") || "" };
     const m = main();
     const input = h("input", { type: "search", id: "search-input", placeholder: "Words, \"a phrase\", fix*, -exclude, 中文", value: state.q, autocomplete: "off", "aria-label": "Search" });
     const filters = h("div", { class: "filters" });
@@ -1067,7 +1068,7 @@
       const started = performance.now();
       try {
         const res = await api("search", { q: asTyped(state.q), source: state.source, exclude_source: state.exclude_source,
-          role: state.role, since: state.since, session: state.session, limit: 50, rank: typing === true ? "recent" : "" }, mine.signal);
+          directory: state.directory, role: state.role, since: state.since, session: state.session, limit: 50, rank: typing === true ? "recent" : "" }, mine.signal);
         if (!stillShown(token) || mine !== ctl) return;
         // What a hit shows (its rank moves with every message the store gains).
         const sig = JSON.stringify(res.hits.map((x) => ({ ...x, rank: null })));
@@ -1084,13 +1085,17 @@
     input.addEventListener("input", () => { state.q = input.value; clearTimeout(timer); timer = setTimeout(() => run(true), 120); });
     input.addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(timer); run(); } });
     const set = (k) => (v) => { state[k] = v; run(); };
-    let sources = [];
-    try { sources = (await choices()).sources; } catch (_) { /* the list works without */ }
+    let c = { sources: [], directories: [] };
+    try { c = await choices(); } catch (_) { /* the search works without */ }
     if (!stillShown(token)) return;
-    const srcOpts = (all) => [["", all], ...sources.map((x) => [x.value, x.value])];
+    const srcOpts = (all) => [["", all], ...c.sources.map((x) => [x.value, x.value])];
+    // A directory from the address that no session names any more is still shown as chosen.
+    const dirs = c.directories.map((x) => x.value);
+    if (state.directory && !dirs.includes(state.directory)) dirs.unshift(state.directory);
     filters.append(
       select("source", "Source", srcOpts("all"), state.source, set("source")),
       select("exclude_source", "Not from", srcOpts("none"), state.exclude_source, set("exclude_source")),
+      select("directory", "Directory", [["", "any"], ...dirs.map((d) => [d, d])], state.directory, set("directory")),
       select("role", "Role", ROLES, state.role, set("role")),
       select("since", "Since", SINCE, state.since, set("since")),
     );

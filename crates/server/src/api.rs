@@ -205,6 +205,7 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
                 "q",
                 "source",
                 "exclude_source",
+                "directory",
                 "role",
                 "session",
                 "since",
@@ -223,6 +224,7 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
             let options = SearchOptions {
                 sources: params.all("source"),
                 exclude_sources: params.all("exclude_source"),
+                directory: params.one("directory")?.map(str::to_owned),
                 roles,
                 session_id: params.one("session")?.map(str::to_owned),
                 since: params.time("since")?,

@@ -391,6 +391,29 @@ fn search_stats_and_usage_are_the_services_numbers() {
         get_json(a, "/api/search?q=weather&exclude_source=telegram")["hits"],
         json!([])
     );
+    // A directory: the sessions whose agent worked there, exactly that path.
+    let in_dir = get_json(a, "/api/search?q=build&directory=/p/one");
+    let want = SearchHits::new(
+        &messages
+            .search(
+                "build",
+                &SearchOptions {
+                    directory: Some("/p/one".into()),
+                    ..SearchOptions::default()
+                },
+            )
+            .unwrap(),
+    );
+    assert_eq!(in_dir, serde_json::to_value(&want).unwrap());
+    let in_dir = in_dir["hits"].as_array().unwrap();
+    assert!(!in_dir.is_empty());
+    assert!(in_dir.iter().all(|h| h["session_id"] == json!(f.main)));
+    for elsewhere in [
+        "/api/search?q=build&directory=/p",
+        "/api/search?q=weather&directory=/p/one",
+    ] {
+        assert_eq!(get_json(a, elsewhere)["hits"], json!([]), "{elsewhere}");
+    }
     let in_session = get_json(
         a,
         &format!("/api/search?q=conversation&session={}&limit=3", f.long),

@@ -561,6 +561,14 @@ fn search(ctx: &Ctx) -> Result<()> {
         "the hit again",
         "return document.querySelectorAll('#hits a.hit').length === 1",
     )?;
+    // So does a directory: the weather was asked about on telegram, not in /p/one.
+    d.click("select[name=directory] option[value='/p/one']")?;
+    d.wait("no hits in the directory", "return document.querySelectorAll('#hits a.hit').length === 0 && location.search.includes('directory=%2Fp%2Fone')")?;
+    d.click("select[name=directory] option[value='']")?;
+    d.wait(
+        "the hit in any directory",
+        "return document.querySelectorAll('#hits a.hit').length === 1",
+    )?;
     d.click("#hits a.hit")?;
     d.wait(
         "the message in its conversation",
@@ -585,6 +593,23 @@ fn search(ctx: &Ctx) -> Result<()> {
         format!("snippet text: {snippet}"),
     )?;
     check(d.exec("return window.__xss === undefined && !document.querySelector('#hits script, #hits img')", json!([]))? == json!(true), "the snippet made no element")?;
+    // A conversation's page searches the directory its agent worked in.
+    d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
+    d.wait(
+        "the link",
+        "return document.getElementById('search-directory')",
+    )?;
+    d.click("#search-directory")?;
+    d.wait(
+        "the directory chosen",
+        "return location.pathname === '/search' && document.querySelector('select[name=directory]')?.value === '/p/one'",
+    )?;
+    d.type_into("#search-input", "build")?;
+    // Its sub-agent worked there too.
+    d.wait(
+        "hits of that directory only",
+        &format!("const hits = [...document.querySelectorAll('#hits a.hit')]; return hits.length > 0 && hits.every((a) => ['/s/{}#', '/s/{}#'].some((s) => a.getAttribute('href').startsWith(s)))", f.main, f.task),
+    )?;
     Ok(())
 }
 
