@@ -794,7 +794,8 @@
         h("span", { class: "mono" }, s.id),
         fact("source", s.source),
         s.model ? fact("model", s.model) : null,
-        s.directory ? fact("in", s.directory) : null,
+        s.directory ? h("span", null, "in ", h("b", null, s.directory), " ",
+          h("a", { href: "/search?directory=" + encodeURIComponent(s.directory), "data-link": true, id: "search-directory", title: "Search the conversations of this directory" }, "search there")) : null,
         fact("started", fmtDateTime(s.created_at)),
         s.ended_at ? fact("ended", fmtDateTime(s.ended_at) + (s.end_reason ? ` (${s.end_reason})` : "")) : null),
       h("div", { class: "facts", id: "session-totals" },
@@ -804,8 +805,7 @@
         h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
         fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
-        h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation"),
-        s.directory ? h("a", { href: "/search?directory=" + encodeURIComponent(s.directory), "data-link": true, id: "search-directory" }, "Search its directory") : null),
+        h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation")),
       related.length ? h("div", { class: "related" }, related) : null]);
   }
 
