@@ -358,6 +358,22 @@ pub fn parse_source(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// Characters of the first message that name an untitled session ([`session_name`]).
+pub const UNTITLED_NAME_CHARS: usize = 60;
+
+/// What a session is called where its title would be shown: the title, else how it
+/// began (its first user message on one line, cut, in quotes, so it is not read as a
+/// title), else `(untitled)`. Control characters are shown, not acted on.
+pub fn session_name(title: Option<&str>, first_message: Option<&str>) -> String {
+    match (title, first_message) {
+        (Some(title), _) => visible(title).into_owned(),
+        (None, Some(text)) if !text.trim().is_empty() => {
+            format!("“{}”", one_line(text, UNTITLED_NAME_CHARS))
+        }
+        (None, _) => "(untitled)".to_owned(),
+    }
+}
+
 /// `--dir`: `dir` as an agent records where it works: absolute, symbolic links resolved
 /// (the working directory a process reads), without a trailing `/`; a directory that no
 /// longer exists is made absolute and has its `.` and `..` taken out by name.

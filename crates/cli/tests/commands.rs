@@ -156,6 +156,48 @@ fn unknown_and_ambiguous_sessions_fail_with_one_line() {
     }
 }
 
+/// Claude Code and Codex title few conversations: a hit of an untitled session names it
+/// by how it began, quoted (so it is not read as a title), in the table and in JSON.
+#[test]
+fn search_names_an_untitled_session_by_its_first_message() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let untitled = sessions.create(NewSession::default()).unwrap();
+    for (role, text) in [
+        (Role::User, "Why does the\nwidget flicker on resize?"),
+        (Role::Assistant, "The widget redraws twice."),
+    ] {
+        messages
+            .create(NewMessage::new(&untitled.id, role, vec![Part::text(text)]))
+            .unwrap();
+    }
+    let titled = sessions.create(NewSession::titled("Widgets")).unwrap();
+    messages
+        .create(NewMessage::new(
+            &titled.id,
+            Role::User,
+            vec![Part::text("widget colours")],
+        ))
+        .unwrap();
+    let text = env.ok(&["search", "redraws"]);
+    assert!(
+        text.starts_with("“Why does the widget flicker on resize?” · assistant"),
+        "{text}"
+    );
+    let json = env.json(&["search", "widget", "--json"]);
+    let hits = json["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 3, "{json}");
+    for hit in hits {
+        if hit["session_id"] == untitled.id.as_str() {
+            assert!(hit["title"].is_null());
+            assert_eq!(hit["preview"], "Why does the widget flicker on resize?");
+        } else {
+            assert_eq!(hit["title"], "Widgets");
+            assert!(hit["preview"].is_null());
+        }
+    }
+}
+
 #[test]
 fn search_finds_words_cjk_and_filters() {
     let env = Env::new();

@@ -369,8 +369,19 @@
     history.replaceState(null, "", url);
     view.path = location.pathname + location.search;
   }
+  /**
+   * What a session is called where its title would be: the title, else how it began (its
+   * first user message, quoted and cut, so it is not taken for a title), else "(untitled)".
+   * Claude Code and Codex title few conversations.
+   */
+  function sessionName(title, preview) {
+    if (title) return title;
+    if (!preview) return "(untitled)";
+    const chars = Array.from(preview);
+    return "“" + (chars.length > 60 ? chars.slice(0, 59).join("").trimEnd() + "…" : preview) + "”";
+  }
   function sessionLink(s, text) {
-    return h("a", { href: "/s/" + encodeURIComponent(s.id), "data-link": true }, text || s.title || "(untitled)");
+    return h("a", { href: "/s/" + encodeURIComponent(s.id), "data-link": true }, text || sessionName(s.title, s.preview));
   }
 
   let choicesCache = null;
@@ -473,7 +484,7 @@
       }, (expanded.has(s.id) ? "▾ " : "▸ ") + counted(childCount, "sub-session")) : null;
       const tr = h("tr", { class: "session" + (isChild ? " child" : ""), dataset: { id: s.id } },
         h("td", { class: "title-cell" },
-          sessionLink(s),
+          sessionLink(s, s.title || "(untitled)"),
           s.kind !== "normal" ? h("span", { class: "badge" }, s.kind) : null,
           s.archived_at ? h("span", { class: "badge" }, "archived") : null,
           kids,
@@ -626,7 +637,7 @@
       return;
     }
     if (!stillShown(token)) return;
-    document.title = (detail.session.title || "(untitled)") + " · Scribe";
+    document.title = sessionName(detail.session.title, detail.preview) + " · Scribe";
     const children = new Map(detail.children.map((c) => [c.id, c]));
     renderHead(head, detail);
     landFocus(token);
@@ -785,7 +796,7 @@
     // append() leaves out the parts that are null (replaceChildren would show "null").
     head.replaceChildren();
     append(head, [
-      h("h1", null, s.title || "(untitled)",
+      h("h1", null, s.title || h("span", { class: "untitled" }, sessionName(null, detail.preview)),
         kindText ? h("span", { class: "badge" }, kindText) : null,
         s.archived_at ? h("span", { class: "badge" }, "archived") : null,
         s.compacting_at ? h("span", { class: "badge warn" }, "compacting") : null,
@@ -1135,7 +1146,7 @@
     if (at < chars.length) snippet.append(chars.slice(at).join(""));
     return h("a", { class: "hit", href: `/s/${encodeURIComponent(hit.session_id)}#${hit.message_id}`, "data-link": true, dataset: { message: hit.message_id } },
       h("div", { class: "hit-head" },
-        h("span", { class: "t" }, hit.title || "(untitled)"), " · ", hit.role, " · ", hit.source,
+        h("span", { class: "t" + (hit.title ? "" : " untitled") }, sessionName(hit.title, hit.preview)), " · ", hit.role, " · ", hit.source,
         hit.model ? " · " + hit.model : "", " · ", timeEl(hit.created_at)),
       snippet);
   }

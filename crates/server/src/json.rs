@@ -10,7 +10,7 @@
 //! that is the export format, versioned with the data; the conversation API cuts a big
 //! part's strings, see [`CutPart`].)
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use scribe_message::{
     ContextMessage, MAX_PART_DEPTH, Message, SearchHit, TokenUsage, snippet_pieces,
@@ -260,10 +260,22 @@ pub struct SearchHits {
 }
 
 impl SearchHits {
-    /// The document of `hits`.
-    pub fn new(hits: &[SearchHit]) -> Self {
+    /// The document of `hits`; `previews` holds the first user message of (at least) the
+    /// hits' untitled sessions, by session id ([`crate::untitled_previews`]).
+    pub fn new(hits: &[SearchHit], previews: &HashMap<String, String>) -> Self {
         SearchHits {
-            hits: hits.iter().map(Hit::from).collect(),
+            hits: hits
+                .iter()
+                .map(|hit| {
+                    let mut doc = Hit::from(hit);
+                    if doc.title.is_none() {
+                        doc.preview = previews
+                            .get(&hit.session_id)
+                            .map(|text| one_line(text, PREVIEW_CHARS));
+                    }
+                    doc
+                })
+                .collect(),
         }
     }
 }
@@ -300,6 +312,9 @@ pub struct Hit {
     pub part_id: String,
     /// The session's title.
     pub title: Option<String>,
+    /// How an untitled session began: its first user message on one line, cut with `…`
+    /// (as `scribe list` previews it); `null` for a titled session, or one without.
+    pub preview: Option<String>,
     /// The session's source.
     pub source: String,
     /// The message's model, else the session's.
@@ -328,6 +343,7 @@ impl From<&SearchHit> for Hit {
             message_id: hit.message_id.clone(),
             part_id: hit.part_id.clone(),
             title: hit.title.clone(),
+            preview: None,
             source: hit.source.clone(),
             model: hit.message_model.clone().or_else(|| hit.model.clone()),
             role: hit.role.as_str(),
@@ -382,6 +398,9 @@ pub struct SessionDetail {
     /// Whether the session's cost leaves out usage of a model without a price
     /// ([`Session::cost_is_partial`]).
     pub cost_partial: bool,
+    /// Its first user message on one line, cut with `…` (as [`SessionSummary::preview`]);
+    /// `null` when there is none. What names an untitled session.
+    pub preview: Option<String>,
     /// The session it came from, if it still exists.
     pub parent: Option<SessionSummary>,
     /// Its direct children, oldest first (at most [`crate::MAX_CHILDREN`]).

@@ -43,4 +43,4 @@ pub use api::{MAX_MESSAGE_PAGE, MAX_SESSION_PAGE, parse_time};
 pub use error::{ApiError, ServeError};
 pub use http::{Config, MAX_STREAMS, Server, StopHandle};
 pub use live::POLL;
-pub use store::{MAX_CHILDREN, previews};
+pub use store::{MAX_CHILDREN, previews, untitled_previews};

@@ -19,7 +19,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use scribe_db::filters::{ParentFilter, SessionFilter, SessionKeyset, SessionOrder, SortValue};
 use scribe_db::queries as q;
 use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
-use scribe_message::{MessageError, MessageService, SearchOptions, StoredPart, store};
+use scribe_message::{MessageError, MessageService, SearchHit, SearchOptions, StoredPart, store};
 use scribe_session::{
     Session, SessionError, SessionService, StatsBy, UsageSlice, UsageSlices, UsageTotals,
 };
@@ -502,11 +502,17 @@ impl Store {
                 .next(),
             None => None,
         };
+        let preview = opened
+            .summaries(std::slice::from_ref(&session))?
+            .into_iter()
+            .next()
+            .and_then(|own| own.preview);
         Ok(SessionDetail {
             children: opened.summaries(&children)?,
             children_more,
             parent,
             cost_partial: session.cost_is_partial(),
+            preview,
             session,
         })
     }
@@ -622,7 +628,8 @@ impl Store {
             opened.sessions.get(id)?;
         }
         let hits = opened.messages.search(query, options)?;
-        Ok(SearchHits::new(&hits))
+        let previews = untitled_previews(&opened.db, &hits)?;
+        Ok(SearchHits::new(&hits, &previews))
     }
 
     /// The usage from `since` on, sliced as `scribe stats` slices it, read again only when
@@ -994,6 +1001,22 @@ pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, 
     }
     previews.retain(|_, text| !text.trim().is_empty());
     Ok(previews)
+}
+
+/// The [`previews`] of the sessions of `hits` that have no title: what names them where a
+/// title would ([`SearchHits::new`], `scribe search`).
+pub fn untitled_previews(
+    db: &Database,
+    hits: &[SearchHit],
+) -> Result<HashMap<String, String>, scribe_db::Error> {
+    let mut ids: Vec<&str> = hits
+        .iter()
+        .filter(|hit| hit.title.is_none())
+        .map(|hit| hit.session_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    previews(db, &ids)
 }
 
 /// Tells when the database changed, whichever process changed it.

@@ -224,6 +224,13 @@ fn a_session_and_its_messages_page_by_page() {
     assert_eq!(detail["children"][0]["kind"], json!("task"));
     let child = get_json(a, &format!("/api/sessions/{}", f.task));
     assert_eq!(child["parent"]["id"], json!(f.main));
+    // How each began, on one line: what names the untitled sub-agent.
+    assert_eq!(
+        detail["preview"],
+        json!(SCRIPT_TEXT.split_whitespace().collect::<Vec<_>>().join(" "))
+    );
+    assert!(child["session"]["title"].is_null());
+    assert_eq!(child["preview"], json!("Which files call the builder?"));
 
     // Messages are the library's shape (as in `scribe show --json`), stored text verbatim.
     let page = get_json(a, &format!("/api/sessions/{}/messages", f.main));
@@ -323,6 +330,12 @@ fn a_session_and_its_messages_page_by_page() {
     }
 }
 
+/// `scribe search --json`'s document of `hits`, untitled sessions named by their first
+/// message.
+fn search_doc(db: &Database, hits: &[scribe_message::SearchHit]) -> SearchHits {
+    SearchHits::new(hits, &scribe_server::untitled_previews(db, hits).unwrap())
+}
+
 #[test]
 fn search_stats_and_usage_are_the_services_numbers() {
     let f = fixture();
@@ -334,13 +347,17 @@ fn search_stats_and_usage_are_the_services_numbers() {
 
     // Search: the CLI's document for the same query and filters.
     let hits = get_json(a, "/api/search?q=build");
-    let expected = SearchHits::new(&messages.search("build", &SearchOptions::default()).unwrap());
+    let expected = search_doc(
+        &db,
+        &messages.search("build", &SearchOptions::default()).unwrap(),
+    );
     assert_eq!(hits, serde_json::to_value(&expected).unwrap());
     assert!(!hits["hits"].as_array().unwrap().is_empty());
     // `rank=all` is the default; `rank=recent` ranks the newest TYPING_WINDOW matches,
     // which here are all of them.
     assert_eq!(get_json(a, "/api/search?q=build&rank=all"), hits);
-    let recent = SearchHits::new(
+    let recent = search_doc(
+        &db,
         &messages
             .search(
                 "build",
@@ -393,7 +410,8 @@ fn search_stats_and_usage_are_the_services_numbers() {
     );
     // A directory: the sessions whose agent worked there, exactly that path.
     let in_dir = get_json(a, "/api/search?q=build&directory=/p/one");
-    let want = SearchHits::new(
+    let want = search_doc(
+        &db,
         &messages
             .search(
                 "build",
@@ -405,6 +423,20 @@ fn search_stats_and_usage_are_the_services_numbers() {
             .unwrap(),
     );
     assert_eq!(in_dir, serde_json::to_value(&want).unwrap());
+    // A hit of an untitled session says how that session began; a titled one does not.
+    let builder = get_json(a, "/api/search?q=builder");
+    let hit = &builder["hits"][0];
+    assert_eq!(hit["session_id"], json!(f.task), "{builder}");
+    assert!(hit["title"].is_null());
+    assert_eq!(hit["preview"], json!("Which files call the builder?"));
+    assert!(
+        hits["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["title"].is_string())
+            .all(|h| h["preview"].is_null())
+    );
     let in_dir = in_dir["hits"].as_array().unwrap();
     assert!(!in_dir.is_empty());
     assert!(in_dir.iter().all(|h| h["session_id"] == json!(f.main)));

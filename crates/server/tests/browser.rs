@@ -593,6 +593,30 @@ fn search(ctx: &Ctx) -> Result<()> {
         format!("snippet text: {snippet}"),
     )?;
     check(d.exec("return window.__xss === undefined && !document.querySelector('#hits script, #hits img')", json!([]))? == json!(true), "the snippet made no element")?;
+    // An untitled session is named by how it began, in quotes, in its hits and on its page.
+    d.goto(&ctx.server.url("/search?q=builder"))?;
+    d.wait(
+        "the sub-agent's hit",
+        "return document.querySelectorAll('#hits a.hit').length === 1",
+    )?;
+    let named = text(
+        ctx,
+        "return document.querySelector('#hits .hit-head .t.untitled').textContent",
+    )?;
+    check(
+        named == "“Which files call the builder?”",
+        format!("the hit names the untitled session: {named:?}"),
+    )?;
+    d.click("#hits a.hit")?;
+    d.wait("its page", "return document.querySelector('h1 .untitled')")?;
+    let heading = text(
+        ctx,
+        "return document.querySelector('h1 .untitled').textContent + ' | ' + document.title",
+    )?;
+    check(
+        heading == "“Which files call the builder?” | “Which files call the builder?” · Scribe",
+        format!("the page names it too: {heading:?}"),
+    )?;
     // A conversation's page searches the directory its agent worked in.
     d.goto(&ctx.server.url(&format!("/s/{}", f.main)))?;
     d.wait(

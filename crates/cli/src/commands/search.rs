@@ -208,9 +208,10 @@ impl SearchCmd {
         };
         let query = self.query.join(" ");
         let hits = ctx.messages.search(&query, &options)?;
+        let previews = scribe_server::untitled_previews(&ctx.db, &hits)?;
         let mut out = anstream::stdout().lock();
         if self.json {
-            return json::print(&mut out, &SearchHits::new(&hits));
+            return json::print(&mut out, &SearchHits::new(&hits, &previews));
         }
         if hits.is_empty() {
             // One line, however long the query was (a pasted file, say).
@@ -223,7 +224,10 @@ impl SearchCmd {
             if i > 0 {
                 writeln!(out)?;
             }
-            let title = ui::visible(hit.title.as_deref().unwrap_or("(untitled)"));
+            let title = ui::session_name(
+                hit.title.as_deref(),
+                previews.get(&hit.session_id).map(String::as_str),
+            );
             writeln!(
                 out,
                 "{} {} {} {}",
