@@ -84,14 +84,14 @@ ORDER BY ended_at, id;
 -- count: every session started at or after @since (started_since 1), and every other one
 -- whose messages carry usage from then on. Each with its own usage (session_own_usage:
 -- what it used itself, without what its rolled-up children added), so every token and
--- cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
--- own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
+-- cent is counted once, and the UTC hour it started (the fragment utc_hour, each dialect's
+-- own). With MessageUsageSince, what SessionService::usage_slices splits by model and hour
 -- (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
 -- without a price (V28). directory: where the session's agent worked (its project), for
 -- `scribe stats --by directory`.
 SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
-       sqlgen.utc_day(created_at) AS "day!",
+       sqlgen.utc_hour(created_at) AS "hour!",
        input_tokens AS "input_tokens!",
        output_tokens AS "output_tokens!",
        cache_read_tokens AS "cache_read_tokens!",
@@ -124,11 +124,11 @@ WHERE o.id = @session_id;
 
 -- name: MessageUsageSince :many
 -- The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
--- counts beyond its messages is its own less all of theirs), per UTC day and model of the
+-- counts beyond its messages is its own less all of theirs), per UTC hour and model of the
 -- message (NULL: none named) and whether it is from @since on (since 1), with how many
 -- messages carry it, in no order; messages without usage are left out.
 -- SessionService::usage_slices puts each group from @since on under its own model and
--- day. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
+-- hour. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
 -- total(), as doubles, cast back (exact below 2^53, saturating above; its integer sum()
 -- raised 'integer overflow' for rows near i64::MAX, written by another program or
 -- imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
@@ -138,7 +138,7 @@ WHERE o.id = @session_id;
 -- "value out of range: overflow", sums the costs scaled by 2^-64 (exact, the same bits
 -- scaled, and unable to overflow), clamps, and scales back.
 SELECT m.session_id,
-       sqlgen.utc_day(m.created_at) AS "day!",
+       sqlgen.utc_hour(m.created_at) AS "hour!",
        m.model,
        CAST(CASE WHEN m.created_at >= @since THEN 1 ELSE 0 END AS BIGINT) AS "since!",
        count(*) AS "message_count!",

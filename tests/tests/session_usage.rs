@@ -467,7 +467,7 @@ fn rows_of(stats: &scribe_session::UsageStats) -> Vec<(String, i64, i64, i64, i6
         .collect()
 }
 
-fn stats_split_a_session_by_the_model_and_day_of_its_messages(backend: Backend) {
+fn stats_split_a_session_by_the_model_and_hour_of_its_messages(backend: Backend) {
     let e = env_on(backend);
     const DAY1: i64 = 1_772_359_200_000; // 2026-03-01 10:00 UTC
     const DAY2: i64 = DAY1 + 86_400_000 - 3_600_000; // 2026-03-02 09:00 UTC
@@ -565,8 +565,32 @@ fn stats_split_a_session_by_the_model_and_day_of_its_messages(backend: Backend) 
             (today[..7].to_owned(), 4, 1_040, 1, 1_000_000, 0),
         ]
     );
+    // Usage blocks: five hours from the hour of the first use after the last block ended.
+    // The night's messages (10:00 and 11:00, then 09:00 the next day) are two blocks; what
+    // the sessions count beyond their messages opens one at the hour they were created.
+    let created_hour = switched.created_at - switched.created_at.rem_euclid(3_600_000);
+    let this_block = format!(
+        "{}T{:02}:00Z",
+        today,
+        created_hour.rem_euclid(86_400_000) / 3_600_000
+    );
+    let by_block = e.svc.stats(StatsBy::Block, None).unwrap();
+    assert_eq!(
+        rows_of(&by_block),
+        vec![
+            ("2026-03-01T10:00Z".to_owned(), 1, 105, 4, 1_125_000, 0),
+            ("2026-03-02T09:00Z".to_owned(), 1, 200, 1, 3_000_000, 0),
+            (this_block, 4, 1_040, 1, 1_000_000, 0),
+        ]
+    );
+    // From 11:00 on, the first block starts at the hour of the first use in the period.
+    let later = e.svc.stats(StatsBy::Block, Some(DAY1 + 3_600_000)).unwrap();
+    assert_eq!(later.rows[0].key, "2026-03-01T11:00Z");
+    assert_eq!(later.rows[0].totals.tokens.input, 5);
     // Every grouping adds up to the totals, which count every session once.
-    for stats in [&by_model, &by_day, &by_source, &by_week, &by_month] {
+    for stats in [
+        &by_model, &by_day, &by_source, &by_week, &by_month, &by_block,
+    ] {
         let t = &stats.totals;
         assert_eq!((t.sessions, t.tokens.input, t.api_calls), (4, 1_345, 6));
         assert!((t.cost_usd - 5.125).abs() < 1e-12, "{}", t.cost_usd);
@@ -1070,7 +1094,7 @@ scribe_tests::backends!(
     roll_up_adds_child_totals_to_parent_exactly_once,
     stats_group_by_model_source_directory_and_day_counting_rolled_up_children_once,
     stats_count_the_sessions_whose_cost_leaves_out_unpriced_usage,
-    stats_split_a_session_by_the_model_and_day_of_its_messages,
+    stats_split_a_session_by_the_model_and_hour_of_its_messages,
 );
 
 // Filtered session lists (sea-query filters) run on both backends through the handle.

@@ -55,7 +55,7 @@ pub enum Command {
     Show(ShowCmd),
     /// Search every conversation.
     Search(SearchCmd),
-    /// Token usage and cost by model, source, day, week, month or project directory.
+    /// Token usage and cost by model, source, day, week, month, project directory or 5-hour block.
     Stats(StatsCmd),
     /// Export sessions as JSON, JSON Lines or Markdown.
     Export(ExportCmd),

@@ -322,6 +322,23 @@ fn stats_by_model_source_day_and_directory() {
             "{text}"
         );
     }
+    // By usage block: all of it was just used, so one block, from the hour of the first
+    // use, still open, which the table says with the time it has left.
+    let by_block = env.json(&["stats", "--by", "block", "--json"]);
+    assert_eq!(by_block["by"], "block");
+    assert_eq!(by_block["rows"].as_array().unwrap().len(), 1, "{by_block}");
+    let start = by_block["rows"][0]["key"].as_str().unwrap().to_owned();
+    assert!(
+        start.starts_with(&format!("{day}T")) && start.ends_with(":00Z"),
+        "{start}"
+    );
+    assert_eq!(by_block["totals"], by_day["totals"]);
+    let text = env.ok(&["stats", "--by", "block"]);
+    let shown = format!("{day} {}–", &start[11..16]);
+    assert!(
+        text.starts_with("BLOCK") && text.contains(&shown) && text.contains("m left)"),
+        "{text}"
+    );
     // By where the agent worked: "Fix the build" and its task in /src/app, the rest in
     // none, shown as (none).
     let by_directory = env.json(&["stats", "--by", "directory", "--json"]);

@@ -2725,7 +2725,7 @@ pub fn list_prunable_sessions_by_source(
 /// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
-       date(min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
+       strftime('%Y-%m-%dT%H', min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"hour!\",
        input_tokens AS \"input_tokens!\",
        output_tokens AS \"output_tokens!\",
        cache_read_tokens AS \"cache_read_tokens!\",
@@ -2749,7 +2749,7 @@ pub struct OwnUsageSinceRow {
     pub model: Option<String>,
     pub source: String,
     pub directory: Option<String>,
-    pub day: String,
+    pub hour: String,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cache_read_tokens: i64,
@@ -2767,8 +2767,8 @@ pub struct OwnUsageSinceRow {
 /// count: every session started at or after @since (started_since 1), and every other one
 /// whose messages carry usage from then on. Each with its own usage (session_own_usage:
 /// what it used itself, without what its rolled-up children added), so every token and
-/// cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
-/// own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
+/// cent is counted once, and the UTC hour it started (the fragment utc_hour, each dialect's
+/// own). With MessageUsageSince, what SessionService::usage_slices splits by model and hour
 /// (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
 /// without a price (V28). directory: where the session's agent worked (its project), for
 /// `scribe stats --by directory`.
@@ -2783,7 +2783,7 @@ pub fn own_usage_since(
             model: row.get(1)?,
             source: row.get(2)?,
             directory: row.get(3)?,
-            day: row.get(4)?,
+            hour: row.get(4)?,
             input_tokens: row.get(5)?,
             output_tokens: row.get(6)?,
             cache_read_tokens: row.get(7)?,
@@ -2853,7 +2853,7 @@ pub fn get_session_own_usage(
 
 /// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:125).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
-       date(min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"day!\",
+       strftime('%Y-%m-%dT%H', min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"hour!\",
        m.model,
        CAST(CASE WHEN m.created_at >= ?1 THEN 1 ELSE 0 END AS BIGINT) AS \"since!\",
        count(*) AS \"message_count!\",
@@ -2877,7 +2877,7 @@ GROUP BY 1, 2, 3, 4";
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageUsageSinceRow {
     pub session_id: String,
-    pub day: String,
+    pub hour: String,
     pub model: Option<String>,
     pub since: i64,
     pub message_count: i64,
@@ -2892,11 +2892,11 @@ pub struct MessageUsageSinceRow {
 /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:125`.
 ///
 /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
-/// counts beyond its messages is its own less all of theirs), per UTC day and model of the
+/// counts beyond its messages is its own less all of theirs), per UTC hour and model of the
 /// message (NULL: none named) and whether it is from @since on (since 1), with how many
 /// messages carry it, in no order; messages without usage are left out.
 /// SessionService::usage_slices puts each group from @since on under its own model and
-/// day. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
+/// hour. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
 /// total(), as doubles, cast back (exact below 2^53, saturating above; its integer sum()
 /// raised 'integer overflow' for rows near i64::MAX, written by another program or
 /// imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into
@@ -2913,7 +2913,7 @@ pub fn message_usage_since(
     let rows = stmt.query_map([since], |row| {
         Ok(MessageUsageSinceRow {
             session_id: row.get(0)?,
-            day: row.get(1)?,
+            hour: row.get(1)?,
             model: row.get(2)?,
             since: row.get(3)?,
             message_count: row.get(4)?,
@@ -4265,8 +4265,8 @@ pub trait ReadQueries {
     /// count: every session started at or after @since (started_since 1), and every other one
     /// whose messages carry usage from then on. Each with its own usage (session_own_usage:
     /// what it used itself, without what its rolled-up children added), so every token and
-    /// cent is counted once, and the UTC day it started (the fragment utc_day, each dialect's
-    /// own). With MessageUsageSince, what SessionService::usage_slices splits by model and day
+    /// cent is counted once, and the UTC hour it started (the fragment utc_hour, each dialect's
+    /// own). With MessageUsageSince, what SessionService::usage_slices splits by model and hour
     /// (crates/session/src/usage.rs). unpriced: the session's cost leaves out usage of a model
     /// without a price (V28). directory: where the session's agent worked (its project), for
     /// `scribe stats --by directory`.
@@ -4285,11 +4285,11 @@ pub trait ReadQueries {
 
     /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:125`.
     /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
-    /// counts beyond its messages is its own less all of theirs), per UTC day and model of the
+    /// counts beyond its messages is its own less all of theirs), per UTC hour and model of the
     /// message (NULL: none named) and whether it is from @since on (since 1), with how many
     /// messages carry it, in no order; messages without usage are left out.
     /// SessionService::usage_slices puts each group from @since on under its own model and
-    /// day. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
+    /// hour. Counts sum with the fragment clamped_count_sum, each dialect's own: SQLite with
     /// total(), as doubles, cast back (exact below 2^53, saturating above; its integer sum()
     /// raised 'integer overflow' for rows near i64::MAX, written by another program or
     /// imported, and every report failed with it); PostgreSQL exactly as numeric, clamped into

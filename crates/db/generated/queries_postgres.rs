@@ -561,7 +561,7 @@ ORDER BY ended_at, id";
 /// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
-       to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24') AS \"hour!\",
        input_tokens AS \"input_tokens!\",
        output_tokens AS \"output_tokens!\",
        cache_read_tokens AS \"cache_read_tokens!\",
@@ -592,7 +592,7 @@ WHERE o.id = $1";
 
 /// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:125).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
-       to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS \"day!\",
+       to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24') AS \"hour!\",
        m.model,
        CAST(CASE WHEN m.created_at >= $1 THEN 1 ELSE 0 END AS BIGINT) AS \"since!\",
        count(*) AS \"message_count!\",
@@ -1349,7 +1349,7 @@ fn read_own_usage_since_row(
         model: row.try_get(1)?,
         source: row.try_get(2)?,
         directory: row.try_get(3)?,
-        day: row.try_get(4)?,
+        hour: row.try_get(4)?,
         input_tokens: row.try_get(5)?,
         output_tokens: row.try_get(6)?,
         cache_read_tokens: row.try_get(7)?,
@@ -1384,7 +1384,7 @@ fn read_message_usage_since_row(
 ) -> Result<super::MessageUsageSinceRow, postgres::Error> {
     Ok(super::MessageUsageSinceRow {
         session_id: row.try_get(0)?,
-        day: row.try_get(1)?,
+        hour: row.try_get(1)?,
         model: row.try_get(2)?,
         since: row.try_get(3)?,
         message_count: row.try_get(4)?,

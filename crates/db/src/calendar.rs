@@ -119,6 +119,17 @@ pub fn day_number(date: &str) -> Option<i64> {
     is_date(i64::from(y), m, d).then(|| days_from_civil(i64::from(y), m, d))
 }
 
+/// The start of the UTC hour `YYYY-MM-DDTHH` (years 0000-9999, as the usage reports'
+/// hours are) in ms since the epoch; `None` for text that is not such an hour.
+pub fn hour_start(hour: &str) -> Option<i64> {
+    let (date, hh) = hour.split_once('T')?;
+    if hh.len() != 2 || !hh.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let hh: i64 = hh.parse().ok().filter(|h| *h < 24)?;
+    Some(day_number(date)? * DAY + hh * HOUR)
+}
+
 /// The Monday that starts the week (ISO 8601: Monday to Sunday) holding the date
 /// `YYYY-MM-DD` (years 0000-9999, as the usage reports' days are), as `YYYY-MM-DD`
 /// (0000-01-01 for that year's first days); `None` for text that is not such a date.
@@ -274,6 +285,28 @@ mod tests {
             "+026-12-01",
         ] {
             assert_eq!(week_start(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_hour_starts_on_its_hour() {
+        assert_eq!(hour_start("1970-01-01T00"), Some(0));
+        assert_eq!(hour_start("1970-01-01T05"), Some(5 * HOUR));
+        assert_eq!(hour_start("1969-12-31T23"), Some(-HOUR));
+        assert_eq!(
+            hour_start("2026-12-06T01"),
+            Some(parse_date("2026-12-06").unwrap() + HOUR)
+        );
+        for bad in [
+            "",
+            "2026-12-06",
+            "2026-12-06T24",
+            "2026-12-06T1",
+            "2026-12-06T+1",
+            "2026-02-30T01",
+            "2026-12-06 01",
+        ] {
+            assert_eq!(hour_start(bad), None, "{bad:?}");
         }
     }
 

@@ -962,7 +962,7 @@ impl Step {
             Step::Auto => {
                 let days = slices
                     .iter()
-                    .filter_map(|slice| scribe_db::calendar::day_number(&slice.day));
+                    .filter_map(|slice| scribe_db::calendar::day_number(slice.day()));
                 let today = now.div_euclid(scribe_db::calendar::DAY);
                 let first = since
                     .map(|ms| ms.div_euclid(scribe_db::calendar::DAY))

@@ -31,7 +31,7 @@ fn answers(tx: &mut ReadTx<'_>, ids: &[&str]) -> scribe_db::Result<Vec<String>> 
             carried.push(format!(
                 "messages {since} {} {} {:?} {} {} {} {} {} {} {:.9}",
                 r.session_id,
-                r.day,
+                r.hour,
                 r.model,
                 r.message_count,
                 r.input_tokens,
@@ -50,7 +50,7 @@ fn answers(tx: &mut ReadTx<'_>, ids: &[&str]) -> scribe_db::Result<Vec<String>> 
                 r.id,
                 r.model,
                 r.source,
-                r.day,
+                r.hour,
                 r.input_tokens,
                 r.output_tokens,
                 r.cache_read_tokens,

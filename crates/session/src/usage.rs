@@ -127,20 +127,30 @@ pub enum StatsBy {
     /// By the directory the session's agent worked in (its project; `""` for sessions
     /// without one), most expensive first.
     Directory,
+    /// By usage block, oldest first: [`BLOCK_HOURS`] from the UTC hour of the first usage
+    /// after the last block ended, keyed by its start (`YYYY-MM-DDTHH:00Z`). The window
+    /// Claude's and Codex's subscription limits count usage in; of the usage grouped, so a
+    /// block starts within the period, and counts only the sources, models or directories
+    /// kept ([`UsageSlices::retain`]).
+    Block,
 }
+
+/// Hours a usage block lasts ([`StatsBy::Block`]).
+pub const BLOCK_HOURS: i64 = 5;
 
 impl StatsBy {
     /// Every grouping, in the order the command line and the API list them.
-    pub const ALL: [StatsBy; 6] = [
+    pub const ALL: [StatsBy; 7] = [
         StatsBy::Model,
         StatsBy::Source,
         StatsBy::Day,
         StatsBy::Week,
         StatsBy::Month,
         StatsBy::Directory,
+        StatsBy::Block,
     ];
 
-    /// Its name: `model`, `source`, `day`, `week`, `month` or `directory` (as
+    /// Its name: `model`, `source`, `day`, `week`, `month`, `directory` or `block` (as
     /// serialized).
     pub fn name(self) -> &'static str {
         match self {
@@ -150,29 +160,83 @@ impl StatsBy {
             StatsBy::Week => "week",
             StatsBy::Month => "month",
             StatsBy::Directory => "directory",
+            StatsBy::Block => "block",
         }
     }
 
     /// Whether its rows go oldest first (a period) rather than most expensive first.
     pub fn is_period(self) -> bool {
-        matches!(self, StatsBy::Day | StatsBy::Week | StatsBy::Month)
+        matches!(
+            self,
+            StatsBy::Day | StatsBy::Week | StatsBy::Month | StatsBy::Block
+        )
     }
 
     /// The key of `slice` in this grouping: its model, source, day, week (its Monday),
-    /// month (`YYYY-MM`) or directory.
-    pub fn key(self, slice: &UsageSlice) -> Cow<'_, str> {
+    /// month (`YYYY-MM`), directory, or the start of its block among the hours of
+    /// `blocks`.
+    fn key<'a>(self, slice: &'a UsageSlice, blocks: &'a Blocks<'_>) -> Cow<'a, str> {
+        let day = slice.day();
         match self {
             StatsBy::Model => Cow::Borrowed(&slice.model),
             StatsBy::Source => Cow::Borrowed(&slice.source),
-            StatsBy::Day => Cow::Borrowed(&slice.day),
+            StatsBy::Day => Cow::Borrowed(day),
             // A day the reader does not know as a date (none is written so) stays whole.
-            StatsBy::Week => scribe_db::calendar::week_start(&slice.day)
-                .map_or(Cow::Borrowed(slice.day.as_str()), Cow::Owned),
-            StatsBy::Month => Cow::Borrowed(slice.day.get(..7).unwrap_or(&slice.day)),
+            StatsBy::Week => {
+                scribe_db::calendar::week_start(day).map_or(Cow::Borrowed(day), Cow::Owned)
+            }
+            StatsBy::Month => Cow::Borrowed(day.get(..7).unwrap_or(day)),
             StatsBy::Directory => Cow::Borrowed(&slice.directory),
+            StatsBy::Block => blocks
+                .0
+                .get(slice.hour.as_str())
+                .map_or(Cow::Borrowed(slice.hour.as_str()), |start| {
+                    Cow::Borrowed(start.as_str())
+                }),
         }
     }
 }
+
+/// The start of the usage block (`YYYY-MM-DDTHH:00Z`) of each hour slices were used in
+/// ([`StatsBy::Block`]); empty unless a grouping is by block.
+struct Blocks<'a>(HashMap<&'a str, String>);
+
+impl<'a> Blocks<'a> {
+    /// The blocks of `slices` when `by` (either of them) groups by block.
+    fn of(slices: &'a [UsageSlice], by: [StatsBy; 2]) -> Self {
+        let mut starts = HashMap::new();
+        if !by.contains(&StatsBy::Block) {
+            return Blocks(starts);
+        }
+        let hours: std::collections::BTreeSet<&str> =
+            slices.iter().map(|s| s.hour.as_str()).collect();
+        let mut open: Option<(i64, String)> = None;
+        for hour in hours {
+            // An hour the reader does not know (none is written so) is a block of its own.
+            let Some(at) = scribe_db::calendar::hour_start(hour) else {
+                continue;
+            };
+            let block = match open.take() {
+                Some((start, key)) if at < start.saturating_add(BLOCK_HOURS * HOUR) => (start, key),
+                _ => (at, block_key(at)),
+            };
+            starts.insert(hour, block.1.clone());
+            open = Some(block);
+        }
+        Blocks(starts)
+    }
+}
+
+/// A block starting at `ms` as its key: `YYYY-MM-DDTHH:00Z`.
+fn block_key(ms: i64) -> String {
+    format!(
+        "{}T{:02}:00Z",
+        scribe_db::calendar::date(ms),
+        ms.rem_euclid(scribe_db::calendar::DAY) / HOUR
+    )
+}
+
+const HOUR: i64 = scribe_db::calendar::HOUR;
 
 /// Usage totals of a group of sessions.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -203,8 +267,8 @@ impl UsageTotals {
 /// One group of [`UsageStats`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageStatsRow {
-    /// The model, source, day (`YYYY-MM-DD`), week (its Monday), month (`YYYY-MM`) or
-    /// directory.
+    /// The model, source, day (`YYYY-MM-DD`), week (its Monday), month (`YYYY-MM`),
+    /// directory, or block (its start, `YYYY-MM-DDTHH:00Z`).
     pub key: String,
     /// The group's totals.
     pub totals: UsageTotals,
@@ -225,12 +289,12 @@ pub struct UsageStatsRow {
 /// A parent imported without its rolled-up child has no mark to subtract, so there the
 /// child's share counts under the parent.
 ///
-/// Within a session, usage counts under the model and UTC day of the message that carries
+/// Within a session, usage counts under the model and UTC hour of the message that carries
 /// it ([`UsageSlice`]): a conversation that switched from one model to another, or went on
 /// past midnight, is split as it happened. The session totals stay the ledger: what they
 /// hold beyond their messages' usage (usage reported for the session as a whole, usage of
-/// messages since cleared) counts under the session's model and creation day. Calls are
-/// counted per session only: they are shared among its messages' days and models in
+/// messages since cleared) counts under the session's model and creation hour. Calls are
+/// counted per session only: they are shared among its messages' hours and models in
 /// proportion to the messages that carry usage. A session whose messages carry more than it counts
 /// itself (a fork: its copied messages keep their usage, its totals start at zero) counts
 /// wholly under its own model and day, so no token is counted twice.
@@ -356,9 +420,10 @@ impl SessionService {
         }))
     }
 
-    /// Token and cost totals grouped `by` model, source, day, week, month or directory, of
-    /// the usage from `since` on (ms; `None`: all), with the grand totals. Each session
-    /// counts its own usage, split by the model and day of the messages that carry it (see
+    /// Token and cost totals grouped `by` model, source, day, week, month, directory or
+    /// block, of the usage from `since` on (ms; `None`: all), with the grand totals. Each
+    /// session counts its own usage, split by the model and hour of the messages that
+    /// carry it (see
     /// [`UsageStats`]); a row's `sessions` counts the sessions with usage in it, the
     /// totals' each of them once, and every session started in the range (children
     /// included) with or without.
@@ -367,7 +432,7 @@ impl SessionService {
     }
 
     /// The usage from `since` on (ms; `None`: all), each session's own split by the model
-    /// and UTC day it was used on (see [`UsageStats`]), and its totals, read in one
+    /// and UTC hour it was used in (see [`UsageStats`]), and its totals, read in one
     /// transaction: what [`stats`](Self::stats) groups, for grouping other ways.
     pub fn usage_slices(&self, since: Option<i64>) -> Result<UsageSlices> {
         let from = since.unwrap_or(i64::MIN);
@@ -398,7 +463,7 @@ impl SessionService {
     }
 }
 
-/// One session's own usage of one model on one UTC day: what [`SessionService::stats`]
+/// One session's own usage of one model in one UTC hour: what [`SessionService::stats`]
 /// and the web page's usage chart add up (see [`UsageStats`] for how a session's usage is
 /// split).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -413,9 +478,9 @@ pub struct UsageSlice {
     /// The directory the session's agent worked in; `""` when it names none.
     #[serde(default)]
     pub directory: String,
-    /// The UTC day (`YYYY-MM-DD`) of the messages that carried it (the session's creation
-    /// day for usage no message carries).
-    pub day: String,
+    /// The UTC hour (`YYYY-MM-DDTHH`) of the messages that carried it (the session's
+    /// creation hour for usage no message carries).
+    pub hour: String,
     /// The usage; `sessions` is 1, and `unpriced_sessions` 1 when this share of the
     /// session's cost leaves out usage of a model without a price: when the session's
     /// does, the shares with tokens and no cost (every share of the session, when none
@@ -423,12 +488,19 @@ pub struct UsageSlice {
     pub totals: UsageTotals,
 }
 
+impl UsageSlice {
+    /// The UTC day (`YYYY-MM-DD`) of its [`hour`](Self::hour).
+    pub fn day(&self) -> &str {
+        self.hour.get(..10).unwrap_or(&self.hour)
+    }
+}
+
 /// The usage of a period, sliced ([`SessionService::usage_slices`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageSlices {
     /// Only usage from this time (ms) on was counted (see [`UsageStats`]).
     pub since: Option<i64>,
-    /// Each session's usage per day and model, ordered by session, day and model.
+    /// Each session's usage per hour and model, ordered by session, hour and model.
     pub slices: Vec<UsageSlice>,
     /// All of it; `sessions` counts the sessions with a slice (every session started in
     /// the period has one, with or without usage).
@@ -446,9 +518,10 @@ impl UsageSlices {
     }
 
     /// The slices added up `by` model, source or directory (most expensive first) or day,
-    /// week or month (oldest first), with the totals.
+    /// week, month or block (oldest first), with the totals.
     pub fn stats(&self, by: StatsBy) -> UsageStats {
-        let grouped = group_usage(&self.slices, |slice| by.key(slice));
+        let blocks = Blocks::of(&self.slices, [by, by]);
+        let grouped = group_usage(&self.slices, |slice| by.key(slice, &blocks));
         UsageStats {
             by,
             since: self.since,
@@ -462,9 +535,11 @@ impl UsageSlices {
     /// adds up to the row.
     pub fn stats_broken_down(&self, by: StatsBy, then: StatsBy) -> UsageStats {
         let mut stats = self.stats(by);
+        let blocks = Blocks::of(&self.slices, [by, then]);
         let mut split: BTreeMap<Cow<'_, str>, BTreeMap<Cow<'_, str>, UsageTotals>> =
             BTreeMap::new();
-        for ((key, sub), totals) in group_usage(&self.slices, |s| (by.key(s), then.key(s))) {
+        let keys = |s| (by.key(s, &blocks), then.key(s, &blocks));
+        for ((key, sub), totals) in group_usage(&self.slices, keys) {
             split.entry(key).or_default().insert(sub, totals);
         }
         for row in &mut stats.rows {
@@ -543,8 +618,8 @@ fn add_totals(into: &mut UsageTotals, add: &UsageTotals) {
 /// amounts may be off by n × 2^-53 of it) and still count as the same amount.
 const COST_ROUNDING: f64 = 1e-9;
 
-/// One session's own usage split by the model and day of the messages that carry it
-/// (see [`UsageStats`]), each (day, model) once, in that order, keeping what is from the
+/// One session's own usage split by the model and hour of the messages that carry it
+/// (see [`UsageStats`]), each (hour, model) once, in that order, keeping what is from the
 /// period on: the messages' shares from then on, and what the session counts beyond its
 /// messages when it started in the period.
 fn split_session(
@@ -570,25 +645,25 @@ fn split_session(
                 unpriced_sessions: 0,
             };
             let model = row.model.unwrap_or_else(|| session_model.clone());
-            (row.since != 0, row.day, model, totals)
+            (row.since != 0, row.hour, model, totals)
         })
         .collect();
     let mut in_messages = UsageTotals::default();
     for (_, _, _, totals) in &carried {
         add_totals(&mut in_messages, totals);
     }
-    // Every share of the session by (day, model, whether it is from the period on).
+    // Every share of the session by (hour, model, whether it is from the period on).
     let mut shares: BTreeMap<(String, String, bool), UsageTotals> = BTreeMap::new();
     let mut rest = whole.clone();
     if fits_within(&in_messages, &whole) {
-        for (since, day, model, totals) in carried {
-            add_totals(shares.entry((day, model, since)).or_default(), &totals);
+        for (since, hour, model, totals) in carried {
+            add_totals(shares.entry((hour, model, since)).or_default(), &totals);
         }
         // Calls are counted per session only: shared among the messages' shares.
         share_calls(&mut shares, whole.api_calls);
         // What the messages' costs leave, less the rounding of their sum: nothing at all
         // when they carry the whole cost (else a session would count, with $0.00, on its
-        // creation day and model too).
+        // creation hour and model too).
         let cost_left = whole.cost_usd - in_messages.cost_usd;
         rest = UsageTotals {
             sessions: 1,
@@ -613,7 +688,7 @@ fn split_session(
     if rest_counts || shares.is_empty() {
         add_totals(
             shares
-                .entry((own.day, session_model, started_since))
+                .entry((own.hour, session_model, started_since))
                 .or_default(),
             &rest,
         );
@@ -626,7 +701,7 @@ fn split_session(
     shares
         .into_iter()
         .filter(|((_, _, since), _)| *since)
-        .map(|((day, model, _), mut totals)| {
+        .map(|((hour, model, _), mut totals)| {
             totals.sessions = 1;
             totals.unpriced_sessions = i64::from(unpriced && (mark_all || lacks_price(&totals)));
             UsageSlice {
@@ -634,7 +709,7 @@ fn split_session(
                 model,
                 source: own.source.clone(),
                 directory: own.directory.clone().unwrap_or_default(),
-                day,
+                hour,
                 totals,
             }
         })
@@ -714,7 +789,7 @@ mod tests {
             model: Some("m-session".into()),
             source: "cli".into(),
             directory: Some("/w".into()),
-            day: "2026-03-01".into(),
+            hour: "2026-03-01T09".into(),
             input_tokens: input,
             output_tokens: 0,
             cache_read_tokens: 0,
@@ -727,10 +802,11 @@ mod tests {
         }
     }
 
+    /// Usage messages of `model` carried at 10:00 UTC on `day`.
     fn carried(day: &str, model: &str, input: i64, cost: f64) -> q::MessageUsageSinceRow {
         q::MessageUsageSinceRow {
             session_id: "ses_1".into(),
-            day: day.into(),
+            hour: format!("{day}T10"),
             model: Some(model.into()),
             since: 1,
             message_count: 1,
@@ -748,12 +824,7 @@ mod tests {
             .iter()
             .map(|s| {
                 let t = &s.totals;
-                (
-                    s.day.as_str(),
-                    s.model.as_str(),
-                    t.tokens.input,
-                    t.api_calls,
-                )
+                (s.day(), s.model.as_str(), t.tokens.input, t.api_calls)
             })
             .collect()
     }
@@ -859,5 +930,103 @@ mod tests {
         );
         let calls: i128 = slices.iter().map(|s| i128::from(s.totals.api_calls)).sum();
         assert_eq!(calls, i128::from(i64::MAX));
+    }
+
+    /// A slice of session `id` in `hour` with `input` tokens and `cost`.
+    fn slice(id: &str, hour: &str, model: &str, input: i64, cost: f64) -> UsageSlice {
+        UsageSlice {
+            session_id: id.into(),
+            model: model.into(),
+            source: "claude-code".into(),
+            directory: String::new(),
+            hour: hour.into(),
+            totals: UsageTotals {
+                sessions: 1,
+                tokens: TokenUsage {
+                    input,
+                    ..TokenUsage::default()
+                },
+                api_calls: 1,
+                cost_usd: cost,
+                unpriced_sessions: 0,
+            },
+        }
+    }
+
+    fn sliced(slices: Vec<UsageSlice>) -> UsageSlices {
+        let totals = group_usage(&slices, |_| ()).remove(&()).unwrap_or_default();
+        UsageSlices {
+            since: None,
+            slices,
+            totals,
+        }
+    }
+
+    #[test]
+    fn a_block_lasts_five_hours_from_the_hour_of_its_first_use() {
+        let slices = sliced(vec![
+            // 09:xx opens a block to 14:00; 13:xx is in it, 14:xx opens the next.
+            slice("ses_a", "2026-03-01T09", "m-a", 1, 0.5),
+            slice("ses_a", "2026-03-01T13", "m-b", 2, 0.25),
+            slice("ses_b", "2026-03-01T14", "m-a", 4, 1.0),
+            // A quiet evening: the next use opens a block at its own hour, across midnight.
+            slice("ses_b", "2026-03-01T22", "m-a", 8, 0.0),
+            slice("ses_c", "2026-03-02T02", "m-a", 16, 0.0),
+            slice("ses_c", "2026-03-02T03", "m-a", 32, 0.0),
+        ]);
+        let stats = slices.stats(StatsBy::Block);
+        let rows: Vec<(&str, i64, i64)> = stats
+            .rows
+            .iter()
+            .map(|r| (r.key.as_str(), r.totals.tokens.input, r.totals.sessions))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("2026-03-01T09:00Z", 3, 1),
+                ("2026-03-01T14:00Z", 4, 1),
+                ("2026-03-01T22:00Z", 24, 2),
+                ("2026-03-02T03:00Z", 32, 1),
+            ]
+        );
+        assert_eq!(stats.totals.tokens.input, 63);
+        // Broken down by model, each block adds up; the other way round too.
+        let by_model = slices.stats_broken_down(StatsBy::Block, StatsBy::Model);
+        let first = &by_model.rows[0];
+        assert_eq!(
+            first
+                .breakdown
+                .iter()
+                .map(|b| (b.key.as_str(), b.totals.tokens.input))
+                .collect::<Vec<_>>(),
+            vec![("m-a", 1), ("m-b", 2)]
+        );
+        let of_model = slices.stats_broken_down(StatsBy::Model, StatsBy::Block);
+        let m_a = of_model.rows.iter().find(|r| r.key == "m-a").unwrap();
+        assert_eq!(m_a.breakdown.len(), 4);
+        assert_eq!(m_a.breakdown[0].key, "2026-03-01T09:00Z");
+        // Days, weeks and months still add the hours up.
+        let days = slices.stats(StatsBy::Day);
+        assert_eq!(
+            days.rows
+                .iter()
+                .map(|r| (r.key.as_str(), r.totals.tokens.input))
+                .collect::<Vec<_>>(),
+            vec![("2026-03-01", 15), ("2026-03-02", 48)]
+        );
+    }
+
+    #[test]
+    fn blocks_are_of_the_usage_kept() {
+        // Kept alone, the later source's use opens its own block at its own hour.
+        let mut slices = sliced(vec![
+            slice("ses_a", "2026-03-01T09", "m-a", 1, 0.0),
+            slice("ses_b", "2026-03-01T11", "m-b", 2, 0.0),
+        ]);
+        assert_eq!(slices.stats(StatsBy::Block).rows.len(), 1);
+        slices.retain(|s| s.model == "m-b");
+        let rows = slices.stats(StatsBy::Block).rows;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].key, "2026-03-01T11:00Z");
     }
 }

@@ -15,11 +15,12 @@ CAST(coalesce(least(sum(x * CAST(5.421010862427522e-20 AS DOUBLE PRECISION)),
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
                     * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION)
 
--- fragment: utc_day(ms)
--- The UTC calendar day (`YYYY-MM-DD`) of the time ms (milliseconds since the epoch), the
--- day every usage chart and `scribe stats` buckets by. A time outside years 0000-9999 (a
--- damaged or hand-edited row) counts on the first or last of those days.
-to_char(to_timestamp(least(greatest(ms, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+-- fragment: utc_hour(ms)
+-- The UTC hour (`YYYY-MM-DDTHH`) of the time ms (milliseconds since the epoch), the finest
+-- bucket of every usage chart and `scribe stats` (its day is the first ten characters; a
+-- usage block starts on an hour). A time outside years 0000-9999 (a damaged or
+-- hand-edited row) counts in the first or last hour of those years.
+to_char(to_timestamp(least(greatest(ms, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')
 
 -- fragment: clamped_count_sum(x)
 -- The sum of the counts x (tokens, calls) over a group, summed exactly (numeric) and

@@ -1,9 +1,11 @@
-//! `scribe stats`: tokens and cost grouped by model, source, day, week, month or directory.
+//! `scribe stats`: tokens and cost grouped by model, source, day, week, month, directory or
+//! usage block.
 
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use scribe_session::{StatsBy, UsageStatsRow, UsageTotals};
+use scribe_db::calendar;
+use scribe_session::{BLOCK_HOURS, StatsBy, UsageStatsRow, UsageTotals};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -25,13 +27,18 @@ pub enum By {
     Month,
     /// By the directory the agent worked in (the project), most expensive first.
     Directory,
+    /// By usage block, oldest first: five hours from the UTC hour of the first use after
+    /// the last block ended, the window Claude's and Codex's subscription limits count in
+    /// (with --source, of that agent's usage); the block still open says how long it has
+    /// left.
+    Block,
 }
 
 /// Token usage and cost.
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
-/// by model, source, day, week or month (UTC) or the directory the agent worked in, with
-/// totals. Usage counts under the model and day of the message that used it, so a session
+/// by model, source, day, week or month (UTC), the directory the agent worked in, or usage
+/// block (five hours, as subscription limits count), with totals. Usage counts under the model and day of the message that used it, so a session
 /// that switched models or ran past midnight is split as it happened; what a session
 /// counts beyond its messages (usage an agent reported for the session as a whole) counts
 /// under its model and the day it started. A sub-agent session whose usage was rolled
@@ -76,6 +83,7 @@ impl StatsCmd {
             By::Week => StatsBy::Week,
             By::Month => StatsBy::Month,
             By::Directory => StatsBy::Directory,
+            By::Block => StatsBy::Block,
         };
         let mut slices = ctx.sessions.usage_slices(self.since)?;
         let filtered = !self.source.is_empty() || !self.model.is_empty() || self.dir.is_some();
@@ -136,8 +144,14 @@ impl StatsCmd {
             .map(|t| (t.cost_usd, t.cost_is_partial()))
             .collect();
         let mut costs = ui::cost_column(&costs).into_iter();
+        let now = scribe_db::now_ms();
         for (sub, row) in lines {
-            let key = if row.key.is_empty() {
+            let block = (by == StatsBy::Block && !sub)
+                .then(|| block_text(&row.key, now))
+                .flatten();
+            let key = if let Some(block) = block {
+                block
+            } else if row.key.is_empty() {
                 "(none)".to_owned()
             } else {
                 ui::visible(&row.key).into_owned()
@@ -174,6 +188,23 @@ impl StatsCmd {
     }
 }
 
+/// A block's row as people read it: `2026-03-01 09:00–14:00` (UTC), and for the block
+/// still open at `now`, how long it has left; `None` for a key that is no block's start.
+fn block_text(key: &str, now: i64) -> Option<String> {
+    let start = calendar::hour_start(key.strip_suffix(":00Z")?)?;
+    let end = start.saturating_add(BLOCK_HOURS * calendar::HOUR);
+    let mut text = format!(
+        "{}–{}",
+        calendar::date_time(start),
+        calendar::date_time(end).get(11..).unwrap_or_default()
+    );
+    if (start..end).contains(&now) {
+        let left = (end - now + calendar::MINUTE - 1) / calendar::MINUTE;
+        text.push_str(&format!(" (open, {}h {:02}m left)", left / 60, left % 60));
+    }
+    Some(text)
+}
+
 fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
     vec![
         key,
@@ -186,4 +217,29 @@ fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
         ui::grouped(t.tokens.reasoning),
         cost,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_reads_as_its_hours_and_the_open_one_says_what_is_left() {
+        let start = calendar::parse_date("2026-03-01").unwrap() + 22 * calendar::HOUR;
+        assert_eq!(
+            block_text("2026-03-01T22:00Z", start - 1).as_deref(),
+            Some("2026-03-01 22:00–03:00")
+        );
+        assert_eq!(
+            block_text("2026-03-01T22:00Z", start + 90 * calendar::MINUTE + 1).as_deref(),
+            Some("2026-03-01 22:00–03:00 (open, 3h 30m left)")
+        );
+        assert_eq!(
+            block_text("2026-03-01T22:00Z", start + 5 * calendar::HOUR).as_deref(),
+            Some("2026-03-01 22:00–03:00")
+        );
+        for not_a_block in ["", "2026-03-01", "2026-03-01T22", "(none)"] {
+            assert_eq!(block_text(not_a_block, start), None, "{not_a_block:?}");
+        }
+    }
 }
