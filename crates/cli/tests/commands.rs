@@ -884,6 +884,38 @@ fn prune_dry_run_changes_nothing() {
     assert_eq!(env.run(&["prune"]).status.code(), Some(2));
 }
 
+/// What prune lists is named as search names it: an untitled session by how it began,
+/// before and after it is gone.
+#[test]
+fn prune_names_what_it_deletes() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let untitled = sessions.create(NewSession::default()).unwrap();
+    messages
+        .create(NewMessage::new(
+            &untitled.id,
+            Role::User,
+            vec![Part::text("Why is the\nsky blue?")],
+        ))
+        .unwrap();
+    sessions.end(&untitled.id, "user_exit").unwrap();
+    for (args, verb) in [(["--dry-run"], "would delete"), (["--yes"], "deleted")] {
+        let text = env.ok(&[&["prune", "--older-than", "0d"][..], &args[..]].concat());
+        let line = |id: &str| {
+            text.lines()
+                .find(|l| l.contains(id))
+                .unwrap_or_else(|| panic!("{id} in {text}"))
+                .to_owned()
+        };
+        let named = line(&untitled.id);
+        assert!(
+            named.starts_with(verb) && named.contains("“Why is the sky blue?” · cli · ended"),
+            "{named}"
+        );
+    }
+    assert!(sessions.get(&untitled.id).is_err());
+}
+
 #[test]
 fn db_check_and_vacuum() {
     let env = Env::new();

@@ -35,6 +35,9 @@ pub struct PruneCmd {
     pub json: bool,
 }
 
+/// Sessions whose first messages one query reads (each id is a bound parameter).
+const PREVIEW_BATCH: usize = 500;
+
 #[derive(Serialize)]
 struct PrunedJson {
     id: String,
@@ -56,6 +59,20 @@ impl PruneCmd {
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
         let source = self.source.as_deref();
         let preview = ctx.sessions.prune(self.older_than, source, true)?;
+        // How each untitled session began, read while it is still there (the table names
+        // it so; JSON keeps the stored title).
+        let mut began = std::collections::HashMap::new();
+        if !self.json {
+            let untitled: Vec<&str> = preview
+                .sessions
+                .iter()
+                .filter(|s| s.title.is_none())
+                .map(|s| s.id.as_str())
+                .collect();
+            for ids in untitled.chunks(PREVIEW_BATCH) {
+                began.extend(scribe_server::previews(&ctx.db, ids)?);
+            }
+        }
         let report = if self.dry_run {
             preview
         } else if preview.sessions.is_empty() {
@@ -126,8 +143,8 @@ impl PruneCmd {
                     style::DIM,
                     format!(
                         "{} · {} · ended {}",
-                        s.title.as_deref().unwrap_or("(untitled)"),
-                        s.source,
+                        ui::session_name(s.title.as_deref(), began.get(&s.id).map(String::as_str)),
+                        ui::visible(&s.source),
                         s.ended_at.map(ui::date).unwrap_or_default()
                     )
                 )
