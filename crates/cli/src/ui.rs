@@ -215,42 +215,6 @@ pub fn compact_count(n: i64) -> String {
     }
 }
 
-/// A count with thousands separators: `1,234,567`.
-pub fn grouped(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    if n < 0 {
-        out.push('-');
-    }
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Amounts from here up are no real bill (a damaged or hand-written row; cost sums stop
-/// at `f64::MAX`, 309 digits): shown in scientific notation, `$1.80e308`.
-const HUGE_DOLLARS: f64 = 1e15;
-
-/// Dollars: `$1.23`; below ten cents up to four decimals (`$0.0122`, `$0.05`), so small
-/// costs neither read as zero nor all look alike; from [`HUGE_DOLLARS`] up `$1.80e308`.
-pub fn dollars(usd: f64) -> String {
-    if usd.abs() >= HUGE_DOLLARS {
-        return format!("${usd:.2e}");
-    }
-    if usd == 0.0 || usd.abs() >= 0.1 {
-        return format!("${usd:.2}");
-    }
-    let mut text = format!("{usd:.4}");
-    while text.ends_with('0') && text.len() > text.find('.').map_or(0, |dot| dot + 3) {
-        text.pop();
-    }
-    format!("${text}")
-}
-
 /// A column of dollar amounts, one format for all of them: as many decimals as the value
 /// that needs most under [`dollars`] (2 to 4), so `$0.0040` stands beside `$0.0035`, never
 /// `$0.004`. Right-align the column so the decimal points line up.
@@ -313,15 +277,8 @@ pub fn unpriced_note(sessions: i64) -> String {
     )
 }
 
-/// A cost as one figure ([`dollars`]), saying when it leaves out unpriced usage, as an
-/// import's summary does: `$0.0932 + unknown (models without a price)`.
-pub fn cost_text(usd: f64, partial: bool) -> String {
-    if partial {
-        format!("{} + unknown (models without a price)", dollars(usd))
-    } else {
-        dollars(usd)
-    }
-}
+/// Counts and costs as every command and the web page's downloads write them.
+pub use scribe_server::text::{HUGE_DOLLARS, cost_text, dollars, grouped};
 
 use scribe_db::calendar::{self, DAY, HOUR, MINUTE, SECOND};
 /// UTC dates (`YYYY-MM-DD`) and times (`YYYY-MM-DD HH:MM`), as every command prints them.

@@ -25,7 +25,9 @@
 //! into the page as HTML (markdown goes through an escaping renderer and a sanitizer, and
 //! the content security policy allows only the server's own scripts).
 //!
-//! Modules: [`json`] (the JSON shapes shared with the CLI's `--json`), `store` (the one
+//! Modules: [`json`] (the JSON shapes shared with the CLI's `--json`), [`markdown`] (a
+//! conversation as Markdown, shared with `scribe export`), [`text`] (counts and costs as
+//! people read them, shared with the CLI's tables), `store` (the one
 //! place that reads the database), `api` (routes and parameters), `http` (binding, access
 //! rules, workers, static files, the event stream), `live` (change detection), `assets`
 //! (the embedded page and vendored libraries).
@@ -37,7 +39,9 @@ mod error;
 mod http;
 pub mod json;
 mod live;
+pub mod markdown;
 mod store;
+pub mod text;
 
 pub use api::{MAX_MESSAGE_PAGE, MAX_SESSION_PAGE, parse_time};
 pub use error::{ApiError, ServeError};

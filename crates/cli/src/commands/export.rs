@@ -8,7 +8,6 @@ use std::io::{BufWriter, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, ValueEnum};
-use scribe_message::{Message, Part, ToolState};
 use scribe_session::{ExportSelection, SessionExport};
 
 use crate::context::Context;
@@ -264,11 +263,11 @@ impl<'w> ExportWriter<'w> {
                 }
                 if self.on_terminal {
                     let mut text = Vec::new();
-                    markdown(&mut text, export)?;
+                    scribe_server::markdown::write(&mut text, export)?;
                     let text = String::from_utf8_lossy(&text);
                     self.out.write_all(ui::visible(&text).as_bytes())?;
                 } else {
-                    markdown(&mut self.out, export)?;
+                    scribe_server::markdown::write(&mut *self.out, export)?;
                 }
             }
         }
@@ -284,86 +283,4 @@ impl<'w> ExportWriter<'w> {
         }
         Ok(self.written)
     }
-}
-
-fn markdown(out: &mut impl Write, export: &SessionExport) -> Result<(), CliError> {
-    let s = &export.session;
-    writeln!(out, "# {}\n", s.title.as_deref().unwrap_or("(untitled)"))?;
-    writeln!(out, "- id: `{}`", s.id)?;
-    writeln!(out, "- kind: {} · source: {}", s.kind, s.source)?;
-    if let Some(model) = &s.model {
-        writeln!(out, "- model: {model}")?;
-    }
-    writeln!(out, "- started: {} UTC", ui::date_time(s.created_at))?;
-    writeln!(
-        out,
-        "- {} messages · {} tokens · {}",
-        s.message_count,
-        ui::grouped(s.tokens.total()),
-        ui::cost_text(s.estimated_cost_usd, s.cost_is_partial())
-    )?;
-    for m in &export.messages {
-        markdown_message(out, m)?;
-    }
-    Ok(())
-}
-
-/// A fence for a code block holding `text`: backticks, one more than the longest run in
-/// `text` and at least three, so no line of the text can close it (CommonMark closes a
-/// block at a line of at least as many backticks as opened it). A tool's output is often
-/// a file with fenced code (`cat README.md`), which closed a plain ```` ``` ```` block
-/// early and turned the rest of the export into Markdown of the output's making.
-fn code_fence(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat((longest + 1).max(3))
-}
-
-fn markdown_message(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
-    let summary = if m.is_summary { " (summary)" } else { "" };
-    writeln!(
-        out,
-        "\n## {}{summary} · {}\n",
-        m.role.as_str(),
-        ui::date_time(m.created_at)
-    )?;
-    for stored in &m.parts {
-        match &stored.part {
-            Part::Text(t) => writeln!(out, "{}\n", t.text.trim_end())?,
-            Part::Reasoning(r) => writeln!(
-                out,
-                "> _thinking:_ {}\n",
-                scribe_server::json::one_line(&r.text, 300)
-            )?,
-            Part::Tool(t) => {
-                writeln!(
-                    out,
-                    "**tool `{}`** ({})\n\n```json\n{}\n```\n",
-                    t.tool,
-                    t.state.status(),
-                    t.input
-                )?;
-                let text = match &t.state {
-                    ToolState::Completed { output, .. } => Some(output.as_str()),
-                    ToolState::Error { message, .. } => Some(message.as_str()),
-                    _ => None,
-                };
-                if let Some(text) = text {
-                    let fence = code_fence(text);
-                    writeln!(out, "{fence}\n{}\n{fence}\n", text.trim_end())?;
-                }
-            }
-            Part::File(f) => writeln!(
-                out,
-                "_attachment: {} ({})_\n",
-                f.filename.as_deref().unwrap_or("file"),
-                f.mime
-            )?,
-            Part::Compaction(_) => writeln!(out, "_— conversation compacted —_\n")?,
-            Part::Subtask(t) => {
-                writeln!(out, "_sub-agent task ({}): {}_\n", t.agent, t.description)?
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
