@@ -816,7 +816,8 @@
         h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
         fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
-        h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation")),
+        h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation"),
+        h("a", { href: "/api/sessions/" + encodeURIComponent(s.id) + "/markdown", download: "", id: "download-markdown", title: "The whole conversation as Markdown, as scribe export writes it" }, "Download Markdown")),
       related.length ? h("div", { class: "related" }, related) : null]);
   }
 

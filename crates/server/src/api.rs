@@ -145,12 +145,44 @@ pub fn parse_time(text: &str, now: i64) -> Result<i64, TimeError> {
     calendar::parse_since(text, now)
 }
 
-fn json(value: &impl Serialize) -> Result<Vec<u8>, ApiError> {
-    serde_json::to_vec(value).map_err(|err| ApiError::Internal(err.to_string()))
+/// What a route answers: JSON, or a file to download.
+pub(crate) enum Reply {
+    /// A JSON document.
+    Json(Vec<u8>),
+    /// A Markdown file, saved as `filename`.
+    Markdown {
+        /// The file.
+        body: Vec<u8>,
+        /// The name a browser saves it under.
+        filename: String,
+    },
+}
+
+fn json(value: &impl Serialize) -> Result<Reply, ApiError> {
+    serde_json::to_vec(value)
+        .map(Reply::Json)
+        .map_err(|err| ApiError::Internal(err.to_string()))
+}
+
+/// The name a session's download is saved under: its id (letters, digits, `_` and `-`
+/// kept, anything else `_`, at most 100 of them) and `extension`.
+fn download_name(id: &str, extension: &str) -> String {
+    let stem: String = id
+        .chars()
+        .take(100)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{stem}.{extension}")
 }
 
 /// Answers `GET /api/<route>`.
-pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Vec<u8>, ApiError> {
+pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Reply, ApiError> {
     let store = &shared.store;
     let segments: Vec<&str> = route.split('/').collect();
     match segments.as_slice() {
@@ -158,6 +190,14 @@ pub(crate) fn answer(shared: &Shared, route: &str, params: &Params) -> Result<Ve
         ["sessions", id] if !id.is_empty() => {
             params.only(&[])?;
             json(&store.session(&decode(id)?)?)
+        }
+        ["sessions", id, "markdown"] if !id.is_empty() => {
+            params.only(&[])?;
+            let id = decode(id)?;
+            Ok(Reply::Markdown {
+                body: store.markdown(&id)?,
+                filename: download_name(&id, "md"),
+            })
         }
         ["sessions", id, "messages"] if !id.is_empty() => {
             params.only(&["limit", "from", "after", "before", "tail", "missing"])?;

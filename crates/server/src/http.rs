@@ -774,7 +774,15 @@ fn handle(shared: &Shared, request: &Request) -> Response {
         return match Params::parse(request.query())
             .and_then(|params| api::answer(shared, route, &params))
         {
-            Ok(body) => json_response(200, body),
+            Ok(api::Reply::Json(body)) => json_response(200, body),
+            Ok(api::Reply::Markdown { body, filename }) => {
+                Response::new(200, "text/markdown; charset=utf-8", body)
+                    .with("Cache-Control", "no-store")
+                    .with(
+                        "Content-Disposition",
+                        format!("attachment; filename=\"{filename}\""),
+                    )
+            }
             Err(err) => json_error(&err),
         };
     }

@@ -21,7 +21,8 @@ use scribe_db::queries as q;
 use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchHit, SearchOptions, StoredPart, store};
 use scribe_session::{
-    Session, SessionError, SessionService, StatsBy, UsageSlice, UsageSlices, UsageTotals,
+    ExportSelection, Session, SessionError, SessionService, StatsBy, UsageSlice, UsageSlices,
+    UsageTotals,
 };
 
 use crate::cut::{CutLimits, cut_part};
@@ -515,6 +516,21 @@ impl Store {
             preview,
             session,
         })
+    }
+
+    /// The whole conversation `id` as Markdown, as `scribe export --format markdown`
+    /// writes it ([`crate::markdown`]).
+    pub fn markdown(&self, id: &str) -> Result<Vec<u8>, ApiError> {
+        let opened = self.current();
+        let mut body = Vec::new();
+        for export in opened
+            .sessions
+            .export(&ExportSelection::One(id.to_owned()))?
+        {
+            crate::markdown::write(&mut body, &export)
+                .map_err(|err| ApiError::Internal(err.to_string()))?;
+        }
+        Ok(body)
     }
 
     /// Up to `limit` consecutive messages of `session_id`, starting `at`. With

@@ -232,6 +232,40 @@ fn a_session_and_its_messages_page_by_page() {
     assert!(child["session"]["title"].is_null());
     assert_eq!(child["preview"], json!("Which files call the builder?"));
 
+    // The whole conversation as Markdown, as `scribe export --format markdown` writes it,
+    // to save as a file; stored text as stored.
+    let md = get(a, &format!("/api/sessions/{}/markdown", f.main));
+    assert_eq!(md.status, 200, "{}", md.text());
+    assert_eq!(
+        md.header("Content-Type"),
+        Some("text/markdown; charset=utf-8")
+    );
+    assert_eq!(
+        md.header("Content-Disposition"),
+        Some("attachment; filename=\"ses_main.md\"")
+    );
+    let text = md.text();
+    assert!(text.starts_with("# Fix the build\n"), "{text}");
+    assert!(
+        text.contains(SCRIPT_TEXT) && text.contains("## assistant"),
+        "{text}"
+    );
+    let db = Arc::new(Database::open_read_only(&f.db).unwrap());
+    let mut want = Vec::new();
+    for export in SessionService::new(db)
+        .export(&scribe_session::ExportSelection::One(f.main.clone()))
+        .unwrap()
+    {
+        scribe_server::markdown::write(&mut want, &export).unwrap();
+    }
+    assert_eq!(md.body, want);
+    let missing = get(a, "/api/sessions/ses_nope/markdown");
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    assert_eq!(
+        get(a, &format!("/api/sessions/{}/markdown?x=1", f.main)).status,
+        400
+    );
+
     // Messages are the library's shape (as in `scribe show --json`), stored text verbatim.
     let page = get_json(a, &format!("/api/sessions/{}/messages", f.main));
     let messages = page["messages"].as_array().unwrap();

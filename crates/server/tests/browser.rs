@@ -348,6 +348,25 @@ fn conversation(ctx: &Ctx) -> Result<()> {
         "the messages",
         "return document.querySelectorAll('#messages .msg').length === 4",
     )?;
+    // The conversation downloads as Markdown, saved under its id.
+    let link = d.exec(
+        "const a = document.getElementById('download-markdown'); return [a.getAttribute('href'), a.hasAttribute('download')]",
+        json!([]),
+    )?;
+    check(
+        link == json!([format!("/api/sessions/{}/markdown", f.main), true]),
+        format!("the download link: {link}"),
+    )?;
+    d.exec(
+        "fetch(document.getElementById('download-markdown').href).then((r) => r.text()).then((t) => { window.__md = t; })",
+        json!([]),
+    )?;
+    d.wait("the Markdown", "return typeof window.__md === 'string'")?;
+    let md = text(ctx, "return window.__md")?;
+    check(
+        md.starts_with("# Fix the build\n") && md.contains("<script>window.__xss = 1</script>"),
+        format!("the Markdown: {md:.200}"),
+    )?;
     // Stored HTML is text: visible as written, never an element, never run.
     let shown = text(
         ctx,
