@@ -131,6 +131,61 @@ fn show_renders_the_conversation() {
     assert_eq!(json["messages"][0]["id"], s.build_first.as_str());
 }
 
+/// `show --last N`: the newest N messages after a line saying earlier ones were left out
+/// (none when N covers them all), read a page at a time from the end; an untitled
+/// session's header names it by how it began.
+#[test]
+fn show_last_shows_the_end_of_a_long_conversation() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let long = sessions.create(NewSession::default()).unwrap();
+    for i in 0..1_205 {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        messages
+            .create(NewMessage::new(
+                &long.id,
+                role,
+                vec![Part::text(format!("message number {i:04}"))],
+            ))
+            .unwrap();
+    }
+    let text = env.ok(&["show", &long.id, "--last", "3"]);
+    assert!(text.starts_with("“message number 0000”\n"), "{text}");
+    assert!(text.contains("earlier messages left out"), "{text}");
+    let shown: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("message number "))
+        .collect();
+    assert_eq!(shown, ["1202", "1203", "1204"], "{text}");
+    // More than a page (1,000 messages) back, in order.
+    let text = env.ok(&["show", &long.id, "--last", "1100"]);
+    let shown: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("message number "))
+        .collect();
+    assert_eq!(shown.len(), 1_100);
+    assert_eq!((shown[0], shown[1_099]), ("0105", "1204"));
+    assert!(shown.windows(2).all(|w| w[0] < w[1]));
+    // All of it: nothing left out, the same as without --last.
+    let all = env.ok(&["show", &long.id, "--last", "5000"]);
+    assert!(!all.contains("left out"));
+    assert_eq!(all, env.ok(&["show", &long.id]));
+    assert_eq!(
+        env.run(&["show", &long.id, "--last", "0"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        env.run(&["show", &long.id, "--last", "2", "--json"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
 #[test]
 fn unknown_and_ambiguous_sessions_fail_with_one_line() {
     let env = Env::new();

@@ -32,8 +32,12 @@ const REASONING_CHARS: usize = 100;
 pub struct ShowCmd {
     /// The session: an id, a unique id prefix, or a title (the newest of `t`, `t #2` …).
     pub session: String,
+    /// Show only the last N messages (what the agent did last), after a line saying how
+    /// many came before.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub last: Option<u32>,
     /// Print the session's full export (session, messages, parts, files) as JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "last")]
     pub json: bool,
 }
 
@@ -51,7 +55,12 @@ impl ShowCmd {
                 None => Err(CliError::NoSuchSession(session.id)),
             };
         }
-        header(&mut out, &session)?;
+        let began = if session.title.is_none() {
+            scribe_server::previews(&ctx.db, &[session.id.as_str()])?.remove(&session.id)
+        } else {
+            None
+        };
+        header(&mut out, &session, began.as_deref())?;
         // An ended conversation may go on in a compaction continuation: say where.
         let tip = ctx.sessions.continuation_tip(&session.id)?;
         if tip.id != session.id {
@@ -72,8 +81,37 @@ impl ShowCmd {
         let children = ctx.sessions.children(&session.id)?;
         sub_sessions(&mut out, &children)?;
         let marks = compaction_marks(ctx, &session, &children)?;
-        let mut first = true;
-        for message in ctx.messages.stream(&session.id)? {
+        // With --last, the newest N, read a page at a time from the end.
+        let mut shows_first = true;
+        let mut messages: Box<dyn Iterator<Item = Result<Message, CliError>>> = match self.last {
+            None => Box::new(
+                ctx.messages
+                    .stream(&session.id)?
+                    .map(|m| m.map_err(CliError::from)),
+            ),
+            Some(n) => {
+                let (last, earlier) = last_messages(ctx, &session.id, n as usize)?;
+                if earlier {
+                    shows_first = false;
+                    writeln!(out)?;
+                    writeln!(
+                        out,
+                        "{}",
+                        paint(
+                            style::DIM,
+                            format!(
+                                "… earlier messages left out (scribe show {} shows them all)",
+                                session.id
+                            )
+                        )
+                    )?;
+                }
+                Box::new(last.into_iter().map(Ok))
+            }
+        };
+        // The mark before a session's first message goes before it only when it is shown.
+        let mut first = shows_first;
+        for message in &mut messages {
             let message = message?;
             let mark = marks
                 .get(&message.id)
@@ -194,6 +232,30 @@ fn sub_sessions(out: &mut impl Write, children: &[Session]) -> Result<(), CliErr
     Ok(())
 }
 
+/// The last `n` messages of `session_id`, oldest first, and whether earlier ones exist.
+fn last_messages(
+    ctx: &Context,
+    session_id: &str,
+    n: usize,
+) -> Result<(Vec<Message>, bool), CliError> {
+    let mut newest_first: Vec<Message> = Vec::new();
+    let mut before = None;
+    loop {
+        let want = n - newest_first.len();
+        let page = ctx.messages.page(
+            session_id,
+            want.min(scribe_message::MAX_PAGE),
+            before.as_ref(),
+        )?;
+        newest_first.extend(page.messages);
+        if newest_first.len() >= n || !page.more {
+            newest_first.reverse();
+            return Ok((newest_first, page.more));
+        }
+        before = page.next;
+    }
+}
+
 /// Whether message `id` exists in session `session_id`.
 fn in_session(ctx: &Context, id: &str, session_id: &str) -> Result<bool, CliError> {
     match ctx.messages.get(id) {
@@ -203,9 +265,10 @@ fn in_session(ctx: &Context, id: &str, session_id: &str) -> Result<bool, CliErro
     }
 }
 
-fn header(out: &mut impl Write, s: &Session) -> Result<(), CliError> {
-    let title = s.title.as_deref().unwrap_or("(untitled)");
-    writeln!(out, "{}", paint(style::HEADER, ui::visible(title)))?;
+/// The session's name (an untitled one's by how it `began`), then its facts.
+fn header(out: &mut impl Write, s: &Session, began: Option<&str>) -> Result<(), CliError> {
+    let title = ui::session_name(s.title.as_deref(), began);
+    writeln!(out, "{}", paint(style::HEADER, title))?;
     let mut facts = vec![s.id.clone(), s.kind.to_string(), s.source.clone()];
     facts.extend(s.model.clone());
     facts.push(format!("started {}", ui::date_time(s.created_at)));
