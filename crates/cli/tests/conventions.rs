@@ -101,18 +101,7 @@ fn list_and_search_filter_by_directory_and_list_by_model_and_title() {
     let link = env.path("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let ids_in = |dir: &Path, args: &[&str]| -> Vec<String> {
-        let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
-            .arg("--db")
-            .arg(&env.db)
-            .args(["list", "--json"])
-            .args(args)
-            .env_remove("SCRIBE_DB")
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-        json["sessions"]
+        json_in(&env, dir, &[&["list", "--json"], args].concat())["sessions"]
             .as_array()
             .unwrap()
             .iter()
@@ -153,17 +142,7 @@ fn list_and_search_filter_by_directory_and_list_by_model_and_title() {
     // messages; anywhere among the query's words, a `-word` still excluding.
     messages_in(&env, &here.id, "the parser of this project");
     let hits_in = |dir: &Path, args: &[&str]| -> Vec<String> {
-        let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
-            .arg("--db")
-            .arg(&env.db)
-            .args(["search", "--json"])
-            .args(args)
-            .env_remove("SCRIBE_DB")
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let json = json_in(&env, dir, &[&["search", "--json"], args].concat());
         let mut sessions: Vec<String> = json["hits"]
             .as_array()
             .unwrap()
@@ -200,6 +179,21 @@ fn list_and_search_filter_by_directory_and_list_by_model_and_title() {
         env.run(&["search", "--dir", "", "parser"]).status.code(),
         Some(2)
     );
+}
+
+/// The JSON `scribe ARGS` prints on `env`'s database, run from `dir` (`--dir .` reads
+/// the directory it runs in).
+fn json_in(env: &Env, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+        .arg("--db")
+        .arg(&env.db)
+        .args(args)
+        .env_remove("SCRIBE_DB")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
 }
 
 /// Adds a user message with `text` to session `id`.
