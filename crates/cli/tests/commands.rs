@@ -155,7 +155,7 @@ fn show_last_shows_the_end_of_a_long_conversation() {
     }
     let text = env.ok(&["show", &long.id, "--last", "3"]);
     assert!(text.starts_with("“message number 0000”\n"), "{text}");
-    assert!(text.contains("earlier messages left out"), "{text}");
+    assert!(text.contains("… 1,202 earlier messages left out"), "{text}");
     let shown: Vec<&str> = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("message number "))

@@ -297,7 +297,7 @@ pub struct UsageStatsRow {
 /// counted per session only: they are shared among its messages' hours and models in
 /// proportion to the messages that carry usage. A session whose messages carry more than it counts
 /// itself (a fork: its copied messages keep their usage, its totals start at zero) counts
-/// wholly under its own model and day, so no token is counted twice.
+/// wholly under its own model and creation hour, so no token is counted twice.
 ///
 /// Usage `since` a time is the usage of the messages from then on, and of the sessions
 /// started from then on, what they count beyond their messages.

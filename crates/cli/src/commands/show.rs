@@ -33,7 +33,7 @@ pub struct ShowCmd {
     /// The session: an id, a unique id prefix, or a title (the newest of `t`, `t #2` …).
     pub session: String,
     /// Show only the last N messages (what the agent did last), after a line saying how
-    /// many came before.
+    /// many were left out before them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub last: Option<u32>,
     /// Print the session's full export (session, messages, parts, files) as JSON.
@@ -100,7 +100,13 @@ impl ShowCmd {
                         paint(
                             style::DIM,
                             format!(
-                                "… earlier messages left out (scribe show {} shows them all)",
+                                "… {} left out (scribe show {} shows them all)",
+                                ui::plural(
+                                    session.message_count.saturating_sub(
+                                        i64::try_from(last.len()).unwrap_or(i64::MAX)
+                                    ),
+                                    "earlier message"
+                                ),
                                 session.id
                             )
                         )

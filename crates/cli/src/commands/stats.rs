@@ -38,10 +38,11 @@ pub enum By {
 ///
 /// Tokens (input, output, cache read, cache write, reasoning) and estimated cost, grouped
 /// by model, source, day, week or month (UTC), the directory the agent worked in, or usage
-/// block (five hours, as subscription limits count), with totals. Usage counts under the model and day of the message that used it, so a session
-/// that switched models or ran past midnight is split as it happened; what a session
-/// counts beyond its messages (usage an agent reported for the session as a whole) counts
-/// under its model and the day it started. A sub-agent session whose usage was rolled
+/// block (five hours, as subscription limits count), with totals. Usage counts under the
+/// model and hour of the message that used it, so a session that switched models or ran
+/// past midnight is split as it happened; what a session counts beyond its messages (usage
+/// an agent reported for the session as a whole) counts under its model and the hour it
+/// started. A sub-agent session whose usage was rolled
 /// into its parent is counted once, under its own model.
 #[derive(Debug, Args)]
 pub struct StatsCmd {
