@@ -1,5 +1,5 @@
 //! A conversation as Markdown: what `scribe export --format markdown` writes and the web
-//! page's "Markdown" download serves (`GET /api/sessions/{id}/export`), one renderer for
+//! page's "Download Markdown" serves (`GET /api/sessions/{id}/markdown`), one renderer for
 //! both. Stored text goes in as stored (a reader's renderer escapes it); tool output sits
 //! in fences no line of it can close.
 
