@@ -75,6 +75,17 @@ FROM import_files
 GROUP BY source
 ORDER BY source;
 
+-- name: ListRecentImportedConfigs :many
+-- The model_config of one source's most recently active imported sessions that have one,
+-- newest first (what an agent last said about the session as a whole: Codex's usage
+-- limits, scribe_import::sources::codex::RATE_LIMITS).
+SELECT s.model_config AS "model_config!: String"
+FROM import_sessions AS i
+JOIN sessions AS s ON s.id = i.session_id
+WHERE i.source = @source AND s.model_config IS NOT NULL
+ORDER BY s.updated_at DESC
+LIMIT @limit;
+
 -- name: CountImportedSessions :many
 SELECT source, count(*) AS "sessions!: i64"
 FROM import_sessions

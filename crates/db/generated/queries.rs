@@ -1098,7 +1098,39 @@ pub fn summarize_imports(
     rows.collect()
 }
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
+/// SQL of `ListRecentImportedConfigs` (sql/queries/import.sql:78).
+pub const LIST_RECENT_IMPORTED_CONFIGS_SQL: &str =
+    "SELECT s.model_config AS \"model_config!: String\"
+FROM import_sessions AS i
+JOIN sessions AS s ON s.id = i.session_id
+WHERE i.source = ?1 AND s.model_config IS NOT NULL
+ORDER BY s.updated_at DESC
+LIMIT ?2";
+
+/// Parameters of [`list_recent_imported_configs`].
+#[derive(Debug, Clone, Copy)]
+pub struct ListRecentImportedConfigsParams<'a> {
+    pub source: &'a str,
+    pub limit: i64,
+}
+
+/// `ListRecentImportedConfigs` (`:many`) from `sql/queries/import.sql:78`.
+///
+/// The model_config of one source's most recently active imported sessions that have one,
+/// newest first (what an agent last said about the session as a whole: Codex's usage
+/// limits, scribe_import::sources::codex::RATE_LIMITS).
+pub fn list_recent_imported_configs(
+    conn: &rusqlite::Connection,
+    params: &ListRecentImportedConfigsParams<'_>,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(LIST_RECENT_IMPORTED_CONFIGS_SQL)?;
+    let rows = stmt.query_map(rusqlite::params![params.source, params.limit], |row| {
+        row.get(0)
+    })?;
+    rows.collect()
+}
+
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:89).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
@@ -1111,7 +1143,7 @@ pub struct CountImportedSessionsRow {
     pub sessions: i64,
 }
 
-/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
+/// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:89`.
 pub fn count_imported_sessions(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<Vec<CountImportedSessionsRow>> {
@@ -1125,7 +1157,7 @@ pub fn count_imported_sessions(
     rows.collect()
 }
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:84).
+/// SQL of `GetImportKey` (sql/queries/import.sql:95).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = ?1 AND record_key = ?2";
 
@@ -1136,7 +1168,7 @@ pub struct GetImportKeyParams<'a> {
     pub record_key: &'a str,
 }
 
-/// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
+/// `GetImportKey` (`:one`) from `sql/queries/import.sql:95`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_import_key(
@@ -1148,7 +1180,7 @@ pub fn get_import_key(
     stmt.query_row(values, read_import_key_row)
 }
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:98).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES (?1, ?2, ?3)
 ON CONFLICT (source, record_key) DO UPDATE SET
@@ -1162,7 +1194,7 @@ pub struct MarkImportKeyParams<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
+/// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:98`.
 ///
 /// Records that @session_id holds a record key; the first session to hold it keeps it.
 pub fn mark_import_key(
@@ -1175,7 +1207,7 @@ pub fn mark_import_key(
     Ok(())
 }
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:105).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES (?1, ?2, ?3, ?4)
@@ -1192,7 +1224,7 @@ pub struct SetImportKeyTitleParams<'a> {
     pub title_rank: i64,
 }
 
-/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
+/// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:105`.
 ///
 /// A title for the session that will hold a record key (NULL clears it once applied).
 pub fn set_import_key_title(
@@ -4071,10 +4103,19 @@ pub trait ReadQueries {
     /// Per source: files read, their bytes, records taken and skipped, and the last import.
     fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error>;
 
-    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:78`.
+    /// `ListRecentImportedConfigs` (`:many`) from `sql/queries/import.sql:78`.
+    /// The model_config of one source's most recently active imported sessions that have one,
+    /// newest first (what an agent last said about the session as a whole: Codex's usage
+    /// limits, scribe_import::sources::codex::RATE_LIMITS).
+    fn list_recent_imported_configs(
+        &mut self,
+        params: &ListRecentImportedConfigsParams<'_>,
+    ) -> Result<Vec<String>, crate::Error>;
+
+    /// `CountImportedSessions` (`:many`) from `sql/queries/import.sql:89`.
     fn count_imported_sessions(&mut self) -> Result<Vec<CountImportedSessionsRow>, crate::Error>;
 
-    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:84`.
+    /// `GetImportKey` (`:one`) from `sql/queries/import.sql:95`.
     fn get_import_key(
         &mut self,
         params: &GetImportKeyParams<'_>,
@@ -4483,11 +4524,11 @@ pub trait Queries: ReadQueries {
         params: &SetImportSessionCostFlagsParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:87`.
+    /// `MarkImportKey` (`:exec`) from `sql/queries/import.sql:98`.
     /// Records that @session_id holds a record key; the first session to hold it keeps it.
     fn mark_import_key(&mut self, params: &MarkImportKeyParams<'_>) -> Result<(), crate::Error>;
 
-    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:94`.
+    /// `SetImportKeyTitle` (`:exec`) from `sql/queries/import.sql:105`.
     /// A title for the session that will hold a record key (NULL clears it once applied).
     fn set_import_key_title(
         &mut self,
@@ -4819,6 +4860,14 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn summarize_imports(&mut self) -> Result<Vec<SummarizeImportsRow>, crate::Error> {
         summarize_imports(self.conn).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_recent_imported_configs(
+        &mut self,
+        params: &ListRecentImportedConfigsParams<'_>,
+    ) -> Result<Vec<String>, crate::Error> {
+        list_recent_imported_configs(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -192,23 +192,32 @@ FROM import_files
 GROUP BY source
 ORDER BY source";
 
-/// SQL of `CountImportedSessions` (sql/queries/import.sql:78).
+/// SQL of `ListRecentImportedConfigs` (sql/queries/import.sql:78).
+pub const LIST_RECENT_IMPORTED_CONFIGS_SQL: &str =
+    "SELECT s.model_config AS \"model_config!: String\"
+FROM import_sessions AS i
+JOIN sessions AS s ON s.id = i.session_id
+WHERE i.source = $1 AND s.model_config IS NOT NULL
+ORDER BY s.updated_at DESC
+LIMIT $2";
+
+/// SQL of `CountImportedSessions` (sql/queries/import.sql:89).
 pub const COUNT_IMPORTED_SESSIONS_SQL: &str = "SELECT source, count(*) AS \"sessions!: i64\"
 FROM import_sessions
 GROUP BY source
 ORDER BY source";
 
-/// SQL of `GetImportKey` (sql/queries/import.sql:84).
+/// SQL of `GetImportKey` (sql/queries/import.sql:95).
 pub const GET_IMPORT_KEY_SQL: &str =
     "SELECT * FROM import_keys WHERE source = $1 AND record_key = $2";
 
-/// SQL of `MarkImportKey` (sql/queries/import.sql:87).
+/// SQL of `MarkImportKey` (sql/queries/import.sql:98).
 pub const MARK_IMPORT_KEY_SQL: &str = "INSERT INTO import_keys (source, record_key, session_id)
 VALUES ($1, $2, $3)
 ON CONFLICT (source, record_key) DO UPDATE SET
     session_id = coalesce(import_keys.session_id, excluded.session_id)";
 
-/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:94).
+/// SQL of `SetImportKeyTitle` (sql/queries/import.sql:105).
 pub const SET_IMPORT_KEY_TITLE_SQL: &str =
     "INSERT INTO import_keys (source, record_key, title, title_rank)
 VALUES ($1, $2, $3, $4)
@@ -1822,6 +1831,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &[])?;
         rows.iter()
             .map(read_summarize_imports_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_recent_imported_configs(
+        &mut self,
+        params: &super::ListRecentImportedConfigsParams<'_>,
+    ) -> Result<Vec<String>, crate::Error> {
+        let values: [Param<'_>; 2] = [(&params.source, Type::TEXT), (&params.limit, Type::INT8)];
+        let sql = LIST_RECENT_IMPORTED_CONFIGS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(|row| row.try_get(0))
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -443,7 +443,14 @@ pub struct SourceState {
     pub sessions: i64,
     /// When the source was last imported (ms), if ever.
     pub last_imported_at: Option<i64>,
+    /// The newest usage-limit snapshot its sessions hold (Codex's: see
+    /// [`crate::sources::codex::RATE_LIMITS`]): `{"at", "windows": [{"minutes",
+    /// "used_percent", "resets_at"}]}`.
+    pub rate_limits: Option<serde_json::Value>,
 }
+
+/// Recently active sessions of a source looked at for its newest usage-limit snapshot.
+const RECENT_CONFIGS: i64 = 50;
 
 /// What earlier imports recorded, per source name (sources never imported are absent).
 pub fn source_states(store: &Store) -> Result<HashMap<String, SourceState>> {
@@ -459,6 +466,27 @@ pub fn source_states(store: &Store) -> Result<HashMap<String, SourceState>> {
         }
         for row in tx.q().count_imported_sessions()? {
             out.entry(row.source).or_default().sessions = row.sessions;
+        }
+        // Codex reports its plan's usage limits with its token counts; the newest snapshot
+        // is in one of the sessions active last (each holds its own newest).
+        let key = crate::sources::codex::RATE_LIMITS;
+        let newest = tx
+            .q()
+            .list_recent_imported_configs(&q::ListRecentImportedConfigsParams {
+                source: Source::Codex.name(),
+                limit: RECENT_CONFIGS,
+            })?
+            .into_iter()
+            .filter_map(|text| {
+                let mut config: serde_json::Value = serde_json::from_str(&text).ok()?;
+                let limits = config.get_mut(key)?.take();
+                limits.get("at")?.as_i64().map(|at| (at, limits))
+            })
+            .max_by_key(|(at, _)| *at);
+        if let Some((_, limits)) = newest
+            && let Some(state) = out.get_mut(Source::Codex.name())
+        {
+            state.rate_limits = Some(limits);
         }
         Ok(out)
     })

@@ -904,3 +904,54 @@ fn hermes_auxiliary_calls_are_child_sessions_under_their_model() {
     let report = db.check().unwrap();
     assert!(report.is_ok(), "{report:?}");
 }
+
+/// Codex reports its plan's usage limits with its token counts. Each session keeps its
+/// newest snapshot (in its `model_config`), read from the shapes Codex wrote over time,
+/// whole or a line at a time; what `scribe sources` shows is the newest of them.
+#[test]
+fn codex_usage_limits_are_kept_as_reported() {
+    for batch in [scribe_import::Options::default().batch_messages, 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = home(dir.path());
+        let db = scribe_db(dir.path());
+        run_batched(
+            &db,
+            Source::Codex,
+            &roots(&home, Source::Codex),
+            batch,
+            &mut |_| {},
+        );
+        let limits = |id: &str| {
+            session(&db, id)
+                .model_config
+                .and_then(|c| c.get(scribe_import::sources::codex::RATE_LIMITS).cloned())
+        };
+        // A plus plan: the five hours and the week, each with when it resets.
+        let two = limits("019c8a70-dda7-7f33-98ea-f30553347322").unwrap();
+        assert_eq!(
+            two["windows"],
+            serde_json::json!([
+                {"minutes": 300, "used_percent": 19.0, "resets_at": 1_771_864_834_000_i64},
+                {"minutes": 10_080, "used_percent": 6.0, "resets_at": 1_772_355_702_000_i64},
+            ]),
+            "batch {batch}"
+        );
+        // A pro plan reports the week alone; the later snapshots of that file with windows
+        // of length 0 (older Codex, before it knew) say nothing and leave it in place.
+        let pro = limits("019fc8be-3658-7ca3-9e29-000000000000").unwrap();
+        assert_eq!(pro["plan"], "pro", "batch {batch}");
+        assert_eq!(
+            pro["windows"],
+            serde_json::json!([
+                {"minutes": 10_080, "used_percent": 1.0, "resets_at": 1_785_958_530_000_i64},
+            ]),
+            "batch {batch}"
+        );
+        // A rollout whose limits are all null has none.
+        assert!(limits("01a0f21c-5c40-7f72-9aa9-ef0b43570680").is_none());
+        // The source's newest snapshot is the pro plan's (August, after February's).
+        let store = scribe_session::Store::new(std::sync::Arc::clone(&db));
+        let states = scribe_import::sink::source_states(&store).unwrap();
+        assert_eq!(states["codex"].rate_limits.as_ref(), Some(&pro));
+    }
+}

@@ -716,3 +716,30 @@ fn batches_of_any_size_store_the_same() {
         assert_same(&dumps[0].1, &dumps[1].1, source.name());
     }
 }
+
+/// A Codex session's usage-limit snapshot is the newest its file has reported, however
+/// the file was read: an import of lines without a snapshot keeps the one before.
+#[test]
+fn a_codex_usage_limit_snapshot_survives_imports_that_report_none() {
+    let name = "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl";
+    let all = lines(CODEX);
+    let dir = tempfile::tempdir().unwrap();
+    let (file, root) = file_in(dir.path(), name);
+    let db = scribe_db(dir.path());
+    let snapshot_at = |db: &std::sync::Arc<scribe_db::Database>| {
+        session(db, CODEX_ID)
+            .model_config
+            .and_then(|c| c[scribe_import::sources::codex::RATE_LIMITS]["at"].as_i64())
+    };
+    // Line 13 reports the limits at 12:19:43.421, line 19 again at 12:19:52.689.
+    write(&file, &all[..13].concat());
+    run(&db, Source::Codex, std::slice::from_ref(&root));
+    assert_eq!(snapshot_at(&db), Some(1_771_849_183_421));
+    append(&file, &all[13..18].concat());
+    let second = run(&db, Source::Codex, std::slice::from_ref(&root));
+    assert_eq!(second.files_read, 1);
+    assert_eq!(snapshot_at(&db), Some(1_771_849_183_421));
+    append(&file, &all[18..].concat());
+    run(&db, Source::Codex, &[root]);
+    assert_eq!(snapshot_at(&db), Some(1_771_849_192_689));
+}

@@ -20,6 +20,9 @@
 //!   `output_tokens` the reasoning ones, so Scribe stores `input − cached` and
 //!   `output − reasoning`; `token_usage_record` repeats `token_count` and is skipped;
 //! - the model is the `token_count`'s own, else the latest `turn_context`'s;
+//! - a `token_count`'s `rate_limits` (how much of the plan's five-hour and weekly windows
+//!   is used, when each resets) is the session's usage-limit snapshot, the newest kept in
+//!   its `model_config` under [`RATE_LIMITS`] (`scribe sources` shows the newest of all);
 //! - a fork or sub-agent file starts with a copy of its parent's history written in the
 //!   second its `session_meta` was: those lines are skipped, their last token total kept as
 //!   the baseline (as ccusage does);
@@ -39,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, JsonLines, Unit, content_text, int_of, mark_undone, message,
+    FileReport, Importer, JsonLines, Unit, content_text, f64_of, int_of, mark_undone, message,
     read_json_lines, reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text,
     tool, walk,
 };
@@ -127,6 +130,8 @@ struct Carry {
     started: bool,
     /// The message ids of the newest user turns, oldest first: what a rollback undoes.
     turns: Vec<Vec<String>>,
+    /// The newest usage-limit snapshot a `token_count` carried ([`rate_limits`]).
+    rate_limits: Option<Value>,
 }
 
 impl Importer for Codex {
@@ -744,6 +749,16 @@ impl Reader<'_> {
     }
 
     fn tokens(&mut self, p: &Value, at: i64) {
+        if let Some(limits) = rate_limits(p, at) {
+            let newer = self
+                .carry
+                .rate_limits
+                .as_ref()
+                .is_none_or(|known| int_of(known, "at") <= at);
+            if newer {
+                self.carry.rate_limits = Some(limits);
+            }
+        }
         let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
             self.report.skip("event_msg:token_count(no info)");
             return;
@@ -846,6 +861,11 @@ impl Reader<'_> {
                 .map(|(m, _)| m.clone())
                 .or_else(|| h.model.clone());
             rec.billing_provider.clone_from(&h.provider);
+            rec.model_config = self
+                .carry
+                .rate_limits
+                .clone()
+                .map(|limits| serde_json::json!({ RATE_LIMITS: limits }));
             rec.title = h.title.clone().map(|t| (t, TitleRank::Source));
             if let Some(parent) = &h.parent {
                 rec.parent = Some(parent.clone());
@@ -859,6 +879,61 @@ impl Reader<'_> {
         }
         self.carry
     }
+}
+
+/// The key of a Codex session's `model_config` that holds its newest usage-limit snapshot.
+pub const RATE_LIMITS: &str = "codex_rate_limits";
+
+/// The usage limits a `token_count` payload reports at `at` (ms), as Scribe keeps them:
+/// `{"at": ms, "plan": "pro"?, "windows": [{"minutes", "used_percent", "resets_at" (ms or
+/// null)}]}`, one window for each of Codex's `primary` and `secondary` that it reports
+/// with a length (either may be the five hours or the week, depending on the plan).
+/// Read in the shapes Codex wrote over time: `resets_at` (seconds) or `resets_in_seconds`
+/// (from `at`), and the older flat `primary_used_percent` / `primary_window_minutes`. A
+/// window of length 0 (what Codex wrote before it knew) says nothing; `None` when no
+/// window says anything (older Codex, an API key without a plan).
+fn rate_limits(p: &Value, at: i64) -> Option<Value> {
+    let limits = p.get("rate_limits").filter(|l| l.is_object())?;
+    let windows: Vec<Value> = ["primary", "secondary"]
+        .into_iter()
+        .filter_map(|name| {
+            let (used, minutes, w) = match limits.get(name).filter(|w| w.is_object()) {
+                Some(w) => (
+                    f64_of(w, "used_percent")?,
+                    int_of(w, "window_minutes"),
+                    Some(w),
+                ),
+                None => (
+                    f64_of(limits, &format!("{name}_used_percent"))?,
+                    int_of(limits, &format!("{name}_window_minutes")),
+                    None,
+                ),
+            };
+            if minutes <= 0 || !used.is_finite() {
+                return None;
+            }
+            let seconds = |key: &str| {
+                w.and_then(|w| f64_of(w, key))
+                    .filter(|s| s.is_finite() && s.abs() < 1e12)
+                    .map(|s| (s * 1000.0).round() as i64)
+            };
+            let resets_at = seconds("resets_at")
+                .or_else(|| seconds("resets_in_seconds").map(|ms| at.saturating_add(ms)));
+            Some(serde_json::json!({
+                "minutes": minutes,
+                "used_percent": used,
+                "resets_at": resets_at,
+            }))
+        })
+        .collect();
+    if windows.is_empty() {
+        return None;
+    }
+    let mut snapshot = serde_json::json!({ "at": at, "windows": windows });
+    if let Some(plan) = str_of(limits, "plan_type").filter(|p| !p.is_empty()) {
+        snapshot["plan"] = Value::from(plan);
+    }
+    Some(snapshot)
 }
 
 fn totals(v: &Value) -> Totals {
