@@ -583,6 +583,31 @@ fn sources_lists_the_histories_and_their_last_import() {
         table.contains("gemini") && table.contains("never"),
         "{table}"
     );
+    assert!(gemini["rate_limits"].is_null());
+    assert!(!table.contains("usage limits"), "{table}");
+    // Codex reports its plan's usage limits: the newest snapshot is listed, in JSON and
+    // under the table (its reset has passed by now, and the line says so).
+    scribe.ok(&["import", "--from", "codex"]);
+    let after = scribe.json(&["sources", "--json"]);
+    let codex = after["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["source"] == "codex")
+        .unwrap()
+        .clone();
+    assert_eq!(codex["rate_limits"]["plan"], "pro", "{codex}");
+    assert_eq!(
+        codex["rate_limits"]["windows"],
+        serde_json::json!([{"minutes": 10_080, "used_percent": 1.0, "resets_at": 1_785_958_530_000_i64}])
+    );
+    let table = scribe.ok(&["sources"]);
+    assert!(
+        table.contains(
+            "codex usage limits (pro plan) as of 2026-08-03 10:48 UTC: 1% of the weekly window (reset since, 2026-08-05 19:35)"
+        ),
+        "{table}"
+    );
 }
 
 /// A `scribe import --watch` process and the lines it prints (read on a thread, so a
