@@ -444,7 +444,7 @@ pub struct SourceState {
     /// When the source was last imported (ms), if ever.
     pub last_imported_at: Option<i64>,
     /// The newest usage-limit snapshot its sessions hold (Codex's: see
-    /// [`crate::sources::codex::RATE_LIMITS`]): `{"at", "windows": [{"minutes",
+    /// [`crate::sources::codex::RATE_LIMITS`]): `{"at", "plan"?, "windows": [{"minutes",
     /// "used_percent", "resets_at"}]}`.
     pub rate_limits: Option<serde_json::Value>,
 }

@@ -36,8 +36,8 @@ struct SourceRow {
     sessions_imported: i64,
     files_imported: i64,
     last_imported_at: Option<i64>,
-    /// The newest usage-limit snapshot: `{"at", "windows": [{"minutes", "used_percent",
-    /// "resets_at"}]}` (times in ms); `null` when the agent reported none.
+    /// The newest usage-limit snapshot: `{"at", "plan"?, "windows": [{"minutes",
+    /// "used_percent", "resets_at"}]}` (times in ms); `null` when the agent reported none.
     rate_limits: Option<serde_json::Value>,
 }
 
