@@ -568,13 +568,7 @@ fn sources_lists_the_histories_and_their_last_import() {
     );
     scribe.ok(&["import", "--from", "gemini"]);
     let after = scribe.json(&["sources", "--json"]);
-    let gemini = after["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["source"] == "gemini")
-        .unwrap()
-        .clone();
+    let gemini = source(&after, "gemini").clone();
     assert_eq!(gemini["sessions_imported"], 2);
     assert_eq!(gemini["files"], 2);
     assert!(gemini["last_imported_at"].as_i64().unwrap() > 0);
@@ -589,13 +583,7 @@ fn sources_lists_the_histories_and_their_last_import() {
     // under the table (its reset has passed by now, and the line says so).
     scribe.ok(&["import", "--from", "codex"]);
     let after = scribe.json(&["sources", "--json"]);
-    let codex = after["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["source"] == "codex")
-        .unwrap()
-        .clone();
+    let codex = source(&after, "codex").clone();
     assert_eq!(codex["rate_limits"]["plan"], "pro", "{codex}");
     assert_eq!(
         codex["rate_limits"]["windows"],
