@@ -503,11 +503,9 @@ impl Store {
                 .next(),
             None => None,
         };
-        let preview = opened
-            .summaries(std::slice::from_ref(&session))?
-            .into_iter()
-            .next()
-            .and_then(|own| own.preview);
+        let preview = previews(&opened.db, &[session.id.as_str()])?
+            .remove(&session.id)
+            .map(|text| crate::json::one_line(&text, crate::json::PREVIEW_CHARS));
         Ok(SessionDetail {
             children: opened.summaries(&children)?,
             children_more,
@@ -995,17 +993,29 @@ impl Step {
     }
 }
 
+/// Sessions whose first messages one query reads (each id is a bound parameter).
+const PREVIEW_BATCH: usize = 500;
+
 /// The text of each session's first user message (its text parts joined by spaces), by
-/// session id; sessions without one are absent. What `scribe list` previews.
+/// session id; sessions without one are absent. What `scribe list` previews. Any number
+/// of ids, read [`PREVIEW_BATCH`] at a time in one read transaction (`prune` names
+/// thousands).
 pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, scribe_db::Error> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
     let rows = db.read(|tx| {
-        tx.q().list_session_previews(&q::ListSessionPreviewsParams {
-            max_chars: PREVIEW_FETCH_CHARS,
-            session_ids: ids,
-        })
+        let mut rows = Vec::new();
+        for batch in ids.chunks(PREVIEW_BATCH) {
+            rows.extend(
+                tx.q()
+                    .list_session_previews(&q::ListSessionPreviewsParams {
+                        max_chars: PREVIEW_FETCH_CHARS,
+                        session_ids: batch,
+                    })?,
+            );
+        }
+        Ok::<_, scribe_db::Error>(rows)
     })?;
     let mut previews: HashMap<String, String> = HashMap::new();
     for row in rows {

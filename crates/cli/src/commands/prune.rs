@@ -35,9 +35,6 @@ pub struct PruneCmd {
     pub json: bool,
 }
 
-/// Sessions whose first messages one query reads (each id is a bound parameter).
-const PREVIEW_BATCH: usize = 500;
-
 #[derive(Serialize)]
 struct PrunedJson {
     id: String,
@@ -61,18 +58,17 @@ impl PruneCmd {
         let preview = ctx.sessions.prune(self.older_than, source, true)?;
         // How each untitled session began, read while it is still there (the table names
         // it so; JSON keeps the stored title).
-        let mut began = std::collections::HashMap::new();
-        if !self.json {
+        let began = if self.json {
+            std::collections::HashMap::new()
+        } else {
             let untitled: Vec<&str> = preview
                 .sessions
                 .iter()
                 .filter(|s| s.title.is_none())
                 .map(|s| s.id.as_str())
                 .collect();
-            for ids in untitled.chunks(PREVIEW_BATCH) {
-                began.extend(scribe_server::previews(&ctx.db, ids)?);
-            }
-        }
+            scribe_server::previews(&ctx.db, &untitled)?
+        };
         let report = if self.dry_run {
             preview
         } else if preview.sessions.is_empty() {
