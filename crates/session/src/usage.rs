@@ -520,8 +520,12 @@ impl UsageSlices {
     /// The slices added up `by` model, source or directory (most expensive first) or day,
     /// week, month or block (oldest first), with the totals.
     pub fn stats(&self, by: StatsBy) -> UsageStats {
-        let blocks = Blocks::of(&self.slices, [by, by]);
-        let grouped = group_usage(&self.slices, |slice| by.key(slice, &blocks));
+        self.stats_in(by, &Blocks::of(&self.slices, [by, by]))
+    }
+
+    /// [`stats`](Self::stats) with the slices' `blocks` known.
+    fn stats_in(&self, by: StatsBy, blocks: &Blocks<'_>) -> UsageStats {
+        let grouped = group_usage(&self.slices, |slice| by.key(slice, blocks));
         UsageStats {
             by,
             since: self.since,
@@ -534,8 +538,8 @@ impl UsageSlices {
     /// by model, as `scribe stats --by day --breakdown` shows it): a row's `breakdown`
     /// adds up to the row.
     pub fn stats_broken_down(&self, by: StatsBy, then: StatsBy) -> UsageStats {
-        let mut stats = self.stats(by);
         let blocks = Blocks::of(&self.slices, [by, then]);
+        let mut stats = self.stats_in(by, &blocks);
         let mut split: BTreeMap<Cow<'_, str>, BTreeMap<Cow<'_, str>, UsageTotals>> =
             BTreeMap::new();
         let keys = |s| (by.key(s, &blocks), then.key(s, &blocks));
