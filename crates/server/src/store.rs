@@ -998,7 +998,7 @@ const PREVIEW_BATCH: usize = 500;
 
 /// The text of each session's first user message (its text parts joined by spaces), by
 /// session id; sessions without one are absent. What `scribe list` previews. Any number
-/// of ids, read [`PREVIEW_BATCH`] at a time in one read transaction (`prune` names
+/// of ids, read 500 at a time in one read transaction (`prune` names
 /// thousands).
 pub fn previews(db: &Database, ids: &[&str]) -> Result<HashMap<String, String>, scribe_db::Error> {
     if ids.is_empty() {
