@@ -176,7 +176,43 @@ fn stream_walks_every_page_in_creation_order(backend: Backend) {
     assert_eq!(ids(&svc.list(&ses).unwrap()), expected);
 }
 
+fn stream_after_gives_what_came_after_a_cursor(backend: Backend) {
+    let (_dir, svc) = service_on(backend);
+    let ses = session(&svc);
+    let mut all = Vec::new();
+    // Over a page (200) after the cursor, with ties on created_at around it.
+    for i in 0..260 {
+        all.push(insert_at(&svc, &ses, &format!("msg_{i:04}"), 1_000 + i / 4));
+    }
+    // msg_0010 shares its millisecond with msg_0008..=msg_0011: the id breaks the tie.
+    let seen = Cursor::of(&all[10]);
+    let after: Vec<String> = svc
+        .stream_after(&ses, &seen)
+        .unwrap()
+        .map(|m| m.unwrap().id)
+        .collect();
+    assert_eq!(after, ids(&all[11..]));
+    // From the last message: nothing until one more is written, then only that one.
+    let last = Cursor::of(all.last().unwrap());
+    assert_eq!(svc.stream_after(&ses, &last).unwrap().count(), 0);
+    let next = insert_at(&svc, &ses, "msg_9999", 5_000);
+    let after: Vec<String> = svc
+        .stream_after(&ses, &last)
+        .unwrap()
+        .map(|m| m.unwrap().id)
+        .collect();
+    assert_eq!(after, vec![next.id]);
+    // The message at the cursor may be gone: the position still holds.
+    svc.delete(&all[10].id).unwrap();
+    assert_eq!(svc.stream_after(&ses, &seen).unwrap().count(), 250);
+    assert!(matches!(
+        svc.stream_after("ses_missing", &seen),
+        Err(MessageError::NotFound { .. })
+    ));
+}
+
 scribe_tests::backends!(
+    stream_after_gives_what_came_after_a_cursor,
     pages_walk_newest_first_with_ties_broken_by_id,
     cursors_are_stable_while_new_messages_are_appended,
     garbage_cursors_are_invalid_input_not_panics,

@@ -1,6 +1,7 @@
 //! Keyset pagination of a session's messages: [`Cursor`], [`Page`],
-//! [`MessageService::page`] (newest first) and [`MessageService::stream`] (all messages in
-//! creation order, a page at a time).
+//! [`MessageService::page`] (newest first), [`MessageService::stream`] (all messages in
+//! creation order, a page at a time) and [`MessageService::stream_after`] (those after a
+//! cursor).
 //!
 //! A cursor is the position (created_at, id) of a message, encoded as an opaque URL-safe
 //! string. Because ids are unique and creation order is (created_at, id), a cursor names
@@ -142,11 +143,25 @@ impl MessageService {
     /// iterator advances. Unknown session → [`MessageError::NotFound`] (here, not from
     /// the iterator).
     pub fn stream(&self, session_id: &str) -> Result<MessageStream<'_>> {
+        self.stream_from(session_id, None)
+    }
+
+    /// The messages of `session_id` that come after `after` in creation order, loaded a
+    /// page at a time as [`stream`](Self::stream) loads them: what a reader who has shown
+    /// the session up to the message at `after` has not seen yet (`scribe show
+    /// --follow`). A message created later with an earlier `created_at` than `after`'s
+    /// (another host's clock behind) sorts before it and is not among them. Unknown
+    /// session → [`MessageError::NotFound`] (here, not from the iterator).
+    pub fn stream_after(&self, session_id: &str, after: &Cursor) -> Result<MessageStream<'_>> {
+        self.stream_from(session_id, Some(after.clone()))
+    }
+
+    fn stream_from(&self, session_id: &str, after: Option<Cursor>) -> Result<MessageStream<'_>> {
         self.db.read(|tx| store::ensure_session(tx, session_id))?;
         Ok(MessageStream {
             service: self,
             session_id: session_id.to_owned(),
-            after: None,
+            after,
             buffer: Vec::new().into_iter(),
             done: false,
         })

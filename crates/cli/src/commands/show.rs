@@ -12,6 +12,8 @@ use crate::error::CliError;
 use crate::json;
 use crate::ui::{self, paint, style};
 
+mod follow;
+
 /// Characters of a tool call's input shown.
 const TOOL_INPUT_CHARS: usize = 100;
 /// Lines of a tool's output shown.
@@ -39,6 +41,11 @@ pub struct ShowCmd {
     /// Print the session's full export (session, messages, parts, files) as JSON.
     #[arg(long, conflicts_with = "last")]
     pub json: bool,
+    /// Keep printing the conversation as it is written, by whichever process writes it
+    /// (a reply as it streams, a tool call once it has its result), until Ctrl-C or the
+    /// session is deleted.
+    #[arg(short, long, conflicts_with = "json")]
+    pub follow: bool,
 }
 
 impl ShowCmd {
@@ -83,7 +90,7 @@ impl ShowCmd {
         let marks = compaction_marks(ctx, &session, &children)?;
         // With --last, the newest N, read a page at a time from the end.
         let mut shows_first = true;
-        let mut messages: Box<dyn Iterator<Item = Result<Message, CliError>>> = match self.last {
+        let messages: Box<dyn Iterator<Item = Result<Message, CliError>>> = match self.last {
             None => Box::new(
                 ctx.messages
                     .stream(&session.id)?
@@ -117,7 +124,10 @@ impl ShowCmd {
         };
         // The mark before a session's first message goes before it only when it is shown.
         let mut first = shows_first;
-        for message in &mut messages {
+        // Following, each message is printed as far as it is written (see `follow`).
+        let mut follow = self.follow.then(|| follow::Follow::new(&session.id));
+        let mut messages = messages.peekable();
+        while let Some(message) = messages.next() {
             let message = message?;
             let mark = marks
                 .get(&message.id)
@@ -127,9 +137,15 @@ impl ShowCmd {
                 writeln!(out)?;
                 writeln!(out, "{}", paint(style::MARK, mark))?;
             }
-            render(&mut out, &message)?;
+            match &mut follow {
+                Some(follow) => follow.show(&mut out, &message, messages.peek().is_none())?,
+                None => render(&mut out, &message)?,
+            }
         }
-        Ok(())
+        match follow {
+            Some(follow) => follow.run(ctx, &mut out),
+            None => Ok(()),
+        }
     }
 }
 
@@ -325,6 +341,16 @@ fn role_label(role: Role) -> String {
 }
 
 fn render(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
+    message_head(out, m)?;
+    for stored in &m.parts {
+        render_part(out, &stored.part)?;
+    }
+    message_end(out, m)
+}
+
+/// A message's first line (role, time, model, what a summary stands for, id), after a
+/// blank line.
+fn message_head(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
     writeln!(out)?;
     let mut line = format!("{} {}", role_label(m.role), ui::date_time(m.created_at));
     if let Some(model) = &m.model {
@@ -346,9 +372,11 @@ fn render(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
         line.push_str(&format!(" {}", paint(style::MARK, what)));
     }
     writeln!(out, "{line}  {}", paint(style::DIM, &m.id))?;
-    for stored in &m.parts {
-        render_part(out, &stored.part)?;
-    }
+    Ok(())
+}
+
+/// What follows a message's parts: the error that ended it, if any.
+fn message_end(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
     if let Some(error) = &m.error {
         writeln!(out, "  {}", paint(style::ERROR, error_line(error)))?;
     }
@@ -368,22 +396,75 @@ fn error_line(error: &serde_json::Value) -> String {
     }
 }
 
-fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// A text part as `show` prints it (without its trailing whitespace, two spaces before
+/// each line, dim when the agent wrote it, not the model or the user), written a piece at
+/// a time as the text grows (`--follow`) or at once.
+#[derive(Debug)]
+struct TextOut {
+    /// The text printed so far.
+    shown: String,
+    /// Whether the next character printed starts a line.
+    line_start: bool,
+}
+
+impl Default for TextOut {
+    fn default() -> Self {
+        TextOut {
+            shown: String::new(),
+            line_start: true,
+        }
+    }
+}
+
+impl TextOut {
+    /// Prints what `text` adds to what is printed. `false` (nothing printed): `text` does
+    /// not go on from it (it was rewritten).
+    fn grow(
+        &mut self,
+        out: &mut impl Write,
+        text: &str,
+        synthetic: bool,
+    ) -> Result<bool, CliError> {
+        let text = text.trim_end();
+        let Some(new) = text.strip_prefix(self.shown.as_str()) else {
+            return Ok(false);
+        };
+        if new.is_empty() {
+            return Ok(true);
+        }
+        let mut piece = String::with_capacity(new.len() + 8);
+        for c in ui::visible(new).chars() {
+            if self.line_start {
+                piece.push_str("  ");
+                self.line_start = false;
+            }
+            piece.push(c);
+            self.line_start = c == '\n';
+        }
+        if synthetic {
+            write!(out, "{}", paint(style::DIM, piece))?;
+        } else {
+            out.write_all(piece.as_bytes())?;
+        }
+        self.shown.push_str(new);
+        Ok(true)
+    }
+
+    /// Ends the text's last line (an empty text prints as an empty line).
+    fn end(self, out: &mut impl Write) -> Result<(), CliError> {
+        if !self.line_start || self.shown.is_empty() {
+            writeln!(out)?;
+        }
+        Ok(())
+    }
 }
 
 fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
     match part {
         Part::Text(t) => {
-            let text = indent(&ui::visible(t.text.trim_end()));
-            if t.synthetic {
-                writeln!(out, "{}", paint(style::DIM, text))?;
-            } else {
-                writeln!(out, "{text}")?;
-            }
+            let mut text = TextOut::default();
+            text.grow(out, &t.text, t.synthetic)?;
+            text.end(out)?;
         }
         Part::Reasoning(r) => writeln!(
             out,

@@ -1,0 +1,315 @@
+//! `scribe show --follow` in a process of its own while this test writes the session the
+//! way an agent does (a streamed reply, a tool call that runs, a finish): what it prints,
+//! a piece at a time, ends up exactly what `scribe show` prints; a tool call appears only
+//! with its result; deleting the session ends it. On SQLite and (ignored without a
+//! server: `.ci/with-postgres cargo test -p scribe-cli --test follow -- --ignored`) on
+//! PostgreSQL, where the follower hears the commits through the change outbox.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Env;
+use scribe_message::{FinishReason, MessageService, NewMessage, Part, Role, StepStartPart};
+use scribe_session::{NewSession, SessionService};
+
+/// A running `scribe show --follow`, with what it printed so far; killed when dropped.
+struct Following {
+    child: Child,
+    out: Arc<Mutex<Vec<u8>>>,
+    err: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Following {
+    /// `scribe --db DB show SESSION --follow`.
+    fn start(db: impl AsRef<OsStr>, session: &str) -> Following {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .arg("--db")
+            .arg(db)
+            .args(["show", session, "--follow"])
+            .env_remove("SCRIBE_DB")
+            .env_remove("CLICOLOR_FORCE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let collect = |mut from: Box<dyn Read + Send>| {
+            let into = Arc::new(Mutex::new(Vec::new()));
+            let sink = Arc::clone(&into);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = from.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+            into
+        };
+        let out = collect(Box::new(child.stdout.take().unwrap()));
+        let err = collect(Box::new(child.stderr.take().unwrap()));
+        Following { child, out, err }
+    }
+
+    fn printed(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until stdout holds `needle`; what it holds then.
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let printed = self.printed();
+            if printed.contains(needle) {
+                return printed;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} in 30 s; printed:\n{printed}\nstderr:\n{}",
+                String::from_utf8_lossy(&self.err.lock().unwrap())
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What follows the header: from the first message's line on.
+fn conversation(printed: &str) -> &str {
+    let at = printed.find("\nuser ").expect("a user message");
+    &printed[at..]
+}
+
+/// Twice the follower's poll: long enough for it to have printed what it would print.
+fn a_few_polls() {
+    std::thread::sleep(Duration::from_millis(600));
+}
+
+fn running(call: &str) -> Part {
+    let Part::Tool(mut tool) =
+        Part::tool(call, "bash", serde_json::json!({"command": "cargo build"}))
+    else {
+        unreachable!()
+    };
+    tool.state.start(1).unwrap();
+    Part::Tool(tool)
+}
+
+fn completed(call: &str) -> Part {
+    let Part::Tool(mut tool) = running(call) else {
+        unreachable!()
+    };
+    tool.state
+        .complete(
+            "   Compiling app v0.1.0\n    Finished dev",
+            "",
+            serde_json::Value::Null,
+            2,
+        )
+        .unwrap();
+    Part::Tool(tool)
+}
+
+fn write_a_turn(messages: &MessageService, session: &str, follow: &Following) {
+    let reply = messages
+        .create(NewMessage::new(
+            session,
+            Role::Assistant,
+            vec![Part::StepStart(StepStartPart::default())],
+        ))
+        .unwrap();
+    // A reply streamed in three flushes: each piece appears as it is written.
+    let text = messages
+        .append_part(&reply.id, Part::text("Let me"))
+        .unwrap();
+    follow.wait_for("  Let me");
+    messages
+        .update_part(&text.id, Part::text("Let me build it "))
+        .unwrap();
+    follow.wait_for("Let me build it");
+    messages
+        .update_part(&text.id, Part::text("Let me build it first.\nThen fix it."))
+        .unwrap();
+    follow.wait_for("Then fix it.");
+    // A tool call appears once it has its result, never as pending or running.
+    let call = messages
+        .append_part(
+            &reply.id,
+            Part::tool(
+                "call_1",
+                "bash",
+                serde_json::json!({"command": "cargo build"}),
+            ),
+        )
+        .unwrap();
+    messages.update_part(&call.id, running("call_1")).unwrap();
+    a_few_polls();
+    assert!(!follow.printed().contains("bash"), "{}", follow.printed());
+    messages.update_part(&call.id, completed("call_1")).unwrap();
+    follow.wait_for("[completed]");
+    follow.wait_for("Finished dev");
+    // The last text part is printed while the message is open, and ended when it is
+    // finished.
+    messages
+        .append_part(&reply.id, Part::text("It builds."))
+        .unwrap();
+    follow.wait_for("  It builds.");
+    messages.finish(&reply.id, FinishReason::EndTurn).unwrap();
+}
+
+/// The store at `db` (its services `sessions` and `messages`) followed while a turn is
+/// written; `show` is what `scribe show Live` prints at the end.
+fn follow_a_turn(
+    db: &OsStr,
+    sessions: &SessionService,
+    messages: &MessageService,
+    show: impl Fn() -> String,
+) {
+    let session = sessions
+        .create(NewSession {
+            title: Some("Live".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("build it")],
+        ))
+        .unwrap();
+
+    let follow = Following::start(db, "Live");
+    follow.wait_for("  build it");
+    write_a_turn(messages, &session.id, &follow);
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("thanks")],
+        ))
+        .unwrap();
+    let printed = follow.wait_for("  thanks");
+    assert!(
+        !printed.contains("running") && !printed.contains("pending"),
+        "{printed}"
+    );
+
+    // Piece by piece, the same conversation `show` prints at once.
+    let shown = show();
+    assert_eq!(conversation(&printed), conversation(&shown));
+
+    // Deleting the session ends the follower, successfully, saying why.
+    sessions.delete(&session.id).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut follow = follow;
+    let status = loop {
+        if let Some(status) = follow.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still following a deleted session"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(100));
+    let err = String::from_utf8_lossy(&follow.err.lock().unwrap()).into_owned();
+    assert_eq!(err, format!("scribe: session {} was deleted\n", session.id));
+}
+
+#[test]
+fn following_prints_what_show_prints_as_it_is_written() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    follow_a_turn(env.db.as_os_str(), &sessions, &messages, || {
+        env.ok(&["show", "Live"])
+    });
+}
+
+/// The same on PostgreSQL: the follower hears another connection's commits through the
+/// change outbox, as a follower on another host would.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn following_on_postgres_prints_what_show_prints_as_it_is_written() {
+    let url = scribe_db::testing::fresh_test_database("cli_follow").unwrap();
+    let db = Arc::new(scribe_db::Database::open(&url).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let messages = MessageService::new(db);
+    follow_a_turn(OsStr::new(&url), &sessions, &messages, || {
+        let out = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .args(["--db", &url, "show", "Live"])
+            .env_remove("SCRIBE_DB")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        common::stdout(&out)
+    });
+}
+
+#[test]
+fn a_reply_being_written_when_following_starts_goes_on_from_where_it_stands() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions.create(NewSession::titled("Mid-reply")).unwrap();
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("go")],
+        ))
+        .unwrap();
+    let reply = messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::text("Half of")],
+        ))
+        .unwrap();
+
+    let follow = Following::start(&env.db, &session.id);
+    follow.wait_for("  Half of");
+    // A rewrite, not an extension, is printed again whole after a line saying so.
+    messages
+        .update_part(&reply.parts[0].id, Part::text("All of it, said again."))
+        .unwrap();
+    let printed = follow.wait_for("All of it, said again.");
+    assert!(
+        printed.contains("  Half of\n  (the text above was rewritten:)\n  All of it, said again."),
+        "{printed}"
+    );
+    // Deleted while written: the follower says so and goes on with the session.
+    messages.delete(&reply.id).unwrap();
+    follow.wait_for("(deleted before it was finished)");
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("still here?")],
+        ))
+        .unwrap();
+    follow.wait_for("  still here?");
+}
+
+#[test]
+fn follow_and_json_do_not_go_together() {
+    let env = Env::new();
+    common::seed(&env);
+    let out = env.run(&["show", "Fix the build", "--follow", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("cannot be used with"));
+}
