@@ -50,6 +50,11 @@ pub enum CliError {
     /// Nothing matches what the user named as a session.
     #[error("no session matches {} (not an id, an id prefix or a title); try `scribe list`", echo(.0))]
     NoSuchSession(String),
+    /// `scribe show` without a session, on a store that holds no conversation to show.
+    #[error(
+        "there is no conversation to show yet; `scribe import --from all` reads your agents' history"
+    )]
+    NoConversation,
     /// An id prefix names more than one session.
     #[error("{} matches {matches} sessions: {}; use a longer prefix", echo(prefix), candidates.join(", "))]
     AmbiguousSession {

@@ -131,6 +131,40 @@ fn show_renders_the_conversation() {
     assert_eq!(json["messages"][0]["id"], s.build_first.as_str());
 }
 
+/// `show` without a session: the conversation `list --sort active` lists first, which an
+/// archived session's or a sub-agent's activity does not displace; none on an empty store.
+#[test]
+fn show_without_a_session_shows_the_most_recently_active_conversation() {
+    let env = Env::new();
+    env.ok(&["db", "migrate"]);
+    let err = env.fails(&["show"]);
+    assert!(
+        err.contains("there is no conversation to show yet"),
+        "{err}"
+    );
+
+    let s = seed(&env);
+    let first = env.json(&["list", "--sort", "active", "-n", "1", "--json"]);
+    let first = first["sessions"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(env.ok(&["show"]), env.ok(&["show", &first]));
+
+    let (_, messages) = env.services();
+    let say = |session: &str, text: &str| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        messages
+            .create(NewMessage::new(session, Role::User, vec![Part::text(text)]))
+            .unwrap();
+    };
+    say(&s.cjk, "最新的消息");
+    assert!(env.ok(&["show"]).starts_with("搜索功能"));
+    say(&s.build, "one more thing");
+    let shown = env.ok(&["show"]);
+    assert!(shown.starts_with("Fix the build\n"), "{shown}");
+    say(&s.archived, "a note to an archived session");
+    say(&s.task, "a word to the sub-agent");
+    assert_eq!(env.ok(&["show"]), env.ok(&["show", &s.build]));
+}
+
 /// `show --last N`: the newest N messages after a line saying earlier ones were left out
 /// (none when N covers them all), read a page at a time from the end; an untitled
 /// session's header names it by how it began.

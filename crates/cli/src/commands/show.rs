@@ -5,7 +5,9 @@ use std::io::Write;
 
 use clap::Args;
 use scribe_message::{CLEARED_TOOL_OUTPUT, Message, Part, Role, ToolState, summary_compaction};
-use scribe_session::{ExportSelection, Session, SessionKind};
+use scribe_session::{
+    ExportSelection, ParentFilter, Session, SessionFilter, SessionKind, SessionOrder,
+};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -32,8 +34,10 @@ const REASONING_CHARS: usize = 100;
 /// model is sent next begins.
 #[derive(Debug, Args)]
 pub struct ShowCmd {
-    /// The session: an id, a unique id prefix, or a title (the newest of `t`, `t #2` …).
-    pub session: String,
+    /// The session: an id, a unique id prefix, or a title (the newest of `t`, `t #2` …);
+    /// without it, the most recently active conversation (the first of `scribe list
+    /// --sort active`).
+    pub session: Option<String>,
     /// Show only the last N messages (what the agent did last), after a line saying how
     /// many were left out before them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -51,7 +55,10 @@ pub struct ShowCmd {
 impl ShowCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
-        let session = ctx.resolve(&self.session)?;
+        let session = match &self.session {
+            Some(wanted) => ctx.resolve(wanted)?,
+            None => most_recently_active(ctx)?,
+        };
         let mut out = anstream::stdout().lock();
         if self.json {
             let export = ctx
@@ -147,6 +154,23 @@ impl ShowCmd {
             None => Ok(()),
         }
     }
+}
+
+/// The conversation `scribe list --sort active` lists first: a session that is neither
+/// archived nor a sub-session, by its last activity.
+fn most_recently_active(ctx: &Context) -> Result<Session, CliError> {
+    let filter = SessionFilter {
+        parent: ParentFilter::Conversations,
+        archived: Some(false),
+        order: SessionOrder::UpdatedDesc,
+        limit: Some(1),
+        ..SessionFilter::default()
+    };
+    ctx.sessions
+        .list(&filter)?
+        .into_iter()
+        .next()
+        .ok_or(CliError::NoConversation)
 }
 
 /// The lines printed before some messages, by message id (`""`: before the first one):
