@@ -305,6 +305,69 @@ fn a_reply_being_written_when_following_starts_goes_on_from_where_it_stands() {
     follow.wait_for("  still here?");
 }
 
+/// An import writes a reply a line, a part, at a time, with the agent's own times (long
+/// past): a reply that looks ended goes on printing its parts as they come, and a tool
+/// call waits for its result however old its times say it is.
+#[test]
+fn parts_added_to_an_ended_reply_with_old_times_print_where_it_stopped() {
+    let env = Env::new();
+    let clock = scribe_db::ManualClock::new(1_700_000_000_000);
+    let (sessions, messages) = env.services_with(scribe_db::Options {
+        clock: clock.clock(),
+        ..scribe_db::Options::default()
+    });
+    let session = sessions.create(NewSession::titled("Imported")).unwrap();
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("read it")],
+        ))
+        .unwrap();
+    let follow = Following::start(&env.db, "Imported");
+    follow.wait_for("  read it");
+
+    let reply = messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::text("Reading the file.")],
+        ))
+        .unwrap();
+    messages.finish(&reply.id, FinishReason::ToolUse).unwrap();
+    follow.wait_for("  Reading the file.\n");
+    let call = messages
+        .append_part(
+            &reply.id,
+            Part::tool("call_9", "read_file", serde_json::json!({"path": "a.rs"})),
+        )
+        .unwrap();
+    a_few_polls();
+    assert!(
+        !follow.printed().contains("read_file"),
+        "{}",
+        follow.printed()
+    );
+    messages.update_part(&call.id, running("call_9")).unwrap();
+    a_few_polls();
+    assert!(!follow.printed().contains("read_file"));
+    messages.update_part(&call.id, completed("call_9")).unwrap();
+    follow.wait_for("Finished dev");
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("and now?")],
+        ))
+        .unwrap();
+    let printed = follow.wait_for("  and now?");
+    assert!(!printed.contains("[pending]"), "{printed}");
+    assert_eq!(
+        conversation(&printed),
+        conversation(&env.ok(&["show", "Imported"]))
+    );
+}
+
 #[test]
 fn follow_and_json_do_not_go_together() {
     let env = Env::new();

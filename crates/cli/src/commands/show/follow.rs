@@ -5,15 +5,19 @@
 //! back: a message's head when it begins; a text part as it grows (a streamed reply
 //! appears as it streams); any other part once it is whole. A part is whole when a later
 //! part follows it or its message is settled, a tool call only once it has its result
-//! (or failed), and a message is settled when it finished, ended in an error, is not an
-//! assistant's, is followed by another message, or was not written to for [`QUIET`]
-//! (an agent that stopped without finishing it). A part that changes after it was
-//! printed is not printed again; a text that is rewritten rather than extended is.
+//! (or failed). A message is settled when another message follows it, when nothing was
+//! written to it for [`QUIET`] (an agent that stopped without finishing it: by the times
+//! it holds and, once following, by the follower's clock too, since an import stores the
+//! agent's times), or when it ended (finished, failed, or is not an assistant's) with
+//! every tool call's result in.
+//! Parts added to the message printed last go on printing where it stopped (an import
+//! stores Claude Code's reply a line, a part, at a time). A part that changes after it
+//! was printed is not printed again; a text that is rewritten rather than extended is.
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use scribe_message::{Cursor, Message, Part, Role};
+use scribe_message::{Cursor, Message, Part, Role, StoredPart};
 
 use super::{TextOut, message_end, message_head, render_part};
 use crate::context::Context;
@@ -25,16 +29,21 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// An unfinished message nothing was written to for this long is shown whole: what it
 /// holds is all it will hold.
-const QUIET: Duration = Duration::from_secs(600);
+const QUIET: Duration = Duration::from_millis(QUIET_MS.unsigned_abs());
+/// [`QUIET`] in milliseconds, as times are stored: ten minutes.
+const QUIET_MS: i64 = 600_000;
 
 /// What of a session has been printed, and what to print next.
 #[derive(Debug)]
 pub(super) struct Follow {
     session_id: String,
-    /// Where the last message printed whole sits; `None` before the first.
-    after: Option<Cursor>,
+    /// The last message printed whole (`None` before the first): where the session goes
+    /// on, and what is printed of it should parts still be added to it.
+    last: Option<Open>,
     /// The message printed part by part while it is written.
     open: Option<Open>,
+    /// Whether the first printing is over and the session is being followed.
+    following: bool,
 }
 
 /// A message whose head is printed and whose parts are printed as far as they are whole.
@@ -46,6 +55,12 @@ struct Open {
     parts: usize,
     /// The text part being written (its id), printed as far as it has come.
     text: Option<(String, TextOut)>,
+    /// Whether what follows its parts (its error) is printed.
+    ended: bool,
+    /// The newest time stored in the message or its parts, when last looked at.
+    stamp: i64,
+    /// When the follower last saw that time move (or first saw the message).
+    changed: Instant,
 }
 
 impl Follow {
@@ -53,8 +68,9 @@ impl Follow {
     pub(super) fn new(session_id: &str) -> Self {
         Follow {
             session_id: session_id.to_owned(),
-            after: None,
+            last: None,
             open: None,
+            following: false,
         }
     }
 
@@ -66,15 +82,11 @@ impl Follow {
         m: &Message,
         is_last: bool,
     ) -> Result<(), CliError> {
-        let settled = !is_last
-            || m.finished_at.is_some()
-            || m.error.is_some()
-            || m.role != Role::Assistant
-            || quiet(m);
+        let stamp = last_write(m);
         let mut open = match self.open.take() {
             Some(open) if open.id == m.id => open,
             other => {
-                if let Some(gone) = other {
+                if let Some(mut gone) = other {
                     gone.close(out, "ended")?;
                 }
                 message_head(out, m)?;
@@ -83,9 +95,22 @@ impl Follow {
                     at: Cursor::of(m),
                     parts: 0,
                     text: None,
+                    ended: false,
+                    stamp,
+                    changed: Instant::now(),
                 }
             }
         };
+        if open.stamp != stamp {
+            open.stamp = stamp;
+            open.changed = Instant::now();
+        }
+        // Quiet by its stored times (an import stores the agent's, maybe long past), and,
+        // once following, for as long here as well.
+        let quiet = scribe_db::now_ms().saturating_sub(stamp) >= QUIET_MS
+            && (!self.following || open.changed.elapsed() >= QUIET);
+        let ended = m.finished_at.is_some() || m.error.is_some() || m.role != Role::Assistant;
+        let settled = !is_last || quiet || (ended && !m.parts.iter().any(awaits_result));
         while let Some(stored) = m.parts.get(open.parts) {
             let whole = settled || open.parts + 1 < m.parts.len();
             match &stored.part {
@@ -124,8 +149,11 @@ impl Follow {
             open.parts += 1;
         }
         if settled {
-            message_end(out, m)?;
-            self.after = Some(open.at);
+            if !open.ended {
+                message_end(out, m)?;
+                open.ended = true;
+            }
+            self.last = Some(open);
         } else {
             self.open = Some(open);
         }
@@ -140,15 +168,29 @@ impl Follow {
             match ctx.messages.get(&open.id) {
                 Ok(m) => fresh.push(m),
                 Err(err) if err.is_not_found() => {
-                    if let Some(open) = self.open.take() {
-                        self.after = Some(open.at.clone());
+                    if let Some(mut open) = self.open.take() {
                         open.close(out, "deleted before it was finished")?;
+                        self.last = Some(open);
                     }
                 }
                 Err(err) => return Err(err.into()),
             }
+        } else if let Some(last) = &self.last {
+            // A message can gain parts after it looked whole: an importer stores each
+            // line of Claude Code's file as it comes, and a reply's text and its tool
+            // calls are lines of their own. Until another message is printed, its new
+            // parts go on where its printing stopped.
+            match ctx.messages.get(&last.id) {
+                Ok(m) if m.parts.len() > last.parts => {
+                    self.open = self.last.take();
+                    fresh.push(m);
+                }
+                Ok(_) => {}
+                Err(err) if err.is_not_found() => {}
+                Err(err) => return Err(err.into()),
+            }
         }
-        let from = self.open.as_ref().map(|o| &o.at).or(self.after.as_ref());
+        let from = self.open.as_ref().or(self.last.as_ref()).map(|o| &o.at);
         let stream = match from {
             Some(at) => ctx.messages.stream_after(&self.session_id, at),
             None => ctx.messages.stream(&self.session_id),
@@ -178,6 +220,7 @@ impl Follow {
         // Watch first, then look once: a commit between the first read and the watch's
         // start is seen by that look.
         let mut watch = ctx.db.watch_changes()?;
+        self.following = true;
         let mut alive = self.refresh(ctx, out)?;
         while alive {
             out.flush()?;
@@ -191,7 +234,7 @@ impl Follow {
                 alive = self.refresh(ctx, out)?;
             }
         }
-        if let Some(open) = self.open.take() {
+        if let Some(mut open) = self.open.take() {
             open.close(out, "its session was deleted")?;
         }
         out.flush()?;
@@ -202,22 +245,27 @@ impl Follow {
 
 impl Open {
     /// Ends the message's printing where it stands, saying why it stops there.
-    fn close(self, out: &mut impl Write, why: &str) -> Result<(), CliError> {
-        if let Some((_, text)) = self.text {
+    fn close(&mut self, out: &mut impl Write, why: &str) -> Result<(), CliError> {
+        if let Some((_, text)) = self.text.take() {
             text.end(out)?;
         }
+        self.ended = true;
         writeln!(out, "  {}", paint(style::DIM, format!("({why})")))?;
         Ok(())
     }
 }
 
-/// Whether nothing was written to `m` (its row or a part) for [`QUIET`].
-fn quiet(m: &Message) -> bool {
-    let last = m
-        .parts
+/// Whether `part` is a tool call without its result yet. A message can end before its
+/// calls have their results: an importer stores Claude Code's reply when the model
+/// ends it, and each result when the next line of the file brings it.
+fn awaits_result(part: &StoredPart) -> bool {
+    matches!(&part.part, Part::Tool(t) if !t.state.is_terminal())
+}
+
+/// The newest time stored in `m`'s row or its parts.
+fn last_write(m: &Message) -> i64 {
+    m.parts
         .iter()
         .map(|p| p.updated_at)
-        .fold(m.updated_at, i64::max);
-    let quiet = i64::try_from(QUIET.as_millis()).unwrap_or(i64::MAX);
-    scribe_db::now_ms().saturating_sub(last) >= quiet
+        .fold(m.updated_at, i64::max)
 }
