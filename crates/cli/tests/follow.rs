@@ -368,6 +368,73 @@ fn parts_added_to_an_ended_reply_with_old_times_print_where_it_stopped() {
     );
 }
 
+/// What a user runs to watch Claude Code at work, three processes: Claude Code's file
+/// grows a line at a time (the shared fixture's 29 lines), `scribe import --from
+/// claude-code --watch` stores each as it comes, and `scribe show -f` prints the
+/// conversation as it is stored, which ends up exactly what `scribe show` prints: every
+/// tool call with its result, none left out.
+#[test]
+fn following_claude_code_through_an_import_watch_prints_what_show_prints() {
+    let env = Env::new();
+    let home = env.path("home");
+    let project = home.join(".claude/projects/-path-to-Demo");
+    std::fs::create_dir_all(&project).unwrap();
+    let name = "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl";
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../import/tests/fixtures/claude/projects/-path-to-Demo")
+        .join(name);
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let file = project.join(name);
+    let write_lines = |lines: &[&str]| {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .unwrap();
+        for line in lines {
+            writeln!(f, "{line}").unwrap();
+        }
+    };
+    // The first prompt is there before anything runs.
+    write_lines(&lines[..2]);
+    let import = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_scribe"));
+        cmd.arg("--db")
+            .arg(&env.db)
+            .args(["import", "--from", "claude-code"])
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("SCRIBE_DB")
+            .env("SCRIBE_WATCH_POLL_MS", "20");
+        cmd
+    };
+    assert!(import(&[]).output().unwrap().status.success());
+    let mut watcher = import(&["--watch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let follow = Following::start(&env.db, "1af7fc5e");
+    follow.wait_for("Please analyze this codebase");
+    for line in &lines[2..] {
+        write_lines(std::slice::from_ref(line));
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    follow.wait_for("I've created a basic CLAUDE.md");
+    // The last reply's line ends once it is seen whole, a poll later.
+    std::thread::sleep(Duration::from_millis(500));
+    let printed = follow.printed();
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let shown = env.ok(&["show", "1af7fc5e"]);
+    assert_eq!(conversation(&printed), conversation(&shown));
+    assert!(!printed.contains("[running]") && !printed.contains("[pending]"));
+    assert_eq!(printed.matches("⚙ ").count(), 12, "{printed}");
+}
+
 #[test]
 fn follow_and_json_do_not_go_together() {
     let env = Env::new();
