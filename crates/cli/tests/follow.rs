@@ -424,12 +424,18 @@ fn following_claude_code_through_an_import_watch_prints_what_show_prints() {
         std::thread::sleep(Duration::from_millis(60));
     }
     follow.wait_for("I've created a basic CLAUDE.md");
-    // The last reply's line ends once it is seen whole, a poll later.
-    std::thread::sleep(Duration::from_millis(500));
-    let printed = follow.printed();
+    // The last reply's line ends once it is seen whole, a poll or two later.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (printed, shown) = loop {
+        let printed = follow.printed();
+        let shown = env.ok(&["show", "1af7fc5e"]);
+        if conversation(&printed) == conversation(&shown) || Instant::now() > deadline {
+            break (printed, shown);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let _ = watcher.kill();
     let _ = watcher.wait();
-    let shown = env.ok(&["show", "1af7fc5e"]);
     assert_eq!(conversation(&printed), conversation(&shown));
     assert!(!printed.contains("[running]") && !printed.contains("[pending]"));
     assert_eq!(printed.matches("⚙ ").count(), 12, "{printed}");
