@@ -28,7 +28,13 @@ struct Following {
 impl Following {
     /// `scribe --db DB show SESSION --follow`.
     fn start(db: impl AsRef<OsStr>, session: &str) -> Following {
+        Self::start_with(db, session, &[])
+    }
+
+    /// The same with more environment variables.
+    fn start_with(db: impl AsRef<OsStr>, session: &str, vars: &[(&str, &str)]) -> Following {
         let mut child = Command::new(env!("CARGO_BIN_EXE_scribe"))
+            .envs(vars.iter().copied())
             .arg("--db")
             .arg(db)
             .args(["show", session, "--follow"])
@@ -439,6 +445,39 @@ fn following_claude_code_through_an_import_watch_prints_what_show_prints() {
     assert_eq!(conversation(&printed), conversation(&shown));
     assert!(!printed.contains("[running]") && !printed.contains("[pending]"));
     assert_eq!(printed.matches("⚙ ").count(), 12, "{printed}");
+}
+
+/// A reply whose writer stopped mid-way (a crash, a kill) is shown whole once nothing
+/// was written to it for the quiet span (10 minutes; 1 s here), with no commit to wake
+/// the follower: its tool call as it stands.
+#[test]
+fn a_reply_left_unfinished_shows_whole_once_quiet() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    let session = sessions.create(NewSession::titled("Stopped")).unwrap();
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::User,
+            vec![Part::text("build")],
+        ))
+        .unwrap();
+    let follow = Following::start_with(&env.db, "Stopped", &[("SCRIBE_FOLLOW_QUIET_MS", "1000")]);
+    follow.wait_for("  build");
+    messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::text("Running the build."), running("call_7")],
+        ))
+        .unwrap();
+    follow.wait_for("  Running the build.\n");
+    // Nothing more is written; the held call shows as it stands once quiet.
+    let printed = follow.wait_for("[running]");
+    assert!(
+        printed.contains("⚙ bash({\"command\":\"cargo build\"}) [running]"),
+        "{printed}"
+    );
 }
 
 #[test]

@@ -29,9 +29,10 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// An unfinished message nothing was written to for this long is shown whole: what it
 /// holds is all it will hold.
-const QUIET: Duration = Duration::from_millis(QUIET_MS.unsigned_abs());
-/// [`QUIET`] in milliseconds, as times are stored: ten minutes.
-const QUIET_MS: i64 = 600_000;
+const QUIET: Duration = Duration::from_secs(600);
+
+/// Replaces [`QUIET`] (milliseconds); for troubleshooting and tests.
+const QUIET_VAR: &str = "SCRIBE_FOLLOW_QUIET_MS";
 
 /// What of a session has been printed, and what to print next.
 #[derive(Debug)]
@@ -44,6 +45,8 @@ pub(super) struct Follow {
     open: Option<Open>,
     /// Whether the first printing is over and the session is being followed.
     following: bool,
+    /// [`QUIET`], or what [`QUIET_VAR`] says.
+    quiet: Duration,
 }
 
 /// A message whose head is printed and whose parts are printed as far as they are whole.
@@ -71,6 +74,10 @@ impl Follow {
             last: None,
             open: None,
             following: false,
+            quiet: std::env::var(QUIET_VAR)
+                .ok()
+                .and_then(|ms| ms.parse().ok())
+                .map_or(QUIET, Duration::from_millis),
         }
     }
 
@@ -107,8 +114,9 @@ impl Follow {
         }
         // Quiet by its stored times (an import stores the agent's, maybe long past), and,
         // once following, for as long here as well.
-        let quiet = scribe_db::now_ms().saturating_sub(stamp) >= QUIET_MS
-            && (!self.following || open.changed.elapsed() >= QUIET);
+        let quiet_ms = i64::try_from(self.quiet.as_millis()).unwrap_or(i64::MAX);
+        let quiet = scribe_db::now_ms().saturating_sub(stamp) >= quiet_ms
+            && (!self.following || open.changed.elapsed() >= self.quiet);
         let ended = m.finished_at.is_some() || m.error.is_some() || m.role != Role::Assistant;
         let settled = !is_last || quiet || (ended && !m.parts.iter().any(awaits_result));
         while let Some(stored) = m.parts.get(open.parts) {
@@ -222,16 +230,24 @@ impl Follow {
         let mut watch = ctx.db.watch_changes()?;
         self.following = true;
         let mut alive = self.refresh(ctx, out)?;
+        let mut looked = Instant::now();
         while alive {
             out.flush()?;
-            let changes = loop {
+            let look = loop {
                 if let Some(changes) = watch.poll()? {
-                    break changes;
+                    break changes.touches(&self.session_id);
+                }
+                // A message held open (its writer may have stopped) is looked at again
+                // without a commit, 20 times a quiet span, so that it shows whole once
+                // quiet.
+                if self.open.is_some() && looked.elapsed() >= self.quiet / 20 {
+                    break true;
                 }
                 std::thread::sleep(POLL);
             };
-            if changes.touches(&self.session_id) {
+            if look {
                 alive = self.refresh(ctx, out)?;
+                looked = Instant::now();
             }
         }
         if let Some(mut open) = self.open.take() {
