@@ -480,6 +480,68 @@ fn a_reply_left_unfinished_shows_whole_once_quiet() {
     );
 }
 
+/// Compaction carries a conversation on into a continuation session (and ends the
+/// first): the follower says so and goes on there, from its first message, and hears
+/// that session's commits from then on.
+#[test]
+fn following_goes_on_into_the_continuation_compaction_starts() {
+    let env = Env::new();
+    let (sessions, messages) = env.services();
+    follow_into_a_continuation(env.db.as_os_str(), &sessions, &messages);
+}
+
+/// The same on PostgreSQL, where the change outbox names each change's session: the
+/// continuation's first commits name it, not the session followed, which hears of it when
+/// compaction ends it.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn following_on_postgres_goes_on_into_the_continuation() {
+    let url = scribe_db::testing::fresh_test_database("cli_follow_continuation").unwrap();
+    let db = Arc::new(scribe_db::Database::open(&url).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let messages = MessageService::new(db);
+    follow_into_a_continuation(OsStr::new(&url), &sessions, &messages);
+}
+
+fn follow_into_a_continuation(db: &OsStr, sessions: &SessionService, messages: &MessageService) {
+    let first = sessions.create(NewSession::titled("Long talk")).unwrap();
+    messages
+        .create(NewMessage::new(
+            &first.id,
+            Role::User,
+            vec![Part::text("first part")],
+        ))
+        .unwrap();
+    let follow = Following::start(db, &first.id);
+    follow.wait_for("  first part");
+
+    let next = sessions.create_continuation(&first.id).unwrap();
+    messages
+        .create(NewMessage::new(
+            &next.id,
+            Role::User,
+            vec![Part::text("where we were: a summary")],
+        ))
+        .unwrap();
+    sessions.end(&first.id, "compression").unwrap();
+    let printed = follow.wait_for("  where we were: a summary");
+    assert!(
+        printed.contains(&format!(
+            "\n── continued in {} (Long talk #2), after compaction: following it ──\n",
+            next.id
+        )),
+        "{printed}"
+    );
+    messages
+        .create(NewMessage::new(
+            &next.id,
+            Role::User,
+            vec![Part::text("second part")],
+        ))
+        .unwrap();
+    follow.wait_for("  second part");
+}
+
 #[test]
 fn follow_and_json_do_not_go_together() {
     let env = Env::new();

@@ -10,6 +10,8 @@
 //! it holds and, once following, by the follower's clock too, since an import stores the
 //! agent's times), or when it ended (finished, failed, or is not an assistant's) with
 //! every tool call's result in.
+//! When compaction carries the conversation on into a continuation session, a line says
+//! so and the continuation is followed from its first message.
 //! Parts added to the message printed last go on printing where it stopped (an import
 //! stores Claude Code's reply a line, a part, at a time). A part that changes after it
 //! was printed is not printed again; a text that is rewritten rather than extended is.
@@ -22,7 +24,7 @@ use scribe_message::{Cursor, Message, Part, Role, StoredPart};
 use super::{TextOut, message_end, message_head, render_part};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::ui::{paint, style};
+use crate::ui::{self, paint, style};
 
 /// How often the database is asked whether anything was committed.
 const POLL: Duration = Duration::from_millis(100);
@@ -222,6 +224,47 @@ impl Follow {
         Ok(true)
     }
 
+    /// Prints what is new (as [`refresh`](Self::refresh) does) and, when compaction carried
+    /// the conversation on into a continuation session, says so and goes on there, from
+    /// its first message. `false`: the session is gone.
+    fn look(&mut self, ctx: &Context, out: &mut impl Write) -> Result<bool, CliError> {
+        loop {
+            if !self.refresh(ctx, out)? {
+                return Ok(false);
+            }
+            let tip = match ctx.sessions.continuation_tip(&self.session_id) {
+                Ok(tip) => tip,
+                Err(scribe_session::SessionError::NotFound { .. }) => return Ok(false),
+                Err(err) => return Err(err.into()),
+            };
+            if tip.id == self.session_id {
+                return Ok(true);
+            }
+            if let Some(mut open) = self.open.take() {
+                open.close(out, "the conversation went on in a continuation")?;
+            }
+            let title = tip
+                .title
+                .as_deref()
+                .map(|t| format!(" ({})", ui::visible(t)))
+                .unwrap_or_default();
+            writeln!(out)?;
+            writeln!(
+                out,
+                "{}",
+                paint(
+                    style::MARK,
+                    format!(
+                        "── continued in {}{title}, after compaction: following it ──",
+                        tip.id
+                    )
+                )
+            )?;
+            self.session_id = tip.id;
+            self.last = None;
+        }
+    }
+
     /// Waits for commits to the session and prints what they add, until the session is
     /// deleted (said on stderr; success) or the process is stopped.
     pub(super) fn run(mut self, ctx: &Context, out: &mut impl Write) -> Result<(), CliError> {
@@ -229,7 +272,7 @@ impl Follow {
         // start is seen by that look.
         let mut watch = ctx.db.watch_changes()?;
         self.following = true;
-        let mut alive = self.refresh(ctx, out)?;
+        let mut alive = self.look(ctx, out)?;
         let mut looked = Instant::now();
         while alive {
             out.flush()?;
@@ -246,7 +289,7 @@ impl Follow {
                 std::thread::sleep(POLL);
             };
             if look {
-                alive = self.refresh(ctx, out)?;
+                alive = self.look(ctx, out)?;
                 looked = Instant::now();
             }
         }
