@@ -20,6 +20,7 @@ use crate::commands::search::SearchCmd;
 use crate::commands::show::ShowCmd;
 use crate::commands::sources::SourcesCmd;
 use crate::commands::stats::StatsCmd;
+use crate::commands::statusline::StatuslineCmd;
 
 /// Scribe keeps every conversation of an AI coding agent in one SQLite file (or one
 /// PostgreSQL database shared by many hosts).
@@ -63,6 +64,8 @@ pub enum Command {
     Import(ImportCmd),
     /// The agents' histories found on this machine and when each was last imported.
     Sources(SourcesCmd),
+    /// One line for an agent's status bar: the session's, today's and the open 5-hour block's cost.
+    Statusline(StatuslineCmd),
     /// Give a session a new title.
     Rename(RenameCmd),
     /// Copy a conversation up to a message into a new session.

@@ -18,6 +18,7 @@ pub mod serve;
 pub mod show;
 pub mod sources;
 pub mod stats;
+pub mod statusline;
 
 use crate::cli::{Cli, Command};
 use crate::context::{Access, Context, NewDatabase};
@@ -78,7 +79,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Stats(_)
         | Command::Export(_)
         | Command::Sources(_) => Access::Read,
-        Command::Demo(_) => Access::Create,
+        Command::Demo(_) | Command::Statusline(_) => Access::Create,
         _ => Access::Change,
     };
     let ctx = open(&db, access, false)?;
@@ -89,6 +90,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Stats(cmd) => cmd.run(&ctx),
         Command::Export(cmd) => cmd.run(&ctx),
         Command::Sources(cmd) => cmd.run(&ctx),
+        Command::Statusline(cmd) => cmd.run(&ctx),
         Command::Rename(cmd) => cmd.run(&ctx),
         Command::Fork(cmd) => cmd.run(&ctx),
         Command::Archive(cmd) => cmd.run(&ctx),

@@ -192,18 +192,32 @@ impl StatsCmd {
 /// A block's row as people read it: `2026-03-01 09:00–14:00` (UTC), and for the block
 /// still open at `now`, how long it has left; `None` for a key that is no block's start.
 fn block_text(key: &str, now: i64) -> Option<String> {
-    let start = calendar::hour_start(key.strip_suffix(":00Z")?)?;
-    let end = start.saturating_add(BLOCK_HOURS * calendar::HOUR);
+    let (start, end) = block_span(key)?;
     let mut text = format!(
         "{}–{}",
         calendar::date_time(start),
         calendar::date_time(end).get(11..).unwrap_or_default()
     );
-    if (start..end).contains(&now) {
-        let left = (end - now + calendar::MINUTE - 1) / calendar::MINUTE;
-        text.push_str(&format!(" (open, {}h {:02}m left)", left / 60, left % 60));
+    if let Some(left) = block_left(key, now) {
+        text.push_str(&format!(" (open, {left} left)"));
     }
     Some(text)
+}
+
+/// When the block whose key is `key` (`YYYY-MM-DDTHH:00Z`) starts and ends (ms).
+fn block_span(key: &str) -> Option<(i64, i64)> {
+    let start = calendar::hour_start(key.strip_suffix(":00Z")?)?;
+    Some((start, start.saturating_add(BLOCK_HOURS * calendar::HOUR)))
+}
+
+/// How long the block `key` has left at `now`, as `3h 05m` (whole minutes, rounded up);
+/// `None` when it is not open then (or `key` is no block's start).
+pub(crate) fn block_left(key: &str, now: i64) -> Option<String> {
+    let (start, end) = block_span(key)?;
+    (start..end).contains(&now).then(|| {
+        let left = (end - now + calendar::MINUTE - 1) / calendar::MINUTE;
+        format!("{}h {:02}m", left / 60, left % 60)
+    })
 }
 
 fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
