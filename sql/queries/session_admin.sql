@@ -136,7 +136,10 @@ WHERE o.id = @session_id;
 -- (f64::MAX), as every stored cost sum does (ARCHITECTURE.md, "Clamped cost sums"): here
 -- min(total(…), MAX), total() giving inf past it; PostgreSQL, whose float sum fails with
 -- "value out of range: overflow", sums the costs scaled by 2^-64 (exact, the same bits
--- scaled, and unable to overflow), clamps, and scales back.
+-- scaled, and unable to overflow), clamps, and scales back. The sessions are found first
+-- (those started since, and those with usage since) and their messages read by
+-- messages_session_created: a join to sessions with an OR read every message (56 against
+-- 14 ms for a day of a 100,000-message store with none in it).
 SELECT m.session_id,
        sqlgen.utc_hour(m.created_at) AS "hour!",
        m.model,
@@ -149,11 +152,11 @@ SELECT m.session_id,
        sqlgen.clamped_count_sum(m.reasoning_tokens) AS "reasoning_tokens!",
        sqlgen.clamped_cost_sum(m.cost_usd) AS "cost_usd!"
 FROM messages AS m
-JOIN sessions AS s ON s.id = m.session_id
-WHERE sqlgen.carries_usage(m)
-  AND (s.created_at >= @since
-       OR m.session_id IN (SELECT u.session_id FROM messages AS u
-                           WHERE u.created_at >= @since AND sqlgen.carries_usage(u)))
+WHERE m.session_id IN (SELECT s.id FROM sessions AS s WHERE s.created_at >= @since
+                       UNION
+                       SELECT u.session_id FROM messages AS u
+                       WHERE u.created_at >= @since AND sqlgen.carries_usage(u))
+  AND sqlgen.carries_usage(m)
 GROUP BY 1, 2, 3, 4;
 
 -- name: UpdateExternalSession :execrows

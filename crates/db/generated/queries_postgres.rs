@@ -614,16 +614,16 @@ pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
                           CAST(9.745314011399998e288 AS DOUBLE PRECISION))
                     * CAST(1.8446744073709552e19 AS DOUBLE PRECISION), 0) AS DOUBLE PRECISION) AS \"cost_usd!\"
 FROM messages AS m
-JOIN sessions AS s ON s.id = m.session_id
-WHERE (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
+WHERE m.session_id IN (SELECT s.id FROM sessions AS s WHERE s.created_at >= $1
+                       UNION
+                       SELECT u.session_id FROM messages AS u
+                       WHERE u.created_at >= $1 AND (u.input_tokens <> 0 OR u.output_tokens <> 0 OR u.cache_read_tokens <> 0
+ OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
+  AND (m.input_tokens <> 0 OR m.output_tokens <> 0 OR m.cache_read_tokens <> 0
  OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
-  AND (s.created_at >= $1
-       OR m.session_id IN (SELECT u.session_id FROM messages AS u
-                           WHERE u.created_at >= $1 AND (u.input_tokens <> 0 OR u.output_tokens <> 0 OR u.cache_read_tokens <> 0
- OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0)))
 GROUP BY 1, 2, 3, 4";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:159).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:162).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
