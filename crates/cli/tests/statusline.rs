@@ -36,6 +36,31 @@ fn status_json(transcript: &Path) -> String {
     .to_string()
 }
 
+/// The other Claude Code fixture session: another conversation in the same folder.
+const OTHER: &str = "609b44ad-7c18-4745-a70b-784281dce85e";
+
+fn copy_other_into(folder: &Path) {
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../import/tests/fixtures/claude/projects/-work-proj")
+            .join(format!("{OTHER}.jsonl")),
+        folder.join(format!("{OTHER}.jsonl")),
+    )
+    .unwrap();
+}
+
+fn stored_sessions(env: &Env) -> Vec<String> {
+    let list = env.json(&["list", "--all", "--json"]);
+    let mut ids: Vec<String> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
 fn write(path: &PathBuf, lines: &[String]) {
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
@@ -50,6 +75,7 @@ fn the_line_follows_the_transcript_as_it_grows() {
     let transcript = project.join(format!("{SESSION}.jsonl"));
     let lines = fixture_lines_now();
     write(&transcript, &lines[..3]);
+    copy_other_into(&project);
     let json = status_json(&transcript);
 
     let out = env.run_with_stdin(&["statusline"], Some(&json));
@@ -71,11 +97,13 @@ fn the_line_follows_the_transcript_as_it_grows() {
         line.starts_with("Sonnet 4 · session $0.0932 · today $0.0932 · block $0.0932 ("),
         "{line}"
     );
-    // What the line imported is in the store, for every other command.
+    // What the line imported is in the store, for every other command: the project's
+    // other conversation too.
     assert!(
         env.ok(&["show", SESSION])
             .contains("I've created a basic CLAUDE.md")
     );
+    assert_eq!(stored_sessions(&env), [SESSION, OTHER]);
 }
 
 /// Without the status JSON: today's and the block's cost, of every agent. With JSON that
@@ -103,12 +131,14 @@ fn without_usable_input_the_line_still_comes() {
     assert_eq!(stdout(&out), "Sonnet 4 · today $0.00\n");
 }
 
-/// Usage from long ago is in no open block and not today's.
+/// Usage from long ago is in no open block and not today's. A transcript outside a
+/// `projects/` folder is imported alone: not the files beside it.
 #[test]
 fn old_usage_is_neither_today_nor_in_a_block() {
     let env = Env::new();
     let project = env.path("p");
     std::fs::create_dir_all(&project).unwrap();
+    copy_other_into(&project);
     let transcript = project.join(format!("{SESSION}.jsonl"));
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -119,4 +149,5 @@ fn old_usage_is_neither_today_nor_in_a_block() {
     .unwrap();
     let line = stdout(&env.run_with_stdin(&["statusline"], Some(&status_json(&transcript))));
     assert_eq!(line, "Sonnet 4 · session $0.0932 · today $0.00\n");
+    assert_eq!(stored_sessions(&env), [SESSION]);
 }

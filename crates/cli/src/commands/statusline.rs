@@ -1,7 +1,7 @@
 //! `scribe statusline`: one line for an agent's status bar.
 
 use std::io::{IsTerminal as _, Read as _, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use scribe_db::calendar;
@@ -25,14 +25,15 @@ const BLOCK_LOOKBACK_HOURS: i64 = 24;
 /// 5-hour block's.
 ///
 /// Made for Claude Code's status line (`"statusLine": {"type": "command", "command":
-/// "scribe statusline"}` in its settings): it reads the status JSON Claude Code writes to
-/// stdin, imports that session's project folder first (its transcript and sub-agents;
-/// unchanged files cost a `stat`), so the line, and the store, are current as you work,
-/// and prints `<model> · session $0.42 · today $3.10 · block $1.20 (2h 10m left)`. The
-/// block is Claude Code's usage alone (its subscription limit counts that); today is
-/// every agent's. Without that JSON (stdin a terminal or empty) it prints today's and the
-/// block's cost of every agent. A cost marked `+?` leaves out models without a price.
-/// What could not be read or imported is said on stderr, and the line is still printed.
+/// "scribe statusline"}` in its settings): it reads the status JSON Claude Code writes
+/// to stdin (to its end), imports that session's project folder first (its transcript
+/// and sub-agents; unchanged files cost a `stat`), so the line, and the store, are
+/// current as you work, and prints `<model> · session $0.42 · today $3.10 · block $1.20
+/// (2h 10m left)`. The block is Claude Code's usage alone (its subscription limit counts
+/// that); today is every agent's. Without that JSON (stdin a terminal or empty) it
+/// prints today's and the block's cost of every agent. A cost marked `+?` leaves out
+/// models without a price. What could not be read or imported is said on stderr, and
+/// the line is still printed.
 #[derive(Debug, Args)]
 pub struct StatuslineCmd {}
 
@@ -119,11 +120,22 @@ fn read_status() -> Status {
 }
 
 /// Imports the Claude Code project folder `transcript` is in (the session's transcript,
-/// its sub-agents', and the project's other sessions, unchanged ones at a `stat` each);
-/// a failure is said on stderr.
-fn import_project(ctx: &Context, transcript: &std::path::Path) {
+/// its sub-agents', and the project's other sessions, unchanged ones at a `stat` each)
+/// when it is one (a folder of `…/projects/`); else the transcript and its session's
+/// folder beside it alone, so a transcript elsewhere never has a whole tree walked. A
+/// failure is said on stderr.
+fn import_project(ctx: &Context, transcript: &Path) {
     let Some(project) = transcript.parent() else {
         return;
+    };
+    let roots = if project
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|name| name == "projects")
+    {
+        vec![project.to_owned()]
+    } else {
+        vec![transcript.to_owned(), transcript.with_extension("")]
     };
     let catalog = match crate::location::model_catalog() {
         Ok(catalog) => catalog,
@@ -140,7 +152,7 @@ fn import_project(ctx: &Context, transcript: &std::path::Path) {
     let summary = import(
         &mut sink,
         sources::importer(Source::ClaudeCode),
-        &[project.to_owned()],
+        &roots,
         &options,
         &mut |_| {},
     );
