@@ -125,6 +125,12 @@ fn without_usable_input_the_line_still_comes() {
         stderr(&out)
     );
 
+    // A session id no store holds (over 1,024 bytes): no session part, the rest comes.
+    let long = serde_json::json!({"session_id": "x".repeat(5_000)}).to_string();
+    let out = env.run_with_stdin(&["statusline"], Some(&long));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "today $0.00\n");
+
     let missing = env.path("gone/x.jsonl");
     let out = env.run_with_stdin(&["statusline"], Some(&status_json(&missing)));
     assert!(out.status.success(), "{}", stderr(&out));

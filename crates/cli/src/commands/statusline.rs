@@ -73,8 +73,10 @@ impl StatuslineCmd {
                     "session {}",
                     cost(s.estimated_cost_usd, s.cost_is_partial())
                 )),
+                // Not imported (yet), or an id the store could never hold: no session
+                // part, and the rest of the line.
                 Err(SessionError::NotFound { .. }) => {}
-                Err(err) => return Err(err.into()),
+                Err(err) => eprintln!("scribe: {err}"),
             }
         }
         let midnight = now - now.rem_euclid(calendar::DAY);
