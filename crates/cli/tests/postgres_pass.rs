@@ -73,6 +73,9 @@ fn import_histories(file: &str, dir: &Path) {
         ("gemini", "gemini"),
         ("hermes", "hermes"),
         ("opencode", "opencode"),
+        ("cline", "cline"),
+        ("roo-code", "roo-code"),
+        ("kilo-code", "kilo-code"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

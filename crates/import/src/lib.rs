@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
-//! Claude Code, Codex, OpenCode, Hermes and Gemini CLI each keep every conversation on
-//! disk in their own format. One module per agent ([`sources`]) reads that format behind
+//! Claude Code, Codex, OpenCode, Hermes, Gemini CLI and Cline (with its forks Roo Code and
+//! Kilo Code) each keep every conversation on disk in their own format. One module per agent ([`sources`]) reads that format behind
 //! one [`Importer`] trait; the [`sink`] writes what they read through the session and
 //! message crates. [`import`] drives both:
 //!
@@ -69,16 +69,25 @@ pub enum Source {
     Hermes,
     /// Google's Gemini CLI.
     Gemini,
+    /// Cline (the VS Code extension and the CLI).
+    Cline,
+    /// Roo Code, a fork of Cline.
+    RooCode,
+    /// Kilo Code, a fork of Roo Code.
+    KiloCode,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 5] = [
+    pub const ALL: [Source; 8] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
         Source::Hermes,
         Source::Gemini,
+        Source::Cline,
+        Source::RooCode,
+        Source::KiloCode,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -89,6 +98,9 @@ impl Source {
             Source::OpenCode => "opencode",
             Source::Hermes => "hermes",
             Source::Gemini => "gemini",
+            Source::Cline => "cline",
+            Source::RooCode => "roo-code",
+            Source::KiloCode => "kilo-code",
         }
     }
 }

@@ -119,9 +119,9 @@ pub struct SourceSummary {
     pub repriced: crate::sink::Repriced,
 }
 
-/// Size and modification time (ns) of a file; for a SQLite database, of it and its WAL
-/// together, so a write that is still only in the WAL counts as a change.
-pub(crate) fn stat(path: &Path) -> Result<(i64, i64)> {
+/// Size and modification time (ns) of a file and its [companions](Importer::companions)
+/// together (sizes added, the latest time), so a change to any of them is a change.
+pub(crate) fn stat(importer: &dyn Importer, path: &Path) -> Result<(i64, i64)> {
     let one = |p: &Path| -> std::io::Result<(i64, i64)> {
         let meta = std::fs::metadata(p)?;
         let mtime = meta
@@ -132,10 +132,8 @@ pub(crate) fn stat(path: &Path) -> Result<(i64, i64)> {
         Ok((i64::try_from(meta.len()).unwrap_or(i64::MAX), mtime))
     };
     let (mut size, mut mtime) = one(path).map_err(ImportError::io(path))?;
-    if path.extension().is_some_and(|e| e == "db") {
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        if let Ok((s, m)) = one(Path::new(&wal)) {
+    for companion in importer.companions(path) {
+        if let Ok((s, m)) = one(&companion) {
             size = size.saturating_add(s);
             mtime = mtime.max(m);
         }
@@ -157,7 +155,7 @@ pub fn scan(importer: &dyn Importer, roots: &[PathBuf]) -> Result<Vec<(PathBuf, 
         if !seen.insert(path.clone()) {
             continue;
         }
-        if let Ok((size, mtime)) = stat(&path) {
+        if let Ok((size, mtime)) = stat(importer, &path) {
             files.push((path, size, mtime));
         }
     }

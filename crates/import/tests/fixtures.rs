@@ -85,13 +85,23 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        22,
+        26,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
     for s in &all {
         assert!(
-            ["claude-code", "codex", "opencode", "hermes", "gemini"].contains(&s.source.as_str()),
+            [
+                "claude-code",
+                "codex",
+                "opencode",
+                "hermes",
+                "gemini",
+                "cline",
+                "roo-code",
+                "kilo-code"
+            ]
+            .contains(&s.source.as_str()),
             "{}",
             s.source
         );

@@ -42,6 +42,12 @@ pub enum From {
     Hermes,
     /// Gemini CLI (`~/.gemini/tmp`, `GEMINI_DATA_DIR`).
     Gemini,
+    /// Cline (its `tasks/` in each editor's extension storage; `~/.cline/data`, `CLINE_DIR`).
+    Cline,
+    /// Roo Code (its `tasks/` in each editor's extension storage).
+    RooCode,
+    /// Kilo Code (its `tasks/` in each editor's extension storage).
+    KiloCode,
     /// Every agent above, each from its default location.
     All,
 }
@@ -54,6 +60,9 @@ impl From {
             From::Opencode => vec![Source::OpenCode],
             From::Hermes => vec![Source::Hermes],
             From::Gemini => vec![Source::Gemini],
+            From::Cline => vec![Source::Cline],
+            From::RooCode => vec![Source::RooCode],
+            From::KiloCode => vec![Source::KiloCode],
             From::All => Source::ALL.to_vec(),
         }
     }
@@ -260,6 +269,15 @@ fn keeps(source: &str) -> &'static str {
         }
         "hermes" => "Hermes keeps state.db and sessions/*.json in ~/.hermes",
         "gemini" => "Gemini CLI keeps chats/*.json and *.jsonl under ~/.gemini/tmp",
+        "cline" => {
+            "Cline keeps tasks/<id>/api_conversation_history.json in its editor storage or ~/.cline/data"
+        }
+        "roo-code" => {
+            "Roo Code keeps tasks/<id>/api_conversation_history.json in its editor storage"
+        }
+        "kilo-code" => {
+            "Kilo Code keeps tasks/<id>/api_conversation_history.json in its editor storage"
+        }
         _ => "see `scribe import --help`",
     }
 }

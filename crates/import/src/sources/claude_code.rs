@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, JsonLines, Unit, content_text, file, int_of, mark_undone, message,
+    FileReport, Importer, JsonLines, Unit, content_text, int_of, mark_undone, media, message,
     read_json_lines, reasoning, resume_after, resumed_carry, settled, stored_part, str_of, text,
     tool, walk,
 };
@@ -1181,21 +1181,6 @@ fn command(s: &str) -> Option<Command> {
 }
 
 /// An image or document block as a file part (base64 data kept as a `data:` URL).
-fn media(block: &Value) -> Part {
-    let src = block.get("source").cloned().unwrap_or(Value::Null);
-    let mime = str_of(&src, "media_type").unwrap_or("application/octet-stream");
-    let url = match (
-        str_of(&src, "type"),
-        str_of(&src, "data"),
-        str_of(&src, "url"),
-    ) {
-        (Some("base64"), Some(data), _) => format!("data:{mime};base64,{data}"),
-        (_, _, Some(url)) => url.to_owned(),
-        _ => return Part::Unknown(block.clone()),
-    };
-    file(mime, str_of(block, "title").map(str::to_owned), url)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

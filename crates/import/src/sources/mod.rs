@@ -6,6 +6,7 @@
 //! writes anything: the [`Sink`] does.
 
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
 pub mod gemini;
 pub mod hermes;
@@ -218,6 +219,21 @@ pub trait Importer: Sync {
         root.to_owned()
     }
 
+    /// Files beside `path` (one [`Importer::discover`] found) that [`Importer::read`]
+    /// reads with it: a change to any is a change to `path`, since an import compares the
+    /// size and modification time of all of them together. By default, a SQLite
+    /// database's `-wal` (a commit still only in the WAL is a change); a Cline task's
+    /// conversation has its UI log and metadata.
+    fn companions(&self, path: &Path) -> Vec<PathBuf> {
+        if path.extension().is_some_and(|e| e == "db") {
+            let mut wal = path.as_os_str().to_owned();
+            wal.push("-wal");
+            vec![PathBuf::from(wal)]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Reads `unit` from where it stopped into `out`; returns where it stops now.
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume>;
 
@@ -237,6 +253,9 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::OpenCode => &opencode::OpenCode,
         Source::Hermes => &hermes::Hermes,
         Source::Gemini => &gemini::Gemini,
+        Source::Cline => &cline::CLINE,
+        Source::RooCode => &cline::ROO_CODE,
+        Source::KiloCode => &cline::KILO_CODE,
     }
 }
 
@@ -441,6 +460,26 @@ pub(crate) fn file(mime: &str, filename: Option<String>, url: String) -> scribe_
         source: scribe_message::FileSource::Url { url },
         extra: serde_json::Map::new(),
     })
+}
+
+/// An Anthropic `image` or `document` block (Claude Code, Cline) as a file part: its
+/// inline data as a `data:` URL, or its URL; a block with neither is kept as it is.
+pub(crate) fn media(block: &serde_json::Value) -> scribe_message::Part {
+    let src = block
+        .get("source")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let mime = str_of(&src, "media_type").unwrap_or("application/octet-stream");
+    let url = match (
+        str_of(&src, "type"),
+        str_of(&src, "data"),
+        str_of(&src, "url"),
+    ) {
+        (Some("base64"), Some(data), _) => format!("data:{mime};base64,{data}"),
+        (_, _, Some(url)) => url.to_owned(),
+        _ => return scribe_message::Part::Unknown(block.clone()),
+    };
+    file(mime, str_of(block, "title").map(str::to_owned), url)
 }
 
 /// The settled state of a tool call: completed with `output`, or failed with it.

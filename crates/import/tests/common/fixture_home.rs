@@ -45,7 +45,9 @@ pub fn build_db(sql: &str, db: &Path) {
 }
 
 /// A home directory `dir/home` holding every agent's fixture history where the agent
-/// keeps it by default (OpenCode's and Hermes's databases built from their dumps).
+/// keeps it by default (OpenCode's and Hermes's databases built from their dumps; Cline's,
+/// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, and one Cline
+/// CLI task in `~/.cline/data`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -58,6 +60,11 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("hermes", &home.join(".hermes"));
     build_db("hermes/state_db_sample.sql", &home.join(".hermes/state.db"));
     copy("gemini", &home.join(".gemini"));
+    let storage = home.join(".config/Code/User/globalStorage");
+    copy("cline/vscode", &storage.join("saoudrizwan.claude-dev"));
+    copy("cline/cli", &home.join(".cline"));
+    copy("roo-code", &storage.join("rooveterinaryinc.roo-cline"));
+    copy("kilo-code", &storage.join("kilocode.kilo-code"));
     home
 }
 
