@@ -106,7 +106,7 @@ fn import_from_all_then_again_changes_nothing() {
             ("hermes".to_owned(), 6),
             ("gemini".to_owned(), 2),
             ("cline".to_owned(), 2),
-            ("roo-code".to_owned(), 1),
+            ("roo-code".to_owned(), 2),
             ("kilo-code".to_owned(), 1)
         ]
     );
@@ -127,7 +127,7 @@ fn import_from_all_then_again_changes_nothing() {
 
     // Imported history is Scribe history: list, show, search, stats.
     let list = scribe.json(&["list", "--all", "-n", "100", "--json"]);
-    assert_eq!(list["sessions"].as_array().unwrap().len(), 26);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 27);
     let shown = scribe.ok(&["show", "1af7fc5e-8455-4414-9ccd-011d40f70b2a"]);
     assert!(shown.contains("CLAUDE.md"), "{shown}");
     let hits = scribe.json(&["search", "tmp_path", "--json"]);

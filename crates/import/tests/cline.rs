@@ -243,7 +243,7 @@ fn a_newer_cline_task_has_its_models_and_native_calls() {
 }
 
 #[test]
-fn roo_code_counts_the_cache_inside_its_openai_input_and_sums_a_retried_request() {
+fn roo_code_counts_the_cache_in_its_openai_input_sums_a_retried_request_and_links_sub_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let home = home(dir.path());
     let db = scribe_db(dir.path());
@@ -252,6 +252,13 @@ fn roo_code_counts_the_cache_inside_its_openai_input_and_sums_a_retried_request(
     let session = session(&db, ROO);
     assert_eq!(session.source, "roo-code");
     assert_eq!(session.directory.as_deref(), Some("/home/dev/app"));
+    // Its history entry titles it, and the sub-task its new_task started is under it.
+    assert_eq!(session.title.as_deref(), Some("Rename the util helper"));
+    let child = self::session(&db, "5f1d7a3c-2b8e-4e09-8d61-7c4a9b0e2f35");
+    assert_eq!(child.kind, scribe_session::SessionKind::Task);
+    assert_eq!(child.parent_session_id.as_deref(), Some(ROO));
+    assert_eq!(child.title, None);
+    assert_eq!(ccusage_view(&child.tokens), (1_000, 60, 0, 2_000));
     // tokensIn less cache reads and writes: 12,000 − 8,000; 13,000 − 11,000 − 1,500;
     // 14,500 − 13,000.
     assert_eq!(ccusage_view(&session.tokens), (6_000, 570, 1_500, 32_000));

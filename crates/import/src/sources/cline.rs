@@ -17,11 +17,13 @@
 //!   usage in an `api_req_finished` row after it), and the rows Cline adds to its task
 //!   totals: `deleted_api_reqs` (what requests a checkpoint restore removed had spent)
 //!   and `subagent_usage`;
-//! - `task_metadata.json`: `model_usage`, the model in use from each `ts` on.
+//! - `task_metadata.json`: `model_usage`, the model in use from each `ts` on;
+//! - `history_item.json` (Roo Code, Kilo Code): the task's entry in the history list, with
+//!   its `title`, `workspace` and, for a sub-task `new_task` started, `parentTaskId`.
 //!
-//! The folder is a session, and its conversation file is what an import reads: its UI log
-//! and metadata are its [companions](super::Importer::companions), so a change to any of
-//! the three reads the task again, whole. Mapping:
+//! The folder is a session, and its conversation file is what an import reads: the other
+//! files are its [companions](super::Importer::companions), so a change to any of them
+//! reads the task again, whole. Mapping:
 //! - each entry of the conversation is a message, known by its `ts` (or, in versions that
 //!   write none, by its position: only Roo Code's condensing rewrites the file's middle,
 //!   and it writes `ts`). Without a `ts`, a user message is at the time of the request
@@ -46,13 +48,16 @@
 //!   `<user_message>`) are their text unwrapped; what the extension added
 //!   (`<environment_details>`, `[TASK RESUMPTION]`, `[ERROR]` nudges, a result with no
 //!   call to belong to) is kept as synthetic text; images are file parts;
-//! - the session's directory is the environment details' "Current Working Directory" (Roo
-//!   Code: "Current Workspace Directory"); its model the one most replies used.
+//! - the session's title is the history entry's `title`; its directory the entry's
+//!   `workspace`, else the environment details' "Current Working Directory" (Roo Code:
+//!   "Current Workspace Directory"); a sub-task is a task session under the task that
+//!   started it; its model is the one most replies used.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use scribe_message::{Part, Role, StoredPart, TokenUsage, ToolState};
+use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
@@ -62,7 +67,7 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::{ImportError, Result};
-use crate::record::{Batch, MessageRec, Resume, SessionRec};
+use crate::record::{Batch, MessageRec, Resume, SessionRec, TitleRank};
 
 /// The conversation file of a task folder: what [`Importer::discover`] finds.
 const CONVERSATION: &str = "api_conversation_history.json";
@@ -70,6 +75,8 @@ const CONVERSATION: &str = "api_conversation_history.json";
 const UI_MESSAGES: &str = "ui_messages.json";
 /// The models used, beside it.
 const METADATA: &str = "task_metadata.json";
+/// The task's history entry, beside it (Roo Code, Kilo Code).
+const HISTORY_ITEM: &str = "history_item.json";
 
 /// The editors whose extension storage is looked in, by their folder's name.
 const EDITORS: [&str; 5] = ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"];
@@ -224,7 +231,11 @@ impl Importer for ClineFamily {
 
     fn companions(&self, path: &Path) -> Vec<PathBuf> {
         let dir = path.parent().unwrap_or(Path::new(""));
-        vec![dir.join(UI_MESSAGES), dir.join(METADATA)]
+        vec![
+            dir.join(UI_MESSAGES),
+            dir.join(METADATA),
+            dir.join(HISTORY_ITEM),
+        ]
     }
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
@@ -242,6 +253,10 @@ impl Importer for ClineFamily {
             .into_iter()
             .next()
             .unwrap_or(Value::Null);
+        let history = companion(&dir.join(HISTORY_ITEM), report)
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Null);
         let task = Task {
             source: self.source,
             id: dir
@@ -251,6 +266,7 @@ impl Importer for ClineFamily {
             conversation,
             ui,
             metadata,
+            history,
         };
         task.emit(unit, out, report);
         Ok(Resume {
@@ -310,6 +326,7 @@ struct Task {
     conversation: Vec<Value>,
     ui: Vec<Value>,
     metadata: Value,
+    history: Value,
 }
 
 /// A tool call of the XML protocol waiting for its result in the next user message: the
@@ -658,14 +675,26 @@ impl Task {
             }
         }
         rec.model = models.into_iter().max_by_key(|(_, n)| *n).map(|(m, _)| m);
-        rec.directory = out.messages[start..]
-            .iter()
-            .filter(|r| r.message.role == Role::User)
-            .flat_map(|r| r.message.parts.iter())
-            .find_map(|p| match &p.part {
-                Part::Text(t) => directory_of(&t.text),
-                _ => None,
-            });
+        let entry = |key: &str| {
+            str_of(&self.history, key)
+                .filter(|v| !v.trim().is_empty())
+                .map(str::to_owned)
+        };
+        rec.title = entry("title").map(|t| (t, TitleRank::Source));
+        rec.directory = entry("workspace").or_else(|| {
+            out.messages[start..]
+                .iter()
+                .filter(|r| r.message.role == Role::User)
+                .flat_map(|r| r.message.parts.iter())
+                .find_map(|p| match &p.part {
+                    Part::Text(t) => directory_of(&t.text),
+                    _ => None,
+                })
+        });
+        if let Some(parent) = entry("parentTaskId").filter(|p| *p != self.id) {
+            rec.parent = Some(parent);
+            rec.kind = SessionKind::Task;
+        }
         out.sessions.push(rec);
     }
 
