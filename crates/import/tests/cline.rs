@@ -543,3 +543,38 @@ fn every_row_cline_counts_in_its_totals_is_counted_once() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn calls_of_one_reply_take_the_results_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = scribe_db(dir.path());
+    let task = dir.path().join("tasks/1764000000010");
+    std::fs::create_dir_all(&task).unwrap();
+    let text = |t: &str| serde_json::json!({"type": "text", "text": t});
+    let conversation = serde_json::json!([
+        {"role": "user", "content": "<task>\nread both\n</task>"},
+        {"role": "assistant", "content": [
+            text("<read_file>\n<path>a.txt</path>\n</read_file>"),
+            text("<read_file>\n<path>b.txt</path>\n</read_file>")]},
+        {"role": "user", "content": [
+            text("[read_file for 'a.txt'] Result:"), text("A"),
+            text("[read_file for 'b.txt'] Result:"), text("B"),
+            text("[read_file for 'c.txt'] Result:")]}
+    ]);
+    std::fs::write(
+        task.join("api_conversation_history.json"),
+        conversation.to_string(),
+    )
+    .unwrap();
+    run(&db, Source::Cline, &[dir.path().join("tasks")]);
+    let tools = tool_parts(&db, "1764000000010");
+    let got: Vec<(&str, &str)> = tools.iter().map(|t| output(&t.state)).collect();
+    assert_eq!(got, [("completed", "A"), ("completed", "B")]);
+    assert_eq!(tools[1].input, serde_json::json!({"path": "b.txt"}));
+    // A result with no call to belong to stays in its message, as the extension's text.
+    let msgs = messages(&db, "1764000000010");
+    match &msgs[2].parts[..] {
+        [p] => assert!(matches!(&p.part, Part::Text(t) if t.synthetic && t.text.contains("c.txt"))),
+        other => panic!("{other:?}"),
+    }
+}

@@ -395,20 +395,15 @@ impl Task {
     /// Each conversation entry's time, never before the one above it.
     fn times(&self, requests: &[Request], created: i64) -> Vec<i64> {
         let stamped = self.conversation.iter().all(|m| ms(m, "ts").is_some());
+        let mut asked = requests.iter().filter(|r| !r.spent).map(|r| r.at);
         let mut times = Vec::with_capacity(self.conversation.len());
         let mut prev = created;
-        let mut users = 0_usize;
         let mut request_at = None;
         for m in &self.conversation {
             let at = if stamped {
                 ms(m, "ts").unwrap_or(prev)
             } else if str_of(m, "role") == Some("user") {
-                request_at = requests
-                    .iter()
-                    .filter(|r| !r.spent)
-                    .nth(users)
-                    .map(|r| r.at);
-                users += 1;
+                request_at = asked.next();
                 request_at.unwrap_or(prev)
             } else {
                 request_at.map_or(prev, |t| t + 1)
@@ -440,7 +435,8 @@ impl Task {
             .collect()
     }
 
-    /// The model in use at `at` by the task's metadata: (model, provider).
+    /// The model in use at `at` by the task's metadata: (model, provider). Before the
+    /// first switch it records, the first model it records.
     fn model_at(&self, at: i64) -> (Option<String>, Option<String>) {
         let mut best: Option<(&str, Option<&str>)> = None;
         for u in self
@@ -450,9 +446,10 @@ impl Task {
             .into_iter()
             .flatten()
         {
-            if ms(u, "ts").is_some_and(|t| t <= at)
-                && let Some(model) = str_of(u, "model_id")
-            {
+            let Some(model) = str_of(u, "model_id") else {
+                continue;
+            };
+            if best.is_none() || ms(u, "ts").is_some_and(|t| t <= at) {
                 best = Some((model, str_of(u, "model_provider_id")));
             }
         }
@@ -494,9 +491,9 @@ impl Task {
         rec.updated_at = updated;
         let usage = self.usage_by_reply(&requests, &times);
         let start = out.messages.len();
-        // The last reply's calls waiting for their results in the next user message: one
-        // of the XML protocol, native ones by id.
-        let mut pending: Option<PendingCall> = None;
+        // The last reply's calls waiting for their results in the next user message: those
+        // of the XML protocol in order, native ones by id.
+        let mut pending: Vec<PendingCall> = Vec::new();
         let mut calls: HashMap<String, PendingCall> = HashMap::new();
         let mut models: BTreeMap<String, u64> = BTreeMap::new();
         for (i, m) in self.conversation.iter().enumerate() {
@@ -518,7 +515,7 @@ impl Task {
             let index = out.messages.len();
             if role == Role::Assistant {
                 // Two replies in a row: the first one's calls got no result.
-                interrupt(pending.take(), &mut calls, out, at);
+                interrupt(std::mem::take(&mut pending), &mut calls, out, at);
                 for block in &blocks {
                     match str_of(block, "type").unwrap_or("") {
                         "text" => {
@@ -530,7 +527,7 @@ impl Task {
                                 parts.push(text(said.text, false));
                             }
                             if let Some((name, input)) = said.call {
-                                pending = Some(PendingCall {
+                                pending.push(PendingCall {
                                     message: index,
                                     part: parts.len(),
                                 });
@@ -591,9 +588,10 @@ impl Task {
                 msg.usage = info.usage;
                 msg.error = info.error.clone();
             } else {
-                // The previous reply's XML call takes the first result; text after its end
-                // (the environment details, another header) is the message's own.
-                let mut call = pending.take();
+                // The previous reply's XML calls take the results in order, one a `[…]
+                // Result:` header; what is not a result (the environment details, a header
+                // with no call left) is the message's own.
+                let mut waiting = std::mem::take(&mut pending).into_iter();
                 let mut result: Option<Collecting> = None;
                 for block in &blocks {
                     match str_of(block, "type").unwrap_or("") {
@@ -604,7 +602,7 @@ impl Task {
                             if header || trimmed.starts_with("<environment_details>") {
                                 finish_result(result.take(), out, at);
                             }
-                            if header && let Some(c) = call.take() {
+                            if header && let Some(c) = waiting.next() {
                                 result = Some(Collecting {
                                     call: c,
                                     texts: Vec::new(),
@@ -636,7 +634,7 @@ impl Task {
                 }
                 finish_result(result, out, at);
                 // A call this message did not answer never will be.
-                interrupt(call, &mut calls, out, at);
+                interrupt(waiting, &mut calls, out, at);
             }
             for (n, part) in parts.into_iter().enumerate() {
                 msg.parts.push(stored_part(
@@ -812,7 +810,7 @@ fn finish_result(result: Option<Collecting>, out: &mut Batch, at: i64) {
 
 /// Settles as failed the calls that a later message shows got no result.
 fn interrupt(
-    xml: Option<PendingCall>,
+    xml: impl IntoIterator<Item = PendingCall>,
     native: &mut HashMap<String, PendingCall>,
     out: &mut Batch,
     at: i64,
