@@ -10,7 +10,7 @@ use serde_json::Value;
 pub enum TitleRank {
     /// A summary the agent wrote of the conversation (Claude Code `summary` lines).
     Summary = 1,
-    /// The title the agent keeps for the session (OpenCode, Hermes, Gemini).
+    /// The title the agent keeps for the session (OpenCode, Hermes, Gemini, Roo Code).
     Source = 2,
     /// A title an AI generated (Claude Code `ai-title`).
     Ai = 3,
