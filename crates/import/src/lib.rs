@@ -1,9 +1,9 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI and Cline (with its forks Roo Code and
-//! Kilo Code) each keep every conversation on disk in their own format. One module per agent ([`sources`]) reads that format behind
-//! one [`Importer`] trait; the [`sink`] writes what they read through the session and
-//! message crates. [`import`] drives both:
+//! Kilo Code) each keep every conversation on disk in their own format. One module per
+//! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
+//! what they read through the session and message crates. [`import`] drives both:
 //!
 //! - **incremental**: a file whose size and modification time are what the last import
 //!   saw costs one `stat`; a file that grew is read from where the last import stopped
