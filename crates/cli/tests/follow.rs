@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Env;
-use scribe_message::{FinishReason, MessageService, NewMessage, Part, Role, StepStartPart};
+use scribe_message::{
+    FinishReason, MessageService, NewMessage, Part, Role, StepStartPart, TextPart,
+};
 use scribe_session::{NewSession, SessionService};
 
 /// A running `scribe show --follow`, with what it printed so far; killed when dropped.
@@ -201,14 +203,29 @@ fn follow_a_turn(
     let follow = Following::start(db, "Live");
     follow.wait_for("  build it");
     write_a_turn(messages, &session.id, &follow);
+    // Text the agent added (here, ten lines of environment details) is cut to its first
+    // six lines, as `show` cuts it.
+    let details: Vec<String> = (1..=10).map(|n| format!("detail {n}")).collect();
     messages
         .create(NewMessage::new(
             &session.id,
             Role::User,
-            vec![Part::text("thanks")],
+            vec![
+                Part::text("thanks"),
+                Part::Text(TextPart {
+                    text: details.join("\n"),
+                    synthetic: true,
+                    ..TextPart::default()
+                }),
+            ],
         ))
         .unwrap();
-    let printed = follow.wait_for("  thanks");
+    follow.wait_for("  thanks");
+    let printed = follow.wait_for("… 4 more lines");
+    assert!(
+        printed.contains("  detail 6\n") && !printed.contains("detail 7"),
+        "{printed}"
+    );
     assert!(
         !printed.contains("running") && !printed.contains("pending"),
         "{printed}"

@@ -1171,3 +1171,32 @@ fn agents_commands_are_kept_as_typed() {
         ]
     );
 }
+
+/// A Cline task reads in `show` as it went: the task as typed, the model's thinking, its
+/// XML tool calls as calls with their results, and the environment details Cline appends
+/// to every message cut to their first lines; `list` and `stats` name the agent.
+#[test]
+fn a_cline_task_shows_its_calls_and_cuts_what_the_extension_added() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "cline"]);
+    let shown = scribe.ok(&["show", "1764590400000"]);
+    for want in [
+        "1764590400000 · normal · cline · claude-sonnet-4-20250514",
+        "  Fix the off-by-one in src/main.rs\n  <environment_details>\n",
+        "  thinking: The bug is in the loop bound; I need to read the file first.\n",
+        "  ⚙ read_file({\"path\":\"src/main.rs\"}) [completed]\n    fn main() {\n",
+        "  ⚙ replace_in_file(",
+        ") [error]\n    The user denied this operation",
+        "  ⚙ attempt_completion({\"result\":\"The loop now runs to COUNT (10).\"}) [completed]",
+        "  … 15 more lines\n",
+    ] {
+        assert!(shown.contains(want), "{want:?} in:\n{shown}");
+    }
+    assert!(!shown.contains("Context Window Usage"), "{shown}");
+    assert!(!shown.contains("<read_file>"), "{shown}");
+    let list = scribe.ok(&["list"]);
+    assert!(
+        list.contains("cline") && list.contains("Fix the off-by-one in src/main.rs"),
+        "{list}"
+    );
+}

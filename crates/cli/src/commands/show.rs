@@ -24,10 +24,16 @@ const TOOL_OUTPUT_LINES: usize = 6;
 const TOOL_LINE_CHARS: usize = 160;
 /// Characters of folded reasoning shown.
 const REASONING_CHARS: usize = 100;
+/// Lines shown of text the agent added rather than the user or the model wrote (an
+/// attached file, a command's output, the environment details Cline appends to every
+/// message); the rest are counted.
+const ADDED_TEXT_LINES: usize = 6;
 
 /// Show a session's conversation.
 ///
-/// Prints each message with its role and time: text in full, reasoning folded to one line,
+/// Prints each message with its role and time: text in full (text the agent added, such as
+/// an attached file or a command's output, dimmed and cut to its first lines), reasoning
+/// folded to one line,
 /// tool calls with their state and the start of their output, attachments, sub-agent tasks,
 /// and compaction markers and summaries flagged. Compaction is made visible: outputs it
 /// cleared say so, each summary says what it stands for, and a line marks where what the
@@ -485,9 +491,10 @@ impl TextOut {
 
 fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
     match part {
+        Part::Text(t) if t.synthetic => write_added_text(out, &t.text)?,
         Part::Text(t) => {
             let mut text = TextOut::default();
-            text.grow(out, &t.text, t.synthetic)?;
+            text.grow(out, &t.text, false)?;
             text.end(out)?;
         }
         Part::Reasoning(r) => writeln!(
@@ -608,6 +615,27 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// Text the agent added: dimmed, its first [`ADDED_TEXT_LINES`] lines and how many more.
+fn write_added_text(out: &mut impl Write, text: &str) -> Result<(), CliError> {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut shown = TextOut::default();
+    if lines.len() <= ADDED_TEXT_LINES {
+        shown.grow(out, text, true)?;
+        return shown.end(out);
+    }
+    shown.grow(out, &lines[..ADDED_TEXT_LINES].join("\n"), true)?;
+    shown.end(out)?;
+    writeln!(
+        out,
+        "  {}",
+        paint(
+            style::DIM,
+            format!("… {} more lines", lines.len() - ADDED_TEXT_LINES)
+        )
+    )?;
     Ok(())
 }
 

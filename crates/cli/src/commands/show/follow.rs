@@ -124,6 +124,9 @@ impl Follow {
         while let Some(stored) = m.parts.get(open.parts) {
             let whole = settled || open.parts + 1 < m.parts.len();
             match &stored.part {
+                // Text the agent added is written whole and printed cut, as `show` does.
+                Part::Text(t) if t.synthetic && !whole => break,
+                Part::Text(t) if t.synthetic => render_part(out, &stored.part)?,
                 Part::Text(t) => {
                     if open.text.as_ref().is_some_and(|(id, _)| *id != stored.id)
                         && let Some((_, text)) = open.text.take()
@@ -133,7 +136,7 @@ impl Follow {
                     let (_, text) = open
                         .text
                         .get_or_insert_with(|| (stored.id.clone(), TextOut::default()));
-                    if !text.grow(out, &t.text, t.synthetic)? {
+                    if !text.grow(out, &t.text, false)? {
                         // Not an extension of what is printed: end that, print it anew.
                         std::mem::take(text).end(out)?;
                         writeln!(
@@ -141,7 +144,7 @@ impl Follow {
                             "  {}",
                             paint(style::DIM, "(the text above was rewritten:)")
                         )?;
-                        text.grow(out, &t.text, t.synthetic)?;
+                        text.grow(out, &t.text, false)?;
                     }
                     if !whole {
                         break;
