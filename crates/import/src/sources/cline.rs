@@ -32,10 +32,11 @@
 //! - usage and cost, as Cline totals them: each request's counts go to the first reply at
 //!   or after its time (several to one reply when failed requests came before it; a
 //!   request with no reply yet is read when it has one), `deleted_api_reqs` and
-//!   `subagent_usage` to the reply before them (no model call of their own). `tokensIn` is taken as Cline counts it, without cache
-//!   reads or writes, except where `apiProtocol` is `"openai"`, whose `tokensIn` holds
-//!   both; the request's `cost` (Cline's own figure, or the provider's) is the reported
-//!   cost when above 0, and otherwise the catalog estimates it;
+//!   `subagent_usage` to the reply before them (no model call of their own). `tokensIn`
+//!   is taken as Cline counts it, without cache reads or writes, except where
+//!   `apiProtocol` is `"openai"`, whose `tokensIn` holds both; the request's `cost`
+//!   (Cline's own figure, or the provider's) is the reported cost when above 0, and
+//!   otherwise the catalog estimates it;
 //! - assistant text is split as the model wrote it: a leading `<thinking>…</thinking>`
 //!   is reasoning, and a tool call in Cline's XML protocol (a known tool's tag closing
 //!   the text, `<read_file><path>…</path></read_file>`) is a tool part whose input is its
@@ -43,7 +44,9 @@
 //!   environment details, taken out of that message. Native `tool_use` blocks are tool
 //!   parts, completed by the `tool_result` with their id. A result starting as Cline
 //!   words a failure or a refusal ("The tool execution failed", "The user denied this
-//!   operation") is an error;
+//!   operation") is an error. A call the next message does not answer failed
+//!   (interrupted); one the task ends on is still running, but for `attempt_completion`,
+//!   which no message answers when the user accepts it: completed;
 //! - user text: the task, feedback and answers (`<task>`, `<feedback>`, `<answer>`,
 //!   `<user_message>`) are their text unwrapped; what the extension added
 //!   (`<environment_details>`, `[TASK RESUMPTION]`, `[ERROR]` nudges, a result with no
