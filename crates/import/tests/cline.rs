@@ -407,7 +407,7 @@ fn broken_files_are_reported_and_the_rest_is_imported_untouched() {
         &[],
     );
     std::fs::write(no_log.join("ui_messages.json"), "not json").unwrap();
-    let before: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = walk(&root);
+    let before = listing(&root);
     let s = run(&db, Source::Cline, std::slice::from_ref(&root));
     assert_eq!(s.failed.len(), 1, "{s:?}");
     assert!(s.failed[0].path.contains("1764000000002"), "{s:?}");
@@ -417,22 +417,7 @@ fn broken_files_are_reported_and_the_rest_is_imported_untouched() {
     assert_eq!(messages(&db, "1764000000003").len(), 2);
     assert_eq!(session(&db, "1764000000001").tokens.input, 3);
     // Read, never written: every file as it was.
-    assert_eq!(walk(&root), before);
-}
-
-fn walk(root: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(root).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
-            files.push((path.clone(), std::fs::read(&path).unwrap(), modified));
-        }
-    }
-    files.sort();
-    files
+    assert_eq!(listing(&root), before);
 }
 
 #[test]

@@ -418,39 +418,6 @@ fn an_opencode_task_call_names_its_child_whether_it_completed_or_failed() {
     }
 }
 
-/// Every file in `dir` (recursively) with its length, a checksum of its bytes and its
-/// modification time.
-fn listing(dir: &Path) -> Vec<(String, u64, u64, std::time::SystemTime)> {
-    use std::hash::{Hash, Hasher};
-    let mut out = Vec::new();
-    for entry in walk(dir) {
-        let meta = std::fs::metadata(&entry).unwrap();
-        let mut sum = std::collections::hash_map::DefaultHasher::new();
-        std::fs::read(&entry).unwrap().hash(&mut sum);
-        out.push((
-            entry.display().to_string(),
-            meta.len(),
-            sum.finish(),
-            meta.modified().unwrap(),
-        ));
-    }
-    out.sort();
-    out
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
 /// The agents are not running: their WAL-mode databases have no `-wal`/`-shm` files. A
 /// read-only open would create both in the agent's directory and leave them there; the
 /// import must leave the directories exactly as they were (same files, bytes, mtimes),

@@ -298,12 +298,10 @@ fn companion(path: &Path, report: &mut FileReport) -> Vec<Value> {
     }
 }
 
-/// A number of milliseconds (a JavaScript `Date.now()`).
+/// A number of milliseconds (a JavaScript `Date.now()`), read as [`int_of`] reads
+/// numbers; none when absent, not a number or not after 1970.
 fn ms(v: &Value, key: &str) -> Option<i64> {
-    let n = v.get(key)?;
-    n.as_i64()
-        .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
-        .filter(|t| *t > 0)
+    Some(int_of(v, key)).filter(|t| *t > 0)
 }
 
 /// A row of the UI log that says what was spent: a model request, or what Cline sums
