@@ -80,6 +80,18 @@ fn import_histories(file: &str, dir: &Path) {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);
     }
+    // Goose's fixture is a dump of its database: the database is built from it first.
+    let goose = dir.join("goose/sessions.db");
+    std::fs::create_dir_all(goose.parent().unwrap()).unwrap();
+    let dump = std::fs::read_to_string(fixtures.join("goose/sessions.sql")).unwrap();
+    rusqlite::Connection::open(&goose)
+        .unwrap()
+        .execute_batch(&dump)
+        .unwrap();
+    ok(
+        file,
+        &["import", "--from", "goose", goose.to_str().unwrap()],
+    );
     let texts = [
         "数据库迁移失败了，请检查日志",
         "日本語のテストを書いてください",

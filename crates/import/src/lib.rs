@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
-//! Claude Code, Codex, OpenCode, Hermes, Gemini CLI and Cline (with its forks Roo Code and
-//! Kilo Code) each keep every conversation on disk in their own format. One module per
+//! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
+//! Kilo Code) and Goose each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -75,11 +75,13 @@ pub enum Source {
     RooCode,
     /// Kilo Code, a fork of Roo Code.
     KiloCode,
+    /// Block's Goose.
+    Goose,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 8] = [
+    pub const ALL: [Source; 9] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -88,6 +90,7 @@ impl Source {
         Source::Cline,
         Source::RooCode,
         Source::KiloCode,
+        Source::Goose,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -101,6 +104,7 @@ impl Source {
             Source::Cline => "cline",
             Source::RooCode => "roo-code",
             Source::KiloCode => "kilo-code",
+            Source::Goose => "goose",
         }
     }
 }

@@ -85,7 +85,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        27,
+        30,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -99,7 +99,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "gemini",
                 "cline",
                 "roo-code",
-                "kilo-code"
+                "kilo-code",
+                "goose"
             ]
             .contains(&s.source.as_str()),
             "{}",

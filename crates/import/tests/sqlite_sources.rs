@@ -169,9 +169,12 @@ fn a_database_is_read_and_stored_a_batch_at_a_time() {
     drop(conn);
     let hermes = dir.path().join("hermes/state.db");
     build_db("hermes/state_db_sample.sql", &hermes);
+    let goose = dir.path().join("goose/sessions.db");
+    build_db("goose/sessions.sql", &goose);
     for (source, file, sessions) in [
         (Source::OpenCode, &opencode, 5),
         (Source::Hermes, &hermes, 3),
+        (Source::Goose, &goose, 3),
     ] {
         let importer = scribe_import::sources::importer(source);
         // Read by hand, one message a batch: one session a read, each once.
@@ -258,21 +261,52 @@ fn a_session_row_without_an_id_is_reported_once_and_the_rest_imported() {
     build_db("opencode/opencode.sql", &opencode);
     let hermes = dir.path().join("hermes/state.db");
     build_db("hermes/state_db_sample.sql", &hermes);
-    for (source, file, table, started, sessions) in [
-        (Source::OpenCode, &opencode, "session", "time_created", 2),
-        (Source::Hermes, &hermes, "sessions", "started_at", 4),
+    let goose = dir.path().join("goose/sessions.db");
+    build_db("goose/sessions.sql", &goose);
+    // Goose keeps times as text; its fixture's one malformed message is left out here.
+    let goose_times = (
+        "datetime(created_at, '-1 second')",
+        "datetime(created_at, '+30 days')",
+        "DELETE FROM messages WHERE content_json NOT LIKE '[%';",
+    );
+    for (source, file, table, started, (earlier, later, tidy), sessions) in [
+        (
+            Source::OpenCode,
+            &opencode,
+            "session",
+            "time_created",
+            ("time_created - 1", "time_created + 1000000", ""),
+            2,
+        ),
+        (
+            Source::Hermes,
+            &hermes,
+            "sessions",
+            "started_at",
+            ("started_at - 1", "started_at + 1000000", ""),
+            4,
+        ),
+        (
+            Source::Goose,
+            &goose,
+            "sessions",
+            "created_at",
+            goose_times,
+            4,
+        ),
     ] {
-        // A copy of the first session without an id (both schemas allow a NULL key),
+        // A copy of the first session without an id (the schemas allow a NULL key),
         // started just before it, and one more session after them all, so that a read
         // a batch at a time stops after the first one and goes on past the row.
         Connection::open(file)
             .unwrap()
             .execute_batch(&format!(
                 "PRAGMA foreign_keys = OFF;
+                 {tidy}
                  CREATE TEMP TABLE s0 AS SELECT * FROM {table} ORDER BY {started} LIMIT 1;
-                 UPDATE s0 SET id = NULL, {started} = {started} - 1;
+                 UPDATE s0 SET id = NULL, {started} = {earlier};
                  INSERT INTO {table} SELECT * FROM s0;
-                 UPDATE s0 SET id = 'last', {started} = {started} + 1000000;
+                 UPDATE s0 SET id = 'last', {started} = {later};
                  INSERT INTO {table} SELECT * FROM s0;"
             ))
             .unwrap();
@@ -427,20 +461,32 @@ fn closed_wal_databases_are_read_without_creating_or_touching_any_file() {
     let dir = tempfile::tempdir().unwrap();
     let opencode = dir.path().join("opencode");
     let hermes = dir.path().join("hermes");
+    let goose = dir.path().join("goose/sessions");
     build_db("opencode/opencode.sql", &opencode.join("opencode.db"));
     build_db("hermes/state_db_sample.sql", &hermes.join("state.db"));
-    for db in [opencode.join("opencode.db"), hermes.join("state.db")] {
+    build_db("goose/sessions.sql", &goose.join("sessions.db"));
+    for db in [
+        opencode.join("opencode.db"),
+        hermes.join("state.db"),
+        goose.join("sessions.db"),
+    ] {
         drop(wal(&db));
         assert!(!db.with_extension("db-wal").exists());
         assert!(!db.with_extension("db-shm").exists());
     }
-    let before = (listing(&opencode), listing(&hermes));
+    let before = (listing(&opencode), listing(&hermes), listing(&goose));
     let db = scribe_db(dir.path());
     let a = run(&db, Source::OpenCode, std::slice::from_ref(&opencode));
     let b = run(&db, Source::Hermes, std::slice::from_ref(&hermes));
-    assert!(a.failed.is_empty() && b.failed.is_empty(), "{a:?} {b:?}");
-    assert!(a.written.sessions_created > 0 && b.written.sessions_created > 0);
-    assert_eq!((listing(&opencode), listing(&hermes)), before);
+    let c = run(&db, Source::Goose, std::slice::from_ref(&goose));
+    for s in [&a, &b, &c] {
+        assert!(s.failed.is_empty(), "{s:?}");
+        assert!(s.written.sessions_created > 0, "{s:?}");
+    }
+    assert_eq!(
+        (listing(&opencode), listing(&hermes), listing(&goose)),
+        before
+    );
     // The agent starts and commits at once: no lock of the importer's is left to wait for.
     let agent = wal(&opencode.join("opencode.db"));
     agent.busy_timeout(std::time::Duration::ZERO).unwrap();

@@ -48,6 +48,8 @@ pub enum From {
     RooCode,
     /// Kilo Code (its `tasks/` in each editor's extension storage).
     KiloCode,
+    /// Goose (`~/.local/share/goose/sessions`, `GOOSE_PATH_ROOT`, `XDG_DATA_HOME`).
+    Goose,
     /// Every agent above, each from its default location.
     All,
 }
@@ -63,6 +65,7 @@ impl From {
             From::Cline => vec![Source::Cline],
             From::RooCode => vec![Source::RooCode],
             From::KiloCode => vec![Source::KiloCode],
+            From::Goose => vec![Source::Goose],
             From::All => Source::ALL.to_vec(),
         }
     }
@@ -278,6 +281,7 @@ fn keeps(source: &str) -> &'static str {
         "kilo-code" => {
             "Kilo Code keeps tasks/<id>/api_conversation_history.json in its editor storage"
         }
+        "goose" => "Goose keeps sessions/sessions.db in ~/.local/share/goose",
         _ => "see `scribe import --help`",
     }
 }

@@ -9,6 +9,7 @@ pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod gemini;
+pub mod goose;
 pub mod hermes;
 pub mod opencode;
 
@@ -256,6 +257,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Cline => &cline::CLINE,
         Source::RooCode => &cline::ROO_CODE,
         Source::KiloCode => &cline::KILO_CODE,
+        Source::Goose => &goose::Goose,
     }
 }
 

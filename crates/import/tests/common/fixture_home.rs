@@ -46,8 +46,8 @@ pub fn build_db(sql: &str, db: &Path) {
 
 /// A home directory `dir/home` holding every agent's fixture history where the agent
 /// keeps it by default (OpenCode's and Hermes's databases built from their dumps; Cline's,
-/// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, and one Cline
-/// CLI task in `~/.cline/data`).
+/// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
+/// task in `~/.cline/data`, and Goose's database built from its dump).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -65,6 +65,10 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("cline/cli", &home.join(".cline"));
     copy("roo-code", &storage.join("rooveterinaryinc.roo-cline"));
     copy("kilo-code", &storage.join("kilocode.kilo-code"));
+    build_db(
+        "goose/sessions.sql",
+        &home.join(".local/share/goose/sessions/sessions.db"),
+    );
     home
 }
 
