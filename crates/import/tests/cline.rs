@@ -5,8 +5,8 @@
 //!
 //! The fixtures (`fixtures/cline`, `roo-code`, `kilo-code`) were written for Scribe after
 //! the formats in the extensions' sources (fixtures/SOURCES.md). ccusage reads none of
-//! these agents, so the expected figures are the fixtures' own: the sums of their
-//! `api_req_started` rows.
+//! these task folders (its `kilo` command reads the Kilo CLI's database), so the expected
+//! figures are the fixtures' own: the sums of their `api_req_started` rows.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -9,8 +9,9 @@
 //! ```text
 //! npm install ccusage@20.0.24 @ccusage/ccusage-linux-x64@20.0.24   # in a scratch dir
 //! H=/tmp/cchome   # .claude ← claude, .codex ← codex, .local/share/opencode ← opencode
-//!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini
-//! for a in claude codex opencode hermes gemini; do
+//!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini,
+//!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql
+//! for a in claude codex opencode hermes gemini goose; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -19,7 +20,7 @@
 //! `cacheReadTokens` per session. Scribe keeps reasoning apart from output; Claude Code
 //! and Codex count reasoning inside their output, so for them ccusage's output is Scribe's
 //! output + reasoning. Hermes and Gemini count it apart (Hermes totals add it separately),
-//! and OpenCode reports it apart too (0 in these fixtures).
+//! and OpenCode reports it apart too (0 in these fixtures); Goose keeps none.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -116,7 +117,7 @@ fn token_totals_equal_ccusage_per_session() {
     let db = scribe_db(dir.path());
     import_all(&db, &home);
     // (session, reasoning counted in output by the source, ccusage's figures)
-    let expected: [(&str, bool, Figures); 14] = [
+    let expected: [(&str, bool, Figures); 17] = [
         // Claude Code: ccusage session --json (claude)
         (
             "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
@@ -152,6 +153,10 @@ fn token_totals_equal_ccusage_per_session() {
         // Gemini CLI
         ("gemini_stage0_jsonl", false, (12_422, 228, 0, 11_502)),
         ("session-2026-01-16T18-34-3739ef95", false, (10, 5, 0, 0)),
+        // Goose (per-session totals; no cache split)
+        ("20251120_1", false, (24_310, 1_204, 0, 0)),
+        ("20251121_1", false, (52_000, 3_100, 0, 0)),
+        ("20251122_1", false, (900, 120, 0, 0)),
     ];
     for (id, inclusive, want) in expected {
         assert_eq!(figures(&db, id, inclusive), want, "{id}");
@@ -171,7 +176,7 @@ fn estimated_costs_equal_ccusage_per_session() {
     let home = home(dir.path());
     let db = scribe_db(dir.path());
     import_all(&db, &home);
-    let expected: [(&str, f64); 6] = [
+    let expected: [(&str, f64); 8] = [
         // claude-sonnet-4-20250514
         ("1af7fc5e-8455-4414-9ccd-011d40f70b2a", 0.093_157_2),
         ("agent-test-hash-123", 0.000_45),
@@ -181,6 +186,9 @@ fn estimated_costs_equal_ccusage_per_session() {
         // gemini-3-flash-preview
         ("gemini_stage0_jsonl", 0.007_470_1),
         ("session-2026-01-16T18-34-3739ef95", 0.000_02),
+        // Goose: claude-sonnet-4-5-20250929; gpt-4o
+        ("20251120_1", 0.090_99),
+        ("20251121_1", 0.161),
     ];
     for (id, want) in expected {
         let s = session(&db, id);
@@ -195,6 +203,7 @@ fn estimated_costs_equal_ccusage_per_session() {
         "small",
         "019fc8be-3658-7ca3-9e29-000000000000",
         "01a0f21c-5c40-7f72-9aa9-ef0b43570680",
+        "20251122_1",
     ] {
         let s = session(&db, id);
         assert!(s.tokens.input > 0, "{id}");

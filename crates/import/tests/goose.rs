@@ -4,8 +4,8 @@
 //! a session's rows.
 //!
 //! The fixture (`fixtures/goose/sessions.sql`) is Goose's own schema with rows written
-//! for Scribe (fixtures/SOURCES.md). ccusage does not read Goose, so the expected figures
-//! are the fixture's own columns.
+//! for Scribe (fixtures/SOURCES.md). Its session totals and estimated costs equal
+//! ccusage's (`fixtures.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

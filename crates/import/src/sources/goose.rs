@@ -4,10 +4,10 @@
 //! when it first started with it, so those are not read.
 //!
 //! Where: `$GOOSE_PATH_ROOT/data/sessions` when that is set to an absolute path (as Goose
-//! requires); else `${XDG_DATA_HOME:-~/.local/share}/goose/sessions` on Linux,
-//! `~/Library/Application Support/Block/goose/sessions` on macOS and
-//! `%APPDATA%\Block\goose\data\sessions` on Windows. Goose's data folder itself, or the
-//! database file, may be given too.
+//! requires); else `${XDG_DATA_HOME:-~/.local/share}/goose/sessions` (on macOS too, where
+//! `~/Library/Application Support/Block/goose/sessions` and `…/Application
+//! Support/goose/sessions` are looked in as well) and `%APPDATA%\Block\goose\data\sessions`
+//! on Windows. Goose's data folder itself, or the database file, may be given too.
 //!
 //! Mapping:
 //! - a message's `content_json` is Goose's list of contents: `text` becomes a text part
@@ -87,6 +87,9 @@ impl Importer for Goose {
         SRC
     }
 
+    /// `$GOOSE_PATH_ROOT/data/sessions`, else the sessions folder of each place Goose has
+    /// kept its data that exists, else the first of them (so that a report names where it
+    /// looked).
     fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
         if let Some(root) = env
             .var("GOOSE_PATH_ROOT")
@@ -95,18 +98,32 @@ impl Importer for Goose {
         {
             return vec![root.join("data/sessions")];
         }
-        let data = if cfg!(windows) {
-            env.var("APPDATA")
-                .map(|d| PathBuf::from(d).join("Block/goose/data"))
-        } else if cfg!(target_os = "macos") {
-            env.home_join("Library/Application Support/Block/goose")
+        let xdg = env
+            .var("XDG_DATA_HOME")
+            .map(|d| env.expand(d))
+            .or_else(|| env.home_join(".local/share"))
+            .map(|d| d.join("goose"));
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if cfg!(windows) {
+            candidates.extend(
+                env.var("APPDATA")
+                    .map(|d| PathBuf::from(d).join("Block/goose/data")),
+            );
         } else {
-            env.var("XDG_DATA_HOME")
-                .map(|d| env.expand(d))
-                .or_else(|| env.home_join(".local/share"))
-                .map(|d| d.join("goose"))
-        };
-        data.map(|d| vec![d.join("sessions")]).unwrap_or_default()
+            candidates.extend(xdg);
+            if cfg!(target_os = "macos") {
+                for rel in ["Block/goose", "goose"] {
+                    candidates.extend(env.home_join(&format!("Library/Application Support/{rel}")));
+                }
+            }
+        }
+        let candidates: Vec<PathBuf> = candidates.into_iter().map(|d| d.join("sessions")).collect();
+        let found: Vec<PathBuf> = candidates.iter().filter(|d| d.is_dir()).cloned().collect();
+        if found.is_empty() {
+            candidates.into_iter().take(1).collect()
+        } else {
+            found
+        }
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
