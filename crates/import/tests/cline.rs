@@ -15,23 +15,13 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use scribe_import::{Env, Source, sources};
+use scribe_import::{Source, sources};
 use scribe_message::{Part, Role, ToolState};
 
 const CLASSIC: &str = "1764590400000";
 const CLI: &str = "1764667800000";
 const ROO: &str = "0a4c8e2b-7d1f-4c55-9a0e-3f6b2d9e8c10";
 const KILO: &str = "1764057600000";
-
-fn env(home: &Path, vars: &[(&str, &str)]) -> Env {
-    Env {
-        home: Some(home.to_owned()),
-        vars: vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-    }
-}
 
 fn roots(home: &Path, source: Source) -> Vec<PathBuf> {
     sources::importer(source).default_roots(&env(home, &[]))

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use rusqlite::Connection;
-use scribe_import::{Env, Source, sources};
+use scribe_import::{Source, sources};
 use scribe_message::{FileSource, Part, Role, ToolState};
 
 const FLAKY: &str = "20251120_1";
@@ -27,16 +27,6 @@ fn goose_home(home: &Path) -> PathBuf {
     let data = home.join(".local/share/goose");
     build_db("goose/sessions.sql", &data.join("sessions/sessions.db"));
     data
-}
-
-fn env(home: &Path, vars: &[(&str, &str)]) -> Env {
-    Env {
-        home: Some(home.to_owned()),
-        vars: vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-    }
 }
 
 fn tool_states(

@@ -17,6 +17,17 @@ pub use fixture_home::{
     build_db, codex_rollout, copy, copy_tree, fixtures, home, long_and_fine_rollouts,
 };
 
+/// An environment whose home is `home`, with `vars` set and nothing else.
+pub fn env(home: &Path, vars: &[(&str, &str)]) -> scribe_import::Env {
+    scribe_import::Env {
+        home: Some(home.to_owned()),
+        vars: vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    }
+}
+
 /// A fresh Scribe database in `dir`.
 pub fn scribe_db(dir: &Path) -> Arc<Database> {
     Arc::new(Database::open(dir.join("scribe.db")).unwrap())
