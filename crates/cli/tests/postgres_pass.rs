@@ -76,6 +76,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("cline", "cline"),
         ("roo-code", "roo-code"),
         ("kilo-code", "kilo-code"),
+        ("copilot", "copilot/session-state"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

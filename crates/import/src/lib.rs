@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code) and Goose each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose and GitHub Copilot CLI each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -77,11 +77,13 @@ pub enum Source {
     KiloCode,
     /// Block's Goose.
     Goose,
+    /// GitHub Copilot CLI.
+    Copilot,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 9] = [
+    pub const ALL: [Source; 10] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -91,6 +93,7 @@ impl Source {
         Source::RooCode,
         Source::KiloCode,
         Source::Goose,
+        Source::Copilot,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -105,6 +108,7 @@ impl Source {
             Source::RooCode => "roo-code",
             Source::KiloCode => "kilo-code",
             Source::Goose => "goose",
+            Source::Copilot => "copilot",
         }
     }
 }

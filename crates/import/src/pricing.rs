@@ -39,7 +39,9 @@ impl Pricer {
 
     /// The catalog model a source's model name means: the name itself, or without a
     /// `provider/` prefix, a `-YYYYMMDD` / `@YYYYMMDD` date, or a `-latest` suffix
-    /// (`claude-sonnet-4-20250514` is `claude-sonnet-4`).
+    /// (`claude-sonnet-4-20250514` is `claude-sonnet-4`), or with its dots written as
+    /// dashes, as Copilot CLI names Claude models (`claude-sonnet-4.5` is
+    /// `claude-sonnet-4-5`; a name the catalog has with its dots, `gpt-4.1`, is itself).
     pub fn model(&self, name: &str) -> Option<&Model> {
         let name = name.trim();
         let name = name.rsplit('/').next().unwrap_or(name);
@@ -48,7 +50,11 @@ impl Pricer {
         }
         let undated = strip_date(name);
         let base = undated.strip_suffix("-latest").unwrap_or(undated);
-        self.catalog.get(base)
+        self.catalog.get(base).or_else(|| {
+            base.contains('.')
+                .then(|| self.catalog.get(&base.replace('.', "-")))
+                .flatten()
+        })
     }
 
     /// The version of its prices: a digest of every model's id and prices (FNV-1a), so
@@ -258,6 +264,15 @@ mod tests {
             p.model("openai/gpt-5.3-codex").map(|m| m.id.as_str()),
             Some("gpt-5.3-codex")
         );
+        // Copilot CLI writes Claude's versions with dots; a dotted id the catalog has is
+        // itself.
+        for (name, id) in [
+            ("claude-sonnet-4.5", "claude-sonnet-4-5"),
+            ("claude-haiku-4.5", "claude-haiku-4-5"),
+            ("gpt-4.1", "gpt-4.1"),
+        ] {
+            assert_eq!(p.model(name).map(|m| m.id.as_str()), Some(id), "{name}");
+        }
         assert!(p.model("gpt-5.6-luna").is_none());
         assert!(p.model("<synthetic>").is_none());
         assert_eq!(status(0), None);

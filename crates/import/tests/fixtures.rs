@@ -10,8 +10,9 @@
 //! npm install ccusage@20.0.24 @ccusage/ccusage-linux-x64@20.0.24   # in a scratch dir
 //! H=/tmp/cchome   # .claude ← claude, .codex ← codex, .local/share/opencode ← opencode
 //!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini,
-//!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql
-//! for a in claude codex opencode hermes gemini goose; do
+//!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql,
+//!                 # .copilot ← copilot
+//! for a in claude codex opencode hermes gemini goose copilot; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -86,7 +87,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        30,
+        35,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -101,7 +102,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "cline",
                 "roo-code",
                 "kilo-code",
-                "goose"
+                "goose",
+                "copilot"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -162,6 +164,42 @@ fn token_totals_equal_ccusage_per_session() {
         assert_eq!(figures(&db, id, inclusive), want, "{id}");
     }
     assert_eq!(session(&db, "20260101_100000_a1b2c3").tokens.reasoning, 40);
+}
+
+/// Copilot CLI tells usage per model per session lifecycle; Scribe puts each model's on
+/// its last reply, and a model with no reply in the log (one working in the background)
+/// in a task session of its own. A session with those task sessions counts what ccusage
+/// counts for the session (its `outputTokens` hold the reasoning), and costs the same.
+#[test]
+fn copilot_sessions_with_their_background_usage_equal_ccusage() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    run(&db, Source::Copilot, &roots(&home, Source::Copilot));
+    let all = sessions(&db);
+    for (id, want, cost) in [
+        (
+            "7c1e2a90-3b5d-4f61-9a2e-5d8c0b4f1e37",
+            (18_200, 1_930, 6_000, 34_000),
+            0.093_5,
+        ),
+        ("copilot_stage0_small", (200, 50, 0, 800), 0.001_2),
+    ] {
+        let family = all
+            .iter()
+            .filter(|s| s.id == id || s.parent_session_id.as_deref() == Some(id));
+        let (mut got, mut spent) = ((0, 0, 0, 0), 0.0);
+        for s in family {
+            let t = s.tokens;
+            got.0 += t.input;
+            got.1 += t.output + t.reasoning;
+            got.2 += t.cache_write;
+            got.3 += t.cache_read;
+            spent += s.estimated_cost_usd;
+        }
+        assert_eq!(got, want, "{id}");
+        assert!((spent - cost).abs() < 1e-12, "{id}: {spent} != {cost}");
+    }
 }
 
 /// Costs the sources do not report are estimated from the built-in pricing catalog, and

@@ -50,6 +50,8 @@ pub enum From {
     KiloCode,
     /// Goose (`~/.local/share/goose/sessions`, `GOOSE_PATH_ROOT`, `XDG_DATA_HOME`).
     Goose,
+    /// GitHub Copilot CLI (`~/.copilot/session-state`, `COPILOT_HOME`).
+    Copilot,
     /// Every agent above, each from its default location.
     All,
 }
@@ -66,6 +68,7 @@ impl From {
             From::RooCode => vec![Source::RooCode],
             From::KiloCode => vec![Source::KiloCode],
             From::Goose => vec![Source::Goose],
+            From::Copilot => vec![Source::Copilot],
             From::All => Source::ALL.to_vec(),
         }
     }
@@ -282,6 +285,7 @@ fn keeps(source: &str) -> &'static str {
             "Kilo Code keeps tasks/<id>/api_conversation_history.json in its editor storage"
         }
         "goose" => "Goose keeps sessions/sessions.db in ~/.local/share/goose",
+        "copilot" => "Copilot CLI keeps session-state/<id>/events.jsonl in ~/.copilot",
         _ => "see `scribe import --help`",
     }
 }

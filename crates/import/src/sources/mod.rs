@@ -8,6 +8,7 @@
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod copilot;
 pub mod gemini;
 pub mod goose;
 pub mod hermes;
@@ -258,6 +259,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::RooCode => &cline::ROO_CODE,
         Source::KiloCode => &cline::KILO_CODE,
         Source::Goose => &goose::Goose,
+        Source::Copilot => &copilot::Copilot,
     }
 }
 

@@ -47,7 +47,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// A home directory `dir/home` holding every agent's fixture history where the agent
 /// keeps it by default (OpenCode's and Hermes's databases built from their dumps; Cline's,
 /// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
-/// task in `~/.cline/data`, and Goose's database built from its dump).
+/// task in `~/.cline/data`, Goose's database built from its dump, and Copilot CLI's
+/// session folders in `~/.copilot`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -69,6 +70,7 @@ pub fn home(dir: &Path) -> PathBuf {
         "goose/sessions.sql",
         &home.join(".local/share/goose/sessions/sessions.db"),
     );
+    copy("copilot", &home.join(".copilot"));
     home
 }
 
