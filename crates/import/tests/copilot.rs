@@ -309,3 +309,32 @@ fn a_line_that_is_not_json_is_reported_and_the_rest_of_the_log_imported() {
     assert_eq!(s.malformed[0].line, Some(1));
     assert_eq!(messages(&db, SMALL).len(), 3);
 }
+
+#[test]
+fn a_call_an_abort_cut_short_failed_and_an_empty_reply_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("session-state/s-abort");
+    std::fs::create_dir_all(&folder).unwrap();
+    let lines = [
+        r#"{"type":"session.start","data":{"sessionId":"s-abort","startTime":"2026-11-03T08:00:00.000Z","context":{"cwd":"/w"}},"id":"a1","timestamp":"2026-11-03T08:00:00.000Z"}"#,
+        r#"{"type":"user.message","data":{"content":"Run the suite"},"id":"a2","timestamp":"2026-11-03T08:00:01.000Z"}"#,
+        r#"{"type":"assistant.message","data":{"messageId":"r1","content":"","toolRequests":[{"toolCallId":"c1","name":"bash","arguments":{"command":"make test"}}]},"id":"a3","timestamp":"2026-11-03T08:00:02.000Z"}"#,
+        r#"{"type":"abort","data":{"reason":"user initiated"},"id":"a4","timestamp":"2026-11-03T08:00:09.000Z"}"#,
+        r#"{"type":"assistant.message","data":{"messageId":"r2","content":"","toolRequests":[]},"id":"a5","timestamp":"2026-11-03T08:00:10.000Z"}"#,
+    ];
+    std::fs::write(folder.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Copilot, &[folder]);
+    assert_eq!(s.skipped.get("assistant.message:empty"), Some(&1), "{s:?}");
+    assert_eq!(messages(&db, "s-abort").len(), 2);
+    assert_eq!(
+        tools(&db, "s-abort"),
+        [(
+            "bash".into(),
+            "error".into(),
+            "interrupted: the turn ended before the call finished".into()
+        )]
+    );
+    let s = session(&db, "s-abort");
+    assert_eq!((s.ended_at, s.directory.as_deref()), (None, Some("/w")));
+}

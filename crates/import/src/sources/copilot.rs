@@ -274,7 +274,11 @@ impl Log {
                         .push(thought.to_owned());
                 }
             }
-            "assistant.message" => self.reply(&thread, &key, data, at, report),
+            "assistant.message" => {
+                if !self.reply(&thread, &key, data, at, report) {
+                    return;
+                }
+            }
             "tool.execution_start" => {
                 if let Some(&(mi, pi)) = str_of(data, "toolCallId").and_then(|c| self.calls.get(c))
                     && let Some(Part::Tool(t)) = self.part(mi, pi)
@@ -296,7 +300,10 @@ impl Log {
                         let i = self.push(&thread, &key, Role::Assistant, at, parts);
                         self.messages[i].message.is_summary = true;
                     }
-                    None => report.skip("session.compaction_complete:no-summary"),
+                    None => {
+                        report.skip("session.compaction_complete:no-summary");
+                        return;
+                    }
                 }
             }
             "subagent.started" => {
@@ -350,8 +357,16 @@ impl Log {
         self.messages.len() - 1
     }
 
-    /// An `assistant.message`.
-    fn reply(&mut self, thread: &str, key: &str, data: &Value, at: i64, report: &mut FileReport) {
+    /// An `assistant.message`; whether it had anything to keep (one without is counted
+    /// as skipped).
+    fn reply(
+        &mut self,
+        thread: &str,
+        key: &str,
+        data: &Value,
+        at: i64,
+        report: &mut FileReport,
+    ) -> bool {
         let mut parts: Vec<Part> = Vec::new();
         let thoughts = self.reasoning.remove(thread).unwrap_or_default();
         if thoughts.is_empty() {
@@ -388,7 +403,7 @@ impl Log {
         }
         if parts.is_empty() {
             report.skip("assistant.message:empty");
-            return;
+            return false;
         }
         let key = str_of(data, "messageId").unwrap_or(key);
         let i = self.push(thread, key, Role::Assistant, at, parts);
@@ -397,6 +412,7 @@ impl Log {
             self.calls.insert(id.clone(), (i, part));
             self.open.push(id);
         }
+        true
     }
 
     /// The part `pi` of message `mi`, when there is one.
