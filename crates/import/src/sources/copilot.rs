@@ -188,6 +188,8 @@ struct Log {
     threads: BTreeMap<String, (i64, i64)>,
     /// The name of the sub-agent each call started (`subagent.started`).
     agents: HashMap<String, String>,
+    /// Events read so far.
+    events: usize,
 }
 
 impl Log {
@@ -209,6 +211,7 @@ impl Log {
             ended: None,
             threads: BTreeMap::new(),
             agents: HashMap::new(),
+            events: 0,
         }
     }
 
@@ -233,7 +236,12 @@ impl Log {
             .or_else(|| str_of(data, "parentToolCallId"))
             .unwrap_or("")
             .to_owned();
-        let key = str_of(event, "id").unwrap_or("").to_owned();
+        // A message is keyed by its event's id (one per event, where a reply's `messageId`
+        // might be shared by the parts of a reply), else its place in the log.
+        self.events += 1;
+        let key = str_of(event, "id")
+            .filter(|id| !id.is_empty())
+            .map_or_else(|| format!("#{}", self.events), str::to_owned);
         match kind {
             "session.start" | "session.resume" => {
                 if kind == "session.start" {
@@ -405,7 +413,6 @@ impl Log {
             report.skip("assistant.message:empty");
             return false;
         }
-        let key = str_of(data, "messageId").unwrap_or(key);
         let i = self.push(thread, key, Role::Assistant, at, parts);
         self.messages[i].message.model.clone_from(&self.model);
         for (id, part) in calls {
