@@ -77,6 +77,8 @@ fn import_histories(file: &str, dir: &Path) {
         ("roo-code", "roo-code"),
         ("kilo-code", "kilo-code"),
         ("copilot", "copilot/session-state"),
+        ("pi", "pi/sessions"),
+        ("openclaw", "openclaw/agents"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code), Goose and GitHub Copilot CLI each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose, GitHub Copilot CLI, pi and OpenClaw each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -79,11 +79,15 @@ pub enum Source {
     Goose,
     /// GitHub Copilot CLI.
     Copilot,
+    /// The pi coding agent.
+    Pi,
+    /// OpenClaw, which keeps its agents' sessions in pi's format.
+    OpenClaw,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 10] = [
+    pub const ALL: [Source; 12] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -94,6 +98,8 @@ impl Source {
         Source::KiloCode,
         Source::Goose,
         Source::Copilot,
+        Source::Pi,
+        Source::OpenClaw,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -109,6 +115,8 @@ impl Source {
             Source::KiloCode => "kilo-code",
             Source::Goose => "goose",
             Source::Copilot => "copilot",
+            Source::Pi => "pi",
+            Source::OpenClaw => "openclaw",
         }
     }
 }

@@ -11,8 +11,9 @@
 //! H=/tmp/cchome   # .claude ← claude, .codex ← codex, .local/share/opencode ← opencode
 //!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini,
 //!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql,
-//!                 # .copilot ← copilot
-//! for a in claude codex opencode hermes gemini goose copilot; do
+//!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
+//!                 # .openclaw ← openclaw
+//! for a in claude codex opencode hermes gemini goose copilot pi openclaw; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -21,7 +22,8 @@
 //! `cacheReadTokens` per session. Scribe keeps reasoning apart from output; Claude Code
 //! and Codex count reasoning inside their output, so for them ccusage's output is Scribe's
 //! output + reasoning. Hermes and Gemini count it apart (Hermes totals add it separately),
-//! and OpenCode reports it apart too (0 in these fixtures); Goose keeps none.
+//! and OpenCode reports it apart too (0 in these fixtures); Goose keeps none; pi and
+//! OpenClaw count it inside their output.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -87,7 +89,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        35,
+        41,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -103,7 +105,9 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "roo-code",
                 "kilo-code",
                 "goose",
-                "copilot"
+                "copilot",
+                "pi",
+                "openclaw"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -119,7 +123,7 @@ fn token_totals_equal_ccusage_per_session() {
     let db = scribe_db(dir.path());
     import_all(&db, &home);
     // (session, reasoning counted in output by the source, ccusage's figures)
-    let expected: [(&str, bool, Figures); 17] = [
+    let expected: [(&str, bool, Figures); 22] = [
         // Claude Code: ccusage session --json (claude)
         (
             "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
@@ -159,6 +163,28 @@ fn token_totals_equal_ccusage_per_session() {
         ("20251120_1", false, (24_310, 1_204, 0, 0)),
         ("20251121_1", false, (52_000, 3_100, 0, 0)),
         ("20251122_1", false, (900, 120, 0, 0)),
+        // pi and OpenClaw (a reset's transcript included)
+        ("019e19b4-eb48-746a-aa6b-8dfcfa37954b", true, (40, 19, 0, 0)),
+        (
+            "019f3a10-5c2e-7b44-9d1a-6e0f2b7c8d91",
+            true,
+            (2_400, 630, 4_500, 17_300),
+        ),
+        (
+            "019f3a22-1b7d-7c10-8e4f-2a9c5d3e6f70",
+            true,
+            (40, 30, 120, 4_600),
+        ),
+        (
+            "5b8e1f3c-9a2d-4c6e-8f10-3d7a2b9c4e51",
+            true,
+            (3_500, 100, 0, 3_100),
+        ),
+        (
+            "1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60",
+            true,
+            (2_900, 12, 0, 0),
+        ),
     ];
     for (id, inclusive, want) in expected {
         assert_eq!(figures(&db, id, inclusive), want, "{id}");
@@ -199,6 +225,30 @@ fn copilot_sessions_with_their_background_usage_equal_ccusage() {
         }
         assert_eq!(got, want, "{id}");
         assert!((spent - cost).abs() < 1e-12, "{id}: {spent} != {cost}");
+    }
+}
+
+/// pi and OpenClaw write each reply's cost; Scribe keeps it as the reported cost, and
+/// ccusage sums the same figures.
+#[test]
+fn pi_and_openclaw_costs_are_their_own_and_equal_ccusage() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    for source in [Source::Pi, Source::OpenClaw] {
+        run(&db, source, &roots(&home, source));
+    }
+    for (id, want) in [
+        ("019f3a10-5c2e-7b44-9d1a-6e0f2b7c8d91", 0.038_715),
+        ("019f3a22-1b7d-7c10-8e4f-2a9c5d3e6f70", 0.002_4),
+        ("5b8e1f3c-9a2d-4c6e-8f10-3d7a2b9c4e51", 0.001_152_5),
+        ("1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60", 0.000_749),
+    ] {
+        let s = session(&db, id);
+        let cost = s.actual_cost_usd.unwrap_or_default();
+        assert!((cost - want).abs() < 1e-12, "{id}: {cost} != {want}");
+        assert!((s.estimated_cost_usd - want).abs() < 1e-12, "{id}");
+        assert_eq!(s.cost_status.as_deref(), Some("reported"), "{id}");
     }
 }
 

@@ -52,6 +52,10 @@ pub enum From {
     Goose,
     /// GitHub Copilot CLI (`~/.copilot/session-state`, `COPILOT_HOME`).
     Copilot,
+    /// pi (`~/.pi/agent/sessions`, `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`).
+    Pi,
+    /// OpenClaw (`~/.openclaw/agents/*/sessions`, `OPENCLAW_STATE_DIR`).
+    Openclaw,
     /// Every agent above, each from its default location.
     All,
 }
@@ -69,6 +73,8 @@ impl From {
             From::KiloCode => vec![Source::KiloCode],
             From::Goose => vec![Source::Goose],
             From::Copilot => vec![Source::Copilot],
+            From::Pi => vec![Source::Pi],
+            From::Openclaw => vec![Source::OpenClaw],
             From::All => Source::ALL.to_vec(),
         }
     }
@@ -286,6 +292,8 @@ fn keeps(source: &str) -> &'static str {
         }
         "goose" => "Goose keeps sessions/sessions.db in ~/.local/share/goose",
         "copilot" => "Copilot CLI keeps session-state/<id>/events.jsonl in ~/.copilot",
+        "pi" => "pi keeps sessions/<folder>/*.jsonl in ~/.pi/agent",
+        "openclaw" => "OpenClaw keeps agents/<agent>/sessions/*.jsonl in ~/.openclaw",
         _ => "see `scribe import --help`",
     }
 }

@@ -13,6 +13,7 @@ pub mod gemini;
 pub mod goose;
 pub mod hermes;
 pub mod opencode;
+pub mod pi;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -260,6 +261,8 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::KiloCode => &cline::KILO_CODE,
         Source::Goose => &goose::Goose,
         Source::Copilot => &copilot::Copilot,
+        Source::Pi => &pi::PI,
+        Source::OpenClaw => &pi::OPENCLAW,
     }
 }
 

@@ -47,8 +47,9 @@ pub fn build_db(sql: &str, db: &Path) {
 /// A home directory `dir/home` holding every agent's fixture history where the agent
 /// keeps it by default (OpenCode's and Hermes's databases built from their dumps; Cline's,
 /// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
-/// task in `~/.cline/data`, Goose's database built from its dump, and Copilot CLI's
-/// session folders in `~/.copilot`).
+/// task in `~/.cline/data`, Goose's database built from its dump, Copilot CLI's session
+/// folders in `~/.copilot`, pi's sessions in `~/.pi/agent` and OpenClaw's agents in
+/// `~/.openclaw`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -71,6 +72,8 @@ pub fn home(dir: &Path) -> PathBuf {
         &home.join(".local/share/goose/sessions/sessions.db"),
     );
     copy("copilot", &home.join(".copilot"));
+    copy("pi/sessions", &home.join(".pi/agent/sessions"));
+    copy("openclaw", &home.join(".openclaw"));
     home
 }
 

@@ -1,0 +1,316 @@
+//! pi and OpenClaw: session files found where each keeps them, read into faithful
+//! sessions (replies with reasoning and tool calls, their results, the user's own shell
+//! commands, a compaction's summary, a fork under the session it was forked from), each
+//! reply's usage and pi's own cost, and read again whole when they grow without storing
+//! anything twice.
+//!
+//! Fixtures (`fixtures/pi`, `fixtures/openclaw`): sessions written for Scribe after pi's
+//! `session-manager.ts`, and two from jazzyalex/agent-sessions (fixtures/SOURCES.md).
+//! Their token totals equal ccusage's (`fixtures.rs`), and so do their costs, which both
+//! take from the files.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use scribe_import::{Source, sources};
+use scribe_message::{FinishReason, Part, Role, ToolState};
+use scribe_session::SessionKind;
+
+const BLOG: &str = "019f3a10-5c2e-7b44-9d1a-6e0f2b7c8d91";
+const FORK: &str = "019f3a22-1b7d-7c10-8e4f-2a9c5d3e6f70";
+const CALENDAR: &str = "5b8e1f3c-9a2d-4c6e-8f10-3d7a2b9c4e51";
+const RESET: &str = "1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60";
+
+fn texts(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(Role, String, bool)> {
+    messages(db, id)
+        .into_iter()
+        .flat_map(|m| {
+            let role = m.role;
+            m.parts.into_iter().filter_map(move |p| match p.part {
+                Part::Text(t) => Some((role, t.text, t.synthetic)),
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+fn tools(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(String, String, String)> {
+    messages(db, id)
+        .into_iter()
+        .flat_map(|m| m.parts)
+        .filter_map(|p| match p.part {
+            Part::Tool(t) => {
+                let (state, said) = match &t.state {
+                    ToolState::Completed { output, .. } => ("completed", output.clone()),
+                    ToolState::Error { message, .. } => ("error", message.clone()),
+                    ToolState::Running { .. } => ("running", String::new()),
+                    ToolState::Pending => ("pending", String::new()),
+                };
+                Some((t.tool, state.to_owned(), said))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn pi_and_openclaw_are_found_where_they_keep_their_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let roots = |source: Source, vars: &[(&str, &str)]| {
+        sources::importer(source).default_roots(&env(&home, vars))
+    };
+    assert_eq!(roots(Source::Pi, &[]), [home.join(".pi/agent/sessions")]);
+    assert_eq!(
+        roots(Source::Pi, &[("PI_CODING_AGENT_DIR", "/srv/pi")]),
+        [PathBuf::from("/srv/pi/sessions")]
+    );
+    assert_eq!(
+        roots(
+            Source::Pi,
+            &[
+                ("PI_CODING_AGENT_DIR", "/srv/pi"),
+                ("PI_CODING_AGENT_SESSION_DIR", "/srv/s")
+            ]
+        ),
+        [PathBuf::from("/srv/s")]
+    );
+    // OpenClaw: its state folder, or (when only that exists) the one of its earlier name.
+    assert_eq!(
+        roots(Source::OpenClaw, &[]),
+        [home.join(".openclaw/agents")]
+    );
+    std::fs::create_dir_all(home.join(".clawdbot/agents")).unwrap();
+    assert_eq!(
+        roots(Source::OpenClaw, &[]),
+        [home.join(".clawdbot/agents")]
+    );
+    assert_eq!(
+        roots(Source::OpenClaw, &[("OPENCLAW_STATE_DIR", "/srv/claw")]),
+        [PathBuf::from("/srv/claw/agents")]
+    );
+
+    // Session files, and the transcripts OpenClaw set aside; nothing else.
+    copy("openclaw", &home.join(".openclaw"));
+    let sessions = home.join(".openclaw/agents/main/sessions");
+    std::fs::write(sessions.join("sessions.json"), "{}").unwrap();
+    let mut found = Vec::new();
+    sources::importer(Source::OpenClaw)
+        .discover(&home.join(".openclaw/agents"), &mut found)
+        .unwrap();
+    let names: Vec<String> = found
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            format!("{RESET}.jsonl.reset.2026-11-20T17-59-00.000Z"),
+            format!("{CALENDAR}.jsonl"),
+            "openclaw-stage0-large.jsonl".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn a_pi_session_keeps_its_replies_calls_commands_summary_usage_and_fork() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("pi/sessions");
+    copy("pi/sessions", &sessions);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Pi, &[sessions]);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(s.written.sessions_created, 3);
+
+    let blog = session(&db, BLOG);
+    assert_eq!(blog.source, "pi");
+    assert_eq!(blog.title.as_deref(), Some("RSS dates in UTC"));
+    assert_eq!(blog.directory.as_deref(), Some("/home/me/blog"));
+    assert_eq!(blog.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(
+        texts(&db, BLOG),
+        [
+            (
+                Role::User,
+                "The RSS feed shows dates in local time; make them RFC 822 in UTC.".into(),
+                false
+            ),
+            (Role::Assistant, "Let me read the feed template.".into(), false),
+            // The user's own command, as typed, and its output.
+            (Role::User, "!grep -n pubDate src/feed.ts".into(), false),
+            (
+                Role::User,
+                "14:    pubDate: post.date.toLocaleString(),".into(),
+                true
+            ),
+            (
+                Role::User,
+                "It is on line 14, with a trailing comma.".into(),
+                false
+            ),
+            (
+                Role::Assistant,
+                "pubDate now uses toUTCString(), which is the RFC 822 form in UTC.".into(),
+                false
+            ),
+            (
+                Role::Assistant,
+                "The feed's pubDate used toLocaleString(); it now uses toUTCString() (RFC 822, UTC)."
+                    .into(),
+                false
+            ),
+            (Role::User, "Add a test for it".into(), false),
+        ]
+    );
+    assert_eq!(
+        tools(&db, BLOG),
+        [
+            (
+                "read".into(),
+                "completed".into(),
+                "pubDate: post.date.toLocaleString()".into()
+            ),
+            (
+                "edit".into(),
+                "error".into(),
+                "Could not find the exact text in src/feed.ts".into()
+            ),
+            (
+                "edit".into(),
+                "completed".into(),
+                "Successfully replaced text in src/feed.ts.".into()
+            ),
+        ]
+    );
+    let msgs = messages(&db, BLOG);
+    match &msgs[1].parts[0].part {
+        Part::Reasoning(r) => assert_eq!(r.signature.as_deref(), Some("sig-a4")),
+        other => panic!("{other:?}"),
+    }
+    // Output holds the reasoning; Scribe keeps it apart.
+    let first = msgs[1].usage;
+    assert_eq!(
+        (
+            first.input,
+            first.output,
+            first.reasoning,
+            first.cache_read,
+            first.cache_write
+        ),
+        (2_100, 140, 40, 0, 3_900)
+    );
+    assert_eq!(msgs[1].finish_reason, Some(FinishReason::ToolUse));
+    let summary = msgs.iter().find(|m| m.is_summary).unwrap();
+    assert!(matches!(summary.parts[0].part, Part::Compaction(_)));
+    // An aborted reply with no content keeps its usage and says why it ended.
+    let aborted = msgs.last().unwrap();
+    assert!(aborted.parts.is_empty());
+    assert_eq!(aborted.error.as_ref().unwrap()["type"], "aborted");
+    assert_eq!(aborted.usage.cache_read, 4_600);
+    // pi's own cost, reported.
+    assert!(
+        (blog.actual_cost_usd.unwrap() - 0.038_715).abs() < 1e-12,
+        "{:?}",
+        blog.actual_cost_usd
+    );
+    assert_eq!(blog.api_call_count, 5);
+
+    // A session forked from it is a fork under it.
+    let fork = session(&db, FORK);
+    assert_eq!(
+        (fork.kind, fork.parent_session_id.as_deref()),
+        (SessionKind::Fork, Some(BLOG))
+    );
+}
+
+#[test]
+fn an_openclaw_agent_keeps_its_context_messages_and_set_aside_transcripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("openclaw/agents");
+    copy("openclaw/agents", &agents);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::OpenClaw, &[agents]);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(s.written.sessions_created, 3);
+    assert_eq!(
+        texts(&db, CALENDAR),
+        [
+            (
+                Role::User,
+                "Channel: telegram. The user is Dana.".into(),
+                true
+            ),
+            (
+                Role::User,
+                "Remind me what is on my calendar tomorrow".into(),
+                false
+            ),
+            (
+                Role::Assistant,
+                "Tomorrow: the dentist at 9:30, then a call with Sam at 14:00.".into(),
+                false
+            ),
+        ]
+    );
+    assert_eq!(
+        tools(&db, CALENDAR),
+        [(
+            "calendar_list".into(),
+            "completed".into(),
+            "09:30 dentist; 14:00 call with Sam".into()
+        )]
+    );
+    let calendar = session(&db, CALENDAR);
+    assert_eq!(calendar.source, "openclaw");
+    assert_eq!(calendar.model.as_deref(), Some("gpt-5-mini"));
+    assert_eq!(
+        messages(&db, RESET).len(),
+        2,
+        "a reset's transcript is read"
+    );
+    // A result given as a plain string settles its call too.
+    assert_eq!(
+        tools(&db, "openclaw-stage0-large")[0],
+        (
+            "run_terminal".into(),
+            "completed".into(),
+            "M file1\nM file2".into()
+        )
+    );
+}
+
+#[test]
+fn a_grown_pi_session_is_read_again_and_nothing_is_stored_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("pi/sessions");
+    copy("pi/sessions", &sessions);
+    let db = scribe_db(dir.path());
+    run(&db, Source::Pi, std::slice::from_ref(&sessions));
+    let before = dump(&db);
+    let again = run(&db, Source::Pi, std::slice::from_ref(&sessions));
+    assert_eq!(again.files_unchanged, 3, "{again:?}");
+    assert_same(&dump(&db), &before, "unchanged files");
+
+    let file = sessions
+        .join("--home-me-blog--")
+        .join(format!("2026-10-14T07-30-00-000Z_{BLOG}.jsonl"));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(concat!(
+        r#"{"type":"message","id":"a0000011","parentId":"a0000010","timestamp":"2026-10-14T07:32:00.000Z","message":{"role":"user","content":"Add a test for it, please","timestamp":1792049520000}}"#,
+        "\n",
+        r#"{"type":"message","id":"a0000012","parentId":"a0000011","timestamp":"2026-10-14T07:32:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Added test/feed.test.ts."}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":50,"output":70,"cacheRead":4700,"cacheWrite":0,"cost":{"total":0.00276}},"stopReason":"stop"}}"#,
+        "\n",
+        r#"{"type":"message","id":"a0000013","parentId":"a00"#,
+    ));
+    std::fs::write(&file, text).unwrap();
+    let grown = run(&db, Source::Pi, std::slice::from_ref(&sessions));
+    assert!(grown.malformed.is_empty(), "a line being written waits");
+    assert_eq!(grown.written.messages_inserted, 2, "{grown:?}");
+    assert_eq!(messages(&db, BLOG).len(), 12);
+    let blog = session(&db, BLOG);
+    assert!((blog.actual_cost_usd.unwrap() - 0.041_475).abs() < 1e-12);
+}
