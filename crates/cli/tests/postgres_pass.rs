@@ -344,9 +344,10 @@ fn every_command_answers_on_postgres_as_on_sqlite() {
     ] {
         same(file, &url, args);
     }
-    // What is left, but for the times of the changes (the clock's, on each).
+    // What is left, but for the times of the changes (the clock's, on each): every
+    // session, not the 20 most recent a list shows by default.
     let left = |db: &str| {
-        let doc = json(db, &["list", "--all", "--json"]);
+        let doc = json(db, &["list", "--all", "--json", "-n", "1000"]);
         doc["sessions"]
             .as_array()
             .unwrap()
