@@ -28,25 +28,6 @@ fn copilot_home(home: &Path) -> PathBuf {
     state
 }
 
-fn tools(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(String, String, String)> {
-    messages(db, id)
-        .into_iter()
-        .flat_map(|m| m.parts)
-        .filter_map(|p| match p.part {
-            Part::Tool(t) => {
-                let (state, said) = match &t.state {
-                    ToolState::Completed { output, .. } => ("completed", output.clone()),
-                    ToolState::Error { message, .. } => ("error", message.clone()),
-                    ToolState::Running { .. } => ("running", String::new()),
-                    ToolState::Pending => ("pending", String::new()),
-                };
-                Some((t.tool, state.to_owned(), said))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn copilot_is_found_where_it_keeps_its_sessions() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,7 +117,7 @@ fn a_copilot_session_keeps_its_replies_calls_summary_sub_agent_and_usage_per_mod
     );
     assert!(matches!(&msgs[4].parts[0].part, Part::Compaction(_)));
     assert_eq!(
-        tools(&db, WEBAPP),
+        tool_outcomes(&db, WEBAPP),
         [
             (
                 "view".into(),
@@ -267,7 +248,7 @@ fn a_grown_copilot_log_is_read_again_whole_and_nothing_is_stored_twice() {
     let msgs = messages(&db, WEBAPP);
     assert_eq!(msgs.len(), 11);
     assert_eq!(
-        tools(&db, WEBAPP)[3],
+        tool_outcomes(&db, WEBAPP)[3],
         (
             "bash".into(),
             "completed".into(),
@@ -328,7 +309,7 @@ fn a_call_an_abort_cut_short_failed_and_an_empty_reply_is_skipped() {
     assert_eq!(s.skipped.get("assistant.message:empty"), Some(&1), "{s:?}");
     assert_eq!(messages(&db, "s-abort").len(), 2);
     assert_eq!(
-        tools(&db, "s-abort"),
+        tool_outcomes(&db, "s-abort"),
         [(
             "bash".into(),
             "error".into(),

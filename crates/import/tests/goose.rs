@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 use rusqlite::Connection;
 use scribe_import::{Source, sources};
-use scribe_message::{FileSource, Part, Role, ToolState};
+use scribe_message::{FileSource, Part, Role};
 
 const FLAKY: &str = "20251120_1";
 const COMPACTED: &str = "20251121_1";
@@ -27,28 +27,6 @@ fn goose_home(home: &Path) -> PathBuf {
     let data = home.join(".local/share/goose");
     build_db("goose/sessions.sql", &data.join("sessions/sessions.db"));
     data
-}
-
-fn tool_states(
-    db: &std::sync::Arc<scribe_db::Database>,
-    id: &str,
-) -> Vec<(String, String, String)> {
-    messages(db, id)
-        .into_iter()
-        .flat_map(|m| m.parts)
-        .filter_map(|p| match p.part {
-            Part::Tool(t) => {
-                let (state, said) = match &t.state {
-                    ToolState::Completed { output, .. } => ("completed", output.clone()),
-                    ToolState::Error { message, .. } => ("error", message.clone()),
-                    ToolState::Running { .. } => ("running", String::new()),
-                    ToolState::Pending => ("pending", String::new()),
-                };
-                Some((t.tool, state.to_owned(), said))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]
@@ -156,7 +134,7 @@ fn a_goose_session_keeps_its_calls_their_results_its_summary_and_its_usage() {
     );
     let out = "test test_parse ... FAILED\nleft: [\"b\", \"a\"]\nright: [\"a\", \"b\"]";
     assert_eq!(
-        tool_states(&db, FLAKY),
+        tool_outcomes(&db, FLAKY),
         [
             // The output meant for the model, once, though Goose keeps a copy for the user.
             ("developer__shell".into(), "completed".into(), out.into()),

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use common::*;
 use scribe_import::{Source, sources};
-use scribe_message::{FinishReason, Part, Role, ToolState};
+use scribe_message::{FinishReason, Part, Role};
 use scribe_session::SessionKind;
 
 const BLOG: &str = "019f3a10-5c2e-7b44-9d1a-6e0f2b7c8d91";
@@ -34,25 +34,6 @@ fn texts(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(Role, Strin
                 Part::Text(t) => Some((role, t.text, t.synthetic)),
                 _ => None,
             })
-        })
-        .collect()
-}
-
-fn tools(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(String, String, String)> {
-    messages(db, id)
-        .into_iter()
-        .flat_map(|m| m.parts)
-        .filter_map(|p| match p.part {
-            Part::Tool(t) => {
-                let (state, said) = match &t.state {
-                    ToolState::Completed { output, .. } => ("completed", output.clone()),
-                    ToolState::Error { message, .. } => ("error", message.clone()),
-                    ToolState::Running { .. } => ("running", String::new()),
-                    ToolState::Pending => ("pending", String::new()),
-                };
-                Some((t.tool, state.to_owned(), said))
-            }
-            _ => None,
         })
         .collect()
 }
@@ -167,7 +148,7 @@ fn a_pi_session_keeps_its_replies_calls_commands_summary_usage_and_fork() {
         ]
     );
     assert_eq!(
-        tools(&db, BLOG),
+        tool_outcomes(&db, BLOG),
         [
             (
                 "read".into(),
@@ -257,7 +238,7 @@ fn an_openclaw_agent_keeps_its_context_messages_and_set_aside_transcripts() {
         ]
     );
     assert_eq!(
-        tools(&db, CALENDAR),
+        tool_outcomes(&db, CALENDAR),
         [(
             "calendar_list".into(),
             "completed".into(),
@@ -274,7 +255,7 @@ fn an_openclaw_agent_keeps_its_context_messages_and_set_aside_transcripts() {
     );
     // A result given as a plain string settles its call too.
     assert_eq!(
-        tools(&db, "openclaw-stage0-large")[0],
+        tool_outcomes(&db, "openclaw-stage0-large")[0],
         (
             "run_terminal".into(),
             "completed".into(),

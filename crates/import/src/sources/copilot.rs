@@ -42,8 +42,7 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, int_of, message, reasoning, settled, stored_part, str_of, text,
-    tool,
+    FileReport, Importer, Unit, int_of, message, numbered, reasoning, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -353,10 +352,7 @@ impl Log {
     fn push(&mut self, thread: &str, key: &str, role: Role, at: i64, parts: Vec<Part>) -> usize {
         let key = format!("{}:{key}", self.path_id);
         let mut m = message(SRC, &key, role, at);
-        for (i, part) in parts.into_iter().enumerate() {
-            m.parts
-                .push(stored_part(SRC, &key, &i.to_string(), i as i64, part, at));
-        }
+        m.parts = numbered(SRC, &key, parts, at);
         self.messages.push(Reply {
             thread: thread.to_owned(),
             message: m,

@@ -32,7 +32,7 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, int_of, message, reasoning, settled, stored_part,
+    FileReport, Importer, Unit, content_text, int_of, message, numbered, reasoning, settled,
     str_of, text, tool, walk,
 };
 use crate::Source;
@@ -351,10 +351,7 @@ impl Log {
                     };
                 }
             }
-            for (i, part) in parts.into_iter().enumerate() {
-                msg.parts
-                    .push(stored_part(SRC, &key, &i.to_string(), i as i64, part, at));
-            }
+            msg.parts = numbered(SRC, &key, parts, at);
             let calls = i64::from(role == Role::Assistant);
             out.messages.push(MessageRec {
                 session: id.clone(),

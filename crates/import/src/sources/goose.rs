@@ -44,8 +44,8 @@ use scribe_message::{CompactionPart, Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, f64_of, file, int_of, json_col, message,
-    open_source_db, reasoning, rows, settled, stored_part, str_of, text, tool,
+    Batches, FileReport, Importer, Step, Unit, f64_of, file, int_of, json_col, message, numbered,
+    open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -437,10 +437,7 @@ fn transcript(
             m.model.clone_from(&rec.model);
             replies += 1;
         }
-        for (i, part) in parts.into_iter().enumerate() {
-            m.parts
-                .push(stored_part(SRC, &key, &i.to_string(), i as i64, part, at));
-        }
+        m.parts = numbered(SRC, &key, parts, at);
         out.messages.push(MessageRec {
             session: sid.to_owned(),
             message: m,

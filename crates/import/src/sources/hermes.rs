@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use super::{
     Batches, FileReport, Importer, Step, Unit, columns, content_text, f64_of, int_of, json_col,
-    message, open_source_db, reasoning, rows, settled, stored_part, str_of, text, tool,
+    message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -545,10 +545,7 @@ fn transcript(
             });
         }
         let first_tool = parts.len() - tool_calls.len();
-        for (i, part) in parts.into_iter().enumerate() {
-            m.parts
-                .push(stored_part(SRC, &key, &i.to_string(), i as i64, part, at));
-        }
+        m.parts = numbered(SRC, &key, parts, at);
         for (n, id) in tool_calls.into_iter().enumerate() {
             calls.insert(id, (out.messages.len(), first_tool + n));
         }

@@ -370,6 +370,21 @@ pub(crate) fn stored_part(
     }
 }
 
+/// `parts` of the message known by `message_key`, in order, each keyed and placed by its
+/// position (`0`, `1`, …).
+pub(crate) fn numbered(
+    source: Source,
+    message_key: &str,
+    parts: Vec<scribe_message::Part>,
+    at: i64,
+) -> Vec<scribe_message::StoredPart> {
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| stored_part(source, message_key, &i.to_string(), i as i64, part, at))
+        .collect()
+}
+
 /// Marks messages `ids` of session `session` as undone by the agent (a Codex rollback, a
 /// Claude Code rewind) with `error`: those read in this import (`emitted`: id → index in
 /// `out.messages`) are stored with it, those stored earlier get a

@@ -37,8 +37,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, f64_of, file, int_of, message, reasoning, settled,
-    stored_part, str_of, text, tool,
+    FileReport, Importer, Unit, content_text, f64_of, file, int_of, message, numbered, reasoning,
+    settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -268,16 +268,7 @@ impl Session {
     /// Adds a message; returns its index.
     fn push(&mut self, key: &str, role: Role, at: i64, parts: Vec<Part>) -> usize {
         let mut m = message(self.source, key, role, at);
-        for (i, part) in parts.into_iter().enumerate() {
-            m.parts.push(stored_part(
-                self.source,
-                key,
-                &i.to_string(),
-                i as i64,
-                part,
-                at,
-            ));
-        }
+        m.parts = numbered(self.source, key, parts, at);
         self.messages.push(MessageRec {
             session: self.id.clone(),
             message: m,

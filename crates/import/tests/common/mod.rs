@@ -28,6 +28,28 @@ pub fn env(home: &Path, vars: &[(&str, &str)]) -> scribe_import::Env {
     }
 }
 
+/// Each tool call of session `id`, in order: its tool, its state (`completed`, `error`,
+/// `running`, `pending`) and its output or error (empty while it runs).
+pub fn tool_outcomes(db: &Arc<Database>, id: &str) -> Vec<(String, String, String)> {
+    use scribe_message::{Part, ToolState};
+    messages(db, id)
+        .into_iter()
+        .flat_map(|m| m.parts)
+        .filter_map(|p| match p.part {
+            Part::Tool(t) => {
+                let (state, said) = match &t.state {
+                    ToolState::Completed { output, .. } => ("completed", output.clone()),
+                    ToolState::Error { message, .. } => ("error", message.clone()),
+                    ToolState::Running { .. } => ("running", String::new()),
+                    ToolState::Pending => ("pending", String::new()),
+                };
+                Some((t.tool, state.to_owned(), said))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A fresh Scribe database in `dir`.
 pub fn scribe_db(dir: &Path) -> Arc<Database> {
     Arc::new(Database::open(dir.join("scribe.db")).unwrap())
