@@ -1180,7 +1180,6 @@ fn command(s: &str) -> Option<Command> {
     Some(Command::Output(printed.join("\n")))
 }
 
-/// An image or document block as a file part (base64 data kept as a `data:` URL).
 #[cfg(test)]
 mod tests {
     use super::*;

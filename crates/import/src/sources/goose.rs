@@ -44,8 +44,8 @@ use scribe_message::{CompactionPart, Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, f64_of, file, int_of, json_col, message, numbered,
-    open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Step, Unit, f64_of, inline_image, int_of, json_col, message,
+    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -353,11 +353,7 @@ fn transcript(
                         !for_user || audience(item).is_some_and(|roles| !roles.contains(&"user"));
                     parts.push(text(said, model_only && !summary));
                 }
-                "image" => {
-                    let mime = str_of(item, "mimeType").unwrap_or("application/octet-stream");
-                    let data = str_of(item, "data").unwrap_or("");
-                    parts.push(file(mime, None, format!("data:{mime};base64,{data}")));
-                }
+                "image" => parts.push(inline_image(item)),
                 "thinking" => {
                     let signature = str_of(item, "signature")
                         .filter(|s| !s.is_empty())

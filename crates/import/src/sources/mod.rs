@@ -504,6 +504,14 @@ pub(crate) fn media(block: &serde_json::Value) -> scribe_message::Part {
     file(mime, str_of(block, "title").map(str::to_owned), url)
 }
 
+/// An image given inline as `data` (base64) and `mimeType` (an MCP image content, as Goose
+/// keeps it; a pi image block) as a file part at a `data:` URL.
+pub(crate) fn inline_image(block: &serde_json::Value) -> scribe_message::Part {
+    let mime = str_of(block, "mimeType").unwrap_or("application/octet-stream");
+    let data = str_of(block, "data").unwrap_or("");
+    file(mime, None, format!("data:{mime};base64,{data}"))
+}
+
 /// The settled state of a tool call: completed with `output`, or failed with it.
 pub(crate) fn settled(
     output: String,

@@ -37,8 +37,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, f64_of, file, int_of, message, numbered, reasoning,
-    settled, str_of, text, tool,
+    FileReport, Importer, Unit, content_text, f64_of, inline_image, int_of, message, numbered,
+    reasoning, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -371,7 +371,7 @@ impl Session {
                     let name = str_of(block, "name").unwrap_or("");
                     parts.push(tool(id, name, input, ToolState::Running { started_at: at }));
                 }
-                "image" => parts.push(image(block)),
+                "image" => parts.push(inline_image(block)),
                 other => report.skip(format!("content:{other}")),
             }
         }
@@ -478,17 +478,10 @@ fn user_parts(content: &Value) -> Vec<Part> {
                 Some("text") => str_of(b, "text")
                     .filter(|t| !t.is_empty())
                     .map(|t| text(t, false)),
-                Some("image") => Some(image(b)),
+                Some("image") => Some(inline_image(b)),
                 _ => None,
             })
             .collect(),
         _ => Vec::new(),
     }
-}
-
-/// An image block (`data`, `mimeType`) as a file part.
-fn image(block: &Value) -> Part {
-    let mime = str_of(block, "mimeType").unwrap_or("application/octet-stream");
-    let data = str_of(block, "data").unwrap_or("");
-    file(mime, None, format!("data:{mime};base64,{data}"))
 }
