@@ -29,55 +29,108 @@ const NOTIFY_VAR: &str = "SCRIBE_WATCH_NOTIFY";
 /// Malformed lines listed in the human summary (all are in `--json`).
 const MALFORMED_SHOWN: usize = 10;
 
-/// The agent whose history `--from` imports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// The agent whose history `--from` imports: one of [`Source::ALL`], or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum From {
-    /// Claude Code (`~/.claude/projects`, `CLAUDE_CONFIG_DIR`).
-    ClaudeCode,
-    /// OpenAI Codex CLI (`~/.codex/sessions`, `CODEX_HOME`).
-    Codex,
-    /// OpenCode (`~/.local/share/opencode`, `OPENCODE_DB`, `OPENCODE_DATA_DIR`, `XDG_DATA_HOME`).
-    Opencode,
-    /// Hermes Agent (`~/.hermes`, `HERMES_HOME`).
-    Hermes,
-    /// Gemini CLI (`~/.gemini/tmp`, `GEMINI_DATA_DIR`).
-    Gemini,
-    /// Cline (its `tasks/` in each editor's extension storage; `~/.cline/data`, `CLINE_DIR`).
-    Cline,
-    /// Roo Code (its `tasks/` in each editor's extension storage).
-    RooCode,
-    /// Kilo Code (its `tasks/` in each editor's extension storage).
-    KiloCode,
-    /// Goose (`~/.local/share/goose/sessions`, `GOOSE_PATH_ROOT`, `XDG_DATA_HOME`).
-    Goose,
-    /// GitHub Copilot CLI (`~/.copilot/session-state`, `COPILOT_HOME`).
-    Copilot,
-    /// pi (`~/.pi/agent/sessions`, `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`).
-    Pi,
-    /// OpenClaw (`~/.openclaw/agents/*/sessions`, `OPENCLAW_STATE_DIR`).
-    Openclaw,
-    /// Every agent above, each from its default location.
+    /// One agent.
+    One(Source),
+    /// Every agent, each from its default location.
     All,
+}
+
+/// `--from`'s values, in help order: every agent, then `all`.
+static FROM_VALUES: std::sync::LazyLock<Vec<From>> = std::sync::LazyLock::new(|| {
+    Source::ALL
+        .into_iter()
+        .map(From::One)
+        .chain([From::All])
+        .collect()
+});
+
+impl ValueEnum for From {
+    fn value_variants<'a>() -> &'a [Self] {
+        FROM_VALUES.as_slice()
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let (name, help) = match self {
+            From::One(source) => (source.name(), described(*source).help),
+            From::All => ("all", "Every agent above, each from its default location"),
+        };
+        Some(clap::builder::PossibleValue::new(name).help(help))
+    }
 }
 
 impl From {
     fn sources(self) -> Vec<Source> {
         match self {
-            From::ClaudeCode => vec![Source::ClaudeCode],
-            From::Codex => vec![Source::Codex],
-            From::Opencode => vec![Source::OpenCode],
-            From::Hermes => vec![Source::Hermes],
-            From::Gemini => vec![Source::Gemini],
-            From::Cline => vec![Source::Cline],
-            From::RooCode => vec![Source::RooCode],
-            From::KiloCode => vec![Source::KiloCode],
-            From::Goose => vec![Source::Goose],
-            From::Copilot => vec![Source::Copilot],
-            From::Pi => vec![Source::Pi],
-            From::Openclaw => vec![Source::OpenClaw],
+            From::One(source) => vec![source],
             From::All => Source::ALL.to_vec(),
         }
     }
+}
+
+/// What the CLI says of an agent.
+struct Described {
+    /// Its name and where it is looked for (`--from`'s help).
+    help: &'static str,
+    /// What its history looks like, for a PATH that held none of it.
+    keeps: &'static str,
+}
+
+/// What the CLI says of `source`: one place per agent, which a new [`Source`] must fill.
+fn described(source: Source) -> Described {
+    let (help, keeps) = match source {
+        Source::ClaudeCode => (
+            "Claude Code (`~/.claude/projects`, `CLAUDE_CONFIG_DIR`)",
+            "Claude Code keeps *.jsonl transcripts under ~/.claude/projects",
+        ),
+        Source::Codex => (
+            "OpenAI Codex CLI (`~/.codex/sessions`, `CODEX_HOME`)",
+            "Codex keeps rollout-*.jsonl files under ~/.codex/sessions",
+        ),
+        Source::OpenCode => (
+            "OpenCode (`~/.local/share/opencode`, `OPENCODE_DB`, `OPENCODE_DATA_DIR`, `XDG_DATA_HOME`)",
+            "OpenCode keeps opencode*.db (or storage/session/*.json) in ~/.local/share/opencode",
+        ),
+        Source::Hermes => (
+            "Hermes Agent (`~/.hermes`, `HERMES_HOME`)",
+            "Hermes keeps state.db and sessions/*.json in ~/.hermes",
+        ),
+        Source::Gemini => (
+            "Gemini CLI (`~/.gemini/tmp`, `GEMINI_DATA_DIR`)",
+            "Gemini CLI keeps chats/*.json and *.jsonl under ~/.gemini/tmp",
+        ),
+        Source::Cline => (
+            "Cline (its `tasks/` in each editor's extension storage; `~/.cline/data`, `CLINE_DIR`)",
+            "Cline keeps tasks/<id>/api_conversation_history.json in its editor storage or ~/.cline/data",
+        ),
+        Source::RooCode => (
+            "Roo Code (its `tasks/` in each editor's extension storage)",
+            "Roo Code keeps tasks/<id>/api_conversation_history.json in its editor storage",
+        ),
+        Source::KiloCode => (
+            "Kilo Code (its `tasks/` in each editor's extension storage)",
+            "Kilo Code keeps tasks/<id>/api_conversation_history.json in its editor storage",
+        ),
+        Source::Goose => (
+            "Goose (`~/.local/share/goose/sessions`, `GOOSE_PATH_ROOT`, `XDG_DATA_HOME`)",
+            "Goose keeps sessions/sessions.db in ~/.local/share/goose",
+        ),
+        Source::Copilot => (
+            "GitHub Copilot CLI (`~/.copilot/session-state`, `COPILOT_HOME`)",
+            "Copilot CLI keeps session-state/<id>/events.jsonl in ~/.copilot",
+        ),
+        Source::Pi => (
+            "pi (`~/.pi/agent/sessions`, `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`)",
+            "pi keeps sessions/<folder>/*.jsonl in ~/.pi/agent",
+        ),
+        Source::OpenClaw => (
+            "OpenClaw (`~/.openclaw/agents/*/sessions`, `OPENCLAW_STATE_DIR`)",
+            "OpenClaw keeps agents/<agent>/sessions/*.jsonl in ~/.openclaw",
+        ),
+    };
+    Described { help, keeps }
 }
 
 /// What `--from` was asked to do.
@@ -273,29 +326,9 @@ pub fn run(args: HistoryArgs, ctx: &Context) -> Result<(), CliError> {
 
 /// What an agent's history looks like, for a PATH that held none of it.
 fn keeps(source: &str) -> &'static str {
-    match source {
-        "claude-code" => "Claude Code keeps *.jsonl transcripts under ~/.claude/projects",
-        "codex" => "Codex keeps rollout-*.jsonl files under ~/.codex/sessions",
-        "opencode" => {
-            "OpenCode keeps opencode*.db (or storage/session/*.json) in ~/.local/share/opencode"
-        }
-        "hermes" => "Hermes keeps state.db and sessions/*.json in ~/.hermes",
-        "gemini" => "Gemini CLI keeps chats/*.json and *.jsonl under ~/.gemini/tmp",
-        "cline" => {
-            "Cline keeps tasks/<id>/api_conversation_history.json in its editor storage or ~/.cline/data"
-        }
-        "roo-code" => {
-            "Roo Code keeps tasks/<id>/api_conversation_history.json in its editor storage"
-        }
-        "kilo-code" => {
-            "Kilo Code keeps tasks/<id>/api_conversation_history.json in its editor storage"
-        }
-        "goose" => "Goose keeps sessions/sessions.db in ~/.local/share/goose",
-        "copilot" => "Copilot CLI keeps session-state/<id>/events.jsonl in ~/.copilot",
-        "pi" => "pi keeps sessions/<folder>/*.jsonl in ~/.pi/agent",
-        "openclaw" => "OpenClaw keeps agents/<agent>/sessions/*.jsonl in ~/.openclaw",
-        _ => "see `scribe import --help`",
-    }
+    source
+        .parse::<Source>()
+        .map_or("see `scribe import --help`", |s| described(s).keeps)
 }
 
 /// How often `--watch` polls where notifications do not reach.
