@@ -4,6 +4,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+/// The VS Code-like editors whose extension storage is looked in, by their folder's name.
+const EDITORS: [&str; 5] = ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"];
+
 /// The home directory and environment variables the default locations come from.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
@@ -52,6 +55,33 @@ impl Env {
             (Some(rest), Some(home)) => home.join(rest),
             _ => PathBuf::from(path),
         }
+    }
+
+    /// Where each VS Code-like editor keeps `extension`'s storage on this platform
+    /// (`<config>/<editor>/User/globalStorage/<extension>`; config: `$XDG_CONFIG_HOME` or
+    /// `~/.config` on Linux, `~/Library/Application Support` on macOS, `%APPDATA%` on
+    /// Windows), whether or not it exists.
+    pub fn editor_storage(&self, extension: &str) -> Vec<PathBuf> {
+        let bases: Vec<PathBuf> = if cfg!(windows) {
+            self.var("APPDATA").map(PathBuf::from).into_iter().collect()
+        } else if cfg!(target_os = "macos") {
+            self.home_join("Library/Application Support")
+                .into_iter()
+                .collect()
+        } else {
+            match self.var("XDG_CONFIG_HOME") {
+                Some(dir) => vec![self.expand(dir)],
+                None => self.home_join(".config").into_iter().collect(),
+            }
+        };
+        bases
+            .iter()
+            .flat_map(|base| {
+                EDITORS
+                    .iter()
+                    .map(move |editor| base.join(editor).join("User/globalStorage").join(extension))
+            })
+            .collect()
     }
 
     /// `home/rel`, when there is a home.

@@ -81,9 +81,6 @@ const METADATA: &str = "task_metadata.json";
 /// The task's history entry, beside it (Roo Code, Kilo Code).
 const HISTORY_ITEM: &str = "history_item.json";
 
-/// The editors whose extension storage is looked in, by their folder's name.
-const EDITORS: [&str; 5] = ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"];
-
 /// Tools of the XML protocol (Cline's, Roo Code's and Kilo Code's prompts): a tag named
 /// otherwise closing a reply is text.
 const XML_TOOLS: &[&str] = &[
@@ -152,25 +149,6 @@ pub const KILO_CODE: ClineFamily = ClineFamily {
     extension: "kilocode.kilo-code",
 };
 
-impl ClineFamily {
-    /// The folders where editors keep their extensions' storage, on this platform.
-    fn editor_bases(env: &Env) -> Vec<PathBuf> {
-        if cfg!(windows) {
-            return env.var("APPDATA").map(PathBuf::from).into_iter().collect();
-        }
-        if cfg!(target_os = "macos") {
-            return env
-                .home_join("Library/Application Support")
-                .into_iter()
-                .collect();
-        }
-        match env.var("XDG_CONFIG_HOME") {
-            Some(dir) => vec![env.expand(dir)],
-            None => env.home_join(".config").into_iter().collect(),
-        }
-    }
-}
-
 impl Importer for ClineFamily {
     fn reads_state(&self) -> bool {
         false
@@ -198,16 +176,11 @@ impl Importer for ClineFamily {
         {
             candidates.push(dir.clone());
         }
-        for base in Self::editor_bases(env) {
-            for editor in EDITORS {
-                candidates.push(
-                    base.join(editor)
-                        .join("User/globalStorage")
-                        .join(self.extension)
-                        .join("tasks"),
-                );
-            }
-        }
+        candidates.extend(
+            env.editor_storage(self.extension)
+                .into_iter()
+                .map(|d| d.join("tasks")),
+        );
         if let Some((dir, false)) = cli {
             candidates.push(dir);
         }
