@@ -414,15 +414,18 @@ fn message_end(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
 }
 
 /// A message's error on one line: its `message` and `type` when it has them as text
-/// (`error (rewound): undone by a rewind in Gemini CLI`), else its JSON.
+/// (`error (rewound): undone by a rewind in Gemini CLI`; `error (cancelled)` when the
+/// message is empty), else its JSON.
 fn error_line(error: &serde_json::Value) -> String {
     let text = |key: &str| error.get(key).and_then(serde_json::Value::as_str);
-    match (text("message"), text("type")) {
+    let message = text("message").filter(|m| !m.trim().is_empty());
+    match (message, text("type")) {
         (Some(message), Some(kind)) => {
             format!("error ({}): {}", ui::visible(kind), ui::visible(message))
         }
         (Some(message), None) => format!("error: {}", ui::visible(message)),
-        _ => format!("error: {error}"),
+        (None, Some(kind)) => format!("error ({})", ui::visible(kind)),
+        (None, None) => format!("error: {error}"),
     }
 }
 
@@ -674,6 +677,11 @@ mod tests {
             "error (rewound): undone by a rewind in Gemini CLI"
         );
         assert_eq!(error_line(&json!({"message": "boom"})), "error: boom");
+        // A reply the user stopped says so, with no empty message after it.
+        assert_eq!(
+            error_line(&json!({"type": "cancelled", "message": ""})),
+            "error (cancelled)"
+        );
         assert_eq!(
             error_line(&json!({"message": "a\u{1b}[2J"})),
             "error: a\u{241b}[2J"
