@@ -79,6 +79,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("copilot", "copilot/session-state"),
         ("pi", "pi/sessions"),
         ("openclaw", "openclaw/agents"),
+        ("amp", "amp/threads"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code), Goose, GitHub Copilot CLI, pi and OpenClaw each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw and Amp each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -83,11 +83,13 @@ pub enum Source {
     Pi,
     /// OpenClaw, which keeps its agents' sessions in pi's format.
     OpenClaw,
+    /// Sourcegraph's Amp.
+    Amp,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 12] = [
+    pub const ALL: [Source; 13] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -100,6 +102,7 @@ impl Source {
         Source::Copilot,
         Source::Pi,
         Source::OpenClaw,
+        Source::Amp,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -117,6 +120,7 @@ impl Source {
             Source::Copilot => "copilot",
             Source::Pi => "pi",
             Source::OpenClaw => "openclaw",
+            Source::Amp => "amp",
         }
     }
 }

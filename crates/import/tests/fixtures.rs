@@ -12,8 +12,8 @@
 //!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini,
 //!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql,
 //!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
-//!                 # .openclaw ← openclaw
-//! for a in claude codex opencode hermes gemini goose copilot pi openclaw; do
+//!                 # .openclaw ← openclaw, .local/share/amp ← amp
+//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -89,7 +89,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        41,
+        44,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -107,7 +107,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "goose",
                 "copilot",
                 "pi",
-                "openclaw"
+                "openclaw",
+                "amp"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -222,6 +223,46 @@ fn copilot_sessions_with_their_background_usage_equal_ccusage() {
             got.2 += t.cache_write;
             got.3 += t.cache_read;
             spent += s.estimated_cost_usd;
+        }
+        assert_eq!(got, want, "{id}");
+        assert!((spent - cost).abs() < 1e-12, "{id}: {spent} != {cost}");
+    }
+}
+
+/// Amp's usage ledger bills every model call: a thread's replies with the child session of
+/// its title generation (usage no reply carries) count what ccusage counts for the thread,
+/// and cost the same; a thread without a ledger counts its replies' usage, as ccusage does.
+#[test]
+fn amp_threads_with_their_ledger_equal_ccusage() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    run(&db, Source::Amp, &roots(&home, Source::Amp));
+    let all = sessions(&db);
+    for (id, want, cost) in [
+        (
+            "T-3f6c2a1e-8b4d-4e7a-9c15-2d8e0b7f4a63",
+            (477, 557, 5_800, 64_700),
+            0.050_126,
+        ),
+        (
+            "T-9a1d7c55-0e3b-4f28-b6a4-71c2e8d05f19",
+            (1_910, 100, 1_350, 1_200),
+            0.021_087_5,
+        ),
+    ] {
+        let family = all
+            .iter()
+            .filter(|s| s.id == id || s.parent_session_id.as_deref() == Some(id));
+        let (mut got, mut spent) = ((0, 0, 0, 0), 0.0);
+        for s in family {
+            let t = s.tokens;
+            got.0 += t.input;
+            got.1 += t.output + t.reasoning;
+            got.2 += t.cache_write;
+            got.3 += t.cache_read;
+            spent += s.estimated_cost_usd;
+            assert_eq!(s.cost_status.as_deref(), Some("estimated"), "{}", s.id);
         }
         assert_eq!(got, want, "{id}");
         assert!((spent - cost).abs() < 1e-12, "{id}: {spent} != {cost}");

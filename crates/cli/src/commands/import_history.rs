@@ -129,6 +129,10 @@ fn described(source: Source) -> Described {
             "OpenClaw (`~/.openclaw/agents/*/sessions`, `OPENCLAW_STATE_DIR`)",
             "OpenClaw keeps agents/<agent>/sessions/*.jsonl in ~/.openclaw",
         ),
+        Source::Amp => (
+            "Amp (`~/.local/share/amp/threads`, `AMP_DATA_DIR`, `XDG_DATA_HOME`)",
+            "Amp keeps threads/T-*.json in ~/.local/share/amp",
+        ),
     };
     Described { help, keeps }
 }

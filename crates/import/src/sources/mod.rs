@@ -5,6 +5,7 @@
 //! them into a [`Batch`] from where the last import stopped ([`Importer::read`]). It never
 //! writes anything: the [`Sink`] does.
 
+pub mod amp;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
@@ -263,6 +264,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Copilot => &copilot::Copilot,
         Source::Pi => &pi::PI,
         Source::OpenClaw => &pi::OPENCLAW,
+        Source::Amp => &amp::Amp,
     }
 }
 
@@ -484,14 +486,17 @@ pub(crate) fn file(mime: &str, filename: Option<String>, url: String) -> scribe_
     })
 }
 
-/// An Anthropic `image` or `document` block (Claude Code, Cline) as a file part: its
+/// An Anthropic `image` or `document` block (Claude Code, Cline, Amp, which writes
+/// `mediaType`) as a file part: its
 /// inline data as a `data:` URL, or its URL; a block with neither is kept as it is.
 pub(crate) fn media(block: &serde_json::Value) -> scribe_message::Part {
     let src = block
         .get("source")
         .cloned()
         .unwrap_or(serde_json::Value::Null);
-    let mime = str_of(&src, "media_type").unwrap_or("application/octet-stream");
+    let mime = str_of(&src, "media_type")
+        .or_else(|| str_of(&src, "mediaType"))
+        .unwrap_or("application/octet-stream");
     let url = match (
         str_of(&src, "type"),
         str_of(&src, "data"),

@@ -48,8 +48,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// keeps it by default (OpenCode's and Hermes's databases built from their dumps; Cline's,
 /// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
 /// task in `~/.cline/data`, Goose's database built from its dump, Copilot CLI's session
-/// folders in `~/.copilot`, pi's sessions in `~/.pi/agent` and OpenClaw's agents in
-/// `~/.openclaw`).
+/// folders in `~/.copilot`, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
+/// `~/.openclaw` and Amp's threads in `~/.local/share/amp`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -74,6 +74,7 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("copilot", &home.join(".copilot"));
     copy("pi/sessions", &home.join(".pi/agent/sessions"));
     copy("openclaw", &home.join(".openclaw"));
+    copy("amp", &home.join(".local/share/amp"));
     home
 }
 
