@@ -80,6 +80,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("pi", "pi/sessions"),
         ("openclaw", "openclaw/agents"),
         ("amp", "amp/threads"),
+        ("droid", "droid/sessions"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw and Amp each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp and Factory Droid each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -85,11 +85,13 @@ pub enum Source {
     OpenClaw,
     /// Sourcegraph's Amp.
     Amp,
+    /// Factory's Droid.
+    Droid,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 13] = [
+    pub const ALL: [Source; 14] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -103,6 +105,7 @@ impl Source {
         Source::Pi,
         Source::OpenClaw,
         Source::Amp,
+        Source::Droid,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -121,6 +124,7 @@ impl Source {
             Source::Pi => "pi",
             Source::OpenClaw => "openclaw",
             Source::Amp => "amp",
+            Source::Droid => "droid",
         }
     }
 }

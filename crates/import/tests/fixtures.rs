@@ -12,8 +12,9 @@
 //!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini,
 //!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql,
 //!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
-//!                 # .openclaw ← openclaw, .local/share/amp ← amp
-//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp; do
+//!                 # .openclaw ← openclaw, .local/share/amp ← amp,
+//!                 # .factory/sessions ← droid/sessions
+//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -23,7 +24,8 @@
 //! and Codex count reasoning inside their output, so for them ccusage's output is Scribe's
 //! output + reasoning. Hermes and Gemini count it apart (Hermes totals add it separately),
 //! and OpenCode reports it apart too (0 in these fixtures); Goose keeps none; pi and
-//! OpenClaw count it inside their output.
+//! OpenClaw count it inside their output; Droid keeps it apart (ccusage counts it in its
+//! total and prices it as output); Amp's threads here have none.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -89,7 +91,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        44,
+        46,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -108,7 +110,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "copilot",
                 "pi",
                 "openclaw",
-                "amp"
+                "amp",
+                "droid"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -124,7 +127,7 @@ fn token_totals_equal_ccusage_per_session() {
     let db = scribe_db(dir.path());
     import_all(&db, &home);
     // (session, reasoning counted in output by the source, ccusage's figures)
-    let expected: [(&str, bool, Figures); 22] = [
+    let expected: [(&str, bool, Figures); 23] = [
         // Claude Code: ccusage session --json (claude)
         (
             "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
@@ -164,6 +167,12 @@ fn token_totals_equal_ccusage_per_session() {
         ("20251120_1", false, (24_310, 1_204, 0, 0)),
         ("20251121_1", false, (52_000, 3_100, 0, 0)),
         ("20251122_1", false, (900, 120, 0, 0)),
+        // Droid (per-session totals; thinking apart from output)
+        (
+            "6f0b2d1e-4c3a-4e5b-9a8d-1c2e3f4a5b6c",
+            false,
+            (1_840, 920, 6_400, 38_200),
+        ),
         // pi and OpenClaw (a reset's transcript included)
         ("019e19b4-eb48-746a-aa6b-8dfcfa37954b", true, (40, 19, 0, 0)),
         (
@@ -305,7 +314,7 @@ fn estimated_costs_equal_ccusage_per_session() {
     let home = home(dir.path());
     let db = scribe_db(dir.path());
     import_all(&db, &home);
-    let expected: [(&str, f64); 8] = [
+    let expected: [(&str, f64); 9] = [
         // claude-sonnet-4-20250514
         ("1af7fc5e-8455-4414-9ccd-011d40f70b2a", 0.093_157_2),
         ("agent-test-hash-123", 0.000_45),
@@ -318,6 +327,8 @@ fn estimated_costs_equal_ccusage_per_session() {
         // Goose: claude-sonnet-4-5-20250929; gpt-4o
         ("20251120_1", 0.090_99),
         ("20251121_1", 0.161),
+        // Droid: custom:Claude-Sonnet-4.5-[Anthropic], its thinking priced as output
+        ("6f0b2d1e-4c3a-4e5b-9a8d-1c2e3f4a5b6c", 0.057_93),
     ];
     for (id, want) in expected {
         let s = session(&db, id);

@@ -133,6 +133,10 @@ fn described(source: Source) -> Described {
             "Amp (`~/.local/share/amp/threads`, `AMP_DATA_DIR`, `XDG_DATA_HOME`)",
             "Amp keeps threads/T-*.json in ~/.local/share/amp",
         ),
+        Source::Droid => (
+            "Factory Droid (`~/.factory/sessions`, `DROID_SESSIONS_DIR`)",
+            "Droid keeps sessions/<folder>/<id>.jsonl in ~/.factory",
+        ),
     };
     Described { help, keeps }
 }

@@ -10,6 +10,7 @@ pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod copilot;
+pub mod droid;
 pub mod gemini;
 pub mod goose;
 pub mod hermes;
@@ -265,6 +266,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Pi => &pi::PI,
         Source::OpenClaw => &pi::OPENCLAW,
         Source::Amp => &amp::Amp,
+        Source::Droid => &droid::Droid,
     }
 }
 
