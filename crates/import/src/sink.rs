@@ -660,6 +660,8 @@ impl Commit<'_, '_> {
             }
         }
 
+        self.point_at_summaries(batch, &mut ids)?;
+
         for rec in &batch.sessions {
             let Some(total) = &rec.usage_total else {
                 continue;
@@ -986,6 +988,52 @@ impl Commit<'_, '_> {
     }
 
     /// The Scribe id of `external` (from this batch or an earlier import).
+    /// Points each session with a compaction summary in this batch at its latest summary
+    /// (`summary_message_id`), as Scribe's own compaction does: the conversation sent to
+    /// a model starts there, so an imported session continued in Scribe sends the summary
+    /// and what follows it, not the whole history the agent had compacted. A summary
+    /// older than the one the session points at (a file read again, an older file read
+    /// after a newer one) leaves it; a summary stored in another session (a replayed
+    /// record) is not this session's.
+    fn point_at_summaries(
+        &mut self,
+        batch: &Batch,
+        ids: &mut HashMap<String, String>,
+    ) -> Result<()> {
+        let mut latest: HashMap<&str, &Message> = HashMap::new();
+        for rec in batch.messages.iter().filter(|m| m.message.is_summary) {
+            let m = &rec.message;
+            let newest = latest.entry(rec.session.as_str()).or_insert(m);
+            if (m.created_at, &m.id) > (newest.created_at, &newest.id) {
+                *newest = m;
+            }
+        }
+        // In session order, so the events queued are too.
+        let mut latest: Vec<(&str, &Message)> = latest.into_iter().collect();
+        latest.sort_unstable_by_key(|(external, _)| *external);
+        for (external, m) in latest {
+            let Some(id) = self.session_id(external, ids)? else {
+                continue;
+            };
+            if store::message_session(self.tx, &m.id)?.as_deref() != Some(id.as_str()) {
+                continue;
+            }
+            let session = SessionService::get_tx(self.tx, &id)?;
+            if let Some(current) = &session.summary_message_id {
+                if *current == m.id {
+                    continue;
+                }
+                match store::load_message_row(self.tx, current) {
+                    Ok(row) if (row.created_at, &row.id) > (m.created_at, &m.id) => continue,
+                    Ok(_) | Err(MessageError::NotFound { .. }) => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            self.sessions.set_summary_message_tx(self.tx, &id, &m.id)?;
+        }
+        Ok(())
+    }
+
     fn session_id(
         &mut self,
         external: &str,

@@ -284,3 +284,41 @@ fn a_broken_thread_file_is_reported_and_other_json_is_left_alone() {
     // The good threads are all there.
     assert_eq!(s.written.sessions_created, 3, "{s:?}");
 }
+
+/// The session points at its newest summary, whichever file is read last: an older copy
+/// of a thread (the editor extension's, read after Amp's own) with an older summary of
+/// its own leaves the pointer at the newer one.
+#[test]
+fn an_older_copy_of_a_thread_leaves_its_newest_summary_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let newer = dir.path().join("amp/threads");
+    copy("amp/threads", &newer);
+    let older = dir.path().join("ext/threads3");
+    std::fs::create_dir_all(&older).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(newer.join(format!("{BILLING}.json"))).unwrap())
+            .unwrap();
+    let list = doc["messages"].as_array_mut().unwrap();
+    list.truncate(2);
+    list.push(serde_json::json!({
+        "role": "info", "messageId": 40,
+        "content": [{"type": "summary", "summary": {"type": "message", "summary": "An earlier summary."}}],
+        "meta": {"sentAt": 1_767_700_005_000_i64}
+    }));
+    std::fs::write(
+        older.join(format!("{BILLING}.json")),
+        serde_json::to_vec(&doc).unwrap(),
+    )
+    .unwrap();
+    let db = scribe_db(dir.path());
+    run(&db, Source::Amp, &[newer]);
+    run(&db, Source::Amp, &[older]);
+    let msgs = messages(&db, BILLING);
+    let summaries: Vec<_> = msgs.iter().filter(|m| m.is_summary).collect();
+    assert_eq!(summaries.len(), 2);
+    let newest = summaries.iter().max_by_key(|m| m.created_at).unwrap();
+    assert_eq!(
+        session(&db, BILLING).summary_message_id.as_deref(),
+        Some(newest.id.as_str())
+    );
+}

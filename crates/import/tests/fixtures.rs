@@ -278,6 +278,89 @@ fn amp_threads_with_their_ledger_equal_ccusage() {
     }
 }
 
+/// A compaction summary an agent wrote is where the conversation it sends from then on
+/// starts: every imported session holding one points at its latest
+/// (`summary_message_id`), as Scribe's own compaction records it, so Scribe continuing an
+/// imported session sends the summary and what follows it, not the history the agent had
+/// compacted away. Reading the files again, or an older summary after a newer one, leaves
+/// the pointer where it is.
+#[test]
+fn an_imported_summary_is_where_the_conversation_sent_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let db = scribe_db(dir.path());
+    import_all(&db, &home);
+    let service = scribe_session::SessionService::new(std::sync::Arc::clone(&db));
+    let (mut pointed, mut shorter) = (Vec::new(), 0);
+    for s in sessions(&db) {
+        let msgs = messages(&db, &s.id);
+        let latest = msgs
+            .iter()
+            .filter(|m| m.is_summary)
+            .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        assert_eq!(
+            s.summary_message_id.as_deref(),
+            latest.map(|m| m.id.as_str()),
+            "{}",
+            s.id
+        );
+        let Some(summary) = latest else {
+            continue;
+        };
+        pointed.push(s.source.clone());
+        // What a model is sent: the summary (as the user's), then what followed it.
+        let sent = service
+            .conversation(
+                &s.id,
+                scribe_message::ConversationOptions {
+                    from_summary: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let whole = service.conversation(&s.id, Default::default()).unwrap();
+        let said = summary
+            .parts
+            .iter()
+            .find_map(|p| match &p.part {
+                Part::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let first = serde_json::to_value(&sent[0]).unwrap();
+        assert_eq!(first["role"], "user", "{}: {first}", s.id);
+        assert!(
+            first
+                .to_string()
+                .contains(&serde_json::to_string(&said).unwrap()[1..20]),
+            "{}: {first}",
+            s.id
+        );
+        // Less than the whole history, unless the summary opens the session (a Hermes
+        // compression's continuation).
+        assert!(sent.len() <= whole.len(), "{}", s.id);
+        shorter += usize::from(sent.len() < whole.len());
+    }
+    pointed.sort();
+    pointed.dedup();
+    assert_eq!(
+        pointed,
+        [
+            "amp",
+            "claude-code",
+            "codex",
+            "copilot",
+            "goose",
+            "hermes",
+            "pi"
+        ]
+    );
+    assert!(shorter >= 4, "{shorter}");
+    let before = dump(&db);
+    import_all(&db, &home);
+    assert_same(&dump(&db), &before, "a second import");
+}
+
 /// pi and OpenClaw write each reply's cost; Scribe keeps it as the reported cost, and
 /// ccusage sums the same figures.
 #[test]
