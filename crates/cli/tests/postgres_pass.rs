@@ -97,6 +97,15 @@ fn import_histories(file: &str, dir: &Path) {
         file,
         &["import", "--from", "goose", goose.to_str().unwrap()],
     );
+    // So is the Kilo CLI's.
+    let kilo = dir.join("kilo/kilo.db");
+    std::fs::create_dir_all(kilo.parent().unwrap()).unwrap();
+    let dump = std::fs::read_to_string(fixtures.join("kilo/kilo.sql")).unwrap();
+    rusqlite::Connection::open(&kilo)
+        .unwrap()
+        .execute_batch(&dump)
+        .unwrap();
+    ok(file, &["import", "--from", "kilo", kilo.to_str().unwrap()]);
     let texts = [
         "数据库迁移失败了，请检查日志",
         "日本語のテストを書いてください",

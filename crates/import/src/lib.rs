@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp and Factory Droid each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid and the Kilo CLI each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -87,11 +87,13 @@ pub enum Source {
     Amp,
     /// Factory's Droid.
     Droid,
+    /// Kilo's CLI, a fork of OpenCode (and the Kilo Code builds on it).
+    Kilo,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 14] = [
+    pub const ALL: [Source; 15] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -106,6 +108,7 @@ impl Source {
         Source::OpenClaw,
         Source::Amp,
         Source::Droid,
+        Source::Kilo,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -125,6 +128,7 @@ impl Source {
             Source::OpenClaw => "openclaw",
             Source::Amp => "amp",
             Source::Droid => "droid",
+            Source::Kilo => "kilo",
         }
     }
 }

@@ -13,8 +13,9 @@
 //!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql,
 //!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
 //!                 # .openclaw ← openclaw, .local/share/amp ← amp,
-//!                 # .factory/sessions ← droid/sessions
-//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid; do
+//!                 # .factory/sessions ← droid/sessions,
+//!                 # .local/share/kilo/kilo.db ← kilo/kilo.sql
+//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid kilo; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -91,7 +92,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        46,
+        47,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -111,7 +112,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "pi",
                 "openclaw",
                 "amp",
-                "droid"
+                "droid",
+                "kilo"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -127,7 +129,7 @@ fn token_totals_equal_ccusage_per_session() {
     let db = scribe_db(dir.path());
     import_all(&db, &home);
     // (session, reasoning counted in output by the source, ccusage's figures)
-    let expected: [(&str, bool, Figures); 23] = [
+    let expected: [(&str, bool, Figures); 24] = [
         // Claude Code: ccusage session --json (claude)
         (
             "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
@@ -172,6 +174,12 @@ fn token_totals_equal_ccusage_per_session() {
             "6f0b2d1e-4c3a-4e5b-9a8d-1c2e3f4a5b6c",
             false,
             (1_840, 920, 6_400, 38_200),
+        ),
+        // Kilo CLI (OpenCode's database; reasoning apart)
+        (
+            "ses_0a1b2c3d4e5fKiloCliSess01",
+            false,
+            (1_260, 395, 2_400, 18_300),
         ),
         // pi and OpenClaw (a reset's transcript included)
         ("019e19b4-eb48-746a-aa6b-8dfcfa37954b", true, (40, 19, 0, 0)),
@@ -359,6 +367,53 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
     let before = dump(&db);
     import_all(&db, &home);
     assert_same(&dump(&db), &before, "a second import");
+}
+
+/// The Kilo CLI keeps OpenCode's database under its own name: read as OpenCode's, its
+/// replies' reported cost equals what ccusage sums, and it is found where Kilo keeps it.
+#[test]
+fn the_kilo_cli_database_reads_as_opencode_and_equals_ccusage() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let kilo = scribe_import::sources::importer(Source::Kilo);
+    let roots_with = |vars: &[(&str, &str)]| kilo.default_roots(&env(&home, vars));
+    assert_eq!(roots_with(&[]), [home.join(".local/share/kilo")]);
+    assert_eq!(
+        roots_with(&[("KILO_DATA_DIR", "/a,/b")]),
+        [PathBuf::from("/a"), PathBuf::from("/b")]
+    );
+    // Kilo's databases only, not OpenCode's beside them.
+    let mut found = Vec::new();
+    kilo.discover(&home.join(".local/share/kilo"), &mut found)
+        .unwrap();
+    assert_eq!(found, [home.join(".local/share/kilo/kilo.db")]);
+
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Kilo, &roots(&home, Source::Kilo));
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    let id = "ses_0a1b2c3d4e5fKiloCliSess01";
+    let session = session(&db, id);
+    assert_eq!(session.source, "kilo");
+    assert_eq!(
+        session.title.as_deref(),
+        Some("Fix the cart total rounding")
+    );
+    assert_eq!(session.tokens.reasoning, 40);
+    let cost = session.actual_cost_usd.unwrap_or_default();
+    assert!((cost - 0.021_3).abs() < 1e-12, "{cost}");
+    assert_eq!(session.cost_status.as_deref(), Some("reported"));
+    let outcomes: Vec<(String, String)> = tool_outcomes(&db, id)
+        .into_iter()
+        .map(|(tool, state, _)| (tool, state))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("read".into(), "completed".into()),
+            ("edit".into(), "error".into()),
+            ("edit".into(), "completed".into()),
+        ]
+    );
 }
 
 /// pi and OpenClaw write each reply's cost; Scribe keeps it as the reported cost, and

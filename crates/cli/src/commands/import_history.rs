@@ -137,6 +137,10 @@ fn described(source: Source) -> Described {
             "Factory Droid (`~/.factory/sessions`, `DROID_SESSIONS_DIR`)",
             "Droid keeps sessions/<folder>/<id>.jsonl in ~/.factory",
         ),
+        Source::Kilo => (
+            "Kilo CLI, OpenCode's fork (`~/.local/share/kilo/kilo.db`, `KILO_DATA_DIR`, `XDG_DATA_HOME`)",
+            "Kilo CLI keeps kilo.db in ~/.local/share/kilo",
+        ),
     };
     Described { help, keeps }
 }

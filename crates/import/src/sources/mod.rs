@@ -255,7 +255,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
     match source {
         Source::ClaudeCode => &claude_code::ClaudeCode,
         Source::Codex => &codex::Codex,
-        Source::OpenCode => &opencode::OpenCode,
+        Source::OpenCode => &opencode::OPENCODE,
         Source::Hermes => &hermes::Hermes,
         Source::Gemini => &gemini::Gemini,
         Source::Cline => &cline::CLINE,
@@ -267,6 +267,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::OpenClaw => &pi::OPENCLAW,
         Source::Amp => &amp::Amp,
         Source::Droid => &droid::Droid,
+        Source::Kilo => &opencode::KILO,
     }
 }
 

@@ -3,6 +3,11 @@
 //! `OPENCODE_DATA_DIR`, as ccusage reads it, the directory), and the older JSON files
 //! under `storage/` that versions before the database wrote.
 //!
+//! Kilo's CLI (and the Kilo Code builds on it) is a fork of OpenCode that keeps the same
+//! database as `$XDG_DATA_HOME/kilo/kilo.db` (`KILO_DATA_DIR`, a comma-separated list of
+//! folders, as ccusage reads it): one module, two [`Importer`] values ([`OPENCODE`],
+//! [`KILO`]), as the Cline family is.
+//!
 //! Mapping (FORMATS.md §3):
 //! - sessions, messages and parts keep OpenCode's ids (`ses_…`, `msg_…`, `prt_…`);
 //!   `parent_id` makes a task session (the `task` tool's child), `title` is the title;
@@ -37,29 +42,52 @@ use crate::env::Env;
 use crate::error::{ImportError, Result};
 use crate::record::{Batch, MessageRec, Resume, SessionRec, TaskLink, TitleRank};
 
-const SRC: Source = Source::OpenCode;
-
-/// The OpenCode importer.
+/// OpenCode, or a fork of it keeping the same database under its own name.
 #[derive(Debug, Clone, Copy)]
-pub struct OpenCode;
+pub struct OpenCodeFamily {
+    source: Source,
+    /// Its data folder's name under `$XDG_DATA_HOME`, and how its databases' names begin.
+    name: &'static str,
+}
 
-impl Importer for OpenCode {
+/// OpenCode.
+pub const OPENCODE: OpenCodeFamily = OpenCodeFamily {
+    source: Source::OpenCode,
+    name: "opencode",
+};
+
+/// Kilo's CLI.
+pub const KILO: OpenCodeFamily = OpenCodeFamily {
+    source: Source::Kilo,
+    name: "kilo",
+};
+
+impl Importer for OpenCodeFamily {
     fn source(&self) -> Source {
-        SRC
+        self.source
     }
 
     fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
-        if let Some(db) = env.var("OPENCODE_DB") {
-            return vec![env.expand(db)];
-        }
-        if let Some(dir) = env.var("OPENCODE_DATA_DIR") {
-            return vec![env.expand(dir)];
+        match self.source {
+            Source::OpenCode => {
+                if let Some(db) = env.var("OPENCODE_DB") {
+                    return vec![env.expand(db)];
+                }
+                if let Some(dir) = env.var("OPENCODE_DATA_DIR") {
+                    return vec![env.expand(dir)];
+                }
+            }
+            _ => {
+                if let Some(dirs) = env.paths("KILO_DATA_DIR") {
+                    return dirs;
+                }
+            }
         }
         let data = env
             .var("XDG_DATA_HOME")
             .map(PathBuf::from)
             .or_else(|| env.home_join(".local/share"));
-        data.map(|d| vec![d.join("opencode")]).unwrap_or_default()
+        data.map(|d| vec![d.join(self.name)]).unwrap_or_default()
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -78,7 +106,7 @@ impl Importer for OpenCode {
                     .map(|n| n.to_string_lossy())
                     .unwrap_or_default();
                 // A directory so named is not a database (SQLite: "disk I/O error").
-                name.starts_with("opencode") && name.ends_with(".db") && p.is_file()
+                name.starts_with(self.name) && name.ends_with(".db") && p.is_file()
             })
             .collect();
         dbs.sort();
@@ -100,10 +128,10 @@ impl Importer for OpenCode {
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         if unit.path.extension().is_some_and(|e| e == "json") {
-            legacy(unit, out, report)?;
+            legacy(self.source, unit, out, report)?;
             Ok(Resume::default())
         } else {
-            database(unit, out, report)
+            database(self.source, unit, out, report)
         }
     }
 }
@@ -111,7 +139,12 @@ impl Importer for OpenCode {
 /// The sessions of OpenCode's database in order of creation, a batch at a time: after
 /// [`Unit::max_messages`] it stops at a session's end and says where it got to
 /// ([`Batches`]).
-fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
+fn database(
+    source: Source,
+    unit: &Unit<'_>,
+    out: &mut Batch,
+    report: &mut FileReport,
+) -> Result<Resume> {
     let path = unit.path;
     let conn = open_source_db(path)?;
     let db = |source| ImportError::source_db(path, source);
@@ -146,7 +179,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
             parts_seen(&conn, id).map_err(db)?,
             str_of(s, "title")
         );
-        if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
+        if unit.state.fingerprint(source, id)?.as_deref() == Some(fingerprint.as_str()) {
             continue;
         }
         let messages = rows(
@@ -200,7 +233,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
                 .and_then(Value::as_str)
                 .map(str::to_owned);
         }
-        emit_session(rec, msgs, out, report, path);
+        emit_session(source, rec, msgs, out, report, path);
     }
     Ok(Resume::default())
 }
@@ -244,6 +277,7 @@ fn session_rec(
 type RawMessage = (String, i64, Value, Vec<(String, i64, i64, Value)>);
 
 fn emit_session(
+    source: Source,
     mut rec: SessionRec,
     msgs: Vec<RawMessage>,
     out: &mut Batch,
@@ -267,7 +301,7 @@ fn emit_session(
             .and_then(Value::as_i64)
             .unwrap_or(created);
         rec.updated_at = rec.updated_at.max(at);
-        let mut m = message(SRC, &mid, role, at);
+        let mut m = message(source, &mid, role, at);
         m.agent = str_of(&data, "agent").map(str::to_owned);
         m.model = str_of(&data, "modelID")
             .or_else(|| data.pointer("/model/modelID").and_then(Value::as_str))
@@ -283,8 +317,8 @@ fn emit_session(
         let mut step_usage: Option<TokenUsage> = None;
         for (position, (pid, pcreated, pupdated, pdata)) in parts.into_iter().enumerate() {
             let part = part_of(&pdata, &mut step_usage);
-            let mut stored = stored_part(SRC, &pid, "", position as i64, part, pcreated.max(0));
-            stored.id = crate::ids::part_id(SRC, &mid, &pid, at);
+            let mut stored = stored_part(source, &pid, "", position as i64, part, pcreated.max(0));
+            stored.id = crate::ids::part_id(source, &mid, &pid, at);
             stored.updated_at = pupdated.max(pcreated);
             if let Some(child) = task_child(&pdata) {
                 out.task_links.push(TaskLink {
@@ -474,7 +508,7 @@ fn legacy_sessions(root: &Path) -> PathBuf {
 }
 
 /// A session of the JSON storage OpenCode used before its database.
-fn legacy(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
+fn legacy(source: Source, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> {
     let path = unit.path;
     let read_json = |p: &Path| -> Option<Value> {
         serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
@@ -555,6 +589,6 @@ fn legacy(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<(
         updated,
     );
     rec.fingerprint = Some(format!("json:{updated}"));
-    emit_session(rec, msgs, out, report, path);
+    emit_session(source, rec, msgs, out, report, path);
     Ok(())
 }

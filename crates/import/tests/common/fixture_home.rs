@@ -49,8 +49,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
 /// task in `~/.cline/data`, Goose's database built from its dump, Copilot CLI's session
 /// folders in `~/.copilot`, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
-/// `~/.openclaw`, Amp's threads in `~/.local/share/amp` and Droid's sessions in
-/// `~/.factory/sessions`).
+/// `~/.openclaw`, Amp's threads in `~/.local/share/amp`, Droid's sessions in
+/// `~/.factory/sessions` and the Kilo CLI's database built from its dump).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -77,6 +77,7 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("openclaw", &home.join(".openclaw"));
     copy("amp", &home.join(".local/share/amp"));
     copy("droid/sessions", &home.join(".factory/sessions"));
+    build_db("kilo/kilo.sql", &home.join(".local/share/kilo/kilo.db"));
     home
 }
 
