@@ -184,13 +184,7 @@ impl Importer for ClineFamily {
         if let Some((dir, false)) = cli {
             candidates.push(dir);
         }
-        let first = candidates.first().cloned();
-        let found: Vec<PathBuf> = candidates.into_iter().filter(|p| p.is_dir()).collect();
-        if found.is_empty() {
-            first.into_iter().collect()
-        } else {
-            found
-        }
+        super::existing_or_first(candidates)
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {

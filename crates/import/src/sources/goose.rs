@@ -117,13 +117,7 @@ impl Importer for Goose {
                 }
             }
         }
-        let candidates: Vec<PathBuf> = candidates.into_iter().map(|d| d.join("sessions")).collect();
-        let found: Vec<PathBuf> = candidates.iter().filter(|d| d.is_dir()).cloned().collect();
-        if found.is_empty() {
-            candidates.into_iter().take(1).collect()
-        } else {
-            found
-        }
+        super::existing_or_first(candidates.into_iter().map(|d| d.join("sessions")).collect())
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {

@@ -271,6 +271,19 @@ pub fn importer(source: Source) -> &'static dyn Importer {
     }
 }
 
+/// The places among `candidates` (where an agent may keep its history, in order of
+/// preference) that exist; when none does, the first, so that a report names where it
+/// looked.
+pub(crate) fn existing_or_first(candidates: Vec<PathBuf>) -> Vec<PathBuf> {
+    let first = candidates.first().cloned();
+    let found: Vec<PathBuf> = candidates.into_iter().filter(|p| p.is_dir()).collect();
+    if found.is_empty() {
+        first.into_iter().collect()
+    } else {
+        found
+    }
+}
+
 /// Every file under `root` (or `root` itself) whose name `keep` accepts, sorted.
 pub(crate) fn walk(
     root: &Path,

@@ -80,17 +80,12 @@ impl Importer for PiFamily {
                 if let Some(dir) = env.var("OPENCLAW_STATE_DIR") {
                     return vec![env.expand(dir).join("agents")];
                 }
-                let candidates: Vec<PathBuf> = [".openclaw", ".clawdbot"]
-                    .iter()
-                    .filter_map(|d| env.home_join(&format!("{d}/agents")))
-                    .collect();
-                let found: Vec<PathBuf> =
-                    candidates.iter().filter(|d| d.is_dir()).cloned().collect();
-                if found.is_empty() {
-                    candidates.into_iter().take(1).collect()
-                } else {
-                    found
-                }
+                super::existing_or_first(
+                    [".openclaw", ".clawdbot"]
+                        .iter()
+                        .filter_map(|d| env.home_join(&format!("{d}/agents")))
+                        .collect(),
+                )
             }
             _ => {
                 if let Some(dir) = env.var("PI_CODING_AGENT_SESSION_DIR") {
