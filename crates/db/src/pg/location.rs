@@ -229,24 +229,9 @@ fn split_url(url: &str) -> (String, Option<String>, Option<String>) {
 }
 
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&a), Some(&b)) if hex(a).is_some() && hex(b).is_some() => {
-                let value = hex(a).unwrap_or(0) * 16 + hex(b).unwrap_or(0);
-                out.push(u8::try_from(value).unwrap_or(b'?'));
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// One `key=value` pair of a keyword string, the value unquoted.
@@ -440,6 +425,9 @@ mod tests {
         // A named one is still read (and `verify-ca` still needs it to check the chain).
         let loc = Location::parse("host=h user=u dbname=d sslrootcert=/ca.pem").unwrap();
         assert_eq!(loc.root_cert, Some(PathBuf::from("/ca.pem")));
+        // A URL's parameters are percent-decoded.
+        let loc = Location::parse("postgres://u@h/d?sslrootcert=%2Fca%20dir%2Fca.pem").unwrap();
+        assert_eq!(loc.root_cert, Some(PathBuf::from("/ca dir/ca.pem")));
     }
 
     #[test]

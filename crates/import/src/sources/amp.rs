@@ -39,8 +39,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, f64_of, int_of, media, message, numbered, reasoning,
-    settled, str_of, text, tool, walk,
+    FileReport, Importer, Unit, content_text, existing_or_first, f64_of, int_of, media, message,
+    numbered, reasoning, settled, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -81,13 +81,7 @@ impl Importer for Amp {
                 .into_iter()
                 .map(|d| d.join("threads3")),
         );
-        let first = candidates.first().cloned();
-        let found: Vec<PathBuf> = candidates.into_iter().filter(|p| p.is_dir()).collect();
-        if found.is_empty() {
-            first.into_iter().collect()
-        } else {
-            found
-        }
+        existing_or_first(candidates)
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -579,31 +573,14 @@ fn directory(doc: &Value) -> Option<String> {
         str_of(t, "uri").or_else(|| t.get("uri").and_then(|u| str_of(u, "fsPath")))
     })?;
     match uri.strip_prefix("file://") {
-        Some(rest) => Some(percent_decoded(
-            rest.strip_prefix("localhost").unwrap_or(rest),
-        )),
+        Some(rest) => {
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            Some(
+                percent_encoding::percent_decode_str(path)
+                    .decode_utf8_lossy()
+                    .into_owned(),
+            )
+        }
         None => (!uri.is_empty()).then(|| uri.to_owned()),
     }
-}
-
-/// `s` with its `%XX` escapes decoded (a file URI's path); a malformed escape is kept.
-fn percent_decoded(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
-                out.push(u8::try_from(value).unwrap_or(b'?'));
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
