@@ -85,27 +85,21 @@ fn import_histories(file: &str, dir: &Path) {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);
     }
-    // Goose's fixture is a dump of its database: the database is built from it first.
-    let goose = dir.join("goose/sessions.db");
-    std::fs::create_dir_all(goose.parent().unwrap()).unwrap();
-    let dump = std::fs::read_to_string(fixtures.join("goose/sessions.sql")).unwrap();
-    rusqlite::Connection::open(&goose)
-        .unwrap()
-        .execute_batch(&dump)
-        .unwrap();
-    ok(
-        file,
-        &["import", "--from", "goose", goose.to_str().unwrap()],
-    );
-    // So is the Kilo CLI's.
-    let kilo = dir.join("kilo/kilo.db");
-    std::fs::create_dir_all(kilo.parent().unwrap()).unwrap();
-    let dump = std::fs::read_to_string(fixtures.join("kilo/kilo.sql")).unwrap();
-    rusqlite::Connection::open(&kilo)
-        .unwrap()
-        .execute_batch(&dump)
-        .unwrap();
-    ok(file, &["import", "--from", "kilo", kilo.to_str().unwrap()]);
+    // Goose's and the Kilo CLI's fixtures are dumps of their databases: each database is
+    // built from its dump first.
+    for (agent, dump, db) in [
+        ("goose", "goose/sessions.sql", "goose/sessions.db"),
+        ("kilo", "kilo/kilo.sql", "kilo/kilo.db"),
+    ] {
+        let db = dir.join(db);
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        let dump = std::fs::read_to_string(fixtures.join(dump)).unwrap();
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute_batch(&dump)
+            .unwrap();
+        ok(file, &["import", "--from", agent, db.to_str().unwrap()]);
+    }
     let texts = [
         "数据库迁移失败了，请检查日志",
         "日本語のテストを書いてください",

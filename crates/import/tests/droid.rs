@@ -21,19 +21,6 @@ use scribe_message::{Part, Role};
 
 const RATE: &str = "6f0b2d1e-4c3a-4e5b-9a8d-1c2e3f4a5b6c";
 
-fn texts(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(Role, String, bool)> {
-    messages(db, id)
-        .into_iter()
-        .flat_map(|m| {
-            let role = m.role;
-            m.parts.into_iter().filter_map(move |p| match p.part {
-                Part::Text(t) => Some((role, t.text, t.synthetic)),
-                _ => None,
-            })
-        })
-        .collect()
-}
-
 #[test]
 fn droid_sessions_are_found_where_droid_keeps_them() {
     let dir = tempfile::tempdir().unwrap();

@@ -220,7 +220,6 @@ fn copilot_sessions_with_their_background_usage_equal_ccusage() {
     let home = home(dir.path());
     let db = scribe_db(dir.path());
     run(&db, Source::Copilot, &roots(&home, Source::Copilot));
-    let all = sessions(&db);
     for (id, want, cost) in [
         (
             "7c1e2a90-3b5d-4f61-9a2e-5d8c0b4f1e37",
@@ -229,21 +228,32 @@ fn copilot_sessions_with_their_background_usage_equal_ccusage() {
         ),
         ("copilot_stage0_small", (200, 50, 0, 800), 0.001_2),
     ] {
-        let family = all
-            .iter()
-            .filter(|s| s.id == id || s.parent_session_id.as_deref() == Some(id));
-        let (mut got, mut spent) = ((0, 0, 0, 0), 0.0);
-        for s in family {
-            let t = s.tokens;
-            got.0 += t.input;
-            got.1 += t.output + t.reasoning;
-            got.2 += t.cache_write;
-            got.3 += t.cache_read;
-            spent += s.estimated_cost_usd;
-        }
+        let (got, spent) = family_figures(&db, id);
         assert_eq!(got, want, "{id}");
         assert!((spent - cost).abs() < 1e-12, "{id}: {spent} != {cost}");
     }
+}
+
+/// What session `id` and its child sessions count together, as ccusage counts the
+/// session (output holding the reasoning), and their estimated cost; every one of them
+/// with usage estimated.
+fn family_figures(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> (Figures, f64) {
+    let (mut got, mut spent) = ((0, 0, 0, 0), 0.0);
+    for s in sessions(db)
+        .iter()
+        .filter(|s| s.id == id || s.parent_session_id.as_deref() == Some(id))
+    {
+        let t = s.tokens;
+        got.0 += t.input;
+        got.1 += t.output + t.reasoning;
+        got.2 += t.cache_write;
+        got.3 += t.cache_read;
+        spent += s.estimated_cost_usd;
+        if !t.is_zero() {
+            assert_eq!(s.cost_status.as_deref(), Some("estimated"), "{}", s.id);
+        }
+    }
+    (got, spent)
 }
 
 /// Amp's usage ledger bills every model call: a thread's replies with the child session of
@@ -255,7 +265,6 @@ fn amp_threads_with_their_ledger_equal_ccusage() {
     let home = home(dir.path());
     let db = scribe_db(dir.path());
     run(&db, Source::Amp, &roots(&home, Source::Amp));
-    let all = sessions(&db);
     for (id, want, cost) in [
         (
             "T-3f6c2a1e-8b4d-4e7a-9c15-2d8e0b7f4a63",
@@ -268,19 +277,7 @@ fn amp_threads_with_their_ledger_equal_ccusage() {
             0.021_087_5,
         ),
     ] {
-        let family = all
-            .iter()
-            .filter(|s| s.id == id || s.parent_session_id.as_deref() == Some(id));
-        let (mut got, mut spent) = ((0, 0, 0, 0), 0.0);
-        for s in family {
-            let t = s.tokens;
-            got.0 += t.input;
-            got.1 += t.output + t.reasoning;
-            got.2 += t.cache_write;
-            got.3 += t.cache_read;
-            spent += s.estimated_cost_usd;
-            assert_eq!(s.cost_status.as_deref(), Some("estimated"), "{}", s.id);
-        }
+        let (got, spent) = family_figures(&db, id);
         assert_eq!(got, want, "{id}");
         assert!((spent - cost).abs() < 1e-12, "{id}: {spent} != {cost}");
     }

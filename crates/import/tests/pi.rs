@@ -25,19 +25,6 @@ const FORK: &str = "019f3a22-1b7d-7c10-8e4f-2a9c5d3e6f70";
 const CALENDAR: &str = "5b8e1f3c-9a2d-4c6e-8f10-3d7a2b9c4e51";
 const RESET: &str = "1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60";
 
-fn texts(db: &std::sync::Arc<scribe_db::Database>, id: &str) -> Vec<(Role, String, bool)> {
-    messages(db, id)
-        .into_iter()
-        .flat_map(|m| {
-            let role = m.role;
-            m.parts.into_iter().filter_map(move |p| match p.part {
-                Part::Text(t) => Some((role, t.text, t.synthetic)),
-                _ => None,
-            })
-        })
-        .collect()
-}
-
 #[test]
 fn pi_and_openclaw_are_found_where_they_keep_their_sessions() {
     let dir = tempfile::tempdir().unwrap();

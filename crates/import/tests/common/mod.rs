@@ -28,6 +28,22 @@ pub fn env(home: &Path, vars: &[(&str, &str)]) -> scribe_import::Env {
     }
 }
 
+/// The text parts of session `id`, in order: who said each, what, and whether the agent
+/// wrote it rather than the user or the model (synthetic).
+pub fn texts(db: &Arc<Database>, id: &str) -> Vec<(scribe_message::Role, String, bool)> {
+    use scribe_message::Part;
+    messages(db, id)
+        .into_iter()
+        .flat_map(|m| {
+            let role = m.role;
+            m.parts.into_iter().filter_map(move |p| match p.part {
+                Part::Text(t) => Some((role, t.text, t.synthetic)),
+                _ => None,
+            })
+        })
+        .collect()
+}
+
 /// Each tool call of session `id`, in order: its tool, its state (`completed`, `error`,
 /// `running`, `pending`) and its output or error (empty while it runs).
 pub fn tool_outcomes(db: &Arc<Database>, id: &str) -> Vec<(String, String, String)> {
