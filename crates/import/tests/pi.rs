@@ -173,7 +173,32 @@ fn a_pi_session_keeps_its_replies_calls_commands_summary_usage_and_fork() {
     );
     assert_eq!(msgs[1].finish_reason, Some(FinishReason::ToolUse));
     let summary = msgs.iter().find(|m| m.is_summary).unwrap();
-    assert!(matches!(summary.parts[0].part, Part::Compaction(_)));
+    // pi keeps sending the entries from `firstKeptEntryId` on (here the reply before the
+    // summary) after it: the summary keeps them, so Scribe sends them too.
+    let kept = msgs
+        .iter()
+        .find(|m| {
+            m.parts
+                .iter()
+                .any(|p| matches!(&p.part, Part::Text(t) if t.text.starts_with("pubDate now uses")))
+        })
+        .unwrap();
+    match &summary.parts[0].part {
+        Part::Compaction(c) => assert_eq!(c.keep_from.as_deref(), Some(kept.id.as_str())),
+        other => panic!("{other:?}"),
+    }
+    let sent = scribe_session::SessionService::new(std::sync::Arc::clone(&db))
+        .conversation(
+            BLOG,
+            scribe_message::ConversationOptions {
+                from_summary: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let sent = serde_json::to_string(&sent).unwrap();
+    assert!(sent.contains("pubDate now uses toUTCString()"), "{sent}");
+    assert!(!sent.contains("make them RFC 822 in UTC"), "{sent}");
     // An aborted reply with no content keeps its usage and says why it ended.
     let aborted = msgs.last().unwrap();
     assert!(aborted.parts.is_empty());

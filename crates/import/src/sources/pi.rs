@@ -24,7 +24,9 @@
 //! - usage per reply: `input` (without the cache), `cacheRead`, `cacheWrite`, `output`
 //!   (holding the `reasoning`, which Scribe keeps apart); the cost is pi's own
 //!   (`cost.total`) where it is above zero, else estimated;
-//! - a `compaction` entry is the session's summary; a `branch_summary` (what a left branch
+//! - a `compaction` entry is the session's summary, the messages from its
+//!   `firstKeptEntryId` on (which pi keeps sending after it) kept with it
+//!   (`CompactionPart::keep_from`); a `branch_summary` (what a left branch
 //!   did) and a `custom_message` are synthetic text; `session_info`'s `name` is the title
 //!   the user gave; `model_change`, `thinking_level_change`, `label` and `custom` entries
 //!   carry nothing to keep and are counted as skipped.
@@ -157,6 +159,12 @@ struct Session {
     messages: Vec<MessageRec>,
     /// A call's id → (index in `messages`, part index).
     calls: HashMap<String, (usize, usize)>,
+    /// Entries read so far (the one being read included).
+    entries: usize,
+    /// An entry's id → its place among the entries (1-based, as `entries` counts them).
+    entry_at: HashMap<String, usize>,
+    /// For each message, the place of the entry it came from.
+    message_at: Vec<usize>,
 }
 
 impl Session {
@@ -189,6 +197,9 @@ impl Session {
             model: None,
             messages: Vec::new(),
             calls: HashMap::new(),
+            entries: 0,
+            entry_at: HashMap::new(),
+            message_at: Vec::new(),
         }
     }
 
@@ -201,8 +212,12 @@ impl Session {
             .or_else(|| f64_of(inner, "timestamp").and_then(time::epoch))
             .unwrap_or(self.last_at);
         self.last_at = self.last_at.max(at);
+        self.entries += 1;
         let key = match str_of(entry, "id").filter(|id| !id.is_empty()) {
-            Some(id) => format!("{}:{id}", self.id),
+            Some(id) => {
+                self.entry_at.insert(id.to_owned(), self.entries);
+                format!("{}:{id}", self.id)
+            }
             None => format!("{}:#{}", self.id, self.messages.len()),
         };
         match kind {
@@ -217,8 +232,17 @@ impl Session {
                     report.skip("compaction:empty");
                     return;
                 };
+                // pi keeps sending the entries from `firstKeptEntryId` on after the
+                // summary: the first message among them is where they begin.
+                let keep_from = str_of(entry, "firstKeptEntryId")
+                    .and_then(|kept| self.entry_at.get(kept).copied())
+                    .and_then(|from| self.message_at.iter().position(|at| *at >= from))
+                    .map(|i| self.messages[i].message.id.clone());
                 let parts = vec![
-                    Part::Compaction(CompactionPart::default()),
+                    Part::Compaction(CompactionPart {
+                        keep_from,
+                        ..CompactionPart::default()
+                    }),
                     text(summary, false),
                 ];
                 let i = self.push(&key, Role::Assistant, at, parts);
@@ -271,6 +295,7 @@ impl Session {
             reported_cost: None,
             cost_flags: 0,
         });
+        self.message_at.push(self.entries);
         self.messages.len() - 1
     }
 
