@@ -291,3 +291,59 @@ fn a_clashing_session_id_near_the_limit_is_imported_within_it() {
     assert_eq!(imported, std::slice::from_ref(&expected));
     assert_eq!(messages(&db, &expected).len(), 1);
 }
+
+/// Every importer, given each of its fixture files cut short at a few places, and files
+/// where its history should be holding JSON of the wrong shape, finishes: what it cannot
+/// read is reported (malformed, failed, skipped) or left for a later import, never a panic
+/// and never an error that stops the run.
+#[test]
+fn every_importer_survives_its_files_cut_short_and_of_the_wrong_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home(dir.path());
+    let wrong_json = r#"{"id":5,"messages":[1,"x",null,{"role":7,"content":{"a":1},"usage":"lots"}],"usageLedger":{"events":[{"toMessageId":"x","tokens":[]}]},"tokenUsage":3}"#;
+    let wrong_lines = concat!(
+        r#"{"type":"message","message":7,"id":[]}"#,
+        "\n[1,2]\n\"x\"\n",
+        r#"{"type":5,"timestamp":{"a":1},"payload":null}"#,
+        "\n",
+        r#"{"type":"session_start","id":7,"cwd":[]}"#,
+        "\n",
+        r#"{"type":"message","id":"m","message":{"role":"assistant","content":[{"type":"tool_use","id":9,"input":"?"},{"type":"thinking"},7]}}"#,
+        "\n",
+        r#"{"type":"message","id":"n","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":9,"content":{"deep":[1]}}]}}"#,
+        "\n",
+    );
+    let mut runs = 0;
+    for source in Source::ALL {
+        let importer = scribe_import::sources::importer(source);
+        for root in importer.default_roots(&env(&home, &[])) {
+            let mut files = Vec::new();
+            importer.discover(&root, &mut files).unwrap();
+            for file in &files {
+                let bytes = std::fs::read(file).unwrap();
+                let rel = file.strip_prefix(&root).unwrap();
+                let mut variants: Vec<(String, Vec<u8>)> = [3, 2]
+                    .iter()
+                    .map(|d| (format!("cut{d}"), bytes[..bytes.len() / d].to_vec()))
+                    .collect();
+                let name = file.to_string_lossy();
+                if name.ends_with(".json") {
+                    variants.push(("shape".into(), wrong_json.as_bytes().to_vec()));
+                } else if name.contains(".jsonl") {
+                    variants.push(("shape".into(), wrong_lines.as_bytes().to_vec()));
+                }
+                for (what, content) in variants {
+                    let at = dir.path().join(format!("{source}/{runs}-{what}"));
+                    let copy = at.join(rel);
+                    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+                    std::fs::write(&copy, content).unwrap();
+                    let db = scribe_db(&at.join("scribe"));
+                    let s = run(&db, source, std::slice::from_ref(&at));
+                    assert_eq!(s.files, 1, "{source} {}: {s:?}", copy.display());
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs > 100, "{runs}");
+}
