@@ -81,6 +81,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("openclaw", "openclaw/agents"),
         ("amp", "amp/threads"),
         ("droid", "droid/sessions"),
+        ("grok", "grok/sessions"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -1,7 +1,7 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid and the Kilo CLI each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI and Grok Build each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -89,11 +89,13 @@ pub enum Source {
     Droid,
     /// Kilo's CLI, a fork of OpenCode (and the Kilo Code builds on it).
     Kilo,
+    /// xAI's Grok Build.
+    Grok,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 15] = [
+    pub const ALL: [Source; 16] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -109,6 +111,7 @@ impl Source {
         Source::Amp,
         Source::Droid,
         Source::Kilo,
+        Source::Grok,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -129,6 +132,7 @@ impl Source {
             Source::Amp => "amp",
             Source::Droid => "droid",
             Source::Kilo => "kilo",
+            Source::Grok => "grok",
         }
     }
 }

@@ -92,7 +92,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        47,
+        48,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -113,7 +113,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "openclaw",
                 "amp",
                 "droid",
-                "kilo"
+                "kilo",
+                "grok"
             ]
             .contains(&s.source.as_str()),
             "{}",

@@ -141,6 +141,10 @@ fn described(source: Source) -> Described {
             "Kilo CLI, OpenCode's fork (`~/.local/share/kilo/kilo.db`, `KILO_DATA_DIR`, `XDG_DATA_HOME`)",
             "Kilo CLI keeps kilo.db in ~/.local/share/kilo",
         ),
+        Source::Grok => (
+            "Grok Build (`~/.grok/sessions`, `GROK_HOME`)",
+            "Grok Build keeps sessions/<folder>/<id>/chat_history.jsonl in ~/.grok",
+        ),
     };
     Described { help, keeps }
 }

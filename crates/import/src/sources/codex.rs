@@ -645,12 +645,7 @@ impl Reader<'_> {
             position = 1;
         }
         for (i, url) in u.images.into_iter().enumerate() {
-            let mime = url
-                .strip_prefix("data:")
-                .and_then(|r| r.split(';').next())
-                .unwrap_or("image/*")
-                .to_owned();
-            let part = super::file(&mime, None, url);
+            let part = super::image_url(url);
             m.parts.push(stored_part(
                 SRC,
                 &u.key,

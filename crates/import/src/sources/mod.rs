@@ -13,6 +13,7 @@ pub mod copilot;
 pub mod droid;
 pub mod gemini;
 pub mod goose;
+pub mod grok;
 pub mod hermes;
 pub mod opencode;
 pub mod pi;
@@ -268,6 +269,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Amp => &amp::Amp,
         Source::Droid => &droid::Droid,
         Source::Kilo => &opencode::KILO,
+        Source::Grok => &grok::Grok,
     }
 }
 
@@ -523,6 +525,18 @@ pub(crate) fn media(block: &serde_json::Value) -> scribe_message::Part {
         _ => return scribe_message::Part::Unknown(block.clone()),
     };
     file(mime, str_of(block, "title").map(str::to_owned), url)
+}
+
+/// An image at a URL (Codex's and Grok's `data:` URLs): a file part typed by the URL's
+/// media type, `image/*` when it names none.
+pub(crate) fn image_url(url: String) -> scribe_message::Part {
+    let mime = url
+        .strip_prefix("data:")
+        .and_then(|r| r.split([';', ',']).next())
+        .filter(|m| !m.is_empty())
+        .unwrap_or("image/*")
+        .to_owned();
+    file(&mime, None, url)
 }
 
 /// An image given inline as `data` (base64) and `mimeType` (an MCP image content, as Goose
