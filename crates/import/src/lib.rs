@@ -87,7 +87,7 @@ pub enum Source {
     Amp,
     /// Factory's Droid.
     Droid,
-    /// Kilo's CLI, a fork of OpenCode (and the Kilo Code builds on it).
+    /// Kilo's CLI, a fork of OpenCode.
     Kilo,
     /// xAI's Grok Build.
     Grok,

@@ -3,7 +3,7 @@
 //! `OPENCODE_DATA_DIR`, as ccusage reads it, the directory), and the older JSON files
 //! under `storage/` that versions before the database wrote.
 //!
-//! Kilo's CLI (and the Kilo Code builds on it) is a fork of OpenCode that keeps the same
+//! Kilo's CLI is a fork of OpenCode that keeps the same
 //! database as `$XDG_DATA_HOME/kilo/kilo.db` (`KILO_DATA_DIR`, a comma-separated list of
 //! folders, as ccusage reads it): one module, two [`Importer`] values ([`OPENCODE`],
 //! [`KILO`]), as the Cline family is.
