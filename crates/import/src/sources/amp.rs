@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use super::{
     FileReport, Importer, Unit, content_text, existing_or_first, f64_of, int_of, media, message,
-    numbered, reasoning, settled, str_of, text, tool, walk,
+    numbered, reasoning, settle_call, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -248,7 +248,7 @@ impl Thread {
         let id = str_of(block, "toolUseID")
             .or_else(|| str_of(block, "tool_use_id"))
             .unwrap_or("");
-        let Some(&(mi, pi)) = self.calls.get(id) else {
+        let Some(&place) = self.calls.get(id) else {
             report.skip("tool_result:without-call");
             return;
         };
@@ -267,19 +267,7 @@ impl Thread {
         } else {
             run_output(run)
         };
-        if let Some(stored) = self.messages[mi].message.parts.get_mut(pi)
-            && let Part::Tool(t) = &mut stored.part
-        {
-            let started = t.state.started_at();
-            t.state = settled(
-                said,
-                failed,
-                Value::Null,
-                started,
-                at.max(started.unwrap_or(at)),
-            );
-            stored.updated_at = stored.updated_at.max(at);
-        }
+        settle_call(&mut self.messages, place, said, failed, at);
     }
 
     /// An assistant message; its index when it was kept.

@@ -29,8 +29,8 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, int_of, media, message, numbered, reasoning, settled,
-    str_of, text, tool, walk,
+    FileReport, Importer, Unit, content_text, int_of, media, message, numbered, reasoning,
+    settle_call, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -272,20 +272,14 @@ impl Session {
     /// A `tool_result` block: settles its call.
     fn result(&mut self, block: &Value, at: i64, report: &mut FileReport) {
         let id = str_of(block, "tool_use_id").unwrap_or("");
-        let Some(&(mi, pi)) = self.calls.get(id) else {
+        let Some(&place) = self.calls.get(id) else {
             report.skip("tool_result:without-call");
             return;
         };
         report.records += 1;
         let failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
         let said = content_text(block.get("content").unwrap_or(&Value::Null));
-        if let Some(stored) = self.messages[mi].message.parts.get_mut(pi)
-            && let Part::Tool(t) = &mut stored.part
-        {
-            let started = t.state.started_at();
-            t.state = settled(said, failed, Value::Null, started, at);
-            stored.updated_at = stored.updated_at.max(at);
-        }
+        settle_call(&mut self.messages, place, said, failed, at);
     }
 
     /// The session, with the usage its settings keep, and its messages into `out`.

@@ -31,8 +31,8 @@ use scribe_message::{Part, Role, ToolState};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, image_url, message, numbered, reasoning, settled,
-    str_of, text, tool, walk,
+    FileReport, Importer, Unit, content_text, image_url, message, numbered, reasoning, settle_call,
+    settled, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -198,19 +198,13 @@ impl Chat {
             "assistant" => self.reply(r),
             "tool_result" => {
                 let id = str_of(r, "tool_call_id").unwrap_or("");
-                let Some(&(mi, pi)) = self.calls.get(id) else {
+                let Some(&place) = self.calls.get(id) else {
                     report.skip("tool_result:without-call");
                     return;
                 };
-                let at = self.at;
                 let failed = r.get("is_error").and_then(Value::as_bool) == Some(true);
                 let said = content_text(r.get("content").unwrap_or(&Value::Null));
-                if let Some(stored) = self.messages[mi].message.parts.get_mut(pi)
-                    && let Part::Tool(t) = &mut stored.part
-                {
-                    let started = t.state.started_at();
-                    t.state = settled(said, failed, Value::Null, started, at);
-                }
+                settle_call(&mut self.messages, place, said, failed, self.at);
             }
             "" => {
                 report.skip("untyped");

@@ -572,6 +572,29 @@ pub(crate) fn settled(
     }
 }
 
+/// Settles the tool part at `place` (a message's index in `messages`, the part's index)
+/// with `output` at `at`, from the time the call started: the one way the file readers
+/// that pair a call with a later result (Amp, Droid, Grok, pi) record the result.
+pub(crate) fn settle_call(
+    messages: &mut [crate::record::MessageRec],
+    place: (usize, usize),
+    output: String,
+    failed: bool,
+    at: i64,
+) {
+    let (message, part) = place;
+    if let Some(stored) = messages
+        .get_mut(message)
+        .and_then(|m| m.message.parts.get_mut(part))
+        && let scribe_message::Part::Tool(t) = &mut stored.part
+    {
+        let started = t.state.started_at();
+        let ended = at.max(started.unwrap_or(at));
+        t.state = settled(output, failed, serde_json::Value::Null, started, ended);
+        stored.updated_at = stored.updated_at.max(ended);
+    }
+}
+
 /// The text of a content value: a string, or the `text` of each block of an array.
 pub(crate) fn content_text(v: &serde_json::Value) -> String {
     match v {

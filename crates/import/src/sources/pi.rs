@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use super::{
     FileReport, Importer, Unit, content_text, f64_of, inline_image, int_of, message, numbered,
-    reasoning, settled, str_of, text, tool,
+    reasoning, settle_call, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -315,18 +315,12 @@ impl Session {
             "assistant" => return self.reply(key, inner, at, report),
             "toolResult" => {
                 let id = str_of(inner, "toolCallId").unwrap_or("");
-                let Some(&(mi, pi)) = self.calls.get(id) else {
+                let Some(&place) = self.calls.get(id) else {
                     report.skip("message:toolResult:without-call");
                     return false;
                 };
                 let failed = inner.get("isError").and_then(Value::as_bool) == Some(true);
-                if let Some(stored) = self.messages[mi].message.parts.get_mut(pi)
-                    && let Part::Tool(t) = &mut stored.part
-                {
-                    let started = t.state.started_at();
-                    t.state = settled(content_text(content), failed, Value::Null, started, at);
-                    stored.updated_at = stored.updated_at.max(at);
-                }
+                settle_call(&mut self.messages, place, content_text(content), failed, at);
             }
             "bashExecution" => {
                 let command = str_of(inner, "command").unwrap_or("");
