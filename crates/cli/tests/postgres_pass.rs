@@ -82,6 +82,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("amp", "amp/threads"),
         ("droid", "droid/sessions"),
         ("grok", "grok/sessions"),
+        ("qwen", "qwen/projects"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

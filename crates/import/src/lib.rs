@@ -1,7 +1,8 @@
 //! scribe-import: the history of other coding agents, imported into Scribe.
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
-//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI and Grok Build each keep every conversation on disk in their own format. One module per
+//! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
+//! Build and Qwen Code each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -91,11 +92,13 @@ pub enum Source {
     Kilo,
     /// xAI's Grok Build.
     Grok,
+    /// Alibaba's Qwen Code.
+    Qwen,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 16] = [
+    pub const ALL: [Source; 17] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -112,6 +115,7 @@ impl Source {
         Source::Droid,
         Source::Kilo,
         Source::Grok,
+        Source::Qwen,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -133,6 +137,7 @@ impl Source {
             Source::Droid => "droid",
             Source::Kilo => "kilo",
             Source::Grok => "grok",
+            Source::Qwen => "qwen",
         }
     }
 }

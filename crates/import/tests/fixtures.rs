@@ -14,8 +14,8 @@
 //!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
 //!                 # .openclaw ← openclaw, .local/share/amp ← amp,
 //!                 # .factory/sessions ← droid/sessions,
-//!                 # .local/share/kilo/kilo.db ← kilo/kilo.sql
-//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid kilo; do
+//!                 # .local/share/kilo/kilo.db ← kilo/kilo.sql, .qwen ← qwen
+//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid kilo qwen; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -26,7 +26,8 @@
 //! output + reasoning. Hermes and Gemini count it apart (Hermes totals add it separately),
 //! and OpenCode reports it apart too (0 in these fixtures); Goose keeps none; pi and
 //! OpenClaw count it inside their output; Droid keeps it apart (ccusage counts it in its
-//! total and prices it as output); Amp's threads here have none.
+//! total and prices it as output); Amp's threads here have none. Qwen Code's figures are
+//! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -92,7 +93,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        48,
+        53,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -114,7 +115,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "amp",
                 "droid",
                 "kilo",
-                "grok"
+                "grok",
+                "qwen"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -358,7 +360,8 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
             "copilot",
             "goose",
             "hermes",
-            "pi"
+            "pi",
+            "qwen"
         ]
     );
     assert!(shorter >= 4, "{shorter}");

@@ -312,6 +312,14 @@ fn every_importer_survives_its_files_cut_short_and_of_the_wrong_shape() {
         "\n",
         r#"{"type":"message","id":"n","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":9,"content":{"deep":[1]}}]}}"#,
         "\n",
+        r#"{"type":"assistant","uuid":5,"message":{"parts":[{"functionCall":7},{"text":9},{"functionCall":{"id":[],"args":"?"}}]},"usageMetadata":"lots"}"#,
+        "\n",
+        r#"{"type":"tool_result","uuid":"t","message":{"parts":[{"functionResponse":{"id":[],"response":5}}]},"toolCallResult":7}"#,
+        "\n",
+        r#"{"type":"system","subtype":"chat_compression","systemPayload":{"compressedHistory":[{"parts":[{"text":"s"}]},7,{"parts":"x"}]}}"#,
+        "\n",
+        r#"{"type":"system","subtype":"rewind","uuid":"r","parentUuid":7}"#,
+        "\n",
     );
     let mut runs = 0;
     for source in Source::ALL {

@@ -145,6 +145,10 @@ fn described(source: Source) -> Described {
             "Grok Build (`~/.grok/sessions`, `GROK_HOME`)",
             "Grok Build keeps sessions/<folder>/<id>/chat_history.jsonl in ~/.grok",
         ),
+        Source::Qwen => (
+            "Qwen Code (`~/.qwen/projects`, `QWEN_DATA_DIR`)",
+            "Qwen Code keeps projects/<project>/chats/<id>.jsonl in ~/.qwen",
+        ),
     };
     Described { help, keeps }
 }

@@ -17,6 +17,7 @@ pub mod grok;
 pub mod hermes;
 pub mod opencode;
 pub mod pi;
+pub mod qwen;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -270,6 +271,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Droid => &droid::Droid,
         Source::Kilo => &opencode::KILO,
         Source::Grok => &grok::Grok,
+        Source::Qwen => &qwen::Qwen,
     }
 }
 

@@ -50,8 +50,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// task in `~/.cline/data`, Goose's database built from its dump, Copilot CLI's session
 /// folders in `~/.copilot`, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
 /// `~/.openclaw`, Amp's threads in `~/.local/share/amp`, Droid's sessions in
-/// `~/.factory/sessions`, the Kilo CLI's database built from its dump and Grok Build's
-/// sessions in `~/.grok/sessions`).
+/// `~/.factory/sessions`, the Kilo CLI's database built from its dump, Grok Build's
+/// sessions in `~/.grok/sessions` and Qwen Code's in `~/.qwen/projects`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -80,6 +80,7 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("droid/sessions", &home.join(".factory/sessions"));
     build_db("kilo/kilo.sql", &home.join(".local/share/kilo/kilo.db"));
     copy("grok/sessions", &home.join(".grok/sessions"));
+    copy("qwen", &home.join(".qwen"));
     home
 }
 
