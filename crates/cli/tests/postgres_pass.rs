@@ -83,6 +83,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("droid", "droid/sessions"),
         ("grok", "grok/sessions"),
         ("qwen", "qwen/projects"),
+        ("antigravity", "antigravity"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

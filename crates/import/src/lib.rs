@@ -2,7 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build and Qwen Code each keep every conversation on disk in their own format. One module per
+//! Build, Qwen Code and Google Antigravity each keep every conversation on disk in their own
+//! format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -94,11 +95,13 @@ pub enum Source {
     Grok,
     /// Alibaba's Qwen Code.
     Qwen,
+    /// Google's Antigravity.
+    Antigravity,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 17] = [
+    pub const ALL: [Source; 18] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -116,6 +119,7 @@ impl Source {
         Source::Kilo,
         Source::Grok,
         Source::Qwen,
+        Source::Antigravity,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -138,6 +142,7 @@ impl Source {
             Source::Kilo => "kilo",
             Source::Grok => "grok",
             Source::Qwen => "qwen",
+            Source::Antigravity => "antigravity",
         }
     }
 }

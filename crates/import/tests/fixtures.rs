@@ -93,7 +93,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        53,
+        55,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -116,7 +116,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "droid",
                 "kilo",
                 "grok",
-                "qwen"
+                "qwen",
+                "antigravity"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -355,6 +356,7 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
         pointed,
         [
             "amp",
+            "antigravity",
             "claude-code",
             "codex",
             "copilot",

@@ -149,6 +149,10 @@ fn described(source: Source) -> Described {
             "Qwen Code (`~/.qwen/projects`, `QWEN_DATA_DIR`)",
             "Qwen Code keeps projects/<project>/chats/<id>.jsonl in ~/.qwen",
         ),
+        Source::Antigravity => (
+            "Google Antigravity (`~/.gemini/antigravity-cli/brain`, `~/.gemini/antigravity/brain`, `ANTIGRAVITY_DATA_DIR`)",
+            "Antigravity keeps brain/<id>/.system_generated/logs/transcript_full.jsonl in ~/.gemini/antigravity-cli or ~/.gemini/antigravity",
+        ),
     };
     Described { help, keeps }
 }

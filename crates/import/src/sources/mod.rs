@@ -6,6 +6,7 @@
 //! writes anything: the [`Sink`] does.
 
 pub mod amp;
+pub mod antigravity;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
@@ -272,6 +273,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Kilo => &opencode::KILO,
         Source::Grok => &grok::Grok,
         Source::Qwen => &qwen::Qwen,
+        Source::Antigravity => &antigravity::Antigravity,
     }
 }
 

@@ -51,7 +51,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// folders in `~/.copilot`, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
 /// `~/.openclaw`, Amp's threads in `~/.local/share/amp`, Droid's sessions in
 /// `~/.factory/sessions`, the Kilo CLI's database built from its dump, Grok Build's
-/// sessions in `~/.grok/sessions` and Qwen Code's in `~/.qwen/projects`).
+/// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
+/// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -81,6 +82,7 @@ pub fn home(dir: &Path) -> PathBuf {
     build_db("kilo/kilo.sql", &home.join(".local/share/kilo/kilo.db"));
     copy("grok/sessions", &home.join(".grok/sessions"));
     copy("qwen", &home.join(".qwen"));
+    copy("antigravity", &home.join(".gemini"));
     home
 }
 
