@@ -84,6 +84,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("grok", "grok/sessions"),
         ("qwen", "qwen/projects"),
         ("antigravity", "antigravity"),
+        ("kimi", "kimi"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

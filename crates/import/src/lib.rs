@@ -2,8 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build, Qwen Code and Google Antigravity each keep every conversation on disk in their own
-//! format. One module per
+//! Build, Qwen Code, Google Antigravity and Kimi each keep every conversation on disk in their
+//! own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -97,11 +97,13 @@ pub enum Source {
     Qwen,
     /// Google's Antigravity.
     Antigravity,
+    /// Moonshot AI's Kimi Code (and the Kimi CLI before it).
+    Kimi,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 18] = [
+    pub const ALL: [Source; 19] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -120,6 +122,7 @@ impl Source {
         Source::Grok,
         Source::Qwen,
         Source::Antigravity,
+        Source::Kimi,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -143,6 +146,7 @@ impl Source {
             Source::Grok => "grok",
             Source::Qwen => "qwen",
             Source::Antigravity => "antigravity",
+            Source::Kimi => "kimi",
         }
     }
 }

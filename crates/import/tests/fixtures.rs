@@ -14,8 +14,9 @@
 //!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
 //!                 # .openclaw ← openclaw, .local/share/amp ← amp,
 //!                 # .factory/sessions ← droid/sessions,
-//!                 # .local/share/kilo/kilo.db ← kilo/kilo.sql, .qwen ← qwen
-//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid kilo qwen; do
+//!                 # .local/share/kilo/kilo.db ← kilo/kilo.sql, .qwen ← qwen,
+//!                 # .kimi-code ← kimi/kimi-code, .kimi ← kimi/kimi
+//! for a in claude codex opencode hermes gemini goose copilot pi openclaw amp droid kilo qwen kimi; do
 //!   env -i PATH=$PATH HOME=$H npx ccusage $a session --json --offline
 //! done
 //! ```
@@ -27,7 +28,8 @@
 //! and OpenCode reports it apart too (0 in these fixtures); Goose keeps none; pi and
 //! OpenClaw count it inside their output; Droid keeps it apart (ccusage counts it in its
 //! total and prices it as output); Amp's threads here have none. Qwen Code's figures are
-//! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too).
+//! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too), and
+//! Kimi's in `tests/kimi.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -93,7 +95,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        55,
+        59,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -117,7 +119,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "kilo",
                 "grok",
                 "qwen",
-                "antigravity"
+                "antigravity",
+                "kimi"
             ]
             .contains(&s.source.as_str()),
             "{}",

@@ -320,6 +320,12 @@ fn every_importer_survives_its_files_cut_short_and_of_the_wrong_shape() {
         "\n",
         r#"{"type":"system","subtype":"rewind","uuid":"r","parentUuid":7}"#,
         "\n",
+        r#"{"timestamp":"x","message":{"type":"ToolCallPart","payload":{"arguments_part":7}}}"#,
+        "\n",
+        r#"{"timestamp":1e300,"message":{"type":"SubagentEvent","payload":{"agent_id":"a","event":{"type":"SubagentEvent","payload":{"agent_id":"b","event":7}}}}}"#,
+        "\n",
+        r#"{"type":"context.append_loop_event","event":{"type":"tool.result","toolCallId":[],"result":"?"},"time":"now"}"#,
+        "\n",
     );
     let mut runs = 0;
     for source in Source::ALL {

@@ -153,6 +153,10 @@ fn described(source: Source) -> Described {
             "Google Antigravity (`~/.gemini/antigravity-cli/brain`, `~/.gemini/antigravity/brain`, `ANTIGRAVITY_DATA_DIR`)",
             "Antigravity keeps brain/<id>/.system_generated/logs/transcript_full.jsonl in ~/.gemini/antigravity-cli or ~/.gemini/antigravity",
         ),
+        Source::Kimi => (
+            "Kimi Code (`~/.kimi-code/sessions`, `KIMI_CODE_HOME`) and the Kimi CLI before it (`~/.kimi/sessions`, `KIMI_DATA_DIR`)",
+            "Kimi keeps sessions/<folder>/<id>/agents/<agent>/wire.jsonl in ~/.kimi-code (the Kimi CLI: sessions/<hash>/<id>/wire.jsonl in ~/.kimi)",
+        ),
     };
     Described { help, keeps }
 }

@@ -109,7 +109,7 @@ impl Importer for Antigravity {
         }
         if log.messages.is_empty() {
             report.skip("(no Antigravity conversation)");
-        } else if unit.since.is_none_or(|since| log.last_at >= since) {
+        } else if unit.since.is_none_or(|since| log.last() >= since) {
             log.finish(out);
         }
         let (offset, lines) = chunk.end();
@@ -126,7 +126,10 @@ impl Importer for Antigravity {
 struct Log {
     id: String,
     created: Option<i64>,
+    /// The newest record's time (`i64::MIN` before one).
     last_at: i64,
+    /// The file's modification time: the time of records before any that carries one.
+    fallback: i64,
     /// The model the user selected last.
     model: Option<String>,
     messages: Vec<MessageRec>,
@@ -135,11 +138,21 @@ struct Log {
 }
 
 impl Log {
+    /// The newest record's time, or the file's when no record carried one.
+    fn last(&self) -> i64 {
+        if self.last_at == i64::MIN {
+            self.fallback
+        } else {
+            self.last_at
+        }
+    }
+
     fn new(id: String, mtime_ms: i64) -> Log {
         Log {
             id,
             created: None,
-            last_at: mtime_ms,
+            last_at: i64::MIN,
+            fallback: mtime_ms,
             model: None,
             messages: Vec::new(),
             pending: VecDeque::new(),
@@ -149,7 +162,7 @@ impl Log {
     fn step(&mut self, step: &Value, line: u64, report: &mut FileReport) {
         let at = str_of(step, "created_at")
             .and_then(time::parse)
-            .unwrap_or(self.last_at);
+            .unwrap_or(self.last());
         let key = match step.get("step_index").and_then(Value::as_u64) {
             Some(n) => format!("{}:{n}", self.id),
             None => format!("{}:#{line}", self.id),
@@ -341,9 +354,9 @@ impl Log {
     }
 
     fn finish(self, out: &mut Batch) {
-        let created = self.created.unwrap_or(self.last_at);
+        let created = self.created.unwrap_or(self.last());
         let mut rec = SessionRec::new(&self.id, created);
-        rec.updated_at = self.last_at.max(created);
+        rec.updated_at = self.last().max(created);
         rec.model = self
             .messages
             .iter()

@@ -16,6 +16,7 @@ pub mod gemini;
 pub mod goose;
 pub mod grok;
 pub mod hermes;
+pub mod kimi;
 pub mod opencode;
 pub mod pi;
 pub mod qwen;
@@ -274,6 +275,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Grok => &grok::Grok,
         Source::Qwen => &qwen::Qwen,
         Source::Antigravity => &antigravity::Antigravity,
+        Source::Kimi => &kimi::Kimi,
     }
 }
 

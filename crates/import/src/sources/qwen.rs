@@ -113,7 +113,7 @@ impl Importer for Qwen {
                 }
             }
         }
-        if session.seen && unit.since.is_none_or(|since| session.last_at >= since) {
+        if session.seen && unit.since.is_none_or(|since| session.last() >= since) {
             session.finish(out);
         } else if !session.seen {
             report.skip("(not a Qwen Code session)");
@@ -142,7 +142,10 @@ struct Session {
     /// Whether a record of a known type was read: a Qwen Code session.
     seen: bool,
     created: Option<i64>,
+    /// The newest record's time (`i64::MIN` before one).
     last_at: i64,
+    /// The file's modification time: the time of records before any that carries one.
+    fallback: i64,
     directory: Option<String>,
     title: Option<(String, TitleRank)>,
     messages: Vec<MessageRec>,
@@ -165,12 +168,22 @@ struct Session {
 }
 
 impl Session {
+    /// The newest record's time, or the file's when no record carried one.
+    fn last(&self) -> i64 {
+        if self.last_at == i64::MIN {
+            self.fallback
+        } else {
+            self.last_at
+        }
+    }
+
     fn new(id: String, mtime_ms: i64) -> Session {
         Session {
             id,
             seen: false,
             created: None,
-            last_at: mtime_ms,
+            last_at: i64::MIN,
+            fallback: mtime_ms,
             directory: None,
             title: None,
             messages: Vec::new(),
@@ -200,7 +213,7 @@ impl Session {
         self.seen = true;
         let at = str_of(v, "timestamp")
             .and_then(time::parse)
-            .unwrap_or(self.last_at);
+            .unwrap_or(self.last());
         if self.created.is_none() {
             self.created = Some(at);
         }
@@ -604,9 +617,9 @@ impl Session {
 
     /// The session, its sub-agents' sessions and their messages into `out`.
     fn finish(self, out: &mut Batch) {
-        let created = self.created.unwrap_or(self.last_at);
+        let created = self.created.unwrap_or(self.last());
         let mut rec = SessionRec::new(&self.id, created);
-        rec.updated_at = self.last_at.max(created);
+        rec.updated_at = self.last().max(created);
         rec.directory = self.directory;
         rec.title = self.title;
         // A reply with nothing in it and no usage says nothing.

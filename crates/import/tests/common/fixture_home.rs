@@ -52,7 +52,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// `~/.openclaw`, Amp's threads in `~/.local/share/amp`, Droid's sessions in
 /// `~/.factory/sessions`, the Kilo CLI's database built from its dump, Grok Build's
 /// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
-/// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`).
+/// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`,
+/// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -83,6 +84,8 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("grok/sessions", &home.join(".grok/sessions"));
     copy("qwen", &home.join(".qwen"));
     copy("antigravity", &home.join(".gemini"));
+    copy("kimi/kimi-code", &home.join(".kimi-code"));
+    copy("kimi/kimi", &home.join(".kimi"));
     home
 }
 
