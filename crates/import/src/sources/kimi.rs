@@ -342,7 +342,8 @@ impl Conv {
                 let m = r.get("message").unwrap_or(&Value::Null);
                 let content = m.get("content").unwrap_or(&Value::Null);
                 let key = format!("{}:#{line}", self.id);
-                let taken = match str_of(m, "role") {
+                let role = str_of(m, "role").unwrap_or("");
+                let taken = match Some(role) {
                     Some("user") => {
                         let typed =
                             m.pointer("/origin/kind").and_then(Value::as_str) == Some("user");
@@ -364,7 +365,7 @@ impl Conv {
                 if taken {
                     report.records += 1;
                 } else {
-                    report.skip("context.append_message:empty");
+                    report.skip(format!("context.append_message:{role}"));
                 }
             }
             "context.append_loop_event" => {
