@@ -116,6 +116,20 @@ pub struct MessageRec {
     pub cost_flags: u8,
 }
 
+impl MessageRec {
+    /// `message` of session `session`, standing for no model call and with no cost of its
+    /// own yet (a reader sets `api_calls` on a reply that carries usage).
+    pub fn new(session: impl Into<String>, message: Message) -> MessageRec {
+        MessageRec {
+            session: session.into(),
+            message,
+            api_calls: 0,
+            reported_cost: None,
+            cost_flags: 0,
+        }
+    }
+}
+
 /// A new content for a part stored earlier (a tool call whose result came later).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartUpdate {

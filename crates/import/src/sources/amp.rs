@@ -207,13 +207,7 @@ impl Thread {
     fn push(&mut self, key: &str, role: Role, at: i64, parts: Vec<Part>) -> usize {
         let mut m = message(SRC, key, role, at);
         m.parts = numbered(SRC, key, parts, at);
-        self.messages.push(MessageRec {
-            session: self.id.clone(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(self.id.clone(), m));
         self.messages.len() - 1
     }
 

@@ -34,8 +34,8 @@ use scribe_message::{CompactionPart, Part, Role, ToolState};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, existing_or_first, message, numbered, reasoning, settle_call,
-    settled, str_of, text, tool, walk,
+    FileReport, Importer, Times, Unit, existing_or_first, message, numbered, reasoning,
+    resume_whole, settle_call, settled, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -109,27 +109,17 @@ impl Importer for Antigravity {
         }
         if log.messages.is_empty() {
             report.skip("(no Antigravity conversation)");
-        } else if unit.since.is_none_or(|since| log.last() >= since) {
+        } else if unit.since.is_none_or(|since| log.times.last() >= since) {
             log.finish(out);
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 
 /// One conversation's log being read.
 struct Log {
     id: String,
-    created: Option<i64>,
-    /// The newest record's time (`i64::MIN` before one).
-    last_at: i64,
-    /// The file's modification time: the time of records before any that carries one.
-    fallback: i64,
+    times: Times,
     /// The model the user selected last.
     model: Option<String>,
     messages: Vec<MessageRec>,
@@ -138,21 +128,10 @@ struct Log {
 }
 
 impl Log {
-    /// The newest record's time, or the file's when no record carried one.
-    fn last(&self) -> i64 {
-        if self.last_at == i64::MIN {
-            self.fallback
-        } else {
-            self.last_at
-        }
-    }
-
     fn new(id: String, mtime_ms: i64) -> Log {
         Log {
             id,
-            created: None,
-            last_at: i64::MIN,
-            fallback: mtime_ms,
+            times: Times::new(mtime_ms),
             model: None,
             messages: Vec::new(),
             pending: VecDeque::new(),
@@ -160,9 +139,9 @@ impl Log {
     }
 
     fn step(&mut self, step: &Value, line: u64, report: &mut FileReport) {
-        let at = str_of(step, "created_at")
-            .and_then(time::parse)
-            .unwrap_or(self.last());
+        let at = self
+            .times
+            .note(str_of(step, "created_at").and_then(time::parse));
         let key = match step.get("step_index").and_then(Value::as_u64) {
             Some(n) => format!("{}:{n}", self.id),
             None => format!("{}:#{line}", self.id),
@@ -312,7 +291,6 @@ impl Log {
         if let Some(place) = self.pending.pop_front() {
             report.records += 1;
             settle_call(&mut self.messages, place, said, failed, at);
-            self.last_at = self.last_at.max(at);
             return;
         }
         let state = settled(said, failed, Value::Null, Some(at), at);
@@ -336,27 +314,17 @@ impl Log {
             report.skip(format!("{}:empty", role.as_str()));
             return None;
         }
-        if self.created.is_none() {
-            self.created = Some(at);
-        }
-        self.last_at = self.last_at.max(at);
         let mut m = message(SRC, key, role, at);
         m.parts = numbered(SRC, key, parts, at);
-        self.messages.push(MessageRec {
-            session: self.id.clone(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(self.id.clone(), m));
         report.records += 1;
         Some(self.messages.len() - 1)
     }
 
     fn finish(self, out: &mut Batch) {
-        let created = self.created.unwrap_or(self.last());
+        let created = self.times.first();
         let mut rec = SessionRec::new(&self.id, created);
-        rec.updated_at = self.last().max(created);
+        rec.updated_at = self.times.last().max(created);
         rec.model = self
             .messages
             .iter()

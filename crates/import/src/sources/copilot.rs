@@ -42,7 +42,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, int_of, message, numbered, reasoning, settled, str_of, text, tool,
+    FileReport, Importer, Unit, int_of, message, numbered, reasoning, resume_whole, settled,
+    str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -134,13 +135,7 @@ impl Importer for Copilot {
         if unit.since.is_none_or(|since| log.last_at >= since) {
             log.finish(out);
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 

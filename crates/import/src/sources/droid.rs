@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use super::{
     FileReport, Importer, Unit, content_text, int_of, media, message, numbered, reasoning,
-    settle_call, str_of, text, tool, walk,
+    resume_whole, settle_call, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -101,13 +101,7 @@ impl Importer for Droid {
         } else if !session.started {
             report.skip("(not a Droid session)");
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 
@@ -253,13 +247,7 @@ impl Session {
             .filter(|s| !s.is_empty())
             .map(str::to_owned);
         let i = self.messages.len();
-        self.messages.push(MessageRec {
-            session: self.id.clone(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(self.id.clone(), m));
         if role == Role::Assistant {
             self.replies += 1;
         }

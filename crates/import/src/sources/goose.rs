@@ -428,13 +428,7 @@ fn transcript(
             replies += 1;
         }
         m.parts = numbered(SRC, &key, parts, at);
-        out.messages.push(MessageRec {
-            session: sid.to_owned(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        out.messages.push(MessageRec::new(sid.to_owned(), m));
     }
     (replies, last_at)
 }

@@ -31,8 +31,8 @@ use scribe_message::{Part, Role, ToolState};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, image_url, message, numbered, reasoning, settle_call,
-    settled, str_of, text, tool, walk,
+    FileReport, Importer, Unit, content_text, image_url, message, numbered, reasoning,
+    resume_whole, settle_call, settled, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -111,13 +111,7 @@ impl Importer for Grok {
         if unit.since.is_none_or(|since| last >= since) {
             chat.finish(&summary, last, out);
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 
@@ -272,13 +266,7 @@ impl Chat {
         let key = format!("{}:{}", self.id, self.messages.len());
         let mut m = message(SRC, &key, role, self.at);
         m.parts = numbered(SRC, &key, parts, self.at);
-        self.messages.push(MessageRec {
-            session: self.id.clone(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(self.id.clone(), m));
         self.at += 1;
         self.messages.len() - 1
     }

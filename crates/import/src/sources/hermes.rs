@@ -549,13 +549,7 @@ fn transcript(
         for (n, id) in tool_calls.into_iter().enumerate() {
             calls.insert(id, (out.messages.len(), first_tool + n));
         }
-        out.messages.push(MessageRec {
-            session: sid.to_owned(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        out.messages.push(MessageRec::new(sid.to_owned(), m));
     }
 }
 

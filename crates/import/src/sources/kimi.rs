@@ -36,8 +36,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, content_text, image_url, int_of, message, reasoning, settle_call,
-    stored_part, str_of, text, tool, walk,
+    FileReport, Importer, Times, Unit, content_text, image_url, int_of, message, reasoning,
+    resume_whole, settle_call, stored_part, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -112,18 +112,12 @@ impl Importer for Kimi {
                 Err(err) => report.malformed(path, Some(line.number), err.to_string()),
             }
         }
-        if conv.seen && unit.since.is_none_or(|since| conv.last() >= since) {
+        if conv.seen && unit.since.is_none_or(|since| conv.times.last() >= since) {
             conv.finish(out);
         } else if !conv.seen {
             report.skip("(not a Kimi session)");
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 
@@ -150,11 +144,7 @@ struct Conv {
     parent: Option<String>,
     /// Whether a record of Kimi's was read.
     seen: bool,
-    created: Option<i64>,
-    /// The newest record's time (`i64::MIN` before one).
-    last_at: i64,
-    /// The file's modification time: the time of records before any that carries one.
-    fallback: i64,
+    times: Times,
     directory: Option<String>,
     /// A sub-agent's type, as its title.
     title: Option<String>,
@@ -177,23 +167,12 @@ struct Conv {
 }
 
 impl Conv {
-    /// The newest record's time, or the file's when no record carried one.
-    fn last(&self) -> i64 {
-        if self.last_at == i64::MIN {
-            self.fallback
-        } else {
-            self.last_at
-        }
-    }
-
     fn new(id: String, mtime_ms: i64) -> Conv {
         Conv {
             id,
             parent: None,
             seen: false,
-            created: None,
-            last_at: i64::MIN,
-            fallback: mtime_ms,
+            times: Times::new(mtime_ms),
             directory: None,
             title: None,
             model: None,
@@ -208,28 +187,13 @@ impl Conv {
         }
     }
 
-    fn at(&mut self, at: Option<i64>) -> i64 {
-        let at = at.unwrap_or(self.last());
-        self.last_at = self.last_at.max(at);
-        at
-    }
-
     /// A new message of `role` keyed `key`; returns its index.
     fn push(&mut self, key: String, role: Role, at: i64) -> usize {
-        if self.created.is_none() {
-            self.created = Some(at);
-        }
         let mut m = message(SRC, &key, role, at);
         if role == Role::Assistant {
             m.model.clone_from(&self.model);
         }
-        self.messages.push(MessageRec {
-            session: self.id.clone(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(self.id.clone(), m));
         self.keys.push(key);
         self.messages.len() - 1
     }
@@ -313,7 +277,7 @@ impl Conv {
             "metadata" => {
                 self.seen = true;
                 let at = r.get("created_at").and_then(Value::as_i64).or(at);
-                self.at(at);
+                self.times.note(at);
             }
             "config.update" | "llm.request" => {
                 self.seen = true;
@@ -338,7 +302,7 @@ impl Conv {
             }
             "context.append_message" => {
                 self.seen = true;
-                let at = self.at(at);
+                let at = self.times.note(at);
                 let m = r.get("message").unwrap_or(&Value::Null);
                 let content = m.get("content").unwrap_or(&Value::Null);
                 let key = format!("{}:#{line}", self.id);
@@ -370,7 +334,7 @@ impl Conv {
             }
             "context.append_loop_event" => {
                 self.seen = true;
-                let at = self.at(at);
+                let at = self.times.note(at);
                 self.loop_event(r.get("event").unwrap_or(&Value::Null), at, report);
             }
             "" => report.skip("untyped"),
@@ -472,7 +436,7 @@ impl Conv {
             .and_then(Value::as_f64)
             .filter(|t| t.is_finite() && t.abs() < 1e12)
             .map(|t| (t * 1000.0) as i64);
-        let at = self.at(at);
+        let at = self.times.note(at);
         let kind = str_of(m, "type").unwrap_or("");
         let payload = m.get("payload").unwrap_or(&Value::Null);
         self.cli_event(kind, payload, line, at, report);
@@ -595,7 +559,7 @@ impl Conv {
                     c
                 });
                 child.seen = true;
-                child.at(Some(at));
+                child.times.note(Some(at));
                 child.cli_event(&inner, &payload, line, at, report);
             }
             "" => report.skip("untyped"),
@@ -632,9 +596,9 @@ impl Conv {
                 };
             }
         }
-        let created = self.created.unwrap_or(self.last());
+        let created = self.times.first();
         let mut rec = SessionRec::new(&self.id, created);
-        rec.updated_at = self.last().max(created);
+        rec.updated_at = self.times.last().max(created);
         if let Some(parent) = &self.parent {
             rec.parent = Some(parent.clone());
             rec.kind = SessionKind::Task;

@@ -138,6 +138,58 @@ fn order(a: (f64, &str), b: (f64, &str)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1))
 }
 
+/// Where a file read whole ends: after the complete lines of `chunk`, with nothing to
+/// carry (a change reads it again from its start).
+pub(crate) fn resume_whole(chunk: &crate::reader::Chunk) -> Resume {
+    let (offset, lines) = chunk.end();
+    Resume {
+        offset,
+        lines,
+        carry: None,
+        more: false,
+    }
+}
+
+/// When the records of a file read whole happened: the first and the newest record's
+/// time, with the file's modification time standing in for records that carry none before
+/// any that does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Times {
+    first: Option<i64>,
+    last: Option<i64>,
+    fallback: i64,
+}
+
+impl Times {
+    /// No record seen yet; `fallback` (ms) for records without a time before any with one.
+    pub(crate) fn new(fallback: i64) -> Times {
+        Times {
+            first: None,
+            last: None,
+            fallback,
+        }
+    }
+
+    /// Notes a record whose own time is `at` (if it has one); returns the time it is given:
+    /// its own, else the newest seen, else the fallback.
+    pub(crate) fn note(&mut self, at: Option<i64>) -> i64 {
+        let at = at.unwrap_or_else(|| self.last());
+        self.first.get_or_insert(at);
+        self.last = Some(self.last.map_or(at, |last| last.max(at)));
+        at
+    }
+
+    /// The first record's time (the fallback before any).
+    pub(crate) fn first(&self) -> i64 {
+        self.first.unwrap_or(self.fallback)
+    }
+
+    /// The newest record's time (the fallback before any).
+    pub(crate) fn last(&self) -> i64 {
+        self.last.unwrap_or(self.fallback)
+    }
+}
+
 /// Where the next import of a JSON Lines file goes on: after the complete lines of
 /// `chunk`, with the reader's `carry`.
 pub(crate) fn resume_after(chunk: &crate::reader::Chunk, carry: &impl serde::Serialize) -> Resume {

@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use super::{
     FileReport, Importer, Unit, content_text, f64_of, inline_image, int_of, message, numbered,
-    reasoning, settle_call, str_of, text, tool,
+    reasoning, resume_whole, settle_call, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -132,13 +132,7 @@ impl Importer for PiFamily {
         if unit.since.is_none_or(|since| session.last_at >= since) {
             session.finish(path, out);
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 
@@ -288,13 +282,7 @@ impl Session {
     fn push(&mut self, key: &str, role: Role, at: i64, parts: Vec<Part>) -> usize {
         let mut m = message(self.source, key, role, at);
         m.parts = numbered(self.source, key, parts, at);
-        self.messages.push(MessageRec {
-            session: self.id.clone(),
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(self.id.clone(), m));
         self.message_at.push(self.entries);
         self.messages.len() - 1
     }

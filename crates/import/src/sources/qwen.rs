@@ -44,8 +44,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Unit, file, int_of, message, numbered, reasoning, settle_call,
-    stored_part, str_of, text, tool, walk,
+    FileReport, Importer, Times, Unit, file, int_of, message, numbered, reasoning, resume_whole,
+    settle_call, stored_part, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -113,18 +113,12 @@ impl Importer for Qwen {
                 }
             }
         }
-        if session.seen && unit.since.is_none_or(|since| session.last() >= since) {
+        if session.seen && unit.since.is_none_or(|since| session.times.last() >= since) {
             session.finish(out);
         } else if !session.seen {
             report.skip("(not a Qwen Code session)");
         }
-        let (offset, lines) = chunk.end();
-        Ok(Resume {
-            offset,
-            lines,
-            carry: None,
-            more: false,
-        })
+        Ok(resume_whole(&chunk))
     }
 }
 
@@ -141,11 +135,7 @@ struct Session {
     id: String,
     /// Whether a record of a known type was read: a Qwen Code session.
     seen: bool,
-    created: Option<i64>,
-    /// The newest record's time (`i64::MIN` before one).
-    last_at: i64,
-    /// The file's modification time: the time of records before any that carries one.
-    fallback: i64,
+    times: Times,
     directory: Option<String>,
     title: Option<(String, TitleRank)>,
     messages: Vec<MessageRec>,
@@ -168,22 +158,11 @@ struct Session {
 }
 
 impl Session {
-    /// The newest record's time, or the file's when no record carried one.
-    fn last(&self) -> i64 {
-        if self.last_at == i64::MIN {
-            self.fallback
-        } else {
-            self.last_at
-        }
-    }
-
     fn new(id: String, mtime_ms: i64) -> Session {
         Session {
             id,
             seen: false,
-            created: None,
-            last_at: i64::MIN,
-            fallback: mtime_ms,
+            times: Times::new(mtime_ms),
             directory: None,
             title: None,
             messages: Vec::new(),
@@ -211,13 +190,9 @@ impl Session {
             }
         };
         self.seen = true;
-        let at = str_of(v, "timestamp")
-            .and_then(time::parse)
-            .unwrap_or(self.last());
-        if self.created.is_none() {
-            self.created = Some(at);
-        }
-        self.last_at = self.last_at.max(at);
+        let at = self
+            .times
+            .note(str_of(v, "timestamp").and_then(time::parse));
         if self.directory.is_none() {
             self.directory = str_of(v, "cwd")
                 .filter(|d| !d.is_empty())
@@ -600,13 +575,7 @@ impl Session {
         m.parts = numbered(SRC, &key, parts, at);
         m.model = model;
         let i = self.messages.len();
-        self.messages.push(MessageRec {
-            session,
-            message: m,
-            api_calls: 0,
-            reported_cost: None,
-            cost_flags: 0,
-        });
+        self.messages.push(MessageRec::new(session, m));
         self.at_uuid.insert(uuid.to_owned(), i);
         for (call, n) in calls {
             self.calls.insert(call, (i, n));
@@ -617,9 +586,9 @@ impl Session {
 
     /// The session, its sub-agents' sessions and their messages into `out`.
     fn finish(self, out: &mut Batch) {
-        let created = self.created.unwrap_or(self.last());
+        let created = self.times.first();
         let mut rec = SessionRec::new(&self.id, created);
-        rec.updated_at = self.last().max(created);
+        rec.updated_at = self.times.last().max(created);
         rec.directory = self.directory;
         rec.title = self.title;
         // A reply with nothing in it and no usage says nothing.
