@@ -134,8 +134,23 @@ fn a_kimi_code_session_keeps_its_words_calls_usage_and_sub_agent() {
         matches!(&messages(&db, CODE)[1].parts[0].part, Part::Reasoning(r) if r.text == "Run the test suite with npm.")
     );
 
-    // The sub-agent's log: a task session under the session, named by its profile.
+    // The sub-agent's log: a task session under the session, named by its profile, and
+    // the call that started it names it, as Scribe's own task tool does.
     let child = common::session(&db, &format!("{CODE}:agent-0"));
+    let agent_call = messages(&db, CODE)
+        .into_iter()
+        .flat_map(|m| m.parts)
+        .find_map(|p| match p.part {
+            Part::Tool(t) if t.tool == "Agent" => Some(t),
+            _ => None,
+        })
+        .unwrap();
+    match &agent_call.state {
+        scribe_message::ToolState::Completed { metadata, .. } => {
+            assert_eq!(metadata["session_id"], child.id.as_str(), "{metadata}");
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(child.parent_session_id.as_deref(), Some(CODE));
     assert_eq!(child.kind, SessionKind::Task);
     assert_eq!(child.title.as_deref(), Some("explore"));

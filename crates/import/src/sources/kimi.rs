@@ -8,7 +8,8 @@
 //!   user's words, `origin.kind` `user`; what Kimi injects, synthetic), and
 //!   `context.append_loop_event` events: `step.begin` (a reply, one model call),
 //!   `content.part` (`think` as reasoning, `text`), `tool.call` and `tool.result`
-//!   (`isError` fails it), `step.end` (the call's `usage`: `inputOther`, `inputCacheRead`,
+//!   (`isError` fails it; an `Agent` call's result names the agent it started, whose task
+//!   session the call is linked to, as Scribe's own task tool is), `step.end` (the call's `usage`: `inputOther`, `inputCacheRead`,
 //!   `inputCacheCreation`, `output`); `llm.request` and `config.update` name the model
 //!   (`moonshot-ai/kimi-k2.7-code` → `kimi-k2.7-code`). `usage.record` repeats a step's
 //!   usage and is skipped, as are the prompts (`turn.prompt`, `turn.steer`: their words
@@ -42,7 +43,7 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::Result;
-use crate::record::{Batch, MessageRec, Resume, SessionRec, TitleRank};
+use crate::record::{Batch, MessageRec, Resume, SessionRec, TaskLink, TitleRank};
 
 const SRC: Source = Source::Kimi;
 
@@ -164,6 +165,8 @@ struct Conv {
     streaming: Option<(usize, usize)>,
     /// The Kimi CLI's sub-agents, by id.
     agents: BTreeMap<String, Conv>,
+    /// Kimi Code's `Agent` calls and the task sessions (other agents' logs) they started.
+    links: Vec<TaskLink>,
 }
 
 impl Conv {
@@ -184,6 +187,7 @@ impl Conv {
             arguments: BTreeMap::new(),
             streaming: None,
             agents: BTreeMap::new(),
+            links: Vec::new(),
         }
     }
 
@@ -390,6 +394,23 @@ impl Conv {
                 let result = e.get("result").unwrap_or(&Value::Null);
                 let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
                 let output = content_text(result.get("output").unwrap_or(result));
+                // An `Agent` call's result names the agent it started (`agent_id: agent-0`),
+                // whose log is the task session `<session>:<agent>`.
+                let agent = output
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("agent_id:"))
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty() && !a.contains(['/', '\\']))
+                    .map(str::to_owned);
+                if let (Some(agent), Some(&(i, p)), None) =
+                    (agent, self.calls.get(&id), &self.parent)
+                    && let Some(part) = self.messages[i].message.parts.get(p)
+                {
+                    self.links.push(TaskLink {
+                        part_id: part.id.clone(),
+                        child: format!("{}:{agent}", self.id),
+                    });
+                }
                 self.result(&id, output, failed, at, report);
             }
             "step.end" => {
@@ -616,6 +637,7 @@ impl Conv {
             .find_map(|m| m.message.model.clone())
             .or(self.model);
         out.sessions.push(rec);
+        out.task_links.extend(self.links);
         out.messages.extend(messages);
         for agent in self.agents.into_values() {
             agent.finish(out);
