@@ -379,3 +379,42 @@ fn a_grown_qwen_session_is_read_again_and_nothing_is_stored_twice() {
         )
     );
 }
+
+/// A `/branch` copies the session so far into a new file, each copied record naming the
+/// original (`forkedFrom`): the copies stay with the original, and the new session is its
+/// fork, holding what came after the branch.
+#[test]
+fn a_branch_is_a_fork_of_the_session_it_copied() {
+    const FORK: &str = "019f0000-0000-7000-8000-000000000006";
+    const ORIGINAL: &str = "019f0000-0000-7000-8000-000000000001";
+    let dir = tempfile::tempdir().unwrap();
+    let projects = projects(dir.path());
+    std::fs::write(
+        projects.join(format!("-tmp-as-qwen-fixture/chats/{ORIGINAL}.jsonl")),
+        format!(
+            concat!(
+                r#"{{"uuid":"bbbb0000-0000-4000-8000-000000000009","parentUuid":null,"sessionId":"{id}","#,
+                r#""type":"user","timestamp":"2026-08-31T09:00:00.000Z","cwd":"/tmp/synthetic","#,
+                r#""version":"0.22.3","message":{{"role":"user","parts":[{{"text":"synthetic forked prompt"}}]}}}}"#,
+                "\n"
+            ),
+            id = ORIGINAL
+        ),
+    )
+    .unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Qwen, std::slice::from_ref(&projects));
+    assert_eq!(s.skipped.get("replayed-parent-history"), Some(&1), "{s:?}");
+
+    let fork = session(&db, FORK);
+    assert_eq!(fork.kind, SessionKind::Fork);
+    assert_eq!(fork.parent_session_id.as_deref(), Some(ORIGINAL));
+    assert_eq!(
+        texts(&db, FORK),
+        [(Role::Assistant, "synthetic reply".into(), false)]
+    );
+    assert_eq!(
+        texts(&db, ORIGINAL),
+        [(Role::User, "synthetic forked prompt".into(), false)]
+    );
+}

@@ -34,7 +34,10 @@
 //!   (it was spent), as Claude Code's and Gemini CLI's rewinds do; the rest (telemetry,
 //!   slash commands, snapshots, …) is counted as skipped;
 //! - records of a sub-agent (`isSidechain`, `agentId`) form a task session of their own
-//!   under the session, titled by `agentName`.
+//!   under the session, titled by `agentName`;
+//! - a session `/branch` made starts with copies of the original's records, each naming
+//!   it (`forkedFrom`): they are skipped (the original holds them, as a Codex fork's copied
+//!   history stays with its parent) and the session is the original's fork.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -149,6 +152,8 @@ struct Session {
     chain: Vec<String>,
     /// A call's id (or `name:<name>` for one without) → (index in `messages`, part index).
     calls: HashMap<String, (usize, usize)>,
+    /// The session a `/branch` copied this one's first records from.
+    forked_from: Option<String>,
     /// Every record uuid read (a uuid seen again continues its message).
     uuids: HashSet<String>,
     /// Sub-agents by `agentId`.
@@ -170,6 +175,7 @@ impl Session {
             contents: HashMap::new(),
             chain: Vec::new(),
             calls: HashMap::new(),
+            forked_from: None,
             uuids: HashSet::new(),
             agents: BTreeMap::new(),
             count: 0,
@@ -190,6 +196,16 @@ impl Session {
             }
         };
         self.seen = true;
+        // A `/branch` copies the session's records so far into the new session's file,
+        // each naming where it was copied from: they stay with the original (as a Codex
+        // fork's copied history does), and the session is that one's fork.
+        if let Some(from) = v.get("forkedFrom").filter(|f| f.is_object()) {
+            if let Some(original) = str_of(from, "sessionId").filter(|o| !o.is_empty()) {
+                self.forked_from.get_or_insert_with(|| original.to_owned());
+            }
+            report.skip("replayed-parent-history");
+            return;
+        }
         let at = self
             .times
             .note(str_of(v, "timestamp").and_then(time::parse));
@@ -591,6 +607,10 @@ impl Session {
         rec.updated_at = self.times.last().max(created);
         rec.directory = self.directory;
         rec.title = self.title;
+        if let Some(original) = self.forked_from.filter(|o| *o != self.id) {
+            rec.parent = Some(original);
+            rec.kind = SessionKind::Fork;
+        }
         // A reply with nothing in it and no usage says nothing.
         let messages: Vec<MessageRec> = self
             .messages
