@@ -9,11 +9,12 @@
 //!   `context.append_loop_event` events: `step.begin` (a reply, one model call),
 //!   `content.part` (`think` as reasoning, `text`), `tool.call` and `tool.result`
 //!   (`isError` fails it; an `Agent` call's result names the agent it started, whose task
-//!   session the call is linked to, as Scribe's own task tool is), `step.end` (the call's `usage`: `inputOther`, `inputCacheRead`,
-//!   `inputCacheCreation`, `output`); `llm.request` and `config.update` name the model
-//!   (`moonshot-ai/kimi-k2.7-code` → `kimi-k2.7-code`). `usage.record` repeats a step's
-//!   usage and is skipped, as are the prompts (`turn.prompt`, `turn.steer`: their words
-//!   enter the context as messages) and the rest (permissions, tool lists, plan mode).
+//!   session the call is linked to, as Scribe's own task tool is), `step.end` (the call's
+//!   `usage`: `inputOther`, `inputCacheRead`, `inputCacheCreation`, `output`);
+//!   `llm.request` and `config.update` name the model (`moonshot-ai/kimi-k2.7-code` →
+//!   `kimi-k2.7-code`). `usage.record` repeats a step's usage and is skipped, as are the
+//!   prompts (`turn.prompt`, `turn.steer`: their words enter the context as messages) and
+//!   the rest (permissions, tool lists, plan mode).
 //! - Kimi CLI (the earlier Python agent, the layout ccusage reads):
 //!   `~/.kimi/sessions/<workdir hash>/<session>/wire.jsonl` (`KIMI_DATA_DIR`, a
 //!   comma-separated list, replaces `~/.kimi`), envelopes `{"timestamp": seconds,
