@@ -17,8 +17,11 @@ ORDER BY id
 LIMIT @limit;
 
 -- name: GetSessionIdNeighbors :one
--- The session ids just before and after @id in id order (NULL at either end): the shortest
--- prefix naming only @id is one character longer than what it shares with either.
+-- The session id just before @id, and the first one after every id that begins with @id
+-- (@past = @id followed by U+10FFFF), in id order, NULL at either end: an id prefix names
+-- the session whose id every match begins with (a sub-agent's `parent:agent` id begins
+-- with its parent's), so the shortest prefix naming @id is one character longer than what
+-- it shares with either.
 SELECT
     (SELECT max(id) FROM sessions WHERE id < @id) AS "before?: String",
-    (SELECT min(id) FROM sessions WHERE id > @id) AS "after?: String";
+    (SELECT min(id) FROM sessions WHERE id >= @past) AS "after?: String";

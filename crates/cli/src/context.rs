@@ -3,8 +3,10 @@
 //!
 //! A session argument is, in this order: an exact id; a title (lineage-aware: `t` names
 //! the newest of `t`, `t #2`, …; a numbered `t #3` names that member only, never another);
-//! a unique id prefix. An ambiguous prefix lists its
-//! candidates rather than guessing.
+//! an id prefix that one session's id begins and every other match's id extends (a
+//! sub-agent's `parent:agent` id extends its parent's, so a prefix of the parent's names the
+//! parent however many sub-agents it has). Any other ambiguous prefix lists its candidates
+//! rather than guessing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -135,6 +137,12 @@ impl Context {
                 .map(Session::try_from)
                 .transpose()?
                 .ok_or_else(|| CliError::NoSuchSession(wanted.to_owned()))?),
+            _ if self.first_is_root(&rows, &hi)? => Ok(rows
+                .into_iter()
+                .next()
+                .map(Session::try_from)
+                .transpose()?
+                .ok_or_else(|| CliError::NoSuchSession(wanted.to_owned()))?),
             n => {
                 let mut candidates: Vec<String> = rows
                     .iter()
@@ -159,8 +167,34 @@ impl Context {
         }
     }
 
+    /// Whether every session matching a prefix begins with the first match's id (a session
+    /// and its sub-agents), given `rows`, the first matches in id order of those in
+    /// `[…, hi)`.
+    fn first_is_root(&self, rows: &[q::SessionRow], hi: &str) -> Result<bool, CliError> {
+        let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+            return Ok(false);
+        };
+        if !last.id.starts_with(first.id.as_str()) {
+            return Ok(false);
+        }
+        // `rows` may stop short of every match; past those that begin with the first id,
+        // nothing else may match.
+        let (_, past) = prefix_range(&first.id);
+        let other = self.db.read(|tx| -> scribe_db::Result<_> {
+            tx.q()
+                .list_sessions_by_id_range(&q::ListSessionsByIdRangeParams {
+                    lo: &past,
+                    hi,
+                    limit: 1,
+                })
+        })?;
+        Ok(other.is_empty())
+    }
+
     /// The shortest prefix of each of `ids` (at least [`MIN_SHORT_ID`] characters) that
-    /// names only that session in the whole database, for tables: `scribe show` accepts it.
+    /// names that session in the whole database, for tables: `scribe show` accepts it.
+    /// Sessions whose ids extend an id (its sub-agents') do not lengthen its prefix: every
+    /// match of it begins with the id, which [`Context::resolve`] takes as naming it.
     pub fn short_ids<'a>(&self, ids: &[&'a str]) -> Result<HashMap<&'a str, String>, CliError> {
         self.db
             .read(|tx| -> scribe_db::Result<_> {
@@ -170,9 +204,16 @@ impl Context {
                         out.insert(id, id.to_owned());
                         continue;
                     }
-                    // In id order only the neighbours can share a longer prefix with `id`,
-                    // so one character past the longer shared prefix names `id` alone.
-                    let near = tx.q().get_session_id_neighbors(id)?;
+                    // In id order only the one before `id` and the first after those that
+                    // begin with it can share a longer prefix with `id`, so one character
+                    // past the longer shared prefix names `id` (and what extends it).
+                    let (_, past) = prefix_range(id);
+                    let near =
+                        tx.q()
+                            .get_session_id_neighbors(&q::GetSessionIdNeighborsParams {
+                                id,
+                                past: &past,
+                            })?;
                     let shared = [near.before, near.after]
                         .iter()
                         .flatten()

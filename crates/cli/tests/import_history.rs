@@ -150,6 +150,67 @@ fn import_from_all_then_again_changes_nothing() {
     assert!(stats.to_string().contains("gemini"), "{stats}");
 }
 
+/// A session with sub-agents keeps a short id in `list`: its sub-agents' ids
+/// (`parent:agent`) extend its own, and a prefix every match of which begins with the
+/// parent's id names the parent. Any other shared prefix is still ambiguous.
+#[test]
+fn a_session_with_sub_agents_keeps_a_short_id() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "copilot"]);
+    let parent = "7c1e2a90-3b5d-4f61-9a2e-5d8c0b4f1e37";
+    let children = [
+        "7c1e2a90-3b5d-4f61-9a2e-5d8c0b4f1e37:agent:call_task",
+        "7c1e2a90-3b5d-4f61-9a2e-5d8c0b4f1e37:model:claude-haiku-4.5",
+    ];
+    let listed = scribe.json(&["list", "--all", "-n", "100", "--json"]);
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(children.iter().all(|c| ids.contains(c)), "{ids:?}");
+
+    // The table's first column, row by row, for the ids it lists.
+    let short_of = |table: &str, id: &str| -> String {
+        let row = table
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|short| id.starts_with(short))
+            .max_by_key(|short| short.len())
+            .unwrap_or_else(|| panic!("{id} not in\n{table}"));
+        row.to_owned()
+    };
+    let table = scribe.ok(&["list", "-n", "100"]);
+    let short = short_of(&table, parent);
+    assert_eq!(short, "7c1e2a90-3b5", "{table}");
+    for wanted in [short.as_str(), "7c1e", parent] {
+        let shown = scribe.json(&["show", wanted, "--json"]);
+        assert_eq!(shown["session"]["id"], parent, "{wanted}");
+    }
+
+    // With --all each sub-agent's row names that sub-agent, and the parent's stays short.
+    let table = scribe.ok(&["list", "--all", "-n", "100"]);
+    assert_eq!(short_of(&table, parent), "7c1e2a90-3b5", "{table}");
+    for child in children {
+        let rows: Vec<&str> = table
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|short| child.starts_with(short) && short.len() > parent.len())
+            .collect();
+        assert_eq!(rows.len(), 1, "{child}: {table}");
+        let shown = scribe.json(&["show", rows[0], "--json"]);
+        assert_eq!(shown["session"]["id"], child, "{}", rows[0]);
+    }
+
+    // Two sub-agents share `parent:`, and neither begins the other: ambiguous.
+    let out = scribe.run(&["show", &format!("{parent}:")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("matches 2 sessions"), "{err}");
+}
+
 /// The output the README shows after `$ scribe COMMAND` in its import tour: the lines
 /// up to the next blank line or the end of the block.
 fn readme_output(command: &str) -> String {

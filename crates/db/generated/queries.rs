@@ -617,7 +617,7 @@ pub fn list_message_ids_by_range(
 /// SQL of `GetSessionIdNeighbors` (sql/queries/cli.sql:19).
 pub const GET_SESSION_ID_NEIGHBORS_SQL: &str = "SELECT
     (SELECT max(id) FROM sessions WHERE id < ?1) AS \"before?: String\",
-    (SELECT min(id) FROM sessions WHERE id > ?1) AS \"after?: String\"";
+    (SELECT min(id) FROM sessions WHERE id >= ?2) AS \"after?: String\"";
 
 /// A row returned by [`get_session_id_neighbors`].
 #[derive(Debug, Clone, PartialEq)]
@@ -626,18 +626,28 @@ pub struct GetSessionIdNeighborsRow {
     pub after: Option<String>,
 }
 
+/// Parameters of [`get_session_id_neighbors`].
+#[derive(Debug, Clone, Copy)]
+pub struct GetSessionIdNeighborsParams<'a> {
+    pub id: &'a str,
+    pub past: &'a str,
+}
+
 /// `GetSessionIdNeighbors` (`:one`) from `sql/queries/cli.sql:19`.
 ///
-/// The session ids just before and after @id in id order (NULL at either end): the shortest
-/// prefix naming only @id is one character longer than what it shares with either.
+/// The session id just before @id, and the first one after every id that begins with @id
+/// (@past = @id followed by U+10FFFF), in id order, NULL at either end: an id prefix names
+/// the session whose id every match begins with (a sub-agent's `parent:agent` id begins
+/// with its parent's), so the shortest prefix naming @id is one character longer than what
+/// it shares with either.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_session_id_neighbors(
     conn: &rusqlite::Connection,
-    id: &str,
+    params: &GetSessionIdNeighborsParams<'_>,
 ) -> rusqlite::Result<GetSessionIdNeighborsRow> {
     let mut stmt = conn.prepare_cached(GET_SESSION_ID_NEIGHBORS_SQL)?;
-    stmt.query_row([id], |row| {
+    stmt.query_row(rusqlite::params![params.id, params.past], |row| {
         Ok(GetSessionIdNeighborsRow {
             before: row.get(0)?,
             after: row.get(1)?,
@@ -4044,11 +4054,14 @@ pub trait ReadQueries {
     ) -> Result<Vec<String>, crate::Error>;
 
     /// `GetSessionIdNeighbors` (`:one`) from `sql/queries/cli.sql:19`.
-    /// The session ids just before and after @id in id order (NULL at either end): the shortest
-    /// prefix naming only @id is one character longer than what it shares with either.
+    /// The session id just before @id, and the first one after every id that begins with @id
+    /// (@past = @id followed by U+10FFFF), in id order, NULL at either end: an id prefix names
+    /// the session whose id every match begins with (a sub-agent's `parent:agent` id begins
+    /// with its parent's), so the shortest prefix naming @id is one character longer than what
+    /// it shares with either.
     fn get_session_id_neighbors(
         &mut self,
-        id: &str,
+        params: &GetSessionIdNeighborsParams<'_>,
     ) -> Result<GetSessionIdNeighborsRow, crate::Error>;
 
     /// `GetFileVersion` (`:one`) from `sql/queries/files.sql:13`.
@@ -4798,9 +4811,9 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn get_session_id_neighbors(
         &mut self,
-        id: &str,
+        params: &GetSessionIdNeighborsParams<'_>,
     ) -> Result<GetSessionIdNeighborsRow, crate::Error> {
-        get_session_id_neighbors(self.conn, id).map_err(crate::Error::from)
+        get_session_id_neighbors(self.conn, params).map_err(crate::Error::from)
     }
 
     #[inline]

@@ -73,7 +73,7 @@ LIMIT $4";
 /// SQL of `GetSessionIdNeighbors` (sql/queries/cli.sql:19).
 pub const GET_SESSION_ID_NEIGHBORS_SQL: &str = "SELECT
     (SELECT max(id) FROM sessions WHERE id < $1) AS \"before?: String\",
-    (SELECT min(id) FROM sessions WHERE id > $1) AS \"after?: String\"";
+    (SELECT min(id) FROM sessions WHERE id >= $2) AS \"after?: String\"";
 
 /// SQL of `CreateFileVersion` (sql/queries/postgres/files.sql:6).
 pub const CREATE_FILE_VERSION_SQL: &str =
@@ -1698,9 +1698,9 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
 
     fn get_session_id_neighbors(
         &mut self,
-        id: &str,
+        params: &super::GetSessionIdNeighborsParams<'_>,
     ) -> Result<super::GetSessionIdNeighborsRow, crate::Error> {
-        let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
+        let values: [Param<'_>; 2] = [(&params.id, Type::TEXT), (&params.past, Type::TEXT)];
         let sql = GET_SESSION_ID_NEIGHBORS_SQL;
         let row = self.sqlgen_query_one(sql, &values)?;
         read_get_session_id_neighbors_row(&row).map_err(crate::Error::from)
