@@ -267,6 +267,32 @@ pub fn cost_column(costs: &[(f64, bool)]) -> Vec<String> {
         .collect()
 }
 
+/// The TOKENS and COST columns of a table of sessions: [`compact_count`] and
+/// [`cost_column`], each [`NOT_RECORDED`] for a session with no usage recorded (its cost
+/// cell padded as the others are, so the right-aligned column stays lined up).
+pub fn session_usage_columns(sessions: &[scribe_session::Session]) -> Vec<(String, String)> {
+    let costs: Vec<(f64, bool)> = sessions
+        .iter()
+        .map(|s| (s.estimated_cost_usd, s.cost_is_partial()))
+        .collect();
+    let pad = if costs.iter().any(|&(_, partial)| partial) {
+        " ".repeat(PARTIAL_MARK.len())
+    } else {
+        String::new()
+    };
+    sessions
+        .iter()
+        .zip(cost_column(&costs))
+        .map(|(s, cost)| {
+            if s.usage_recorded() {
+                (compact_count(s.tokens.total()), cost)
+            } else {
+                (NOT_RECORDED.to_owned(), format!("{NOT_RECORDED}{pad}"))
+            }
+        })
+        .collect()
+}
+
 /// The line under a table with a marked cost ([`cost_column`]): what the mark means and
 /// how to give those models a price.
 pub fn unpriced_note(sessions: i64) -> String {
@@ -278,7 +304,9 @@ pub fn unpriced_note(sessions: i64) -> String {
 }
 
 /// Counts and costs as every command and the web page's downloads write them.
-pub use scribe_server::text::{HUGE_DOLLARS, cost_text, dollars, grouped};
+pub use scribe_server::text::{
+    HUGE_DOLLARS, NO_USAGE, NOT_RECORDED, cost_text, dollars, grouped, session_cost_text,
+};
 
 use scribe_db::calendar::{self, DAY, HOUR, MINUTE, SECOND};
 /// UTC dates (`YYYY-MM-DD`) and times (`YYYY-MM-DD HH:MM`), as every command prints them.

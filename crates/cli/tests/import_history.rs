@@ -211,6 +211,83 @@ fn a_session_with_sub_agents_keeps_a_short_id() {
     assert!(err.contains("matches 2 sessions"), "{err}");
 }
 
+/// Google Antigravity keeps no usage: its sessions show none recorded (`—` in the tables,
+/// words in `show` and the Markdown export) rather than `0` tokens and `$0.00`, beside a
+/// session whose agent counted its usage.
+#[test]
+fn a_session_whose_agent_keeps_no_usage_shows_none_recorded() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "antigravity"]);
+    scribe.ok(&["import", "--from", "droid"]);
+    let id = "8e4b2c1d-6f3a-4d5e-9b7c-0a1f2e3d4c5b";
+    let list = scribe.json(&["list", "-n", "100", "--json"]);
+    let recorded: Vec<(&str, &str, bool)> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["source"].as_str().unwrap(),
+                s["id"].as_str().unwrap(),
+                s["usage_recorded"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    // Droid's drift fixture carries no usage either; its other session does.
+    assert_eq!(
+        recorded,
+        [
+            ("antigravity", id, false),
+            ("antigravity", "ag-stage0-cli-small", false),
+            ("droid", "6f0b2d1e-4c3a-4e5b-9a8d-1c2e3f4a5b6c", true),
+            ("droid", "droid_drift", false),
+        ]
+    );
+
+    let table = scribe.ok(&["list", "-n", "100"]);
+    let row = table
+        .lines()
+        .find(|l| id.starts_with(l.split_whitespace().next().unwrap_or("-")))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // ID, TITLE, SOURCE, MSGS, TOKENS, COST, …
+    assert_eq!(cells[2..6], ["antigravity", "8", "—", "—"], "{row}");
+    let droid = table
+        .lines()
+        .find(|l| l.starts_with("6f0b2d1e-4c3"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(droid.contains('$') && !droid.contains('—'), "{droid}");
+
+    let shown = scribe.ok(&["show", id]);
+    assert!(
+        shown.contains("\n8 messages · 4 tool calls · no usage recorded\n"),
+        "{shown}"
+    );
+    let markdown = scribe.ok(&["export", id, "--format", "markdown"]);
+    assert!(
+        markdown.contains("\n- 8 messages · no usage recorded\n"),
+        "{markdown}"
+    );
+
+    let stats = scribe.ok(&["stats", "--by", "source"]);
+    let row = |key: &str| -> Vec<String> {
+        stats
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("{key}: {stats}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        row("antigravity"),
+        ["antigravity", "2", "0", "—", "—", "—", "—", "—", "—"],
+        "{stats}"
+    );
+    assert!(row("droid").iter().all(|c| c != "—"), "{stats}");
+    assert!(row("total")[8].starts_with('$'), "{stats}");
+}
+
 /// The output the README shows after `$ scribe COMMAND` in its import tour: the lines
 /// up to the next blank line or the end of the block.
 fn readme_output(command: &str) -> String {

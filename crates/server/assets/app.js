@@ -75,6 +75,18 @@
   function costCell(v, partial) {
     return h("td", partial ? { class: "num unpriced", title: UNPRICED } : { class: "num" }, fmtCost(v, partial));
   }
+  // A session with no usage recorded (its usage_recorded false: no model answered, or its
+  // agent keeps no usage) shows "—" for its tokens and cost, as scribe list does, and
+  // "no usage recorded" in prose: not known, rather than 0 and $0.00.
+  const NO_USAGE = "no usage recorded";
+  function sessionCost(s) {
+    return s.usage_recorded === false ? NO_USAGE : fmtCost(s.cost_usd, s.cost_partial);
+  }
+  // A row's tokens and cost cells (a session's, or a usage group's).
+  function usageCells(recorded, tokens, cost, partial) {
+    if (recorded === false) return [h("td", { class: "num dim", title: NO_USAGE }, "—"), h("td", { class: "num dim", title: NO_USAGE }, "—")];
+    return [h("td", { class: "num", title: tokensTitle(tokens) }, fmtCompact(tokens.total)), costCell(cost, partial)];
+  }
   // Dates and times are UTC everywhere, as the date filters, the usage chart's days and
   // `scribe stats --by day` read them; times say so.
   const pad = (n) => String(n).padStart(2, "0");
@@ -492,8 +504,7 @@
         h("td", null, s.source),
         h("td", { class: "mono" }, s.model || ""),
         h("td", { class: "num" }, fmtInt(s.message_count)),
-        h("td", { class: "num", title: tokensTitle(s.tokens) }, fmtCompact(s.tokens.total)),
-        costCell(s.cost_usd, s.cost_partial),
+        ...usageCells(s.usage_recorded, s.tokens, s.cost_usd, s.cost_partial),
         h("td", { class: "num" }, timeEl(s.created_at, fmtDate(s.created_at))),
         h("td", { class: "num" }, timeEl(s.updated_at)));
       return tr;
@@ -791,7 +802,7 @@
       related.push(h("details", { class: "children", open: others.length <= 6 },
         h("summary", null, `${detail.children_more ? `${fmtInt(others.length)}+ sub-sessions` : counted(others.length, "sub-session")} (sub-agents, forks, titles)`),
         h("ul", null, others.map((c) => h("li", null, sessionLink(c), h("span", { class: "badge" }, c.kind),
-          h("span", { class: "dim" }, `${c.model ? " · " + c.model : ""} · ${counted(c.message_count, "message")} · ${fmtCost(c.cost_usd, c.cost_partial)}`))))));
+          h("span", { class: "dim" }, `${c.model ? " · " + c.model : ""} · ${counted(c.message_count, "message")} · ${sessionCost(c)}`))))));
     }
     // append() leaves out the parts that are null (replaceChildren would show "null").
     head.replaceChildren();
@@ -813,9 +824,10 @@
         fact("messages", fmtInt(s.message_count)),
         fact("tool calls", fmtInt(s.tool_call_count)),
         fact("model calls", fmtInt(s.api_call_count)),
-        h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
+        detail.usage_recorded === false ? h("span", { class: "dim", id: "no-usage" }, NO_USAGE) : null,
+        detail.usage_recorded === false ? null : h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
-        fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
+        detail.usage_recorded === false ? null : fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
         h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation"),
         h("a", { href: "/api/sessions/" + encodeURIComponent(s.id) + "/markdown", download: "", id: "download-markdown", title: "The whole conversation as Markdown, as scribe export writes it" }, "Download Markdown")),
       related.length ? h("div", { class: "related" }, related) : null]);
@@ -1009,7 +1021,7 @@
     const short = state.title || shortInput(input);
     const edit = editView(p.tool || "", input);
     const body = [];
-    if (child) body.push(h("div", null, "Sub-agent session: ", sessionLink(child), h("span", { class: "dim" }, ` · ${counted(child.message_count, "message")} · ${fmtCost(child.cost_usd, child.cost_partial)}`)));
+    if (child) body.push(h("div", null, "Sub-agent session: ", sessionLink(child), h("span", { class: "dim" }, ` · ${counted(child.message_count, "message")} · ${sessionCost(child)}`)));
     if (edit) body.push(h("div", { class: "label" }, "Edit"), edit);
     body.push(h("details", { class: "input", open: !edit }, h("summary", { class: "label" }, "Input"), codeBlock(JSON.stringify(input, null, 2), "json")));
     if (p.compacted_at) body.push(h("div", { class: "label" }, "Output"), h("div", { class: "dim" }, "(output cleared by compaction)"));
@@ -1309,8 +1321,7 @@
         h("td", null, strong ? h("b", null, key) : keyCell(key)),
         h("td", { class: "num" }, fmtInt(t.sessions)),
         h("td", { class: "num" }, fmtInt(t.api_calls)),
-        h("td", { class: "num", title: tokensTitle(t.tokens) }, fmtCompact(t.tokens.total)),
-        costCell(t.cost_usd, t.unpriced_sessions > 0));
+        ...usageCells(t.usage_recorded, t.tokens, t.cost_usd, t.unpriced_sessions > 0));
       return h("table", { id: "stats-table" },
         h("thead", null, h("tr", null, h("th", null, state.stack), h("th", { class: "num" }, "sessions"), h("th", { class: "num" }, "calls"), h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "cost"))),
         h("tbody", null, stats.rows.map((r) => row(r.key, r)), row("total", stats.totals, true)));

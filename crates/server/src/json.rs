@@ -129,6 +129,9 @@ pub struct SessionSummary {
     /// Whether `cost_usd` leaves out usage of a model without a price (`cost_status`
     /// `partial` or `unknown`): a lower bound, not what the session cost.
     pub cost_partial: bool,
+    /// Whether any usage was recorded ([`Session::usage_recorded`]); when not, `tokens`
+    /// and `cost_usd` are zero because nothing was counted, not because nothing was used.
+    pub usage_recorded: bool,
     /// The first user message on one line, cut with `…`; `null` when there is none.
     pub preview: Option<String>,
     /// Creation time.
@@ -158,6 +161,7 @@ impl SessionSummary {
             cost_usd: usd(s.estimated_cost_usd),
             cost_status: s.cost_status.clone(),
             cost_partial: s.cost_is_partial(),
+            usage_recorded: s.usage_recorded(),
             preview: first_message.map(|text| one_line(text, PREVIEW_CHARS)),
             created_at: s.created_at,
             updated_at: s.updated_at,
@@ -190,6 +194,9 @@ pub struct Totals {
     /// Sessions whose usage is partly or wholly of models without a price: when more than
     /// 0, `cost_usd` leaves their unpriced usage out.
     pub unpriced_sessions: i64,
+    /// Whether any usage was recorded ([`UsageTotals::usage_recorded`]); when not, the
+    /// zeros above are nothing counted, not nothing used.
+    pub usage_recorded: bool,
 }
 
 impl From<&UsageTotals> for Totals {
@@ -200,6 +207,7 @@ impl From<&UsageTotals> for Totals {
             tokens: Tokens::from(&t.tokens),
             cost_usd: usd(t.cost_usd),
             unpriced_sessions: t.unpriced_sessions,
+            usage_recorded: t.usage_recorded(),
         }
     }
 }
@@ -398,6 +406,8 @@ pub struct SessionDetail {
     /// Whether the session's cost leaves out usage of a model without a price
     /// ([`Session::cost_is_partial`]).
     pub cost_partial: bool,
+    /// Whether any usage was recorded ([`Session::usage_recorded`]).
+    pub usage_recorded: bool,
     /// Its first user message on one line, cut with `…` (as [`SessionSummary::preview`]);
     /// `null` when there is none. What names an untitled session.
     pub preview: Option<String>,

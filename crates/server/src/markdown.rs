@@ -10,7 +10,7 @@ use scribe_message::{Message, Part, ToolState};
 use scribe_session::SessionExport;
 
 use crate::json::one_line;
-use crate::text::{cost_text, grouped};
+use crate::text::{NO_USAGE, cost_text, grouped};
 
 /// Writes `export`'s session (a heading and its facts) and its messages as Markdown.
 pub fn write(out: &mut dyn Write, export: &SessionExport) -> io::Result<()> {
@@ -22,13 +22,17 @@ pub fn write(out: &mut dyn Write, export: &SessionExport) -> io::Result<()> {
         writeln!(out, "- model: {model}")?;
     }
     writeln!(out, "- started: {} UTC", date_time(s.created_at))?;
-    writeln!(
-        out,
-        "- {} messages · {} tokens · {}",
-        s.message_count,
-        grouped(s.tokens.total()),
-        cost_text(s.estimated_cost_usd, s.cost_is_partial())
-    )?;
+    if s.usage_recorded() {
+        writeln!(
+            out,
+            "- {} messages · {} tokens · {}",
+            s.message_count,
+            grouped(s.tokens.total()),
+            cost_text(s.estimated_cost_usd, s.cost_is_partial())
+        )?;
+    } else {
+        writeln!(out, "- {} messages · {NO_USAGE}", s.message_count)?;
+    }
     for m in &export.messages {
         message(out, m)?;
     }

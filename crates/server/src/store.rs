@@ -511,6 +511,7 @@ impl Store {
             children_more,
             parent,
             cost_partial: session.cost_is_partial(),
+            usage_recorded: session.usage_recorded(),
             preview,
             session,
         })

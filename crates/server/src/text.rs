@@ -37,6 +37,23 @@ pub fn dollars(usd: f64) -> String {
     format!("${text}")
 }
 
+/// What a table's TOKENS and COST cells show for a session with no usage recorded
+/// ([`Session::usage_recorded`](scribe_session::Session::usage_recorded)): not known,
+/// rather than `0` and `$0.00`.
+pub const NOT_RECORDED: &str = "—";
+
+/// What a report says of a session with no usage recorded, in place of its tokens and cost.
+pub const NO_USAGE: &str = "no usage recorded";
+
+/// A session's cost as [`cost_text`] writes it, or [`NO_USAGE`] when none was recorded.
+pub fn session_cost_text(s: &scribe_session::Session) -> String {
+    if s.usage_recorded() {
+        cost_text(s.estimated_cost_usd, s.cost_is_partial())
+    } else {
+        NO_USAGE.to_owned()
+    }
+}
+
 /// A cost as one figure ([`dollars`]), saying when it leaves out unpriced usage, as an
 /// import's summary does: `$0.0932 + unknown (models without a price)`.
 pub fn cost_text(usd: f64, partial: bool) -> String {

@@ -647,6 +647,58 @@ fn a_cost_that_leaves_out_unpriced_usage_says_so() {
     assert_eq!(top[1]["cost_partial"], true);
 }
 
+/// A session whose agent keeps no usage says that none was recorded, rather than showing
+/// zeros as if it were free: `usage_recorded` on the session (list, detail, its sub-session
+/// entry) and on a group (stats), and the Markdown download's header says it in words.
+#[test]
+fn a_session_without_recorded_usage_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = unrecorded_store(dir.path());
+    let server = serve(&db, None);
+    let list = get_json(server.addr, "/api/sessions?sort=oldest");
+    let recorded: Vec<(&str, &Value)> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].as_str().unwrap(), &s["usage_recorded"]))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            ("ses_counted", &json!(true)),
+            ("ses_uncounted", &json!(false))
+        ]
+    );
+    for (id, recorded) in [("ses_counted", true), ("ses_uncounted", false)] {
+        let detail = get_json(server.addr, &format!("/api/sessions/{id}"));
+        assert_eq!(detail["usage_recorded"], json!(recorded), "{detail}");
+    }
+    let stats = get_json(server.addr, "/api/stats?by=source");
+    let rows: Vec<(&str, &Value)> = stats["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["key"].as_str().unwrap(), &r["usage_recorded"]))
+        .collect();
+    assert!(rows.contains(&("codex", &json!(true))), "{stats}");
+    assert!(rows.contains(&("antigravity", &json!(false))), "{stats}");
+    assert_eq!(stats["totals"]["usage_recorded"], true, "{stats}");
+
+    let reply = get(server.addr, "/api/sessions/ses_uncounted/markdown");
+    assert_eq!(reply.status, 200);
+    let markdown = String::from_utf8(reply.body).unwrap();
+    assert!(
+        markdown.contains("- 2 messages · no usage recorded\n"),
+        "{markdown}"
+    );
+    let markdown =
+        String::from_utf8(get(server.addr, "/api/sessions/ses_counted/markdown").body).unwrap();
+    assert!(
+        markdown.contains("- 2 messages · 1,100 tokens · $0.50\n"),
+        "{markdown}"
+    );
+}
+
 /// A session that switched models overnight: the chart stacks each model's usage on the
 /// day it was used, and what no message carried on the session's model and day.
 #[test]

@@ -24,7 +24,7 @@ use std::time::Instant;
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
 use common::{
     Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve, serve_fixture,
-    unpriced_store,
+    unpriced_store, unrecorded_store,
 };
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
@@ -129,6 +129,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "an_unpriced_cost_and_a_rewound_answer_say_so_wherever_shown",
         unpriced_costs,
+    ),
+    (
+        "a_session_whose_agent_keeps_no_usage_shows_none_recorded",
+        unrecorded_usage,
     ),
     (
         "a_killed_test_process_leaves_no_browser_running",
@@ -1609,6 +1613,69 @@ fn unpriced_costs(ctx: &Ctx) -> Result<()> {
         "return document.querySelector('#stats-table tr.total td:last-child').innerText",
     )?;
     check(total == "$0.75+?", format!("the stats total: {total}"))?;
+    Ok(())
+}
+
+/// A session whose agent keeps no usage shows "—" for its tokens and cost in the list and
+/// the usage table, and says "no usage recorded" on its page, not `0` and `$0.00`.
+fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let server = serve(&unrecorded_store(dir.path()), None);
+    d.open(&server.url("/"))?;
+    d.wait(
+        "2 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 2",
+    )?;
+    // Tokens and cost are the 4th and 3rd cells from the end.
+    let usage = |id: &str| {
+        text(
+            ctx,
+            &format!(
+                "const cells = [...document.querySelectorAll('tr[data-id=\"{id}\"] td.num')].slice(-4, -2); \
+                 return cells.map((c) => c.innerText + '|' + (c.title || '')).join(' ')"
+            ),
+        )
+    };
+    let counted = usage("ses_counted")?;
+    check(
+        counted.starts_with("1.1k|") && counted.ends_with(" $0.50|"),
+        format!("recorded usage as it is: {counted}"),
+    )?;
+    let none = usage("ses_uncounted")?;
+    check(
+        none == "—|no usage recorded —|no usage recorded",
+        format!("no usage recorded: {none}"),
+    )?;
+    d.open(&server.url("/s/ses_uncounted"))?;
+    d.wait(
+        "the head",
+        "return document.getElementById('session-totals')",
+    )?;
+    let facts = text(
+        ctx,
+        "return document.getElementById('session-totals').innerText",
+    )?;
+    check(
+        facts.contains("model calls 0")
+            && facts.contains("no usage recorded")
+            && !facts.contains("tokens")
+            && !facts.contains('$'),
+        format!("the session's totals: {facts}"),
+    )?;
+    d.open(&server.url("/usage?period=all&stack=source"))?;
+    d.wait(
+        "the stats table",
+        "return document.querySelector('#stats-table tr.total')",
+    )?;
+    let rows = text(
+        ctx,
+        "return [...document.querySelectorAll('#stats-table tbody tr')].map((r) => [...r.cells].map((c) => c.innerText).join(',')).join(' / ')",
+    )?;
+    check(
+        rows.contains("antigravity,1,0,—,—") && rows.contains("codex,1,2,1.1k,$0.50"),
+        format!("the usage table: {rows}"),
+    )?;
     Ok(())
 }
 

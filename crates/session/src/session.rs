@@ -158,6 +158,17 @@ impl Session {
         matches!(self.cost_status.as_deref(), Some("unknown" | "partial"))
     }
 
+    /// Whether any usage was recorded: a model call counted, tokens, or a cost. `false`
+    /// for a session no model has answered yet, or whose agent keeps no usage (Google
+    /// Antigravity, Grok Build): its tokens and cost are not known, rather than zero, and
+    /// reports show them as not recorded instead of as free.
+    pub fn usage_recorded(&self) -> bool {
+        self.api_call_count > 0
+            || !self.tokens.is_zero()
+            || self.estimated_cost_usd != 0.0
+            || self.actual_cost_usd.is_some()
+    }
+
     /// Whether the session is archived.
     pub fn is_archived(&self) -> bool {
         self.archived_at.is_some()

@@ -262,6 +262,13 @@ impl UsageTotals {
     pub fn cost_is_partial(&self) -> bool {
         self.unpriced_sessions > 0
     }
+
+    /// Whether any usage was recorded in the group: a model call, tokens or a cost, the
+    /// rule of [`Session::usage_recorded`](crate::Session::usage_recorded). A group of
+    /// sessions whose agent keeps no usage has none: not known, rather than zero.
+    pub fn usage_recorded(&self) -> bool {
+        self.api_calls > 0 || !self.tokens.is_zero() || self.cost_usd != 0.0
+    }
 }
 
 /// One group of [`UsageStats`].

@@ -126,12 +126,8 @@ impl ListCmd {
         }
         let short = ctx.short_ids(&ids)?;
         let parents = parent_names(ctx, &sessions)?;
-        let costs: Vec<(f64, bool)> = sessions
-            .iter()
-            .map(|s| (s.estimated_cost_usd, s.cost_is_partial()))
-            .collect();
-        let unpriced = costs.iter().filter(|&&(_, partial)| partial).count();
-        let costs = ui::cost_column(&costs);
+        let unpriced = sessions.iter().filter(|s| s.cost_is_partial()).count();
+        let usage = ui::session_usage_columns(&sessions);
         let now = scribe_db::now_ms();
         let mut table = ui::table([
             "ID",
@@ -143,7 +139,7 @@ impl ListCmd {
             "FIRST MESSAGE",
             "ACTIVE",
         ]);
-        for (s, cost) in sessions.iter().zip(costs) {
+        for (s, (tokens, cost)) in sessions.iter().zip(usage) {
             let preview = previews
                 .get(&s.id)
                 .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
@@ -171,7 +167,7 @@ impl ListCmd {
                 title,
                 ui::visible(&s.source).into_owned(),
                 s.message_count.to_string(),
-                ui::compact_count(s.tokens.total()),
+                tokens,
                 cost,
                 preview,
                 ui::ago(s.updated_at, now),

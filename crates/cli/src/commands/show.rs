@@ -267,7 +267,7 @@ fn sub_sessions(out: &mut impl Write, children: &[Session]) -> Result<(), CliErr
         facts.push(c.kind.to_string());
         facts.extend(c.model.clone());
         facts.push(ui::plural(c.message_count, "message"));
-        facts.push(ui::cost_text(c.estimated_cost_usd, c.cost_is_partial()));
+        facts.push(ui::session_cost_text(c));
         writeln!(
             out,
             "  {}",
@@ -339,22 +339,29 @@ fn header(out: &mut impl Write, s: &Session, began: Option<&str>) -> Result<(), 
         paint(style::DIM, ui::visible(&facts.join(" · ")))
     )?;
     let t = &s.tokens;
+    let usage = if s.usage_recorded() {
+        format!(
+            "{} tokens (in {}, out {}, cache read {}, cache write {}, reasoning {}) · {}",
+            ui::grouped(t.total()),
+            ui::grouped(t.input),
+            ui::grouped(t.output),
+            ui::grouped(t.cache_read),
+            ui::grouped(t.cache_write),
+            ui::grouped(t.reasoning),
+            ui::cost_text(s.estimated_cost_usd, s.cost_is_partial())
+        )
+    } else {
+        ui::NO_USAGE.to_owned()
+    };
     writeln!(
         out,
         "{}",
         paint(
             style::DIM,
             format!(
-                "{} · {} · {} tokens (in {}, out {}, cache read {}, cache write {}, reasoning {}) · {}",
+                "{} · {} · {usage}",
                 ui::plural(s.message_count, "message"),
                 ui::plural(s.tool_call_count, "tool call"),
-                ui::grouped(t.total()),
-                ui::grouped(t.input),
-                ui::grouped(t.output),
-                ui::grouped(t.cache_read),
-                ui::grouped(t.cache_write),
-                ui::grouped(t.reasoning),
-                ui::cost_text(s.estimated_cost_usd, s.cost_is_partial())
             )
         )
     )?;

@@ -220,18 +220,26 @@ pub(crate) fn block_left(key: &str, now: i64) -> Option<String> {
     })
 }
 
+/// A row's cells; a group with no usage recorded shows [`ui::NOT_RECORDED`] for its tokens
+/// and cost, not zeros.
 fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
-    vec![
-        key,
-        ui::grouped(t.sessions),
-        ui::grouped(t.api_calls),
-        ui::grouped(t.tokens.input),
-        ui::grouped(t.tokens.output),
-        ui::grouped(t.tokens.cache_read),
-        ui::grouped(t.tokens.cache_write),
-        ui::grouped(t.tokens.reasoning),
-        cost,
-    ]
+    let mut row = vec![key, ui::grouped(t.sessions), ui::grouped(t.api_calls)];
+    let counts = [
+        t.tokens.input,
+        t.tokens.output,
+        t.tokens.cache_read,
+        t.tokens.cache_write,
+        t.tokens.reasoning,
+    ];
+    if t.usage_recorded() {
+        row.extend(counts.map(ui::grouped));
+        row.push(cost);
+    } else {
+        let pad = cost.len().saturating_sub(cost.trim_end().len());
+        row.extend(counts.map(|_| ui::NOT_RECORDED.to_owned()));
+        row.push(format!("{}{}", ui::NOT_RECORDED, " ".repeat(pad)));
+    }
+    row
 }
 
 #[cfg(test)]

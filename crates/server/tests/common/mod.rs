@@ -615,6 +615,41 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
     db_path
 }
 
+/// A store of two imported sessions a day before `T0`: `ses_counted` (source `codex`, 1,100
+/// tokens, $0.50) and `ses_uncounted`, whose agent (source `antigravity`) keeps no usage:
+/// a question and an answer, no model call, token or cost recorded.
+pub fn unrecorded_store(dir: &Path) -> PathBuf {
+    let db_path = dir.join("unrecorded.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let t = T0 - DAY;
+    for (i, (id, source, cost, tokens)) in [
+        ("ses_counted", "codex", 0.5, (1000, 100)),
+        ("ses_uncounted", "antigravity", 0.0, (0, 0)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = t + i64::try_from(i).unwrap() * MINUTE;
+        let mut s = session(id, Some(id), source, "m-new", None, at, cost, tokens);
+        let question = vec![json!({"type": "text", "text": format!("question of {id}")})];
+        let answer = vec![json!({"type": "text", "text": format!("answer of {id}")})];
+        let mut messages = vec![
+            message(id, &format!("msg_{id}_1"), "user", at, question),
+            message(id, &format!("msg_{id}_2"), "assistant", at + 1000, answer),
+        ];
+        if cost == 0.0 {
+            s["api_call_count"] = json!(0);
+            for m in &mut messages {
+                m["usage"] = json!({"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0});
+                m["cost_usd"] = json!(0.0);
+            }
+        }
+        import(&sessions, s, messages);
+    }
+    db_path
+}
+
 /// A store of one imported session on `m-b`, created a day before `T0`, that answered
 /// first on `m-a` (300 input tokens, $0.25) and the next day on `m-b` (700, $0.75), a call
 /// each; its 100 output tokens were carried by no message.
