@@ -26,10 +26,11 @@ use crate::commands::statusline::StatuslineCmd;
 /// PostgreSQL database shared by many hosts).
 ///
 /// A `<SESSION>` argument is a session id, a unique id prefix (one a session shares only
-/// with its sub-agents, whose ids extend its own, names the session), or a title (a title
-/// names the newest of its lineage `t`, `t #2`, …; `t #2` names only that one). Data goes
-/// to stdout, progress and errors to stderr. Exit status: 0 success, 1 failure, 2 usage
-/// error, 130 stopped by Ctrl-C.
+/// with its sub-agents, whose ids extend its own, names the session; `PREFIX:REST` names a
+/// sub-agent `ID:REST…` of the session PREFIX names), or a title (a title names the newest
+/// of its lineage `t`, `t #2`, …; `t #2` names only that one). Data goes to stdout,
+/// progress and errors to stderr. Exit status: 0 success, 1 failure, 2 usage error, 130
+/// stopped by Ctrl-C.
 #[derive(Debug, Parser)]
 #[command(name = "scribe", version, propagate_version = true)]
 pub struct Cli {

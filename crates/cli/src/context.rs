@@ -5,7 +5,9 @@
 //! the newest of `t`, `t #2`, …; a numbered `t #3` names that member only, never another);
 //! an id prefix that one session's id begins and every other match's id extends (a
 //! sub-agent's `parent:agent` id extends its parent's, so a prefix of the parent's names the
-//! parent however many sub-agents it has). Any other ambiguous prefix lists its candidates
+//! parent however many sub-agents it has); a sub-session's path `<parent>:<rest>`, the
+//! parent named by an id prefix and `<rest>` the beginning of what follows its id in the
+//! sub-session's (`7c1e2a90-3b5:agent`). Any other ambiguous prefix lists its candidates
 //! rather than guessing.
 
 use std::collections::HashMap;
@@ -25,6 +27,16 @@ const MIN_SHORT_ID: usize = 12;
 
 /// How many candidates an ambiguous prefix lists.
 const MAX_CANDIDATES: usize = 10;
+
+/// What an id prefix matches ([`Context::by_id_prefix`]).
+enum Matches {
+    /// No session.
+    None,
+    /// The session it names.
+    One(Box<q::SessionRow>),
+    /// Several, none of them naming the others.
+    Many(Vec<q::SessionRow>),
+}
 
 /// The open database and the services over it.
 #[derive(Debug)]
@@ -119,7 +131,42 @@ impl Context {
             ) => {}
             Err(err) => return Err(err.into()),
         }
-        let (lo, hi) = prefix_range(wanted);
+        let rows = match self.by_id_prefix(wanted)? {
+            Matches::One(row) => return Ok(Session::try_from(*row)?),
+            Matches::None => match self.by_sub_session_path(wanted)? {
+                Matches::One(row) => return Ok(Session::try_from(*row)?),
+                Matches::None => return Err(CliError::NoSuchSession(wanted.to_owned())),
+                Matches::Many(rows) => rows,
+            },
+            Matches::Many(rows) => rows,
+        };
+        let n = rows.len();
+        let mut candidates: Vec<String> = rows
+            .iter()
+            .take(MAX_CANDIDATES)
+            .map(|row| match &row.title {
+                Some(title) => format!("{} ({title})", row.id),
+                None => row.id.clone(),
+            })
+            .collect();
+        let matches = if n > MAX_CANDIDATES {
+            candidates.push("…".to_owned());
+            format!("more than {MAX_CANDIDATES}")
+        } else {
+            n.to_string()
+        };
+        Err(CliError::AmbiguousSession {
+            prefix: wanted.to_owned(),
+            matches,
+            candidates,
+        })
+    }
+
+    /// The sessions whose ids begin with `prefix`: none, the one it names (the only match,
+    /// or the one whose id every match begins with: a session and its sub-agents), or
+    /// several (the first [`MAX_CANDIDATES`] + 1 in id order).
+    fn by_id_prefix(&self, prefix: &str) -> Result<Matches, CliError> {
+        let (lo, hi) = prefix_range(prefix);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
         let rows = self.db.read(|tx| -> scribe_db::Result<_> {
             tx.q()
@@ -129,42 +176,32 @@ impl Context {
                     limit,
                 })
         })?;
-        match rows.len() {
-            0 => Err(CliError::NoSuchSession(wanted.to_owned())),
-            1 => Ok(rows
-                .into_iter()
-                .next()
-                .map(Session::try_from)
-                .transpose()?
-                .ok_or_else(|| CliError::NoSuchSession(wanted.to_owned()))?),
-            _ if self.first_is_root(&rows, &hi)? => Ok(rows
-                .into_iter()
-                .next()
-                .map(Session::try_from)
-                .transpose()?
-                .ok_or_else(|| CliError::NoSuchSession(wanted.to_owned()))?),
-            n => {
-                let mut candidates: Vec<String> = rows
-                    .iter()
-                    .take(MAX_CANDIDATES)
-                    .map(|row| match &row.title {
-                        Some(title) => format!("{} ({title})", row.id),
-                        None => row.id.clone(),
-                    })
-                    .collect();
-                let matches = if n > MAX_CANDIDATES {
-                    candidates.push("…".to_owned());
-                    format!("more than {MAX_CANDIDATES}")
-                } else {
-                    n.to_string()
-                };
-                Err(CliError::AmbiguousSession {
-                    prefix: wanted.to_owned(),
-                    matches,
-                    candidates,
-                })
+        if rows.len() > 1 && !self.first_is_root(&rows, &hi)? {
+            return Ok(Matches::Many(rows));
+        }
+        Ok(rows
+            .into_iter()
+            .next()
+            .map_or(Matches::None, |row| Matches::One(Box::new(row))))
+    }
+
+    /// The sub-session `path` names as `<parent>:<rest>`: `<parent>` an id prefix naming a
+    /// session, `<rest>` the beginning of what follows the parent's id in the sub-session's
+    /// (`7c1e2a90-3b5:agent` for `7c1e2a90-3b5d-…:agent:call_task`), as
+    /// [`Context::short_ids`] shows sub-agents. The first `:` after a parent under which
+    /// `<rest>` matches anything wins.
+    fn by_sub_session_path(&self, path: &str) -> Result<Matches, CliError> {
+        for (at, _) in path.match_indices(':').filter(|&(at, _)| at > 0) {
+            let (head, rest) = path.split_at(at);
+            let Matches::One(parent) = self.by_id_prefix(head)? else {
+                continue;
+            };
+            match self.by_id_prefix(&format!("{}{rest}", parent.id))? {
+                Matches::None => {}
+                found => return Ok(found),
             }
         }
+        Ok(Matches::None)
     }
 
     /// Whether every session matching a prefix begins with the first match's id (a session
@@ -191,41 +228,73 @@ impl Context {
         Ok(other.is_empty())
     }
 
-    /// The shortest prefix of each of `ids` (at least [`MIN_SHORT_ID`] characters) that
-    /// names that session in the whole database, for tables: `scribe show` accepts it.
-    /// Sessions whose ids extend an id (its sub-agents') do not lengthen its prefix: every
-    /// match of it begins with the id, which [`Context::resolve`] takes as naming it.
+    /// The shortest name of each of `ids` that names that session in the whole database,
+    /// for tables: `scribe show` accepts it. An id prefix of at least [`MIN_SHORT_ID`]
+    /// characters; sessions whose ids extend an id (its sub-agents') do not lengthen it,
+    /// since every match of it begins with the id, which [`Context::resolve`] takes as
+    /// naming it. A sub-session whose id extends its parent's at a `:` (`parent:agent`) is
+    /// named by its parent's short id and the beginning of the rest (`7c1e2a90-3b5:m`),
+    /// when that is shorter.
     pub fn short_ids<'a>(&self, ids: &[&'a str]) -> Result<HashMap<&'a str, String>, CliError> {
-        self.db
-            .read(|tx| -> scribe_db::Result<_> {
-                let mut out = HashMap::with_capacity(ids.len());
-                for &id in ids {
-                    if !id.is_ascii() || id.len() <= MIN_SHORT_ID {
-                        out.insert(id, id.to_owned());
-                        continue;
-                    }
-                    // In id order only the one before `id` and the first after those that
-                    // begin with it can share a longer prefix with `id`, so one character
-                    // past the longer shared prefix names `id` (and what extends it).
-                    let (_, past) = prefix_range(id);
-                    let near =
-                        tx.q()
-                            .get_session_id_neighbors(&q::GetSessionIdNeighborsParams {
-                                id,
-                                past: &past,
-                            })?;
-                    let shared = [near.before, near.after]
-                        .iter()
-                        .flatten()
-                        .map(|other| common_prefix_len(id, other))
-                        .max()
-                        .unwrap_or(0);
-                    let len = (shared + 1).clamp(MIN_SHORT_ID, id.len());
-                    out.insert(id, id.get(..len).unwrap_or(id).to_owned());
-                }
-                Ok(out)
-            })
-            .map_err(CliError::from)
+        let mut known = HashMap::new();
+        let mut out = HashMap::with_capacity(ids.len());
+        for &id in ids {
+            out.insert(id, self.short_id(id, &mut known)?);
+        }
+        Ok(out)
+    }
+
+    /// [`Context::short_ids`] of one id; `known` keeps the parents' already worked out.
+    fn short_id(&self, id: &str, known: &mut HashMap<String, String>) -> Result<String, CliError> {
+        if let Some(short) = known.get(id) {
+            return Ok(short.clone());
+        }
+        if !id.is_ascii() || id.len() <= MIN_SHORT_ID {
+            return Ok(id.to_owned());
+        }
+        // In id order only the one before `id` and the first after those that begin with
+        // it can share a longer prefix with `id`, so one character past the longer shared
+        // prefix names `id` (and what extends it).
+        let (_, past) = prefix_range(id);
+        let near = self.db.read(|tx| {
+            tx.q()
+                .get_session_id_neighbors(&q::GetSessionIdNeighborsParams { id, past: &past })
+        })?;
+        let shared = [near.before, near.after]
+            .iter()
+            .flatten()
+            .map(|other| common_prefix_len(id, other))
+            .max()
+            .unwrap_or(0);
+        let len = (shared + 1).clamp(MIN_SHORT_ID, id.len());
+        let mut short = id.get(..len).unwrap_or(id).to_owned();
+        if let Some(parent) = self.parent_in_id(id)? {
+            // What names the parent, then `:` and as much of the rest as tells `id` apart.
+            let end = len.max(parent + 2).min(id.len());
+            let path = format!(
+                "{}{}",
+                self.short_id(&id[..parent], known)?,
+                &id[parent..end]
+            );
+            if path.len() < short.len() && self.resolve(&path).is_ok_and(|named| named.id == id) {
+                short = path;
+            }
+        }
+        known.insert(id.to_owned(), short.clone());
+        Ok(short)
+    }
+
+    /// Where `id` has the id of another session before a `:` (a sub-agent's
+    /// `parent:agent`), the nearest such parent's length.
+    fn parent_in_id(&self, id: &str) -> Result<Option<usize>, CliError> {
+        for (at, _) in id.rmatch_indices(':').filter(|&(at, _)| at > 0) {
+            match self.sessions.get(&id[..at]) {
+                Ok(_) => return Ok(Some(at)),
+                Err(SessionError::NotFound { .. }) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(None)
     }
 
     /// The id of the message of `session` that `wanted` names: an exact id or a unique id

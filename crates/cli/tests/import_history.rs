@@ -152,7 +152,8 @@ fn import_from_all_then_again_changes_nothing() {
 
 /// A session with sub-agents keeps a short id in `list`: its sub-agents' ids
 /// (`parent:agent`) extend its own, and a prefix every match of which begins with the
-/// parent's id names the parent. Any other shared prefix is still ambiguous.
+/// parent's id names the parent. A sub-agent is named by its parent's short id and the
+/// beginning of the rest of its id. Any other shared prefix is still ambiguous.
 #[test]
 fn a_session_with_sub_agents_keeps_a_short_id() {
     let (_dir, scribe) = setup();
@@ -190,25 +191,42 @@ fn a_session_with_sub_agents_keeps_a_short_id() {
         assert_eq!(shown["session"]["id"], parent, "{wanted}");
     }
 
-    // With --all each sub-agent's row names that sub-agent, and the parent's stays short.
+    // With --all each sub-agent's row names it by its parent's short id, `:` and as much
+    // of the rest as tells it apart; the parent's stays short.
     let table = scribe.ok(&["list", "--all", "-n", "100"]);
     assert_eq!(short_of(&table, parent), "7c1e2a90-3b5", "{table}");
-    for child in children {
-        let rows: Vec<&str> = table
-            .lines()
-            .filter_map(|line| line.split_whitespace().next())
-            .filter(|short| child.starts_with(short) && short.len() > parent.len())
-            .collect();
-        assert_eq!(rows.len(), 1, "{child}: {table}");
-        let shown = scribe.json(&["show", rows[0], "--json"]);
-        assert_eq!(shown["session"]["id"], child, "{}", rows[0]);
+    let mut paths: Vec<&str> = table
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|short| short.starts_with("7c1e2a90-3b5:"))
+        .collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["7c1e2a90-3b5:a", "7c1e2a90-3b5:m"], "{table}");
+    for (path, child) in paths.iter().zip(children) {
+        let shown = scribe.json(&["show", path, "--json"]);
+        assert_eq!(shown["session"]["id"], child, "{path}");
+    }
+    // Longer paths name them too, and so do their whole ids' prefixes.
+    for (wanted, child) in [
+        ("7c1e:agent:call", children[0]),
+        ("7c1e2a90-3b5d-4f61-9a2e-5d8c0b4f1e37:m", children[1]),
+    ] {
+        let shown = scribe.json(&["show", wanted, "--json"]);
+        assert_eq!(shown["session"]["id"], child, "{wanted}");
     }
 
-    // Two sub-agents share `parent:`, and neither begins the other: ambiguous.
-    let out = scribe.run(&["show", &format!("{parent}:")]);
+    // Two sub-agents share `parent:`, and neither begins the other: ambiguous, whether the
+    // parent is named whole or by its short id; a path to no sub-session is no session.
+    for wanted in [format!("{parent}:"), "7c1e2a90-3b5:".to_owned()] {
+        let out = scribe.run(&["show", &wanted]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("matches 2 sessions"), "{wanted}: {err}");
+    }
+    let out = scribe.run(&["show", "7c1e2a90-3b5:zz"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("matches 2 sessions"), "{err}");
+    assert!(err.contains("no session matches"), "{err}");
 }
 
 /// Google Antigravity keeps no usage: its sessions show none recorded (`—` in the tables,
