@@ -312,6 +312,12 @@ use scribe_db::calendar::{self, DAY, HOUR, MINUTE, SECOND};
 /// UTC dates (`YYYY-MM-DD`) and times (`YYYY-MM-DD HH:MM`), as every command prints them.
 pub use scribe_db::calendar::{date, date_time};
 
+/// A span (ms) still to run, as `3h 05m`: whole minutes, rounded up.
+pub fn time_left(ms: i64) -> String {
+    let left = ms.saturating_add(MINUTE - 1).max(0) / MINUTE;
+    format!("{}h {:02}m", left / 60, left % 60)
+}
+
 /// How long before `now` the time `then` was (both ms): `just now`, `5m ago`, `3h ago`,
 /// `2d ago`, and the UTC date beyond four weeks.
 pub fn ago(then: i64, now: i64) -> String {

@@ -1249,11 +1249,22 @@
             tot.unpriced_sessions > 0 ? `${UNPRICED} (${counted(tot.unpriced_sessions, "session")})` : undefined),
           card("tokens", fmtCompact(tot.tokens.total), tokensTitle(tot.tokens)),
           card("sessions", fmtInt(tot.sessions)),
-          card("model calls", fmtInt(tot.api_calls))),
+          card("model calls", fmtInt(tot.api_calls)),
+          usage.block ? blockCard(usage.block) : null),
         h("div", { class: "chart-wrap" }, chart(usage, from, value, fmt)),
         h("div", { class: "cols" },
           h("div", null, h("h2", null, `By ${state.stack}`), statsTable(stats)),
           h("div", null, h("h2", null, "Top sessions"), topTable(usage.top))));
+    }
+    // The 5-hour block open now (Claude's and Codex's subscription window), whatever the
+    // period, as `scribe statusline` shows it: its cost so far and the time it has left.
+    function blockCard(b) {
+      const t = b.totals;
+      const mins = Math.max(0, Math.ceil((b.end - Date.now()) / 60e3));
+      const left = `${Math.floor(mins / 60)}h ${pad(mins % 60)}m`;
+      return h("div", { class: "card", id: "block-card", title: `${fmtInt(t.tokens.total)} tokens, ${fmtDateTime(b.start)} to ${fmtDateTime(b.end)}` + (t.unpriced_sessions > 0 ? `; ${UNPRICED}` : "") },
+        h("div", { class: "v" }, fmtCost(t.cost_usd, t.unpriced_sessions > 0)),
+        h("div", { class: "k" }, `this 5-hour block (${left} left)`));
     }
     function chart(usage, from, value, fmt) {
       const keys = usage.keys.slice(0, PALETTE.length);

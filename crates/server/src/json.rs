@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use scribe_message::{
     ContextMessage, MAX_PART_DEPTH, Message, SearchHit, TokenUsage, snippet_pieces,
 };
-use scribe_session::{Session, UsageStats, UsageStatsRow, UsageTotals};
+use scribe_session::{OpenBlock, Session, UsageStats, UsageStatsRow, UsageTotals};
 use serde::Serialize;
 
 /// The ellipsis that marks cut text.
@@ -664,6 +664,30 @@ pub struct Usage {
     /// The conversations that cost the most in the period, most first: top-level sessions,
     /// each ranked by the usage in the period of itself and the sessions under it.
     pub top: Vec<TopSession>,
+    /// The 5-hour usage block open now (whatever the period), as `scribe stats --by block`
+    /// and `scribe statusline` find it; `null` when none is.
+    pub block: Option<Block>,
+}
+
+/// A usage block ([`Usage::block`]): Claude's and Codex's subscription window.
+#[derive(Debug, Clone, Serialize)]
+pub struct Block {
+    /// When it began (ms): the UTC hour of its first use.
+    pub start: i64,
+    /// When it ends (ms).
+    pub end: i64,
+    /// Its usage so far.
+    pub totals: Totals,
+}
+
+impl From<&OpenBlock> for Block {
+    fn from(b: &OpenBlock) -> Self {
+        Block {
+            start: b.start,
+            end: b.end,
+            totals: Totals::from(&b.totals),
+        }
+    }
 }
 
 /// One of [`Usage::top`]: the session as `list` shows it (its totals of all time, which

@@ -21,16 +21,16 @@ use scribe_db::queries as q;
 use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchHit, SearchOptions, StoredPart, store};
 use scribe_session::{
-    ExportSelection, Session, SessionError, SessionService, StatsBy, UsageSlice, UsageSlices,
-    UsageTotals,
+    BLOCK_LOOKBACK_HOURS, ExportSelection, Session, SessionError, SessionService, StatsBy,
+    UsageSlice, UsageSlices, UsageTotals,
 };
 
 use crate::cut::{CutLimits, cut_part};
 use crate::error::{ApiError, ServeError, chain};
 use crate::json::{
-    Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits, SessionDetail,
-    SessionList, SessionPage, SessionSummary, Stats, StatsRow, TopSession, Totals, Usage, UsageDay,
-    page_message, rebuild_cut, usd,
+    Block, Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits,
+    SessionDetail, SessionList, SessionPage, SessionSummary, Stats, StatsRow, TopSession, Totals,
+    Usage, UsageDay, page_message, rebuild_cut, usd,
 };
 
 /// The most children `GET /api/sessions/{id}` lists (`children_more` tells of the rest).
@@ -718,6 +718,16 @@ impl Store {
             })
             .collect();
         let top = opened.top_sessions(&usage.slices)?;
+        // The block open now, whatever the period: the last day is read for it (from an
+        // hour's start, as blocks begin), apart from the period's cached slices.
+        let now = scribe_db::now_ms();
+        let hour = scribe_db::calendar::HOUR;
+        let lookback = now - now.rem_euclid(hour) - BLOCK_LOOKBACK_HOURS * hour;
+        let block = opened
+            .sessions
+            .usage_slices(Some(lookback))?
+            .open_block(now)
+            .map(|open| Block::from(&open));
         Ok(Usage {
             since,
             step: step.name(),
@@ -726,6 +736,7 @@ impl Store {
             days,
             totals: Totals::from(&by_period.totals),
             top,
+            block,
         })
     }
 

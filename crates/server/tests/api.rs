@@ -797,6 +797,52 @@ fn usage_is_read_again_after_a_change() {
     );
 }
 
+/// `/api/usage` carries the 5-hour block open now, whatever the period asked for: none
+/// while the last use is days old, then the block a use now opens, from the UTC hour of
+/// that use, with what it counted.
+#[test]
+fn usage_now_opens_a_block_the_usage_document_shows() {
+    let f = fixture();
+    let server = serve(&f.db, None);
+    let a = server.addr;
+    let (_, mut next_line) = events(a);
+    assert_eq!(get_json(a, "/api/usage")["block"], Value::Null);
+    let db = Arc::new(Database::open(&f.db).unwrap());
+    let delta = UsageDelta {
+        tokens: TokenUsage {
+            input: 1_000,
+            ..TokenUsage::default()
+        },
+        api_calls: 1,
+        cost_usd: 1.5,
+        ..UsageDelta::default()
+    };
+    // Usage no message carries counts when its session began: a session begun now.
+    let sessions = SessionService::new(db);
+    let now = sessions
+        .create(scribe_session::NewSession::default())
+        .unwrap();
+    sessions.add_usage(&now.id, &delta).unwrap();
+    wait_for_change(&mut next_line);
+    let hour = scribe_db::calendar::HOUR;
+    // A period that ended before the use still shows the block open now.
+    for query in ["/api/usage", "/api/usage?since=2026-01-09"] {
+        let block = &get_json(a, query)["block"];
+        let start = block["start"].as_i64().unwrap();
+        let end = block["end"].as_i64().unwrap();
+        assert_eq!(
+            start,
+            now.created_at - now.created_at.rem_euclid(hour),
+            "{block}"
+        );
+        assert_eq!(end - start, 5 * hour, "{block}");
+        assert!(end > scribe_db::now_ms(), "{block}");
+        assert_eq!(block["totals"]["tokens"]["input"], 1_000, "{block}");
+        assert_eq!(block["totals"]["cost_usd"], 1.5, "{block}");
+        assert_eq!(block["totals"]["api_calls"], 1, "{block}");
+    }
+}
+
 #[test]
 fn pages_assets_and_404s() {
     let f = fixture();

@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
 use common::{
-    Fixture, Running, SCRIPT_TEXT, big_output_store, fixture, get_json, serve, serve_fixture,
-    unpriced_store, unrecorded_store,
+    Fixture, Running, SCRIPT_TEXT, big_output_store, block_store, fixture, get_json, serve,
+    serve_fixture, unpriced_store, unrecorded_store,
 };
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
@@ -133,6 +133,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "a_session_whose_agent_keeps_no_usage_shows_none_recorded",
         unrecorded_usage,
+    ),
+    (
+        "the_usage_page_shows_the_open_block_and_its_time_left",
+        open_block,
     ),
     (
         "a_killed_test_process_leaves_no_browser_running",
@@ -691,6 +695,12 @@ fn usage(ctx: &Ctx) -> Result<()> {
     )?;
     let bars = d.exec("return new Set([...document.querySelectorAll('svg.chart rect.bar')].map(r => r.dataset.key)).size", json!([]))?;
     check(bars == json!(3), format!("one colour per model: {bars}"))?;
+    // The fixture's usage is months old: no block is open, and no card says one is.
+    let block = d.exec(
+        "return document.getElementById('block-card') === null",
+        json!([]),
+    )?;
+    check(block == json!(true), "no open block card without one open")?;
     // All of time comes in the bars its length suits (the fixture's ~11 months: weeks,
     // until it is over three years old), each at the key the API gives it, and the note
     // says which.
@@ -1676,6 +1686,40 @@ fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
         rows.contains("antigravity,1,0,—,—") && rows.contains("codex,1,2,1.1k,$0.50"),
         format!("the usage table: {rows}"),
     )?;
+    Ok(())
+}
+
+/// The usage page shows the 5-hour block open now, its cost and the time it has left,
+/// whatever the period shown; a page with no block open shows no such card (the fixture's
+/// usage is months old: see `usage`).
+fn open_block(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let server = serve(&block_store(dir.path()), None);
+    for page in ["/usage", "/usage?period=7d"] {
+        d.open(&server.url(page))?;
+        d.wait(
+            "the block card",
+            "return document.getElementById('block-card')",
+        )?;
+        let card = text(
+            ctx,
+            "const c = document.getElementById('block-card'); return c.innerText.replace(/\\s+/g, ' ') + '|' + c.title",
+        )?;
+        let (shown, title) = card.split_once('|').unwrap_or_default();
+        let left_ok = shown
+            .strip_prefix("$1.50 this 5-hour block (")
+            .and_then(|rest| rest.strip_suffix(" left)"))
+            .and_then(|left| left.split_once("h "))
+            .is_some_and(|(h, m)| {
+                h.parse::<u32>().is_ok_and(|h| h <= 5) && m.trim_end_matches('m').len() == 2
+            });
+        check(left_ok, format!("{page}: the block card: {card}"))?;
+        check(
+            title.starts_with("1,000 tokens, ") && title.contains(" UTC to "),
+            format!("{page}: the block card's title: {title}"),
+        )?;
+    }
     Ok(())
 }
 

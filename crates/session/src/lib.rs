@@ -72,7 +72,7 @@ pub use transfer::{
     RollUpMark, SessionExport, exports_parents_first,
 };
 pub use usage::{
-    BLOCK_HOURS, OwnUsage, RollUp, StatsBy, UsageDelta, UsageSlice, UsageSlices, UsageStats,
-    UsageStatsRow, UsageTotals, group_usage,
+    BLOCK_HOURS, BLOCK_LOOKBACK_HOURS, OpenBlock, OwnUsage, RollUp, StatsBy, UsageDelta,
+    UsageSlice, UsageSlices, UsageStats, UsageStatsRow, UsageTotals, block_span, group_usage,
 };
 pub use watch::{SessionChanges, SessionWatch, WATCH_POLL};

@@ -138,6 +138,29 @@ pub enum StatsBy {
 /// Hours a usage block lasts ([`StatsBy::Block`]).
 pub const BLOCK_HOURS: i64 = 5;
 
+/// How far back slices are read to find the block open now ([`UsageSlices::open_block`]):
+/// a block lasts [`BLOCK_HOURS`], and blocks chain from the first use after the last one
+/// ended, so a day back finds where the open one began.
+pub const BLOCK_LOOKBACK_HOURS: i64 = 24;
+
+/// When the block keyed `key` ([`StatsBy::Block`], `YYYY-MM-DDTHH:00Z`) starts and ends
+/// (ms); `None` for a key that is no block's start.
+pub fn block_span(key: &str) -> Option<(i64, i64)> {
+    let start = scribe_db::calendar::hour_start(key.strip_suffix(":00Z")?)?;
+    Some((start, start.saturating_add(BLOCK_HOURS * HOUR)))
+}
+
+/// The usage block open at a time ([`UsageSlices::open_block`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenBlock {
+    /// When it began (ms): the UTC hour of its first use.
+    pub start: i64,
+    /// When it ends (ms), [`BLOCK_HOURS`] after `start`.
+    pub end: i64,
+    /// Its usage so far.
+    pub totals: UsageTotals,
+}
+
 impl StatsBy {
     /// Every grouping, in the order the command line and the API list them.
     pub const ALL: [StatsBy; 7] = [
@@ -522,6 +545,20 @@ impl UsageSlices {
         self.totals = group_usage(&self.slices, |_| ())
             .remove(&())
             .unwrap_or_default();
+    }
+
+    /// The block open at `now`: the last of the slices' [`StatsBy::Block`] rows, when
+    /// `now` is before its end; `None` when no block is open. Slices from
+    /// [`BLOCK_LOOKBACK_HOURS`] before `now` find where it began.
+    pub fn open_block(&self, now: i64) -> Option<OpenBlock> {
+        let stats = self.stats(StatsBy::Block);
+        let last = stats.rows.last()?;
+        let (start, end) = block_span(&last.key)?;
+        (start..end).contains(&now).then(|| OpenBlock {
+            start,
+            end,
+            totals: last.totals.clone(),
+        })
     }
 
     /// The slices added up `by` model, source or directory (most expensive first) or day,

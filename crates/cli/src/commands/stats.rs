@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use scribe_db::calendar;
-use scribe_session::{BLOCK_HOURS, StatsBy, UsageStatsRow, UsageTotals};
+use scribe_session::{StatsBy, UsageStatsRow, UsageTotals, block_span};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -204,20 +204,13 @@ fn block_text(key: &str, now: i64) -> Option<String> {
     Some(text)
 }
 
-/// When the block whose key is `key` (`YYYY-MM-DDTHH:00Z`) starts and ends (ms).
-fn block_span(key: &str) -> Option<(i64, i64)> {
-    let start = calendar::hour_start(key.strip_suffix(":00Z")?)?;
-    Some((start, start.saturating_add(BLOCK_HOURS * calendar::HOUR)))
-}
-
 /// How long the block `key` has left at `now`, as `3h 05m` (whole minutes, rounded up);
 /// `None` when it is not open then (or `key` is no block's start).
-pub(crate) fn block_left(key: &str, now: i64) -> Option<String> {
+fn block_left(key: &str, now: i64) -> Option<String> {
     let (start, end) = block_span(key)?;
-    (start..end).contains(&now).then(|| {
-        let left = (end - now + calendar::MINUTE - 1) / calendar::MINUTE;
-        format!("{}h {:02}m", left / 60, left % 60)
-    })
+    (start..end)
+        .contains(&now)
+        .then(|| ui::time_left(end - now))
 }
 
 /// A row's cells; a group with no usage recorded shows [`ui::NOT_RECORDED`] for its tokens

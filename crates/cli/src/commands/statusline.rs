@@ -8,18 +8,12 @@ use scribe_db::calendar;
 use scribe_import::pricing::Pricer;
 use scribe_import::sink::StoreSink;
 use scribe_import::{Options, Source, import, sources};
-use scribe_session::{SessionError, StatsBy, UsageTotals};
+use scribe_session::{BLOCK_LOOKBACK_HOURS, SessionError, UsageTotals};
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::error::CliError;
 use crate::ui;
-
-use super::stats::block_left;
-
-/// How far back the open block is looked for: a block lasts 5 hours, and blocks chain from
-/// the first use after the last one ended, so a day back finds where the open one began.
-const BLOCK_LOOKBACK_HOURS: i64 = 24;
 
 /// One line for an agent's status bar: the session's cost, today's (UTC) and the open
 /// 5-hour block's.
@@ -88,10 +82,8 @@ impl StatuslineCmd {
         if status.session_id.is_some() {
             recent.retain(|slice| slice.source == Source::ClaudeCode.name());
         }
-        let blocks = recent.stats(StatsBy::Block);
-        if let Some(open) = blocks.rows.last()
-            && let Some(left) = block_left(&open.key, now)
-        {
+        if let Some(open) = recent.open_block(now) {
+            let left = ui::time_left(open.end - now);
             parts.push(format!("block {} ({left} left)", totals_cost(&open.totals)));
         }
         let mut out = anstream::stdout().lock();

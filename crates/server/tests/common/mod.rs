@@ -615,6 +615,28 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
     db_path
 }
 
+/// A store of one session begun now that used 1,000 input tokens for $1.50 (a usage block
+/// open now), with the path of its database.
+pub fn block_store(dir: &Path) -> PathBuf {
+    let db_path = dir.join("block.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let now = sessions
+        .create(scribe_session::NewSession::default())
+        .unwrap();
+    let delta = scribe_session::UsageDelta {
+        tokens: scribe_message::TokenUsage {
+            input: 1_000,
+            ..Default::default()
+        },
+        api_calls: 1,
+        cost_usd: 1.5,
+        ..Default::default()
+    };
+    sessions.add_usage(&now.id, &delta).unwrap();
+    db_path
+}
+
 /// A store of two imported sessions a day before `T0`: `ses_counted` (source `codex`, 1,100
 /// tokens, $0.50) and `ses_uncounted`, whose agent (source `antigravity`) keeps no usage:
 /// a question and an answer, no model call, token or cost recorded.
