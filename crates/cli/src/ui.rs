@@ -124,6 +124,12 @@ where
     table
 }
 
+/// How wide a [`table`] is laid out: `COLUMNS`, else the terminal's width; `None` when
+/// output is not a terminal (the table takes its natural width).
+pub fn table_width() -> Option<u16> {
+    terminal_width().or_else(|| Table::new().width())
+}
+
 /// Narrower than this, fitting a table to the terminal does more harm than good.
 const MIN_TABLE_WIDTH: u16 = 40;
 

@@ -306,6 +306,38 @@ fn a_session_whose_agent_keeps_no_usage_shows_none_recorded() {
     assert!(row("total")[8].starts_with('$'), "{stats}");
 }
 
+/// In a terminal narrower than 100 columns `list` drops its FIRST MESSAGE column and names
+/// an untitled session by how it began, in quotes, where its title would be; wider, the
+/// column is there and the title says `(untitled)`.
+#[test]
+fn a_narrow_list_names_untitled_sessions_by_their_first_message() {
+    let (_dir, mut scribe) = setup();
+    scribe.ok(&["import", "--from", "antigravity"]);
+    let wide = scribe.ok(&["list"]);
+    let header = wide.lines().next().unwrap();
+    assert!(header.contains("FIRST MESSAGE"), "{wide}");
+    assert!(
+        wide.lines()
+            .any(|l| l.contains("(untitled)") && l.contains("Fix the failing date test")),
+        "{wide}"
+    );
+    scribe.vars.push(("COLUMNS".to_owned(), "80".to_owned()));
+    let narrow = scribe.ok(&["list"]);
+    let header = narrow.lines().next().unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["ID", "TITLE", "SOURCE", "MSGS", "TOKENS", "COST", "ACTIVE"],
+        "{narrow}"
+    );
+    assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+    let row = narrow
+        .lines()
+        .find(|l| l.starts_with("8e4b2c1d-6f3"))
+        .unwrap_or_else(|| panic!("{narrow}"));
+    assert!(row.contains("“Fix the"), "{row}");
+    assert!(!row.contains("(untitled)"), "{row}");
+}
+
 /// The output the README shows after `$ scribe COMMAND` in its import tour: the lines
 /// up to the next blank line or the end of the block.
 fn readme_output(command: &str) -> String {

@@ -17,10 +17,16 @@ use crate::ui::{self, paint, style};
 /// Characters of a preview in the table (the table may cut it further to fit).
 const PREVIEW_TABLE_CHARS: usize = 60;
 
+/// Narrower than this, the table has no FIRST MESSAGE column: an untitled session is named
+/// by how it began in the TITLE column instead (as `show` names it), so neither is cut to a
+/// few letters.
+const NARROW_TABLE: u16 = 100;
+
 /// List sessions, newest first.
 ///
 /// Shows id, title, source, messages, tokens, cost, the start of the first user message and
-/// when the session was last active. Forks are listed, marked as forks of their parent. A
+/// when the session was last active (in a terminal narrower than 100 columns, the first
+/// message stands in quotes where an untitled session's title would be). Forks are listed, marked as forks of their parent. A
 /// conversation that compaction carried on into a continuation is listed once, as its
 /// newest continuation (`t #2`), marked with the session it continues. Archived sessions,
 /// sub-agent tasks, title sessions and the earlier parts of a continued conversation are
@@ -129,22 +135,21 @@ impl ListCmd {
         let unpriced = sessions.iter().filter(|s| s.cost_is_partial()).count();
         let usage = ui::session_usage_columns(&sessions);
         let now = scribe_db::now_ms();
-        let mut table = ui::table([
-            "ID",
-            "TITLE",
-            "SOURCE",
-            "MSGS",
-            "TOKENS",
-            "COST",
-            "FIRST MESSAGE",
-            "ACTIVE",
-        ]);
+        let narrow = ui::table_width().is_some_and(|w| w < NARROW_TABLE);
+        let mut header = vec!["ID", "TITLE", "SOURCE", "MSGS", "TOKENS", "COST"];
+        if !narrow {
+            header.push("FIRST MESSAGE");
+        }
+        header.push("ACTIVE");
+        let active = header.len() - 1;
+        let mut table = ui::table(header);
         for (s, (tokens, cost)) in sessions.iter().zip(usage) {
-            let preview = previews
-                .get(&s.id)
-                .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
-                .unwrap_or_default();
-            let mut title = ui::visible(s.title.as_deref().unwrap_or("(untitled)")).into_owned();
+            let first = previews.get(&s.id).map(String::as_str);
+            let mut title = if narrow {
+                ui::session_name(s.title.as_deref(), first)
+            } else {
+                ui::visible(s.title.as_deref().unwrap_or("(untitled)")).into_owned()
+            };
             if s.is_archived() {
                 title.push_str(" [archived]");
             }
@@ -157,7 +162,7 @@ impl ListCmd {
                     kind => format!("{title} ({kind})"),
                 };
             }
-            table.add_row(vec![
+            let mut row = vec![
                 paint(
                     style::DIM,
                     short
@@ -169,16 +174,23 @@ impl ListCmd {
                 s.message_count.to_string(),
                 tokens,
                 cost,
-                preview,
-                ui::ago(s.updated_at, now),
-            ]);
+            ];
+            if !narrow {
+                row.push(
+                    first
+                        .map(|text| ui::one_line(text, PREVIEW_TABLE_CHARS))
+                        .unwrap_or_default(),
+                );
+            }
+            row.push(ui::ago(s.updated_at, now));
+            table.add_row(row);
         }
         for i in [3, 4, 5] {
             if let Some(column) = table.column_mut(i) {
                 column.set_cell_alignment(comfy_table::CellAlignment::Right);
             }
         }
-        writeln!(out, "{}", ui::render(&mut table, &[0, 3, 4, 5, 7]))?;
+        writeln!(out, "{}", ui::render(&mut table, &[0, 3, 4, 5, active]))?;
         if unpriced > 0 {
             let unpriced = i64::try_from(unpriced).unwrap_or(i64::MAX);
             writeln!(out, "{}", paint(style::DIM, ui::unpriced_note(unpriced)))?;
