@@ -17,7 +17,7 @@ use std::sync::Arc;
 use scribe_db::Database;
 use scribe_db::queries as q;
 use scribe_message::MessageService;
-use scribe_session::{Session, SessionError, SessionService, Store};
+use scribe_session::{Session, SessionError, SessionFilter, SessionService, Store};
 
 use crate::error::CliError;
 use crate::location::DbPath;
@@ -27,6 +27,9 @@ const MIN_SHORT_ID: usize = 12;
 
 /// How many candidates an ambiguous prefix lists.
 const MAX_CANDIDATES: usize = 10;
+
+/// How many of the values sessions have a filter value that matches none names.
+const SHOWN_CHOICES: usize = 8;
 
 /// What an id prefix matches ([`Context::by_id_prefix`]).
 enum Matches {
@@ -297,6 +300,66 @@ impl Context {
         Ok(None)
     }
 
+    /// Why filters may have matched nothing: a line for each `--source` and `--model`
+    /// value no session has (a typo is the usual reason), naming the nearest value sessions
+    /// do have, else a few of them. Empty when every value is one some session has.
+    pub fn unmatched_filters(
+        &self,
+        sources: &[String],
+        models: &[String],
+    ) -> Result<Vec<String>, CliError> {
+        if sources.is_empty() && models.is_empty() {
+            return Ok(Vec::new());
+        }
+        let choices = scribe_server::choices(&self.db)?;
+        let mut lines = Vec::new();
+        for (flag, wanted, known) in [
+            ("source", sources, &choices.sources),
+            ("model", models, &choices.models),
+        ] {
+            for value in wanted {
+                if known.iter().any(|c| &c.value == value) {
+                    continue;
+                }
+                // The choices stop at their 500 most used: ask about the rest.
+                let filter = SessionFilter {
+                    sources: if flag == "source" {
+                        vec![value.clone()]
+                    } else {
+                        Vec::new()
+                    },
+                    models: if flag == "model" {
+                        vec![value.clone()]
+                    } else {
+                        Vec::new()
+                    },
+                    ..SessionFilter::default()
+                };
+                if self.sessions.count(&filter)? > 0 {
+                    continue;
+                }
+                let names: Vec<&str> = known.iter().map(|c| c.value.as_str()).collect();
+                let hint = match nearest(value, &names) {
+                    Some(near) => format!("did you mean {near:?}?"),
+                    None if names.is_empty() => format!("no session has a {flag}"),
+                    None => {
+                        let mut few: Vec<&str> =
+                            names.iter().take(SHOWN_CHOICES).copied().collect();
+                        if names.len() > SHOWN_CHOICES {
+                            few.push("…");
+                        }
+                        format!("{flag}s: {}", few.join(", "))
+                    }
+                };
+                lines.push(format!(
+                    "no session has {flag} {:?}; {hint}",
+                    crate::ui::visible(value)
+                ));
+            }
+        }
+        Ok(lines)
+    }
+
     /// The id of the message of `session` that `wanted` names: an exact id or a unique id
     /// prefix.
     pub fn resolve_message(&self, session: &Session, wanted: &str) -> Result<String, CliError> {
@@ -505,4 +568,71 @@ fn prefix_range(prefix: &str) -> (String, String) {
 /// How many leading bytes `a` and `b` share.
 fn common_prefix_len(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// Of `names`, the one nearest `value` (letters of any case), when it is near enough to be
+/// a typo of it: the nearest by edit distance, at most a third of `value`'s letters apart;
+/// else the only one `value` begins (`claude` for `claude-code`).
+fn nearest<'a>(value: &str, names: &[&'a str]) -> Option<&'a str> {
+    let value = value.to_lowercase();
+    let limit = value.chars().count().div_ceil(3);
+    let typo = names
+        .iter()
+        .map(|&name| (edit_distance(&value, &name.to_lowercase()), name))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, name)| name);
+    typo.or_else(|| {
+        let mut begun = names
+            .iter()
+            .filter(|name| name.to_lowercase().starts_with(&value));
+        match (begun.next(), begun.next()) {
+            (Some(&one), None) => Some(one),
+            _ => None,
+        }
+    })
+}
+
+/// Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_suggests_the_value_it_was_meant_to_be() {
+        let names = ["claude-code", "codex", "antigravity", "gemini"];
+        assert_eq!(nearest("antigravty", &names), Some("antigravity"));
+        assert_eq!(nearest("Codx", &names), Some("codex"));
+        // Not a typo of any, but the start of one only.
+        assert_eq!(nearest("claude", &names), Some("claude-code"));
+        // The start of two, and near none.
+        assert_eq!(nearest("c", &["claude-code", "codex"]), None);
+        assert_eq!(nearest("telegram", &names), None);
+        assert_eq!(nearest("x", &[]), None);
+    }
+
+    #[test]
+    fn edit_distance_counts_characters() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("abc", ""), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("日本語", "日本"), 1);
+    }
 }

@@ -338,6 +338,46 @@ fn a_narrow_list_names_untitled_sessions_by_their_first_message() {
     assert!(!row.contains("(untitled)"), "{row}");
 }
 
+/// A `--source` or `--model` no session has (a typo) still finds nothing, but `list`,
+/// `stats` and `search` say so on stderr and name what was likely meant, or what there is.
+#[test]
+fn a_filter_value_no_session_has_is_named_with_what_was_meant() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "antigravity"]);
+    scribe.ok(&["import", "--from", "droid"]);
+    let run = |args: &[&str]| {
+        let out = scribe.run(args);
+        assert!(out.status.success(), "{args:?}");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (stdout, stderr) = run(&["list", "--source", "antigravty"]);
+    assert_eq!(stdout, "no sessions\n");
+    assert_eq!(
+        stderr,
+        "scribe: no session has source \"antigravty\"; did you mean \"antigravity\"?\n"
+    );
+    let (stdout, stderr) = run(&["stats", "--source", "nope", "--model", "claude-sonnet"]);
+    assert!(
+        stdout.starts_with("no usage matches the filters"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stderr,
+        "scribe: no session has source \"nope\"; sources: antigravity, droid\n\
+         scribe: no session has model \"claude-sonnet\"; did you mean \"claude-sonnet-4.5\"?\n"
+    );
+    let (stdout, stderr) = run(&["search", "date", "--source", "Droidd"]);
+    assert_eq!(stdout, "no matches for \"date\"\n");
+    assert!(stderr.contains("did you mean \"droid\"?"), "{stderr}");
+    // A value sessions have but the other filters rule out is no typo: nothing is said.
+    let (stdout, stderr) = run(&["list", "--source", "droid", "--title", "zzz"]);
+    assert_eq!(stdout, "no sessions\n");
+    assert_eq!(stderr, "");
+}
+
 /// The output the README shows after `$ scribe COMMAND` in its import tour: the lines
 /// up to the next blank line or the end of the block.
 fn readme_output(command: &str) -> String {

@@ -47,4 +47,4 @@ pub use api::{MAX_MESSAGE_PAGE, MAX_SESSION_PAGE, parse_time};
 pub use error::{ApiError, ServeError};
 pub use http::{Config, MAX_STREAMS, Server, StopHandle};
 pub use live::POLL;
-pub use store::{MAX_CHILDREN, previews, untitled_previews};
+pub use store::{MAX_CHILDREN, choices, previews, untitled_previews};

@@ -748,29 +748,36 @@ impl Store {
         {
             return Ok(choices.clone());
         }
-        let choices = self.current().read(|tx| {
-            macro_rules! choices {
-                ($rows:expr) => {
-                    $rows
-                        .into_iter()
-                        .map(|r| Choice {
-                            value: r.value,
-                            sessions: r.sessions,
-                        })
-                        .collect()
-                };
-            }
-            Ok(Choices {
-                sources: choices!(tx.q().list_source_choices(MAX_CHOICES)?),
-                models: choices!(tx.q().list_model_choices(MAX_CHOICES)?),
-                directories: choices!(tx.q().list_directory_choices(MAX_CHOICES)?),
-            })
-        })?;
+        let choices = choices(&self.current().db)?;
         if let Ok(mut cache) = self.choices.lock() {
             *cache = Some((generation, choices.clone()));
         }
         Ok(choices)
     }
+}
+
+/// The sources, models and directories sessions have, each with how many sessions have it,
+/// most used first (at most 500 of each): the web page's filter choices, and what `scribe`
+/// suggests when a filter value matches no session.
+pub fn choices(db: &Database) -> Result<Choices, scribe_db::Error> {
+    db.read(|tx| {
+        macro_rules! choices {
+            ($rows:expr) => {
+                $rows
+                    .into_iter()
+                    .map(|r| Choice {
+                        value: r.value,
+                        sessions: r.sessions,
+                    })
+                    .collect()
+            };
+        }
+        Ok(Choices {
+            sources: choices!(tx.q().list_source_choices(MAX_CHOICES)?),
+            models: choices!(tx.q().list_model_choices(MAX_CHOICES)?),
+            directories: choices!(tx.q().list_directory_choices(MAX_CHOICES)?),
+        })
+    })
 }
 
 /// The parts of the messages `ids` as a message page sends them, by message id, in

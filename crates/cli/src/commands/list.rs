@@ -128,6 +128,9 @@ impl ListCmd {
         }
         if sessions.is_empty() {
             writeln!(out, "no sessions")?;
+            for line in ctx.unmatched_filters(&self.source, &self.model)? {
+                eprintln!("scribe: {line}");
+            }
             return Ok(());
         }
         let short = ctx.short_ids(&ids)?;

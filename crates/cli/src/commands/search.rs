@@ -217,6 +217,9 @@ impl SearchCmd {
             // One line, however long the query was (a pasted file, say).
             let shown = ui::one_line(&query, QUERY_ECHO);
             writeln!(out, "no matches for {shown:?}")?;
+            for line in ctx.unmatched_filters(&self.source, &[])? {
+                eprintln!("scribe: {line}");
+            }
             return Ok(());
         }
         let now = scribe_db::now_ms();

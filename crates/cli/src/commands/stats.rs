@@ -115,6 +115,9 @@ impl StatsCmd {
                 "no usage recorded"
             };
             writeln!(out, "{none}")?;
+            for line in ctx.unmatched_filters(&self.source, &self.model)? {
+                eprintln!("scribe: {line}");
+            }
             return Ok(());
         }
         let mut table = ui::table([
