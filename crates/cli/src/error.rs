@@ -47,6 +47,10 @@ pub enum CliError {
         /// The default path, where the first writer creates the database.
         path: PathBuf,
     },
+    /// `export --all --source S` where no session has source S (a typo, most likely):
+    /// nothing is written, so a backup the output would replace stays as it was.
+    #[error("nothing was exported: {0}")]
+    NoSuchSource(String),
     /// Nothing matches what the user named as a session.
     #[error("no session matches {} (not an id, an id prefix or a title); try `scribe list`", echo(.0))]
     NoSuchSession(String),

@@ -339,7 +339,8 @@ fn a_narrow_list_names_untitled_sessions_by_their_first_message() {
 }
 
 /// A `--source` or `--model` no session has (a typo) still finds nothing, but `list`,
-/// `stats` and `search` say so on stderr and name what was likely meant, or what there is.
+/// `stats` and `search` say so on stderr and name what was likely meant, or what there is;
+/// `export --all --source` of one is an error that writes nothing.
 #[test]
 fn a_filter_value_no_session_has_is_named_with_what_was_meant() {
     let (_dir, scribe) = setup();
@@ -372,6 +373,24 @@ fn a_filter_value_no_session_has_is_named_with_what_was_meant() {
     let (stdout, stderr) = run(&["search", "date", "--source", "Droidd"]);
     assert_eq!(stdout, "no matches for \"date\"\n");
     assert!(stderr.contains("did you mean \"droid\"?"), "{stderr}");
+    // `export --all` of a source no session has writes nothing: a backup stays.
+    let backup = scribe.home.join("backup.jsonl");
+    std::fs::write(&backup, "the old backup").unwrap();
+    let out = scribe.run(&[
+        "export",
+        "--all",
+        "--source",
+        "antigravty",
+        "-o",
+        backup.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "scribe: nothing was exported: no session has source \"antigravty\"; did you mean \
+         \"antigravity\"?\n"
+    );
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), "the old backup");
     // A value sessions have but the other filters rule out is no typo: nothing is said.
     let (stdout, stderr) = run(&["list", "--source", "droid", "--title", "zzz"]);
     assert_eq!(stdout, "no sessions\n");

@@ -43,7 +43,8 @@ pub struct ExportCmd {
     /// Export every session (parents before their children).
     #[arg(long, conflicts_with = "sessions")]
     pub all: bool,
-    /// With --all: only sessions from this source.
+    /// With --all: only sessions from this source (one no session has is an error: nothing
+    /// is written).
     #[arg(long, requires = "all", value_name = "SOURCE", value_parser = ui::parse_source)]
     pub source: Option<String>,
     /// Output format.
@@ -80,11 +81,18 @@ impl ExportCmd {
                 .collect()
         };
         let expected = if self.all {
+            let sources: Vec<String> = self.source.iter().cloned().collect();
             let filter = scribe_db::filters::SessionFilter {
-                sources: self.source.iter().cloned().collect(),
+                sources: sources.clone(),
                 ..scribe_db::filters::SessionFilter::default()
             };
-            usize::try_from(ctx.sessions.count(&filter)?).unwrap_or(0)
+            let expected = usize::try_from(ctx.sessions.count(&filter)?).unwrap_or(0);
+            if expected == 0
+                && let Some(line) = ctx.unmatched_filters(&sources, &[])?.into_iter().next()
+            {
+                return Err(CliError::NoSuchSource(line));
+            }
+            expected
         } else {
             selections.len()
         };
