@@ -341,7 +341,7 @@ impl Context {
                 let names: Vec<&str> = known.iter().map(|c| c.value.as_str()).collect();
                 let hint = match nearest(value, &names) {
                     Some(near) => format!("did you mean {near:?}?"),
-                    None if names.is_empty() => format!("no session has a {flag}"),
+                    None if names.is_empty() => "there are no sessions".to_owned(),
                     None => {
                         let mut few: Vec<&str> =
                             names.iter().take(SHOWN_CHOICES).copied().collect();
