@@ -21,8 +21,8 @@ use scribe_db::queries as q;
 use scribe_db::{Backend, ChangeWatch, Database, ReadTx};
 use scribe_message::{MessageError, MessageService, SearchHit, SearchOptions, StoredPart, store};
 use scribe_session::{
-    BLOCK_LOOKBACK_HOURS, ExportSelection, Session, SessionError, SessionService, StatsBy,
-    UsageSlice, UsageSlices, UsageTotals,
+    ExportSelection, Session, SessionError, SessionService, StatsBy, UsageSlice, UsageSlices,
+    UsageTotals, block_lookback,
 };
 
 use crate::cut::{CutLimits, cut_part};
@@ -718,14 +718,12 @@ impl Store {
             })
             .collect();
         let top = opened.top_sessions(&usage.slices)?;
-        // The block open now, whatever the period: the last day is read for it (from an
-        // hour's start, as blocks begin), apart from the period's cached slices.
+        // The block open now, whatever the period: the last day is read for it, apart from
+        // the period's cached slices.
         let now = scribe_db::now_ms();
-        let hour = scribe_db::calendar::HOUR;
-        let lookback = now - now.rem_euclid(hour) - BLOCK_LOOKBACK_HOURS * hour;
         let block = opened
             .sessions
-            .usage_slices(Some(lookback))?
+            .usage_slices(Some(block_lookback(now)))?
             .open_block(now)
             .map(|open| Block::from(&open));
         Ok(Usage {

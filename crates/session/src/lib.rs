@@ -73,6 +73,7 @@ pub use transfer::{
 };
 pub use usage::{
     BLOCK_HOURS, BLOCK_LOOKBACK_HOURS, OpenBlock, OwnUsage, RollUp, StatsBy, UsageDelta,
-    UsageSlice, UsageSlices, UsageStats, UsageStatsRow, UsageTotals, block_span, group_usage,
+    UsageSlice, UsageSlices, UsageStats, UsageStatsRow, UsageTotals, block_lookback, block_span,
+    group_usage,
 };
 pub use watch::{SessionChanges, SessionWatch, WATCH_POLL};

@@ -143,6 +143,12 @@ pub const BLOCK_HOURS: i64 = 5;
 /// ended, so a day back finds where the open one began.
 pub const BLOCK_LOOKBACK_HOURS: i64 = 24;
 
+/// Where the slices [`UsageSlices::open_block`] reads at `now` begin: the start of the hour
+/// [`BLOCK_LOOKBACK_HOURS`] before `now`'s (blocks begin on the hour).
+pub fn block_lookback(now: i64) -> i64 {
+    now - now.rem_euclid(HOUR) - BLOCK_LOOKBACK_HOURS * HOUR
+}
+
 /// When the block keyed `key` ([`StatsBy::Block`], `YYYY-MM-DDTHH:00Z`) starts and ends
 /// (ms); `None` for a key that is no block's start.
 pub fn block_span(key: &str) -> Option<(i64, i64)> {
@@ -549,7 +555,7 @@ impl UsageSlices {
 
     /// The block open at `now`: the last of the slices' [`StatsBy::Block`] rows, when
     /// `now` is before its end; `None` when no block is open. Slices from
-    /// [`BLOCK_LOOKBACK_HOURS`] before `now` find where it began.
+    /// [`block_lookback`]`(now)` on find where it began.
     pub fn open_block(&self, now: i64) -> Option<OpenBlock> {
         let stats = self.stats(StatsBy::Block);
         let last = stats.rows.last()?;

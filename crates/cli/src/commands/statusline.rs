@@ -8,7 +8,7 @@ use scribe_db::calendar;
 use scribe_import::pricing::Pricer;
 use scribe_import::sink::StoreSink;
 use scribe_import::{Options, Source, import, sources};
-use scribe_session::{BLOCK_LOOKBACK_HOURS, SessionError, UsageTotals};
+use scribe_session::{SessionError, UsageTotals, block_lookback};
 use serde::Deserialize;
 
 use crate::context::Context;
@@ -76,9 +76,7 @@ impl StatuslineCmd {
         let midnight = now - now.rem_euclid(calendar::DAY);
         let today = ctx.sessions.usage_slices(Some(midnight))?.totals;
         parts.push(format!("today {}", totals_cost(&today)));
-        let mut recent = ctx
-            .sessions
-            .usage_slices(Some(now - BLOCK_LOOKBACK_HOURS * calendar::HOUR))?;
+        let mut recent = ctx.sessions.usage_slices(Some(block_lookback(now)))?;
         if status.session_id.is_some() {
             recent.retain(|slice| slice.source == Source::ClaudeCode.name());
         }
