@@ -62,26 +62,28 @@ impl Env {
     /// `~/.config` on Linux, `~/Library/Application Support` on macOS, `%APPDATA%` on
     /// Windows), whether or not it exists.
     pub fn editor_storage(&self, extension: &str) -> Vec<PathBuf> {
-        let bases: Vec<PathBuf> = if cfg!(windows) {
-            self.var("APPDATA").map(PathBuf::from).into_iter().collect()
+        EDITORS
+            .iter()
+            .flat_map(|editor| self.editor_user_dir(editor))
+            .map(|user| user.join("globalStorage").join(extension))
+            .collect()
+    }
+
+    /// Where the VS Code-like editor whose folder is named `editor` (`Cursor`) keeps its
+    /// user data on this platform (`<config>/<editor>/User`, config as for
+    /// [`Env::editor_storage`]), whether or not it exists.
+    pub fn editor_user_dir(&self, editor: &str) -> Option<PathBuf> {
+        let config = if cfg!(windows) {
+            self.var("APPDATA").map(PathBuf::from)
         } else if cfg!(target_os = "macos") {
             self.home_join("Library/Application Support")
-                .into_iter()
-                .collect()
         } else {
             match self.var("XDG_CONFIG_HOME") {
-                Some(dir) => vec![self.expand(dir)],
-                None => self.home_join(".config").into_iter().collect(),
+                Some(dir) => Some(self.expand(dir)),
+                None => self.home_join(".config"),
             }
         };
-        bases
-            .iter()
-            .flat_map(|base| {
-                EDITORS
-                    .iter()
-                    .map(move |editor| base.join(editor).join("User/globalStorage").join(extension))
-            })
-            .collect()
+        config.map(|base| base.join(editor).join("User"))
     }
 
     /// `home/rel`, when there is a home.

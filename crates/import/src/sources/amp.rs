@@ -554,15 +554,5 @@ fn directory(doc: &Value) -> Option<String> {
     let uri = init.get("trees")?.as_array()?.first().and_then(|t| {
         str_of(t, "uri").or_else(|| t.get("uri").and_then(|u| str_of(u, "fsPath")))
     })?;
-    match uri.strip_prefix("file://") {
-        Some(rest) => {
-            let path = rest.strip_prefix("localhost").unwrap_or(rest);
-            Some(
-                percent_encoding::percent_decode_str(path)
-                    .decode_utf8_lossy()
-                    .into_owned(),
-            )
-        }
-        None => (!uri.is_empty()).then(|| uri.to_owned()),
-    }
+    super::uri_directory(uri)
 }

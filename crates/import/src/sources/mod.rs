@@ -754,6 +754,23 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
+/// A folder the editor names by URI (`file:///home/me/my%20app`) as a path
+/// (`/home/me/my app`); a URI of another scheme (a remote folder) as it is, and an empty
+/// one as none.
+pub(crate) fn uri_directory(uri: &str) -> Option<String> {
+    match uri.strip_prefix("file://") {
+        Some(rest) => {
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            Some(
+                percent_encoding::percent_decode_str(path)
+                    .decode_utf8_lossy()
+                    .into_owned(),
+            )
+        }
+        None => (!uri.is_empty()).then(|| uri.to_owned()),
+    }
+}
+
 /// The columns of `table` in an agent's database (older versions lack some).
 pub(crate) fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
