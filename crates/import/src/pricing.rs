@@ -41,7 +41,11 @@ impl Pricer {
     /// `provider/` prefix, a `-YYYYMMDD` / `@YYYYMMDD` date, or a `-latest` suffix
     /// (`claude-sonnet-4-20250514` is `claude-sonnet-4`), or with its dots written as
     /// dashes, as Copilot CLI names Claude models (`claude-sonnet-4.5` is
-    /// `claude-sonnet-4-5`; a name the catalog has with its dots, `gpt-4.1`, is itself).
+    /// `claude-sonnet-4-5`; a name the catalog has with its dots, `gpt-4.1`, is itself),
+    /// or, as Cursor names Claude models, with the version before the family and the
+    /// thinking or effort it ran with after it (`claude-4.5-sonnet-thinking` and
+    /// `claude-4.5-opus-high` are `claude-sonnet-4-5` and `claude-opus-4-5`: neither
+    /// changes the price of a token).
     pub fn model(&self, name: &str) -> Option<&Model> {
         let name = name.trim();
         let name = name.rsplit('/').next().unwrap_or(name);
@@ -50,11 +54,14 @@ impl Pricer {
         }
         let undated = strip_date(name);
         let base = undated.strip_suffix("-latest").unwrap_or(undated);
-        self.catalog.get(base).or_else(|| {
-            base.contains('.')
-                .then(|| self.catalog.get(&base.replace('.', "-")))
-                .flatten()
-        })
+        self.catalog
+            .get(base)
+            .or_else(|| {
+                base.contains('.')
+                    .then(|| self.catalog.get(&base.replace('.', "-")))
+                    .flatten()
+            })
+            .or_else(|| self.catalog.get(&version_last(base)?))
     }
 
     /// The version of its prices: a digest of every model's id and prices (FNV-1a), so
@@ -178,6 +185,20 @@ pub fn source(flags: u8, agent: &str) -> Option<String> {
     }
 }
 
+/// A Claude model named with its version first (`claude-4.5-opus-high-thinking`, Cursor's
+/// way) named as Anthropic does (`claude-opus-4-5`), its thinking and effort left out.
+fn version_last(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("claude-")?;
+    let rest = rest.strip_suffix("-thinking").unwrap_or(rest);
+    let (version, rest) = rest.split_once('-')?;
+    let (family, effort) = rest.split_once('-').unwrap_or((rest, ""));
+    let numbered = version.starts_with(|c: char| c.is_ascii_digit())
+        && version.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let known = ["opus", "sonnet", "haiku"].contains(&family)
+        && ["", "low", "medium", "high", "max"].contains(&effort);
+    (numbered && known).then(|| format!("claude-{family}-{}", version.replace('.', "-")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,10 +291,17 @@ mod tests {
             ("claude-sonnet-4.5", "claude-sonnet-4-5"),
             ("claude-haiku-4.5", "claude-haiku-4-5"),
             ("gpt-4.1", "gpt-4.1"),
+            // Cursor's names: the version first, thinking and effort after the family.
+            ("claude-4.5-sonnet", "claude-sonnet-4-5"),
+            ("claude-4-sonnet-thinking", "claude-sonnet-4"),
+            ("claude-4.5-opus-high-thinking", "claude-opus-4-5"),
+            ("claude-3.7-sonnet", "claude-3-7-sonnet"),
         ] {
             assert_eq!(p.model(name).map(|m| m.id.as_str()), Some(id), "{name}");
         }
         assert!(p.model("gpt-5.6-luna").is_none());
+        assert!(p.model("claude-4.5-sonnet-turbo").is_none());
+        assert!(p.model("claude-x-sonnet").is_none());
         assert!(p.model("<synthetic>").is_none());
         assert_eq!(status(0), None);
         assert_eq!(status(ESTIMATED), Some("estimated"));
