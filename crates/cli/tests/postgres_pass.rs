@@ -89,11 +89,16 @@ fn import_histories(file: &str, dir: &Path) {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);
     }
-    // Goose's and the Kilo CLI's fixtures are dumps of their databases: each database is
-    // built from its dump first.
+    // Goose's, the Kilo CLI's and Cursor's fixtures are dumps of their databases: each
+    // database is built from its dump first.
     for (agent, dump, db) in [
         ("goose", "goose/sessions.sql", "goose/sessions.db"),
         ("kilo", "kilo/kilo.sql", "kilo/kilo.db"),
+        (
+            "cursor",
+            "cursor/global.sql",
+            "cursor/globalStorage/state.vscdb",
+        ),
     ] {
         let db = dir.join(db);
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();

@@ -29,7 +29,8 @@
 //! OpenClaw count it inside their output; Droid keeps it apart (ccusage counts it in its
 //! total and prices it as output); Amp's threads here have none. Qwen Code's figures are
 //! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too), and
-//! Kimi's in `tests/kimi.rs`.
+//! Kimi's in `tests/kimi.rs`. ccusage does not read Cursor's database: its figures are
+//! checked against the fixture's own counts in `tests/cursor.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -95,7 +96,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        59,
+        61,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -120,7 +121,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "grok",
                 "qwen",
                 "antigravity",
-                "kimi"
+                "kimi",
+                "cursor"
             ]
             .contains(&s.source.as_str()),
             "{}",

@@ -157,6 +157,10 @@ fn described(source: Source) -> Described {
             "Kimi Code (`~/.kimi-code/sessions`, `KIMI_CODE_HOME`) and the Kimi CLI before it (`~/.kimi/sessions`, `KIMI_DATA_DIR`)",
             "Kimi keeps sessions/<folder>/<id>/agents/<agent>/wire.jsonl in ~/.kimi-code (the Kimi CLI: sessions/<hash>/<id>/wire.jsonl in ~/.kimi)",
         ),
+        Source::Cursor => (
+            "Cursor's chats and agent (`~/.config/Cursor/User`, `XDG_CONFIG_HOME`)",
+            "Cursor keeps globalStorage/state.vscdb in its User folder (~/.config/Cursor/User)",
+        ),
     };
     Described { help, keeps }
 }

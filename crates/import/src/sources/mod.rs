@@ -11,6 +11,7 @@ pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod copilot;
+pub mod cursor;
 pub mod droid;
 pub mod gemini;
 pub mod goose;
@@ -328,6 +329,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Qwen => &qwen::Qwen,
         Source::Antigravity => &antigravity::Antigravity,
         Source::Kimi => &kimi::Kimi,
+        Source::Cursor => &cursor::Cursor,
     }
 }
 

@@ -53,7 +53,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// `~/.factory/sessions`, the Kilo CLI's database built from its dump, Grok Build's
 /// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
 /// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`,
-/// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`).
+/// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`, Cursor's databases
+/// built from their dumps in `~/.config/Cursor/User`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -86,7 +87,20 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("antigravity", &home.join(".gemini"));
     copy("kimi/kimi-code", &home.join(".kimi-code"));
     copy("kimi/kimi", &home.join(".kimi"));
+    cursor_user(&home.join(".config/Cursor/User"));
     home
+}
+
+/// The workspace folder (its hash) of Cursor's fixture.
+pub const CURSOR_WORKSPACE: &str = "6f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+/// Cursor's `User` folder at `user`: its global database built from `cursor/global.sql`,
+/// and one workspace (`workspace.json`, its database from `cursor/workspace.sql`).
+pub fn cursor_user(user: &Path) {
+    build_db("cursor/global.sql", &user.join("globalStorage/state.vscdb"));
+    let workspace = user.join("workspaceStorage").join(CURSOR_WORKSPACE);
+    copy("cursor/workspace.json", &workspace.join("workspace.json"));
+    build_db("cursor/workspace.sql", &workspace.join("state.vscdb"));
 }
 
 /// A Codex rollout (JSON Lines) of session `id`: its `session_meta` line, then one

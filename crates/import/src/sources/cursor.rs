@@ -1,0 +1,602 @@
+//! Cursor (the editor's chat and agent, its "composer"): `User/globalStorage/state.vscdb`,
+//! the SQLite key-value database Cursor keeps every conversation in, whatever folder it
+//! was held in. Its `cursorDiskKV` table holds a conversation under
+//! `composerData:<composer id>` (its name, times, model and the list of its messages'
+//! headers, `fullConversationHeadersOnly`) and each message under
+//! `bubbleId:<composer id>:<bubble id>`; conversations of older builds keep their
+//! messages inline (`conversation`, or `conversationMap` beside the headers). Only those
+//! keys are read: the database holds secrets too (sign-in tokens in `ItemTable`,
+//! encryption keys in a conversation's record), which Scribe never reads or stores.
+//!
+//! Where: `~/.config/Cursor/User` (`$XDG_CONFIG_HOME`), `~/Library/Application
+//! Support/Cursor/User` on macOS, `%APPDATA%\Cursor\User` on Windows; that folder, its
+//! `globalStorage` folder or the database itself may be given. The folder a conversation
+//! was held in comes from the workspace databases beside it
+//! (`workspaceStorage/<hash>/state.vscdb`, whose `composer.composerData` lists the
+//! workspace's conversations, and `workspace.json`, which names its folder).
+//!
+//! Mapping, one Scribe message per Cursor message (a "bubble"):
+//! - `type` 1 is the user's: its `text` (the text of its rich-text document,
+//!   `richText`, when that is all it has);
+//! - `type` 2 is Cursor's: its `thinking` a reasoning part, its `text` a text part, its
+//!   `toolFormerData` a tool part: the call's `name` and arguments (`rawArgs`, else
+//!   `params`, JSON kept as text), settled by its `status` (`completed`; `error`, and a
+//!   call cancelled or refused, fail it) with its `result`: the text under `output`,
+//!   `contents`, `content`, `text` or `error` when the result is an object holding one
+//!   (the rest kept as the call's metadata), else the result as written. A call with
+//!   neither status nor result was never settled and is kept running;
+//! - usage: a bubble's `tokenCount` (`inputTokens`, `outputTokens`) is one model call's.
+//!   Cursor keeps no cache split, so an estimated cost prices all input as uncached (an
+//!   upper bound where the provider cached), and recent builds keep no counts at all:
+//!   their conversations have no usage recorded. The model is the user message's
+//!   `modelInfo.modelName` for the replies after it, else the conversation's
+//!   `modelConfig.modelName`, as Cursor names it (`claude-4.5-sonnet`, `default` for its
+//!   automatic choice; the pricer reads Cursor's Claude names, `scribe_import::pricing`);
+//! - times: a bubble's `createdAt` (ISO text, or epoch ms), else its
+//!   `timingInfo.clientRpcSendTime`; a bubble with neither takes the time of the one before
+//!   it (the conversation's `createdAt` for the first);
+//! - the title is the conversation's `name` (Cursor's, or the user's after a rename: the
+//!   database does not tell them apart); a conversation with no messages (opened and
+//!   closed) is not a session;
+//! - a conversation is read again only when its record, its bubbles' count, their total
+//!   size or the newest row among them changed (Cursor rewrites a row to change it, which
+//!   moves it to a new row id; the size catches a rewrite in place).
+//!
+//! Not read: the chats of Cursor's first builds (`workbench.panel.aichat…` in the
+//! workspace databases' `ItemTable`), sub-composers (`subComposerIds`) as sessions of
+//! their own, code-block and checkpoint records, and the summary Cursor keeps of a long
+//! conversation (`latestConversationSummary`). A conversation Cursor cut short (a message
+//! edited and sent again drops the ones after it) keeps in Scribe what an earlier import
+//! stored of it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use scribe_message::{Part, Role, TokenUsage, ToolState};
+use serde_json::Value;
+
+use super::{
+    Batches, FileReport, Importer, Step, Times, Unit, int_of, message, numbered, open_source_db,
+    reasoning, rows, str_of, text, tool, uri_directory,
+};
+use crate::Source;
+use crate::env::Env;
+use crate::error::{ImportError, Result};
+use crate::record::{Batch, MessageRec, Resume, SessionRec, TitleRank};
+use crate::time;
+
+const SRC: Source = Source::Cursor;
+
+/// The database's file name (global and per workspace).
+const DB: &str = "state.vscdb";
+
+/// The table of conversations and their messages.
+const TABLE: &str = "cursorDiskKV";
+
+/// A user's message.
+const USER: i64 = 1;
+/// Cursor's.
+const ASSISTANT: i64 = 2;
+
+/// The fields of a tool's result object that hold its text, in order of preference.
+const OUTPUT_FIELDS: [&str; 5] = ["output", "contents", "content", "text", "error"];
+
+/// The Cursor importer.
+#[derive(Debug, Clone, Copy)]
+pub struct Cursor;
+
+impl Importer for Cursor {
+    fn source(&self) -> Source {
+        SRC
+    }
+
+    /// Cursor's `User` folder on this platform.
+    fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
+        env.editor_user_dir("Cursor").into_iter().collect()
+    }
+
+    /// The global database under `root`: Cursor's `User` folder, the folder above it, its
+    /// `globalStorage` folder, or the database itself.
+    fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        if root.is_file() {
+            out.push(root.to_owned());
+            return Ok(());
+        }
+        if let Some(db) = [
+            root.join("globalStorage").join(DB),
+            root.join("User/globalStorage").join(DB),
+            root.join(DB),
+        ]
+        .into_iter()
+        .find(|db| db.is_file())
+        {
+            out.push(db);
+        }
+        Ok(())
+    }
+
+    fn companions(&self, path: &Path) -> Vec<PathBuf> {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        vec![PathBuf::from(wal)]
+    }
+
+    fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
+        let path = unit.path;
+        let conn = open_source_db(path)?;
+        let db = |source| ImportError::source_db(path, source);
+        // Read statement by statement, not from one snapshot: a database Cursor keeps in
+        // rollback-journal mode is then held under SQLite's shared lock only while one
+        // record is read, never for the whole import. Conversations are apart, and one
+        // that changes while it is read is read again by the next import (its
+        // fingerprint, below, is taken before it).
+        conn.execute_batch("COMMIT").map_err(db)?;
+        let tables = rows(
+            &conn,
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?1, 'ItemTable')",
+            [TABLE],
+        )
+        .map_err(db)?;
+        let has = |name: &str| tables.iter().any(|t| str_of(t, "name") == Some(name));
+        if !has(TABLE) && has("ItemTable") {
+            // A build from before conversations were kept here.
+            return Ok(Resume::default());
+        }
+        let mut composers = rows(
+            &conn,
+            "SELECT rowid AS row, substr(key, 14) AS id, octet_length(value) AS bytes, \
+             CASE WHEN json_valid(CAST(value AS TEXT)) \
+             THEN json_extract(CAST(value AS TEXT), '$.createdAt') END AS created, \
+             CASE WHEN json_valid(CAST(value AS TEXT)) \
+             THEN json_extract(CAST(value AS TEXT), '$.lastUpdatedAt') END AS updated \
+             FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'",
+            [],
+        )
+        .map_err(db)?;
+        fn order_of(s: &Value) -> (f64, &str) {
+            let created = when(s.get("created")).unwrap_or(0);
+            (created as f64, str_of(s, "id").unwrap_or(""))
+        }
+        let mut batches = Batches::new(unit, &mut composers, order_of);
+        let mut folders: Option<HashMap<String, String>> = None;
+        for s in &composers {
+            match batches.step(order_of(s), out.messages.len()) {
+                Step::Skip => continue,
+                Step::Read => {}
+                Step::Stop(resume) => return Ok(resume),
+            }
+            let Some(id) = str_of(s, "id").filter(|id| !id.is_empty()) else {
+                report.malformed(path, None, "a conversation without an id");
+                continue;
+            };
+            let created = when(s.get("created")).unwrap_or(unit.mtime_ms);
+            let updated = when(s.get("updated")).unwrap_or(created).max(created);
+            if unit.since.is_some_and(|since| updated < since) {
+                continue;
+            }
+            let (low, high) = (format!("bubbleId:{id}:"), format!("bubbleId:{id};"));
+            let seen = rows(
+                &conn,
+                "SELECT count(*) AS n, coalesce(max(rowid), 0) AS last, \
+                 coalesce(sum(octet_length(value)), 0) AS bytes \
+                 FROM cursorDiskKV WHERE key >= ?1 AND key < ?2",
+                [&low, &high],
+            )
+            .map_err(db)?;
+            let seen = seen.first().unwrap_or(&Value::Null);
+            let fingerprint = format!(
+                "{}:{}:{}:{}:{}:{}",
+                int_of(s, "row"),
+                int_of(s, "bytes"),
+                s.get("updated").unwrap_or(&Value::Null),
+                int_of(seen, "n"),
+                int_of(seen, "last"),
+                int_of(seen, "bytes"),
+            );
+            if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
+                continue;
+            }
+            let Some(bytes) = value(&conn, &format!("composerData:{id}")).map_err(db)? else {
+                // Deleted since it was listed: the next import will not list it.
+                continue;
+            };
+            let composer = match serde_json::from_slice::<Value>(&bytes) {
+                Ok(c @ Value::Object(_)) => c,
+                Ok(_) => {
+                    report.malformed(path, None, format!("conversation {id} is not an object"));
+                    continue;
+                }
+                Err(err) => {
+                    report.malformed(path, None, format!("conversation {id}: {err}"));
+                    continue;
+                }
+            };
+            drop(bytes);
+            let bubbles = bubbles(&conn, &composer, id, path, report).map_err(db)?;
+            if bubbles.is_empty() {
+                report.skip("conversation:empty");
+                continue;
+            }
+            let folders = folders.get_or_insert_with(|| workspace_folders(path));
+            let mut rec = session(&composer, id, created, updated);
+            rec.directory = folders.get(id).cloned();
+            rec.fingerprint = Some(fingerprint);
+            let last_at = transcript(&rec, &composer, bubbles, out, report);
+            rec.updated_at = rec.updated_at.max(last_at);
+            out.sessions.push(rec);
+        }
+        Ok(Resume::default())
+    }
+}
+
+/// A time: epoch milliseconds (or seconds), or ISO text.
+fn when(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::String(s) => time::parse(s),
+        n => n.as_f64().and_then(time::epoch),
+    }
+}
+
+/// The value stored under `key`, as bytes (text or blob alike); `None` when there is none.
+fn value(conn: &rusqlite::Connection, key: &str) -> rusqlite::Result<Option<Vec<u8>>> {
+    use rusqlite::OptionalExtension;
+    use rusqlite::types::ValueRef;
+    conn.prepare_cached("SELECT value FROM cursorDiskKV WHERE key = ?1")?
+        .query_row([key], |r| {
+            Ok(match r.get_ref(0)? {
+                ValueRef::Text(t) | ValueRef::Blob(t) => t.to_vec(),
+                _ => Vec::new(),
+            })
+        })
+        .optional()
+}
+
+/// The conversation's messages, in order, with their ids: the headers' bubbles (inline in
+/// `conversationMap`, else each under its own key), or the inline `conversation` of older
+/// builds. A header whose bubble is gone is counted skipped; one that is not JSON is
+/// reported malformed.
+fn bubbles(
+    conn: &rusqlite::Connection,
+    composer: &Value,
+    id: &str,
+    path: &Path,
+    report: &mut FileReport,
+) -> rusqlite::Result<Vec<(String, Value)>> {
+    let list = |key: &str| {
+        composer
+            .get(key)
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+    };
+    let mut found = Vec::new();
+    if let Some(headers) = list("fullConversationHeadersOnly") {
+        let inline = composer.get("conversationMap");
+        for header in headers {
+            let Some(bubble_id) = str_of(header, "bubbleId").filter(|b| !b.is_empty()) else {
+                report.malformed(path, None, format!("a message of {id} without an id"));
+                continue;
+            };
+            if let Some(b @ Value::Object(_)) = inline.and_then(|m| m.get(bubble_id)) {
+                found.push((bubble_id.to_owned(), b.clone()));
+                continue;
+            }
+            let Some(bytes) = value(conn, &format!("bubbleId:{id}:{bubble_id}"))? else {
+                report.skip("bubble:missing");
+                continue;
+            };
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(b @ Value::Object(_)) => found.push((bubble_id.to_owned(), b)),
+                // Cursor writes `null` for a message it has let go of.
+                Ok(Value::Null) => report.skip("bubble:null"),
+                Ok(_) => report.malformed(
+                    path,
+                    None,
+                    format!("message {bubble_id} of {id} is not an object"),
+                ),
+                Err(err) => {
+                    report.malformed(path, None, format!("message {bubble_id} of {id}: {err}"));
+                }
+            }
+        }
+    } else if let Some(inline) = list("conversation") {
+        for (n, b) in inline.iter().enumerate() {
+            if !b.is_object() {
+                report.malformed(path, None, format!("a message of {id} is not an object"));
+                continue;
+            }
+            let bubble_id = str_of(b, "bubbleId")
+                .filter(|b| !b.is_empty())
+                .map_or_else(|| format!("#{n}"), str::to_owned);
+            found.push((bubble_id, b.clone()));
+        }
+    }
+    Ok(found)
+}
+
+/// The session of conversation `id`.
+fn session(composer: &Value, id: &str, created: i64, updated: i64) -> SessionRec {
+    let nonblank = |v: &&str| !v.trim().is_empty();
+    let config = composer.get("modelConfig").filter(|c| c.is_object());
+    let mut rec = SessionRec::new(id, created);
+    rec.updated_at = updated;
+    rec.model = config
+        .and_then(|c| str_of(c, "modelName"))
+        .filter(nonblank)
+        .map(str::to_owned);
+    rec.model_config = config.cloned();
+    rec.title = str_of(composer, "name")
+        .filter(nonblank)
+        .map(|name| (name.trim().to_owned(), TitleRank::Source));
+    rec
+}
+
+/// The messages of one conversation into `out`; returns the time of the last.
+fn transcript(
+    rec: &SessionRec,
+    composer: &Value,
+    bubbles: Vec<(String, Value)>,
+    out: &mut Batch,
+    report: &mut FileReport,
+) -> i64 {
+    let sid = rec.external_id.as_str();
+    let mut times = Times::new(when(composer.get("createdAt")).unwrap_or(rec.created_at));
+    let mut model = rec.model.clone();
+    for (bubble_id, b) in bubbles {
+        report.records += 1;
+        let own = when(b.get("createdAt"))
+            .or_else(|| when(b.pointer("/timingInfo/clientRpcSendTime")).filter(|&ms| ms > 0));
+        let at = times.note(own);
+        let key = format!("{sid}:{bubble_id}");
+        let kind = b.get("type").and_then(Value::as_i64);
+        let (role, parts) = match kind {
+            Some(USER) => {
+                if let Some(name) = b
+                    .pointer("/modelInfo/modelName")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.trim().is_empty())
+                {
+                    model = Some(name.to_owned());
+                }
+                (Role::User, user_parts(&b))
+            }
+            Some(ASSISTANT) => (Role::Assistant, reply_parts(&b, &bubble_id, at)),
+            Some(other) => {
+                report.skip(format!("bubble:type-{other}"));
+                continue;
+            }
+            None => {
+                report.skip("bubble:untyped");
+                continue;
+            }
+        };
+        if parts.is_empty() {
+            report.skip("bubble:empty");
+            continue;
+        }
+        let mut m = message(SRC, &key, role, at);
+        let mut calls = 0;
+        if role == Role::Assistant {
+            m.model.clone_from(&model);
+            let count = b.get("tokenCount").unwrap_or(&Value::Null);
+            m.usage = TokenUsage {
+                input: int_of(count, "inputTokens"),
+                output: int_of(count, "outputTokens"),
+                ..TokenUsage::default()
+            };
+            if m.usage.total() > 0 {
+                calls = 1;
+            }
+        }
+        m.parts = numbered(SRC, &key, parts, at);
+        let mut rec = MessageRec::new(sid.to_owned(), m);
+        rec.api_calls = calls;
+        out.messages.push(rec);
+    }
+    times.last()
+}
+
+/// A user's message: its text, else the text of its rich-text document.
+fn user_parts(b: &Value) -> Vec<Part> {
+    let said = str_of(b, "text")
+        .filter(|t| !t.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| rich_text(b.get("richText")?));
+    said.into_iter().map(|t| text(t, false)).collect()
+}
+
+/// The text of a rich-text (Lexical) document, kept as JSON text or an object: its text
+/// nodes joined, a line per paragraph.
+fn rich_text(doc: &Value) -> Option<String> {
+    fn walk(node: &Value, out: &mut String) {
+        if let Some(t) = str_of(node, "text") {
+            out.push_str(t);
+        }
+        if let Some(children) = node.get("children").and_then(Value::as_array) {
+            for child in children {
+                walk(child, out);
+            }
+            if str_of(node, "type") == Some("paragraph") {
+                out.push('\n');
+            }
+        }
+    }
+    let parsed;
+    let doc = match doc {
+        Value::String(s) => {
+            parsed = serde_json::from_str::<Value>(s).ok()?;
+            &parsed
+        }
+        other => other,
+    };
+    let mut said = String::new();
+    walk(doc.get("root").unwrap_or(doc), &mut said);
+    let said = said.trim();
+    (!said.is_empty()).then(|| said.to_owned())
+}
+
+/// Cursor's message: its reasoning, text and tool call, in that order.
+fn reply_parts(b: &Value, bubble_id: &str, at: i64) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let (thought, signature) = match b.get("thinking") {
+        Some(Value::String(s)) => (s.as_str(), None),
+        Some(t @ Value::Object(_)) => (str_of(t, "text").unwrap_or(""), str_of(t, "signature")),
+        _ => ("", None),
+    };
+    if !thought.trim().is_empty() {
+        let signature = signature.filter(|s| !s.is_empty()).map(str::to_owned);
+        parts.push(reasoning(thought, signature, None));
+    }
+    if let Some(said) = str_of(b, "text").filter(|t| !t.trim().is_empty()) {
+        parts.push(text(said, false));
+    }
+    if let Some(call) = b.get("toolFormerData").filter(|c| c.is_object()) {
+        parts.push(tool_call(call, bubble_id, at));
+    }
+    parts
+}
+
+/// A `toolFormerData` as a tool part (see the module's mapping).
+fn tool_call(call: &Value, bubble_id: &str, at: i64) -> Part {
+    let id = str_of(call, "toolCallId")
+        .filter(|i| !i.is_empty())
+        .unwrap_or(bubble_id);
+    let name = match (str_of(call, "name"), call.get("tool")) {
+        (Some(name), _) if !name.is_empty() => name.to_owned(),
+        (_, Some(Value::Number(n))) => format!("tool {n}"),
+        _ => "(unnamed tool)".to_owned(),
+    };
+    let input = ["rawArgs", "params"]
+        .iter()
+        .find_map(|key| match call.get(*key)? {
+            Value::String(s) if !s.trim().is_empty() => {
+                Some(serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())))
+            }
+            v @ Value::Object(_) => Some(v.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    let result = call.get("result").filter(|r| !r.is_null());
+    let (output, metadata) = output(result);
+    let status = str_of(call, "status").unwrap_or("");
+    let failed = |why: &str| ToolState::Error {
+        message: if output.is_empty() {
+            why.to_owned()
+        } else {
+            output.clone()
+        },
+        started_at: Some(at),
+        ended_at: at,
+    };
+    let state = match status {
+        "error" | "failed" => failed("the tool failed"),
+        "cancelled" | "canceled" | "aborted" | "rejected" => failed(status),
+        "completed" | "success" => completed(output.clone(), metadata, at),
+        _ if result.is_some() => completed(output.clone(), metadata, at),
+        _ => ToolState::Running { started_at: at },
+    };
+    tool(id, &name, input, state)
+}
+
+fn completed(output: String, metadata: Value, at: i64) -> ToolState {
+    ToolState::Completed {
+        output,
+        title: String::new(),
+        metadata,
+        started_at: at,
+        ended_at: at,
+    }
+}
+
+/// A tool's result as its text and the rest of it (`null` when nothing is left): the
+/// text under the first of [`OUTPUT_FIELDS`] a result object holds, else the result as
+/// written (a JSON string's own text).
+fn output(result: Option<&Value>) -> (String, Value) {
+    let parsed = match result {
+        None => return (String::new(), Value::Null),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ (Value::Object(_) | Value::String(_))) => v,
+            _ => return (s.clone(), Value::Null),
+        },
+        Some(other) => other.clone(),
+    };
+    match parsed {
+        Value::String(s) => (s, Value::Null),
+        Value::Object(mut map) => {
+            let field = OUTPUT_FIELDS
+                .iter()
+                .find(|f| map.get(**f).is_some_and(Value::is_string));
+            match field.and_then(|f| map.remove(*f)) {
+                Some(Value::String(said)) => {
+                    let rest = if map.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::Object(map)
+                    };
+                    (said, rest)
+                }
+                _ => (Value::Object(map).to_string(), Value::Null),
+            }
+        }
+        other => (other.to_string(), Value::Null),
+    }
+}
+
+/// The folder each conversation was held in, from the workspace databases beside the
+/// global one (`../../workspaceStorage/<hash>/`): what each one's `workspace.json` names
+/// (its `folder`, or a multi-root workspace's file) for every conversation its
+/// `composer.composerData` lists. A workspace that cannot be read is passed over.
+fn workspace_folders(global: &Path) -> HashMap<String, String> {
+    let mut folders = HashMap::new();
+    let Some(storage) = global
+        .parent()
+        .and_then(Path::parent)
+        .map(|user| user.join("workspaceStorage"))
+    else {
+        return folders;
+    };
+    let Ok(entries) = std::fs::read_dir(&storage) else {
+        return folders;
+    };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
+    dirs.sort();
+    for dir in dirs {
+        let (meta, db) = (dir.join("workspace.json"), dir.join(DB));
+        if !db.is_file() {
+            continue;
+        }
+        let folder = std::fs::read(&meta)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .and_then(|w| {
+                str_of(&w, "folder")
+                    .or_else(|| str_of(&w, "workspace"))
+                    .and_then(uri_directory)
+            });
+        let Some(folder) = folder else { continue };
+        let listed = open_source_db(&db).ok().and_then(|conn| {
+            conn.query_row(
+                "SELECT CAST(value AS TEXT) FROM ItemTable WHERE key = 'composer.composerData'",
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()
+        });
+        let Some(listed) = listed.and_then(|l| serde_json::from_str::<Value>(&l).ok()) else {
+            tracing::debug!(path = %db.display(), "a workspace without conversations");
+            continue;
+        };
+        for c in listed
+            .get("allComposers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(id) = str_of(c, "composerId") {
+                folders
+                    .entry(id.to_owned())
+                    .or_insert_with(|| folder.clone());
+            }
+        }
+    }
+    folders
+}
