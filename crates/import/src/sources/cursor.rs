@@ -38,9 +38,12 @@
 //! - the title is the conversation's `name` (Cursor's, or the user's after a rename: the
 //!   database does not tell them apart); a conversation with no messages (opened and
 //!   closed) is not a session;
-//! - a conversation is read again only when its record, its bubbles' count, their total
-//!   size or the newest row among them changed (Cursor rewrites a row to change it, which
-//!   moves it to a new row id; the size catches a rewrite in place).
+//! - a conversation is read again only when its record's row or size, or its bubbles'
+//!   count, total size or newest row changed (Cursor rewrites a row to change it, which
+//!   gives it a new row id unless it was the newest; the size catches most of the rest).
+//!   None of that reads a record's content: a rewrite that keeps the newest row's id and
+//!   every size (a rename to a name of the same length, with nothing else changed) waits
+//!   for the conversation's next change.
 //!
 //! Not read: the chats of Cursor's first builds (`workbench.panel.aichat…` in the
 //! workspace databases' `ItemTable`), sub-composers (`subComposerIds`) as sessions of
@@ -142,20 +145,20 @@ impl Importer for Cursor {
             // A build from before conversations were kept here.
             return Ok(Resume::default());
         }
+        // The conversations' keys, rows and sizes only: none of their content is read
+        // (a size is in the row's header), so a database whose conversations did not
+        // change costs an index scan and a look at each row.
         let mut composers = rows(
             &conn,
-            "SELECT rowid AS row, substr(key, 14) AS id, octet_length(value) AS bytes, \
-             CASE WHEN json_valid(CAST(value AS TEXT)) \
-             THEN json_extract(CAST(value AS TEXT), '$.createdAt') END AS created, \
-             CASE WHEN json_valid(CAST(value AS TEXT)) \
-             THEN json_extract(CAST(value AS TEXT), '$.lastUpdatedAt') END AS updated \
+            "SELECT rowid AS row, substr(key, 14) AS id, octet_length(value) AS bytes \
              FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'",
             [],
         )
         .map_err(db)?;
+        // By id: a conversation's id never changes, so a read that goes on after a full
+        // batch neither skips a conversation nor reads one twice.
         fn order_of(s: &Value) -> (f64, &str) {
-            let created = when(s.get("created")).unwrap_or(0);
-            (created as f64, str_of(s, "id").unwrap_or(""))
+            (0.0, str_of(s, "id").unwrap_or(""))
         }
         let mut batches = Batches::new(unit, &mut composers, order_of);
         let mut folders: Option<HashMap<String, String>> = None;
@@ -169,11 +172,6 @@ impl Importer for Cursor {
                 report.malformed(path, None, "a conversation without an id");
                 continue;
             };
-            let created = when(s.get("created")).unwrap_or(unit.mtime_ms);
-            let updated = when(s.get("updated")).unwrap_or(created).max(created);
-            if unit.since.is_some_and(|since| updated < since) {
-                continue;
-            }
             let (low, high) = (format!("bubbleId:{id}:"), format!("bubbleId:{id};"));
             let seen = rows(
                 &conn,
@@ -185,10 +183,9 @@ impl Importer for Cursor {
             .map_err(db)?;
             let seen = seen.first().unwrap_or(&Value::Null);
             let fingerprint = format!(
-                "{}:{}:{}:{}:{}:{}",
+                "{}:{}:{}:{}:{}",
                 int_of(s, "row"),
                 int_of(s, "bytes"),
-                s.get("updated").unwrap_or(&Value::Null),
                 int_of(seen, "n"),
                 int_of(seen, "last"),
                 int_of(seen, "bytes"),
@@ -212,6 +209,13 @@ impl Importer for Cursor {
                 }
             };
             drop(bytes);
+            let created = when(composer.get("createdAt")).unwrap_or(unit.mtime_ms);
+            let updated = when(composer.get("lastUpdatedAt"))
+                .unwrap_or(created)
+                .max(created);
+            if unit.since.is_some_and(|since| updated < since) {
+                continue;
+            }
             let bubbles = bubbles(&conn, &composer, id, path, report).map_err(db)?;
             if bubbles.is_empty() {
                 report.skip("conversation:empty");
