@@ -77,6 +77,15 @@ pub fn epoch(value: f64) -> Option<i64> {
     Some(ms.round() as i64)
 }
 
+/// A time as a JSON value holds it: text ([`parse`]) or a number ([`epoch`]); anything
+/// else is none.
+pub fn of_json(value: &serde_json::Value) -> Option<i64> {
+    match value {
+        serde_json::Value::String(s) => parse(s),
+        n => n.as_f64().and_then(epoch),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +112,11 @@ mod tests {
         assert_eq!(epoch(1_767_261_600.5), Some(1_767_261_600_500));
         assert_eq!(epoch(1_790_768_250_632.0), Some(1_790_768_250_632));
         assert_eq!(epoch(f64::NAN), None);
+        let json = serde_json::json!(["2025-09-03T00:47:24.652Z", 1_767_261_600, true]);
+        let times: Vec<Option<i64>> = json.as_array().unwrap().iter().map(of_json).collect();
+        assert_eq!(
+            times,
+            [Some(1_756_860_444_652), Some(1_767_261_600_000), None]
+        );
     }
 }

@@ -235,10 +235,7 @@ impl Importer for Cursor {
 
 /// A time: epoch milliseconds (or seconds), or ISO text.
 fn when(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::String(s) => time::parse(s),
-        n => n.as_f64().and_then(time::epoch),
-    }
+    time::of_json(v?)
 }
 
 /// The value stored under `key`, as bytes (text or blob alike); `None` when there is none.

@@ -201,10 +201,7 @@ impl Importer for Goose {
 /// A time column: text as Goose's database writes it (`2025-11-20 09:00:00`, or with a
 /// fraction and offset), or epoch seconds or milliseconds.
 fn when(row: &Value, key: &str) -> Option<i64> {
-    match row.get(key)? {
-        Value::String(s) => time::parse(s),
-        n => n.as_f64().and_then(time::epoch),
-    }
+    time::of_json(row.get(key)?)
 }
 
 /// Whether a flag column (a boolean stored as an integer, or a JSON boolean) is set.
