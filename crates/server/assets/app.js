@@ -961,7 +961,7 @@
 
   const EDIT_PAIRS = [["old", "new"], ["old_string", "new_string"], ["oldString", "newString"], ["old_str", "new_str"], ["old_text", "new_text"], ["search", "replace"]];
   function filePath(input) {
-    return input.path || input.file_path || input.filePath || input.filename || "";
+    return input.path || input.file_path || input.filePath || input.target_file || input.filename || "";
   }
   /** A file edit of a tool's input as a diff, or null when the input is not one. */
   function editView(tool, input) {
