@@ -31,6 +31,9 @@ const MAX_CANDIDATES: usize = 10;
 /// How many of the values sessions have a filter value that matches none names.
 const SHOWN_CHOICES: usize = 8;
 
+/// How many folders under a `--dir` that matched nothing are named.
+const SHOWN_DIRS: usize = 3;
+
 /// What an id prefix matches ([`Context::by_id_prefix`]).
 enum Matches {
     /// No session.
@@ -302,13 +305,16 @@ impl Context {
 
     /// Why filters may have matched nothing: a line for each `--source` and `--model`
     /// value no session has (a typo is the usual reason), naming the nearest value sessions
-    /// do have, else a few of them. Empty when every value is one some session has.
+    /// do have, else a few of them; and for a `--dir` no session worked in, the folders
+    /// under it sessions worked in (`--dir` is that directory alone), else the nearest
+    /// directory. Empty when every value is one some session has.
     pub fn unmatched_filters(
         &self,
         sources: &[String],
         models: &[String],
+        dir: Option<&str>,
     ) -> Result<Vec<String>, CliError> {
-        if sources.is_empty() && models.is_empty() {
+        if sources.is_empty() && models.is_empty() && dir.is_none() {
             return Ok(Vec::new());
         }
         let choices = scribe_server::choices(&self.db)?;
@@ -355,6 +361,15 @@ impl Context {
                     "no session has {flag} {:?}; {hint}",
                     crate::ui::visible(value)
                 ));
+            }
+        }
+        if let Some(dir) = dir {
+            let filter = SessionFilter {
+                directory: Some(dir.to_owned()),
+                ..SessionFilter::default()
+            };
+            if self.sessions.count(&filter)? == 0 {
+                lines.push(unmatched_dir(dir, &choices.directories));
             }
         }
         Ok(lines)
@@ -568,6 +583,41 @@ fn prefix_range(prefix: &str) -> (String, String) {
 /// How many leading bytes `a` and `b` share.
 fn common_prefix_len(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// What to say of `--dir` `dir`, which no session worked in, from the directories sessions
+/// worked in (`known`, most used first): the folders under it (`--dir` takes the directory
+/// alone, not what is below it), else the nearest one (a typo), else that none did.
+fn unmatched_dir(dir: &str, known: &[scribe_server::json::Choice]) -> String {
+    let shown = crate::ui::visible(dir);
+    let below = format!("{}/", dir.trim_end_matches('/'));
+    let under: Vec<&scribe_server::json::Choice> = known
+        .iter()
+        .filter(|c| c.value.starts_with(&below))
+        .collect();
+    if !under.is_empty() {
+        let sessions: i64 = under.iter().map(|c| c.sessions).sum();
+        let mut few: Vec<String> = under
+            .iter()
+            .take(SHOWN_DIRS)
+            .map(|c| format!("{} ({})", crate::ui::visible(&c.value), c.sessions))
+            .collect();
+        if under.len() > SHOWN_DIRS {
+            few.push("…".to_owned());
+        }
+        let noun = if sessions == 1 { "session" } else { "sessions" };
+        return format!(
+            "no session worked in {shown} itself; {sessions} {noun} worked in folders under it \
+             (give one to --dir): {}",
+            few.join(", ")
+        );
+    }
+    let names: Vec<&str> = known.iter().map(|c| c.value.as_str()).collect();
+    match nearest(dir, &names) {
+        Some(near) => format!("no session worked in {shown}; did you mean {near:?}?"),
+        None if names.is_empty() => format!("no session worked in {shown}; none records one"),
+        None => format!("no session worked in {shown}"),
+    }
 }
 
 /// Of `names`, the one nearest `value` (letters of any case), when it is near enough to be

@@ -398,6 +398,45 @@ fn a_filter_value_no_session_has_is_named_with_what_was_meant() {
     assert_eq!(stderr, "");
 }
 
+/// A `--dir` no session worked in finds nothing, and `list`, `stats` and `search` say
+/// why: the folders under it that sessions worked in (`--dir` is that directory alone),
+/// else the directory it was likely a typo of.
+#[test]
+fn a_directory_no_session_worked_in_is_named_with_the_folders_under_it() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "cursor"]);
+    let run = |args: &[&str]| {
+        let out = scribe.run(args);
+        assert!(out.status.success(), "{args:?}");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (stdout, stderr) = run(&["list", "--dir", "/home/dev"]);
+    assert_eq!(stdout, "no sessions\n");
+    assert_eq!(
+        stderr,
+        "scribe: no session worked in /home/dev itself; 1 session worked in folders under it \
+         (give one to --dir): /home/dev/date parser (1)\n"
+    );
+    let (stdout, stderr) = run(&["stats", "--dir", "/home/dev/date parsr"]);
+    assert!(stdout.starts_with("no usage matches"), "{stdout}");
+    assert_eq!(
+        stderr,
+        "scribe: no session worked in /home/dev/date parsr; did you mean \"/home/dev/date parser\"?\n"
+    );
+    let (stdout, stderr) = run(&["search", "timezone", "--dir", "/srv"]);
+    assert_eq!(stdout, "no matches for \"timezone\"\n");
+    assert_eq!(stderr, "scribe: no session worked in /srv\n");
+    // The directory sessions worked in, with filters that rule them out: nothing to say.
+    let (stdout, stderr) = run(&["list", "--dir", "/home/dev/date parser", "--title", "zzz"]);
+    assert_eq!(stdout, "no sessions\n");
+    assert_eq!(stderr, "");
+    let (stdout, _) = run(&["list", "--dir", "/home/dev/date parser"]);
+    assert!(stdout.contains("Fix the timezone bug"), "{stdout}");
+}
+
 /// The output the README shows after `$ scribe COMMAND` in its import tour: the lines
 /// up to the next blank line or the end of the block.
 fn readme_output(command: &str) -> String {

@@ -88,7 +88,10 @@ impl ExportCmd {
             };
             let expected = usize::try_from(ctx.sessions.count(&filter)?).unwrap_or(0);
             if expected == 0
-                && let Some(line) = ctx.unmatched_filters(&sources, &[])?.into_iter().next()
+                && let Some(line) = ctx
+                    .unmatched_filters(&sources, &[], None)?
+                    .into_iter()
+                    .next()
             {
                 return Err(CliError::NoSuchSource(line));
             }

@@ -128,7 +128,7 @@ impl ListCmd {
         }
         if sessions.is_empty() {
             writeln!(out, "no sessions")?;
-            for line in ctx.unmatched_filters(&self.source, &self.model)? {
+            for line in ctx.unmatched_filters(&self.source, &self.model, self.dir.as_deref())? {
                 eprintln!("scribe: {line}");
             }
             return Ok(());

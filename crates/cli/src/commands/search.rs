@@ -217,7 +217,7 @@ impl SearchCmd {
             // One line, however long the query was (a pasted file, say).
             let shown = ui::one_line(&query, QUERY_ECHO);
             writeln!(out, "no matches for {shown:?}")?;
-            for line in ctx.unmatched_filters(&self.source, &[])? {
+            for line in ctx.unmatched_filters(&self.source, &[], self.dir.as_deref())? {
                 eprintln!("scribe: {line}");
             }
             return Ok(());

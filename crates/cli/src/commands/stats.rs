@@ -115,7 +115,7 @@ impl StatsCmd {
                 "no usage recorded"
             };
             writeln!(out, "{none}")?;
-            for line in ctx.unmatched_filters(&self.source, &self.model)? {
+            for line in ctx.unmatched_filters(&self.source, &self.model, self.dir.as_deref())? {
                 eprintln!("scribe: {line}");
             }
             return Ok(());
