@@ -119,7 +119,7 @@ fn import_from_all_then_again_changes_nothing() {
             ("qwen".to_owned(), 5),
             ("antigravity".to_owned(), 2),
             ("kimi".to_owned(), 4),
-            ("cursor".to_owned(), 2)
+            ("cursor".to_owned(), 4)
         ]
     );
     let codex = source(&first, "codex");
@@ -139,7 +139,7 @@ fn import_from_all_then_again_changes_nothing() {
 
     // Imported history is Scribe history: list, show, search, stats.
     let list = scribe.json(&["list", "--all", "-n", "100", "--json"]);
-    assert_eq!(list["sessions"].as_array().unwrap().len(), 61);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 63);
     let shown = scribe.ok(&["show", "1af7fc5e-8455-4414-9ccd-011d40f70b2a"]);
     assert!(shown.contains("CLAUDE.md"), "{shown}");
     let hits = scribe.json(&["search", "tmp_path", "--json"]);
@@ -417,8 +417,8 @@ fn a_directory_no_session_worked_in_is_named_with_the_folders_under_it() {
     assert_eq!(stdout, "no sessions\n");
     assert_eq!(
         stderr,
-        "scribe: no session worked in /home/dev itself; 1 session worked in folders under it \
-         (give one to --dir): /home/dev/date parser (1)\n"
+        "scribe: no session worked in /home/dev itself; 2 sessions worked in folders under it \
+         (give one to --dir): /home/dev/date parser (1), /home/dev/shop (1)\n"
     );
     let (stdout, stderr) = run(&["stats", "--dir", "/home/dev/date parsr"]);
     assert!(stdout.starts_with("no usage matches"), "{stdout}");
@@ -435,6 +435,34 @@ fn a_directory_no_session_worked_in_is_named_with_the_folders_under_it() {
     assert_eq!(stderr, "");
     let (stdout, _) = run(&["list", "--dir", "/home/dev/date parser"]);
     assert!(stdout.contains("Fix the timezone bug"), "{stdout}");
+}
+
+/// A conversation of Cursor's command-line agent reads as the user had it: their words
+/// without the context Cursor wraps them in, and a reasoning the provider redacted said
+/// to be so (in `show` and in the Markdown export) rather than shown empty.
+#[test]
+fn a_cursor_agent_conversation_reads_as_the_user_had_it() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "cursor"]);
+    let shown = scribe.ok(&["show", "9c2e4b7a"]);
+    assert!(
+        shown.contains("Why does `cargo build` fail in the shop crate?"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("user_query") && !shown.contains("user_info"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("thinking: (redacted by the provider)"),
+        "{shown}"
+    );
+    assert!(shown.contains("no usage recorded"), "{shown}");
+    let markdown = scribe.ok(&["export", "9c2e4b7a", "--format", "markdown"]);
+    assert!(
+        markdown.contains("> _thinking:_ (redacted by the provider)"),
+        "{markdown}"
+    );
 }
 
 /// The output the README shows after `$ scribe COMMAND` in its import tour: the lines

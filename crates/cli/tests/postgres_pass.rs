@@ -99,6 +99,11 @@ fn import_histories(file: &str, dir: &Path) {
             "cursor/global.sql",
             "cursor/globalStorage/state.vscdb",
         ),
+        (
+            "cursor",
+            "cursor/agent.sql",
+            "cursor/chats/w/9c2e4b7a/store.db",
+        ),
     ] {
         let db = dir.join(db);
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();

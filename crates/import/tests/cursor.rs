@@ -13,13 +13,16 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::fixture_home::{CURSOR_WORKSPACE, cursor_user};
+use common::fixture_home::{CURSOR_CHATS, CURSOR_WORKSPACE, cursor_chats, cursor_user};
 use common::*;
 use scribe_import::{Source, sources};
 use scribe_message::{Part, Role};
 
 const AGENT: &str = "b7f3c2a1-5d4e-4f6a-9b8c-1e2d3f4a5b6c";
 const CHAT: &str = "4a9e1f20-7c3b-4d8e-a1f6-2b5c8d9e0f13";
+/// The command-line agent's conversations.
+const CLI: &str = "9c2e4b7a-1d3f-4e5a-8b6c-0d1e2f3a4b5c";
+const CLI_UNTITLED: &str = "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9";
 
 /// Cursor's `User` folder in a fresh home under `dir`; the roots an import reads.
 fn user(dir: &Path) -> (PathBuf, Vec<PathBuf>) {
@@ -50,11 +53,14 @@ fn cursor_is_found_in_its_user_folder_and_from_any_folder_above_its_database() {
     if cfg!(target_os = "linux") {
         assert_eq!(
             importer.default_roots(&env(&home, &[])),
-            [home.join(".config/Cursor/User")]
+            [home.join(".config/Cursor/User"), home.join(".cursor/chats")]
         );
         assert_eq!(
             importer.default_roots(&env(&home, &[("XDG_CONFIG_HOME", "/cfg")])),
-            [PathBuf::from("/cfg/Cursor/User")]
+            [
+                PathBuf::from("/cfg/Cursor/User"),
+                home.join(".cursor/chats")
+            ]
         );
     }
     let (user, _) = user(dir.path());
@@ -69,12 +75,275 @@ fn cursor_is_found_in_its_user_folder_and_from_any_folder_above_its_database() {
         importer.discover(&root, &mut found).unwrap();
         assert_eq!(found, std::slice::from_ref(&db), "from {}", root.display());
     }
-    // A workspace's database is not the global one.
+    // A workspace's database is not the global one, and the editor's folder is not
+    // searched for the agent's conversations.
     let mut found = Vec::new();
     importer
         .discover(&user.join("workspaceStorage"), &mut found)
         .unwrap();
     assert!(found.is_empty(), "{found:?}");
+    std::fs::remove_file(&db).unwrap();
+    importer.discover(&user, &mut found).unwrap();
+    assert!(found.is_empty(), "{found:?}");
+
+    // The command-line agent's conversations: from `~/.cursor`, its `chats` folder, a
+    // workspace's folder, a conversation's, or the database itself.
+    let dot_cursor = home.join(".cursor");
+    cursor_chats(&dot_cursor.join("chats"));
+    let stores: Vec<PathBuf> = CURSOR_CHATS
+        .iter()
+        .map(|(w, id, _)| dot_cursor.join("chats").join(w).join(id).join("store.db"))
+        .collect();
+    let (workspace, conversation, _) = CURSOR_CHATS[0];
+    for (root, want) in [
+        (dot_cursor.clone(), &stores[..]),
+        (dot_cursor.join("chats"), &stores[..]),
+        (dot_cursor.join("chats").join(workspace), &stores[..1]),
+        (
+            dot_cursor.join("chats").join(workspace).join(conversation),
+            &stores[..1],
+        ),
+        (stores[1].clone(), &stores[1..]),
+    ] {
+        let mut found = Vec::new();
+        importer.discover(&root, &mut found).unwrap();
+        assert_eq!(found, want, "from {}", root.display());
+    }
+}
+
+/// The command-line agent's `chats` folder in a fresh home under `dir`.
+fn chats(dir: &Path) -> PathBuf {
+    let chats = dir.join("home/.cursor/chats");
+    cursor_chats(&chats);
+    chats
+}
+
+#[test]
+fn a_cursor_agent_conversation_keeps_its_words_calls_and_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = chats(dir.path());
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(s.files, 2);
+    // Cursor's system prompt and the context it adds are not the user's words.
+    assert_eq!(s.skipped.get("message:system"), Some(&1), "{s:?}");
+    assert_eq!(s.skipped.get("message:context"), Some(&1), "{s:?}");
+
+    let cli = session(&db, CLI);
+    assert_eq!(cli.source, "cursor");
+    assert_eq!(cli.title.as_deref(), Some("Why cargo build fails"));
+    assert_eq!(cli.directory.as_deref(), Some("/home/dev/shop"));
+    assert_eq!(cli.model.as_deref(), Some("claude-4.5-opus-high-thinking"));
+    assert!(!cli.usage_recorded(), "it keeps no usage: {cli:?}");
+    assert_eq!(
+        cli.created_at,
+        scribe_import::time::parse("2026-01-05T08:00:00Z").unwrap()
+    );
+    // The same words twice are one blob, and two messages; a draft outside the
+    // conversation's tree is not read.
+    assert_eq!(
+        texts(&db, CLI),
+        [
+            (
+                Role::User,
+                "Why does `cargo build` fail in the shop crate?".into(),
+                false
+            ),
+            (Role::Assistant, "Let me run the build.".into(), false),
+            (
+                Role::Assistant,
+                "`serde` is missing from `Cargo.toml`: add `serde = \"1\"` under \
+                 `[dependencies]`."
+                    .into(),
+                false
+            ),
+            (Role::User, "continue".into(), false),
+            (Role::Assistant, "Done.".into(), false),
+            (Role::User, "continue".into(), false),
+            (Role::Assistant, "Done.".into(), false),
+        ]
+    );
+    assert_eq!(
+        tool_outcomes(&db, CLI),
+        [
+            (
+                "Shell".into(),
+                "completed".into(),
+                "error[E0433]: failed to resolve: use of undeclared crate `serde`".into()
+            ),
+            (
+                "StrReplace".into(),
+                "error".into(),
+                "The user rejected the edit.".into()
+            ),
+        ]
+    );
+    let replies = messages(&db, CLI);
+    let reasoning: Vec<(String, Option<String>)> = replies
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match &p.part {
+            Part::Reasoning(r) => Some((r.text.clone(), r.signature.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasoning,
+        [
+            (
+                "The build output will say which crate is missing.".to_owned(),
+                Some("sig-cli-1".to_owned())
+            ),
+            // Redacted: kept as it came, in the part's metadata.
+            (String::new(), None),
+        ]
+    );
+    assert!(
+        replies
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .all(|m| m.model.as_deref() == Some("claude-4.5-opus-high-thinking"))
+    );
+
+    // Cursor's placeholder is no title; a reply kept after a node's children is read.
+    let untitled = session(&db, CLI_UNTITLED);
+    assert_eq!(untitled.title, None);
+    assert_eq!(untitled.directory, None);
+    assert_eq!(
+        texts(&db, CLI_UNTITLED),
+        [
+            (Role::User, "say hi".into(), false),
+            (Role::Assistant, "Hi.".into(), false)
+        ]
+    );
+    assert_eq!(
+        messages(&db, CLI_UNTITLED)[1].model.as_deref(),
+        Some("gpt-5")
+    );
+}
+
+/// A blob id for `data`: 64 hex digits that differ with it (Cursor's are its SHA-256;
+/// the importer only follows them).
+fn blob_id(data: &[u8]) -> String {
+    use std::hash::{Hash, Hasher};
+    (0..4u8)
+        .map(|seed| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (seed, data).hash(&mut h);
+            format!("{:016x}", h.finish())
+        })
+        .collect()
+}
+
+/// Appends `message` to the agent's conversation at `store` as Cursor does: a new blob,
+/// and a new root listing the old root's children and it.
+fn agent_says(store: &Path, message: &str) {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    let meta: String = conn
+        .query_row("SELECT value FROM meta WHERE key = '0'", [], |r| r.get(0))
+        .unwrap();
+    let bytes: Vec<u8> = (0..meta.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&meta[i..i + 2], 16).unwrap())
+        .collect();
+    let mut meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let root = meta["latestRootBlobId"].as_str().unwrap().to_owned();
+    let old: Vec<u8> = conn
+        .query_row("SELECT data FROM blobs WHERE id = ?1", [&root], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let id = blob_id(message.as_bytes());
+    let mut node = old;
+    node.extend([0x0a, 0x20]);
+    node.extend(
+        (0..64)
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&id[i..i + 2], 16).unwrap()),
+    );
+    let new_root = blob_id(&node);
+    conn.execute(
+        "INSERT OR IGNORE INTO blobs VALUES (?1, ?2)",
+        rusqlite::params![id, message.as_bytes()],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO blobs VALUES (?1, ?2)",
+        rusqlite::params![new_root, node],
+    )
+    .unwrap();
+    meta["latestRootBlobId"] = new_root.into();
+    let hex: String = meta
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [hex])
+        .unwrap();
+}
+
+#[test]
+fn a_grown_cursor_agent_conversation_is_read_again_storing_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = chats(dir.path());
+    let db = scribe_db(dir.path());
+    run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    let (workspace, id, _) = CURSOR_CHATS[0];
+    let store = chats.join(workspace).join(id).join("store.db");
+    agent_says(
+        &store,
+        r#"{"role":"user","content":[{"type":"text","text":"<user_query>\nship it\n</user_query>"}]}"#,
+    );
+    agent_says(
+        &store,
+        r#"{"id":"1","role":"assistant","content":[{"type":"text","text":"Shipped."}]}"#,
+    );
+    let grown = run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    assert!(grown.malformed.is_empty(), "{grown:?}");
+    assert_eq!(grown.written.messages_inserted, 2, "{grown:?}");
+    let said = texts(&db, CLI);
+    assert_eq!(said.len(), 9);
+    assert_eq!(said[7], (Role::User, "ship it".into(), false));
+    assert_eq!(said[8], (Role::Assistant, "Shipped.".into(), false));
+    let settled = dump(&db);
+    let again = run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
+    assert_same(&settled, &dump(&db), "read twice");
+}
+
+#[test]
+fn a_cursor_agent_tree_that_holds_itself_is_reported_not_followed_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = chats(dir.path());
+    let (workspace, id, _) = CURSOR_CHATS[1];
+    let store = chats.join(workspace).join(id).join("store.db");
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    // A node whose child is itself (no such hash exists; a damaged file can say so).
+    let me = "ab".repeat(32);
+    let mut node: Vec<u8> = vec![0x0a, 0x20];
+    node.extend([0xab_u8; 32]);
+    conn.execute(
+        "INSERT INTO blobs VALUES (?1, ?2)",
+        rusqlite::params![me, node],
+    )
+    .unwrap();
+    let meta = serde_json::json!({"agentId": id, "latestRootBlobId": me, "createdAt": 1});
+    let hex: String = meta
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [hex])
+        .unwrap();
+    drop(conn);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    assert!(s.failed.is_empty(), "{s:?}");
+    assert_eq!(s.malformed.len(), 1, "{s:?}");
+    assert!(s.malformed[0].error.contains("is part of itself"), "{s:?}");
+    // The other conversation is imported whole.
+    assert_eq!(texts(&db, CLI).len(), 7);
 }
 
 #[test]

@@ -96,7 +96,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        61,
+        63,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );

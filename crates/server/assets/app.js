@@ -922,7 +922,8 @@
         if (p.synthetic) return foldable("attached", stored.id, openParts, h("span", { class: "dim" }, "added text", firstLine(p.text) ? " · " + firstLine(p.text) : ""), markdown(p.text));
         return markdown(p.text);
       case "reasoning":
-        return foldable("reasoning", stored.id, openParts, "Thinking", markdown(p.text));
+        // No text: the provider sent it redacted or encrypted (kept in its metadata).
+        return foldable("reasoning", stored.id, openParts, "Thinking", markdown(p.text || "(redacted by the provider)"));
       case "tool":
         return renderTool(stored, p, children, openParts);
       case "file": return renderFile(p);

@@ -60,7 +60,11 @@ fn message(out: &mut dyn Write, m: &Message) -> io::Result<()> {
     for stored in &m.parts {
         match &stored.part {
             Part::Text(t) => writeln!(out, "{}\n", t.text.trim_end())?,
-            Part::Reasoning(r) => writeln!(out, "> _thinking:_ {}\n", one_line(&r.text, 300))?,
+            Part::Reasoning(r) => writeln!(
+                out,
+                "> _thinking:_ {}\n",
+                one_line(crate::text::reasoning_text(&r.text), 300)
+            )?,
             Part::Tool(t) => {
                 writeln!(
                     out,

@@ -45,6 +45,20 @@ pub const NOT_RECORDED: &str = "—";
 /// What a report says of a session with no usage recorded, in place of its tokens and cost.
 pub const NO_USAGE: &str = "no usage recorded";
 
+/// What a reasoning part without text shows: the provider sent its reasoning redacted or
+/// encrypted (Anthropic's `redacted_thinking`, OpenAI's encrypted reasoning), kept in the
+/// part's metadata as it came.
+pub const REDACTED_REASONING: &str = "(redacted by the provider)";
+
+/// The text a reasoning part shows: its own, or [`REDACTED_REASONING`] when it has none.
+pub fn reasoning_text(text: &str) -> &str {
+    if text.trim().is_empty() {
+        REDACTED_REASONING
+    } else {
+        text
+    }
+}
+
 /// A session's cost as [`cost_text`] writes it, or [`NO_USAGE`] when none was recorded.
 pub fn session_cost_text(s: &scribe_session::Session) -> String {
     if s.usage_recorded() {

@@ -158,8 +158,8 @@ fn described(source: Source) -> Described {
             "Kimi keeps sessions/<folder>/<id>/agents/<agent>/wire.jsonl in ~/.kimi-code (the Kimi CLI: sessions/<hash>/<id>/wire.jsonl in ~/.kimi)",
         ),
         Source::Cursor => (
-            "Cursor's chats and agent (`~/.config/Cursor/User`, `XDG_CONFIG_HOME`)",
-            "Cursor keeps globalStorage/state.vscdb in its User folder (~/.config/Cursor/User)",
+            "Cursor's chats and agent (`~/.config/Cursor/User`, `XDG_CONFIG_HOME`) and its command-line agent (`~/.cursor/chats`)",
+            "Cursor keeps globalStorage/state.vscdb in its User folder (~/.config/Cursor/User), its agent chats/<hash>/<id>/store.db in ~/.cursor",
         ),
     };
     Described { help, keeps }

@@ -512,7 +512,13 @@ fn render_part(out: &mut impl Write, part: &Part) -> Result<(), CliError> {
             "  {}",
             paint(
                 style::DIM,
-                format!("thinking: {}", ui::one_line(&r.text, REASONING_CHARS))
+                format!(
+                    "thinking: {}",
+                    ui::one_line(
+                        scribe_server::text::reasoning_text(&r.text),
+                        REASONING_CHARS
+                    )
+                )
             )
         )?,
         Part::Tool(t) => {

@@ -45,12 +45,17 @@
 //!   every size (a rename to a name of the same length, with nothing else changed) waits
 //!   for the conversation's next change.
 //!
+//! Cursor's command-line agent keeps each conversation in a database of its own under
+//! `~/.cursor/chats` instead: see `cursor/cli.rs` for how it is read.
+//!
 //! Not read: the chats of Cursor's first builds (`workbench.panel.aichat…` in the
 //! workspace databases' `ItemTable`), sub-composers (`subComposerIds`) as sessions of
 //! their own, code-block and checkpoint records, and the summary Cursor keeps of a long
 //! conversation (`latestConversationSummary`). A conversation Cursor cut short (a message
 //! edited and sent again drops the ones after it) keeps in Scribe what an earlier import
 //! stored of it.
+
+mod cli;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +65,7 @@ use serde_json::Value;
 
 use super::{
     Batches, FileReport, Importer, Step, Times, Unit, int_of, message, numbered, open_source_db,
-    reasoning, rows, str_of, text, tool, uri_directory,
+    reasoning, rows, str_of, text, tool, uri_directory, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -93,13 +98,18 @@ impl Importer for Cursor {
         SRC
     }
 
-    /// Cursor's `User` folder on this platform.
+    /// The editor's `User` folder on this platform, and the command-line agent's
+    /// `~/.cursor/chats`.
     fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
-        env.editor_user_dir("Cursor").into_iter().collect()
+        let mut roots: Vec<PathBuf> = env.editor_user_dir("Cursor").into_iter().collect();
+        roots.extend(env.home_join(".cursor/chats"));
+        roots
     }
 
-    /// The global database under `root`: Cursor's `User` folder, the folder above it, its
-    /// `globalStorage` folder, or the database itself.
+    /// The editor's global database under `root` (Cursor's `User` folder, the folder
+    /// above it, its `globalStorage` folder, or the database itself); else the
+    /// command-line agent's conversations (`store.db`) under it (`~/.cursor`, its `chats`
+    /// folder, a folder of one workspace's conversations, or one conversation's).
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         if root.is_file() {
             out.push(root.to_owned());
@@ -114,8 +124,15 @@ impl Importer for Cursor {
         .find(|db| db.is_file())
         {
             out.push(db);
+            return Ok(());
         }
-        Ok(())
+        if root.join("globalStorage").is_dir() || root.join("User").is_dir() {
+            // The editor's folder, without its database yet: nothing of the agent's.
+            return Ok(());
+        }
+        let chats = root.join("chats");
+        let root = if chats.is_dir() { &chats } else { root };
+        walk(root, out, |p| p.file_name().is_some_and(|n| n == cli::DB))
     }
 
     fn companions(&self, path: &Path) -> Vec<PathBuf> {
@@ -126,6 +143,9 @@ impl Importer for Cursor {
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         let path = unit.path;
+        if path.file_name().is_some_and(|n| n == cli::DB) {
+            return cli::read(unit, out, report);
+        }
         let conn = open_source_db(path)?;
         let db = |source| ImportError::source_db(path, source);
         // Read statement by statement, not from one snapshot: a database Cursor keeps in

@@ -54,7 +54,7 @@ pub fn build_db(sql: &str, db: &Path) {
 /// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
 /// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`,
 /// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`, Cursor's databases
-/// built from their dumps in `~/.config/Cursor/User`).
+/// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -88,11 +88,34 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("kimi/kimi-code", &home.join(".kimi-code"));
     copy("kimi/kimi", &home.join(".kimi"));
     cursor_user(&home.join(".config/Cursor/User"));
+    cursor_chats(&home.join(".cursor/chats"));
     home
 }
 
 /// The workspace folder (its hash) of Cursor's fixture.
 pub const CURSOR_WORKSPACE: &str = "6f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+/// The conversations of Cursor's command-line agent in its `chats` folder at `chats`,
+/// each database built from its dump: `(workspace hash, conversation id, dump)`.
+pub const CURSOR_CHATS: [(&str, &str, &str); 2] = [
+    (
+        "11e9fe063b91149eb10c6daf331adfaa",
+        "9c2e4b7a-1d3f-4e5a-8b6c-0d1e2f3a4b5c",
+        "cursor/agent.sql",
+    ),
+    (
+        "7d1c0e2b3a4f5968778695a4b3c2d1e0",
+        "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9",
+        "cursor/agent-untitled.sql",
+    ),
+];
+
+/// Lays out [`CURSOR_CHATS`] under `chats`.
+pub fn cursor_chats(chats: &Path) {
+    for (workspace, id, dump) in CURSOR_CHATS {
+        build_db(dump, &chats.join(workspace).join(id).join("store.db"));
+    }
+}
 
 /// Cursor's `User` folder at `user`: its global database built from `cursor/global.sql`,
 /// and one workspace (`workspace.json`, its database from `cursor/workspace.sql`).
