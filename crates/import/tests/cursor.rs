@@ -665,3 +665,54 @@ fn a_cursor_database_from_before_its_conversations_imports_nothing() {
     assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
     assert_eq!((s.files, s.written.sessions_created), (1, 0));
 }
+
+#[test]
+fn a_cursor_agent_tree_that_lists_its_blobs_over_and_over_is_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = chats(dir.path());
+    let (workspace, id, _) = CURSOR_CHATS[1];
+    let store = chats.join(workspace).join(id).join("store.db");
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    // Forty nodes, each listing the next twice: 2^40 paths down to one message.
+    let hex = |n: u64| format!("{n:064x}");
+    conn.execute(
+        "INSERT INTO blobs VALUES (?1, ?2)",
+        rusqlite::params![
+            hex(1000),
+            br#"{"role":"user","content":"<user_query>again</user_query>"}"#.to_vec()
+        ],
+    )
+    .unwrap();
+    for n in 0..40u64 {
+        let child = if n == 39 { 1000 } else { n + 1 };
+        let bytes: Vec<u8> = (0..64)
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex(child)[i..i + 2], 16).unwrap())
+            .collect();
+        let mut node: Vec<u8> = Vec::new();
+        for _ in 0..2 {
+            node.extend([0x0a_u8, 0x20]);
+            node.extend(&bytes);
+        }
+        conn.execute(
+            "INSERT INTO blobs VALUES (?1, ?2)",
+            rusqlite::params![hex(n), node],
+        )
+        .unwrap();
+    }
+    let meta = serde_json::json!({"agentId": id, "latestRootBlobId": hex(0), "createdAt": 1});
+    let encoded: String = meta
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [encoded])
+        .unwrap();
+    drop(conn);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    assert_eq!(s.malformed.len(), 1, "{s:?}");
+    // Cut short after a few visits per blob, rather than walked 2^40 times.
+    assert!(s.malformed[0].error.contains("too often"), "{s:?}");
+    assert_eq!(texts(&db, CLI).len(), 7);
+}

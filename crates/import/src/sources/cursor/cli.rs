@@ -12,8 +12,9 @@
 //! Mapping:
 //! - a user message's words are what its `<user_query>` tags hold (Cursor wraps them with
 //!   context: `<timestamp>`, `<system_reminder>` …); a user message of context alone
-//!   (`<user_info>`, `<git_status>` …) is not one the user wrote and is counted skipped,
-//!   its `Workspace Path:` line the session's folder; a system message is skipped too;
+//!   (`<user_info>`, `<git_status>` …) is not one the user wrote and is counted skipped;
+//!   the first `Workspace Path:` line of the context is the session's folder; a system
+//!   message is skipped too;
 //! - an assistant message's `text`, `reasoning` (its signature kept; `redacted-reasoning`
 //!   as a reasoning part holding the block) and `tool-call` blocks (`toolCallId`,
 //!   `toolName`, `args`) become its parts, the model is the one its reasoning names
@@ -54,6 +55,11 @@ const CHILD_TAG: [u8; 2] = [0x0a, 0x20];
 /// How deep a tree is followed (Cursor's are a few levels; a cycle or a hostile file stops
 /// here).
 const MAX_DEPTH: usize = 64;
+
+/// How many visits a tree may take per blob the database holds (a blob listed twice is
+/// visited twice; a hostile file listing each node's child many times would otherwise
+/// take forever).
+const VISITS_PER_BLOB: usize = 8;
 
 /// Reads the conversation of the database at `unit.path` into `out`.
 pub(super) fn read(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
@@ -158,61 +164,86 @@ fn conversation(
 ) -> Vec<(String, Value)> {
     let mut found = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut on_path: HashSet<String> = HashSet::new();
-    walk_tree(
+    let mut tree = Tree {
         blobs,
+        on_path: HashSet::new(),
+        visits_left: blobs.len().saturating_mul(VISITS_PER_BLOB) + 1,
+        path,
+    };
+    tree.walk(
         &root.to_ascii_lowercase(),
         0,
-        &mut on_path,
         &mut |blob, message| {
             let n = seen.entry(blob.to_owned()).or_default();
             found.push((format!("{blob}#{n}"), message));
             *n += 1;
         },
-        path,
         report,
     );
     found
 }
 
-/// Visits the blob `id`: a message is handed to `visit`; a node's children are visited in
-/// order, then the message after them, if any.
-fn walk_tree(
-    blobs: &HashMap<String, Vec<u8>>,
-    id: &str,
-    depth: usize,
-    on_path: &mut HashSet<String>,
-    visit: &mut dyn FnMut(&str, Value),
-    path: &Path,
-    report: &mut FileReport,
-) {
-    let Some(data) = blobs.get(id) else {
-        report.skip("blob:missing");
-        return;
-    };
-    if depth > MAX_DEPTH || !on_path.insert(id.to_owned()) {
-        report.malformed(path, None, format!("blob {id} is part of itself"));
-        return;
-    }
-    let mut rest = data.as_slice();
-    while rest.len() >= 34 && rest.starts_with(&CHILD_TAG) {
-        let child: String = rest[2..34].iter().map(|b| format!("{b:02x}")).collect();
-        walk_tree(blobs, &child, depth + 1, on_path, visit, path, report);
-        rest = &rest[34..];
-    }
-    let trimmed = rest.trim_ascii_start();
-    if let Some(start) = trimmed.iter().position(|&b| b == b'{') {
-        match serde_json::from_slice::<Value>(&trimmed[start..]) {
-            Ok(message @ Value::Object(_)) if message.get("role").is_some() => {
-                visit(id, message);
-            }
-            Ok(_) => report.skip("blob:not-a-message"),
-            Err(err) => report.malformed(path, None, format!("blob {id}: {err}")),
+/// A walk of a conversation's tree.
+struct Tree<'a> {
+    blobs: &'a HashMap<String, Vec<u8>>,
+    /// The nodes from the root to the one being visited (a node under itself is a cycle).
+    on_path: HashSet<String>,
+    /// Visits left before the walk gives up (see [`VISITS_PER_BLOB`]).
+    visits_left: usize,
+    path: &'a Path,
+}
+
+impl Tree<'_> {
+    /// Visits the blob `id`: a message is handed to `visit`; a node's children are visited
+    /// in order, then the message after them, if any.
+    fn walk(
+        &mut self,
+        id: &str,
+        depth: usize,
+        visit: &mut dyn FnMut(&str, Value),
+        report: &mut FileReport,
+    ) {
+        let path = self.path;
+        let Some(data) = self.blobs.get(id) else {
+            report.skip("blob:missing");
+            return;
+        };
+        if self.visits_left == 0 {
+            return;
         }
-    } else if !trimmed.is_empty() {
-        report.skip("blob:unknown");
+        self.visits_left -= 1;
+        if self.visits_left == 0 {
+            report.malformed(
+                path,
+                None,
+                "the conversation's tree lists its blobs too often",
+            );
+            return;
+        }
+        if depth > MAX_DEPTH || !self.on_path.insert(id.to_owned()) {
+            report.malformed(path, None, format!("blob {id} is part of itself"));
+            return;
+        }
+        let mut rest = data.as_slice();
+        while rest.len() >= 34 && rest.starts_with(&CHILD_TAG) {
+            let child: String = rest[2..34].iter().map(|b| format!("{b:02x}")).collect();
+            self.walk(&child, depth + 1, visit, report);
+            rest = &rest[34..];
+        }
+        let trimmed = rest.trim_ascii_start();
+        if let Some(start) = trimmed.iter().position(|&b| b == b'{') {
+            match serde_json::from_slice::<Value>(&trimmed[start..]) {
+                Ok(message @ Value::Object(_)) if message.get("role").is_some() => {
+                    visit(id, message);
+                }
+                Ok(_) => report.skip("blob:not-a-message"),
+                Err(err) => report.malformed(path, None, format!("blob {id}: {err}")),
+            }
+        } else if !trimmed.is_empty() {
+            report.skip("blob:unknown");
+        }
+        self.on_path.remove(id);
     }
-    on_path.remove(id);
 }
 
 /// The conversation's messages into `out`: the folder from the context Cursor adds to
@@ -233,18 +264,16 @@ fn transcript(
         match str_of(&m, "role") {
             Some("user") => {
                 let said = content_text(m.get("content").unwrap_or(&Value::Null));
+                if rec.directory.is_none() {
+                    rec.directory = workspace_path(&said);
+                }
                 match user_query(&said) {
                     Some(query) => {
                         let mut msg = message(SRC, &key, Role::User, at);
                         msg.parts = numbered(SRC, &key, vec![text(query, false)], at);
                         out.messages.push(MessageRec::new(sid.clone(), msg));
                     }
-                    None if said.trim_start().starts_with('<') => {
-                        if rec.directory.is_none() {
-                            rec.directory = workspace_path(&said);
-                        }
-                        report.skip("message:context");
-                    }
+                    None if said.trim_start().starts_with('<') => report.skip("message:context"),
                     None if said.trim().is_empty() => report.skip("message:empty"),
                     None => {
                         let mut msg = message(SRC, &key, Role::User, at);
