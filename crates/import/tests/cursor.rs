@@ -484,12 +484,21 @@ fn a_cursor_conversation_keeps_its_words_calls_usage_and_folder() {
         scribe_import::time::parse("2025-12-29T10:00:05Z").unwrap()
     );
 
-    // An older conversation keeps its messages inline, records no usage and no name.
+    // An older conversation keeps its messages inline and no name; its tokens are not
+    // counted, but Cursor's record of what it cost (its `usageData`) is its cost, reported,
+    // and its requests its model calls.
     let chat = session(&db, CHAT);
     assert_eq!(chat.title, None);
     assert_eq!(chat.directory, None);
     assert_eq!(chat.model.as_deref(), Some("gpt-4.1"));
-    assert!(!chat.usage_recorded(), "{chat:?}");
+    assert_eq!(chat.cost_status.as_deref(), Some("reported"));
+    assert_eq!(chat.actual_cost_usd, Some(0.04));
+    assert_eq!((chat.api_call_count, chat.tokens.total()), (1, 0));
+    assert!(
+        common::messages(&db, CHAT)
+            .iter()
+            .all(|m| m.usage.total() == 0)
+    );
     assert_eq!(
         texts(&db, CHAT).iter().map(|t| t.0).collect::<Vec<_>>(),
         [Role::User, Role::Assistant]

@@ -27,8 +27,11 @@
 //!   neither status nor result was never settled and is kept running;
 //! - usage: a bubble's `tokenCount` (`inputTokens`, `outputTokens`) is one model call's.
 //!   Cursor keeps no cache split, so an estimated cost prices all input as uncached (an
-//!   upper bound where the provider cached), and recent builds keep no counts at all:
-//!   their conversations have no usage recorded. The model is the user message's
+//!   upper bound where the provider cached), and recent builds keep no counts at all. A
+//!   conversation whose record has `usageData` (per model, `costInCents` and `amount`, the
+//!   requests Cursor counted) has that as its cost, reported, and its requests as its
+//!   model calls; its tokens, if any, are the session's then, not its messages' (one
+//!   figure for the whole). Without either, a conversation has no usage recorded. The model is the user message's
 //!   `modelInfo.modelName` for the replies after it, else the conversation's
 //!   `modelConfig.modelName`, as Cursor names it (`claude-4.5-sonnet`, `default` for its
 //!   automatic choice; the pricer reads Cursor's Claude names, `scribe_import::pricing`);
@@ -70,7 +73,7 @@ use super::{
 use crate::Source;
 use crate::env::Env;
 use crate::error::{ImportError, Result};
-use crate::record::{Batch, MessageRec, Resume, SessionRec, TitleRank};
+use crate::record::{Batch, MessageRec, Resume, SessionRec, SessionUsage, TitleRank};
 use crate::time;
 
 const SRC: Source = Source::Cursor;
@@ -245,8 +248,27 @@ impl Importer for Cursor {
             let mut rec = session(&composer, id, created, updated);
             rec.directory = folders.get(id).cloned();
             rec.fingerprint = Some(fingerprint);
+            let first = out.messages.len();
             let last_at = transcript(&rec, &composer, bubbles, out, report);
             rec.updated_at = rec.updated_at.max(last_at);
+            if let Some((cost, requests)) = cursor_cost(&composer) {
+                // Cursor's own figure for the conversation: the usage goes to the session
+                // (as Hermes's and Goose's do), its messages keep none of their own.
+                let mut tokens = TokenUsage::default();
+                let mut calls = 0;
+                for m in &mut out.messages[first..] {
+                    tokens += std::mem::take(&mut m.message.usage);
+                    calls += std::mem::take(&mut m.api_calls);
+                }
+                rec.usage_total = Some(SessionUsage {
+                    tokens,
+                    api_calls: requests.max(calls),
+                    reported_cost: Some(cost),
+                    model: rec.model.clone(),
+                    cost_usd: 0.0,
+                    cost_flags: 0,
+                });
+            }
             out.sessions.push(rec);
         }
         Ok(Resume::default())
@@ -349,6 +371,30 @@ fn session(composer: &Value, id: &str, created: i64, updated: i64) -> SessionRec
         .filter(nonblank)
         .map(|name| (name.trim().to_owned(), TitleRank::Source));
     rec
+}
+
+/// What Cursor says a conversation cost (US dollars) and how many requests it made: its
+/// `usageData`, a `{"costInCents", "amount"}` per model; `None` when it keeps none.
+fn cursor_cost(composer: &Value) -> Option<(f64, i64)> {
+    let per_model = composer.get("usageData")?.as_object()?;
+    let (mut cents, mut requests, mut any) = (0.0, 0_i64, false);
+    for entry in per_model.values() {
+        let cost = entry
+            .get("costInCents")
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0);
+        let amount = entry
+            .get("amount")
+            .and_then(Value::as_i64)
+            .filter(|n| *n >= 0);
+        if cost.is_none() && amount.is_none() {
+            continue;
+        }
+        any = true;
+        cents += cost.unwrap_or(0.0);
+        requests = requests.saturating_add(amount.unwrap_or(0));
+    }
+    any.then_some((cents / 100.0, requests))
 }
 
 /// The messages of one conversation into `out`; returns the time of the last.
@@ -620,4 +666,31 @@ fn workspace_folders(global: &Path) -> HashMap<String, String> {
         }
     }
     folders
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_cost_is_its_usage_data_summed_over_models() {
+        let cost = |v: Value| cursor_cost(&serde_json::json!({ "usageData": v }));
+        assert_eq!(
+            cost(serde_json::json!({
+                "default": {"costInCents": 245, "amount": 8},
+                "claude-4.5-sonnet": {"costInCents": 100.5, "amount": 2},
+                "broken": {"costInCents": -3, "amount": "x"},
+                "empty": null
+            })),
+            Some((3.455, 10))
+        );
+        // Requests Cursor did not charge for are still its requests.
+        assert_eq!(
+            cost(serde_json::json!({"default": {"amount": 3}})),
+            Some((0.0, 3))
+        );
+        assert_eq!(cost(serde_json::json!({})), None);
+        assert_eq!(cost(serde_json::json!([1])), None);
+        assert_eq!(cursor_cost(&serde_json::json!({})), None);
+    }
 }
