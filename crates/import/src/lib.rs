@@ -2,8 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build, Qwen Code, Google Antigravity, Kimi and Cursor each keep every conversation on disk
-//! in their own format. One module per
+//! Build, Qwen Code, Google Antigravity, Kimi, Cursor and Zed each keep every conversation on
+//! disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -99,13 +99,15 @@ pub enum Source {
     Antigravity,
     /// Moonshot AI's Kimi Code (and the Kimi CLI before it).
     Kimi,
-    /// The Cursor editor's chat and agent.
+    /// The Cursor editor's chat and agent (and its command-line agent).
     Cursor,
+    /// The Zed editor's agent panel.
+    Zed,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 20] = [
+    pub const ALL: [Source; 21] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -126,6 +128,7 @@ impl Source {
         Source::Antigravity,
         Source::Kimi,
         Source::Cursor,
+        Source::Zed,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -151,6 +154,7 @@ impl Source {
             Source::Antigravity => "antigravity",
             Source::Kimi => "kimi",
             Source::Cursor => "cursor",
+            Source::Zed => "zed",
         }
     }
 }

@@ -29,8 +29,9 @@
 //! OpenClaw count it inside their output; Droid keeps it apart (ccusage counts it in its
 //! total and prices it as output); Amp's threads here have none. Qwen Code's figures are
 //! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too), and
-//! Kimi's in `tests/kimi.rs`. ccusage does not read Cursor's database: its figures are
-//! checked against the fixture's own counts in `tests/cursor.rs`.
+//! Kimi's in `tests/kimi.rs`. ccusage reads neither Cursor's nor Zed's database: their
+//! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
+//! `tests/zed.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -96,7 +97,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        63,
+        65,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -122,7 +123,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "qwen",
                 "antigravity",
                 "kimi",
-                "cursor"
+                "cursor",
+                "zed"
             ]
             .contains(&s.source.as_str()),
             "{}",

@@ -161,6 +161,10 @@ fn described(source: Source) -> Described {
             "Cursor's chats and agent (`~/.config/Cursor/User`, `XDG_CONFIG_HOME`) and its command-line agent (`~/.cursor/chats`)",
             "Cursor keeps globalStorage/state.vscdb in its User folder (~/.config/Cursor/User), its agent chats/<hash>/<id>/store.db in ~/.cursor",
         ),
+        Source::Zed => (
+            "Zed's agent panel (`~/.local/share/zed/threads`, `XDG_DATA_HOME`)",
+            "Zed keeps threads/threads.db in its data folder (~/.local/share/zed)",
+        ),
     };
     Described { help, keeps }
 }

@@ -21,6 +21,7 @@ pub mod kimi;
 pub mod opencode;
 pub mod pi;
 pub mod qwen;
+pub mod zed;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -330,6 +331,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Antigravity => &antigravity::Antigravity,
         Source::Kimi => &kimi::Kimi,
         Source::Cursor => &cursor::Cursor,
+        Source::Zed => &zed::Zed,
     }
 }
 

@@ -54,7 +54,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
 /// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`,
 /// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`, Cursor's databases
-/// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`).
+/// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`,
+/// Zed's threads database built from its dump in `~/.local/share/zed/threads`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -89,6 +90,10 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("kimi/kimi", &home.join(".kimi"));
     cursor_user(&home.join(".config/Cursor/User"));
     cursor_chats(&home.join(".cursor/chats"));
+    build_db(
+        "zed/threads.sql",
+        &home.join(".local/share/zed/threads/threads.db"),
+    );
     home
 }
 
