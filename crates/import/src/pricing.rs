@@ -42,10 +42,10 @@ impl Pricer {
     /// (`claude-sonnet-4-20250514` is `claude-sonnet-4`), or with its dots written as
     /// dashes, as Copilot CLI names Claude models (`claude-sonnet-4.5` is
     /// `claude-sonnet-4-5`; a name the catalog has with its dots, `gpt-4.1`, is itself),
-    /// or, as Cursor names Claude models, with the version before the family and the
-    /// thinking or effort it ran with after it (`claude-4.5-sonnet-thinking` and
-    /// `claude-4.5-opus-high` are `claude-sonnet-4-5` and `claude-opus-4-5`: neither
-    /// changes the price of a token).
+    /// or without a `-thinking` suffix (Zed's `claude-sonnet-4-thinking`), or, as Cursor
+    /// names Claude models, with the version before the family and the thinking or effort
+    /// it ran with after it (`claude-4.5-sonnet-thinking` and `claude-4.5-opus-high` are
+    /// `claude-sonnet-4-5` and `claude-opus-4-5`): neither changes the price of a token.
     pub fn model(&self, name: &str) -> Option<&Model> {
         let name = name.trim();
         let name = name.rsplit('/').next().unwrap_or(name);
@@ -61,6 +61,7 @@ impl Pricer {
                     .then(|| self.catalog.get(&base.replace('.', "-")))
                     .flatten()
             })
+            .or_else(|| self.catalog.get(base.strip_suffix("-thinking")?))
             .or_else(|| self.catalog.get(&version_last(base)?))
     }
 
@@ -296,6 +297,9 @@ mod tests {
             ("claude-4-sonnet-thinking", "claude-sonnet-4"),
             ("claude-4.5-opus-high-thinking", "claude-opus-4-5"),
             ("claude-3.7-sonnet", "claude-3-7-sonnet"),
+            // Zed's: thinking after the name.
+            ("claude-sonnet-4-thinking", "claude-sonnet-4"),
+            ("claude-opus-4-5-thinking", "claude-opus-4-5"),
         ] {
             assert_eq!(p.model(name).map(|m| m.id.as_str()), Some(id), "{name}");
         }
