@@ -725,3 +725,39 @@ fn a_cursor_agent_tree_that_lists_its_blobs_over_and_over_is_cut_short() {
     assert!(s.malformed[0].error.contains("too often"), "{s:?}");
     assert_eq!(texts(&db, CLI).len(), 7);
 }
+
+#[test]
+fn a_cursor_conversation_without_a_start_keeps_the_one_its_first_import_gave_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (user, roots) = user(dir.path());
+    // An older conversation whose record says neither when it began nor when it changed:
+    // its messages carry no time either.
+    cursor_writes(
+        &user,
+        &format!(
+            "UPDATE cursorDiskKV SET value = json_remove(CAST(value AS TEXT), '$.createdAt', \
+             '$.lastUpdatedAt') WHERE key = 'composerData:{CHAT}';"
+        ),
+    );
+    let db = scribe_db(dir.path());
+    run(&db, Source::Cursor, &roots);
+    let started = session(&db, CHAT).created_at;
+    let ids: Vec<String> = messages(&db, CHAT).into_iter().map(|m| m.id).collect();
+    // Later the file changes (another conversation, the window's state) and this one is
+    // rewritten: it is read again, and its messages are the same ones.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    cursor_writes(
+        &user,
+        &format!(
+            "UPDATE cursorDiskKV SET value = json_set(CAST(value AS TEXT), '$.status', 'none') \
+             WHERE key = 'composerData:{CHAT}'; \
+             INSERT INTO ItemTable VALUES ('workbench.view', '{{}}');"
+        ),
+    );
+    let again = run(&db, Source::Cursor, &roots);
+    assert!(again.malformed.is_empty(), "{again:?}");
+    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
+    assert_eq!(session(&db, CHAT).created_at, started);
+    let after: Vec<String> = messages(&db, CHAT).into_iter().map(|m| m.id).collect();
+    assert_eq!(after, ids);
+}

@@ -67,8 +67,8 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Times, Unit, int_of, message, numbered, open_source_db,
-    reasoning, rows, str_of, text, tool, uri_directory, walk,
+    Batches, FileReport, Importer, Recorded, Step, Times, Unit, int_of, message, numbered,
+    open_source_db, reasoning, rows, str_of, text, tool, uri_directory, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -213,7 +213,8 @@ impl Importer for Cursor {
                 int_of(seen, "last"),
                 int_of(seen, "bytes"),
             );
-            if unit.state.fingerprint(SRC, id)?.as_deref() == Some(fingerprint.as_str()) {
+            let recorded = Recorded::of(unit, SRC, id)?;
+            if recorded.unchanged(&fingerprint) {
                 continue;
             }
             let Some(bytes) = value(&conn, &format!("composerData:{id}")).map_err(db)? else {
@@ -232,7 +233,12 @@ impl Importer for Cursor {
                 }
             };
             drop(bytes);
-            let created = when(composer.get("createdAt")).unwrap_or(unit.mtime_ms);
+            // Its start: its own, else the one an earlier import gave it, else its last
+            // change (never the file's time, which moves with every other conversation).
+            let created = when(composer.get("createdAt"))
+                .or(recorded.start)
+                .or_else(|| when(composer.get("lastUpdatedAt")))
+                .unwrap_or(unit.mtime_ms);
             let updated = when(composer.get("lastUpdatedAt"))
                 .unwrap_or(created)
                 .max(created);
@@ -247,7 +253,7 @@ impl Importer for Cursor {
             let folders = folders.get_or_insert_with(|| workspace_folders(path));
             let mut rec = session(&composer, id, created, updated);
             rec.directory = folders.get(id).cloned();
-            rec.fingerprint = Some(fingerprint);
+            rec.fingerprint = Some(Recorded::fingerprint(created, &fingerprint));
             let first = out.messages.len();
             let last_at = transcript(&rec, &composer, bubbles, out, report);
             rec.updated_at = rec.updated_at.max(last_at);

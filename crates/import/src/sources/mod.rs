@@ -140,6 +140,44 @@ fn order(a: (f64, &str), b: (f64, &str)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1))
 }
 
+/// What an earlier import recorded of a session whose source keeps no start time of its
+/// own (a Zed thread, a Cursor conversation without one): the start it gave the session,
+/// and what it saw of the source (to tell whether it changed). Kept together as the
+/// session's fingerprint, `start|seen` ([`Recorded::fingerprint`]), so the start never
+/// moves: the session's messages take it, and their ids with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    /// The start the first import gave the session (ms).
+    pub(crate) start: Option<i64>,
+    /// What it saw.
+    pub(crate) seen: Option<String>,
+}
+
+impl Recorded {
+    /// What earlier imports recorded of session `id` of `source` in `unit`'s store.
+    pub(crate) fn of(unit: &Unit<'_>, source: Source, id: &str) -> Result<Recorded> {
+        let stored = unit.state.fingerprint(source, id)?;
+        Ok(stored
+            .as_deref()
+            .and_then(|f| f.split_once('|'))
+            .map(|(start, seen)| Recorded {
+                start: start.parse().ok(),
+                seen: Some(seen.to_owned()),
+            })
+            .unwrap_or_default())
+    }
+
+    /// Whether the source is as it was seen: `seen` now.
+    pub(crate) fn unchanged(&self, seen: &str) -> bool {
+        self.seen.as_deref() == Some(seen)
+    }
+
+    /// The fingerprint recording `start` and `seen`.
+    pub(crate) fn fingerprint(start: i64, seen: &str) -> String {
+        format!("{start}|{seen}")
+    }
+}
+
 /// Where a file read whole ends: after the complete lines of `chunk`, with nothing to
 /// carry (a change reads it again from its start).
 pub(crate) fn resume_whole(chunk: &crate::reader::Chunk) -> Resume {

@@ -38,8 +38,8 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, file, int_of, message, numbered, open_source_db,
-    reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Recorded, Step, Unit, file, int_of, message, numbered,
+    open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -134,16 +134,9 @@ impl Importer for Zed {
             if unit.since.is_some_and(|since| updated < since) {
                 continue;
             }
-            // What the last import saw, after the start it gave the thread (`start|seen`).
             let seen = format!("{updated_text}:{}", int_of(t, "bytes"));
-            let stored = unit.state.fingerprint(SRC, id)?;
-            let (known_start, last_seen) = stored
-                .as_deref()
-                .and_then(|f| f.split_once('|'))
-                .map_or((None, None), |(start, seen)| {
-                    (start.parse::<i64>().ok(), Some(seen))
-                });
-            if last_seen == Some(seen.as_str()) {
+            let recorded = Recorded::of(unit, SRC, id)?;
+            if recorded.unchanged(&seen) {
                 continue;
             }
             let stored = {
@@ -169,8 +162,8 @@ impl Importer for Zed {
                 }
             };
             drop(data);
-            let mut rec = session(&thread, id, updated, known_start);
-            rec.fingerprint = Some(format!("{}|{seen}", rec.created_at));
+            let mut rec = session(&thread, id, updated, recorded.start);
+            rec.fingerprint = Some(Recorded::fingerprint(rec.created_at, &seen));
             let replies = transcript(&rec, &thread, out, report, path);
             if let Some(usage) = &mut rec.usage_total {
                 usage.api_calls = replies;

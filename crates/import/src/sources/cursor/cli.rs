@@ -36,8 +36,8 @@ use scribe_message::{Part, Role, ToolState};
 use serde_json::Value;
 
 use super::super::{
-    FileReport, Unit, content_text, message, numbered, open_source_db, reasoning, settle_call,
-    str_of, text, tool,
+    FileReport, Recorded, Unit, content_text, message, numbered, open_source_db, reasoning,
+    settle_call, str_of, text, tool,
 };
 use super::SRC;
 use crate::error::{ImportError, Result};
@@ -116,7 +116,11 @@ pub(super) fn read(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) ->
     }
     let messages = conversation(&blobs, root, path, report);
     drop(blobs);
-    let created = super::when(meta.get("createdAt")).unwrap_or(unit.mtime_ms);
+    // Its start: its own, else the one an earlier import gave it (the file's time moves).
+    let recorded = Recorded::of(unit, SRC, &id)?;
+    let created = super::when(meta.get("createdAt"))
+        .or(recorded.start)
+        .unwrap_or(unit.mtime_ms);
     if unit
         .since
         .is_some_and(|since| unit.mtime_ms.max(created) < since)
@@ -124,6 +128,7 @@ pub(super) fn read(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) ->
         return Ok(Resume::default());
     }
     let mut rec = SessionRec::new(&id, created);
+    rec.fingerprint = Some(Recorded::fingerprint(created, ""));
     rec.updated_at = unit.mtime_ms.max(created);
     rec.model = str_of(&meta, "lastUsedModel")
         .filter(|m| !m.trim().is_empty())
