@@ -423,6 +423,13 @@ fn conversation(ctx: &Ctx) -> Result<()> {
         )? == json!(true),
         "tool calls are collapsed",
     )?;
+    // Reasoning the provider redacted says so when opened, rather than showing nothing.
+    d.click("#msg_main_4 details.reasoning > summary")?;
+    d.wait(
+        "the redacted reasoning says so",
+        "return document.querySelector('#msg_main_4 details.reasoning')?.textContent\
+             .includes('(redacted by the provider)')",
+    )?;
     d.click("#msg_main_2 details.tool > summary")?;
     d.wait(
         "the tool opens",

@@ -406,7 +406,11 @@ pub fn fixture() -> Fixture {
                 &main_messages[3],
                 "assistant",
                 t + 4 * MINUTE,
-                vec![json!({"type": "text", "text": "All green now: the build passes."})],
+                vec![
+                    // Reasoning the provider sent redacted: no text, kept in its metadata.
+                    json!({"type": "reasoning", "text": "", "metadata": {"redacted": "ZW5jcnlwdGVk"}}),
+                    json!({"type": "text", "text": "All green now: the build passes."}),
+                ],
             ),
         ],
     );
