@@ -67,7 +67,7 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Recorded, Step, Times, Unit, int_of, message, numbered,
+    Batches, FileReport, Importer, Recorded, Step, Times, Unit, find_db, int_of, message, numbered,
     open_source_db, reasoning, rows, str_of, text, tool, uri_directory, walk,
 };
 use crate::Source;
@@ -114,19 +114,12 @@ impl Importer for Cursor {
     /// command-line agent's conversations (`store.db`) under it (`~/.cursor`, its `chats`
     /// folder, a folder of one workspace's conversations, or one conversation's).
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        if root.is_file() {
-            out.push(root.to_owned());
-            return Ok(());
-        }
-        if let Some(db) = [
-            root.join("globalStorage").join(DB),
-            root.join("User/globalStorage").join(DB),
-            root.join(DB),
-        ]
-        .into_iter()
-        .find(|db| db.is_file())
-        {
-            out.push(db);
+        let editor = [
+            "globalStorage/state.vscdb",
+            "User/globalStorage/state.vscdb",
+            DB,
+        ];
+        if find_db(root, &editor, out) {
             return Ok(());
         }
         if root.join("globalStorage").is_dir() || root.join("User").is_dir() {

@@ -44,8 +44,8 @@ use scribe_message::{CompactionPart, Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, f64_of, inline_image, int_of, json_col, message,
-    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Step, Unit, array_of, f64_of, find_db, inline_image, int_of,
+    json_col, message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -121,17 +121,8 @@ impl Importer for Goose {
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        if root.is_file() {
-            out.push(root.to_owned());
-            return Ok(());
-        }
         // Goose's sessions folder, or its data folder above it.
-        if let Some(db) = [root.join(DB), root.join("sessions").join(DB)]
-            .into_iter()
-            .find(|db| db.is_file())
-        {
-            out.push(db);
-        }
+        find_db(root, &[DB, "sessions/sessions.db"], out);
         Ok(())
     }
 
@@ -443,10 +434,7 @@ fn response(item: &Value) -> (String, bool) {
     let (items, failed) = match value {
         Value::Array(items) => (items.as_slice(), false),
         other => (
-            other
-                .get("content")
-                .and_then(Value::as_array)
-                .map_or(&[][..], Vec::as_slice),
+            array_of(other, "content"),
             other.get("isError").and_then(Value::as_bool) == Some(true),
         ),
     };

@@ -428,6 +428,35 @@ pub(crate) fn walk(
     Ok(())
 }
 
+/// The array field `key` of a JSON object, as a slice (empty when it is absent or not an
+/// array).
+pub(crate) fn array_of<'a>(v: &'a serde_json::Value, key: &str) -> &'a [serde_json::Value] {
+    v.get(key)
+        .and_then(serde_json::Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The database an importer reads at `root`: `root` itself when it is a file, else the
+/// first of `under` (paths below `root`: the folder the agent keeps it in, the one above)
+/// that exists. Whether one was found.
+pub(crate) fn find_db(root: &Path, under: &[&str], out: &mut Vec<PathBuf>) -> bool {
+    if root.is_file() {
+        out.push(root.to_owned());
+        return true;
+    }
+    match under
+        .iter()
+        .map(|rel| root.join(rel))
+        .find(|db| db.is_file())
+    {
+        Some(db) => {
+            out.push(db);
+            true
+        }
+        None => false,
+    }
+}
+
 /// A string field of a JSON object.
 pub(crate) fn str_of<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(serde_json::Value::as_str)

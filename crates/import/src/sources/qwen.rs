@@ -465,10 +465,7 @@ impl Session {
         at: i64,
         report: &mut FileReport,
     ) {
-        let history = payload
-            .get("compressedHistory")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        let history = super::array_of(payload, "compressedHistory");
         let summary = history
             .first()
             .and_then(|c| c.get("parts"))

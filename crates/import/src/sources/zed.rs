@@ -38,8 +38,8 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Recorded, Step, Unit, file, int_of, message, numbered,
-    open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Recorded, Step, Unit, array_of, file, find_db, int_of, message,
+    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -89,16 +89,8 @@ impl Importer for Zed {
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        if root.is_file() {
-            out.push(root.to_owned());
-            return Ok(());
-        }
-        if let Some(db) = [root.join(DB), root.join("threads").join(DB)]
-            .into_iter()
-            .find(|db| db.is_file())
-        {
-            out.push(db);
-        }
+        // Zed's threads folder, or its data folder above it.
+        find_db(root, &[DB, "threads/threads.db"], out);
         Ok(())
     }
 
@@ -262,10 +254,7 @@ fn transcript(
     let sid = rec.external_id.as_str();
     let at = rec.created_at;
     let mut replies = 0;
-    let messages = thread
-        .get("messages")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let messages = array_of(thread, "messages");
     for (n, m) in messages.iter().enumerate() {
         report.records += 1;
         let (role, key, parts) = match m {
@@ -332,11 +321,7 @@ fn legacy_key(m: &Value, n: usize) -> String {
 /// A user message's parts (see the module's mapping).
 fn user_parts(user: &Value, report: &mut FileReport) -> Vec<Part> {
     let mut parts = Vec::new();
-    for content in user
-        .get("content")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-    {
+    for content in array_of(user, "content") {
         match tagged(content) {
             Some(("Text", Value::String(said))) if !said.trim().is_empty() => {
                 parts.push(text(said.as_str(), false));
@@ -358,11 +343,7 @@ fn user_parts(user: &Value, report: &mut FileReport) -> Vec<Part> {
 /// An agent message's parts: its content in order, each call settled by its result.
 fn agent_parts(agent: &Value, at: i64, report: &mut FileReport) -> Vec<Part> {
     let mut parts = Vec::new();
-    for content in agent
-        .get("content")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-    {
+    for content in array_of(agent, "content") {
         match tagged(content) {
             Some(("Text", Value::String(said))) if !said.trim().is_empty() => {
                 parts.push(text(said.as_str(), false));
@@ -403,11 +384,7 @@ fn agent_parts(agent: &Value, at: i64, report: &mut FileReport) -> Vec<Part> {
 /// A first-agent message's parts: its segments, calls and their results.
 fn legacy_parts(m: &Value, at: i64, report: &mut FileReport) -> Vec<Part> {
     let mut parts = Vec::new();
-    for segment in m
-        .get("segments")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-    {
+    for segment in array_of(m, "segments") {
         match str_of(segment, "type") {
             Some("text") => {
                 if let Some(said) = str_of(segment, "text").filter(|t| !t.trim().is_empty()) {
@@ -429,18 +406,10 @@ fn legacy_parts(m: &Value, at: i64, report: &mut FileReport) -> Vec<Part> {
             None => report.skip("segment:untyped"),
         }
     }
-    for call in m
-        .get("tool_uses")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-    {
+    for call in array_of(m, "tool_uses") {
         parts.push(tool_use(call, at));
     }
-    for result in m
-        .get("tool_results")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-    {
+    for result in array_of(m, "tool_results") {
         settle(&mut parts, result, at, report);
     }
     parts

@@ -36,8 +36,8 @@ use scribe_message::{Part, Role, ToolState};
 use serde_json::Value;
 
 use super::super::{
-    FileReport, Recorded, Unit, content_text, message, numbered, open_source_db, reasoning,
-    settle_call, str_of, text, tool,
+    FileReport, Recorded, Unit, array_of, content_text, message, numbered, open_source_db,
+    reasoning, settle_call, str_of, text, tool,
 };
 use super::SRC;
 use crate::error::{ImportError, Result};
@@ -392,9 +392,7 @@ fn reply(
 
 /// A message's content blocks (none when its content is text).
 fn blocks(m: &Value) -> &[Value] {
-    m.get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    array_of(m, "content")
 }
 
 /// What the `<user_query>` tags of a user message hold (trimmed), when it has them: the
