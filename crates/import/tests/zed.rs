@@ -293,7 +293,9 @@ fn a_zed_thread_that_cannot_be_read_is_reported_and_the_rest_imported() {
         .execute_batch(
             "INSERT INTO threads VALUES ('bad-zstd', 't', '2026-01-01T00:00:00Z', 'zstd', X'00010203'); \
              INSERT INTO threads VALUES ('bad-kind', 't', '2026-01-01T00:00:00Z', 'gzip', X'00'); \
-             INSERT INTO threads VALUES ('bad-json', 't', '2026-01-01T00:00:00Z', 'json', CAST('[1]' AS BLOB));",
+             INSERT INTO threads VALUES ('bad-json', 't', '2026-01-01T00:00:00Z', 'json', CAST('[1]' AS BLOB)); \
+             INSERT INTO threads VALUES ('as-text', 't', '2026-01-01T00:00:00Z', 'json', \
+               '{\"title\":\"kept as text\",\"messages\":[{\"User\":{\"id\":\"u\",\"content\":[{\"Text\":\"hi\"}]}}]}');",
         )
         .unwrap();
     let db = scribe_db(dir.path());
@@ -308,5 +310,10 @@ fn a_zed_thread_that_cannot_be_read_is_reported_and_the_rest_imported() {
     );
     assert!(errors.iter().any(|e| e.contains("\"gzip\"")));
     assert!(errors.contains(&"thread bad-json is not an object"));
-    assert_eq!(sessions(&db).len(), 2);
+    // A thread whose JSON is stored as text rather than bytes is read all the same.
+    assert_eq!(sessions(&db).len(), 3);
+    assert_eq!(
+        session(&db, "as-text").title.as_deref(),
+        Some("kept as text")
+    );
 }

@@ -133,10 +133,20 @@ impl Importer for Zed {
             }
             let stored = {
                 use rusqlite::OptionalExtension;
+                // Either column as whatever it holds: text or bytes, read alike.
+                let bytes = |v: rusqlite::types::ValueRef<'_>| match v {
+                    rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+                        b.to_vec()
+                    }
+                    _ => Vec::new(),
+                };
                 conn.query_row(
                     "SELECT data_type, data FROM threads WHERE id = ?1",
                     [id],
-                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)),
+                    |r| {
+                        let kind = String::from_utf8_lossy(&bytes(r.get_ref(0)?)).into_owned();
+                        Ok((kind, bytes(r.get_ref(1)?)))
+                    },
                 )
                 .optional()
                 .map_err(db)?
