@@ -761,3 +761,30 @@ fn a_cursor_conversation_without_a_start_keeps_the_one_its_first_import_gave_it(
     let after: Vec<String> = messages(&db, CHAT).into_iter().map(|m| m.id).collect();
     assert_eq!(after, ids);
 }
+
+#[test]
+fn a_cursor_agent_chat_not_recorded_yet_imports_nothing_and_a_bad_record_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = chats(dir.path());
+    let store = |n: usize| {
+        let (workspace, id, _) = CURSOR_CHATS[n];
+        chats.join(workspace).join(id).join("store.db")
+    };
+    // A chat opened but not recorded (no record under `0` yet), and one whose record is
+    // neither hex nor JSON.
+    let set = |n: usize, sql: &str| {
+        rusqlite::Connection::open(store(n))
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+    };
+    set(0, "UPDATE meta SET value = NULL WHERE key = '0'");
+    set(1, "UPDATE meta SET value = 'zz' WHERE key = '0'");
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Cursor, std::slice::from_ref(&chats));
+    assert!(s.failed.is_empty(), "{s:?}");
+    assert_eq!(s.skipped.get("conversation:empty"), Some(&1), "{s:?}");
+    assert_eq!(s.malformed.len(), 1, "{s:?}");
+    assert!(s.malformed[0].error.contains("is not JSON"), "{s:?}");
+    assert!(sessions(&db).is_empty());
+}

@@ -71,12 +71,18 @@ pub(super) fn read(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) ->
         conn.query_row(
             "SELECT CAST(value AS TEXT) FROM meta WHERE key = '0'",
             [],
-            |r| r.get(0),
+            |r| r.get::<_, Option<String>>(0),
         )
         .optional()
         .map_err(db)?
+        .flatten()
     };
-    let Some(meta) = meta.as_deref().and_then(decode_meta) else {
+    let Some(meta) = meta else {
+        // A conversation Cursor has not recorded yet.
+        report.skip("conversation:empty");
+        return Ok(Resume::default());
+    };
+    let Some(meta) = decode_meta(&meta) else {
         report.malformed(path, None, "the conversation's record (meta 0) is not JSON");
         return Ok(Resume::default());
     };
