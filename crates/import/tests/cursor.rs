@@ -75,6 +75,9 @@ fn cursor_is_found_in_its_user_folder_and_from_any_folder_above_its_database() {
         importer.discover(&root, &mut found).unwrap();
         assert_eq!(found, std::slice::from_ref(&db), "from {}", root.display());
     }
+    // `--watch` watches the editor's database, not the whole of its busy `User` folder.
+    assert_eq!(importer.watch_root(&user), db);
+    assert_eq!(importer.watch_root(user.parent().unwrap()), db);
     // A workspace's database is not the global one, and the editor's folder is not
     // searched for the agent's conversations.
     let mut found = Vec::new();
@@ -109,6 +112,10 @@ fn cursor_is_found_in_its_user_folder_and_from_any_folder_above_its_database() {
         importer.discover(&root, &mut found).unwrap();
         assert_eq!(found, want, "from {}", root.display());
     }
+    assert_eq!(
+        importer.watch_root(&dot_cursor.join("chats")),
+        dot_cursor.join("chats")
+    );
 }
 
 /// The command-line agent's `chats` folder in a fresh home under `dir`.

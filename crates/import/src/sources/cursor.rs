@@ -131,6 +131,20 @@ impl Importer for Cursor {
         walk(root, out, |p| p.file_name().is_some_and(|n| n == cli::DB))
     }
 
+    /// The editor's database itself (its folder is watched, not the tree: the rest of
+    /// Cursor's `User` folder, its file history and workspace state, changes all the time
+    /// and holds nothing of a conversation); the agent's `chats` folder as it is.
+    fn watch_root(&self, root: &Path) -> PathBuf {
+        [
+            "globalStorage/state.vscdb",
+            "User/globalStorage/state.vscdb",
+        ]
+        .iter()
+        .map(|rel| root.join(rel))
+        .find(|db| db.is_file())
+        .unwrap_or_else(|| root.to_owned())
+    }
+
     fn companions(&self, path: &Path) -> Vec<PathBuf> {
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
