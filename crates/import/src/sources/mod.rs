@@ -315,7 +315,8 @@ pub trait Importer: Sync {
     /// itself, unless history [`Importer::discover`] reads from `root` lies beside it
     /// (Hermes' `state.db` beside its sessions folder, OpenCode's messages and parts
     /// beside its storage's session folder); then the folder above, so a change there is
-    /// noticed too.
+    /// noticed too. Or narrower, when the root holds much else that changes all the time
+    /// (Cursor's `User` folder: its database alone).
     fn watch_root(&self, root: &Path) -> PathBuf {
         root.to_owned()
     }
