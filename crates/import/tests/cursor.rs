@@ -243,18 +243,38 @@ fn blob_id(data: &[u8]) -> String {
         .collect()
 }
 
+/// `hex` (pairs of hex digits) as bytes.
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The agent's record of its conversation at `store` (`meta` `0`, hex-encoded JSON).
+fn record(conn: &rusqlite::Connection) -> serde_json::Value {
+    let hex: String = conn
+        .query_row("SELECT value FROM meta WHERE key = '0'", [], |r| r.get(0))
+        .unwrap();
+    serde_json::from_slice(&unhex(&hex)).unwrap()
+}
+
+/// Writes `meta` as the agent's record of its conversation, as Cursor encodes it.
+fn set_record(conn: &rusqlite::Connection, meta: &serde_json::Value) {
+    let hex: String = meta
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [hex])
+        .unwrap();
+}
+
 /// Appends `message` to the agent's conversation at `store` as Cursor does: a new blob,
 /// and a new root listing the old root's children and it.
 fn agent_says(store: &Path, message: &str) {
     let conn = rusqlite::Connection::open(store).unwrap();
-    let meta: String = conn
-        .query_row("SELECT value FROM meta WHERE key = '0'", [], |r| r.get(0))
-        .unwrap();
-    let bytes: Vec<u8> = (0..meta.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&meta[i..i + 2], 16).unwrap())
-        .collect();
-    let mut meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let mut meta = record(&conn);
     let root = meta["latestRootBlobId"].as_str().unwrap().to_owned();
     let old: Vec<u8> = conn
         .query_row("SELECT data FROM blobs WHERE id = ?1", [&root], |r| {
@@ -264,11 +284,7 @@ fn agent_says(store: &Path, message: &str) {
     let id = blob_id(message.as_bytes());
     let mut node = old;
     node.extend([0x0a, 0x20]);
-    node.extend(
-        (0..64)
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&id[i..i + 2], 16).unwrap()),
-    );
+    node.extend(unhex(&id));
     let new_root = blob_id(&node);
     conn.execute(
         "INSERT OR IGNORE INTO blobs VALUES (?1, ?2)",
@@ -281,13 +297,7 @@ fn agent_says(store: &Path, message: &str) {
     )
     .unwrap();
     meta["latestRootBlobId"] = new_root.into();
-    let hex: String = meta
-        .to_string()
-        .bytes()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [hex])
-        .unwrap();
+    set_record(&conn, &meta);
 }
 
 #[test]
@@ -335,14 +345,10 @@ fn a_cursor_agent_tree_that_holds_itself_is_reported_not_followed_forever() {
         rusqlite::params![me, node],
     )
     .unwrap();
-    let meta = serde_json::json!({"agentId": id, "latestRootBlobId": me, "createdAt": 1});
-    let hex: String = meta
-        .to_string()
-        .bytes()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [hex])
-        .unwrap();
+    set_record(
+        &conn,
+        &serde_json::json!({"agentId": id, "latestRootBlobId": me, "createdAt": 1}),
+    );
     drop(conn);
     let db = scribe_db(dir.path());
     let s = run(&db, Source::Cursor, std::slice::from_ref(&chats));
@@ -701,10 +707,7 @@ fn a_cursor_agent_tree_that_lists_its_blobs_over_and_over_is_cut_short() {
     .unwrap();
     for n in 0..40u64 {
         let child = if n == 39 { 1000 } else { n + 1 };
-        let bytes: Vec<u8> = (0..64)
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex(child)[i..i + 2], 16).unwrap())
-            .collect();
+        let bytes = unhex(&hex(child));
         let mut node: Vec<u8> = Vec::new();
         for _ in 0..2 {
             node.extend([0x0a_u8, 0x20]);
@@ -716,14 +719,10 @@ fn a_cursor_agent_tree_that_lists_its_blobs_over_and_over_is_cut_short() {
         )
         .unwrap();
     }
-    let meta = serde_json::json!({"agentId": id, "latestRootBlobId": hex(0), "createdAt": 1});
-    let encoded: String = meta
-        .to_string()
-        .bytes()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    conn.execute("UPDATE meta SET value = ?1 WHERE key = '0'", [encoded])
-        .unwrap();
+    set_record(
+        &conn,
+        &serde_json::json!({"agentId": id, "latestRootBlobId": hex(0), "createdAt": 1}),
+    );
     drop(conn);
     let db = scribe_db(dir.path());
     let s = run(&db, Source::Cursor, std::slice::from_ref(&chats));
