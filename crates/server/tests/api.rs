@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use common::*;
 use scribe_db::Database;
-use scribe_message::{MessageService, SearchOptions, TokenUsage};
+use scribe_message::{MessageService, SearchOptions};
 use scribe_server::json::{SearchHits, Stats};
-use scribe_session::{SessionService, StatsBy, UsageDelta};
+use scribe_session::{SessionService, StatsBy};
 use serde_json::{Value, json};
 
 fn ids(page: &Value) -> Vec<String> {
@@ -776,16 +776,9 @@ fn usage_is_read_again_after_a_change() {
     let recent = get_json(a, "/api/stats?since=2026-01-09");
     assert!(input(&recent) < input(&before), "{recent} against {before}");
     let db = Arc::new(Database::open(&f.db).unwrap());
-    let delta = UsageDelta {
-        tokens: TokenUsage {
-            input: 1_000,
-            ..TokenUsage::default()
-        },
-        api_calls: 1,
-        cost_usd: 1.0,
-        ..UsageDelta::default()
-    };
-    SessionService::new(db).add_usage(&f.main, &delta).unwrap();
+    SessionService::new(db)
+        .add_usage(&f.main, &one_call(1_000, 1.0))
+        .unwrap();
     wait_for_change(&mut next_line);
     let after = get_json(a, "/api/stats");
     assert_eq!(input(&after), input(&before) + 1_000, "{after}");
@@ -808,21 +801,12 @@ fn usage_now_opens_a_block_the_usage_document_shows() {
     let (_, mut next_line) = events(a);
     assert_eq!(get_json(a, "/api/usage")["block"], Value::Null);
     let db = Arc::new(Database::open(&f.db).unwrap());
-    let delta = UsageDelta {
-        tokens: TokenUsage {
-            input: 1_000,
-            ..TokenUsage::default()
-        },
-        api_calls: 1,
-        cost_usd: 1.5,
-        ..UsageDelta::default()
-    };
     // Usage no message carries counts when its session began: a session begun now.
     let sessions = SessionService::new(db);
     let now = sessions
         .create(scribe_session::NewSession::default())
         .unwrap();
-    sessions.add_usage(&now.id, &delta).unwrap();
+    sessions.add_usage(&now.id, &one_call(1_000, 1.5)).unwrap();
     wait_for_change(&mut next_line);
     let hour = scribe_db::calendar::HOUR;
     // A period that ended before the use still shows the block open now.

@@ -628,17 +628,21 @@ pub fn block_store(dir: &Path) -> PathBuf {
     let now = sessions
         .create(scribe_session::NewSession::default())
         .unwrap();
-    let delta = scribe_session::UsageDelta {
+    sessions.add_usage(&now.id, &one_call(1_000, 1.5)).unwrap();
+    db_path
+}
+
+/// One model call's usage: `input` tokens in, nothing else, costing `cost_usd`.
+pub fn one_call(input: i64, cost_usd: f64) -> scribe_session::UsageDelta {
+    scribe_session::UsageDelta {
         tokens: scribe_message::TokenUsage {
-            input: 1_000,
+            input,
             ..Default::default()
         },
         api_calls: 1,
-        cost_usd: 1.5,
+        cost_usd,
         ..Default::default()
-    };
-    sessions.add_usage(&now.id, &delta).unwrap();
-    db_path
+    }
 }
 
 /// A store of two imported sessions a day before `T0`: `ses_counted` (source `codex`, 1,100
