@@ -85,6 +85,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("qwen", "qwen/projects"),
         ("antigravity", "antigravity"),
         ("kimi", "kimi"),
+        ("vscode", "vscode/User"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -2,8 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build, Qwen Code, Google Antigravity, Kimi, Cursor and Zed each keep every conversation on
-//! disk in their own format. One module per
+//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed and VS Code's chat each keep every
+//! conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -103,11 +103,13 @@ pub enum Source {
     Cursor,
     /// The Zed editor's agent panel.
     Zed,
+    /// VS Code's chat (GitHub Copilot Chat).
+    VsCode,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 21] = [
+    pub const ALL: [Source; 22] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -129,6 +131,7 @@ impl Source {
         Source::Kimi,
         Source::Cursor,
         Source::Zed,
+        Source::VsCode,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -155,6 +158,7 @@ impl Source {
             Source::Kimi => "kimi",
             Source::Cursor => "cursor",
             Source::Zed => "zed",
+            Source::VsCode => "vscode",
         }
     }
 }

@@ -31,7 +31,7 @@
 //! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too), and
 //! Kimi's in `tests/kimi.rs`. ccusage reads neither Cursor's nor Zed's database: their
 //! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
-//! `tests/zed.rs`.
+//! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -97,7 +97,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        65,
+        68,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -124,7 +124,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "antigravity",
                 "kimi",
                 "cursor",
-                "zed"
+                "zed",
+                "vscode"
             ]
             .contains(&s.source.as_str()),
             "{}",

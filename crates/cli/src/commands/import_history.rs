@@ -165,6 +165,10 @@ fn described(source: Source) -> Described {
             "Zed's agent panel (`~/.local/share/zed/threads`, `XDG_DATA_HOME`)",
             "Zed keeps threads/threads.db in its data folder (~/.local/share/zed)",
         ),
+        Source::VsCode => (
+            "VS Code's chat, GitHub Copilot Chat (`~/.config/Code/User`, `XDG_CONFIG_HOME`)",
+            "VS Code keeps workspaceStorage/<workspace>/chatSessions in its User folder (~/.config/Code/User)",
+        ),
     };
     Described { help, keeps }
 }

@@ -21,6 +21,7 @@ pub mod kimi;
 pub mod opencode;
 pub mod pi;
 pub mod qwen;
+pub mod vscode;
 pub mod zed;
 
 use std::collections::BTreeMap;
@@ -371,6 +372,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Kimi => &kimi::Kimi,
         Source::Cursor => &cursor::Cursor,
         Source::Zed => &zed::Zed,
+        Source::VsCode => &vscode::VsCode,
     }
 }
 

@@ -55,7 +55,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`,
 /// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`, Cursor's databases
 /// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`,
-/// Zed's threads database built from its dump in `~/.local/share/zed/threads`).
+/// Zed's threads database built from its dump in `~/.local/share/zed/threads`, VS Code's
+/// chat conversations in `~/.config/Code/User`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -94,6 +95,7 @@ pub fn home(dir: &Path) -> PathBuf {
         "zed/threads.sql",
         &home.join(".local/share/zed/threads/threads.db"),
     );
+    copy("vscode/User", &home.join(".config/Code/User"));
     home
 }
 
