@@ -25,19 +25,18 @@ const LOG: &str = "b7e2d9f0-1c3a-4b5d-9e8f-7a6b5c4d3e2f";
 /// One held in a window without a folder, in an older build's format.
 const EMPTY_WINDOW: &str = "c4d5e6f7-8a9b-4c0d-8e1f-2a3b4c5d6e7f";
 
-const WORKSPACE: &str = "workspaceStorage/7f3a9c1e4b2d8a6f0e5c3b1a9d7e2f40";
-
 /// VS Code's `User` folder in a fresh home under `dir`: (the folder, the import's roots).
 fn user(dir: &Path) -> (PathBuf, Vec<PathBuf>) {
     let home = dir.join("home");
     let user = home.join(".config/Code/User");
-    copy("vscode/User", &user);
+    vscode_user(&user);
     let roots = sources::importer(Source::VsCode).default_roots(&env(&home, &[]));
     (user, roots)
 }
 
 fn log_path(user: &Path) -> PathBuf {
-    user.join(WORKSPACE)
+    user.join("workspaceStorage")
+        .join(VSCODE_WORKSPACE)
         .join("chatSessions")
         .join(format!("{LOG}.jsonl"))
 }
@@ -62,7 +61,10 @@ fn vscode_conversations_are_found_in_its_user_folder() {
         );
     }
     let (user, _) = user(dir.path());
-    let sessions = user.join(WORKSPACE).join("chatSessions");
+    let sessions = user
+        .join("workspaceStorage")
+        .join(VSCODE_WORKSPACE)
+        .join("chatSessions");
     let flat = sessions.join(format!("{FLAT}.json"));
     let log = log_path(&user);
     let empty = user
@@ -79,7 +81,10 @@ fn vscode_conversations_are_found_in_its_user_folder() {
         found(&user.join("workspaceStorage")),
         [flat.clone(), log.clone()]
     );
-    assert_eq!(found(&user.join(WORKSPACE)), [flat.clone(), log.clone()]);
+    assert_eq!(
+        found(&user.join("workspaceStorage").join(VSCODE_WORKSPACE)),
+        [flat.clone(), log.clone()]
+    );
     assert_eq!(found(&sessions), [flat.clone(), log.clone()]);
     assert_eq!(found(&user.join("globalStorage")), [empty]);
     assert_eq!(found(&flat), std::slice::from_ref(&flat));
@@ -226,6 +231,8 @@ fn a_vscode_conversation_keeps_its_words_calls_failures_and_folder() {
     assert!(replies[2].parts.is_empty());
 
     // The log: replayed to its last complete line; its flat predecessor never read.
+    // Its title is the one VS Code generated, from the workspace's index of conversations
+    // (which the user's own title above wins over).
     let log = session(&db, LOG);
     assert_eq!(log.title.as_deref(), Some("Debounce the search box"));
     assert_eq!(log.directory.as_deref(), Some("/home/dev/shop"));
@@ -393,7 +400,10 @@ fn replayed(bytes: &[u8]) -> serde_json::Value {
 fn a_file_that_is_not_a_vscode_conversation_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (user, roots) = user(dir.path());
-    let folder = user.join(WORKSPACE).join("chatSessions");
+    let folder = user
+        .join("workspaceStorage")
+        .join(VSCODE_WORKSPACE)
+        .join("chatSessions");
     std::fs::write(folder.join("notes.json"), "[1, 2]").unwrap();
     std::fs::write(folder.join("broken.json"), "{\"requests\": [").unwrap();
     std::fs::write(

@@ -67,8 +67,8 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Recorded, Step, Times, Unit, find_db, int_of, message, numbered,
-    open_source_db, reasoning, rows, str_of, text, tool, uri_directory, walk,
+    Batches, FileReport, Importer, Recorded, Step, Times, Unit, editor_state, find_db, int_of,
+    message, numbered, open_source_db, reasoning, rows, str_of, text, tool, uri_directory, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -653,15 +653,7 @@ fn workspace_folders(global: &Path) -> HashMap<String, String> {
                     .and_then(uri_directory)
             });
         let Some(folder) = folder else { continue };
-        let listed = open_source_db(&db).ok().and_then(|conn| {
-            conn.query_row(
-                "SELECT CAST(value AS TEXT) FROM ItemTable WHERE key = 'composer.composerData'",
-                [],
-                |r| r.get::<_, String>(0),
-            )
-            .ok()
-        });
-        let Some(listed) = listed.and_then(|l| serde_json::from_str::<Value>(&l).ok()) else {
+        let Some(listed) = editor_state(&db, "composer.composerData") else {
             tracing::debug!(path = %db.display(), "a workspace without conversations");
             continue;
         };

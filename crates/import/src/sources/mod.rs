@@ -845,6 +845,21 @@ pub(crate) fn uri_directory(uri: &str) -> Option<String> {
     }
 }
 
+/// The JSON a VS Code-like editor keeps under `key` in a state database (`state.vscdb`:
+/// its `ItemTable` of keys and values), read as [`open_source_db`] reads any source's;
+/// `None` when the database, the key or its JSON cannot be read.
+pub(crate) fn editor_state(db: &Path, key: &str) -> Option<serde_json::Value> {
+    let text: String = open_source_db(db)
+        .ok()?
+        .query_row(
+            "SELECT CAST(value AS TEXT) FROM ItemTable WHERE key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 /// The columns of `table` in an agent's database (older versions lack some).
 pub(crate) fn columns(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;

@@ -42,9 +42,12 @@
 //! - times: a request's `timestamp` (ms); its reply's `responseTimestamp`, else the request's
 //!   time plus `result.timings.firstProgress`; a request without a time takes the one
 //!   before it (the conversation's `creationDate` for the first);
-//! - the title is the user's (`customTitle`), or an old build's `computedTitle`; VS Code's
-//!   generated titles live in its workspace state, not read, so other conversations take
-//!   their first words, as everywhere;
+//! - the title is the user's (`customTitle`), else an old build's `computedTitle`, else
+//!   the one VS Code generated, from the index of conversations it keeps in the state
+//!   database beside the folder (`chat.ChatSessionStore.index` in the workspace's
+//!   `state.vscdb`, or the global one for the empty window's), read as any source database
+//!   is (read-only, never locked for longer than the one read); a conversation with none
+//!   of them takes its first words, as everywhere;
 //! - the folder is the conversation's `workingDirectory`, else the one its workspace's
 //!   `workspace.json` names (`folder`, or a multi-root workspace's file).
 //!
@@ -65,8 +68,8 @@ use scribe_message::{Part, Role, ToolState};
 use serde_json::Value;
 
 use super::{
-    FileReport, Importer, Times, Unit, array_of, existing_or_first, message, numbered, reasoning,
-    settled, str_of, text, tool, uri_directory, walk,
+    FileReport, Importer, Times, Unit, array_of, editor_state, existing_or_first, message,
+    numbered, reasoning, settled, str_of, text, tool, uri_directory, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -84,6 +87,9 @@ const SESSIONS: &str = "chatSessions";
 
 /// The folder of conversations held in a window without a folder, under `globalStorage`.
 const EMPTY_WINDOW: &str = "emptyWindowChatSessions";
+
+/// The key of VS Code's index of the conversations in a state database.
+const INDEX: &str = "chat.ChatSessionStore.index";
 
 /// What the reader says a file should be.
 const WHAT: &str = "VS Code chat session";
@@ -361,9 +367,13 @@ fn conversation(
     let mut times = Times::new(created);
     let mut rec = SessionRec::new(id.clone(), created);
     let named = |key: &str| str_of(doc, key).filter(|t| !t.trim().is_empty());
-    rec.title = named("customTitle")
-        .map(|t| (t.to_owned(), TitleRank::User))
-        .or_else(|| named("computedTitle").map(|t| (t.to_owned(), TitleRank::Source)));
+    rec.title = match named("customTitle") {
+        Some(t) => Some((t.to_owned(), TitleRank::User)),
+        None => named("computedTitle")
+            .map(str::to_owned)
+            .or_else(|| indexed_title(path, &id))
+            .map(|t| (t, TitleRank::Source)),
+    };
     rec.directory = str_of(doc, "workingDirectory")
         .and_then(uri_directory)
         .or_else(|| workspace_folder(path));
@@ -454,6 +464,22 @@ fn workspace_folder(path: &Path) -> Option<String> {
     str_of(&meta, "folder")
         .or_else(|| str_of(&meta, "workspace"))
         .and_then(uri_directory)
+}
+
+/// The title VS Code gave conversation `id` (the file at `path`), from the index it keeps
+/// of a workspace's conversations in the workspace's state database (`state.vscdb` beside
+/// its `chatSessions` folder), or of the empty window's in the global one (beside
+/// `emptyWindowChatSessions`).
+fn indexed_title(path: &Path, id: &str) -> Option<String> {
+    let db = path.parent()?.parent()?.join("state.vscdb");
+    let index = editor_state(&db, INDEX)?;
+    let title = index
+        .get("entries")?
+        .get(id)?
+        .get("title")?
+        .as_str()?
+        .trim();
+    (!title.is_empty()).then(|| title.to_owned())
 }
 
 /// The error of a request's reply: VS Code's `errorDetails`, or a cancellation.

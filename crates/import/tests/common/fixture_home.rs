@@ -56,7 +56,7 @@ pub fn build_db(sql: &str, db: &Path) {
 /// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`, Cursor's databases
 /// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`,
 /// Zed's threads database built from its dump in `~/.local/share/zed/threads`, VS Code's
-/// chat conversations in `~/.config/Code/User`).
+/// chat conversations and a workspace's state database in `~/.config/Code/User`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -95,8 +95,24 @@ pub fn home(dir: &Path) -> PathBuf {
         "zed/threads.sql",
         &home.join(".local/share/zed/threads/threads.db"),
     );
-    copy("vscode/User", &home.join(".config/Code/User"));
+    vscode_user(&home.join(".config/Code/User"));
     home
+}
+
+/// The workspace folder (its hash) of VS Code's fixture.
+pub const VSCODE_WORKSPACE: &str = "7f3a9c1e4b2d8a6f0e5c3b1a9d7e2f40";
+
+/// VS Code's `User` folder at `user`: its conversations, and the workspace's state
+/// database (the index of its conversations) built from `vscode/workspace-state.sql`.
+pub fn vscode_user(user: &Path) {
+    copy("vscode/User", user);
+    build_db(
+        "vscode/workspace-state.sql",
+        &user
+            .join("workspaceStorage")
+            .join(VSCODE_WORKSPACE)
+            .join("state.vscdb"),
+    );
 }
 
 /// The workspace folder (its hash) of Cursor's fixture.

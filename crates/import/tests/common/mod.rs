@@ -14,7 +14,8 @@ use scribe_session::{Session, SessionFilter, SessionService, Store};
 pub mod fixture_home;
 
 pub use fixture_home::{
-    build_db, codex_rollout, copy, copy_tree, fixtures, home, long_and_fine_rollouts,
+    VSCODE_WORKSPACE, build_db, codex_rollout, copy, copy_tree, fixtures, home,
+    long_and_fine_rollouts, vscode_user,
 };
 
 /// An environment whose home is `home`, with `vars` set and nothing else.
