@@ -88,6 +88,9 @@ fn vscode_conversations_are_found_in_its_user_folder() {
     assert_eq!(found(&sessions), [flat.clone(), log.clone()]);
     assert_eq!(found(&user.join("globalStorage")), [empty]);
     assert_eq!(found(&flat), std::slice::from_ref(&flat));
+    // `--watch` watches the workspaces, not the rest of the busy `User` folder.
+    assert_eq!(importer.watch_root(&user), user.join("workspaceStorage"));
+    assert_eq!(importer.watch_root(&sessions), sessions);
 }
 
 #[test]

@@ -155,6 +155,19 @@ impl Importer for VsCode {
         Ok(())
     }
 
+    /// A `User` folder's `workspaceStorage`, not the whole folder: the rest of it (the
+    /// history of every file saved, extensions' storage) changes all the time and holds
+    /// none of the conversations but the empty window's, which the watch's periodic look
+    /// finds (`scribe_import::watch::RESCAN`). Any other root as it is.
+    fn watch_root(&self, root: &Path) -> PathBuf {
+        let workspaces = root.join("workspaceStorage");
+        if workspaces.is_dir() {
+            workspaces
+        } else {
+            root.to_owned()
+        }
+    }
+
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         let path = unit.path;
         let bytes = std::fs::read(path).map_err(ImportError::io(path))?;
