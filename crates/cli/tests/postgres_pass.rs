@@ -90,8 +90,8 @@ fn import_histories(file: &str, dir: &Path) {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);
     }
-    // Goose's, the Kilo CLI's, Cursor's and Zed's fixtures are dumps of their databases:
-    // each database is built from its dump first.
+    // Goose's, the Kilo CLI's, Cursor's, Zed's and Crush's fixtures are dumps of their
+    // databases: each database is built from its dump first.
     for (agent, dump, db) in [
         ("goose", "goose/sessions.sql", "goose/sessions.db"),
         ("kilo", "kilo/kilo.sql", "kilo/kilo.db"),
@@ -106,6 +106,7 @@ fn import_histories(file: &str, dir: &Path) {
             "cursor/chats/w/9c2e4b7a/store.db",
         ),
         ("zed", "zed/threads.sql", "zed/threads/threads.db"),
+        ("crush", "crush/crush.sql", "crush/.crush/crush.db"),
     ] {
         let db = dir.join(db);
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();

@@ -2,8 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed and VS Code's chat each keep every
-//! conversation on disk in their own format. One module per
+//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat and Crush each keep
+//! every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -105,11 +105,13 @@ pub enum Source {
     Zed,
     /// VS Code's chat (GitHub Copilot Chat).
     VsCode,
+    /// Charm's Crush.
+    Crush,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 22] = [
+    pub const ALL: [Source; 23] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -132,6 +134,7 @@ impl Source {
         Source::Cursor,
         Source::Zed,
         Source::VsCode,
+        Source::Crush,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -159,6 +162,7 @@ impl Source {
             Source::Cursor => "cursor",
             Source::Zed => "zed",
             Source::VsCode => "vscode",
+            Source::Crush => "crush",
         }
     }
 }

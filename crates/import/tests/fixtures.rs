@@ -31,7 +31,8 @@
 //! compared in `tests/qwen.rs` (ccusage counts its cached prompt inside the input too), and
 //! Kimi's in `tests/kimi.rs`. ccusage reads neither Cursor's nor Zed's database: their
 //! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
-//! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`).
+//! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`), and Crush
+//! only its reported cost (`tests/crush.rs`), which ccusage does not read.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -97,7 +98,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        68,
+        71,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -125,7 +126,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "kimi",
                 "cursor",
                 "zed",
-                "vscode"
+                "vscode",
+                "crush"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -368,6 +370,7 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
             "claude-code",
             "codex",
             "copilot",
+            "crush",
             "goose",
             "hermes",
             "pi",

@@ -169,6 +169,10 @@ fn described(source: Source) -> Described {
             "VS Code's chat, GitHub Copilot Chat (`~/.config/Code/User`, `XDG_CONFIG_HOME`)",
             "VS Code keeps workspaceStorage/<workspace>/chatSessions in its User folder (~/.config/Code/User)",
         ),
+        Source::Crush => (
+            "Crush (each project's `.crush/crush.db`, as `~/.local/share/crush/projects.json` lists them; `CRUSH_GLOBAL_DATA`)",
+            "Crush keeps .crush/crush.db in each project, listed in projects.json in ~/.local/share/crush",
+        ),
     };
     Described { help, keeps }
 }
@@ -689,6 +693,12 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
             } else {
                 ui::dollars(s.cost_usd)
             }
+        ));
+    } else if s.cost_usd > 0.0 {
+        // A cost the agent reports without the tokens it was for (Crush's).
+        text.push_str(&format!(
+            "  {}, as the agent counted it (it keeps no token counts)\n",
+            ui::dollars(s.cost_usd)
         ));
     }
     let skipped: u64 = s.skipped.values().sum();

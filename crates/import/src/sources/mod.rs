@@ -11,6 +11,7 @@ pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod copilot;
+pub mod crush;
 pub mod cursor;
 pub mod droid;
 pub mod gemini;
@@ -373,6 +374,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Cursor => &cursor::Cursor,
         Source::Zed => &zed::Zed,
         Source::VsCode => &vscode::VsCode,
+        Source::Crush => &crush::Crush,
     }
 }
 
@@ -858,6 +860,27 @@ pub(crate) fn editor_state(db: &Path, key: &str) -> Option<serde_json::Value> {
         )
         .ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// The most a record an agent stores compressed may take once decompressed (a larger one
+/// is reported, not read: a few megabytes is a long conversation).
+pub(crate) const MAX_DECOMPRESSED_BYTES: u64 = 256 << 20;
+
+/// `data` decompressed from zstd (as Zed stores a thread, Crush a message's parts), at
+/// most [`MAX_DECOMPRESSED_BYTES`]; why not, in words.
+pub(crate) fn unzstd(data: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let decoder =
+        ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| format!("not zstd: {e}"))?;
+    let mut out = Vec::new();
+    decoder
+        .take(MAX_DECOMPRESSED_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("not zstd: {e}"))?;
+    if out.len() as u64 > MAX_DECOMPRESSED_BYTES {
+        return Err(format!("larger than {} MiB", MAX_DECOMPRESSED_BYTES >> 20));
+    }
+    Ok(out)
 }
 
 /// The columns of `table` in an agent's database (older versions lack some).

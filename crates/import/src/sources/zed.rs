@@ -31,7 +31,6 @@
 //! Not read: a thread's detailed summary, its checkpoints, and the text threads of Zed's
 //! older assistant (`conversations/*.zed.json`).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use scribe_message::{Part, Role, TokenUsage, ToolState};
@@ -39,7 +38,7 @@ use serde_json::Value;
 
 use super::{
     Batches, FileReport, Importer, Recorded, Step, Unit, array_of, file, find_db, int_of, message,
-    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool, unzstd,
 };
 use crate::Source;
 use crate::env::Env;
@@ -51,10 +50,6 @@ const SRC: Source = Source::Zed;
 
 /// The database's file name.
 const DB: &str = "threads.db";
-
-/// The most a thread's JSON may take once decompressed (a larger one is reported, not
-/// read: a few megabytes is a long thread).
-const MAX_THREAD_BYTES: u64 = 256 << 20;
 
 /// The Zed importer.
 #[derive(Debug, Clone, Copy)]
@@ -180,19 +175,7 @@ impl Importer for Zed {
 fn decode(kind: &str, data: &[u8]) -> std::result::Result<Value, String> {
     let json = match kind {
         "json" => data.to_vec(),
-        "zstd" => {
-            let decoder = ruzstd::decoding::StreamingDecoder::new(data)
-                .map_err(|e| format!("not zstd: {e}"))?;
-            let mut json = Vec::new();
-            decoder
-                .take(MAX_THREAD_BYTES + 1)
-                .read_to_end(&mut json)
-                .map_err(|e| format!("not zstd: {e}"))?;
-            if json.len() as u64 > MAX_THREAD_BYTES {
-                return Err(format!("larger than {} MiB", MAX_THREAD_BYTES >> 20));
-            }
-            json
-        }
+        "zstd" => unzstd(data)?,
         other => {
             return Err(format!(
                 "stored as {other:?}, which this build does not read"

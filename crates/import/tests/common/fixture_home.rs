@@ -56,7 +56,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// Kimi Code's sessions in `~/.kimi-code` and the Kimi CLI's in `~/.kimi`, Cursor's databases
 /// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`,
 /// Zed's threads database built from its dump in `~/.local/share/zed/threads`, VS Code's
-/// chat conversations and a workspace's state database in `~/.config/Code/User`).
+/// chat conversations and a workspace's state database in `~/.config/Code/User`, a Crush
+/// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -96,7 +97,26 @@ pub fn home(dir: &Path) -> PathBuf {
         &home.join(".local/share/zed/threads/threads.db"),
     );
     vscode_user(&home.join(".config/Code/User"));
+    crush_project(&home);
     home
+}
+
+/// Crush's project at `home/work/notes` (its database built from `crush/crush.sql` in its
+/// `.crush` folder), listed in `projects.json` in `home/.local/share/crush`; returns the
+/// project's folder.
+pub fn crush_project(home: &Path) -> PathBuf {
+    let project = home.join("work/notes");
+    let data = project.join(".crush");
+    build_db("crush/crush.sql", &data.join("crush.db"));
+    let global = home.join(".local/share/crush");
+    std::fs::create_dir_all(&global).unwrap();
+    let list = format!(
+        r#"{{"projects":[{{"path":{:?},"data_dir":{:?},"last_accessed":"2026-01-05T09:06:40Z"}}]}}"#,
+        project.display().to_string(),
+        data.display().to_string()
+    );
+    std::fs::write(global.join("projects.json"), list).unwrap();
+    project
 }
 
 /// The workspace folder (its hash) of VS Code's fixture.

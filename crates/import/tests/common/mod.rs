@@ -14,7 +14,7 @@ use scribe_session::{Session, SessionFilter, SessionService, Store};
 pub mod fixture_home;
 
 pub use fixture_home::{
-    VSCODE_WORKSPACE, build_db, codex_rollout, copy, copy_tree, fixtures, home,
+    VSCODE_WORKSPACE, build_db, codex_rollout, copy, copy_tree, crush_project, fixtures, home,
     long_and_fine_rollouts, vscode_user,
 };
 
