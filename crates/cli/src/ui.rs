@@ -275,7 +275,8 @@ pub fn cost_column(costs: &[(f64, bool)]) -> Vec<String> {
 
 /// The TOKENS and COST columns of a table of sessions: [`compact_count`] and
 /// [`cost_column`], each [`NOT_RECORDED`] for a session with no usage recorded (its cost
-/// cell padded as the others are, so the right-aligned column stays lined up).
+/// cell padded as the others are, so the right-aligned column stays lined up), and the
+/// tokens alone for one whose agent kept only a cost.
 pub fn session_usage_columns(sessions: &[scribe_session::Session]) -> Vec<(String, String)> {
     let costs: Vec<(f64, bool)> = sessions
         .iter()
@@ -290,8 +291,10 @@ pub fn session_usage_columns(sessions: &[scribe_session::Session]) -> Vec<(Strin
         .iter()
         .zip(cost_column(&costs))
         .map(|(s, cost)| {
-            if s.usage_recorded() {
+            if s.tokens_recorded() {
                 (compact_count(s.tokens.total()), cost)
+            } else if s.usage_recorded() {
+                (NOT_RECORDED.to_owned(), cost)
             } else {
                 (NOT_RECORDED.to_owned(), format!("{NOT_RECORDED}{pad}"))
             }
@@ -311,7 +314,7 @@ pub fn unpriced_note(sessions: i64) -> String {
 
 /// Counts and costs as every command and the web page's downloads write them.
 pub use scribe_server::text::{
-    HUGE_DOLLARS, NO_USAGE, NOT_RECORDED, cost_text, dollars, grouped, session_cost_text,
+    HUGE_DOLLARS, NO_TOKENS, NO_USAGE, NOT_RECORDED, cost_text, dollars, grouped, session_cost_text,
 };
 
 use scribe_db::calendar::{self, DAY, HOUR, MINUTE, SECOND};

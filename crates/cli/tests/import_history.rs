@@ -310,6 +310,48 @@ fn a_session_whose_agent_keeps_no_usage_shows_none_recorded() {
     assert!(row("total")[8].starts_with('$'), "{stats}");
 }
 
+/// Crush keeps a session's cost but not its tokens (only the last call's): its sessions
+/// show the cost and say the tokens were not recorded, rather than `0` tokens.
+#[test]
+fn a_session_whose_agent_keeps_only_a_cost_shows_no_tokens_recorded() {
+    let (_dir, scribe) = setup();
+    scribe.ok(&["import", "--from", "crush"]);
+    let id = "c7a1e3f0-2b4d-4e6f-8a1c-3d5e7f9a1b2c";
+    let shown = scribe.ok(&["show", id]);
+    assert!(
+        shown.contains("\n5 messages · 3 tool calls · no tokens recorded · $0.042\n"),
+        "{shown}"
+    );
+    let markdown = scribe.ok(&["export", id, "--format", "markdown"]);
+    assert!(
+        markdown.contains("\n- 5 messages · no tokens recorded · $0.042\n"),
+        "{markdown}"
+    );
+    let table = scribe.ok(&["list", "-n", "100"]);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("c7a1e3f0-2b4"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // ID, TITLE (four words), SOURCE, MSGS, TOKENS, COST, …
+    assert!(
+        cells.windows(4).any(|w| w == ["crush", "5", "—", "$0.042"]),
+        "{row}"
+    );
+    let stats = scribe.ok(&["stats", "--by", "source"]);
+    let crush: Vec<&str> = stats
+        .lines()
+        .find(|l| l.starts_with("crush"))
+        .unwrap_or_else(|| panic!("{stats}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        crush,
+        ["crush", "3", "5", "—", "—", "—", "—", "—", "$0.053"],
+        "{stats}"
+    );
+}
+
 /// In a terminal narrower than 100 columns `list` drops its FIRST MESSAGE column and names
 /// an untitled session by how it began, in quotes, where its title would be; wider, the
 /// column is there and the title says `(untitled)`.

@@ -79,12 +79,16 @@
   // agent keeps no usage) shows "—" for its tokens and cost, as scribe list does, and
   // "no usage recorded" in prose: not known, rather than 0 and $0.00.
   const NO_USAGE = "no usage recorded";
+  // Usage recorded without tokens (the agent kept only a cost: Crush) shows "—" for its
+  // tokens and its cost, as scribe list does: not known, rather than 0.
+  const NO_TOKENS = "no tokens recorded";
   function sessionCost(s) {
     return s.usage_recorded === false ? NO_USAGE : fmtCost(s.cost_usd, s.cost_partial);
   }
   // A row's tokens and cost cells (a session's, or a usage group's).
   function usageCells(recorded, tokens, cost, partial) {
     if (recorded === false) return [h("td", { class: "num dim", title: NO_USAGE }, "—"), h("td", { class: "num dim", title: NO_USAGE }, "—")];
+    if (!tokens || !tokens.total) return [h("td", { class: "num dim", title: NO_TOKENS }, "—"), costCell(cost, partial)];
     return [h("td", { class: "num", title: tokensTitle(tokens) }, fmtCompact(tokens.total)), costCell(cost, partial)];
   }
   // Dates and times are UTC everywhere, as the date filters, the usage chart's days and
@@ -825,7 +829,8 @@
         fact("tool calls", fmtInt(s.tool_call_count)),
         fact("model calls", fmtInt(s.api_call_count)),
         detail.usage_recorded === false ? h("span", { class: "dim", id: "no-usage" }, NO_USAGE) : null,
-        detail.usage_recorded === false ? null : h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
+        detail.usage_recorded !== false && !total ? h("span", { class: "dim", id: "no-tokens" }, NO_TOKENS) : null,
+        detail.usage_recorded === false || !total ? null : h("span", { title: tokensTitle(t) }, "tokens ", h("b", null, fmtInt(total)),
           ` (in ${fmtInt(t.input)}, out ${fmtInt(t.output)}, cache read ${fmtInt(t.cache_read)}, cache write ${fmtInt(t.cache_write)}, reasoning ${fmtInt(t.reasoning)})`),
         detail.usage_recorded === false ? null : fact("cost", fmtUsd(s.estimated_cost_usd) + (detail.cost_partial ? " + unknown (models without a price)" : "") + (s.actual_cost_usd != null ? ` (billed ${fmtUsd(s.actual_cost_usd)})` : "")),
         h("a", { href: "/search?session=" + encodeURIComponent(s.id), "data-link": true }, "Search this conversation"),

@@ -10,7 +10,7 @@ use scribe_message::{Message, Part, ToolState};
 use scribe_session::SessionExport;
 
 use crate::json::one_line;
-use crate::text::{NO_USAGE, cost_text, grouped};
+use crate::text::{NO_TOKENS, NO_USAGE, cost_text, grouped};
 
 /// Writes `export`'s session (a heading and its facts) and its messages as Markdown.
 pub fn write(out: &mut dyn Write, export: &SessionExport) -> io::Result<()> {
@@ -22,7 +22,14 @@ pub fn write(out: &mut dyn Write, export: &SessionExport) -> io::Result<()> {
         writeln!(out, "- model: {model}")?;
     }
     writeln!(out, "- started: {} UTC", date_time(s.created_at))?;
-    if s.usage_recorded() {
+    if s.usage_recorded() && !s.tokens_recorded() {
+        writeln!(
+            out,
+            "- {} messages · {NO_TOKENS} · {}",
+            s.message_count,
+            cost_text(s.estimated_cost_usd, s.cost_is_partial())
+        )?;
+    } else if s.usage_recorded() {
         writeln!(
             out,
             "- {} messages · {} tokens · {}",

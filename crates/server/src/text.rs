@@ -45,6 +45,11 @@ pub const NOT_RECORDED: &str = "—";
 /// What a report says of a session with no usage recorded, in place of its tokens and cost.
 pub const NO_USAGE: &str = "no usage recorded";
 
+/// What a report says, in place of its tokens, of a session with usage recorded but no
+/// tokens ([`Session::tokens_recorded`](scribe_session::Session::tokens_recorded): its
+/// agent kept only a cost).
+pub const NO_TOKENS: &str = "no tokens recorded";
+
 /// What a reasoning part without text shows: the provider sent its reasoning redacted or
 /// encrypted (Anthropic's `redacted_thinking`, OpenAI's encrypted reasoning), kept in the
 /// part's metadata as it came.

@@ -666,10 +666,15 @@ fn a_session_without_recorded_usage_says_so() {
         recorded,
         [
             ("ses_counted", &json!(true)),
-            ("ses_uncounted", &json!(false))
+            ("ses_uncounted", &json!(false)),
+            ("ses_costonly", &json!(true))
         ]
     );
-    for (id, recorded) in [("ses_counted", true), ("ses_uncounted", false)] {
+    for (id, recorded) in [
+        ("ses_counted", true),
+        ("ses_uncounted", false),
+        ("ses_costonly", true),
+    ] {
         let detail = get_json(server.addr, &format!("/api/sessions/{id}"));
         assert_eq!(detail["usage_recorded"], json!(recorded), "{detail}");
     }
@@ -695,6 +700,13 @@ fn a_session_without_recorded_usage_says_so() {
         String::from_utf8(get(server.addr, "/api/sessions/ses_counted/markdown").body).unwrap();
     assert!(
         markdown.contains("- 2 messages · 1,100 tokens · $0.50\n"),
+        "{markdown}"
+    );
+    // A cost kept without tokens: the tokens are not known, rather than none.
+    let markdown =
+        String::from_utf8(get(server.addr, "/api/sessions/ses_costonly/markdown").body).unwrap();
+    assert!(
+        markdown.contains("- 2 messages · no tokens recorded · $0.04\n"),
         "{markdown}"
     );
 }

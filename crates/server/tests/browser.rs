@@ -1641,8 +1641,8 @@ fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
     let server = serve(&unrecorded_store(dir.path()), None);
     d.open(&server.url("/"))?;
     d.wait(
-        "2 sessions listed",
-        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 2",
+        "3 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 3",
     )?;
     // Tokens and cost are the 4th and 3rd cells from the end.
     let usage = |id: &str| {
@@ -1663,6 +1663,12 @@ fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
     check(
         none == "—|no usage recorded —|no usage recorded",
         format!("no usage recorded: {none}"),
+    )?;
+    // A cost kept without tokens: the tokens are not known, the cost is.
+    let cost_only = usage("ses_costonly")?;
+    check(
+        cost_only == "—|no tokens recorded $0.04|",
+        format!("a cost without tokens: {cost_only}"),
     )?;
     d.open(&server.url("/s/ses_uncounted"))?;
     d.wait(
@@ -1690,8 +1696,25 @@ fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
         "return [...document.querySelectorAll('#stats-table tbody tr')].map((r) => [...r.cells].map((c) => c.innerText).join(',')).join(' / ')",
     )?;
     check(
-        rows.contains("antigravity,1,0,—,—") && rows.contains("codex,1,2,1.1k,$0.50"),
+        rows.contains("antigravity,1,0,—,—")
+            && rows.contains("codex,1,2,1.1k,$0.50")
+            && rows.contains("crush,1,1,—,$0.04"),
         format!("the usage table: {rows}"),
+    )?;
+    d.open(&server.url("/s/ses_costonly"))?;
+    d.wait(
+        "the head",
+        "return document.getElementById('session-totals')",
+    )?;
+    let facts = text(
+        ctx,
+        "return document.getElementById('session-totals').innerText",
+    )?;
+    check(
+        facts.contains("no tokens recorded")
+            && !facts.contains("no usage recorded")
+            && facts.contains("cost $0.04"),
+        format!("the totals of a session with a cost and no tokens: {facts}"),
     )?;
     Ok(())
 }

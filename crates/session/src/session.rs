@@ -169,6 +169,13 @@ impl Session {
             || self.actual_cost_usd.is_some()
     }
 
+    /// Whether its tokens are known: [`Session::usage_recorded`], and some counted. An
+    /// agent that keeps only a cost (Crush's running cost, beside the last call's tokens
+    /// alone) records usage without tokens: they are not known, rather than zero.
+    pub fn tokens_recorded(&self) -> bool {
+        !self.tokens.is_zero()
+    }
+
     /// Whether the session is archived.
     pub fn is_archived(&self) -> bool {
         self.archived_at.is_some()

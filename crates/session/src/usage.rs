@@ -298,6 +298,12 @@ impl UsageTotals {
     pub fn usage_recorded(&self) -> bool {
         self.api_calls > 0 || !self.tokens.is_zero() || self.cost_usd != 0.0
     }
+
+    /// Whether the group's tokens are known ([`Session::tokens_recorded`]'s rule): some
+    /// counted.
+    pub fn tokens_recorded(&self) -> bool {
+        !self.tokens.is_zero()
+    }
 }
 
 /// One group of [`UsageStats`].

@@ -339,7 +339,13 @@ fn header(out: &mut impl Write, s: &Session, began: Option<&str>) -> Result<(), 
         paint(style::DIM, ui::visible(&facts.join(" · ")))
     )?;
     let t = &s.tokens;
-    let usage = if s.usage_recorded() {
+    let usage = if s.usage_recorded() && !s.tokens_recorded() {
+        format!(
+            "{} · {}",
+            ui::NO_TOKENS,
+            ui::cost_text(s.estimated_cost_usd, s.cost_is_partial())
+        )
+    } else if s.usage_recorded() {
         format!(
             "{} tokens (in {}, out {}, cache read {}, cache write {}, reasoning {}) · {}",
             ui::grouped(t.total()),

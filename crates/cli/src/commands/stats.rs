@@ -217,7 +217,7 @@ fn block_left(key: &str, now: i64) -> Option<String> {
 }
 
 /// A row's cells; a group with no usage recorded shows [`ui::NOT_RECORDED`] for its tokens
-/// and cost, not zeros.
+/// and cost, not zeros, and one with a cost but no tokens for its tokens.
 fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
     let mut row = vec![key, ui::grouped(t.sessions), ui::grouped(t.api_calls)];
     let counts = [
@@ -227,8 +227,11 @@ fn cells(key: String, t: &UsageTotals, cost: String) -> Vec<String> {
         t.tokens.cache_write,
         t.tokens.reasoning,
     ];
-    if t.usage_recorded() {
+    if t.tokens_recorded() {
         row.extend(counts.map(ui::grouped));
+        row.push(cost);
+    } else if t.usage_recorded() {
+        row.extend(counts.map(|_| ui::NOT_RECORDED.to_owned()));
         row.push(cost);
     } else {
         let pad = cost.len().saturating_sub(cost.trim_end().len());

@@ -274,13 +274,16 @@ fn session(s: &Value, id: &str, created: i64, updated: i64) -> SessionRec {
 }
 
 /// A message's parts as stored: JSON text, or JSON compressed with zstd (which [`rows`]
-/// does not read: it is read again here as bytes).
+/// does not read as bytes: a value that is not text is read again here).
 fn stored_parts(
     conn: &rusqlite::Connection,
     row: &Value,
 ) -> std::result::Result<Vec<Value>, String> {
     let bytes = match row.get("parts") {
-        Some(Value::String(s)) => s.clone().into_bytes(),
+        // Text as it is; bytes that were not UTF-8 (read lossily) are read again as bytes.
+        Some(Value::String(s)) if !s.contains(char::REPLACEMENT_CHARACTER) => {
+            s.clone().into_bytes()
+        }
         _ => conn
             .query_row(
                 "SELECT parts FROM messages WHERE id = ?1",
@@ -441,7 +444,9 @@ fn transcript(
             if role == Role::Assistant && !reason.is_empty() {
                 m.finish_reason = Some(reason.into());
             }
-            m.finished_at = when(done, "time").map(|t| t.max(at));
+            if role == Role::Assistant {
+                m.finished_at = when(done, "time").map(|t| t.max(at));
+            }
             let said = [str_of(done, "message"), str_of(done, "details")]
                 .into_iter()
                 .flatten()

@@ -645,9 +645,11 @@ pub fn one_call(input: i64, cost_usd: f64) -> scribe_session::UsageDelta {
     }
 }
 
-/// A store of two imported sessions a day before `T0`: `ses_counted` (source `codex`, 1,100
-/// tokens, $0.50) and `ses_uncounted`, whose agent (source `antigravity`) keeps no usage:
-/// a question and an answer, no model call, token or cost recorded.
+/// A store of three imported sessions a day before `T0`: `ses_counted` (source `codex`,
+/// 1,100 tokens, $0.50), `ses_uncounted`, whose agent (source `antigravity`) keeps no
+/// usage: a question and an answer, no model call, token or cost recorded, and
+/// `ses_costonly`, whose agent (source `crush`) keeps a cost ($0.04, one call) and no
+/// tokens.
 pub fn unrecorded_store(dir: &Path) -> PathBuf {
     let db_path = dir.join("unrecorded.db");
     let db = Arc::new(Database::open(&db_path).unwrap());
@@ -656,6 +658,7 @@ pub fn unrecorded_store(dir: &Path) -> PathBuf {
     for (i, (id, source, cost, tokens)) in [
         ("ses_counted", "codex", 0.5, (1000, 100)),
         ("ses_uncounted", "antigravity", 0.0, (0, 0)),
+        ("ses_costonly", "crush", 0.04, (0, 0)),
     ]
     .into_iter()
     .enumerate()
@@ -668,8 +671,8 @@ pub fn unrecorded_store(dir: &Path) -> PathBuf {
             message(id, &format!("msg_{id}_1"), "user", at, question),
             message(id, &format!("msg_{id}_2"), "assistant", at + 1000, answer),
         ];
-        if cost == 0.0 {
-            s["api_call_count"] = json!(0);
+        if tokens == (0, 0) {
+            s["api_call_count"] = json!(if cost == 0.0 { 0 } else { 1 });
             for m in &mut messages {
                 m["usage"] = json!({"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0});
                 m["cost_usd"] = json!(0.0);
