@@ -90,8 +90,8 @@ fn import_histories(file: &str, dir: &Path) {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);
     }
-    // Goose's, the Kilo CLI's, Cursor's, Zed's and Crush's fixtures are dumps of their
-    // databases: each database is built from its dump first.
+    // Goose's, the Kilo CLI's, Cursor's, Zed's, Crush's and Kiro's fixtures are dumps of
+    // their databases: each database is built from its dump first.
     for (agent, dump, db) in [
         ("goose", "goose/sessions.sql", "goose/sessions.db"),
         ("kilo", "kilo/kilo.sql", "kilo/kilo.db"),
@@ -107,6 +107,8 @@ fn import_histories(file: &str, dir: &Path) {
         ),
         ("zed", "zed/threads.sql", "zed/threads/threads.db"),
         ("crush", "crush/crush.sql", "crush/.crush/crush.db"),
+        ("kiro", "kiro/kiro.sql", "kiro/kiro-cli/data.sqlite3"),
+        ("kiro", "kiro/amazon-q.sql", "kiro/amazon-q/data.sqlite3"),
     ] {
         let db = dir.join(db);
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();

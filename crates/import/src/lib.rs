@@ -2,8 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat and Crush each keep
-//! every conversation on disk in their own format. One module per
+//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush and Kiro CLI
+//! (Amazon Q) each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -107,11 +107,13 @@ pub enum Source {
     VsCode,
     /// Charm's Crush.
     Crush,
+    /// Kiro CLI (and the Amazon Q Developer CLI before it).
+    Kiro,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 23] = [
+    pub const ALL: [Source; 24] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -135,6 +137,7 @@ impl Source {
         Source::Zed,
         Source::VsCode,
         Source::Crush,
+        Source::Kiro,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -163,6 +166,7 @@ impl Source {
             Source::Zed => "zed",
             Source::VsCode => "vscode",
             Source::Crush => "crush",
+            Source::Kiro => "kiro",
         }
     }
 }

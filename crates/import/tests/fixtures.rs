@@ -32,7 +32,8 @@
 //! Kimi's in `tests/kimi.rs`. ccusage reads neither Cursor's nor Zed's database: their
 //! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
 //! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`), and Crush
-//! only its reported cost (`tests/crush.rs`), which ccusage does not read.
+//! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro and Amazon
+//! Q keep none (`tests/kiro.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -98,7 +99,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        71,
+        74,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -127,7 +128,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "cursor",
                 "zed",
                 "vscode",
-                "crush"
+                "crush",
+                "kiro"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -373,6 +375,7 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
             "crush",
             "goose",
             "hermes",
+            "kiro",
             "pi",
             "qwen"
         ]

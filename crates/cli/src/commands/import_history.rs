@@ -173,6 +173,10 @@ fn described(source: Source) -> Described {
             "Crush (each project's `.crush/crush.db`, as `~/.local/share/crush/projects.json` lists them; `CRUSH_GLOBAL_DATA`)",
             "Crush keeps .crush/crush.db in each project, listed in projects.json in ~/.local/share/crush",
         ),
+        Source::Kiro => (
+            "Kiro CLI and the Amazon Q Developer CLI (`~/.local/share/kiro-cli`, `~/.local/share/amazon-q`, `XDG_DATA_HOME`)",
+            "Kiro CLI keeps data.sqlite3 in ~/.local/share/kiro-cli (Amazon Q's in ~/.local/share/amazon-q)",
+        ),
     };
     Described { help, keeps }
 }

@@ -19,6 +19,7 @@ pub mod goose;
 pub mod grok;
 pub mod hermes;
 pub mod kimi;
+pub mod kiro;
 pub mod opencode;
 pub mod pi;
 pub mod qwen;
@@ -375,6 +376,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Zed => &zed::Zed,
         Source::VsCode => &vscode::VsCode,
         Source::Crush => &crush::Crush,
+        Source::Kiro => &kiro::Kiro,
     }
 }
 

@@ -57,7 +57,9 @@ pub fn build_db(sql: &str, db: &Path) {
 /// built from their dumps in `~/.config/Cursor/User` and its agent's in `~/.cursor/chats`,
 /// Zed's threads database built from its dump in `~/.local/share/zed/threads`, VS Code's
 /// chat conversations and a workspace's state database in `~/.config/Code/User`, a Crush
-/// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`).
+/// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`, Kiro
+/// CLI's and the Amazon Q Developer CLI's databases built from their dumps in
+/// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -98,6 +100,14 @@ pub fn home(dir: &Path) -> PathBuf {
     );
     vscode_user(&home.join(".config/Code/User"));
     crush_project(&home);
+    build_db(
+        "kiro/kiro.sql",
+        &home.join(".local/share/kiro-cli/data.sqlite3"),
+    );
+    build_db(
+        "kiro/amazon-q.sql",
+        &home.join(".local/share/amazon-q/data.sqlite3"),
+    );
     home
 }
 
