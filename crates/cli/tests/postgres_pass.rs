@@ -86,6 +86,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("antigravity", "antigravity"),
         ("kimi", "kimi"),
         ("vscode", "vscode/User"),
+        ("continue", "continue/sessions"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -2,8 +2,8 @@
 //!
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
-//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush and Kiro CLI
-//! (Amazon Q) each keep every conversation on disk in their own format. One module per
+//! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush, Kiro CLI
+//! (Amazon Q) and Continue each keep every conversation on disk in their own format. One module per
 //! agent ([`sources`]) reads that format behind one [`Importer`] trait; the [`sink`] writes
 //! what they read through the session and message crates. [`import`] drives both:
 //!
@@ -109,11 +109,13 @@ pub enum Source {
     Crush,
     /// Kiro CLI (and the Amazon Q Developer CLI before it).
     Kiro,
+    /// Continue, the editors' extension (and its CLI).
+    Continue,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 24] = [
+    pub const ALL: [Source; 25] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -138,6 +140,7 @@ impl Source {
         Source::VsCode,
         Source::Crush,
         Source::Kiro,
+        Source::Continue,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -167,6 +170,7 @@ impl Source {
             Source::VsCode => "vscode",
             Source::Crush => "crush",
             Source::Kiro => "kiro",
+            Source::Continue => "continue",
         }
     }
 }

@@ -33,7 +33,7 @@
 //! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
 //! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`), and Crush
 //! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro and Amazon
-//! Q keep none (`tests/kiro.rs`).
+//! Q keep none (`tests/kiro.rs`), nor does Continue (`tests/continue_dev.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -99,7 +99,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        74,
+        76,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -129,7 +129,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "zed",
                 "vscode",
                 "crush",
-                "kiro"
+                "kiro",
+                "continue"
             ]
             .contains(&s.source.as_str()),
             "{}",

@@ -177,6 +177,10 @@ fn described(source: Source) -> Described {
             "Kiro CLI and the Amazon Q Developer CLI (`~/.local/share/kiro-cli`, `~/.local/share/amazon-q`, `XDG_DATA_HOME`)",
             "Kiro CLI keeps data.sqlite3 in ~/.local/share/kiro-cli (Amazon Q's in ~/.local/share/amazon-q)",
         ),
+        Source::Continue => (
+            "Continue (`~/.continue/sessions`, `CONTINUE_GLOBAL_DIR`)",
+            "Continue keeps sessions/<id>.json in ~/.continue",
+        ),
     };
     Described { help, keeps }
 }

@@ -10,6 +10,7 @@ pub mod antigravity;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod continue_dev;
 pub mod copilot;
 pub mod crush;
 pub mod cursor;
@@ -377,6 +378,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::VsCode => &vscode::VsCode,
         Source::Crush => &crush::Crush,
         Source::Kiro => &kiro::Kiro,
+        Source::Continue => &continue_dev::Continue,
     }
 }
 

@@ -59,7 +59,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// chat conversations and a workspace's state database in `~/.config/Code/User`, a Crush
 /// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`, Kiro
 /// CLI's and the Amazon Q Developer CLI's databases built from their dumps in
-/// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`).
+/// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`, Continue's sessions in
+/// `~/.continue/sessions`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -100,6 +101,7 @@ pub fn home(dir: &Path) -> PathBuf {
     );
     vscode_user(&home.join(".config/Code/User"));
     crush_project(&home);
+    copy("continue", &home.join(".continue"));
     build_db(
         "kiro/kiro.sql",
         &home.join(".local/share/kiro-cli/data.sqlite3"),
