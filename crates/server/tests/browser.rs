@@ -1670,15 +1670,19 @@ fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
         cost_only == "—|no tokens recorded $0.04|",
         format!("a cost without tokens: {cost_only}"),
     )?;
-    d.open(&server.url("/s/ses_uncounted"))?;
-    d.wait(
-        "the head",
-        "return document.getElementById('session-totals')",
-    )?;
-    let facts = text(
-        ctx,
-        "return document.getElementById('session-totals').innerText",
-    )?;
+    // What a session's page says of its totals.
+    let totals = |id: &str| -> Result<String> {
+        d.open(&server.url(&format!("/s/{id}")))?;
+        d.wait(
+            "the head",
+            "return document.getElementById('session-totals')",
+        )?;
+        text(
+            ctx,
+            "return document.getElementById('session-totals').innerText",
+        )
+    };
+    let facts = totals("ses_uncounted")?;
     check(
         facts.contains("model calls 0")
             && facts.contains("no usage recorded")
@@ -1701,15 +1705,7 @@ fn unrecorded_usage(ctx: &Ctx) -> Result<()> {
             && rows.contains("crush,1,1,—,$0.04"),
         format!("the usage table: {rows}"),
     )?;
-    d.open(&server.url("/s/ses_costonly"))?;
-    d.wait(
-        "the head",
-        "return document.getElementById('session-totals')",
-    )?;
-    let facts = text(
-        ctx,
-        "return document.getElementById('session-totals').innerText",
-    )?;
+    let facts = totals("ses_costonly")?;
     check(
         facts.contains("no tokens recorded")
             && !facts.contains("no usage recorded")

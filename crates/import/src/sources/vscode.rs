@@ -374,8 +374,8 @@ fn conversation(
         .map(str::to_owned)
         .or_else(|| Some(path.file_stem()?.to_string_lossy().into_owned()))?;
     let requests = array_of(doc, "requests");
-    let created = epoch_ms(doc.get("creationDate"))
-        .or_else(|| requests.iter().find_map(|r| epoch_ms(r.get("timestamp"))))
+    let created = millis(doc.get("creationDate"))
+        .or_else(|| requests.iter().find_map(|r| millis(r.get("timestamp"))))
         .unwrap_or(unit.mtime_ms);
     let mut times = Times::new(created);
     let mut rec = SessionRec::new(id.clone(), created);
@@ -396,7 +396,7 @@ fn conversation(
         let request_id = str_of(r, "requestId")
             .map(str::to_owned)
             .unwrap_or_else(|| i.to_string());
-        let at = times.note(epoch_ms(r.get("timestamp")));
+        let at = times.note(millis(r.get("timestamp")));
         let said = match r.get("message") {
             Some(Value::String(s)) => s.clone(),
             Some(m) => str_of(m, "text").unwrap_or("").to_owned(),
@@ -409,8 +409,8 @@ fn conversation(
             push(out, &id, msg);
         }
         let result = r.get("result").unwrap_or(&Value::Null);
-        let replied_at = epoch_ms(r.get("responseTimestamp"))
-            .or_else(|| Some(at + epoch_ms(result.pointer("/timings/firstProgress"))?))
+        let replied_at = millis(r.get("responseTimestamp"))
+            .or_else(|| Some(at + millis(result.pointer("/timings/firstProgress"))?))
             .unwrap_or(at)
             .max(at);
         let replied_at = times.note(Some(replied_at));
@@ -433,8 +433,8 @@ fn conversation(
             .and_then(Value::as_str)
             .map(str::to_owned);
         msg.error = error;
-        let done = epoch_ms(r.pointer("/modelState/completedAt"))
-            .or_else(|| Some(at + epoch_ms(result.pointer("/timings/totalElapsed"))?));
+        let done = millis(r.pointer("/modelState/completedAt"))
+            .or_else(|| Some(at + millis(result.pointer("/timings/totalElapsed"))?));
         msg.finished_at = done.map(|d| d.max(replied_at));
         msg.parts = numbered(SRC, &key, parts, replied_at);
         push(out, &id, msg);
@@ -461,8 +461,9 @@ fn push(out: &mut Batch, session: &str, msg: scribe_message::Message) {
     });
 }
 
-/// A time in milliseconds since the epoch, as VS Code writes one (a number).
-fn epoch_ms(v: Option<&Value>) -> Option<i64> {
+/// Milliseconds as VS Code writes them (a number): a time since the epoch, or a duration
+/// (`timings.firstProgress`).
+fn millis(v: Option<&Value>) -> Option<i64> {
     let v = v?;
     v.as_i64()
         .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
