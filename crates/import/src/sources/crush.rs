@@ -42,7 +42,7 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, array_of, file, find_db, int_of, message, numbered,
+    Batches, FileReport, Importer, Unit, array_of, file, find_db, int_of, message, numbered,
     open_source_db, reasoning, rows, settle_call, str_of, text, tool, unzstd,
 };
 use crate::Source;
@@ -123,12 +123,7 @@ impl Importer for Crush {
         }
         let folder = project_folder(path);
         let mut batches = Batches::new(unit, &mut sessions, order_of);
-        for s in &sessions {
-            match batches.step(order_of(s), out.messages.len()) {
-                Step::Skip => continue,
-                Step::Read => {}
-                Step::Stop(resume) => return Ok(resume),
-            }
+        while let Some(s) = batches.next(&sessions, out.messages.len()) {
             let Some(id) = str_of(s, "id").filter(|id| !id.is_empty()) else {
                 report.malformed(path, None, "a session without an id");
                 continue;
@@ -184,7 +179,7 @@ impl Importer for Crush {
             }
             out.sessions.push(rec);
         }
-        Ok(Resume::default())
+        Ok(batches.resume())
     }
 }
 

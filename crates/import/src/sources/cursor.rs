@@ -67,8 +67,8 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Recorded, Step, Times, Unit, editor_state, find_db, int_of,
-    message, numbered, open_source_db, reasoning, rows, str_of, text, tool, uri_directory, walk,
+    Batches, FileReport, Importer, Recorded, Times, Unit, editor_state, find_db, int_of, message,
+    numbered, open_source_db, reasoning, rows, str_of, text, tool, uri_directory, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -192,12 +192,7 @@ impl Importer for Cursor {
         }
         let mut batches = Batches::new(unit, &mut composers, order_of);
         let mut folders: Option<HashMap<String, String>> = None;
-        for s in &composers {
-            match batches.step(order_of(s), out.messages.len()) {
-                Step::Skip => continue,
-                Step::Read => {}
-                Step::Stop(resume) => return Ok(resume),
-            }
+        while let Some(s) = batches.next(&composers, out.messages.len()) {
             let Some(id) = str_of(s, "id").filter(|id| !id.is_empty()) else {
                 report.malformed(path, None, "a conversation without an id");
                 continue;
@@ -284,7 +279,7 @@ impl Importer for Cursor {
             }
             out.sessions.push(rec);
         }
-        Ok(Resume::default())
+        Ok(batches.resume())
     }
 }
 

@@ -44,8 +44,8 @@ use scribe_message::{CompactionPart, Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, array_of, f64_of, find_db, inline_image, int_of,
-    json_col, message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Unit, array_of, f64_of, find_db, inline_image, int_of, json_col,
+    message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -136,13 +136,7 @@ impl Importer for Goose {
             (created as f64, str_of(s, "id").unwrap_or(""))
         }
         let mut batches = Batches::new(unit, &mut sessions, order_of);
-        for s in &sessions {
-            match batches.step(order_of(s), out.messages.len()) {
-                Step::Skip => continue,
-                Step::Read => {}
-                // The read transaction ends with the connection.
-                Step::Stop(resume) => return Ok(resume),
-            }
+        while let Some(s) = batches.next(&sessions, out.messages.len()) {
             let Some(id) = str_of(s, "id") else {
                 report.malformed(path, None, "a session without an id");
                 continue;
@@ -185,7 +179,7 @@ impl Importer for Goose {
             }
             out.sessions.push(rec);
         }
-        Ok(Resume::default())
+        Ok(batches.resume())
     }
 }
 

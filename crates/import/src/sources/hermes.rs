@@ -32,8 +32,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, columns, content_text, f64_of, int_of, json_col,
-    message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Unit, columns, content_text, f64_of, int_of, json_col, message,
+    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -218,13 +218,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
     }
     let mut sessions = sessions;
     let mut batches = Batches::new(unit, &mut sessions, order_of);
-    for s in &sessions {
-        match batches.step(order_of(s), out.messages.len()) {
-            Step::Skip => continue,
-            Step::Read => {}
-            // The read transaction ends with the connection.
-            Step::Stop(resume) => return Ok(resume),
-        }
+    while let Some(s) = batches.next(&sessions, out.messages.len()) {
         // Said by the read whose batch holds the row, so once however many reads there are.
         let Some(id) = str_of(s, "id") else {
             report.malformed(path, None, "a session without an id");
@@ -342,7 +336,7 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
         out.sessions.push(rec);
         out.sessions.extend(children);
     }
-    Ok(Resume::default())
+    Ok(batches.resume())
 }
 
 /// Per-turn routes whose calls Hermes counts in the session's totals as well as under

@@ -40,8 +40,8 @@ use scribe_message::{Part, Role, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Recorded, Step, Times, Unit, array_of, columns, find_db,
-    message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Recorded, Times, Unit, array_of, columns, find_db, message,
+    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -114,12 +114,7 @@ impl Importer for Kiro {
             (created, id.unwrap_or(""))
         }
         let mut batches = Batches::new(unit, &mut listed, order_of);
-        for c in &listed {
-            match batches.step(order_of(c), out.messages.len()) {
-                Step::Skip => continue,
-                Step::Read => {}
-                Step::Stop(resume) => return Ok(resume),
-            }
+        while let Some(c) = batches.next(&listed, out.messages.len()) {
             let key = str_of(c, "key").unwrap_or("");
             let size = c.get("size").and_then(Value::as_i64).unwrap_or(0);
             let updated = c.get("updated_at").and_then(Value::as_i64);
@@ -174,7 +169,7 @@ impl Importer for Kiro {
             }
             out.sessions.push(rec);
         }
-        Ok(Resume::default())
+        Ok(batches.resume())
     }
 }
 

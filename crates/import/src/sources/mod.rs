@@ -79,17 +79,24 @@ pub(crate) fn read_json_lines(
 /// `(key, id)` order, the key compared as `f64::total_cmp` does (sorted here, in Rust,
 /// so a value the database would order otherwise, text where a number belongs, cannot make
 /// a resumed read skip a session or read one twice); going on after the session the read
-/// before stopped at; stopping at the end of a session once the batch is full.
+/// before stopped at; stopping at the end of a session once the batch is full. Read as
+/// `while let Some(s) = batches.next(&sessions, out.messages.len()) { … }`, then
+/// `Ok(batches.resume())`.
 pub(crate) struct Batches {
     /// The session the read before stopped after (from the resume's carry).
     after: Option<(f64, String)>,
     /// The last session this read went through.
     last: Option<(f64, String)>,
     max_messages: usize,
+    order_of: fn(&serde_json::Value) -> (f64, &str),
+    /// The index of the next session to look at.
+    at: usize,
+    /// Where the next read goes on, once this one stopped at a full batch.
+    stopped: Option<Resume>,
 }
 
 /// What [`Batches::step`] says of the next session.
-pub(crate) enum Step {
+enum Step {
     /// An earlier read of this import read it: go on to the next.
     Skip,
     /// Read it.
@@ -114,11 +121,48 @@ impl Batches {
             after,
             last: None,
             max_messages: unit.max_messages,
+            order_of,
+            at: 0,
+            stopped: None,
         }
     }
 
+    /// The next session of `sessions` (the list [`Batches::new`] sorted) to read, the batch
+    /// holding `messages` messages: sessions an earlier read of this import read are passed
+    /// over; none once the batch is full (then [`Batches::resume`] says where to go on) or
+    /// the list is done.
+    pub(crate) fn next<'a>(
+        &mut self,
+        sessions: &'a [serde_json::Value],
+        messages: usize,
+    ) -> Option<&'a serde_json::Value> {
+        if self.stopped.is_some() {
+            return None;
+        }
+        while let Some(s) = sessions.get(self.at) {
+            match self.step((self.order_of)(s), messages) {
+                Step::Skip => self.at += 1,
+                Step::Read => {
+                    self.at += 1;
+                    return Some(s);
+                }
+                Step::Stop(resume) => {
+                    self.stopped = Some(resume);
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// Where the next read goes on: after the last session read when the batch filled up,
+    /// else nowhere (all was read).
+    pub(crate) fn resume(self) -> Resume {
+        self.stopped.unwrap_or_default()
+    }
+
     /// What to do with the session at `at`, the batch holding `messages` messages.
-    pub(crate) fn step(&mut self, at: (f64, &str), messages: usize) -> Step {
+    fn step(&mut self, at: (f64, &str), messages: usize) -> Step {
         if self
             .after
             .as_ref()

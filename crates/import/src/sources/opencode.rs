@@ -34,8 +34,8 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Step, Unit, f64_of, file, int_of, json_col, message,
-    open_source_db, reasoning, rows, stored_part, str_of, text, tool, walk,
+    Batches, FileReport, Importer, Unit, f64_of, file, int_of, json_col, message, open_source_db,
+    reasoning, rows, stored_part, str_of, text, tool, walk,
 };
 use crate::Source;
 use crate::env::Env;
@@ -158,13 +158,7 @@ fn database(
     }
     let mut sessions = sessions;
     let mut batches = Batches::new(unit, &mut sessions, order_of);
-    for s in &sessions {
-        match batches.step(order_of(s), out.messages.len()) {
-            Step::Skip => continue,
-            Step::Read => {}
-            // The read transaction ends with the connection.
-            Step::Stop(resume) => return Ok(resume),
-        }
+    while let Some(s) = batches.next(&sessions, out.messages.len()) {
         // Said by the read whose batch holds the row, so once however many reads there are.
         let Some(id) = str_of(s, "id") else {
             report.malformed(path, None, "a session without an id");
@@ -235,7 +229,7 @@ fn database(
         }
         emit_session(source, rec, msgs, out, report, path);
     }
-    Ok(Resume::default())
+    Ok(batches.resume())
 }
 
 /// What a session's parts look like for its fingerprint: `<count>:<newest update>`. Asked

@@ -37,7 +37,7 @@ use scribe_message::{Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Recorded, Step, Unit, array_of, file, find_db, int_of, message,
+    Batches, FileReport, Importer, Recorded, Unit, array_of, file, find_db, int_of, message,
     numbered, open_source_db, reasoning, rows, settled, str_of, text, tool, unzstd,
 };
 use crate::Source;
@@ -106,12 +106,7 @@ impl Importer for Zed {
             (0.0, str_of(t, "id").unwrap_or(""))
         }
         let mut batches = Batches::new(unit, &mut threads, order_of);
-        for t in &threads {
-            match batches.step(order_of(t), out.messages.len()) {
-                Step::Skip => continue,
-                Step::Read => {}
-                Step::Stop(resume) => return Ok(resume),
-            }
+        while let Some(t) = batches.next(&threads, out.messages.len()) {
             let Some(id) = str_of(t, "id").filter(|id| !id.is_empty()) else {
                 report.malformed(path, None, "a thread without an id");
                 continue;
@@ -167,7 +162,7 @@ impl Importer for Zed {
             }
             out.sessions.push(rec);
         }
-        Ok(Resume::default())
+        Ok(batches.resume())
     }
 }
 
