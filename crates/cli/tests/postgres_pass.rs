@@ -87,6 +87,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("kimi", "kimi"),
         ("vscode", "vscode/User"),
         ("continue", "continue/sessions"),
+        ("aider", "aider"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -35,6 +35,12 @@ fn shaped(prefix: &str, at_ms: i64, parts: &[&str]) -> String {
     format!("{prefix}_{time:012x}{h:020x}")
 }
 
+/// The id of a session whose source names it by no id of its own (Aider's runs), known
+/// by `key` and started at `at_ms`: Scribe's own shape, `ses_` and the time.
+pub fn session_id(source: Source, key: &str, at_ms: i64) -> String {
+    shaped("ses", at_ms, &[source.name(), "session", key])
+}
+
 /// The id of the message the source knows as `key` (created at `at_ms`).
 pub fn message_id(source: Source, key: &str, at_ms: i64) -> String {
     shaped("msg", at_ms, &[source.name(), "message", key])

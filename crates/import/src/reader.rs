@@ -68,6 +68,12 @@ impl Chunk {
         Chunk { data, offset, line }
     }
 
+    /// The bytes read, from the offset on (a reader of lines that are not JSON splits
+    /// them itself).
+    pub fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+
     /// The complete lines, in order; blank lines are counted but not returned.
     pub fn lines(&self) -> impl Iterator<Item = Line<'_>> {
         let mut at = 0usize;

@@ -33,7 +33,8 @@
 //! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
 //! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`), and Crush
 //! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro and Amazon
-//! Q keep none (`tests/kiro.rs`), nor does Continue (`tests/continue_dev.rs`).
+//! Q keep none (`tests/kiro.rs`), nor does Continue (`tests/continue_dev.rs`). Aider's
+//! counts are its own rounded report's (`tests/aider.rs`), which ccusage does not read.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -99,7 +100,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        76,
+        79,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -130,7 +131,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "vscode",
                 "crush",
                 "kiro",
-                "continue"
+                "continue",
+                "aider"
             ]
             .contains(&s.source.as_str()),
             "{}",

@@ -335,7 +335,13 @@ fn every_importer_survives_its_files_cut_short_and_of_the_wrong_shape() {
             importer.discover(&root, &mut files).unwrap();
             for file in &files {
                 let bytes = std::fs::read(file).unwrap();
-                let rel = file.strip_prefix(&root).unwrap();
+                // A root that is a file (Aider's logs) is copied by its name.
+                let rel = match file.strip_prefix(&root).unwrap() {
+                    r if r.as_os_str().is_empty() => {
+                        std::path::Path::new(file.file_name().unwrap())
+                    }
+                    r => r,
+                };
                 let mut variants: Vec<(String, Vec<u8>)> = [3, 2]
                     .iter()
                     .map(|d| (format!("cut{d}"), bytes[..bytes.len() / d].to_vec()))

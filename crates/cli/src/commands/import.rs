@@ -30,8 +30,8 @@ const TITLE_CHARS: usize = 60;
 /// Import sessions from a file written by `scribe export`, or with --from the history of
 /// Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline, Roo Code, Kilo Code, Goose,
 /// GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok Build, Qwen Code,
-/// Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush, Kiro CLI (Amazon Q) or
-/// Continue.
+/// Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush, Kiro CLI (Amazon Q),
+/// Continue or Aider.
 ///
 /// `scribe import FILE`: JSON and JSON Lines are told apart by their content. Sessions
 /// already in the database are skipped, so importing the same file twice changes nothing

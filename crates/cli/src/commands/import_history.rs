@@ -181,6 +181,10 @@ fn described(source: Source) -> Described {
             "Continue (`~/.continue/sessions`, `CONTINUE_GLOBAL_DIR`)",
             "Continue keeps sessions/<id>.json in ~/.continue",
         ),
+        Source::Aider => (
+            "Aider (`.aider.chat.history.md` in each project, found under the home folder; `AIDER_CHAT_HISTORY_FILE`)",
+            "Aider keeps .aider.chat.history.md in each project's folder (give the folders: scribe import --from aider ~/code)",
+        ),
     };
     Described { help, keeps }
 }

@@ -5,6 +5,7 @@
 //! them into a [`Batch`] from where the last import stopped ([`Importer::read`]). It never
 //! writes anything: the [`Sink`] does.
 
+pub mod aider;
 pub mod amp;
 pub mod antigravity;
 pub mod claude_code;
@@ -423,6 +424,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Crush => &crush::Crush,
         Source::Kiro => &kiro::Kiro,
         Source::Continue => &continue_dev::Continue,
+        Source::Aider => &aider::Aider,
     }
 }
 

@@ -60,7 +60,7 @@ pub fn build_db(sql: &str, db: &Path) {
 /// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`, Kiro
 /// CLI's and the Amazon Q Developer CLI's databases built from their dumps in
 /// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`, Continue's sessions in
-/// `~/.continue/sessions`).
+/// `~/.continue/sessions`, Aider's logs in two projects, `~/work/shop` and `~/work/tools`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -102,6 +102,7 @@ pub fn home(dir: &Path) -> PathBuf {
     vscode_user(&home.join(".config/Code/User"));
     crush_project(&home);
     copy("continue", &home.join(".continue"));
+    copy("aider", &home.join("work"));
     build_db(
         "kiro/kiro.sql",
         &home.join(".local/share/kiro-cli/data.sqlite3"),
