@@ -125,7 +125,7 @@ impl Importer for Aider {
             if unit.resume.offset == 0 && chats.is_empty() {
                 return Err(ImportError::Malformed {
                     path: path.to_owned(),
-                    what: "Aider chat history",
+                    what: "log of Aider's chats",
                     reason: format!("it has no `{}` line", STARTED.trim_end()),
                 });
             }
