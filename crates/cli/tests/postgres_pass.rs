@@ -88,6 +88,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("vscode", "vscode/User"),
         ("continue", "continue/sessions"),
         ("aider", "aider"),
+        ("mistral-vibe", "vibe"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -3,10 +3,10 @@
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
 //! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush, Kiro CLI
-//! (Amazon Q), Continue and Aider each keep every conversation on disk in their own format.
-//! One module per agent ([`sources`]) reads that format behind one [`Importer`] trait; the
-//! [`sink`] writes what they read through the session and message crates. [`import`]
-//! drives both:
+//! (Amazon Q), Continue, Aider and Mistral Vibe each keep every conversation on disk in
+//! their own format. One module per agent ([`sources`]) reads that format behind one
+//! [`Importer`] trait; the [`sink`] writes what they read through the session and message
+//! crates. [`import`] drives both:
 //!
 //! - **incremental**: a file whose size and modification time are what the last import
 //!   saw costs one `stat`; a file that grew is read from where the last import stopped
@@ -114,11 +114,13 @@ pub enum Source {
     Continue,
     /// Aider, its chat history log in each project.
     Aider,
+    /// Mistral Vibe, Mistral's CLI.
+    Vibe,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 26] = [
+    pub const ALL: [Source; 27] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -145,6 +147,7 @@ impl Source {
         Source::Kiro,
         Source::Continue,
         Source::Aider,
+        Source::Vibe,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -176,6 +179,7 @@ impl Source {
             Source::Kiro => "kiro",
             Source::Continue => "continue",
             Source::Aider => "aider",
+            Source::Vibe => "mistral-vibe",
         }
     }
 }

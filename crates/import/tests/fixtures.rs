@@ -34,7 +34,8 @@
 //! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`), and Crush
 //! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro and Amazon
 //! Q keep none (`tests/kiro.rs`), nor does Continue (`tests/continue_dev.rs`). Aider's
-//! counts are its own rounded report's (`tests/aider.rs`), which ccusage does not read.
+//! counts are its own rounded report's (`tests/aider.rs`), which ccusage does not read, and
+//! Mistral Vibe's its sessions' own stats (`tests/vibe.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -100,7 +101,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        79,
+        83,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -132,7 +133,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "crush",
                 "kiro",
                 "continue",
-                "aider"
+                "aider",
+                "mistral-vibe"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -379,6 +381,7 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
             "goose",
             "hermes",
             "kiro",
+            "mistral-vibe",
             "pi",
             "qwen"
         ]

@@ -185,6 +185,10 @@ fn described(source: Source) -> Described {
             "Aider (`.aider.chat.history.md` in each project, found under the home folder; `AIDER_CHAT_HISTORY_FILE`)",
             "Aider keeps .aider.chat.history.md in each project's folder (give the folders: scribe import --from aider ~/code)",
         ),
+        Source::Vibe => (
+            "Mistral Vibe (`~/.vibe/logs/session`, `VIBE_HOME`, `XDG_CONFIG_HOME`)",
+            "Mistral Vibe keeps logs/session/session_<start>_<id>/messages.jsonl in ~/.vibe",
+        ),
     };
     Described { help, keeps }
 }

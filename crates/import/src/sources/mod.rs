@@ -25,6 +25,7 @@ pub mod kiro;
 pub mod opencode;
 pub mod pi;
 pub mod qwen;
+pub mod vibe;
 pub mod vscode;
 pub mod zed;
 
@@ -425,6 +426,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Kiro => &kiro::Kiro,
         Source::Continue => &continue_dev::Continue,
         Source::Aider => &aider::Aider,
+        Source::Vibe => &vibe::Vibe,
     }
 }
 

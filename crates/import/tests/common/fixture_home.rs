@@ -60,7 +60,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`, Kiro
 /// CLI's and the Amazon Q Developer CLI's databases built from their dumps in
 /// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`, Continue's sessions in
-/// `~/.continue/sessions`, Aider's logs in two projects, `~/work/shop` and `~/work/tools`).
+/// `~/.continue/sessions`, Aider's logs in two projects, `~/work/shop` and `~/work/tools`,
+/// Mistral Vibe's sessions in `~/.vibe/logs/session`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -103,6 +104,7 @@ pub fn home(dir: &Path) -> PathBuf {
     crush_project(&home);
     copy("continue", &home.join(".continue"));
     copy("aider", &home.join("work"));
+    vibe_sessions(&home.join(".vibe"));
     build_db(
         "kiro/kiro.sql",
         &home.join(".local/share/kiro-cli/data.sqlite3"),
@@ -112,6 +114,40 @@ pub fn home(dir: &Path) -> PathBuf {
         &home.join(".local/share/amazon-q/data.sqlite3"),
     );
     home
+}
+
+/// Mistral Vibe's sessions in `vibe` (its `~/.vibe`), each session's files modified in the
+/// order Vibe wrote the sessions (a parent before the sessions continued or forked from
+/// it), as the import, which reads the oldest first, would find them.
+pub fn vibe_sessions(vibe: &Path) {
+    copy("vibe", vibe);
+    let saved = vibe.join("logs/session");
+    let mut sessions: Vec<PathBuf> = std::fs::read_dir(&saved)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    // Named after their start: the name's order is the order they were written in.
+    sessions.sort();
+    let base = std::time::SystemTime::now() - std::time::Duration::from_secs(3_600);
+    for (i, session) in sessions.iter().enumerate() {
+        let at = base + std::time::Duration::from_secs(i as u64);
+        let files = if session.is_dir() {
+            std::fs::read_dir(session)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect()
+        } else {
+            vec![session.clone()]
+        };
+        for file in files {
+            std::fs::File::options()
+                .write(true)
+                .open(&file)
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+        }
+    }
 }
 
 /// Crush's project at `home/work/notes` (its database built from `crush/crush.sql` in its

@@ -15,7 +15,7 @@ pub mod fixture_home;
 
 pub use fixture_home::{
     VSCODE_WORKSPACE, build_db, codex_rollout, copy, copy_tree, crush_project, fixtures, home,
-    long_and_fine_rollouts, vscode_user,
+    long_and_fine_rollouts, vibe_sessions, vscode_user,
 };
 
 /// An environment whose home is `home`, with `vars` set and nothing else.
