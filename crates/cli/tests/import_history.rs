@@ -126,7 +126,8 @@ fn import_from_all_then_again_changes_nothing() {
             ("kiro".to_owned(), 3),
             ("continue".to_owned(), 2),
             ("aider".to_owned(), 3),
-            ("mistral-vibe".to_owned(), 4)
+            ("mistral-vibe".to_owned(), 4),
+            ("openhands".to_owned(), 4)
         ]
     );
     let codex = source(&first, "codex");
@@ -142,11 +143,11 @@ fn import_from_all_then_again_changes_nothing() {
         assert_eq!(s["messages_inserted"], 0, "{s}");
     }
     let human = scribe.ok(&["import", "--from", "all"]);
-    assert_eq!(human.matches("nothing new").count(), 27, "{human}");
+    assert_eq!(human.matches("nothing new").count(), 28, "{human}");
 
     // Imported history is Scribe history: list, show, search, stats.
     let list = scribe.json(&["list", "--all", "-n", "100", "--json"]);
-    assert_eq!(list["sessions"].as_array().unwrap().len(), 83);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 87);
     let shown = scribe.ok(&["show", "1af7fc5e-8455-4414-9ccd-011d40f70b2a"]);
     assert!(shown.contains("CLAUDE.md"), "{shown}");
     let hits = scribe.json(&["search", "tmp_path", "--json"]);
@@ -939,7 +940,7 @@ fn sources_lists_the_histories_and_their_last_import() {
     scribe.ok(&["db", "migrate"]);
     let before = scribe.json(&["sources", "--json"]);
     let rows = before["sources"].as_array().unwrap();
-    assert_eq!(rows.len(), 27);
+    assert_eq!(rows.len(), 28);
     assert!(
         rows.iter()
             .all(|r| r["found"] == true && r["last_imported_at"].is_null())

@@ -89,6 +89,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("continue", "continue/sessions"),
         ("aider", "aider"),
         ("mistral-vibe", "vibe"),
+        ("openhands", "openhands"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

@@ -3,8 +3,8 @@
 //! Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline (with its forks Roo Code and
 //! Kilo Code), Goose, GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok
 //! Build, Qwen Code, Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush, Kiro CLI
-//! (Amazon Q), Continue, Aider and Mistral Vibe each keep every conversation on disk in
-//! their own format. One module per agent ([`sources`]) reads that format behind one
+//! (Amazon Q), Continue, Aider, Mistral Vibe and OpenHands each keep every conversation on
+//! disk in their own format. One module per agent ([`sources`]) reads that format behind one
 //! [`Importer`] trait; the [`sink`] writes what they read through the session and message
 //! crates. [`import`] drives both:
 //!
@@ -116,11 +116,13 @@ pub enum Source {
     Aider,
     /// Mistral Vibe, Mistral's CLI.
     Vibe,
+    /// OpenHands, its CLI and software-agent SDK.
+    OpenHands,
 }
 
 impl Source {
     /// Every source, in the order `--from all` imports them.
-    pub const ALL: [Source; 27] = [
+    pub const ALL: [Source; 28] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::OpenCode,
@@ -148,6 +150,7 @@ impl Source {
         Source::Continue,
         Source::Aider,
         Source::Vibe,
+        Source::OpenHands,
     ];
 
     /// The name used on the command line and as the sessions' `source`.
@@ -180,6 +183,7 @@ impl Source {
             Source::Continue => "continue",
             Source::Aider => "aider",
             Source::Vibe => "mistral-vibe",
+            Source::OpenHands => "openhands",
         }
     }
 }

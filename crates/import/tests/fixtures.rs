@@ -35,7 +35,8 @@
 //! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro and Amazon
 //! Q keep none (`tests/kiro.rs`), nor does Continue (`tests/continue_dev.rs`). Aider's
 //! counts are its own rounded report's (`tests/aider.rs`), which ccusage does not read, and
-//! Mistral Vibe's its sessions' own stats (`tests/vibe.rs`).
+//! Mistral Vibe's its sessions' own stats (`tests/vibe.rs`), and OpenHands' its
+//! conversations' own metrics (`tests/openhands.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -101,7 +102,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        83,
+        87,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -134,7 +135,8 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
                 "kiro",
                 "continue",
                 "aider",
-                "mistral-vibe"
+                "mistral-vibe",
+                "openhands"
             ]
             .contains(&s.source.as_str()),
             "{}",
@@ -382,6 +384,7 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
             "hermes",
             "kiro",
             "mistral-vibe",
+            "openhands",
             "pi",
             "qwen"
         ]

@@ -357,6 +357,16 @@ fn every_importer_survives_its_files_cut_short_and_of_the_wrong_shape() {
                     let copy = at.join(rel);
                     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
                     std::fs::write(&copy, content).unwrap();
+                    // The files read with it (OpenHands' events, a Cline task's UI log)
+                    // come along as they are.
+                    for companion in importer.companions(file) {
+                        let Ok(beside) = companion.strip_prefix(file.parent().unwrap()) else {
+                            continue;
+                        };
+                        if companion.is_file() {
+                            copy_tree(&companion, &copy.parent().unwrap().join(beside));
+                        }
+                    }
                     let db = scribe_db(&at.join("scribe"));
                     let s = run(&db, source, std::slice::from_ref(&at));
                     assert_eq!(s.files, 1, "{source} {}: {s:?}", copy.display());

@@ -31,7 +31,7 @@ const TITLE_CHARS: usize = 60;
 /// Claude Code, Codex, OpenCode, Hermes, Gemini CLI, Cline, Roo Code, Kilo Code, Goose,
 /// GitHub Copilot CLI, pi, OpenClaw, Amp, Factory Droid, the Kilo CLI, Grok Build, Qwen Code,
 /// Google Antigravity, Kimi, Cursor, Zed, VS Code's chat, Crush, Kiro CLI (Amazon Q),
-/// Continue, Aider or Mistral Vibe.
+/// Continue, Aider, Mistral Vibe or OpenHands.
 ///
 /// `scribe import FILE`: JSON and JSON Lines are told apart by their content. Sessions
 /// already in the database are skipped, so importing the same file twice changes nothing

@@ -189,6 +189,10 @@ fn described(source: Source) -> Described {
             "Mistral Vibe (`~/.vibe/logs/session`, `VIBE_HOME`, `XDG_CONFIG_HOME`)",
             "Mistral Vibe keeps logs/session/session_<start>_<id>/messages.jsonl in ~/.vibe",
         ),
+        Source::OpenHands => (
+            "OpenHands (`~/.openhands/conversations`)",
+            "OpenHands keeps conversations/<id>/base_state.json and its events/ in ~/.openhands",
+        ),
     };
     Described { help, keeps }
 }

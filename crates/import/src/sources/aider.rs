@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use scribe_message::{Role, TokenUsage};
 use serde_json::{Value, json};
 
-use super::{FileReport, Importer, Unit, message, numbered, text};
+use super::{FileReport, Importer, Unit, message, numbered, provider_and_model, text};
 use crate::Source;
 use crate::env::Env;
 use crate::error::{ImportError, Result};
@@ -521,17 +521,6 @@ fn model_named(line: &str) -> Option<&str> {
         .or_else(|| line.strip_prefix("Model: "))?;
     let name = rest.split(" with ").next().unwrap_or(rest).trim();
     (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
-}
-
-/// litellm's `provider/model` (`openrouter/anthropic/claude-3.5-sonnet`: the provider is
-/// the first segment) as the provider and the model; a name without one is the model.
-fn provider_and_model(name: &str) -> (Option<&str>, &str) {
-    match name.split_once('/') {
-        Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
-            (Some(provider), model)
-        }
-        _ => (None, name),
-    }
 }
 
 /// A usage report (`tokens`: what follows `Tokens:`, the cost on the same line or in

@@ -23,6 +23,7 @@ pub mod hermes;
 pub mod kimi;
 pub mod kiro;
 pub mod opencode;
+pub mod openhands;
 pub mod pi;
 pub mod qwen;
 pub mod vibe;
@@ -427,6 +428,7 @@ pub fn importer(source: Source) -> &'static dyn Importer {
         Source::Continue => &continue_dev::Continue,
         Source::Aider => &aider::Aider,
         Source::Vibe => &vibe::Vibe,
+        Source::OpenHands => &openhands::OpenHands,
     }
 }
 
@@ -517,6 +519,18 @@ pub(crate) fn find_db(root: &Path, under: &[&str], out: &mut Vec<PathBuf>) -> bo
 /// A string field of a JSON object.
 pub(crate) fn str_of<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(serde_json::Value::as_str)
+}
+
+/// litellm's `provider/model` (`openrouter/anthropic/claude-3.5-sonnet`: the provider is
+/// the first segment) as the provider and the model; a name without one is the model. How
+/// the agents built on litellm (Aider, OpenHands) name their models.
+pub(crate) fn provider_and_model(name: &str) -> (Option<&str>, &str) {
+    match name.split_once('/') {
+        Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+            (Some(provider), model)
+        }
+        _ => (None, name),
+    }
 }
 
 /// An integer field (integers, or floats written by JavaScript) of a JSON object; 0 when absent.

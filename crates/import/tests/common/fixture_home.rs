@@ -61,7 +61,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// CLI's and the Amazon Q Developer CLI's databases built from their dumps in
 /// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`, Continue's sessions in
 /// `~/.continue/sessions`, Aider's logs in two projects, `~/work/shop` and `~/work/tools`,
-/// Mistral Vibe's sessions in `~/.vibe/logs/session`).
+/// Mistral Vibe's sessions in `~/.vibe/logs/session`, OpenHands' conversations in
+/// `~/.openhands/conversations`).
 pub fn home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     copy("claude", &home.join(".claude"));
@@ -105,6 +106,7 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("continue", &home.join(".continue"));
     copy("aider", &home.join("work"));
     vibe_sessions(&home.join(".vibe"));
+    copy("openhands", &home.join(".openhands"));
     build_db(
         "kiro/kiro.sql",
         &home.join(".local/share/kiro-cli/data.sqlite3"),
