@@ -244,14 +244,8 @@ fn a_run_of_aider_keeps_the_input_the_replies_what_aider_did_and_the_usage() {
 fn aiders_logs_are_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (home, roots) = projects(dir.path());
-    let before = listing(&home.join("work"));
     let db = scribe_db(dir.path());
-    run(&db, Source::Aider, &roots);
-    assert_eq!(
-        listing(&home.join("work")),
-        before,
-        "no file changed, added or touched"
-    );
+    import_read_only(&db, Source::Aider, &roots, &home.join("work"));
 }
 
 #[test]
@@ -260,11 +254,7 @@ fn a_growing_log_is_read_again_storing_nothing_twice() {
     let (home, roots) = projects(dir.path());
     let log = home.join("work/shop").join(LOG);
     let db = scribe_db(dir.path());
-    run(&db, Source::Aider, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::Aider, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::Aider, &roots);
 
     // The run goes on: a question and its reply, whose report is not written yet.
     append(

@@ -173,14 +173,8 @@ fn a_continue_session_keeps_its_words_calls_and_folder() {
 fn continues_files_are_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = sessions_dir(dir.path());
-    let before = listing(&folder);
     let db = scribe_db(dir.path());
-    run(&db, Source::Continue, &roots);
-    assert_eq!(
-        listing(&folder),
-        before,
-        "no file changed, added or touched"
-    );
+    import_read_only(&db, Source::Continue, &roots, &folder);
 }
 
 #[test]
@@ -188,11 +182,7 @@ fn a_grown_continue_session_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = sessions_dir(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::Continue, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::Continue, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::Continue, &roots);
 
     // Continue writes the session again with a turn more; the unlisted one too, later:
     // its messages keep the start its first import gave them.

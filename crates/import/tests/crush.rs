@@ -221,10 +221,8 @@ fn crushs_database_is_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (db_path, roots) = project(dir.path());
     let folder = db_path.parent().unwrap();
-    let before = listing(folder);
     let db = scribe_db(dir.path());
-    run(&db, Source::Crush, &roots);
-    assert_eq!(listing(folder), before, "no file changed, added or touched");
+    import_read_only(&db, Source::Crush, &roots, folder);
 }
 
 #[test]
@@ -232,11 +230,7 @@ fn a_grown_crush_session_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (db_path, roots) = project(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::Crush, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::Crush, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::Crush, &roots);
 
     // The user goes on; Crush adds a turn and what it cost.
     let conn = rusqlite::Connection::open(&db_path).unwrap();

@@ -536,11 +536,9 @@ fn a_cursor_conversation_keeps_its_words_calls_usage_and_folder() {
 fn cursor_databases_are_read_without_being_changed_or_locked() {
     let dir = tempfile::tempdir().unwrap();
     let (user, roots) = user(dir.path());
-    let before = listing(&user);
     let bytes = std::fs::read(global(&user)).unwrap();
     let db = scribe_db(dir.path());
-    run(&db, Source::Cursor, &roots);
-    assert_eq!(listing(&user), before, "no file changed, added or touched");
+    import_read_only(&db, Source::Cursor, &roots, &user);
     assert_eq!(std::fs::read(global(&user)).unwrap(), bytes);
     // Nothing is held once the import is done: Cursor commits at once.
     let cursor = rusqlite::Connection::open(global(&user)).unwrap();

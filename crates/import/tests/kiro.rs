@@ -167,10 +167,8 @@ fn the_databases_are_read_without_their_secrets_or_any_change() {
     let dir = tempfile::tempdir().unwrap();
     let (kiro, roots) = databases(dir.path());
     let folder = kiro.parent().unwrap().parent().unwrap();
-    let before = listing(folder);
     let db = scribe_db(dir.path());
-    run(&db, Source::Kiro, &roots);
-    assert_eq!(listing(folder), before, "no file changed, added or touched");
+    import_read_only(&db, Source::Kiro, &roots, folder);
     let stored = dump(&db);
     for secret in ["SECRET-KIRO", "SECRET-COGNITO", "AKIA-SECRET"] {
         assert!(!stored.contains(secret), "{secret} reached the store");
@@ -182,11 +180,7 @@ fn a_grown_kiro_conversation_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (kiro, roots) = databases(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::Kiro, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::Kiro, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::Kiro, &roots);
 
     // The user goes on: the CLI writes the whole conversation again.
     let conn = rusqlite::Connection::open(&kiro).unwrap();

@@ -267,14 +267,8 @@ fn an_openhands_conversation_keeps_its_words_calls_and_each_replys_usage() {
 fn openhands_files_are_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = conversations(dir.path());
-    let before = listing(&folder);
     let db = scribe_db(dir.path());
-    run(&db, Source::OpenHands, &roots);
-    assert_eq!(
-        listing(&folder),
-        before,
-        "no file changed, added or touched"
-    );
+    import_read_only(&db, Source::OpenHands, &roots, &folder);
 }
 
 #[test]
@@ -282,11 +276,7 @@ fn a_grown_openhands_conversation_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = conversations(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::OpenHands, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::OpenHands, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::OpenHands, &roots);
 
     // OpenHands writes two events more and the state with the new call's usage.
     let conversation = folder.join(QUESTION);

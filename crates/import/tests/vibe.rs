@@ -278,14 +278,8 @@ fn a_vibe_session_keeps_its_words_calls_usage_and_lineage() {
 fn vibes_files_are_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = saved(dir.path());
-    let before = listing(&folder);
     let db = scribe_db(dir.path());
-    run(&db, Source::Vibe, &roots);
-    assert_eq!(
-        listing(&folder),
-        before,
-        "no file changed, added or touched"
-    );
+    import_read_only(&db, Source::Vibe, &roots, &folder);
 }
 
 #[test]
@@ -293,11 +287,7 @@ fn a_grown_vibe_session_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = saved(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::Vibe, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::Vibe, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::Vibe, &roots);
 
     // Vibe appends a turn and rewrites the meta file with the stats grown.
     let one = folder.join("session_20251210_203409_3f9a1c2e");

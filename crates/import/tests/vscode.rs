@@ -291,10 +291,8 @@ fn messages_of(
 fn vscodes_files_are_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (user, roots) = user(dir.path());
-    let before = listing(&user);
     let db = scribe_db(dir.path());
-    run(&db, Source::VsCode, &roots);
-    assert_eq!(listing(&user), before, "no file changed, added or touched");
+    import_read_only(&db, Source::VsCode, &roots, &user);
 }
 
 /// Appends `text` to the conversation log of `user` (as VS Code appends its entries).
@@ -312,11 +310,7 @@ fn a_grown_vscode_log_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (user, roots) = user(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::VsCode, &roots);
-    let first = dump(&db);
-    let again = run(&db, Source::VsCode, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::VsCode, &roots);
 
     // VS Code finishes the entry it was writing and adds a turn.
     let turn = serde_json::json!({"kind": 2, "k": ["requests"], "v": [{

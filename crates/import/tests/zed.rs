@@ -212,10 +212,8 @@ fn zeds_database_is_read_without_being_changed() {
     let dir = tempfile::tempdir().unwrap();
     let (db_path, roots) = threads(dir.path());
     let folder = db_path.parent().unwrap();
-    let before = listing(folder);
     let db = scribe_db(dir.path());
-    run(&db, Source::Zed, &roots);
-    assert_eq!(listing(folder), before, "no file changed, added or touched");
+    import_read_only(&db, Source::Zed, &roots, folder);
 }
 
 /// Replaces thread `id`'s stored JSON with `thread` (as Zed saves a thread whole), stored
@@ -249,13 +247,8 @@ fn a_grown_zed_thread_is_read_again_storing_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (db_path, roots) = threads(dir.path());
     let db = scribe_db(dir.path());
-    run(&db, Source::Zed, &roots);
-    let first = dump(&db);
-
     // Zed rewrites nothing: nothing is read again.
-    let again = run(&db, Source::Zed, &roots);
-    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
-    assert_same(&first, &dump(&db), "unchanged");
+    import_twice(&db, Source::Zed, &roots);
 
     // The user goes on in the first agent's thread; Zed saves it whole.
     let mut thread = stored_thread(&db_path, LEGACY);

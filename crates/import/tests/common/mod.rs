@@ -29,6 +29,31 @@ pub fn env(home: &Path, vars: &[(&str, &str)]) -> scribe_import::Env {
     }
 }
 
+/// Imports `source`'s history at `roots` into `db`, asserting that nothing under `folder`
+/// (where the agent keeps it) was changed, added or touched; what the import said.
+pub fn import_read_only(
+    db: &Arc<Database>,
+    source: Source,
+    roots: &[PathBuf],
+    folder: &Path,
+) -> SourceSummary {
+    let before = listing(folder);
+    let summary = run(db, source, roots);
+    assert_eq!(listing(folder), before, "no file changed, added or touched");
+    summary
+}
+
+/// Imports `source`'s history at `roots` into `db` twice, asserting that the second import
+/// stores nothing and leaves the store as the first did; the store's dump.
+pub fn import_twice(db: &Arc<Database>, source: Source, roots: &[PathBuf]) -> String {
+    run(db, source, roots);
+    let first = dump(db);
+    let again = run(db, source, roots);
+    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
+    assert_same(&first, &dump(db), "unchanged");
+    first
+}
+
 /// The text parts of session `id`, in order: who said each, what, and whether the agent
 /// wrote it rather than the user or the model (synthetic).
 pub fn texts(db: &Arc<Database>, id: &str) -> Vec<(scribe_message::Role, String, bool)> {
