@@ -324,6 +324,38 @@ fn a_growing_log_is_read_again_storing_nothing_twice() {
 }
 
 #[test]
+fn runs_since_left_out_are_read_by_a_later_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _) = projects(dir.path());
+    let log = home.join("work/tools").join(LOG);
+    let db = scribe_db(dir.path());
+    let recent = scribe_import::Options {
+        since: Some(TOOLS_AT + 1),
+        ..scribe_import::Options::default()
+    };
+    let mut sink = scribe_import::sink::StoreSink::new(scribe_session::Store::new(db.clone()));
+    let importer = sources::importer(Source::Aider);
+    let s = scribe_import::import(
+        &mut sink,
+        importer,
+        std::slice::from_ref(&log),
+        &recent,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(s.failed.is_empty(), "{s:?}");
+    assert!(in_folder(&db, &home.join("work/tools")).is_empty());
+
+    // Aider runs again in the project; the import without --since reads the runs left out.
+    append(
+        &log,
+        "\n# aider chat started at 2025-06-17 08:00:00\n\n#### /help  \n",
+    );
+    run(&db, Source::Aider, std::slice::from_ref(&log));
+    assert_eq!(in_folder(&db, &home.join("work/tools")).len(), 3);
+}
+
+#[test]
 fn a_windows_log_reads_the_same_and_a_file_that_is_no_log_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (home, roots) = projects(dir.path());

@@ -37,7 +37,8 @@
 //! A log that grew is read again from the start of its last session (the earlier ones are
 //! complete), so that session's messages, keyed by the session and their place in it, are
 //! stored once however often it is read; a line still being written waits for the next
-//! import.
+//! import. Runs `--since` leaves out keep the log unread from where it was, so an import
+//! without it reads them once the log has grown.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -148,6 +149,8 @@ impl Importer for Aider {
         let mut previous: Option<(&str, u64)> = None;
         let mut created_before = unit.mtime_ms;
         let mut last_carry = Value::Null;
+        // Runs `--since` left out: the log is not marked read past them.
+        let mut skipped = false;
         for (i, chat) in chats.iter().enumerate() {
             // Runs started in the same second are told apart by their order.
             let n = match previous {
@@ -182,6 +185,7 @@ impl Importer for Aider {
             created_before = created;
             let is_last = i + 1 == chats.len();
             if !is_last && unit.since.is_some_and(|since| created < since) {
+                skipped = true;
                 continue;
             }
             let key = format!("{}\n{}\n{n}", path.display(), chat.started);
@@ -198,6 +202,10 @@ impl Importer for Aider {
             rec.directory = directory.clone();
             rec.model = model;
             out.sessions.push(rec);
+        }
+        // A run `--since` left out stays unread: the next import of the grown log reads it.
+        if skipped {
+            return Ok(unit.resume.clone());
         }
         Ok(Resume {
             carry: Some(last_carry),
