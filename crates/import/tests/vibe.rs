@@ -324,6 +324,24 @@ fn a_grown_vibe_session_is_read_again_storing_nothing_twice() {
 }
 
 #[test]
+fn a_session_whose_meta_file_is_not_written_yet_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (folder, roots) = saved(dir.path());
+    let meta = folder.join("session_20251210_210003_9e8d7c6b/meta.json");
+    let kept = std::fs::read(&meta).unwrap();
+    std::fs::remove_file(&meta).unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Vibe, &roots);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(s.skipped.get("session:meta-not-written"), Some(&1), "{s:?}");
+    assert_eq!(sessions(&db).len(), 3);
+    // Vibe writes it: the next import reads the session.
+    std::fs::write(&meta, kept).unwrap();
+    run(&db, Source::Vibe, &roots);
+    assert_eq!(session(&db, FORKED).kind, SessionKind::Fork);
+}
+
+#[test]
 fn a_bad_line_is_reported_and_a_file_that_is_no_session_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = saved(dir.path());

@@ -125,10 +125,16 @@ impl Importer for Vibe {
                 }
             }
             let folder = path.parent().unwrap_or(Path::new(""));
-            let meta = std::fs::read(folder.join(META))
+            // Vibe writes the messages first, then the meta file: a session caught between
+            // the two is read once its meta file (a companion) is there.
+            let Some(meta) = std::fs::read(folder.join(META))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                .unwrap_or(Value::Null);
+                .filter(Value::is_object)
+            else {
+                report.skip("session:meta-not-written");
+                return Ok(Resume::default());
+            };
             (meta, messages, folder.parent().unwrap_or(Path::new("")))
         } else {
             let doc: Value =
