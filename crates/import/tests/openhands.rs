@@ -322,11 +322,19 @@ fn a_grown_openhands_conversation_is_read_again_storing_nothing_twice() {
 fn a_broken_event_is_reported_and_a_broken_state_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, roots) = conversations(dir.path());
+    // A broken event before the newest is malformed; the newest may still be written.
     std::fs::write(
         folder
             .join(CODING)
             .join("events/event-00014-0b7e1a52-0015-4c1e-9d3a-000000000015.json"),
         "{\"kind\": \"MessageEvent\", ",
+    )
+    .unwrap();
+    std::fs::write(
+        folder
+            .join(CODING)
+            .join("events/event-00015-0b7e1a52-0016-4c1e-9d3a-000000000016.json"),
+        "{\"kind\": \"Mess",
     )
     .unwrap();
     std::fs::write(folder.join(QUESTION).join("base_state.json"), "[1, 2").unwrap();
@@ -339,6 +347,13 @@ fn a_broken_event_is_reported_and_a_broken_state_fails_alone() {
         "{failed:?}"
     );
     assert_eq!(s.malformed.len(), 1, "{:?}", s.malformed);
-    assert!(s.malformed[0].path.ends_with(".json"), "{:?}", s.malformed);
+    assert!(
+        s.malformed[0]
+            .path
+            .ends_with("0b7e1a52-0015-4c1e-9d3a-000000000015.json"),
+        "{:?}",
+        s.malformed
+    );
+    assert_eq!(s.skipped.get("event:being-written"), Some(&1), "{s:?}");
     assert_eq!(texts(&db, CODING).len(), 7);
 }

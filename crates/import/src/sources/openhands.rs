@@ -112,14 +112,18 @@ impl Importer for OpenHands {
             .or_else(|| Some(path.parent()?.file_name()?.to_string_lossy().into_owned()))
             .ok_or_else(|| malformed(path, "it names no conversation"))?;
         let mut events = Vec::new();
-        for (_, file) in event_files(path) {
-            let parsed = std::fs::read(&file)
+        let files = event_files(path);
+        for (i, (_, file)) in files.iter().enumerate() {
+            let parsed = std::fs::read(file)
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()));
             match parsed {
                 Ok(event) if event.is_object() => events.push(event),
-                Ok(_) => report.malformed(&file, None, "not an event object"),
-                Err(e) => report.malformed(&file, None, e),
+                Ok(_) => report.malformed(file, None, "not an event object"),
+                // The newest event may be one OpenHands is still writing: its file
+                // changes once it is whole, and the conversation is read again.
+                Err(_) if i + 1 == files.len() => report.skip("event:being-written"),
+                Err(e) => report.malformed(file, None, e),
             }
         }
         report.records += events.len() as u64;
