@@ -42,14 +42,13 @@ use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Unit, array_of, file, find_db, int_of, message, numbered,
-    open_source_db, reasoning, rows, settle_call, str_of, text, tool, unzstd,
+    Batches, FileReport, Importer, Unit, array_of, by_created_at, file, find_db, int_of, message,
+    numbered, open_source_db, reasoning, rows, settle_call, str_of, text, time_of, tool, unzstd,
 };
 use crate::Source;
 use crate::env::Env;
 use crate::error::{ImportError, Result};
 use crate::record::{Batch, MessageRec, Resume, SessionRec, SessionUsage, TitleRank};
-use crate::time;
 
 const SRC: Source = Source::Crush;
 
@@ -117,19 +116,15 @@ impl Importer for Crush {
                 *children.entry(parent.to_owned()).or_default() += cost_of(s);
             }
         }
-        fn order_of(s: &Value) -> (f64, &str) {
-            let created = when(s, "created_at").unwrap_or(0);
-            (created as f64, str_of(s, "id").unwrap_or(""))
-        }
         let folder = project_folder(path);
-        let mut batches = Batches::new(unit, &mut sessions, order_of);
+        let mut batches = Batches::new(unit, &mut sessions, by_created_at);
         while let Some(s) = batches.next(&sessions, out.messages.len()) {
             let Some(id) = str_of(s, "id").filter(|id| !id.is_empty()) else {
                 report.malformed(path, None, "a session without an id");
                 continue;
             };
-            let created = when(s, "created_at").unwrap_or(unit.mtime_ms);
-            let updated = when(s, "updated_at").unwrap_or(created).max(created);
+            let created = time_of(s, "created_at").unwrap_or(unit.mtime_ms);
+            let updated = time_of(s, "updated_at").unwrap_or(created).max(created);
             if unit.since.is_some_and(|since| updated < since) {
                 continue;
             }
@@ -233,11 +228,6 @@ fn project_folder(db: &Path) -> Option<String> {
     (data.file_name()? == ".crush").then(|| data.parent().map(|p| p.display().to_string()))?
 }
 
-/// A time column (epoch seconds as Crush writes them, or milliseconds).
-fn when(row: &Value, key: &str) -> Option<i64> {
-    time::of_json(row.get(key)?)
-}
-
 /// A session row's `cost`.
 fn cost_of(s: &Value) -> f64 {
     super::f64_of(s, "cost")
@@ -322,7 +312,7 @@ fn transcript(
     let mut models: HashMap<String, usize> = HashMap::new();
     for row in rows {
         let mid = str_of(row, "id").unwrap_or("");
-        let at = when(row, "created_at").unwrap_or(last_at);
+        let at = time_of(row, "created_at").unwrap_or(last_at);
         last_at = last_at.max(at);
         let parts = match stored_parts(conn, row) {
             Ok(parts) => parts,
@@ -440,7 +430,7 @@ fn transcript(
                 m.finish_reason = Some(reason.into());
             }
             if role == Role::Assistant {
-                m.finished_at = when(done, "time").map(|t| t.max(at));
+                m.finished_at = time_of(done, "time").map(|t| t.max(at));
             }
             let said = [str_of(done, "message"), str_of(done, "details")]
                 .into_iter()

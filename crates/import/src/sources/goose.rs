@@ -44,8 +44,9 @@ use scribe_message::{CompactionPart, Part, Role, TokenUsage, ToolState};
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Unit, array_of, f64_of, find_db, inline_image, int_of, json_col,
-    message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Unit, array_of, by_created_at, f64_of, find_db, inline_image,
+    int_of, json_col, message, numbered, open_source_db, reasoning, rows, settled, str_of, text,
+    time_of, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -131,18 +132,14 @@ impl Importer for Goose {
         let conn = open_source_db(path)?;
         let db = |source| ImportError::source_db(path, source);
         let mut sessions = rows(&conn, "SELECT * FROM sessions", []).map_err(db)?;
-        fn order_of(s: &Value) -> (f64, &str) {
-            let created = when(s, "created_at").unwrap_or(0);
-            (created as f64, str_of(s, "id").unwrap_or(""))
-        }
-        let mut batches = Batches::new(unit, &mut sessions, order_of);
+        let mut batches = Batches::new(unit, &mut sessions, by_created_at);
         while let Some(s) = batches.next(&sessions, out.messages.len()) {
             let Some(id) = str_of(s, "id") else {
                 report.malformed(path, None, "a session without an id");
                 continue;
             };
-            let created = when(s, "created_at").unwrap_or(unit.mtime_ms);
-            let updated = when(s, "updated_at").unwrap_or(created).max(created);
+            let created = time_of(s, "created_at").unwrap_or(unit.mtime_ms);
+            let updated = time_of(s, "updated_at").unwrap_or(created).max(created);
             if unit.since.is_some_and(|since| updated < since) {
                 continue;
             }
@@ -181,12 +178,6 @@ impl Importer for Goose {
         }
         Ok(batches.resume())
     }
-}
-
-/// A time column: text as Goose's database writes it (`2025-11-20 09:00:00`, or with a
-/// fraction and offset), or epoch seconds or milliseconds.
-fn when(row: &Value, key: &str) -> Option<i64> {
-    time::of_json(row.get(key)?)
 }
 
 /// Whether a flag column (a boolean stored as an integer, or a JSON boolean) is set.

@@ -990,6 +990,19 @@ pub(crate) fn rows(
     mapped.collect()
 }
 
+/// A row's time column `key`, in ms: text as a database writes it (`2025-11-20 09:00:00`,
+/// or with a fraction and offset: Goose's), or epoch seconds (Crush's) or milliseconds.
+pub(crate) fn time_of(row: &serde_json::Value, key: &str) -> Option<i64> {
+    crate::time::of_json(row.get(key)?)
+}
+
+/// The order [`Batches`] walks a database's session rows in when they carry an `id` and a
+/// `created_at` time (Goose's and Crush's): oldest first, ties by id.
+pub(crate) fn by_created_at(s: &serde_json::Value) -> (f64, &str) {
+    let created = time_of(s, "created_at").unwrap_or(0);
+    (created as f64, str_of(s, "id").unwrap_or(""))
+}
+
 /// A float field (numbers or numeric strings).
 pub(crate) fn f64_of(v: &serde_json::Value, key: &str) -> Option<f64> {
     match v.get(key)? {
