@@ -622,12 +622,16 @@ impl ModelEntry {
 ///
 /// Prices and limits are the providers' published list prices as of 2026
 /// (USD per million tokens; Anthropic cache writes at the 5-minute rate;
-/// OpenAI and Google charge no cache-write premium, so their cache-write price
-/// is the input price; a long prompt's prices where the provider has them).
-/// Every price agrees with the [models.dev](https://models.dev) catalog and
-/// with ccusage 20.0.24's (`ccusage codex session --offline`); models whose
-/// prices those two disagree on are left out rather than guessed. Providers
-/// change prices; override any of them in a catalog file.
+/// OpenAI, Google, xAI and Moonshot charge no cache-write premium, so their
+/// cache-write price is the input price, and Z.ai none at all; Mistral
+/// publishes no cache price for Devstral, so a cached token costs an input
+/// token; a long prompt's prices where the provider has them). Every price
+/// agrees with the [models.dev](https://models.dev) catalog (the provider's own
+/// entry) and with ccusage 20.0.24's (`ccusage codex session --offline`);
+/// models whose prices those two disagree on are left out rather than guessed
+/// (DeepSeek, whose prices change with the hour; Qwen's coder models, priced in
+/// four prompt-length tiers; Kimi K2's preview and K2 Thinking; Grok 4.1 Fast and
+/// 4.3; GLM-5). Providers change prices; override any of them in a catalog file.
 pub fn builtin_models() -> Vec<Model> {
     // (id, provider, name, window, max output, [input, output, cache write, cache read])
     type Row = (&'static str, &'static str, &'static str, u64, u64, [f64; 4]);
@@ -679,6 +683,25 @@ pub fn builtin_models() -> Vec<Model> {
         ("gemini-2.5-pro", "google", "Gemini 2.5 Pro", 1_048_576, 65_536, [1.25, 10.0, 1.25, 0.125]),
         ("gemini-2.5-flash", "google", "Gemini 2.5 Flash", 1_048_576, 65_536, [0.30, 2.50, 0.30, 0.03]),
         ("gemini-2.5-flash-lite", "google", "Gemini 2.5 Flash-Lite", 1_048_576, 65_536, [0.10, 0.40, 0.10, 0.01]),
+        // xAI Grok: no cache-write premium
+        ("grok-code-fast-1", "xai", "Grok Code Fast 1", 256_000, 10_000, [0.20, 1.50, 0.20, 0.02]),
+        ("grok-4-fast", "xai", "Grok 4 Fast", 2_000_000, 30_000, [0.20, 0.50, 0.20, 0.05]),
+        ("grok-4", "xai", "Grok 4", 256_000, 8_192, [3.0, 15.0, 3.0, 0.75]),
+        ("grok-3-mini", "xai", "Grok 3 Mini", 131_072, 8_192, [0.30, 0.50, 0.30, 0.075]),
+        ("grok-3", "xai", "Grok 3", 131_072, 8_192, [3.0, 15.0, 3.0, 0.75]),
+        // Moonshot Kimi: no cache-write premium
+        ("kimi-k2.6", "moonshotai", "Kimi K2.6", 262_144, 262_144, [0.95, 4.0, 0.95, 0.16]),
+        ("kimi-k2.5", "moonshotai", "Kimi K2.5", 262_144, 262_144, [0.60, 3.0, 0.60, 0.10]),
+        ("kimi-k2-thinking-turbo", "moonshotai", "Kimi K2 Thinking Turbo", 262_144, 262_144, [1.15, 8.0, 1.15, 0.15]),
+        // Z.ai GLM: cache writes are free
+        ("glm-4.7", "zai", "GLM-4.7", 204_800, 131_072, [0.60, 2.20, 0.0, 0.11]),
+        ("glm-4.6", "zai", "GLM-4.6", 204_800, 131_072, [0.60, 2.20, 0.0, 0.11]),
+        ("glm-4.5", "zai", "GLM-4.5", 131_072, 98_304, [0.60, 2.20, 0.0, 0.11]),
+        ("glm-4.5-air", "zai", "GLM-4.5-Air", 131_072, 98_304, [0.20, 1.10, 0.0, 0.03]),
+        // Mistral Devstral: no cache price published, so a cached token is an input token
+        ("devstral-2512", "mistral", "Devstral 2", 262_144, 262_144, [0.40, 2.0, 0.40, 0.40]),
+        ("devstral-medium-2507", "mistral", "Devstral Medium", 128_000, 128_000, [0.40, 2.0, 0.40, 0.40]),
+        ("devstral-small-2507", "mistral", "Devstral Small", 128_000, 128_000, [0.10, 0.30, 0.10, 0.10]),
     ];
     // Long prompts: (id, above this many prompt tokens, [input, output, cache write,
     // cache read]). Claude Sonnet 4 and 4.5 and Gemini 2.5 Pro and 3.1 Pro as models.dev
@@ -926,6 +949,10 @@ mod tests {
             "claude-opus-4-8",
             "claude-sonnet-4-6",
             "gemini-3-pro-preview",
+            "grok-code-fast-1",
+            "kimi-k2.6",
+            "glm-4.6",
+            "devstral-2512",
         ] {
             assert!(catalog.contains(id), "{id}");
         }
