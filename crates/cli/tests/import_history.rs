@@ -111,7 +111,7 @@ fn import_from_all_then_again_changes_nothing() {
             ("goose".to_owned(), 3),
             ("copilot".to_owned(), 5),
             ("pi".to_owned(), 3),
-            ("openclaw".to_owned(), 3),
+            ("openclaw".to_owned(), 6),
             ("amp".to_owned(), 3),
             ("droid".to_owned(), 2),
             ("kilo".to_owned(), 1),
@@ -147,7 +147,7 @@ fn import_from_all_then_again_changes_nothing() {
 
     // Imported history is Scribe history: list, show, search, stats.
     let list = scribe.json(&["list", "--all", "-n", "100", "--json"]);
-    assert_eq!(list["sessions"].as_array().unwrap().len(), 87);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 90);
     let shown = scribe.ok(&["show", "1af7fc5e-8455-4414-9ccd-011d40f70b2a"]);
     assert!(shown.contains("CLAUDE.md"), "{shown}");
     let hits = scribe.json(&["search", "tmp_path", "--json"]);

@@ -94,8 +94,8 @@ fn import_histories(file: &str, dir: &Path) {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);
     }
-    // Goose's, the Kilo CLI's, Cursor's, Zed's, Crush's and Kiro's fixtures are dumps of
-    // their databases: each database is built from its dump first.
+    // Goose's, the Kilo CLI's, Cursor's, Zed's, Crush's, Kiro's and OpenClaw's agent
+    // database fixtures are dumps of their databases: each is built from its dump first.
     for (agent, dump, db) in [
         ("goose", "goose/sessions.sql", "goose/sessions.db"),
         ("kilo", "kilo/kilo.sql", "kilo/kilo.db"),
@@ -113,6 +113,11 @@ fn import_histories(file: &str, dir: &Path) {
         ("crush", "crush/crush.sql", "crush/.crush/crush.db"),
         ("kiro", "kiro/kiro.sql", "kiro/kiro-cli/data.sqlite3"),
         ("kiro", "kiro/amazon-q.sql", "kiro/amazon-q/data.sqlite3"),
+        (
+            "openclaw",
+            "openclaw/agents/main/agent/openclaw-agent.sql",
+            "openclaw/agent/openclaw-agent.sqlite",
+        ),
     ] {
         let db = dir.join(db);
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();

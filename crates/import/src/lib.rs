@@ -84,7 +84,8 @@ pub enum Source {
     Copilot,
     /// The pi coding agent.
     Pi,
-    /// OpenClaw, which keeps its agents' sessions in pi's format.
+    /// OpenClaw, which keeps its agents' sessions in pi's format: in files, and from 2026.9
+    /// on in each agent's database.
     OpenClaw,
     /// Sourcegraph's Amp.
     Amp,

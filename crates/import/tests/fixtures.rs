@@ -12,7 +12,7 @@
 //!                 # (+ opencode.db), .hermes ← hermes (+ state.db), .gemini ← gemini,
 //!                 # .local/share/goose/sessions/sessions.db ← goose/sessions.sql,
 //!                 # .copilot ← copilot, .pi/agent/sessions ← pi/sessions,
-//!                 # .openclaw ← openclaw, .local/share/amp ← amp,
+//!                 # .openclaw ← openclaw (+ its agent database), .local/share/amp ← amp,
 //!                 # .factory/sessions ← droid/sessions,
 //!                 # .local/share/kilo/kilo.db ← kilo/kilo.sql, .qwen ← qwen,
 //!                 # .kimi-code ← kimi/kimi-code, .kimi ← kimi/kimi
@@ -102,7 +102,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        87,
+        90,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );
@@ -152,7 +152,7 @@ fn token_totals_equal_ccusage_per_session() {
     let db = scribe_db(dir.path());
     import_all(&db, &home);
     // (session, reasoning counted in output by the source, ccusage's figures)
-    let expected: [(&str, bool, Figures); 24] = [
+    let expected: [(&str, bool, Figures); 27] = [
         // Claude Code: ccusage session --json (claude)
         (
             "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
@@ -204,7 +204,8 @@ fn token_totals_equal_ccusage_per_session() {
             false,
             (1_260, 395, 2_400, 18_300),
         ),
-        // pi and OpenClaw (a reset's transcript included)
+        // pi and OpenClaw (a reset's transcript included, and the sessions of its agent
+        // database: a conversation, its continuation, a sub-agent)
         ("019e19b4-eb48-746a-aa6b-8dfcfa37954b", true, (40, 19, 0, 0)),
         (
             "019f3a10-5c2e-7b44-9d1a-6e0f2b7c8d91",
@@ -225,6 +226,21 @@ fn token_totals_equal_ccusage_per_session() {
             "1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60",
             true,
             (2_900, 12, 0, 0),
+        ),
+        (
+            "7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a83",
+            true,
+            (3_300, 420, 0, 1_200),
+        ),
+        (
+            "7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a84",
+            true,
+            (900, 70, 0, 400),
+        ),
+        (
+            "7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a85",
+            true,
+            (400, 20, 0, 0),
         ),
     ];
     for (id, inclusive, want) in expected {
@@ -384,6 +400,7 @@ fn an_imported_summary_is_where_the_conversation_sent_starts() {
             "hermes",
             "kiro",
             "mistral-vibe",
+            "openclaw",
             "openhands",
             "pi",
             "qwen"
@@ -457,6 +474,9 @@ fn pi_and_openclaw_costs_are_their_own_and_equal_ccusage() {
         ("019f3a22-1b7d-7c10-8e4f-2a9c5d3e6f70", 0.002_4),
         ("5b8e1f3c-9a2d-4c6e-8f10-3d7a2b9c4e51", 0.001_152_5),
         ("1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60", 0.000_749),
+        ("7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a83", 0.016_56),
+        ("7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a84", 0.003_87),
+        ("7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a85", 0.000_5),
     ] {
         let s = session(&db, id);
         let cost = s.actual_cost_usd.unwrap_or_default();

@@ -24,6 +24,13 @@ const BLOG: &str = "019f3a10-5c2e-7b44-9d1a-6e0f2b7c8d91";
 const FORK: &str = "019f3a22-1b7d-7c10-8e4f-2a9c5d3e6f70";
 const CALENDAR: &str = "5b8e1f3c-9a2d-4c6e-8f10-3d7a2b9c4e51";
 const RESET: &str = "1c4d7a2e-6b3f-4e8a-9d05-7f2c1b8a3e60";
+/// Sessions OpenClaw keeps in its agent database (`fixtures/openclaw-store.py`): a
+/// conversation, the continuation its compaction began, and a sub-agent it started.
+const RELEASE: &str = "7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a83";
+const SHORTER: &str = "7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a84";
+const SUMMARY_OF_PR: &str = "7e2a9c41-3f0b-4d8e-a6c5-1b9d2e4f6a85";
+/// The agent database's dump, beside where it is built.
+const STORE_DUMP: &str = "openclaw/agents/main/agent/openclaw-agent.sql";
 
 #[test]
 fn pi_and_openclaw_are_found_where_they_keep_their_sessions() {
@@ -57,6 +64,12 @@ fn pi_and_openclaw_are_found_where_they_keep_their_sessions() {
         roots(Source::OpenClaw, &[]),
         [home.join(".clawdbot/agents")]
     );
+    let older = dir.path().join("older");
+    std::fs::create_dir_all(older.join(".moltbot/agents")).unwrap();
+    assert_eq!(
+        sources::importer(Source::OpenClaw).default_roots(&env(&older, &[])),
+        [older.join(".moltbot/agents")]
+    );
     assert_eq!(
         roots(Source::OpenClaw, &[("OPENCLAW_STATE_DIR", "/srv/claw")]),
         [PathBuf::from("/srv/claw/agents")]
@@ -82,6 +95,24 @@ fn pi_and_openclaw_are_found_where_they_keep_their_sessions() {
             "openclaw-stage0-large.jsonl".to_owned(),
         ]
     );
+    // And the agent's database, once OpenClaw keeps one (2026.9 on); pi has none.
+    let store = home.join(".openclaw/agents/main/agent/openclaw-agent.sqlite");
+    build_db(STORE_DUMP, &store);
+    let mut found = Vec::new();
+    sources::importer(Source::OpenClaw)
+        .discover(&home.join(".openclaw/agents"), &mut found)
+        .unwrap();
+    assert_eq!(found.len(), 4);
+    assert_eq!(found[0], store);
+    assert_eq!(
+        sources::importer(Source::OpenClaw).companions(&store),
+        [home.join(".openclaw/agents/main/agent/openclaw-agent.sqlite-wal")]
+    );
+    let mut found = Vec::new();
+    sources::importer(Source::Pi)
+        .discover(&home.join(".openclaw/agents"), &mut found)
+        .unwrap();
+    assert_eq!(found.len(), 3);
 }
 
 #[test]
@@ -273,6 +304,129 @@ fn an_openclaw_agent_keeps_its_context_messages_and_set_aside_transcripts() {
             "completed".into(),
             "M file1\nM file2".into()
         )
+    );
+}
+
+/// OpenClaw 2026.9 keeps its transcripts in the agent's SQLite database: each session's
+/// records (compressed or not) read as its file would be, the database left as it was, a
+/// record that cannot be read reported, the session a file of it moved there the same
+/// session, and a session that grew read again with nothing stored twice.
+#[test]
+fn an_openclaw_agent_database_is_read_as_its_transcripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("openclaw/agents");
+    copy("openclaw/agents", &agents);
+    let files_only = scribe_db(&dir.path().join("files"));
+    run(&files_only, Source::OpenClaw, std::slice::from_ref(&agents));
+    let store = agents.join("main/agent/openclaw-agent.sqlite");
+    build_db(STORE_DUMP, &store);
+    // A compressed record that is not zstd.
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute(
+            "INSERT INTO transcript_events VALUES (?1, 8, NULL, 1795770090000, \
+             X'0102030405', 10, '{\"version\":1}')",
+            [RELEASE],
+        )
+        .unwrap();
+
+    let db = scribe_db(dir.path());
+    let s = import_read_only(
+        &db,
+        Source::OpenClaw,
+        std::slice::from_ref(&agents),
+        &agents,
+    );
+    assert!(s.failed.is_empty(), "{s:?}");
+    // The record that is not zstd is reported, by its session and place.
+    let [broken] = s.malformed.as_slice() else {
+        panic!("one malformed record: {s:?}")
+    };
+    assert!(
+        broken
+            .error
+            .contains(&format!("session {RELEASE}, record 8: not zstd")),
+        "{broken:?}"
+    );
+    // Three sessions more than the files hold: the calendar's file moved into the
+    // database is the same session, its messages stored once.
+    assert_eq!(s.written.sessions_created, 6, "{s:?}");
+    assert_eq!(messages(&db, CALENDAR), messages(&files_only, CALENDAR));
+
+    let release = session(&db, RELEASE);
+    assert_eq!(release.source, "openclaw");
+    assert_eq!(release.title.as_deref(), Some("#release"));
+    assert_eq!(
+        release.directory.as_deref(),
+        Some("/home/me/.openclaw/workspace")
+    );
+    assert_eq!(release.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(
+        texts(&db, RELEASE),
+        [
+            (
+                Role::User,
+                "Draft the release notes for 2.4 from the merged PRs".into(),
+                false
+            ),
+            (
+                Role::Assistant,
+                "Release notes for 2.4: sessions are cached in Redis, webhooks retry with \
+                 backoff, exports stream, and the v1 search endpoint is gone."
+                    .into(),
+                false
+            ),
+            (Role::User, "Thanks, post it in #release".into(), false),
+        ]
+    );
+    // The tool's result was compressed (over 1 KB): read whole.
+    let [(tool, state, output)] = tool_outcomes(&db, RELEASE).try_into().unwrap();
+    assert_eq!((tool.as_str(), state.as_str()), ("gh_pr_list", "completed"));
+    assert!(output.starts_with("#400 Move the session cache to Redis\n#401 Retry"));
+    assert!(output.len() > 1_024, "{}", output.len());
+    // Each reply's usage and OpenClaw's own cost.
+    assert_eq!(release.tokens.input, 1_200 + 2_100);
+    assert_eq!(release.tokens.cache_read, 1_200);
+    assert!((release.actual_cost_usd.unwrap() - 0.016_56).abs() < 1e-9);
+
+    // The continuation its compaction began, with the summary; the sub-agent it started.
+    let shorter = session(&db, SHORTER);
+    assert_eq!(
+        shorter.parent_session_id.as_deref(),
+        Some(release.id.as_str())
+    );
+    assert_eq!(shorter.kind, SessionKind::Continuation);
+    assert!(shorter.summary_message_id.is_some());
+    // A continuation takes its lineage's title and number, as every continuation does.
+    assert_eq!(shorter.title.as_deref(), Some("#release #2"));
+    let sub = session(&db, SUMMARY_OF_PR);
+    assert_eq!(sub.parent_session_id.as_deref(), Some(release.id.as_str()));
+    assert_eq!(sub.kind, SessionKind::Task);
+    assert_eq!(sub.model.as_deref(), Some("claude-haiku-4-5"));
+    assert_eq!(sub.title, None);
+
+    // Nothing changed: nothing read again. Then OpenClaw goes on with one session.
+    let before = dump(&db);
+    let again = run(&db, Source::OpenClaw, std::slice::from_ref(&agents));
+    assert_eq!(again.written.messages_inserted, 0, "{again:?}");
+    assert_same(&dump(&db), &before, "unchanged");
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    conn.execute(
+        "INSERT INTO transcript_events VALUES (?1, 5, ?2, 1795770020000, NULL, NULL, NULL)",
+        [
+            SHORTER,
+            r#"{"type":"message","id":"e0000004","parentId":"e0000003","timestamp":"2026-11-27T10:00:20.000Z","message":{"role":"user","content":"Perfect, thanks"}}"#,
+        ],
+    )
+    .unwrap();
+    drop(conn);
+    let grown = run(&db, Source::OpenClaw, std::slice::from_ref(&agents));
+    assert_eq!(grown.written.messages_inserted, 1, "{grown:?}");
+    // Only the grown session is read again (the one with the broken record is not).
+    assert_eq!(grown.malformed.len(), 0, "{grown:?}");
+    assert_eq!(
+        texts(&db, SHORTER).last().unwrap(),
+        &(Role::User, "Perfect, thanks".into(), false)
     );
 }
 

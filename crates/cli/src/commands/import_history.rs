@@ -126,8 +126,9 @@ fn described(source: Source) -> Described {
             "pi keeps sessions/<folder>/*.jsonl in ~/.pi/agent",
         ),
         Source::OpenClaw => (
-            "OpenClaw (`~/.openclaw/agents/*/sessions`, `OPENCLAW_STATE_DIR`)",
-            "OpenClaw keeps agents/<agent>/sessions/*.jsonl in ~/.openclaw",
+            "OpenClaw (`~/.openclaw/agents`, `OPENCLAW_STATE_DIR`)",
+            "OpenClaw keeps agents/<agent>/agent/openclaw-agent.sqlite (before 2026.9, \
+             agents/<agent>/sessions/*.jsonl) in ~/.openclaw",
         ),
         Source::Amp => (
             "Amp (`~/.local/share/amp/threads`, `AMP_DATA_DIR`, `XDG_DATA_HOME`)",

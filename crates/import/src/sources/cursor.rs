@@ -146,9 +146,7 @@ impl Importer for Cursor {
     }
 
     fn companions(&self, path: &Path) -> Vec<PathBuf> {
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        vec![PathBuf::from(wal)]
+        vec![super::wal_of(path)]
     }
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {

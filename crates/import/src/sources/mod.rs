@@ -379,9 +379,7 @@ pub trait Importer: Sync {
     /// conversation has its UI log and metadata.
     fn companions(&self, path: &Path) -> Vec<PathBuf> {
         if path.extension().is_some_and(|e| e == "db") {
-            let mut wal = path.as_os_str().to_owned();
-            wal.push("-wal");
-            vec![PathBuf::from(wal)]
+            vec![wal_of(path)]
         } else {
             Vec::new()
         }
@@ -878,9 +876,14 @@ fn wal_mode_and_closed(path: &Path) -> bool {
     let wal_mode = std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut header))
         .is_ok_and(|()| header.starts_with(b"SQLite format 3\0") && header[18..20] == [2, 2]);
+    wal_mode && !wal_of(path).exists()
+}
+
+/// The write-ahead log SQLite keeps beside the database at `path` (`<path>-wal`).
+pub(crate) fn wal_of(path: &Path) -> PathBuf {
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
-    wal_mode && !Path::new(&wal).exists()
+    PathBuf::from(wal)
 }
 
 /// `path` percent-encoded for a `file:` URI.

@@ -6,9 +6,11 @@
 //!
 //! Where: pi keeps them in `${PI_CODING_AGENT_SESSION_DIR}`, else
 //! `${PI_CODING_AGENT_DIR:-~/.pi/agent}/sessions/<encoded cwd>/*.jsonl`; OpenClaw in
-//! `${OPENCLAW_STATE_DIR:-~/.openclaw}/agents/<agent>/sessions/*.jsonl` (also under
-//! `~/.clawdbot`, its earlier name), with the transcripts a reset or a deletion set aside
-//! (`*.jsonl.reset.<time>`, `*.jsonl.deleted.<time>`) read as well.
+//! `${OPENCLAW_STATE_DIR:-~/.openclaw}/agents/<agent>/sessions/*.jsonl` (else under
+//! `~/.clawdbot`, `~/.moldbot` or `~/.moltbot`, its earlier names, as OpenClaw looks for
+//! them), with the transcripts a reset or a deletion set aside (`*.jsonl.reset.<time>`,
+//! `*.jsonl.deleted.<time>`) read as well; from 2026.9 on, in each agent's database,
+//! `agents/<agent>/agent/openclaw-agent.sqlite` (the `store` module).
 //!
 //! A file is read whole when it changes (pi rewrites a file when it upgrades its format;
 //! ids derive from the entries', so nothing is stored twice). Every entry is imported in
@@ -48,6 +50,8 @@ use crate::error::Result;
 use crate::record::{Batch, MessageRec, Resume, SessionRec, TitleRank};
 use crate::time;
 
+mod store;
+
 /// pi, or OpenClaw: the same session format in different places.
 #[derive(Debug, Clone, Copy)]
 pub struct PiFamily {
@@ -71,6 +75,11 @@ fn is_session_file(path: &Path) -> bool {
     name.ends_with(".jsonl") || name.contains(".jsonl.reset.") || name.contains(".jsonl.deleted.")
 }
 
+/// Whether `path` is OpenClaw's agent database.
+fn is_store(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == store::DB)
+}
+
 impl Importer for PiFamily {
     fn source(&self) -> Source {
         self.source
@@ -83,7 +92,7 @@ impl Importer for PiFamily {
                     return vec![env.expand(dir).join("agents")];
                 }
                 super::existing_or_first(
-                    [".openclaw", ".clawdbot"]
+                    [".openclaw", ".clawdbot", ".moldbot", ".moltbot"]
                         .iter()
                         .filter_map(|d| env.home_join(&format!("{d}/agents")))
                         .collect(),
@@ -103,15 +112,31 @@ impl Importer for PiFamily {
     }
 
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        super::walk(root, out, is_session_file)
+        let openclaw = self.source == Source::OpenClaw;
+        super::walk(root, out, |path| {
+            is_session_file(path) || (openclaw && is_store(path))
+        })
     }
 
+    /// OpenClaw's agent database beside its sessions: a change to its `-wal` is a change.
+    fn companions(&self, path: &Path) -> Vec<PathBuf> {
+        if is_store(path) {
+            vec![super::wal_of(path)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// OpenClaw's agent database skips the sessions an earlier import stored unchanged.
     fn reads_state(&self) -> bool {
-        false
+        self.source == Source::OpenClaw
     }
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         let path = unit.path;
+        if self.source == Source::OpenClaw && is_store(path) {
+            return store::read(self.source, unit, out, report);
+        }
         let chunk = crate::reader::read_from(path, 0, 0)?;
         let mut entries = Vec::new();
         for line in chunk.lines() {

@@ -49,7 +49,7 @@ pub fn build_db(sql: &str, db: &Path) {
 /// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
 /// task in `~/.cline/data`, Goose's database built from its dump, Copilot CLI's session
 /// folders in `~/.copilot`, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
-/// `~/.openclaw`, Amp's threads in `~/.local/share/amp`, Droid's sessions in
+/// `~/.openclaw` (its agent database built from its dump), Amp's threads in `~/.local/share/amp`, Droid's sessions in
 /// `~/.factory/sessions`, the Kilo CLI's database built from its dump, Grok Build's
 /// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
 /// conversations in `~/.gemini/antigravity-cli/brain` and `~/.gemini/antigravity/brain`,
@@ -87,6 +87,10 @@ pub fn home(dir: &Path) -> PathBuf {
     copy("copilot", &home.join(".copilot"));
     copy("pi/sessions", &home.join(".pi/agent/sessions"));
     copy("openclaw", &home.join(".openclaw"));
+    build_db(
+        "openclaw/agents/main/agent/openclaw-agent.sql",
+        &home.join(".openclaw/agents/main/agent/openclaw-agent.sqlite"),
+    );
     copy("amp", &home.join(".local/share/amp"));
     copy("droid/sessions", &home.join(".factory/sessions"));
     build_db("kilo/kilo.sql", &home.join(".local/share/kilo/kilo.db"));
