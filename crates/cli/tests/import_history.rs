@@ -123,7 +123,7 @@ fn import_from_all_then_again_changes_nothing() {
             ("zed".to_owned(), 2),
             ("vscode".to_owned(), 3),
             ("crush".to_owned(), 3),
-            ("kiro".to_owned(), 3),
+            ("kiro".to_owned(), 5),
             ("continue".to_owned(), 2),
             ("aider".to_owned(), 3),
             ("mistral-vibe".to_owned(), 4),
@@ -147,7 +147,7 @@ fn import_from_all_then_again_changes_nothing() {
 
     // Imported history is Scribe history: list, show, search, stats.
     let list = scribe.json(&["list", "--all", "-n", "100", "--json"]);
-    assert_eq!(list["sessions"].as_array().unwrap().len(), 90);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 92);
     let shown = scribe.ok(&["show", "1af7fc5e-8455-4414-9ccd-011d40f70b2a"]);
     assert!(shown.contains("CLAUDE.md"), "{shown}");
     let hits = scribe.json(&["search", "tmp_path", "--json"]);

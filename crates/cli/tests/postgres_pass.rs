@@ -90,6 +90,7 @@ fn import_histories(file: &str, dir: &Path) {
         ("aider", "aider"),
         ("mistral-vibe", "vibe"),
         ("openhands", "openhands"),
+        ("kiro", "kiro/sessions/cli"),
     ] {
         let from = fixtures.join(sub);
         ok(file, &["import", "--from", agent, from.to_str().unwrap()]);

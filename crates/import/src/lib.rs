@@ -109,7 +109,8 @@ pub enum Source {
     VsCode,
     /// Charm's Crush.
     Crush,
-    /// Kiro CLI (and the Amazon Q Developer CLI before it).
+    /// Kiro CLI (and the Amazon Q Developer CLI before it): its database, and from 2.0 its
+    /// session files.
     Kiro,
     /// Continue, the editors' extension (and its CLI).
     Continue,

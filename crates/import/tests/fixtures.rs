@@ -32,8 +32,9 @@
 //! Kimi's in `tests/kimi.rs`. ccusage reads neither Cursor's nor Zed's database: their
 //! figures are checked against the fixtures' own counts in `tests/cursor.rs` and
 //! `tests/zed.rs`. VS Code's chat keeps no usage to compare (`tests/vscode.rs`), and Crush
-//! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro and Amazon
-//! Q keep none (`tests/kiro.rs`), nor does Continue (`tests/continue_dev.rs`). Aider's
+//! only its reported cost (`tests/crush.rs`), which ccusage does not read; Kiro's and Amazon
+//! Q's databases keep none, and ccusage reads neither them nor Kiro CLI 2's sessions, whose
+//! counts are checked in `tests/kiro.rs`; Continue keeps none (`tests/continue_dev.rs`). Aider's
 //! counts are its own rounded report's (`tests/aider.rs`), which ccusage does not read, and
 //! Mistral Vibe's its sessions' own stats (`tests/vibe.rs`), and OpenHands' its
 //! conversations' own metrics (`tests/openhands.rs`).
@@ -102,7 +103,7 @@ fn every_fixture_imports_without_failures_or_malformed_lines() {
     let all = sessions(&db);
     assert_eq!(
         all.len(),
-        90,
+        92,
         "{:?}",
         all.iter().map(|s| &s.id).collect::<Vec<_>>()
     );

@@ -236,3 +236,188 @@ fn a_conversation_that_cannot_be_read_is_reported_and_the_rest_imported() {
     assert_eq!(errors, ["the conversation of /home/dev/bad is not JSON"]);
     assert_eq!(sessions(&db).len(), 3);
 }
+
+/// Kiro CLI 2's sessions (`fixtures/kiro/sessions/cli`): a conversation with its metadata,
+/// and a sub-agent's session it started.
+const SHOP: &str = "4a8c2e6f-1b3d-4f5a-9c7e-2d4f6a8c0e1b";
+const ROUTES: &str = "4a8c2e6f-1b3d-4f5a-9c7e-2d4f6a8c0e1c";
+
+/// Kiro CLI 2's session folder in a fresh home under `dir`: (the folder, the home).
+fn session_files(dir: &Path) -> (PathBuf, PathBuf) {
+    let home = dir.join("home");
+    let folder = home.join(".kiro/sessions/cli");
+    copy("kiro/sessions/cli", &folder);
+    (folder, home)
+}
+
+#[test]
+fn kiro_cli_2_sessions_are_found_where_it_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (folder, home) = session_files(dir.path());
+    let importer = sources::importer(Source::Kiro);
+    // Where only the session folder exists, it is the root; `KIRO_HOME` moves it.
+    assert_eq!(
+        importer.default_roots(&env(&home, &[])),
+        std::slice::from_ref(&folder)
+    );
+    let moved = dir.path().join("kiro-home");
+    std::fs::create_dir_all(moved.join("sessions/cli")).unwrap();
+    assert_eq!(
+        importer.default_roots(&env(&home, &[("KIRO_HOME", moved.to_str().unwrap())])),
+        [moved.join("sessions/cli")]
+    );
+    // Each session's conversation; its metadata is read with it, its lock file not at all,
+    // and other JSON Lines files under `~/.kiro` are not taken for sessions.
+    let other = home.join(".kiro/extensions/some.tool/events.jsonl");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::write(&other, "{}\n").unwrap();
+    for root in [home.join(".kiro"), folder.clone()] {
+        let mut found = Vec::new();
+        importer.discover(&root, &mut found).unwrap();
+        assert_eq!(
+            found,
+            [
+                folder.join(format!("{SHOP}.jsonl")),
+                folder.join(format!("{ROUTES}.jsonl"))
+            ]
+        );
+    }
+    assert_eq!(
+        importer.companions(&folder.join(format!("{SHOP}.jsonl"))),
+        [folder.join(format!("{SHOP}.json"))]
+    );
+}
+
+#[test]
+fn a_kiro_cli_2_session_keeps_its_words_calls_usage_and_sub_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (folder, _) = session_files(dir.path());
+    let db = scribe_db(dir.path());
+    let s = import_read_only(&db, Source::Kiro, std::slice::from_ref(&folder), &folder);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(s.written.sessions_created, 2, "{s:?}");
+    // `/clear`'s record: what came before it stays, as it was said.
+    assert_eq!(s.skipped.get("Clear"), Some(&1), "{s:?}");
+
+    let shop = session(&db, SHOP);
+    assert_eq!(shop.source, "kiro");
+    assert_eq!(shop.title.as_deref(), Some("Health check endpoint"));
+    assert_eq!(shop.directory.as_deref(), Some("/home/dev/shop"));
+    assert_eq!(shop.model.as_deref(), Some("claude-sonnet-4.5"));
+    assert_eq!(shop.created_at, 1_795_514_400_000);
+    assert_eq!(shop.updated_at, 1_795_514_801_000);
+    assert_eq!(
+        texts(&db, SHOP)
+            .into_iter()
+            .map(|t| (t.0, t.1))
+            .collect::<Vec<_>>(),
+        [
+            (
+                Role::User,
+                "Add a health check endpoint to the API".to_owned()
+            ),
+            (Role::Assistant, "I'll look at the router first.".to_owned()),
+            (
+                Role::Assistant,
+                "Added GET /health returning 200; the tests pass.".to_owned()
+            ),
+            (Role::User, "Also log each request".to_owned()),
+            (
+                Role::Assistant,
+                "The edit did not apply; src/main.rs builds the app differently. I will \
+                 read it first next time."
+                    .to_owned()
+            ),
+            (Role::User, "What should we do next?".to_owned()),
+            (
+                Role::Assistant,
+                "Add request logging with tower-http's TraceLayer in src/main.rs.".to_owned()
+            ),
+        ]
+    );
+    let outcomes = tool_outcomes(&db, SHOP);
+    assert_eq!(
+        outcomes
+            .iter()
+            .map(|(tool, state, _)| (tool.as_str(), state.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("read", "completed"),
+            ("shell", "completed"),
+            ("write", "error")
+        ]
+    );
+    assert!(outcomes[0].2.starts_with("pub fn routes() -> Router {"));
+    // A shell command's result is what it printed.
+    assert_eq!(outcomes[1].2, "test result: ok. 12 passed");
+    assert_eq!(
+        outcomes[2].2,
+        "oldStr was not found in /home/dev/shop/src/main.rs"
+    );
+
+    // Each turn's counts and calls on its last reply, which ends when the turn did; a
+    // turn Kiro counted no tokens for has none.
+    let stored = messages(&db, SHOP);
+    let replies: Vec<_> = stored
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .collect();
+    assert_eq!(replies.len(), 6);
+    assert_eq!(
+        (replies[2].usage.input, replies[2].usage.output),
+        (12_400, 860)
+    );
+    assert_eq!(replies[2].finished_at, Some(1_795_514_446_000));
+    assert_eq!(replies[4].usage.total(), 0);
+    assert_eq!(
+        (replies[5].usage.input, replies[5].usage.output),
+        (5_100, 120)
+    );
+    assert_eq!(shop.api_call_count, 3 + 1);
+    assert_eq!((shop.tokens.input, shop.tokens.output), (17_500, 980));
+    // Priced from the catalog (Kiro bills in credits, which are not kept).
+    assert_eq!(shop.cost_status.as_deref(), Some("estimated"));
+    let want = (17_500.0 * 3.0 + 980.0 * 15.0) / 1e6;
+    assert!((shop.estimated_cost_usd - want).abs() < 1e-9);
+
+    let routes = session(&db, ROUTES);
+    assert_eq!(routes.kind, scribe_session::SessionKind::Task);
+    assert_eq!(routes.parent_session_id.as_deref(), Some(shop.id.as_str()));
+    assert_eq!(routes.model.as_deref(), Some("claude-haiku-4.5"));
+    assert_eq!(routes.title, None);
+}
+
+#[test]
+fn a_grown_kiro_cli_2_session_is_read_again_storing_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (folder, _) = session_files(dir.path());
+    let db = scribe_db(dir.path());
+    import_twice(&db, Source::Kiro, std::slice::from_ref(&folder));
+    let before = messages(&db, SHOP).len();
+
+    // Kiro appends a turn; its reply is still being written.
+    let file = folder.join(format!("{SHOP}.jsonl"));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(concat!(
+        r#"{"version":"v1","kind":"Prompt","data":{"message_id":"p4","content":[{"kind":"text","data":"Do it"}],"meta":{"timestamp":1795514900.5}}}"#,
+        "\n",
+        r#"{"version":"v1","kind":"AssistantMessage","data":{"message_id":"a7","content":[{"kind":"text","data":"Add"#,
+    ));
+    std::fs::write(&file, &text).unwrap();
+    let grown = run(&db, Source::Kiro, std::slice::from_ref(&folder));
+    assert!(
+        grown.malformed.is_empty(),
+        "the half-written line waits: {grown:?}"
+    );
+    assert_eq!(grown.written.messages_inserted, 1, "{grown:?}");
+    text.push_str("ed it.\"}]}}\n");
+    std::fs::write(&file, &text).unwrap();
+    let done = run(&db, Source::Kiro, std::slice::from_ref(&folder));
+    assert_eq!(done.written.messages_inserted, 1, "{done:?}");
+    assert_eq!(messages(&db, SHOP).len(), before + 2);
+    assert_eq!(
+        texts(&db, SHOP).last().unwrap().1,
+        "Added it.",
+        "the reply, once written"
+    );
+}

@@ -175,8 +175,8 @@ fn described(source: Source) -> Described {
             "Crush keeps .crush/crush.db in each project, listed in projects.json in ~/.local/share/crush",
         ),
         Source::Kiro => (
-            "Kiro CLI and the Amazon Q Developer CLI (`~/.local/share/kiro-cli`, `~/.local/share/amazon-q`, `XDG_DATA_HOME`)",
-            "Kiro CLI keeps data.sqlite3 in ~/.local/share/kiro-cli (Amazon Q's in ~/.local/share/amazon-q)",
+            "Kiro CLI and the Amazon Q Developer CLI (`~/.local/share/kiro-cli`, `~/.local/share/amazon-q`, `XDG_DATA_HOME`, `~/.kiro/sessions/cli`, `KIRO_HOME`)",
+            "Kiro CLI keeps data.sqlite3 in ~/.local/share/kiro-cli (Amazon Q's in ~/.local/share/amazon-q), and from 2.0 sessions/cli/*.jsonl in ~/.kiro",
         ),
         Source::Continue => (
             "Continue (`~/.continue/sessions`, `CONTINUE_GLOBAL_DIR`)",

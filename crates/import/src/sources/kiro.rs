@@ -6,7 +6,8 @@
 //! times in ms); builds before it kept one per folder in `conversations` (`key`, `value`),
 //! read when `conversations_v2` is not there. Only those tables are read: the database
 //! also keeps the user's sign-in (`auth_kv`) and telemetry credentials (`state`), which
-//! Scribe never reads.
+//! Scribe never reads. Kiro CLI 2 keeps each session in a file of its own instead, in
+//! `${KIRO_HOME:-~/.kiro}/sessions/cli` (the `sessions` module).
 //!
 //! Mapping (`crates/chat-cli/src/cli/chat/conversation.rs` and `message.rs`): a
 //! conversation's `history` is a list of turns, `{user, assistant, request_metadata}`:
@@ -41,7 +42,7 @@ use serde_json::Value;
 
 use super::{
     Batches, FileReport, Importer, Recorded, Times, Unit, array_of, columns, find_db, message,
-    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    numbered, open_source_db, reasoning, rows, settle_call, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -50,6 +51,8 @@ use crate::record::{Batch, MessageRec, Resume, SessionRec};
 use crate::time;
 
 const SRC: Source = Source::Kiro;
+
+mod sessions;
 
 /// The database's file name.
 const DB: &str = "data.sqlite3";
@@ -67,7 +70,8 @@ impl Importer for Kiro {
         SRC
     }
 
-    /// `kiro-cli` and `amazon-q` in the local data folder, those that exist (else the first).
+    /// `kiro-cli` and `amazon-q` in the local data folder and Kiro CLI 2's session folder,
+    /// `${KIRO_HOME:-~/.kiro}/sessions/cli`: those that exist (else the first).
     fn default_roots(&self, env: &Env) -> Vec<PathBuf> {
         let local = if cfg!(windows) {
             env.var("LOCALAPPDATA").map(PathBuf::from)
@@ -78,19 +82,44 @@ impl Importer for Kiro {
                 .map(|d| env.expand(d))
                 .or_else(|| env.home_join(".local/share"))
         };
-        let Some(local) = local else {
-            return Vec::new();
-        };
-        super::existing_or_first(FOLDERS.iter().map(|f| local.join(f)).collect())
+        let sessions = env
+            .var("KIRO_HOME")
+            .map(|d| env.expand(d))
+            .or_else(|| env.home_join(".kiro"))
+            .map(|kiro| kiro.join("sessions/cli"));
+        let mut candidates: Vec<PathBuf> = local
+            .map(|local| FOLDERS.iter().map(|f| local.join(f)).collect())
+            .unwrap_or_default();
+        candidates.extend(sessions);
+        super::existing_or_first(candidates)
     }
 
+    /// The CLI's database in `root` (or `root` itself), else Kiro CLI 2's session files
+    /// below it.
     fn discover(&self, root: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        find_db(root, &[DB], out);
-        Ok(())
+        if find_db(root, &[DB], out) {
+            return Ok(());
+        }
+        if root.is_file() {
+            return super::walk(root, out, sessions::is_session);
+        }
+        super::walk(root, out, sessions::is_session_file)
+    }
+
+    /// A session file's metadata; the database's write-ahead log.
+    fn companions(&self, path: &Path) -> Vec<PathBuf> {
+        if sessions::is_session(path) {
+            vec![sessions::metadata_of(path)]
+        } else {
+            vec![super::wal_of(path)]
+        }
     }
 
     fn read(&self, unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<Resume> {
         let path = unit.path;
+        if sessions::is_session(path) {
+            return sessions::read(unit, out, report);
+        }
         let conn = open_source_db(path)?;
         let db = |source| ImportError::source_db(path, source);
         let v2 = !columns(&conn, "conversations_v2").map_err(db)?.is_empty();
@@ -249,7 +278,7 @@ fn transcript(
                 let cancelled = kind == "CancelledToolUses";
                 for result in array_of(body, "tool_use_results") {
                     let id = str_of(result, "tool_use_id").unwrap_or("");
-                    let Some(&(m, p)) = calls.get(id) else {
+                    let Some(&place) = calls.get(id) else {
                         report.skip("tool_result:without-call");
                         continue;
                     };
@@ -257,13 +286,7 @@ fn transcript(
                         || str_of(result, "status")
                             .is_some_and(|s| s.eq_ignore_ascii_case("error"));
                     let output = result_text(array_of(result, "content"));
-                    if let Some(stored) = out.messages[m].message.parts.get_mut(p)
-                        && let Part::Tool(t) = &mut stored.part
-                    {
-                        let started = t.state.started_at();
-                        t.state = settled(output, failed, Value::Null, started, at);
-                        stored.updated_at = stored.updated_at.max(at);
-                    }
+                    settle_call(&mut out.messages, place, output, failed, at);
                 }
                 if cancelled {
                     user_said(out, &sid, &message_id, str_of(body, "prompt"), at);

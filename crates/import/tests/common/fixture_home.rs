@@ -59,7 +59,8 @@ pub fn build_db(sql: &str, db: &Path) {
 /// chat conversations and a workspace's state database in `~/.config/Code/User`, a Crush
 /// project's database in `~/work/notes/.crush`, listed in `~/.local/share/crush`, Kiro
 /// CLI's and the Amazon Q Developer CLI's databases built from their dumps in
-/// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q`, Continue's sessions in
+/// `~/.local/share/kiro-cli` and `~/.local/share/amazon-q` and Kiro CLI 2's sessions in
+/// `~/.kiro/sessions/cli`, Continue's sessions in
 /// `~/.continue/sessions`, Aider's logs in two projects, `~/work/shop` and `~/work/tools`,
 /// Mistral Vibe's sessions in `~/.vibe/logs/session`, OpenHands' conversations in
 /// `~/.openhands/conversations`).
@@ -119,6 +120,7 @@ pub fn home(dir: &Path) -> PathBuf {
         "kiro/amazon-q.sql",
         &home.join(".local/share/amazon-q/data.sqlite3"),
     );
+    copy("kiro/sessions/cli", &home.join(".kiro/sessions/cli"));
     home
 }
 
