@@ -404,6 +404,10 @@ fn an_openclaw_agent_database_is_read_as_its_transcripts() {
     assert_eq!(sub.kind, SessionKind::Task);
     assert_eq!(sub.model.as_deref(), Some("claude-haiku-4-5"));
     assert_eq!(sub.title, None);
+    // Its run's end, and how it ended.
+    assert_eq!(sub.ended_at, Some(1_795_770_015_000));
+    assert_eq!(sub.end_reason.as_deref(), Some("done"));
+    assert_eq!(release.ended_at, None);
 
     // Nothing changed: nothing read again. Then OpenClaw goes on with one session.
     let before = dump(&db);

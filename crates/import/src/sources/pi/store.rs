@@ -9,9 +9,10 @@
 //! order, are read as a pi session file is (the parent module), so a session OpenClaw
 //! moved from its file into the database is the same session, its messages stored once.
 //!
-//! `session_windows` says more of each session (each columns read only when there):
+//! `session_windows` says more of each session (each column read only when there):
 //! its `display_name` (the chat or channel it answers: the title, when the user gave
-//! none), its `model` (when no reply names one); `previous_session_id` and `reason`, the
+//! none), its `model` (when no reply names one), when its run ended and how (`ended_at`,
+//! `status`); `previous_session_id` and `reason`, the
 //! session it went on from (after a compaction or a rollover: a continuation of it; a
 //! fork or a rewind: a fork of it; a reset starts a conversation of its own); and
 //! `parent_session_key` or `spawned_by`, the conversation whose run started it (a
@@ -119,6 +120,14 @@ pub(super) fn read(
         if rec.model.is_none() {
             rec.model = str_of(window, "model")
                 .filter(|m| !m.trim().is_empty())
+                .map(str::to_owned);
+        }
+        // A run that ended (a sub-agent's): when, and how (`done`, `failed`, `killed`,
+        // `timeout`).
+        if let Some(ended) = time_of(window, "ended_at") {
+            rec.ended_at = Some(ended.max(rec.created_at));
+            rec.end_reason = str_of(window, "status")
+                .filter(|s| !s.is_empty())
                 .map(str::to_owned);
         }
         if rec.parent.is_none()
