@@ -319,3 +319,38 @@ fn a_call_an_abort_cut_short_failed_and_an_empty_reply_is_skipped() {
     let s = session(&db, "s-abort");
     assert_eq!((s.ended_at, s.directory.as_deref()), (None, Some("/w")));
 }
+
+/// A session's title is the `summary` Copilot's session index keeps for it (the name
+/// `/resume` lists it by), read without changing the index; a session the index does not
+/// hold, or an index that cannot be read, leaves the session untitled.
+#[test]
+fn a_copilot_session_takes_the_title_its_session_index_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let state = copilot_home(&home);
+    let store = home.join(".copilot/session-store.db");
+    build_db("copilot/session-store.sql", &store);
+    let db = scribe_db(dir.path());
+    let s = import_read_only(
+        &db,
+        Source::Copilot,
+        std::slice::from_ref(&state),
+        &home.join(".copilot"),
+    );
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(
+        session(&db, WEBAPP).title.as_deref(),
+        Some("Login test timeout")
+    );
+    assert_eq!(session(&db, SMALL).title, None, "not in the index");
+
+    // An index that is not a database: the sessions are imported all the same.
+    let other = tempfile::tempdir().unwrap();
+    let home = other.path().join("home");
+    let state = copilot_home(&home);
+    std::fs::write(home.join(".copilot/session-store.db"), "not a database").unwrap();
+    let db = scribe_db(other.path());
+    let s = run(&db, Source::Copilot, &[state]);
+    assert!(s.failed.is_empty() && s.malformed.is_empty(), "{s:?}");
+    assert_eq!(session(&db, WEBAPP).title, None);
+}

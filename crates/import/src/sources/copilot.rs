@@ -21,6 +21,8 @@
 //! - events of a sub-agent (an envelope `agentId`, or the older `parentToolCallId`) make
 //!   a task session under the session, which the call that started it names, titled with
 //!   the sub-agent's name (`subagent.started`);
+//! - the title is the `summary` Copilot's session index (`session-store.db` in its home,
+//!   beside `session-state`) keeps for the session: only that row is read;
 //! - `session.compaction_complete` with a `summaryContent` is the session's summary;
 //!   `session.start`'s context (or `session.context_changed`) gives the directory; a
 //!   `session.shutdown` not followed by a `session.resume` ends the session;
@@ -55,6 +57,9 @@ const SRC: Source = Source::Copilot;
 
 /// A session's log in its own folder (current builds).
 const EVENTS: &str = "events.jsonl";
+
+/// Copilot's index of its sessions, beside `session-state`.
+const STORE: &str = "session-store.db";
 
 /// What an open call's failure says when the turn or session ended around it.
 const INTERRUPTED: &str = "interrupted: the turn ended before the call finished";
@@ -133,10 +138,39 @@ impl Importer for Copilot {
             }
         }
         if unit.since.is_none_or(|since| log.last_at >= since) {
+            let first = out.sessions.len();
             log.finish(out);
+            if let Some(main) = out.sessions.get_mut(first)
+                && main.title.is_none()
+            {
+                main.title =
+                    stored_title(path, &main.external_id).map(|title| (title, TitleRank::Source));
+            }
         }
         Ok(resume_whole(&chunk))
     }
+}
+
+/// The title Copilot's session index (`session-store.db` in its home, above the
+/// `session-state` folder holding the log at `path`) keeps for session `id`, its
+/// `summary`: the name `/resume` lists it by. None where there is no index, no such row,
+/// or it cannot be read (the log is imported all the same).
+fn stored_title(path: &Path, id: &str) -> Option<String> {
+    let home = path
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|n| n == "session-state"))?
+        .parent()?;
+    let store = home.join(STORE);
+    if !store.is_file() {
+        return None;
+    }
+    let title: Option<String> = super::open_source_db(&store)
+        .ok()?
+        .query_row("SELECT summary FROM sessions WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .ok()?;
+    title.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
 }
 
 /// A reply and the thread (sub-agent, or `""` for the session itself) it belongs to.

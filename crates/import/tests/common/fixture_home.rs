@@ -48,7 +48,7 @@ pub fn build_db(sql: &str, db: &Path) {
 /// keeps it by default (OpenCode's and Hermes's databases built from their dumps; Cline's,
 /// Roo Code's and Kilo Code's tasks in VS Code's extension storage on Linux, one Cline CLI
 /// task in `~/.cline/data`, Goose's database built from its dump, Copilot CLI's session
-/// folders in `~/.copilot`, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
+/// folders in `~/.copilot` with its session index built from its dump, pi's sessions in `~/.pi/agent`, OpenClaw's agents in
 /// `~/.openclaw` (its agent database built from its dump), Amp's threads in `~/.local/share/amp`, Droid's sessions in
 /// `~/.factory/sessions`, the Kilo CLI's database built from its dump, Grok Build's
 /// sessions in `~/.grok/sessions`, Qwen Code's in `~/.qwen/projects` and Antigravity's
@@ -86,6 +86,10 @@ pub fn home(dir: &Path) -> PathBuf {
         &home.join(".local/share/goose/sessions/sessions.db"),
     );
     copy("copilot", &home.join(".copilot"));
+    build_db(
+        "copilot/session-store.sql",
+        &home.join(".copilot/session-store.db"),
+    );
     copy("pi/sessions", &home.join(".pi/agent/sessions"));
     copy("openclaw", &home.join(".openclaw"));
     build_db(
