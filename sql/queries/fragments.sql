@@ -30,8 +30,12 @@ CASE WHEN x / 2 + d / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
 -- trigger restamps it: since V23 every time comes from the statements). A column the clock sets as
 -- the time of an event (ended_at, archived_at, compacting_at, finished_at) takes the clock
 -- as it is. (MessageService::update_part computes the same in Rust for its event, which
--- has no RETURNING to read it from.)
-CASE WHEN old_time >= clock THEN old_time + 1 ELSE clock END
+-- has no RETURNING to read it from.) At the largest BIGINT it stays there, as the
+-- saturating counts do: SQLite would store one past it as a REAL no reader can take (an
+-- imported time can be that large), PostgreSQL refuse the write.
+CASE WHEN old_time >= clock AND old_time < 9223372036854775807 THEN old_time + 1
+        WHEN old_time >= clock THEN old_time
+        ELSE clock END
 
 -- fragment: carries_usage(m)
 -- Whether the row m (an alias of messages) carries usage: a token count or a cost. The

@@ -150,7 +150,53 @@ fn updated_at_comes_from_a_clock_in_2100(backend: Backend) {
     updated_at_comes_from_the_clock(backend, YEAR_2100);
 }
 
+/// A row whose time is the largest a time may be (an imported session stamped by a broken
+/// clock, a clock that reads it): every change leaves it there, and the row still reads.
+/// Before, `moved_forward` stored one past it, which SQLite kept as a REAL that no reader
+/// could take (the import failed whole) and PostgreSQL refused.
+fn updated_at_at_the_largest_time_stays_there(backend: Backend) {
+    let t = TestDb::new(backend);
+    let hand = ManualClock::new(i64::MAX);
+    let options = Options {
+        clock: hand.clock(),
+        ..Options::default()
+    };
+    let db = Arc::new(Database::open_with(&t.location, options).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let messages = MessageService::new(Arc::clone(&db));
+    let session = sessions.create(NewSession::default()).unwrap();
+    assert_eq!(session.updated_at, i64::MAX);
+    let message = messages
+        .create(NewMessage::new(
+            &session.id,
+            Role::Assistant,
+            vec![Part::text("hello")],
+        ))
+        .unwrap();
+    let part = messages
+        .update_part(&message.parts[0].id, Part::text("changed"))
+        .unwrap();
+    assert_eq!(part.updated_at, i64::MAX);
+    let usage = TokenUsage {
+        input: 3,
+        ..TokenUsage::default()
+    };
+    let m = messages.add_usage(&message.id, usage, 0.1).unwrap();
+    assert_eq!(m.updated_at, i64::MAX);
+    let renamed = sessions
+        .update(&session.id, |s| s.title = Some("renamed".into()))
+        .unwrap();
+    assert_eq!(renamed.updated_at, i64::MAX);
+    let s = sessions.get(&session.id).unwrap();
+    assert_eq!(
+        (s.updated_at, s.title.as_deref()),
+        (i64::MAX, Some("renamed"))
+    );
+    assert_eq!(messages.list(&session.id).unwrap()[0].updated_at, i64::MAX);
+}
+
 scribe_tests::backends!(
     updated_at_comes_from_a_clock_in_2001,
     updated_at_comes_from_a_clock_in_2100,
+    updated_at_at_the_largest_time_stays_there,
 );

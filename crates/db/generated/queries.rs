@@ -343,7 +343,9 @@ pub fn read_session_rollup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Sess
 
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
-SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?1 THEN updated_at
+        ELSE ?1 END
 WHERE id = ?2
   AND ended_at IS NULL
   AND (compacting_at IS NULL OR compacting_at < ?3)";
@@ -410,7 +412,9 @@ pub fn get_last_assistant_model(
 pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
 SET model = ?1,
     permission = coalesce(?2, permission),
-    updated_at = CASE WHEN updated_at >= ?3 THEN updated_at + 1 ELSE ?3 END
+    updated_at = CASE WHEN updated_at >= ?3 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?3 THEN updated_at
+        ELSE ?3 END
 WHERE id = ?4";
 
 /// Parameters of [`set_session_prompt_settings`].
@@ -1724,7 +1728,9 @@ SET parent_id = ?1,
     cost_usd = ?12,
     error = ?13,
     finished_at = ?14,
-    updated_at = CASE WHEN updated_at >= ?15 THEN updated_at + 1 ELSE ?15 END
+    updated_at = CASE WHEN updated_at >= ?15 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?15 THEN updated_at
+        ELSE ?15 END
 WHERE id = ?16";
 
 /// Parameters of [`update_message`].
@@ -1780,7 +1786,9 @@ pub fn update_message(
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2,
-    updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
+    updated_at = CASE WHEN updated_at >= ?2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?2 THEN updated_at
+        ELSE ?2 END
 WHERE id = ?3
 RETURNING *";
 
@@ -1827,7 +1835,9 @@ SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1
     cost_usd = CASE WHEN cost_usd / 2 + CAST(?6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST(?6 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at >= ?7 THEN updated_at + 1 ELSE ?7 END
+    updated_at = CASE WHEN updated_at >= ?7 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?7 THEN updated_at
+        ELSE ?7 END
 WHERE id = ?8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
@@ -2087,7 +2097,9 @@ pub fn list_session_parts(
 
 /// SQL of `UpdatePart` (sql/queries/parts.sql:33).
 pub const UPDATE_PART_SQL: &str = "UPDATE parts
-SET type = ?1, data = ?2, updated_at = CASE WHEN updated_at >= ?3 THEN updated_at + 1 ELSE ?3 END
+SET type = ?1, data = ?2, updated_at = CASE WHEN updated_at >= ?3 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?3 THEN updated_at
+        ELSE ?3 END
 WHERE id = ?4";
 
 /// Parameters of [`update_part`].
@@ -2486,7 +2498,9 @@ SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST(?8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST(?8 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at >= ?9 THEN updated_at + 1 ELSE ?9 END
+    updated_at = CASE WHEN updated_at >= ?9 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?9 THEN updated_at
+        ELSE ?9 END
 WHERE id = ?10
 RETURNING *";
 
@@ -3250,7 +3264,9 @@ SET title = ?1,
     cost_status = ?11,
     cost_source = ?12,
     pricing_version = ?13,
-    updated_at = CASE WHEN updated_at >= ?14 THEN updated_at + 1 ELSE ?14 END
+    updated_at = CASE WHEN updated_at >= ?14 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?14 THEN updated_at
+        ELSE ?14 END
 WHERE id = ?15
 RETURNING *";
 
@@ -3306,7 +3322,9 @@ pub fn update_session(
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
 pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str = "UPDATE sessions
-SET summary_message_id = ?1, updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
+SET summary_message_id = ?1, updated_at = CASE WHEN updated_at >= ?2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?2 THEN updated_at
+        ELSE ?2 END
 WHERE id = ?3";
 
 /// Parameters of [`set_session_summary_message`].
@@ -3329,7 +3347,9 @@ pub fn set_session_summary_message(
 
 /// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:79).
 pub const SET_SESSION_COMPACTING_SQL: &str = "UPDATE sessions
-SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
+SET compacting_at = ?1, updated_at = CASE WHEN updated_at >= ?2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?2 THEN updated_at
+        ELSE ?2 END
 WHERE id = ?3 AND compacting_at IS DISTINCT FROM ?1";
 
 /// Parameters of [`set_session_compacting`].
@@ -3356,7 +3376,9 @@ pub fn set_session_compacting(
 /// SQL of `EndSession` (sql/queries/sessions.sql:86).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = ?1, end_reason = ?2,
-    updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+    updated_at = CASE WHEN updated_at >= ?1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?1 THEN updated_at
+        ELSE ?1 END
 WHERE id = ?3 AND ended_at IS NULL";
 
 /// Parameters of [`end_session`].
@@ -3381,7 +3403,9 @@ pub fn end_session(
 
 /// SQL of `ReopenSession` (sql/queries/sessions.sql:93).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= ?1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?1 THEN updated_at
+        ELSE ?1 END
 WHERE id = ?2";
 
 /// Parameters of [`reopen_session`].
@@ -3402,7 +3426,9 @@ pub fn reopen_session(
 
 /// SQL of `ArchiveSession` (sql/queries/sessions.sql:98).
 pub const ARCHIVE_SESSION_SQL: &str = "UPDATE sessions
-SET archived_at = ?1, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+SET archived_at = ?1, updated_at = CASE WHEN updated_at >= ?1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?1 THEN updated_at
+        ELSE ?1 END
 WHERE id = ?2 AND archived_at IS NULL";
 
 /// Parameters of [`archive_session`].
@@ -3423,7 +3449,9 @@ pub fn archive_session(
 
 /// SQL of `UnarchiveSession` (sql/queries/sessions.sql:103).
 pub const UNARCHIVE_SESSION_SQL: &str = "UPDATE sessions
-SET archived_at = NULL, updated_at = CASE WHEN updated_at >= ?1 THEN updated_at + 1 ELSE ?1 END
+SET archived_at = NULL, updated_at = CASE WHEN updated_at >= ?1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?1 THEN updated_at
+        ELSE ?1 END
 WHERE id = ?2";
 
 /// Parameters of [`unarchive_session`].
@@ -3458,7 +3486,9 @@ pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST(?1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(actual_cost_usd, 0) + CAST(?1 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at >= ?2 THEN updated_at + 1 ELSE ?2 END
+    updated_at = CASE WHEN updated_at >= ?2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= ?2 THEN updated_at
+        ELSE ?2 END
 WHERE id = ?3";
 
 /// Parameters of [`add_session_actual_cost`].
@@ -3510,7 +3540,9 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
-    updated_at = CASE WHEN sessions.updated_at >= ?1 THEN sessions.updated_at + 1 ELSE ?1 END
+    updated_at = CASE WHEN sessions.updated_at >= ?1 AND sessions.updated_at < 9223372036854775807 THEN sessions.updated_at + 1
+        WHEN sessions.updated_at >= ?1 THEN sessions.updated_at
+        ELSE ?1 END
 FROM (SELECT * FROM sessions WHERE id = ?2) AS child
 WHERE sessions.id = child.parent_session_id";
 

@@ -10,7 +10,9 @@ type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
 /// SQL of `ClaimSessionCompaction` (sql/queries/agent.sql:3).
 pub const CLAIM_SESSION_COMPACTION_SQL: &str = "UPDATE sessions
-SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $1 THEN updated_at
+        ELSE $1 END
 WHERE id = $2
   AND ended_at IS NULL
   AND (compacting_at IS NULL OR compacting_at < $3)";
@@ -30,7 +32,9 @@ LIMIT 1";
 pub const SET_SESSION_PROMPT_SETTINGS_SQL: &str = "UPDATE sessions
 SET model = $1,
     permission = coalesce($2, permission),
-    updated_at = CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END
+    updated_at = CASE WHEN updated_at >= $3 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $3 THEN updated_at
+        ELSE $3 END
 WHERE id = $4";
 
 /// SQL of `GetSessionRun` (sql/queries/agent_loop.sql:26).
@@ -336,13 +340,17 @@ SET parent_id = $1,
     cost_usd = $12,
     error = $13,
     finished_at = $14,
-    updated_at = CASE WHEN updated_at >= $15 THEN updated_at + 1 ELSE $15 END
+    updated_at = CASE WHEN updated_at >= $15 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $15 THEN updated_at
+        ELSE $15 END
 WHERE id = $16";
 
 /// SQL of `FinishMessage` (sql/queries/messages.sql:72).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = $1, finished_at = $2,
-    updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
+    updated_at = CASE WHEN updated_at >= $2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $2 THEN updated_at
+        ELSE $2 END
 WHERE id = $3
 RETURNING *";
 
@@ -367,7 +375,9 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     cost_usd = CASE WHEN cost_usd / 2 + CAST($6 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE cost_usd + CAST($6 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at >= $7 THEN updated_at + 1 ELSE $7 END
+    updated_at = CASE WHEN updated_at >= $7 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $7 THEN updated_at
+        ELSE $7 END
 WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
@@ -417,7 +427,9 @@ ORDER BY m.created_at, m.id, p.position";
 
 /// SQL of `UpdatePart` (sql/queries/parts.sql:33).
 pub const UPDATE_PART_SQL: &str = "UPDATE parts
-SET type = $1, data = $2, updated_at = CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END
+SET type = $1, data = $2, updated_at = CASE WHEN updated_at >= $3 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $3 THEN updated_at
+        ELSE $3 END
 WHERE id = $4";
 
 /// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
@@ -514,7 +526,9 @@ SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1
     estimated_cost_usd = CASE WHEN estimated_cost_usd / 2 + CAST($8 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE estimated_cost_usd + CAST($8 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at >= $9 THEN updated_at + 1 ELSE $9 END
+    updated_at = CASE WHEN updated_at >= $9 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $9 THEN updated_at
+        ELSE $9 END
 WHERE id = $10
 RETURNING *";
 
@@ -696,39 +710,53 @@ SET title = $1,
     cost_status = $11,
     cost_source = $12,
     pricing_version = $13,
-    updated_at = CASE WHEN updated_at >= $14 THEN updated_at + 1 ELSE $14 END
+    updated_at = CASE WHEN updated_at >= $14 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $14 THEN updated_at
+        ELSE $14 END
 WHERE id = $15
 RETURNING *";
 
 /// SQL of `SetSessionSummaryMessage` (sql/queries/sessions.sql:74).
 pub const SET_SESSION_SUMMARY_MESSAGE_SQL: &str = "UPDATE sessions
-SET summary_message_id = $1, updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
+SET summary_message_id = $1, updated_at = CASE WHEN updated_at >= $2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $2 THEN updated_at
+        ELSE $2 END
 WHERE id = $3";
 
 /// SQL of `SetSessionCompacting` (sql/queries/sessions.sql:79).
 pub const SET_SESSION_COMPACTING_SQL: &str = "UPDATE sessions
-SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
+SET compacting_at = $1, updated_at = CASE WHEN updated_at >= $2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $2 THEN updated_at
+        ELSE $2 END
 WHERE id = $3 AND compacting_at IS DISTINCT FROM $1";
 
 /// SQL of `EndSession` (sql/queries/sessions.sql:86).
 pub const END_SESSION_SQL: &str = "UPDATE sessions
 SET ended_at = $1, end_reason = $2,
-    updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+    updated_at = CASE WHEN updated_at >= $1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $1 THEN updated_at
+        ELSE $1 END
 WHERE id = $3 AND ended_at IS NULL";
 
 /// SQL of `ReopenSession` (sql/queries/sessions.sql:93).
 pub const REOPEN_SESSION_SQL: &str = "UPDATE sessions
-SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+SET ended_at = NULL, end_reason = NULL, updated_at = CASE WHEN updated_at >= $1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $1 THEN updated_at
+        ELSE $1 END
 WHERE id = $2";
 
 /// SQL of `ArchiveSession` (sql/queries/sessions.sql:98).
 pub const ARCHIVE_SESSION_SQL: &str = "UPDATE sessions
-SET archived_at = $1, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+SET archived_at = $1, updated_at = CASE WHEN updated_at >= $1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $1 THEN updated_at
+        ELSE $1 END
 WHERE id = $2 AND archived_at IS NULL";
 
 /// SQL of `UnarchiveSession` (sql/queries/sessions.sql:103).
 pub const UNARCHIVE_SESSION_SQL: &str = "UPDATE sessions
-SET archived_at = NULL, updated_at = CASE WHEN updated_at >= $1 THEN updated_at + 1 ELSE $1 END
+SET archived_at = NULL, updated_at = CASE WHEN updated_at >= $1 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $1 THEN updated_at
+        ELSE $1 END
 WHERE id = $2";
 
 /// SQL of `DeleteSession` (sql/queries/sessions.sql:108).
@@ -739,7 +767,9 @@ pub const ADD_SESSION_ACTUAL_COST_SQL: &str = "UPDATE sessions
 SET actual_cost_usd = CASE WHEN coalesce(actual_cost_usd, 0) / 2 + CAST($1 AS DOUBLE PRECISION) / 2 > CAST(8.988465674311579e307 AS DOUBLE PRECISION)
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(actual_cost_usd, 0) + CAST($1 AS DOUBLE PRECISION) END,
-    updated_at = CASE WHEN updated_at >= $2 THEN updated_at + 1 ELSE $2 END
+    updated_at = CASE WHEN updated_at >= $2 AND updated_at < 9223372036854775807 THEN updated_at + 1
+        WHEN updated_at >= $2 THEN updated_at
+        ELSE $2 END
 WHERE id = $3";
 
 /// SQL of `RollUpSessionUsage` (sql/queries/sessions.sql:119).
@@ -771,7 +801,9 @@ SET input_tokens = CASE WHEN child.input_tokens <= 0 THEN sessions.input_tokens 
         THEN CAST(1.7976931348623157e308 AS DOUBLE PRECISION)
         ELSE coalesce(sessions.actual_cost_usd, 0) + child.actual_cost_usd END
     END,
-    updated_at = CASE WHEN sessions.updated_at >= $1 THEN sessions.updated_at + 1 ELSE $1 END
+    updated_at = CASE WHEN sessions.updated_at >= $1 AND sessions.updated_at < 9223372036854775807 THEN sessions.updated_at + 1
+        WHEN sessions.updated_at >= $1 THEN sessions.updated_at
+        ELSE $1 END
 FROM (SELECT * FROM sessions WHERE id = $2) AS child
 WHERE sessions.id = child.parent_session_id";
 
