@@ -400,7 +400,7 @@ fn take_part(
     mut part: Batch,
     report: FileReport,
 ) -> (u64, u64) {
-    refuse_long_ids(summary, &mut part, &todo.key);
+    refuse_unstorable_ids(summary, &mut part, &todo.key);
     keep_file_order(&mut part);
     for m in &mut part.messages {
         options.pricer.apply(m);
@@ -456,32 +456,37 @@ fn keep_file_order(part: &mut Batch) {
     }
 }
 
-/// Takes out of `part` every session whose source id is longer than
+/// Takes out of `part` every session whose source id is empty or longer than
 /// [`scribe_db::ids::MAX_ID_BYTES`] (its Scribe id would be that id, which neither backend
 /// stores), with everything of it, and reports each in `summary.failed_sessions` with the
 /// typed error's words; the file's other sessions go on. A parent or record key that long names
 /// nothing that can be stored, and is dropped. Before, PostgreSQL refused such an id with
-/// a raw message and the whole import stopped; SQLite stored it.
-fn refuse_long_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
+/// a raw message and the whole import stopped; SQLite stored it. An empty id (a hand-edited
+/// file, another program's) stopped the whole import on both.
+fn refuse_unstorable_ids(summary: &mut SourceSummary, part: &mut Batch, path: &str) {
     use scribe_db::ids::check_id;
     let fits = |id: &str| check_id("session", id).is_ok();
+    let refusal = |id: &str| match id {
+        "" => Some("session id is empty".to_owned()),
+        id => check_id("session", id).err().map(|err| err.to_string()),
+    };
     let mut refused = std::collections::HashSet::new();
     part.sessions.retain_mut(|rec| {
-        if let Err(err) = check_id("session", &rec.external_id) {
+        if let Some(error) = refusal(&rec.external_id) {
             summary.failed_sessions.push(Malformed {
                 path: path.to_owned(),
                 line: None,
-                error: err.to_string(),
+                error,
             });
             refused.insert(rec.external_id.clone());
             return false;
         }
-        if rec.parent.as_deref().is_some_and(|p| !fits(p)) {
+        if rec.parent.as_deref().is_some_and(|p| refusal(p).is_some()) {
             rec.parent = None;
         }
         true
     });
-    let kept = |session: &str| fits(session) && !refused.contains(session);
+    let kept = |session: &str| refusal(session).is_none() && !refused.contains(session);
     part.messages.retain(|m| kept(&m.session));
     part.part_updates.retain(|u| kept(&u.session));
     part.marks.retain(|m| kept(&m.session));

@@ -67,14 +67,21 @@ pub fn parse(text: &str) -> Option<i64> {
     }
 }
 
-/// Epoch seconds (as Hermes stores them, fractional) or milliseconds, told apart by size.
+/// The last millisecond of the year 9999: the latest time a source's text can write
+/// ([`parse`] reads four-digit years), and the latest an importer takes a record's time
+/// to be ([`epoch`] and the readers' own numbers alike). A later one is a broken clock or
+/// no time at all; taken, it would list its session as active now for ever after.
+pub const LATEST: i64 = 253_402_300_799_999;
+
+/// Epoch seconds (as Hermes stores them, fractional) or milliseconds, told apart by size;
+/// none past [`LATEST`].
 pub fn epoch(value: f64) -> Option<i64> {
     if !value.is_finite() || value < 0.0 {
         return None;
     }
     // Seconds until the year 5138; milliseconds from 1973 on.
     let ms = if value < 1e11 { value * 1000.0 } else { value };
-    Some(ms.round() as i64)
+    (ms.round() <= LATEST as f64).then(|| ms.round() as i64)
 }
 
 /// A time as a JSON value holds it: text ([`parse`]) or a number ([`epoch`]); anything

@@ -377,3 +377,102 @@ fn every_importer_survives_its_files_cut_short_and_of_the_wrong_shape() {
     }
     assert!(runs > 100, "{runs}");
 }
+
+/// A Hermes session log whose `session_id` is empty (a hand-edited file, another
+/// program's) beside two ordinary ones: that session fails alone, reported in
+/// `failed_sessions`, and the others are imported. Before, the store refused the empty id
+/// and the whole import stopped with nothing imported.
+#[test]
+fn an_empty_session_id_fails_that_session_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("hermes");
+    copy("hermes/sessions", &root.join("sessions"));
+    let small = root.join("sessions/session_20260429_hermes_small.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&small).unwrap()).unwrap();
+    doc["session_id"] = "".into();
+    std::fs::write(&small, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Hermes, &[root]);
+    assert!(s.failed.is_empty(), "{:?}", s.failed);
+    let failed = &s.failed_sessions;
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].path.ends_with("hermes_small.json"), "{failed:?}");
+    assert_eq!(failed[0].error, "session id is empty");
+    let ids: Vec<String> = sessions(&db).into_iter().map(|s| s.id).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.iter().all(|id| !id.is_empty()), "{ids:?}");
+}
+
+/// Times no clock writes: a Cline request stamped 1e300 ms and one at the largest integer,
+/// and a VS Code chat request answered `firstProgress` of `u64::MAX` ms after a time near
+/// the largest integer. Each is imported; such a record takes the time of the one before
+/// it (a time past the year 9999 is no time), so its session neither fails nor lists as
+/// active for ever after. Before, one past the largest time was stored as a REAL no reader
+/// could take, and the import stopped with nothing imported; VS Code's sum overflowed.
+#[test]
+fn times_past_the_year_9999_are_no_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let cline = dir.path().join("cline");
+    copy("cline/cli", &cline);
+    let mut changed = 0;
+    for task in std::fs::read_dir(cline.join("data/tasks")).unwrap() {
+        let file = task.unwrap().path().join("api_conversation_history.json");
+        let mut doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let turns = doc.as_array_mut().unwrap();
+        turns[1]["ts"] = serde_json::json!(1e300);
+        turns[2]["ts"] = serde_json::json!(i64::MAX);
+        std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+        changed += 1;
+    }
+    assert!(changed > 0);
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::Cline, &[cline]);
+    assert!(s.failed.is_empty() && s.failed_sessions.is_empty(), "{s:?}");
+    let all = sessions(&db);
+    assert_eq!(all.len(), changed);
+    for session in &all {
+        assert!(
+            session.updated_at <= scribe_import::time::LATEST,
+            "{session:?}"
+        );
+        let times: Vec<i64> = messages(&db, &session.id)
+            .iter()
+            .map(|m| m.created_at)
+            .collect();
+        assert!(
+            times.iter().all(|t| *t <= scribe_import::time::LATEST),
+            "{times:?}"
+        );
+        assert!(times.is_sorted(), "{times:?}");
+    }
+
+    let vscode = dir.path().join("vscode");
+    let chats = vscode.join("emptyWindowChatSessions");
+    std::fs::create_dir_all(&chats).unwrap();
+    let doc = serde_json::json!({
+        "version": 3,
+        "sessionId": "far-off",
+        "creationDate": 1_767_225_600_000_i64,
+        "requests": [{
+            "requestId": "r1",
+            "timestamp": i64::MAX - 5,
+            "message": {"text": "when?"},
+            "response": [{"value": "now"}],
+            "result": {"timings": {"firstProgress": u64::MAX, "totalElapsed": u64::MAX}},
+        }],
+    });
+    std::fs::write(chats.join("far-off.json"), doc.to_string()).unwrap();
+    let db = scribe_db(&dir.path().join("vscode-db"));
+    let s = run(&db, Source::VsCode, &[vscode]);
+    assert!(s.failed.is_empty() && s.failed_sessions.is_empty(), "{s:?}");
+    let stored = messages(&db, "far-off");
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    assert!(
+        // The reply a millisecond after its request, as the file wrote them.
+        stored.iter().all(|m| m.created_at - 1_767_225_600_000 <= 1),
+        "{stored:?}"
+    );
+    assert_eq!(stored[1].finished_at, None, "{stored:?}");
+}

@@ -266,9 +266,10 @@ fn companion(path: &Path, report: &mut FileReport) -> Vec<Value> {
 }
 
 /// A number of milliseconds (a JavaScript `Date.now()`), read as [`int_of`] reads
-/// numbers; none when absent, not a number or not after 1970.
+/// numbers; none when absent, not a number, not after 1970 or past
+/// [`crate::time::LATEST`].
 fn ms(v: &Value, key: &str) -> Option<i64> {
-    Some(int_of(v, key)).filter(|t| *t > 0)
+    Some(int_of(v, key)).filter(|t| *t > 0 && *t <= crate::time::LATEST)
 }
 
 /// A row of the UI log that says what was spent: a model request, or what Cline sums

@@ -261,10 +261,13 @@ impl Times {
         }
     }
 
-    /// Notes a record whose own time is `at` (if it has one); returns the time it is given:
-    /// its own, else the newest seen, else the fallback.
+    /// Notes a record whose own time is `at` (if it has one, and it is no later than
+    /// [`crate::time::LATEST`]); returns the time it is given: its own, else the newest
+    /// seen, else the fallback.
     pub(crate) fn note(&mut self, at: Option<i64>) -> i64 {
-        let at = at.unwrap_or_else(|| self.last());
+        let at = at
+            .filter(|t| *t <= crate::time::LATEST)
+            .unwrap_or_else(|| self.last());
         self.first.get_or_insert(at);
         self.last = Some(self.last.map_or(at, |last| last.max(at)));
         at

@@ -410,7 +410,7 @@ fn conversation(
         }
         let result = r.get("result").unwrap_or(&Value::Null);
         let replied_at = millis(r.get("responseTimestamp"))
-            .or_else(|| Some(at + millis(result.pointer("/timings/firstProgress"))?))
+            .or_else(|| Some(at.saturating_add(millis(result.pointer("/timings/firstProgress"))?)))
             .unwrap_or(at)
             .max(at);
         let replied_at = times.note(Some(replied_at));
@@ -434,8 +434,10 @@ fn conversation(
             .map(str::to_owned);
         msg.error = error;
         let done = millis(r.pointer("/modelState/completedAt"))
-            .or_else(|| Some(at + millis(result.pointer("/timings/totalElapsed"))?));
-        msg.finished_at = done.map(|d| d.max(replied_at));
+            .or_else(|| Some(at.saturating_add(millis(result.pointer("/timings/totalElapsed"))?)));
+        msg.finished_at = done
+            .filter(|d| *d <= crate::time::LATEST)
+            .map(|d| d.max(replied_at));
         msg.parts = numbered(SRC, &key, parts, replied_at);
         push(out, &id, msg);
     }
