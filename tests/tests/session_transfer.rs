@@ -475,6 +475,80 @@ fn import_names_the_message_another_session_holds(backend: Backend) {
     assert!(err.contains("remove it from one of them"), "{err}");
 }
 
+/// An export whose file versions break the files table's rules (an edited or another
+/// program's file: a version numbered 0 or below, a path with the same version twice)
+/// fails that session alone with words that say which, and nothing of it is stored; the
+/// others go in. Before, the version below 1 failed the whole import with SQLite's "CHECK
+/// constraint failed: version > 0".
+fn import_refuses_file_versions_the_files_table_cannot_hold(backend: Backend) {
+    let e = env_on(backend);
+    let s = rich_session(&e);
+    let original = e
+        .svc
+        .export(&ExportSelection::One(s.id.clone()))
+        .unwrap()
+        .remove(0);
+    let variant = |id: &str, change: &dyn Fn(&mut Vec<scribe_session::FileVersion>)| {
+        let mut v = original.clone();
+        v.session.id = id.into();
+        v.session.title = None;
+        v.session.parent_session_id = None;
+        v.rolled_up = None;
+        v.messages.clear();
+        for f in &mut v.files {
+            f.session_id = id.into();
+            f.id = format!("{}-{id}", f.id);
+        }
+        change(&mut v.files);
+        v
+    };
+    let zero = variant("zero", &|files| files[0].version = 0);
+    let negative = variant("negative", &|files| files[0].version = i64::MIN);
+    let twice = variant("twice", &|files| {
+        files[1].path = files[0].path.clone();
+        files[1].version = files[0].version;
+    });
+    let fine = variant("fine", &|_| {});
+    let e2 = env_on(backend);
+    let outcomes = e2
+        .svc
+        .import_many(vec![zero, negative, twice, fine], |_| {})
+        .unwrap();
+    let errors: Vec<String> = outcomes[..3]
+        .iter()
+        .map(|o| o.as_ref().unwrap_err().to_string())
+        .collect();
+    let path = &original.files[0].path;
+    assert!(
+        errors[0].contains(&format!(
+            "of {path} is numbered 0; a path's versions are numbered from 1"
+        )),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains(&format!("is numbered {}", i64::MIN)),
+        "{errors:?}"
+    );
+    assert!(
+        errors[2].contains(&format!(
+            "{path} has version {} twice",
+            original.files[0].version
+        )),
+        "{errors:?}"
+    );
+    assert!(
+        matches!(outcomes[3], Ok(ImportOutcome::Imported { .. })),
+        "{outcomes:?}"
+    );
+    for id in ["zero", "negative", "twice"] {
+        assert!(e2.svc.get(id).is_err(), "{id} was stored");
+    }
+    assert_eq!(
+        e2.svc.file_versions("fine", path).unwrap().len(),
+        original.files.iter().filter(|f| &f.path == path).count()
+    );
+}
+
 fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
@@ -732,6 +806,7 @@ scribe_tests::backends!(
     export_then_import_into_a_fresh_database_is_equal,
     import_counts_the_messages_it_stored_not_the_files_claim,
     import_names_the_message_another_session_holds,
+    import_refuses_file_versions_the_files_table_cannot_hold,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,
 );

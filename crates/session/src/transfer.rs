@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use scribe_db::filters::{self, SessionFilter, SessionOrder};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
-use scribe_db::{Reads, Tx};
+use scribe_db::{ErrorKind, Reads, Tx};
 use scribe_message::{Message, TokenUsage, store};
 use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
@@ -393,8 +393,9 @@ impl SessionService {
     /// outcome's session has the title stored). A message id already present is a
     /// [`SessionError::Conflict`]; an id (the session's, a message's, a part's, a file
     /// version's) longer than [`scribe_db::ids::MAX_ID_BYTES`] is
-    /// [`SessionError::IdTooLong`], checked before anything is read. On any error nothing
-    /// is stored. Publishes `created`.
+    /// [`SessionError::IdTooLong`], checked before anything is read. A file version
+    /// numbered below 1, or a path given the same version twice, is
+    /// [`SessionError::InvalidInput`]. On any error nothing is stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
         self.db.write(|tx| {
             let outcome = import_tx(tx, export)?;
@@ -505,6 +506,16 @@ impl SessionService {
                                 self.announce(tx, EventKind::Created, session);
                             }
                             stored.push((i, outcome));
+                        }
+                        // A row the schema refuses (a CHECK, a reference) is the session's
+                        // own: it fails alone, as one this import refuses does.
+                        Err(SessionError::Db(err))
+                            if matches!(
+                                err.kind(),
+                                ErrorKind::CheckViolation | ErrorKind::ForeignKeyViolation
+                            ) =>
+                        {
+                            return Err(BatchError::Session(i, Box::new(SessionError::Db(err))));
                         }
                         Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
                         Err(err) => return Err(BatchError::Session(i, Box::new(err))),
@@ -653,6 +664,7 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
             stray.id, stray.session_id, s.id
         )));
     }
+    check_file_versions(&export.files)?;
     let (parent, unlinked_parent) = match &s.parent_session_id {
         Some(parent) if !tx.q().session_exists(parent)? => (None, Some(parent.clone())),
         other => (other.as_deref(), None),
@@ -761,6 +773,29 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         session: Box::new(load(tx, &s.id)?),
         unlinked_parent,
     })
+}
+
+/// The rules the files table keeps, checked so that an export breaking them fails its
+/// session with words that say what is wrong (an edited or another program's file),
+/// not a constraint's: a path's versions are numbered from 1 (`CHECK (version > 0)`), and
+/// no path has the same version twice.
+fn check_file_versions(files: &[FileVersion]) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for file in files {
+        if file.version < 1 {
+            return Err(SessionError::InvalidInput(format!(
+                "file version {} of {} is numbered {}; a path's versions are numbered from 1",
+                file.id, file.path, file.version
+            )));
+        }
+        if !seen.insert((file.path.as_str(), file.version)) {
+            return Err(SessionError::InvalidInput(format!(
+                "{} has version {} twice (file version {})",
+                file.path, file.version, file.id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// [`SessionError::IdTooLong`] for the first id of `export` (its session's, its source's
