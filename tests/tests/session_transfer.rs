@@ -543,6 +543,35 @@ fn import_refuses_file_versions_the_files_table_cannot_hold(backend: Backend) {
     for id in ["zero", "negative", "twice"] {
         assert!(e2.svc.get(id).is_err(), "{id} was stored");
     }
+
+    // A message, a part or a file version given twice in one session.
+    let mut repeated = original.clone();
+    repeated.session.title = None;
+    repeated.rolled_up = None;
+    let again = repeated.messages[1].clone();
+    repeated.messages.push(again.clone());
+    let mut part_twice = original.clone();
+    part_twice.session.title = None;
+    part_twice.rolled_up = None;
+    let mut part = part_twice.messages[0].parts[0].clone();
+    part.position = 99;
+    part_twice.messages[0].parts.push(part.clone());
+    let file_twice = variant("file-twice", &|files| {
+        let mut copy = files[0].clone();
+        copy.version = 99;
+        files.push(copy);
+    });
+    for (export, what) in [
+        (repeated, format!("message {}", again.id)),
+        (part_twice, format!("part {}", part.id)),
+        (file_twice, "file version".to_owned()),
+    ] {
+        let e3 = env_on(backend);
+        let outcomes = e3.svc.import_many(vec![export.clone()], |_| {}).unwrap();
+        let err = outcomes[0].as_ref().unwrap_err().to_string();
+        assert!(err.contains(&what) && err.contains("twice"), "{err}");
+        assert!(e3.svc.get(&export.session.id).is_err());
+    }
     assert_eq!(
         e2.svc.file_versions("fine", path).unwrap().len(),
         original.files.iter().filter(|f| &f.path == path).count()

@@ -394,8 +394,8 @@ impl SessionService {
     /// [`SessionError::Conflict`]; an id (the session's, a message's, a part's, a file
     /// version's) longer than [`scribe_db::ids::MAX_ID_BYTES`] is
     /// [`SessionError::IdTooLong`], checked before anything is read. A file version
-    /// numbered below 1, or a path given the same version twice, is
-    /// [`SessionError::InvalidInput`]. On any error nothing is stored. Publishes `created`.
+    /// numbered below 1, a path given the same version twice, or a message, part or file
+    /// version given twice, is [`SessionError::InvalidInput`]. On any error nothing is stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
         self.db.write(|tx| {
             let outcome = import_tx(tx, export)?;
@@ -665,6 +665,7 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         )));
     }
     check_file_versions(&export.files)?;
+    check_repeated_ids(export)?;
     let (parent, unlinked_parent) = match &s.parent_session_id {
         Some(parent) if !tx.q().session_exists(parent)? => (None, Some(parent.clone())),
         other => (other.as_deref(), None),
@@ -773,6 +774,27 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         session: Box::new(load(tx, &s.id)?),
         unlinked_parent,
     })
+}
+
+/// No message, part or file version of `export` given twice (an edited file, one
+/// concatenated from two): its session fails saying which, not with a constraint's words.
+fn check_repeated_ids(export: &SessionExport) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    let messages = export.messages.iter().map(|m| ("message", m.id.as_str()));
+    let parts = export
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter().map(|p| ("part", p.id.as_str())));
+    let files = export.files.iter().map(|f| ("file version", f.id.as_str()));
+    for (what, id) in messages.chain(parts).chain(files) {
+        if !seen.insert((what, id)) {
+            return Err(SessionError::InvalidInput(format!(
+                "{what} {id} is in session {} twice",
+                export.session.id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The rules the files table keeps, checked so that an export breaking them fails its
