@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use scribe_db::filters::{self, SessionFilter, SessionOrder};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
-use scribe_db::{ErrorKind, Reads, Tx};
+use scribe_db::{Reads, Tx};
 use scribe_message::{Message, TokenUsage, store};
 use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
@@ -395,7 +395,8 @@ impl SessionService {
     /// version's) longer than [`scribe_db::ids::MAX_ID_BYTES`] is
     /// [`SessionError::IdTooLong`], checked before anything is read. A file version
     /// numbered below 1, a path given the same version twice, or a message, part or file
-    /// version given twice, is [`SessionError::InvalidInput`]. On any error nothing is stored. Publishes `created`.
+    /// version given twice, is [`SessionError::InvalidInput`]. On any error nothing is
+    /// stored. Publishes `created`.
     pub fn import(&self, export: &SessionExport) -> Result<ImportOutcome> {
         self.db.write(|tx| {
             let outcome = import_tx(tx, export)?;
@@ -506,16 +507,6 @@ impl SessionService {
                                 self.announce(tx, EventKind::Created, session);
                             }
                             stored.push((i, outcome));
-                        }
-                        // A row the schema refuses (a CHECK, a reference) is the session's
-                        // own: it fails alone, as one this import refuses does.
-                        Err(SessionError::Db(err))
-                            if matches!(
-                                err.kind(),
-                                ErrorKind::CheckViolation | ErrorKind::ForeignKeyViolation
-                            ) =>
-                        {
-                            return Err(BatchError::Session(i, Box::new(SessionError::Db(err))));
                         }
                         Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
                         Err(err) => return Err(BatchError::Session(i, Box::new(err))),
