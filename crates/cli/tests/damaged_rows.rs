@@ -121,3 +121,57 @@ fn stats_survive_token_counts_near_the_limit() {
     assert_eq!(usage["top"][0]["cost_usd"], f64::MAX, "{usage}");
     assert!(text.contains("$1.80e308"), "{text}");
 }
+
+/// Values of a kind Scribe's readers cannot take (text where a time belongs, a REAL past
+/// the largest integer in a token count), which SQLite keeps because its tables are not
+/// STRICT and `integrity_check` does not look at: every read of those rows fails naming
+/// only the column. `db check` names each such column with its rows and exits 1, saying
+/// how to mend them; once they are mended it is clean again.
+#[test]
+fn db_check_names_the_rows_holding_values_of_the_wrong_kind() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    assert!(env.ok(&["db", "check"]).contains("column_types       ok"));
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = 'yesterday' WHERE id = '{}';
+             UPDATE messages SET input_tokens = 1e300 WHERE session_id = '{}';",
+            seeded.cjk, seeded.build,
+        ),
+    );
+    let out = env.run(&["db", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("column_types"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&format!(
+            "sessions.created_at: 1 row holds what is not an integer ('{}' text)",
+            seeded.cjk
+        )),
+        "{line}"
+    );
+    assert!(line.contains("messages.input_tokens: "), "{line}");
+    assert!(line.contains("what is not an integer ('msg_"), "{line}");
+    assert!(line.contains("' real"), "{line}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("column_types; set the values named above right"),
+        "{err}"
+    );
+    // The sound parts of the check still pass.
+    assert!(text.contains("integrity_check    ok"), "{text}");
+
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = 0 WHERE id = '{}';
+             UPDATE messages SET input_tokens = 1 WHERE session_id = '{}';",
+            seeded.cjk, seeded.build,
+        ),
+    );
+    assert!(env.ok(&["db", "check"]).contains("column_types       ok"));
+}

@@ -251,9 +251,121 @@ fn check_on(conn: &Connection, db: &Database, sqlite: &SqliteStore) -> Result<In
         backend: crate::Backend::Sqlite,
         integrity_check,
         indexes,
-        checks: Vec::new(),
+        checks: vec![NamedCheck {
+            name: "column_types",
+            problem: column_types(conn)?,
+        }],
         skipped: Vec::new(),
     })
+}
+
+/// Rows listed per column by [`column_types`], at most.
+const MAX_ROWS_LISTED: usize = 3;
+
+/// The storage classes Scribe's readers take from a column declared `declared` (besides
+/// NULL, which NOT NULL and `integrity_check` cover), and what to call them; `None` for a
+/// type Scribe's tables do not declare (refinery's history, FTS5's own tables).
+fn readable_classes(declared: &str) -> Option<(&'static [&'static str], &'static str)> {
+    match declared.to_ascii_uppercase().as_str() {
+        "INTEGER" | "BOOLEAN" => Some((&["integer"], "an integer")),
+        "REAL" => Some((&["real", "integer"], "a number")),
+        "TEXT" => Some((&["text"], "text")),
+        _ => None,
+    }
+}
+
+/// SQLite keeps any value in any column (Scribe's tables are not STRICT): text where an
+/// integer belongs, a REAL past the largest integer, a blob in a text column, written by
+/// another program or a hand. `integrity_check` does not look, and every read of such a
+/// row fails naming only the column ("Invalid column type Text at index: 29, name:
+/// created_at"). This names each column of Scribe's tables with rows its readers cannot
+/// take: how many, and the keys and kinds of the first few. One scan per table. `None`
+/// when there are none.
+fn column_types(conn: &Connection) -> Result<Option<String>> {
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' \
+             AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut found = Vec::new();
+    for table in tables {
+        // (name, declared type, place in the primary key)
+        let columns: Vec<(String, String, i64)> = conn
+            .prepare("SELECT name, type, pk FROM pragma_table_info(?1)")?
+            .query_map([&table], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let typed: Vec<(&str, &[&str], &str)> = columns
+            .iter()
+            .filter_map(|(name, declared, _)| {
+                let (classes, what) = readable_classes(declared)?;
+                Some((name.as_str(), classes, what))
+            })
+            .collect();
+        if typed.is_empty() {
+            continue;
+        }
+        let mut key: Vec<&(String, String, i64)> = columns.iter().filter(|c| c.2 > 0).collect();
+        key.sort_by_key(|c| c.2);
+        let key = match key.as_slice() {
+            [] => "quote(rowid)".to_owned(),
+            key => key
+                .iter()
+                .map(|(name, _, _)| format!("quote(\"{name}\")"))
+                .collect::<Vec<_>>()
+                .join(" || ', ' || "),
+        };
+        let kinds: Vec<String> = typed
+            .iter()
+            .map(|(name, _, _)| format!("typeof(\"{name}\")"))
+            .collect();
+        let unreadable: Vec<String> = typed
+            .iter()
+            .map(|(name, classes, _)| {
+                let classes: Vec<String> = classes.iter().map(|c| format!("'{c}'")).collect();
+                format!("typeof(\"{name}\") NOT IN ({}, 'null')", classes.join(", "))
+            })
+            .collect();
+        let sql = format!(
+            "SELECT {key}, {} FROM \"{table}\" WHERE {}",
+            kinds.join(", "),
+            unreadable.join(" OR ")
+        );
+        // Per typed column: the rows found, and the first few as `key kind`.
+        let mut per_column: Vec<(u64, Vec<String>)> = vec![(0, Vec::new()); typed.len()];
+        let mut statement = conn.prepare(&sql)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let key: String = row.get(0)?;
+            for (i, (_, classes, _)) in typed.iter().enumerate() {
+                let kind: String = row.get(i + 1)?;
+                if kind != "null" && !classes.contains(&kind.as_str()) {
+                    let (count, listed) = &mut per_column[i];
+                    *count += 1;
+                    if listed.len() < MAX_ROWS_LISTED {
+                        listed.push(format!("{key} {kind}"));
+                    }
+                }
+            }
+        }
+        for ((column, _, what), (count, listed)) in typed.iter().zip(per_column) {
+            if count == 0 {
+                continue;
+            }
+            let more = if count > listed.len() as u64 {
+                "; …"
+            } else {
+                ""
+            };
+            let rows = if count == 1 { "row holds" } else { "rows hold" };
+            found.push(format!(
+                "{table}.{column}: {count} {rows} what is not {what} ({}{more})",
+                listed.join("; ")
+            ));
+        }
+    }
+    Ok((!found.is_empty()).then(|| found.join("; ")))
 }
 
 /// FTS5's checks of both indexes, with `rank = 1` (the index against its content view), in

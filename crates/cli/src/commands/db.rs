@@ -26,8 +26,9 @@ pub enum DbCommand {
     /// Create the database if needed and bring its schema up to date (on PostgreSQL under
     /// an advisory lock, so processes starting together migrate it once).
     Migrate,
-    /// Check the database: on SQLite its integrity check and both search indexes against
-    /// the parts they index (the index checks need write access); on PostgreSQL what plain
+    /// Check the database: on SQLite its integrity check, both search indexes against
+    /// the parts they index (the index checks need write access) and every column for
+    /// values of a kind Scribe cannot read (naming the rows); on PostgreSQL what plain
     /// SQL can see (schema version, constraints and indexes not valid, the search indexes,
     /// parts against their messages), listing what it skips. Exit 1 when anything is
     /// wrong.
@@ -182,6 +183,11 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
             .map(|c| c.name),
     );
     let advice = match report.backend {
+        // Only values another program wrote: the rows are named, and a fix is an UPDATE.
+        Backend::Sqlite if failed == ["column_types"] => {
+            "set the values named above right, or delete their rows, with sqlite3; until then \
+             every read of those rows fails"
+        }
         Backend::Sqlite => "`scribe db vacuum` does not repair indexes, restore from an export",
         Backend::Postgres => "see the lines above; `scribe db migrate` brings an older schema up",
     };
