@@ -175,6 +175,16 @@ pub enum Error {
     /// than uniqueness, a bad query). The message is SQLite's, also kept as the source.
     #[error("sqlite error: {0}")]
     Storage(#[source] SqliteError),
+    /// A stored value is of a kind Scribe's readers cannot take (text where a time
+    /// belongs, a REAL past the largest integer): SQLite keeps any value in any column,
+    /// and Scribe never writes such a one, so another program or a hand did. The message
+    /// is the driver's, which names the column but not the row; `scribe db check` names
+    /// the rows.
+    #[error(
+        "sqlite error: {0}; scribe never stores such a value (another program or a hand \
+         did): `scribe db check` names the rows that hold one"
+    )]
+    UnreadableValue(#[source] SqliteError),
     /// PostgreSQL failed (a statement, or a value of an unexpected type read back), other
     /// than a uniqueness violation ([`Error::Conflict`]). The message is the server's or
     /// the client's; [`Error::kind`] classifies it.
@@ -558,6 +568,9 @@ impl From<rusqlite::Error> for Error {
             if failure.code == ErrorCode::DiskFull {
                 return Error::DiskFull(SqliteError(err));
             }
+        }
+        if let rusqlite::Error::InvalidColumnType(..) = &err {
+            return Error::UnreadableValue(SqliteError(err));
         }
         Error::Storage(SqliteError(err))
     }
