@@ -43,7 +43,12 @@ impl Times {
     }
 }
 
-fn updated_at_comes_from_the_clock(backend: Backend, start: i64) {
+/// A fresh database on `backend` whose clock is a hand standing at `start`, and the
+/// services over it (the database lives as long as the returned `TestDb`).
+fn services_at(
+    backend: Backend,
+    start: i64,
+) -> (TestDb, ManualClock, SessionService, MessageService) {
     let t = TestDb::new(backend);
     let hand = ManualClock::new(start);
     let options = Options {
@@ -52,7 +57,12 @@ fn updated_at_comes_from_the_clock(backend: Backend, start: i64) {
     };
     let db = Arc::new(Database::open_with(&t.location, options).unwrap());
     let sessions = SessionService::new(Arc::clone(&db));
-    let messages = MessageService::new(Arc::clone(&db));
+    let messages = MessageService::new(db);
+    (t, hand, sessions, messages)
+}
+
+fn updated_at_comes_from_the_clock(backend: Backend, start: i64) {
+    let (_t, hand, sessions, messages) = services_at(backend, start);
     let mut times = Times {
         start,
         hand: hand.clone(),
@@ -155,15 +165,7 @@ fn updated_at_comes_from_a_clock_in_2100(backend: Backend) {
 /// Before, `moved_forward` stored one past it, which SQLite kept as a REAL that no reader
 /// could take (the import failed whole) and PostgreSQL refused.
 fn updated_at_at_the_largest_time_stays_there(backend: Backend) {
-    let t = TestDb::new(backend);
-    let hand = ManualClock::new(i64::MAX);
-    let options = Options {
-        clock: hand.clock(),
-        ..Options::default()
-    };
-    let db = Arc::new(Database::open_with(&t.location, options).unwrap());
-    let sessions = SessionService::new(Arc::clone(&db));
-    let messages = MessageService::new(Arc::clone(&db));
+    let (_t, _hand, sessions, messages) = services_at(backend, i64::MAX);
     let session = sessions.create(NewSession::default()).unwrap();
     assert_eq!(session.updated_at, i64::MAX);
     let message = messages

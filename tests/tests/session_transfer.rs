@@ -327,6 +327,14 @@ fn rich_session(e: &common::Env) -> Session {
     e.svc.end(&s.id, "compacted").unwrap()
 }
 
+/// The export of session `id` of `e`.
+fn exported(e: &common::Env, id: &str) -> SessionExport {
+    e.svc
+        .export(&ExportSelection::One(id.to_owned()))
+        .unwrap()
+        .remove(0)
+}
+
 fn export_then_import_into_a_fresh_database_is_equal(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
@@ -428,11 +436,7 @@ fn import_counts_the_messages_it_stored_not_the_files_claim(backend: Backend) {
 fn import_names_the_message_another_session_holds(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
-    let original = e
-        .svc
-        .export(&ExportSelection::One(s.id.clone()))
-        .unwrap()
-        .remove(0);
+    let original = exported(&e, &s.id);
     let mut twin = original.clone();
     twin.session.id = "twin".into();
     twin.session.title = None;
@@ -483,11 +487,7 @@ fn import_names_the_message_another_session_holds(backend: Backend) {
 fn import_refuses_file_versions_the_files_table_cannot_hold(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
-    let original = e
-        .svc
-        .export(&ExportSelection::One(s.id.clone()))
-        .unwrap()
-        .remove(0);
+    let original = exported(&e, &s.id);
     let variant = |id: &str, change: &dyn Fn(&mut Vec<scribe_session::FileVersion>)| {
         let mut v = original.clone();
         v.session.id = id.into();
@@ -631,11 +631,7 @@ fn export_all_by_source_round_trips_with_lineage(backend: Backend) {
 fn import_conflicts_roll_back_completely(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
-    let export = e
-        .svc
-        .export(&ExportSelection::One(s.id.clone()))
-        .unwrap()
-        .remove(0);
+    let export = exported(&e, &s.id);
 
     // A different session holding the title is no conflict: the session is imported
     // under the next title of its lineage, as the history importers number it.
@@ -686,11 +682,7 @@ fn import_conflicts_roll_back_completely(backend: Backend) {
 fn import_applies_the_title_rules() {
     let e = env();
     let s = rich_session(&e);
-    let export = e
-        .svc
-        .export(&ExportSelection::One(s.id.clone()))
-        .unwrap()
-        .remove(0);
+    let export = exported(&e, &s.id);
     let count = |env: &common::Env, table: &str| -> i64 {
         raw(env)
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
