@@ -125,8 +125,9 @@ fn stats_survive_token_counts_near_the_limit() {
 /// Values of a kind Scribe's readers cannot take (text where a time belongs, a REAL past
 /// the largest integer in a token count), which SQLite keeps because its tables are not
 /// STRICT and `integrity_check` does not look at: every read of those rows fails naming
-/// only the column, and says so. `db check` names each such column with its rows and exits
-/// 1, saying how to mend them; once they are mended it is clean again.
+/// only the column (a listing also the session), and says so. `db check` names each such
+/// column with its rows and exits 1, saying how to mend them; once they are mended it is
+/// clean again.
 #[test]
 fn db_check_names_the_rows_holding_values_of_the_wrong_kind() {
     let env = Env::new();
@@ -164,13 +165,20 @@ fn db_check_names_the_rows_holding_values_of_the_wrong_kind() {
     );
     // The sound parts of the check still pass.
     assert!(text.contains("integrity_check    ok"), "{text}");
-    // A read of such a row fails in one line that says where to look.
+    // A read of such a row fails in one line that says where to look; a listing names
+    // the session.
     let err = env.fails(&["show", &seeded.cjk]);
     assert!(err.contains("name: created_at"), "{err}");
     assert!(
         err.contains("`scribe db check` names the rows that hold one"),
         "{err}"
     );
+    let err = env.fails(&["list"]);
+    assert!(
+        err.contains(&format!("session {}: sqlite error: ", seeded.cjk)),
+        "{err}"
+    );
+    assert!(err.contains("name: created_at"), "{err}");
 
     damage(
         &env,

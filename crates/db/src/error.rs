@@ -178,13 +178,20 @@ pub enum Error {
     /// A stored value is of a kind Scribe's readers cannot take (text where a time
     /// belongs, a REAL past the largest integer): SQLite keeps any value in any column,
     /// and Scribe never writes such a one, so another program or a hand did. The message
-    /// is the driver's, which names the column but not the row; `scribe db check` names
-    /// the rows.
+    /// is the driver's, which names the column; the row when the reader knew it (a
+    /// listing's); `scribe db check` names every such row.
     #[error(
-        "sqlite error: {0}; scribe never stores such a value (another program or a hand \
-         did): `scribe db check` names the rows that hold one"
+        "{}sqlite error: {source}; scribe never stores such a value (another program or a \
+         hand did): `scribe db check` names the rows that hold one",
+        row.as_deref().map(|row| format!("{row}: ")).unwrap_or_default()
     )]
-    UnreadableValue(#[source] SqliteError),
+    UnreadableValue {
+        /// The row, as `session <id>`, when the reader knew it.
+        row: Option<String>,
+        /// The driver's error, naming the column.
+        #[source]
+        source: SqliteError,
+    },
     /// PostgreSQL failed (a statement, or a value of an unexpected type read back), other
     /// than a uniqueness violation ([`Error::Conflict`]). The message is the server's or
     /// the client's; [`Error::kind`] classifies it.
@@ -506,6 +513,17 @@ impl Error {
         }
     }
 
+    /// This error, naming `row` (`session <id>`) if it is an [`Error::UnreadableValue`]
+    /// that names none yet.
+    pub fn in_row(self, row: impl FnOnce() -> Option<String>) -> Self {
+        match self {
+            Error::UnreadableValue { row: None, source } => {
+                Error::UnreadableValue { row: row(), source }
+            }
+            other => other,
+        }
+    }
+
     /// The SQLSTATE behind this error when PostgreSQL reported one.
     pub fn sqlstate(&self) -> Option<&str> {
         match self {
@@ -570,7 +588,10 @@ impl From<rusqlite::Error> for Error {
             }
         }
         if let rusqlite::Error::InvalidColumnType(..) = &err {
-            return Error::UnreadableValue(SqliteError(err));
+            return Error::UnreadableValue {
+                row: None,
+                source: SqliteError(err),
+            };
         }
         Error::Storage(SqliteError(err))
     }

@@ -367,8 +367,20 @@ pub fn list_sessions(
         Conn::Sqlite(conn) => {
             let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
             let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(&*values.as_params(), queries::read_session_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            let mut rows = stmt.query(&*values.as_params())?;
+            let mut sessions = Vec::new();
+            // A row holding a value no reader takes (another program's) is named, so
+            // that the one failed listing says which session to mend.
+            while let Some(row) = rows.next()? {
+                let session = queries::read_session_row(row).map_err(|err| {
+                    crate::Error::from(err).in_row(|| {
+                        let id = row.get::<_, String>(0).ok()?;
+                        Some(format!("session {id}"))
+                    })
+                })?;
+                sessions.push(session);
+            }
+            Ok(sessions)
         }
         #[cfg(feature = "postgres")]
         Conn::Postgres(client) => pg::query(client, &query)?
