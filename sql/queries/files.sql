@@ -25,5 +25,9 @@ WHERE f.session_id = @session_id
                    WHERE g.session_id = f.session_id AND g.path = f.path)
 ORDER BY f.path;
 
+-- name: ListFileSessions :many
+-- The session holding each of the given file versions (an import's clashing ids, explained).
+SELECT id, session_id FROM files WHERE id IN (sqlc.slice(ids));
+
 -- name: ListSessionFiles :many
 SELECT * FROM files WHERE session_id = @session_id ORDER BY path, version;

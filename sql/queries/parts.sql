@@ -22,6 +22,10 @@ SELECT * FROM parts WHERE id = @id;
 -- name: ListParts :many
 SELECT * FROM parts WHERE message_id = @message_id ORDER BY position;
 
+-- name: ListPartSessions :many
+-- The session holding each of the given parts (an import's clashing part ids, explained).
+SELECT id, session_id FROM parts WHERE id IN (sqlc.slice(ids));
+
 -- name: ListSessionParts :many
 -- Every part of a session, in message order then part order: one query loads a whole
 -- conversation with ListMessages.

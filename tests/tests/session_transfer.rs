@@ -430,10 +430,10 @@ fn import_counts_the_messages_it_stored_not_the_files_claim(backend: Backend) {
     assert_eq!(e3.svc.get(&s.id).unwrap().message_count, 4);
 }
 
-/// A session whose messages another session holds (a file that carries a message twice,
-/// under two sessions) fails saying which message and where, not only "UNIQUE constraint
-/// failed: messages.id"; the rest go in.
-fn import_names_the_message_another_session_holds(backend: Backend) {
+/// A session whose messages, parts or file versions another session holds (a file that
+/// carries one twice, under two sessions) fails saying which and where, not only "UNIQUE
+/// constraint failed: messages.id" (or parts', or files'); the rest go in.
+fn import_names_the_message_part_or_file_version_another_session_holds(backend: Backend) {
     let e = env_on(backend);
     let s = rich_session(&e);
     let original = exported(&e, &s.id);
@@ -477,6 +477,73 @@ fn import_names_the_message_another_session_holds(backend: Backend) {
         "{err}"
     );
     assert!(err.contains("remove it from one of them"), "{err}");
+
+    // New message ids, the parts' ids kept; then new parts, the file versions' ids kept.
+    let renamed = |id: &str, keep_parts: bool| {
+        let mut v = original.clone();
+        v.session.id = id.into();
+        v.session.title = None;
+        v.rolled_up = None;
+        for m in &mut v.messages {
+            m.session_id = id.into();
+            m.id = format!("{}-{id}", m.id);
+            for p in &mut m.parts {
+                if !keep_parts {
+                    p.id = format!("{}-{id}", p.id);
+                }
+            }
+        }
+        for f in &mut v.files {
+            f.session_id = id.into();
+        }
+        v
+    };
+    let part = original.messages[0].parts[0].id.clone();
+    let file = original.files[0].id.clone();
+    assert!(!original.files.is_empty());
+    let parts_twin = renamed("parts-twin", true);
+    let mut files_twin = renamed("files-twin", false);
+    files_twin.files.truncate(1);
+    let e3 = env_on(backend);
+    let outcomes = e3
+        .svc
+        .import_many(
+            vec![original.clone(), parts_twin.clone(), files_twin.clone()],
+            |_| {},
+        )
+        .unwrap();
+    let errors: Vec<String> = outcomes[1..]
+        .iter()
+        .map(|o| o.as_ref().unwrap_err().to_string())
+        .collect();
+    assert!(
+        errors[0].contains(&format!(
+            "part {part} is already in session {}, earlier in this import; a part belongs to \
+             one session",
+            s.id
+        )),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains(&format!(
+            "file version {file} is already in session {}, earlier in this import; a file \
+             version belongs to one session",
+            s.id
+        )),
+        "{errors:?}"
+    );
+    let outcomes = e3.svc.import_many(vec![files_twin], |_| {}).unwrap();
+    let err = outcomes[0].as_ref().unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "file version {file} is already in session {}, stored before",
+            s.id
+        )),
+        "{err}"
+    );
+    for id in ["parts-twin", "files-twin"] {
+        assert!(e3.svc.get(id).is_err(), "{id} was stored");
+    }
 }
 
 /// An export whose file versions break the files table's rules (an edited or another
@@ -826,7 +893,7 @@ scribe_tests::backends!(
     fork_carries_a_copied_summary_message,
     export_then_import_into_a_fresh_database_is_equal,
     import_counts_the_messages_it_stored_not_the_files_claim,
-    import_names_the_message_another_session_holds,
+    import_names_the_message_part_or_file_version_another_session_holds,
     import_refuses_file_versions_the_files_table_cannot_hold,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,

@@ -766,11 +766,43 @@ pub fn list_latest_files(
     rows.collect()
 }
 
-/// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
+/// SQL of `ListFileSessions` (sql/queries/files.sql:28).
+pub const LIST_FILE_SESSIONS_SQL: &str =
+    "SELECT id, session_id FROM files WHERE id IN (/*SLICE:ids*/?)";
+
+/// A row returned by [`list_file_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListFileSessionsRow {
+    pub id: String,
+    pub session_id: String,
+}
+
+/// `ListFileSessions` (`:many`) from `sql/queries/files.sql:28`.
+///
+/// The session holding each of the given file versions (an import's clashing ids, explained).
+pub fn list_file_sessions(
+    conn: &rusqlite::Connection,
+    ids: &[&str],
+) -> rusqlite::Result<Vec<ListFileSessionsRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(LIST_FILE_SESSIONS_SQL, "ids", &mut next, ids.len());
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListFileSessionsRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListSessionFiles` (sql/queries/files.sql:32).
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = ?1 ORDER BY path, version";
 
-/// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:28`.
+/// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:32`.
 pub fn list_session_files(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -2076,13 +2108,45 @@ pub fn list_parts(conn: &rusqlite::Connection, message_id: &str) -> rusqlite::Re
     rows.collect()
 }
 
-/// SQL of `ListSessionParts` (sql/queries/parts.sql:25).
+/// SQL of `ListPartSessions` (sql/queries/parts.sql:25).
+pub const LIST_PART_SESSIONS_SQL: &str =
+    "SELECT id, session_id FROM parts WHERE id IN (/*SLICE:ids*/?)";
+
+/// A row returned by [`list_part_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPartSessionsRow {
+    pub id: String,
+    pub session_id: String,
+}
+
+/// `ListPartSessions` (`:many`) from `sql/queries/parts.sql:25`.
+///
+/// The session holding each of the given parts (an import's clashing part ids, explained).
+pub fn list_part_sessions(
+    conn: &rusqlite::Connection,
+    ids: &[&str],
+) -> rusqlite::Result<Vec<ListPartSessionsRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(LIST_PART_SESSIONS_SQL, "ids", &mut next, ids.len());
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListPartSessionsRow {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListSessionParts` (sql/queries/parts.sql:29).
 pub const LIST_SESSION_PARTS_SQL: &str = "SELECT p.* FROM parts AS p
 JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = ?1
 ORDER BY m.created_at, m.id, p.position";
 
-/// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:25`.
+/// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:29`.
 ///
 /// Every part of a session, in message order then part order: one query loads a whole
 /// conversation with ListMessages.
@@ -2095,7 +2159,7 @@ pub fn list_session_parts(
     rows.collect()
 }
 
-/// SQL of `UpdatePart` (sql/queries/parts.sql:33).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:37).
 pub const UPDATE_PART_SQL: &str = "UPDATE parts
 SET type = ?1, data = ?2, updated_at = CASE WHEN updated_at >= ?3 AND updated_at < 9223372036854775807 THEN updated_at + 1
         WHEN updated_at >= ?3 THEN updated_at
@@ -2111,7 +2175,7 @@ pub struct UpdatePartParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:33`.
+/// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:37`.
 ///
 /// Replaces one part's content (e.g. a tool moving from running to completed).
 pub fn update_part(
@@ -2123,7 +2187,7 @@ pub fn update_part(
     stmt.execute(values)
 }
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:43).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
@@ -2137,7 +2201,7 @@ pub struct GetPartPlaceRow {
     pub updated_at: i64,
 }
 
-/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:39`.
+/// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:43`.
 ///
 /// Where a part sits, without its content: what a changed part's event needs besides the
 /// content the caller has, read without the part's JSON.
@@ -2156,7 +2220,7 @@ pub fn get_part_place(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     })
 }
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:44).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:48).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = ?1";
 
 /// A row returned by [`get_part_content`].
@@ -2171,7 +2235,7 @@ pub struct GetPartContentRow {
     pub updated_at: i64,
 }
 
-/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:44`.
+/// `GetPartContent` (`:one`) from `sql/queries/parts.sql:48`.
 ///
 /// A part's type and JSON (to check a tool part's change against it), and where it sits.
 ///
@@ -2194,13 +2258,13 @@ pub fn get_part_content(
     })
 }
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:48).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:52).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = ?1";
 
-/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:48`.
+/// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:52`.
 ///
 /// The position after a message's last part (0 for none).
 ///
@@ -2210,13 +2274,13 @@ pub fn next_part_position(conn: &rusqlite::Connection, message_id: &str) -> rusq
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:54).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:58).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = ?1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:54`.
+/// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:58`.
 ///
 /// The message's finish part, if it has one (the last, should there be several).
 ///
@@ -2229,10 +2293,10 @@ pub fn get_last_finish_part_id(
     stmt.query_row([message_id], |row| row.get(0))
 }
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:61).
+/// SQL of `DeletePart` (sql/queries/parts.sql:65).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = ?1";
 
-/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:61`.
+/// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:65`.
 pub fn delete_part(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(DELETE_PART_SQL)?;
     stmt.execute([id])
@@ -4113,7 +4177,14 @@ pub trait ReadQueries {
     /// The newest version of every path the session changed, by path.
     fn list_latest_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error>;
 
-    /// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:28`.
+    /// `ListFileSessions` (`:many`) from `sql/queries/files.sql:28`.
+    /// The session holding each of the given file versions (an import's clashing ids, explained).
+    fn list_file_sessions(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<ListFileSessionsRow>, crate::Error>;
+
+    /// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:32`.
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error>;
 
     /// `ListImportFiles` (`:many`) from `sql/queries/import.sql:4`.
@@ -4266,25 +4337,32 @@ pub trait ReadQueries {
     /// `ListParts` (`:many`) from `sql/queries/parts.sql:22`.
     fn list_parts(&mut self, message_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:25`.
+    /// `ListPartSessions` (`:many`) from `sql/queries/parts.sql:25`.
+    /// The session holding each of the given parts (an import's clashing part ids, explained).
+    fn list_part_sessions(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<ListPartSessionsRow>, crate::Error>;
+
+    /// `ListSessionParts` (`:many`) from `sql/queries/parts.sql:29`.
     /// Every part of a session, in message order then part order: one query loads a whole
     /// conversation with ListMessages.
     fn list_session_parts(&mut self, session_id: &str) -> Result<Vec<PartRow>, crate::Error>;
 
-    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:39`.
+    /// `GetPartPlace` (`:one`) from `sql/queries/parts.sql:43`.
     /// Where a part sits, without its content: what a changed part's event needs besides the
     /// content the caller has, read without the part's JSON.
     fn get_part_place(&mut self, id: &str) -> Result<Option<GetPartPlaceRow>, crate::Error>;
 
-    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:44`.
+    /// `GetPartContent` (`:one`) from `sql/queries/parts.sql:48`.
     /// A part's type and JSON (to check a tool part's change against it), and where it sits.
     fn get_part_content(&mut self, id: &str) -> Result<Option<GetPartContentRow>, crate::Error>;
 
-    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:48`.
+    /// `NextPartPosition` (`:one`) from `sql/queries/parts.sql:52`.
     /// The position after a message's last part (0 for none).
     fn next_part_position(&mut self, message_id: &str) -> Result<Option<i64>, crate::Error>;
 
-    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:54`.
+    /// `GetLastFinishPartId` (`:one`) from `sql/queries/parts.sql:58`.
     /// The message's finish part, if it has one (the last, should there be several).
     fn get_last_finish_part_id(&mut self, message_id: &str)
     -> Result<Option<String>, crate::Error>;
@@ -4623,11 +4701,11 @@ pub trait Queries: ReadQueries {
     /// Appends a part after the message's last one.
     fn append_part(&mut self, params: &AppendPartParams<'_>) -> Result<PartRow, crate::Error>;
 
-    /// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:33`.
+    /// `UpdatePart` (`:execrows`) from `sql/queries/parts.sql:37`.
     /// Replaces one part's content (e.g. a tool moving from running to completed).
     fn update_part(&mut self, params: &UpdatePartParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:61`.
+    /// `DeletePart` (`:execrows`) from `sql/queries/parts.sql:65`.
     fn delete_part(&mut self, id: &str) -> Result<usize, crate::Error>;
 
     /// `AddSessionUsageDelta` (`:one`) from `sql/queries/session_admin.sql:5`.
@@ -4870,6 +4948,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_file_sessions(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<ListFileSessionsRow>, crate::Error> {
+        list_file_sessions(self.conn, ids).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error> {
         list_session_files(self.conn, session_id).map_err(crate::Error::from)
     }
@@ -5042,6 +5128,14 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn list_parts(&mut self, message_id: &str) -> Result<Vec<PartRow>, crate::Error> {
         list_parts(self.conn, message_id).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_part_sessions(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<ListPartSessionsRow>, crate::Error> {
+        list_part_sessions(self.conn, ids).map_err(crate::Error::from)
     }
 
     #[inline]

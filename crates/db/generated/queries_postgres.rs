@@ -107,7 +107,10 @@ pub const LIST_LATEST_FILES_SQL: &str = "SELECT DISTINCT ON (path) * FROM files
 WHERE session_id = $1
 ORDER BY path, version DESC";
 
-/// SQL of `ListSessionFiles` (sql/queries/files.sql:28).
+/// SQL of `ListFileSessions` (sql/queries/files.sql:28).
+pub const LIST_FILE_SESSIONS_SQL: &str = "SELECT id, session_id FROM files WHERE id = ANY($1)";
+
+/// SQL of `ListSessionFiles` (sql/queries/files.sql:32).
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = $1 ORDER BY path, version";
 
@@ -419,39 +422,42 @@ pub const GET_PART_SQL: &str = "SELECT * FROM parts WHERE id = $1";
 /// SQL of `ListParts` (sql/queries/parts.sql:22).
 pub const LIST_PARTS_SQL: &str = "SELECT * FROM parts WHERE message_id = $1 ORDER BY position";
 
-/// SQL of `ListSessionParts` (sql/queries/parts.sql:25).
+/// SQL of `ListPartSessions` (sql/queries/parts.sql:25).
+pub const LIST_PART_SESSIONS_SQL: &str = "SELECT id, session_id FROM parts WHERE id = ANY($1)";
+
+/// SQL of `ListSessionParts` (sql/queries/parts.sql:29).
 pub const LIST_SESSION_PARTS_SQL: &str = "SELECT p.* FROM parts AS p
 JOIN messages AS m ON m.id = p.message_id
 WHERE p.session_id = $1
 ORDER BY m.created_at, m.id, p.position";
 
-/// SQL of `UpdatePart` (sql/queries/parts.sql:33).
+/// SQL of `UpdatePart` (sql/queries/parts.sql:37).
 pub const UPDATE_PART_SQL: &str = "UPDATE parts
 SET type = $1, data = $2, updated_at = CASE WHEN updated_at >= $3 AND updated_at < 9223372036854775807 THEN updated_at + 1
         WHEN updated_at >= $3 THEN updated_at
         ELSE $3 END
 WHERE id = $4";
 
-/// SQL of `GetPartPlace` (sql/queries/parts.sql:39).
+/// SQL of `GetPartPlace` (sql/queries/parts.sql:43).
 pub const GET_PART_PLACE_SQL: &str =
     "SELECT message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `GetPartContent` (sql/queries/parts.sql:44).
+/// SQL of `GetPartContent` (sql/queries/parts.sql:48).
 pub const GET_PART_CONTENT_SQL: &str = "SELECT type, data, message_id, session_id, position, created_at, updated_at FROM parts WHERE id = $1";
 
-/// SQL of `NextPartPosition` (sql/queries/parts.sql:48).
+/// SQL of `NextPartPosition` (sql/queries/parts.sql:52).
 pub const NEXT_PART_POSITION_SQL: &str =
     "SELECT CAST(coalesce(max(position) + 1, 0) AS BIGINT) AS \"position!: i64\"
 FROM parts
 WHERE message_id = $1";
 
-/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:54).
+/// SQL of `GetLastFinishPartId` (sql/queries/parts.sql:58).
 pub const GET_LAST_FINISH_PART_ID_SQL: &str = "SELECT id FROM parts
 WHERE message_id = $1 AND type = 'finish'
 ORDER BY position DESC
 LIMIT 1";
 
-/// SQL of `DeletePart` (sql/queries/parts.sql:61).
+/// SQL of `DeletePart` (sql/queries/parts.sql:65).
 pub const DELETE_PART_SQL: &str = "DELETE FROM parts WHERE id = $1";
 
 /// SQL of `ListSourceChoices` (sql/queries/server.sql:7).
@@ -1053,6 +1059,16 @@ pub fn read_file_row(row: &postgres::Row) -> Result<super::FileRow, postgres::Er
     })
 }
 
+/// Reads a [`super::ListFileSessionsRow`] from a row, by position.
+fn read_list_file_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::ListFileSessionsRow, postgres::Error> {
+    Ok(super::ListFileSessionsRow {
+        id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+    })
+}
+
 /// Reads a [`super::ImportFileRow`] from a row, by position.
 pub fn read_import_file_row(row: &postgres::Row) -> Result<super::ImportFileRow, postgres::Error> {
     Ok(super::ImportFileRow {
@@ -1267,6 +1283,16 @@ pub fn read_part_row(row: &postgres::Row) -> Result<super::PartRow, postgres::Er
         data: row.try_get(6)?,
         created_at: row.try_get(7)?,
         updated_at: row.try_get(8)?,
+    })
+}
+
+/// Reads a [`super::ListPartSessionsRow`] from a row, by position.
+fn read_list_part_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::ListPartSessionsRow, postgres::Error> {
+    Ok(super::ListPartSessionsRow {
+        id: row.try_get(0)?,
+        session_id: row.try_get(1)?,
     })
 }
 
@@ -1778,6 +1804,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_file_sessions(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<super::ListFileSessionsRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&ids, Type::TEXT_ARRAY)];
+        let sql = LIST_FILE_SESSIONS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_file_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn list_session_files(
         &mut self,
         session_id: &str,
@@ -2119,6 +2158,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_part_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_part_sessions(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<super::ListPartSessionsRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&ids, Type::TEXT_ARRAY)];
+        let sql = LIST_PART_SESSIONS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_part_sessions_row)
             .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }

@@ -454,6 +454,19 @@ pub fn message_sessions(tx: &mut dyn Reads, ids: &[&str]) -> Result<Vec<(String,
         .collect())
 }
 
+/// [`message_sessions`] for part ids: which are stored, each with its session.
+pub fn part_sessions(tx: &mut dyn Reads, ids: &[&str]) -> Result<Vec<(String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(tx
+        .reads()
+        .list_part_sessions(ids)?
+        .into_iter()
+        .map(|row| (row.id, row.session_id))
+        .collect())
+}
+
 /// The id of `session_id`'s newest message (any role), if it has one; one indexed query.
 pub fn last_message_id(tx: &mut dyn Reads, session_id: &str) -> Result<Option<String>> {
     Ok(tx.reads().get_last_message(session_id)?.map(|row| row.id))

@@ -45,6 +45,24 @@ pub(crate) fn file_versions(rows: Vec<FileRow>) -> Vec<FileVersion> {
     rows.into_iter().map(FileVersion::from).collect()
 }
 
+/// Which of the file version ids `ids` are stored, each with its session (`(file version
+/// id, session id)`; ids not stored are left out). One statement with an `IN` list of all
+/// of `ids`: call it per chunk for many.
+pub(crate) fn file_sessions(
+    tx: &mut dyn scribe_db::Reads,
+    ids: &[&str],
+) -> Result<Vec<(String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(tx
+        .reads()
+        .list_file_sessions(ids)?
+        .into_iter()
+        .map(|row| (row.id, row.session_id))
+        .collect())
+}
+
 /// Refuses, on PostgreSQL, a file version whose path or content holds the NUL character
 /// (a binary file's bytes read as text), which PostgreSQL's text cannot store (SQLite
 /// stores it): [`scribe_db::Error::NulInText`] naming the file and the session.

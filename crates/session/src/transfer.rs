@@ -16,7 +16,7 @@ use scribe_pubsub::EventKind;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
-use crate::files::{FileVersion, file_versions};
+use crate::files::{FileVersion, file_sessions, file_versions};
 use crate::service::{SessionService, child_of, free_title, insert_session, load};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
@@ -569,10 +569,11 @@ fn refused_value(err: &scribe_db::Error) -> bool {
 }
 
 impl SessionService {
-    /// Which message of `batch[failed]` clashed (the database said only "UNIQUE constraint
-    /// failed: messages.id"): one already stored in another session, or one that a
-    /// session before it in the batch, not failed, also holds. `None` when none did (the
-    /// clash was elsewhere) or the lookup itself failed: the database's error stands.
+    /// Which id of `batch[failed]` clashed (the database said only "UNIQUE constraint
+    /// failed: messages.id", or parts', or files'): a message, part or file version already
+    /// stored in another session, or one that a session before it in the batch, not
+    /// failed, also holds. `None` when none did (the clash was elsewhere) or the lookup
+    /// itself failed: the database's error stands.
     fn explain_conflict(
         &self,
         batch: &[SessionExport],
@@ -580,41 +581,50 @@ impl SessionService {
         failed: usize,
     ) -> Option<SessionError> {
         let export = &batch[failed];
-        let ids: Vec<&str> = export.messages.iter().map(|m| m.id.as_str()).collect();
+        let ids: Vec<(&str, &str)> = export_ids(export).collect();
         let stored = self
             .db
-            .read(|tx| -> Result<Vec<(String, String)>> {
+            .read(|tx| -> Result<Vec<(&str, String, String)>> {
                 let mut found = Vec::new();
-                for chunk in ids.chunks(500) {
-                    found.extend(store::message_sessions(tx, chunk)?);
+                for kind in [MESSAGE, PART, FILE_VERSION] {
+                    let mine: Vec<&str> = ids
+                        .iter()
+                        .filter(|(what, _)| *what == kind)
+                        .map(|(_, id)| *id)
+                        .collect();
+                    for chunk in mine.chunks(500) {
+                        let holders = match kind {
+                            MESSAGE => store::message_sessions(tx, chunk)?,
+                            PART => store::part_sessions(tx, chunk)?,
+                            _ => file_sessions(tx, chunk)?,
+                        };
+                        found.extend(holders.into_iter().map(|(id, holder)| (kind, id, holder)));
+                    }
                 }
                 Ok(found)
             })
             .ok()?;
-        let clash = |id: &str, holder: &str, when: &str| {
+        let clash = |what: &str, id: &str, holder: &str, when: &str| {
             SessionError::conflict(format!(
-                "message {id} is already in session {holder}, {when}; a message belongs to one \
+                "{what} {id} is already in session {holder}, {when}; a {what} belongs to one \
                  session: remove it from one of them and import again"
             ))
         };
-        if let Some((id, holder)) = stored
+        if let Some((what, id, holder)) = stored
             .into_iter()
-            .find(|(_, holder)| *holder != export.session.id)
+            .find(|(_, _, holder)| *holder != export.session.id)
         {
-            return Some(clash(&id, &holder, "stored before"));
+            return Some(clash(what, &id, &holder, "stored before"));
         }
-        let mine: BTreeSet<&str> = ids.into_iter().collect();
+        let mine: BTreeSet<(&str, &str)> = ids.into_iter().collect();
         batch
             .iter()
             .zip(outcomes)
             .take(failed)
             .filter(|(_, outcome)| !matches!(outcome, Some(Err(_))))
             .find_map(|(other, _)| {
-                let id = other
-                    .messages
-                    .iter()
-                    .find(|m| mine.contains(m.id.as_str()))?;
-                Some(clash(&id.id, &other.session.id, "earlier in this import"))
+                let (what, id) = export_ids(other).find(|key| mine.contains(key))?;
+                Some(clash(what, id, &other.session.id, "earlier in this import"))
             })
     }
 }
@@ -771,13 +781,7 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
 /// concatenated from two): its session fails saying which, not with a constraint's words.
 fn check_repeated_ids(export: &SessionExport) -> Result<()> {
     let mut seen = BTreeSet::new();
-    let messages = export.messages.iter().map(|m| ("message", m.id.as_str()));
-    let parts = export
-        .messages
-        .iter()
-        .flat_map(|m| m.parts.iter().map(|p| ("part", p.id.as_str())));
-    let files = export.files.iter().map(|f| ("file version", f.id.as_str()));
-    for (what, id) in messages.chain(parts).chain(files) {
+    for (what, id) in export_ids(export) {
         if !seen.insert((what, id)) {
             return Err(SessionError::InvalidInput(format!(
                 "{what} {id} is in session {} twice",
@@ -786,6 +790,23 @@ fn check_repeated_ids(export: &SessionExport) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The kinds of id an export gives that the store keeps unique across sessions, as
+/// [`export_ids`] names them.
+const MESSAGE: &str = "message";
+const PART: &str = "part";
+const FILE_VERSION: &str = "file version";
+
+/// Every message, part and file version id of `export`, each with its kind.
+fn export_ids(export: &SessionExport) -> impl Iterator<Item = (&'static str, &str)> {
+    let messages = export.messages.iter().map(|m| (MESSAGE, m.id.as_str()));
+    let parts = export
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter().map(|p| (PART, p.id.as_str())));
+    let files = export.files.iter().map(|f| (FILE_VERSION, f.id.as_str()));
+    messages.chain(parts).chain(files)
 }
 
 /// The rules the files table keeps, checked so that an export breaking them fails its
