@@ -161,6 +161,20 @@ pub enum CliError {
         /// How many the file holds.
         total: usize,
     },
+    /// `list` or `export --all` left out sessions whose stored rows cannot be read (each
+    /// named above it); the others were listed or written.
+    #[error(
+        "{count} session{} could not be read and {} left out of {from} (see above); \
+         `scribe db check` names the values to set right",
+        if *count == 1 { "" } else { "s" },
+        if *count == 1 { "was" } else { "were" }
+    )]
+    LeftOut {
+        /// How many were left out.
+        count: usize,
+        /// What they were left out of: `the list`, `the export`.
+        from: &'static str,
+    },
     /// Some files of an `import --from`, or some sessions of its files, failed (listed in
     /// its report); the others were imported.
     #[error("{} could not be imported (see above)", import_failures(*failed, *total, *sessions))]

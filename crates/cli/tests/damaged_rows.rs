@@ -173,12 +173,31 @@ fn db_check_names_the_rows_holding_values_of_the_wrong_kind() {
         err.contains("`scribe db check` names the rows that hold one"),
         "{err}"
     );
-    let err = env.fails(&["list"]);
+    // The list leaves that session out, naming it, and lists the rest (exit status 1).
+    let out = env.run(&["list"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
     assert!(
-        err.contains(&format!("session {}: sqlite error: ", seeded.cjk)),
+        err.contains(&format!(
+            "left out a session: session storage failed: session {}: sqlite error: ",
+            seeded.cjk
+        )),
         "{err}"
     );
     assert!(err.contains("name: created_at"), "{err}");
+    assert!(
+        err.contains(
+            "scribe: 1 session could not be read and was left out of the list (see above)"
+        ),
+        "{err}"
+    );
+    let listed = stdout(&out);
+    assert!(listed.contains("Fix the build"), "{listed}");
+    assert!(!listed.contains("搜索功能"), "{listed}");
+    let out = env.run(&["list", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
 
     damage(
         &env,
@@ -189,4 +208,112 @@ fn db_check_names_the_rows_holding_values_of_the_wrong_kind() {
         ),
     );
     assert!(env.ok(&["db", "check"]).contains("column_types       ok"));
+}
+
+/// `export --all` over a store with damaged rows (a session row, a message row and a part
+/// another program wrote): each session that cannot be read is left out, named, with why;
+/// the rest is written, and the file imports. Before, the first such row failed the whole
+/// export, so no backup of the rest could be made. Exit status 1, since it is incomplete.
+#[test]
+fn export_all_leaves_out_the_sessions_it_cannot_read_and_writes_the_rest() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    let all = env.json(&["list", "--all", "--json"])["sessions"]
+        .as_array()
+        .unwrap()
+        .len();
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = 'yesterday' WHERE id = '{}';
+             UPDATE messages SET input_tokens = 1e300 WHERE session_id = '{}';
+             UPDATE parts SET data = '{{\"type\":\"text\"}}' WHERE session_id = '{}';",
+            seeded.cjk, seeded.build, seeded.archived,
+        ),
+    );
+    let file = env.path("backup.json");
+    let out = env.run(&["export", "--all", "-o", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "left out a session: session storage failed: session {}: ",
+            seeded.cjk
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "left out {}: session storage failed: sqlite error: ",
+            seeded.build
+        )),
+        "{err}"
+    );
+    assert!(err.contains("name: input_tokens"), "{err}");
+    assert!(
+        err.contains(&format!("left out {}: ", seeded.archived)),
+        "{err}"
+    );
+    assert!(err.contains("is corrupt"), "{err}");
+    // Four sessions (`seed`), three left out.
+    assert_eq!(all, 4);
+    assert!(err.contains("exported 1 session to "), "{err}");
+    assert!(
+        err.contains(
+            "3 sessions could not be read and were left out of the export (see above); \
+             `scribe db check` names the values to set right"
+        ),
+        "{err}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let ids: Vec<&str> = written["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [seeded.task.as_str()]);
+    // What was written is a backup: it imports.
+    let other = Env::new();
+    let imported = other.ok(&["import", file.to_str().unwrap()]);
+    assert!(
+        imported.contains(&format!("{} imported, 0 skipped, 0 failed", all - 3)),
+        "{imported}"
+    );
+
+    // To stdout as well; a session named on its own still fails, naming it.
+    let out = env.run(&["export", "--all", "--format", "jsonl"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), all - 3);
+    let err = env.fails(&["export", &seeded.build]);
+    assert!(
+        err.contains(&format!("session {}: sqlite error: ", seeded.build)),
+        "{err}"
+    );
+
+    // Two session rows that cannot be read are both named.
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET updated_at = 'later' WHERE id = '{}'",
+            seeded.task
+        ),
+    );
+    let out = env.run(&["export", "--all", "--format", "jsonl"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    for id in [&seeded.cjk, &seeded.task] {
+        assert!(
+            err.contains(&format!(
+                "left out a session: session storage failed: session {id}: "
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("4 sessions could not be read and were left out of the export"),
+        "{err}"
+    );
 }

@@ -361,6 +361,18 @@ pub fn list_sessions(
     tx: &mut ReadTx<'_>,
     filter: &SessionFilter,
 ) -> crate::Result<Vec<SessionRow>> {
+    list_sessions_skipping(tx, filter, &mut Err)
+}
+
+/// [`list_sessions`], giving `unreadable` each row that holds a value no reader takes (an
+/// [`Error::UnreadableValue`](crate::Error::UnreadableValue) naming the session, which
+/// only another program's write leaves in SQLite): when it returns `Ok`, the listing goes
+/// on without that row; an error it returns ends the listing. Every other error ends it.
+pub fn list_sessions_skipping(
+    tx: &mut ReadTx<'_>,
+    filter: &SessionFilter,
+    unreadable: &mut dyn FnMut(crate::Error) -> crate::Result<()>,
+) -> crate::Result<Vec<SessionRow>> {
     let backend = tx.backend();
     let query = filter.select(backend);
     match tx.raw() {
@@ -370,15 +382,18 @@ pub fn list_sessions(
             let mut rows = stmt.query(&*values.as_params())?;
             let mut sessions = Vec::new();
             // A row holding a value no reader takes (another program's) is named, so
-            // that the one failed listing says which session to mend.
+            // that the error says which session to mend.
             while let Some(row) = rows.next()? {
-                let session = queries::read_session_row(row).map_err(|err| {
-                    crate::Error::from(err).in_row(|| {
+                match queries::read_session_row(row) {
+                    Ok(session) => sessions.push(session),
+                    Err(err) => match crate::Error::from(err).in_row(|| {
                         let id = row.get::<_, String>(0).ok()?;
                         Some(format!("session {id}"))
-                    })
-                })?;
-                sessions.push(session);
+                    }) {
+                        err @ crate::Error::UnreadableValue { .. } => unreadable(err)?,
+                        err => return Err(err),
+                    },
+                }
             }
             Ok(sessions)
         }

@@ -84,6 +84,35 @@ impl SessionError {
         }
     }
 
+    /// Whether a stored row could not be read back: a value of the wrong kind in an SQLite
+    /// column ([`scribe_db::Error::UnreadableValue`], another program's write), a session
+    /// row that does not decode ([`SessionError::Corrupt`]), a part or message row that
+    /// does not ([`scribe_message::MessageError::CorruptPart`], `CorruptMessage`). Such a
+    /// session can be left out of an export while the rest is written
+    /// ([`SessionService::export_each_skipping`](crate::SessionService::export_each_skipping)).
+    pub fn is_unreadable(&self) -> bool {
+        matches!(
+            self,
+            SessionError::Db(scribe_db::Error::UnreadableValue { .. })
+                | SessionError::Corrupt { .. }
+                | SessionError::Message(
+                    scribe_message::MessageError::CorruptPart { .. }
+                        | scribe_message::MessageError::CorruptMessage { .. }
+                )
+        )
+    }
+
+    /// This error, naming `session_id` as the row when it is an unreadable value that
+    /// names no row yet ([`scribe_db::Error::in_row`]).
+    pub(crate) fn in_session(self, session_id: &str) -> Self {
+        match self {
+            SessionError::Db(err) => {
+                SessionError::Db(err.in_row(|| Some(format!("session {session_id}"))))
+            }
+            other => other,
+        }
+    }
+
     /// A [`SessionError::Conflict`] the service found itself (no database error behind it).
     pub fn conflict(message: impl Into<String>) -> Self {
         SessionError::Conflict {

@@ -251,6 +251,28 @@ pub(crate) fn child_of(parent: &Session, kind: SessionKind) -> NewSession {
     }
 }
 
+/// The sessions matching `filter` whose rows can be read; the error of each that cannot
+/// ([`SessionError::is_unreadable`]) goes to `unreadable`. Every other error fails it.
+pub(crate) fn list_readable(
+    tx: &mut scribe_db::ReadTx<'_>,
+    filter: &SessionFilter,
+    unreadable: &mut Vec<SessionError>,
+) -> Result<Vec<Session>> {
+    let rows = filters::list_sessions_skipping(tx, filter, &mut |err| {
+        unreadable.push(SessionError::from(err));
+        Ok(())
+    })?;
+    let mut listed = Vec::with_capacity(rows.len());
+    for row in rows {
+        match Session::try_from(row) {
+            Ok(session) => listed.push(session),
+            Err(err) if err.is_unreadable() => unreadable.push(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(listed)
+}
+
 impl SessionService {
     /// A service over `db` with its own broker ([`scribe_pubsub::DEFAULT_BUFFER`] events
     /// per subscriber).
@@ -448,6 +470,28 @@ impl SessionService {
     pub fn list(&self, filter: &SessionFilter) -> Result<Vec<Session>> {
         self.db
             .read(|tx| sessions(filters::list_sessions(tx, filter)?))
+    }
+
+    /// [`list`](Self::list) that goes on past a session whose row cannot be read
+    /// ([`SessionError::is_unreadable`]: a value another program wrote into an SQLite
+    /// column, a field that does not decode): `left_out` gets the error naming each such
+    /// session, once, and the list holds the others (so fewer than `filter.limit` when one
+    /// was on the page). Every other error fails the list.
+    pub fn list_skipping(
+        &self,
+        filter: &SessionFilter,
+        left_out: &mut dyn FnMut(SessionError),
+    ) -> Result<Vec<Session>> {
+        let mut unreadable = Vec::new();
+        let listed = self.db.read(|tx| {
+            // A busy read is tried again: only the last try's errors count.
+            unreadable.clear();
+            list_readable(tx, filter, &mut unreadable)
+        })?;
+        for err in unreadable {
+            left_out(err);
+        }
+        Ok(listed)
     }
 
     /// How many sessions match `filter` (its order, limit and offset ignored).

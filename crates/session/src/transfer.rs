@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use scribe_db::filters::{self, SessionFilter, SessionOrder};
+use scribe_db::filters::{SessionFilter, SessionOrder};
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::queries as q;
 use scribe_db::{Reads, Tx};
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
 use crate::files::{FileVersion, file_sessions, file_versions};
-use crate::service::{SessionService, child_of, free_title, insert_session, load};
+use crate::service::{SessionService, child_of, free_title, insert_session, list_readable, load};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -348,15 +348,62 @@ impl SessionService {
     /// as soon as it has been read, so memory holds one session, never all of them (what
     /// `scribe export --all` streams to its file). Everything is read from one snapshot, in
     /// the same order as `export`. Returns how many sessions were written; an error from
-    /// `write` stops the export ([`SessionError::Write`]).
+    /// `write` stops the export ([`SessionError::Write`]), and so does a session that
+    /// cannot be read (the error names it).
     pub fn export_each(
         &self,
         selection: &ExportSelection,
         write: &mut dyn FnMut(SessionExport) -> std::result::Result<(), BoxError>,
     ) -> Result<usize> {
-        // A read is retried when the database is busy; sessions written by a try that
-        // failed are not written again.
+        self.export_sessions(selection, write, &mut |id, err| {
+            Err(match id {
+                Some(id) => err.in_session(id),
+                None => err,
+            })
+        })
+    }
+
+    /// [`export_each`](Self::export_each) that goes on past a session whose stored rows
+    /// cannot be read ([`SessionError::is_unreadable`]: a value another program wrote into
+    /// an SQLite column, a part that does not decode): `left_out` gets each such session's
+    /// id (`None` when its own row is the unreadable one, which the error then names) and
+    /// the error, once, after the export has been read; everything else is written. What
+    /// a backup of a store with one damaged row needs: the rest of it.
+    pub fn export_each_skipping(
+        &self,
+        selection: &ExportSelection,
+        write: &mut dyn FnMut(SessionExport) -> std::result::Result<(), BoxError>,
+        left_out: &mut dyn FnMut(Option<&str>, SessionError),
+    ) -> Result<usize> {
+        let mut unreadable = Vec::new();
+        let written = self.export_sessions(selection, write, &mut |id, err| {
+            if err.is_unreadable() {
+                unreadable.push((id.map(str::to_owned), err));
+                Ok(())
+            } else {
+                Err(err)
+            }
+        })?;
+        for (id, err) in unreadable {
+            left_out(id.as_deref(), err);
+        }
+        Ok(written)
+    }
+
+    /// Both exports: `unreadable` decides about a session that fails to read (its id, when
+    /// the session row itself was read): `Ok` leaves it out, an error stops the export.
+    /// Called once per such session, however often a busy read is tried again.
+    fn export_sessions(
+        &self,
+        selection: &ExportSelection,
+        write: &mut dyn FnMut(SessionExport) -> std::result::Result<(), BoxError>,
+        unreadable: &mut dyn FnMut(Option<&str>, SessionError) -> Result<()>,
+    ) -> Result<usize> {
+        // A read is retried when the database is busy; sessions written (or left out) by
+        // a try that failed are not written (or reported) again.
         let mut written: BTreeSet<String> = BTreeSet::new();
+        let mut left_out: BTreeSet<String> = BTreeSet::new();
+        let mut listed_once = false;
         self.db.read(|tx| {
             let sessions = match selection {
                 ExportSelection::One(id) => vec![load(tx, id)?],
@@ -366,16 +413,33 @@ impl SessionService {
                         order: SessionOrder::CreatedAsc,
                         ..SessionFilter::default()
                     };
-                    parents_first(sessions(filters::list_sessions(tx, &filter)?)?)
+                    let mut bad_rows = Vec::new();
+                    let listed = list_readable(tx, &filter, &mut bad_rows)?;
+                    // The rows no reader takes, told once (by the first try to list).
+                    if !listed_once {
+                        for err in bad_rows {
+                            unreadable(None, err)?;
+                        }
+                        listed_once = true;
+                    }
+                    parents_first(listed)
                 }
             };
             for session in sessions {
-                if written.contains(&session.id) {
+                if written.contains(&session.id) || left_out.contains(&session.id) {
                     continue;
                 }
                 let id = session.id.clone();
-                write(export_one(tx, session)?).map_err(SessionError::Write)?;
-                written.insert(id);
+                match export_one(tx, session) {
+                    Ok(export) => {
+                        write(export).map_err(SessionError::Write)?;
+                        written.insert(id);
+                    }
+                    Err(err) => {
+                        unreadable(Some(&id), err)?;
+                        left_out.insert(id);
+                    }
+                }
             }
             Ok(written.len())
         })

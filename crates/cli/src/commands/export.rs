@@ -8,7 +8,7 @@ use std::io::{BufWriter, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, ValueEnum};
-use scribe_session::{ExportSelection, SessionExport};
+use scribe_session::{BoxError, ExportSelection, SessionError, SessionExport};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -104,18 +104,36 @@ impl ExportCmd {
         // control characters as symbols (`ui::visible`), as `show` does, and JSON escapes
         // the C1 ones (`json::escaped_on`); written to a pipe or a file, every format is the
         // stored text exactly.
-        let stream = |out: &mut dyn Write, on_terminal: bool| -> Result<usize, CliError> {
+        let mut left_out: Vec<(Option<String>, SessionError)> = Vec::new();
+        let mut stream = |out: &mut dyn Write, on_terminal: bool| -> Result<usize, CliError> {
             let mut out = crate::json::escaped_on(out, on_terminal);
             // Each session is written as soon as it is read: memory holds one session,
             // however many are exported.
             let bar = ui::progress(expected, "exporting");
             let mut writer = ExportWriter::new(&mut out, format, on_terminal)?;
             for selection in &selections {
-                ctx.sessions.export_each(selection, &mut |export| {
+                let mut write = |export: SessionExport| -> Result<(), BoxError> {
                     writer.write(&export)?;
                     bar.inc(1);
                     Ok(())
-                })?;
+                };
+                match selection {
+                    // A session whose rows cannot be read (another program's write) is
+                    // left out of --all, named, and the rest written: a backup of a
+                    // damaged store keeps what can be read.
+                    ExportSelection::All { .. } => {
+                        ctx.sessions.export_each_skipping(
+                            selection,
+                            &mut write,
+                            &mut |id, err| {
+                                left_out.push((id.map(str::to_owned), err));
+                            },
+                        )?;
+                    }
+                    ExportSelection::One(_) => {
+                        ctx.sessions.export_each(selection, &mut write)?;
+                    }
+                }
             }
             bar.finish_and_clear();
             writer.finish()
@@ -132,6 +150,7 @@ impl ExportCmd {
                     count = stream(file, on_terminal)?;
                     Ok(())
                 })?;
+                report_left_out(&left_out);
                 eprintln!(
                     "exported {count} session{} to {}",
                     if count == 1 { "" } else { "s" },
@@ -139,7 +158,27 @@ impl ExportCmd {
                 );
             }
         }
+        if self.output.is_none() {
+            report_left_out(&left_out);
+        }
+        if !left_out.is_empty() {
+            return Err(CliError::LeftOut {
+                count: left_out.len(),
+                from: "the export",
+            });
+        }
         Ok(())
+    }
+}
+
+/// One line on stderr for each session `export --all` left out, naming it and why.
+fn report_left_out(left_out: &[(Option<String>, SessionError)]) {
+    for (id, err) in left_out {
+        let why = crate::error::one_line(err);
+        match id {
+            Some(id) => eprintln!("left out {id}: {why}"),
+            None => eprintln!("left out a session: {why}"),
+        }
     }
 }
 

@@ -92,6 +92,20 @@ pub enum Sort {
 impl ListCmd {
     /// Runs the command.
     pub fn run(self, ctx: &Context) -> Result<(), CliError> {
+        let mut left_out = Vec::new();
+        self.print(ctx, &mut left_out)?;
+        if !left_out.is_empty() {
+            return Err(CliError::LeftOut {
+                count: left_out.len(),
+                from: "the list",
+            });
+        }
+        Ok(())
+    }
+
+    /// Lists what can be read; a session whose row cannot be (another program's write)
+    /// is named on stderr and goes to `left_out`, and the rest is listed.
+    fn print(self, ctx: &Context, left_out: &mut Vec<SessionError>) -> Result<(), CliError> {
         let mut filter = SessionFilter {
             sources: self.source.clone(),
             models: self.model.clone(),
@@ -112,7 +126,12 @@ impl ListCmd {
             filter.parent = ParentFilter::Conversations;
             filter.archived = Some(false);
         }
-        let mut sessions = ctx.sessions.list(&filter)?;
+        let mut sessions = ctx
+            .sessions
+            .list_skipping(&filter, &mut |err| left_out.push(err))?;
+        for err in left_out.iter() {
+            eprintln!("left out a session: {}", crate::error::one_line(err));
+        }
         let more = sessions.len() as u64 > self.limit;
         sessions.truncate(usize::try_from(self.limit).unwrap_or(usize::MAX));
         let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
