@@ -425,12 +425,16 @@
     };
     const m = main();
     const bannerSlot = h("div");
+    // Sessions whose stored row cannot be read (another program's write), named: the
+    // rest of the list still shows.
+    const leftOutSlot = h("div", { id: "left-out" });
+    let leftOut = [];
     const body = h("tbody");
     const more = h("div", { class: "more-row" });
     const filters = h("div", { class: "filters" });
     const head = h("thead", null, headerRow());
     // Wide tables scroll sideways in their own box, not the whole page (narrow windows).
-    m.append(h("h1", null, "Sessions"), filters, bannerSlot,
+    m.append(h("h1", null, "Sessions"), filters, bannerSlot, leftOutSlot,
       h("div", { class: "table-wrap" }, h("table", { id: "sessions-table" }, head, body)), more);
 
     function apply(change) {
@@ -583,6 +587,12 @@
             if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
           }
         }
+        if (!after) leftOut = [];
+        leftOut.push(...(page.left_out || []));
+        leftOutSlot.replaceChildren(...(leftOut.length ? [h("div", { class: "error-box", role: "status" },
+          `${counted(leftOut.length, "session")} could not be read and ${leftOut.length === 1 ? "was" : "were"} left out (`,
+          h("code", null, "scribe db check"), " names the values to set right):",
+          h("ul", null, ...leftOut.map((line) => h("li", null, line))))] : []));
         if (!after) pages = 0;
         pages += 1;
         view.pages = pages;

@@ -395,6 +395,10 @@ pub struct SessionPage {
     /// Child sessions (sub-agent tasks, forks, continuations) by listed session id; a
     /// session without children is absent.
     pub child_counts: BTreeMap<String, i64>,
+    /// Sessions of this page left out because their stored row cannot be read (a value
+    /// another program wrote into an SQLite column): one line each, naming the session and
+    /// why. Empty normally.
+    pub left_out: Vec<String>,
 }
 
 /// `GET /api/sessions/{id}`: the session as `scribe show --json` prints it, with its

@@ -445,7 +445,12 @@ impl Store {
         if let Parent::Of(id) = &query.parent {
             opened.sessions.get(id)?;
         }
-        let mut sessions = opened.sessions.list(&filter)?;
+        // A session whose row cannot be read (another program's write) is left out and
+        // named, as `scribe list` does: one damaged row does not blank the page.
+        let mut left_out = Vec::new();
+        let mut sessions = opened
+            .sessions
+            .list_skipping(&filter, &mut |err| left_out.push(crate::error::chain(&err)))?;
         let more = sessions.len() as u64 > query.limit;
         sessions.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));
         let next = if more {
@@ -473,6 +478,7 @@ impl Store {
             },
             next,
             child_counts,
+            left_out,
         })
     }
 

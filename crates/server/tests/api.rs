@@ -2077,3 +2077,36 @@ fn a_too_deep_big_part_is_cut_and_sent() {
     let sent = part["part"]["state"]["output"].as_str().unwrap();
     assert_eq!(sent.len(), scribe_server::json::PART_TEXT_CAP);
 }
+
+/// A session whose row holds a value no reader takes (another program wrote text into
+/// `created_at`) is left out of `/api/sessions` and named in `left_out`; the rest of the
+/// page is there. Before, the whole list answered 500 and the page showed nothing.
+#[test]
+fn the_session_list_leaves_out_a_session_it_cannot_read_and_names_it() {
+    let f = fixture();
+    {
+        let server = serve(&f.db, None);
+        let page = get_json(server.addr, "/api/sessions");
+        assert_eq!(page["left_out"], json!([]));
+    }
+    let conn = rusqlite::Connection::open(&f.db).unwrap();
+    conn.execute(
+        "UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1",
+        [&f.telegram],
+    )
+    .unwrap();
+    drop(conn);
+    let server = serve(&f.db, None);
+    let page = get_json(server.addr, "/api/sessions");
+    let listed = ids(&page);
+    assert_eq!(listed.len(), 8, "{listed:?}");
+    assert!(!listed.contains(&f.telegram), "{listed:?}");
+    let left_out = page["left_out"].as_array().unwrap();
+    assert_eq!(left_out.len(), 1, "{page}");
+    let line = left_out[0].as_str().unwrap();
+    assert!(
+        line.contains(&format!("session {}: sqlite error: ", f.telegram)),
+        "{line}"
+    );
+    assert!(line.contains("name: created_at"), "{line}");
+}

@@ -56,6 +56,10 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("the_usage_page_draws_a_chart_with_the_stats_numbers", usage),
     (
+        "a_session_that_cannot_be_read_is_named_and_the_rest_listed",
+        left_out,
+    ),
+    (
         "text_the_user_did_not_type_is_folded_under_its_first_line",
         added_text,
     ),
@@ -878,6 +882,49 @@ fn token(ctx: &Ctx) -> Result<()> {
     d.wait_live()?;
     d.open(&server.url("/usage"))?;
     Ok(())
+}
+
+/// A copy of the fixture whose newest session's row holds text where a time belongs
+/// (another program's write): the list names it above the table and lists the other
+/// eight, where the whole page used to show an error.
+fn left_out(ctx: &Ctx) -> Result<()> {
+    let (d, f) = (&ctx.driver, &ctx.fixture);
+    let dir = tempfile::tempdir()?;
+    let copy = dir.path().join("damaged.db");
+    let conn = rusqlite::Connection::open(&f.db)?;
+    conn.execute("VACUUM INTO ?1", [copy.to_string_lossy()])?;
+    drop(conn);
+    let conn = rusqlite::Connection::open(&copy)?;
+    conn.execute(
+        "UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1",
+        [&f.telegram],
+    )?;
+    drop(conn);
+    let server = serve(&copy, None);
+    d.open(&server.url("/"))?;
+    d.wait(
+        "8 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 8",
+    )?;
+    let notice = text(ctx, "return document.getElementById('left-out').innerText")?;
+    check(
+        notice.contains("1 session could not be read and was left out")
+            && notice.contains(&format!("session {}: ", f.telegram))
+            && notice.contains("scribe db check"),
+        format!("the notice: {notice}"),
+    )?;
+    check(
+        !rows(ctx)?.contains(&f.telegram),
+        "the unreadable session is not listed",
+    )?;
+    // The sound store shows no notice.
+    d.open(&ctx.server.url("/"))?;
+    d.wait(
+        "9 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 9",
+    )?;
+    let notice = text(ctx, "return document.getElementById('left-out').innerText")?;
+    check(notice.is_empty(), format!("no notice: {notice}"))
 }
 
 /// Set in a process of this binary that starts a browser, says `held <owner mark>` and
