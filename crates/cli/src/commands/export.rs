@@ -41,6 +41,9 @@ pub struct ExportCmd {
     #[arg(value_name = "SESSION")]
     pub sessions: Vec<String>,
     /// Export every session (parents before their children).
+    ///
+    /// A session whose stored rows cannot be read (another program's write; `scribe db check` names them) is left out,
+    /// named on stderr, and the rest written; the exit status is then 1.
     #[arg(long, conflicts_with = "sessions")]
     pub all: bool,
     /// With --all: only sessions from this source (one no session has is an error: nothing

@@ -31,6 +31,9 @@ const NARROW_TABLE: u16 = 100;
 /// newest continuation (`t #2`), marked with the session it continues. Archived sessions,
 /// sub-agent tasks, title sessions and the earlier parts of a continued conversation are
 /// hidden unless --all is given.
+///
+/// A session whose stored row cannot be read (another program's write; `scribe db check`
+/// names it) is left out, named on stderr, and the rest listed; the exit status is then 1.
 #[derive(Debug, Args)]
 pub struct ListCmd {
     /// Only sessions from this source (cli, tui, telegram …); repeat for several.
