@@ -317,3 +317,43 @@ fn export_all_leaves_out_the_sessions_it_cannot_read_and_writes_the_rest() {
         "{err}"
     );
 }
+
+/// A search whose hit is in a row holding a value no reader takes fails in one line naming
+/// that row (the message, or the session, by the column), not only the column.
+#[test]
+fn a_search_names_the_row_it_cannot_read() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    assert!(env.ok(&["search", "mismatched"]).contains(&seeded.build));
+    damage(
+        &env,
+        &format!(
+            "UPDATE messages SET created_at = 'noon' WHERE session_id = '{}'",
+            seeded.build
+        ),
+    );
+    let err = env.fails(&["search", "mismatched"]);
+    assert!(err.contains(": message msg_"), "{err}");
+    assert!(
+        err.contains("sqlite error: Invalid column type Text"),
+        "{err}"
+    );
+    assert!(err.contains("name: created_at"), "{err}");
+    assert!(
+        err.contains("`scribe db check` names the rows that hold one"),
+        "{err}"
+    );
+    damage(
+        &env,
+        &format!(
+            "UPDATE messages SET created_at = 1 WHERE session_id = '{0}';
+             UPDATE sessions SET created_at = 'noon' WHERE id = '{0}';",
+            seeded.build
+        ),
+    );
+    let err = env.fails(&["search", "mismatched"]);
+    assert!(
+        err.contains(&format!("session {}: sqlite error: ", seeded.build)),
+        "{err}"
+    );
+}

@@ -587,6 +587,20 @@ impl From<rusqlite::Error> for Error {
                 return Error::DiskFull(SqliteError(err));
             }
         }
+        let err = match err {
+            rusqlite::Error::FromSqlConversionFailure(column, kind, inner) => {
+                match inner.downcast::<InRow>() {
+                    Ok(named) => {
+                        return Error::UnreadableValue {
+                            row: Some(named.row),
+                            source: SqliteError(named.source),
+                        };
+                    }
+                    Err(inner) => rusqlite::Error::FromSqlConversionFailure(column, kind, inner),
+                }
+            }
+            err => err,
+        };
         if let rusqlite::Error::InvalidColumnType(..) = &err {
             return Error::UnreadableValue {
                 row: None,
@@ -594,6 +608,44 @@ impl From<rusqlite::Error> for Error {
             };
         }
         Error::Storage(SqliteError(err))
+    }
+}
+
+/// A value no reader takes, with the row it is in: what [`in_row`] carries through a row
+/// reader that can only return the driver's error (inside `query_map`), until the
+/// conversion into [`Error::UnreadableValue`] names the row.
+#[derive(Debug)]
+struct InRow {
+    row: String,
+    source: rusqlite::Error,
+}
+
+impl std::fmt::Display for InRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.row, self.source)
+    }
+}
+
+impl std::error::Error for InRow {}
+
+/// The driver's error of a row reader, naming `row` (`message <id>`) when it is a value
+/// of the wrong kind ([`Error::UnreadableValue`] once converted) and `row` can say which;
+/// any other error as it is. For readers inside the driver's own closures, where the
+/// error cannot yet be an [`Error`] (whose [`Error::in_row`] does the same).
+pub(crate) fn in_row(
+    err: rusqlite::Error,
+    row: impl FnOnce() -> Option<String>,
+) -> rusqlite::Error {
+    match err {
+        rusqlite::Error::InvalidColumnType(column, _, kind) => match row() {
+            Some(row) => rusqlite::Error::FromSqlConversionFailure(
+                column,
+                kind,
+                Box::new(InRow { row, source: err }),
+            ),
+            None => err,
+        },
+        err => err,
     }
 }
 

@@ -1685,7 +1685,27 @@ fn first_found<'a>(text: &str, alternatives: &'a [Alternative]) -> &'a str {
 }
 
 /// A hit from a row of [`hit_columns`]; `like` is the substring to mark in the raw text.
+/// A value no reader takes (another program's write) is named with the row it is in:
+/// the part, the message or the session, by the column.
 fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
+    read_hit(row, like).map_err(|err| {
+        let column = match &err {
+            rusqlite::Error::InvalidColumnType(column, ..) => *column,
+            _ => return err,
+        };
+        crate::error::in_row(err, || {
+            let (what, key) = match column {
+                2 | 5 => ("part", 2),
+                7 | 8 | 10 | 11 => ("session", 1),
+                _ => ("message", 0),
+            };
+            let id: String = row.get(key).ok()?;
+            Some(format!("{what} {id}"))
+        })
+    })
+}
+
+fn read_hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
     let text: Option<String> = row.get(5)?;
     let text = text.unwrap_or_default();
     Ok(SearchHit {
