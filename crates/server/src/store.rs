@@ -451,7 +451,8 @@ impl Store {
         let mut sessions = opened
             .sessions
             .list_skipping(&filter, &mut |err| left_out.push(crate::error::chain(&err)))?;
-        let more = sessions.len() as u64 > query.limit;
+        // Rows left out were read too: the one more than asked may be among them.
+        let more = (sessions.len() + left_out.len()) as u64 > query.limit;
         sessions.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));
         let next = if more {
             sessions.last().map(|s| query.sort.cursor(s))

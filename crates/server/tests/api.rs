@@ -2109,4 +2109,13 @@ fn the_session_list_leaves_out_a_session_it_cannot_read_and_names_it() {
         "{line}"
     );
     assert!(line.contains("name: created_at"), "{line}");
+    // Paged: the page that read the damaged row still says more follow, and every
+    // readable session is reached.
+    let page = get_json(server.addr, "/api/sessions?limit=4");
+    assert_eq!(ids(&page).len(), 4, "{page}");
+    assert_eq!(page["more"], json!(true), "{page}");
+    let walked = walk(server.addr, "limit=4");
+    let distinct: BTreeSet<&String> = walked.iter().collect();
+    assert_eq!(distinct.len(), 8, "{walked:?}");
+    assert!(!walked.contains(&f.telegram), "{walked:?}");
 }

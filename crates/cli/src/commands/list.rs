@@ -135,7 +135,8 @@ impl ListCmd {
         for err in left_out.iter() {
             eprintln!("left out a session: {}", crate::error::one_line(err));
         }
-        let more = sessions.len() as u64 > self.limit;
+        // Rows left out were read too: the one more than asked may be among them.
+        let more = (sessions.len() + left_out.len()) as u64 > self.limit;
         sessions.truncate(usize::try_from(self.limit).unwrap_or(usize::MAX));
         let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
         let previews = scribe_server::previews(&ctx.db, &ids)?;
@@ -220,10 +221,15 @@ impl ListCmd {
             let unpriced = i64::try_from(unpriced).unwrap_or(i64::MAX);
             writeln!(out, "{}", paint(style::DIM, ui::unpriced_note(unpriced)))?;
         }
-        if more {
-            let total = ctx.sessions.count(&filter)?;
-            let shown = i64::try_from(sessions.len()).unwrap_or(i64::MAX);
-            let n = total.saturating_sub(shown);
+        // The sessions left out (named on stderr) are not among the more to show.
+        let total = if more {
+            ctx.sessions.count(&filter)?
+        } else {
+            0
+        };
+        let shown = i64::try_from(sessions.len() + left_out.len()).unwrap_or(i64::MAX);
+        let n = total.saturating_sub(shown);
+        if n > 0 {
             let noun = if n == 1 { "session" } else { "sessions" };
             let hidden = if self.all {
                 String::new()
