@@ -238,6 +238,17 @@ pub fn one_line(err: &dyn std::error::Error) -> String {
         .join(" ")
 }
 
+/// Names on stderr a session that `list` or `export --all` left out ([`CliError::LeftOut`]
+/// counts them): its id when known (`None` when its own row is the unreadable one, which
+/// `err` then names), and why.
+pub fn report_left_out(id: Option<&str>, err: &scribe_session::SessionError) {
+    let why = one_line(err);
+    match id {
+        Some(id) => eprintln!("left out {id}: {why}"),
+        None => eprintln!("left out a session: {why}"),
+    }
+}
+
 /// Whether `err` is a write to a closed pipe (`scribe list | head`), which is not a failure:
 /// an [`std::io::Error`] of kind `BrokenPipe` anywhere in its chain (an export streams
 /// each session from inside the session service, which wraps what its writer returned).

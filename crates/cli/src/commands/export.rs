@@ -177,11 +177,7 @@ impl ExportCmd {
 /// One line on stderr for each session `export --all` left out, naming it and why.
 fn report_left_out(left_out: &[(Option<String>, SessionError)]) {
     for (id, err) in left_out {
-        let why = crate::error::one_line(err);
-        match id {
-            Some(id) => eprintln!("left out {id}: {why}"),
-            None => eprintln!("left out a session: {why}"),
-        }
+        crate::error::report_left_out(id.as_deref(), err);
     }
 }
 

@@ -133,7 +133,7 @@ impl ListCmd {
             .sessions
             .list_skipping(&filter, &mut |err| left_out.push(err))?;
         for err in left_out.iter() {
-            eprintln!("left out a session: {}", crate::error::one_line(err));
+            crate::error::report_left_out(None, err);
         }
         // Rows left out were read too: the one more than asked may be among them.
         let more = (sessions.len() + left_out.len()) as u64 > self.limit;
