@@ -824,7 +824,8 @@ fn store_insert_message_with_many_parts_keeps_each_exactly(backend: Backend) {
     // for parity): rows in key order, whatever order the object lists them in.
     let part = |id: &str, position: i64, text: &str, at: i64| {
         json!({
-            "id": id, "position": position, "type": "text",
+            "id": id, "message_id": "msg_direct", "session_id": ses, "position": position,
+            "type": "text",
             "data": Part::text(text).to_json().unwrap(), "created_at": at, "updated_at": at + 1,
         })
     };
@@ -841,12 +842,7 @@ fn store_insert_message_with_many_parts_keeps_each_exactly(backend: Backend) {
     svc.database()
         .write(|tx| -> Result<(), MessageError> {
             store::insert_message(tx, &bare)?;
-            tx.q()
-                .create_parts(&scribe_db::queries::CreatePartsParams {
-                    message_id: "msg_direct",
-                    session_id: &ses,
-                    parts: &object,
-                })?;
+            tx.q().create_parts(&object)?;
             Ok(())
         })
         .unwrap();

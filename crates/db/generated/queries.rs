@@ -3787,6 +3787,38 @@ pub fn list_session_previews(
     rows.collect()
 }
 
+/// SQL of `CreateMessages` (sql/queries/sqlite/messages.sql:4).
+pub const CREATE_MESSAGES_SQL: &str = "INSERT INTO messages (
+    id, session_id, parent_id, role, agent, provider, model, finish_reason, is_summary,
+    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+    cost_usd, error, created_at, updated_at, finished_at
+)
+SELECT value ->> '$.id', value ->> '$.session_id', value ->> '$.parent_id',
+       value ->> '$.role', value ->> '$.agent', value ->> '$.provider', value ->> '$.model',
+       value ->> '$.finish_reason', CAST(value ->> '$.is_summary' AS INTEGER),
+       CAST(value ->> '$.input_tokens' AS INTEGER), CAST(value ->> '$.output_tokens' AS INTEGER),
+       CAST(value ->> '$.cache_read_tokens' AS INTEGER),
+       CAST(value ->> '$.cache_write_tokens' AS INTEGER),
+       CAST(value ->> '$.reasoning_tokens' AS INTEGER),
+       CAST(value ->> '$.cost_usd' AS REAL), value ->> '$.error',
+       CAST(value ->> '$.created_at' AS INTEGER), CAST(value ->> '$.updated_at' AS INTEGER),
+       CAST(value ->> '$.finished_at' AS INTEGER)
+FROM json_each(CAST(?1 AS TEXT))
+ORDER BY CAST(key AS INTEGER)";
+
+/// `CreateMessages` (`:exec`) from `sql/queries/sqlite/messages.sql:4`.
+///
+/// Inserts many new messages in one statement: @messages is a JSON object {"0": message,
+/// "1": message, …} of objects with CreateMessage's parameters as fields, inserted in key
+/// order. PostgreSQL's spelling is its bulk import's path (`scribe_db::bulk`), to save round
+/// trips; SQLite, in process, inserts statements of many CreateMessage rows there instead
+/// (no JSON to encode and decode) and has this for parity.
+pub fn create_messages(conn: &rusqlite::Connection, messages: &str) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(CREATE_MESSAGES_SQL)?;
+    stmt.execute([messages])?;
+    Ok(())
+}
+
 /// SQL of `GetToolPartByCallId` (sql/queries/sqlite/parts.sql:4).
 pub const GET_TOOL_PART_BY_CALL_ID_SQL: &str = "SELECT * FROM parts
 WHERE session_id = ?1 AND type = 'tool' AND data ->> '$.call_id' = CAST(?2 AS TEXT)
@@ -3875,38 +3907,27 @@ pub fn list_sent_part_data_from(
 /// SQL of `CreateParts` (sql/queries/sqlite/parts.sql:29).
 pub const CREATE_PARTS_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
-SELECT value ->> '$.id', ?1, ?2, CAST(value ->> '$.position' AS INTEGER),
-       value ->> '$.type', value ->> '$.data', CAST(value ->> '$.created_at' AS INTEGER),
-       CAST(value ->> '$.updated_at' AS INTEGER)
-FROM json_each(CAST(?3 AS TEXT))
+SELECT value ->> '$.id', value ->> '$.message_id', value ->> '$.session_id',
+       CAST(value ->> '$.position' AS INTEGER), value ->> '$.type', value ->> '$.data',
+       CAST(value ->> '$.created_at' AS INTEGER), CAST(value ->> '$.updated_at' AS INTEGER)
+FROM json_each(CAST(?1 AS TEXT))
 ORDER BY CAST(key AS INTEGER)";
-
-/// Parameters of [`create_parts`].
-#[derive(Debug, Clone, Copy)]
-pub struct CreatePartsParams<'a> {
-    pub message_id: &'a str,
-    pub session_id: &'a str,
-    pub parts: &'a str,
-}
 
 /// `CreateParts` (`:exec`) from `sql/queries/sqlite/parts.sql:29`.
 ///
-/// Inserts a new message's parts in one statement: @parts is a JSON object
-/// {"0": part, "1": part, …} of objects {id, position, type, data (the part's JSON as a
-/// string), created_at, updated_at}, inserted in key order. PostgreSQL's spelling
-/// (sql/queries/postgres/parts.sql) is what its append uses to save round trips; SQLite,
-/// in process, inserts parts one by one (CreatePart) and has this for parity.
-pub fn create_parts(
-    conn: &rusqlite::Connection,
-    params: &CreatePartsParams<'_>,
-) -> rusqlite::Result<()> {
+/// Inserts parts in one statement: @parts is a JSON object {"0": part, "1": part, …} of
+/// objects with CreatePart's parameters as fields (`data` the part's JSON as a string),
+/// inserted in key order. PostgreSQL's spelling (sql/queries/postgres/parts.sql) is what its
+/// append and bulk import use to save round trips; SQLite, in process, inserts parts with
+/// CreatePart (one by one, or many rows per statement in `scribe_db::bulk`) and has this
+/// for parity.
+pub fn create_parts(conn: &rusqlite::Connection, parts: &str) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(CREATE_PARTS_SQL)?;
-    let values = rusqlite::params![params.message_id, params.session_id, params.parts];
-    stmt.execute(values)?;
+    stmt.execute([parts])?;
     Ok(())
 }
 
-/// SQL of `ListMessageTexts` (sql/queries/sqlite/parts.sql:42).
+/// SQL of `ListMessageTexts` (sql/queries/sqlite/parts.sql:43).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
     "SELECT p.message_id, substr(v.search_text, 1, CAST(?1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
@@ -3928,7 +3949,7 @@ pub struct ListMessageTextsParams<'a> {
     pub message_ids: &'a [&'a str],
 }
 
-/// `ListMessageTexts` (`:many`) from `sql/queries/sqlite/parts.sql:42`.
+/// `ListMessageTexts` (`:many`) from `sql/queries/sqlite/parts.sql:43`.
 ///
 /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
 /// part order (search-hit context). The text is read through the view `parts_search`
@@ -4543,7 +4564,7 @@ pub trait ReadQueries {
         params: &ListSentPartDataFromParams<'_>,
     ) -> Result<Vec<ListSentPartDataFromRow>, crate::Error>;
 
-    /// `ListMessageTexts` (`:many`) from `sql/queries/sqlite/parts.sql:42`.
+    /// `ListMessageTexts` (`:many`) from `sql/queries/sqlite/parts.sql:43`.
     /// The searchable text of the given messages' parts, each cut to @max_chars characters, in
     /// part order (search-hit context). The text is read through the view `parts_search`
     /// (schema V11), the one place each dialect says how a part's text comes from its JSON
@@ -4834,13 +4855,22 @@ pub trait Queries: ReadQueries {
         params: &RollUpSessionUsageParams<'_>,
     ) -> Result<usize, crate::Error>;
 
+    /// `CreateMessages` (`:exec`) from `sql/queries/sqlite/messages.sql:4`.
+    /// Inserts many new messages in one statement: @messages is a JSON object {"0": message,
+    /// "1": message, …} of objects with CreateMessage's parameters as fields, inserted in key
+    /// order. PostgreSQL's spelling is its bulk import's path (`scribe_db::bulk`), to save round
+    /// trips; SQLite, in process, inserts statements of many CreateMessage rows there instead
+    /// (no JSON to encode and decode) and has this for parity.
+    fn create_messages(&mut self, messages: &str) -> Result<(), crate::Error>;
+
     /// `CreateParts` (`:exec`) from `sql/queries/sqlite/parts.sql:29`.
-    /// Inserts a new message's parts in one statement: @parts is a JSON object
-    /// {"0": part, "1": part, …} of objects {id, position, type, data (the part's JSON as a
-    /// string), created_at, updated_at}, inserted in key order. PostgreSQL's spelling
-    /// (sql/queries/postgres/parts.sql) is what its append uses to save round trips; SQLite,
-    /// in process, inserts parts one by one (CreatePart) and has this for parity.
-    fn create_parts(&mut self, params: &CreatePartsParams<'_>) -> Result<(), crate::Error>;
+    /// Inserts parts in one statement: @parts is a JSON object {"0": part, "1": part, …} of
+    /// objects with CreatePart's parameters as fields (`data` the part's JSON as a string),
+    /// inserted in key order. PostgreSQL's spelling (sql/queries/postgres/parts.sql) is what its
+    /// append and bulk import use to save round trips; SQLite, in process, inserts parts with
+    /// CreatePart (one by one, or many rows per statement in `scribe_db::bulk`) and has this
+    /// for parity.
+    fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error>;
 }
 
 /// The SQLite implementation of [`ReadQueries`] and [`Queries`] on one connection (a
@@ -5637,7 +5667,12 @@ impl Queries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn create_parts(&mut self, params: &CreatePartsParams<'_>) -> Result<(), crate::Error> {
-        create_parts(self.conn, params).map_err(crate::Error::from)
+    fn create_messages(&mut self, messages: &str) -> Result<(), crate::Error> {
+        create_messages(self.conn, messages).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error> {
+        create_parts(self.conn, parts).map_err(crate::Error::from)
     }
 }

@@ -872,6 +872,28 @@ WHERE p.type = 'text' AND v.search_text IS NOT NULL
       WHERE s.id = ANY($2))
 ORDER BY p.session_id, p.position";
 
+/// SQL of `CreateMessages` (sql/queries/postgres/messages.sql:4).
+pub const CREATE_MESSAGES_SQL: &str = "INSERT INTO messages (
+    id, session_id, parent_id, role, agent, provider, model, finish_reason, is_summary,
+    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+    cost_usd, error, created_at, updated_at, finished_at
+)
+SELECT m.v ->> 'id', m.v ->> 'session_id', m.v ->> 'parent_id', m.v ->> 'role',
+       m.v ->> 'agent', m.v ->> 'provider', m.v ->> 'model', m.v ->> 'finish_reason',
+       CAST(m.v ->> 'is_summary' AS BOOLEAN),
+       CAST(m.v ->> 'input_tokens' AS BIGINT), CAST(m.v ->> 'output_tokens' AS BIGINT),
+       CAST(m.v ->> 'cache_read_tokens' AS BIGINT), CAST(m.v ->> 'cache_write_tokens' AS BIGINT),
+       CAST(m.v ->> 'reasoning_tokens' AS BIGINT),
+       CAST(m.v ->> 'cost_usd' AS DOUBLE PRECISION), m.v ->> 'error',
+       CAST(m.v ->> 'created_at' AS BIGINT), CAST(m.v ->> 'updated_at' AS BIGINT),
+       CAST(m.v ->> 'finished_at' AS BIGINT)
+FROM (
+    SELECT CAST(key AS BIGINT) AS n, CAST(value AS jsonb) AS v
+    FROM json_each(CAST(CAST($1 AS TEXT) AS json))
+    OFFSET 0
+) AS m
+ORDER BY m.n";
+
 /// SQL of `GetToolPartByCallId` (sql/queries/postgres/parts.sql:6).
 pub const GET_TOOL_PART_BY_CALL_ID_SQL: &str = "SELECT * FROM parts
 WHERE session_id = $1 AND type = 'tool'
@@ -891,17 +913,17 @@ ORDER BY m.created_at, m.id, p.position";
 /// SQL of `CreateParts` (sql/queries/postgres/parts.sql:26).
 pub const CREATE_PARTS_SQL: &str =
     "INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
-SELECT p.v ->> 'id', $1, $2, CAST(p.v ->> 'position' AS BIGINT),
-       p.v ->> 'type', p.v ->> 'data', CAST(p.v ->> 'created_at' AS BIGINT),
-       CAST(p.v ->> 'updated_at' AS BIGINT)
+SELECT p.v ->> 'id', p.v ->> 'message_id', p.v ->> 'session_id',
+       CAST(p.v ->> 'position' AS BIGINT), p.v ->> 'type', p.v ->> 'data',
+       CAST(p.v ->> 'created_at' AS BIGINT), CAST(p.v ->> 'updated_at' AS BIGINT)
 FROM (
     SELECT CAST(key AS BIGINT) AS n, CAST(value AS jsonb) AS v
-    FROM json_each(CAST(CAST($3 AS TEXT) AS json))
+    FROM json_each(CAST(CAST($1 AS TEXT) AS json))
     OFFSET 0
 ) AS p
 ORDER BY p.n";
 
-/// SQL of `ListMessageTexts` (sql/queries/postgres/parts.sql:44).
+/// SQL of `ListMessageTexts` (sql/queries/postgres/parts.sql:45).
 pub const LIST_MESSAGE_TEXTS_SQL: &str =
     "SELECT p.message_id, substr(f.search_text, 1, CAST($1 AS INTEGER)) AS \"text!: String\"
 FROM parts AS p
@@ -3256,12 +3278,15 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
-    fn create_parts(&mut self, params: &super::CreatePartsParams<'_>) -> Result<(), crate::Error> {
-        let values: [Param<'_>; 3] = [
-            (&params.message_id, Type::TEXT),
-            (&params.session_id, Type::TEXT),
-            (&params.parts, Type::TEXT),
-        ];
+    fn create_messages(&mut self, messages: &str) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 1] = [(&messages, Type::TEXT)];
+        let sql = CREATE_MESSAGES_SQL;
+        self.sqlgen_execute(sql, &values)?;
+        Ok(())
+    }
+
+    fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 1] = [(&parts, Type::TEXT)];
         let sql = CREATE_PARTS_SQL;
         self.sqlgen_execute(sql, &values)?;
         Ok(())

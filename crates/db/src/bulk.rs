@@ -1,24 +1,33 @@
 //! Many messages and parts in few statements: the bulk import path's inserts (`scribe
 //! import FILE`, the history importers).
 //!
-//! Why. Every INSERT into `messages` or `parts` fires triggers that write other tables
-//! (the session's counters, the search queue) and has constraints that abort, so SQLite
-//! gives each such statement a statement journal: before the statement first changes a
-//! page, it copies the page aside, so that a failure can undo the statement alone. One
+//! Why, on SQLite. Every INSERT into `messages` or `parts` fires triggers that write other
+//! tables (the session's counters, the search queue) and has constraints that abort, so
+//! SQLite gives each such statement a statement journal: before the statement first changes
+//! a page, it copies the page aside, so that a failure can undo the statement alone. One
 //! row per statement copies the same few pages (the tables' and indexes' last leaves,
 //! the session's row) again for every row; a profile of an import of 100,000 messages
 //! put that copying at about a twelfth of its CPU. One statement of many rows copies
 //! each page once, and pays the statement's start and end once.
 //!
+//! Why, on PostgreSQL. Every statement is a round trip to the server, which the import
+//! waits for: one per message and one per message's parts, a server's statement start and
+//! end each. Here a batch of messages is two statements, the generated `CreateMessages`
+//! and `CreateParts`, each reading its rows from one JSON parameter ([`messages_json`],
+//! [`parts_json`]).
+//!
 //! The rows are exactly those the generated `CreateMessage`/`CreatePart` write, in the
-//! same order, so the triggers do the same (counters, queue). All or nothing: the rows
-//! go in under a savepoint; when SQLite refuses one (a taken id, a position two parts
-//! share, a missing session), everything since the savepoint is undone and
-//! [`insert_messages`] says so, and the caller stores the rows one by one to learn which
-//! row and why (failures are rare: the common path pays nothing for them).
+//! same order, so the triggers do the same (counters, queue, PostgreSQL's search
+//! documents). All or nothing: the rows go in under a savepoint; when the database refuses
+//! one (a taken id, a position two parts share, a missing session; on PostgreSQL also a
+//! value it cannot take, such as a NUL in a text), everything since the savepoint is undone
+//! and [`insert_messages`] says so, and the caller stores the rows one by one to learn
+//! which row and why (failures are rare: the common path pays nothing for them).
 
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
 use crate::Result;
 use crate::queries::{CREATE_MESSAGE_SQL, CREATE_PART_SQL, CreateMessageParams, CreatePartParams};
@@ -39,8 +48,9 @@ const PART_PARAMS: usize = 8;
 pub enum Bulk {
     /// Every row is stored.
     Inserted,
-    /// Nothing is stored: this backend has no bulk path (PostgreSQL), or SQLite refused a
-    /// row (everything of the call was undone). Store the rows one by one.
+    /// Nothing is stored: the database refused a row (everything of the call was undone),
+    /// or a value cannot take the bulk path (a cost that is not a finite number). Store
+    /// the rows one by one.
     NotInserted,
 }
 
@@ -53,12 +63,15 @@ pub fn insert_messages(
     messages: &[CreateMessageParams<'_>],
     parts: &[CreatePartParams<'_>],
 ) -> Result<Bulk> {
-    let Some(conn) = tx.conn() else {
-        return Ok(Bulk::NotInserted);
-    };
     if messages.is_empty() && parts.is_empty() {
         return Ok(Bulk::Inserted);
     }
+    let Some(conn) = tx.conn() else {
+        #[cfg(feature = "postgres")]
+        return insert_json(tx, messages, parts);
+        #[cfg(not(feature = "postgres"))]
+        return Ok(Bulk::NotInserted);
+    };
     if statement(CREATE_MESSAGE_SQL, MESSAGE_PARAMS, 1).is_none()
         || statement(CREATE_PART_SQL, PART_PARAMS, 1).is_none()
     {
@@ -80,6 +93,163 @@ pub fn insert_messages(
             }
         }
     }
+}
+
+/// [`insert_messages`] on PostgreSQL: `CreateMessages`, then `CreateParts`, under a
+/// savepoint.
+#[cfg(feature = "postgres")]
+fn insert_json(
+    tx: &mut Tx<'_>,
+    messages: &[CreateMessageParams<'_>],
+    parts: &[CreatePartParams<'_>],
+) -> Result<Bulk> {
+    // JSON has no NaN nor infinity (serde_json would write null): such a cost goes in
+    // one by one, as a float8 parameter.
+    if messages.iter().any(|m| !m.cost_usd.is_finite()) {
+        return Ok(Bulk::NotInserted);
+    }
+    let messages = messages_json(messages)?;
+    let parts = parts_json(parts)?;
+    savepoint(tx, "SAVEPOINT scribe_bulk")?;
+    let mut stored = tx.q().create_messages(&messages);
+    if stored.is_ok() {
+        stored = tx.q().create_parts(&parts);
+    }
+    match stored {
+        Ok(()) => {
+            savepoint(tx, "RELEASE scribe_bulk")?;
+            Ok(Bulk::Inserted)
+        }
+        Err(err) => {
+            savepoint(tx, "ROLLBACK TO scribe_bulk; RELEASE scribe_bulk")?;
+            if refused_value(&err) {
+                Ok(Bulk::NotInserted)
+            } else {
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Runs `sql` (savepoint statements) on the PostgreSQL connection under `tx`.
+#[cfg(feature = "postgres")]
+fn savepoint(tx: &mut Tx<'_>, sql: &str) -> Result<()> {
+    match tx.raw() {
+        crate::tx::Conn::Postgres(client) => Ok(client.batch_execute(sql)?),
+        crate::tx::Conn::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+    }
+}
+
+/// Whether PostgreSQL refused a row or one of its values (SQLSTATE classes 22, data
+/// exception; 23, a constraint; 54, a limit such as an index row's size), as against
+/// failing itself or being in another writer's way.
+#[cfg(feature = "postgres")]
+fn refused_value(err: &crate::Error) -> bool {
+    match err {
+        crate::Error::Conflict { .. } | crate::Error::NulInText { .. } => true,
+        _ => err
+            .sqlstate()
+            .is_some_and(|code| ["22", "23", "54"].iter().any(|c| code.starts_with(c))),
+    }
+}
+
+/// `messages` as `CreateMessages` reads them: a JSON object from each row's index to an
+/// object of its parameters.
+pub fn messages_json(messages: &[CreateMessageParams<'_>]) -> Result<String> {
+    /// One row's parameters, named as in the generated statement. The fields are named
+    /// without `..`: a column added to the generated statement stops this from compiling.
+    struct Row<'r>(&'r CreateMessageParams<'r>);
+    impl Serialize for Row<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            let CreateMessageParams {
+                id,
+                session_id,
+                parent_id,
+                role,
+                agent,
+                provider,
+                model,
+                finish_reason,
+                is_summary,
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+                cost_usd,
+                error,
+                created_at,
+                updated_at,
+                finished_at,
+            } = self.0;
+            let mut m = s.serialize_map(Some(MESSAGE_PARAMS))?;
+            m.serialize_entry("id", id)?;
+            m.serialize_entry("session_id", session_id)?;
+            m.serialize_entry("parent_id", parent_id)?;
+            m.serialize_entry("role", role)?;
+            m.serialize_entry("agent", agent)?;
+            m.serialize_entry("provider", provider)?;
+            m.serialize_entry("model", model)?;
+            m.serialize_entry("finish_reason", finish_reason)?;
+            m.serialize_entry("is_summary", is_summary)?;
+            m.serialize_entry("input_tokens", input_tokens)?;
+            m.serialize_entry("output_tokens", output_tokens)?;
+            m.serialize_entry("cache_read_tokens", cache_read_tokens)?;
+            m.serialize_entry("cache_write_tokens", cache_write_tokens)?;
+            m.serialize_entry("reasoning_tokens", reasoning_tokens)?;
+            m.serialize_entry("cost_usd", cost_usd)?;
+            m.serialize_entry("error", error)?;
+            m.serialize_entry("created_at", created_at)?;
+            m.serialize_entry("updated_at", updated_at)?;
+            m.serialize_entry("finished_at", finished_at)?;
+            m.end()
+        }
+    }
+    indexed(messages, Row)
+}
+
+/// `parts` as `CreateParts` reads them: a JSON object from each row's index to an object
+/// of its parameters.
+pub fn parts_json(parts: &[CreatePartParams<'_>]) -> Result<String> {
+    /// One row's parameters, named as in the generated statement (all of them, as in
+    /// [`messages_json`]).
+    struct Row<'r>(&'r CreatePartParams<'r>);
+    impl Serialize for Row<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            let CreatePartParams {
+                id,
+                message_id,
+                session_id,
+                position,
+                r#type,
+                data,
+                created_at,
+                updated_at,
+            } = self.0;
+            let mut m = s.serialize_map(Some(PART_PARAMS))?;
+            m.serialize_entry("id", id)?;
+            m.serialize_entry("message_id", message_id)?;
+            m.serialize_entry("session_id", session_id)?;
+            m.serialize_entry("position", position)?;
+            m.serialize_entry("type", r#type)?;
+            m.serialize_entry("data", data)?;
+            m.serialize_entry("created_at", created_at)?;
+            m.serialize_entry("updated_at", updated_at)?;
+            m.end()
+        }
+    }
+    indexed(parts, Row)
+}
+
+/// `rows` as a JSON object from each one's index (`"0"`, `"1"`, …) to `row(it)`: the
+/// statements insert in key order.
+fn indexed<'r, T, R: Serialize>(rows: &'r [T], row: impl Fn(&'r T) -> R) -> Result<String> {
+    let mut out = Vec::with_capacity(rows.len() * 256);
+    let mut s = serde_json::Serializer::new(&mut out);
+    s.collect_map(rows.iter().enumerate().map(|(i, r)| (i, row(r))))
+        .map_err(|err| crate::Error::InvalidInput(format!("cannot encode rows: {err}")))?;
+    String::from_utf8(out)
+        .map_err(|err| crate::Error::InvalidInput(format!("cannot encode rows: {err}")))
 }
 
 /// Where the parts table ended when a bulk write began (see [`index_new_parts`]).

@@ -196,6 +196,12 @@ impl<'a> Tx<'a> {
         self.on.backend()
     }
 
+    /// The connection, for statements built at run time (a bulk write's savepoint).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn raw(&mut self) -> Conn<'_> {
+        self.on.raw()
+    }
+
     /// The SQLite connection, inside this transaction (for SQLite-only code: the
     /// generated SQLite free functions, raw SQL in tests); `None` on PostgreSQL. Code
     /// that runs on both backends uses [`Tx::q`].

@@ -3,10 +3,9 @@
 //!
 //! [`insert_messages`] stores what [`store::insert_message`] would store for each message
 //! (the same rows, in the same order, the same triggers), in statements of many rows
-//! (`scribe_db::bulk`, which says why that is cheaper). When the database refuses a row,
-//! or the backend has no bulk path (PostgreSQL), the messages are stored one by one with
-//! [`store::insert_message`], so the error (and on PostgreSQL the whole behaviour) is
-//! exactly that of the one-by-one path.
+//! (`scribe_db::bulk`, which says why that is cheaper on each backend). When the database
+//! refuses a row, the messages are stored one by one with [`store::insert_message`], so
+//! the error is exactly that of the one-by-one path.
 
 use scribe_db::Tx;
 use scribe_db::bulk::{self, Bulk};

@@ -91,7 +91,7 @@ pub fn insert_message(tx: &mut Tx<'_>, msg: &Message) -> Result<()> {
     }
     if tx.backend() == Backend::Postgres && msg.parts.len() > 1 {
         // Each statement is a round trip to the server: the parts go in one.
-        if let Some(parts) = parts_json(&msg.parts) {
+        if let Some(parts) = parts_json(msg) {
             return insert_parts(tx, msg, &parts);
         }
     }
@@ -120,54 +120,31 @@ pub(crate) fn ids_storable(msg: &Message) -> bool {
     fits(&msg.id) && msg.parts.iter().all(|p| fits(&p.id))
 }
 
-/// One part as `CreateParts` reads it from its JSON parameter.
-#[derive(serde::Serialize)]
-struct PartRow<'a> {
-    id: &'a str,
-    position: i64,
-    r#type: &'a str,
-    data: String,
-    created_at: i64,
-    updated_at: i64,
-}
-
-/// `parts` as `CreateParts`' parameter (`{"0": part, "1": part, …}`), or `None` when one
-/// of them cannot be stored (an empty id, content that does not encode): the one-by-one
-/// path then reports it exactly where it always did.
-fn parts_json(parts: &[StoredPart]) -> Option<String> {
-    let mut rows = Vec::with_capacity(parts.len());
-    for part in parts {
+/// `msg`'s parts as `CreateParts`' parameter (`scribe_db::bulk::parts_json`), or `None`
+/// when one of them cannot be stored (an empty id, content that does not encode): the
+/// one-by-one path then reports it exactly where it always did.
+fn parts_json(msg: &Message) -> Option<String> {
+    let mut data = Vec::with_capacity(msg.parts.len());
+    for part in &msg.parts {
         if part.id.is_empty() || check_id("part", &part.id).is_err() {
             return None;
         }
-        rows.push(PartRow {
-            id: &part.id,
-            position: part.position,
-            r#type: part.part.type_name(),
-            data: part.part.to_json().ok()?,
-            created_at: part.created_at,
-            updated_at: part.updated_at,
-        });
+        data.push(part.part.to_json().ok()?);
     }
-    /// Serialized as a map from each part's index to the part.
-    struct Indexed<'a>(Vec<PartRow<'a>>);
-    impl serde::Serialize for Indexed<'_> {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-            s.collect_map(self.0.iter().enumerate())
-        }
-    }
-    serde_json::to_string(&Indexed(rows)).ok()
+    let rows: Vec<queries::CreatePartParams<'_>> = msg
+        .parts
+        .iter()
+        .zip(&data)
+        .map(|(part, data)| create_part_params(&msg.id, &msg.session_id, part, data))
+        .collect();
+    scribe_db::bulk::parts_json(&rows).ok()
 }
 
 /// Inserts all of `msg`'s parts (encoded by [`parts_json`]) with one statement, with
 /// [`insert_part`]'s errors: a clashing position is the first part whose position an
 /// earlier part holds, as when they went in one by one (in the same order).
 fn insert_parts(tx: &mut Tx<'_>, msg: &Message, parts: &str) -> Result<()> {
-    let inserted = tx.q().create_parts(&queries::CreatePartsParams {
-        message_id: &msg.id,
-        session_id: &msg.session_id,
-        parts,
-    });
+    let inserted = tx.q().create_parts(parts);
     match inserted {
         Ok(()) => Ok(()),
         Err(err) => {

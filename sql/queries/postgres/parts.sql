@@ -24,16 +24,17 @@ WHERE m.session_id = @session_id
 ORDER BY m.created_at, m.id, p.position;
 
 -- name: CreateParts :exec
--- Inserts a new message's parts in one statement (sql/queries/sqlite/parts.sql): @parts is
--- a JSON object {"0": part, "1": part, …} of objects {id, position, type, data (the part's
--- JSON as a string), created_at, updated_at}, inserted in key order, so a message and its
--- parts cost two statements (two round trips) however many parts it has. An object, not
--- an array: json_each reads objects in both dialects. Each part's object is parsed once
--- (OFFSET 0 keeps the planner from copying the CAST into every column that reads it).
+-- Inserts parts in one statement (sql/queries/sqlite/parts.sql): @parts is a JSON object
+-- {"0": part, "1": part, …} of objects with CreatePart's parameters as fields (`data` the
+-- part's JSON as a string), inserted in key order, so that a message and its parts cost two
+-- statements (two round trips) however many parts it has, and the bulk import's messages
+-- (`scribe_db::bulk`, after CreateMessages) two per batch. An object, not an array:
+-- json_each reads objects in both dialects. Each part's object is parsed once (OFFSET 0
+-- keeps the planner from copying the CAST into every column that reads it).
 INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
-SELECT p.v ->> 'id', @message_id, @session_id, CAST(p.v ->> 'position' AS BIGINT),
-       p.v ->> 'type', p.v ->> 'data', CAST(p.v ->> 'created_at' AS BIGINT),
-       CAST(p.v ->> 'updated_at' AS BIGINT)
+SELECT p.v ->> 'id', p.v ->> 'message_id', p.v ->> 'session_id',
+       CAST(p.v ->> 'position' AS BIGINT), p.v ->> 'type', p.v ->> 'data',
+       CAST(p.v ->> 'created_at' AS BIGINT), CAST(p.v ->> 'updated_at' AS BIGINT)
 FROM (
     SELECT CAST(key AS BIGINT) AS n, CAST(value AS jsonb) AS v
     FROM json_each(CAST(CAST(@parts AS TEXT) AS json))

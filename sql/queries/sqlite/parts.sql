@@ -27,15 +27,16 @@ WHERE m.session_id = @session_id
 ORDER BY m.created_at, m.id, p.position;
 
 -- name: CreateParts :exec
--- Inserts a new message's parts in one statement: @parts is a JSON object
--- {"0": part, "1": part, …} of objects {id, position, type, data (the part's JSON as a
--- string), created_at, updated_at}, inserted in key order. PostgreSQL's spelling
--- (sql/queries/postgres/parts.sql) is what its append uses to save round trips; SQLite,
--- in process, inserts parts one by one (CreatePart) and has this for parity.
+-- Inserts parts in one statement: @parts is a JSON object {"0": part, "1": part, …} of
+-- objects with CreatePart's parameters as fields (`data` the part's JSON as a string),
+-- inserted in key order. PostgreSQL's spelling (sql/queries/postgres/parts.sql) is what its
+-- append and bulk import use to save round trips; SQLite, in process, inserts parts with
+-- CreatePart (one by one, or many rows per statement in `scribe_db::bulk`) and has this
+-- for parity.
 INSERT INTO parts (id, message_id, session_id, position, type, data, created_at, updated_at)
-SELECT value ->> '$.id', @message_id, @session_id, CAST(value ->> '$.position' AS INTEGER),
-       value ->> '$.type', value ->> '$.data', CAST(value ->> '$.created_at' AS INTEGER),
-       CAST(value ->> '$.updated_at' AS INTEGER)
+SELECT value ->> '$.id', value ->> '$.message_id', value ->> '$.session_id',
+       CAST(value ->> '$.position' AS INTEGER), value ->> '$.type', value ->> '$.data',
+       CAST(value ->> '$.created_at' AS INTEGER), CAST(value ->> '$.updated_at' AS INTEGER)
 FROM json_each(CAST(@parts AS TEXT))
 ORDER BY CAST(key AS INTEGER);
 
