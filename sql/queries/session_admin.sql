@@ -48,16 +48,19 @@ VALUES (@child_id, @parent_id, @rolled_up_at, @input_tokens, @output_tokens,
         @estimated_cost_usd, @actual_cost_usd)
 ON CONFLICT (child_id) DO NOTHING;
 
--- name: RestoreImportedSession :execrows
+-- name: RestoreImportedSession :one
 -- After an import's messages are in: the columns ImportSession cannot set (the summary
 -- message did not exist yet; the triggers moved tool_call_count, which also counts tool
--- calls reported with usage, so the file's is restored). message_count stays the
--- triggers', from what was stored, never the file's claim.
+-- calls reported with usage, and updated_at, to the newest child row's time, so the file's
+-- are restored); the session as it now is. message_count stays the triggers', from what
+-- was stored, never the file's claim.
 UPDATE sessions
 SET summary_message_id = @summary_message_id,
     compacting_at = @compacting_at,
-    tool_call_count = @tool_call_count
-WHERE id = @id;
+    tool_call_count = @tool_call_count,
+    updated_at = @updated_at
+WHERE id = @id
+RETURNING *;
 
 -- name: RestoreSessionUpdatedAt :execrows
 -- Only when it differs (until V23 an update that left updated_at as it was made sessions_touch

@@ -2709,8 +2709,10 @@ pub fn import_session_roll_up(
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
-    tool_call_count = ?3
-WHERE id = ?4";
+    tool_call_count = ?3,
+    updated_at = ?4
+WHERE id = ?5
+RETURNING *";
 
 /// Parameters of [`restore_imported_session`].
 #[derive(Debug, Clone, Copy)]
@@ -2718,30 +2720,35 @@ pub struct RestoreImportedSessionParams<'a> {
     pub summary_message_id: Option<&'a str>,
     pub compacting_at: Option<i64>,
     pub tool_call_count: i64,
+    pub updated_at: i64,
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
+/// `RestoreImportedSession` (`:one`) from `sql/queries/session_admin.sql:51`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the triggers moved tool_call_count, which also counts tool
-/// calls reported with usage, so the file's is restored). message_count stays the
-/// triggers', from what was stored, never the file's claim.
+/// calls reported with usage, and updated_at, to the newest child row's time, so the file's
+/// are restored); the session as it now is. message_count stays the triggers', from what
+/// was stored, never the file's claim.
+///
+/// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn restore_imported_session(
     conn: &rusqlite::Connection,
     params: &RestoreImportedSessionParams<'_>,
-) -> rusqlite::Result<usize> {
+) -> rusqlite::Result<SessionRow> {
     let mut stmt = conn.prepare_cached(RESTORE_IMPORTED_SESSION_SQL)?;
     let values = rusqlite::params![
         params.summary_message_id,
         params.compacting_at,
         params.tool_call_count,
+        params.updated_at,
         params.id
     ];
-    stmt.execute(values)
+    stmt.query_row(values, read_session_row)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:62).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:65).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2752,7 +2759,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:62`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:65`.
 ///
 /// Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
 /// move it to the database's time; now it just writes nothing).
@@ -2764,7 +2771,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:67).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:70).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2781,7 +2788,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:67`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:70`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2800,12 +2807,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:71).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:74).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:71`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:74`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2817,7 +2824,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:77).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:80).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2829,7 +2836,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:77`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:80`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2842,7 +2849,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
+/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:85).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        strftime('%Y-%m-%dT%H', min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"hour!\",
@@ -2881,7 +2888,7 @@ pub struct OwnUsageSinceRow {
     pub started_since: i64,
 }
 
-/// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:82`.
+/// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:85`.
 ///
 /// The sessions whose usage `scribe stats --since @since` and the web page's usage chart
 /// count: every session started at or after @since (started_since 1), and every other one
@@ -2918,7 +2925,7 @@ pub fn own_usage_since(
     rows.collect()
 }
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:110).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:113).
 pub const GET_SESSION_OWN_USAGE_SQL: &str =
     "SELECT o.model, o.api_call_count AS \"api_call_count!\",
        o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
@@ -2943,7 +2950,7 @@ pub struct GetSessionOwnUsageRow {
     pub carrying: i64,
 }
 
-/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:110`.
+/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:113`.
 ///
 /// A session's own usage (session_own_usage: without what rolled-up children added to it)
 /// with its model and calls, and how many of its messages carry usage: a session none of
@@ -2971,7 +2978,7 @@ pub fn get_session_own_usage(
     })
 }
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:125).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:128).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        strftime('%Y-%m-%dT%H', min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"hour!\",
        m.model,
@@ -3009,7 +3016,7 @@ pub struct MessageUsageSinceRow {
     pub cost_usd: f64,
 }
 
-/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:125`.
+/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:128`.
 ///
 /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
 /// counts beyond its messages is its own less all of theirs), per UTC hour and model of the
@@ -3051,7 +3058,7 @@ pub fn message_usage_since(
     rows.collect()
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:162).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:165).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -3071,7 +3078,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:162`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:165`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4438,17 +4445,17 @@ pub trait ReadQueries {
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:71`.
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:74`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:77`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:80`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:82`.
+    /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:85`.
     /// The sessions whose usage `scribe stats --since @since` and the web page's usage chart
     /// count: every session started at or after @since (started_since 1), and every other one
     /// whose messages carry usage from then on. Each with its own usage (session_own_usage:
@@ -4460,7 +4467,7 @@ pub trait ReadQueries {
     /// `scribe stats --by directory`.
     fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error>;
 
-    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:110`.
+    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:113`.
     /// A session's own usage (session_own_usage: without what rolled-up children added to it)
     /// with its model and calls, and how many of its messages carry usage: a session none of
     /// whose messages does (Hermes reports usage per session) has usage of its own that its
@@ -4471,7 +4478,7 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error>;
 
-    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:125`.
+    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:128`.
     /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
     /// counts beyond its messages is its own less all of theirs), per UTC hour and model of the
     /// message (NULL: none named) and whether it is from @since on (since 1), with how many
@@ -4755,17 +4762,18 @@ pub trait Queries: ReadQueries {
         params: &ImportSessionRollUpParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `RestoreImportedSession` (`:execrows`) from `sql/queries/session_admin.sql:51`.
+    /// `RestoreImportedSession` (`:one`) from `sql/queries/session_admin.sql:51`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
     /// message did not exist yet; the triggers moved tool_call_count, which also counts tool
-    /// calls reported with usage, so the file's is restored). message_count stays the
-    /// triggers', from what was stored, never the file's claim.
+    /// calls reported with usage, and updated_at, to the newest child row's time, so the file's
+    /// are restored); the session as it now is. message_count stays the triggers', from what
+    /// was stored, never the file's claim.
     fn restore_imported_session(
         &mut self,
         params: &RestoreImportedSessionParams<'_>,
-    ) -> Result<usize, crate::Error>;
+    ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:62`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:65`.
     /// Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
     /// move it to the database's time; now it just writes nothing).
     fn restore_session_updated_at(
@@ -4773,13 +4781,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:67`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:70`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:162`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:165`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -5554,8 +5562,8 @@ impl Queries for SqliteQueries<'_> {
     fn restore_imported_session(
         &mut self,
         params: &RestoreImportedSessionParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        restore_imported_session(self.conn, params).map_err(crate::Error::from)
+    ) -> Result<Option<SessionRow>, crate::Error> {
+        sqlgen_optional(restore_imported_session(self.conn, params))
     }
 
     #[inline]

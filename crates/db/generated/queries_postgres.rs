@@ -565,29 +565,31 @@ ON CONFLICT (child_id) DO NOTHING";
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
-    tool_call_count = $3
-WHERE id = $4";
+    tool_call_count = $3,
+    updated_at = $4
+WHERE id = $5
+RETURNING *";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:62).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:65).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:67).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:70).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:71).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:74).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:77).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:80).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:82).
+/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:85).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24') AS \"hour!\",
@@ -607,7 +609,7 @@ WHERE created_at >= $1
  OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
 ORDER BY id";
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:110).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:113).
 pub const GET_SESSION_OWN_USAGE_SQL: &str =
     "SELECT o.model, o.api_call_count AS \"api_call_count!\",
        o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
@@ -619,7 +621,7 @@ pub const GET_SESSION_OWN_USAGE_SQL: &str =
 FROM session_own_usage AS o
 WHERE o.id = $1";
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:125).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:128).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24') AS \"hour!\",
        m.model,
@@ -643,7 +645,7 @@ WHERE m.session_id IN (SELECT s.id FROM sessions AS s WHERE s.created_at >= $1
  OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
 GROUP BY 1, 2, 3, 4";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:162).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:165).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -3025,16 +3027,20 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn restore_imported_session(
         &mut self,
         params: &super::RestoreImportedSessionParams<'_>,
-    ) -> Result<usize, crate::Error> {
-        let values: [Param<'_>; 4] = [
+    ) -> Result<Option<super::SessionRow>, crate::Error> {
+        let values: [Param<'_>; 5] = [
             (&params.summary_message_id, Type::TEXT),
             (&params.compacting_at, Type::INT8),
             (&params.tool_call_count, Type::INT8),
+            (&params.updated_at, Type::INT8),
             (&params.id, Type::TEXT),
         ];
         let sql = RESTORE_IMPORTED_SESSION_SQL;
-        let changed = self.sqlgen_execute(sql, &values)?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.first()
+            .map(read_session_row)
+            .transpose()
+            .map_err(crate::Error::from)
     }
 
     fn restore_session_updated_at(

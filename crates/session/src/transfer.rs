@@ -823,20 +823,18 @@ fn import_tx(tx: &mut Tx<'_>, export: &SessionExport) -> Result<ImportOutcome> {
         Some(id) if export.messages.iter().any(|m| m.id == id) => Some(id),
         _ => None,
     };
-    tx.q()
+    let restored = tx
+        .q()
         .restore_imported_session(&q::RestoreImportedSessionParams {
             summary_message_id: summary,
             compacting_at: s.compacting_at,
             tool_call_count: s.tool_call_count,
-            id: &s.id,
-        })?;
-    tx.q()
-        .restore_session_updated_at(&q::RestoreSessionUpdatedAtParams {
             updated_at: s.updated_at,
             id: &s.id,
-        })?;
+        })?
+        .ok_or_else(|| SessionError::not_found("session", &s.id))?;
     Ok(ImportOutcome::Imported {
-        session: Box::new(load(tx, &s.id)?),
+        session: Box::new(Session::try_from(restored)?),
         unlinked_parent,
     })
 }
