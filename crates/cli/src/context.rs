@@ -174,14 +174,19 @@ impl Context {
     fn by_id_prefix(&self, prefix: &str) -> Result<Matches, CliError> {
         let (lo, hi) = prefix_range(prefix);
         let limit = i64::try_from(MAX_CANDIDATES + 1).unwrap_or(i64::MAX);
-        let rows = self.db.read(|tx| -> scribe_db::Result<_> {
-            tx.q()
-                .list_sessions_by_id_range(&q::ListSessionsByIdRangeParams {
-                    lo: &lo,
-                    hi: &hi,
-                    limit,
-                })
-        })?;
+        let rows = self
+            .db
+            .read(|tx| -> scribe_db::Result<_> {
+                tx.q()
+                    .list_sessions_by_id_range(&q::ListSessionsByIdRangeParams {
+                        lo: &lo,
+                        hi: &hi,
+                        limit,
+                    })
+            })
+            .map_err(|err| {
+                err.in_row(|| Some(format!("a session whose id begins with {prefix}")))
+            })?;
         if rows.len() > 1 && !self.first_is_root(&rows, &hi)? {
             return Ok(Matches::Many(rows));
         }

@@ -357,3 +357,49 @@ fn a_search_names_the_row_it_cannot_read() {
         "{err}"
     );
 }
+
+/// A command naming one session whose own row holds a value of the wrong kind (`show`,
+/// `delete`, by id, id prefix or title) fails naming that session, in one line, and
+/// deletes nothing: the user learns which session `scribe db check` will point at.
+#[test]
+fn a_session_named_by_id_prefix_or_title_is_named_when_its_row_cannot_be_read() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = 'noon' WHERE id = '{}'",
+            seeded.archived
+        ),
+    );
+    let id = seeded.archived.as_str();
+    let prefix = &id[..id.len() - 4];
+    for (args, names) in [
+        (vec!["show", id], format!("session {id}: ")),
+        (vec!["delete", "--yes", id], format!("session {id}: ")),
+        (
+            vec!["show", prefix],
+            format!("a session whose id begins with {prefix}: "),
+        ),
+        (
+            vec!["delete", "--yes", "Old notes"],
+            "a session titled \"Old notes\" or \"Old notes\" #N: ".to_owned(),
+        ),
+        (
+            vec!["show", "Old notes #1"],
+            "the session titled \"Old notes\": ".to_owned(),
+        ),
+    ] {
+        let err = env.fails(&args);
+        assert!(err.contains(&names), "{args:?}: {err}");
+        assert!(err.contains("name: created_at"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    // Nothing was deleted; the other sessions read as before.
+    let rows = rusqlite::Connection::open(&env.db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    assert_eq!(rows, 4);
+    assert!(env.ok(&["show", &seeded.build]).contains("Fix the build"));
+}

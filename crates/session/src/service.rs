@@ -116,7 +116,12 @@ pub struct SessionService {
 
 /// The session `id`, or [`SessionError::NotFound`].
 pub(crate) fn load(tx: &mut dyn Reads, id: &str) -> Result<Session> {
-    match tx.reads().get_session(id)? {
+    // A value of the wrong kind in the row (another program's write) names the session.
+    let row = tx
+        .reads()
+        .get_session(id)
+        .map_err(|err| SessionError::from(err).in_session(id))?;
+    match row {
         Some(row) => Session::try_from(row),
         None => Err(SessionError::not_found("session", id)),
     }
@@ -750,19 +755,31 @@ impl SessionService {
     pub fn resolve_by_title(&self, title: &str) -> Result<Session> {
         let title = normalize_title(title)?;
         let (base, number) = split_lineage(&title);
+        // A value of the wrong kind in a row read (another program's write) names the
+        // sessions the query read.
+        let titled = |title: &str| {
+            let row = format!("the session titled {title:?}");
+            move |err: scribe_db::Error| err.in_row(|| Some(row))
+        };
         self.db.read(|tx| {
             if base != title
-                && let Some(row) = tx.q().get_session_by_title(&title)?
+                && let Some(row) = tx
+                    .q()
+                    .get_session_by_title(&title)
+                    .map_err(titled(&title))?
             {
                 return Session::try_from(row);
             }
             if base != title
                 && number == 1
-                && let Some(row) = tx.q().get_session_by_title(base)?
+                && let Some(row) = tx.q().get_session_by_title(base).map_err(titled(base))?
             {
                 return Session::try_from(row);
             }
-            match tx.q().list_title_lineage(base)?.into_iter().next() {
+            let lineage = tx.q().list_title_lineage(base).map_err(|err| {
+                err.in_row(|| Some(format!("a session titled {base:?} or {base:?} #N")))
+            })?;
+            match lineage.into_iter().next() {
                 Some(row) => Session::try_from(row),
                 None => Err(SessionError::not_found("title", title.as_str())),
             }
