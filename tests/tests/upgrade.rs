@@ -2,13 +2,16 @@
 //! migrate and read back identically in every later version.
 //!
 //! `tests/fixtures/v1.db` was written through `Database::open_at_version(path, 1)` by the
-//! ignored generator below, and `tests/fixtures/v1.expected.json` is the canonical dump of
-//! its rows (every table's rows ordered by primary key, every column). The test migrates a
-//! copy with the current build and compares the V1 columns of every row with that dump;
-//! columns a later migration adds are ignored, rows may not change.
+//! generator below, and `tests/fixtures/v1.expected.json` is the canonical dump of its rows
+//! (every table's rows ordered by primary key, every column). The test migrates a copy
+//! with the current build and compares the V1 columns of every row with that dump; columns
+//! a later migration adds are ignored, rows may not change. The generator runs as a test
+//! too: it builds the fixture in a temporary directory and checks that the committed dump
+//! is what it writes, writing nothing.
 //!
 //! Regenerate (only when the fixture itself must change, never to make the test pass):
-//! `cargo test -p scribe-tests --test upgrade -- --ignored regenerate_v1_fixture`.
+//! `SCRIBE_REGENERATE_FIXTURES=1 cargo test -p scribe-tests --test upgrade
+//! the_v1_fixture_is_what_its_generator_writes`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -861,10 +864,14 @@ fn write_fixture(tx: &rusqlite::Connection) {
     .unwrap();
 }
 
-/// Writes `tests/fixtures/v1.db` and `tests/fixtures/v1.expected.json`.
+/// Builds the V1 fixture and checks that the committed `tests/fixtures/v1.expected.json`
+/// is its dump (and so, by `v1_fixture_opens_migrates_and_reads_back_identically`, the
+/// committed `v1.db`'s): a change to `write_fixture` without a rebuild fails here. With
+/// `SCRIBE_REGENERATE_FIXTURES=1` it writes both files instead. (It used to be an ignored
+/// test that always wrote them, so `cargo test -- --include-ignored` rewrote the
+/// committed fixture.)
 #[test]
-#[ignore = "generator: run only to rebuild the committed fixture"]
-fn regenerate_v1_fixture() {
+fn the_v1_fixture_is_what_its_generator_writes() {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("v1.db");
     {
@@ -906,6 +913,19 @@ fn regenerate_v1_fixture() {
     let expected = dump(&conn);
     drop(conn);
 
+    if std::env::var_os("SCRIBE_REGENERATE_FIXTURES").is_none() {
+        let committed: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture_dir().join("v1.expected.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            committed == expected,
+            "tests/fixtures/v1.expected.json is not what the generator writes; if the \
+             fixture itself must change, run SCRIBE_REGENERATE_FIXTURES=1 cargo test -p \
+             scribe-tests --test upgrade the_v1_fixture_is_what_its_generator_writes"
+        );
+        return;
+    }
     let out = fixture_dir();
     std::fs::create_dir_all(&out).unwrap();
     std::fs::copy(&work, out.join("v1.db")).unwrap();
