@@ -66,6 +66,7 @@ use crate::Result;
 use crate::append::{Draft, drafts};
 use crate::pg_limit::{self, Variant};
 use crate::stats;
+use crate::transfer;
 use crate::writers::WriterReport;
 
 /// The environment variable a writer process reads the database location from (a
@@ -77,7 +78,8 @@ pub const DB_ENV: &str = "SCRIBE_BENCH_DB";
 pub const PACE_ENV: &str = "SCRIBE_BENCH_PACE_MS";
 
 /// The environment variable that limits the report to some of its parts (a comma list of
-/// `writers`, `events`, `load`, `search`; all when unset): for profiling one of them.
+/// `writers`, `events`, `load`, `search`, `import`; all when unset): for profiling one of
+/// them.
 /// `saturated` is the writer rows without the paced ones (~20 s instead of ~3 min);
 /// `pg-paced` only the PostgreSQL paced rows of 1 and 16 writers, Scribe's and the
 /// limit's (~5 min);
@@ -126,6 +128,10 @@ pub struct PgSizes {
     pub corpus_sessions: usize,
     /// Search queries timed per backend.
     pub queries: usize,
+    /// Sessions of the export file `scribe import` reads, and messages per session.
+    pub import_sessions: usize,
+    /// Messages per session of that file.
+    pub import_per_session: usize,
 }
 
 impl PgSizes {
@@ -141,6 +147,8 @@ impl PgSizes {
             corpus_messages: 3_000,
             corpus_sessions: 10,
             queries: 36,
+            import_sessions: 4,
+            import_per_session: 100,
         }
     }
 
@@ -165,6 +173,10 @@ impl PgSizes {
             corpus_messages: 10_000,
             corpus_sessions: 20,
             queries: 60,
+            // A fifth of the SQLite report's 100,000: PostgreSQL stores a few thousand a
+            // second (docs/measurements/postgres.md, stop 60).
+            import_sessions: 20,
+            import_per_session: 1_000,
         }
     }
 }
@@ -268,6 +280,24 @@ pub struct LoadFigures {
     pub p99_ms: f64,
 }
 
+/// `scribe import FILE` on one backend: an export file of generated sessions read, parsed
+/// and stored by the bulk path (`SessionService::import_many`), search indexes built.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportFigures {
+    /// `PostgreSQL` or `SQLite`.
+    pub backend: &'static str,
+    /// Sessions imported.
+    pub sessions: usize,
+    /// Messages imported.
+    pub messages: usize,
+    /// Bytes of the file.
+    pub file_bytes: u64,
+    /// End to end, ms.
+    pub import_ms: f64,
+    /// Messages per second, end to end.
+    pub per_s: f64,
+}
+
 /// Search on one backend: the SQLite report's query mix through `MessageService::search`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchFigures {
@@ -307,6 +337,8 @@ pub struct PgReport {
     pub load: Vec<LoadFigures>,
     /// Search, PostgreSQL then SQLite.
     pub search: Vec<SearchFigures>,
+    /// `scribe import` of an export file, PostgreSQL then SQLite.
+    pub import: Vec<ImportFigures>,
     /// Logical CPUs and the 1-minute load average when the run ended.
     pub machine: String,
     /// Seconds the report took.
@@ -535,6 +567,56 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         search.push(figures);
     }
 
+    let mut import = Vec::new();
+    if wanted("import") {
+        progress(&format!(
+            "import: scribe import of an export of {} sessions x {} messages on each backend",
+            sizes.import_sessions, sizes.import_per_session
+        ));
+        let file = dir.join("pg-report-import.jsonl");
+        let file_bytes =
+            transfer::write_file(&file, seed, sizes.import_sessions, sizes.import_per_session)?;
+        let sqlite = dir.join("pg-report-import.db");
+        for (backend, location) in [
+            ("PostgreSQL", url),
+            (
+                "SQLite",
+                sqlite.to_str().ok_or("temporary path is not UTF-8")?,
+            ),
+        ] {
+            if backend == "PostgreSQL" {
+                // The file's session ids are fixed: a report stopped before its clean-up
+                // (or kept, KEEP_ENV) left them, and an import skips what is there.
+                db.write(|tx| -> scribe_db::Result<()> {
+                    for n in 0..sizes.import_sessions {
+                        tx.q().delete_session(&transfer::session_id(n))?;
+                    }
+                    Ok(())
+                })?;
+            }
+            let imported = transfer::import_file(&file, location)?;
+            let expected = sizes.import_sessions * sizes.import_per_session;
+            if imported.messages != expected {
+                return Err(format!(
+                    "{backend}: imported {} messages of {expected}",
+                    imported.messages
+                )
+                .into());
+            }
+            import.push(ImportFigures {
+                backend,
+                sessions: imported.ids.len(),
+                messages: imported.messages,
+                file_bytes,
+                import_ms: stats::ms(imported.time),
+                per_s: stats::rate(imported.messages, imported.time),
+            });
+            if backend == "PostgreSQL" {
+                made.extend(imported.ids);
+            }
+        }
+    }
+
     if keep {
         made.clear();
     }
@@ -551,6 +633,7 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         events,
         load,
         search,
+        import,
         machine: machine(),
         total_s: started.elapsed().as_secs_f64(),
     })
@@ -1644,6 +1727,25 @@ impl PgReport {
                 f.cjk_p95_ms,
                 f.hits,
                 f.build_s
+            );
+        }
+        if let Some(first) = self.import.first() {
+            let _ = writeln!(
+                out,
+                "\nscribe import FILE (SessionService::import_many, the bulk path; search \
+                 indexes built): an export of {} sessions, {} messages, {:.1} MiB",
+                first.sessions,
+                first.messages,
+                first.file_bytes as f64 / (1024.0 * 1024.0)
+            );
+        }
+        for f in &self.import {
+            let _ = writeln!(
+                out,
+                "  {:<11} {:>8.0} msg/s   ({:.2} s end to end)",
+                f.backend,
+                f.per_s,
+                f.import_ms / 1000.0
             );
         }
         let _ = writeln!(out, "total {:.1} s", self.total_s);

@@ -6,7 +6,7 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use scribe_db::Database;
 use scribe_message::Message;
@@ -44,9 +44,14 @@ pub struct TransferResult {
     pub export_per_s: f64,
 }
 
+/// The id of the `n`th session of an export file [`write_file`] writes.
+pub fn session_id(n: usize) -> String {
+    format!("ses_import{n:08}")
+}
+
 /// A session export of `messages` generated messages, as JSON.
 fn session_export(g: &mut Gen, n: usize, messages: usize, time: &mut i64) -> Result<SessionExport> {
-    let id = format!("ses_import{n:08}");
+    let id = session_id(n);
     let session = serde_json::json!({
         "id": id, "parent_session_id": null, "kind": "normal", "source": "import",
         "user_id": null, "directory": "/home/dev/project", "title": format!("imported {n}"),
@@ -80,6 +85,81 @@ fn session_export(g: &mut Gen, n: usize, messages: usize, time: &mut i64) -> Res
     Ok(export)
 }
 
+/// Writes `sessions` × `per_session` generated messages to `file` as JSON Lines, what
+/// `scribe export --all -f jsonl` writes (sessions [`session_id`]`(0..sessions)`); its size.
+pub fn write_file(file: &Path, seed: u64, sessions: usize, per_session: usize) -> Result<u64> {
+    let mut g = Gen::new(seed ^ 0x1b);
+    let mut time = 1_700_000_000_000_i64;
+    let mut out = BufWriter::new(std::fs::File::create(file)?);
+    for n in 0..sessions {
+        let export = session_export(&mut g, n, per_session, &mut time)?;
+        serde_json::to_writer(&mut out, &export)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(std::fs::metadata(file)?.len())
+}
+
+/// What [`import_file`] stored and how long it took.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The sessions stored.
+    pub ids: Vec<String>,
+    /// Their messages.
+    pub messages: usize,
+    /// Read, parse, store and index.
+    pub time: Duration,
+    /// Of that, reading and parsing the file.
+    pub parsed: Duration,
+    /// Of that, indexing after the last session was stored.
+    pub indexing: Duration,
+}
+
+/// Imports the JSON Lines export `file` into the store at `location` (an SQLite file or a
+/// PostgreSQL location) as `scribe import FILE` does: the whole file read and parsed
+/// (nothing is stored from a malformed one), then the bulk path
+/// (`SessionService::import_many`). A session skipped or failed is an error.
+pub fn import_file(file: &Path, location: &str) -> Result<Imported> {
+    let started = Instant::now();
+    let text = std::fs::read_to_string(file)?;
+    let exports = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str::<SessionExport>)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    drop(text);
+    let parsed = started.elapsed();
+    let db = Arc::new(Database::open(location)?);
+    let target = SessionService::new(Arc::clone(&db));
+    let mut indexing: Option<Instant> = None;
+    let outcomes = target.import_many(exports, |p| {
+        if p.to_index > 0 && indexing.is_none() {
+            indexing = Some(Instant::now());
+        }
+    })?;
+    let index_time = indexing.map(|t| t.elapsed()).unwrap_or_default();
+    let time = started.elapsed();
+    let mut imported = Imported {
+        ids: Vec::new(),
+        messages: 0,
+        time,
+        parsed,
+        indexing: index_time,
+    };
+    for outcome in outcomes {
+        match outcome? {
+            ImportOutcome::Imported { session, .. } => {
+                imported.messages += usize::try_from(session.message_count)?;
+                imported.ids.push(session.id);
+            }
+            ImportOutcome::Skipped { reason } => {
+                return Err(format!("import skipped: {reason}").into());
+            }
+        }
+    }
+    Ok(imported)
+}
+
 /// Writes `sessions` × `per_session` messages as JSON Lines to `file`, then imports the
 /// file into a new database at `db_path`.
 pub fn run(
@@ -90,57 +170,14 @@ pub fn run(
     per_session: usize,
     export_from: (&SessionService, &str),
 ) -> Result<TransferResult> {
-    let mut g = Gen::new(seed ^ 0x1b);
-    let mut time = 1_700_000_000_000_i64;
-    {
-        let mut out = BufWriter::new(std::fs::File::create(file)?);
-        for n in 0..sessions {
-            let export = session_export(&mut g, n, per_session, &mut time)?;
-            serde_json::to_writer(&mut out, &export)?;
-            writeln!(out)?;
-        }
-        out.flush()?;
-    }
-    let file_bytes = std::fs::metadata(file)?.len();
-
-    // What `scribe import FILE` does: read and parse the whole file (nothing is stored
-    // from a malformed one), then the bulk path.
-    let started = Instant::now();
-    let text = std::fs::read_to_string(file)?;
-    let exports = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str::<SessionExport>)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    drop(text);
-    let parsed = started.elapsed();
-    let db = Arc::new(Database::open(db_path)?);
-    let target = SessionService::new(Arc::clone(&db));
-    let mut indexing: Option<Instant> = None;
-    let outcomes = target.import_many(exports, |p| {
-        if p.to_index > 0 && indexing.is_none() {
-            indexing = Some(Instant::now());
-        }
-    })?;
-    let index_time = indexing.map(|t| t.elapsed()).unwrap_or_default();
-    let import_time = started.elapsed();
-    let mut stored = 0_usize;
-    for outcome in outcomes {
-        match outcome? {
-            ImportOutcome::Imported { session, .. } => {
-                stored += usize::try_from(session.message_count)?;
-            }
-            ImportOutcome::Skipped { reason } => {
-                return Err(format!("import skipped: {reason}").into());
-            }
-        }
-    }
-    drop(target);
-    drop(db);
+    let file_bytes = write_file(file, seed, sessions, per_session)?;
+    let location = db_path.to_str().ok_or("database path is not UTF-8")?;
+    let imported = import_file(file, location)?;
     let messages = sessions * per_session;
-    if stored != messages {
-        return Err(format!("imported {stored} messages of {messages}").into());
+    if imported.messages != messages {
+        return Err(format!("imported {} messages of {messages}", imported.messages).into());
     }
+    let (import_time, parsed, index_time) = (imported.time, imported.parsed, imported.indexing);
 
     let (from, session) = export_from;
     let started = Instant::now();
