@@ -27,7 +27,7 @@
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 
 use crate::Result;
 use crate::queries::{CREATE_MESSAGE_SQL, CREATE_PART_SQL, CreateMessageParams, CreatePartParams};
@@ -154,99 +154,149 @@ fn refused_value(err: &crate::Error) -> bool {
 }
 
 /// `messages` as `CreateMessages` reads them: a JSON object from each row's index to an
-/// object of its parameters.
+/// object of its parameters ([`message_fields`]).
 pub fn messages_json(messages: &[CreateMessageParams<'_>]) -> Result<String> {
-    /// One row's parameters, named as in the generated statement. The fields are named
-    /// without `..`: a column added to the generated statement stops this from compiling.
-    struct Row<'r>(&'r CreateMessageParams<'r>);
-    impl Serialize for Row<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-            let CreateMessageParams {
-                id,
-                session_id,
-                parent_id,
-                role,
-                agent,
-                provider,
-                model,
-                finish_reason,
-                is_summary,
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                reasoning_tokens,
-                cost_usd,
-                error,
-                created_at,
-                updated_at,
-                finished_at,
-            } = self.0;
-            let mut m = s.serialize_map(Some(MESSAGE_PARAMS))?;
-            m.serialize_entry("id", id)?;
-            m.serialize_entry("session_id", session_id)?;
-            m.serialize_entry("parent_id", parent_id)?;
-            m.serialize_entry("role", role)?;
-            m.serialize_entry("agent", agent)?;
-            m.serialize_entry("provider", provider)?;
-            m.serialize_entry("model", model)?;
-            m.serialize_entry("finish_reason", finish_reason)?;
-            m.serialize_entry("is_summary", is_summary)?;
-            m.serialize_entry("input_tokens", input_tokens)?;
-            m.serialize_entry("output_tokens", output_tokens)?;
-            m.serialize_entry("cache_read_tokens", cache_read_tokens)?;
-            m.serialize_entry("cache_write_tokens", cache_write_tokens)?;
-            m.serialize_entry("reasoning_tokens", reasoning_tokens)?;
-            m.serialize_entry("cost_usd", cost_usd)?;
-            m.serialize_entry("error", error)?;
-            m.serialize_entry("created_at", created_at)?;
-            m.serialize_entry("updated_at", updated_at)?;
-            m.serialize_entry("finished_at", finished_at)?;
-            m.end()
-        }
-    }
-    indexed(messages, Row)
+    indexed(messages.iter().map(message_fields))
 }
 
 /// `parts` as `CreateParts` reads them: a JSON object from each row's index to an object
-/// of its parameters.
+/// of its parameters ([`part_fields`]).
 pub fn parts_json(parts: &[CreatePartParams<'_>]) -> Result<String> {
-    /// One row's parameters, named as in the generated statement (all of them, as in
-    /// [`messages_json`]).
-    struct Row<'r>(&'r CreatePartParams<'r>);
-    impl Serialize for Row<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-            let CreatePartParams {
-                id,
-                message_id,
-                session_id,
-                position,
-                r#type,
-                data,
-                created_at,
-                updated_at,
-            } = self.0;
-            let mut m = s.serialize_map(Some(PART_PARAMS))?;
-            m.serialize_entry("id", id)?;
-            m.serialize_entry("message_id", message_id)?;
-            m.serialize_entry("session_id", session_id)?;
-            m.serialize_entry("position", position)?;
-            m.serialize_entry("type", r#type)?;
-            m.serialize_entry("data", data)?;
-            m.serialize_entry("created_at", created_at)?;
-            m.serialize_entry("updated_at", updated_at)?;
-            m.end()
-        }
-    }
-    indexed(parts, Row)
+    indexed(parts.iter().map(part_fields))
 }
 
-/// `rows` as a JSON object from each one's index (`"0"`, `"1"`, …) to `row(it)`: the
-/// statements insert in key order.
-fn indexed<'r, T, R: Serialize>(rows: &'r [T], row: impl Fn(&'r T) -> R) -> Result<String> {
+/// One parameter of a generated insert, as both bulk paths take it: bound to SQLite's
+/// statement of many rows, or written into PostgreSQL's JSON parameter.
+#[derive(Debug, Clone, Copy)]
+enum Field<'r> {
+    Text(&'r str),
+    MaybeText(Option<&'r str>),
+    Int(i64),
+    MaybeInt(Option<i64>),
+    Real(f64),
+    Bool(bool),
+}
+
+impl ToSql for Field<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Field::Text(v) => v.to_sql(),
+            Field::MaybeText(v) => v.to_sql(),
+            Field::Int(v) => v.to_sql(),
+            Field::MaybeInt(v) => v.to_sql(),
+            Field::Real(v) => v.to_sql(),
+            Field::Bool(v) => v.to_sql(),
+        }
+    }
+}
+
+impl Serialize for Field<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Field::Text(v) => v.serialize(s),
+            Field::MaybeText(v) => v.serialize(s),
+            Field::Int(v) => v.serialize(s),
+            Field::MaybeInt(v) => v.serialize(s),
+            // serde_json would write null for NaN or an infinity: refused instead.
+            Field::Real(v) if !v.is_finite() => Err(serde::ser::Error::custom(format!(
+                "{v} has no JSON spelling"
+            ))),
+            Field::Real(v) => v.serialize(s),
+            Field::Bool(v) => v.serialize(s),
+        }
+    }
+}
+
+/// `CreateMessage`'s parameters for `m`, named as in the generated statement and in its
+/// order: the one list of a message row's fields both bulk paths use. Destructured
+/// without `..`: a column added to the generated statement stops this from compiling
+/// instead of being left out.
+fn message_fields<'r>(
+    m: &'r CreateMessageParams<'r>,
+) -> [(&'static str, Field<'r>); MESSAGE_PARAMS] {
+    let CreateMessageParams {
+        id,
+        session_id,
+        parent_id,
+        role,
+        agent,
+        provider,
+        model,
+        finish_reason,
+        is_summary,
+        input_tokens,
+        output_tokens,
+        cache_read_tokens,
+        cache_write_tokens,
+        reasoning_tokens,
+        cost_usd,
+        error,
+        created_at,
+        updated_at,
+        finished_at,
+    } = *m;
+    [
+        ("id", Field::Text(id)),
+        ("session_id", Field::Text(session_id)),
+        ("parent_id", Field::MaybeText(parent_id)),
+        ("role", Field::Text(role)),
+        ("agent", Field::MaybeText(agent)),
+        ("provider", Field::MaybeText(provider)),
+        ("model", Field::MaybeText(model)),
+        ("finish_reason", Field::MaybeText(finish_reason)),
+        ("is_summary", Field::Bool(is_summary)),
+        ("input_tokens", Field::Int(input_tokens)),
+        ("output_tokens", Field::Int(output_tokens)),
+        ("cache_read_tokens", Field::Int(cache_read_tokens)),
+        ("cache_write_tokens", Field::Int(cache_write_tokens)),
+        ("reasoning_tokens", Field::Int(reasoning_tokens)),
+        ("cost_usd", Field::Real(cost_usd)),
+        ("error", Field::MaybeText(error)),
+        ("created_at", Field::Int(created_at)),
+        ("updated_at", Field::Int(updated_at)),
+        ("finished_at", Field::MaybeInt(finished_at)),
+    ]
+}
+
+/// `CreatePart`'s parameters for `p`, as [`message_fields`] gives a message's.
+fn part_fields<'r>(p: &'r CreatePartParams<'r>) -> [(&'static str, Field<'r>); PART_PARAMS] {
+    let CreatePartParams {
+        id,
+        message_id,
+        session_id,
+        position,
+        r#type,
+        data,
+        created_at,
+        updated_at,
+    } = *p;
+    [
+        ("id", Field::Text(id)),
+        ("message_id", Field::Text(message_id)),
+        ("session_id", Field::Text(session_id)),
+        ("position", Field::Int(position)),
+        ("type", Field::Text(r#type)),
+        ("data", Field::Text(data)),
+        ("created_at", Field::Int(created_at)),
+        ("updated_at", Field::Int(updated_at)),
+    ]
+}
+
+/// `rows` as a JSON object from each one's index (`"0"`, `"1"`, …) to an object of its
+/// fields: the statements insert in key order.
+fn indexed<'r, const N: usize>(
+    rows: impl ExactSizeIterator<Item = [(&'static str, Field<'r>); N]>,
+) -> Result<String> {
+    /// One row's fields as a JSON object.
+    struct Object<'r, const N: usize>([(&'static str, Field<'r>); N]);
+    impl<const N: usize> Serialize for Object<'_, N> {
+        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(name, value)| (*name, value)))
+        }
+    }
     let mut out = Vec::with_capacity(rows.len() * 256);
     let mut s = serde_json::Serializer::new(&mut out);
-    s.collect_map(rows.iter().enumerate().map(|(i, r)| (i, row(r))))
+    s.collect_map(rows.enumerate().map(|(i, row)| (i, Object(row))))
         .map_err(|err| crate::Error::InvalidInput(format!("cannot encode rows: {err}")))?;
     String::from_utf8(out)
         .map_err(|err| crate::Error::InvalidInput(format!("cannot encode rows: {err}")))
@@ -296,97 +346,24 @@ fn insert_all(
     messages: &[CreateMessageParams<'_>],
     parts: &[CreatePartParams<'_>],
 ) -> rusqlite::Result<()> {
-    // The fields are named without `..`, in the generated parameters' order: a column added
-    // to the generated statement stops this from compiling instead of being left out.
-    insert_rows(
-        conn,
-        CREATE_MESSAGE_SQL,
-        MESSAGE_PARAMS,
-        messages,
-        |m, values| {
-            let CreateMessageParams {
-                id,
-                session_id,
-                parent_id,
-                role,
-                agent,
-                provider,
-                model,
-                finish_reason,
-                is_summary,
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                reasoning_tokens,
-                cost_usd,
-                error,
-                created_at,
-                updated_at,
-                finished_at,
-            } = m;
-            values.extend([
-                id as &dyn ToSql,
-                session_id,
-                parent_id,
-                role,
-                agent,
-                provider,
-                model,
-                finish_reason,
-                is_summary,
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                reasoning_tokens,
-                cost_usd,
-                error,
-                created_at,
-                updated_at,
-                finished_at,
-            ]);
-        },
-    )?;
-    insert_rows(conn, CREATE_PART_SQL, PART_PARAMS, parts, |p, values| {
-        let CreatePartParams {
-            id,
-            message_id,
-            session_id,
-            position,
-            r#type,
-            data,
-            created_at,
-            updated_at,
-        } = p;
-        values.extend([
-            id as &dyn ToSql,
-            message_id,
-            session_id,
-            position,
-            r#type,
-            data,
-            created_at,
-            updated_at,
-        ]);
-    })
+    insert_rows(conn, CREATE_MESSAGE_SQL, messages, message_fields)?;
+    insert_rows(conn, CREATE_PART_SQL, parts, part_fields)
 }
 
 /// Inserts `rows` in statements of [`ROWS`] rows of the generated single-row statement
 /// `generated`, in order.
-fn insert_rows<'r, T>(
+fn insert_rows<'r, T, const N: usize>(
     conn: &Connection,
     generated: &str,
-    per_row: usize,
     mut rows: &'r [T],
-    bind: impl Fn(&'r T, &mut Vec<&'r dyn ToSql>),
+    fields: impl Fn(&'r T) -> [(&'static str, Field<'r>); N],
 ) -> rusqlite::Result<()> {
-    let mut values: Vec<&dyn ToSql> = Vec::with_capacity(ROWS[0] * per_row);
+    let mut values: Vec<Field<'r>> = Vec::with_capacity(ROWS[0] * N);
     for size in ROWS {
         if rows.len() < size {
             continue;
         }
-        let Some(sql) = statement(generated, per_row, size) else {
+        let Some(sql) = statement(generated, N, size) else {
             return Err(rusqlite::Error::InvalidQuery);
         };
         let mut stmt = conn.prepare_cached(&sql)?;
@@ -394,9 +371,9 @@ fn insert_rows<'r, T>(
             let (now, rest) = rows.split_at(size);
             values.clear();
             for row in now {
-                bind(row, &mut values);
+                values.extend(fields(row).map(|(_, value)| value));
             }
-            stmt.execute(values.as_slice())?;
+            stmt.execute(rusqlite::params_from_iter(&values))?;
             rows = rest;
         }
     }
