@@ -154,13 +154,13 @@ fn refused_value(err: &crate::Error) -> bool {
 }
 
 /// `messages` as `CreateMessages` reads them: a JSON object from each row's index to an
-/// object of its parameters ([`message_fields`]).
+/// object of its parameters, named as in the generated `CreateMessage`.
 pub fn messages_json(messages: &[CreateMessageParams<'_>]) -> Result<String> {
     indexed(messages.iter().map(message_fields))
 }
 
 /// `parts` as `CreateParts` reads them: a JSON object from each row's index to an object
-/// of its parameters ([`part_fields`]).
+/// of its parameters, named as in the generated `CreatePart`.
 pub fn parts_json(parts: &[CreatePartParams<'_>]) -> Result<String> {
     indexed(parts.iter().map(part_fields))
 }
