@@ -473,7 +473,46 @@ mod tests {
         .unwrap()
     }
 
-    fn store(bulk: bool, count: usize) -> Database {
+    /// How [`store`] inserts its rows.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Way {
+        /// The generated single-row statements, one row each.
+        OneByOne,
+        /// [`insert_messages`] (statements of many rows on SQLite).
+        Bulk,
+        /// The JSON statements, `CreateMessages` and `CreateParts` ([`messages_json`],
+        /// [`parts_json`]): PostgreSQL's bulk path, in SQLite's spelling.
+        Json,
+    }
+
+    /// A message with every optional field set, of another role, a summary, with an
+    /// error and a cost that is not a round number.
+    fn full_message<'a>(
+        id: &'a str,
+        session_id: &'a str,
+        parent_id: &'a str,
+        at: i64,
+    ) -> CreateMessageParams<'a> {
+        CreateMessageParams {
+            parent_id: Some(parent_id),
+            role: "assistant",
+            agent: Some("build"),
+            provider: Some("anthropic"),
+            model: Some("claude-sonnet"),
+            finish_reason: Some("end_turn"),
+            is_summary: true,
+            input_tokens: 1_000_000_000_007,
+            cost_usd: FULL_COST,
+            error: Some(r#"{"kind":"api","message":"überlastet"}"#),
+            finished_at: Some(at + 5),
+            ..message(id, session_id, at)
+        }
+    }
+
+    /// [`full_message`]'s cost: all of an `f64`'s significant digits.
+    const FULL_COST: f64 = 0.123_456_789_012_345_6;
+
+    fn store(way: Way, count: usize) -> Database {
         let db = Database::open_in_memory().unwrap();
         let ids: Vec<String> = (0..count).map(|i| format!("msg_{i:04}")).collect();
         let part_ids: Vec<String> = (0..count).map(|i| format!("prt_{i:04}")).collect();
@@ -483,24 +522,34 @@ mod tests {
                 "INSERT INTO sessions (id, created_at, updated_at) VALUES ('ses_1', 0, 0)",
                 [],
             )?;
+            // Every third message has every optional field set, its parent the one before.
             let messages: Vec<_> = ids
                 .iter()
                 .enumerate()
-                .map(|(i, id)| message(id, "ses_1", 10 + i as i64))
+                .map(|(i, id)| match i {
+                    0 => message(id, "ses_1", 10),
+                    _ if i % 3 == 0 => full_message(id, "ses_1", &ids[i - 1], 10 + i as i64),
+                    _ => message(id, "ses_1", 10 + i as i64),
+                })
                 .collect();
             let parts: Vec<_> = ids
                 .iter()
                 .zip(&part_ids)
                 .map(|(m, p)| part(p, m, "ses_1", data))
                 .collect();
-            if bulk {
-                assert_eq!(insert_messages(tx, &messages, &parts)?, Bulk::Inserted);
-            } else {
-                for m in &messages {
-                    tx.q().create_message(m)?;
+            match way {
+                Way::Bulk => assert_eq!(insert_messages(tx, &messages, &parts)?, Bulk::Inserted),
+                Way::Json => {
+                    tx.q().create_messages(&messages_json(&messages)?)?;
+                    tx.q().create_parts(&parts_json(&parts)?)?;
                 }
-                for p in &parts {
-                    tx.q().create_part(p)?;
+                Way::OneByOne => {
+                    for m in &messages {
+                        tx.q().create_message(m)?;
+                    }
+                    for p in &parts {
+                        tx.q().create_part(p)?;
+                    }
                 }
             }
             Ok::<_, crate::Error>(())
@@ -509,23 +558,46 @@ mod tests {
         db
     }
 
+    /// What tells two ways of storing the same rows apart: every column of the tables
+    /// written and of those their triggers write, in insertion order.
+    const DUMPS: [&str; 4] = [
+        "SELECT * FROM messages ORDER BY rowid",
+        "SELECT * FROM parts ORDER BY seq",
+        "SELECT * FROM search_queue ORDER BY seq",
+        "SELECT id, message_count, updated_at FROM sessions",
+    ];
+
     #[test]
     fn many_rows_store_what_one_by_one_stores() {
         // 64 + 8 + 1 rows per statement and a remainder of each size.
-        let (bulk, single) = (store(true, 64 + 2 * 8 + 3), store(false, 64 + 2 * 8 + 3));
-        for sql in [
-            "SELECT * FROM messages ORDER BY rowid",
-            "SELECT * FROM parts ORDER BY seq",
-            "SELECT * FROM search_queue ORDER BY seq",
-            "SELECT id, message_count, updated_at FROM sessions",
-        ] {
+        let count = 64 + 2 * 8 + 3;
+        let (bulk, single) = (store(Way::Bulk, count), store(Way::OneByOne, count));
+        for sql in DUMPS {
             assert_eq!(dump(&bulk, sql), dump(&single, sql), "{sql}");
+        }
+    }
+
+    /// The JSON statements PostgreSQL's bulk path sends store, in SQLite's spelling too,
+    /// exactly what the single-row statements store: every column, NULLs, a boolean, a
+    /// 13-digit integer and a cost of 16 significant digits, in order.
+    #[test]
+    fn the_json_statements_store_what_one_by_one_stores() {
+        let (json, single) = (store(Way::Json, 10), store(Way::OneByOne, 10));
+        let messages = dump(&single, DUMPS[0]);
+        assert!(
+            messages[3].contains(&format!("Real({FULL_COST:?})"))
+                && messages[3].contains("Integer(1000000000007)"),
+            "{}",
+            messages[3]
+        );
+        for sql in DUMPS {
+            assert_eq!(dump(&json, sql), dump(&single, sql), "{sql}");
         }
     }
 
     #[test]
     fn a_refused_row_stores_nothing() {
-        let db = store(true, 3);
+        let db = store(Way::Bulk, 3);
         let data = r#"{"type":"text","text":"again"}"#;
         let outcome = db
             .write(|tx: &mut Tx<'_>| {
@@ -590,7 +662,7 @@ mod tests {
     #[test]
     fn new_parts_are_indexed_in_their_transaction_and_older_ones_stay_queued() {
         // One part queued before, by an ordinary write.
-        let db = store(false, 1);
+        let db = store(Way::OneByOne, 1);
         assert_eq!(dump(&db, "SELECT seq FROM search_queue").len(), 1);
         let words = r#"{"type":"text","text":"heron in the reeds"}"#;
         let cjk = r#"{"type":"text","text":"批量索引 heron"}"#;
@@ -646,7 +718,7 @@ mod tests {
 
     #[test]
     fn a_rolled_back_bulk_write_leaves_neither_rows_nor_index_entries() {
-        let db = store(false, 1);
+        let db = store(Way::OneByOne, 1);
         let data = r#"{"type":"text","text":"heron in the reeds"}"#;
         let failed = db.write(|tx: &mut Tx<'_>| {
             let mark = parts_mark(tx)?.expect("sqlite");
