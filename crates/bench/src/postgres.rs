@@ -514,13 +514,15 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         None
     };
 
-    progress(&format!(
-        "load: a session of {} messages, {} times",
-        sizes.load_messages, sizes.load_rounds
-    ));
     let file = dir.join("pg-report-load.db");
     let mut load = Vec::new();
     let load_on = if wanted("load") { 2 } else { 0 };
+    if load_on > 0 {
+        progress(&format!(
+            "load: a session of {} messages, {} times",
+            sizes.load_messages, sizes.load_rounds
+        ));
+    }
     for (backend, location) in [
         ("PostgreSQL", url),
         (
@@ -543,13 +545,15 @@ pub fn run(url: &str, quick: bool, seed: u64, dir: &Path) -> Result<PgReport> {
         }
     }
 
-    progress(&format!(
-        "search: a corpus of {} messages in {} sessions on each backend, {} queries",
-        sizes.corpus_messages, sizes.corpus_sessions, sizes.queries
-    ));
     let mut search = Vec::new();
     let file = dir.join("pg-report-search.db");
     let search_on = if wanted("search") { 2 } else { 0 };
+    if search_on > 0 {
+        progress(&format!(
+            "search: a corpus of {} messages in {} sessions on each backend, {} queries",
+            sizes.corpus_messages, sizes.corpus_sessions, sizes.queries
+        ));
+    }
     for (backend, location) in [
         ("PostgreSQL", url),
         (
@@ -1445,12 +1449,9 @@ fn machine() -> String {
 }
 
 impl PgReport {
-    /// The report as a table, with the targets' ratios.
-    pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "scribe-bench: PostgreSQL report");
-        let _ = writeln!(out, "server   {}", self.server);
-        let _ = writeln!(out, "machine  {}", self.machine);
+    /// The writer processes' rows, their targets and, when traced, what an append was made
+    /// of.
+    fn writers_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "\nwriter processes, each appending to its own session (MessageService::create, one \
@@ -1663,6 +1664,18 @@ impl PgReport {
                 );
             }
         }
+    }
+
+    /// The report as a table, with the targets' ratios.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "scribe-bench: PostgreSQL report");
+        let _ = writeln!(out, "server   {}", self.server);
+        let _ = writeln!(out, "machine  {}", self.machine);
+        // The writer rows and their targets, when the report ran them.
+        if !self.writers.is_empty() {
+            self.writers_table(&mut out);
+        }
         if let Some(e) = &self.events {
             let _ = writeln!(
                 out,
@@ -1699,7 +1712,9 @@ impl PgReport {
                 e.append_per_s
             );
         }
-        let _ = writeln!(out, "\nloading one session (MessageService::list)");
+        if !self.load.is_empty() {
+            let _ = writeln!(out, "\nloading one session (MessageService::list)");
+        }
         for l in &self.load {
             let _ = writeln!(
                 out,
