@@ -103,13 +103,11 @@ fn insert_json(
     messages: &[CreateMessageParams<'_>],
     parts: &[CreatePartParams<'_>],
 ) -> Result<Bulk> {
-    // JSON has no NaN nor infinity (serde_json would write null): such a cost goes in
-    // one by one, as a float8 parameter.
-    if messages.iter().any(|m| !m.cost_usd.is_finite()) {
+    // A batch JSON cannot carry (a cost that is NaN or an infinity, which `Field` refuses
+    // to write) goes in one by one, its values as typed parameters.
+    let (Ok(messages), Ok(parts)) = (messages_json(messages), parts_json(parts)) else {
         return Ok(Bulk::NotInserted);
-    }
-    let messages = messages_json(messages)?;
-    let parts = parts_json(parts)?;
+    };
     savepoint(tx, "SAVEPOINT scribe_bulk")?;
     let mut stored = tx.q().create_messages(&messages);
     if stored.is_ok() {
