@@ -872,10 +872,16 @@
     return !!e && (e.type === "rewound" || e.type === "rolled_back");
   }
 
-  // A message's error as `scribe show` prints it: its type and message when it has them as
-  // text (`error (rewound): undone by a rewind in Gemini CLI`), else its JSON.
+  // A message's error as `scribe show` prints it (scribe_server::text::error_line): its
+  // type and message when it has them as text (`error (rewound): undone by a rewind in
+  // Gemini CLI`), its type alone when the message is empty (`error (cancelled)`), else its
+  // JSON.
   function errorText(e) {
-    if (e && typeof e.message === "string") return "error" + (typeof e.type === "string" ? ` (${e.type})` : "") + ": " + e.message;
+    const text = (key) => (e && typeof e[key] === "string" ? e[key] : null);
+    const message = text("message") !== null && text("message").trim() !== "" ? text("message") : null;
+    const type = text("type");
+    if (message !== null) return "error" + (type !== null ? ` (${type})` : "") + ": " + message;
+    if (type !== null) return `error (${type})`;
     return "error: " + JSON.stringify(e, null, 2);
   }
 

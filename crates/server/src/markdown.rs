@@ -3,6 +3,7 @@
 //! both. Stored text goes in as stored (a reader's renderer escapes it); tool output sits
 //! in fences no line of it can close.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use scribe_db::calendar::date_time;
@@ -10,7 +11,7 @@ use scribe_message::{Message, Part, ToolState};
 use scribe_session::SessionExport;
 
 use crate::json::one_line;
-use crate::text::{NO_TOKENS, NO_USAGE, cost_text, grouped};
+use crate::text::{NO_TOKENS, NO_USAGE, cost_text, error_line, grouped};
 
 /// Writes `export`'s session (a heading and its facts) and its messages as Markdown.
 pub fn write(out: &mut dyn Write, export: &SessionExport) -> io::Result<()> {
@@ -102,6 +103,14 @@ fn message(out: &mut dyn Write, m: &Message) -> io::Result<()> {
             }
             _ => {}
         }
+    }
+    // What ended the message (a reply the user stopped, one a rewind took back), as
+    // `scribe show` and the page mark it.
+    if let Some(error) = &m.error {
+        for line in error_line(error, |text| Cow::Borrowed(text)).lines() {
+            writeln!(out, "> {line}")?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }

@@ -64,6 +64,25 @@ pub fn reasoning_text(text: &str) -> &str {
     }
 }
 
+/// A message's error on one line, as `scribe show`, the Markdown export and the web page
+/// write it: its `type` and `message` when they are text (`error (rewound): undone by a
+/// rewind in Gemini CLI`), its type alone when the message is empty (`error (cancelled)`,
+/// a reply the user stopped), else `error: ` and its JSON. `show` maps the stored text
+/// (the terminal's escaping of control characters; the Markdown keeps it as stored).
+pub fn error_line(
+    error: &serde_json::Value,
+    show: impl for<'a> Fn(&'a str) -> std::borrow::Cow<'a, str>,
+) -> String {
+    let text = |key: &str| error.get(key).and_then(serde_json::Value::as_str);
+    let message = text("message").filter(|m| !m.trim().is_empty());
+    match (message, text("type")) {
+        (Some(message), Some(kind)) => format!("error ({}): {}", show(kind), show(message)),
+        (Some(message), None) => format!("error: {}", show(message)),
+        (None, Some(kind)) => format!("error ({})", show(kind)),
+        (None, None) => format!("error: {error}"),
+    }
+}
+
 /// A session's cost as [`cost_text`] writes it, or [`NO_USAGE`] when none was recorded.
 pub fn session_cost_text(s: &scribe_session::Session) -> String {
     if s.usage_recorded() {

@@ -647,6 +647,31 @@ fn a_cost_that_leaves_out_unpriced_usage_says_so() {
     assert_eq!(top[1]["cost_partial"], true);
 }
 
+/// What ended a message (a reply the user stopped, one a rewind took back) is in the
+/// Markdown download as `scribe show` prints it, so a reader of the file sees it too.
+#[test]
+fn the_markdown_says_what_ended_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&unpriced_store(dir.path()), None);
+    let markdown = |id: &str| {
+        String::from_utf8(get(server.addr, &format!("/api/sessions/{id}/markdown")).body).unwrap()
+    };
+    let stopped = markdown("ses_partial");
+    assert!(
+        stopped.contains("an answer cut\n\n> error (cancelled)\n"),
+        "{stopped}"
+    );
+    let rewound = markdown("ses_unknown");
+    assert!(
+        rewound.contains(
+            "an answer taken back\n\n> error (rewound): undone by a rewind in Gemini CLI\n"
+        ),
+        "{rewound}"
+    );
+    // A message that ended well has no such line.
+    assert!(!markdown("ses_priced").contains("> error"));
+}
+
 /// A session whose agent keeps no usage says that none was recorded, rather than showing
 /// zeros as if it were free: `usage_recorded` on the session (list, detail, its sub-session
 /// entry) and on a group (stats), and the Markdown download's header says it in words.

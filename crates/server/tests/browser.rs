@@ -1650,6 +1650,25 @@ fn unpriced_costs(ctx: &Ctx) -> Result<()> {
         error == "error (rewound): undone by a rewind in Gemini CLI",
         format!("the message's error: {error}"),
     )?;
+    // A reply the user stopped: its type, and no empty message after a colon.
+    d.open(&server.url("/s/ses_partial"))?;
+    d.wait(
+        "the stopped answer",
+        "return document.querySelector('#msg_ses_partial_2 .msg-error')",
+    )?;
+    let error = text(
+        ctx,
+        "return document.querySelector('#msg_ses_partial_2 .msg-error').innerText",
+    )?;
+    check(
+        error == "error (cancelled)",
+        format!("the stopped answer's error: {error}"),
+    )?;
+    d.open(&server.url("/s/ses_unknown"))?;
+    d.wait(
+        "the marked answer",
+        "return document.querySelector('#msg_ses_unknown_2 .msg-error')",
+    )?;
     // A message the agent undid is dimmed; the question before it is not.
     let dimmed = text(
         ctx,

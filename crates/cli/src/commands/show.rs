@@ -426,20 +426,10 @@ fn message_end(out: &mut impl Write, m: &Message) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A message's error on one line: its `message` and `type` when it has them as text
-/// (`error (rewound): undone by a rewind in Gemini CLI`; `error (cancelled)` when the
-/// message is empty), else its JSON.
+/// A message's error on one line ([`scribe_server::text::error_line`]), control
+/// characters made visible.
 fn error_line(error: &serde_json::Value) -> String {
-    let text = |key: &str| error.get(key).and_then(serde_json::Value::as_str);
-    let message = text("message").filter(|m| !m.trim().is_empty());
-    match (message, text("type")) {
-        (Some(message), Some(kind)) => {
-            format!("error ({}): {}", ui::visible(kind), ui::visible(message))
-        }
-        (Some(message), None) => format!("error: {}", ui::visible(message)),
-        (None, Some(kind)) => format!("error ({})", ui::visible(kind)),
-        (None, None) => format!("error: {error}"),
-    }
+    scribe_server::text::error_line(error, ui::visible)
 }
 
 /// A text part as `show` prints it (without its trailing whitespace, two spaces before

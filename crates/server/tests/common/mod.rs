@@ -581,7 +581,8 @@ pub fn big_output_store(dir: &Path, output: &str) -> PathBuf {
 
 /// A store of three imported sessions, the cost of two of which leaves out usage of a model
 /// without a price: `ses_priced` ($0.50, `estimated`), `ses_partial` ($0.25, `partial`) and
-/// `ses_unknown` ($0, `unknown`, its answer marked `rewound`), all three on `m-new`, created
+/// `ses_unknown` ($0, `unknown`, its answer marked `rewound`; `ses_partial`'s `cancelled`
+/// with an empty message), all three on `m-new`, created
 /// a day before `T0`; `ses_priced`'s question has a synthetic text part after its text.
 pub fn unpriced_store(dir: &Path) -> PathBuf {
     let db_path = dir.join("unpriced.db");
@@ -606,6 +607,13 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
                              "text": "\n  Set model to opus (claude-opus-4-5)\nand more"}));
         }
         let mut messages = vec![message(id, &format!("msg_{id}"), "user", at, text)];
+        if id == "ses_partial" {
+            // An answer the user stopped: an error with a type and an empty message.
+            let text = vec![json!({"type": "text", "text": "an answer cut"})];
+            let mut answer = message(id, "msg_ses_partial_2", "assistant", at + 1000, text);
+            answer["error"] = json!({"type": "cancelled", "message": ""});
+            messages.push(answer);
+        }
         if id == "ses_unknown" {
             // An answer a rewind in the agent dropped: kept, marked.
             let text = vec![json!({"type": "text", "text": "an answer taken back"})];
