@@ -72,8 +72,34 @@
     if (!partial) return fmtUsd(v);
     return Number(v || 0) === 0 ? "?" : fmtUsd(v) + "+?";
   }
+  // A cost cell keeps its amount, so alignCosts can write its column in one format.
   function costCell(v, partial) {
-    return h("td", partial ? { class: "num unpriced", title: UNPRICED } : { class: "num" }, fmtCost(v, partial));
+    const attrs = partial ? { class: "num unpriced", title: UNPRICED } : { class: "num" };
+    attrs.dataset = { usd: String(Number(v || 0)), partial: partial ? "1" : "" };
+    return h("td", attrs, fmtCost(v, partial));
+  }
+  /** Each cost column of `table` in one format, as `scribe` prints a column
+   * (ui::dollar_column): as many decimals as the amount that needs most (2 to 4), so
+   * `$0.0040` stands beside `$0.0035`, never `$0.004`, and the points line up. */
+  function alignCosts(table) {
+    const columns = new Map();
+    for (const td of table.querySelectorAll("td[data-usd]")) {
+      if (!columns.has(td.cellIndex)) columns.set(td.cellIndex, []);
+      columns.get(td.cellIndex).push(td);
+    }
+    for (const cells of columns.values()) {
+      const decimals = Math.max(2, ...cells.map((td) => {
+        const text = fmtUsd(td.dataset.usd);
+        return text.length - text.indexOf(".") - 1;
+      }));
+      for (const td of cells) {
+        const v = Number(td.dataset.usd);
+        const partial = td.dataset.partial === "1";
+        const text = partial && v === 0 ? "?" : "$" + v.toFixed(decimals) + (partial ? "+?" : "");
+        if (td.textContent !== text) td.textContent = text;
+      }
+    }
+    return table;
   }
   // A session with no usage recorded (its usage_recorded false: no model answered, or its
   // agent keeps no usage) shows "—" for its tokens and cost, as scribe list does, and
@@ -523,6 +549,7 @@
         expanded.delete(s.id);
         let n = tr.nextElementSibling;
         while (n && n.classList.contains("child") && n.dataset.parent === s.id) { const x = n; n = n.nextElementSibling; x.remove(); }
+        alignCosts(body);
         button.textContent = button.textContent.replace("▾", "▸");
         button.setAttribute("aria-expanded", "false");
         return;
@@ -541,6 +568,7 @@
         at.after(r);
         at = r;
       }
+      alignCosts(body);
     }
     /** The row of a top-level session, remembering what it was drawn from. */
     const drawnFrom = new WeakMap();
@@ -587,6 +615,7 @@
             if (expanded.has(s.id)) showChildren(s.id, body.lastElementChild).catch(() => {});
           }
         }
+        alignCosts(body);
         if (!after) leftOut = [];
         leftOut.push(...(page.left_out || []));
         leftOutSlot.replaceChildren(...(leftOut.length ? [h("div", { class: "error-box", role: "status" },
@@ -1355,18 +1384,18 @@
         h("td", { class: "num" }, fmtInt(t.sessions)),
         h("td", { class: "num" }, fmtInt(t.api_calls)),
         ...usageCells(t.usage_recorded, t.tokens, t.cost_usd, t.unpriced_sessions > 0));
-      return h("table", { id: "stats-table" },
+      return alignCosts(h("table", { id: "stats-table" },
         h("thead", null, h("tr", null, h("th", null, state.stack), h("th", { class: "num" }, "sessions"), h("th", { class: "num" }, "calls"), h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "cost"))),
-        h("tbody", null, stats.rows.map((r) => row(r.key, r)), row("total", stats.totals, true)));
+        h("tbody", null, stats.rows.map((r) => row(r.key, r)), row("total", stats.totals, true))));
     }
     function topTable(top) {
       if (!top.length) return h("p", { class: "empty" }, "No sessions with a cost in this period.");
       // Ranked by what each conversation (with its sub-agents) cost in the period; its
       // tokens and cost of all time are on the row's title.
-      return h("table", { id: "top-table" }, h("tbody", null, top.map((t) => h("tr", { title: `all time: ${fmtCompact(t.tokens.total)} tokens, ${fmtCost(t.cost_usd, t.cost_partial)}` },
+      return alignCosts(h("table", { id: "top-table" }, h("tbody", null, top.map((t) => h("tr", { title: `all time: ${fmtCompact(t.tokens.total)} tokens, ${fmtCost(t.cost_usd, t.cost_partial)}` },
         h("td", null, sessionLink(t), h("div", { class: "dim" }, t.source, t.model ? " · " + t.model : "", " · ", fmtDate(t.created_at))),
         h("td", { class: "num", title: tokensTitle(t.period.tokens) }, fmtCompact(t.period.tokens.total)),
-        costCell(t.period.cost_usd, t.period.unpriced_sessions > 0)))));
+        costCell(t.period.cost_usd, t.period.unpriced_sessions > 0))))));
     }
     onChange(() => refresh(true));
     await refresh();

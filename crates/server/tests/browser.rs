@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use common::webdriver::{self, Driver, Result, WAIT, find_browser};
 use common::{
-    Fixture, Running, SCRIPT_TEXT, big_output_store, block_store, fixture, get_json, serve,
-    serve_fixture, unpriced_store, unrecorded_store,
+    Fixture, Running, SCRIPT_TEXT, big_output_store, block_store, costs_store, fixture, get_json,
+    serve, serve_fixture, unpriced_store, unrecorded_store,
 };
 use scribe_db::calendar::date as utc_date;
 use serde_json::{Value, json};
@@ -137,6 +137,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "a_session_whose_agent_keeps_no_usage_shows_none_recorded",
         unrecorded_usage,
+    ),
+    (
+        "a_cost_column_has_one_format_as_the_command_line_prints_it",
+        cost_columns,
     ),
     (
         "the_usage_page_shows_the_open_block_and_its_time_left",
@@ -1695,7 +1699,58 @@ fn unpriced_costs(ctx: &Ctx) -> Result<()> {
         ctx,
         "return document.querySelector('#stats-table tr.total td:last-child').innerText",
     )?;
-    check(total == "$0.75+?", format!("the stats total: {total}"))?;
+    // In the column's format: the answers' model, $0.001, needs three decimals.
+    let column = text(
+        ctx,
+        "return [...document.querySelectorAll('#stats-table td:last-child')].map((c) => c.innerText).join(' ')",
+    )?;
+    check(
+        total == "$0.750+?",
+        format!("the stats total: {total} (column {column})"),
+    )?;
+    Ok(())
+}
+
+/// Every cost column (the session list, the usage page's table and top sessions) writes its
+/// amounts with as many decimals as the one that needs most, as `scribe list` and `scribe
+/// stats` do (`$0.0040` beside `$0.0035`, never `$0.004`), so the points line up.
+fn cost_columns(ctx: &Ctx) -> Result<()> {
+    let d = &ctx.driver;
+    let dir = tempfile::tempdir()?;
+    let server = serve(&costs_store(dir.path()), None);
+    d.open(&server.url("/?sort=oldest"))?;
+    d.wait(
+        "3 sessions listed",
+        "return document.querySelectorAll('#sessions-table tbody tr.session').length === 3",
+    )?;
+    let column = |selector: &str| {
+        text(
+            ctx,
+            &format!(
+                "return [...document.querySelectorAll('{selector}')].map((c) => c.innerText).join(' ')"
+            ),
+        )
+    };
+    let list = column("#sessions-table td[data-usd]")?;
+    check(
+        list == "$1.5000 $0.0035 $0.0040",
+        format!("the list's cost column: {list}"),
+    )?;
+    d.open(&server.url("/usage?period=all&stack=model&metric=cost"))?;
+    d.wait(
+        "the stats table",
+        "return document.querySelector('#stats-table tr.total')",
+    )?;
+    let stats = column("#stats-table td[data-usd]")?;
+    check(
+        stats == "$1.5000 $0.0040 $0.0035 $1.5075",
+        format!("the stats table's cost column: {stats}"),
+    )?;
+    let top = column("#top-table td[data-usd]")?;
+    check(
+        top == "$1.5000 $0.0040 $0.0035",
+        format!("the top sessions' cost column: {top}"),
+    )?;
     Ok(())
 }
 

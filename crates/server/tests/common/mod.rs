@@ -627,6 +627,34 @@ pub fn unpriced_store(dir: &Path) -> PathBuf {
     db_path
 }
 
+/// A store of three sessions a day before `T0` whose costs need 2, 4 and 3 decimals:
+/// `ses_dear` ($1.50, model `m-a`), `ses_cheap` ($0.0035, `m-b`), `ses_cheaper` ($0.004,
+/// `m-c`).
+pub fn costs_store(dir: &Path) -> PathBuf {
+    let db_path = dir.join("costs.db");
+    let db = Arc::new(Database::open(&db_path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let t = T0 - DAY;
+    for (i, (id, model, cost)) in [
+        ("ses_dear", "m-a", 1.5),
+        ("ses_cheap", "m-b", 0.0035),
+        ("ses_cheaper", "m-c", 0.004),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = t + i64::try_from(i).unwrap() * MINUTE;
+        let s = session(id, Some(id), "codex", model, None, at, cost, (1000, 100));
+        let text = vec![json!({"type": "text", "text": format!("question of {id}")})];
+        import(
+            &sessions,
+            s,
+            vec![message(id, &format!("msg_{id}"), "user", at, text)],
+        );
+    }
+    db_path
+}
+
 /// A store of one session begun now that used 1,000 input tokens for $1.50 (a usage block
 /// open now), with the path of its database.
 pub fn block_store(dir: &Path) -> PathBuf {
