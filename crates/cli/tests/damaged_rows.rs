@@ -210,6 +210,77 @@ fn db_check_names_the_rows_holding_values_of_the_wrong_kind() {
     assert!(env.ok(&["db", "check"]).contains("column_types       ok"));
 }
 
+/// Values that break a CHECK constraint (a session `kind` Scribe does not know,
+/// `model_config` that is not JSON), which a program that switched the checks off can
+/// write: `integrity_check` names only the table, so `db check` names the rows and the
+/// rules they break, and its advice is to set the values right, not to restore the file.
+#[test]
+fn db_check_names_the_rows_that_break_a_check_constraint() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    assert!(env.ok(&["db", "check"]).contains("constraints        ok"));
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET model_config = '{{not json' WHERE id = '{}';
+             UPDATE sessions SET kind = 'chat' WHERE id = '{}';",
+            seeded.build, seeded.cjk,
+        ),
+    );
+    // The list leaves the sessions out and points at the check.
+    let out = env.run(&["list"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`scribe db check` names the values to set right"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["db", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("integrity_check    CHECK constraint failed in sessions"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("constraints"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&format!(
+            "sessions: 1 row breaks CHECK (kind IN ('normal', 'title', 'task', 'fork', \
+             'continuation')) ('{}')",
+            seeded.cjk
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "sessions: 1 row breaks CHECK (model_config IS NULL OR json_valid(model_config)) \
+             ('{}')",
+            seeded.build
+        )),
+        "{line}"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("integrity_check, constraints; set the values named above right"),
+        "{err}"
+    );
+    // Set right as the check says, the store is sound again.
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET model_config = NULL WHERE id = '{}';
+             UPDATE sessions SET kind = 'normal' WHERE id = '{}';",
+            seeded.build, seeded.cjk,
+        ),
+    );
+    let text = env.ok(&["db", "check"]);
+    assert!(text.contains("constraints        ok"), "{text}");
+    assert!(text.contains("integrity_check    ok"), "{text}");
+}
+
 /// `export --all` over a store with damaged rows (a session row, a message row and a part
 /// another program wrote): each session that cannot be read is left out, named, with why;
 /// the rest is written, and the file imports. Before, the first such row failed the whole

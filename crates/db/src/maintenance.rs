@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
 use crate::database::{Engine, SqliteStore, open_reader, retry};
 use crate::search_index;
@@ -99,6 +99,35 @@ impl IntegrityReport {
             }
         }
         problems
+    }
+
+    /// Whether all that was found wrong is stored values that break the schema's rules,
+    /// each named with its rows (the checks `column_types` and `constraints`, and
+    /// `integrity_check` lines that only say a table holds a row breaking a CHECK or a NOT
+    /// NULL): not damage to the file or an index, and set right by an UPDATE or a DELETE.
+    /// `false` when nothing was found wrong.
+    pub fn only_values_wrong(&self) -> bool {
+        let named = |name: &str| {
+            self.checks
+                .iter()
+                .any(|c| c.name == name && c.problem.is_some())
+        };
+        let integrity_ok = self.integrity_check.is_empty() || self.integrity_check == ["ok"];
+        let integrity_values = self
+            .integrity_check
+            .iter()
+            .all(|line| line.starts_with(CHECK_FAILED) || line.starts_with(NULL_VALUE));
+        !self.is_ok()
+            && self.backend == crate::Backend::Sqlite
+            && (integrity_ok || (integrity_values && named("constraints")))
+            && self
+                .indexes
+                .iter()
+                .all(|i| matches!(i.status, IndexStatus::Ok | IndexStatus::SkippedReadOnly))
+            && self
+                .checks
+                .iter()
+                .all(|c| c.problem.is_none() || matches!(c.name, "column_types" | "constraints"))
     }
 }
 
@@ -249,12 +278,18 @@ fn check_on(conn: &Connection, db: &Database, sqlite: &SqliteStore) -> Result<In
     };
     Ok(IntegrityReport {
         backend: crate::Backend::Sqlite,
-        integrity_check,
         indexes,
-        checks: vec![NamedCheck {
-            name: "column_types",
-            problem: column_types(conn)?,
-        }],
+        checks: vec![
+            NamedCheck {
+                name: "column_types",
+                problem: column_types(conn)?,
+            },
+            NamedCheck {
+                name: "constraints",
+                problem: constraints(conn, &integrity_check)?,
+            },
+        ],
+        integrity_check,
         skipped: Vec::new(),
     })
 }
@@ -366,6 +401,229 @@ fn column_types(conn: &Connection) -> Result<Option<String>> {
         }
     }
     Ok((!found.is_empty()).then(|| found.join("; ")))
+}
+
+/// What `PRAGMA integrity_check` says of a row that breaks a table's CHECK constraint or a
+/// column's NOT NULL (SQLite's wording, `pragma.c`), naming the table but not the row.
+const CHECK_FAILED: &str = "CHECK constraint failed in ";
+const NULL_VALUE: &str = "NULL value in ";
+
+/// Rows that break a CHECK constraint or a NOT NULL, which only a program that switched
+/// the checks off (`PRAGMA ignore_check_constraints`) or a hand can have written: a
+/// session's `kind` Scribe does not know, `model_config` that is not JSON. `integrity_check`
+/// names only the table, and every read of such a row fails; this names each rule broken
+/// and the keys of the first few rows that break it. Only the tables `integrity_check`
+/// named are scanned (it evaluated every rule of every row already), so a sound file costs
+/// nothing more. `None` when there are none.
+fn constraints(conn: &Connection, integrity_check: &[String]) -> Result<Option<String>> {
+    let mut checks: Vec<&str> = Vec::new();
+    let mut nulls: Vec<(&str, &str)> = Vec::new();
+    for line in integrity_check {
+        if let Some(table) = line.strip_prefix(CHECK_FAILED) {
+            if !checks.contains(&table) {
+                checks.push(table);
+            }
+        } else if let Some(column) = line.strip_prefix(NULL_VALUE)
+            && let Some((table, column)) = column.split_once('.')
+            && !nulls.contains(&(table, column))
+        {
+            nulls.push((table, column));
+        }
+    }
+    let mut found = Vec::new();
+    for table in checks {
+        let Some(sql) = conn
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [table],
+                |row| row.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten()
+        else {
+            continue;
+        };
+        for expr in check_expressions(&sql) {
+            let rule = format!("CHECK ({})", one_line(&expr));
+            found.extend(rows_breaking(conn, table, &format!("NOT ({expr})"), &rule)?);
+        }
+    }
+    for (table, column) in nulls {
+        let rule = format!("{column} NOT NULL");
+        // Not `IS NULL`: SQLite folds that to false for a column declared NOT NULL.
+        let filter = format!("typeof(\"{}\") = 'null'", column.replace('"', "\"\""));
+        found.extend(rows_breaking(conn, table, &filter, &rule)?);
+    }
+    Ok((!found.is_empty()).then(|| found.join("; ")))
+}
+
+/// `table: N rows break RULE (key; key; …)` for the rows of `table` that `filter` selects,
+/// or `None` when there are none.
+fn rows_breaking(
+    conn: &Connection,
+    table: &str,
+    filter: &str,
+    rule: &str,
+) -> Result<Option<String>> {
+    let key = row_key(conn, table)?;
+    let quoted = table.replace('"', "\"\"");
+    let sql = format!("SELECT {key} FROM \"{quoted}\" WHERE {filter}");
+    let mut statement = conn.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    let mut count = 0u64;
+    let mut listed = Vec::new();
+    while let Some(row) = rows.next()? {
+        count += 1;
+        if listed.len() < MAX_ROWS_LISTED {
+            listed.push(row.get::<_, String>(0)?);
+        }
+    }
+    if count == 0 {
+        return Ok(None);
+    }
+    let more = if count > listed.len() as u64 {
+        "; …"
+    } else {
+        ""
+    };
+    let rows = if count == 1 {
+        "row breaks"
+    } else {
+        "rows break"
+    };
+    Ok(Some(format!(
+        "{table}: {count} {rows} {rule} ({}{more})",
+        listed.join("; ")
+    )))
+}
+
+/// An SQL expression that names a row of `table` by its primary key (quoted values, `, `
+/// between the columns of a composite key), or its rowid.
+fn row_key(conn: &Connection, table: &str) -> Result<String> {
+    let mut key: Vec<(String, i64)> = conn
+        .prepare("SELECT name, pk FROM pragma_table_info(?1) WHERE pk > 0")?
+        .query_map([table], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    key.sort_by_key(|c| c.1);
+    Ok(if key.is_empty() {
+        "quote(rowid)".to_owned()
+    } else {
+        key.iter()
+            .map(|(name, _)| format!("quote(\"{}\")", name.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" || ', ' || ")
+    })
+}
+
+/// `text` on one line: each run of whitespace one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The expressions of the CHECK constraints in a `CREATE TABLE` statement as SQLite keeps
+/// it (`sqlite_schema.sql`, comments and all): the text between the parentheses after each
+/// `CHECK` keyword, skipping comments, string literals and quoted identifiers, which may
+/// hold the word or a parenthesis.
+fn check_expressions(sql: &str) -> Vec<String> {
+    let bytes = sql.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(next) = skip_quoted_or_comment(bytes, i) {
+            i = next;
+        } else if is_word_byte(bytes[i]) {
+            let start = i;
+            while i < bytes.len() && is_word_byte(bytes[i]) {
+                i += 1;
+            }
+            if !sql[start..i].eq_ignore_ascii_case("check") {
+                continue;
+            }
+            // Whitespace and comments, then the parenthesis.
+            let mut j = i;
+            loop {
+                if let Some(next) = bytes
+                    .get(j)
+                    .filter(|b| b.is_ascii_whitespace())
+                    .map(|_| j + 1)
+                {
+                    j = next;
+                } else if bytes.get(j) == Some(&b'-') || bytes.get(j) == Some(&b'/') {
+                    match skip_quoted_or_comment(bytes, j) {
+                        Some(next) => j = next,
+                        None => break,
+                    }
+                } else {
+                    break;
+                }
+            }
+            if bytes.get(j) != Some(&b'(') {
+                continue;
+            }
+            let open = j;
+            let mut depth = 0usize;
+            while j < bytes.len() {
+                if let Some(next) = skip_quoted_or_comment(bytes, j) {
+                    j = next;
+                    continue;
+                }
+                match bytes[j] {
+                    b'(' => depth += 1,
+                    b')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            found.push(sql[open + 1..j].trim().to_owned());
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// A byte of an SQL keyword or bare identifier (any byte of a non-ASCII character counts).
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// When a string literal, quoted identifier or comment starts at `i`: the index just past
+/// it (the end of the text when it is not closed).
+fn skip_quoted_or_comment(bytes: &[u8], i: usize) -> Option<usize> {
+    let close = match (bytes[i], bytes.get(i + 1)) {
+        (b'-', Some(b'-')) => {
+            let end = bytes[i..].iter().position(|&b| b == b'\n');
+            return Some(end.map_or(bytes.len(), |end| i + end + 1));
+        }
+        (b'/', Some(b'*')) => {
+            let end = bytes[i + 2..].windows(2).position(|w| w == b"*/");
+            return Some(end.map_or(bytes.len(), |end| i + 2 + end + 2));
+        }
+        (b'\'', _) => b'\'',
+        (b'"', _) => b'"',
+        (b'`', _) => b'`',
+        (b'[', _) => b']',
+        _ => return None,
+    };
+    let mut j = i + 1;
+    while j < bytes.len() {
+        if bytes[j] == close {
+            // A doubled quote is one quote inside the literal ([…] has no escape).
+            if close != b']' && bytes.get(j + 1) == Some(&close) {
+                j += 2;
+                continue;
+            }
+            return Some(j + 1);
+        }
+        j += 1;
+    }
+    Some(bytes.len())
 }
 
 /// FTS5's checks of both indexes, with `rank = 1` (the index against its content view), in
@@ -509,4 +767,136 @@ fn size_on_disk(path: &Path) -> u64 {
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     size(path.to_path_buf()) + size(PathBuf::from(wal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_expressions_are_read_past_comments_strings_and_quoted_names() {
+        let sql = "CREATE TABLE t (
+            -- a comment that says CHECK (nothing) and has a ( in it
+            kind TEXT CHECK (kind IN ('a', 'b)', 'it''s')),
+            \"check\" TEXT, [CHECK (x)] TEXT, /* CHECK (no) */
+            data TEXT check(data IS NULL OR json_valid(data)) -- trailing ) comment
+            , CONSTRAINT c CHECK ( length(\"check\") > 0
+                -- a ) in a comment inside
+            )
+        )";
+        assert_eq!(
+            check_expressions(sql),
+            [
+                "kind IN ('a', 'b)', 'it''s')",
+                "data IS NULL OR json_valid(data)",
+                "length(\"check\") > 0\n                -- a ) in a comment inside",
+            ]
+        );
+        assert!(check_expressions("CREATE TABLE u (a TEXT, b INTEGER)").is_empty());
+        // Cut short (a damaged schema text): nothing half-read.
+        assert!(check_expressions("CREATE TABLE v (a TEXT CHECK (a IN ('x'").is_empty());
+    }
+
+    /// Rows breaking a CHECK or a NOT NULL are named by key with the rule they break, only
+    /// in the tables `integrity_check` names, and the rules' text as in the schema.
+    #[test]
+    fn rows_breaking_a_rule_are_named_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE t (id TEXT PRIMARY KEY, kind TEXT CHECK (kind IN ('a', 'b')),
+                                 n INTEGER);
+                 CREATE TABLE pair (x INTEGER, y INTEGER, PRIMARY KEY (x, y),
+                                    CHECK (x < y));
+                 PRAGMA ignore_check_constraints = 1;
+                 INSERT INTO t VALUES ('one', 'a', 1), ('two', 'z', NULL), ('it''s', 'q', 3);
+                 INSERT INTO pair VALUES (1, 2), (5, 4);
+                 PRAGMA writable_schema = ON;
+                 UPDATE sqlite_schema SET sql = replace(sql, 'n INTEGER', 'n INTEGER NOT NULL')
+                 WHERE name = 't';",
+            )
+            .unwrap();
+        }
+        let conn = Connection::open(&path).unwrap();
+        let mut integrity = Vec::new();
+        conn.pragma_query(None, "integrity_check", |row| {
+            integrity.push(row.get::<_, String>(0)?);
+            Ok(())
+        })
+        .unwrap();
+        assert!(
+            integrity.contains(&"CHECK constraint failed in t".to_owned()),
+            "{integrity:?}"
+        );
+        assert!(
+            integrity.contains(&"NULL value in t.n".to_owned()),
+            "{integrity:?}"
+        );
+        assert!(
+            integrity.contains(&"CHECK constraint failed in pair".to_owned()),
+            "{integrity:?}"
+        );
+        assert_eq!(
+            constraints(&conn, &integrity).unwrap().as_deref(),
+            Some(
+                "pair: 1 row breaks CHECK (x < y) (5, 4); \
+                 t: 2 rows break CHECK (kind IN ('a', 'b')) ('two'; 'it''s'); \
+                 t: 1 row breaks n NOT NULL ('two')"
+            )
+        );
+        // A table integrity_check did not name is not scanned; a sound file finds nothing.
+        assert_eq!(
+            constraints(&conn, &["CHECK constraint failed in pair".to_owned()])
+                .unwrap()
+                .as_deref(),
+            Some("pair: 1 row breaks CHECK (x < y) (5, 4)")
+        );
+        assert_eq!(constraints(&conn, &["ok".to_owned()]).unwrap(), None);
+    }
+
+    #[test]
+    fn only_values_wrong_needs_every_problem_named_by_row() {
+        let report = |integrity: &[&str], column_types: bool, constraints: bool| IntegrityReport {
+            backend: crate::Backend::Sqlite,
+            integrity_check: integrity.iter().map(|l| (*l).to_owned()).collect(),
+            indexes: vec![IndexReport {
+                index: "parts_fts",
+                status: IndexStatus::Ok,
+            }],
+            checks: vec![
+                NamedCheck {
+                    name: "column_types",
+                    problem: column_types.then(|| "sessions.created_at: …".to_owned()),
+                },
+                NamedCheck {
+                    name: "constraints",
+                    problem: constraints.then(|| "sessions: 1 row breaks …".to_owned()),
+                },
+            ],
+            skipped: Vec::new(),
+        };
+        assert!(!report(&["ok"], false, false).only_values_wrong());
+        assert!(report(&["ok"], true, false).only_values_wrong());
+        assert!(report(&["CHECK constraint failed in sessions"], false, true).only_values_wrong());
+        // The table named but no row found: not known to be values alone.
+        assert!(
+            !report(&["CHECK constraint failed in sessions"], false, false).only_values_wrong()
+        );
+        assert!(
+            !report(
+                &[
+                    "CHECK constraint failed in sessions",
+                    "row 7 missing from index x"
+                ],
+                false,
+                true
+            )
+            .only_values_wrong()
+        );
+        let mut index_broken = report(&["ok"], true, false);
+        index_broken.indexes[0].status = IndexStatus::Mismatch("malformed".to_owned());
+        assert!(!index_broken.only_values_wrong());
+    }
 }

@@ -184,7 +184,7 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
     );
     let advice = match report.backend {
         // Only values another program wrote: the rows are named, and a fix is an UPDATE.
-        Backend::Sqlite if failed == ["column_types"] => {
+        Backend::Sqlite if report.only_values_wrong() => {
             "set the values named above right, or delete their rows, with sqlite3; until then \
              every read of those rows fails"
         }
