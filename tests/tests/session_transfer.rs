@@ -546,6 +546,101 @@ fn import_names_the_message_part_or_file_version_another_session_holds(backend: 
     }
 }
 
+/// Many sessions of one batch that fail (twins clashing with the session before them, a
+/// session refused before anything of it is written) among sessions that go in: each
+/// failure is its own, said as it would be alone, every other session is stored whole
+/// (its messages and counters), and only those stored are announced. The failures after
+/// the first are undone by a savepoint each, not by storing the whole batch again.
+fn many_failures_in_one_batch_fail_alone(backend: Backend) {
+    let e = env_on(backend);
+    let s = rich_session(&e);
+    let original = exported(&e, &s.id);
+    let first = original.messages[0].id.clone();
+    let copy = |id: &str, new_ids: bool| {
+        let mut v = original.clone();
+        v.session.id = id.into();
+        v.session.title = None;
+        v.rolled_up = None;
+        v.files.clear();
+        for m in &mut v.messages {
+            m.session_id = id.into();
+            if new_ids {
+                m.id = format!("{}-{id}", m.id);
+                for p in &mut m.parts {
+                    p.id = format!("{}-{id}", p.id);
+                }
+            }
+        }
+        v
+    };
+    let mut batch = vec![original.clone()];
+    let mut expected = vec![true];
+    for n in 0..6 {
+        batch.push(copy(&format!("good-{n}"), true));
+        expected.push(true);
+        batch.push(copy(&format!("twin-{n}"), false));
+        expected.push(false);
+    }
+    // Refused before anything of it is written: a message of another session.
+    let mut stray = copy("stray", true);
+    stray.messages[0].session_id = "elsewhere".into();
+    batch.push(stray);
+    expected.push(false);
+    batch.push(copy("last", true));
+    expected.push(true);
+
+    let e2 = env_on(backend);
+    let sub = e2.svc.subscribe();
+    let outcomes = e2.svc.import_many(batch.clone(), |_| {}).unwrap();
+    assert_eq!(outcomes.len(), batch.len());
+    for ((outcome, export), stored) in outcomes.iter().zip(&batch).zip(&expected) {
+        let id = &export.session.id;
+        if *stored {
+            assert!(
+                matches!(outcome, Ok(ImportOutcome::Imported { .. })),
+                "{id}: {outcome:?}"
+            );
+            let got = e2.svc.get(id).unwrap();
+            assert_eq!(got.message_count, 5, "{id}");
+            assert_eq!(messages_of(&e2.db, id).len(), 5, "{id}");
+        } else {
+            let err = outcome.as_ref().unwrap_err().to_string();
+            if id.starts_with("twin") {
+                assert!(
+                    err.contains(&format!(
+                        "message {first} is already in session {}, earlier in this import",
+                        s.id
+                    )),
+                    "{id}: {err}"
+                );
+            } else {
+                assert!(err.contains("belongs to session elsewhere"), "{id}: {err}");
+            }
+            assert!(e2.svc.get(id).is_err(), "{id} was stored");
+        }
+    }
+    let created: Vec<String> = drain(&sub)
+        .into_iter()
+        .filter(|ev| ev.kind == EventKind::Created)
+        .map(|ev| ev.payload.id)
+        .collect();
+    let stored: Vec<String> = batch
+        .iter()
+        .zip(&expected)
+        .filter(|(_, stored)| **stored)
+        .map(|(export, _)| export.session.id.clone())
+        .collect();
+    assert_eq!(created, stored);
+    // The stored sessions' parts are searchable; nothing of the failed ones is.
+    let hits: BTreeSet<String> = scribe_message::MessageService::new(Arc::clone(&e2.db))
+        .search("结论", &scribe_message::SearchOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.session_id)
+        .collect();
+    assert_eq!(hits, stored.into_iter().collect::<BTreeSet<_>>());
+}
+
 /// An export whose file versions break the files table's rules (an edited or another
 /// program's file: a version numbered 0 or below, a path with the same version twice)
 /// fails that session alone with words that say which, and nothing of it is stored; the
@@ -894,6 +989,7 @@ scribe_tests::backends!(
     export_then_import_into_a_fresh_database_is_equal,
     import_counts_the_messages_it_stored_not_the_files_claim,
     import_names_the_message_part_or_file_version_another_session_holds,
+    many_failures_in_one_batch_fail_alone,
     import_refuses_file_versions_the_files_table_cannot_hold,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,

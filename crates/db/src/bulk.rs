@@ -129,13 +129,10 @@ fn insert_json(
     }
 }
 
-/// Runs `sql` (savepoint statements) on the PostgreSQL connection under `tx`.
+/// Runs `sql` (savepoint statements) under `tx`.
 #[cfg(feature = "postgres")]
 fn savepoint(tx: &mut Tx<'_>, sql: &str) -> Result<()> {
-    match tx.raw() {
-        crate::tx::Conn::Postgres(client) => Ok(client.batch_execute(sql)?),
-        crate::tx::Conn::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
-    }
+    tx.execute_batch(sql)
 }
 
 /// Whether PostgreSQL refused a row or one of its values (SQLSTATE classes 22, data

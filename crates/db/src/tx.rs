@@ -196,12 +196,6 @@ impl<'a> Tx<'a> {
         self.on.backend()
     }
 
-    /// The connection, for statements built at run time (a bulk write's savepoint).
-    #[cfg(feature = "postgres")]
-    pub(crate) fn raw(&mut self) -> Conn<'_> {
-        self.on.raw()
-    }
-
     /// The SQLite connection, inside this transaction (for SQLite-only code: the
     /// generated SQLite free functions, raw SQL in tests); `None` on PostgreSQL. Code
     /// that runs on both backends uses [`Tx::q`].
@@ -241,6 +235,64 @@ impl<'a> Tx<'a> {
             key: Some(key),
             action: Box::new(action),
         });
+    }
+
+    /// Runs `f` under a savepoint: when it fails, what it wrote is undone and so are the
+    /// actions it queued ([`Tx::after_commit`]; one it replaced under a key comes back),
+    /// the rest of the transaction stays as it was, and `f`'s error is returned. For a
+    /// transaction that stores many independent pieces (a batch of imported sessions)
+    /// and lets one of them fail alone; on PostgreSQL the transaction stays usable after
+    /// a statement `f` ran failed. Attempts nest.
+    ///
+    /// ```
+    /// use scribe_db::{Database, Error, Tx};
+    ///
+    /// let db = Database::open_in_memory()?;
+    /// db.write(|tx: &mut Tx<'_>| -> Result<(), Error> {
+    ///     let failed = tx.attempt(|tx| -> Result<(), Error> {
+    ///         tx.q().delete_session("nothing")?;
+    ///         Err(Error::InvalidInput("changed my mind".into()))
+    ///     });
+    ///     assert!(failed.is_err());
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), scribe_db::Error>(())
+    /// ```
+    pub fn attempt<T, E: From<Error>>(
+        &mut self,
+        f: impl FnOnce(&mut Tx<'a>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.execute_batch("SAVEPOINT scribe_attempt")?;
+        let before = std::mem::take(&mut self.after_commit);
+        let result = f(self);
+        let queued = std::mem::replace(&mut self.after_commit, before);
+        match result {
+            Ok(value) => {
+                self.execute_batch("RELEASE scribe_attempt")?;
+                for q in queued {
+                    if let Some(key) = &q.key {
+                        self.after_commit
+                            .retain(|earlier| earlier.key.as_ref() != Some(key));
+                    }
+                    self.after_commit.push(q);
+                }
+                Ok(value)
+            }
+            Err(err) => {
+                self.execute_batch("ROLLBACK TO scribe_attempt; RELEASE scribe_attempt")?;
+                Err(err)
+            }
+        }
+    }
+
+    /// Runs `sql` (statements without parameters or rows: savepoints) inside this
+    /// transaction, on either backend.
+    pub(crate) fn execute_batch(&mut self, sql: &str) -> Result<(), Error> {
+        match self.on.raw() {
+            Conn::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(client) => Ok(client.batch_execute(sql)?),
+        }
     }
 
     pub(crate) fn into_after_commit(self) -> Vec<AfterCommit> {
@@ -406,6 +458,60 @@ mod tests {
         assert!(tx.part_json_reader(8).unwrap().is_none());
         conn.execute_batch("DROP TABLE parts").unwrap();
         assert!(tx.part_json_reader(7).is_err());
+    }
+
+    /// What an attempt wrote and queued is undone when it fails (a keyed action it
+    /// replaced comes back) and kept when it succeeds; the transaction goes on either way,
+    /// and attempts nest.
+    #[test]
+    fn a_failed_attempt_undoes_its_writes_and_actions_alone() {
+        use std::sync::{Arc, Mutex};
+        let conn = conn();
+        conn.execute_batch("BEGIN").unwrap();
+        let clock = Clock::system();
+        let mut tx = Tx::new(&conn, &clock);
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let log = |name: &'static str| {
+            let ran = Arc::clone(&ran);
+            move || ran.lock().unwrap().push(name)
+        };
+        let insert = |tx: &mut Tx<'_>, id: i64| -> Result<(), Error> {
+            tx.execute_batch(&format!("INSERT INTO parent (id) VALUES ({id})"))
+        };
+        insert(&mut tx, 1).unwrap();
+        tx.after_commit_keyed("k", log("first"));
+        let failed = tx.attempt(|tx| -> Result<(), Error> {
+            insert(tx, 2)?;
+            tx.after_commit_keyed("k", log("replaced, then undone"));
+            tx.after_commit(log("undone"));
+            // An inner attempt that succeeds is undone with the outer one.
+            tx.attempt(|tx| insert(tx, 3))?;
+            insert(tx, 1) // the primary key is taken
+        });
+        assert!(failed.is_err());
+        let kept = tx.attempt(|tx| -> Result<(), Error> {
+            insert(tx, 4)?;
+            tx.after_commit(log("kept"));
+            tx.attempt(|tx| -> Result<(), Error> {
+                insert(tx, 5)?;
+                Err(Error::InvalidInput("no".into()))
+            })
+            .unwrap_err();
+            Ok(())
+        });
+        assert!(kept.is_ok());
+        let ids: Vec<i64> = conn
+            .prepare("SELECT id FROM parent ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(ids, [1, 4]);
+        for action in tx.into_after_commit() {
+            action();
+        }
+        assert_eq!(*ran.lock().unwrap(), ["first", "kept"]);
     }
 
     fn conn() -> Connection {

@@ -554,9 +554,16 @@ scribe_db::impl_tx_error!(BatchError, BatchError::Db);
 
 impl SessionService {
     /// Imports `batch` in one transaction; a session that fails is taken out and the rest
-    /// stored again. One outcome per session, in order.
+    /// stored again, each under a savepoint ([`scribe_db::Tx::attempt`]) so that another
+    /// failure undoes its session alone. One outcome per session, in order.
+    ///
+    /// The first try has no savepoints (the common path pays nothing for failures). Before,
+    /// every try did without: each failing session cost a whole batch stored and rolled
+    /// back again, so a file in which many sessions clash (an export merged into a store
+    /// that holds its messages under other sessions) took time in the square of its size.
     fn import_batch(&self, batch: &[SessionExport]) -> Result<Vec<Result<ImportOutcome>>> {
         let mut outcomes: Vec<Option<Result<ImportOutcome>>> = batch.iter().map(|_| None).collect();
+        let mut careful = false;
         loop {
             let left: Vec<usize> = (0..batch.len())
                 .filter(|&i| outcomes[i].is_none())
@@ -565,13 +572,21 @@ impl SessionService {
                 let mark = scribe_db::bulk::parts_mark(tx)?;
                 let mut stored = Vec::with_capacity(left.len());
                 for &i in &left {
-                    match import_tx(tx, &batch[i]) {
+                    let outcome = if careful {
+                        tx.attempt(|tx| import_tx(tx, &batch[i]))
+                    } else {
+                        import_tx(tx, &batch[i])
+                    };
+                    match outcome {
                         Ok(outcome) => {
                             if let ImportOutcome::Imported { session, .. } = &outcome {
                                 self.announce(tx, EventKind::Created, session);
                             }
-                            stored.push((i, outcome));
+                            stored.push((i, Ok(outcome)));
                         }
+                        // Undone by its savepoint; a value the server refused is this
+                        // session's too.
+                        Err(err) if careful && session_failure(&err) => stored.push((i, Err(err))),
                         Err(SessionError::Db(err)) => return Err(BatchError::Db(err)),
                         Err(err) => return Err(BatchError::Session(i, Box::new(err))),
                     }
@@ -586,8 +601,19 @@ impl SessionService {
             });
             match stored {
                 Ok(stored) => {
+                    let mut clashed = Vec::new();
                     for (i, outcome) in stored {
-                        outcomes[i] = Some(Ok(outcome));
+                        if matches!(outcome, Err(SessionError::Conflict { .. })) {
+                            clashed.push(i);
+                        }
+                        outcomes[i] = Some(outcome);
+                    }
+                    // Explained once every outcome is known (the lookup reads what is
+                    // committed, which now holds the batch's other sessions).
+                    for i in clashed {
+                        if let Some(err) = self.explain_conflict(batch, &outcomes, i) {
+                            outcomes[i] = Some(Err(err));
+                        }
                     }
                     return Ok(outcomes
                         .into_iter()
@@ -606,22 +632,26 @@ impl SessionService {
                         err => err,
                     };
                     outcomes[i] = Some(Err(err));
+                    careful = true;
                 }
                 // The server refused a value of one of the sessions (on PostgreSQL a key
-                // longer than its btree index takes): which one is unknown, so each is
-                // stored alone, and the one refused fails by itself, as a session this
-                // import refuses does.
-                Err(BatchError::Db(err)) if refused_value(&err) => match left[..] {
-                    [only] => outcomes[only] = Some(Err(SessionError::from(err))),
-                    _ => {
-                        for &i in &left {
-                            outcomes[i] = self.import_batch(std::slice::from_ref(&batch[i]))?.pop();
-                        }
-                    }
-                },
+                // longer than its btree index takes): which one is unknown, so the batch
+                // is stored again with a savepoint each, and the one refused fails by
+                // itself, as a session this import refuses does.
+                Err(BatchError::Db(err)) if refused_value(&err) && !careful => careful = true,
                 Err(BatchError::Db(err)) => return Err(SessionError::from(err)),
             }
         }
+    }
+}
+
+/// Whether `err`, from one session of a batch stored under its own savepoint, is that
+/// session's failure (its data refused: an id taken, an input this import refuses, a
+/// value the server cannot take), not the database's (busy, gone), which stops the batch.
+fn session_failure(err: &SessionError) -> bool {
+    match err {
+        SessionError::Db(err) => refused_value(err),
+        _ => true,
     }
 }
 
@@ -674,11 +704,26 @@ impl SessionService {
                  session: remove it from one of them and import again"
             ))
         };
-        if let Some((what, id, holder)) = stored
-            .into_iter()
-            .find(|(_, _, holder)| *holder != export.session.id)
-        {
-            return Some(clash(what, &id, &holder, "stored before"));
+        // A session of this batch stored before `failed` is "earlier in this import"; one
+        // stored after it (which the failed session's rows, undone, no longer kept from
+        // its ids) is no answer; any other holder was stored before the import.
+        let imported_at = |holder: &str| {
+            batch.iter().zip(outcomes).position(|(other, outcome)| {
+                other.session.id == holder
+                    && matches!(outcome, Some(Ok(ImportOutcome::Imported { .. })))
+            })
+        };
+        if let Some((what, id, holder, when)) = stored.into_iter().find_map(|(what, id, holder)| {
+            if holder == export.session.id {
+                return None;
+            }
+            match imported_at(&holder) {
+                Some(at) if at < failed => Some((what, id, holder, "earlier in this import")),
+                Some(_) => None,
+                None => Some((what, id, holder, "stored before")),
+            }
+        }) {
+            return Some(clash(what, &id, &holder, when));
         }
         let mine: BTreeSet<(&str, &str)> = ids.into_iter().collect();
         batch
