@@ -108,6 +108,14 @@ ORDER BY created_at, id;
 -- Its parts go with it (cascade).
 DELETE FROM messages WHERE id = @id;
 
+-- name: DeleteSessionParts :execrows
+-- Every part of a session, before its messages go. Left to the cascade, each message
+-- deleted looks its parts up by the composite foreign key (session_id, message_id), for
+-- which SQLite picks `parts_session` and walks every part of the session: a session of
+-- 7,200 messages took 8.5 s to delete. After this, each lookup finds the session empty.
+DELETE FROM parts WHERE session_id = @session_id;
+
 -- name: DeleteSessionMessages :execrows
--- Clears a session's conversation, keeping the session.
+-- Clears a session's conversation, keeping the session. Delete its parts first
+-- (DeleteSessionParts).
 DELETE FROM messages WHERE session_id = @session_id;

@@ -1993,12 +1993,30 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
+/// SQL of `DeleteSessionParts` (sql/queries/messages.sql:111).
+pub const DELETE_SESSION_PARTS_SQL: &str = "DELETE FROM parts WHERE session_id = ?1";
+
+/// `DeleteSessionParts` (`:execrows`) from `sql/queries/messages.sql:111`.
+///
+/// Every part of a session, before its messages go. Left to the cascade, each message
+/// deleted looks its parts up by the composite foreign key (session_id, message_id), for
+/// which SQLite picks `parts_session` and walks every part of the session: a session of
+/// 7,200 messages took 8.5 s to delete. After this, each lookup finds the session empty.
+pub fn delete_session_parts(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(DELETE_SESSION_PARTS_SQL)?;
+    stmt.execute([session_id])
+}
+
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:118).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:118`.
 ///
-/// Clears a session's conversation, keeping the session.
+/// Clears a session's conversation, keeping the session. Delete its parts first
+/// (DeleteSessionParts).
 pub fn delete_session_messages(
     conn: &rusqlite::Connection,
     session_id: &str,
@@ -4718,8 +4736,16 @@ pub trait Queries: ReadQueries {
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:111`.
-    /// Clears a session's conversation, keeping the session.
+    /// `DeleteSessionParts` (`:execrows`) from `sql/queries/messages.sql:111`.
+    /// Every part of a session, before its messages go. Left to the cascade, each message
+    /// deleted looks its parts up by the composite foreign key (session_id, message_id), for
+    /// which SQLite picks `parts_session` and walks every part of the session: a session of
+    /// 7,200 messages took 8.5 s to delete. After this, each lookup finds the session empty.
+    fn delete_session_parts(&mut self, session_id: &str) -> Result<usize, crate::Error>;
+
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:118`.
+    /// Clears a session's conversation, keeping the session. Delete its parts first
+    /// (DeleteSessionParts).
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
     /// `CreatePart` (`:exec`) from `sql/queries/parts.sql:5`.
@@ -5507,6 +5533,11 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {
         delete_message(self.conn, id).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn delete_session_parts(&mut self, session_id: &str) -> Result<usize, crate::Error> {
+        delete_session_parts(self.conn, session_id).map_err(crate::Error::from)
     }
 
     #[inline]

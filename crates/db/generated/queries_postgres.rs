@@ -398,7 +398,10 @@ ORDER BY created_at, id";
 /// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:111).
+/// SQL of `DeleteSessionParts` (sql/queries/messages.sql:111).
+pub const DELETE_SESSION_PARTS_SQL: &str = "DELETE FROM parts WHERE session_id = $1";
+
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:118).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -2905,6 +2908,13 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error> {
         let values: [Param<'_>; 1] = [(&id, Type::TEXT)];
         let sql = DELETE_MESSAGE_SQL;
+        let changed = self.sqlgen_execute(sql, &values)?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    fn delete_session_parts(&mut self, session_id: &str) -> Result<usize, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
+        let sql = DELETE_SESSION_PARTS_SQL;
         let changed = self.sqlgen_execute(sql, &values)?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }

@@ -451,8 +451,11 @@ pub fn last_message_id(tx: &mut dyn Reads, session_id: &str) -> Result<Option<St
 
 /// Deletes every message of `session_id` with its parts (the session's counters and the
 /// search indexes follow by trigger) and returns how many messages went. Publishes
-/// nothing: the caller announces what the session became.
+/// nothing: the caller announces what the session became. The parts go first, in one
+/// statement: left to the foreign key's cascade, SQLite found each message's parts by
+/// walking all of the session's (time in the square of the session's size).
 pub fn delete_session_messages(tx: &mut Tx<'_>, session_id: &str) -> Result<usize> {
+    tx.q().delete_session_parts(session_id)?;
     Ok(tx.q().delete_session_messages(session_id)?)
 }
 

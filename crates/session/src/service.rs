@@ -562,6 +562,9 @@ impl SessionService {
             .into_iter()
             .map(|row| row.id)
             .collect();
+        // Its conversation first, parts before messages (the message store's rule),
+        // rather than by the cascade, which costs time in the square of its size.
+        store::delete_session_messages(tx, id)?;
         tx.q().delete_session(id)?;
         let mut unlinked = Vec::with_capacity(children.len());
         for child in &children {
