@@ -31,3 +31,9 @@ SELECT id, session_id FROM files WHERE id IN (sqlc.slice(ids));
 
 -- name: ListSessionFiles :many
 SELECT * FROM files WHERE session_id = @session_id ORDER BY path, version;
+
+-- name: ListFilesOfSessions :many
+-- The file versions of many sessions, each session's as ListSessionFiles orders them.
+SELECT * FROM files
+WHERE session_id IN (sqlc.slice(session_ids))
+ORDER BY session_id, path, version;

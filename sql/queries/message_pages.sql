@@ -46,6 +46,14 @@ FROM parts
 WHERE session_id = @session_id
 ORDER BY seq;
 
+-- name: ListPartDataOfSessions :many
+-- Every part of many sessions, each session's in the order written, as
+-- ListSessionPartData gives one session's (a batch of `export --all`).
+SELECT session_id, id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id IN (sqlc.slice(session_ids))
+ORDER BY session_id, seq;
+
 -- name: ListPartDataByMessageIds :many
 -- The parts of the given messages.
 SELECT id, message_id, position, data, created_at, updated_at

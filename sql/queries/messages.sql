@@ -19,6 +19,13 @@ SELECT * FROM messages WHERE id = @id;
 -- Creation order.
 SELECT * FROM messages WHERE session_id = @session_id ORDER BY created_at, id;
 
+-- name: ListMessagesOfSessions :many
+-- The messages of many sessions, each session's in creation order (a batch of
+-- `export --all`: one statement for many small sessions).
+SELECT * FROM messages
+WHERE session_id IN (sqlc.slice(session_ids))
+ORDER BY session_id, created_at, id;
+
 -- name: ListMessagesByIds :many
 SELECT * FROM messages WHERE id IN (sqlc.slice(ids)) ORDER BY created_at, id;
 

@@ -39,6 +39,10 @@ ON CONFLICT (child_id) DO NOTHING;
 -- name: GetSessionRollUp :one
 SELECT * FROM session_rollups WHERE child_id = @child_id;
 
+-- name: ListSessionRollUps :many
+-- The roll-up marks of many sessions (those that have one).
+SELECT * FROM session_rollups WHERE child_id IN (sqlc.slice(child_ids));
+
 -- name: ImportSessionRollUp :exec
 INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,

@@ -546,6 +546,48 @@ fn import_names_the_message_part_or_file_version_another_session_holds(backend: 
     }
 }
 
+/// `export --all` reads small sessions many at a time (messages, parts, file versions and
+/// roll-up marks of a batch in four statements): each session's export is exactly what
+/// exporting it alone gives, its files and mark its own, sessions without messages
+/// included, in the same order.
+fn export_all_in_batches_equals_each_session_alone(backend: Backend) {
+    let e = env_on(backend);
+    let rich = rich_session(&e);
+    let empty = e.svc.create(NewSession::titled("nothing said")).unwrap();
+    let plain = e.svc.create(NewSession::titled("plain")).unwrap();
+    conversation(&e.db, &plain.id);
+    e.svc
+        .record_file(&plain.id, "src/a.rs", "plain's own")
+        .unwrap();
+    let all = e
+        .svc
+        .export(&ExportSelection::All { source: None })
+        .unwrap();
+    assert_eq!(all.len(), 4, "the rich session, its parent, empty, plain");
+    for export in &all {
+        let alone = exported(&e, &export.session.id);
+        assert_eq!(export, &alone, "{}", export.session.id);
+    }
+    let ids: Vec<&str> = all.iter().map(|x| x.session.id.as_str()).collect();
+    for id in [&rich.id, &empty.id, &plain.id] {
+        assert!(ids.contains(&id.as_str()), "{id}");
+    }
+    let rich_export = all.iter().find(|x| x.session.id == rich.id).unwrap();
+    assert_eq!(rich_export.messages.len(), 5);
+    assert_eq!(rich_export.files.len(), 3);
+    assert!(rich_export.rolled_up.is_some());
+    let plain_export = all.iter().find(|x| x.session.id == plain.id).unwrap();
+    assert_eq!(plain_export.files.len(), 1);
+    assert!(plain_export.rolled_up.is_none());
+    assert!(
+        all.iter()
+            .find(|x| x.session.id == empty.id)
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+}
+
 /// Many sessions of one batch that fail (twins clashing with the session before them, a
 /// session refused before anything of it is written) among sessions that go in: each
 /// failure is its own, said as it would be alone, every other session is stored whole
@@ -990,6 +1032,7 @@ scribe_tests::backends!(
     import_counts_the_messages_it_stored_not_the_files_claim,
     import_names_the_message_part_or_file_version_another_session_holds,
     many_failures_in_one_batch_fail_alone,
+    export_all_in_batches_equals_each_session_alone,
     import_refuses_file_versions_the_files_table_cannot_hold,
     files_history_numbers_versions_per_path,
     concurrent_file_versions_never_collide,

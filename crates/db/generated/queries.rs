@@ -812,6 +812,32 @@ pub fn list_session_files(
     rows.collect()
 }
 
+/// SQL of `ListFilesOfSessions` (sql/queries/files.sql:35).
+pub const LIST_FILES_OF_SESSIONS_SQL: &str = "SELECT * FROM files
+WHERE session_id IN (/*SLICE:session_ids*/?)
+ORDER BY session_id, path, version";
+
+/// `ListFilesOfSessions` (`:many`) from `sql/queries/files.sql:35`.
+///
+/// The file versions of many sessions, each session's as ListSessionFiles orders them.
+pub fn list_files_of_sessions(
+    conn: &rusqlite::Connection,
+    session_ids: &[&str],
+) -> rusqlite::Result<Vec<FileRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(
+        LIST_FILES_OF_SESSIONS_SQL,
+        "session_ids",
+        &mut next,
+        session_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(session_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), read_file_row)?;
+    rows.collect()
+}
+
 /// SQL of `ListImportFiles` (sql/queries/import.sql:4).
 pub const LIST_IMPORT_FILES_SQL: &str =
     "SELECT * FROM import_files WHERE source = ?1 ORDER BY path";
@@ -1443,7 +1469,58 @@ pub fn list_session_part_data(
     rows.collect()
 }
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:49).
+/// SQL of `ListPartDataOfSessions` (sql/queries/message_pages.sql:49).
+pub const LIST_PART_DATA_OF_SESSIONS_SQL: &str =
+    "SELECT session_id, id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id IN (/*SLICE:session_ids*/?)
+ORDER BY session_id, seq";
+
+/// A row returned by [`list_part_data_of_sessions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPartDataOfSessionsRow {
+    pub session_id: String,
+    pub id: String,
+    pub message_id: String,
+    pub position: i64,
+    pub data: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// `ListPartDataOfSessions` (`:many`) from `sql/queries/message_pages.sql:49`.
+///
+/// Every part of many sessions, each session's in the order written, as
+/// ListSessionPartData gives one session's (a batch of `export --all`).
+pub fn list_part_data_of_sessions(
+    conn: &rusqlite::Connection,
+    session_ids: &[&str],
+) -> rusqlite::Result<Vec<ListPartDataOfSessionsRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(
+        LIST_PART_DATA_OF_SESSIONS_SQL,
+        "session_ids",
+        &mut next,
+        session_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(session_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+        Ok(ListPartDataOfSessionsRow {
+            session_id: row.get(0)?,
+            id: row.get(1)?,
+            message_id: row.get(2)?,
+            position: row.get(3)?,
+            data: row.get(4)?,
+            created_at: row.get(5)?,
+            updated_at: row.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1461,7 +1538,7 @@ pub struct ListPartDataByMessageIdsRow {
     pub updated_at: i64,
 }
 
-/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:49`.
+/// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
 ///
 /// The parts of the given messages.
 pub fn list_part_data_by_message_ids(
@@ -1491,7 +1568,7 @@ pub fn list_part_data_by_message_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:56).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -1509,7 +1586,7 @@ pub struct ListMessagePartDataRow {
     pub updated_at: i64,
 }
 
-/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:56`.
+/// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
 ///
 /// One message's parts in order.
 pub fn list_message_part_data(
@@ -1623,11 +1700,38 @@ pub fn list_messages(
     rows.collect()
 }
 
-/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:22).
+/// SQL of `ListMessagesOfSessions` (sql/queries/messages.sql:22).
+pub const LIST_MESSAGES_OF_SESSIONS_SQL: &str = "SELECT * FROM messages
+WHERE session_id IN (/*SLICE:session_ids*/?)
+ORDER BY session_id, created_at, id";
+
+/// `ListMessagesOfSessions` (`:many`) from `sql/queries/messages.sql:22`.
+///
+/// The messages of many sessions, each session's in creation order (a batch of
+/// `export --all`: one statement for many small sessions).
+pub fn list_messages_of_sessions(
+    conn: &rusqlite::Connection,
+    session_ids: &[&str],
+) -> rusqlite::Result<Vec<MessageRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(
+        LIST_MESSAGES_OF_SESSIONS_SQL,
+        "session_ids",
+        &mut next,
+        session_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(session_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), read_message_row)?;
+    rows.collect()
+}
+
+/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:29).
 pub const LIST_MESSAGES_BY_IDS_SQL: &str =
     "SELECT * FROM messages WHERE id IN (/*SLICE:ids*/?) ORDER BY created_at, id";
 
-/// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:22`.
+/// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:29`.
 pub fn list_messages_by_ids(
     conn: &rusqlite::Connection,
     ids: &[&str],
@@ -1641,7 +1745,7 @@ pub fn list_messages_by_ids(
     rows.collect()
 }
 
-/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:25).
+/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:32).
 pub const LIST_MESSAGES_NEWEST_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1
 ORDER BY created_at DESC, id DESC
@@ -1654,7 +1758,7 @@ pub struct ListMessagesNewestParams<'a> {
     pub limit: i64,
 }
 
-/// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:25`.
+/// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:32`.
 ///
 /// The newest @limit messages, newest first (the first page).
 pub fn list_messages_newest(
@@ -1667,7 +1771,7 @@ pub fn list_messages_newest(
     rows.collect()
 }
 
-/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:32).
+/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:39).
 pub const LIST_MESSAGES_BEFORE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1 AND (created_at, id) < (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at DESC, id DESC
@@ -1682,7 +1786,7 @@ pub struct ListMessagesBeforeParams<'a> {
     pub limit: i64,
 }
 
-/// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:32`.
+/// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:39`.
 ///
 /// The @limit messages before the cursor (created_at, id), newest first (later pages).
 pub fn list_messages_before(
@@ -1700,7 +1804,7 @@ pub fn list_messages_before(
     rows.collect()
 }
 
-/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:39).
+/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:46).
 pub const LIST_MESSAGES_FROM_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1 AND (created_at, id) >= (CAST(?2 AS BIGINT), CAST(?3 AS TEXT))
 ORDER BY created_at, id";
@@ -1713,7 +1817,7 @@ pub struct ListMessagesFromParams<'a> {
     pub id: &'a str,
 }
 
-/// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:39`.
+/// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:46`.
 ///
 /// Messages from the cursor (created_at, id) on, in creation order: the conversation since a
 /// summary message.
@@ -1727,13 +1831,13 @@ pub fn list_messages_from(
     rows.collect()
 }
 
-/// SQL of `GetLastMessage` (sql/queries/messages.sql:46).
+/// SQL of `GetLastMessage` (sql/queries/messages.sql:53).
 pub const GET_LAST_MESSAGE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = ?1
 ORDER BY created_at DESC, id DESC
 LIMIT 1";
 
-/// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
+/// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:53`.
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn get_last_message(
@@ -1744,7 +1848,7 @@ pub fn get_last_message(
     stmt.query_row([session_id], read_message_row)
 }
 
-/// SQL of `UpdateMessage` (sql/queries/messages.sql:52).
+/// SQL of `UpdateMessage` (sql/queries/messages.sql:59).
 pub const UPDATE_MESSAGE_SQL: &str = "UPDATE messages
 SET parent_id = ?1,
     agent = ?2,
@@ -1786,7 +1890,7 @@ pub struct UpdateMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:52`.
+/// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:59`.
 ///
 /// Everything about a message except its session, role and creation time.
 pub fn update_message(
@@ -1815,7 +1919,7 @@ pub fn update_message(
     stmt.execute(values)
 }
 
-/// SQL of `FinishMessage` (sql/queries/messages.sql:72).
+/// SQL of `FinishMessage` (sql/queries/messages.sql:79).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = ?1, finished_at = ?2,
     updated_at = CASE WHEN updated_at >= ?2 AND updated_at < 9223372036854775807 THEN updated_at + 1
@@ -1832,7 +1936,7 @@ pub struct FinishMessageParams<'a> {
     pub id: &'a str,
 }
 
-/// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+/// `FinishMessage` (`:one`) from `sql/queries/messages.sql:79`.
 ///
 /// Ends a message; returns it as it is now.
 ///
@@ -1846,7 +1950,7 @@ pub fn finish_message(
     stmt.query_row(values, read_message_row)
 }
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:80).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:87).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = CASE WHEN CAST(?1 AS BIGINT) <= 0 THEN input_tokens + CAST(?1 AS BIGINT)
         WHEN input_tokens > 9223372036854775807 - CAST(?1 AS BIGINT) THEN 9223372036854775807
@@ -1901,7 +2005,7 @@ pub struct AddMessageUsageParams<'a> {
     pub id: &'a str,
 }
 
-/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:80`.
+/// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:87`.
 ///
 /// Adds a step's usage to the message atomically; returns the totals after it. Counts
 /// saturate, as every count sum (see AddSessionUsageDelta in session_admin.sql).
@@ -1937,7 +2041,7 @@ pub fn add_message_usage(
     })
 }
 
-/// SQL of `ListUnpricedMessages` (sql/queries/messages.sql:96).
+/// SQL of `ListUnpricedMessages` (sql/queries/messages.sql:103).
 pub const LIST_UNPRICED_MESSAGES_SQL: &str =
     "SELECT id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
        reasoning_tokens
@@ -1959,7 +2063,7 @@ pub struct ListUnpricedMessagesRow {
     pub reasoning_tokens: i64,
 }
 
-/// `ListUnpricedMessages` (`:many`) from `sql/queries/messages.sql:96`.
+/// `ListUnpricedMessages` (`:many`) from `sql/queries/messages.sql:103`.
 ///
 /// A session's messages that used tokens and cost nothing: how an importer stores usage of
 /// a model it had no price for (scribe_import prices them when a price is known later).
@@ -1982,10 +2086,10 @@ pub fn list_unpriced_messages(
     rows.collect()
 }
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:114).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
+/// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:114`.
 ///
 /// Its parts go with it (cascade).
 pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result<usize> {
@@ -1993,10 +2097,10 @@ pub fn delete_message(conn: &rusqlite::Connection, id: &str) -> rusqlite::Result
     stmt.execute([id])
 }
 
-/// SQL of `DeleteSessionParts` (sql/queries/messages.sql:111).
+/// SQL of `DeleteSessionParts` (sql/queries/messages.sql:118).
 pub const DELETE_SESSION_PARTS_SQL: &str = "DELETE FROM parts WHERE session_id = ?1";
 
-/// `DeleteSessionParts` (`:execrows`) from `sql/queries/messages.sql:111`.
+/// `DeleteSessionParts` (`:execrows`) from `sql/queries/messages.sql:118`.
 ///
 /// Every part of a session, before its messages go. Left to the cascade, each message
 /// deleted looks its parts up by the composite foreign key (session_id, message_id), for
@@ -2010,10 +2114,10 @@ pub fn delete_session_parts(
     stmt.execute([session_id])
 }
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:118).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:125).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = ?1";
 
-/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:118`.
+/// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:125`.
 ///
 /// Clears a session's conversation, keeping the session. Delete its parts first
 /// (DeleteSessionParts).
@@ -2675,7 +2779,32 @@ pub fn get_session_roll_up(
     stmt.query_row([child_id], read_session_rollup_row)
 }
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
+/// SQL of `ListSessionRollUps` (sql/queries/session_admin.sql:42).
+pub const LIST_SESSION_ROLL_UPS_SQL: &str =
+    "SELECT * FROM session_rollups WHERE child_id IN (/*SLICE:child_ids*/?)";
+
+/// `ListSessionRollUps` (`:many`) from `sql/queries/session_admin.sql:42`.
+///
+/// The roll-up marks of many sessions (those that have one).
+pub fn list_session_roll_ups(
+    conn: &rusqlite::Connection,
+    child_ids: &[&str],
+) -> rusqlite::Result<Vec<SessionRollupRow>> {
+    let mut next = 1;
+    let sql = sqlgen_expand_slice(
+        LIST_SESSION_ROLL_UPS_SQL,
+        "child_ids",
+        &mut next,
+        child_ids.len(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    values.extend(child_ids.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(rusqlite::params_from_iter(values), read_session_rollup_row)?;
+    rows.collect()
+}
+
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:46).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -2700,7 +2829,7 @@ pub struct ImportSessionRollUpParams<'a> {
     pub actual_cost_usd: Option<f64>,
 }
 
-/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
+/// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:46`.
 pub fn import_session_roll_up(
     conn: &rusqlite::Connection,
     params: &ImportSessionRollUpParams<'_>,
@@ -2723,7 +2852,7 @@ pub fn import_session_roll_up(
     Ok(())
 }
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:55).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = ?1,
     compacting_at = ?2,
@@ -2742,7 +2871,7 @@ pub struct RestoreImportedSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreImportedSession` (`:one`) from `sql/queries/session_admin.sql:51`.
+/// `RestoreImportedSession` (`:one`) from `sql/queries/session_admin.sql:55`.
 ///
 /// After an import's messages are in: the columns ImportSession cannot set (the summary
 /// message did not exist yet; the triggers moved tool_call_count, which also counts tool
@@ -2766,7 +2895,7 @@ pub fn restore_imported_session(
     stmt.query_row(values, read_session_row)
 }
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:65).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:69).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = ?1 WHERE id = ?2 AND updated_at <> ?1";
 
@@ -2777,7 +2906,7 @@ pub struct RestoreSessionUpdatedAtParams<'a> {
     pub id: &'a str,
 }
 
-/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:65`.
+/// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:69`.
 ///
 /// Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
 /// move it to the database's time; now it just writes nothing).
@@ -2789,7 +2918,7 @@ pub fn restore_session_updated_at(
     stmt.execute(rusqlite::params![params.updated_at, params.id])
 }
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:70).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:74).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -2806,7 +2935,7 @@ pub struct ImportFileVersionParams<'a> {
     pub updated_at: i64,
 }
 
-/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:70`.
+/// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:74`.
 pub fn import_file_version(
     conn: &rusqlite::Connection,
     params: &ImportFileVersionParams<'_>,
@@ -2825,12 +2954,12 @@ pub fn import_file_version(
     Ok(())
 }
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:74).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:78).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1
 ORDER BY ended_at, id";
 
-/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:74`.
+/// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:78`.
 ///
 /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
 pub fn list_prunable_sessions(
@@ -2842,7 +2971,7 @@ pub fn list_prunable_sessions(
     rows.collect()
 }
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:80).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:84).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < ?1 AND source = ?2
 ORDER BY ended_at, id";
@@ -2854,7 +2983,7 @@ pub struct ListPrunableSessionsBySourceParams<'a> {
     pub source: &'a str,
 }
 
-/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:80`.
+/// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:84`.
 pub fn list_prunable_sessions_by_source(
     conn: &rusqlite::Connection,
     params: &ListPrunableSessionsBySourceParams<'_>,
@@ -2867,7 +2996,7 @@ pub fn list_prunable_sessions_by_source(
     rows.collect()
 }
 
-/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:85).
+/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:89).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        strftime('%Y-%m-%dT%H', min(max(created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"hour!\",
@@ -2906,7 +3035,7 @@ pub struct OwnUsageSinceRow {
     pub started_since: i64,
 }
 
-/// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:85`.
+/// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:89`.
 ///
 /// The sessions whose usage `scribe stats --since @since` and the web page's usage chart
 /// count: every session started at or after @since (started_since 1), and every other one
@@ -2943,7 +3072,7 @@ pub fn own_usage_since(
     rows.collect()
 }
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:113).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:117).
 pub const GET_SESSION_OWN_USAGE_SQL: &str =
     "SELECT o.model, o.api_call_count AS \"api_call_count!\",
        o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
@@ -2968,7 +3097,7 @@ pub struct GetSessionOwnUsageRow {
     pub carrying: i64,
 }
 
-/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:113`.
+/// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:117`.
 ///
 /// A session's own usage (session_own_usage: without what rolled-up children added to it)
 /// with its model and calls, and how many of its messages carry usage: a session none of
@@ -2996,7 +3125,7 @@ pub fn get_session_own_usage(
     })
 }
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:128).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:132).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        strftime('%Y-%m-%dT%H', min(max(m.created_at, -62167219200000), 253402300799999) / 1000, 'unixepoch') AS \"hour!\",
        m.model,
@@ -3034,7 +3163,7 @@ pub struct MessageUsageSinceRow {
     pub cost_usd: f64,
 }
 
-/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:128`.
+/// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:132`.
 ///
 /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
 /// counts beyond its messages is its own less all of theirs), per UTC hour and model of the
@@ -3076,7 +3205,7 @@ pub fn message_usage_since(
     rows.collect()
 }
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:165).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:169).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = ?1,
     kind = ?2,
@@ -3096,7 +3225,7 @@ pub struct UpdateExternalSessionParams<'a> {
     pub id: &'a str,
 }
 
-/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:165`.
+/// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:169`.
 ///
 /// An imported session's link, kind and end as its source now shows them (history import);
 /// @updated_at comes from the source, never the clock.
@@ -4233,6 +4362,13 @@ pub trait ReadQueries {
     /// `ListSessionFiles` (`:many`) from `sql/queries/files.sql:32`.
     fn list_session_files(&mut self, session_id: &str) -> Result<Vec<FileRow>, crate::Error>;
 
+    /// `ListFilesOfSessions` (`:many`) from `sql/queries/files.sql:35`.
+    /// The file versions of many sessions, each session's as ListSessionFiles orders them.
+    fn list_files_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<FileRow>, crate::Error>;
+
     /// `ListImportFiles` (`:many`) from `sql/queries/import.sql:4`.
     /// Every file read from one source, by path (read once per import, so checking a file
     /// costs one stat and a map lookup).
@@ -4320,14 +4456,22 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Vec<ListSessionPartDataRow>, crate::Error>;
 
-    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:49`.
+    /// `ListPartDataOfSessions` (`:many`) from `sql/queries/message_pages.sql:49`.
+    /// Every part of many sessions, each session's in the order written, as
+    /// ListSessionPartData gives one session's (a batch of `export --all`).
+    fn list_part_data_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<ListPartDataOfSessionsRow>, crate::Error>;
+
+    /// `ListPartDataByMessageIds` (`:many`) from `sql/queries/message_pages.sql:57`.
     /// The parts of the given messages.
     fn list_part_data_by_message_ids(
         &mut self,
         message_ids: &[&str],
     ) -> Result<Vec<ListPartDataByMessageIdsRow>, crate::Error>;
 
-    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:56`.
+    /// `ListMessagePartData` (`:many`) from `sql/queries/message_pages.sql:64`.
     /// One message's parts in order.
     fn list_message_part_data(
         &mut self,
@@ -4341,24 +4485,32 @@ pub trait ReadQueries {
     /// Creation order.
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:22`.
+    /// `ListMessagesOfSessions` (`:many`) from `sql/queries/messages.sql:22`.
+    /// The messages of many sessions, each session's in creation order (a batch of
+    /// `export --all`: one statement for many small sessions).
+    fn list_messages_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<MessageRow>, crate::Error>;
+
+    /// `ListMessagesByIds` (`:many`) from `sql/queries/messages.sql:29`.
     fn list_messages_by_ids(&mut self, ids: &[&str]) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:25`.
+    /// `ListMessagesNewest` (`:many`) from `sql/queries/messages.sql:32`.
     /// The newest @limit messages, newest first (the first page).
     fn list_messages_newest(
         &mut self,
         params: &ListMessagesNewestParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:32`.
+    /// `ListMessagesBefore` (`:many`) from `sql/queries/messages.sql:39`.
     /// The @limit messages before the cursor (created_at, id), newest first (later pages).
     fn list_messages_before(
         &mut self,
         params: &ListMessagesBeforeParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:39`.
+    /// `ListMessagesFrom` (`:many`) from `sql/queries/messages.sql:46`.
     /// Messages from the cursor (created_at, id) on, in creation order: the conversation since a
     /// summary message.
     fn list_messages_from(
@@ -4366,10 +4518,10 @@ pub trait ReadQueries {
         params: &ListMessagesFromParams<'_>,
     ) -> Result<Vec<MessageRow>, crate::Error>;
 
-    /// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:46`.
+    /// `GetLastMessage` (`:one`) from `sql/queries/messages.sql:53`.
     fn get_last_message(&mut self, session_id: &str) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `ListUnpricedMessages` (`:many`) from `sql/queries/messages.sql:96`.
+    /// `ListUnpricedMessages` (`:many`) from `sql/queries/messages.sql:103`.
     /// A session's messages that used tokens and cost nothing: how an importer stores usage of
     /// a model it had no price for (scribe_import prices them when a price is known later).
     fn list_unpriced_messages(
@@ -4463,17 +4615,24 @@ pub trait ReadQueries {
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error>;
 
-    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:74`.
+    /// `ListSessionRollUps` (`:many`) from `sql/queries/session_admin.sql:42`.
+    /// The roll-up marks of many sessions (those that have one).
+    fn list_session_roll_ups(
+        &mut self,
+        child_ids: &[&str],
+    ) -> Result<Vec<SessionRollupRow>, crate::Error>;
+
+    /// `ListPrunableSessions` (`:many`) from `sql/queries/session_admin.sql:78`.
     /// Ended before @before, oldest end first; active sessions (ended_at NULL) never qualify.
     fn list_prunable_sessions(&mut self, before: i64) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:80`.
+    /// `ListPrunableSessionsBySource` (`:many`) from `sql/queries/session_admin.sql:84`.
     fn list_prunable_sessions_by_source(
         &mut self,
         params: &ListPrunableSessionsBySourceParams<'_>,
     ) -> Result<Vec<SessionRow>, crate::Error>;
 
-    /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:85`.
+    /// `OwnUsageSince` (`:many`) from `sql/queries/session_admin.sql:89`.
     /// The sessions whose usage `scribe stats --since @since` and the web page's usage chart
     /// count: every session started at or after @since (started_since 1), and every other one
     /// whose messages carry usage from then on. Each with its own usage (session_own_usage:
@@ -4485,7 +4644,7 @@ pub trait ReadQueries {
     /// `scribe stats --by directory`.
     fn own_usage_since(&mut self, since: i64) -> Result<Vec<OwnUsageSinceRow>, crate::Error>;
 
-    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:113`.
+    /// `GetSessionOwnUsage` (`:one`) from `sql/queries/session_admin.sql:117`.
     /// A session's own usage (session_own_usage: without what rolled-up children added to it)
     /// with its model and calls, and how many of its messages carry usage: a session none of
     /// whose messages does (Hermes reports usage per session) has usage of its own that its
@@ -4496,7 +4655,7 @@ pub trait ReadQueries {
         session_id: &str,
     ) -> Result<Option<GetSessionOwnUsageRow>, crate::Error>;
 
-    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:128`.
+    /// `MessageUsageSince` (`:many`) from `sql/queries/session_admin.sql:132`.
     /// The usage the messages of OwnUsageSince's sessions carry (all of it: what a session
     /// counts beyond its messages is its own less all of theirs), per UTC hour and model of the
     /// message (NULL: none named) and whether it is from @since on (since 1), with how many
@@ -4713,18 +4872,18 @@ pub trait Queries: ReadQueries {
     /// `CreateMessage` (`:exec`) from `sql/queries/messages.sql:4`.
     fn create_message(&mut self, params: &CreateMessageParams<'_>) -> Result<(), crate::Error>;
 
-    /// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:52`.
+    /// `UpdateMessage` (`:execrows`) from `sql/queries/messages.sql:59`.
     /// Everything about a message except its session, role and creation time.
     fn update_message(&mut self, params: &UpdateMessageParams<'_>) -> Result<usize, crate::Error>;
 
-    /// `FinishMessage` (`:one`) from `sql/queries/messages.sql:72`.
+    /// `FinishMessage` (`:one`) from `sql/queries/messages.sql:79`.
     /// Ends a message; returns it as it is now.
     fn finish_message(
         &mut self,
         params: &FinishMessageParams<'_>,
     ) -> Result<Option<MessageRow>, crate::Error>;
 
-    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:80`.
+    /// `AddMessageUsage` (`:one`) from `sql/queries/messages.sql:87`.
     /// Adds a step's usage to the message atomically; returns the totals after it. Counts
     /// saturate, as every count sum (see AddSessionUsageDelta in session_admin.sql).
     fn add_message_usage(
@@ -4732,18 +4891,18 @@ pub trait Queries: ReadQueries {
         params: &AddMessageUsageParams<'_>,
     ) -> Result<Option<AddMessageUsageRow>, crate::Error>;
 
-    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:107`.
+    /// `DeleteMessage` (`:execrows`) from `sql/queries/messages.sql:114`.
     /// Its parts go with it (cascade).
     fn delete_message(&mut self, id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionParts` (`:execrows`) from `sql/queries/messages.sql:111`.
+    /// `DeleteSessionParts` (`:execrows`) from `sql/queries/messages.sql:118`.
     /// Every part of a session, before its messages go. Left to the cascade, each message
     /// deleted looks its parts up by the composite foreign key (session_id, message_id), for
     /// which SQLite picks `parts_session` and walks every part of the session: a session of
     /// 7,200 messages took 8.5 s to delete. After this, each lookup finds the session empty.
     fn delete_session_parts(&mut self, session_id: &str) -> Result<usize, crate::Error>;
 
-    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:118`.
+    /// `DeleteSessionMessages` (`:execrows`) from `sql/queries/messages.sql:125`.
     /// Clears a session's conversation, keeping the session. Delete its parts first
     /// (DeleteSessionParts).
     fn delete_session_messages(&mut self, session_id: &str) -> Result<usize, crate::Error>;
@@ -4782,13 +4941,13 @@ pub trait Queries: ReadQueries {
         params: &MarkSessionRolledUpParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:42`.
+    /// `ImportSessionRollUp` (`:exec`) from `sql/queries/session_admin.sql:46`.
     fn import_session_roll_up(
         &mut self,
         params: &ImportSessionRollUpParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `RestoreImportedSession` (`:one`) from `sql/queries/session_admin.sql:51`.
+    /// `RestoreImportedSession` (`:one`) from `sql/queries/session_admin.sql:55`.
     /// After an import's messages are in: the columns ImportSession cannot set (the summary
     /// message did not exist yet; the triggers moved tool_call_count, which also counts tool
     /// calls reported with usage, and updated_at, to the newest child row's time, so the file's
@@ -4799,7 +4958,7 @@ pub trait Queries: ReadQueries {
         params: &RestoreImportedSessionParams<'_>,
     ) -> Result<Option<SessionRow>, crate::Error>;
 
-    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:65`.
+    /// `RestoreSessionUpdatedAt` (`:execrows`) from `sql/queries/session_admin.sql:69`.
     /// Only when it differs (until V23 an update that left updated_at as it was made sessions_touch
     /// move it to the database's time; now it just writes nothing).
     fn restore_session_updated_at(
@@ -4807,13 +4966,13 @@ pub trait Queries: ReadQueries {
         params: &RestoreSessionUpdatedAtParams<'_>,
     ) -> Result<usize, crate::Error>;
 
-    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:70`.
+    /// `ImportFileVersion` (`:exec`) from `sql/queries/session_admin.sql:74`.
     fn import_file_version(
         &mut self,
         params: &ImportFileVersionParams<'_>,
     ) -> Result<(), crate::Error>;
 
-    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:165`.
+    /// `UpdateExternalSession` (`:execrows`) from `sql/queries/session_admin.sql:169`.
     /// An imported session's link, kind and end as its source now shows them (history import);
     /// @updated_at comes from the source, never the clock.
     fn update_external_session(
@@ -5025,6 +5184,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_files_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<FileRow>, crate::Error> {
+        list_files_of_sessions(self.conn, session_ids).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn list_import_files(&mut self, source: &str) -> Result<Vec<ImportFileRow>, crate::Error> {
         list_import_files(self.conn, source).map_err(crate::Error::from)
     }
@@ -5117,6 +5284,14 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
+    fn list_part_data_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<ListPartDataOfSessionsRow>, crate::Error> {
+        list_part_data_of_sessions(self.conn, session_ids).map_err(crate::Error::from)
+    }
+
+    #[inline]
     fn list_part_data_by_message_ids(
         &mut self,
         message_ids: &[&str],
@@ -5140,6 +5315,14 @@ impl ReadQueries for SqliteQueries<'_> {
     #[inline]
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<MessageRow>, crate::Error> {
         list_messages(self.conn, session_id).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn list_messages_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<MessageRow>, crate::Error> {
+        list_messages_of_sessions(self.conn, session_ids).map_err(crate::Error::from)
     }
 
     #[inline]
@@ -5278,6 +5461,14 @@ impl ReadQueries for SqliteQueries<'_> {
         child_id: &str,
     ) -> Result<Option<SessionRollupRow>, crate::Error> {
         sqlgen_optional(get_session_roll_up(self.conn, child_id))
+    }
+
+    #[inline]
+    fn list_session_roll_ups(
+        &mut self,
+        child_ids: &[&str],
+    ) -> Result<Vec<SessionRollupRow>, crate::Error> {
+        list_session_roll_ups(self.conn, child_ids).map_err(crate::Error::from)
     }
 
     #[inline]

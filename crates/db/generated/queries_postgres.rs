@@ -114,6 +114,11 @@ pub const LIST_FILE_SESSIONS_SQL: &str = "SELECT id, session_id FROM files WHERE
 pub const LIST_SESSION_FILES_SQL: &str =
     "SELECT * FROM files WHERE session_id = $1 ORDER BY path, version";
 
+/// SQL of `ListFilesOfSessions` (sql/queries/files.sql:35).
+pub const LIST_FILES_OF_SESSIONS_SQL: &str = "SELECT * FROM files
+WHERE session_id = ANY($1)
+ORDER BY session_id, path, version";
+
 /// SQL of `ListImportFiles` (sql/queries/import.sql:4).
 pub const LIST_IMPORT_FILES_SQL: &str =
     "SELECT * FROM import_files WHERE source = $1 ORDER BY path";
@@ -268,14 +273,21 @@ FROM parts
 WHERE session_id = $1
 ORDER BY seq";
 
-/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:49).
+/// SQL of `ListPartDataOfSessions` (sql/queries/message_pages.sql:49).
+pub const LIST_PART_DATA_OF_SESSIONS_SQL: &str =
+    "SELECT session_id, id, message_id, position, data, created_at, updated_at
+FROM parts
+WHERE session_id = ANY($1)
+ORDER BY session_id, seq";
+
+/// SQL of `ListPartDataByMessageIds` (sql/queries/message_pages.sql:57).
 pub const LIST_PART_DATA_BY_MESSAGE_IDS_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
 WHERE message_id = ANY($1)
 ORDER BY message_id, position";
 
-/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:56).
+/// SQL of `ListMessagePartData` (sql/queries/message_pages.sql:64).
 pub const LIST_MESSAGE_PART_DATA_SQL: &str =
     "SELECT id, message_id, position, data, created_at, updated_at
 FROM parts
@@ -300,34 +312,39 @@ pub const GET_MESSAGE_SQL: &str = "SELECT * FROM messages WHERE id = $1";
 pub const LIST_MESSAGES_SQL: &str =
     "SELECT * FROM messages WHERE session_id = $1 ORDER BY created_at, id";
 
-/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:22).
+/// SQL of `ListMessagesOfSessions` (sql/queries/messages.sql:22).
+pub const LIST_MESSAGES_OF_SESSIONS_SQL: &str = "SELECT * FROM messages
+WHERE session_id = ANY($1)
+ORDER BY session_id, created_at, id";
+
+/// SQL of `ListMessagesByIds` (sql/queries/messages.sql:29).
 pub const LIST_MESSAGES_BY_IDS_SQL: &str =
     "SELECT * FROM messages WHERE id = ANY($1) ORDER BY created_at, id";
 
-/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:25).
+/// SQL of `ListMessagesNewest` (sql/queries/messages.sql:32).
 pub const LIST_MESSAGES_NEWEST_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT $2";
 
-/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:32).
+/// SQL of `ListMessagesBefore` (sql/queries/messages.sql:39).
 pub const LIST_MESSAGES_BEFORE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1 AND (created_at, id) < (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY created_at DESC, id DESC
 LIMIT $4";
 
-/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:39).
+/// SQL of `ListMessagesFrom` (sql/queries/messages.sql:46).
 pub const LIST_MESSAGES_FROM_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1 AND (created_at, id) >= (CAST($2 AS BIGINT), CAST($3 AS TEXT))
 ORDER BY created_at, id";
 
-/// SQL of `GetLastMessage` (sql/queries/messages.sql:46).
+/// SQL of `GetLastMessage` (sql/queries/messages.sql:53).
 pub const GET_LAST_MESSAGE_SQL: &str = "SELECT * FROM messages
 WHERE session_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT 1";
 
-/// SQL of `UpdateMessage` (sql/queries/messages.sql:52).
+/// SQL of `UpdateMessage` (sql/queries/messages.sql:59).
 pub const UPDATE_MESSAGE_SQL: &str = "UPDATE messages
 SET parent_id = $1,
     agent = $2,
@@ -348,7 +365,7 @@ SET parent_id = $1,
         ELSE $15 END
 WHERE id = $16";
 
-/// SQL of `FinishMessage` (sql/queries/messages.sql:72).
+/// SQL of `FinishMessage` (sql/queries/messages.sql:79).
 pub const FINISH_MESSAGE_SQL: &str = "UPDATE messages
 SET finish_reason = $1, finished_at = $2,
     updated_at = CASE WHEN updated_at >= $2 AND updated_at < 9223372036854775807 THEN updated_at + 1
@@ -357,7 +374,7 @@ SET finish_reason = $1, finished_at = $2,
 WHERE id = $3
 RETURNING *";
 
-/// SQL of `AddMessageUsage` (sql/queries/messages.sql:80).
+/// SQL of `AddMessageUsage` (sql/queries/messages.sql:87).
 pub const ADD_MESSAGE_USAGE_SQL: &str = "UPDATE messages
 SET input_tokens = CASE WHEN CAST($1 AS BIGINT) <= 0 THEN input_tokens + CAST($1 AS BIGINT)
         WHEN input_tokens > 9223372036854775807 - CAST($1 AS BIGINT) THEN 9223372036854775807
@@ -385,7 +402,7 @@ WHERE id = $8
 RETURNING id, session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
     reasoning_tokens, cost_usd, updated_at";
 
-/// SQL of `ListUnpricedMessages` (sql/queries/messages.sql:96).
+/// SQL of `ListUnpricedMessages` (sql/queries/messages.sql:103).
 pub const LIST_UNPRICED_MESSAGES_SQL: &str =
     "SELECT id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
        reasoning_tokens
@@ -395,13 +412,13 @@ WHERE session_id = $1 AND cost_usd = 0
        OR cache_write_tokens > 0 OR reasoning_tokens > 0)
 ORDER BY created_at, id";
 
-/// SQL of `DeleteMessage` (sql/queries/messages.sql:107).
+/// SQL of `DeleteMessage` (sql/queries/messages.sql:114).
 pub const DELETE_MESSAGE_SQL: &str = "DELETE FROM messages WHERE id = $1";
 
-/// SQL of `DeleteSessionParts` (sql/queries/messages.sql:111).
+/// SQL of `DeleteSessionParts` (sql/queries/messages.sql:118).
 pub const DELETE_SESSION_PARTS_SQL: &str = "DELETE FROM parts WHERE session_id = $1";
 
-/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:118).
+/// SQL of `DeleteSessionMessages` (sql/queries/messages.sql:125).
 pub const DELETE_SESSION_MESSAGES_SQL: &str = "DELETE FROM messages WHERE session_id = $1";
 
 /// SQL of `CreatePart` (sql/queries/parts.sql:5).
@@ -555,7 +572,11 @@ ON CONFLICT (child_id) DO NOTHING";
 /// SQL of `GetSessionRollUp` (sql/queries/session_admin.sql:39).
 pub const GET_SESSION_ROLL_UP_SQL: &str = "SELECT * FROM session_rollups WHERE child_id = $1";
 
-/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:42).
+/// SQL of `ListSessionRollUps` (sql/queries/session_admin.sql:42).
+pub const LIST_SESSION_ROLL_UPS_SQL: &str =
+    "SELECT * FROM session_rollups WHERE child_id = ANY($1)";
+
+/// SQL of `ImportSessionRollUp` (sql/queries/session_admin.sql:46).
 pub const IMPORT_SESSION_ROLL_UP_SQL: &str = "INSERT INTO session_rollups (
     child_id, parent_id, rolled_up_at, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, reasoning_tokens, api_call_count, estimated_cost_usd, actual_cost_usd)
@@ -564,7 +585,7 @@ VALUES ($1, $2, $3, $4, $5,
         $10, $11)
 ON CONFLICT (child_id) DO NOTHING";
 
-/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:51).
+/// SQL of `RestoreImportedSession` (sql/queries/session_admin.sql:55).
 pub const RESTORE_IMPORTED_SESSION_SQL: &str = "UPDATE sessions
 SET summary_message_id = $1,
     compacting_at = $2,
@@ -573,26 +594,26 @@ SET summary_message_id = $1,
 WHERE id = $5
 RETURNING *";
 
-/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:65).
+/// SQL of `RestoreSessionUpdatedAt` (sql/queries/session_admin.sql:69).
 pub const RESTORE_SESSION_UPDATED_AT_SQL: &str =
     "UPDATE sessions SET updated_at = $1 WHERE id = $2 AND updated_at <> $1";
 
-/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:70).
+/// SQL of `ImportFileVersion` (sql/queries/session_admin.sql:74).
 pub const IMPORT_FILE_VERSION_SQL: &str =
     "INSERT INTO files (id, session_id, path, content, version, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:74).
+/// SQL of `ListPrunableSessions` (sql/queries/session_admin.sql:78).
 pub const LIST_PRUNABLE_SESSIONS_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1
 ORDER BY ended_at, id";
 
-/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:80).
+/// SQL of `ListPrunableSessionsBySource` (sql/queries/session_admin.sql:84).
 pub const LIST_PRUNABLE_SESSIONS_BY_SOURCE_SQL: &str = "SELECT * FROM sessions
 WHERE ended_at IS NOT NULL AND ended_at < $1 AND source = $2
 ORDER BY ended_at, id";
 
-/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:85).
+/// SQL of `OwnUsageSince` (sql/queries/session_admin.sql:89).
 pub const OWN_USAGE_SINCE_SQL: &str = "SELECT id, model, source,
        (SELECT s.directory FROM sessions AS s WHERE s.id = session_own_usage.id) AS directory,
        to_char(to_timestamp(least(greatest(created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24') AS \"hour!\",
@@ -612,7 +633,7 @@ WHERE created_at >= $1
  OR u.cache_write_tokens <> 0 OR u.reasoning_tokens <> 0 OR u.cost_usd <> 0))
 ORDER BY id";
 
-/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:113).
+/// SQL of `GetSessionOwnUsage` (sql/queries/session_admin.sql:117).
 pub const GET_SESSION_OWN_USAGE_SQL: &str =
     "SELECT o.model, o.api_call_count AS \"api_call_count!\",
        o.input_tokens AS \"input_tokens!\", o.output_tokens AS \"output_tokens!\",
@@ -624,7 +645,7 @@ pub const GET_SESSION_OWN_USAGE_SQL: &str =
 FROM session_own_usage AS o
 WHERE o.id = $1";
 
-/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:128).
+/// SQL of `MessageUsageSince` (sql/queries/session_admin.sql:132).
 pub const MESSAGE_USAGE_SINCE_SQL: &str = "SELECT m.session_id,
        to_char(to_timestamp(least(greatest(m.created_at, -62167219200000), 253402300799999) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24') AS \"hour!\",
        m.model,
@@ -648,7 +669,7 @@ WHERE m.session_id IN (SELECT s.id FROM sessions AS s WHERE s.created_at >= $1
  OR m.cache_write_tokens <> 0 OR m.reasoning_tokens <> 0 OR m.cost_usd <> 0)
 GROUP BY 1, 2, 3, 4";
 
-/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:165).
+/// SQL of `UpdateExternalSession` (sql/queries/session_admin.sql:169).
 pub const UPDATE_EXTERNAL_SESSION_SQL: &str = "UPDATE sessions
 SET parent_session_id = $1,
     kind = $2,
@@ -1235,6 +1256,21 @@ fn read_list_session_part_data_row(
         data: row.try_get(3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
+    })
+}
+
+/// Reads a [`super::ListPartDataOfSessionsRow`] from a row, by position.
+fn read_list_part_data_of_sessions_row(
+    row: &postgres::Row,
+) -> Result<super::ListPartDataOfSessionsRow, postgres::Error> {
+    Ok(super::ListPartDataOfSessionsRow {
+        session_id: row.try_get(0)?,
+        id: row.try_get(1)?,
+        message_id: row.try_get(2)?,
+        position: row.try_get(3)?,
+        data: row.try_get(4)?,
+        created_at: row.try_get(5)?,
+        updated_at: row.try_get(6)?,
     })
 }
 
@@ -1857,6 +1893,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_files_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<super::FileRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_ids, Type::TEXT_ARRAY)];
+        let sql = LIST_FILES_OF_SESSIONS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_file_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn list_import_files(
         &mut self,
         source: &str,
@@ -2033,6 +2082,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
+    fn list_part_data_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<super::ListPartDataOfSessionsRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_ids, Type::TEXT_ARRAY)];
+        let sql = LIST_PART_DATA_OF_SESSIONS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_list_part_data_of_sessions_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
     fn list_part_data_by_message_ids(
         &mut self,
         message_ids: &[&str],
@@ -2072,6 +2134,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn list_messages(&mut self, session_id: &str) -> Result<Vec<super::MessageRow>, crate::Error> {
         let values: [Param<'_>; 1] = [(&session_id, Type::TEXT)];
         let sql = LIST_MESSAGES_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_message_row)
+            .collect::<Result<_, _>>()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_messages_of_sessions(
+        &mut self,
+        session_ids: &[&str],
+    ) -> Result<Vec<super::MessageRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&session_ids, Type::TEXT_ARRAY)];
+        let sql = LIST_MESSAGES_OF_SESSIONS_SQL;
         let rows = self.sqlgen_query(sql, &values)?;
         rows.iter()
             .map(read_message_row)
@@ -2348,6 +2423,19 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
         rows.first()
             .map(read_session_rollup_row)
             .transpose()
+            .map_err(crate::Error::from)
+    }
+
+    fn list_session_roll_ups(
+        &mut self,
+        child_ids: &[&str],
+    ) -> Result<Vec<super::SessionRollupRow>, crate::Error> {
+        let values: [Param<'_>; 1] = [(&child_ids, Type::TEXT_ARRAY)];
+        let sql = LIST_SESSION_ROLL_UPS_SQL;
+        let rows = self.sqlgen_query(sql, &values)?;
+        rows.iter()
+            .map(read_session_rollup_row)
+            .collect::<Result<_, _>>()
             .map_err(crate::Error::from)
     }
 

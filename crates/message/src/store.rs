@@ -611,6 +611,43 @@ pub fn load_session_messages(tx: &mut dyn Reads, session_id: &str) -> Result<Vec
     assemble(rows, parts.into_iter().map(PartData::from))
 }
 
+/// The messages of each of `session_ids` with their parts, as [`load_session_messages`]
+/// gives one session's, in two statements for all of them (a batch of `export --all`,
+/// where a session's own statements cost a round trip each on PostgreSQL). One entry per
+/// session id, in the order given: the session's messages (none for a session without,
+/// or one not stored, which the caller tells apart itself), or the error decoding them,
+/// which is that session's alone.
+/// `Err` when a statement failed, e.g. on a value of the wrong kind in a column
+/// (`scribe_db::Error::UnreadableValue`), which names no session: load the sessions
+/// one at a time to learn which.
+pub fn load_sessions_messages(
+    tx: &mut dyn Reads,
+    session_ids: &[&str],
+) -> Result<Vec<Result<Vec<Message>>>> {
+    if session_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut rows: HashMap<String, Vec<MessageRow>> = HashMap::new();
+    for row in tx.reads().list_messages_of_sessions(session_ids)? {
+        rows.entry(row.session_id.clone()).or_default().push(row);
+    }
+    let mut parts: HashMap<String, Vec<PartData>> = HashMap::new();
+    for row in tx.reads().list_part_data_of_sessions(session_ids)? {
+        parts
+            .entry(row.session_id.clone())
+            .or_default()
+            .push(PartData::from(row));
+    }
+    Ok(session_ids
+        .iter()
+        .map(|id| {
+            let rows = rows.remove(*id).unwrap_or_default();
+            let parts = parts.remove(*id).unwrap_or_default();
+            assemble(rows, parts.into_iter())
+        })
+        .collect())
+}
+
 /// The messages `ids` (any order in, creation order out) with their parts; ids that do
 /// not exist are skipped.
 pub fn load_messages_by_ids(tx: &mut dyn Reads, ids: &[&str]) -> Result<Vec<Message>> {
@@ -690,6 +727,7 @@ macro_rules! part_data_from {
 part_data_from!(
     ListSentPartDataFromRow,
     ListSessionPartDataRow,
+    ListPartDataOfSessionsRow,
     ListPartDataByMessageIdsRow,
     ListMessagePartDataRow
 );

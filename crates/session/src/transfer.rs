@@ -179,32 +179,125 @@ fn parents_first_by<T>(list: Vec<T>, session: impl Fn(&T) -> &Session) -> Vec<T>
 fn export_one(tx: &mut dyn Reads, session: Session) -> Result<SessionExport> {
     let messages = store::load_session_messages(tx, &session.id)?;
     let files = file_versions(tx.reads().list_session_files(&session.id)?);
-    let rolled_up = tx
-        .reads()
-        .get_session_roll_up(&session.id)?
-        .map(|mark| RollUpMark {
-            added: Some(UsageDelta {
-                tokens: TokenUsage {
-                    input: mark.input_tokens,
-                    output: mark.output_tokens,
-                    cache_read: mark.cache_read_tokens,
-                    cache_write: mark.cache_write_tokens,
-                    reasoning: mark.reasoning_tokens,
-                },
-                api_calls: mark.api_call_count,
-                tool_calls: 0,
-                cost_usd: mark.estimated_cost_usd,
-                actual_cost_usd: mark.actual_cost_usd,
-            }),
-            parent_id: mark.parent_id,
-            rolled_up_at: mark.rolled_up_at,
+    let mark = tx.reads().get_session_roll_up(&session.id)?;
+    Ok(session_export(session, messages, files, mark))
+}
+
+/// Sessions read together by [`export_batch`], at most: each batch is four statements
+/// (messages, parts, file versions, roll-up marks) instead of four per session.
+const EXPORT_BATCH_SESSIONS: usize = 200;
+
+/// Messages held in memory by one batch of [`export_batch`], about (by the sessions'
+/// counts): a session with more is read alone, as [`export_one`] reads it.
+const EXPORT_BATCH_MESSAGES: i64 = 2_000;
+
+/// `sessions` split into runs for [`export_batch`], in order: runs of small sessions up to
+/// [`EXPORT_BATCH_SESSIONS`] and about [`EXPORT_BATCH_MESSAGES`] messages, a big
+/// session alone.
+fn export_batches(sessions: Vec<Session>) -> Vec<Vec<Session>> {
+    let mut batches: Vec<Vec<Session>> = Vec::new();
+    let mut messages = 0i64;
+    for session in sessions {
+        let count = session.message_count.max(0);
+        let fits = batches.last().is_some_and(|last| {
+            last.len() < EXPORT_BATCH_SESSIONS
+                && messages.saturating_add(count) <= EXPORT_BATCH_MESSAGES
         });
-    Ok(SessionExport {
+        if fits {
+            messages = messages.saturating_add(count);
+            if let Some(last) = batches.last_mut() {
+                last.push(session);
+            }
+        } else {
+            messages = count;
+            batches.push(vec![session]);
+        }
+    }
+    batches
+}
+
+/// The exports of `sessions` (a run from [`export_batches`]), each with its own outcome,
+/// in order: a session whose rows do not decode fails alone. Read together in four
+/// statements; when one of them fails on a value it cannot read (which names no
+/// session), or for a single session, one at a time as [`export_one`] reads them.
+fn export_batch(tx: &mut dyn Reads, sessions: Vec<Session>) -> Result<Vec<Result<SessionExport>>> {
+    if sessions.len() > 1 {
+        let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+        match read_batch(tx, &ids) {
+            Ok((messages, mut files, mut marks)) => {
+                return Ok(sessions
+                    .into_iter()
+                    .zip(messages)
+                    .map(|(session, messages)| {
+                        let files = file_versions(files.remove(&session.id).unwrap_or_default());
+                        let mark = marks.remove(&session.id);
+                        Ok(session_export(session, messages?, files, mark))
+                    })
+                    .collect());
+            }
+            Err(err) if err.is_unreadable() => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(sessions
+        .into_iter()
+        .map(|session| export_one(tx, session))
+        .collect())
+}
+
+/// What [`export_batch`] reads of many sessions at once: each one's messages (or why they
+/// do not decode), and the file versions and roll-up marks by session id.
+type BatchRead = (
+    Vec<scribe_message::Result<Vec<Message>>>,
+    HashMap<String, Vec<q::FileRow>>,
+    HashMap<String, q::SessionRollupRow>,
+);
+
+fn read_batch(tx: &mut dyn Reads, ids: &[&str]) -> Result<BatchRead> {
+    let messages = store::load_sessions_messages(tx, ids)?;
+    let mut files: HashMap<String, Vec<q::FileRow>> = HashMap::new();
+    for row in tx.reads().list_files_of_sessions(ids)? {
+        files.entry(row.session_id.clone()).or_default().push(row);
+    }
+    let marks = tx
+        .reads()
+        .list_session_roll_ups(ids)?
+        .into_iter()
+        .map(|mark| (mark.child_id.clone(), mark))
+        .collect();
+    Ok((messages, files, marks))
+}
+
+/// A session's export from what was read of it.
+fn session_export(
+    session: Session,
+    messages: Vec<Message>,
+    files: Vec<FileVersion>,
+    mark: Option<q::SessionRollupRow>,
+) -> SessionExport {
+    let rolled_up = mark.map(|mark| RollUpMark {
+        added: Some(UsageDelta {
+            tokens: TokenUsage {
+                input: mark.input_tokens,
+                output: mark.output_tokens,
+                cache_read: mark.cache_read_tokens,
+                cache_write: mark.cache_write_tokens,
+                reasoning: mark.reasoning_tokens,
+            },
+            api_calls: mark.api_call_count,
+            tool_calls: 0,
+            cost_usd: mark.estimated_cost_usd,
+            actual_cost_usd: mark.actual_cost_usd,
+        }),
+        parent_id: mark.parent_id,
+        rolled_up_at: mark.rolled_up_at,
+    });
+    SessionExport {
         session,
         messages,
         files,
         rolled_up,
-    })
+    }
 }
 
 impl SessionService {
@@ -425,19 +518,22 @@ impl SessionService {
                     parents_first(listed)
                 }
             };
-            for session in sessions {
-                if written.contains(&session.id) || left_out.contains(&session.id) {
-                    continue;
-                }
-                let id = session.id.clone();
-                match export_one(tx, session) {
-                    Ok(export) => {
-                        write(export).map_err(SessionError::Write)?;
-                        written.insert(id);
-                    }
-                    Err(err) => {
-                        unreadable(Some(&id), err)?;
-                        left_out.insert(id);
+            let pending: Vec<Session> = sessions
+                .into_iter()
+                .filter(|s| !written.contains(&s.id) && !left_out.contains(&s.id))
+                .collect();
+            for batch in export_batches(pending) {
+                let ids: Vec<String> = batch.iter().map(|s| s.id.clone()).collect();
+                for (id, export) in ids.into_iter().zip(export_batch(tx, batch)?) {
+                    match export {
+                        Ok(export) => {
+                            write(export).map_err(SessionError::Write)?;
+                            written.insert(id);
+                        }
+                        Err(err) => {
+                            unreadable(Some(&id), err)?;
+                            left_out.insert(id);
+                        }
                     }
                 }
             }
