@@ -159,8 +159,14 @@ fn clear_deletes_messages_and_keeps_the_session(backend: Backend) {
         )
         .unwrap();
     e.svc.record_file(&s.id, "a.txt", "1").unwrap();
+    // A compacted conversation: its summary message goes too, and the link with it.
+    let summary = messages_of(&e.db, &s.id)[1].id.clone();
+    e.svc
+        .update(&s.id, |x| x.summary_message_id = Some(summary.clone()))
+        .unwrap();
     let sub = e.svc.subscribe();
     let cleared = e.svc.clear(&s.id).unwrap();
+    assert_eq!(cleared.summary_message_id, None);
     assert_eq!((cleared.message_count, cleared.tool_call_count), (0, 0));
     assert_eq!(cleared.title.as_deref(), Some("keep me"));
     assert_eq!(cleared.estimated_cost_usd, 0.5);

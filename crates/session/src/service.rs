@@ -127,6 +127,25 @@ pub(crate) fn load(tx: &mut dyn Reads, id: &str) -> Result<Session> {
     }
 }
 
+/// Deletes `session`'s conversation inside `tx`: its messages and parts, through the
+/// message store (parts first), and before them the link to its summary message. The link
+/// would go by its `ON DELETE SET NULL`, but PostgreSQL checks the session row's foreign
+/// key at every counter update the deletes make to that row (a row this transaction
+/// already changed), before the link's action has run, and refused the delete. Returns
+/// how many messages went.
+pub(crate) fn delete_conversation(tx: &mut Tx<'_>, session: &Session) -> Result<usize> {
+    if session.summary_message_id.is_some() {
+        let now = tx.now();
+        tx.q()
+            .set_session_summary_message(&q::SetSessionSummaryMessageParams {
+                summary_message_id: None,
+                now,
+                id: &session.id,
+            })?;
+    }
+    Ok(store::delete_session_messages(tx, &session.id)?)
+}
+
 /// Fails with [`SessionError::TitleInUse`] if another session than `except` holds `title`.
 fn ensure_title_free(tx: &mut dyn Reads, title: &str, except: Option<&str>) -> Result<()> {
     if let Some(holder) = tx.reads().get_session_by_title(title)?
@@ -562,9 +581,9 @@ impl SessionService {
             .into_iter()
             .map(|row| row.id)
             .collect();
-        // Its conversation first, parts before messages (the message store's rule),
-        // rather than by the cascade, which costs time in the square of its size.
-        store::delete_session_messages(tx, id)?;
+        // Its conversation first, rather than by the cascade, which on SQLite costs time
+        // in the square of its size.
+        delete_conversation(tx, &session)?;
         tx.q().delete_session(id)?;
         let mut unlinked = Vec::with_capacity(children.len());
         for child in &children {

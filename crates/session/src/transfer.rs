@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SessionError};
 use crate::files::{FileVersion, file_sessions, file_versions};
-use crate::service::{SessionService, child_of, free_title, insert_session, list_readable, load};
+use crate::service::{
+    SessionService, child_of, delete_conversation, free_title, insert_session, list_readable, load,
+};
 use crate::session::{Session, SessionKind, json_text, sessions};
 use crate::title::normalize_optional_title;
 use crate::usage::UsageDelta;
@@ -363,8 +365,8 @@ impl SessionService {
     /// settings, usage totals and files. Publishes `updated`.
     pub fn clear(&self, session_id: &str) -> Result<Session> {
         self.db.write(|tx| {
-            load(tx, session_id)?;
-            store::delete_session_messages(tx, session_id)?;
+            let before = load(tx, session_id)?;
+            delete_conversation(tx, &before)?;
             let session = load(tx, session_id)?;
             self.announce(tx, EventKind::Updated, &session);
             Ok(session)
