@@ -459,6 +459,23 @@ pub fn delete_session_messages(tx: &mut Tx<'_>, session_id: &str) -> Result<usiz
     Ok(tx.q().delete_session_messages(session_id)?)
 }
 
+/// What must happen inside `tx` before the row of session `session_id` is deleted, its
+/// messages and parts going by the cascade. On SQLite its parts are deleted first, in one
+/// statement: the cascade looks each message's parts up by the composite foreign key
+/// `(session_id, message_id)`, for which SQLite's planner (without statistics) picks
+/// `parts_session` and walks every part of the session, time in the square of the
+/// session's size (a session of 7,200 messages took 8.5 s to delete, now 0.2 s). On
+/// PostgreSQL nothing: its planner looks parts up by message, and parts deleted before
+/// the row would each update the session's counters, a new row version every time,
+/// where after the row is gone those updates find nothing (the same session: 0.65 s by
+/// the cascade, 5.5 s parts first).
+pub fn before_session_delete(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    if tx.backend() == Backend::Sqlite {
+        tx.q().delete_session_parts(session_id)?;
+    }
+    Ok(())
+}
+
 /// The message `id` without its parts (its row only: usage, role, session …), for
 /// callers that must not depend on decoding parts.
 pub fn load_message_row(tx: &mut dyn Reads, id: &str) -> Result<Message> {

@@ -127,12 +127,12 @@ pub(crate) fn load(tx: &mut dyn Reads, id: &str) -> Result<Session> {
     }
 }
 
-/// Deletes `session`'s conversation inside `tx`: its messages and parts, through the
-/// message store (parts first), and before them the link to its summary message. The link
-/// would go by its `ON DELETE SET NULL`, but PostgreSQL checks the session row's foreign
-/// key at every counter update the deletes make to that row (a row this transaction
-/// already changed), before the link's action has run, and refused the delete. Returns
-/// how many messages went.
+/// Deletes `session`'s conversation inside `tx`, keeping the session (`clear`): its
+/// messages and parts, through the message store (parts first), and before them the link
+/// to its summary message. The link would go by its `ON DELETE SET NULL`, but PostgreSQL
+/// checks the session row's foreign key at every counter update the deletes make to that
+/// row (a row this transaction already changed), before the link's action has run, and
+/// refused the clear of a compacted session. Returns how many messages went.
 pub(crate) fn delete_conversation(tx: &mut Tx<'_>, session: &Session) -> Result<usize> {
     if session.summary_message_id.is_some() {
         let now = tx.now();
@@ -581,9 +581,9 @@ impl SessionService {
             .into_iter()
             .map(|row| row.id)
             .collect();
-        // Its conversation first, rather than by the cascade, which on SQLite costs time
-        // in the square of its size.
-        delete_conversation(tx, &session)?;
+        // Messages, parts and files go by the cascade (on SQLite the parts first: see
+        // the message store's before_session_delete).
+        store::before_session_delete(tx, id)?;
         tx.q().delete_session(id)?;
         let mut unlinked = Vec::with_capacity(children.len());
         for child in &children {
