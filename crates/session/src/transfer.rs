@@ -440,8 +440,9 @@ impl SessionService {
     }
 
     /// [`export`](Self::export) one session at a time: `write` gets each session's export
-    /// as soon as it has been read, so memory holds one session, never all of them (what
-    /// `scribe export --all` streams to its file). Everything is read from one snapshot, in
+    /// as soon as it has been read, so memory holds one session (or a run of small ones,
+    /// about 2,000 messages, read together), never all of them (what `scribe export --all`
+    /// streams to its file). Everything is read from one snapshot, in
     /// the same order as `export`. Returns how many sessions were written; an error from
     /// `write` stops the export ([`SessionError::Write`]), and so does a session that
     /// cannot be read (the error names it).

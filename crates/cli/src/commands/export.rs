@@ -110,8 +110,8 @@ impl ExportCmd {
         let mut left_out: Vec<(Option<String>, SessionError)> = Vec::new();
         let mut stream = |out: &mut dyn Write, on_terminal: bool| -> Result<usize, CliError> {
             let mut out = crate::json::escaped_on(out, on_terminal);
-            // Each session is written as soon as it is read: memory holds one session,
-            // however many are exported.
+            // Each session is written as soon as it is read: memory holds one session (or
+            // a run of small ones read together), however many are exported.
             let bar = ui::progress(expected, "exporting");
             let mut writer = ExportWriter::new(&mut out, format, on_terminal)?;
             for selection in &selections {
