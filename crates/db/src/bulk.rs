@@ -77,26 +77,43 @@ pub fn insert_messages(
     {
         return Ok(Bulk::NotInserted);
     }
-    conn.execute_batch("SAVEPOINT scribe_bulk")?;
-    let stored = insert_all(conn, messages, parts);
-    match stored {
-        Ok(()) => {
-            conn.execute_batch("RELEASE scribe_bulk")?;
-            Ok(Bulk::Inserted)
-        }
-        Err(err) => {
-            conn.execute_batch("ROLLBACK TO scribe_bulk; RELEASE scribe_bulk")?;
+    outcome(tx.attempt(|_| {
+        insert_all(conn, messages, parts).map_err(|err| {
             if refused(&err) {
-                Ok(Bulk::NotInserted)
+                Stored::Refused
             } else {
-                Err(err.into())
+                Stored::Failed(err.into())
             }
-        }
+        })
+    }))
+}
+
+/// Why the rows of an [`insert_messages`] attempt were undone.
+enum Stored {
+    /// The database refused a row: store them one by one to learn which and why.
+    Refused,
+    /// Anything else, returned as it is.
+    Failed(crate::Error),
+}
+
+impl From<crate::Error> for Stored {
+    fn from(err: crate::Error) -> Self {
+        Stored::Failed(err)
     }
 }
 
-/// [`insert_messages`] on PostgreSQL: `CreateMessages`, then `CreateParts`, under a
-/// savepoint.
+/// [`insert_messages`]' answer from its attempt ([`Tx::attempt`]: everything of it undone
+/// when it failed).
+fn outcome(attempt: std::result::Result<(), Stored>) -> Result<Bulk> {
+    match attempt {
+        Ok(()) => Ok(Bulk::Inserted),
+        Err(Stored::Refused) => Ok(Bulk::NotInserted),
+        Err(Stored::Failed(err)) => Err(err),
+    }
+}
+
+/// [`insert_messages`] on PostgreSQL: `CreateMessages`, then `CreateParts`, in one
+/// attempt ([`Tx::attempt`]).
 #[cfg(feature = "postgres")]
 fn insert_json(
     tx: &mut Tx<'_>,
@@ -108,31 +125,17 @@ fn insert_json(
     let (Ok(messages), Ok(parts)) = (messages_json(messages), parts_json(parts)) else {
         return Ok(Bulk::NotInserted);
     };
-    savepoint(tx, "SAVEPOINT scribe_bulk")?;
-    let mut stored = tx.q().create_messages(&messages);
-    if stored.is_ok() {
-        stored = tx.q().create_parts(&parts);
-    }
-    match stored {
-        Ok(()) => {
-            savepoint(tx, "RELEASE scribe_bulk")?;
-            Ok(Bulk::Inserted)
-        }
-        Err(err) => {
-            savepoint(tx, "ROLLBACK TO scribe_bulk; RELEASE scribe_bulk")?;
+    outcome(tx.attempt(|tx| {
+        let refusal = |err: crate::Error| {
             if refused_value(&err) {
-                Ok(Bulk::NotInserted)
+                Stored::Refused
             } else {
-                Err(err)
+                Stored::Failed(err)
             }
-        }
-    }
-}
-
-/// Runs `sql` (savepoint statements) under `tx`.
-#[cfg(feature = "postgres")]
-fn savepoint(tx: &mut Tx<'_>, sql: &str) -> Result<()> {
-    tx.execute_batch(sql)
+        };
+        tx.q().create_messages(&messages).map_err(refusal)?;
+        tx.q().create_parts(&parts).map_err(refusal)
+    }))
 }
 
 /// Whether PostgreSQL refused a row or one of its values (SQLSTATE classes 22, data
