@@ -161,10 +161,10 @@ pub enum CliError {
         /// How many the file holds.
         total: usize,
     },
-    /// `list` or `export --all` left out sessions whose stored rows cannot be read (each
-    /// named above it); the others were listed or written.
+    /// `list` or `export --all` left out sessions, or `search` hits, whose stored rows
+    /// cannot be read (each named above it); the others were listed, written or shown.
     #[error(
-        "{count} session{} could not be read and {} left out of {from} (see above); \
+        "{count} {what}{} could not be read and {} left out of {from} (see above); \
          `scribe db check` names the values to set right",
         if *count == 1 { "" } else { "s" },
         if *count == 1 { "was" } else { "were" }
@@ -172,6 +172,8 @@ pub enum CliError {
     LeftOut {
         /// How many were left out.
         count: usize,
+        /// What they are: `session`, `search hit`.
+        what: &'static str,
         /// What they were left out of: `the list`, `the export`.
         from: &'static str,
     },
@@ -238,14 +240,15 @@ pub fn one_line(err: &dyn std::error::Error) -> String {
         .join(" ")
 }
 
-/// Names on stderr a session that `list` or `export --all` left out ([`CliError::LeftOut`]
-/// counts them): its id when known (`None` when its own row is the unreadable one, which
-/// `err` then names), and why.
-pub fn report_left_out(id: Option<&str>, err: &scribe_session::SessionError) {
+/// Names on stderr a session that `list` or `export --all` left out, or a `search` hit
+/// ([`CliError::LeftOut`] counts them): its id when known (`None` when its own row is the
+/// unreadable one, which `err` then names; `what` says what it is: `a session`, `a search
+/// hit`), and why.
+pub fn report_left_out(what: &str, id: Option<&str>, err: &dyn std::error::Error) {
     let why = one_line(err);
     match id {
         Some(id) => eprintln!("left out {id}: {why}"),
-        None => eprintln!("left out a session: {why}"),
+        None => eprintln!("left out {what}: {why}"),
     }
 }
 

@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use scribe_message::{NewMessage, Part, Role};
 
 /// Runs raw SQL on the file (CHECK constraints off: a program that is not Scribe).
 fn damage(env: &Env, sql: &str) {
@@ -389,13 +390,26 @@ fn export_all_leaves_out_the_sessions_it_cannot_read_and_writes_the_rest() {
     );
 }
 
-/// A search whose hit is in a row holding a value no reader takes fails in one line naming
-/// that row (the message, or the session, by the column), not only the column.
+/// A search leaves out the hits in rows holding a value no reader takes, names each on
+/// stderr (the row: the message, or the session, by the column; the hit's message too
+/// when the row is another), shows the others and exits 1: one damaged row does not fail
+/// every search that meets it. On the word index and on the substring walk (which orders
+/// messages by a time that is not a number there).
 #[test]
-fn a_search_names_the_row_it_cannot_read() {
+fn a_search_leaves_out_the_hits_it_cannot_read_and_names_them() {
     let env = Env::new();
     let seeded = seed(&env);
-    assert!(env.ok(&["search", "mismatched"]).contains(&seeded.build));
+    let (_, messages) = env.services();
+    let later = messages
+        .create(NewMessage::new(
+            &seeded.cjk,
+            Role::Assistant,
+            vec![Part::text("搜索已经完成")],
+        ))
+        .unwrap();
+    // `parser`: both messages of the build session and the task's.
+    let before = env.json(&["search", "--json", "parser"]);
+    assert_eq!(before["hits"].as_array().unwrap().len(), 3, "{before}");
     damage(
         &env,
         &format!(
@@ -403,30 +417,108 @@ fn a_search_names_the_row_it_cannot_read() {
             seeded.build
         ),
     );
-    let err = env.fails(&["search", "mismatched"]);
-    assert!(err.contains(": message msg_"), "{err}");
+    let out = env.run(&["search", "parser"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        err.contains("sqlite error: Invalid column type Text"),
+        stdout(&out).contains("Run the parser tests"),
+        "{}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for line in &lines[..2] {
+        assert!(line.starts_with("left out a search hit: "), "{err}");
+        assert!(line.contains(": message msg_"), "{err}");
+        assert!(
+            line.contains("sqlite error: Invalid column type Text"),
+            "{err}"
+        );
+        assert!(line.contains("name: created_at"), "{err}");
+        assert!(
+            line.contains("`scribe db check` names the rows that hold one"),
+            "{err}"
+        );
+    }
+    assert_ne!(lines[0], lines[1]);
+    assert_eq!(
+        lines[2],
+        "scribe: 2 search hits could not be read and were left out of the search (see \
+         above); `scribe db check` names the values to set right"
+    );
+    // JSON holds the hits read; what was left out is on stderr, as above.
+    let out = env.run(&["search", "--json", "parser"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let hits: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let ids: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [seeded.task.as_str()]);
+
+    // The substring walk goes newest first by `created_at`: a text there sorts before
+    // every number, and the walk passes it by to the older hit.
+    let found = env.json(&["search", "--json", "搜"]);
+    assert_eq!(found["hits"].as_array().unwrap().len(), 2, "{found}");
+    let first: String = rusqlite::Connection::open(&env.db)
+        .unwrap()
+        .query_row(
+            "SELECT id FROM messages WHERE session_id = ?1 AND id <> ?2",
+            [&seeded.cjk, &later.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    damage(
+        &env,
+        &format!("UPDATE messages SET created_at = 'noon' WHERE id = '{first}'"),
+    );
+    let out = env.run(&["search", "搜"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("搜索已经完成"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("中文分词"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "left out a search hit: database error: message {first}: "
+        )),
         "{err}"
     );
-    assert!(err.contains("name: created_at"), "{err}");
     assert!(
-        err.contains("`scribe db check` names the rows that hold one"),
+        err.contains("1 search hit could not be read and was left out"),
         "{err}"
     );
+
+    // A session's row: its hits are left out, each named by its message and the session.
     damage(
         &env,
         &format!(
-            "UPDATE messages SET created_at = 1 WHERE session_id = '{0}';
+            "UPDATE messages SET created_at = 1 WHERE session_id IN ('{0}', '{1}');
              UPDATE sessions SET created_at = 'noon' WHERE id = '{0}';",
-            seeded.build
+            seeded.build, seeded.cjk
         ),
     );
-    let err = env.fails(&["search", "mismatched"]);
-    assert!(
-        err.contains(&format!("session {}: sqlite error: ", seeded.build)),
+    let out = env.run(&["search", "parser"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches(&format!(
+            ": database error: session {}: sqlite error: ",
+            seeded.build
+        ))
+        .count(),
+        2,
         "{err}"
     );
+    assert_eq!(err.matches("left out msg_").count(), 2, "{err}");
+    assert!(
+        stdout(&out).contains("Run the parser tests"),
+        "{}",
+        stdout(&out)
+    );
+    // A search that meets no damaged row is as before.
+    assert!(env.ok(&["search", "milk"]).contains("remember the milk"));
 }
 
 /// A command naming one session whose own row holds a value of the wrong kind (`show`,

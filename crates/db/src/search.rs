@@ -769,8 +769,9 @@ fn fts_search(
     expr: &str,
     extras: Extras<'_>,
     filter: &SearchFilter,
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
-    let mut hits = fts_hits(conn, index, expr, extras, filter)?;
+    let mut hits = fts_hits(conn, index, expr, extras, filter, unread)?;
     nul_free_snippets(conn, index, expr, &mut hits)?;
     Ok(hits)
 }
@@ -782,6 +783,7 @@ fn fts_hits(
     expr: &str,
     extras: Extras<'_>,
     filter: &SearchFilter,
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     if filter.limit == 0 {
         return Ok(Vec::new());
@@ -798,7 +800,7 @@ fn fts_hits(
         && checks.is_none()
         && substrings.is_empty()
         && let Some(window) = filter.window
-        && let Some(hits) = typing_page(conn, expr, filter, window, TYPING_WALK)?
+        && let Some(hits) = typing_page(conn, expr, filter, window, TYPING_WALK, unread)?
     {
         return Ok(hits);
     }
@@ -808,7 +810,7 @@ fn fts_hits(
     };
     let alone = !substrings.iter().any(|a| !a.all.is_empty());
     if filter.offset == 0 {
-        let mut hits = first_page(conn, index, expr, filter, checks, floor)?;
+        let mut hits = first_page(conn, index, expr, filter, checks, floor, unread)?;
         if plain.iter().any(|a| !a.all.is_empty()) && hits.len() < limit {
             let seen: std::collections::HashSet<String> =
                 hits.iter().map(|h| h.message_id.clone()).collect();
@@ -820,7 +822,7 @@ fn fts_hits(
                 Ok(rows)
             })?;
             let page: Vec<Candidate> = extra.into_iter().take(limit - hits.len()).collect();
-            hits.extend(page_hits(conn, index, expr, plain, &page)?);
+            hits.extend(page_hits(conn, index, expr, plain, &page, unread)?);
         }
         if !alone && hits.len() < limit {
             // The index's hits are all here: the substring alternatives' come after them.
@@ -833,6 +835,7 @@ fn fts_hits(
                 &LIKE_STEPS,
                 more,
                 &seen,
+                unread,
             )?);
         }
         return Ok(hits);
@@ -867,10 +870,10 @@ fn fts_hits(
         std::collections::HashSet::new()
     };
     let page: Vec<Candidate> = found.into_iter().skip(offset).take(limit).collect();
-    let mut hits = page_hits(conn, index, expr, plain, &page)?;
+    let mut hits = page_hits(conn, index, expr, plain, &page, unread)?;
     if !alone && (all_found as u64) < wanted {
         let more = wanted - all_found as u64;
-        let extra = like_walk(conn, substrings, filter, &LIKE_STEPS, more, &seen)?;
+        let extra = like_walk(conn, substrings, filter, &LIKE_STEPS, more, &seen, unread)?;
         let skip = offset.saturating_sub(all_found);
         hits.extend(
             extra
@@ -919,6 +922,7 @@ fn typing_page(
     filter: &SearchFilter,
     window: u64,
     (steps, step): (usize, u64),
+    unread: &mut Unread,
 ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
     if filter.is_narrowed() || filter.offset != 0 || window == 0 {
         return Ok(None);
@@ -1075,10 +1079,11 @@ fn typing_page(
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut by_seq: std::collections::HashMap<i64, SearchHit> = std::collections::HashMap::new();
     for row in stmt.query_map(&*values.as_params(), |row| {
-        Ok((row.get::<_, i64>(12)?, hit(row, None)?))
+        Ok((row.get::<_, i64>(12)?, hit(row, None, unread)?))
     })? {
-        let (seq, hit) = row?;
-        by_seq.insert(seq, hit);
+        if let (seq, Some(hit)) = row? {
+            by_seq.insert(seq, hit);
+        }
     }
     Ok(Some(
         page.iter()
@@ -1221,6 +1226,7 @@ fn first_page(
     filter: &SearchFilter,
     checks: Option<&Cond>,
     floor: Option<i64>,
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
     let order = JoinOrder::Fixed;
@@ -1249,9 +1255,22 @@ fn first_page(
         let Some(row) = rows.next()? else {
             break;
         };
-        let message_id: String = row.get(0)?;
-        if seen.insert(message_id) {
-            hits.push(hit(row, None)?);
+        let message_id: String = match row.get(0) {
+            Ok(id) => id,
+            Err(err @ rusqlite::Error::InvalidColumnType(..)) => {
+                unread.push(Unreadable {
+                    message_id: None,
+                    in_other_row: false,
+                    error: err,
+                });
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
+        if seen.insert(message_id)
+            && let Some(hit) = hit(row, None, unread)?
+        {
+            hits.push(hit);
         }
     }
     Ok(hits)
@@ -1408,6 +1427,7 @@ fn page_hits(
     expr: &str,
     plain: &[Alternative],
     page: &[Candidate],
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut by_seq: std::collections::HashMap<i64, SearchHit> = std::collections::HashMap::new();
     let indexed: Vec<i64> = page.iter().filter(|c| !c.plain).map(|c| c.seq).collect();
@@ -1430,11 +1450,12 @@ fn page_hits(
         let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(&*values.as_params(), |row| {
-            Ok((row.get::<_, i64>(12)?, hit(row, None)?))
+            Ok((row.get::<_, i64>(12)?, hit(row, None, unread)?))
         })?;
         for row in rows {
-            let (seq, hit) = row?;
-            by_seq.insert(seq, hit);
+            if let (seq, Some(hit)) = row? {
+                by_seq.insert(seq, hit);
+            }
         }
     }
     let unindexed: Vec<i64> = page.iter().filter(|c| c.plain).map(|c| c.seq).collect();
@@ -1454,11 +1475,12 @@ fn page_hits(
             let text = text.unwrap_or_default();
             // The snippet marks the first term of an alternative the text has.
             let needle = first_found(&text, plain);
-            Ok((row.get::<_, i64>(12)?, hit(row, Some(needle))?))
+            Ok((row.get::<_, i64>(12)?, hit(row, Some(needle), unread)?))
         })?;
         for row in rows {
-            let (seq, hit) = row?;
-            by_seq.insert(seq, hit);
+            if let (seq, Some(hit)) = row? {
+                by_seq.insert(seq, hit);
+            }
         }
     }
     Ok(page
@@ -1492,8 +1514,9 @@ fn like_search(
     conn: &Connection,
     alternatives: &[Alternative],
     filter: &SearchFilter,
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
-    like_search_in_steps(conn, alternatives, filter, &LIKE_STEPS)
+    like_search_in_steps(conn, alternatives, filter, &LIKE_STEPS, unread)
 }
 
 /// [`like_search`] with these steps.
@@ -1502,6 +1525,7 @@ fn like_search_in_steps(
     alternatives: &[Alternative],
     filter: &SearchFilter,
     steps: &[u64],
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     if filter.limit == 0 {
         return Ok(Vec::new());
@@ -1510,7 +1534,7 @@ fn like_search_in_steps(
     let offset = usize::try_from(filter.offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
     let none = std::collections::HashSet::new();
-    let hits = like_walk(conn, alternatives, filter, steps, wanted, &none)?;
+    let hits = like_walk(conn, alternatives, filter, steps, wanted, &none, unread)?;
     Ok(hits.into_iter().skip(offset).take(limit).collect())
 }
 
@@ -1523,12 +1547,13 @@ fn like_walk(
     steps: &[u64],
     wanted: u64,
     skip: &std::collections::HashSet<String>,
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut hits: Vec<SearchHit> = Vec::new();
     if wanted == 0 || !alternatives.iter().any(|a| !a.all.is_empty()) {
         return Ok(hits);
     }
-    let mut cursor: Option<(i64, String)> = None;
+    let mut cursor: Option<At> = None;
     for &step in steps {
         let newest = newest_messages(conn, filter, cursor.as_ref(), step)?;
         let exhausted = (newest.len() as u64) < step;
@@ -1549,6 +1574,7 @@ fn like_walk(
             filter,
             LikeScope::Messages(&ids),
             None,
+            unread,
         )?);
         cursor = Some(last);
         if exhausted || hits.len() as u64 >= wanted {
@@ -1567,6 +1593,7 @@ fn like_walk(
         filter,
         scope,
         Some(more.saturating_add(skip.len() as u64)),
+        unread,
     )?;
     hits.extend(
         rest.into_iter()
@@ -1583,8 +1610,13 @@ enum LikeScope<'a> {
     /// The messages whose ids are in this JSON array.
     Messages(&'a str),
     /// The messages after this (created_at, id) in newest-first order.
-    Older(&'a (i64, String)),
+    Older(&'a At),
 }
+
+/// A message's place in newest-first order: its `created_at` as stored (an integer, or
+/// whatever another program wrote there: SQLite orders values of every kind, so the walk
+/// passes such a row by, and [`hit`] leaves it out), then its id.
+type At = (sea_query::Value, String);
 
 /// The `n` newest messages (created_at, id) after `cursor` in newest-first order. Only the
 /// filters on the message itself narrow them (the source is tested with the parts), so
@@ -1592,9 +1624,9 @@ enum LikeScope<'a> {
 fn newest_messages(
     conn: &Connection,
     filter: &SearchFilter,
-    cursor: Option<&(i64, String)>,
+    cursor: Option<&At>,
     n: u64,
-) -> rusqlite::Result<Vec<(i64, String)>> {
+) -> rusqlite::Result<Vec<At>> {
     let mut query = Query::select();
     query
         .expr(c("m", "created_at"))
@@ -1611,18 +1643,25 @@ fn newest_messages(
         .limit(n);
     let (sql, values) = query.build_rusqlite(SqliteQueryBuilder);
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(&*values.as_params(), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let rows = stmt.query_map(&*values.as_params(), |row| {
+        use rusqlite::types::Value as Stored;
+        let created_at = match row.get::<_, Stored>(0)? {
+            Stored::Integer(n) => sea_query::Value::from(n),
+            Stored::Real(x) => sea_query::Value::from(x),
+            Stored::Text(text) => sea_query::Value::from(text),
+            Stored::Blob(bytes) => sea_query::Value::from(bytes),
+            Stored::Null => sea_query::Value::BigInt(None),
+        };
+        Ok((created_at, row.get(1)?))
+    })?;
     rows.collect()
 }
 
 /// `m` comes after `at` in newest-first order (created_at, then id, both descending).
-fn older_than(at: &(i64, String)) -> Expr {
+fn older_than(at: &At) -> Expr {
     Expr::cust_with_values(
         "(\"m\".\"created_at\", \"m\".\"id\") < (?, ?)",
-        [
-            sea_query::Value::from(at.0),
-            sea_query::Value::from(at.1.as_str()),
-        ],
+        [at.0.clone(), sea_query::Value::from(at.1.as_str())],
     )
 }
 
@@ -1633,6 +1672,7 @@ fn like_hits(
     filter: &SearchFilter,
     scope: LikeScope<'_>,
     n: Option<u64>,
+    unread: &mut Unread,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut query = Query::select();
     // The part's text comes back whole; the snippet is cut in Rust around the match.
@@ -1669,9 +1709,13 @@ fn like_hits(
     let rows = stmt.query_map(&*values.as_params(), |row| {
         let text: Option<String> = row.get(5)?;
         let needle = first_found(text.as_deref().unwrap_or_default(), alternatives);
-        hit(row, Some(needle))
+        hit(row, Some(needle), unread)
     })?;
-    rows.collect()
+    let mut hits = Vec::new();
+    for row in rows {
+        hits.extend(row?);
+    }
+    Ok(hits)
 }
 
 /// The first term that must occur (in the order of `alternatives`) that `text` holds, as
@@ -1685,24 +1729,54 @@ fn first_found<'a>(text: &str, alternatives: &'a [Alternative]) -> &'a str {
 }
 
 /// A hit from a row of [`hit_columns`]; `like` is the substring to mark in the raw text.
-/// A value no reader takes (another program's write) is named with the row it is in:
-/// the part, the message or the session, by the column.
-fn hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
-    read_hit(row, like).map_err(|err| {
-        let column = match &err {
-            rusqlite::Error::InvalidColumnType(column, ..) => *column,
-            _ => return err,
-        };
-        crate::error::in_row(err, || {
-            let (what, key) = match column {
-                2 | 5 => ("part", 2),
-                7 | 8 | 10 | 11 => ("session", 1),
-                _ => ("message", 0),
-            };
+/// A row holding a value no reader takes (another program's write) is no hit: its error,
+/// naming the row it is in (the part, the message or the session, by the column), goes
+/// to `unread`, and the search goes on without it ([`search_skipping`]).
+fn hit(
+    row: &Row<'_>,
+    like: Option<&str>,
+    unread: &mut Unread,
+) -> rusqlite::Result<Option<SearchHit>> {
+    match read_hit(row, like) {
+        Ok(hit) => Ok(Some(hit)),
+        Err(err @ rusqlite::Error::InvalidColumnType(..)) => {
+            unread.push(unreadable_hit(row, err));
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The hits a search left out ([`hit`]); given to the caller once the search is done
+/// ([`search_skipping`]).
+type Unread = Vec<Unreadable>;
+
+/// A hit left out: its row holds a value of the wrong kind.
+struct Unreadable {
+    /// The hit's message, when its id could be read.
+    message_id: Option<String>,
+    /// Whether `error` names another row than the message (its part, its session).
+    in_other_row: bool,
+    /// The driver's error, naming the row it is in when the row's id could be read.
+    error: rusqlite::Error,
+}
+
+/// The hit of `row` (of [`hit_columns`]) left out for `err`, a value of the wrong kind,
+/// which names the row it is in: the part, the message or the session, by the column.
+fn unreadable_hit(row: &Row<'_>, err: rusqlite::Error) -> Unreadable {
+    let (what, key) = match &err {
+        rusqlite::Error::InvalidColumnType(2 | 5, ..) => ("part", 2),
+        rusqlite::Error::InvalidColumnType(7 | 8 | 10 | 11, ..) => ("session", 1),
+        _ => ("message", 0),
+    };
+    Unreadable {
+        message_id: row.get(0).ok(),
+        in_other_row: what != "message",
+        error: crate::error::in_row(err, || {
             let id: String = row.get(key).ok()?;
             Some(format!("{what} {id}"))
-        })
-    })
+        }),
+    }
 }
 
 fn read_hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
@@ -1734,9 +1808,45 @@ fn read_hit(row: &Row<'_>, like: Option<&str>) -> rusqlite::Result<SearchHit> {
 /// Every occurrence in a hit's snippet of a literal term the query requires (a symbol, a
 /// CJK term too short for the trigram index: what the indexes cannot mark) is marked,
 /// beside the index's own marks.
+///
+/// A hit whose row holds a value no reader takes fails the search with an
+/// [`Error::UnreadableValue`](crate::Error::UnreadableValue) naming that row;
+/// [`search_skipping`] leaves such hits out instead.
 pub fn search(tx: &mut ReadTx<'_>, filter: &SearchFilter) -> crate::Result<Vec<SearchHit>> {
+    search_skipping(tx, filter, &mut |_, err| Err(err))
+}
+
+/// [`search`], giving `unreadable` each hit left out because a row of it holds a value no
+/// reader takes (which only another program's write leaves in SQLite), once: the hit's
+/// message id when the error names another row (its part or session; `None` when it
+/// names the message itself, or the id cannot be read), and an
+/// [`Error::UnreadableValue`](crate::Error::UnreadableValue) naming the row. When it
+/// returns `Ok`, the hits are the others (a page may then hold fewer than `limit`); an
+/// error it returns ends the search. Every other error ends it.
+pub fn search_skipping(
+    tx: &mut ReadTx<'_>,
+    filter: &SearchFilter,
+    unreadable: &mut dyn FnMut(Option<&str>, crate::Error) -> crate::Result<()>,
+) -> crate::Result<Vec<SearchHit>> {
     let mut hits = match tx.raw() {
-        Conn::Sqlite(conn) => sqlite_search(conn, filter)?,
+        Conn::Sqlite(conn) => {
+            let mut unread = Unread::new();
+            let hits = sqlite_search(conn, filter, &mut unread)?;
+            // One message may be met by more than one step of a route: it counts once.
+            let mut met = std::collections::HashSet::new();
+            for hit in unread {
+                if hit
+                    .message_id
+                    .as_ref()
+                    .is_some_and(|id| !met.insert(id.clone()))
+                {
+                    continue;
+                }
+                let id = hit.message_id.as_deref().filter(|_| hit.in_other_row);
+                unreadable(id, crate::Error::from(hit.error))?;
+            }
+            hits
+        }
         #[cfg(feature = "postgres")]
         Conn::Postgres(client) => postgres::search(client, filter)?,
     };
@@ -1820,17 +1930,23 @@ fn mark_literals(snippet: &str, terms: &[&str]) -> String {
 }
 
 /// [`search`] on SQLite: the FTS5 indexes (or LIKE).
-fn sqlite_search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<Vec<SearchHit>> {
+fn sqlite_search(
+    conn: &Connection,
+    filter: &SearchFilter,
+    unread: &mut Unread,
+) -> rusqlite::Result<Vec<SearchHit>> {
     let none = Extras::default();
     match &filter.query {
-        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, none, filter),
-        TextQuery::Trigrams(expr) => fts_search(conn, "parts_fts_trigram", expr, none, filter),
+        TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, none, filter, unread),
+        TextQuery::Trigrams(expr) => {
+            fts_search(conn, "parts_fts_trigram", expr, none, filter, unread)
+        }
         TextQuery::Substrings { trigrams, plain } => {
             let extras = Extras { plain, ..none };
-            fts_search(conn, "parts_fts_trigram", trigrams, extras, filter)
+            fts_search(conn, "parts_fts_trigram", trigrams, extras, filter, unread)
         }
-        TextQuery::Substring(text) => like_search(conn, &[Alternative::of(text)], filter),
-        TextQuery::Literal(alternatives) => like_search(conn, alternatives, filter),
+        TextQuery::Substring(text) => like_search(conn, &[Alternative::of(text)], filter, unread),
+        TextQuery::Literal(alternatives) => like_search(conn, alternatives, filter, unread),
         TextQuery::Mixed {
             index,
             checks,
@@ -1842,13 +1958,15 @@ fn sqlite_search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<V
                 substrings,
             };
             match &**index {
-                TextQuery::Words(expr) => fts_search(conn, "parts_fts", expr, extras, filter),
+                TextQuery::Words(expr) => {
+                    fts_search(conn, "parts_fts", expr, extras, filter, unread)
+                }
                 TextQuery::Trigrams(expr) => {
-                    fts_search(conn, "parts_fts_trigram", expr, extras, filter)
+                    fts_search(conn, "parts_fts_trigram", expr, extras, filter, unread)
                 }
                 TextQuery::Substrings { trigrams, plain } => {
                     let extras = Extras { plain, ..extras };
-                    fts_search(conn, "parts_fts_trigram", trigrams, extras, filter)
+                    fts_search(conn, "parts_fts_trigram", trigrams, extras, filter, unread)
                 }
                 _ => sqlite_search(
                     conn,
@@ -1856,6 +1974,7 @@ fn sqlite_search(conn: &Connection, filter: &SearchFilter) -> rusqlite::Result<V
                         query: (**index).clone(),
                         ..filter.clone()
                     },
+                    unread,
                 ),
             }
         }
@@ -2186,8 +2305,18 @@ mod tests {
                             ..SearchFilter::new(TextQuery::Words(expr.to_owned()))
                         };
                         let floor = window_floor(conn, "parts_fts", expr, &filter, None, window)?;
-                        let want = first_page(conn, "parts_fts", expr, &filter, None, floor)?;
-                        let Some(got) = typing_page(conn, expr, &filter, window, (6, 40))? else {
+                        let want = first_page(
+                            conn,
+                            "parts_fts",
+                            expr,
+                            &filter,
+                            None,
+                            floor,
+                            &mut Unread::new(),
+                        )?;
+                        let Some(got) =
+                            typing_page(conn, expr, &filter, window, (6, 40), &mut Unread::new())?
+                        else {
                             continue;
                         };
                         answered += 1;
@@ -2263,7 +2392,14 @@ mod tests {
                 }],
                 vec![Alternative::of("稀"), Alternative::of("escaped")],
             ] {
-                let all = like_hits(conn, &alternatives, &filter, LikeScope::All, None)?;
+                let all = like_hits(
+                    conn,
+                    &alternatives,
+                    &filter,
+                    LikeScope::All,
+                    None,
+                    &mut Unread::new(),
+                )?;
                 // Skip every third hit, and some messages that are no hit at all.
                 let mut skip: std::collections::HashSet<String> = all
                     .iter()
@@ -2272,7 +2408,15 @@ mod tests {
                     .collect();
                 skip.insert("msg_00001".into());
                 for wanted in [1, 50, 150, 900, 5_000] {
-                    let got = like_walk(conn, &alternatives, &filter, &[100, 400], wanted, &skip)?;
+                    let got = like_walk(
+                        conn,
+                        &alternatives,
+                        &filter,
+                        &[100, 400],
+                        wanted,
+                        &skip,
+                        &mut Unread::new(),
+                    )?;
                     let want: Vec<SearchHit> = all
                         .iter()
                         .filter(|h| !skip.contains(&h.message_id))
@@ -2313,6 +2457,7 @@ mod tests {
                     limit: 10_000,
                     ..SearchFilter::new(query.clone())
                 },
+                &mut Unread::new(),
             )?;
             let ids: Vec<&str> = whole.iter().map(|h| h.message_id.as_str()).collect();
             let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
@@ -2340,6 +2485,7 @@ mod tests {
                             offset,
                             ..SearchFilter::new(query.clone())
                         },
+                        &mut Unread::new(),
                     )?;
                     if page.is_empty() || offset > 5_000 {
                         break;
@@ -2420,15 +2566,27 @@ mod tests {
                             ..filter.clone()
                         };
                         let needle = &[Alternative::of(needle)];
-                        let got = like_search(conn, needle, &filter).unwrap();
+                        let got = like_search(conn, needle, &filter, &mut Unread::new()).unwrap();
                         // Small steps, so that the walk also ends with the statement over
                         // the rest of the history.
-                        let small =
-                            like_search_in_steps(conn, needle, &filter, &[100, 400]).unwrap();
+                        let small = like_search_in_steps(
+                            conn,
+                            needle,
+                            &filter,
+                            &[100, 400],
+                            &mut Unread::new(),
+                        )
+                        .unwrap();
                         assert_eq!(got, small, "{needle:?} {filter:?}");
-                        let all =
-                            like_hits(conn, needle, &filter, LikeScope::All, Some(offset + limit))
-                                .unwrap();
+                        let all = like_hits(
+                            conn,
+                            needle,
+                            &filter,
+                            LikeScope::All,
+                            Some(offset + limit),
+                            &mut Unread::new(),
+                        )
+                        .unwrap();
                         let want: Vec<SearchHit> = all.into_iter().skip(offset as usize).collect();
                         assert_eq!(got, want, "{needle:?} {filter:?}");
                         compared += got.len();

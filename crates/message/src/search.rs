@@ -154,7 +154,44 @@ pub struct SearchHit {
 impl MessageService {
     /// Searches every session for `query` (see the module doc). Any string is accepted:
     /// one with nothing searchable in it returns `Ok` with no hits.
+    ///
+    /// A hit whose stored rows cannot be read (a value another program wrote into an
+    /// SQLite column) fails the search, naming the row; [`search_skipping`] leaves it out.
+    ///
+    /// [`search_skipping`]: Self::search_skipping
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
+        self.search_leaving_out(query, options, None)
+    }
+
+    /// [`search`](Self::search) that goes on past a hit whose rows cannot be read (its
+    /// part, message or session holds a value another program wrote into an SQLite column;
+    /// its role, or the role of the message before or after it, is not one Scribe knows):
+    /// `left_out` gets each such hit once, as the hit's message id when the error names
+    /// another row (`None` when it names the message itself) and the error naming the row,
+    /// and the hits are the others (so a page may hold fewer than `options.limit`). Every
+    /// other error fails the search.
+    pub fn search_skipping(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        left_out: &mut dyn FnMut(Option<&str>, MessageError),
+    ) -> Result<Vec<SearchHit>> {
+        let mut unreadable = Vec::new();
+        let hits = self.search_leaving_out(query, options, Some(&mut unreadable))?;
+        for (id, err) in unreadable {
+            left_out(id.as_deref(), err);
+        }
+        Ok(hits)
+    }
+
+    /// The search, with the hits it cannot read put in `unreadable` when given (failing
+    /// it otherwise).
+    fn search_leaving_out(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        mut unreadable: Option<&mut Vec<(Option<String>, MessageError)>>,
+    ) -> Result<Vec<SearchHit>> {
         let limit = options.limit.min(MAX_SEARCH_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());
@@ -221,7 +258,17 @@ impl MessageService {
         // nothing waits); a part still being streamed is found once it settles.
         self.db.index_pending()?;
         self.db.read(|tx| {
-            let rows = db_search::search(tx, &filter)?;
+            // A busy read is tried again: only the last try's rows count.
+            if let Some(list) = unreadable.as_deref_mut() {
+                list.clear();
+            }
+            let rows = db_search::search_skipping(tx, &filter, &mut |id, err| {
+                let Some(list) = unreadable.as_deref_mut() else {
+                    return Err(err);
+                };
+                list.push((id.map(str::to_owned), MessageError::Db(err)));
+                Ok(())
+            })?;
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
@@ -265,29 +312,41 @@ impl MessageService {
                 neighbors.iter().map(|n| (n.id.as_str(), n)).collect();
             let mut hits = Vec::with_capacity(rows.len());
             for row in &rows {
-                let around = by_id.get(row.message_id.as_str());
-                let (before, after) = match around {
-                    Some(n) => (
-                        context(n.before_id.as_ref(), n.before_role.as_ref())?,
-                        context(n.after_id.as_ref(), n.after_role.as_ref())?,
-                    ),
-                    None => (None, None),
-                };
-                hits.push(SearchHit {
-                    message_id: row.message_id.clone(),
-                    session_id: row.session_id.clone(),
-                    part_id: row.part_id.clone(),
-                    role: parse_role(&row.message_id, &row.role)?,
-                    created_at: row.created_at,
-                    snippet: row.snippet.clone(),
-                    rank: row.rank,
-                    before,
-                    after,
-                    source: row.source.clone(),
-                    model: row.session_model.clone(),
-                    message_model: row.message_model.clone(),
-                    title: row.title.clone(),
-                });
+                let hit = (|| -> Result<SearchHit> {
+                    let around = by_id.get(row.message_id.as_str());
+                    let (before, after) = match around {
+                        Some(n) => (
+                            context(n.before_id.as_ref(), n.before_role.as_ref())?,
+                            context(n.after_id.as_ref(), n.after_role.as_ref())?,
+                        ),
+                        None => (None, None),
+                    };
+                    Ok(SearchHit {
+                        message_id: row.message_id.clone(),
+                        session_id: row.session_id.clone(),
+                        part_id: row.part_id.clone(),
+                        role: parse_role(&row.message_id, &row.role)?,
+                        created_at: row.created_at,
+                        snippet: row.snippet.clone(),
+                        rank: row.rank,
+                        before,
+                        after,
+                        source: row.source.clone(),
+                        model: row.session_model.clone(),
+                        message_model: row.message_model.clone(),
+                        title: row.title.clone(),
+                    })
+                })();
+                match (hit, unreadable.as_deref_mut()) {
+                    (Ok(hit), _) => hits.push(hit),
+                    // Its own role, or a neighbour's (then named with the hit).
+                    (Err(err @ MessageError::CorruptMessage { .. }), Some(list)) => {
+                        let own = matches!(&err, MessageError::CorruptMessage { message_id, .. }
+                            if *message_id == row.message_id);
+                        list.push(((!own).then(|| row.message_id.clone()), err));
+                    }
+                    (Err(err), _) => return Err(err),
+                }
             }
             Ok(hits)
         })

@@ -49,6 +49,13 @@
   const fmtInt = (n) => Number(n || 0).toLocaleString("en-US");
   /** `1 message`, `2 messages`, `12,345 messages` (as `scribe` prints a count). */
   const counted = (n, word) => `${fmtInt(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
+  // What a page left out because its stored rows cannot be read (the API's `left_out`:
+  // one line each, naming the row), in one box; `what` names the kind ("session",
+  // "search hit"). No lines, no box.
+  const leftOutBox = (lines, what) => lines.length ? [h("div", { class: "error-box", role: "status" },
+    `${counted(lines.length, what)} could not be read and ${lines.length === 1 ? "was" : "were"} left out (`,
+    h("code", null, "scribe db check"), " names the values to set right):",
+    h("ul", null, ...lines.map((line) => h("li", null, line))))] : [];
   function fmtCompact(n) {
     const a = Math.abs(n);
     if (a < 1e3) return String(n);
@@ -618,10 +625,7 @@
         alignCosts(body);
         if (!after) leftOut = [];
         leftOut.push(...(page.left_out || []));
-        leftOutSlot.replaceChildren(...(leftOut.length ? [h("div", { class: "error-box", role: "status" },
-          `${counted(leftOut.length, "session")} could not be read and ${leftOut.length === 1 ? "was" : "were"} left out (`,
-          h("code", null, "scribe db check"), " names the values to set right):",
-          h("ul", null, ...leftOut.map((line) => h("li", null, line))))] : []));
+        leftOutSlot.replaceChildren(...leftOutBox(leftOut, "session"));
         if (!after) pages = 0;
         pages += 1;
         view.pages = pages;
@@ -1116,8 +1120,9 @@
     const input = h("input", { type: "search", id: "search-input", placeholder: "Words, \"a phrase\", fix*, -exclude, 中文", value: state.q, autocomplete: "off", "aria-label": "Search" });
     const filters = h("div", { class: "filters" });
     const status = h("div", { class: "dim", id: "search-status" });
+    const leftOutSlot = h("div", { id: "left-out" });
     const hits = h("div", { class: "hits", id: "hits" });
-    m.append(h("h1", null, "Search"), h("div", { class: "search-box" }, input), filters, status, hits);
+    m.append(h("h1", null, "Search"), h("div", { class: "search-box" }, input), filters, status, leftOutSlot, hits);
     input.focus();
     input.setSelectionRange(input.value.length, input.value.length);
 
@@ -1136,7 +1141,7 @@
       else lastTyping = typing === true;
       setParams(state);
       if (ctl) ctl.abort();
-      if (!state.q.trim()) { hits.replaceChildren(); status.textContent = "Type to search every conversation."; setState("ready"); return; }
+      if (!state.q.trim()) { hits.replaceChildren(); leftOutSlot.replaceChildren(); status.textContent = "Type to search every conversation."; setState("ready"); return; }
       ctl = new AbortController();
       const mine = ctl;
       setState("loading");
@@ -1149,12 +1154,13 @@
         const sig = JSON.stringify(res.hits.map((x) => ({ ...x, rank: null })));
         if (!(live === true && sig === shownHits)) hits.replaceChildren(...res.hits.map(renderHit));
         shownHits = sig;
+        leftOutSlot.replaceChildren(...leftOutBox(res.left_out || [], "search hit"));
         const ms = Math.round(performance.now() - started);
         const scope = typing === true ? " · best of the newest matches, Enter ranks all" : "";
         status.textContent = res.hits.length ? `${res.hits.length === 50 ? "50+ messages" : counted(res.hits.length, "message")} · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
         setState("ready");
       } catch (err) {
-        if (!isAbort(err) && stillShown(token)) { hits.replaceChildren(errorBox(err)); setState("error"); }
+        if (!isAbort(err) && stillShown(token)) { hits.replaceChildren(errorBox(err)); leftOutSlot.replaceChildren(); setState("error"); }
       }
     }
     input.addEventListener("input", () => { state.q = input.value; clearTimeout(timer); timer = setTimeout(() => run(true), 120); });

@@ -288,6 +288,19 @@ impl SearchHits {
     }
 }
 
+/// `GET /api/search`: the hits, as `scribe search --json` prints them, and the hits left
+/// out.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchPage {
+    /// `hits`, as `scribe search --json`.
+    #[serde(flatten)]
+    pub hits: SearchHits,
+    /// Hits left out because a row of theirs cannot be read (a value another program wrote
+    /// into an SQLite column, a role Scribe does not know): one line each, naming the row
+    /// (after the hit's message when the row is another) and why. Empty normally.
+    pub left_out: Vec<String>,
+}
+
 /// A message next to a hit.
 #[derive(Debug, Clone, Serialize)]
 pub struct HitContext {

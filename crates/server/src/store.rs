@@ -28,7 +28,7 @@ use scribe_session::{
 use crate::cut::{CutLimits, cut_part};
 use crate::error::{ApiError, ServeError, chain};
 use crate::json::{
-    Block, Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits,
+    Block, Choice, Choices, CutNode, CutPart, MessagePage, PART_TEXT_CAP, SearchHits, SearchPage,
     SessionDetail, SessionList, SessionPage, SessionSummary, Stats, StatsRow, TopSession, Totals,
     Usage, UsageDay, page_message, rebuild_cut, usd,
 };
@@ -643,15 +643,29 @@ impl Store {
         })
     }
 
-    /// Search, as `scribe search`.
-    pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchHits, ApiError> {
+    /// Search, as `scribe search`: the hits, and those left out because a row of theirs
+    /// cannot be read.
+    pub fn search(&self, query: &str, options: &SearchOptions) -> Result<SearchPage, ApiError> {
         let opened = self.current();
         if let Some(id) = &options.session_id {
             opened.sessions.get(id)?;
         }
-        let hits = opened.messages.search(query, options)?;
+        // A hit whose rows cannot be read (another program's write) is left out and named,
+        // as `scribe search` does: one damaged row does not fail every search that meets it.
+        let mut left_out = Vec::new();
+        let hits = opened
+            .messages
+            .search_skipping(query, options, &mut |id, err| {
+                left_out.push(match id {
+                    Some(id) => format!("message {id}: {}", chain(&err)),
+                    None => chain(&err),
+                });
+            })?;
         let previews = untitled_previews(&opened.db, &hits)?;
-        Ok(SearchHits::new(&hits, &previews))
+        Ok(SearchPage {
+            hits: SearchHits::new(&hits, &previews),
+            left_out,
+        })
     }
 
     /// The usage from `since` on, sliced as `scribe stats` slices it, read again only when

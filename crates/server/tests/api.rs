@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::*;
 use scribe_db::Database;
 use scribe_message::{MessageService, SearchOptions};
-use scribe_server::json::{SearchHits, Stats};
+use scribe_server::json::{SearchHits, SearchPage, Stats};
 use scribe_session::{SessionService, StatsBy};
 use serde_json::{Value, json};
 
@@ -364,10 +364,13 @@ fn a_session_and_its_messages_page_by_page() {
     }
 }
 
-/// `scribe search --json`'s document of `hits`, untitled sessions named by their first
-/// message.
-fn search_doc(db: &Database, hits: &[scribe_message::SearchHit]) -> SearchHits {
-    SearchHits::new(hits, &scribe_server::untitled_previews(db, hits).unwrap())
+/// `/api/search`'s document of `hits`: `scribe search --json`'s, untitled sessions named
+/// by their first message, and none left out.
+fn search_doc(db: &Database, hits: &[scribe_message::SearchHit]) -> SearchPage {
+    SearchPage {
+        hits: SearchHits::new(hits, &scribe_server::untitled_previews(db, hits).unwrap()),
+        left_out: Vec::new(),
+    }
 }
 
 #[test]
@@ -2143,4 +2146,43 @@ fn the_session_list_leaves_out_a_session_it_cannot_read_and_names_it() {
     let distinct: BTreeSet<&String> = walked.iter().collect();
     assert_eq!(distinct.len(), 8, "{walked:?}");
     assert!(!walked.contains(&f.telegram), "{walked:?}");
+}
+
+/// A search hit in a row holding a value no reader takes is left out of `/api/search` and
+/// named in `left_out` (by its message, then the damaged row); the other hits are there.
+/// Before, every search meeting the row answered 500.
+#[test]
+fn a_search_leaves_out_a_hit_it_cannot_read_and_names_it() {
+    let f = fixture();
+    {
+        let server = serve(&f.db, None);
+        let page = get_json(server.addr, "/api/search?q=weather");
+        assert_eq!(page["hits"].as_array().unwrap().len(), 1, "{page}");
+        assert_eq!(page["left_out"], json!([]));
+    }
+    let conn = rusqlite::Connection::open(&f.db).unwrap();
+    conn.execute(
+        "UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1",
+        [&f.telegram],
+    )
+    .unwrap();
+    drop(conn);
+    let server = serve(&f.db, None);
+    let page = get_json(server.addr, "/api/search?q=weather");
+    assert_eq!(page["hits"], json!([]), "{page}");
+    let left_out = page["left_out"].as_array().unwrap();
+    assert_eq!(left_out.len(), 1, "{page}");
+    let line = left_out[0].as_str().unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "message msg_tg_1: database error: session {}: sqlite error: ",
+            f.telegram
+        )),
+        "{line}"
+    );
+    assert!(line.contains("name: created_at"), "{line}");
+    // A search meeting no damaged row is whole.
+    let page = get_json(server.addr, "/api/search?q=builder");
+    assert!(!page["hits"].as_array().unwrap().is_empty(), "{page}");
+    assert_eq!(page["left_out"], json!([]));
 }

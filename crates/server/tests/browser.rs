@@ -56,7 +56,7 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("the_usage_page_draws_a_chart_with_the_stats_numbers", usage),
     (
-        "a_session_that_cannot_be_read_is_named_and_the_rest_listed",
+        "a_session_or_hit_that_cannot_be_read_is_named_and_the_rest_shown",
         left_out,
     ),
     (
@@ -890,7 +890,8 @@ fn token(ctx: &Ctx) -> Result<()> {
 
 /// A copy of the fixture whose newest session's row holds text where a time belongs
 /// (another program's write): the list names it above the table and lists the other
-/// eight, where the whole page used to show an error.
+/// eight, where the whole page used to show an error; a search meeting its message names
+/// the hit it left out above the hits.
 fn left_out(ctx: &Ctx) -> Result<()> {
     let (d, f) = (&ctx.driver, &ctx.fixture);
     let dir = tempfile::tempdir()?;
@@ -921,7 +922,34 @@ fn left_out(ctx: &Ctx) -> Result<()> {
         !rows(ctx)?.contains(&f.telegram),
         "the unreadable session is not listed",
     )?;
+    d.open(&server.url("/search?q=weather"))?;
+    d.wait(
+        "the search names the hit it left out",
+        "return document.getElementById('left-out').innerText.includes('left out')",
+    )?;
+    let notice = text(ctx, "return document.getElementById('left-out').innerText")?;
+    check(
+        notice.contains("1 search hit could not be read and was left out")
+            && notice.contains(&format!(
+                "message msg_tg_1: database error: session {}: ",
+                f.telegram
+            ))
+            && notice.contains("name: created_at"),
+        format!("the search's notice: {notice}"),
+    )?;
+    let hits = text(
+        ctx,
+        "return String(document.querySelectorAll('#hits a.hit').length)",
+    )?;
+    check(hits == "0", format!("no hit shown: {hits}"))?;
     // The sound store shows no notice.
+    d.open(&ctx.server.url("/search?q=weather"))?;
+    d.wait(
+        "one hit",
+        "return document.querySelectorAll('#hits a.hit').length === 1",
+    )?;
+    let notice = text(ctx, "return document.getElementById('left-out').innerText")?;
+    check(notice.is_empty(), format!("no search notice: {notice}"))?;
     d.open(&ctx.server.url("/"))?;
     d.wait(
         "9 sessions listed",

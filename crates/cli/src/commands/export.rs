@@ -167,6 +167,7 @@ impl ExportCmd {
         if !left_out.is_empty() {
             return Err(CliError::LeftOut {
                 count: left_out.len(),
+                what: "session",
                 from: "the export",
             });
         }
@@ -177,7 +178,7 @@ impl ExportCmd {
 /// One line on stderr for each session `export --all` left out, naming it and why.
 fn report_left_out(left_out: &[(Option<String>, SessionError)]) {
     for (id, err) in left_out {
-        crate::error::report_left_out(id.as_deref(), err);
+        crate::error::report_left_out("a session", id.as_deref(), err);
     }
 }
 

@@ -100,6 +100,7 @@ impl ListCmd {
         if !left_out.is_empty() {
             return Err(CliError::LeftOut {
                 count: left_out.len(),
+                what: "session",
                 from: "the list",
             });
         }
@@ -133,7 +134,7 @@ impl ListCmd {
             .sessions
             .list_skipping(&filter, &mut |err| left_out.push(err))?;
         for err in left_out.iter() {
-            crate::error::report_left_out(None, err);
+            crate::error::report_left_out("a session", None, err);
         }
         // Rows left out were read too: the one more than asked may be among them.
         let more = (sessions.len() + left_out.len()) as u64 > self.limit;

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::io::Write;
 
 use clap::{Args, CommandFactory};
-use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchOptions, snippet_pieces};
+use scribe_message::{MAX_SEARCH_LIMIT, Role, SearchHit, SearchOptions, snippet_pieces};
 
 use crate::context::Context;
 use crate::error::CliError;
@@ -207,15 +207,36 @@ impl SearchCmd {
             ..SearchOptions::default()
         };
         let query = self.query.join(" ");
-        let hits = ctx.messages.search(&query, &options)?;
-        let previews = scribe_server::untitled_previews(&ctx.db, &hits)?;
+        // A hit whose rows cannot be read (another program's write) is named on stderr and
+        // left out; the others are shown, and the exit status tells of the gap.
+        let mut left_out = 0;
+        let hits = ctx
+            .messages
+            .search_skipping(&query, &options, &mut |id, err| {
+                crate::error::report_left_out("a search hit", id, &err);
+                left_out += 1;
+            })?;
+        self.print(ctx, &query, &hits)?;
+        if left_out > 0 {
+            return Err(CliError::LeftOut {
+                count: left_out,
+                what: "search hit",
+                from: "the search",
+            });
+        }
+        Ok(())
+    }
+
+    /// Prints `hits`, found for `query`.
+    fn print(&self, ctx: &Context, query: &str, hits: &[SearchHit]) -> Result<(), CliError> {
+        let previews = scribe_server::untitled_previews(&ctx.db, hits)?;
         let mut out = anstream::stdout().lock();
         if self.json {
-            return json::print(&mut out, &SearchHits::new(&hits, &previews));
+            return json::print(&mut out, &SearchHits::new(hits, &previews));
         }
         if hits.is_empty() {
             // One line, however long the query was (a pasted file, say).
-            let shown = ui::one_line(&query, QUERY_ECHO);
+            let shown = ui::one_line(query, QUERY_ECHO);
             writeln!(out, "no matches for {shown:?}")?;
             for line in ctx.unmatched_filters(&self.source, &[], self.dir.as_deref())? {
                 eprintln!("scribe: {line}");
