@@ -474,6 +474,10 @@ fn a_search_leaves_out_the_hits_it_cannot_read_and_names_them() {
         &env,
         &format!("UPDATE messages SET created_at = 'noon' WHERE id = '{first}'"),
     );
+    // Nothing else matches: none readable, which the answer says.
+    let out = env.run(&["search", "中文分词"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "no readable matches for \"中文分词\"\n");
     let out = env.run(&["search", "搜"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stdout(&out).contains("搜索已经完成"), "{}", stdout(&out));

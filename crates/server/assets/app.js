@@ -1157,7 +1157,8 @@
         leftOutSlot.replaceChildren(...leftOutBox(res.left_out || [], "search hit"));
         const ms = Math.round(performance.now() - started);
         const scope = typing === true ? " · best of the newest matches, Enter ranks all" : "";
-        status.textContent = res.hits.length ? `${res.hits.length === 50 ? "50+ messages" : counted(res.hits.length, "message")} · ${ms} ms${scope}` : `No matches for “${state.q}”${scope}`;
+        const unread = (res.left_out || []).length ? "readable " : "";
+        status.textContent = res.hits.length ? `${res.hits.length === 50 ? "50+ messages" : counted(res.hits.length, "message")} · ${ms} ms${scope}` : `No ${unread}matches for “${state.q}”${scope}`;
         setState("ready");
       } catch (err) {
         if (!isAbort(err) && stillShown(token)) { hits.replaceChildren(errorBox(err)); leftOutSlot.replaceChildren(); setState("error"); }

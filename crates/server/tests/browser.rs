@@ -942,6 +942,14 @@ fn left_out(ctx: &Ctx) -> Result<()> {
         "return String(document.querySelectorAll('#hits a.hit').length)",
     )?;
     check(hits == "0", format!("no hit shown: {hits}"))?;
+    let status = text(
+        ctx,
+        "return document.getElementById('search-status').textContent",
+    )?;
+    check(
+        status.starts_with("No readable matches for “weather”"),
+        format!("the status: {status}"),
+    )?;
     // The sound store shows no notice.
     d.open(&ctx.server.url("/search?q=weather"))?;
     d.wait(

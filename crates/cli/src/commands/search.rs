@@ -216,7 +216,7 @@ impl SearchCmd {
                 crate::error::report_left_out("a search hit", id, &err);
                 left_out += 1;
             })?;
-        self.print(ctx, &query, &hits)?;
+        self.print(ctx, &query, &hits, left_out)?;
         if left_out > 0 {
             return Err(CliError::LeftOut {
                 count: left_out,
@@ -227,8 +227,14 @@ impl SearchCmd {
         Ok(())
     }
 
-    /// Prints `hits`, found for `query`.
-    fn print(&self, ctx: &Context, query: &str, hits: &[SearchHit]) -> Result<(), CliError> {
+    /// Prints `hits`, found for `query`, `left_out` others left out (named on stderr).
+    fn print(
+        &self,
+        ctx: &Context,
+        query: &str,
+        hits: &[SearchHit],
+        left_out: usize,
+    ) -> Result<(), CliError> {
         let previews = scribe_server::untitled_previews(&ctx.db, hits)?;
         let mut out = anstream::stdout().lock();
         if self.json {
@@ -237,7 +243,8 @@ impl SearchCmd {
         if hits.is_empty() {
             // One line, however long the query was (a pasted file, say).
             let shown = ui::one_line(query, QUERY_ECHO);
-            writeln!(out, "no matches for {shown:?}")?;
+            let readable = if left_out > 0 { "readable " } else { "" };
+            writeln!(out, "no {readable}matches for {shown:?}")?;
             for line in ctx.unmatched_filters(&self.source, &[], self.dir.as_deref())? {
                 eprintln!("scribe: {line}");
             }
