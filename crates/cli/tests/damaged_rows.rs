@@ -521,6 +521,30 @@ fn a_search_leaves_out_the_hits_it_cannot_read_and_names_them() {
         "{}",
         stdout(&out)
     );
+
+    // A role Scribe does not know, in the message after the only hit: the hit is left out
+    // (it would show that message as its context), named by its own message and the
+    // corrupt one.
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET created_at = 1 WHERE id = '{0}';
+             UPDATE messages SET role = 'oracle' WHERE session_id = '{0}' AND id <> '{1}';",
+            seeded.build, seeded.build_first
+        ),
+    );
+    let out = env.run(&["search", "mismatched"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "no readable matches for \"mismatched\"\n");
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!("left out {}: message msg_", seeded.build_first)),
+        "{err}"
+    );
+    assert!(
+        err.contains(" is corrupt: role is not a known role"),
+        "{err}"
+    );
     // A search that meets no damaged row is as before.
     assert!(env.ok(&["search", "milk"]).contains("remember the milk"));
 }
