@@ -32,6 +32,31 @@ fn write_with<T>(
         .unwrap()
 }
 
+/// The usage from a time on (`scribe statusline` at every prompt, `stats --since`, the web
+/// page's usage of a period) reads the messages that carry usage through their time
+/// index, never every message of the history (V29: a full scan per query grew with the
+/// history, 100 ms at 710,000 messages).
+#[test]
+fn usage_since_a_time_reads_the_messages_by_their_time_index() {
+    let db = Database::open_in_memory().unwrap();
+    for sql in [q::OWN_USAGE_SINCE_SQL, q::MESSAGE_USAGE_SINCE_SQL] {
+        let plan: Vec<String> = read_with(&db, |c| {
+            let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+            let rows = stmt.query_map([1_i64], |row| row.get(3))?;
+            rows.collect()
+        });
+        assert!(
+            plan.iter().any(|step| step.starts_with("SEARCH u ")
+                && step.contains("INDEX messages_usage_created (created_at>?)")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.starts_with("SCAN u")),
+            "{plan:?}"
+        );
+    }
+}
+
 fn child(db: &Database, parent: &str, kind: &str, created_at: i64) -> String {
     let id = new_id(Prefix::Session);
     db.write(|tx| -> scribe_db::Result<_> {
