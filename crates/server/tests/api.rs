@@ -2106,6 +2106,17 @@ fn a_too_deep_big_part_is_cut_and_sent() {
     assert_eq!(sent.len(), scribe_server::json::PART_TEXT_CAP);
 }
 
+/// Writes text where the telegram session's `created_at` belongs, as another program
+/// could (SQLite's columns take any kind of value).
+fn damage_telegram_row(f: &Fixture) {
+    let conn = rusqlite::Connection::open(&f.db).unwrap();
+    conn.execute(
+        "UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1",
+        [&f.telegram],
+    )
+    .unwrap();
+}
+
 /// A session whose row holds a value no reader takes (another program wrote text into
 /// `created_at`) is left out of `/api/sessions` and named in `left_out`; the rest of the
 /// page is there. Before, the whole list answered 500 and the page showed nothing.
@@ -2117,13 +2128,7 @@ fn the_session_list_leaves_out_a_session_it_cannot_read_and_names_it() {
         let page = get_json(server.addr, "/api/sessions");
         assert_eq!(page["left_out"], json!([]));
     }
-    let conn = rusqlite::Connection::open(&f.db).unwrap();
-    conn.execute(
-        "UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1",
-        [&f.telegram],
-    )
-    .unwrap();
-    drop(conn);
+    damage_telegram_row(&f);
     let server = serve(&f.db, None);
     let page = get_json(server.addr, "/api/sessions");
     let listed = ids(&page);
@@ -2160,13 +2165,7 @@ fn a_search_leaves_out_a_hit_it_cannot_read_and_names_it() {
         assert_eq!(page["hits"].as_array().unwrap().len(), 1, "{page}");
         assert_eq!(page["left_out"], json!([]));
     }
-    let conn = rusqlite::Connection::open(&f.db).unwrap();
-    conn.execute(
-        "UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1",
-        [&f.telegram],
-    )
-    .unwrap();
-    drop(conn);
+    damage_telegram_row(&f);
     let server = serve(&f.db, None);
     let page = get_json(server.addr, "/api/search?q=weather");
     assert_eq!(page["hits"], json!([]), "{page}");
