@@ -3,7 +3,8 @@
 //!
 //! The last line of a file an agent is still writing may be cut short. A final line
 //! without its newline is taken only when it is already a whole JSON value; otherwise it
-//! is left for the next import (which starts at the offset before it).
+//! is left for the next import (which starts at the offset before it). A UTF-8 byte order
+//! mark at the file's start (an editor's, a Windows tool's) is not part of its first line.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,6 +13,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::{ImportError, Result};
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The unread part of a file.
 #[derive(Debug)]
@@ -74,9 +78,18 @@ impl Chunk {
         &self.data
     }
 
+    /// Where the first line starts: past a byte order mark at the file's start.
+    fn first_line_at(&self) -> usize {
+        if self.offset == 0 && self.data.starts_with(BOM) {
+            BOM.len()
+        } else {
+            0
+        }
+    }
+
     /// The complete lines, in order; blank lines are counted but not returned.
     pub fn lines(&self) -> impl Iterator<Item = Line<'_>> {
-        let mut at = 0usize;
+        let mut at = self.first_line_at();
         let mut number = self.line;
         let data = &self.data;
         let base = self.offset;
@@ -124,7 +137,7 @@ impl Chunk {
     /// Where reading ends when every complete line is taken: (offset, line count).
     pub fn end(&self) -> (u64, u64) {
         let mut end = (self.offset, self.line);
-        let mut at = 0usize;
+        let mut at = self.first_line_at();
         let mut number = self.line;
         while at < self.data.len() {
             match self.data[at..].iter().position(|&b| b == b'\n') {
@@ -179,5 +192,27 @@ mod tests {
         assert_eq!(whole.lines().count(), 2);
         assert_eq!(whole.end(), (15, 2));
         assert!(!whole.has_partial_tail());
+    }
+
+    /// A byte order mark at the file's start is not part of the first line; the offsets
+    /// still count its bytes. Later in the file the same bytes are the line's own.
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_not_part_of_the_first_line() {
+        let chunk = Chunk::from_bytes(b"\xEF\xBB\xBF{\"a\":1}\n{\"b\":2}".to_vec(), 0, 0);
+        let lines: Vec<_> = chunk
+            .lines()
+            .map(|l| (l.number, l.end, l.text.to_owned()))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (1, 11, "{\"a\":1}".to_owned()),
+                (2, 18, "{\"b\":2}".to_owned())
+            ]
+        );
+        assert_eq!(chunk.end(), (18, 2));
+        let later = Chunk::from_bytes(b"\xEF\xBB\xBF{\"b\":2}\n".to_vec(), 11, 1);
+        let text: Vec<_> = later.lines().map(|l| l.text.to_owned()).collect();
+        assert_eq!(text, ["\u{feff}{\"b\":2}"]);
     }
 }

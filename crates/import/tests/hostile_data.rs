@@ -38,6 +38,38 @@ fn claude_cache_write_counts_near_the_limit_saturate() {
     assert_eq!(stored[1].usage.input, 3);
 }
 
+/// A Claude Code transcript saved with a UTF-8 byte order mark (an editor's or a Windows
+/// tool's copy): its first line is imported with the rest. Before, the mark made line 1
+/// malformed and the conversation lost its first message.
+#[test]
+fn a_transcript_starting_with_a_byte_order_mark_keeps_its_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    std::fs::create_dir_all(&root).unwrap();
+    let id = "5e1f0c1d-0000-4000-8000-000000000002";
+    let user = format!(
+        r#"{{"type":"user","sessionId":"{id}","uuid":"u1","parentUuid":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"hi"}}}}"#
+    );
+    let assistant = format!(
+        r#"{{"type":"assistant","sessionId":"{id}","uuid":"a1","parentUuid":"u1","timestamp":"2026-01-01T00:00:01.000Z","requestId":"r1","message":{{"id":"m1","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"hello"}}],"stop_reason":"end_turn","usage":{{"input_tokens":3,"output_tokens":2}}}}}}"#
+    );
+    std::fs::write(
+        root.join(format!("{id}.jsonl")),
+        format!("\u{feff}{user}\n{assistant}\n"),
+    )
+    .unwrap();
+    let db = scribe_db(dir.path());
+    let s = run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert!(s.malformed.is_empty(), "{:?}", s.malformed);
+    let stored = messages(&db, id);
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].role, scribe_message::Role::User);
+    // Read again unchanged: nothing new, nothing malformed.
+    let again = run(&db, Source::ClaudeCode, &[root]);
+    assert!(again.malformed.is_empty(), "{:?}", again.malformed);
+    assert_eq!(messages(&db, id).len(), 2);
+}
+
 /// A legacy Hermes session log (no per-message times: they are spread between start and
 /// last update) spanning the whole calendar with enough messages that the spread
 /// overflowed `i64`.
