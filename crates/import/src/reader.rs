@@ -172,15 +172,19 @@ impl Chunk {
 mod tests {
     use super::*;
 
+    /// Each line of `chunk` as (number, end, text).
+    fn lines_of(chunk: &Chunk) -> Vec<(u64, u64, String)> {
+        chunk
+            .lines()
+            .map(|l| (l.number, l.end, l.text.to_owned()))
+            .collect()
+    }
+
     #[test]
     fn complete_lines_only_and_offsets_past_them() {
         let chunk = Chunk::from_bytes(b"{\"a\":1}\n\n{\"b\":2}\n{\"c\":".to_vec(), 10, 4);
-        let lines: Vec<_> = chunk
-            .lines()
-            .map(|l| (l.number, l.end, l.text.to_owned()))
-            .collect();
         assert_eq!(
-            lines,
+            lines_of(&chunk),
             [
                 (5, 18, "{\"a\":1}".to_owned()),
                 (7, 27, "{\"b\":2}".to_owned())
@@ -199,12 +203,8 @@ mod tests {
     #[test]
     fn a_byte_order_mark_at_the_start_is_not_part_of_the_first_line() {
         let chunk = Chunk::from_bytes(b"\xEF\xBB\xBF{\"a\":1}\n{\"b\":2}".to_vec(), 0, 0);
-        let lines: Vec<_> = chunk
-            .lines()
-            .map(|l| (l.number, l.end, l.text.to_owned()))
-            .collect();
         assert_eq!(
-            lines,
+            lines_of(&chunk),
             [
                 (1, 11, "{\"a\":1}".to_owned()),
                 (2, 18, "{\"b\":2}".to_owned())
@@ -212,7 +212,6 @@ mod tests {
         );
         assert_eq!(chunk.end(), (18, 2));
         let later = Chunk::from_bytes(b"\xEF\xBB\xBF{\"b\":2}\n".to_vec(), 11, 1);
-        let text: Vec<_> = later.lines().map(|l| l.text.to_owned()).collect();
-        assert_eq!(text, ["\u{feff}{\"b\":2}"]);
+        assert_eq!(lines_of(&later), [(2, 22, "\u{feff}{\"b\":2}".to_owned())]);
     }
 }
