@@ -817,6 +817,67 @@ fn dry_run_counts_only_what_would_be_new() {
     assert!(again.contains("nothing new"), "{again}");
 }
 
+/// `claude --resume` writes a new file that first replays the earlier conversation. Read
+/// together with the original, the replayed calls are stored once (with the original), and
+/// the import's own summary, dry run or not, counts their tokens and cost once too: it says
+/// what the store then holds, not twice that.
+#[test]
+fn a_resumed_copy_of_a_conversation_is_not_counted_twice_in_the_summary() {
+    let (_dir, scribe) = setup();
+    let folder = scribe.home.join(".claude/projects/-work-proj");
+    let old_id = "609b44ad-7c18-4745-a70b-784281dce85e";
+    let new_id = "77777777-7c18-4745-a70b-784281dce85e";
+    let original = std::fs::read_to_string(folder.join(format!("{old_id}.jsonl"))).unwrap();
+    let replay: String = original
+        .lines()
+        .take(18)
+        .map(|l| l.replace(old_id, new_id) + "\n")
+        .collect();
+    std::fs::write(folder.join(format!("{new_id}.jsonl")), replay).unwrap();
+    let path = folder.to_str().unwrap();
+    let counted = |report: &Value| {
+        let s = source(report, "claude-code");
+        (
+            s["tokens"].clone(),
+            s["cost_usd"].as_f64().unwrap(),
+            s["messages_replayed"].clone(),
+        )
+    };
+    let dry = scribe.json(&[
+        "import",
+        "--from",
+        "claude-code",
+        path,
+        "--dry-run",
+        "--json",
+    ]);
+    let real = scribe.json(&["import", "--from", "claude-code", path, "--json"]);
+    let stats = scribe.json(&["stats", "--json"]);
+    let held = (
+        stats["totals"]["tokens"].clone(),
+        stats["totals"]["cost_usd"].as_f64().unwrap(),
+    );
+    assert_eq!(held.0["total"], 324, "{stats}");
+    for report in [&dry, &real] {
+        let (tokens, cost, replayed) = counted(report);
+        assert_eq!(replayed, 3, "{report}");
+        assert_eq!(tokens, held.0, "{report}");
+        assert!((cost - held.1).abs() < 1e-12, "{cost} against {}", held.1);
+    }
+    // The human summary says the same (into a database of its own).
+    let scribe = Scribe {
+        db: scribe.db.with_file_name("human.db"),
+        home: scribe.home.clone(),
+        vars: Vec::new(),
+    };
+    let human = scribe.ok(&["import", "--from", "claude-code", path]);
+    assert!(
+        human.contains("3 messages already held by the session they were replayed from")
+            && human.contains("  324 tokens (input 170,"),
+        "{human}"
+    );
+}
+
 #[test]
 fn agents_overrides_and_paths_choose_where_to_read() {
     let (dir, mut scribe) = setup();

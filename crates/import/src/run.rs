@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
-use scribe_message::TokenUsage;
-
 use crate::error::{ImportError, Result};
 use crate::pricing::Pricer;
 use crate::record::{Batch, FileMark, Resume};
@@ -101,21 +99,15 @@ pub struct SourceSummary {
     /// [`scribe_db::ids::MAX_ID_BYTES`]), each with its file and why; the rest of their
     /// file was imported.
     pub failed_sessions: Vec<Malformed>,
-    /// What was stored.
+    /// What was stored, and its usage ([`Written::usage`]: what was taken, without the
+    /// replayed copies of messages another session holds).
     pub written: Written,
-    /// Tokens of the messages read.
-    pub tokens: TokenUsage,
-    /// Their cost (reported or estimated), US dollars.
-    pub cost_usd: f64,
     /// [`Options::stop`] ended the import before every file to read was taken (the
     /// files taken were stored; `files - files_read - files_unchanged - files_too_old`
     /// were not reached).
     pub stopped: bool,
-    /// Messages (or session totals) with usage of a model the pricing catalog does not
-    /// know: their tokens are kept, their cost is unknown and not in `cost_usd`.
-    pub unpriced: u64,
     /// Usage imported earlier without a price that the catalog prices now
-    /// ([`Sink::reprice`], before the files are read); not in `cost_usd`.
+    /// ([`Sink::reprice`], before the files are read); not in `written.usage`.
     pub repriced: crate::sink::Repriced,
 }
 
@@ -404,16 +396,10 @@ fn take_part(
     keep_file_order(&mut part);
     for m in &mut part.messages {
         options.pricer.apply(m);
-        summary.tokens += m.message.usage;
-        summary.cost_usd += m.message.cost_usd;
-        summary.unpriced += u64::from(m.cost_flags & crate::pricing::UNKNOWN != 0);
     }
     for s in &mut part.sessions {
         if let Some(u) = &mut s.usage_total {
             price_session(&options.pricer, u);
-            summary.tokens += u.tokens;
-            summary.cost_usd += u.cost_usd;
-            summary.unpriced += u64::from(u.cost_flags & crate::pricing::UNKNOWN != 0);
         }
     }
     summary.records += report.records;

@@ -58,7 +58,7 @@ impl FileState {
 }
 
 /// What one [`Sink::commit`] wrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Written {
     /// Sessions created.
     pub sessions_created: u64,
@@ -72,6 +72,48 @@ pub struct Written {
     pub messages_replayed: u64,
     /// Parts changed after the fact (tool results).
     pub parts_updated: u64,
+    /// The usage of what this commit took: its messages stored (added or merged) and its
+    /// sessions' usage totals. Not the replayed messages another session holds (their
+    /// usage is counted once, with it), nor records whose session has nowhere to go.
+    pub usage: Counted,
+}
+
+/// The tokens and cost of what an import took ([`Written::usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counted {
+    /// Tokens, by kind.
+    pub tokens: TokenUsage,
+    /// Their cost (reported or estimated), US dollars; without the unpriced ones.
+    pub cost_usd: f64,
+    /// Messages (or session totals) with usage of a model the pricing catalog does not
+    /// know: their tokens are counted, their cost is unknown and not in `cost_usd`.
+    pub unpriced: u64,
+}
+
+impl Counted {
+    /// Counts a message taken.
+    fn message(&mut self, rec: &crate::record::MessageRec) {
+        self.add(&rec.message.usage, rec.message.cost_usd, rec.cost_flags);
+    }
+
+    /// Counts a session's usage total taken.
+    fn session(&mut self, u: &crate::record::SessionUsage) {
+        self.add(&u.tokens, u.cost_usd, u.cost_flags);
+    }
+
+    fn add(&mut self, tokens: &TokenUsage, cost_usd: f64, cost_flags: u8) {
+        self.tokens += *tokens;
+        self.cost_usd += cost_usd;
+        self.unpriced += u64::from(cost_flags & UNKNOWN != 0);
+    }
+}
+
+impl std::ops::AddAssign for Counted {
+    fn add_assign(&mut self, o: Counted) {
+        self.tokens += o.tokens;
+        self.cost_usd += o.cost_usd;
+        self.unpriced += o.unpriced;
+    }
 }
 
 impl std::ops::AddAssign for Written {
@@ -82,6 +124,7 @@ impl std::ops::AddAssign for Written {
         self.messages_merged += o.messages_merged;
         self.messages_replayed += o.messages_replayed;
         self.parts_updated += o.parts_updated;
+        self.usage += o.usage;
     }
 }
 
@@ -390,6 +433,9 @@ impl Sink for DryRunSink {
                 written.sessions_created += 1;
                 self.sessions.insert(key);
             }
+            if let Some(total) = &rec.usage_total {
+                written.usage.session(total);
+            }
         }
         // As the store sink: a message of a session neither imported nor in this batch
         // has nowhere to go.
@@ -409,12 +455,16 @@ impl Sink for DryRunSink {
             };
             match same {
                 Some(true) => written.messages_merged += 1,
-                Some(false) => written.messages_replayed += 1,
+                Some(false) => {
+                    written.messages_replayed += 1;
+                    continue;
+                }
                 None => {
                     written.messages_inserted += 1;
                     self.messages.insert(id.clone(), rec.session.clone());
                 }
             }
+            written.usage.message(rec);
         }
         for up in &batch.part_updates {
             if known(&up.session, &self.sessions)
@@ -669,6 +719,7 @@ impl Commit<'_, '_> {
             let Some(id) = ids.get(&rec.external_id) else {
                 continue;
             };
+            written.usage.session(total);
             let current = SessionService::get_tx(self.tx, id)?;
             let entry = usage.entry(id.clone()).or_default();
             let d = &mut entry.delta;
@@ -769,6 +820,7 @@ impl Commit<'_, '_> {
                 return Ok(Some(session_id));
             }
         };
+        written.usage.message(rec);
         let entry = usage.entry(session_id).or_default();
         let d = &mut entry.delta;
         d.tokens += positive(usage_now, before);

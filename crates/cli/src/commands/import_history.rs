@@ -448,9 +448,9 @@ fn source_json(s: &SourceSummary) -> SourceJson<'_> {
         messages_merged: w.messages_merged,
         messages_replayed: w.messages_replayed,
         tool_results: w.parts_updated,
-        tokens: Tokens::from(&s.tokens),
-        cost_usd: usd(s.cost_usd),
-        unpriced_messages: s.unpriced,
+        tokens: Tokens::from(&s.written.usage.tokens),
+        cost_usd: usd(s.written.usage.cost_usd),
+        unpriced_messages: s.written.usage.unpriced,
         repriced_sessions: s.repriced.sessions,
         repriced_messages: s.repriced.messages,
         repriced_cost_usd: usd(s.repriced.cost_usd),
@@ -696,30 +696,34 @@ fn human(s: &SourceSummary, dry_run: bool) -> String {
             ui::dollars(s.repriced.cost_usd)
         ));
     }
-    if !s.tokens.is_zero() {
+    let counted = &s.written.usage;
+    if !counted.tokens.is_zero() {
         text.push_str(&format!(
             "  {} tokens (input {}, output {}, cache read {}, cache write {}, reasoning {}), {}\n",
-            ui::grouped(s.tokens.total()),
-            ui::grouped(s.tokens.input),
-            ui::grouped(s.tokens.output),
-            ui::grouped(s.tokens.cache_read),
-            ui::grouped(s.tokens.cache_write),
-            ui::grouped(s.tokens.reasoning),
-            if s.unpriced > 0 {
+            ui::grouped(counted.tokens.total()),
+            ui::grouped(counted.tokens.input),
+            ui::grouped(counted.tokens.output),
+            ui::grouped(counted.tokens.cache_read),
+            ui::grouped(counted.tokens.cache_write),
+            ui::grouped(counted.tokens.reasoning),
+            if counted.unpriced > 0 {
                 format!(
                     "{} + unknown ({} of models without a price)",
-                    ui::dollars(s.cost_usd),
-                    ui::plural(i64::try_from(s.unpriced).unwrap_or(i64::MAX), "message")
+                    ui::dollars(counted.cost_usd),
+                    ui::plural(
+                        i64::try_from(counted.unpriced).unwrap_or(i64::MAX),
+                        "message"
+                    )
                 )
             } else {
-                ui::dollars(s.cost_usd)
+                ui::dollars(counted.cost_usd)
             }
         ));
-    } else if s.cost_usd > 0.0 {
+    } else if counted.cost_usd > 0.0 {
         // A cost the agent reports without the tokens it was for (Crush's).
         text.push_str(&format!(
             "  {}, as the agent counted it (it keeps no token counts)\n",
-            ui::dollars(s.cost_usd)
+            ui::dollars(counted.cost_usd)
         ));
     }
     let skipped: u64 = s.skipped.values().sum();
