@@ -341,12 +341,72 @@ fn the_bulk_statements_take_the_rows_or_leave_none(backend: Backend) {
     assert_eq!(outcome, Bulk::NotInserted);
     let ids: Vec<&str> = after.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, ["msg_a", "msg_c"]);
-    assert_eq!(stored(&svc).2.len(), 1);
+    let (session, _, parts) = stored(&svc);
+    assert_eq!(parts.len(), 1);
+    // The message stored after the refusal is counted: on PostgreSQL the counter
+    // triggers stand aside only inside a bulk insert that took its rows (V30).
+    assert_eq!(session.message_count, 2);
+}
+
+/// A batch holding several sessions' messages, and a transaction that goes on after it,
+/// leave every session's counters and time as one-by-one inserts leave them: on
+/// PostgreSQL the bulk path counts its rows itself, per session, while the row triggers
+/// stand aside (V30), and they count again for what comes after it.
+fn several_sessions_in_one_batch_are_counted_as_one_by_one(backend: Backend) {
+    let mut messages = conversation();
+    for (i, m) in messages.iter_mut().enumerate() {
+        if i % 3 == 1 {
+            m.session_id = "ses_other".into();
+            m.parent_id = None;
+            for p in &mut m.parts {
+                p.updated_at += 1_000_000;
+            }
+        }
+    }
+    let (last, batch) = messages.split_last().unwrap();
+    let write = |svc: &MessageService, in_bulk: bool| {
+        svc.database()
+            .write(|tx| -> Result<(), MessageError> {
+                tx.q().create_session(&queries::CreateSessionParams {
+                    title: Some("other"),
+                    ..scribe_db::testing::bare_session("ses_other", "cli", 1_000)
+                })?;
+                if in_bulk {
+                    bulk::insert_messages(tx, batch)?;
+                } else {
+                    batch
+                        .iter()
+                        .try_for_each(|m| store::insert_message(tx, m))?;
+                }
+                store::insert_message(tx, last)
+            })
+            .unwrap();
+        svc.database()
+            .read(|tx| -> scribe_db::Result<_> {
+                Ok((
+                    tx.q().get_session("ses_bulk")?.unwrap(),
+                    tx.q().get_session("ses_other")?.unwrap(),
+                ))
+            })
+            .unwrap()
+    };
+    let (_a, one) = store_with_session(backend);
+    let (_b, many) = store_with_session(backend);
+    let by_one = write(&one, false);
+    let by_many = write(&many, true);
+    assert_eq!(by_many, by_one);
+    let (ses_bulk, ses_other) = by_many;
+    assert_eq!(ses_bulk.message_count + ses_other.message_count, 300);
+    assert_eq!(ses_other.message_count, 100);
+    assert!(ses_bulk.tool_call_count > 0 && ses_other.tool_call_count > 0);
+    // A tool part's later time moved the other session's: the newest of both kinds.
+    assert!(ses_other.updated_at > 1_000_000, "{}", ses_other.updated_at);
 }
 
 backends!(
     the_bulk_statements_take_the_rows_or_leave_none,
     bulk_stores_what_one_by_one_stores,
+    several_sessions_in_one_batch_are_counted_as_one_by_one,
     a_refused_row_fails_as_it_does_one_by_one,
     a_cost_json_cannot_spell_goes_in_one_by_one,
 );

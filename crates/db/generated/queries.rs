@@ -4280,6 +4280,28 @@ pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rus
     stmt.query_row([title], |row| row.get(0))
 }
 
+/// SQL of `AddSessionCounts` (sql/queries/sqlite/sessions.sql:26).
+pub const ADD_SESSION_COUNTS_SQL: &str = "UPDATE sessions
+SET message_count = CASE WHEN CAST(c.value ->> '$.messages' AS INTEGER) <= 0 THEN message_count + CAST(c.value ->> '$.messages' AS INTEGER)
+        WHEN message_count > 9223372036854775807 - CAST(c.value ->> '$.messages' AS INTEGER) THEN 9223372036854775807
+        ELSE message_count + CAST(c.value ->> '$.messages' AS INTEGER) END,
+    tool_call_count = CASE WHEN CAST(c.value ->> '$.tools' AS INTEGER) <= 0 THEN tool_call_count + CAST(c.value ->> '$.tools' AS INTEGER)
+        WHEN tool_call_count > 9223372036854775807 - CAST(c.value ->> '$.tools' AS INTEGER) THEN 9223372036854775807
+        ELSE tool_call_count + CAST(c.value ->> '$.tools' AS INTEGER) END,
+    updated_at = max(updated_at, CAST(c.value ->> '$.at' AS INTEGER))
+FROM json_each(CAST(?1 AS TEXT)) AS c
+WHERE sessions.id = c.key";
+
+/// `AddSessionCounts` (`:exec`) from `sql/queries/sqlite/sessions.sql:26`.
+///
+/// As PostgreSQL's (sql/queries/postgres/sessions.sql), for parity: SQLite's bulk path keeps
+/// its counter triggers and does not use it.
+pub fn add_session_counts(conn: &rusqlite::Connection, counts: &str) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(ADD_SESSION_COUNTS_SQL)?;
+    stmt.execute([counts])?;
+    Ok(())
+}
+
 /// The queries that only read (SELECT): what a read transaction offers. One implementation per dialect:
 /// [`SqliteQueries`] here, `postgres::PgQueries` with the `postgres` feature.
 pub trait ReadQueries {
@@ -5064,6 +5086,11 @@ pub trait Queries: ReadQueries {
     /// CreatePart (one by one, or many rows per statement in `scribe_db::bulk`) and has this
     /// for parity.
     fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error>;
+
+    /// `AddSessionCounts` (`:exec`) from `sql/queries/sqlite/sessions.sql:26`.
+    /// As PostgreSQL's (sql/queries/postgres/sessions.sql), for parity: SQLite's bulk path keeps
+    /// its counter triggers and does not use it.
+    fn add_session_counts(&mut self, counts: &str) -> Result<(), crate::Error>;
 }
 
 /// The SQLite implementation of [`ReadQueries`] and [`Queries`] on one connection (a
@@ -5904,5 +5931,10 @@ impl Queries for SqliteQueries<'_> {
     #[inline]
     fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error> {
         create_parts(self.conn, parts).map_err(crate::Error::from)
+    }
+
+    #[inline]
+    fn add_session_counts(&mut self, counts: &str) -> Result<(), crate::Error> {
+        add_session_counts(self.conn, counts).map_err(crate::Error::from)
     }
 }

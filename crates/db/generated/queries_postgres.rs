@@ -1032,6 +1032,18 @@ WHERE title = $1
    OR (title > $1 || ' #' AND title < $1 || ' $'
        AND substr(title, length($1) + 3) ~ '^[1-9][0-9]*$')";
 
+/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:36).
+pub const ADD_SESSION_COUNTS_SQL: &str = "UPDATE sessions AS s
+SET message_count = CASE WHEN CAST(c.value ->> 'messages' AS BIGINT) <= 0 THEN s.message_count + CAST(c.value ->> 'messages' AS BIGINT)
+        WHEN s.message_count > 9223372036854775807 - CAST(c.value ->> 'messages' AS BIGINT) THEN 9223372036854775807
+        ELSE s.message_count + CAST(c.value ->> 'messages' AS BIGINT) END,
+    tool_call_count = CASE WHEN CAST(c.value ->> 'tools' AS BIGINT) <= 0 THEN s.tool_call_count + CAST(c.value ->> 'tools' AS BIGINT)
+        WHEN s.tool_call_count > 9223372036854775807 - CAST(c.value ->> 'tools' AS BIGINT) THEN 9223372036854775807
+        ELSE s.tool_call_count + CAST(c.value ->> 'tools' AS BIGINT) END,
+    updated_at = greatest(s.updated_at, CAST(c.value ->> 'at' AS BIGINT))
+FROM json_each(CAST(CAST($1 AS TEXT) AS json)) AS c
+WHERE s.id = c.key";
+
 /// Reads a [`super::SessionRunRow`] from a row, by position.
 pub fn read_session_run_row(row: &postgres::Row) -> Result<super::SessionRunRow, postgres::Error> {
     Ok(super::SessionRunRow {
@@ -3392,6 +3404,13 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error> {
         let values: [Param<'_>; 1] = [(&parts, Type::TEXT)];
         let sql = CREATE_PARTS_SQL;
+        self.sqlgen_execute(sql, &values)?;
+        Ok(())
+    }
+
+    fn add_session_counts(&mut self, counts: &str) -> Result<(), crate::Error> {
+        let values: [Param<'_>; 1] = [(&counts, Type::TEXT)];
+        let sql = ADD_SESSION_COUNTS_SQL;
         self.sqlgen_execute(sql, &values)?;
         Ok(())
     }

@@ -112,8 +112,15 @@ fn outcome(attempt: std::result::Result<(), Stored>) -> Result<Bulk> {
     }
 }
 
-/// [`insert_messages`] on PostgreSQL: `CreateMessages`, then `CreateParts`, in one
-/// attempt ([`Tx::attempt`]).
+/// [`insert_messages`] on PostgreSQL: `CreateMessages`, then `CreateParts`, then
+/// `AddSessionCounts`, in one attempt ([`Tx::attempt`]).
+///
+/// The row triggers that count a session's messages and tool parts stand aside while
+/// `scribe.bulk` is on (schema V30): each of their updates is a new version of the
+/// session's row, which the next one walks past until the transaction ends, so a batch's
+/// rows counted one by one took time in the square of the session's rows in the
+/// transaction. [`added_counts`] gives the same counts for the batch, added in one UPDATE.
+/// The setting is transaction-local, and undone with the attempt when a row is refused.
 #[cfg(feature = "postgres")]
 fn insert_json(
     tx: &mut Tx<'_>,
@@ -122,9 +129,10 @@ fn insert_json(
 ) -> Result<Bulk> {
     // A batch JSON cannot carry (a cost that is NaN or an infinity, which `Field` refuses
     // to write) goes in one by one, its values as typed parameters.
-    let (Ok(messages), Ok(parts)) = (messages_json(messages), parts_json(parts)) else {
+    let (Ok(rows), Ok(part_rows)) = (messages_json(messages), parts_json(parts)) else {
         return Ok(Bulk::NotInserted);
     };
+    let counts = added_counts(messages, parts)?;
     outcome(tx.attempt(|tx| {
         let refusal = |err: crate::Error| {
             if refused_value(&err) {
@@ -133,9 +141,52 @@ fn insert_json(
                 Stored::Failed(err)
             }
         };
-        tx.q().create_messages(&messages).map_err(refusal)?;
-        tx.q().create_parts(&parts).map_err(refusal)
+        tx.execute_batch("SET LOCAL scribe.bulk = on")?;
+        tx.q().create_messages(&rows).map_err(refusal)?;
+        tx.q().create_parts(&part_rows).map_err(refusal)?;
+        tx.q().add_session_counts(&counts)?;
+        tx.execute_batch("SET LOCAL scribe.bulk = off")?;
+        Ok(())
     }))
+}
+
+/// What the counter triggers (V1, V23) add to each session for `messages` and `parts`
+/// stored one by one, as `AddSessionCounts` takes it: {session id: {"messages", "tools",
+/// "at"}}, where a message counts one with its `created_at`, a part of type `tool` one
+/// tool call with its `updated_at`, and `at` is the newest of those times.
+#[cfg(feature = "postgres")]
+fn added_counts(
+    messages: &[CreateMessageParams<'_>],
+    parts: &[CreatePartParams<'_>],
+) -> Result<String> {
+    #[derive(Serialize)]
+    struct Added {
+        messages: i64,
+        tools: i64,
+        at: i64,
+    }
+    let mut counts: std::collections::BTreeMap<&str, Added> = std::collections::BTreeMap::new();
+    let rows = messages
+        .iter()
+        .map(|m| (m.session_id, 1, 0, m.created_at))
+        .chain(
+            parts
+                .iter()
+                .filter(|p| p.r#type == "tool")
+                .map(|p| (p.session_id, 0, 1, p.updated_at)),
+        );
+    for (session, messages, tools, at) in rows {
+        let entry = counts.entry(session).or_insert(Added {
+            messages: 0,
+            tools: 0,
+            at,
+        });
+        entry.messages += messages;
+        entry.tools += tools;
+        entry.at = entry.at.max(at);
+    }
+    serde_json::to_string(&counts)
+        .map_err(|err| crate::Error::InvalidInput(format!("cannot encode counts: {err}")))
 }
 
 /// Whether PostgreSQL refused a row or one of its values (SQLSTATE classes 22, data

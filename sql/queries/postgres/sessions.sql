@@ -32,3 +32,17 @@ SELECT * FROM sessions
 ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
          + cache_write_tokens + reasoning_tokens DESC, id
 LIMIT @limit;
+
+-- name: AddSessionCounts :exec
+-- Adds to sessions what the counter triggers add for new messages and tool parts, for rows
+-- the bulk path (`scribe_db::bulk`) inserted while those triggers stood aside (schema V30,
+-- `scribe.bulk`): @counts is a JSON object {session id: {"messages": n, "tools": n, "at":
+-- ms}, …}; each session's message_count and tool_call_count grow by its numbers, and its
+-- updated_at moves to `at` (its newest new message's created_at or new tool part's
+-- updated_at, as the triggers move it), never backward. One UPDATE for the batch.
+UPDATE sessions AS s
+SET message_count = sqlgen.saturating_add(s.message_count, CAST(c.value ->> 'messages' AS BIGINT)),
+    tool_call_count = sqlgen.saturating_add(s.tool_call_count, CAST(c.value ->> 'tools' AS BIGINT)),
+    updated_at = greatest(s.updated_at, CAST(c.value ->> 'at' AS BIGINT))
+FROM json_each(CAST(CAST(@counts AS TEXT) AS json)) AS c
+WHERE s.id = c.key;

@@ -22,3 +22,13 @@ WHERE title = @title
    OR (title > @title || ' #' AND title < @title || ' $'
        AND substr(title, length(@title) + 3) GLOB '[1-9]*'
        AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
+
+-- name: AddSessionCounts :exec
+-- As PostgreSQL's (sql/queries/postgres/sessions.sql), for parity: SQLite's bulk path keeps
+-- its counter triggers and does not use it.
+UPDATE sessions
+SET message_count = sqlgen.saturating_add(message_count, CAST(c.value ->> '$.messages' AS INTEGER)),
+    tool_call_count = sqlgen.saturating_add(tool_call_count, CAST(c.value ->> '$.tools' AS INTEGER)),
+    updated_at = max(updated_at, CAST(c.value ->> '$.at' AS INTEGER))
+FROM json_each(CAST(@counts AS TEXT)) AS c
+WHERE sessions.id = c.key;

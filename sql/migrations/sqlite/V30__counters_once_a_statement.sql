@@ -1,0 +1,6 @@
+-- Scribe schema, version 30: nothing to do on SQLite.
+--
+-- PostgreSQL's version 30 moves a session's counters once for a statement of many rows
+-- (a row version per counter update made long transactions quadratic there); SQLite
+-- updates a row in place, and its bulk path keeps the row triggers. The file exists so
+-- both dialects number their versions alike.
