@@ -328,21 +328,25 @@ impl SessionService {
             let fork_id = new_id(Prefix::Session);
             insert_session(tx, &fork_id, &new)?;
 
-            let mut ids: HashMap<&str, String> = HashMap::new();
-            for message in &messages[..=cut] {
-                let mut copy = message.clone();
-                copy.id = new_id(Prefix::Message);
+            // The copies, stored in statements of many rows (on PostgreSQL a statement's
+            // rows move the fork's counters once, not once a row).
+            let mut copies = messages;
+            copies.truncate(cut + 1);
+            let mut ids: HashMap<String, String> = HashMap::new();
+            for copy in &mut copies {
+                let id = new_id(Prefix::Message);
+                let original_id = std::mem::replace(&mut copy.id, id.clone());
                 copy.session_id.clone_from(&fork_id);
-                copy.parent_id = message
+                copy.parent_id = copy
                     .parent_id
                     .as_deref()
                     .and_then(|parent| ids.get(parent).cloned());
                 for part in &mut copy.parts {
                     part.id = new_id(Prefix::Part);
                 }
-                store::insert_message(tx, &copy)?;
-                ids.insert(message.id.as_str(), copy.id);
+                ids.insert(original_id, id);
             }
+            scribe_message::bulk::insert_messages(tx, &copies)?;
             if let Some(summary) = original
                 .summary_message_id
                 .as_deref()
