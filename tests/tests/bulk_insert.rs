@@ -401,6 +401,14 @@ fn several_sessions_in_one_batch_are_counted_as_one_by_one(backend: Backend) {
     assert!(ses_bulk.tool_call_count > 0 && ses_other.tool_call_count > 0);
     // A tool part's later time moved the other session's: the newest of both kinds.
     assert!(ses_other.updated_at > 1_000_000, "{}", ses_other.updated_at);
+    // The check recounts each session's messages: the batch's counts agree with it.
+    let report = many.database().check().unwrap();
+    let counts = report.checks.iter().find(|c| c.name == "message_counts");
+    assert_eq!(
+        counts.map(|c| c.problem.as_deref()),
+        Some(None),
+        "{report:?}"
+    );
 }
 
 backends!(

@@ -282,6 +282,58 @@ fn db_check_names_the_rows_that_break_a_check_constraint() {
     assert!(text.contains("integrity_check    ok"), "{text}");
 }
 
+/// A session whose `message_count` another program set to what its messages are not:
+/// `list`, `show` and `delete` would report a wrong number. `db check` recounts, names the
+/// session with both numbers, and says how to set it right; done so, it is clean again.
+#[test]
+fn db_check_names_a_session_whose_message_count_is_wrong() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    assert!(env.ok(&["db", "check"]).contains("message_counts     ok"));
+    let held: i64 = rusqlite::Connection::open(&env.db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM messages WHERE session_id = ?1",
+            [&seeded.build],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(held > 0);
+    damage(
+        &env,
+        &format!(
+            "UPDATE sessions SET message_count = message_count + 5 WHERE id = '{}'",
+            seeded.build
+        ),
+    );
+    let out = env.run(&["db", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("message_counts"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&format!(
+            "1 session's count differs from its stored messages ({}: message_count {}, \
+             messages {held}); set with UPDATE sessions SET message_count",
+            seeded.build,
+            held + 5
+        )),
+        "{line}"
+    );
+    assert!(
+        stderr(&out).contains("message_counts; set the values named above right"),
+        "{}",
+        stderr(&out)
+    );
+    // The statement the line gives sets it right.
+    let fix = line.split("set with ").nth(1).unwrap();
+    damage(&env, fix);
+    let text = env.ok(&["db", "check"]);
+    assert!(text.contains("message_counts     ok"), "{text}");
+}
+
 /// `export --all` over a store with damaged rows (a session row, a message row and a part
 /// another program wrote): each session that cannot be read is left out, named, with why;
 /// the rest is written, and the file imports. Before, the first such row failed the whole

@@ -117,6 +117,7 @@ fn db_migrate_info_copy_and_check_run_on_postgres() {
         "schema_version     ok",
         "constraints        ok",
         "part_sessions      ok",
+        "message_counts     ok",
         "search (words)     ok",
         "search (trigrams)  ok",
         "search_documents   ok",
@@ -137,7 +138,9 @@ fn db_check_on_postgres_reports_what_is_wrong() {
         .batch_execute(
             "DROP INDEX parts_fts_trigram;
              ALTER TABLE sessions ADD CONSTRAINT later CHECK (created_at > 0) NOT VALID;
-             INSERT INTO parts_fts VALUES (-1, 'no such part', scribe_search_words('no such part'));",
+             INSERT INTO parts_fts VALUES (-1, 'no such part', scribe_search_words('no such part'));
+             INSERT INTO sessions (id, created_at, updated_at, message_count) \
+             VALUES ('ses_counted', 1, 1, 2);",
         )
         .unwrap();
     let out = scribe(&["--db", &url, "db", "check"], None);
@@ -160,7 +163,14 @@ fn db_check_on_postgres_reports_what_is_wrong() {
         "{text}"
     );
     assert!(
-        err.contains("search (trigrams), constraints, search_documents"),
+        text.contains(
+            "message_counts     1 session's count differs from its stored messages \
+             (ses_counted: message_count 2, messages 0); set with UPDATE sessions"
+        ),
+        "{text}"
+    );
+    assert!(
+        err.contains("search (trigrams), constraints, message_counts, search_documents"),
         "{err}"
     );
 }

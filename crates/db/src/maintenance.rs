@@ -31,8 +31,10 @@ pub struct IntegrityReport {
     /// compared with the rows), on PostgreSQL the word and trigram GIN indexes on `parts`
     /// (present and valid).
     pub indexes: Vec<IndexReport>,
-    /// Further checks in plain SQL (PostgreSQL: the schema version, constraints and
-    /// indexes the server holds as not valid, rows that disagree with each other).
+    /// Further checks in plain SQL: on both backends `message_counts` (each session's
+    /// count against its messages); on SQLite stored values its readers cannot take or
+    /// that break the schema's rules; on PostgreSQL the schema version, constraints and
+    /// indexes the server holds as not valid, rows that disagree with each other.
     pub checks: Vec<NamedCheck>,
     /// What was not checked, and why, one line each.
     pub skipped: Vec<String>,
@@ -102,7 +104,8 @@ impl IntegrityReport {
     }
 
     /// Whether all that was found wrong is stored values that break the schema's rules,
-    /// each named with its rows (the checks `column_types` and `constraints`, and
+    /// each named with its rows (the checks `column_types`, `constraints` and
+    /// `message_counts`, and
     /// `integrity_check` lines that only say a table holds a row breaking a CHECK or a NOT
     /// NULL): not damage to the file or an index, and set right by an UPDATE or a DELETE.
     /// `false` when nothing was found wrong.
@@ -124,10 +127,10 @@ impl IntegrityReport {
                 .indexes
                 .iter()
                 .all(|i| matches!(i.status, IndexStatus::Ok | IndexStatus::SkippedReadOnly))
-            && self
-                .checks
-                .iter()
-                .all(|c| c.problem.is_none() || matches!(c.name, "column_types" | "constraints"))
+            && self.checks.iter().all(|c| {
+                c.problem.is_none()
+                    || matches!(c.name, "column_types" | "constraints" | "message_counts")
+            })
     }
 }
 
@@ -151,8 +154,11 @@ pub struct VacuumReport {
 impl Database {
     /// Checks the whole database on a fresh connection: `PRAGMA integrity_check`, then each
     /// search index's FTS5 `integrity-check` with `rank = 1`, which also compares the index
-    /// with the `parts` rows. Findings are returned in the report, not as errors; an error
-    /// means the check itself could not run (or stayed locked out by writers).
+    /// with the `parts` rows; then rows of Scribe's tables whose values its readers cannot
+    /// take or that break a CHECK or NOT NULL rule, and sessions whose `message_count` is
+    /// not the number of their messages. Findings are returned in the report, not as
+    /// errors; an error means the check itself could not run (or stayed locked out by
+    /// writers).
     ///
     /// The index checks are FTS5 commands written as INSERTs: they run in a write
     /// transaction that is rolled back, so they wait for other writers like a write does,
@@ -288,6 +294,16 @@ fn check_on(conn: &Connection, db: &Database, sqlite: &SqliteStore) -> Result<In
                 name: "constraints",
                 problem: constraints(conn, &integrity_check)?,
             },
+            NamedCheck {
+                name: "message_counts",
+                problem: {
+                    let mut statement = conn.prepare(MESSAGE_COUNTS_SQL)?;
+                    let rows = statement
+                        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    message_counts(rows)
+                },
+            },
         ],
         integrity_check,
         skipped: Vec::new(),
@@ -296,6 +312,44 @@ fn check_on(conn: &Connection, db: &Database, sqlite: &SqliteStore) -> Result<In
 
 /// Rows listed per column by [`column_types`], at most.
 const MAX_ROWS_LISTED: usize = 3;
+
+/// The sessions whose `message_count` is not the number of their stored messages, as
+/// (id, stored count, counted), all three as text, by id; the same statement on both
+/// backends. The count is kept by triggers (and, for a batch on PostgreSQL, by
+/// `scribe_db::bulk`'s own query), so a difference is a row another program or a hand
+/// wrote, or a bug. One index-only count per session.
+pub(crate) const MESSAGE_COUNTS_SQL: &str = "SELECT id, CAST(message_count AS TEXT), \
+     CAST(counted AS TEXT) \
+     FROM (SELECT coalesce(CAST(id AS TEXT), 'NULL') AS id, message_count, \
+                  (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS counted \
+           FROM sessions s) AS c \
+     WHERE message_count <> counted ORDER BY id";
+
+/// What the `message_counts` check says of the rows [`MESSAGE_COUNTS_SQL`] returned:
+/// how many sessions, the first few with their stored and counted numbers, and the
+/// statement that sets them right. `None` when there are none.
+pub(crate) fn message_counts(rows: Vec<(String, String, String)>) -> Option<String> {
+    let listed: Vec<String> = rows
+        .iter()
+        .take(MAX_ROWS_LISTED)
+        .map(|(id, stored, counted)| format!("{id}: message_count {stored}, messages {counted}"))
+        .collect();
+    let more = if rows.len() > listed.len() {
+        "; …"
+    } else {
+        ""
+    };
+    let which = match rows.len() {
+        0 => return None,
+        1 => "1 session's count differs from its".to_owned(),
+        n => format!("{n} sessions' counts differ from their"),
+    };
+    Some(format!(
+        "{which} stored messages ({}{more}); set with UPDATE sessions SET message_count = \
+         (SELECT count(*) FROM messages WHERE session_id = sessions.id)",
+        listed.join("; ")
+    ))
+}
 
 /// The storage classes Scribe's readers take from a column declared `declared` (besides
 /// NULL, which NOT NULL and `integrity_check` cover), and what to call them; `None` for a

@@ -7,8 +7,9 @@
 //! they need, the trigram index partial over the text with characters of scripts written
 //! without spaces (V15: PostgreSQL keeps its rows to that predicate, and the queries
 //! repeat it); that `parts_fts` holds exactly every searchable part's current text and
-//! words (V13's invariant, recomputed from the parts); and that every part names the
-//! same session as its message.
+//! words (V13's invariant, recomputed from the parts); that every part names the
+//! same session as its message; and that every session's `message_count` is the number
+//! of its messages.
 //!
 //! Skipped, and said so in [`IntegrityReport::skipped`]: the page-level structure that
 //! SQLite's `integrity_check` covers (the server's own business: data checksums,
@@ -18,7 +19,9 @@
 use postgres::Client;
 
 use super::PgBackend;
-use crate::maintenance::{IndexReport, IndexStatus, IntegrityReport, NamedCheck};
+use crate::maintenance::{
+    IndexReport, IndexStatus, IntegrityReport, MESSAGE_COUNTS_SQL, NamedCheck, message_counts,
+};
 use crate::{Backend, Result};
 
 /// The search indexes on `parts_fts` (V13): a name for the report, what its definition
@@ -115,6 +118,16 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
         name: "part_sessions",
         problem: (strays > 0)
             .then(|| format!("{strays} parts name another session than their message")),
+    });
+
+    let counts = client
+        .query(MESSAGE_COUNTS_SQL, &[])?
+        .iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
+        .collect::<Result<Vec<(String, String, String)>>>()?;
+    checks.push(NamedCheck {
+        name: "message_counts",
+        problem: message_counts(counts),
     });
 
     let installed = names(client, "SELECT extname::text FROM pg_extension ORDER BY 1")?;
