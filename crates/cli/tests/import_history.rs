@@ -820,7 +820,8 @@ fn dry_run_counts_only_what_would_be_new() {
 /// `claude --resume` writes a new file that first replays the earlier conversation. Read
 /// together with the original, the replayed calls are stored once (with the original), and
 /// the import's own summary, dry run or not, counts their tokens and cost once too: it says
-/// what the store then holds, not twice that.
+/// what the store then holds, not twice that. A file that holds only the replay adds no
+/// session.
 #[test]
 fn a_resumed_copy_of_a_conversation_is_not_counted_twice_in_the_summary() {
     let (_dir, scribe) = setup();
@@ -858,6 +859,16 @@ fn a_resumed_copy_of_a_conversation_is_not_counted_twice_in_the_summary() {
         stats["totals"]["cost_usd"].as_f64().unwrap(),
     );
     assert_eq!(held.0["total"], 324, "{stats}");
+    // The resumed file went no further than its replay: the list shows the conversation,
+    // not an empty continuation of it.
+    let listed = scribe.json(&["list", "--json"]);
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, [old_id], "{listed}");
     for report in [&dry, &real] {
         let (tokens, cost, replayed) = counted(report);
         assert_eq!(replayed, 3, "{report}");

@@ -425,10 +425,31 @@ impl Sink for DryRunSink {
             None => Stored::default(),
         };
         let mut written = Written::default();
+        // As the store sink: a new session holding only copies of other sessions' messages
+        // is not stored, and its messages are counted as replayed below.
+        let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, m) in batch.messages.iter().enumerate() {
+            by_session.entry(m.session.as_str()).or_default().push(i);
+        }
+        let parents = parents(batch);
+        // Messages of the sessions counted so far in this batch.
+        let mut met: HashSet<&str> = HashSet::new();
         for rec in &batch.sessions {
             let key = (source, rec.external_id.clone());
-            if stored.sessions.contains_key(&rec.external_id) || self.sessions.contains(&key) {
+            let new =
+                !stored.sessions.contains_key(&rec.external_id) && !self.sessions.contains(&key);
+            let mine = by_session
+                .get(rec.external_id.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            if !new {
                 written.sessions_updated += 1;
+            } else if only_replays(rec, batch, mine, &parents, |id| {
+                stored.messages.contains_key(id)
+                    || met.contains(id)
+                    || self.messages.get(id).is_some_and(|s| *s != rec.external_id)
+            }) {
+                written.messages_replayed += mine.len() as u64;
+                continue;
             } else {
                 written.sessions_created += 1;
                 self.sessions.insert(key);
@@ -436,6 +457,7 @@ impl Sink for DryRunSink {
             if let Some(total) = &rec.usage_total {
                 written.usage.session(total);
             }
+            met.extend(mine.iter().map(|&i| batch.messages[i].message.id.as_str()));
         }
         // As the store sink: a message of a session neither imported nor in this batch
         // has nowhere to go.
@@ -604,7 +626,24 @@ impl Commit<'_, '_> {
             by_session.entry(m.session.as_str()).or_default().push(i);
         }
         let mut usage: HashMap<String, Pending> = HashMap::new();
+        let parents = parents(batch);
         for rec in &batch.sessions {
+            let mine = by_session
+                .get(rec.external_id.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            // Held: stored before the batch, or met in a session of it written before.
+            if only_replays(rec, batch, mine, &parents, |id| {
+                self.stored.contains_key(id) || self.seen.contains(id)
+            })
+                && !ids.contains_key(&rec.external_id)
+                && self.known(&rec.external_id)?.is_none()
+                // Nor one an export of an earlier import brought, which it would take over.
+                && unrecorded_session(self.tx, self.source, &rec.external_id)?.is_none()
+            {
+                written.messages_replayed += mine.len() as u64;
+                by_session.remove(rec.external_id.as_str());
+                continue;
+            }
             let (id, created) = self.upsert_session(
                 rec,
                 flags.get(rec.external_id.as_str()).copied().unwrap_or(0),
@@ -704,8 +743,12 @@ impl Commit<'_, '_> {
             let Some(holder) = self.key(key)?.and_then(|row| row.session_id) else {
                 continue;
             };
+            // A file read again names its own last line (see the reader).
+            if holder == id {
+                continue;
+            }
             let session = SessionService::get_tx(self.tx, &id)?;
-            if holder != id && session.parent_session_id.is_none() {
+            if session.parent_session_id.is_none() {
                 self.link(&session, holder, SessionKind::Continuation)?;
             }
         }
@@ -1427,6 +1470,38 @@ fn unchanged(session: &scribe_session::Session) -> ExternalSession {
         ended_at: None,
         end_reason: None,
     }
+}
+
+/// The sessions of `batch` some other session of it names as its parent.
+fn parents(batch: &Batch) -> HashSet<&str> {
+    batch
+        .sessions
+        .iter()
+        .filter_map(|s| s.parent.as_deref())
+        .collect()
+}
+
+/// Whether `rec`, a session not stored yet, would hold nothing of its own: every message
+/// the batch gives it (`mine`, indexes into `batch.messages`) is already `held` by
+/// another session, and nothing else needs it (no usage of its own, no session below it
+/// in `parents`). That is a resumed conversation that went no further than its replay
+/// (Claude Code's `--resume` once copied the earlier conversation into a new file before
+/// the first new prompt): stored, it would be an empty continuation standing for its
+/// chain in `scribe list`. Neither sink keeps it, and its messages count as replayed. If
+/// its file goes on, the session is made then, continuing the one its first new line
+/// answers ([`SessionRec::continues_from`]).
+fn only_replays(
+    rec: &SessionRec,
+    batch: &Batch,
+    mine: &[usize],
+    parents: &HashSet<&str>,
+    held: impl Fn(&str) -> bool,
+) -> bool {
+    rec.parent.is_none()
+        && rec.usage_total.is_none()
+        && !mine.is_empty()
+        && !parents.contains(rec.external_id.as_str())
+        && mine.iter().all(|&i| held(&batch.messages[i].message.id))
 }
 
 /// Names `child` in a task call's part: in a completed call's metadata (`session_id`), as

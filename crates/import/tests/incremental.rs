@@ -235,6 +235,74 @@ fn a_resumed_session_continues_the_one_it_replays() {
     assert_eq!(new.message_count, 3);
 }
 
+/// `claude --resume` once wrote a new file that replays the earlier conversation before
+/// the first new prompt; quit there, the file holds nothing else. It is not stored: it was
+/// an empty continuation that `scribe list`, showing each chain by its newest session,
+/// showed in place of the conversation itself. The dry run counts as the import does.
+/// Once the file goes on, its session is made, as the continuation of the one its first
+/// new line answers, holding the new messages alone.
+#[test]
+fn a_resume_that_only_replays_is_not_stored_until_it_goes_on() {
+    let original = lines("claude/projects/-work-proj/609b44ad-7c18-4745-a70b-784281dce85e.jsonl");
+    let old_id = "609b44ad-7c18-4745-a70b-784281dce85e";
+    let new_id = "77777777-7c18-4745-a70b-784281dce85e";
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("in");
+    let db = scribe_db(dir.path());
+    write(&root.join(format!("{old_id}.jsonl")), &original.concat());
+    run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    let replay: String = original[..18]
+        .iter()
+        .map(|l| l.replace(old_id, new_id))
+        .collect();
+    let new = root.join(format!("{new_id}.jsonl"));
+    write(&new, &replay);
+    let mut dry = scribe_import::sink::DryRunSink::new(Some(scribe_session::Store::new(
+        std::sync::Arc::clone(&db),
+    )));
+    let would = scribe_import::import(
+        &mut dry,
+        scribe_import::sources::importer(Source::ClaudeCode),
+        std::slice::from_ref(&root),
+        &scribe_import::Options::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let s = run(&db, Source::ClaudeCode, std::slice::from_ref(&root));
+    assert_eq!(would.written, s.written);
+    assert_eq!(s.written.messages_replayed, 3, "{:?}", s.written);
+    assert_eq!(
+        (s.written.sessions_created, s.written.messages_inserted),
+        (0, 0),
+        "{:?}",
+        s.written
+    );
+    let listed: Vec<String> = sessions(&db).into_iter().map(|s| s.id).collect();
+    assert_eq!(listed, [old_id]);
+    assert_eq!(session(&db, old_id).message_count, 3);
+
+    append(
+        &new,
+        &format!(
+            "{{\"type\":\"user\",\"uuid\":\"new-user-1\",\"parentUuid\":\"2db8c26e-303e-4c63-a733-9d1a3b5c61bd\",\"sessionId\":\"{new_id}\",\"timestamp\":\"2026-09-30T14:00:00.000Z\",\"cwd\":\"/work/proj\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"and again\"}}}}\n"
+        ),
+    );
+    let s = run(&db, Source::ClaudeCode, &[root]);
+    assert_eq!(
+        (s.written.sessions_created, s.written.messages_inserted),
+        (1, 1),
+        "{:?}",
+        s.written
+    );
+    let resumed = session(&db, new_id);
+    assert_eq!(
+        (resumed.kind, resumed.parent_session_id.as_deref()),
+        (SessionKind::Continuation, Some(old_id))
+    );
+    assert_eq!(resumed.message_count, 1);
+    assert_eq!(session(&db, old_id).message_count, 3);
+}
+
 /// Messages a file wrote in the same millisecond keep the file's order: Claude Code writes
 /// a slash command's line and its expanded prompt in one (the real fixture's `/init`),
 /// and twenty prompts in one millisecond come back as written. (They came in the order of

@@ -224,6 +224,7 @@ impl Importer for ClaudeCode {
             line: 0,
             agents: None,
             current: String::new(),
+            answers: None,
         };
         let chunk = read_json_lines(unit, &mut reader)?;
         reader.close_open(false);
@@ -294,6 +295,11 @@ struct Reader<'a> {
     agents: Option<BTreeMap<String, String>>,
     /// The session of the conversation line being read.
     current: String,
+    /// The line the first conversation line of this read answers (`parentUuid`), once
+    /// one was read: a file whose earlier lines were all a replay that went no further
+    /// was not stored (`sink::only_replays`), and when it goes on, its session is made
+    /// as the continuation of the session holding that line.
+    answers: Option<Option<String>>,
 }
 
 /// Whether `name` is Claude Code's sub-agent tool (Task, renamed Agent).
@@ -408,8 +414,12 @@ impl Reader<'_> {
         // another session (`--resume`); an agent file's root is its parent's tool call.
         // The line answered is named by its uuid, which the earlier file recorded as one
         // of its leaves (a message's id holds its own time, which this line cannot know).
+        let parent_uuid = parent_uuid.filter(|p| !p.is_empty());
         if first && !head.task {
-            head.continues_from = parent_uuid.filter(|p| !p.is_empty());
+            head.continues_from.clone_from(&parent_uuid);
+        }
+        if self.answers.is_none() && !self.head().task {
+            self.answers = Some(parent_uuid);
         }
     }
 
@@ -995,7 +1005,12 @@ impl Reader<'_> {
             .title
             .as_ref()
             .and_then(|(t, r)| Some((t.clone(), rank(*r)?)));
-        rec.continues_from = head.continues_from.clone();
+        // The file's first line's link, else this read's first line's: a file read again
+        // names its own last line, which the sink passes by.
+        rec.continues_from = head
+            .continues_from
+            .clone()
+            .or_else(|| self.answers.clone().flatten());
         if head.task {
             rec.kind = SessionKind::Task;
             rec.parent = head.parent.clone().or_else(|| self.first_session_id());
