@@ -334,6 +334,57 @@ fn db_check_names_a_session_whose_message_count_is_wrong() {
     assert!(text.contains("message_counts     ok"), "{text}");
 }
 
+/// A session deleted by another program with foreign keys off (the `sqlite3` shell's
+/// default) leaves its messages, parts and files behind, which every read passes by and
+/// `integrity_check` does not see. `db check` names them, with what the delete would
+/// have done; deleted as it says, with foreign keys on, the store is sound again.
+#[test]
+fn db_check_names_the_rows_a_delete_with_foreign_keys_off_left_behind() {
+    let env = Env::new();
+    let seeded = seed(&env);
+    assert!(env.ok(&["db", "check"]).contains("foreign_keys       ok"));
+    damage(
+        &env,
+        &format!(
+            "PRAGMA foreign_keys = OFF; DELETE FROM sessions WHERE id = '{}'",
+            seeded.build
+        ),
+    );
+    let out = env.run(&["db", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("integrity_check    ok"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("foreign_keys"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("messages.session_id: ")
+            && line.contains(" rows name a row of sessions that is not there ('msg_")
+            && line.contains("; its delete would have deleted them"),
+        "{line}"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "foreign_keys; set the values named above right, or delete their rows, with \
+             sqlite3 (run `PRAGMA foreign_keys = ON` first)"
+        ) && !err.contains("every read"),
+        "{err}"
+    );
+    damage(
+        &env,
+        "PRAGMA foreign_keys = ON;
+         DELETE FROM messages WHERE session_id NOT IN (SELECT id FROM sessions);
+         DELETE FROM files WHERE session_id NOT IN (SELECT id FROM sessions);
+         UPDATE sessions SET parent_session_id = NULL
+         WHERE parent_session_id NOT IN (SELECT id FROM sessions);",
+    );
+    let text = env.ok(&["db", "check"]);
+    assert!(text.contains("foreign_keys       ok"), "{text}");
+    assert!(text.contains("parts_fts          ok"), "{text}");
+}
+
 /// `export --all` over a store with damaged rows (a session row, a message row and a part
 /// another program wrote): each session that cannot be read is left out, named, with why;
 /// the rest is written, and the file imports. Before, the first such row failed the whole

@@ -104,8 +104,8 @@ impl IntegrityReport {
     }
 
     /// Whether all that was found wrong is stored values that break the schema's rules,
-    /// each named with its rows (the checks `column_types`, `constraints` and
-    /// `message_counts`, and
+    /// each named with its rows (the checks `column_types`, `constraints`, `foreign_keys`
+    /// and `message_counts`, and
     /// `integrity_check` lines that only say a table holds a row breaking a CHECK or a NOT
     /// NULL): not damage to the file or an index, and set right by an UPDATE or a DELETE.
     /// `false` when nothing was found wrong.
@@ -129,7 +129,10 @@ impl IntegrityReport {
                 .all(|i| matches!(i.status, IndexStatus::Ok | IndexStatus::SkippedReadOnly))
             && self.checks.iter().all(|c| {
                 c.problem.is_none()
-                    || matches!(c.name, "column_types" | "constraints" | "message_counts")
+                    || matches!(
+                        c.name,
+                        "column_types" | "constraints" | "foreign_keys" | "message_counts"
+                    )
             })
     }
 }
@@ -295,6 +298,10 @@ fn check_on(conn: &Connection, db: &Database, sqlite: &SqliteStore) -> Result<In
                 problem: constraints(conn, &integrity_check)?,
             },
             NamedCheck {
+                name: "foreign_keys",
+                problem: foreign_keys(conn)?,
+            },
+            NamedCheck {
                 name: "message_counts",
                 problem: {
                     let mut statement = conn.prepare(MESSAGE_COUNTS_SQL)?;
@@ -453,6 +460,105 @@ fn column_types(conn: &Connection) -> Result<Option<String>> {
                 listed.join("; ")
             ));
         }
+    }
+    Ok((!found.is_empty()).then(|| found.join("; ")))
+}
+
+/// Rows whose foreign key names a row that is not there (`PRAGMA foreign_key_check`,
+/// which `integrity_check` does not run): what a program with foreign keys off (the
+/// `sqlite3` shell's default) leaves when it deletes a session, whose messages, parts and
+/// files the delete would have taken with it. Scribe's reads pass such rows by (they
+/// join their session), so they only take space, and a sub-session names a parent that
+/// is gone. One line per broken key: the table, how many rows, the first few, and what
+/// the delete would have done to them. `None` when there are none.
+fn foreign_keys(conn: &Connection) -> Result<Option<String>> {
+    /// One foreign key of one table that rows break: how many, the first few rowids.
+    struct BrokenKey {
+        table: String,
+        parent: String,
+        fk: i64,
+        count: u64,
+        rowids: Vec<i64>,
+    }
+
+    let mut broken: Vec<BrokenKey> = Vec::new();
+    let mut statement = conn.prepare("PRAGMA foreign_key_check")?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let (table, parent, fk): (String, String, i64) = (row.get(0)?, row.get(2)?, row.get(3)?);
+        let rowid: Option<i64> = row.get(1)?;
+        let at = match broken
+            .iter()
+            .position(|b| b.table == table && b.parent == parent && b.fk == fk)
+        {
+            Some(at) => at,
+            None => {
+                broken.push(BrokenKey {
+                    table,
+                    parent,
+                    fk,
+                    count: 0,
+                    rowids: Vec::new(),
+                });
+                broken.len() - 1
+            }
+        };
+        let key = &mut broken[at];
+        key.count += 1;
+        if let Some(rowid) = rowid
+            && key.rowids.len() < MAX_ROWS_LISTED
+        {
+            key.rowids.push(rowid);
+        }
+    }
+    let mut found = Vec::new();
+    for BrokenKey {
+        table,
+        parent,
+        fk,
+        count,
+        rowids,
+    } in broken
+    {
+        // The key's columns and what deleting the row it names does to this one.
+        let (mut columns, mut on_delete) = (Vec::new(), String::new());
+        let mut statement = conn
+            .prepare("SELECT \"from\", on_delete FROM pragma_foreign_key_list(?1) WHERE id = ?2")?;
+        let mut rows = statement.query(rusqlite::params![table, fk])?;
+        while let Some(row) = rows.next()? {
+            columns.push(row.get::<_, String>(0)?);
+            on_delete = row.get(1)?;
+        }
+        let key = row_key(conn, &table)?;
+        let quoted = table.replace('"', "\"\"");
+        let mut listed = Vec::with_capacity(rowids.len());
+        for rowid in &rowids {
+            listed.push(conn.query_row(
+                &format!("SELECT {key} FROM \"{quoted}\" WHERE rowid = ?1"),
+                [rowid],
+                |row| row.get::<_, String>(0),
+            )?);
+        }
+        // A table without rowids has its rows counted, not named.
+        let named = match (listed.is_empty(), count > listed.len() as u64) {
+            (true, _) => String::new(),
+            (false, true) => format!(" ({}; …)", listed.join("; ")),
+            (false, false) => format!(" ({})", listed.join("; ")),
+        };
+        let (rows, them) = if count == 1 {
+            ("row names", "it")
+        } else {
+            ("rows name", "them")
+        };
+        let undone = match on_delete.as_str() {
+            "CASCADE" => format!("; its delete would have deleted {them}"),
+            "SET NULL" => format!("; its delete would have set {them} to NULL"),
+            _ => String::new(),
+        };
+        found.push(format!(
+            "{table}.{}: {count} {rows} a row of {parent} that is not there{named}{undone}",
+            columns.join(", "),
+        ));
     }
     Ok((!found.is_empty()).then(|| found.join("; ")))
 }

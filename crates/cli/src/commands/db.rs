@@ -183,13 +183,29 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
             .map(|c| c.name),
     );
     let advice = match report.backend {
-        // Only values another program wrote: the rows are named, and a fix is an UPDATE.
+        // Only values another program wrote: the rows are named, and a fix is an UPDATE
+        // or a DELETE.
         Backend::Sqlite if report.only_values_wrong() => {
-            "set the values named above right, or delete their rows, with sqlite3; until then \
-             every read of those rows fails"
+            let mut advice =
+                "set the values named above right, or delete their rows, with sqlite3".to_owned();
+            if failed.contains(&"foreign_keys") {
+                // Without it (the shell's default) a delete leaves what it would take.
+                advice.push_str(" (run `PRAGMA foreign_keys = ON` first)");
+            }
+            if failed
+                .iter()
+                .any(|c| matches!(*c, "column_types" | "constraints"))
+            {
+                advice.push_str("; until then every read of those rows fails");
+            }
+            advice
         }
-        Backend::Sqlite => "`scribe db vacuum` does not repair indexes, restore from an export",
-        Backend::Postgres => "see the lines above; `scribe db migrate` brings an older schema up",
+        Backend::Sqlite => {
+            "`scribe db vacuum` does not repair indexes, restore from an export".to_owned()
+        }
+        Backend::Postgres => {
+            "see the lines above; `scribe db migrate` brings an older schema up".to_owned()
+        }
     };
     Err(CliError::CheckFailed(format!(
         "{}; {advice}",
