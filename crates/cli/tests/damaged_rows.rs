@@ -372,6 +372,22 @@ fn db_check_names_the_rows_a_delete_with_foreign_keys_off_left_behind() {
         ) && !err.contains("every read"),
         "{err}"
     );
+    // A copy cannot carry them: refused before anything is written, pointing here.
+    let target = env.db.with_file_name("copy.db");
+    let out = env.run(&[
+        "db",
+        "copy",
+        env.db.to_str().unwrap(),
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot copy: the source holds ")
+            && err.contains("`scribe db check` on it names them"),
+        "{err}"
+    );
+    assert!(!target.exists());
     damage(
         &env,
         "PRAGMA foreign_keys = ON;

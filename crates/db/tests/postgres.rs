@@ -2372,6 +2372,51 @@ fn a_store_with_an_over_long_title_is_refused_by_postgres_up_front() {
     assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 2);
 }
 
+/// An SQLite store where a session was deleted with foreign keys off (the `sqlite3`
+/// shell's default), its messages left behind: a copy into PostgreSQL is
+/// `Error::CopyRefused` pointing at `scribe db check`, before anything is written. Before,
+/// the server refused the first such row midway with its raw foreign key message.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn a_store_with_rows_left_by_a_delete_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = Database::open(dir.path().join("orphans.db")).unwrap();
+    let kept = common::session(&source, "cli");
+    let gone = common::session(&source, "cli");
+    for session in [&kept, &gone] {
+        source
+            .write(|tx| {
+                common::message_with_part(
+                    tx.conn().unwrap(),
+                    session,
+                    "user",
+                    "text",
+                    &common::text("left"),
+                )
+            })
+            .unwrap();
+    }
+    let raw = rusqlite::Connection::open(dir.path().join("orphans.db")).unwrap();
+    raw.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF; DELETE FROM sessions WHERE id = '{gone}'"
+    ))
+    .unwrap();
+    drop(raw);
+    let url = fresh("scribe_copy_orphans");
+    let pg = Database::open(&url).unwrap();
+    let err =
+        scribe_db::copy::copy(&source, &pg, |_| std::ops::ControlFlow::Continue(())).unwrap_err();
+    let Error::CopyRefused(ref text) = err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        text.contains("rows pointing at rows that do not exist")
+            && text.contains("`scribe db check` on it names them"),
+        "{text}"
+    );
+    assert_eq!(pg.read(|tx| tx.q().count_sessions()).unwrap(), 0);
+}
+
 /// Two stores in two schemas of one database: PostgreSQL installs `unaccent` and
 /// `pg_trgm` once per database, in the first store's schema (here one whose name needs
 /// quoting and escaping: a space, upper case). The second store, whose location names

@@ -120,6 +120,7 @@ pub fn copy(
     }
     let mut report = CopyReport { tables: Vec::new() };
     let mut reader = Reader::open(from)?;
+    reader.refuse_broken_references()?;
     match to.engine() {
         Engine::Postgres(pg) => {
             reader.refuse_long_ids()?;
@@ -452,6 +453,29 @@ impl<'a> Reader<'a> {
             Reader::Postgres(client) => client.query_one(&sql, &[])?.try_get(0)?,
         };
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// [`Error::CopyRefused`] when an SQLite source holds rows whose foreign key names a
+    /// row that is not there (left by a delete with foreign keys off, which the `sqlite3`
+    /// shell runs with), before anything is written: such rows cannot be carried as they
+    /// are (PostgreSQL refused them midway with its raw message, an SQLite target after
+    /// the copy), and `scribe db check` on the source names them. A PostgreSQL source
+    /// keeps its references itself.
+    fn refuse_broken_references(&mut self) -> Result<()> {
+        let Reader::Sqlite(conn) = self else {
+            return Ok(());
+        };
+        let broken: i64 =
+            conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })?;
+        if broken > 0 {
+            return Err(Error::CopyRefused(format!(
+                "the source holds {broken} rows pointing at rows that do not exist \
+                 (`scribe db check` on it names them); set them right there first"
+            )));
+        }
+        Ok(())
     }
 
     /// [`Error::IdTooLong`] for the first id longer than [`crate::ids::MAX_ID_BYTES`]
