@@ -57,6 +57,12 @@ pub struct SessionRec {
     /// without a replay: its first `parentUuid`): the session becomes the continuation of
     /// the session holding that key.
     pub continues_from: Option<String>,
+    /// The record key of the line that this read's first line of the session answers,
+    /// when the session is not stored yet although its file was read before: its earlier
+    /// lines were all a replay of another session's, which no sink keeps
+    /// (`sink::only_replays`). Made now, the session continues the one holding that key.
+    /// Ignored for a session already stored (a file read again names its own last line).
+    pub answers: Option<String>,
 }
 
 impl SessionRec {
@@ -79,6 +85,7 @@ impl SessionRec {
             usage_total: None,
             fingerprint: None,
             continues_from: None,
+            answers: None,
         }
     }
 }

@@ -627,6 +627,8 @@ impl Commit<'_, '_> {
         }
         let mut usage: HashMap<String, Pending> = HashMap::new();
         let parents = parents(batch);
+        // Sessions this batch made.
+        let mut created_now: HashSet<&str> = HashSet::new();
         for rec in &batch.sessions {
             let mine = by_session
                 .get(rec.external_id.as_str())
@@ -652,6 +654,7 @@ impl Commit<'_, '_> {
             )?;
             if created {
                 written.sessions_created += 1;
+                created_now.insert(rec.external_id.as_str());
             } else {
                 written.sessions_updated += 1;
             }
@@ -732,23 +735,26 @@ impl Commit<'_, '_> {
         // A session whose first line answers a line of another session (Claude Code
         // `--resume` without a replay) continues the session holding that line's key:
         // looked up once this batch's keys are marked, so that session may be in this
-        // batch, and again in every batch with the session until it is found.
+        // batch, and again in every batch with the session until it is found. A session
+        // made only now from a file read before (its replay was not kept) continues the
+        // one holding the line this read's first line answers.
         for rec in &batch.sessions {
-            let (Some(key), None) = (&rec.continues_from, &rec.parent) else {
-                continue;
+            let key = match (&rec.continues_from, &rec.answers) {
+                (Some(key), _) => key,
+                (None, Some(key)) if created_now.contains(rec.external_id.as_str()) => key,
+                _ => continue,
             };
+            if rec.parent.is_some() {
+                continue;
+            }
             let Some(id) = ids.get(&rec.external_id).cloned() else {
                 continue;
             };
             let Some(holder) = self.key(key)?.and_then(|row| row.session_id) else {
                 continue;
             };
-            // A file read again names its own last line (see the reader).
-            if holder == id {
-                continue;
-            }
             let session = SessionService::get_tx(self.tx, &id)?;
-            if session.parent_session_id.is_none() {
+            if holder != id && session.parent_session_id.is_none() {
                 self.link(&session, holder, SessionKind::Continuation)?;
             }
         }
@@ -1489,7 +1495,7 @@ fn parents(batch: &Batch) -> HashSet<&str> {
 /// the first new prompt): stored, it would be an empty continuation standing for its
 /// chain in `scribe list`. Neither sink keeps it, and its messages count as replayed. If
 /// its file goes on, the session is made then, continuing the one its first new line
-/// answers ([`SessionRec::continues_from`]).
+/// answers ([`SessionRec::answers`]).
 fn only_replays(
     rec: &SessionRec,
     batch: &Batch,

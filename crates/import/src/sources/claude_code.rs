@@ -295,10 +295,8 @@ struct Reader<'a> {
     agents: Option<BTreeMap<String, String>>,
     /// The session of the conversation line being read.
     current: String,
-    /// The line the first conversation line of this read answers (`parentUuid`), once
-    /// one was read: a file whose earlier lines were all a replay that went no further
-    /// was not stored (`sink::only_replays`), and when it goes on, its session is made
-    /// as the continuation of the session holding that line.
+    /// The line the first line of this read in the file's own conversation answers
+    /// (`parentUuid`), once one was read ([`SessionRec::answers`]).
     answers: Option<Option<String>>,
 }
 
@@ -418,7 +416,9 @@ impl Reader<'_> {
         if first && !head.task {
             head.continues_from.clone_from(&parent_uuid);
         }
-        if self.answers.is_none() && !self.head().task {
+        // Not a sidechain's line: it answers its own sub-agent's lines.
+        let sidechain = v.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        if self.answers.is_none() && !sidechain && !self.head().task {
             self.answers = Some(parent_uuid);
         }
     }
@@ -1005,12 +1005,8 @@ impl Reader<'_> {
             .title
             .as_ref()
             .and_then(|(t, r)| Some((t.clone(), rank(*r)?)));
-        // The file's first line's link, else this read's first line's: a file read again
-        // names its own last line, which the sink passes by.
-        rec.continues_from = head
-            .continues_from
-            .clone()
-            .or_else(|| self.answers.clone().flatten());
+        rec.continues_from = head.continues_from.clone();
+        rec.answers = self.answers.clone().flatten();
         if head.task {
             rec.kind = SessionKind::Task;
             rec.parent = head.parent.clone().or_else(|| self.first_session_id());
