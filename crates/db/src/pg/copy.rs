@@ -288,10 +288,7 @@ pub fn copy(
                     })?;
                     report.tables.push((table.name.clone(), done));
                 }
-                let broken: i64 =
-                    tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-                        r.get(0)
-                    })?;
+                let broken = broken_references(&tx)?;
                 if broken > 0 {
                     return Err(Error::CopyRefused(format!(
                         "the copy would leave {broken} rows pointing at rows that do not exist"
@@ -305,6 +302,15 @@ pub fn copy(
         }
     }
     Ok(report)
+}
+
+/// How many rows of an SQLite store have a foreign key naming a row that is not there.
+fn broken_references(conn: &rusqlite::Connection) -> Result<i64> {
+    Ok(
+        conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })?,
+    )
 }
 
 /// `name` as a quoted identifier.
@@ -465,10 +471,7 @@ impl<'a> Reader<'a> {
         let Reader::Sqlite(conn) = self else {
             return Ok(());
         };
-        let broken: i64 =
-            conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-                r.get(0)
-            })?;
+        let broken = broken_references(conn)?;
         if broken > 0 {
             return Err(Error::CopyRefused(format!(
                 "the source holds {broken} rows pointing at rows that do not exist \
