@@ -33,7 +33,7 @@ pub struct IntegrityReport {
     pub indexes: Vec<IndexReport>,
     /// Further checks in plain SQL: on both backends `message_counts` (each session's
     /// count against its messages); on SQLite stored values its readers cannot take or
-    /// that break the schema's rules; on PostgreSQL the schema version, constraints and
+    /// that break the schema's rules (CHECK, NOT NULL, foreign keys); on PostgreSQL the schema version, constraints and
     /// indexes the server holds as not valid, rows that disagree with each other.
     pub checks: Vec<NamedCheck>,
     /// What was not checked, and why, one line each.
@@ -158,10 +158,10 @@ impl Database {
     /// Checks the whole database on a fresh connection: `PRAGMA integrity_check`, then each
     /// search index's FTS5 `integrity-check` with `rank = 1`, which also compares the index
     /// with the `parts` rows; then rows of Scribe's tables whose values its readers cannot
-    /// take or that break a CHECK or NOT NULL rule, and sessions whose `message_count` is
-    /// not the number of their messages. Findings are returned in the report, not as
-    /// errors; an error means the check itself could not run (or stayed locked out by
-    /// writers).
+    /// take, that break a CHECK or NOT NULL rule, or whose foreign key names a row that is
+    /// not there, and sessions whose `message_count` is not the number of their messages.
+    /// Findings are returned in the report, not as errors; an error means the check itself
+    /// could not run (or stayed locked out by writers).
     ///
     /// The index checks are FTS5 commands written as INSERTs: they run in a write
     /// transaction that is rolled back, so they wait for other writers like a write does,
