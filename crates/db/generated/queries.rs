@@ -4263,16 +4263,22 @@ pub fn list_title_lineage(
 
 /// SQL of `MaxTitleLineageNumber` (sql/queries/sqlite/sessions.sql:16).
 pub const MAX_TITLE_LINEAGE_NUMBER_SQL: &str =
-    "SELECT CAST(coalesce(max(CASE WHEN title = ?1 THEN 1
-                              ELSE CAST(substr(title, length(?1) + 3) AS INTEGER) END), 0)
-            AS INTEGER) AS \"n!\"
-FROM sessions
-WHERE title = ?1
-   OR (title > ?1 || ' #' AND title < ?1 || ' $'
-       AND substr(title, length(?1) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(?1) + 3) GLOB '*[^0-9]*'))";
+    "SELECT CAST(max(coalesce((SELECT 1 FROM sessions WHERE title = ?1), 0),
+                coalesce((SELECT max(CASE WHEN substr(rtrim(title, '0123456789'), -2) = ' #'
+                                            AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                       THEN CAST(substr(title, length(rtrim(title, '0123456789')) + 1) AS INTEGER) END)
+                          FROM sessions
+                          WHERE CASE WHEN substr(rtrim(title, '0123456789'), -2) = ' #'
+                                          AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                     THEN substr(title, 1, length(rtrim(title, '0123456789')) - 2) END = ?1), 0))
+            AS INTEGER) AS \"n!\"";
 
 /// `MaxTitleLineageNumber` (`:one`) from `sql/queries/sqlite/sessions.sql:16`.
+///
+/// The highest number of the lineage `t` (`t` itself counts as 1), 0 when no session is of
+/// it: `t` by its unique index, `t #N` by V31's index of each title's lineage base and
+/// number, whose expressions these repeat to the letter (one seek, not a scan of the
+/// lineage).
 ///
 /// Returns `rusqlite::Error::QueryReturnedNoRows` when no row matches.
 pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rusqlite::Result<i64> {
@@ -4280,7 +4286,7 @@ pub fn max_title_lineage_number(conn: &rusqlite::Connection, title: &str) -> rus
     stmt.query_row([title], |row| row.get(0))
 }
 
-/// SQL of `AddSessionCounts` (sql/queries/sqlite/sessions.sql:26).
+/// SQL of `AddSessionCounts` (sql/queries/sqlite/sessions.sql:31).
 pub const ADD_SESSION_COUNTS_SQL: &str = "UPDATE sessions
 SET message_count = CASE WHEN CAST(c.value ->> '$.messages' AS INTEGER) <= 0 THEN message_count + CAST(c.value ->> '$.messages' AS INTEGER)
         WHEN message_count > 9223372036854775807 - CAST(c.value ->> '$.messages' AS INTEGER) THEN 9223372036854775807
@@ -4292,7 +4298,7 @@ SET message_count = CASE WHEN CAST(c.value ->> '$.messages' AS INTEGER) <= 0 THE
 FROM json_each(CAST(?1 AS TEXT)) AS c
 WHERE sessions.id = c.key";
 
-/// `AddSessionCounts` (`:exec`) from `sql/queries/sqlite/sessions.sql:26`.
+/// `AddSessionCounts` (`:exec`) from `sql/queries/sqlite/sessions.sql:31`.
 ///
 /// As PostgreSQL's (sql/queries/postgres/sessions.sql), for parity: SQLite's bulk path keeps
 /// its counter triggers and does not use it.
@@ -4806,7 +4812,11 @@ pub trait ReadQueries {
     fn list_title_lineage(&mut self, title: &str) -> Result<Vec<SessionRow>, crate::Error>;
 
     /// `MaxTitleLineageNumber` (`:one`) from `sql/queries/sqlite/sessions.sql:16`.
-    fn max_title_lineage_number(&mut self, title: &str) -> Result<Option<i64>, crate::Error>;
+    /// The highest number of the lineage `t` (`t` itself counts as 1), 0 when no session is of
+    /// it: `t` by its unique index, `t #N` by V31's index of each title's lineage base and
+    /// number, whose expressions these repeat to the letter (one seek, not a scan of the
+    /// lineage).
+    fn max_title_lineage_number(&mut self, title: &str) -> Result<i64, crate::Error>;
 }
 
 /// Every query: the reads of [`ReadQueries`] and the queries that change data, for a write
@@ -5087,7 +5097,7 @@ pub trait Queries: ReadQueries {
     /// for parity.
     fn create_parts(&mut self, parts: &str) -> Result<(), crate::Error>;
 
-    /// `AddSessionCounts` (`:exec`) from `sql/queries/sqlite/sessions.sql:26`.
+    /// `AddSessionCounts` (`:exec`) from `sql/queries/sqlite/sessions.sql:31`.
     /// As PostgreSQL's (sql/queries/postgres/sessions.sql), for parity: SQLite's bulk path keeps
     /// its counter triggers and does not use it.
     fn add_session_counts(&mut self, counts: &str) -> Result<(), crate::Error>;
@@ -5626,8 +5636,8 @@ impl ReadQueries for SqliteQueries<'_> {
     }
 
     #[inline]
-    fn max_title_lineage_number(&mut self, title: &str) -> Result<Option<i64>, crate::Error> {
-        sqlgen_optional(max_title_lineage_number(self.conn, title))
+    fn max_title_lineage_number(&mut self, title: &str) -> Result<i64, crate::Error> {
+        max_title_lineage_number(self.conn, title).map_err(crate::Error::from)
     }
 }
 

@@ -873,7 +873,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:28).
+/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:32).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
          + cache_write_tokens + reasoning_tokens DESC, id
@@ -1023,16 +1023,18 @@ ORDER BY CASE WHEN title = $1 THEN 1
 
 /// SQL of `MaxTitleLineageNumber` (sql/queries/postgres/sessions.sql:18).
 pub const MAX_TITLE_LINEAGE_NUMBER_SQL: &str =
-    "SELECT CAST(least(coalesce(max(CASE WHEN title = $1 THEN 1
-                                    ELSE CAST(substr(title, length($1) + 3) AS NUMERIC) END), 0),
+    "SELECT CAST(least(greatest(coalesce((SELECT 1 FROM sessions WHERE title = $1), 0),
+                           coalesce((SELECT max(CASE WHEN right(rtrim(title, '0123456789'), 2) = ' #'
+                                                      AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                                 THEN CAST(substr(title, length(rtrim(title, '0123456789')) + 1) AS NUMERIC) END)
+                                     FROM sessions
+                                     WHERE CASE WHEN right(rtrim(title, '0123456789'), 2) = ' #'
+                                                     AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                                THEN substr(title, 1, length(rtrim(title, '0123456789')) - 2) END = $1), 0)),
                   9223372036854775807)
-            AS BIGINT) AS \"n!\"
-FROM sessions
-WHERE title = $1
-   OR (title > $1 || ' #' AND title < $1 || ' $'
-       AND substr(title, length($1) + 3) ~ '^[1-9][0-9]*$')";
+            AS BIGINT) AS \"n!\"";
 
-/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:36).
+/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:40).
 pub const ADD_SESSION_COUNTS_SQL: &str = "UPDATE sessions AS s
 SET message_count = CASE WHEN CAST(c.value ->> 'messages' AS BIGINT) <= 0 THEN s.message_count + CAST(c.value ->> 'messages' AS BIGINT)
         WHEN s.message_count > 9223372036854775807 - CAST(c.value ->> 'messages' AS BIGINT) THEN 9223372036854775807
@@ -2707,14 +2709,11 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
             .map_err(crate::Error::from)
     }
 
-    fn max_title_lineage_number(&mut self, title: &str) -> Result<Option<i64>, crate::Error> {
+    fn max_title_lineage_number(&mut self, title: &str) -> Result<i64, crate::Error> {
         let values: [Param<'_>; 1] = [(&title, Type::TEXT)];
         let sql = MAX_TITLE_LINEAGE_NUMBER_SQL;
-        let rows = self.sqlgen_query(sql, &values)?;
-        rows.first()
-            .map(|row| row.try_get(0))
-            .transpose()
-            .map_err(crate::Error::from)
+        let row = self.sqlgen_query_one(sql, &values)?;
+        row.try_get(0).map_err(crate::Error::from)
     }
 }
 

@@ -193,6 +193,38 @@ fn usage_since_a_time_reads_the_messages_by_their_time_index() {
     }
 }
 
+/// The highest number of a title lineage is a seek in V31's index, as on SQLite (the query
+/// repeats the index's expressions; sequential scans priced out, so a small table's
+/// cheaper scan does not hide an index the query cannot use).
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn the_highest_number_of_a_title_lineage_is_one_index_seek() {
+    let url = fresh("scribe_title_lineage_index");
+    drop(Database::open(&url).unwrap());
+    let mut client = admin(&url);
+    client.batch_execute("SET enable_seqscan = off").unwrap();
+    let plan: Vec<String> = client
+        .query(
+            &format!("EXPLAIN {}", q::postgres::MAX_TITLE_LINEAGE_NUMBER_SQL),
+            &[&"t"],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("using sessions_title_lineage on sessions")),
+        "{plan:#?}"
+    );
+    assert!(
+        !plan
+            .iter()
+            .any(|step| step.contains("Seq Scan on sessions")),
+        "{plan:#?}"
+    );
+}
+
 fn schema_objects(url: &str) -> Vec<String> {
     admin(url)
         .query(

@@ -886,8 +886,8 @@ pub(crate) fn free_title(tx: &mut dyn Reads, title: &str, id: &str) -> Result<St
 /// `title` is already normalized.
 pub(crate) fn next_title_tx(tx: &mut dyn Reads, title: &str) -> Result<String> {
     let (base, _) = split_lineage(title);
-    // An aggregate: always one row.
-    let highest = tx.reads().max_title_lineage_number(base)?.unwrap_or(0);
+    // A row without FROM: always one.
+    let highest = tx.reads().max_title_lineage_number(base)?;
     let next = if highest <= 0 {
         base.to_owned()
     } else {

@@ -16,14 +16,18 @@ ORDER BY CASE WHEN title = @title THEN 1
          created_at DESC;
 
 -- name: MaxTitleLineageNumber :one
-SELECT CAST(least(coalesce(max(CASE WHEN title = @title THEN 1
-                                    ELSE CAST(substr(title, length(@title) + 3) AS NUMERIC) END), 0),
+-- As SQLite's: `t` by its unique index, `t #N` by V31's index, whose expressions these
+-- repeat to the letter.
+SELECT CAST(least(greatest(coalesce((SELECT 1 FROM sessions WHERE title = @title), 0),
+                           coalesce((SELECT max(CASE WHEN right(rtrim(title, '0123456789'), 2) = ' #'
+                                                      AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                                 THEN CAST(substr(title, length(rtrim(title, '0123456789')) + 1) AS NUMERIC) END)
+                                     FROM sessions
+                                     WHERE CASE WHEN right(rtrim(title, '0123456789'), 2) = ' #'
+                                                     AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                                THEN substr(title, 1, length(rtrim(title, '0123456789')) - 2) END = @title), 0)),
                   9223372036854775807)
-            AS BIGINT) AS "n!"
-FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) ~ '^[1-9][0-9]*$');
+            AS BIGINT) AS "n!";
 
 -- name: TopSessionsByTokens :many
 -- As the shared query, the sum taken as numeric: bigint addition raised 'bigint out of

@@ -14,14 +14,19 @@ ORDER BY CASE WHEN title = @title THEN 1
          created_at DESC;
 
 -- name: MaxTitleLineageNumber :one
-SELECT CAST(coalesce(max(CASE WHEN title = @title THEN 1
-                              ELSE CAST(substr(title, length(@title) + 3) AS INTEGER) END), 0)
-            AS INTEGER) AS "n!"
-FROM sessions
-WHERE title = @title
-   OR (title > @title || ' #' AND title < @title || ' $'
-       AND substr(title, length(@title) + 3) GLOB '[1-9]*'
-       AND NOT (substr(title, length(@title) + 3) GLOB '*[^0-9]*'));
+-- The highest number of the lineage `t` (`t` itself counts as 1), 0 when no session is of
+-- it: `t` by its unique index, `t #N` by V31's index of each title's lineage base and
+-- number, whose expressions these repeat to the letter (one seek, not a scan of the
+-- lineage).
+SELECT CAST(max(coalesce((SELECT 1 FROM sessions WHERE title = @title), 0),
+                coalesce((SELECT max(CASE WHEN substr(rtrim(title, '0123456789'), -2) = ' #'
+                                            AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                       THEN CAST(substr(title, length(rtrim(title, '0123456789')) + 1) AS INTEGER) END)
+                          FROM sessions
+                          WHERE CASE WHEN substr(rtrim(title, '0123456789'), -2) = ' #'
+                                          AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
+                                     THEN substr(title, 1, length(rtrim(title, '0123456789')) - 2) END = @title), 0))
+            AS INTEGER) AS "n!";
 
 -- name: AddSessionCounts :exec
 -- As PostgreSQL's (sql/queries/postgres/sessions.sql), for parity: SQLite's bulk path keeps
