@@ -683,7 +683,7 @@ impl std::fmt::Debug for Statements {
 /// [`Statements`] ([`PgQueries::cached`]) each statement is prepared on the connection the
 /// first time it runs (one more round trip, once) and reused after; without
 /// ([`PgQueries::new`]) each call is one round trip that parses and plans it again
-/// (`query_typed`).
+/// (`query_typed`), as a query marked `custom_plan` always is.
 pub struct PgQueries<'a, C> {
     client: &'a mut C,
     statements: Option<&'a mut Statements>,
@@ -866,7 +866,17 @@ fn render_pg_body(out: &mut String, catalog: &Catalog, q: &QueryInfo, p: &QueryI
     };
     // A short local keeps the call within rustfmt's chain width.
     let _ = writeln!(out, "        let sql = {const_name};");
-    let client_call = |method: &str| format!("self.{method}(sql, {values})?");
+    // A `custom_plan` query bypasses the statement cache: parsed and planned on each call.
+    let on = if p.custom_plan {
+        let _ = writeln!(
+            out,
+            "        // `custom_plan`: planned for each call, never prepared and cached."
+        );
+        "PgQueries::new(&mut *self.client)"
+    } else {
+        "self"
+    };
+    let client_call = |method: &str| format!("{on}.{method}(sql, {values})?");
     let stmt = |out: &mut String, prefix: &str, call: String| {
         let _ = writeln!(out, "        {prefix}{call};");
     };

@@ -86,6 +86,9 @@ pub struct QueryInfo {
     pub read_only: bool,
     /// Always exactly one row (`:one` then returns the row, not an `Option`).
     pub one_row: bool,
+    /// `custom_plan` in the annotation: on PostgreSQL, planned on every call, never
+    /// prepared and cached ([`query::CUSTOM_PLAN`]).
+    pub custom_plan: bool,
 }
 
 /// The catalog plus every analysed query.
@@ -325,7 +328,32 @@ pub fn analyze_sources(
     migrations: &[SourceFile],
     queries: &[SourceFile],
 ) -> Result<Analyzed, Diagnostics> {
-    analyze_layers(Dialect::Sqlite, migrations, queries, &[])
+    let analyzed = analyze_layers(Dialect::Sqlite, migrations, queries, &[])?;
+    // One dialect, SQLite: no PostgreSQL statement would be planned by this word.
+    let items: Vec<Diagnostic> = analyzed
+        .queries
+        .iter()
+        .filter(|q| q.custom_plan)
+        .map(|q| sqlite_custom_plan(&q.file, q.line, &q.name))
+        .collect();
+    if items.is_empty() {
+        Ok(analyzed)
+    } else {
+        Err(Diagnostics::from_items(items))
+    }
+}
+
+/// `custom_plan` on query `name` (at `file:line`), which only SQLite runs.
+fn sqlite_custom_plan(file: &str, line: u64, name: &str) -> Diagnostic {
+    Diagnostic {
+        file: file.to_string(),
+        line,
+        col: 1,
+        query: Some(name.to_string()),
+        message: "custom_plan is for PostgreSQL's plan cache; SQLite keeps no generic plans, \
+                  so a query only SQLite runs cannot ask for it"
+            .into(),
+    }
 }
 
 /// Which fragment definitions exist and which of them queries use.
@@ -407,6 +435,13 @@ fn analyze_dialect(
     for file in overrides {
         let (raws, frags, d) = query::split_file(file);
         diags.extend(d);
+        if dialect == Dialect::Sqlite {
+            diags.extend(
+                raws.iter()
+                    .filter(|r| r.custom_plan)
+                    .map(|r| sqlite_custom_plan(&r.file, r.line, &r.name)),
+            );
+        }
         override_raws.extend(raws);
         override_frags.extend(frags);
     }
@@ -635,6 +670,7 @@ fn analyze_query(
         dialect,
         read_only: !analysis.is_dml,
         one_row: analysis.one_row,
+        custom_plan: raw.custom_plan,
     })
 }
 

@@ -79,7 +79,19 @@ pub struct RawQuery {
     pub line: u64,
     /// The query text, prefixed with newlines so that positions are the file's own.
     pub body: String,
+    /// `custom_plan` after the kind: on PostgreSQL the statement is planned on every call,
+    /// never prepared once and cached (see [`CUSTOM_PLAN`]).
+    pub custom_plan: bool,
 }
+
+/// The word after a query's kind that asks PostgreSQL to plan the statement for each
+/// call's values and table sizes. A cached prepared statement gets, from its sixth run,
+/// one generic plan that the server keeps until the table's statistics change; made while
+/// a table was nearly empty, it can scan every row long after the table has grown (an
+/// import's first sessions decide the plan for all the rest). The price is parsing and
+/// planning on every call, in the same round trip. SQLite has no generic plans; a query
+/// of an SQLite query file may not ask for it.
+pub const CUSTOM_PLAN: &str = "custom_plan";
 
 /// A `(line, col, message)` error before it is attached to a file and query.
 pub type PosError = (u64, u64, String);
@@ -520,12 +532,23 @@ pub fn split_file(file: &SourceFile) -> (Vec<RawQuery>, Vec<RawFragment>, Vec<Di
                     }
                 },
             };
-            if let Some(extra) = parts.next() {
+            let mut custom_plan = false;
+            let mut extra = parts.next();
+            if extra == Some(CUSTOM_PLAN) {
+                custom_plan = true;
+                extra = parts.next();
+            }
+            if let Some(extra) = extra {
+                let hint = if custom_plan {
+                    String::new()
+                } else {
+                    suggestion(extra, [CUSTOM_PLAN])
+                };
                 diags.push(diag(
                     lineno,
                     col_of(extra),
                     Some(name),
-                    format!("unexpected \"{extra}\" after the query kind"),
+                    format!("unexpected \"{extra}\" after the query kind{hint}"),
                 ));
             }
             if let Some(prev) = queries.iter().find(|q| q.name == name) {
@@ -546,6 +569,7 @@ pub fn split_file(file: &SourceFile) -> (Vec<RawQuery>, Vec<RawFragment>, Vec<Di
                     file: file.display.clone(),
                     line: lineno,
                     body: String::new(),
+                    custom_plan,
                 },
                 Vec::new(),
             ));

@@ -190,8 +190,8 @@ fn a_mismatched_dialect_fails_the_parity_check() {
 fn a_query_missing_or_differing_in_one_dialect_fails_the_parity_check() {
     let (_dir, errors) = edited(&[(
         "queries/postgres/notes.sql",
-        "-- name: NotesWithMetaKey :many\nSELECT id FROM notes WHERE CAST(meta AS jsonb) ->> 'kind' = CAST(@kind AS TEXT) ORDER BY id;",
-        "-- name: NotesWithMetaKey :many\nSELECT id FROM notes WHERE created_at = @kind ORDER BY id;\n\n-- name: OnlyHere :one\nSELECT count(*) AS n FROM tags;",
+        "-- name: NotesWithMetaKey :many custom_plan\nSELECT id FROM notes WHERE CAST(meta AS jsonb) ->> 'kind' = CAST(@kind AS TEXT) ORDER BY id;",
+        "-- name: NotesWithMetaKey :many custom_plan\nSELECT id FROM notes WHERE created_at = @kind ORDER BY id;\n\n-- name: OnlyHere :one\nSELECT count(*) AS n FROM tags;",
     )]);
     let shown: Vec<String> = errors
         .iter()
@@ -205,6 +205,28 @@ fn a_query_missing_or_differing_in_one_dialect_fails_the_parity_check() {
              not in sqlite; share it or add a sqlite override",
             "queries/sqlite/notes.sql:2:53: NotesWithMetaKey: parameter \"kind\" is &str in \
              sqlite but i64 in postgres (queries/postgres/notes.sql:2:41)",
+        ],
+        "{errors:#?}"
+    );
+}
+
+/// `custom_plan` belongs to PostgreSQL's queries; an SQLite override may not ask for it.
+#[test]
+fn an_sqlite_query_cannot_ask_for_a_custom_plan() {
+    let (_dir, errors) = edited(&[(
+        "queries/sqlite/notes.sql",
+        "-- name: NotesWithMetaKey :many\n",
+        "-- name: NotesWithMetaKey :many custom_plan\n",
+    )]);
+    let shown: Vec<String> = errors
+        .iter()
+        .map(|e| e.split("dual/").collect::<Vec<_>>().join(""))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "queries/sqlite/notes.sql:1:1: NotesWithMetaKey: custom_plan is for PostgreSQL's plan \
+          cache; SQLite keeps no generic plans, so a query only SQLite runs cannot ask for it"
         ],
         "{errors:#?}"
     );
@@ -338,6 +360,24 @@ fn postgres_implementation_runs() {
         }),
         Err(Error::Postgres(_))
     ));
+    drop(tx);
+    // With a statement cache, a query is prepared on the connection once, and from its
+    // sixth run the server may keep one generic plan for it; a `custom_plan` query is
+    // never prepared, so every call is planned for its own values and table sizes.
+    let mut statements = generated::postgres::Statements::default();
+    let mut q = generated::postgres::PgQueries::cached(&mut client, &mut statements);
+    for _ in 0..7 {
+        assert_eq!(q.count_notes().unwrap(), 0);
+        assert_eq!(q.notes_with_meta_key("todo").unwrap(), Vec::<String>::new());
+    }
+    assert_eq!(statements.len(), 1, "{statements:?}");
+    let prepared: Vec<String> = client
+        .query_typed("SELECT statement FROM pg_prepared_statements", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(prepared, [generated::postgres::COUNT_NOTES_SQL]);
 }
 
 /// A PostgreSQL table stands in for an SQLite virtual table of the same name (each dialect's

@@ -81,6 +81,31 @@ fn missing_and_unknown_kind() {
     );
 }
 
+/// `custom_plan` is the one word a query may have after its kind, and only for PostgreSQL:
+/// a project of SQLite alone refuses it.
+#[test]
+fn words_after_the_kind() {
+    let e = errors(
+        "-- name: A :one custom_plan\nSELECT 1 AS x;\n\
+         -- name: B :one custom_plna\nSELECT 1 AS x;\n\
+         -- name: C :one now\nSELECT 1 AS x;\n",
+    );
+    assert_eq!(
+        e,
+        [
+            "sql/queries/sessions.sql:3:17: B: unexpected \"custom_plna\" after the query kind; did you mean \"custom_plan\"?",
+            "sql/queries/sessions.sql:5:17: C: unexpected \"now\" after the query kind",
+        ]
+    );
+    let e = errors("-- name: A :one custom_plan\nSELECT 1 AS x;\n");
+    assert_eq!(
+        e,
+        [
+            "sql/queries/sessions.sql:1:1: A: custom_plan is for PostgreSQL's plan cache; SQLite keeps no generic plans, so a query only SQLite runs cannot ask for it"
+        ]
+    );
+}
+
 #[test]
 fn duplicate_query_name() {
     let e = errors("-- name: A :one\nSELECT 1 AS x;\n\n-- name: A :one\nSELECT 2 AS x;\n");
