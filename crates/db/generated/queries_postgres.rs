@@ -873,7 +873,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:32).
+/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:34).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
          + cache_write_tokens + reasoning_tokens DESC, id
@@ -1034,7 +1034,7 @@ pub const MAX_TITLE_LINEAGE_NUMBER_SQL: &str =
                   9223372036854775807)
             AS BIGINT) AS \"n!\"";
 
-/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:40).
+/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:42).
 pub const ADD_SESSION_COUNTS_SQL: &str = "UPDATE sessions AS s
 SET message_count = CASE WHEN CAST(c.value ->> 'messages' AS BIGINT) <= 0 THEN s.message_count + CAST(c.value ->> 'messages' AS BIGINT)
         WHEN s.message_count > 9223372036854775807 - CAST(c.value ->> 'messages' AS BIGINT) THEN 9223372036854775807
@@ -1631,7 +1631,7 @@ impl std::fmt::Debug for Statements {
 /// [`Statements`] ([`PgQueries::cached`]) each statement is prepared on the connection the
 /// first time it runs (one more round trip, once) and reused after; without
 /// ([`PgQueries::new`]) each call is one round trip that parses and plans it again
-/// (`query_typed`).
+/// (`query_typed`), as a query marked `custom_plan` always is.
 pub struct PgQueries<'a, C> {
     client: &'a mut C,
     statements: Option<&'a mut Statements>,
@@ -2712,7 +2712,8 @@ impl<C: postgres::GenericClient> super::ReadQueries for PgQueries<'_, C> {
     fn max_title_lineage_number(&mut self, title: &str) -> Result<i64, crate::Error> {
         let values: [Param<'_>; 1] = [(&title, Type::TEXT)];
         let sql = MAX_TITLE_LINEAGE_NUMBER_SQL;
-        let row = self.sqlgen_query_one(sql, &values)?;
+        // `custom_plan`: planned for each call, never prepared and cached.
+        let row = PgQueries::new(&mut *self.client).sqlgen_query_one(sql, &values)?;
         row.try_get(0).map_err(crate::Error::from)
     }
 }
@@ -3410,7 +3411,8 @@ impl<C: postgres::GenericClient> super::Queries for PgQueries<'_, C> {
     fn add_session_counts(&mut self, counts: &str) -> Result<(), crate::Error> {
         let values: [Param<'_>; 1] = [(&counts, Type::TEXT)];
         let sql = ADD_SESSION_COUNTS_SQL;
-        self.sqlgen_execute(sql, &values)?;
+        // `custom_plan`: planned for each call, never prepared and cached.
+        PgQueries::new(&mut *self.client).sqlgen_execute(sql, &values)?;
         Ok(())
     }
 }
