@@ -229,8 +229,9 @@ pub fn explain(catalog: &Catalog, q: &QueryInfo) -> String {
         Kind::ExecRows => "usize".into(),
         Kind::ExecLastId => "i64 (rowid)".into(),
     };
+    let plan = if q.custom_plan { " custom_plan" } else { "" };
     format!(
-        "{} {} ({}) -> {ret}{fields}",
+        "{} {}{plan} ({}) -> {ret}{fields}",
         q.name,
         q.kind,
         params.join(", ")

@@ -74,6 +74,18 @@ fn explain_shows_both_dialects() {
     assert!(sections[0].starts_with("== sqlite ("), "{}", sections[0]);
     assert!(sections[1].starts_with("== postgres ("), "{}", sections[1]);
     assert!(lines.contains(&"CountNotes :one () -> i64".to_string()));
+    // PostgreSQL's NotesWithMetaKey is planned on each call; SQLite's is the same query.
+    let meta_key: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("NotesWithMetaKey "))
+        .collect();
+    assert_eq!(
+        meta_key,
+        [
+            "NotesWithMetaKey :many (kind: &str) -> Vec<String>",
+            "NotesWithMetaKey :many custom_plan (kind: &str) -> Vec<String>",
+        ]
+    );
     assert!(
         lines.contains(
             &"ListNotes :many (folder: Option<&str>, limit: i64) -> Vec<NoteRow> { id: String, \
