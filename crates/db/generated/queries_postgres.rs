@@ -873,7 +873,7 @@ SELECT s.* FROM chain AS c JOIN sessions AS s ON s.id = c.id
 ORDER BY c.depth DESC, s.created_at DESC, s.id DESC
 LIMIT 1";
 
-/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:34).
+/// SQL of `TopSessionsByTokens` (sql/queries/postgres/sessions.sql:35).
 pub const TOP_SESSIONS_BY_TOKENS_SQL: &str = "SELECT * FROM sessions
 ORDER BY CAST(input_tokens AS NUMERIC) + output_tokens + cache_read_tokens
          + cache_write_tokens + reasoning_tokens DESC, id
@@ -1034,7 +1034,7 @@ pub const MAX_TITLE_LINEAGE_NUMBER_SQL: &str =
                   9223372036854775807)
             AS BIGINT) AS \"n!\"";
 
-/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:42).
+/// SQL of `AddSessionCounts` (sql/queries/postgres/sessions.sql:43).
 pub const ADD_SESSION_COUNTS_SQL: &str = "UPDATE sessions AS s
 SET message_count = CASE WHEN CAST(c.value ->> 'messages' AS BIGINT) <= 0 THEN s.message_count + CAST(c.value ->> 'messages' AS BIGINT)
         WHEN s.message_count > 9223372036854775807 - CAST(c.value ->> 'messages' AS BIGINT) THEN 9223372036854775807

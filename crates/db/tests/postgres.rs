@@ -225,6 +225,34 @@ fn the_highest_number_of_a_title_lineage_is_one_index_seek() {
     );
 }
 
+/// The two statements whose generic plan, made while `sessions` held a few rows, went on
+/// reading every session as the table grew (the lineage's highest number, the bulk path's
+/// counters) are `custom_plan`: never prepared, even through a statement cache, so each
+/// call is planned for the table as it is then. Other statements are prepared once.
+#[test]
+#[ignore = "needs PostgreSQL: run under .ci/with-postgres"]
+fn the_statements_a_growing_table_outgrows_are_planned_per_call() {
+    use q::ReadQueries;
+    let url = fresh("scribe_custom_plans");
+    drop(Database::open(&url).unwrap());
+    let mut client = admin(&url);
+    let mut statements = q::postgres::Statements::default();
+    let mut queries = q::postgres::PgQueries::cached(&mut client, &mut statements);
+    for _ in 0..7 {
+        assert_eq!(queries.max_title_lineage_number("t").unwrap(), 0);
+        queries.add_session_counts("{}").unwrap();
+        assert_eq!(queries.get_session("ses_none").unwrap(), None);
+    }
+    assert_eq!(statements.len(), 1, "{statements:?}");
+    let prepared: Vec<String> = client
+        .query_typed("SELECT statement FROM pg_prepared_statements", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(prepared, [q::postgres::GET_SESSION_SQL]);
+}
+
 fn schema_objects(url: &str) -> Vec<String> {
     admin(url)
         .query(

@@ -17,9 +17,10 @@ ORDER BY CASE WHEN title = @title THEN 1
 
 -- name: MaxTitleLineageNumber :one custom_plan
 -- As SQLite's: `t` by its unique index, `t #N` by V31's index, whose expressions these
--- repeat to the letter. Planned on each call (`custom_plan`): a generic plan made while
--- `sessions` was nearly empty read every row of the lineage on each call ever after
--- (an import of 8,000 sessions of one title into a new store: 148 s, not 16).
+-- repeat to the letter. Planned on each call (`custom_plan`): the generic plan made
+-- while `sessions` held a few rows aggregated over the whole lineage (an index scan, not
+-- the one-row seek), and the connection kept it as the lineage grew (an import of 8,000
+-- sessions of one title into a new store: 148 s; planned per call, 44 s).
 SELECT CAST(least(greatest(coalesce((SELECT 1 FROM sessions WHERE title = @title), 0),
                            coalesce((SELECT max(CASE WHEN right(rtrim(title, '0123456789'), 2) = ' #'
                                                       AND substr(title, length(rtrim(title, '0123456789')) + 1, 1) BETWEEN '1' AND '9'
@@ -46,8 +47,9 @@ LIMIT @limit;
 -- ms}, …}; each session's message_count and tool_call_count grow by its numbers, and its
 -- updated_at moves to `at` (its newest new message's created_at or new tool part's
 -- updated_at, as the triggers move it), never backward. One UPDATE for the batch, planned
--- on each call (`custom_plan`): a generic plan made while `sessions` was nearly empty
--- joined the batch's few sessions to a scan of every session on each call ever after.
+-- on each call (`custom_plan`): the generic plan made while `sessions` held a few rows
+-- hashed every session (a scan of the whole primary key) to join the batch's few, and the
+-- connection kept it as the table grew.
 UPDATE sessions AS s
 SET message_count = sqlgen.saturating_add(s.message_count, CAST(c.value ->> 'messages' AS BIGINT)),
     tool_call_count = sqlgen.saturating_add(s.tool_call_count, CAST(c.value ->> 'tools' AS BIGINT)),
