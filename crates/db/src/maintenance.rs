@@ -33,8 +33,9 @@ pub struct IntegrityReport {
     pub indexes: Vec<IndexReport>,
     /// Further checks in plain SQL: on both backends `message_counts` (each session's
     /// count against its messages); on SQLite stored values its readers cannot take or
-    /// that break the schema's rules (CHECK, NOT NULL, foreign keys); on PostgreSQL the schema version, constraints and
-    /// indexes the server holds as not valid, rows that disagree with each other.
+    /// that break the schema's rules (CHECK, NOT NULL, foreign keys); on PostgreSQL the
+    /// schema version, constraints and indexes the server holds as not valid, rows that
+    /// disagree with each other.
     pub checks: Vec<NamedCheck>,
     /// What was not checked, and why, one line each.
     pub skipped: Vec<String>,
@@ -105,9 +106,9 @@ impl IntegrityReport {
 
     /// Whether all that was found wrong is stored values that break the schema's rules,
     /// each named with its rows (the checks `column_types`, `constraints`, `foreign_keys`
-    /// and `message_counts`, and
-    /// `integrity_check` lines that only say a table holds a row breaking a CHECK or a NOT
-    /// NULL): not damage to the file or an index, and set right by an UPDATE or a DELETE.
+    /// and `message_counts`, and `integrity_check` lines that only say a table holds a row
+    /// breaking a CHECK or a NOT NULL): not damage to the file or an index, and set right
+    /// by an UPDATE or a DELETE.
     /// `false` when nothing was found wrong.
     pub fn only_values_wrong(&self) -> bool {
         let named = |name: &str| {
