@@ -1,0 +1,264 @@
+//! A store is an SQLite file other programs can open: the `sqlite3` shell and the SQLite
+//! of language bindings, which on many systems is older than the one Scribe bundles
+//! (Debian 12: 3.40; macOS 13 and 14: 3.39 and 3.43).
+//!
+//! - The schema (tables, indexes, views, triggers) calls no function and uses no syntax
+//!   newer than SQLite 3.38 (`->>`): read off a new store's `sqlite_master`, so a later
+//!   migration is held to it too. Before schema V32 the view `parts_search` called
+//!   `concat_ws` (3.44), and every read of the search indexes' text, every change or
+//!   delete of a part, and with foreign keys on every delete of a message or session,
+//!   failed in such a shell with "no such function: concat_ws".
+//! - With the machine's own `sqlite3` shell (a real process; `.ci/run` installs Debian's):
+//!   a search with a snippet, a part's text changed, tool parts and a whole session
+//!   deleted with foreign keys on; Scribe then finds the store whole (`scribe db check`),
+//!   searches the new text and not the old, and counts what is left.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use scribe_db::Database;
+use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions, ToolState};
+use scribe_session::{NewSession, SessionService};
+use serde_json::json;
+
+/// Functions SQLite gained after 3.38 (from its release notes), which a store's schema
+/// must not call: `unhex` (3.41), `octet_length` and `timediff` (3.43), `concat`,
+/// `concat_ws` and `string_agg` (3.44), the `jsonb` family (3.45), `json_pretty`
+/// (3.46), `if` (3.48), `unistr` and `unistr_quote` (3.50).
+const NEWER_FUNCTIONS: [&str; 11] = [
+    "unhex",
+    "octet_length",
+    "timediff",
+    "concat",
+    "concat_ws",
+    "string_agg",
+    "jsonb",
+    "json_pretty",
+    "if",
+    "unistr",
+    "unistr_quote",
+];
+
+/// Syntax SQLite gained after 3.38: `IS [NOT] DISTINCT FROM`, RIGHT and FULL joins (3.39).
+const NEWER_SYNTAX: [&str; 3] = ["distinct from", "right join", "full join"];
+
+/// The SQL of every table, index, view and trigger of a new store.
+fn schema_sql() -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    drop(Database::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+        .unwrap();
+    stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// The names `sql` calls as functions: each word followed by `(`, lowercased, outside
+/// comments and string literals.
+fn called_functions(sql: &str) -> Vec<String> {
+    let mut code = String::new();
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '-' if chars.peek() == Some(&'-') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+                code.push('\n');
+            }
+            '\'' => {
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                }
+                code.push_str("''");
+            }
+            c => code.push(c.to_ascii_lowercase()),
+        }
+    }
+    let mut calls = Vec::new();
+    let mut word = String::new();
+    let mut after_word = false;
+    for c in code.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            if after_word {
+                word.clear();
+                after_word = false;
+            }
+            word.push(c);
+        } else if c.is_whitespace() && !word.is_empty() {
+            after_word = true;
+        } else {
+            if c == '(' && !word.is_empty() {
+                calls.push(word.clone());
+            }
+            word.clear();
+            after_word = false;
+        }
+    }
+    calls
+}
+
+#[test]
+fn the_word_scan_finds_calls_outside_comments_and_strings() {
+    assert_eq!(
+        called_functions("SELECT concat_ws (char(10), 'if(' , x) -- concat(\nFROM t"),
+        ["concat_ws", "char"]
+    );
+}
+
+#[test]
+fn the_schema_needs_nothing_newer_than_sqlite_3_38() {
+    let schema = schema_sql();
+    assert!(schema.iter().any(|(name, _)| name == "parts_search"));
+    let mut newer = Vec::new();
+    for (name, sql) in &schema {
+        for call in called_functions(sql) {
+            if NEWER_FUNCTIONS.contains(&call.as_str()) || call.starts_with("jsonb_") {
+                newer.push(format!("{name}: {call}()"));
+            }
+        }
+        let flat = sql
+            .to_ascii_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for syntax in NEWER_SYNTAX {
+            if flat.contains(syntax) {
+                newer.push(format!("{name}: {syntax}"));
+            }
+        }
+    }
+    assert_eq!(newer, Vec::<String>::new());
+}
+
+/// What `sqlite3 --version` prints, for the failure messages.
+fn shell_version() -> String {
+    let out = Command::new("sqlite3")
+        .arg("--version")
+        .output()
+        .expect("run sqlite3 (Debian's package sqlite3)");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Runs `script` in the `sqlite3` shell on `path`, stopping at the first error; its
+/// standard output.
+fn shell(path: &std::path::Path, script: &str) -> String {
+    let mut child = Command::new("sqlite3")
+        .arg("-bail")
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sqlite3 (Debian's package sqlite3)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.is_empty(),
+        "sqlite3 ({}) failed: {}\n{stderr}",
+        shell_version(),
+        out.status
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn found(messages: &MessageService, query: &str) -> usize {
+    messages
+        .search(query, &SearchOptions::default())
+        .unwrap()
+        .len()
+}
+
+#[test]
+#[ignore = "needs a sqlite3 shell on PATH (Debian's package sqlite3); .ci/run installs it and runs this"]
+fn an_older_sqlite3_shell_reads_and_changes_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scribe.db");
+    let (kept, gone) = {
+        let db = Arc::new(Database::open(&path).unwrap());
+        let sessions = SessionService::new(Arc::clone(&db));
+        let messages = MessageService::new(Arc::clone(&db));
+        let kept = sessions.create(NewSession::titled("kept")).unwrap();
+        let gone = sessions.create(NewSession::titled("gone")).unwrap();
+        let mut tool = Part::tool("call_1", "bash", json!({"command": "make deploy"}));
+        if let Part::Tool(part) = &mut tool {
+            part.state = ToolState::Error {
+                message: "permission denied".into(),
+                started_at: None,
+                ended_at: 1,
+            };
+        }
+        messages
+            .create(NewMessage::new(
+                &kept.id,
+                Role::User,
+                vec![Part::text("deploy the staging build")],
+            ))
+            .unwrap();
+        messages
+            .create(NewMessage::new(
+                &kept.id,
+                Role::Assistant,
+                vec![Part::text("running it"), tool],
+            ))
+            .unwrap();
+        messages
+            .create(NewMessage::new(
+                &gone.id,
+                Role::User,
+                vec![Part::text("数据库迁移失败 staging")],
+            ))
+            .unwrap();
+        db.index_pending().unwrap();
+        (kept.id, gone.id)
+    };
+
+    let out = shell(
+        &path,
+        &format!(
+            "PRAGMA foreign_keys = ON;
+             SELECT snippet(parts_fts, 0, '[', ']', '…', 8) FROM parts_fts
+                 WHERE parts_fts MATCH 'staging' ORDER BY rowid;
+             SELECT count(*) FROM parts_fts_trigram WHERE parts_fts_trigram MATCH '迁移失败';
+             UPDATE parts SET data = json_set(data, '$.text', 'roll back the canary')
+                 WHERE data ->> '$.text' = 'deploy the staging build';
+             DELETE FROM parts WHERE type = 'tool';
+             DELETE FROM sessions WHERE id = '{gone}';"
+        ),
+    );
+    assert_eq!(
+        out,
+        "deploy the [staging] build\n数据库迁移失败 [staging]\n1\n",
+        "sqlite3 {}",
+        shell_version()
+    );
+
+    let db = Arc::new(Database::open(&path).unwrap());
+    let sessions = SessionService::new(Arc::clone(&db));
+    let messages = MessageService::new(Arc::clone(&db));
+    assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
+    assert_eq!(found(&messages, "canary"), 1);
+    for word in ["staging", "denied", "迁移失败"] {
+        assert_eq!(found(&messages, word), 0, "{word}");
+    }
+    let kept = sessions.get(&kept).unwrap();
+    assert_eq!((kept.message_count, kept.tool_call_count), (2, 0));
+    assert!(sessions.get(&gone).is_err());
+    assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
+}
