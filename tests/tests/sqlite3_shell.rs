@@ -1,13 +1,14 @@
 //! A store is an SQLite file other programs can open: the `sqlite3` shell and the SQLite
 //! of language bindings, which on many systems is older than the one Scribe bundles
-//! (Debian 12: 3.40; macOS 13 and 14: 3.39 and 3.43).
+//! (Debian 12: 3.40; Ubuntu 22.04: 3.37; RHEL 9: 3.34; macOS 13 and 14: 3.39 and 3.43).
 //!
 //! - The schema (tables, indexes, views, triggers) calls no function and uses no syntax
-//!   newer than SQLite 3.38 (`->>`): read off a new store's `sqlite_master`, so a later
-//!   migration is held to it too. Before schema V32 the view `parts_search` called
-//!   `concat_ws` (3.44), and every read of the search indexes' text, every change or
-//!   delete of a part, and with foreign keys on every delete of a message or session,
-//!   failed in such a shell with "no such function: concat_ws".
+//!   newer than SQLite 3.34 (the first with FTS5's trigram tokenizer): read off a new
+//!   store's `sqlite_master`, so a later migration is held to it too. Before schema V32
+//!   the view `parts_search` used `->>` (3.38), so an older SQLite could not load the
+//!   schema at all ("malformed database schema"), and `concat_ws` (3.44), so up to 3.43
+//!   every read of the search indexes' text, every change or delete of a part, and with
+//!   foreign keys on every delete of a message or session failed.
 //! - With the machine's own `sqlite3` shell (a real process; `.ci/run` installs Debian's):
 //!   a search with a snippet, a part's text changed, tool parts and a whole session
 //!   deleted with foreign keys on; Scribe then finds the store whole (`scribe db check`),
@@ -23,11 +24,43 @@ use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions, Tool
 use scribe_session::{NewSession, SessionService};
 use serde_json::json;
 
-/// Functions SQLite gained after 3.38 (from its release notes), which a store's schema
-/// must not call: `unhex` (3.41), `octet_length` and `timediff` (3.43), `concat`,
-/// `concat_ws` and `string_agg` (3.44), the `jsonb` family (3.45), `json_pretty`
-/// (3.46), `if` (3.48), `unistr` and `unistr_quote` (3.50).
-const NEWER_FUNCTIONS: [&str; 11] = [
+/// Functions SQLite gained after 3.34 (from its release notes), which a store's schema
+/// must not call: the math functions (3.35, and only where SQLite was built with them),
+/// `unixepoch` and `format` (3.38), `unhex` (3.41), `octet_length` and `timediff`
+/// (3.43), `concat`, `concat_ws` and `string_agg` (3.44), the `jsonb` family (3.45),
+/// `json_pretty` (3.46), `if` (3.48), `unistr` and `unistr_quote` (3.50).
+const NEWER_FUNCTIONS: [&str; 42] = [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "ceil",
+    "ceiling",
+    "cos",
+    "cosh",
+    "degrees",
+    "exp",
+    "floor",
+    "ln",
+    "log",
+    "log10",
+    "log2",
+    "mod",
+    "pi",
+    "pow",
+    "power",
+    "radians",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+    "unixepoch",
+    "format",
     "unhex",
     "octet_length",
     "timediff",
@@ -41,8 +74,19 @@ const NEWER_FUNCTIONS: [&str; 11] = [
     "unistr_quote",
 ];
 
-/// Syntax SQLite gained after 3.38: `IS [NOT] DISTINCT FROM`, RIGHT and FULL joins (3.39).
-const NEWER_SYNTAX: [&str; 3] = ["distinct from", "right join", "full join"];
+/// Syntax SQLite gained after 3.34: `RETURNING` and `[NOT] MATERIALIZED` (3.35), `STRICT`
+/// tables (3.37), the operators `->` and `->>` (3.38), `IS [NOT] DISTINCT FROM` and
+/// RIGHT and FULL joins (3.39). Matched in the SQL without its comments and strings,
+/// lowercased, its whitespace runs made one space.
+const NEWER_SYNTAX: [&str; 7] = [
+    "returning",
+    "materialized",
+    ") strict",
+    "->",
+    "distinct from",
+    "right join",
+    "full join",
+];
 
 /// The SQL of every table, index, view and trigger of a new store.
 fn schema_sql() -> Vec<(String, String)> {
@@ -59,9 +103,9 @@ fn schema_sql() -> Vec<(String, String)> {
         .unwrap()
 }
 
-/// The names `sql` calls as functions: each word followed by `(`, lowercased, outside
-/// comments and string literals.
-fn called_functions(sql: &str) -> Vec<String> {
+/// `sql` without its comments and string literals (each left as `''`), lowercased, its
+/// whitespace runs made one space.
+fn code_of(sql: &str) -> String {
     let mut code = String::new();
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
@@ -85,6 +129,11 @@ fn called_functions(sql: &str) -> Vec<String> {
             c => code.push(c.to_ascii_lowercase()),
         }
     }
+    code.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The names `code` (from [`code_of`]) calls as functions: each word followed by `(`.
+fn called_functions(code: &str) -> Vec<String> {
     let mut calls = Vec::new();
     let mut word = String::new();
     let mut after_word = false;
@@ -111,29 +160,31 @@ fn called_functions(sql: &str) -> Vec<String> {
 #[test]
 fn the_word_scan_finds_calls_outside_comments_and_strings() {
     assert_eq!(
-        called_functions("SELECT concat_ws (char(10), 'if(' , x) -- concat(\nFROM t"),
+        called_functions(&code_of(
+            "SELECT concat_ws (char(10), 'if(' , x) -- concat(\nFROM t"
+        )),
         ["concat_ws", "char"]
+    );
+    assert_eq!(
+        code_of("SELECT a  ->>\n '$.x' -- b -> c\nFROM t WHERE d = 'e -> f'"),
+        "select a ->> '' from t where d = ''"
     );
 }
 
 #[test]
-fn the_schema_needs_nothing_newer_than_sqlite_3_38() {
+fn the_schema_needs_nothing_newer_than_sqlite_3_34() {
     let schema = schema_sql();
     assert!(schema.iter().any(|(name, _)| name == "parts_search"));
     let mut newer = Vec::new();
     for (name, sql) in &schema {
-        for call in called_functions(sql) {
+        let code = code_of(sql);
+        for call in called_functions(&code) {
             if NEWER_FUNCTIONS.contains(&call.as_str()) || call.starts_with("jsonb_") {
                 newer.push(format!("{name}: {call}()"));
             }
         }
-        let flat = sql
-            .to_ascii_lowercase()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
         for syntax in NEWER_SYNTAX {
-            if flat.contains(syntax) {
+            if code.contains(syntax) {
                 newer.push(format!("{name}: {syntax}"));
             }
         }

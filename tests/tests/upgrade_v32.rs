@@ -1,12 +1,13 @@
-//! Upgrade to schema version 32 (SQLite's view `parts_search` without `concat_ws`, so that
-//! a `sqlite3` shell older than 3.44 can read and change a store): a store written by
-//! version 31, holding tool parts of every shape the old view joined (fields absent, null,
-//! empty, numbers, objects, a NUL inside a string, CJK), opens, migrates to 32 and keeps
-//! every row; the new view gives each part the text the old one gave, byte for byte
-//! (FTS5 takes a row out of its external-content index by the text the view gives again);
-//! and after the upgrade those parts are changed and deleted with both search indexes
-//! still whole (`scribe db check`, whose FTS5 integrity check compares them with the
-//! view). SQLite only: PostgreSQL's version 32 does nothing.
+//! Upgrade to schema version 32 (SQLite's view `parts_search` without `->>` and
+//! `concat_ws`, so that a `sqlite3` shell as old as 3.34 can open and change a store): a
+//! store written by version 31, holding parts of every shape the old
+//! view read (a tool's fields absent, null, empty, numbers, booleans, objects, a NUL inside
+//! a string, CJK; a text that is not a string), opens, migrates to 32 and keeps every
+//! row; the new view gives each part the text the old one gave, byte for byte (FTS5 takes
+//! a row out of its external-content index by the text the view gives again); and after
+//! the upgrade those parts are changed and deleted with both search indexes still whole
+//! (`scribe db check`, whose FTS5 integrity check compares them with the view). SQLite
+//! only: PostgreSQL's version 32 does nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use serde_json::json;
 
 /// Tool parts' JSON the services never write but the view must join as `concat_ws` did;
 /// each with a word it alone holds where it holds any text.
-const ODD_TOOL_PARTS: [&str; 9] = [
+const ODD_TOOL_PARTS: [&str; 12] = [
     r#"{"type":"tool","tool":"bash","input":"","state":{"status":"completed","output":"","title":""}}"#,
     r#"{"type":"tool","input":42,"state":{"status":"error","message":"boomword"}}"#,
     r#"{"type":"tool","tool":null,"input":null,"state":{"status":"pending"}}"#,
@@ -30,6 +31,18 @@ const ODD_TOOL_PARTS: [&str; 9] = [
     r#"{"type":"tool","tool":"","input":"","state":{}}"#,
     r#"{"type":"tool","tool":"list","input":[1,"two",null],"state":{"output":null,"message":"arrayword"}}"#,
     r#"{"type":"tool","input":"inputword"}"#,
+    r#"{"type":"tool","tool":"flag","input":true,"state":{"output":false,"message":"boolword"}}"#,
+    r#"{"type":"tool","tool":"big","input":1e300,"state":{"output":123456789012345678901234567890}}"#,
+    r#"{"type":"tool","tool":"esc","input":"caf\u00e9 \ud83d\ude80","state":{"output":"escword \"quoted\""}}"#,
+];
+
+/// Text and reasoning parts whose text is not a string, or is missing.
+const ODD_TEXT_PARTS: [(&str, &str); 5] = [
+    ("text", r#"{"type":"text","text":7}"#),
+    ("text", r#"{"type":"text","text":{"nested":"objword"}}"#),
+    ("reasoning", r#"{"type":"reasoning","text":true}"#),
+    ("reasoning", r#"{"type":"reasoning"}"#),
+    ("text", r#"{"type":"text","text":null}"#),
 ];
 
 /// Every searchable part's text as the view gives it, read whole as bytes (a NUL inside
@@ -115,11 +128,15 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
             ))
             .unwrap();
         let conn = Connection::open(&location).unwrap();
-        for (n, data) in ODD_TOOL_PARTS.iter().enumerate() {
+        let odd = ODD_TOOL_PARTS
+            .iter()
+            .map(|data| ("tool", *data))
+            .chain(ODD_TEXT_PARTS);
+        for (n, (kind, data)) in odd.enumerate() {
             conn.execute(
                 "INSERT INTO parts (id, message_id, session_id, position, type, data, \
-                 created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'tool', ?5, 10, 10)",
-                params![format!("prt_odd{n}"), message.id, s.id, 10 + n, data],
+                 created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 10, 10)",
+                params![format!("prt_odd{n}"), message.id, s.id, 10 + n, kind, data],
             )
             .unwrap();
         }
@@ -127,7 +144,10 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
         assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
     }
     let texts_before = view_texts(&location);
-    assert_eq!(texts_before.len(), 3 + ODD_TOOL_PARTS.len());
+    assert_eq!(
+        texts_before.len(),
+        3 + ODD_TOOL_PARTS.len() + ODD_TEXT_PARTS.len()
+    );
     assert!(
         texts_before
             .iter()
@@ -156,12 +176,16 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
         "realword",
         "arrayword",
         "inputword",
+        "boolword",
+        "escword",
+        "objword",
         "迁移",
     ] {
         assert_eq!(found(&messages, word), 1, "{word}");
     }
 
-    // Each old part changed, then deleted: FTS5 takes the indexed text out by the view's.
+    // An old part changed, then every tool part and odd text deleted: FTS5 takes each
+    // indexed text out by the text the view gives now.
     let conn = Connection::open(&location).unwrap();
     conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
     conn.execute(
@@ -175,11 +199,14 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
     assert_eq!(found(&messages, "boomword"), 0);
     assert_eq!(found(&messages, "changedword"), 1);
     let deleted = conn
-        .execute("DELETE FROM parts WHERE type = 'tool'", [])
+        .execute(
+            "DELETE FROM parts WHERE type = 'tool' OR id LIKE 'prt_odd%'",
+            [],
+        )
         .unwrap();
-    assert_eq!(deleted, 2 + ODD_TOOL_PARTS.len());
+    assert_eq!(deleted, 2 + ODD_TOOL_PARTS.len() + ODD_TEXT_PARTS.len());
     assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
-    for word in ["completedword", "nulword", "changedword", "迁移"] {
+    for word in ["completedword", "nulword", "changedword", "objword", "迁移"] {
         assert_eq!(found(&messages, word), 0, "{word}");
     }
     assert_eq!(found(&messages, "text"), 1);

@@ -1,7 +1,0 @@
--- Scribe schema for PostgreSQL, version 32: nothing to do on PostgreSQL.
---
--- SQLite's version 32 writes its view `parts_search` without `concat_ws`, which SQLite
--- has only since 3.44, so that the `sqlite3` shell and bindings of older systems can read
--- and change a store. PostgreSQL has had `concat_ws` since 9.1, and its search text
--- (`scribe_search_text`, V24) keeps it. The file exists so both dialects number their
--- versions alike.

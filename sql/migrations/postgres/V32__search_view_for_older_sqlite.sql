@@ -1,0 +1,6 @@
+-- Scribe schema for PostgreSQL, version 32: nothing to do on PostgreSQL.
+--
+-- SQLite's version 32 writes its view `parts_search` in the SQL of SQLite 3.34 (no `->>`,
+-- no `concat_ws`), so that the `sqlite3` shell and bindings of older systems can open and
+-- change a store. PostgreSQL's search text (`scribe_search_text`, V24) is its own. The
+-- file exists so both dialects number their versions alike.
