@@ -5,6 +5,7 @@
 //!   (integrity, counters, both search indexes, no message without parts), as a list of
 //!   human-readable violations so a failing test shows all of them at once;
 //! - [`search_counts`]: hits of both search indexes next to the rows that contain a term;
+//! - [`messages_found`]: how many messages a search finds;
 //! - [`error_chain`]: an error and its sources on one line, as a user would read them;
 //! - [`child_command`]: re-runs the current test binary as a child process in a given role,
 //!   for tests that need a second process (killed writers, another user id);
@@ -359,6 +360,17 @@ pub fn search_counts(
             )?,
         ))
     })
+}
+
+/// How many messages `messages.search(query)` finds with the default options (one hit per
+/// message).
+pub fn messages_found(
+    messages: &scribe_message::MessageService,
+    query: &str,
+) -> scribe_message::Result<usize> {
+    Ok(messages
+        .search(query, &scribe_message::SearchOptions::default())?
+        .len())
 }
 
 /// An error with its sources, `: `-separated, as a user would read it (the one

@@ -31,10 +31,10 @@ use std::time::{Duration, Instant};
 use scribe_agent::ReplyWriter;
 use scribe_agent::provider::ProviderEvent;
 use scribe_db::{Database, Options};
-use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions};
+use scribe_message::{MessageService, NewMessage, Part, Role};
 use scribe_session::Store;
 use scribe_tests::{
-    Backend, TestDb, backends, child_command, consistency_problems, create_session,
+    Backend, TestDb, backends, child_command, consistency_problems, create_session, messages_found,
 };
 
 const CHILD_TEST: &str = "search_indexing_child";
@@ -173,13 +173,6 @@ fn kill(mut child: Child) {
     child.wait().unwrap();
 }
 
-fn found(messages: &MessageService, word: &str) -> usize {
-    messages
-        .search(word, &SearchOptions::default())
-        .unwrap()
-        .len()
-}
-
 /// What keeps a test's store alive: the SQLite file's directory, or the PostgreSQL
 /// database (dropped with it).
 #[allow(dead_code)]
@@ -229,16 +222,28 @@ fn a_search_in_another_process_finds_each_message_as_soon_as_it_is_committed(bac
     for i in 0..MESSAGES {
         assert_eq!(next(&mut out), format!("commit {i}"));
         // The writer indexes nothing; this search indexes what it committed.
-        assert_eq!(found(&searcher, &format!("osprey{i}")), 1, "message {i}");
+        assert_eq!(
+            messages_found(&searcher, &format!("osprey{i}")).unwrap(),
+            1,
+            "message {i}"
+        );
         let (now, was) = if i % 3 == 0 {
             (format!("after{i}"), format!("before{i}"))
         } else {
             (format!("before{i}"), format!("after{i}"))
         };
-        assert_eq!(found(&searcher, &now), 1, "message {i}: {now}");
-        assert_eq!(found(&searcher, &was), 0, "message {i}: {was}");
         assert_eq!(
-            found(&searcher, &format!("gone{i}")),
+            messages_found(&searcher, &now).unwrap(),
+            1,
+            "message {i}: {now}"
+        );
+        assert_eq!(
+            messages_found(&searcher, &was).unwrap(),
+            0,
+            "message {i}: {was}"
+        );
+        assert_eq!(
+            messages_found(&searcher, &format!("gone{i}")).unwrap(),
             0,
             "message {i}: deleted part"
         );
@@ -310,7 +315,10 @@ fn a_streamed_reply_is_found_once_it_settles(backend: Backend) {
         Backend::Sqlite => 0,
         Backend::Postgres => 1,
     };
-    assert_eq!(found(store.messages(), "kittiwake"), while_streaming);
+    assert_eq!(
+        messages_found(store.messages(), "kittiwake").unwrap(),
+        while_streaming
+    );
     // Its process dies mid-stream; recovery finishes the message it left open, and the
     // part it was streaming settles with it.
     kill(child);
@@ -321,6 +329,6 @@ fn a_streamed_reply_is_found_once_it_settles(backend: Backend) {
     }
     let report = scribe_agent::recover_session(&store, &session).unwrap();
     assert_eq!(report.messages.len(), 1);
-    assert_eq!(found(store.messages(), "kittiwake"), 1);
+    assert_eq!(messages_found(store.messages(), "kittiwake").unwrap(), 1);
     assert_consistent(store.database());
 }

@@ -20,8 +20,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use scribe_db::Database;
-use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions, ToolState};
+use scribe_message::{MessageService, NewMessage, Part, Role, ToolState};
 use scribe_session::{NewSession, SessionService};
+use scribe_tests::messages_found;
 use serde_json::json;
 
 /// Functions SQLite gained after 3.34 (from its release notes), which a store's schema
@@ -229,13 +230,6 @@ fn shell(path: &std::path::Path, script: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn found(messages: &MessageService, query: &str) -> usize {
-    messages
-        .search(query, &SearchOptions::default())
-        .unwrap()
-        .len()
-}
-
 #[test]
 #[ignore = "needs a sqlite3 shell on PATH (Debian's package sqlite3); .ci/run installs it and runs this"]
 fn an_older_sqlite3_shell_reads_and_changes_a_store() {
@@ -304,9 +298,9 @@ fn an_older_sqlite3_shell_reads_and_changes_a_store() {
     let sessions = SessionService::new(Arc::clone(&db));
     let messages = MessageService::new(Arc::clone(&db));
     assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
-    assert_eq!(found(&messages, "canary"), 1);
+    assert_eq!(messages_found(&messages, "canary").unwrap(), 1);
     for word in ["staging", "denied", "迁移失败"] {
-        assert_eq!(found(&messages, word), 0, "{word}");
+        assert_eq!(messages_found(&messages, word).unwrap(), 0, "{word}");
     }
     let kept = sessions.get(&kept).unwrap();
     assert_eq!((kept.message_count, kept.tool_call_count), (2, 0));

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, params};
 use scribe_db::{Backend, Database, Options};
-use scribe_message::{MessageService, NewMessage, Part, Role, SearchOptions, ToolState};
+use scribe_message::{MessageService, NewMessage, Part, Role, ToolState};
 use scribe_session::{NewSession, SessionService};
-use scribe_tests::{dump_store_rows, open_upgraded};
+use scribe_tests::{dump_store_rows, messages_found, open_upgraded};
 use serde_json::json;
 
 /// Tool parts' JSON the services never write but the view must join as `concat_ws` did;
@@ -82,14 +82,6 @@ fn texts_unlike_concat_ws(location: &str) -> Vec<i64> {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap()
-}
-
-/// How many messages search finds for `query`.
-fn found(messages: &MessageService, query: &str) -> usize {
-    messages
-        .search(query, &SearchOptions::default())
-        .unwrap()
-        .len()
 }
 
 #[test]
@@ -181,7 +173,7 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
         "objword",
         "迁移",
     ] {
-        assert_eq!(found(&messages, word), 1, "{word}");
+        assert_eq!(messages_found(&messages, word).unwrap(), 1, "{word}");
     }
 
     // An old part changed, then every tool part and odd text deleted: FTS5 takes each
@@ -196,8 +188,8 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
     .unwrap();
     db.index_pending().unwrap();
     assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
-    assert_eq!(found(&messages, "boomword"), 0);
-    assert_eq!(found(&messages, "changedword"), 1);
+    assert_eq!(messages_found(&messages, "boomword").unwrap(), 0);
+    assert_eq!(messages_found(&messages, "changedword").unwrap(), 1);
     let deleted = conn
         .execute(
             "DELETE FROM parts WHERE type = 'tool' OR id LIKE 'prt_odd%'",
@@ -207,7 +199,7 @@ fn a_v31_store_upgrades_to_v32_with_its_search_texts_unchanged() {
     assert_eq!(deleted, 2 + ODD_TOOL_PARTS.len() + ODD_TEXT_PARTS.len());
     assert_eq!(db.check().unwrap().problems(), Vec::<String>::new());
     for word in ["completedword", "nulword", "changedword", "objword", "迁移"] {
-        assert_eq!(found(&messages, word), 0, "{word}");
+        assert_eq!(messages_found(&messages, word).unwrap(), 0, "{word}");
     }
-    assert_eq!(found(&messages, "text"), 1);
+    assert_eq!(messages_found(&messages, "text").unwrap(), 1);
 }
