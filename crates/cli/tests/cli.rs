@@ -88,6 +88,7 @@ const NOT_CREATING: &[&[&str]] = &[
     &["sources"],
     &["db", "info"],
     &["db", "check"],
+    &["db", "reindex"],
     &["db", "vacuum"],
     &["rename", "x", "y"],
     &["fork", "x"],

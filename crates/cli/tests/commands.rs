@@ -1019,7 +1019,7 @@ fn db_check_and_vacuum() {
 }
 
 #[test]
-fn db_check_finds_a_stale_index() {
+fn db_check_finds_a_stale_index_and_db_reindex_rebuilds_it() {
     let env = Env::new();
     seed(&env);
     // Remove a part's tokens from the word index behind the triggers' back.
@@ -1042,6 +1042,19 @@ fn db_check_finds_a_stale_index() {
         "{}",
         stderr(&out)
     );
+    // The index holds only what the parts give: the advice is to rebuild it.
+    assert!(
+        stderr(&out).contains("`scribe db reindex` rebuilds the search indexes"),
+        "{}",
+        stderr(&out)
+    );
+    let text = env.ok(&["db", "reindex"]);
+    assert!(
+        text.contains("rebuilt parts_fts and parts_fts_trigram from the parts"),
+        "{text}"
+    );
+    let text = env.ok(&["db", "check"]);
+    assert!(text.contains("parts_fts          ok"), "{text}");
 }
 
 #[test]

@@ -194,6 +194,43 @@ impl Database {
         }
     }
 
+    /// Rebuilds the search indexes from the parts they index, in one write transaction
+    /// (waiting for other writers as a write does), and returns which indexes it rebuilt.
+    /// What `scribe db check` reports as an index that does not match its parts is
+    /// repaired so: the indexes hold nothing but what the parts give, so nothing stored
+    /// is lost.
+    ///
+    /// SQLite: FTS5's `rebuild` of `parts_fts` and `parts_fts_trigram` from their views,
+    /// and the search queue emptied, since every queued part is then indexed. An index
+    /// goes out of step with its parts when another program changed or deleted a part
+    /// whose text its own SQLite reads differently (3.37 and 3.40 were seen to end a JSON
+    /// string at a `\u0000`), or wrote to an index by hand.
+    ///
+    /// PostgreSQL: `parts_fts` computed again from every part
+    /// (`scribe_parts_fts_rebuild()`, what `scribe db copy` runs after loading).
+    ///
+    /// [`Error::ReadOnly`] on a database opened read-only.
+    pub fn rebuild_search_indexes(&self) -> Result<&'static [&'static str]> {
+        self.write(
+            |tx: &mut crate::Tx<'_>| -> Result<&'static [&'static str]> {
+                match tx.backend() {
+                    crate::Backend::Sqlite => {
+                        tx.execute_batch(
+                            "DELETE FROM search_queue;
+                         INSERT INTO parts_fts (parts_fts) VALUES ('rebuild');
+                         INSERT INTO parts_fts_trigram (parts_fts_trigram) VALUES ('rebuild');",
+                        )?;
+                        Ok(&INDEXES)
+                    }
+                    crate::Backend::Postgres => {
+                        tx.execute_batch("SELECT scribe_parts_fts_rebuild()")?;
+                        Ok(&["parts_fts"])
+                    }
+                }
+            },
+        )
+    }
+
     /// SQLite: rebuilds the file to drop free pages (`VACUUM`), then truncates the
     /// write-ahead log, and reports the size before and after. Waits for other writers
     /// like a write does; readers in other processes may make the log truncation partial,

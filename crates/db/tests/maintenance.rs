@@ -1,4 +1,4 @@
-//! `Database::check` and `Database::vacuum`, and the typed, readable errors of opening a
+//! `Database::check`, `Database::rebuild_search_indexes` and `Database::vacuum`, and the typed, readable errors of opening a
 //! file that is not a database and of a full disk.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -72,6 +72,91 @@ fn check_finds_an_index_that_drifted_from_the_rows() {
         problems[0].starts_with("parts_fts_trigram: "),
         "{problems:?}"
     );
+}
+
+/// `rebuild_search_indexes` repairs both indexes from the parts: a row one of them lost
+/// (what a delete by an SQLite that reads the part's text differently leaves) and one
+/// still queued are each indexed once, the queue ends empty, and search finds both again.
+#[test]
+fn a_rebuild_repairs_the_indexes_from_the_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, s) = filled(&dir.path().join("r.db"), 5);
+    db.index_pending().unwrap();
+    drop(db);
+    // Without the indexer's thread, nothing but the rebuild takes the queued part.
+    let db = Database::open_with(
+        dir.path().join("r.db"),
+        scribe_db::Options {
+            background_indexing: false,
+            ..scribe_db::Options::default()
+        },
+    )
+    .unwrap();
+    let count = |sql: &str| -> i64 {
+        db.read(|tx| -> scribe_db::Result<i64> {
+            Ok(tx.conn().unwrap().query_row(sql, [], |row| row.get(0))?)
+        })
+        .unwrap()
+    };
+    let words = "SELECT count(*) FROM parts_fts WHERE parts_fts MATCH 'entry'";
+    let cjk =
+        r#"SELECT count(*) FROM parts_fts_trigram WHERE parts_fts_trigram MATCH '"维护 pad"'"#;
+    assert_eq!((count(words), count(cjk)), (5, 5));
+    db.write(|tx| -> scribe_db::Result<_> {
+        let conn = tx.conn().unwrap();
+        for index in ["parts_fts", "parts_fts_trigram"] {
+            conn.execute(
+                &format!(
+                    "INSERT INTO {index} ({index}, rowid, search_text) \
+                     SELECT 'delete', seq, search_text FROM parts_search ORDER BY seq LIMIT 1"
+                ),
+                [],
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let report = db.check().unwrap();
+    assert!(
+        report
+            .indexes
+            .iter()
+            .all(|i| matches!(i.status, IndexStatus::Mismatch(_))),
+        "{report:?}"
+    );
+
+    // A part another connection wrote after the check (which indexes what is queued),
+    // which this process's indexer is not told of.
+    let other = rusqlite::Connection::open(dir.path().join("r.db")).unwrap();
+    message_with_part(
+        &other,
+        &s,
+        "user",
+        "text",
+        &text("maintenance entry queued 维护 padding"),
+    )
+    .unwrap();
+    assert_eq!(count("SELECT count(*) FROM search_queue"), 1);
+    assert_eq!(
+        db.rebuild_search_indexes().unwrap(),
+        ["parts_fts", "parts_fts_trigram"]
+    );
+    assert_eq!(count("SELECT count(*) FROM search_queue"), 0);
+    assert!(db.check().unwrap().is_ok());
+    assert_eq!((count(words), count(cjk)), (6, 6));
+
+    let read_only = Database::open_with(
+        dir.path().join("r.db"),
+        scribe_db::Options {
+            read_only: true,
+            ..scribe_db::Options::default()
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        read_only.rebuild_search_indexes(),
+        Err(Error::ReadOnly { .. })
+    ));
 }
 
 /// A pooled reader that cached the index structure before another connection rebuilt the

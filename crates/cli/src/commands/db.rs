@@ -1,4 +1,4 @@
-//! `scribe db info | migrate | check | vacuum | copy`: thin reports over `Database`'s own
+//! `scribe db info | migrate | check | reindex | vacuum | copy`: thin reports over `Database`'s own
 //! maintenance API (no SQL here). `info` and `check` also work on a database this process
 //! may only read. Every subcommand runs on SQLite and PostgreSQL.
 
@@ -33,6 +33,11 @@ pub enum DbCommand {
     /// parts against their messages), listing what it skips. Exit 1 when anything is
     /// wrong.
     Check,
+    /// Rebuild the search indexes from the parts they index, in one transaction: what
+    /// `scribe db check` reports as a search index that does not match its parts is
+    /// repaired so, and nothing stored is lost (the indexes hold only what the parts
+    /// give). On SQLite both FTS5 indexes, on PostgreSQL the search documents.
+    Reindex,
     /// Reclaim the space of deleted rows: on SQLite rebuild the file (and truncate its
     /// write-ahead log); on PostgreSQL run VACUUM (ANALYZE) on each of Scribe's tables,
     /// which makes dead rows' space reusable and refreshes the planner's statistics
@@ -115,11 +120,26 @@ pub fn run(command: DbCommand, db: &DbPath) -> Result<(), CliError> {
             }
         }
         DbCommand::Check => check(&mut out, db)?,
+        DbCommand::Reindex => {
+            let db = open_database(db, Access::Change)?;
+            let started = std::time::Instant::now();
+            let indexes = db.rebuild_search_indexes()?;
+            writeln!(
+                out,
+                "{}: rebuilt {} from the parts in {:.1} s",
+                db.location(),
+                indexes.join(" and "),
+                started.elapsed().as_secs_f64()
+            )?;
+        }
         DbCommand::Vacuum => vacuum(&mut out, db)?,
         DbCommand::Copy(args) => copy(&mut out, &args)?,
     }
     Ok(())
 }
+
+/// The SQLite checks whose failure `scribe db reindex` repairs.
+const INDEXES_REBUILT: [&str; 2] = ["parts_fts", "parts_fts_trigram"];
 
 /// Runs every check, printing one line each, and fails if any found a problem.
 fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
@@ -200,8 +220,12 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
             }
             advice
         }
+        // Only the search indexes: they hold nothing but what the parts give.
+        Backend::Sqlite if failed.iter().all(|c| INDEXES_REBUILT.contains(c)) => {
+            "`scribe db reindex` rebuilds the search indexes from the parts".to_owned()
+        }
         Backend::Sqlite => {
-            "`scribe db vacuum` does not repair indexes, restore from an export".to_owned()
+            "`scribe db vacuum` does not repair the file, restore from an export".to_owned()
         }
         Backend::Postgres => {
             "see the lines above; `scribe db migrate` brings an older schema up".to_owned()

@@ -198,7 +198,7 @@ fn run(client: &mut Client) -> Result<IntegrityReport> {
         problem: (stale != 0).then(|| {
             format!(
                 "{stale} part(s) whose stored search text, words or trigram flag (parts_fts) \
-                 differ from the part; rebuild with SELECT scribe_parts_fts_rebuild()"
+                 differ from the part; rebuild them with `scribe db reindex`"
             )
         }),
     });
