@@ -424,8 +424,8 @@ pub enum Access {
     /// It only reads: never creates a database, and a database it may not write is still
     /// useful, opened read-only.
     Read,
-    /// It changes what is stored (rename, archive, delete, prune, fork, vacuum, reindex): never
-    /// creates a database either, as a new one holds nothing to change.
+    /// It changes what is stored (rename, archive, delete, prune, fork, vacuum,
+    /// reindex): never creates a database either, as a new one holds nothing to change.
     Change,
     /// It adds to the store (import, demo, `db migrate`): a missing database is created.
     Create,

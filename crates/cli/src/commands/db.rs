@@ -1,5 +1,5 @@
-//! `scribe db info | migrate | check | reindex | vacuum | copy`: thin reports over `Database`'s own
-//! maintenance API (no SQL here). `info` and `check` also work on a database this process
+//! `scribe db info | migrate | check | reindex | vacuum | copy`: thin reports over
+//! `Database`'s own maintenance API (no SQL here). `info` and `check` also work on a database this process
 //! may only read. Every subcommand runs on SQLite and PostgreSQL.
 
 use std::io::Write;
@@ -138,9 +138,6 @@ pub fn run(command: DbCommand, db: &DbPath) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The SQLite checks whose failure `scribe db reindex` repairs.
-const INDEXES_REBUILT: [&str; 2] = ["parts_fts", "parts_fts_trigram"];
-
 /// Runs every check, printing one line each, and fails if any found a problem.
 fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
     let report = open_database(db, Access::Read)?.check()?;
@@ -221,7 +218,11 @@ fn check(out: &mut impl Write, db: &DbPath) -> Result<(), CliError> {
             advice
         }
         // Only the search indexes: they hold nothing but what the parts give.
-        Backend::Sqlite if failed.iter().all(|c| INDEXES_REBUILT.contains(c)) => {
+        Backend::Sqlite
+            if failed
+                .iter()
+                .all(|c| report.indexes.iter().any(|i| i.index == *c)) =>
+        {
             "`scribe db reindex` rebuilds the search indexes from the parts".to_owned()
         }
         Backend::Sqlite => {
