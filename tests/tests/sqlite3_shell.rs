@@ -20,6 +20,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use scribe_db::Database;
+use scribe_db::testing::sql_code;
 use scribe_message::{MessageService, NewMessage, Part, Role, ToolState};
 use scribe_session::{NewSession, SessionService};
 use scribe_tests::messages_found;
@@ -77,8 +78,7 @@ const NEWER_FUNCTIONS: [&str; 42] = [
 
 /// Syntax SQLite gained after 3.34: `RETURNING` and `[NOT] MATERIALIZED` (3.35), `STRICT`
 /// tables (3.37), the operators `->` and `->>` (3.38), `IS [NOT] DISTINCT FROM` and
-/// RIGHT and FULL joins (3.39). Matched in the SQL without its comments and strings,
-/// lowercased, its whitespace runs made one space.
+/// RIGHT and FULL joins (3.39). Matched in [`sql_code`]'s reading of the SQL.
 const NEWER_SYNTAX: [&str; 7] = [
     "returning",
     "materialized",
@@ -104,36 +104,7 @@ fn schema_sql() -> Vec<(String, String)> {
         .unwrap()
 }
 
-/// `sql` without its comments and string literals (each left as `''`), lowercased, its
-/// whitespace runs made one space.
-fn code_of(sql: &str) -> String {
-    let mut code = String::new();
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '-' if chars.peek() == Some(&'-') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-                code.push('\n');
-            }
-            '\'' => {
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                }
-                code.push_str("''");
-            }
-            c => code.push(c.to_ascii_lowercase()),
-        }
-    }
-    code.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The names `code` (from [`code_of`]) calls as functions: each word followed by `(`.
+/// The names `code` (from [`sql_code`]) calls as functions: each word followed by `(`.
 fn called_functions(code: &str) -> Vec<String> {
     let mut calls = Vec::new();
     let mut word = String::new();
@@ -161,13 +132,13 @@ fn called_functions(code: &str) -> Vec<String> {
 #[test]
 fn the_word_scan_finds_calls_outside_comments_and_strings() {
     assert_eq!(
-        called_functions(&code_of(
+        called_functions(&sql_code(
             "SELECT concat_ws (char(10), 'if(' , x) -- concat(\nFROM t"
         )),
         ["concat_ws", "char"]
     );
     assert_eq!(
-        code_of("SELECT a  ->>\n '$.x' -- b -> c\nFROM t WHERE d = 'e -> f'"),
+        sql_code("SELECT a  ->>\n '$.x' -- b -> c\nFROM t WHERE d = 'e -> f'"),
         "select a ->> '' from t where d = ''"
     );
 }
@@ -178,7 +149,7 @@ fn the_schema_needs_nothing_newer_than_sqlite_3_34() {
     assert!(schema.iter().any(|(name, _)| name == "parts_search"));
     let mut newer = Vec::new();
     for (name, sql) in &schema {
-        let code = code_of(sql);
+        let code = sql_code(sql);
         for call in called_functions(&code) {
             if NEWER_FUNCTIONS.contains(&call.as_str()) || call.starts_with("jsonb_") {
                 newer.push(format!("{name}: {call}()"));

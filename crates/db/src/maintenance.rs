@@ -792,6 +792,32 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
+/// `sql` as code alone, by the scan the CHECK rules are read with: each string literal
+/// left as `''`, each quoted identifier and comment as a space, the rest lowercased, and
+/// whitespace runs made one space. What is left is keywords, names, operators and
+/// numbers ([`crate::testing::sql_code`]).
+pub(crate) fn sql_code(sql: &str) -> String {
+    let bytes = sql.as_bytes();
+    let mut code = String::with_capacity(sql.len());
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(end) = skip_quoted_or_comment(bytes, i) {
+            code.push_str(&sql[start..i]);
+            code.push_str(if bytes[i] == b'\'' { " '' " } else { " " });
+            start = end;
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    code.push_str(&sql[start..]);
+    code.to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// When a string literal, quoted identifier or comment starts at `i`: the index just past
 /// it (the end of the text when it is not closed).
 fn skip_quoted_or_comment(bytes: &[u8], i: usize) -> Option<usize> {

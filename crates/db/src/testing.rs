@@ -1,5 +1,5 @@
 //! Helpers for tests: the bare rows a test needs before what it tests (either backend),
-//! and, for tests that need a PostgreSQL server, its databases: `.ci/with-postgres CMD`
+//! SQL read as code alone ([`sql_code`]), and, for tests that need a PostgreSQL server, its databases: `.ci/with-postgres CMD`
 //! starts a throwaway cluster and sets `SCRIBE_TEST_POSTGRES` to its connection string;
 //! every PostgreSQL suite of the workspace makes its databases here (with the `postgres`
 //! feature), so they are made one way.
@@ -118,6 +118,13 @@ pub fn bare_message<'a>(
         updated_at: at,
         finished_at: None,
     }
+}
+
+/// `sql` as code alone: string literals left as `''`, quoted identifiers and comments
+/// as a space, lowercased, whitespace runs made one space; the scan `scribe db check`
+/// reads CHECK rules with. For tests that look for a function or syntax in the schema.
+pub fn sql_code(sql: &str) -> String {
+    crate::maintenance::sql_code(sql)
 }
 
 /// `len` bytes no compressor shrinks much, from a fixed `seed` (an xorshift over 64
