@@ -290,6 +290,11 @@ pub(crate) fn index_until_done(
                 return Err(crate::Error::Locked);
             };
             let conn = lock(writer);
+            // Looked at again under the lock: a pause that came while this thread waited
+            // for it starts no batch ([`Database::pause_background_indexing`]).
+            if stop() {
+                break;
+            }
             retry(options, || {
                 // BEGIN and COMMIT from the statement cache, as every write's.
                 let tx = SqliteTx::immediate(&conn)?;

@@ -417,6 +417,39 @@ fn a_full_batch_of_writes_wakes_the_indexer_before_its_delay() {
 }
 
 #[test]
+fn a_pause_starts_no_batch_even_when_the_indexer_was_waiting_for_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path().join("p.db"),
+        Options {
+            index_delay: Duration::from_millis(20),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let s = session(&db, "cli");
+    eventually("indexing the session", || db.search_backlog().unwrap() == 0);
+    // This commit wakes the indexer; the next write holds the writer well past the
+    // indexer's delay, so the indexer is waiting for the connection when the pause comes.
+    write_part(&db, &s, &text("whimbrel"));
+    let paused = db
+        .write(|tx| -> scribe_db::Result<_> {
+            message_with_part(tx.conn().unwrap(), &s, "user", "text", &text("knot"))?;
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(db.pause_background_indexing())
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(db.search_backlog().unwrap(), 2, "a batch ran while paused");
+    drop(paused);
+    eventually("indexing after the pause", || {
+        db.search_backlog().unwrap() == 0
+    });
+    assert_eq!(word_hits(&db, "whimbrel").len(), 1);
+    assert_eq!(word_hits(&db, "knot").len(), 1);
+}
+
+#[test]
 fn what_a_process_left_queued_is_indexed_by_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("n.db");
