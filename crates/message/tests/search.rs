@@ -1038,3 +1038,74 @@ fn pages_with_an_exclusion_neither_repeat_nor_skip(backend: Backend) {
         }
     }
 }
+
+/// `Part::searchable_text` says what the search view reads from a stored part: the two
+/// agree on SQLite for text, reasoning and tool parts of every shape, empty pieces and
+/// odd JSON included.
+#[test]
+fn searchable_text_is_what_the_search_view_reads() {
+    let (_dir, svc) = common::service();
+    let s = common::session(&svc);
+    let failed = |tool: &str, input: serde_json::Value, message: &str| {
+        let mut part = Part::tool("c", tool, input);
+        if let Part::Tool(t) = &mut part {
+            t.state.fail(message, 1).unwrap();
+        }
+        part
+    };
+    let running = {
+        let mut part = Part::tool("c", "bash", json!({"command": "sleep 9"}));
+        if let Part::Tool(t) = &mut part {
+            t.state.start(1).unwrap();
+        }
+        part
+    };
+    let parts = vec![
+        Part::text("plain words"),
+        Part::text(""),
+        Part::text("line\nbreaks\tand \"quotes\" \\ and ünïcödé 中文 🦀"),
+        Part::Reasoning(scribe_message::ReasoningPart {
+            text: "thinking…".to_owned(),
+            ..Default::default()
+        }),
+        Part::tool("c", "bash", json!(null)),
+        Part::tool("c", "bash", json!("")),
+        Part::tool("c", "", json!("only input")),
+        Part::tool("c", "grep", json!("needle")),
+        Part::tool(
+            "c",
+            "edit",
+            json!({"b": [1, 2.5, -0.0, 1e100, 12345678901234567890u64], "a": {"z": null, "y": "é\n\"q\""}, "t": true}),
+        ),
+        Part::tool("c", "json", json!([1, "two", {"three": 3}])),
+        Part::tool("c", "num", json!(42)),
+        running,
+        completed_tool("c", "bash", json!({"command": "ls"}), ""),
+        completed_tool("c", "bash", json!(""), "total 0\nfile"),
+        completed_tool("c", "", json!(null), "output only"),
+        failed("bash", json!({"command": "rm"}), "denied"),
+        failed("bash", json!(null), ""),
+    ];
+    let message = svc
+        .create(NewMessage::new(&s, Role::Assistant, parts))
+        .unwrap();
+    let viewed: std::collections::HashMap<String, Option<String>> = svc
+        .database()
+        .read(|tx| -> scribe_db::Result<_> {
+            let conn = tx.conn().unwrap();
+            let mut stmt = conn.prepare(
+                "SELECT p.id, v.search_text FROM parts_search AS v JOIN parts AS p USING (seq)",
+            )?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            Ok(rows)
+        })
+        .unwrap();
+    assert_eq!(viewed.len(), message.parts.len());
+    for stored in &message.parts {
+        let expected = stored.part.searchable_text();
+        let seen = viewed[&stored.id].clone().unwrap_or_default();
+        assert_eq!(expected, seen, "{}", stored.part.to_json().unwrap());
+    }
+}

@@ -634,13 +634,15 @@ impl Part {
         }
     }
 
-    /// The text the full-text indexes hold for this part (empty: not indexed).
+    /// The text the full-text indexes hold for this part, as the store's search view
+    /// (`parts_search`) reads it from the stored JSON (empty: nothing to find).
     ///
     /// - text, reasoning: the text;
-    /// - tool: the tool name, the input and the result (the completed output
-    ///   or the error message), joined by `'\n'`, empty pieces skipped. The
-    ///   input is rendered like SQLite's `data ->> '$.input'`: a JSON string
-    ///   as its contents, `null` as nothing, anything else as compact JSON;
+    /// - tool: the tool name, then each of the input and the result (the completed
+    ///   output or the error message) that the part has, each after a `'\n'` (an
+    ///   empty piece keeps its line). The input is rendered as SQLite's
+    ///   `json_extract(data, '$.input')` renders it: a JSON string as its contents,
+    ///   `null` as absent, anything else as compact JSON;
     /// - every other type (and unknown types): nothing.
     pub fn searchable_text(&self) -> String {
         match self {
@@ -648,20 +650,17 @@ impl Part {
             Part::Reasoning(p) => p.text.clone(),
             Part::Tool(p) => {
                 let input = match &p.input {
-                    Value::Null => String::new(),
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
+                    Value::Null => None,
+                    Value::String(s) => Some(s.clone()),
+                    other => Some(other.to_string()),
                 };
-                let result = p
-                    .state
-                    .output()
-                    .or_else(|| p.state.error_message())
-                    .unwrap_or_default();
-                [p.tool.as_str(), input.as_str(), result]
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                let result = p.state.output().or_else(|| p.state.error_message());
+                let mut text = p.tool.clone();
+                for piece in [input.as_deref(), result].into_iter().flatten() {
+                    text.push('\n');
+                    text.push_str(piece);
+                }
+                text
             }
             _ => String::new(),
         }
