@@ -2,7 +2,7 @@
 //!
 //! Readers produce [`Batch`]es keyed by the source's own ids; a [`Sink`] stores one batch
 //! per transaction and answers what earlier imports recorded. Everything that touches the
-//! store is in this module, behind the three methods of [`Sink`], so a change of the
+//! store is in this module, behind the methods of [`Sink`], so a change of the
 //! services' transaction API (or a bulk index-building path) is a change here only.
 //!
 //! [`StoreSink`] writes one batch per `Database::write` transaction, through the session
@@ -146,6 +146,13 @@ pub trait Sink: std::fmt::Debug {
     fn files(&self, source: Source) -> Result<HashMap<String, FileState>>;
     /// The fingerprint recorded for an imported session (database sources).
     fn fingerprint(&self, source: Source, external_id: &str) -> Result<Option<String>>;
+    /// The messages stored for an imported session, with their parts, in creation
+    /// order; none when it is not stored. What a reader of a source that rewrites its
+    /// transcripts (Hermes) matches a new read against. None by default.
+    fn stored_conversation(&self, source: Source, external_id: &str) -> Result<Vec<Message>> {
+        let _ = (source, external_id);
+        Ok(Vec::new())
+    }
     /// Stores `batch` (records of `source`) in one transaction: all of it or nothing.
     fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written>;
     /// Prices with `pricer` the usage `source`'s sessions stored without a price (a model
@@ -310,6 +317,26 @@ fn fingerprint_of(tx: &mut dyn Reads, source: Source, external_id: &str) -> Resu
         .and_then(|r| r.fingerprint))
 }
 
+fn stored_conversation_of(
+    tx: &mut dyn Reads,
+    source: Source,
+    external_id: &str,
+) -> Result<Vec<Message>> {
+    let Some(row) = tx.reads().get_import_session(&q::GetImportSessionParams {
+        source: source.name(),
+        external_id,
+    })?
+    else {
+        return Ok(Vec::new());
+    };
+    match store::load_session_messages(tx, &row.session_id) {
+        Ok(messages) => Ok(messages),
+        // Its record outlived the session (deleted since): nothing stored.
+        Err(MessageError::NotFound { .. }) => Ok(Vec::new()),
+        Err(err) => Err(err.into()),
+    }
+}
+
 impl Sink for StoreSink {
     fn files(&self, source: Source) -> Result<HashMap<String, FileState>> {
         self.store.database().read(|tx| file_states(tx, source))
@@ -319,6 +346,12 @@ impl Sink for StoreSink {
         self.store
             .database()
             .read(|tx| fingerprint_of(tx, source, external_id))
+    }
+
+    fn stored_conversation(&self, source: Source, external_id: &str) -> Result<Vec<Message>> {
+        self.store
+            .database()
+            .read(|tx| stored_conversation_of(tx, source, external_id))
     }
 
     fn commit(&mut self, source: Source, batch: &Batch) -> Result<Written> {
@@ -402,6 +435,15 @@ impl Sink for DryRunSink {
                 .database()
                 .read(|tx| fingerprint_of(tx, source, external_id)),
             None => Ok(None),
+        }
+    }
+
+    fn stored_conversation(&self, source: Source, external_id: &str) -> Result<Vec<Message>> {
+        match &self.store {
+            Some(store) => store
+                .database()
+                .read(|tx| stored_conversation_of(tx, source, external_id)),
+            None => Ok(Vec::new()),
         }
     }
 

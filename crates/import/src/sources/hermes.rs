@@ -19,21 +19,25 @@
 //! - `parent_session_id` is a compression continuation when the parent ended with
 //!   `compression`, a fork for `_branched_from`, otherwise a delegated task; the
 //!   `[CONTEXT COMPACTION …]` user message that opens a continuation is its summary;
-//! - Hermes rewrites a transcript on `/retry`, `/undo` and `/compress` (row ids change),
-//!   so messages are keyed by session and position, and a session whose message count,
-//!   last row and totals are unchanged is not read again; with the v30 `active` column only
-//!   active rows are imported.
+//! - Hermes rewrites a transcript on `/retry`, `/undo` and `/compress` (rows deleted and
+//!   inserted again, with new ids and times), and a session log's message times are made
+//!   up from its start and last update, which move every turn. So a session read again is
+//!   matched against what is stored of it by what its messages say ([`match_stored`]):
+//!   a message read again keeps its stored id and time, a stored message the transcript
+//!   no longer has is marked (never deleted), a new one is added after the one before it.
+//!   A session whose message count, last row and totals are unchanged is not read again;
+//!   with the v30 `active` column only active rows are imported.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use scribe_message::{CompactionPart, FinishReason, Part, Role, TokenUsage, ToolState};
+use scribe_message::{CompactionPart, FinishReason, Message, Part, Role, TokenUsage, ToolState};
 use scribe_session::SessionKind;
 use serde_json::Value;
 
 use super::{
-    Batches, FileReport, Importer, Unit, columns, content_text, f64_of, int_of, json_col, message,
-    numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
+    Batches, FileReport, Importer, Unit, columns, content_text, f64_of, int_of, json_col,
+    mark_undone, message, numbered, open_source_db, reasoning, rows, settled, str_of, text, tool,
 };
 use crate::Source;
 use crate::env::Env;
@@ -331,7 +335,9 @@ fn database(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result
                 (m, at)
             })
             .collect();
+        let from = out.messages.len();
         transcript(&rec, &rows, out, report, path);
+        match_stored(unit, id, out, from)?;
         let children: Vec<SessionRec> = aux.iter().map(|row| aux_session(&rec, row)).collect();
         out.sessions.push(rec);
         out.sessions.extend(children);
@@ -606,7 +612,110 @@ fn log(unit: &Unit<'_>, out: &mut Batch, report: &mut FileReport) -> Result<()> 
     for _ in 0..skipped {
         report.skip("message:session_meta");
     }
+    let from = out.messages.len();
     transcript(&rec, &rows, out, report, path);
+    match_stored(unit, id, out, from)?;
     out.sessions.push(rec);
     Ok(())
+}
+
+/// Matches the messages of session `sid` just read (`out.messages[from..]`, in order)
+/// against what is stored of it. Each message read takes the identity (ids, time) of a
+/// stored message that says the same ([`says_the_same`]): the next one in order, else
+/// any one not taken yet (a transcript whose times were rewritten may list some in
+/// another order), so it is merged into it rather than stored twice. Stored messages no
+/// message read takes are no longer in Hermes' transcript and are marked so, with their
+/// content kept; a message found nowhere is new, placed after the message before it, and
+/// keyed apart from every stored message. Messages marked before take no part: a
+/// transcript that says the same again gets new messages.
+fn match_stored(unit: &Unit<'_>, sid: &str, out: &mut Batch, from: usize) -> Result<()> {
+    let stored = unit.state.stored_conversation(SRC, sid)?;
+    if stored.is_empty() {
+        return Ok(());
+    }
+    let taken_ids: HashSet<&str> = stored.iter().map(|m| m.id.as_str()).collect();
+    let live: Vec<&Message> = stored.iter().filter(|m| m.error.is_none()).collect();
+    let read = &mut out.messages[from..];
+    let mut taken = vec![false; live.len()];
+    let mut found: Vec<Option<usize>> = vec![None; read.len()];
+    let mut next = 0;
+    for (i, rec) in read.iter().enumerate() {
+        if let Some(k) = (next..live.len()).find(|&k| says_the_same(live[k], &rec.message)) {
+            found[i] = Some(k);
+            taken[k] = true;
+            next = k + 1;
+        }
+    }
+    for (i, rec) in read.iter().enumerate() {
+        if found[i].is_none()
+            && let Some(k) =
+                (0..live.len()).find(|&k| !taken[k] && says_the_same(live[k], &rec.message))
+        {
+            found[i] = Some(k);
+            taken[k] = true;
+        }
+    }
+    let mut last_at = i64::MIN;
+    for (rec, found) in read.iter_mut().zip(found) {
+        let m = &mut rec.message;
+        if let Some(k) = found {
+            let s = live[k];
+            m.id.clone_from(&s.id);
+            m.created_at = s.created_at;
+            m.updated_at = m.updated_at.max(s.created_at);
+            for (part, old) in m.parts.iter_mut().zip(&s.parts) {
+                part.id.clone_from(&old.id);
+                part.created_at = old.created_at;
+            }
+            last_at = s.created_at;
+            continue;
+        }
+        if m.created_at <= last_at {
+            let at = last_at.saturating_add(1);
+            m.created_at = at;
+            m.updated_at = m.updated_at.max(at);
+        }
+        last_at = m.created_at;
+        // Its key's id may be a stored message's (the same position read at the same
+        // time, saying something else now): that one keeps its content.
+        if taken_ids.contains(m.id.as_str()) {
+            let key = format!("{}:rewritten", m.id);
+            m.id = crate::ids::message_id(SRC, &key, m.created_at);
+            for (i, part) in m.parts.iter_mut().enumerate() {
+                part.id = crate::ids::part_id(SRC, &key, &i.to_string(), m.created_at);
+            }
+        }
+    }
+    let gone = live
+        .iter()
+        .zip(&taken)
+        .filter(|(_, taken)| !**taken)
+        .map(|(s, _)| s.id.clone());
+    let error = serde_json::json!({
+        "type": "rewritten",
+        "message": "no longer in the transcript in Hermes (/retry, /undo or /compress)",
+    });
+    mark_undone(out, &BTreeMap::new(), sid, gone, &error);
+    Ok(())
+}
+
+/// Whether stored message `stored` says what `read` says: the same role and parts, each
+/// the same kind with the same text, or the same call with the same input (its result
+/// may have come since).
+fn says_the_same(stored: &Message, read: &Message) -> bool {
+    stored.role == read.role
+        && stored.is_summary == read.is_summary
+        && stored.parts.len() == read.parts.len()
+        && stored
+            .parts
+            .iter()
+            .zip(&read.parts)
+            .all(|(a, b)| match (&a.part, &b.part) {
+                (Part::Text(a), Part::Text(b)) => a.text == b.text,
+                (Part::Reasoning(a), Part::Reasoning(b)) => a.text == b.text,
+                (Part::Tool(a), Part::Tool(b)) => {
+                    a.call_id == b.call_id && a.tool == b.tool && a.input == b.input
+                }
+                (a, b) => a.type_name() == b.type_name(),
+            })
 }
