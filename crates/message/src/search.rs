@@ -152,8 +152,11 @@ pub struct SearchHit {
 }
 
 impl MessageService {
-    /// Searches every session for `query` (see the module doc). Any string is accepted:
-    /// one with nothing searchable in it returns `Ok` with no hits.
+    /// Searches every session for `query` (see the module doc). Any string of at most
+    /// [`MAX_TERMS`](crate::MAX_TERMS) terms (words, phrases, symbols) is accepted: one
+    /// with nothing searchable in it returns `Ok` with no hits; one with more terms is
+    /// [`MessageError::InvalidInput`] (searching only some of them would find what the
+    /// whole query excludes or does not ask for).
     ///
     /// A hit whose stored rows cannot be read (a value another program wrote into an
     /// SQLite column) fails the search, naming the row; [`search_skipping`] leaves it out.
@@ -192,6 +195,13 @@ impl MessageService {
         options: &SearchOptions,
         mut unreadable: Option<&mut Vec<(Option<String>, MessageError)>>,
     ) -> Result<Vec<SearchHit>> {
+        let terms = SearchQuery::term_count(query);
+        if terms > crate::MAX_TERMS {
+            return Err(MessageError::InvalidInput(format!(
+                "a search holds at most {} words, phrases or symbols; this one has {terms}",
+                crate::MAX_TERMS
+            )));
+        }
         let limit = options.limit.min(MAX_SEARCH_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());

@@ -56,7 +56,9 @@
 //!    An alternative made only of `NOT` terms cannot be expressed by FTS5 and
 //!    is dropped (`NOT a` alone → [`SearchQuery::Empty`]); a leading `NOT`
 //!    otherwise attaches to its alternative (`NOT a b` → `"b" NOT "a"`).
-//! 6. At most [`MAX_TERMS`] terms are kept (FTS5 limits expression depth).
+//! 6. At most [`MAX_TERMS`] terms are kept (FTS5 nests each exclusion one level
+//!    deeper and refuses an expression more than 256 levels deep);
+//!    `MessageService::search` refuses a longer query rather than search part of it.
 //!
 //! # Routing
 //!
@@ -95,8 +97,11 @@
 /// The escape character of [`SearchQuery::Like`] patterns (`ESCAPE '\'`).
 pub const LIKE_ESCAPE: char = '\\';
 
-/// How many terms a query keeps; the rest are ignored.
-pub const MAX_TERMS: usize = 32;
+/// How many terms (words, phrases, symbols) a search may hold: [`SearchQuery::parse`]
+/// keeps the first ones, and `MessageService::search` refuses a query with more
+/// ([`SearchQuery::term_count`]). Each exclusion nests the FTS5 expression one level
+/// deeper, and FTS5 refuses one more than 256 levels deep.
+pub const MAX_TERMS: usize = 200;
 
 /// A sanitized user search, routed to the index that can answer it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -161,6 +166,15 @@ impl SearchQuery {
     /// Sanitizes and routes a user search string (see the module doc). Never fails.
     pub fn parse(input: &str) -> SearchQuery {
         SearchQuery::parse_with_literals(input).0
+    }
+
+    /// How many terms (words, phrases, symbols; not the operators) `input` holds, as
+    /// [`SearchQuery::parse`] reads it: more than [`MAX_TERMS`] are not all searched.
+    pub fn term_count(input: &str) -> usize {
+        lex(input)
+            .iter()
+            .filter(|l| matches!(l, Lexeme::Term(_)))
+            .count()
     }
 
     /// [`SearchQuery::parse`] and what its route cannot test itself ([`Literals`]), from one

@@ -19,7 +19,9 @@ use common::{completed_tool, say, service};
 use proptest::prelude::*;
 use scribe_db::ids::{Prefix, new_id};
 use scribe_db::{Backend, Database, queries};
-use scribe_message::{MessageService, NewMessage, Part, Role, SearchHit, SearchOptions, ToolState};
+use scribe_message::{
+    MAX_TERMS, MessageService, NewMessage, Part, Role, SearchHit, SearchOptions, ToolState,
+};
 use serde_json::json;
 
 /// Every input of the sanitizer's table (crates/message/src/search_query/tests.rs).
@@ -153,6 +155,7 @@ on_both_backends!(
     an_exclusion_leaves_out_the_whole_message,
     an_exclusion_leaves_out_the_whole_message_on_substring_routes,
     pages_with_an_exclusion_neither_repeat_nor_skip,
+    a_long_query_is_searched_whole_or_refused,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -1108,4 +1111,40 @@ fn searchable_text_is_what_the_search_view_reads() {
         let seen = viewed[&stored.id].clone().unwrap_or_default();
         assert_eq!(expected, seen, "{}", stored.part.to_json().unwrap());
     }
+}
+
+/// A query is searched with every term it holds, up to `MAX_TERMS` (a pasted error line,
+/// unquoted), exclusions included; one with more is refused, never searched in part.
+fn a_long_query_is_searched_whole_or_refused(backend: Backend) {
+    let f = Fixture::new(backend);
+    let words: Vec<String> = (0..MAX_TERMS).map(|i| format!("w{i}")).collect();
+    let long = words.join(" ");
+    say(&f.svc, &f.cli, Role::User, &long);
+    say(&f.svc, &f.cli, Role::User, "w0 w1 w2 only");
+    assert_eq!(f.texts(&long), sorted(&[&long]), "on {backend:?}");
+    // The last of many terms still counts: one missing word finds nothing...
+    let missing = format!("{} absentword", words[..40].join(" "));
+    assert!(f.texts(&missing).is_empty(), "on {backend:?}");
+    // ...and an exclusion after them leaves the message out.
+    let excluded = format!("{} -w150", words[..40].join(" "));
+    assert!(f.texts(&excluded).is_empty(), "on {backend:?}");
+    // As many exclusions as the limit allows, every one applied.
+    let mut exclusions = vec!["w1".to_owned()];
+    exclusions.extend((0..MAX_TERMS - 2).map(|i| format!("-x{i}")));
+    exclusions.push("-w199".to_owned());
+    assert_eq!(
+        f.texts(&exclusions.join(" ")),
+        sorted(&["w0 w1 w2 only"]),
+        "on {backend:?}"
+    );
+    let too_long = format!("{long} w200");
+    let err = f
+        .svc
+        .search(&too_long, &SearchOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(&err, scribe_message::MessageError::InvalidInput(text)
+            if text == &format!("a search holds at most {MAX_TERMS} words, phrases or symbols; this one has {}", MAX_TERMS + 1)),
+        "on {backend:?}: {err:?}"
+    );
 }

@@ -168,7 +168,7 @@ fn substring_mode_always_uses_trigram_or_like() {
 
 #[test]
 fn term_count_is_capped() {
-    let input = (0..100)
+    let input = (0..MAX_TERMS + 50)
         .map(|i| format!("w{i}"))
         .collect::<Vec<_>>()
         .join(" NOT ");
@@ -176,6 +176,9 @@ fn term_count_is_capped() {
         panic!("expected fts");
     };
     assert_eq!(expr.matches('"').count(), 2 * MAX_TERMS);
+    assert_eq!(SearchQuery::term_count(&input), MAX_TERMS + 50);
+    assert_eq!(SearchQuery::term_count(r#"a OR "b c" -d NOT 🚀 AND e*"#), 5);
+    assert_eq!(SearchQuery::term_count("OR AND NOT ( )"), 0);
 }
 
 #[test]
