@@ -1277,8 +1277,14 @@ fn first_page(
 }
 
 /// FTS5's snippet of column 0 of `index`, marked with [`MATCH_START`] / [`MATCH_END`]; for
-/// a part whose JSON holds the escape of a NUL character (`p.data` of the query's parts
-/// `p`), [`NUL_SNIPPET`] instead: [`nul_free_snippets`] makes that one.
+/// a part whose JSON holds the escape of a NUL character or is longer than [`LONG_PART`]
+/// characters (`p.data` of the query's parts `p`), [`NUL_SNIPPET`] instead:
+/// [`nul_free_snippets`] makes that one.
+///
+/// Why long parts. FTS5's `snippet()` scores a window at every match by counting the
+/// matches in it, all of them each time: its cost grows with the square of the matches
+/// in the part. A 280 KB tool output holding one word 40,000 times took 2.9 s per search
+/// of that word (a helper's walk of the web page; 0.16 s at 5,000, 0.65 s at 10,000).
 ///
 /// Why. FTS5's `snippet()` appends the pieces of a snippet as C strings (`%.*s`), so a NUL
 /// in the text (a tool's output of `cat` on a binary file) cut the snippet from the NUL to
@@ -1296,15 +1302,24 @@ fn first_page(
 /// snippet, which is the same.
 fn snippet(index: &str) -> Expr {
     Expr::cust(format!(
-        "CASE WHEN \"p\".\"data\" GLOB '*\\u0000*' THEN {} ELSE {} END",
+        "CASE WHEN \"p\".\"data\" GLOB '*\\u0000*' OR length(\"p\".\"data\") > {LONG_PART} \
+         THEN {} ELSE {} END",
         sql_chars(NUL_SNIPPET),
         snippet_sql(index)
     ))
 }
 
-/// What [`snippet`] gives for a part whose text may hold a NUL: a NUL, which no snippet of
-/// FTS5's holds (it stops at one).
+/// What [`snippet`] gives for a part whose text may hold a NUL, or is long: a NUL, which
+/// no snippet of FTS5's holds (it stops at one).
 const NUL_SNIPPET: &str = "\u{0}";
+
+/// The length (characters of its JSON) past which a part's snippet is made from pieces of
+/// its text ([`nul_free_snippets`]): at most ~2,000 matches, whose `snippet()` costs at
+/// most ~25 ms, and far fewer in text of words (~1 ms).
+const LONG_PART: usize = 4096;
+
+/// The most bytes of a long part's text one piece holds ([`nul_free_snippets`]).
+const SNIPPET_PIECE: usize = 2048;
 
 /// The FTS5 tokenizer of `index` (schema V7), for a private table that makes snippets as the
 /// index would.
@@ -1330,8 +1345,12 @@ fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
 /// Makes the snippets [`snippet`] left to Rust ([`NUL_SNIPPET`]): the part's text with its
 /// NULs as spaces goes to a private in-memory FTS5 table with `index`'s tokenizer, whose
 /// `snippet()` over the same expression is the index's snippet of that text (the same
-/// tokens at the same positions for the word index). Only parts whose JSON holds a NUL
-/// escape get here, at most a page of them.
+/// tokens at the same positions for the word index). A text longer than [`LONG_PART`]
+/// goes as pieces of at most [`SNIPPET_PIECE`] bytes cut between words, one row each,
+/// and the snippet is the best-ranked piece's, with [`ELLIPSIS`] where the piece cuts the
+/// text (a query whose terms no one piece holds together gets the text's start,
+/// unmarked). Only parts whose JSON holds a NUL escape or is long get here, at most a
+/// page of them.
 fn nul_free_snippets(
     conn: &Connection,
     index: &str,
@@ -1352,23 +1371,126 @@ fn nul_free_snippets(
     )?;
     let mut insert = mem.prepare("INSERT INTO w (rowid, search_text) VALUES (?1, ?2)")?;
     let mut make = mem.prepare(&format!(
-        "SELECT {} FROM w WHERE w MATCH ?1 AND rowid = ?2",
+        "SELECT rowid, {} FROM w WHERE w MATCH ?1 ORDER BY rank LIMIT 1",
         snippet_sql("w")
     ))?;
-    for (n, hit) in (0_i64..).zip(hits.iter_mut()) {
+    for hit in hits.iter_mut() {
         if hit.snippet != NUL_SNIPPET {
             continue;
         }
         let found: Option<Option<String>> =
             text.query_row([&hit.part_id], |r| r.get(0)).optional()?;
         let whole = found.flatten().unwrap_or_default();
-        insert.execute(rusqlite::params![n, without_nul(&whole)])?;
-        hit.snippet = make
-            .query_row(rusqlite::params![expr, n], |r| r.get(0))
-            .optional()?
-            .unwrap_or_default();
+        let whole = without_nul(&whole);
+        mem.execute("DELETE FROM w", [])?;
+        let pieces = snippet_pieces_of(&whole);
+        for (n, piece) in (0_i64..).zip(&pieces) {
+            insert.execute(rusqlite::params![n, piece])?;
+        }
+        let mut best: Option<(i64, String)> = make
+            .query_row([expr], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if best.is_none() && pieces.len() > 1 {
+            // No one piece holds the terms together: the piece that best holds any.
+            if let Some(any) = any_positive_phrase(expr) {
+                best = make
+                    .query_row([any], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+            }
+        }
+        hit.snippet = match best {
+            Some((n, mut snippet)) => {
+                if n > 0 && !snippet.starts_with(ELLIPSIS) {
+                    snippet.insert_str(0, ELLIPSIS);
+                }
+                let last = i64::try_from(pieces.len()).unwrap_or(i64::MAX) - 1;
+                if n < last && !snippet.ends_with(ELLIPSIS) {
+                    snippet.push_str(ELLIPSIS);
+                }
+                snippet
+            }
+            None if pieces.len() > 1 => like_snippet(&whole, ""),
+            None => String::new(),
+        };
     }
     Ok(())
+}
+
+/// The phrases of the sanitized FTS5 expression `expr` that are not excluded (each
+/// quoted, a prefix's `*` kept), joined by `OR`: an expression any one of them matches.
+/// `None` when there is none.
+fn any_positive_phrase(expr: &str) -> Option<String> {
+    let mut phrases: Vec<String> = Vec::new();
+    let mut excluded = false;
+    let mut chars = expr.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            let mut phrase = String::from('"');
+            while let Some(c) = chars.next() {
+                phrase.push(c);
+                if c == '"' {
+                    if chars.peek() == Some(&'"') {
+                        chars.next();
+                        phrase.push('"');
+                    } else {
+                        break;
+                    }
+                }
+            }
+            if chars.peek() == Some(&'*') {
+                chars.next();
+                phrase.push('*');
+            }
+            if !std::mem::take(&mut excluded) {
+                phrases.push(phrase);
+            }
+        } else if c == 'N' && expr_keyword(&mut chars, "OT") {
+            excluded = true;
+        }
+    }
+    (!phrases.is_empty()).then(|| phrases.join(" OR "))
+}
+
+/// Whether `chars` go on with `rest` (then taken): the end of a keyword outside quotes.
+fn expr_keyword(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, rest: &str) -> bool {
+    let ahead: String = chars.clone().take(rest.len()).collect();
+    if ahead != rest {
+        return false;
+    }
+    for _ in 0..rest.len() {
+        chars.next();
+    }
+    true
+}
+
+/// `text` whole when it is at most [`LONG_PART`] bytes, else in pieces of at most
+/// [`SNIPPET_PIECE`] bytes, each cut after a whitespace character where one is (at a
+/// character boundary where none is), so a word stays whole.
+fn snippet_pieces_of(text: &str) -> Vec<&str> {
+    if text.len() <= LONG_PART {
+        return vec![text];
+    }
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.len() > SNIPPET_PIECE {
+        let mut cut = SNIPPET_PIECE;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let head = &rest[..cut];
+        let at = head
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(cut, |(i, c)| i + c.len_utf8());
+        let at = if at == 0 { cut } else { at };
+        pieces.push(&rest[..at]);
+        rest = &rest[at..];
+    }
+    if !rest.is_empty() {
+        pieces.push(rest);
+    }
+    pieces
 }
 
 /// FTS5 marks a match with this byte (and [`FTS_END`]): no UTF-8 text holds 0xFE or
@@ -2598,6 +2720,43 @@ mod tests {
         .unwrap();
         // The comparisons covered pages of hits, not only empty answers.
         assert!(compared > 1_500, "{compared}");
+    }
+
+    #[test]
+    fn a_long_text_is_cut_between_words_into_pieces_that_make_it_whole() {
+        assert_eq!(snippet_pieces_of("short text"), vec!["short text"]);
+        let words = "alpha beta gamma ".repeat(1000);
+        let pieces = snippet_pieces_of(&words);
+        assert!(pieces.len() > 1);
+        assert_eq!(pieces.concat(), words);
+        for piece in &pieces[..pieces.len() - 1] {
+            assert!(
+                piece.len() <= SNIPPET_PIECE && piece.ends_with(' '),
+                "{piece:?}"
+            );
+        }
+        // No space at all: cut at character boundaries.
+        let cjk = "数据库迁移".repeat(1000);
+        let pieces = snippet_pieces_of(&cjk);
+        assert_eq!(pieces.concat(), cjk);
+        assert!(
+            pieces
+                .iter()
+                .all(|p| p.len() <= SNIPPET_PIECE && !p.is_empty())
+        );
+    }
+
+    #[test]
+    fn any_positive_phrase_keeps_every_phrase_but_the_excluded() {
+        assert_eq!(
+            any_positive_phrase(r#""a" "b" NOT "c" OR ("d"* "e")"#).as_deref(),
+            Some(r#""a" OR "b" OR "d"* OR "e""#)
+        );
+        assert_eq!(
+            any_positive_phrase(r#""say ""NOT"" here" NOT "x""#).as_deref(),
+            Some(r#""say ""NOT"" here""#)
+        );
+        assert_eq!(any_positive_phrase(""), None);
     }
 
     #[test]

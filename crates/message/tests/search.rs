@@ -156,6 +156,7 @@ on_both_backends!(
     an_exclusion_leaves_out_the_whole_message_on_substring_routes,
     pages_with_an_exclusion_neither_repeat_nor_skip,
     a_long_query_is_searched_whole_or_refused,
+    a_word_many_times_in_one_part_is_found_with_a_marked_snippet,
 );
 
 /// A fresh, empty PostgreSQL database on the test server, opened (and migrated).
@@ -1147,4 +1148,43 @@ fn a_long_query_is_searched_whole_or_refused(backend: Backend) {
             if text == &format!("a search holds at most {MAX_TERMS} words, phrases or symbols; this one has {}", MAX_TERMS + 1)),
         "on {backend:?}: {err:?}"
     );
+}
+
+/// A part that holds a word tens of thousands of times (a log in a tool's output) is a hit
+/// like any other, with a snippet of words around a marked match. (FTS5's `snippet()`
+/// costs the square of the matches in a part: 20,000 took seconds; the long part's
+/// snippet is now made from pieces of its text.)
+fn a_word_many_times_in_one_part_is_found_with_a_marked_snippet(backend: Backend) {
+    let f = Fixture::new(backend);
+    let long = format!("{}needle at the end", "filler ".repeat(20_000));
+    let msg = say(&f.svc, &f.cli, Role::Assistant, &long);
+    let words = |snippet: &str| snippet.split_whitespace().count();
+    for query in [
+        "filler",
+        "needle",
+        "filler needle",
+        "fil*",
+        "needle -absent",
+    ] {
+        let hits = f.search(query);
+        assert_eq!(hits.len(), 1, "{query} on {backend:?}");
+        let hit = &hits[0];
+        assert_eq!(hit.message_id, msg.id, "{query} on {backend:?}");
+        assert!(
+            hit.snippet.contains('\u{2}'),
+            "{query} on {backend:?}: {}",
+            hit.snippet
+        );
+        assert!(
+            words(&hit.snippet) <= 30,
+            "{query} on {backend:?}: {}",
+            hit.snippet
+        );
+    }
+    let needle = &f.search("needle")[0].snippet;
+    assert!(
+        needle.starts_with('…') && needle.contains("\u{2}needle\u{3} at the end"),
+        "on {backend:?}: {needle}"
+    );
+    assert!(f.search("needle -filler").is_empty(), "on {backend:?}");
 }
