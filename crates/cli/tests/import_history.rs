@@ -1648,3 +1648,67 @@ fn a_cline_task_shows_its_calls_and_cuts_what_the_extension_added() {
         "{list}"
     );
 }
+
+/// A folder of history that cannot be read (its permissions) is named as a failure, with
+/// exit status 1, and the rest imported: what it holds is not left out unsaid. Run as
+/// `nobody` (`setpriv`) when the tests run as root, whom permissions do not stop.
+#[cfg(unix)]
+#[test]
+fn an_unreadable_folder_of_history_is_named_not_skipped() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let shut = root.join("proj/shut");
+    std::fs::create_dir_all(&shut).unwrap();
+    let claude = fixtures().join("claude/projects");
+    std::fs::copy(
+        claude.join("-work-proj/609b44ad-7c18-4745-a70b-784281dce85e.jsonl"),
+        root.join("proj/609b44ad-7c18-4745-a70b-784281dce85e.jsonl"),
+    )
+    .unwrap();
+    for entry in std::fs::read_dir(claude.join("-path-to-Demo")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, shut.join(path.file_name().unwrap())).unwrap();
+    }
+    let open_to_all = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    for p in [dir.path(), &root, &root.join("proj")] {
+        open_to_all(p, 0o777);
+    }
+    open_to_all(&shut, 0o000);
+    let db = dir.path().join("scribe.db");
+    // A file this process made is its effective user's.
+    let root_user = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&root).unwrap().uid() == 0
+    };
+    let mut cmd = if root_user {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_scribe"));
+        cmd
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_scribe"))
+    };
+    let out = cmd
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("COLUMNS", "200")
+        .arg("--db")
+        .arg(&db)
+        .args(["import", "--from", "claude-code"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    open_to_all(&shut, 0o755);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("failed {}: ", shut.display()))
+            && stdout.contains("Permission denied"),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("imported 1 session (1 new)"), "{stdout}");
+}

@@ -446,7 +446,11 @@ pub(crate) fn existing_or_first(candidates: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-/// Every file under `root` (or `root` itself) whose name `keep` accepts, sorted.
+/// Every file under `root` (or `root` itself) whose name `keep` accepts, sorted. A folder
+/// below `root` that cannot be read (its permissions) is listed too, whatever its name:
+/// reading it fails, and the run names it as it names a file it cannot read, rather than
+/// leave out what it holds unsaid. Other entries that cannot be walked (a dangling link, a
+/// link loop) are skipped.
 pub(crate) fn walk(
     root: &Path,
     out: &mut Vec<PathBuf>,
@@ -477,7 +481,14 @@ pub(crate) fn walk(
                             .unwrap_or_else(|| std::io::Error::other("cannot walk the directory")),
                     });
                 }
-                tracing::debug!(path = %path.display(), "skipping an unreadable entry");
+                let denied = err
+                    .io_error()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+                if denied && path.is_dir() {
+                    out.push(path);
+                } else {
+                    tracing::debug!(path = %path.display(), "skipping an unreadable entry");
+                }
                 continue;
             }
         };
