@@ -343,8 +343,8 @@ fn search_finds_words_cjk_and_filters() {
     assert_eq!(recent["hits"].as_array().unwrap().len(), 1);
     // Nothing searchable is no hits, not an error.
     assert!(env.ok(&["search", "\"(*"]).contains("no matches"));
-    // A long query that finds nothing (a pasted file) is echoed on one short line.
-    let pasted = "zzzunfound\nline ".repeat(4_000);
+    // A long query that finds nothing (pasted lines) is echoed on one short line.
+    let pasted = "zzzunfound\nline ".repeat(100);
     let said = env.ok(&["search", &pasted]);
     assert!(
         said.starts_with("no matches for \"zzzunfound line"),
@@ -352,6 +352,14 @@ fn search_finds_words_cjk_and_filters() {
     );
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(said.chars().count() < 120, "{said}");
+    // A pasted file holds more terms than a search takes: refused on one line, never
+    // searched in part.
+    let file = "zzzunfound\nline ".repeat(4_000);
+    assert_eq!(
+        env.fails(&["search", &file]),
+        "scribe: invalid input: a search holds at most 200 words, phrases or symbols; \
+         this one has 8000\n"
+    );
     // Bad filters are usage errors.
     assert_eq!(
         env.run(&["search", "x", "--since", "yesterday"])
