@@ -91,6 +91,13 @@ fn charge(usage: &TokenUsage, [input, output, cache_write, cache_read]: [f64; 4]
     dollars_times_million / 1e6
 }
 
+/// What `hour_writes` of `usage`'s cache writes cost beyond `cache_write` a million (at
+/// which [`charge`] priced them): twice `input` a million each.
+fn hour_surcharge(usage: &TokenUsage, hour_writes: i64, input: f64, cache_write: f64) -> f64 {
+    let hours = billable(hour_writes).min(billable(usage.cache_write));
+    hours * (2.0 * input - cache_write) / 1e6
+}
+
 /// The prices of a call whose prompt (input, cache reads and cache writes together)
 /// holds more than [`above_tokens`](LongPromptPricing::above_tokens): every token of that
 /// call, its output included, is charged at these, as the providers bill it.
@@ -139,6 +146,34 @@ impl Pricing {
             ),
             _ => self.base_cost(usage),
         }
+    }
+
+    /// [`Pricing::cost`] of `usage` when `hour_writes` of its cache writes were written
+    /// for an hour (Anthropic's 1-hour cache, `ephemeral_1h_input_tokens`): those at twice
+    /// the input price, as Anthropic bills them, the others at the cache-write price; the
+    /// long prompt's prices for a long prompt. At most all its cache writes count.
+    pub fn cost_with_hour_writes(&self, usage: &TokenUsage, hour_writes: i64) -> f64 {
+        let prompt =
+            billable(usage.input) + billable(usage.cache_read) + billable(usage.cache_write);
+        let (input, cache_write) = match self.long_prompt {
+            Some(long) if prompt > long.above_tokens as f64 => {
+                (long.input_per_mtok, long.cache_write_per_mtok)
+            }
+            _ => (self.input_per_mtok, self.cache_write_per_mtok),
+        };
+        self.cost(usage) + hour_surcharge(usage, hour_writes, input, cache_write)
+    }
+
+    /// [`Pricing::base_cost`] with [`Pricing::cost_with_hour_writes`]'s rule for
+    /// `hour_writes`.
+    pub fn base_cost_with_hour_writes(&self, usage: &TokenUsage, hour_writes: i64) -> f64 {
+        self.base_cost(usage)
+            + hour_surcharge(
+                usage,
+                hour_writes,
+                self.input_per_mtok,
+                self.cache_write_per_mtok,
+            )
     }
 
     /// What `usage` costs at the base prices, however long its prompt: for usage summed

@@ -124,7 +124,8 @@ impl Pricer {
         self.model(model?).map(|m| m.pricing.base_cost(usage))
     }
 
-    /// Sets `rec`'s cost and cost bits: the reported cost, else the estimate, else 0 with
+    /// Sets `rec`'s cost and cost bits: the reported cost, else the estimate (its 1-hour
+    /// cache writes, `rec.cache_write_1h`, at twice the input price), else 0 with
     /// [`UNKNOWN`] (only when it has usage; a message without tokens costs nothing).
     pub fn apply(&self, rec: &mut MessageRec) {
         let usage = rec.message.usage;
@@ -138,7 +139,20 @@ impl Pricer {
             rec.cost_flags = 0;
             return;
         }
-        match self.estimate_calls(rec.message.model.as_deref(), &usage, rec.api_calls) {
+        let model = rec
+            .message
+            .model
+            .as_deref()
+            .and_then(|name| self.model(name));
+        let estimate = model.map(|m| {
+            if rec.api_calls == 1 {
+                m.pricing.cost_with_hour_writes(&usage, rec.cache_write_1h)
+            } else {
+                m.pricing
+                    .base_cost_with_hour_writes(&usage, rec.cache_write_1h)
+            }
+        });
+        match estimate {
             Some(cost) => {
                 rec.message.cost_usd = cost;
                 rec.cost_flags = ESTIMATED;
@@ -236,12 +250,42 @@ mod tests {
             api_calls: 1,
             reported_cost: None,
             cost_flags: 0,
+            cache_write_1h: 0,
         };
         p.apply(&mut rec);
         assert_eq!((rec.message.cost_usd, rec.cost_flags), (one, ESTIMATED));
         rec.api_calls = 2;
         p.apply(&mut rec);
         assert_eq!((rec.message.cost_usd, rec.cost_flags), (many, ESTIMATED));
+        // Cache writes kept for an hour cost twice the input price (the long prompt's
+        // $6 here, $3 at the base prices), the others the cache-write price ($7.50 and
+        // $3.75).
+        rec.message.usage.cache_write = 1_000;
+        let with_writes = rec.message.usage;
+        let one = p.estimate_calls(model, &with_writes, 1).unwrap();
+        let many = p.estimate_calls(model, &with_writes, 2).unwrap();
+        let cost = |rec: &mut MessageRec, hour: i64, calls: i64| {
+            rec.cache_write_1h = hour;
+            rec.api_calls = calls;
+            p.apply(rec);
+            rec.message.cost_usd
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(cost(&mut rec, 0, 1), one));
+        assert!(close(
+            cost(&mut rec, 400, 1),
+            one + 400.0 * (12.0 - 7.5) / 1e6
+        ));
+        assert!(close(
+            cost(&mut rec, 400, 2),
+            many + 400.0 * (6.0 - 3.75) / 1e6
+        ));
+        // Never more of them than its cache writes.
+        assert!(close(
+            cost(&mut rec, i64::MAX, 1),
+            one + 1_000.0 * (12.0 - 7.5) / 1e6
+        ));
+        assert_eq!(rec.cost_flags, ESTIMATED);
     }
 
     /// The version names the prices: the same catalog gives the same one, any price

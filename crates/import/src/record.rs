@@ -121,6 +121,10 @@ pub struct MessageRec {
     pub reported_cost: Option<f64>,
     /// Set by pricing: where `message.cost_usd` came from (see [`crate::pricing`]).
     pub cost_flags: u8,
+    /// Of `message.usage.cache_write`, the tokens written to the cache for an hour
+    /// (Claude's `ephemeral_1h_input_tokens`), priced at twice the input price where the
+    /// others cost the catalog's cache-write price (`Pricing::cost_with_hour_writes`).
+    pub cache_write_1h: i64,
 }
 
 impl MessageRec {
@@ -133,6 +137,7 @@ impl MessageRec {
             api_calls: 0,
             reported_cost: None,
             cost_flags: 0,
+            cache_write_1h: 0,
         }
     }
 }

@@ -561,6 +561,11 @@ fn scribe_counts_both_calls_of_a_reused_message_id() {
     let id = "609b44ad-7c18-4745-a70b-784281dce85e";
     assert_eq!(figures(&db, id, true), (170, 14, 40, 100));
     assert_eq!(session(&db, id).api_call_count, 2);
+    // And its cost: 30 of the second call's 40 cache writes were kept for an hour, at
+    // twice the input price ($6 a million for claude-sonnet-4-5, the others $3.75), which
+    // is Claude Code's own `totalCostUSD` (ccusage prices them so too, for its one call).
+    let cost = session(&db, id).estimated_cost_usd;
+    assert!((cost - 0.000_967_5).abs() < 1e-12, "{cost}");
     let assistants: Vec<_> = messages(&db, id)
         .into_iter()
         .filter(|m| m.role == scribe_message::Role::Assistant)

@@ -115,6 +115,9 @@ struct Open {
     updated_at: i64,
     next_position: i64,
     usage: TokenUsage,
+    /// Of `usage.cache_write`, what was written for an hour (priced apart).
+    #[serde(default)]
+    hour_writes: i64,
     model: Option<String>,
     stop: Option<String>,
     error: Option<Value>,
@@ -590,6 +593,7 @@ impl Reader<'_> {
             api_calls,
             reported_cost: None,
             cost_flags: 0,
+            cache_write_1h: 0,
         });
     }
 
@@ -622,6 +626,7 @@ impl Reader<'_> {
                 updated_at: at,
                 next_position: 0,
                 usage: TokenUsage::default(),
+                hour_writes: 0,
                 model: None,
                 stop: None,
                 error: None,
@@ -633,6 +638,9 @@ impl Reader<'_> {
             }
         }
         let usage = msg.get("usage").map(usage_of).unwrap_or_default();
+        let hour_writes = msg
+            .pointer("/usage/cache_creation")
+            .map_or(0, |c| int_of(c, "ephemeral_1h_input_tokens"));
         let is_error = v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
         let error = if is_error {
             Some(
@@ -650,6 +658,7 @@ impl Reader<'_> {
         // Each line repeats the response's usage; the one with the largest total is final.
         if usage.total() >= open.usage.total() {
             open.usage = usage;
+            open.hour_writes = hour_writes;
         }
         if model.is_some() {
             open.model = model;
@@ -739,12 +748,16 @@ impl Reader<'_> {
                 kept.extend(parts);
                 rec.message = m;
                 rec.message.parts = kept;
+                rec.cache_write_1h = open.hour_writes;
             }
             None => {
                 let mut m = m;
                 m.parts = parts;
                 // One model call; the sink counts it only when the message is new.
                 self.emit(open.session.clone(), m, 1);
+                if let Some(rec) = self.out.messages.last_mut() {
+                    rec.cache_write_1h = open.hour_writes;
+                }
             }
         }
     }

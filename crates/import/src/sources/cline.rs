@@ -625,6 +625,7 @@ impl Task {
                 },
                 reported_cost: usage[i].cost,
                 cost_flags: 0,
+                cache_write_1h: 0,
             });
         }
         // The task's last reply: its completion stands as said; other calls still run.

@@ -411,6 +411,7 @@ impl Reader<'_> {
             api_calls: calls,
             reported_cost: None,
             cost_flags: 0,
+            cache_write_1h: 0,
         });
     }
 

@@ -661,6 +661,7 @@ impl Log {
                 api_calls: reply.calls,
                 reported_cost: None,
                 cost_flags: 0,
+                cache_write_1h: 0,
             });
         }
     }

@@ -359,6 +359,7 @@ impl Log {
                 api_calls: calls,
                 reported_cost: None,
                 cost_flags: 0,
+                cache_write_1h: 0,
             });
         }
         rec.model = models.into_iter().max_by_key(|(_, n)| *n).map(|(m, _)| m);

@@ -337,6 +337,7 @@ fn emit_session(
             api_calls: calls,
             reported_cost: reported,
             cost_flags: 0,
+            cache_write_1h: 0,
         });
     }
     if rec.model.is_none() {

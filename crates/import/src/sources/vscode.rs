@@ -460,6 +460,7 @@ fn push(out: &mut Batch, session: &str, msg: scribe_message::Message) {
         api_calls: 0,
         reported_cost: None,
         cost_flags: 0,
+        cache_write_1h: 0,
     });
 }
 
