@@ -422,6 +422,42 @@ fn list_filters_and_orders_through_the_builder(backend: Backend) {
     );
 }
 
+/// "Title contains" ignores case in every script, not only ASCII letters: `über` finds
+/// `Über`, `école` finds `ÉCOLE`, `αβγ` finds `ΑΒΓ`; accents still count, and `%` and `_`
+/// stay literal.
+fn the_title_filter_folds_case_in_every_script(backend: Backend) {
+    let e = env_on(backend);
+    let greek = e
+        .svc
+        .create(NewSession::titled("Über ÉCOLE ΑΒΓ 50%"))
+        .unwrap();
+    let plain = e.svc.create(NewSession::titled("uber ecole")).unwrap();
+    let ids = |text: &str| -> Vec<String> {
+        let mut ids: Vec<String> = e
+            .svc
+            .list(&SessionFilter {
+                title_contains: Some(text.into()),
+                ..SessionFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    for text in ["über", "ÜBER", "école", "École", "αβγ", "Αβγ", "0%"] {
+        assert_eq!(ids(text), vec![greek.id.clone()], "{text} on {backend:?}");
+    }
+    for text in ["uber", "ECOLE"] {
+        assert_eq!(ids(text), vec![plain.id.clone()], "{text} on {backend:?}");
+    }
+    let mut both = vec![greek.id.clone(), plain.id.clone()];
+    both.sort();
+    assert_eq!(ids("E"), both, "on {backend:?}");
+    assert!(ids("ü_er").is_empty(), "on {backend:?}");
+}
+
 fn equal_creation_times_list_by_id_descending(backend: Backend) {
     let e = env_on(backend);
     let mut ids: Vec<String> = (0..4)
@@ -851,6 +887,7 @@ scribe_tests::backends!(
 scribe_tests::backends!(
     invalid_creation_input_is_refused,
     list_filters_and_orders_through_the_builder,
+    the_title_filter_folds_case_in_every_script,
 );
 
 // Sets equal creation times with raw SQL on the SQLite file.

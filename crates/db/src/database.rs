@@ -1207,10 +1207,32 @@ fn configure(conn: &Connection, options: &Options) -> Result<()> {
     // matched against a parameter; the generated statements with `LIMIT ?N` plan the same
     // either way (crates/bench/examples/qpsg_plans.rs).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    register_fold(conn)?;
     // `temp_store` stays SQLite's default (a temp file, used only by a sort or temporary
     // table that outgrows the cache). With `MEMORY` the sorter gives up its page-sized
     // arena and mallocs every record: FTS5's `ORDER BY rank` sorts every match, and a
     // word search ran 15-30% slower (measured with the bench corpus, issue 14).
+    Ok(())
+}
+
+/// The SQL function `scribe_fold(text)`: `text` lowercased by Unicode's rules (SQLite's
+/// `lower()` and `LIKE` fold ASCII letters only), NULL for anything but text. The title
+/// filter compares through it (`SessionFilter::title_contains`), as PostgreSQL lowers
+/// with its ICU collation.
+fn register_fold(conn: &Connection) -> Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    conn.create_scalar_function(
+        "scribe_fold",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(match ctx.get_raw(0) {
+                ValueRef::Text(bytes) => Some(String::from_utf8_lossy(bytes).to_lowercase()),
+                _ => None,
+            })
+        },
+    )?;
     Ok(())
 }
 

@@ -209,13 +209,16 @@ impl SessionFilter {
             None => {}
         }
         if let Some(text) = &self.title_contains {
-            // SQLite's LIKE folds ASCII letters; ILIKE on PostgreSQL's "C"-collated title
-            // does the same.
+            // Case folded in every script, on both sides: SQLite's LIKE and ILIKE on
+            // PostgreSQL's "C"-collated title fold ASCII letters only (`über` did not find
+            // `Über`). SQLite through `scribe_fold` (Rust's Unicode lowercase, registered
+            // on every connection), PostgreSQL through `lower` under its ICU collation.
             cond = cond.add(match backend {
-                Backend::Sqlite => c("title").like(contains_pattern(text)),
+                Backend::Sqlite => Expr::cust(r#"scribe_fold("sessions"."title")"#)
+                    .like(contains_pattern(&text.to_lowercase())),
                 // `\\` is PostgreSQL's default LIKE escape.
                 Backend::Postgres => Expr::cust_with_values(
-                    r#""sessions"."title" ILIKE $1"#,
+                    r#"lower("sessions"."title" COLLATE "und-x-icu") LIKE lower($1 COLLATE "und-x-icu")"#,
                     [format!("%{}%", escape_like(text))],
                 ),
             });
