@@ -222,7 +222,8 @@ pub fn import(
         if more {
             let (part, report, _) = read;
             stored += part.messages.len() as u64;
-            take_part(&mut summary, &mut batch, options, todo, part, report);
+            // A part before the end records no mark: what it held back needs none.
+            let _ = take_part(&mut summary, &mut batch, options, todo, part, report);
         } else {
             take_file(&mut summary, &mut batch, options, todo, read);
         }
@@ -371,7 +372,11 @@ fn take_file(
         }
     };
     summary.files_read += 1;
-    let (records, skipped) = take_part(summary, batch, options, todo, part, report);
+    let (records, skipped, held_back) = take_part(summary, batch, options, todo, part, report);
+    if held_back {
+        // Read again by the next import: an import without `--since` takes them.
+        return;
+    }
     batch.files.push(FileMark {
         path: todo.key.clone(),
         size: todo.size,
@@ -383,7 +388,8 @@ fn take_file(
 }
 
 /// Prices what one read of `todo`'s file gave, counts it into `summary` and adds it to
-/// `batch`; returns the records it took and the ones it skipped.
+/// `batch`; returns the records it took, the ones it skipped, and whether `--since` held
+/// back a session of it ([`hold_back_inactive`]).
 fn take_part(
     summary: &mut SourceSummary,
     batch: &mut Batch,
@@ -391,7 +397,10 @@ fn take_part(
     todo: &Todo,
     mut part: Batch,
     report: FileReport,
-) -> (u64, u64) {
+) -> (u64, u64, bool) {
+    let held_back = options
+        .since
+        .is_some_and(|since| hold_back_inactive(&mut part, since));
     refuse_unstorable_ids(summary, &mut part, &todo.key);
     keep_file_order(&mut part);
     for m in &mut part.messages {
@@ -409,7 +418,42 @@ fn take_part(
     }
     summary.malformed.extend(report.malformed);
     batch.append(part);
-    (report.records, skipped)
+    (report.records, skipped, held_back)
+}
+
+/// Takes out of `part` every session not active since `since` (`--since`): its record's
+/// last activity and every message of it read here before then, with everything of it.
+/// Most readers skip such a session themselves; a file whose sessions are older than
+/// its modification time (copied, restored from a backup) read by a reader that learns a
+/// session's activity only from its messages (Claude Code's, Codex's) is caught here.
+/// Returns whether it took any out: the file's mark is then not recorded, so that an
+/// import without `--since` reads them.
+fn hold_back_inactive(part: &mut Batch, since: i64) -> bool {
+    let mut last: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+    for s in &part.sessions {
+        let at = last.entry(s.external_id.as_str()).or_insert(i64::MIN);
+        *at = (*at).max(s.created_at).max(s.updated_at);
+    }
+    for m in &part.messages {
+        let at = last.entry(m.session.as_str()).or_insert(i64::MIN);
+        *at = (*at).max(m.message.created_at).max(m.message.updated_at);
+    }
+    let inactive: std::collections::HashSet<String> = last
+        .into_iter()
+        .filter(|(_, at)| *at < since)
+        .map(|(session, _)| session.to_owned())
+        .collect();
+    if inactive.is_empty() {
+        return false;
+    }
+    let kept = |session: &str| !inactive.contains(session);
+    part.sessions.retain(|s| kept(&s.external_id));
+    part.messages.retain(|m| kept(&m.session));
+    part.part_updates.retain(|u| kept(&u.session));
+    part.marks.retain(|m| kept(&m.session));
+    part.task_links.retain(|l| kept(&l.child));
+    part.keys.retain(|k| kept(&k.session));
+    true
 }
 
 /// Messages of a session keep the order the file wrote them in when their times do not

@@ -692,7 +692,8 @@ fn a_codex_sub_agent_skips_the_history_copied_from_its_parent() {
 }
 
 /// `--since`: a file last written before it is not read (nor recorded, so a later import
-/// without it still reads the file); a newer file is read.
+/// without it still reads the file); a newer file is read. (Since 2026-09-01: the fresh
+/// file's session is of 2026-09-30, the old file was last written 2026-08-01.)
 #[test]
 fn since_leaves_out_files_last_written_before_it_until_an_import_without_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -705,25 +706,18 @@ fn since_leaves_out_files_last_written_before_it_until_an_import_without_it() {
         &fresh,
         &lines(&format!("claude/projects/-work-proj/{fresh_id}.jsonl")).concat(),
     );
-    let ten_days = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 86_400);
+    let august = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_785_542_400);
     std::fs::File::options()
         .write(true)
         .open(&old)
         .unwrap()
-        .set_modified(ten_days)
+        .set_modified(august)
         .unwrap();
     let db = scribe_db(dir.path());
     let mut sink =
         scribe_import::sink::StoreSink::new(scribe_session::Store::new(std::sync::Arc::clone(&db)));
-    let now_ms = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
     let options = scribe_import::Options {
-        since: Some(now_ms - 86_400_000),
+        since: Some(1_788_220_800_000),
         ..scribe_import::Options::default()
     };
     let s = scribe_import::import(
@@ -810,4 +804,40 @@ fn a_codex_usage_limit_snapshot_survives_imports_that_report_none() {
     append(&file, &all[18..].concat());
     run(&db, Source::Codex, &[root]);
     assert_eq!(snapshot_at(&db), Some(1_771_849_192_689));
+}
+
+/// `--since` keeps the sessions active since then by what they say, not by their files'
+/// modification times: Claude Code's files copied (or restored from a backup) are all
+/// new files, yet only the session active since the date is imported, and an import
+/// without `--since` then takes the others (their files' marks were not recorded).
+#[test]
+fn since_keeps_sessions_by_their_activity_not_their_files_times() {
+    use scribe_import::{Options, import, sink::StoreSink, sources};
+    use scribe_session::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let copied = dir.path().join("projects");
+    copy_tree(&fixtures().join("claude/projects"), &copied);
+    let db = scribe_db(dir.path());
+    let mut sink = StoreSink::new(Store::new(std::sync::Arc::clone(&db)));
+    let since = Options {
+        // 2026-01-01T00:00:00Z: only 609b44ad (2026-09-30) is later; every file is new.
+        since: Some(1_767_225_600_000),
+        ..Options::default()
+    };
+    let recent = import(
+        &mut sink,
+        sources::importer(Source::ClaudeCode),
+        std::slice::from_ref(&copied),
+        &since,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(recent.failed.is_empty(), "{:?}", recent.failed);
+    assert_eq!(recent.files_too_old, 0);
+    let ids: Vec<String> = sessions(&db).into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["609b44ad-7c18-4745-a70b-784281dce85e"]);
+    let all = run(&db, Source::ClaudeCode, &[copied]);
+    assert!(all.failed.is_empty(), "{:?}", all.failed);
+    assert_eq!(all.written.messages_inserted, 33);
+    assert_eq!(sessions(&db).len(), 7);
 }
