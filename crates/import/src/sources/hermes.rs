@@ -22,7 +22,7 @@
 //! - Hermes rewrites a transcript on `/retry`, `/undo` and `/compress` (rows deleted and
 //!   inserted again, with new ids and times), and a session log's message times are made
 //!   up from its start and last update, which move every turn. So a session read again is
-//!   matched against what is stored of it by what its messages say ([`match_stored`]):
+//!   matched against what is stored of it by what its messages say (`match_stored`):
 //!   a message read again keeps its stored id and time, a stored message the transcript
 //!   no longer has is marked (never deleted), a new one is added after the one before it.
 //!   A session whose message count, last row and totals are unchanged is not read again;
