@@ -1425,18 +1425,7 @@ fn any_positive_phrase(expr: &str) -> Option<String> {
     let mut chars = expr.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '"' {
-            let mut phrase = String::from('"');
-            while let Some(c) = chars.next() {
-                phrase.push(c);
-                if c == '"' {
-                    if chars.peek() == Some(&'"') {
-                        chars.next();
-                        phrase.push('"');
-                    } else {
-                        break;
-                    }
-                }
-            }
+            let mut phrase = format!("\"{}\"", quoted_text(&mut chars).replace('"', "\"\""));
             if chars.peek() == Some(&'*') {
                 chars.next();
                 phrase.push('*');
@@ -1449,6 +1438,25 @@ fn any_positive_phrase(expr: &str) -> Option<String> {
         }
     }
     (!phrases.is_empty()).then(|| phrases.join(" OR "))
+}
+
+/// The text of an FTS5 string whose opening `"` was just taken from `chars`, up to and
+/// taking its closing one, each doubled `""` inside read as one `"`.
+fn quoted_text(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
+    let mut text = String::new();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            if chars.peek() == Some(&'"') {
+                chars.next();
+                text.push('"');
+            } else {
+                break;
+            }
+        } else {
+            text.push(c);
+        }
+    }
+    text
 }
 
 /// Whether `chars` go on with `rest` (then taken): the end of a keyword outside quotes.

@@ -104,20 +104,7 @@ pub(super) fn groups(expr: &str) -> Vec<Group> {
     while let Some(&ch) = chars.peek() {
         let term = if ch == '"' {
             chars.next();
-            let mut text = String::new();
-            while let Some(ch) = chars.next() {
-                if ch == '"' {
-                    if chars.peek() == Some(&'"') {
-                        chars.next();
-                        text.push('"');
-                    } else {
-                        break;
-                    }
-                } else {
-                    text.push(ch);
-                }
-            }
-            Some(text)
+            Some(super::quoted_text(&mut chars))
         } else if ch.is_whitespace() || ch == '(' || ch == ')' {
             chars.next();
             None
