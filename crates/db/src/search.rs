@@ -1286,7 +1286,7 @@ fn first_page(
 /// in the part. A 280 KB tool output holding one word 40,000 times took 2.9 s per search
 /// of that word (a helper's walk of the web page; 0.16 s at 5,000, 0.65 s at 10,000).
 ///
-/// Why. FTS5's `snippet()` appends the pieces of a snippet as C strings (`%.*s`), so a NUL
+/// Why NULs. FTS5's `snippet()` appends the pieces of a snippet as C strings (`%.*s`), so a NUL
 /// in the text (a tool's output of `cat` on a binary file) cut the snippet from the NUL to
 /// the next match or its end. The text is the content view's (`parts_search`), read by
 /// `snippet()` itself, so nothing between could put a space there; giving the view a space

@@ -118,10 +118,24 @@ impl Pricer {
         usage: &TokenUsage,
         calls: i64,
     ) -> Option<f64> {
-        if calls == 1 {
-            return self.estimate(model, usage);
-        }
-        self.model(model?).map(|m| m.pricing.base_cost(usage))
+        self.estimate_calls_with_hour_writes(model, usage, calls, 0)
+    }
+
+    /// [`Pricer::estimate_calls`] with `hour_writes` of the cache writes kept for an hour
+    /// (`Pricing::cost_with_hour_writes`).
+    fn estimate_calls_with_hour_writes(
+        &self,
+        model: Option<&str>,
+        usage: &TokenUsage,
+        calls: i64,
+        hour_writes: i64,
+    ) -> Option<f64> {
+        let pricing = self.model(model?)?.pricing;
+        Some(if calls == 1 {
+            pricing.cost_with_hour_writes(usage, hour_writes)
+        } else {
+            pricing.base_cost_with_hour_writes(usage, hour_writes)
+        })
     }
 
     /// Sets `rec`'s cost and cost bits: the reported cost, else the estimate (its 1-hour
@@ -139,20 +153,12 @@ impl Pricer {
             rec.cost_flags = 0;
             return;
         }
-        let model = rec
-            .message
-            .model
-            .as_deref()
-            .and_then(|name| self.model(name));
-        let estimate = model.map(|m| {
-            if rec.api_calls == 1 {
-                m.pricing.cost_with_hour_writes(&usage, rec.cache_write_1h)
-            } else {
-                m.pricing
-                    .base_cost_with_hour_writes(&usage, rec.cache_write_1h)
-            }
-        });
-        match estimate {
+        match self.estimate_calls_with_hour_writes(
+            rec.message.model.as_deref(),
+            &usage,
+            rec.api_calls,
+            rec.cache_write_1h,
+        ) {
             Some(cost) => {
                 rec.message.cost_usd = cost;
                 rec.cost_flags = ESTIMATED;
