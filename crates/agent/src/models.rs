@@ -91,9 +91,10 @@ fn charge(usage: &TokenUsage, [input, output, cache_write, cache_read]: [f64; 4]
     dollars_times_million / 1e6
 }
 
-/// What `hour_writes` of `usage`'s cache writes cost beyond `cache_write` a million (at
-/// which [`charge`] priced them): twice `input` a million each.
-fn hour_surcharge(usage: &TokenUsage, hour_writes: i64, input: f64, cache_write: f64) -> f64 {
+/// What `hour_writes` of `usage`'s cache writes cost beyond the cache-write price [`charge`]
+/// charged them at `prices`: twice the input price each (Anthropic's 1-hour cache).
+fn hour_surcharge(usage: &TokenUsage, hour_writes: i64, prices: [f64; 4]) -> f64 {
+    let [input, _, cache_write, _] = prices;
     let hours = billable(hour_writes).min(billable(usage.cache_write));
     hours * (2.0 * input - cache_write) / 1e6
 }
@@ -132,20 +133,33 @@ impl Pricing {
     ///
     /// Negative counters (corrupt data) count as zero, so a cost is never negative.
     pub fn cost(&self, usage: &TokenUsage) -> f64 {
+        charge(usage, self.prices_of(usage))
+    }
+
+    /// The prices [`Pricing::cost`] charges `usage` (one call's) at, `[input, output,
+    /// cache write, cache read]`: the long prompt's when its prompt is a long one.
+    fn prices_of(&self, usage: &TokenUsage) -> [f64; 4] {
         let prompt =
             billable(usage.input) + billable(usage.cache_read) + billable(usage.cache_write);
         match self.long_prompt {
-            Some(long) if prompt > long.above_tokens as f64 => charge(
-                usage,
-                [
-                    long.input_per_mtok,
-                    long.output_per_mtok,
-                    long.cache_write_per_mtok,
-                    long.cache_read_per_mtok,
-                ],
-            ),
-            _ => self.base_cost(usage),
+            Some(long) if prompt > long.above_tokens as f64 => [
+                long.input_per_mtok,
+                long.output_per_mtok,
+                long.cache_write_per_mtok,
+                long.cache_read_per_mtok,
+            ],
+            _ => self.base_prices(),
         }
+    }
+
+    /// `[input, output, cache write, cache read]` at the base prices.
+    fn base_prices(&self) -> [f64; 4] {
+        [
+            self.input_per_mtok,
+            self.output_per_mtok,
+            self.cache_write_per_mtok,
+            self.cache_read_per_mtok,
+        ]
     }
 
     /// [`Pricing::cost`] of `usage` when `hour_writes` of its cache writes were written
@@ -153,27 +167,15 @@ impl Pricing {
     /// the input price, as Anthropic bills them, the others at the cache-write price; the
     /// long prompt's prices for a long prompt. At most all its cache writes count.
     pub fn cost_with_hour_writes(&self, usage: &TokenUsage, hour_writes: i64) -> f64 {
-        let prompt =
-            billable(usage.input) + billable(usage.cache_read) + billable(usage.cache_write);
-        let (input, cache_write) = match self.long_prompt {
-            Some(long) if prompt > long.above_tokens as f64 => {
-                (long.input_per_mtok, long.cache_write_per_mtok)
-            }
-            _ => (self.input_per_mtok, self.cache_write_per_mtok),
-        };
-        self.cost(usage) + hour_surcharge(usage, hour_writes, input, cache_write)
+        let prices = self.prices_of(usage);
+        charge(usage, prices) + hour_surcharge(usage, hour_writes, prices)
     }
 
     /// [`Pricing::base_cost`] with [`Pricing::cost_with_hour_writes`]'s rule for
     /// `hour_writes`.
     pub fn base_cost_with_hour_writes(&self, usage: &TokenUsage, hour_writes: i64) -> f64 {
-        self.base_cost(usage)
-            + hour_surcharge(
-                usage,
-                hour_writes,
-                self.input_per_mtok,
-                self.cache_write_per_mtok,
-            )
+        let prices = self.base_prices();
+        charge(usage, prices) + hour_surcharge(usage, hour_writes, prices)
     }
 
     /// What `usage` costs at the base prices, however long its prompt: for usage summed
@@ -181,15 +183,7 @@ impl Pricing {
     /// one are not known. The sum's prompt may be long when no call's was, so the
     /// long-prompt prices would overcharge it; a long call among them is undercharged.
     pub fn base_cost(&self, usage: &TokenUsage) -> f64 {
-        charge(
-            usage,
-            [
-                self.input_per_mtok,
-                self.output_per_mtok,
-                self.cache_write_per_mtok,
-                self.cache_read_per_mtok,
-            ],
-        )
+        charge(usage, self.base_prices())
     }
 
     /// Every price finite and non-negative; a long prompt's threshold above 0.
