@@ -1044,19 +1044,42 @@ fn typing_page(
     if page.is_empty() {
         return Ok(Some(Vec::new()));
     }
-    // The page's snippets: FTS5's own, so its ASCII texts join the in-memory table.
+    // The page's snippets: FTS5's own, so its ASCII texts join the in-memory table; a
+    // long text's are made from its pieces ([`Pieces`], as for the index's hits).
+    let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    let mut short: Vec<i64> = Vec::new();
+    let mut long: Option<Pieces> = None;
     mem.execute_batch("BEGIN")?;
     {
         let mut insert = mem.prepare("INSERT INTO w (rowid, t) VALUES (?1, ?2)")?;
+        let mut stored = mem.prepare("SELECT t FROM w WHERE rowid = ?1")?;
         for &(_, seq) in &page {
-            if let Some((_, _, Some(text))) = parts.get(&seq) {
-                insert.execute(rusqlite::params![seq, without_nul(text)])?;
+            let text: Option<String> = match parts.get(&seq) {
+                Some((_, _, Some(text))) => Some(text.clone()),
+                _ => stored
+                    .query_row([seq], |r| r.get::<_, Option<String>>(0))
+                    .optional()?
+                    .flatten(),
+            };
+            let ascii = matches!(parts.get(&seq), Some((_, _, Some(_))));
+            match text {
+                Some(text) if text.len() > LONG_PART => {
+                    let pieces = match &mut long {
+                        Some(pieces) => pieces,
+                        empty => empty.insert(Pieces::new("parts_fts")?),
+                    };
+                    snippets.insert(seq, pieces.snippet(expr, &text)?);
+                }
+                Some(text) if ascii => {
+                    insert.execute(rusqlite::params![seq, without_nul(&text)])?;
+                    short.push(seq);
+                }
+                _ => short.push(seq),
             }
         }
     }
     mem.execute_batch("COMMIT")?;
-    let ids = serde_json::Value::from(page.iter().map(|p| p.1).collect::<Vec<_>>()).to_string();
-    let mut snippets: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    let ids = serde_json::Value::from(short).to_string();
     {
         let mut stmt = mem.prepare(&format!(
             "SELECT rowid, {} FROM w \
@@ -1342,15 +1365,9 @@ fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Makes the snippets [`snippet`] left to Rust ([`NUL_SNIPPET`]): the part's text with its
-/// NULs as spaces goes to a private in-memory FTS5 table with `index`'s tokenizer, whose
-/// `snippet()` over the same expression is the index's snippet of that text (the same
-/// tokens at the same positions for the word index). A text longer than [`LONG_PART`]
-/// goes as pieces of at most [`SNIPPET_PIECE`] bytes cut between words, one row each,
-/// and the snippet is the best-ranked piece's, with [`ELLIPSIS`] where the piece cuts the
-/// text (a query whose terms no one piece holds together gets the text's start,
-/// unmarked). Only parts whose JSON holds a NUL escape or is long get here, at most a
-/// page of them.
+/// Makes the snippets [`snippet`] left to Rust ([`NUL_SNIPPET`]) from the parts' text,
+/// through [`Pieces`]. Only parts whose JSON holds a NUL escape or is long get here, at
+/// most a page of them.
 fn nul_free_snippets(
     conn: &Connection,
     index: &str,
@@ -1360,20 +1377,11 @@ fn nul_free_snippets(
     if !hits.iter().any(|h| h.snippet == NUL_SNIPPET) {
         return Ok(());
     }
-    let mem = Connection::open_in_memory()?;
-    mem.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE w USING fts5(search_text, tokenize='{}')",
-        tokenizer(index)
-    ))?;
+    let pieces = Pieces::new(index)?;
     let mut text = conn.prepare_cached(
         "SELECT v.search_text FROM parts AS p JOIN parts_search AS v ON v.seq = p.seq \
          WHERE p.id = ?1",
     )?;
-    let mut insert = mem.prepare("INSERT INTO w (rowid, search_text) VALUES (?1, ?2)")?;
-    let mut make = mem.prepare(&format!(
-        "SELECT rowid, {} FROM w WHERE w MATCH ?1 ORDER BY rank LIMIT 1",
-        snippet_sql("w")
-    ))?;
     for hit in hits.iter_mut() {
         if hit.snippet != NUL_SNIPPET {
             continue;
@@ -1381,12 +1389,50 @@ fn nul_free_snippets(
         let found: Option<Option<String>> =
             text.query_row([&hit.part_id], |r| r.get(0)).optional()?;
         let whole = found.flatten().unwrap_or_default();
-        let whole = without_nul(&whole);
-        mem.execute("DELETE FROM w", [])?;
+        hit.snippet = pieces.snippet(expr, &whole)?;
+    }
+    Ok(())
+}
+
+/// A private in-memory FTS5 table with an index's tokenizer, whose `snippet()` over the
+/// same expression is the index's snippet of a text (the same tokens at the same
+/// positions for the word index): for texts the index's own `snippet()` is not asked for
+/// ([`NUL_SNIPPET`]) and the typing window's long ones. A text longer than [`LONG_PART`]
+/// goes as pieces of at most [`SNIPPET_PIECE`] bytes cut between words, one row each, and
+/// the snippet is the best-ranked piece's, with [`ELLIPSIS`] where the piece cuts the text
+/// (the piece best holding any term when none holds all; the text's start, unmarked,
+/// when none holds any).
+struct Pieces {
+    mem: Connection,
+}
+
+impl Pieces {
+    fn new(index: &str) -> rusqlite::Result<Pieces> {
+        let mem = Connection::open_in_memory()?;
+        mem.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE w USING fts5(search_text, tokenize='{}')",
+            tokenizer(index)
+        ))?;
+        Ok(Pieces { mem })
+    }
+
+    /// The snippet of `text` (its NULs as spaces) for the FTS5 expression `expr`.
+    fn snippet(&self, expr: &str, text: &str) -> rusqlite::Result<String> {
+        let whole = without_nul(text);
+        self.mem.execute("DELETE FROM w", [])?;
         let pieces = snippet_pieces_of(&whole);
-        for (n, piece) in (0_i64..).zip(&pieces) {
-            insert.execute(rusqlite::params![n, piece])?;
+        {
+            let mut insert = self
+                .mem
+                .prepare_cached("INSERT INTO w (rowid, search_text) VALUES (?1, ?2)")?;
+            for (n, piece) in (0_i64..).zip(&pieces) {
+                insert.execute(rusqlite::params![n, piece])?;
+            }
         }
+        let mut make = self.mem.prepare_cached(&format!(
+            "SELECT rowid, {} FROM w WHERE w MATCH ?1 ORDER BY rank LIMIT 1",
+            snippet_sql("w")
+        ))?;
         let mut best: Option<(i64, String)> = make
             .query_row([expr], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
@@ -1398,7 +1444,7 @@ fn nul_free_snippets(
                     .optional()?;
             }
         }
-        hit.snippet = match best {
+        Ok(match best {
             Some((n, mut snippet)) => {
                 if n > 0 && !snippet.starts_with(ELLIPSIS) {
                     snippet.insert_str(0, ELLIPSIS);
@@ -1411,9 +1457,8 @@ fn nul_free_snippets(
             }
             None if pieces.len() > 1 => like_snippet(&whole, ""),
             None => String::new(),
-        };
+        })
     }
-    Ok(())
 }
 
 /// The phrases of the sanitized FTS5 expression `expr` that are not excluded (each

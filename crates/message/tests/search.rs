@@ -1181,6 +1181,26 @@ fn a_word_many_times_in_one_part_is_found_with_a_marked_snippet(backend: Backend
             hit.snippet
         );
     }
+    // The typing window (the web page's search as one types: newest first, a short
+    // prefix) makes its own snippets, from the same pieces.
+    let typing = SearchOptions {
+        window: Some(scribe_message::TYPING_WINDOW),
+        ..SearchOptions::default()
+    };
+    for query in ["fil*", "nee*"] {
+        let hits = f.search_with(query, &typing).unwrap();
+        assert_eq!(hits.len(), 1, "{query} on {backend:?}");
+        assert!(
+            hits[0].snippet.contains('\u{2}'),
+            "{query} on {backend:?}: {}",
+            hits[0].snippet
+        );
+        assert!(
+            words(&hits[0].snippet) <= 30,
+            "{query} on {backend:?}: {}",
+            hits[0].snippet
+        );
+    }
     let needle = &f.search("needle")[0].snippet;
     assert!(
         needle.starts_with('…') && needle.contains("\u{2}needle\u{3} at the end"),
